@@ -1,0 +1,166 @@
+/**
+ * The one place that reads the environment. Every process parses it once, through one joi
+ * schema, into a frozen typed object; a bad environment fails fast with every problem listed.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import Joi from 'joi';
+
+export type NodeEnv = 'development' | 'test' | 'production';
+
+export interface SecretsKey {
+  /** The raw 32-byte AES-256 key. */
+  key: Buffer;
+  /** Where it came from, so start-up can warn about a generated key. */
+  origin: 'env' | 'file' | 'generated';
+}
+
+export interface Config {
+  nodeEnv: NodeEnv;
+  host: string;
+  port: number;
+  publicUrl: string;
+  databaseUrl: string;
+  redisUrl: string;
+  /** Prefix of every BullMQ key this deployment owns; tests use one per file. */
+  queuePrefix: string;
+  bootstrapApiKey: string | null;
+  secretsKey: SecretsKey;
+  /** Keys that were current before a rotation: still used to decrypt, never to encrypt. */
+  previousSecretsKeys: Buffer[];
+  dataDir: string;
+  logLevel: string;
+  bodyLimitBytes: number;
+  jwt: { issuer: string; jwksUrl: string; audience: string | null } | null;
+  shutdownTimeoutMs: number;
+}
+
+const SECRETS_KEY_FILE = 'secrets.key';
+
+const base64Key = Joi.string()
+  .base64()
+  .custom((value: string, helpers) =>
+    Buffer.from(value, 'base64').length === 32 ? value : helpers.error('key.length'),
+  )
+  .messages({ 'key.length': '{{#label}} must decode to exactly 32 bytes' });
+
+const schema = Joi.object({
+  NODE_ENV: Joi.string().valid('development', 'test', 'production').default('development'),
+  HOST: Joi.string().default('127.0.0.1'),
+  PORT: Joi.number().integer().min(0).max(65535).default(8124),
+  SLIPWAY_PUBLIC_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
+  DATABASE_URL: Joi.string()
+    .uri({ scheme: ['postgres', 'postgresql'] })
+    .default('postgres://postgres:postgres@127.0.0.1:5432/slipway'),
+  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379/0'),
+  SLIPWAY_QUEUE_PREFIX: Joi.string()
+    .pattern(/^[A-Za-z0-9_-]+$/)
+    .default('slipway'),
+  SLIPWAY_BOOTSTRAP_API_KEY: Joi.string().min(20).max(256).pattern(/^\S+$/),
+  SLIPWAY_SECRETS_KEY: base64Key,
+  SLIPWAY_PREVIOUS_SECRETS_KEYS: Joi.string()
+    .custom((value: string, helpers) =>
+      value
+        .split(',')
+        .filter(Boolean)
+        .every((k) => Buffer.from(k.trim(), 'base64').length === 32)
+        ? value
+        : helpers.error('key.length'),
+    )
+    .messages({ 'key.length': '{{#label}} must be a comma-separated list of 32-byte base64 keys' }),
+  SLIPWAY_DATA_DIR: Joi.string().default('./.slipway'),
+  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  SLIPWAY_BODY_LIMIT_BYTES: Joi.number().integer().min(1024).default(1024 * 1024),
+  SLIPWAY_JWT_ISSUER: Joi.string().uri(),
+  SLIPWAY_JWT_JWKS_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
+  SLIPWAY_JWT_AUDIENCE: Joi.string(),
+  SLIPWAY_SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
+})
+  .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
+  .unknown(true);
+
+/** Thrown when the environment does not parse; `problems` lists every bad key. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Outside production an unset SLIPWAY_SECRETS_KEY is generated once into the data dir, so a
+ * fresh checkout starts without ceremony and keeps decrypting what it stored across restarts.
+ */
+function resolveSecretsKey(fromEnv: string | undefined, nodeEnv: NodeEnv, dataDir: string): SecretsKey {
+  if (fromEnv) return { key: Buffer.from(fromEnv, 'base64'), origin: 'env' };
+  if (nodeEnv === 'production') {
+    throw new ConfigError(['SLIPWAY_SECRETS_KEY is required when NODE_ENV=production']);
+  }
+  const file = path.join(dataDir, SECRETS_KEY_FILE);
+  if (existsSync(file)) {
+    const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+    if (key.length !== 32) throw new ConfigError([`${file} does not hold a 32-byte base64 key`]);
+    return { key, origin: 'file' };
+  }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const key = randomBytes(32);
+  // `wx` so two processes starting together cannot both write a different key.
+  try {
+    writeFileSync(file, key.toString('base64') + '\n', { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return resolveSecretsKey(undefined, nodeEnv, dataDir);
+    throw err;
+  }
+  chmodSync(file, 0o600);
+  return { key, origin: 'generated' };
+}
+
+/** Parses an environment into a frozen Config. Pure apart from the dev secrets-key file. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
+  const { value, error } = schema.validate(env, { abortEarly: false, convert: true });
+  if (error) throw new ConfigError(error.details.map((d) => d.message));
+  const nodeEnv = value.NODE_ENV as NodeEnv;
+  const dataDir = path.resolve(value.SLIPWAY_DATA_DIR as string);
+  const port = value.PORT as number;
+  const config: Config = {
+    nodeEnv,
+    host: value.HOST,
+    port,
+    publicUrl: (value.SLIPWAY_PUBLIC_URL ?? `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
+    databaseUrl: value.DATABASE_URL,
+    redisUrl: value.REDIS_URL,
+    queuePrefix: value.SLIPWAY_QUEUE_PREFIX,
+    bootstrapApiKey: value.SLIPWAY_BOOTSTRAP_API_KEY ?? null,
+    secretsKey: resolveSecretsKey(value.SLIPWAY_SECRETS_KEY, nodeEnv, dataDir),
+    previousSecretsKeys: ((value.SLIPWAY_PREVIOUS_SECRETS_KEYS as string | undefined) ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean)
+      .map((k) => Buffer.from(k, 'base64')),
+    dataDir,
+    logLevel: value.LOG_LEVEL,
+    bodyLimitBytes: value.SLIPWAY_BODY_LIMIT_BYTES,
+    jwt: value.SLIPWAY_JWT_ISSUER
+      ? { issuer: value.SLIPWAY_JWT_ISSUER, jwksUrl: value.SLIPWAY_JWT_JWKS_URL, audience: value.SLIPWAY_JWT_AUDIENCE ?? null }
+      : null,
+    shutdownTimeoutMs: value.SLIPWAY_SHUTDOWN_TIMEOUT_MS,
+  };
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Buffer.isBuffer(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+let cached: Readonly<Config> | undefined;
+
+/** The process-wide config, parsed on first use. */
+export function getConfig(): Readonly<Config> {
+  cached ??= loadConfig();
+  return cached;
+}

@@ -1,0 +1,37 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+export interface ComputeConfig {
+  k8s_namespaces?: string[] | null;
+}
+
+/** A registered cluster that self-hosted deployments run on (CONTRACT C7). */
+@Entity({ name: 'listeners' })
+export class Listener {
+  @PrimaryColumn({ type: 'uuid' })
+  id!: string;
+
+  @Column({ type: 'uuid' })
+  workspaceId!: string;
+
+  @Column({ type: 'text' })
+  computeType!: string;
+
+  @Column({ type: 'text' })
+  computeId!: string;
+
+  @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
+  computeConfig!: ComputeConfig;
+
+  @Column({ type: 'text', nullable: true })
+  version!: string | null;
+
+  /** Last time the listener agent called in (C12); null until it does. */
+  @Column({ type: 'timestamptz', nullable: true })
+  lastSeenAt!: Date | null;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+}

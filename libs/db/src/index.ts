@@ -1,0 +1,14 @@
+export { createDataSource, ensureDatabase, runMigrations, type CreateDataSourceOptions } from './data-source.js';
+export * from './entities/index.js';
+export { MIGRATIONS } from './migrations/index.js';
+export { isDatabaseUnavailable, isForeignKeyViolation, isUniqueViolation } from './pg-errors.js';
+export { ApiKeyRepository, issueApiKey, type ApiKeyFilter, type IssueApiKeyInput } from './repositories/api-key.repository.js';
+export { LISTENER_COMPUTE_ID_UNIQUE, ListenerRepository, type ListenerChanges } from './repositories/listener.repository.js';
+export {
+  OAUTH_PROVIDER_ID_UNIQUE,
+  OAuthProviderRepository,
+  type OAuthProviderChanges,
+} from './repositories/oauth-provider.repository.js';
+export type { Page } from './repositories/pagination.js';
+export { TenancyRepository, type BootstrapResult } from './repositories/tenancy.repository.js';
+export type { DataSource, EntityManager } from 'typeorm';

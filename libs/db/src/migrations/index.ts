@@ -1,0 +1,7 @@
+import { Foundation1763700000000 } from './1763700000000-foundation.js';
+
+/**
+ * Append-only: never edit a migration that has shipped; add a new one at the end.
+ * Listed explicitly so the order is the array order, not a glob's.
+ */
+export const MIGRATIONS = [Foundation1763700000000];

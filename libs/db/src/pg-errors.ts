@@ -1,0 +1,37 @@
+/** Postgres error helpers, so services can react to constraint names instead of parsing text. */
+
+interface PgLikeError {
+  code?: string;
+  constraint?: string;
+  driverError?: { code?: string; constraint?: string };
+}
+
+function pgFields(err: unknown): { code?: string; constraint?: string } {
+  const e = err as PgLikeError;
+  return { code: e?.driverError?.code ?? e?.code, constraint: e?.driverError?.constraint ?? e?.constraint };
+}
+
+/** True when `err` is a unique violation (of `constraint`, when given). */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const { code, constraint: actual } = pgFields(err);
+  return code === '23505' && (constraint === undefined || actual === constraint);
+}
+
+/** True when `err` is a foreign-key violation (of `constraint`, when given). */
+export function isForeignKeyViolation(err: unknown, constraint?: string): boolean {
+  const { code, constraint: actual } = pgFields(err);
+  return code === '23503' && (constraint === undefined || actual === constraint);
+}
+
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+/**
+ * True when `err` means "Postgres is unreachable or going away" rather than "this query is
+ * wrong": connection refused, connection class 08, admin shutdown (57P01..57P03), pool timeouts.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const { code } = pgFields(err);
+  if (code && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08') || /^57P0[1-3]$/.test(code))) return true;
+  const message = (err as Error)?.message ?? '';
+  return /Connection terminated|timeout exceeded when trying to connect|Connection refused|connect ECONNREFUSED/i.test(message);
+}

@@ -1,0 +1,48 @@
+/**
+ * Operational errors: expected outcomes a caller can act on. The api maps each kind to one
+ * status code (CONTRACT C2) and shows its message; anything else is a bug and is hidden.
+ */
+export abstract class AppError extends Error {
+  abstract readonly status: number;
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** 400: a business rule refused the request. The message says what and why. */
+export class BadRequestError extends AppError {
+  readonly status = 400;
+}
+
+/** 401: missing or invalid credentials. */
+export class UnauthorizedError extends AppError {
+  readonly status = 401;
+  constructor(message = 'Invalid or missing API key.') {
+    super(message);
+  }
+}
+
+/** 403: authenticated, but not allowed to do this. */
+export class ForbiddenError extends AppError {
+  readonly status = 403;
+}
+
+/** 404: missing, or outside the caller's tenant (never distinguish the two). */
+export class NotFoundError extends AppError {
+  readonly status = 404;
+  /** `NotFoundError.of('Listener', id)` → "Listener ID <id> not found." */
+  static of(kind: string, id: string): NotFoundError {
+    return new NotFoundError(`${kind} ID ${id} not found.`);
+  }
+}
+
+/** 409: a uniqueness clash. */
+export class ConflictError extends AppError {
+  readonly status = 409;
+}
+
+/** 503: a dependency (Postgres, Redis) is unreachable; nothing was half-written. */
+export class UnavailableError extends AppError {
+  readonly status = 503;
+}

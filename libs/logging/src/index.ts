@@ -1,0 +1,66 @@
+/**
+ * pino set up once for every process: JSON lines, ISO timestamps, and redaction of every
+ * place a credential or secret can sit in what we log (headers, bodies, error parameters).
+ */
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger } from 'pino';
+
+/**
+ * Paths pino censors. Covers request headers as logged by pino-http, and the field names
+ * this product uses for secrets wherever an object carrying them might be logged.
+ */
+export const REDACT_PATHS: readonly string[] = [
+  'req.headers["x-api-key"]',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers["x-api-key"]',
+  'headers.authorization',
+  '*.client_secret',
+  '*.clientSecret',
+  '*.api_key',
+  '*.apiKey',
+  '*.key',
+  '*.token',
+  '*.password',
+  '*.private_key',
+  '*.secrets[*].value',
+  // TypeORM/pg errors carry the bound parameters of the failed query: never log them.
+  '*.parameters',
+  'err.parameters',
+  'parameters',
+];
+
+export interface CreateLoggerOptions {
+  level?: string;
+  /** Service name stamped on every line (`api`, `builder`, ...). */
+  name: string;
+  /** Where lines go; stdout by default. Tests pass a capturing stream. */
+  destination?: DestinationStream;
+}
+
+export function createLogger({ level = 'info', name, destination }: CreateLoggerOptions): Logger {
+  const options: LoggerOptions = {
+    name,
+    level,
+    base: { service: name },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: { paths: [...REDACT_PATHS], censor: '[REDACTED]' },
+    serializers: { err: pino.stdSerializers.err },
+    formatters: { level: (label) => ({ level: label }) },
+  };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+/**
+ * Replaces every occurrence of a known secret value in free text (build output, error
+ * messages) with `********`. Values shorter than 4 characters are left alone: masking them would
+ * shred ordinary text without protecting anything.
+ */
+export function redactValues(text: string, secretValues: Iterable<string>): string {
+  let out = text;
+  const values = [...secretValues].filter((v) => v.length >= 4).sort((a, b) => b.length - a.length);
+  for (const value of values) out = out.split(value).join('********');
+  return out;
+}

@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type Request } from 'express';
+import { pinoHttp } from 'pino-http';
+import swaggerUi from 'swagger-ui-express';
+import type { Redis } from 'ioredis';
+import type { Config } from '@slipway/config';
+import { SecretBox } from '@slipway/crypto';
+import type { DataSource } from '@slipway/db';
+import type { Logger } from '@slipway/logging';
+import { Authenticator } from './auth/authenticator.js';
+import { JwtVerifier } from './auth/jwt-verifier.js';
+import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
+import { mountRoutes } from './http/mount.js';
+import type { RouteSpec } from './http/route.js';
+import { buildOpenApiDocument } from './openapi/openapi.js';
+import { apiKeyRoutes } from './routes/api-keys.router.js';
+import { listenerRoutes } from './routes/listeners.router.js';
+import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
+import { opsRoutes } from './routes/ops.router.js';
+import { ApiKeyService } from './services/api-key.service.js';
+import { ListenerService } from './services/listener.service.js';
+import { OAuthProviderService } from './services/oauth-provider.service.js';
+
+export const API_VERSION = '0.1.0';
+/** Self-hosted installs are reached as `<host>/api-host/v2/...` (CONTRACT C1). */
+export const PATH_PREFIXES = ['', '/api-host'] as const;
+
+export interface AppDeps {
+  config: Readonly<Config>;
+  dataSource: DataSource;
+  redis: Redis;
+  logger: Logger;
+}
+
+export interface App {
+  express: Express;
+  routes: readonly RouteSpec[];
+}
+
+/** Accept a caller's request id only when it is short and plain, so it is safe to log and echo. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the Express app. No I/O here: the caller owns connections and listening. */
+export function createApp({ config, dataSource, redis, logger }: AppDeps): App {
+  const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
+  const authenticator = new Authenticator(dataSource, config.jwt ? new JwtVerifier(config.jwt) : null, logger);
+
+  let document: Record<string, unknown> | undefined;
+  const routes: RouteSpec[] = [
+    ...opsRoutes({ dataSource, redis, openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
+    ...apiKeyRoutes(new ApiKeyService(dataSource)),
+    ...listenerRoutes(new ListenerService(dataSource)),
+    ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
+  ];
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.set('query parser', 'simple');
+
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req, res) => {
+        const given = req.headers['x-request-id'];
+        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      // Only what an operator needs; never headers or bodies, where credentials live.
+      serializers: {
+        req: (req: Request & { raw?: Request }) => ({ id: req.id, method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+    }),
+  );
+  app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+
+  const router = express.Router({ strict: false });
+  mountRoutes(router, routes, { authenticator });
+  for (const prefix of PATH_PREFIXES) {
+    // serveFiles per mount: the shared `serve` keeps one init script for all setups.
+    const docs = { swaggerOptions: { url: `${prefix}/openapi.json` }, customSiteTitle: 'Slipway API' };
+    app.use(`${prefix}/docs`, swaggerUi.serveFiles(undefined, docs), swaggerUi.setup(undefined, docs));
+    app.use(prefix || '/', router);
+  }
+  app.use(notFoundHandler(routes));
+  app.use(errorHandler());
+  return { express: app, routes };
+}
+
+function openApiInfo(config: Readonly<Config>) {
+  return {
+    title: 'Slipway',
+    version: API_VERSION,
+    description: 'Deployment control plane for agent servers.',
+    serverUrl: config.publicUrl,
+  };
+}

@@ -1,0 +1,29 @@
+import type { ApiKeyRole, ApiKeyScope } from '@slipway/db';
+
+/** Who is calling, and in which tenant. Built once per request by the authenticator. */
+export interface Principal {
+  kind: 'api_key' | 'jwt';
+  /** The API key's id, or null for a JWT. */
+  keyId: string | null;
+  /** The JWT `sub`, or `api-key:<id>`. */
+  subject: string;
+  organizationId: string;
+  /** How the credential itself is scoped. */
+  scope: ApiKeyScope;
+  role: ApiKeyRole;
+  /** The workspace this request acts in: the key's own, or the validated `X-Tenant-Id`. */
+  workspaceId: string | null;
+  /** Set for a listener agent's key (CONTRACT C12). */
+  listenerId: string | null;
+}
+
+/** Which credentials a route accepts. */
+export type AuthRequirement =
+  /** No credentials (health, docs, signed webhooks and uploads). */
+  | 'none'
+  /** Any non-agent credential; no workspace needed (organization-level resources). */
+  | 'organization'
+  /** A non-agent credential acting in a workspace. */
+  | 'workspace'
+  /** Only a listener agent's key, for its own listener. */
+  | 'listener-agent';

@@ -1,0 +1,67 @@
+import type { Request, Response, Router } from 'express';
+import type Joi from 'joi';
+import type { Logger } from '@slipway/logging';
+import type { Authenticator } from '../auth/authenticator.js';
+import type { RequestContext, RouteSpec } from './route.js';
+import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
+
+/**
+ * Unknown fields are ignored, never rejected (CONTRACT C1): real clients send extras. They are
+ * stripped so handlers only ever see fields we know.
+ */
+const JOI_OPTIONS: Joi.ValidationOptions = {
+  abortEarly: false,
+  convert: true,
+  allowUnknown: true,
+  stripUnknown: { objects: true, arrays: false },
+  errors: { wrap: { label: false } },
+};
+
+function validatePart(schema: Joi.Schema | undefined, value: unknown, source: Source, issues: ValidationIssue[]): any {
+  if (!schema) return value;
+  const result = schema.validate(value, JOI_OPTIONS);
+  if (result.error) issues.push(...issuesFromJoi(result.error, source, schema));
+  return result.value;
+}
+
+/** Validates params, query and body together, so a 422 lists every problem at once. */
+function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, 'params' | 'query' | 'body'> {
+  const issues: ValidationIssue[] = [];
+  const { params, query, body } = route.request ?? {};
+  const out = {
+    params: validatePart(params, { ...req.params }, 'path', issues),
+    query: validatePart(query, { ...(req.query as object) }, 'query', issues),
+    body: validatePart(body, req.body, 'body', issues),
+  };
+  if (issues.length) throw new RequestValidationError(issues);
+  return out;
+}
+
+export interface MountDeps {
+  authenticator: Authenticator;
+}
+
+/**
+ * Mounts each route as: authenticate → validate → handler → respond. Handlers get typed,
+ * converted values and never touch `req`/`res`; errors flow to the one error middleware.
+ */
+export function mountRoutes(router: Router, routes: readonly RouteSpec[], { authenticator }: MountDeps): void {
+  for (const route of routes) {
+    router[route.method](route.path, async (req: Request, res: Response) => {
+      const principal =
+        route.auth === 'none' ? null : await authenticator.authenticate(req.headers, route.auth, route.admin ?? false);
+      const inputs = validateRequest(route, req);
+      const log = (req as Request & { log: Logger }).log;
+      const result = await route.handler({
+        ...inputs,
+        principal,
+        requestId: String(req.id),
+        log,
+        headers: req.headers,
+      });
+      for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+      if (result.body === undefined) res.status(result.status).end();
+      else res.status(result.status).json(result.body);
+    });
+  }
+}

@@ -1,0 +1,77 @@
+import type Joi from 'joi';
+import type { Logger } from '@slipway/logging';
+import type { AuthRequirement, Principal } from '../auth/principal.js';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** What a handler sees: validated, converted inputs and who is calling. */
+export interface RequestContext<P = Record<string, string>, Q = Record<string, unknown>, B = unknown> {
+  params: P;
+  query: Q;
+  body: B;
+  /** Null only on `auth: 'none'` routes. */
+  principal: Principal | null;
+  requestId: string;
+  log: Logger;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** A handler's answer. `body` undefined with 204 sends no body. */
+export interface HandlerResult {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: Joi.Schema;
+}
+
+/**
+ * One route: everything needed to mount it, validate it and document it. The router, the
+ * validator and /openapi.json all read this same object, so the docs cannot drift.
+ */
+export interface RouteSpec<P = any, Q = any, B = any> {
+  method: HttpMethod;
+  /** Express syntax (`/v2/listeners/:listener_id`). */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  auth: AuthRequirement;
+  /** Admin keys only. */
+  admin?: boolean;
+  request?: {
+    params?: Joi.ObjectSchema;
+    query?: Joi.ObjectSchema;
+    body?: Joi.Schema;
+  };
+  responses: Record<number, ResponseSpec>;
+  /** Set for routes that are not JSON APIs (docs UI): kept out of the OpenAPI document. */
+  hidden?: boolean;
+  handler: (ctx: RequestContext<P, Q, B>) => Promise<HandlerResult> | HandlerResult;
+}
+
+/** Identity function that gives handlers typed params, query and body. */
+export function defineRoute<P = Record<string, string>, Q = Record<string, unknown>, B = unknown>(
+  spec: RouteSpec<P, Q, B>,
+): RouteSpec<P, Q, B> {
+  return spec;
+}
+
+export const ok = (body: unknown): HandlerResult => ({ status: 200, body });
+export const created = (body: unknown): HandlerResult => ({ status: 201, body });
+export const noContent = (): HandlerResult => ({ status: 204 });
+
+/** The workspace of a `workspace` route; the authenticator guarantees it is set there. */
+export function workspaceOf(ctx: RequestContext<any, any, any>): string {
+  const id = ctx.principal?.workspaceId;
+  if (!id) throw new Error('workspaceOf() called on a route without a workspace');
+  return id;
+}
+
+export function principalOf(ctx: RequestContext<any, any, any>): Principal {
+  if (!ctx.principal) throw new Error('principalOf() called on an unauthenticated route');
+  return ctx.principal;
+}

@@ -1,0 +1,97 @@
+/**
+ * The api process: HTTP API, docs and (later) the outbox relay and Bull Board. Entry file:
+ * `tsx services/api/src/main.ts`.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig, type Config } from '@slipway/config';
+import { createDataSource, TenancyRepository, type BootstrapResult } from '@slipway/db';
+import { createLogger, type Logger } from '@slipway/logging';
+import { createApp } from './app.js';
+import { createProducerRedis } from './redis.js';
+import { installShutdown } from './shutdown.js';
+
+export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key';
+
+/**
+ * Shows a generated bootstrap key once. It goes to stdout, not the log stream: logs are shipped
+ * and kept, and secrets never go there. Outside production it is also kept in the data dir
+ * (mode 0600) so the quick start can use it.
+ */
+function announceGeneratedKey(config: Readonly<Config>, key: string): void {
+  let saved = '';
+  if (config.nodeEnv !== 'production') {
+    const file = path.join(config.dataDir, BOOTSTRAP_KEY_FILE);
+    writeFileSync(file, key + '\n', { mode: 0o600 });
+    saved = `\n  (saved to ${file}; delete that file once you have stored the key)`;
+  }
+  process.stdout.write(
+    `\n================ Slipway bootstrap admin API key (shown once) ================\n  ${key}${saved}\n` +
+      `==============================================================================\n\n`,
+  );
+}
+
+function reportBootstrap(log: Logger, result: BootstrapResult): void {
+  log.info({ organizationId: result.organizationId, workspaceId: result.workspaceId }, 'tenancy ready');
+  if (result.registeredConfiguredKey) log.info('registered SLIPWAY_BOOTSTRAP_API_KEY as an admin key');
+}
+
+async function main(): Promise<void> {
+  let config: Readonly<Config>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger({ name: 'api', level: config.logLevel });
+  if (config.secretsKey.origin === 'generated') {
+    log.warn({ dataDir: config.dataDir }, 'SLIPWAY_SECRETS_KEY is not set: generated one into the data dir. Set it explicitly in production.');
+  }
+
+  const dataSource = createDataSource({ url: config.databaseUrl, applicationName: 'slipway-api' });
+  await dataSource.initialize();
+  if (await dataSource.showMigrations()) {
+    log.fatal('the database has pending migrations: run `pnpm migrate` first');
+    await dataSource.destroy();
+    process.exit(1);
+  }
+  const bootstrap = await new TenancyRepository(dataSource.manager).bootstrap(config.bootstrapApiKey);
+  reportBootstrap(log, bootstrap);
+  if (bootstrap.generatedKey) announceGeneratedKey(config, bootstrap.generatedKey);
+
+  const redis = createProducerRedis(config.redisUrl, log);
+  const app = createApp({ config, dataSource, redis, logger: log });
+  const server = app.express.listen(config.port, config.host, () => {
+    log.info({ url: `http://${config.host}:${config.port}`, publicUrl: config.publicUrl }, 'api listening');
+  });
+  server.on('error', (err) => {
+    log.fatal({ err }, 'could not listen');
+    process.exit(1);
+  });
+
+  installShutdown(
+    log,
+    [
+      {
+        name: 'http',
+        run: () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeIdleConnections();
+          }),
+      },
+      { name: 'redis', run: () => redis.quit() },
+      { name: 'postgres', run: () => dataSource.destroy() },
+    ],
+    config.shutdownTimeoutMs,
+  );
+}
+
+main().catch((err) => {
+  process.stderr.write(`api failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import {
+  isUniqueViolation,
+  Listener,
+  LISTENER_COMPUTE_ID_UNIQUE,
+  ListenerRepository,
+  type DataSource,
+  type ListenerChanges,
+  type Page,
+} from '@slipway/db';
+import { BadRequestError, ConflictError, NotFoundError } from '@slipway/domain';
+import { iso } from '../schemas/common.schema.js';
+import type { CreateListenerBody, PatchListenerBody } from '../schemas/listener.schema.js';
+
+/** The API shape of a listener. */
+export function presentListener(l: Listener) {
+  return {
+    id: l.id,
+    tenant_id: l.workspaceId,
+    compute_type: l.computeType,
+    compute_id: l.computeId,
+    compute_config: { k8s_namespaces: l.computeConfig.k8s_namespaces ?? null },
+    version: l.version,
+    last_seen_at: iso(l.lastSeenAt),
+    created_at: iso(l.createdAt)!,
+    updated_at: iso(l.updatedAt)!,
+  };
+}
+
+export type ListenerView = ReturnType<typeof presentListener>;
+
+const duplicate = (workspaceId: string, computeId: string) =>
+  new ConflictError(`Listener for workspace ID '${workspaceId}' and compute ID '${computeId}' already exists.`);
+
+/** Listener registration (CONTRACT C7). Every call is confined to one workspace. */
+export class ListenerService {
+  constructor(private readonly dataSource: DataSource) {}
+
+  private repo(): ListenerRepository {
+    return new ListenerRepository(this.dataSource.manager);
+  }
+
+  async create(workspaceId: string, body: CreateListenerBody): Promise<ListenerView> {
+    const listener = Object.assign(new Listener(), {
+      id: randomUUID(),
+      workspaceId,
+      computeType: body.compute_type,
+      computeId: body.compute_id,
+      computeConfig: { k8s_namespaces: body.compute_config.k8s_namespaces ?? null },
+      version: body.version ?? null,
+      lastSeenAt: null,
+    });
+    try {
+      return presentListener(await this.repo().insert(listener));
+    } catch (err) {
+      // The unique index decides races: of two concurrent creates exactly one gets here.
+      if (isUniqueViolation(err, LISTENER_COMPUTE_ID_UNIQUE)) throw duplicate(workspaceId, body.compute_id);
+      throw err;
+    }
+  }
+
+  async get(workspaceId: string, id: string): Promise<ListenerView> {
+    return presentListener(await this.load(workspaceId, id));
+  }
+
+  async list(workspaceId: string, page: Page): Promise<ListenerView[]> {
+    return (await this.repo().list(workspaceId, page)).map(presentListener);
+  }
+
+  /** PATCH: `compute_config` and/or `version`; identity fields may be repeated but not changed. */
+  async patch(workspaceId: string, id: string, body: PatchListenerBody): Promise<ListenerView> {
+    const current = await this.load(workspaceId, id);
+    assertUnchanged(current, body);
+    const changes: ListenerChanges = {};
+    if (body.compute_config !== undefined) changes.computeConfig = { k8s_namespaces: body.compute_config.k8s_namespaces ?? null };
+    if (body.version !== undefined) changes.version = body.version;
+    if (!Object.keys(changes).length) return presentListener(current);
+    return this.update(workspaceId, id, changes);
+  }
+
+  /** PUT: the whole body; `compute_config` and `version` replace what is stored. */
+  async replace(workspaceId: string, id: string, body: CreateListenerBody): Promise<ListenerView> {
+    const current = await this.load(workspaceId, id);
+    assertUnchanged(current, body);
+    return this.update(workspaceId, id, {
+      computeConfig: { k8s_namespaces: body.compute_config.k8s_namespaces ?? null },
+      version: body.version ?? null,
+    });
+  }
+
+  async delete(workspaceId: string, id: string): Promise<void> {
+    if (!(await this.repo().delete(workspaceId, id))) throw NotFoundError.of('Listener', id);
+  }
+
+  private async update(workspaceId: string, id: string, changes: ListenerChanges): Promise<ListenerView> {
+    const updated = await this.repo().update(workspaceId, id, changes);
+    if (!updated) throw NotFoundError.of('Listener', id); // deleted between load and update
+    return presentListener(updated);
+  }
+
+  private async load(workspaceId: string, id: string): Promise<Listener> {
+    const listener = await this.repo().find(workspaceId, id);
+    if (!listener) throw NotFoundError.of('Listener', id);
+    return listener;
+  }
+}
+
+function assertUnchanged(current: Listener, body: PatchListenerBody): void {
+  if (body.compute_type !== undefined && body.compute_type !== current.computeType) {
+    throw new BadRequestError(`compute_type cannot be changed after creation (it is '${current.computeType}').`);
+  }
+  if (body.compute_id !== undefined && body.compute_id !== current.computeId) {
+    throw new BadRequestError(`compute_id cannot be changed after creation (it is '${current.computeId}').`);
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * `pnpm slipway <command>`: operator commands that work straight on the database.
+ *
+ *   migrate [--create-database]         apply pending migrations
+ *   keys create [--role admin|member] [--org] [--workspace <id>] [--listener <id>] [--description <text>]
+ *   keys list [--workspace <id>]
+ *   keys revoke <key id>
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '@slipway/config';
+import {
+  ApiKeyRepository,
+  createDataSource,
+  ensureDatabase,
+  issueApiKey,
+  ListenerRepository,
+  runMigrations,
+  TenancyRepository,
+  Workspace,
+  type DataSource,
+} from '@slipway/db';
+
+const USAGE = `usage:
+  slipway migrate [--create-database]
+  slipway keys create [--role admin|member] [--org] [--workspace <id>] [--listener <id>] [--description <text>]
+  slipway keys list [--workspace <id>]
+  slipway keys revoke <key-id>`;
+
+class UsageError extends Error {}
+
+async function withDataSource<T>(fn: (ds: DataSource) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const ds = createDataSource({ url: config.databaseUrl, applicationName: 'slipway-cli', poolSize: 2 });
+  await ds.initialize();
+  try {
+    return await fn(ds);
+  } finally {
+    await ds.destroy();
+  }
+}
+
+async function migrate(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { 'create-database': { type: 'boolean', default: false } } });
+  const config = loadConfig();
+  if (values['create-database'] && (await ensureDatabase(config.databaseUrl))) {
+    console.log(`created database ${new URL(config.databaseUrl).pathname.slice(1)}`);
+  }
+  const applied = await withDataSource(runMigrations);
+  console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+}
+
+/** The workspace to act in: the one named, else the bootstrap organization's first. */
+async function resolveWorkspace(ds: DataSource, id: string | undefined): Promise<Workspace> {
+  if (id) {
+    const workspace = await new TenancyRepository(ds.manager).findWorkspace(id);
+    if (!workspace) throw new UsageError(`workspace ${id} not found`);
+    return workspace;
+  }
+  const [workspace] = await ds.manager.find(Workspace, { order: { createdAt: 'ASC', id: 'ASC' }, take: 1 });
+  if (!workspace) throw new UsageError('no workspace yet: start the api once to bootstrap');
+  return workspace;
+}
+
+async function keys(args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      role: { type: 'string', default: 'member' },
+      org: { type: 'boolean', default: false },
+      workspace: { type: 'string' },
+      listener: { type: 'string' },
+      description: { type: 'string', default: '' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  await withDataSource(async (ds) => {
+    const workspace = await resolveWorkspace(ds, values.workspace);
+    switch (action) {
+      case 'create': {
+        if (values.role !== 'admin' && values.role !== 'member') throw new UsageError('--role must be admin or member');
+        if (values.org && values.listener) throw new UsageError('--listener keys are workspace-scoped; drop --org');
+        if (values.listener && !(await new ListenerRepository(ds.manager).find(workspace.id, values.listener))) {
+          throw new UsageError(`listener ${values.listener} not found in workspace ${workspace.id}`);
+        }
+        const { row, key } = await issueApiKey(ds.manager, {
+          organizationId: workspace.organizationId,
+          workspaceId: values.org ? null : workspace.id,
+          listenerId: values.listener ?? null,
+          scope: values.org ? 'organization' : 'workspace',
+          role: values.listener ? 'member' : values.role,
+          description: values.description,
+        });
+        if (values.json) console.log(JSON.stringify({ id: row.id, key, scope: row.scope, role: row.role }));
+        else console.log(`created ${row.scope} ${row.role} key ${row.id}\n\n  ${key}\n\nStore it now: it is not shown again.`);
+        return;
+      }
+      case 'list': {
+        const rows = await new ApiKeyRepository(ds.manager).list({
+          organizationId: workspace.organizationId,
+          workspaceId: values.workspace ? workspace.id : null,
+        });
+        if (values.json) {
+          console.log(JSON.stringify(rows.map(({ keyHash: _omit, ...r }) => r)));
+          return;
+        }
+        for (const r of rows) {
+          console.log([r.id, r.prefix + '…', r.scope, r.role, r.workspaceId ?? '-', r.listenerId ?? '-', r.description].join('\t'));
+        }
+        return;
+      }
+      case 'revoke': {
+        const [id] = positionals;
+        if (!id || !/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('keys revoke needs a key id (a UUID)');
+        if (!(await new ApiKeyRepository(ds.manager).revoke(id))) throw new UsageError(`no active key ${id}`);
+        console.log(`revoked ${id}`);
+        return;
+      }
+      default:
+        throw new UsageError(USAGE);
+    }
+  });
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv;
+  switch (command) {
+    case 'migrate':
+      return migrate(args);
+    case 'keys':
+      return keys(args);
+    default:
+      throw new UsageError(USAGE);
+  }
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  if (err instanceof UsageError || err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(2);
+  }
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
