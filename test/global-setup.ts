@@ -1,0 +1,125 @@
+/**
+ * Finds Postgres and Redis once per run — env URLs first, then local services on 127.0.0.1,
+ * then testcontainers where a Docker engine exists — and migrates a template database that
+ * every test file clones (CREATE DATABASE … TEMPLATE), so files never share state.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import type { TestProject } from 'vitest/node';
+import { createDataSource, runMigrations } from '@slipway/db';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** URL of the Postgres server's `postgres` database, for CREATE/DROP DATABASE. */
+    pgServerUrl: string;
+    templateDatabase: string;
+    redisUrl: string;
+    /** Unique per run: prefixes every database and queue key this run creates. */
+    runId: string;
+  }
+}
+
+const STALE_AFTER_MS = 6 * 60 * 60 * 1000;
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+async function postgresAnswers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function redisAnswers(url: string): Promise<boolean> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return (await redis.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+type Stop = () => Promise<unknown>;
+
+async function resolvePostgres(stops: Stop[]): Promise<string> {
+  const fromEnv = process.env.SLIPWAY_TEST_DATABASE_URL ?? process.env.DATABASE_URL;
+  if (fromEnv) return withDatabase(fromEnv, 'postgres');
+  const local = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
+  if (await postgresAnswers(local)) return local;
+  const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+  const container = await new PostgreSqlContainer('postgres:15').start();
+  stops.push(() => container.stop());
+  return withDatabase(container.getConnectionUri(), 'postgres');
+}
+
+async function resolveRedis(stops: Stop[]): Promise<string> {
+  const fromEnv = process.env.SLIPWAY_TEST_REDIS_URL ?? process.env.REDIS_URL;
+  if (fromEnv) return fromEnv;
+  const local = 'redis://127.0.0.1:6379/0';
+  if (await redisAnswers(local)) return local;
+  const { RedisContainer } = await import('@testcontainers/redis');
+  const container = await new RedisContainer('redis:7').start();
+  stops.push(() => container.stop());
+  return container.getConnectionUrl();
+}
+
+/** Drops databases this harness left behind in runs that crashed hours ago. */
+async function dropStale(admin: pg.Client): Promise<void> {
+  const { rows } = await admin.query<{ datname: string }>(
+    `SELECT datname FROM pg_database WHERE datname ~ '^slipway_(t|tpl)_[a-z0-9]+'`,
+  );
+  for (const { datname } of rows) {
+    const stamp = parseInt(datname.split('_')[2] ?? '', 36);
+    if (Number.isFinite(stamp) && Date.now() - stamp > STALE_AFTER_MS) {
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
+    }
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const stops: Stop[] = [];
+  const pgServerUrl = await resolvePostgres(stops);
+  const redisUrl = await resolveRedis(stops);
+  const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+  const templateDatabase = `slipway_tpl_${runId}`;
+
+  const admin = new pg.Client({ connectionString: pgServerUrl });
+  await admin.connect();
+  await dropStale(admin);
+  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(templateDatabase)}`);
+  const ds = createDataSource({ url: withDatabase(pgServerUrl, templateDatabase), applicationName: 'slipway-test-setup', poolSize: 1 });
+  await ds.initialize();
+  await runMigrations(ds);
+  await ds.destroy();
+
+  project.provide('pgServerUrl', pgServerUrl);
+  project.provide('templateDatabase', templateDatabase);
+  project.provide('redisUrl', redisUrl);
+  project.provide('runId', runId);
+
+  return async () => {
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
+      `slipway_%${runId}%`,
+    ]);
+    for (const { datname } of rows) {
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
+    }
+    await admin.end();
+    for (const stop of stops) await stop();
+  };
+}
