@@ -118,7 +118,9 @@ function resolveSecretsKey(fromEnv: string | undefined, nodeEnv: NodeEnv, dataDi
 
 /** Parses an environment into a frozen Config. Pure apart from the dev secrets-key file. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
-  const { value, error } = schema.validate(env, { abortEarly: false, convert: true });
+  // An empty variable means unset: compose files and shells pass `FOO=` for "no value".
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const { value, error } = schema.validate(present, { abortEarly: false, convert: true });
   if (error) throw new ConfigError(error.details.map((d) => d.message));
   const nodeEnv = value.NODE_ENV as NodeEnv;
   const dataDir = path.resolve(value.SLIPWAY_DATA_DIR as string);

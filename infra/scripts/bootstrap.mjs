@@ -1,0 +1,74 @@
+// Steps shared by `npm start` and `npm test` on a machine that may have nothing but Node 20:
+// pnpm, dependencies, and local Postgres/Redis. Plain Node, no dependencies: it runs before
+// `pnpm install` has.
+import { spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { connect } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const PNPM_VERSION = '10.34.8';
+
+export function log(message) {
+  process.stderr.write(`[slipway] ${message}\n`);
+}
+
+export function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit', ...options });
+  if (result.error) throw result.error;
+  if (result.status !== 0) {
+    throw new Error(`${command} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
+  }
+}
+
+function has(command, args = ['--version']) {
+  const result = spawnSync(command, args, { stdio: 'ignore' });
+  return !result.error && result.status === 0;
+}
+
+/** pnpm from npm (corepack needs registry signatures this network does not serve). */
+export function ensurePnpm() {
+  const version = spawnSync('pnpm', ['--version'], { encoding: 'utf8' });
+  if (!version.error && version.stdout.trim() === PNPM_VERSION) return;
+  log(`installing pnpm ${PNPM_VERSION}`);
+  run('npm', ['install', '-g', '--no-fund', '--no-audit', `pnpm@${PNPM_VERSION}`]);
+}
+
+/** `pnpm install` when the lockfile is newer than the last install (a no-op run costs ~1 s). */
+export function ensureDependencies() {
+  const marker = path.join(ROOT, 'node_modules/.modules.yaml');
+  const lock = path.join(ROOT, 'pnpm-lock.yaml');
+  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
+  log('installing dependencies');
+  run('pnpm', ['install', '--frozen-lockfile', '--prefer-offline']);
+}
+
+function answers(host, port) {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 1_500 });
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+const LOCAL = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/**
+ * Starts (installing if needed) Postgres and Redis when the configured URLs point at this
+ * machine and nothing answers there. Remote URLs are the operator's business.
+ */
+export async function ensureServices(env = process.env) {
+  const pg = new URL(env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/slipway');
+  const redis = new URL(env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const pgPort = Number(pg.port || 5432);
+  const redisPort = Number(redis.port || 6379);
+  const needed = [
+    LOCAL.has(pg.hostname) && !(await answers('127.0.0.1', pgPort)),
+    LOCAL.has(redis.hostname) && !(await answers('127.0.0.1', redisPort)),
+  ];
+  if (!needed.some(Boolean)) return;
+  if (!has('bash')) throw new Error('bash is needed to start local Postgres/Redis');
+  run('bash', ['infra/scripts/ensure-services.sh'], { env: { ...env, PG_PORT: String(pgPort), REDIS_PORT: String(redisPort) } });
+}

@@ -1,0 +1,58 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** `docker compose` (v2 plugin) or `docker-compose` (v1): whichever this machine has. */
+function composeCommand(): string[] | null {
+  for (const cmd of [['docker', 'compose'], ['docker-compose']]) {
+    const probe = spawnSync(cmd[0]!, [...cmd.slice(1), 'version'], { stdio: 'ignore' });
+    if (!probe.error && probe.status === 0) return cmd;
+  }
+  return null;
+}
+
+const compose = composeCommand();
+// CI installs docker-compose and sets this, so the lint can never silently not run there.
+const required = process.env.SLIPWAY_REQUIRE_COMPOSE === '1';
+
+describe.runIf(compose || required)('docker-compose.yml', () => {
+  const run = (...args: string[]) =>
+    execFileSync(compose![0]!, [...compose!.slice(1), '-f', 'docker-compose.yml', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, SLIPWAY_SECRETS_KEY: 'c2xpcHdheS10ZXN0LWtleS0zMi1ieXRlcy1sb25nISE=' },
+      encoding: 'utf8',
+    });
+
+  it('passes `compose config`', () => {
+    expect(compose, 'docker compose / docker-compose must be installed').not.toBeNull();
+    run('config', '-q');
+  });
+
+  it('defines postgres, redis, a one-shot migrate and the api', () => {
+    expect(run('config', '--services').trim().split('\n').sort()).toEqual(['api', 'migrate', 'postgres', 'redis']);
+  });
+
+  it('runs Redis with noeviction and AOF, and gates the api on a finished migration', () => {
+    const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+    expect(text).toMatch(/--maxmemory-policy", "noeviction"/);
+    expect(text).toMatch(/--appendonly", "yes"/);
+    expect(text).toMatch(/migrate:\s*\n\s*condition: service_completed_successfully/);
+    for (const service of ['postgres', 'redis', 'api']) {
+      expect(text, service).toMatch(new RegExp(`\\n  ${service}:[\\s\\S]*?healthcheck:`));
+    }
+  });
+
+  it('refuses to start without SLIPWAY_SECRETS_KEY', () => {
+    const result = spawnSync(compose![0]!, [...compose!.slice(1), '-f', 'docker-compose.yml', 'config', '-q'], {
+      cwd: ROOT,
+      env: { ...process.env, SLIPWAY_SECRETS_KEY: '' },
+      encoding: 'utf8',
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/SLIPWAY_SECRETS_KEY/);
+  });
+});
