@@ -34,16 +34,47 @@ export interface Config {
   bodyLimitBytes: number;
   jwt: { issuer: string; jwksUrl: string; audience: string | null } | null;
   shutdownTimeoutMs: number;
+  /** Phase deadlines and reconciler periods (CONTRACT C6), all in milliseconds. */
+  pipeline: PipelineTimings;
+  builderConcurrency: number;
+  deployerConcurrency: number;
+  /** Port of a worker's /healthz and /metrics; 0 turns it off. */
+  workerHealthPort: number;
+}
+
+export interface PipelineTimings {
+  /** A started revision must reach Redis within this (else CREATE_FAILED). */
+  enqueueDeadlineMs: number;
+  buildDeadlineMs: number;
+  rolloutDeadlineMs: number;
+  teardownDeadlineMs: number;
+  /** A worker refreshes its revision's heartbeat this often… */
+  heartbeatIntervalMs: number;
+  /** …and a heartbeat older than this means the worker died. */
+  heartbeatStaleMs: number;
+  reconcileIntervalMs: number;
+  /** A listener silent this long turns its deployments UNKNOWN. */
+  listenerSilenceMs: number;
+  /** A deployment without activity this long turns UNUSED. */
+  idleAfterMs: number;
+  /** How many times a phase is re-enqueued after its worker died, before the revision fails. */
+  maxPhaseAttempts: number;
 }
 
 const SECRETS_KEY_FILE = 'secrets.key';
 
+/** Canonical base64 of exactly 32 bytes. Buffer.from() alone skips junk characters silently. */
+function isBase64Key(value: string): boolean {
+  return /^[A-Za-z0-9+/]+={0,2}$/.test(value) && value.length % 4 === 0 && Buffer.from(value, 'base64').length === 32;
+}
+
+// One rule, so a bad key is one problem, not "not base64" and "not 32 bytes" for the same key.
 const base64Key = Joi.string()
-  .base64()
-  .custom((value: string, helpers) =>
-    Buffer.from(value, 'base64').length === 32 ? value : helpers.error('key.length'),
-  )
-  .messages({ 'key.length': '{{#label}} must decode to exactly 32 bytes' });
+  .custom((value: string, helpers) => (isBase64Key(value) ? value : helpers.error('key.invalid')))
+  .messages({ 'key.invalid': '{{#label}} must be a base64-encoded 32-byte key' });
+
+const MINUTE = 60_000;
+const ms = (fallback: number) => Joi.number().integer().min(50).default(fallback);
 
 const schema = Joi.object({
   NODE_ENV: Joi.string().valid('development', 'test', 'production').default('development'),
@@ -64,7 +95,7 @@ const schema = Joi.object({
       value
         .split(',')
         .filter(Boolean)
-        .every((k) => Buffer.from(k.trim(), 'base64').length === 32)
+        .every((k) => isBase64Key(k.trim()))
         ? value
         : helpers.error('key.length'),
     )
@@ -76,6 +107,19 @@ const schema = Joi.object({
   SLIPWAY_JWT_JWKS_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
   SLIPWAY_JWT_AUDIENCE: Joi.string(),
   SLIPWAY_SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
+  SLIPWAY_ENQUEUE_DEADLINE_MS: ms(10 * MINUTE),
+  SLIPWAY_BUILD_DEADLINE_MS: ms(30 * MINUTE),
+  SLIPWAY_ROLLOUT_DEADLINE_MS: ms(10 * MINUTE),
+  SLIPWAY_TEARDOWN_DEADLINE_MS: ms(10 * MINUTE),
+  SLIPWAY_HEARTBEAT_INTERVAL_MS: ms(5_000),
+  SLIPWAY_HEARTBEAT_STALE_MS: ms(30_000),
+  SLIPWAY_RECONCILE_INTERVAL_MS: ms(10_000),
+  SLIPWAY_LISTENER_SILENCE_MS: ms(5 * MINUTE),
+  SLIPWAY_IDLE_AFTER_MS: ms(28 * 24 * 60 * MINUTE),
+  SLIPWAY_MAX_PHASE_ATTEMPTS: Joi.number().integer().min(1).max(20).default(3),
+  SLIPWAY_BUILDER_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
+  SLIPWAY_DEPLOYER_CONCURRENCY: Joi.number().integer().min(1).max(256).default(8),
+  SLIPWAY_WORKER_HEALTH_PORT: Joi.number().integer().min(0).max(65535).default(0),
 })
   .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
   .unknown(true);
@@ -147,6 +191,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       ? { issuer: value.SLIPWAY_JWT_ISSUER, jwksUrl: value.SLIPWAY_JWT_JWKS_URL, audience: value.SLIPWAY_JWT_AUDIENCE ?? null }
       : null,
     shutdownTimeoutMs: value.SLIPWAY_SHUTDOWN_TIMEOUT_MS,
+    pipeline: {
+      enqueueDeadlineMs: value.SLIPWAY_ENQUEUE_DEADLINE_MS,
+      buildDeadlineMs: value.SLIPWAY_BUILD_DEADLINE_MS,
+      rolloutDeadlineMs: value.SLIPWAY_ROLLOUT_DEADLINE_MS,
+      teardownDeadlineMs: value.SLIPWAY_TEARDOWN_DEADLINE_MS,
+      heartbeatIntervalMs: value.SLIPWAY_HEARTBEAT_INTERVAL_MS,
+      heartbeatStaleMs: value.SLIPWAY_HEARTBEAT_STALE_MS,
+      reconcileIntervalMs: value.SLIPWAY_RECONCILE_INTERVAL_MS,
+      listenerSilenceMs: value.SLIPWAY_LISTENER_SILENCE_MS,
+      idleAfterMs: value.SLIPWAY_IDLE_AFTER_MS,
+      maxPhaseAttempts: value.SLIPWAY_MAX_PHASE_ATTEMPTS,
+    },
+    builderConcurrency: value.SLIPWAY_BUILDER_CONCURRENCY,
+    deployerConcurrency: value.SLIPWAY_DEPLOYER_CONCURRENCY,
+    workerHealthPort: value.SLIPWAY_WORKER_HEALTH_PORT,
   };
   return deepFreeze(config);
 }

@@ -12,3 +12,11 @@ export {
 export type { Page } from './repositories/pagination.js';
 export { TenancyRepository, type BootstrapResult } from './repositories/tenancy.repository.js';
 export type { DataSource, EntityManager } from 'typeorm';
+export {
+  transitionDeployment,
+  transitionRevision,
+  type AppliedTransition,
+  type RevisionTransitionOptions,
+  type RevisionTransitionSet,
+} from './repositories/status-transitions.js';
+export { queryRows } from './sql.js';

@@ -1,2 +1,5 @@
+export * from './deployment-rules.js';
 export * from './errors.js';
 export * from './naming.js';
+export * from './resource-spec.js';
+export * from './status.js';

@@ -1,0 +1,78 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { DeploymentSource, DeploymentStatus, DeploymentType, ResourceSpec } from '@slipway/domain';
+
+/** `source_config` as stored, minus `resource_spec` (its own column, fully resolved). */
+export interface StoredSourceConfig {
+  integration_id?: string | null;
+  repo_url?: string | null;
+  build_on_push?: boolean | null;
+  custom_url?: string | null;
+  listener_id?: string | null;
+  listener_config?: { k8s_namespace?: string | null } | null;
+  install_command?: string | null;
+  build_command?: string | null;
+}
+
+/** A deployment of an agent server (CONTRACT C4). */
+@Entity({ name: 'deployments' })
+export class Deployment {
+  @PrimaryColumn({ type: 'uuid' })
+  id!: string;
+
+  @Column({ type: 'uuid' })
+  workspaceId!: string;
+
+  @Column({ type: 'text' })
+  name!: string;
+
+  @Column({ type: 'text' })
+  source!: DeploymentSource;
+
+  @Column({ type: 'text' })
+  status!: DeploymentStatus;
+
+  @Column({ type: 'text', nullable: true })
+  deploymentType!: DeploymentType | null;
+
+  @Column({ type: 'uuid', nullable: true })
+  tracingProjectId!: string | null;
+
+  /** Denormalized from source_config for the FK (a listener in use cannot be deleted). */
+  @Column({ type: 'uuid', nullable: true })
+  listenerId!: string | null;
+
+  @Column({ type: 'jsonb' })
+  sourceConfig!: StoredSourceConfig;
+
+  @Column({ type: 'jsonb' })
+  resourceSpec!: ResourceSpec;
+
+  /** SecretBox of the JSON `[{name, value}]`, bound to the deployment id. */
+  @Column({ type: 'text', nullable: true })
+  secretsSealed!: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  imageVersion!: string | null;
+
+  @Column({ type: 'uuid', nullable: true })
+  latestRevisionId!: string | null;
+
+  @Column({ type: 'uuid', nullable: true })
+  activeRevisionId!: string | null;
+
+  /** Its own database, once provisioned. */
+  @Column({ type: 'text', nullable: true })
+  databaseName!: string | null;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  statusChangedAt!: Date;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  lastActivityAt!: Date;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+}

@@ -1,0 +1,87 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { DeploymentSource, ResourceSpec, RevisionStatus } from '@slipway/domain';
+
+export interface StoredRevisionConfig {
+  repo_ref?: string | null;
+  graph_config_path?: string | null;
+  image_uri?: string | null;
+  repo_commit_sha?: string | null;
+  source_tarball_path?: string | null;
+}
+
+/** Build settings snapshotted from the deployment when the revision was made. */
+export interface BuildConfig {
+  install_command?: string | null;
+  build_command?: string | null;
+}
+
+/** One immutable attempt to roll out a configuration of a deployment (CONTRACT C5). */
+@Entity({ name: 'revisions' })
+export class Revision {
+  @PrimaryColumn({ type: 'uuid' })
+  id!: string;
+
+  @Column({ type: 'uuid' })
+  deploymentId!: string;
+
+  @Column({ type: 'text' })
+  status!: RevisionStatus;
+
+  @Column({ type: 'text', nullable: true })
+  statusMessage!: string | null;
+
+  @Column({ type: 'text' })
+  source!: DeploymentSource;
+
+  @Column({ type: 'jsonb' })
+  sourceRevisionConfig!: StoredRevisionConfig;
+
+  /** The artifact the deployer rolled out (an image, or a built artifact's URI). */
+  @Column({ type: 'text', nullable: true })
+  imageUri!: string | null;
+
+  /** Set once built: what a redeploy reuses without rebuilding. */
+  @Column({ type: 'text', nullable: true })
+  artifactRef!: string | null;
+
+  @Column({ type: 'jsonb' })
+  resourceSpec!: ResourceSpec;
+
+  /** SecretBox of the JSON `[{name, value}]`, bound to the revision id. */
+  @Column({ type: 'text', nullable: true })
+  secretsSealed!: string | null;
+
+  @Column({ type: 'text', array: true, default: () => `'{}'` })
+  secretNames!: string[];
+
+  @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
+  buildConfig!: BuildConfig;
+
+  @Column({ type: 'uuid', nullable: true })
+  redeployedFrom!: string | null;
+
+  /** Set when the revision took the deployment's in-flight slot. */
+  @Column({ type: 'timestamptz', nullable: true })
+  startedAt!: Date | null;
+
+  /** When the current phase must be over; the reconciler fails it after. */
+  @Column({ type: 'timestamptz', nullable: true })
+  deadlineAt!: Date | null;
+
+  /** Refreshed by the worker while it works; a stale one means the worker died. */
+  @Column({ type: 'timestamptz', nullable: true })
+  heartbeatAt!: Date | null;
+
+  /** How many times its current job was (re-)enqueued. */
+  @Column({ type: 'integer', default: 0 })
+  attempt!: number;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  statusChangedAt!: Date;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+}

@@ -1,0 +1,80 @@
+import { createHash } from 'node:crypto';
+
+/** Deployment names (CONTRACT C4): DNS-label-like, so every name derived from them stays valid. */
+export const DEPLOYMENT_NAME = /^[a-z][a-z0-9-]*[a-z0-9]$/;
+export const DEPLOYMENT_NAME_MIN = 3;
+export const DEPLOYMENT_NAME_MAX = 63;
+
+export const DEPLOYMENT_SOURCES = ['repohost', 'external_container', 'upload'] as const;
+export type DeploymentSource = (typeof DEPLOYMENT_SOURCES)[number];
+
+/** Names real clients send, mapped to the canonical source kinds. */
+export const SOURCE_ALIASES: Readonly<Record<string, DeploymentSource>> = {
+  github: 'repohost',
+  external_docker: 'external_container',
+  internal_source: 'upload',
+};
+
+export function canonicalSource(value: string): DeploymentSource | undefined {
+  if ((DEPLOYMENT_SOURCES as readonly string[]).includes(value)) return value as DeploymentSource;
+  return SOURCE_ALIASES[value];
+}
+
+/** Cloud-hosted sources are built and run by Slipway; self-hosted ones by a listener. */
+export const isSelfHosted = (source: DeploymentSource): boolean => source === 'external_container';
+
+export const DEPLOYMENT_TYPES = ['dev_free', 'dev', 'prod'] as const;
+export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
+
+/** Fields that can never change after create; a PATCH that changes one gets 400 naming it. */
+export const IMMUTABLE_SOURCE_CONFIG_FIELDS = ['integration_id', 'repo_url', 'listener_id', 'listener_config'] as const;
+
+/** What responses show instead of a secret value; sending it back on PATCH keeps the stored value. */
+export const SECRET_MASK = '********';
+
+export interface SecretEntry {
+  name: string;
+  value: string;
+}
+
+/**
+ * Applies the secrets of a PATCH to the stored ones: the incoming list is the new set, and an
+ * entry whose value is the mask keeps the stored value of that name (GET → edit → PATCH works).
+ * Returns the names masked but not stored, which the caller must refuse.
+ */
+export function mergeSecrets(stored: readonly SecretEntry[], incoming: readonly SecretEntry[]): { secrets: SecretEntry[]; unknownMasked: string[] } {
+  const byName = new Map(stored.map((s) => [s.name, s.value]));
+  const unknownMasked: string[] = [];
+  const secrets = incoming.map(({ name, value }) => {
+    if (value !== SECRET_MASK) return { name, value };
+    const kept = byName.get(name);
+    if (kept === undefined) unknownMasked.push(name);
+    return { name, value: kept ?? '' };
+  });
+  return { secrets, unknownMasked };
+}
+
+export interface DeploymentPatchShape {
+  secrets?: unknown[] | null;
+  source_revision_config?: Record<string, unknown> | null;
+  source_config?: { resource_spec?: unknown } | null;
+}
+
+/**
+ * CONTRACT C4: a PATCH makes a new revision exactly when `secrets` is given, any
+ * `source_revision_config` field is non-null, or `source_config.resource_spec` is non-null.
+ */
+export function patchCreatesRevision(patch: DeploymentPatchShape): boolean {
+  if (patch.secrets != null) return true;
+  if (patch.source_revision_config && Object.values(patch.source_revision_config).some((v) => v != null)) return true;
+  return patch.source_config?.resource_spec != null;
+}
+
+/**
+ * Name of the deployment's own Postgres database: a fixed prefix, the name (shortened) and a
+ * hash of the id, so it is unique, readable and within Postgres' 63-byte identifier limit.
+ */
+export function deploymentDatabaseName(name: string, deploymentId: string): string {
+  const hash = createHash('sha256').update(deploymentId).digest('hex').slice(0, 8);
+  return `slipway_d_${name.replace(/-/g, '_').slice(0, 40)}_${hash}`;
+}

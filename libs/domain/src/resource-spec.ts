@@ -1,0 +1,125 @@
+import type { DeploymentType } from './deployment-rules.js';
+
+/** CPU in cores (fractions allowed), memory in MB: the numeric part of a resource spec. */
+export interface ResourceSpec {
+  min_scale: number;
+  max_scale: number;
+  cpu: number;
+  cpu_limit: number;
+  memory_mb: number;
+  memory_limit_mb: number;
+  queue_min_scale: number;
+  queue_max_scale: number;
+  queue_cpu: number;
+  queue_cpu_limit: number;
+  queue_memory_mb: number;
+  queue_memory_limit_mb: number;
+  orchestrator_cpu: number;
+  orchestrator_cpu_limit: number;
+  orchestrator_memory_mb: number;
+  orchestrator_memory_limit_mb: number;
+  redis_memory_mb: number;
+  db_cpu: number;
+  db_cpu_limit: number;
+  db_memory_mb: number;
+  db_memory_limit_mb: number;
+  db_storage_gi: number;
+  db_max_connections: number;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  service_account_name: string | null;
+  image_pull_secrets: Array<{ name: string }>;
+  volumes: Array<Record<string, unknown>>;
+  volume_mounts: Array<Record<string, unknown>>;
+  init_containers: Array<Record<string, unknown>>;
+  sidecars: Array<Record<string, unknown>>;
+}
+
+export type ResourceSpecInput = Partial<ResourceSpec>;
+
+interface TypeDefaults {
+  cpu: number;
+  memory_mb: number;
+  min_scale: number;
+  max_scale: number;
+}
+
+/** CONTRACT C4 defaults by deployment type; self-hosted deployments (no type) get `dev`'s. */
+export const RESOURCE_DEFAULTS: Readonly<Record<DeploymentType, TypeDefaults>> = {
+  dev_free: { cpu: 0.5, memory_mb: 512, min_scale: 1, max_scale: 1 },
+  dev: { cpu: 1, memory_mb: 1024, min_scale: 1, max_scale: 1 },
+  prod: { cpu: 2, memory_mb: 2048, min_scale: 2, max_scale: 10 },
+};
+
+/**
+ * Fills every field a caller left out: API values from the deployment type, limits at twice
+ * the request, queue workers like the API workers, and small fixed sizes for the rest.
+ */
+export function resolveResourceSpec(input: ResourceSpecInput, type: DeploymentType | null): ResourceSpec {
+  const d = RESOURCE_DEFAULTS[type ?? 'dev'];
+  const cpu = input.cpu ?? d.cpu;
+  const memory = input.memory_mb ?? d.memory_mb;
+  const minScale = input.min_scale ?? d.min_scale;
+  const maxScale = input.max_scale ?? Math.max(d.max_scale, minScale);
+  const queueCpu = input.queue_cpu ?? cpu;
+  const queueMemory = input.queue_memory_mb ?? memory;
+  const queueMin = input.queue_min_scale ?? minScale;
+  const orchestratorCpu = input.orchestrator_cpu ?? 0.5;
+  const orchestratorMemory = input.orchestrator_memory_mb ?? 512;
+  const dbCpu = input.db_cpu ?? 0.5;
+  const dbMemory = input.db_memory_mb ?? 1024;
+  return {
+    min_scale: minScale,
+    max_scale: maxScale,
+    cpu,
+    cpu_limit: input.cpu_limit ?? cpu * 2,
+    memory_mb: memory,
+    memory_limit_mb: input.memory_limit_mb ?? memory * 2,
+    queue_min_scale: queueMin,
+    queue_max_scale: input.queue_max_scale ?? Math.max(input.max_scale ?? d.max_scale, queueMin),
+    queue_cpu: queueCpu,
+    queue_cpu_limit: input.queue_cpu_limit ?? queueCpu * 2,
+    queue_memory_mb: queueMemory,
+    queue_memory_limit_mb: input.queue_memory_limit_mb ?? queueMemory * 2,
+    orchestrator_cpu: orchestratorCpu,
+    orchestrator_cpu_limit: input.orchestrator_cpu_limit ?? orchestratorCpu * 2,
+    orchestrator_memory_mb: orchestratorMemory,
+    orchestrator_memory_limit_mb: input.orchestrator_memory_limit_mb ?? orchestratorMemory * 2,
+    redis_memory_mb: input.redis_memory_mb ?? 256,
+    db_cpu: dbCpu,
+    db_cpu_limit: input.db_cpu_limit ?? dbCpu * 2,
+    db_memory_mb: dbMemory,
+    db_memory_limit_mb: input.db_memory_limit_mb ?? dbMemory * 2,
+    db_storage_gi: input.db_storage_gi ?? 10,
+    db_max_connections: input.db_max_connections ?? 100,
+    labels: input.labels ?? {},
+    annotations: input.annotations ?? {},
+    service_account_name: input.service_account_name ?? null,
+    image_pull_secrets: input.image_pull_secrets ?? [],
+    volumes: input.volumes ?? [],
+    volume_mounts: input.volume_mounts ?? [],
+    init_containers: input.init_containers ?? [],
+    sidecars: input.sidecars ?? [],
+  };
+}
+
+/** Request ≤ limit and min ≤ max, after defaults: problems as `[field, message]` pairs. */
+export function resourceSpecProblems(spec: ResourceSpec): Array<[keyof ResourceSpec, string]> {
+  const problems: Array<[keyof ResourceSpec, string]> = [];
+  const pairs: Array<[keyof ResourceSpec, keyof ResourceSpec, string]> = [
+    ['min_scale', 'max_scale', 'min_scale must not exceed max_scale'],
+    ['queue_min_scale', 'queue_max_scale', 'queue_min_scale must not exceed queue_max_scale'],
+    ['cpu', 'cpu_limit', 'cpu must not exceed cpu_limit'],
+    ['memory_mb', 'memory_limit_mb', 'memory_mb must not exceed memory_limit_mb'],
+    ['queue_cpu', 'queue_cpu_limit', 'queue_cpu must not exceed queue_cpu_limit'],
+    ['queue_memory_mb', 'queue_memory_limit_mb', 'queue_memory_mb must not exceed queue_memory_limit_mb'],
+    ['orchestrator_cpu', 'orchestrator_cpu_limit', 'orchestrator_cpu must not exceed orchestrator_cpu_limit'],
+    ['orchestrator_memory_mb', 'orchestrator_memory_limit_mb', 'orchestrator_memory_mb must not exceed orchestrator_memory_limit_mb'],
+    ['db_cpu', 'db_cpu_limit', 'db_cpu must not exceed db_cpu_limit'],
+    ['db_memory_mb', 'db_memory_limit_mb', 'db_memory_mb must not exceed db_memory_limit_mb'],
+  ];
+  for (const [low, high, message] of pairs) {
+    if ((spec[low] as number) > (spec[high] as number)) problems.push([low, message]);
+  }
+  return problems;
+}

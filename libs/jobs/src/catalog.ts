@@ -1,0 +1,98 @@
+import Joi from 'joi';
+import type { JobsOptions } from 'bullmq';
+
+/** Queue names (kebab-case). Each queue has exactly one kind of worker process. */
+export const QUEUES = {
+  builds: 'builds',
+  rollouts: 'rollouts',
+  maintenance: 'maintenance',
+} as const;
+
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+
+/** Payloads carry ids only (STYLE 5): workers reload the rows and never see state or secrets. */
+export interface RevisionJob {
+  revisionId: string;
+  /** Which (re-)enqueue of this revision's phase this is; part of the job id. */
+  attempt: number;
+  requestId?: string;
+}
+
+export interface DeploymentJob {
+  deploymentId: string;
+  requestId?: string;
+}
+
+export type ReconcileJob = Record<string, never>;
+
+export interface JobPayloads {
+  'build.revision': RevisionJob;
+  'rollout.revision': RevisionJob;
+  'teardown.deployment': DeploymentJob;
+  'reconcile.tick': ReconcileJob;
+}
+
+export type JobName = keyof JobPayloads;
+
+export interface CatalogEntry<N extends JobName> {
+  queue: QueueName;
+  schema: Joi.ObjectSchema;
+  /** Deterministic id: enqueueing the same work twice is a no-op (no `:`, never all digits). */
+  jobId: (payload: JobPayloads[N]) => string;
+  options: JobsOptions;
+}
+
+const requestId = Joi.string().max(128);
+const revisionJob = Joi.object({ revisionId: Joi.string().guid().required(), attempt: Joi.number().integer().min(0).required(), requestId });
+const deploymentJob = Joi.object({ deploymentId: Joi.string().guid().required(), requestId });
+
+/**
+ * Work with side effects runs once per job (`attempts: 1`): retries belong to the revision
+ * and are decided by the reconciler, which can see the database (DESIGN "Rules").
+ */
+const once: JobsOptions = {
+  attempts: 1,
+  removeOnComplete: { age: 24 * 3600, count: 1000 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
+};
+
+export const JOB_CATALOG: { [N in JobName]: CatalogEntry<N> } = {
+  'build.revision': {
+    queue: QUEUES.builds,
+    schema: revisionJob,
+    jobId: (p) => `build-${p.revisionId}-a${p.attempt}`,
+    options: once,
+  },
+  'rollout.revision': {
+    queue: QUEUES.rollouts,
+    schema: revisionJob,
+    jobId: (p) => `rollout-${p.revisionId}-a${p.attempt}`,
+    options: once,
+  },
+  'teardown.deployment': {
+    queue: QUEUES.rollouts,
+    schema: deploymentJob,
+    jobId: (p) => `teardown-${p.deploymentId}`,
+    options: { ...once, attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
+  },
+  'reconcile.tick': {
+    queue: QUEUES.maintenance,
+    schema: Joi.object({}),
+    jobId: () => 'reconcile-tick',
+    options: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 200 } },
+  },
+};
+
+/** Validates a payload against its catalog schema; workers call this before doing anything. */
+export function parsePayload<N extends JobName>(name: N, data: unknown): JobPayloads[N] {
+  const { value, error } = JOB_CATALOG[name].schema.validate(data, { stripUnknown: true });
+  if (error) throw new Error(`Invalid ${name} payload: ${error.message}`);
+  return value as JobPayloads[N];
+}
+
+export const isJobName = (name: string): name is JobName => Object.prototype.hasOwnProperty.call(JOB_CATALOG, name);
+
+/** The job names a queue carries: a worker must handle exactly these. */
+export function jobsOf(queue: QueueName): JobName[] {
+  return (Object.keys(JOB_CATALOG) as JobName[]).filter((n) => JOB_CATALOG[n].queue === queue);
+}

@@ -1,0 +1,25 @@
+import type { EntityManager } from '@slipway/db';
+import { JOB_CATALOG, type JobName, type JobPayloads } from './catalog.js';
+
+export interface OutboxOptions {
+  delayMs?: number;
+}
+
+/**
+ * Records a job in the outbox, inside the caller's transaction: the job exists exactly when the
+ * business rows that call for it commit. The relay hands it to BullMQ later (STYLE 13).
+ */
+export async function enqueueInOutbox<N extends JobName>(
+  manager: EntityManager,
+  name: N,
+  payload: JobPayloads[N],
+  options: OutboxOptions = {},
+): Promise<void> {
+  const entry = JOB_CATALOG[name];
+  await manager.query(
+    `INSERT INTO outbox (queue, job_name, job_id, payload, delay_ms) VALUES ($1, $2, $3, $4, $5)`,
+    [entry.queue, name, entry.jobId(payload), JSON.stringify(payload), options.delayMs ?? 0],
+  );
+  // Wakes relays at once instead of at their next poll; delivered on commit, dropped on rollback.
+  await manager.query(`SELECT pg_notify('slipway_outbox', '')`);
+}
