@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
-import { generateApiKey, hashApiKey } from '@slipway/crypto';
+import { displayPrefix, generateApiKey, hashApiKey } from '@slipway/crypto';
 import { ApiKey, Organization, Workspace } from '../entities/index.js';
 
 export interface BootstrapResult {
@@ -69,7 +69,7 @@ export class TenancyRepository {
             ...base,
             id: randomUUID(),
             description: 'bootstrap key (SLIPWAY_BOOTSTRAP_API_KEY)',
-            prefix: configuredKey.slice(0, 8),
+            prefix: displayPrefix(configuredKey),
             keyHash: hash,
           });
           result.registeredConfiguredKey = true;

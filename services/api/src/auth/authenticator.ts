@@ -48,11 +48,16 @@ export class Authenticator {
   async authenticate(headers: Headers, requirement: Exclude<AuthRequirement, 'none'>, adminOnly = false): Promise<Principal> {
     const credential = credentialOf(headers);
     if (!credential) throw new UnauthorizedError();
-    const identity = this.jwt && looksLikeJwt(credential) ? await this.fromJwt(credential) : await this.fromApiKey(credential);
+    // A configured bootstrap key may happen to look like a JWT: fall back to the key lookup.
+    const identity =
+      (this.jwt && looksLikeJwt(credential) ? await this.fromJwt(credential) : null) ?? (await this.fromApiKey(credential));
     if (!identity) throw new UnauthorizedError();
 
     const { principal, claimedTenant } = identity;
-    await this.resolveTenant(principal, single(headers['x-tenant-id'])?.trim() || claimedTenant);
+    const header = single(headers['x-tenant-id'])?.trim();
+    // A token issued for one workspace is bound to it, like a workspace-scoped key.
+    if (claimedTenant && header && header !== claimedTenant) throw NotFoundError.of('Workspace', header);
+    await this.resolveTenant(principal, header || claimedTenant);
     this.enforce(principal, requirement, adminOnly);
     return principal;
   }

@@ -26,6 +26,8 @@ export class JwtVerifier {
     try {
       const { payload } = await jwtVerify(token, this.jwks, {
         issuer: this.options.issuer,
+        // A token that never expires is a leaked credential waiting to happen: refuse it.
+        requiredClaims: ['exp', 'sub'],
         ...(this.options.audience ? { audience: this.options.audience } : {}),
       });
       return hasClaims(payload) ? payload : null;

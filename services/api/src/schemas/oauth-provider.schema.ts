@@ -3,12 +3,23 @@ import { timestamp, uuid } from './common.schema.js';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
+const httpUrl = Joi.string().uri({ scheme: ['http', 'https'] });
+
 /** Absolute https URL; plain http only for loopback hosts (local identity providers in dev). */
 const providerUrl = Joi.string()
   .max(2048)
   .uri({ scheme: ['http', 'https'] })
   .custom((value: string, helpers) => {
-    const url = new URL(value);
+    // With abortEarly off joi runs this rule even when `uri` already failed: leave those values
+    // to that one issue rather than reporting the same field twice.
+    if (httpUrl.validate(value).error) return value;
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      // joi's RFC 3986 grammar lets through some URLs WHATWG refuses (e.g. port 99999).
+      return helpers.error('string.uri');
+    }
     if (url.protocol === 'https:' || LOOPBACK_HOSTS.has(url.hostname)) return value;
     return helpers.error('url.insecure');
   })
