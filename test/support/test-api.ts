@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '@slipway/config';
-import { createApp } from '@slipway/api/app';
+import { createApp, type AppDeps } from '@slipway/api/app';
 import { createProducerRedis } from '@slipway/api/redis';
 import { createDataSource, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
+import { closeQueues, createQueues, OutboxRelay, RevisionFlow, type Queues } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from './database.js';
 import { HttpClient } from './http.js';
@@ -19,6 +20,11 @@ export interface TestApi {
   dataSource: DataSource;
   database: TestDatabase;
   logs: LogCapture;
+  /** Producer-side queues under this file's own prefix. */
+  queues: Queues;
+  /** The outbox relay, not started: call `relay.drain()` to hand pending jobs to Redis. */
+  relay: OutboxRelay;
+  flow: RevisionFlow;
   /** The bootstrap workspace's admin key. */
   adminKey: string;
   organizationId: string;
@@ -34,7 +40,10 @@ export interface TestApi {
  * Starts the real api (Express app, real Postgres database of its own, real Redis) on an
  * ephemeral port, with logs captured in memory. Nothing of our own is mocked.
  */
-export async function startTestApi(env: Record<string, string> = {}): Promise<TestApi> {
+export async function startTestApi(
+  env: Record<string, string> = {},
+  options: Pick<AppDeps, 'extraRoutes'> = {},
+): Promise<TestApi> {
   const database = await createTestDatabase();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-test-'));
   const adminKey = `slw_test_${randomBytes(24).toString('base64url')}`;
@@ -56,7 +65,10 @@ export async function startTestApi(env: Record<string, string> = {}): Promise<Te
   await dataSource.initialize();
   const tenancy = await new TenancyRepository(dataSource.manager).bootstrap(config.bootstrapApiKey);
   const redis = createProducerRedis(config.redisUrl, logger);
-  const app = createApp({ config, dataSource, redis, logger });
+  const queues = createQueues(redis, config.queuePrefix, logger);
+  const flow = new RevisionFlow(config.pipeline);
+  const relay = new OutboxRelay(dataSource, queues, logger, (m, name, payload) => flow.onEnqueued(m, name, payload));
+  const app = createApp({ config, dataSource, redis, queues, logger, ...options });
   const server = app.express.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -67,6 +79,9 @@ export async function startTestApi(env: Record<string, string> = {}): Promise<Te
     dataSource,
     database,
     logs,
+    queues,
+    relay,
+    flow,
     adminKey,
     organizationId: tenancy.organizationId,
     workspaceId: tenancy.workspaceId,
@@ -84,10 +99,18 @@ export async function startTestApi(env: Record<string, string> = {}): Promise<Te
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await relay.stop();
+      await obliterate(queues);
+      await closeQueues(queues);
       redis.disconnect();
       await dataSource.destroy();
       await database.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Removes this file's queues and jobs from Redis: only keys under our own prefix. */
+async function obliterate(queues: Queues): Promise<void> {
+  await Promise.allSettled(Object.values(queues).map((q) => q.obliterate({ force: true })));
 }

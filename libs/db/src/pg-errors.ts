@@ -23,7 +23,19 @@ export function isForeignKeyViolation(err: unknown, constraint?: string): boolea
   return code === '23503' && (constraint === undefined || actual === constraint);
 }
 
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  // Postgres refusing new connections: too many clients, or starting up / shutting down.
+  '53300',
+  '57P03',
+]);
 
 /**
  * True when `err` means "Postgres is unreachable or going away" rather than "this query is
@@ -33,5 +45,5 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const { code } = pgFields(err);
   if (code && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08') || /^57P0[1-3]$/.test(code))) return true;
   const message = (err as Error)?.message ?? '';
-  return /Connection terminated|timeout exceeded when trying to connect|Connection refused|connect ECONNREFUSED/i.test(message);
+  return /Connection terminated|timeout exceeded when trying to connect|Connection refused|connect ECONNREFUSED|Driver not Connected/i.test(message);
 }

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
 import { SecretBox } from '@slipway/crypto';
 import type { DataSource } from '@slipway/db';
+import type { Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
@@ -21,6 +22,8 @@ import { ApiKeyService } from './services/api-key.service.js';
 import { ListenerService } from './services/listener.service.js';
 import { OAuthProviderService } from './services/oauth-provider.service.js';
 
+export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
+
 export const API_VERSION = '0.1.0';
 /** Self-hosted installs are reached as `<host>/api-host/v2/...` (CONTRACT C1). */
 export const PATH_PREFIXES = ['', '/api-host'] as const;
@@ -29,7 +32,11 @@ export interface AppDeps {
   config: Readonly<Config>;
   dataSource: DataSource;
   redis: Redis;
+  /** Producer-side queues (fail-fast connection): Bull Board and queue metrics read them. */
+  queues: Queues;
   logger: Logger;
+  /** Extra routes mounted like the built-ins, for extensions and tests. */
+  extraRoutes?: RouteSpec[];
 }
 
 export interface App {
@@ -41,7 +48,7 @@ export interface App {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the Express app. No I/O here: the caller owns connections and listening. */
-export function createApp({ config, dataSource, redis, logger }: AppDeps): App {
+export function createApp({ config, dataSource, redis, logger, extraRoutes = [] }: AppDeps): App {
   const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
   const authenticator = new Authenticator(dataSource, config.jwt ? new JwtVerifier(config.jwt) : null, logger);
 
@@ -51,6 +58,7 @@ export function createApp({ config, dataSource, redis, logger }: AppDeps): App {
     ...apiKeyRoutes(new ApiKeyService(dataSource)),
     ...listenerRoutes(new ListenerService(dataSource)),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
+    ...extraRoutes,
   ];
 
   const app = express();

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '@slipway/config';
 import { createDataSource, TenancyRepository, type BootstrapResult } from '@slipway/db';
 import { createLogger, type Logger } from '@slipway/logging';
+import { closeQueues, createQueues, OutboxRelay, RevisionFlow } from '@slipway/jobs';
 import { createApp } from './app.js';
 import { createProducerRedis } from './redis.js';
 import { installShutdown } from './shutdown.js';
@@ -64,7 +65,11 @@ async function main(): Promise<void> {
   if (bootstrap.generatedKey) announceGeneratedKey(config, bootstrap.generatedKey);
 
   const redis = createProducerRedis(config.redisUrl, log);
-  const app = createApp({ config, dataSource, redis, logger: log });
+  const queues = createQueues(redis, config.queuePrefix, log);
+  const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onEnqueued(m, name, payload));
+  const flow = new RevisionFlow(config.pipeline);
+  relay.start();
+  const app = createApp({ config, dataSource, redis, queues, logger: log });
   const server = app.express.listen(config.port, config.host, () => {
     log.info({ url: `http://${config.host}:${config.port}`, publicUrl: config.publicUrl }, 'api listening');
   });
@@ -84,6 +89,8 @@ async function main(): Promise<void> {
             server.closeIdleConnections();
           }),
       },
+      { name: 'outbox relay', run: () => relay.stop() },
+      { name: 'queues', run: () => closeQueues(queues) },
       { name: 'redis', run: () => redis.quit() },
       { name: 'postgres', run: () => dataSource.destroy() },
     ],

@@ -67,14 +67,27 @@ const ISSUE_BY_CODE: Record<string, (ctx: Context, isInteger: boolean) => { type
   'date.base': () => ({ type: 'datetime_parsing', msg: 'Input should be a valid datetime' }),
 };
 
+interface Described {
+  type?: string;
+  keys?: Record<string, Described>;
+  items?: Described[];
+  rules?: Array<{ name: string }>;
+}
+
+/**
+ * Whether the schema at `path` is an integer. Walks `describe()` rather than `extract()`, which
+ * only follows object keys and so would miss array items (`[80, 'http']` → index 1).
+ */
 function isIntegerAt(schema: Joi.Schema | undefined, path: Array<string | number>): boolean {
   if (!schema) return false;
-  try {
-    const target = path.length ? schema.extract(path.map(String)) : schema;
-    return target.describe().rules?.some((r: { name: string }) => r.name === 'integer') ?? false;
-  } catch {
-    return false;
+  let node: Described | undefined = schema.describe() as Described;
+  for (const segment of path) {
+    if (node?.type === 'array' && typeof segment === 'number') node = node.items?.length === 1 ? node.items[0] : undefined;
+    else if (node?.type === 'object') node = node.keys?.[String(segment)];
+    else node = undefined;
+    if (!node) return false;
   }
+  return node?.rules?.some((r) => r.name === 'integer') ?? false;
 }
 
 /** Maps a joi error from validating `source` with `schema` to FastAPI issues, one per detail. */

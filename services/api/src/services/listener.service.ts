@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  isForeignKeyViolation,
   isUniqueViolation,
   Listener,
   LISTENER_COMPUTE_ID_UNIQUE,
@@ -89,7 +90,15 @@ export class ListenerService {
   }
 
   async delete(workspaceId: string, id: string): Promise<void> {
-    if (!(await this.repo().delete(workspaceId, id))) throw NotFoundError.of('Listener', id);
+    try {
+      if (!(await this.repo().delete(workspaceId, id))) throw NotFoundError.of('Listener', id);
+    } catch (err) {
+      // deployments.listener_id is ON DELETE RESTRICT: Postgres itself refuses while any use it.
+      if (isForeignKeyViolation(err)) {
+        throw new BadRequestError(`Listener ID ${id} is still used by deployments; delete them first.`);
+      }
+      throw err;
+    }
   }
 
   private async update(workspaceId: string, id: string, changes: ListenerChanges): Promise<ListenerView> {

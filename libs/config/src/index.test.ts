@@ -1,0 +1,183 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './index.js';
+
+const key = () => randomBytes(32).toString('base64');
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'slipway-config-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The error `fn` throws, asserted to be a ConfigError. */
+function configErrorOf(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError, nothing was thrown');
+}
+
+describe('loadConfig defaults', () => {
+  it('fills every default from an (almost) empty environment', () => {
+    const secret = key();
+    const config = loadConfig({ SLIPWAY_SECRETS_KEY: secret });
+    expect(config).toMatchObject({
+      nodeEnv: 'development',
+      host: '127.0.0.1',
+      port: 8124,
+      publicUrl: 'http://127.0.0.1:8124',
+      databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/slipway',
+      redisUrl: 'redis://127.0.0.1:6379/0',
+      queuePrefix: 'slipway',
+      bootstrapApiKey: null,
+      previousSecretsKeys: [],
+      dataDir: path.resolve('./.slipway'),
+      logLevel: 'info',
+      bodyLimitBytes: 1024 * 1024,
+      jwt: null,
+      shutdownTimeoutMs: 10_000,
+    });
+    expect(path.isAbsolute(config.dataDir)).toBe(true);
+    expect(config.secretsKey.origin).toBe('env');
+    expect(config.secretsKey.key.equals(Buffer.from(secret, 'base64'))).toBe(true);
+  });
+
+  it('converts and applies what the environment sets', () => {
+    const previous = [key(), key()];
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      SLIPWAY_PUBLIC_URL: 'https://slipway.example.com/',
+      SLIPWAY_SECRETS_KEY: key(),
+      SLIPWAY_PREVIOUS_SECRETS_KEYS: ` ${previous[0]}, ${previous[1]} `,
+      SLIPWAY_DATA_DIR: dir,
+      SLIPWAY_BODY_LIMIT_BYTES: '2048',
+      SLIPWAY_JWT_ISSUER: 'https://issuer.example.com',
+      SLIPWAY_JWT_JWKS_URL: 'https://issuer.example.com/.well-known/jwks.json',
+      UNRELATED_VARIABLE: 'ignored',
+    });
+    expect(config).toMatchObject({
+      nodeEnv: 'production',
+      port: 9000,
+      host: '0.0.0.0',
+      publicUrl: 'https://slipway.example.com',
+      dataDir: dir,
+      bodyLimitBytes: 2048,
+      jwt: { issuer: 'https://issuer.example.com', jwksUrl: 'https://issuer.example.com/.well-known/jwks.json', audience: null },
+    });
+    expect(config.previousSecretsKeys.map((b) => b.toString('base64'))).toEqual(previous);
+  });
+});
+
+describe('loadConfig failures', () => {
+  it('lists every bad key at once', () => {
+    const err = configErrorOf(() =>
+      loadConfig({ PORT: 'abc', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', SLIPWAY_SECRETS_KEY: 'short', SLIPWAY_DATA_DIR: dir }),
+    );
+    expect(err.problems).toHaveLength(4);
+    for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'SLIPWAY_SECRETS_KEY']) {
+      expect(err.problems.filter((p) => p.includes(name)), name).toHaveLength(1);
+      expect(err.message).toContain(name);
+    }
+  });
+
+  it.each([
+    ['SLIPWAY_SECRETS_KEY', randomBytes(16).toString('base64'), /32-byte/],
+    ['SLIPWAY_SECRETS_KEY', key().replace(/.$/, '!'), /32-byte/],
+    ['SLIPWAY_PREVIOUS_SECRETS_KEYS', `${key()},${randomBytes(8).toString('base64')}`, /32-byte/],
+    ['PORT', '70000', /PORT/],
+    ['REDIS_URL', 'http://127.0.0.1:6379', /REDIS_URL/],
+    ['SLIPWAY_QUEUE_PREFIX', 'has:colon', /SLIPWAY_QUEUE_PREFIX/],
+    ['SLIPWAY_BODY_LIMIT_BYTES', '10', /SLIPWAY_BODY_LIMIT_BYTES/],
+    ['NODE_ENV', 'staging', /NODE_ENV/],
+  ])('rejects a bad %s', (name, value, message) => {
+    const err = configErrorOf(() => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, [name]: value }));
+    expect(err.problems).toHaveLength(1);
+    expect(err.problems[0]).toMatch(message);
+  });
+
+  it('requires the JWKS URL with the JWT issuer', () => {
+    const err = configErrorOf(() =>
+      loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_JWT_ISSUER: 'https://issuer.example.com' }),
+    );
+    expect(err.problems.join()).toMatch(/SLIPWAY_JWT_JWKS_URL/);
+  });
+
+  it('requires SLIPWAY_SECRETS_KEY in production and writes no key file', () => {
+    const err = configErrorOf(() => loadConfig({ NODE_ENV: 'production', SLIPWAY_DATA_DIR: dir }));
+    expect(err.problems).toEqual(['SLIPWAY_SECRETS_KEY is required when NODE_ENV=production']);
+    expect(() => statSync(path.join(dir, 'secrets.key'))).toThrow(/ENOENT/);
+  });
+});
+
+describe('the development secrets key', () => {
+  it('is generated once into the data dir (0600) and read back afterwards', () => {
+    const dataDir = path.join(dir, 'nested', 'data');
+    const first = loadConfig({ NODE_ENV: 'development', SLIPWAY_DATA_DIR: dataDir });
+    expect(first.secretsKey.origin).toBe('generated');
+    expect(first.secretsKey.key).toHaveLength(32);
+
+    const file = path.join(dataDir, 'secrets.key');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(dataDir).mode & 0o077).toBe(0);
+    expect(Buffer.from(readFileSync(file, 'utf8').trim(), 'base64').equals(first.secretsKey.key)).toBe(true);
+
+    const second = loadConfig({ NODE_ENV: 'test', SLIPWAY_DATA_DIR: dataDir });
+    expect(second.secretsKey.origin).toBe('file');
+    expect(second.secretsKey.key.equals(first.secretsKey.key)).toBe(true);
+  });
+
+  it('prefers the environment over the file', () => {
+    loadConfig({ SLIPWAY_DATA_DIR: dir });
+    const secret = key();
+    const config = loadConfig({ SLIPWAY_DATA_DIR: dir, SLIPWAY_SECRETS_KEY: secret });
+    expect(config.secretsKey).toMatchObject({ origin: 'env' });
+    expect(config.secretsKey.key.toString('base64')).toBe(secret);
+  });
+
+  it('refuses a key file that does not hold a 32-byte key', () => {
+    writeFileSync(path.join(dir, 'secrets.key'), randomBytes(8).toString('base64'));
+    const err = configErrorOf(() => loadConfig({ SLIPWAY_DATA_DIR: dir }));
+    expect(err.problems[0]).toMatch(/secrets\.key does not hold a 32-byte base64 key/);
+  });
+});
+
+describe('the returned config', () => {
+  it('is deeply frozen', () => {
+    const config = loadConfig({
+      SLIPWAY_SECRETS_KEY: key(),
+      SLIPWAY_DATA_DIR: dir,
+      SLIPWAY_JWT_ISSUER: 'https://issuer.example.com',
+      SLIPWAY_JWT_JWKS_URL: 'https://issuer.example.com/jwks',
+    }) as any;
+    expect(Object.isFrozen(config)).toBe(true);
+    // ES modules are strict: writes to a frozen object throw instead of failing silently.
+    expect(() => {
+      config.port = 1;
+    }).toThrow(TypeError);
+    expect(() => {
+      config.secretsKey.origin = 'file';
+    }).toThrow(TypeError);
+    expect(() => {
+      config.jwt.issuer = 'https://evil.example.com';
+    }).toThrow(TypeError);
+    expect(() => config.previousSecretsKeys.push(Buffer.alloc(32))).toThrow(TypeError);
+    expect(config.port).toBe(8124);
+  });
+
+  it('does not touch process.env', () => {
+    const before = { ...process.env };
+    loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, PORT: '1234' });
+    expect(process.env).toEqual(before);
+  });
+});
