@@ -20,3 +20,4 @@ export {
   type RevisionTransitionSet,
 } from './repositories/status-transitions.js';
 export { queryRows } from './sql.js';
+export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter } from './repositories/deployment.repository.js';

@@ -56,7 +56,7 @@ export function mergeSecrets(stored: readonly SecretEntry[], incoming: readonly 
 
 export interface DeploymentPatchShape {
   secrets?: unknown[] | null;
-  source_revision_config?: Record<string, unknown> | null;
+  source_revision_config?: object | null;
   source_config?: { resource_spec?: unknown } | null;
 }
 
@@ -66,7 +66,7 @@ export interface DeploymentPatchShape {
  */
 export function patchCreatesRevision(patch: DeploymentPatchShape): boolean {
   if (patch.secrets != null) return true;
-  if (patch.source_revision_config && Object.values(patch.source_revision_config).some((v) => v != null)) return true;
+  if (patch.source_revision_config && Object.values(patch.source_revision_config).some((v: unknown) => v != null)) return true;
   return patch.source_config?.resource_spec != null;
 }
 

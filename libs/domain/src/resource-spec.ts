@@ -29,10 +29,10 @@ export interface ResourceSpec {
   annotations: Record<string, string>;
   service_account_name: string | null;
   image_pull_secrets: Array<{ name: string }>;
-  volumes: Array<Record<string, unknown>>;
-  volume_mounts: Array<Record<string, unknown>>;
-  init_containers: Array<Record<string, unknown>>;
-  sidecars: Array<Record<string, unknown>>;
+  volumes: Array<Record<string, any>>;
+  volume_mounts: Array<Record<string, any>>;
+  init_containers: Array<Record<string, any>>;
+  sidecars: Array<Record<string, any>>;
 }
 
 export type ResourceSpecInput = Partial<ResourceSpec>;

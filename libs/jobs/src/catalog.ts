@@ -28,6 +28,7 @@ export type ReconcileJob = Record<string, never>;
 export interface JobPayloads {
   'build.revision': RevisionJob;
   'rollout.revision': RevisionJob;
+  'provision.deployment': DeploymentJob;
   'teardown.deployment': DeploymentJob;
   'reconcile.tick': ReconcileJob;
 }
@@ -68,6 +69,12 @@ export const JOB_CATALOG: { [N in JobName]: CatalogEntry<N> } = {
     schema: revisionJob,
     jobId: (p) => `rollout-${p.revisionId}-a${p.attempt}`,
     options: once,
+  },
+  'provision.deployment': {
+    queue: QUEUES.rollouts,
+    schema: deploymentJob,
+    jobId: (p) => `provision-${p.deploymentId}`,
+    options: { ...once, attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
   },
   'teardown.deployment': {
     queue: QUEUES.rollouts,

@@ -25,12 +25,13 @@ function validatePart(schema: Joi.Schema | undefined, value: unknown, source: So
 }
 
 /** Validates params, query and body together, so a 422 lists every problem at once. */
-function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, 'params' | 'query' | 'body'> {
+function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, 'params' | 'query' | 'body' | 'headers'> {
   const issues: ValidationIssue[] = [];
-  const { params, query, body } = route.request ?? {};
+  const { params, query, body, headers } = route.request ?? {};
   const out = {
     params: validatePart(params, { ...req.params }, 'path', issues),
     query: validatePart(query, { ...(req.query as object) }, 'query', issues),
+    headers: { ...req.headers, ...validatePart(headers, { ...req.headers }, 'header', issues) },
     body: validatePart(body, req.body, 'body', issues),
   };
   if (issues.length) throw new RequestValidationError(issues);
@@ -57,7 +58,6 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { auth
         principal,
         requestId: String(req.id),
         log,
-        headers: req.headers,
       });
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       if (result.body === undefined) res.status(result.status).end();

@@ -13,7 +13,8 @@ export interface RequestContext<P = Record<string, string>, Q = Record<string, u
   principal: Principal | null;
   requestId: string;
   log: Logger;
-  headers: Record<string, string | string[] | undefined>;
+  /** Raw request headers, plus the validated ones of `request.headers` (converted values). */
+  headers: Record<string, any>;
 }
 
 /** A handler's answer. `body` undefined with 204 sends no body. */
@@ -46,6 +47,8 @@ export interface RouteSpec<P = any, Q = any, B = any> {
     params?: Joi.ObjectSchema;
     query?: Joi.ObjectSchema;
     body?: Joi.Schema;
+    /** Lower-case header names; unknown headers are ignored. */
+    headers?: Joi.ObjectSchema;
   };
   responses: Record<number, ResponseSpec>;
   /** Set for routes that are not JSON APIs (docs UI): kept out of the OpenAPI document. */

@@ -142,6 +142,10 @@ function convertInline(d: Description): JsonSchema {
     case 'array':
       schema = convertArray(d);
       break;
+    case 'commaList':
+      // A query parameter: on the wire it is one comma-separated string.
+      schema = { type: 'string', description: 'Comma-separated list' };
+      break;
     case 'alternatives':
       schema = convertAlternatives(d);
       break;

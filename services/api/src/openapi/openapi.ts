@@ -52,12 +52,15 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
   for (const route of routes) {
     if (route.hidden) continue;
     const parameters: unknown[] = [];
-    const { params, query, body } = route.request ?? {};
+    const { params, query, body, headers } = route.request ?? {};
     if (params) {
       for (const key of objectKeys(params)) parameters.push({ name: key.name, in: 'path', required: true, schema: key.schema });
     }
     if (query) {
       for (const key of objectKeys(query)) parameters.push({ name: key.name, in: 'query', required: key.required, schema: key.schema });
+    }
+    if (headers) {
+      for (const key of objectKeys(headers)) parameters.push({ name: key.name, in: 'header', required: key.required, schema: key.schema });
     }
 
     const responses: Record<string, unknown> = {};
@@ -70,7 +73,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
       responses['401'] ??= errorResponse('Missing or invalid credentials');
       responses['403'] ??= errorResponse('Credentials not allowed here (role, scope or missing X-Tenant-Id)');
     }
-    if (params || query || body || route.auth !== 'none') {
+    if (params || query || body || headers || route.auth !== 'none') {
       responses['422'] ??= {
         description: 'Validation error',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidationError' } } },

@@ -1,0 +1,93 @@
+import type { EntityManager } from 'typeorm';
+import { Deployment, Revision } from '../entities/index.js';
+import type { Page } from './pagination.js';
+
+export const DEPLOYMENT_NAME_UNIQUE = 'deployments_workspace_name_key';
+
+export interface DeploymentFilter {
+  nameContains?: string;
+  name?: string;
+  status?: string;
+  remoteReconciled?: boolean;
+  tagValueIds?: string[];
+  imageVersion?: string;
+  deploymentType?: string;
+  deploymentIds?: string[];
+}
+
+/** Escapes LIKE wildcards so `name_contains=a_b` matches the text `a_b`, not `a` + any + `b`. */
+const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** Deployments and their revisions, always addressed within one workspace. */
+export class DeploymentRepository {
+  constructor(private readonly manager: EntityManager) {}
+
+  find(workspaceId: string, id: string): Promise<Deployment | null> {
+    return this.manager.findOneBy(Deployment, { workspaceId, id });
+  }
+
+  /** Every filter of CONTRACT C4, newest first, served by `deployments_workspace_created_idx`. */
+  async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<Deployment[]> {
+    const qb = this.manager
+      .createQueryBuilder(Deployment, 'd')
+      .where('d.workspace_id = :workspaceId', { workspaceId })
+      .orderBy('d.created_at', 'DESC')
+      .addOrderBy('d.id', 'DESC')
+      .limit(limit)
+      .offset(offset);
+    if (filter.nameContains) qb.andWhere(`d.name ILIKE :nameLike ESCAPE '\\'`, { nameLike: `%${likeEscape(filter.nameContains)}%` });
+    if (filter.name !== undefined) qb.andWhere('d.name = :name', { name: filter.name });
+    if (filter.status) qb.andWhere('d.status = :status', { status: filter.status });
+    if (filter.remoteReconciled !== undefined) {
+      qb.andWhere(filter.remoteReconciled ? 'd.listener_id IS NOT NULL' : 'd.listener_id IS NULL');
+    }
+    if (filter.imageVersion !== undefined) qb.andWhere('d.image_version = :imageVersion', { imageVersion: filter.imageVersion });
+    if (filter.deploymentType) qb.andWhere('d.deployment_type = :deploymentType', { deploymentType: filter.deploymentType });
+    if (filter.deploymentIds?.length) qb.andWhere('d.id IN (:...deploymentIds)', { deploymentIds: filter.deploymentIds });
+    if (filter.tagValueIds?.length) {
+      // Carrying ALL the given values: count the matches per deployment.
+      const tagValueIds = [...new Set(filter.tagValueIds)];
+      qb.andWhere(
+        `(SELECT count(*) FROM deployment_tag_values t WHERE t.deployment_id = d.id AND t.tag_value_id IN (:...tagValueIds)) = :tagCount`,
+        { tagValueIds, tagCount: tagValueIds.length },
+      );
+    }
+    return qb.getMany();
+  }
+
+  /** Tag value ids of each given deployment. */
+  async tagValueIds(deploymentIds: string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>(deploymentIds.map((id) => [id, []]));
+    if (!deploymentIds.length) return out;
+    const rows: Array<{ deployment_id: string; tag_value_id: string }> = await this.manager.query(
+      `SELECT deployment_id, tag_value_id FROM deployment_tag_values WHERE deployment_id = ANY($1::uuid[]) ORDER BY created_at, tag_value_id`,
+      [deploymentIds],
+    );
+    for (const row of rows) out.get(row.deployment_id)?.push(row.tag_value_id);
+    return out;
+  }
+
+  /** Revisions by id, for presenting deployments with their latest revision's config. */
+  async revisionsById(ids: Array<string | null>): Promise<Map<string, Revision>> {
+    const wanted = ids.filter((id): id is string => !!id);
+    if (!wanted.length) return new Map();
+    const rows = await this.manager.createQueryBuilder(Revision, 'r').where('r.id IN (:...wanted)', { wanted }).getMany();
+    return new Map(rows.map((r) => [r.id, r]));
+  }
+
+  findRevision(deploymentId: string, revisionId: string): Promise<Revision | null> {
+    return this.manager.findOneBy(Revision, { deploymentId, id: revisionId });
+  }
+
+  listRevisions(deploymentId: string, statuses: string[] | undefined, { limit, offset }: Page): Promise<Revision[]> {
+    const qb = this.manager
+      .createQueryBuilder(Revision, 'r')
+      .where('r.deployment_id = :deploymentId', { deploymentId })
+      .orderBy('r.created_at', 'DESC')
+      .addOrderBy('r.id', 'DESC')
+      .limit(limit)
+      .offset(offset);
+    if (statuses?.length) qb.andWhere('r.status IN (:...statuses)', { statuses });
+    return qb.getMany();
+  }
+}

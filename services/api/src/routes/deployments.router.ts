@@ -1,0 +1,187 @@
+import Joi from 'joi';
+import { created, defineRoute, noContent, ok, workspaceOf, type RequestContext, type RouteSpec } from '../http/route.js';
+import { envelope } from '../schemas/common.schema.js';
+import {
+  createDeploymentBody,
+  deleteDeploymentQuery,
+  deploymentList,
+  deploymentParams,
+  deploymentResponse,
+  listDeploymentsQuery,
+  listRevisionsQuery,
+  patchDeploymentBody,
+  revisionList,
+  revisionParams,
+  revisionResponse,
+  type CreateDeploymentBody,
+  type ListDeploymentsQuery,
+  type PatchDeploymentBody,
+} from '../schemas/deployment.schema.js';
+import type { DeploymentService } from '../services/deployment.service.js';
+import { requestFingerprint, type WriteRunner } from '../services/idempotency.js';
+import type { RevisionService } from '../services/revision.service.js';
+
+type DeploymentParams = { deployment_id: string };
+type RevisionParams = { deployment_id: string; revision_id: string };
+
+const tag = 'Deployments';
+const notFound = { description: 'Deployment (or revision) not found in this workspace' };
+
+/** `Idempotency-Key` on the writes that create revisions: same key and body within 24 h replays. */
+const idempotencyHeaders = Joi.object({
+  'idempotency-key': Joi.string()
+    .min(1)
+    .max(255)
+    .pattern(/^[\x21-\x7e]+$/)
+    .description('Replays the first response for the same key and request within 24 h; another request with the key → 409'),
+});
+
+const idempotencyOf = (ctx: RequestContext<any, any, any>, operation: string) => ({
+  key: ctx.headers['idempotency-key'] as string | undefined,
+  fingerprint: requestFingerprint(operation, JSON.stringify(ctx.params), ctx.body ?? null),
+});
+
+export interface DeploymentRouteDeps {
+  deployments: DeploymentService;
+  revisions: RevisionService;
+  writes: WriteRunner;
+}
+
+export function deploymentRoutes({ deployments, revisions, writes }: DeploymentRouteDeps): RouteSpec[] {
+  return [
+    defineRoute<{}, {}, CreateDeploymentBody>({
+      method: 'post',
+      path: '/v2/deployments',
+      operationId: 'createDeployment',
+      summary: 'Create a deployment (and its first revision)',
+      tag,
+      auth: 'workspace',
+      request: { body: createDeploymentBody, headers: idempotencyHeaders },
+      responses: {
+        201: { description: 'Created; poll `latest_revision_id` until DEPLOYED', schema: deploymentResponse },
+        404: { description: 'source_config.listener_id names no listener of this workspace' },
+        409: { description: 'The name is taken, or the Idempotency-Key was used with another request' },
+      },
+      handler: (ctx) =>
+        writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createDeployment'), async (m) =>
+          created(await deployments.create(m, workspaceOf(ctx), ctx.body, ctx.requestId)),
+        ),
+    }),
+    defineRoute<{}, ListDeploymentsQuery>({
+      method: 'get',
+      path: '/v2/deployments',
+      operationId: 'listDeployments',
+      summary: 'List deployments, newest first',
+      tag,
+      auth: 'workspace',
+      request: { query: listDeploymentsQuery },
+      responses: { 200: { description: 'A page of deployments', schema: deploymentList } },
+      handler: async (ctx) => ok(envelope(await deployments.list(workspaceOf(ctx), ctx.query), ctx.query)),
+    }),
+    defineRoute<DeploymentParams>({
+      method: 'get',
+      path: '/v2/deployments/:deployment_id',
+      operationId: 'getDeployment',
+      summary: 'Get a deployment',
+      tag,
+      auth: 'workspace',
+      request: { params: deploymentParams },
+      responses: { 200: { description: 'The deployment', schema: deploymentResponse }, 404: notFound },
+      handler: async (ctx) => ok(await deployments.get(workspaceOf(ctx), ctx.params.deployment_id)),
+    }),
+    defineRoute<DeploymentParams, {}, PatchDeploymentBody>({
+      method: 'patch',
+      path: '/v2/deployments/:deployment_id',
+      operationId: 'updateDeployment',
+      summary: 'Update a deployment; secrets, source_revision_config or resource_spec make a new revision',
+      tag,
+      auth: 'workspace',
+      request: { params: deploymentParams, body: patchDeploymentBody, headers: idempotencyHeaders },
+      responses: {
+        200: { description: 'The deployment; `latest_revision_id` is the new revision if one was made', schema: deploymentResponse },
+        400: { description: 'An immutable field changed, or the deployment is being deleted' },
+        404: notFound,
+      },
+      handler: (ctx) =>
+        writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'updateDeployment'), async (m) =>
+          ok(await deployments.patch(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.body, ctx.requestId)),
+        ),
+    }),
+    defineRoute<DeploymentParams, { delete_tracing_project: boolean }>({
+      method: 'delete',
+      path: '/v2/deployments/:deployment_id',
+      operationId: 'deleteDeployment',
+      summary: 'Delete a deployment: AWAITING_DELETE, then gone once its compute and database are torn down',
+      tag,
+      auth: 'workspace',
+      request: { params: deploymentParams, query: deleteDeploymentQuery },
+      responses: { 204: { description: 'Deletion accepted' }, 404: notFound },
+      handler: async (ctx) => {
+        await writes.run(workspaceOf(ctx), { fingerprint: '' }, async (m) => {
+          await deployments.delete(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.query.delete_tracing_project, ctx.requestId);
+          return noContent();
+        });
+        return noContent();
+      },
+    }),
+    defineRoute<DeploymentParams, { limit: number; offset: number; status?: string[] }>({
+      method: 'get',
+      path: '/v2/deployments/:deployment_id/revisions',
+      operationId: 'listRevisions',
+      summary: 'List revisions of a deployment, newest first',
+      tag,
+      auth: 'workspace',
+      request: { params: deploymentParams, query: listRevisionsQuery },
+      responses: { 200: { description: 'A page of revisions', schema: revisionList }, 404: notFound },
+      handler: async (ctx) =>
+        ok(envelope(await revisions.list(workspaceOf(ctx), ctx.params.deployment_id, ctx.query.status, ctx.query), ctx.query)),
+    }),
+    defineRoute<RevisionParams>({
+      method: 'get',
+      path: '/v2/deployments/:deployment_id/revisions/:revision_id',
+      operationId: 'getRevision',
+      summary: 'Get a revision (poll its status until DEPLOYED)',
+      tag,
+      auth: 'workspace',
+      request: { params: revisionParams },
+      responses: { 200: { description: 'The revision', schema: revisionResponse }, 404: notFound },
+      handler: async (ctx) => ok(await revisions.get(workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id)),
+    }),
+    defineRoute<RevisionParams>({
+      method: 'post',
+      path: '/v2/deployments/:deployment_id/revisions/:revision_id/redeploy',
+      operationId: 'redeployRevision',
+      summary: "Roll out a new revision reusing this revision's artifact, config and secrets (no rebuild)",
+      tag,
+      auth: 'workspace',
+      request: { params: revisionParams, headers: idempotencyHeaders },
+      responses: {
+        200: { description: 'The deployment; `latest_revision_id` is the new revision', schema: deploymentResponse },
+        400: { description: 'The revision was never built' },
+        404: notFound,
+      },
+      handler: (ctx) =>
+        writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'redeployRevision'), async (m) =>
+          ok(await revisions.redeploy(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id, ctx.requestId)),
+        ),
+    }),
+    defineRoute<RevisionParams>({
+      method: 'post',
+      path: '/v2/deployments/:deployment_id/revisions/:revision_id/interruption',
+      operationId: 'interruptRevision',
+      summary: 'Stop a revision in progress; the active revision keeps serving',
+      tag,
+      auth: 'workspace',
+      request: { params: revisionParams },
+      responses: {
+        200: { description: 'The interrupted revision', schema: revisionResponse },
+        400: { description: 'The revision already finished' },
+        404: notFound,
+      },
+      handler: (ctx) =>
+        writes.run(workspaceOf(ctx), { fingerprint: '' }, async (m) =>
+          ok(await revisions.interrupt(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id)),
+        ),
+    }),
+  ];
+}

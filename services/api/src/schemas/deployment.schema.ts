@@ -1,0 +1,236 @@
+import Joi from 'joi';
+import {
+  DEPLOYMENT_NAME,
+  DEPLOYMENT_NAME_MAX,
+  DEPLOYMENT_NAME_MIN,
+  DEPLOYMENT_SOURCES,
+  DEPLOYMENT_STATUSES,
+  DEPLOYMENT_TYPES,
+  DNS1123_LABEL,
+  REVISION_STATUSES,
+  SOURCE_ALIASES,
+} from '@slipway/domain';
+import { listEnvelope, paginationQuery, timestamp, uuid } from './common.schema.js';
+import { resourceSpec } from './resource-spec.schema.js';
+
+/** A query parameter holding a comma-separated list: `a,b` becomes `['a', 'b']`, then each item is validated. */
+const CommaJoi = Joi.extend((joi) => ({
+  type: 'commaList',
+  base: joi.array(),
+  coerce: {
+    from: 'string',
+    method: (value: string) => ({ value: value.split(',').map((s) => s.trim()).filter(Boolean) }),
+  },
+}));
+const commaList = (item: Joi.Schema) => CommaJoi.commaList().items(item).max(100);
+
+const SOURCE_INPUTS = [...DEPLOYMENT_SOURCES, ...Object.keys(SOURCE_ALIASES)];
+
+export const deploymentName = Joi.string()
+  .min(DEPLOYMENT_NAME_MIN)
+  .max(DEPLOYMENT_NAME_MAX)
+  .pattern(DEPLOYMENT_NAME)
+  .description('Lowercase letters, digits and dashes; starts with a letter');
+
+const relativePath = Joi.string()
+  .max(1024)
+  .pattern(/^(?!\/)(?!.*(^|\/)\.\.(\/|$)).+$/)
+  .description('Path inside the repository (relative, no `..`)');
+
+const secret = Joi.object({
+  name: Joi.string().max(256).pattern(/^[A-Za-z_][A-Za-z0-9_]*$/).required(),
+  value: Joi.string().allow('').max(65536).required(),
+}).id('Secret');
+
+const secrets = Joi.array().items(secret).unique('name').max(500);
+
+const listenerConfig = Joi.object({
+  k8s_namespace: Joi.string().max(63).pattern(DNS1123_LABEL).allow(null),
+}).allow(null);
+
+const sourceConfigFields = {
+  integration_id: uuid().allow(null),
+  repo_url: Joi.string().max(2048).allow(null),
+  build_on_push: Joi.boolean().allow(null),
+  custom_url: Joi.string().uri({ scheme: ['http', 'https'] }).max(2048).allow(null),
+  resource_spec: resourceSpec.allow(null),
+  listener_id: uuid().allow(null),
+  listener_config: listenerConfig,
+  install_command: Joi.string().max(4096).allow(null),
+  build_command: Joi.string().max(4096).allow(null),
+  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null),
+};
+
+const sourceRevisionConfigFields = {
+  repo_ref: Joi.string().max(255).allow(null),
+  graph_config_path: relativePath.allow(null),
+  langgraph_config_path: relativePath.allow(null).description('Alias of graph_config_path'),
+  image_uri: Joi.string().max(1024).pattern(/^\S+$/).allow(null),
+  repo_commit_sha: Joi.string().pattern(/^[0-9a-f]{7,64}$/).allow(null),
+  source_tarball_path: Joi.string().max(1024).allow(null),
+};
+
+export const createDeploymentBody = Joi.object({
+  name: deploymentName.required(),
+  source: Joi.string().valid(...SOURCE_INPUTS).required().description('repohost | external_container | upload (aliases: github, external_docker, internal_source)'),
+  source_config: Joi.object(sourceConfigFields).required().id('SourceConfigInput'),
+  source_revision_config: Joi.object(sourceRevisionConfigFields).required().id('SourceRevisionConfigInput'),
+  secrets: secrets.default([]),
+  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null),
+  image_version: Joi.string().max(255).allow(null),
+})
+  .required()
+  .id('CreateDeployment');
+
+export const patchDeploymentBody = Joi.object({
+  name: deploymentName,
+  source: Joi.string().valid(...SOURCE_INPUTS),
+  source_config: Joi.object(sourceConfigFields).allow(null),
+  source_revision_config: Joi.object(sourceRevisionConfigFields).allow(null),
+  secrets: secrets.allow(null),
+  revision_source: Joi.string().valid(...SOURCE_INPUTS).allow(null).description('CLI compatibility (C10): `internal_source` for an uploaded tarball'),
+  image_version: Joi.string().max(255).allow(null),
+  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null),
+})
+  .required()
+  .id('PatchDeployment');
+
+export const deploymentParams = Joi.object({ deployment_id: uuid().required() });
+export const revisionParams = Joi.object({ deployment_id: uuid().required(), revision_id: uuid().required() });
+
+export const deleteDeploymentQuery = Joi.object({
+  delete_tracing_project: Joi.boolean().default(false),
+});
+
+export const listDeploymentsQuery = Joi.object({
+  ...paginationQuery,
+  name_contains: Joi.string().max(255).allow(''),
+  name: Joi.string().max(255),
+  status: Joi.string().valid(...DEPLOYMENT_STATUSES),
+  remote_reconciled: Joi.boolean(),
+  tag_value_ids: commaList(uuid()),
+  image_version: Joi.string().max(255),
+  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES),
+  deployment_ids: commaList(uuid()),
+});
+
+export const listRevisionsQuery = Joi.object({
+  ...paginationQuery,
+  status: commaList(Joi.string().valid(...REVISION_STATUSES)),
+});
+
+const sourceConfigResponse = Joi.object({
+  integration_id: uuid().allow(null),
+  repo_url: Joi.string().allow(null),
+  build_on_push: Joi.boolean().allow(null),
+  custom_url: Joi.string().allow(null),
+  resource_spec: resourceSpec,
+  listener_id: uuid().allow(null),
+  listener_config: Joi.object({ k8s_namespace: Joi.string().allow(null) }).allow(null),
+  install_command: Joi.string().allow(null),
+  build_command: Joi.string().allow(null),
+  deployment_type: Joi.string().allow(null),
+}).id('SourceConfig');
+
+const sourceRevisionConfigResponse = Joi.object({
+  repo_ref: Joi.string().allow(null),
+  graph_config_path: Joi.string().allow(null),
+  image_uri: Joi.string().allow(null),
+  repo_commit_sha: Joi.string().allow(null),
+  source_tarball_path: Joi.string().allow(null),
+}).id('SourceRevisionConfig');
+
+export const deploymentResponse = Joi.object({
+  id: uuid().required(),
+  name: Joi.string().required(),
+  source: Joi.string().valid(...DEPLOYMENT_SOURCES).required(),
+  source_config: sourceConfigResponse.required(),
+  source_revision_config: sourceRevisionConfigResponse.required(),
+  secrets: Joi.array().items(Joi.object({ name: Joi.string(), value: Joi.string().valid('********') })).required(),
+  status: Joi.string().valid(...DEPLOYMENT_STATUSES).required(),
+  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null).required(),
+  latest_revision_id: uuid().allow(null).required(),
+  active_revision_id: uuid().allow(null).required(),
+  image_version: Joi.string().allow(null).required(),
+  tenant_id: uuid().required(),
+  tracing_project_id: uuid().allow(null).required(),
+  url: Joi.string().allow(null).required(),
+  tag_value_ids: Joi.array().items(uuid()).required(),
+  created_at: timestamp().required(),
+  updated_at: timestamp().required(),
+}).id('Deployment');
+
+export const deploymentList = listEnvelope(deploymentResponse, 'DeploymentList');
+
+export const revisionResponse = Joi.object({
+  id: uuid().required(),
+  deployment_id: uuid().required(),
+  status: Joi.string().valid(...REVISION_STATUSES).required(),
+  status_message: Joi.string().allow(null).required(),
+  source: Joi.string().valid(...DEPLOYMENT_SOURCES).required(),
+  source_revision_config: sourceRevisionConfigResponse.required(),
+  image_uri: Joi.string().allow(null).required(),
+  resource_spec: resourceSpec.required(),
+  secrets: Joi.array().items(Joi.object({ name: Joi.string() })).required().description('Names only'),
+  redeployed_from: uuid().allow(null).required(),
+  created_at: timestamp().required(),
+  updated_at: timestamp().required(),
+}).id('Revision');
+
+export const revisionList = listEnvelope(revisionResponse, 'RevisionList');
+
+export interface SourceConfigInput {
+  integration_id?: string | null;
+  repo_url?: string | null;
+  build_on_push?: boolean | null;
+  custom_url?: string | null;
+  resource_spec?: Record<string, unknown> | null;
+  listener_id?: string | null;
+  listener_config?: { k8s_namespace?: string | null } | null;
+  install_command?: string | null;
+  build_command?: string | null;
+  deployment_type?: string | null;
+}
+
+export interface SourceRevisionConfigInput {
+  repo_ref?: string | null;
+  graph_config_path?: string | null;
+  langgraph_config_path?: string | null;
+  image_uri?: string | null;
+  repo_commit_sha?: string | null;
+  source_tarball_path?: string | null;
+}
+
+export interface CreateDeploymentBody {
+  name: string;
+  source: string;
+  source_config: SourceConfigInput;
+  source_revision_config: SourceRevisionConfigInput;
+  secrets: Array<{ name: string; value: string }>;
+  deployment_type?: string | null;
+  image_version?: string | null;
+}
+
+export interface PatchDeploymentBody {
+  name?: string;
+  source?: string;
+  source_config?: SourceConfigInput | null;
+  source_revision_config?: SourceRevisionConfigInput | null;
+  secrets?: Array<{ name: string; value: string }> | null;
+  revision_source?: string | null;
+  image_version?: string | null;
+  deployment_type?: string | null;
+}
+
+export interface ListDeploymentsQuery {
+  limit: number;
+  offset: number;
+  name_contains?: string;
+  name?: string;
+  status?: string;
+  remote_reconciled?: boolean;
+  tag_value_ids?: string[];
+  image_version?: string;
+  deployment_type?: string;
+  deployment_ids?: string[];
+}

@@ -1,0 +1,496 @@
+import { randomUUID } from 'node:crypto';
+import type { SecretBox } from '@slipway/crypto';
+import {
+  Deployment,
+  DEPLOYMENT_NAME_UNIQUE,
+  DeploymentRepository,
+  isUniqueViolation,
+  ListenerRepository,
+  queryRows,
+  Revision,
+  transitionDeployment,
+  transitionRevision,
+  type DataSource,
+  type EntityManager,
+  type StoredRevisionConfig,
+  type StoredSourceConfig,
+} from '@slipway/db';
+import {
+  BadRequestError,
+  canonicalSource,
+  ConflictError,
+  IMMUTABLE_SOURCE_CONFIG_FIELDS,
+  isSelfHosted,
+  mergeSecrets,
+  NotFoundError,
+  patchCreatesRevision,
+  REVISION_TERMINAL,
+  resolveResourceSpec,
+  resourceSpecProblems,
+  SECRET_MASK,
+  type DeploymentSource,
+  type DeploymentType,
+  type ResourceSpec,
+  type ResourceSpecInput,
+  type SecretEntry,
+} from '@slipway/domain';
+import { enqueueInOutbox, type RevisionFlow } from '@slipway/jobs';
+import { RequestValidationError, type ValidationIssue } from '../http/validation-error.js';
+import { iso } from '../schemas/common.schema.js';
+import type {
+  CreateDeploymentBody,
+  ListDeploymentsQuery,
+  PatchDeploymentBody,
+  SourceConfigInput,
+  SourceRevisionConfigInput,
+} from '../schemas/deployment.schema.js';
+
+const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
+const TERMINAL = [...REVISION_TERMINAL];
+
+/** The API shape of a deployment (CONTRACT C4). Secret values never leave: they are masked. */
+export function presentDeployment(d: Deployment, latest: Revision | null, secretNames: string[], tagValueIds: string[]) {
+  const config = latest?.sourceRevisionConfig ?? {};
+  return {
+    id: d.id,
+    name: d.name,
+    source: d.source,
+    source_config: {
+      integration_id: d.sourceConfig.integration_id ?? null,
+      repo_url: d.sourceConfig.repo_url ?? null,
+      build_on_push: d.sourceConfig.build_on_push ?? null,
+      custom_url: d.sourceConfig.custom_url ?? null,
+      resource_spec: d.resourceSpec,
+      listener_id: d.sourceConfig.listener_id ?? null,
+      listener_config: d.sourceConfig.listener_config ?? null,
+      install_command: d.sourceConfig.install_command ?? null,
+      build_command: d.sourceConfig.build_command ?? null,
+      deployment_type: d.deploymentType,
+    },
+    source_revision_config: {
+      repo_ref: config.repo_ref ?? null,
+      graph_config_path: config.graph_config_path ?? null,
+      image_uri: config.image_uri ?? null,
+      repo_commit_sha: config.repo_commit_sha ?? null,
+      source_tarball_path: config.source_tarball_path ?? null,
+    },
+    secrets: secretNames.map((name) => ({ name, value: SECRET_MASK })),
+    status: d.status,
+    deployment_type: d.deploymentType,
+    latest_revision_id: d.latestRevisionId,
+    active_revision_id: d.activeRevisionId,
+    image_version: d.imageVersion,
+    tenant_id: d.workspaceId,
+    tracing_project_id: d.tracingProjectId,
+    url: d.sourceConfig.custom_url ?? null,
+    tag_value_ids: tagValueIds,
+    created_at: iso(d.createdAt)!,
+    updated_at: iso(d.updatedAt)!,
+  };
+}
+
+export type DeploymentView = ReturnType<typeof presentDeployment>;
+
+/** What a new revision is made of; everything is snapshotted so the revision never changes. */
+interface RevisionDraft {
+  source: DeploymentSource;
+  sourceRevisionConfig: StoredRevisionConfig;
+  resourceSpec: ResourceSpec;
+  secrets: SecretEntry[];
+  buildConfig: { install_command: string | null; build_command: string | null };
+  redeployedFrom?: string | null;
+  artifactRef?: string | null;
+  imageUri?: string | null;
+}
+
+const issue = (loc: Array<string | number>, type: string, msg: string): ValidationIssue => ({ loc: ['body', ...loc], msg, type });
+
+function revisionConfigFrom(input: SourceRevisionConfigInput, base: StoredRevisionConfig = {}): StoredRevisionConfig {
+  const graph = input.graph_config_path ?? input.langgraph_config_path;
+  const merged: StoredRevisionConfig = { ...base };
+  // A new ref or image means the commit must be resolved again, unless the caller pins one.
+  if (input.repo_ref != null || input.source_tarball_path != null) merged.repo_commit_sha = null;
+  if (input.repo_ref != null) merged.repo_ref = input.repo_ref;
+  if (graph != null) merged.graph_config_path = graph;
+  if (input.image_uri != null) merged.image_uri = input.image_uri;
+  if (input.repo_commit_sha != null) merged.repo_commit_sha = input.repo_commit_sha;
+  if (input.source_tarball_path != null) merged.source_tarball_path = input.source_tarball_path;
+  return merged;
+}
+
+/**
+ * Deployments (CONTRACT C4): create, read, list, update, delete. Every write is one
+ * transaction holding the deployment row lock, and hands work to the pipeline only through
+ * the outbox, so a failure leaves nothing half-written and a Redis outage loses nothing.
+ */
+export class DeploymentService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly secrets: SecretBox,
+    private readonly flow: RevisionFlow,
+  ) {}
+
+  // ---------------------------------------------------------------- reads
+
+  async get(workspaceId: string, id: string, manager: EntityManager = this.dataSource.manager): Promise<DeploymentView> {
+    const deployment = await new DeploymentRepository(manager).find(workspaceId, id);
+    if (!deployment) throw NotFoundError.of('Deployment', id);
+    return (await this.present(manager, [deployment]))[0]!;
+  }
+
+  async list(workspaceId: string, query: ListDeploymentsQuery): Promise<DeploymentView[]> {
+    const manager = this.dataSource.manager;
+    const rows = await new DeploymentRepository(manager).list(
+      workspaceId,
+      {
+        nameContains: query.name_contains,
+        name: query.name,
+        status: query.status,
+        remoteReconciled: query.remote_reconciled,
+        tagValueIds: query.tag_value_ids,
+        imageVersion: query.image_version,
+        deploymentType: query.deployment_type,
+        deploymentIds: query.deployment_ids,
+      },
+      query,
+    );
+    return this.present(manager, rows);
+  }
+
+  /** Loads a deployment of the workspace with its row locked for the rest of the transaction. */
+  async lock(manager: EntityManager, workspaceId: string, id: string): Promise<Deployment> {
+    const [row] = await manager.query(`SELECT id FROM deployments WHERE id = $1 AND workspace_id = $2 FOR UPDATE`, [id, workspaceId]);
+    const deployment = row && (await new DeploymentRepository(manager).find(workspaceId, id));
+    if (!deployment) throw NotFoundError.of('Deployment', id);
+    return deployment;
+  }
+
+  // ---------------------------------------------------------------- create
+
+  async create(manager: EntityManager, workspaceId: string, body: CreateDeploymentBody, requestId?: string): Promise<DeploymentView> {
+    const source = canonicalSource(body.source)!;
+    const type = this.deploymentTypeFor(source, body);
+    const resourceSpec = this.resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec']);
+    const revisionConfig = this.validateCreate(source, body);
+
+    const id = randomUUID();
+    const sourceConfig = this.storedSourceConfig(body.source_config);
+    if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig);
+
+    const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
+    const deployment = Object.assign(new Deployment(), {
+      id,
+      workspaceId,
+      name: body.name,
+      source,
+      status: 'AWAITING_DATABASE',
+      deploymentType: type,
+      tracingProjectId,
+      listenerId: sourceConfig.listener_id ?? null,
+      sourceConfig,
+      resourceSpec,
+      secretsSealed: this.sealSecrets(body.secrets, id),
+      imageVersion: body.image_version ?? null,
+      latestRevisionId: null,
+      activeRevisionId: null,
+      databaseName: null,
+    } satisfies Partial<Deployment>);
+    try {
+      await manager.insert(Deployment, deployment);
+    } catch (err) {
+      if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw this.nameTaken(body.name, workspaceId);
+      throw err;
+    }
+    await manager.query(`UPDATE tracing_projects SET deployment_id = $2 WHERE id = $1`, [tracingProjectId, id]);
+    await enqueueInOutbox(manager, 'provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
+
+    // An upload deployment has nothing to build until its tarball arrives (CONTRACT C10).
+    if (revisionConfig) {
+      await this.addRevision(manager, deployment, {
+        source,
+        sourceRevisionConfig: revisionConfig,
+        resourceSpec,
+        secrets: body.secrets,
+        buildConfig: { install_command: sourceConfig.install_command ?? null, build_command: sourceConfig.build_command ?? null },
+      }, requestId);
+    }
+    return this.get(workspaceId, id, manager);
+  }
+
+  // ---------------------------------------------------------------- update
+
+  async patch(manager: EntityManager, workspaceId: string, id: string, body: PatchDeploymentBody, requestId?: string): Promise<DeploymentView> {
+    const deployment = await this.lock(manager, workspaceId, id);
+    if (deployment.status === 'AWAITING_DELETE') {
+      throw new BadRequestError(`Deployment ID ${id} is being deleted and can no longer be changed.`);
+    }
+    this.assertImmutables(deployment, body);
+
+    const input = body.source_config ?? {};
+    const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
+    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command'] as const) {
+      if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
+    }
+    const resourceSpec =
+      input.resource_spec != null
+        ? this.resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'])
+        : deployment.resourceSpec;
+
+    let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
+    if (body.secrets != null) {
+      const merged = mergeSecrets(secrets, body.secrets);
+      if (merged.unknownMasked.length) {
+        throw new BadRequestError(
+          `Secret ${merged.unknownMasked.join(', ')} has the masked value '${SECRET_MASK}' but no stored value to keep; send its real value.`,
+        );
+      }
+      secrets = merged.secrets;
+    }
+
+    await manager.query(
+      `UPDATE deployments SET source_config = $2, resource_spec = $3, secrets_sealed = $4, image_version = $5,
+              last_activity_at = now(), updated_at = now()
+        WHERE id = $1`,
+      [
+        id,
+        JSON.stringify(sourceConfig),
+        JSON.stringify(resourceSpec),
+        this.sealSecrets(secrets, id),
+        body.image_version !== undefined && body.image_version !== null ? body.image_version : deployment.imageVersion,
+      ],
+    );
+
+    const revisionInput = body.source_revision_config ?? {};
+    const uploadRevision = body.revision_source != null && revisionInput.source_tarball_path != null;
+    if (patchCreatesRevision(body) || uploadRevision) {
+      const latest = deployment.latestRevisionId
+        ? await new DeploymentRepository(manager).findRevision(id, deployment.latestRevisionId)
+        : null;
+      const revisionConfig = revisionConfigFrom(revisionInput, latest?.sourceRevisionConfig ?? this.defaultRevisionConfig(deployment.source));
+      this.assertBuildable(deployment.source, revisionConfig);
+      await this.addRevision(manager, deployment, {
+        source: deployment.source,
+        sourceRevisionConfig: revisionConfig,
+        resourceSpec,
+        secrets,
+        buildConfig: { install_command: sourceConfig.install_command ?? null, build_command: sourceConfig.build_command ?? null },
+      }, requestId);
+    }
+    return this.get(workspaceId, id, manager);
+  }
+
+  // ---------------------------------------------------------------- delete
+
+  /**
+   * DELETE: AWAITING_DELETE, in-flight and waiting revisions INTERRUPTED, teardown enqueued.
+   * The row disappears when teardown ends. Deleting again while that runs is a no-op.
+   */
+  async delete(manager: EntityManager, workspaceId: string, id: string, deleteTracingProject: boolean, requestId?: string): Promise<void> {
+    const deployment = await this.lock(manager, workspaceId, id);
+    if (deployment.status !== 'AWAITING_DELETE') {
+      await transitionDeployment(manager, id, 'AWAITING_DELETE');
+      const open = await queryRows<{ id: string }>(
+        manager,
+        `SELECT id FROM revisions WHERE deployment_id = $1 AND status <> ALL($2::text[]) ORDER BY created_at`,
+        [id, TERMINAL],
+      );
+      for (const revision of open) {
+        await transitionRevision(manager, revision.id, 'INTERRUPTED', { message: 'Deployment deleted.', set: { deadlineAt: null } });
+      }
+      await enqueueInOutbox(manager, 'teardown.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
+    }
+    if (deleteTracingProject && deployment.tracingProjectId) {
+      await manager.query(`UPDATE deployments SET tracing_project_id = NULL WHERE id = $1`, [id]);
+      await manager.query(`DELETE FROM tracing_projects WHERE id = $1`, [deployment.tracingProjectId]);
+    }
+  }
+
+  // ---------------------------------------------------------------- revisions
+
+  /**
+   * Inserts a revision (CREATING) snapshotting `draft`, makes it the latest, and hands it to
+   * the flow, which starts it or queues it behind the one in flight.
+   */
+  async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string): Promise<string> {
+    const id = randomUUID();
+    await manager.insert(Revision, {
+      id,
+      deploymentId: deployment.id,
+      status: 'CREATING',
+      statusMessage: null,
+      source: draft.source,
+      sourceRevisionConfig: draft.sourceRevisionConfig,
+      imageUri: draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null),
+      artifactRef: draft.artifactRef ?? null,
+      resourceSpec: draft.resourceSpec,
+      secretsSealed: this.sealSecrets(draft.secrets, id),
+      secretNames: draft.secrets.map((s) => s.name),
+      buildConfig: draft.buildConfig,
+      redeployedFrom: draft.redeployedFrom ?? null,
+    });
+    await manager.query(`UPDATE deployments SET latest_revision_id = $2, last_activity_at = now(), updated_at = now() WHERE id = $1`, [
+      deployment.id,
+      id,
+    ]);
+    await this.flow.admit(manager, deployment.id, id, requestId);
+    return id;
+  }
+
+  /** A revision's secrets, opened (for redeploy, which re-seals them for the new revision). */
+  revisionSecrets(revision: Revision): SecretEntry[] {
+    return this.openSecrets(revision.secretsSealed, revision.id);
+  }
+
+  sealSecrets(secrets: readonly SecretEntry[], context: string): string | null {
+    return secrets.length ? this.secrets.seal(JSON.stringify(secrets), context) : null;
+  }
+
+  openSecrets(sealed: string | null, context: string): SecretEntry[] {
+    return sealed ? (JSON.parse(this.secrets.open(sealed, context)) as SecretEntry[]) : [];
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private async present(manager: EntityManager, rows: Deployment[]): Promise<DeploymentView[]> {
+    const repo = new DeploymentRepository(manager);
+    const [revisions, tags] = await Promise.all([
+      repo.revisionsById(rows.map((d) => d.latestRevisionId)),
+      repo.tagValueIds(rows.map((d) => d.id)),
+    ]);
+    return rows.map((d) =>
+      presentDeployment(
+        d,
+        d.latestRevisionId ? revisions.get(d.latestRevisionId) ?? null : null,
+        this.openSecrets(d.secretsSealed, d.id).map((s) => s.name),
+        tags.get(d.id) ?? [],
+      ),
+    );
+  }
+
+  private deploymentTypeFor(source: DeploymentSource, body: CreateDeploymentBody): DeploymentType | null {
+    const given = (body.deployment_type ?? body.source_config.deployment_type ?? null) as DeploymentType | null;
+    if (isSelfHosted(source)) {
+      if (given !== null) {
+        const loc = body.deployment_type != null ? ['deployment_type'] : ['source_config', 'deployment_type'];
+        throw new RequestValidationError([issue(loc, 'value_error', 'Value error, deployment_type must be null for external_container deployments')]);
+      }
+      return null;
+    }
+    return given ?? 'dev';
+  }
+
+  private resolveSpec(input: Record<string, unknown>, type: DeploymentType | null, loc: string[]): ResourceSpec {
+    const spec = resolveResourceSpec(input as ResourceSpecInput, type);
+    const problems = resourceSpecProblems(spec);
+    if (problems.length) {
+      throw new RequestValidationError(problems.map(([field, message]) => issue([...loc, field], 'value_error', `Value error, ${message}`)));
+    }
+    return spec;
+  }
+
+  /** Per-source rules of CONTRACT C4; returns the first revision's config, or null for none. */
+  private validateCreate(source: DeploymentSource, body: CreateDeploymentBody): StoredRevisionConfig | null {
+    const sc = body.source_config;
+    const src = body.source_revision_config;
+    const issues: ValidationIssue[] = [];
+    const required = (loc: string[], value: unknown, why: string) => {
+      if (value == null || value === '') issues.push(issue(loc, 'missing', `Field required ${why}`));
+    };
+    const forbidden = (loc: string[], value: unknown, why: string) => {
+      if (value != null) issues.push(issue(loc, 'value_error', `Value error, ${loc.at(-1)} ${why}`));
+    };
+    if (source === 'repohost') {
+      required(['source_config', 'integration_id'], sc.integration_id, 'for repohost deployments');
+      required(['source_config', 'repo_url'], sc.repo_url, 'for repohost deployments');
+      forbidden(['source_config', 'listener_id'], sc.listener_id, 'is only for external_container deployments');
+      forbidden(['source_revision_config', 'image_uri'], src.image_uri, 'is only for external_container deployments');
+    } else if (source === 'external_container') {
+      required(['source_revision_config', 'image_uri'], src.image_uri, 'for external_container deployments');
+      required(['source_config', 'listener_id'], sc.listener_id, 'for external_container deployments');
+      forbidden(['source_config', 'integration_id'], sc.integration_id, 'is only for repohost deployments');
+      forbidden(['source_config', 'repo_url'], sc.repo_url, 'is only for repohost deployments');
+    } else {
+      forbidden(['source_config', 'listener_id'], sc.listener_id, 'is only for external_container deployments');
+      forbidden(['source_config', 'integration_id'], sc.integration_id, 'is only for repohost deployments');
+      forbidden(['source_revision_config', 'image_uri'], src.image_uri, 'is only for external_container deployments');
+    }
+    if (issues.length) throw new RequestValidationError(issues);
+    if (source === 'upload' && src.source_tarball_path == null) return null;
+    return revisionConfigFrom(src, this.defaultRevisionConfig(source));
+  }
+
+  private defaultRevisionConfig(source: DeploymentSource): StoredRevisionConfig {
+    return source === 'external_container' ? {} : { graph_config_path: DEFAULT_GRAPH_CONFIG_PATH };
+  }
+
+  private assertBuildable(source: DeploymentSource, config: StoredRevisionConfig): void {
+    if (source === 'external_container' && !config.image_uri) {
+      throw new RequestValidationError([issue(['source_revision_config', 'image_uri'], 'missing', 'Field required for external_container deployments')]);
+    }
+    if (source === 'upload' && !config.source_tarball_path) {
+      throw new BadRequestError('An upload deployment needs source_revision_config.source_tarball_path (from POST /v2/deployments/{id}/upload-url).');
+    }
+  }
+
+  private storedSourceConfig(input: SourceConfigInput): StoredSourceConfig {
+    const { resource_spec: _spec, deployment_type: _type, ...rest } = input;
+    return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) as StoredSourceConfig;
+  }
+
+  /** The listener must be of this workspace, and the namespace one it serves. */
+  private async checkListener(manager: EntityManager, workspaceId: string, config: StoredSourceConfig): Promise<void> {
+    const listener = await new ListenerRepository(manager).find(workspaceId, config.listener_id!);
+    if (!listener) throw NotFoundError.of('Listener', config.listener_id!);
+    const namespace = config.listener_config?.k8s_namespace;
+    const allowed = listener.computeConfig.k8s_namespaces;
+    if (namespace && allowed && !allowed.includes(namespace)) {
+      throw new BadRequestError(
+        `Namespace '${namespace}' is not one of listener ${listener.id}'s namespaces (${allowed.join(', ') || 'none'}).`,
+      );
+    }
+  }
+
+  /**
+   * A tracing project of the same name: created, or re-attached when it survived a deleted
+   * deployment. Locked, so two creates of one name cannot both attach it.
+   */
+  private async attachTracingProject(manager: EntityManager, workspaceId: string, name: string): Promise<string> {
+    const [existing] = await manager.query(
+      `SELECT id, deployment_id FROM tracing_projects WHERE workspace_id = $1 AND name = $2 FOR UPDATE`,
+      [workspaceId, name],
+    );
+    if (existing?.deployment_id) throw this.nameTaken(name, workspaceId);
+    if (existing) return existing.id;
+    const id = randomUUID();
+    const inserted = await queryRows(
+      manager,
+      `INSERT INTO tracing_projects (id, workspace_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING id`,
+      [id, workspaceId, name],
+    );
+    // A concurrent create of the same name inserted first; its deployment insert will decide.
+    if (!inserted.length) throw this.nameTaken(name, workspaceId);
+    return id;
+  }
+
+  private nameTaken(name: string, workspaceId: string): ConflictError {
+    return new ConflictError(`A deployment or tracing project named '${name}' already exists in workspace ID '${workspaceId}'.`);
+  }
+
+  /** CONTRACT C4: changing an immutable field is a 400 naming it; repeating its value is fine. */
+  private assertImmutables(deployment: Deployment, body: PatchDeploymentBody): void {
+    const changed = (field: string) => {
+      throw new BadRequestError(`${field} cannot be changed after the deployment is created.`);
+    };
+    if (body.name != null && body.name !== deployment.name) changed('name');
+    if (body.source != null && canonicalSource(body.source) !== deployment.source) changed('source');
+    const input = body.source_config ?? {};
+    for (const field of IMMUTABLE_SOURCE_CONFIG_FIELDS) {
+      const given = input[field];
+      if (given == null) continue;
+      const stored = deployment.sourceConfig[field] ?? null;
+      if (JSON.stringify(given) !== JSON.stringify(stored)) changed(`source_config.${field}`);
+    }
+    const type = body.deployment_type ?? input.deployment_type;
+    if (type != null && type !== deployment.deploymentType) changed('deployment_type');
+  }
+}

@@ -1,0 +1,107 @@
+import { DeploymentRepository, Revision, type DataSource, type EntityManager, type Page } from '@slipway/db';
+import { BadRequestError, isRevisionTerminal, NotFoundError } from '@slipway/domain';
+import type { RevisionFlow } from '@slipway/jobs';
+import { iso } from '../schemas/common.schema.js';
+import type { DeploymentService, DeploymentView } from './deployment.service.js';
+
+/** The API shape of a revision (CONTRACT C5): secret names only, never values. */
+export function presentRevision(r: Revision) {
+  const c = r.sourceRevisionConfig;
+  return {
+    id: r.id,
+    deployment_id: r.deploymentId,
+    status: r.status,
+    status_message: r.statusMessage,
+    source: r.source,
+    source_revision_config: {
+      repo_ref: c.repo_ref ?? null,
+      graph_config_path: c.graph_config_path ?? null,
+      image_uri: c.image_uri ?? null,
+      repo_commit_sha: c.repo_commit_sha ?? null,
+      source_tarball_path: c.source_tarball_path ?? null,
+    },
+    image_uri: r.imageUri,
+    resource_spec: r.resourceSpec,
+    secrets: r.secretNames.map((name) => ({ name })),
+    redeployed_from: r.redeployedFrom,
+    created_at: iso(r.createdAt)!,
+    updated_at: iso(r.updatedAt)!,
+  };
+}
+
+export type RevisionView = ReturnType<typeof presentRevision>;
+
+/** Revisions of a deployment: read, redeploy (roll back), interrupt. */
+export class RevisionService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly deployments: DeploymentService,
+    private readonly flow: RevisionFlow,
+  ) {}
+
+  async get(workspaceId: string, deploymentId: string, revisionId: string): Promise<RevisionView> {
+    await this.deployments.get(workspaceId, deploymentId);
+    return presentRevision(await this.load(this.dataSource.manager, deploymentId, revisionId));
+  }
+
+  async list(workspaceId: string, deploymentId: string, statuses: string[] | undefined, page: Page): Promise<RevisionView[]> {
+    await this.deployments.get(workspaceId, deploymentId);
+    return (await new DeploymentRepository(this.dataSource.manager).listRevisions(deploymentId, statuses, page)).map(presentRevision);
+  }
+
+  /**
+   * A new revision reusing an old one's artifact, config snapshot and secrets: no rebuild. The
+   * deployment's current config follows, so later PATCHes build on what is now rolled out.
+   */
+  async redeploy(manager: EntityManager, workspaceId: string, deploymentId: string, revisionId: string, requestId?: string): Promise<DeploymentView> {
+    const deployment = await this.deployments.lock(manager, workspaceId, deploymentId);
+    if (deployment.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
+    const old = await this.load(manager, deploymentId, revisionId);
+    const artifact = old.source === 'external_container' ? old.imageUri : old.artifactRef;
+    if (!artifact) {
+      throw new BadRequestError(`Revision ID ${revisionId} was never built (status ${old.status}); there is no artifact to redeploy.`);
+    }
+    const secrets = this.deployments.revisionSecrets(old);
+    await manager.query(
+      `UPDATE deployments SET resource_spec = $2, secrets_sealed = $3, updated_at = now() WHERE id = $1`,
+      [deploymentId, JSON.stringify(old.resourceSpec), this.deployments.sealSecrets(secrets, deploymentId)],
+    );
+    await this.deployments.addRevision(
+      manager,
+      deployment,
+      {
+        source: old.source,
+        sourceRevisionConfig: old.sourceRevisionConfig,
+        resourceSpec: old.resourceSpec,
+        secrets,
+        buildConfig: {
+          install_command: old.buildConfig.install_command ?? null,
+          build_command: old.buildConfig.build_command ?? null,
+        },
+        redeployedFrom: old.id,
+        artifactRef: old.artifactRef,
+        imageUri: old.imageUri,
+      },
+      requestId,
+    );
+    return this.deployments.get(workspaceId, deploymentId, manager);
+  }
+
+  /** Stops a revision that is not terminal; its worker sees the status and cancels its work. */
+  async interrupt(manager: EntityManager, workspaceId: string, deploymentId: string, revisionId: string): Promise<RevisionView> {
+    await this.deployments.lock(manager, workspaceId, deploymentId);
+    const revision = await this.load(manager, deploymentId, revisionId);
+    if (isRevisionTerminal(revision.status)) {
+      throw new BadRequestError(`Revision ID ${revisionId} is already ${revision.status}; only a revision in progress can be interrupted.`);
+    }
+    const applied = await this.flow.transition(manager, revisionId, 'INTERRUPTED', { message: 'Interrupted by request.' });
+    if (!applied) throw new BadRequestError(`Revision ID ${revisionId} finished before it could be interrupted.`);
+    return presentRevision(await this.load(manager, deploymentId, revisionId));
+  }
+
+  private async load(manager: EntityManager, deploymentId: string, revisionId: string): Promise<Revision> {
+    const revision = await new DeploymentRepository(manager).findRevision(deploymentId, revisionId);
+    if (!revision) throw NotFoundError.of('Revision', revisionId);
+    return revision;
+  }
+}
