@@ -6,7 +6,11 @@ import path from 'node:path';
 import { ROOT, ensureDependencies, ensurePnpm, ensureServices, log, run } from './bootstrap.mjs';
 
 /** One entry file per service (DESIGN.md "Processes"). */
-const SERVICES = [{ name: 'api', entry: 'services/api/src/main.ts' }];
+const SERVICES = [
+  { name: 'api', entry: 'services/api/src/main.ts' },
+  { name: 'builder', entry: 'services/builder/src/main.ts' },
+  { name: 'deployer', entry: 'services/deployer/src/main.ts' },
+];
 
 ensurePnpm();
 ensureDependencies();

@@ -32,8 +32,8 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     run('config', '-q');
   });
 
-  it('defines postgres, redis, a one-shot migrate and the api', () => {
-    expect(run('config', '--services').trim().split('\n').sort()).toEqual(['api', 'migrate', 'postgres', 'redis']);
+  it('defines postgres, redis, a one-shot migrate, the api and the two workers', () => {
+    expect(run('config', '--services').trim().split('\n').sort()).toEqual(['api', 'builder', 'deployer', 'migrate', 'postgres', 'redis']);
   });
 
   it('runs Redis with noeviction and AOF, and gates the api on a finished migration', () => {
@@ -41,7 +41,7 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     expect(text).toMatch(/--maxmemory-policy", "noeviction"/);
     expect(text).toMatch(/--appendonly", "yes"/);
     expect(text).toMatch(/migrate:\s*\n\s*condition: service_completed_successfully/);
-    for (const service of ['postgres', 'redis', 'api']) {
+    for (const service of ['postgres', 'redis', 'api', 'builder', 'deployer']) {
       expect(text, service).toMatch(new RegExp(`\\n  ${service}:[\\s\\S]*?healthcheck:`));
     }
   });

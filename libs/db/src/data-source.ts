@@ -41,28 +41,49 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   return applied.map((m) => m.name);
 }
 
-/**
- * Creates the database named in `url` when it does not exist yet (connecting to the `postgres`
- * maintenance database). Lets `pnpm start` work against a bare local server.
- */
-export async function ensureDatabase(url: string): Promise<boolean> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
-  if (!name) throw new Error('DATABASE_URL names no database');
+/** A client of the server `url` points at, connected to its `postgres` maintenance database. */
+async function maintenanceClient(url: string): Promise<pg.Client> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
+  return client;
+}
+
+/**
+ * Creates database `name` on the server `url` points at, unless it exists. Idempotent and safe
+ * to race: a concurrent creator's "already exists" counts as success. Returns true if it made it.
+ */
+export async function createDatabaseIfMissing(url: string, name: string): Promise<boolean> {
+  const client = await maintenanceClient(url);
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (rowCount) return false;
     await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
     return true;
   } catch (err) {
-    // Another process created it between our check and our CREATE.
-    if ((err as { code?: string }).code === '42P04') return false;
+    const code = (err as { code?: string }).code;
+    // 42P04: created meanwhile; 23505: the same race caught by the pg_database unique index.
+    if (code === '42P04' || code === '23505') return false;
     throw err;
   } finally {
     await client.end();
   }
+}
+
+/** Drops database `name` on the server `url` points at, disconnecting its sessions. Idempotent. */
+export async function dropDatabaseIfExists(url: string, name: string): Promise<void> {
+  const client = await maintenanceClient(url);
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates the database `url` names when missing, so `pnpm start` works against a bare server. */
+export async function ensureDatabase(url: string): Promise<boolean> {
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+  if (!name) throw new Error('DATABASE_URL names no database');
+  return createDatabaseIfMissing(url, name);
 }

@@ -1,4 +1,11 @@
-export { createDataSource, ensureDatabase, runMigrations, type CreateDataSourceOptions } from './data-source.js';
+export {
+  createDatabaseIfMissing,
+  createDataSource,
+  dropDatabaseIfExists,
+  ensureDatabase,
+  runMigrations,
+  type CreateDataSourceOptions,
+} from './data-source.js';
 export * from './entities/index.js';
 export { MIGRATIONS } from './migrations/index.js';
 export { isDatabaseUnavailable, isForeignKeyViolation, isUniqueViolation } from './pg-errors.js';
@@ -21,3 +28,11 @@ export {
 } from './repositories/status-transitions.js';
 export { queryRows } from './sql.js';
 export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter } from './repositories/deployment.repository.js';
+export {
+  TAG_KEY_UNIQUE,
+  TAG_VALUE_UNIQUE,
+  TagRepository,
+  type DeploymentTag,
+  type TagKeyChanges,
+  type WorkspaceTagValue,
+} from './repositories/tag.repository.js';

@@ -35,8 +35,20 @@ export interface JobPayloads {
 
 export type JobName = keyof JobPayloads;
 
+/** Which queue carries each job: literal types, so a worker's handler map is checked at compile time. */
+export const JOB_QUEUES = {
+  'build.revision': 'builds',
+  'rollout.revision': 'rollouts',
+  'provision.deployment': 'rollouts',
+  'teardown.deployment': 'rollouts',
+  'reconcile.tick': 'maintenance',
+} as const satisfies Record<JobName, QueueName>;
+
+/** The job names carried by queue `Q`. */
+export type JobsOn<Q extends QueueName> = { [N in JobName]: (typeof JOB_QUEUES)[N] extends Q ? N : never }[JobName];
+
 export interface CatalogEntry<N extends JobName> {
-  queue: QueueName;
+  queue: (typeof JOB_QUEUES)[N];
   schema: Joi.ObjectSchema;
   /** Deterministic id: enqueueing the same work twice is a no-op (no `:`, never all digits). */
   jobId: (payload: JobPayloads[N]) => string;
@@ -59,31 +71,31 @@ const once: JobsOptions = {
 
 export const JOB_CATALOG: { [N in JobName]: CatalogEntry<N> } = {
   'build.revision': {
-    queue: QUEUES.builds,
+    queue: JOB_QUEUES['build.revision'],
     schema: revisionJob,
     jobId: (p) => `build-${p.revisionId}-a${p.attempt}`,
     options: once,
   },
   'rollout.revision': {
-    queue: QUEUES.rollouts,
+    queue: JOB_QUEUES['rollout.revision'],
     schema: revisionJob,
     jobId: (p) => `rollout-${p.revisionId}-a${p.attempt}`,
     options: once,
   },
   'provision.deployment': {
-    queue: QUEUES.rollouts,
+    queue: JOB_QUEUES['provision.deployment'],
     schema: deploymentJob,
     jobId: (p) => `provision-${p.deploymentId}`,
     options: { ...once, attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
   },
   'teardown.deployment': {
-    queue: QUEUES.rollouts,
+    queue: JOB_QUEUES['teardown.deployment'],
     schema: deploymentJob,
     jobId: (p) => `teardown-${p.deploymentId}`,
     options: { ...once, attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
   },
   'reconcile.tick': {
-    queue: QUEUES.maintenance,
+    queue: JOB_QUEUES['reconcile.tick'],
     schema: Joi.object({}),
     jobId: () => 'reconcile-tick',
     options: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 200 } },

@@ -64,3 +64,4 @@ export function redactValues(text: string, secretValues: Iterable<string>): stri
   for (const value of values) out = out.split(value).join('********');
   return out;
 }
+export { installShutdown, type ShutdownStep } from './shutdown.js';

@@ -6,11 +6,10 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '@slipway/config';
 import { createDataSource, TenancyRepository, type BootstrapResult } from '@slipway/db';
-import { createLogger, type Logger } from '@slipway/logging';
+import { createLogger, installShutdown, type Logger } from '@slipway/logging';
 import { closeQueues, createQueues, OutboxRelay, RevisionFlow } from '@slipway/jobs';
 import { createApp } from './app.js';
 import { createProducerRedis } from './redis.js';
-import { installShutdown } from './shutdown.js';
 
 export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key';
 

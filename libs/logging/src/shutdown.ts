@@ -1,4 +1,4 @@
-import type { Logger } from '@slipway/logging';
+import type { Logger } from 'pino';
 
 export type ShutdownStep = { name: string; run: () => Promise<unknown> | unknown };
 

@@ -1,0 +1,242 @@
+import type { PipelineTimings } from '@slipway/config';
+import { queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
+import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
+import type { Logger } from '@slipway/logging';
+import { JOB_CATALOG } from './catalog.js';
+import type { Queues } from './connections.js';
+import { enqueueInOutbox } from './outbox.js';
+import type { RevisionFlow } from './revision-flow.js';
+
+const TERMINAL = [...REVISION_TERMINAL];
+/** BullMQ states in which a job is still coming: a worker will pick it up. */
+const PENDING_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+const minutes = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`);
+
+/** What a reconcile pass did, for logs and tests. */
+export interface ReconcileReport {
+  timedOut: string[];
+  retried: string[];
+  unknownListenerDeployments: string[];
+  reprovisioned: string[];
+  teardownsForced: string[];
+  teardownsRequeued: string[];
+  idled: string[];
+}
+
+interface OpenRevision {
+  id: string;
+  deployment_id: string;
+  status: RevisionStatus;
+  source: string;
+  attempt: number;
+  overdue: boolean;
+  quiet: boolean;
+}
+
+/**
+ * The safety net behind every worker (DESIGN "Rules"; STYLE 14). A pass, run by any worker
+ * process on the `maintenance` queue and safe to run concurrently (every change is a
+ * conditional transition):
+ * - fails revisions past their phase deadline, with a status_message saying which deadline;
+ * - re-enqueues a phase whose job is gone or whose worker stopped heart-beating (a crashed or
+ *   killed worker), up to `maxPhaseAttempts`, then fails it;
+ * - turns the deployments (and rolling-out revisions) of a silent listener UNKNOWN;
+ * - re-enqueues provisioning and teardown that lost their jobs, and finishes listener teardowns
+ *   the listener never confirmed once the teardown deadline passes;
+ * - marks idle deployments UNUSED; purges old outbox rows and idempotency keys.
+ */
+export class Reconciler {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly queues: Queues,
+    private readonly flow: RevisionFlow,
+    private readonly timings: PipelineTimings,
+    private readonly log: Logger,
+  ) {}
+
+  async run(): Promise<ReconcileReport> {
+    const report: ReconcileReport = {
+      timedOut: [],
+      retried: [],
+      unknownListenerDeployments: [],
+      reprovisioned: [],
+      teardownsForced: [],
+      teardownsRequeued: [],
+      idled: [],
+    };
+    await this.revisions(report);
+    await this.silentListeners(report);
+    await this.deployments(report);
+    await this.housekeeping();
+    const changed = Object.entries(report).filter(([, ids]) => ids.length);
+    if (changed.length) this.log.info({ reconciled: Object.fromEntries(changed) }, 'reconcile pass changed state');
+    return report;
+  }
+
+  private tx<T>(work: (m: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+
+  // ------------------------------------------------------------------ revisions
+
+  private async revisions(report: ReconcileReport): Promise<void> {
+    const open = await queryRows<OpenRevision>(
+      this.dataSource.manager,
+      `SELECT id, deployment_id, status, source, attempt,
+              (deadline_at IS NOT NULL AND deadline_at < now()) AS overdue,
+              (greatest(status_changed_at, coalesce(heartbeat_at, status_changed_at)) < now() - $2 * interval '1 millisecond') AS quiet
+         FROM revisions
+        WHERE status <> ALL($1::text[]) AND started_at IS NOT NULL
+        ORDER BY created_at
+        LIMIT 1000`,
+      [TERMINAL, this.timings.heartbeatStaleMs],
+    );
+    for (const rev of open) {
+      if (rev.overdue) {
+        if (await this.failOverdue(rev)) report.timedOut.push(rev.id);
+      } else if (await this.phaseLost(rev)) {
+        const applied = await this.tx((m) => this.flow.retryPhase(m, rev.id, this.lostReason(rev)));
+        if (applied) report.retried.push(rev.id);
+      }
+    }
+  }
+
+  private async failOverdue(rev: OpenRevision): Promise<boolean> {
+    const { to, message } = this.deadlineFailure(rev.status);
+    const applied = await this.tx((m) => this.flow.transition(m, rev.id, to, { message }));
+    if (applied) this.log.warn({ revisionId: rev.id, from: rev.status, to }, 'revision passed its deadline');
+    return !!applied;
+  }
+
+  private deadlineFailure(status: RevisionStatus): { to: RevisionStatus; message: string } {
+    const t = this.timings;
+    switch (status) {
+      case 'CREATING':
+      case 'QUEUED':
+        return {
+          to: 'CREATE_FAILED',
+          message: `The revision could not be handed to the job queue within ${minutes(t.enqueueDeadlineMs)} (is Redis reachable?).`,
+        };
+      case 'AWAITING_BUILD':
+      case 'BUILDING':
+        return { to: 'BUILD_FAILED', message: `The build did not finish within its deadline of ${minutes(t.buildDeadlineMs)}.` };
+      default:
+        return {
+          to: 'DEPLOY_FAILED',
+          message: `The rollout did not become healthy within its deadline of ${minutes(t.rolloutDeadlineMs)}.`,
+        };
+    }
+  }
+
+  /**
+   * True when nobody is working on the revision's current phase any more: its job is gone,
+   * failed or finished while the revision still waits, or its worker stopped heart-beating.
+   * A DEPLOYING external_container revision waits for its listener, not for a job: only its
+   * deadline (or the listener-silence rule) ends it.
+   */
+  private async phaseLost(rev: OpenRevision): Promise<boolean> {
+    if (rev.status === 'CREATING' || rev.status === 'QUEUED' || rev.status === 'UNKNOWN') return false; // deadline-driven
+    if (rev.status === 'DEPLOYING' && rev.source === 'external_container') return false;
+    if (!rev.quiet) return false;
+    const building = rev.status === 'AWAITING_BUILD' || rev.status === 'BUILDING';
+    const name = building ? 'build.revision' : 'rollout.revision';
+    const jobId = JOB_CATALOG[name].jobId({ revisionId: rev.id, attempt: rev.attempt });
+    const job = await this.queues[building ? 'builds' : 'rollouts'].getJob(jobId);
+    const state = job ? await job.getState() : 'missing';
+    if (PENDING_STATES.has(state)) return false;
+    // Workers refresh heartbeat_at while they work: an active job gone quiet lost its worker.
+    if (state === 'active') return rev.quiet;
+    return true;
+  }
+
+  private lostReason(rev: OpenRevision): string {
+    return rev.status === 'AWAITING_BUILD' || rev.status === 'BUILDING'
+      ? 'The builder working on this revision stopped responding.'
+      : 'The deployer working on this revision stopped responding.';
+  }
+
+  // ------------------------------------------------------------------ listeners
+
+  /** A listener silent past its period: its deployments become UNKNOWN, rollouts waiting on it too. */
+  private async silentListeners(report: ReconcileReport): Promise<void> {
+    const silent = await queryRows<{ id: string }>(
+      this.dataSource.manager,
+      `SELECT d.id FROM deployments d JOIN listeners l ON l.id = d.listener_id
+        WHERE d.status IN ('READY', 'AWAITING_DATABASE', 'UNUSED')
+          AND coalesce(l.last_seen_at, d.created_at) < now() - $1 * interval '1 millisecond'`,
+      [this.timings.listenerSilenceMs],
+    );
+    for (const { id } of silent) {
+      await this.tx(async (m) => {
+        if (!(await transitionDeployment(m, id, 'UNKNOWN'))) return;
+        report.unknownListenerDeployments.push(id);
+        const deploying = await queryRows<{ id: string }>(m, `SELECT id FROM revisions WHERE deployment_id = $1 AND status = 'DEPLOYING'`, [id]);
+        for (const rev of deploying) {
+          await this.flow.transition(m, rev.id, 'UNKNOWN', { message: 'The listener stopped reporting; waiting for it to come back.' });
+        }
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------ deployments
+
+  private async deployments(report: ReconcileReport): Promise<void> {
+    const stale = this.timings.heartbeatStaleMs;
+    const waiting = await queryRows<{ id: string; status: string; listener_id: string | null; overdue: boolean }>(
+      this.dataSource.manager,
+      `SELECT id, status, listener_id,
+              (status = 'AWAITING_DELETE' AND status_changed_at < now() - $2 * interval '1 millisecond') AS overdue
+         FROM deployments
+        WHERE status IN ('AWAITING_DATABASE', 'AWAITING_DELETE')
+          AND status_changed_at < now() - $1 * interval '1 millisecond'
+        LIMIT 1000`,
+      [stale, this.timings.teardownDeadlineMs],
+    );
+    for (const d of waiting) {
+      if (d.status === 'AWAITING_DELETE' && d.listener_id) {
+        // Only the listener can confirm its cluster is clean; past the deadline we stop waiting.
+        if (d.overdue) {
+          await this.tx((m) => m.query(`DELETE FROM deployments WHERE id = $1 AND status = 'AWAITING_DELETE'`, [d.id]));
+          this.log.warn({ deploymentId: d.id, listenerId: d.listener_id }, 'listener never confirmed teardown; deployment removed');
+          report.teardownsForced.push(d.id);
+        }
+        continue;
+      }
+      const name = d.status === 'AWAITING_DELETE' ? 'teardown.deployment' : 'provision.deployment';
+      if (await this.requeueIfLost(name, d.id)) {
+        (name === 'teardown.deployment' ? report.teardownsRequeued : report.reprovisioned).push(d.id);
+      }
+    }
+
+    const idle = await queryRows<{ id: string }>(
+      this.dataSource.manager,
+      `SELECT id FROM deployments WHERE status = 'READY' AND last_activity_at < now() - $1 * interval '1 millisecond' LIMIT 1000`,
+      [this.timings.idleAfterMs],
+    );
+    for (const { id } of idle) {
+      if (await this.tx((m) => transitionDeployment(m, id, 'UNUSED', ['READY']))) report.idled.push(id);
+    }
+  }
+
+  /** Re-enqueues a deployment job whose job is gone or failed; a pending or running one is left alone. */
+  private async requeueIfLost(name: 'provision.deployment' | 'teardown.deployment', deploymentId: string): Promise<boolean> {
+    const entry = JOB_CATALOG[name];
+    const job = await this.queues[entry.queue].getJob(entry.jobId({ deploymentId }));
+    const state = job ? await job.getState() : 'missing';
+    if (PENDING_STATES.has(state) || state === 'active') return false;
+    if (job && state === 'failed') {
+      await job.retry('failed');
+      return true;
+    }
+    // 'completed' yet still waiting, or missing: the deterministic id would dedupe, so drop it first.
+    if (job) await job.remove();
+    await this.tx((m) => enqueueInOutbox(m, name, { deploymentId }));
+    return true;
+  }
+
+  private async housekeeping(): Promise<void> {
+    await this.dataSource.query(`DELETE FROM outbox WHERE sent_at < now() - interval '1 day'`);
+    await this.dataSource.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'`);
+  }
+}

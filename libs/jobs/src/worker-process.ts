@@ -1,0 +1,142 @@
+import { createServer, type Server } from 'node:http';
+import type { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { ConfigError, loadConfig, type Config } from '@slipway/config';
+import { createDataSource, type DataSource } from '@slipway/db';
+import { createLogger, installShutdown, type Logger } from '@slipway/logging';
+import { JOB_CATALOG, QUEUES } from './catalog.js';
+import { closeQueues, createQueues, producerConnection, workerConnection, type Queues } from './connections.js';
+import { Reconciler } from './reconciler.js';
+import { OutboxRelay } from './relay.js';
+import { RevisionFlow } from './revision-flow.js';
+import { createWorker } from './worker.js';
+
+/** Everything a worker process's handlers need; built once per process. */
+export interface WorkerProcessContext {
+  config: Readonly<Config>;
+  log: Logger;
+  dataSource: DataSource;
+  /** Producer-side queues (job lookups by the reconciler). */
+  queues: Queues;
+  /** A waiting connection for Worker instances (BullMQ requires `maxRetriesPerRequest: null`). */
+  workerRedis: Redis;
+  flow: RevisionFlow;
+}
+
+export interface WorkerProcessSpec {
+  name: 'builder' | 'deployer';
+  /** The process's own workers; the maintenance worker and the outbox relay are added for every process. */
+  workers: (ctx: WorkerProcessContext) => Worker[];
+}
+
+/**
+ * Runs a worker service: config, logging, Postgres, Redis connections, the service's own
+ * workers, a `maintenance` worker running the reconciler (any live worker process can
+ * reconcile, so one crashed process never stops recovery), an outbox relay (workers write
+ * outbox rows too), an optional health port, and one ordered shutdown.
+ */
+export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
+  let config: Readonly<Config>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger({ name: spec.name, level: config.logLevel });
+  const dataSource = createDataSource({ url: config.databaseUrl, applicationName: `slipway-${spec.name}` });
+  // Workers wait out a database that is not up yet instead of crash-looping.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await dataSource.initialize();
+      break;
+    } catch (err) {
+      if (attempt >= 30) throw err;
+      log.warn({ err, attempt }, 'database not reachable yet; retrying');
+      await new Promise((r) => setTimeout(r, 2_000));
+    }
+  }
+  const producerRedis = producerConnection(config.redisUrl, log);
+  const workerRedis = workerConnection(config.redisUrl, log);
+  const queues = createQueues(producerRedis, config.queuePrefix, log);
+  const flow = new RevisionFlow(config.pipeline);
+  const ctx: WorkerProcessContext = { config, log, dataSource, queues, workerRedis, flow };
+
+  const reconciler = new Reconciler(dataSource, queues, flow, config.pipeline, log);
+  const workers = [
+    ...spec.workers(ctx),
+    createWorker({
+      queue: QUEUES.maintenance,
+      handlers: { 'reconcile.tick': async () => void (await reconciler.run()) },
+      connection: workerRedis,
+      prefix: config.queuePrefix,
+      concurrency: 1,
+      log,
+    }),
+  ];
+  await scheduleReconciler(queues, config, log);
+
+  const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onEnqueued(m, name, payload));
+  relay.start();
+  const health = config.workerHealthPort ? startHealthServer(config.workerHealthPort, dataSource, log) : null;
+  log.info({ workers: workers.map((w) => w.name) }, `${spec.name} started`);
+
+  installShutdown(
+    log,
+    [
+      { name: 'workers', run: () => Promise.all(workers.map((w) => w.close())) },
+      { name: 'outbox relay', run: () => relay.stop() },
+      { name: 'health', run: () => health && new Promise((r) => health.close(r)) },
+      { name: 'queues', run: () => closeQueues(queues) },
+      { name: 'redis', run: () => Promise.all([producerRedis.quit(), workerRedis.quit()]) },
+      { name: 'postgres', run: () => dataSource.destroy() },
+    ],
+    config.shutdownTimeoutMs,
+  );
+}
+
+/**
+ * One repeatable reconcile job for the whole system: every worker process upserts the same
+ * scheduler (idempotent), so the schedule survives any single process.
+ */
+async function scheduleReconciler(queues: Queues, config: Readonly<Config>, log: Logger): Promise<void> {
+  const entry = JOB_CATALOG['reconcile.tick'];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await queues.maintenance.upsertJobScheduler(
+        'reconcile',
+        { every: config.pipeline.reconcileIntervalMs },
+        { name: 'reconcile.tick', data: {}, opts: entry.options },
+      );
+      return;
+    } catch (err) {
+      if (attempt >= 30) throw err;
+      log.warn({ err }, 'could not schedule the reconciler yet (Redis?); retrying');
+      await new Promise((r) => setTimeout(r, 2_000));
+    }
+  }
+}
+
+/** `/healthz` (process up) and `/readyz` (Postgres answers) for orchestrators' probes. */
+function startHealthServer(port: number, dataSource: DataSource, log: Logger): Server {
+  const server = createServer(async (req, res) => {
+    if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      return;
+    }
+    if (req.url === '/readyz') {
+      const ok = await dataSource.query('SELECT 1').then(
+        () => true,
+        () => false,
+      );
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(ok ? '{"status":"ok"}' : '{"detail":"Postgres unreachable."}');
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+  });
+  server.listen(port, () => log.info({ port }, 'health port listening'));
+  return server;
+}

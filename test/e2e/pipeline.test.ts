@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
+import { startTestApi, type TestApi } from '../support/test-api.js';
+
+let api: TestApi;
+let builder: ServiceProcess;
+let deployer: ServiceProcess;
+let listenerId: string;
+
+beforeAll(async () => {
+  api = await startTestApi();
+  api.relay.start();
+  [builder, deployer] = await Promise.all([startService('builder', serviceEnv(api)), startService('deployer', serviceEnv(api))]);
+  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'e2e', compute_config: { k8s_namespaces: ['agents'] } });
+  listenerId = res.body.id;
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([builder?.stop(), deployer?.stop()]);
+  await api?.close();
+});
+
+const revisionOf = async (deploymentId: string, revisionId: string) =>
+  (await api.http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
+
+describe('pipeline with real builder and deployer processes', () => {
+  it('publishes an image revision to its listener (DEPLOYING) and provisions the deployment (READY)', async () => {
+    const { body: d } = await api.http.post('/v2/deployments', {
+      name: 'e2e-image',
+      source: 'external_container',
+      source_config: { listener_id: listenerId },
+      source_revision_config: { image_uri: 'registry.example/agent:1' },
+    });
+    const rev = await eventually(() => revisionOf(d.id, d.latest_revision_id), (r) => r.status === 'DEPLOYING');
+    expect(rev.status_message).toMatch(/listener/);
+    const deployment = await eventually(async () => (await api.http.get(`/v2/deployments/${d.id}`)).body, (x) => x.status === 'READY');
+    expect(deployment.active_revision_id).toBeNull();
+    const events = await api.dataSource.query(`SELECT from_status, to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`, [
+      d.latest_revision_id,
+    ]);
+    expect(events.map((e: any) => `${e.from_status}>${e.to_status}`)).toEqual(['CREATING>AWAITING_DEPLOY', 'AWAITING_DEPLOY>DEPLOYING']);
+  });
+
+  it('fails a source build honestly instead of pretending', async () => {
+    const { body: d } = await api.http.post('/v2/deployments', {
+      name: 'e2e-source',
+      source: 'repohost',
+      source_config: { integration_id: '00000000-0000-4000-8000-000000000001', repo_url: 'https://example.invalid/repo.git' },
+      source_revision_config: { repo_ref: 'main' },
+    });
+    const rev = await eventually(() => revisionOf(d.id, d.latest_revision_id), (r) => r.status === 'BUILD_FAILED');
+    expect(rev.status_message).toMatch(/not available in this Slipway release/);
+    const redeploy = await api.http.post(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/redeploy`);
+    expect(redeploy.status).toBe(400);
+  });
+});

@@ -1,0 +1,104 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { TestApi } from './test-api.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+
+export type ServiceName = 'api' | 'builder' | 'deployer';
+
+export interface ServiceProcess {
+  name: ServiceName;
+  child: ChildProcess;
+  /** Everything the process printed (its JSON log lines), so far. */
+  output: () => string;
+  /** Resolves with the exit code/signal once the process is gone. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Waits until a line of output matches. */
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<void>;
+  stop: (signal?: NodeJS.Signals) => Promise<void>;
+}
+
+/**
+ * Environment that points a real service process at a test's own database, Redis prefix and
+ * secrets key, with pipeline timings shortened so deadlines and recovery happen within a test.
+ */
+export function serviceEnv(api: TestApi, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    NODE_ENV: 'test',
+    DATABASE_URL: api.database.url,
+    REDIS_URL: api.config.redisUrl,
+    SLIPWAY_QUEUE_PREFIX: api.config.queuePrefix,
+    SLIPWAY_SECRETS_KEY: api.config.secretsKey.key.toString('base64'),
+    SLIPWAY_DATA_DIR: api.config.dataDir,
+    LOG_LEVEL: 'debug',
+    SLIPWAY_RECONCILE_INTERVAL_MS: '500',
+    SLIPWAY_HEARTBEAT_INTERVAL_MS: '300',
+    SLIPWAY_HEARTBEAT_STALE_MS: '2000',
+    SLIPWAY_SHUTDOWN_TIMEOUT_MS: '5000',
+    ...overrides,
+  };
+}
+
+/** Starts `services/<name>/src/main.ts` as its own process (as in production) and waits until it is up. */
+export async function startService(name: ServiceName, env: Record<string, string>): Promise<ServiceProcess> {
+  const child = spawn(TSX, [path.join(ROOT, `services/${name}/src/main.ts`)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const chunks: string[] = [];
+  const waiters = new Set<() => void>();
+  const onData = (data: Buffer) => {
+    chunks.push(data.toString());
+    for (const w of waiters) w();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => {
+      for (const w of waiters) w();
+      resolve({ code, signal });
+    }),
+  );
+  const output = () => chunks.join('');
+  const waitFor = (pattern: RegExp, timeoutMs = 20_000) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (pattern.test(output())) return done(resolve);
+        if (child.exitCode !== null || child.signalCode !== null) done(() => reject(new Error(`${name} exited before printing ${pattern}:\n${output()}`)));
+      };
+      const timer = setTimeout(() => done(() => reject(new Error(`${name} did not print ${pattern} within ${timeoutMs} ms:\n${output()}`))), timeoutMs);
+      const done = (fn: () => void) => {
+        clearTimeout(timer);
+        waiters.delete(check);
+        fn();
+      };
+      waiters.add(check);
+      check();
+    });
+  const service: ServiceProcess = {
+    name,
+    child,
+    output,
+    exited,
+    waitFor,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+  await waitFor(name === 'api' ? /api listening/ : new RegExp(`${name} started`));
+  return service;
+}
+
+/** Polls `probe` until it returns a value that `done` accepts; fails with the last value seen. */
+export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T;
+  for (;;) {
+    last = await probe();
+    if (done(last)) return last;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
