@@ -2,7 +2,6 @@
 // Installs pnpm and dependencies, starts Postgres/Redis when they do not answer, migrates, then
 // runs each service as its own process (as in production, where each scales on its own).
 import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { ROOT, ensureDependencies, ensurePnpm, ensureServices, log, run } from './bootstrap.mjs';
 
 /** One entry file per service (DESIGN.md "Processes"). */
@@ -17,7 +16,6 @@ ensureDependencies();
 await ensureServices();
 run('pnpm', ['--silent', 'slipway', 'migrate', '--create-database']);
 
-const tsx = path.join(ROOT, 'node_modules/.bin/tsx');
 const children = new Map();
 let stopping = false;
 
@@ -35,7 +33,8 @@ function stopAll(code) {
 }
 
 for (const { name, entry } of SERVICES) {
-  const child = spawn(tsx, [entry], { cwd: ROOT, stdio: 'inherit', env: process.env });
+  // One process per service (`node --import tsx`): signals reach the service itself.
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, stdio: 'inherit', env: process.env });
   children.set(name, child);
   child.on('exit', (code, signal) => {
     children.delete(name);

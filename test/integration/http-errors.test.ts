@@ -9,6 +9,7 @@ import { createLogger } from '@slipway/logging';
 import type { Redis } from 'ioredis';
 import { HttpClient } from '../support/http.js';
 import { LogCapture } from '../support/log-capture.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -300,51 +301,10 @@ describe('500: bugs answer a fixed text and log the stack', () => {
 });
 
 describe('503: a dependency is down', () => {
-  /**
-   * A TCP proxy to Postgres that can fail the way networks do, so a pool that did connect starts
-   * failing: `refuse` closes the port (connection refused); `stall` drops every open connection
-   * and then accepts new ones without ever answering (a partition: the connect times out).
-   */
-  async function faultyProxy(target: URL): Promise<{ port: number; refuse: () => Promise<void>; stall: () => void }> {
-    const sockets = new Set<net.Socket>();
-    let stalled = false;
-    const proxy = net.createServer((client) => {
-      const track = (s: net.Socket) => {
-        sockets.add(s);
-        s.on('error', () => {});
-        s.on('close', () => sockets.delete(s));
-      };
-      track(client);
-      if (stalled) return;
-      const upstream = net.connect(Number(target.port || 5432), target.hostname);
-      track(upstream);
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const dropAll = () => {
-      for (const s of sockets) s.destroy();
-    };
-    return {
-      port: (proxy.address() as AddressInfo).port,
-      refuse: async () => {
-        const closed = new Promise<void>((resolve) => proxy.close(() => resolve()));
-        dropAll();
-        await closed;
-      },
-      stall: () => {
-        stalled = true;
-        dropAll();
-      },
-    };
-  }
-
   /** An app whose own DataSource reaches the test database through a faulty proxy. */
-  async function appBehindProxy(): Promise<{ app: LocalApp; proxy: Awaited<ReturnType<typeof faultyProxy>>; close: () => Promise<void> }> {
-    const proxy = await faultyProxy(new URL(api.database.url));
-    const viaProxy = new URL(api.database.url);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
-    const dataSource = createDataSource({ url: viaProxy.toString(), applicationName: 'slipway-test-outage', poolSize: 2 });
+  async function appBehindProxy(): Promise<{ app: LocalApp; proxy: TcpProxy; close: () => Promise<void> }> {
+    const proxy = await TcpProxy.start(api.database.url, 5432);
+    const dataSource = createDataSource({ url: proxy.urlFor(api.database.url), applicationName: 'slipway-test-outage', poolSize: 2 });
     await dataSource.initialize();
     const app = await startApp(api, { dataSource });
     expect((await app.http.get('/readyz')).status).toBe(200);

@@ -29,11 +29,17 @@ interface MountedMiddleware {
 const joinPath = (prefix: string, path: string): string => (path === '/' ? prefix || '/' : prefix + path);
 
 /**
- * Mounts that serve a UI, not a JSON API, and so stay out of the document (the swagger UI; an
- * admin UI such as Bull Board would be listed here too). Matched without the `/api-host` prefix.
+ * Mounts that serve a UI, not a JSON API, and so stay out of the document (the swagger UI, Bull
+ * Board). Matched without the `/api-host` prefix.
  */
-const UI_MOUNTS = ['/docs'];
-const isUiMount = (path: string): boolean => UI_MOUNTS.includes(path.replace(/^\/api-host(?=\/)/, ''));
+const UI_MOUNTS = ['/docs', '/admin/queues'];
+/**
+ * `/metrics` answers Prometheus text, not JSON, so it is not an operation of the JSON API
+ * either; it is mounted as its own router like the UIs and kept out of the document with them.
+ */
+const TEXT_MOUNTS = ['/metrics'];
+const isUiMount = (path: string): boolean =>
+  [...UI_MOUNTS, ...TEXT_MOUNTS].includes(path.replace(/^\/api-host(?=\/)/, ''));
 
 /** Express 5 (router 2): routes are layers with `route`; nested routers expose `handle.stack`. */
 function walk(stack: any[], prefix: string, routes: MountedRoute[], middleware: MountedMiddleware[]): void {
@@ -158,7 +164,9 @@ describe('every mounted route is documented', () => {
     expect(mounted.routes.length).toBe(app.routes.length * 2);
     // Anything mounted on a path other than `/` without being a route is a known UI.
     const onPaths = mounted.middleware.filter((m) => m.path !== '/');
-    expect(onPaths.map((m) => m.path)).toEqual(expect.arrayContaining(['/docs', '/api-host/docs']));
+    expect(onPaths.map((m) => m.path)).toEqual(
+      expect.arrayContaining(['/docs', '/api-host/docs', '/admin/queues', '/api-host/admin/queues', '/metrics', '/api-host/metrics']),
+    );
     for (const m of onPaths) expect(isUiMount(m.path), `${m.name} at ${m.path}`).toBe(true);
   });
 

@@ -4,7 +4,6 @@ import { fileURLToPath } from 'node:url';
 import type { TestApi } from './test-api.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 
 export type ServiceName = 'api' | 'builder' | 'deployer';
 
@@ -45,7 +44,13 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
 
 /** Starts `services/<name>/src/main.ts` as its own process (as in production) and waits until it is up. */
 export async function startService(name: ServiceName, env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(TSX, [path.join(ROOT, `services/${name}/src/main.ts`)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // `node --import tsx`, not the tsx CLI: the CLI runs the program in a child process, so a
+  // SIGKILL would hit only the wrapper and leave the real service running.
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, `services/${name}/src/main.ts`)], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const chunks: string[] = [];
   const waiters = new Set<() => void>();
   const onData = (data: Buffer) => {

@@ -97,9 +97,12 @@ export class RevisionFlow {
     const deployment = await this.lockDeployment(manager, deploymentId);
     if (!deployment || deployment.status === 'AWAITING_DELETE') return null;
     if (await this.inFlight(manager, deploymentId)) return null;
+    // "Newest" is the deployment's latest revision when it waits: PATCHes serialize on the
+    // deployment lock, so latest_revision_id follows commit order, which created_at may not.
     const waiting: Array<{ id: string }> = await manager.query(
-      `SELECT id FROM revisions WHERE deployment_id = $1 AND status = 'QUEUED' AND started_at IS NULL
-        ORDER BY created_at DESC, id DESC`,
+      `SELECT r.id FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+        WHERE r.deployment_id = $1 AND r.status = 'QUEUED' AND r.started_at IS NULL
+        ORDER BY (r.id = d.latest_revision_id) DESC, r.created_at DESC, r.id DESC`,
       [deploymentId],
     );
     const [newest, ...older] = waiting;
@@ -127,7 +130,7 @@ export class RevisionFlow {
     const to = building ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY';
     const applied =
       rev.status === to
-        ? await this.bumpAttempt(manager, revisionId)
+        ? await this.bumpAttempt(manager, revisionId, `${reason} Retrying.`)
         : await this.transition(manager, revisionId, to, { message: `${reason} Retrying.`, set: { incrementAttempt: true, heartbeatAt: null } });
     if (applied) {
       await enqueueInOutbox(manager, building ? 'build.revision' : 'rollout.revision', { revisionId, attempt: applied.attempt });
@@ -135,12 +138,20 @@ export class RevisionFlow {
     return applied;
   }
 
-  private async bumpAttempt(manager: EntityManager, revisionId: string): Promise<AppliedTransition | null> {
+  /** A retry that stays in the same status: new attempt, message, and an event for the history. */
+  private async bumpAttempt(manager: EntityManager, revisionId: string, message: string): Promise<AppliedTransition | null> {
     const [r] = await queryRows(
       manager,
-      `UPDATE revisions SET attempt = attempt + 1, updated_at = now() WHERE id = $1 RETURNING id, deployment_id, status, attempt`,
-      [revisionId],
+      `UPDATE revisions SET attempt = attempt + 1, status_message = $2, heartbeat_at = NULL, updated_at = now()
+        WHERE id = $1 RETURNING id, deployment_id, status, attempt`,
+      [revisionId, message],
     );
+    if (r) {
+      await manager.query(
+        `INSERT INTO revision_events (revision_id, deployment_id, from_status, to_status, message) VALUES ($1, $2, $3, $3, $4)`,
+        [r.id, r.deployment_id, r.status, message],
+      );
+    }
     return r ? { revisionId: r.id, deploymentId: r.deployment_id, from: r.status, to: r.status, attempt: r.attempt } : null;
   }
 

@@ -169,9 +169,12 @@ export class DeploymentService {
 
   async create(manager: EntityManager, workspaceId: string, body: CreateDeploymentBody, requestId?: string): Promise<DeploymentView> {
     const source = canonicalSource(body.source)!;
-    const type = this.deploymentTypeFor(source, body);
-    const resourceSpec = this.resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec']);
-    const revisionConfig = this.validateCreate(source, body);
+    // Every problem of the request in one 422 (CONTRACT C2), not only the first check's.
+    const issues: ValidationIssue[] = [];
+    const type = this.deploymentTypeFor(source, body, issues);
+    const resourceSpec = this.resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec'], issues);
+    const revisionConfig = this.validateCreate(source, body, issues);
+    if (issues.length) throw new RequestValidationError(issues);
 
     const id = randomUUID();
     const sourceConfig = this.storedSourceConfig(body.source_config);
@@ -231,10 +234,12 @@ export class DeploymentService {
     for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command'] as const) {
       if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
     }
+    const specIssues: ValidationIssue[] = [];
     const resourceSpec =
       input.resource_spec != null
-        ? this.resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'])
+        ? this.resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'], specIssues)
         : deployment.resourceSpec;
+    if (specIssues.length) throw new RequestValidationError(specIssues);
 
     let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
     if (body.secrets != null) {
@@ -327,6 +332,9 @@ export class DeploymentService {
       secretNames: draft.secrets.map((s) => s.name),
       buildConfig: draft.buildConfig,
       redeployedFrom: draft.redeployedFrom ?? null,
+      // The clock at insert, not the transaction start: inserts happen under the deployment
+      // lock, so this orders revisions as their writes were serialized.
+      createdAt: () => 'clock_timestamp()',
     });
     await manager.query(`UPDATE deployments SET latest_revision_id = $2, last_activity_at = now(), updated_at = now() WHERE id = $1`, [
       deployment.id,
@@ -367,32 +375,32 @@ export class DeploymentService {
     );
   }
 
-  private deploymentTypeFor(source: DeploymentSource, body: CreateDeploymentBody): DeploymentType | null {
+  private deploymentTypeFor(source: DeploymentSource, body: CreateDeploymentBody, issues: ValidationIssue[]): DeploymentType | null {
     const given = (body.deployment_type ?? body.source_config.deployment_type ?? null) as DeploymentType | null;
     if (isSelfHosted(source)) {
       if (given !== null) {
         const loc = body.deployment_type != null ? ['deployment_type'] : ['source_config', 'deployment_type'];
-        throw new RequestValidationError([issue(loc, 'value_error', 'Value error, deployment_type must be null for external_container deployments')]);
+        issues.push(issue(loc, 'value_error', 'Value error, deployment_type must be null for external_container deployments'));
       }
       return null;
     }
     return given ?? 'dev';
   }
 
-  private resolveSpec(input: Record<string, unknown>, type: DeploymentType | null, loc: string[]): ResourceSpec {
+  /** The spec with every default filled in; its cross-field problems are added to `issues`. */
+  private resolveSpec(input: Record<string, unknown>, type: DeploymentType | null, loc: string[], issues: ValidationIssue[]): ResourceSpec {
     const spec = resolveResourceSpec(input as ResourceSpecInput, type);
-    const problems = resourceSpecProblems(spec);
-    if (problems.length) {
-      throw new RequestValidationError(problems.map(([field, message]) => issue([...loc, field], 'value_error', `Value error, ${message}`)));
-    }
+    for (const [field, message] of resourceSpecProblems(spec)) issues.push(issue([...loc, field], 'value_error', `Value error, ${message}`));
     return spec;
   }
 
-  /** Per-source rules of CONTRACT C4; returns the first revision's config, or null for none. */
-  private validateCreate(source: DeploymentSource, body: CreateDeploymentBody): StoredRevisionConfig | null {
+  /**
+   * Per-source rules of CONTRACT C4, added to `issues`; returns the first revision's config, or
+   * null for none (meaningful only when no issue was found).
+   */
+  private validateCreate(source: DeploymentSource, body: CreateDeploymentBody, issues: ValidationIssue[]): StoredRevisionConfig | null {
     const sc = body.source_config;
     const src = body.source_revision_config;
-    const issues: ValidationIssue[] = [];
     const required = (loc: string[], value: unknown, why: string) => {
       if (value == null || value === '') issues.push(issue(loc, 'missing', `Field required ${why}`));
     };
@@ -410,11 +418,12 @@ export class DeploymentService {
       forbidden(['source_config', 'integration_id'], sc.integration_id, 'is only for repohost deployments');
       forbidden(['source_config', 'repo_url'], sc.repo_url, 'is only for repohost deployments');
     } else {
+      // An upload deployment has neither an integration nor a repository (C4), nor a listener.
       forbidden(['source_config', 'listener_id'], sc.listener_id, 'is only for external_container deployments');
       forbidden(['source_config', 'integration_id'], sc.integration_id, 'is only for repohost deployments');
+      forbidden(['source_config', 'repo_url'], sc.repo_url, 'is only for repohost deployments');
       forbidden(['source_revision_config', 'image_uri'], src.image_uri, 'is only for external_container deployments');
     }
-    if (issues.length) throw new RequestValidationError(issues);
     if (source === 'upload' && src.source_tarball_path == null) return null;
     return revisionConfigFrom(src, this.defaultRevisionConfig(source));
   }
