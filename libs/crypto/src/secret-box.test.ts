@@ -46,3 +46,14 @@ describe('API keys', () => {
     expect(a.key.startsWith(a.prefix)).toBe(true);
   });
 });
+
+describe('deriveKey', () => {
+  it('derives distinct, stable 32-byte keys per purpose', async () => {
+    const { deriveKey } = await import('./secret-box.js');
+    const master = randomBytes(32);
+    expect(deriveKey(master, 'a')).toHaveLength(32);
+    expect(deriveKey(master, 'a').equals(deriveKey(master, 'a'))).toBe(true);
+    expect(deriveKey(master, 'a').equals(deriveKey(master, 'b'))).toBe(false);
+    expect(deriveKey(master, 'a').equals(deriveKey(randomBytes(32), 'a'))).toBe(false);
+  });
+});

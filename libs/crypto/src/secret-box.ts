@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
 const VERSION = 'v1';
 const IV_BYTES = 12;
@@ -61,4 +61,12 @@ export class SecretBox {
   static keyIdOf(sealed: string): string | undefined {
     return sealed.split(':')[1];
   }
+}
+
+/**
+ * A key for one purpose derived from the master secrets key (HKDF-SHA256), so one configured
+ * secret serves several uses without any use being able to stand in for another.
+ */
+export function deriveKey(master: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `slipway/${purpose}`, 32));
 }

@@ -4,21 +4,30 @@ import { pinoHttp } from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
-import { SecretBox } from '@slipway/crypto';
+import { deriveKey, SecretBox } from '@slipway/crypto';
 import type { DataSource } from '@slipway/db';
-import type { Queues } from '@slipway/jobs';
+import { RevisionFlow, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
+import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
 import type { RouteSpec } from './http/route.js';
+import { createMetrics } from './metrics/metrics.js';
 import { buildOpenApiDocument } from './openapi/openapi.js';
 import { apiKeyRoutes } from './routes/api-keys.router.js';
+import { deploymentRoutes } from './routes/deployments.router.js';
+import { listenerAgentRoutes } from './routes/listener-agent.router.js';
 import { listenerRoutes } from './routes/listeners.router.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
 import { opsRoutes } from './routes/ops.router.js';
+import { tagRoutes } from './routes/tags.router.js';
 import { ApiKeyService } from './services/api-key.service.js';
+import { DeploymentService } from './services/deployment.service.js';
+import { WriteRunner } from './services/idempotency.js';
+import { RevisionService } from './services/revision.service.js';
+import { ListenerAgentService } from './services/listener-agent.service.js';
 import { ListenerService } from './services/listener.service.js';
 import { OAuthProviderService } from './services/oauth-provider.service.js';
 
@@ -48,16 +57,23 @@ export interface App {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the Express app. No I/O here: the caller owns connections and listening. */
-export function createApp({ config, dataSource, redis, logger, extraRoutes = [] }: AppDeps): App {
+export function createApp({ config, dataSource, redis, queues, logger, extraRoutes = [] }: AppDeps): App {
   const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
   const authenticator = new Authenticator(dataSource, config.jwt ? new JwtVerifier(config.jwt) : null, logger);
+
+  const flow = new RevisionFlow(config.pipeline);
+  const deployments = new DeploymentService(dataSource, secrets, flow);
+  const revisions = new RevisionService(dataSource, deployments, flow);
 
   let document: Record<string, unknown> | undefined;
   const routes: RouteSpec[] = [
     ...opsRoutes({ dataSource, redis, openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
     ...apiKeyRoutes(new ApiKeyService(dataSource)),
     ...listenerRoutes(new ListenerService(dataSource)),
+    ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, config.secretsKey.key)),
+    ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
+    ...tagRoutes({ dataSource, deployments }),
     ...extraRoutes,
   ];
 
@@ -65,6 +81,10 @@ export function createApp({ config, dataSource, redis, logger, extraRoutes = [] 
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
   app.set('query parser', 'simple');
+
+  // Mounted sub-apps answer everything under their path, and are not JSON API routes.
+  const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH] });
+  app.use(metrics.httpMiddleware);
 
   app.use(
     pinoHttp({
@@ -81,7 +101,7 @@ export function createApp({ config, dataSource, redis, logger, extraRoutes = [] 
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
     }),
   );
   app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
@@ -92,6 +112,8 @@ export function createApp({ config, dataSource, redis, logger, extraRoutes = [] 
     // serveFiles per mount: the shared `serve` keeps one init script for all setups.
     const docs = { swaggerOptions: { url: `${prefix}/openapi.json` }, customSiteTitle: 'Slipway API' };
     app.use(`${prefix}/docs`, swaggerUi.serveFiles(undefined, docs), swaggerUi.setup(undefined, docs));
+    app.use(`${prefix}/metrics`, metrics.router);
+    app.use(`${prefix}${BULL_BOARD_PATH}`, bullBoardApp({ queues, authenticator, prefix }));
     app.use(prefix || '/', router);
   }
   app.use(notFoundHandler(routes));

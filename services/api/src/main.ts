@@ -1,5 +1,5 @@
 /**
- * The api process: HTTP API, docs and (later) the outbox relay and Bull Board. Entry file:
+ * The api process: HTTP API, docs, Bull Board, /metrics and an outbox relay. Entry file:
  * `tsx services/api/src/main.ts`.
  */
 import { writeFileSync } from 'node:fs';

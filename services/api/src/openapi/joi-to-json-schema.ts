@@ -112,11 +112,16 @@ let components: Components | null = null;
 function convert(d: Description): JsonSchema {
   const id = d.flags?.id as string | undefined;
   if (id && components) {
+    // The component is the schema without `null`; a use that allows null says so itself, so
+    // one nullable use does not make every use of the shared component nullable.
+    const nullable = (d.allow ?? []).includes(null);
+    const bare: Description = { ...d, allow: (d.allow ?? []).filter((v) => v !== null) };
     if (!components[id]) {
       components[id] = {}; // reserve first: a schema may refer to itself
-      components[id] = convertInline(d);
+      components[id] = convertInline(bare);
     }
-    return { $ref: `#/components/schemas/${id}` };
+    const ref = { $ref: `#/components/schemas/${id}` };
+    return nullable ? { anyOf: [ref, { type: 'null' }] } : ref;
   }
   return convertInline(d);
 }

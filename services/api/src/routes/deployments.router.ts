@@ -18,7 +18,7 @@ import {
   type PatchDeploymentBody,
 } from '../schemas/deployment.schema.js';
 import type { DeploymentService } from '../services/deployment.service.js';
-import { requestFingerprint, type WriteRunner } from '../services/idempotency.js';
+import type { IdempotencyInput, WriteRunner } from '../services/idempotency.js';
 import type { RevisionService } from '../services/revision.service.js';
 
 type DeploymentParams = { deployment_id: string };
@@ -36,9 +36,9 @@ const idempotencyHeaders = Joi.object({
     .description('Replays the first response for the same key and request within 24 h; another request with the key → 409'),
 });
 
-const idempotencyOf = (ctx: RequestContext<any, any, any>, operation: string) => ({
+const idempotencyOf = (ctx: RequestContext<any, any, any>, operation: string): IdempotencyInput => ({
   key: ctx.headers['idempotency-key'] as string | undefined,
-  fingerprint: requestFingerprint(operation, JSON.stringify(ctx.params), ctx.body ?? null),
+  request: { operation, params: ctx.params, body: ctx.body },
 });
 
 export interface DeploymentRouteDeps {
@@ -117,7 +117,7 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       request: { params: deploymentParams, query: deleteDeploymentQuery },
       responses: { 204: { description: 'Deletion accepted' }, 404: notFound },
       handler: async (ctx) => {
-        await writes.run(workspaceOf(ctx), { fingerprint: '' }, async (m) => {
+        await writes.run(workspaceOf(ctx), {}, async (m) => {
           await deployments.delete(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.query.delete_tracing_project, ctx.requestId);
           return noContent();
         });
@@ -179,7 +179,7 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
         404: notFound,
       },
       handler: (ctx) =>
-        writes.run(workspaceOf(ctx), { fingerprint: '' }, async (m) =>
+        writes.run(workspaceOf(ctx), {}, async (m) =>
           ok(await revisions.interrupt(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id)),
         ),
     }),

@@ -175,6 +175,8 @@ export class DeploymentService {
     const resourceSpec = this.resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec'], issues);
     const revisionConfig = this.validateCreate(source, body, issues);
     if (issues.length) throw new RequestValidationError(issues);
+    // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
+    const secrets = this.mergeSecrets([], body.secrets);
 
     const id = randomUUID();
     const sourceConfig = this.storedSourceConfig(body.source_config);
@@ -192,7 +194,7 @@ export class DeploymentService {
       listenerId: sourceConfig.listener_id ?? null,
       sourceConfig,
       resourceSpec,
-      secretsSealed: this.sealSecrets(body.secrets, id),
+      secretsSealed: this.sealSecrets(secrets, id),
       imageVersion: body.image_version ?? null,
       latestRevisionId: null,
       activeRevisionId: null,
@@ -213,7 +215,7 @@ export class DeploymentService {
         source,
         sourceRevisionConfig: revisionConfig,
         resourceSpec,
-        secrets: body.secrets,
+        secrets,
         buildConfig: { install_command: sourceConfig.install_command ?? null, build_command: sourceConfig.build_command ?? null },
       }, requestId);
     }
@@ -228,6 +230,12 @@ export class DeploymentService {
       throw new BadRequestError(`Deployment ID ${id} is being deleted and can no longer be changed.`);
     }
     this.assertImmutables(deployment, body);
+    // The cross-source rule of create holds for later revisions too: only images carry an image_uri.
+    if (!isSelfHosted(deployment.source) && body.source_revision_config?.image_uri != null) {
+      throw new RequestValidationError([
+        issue(['source_revision_config', 'image_uri'], 'value_error', 'Value error, image_uri is only for external_container deployments'),
+      ]);
+    }
 
     const input = body.source_config ?? {};
     const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
@@ -242,15 +250,7 @@ export class DeploymentService {
     if (specIssues.length) throw new RequestValidationError(specIssues);
 
     let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
-    if (body.secrets != null) {
-      const merged = mergeSecrets(secrets, body.secrets);
-      if (merged.unknownMasked.length) {
-        throw new BadRequestError(
-          `Secret ${merged.unknownMasked.join(', ')} has the masked value '${SECRET_MASK}' but no stored value to keep; send its real value.`,
-        );
-      }
-      secrets = merged.secrets;
-    }
+    if (body.secrets != null) secrets = this.mergeSecrets(secrets, body.secrets);
 
     await manager.query(
       `UPDATE deployments SET source_config = $2, resource_spec = $3, secrets_sealed = $4, image_version = $5,
@@ -358,6 +358,17 @@ export class DeploymentService {
   }
 
   // ---------------------------------------------------------------- helpers
+
+  /** `incoming` applied to `stored` (C4): a masked value keeps the stored one; one with none to keep → 400. */
+  private mergeSecrets(stored: SecretEntry[], incoming: SecretEntry[]): SecretEntry[] {
+    const merged = mergeSecrets(stored, incoming);
+    if (merged.unknownMasked.length) {
+      throw new BadRequestError(
+        `Secret ${merged.unknownMasked.join(', ')} has the masked value '${SECRET_MASK}' but no stored value to keep; send its real value.`,
+      );
+    }
+    return merged.secrets;
+  }
 
   private async present(manager: EntityManager, rows: Deployment[]): Promise<DeploymentView[]> {
     const repo = new DeploymentRepository(manager);

@@ -1,13 +1,19 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { ConflictError } from '@slipway/domain';
 import { queryRows, type DataSource, type EntityManager } from '@slipway/db';
 import type { HandlerResult } from '../http/route.js';
 
 const TTL = "interval '24 hours'";
 
-/** The request a key was first used with: method, path and canonical body. */
-export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body)}`).digest('hex');
+/**
+ * The request a key was first used with: operation, path parameters and canonical body, as an
+ * HMAC under a server key. Bodies can carry secret values; a plain hash of them could be
+ * brute-forced offline from a database dump, an HMAC cannot without the key.
+ */
+export function requestFingerprint(hmacKey: Buffer, request: IdempotentRequest): string {
+  return createHmac('sha256', hmacKey)
+    .update(`${request.operation}\n${canonicalJson(request.params ?? {})}\n${canonicalJson(request.body ?? null)}`)
+    .digest('hex');
 }
 
 function canonicalJson(value: unknown): string {
@@ -64,10 +70,17 @@ export async function withIdempotency(
   return { status: stored.response_status, body: stored.response_body ?? undefined, headers: { 'Idempotent-Replayed': 'true' } };
 }
 
-/** The `Idempotency-Key` header: validated like any other input (422 `loc: ['header', …]`). */
+/** What identifies a request for `Idempotency-Key` purposes. */
+export interface IdempotentRequest {
+  operation: string;
+  params?: unknown;
+  body?: unknown;
+}
+
+/** The validated `Idempotency-Key` header (if any) and the request it guards. */
 export interface IdempotencyInput {
   key?: string;
-  fingerprint: string;
+  request?: IdempotentRequest;
 }
 
 /**
@@ -75,11 +88,14 @@ export interface IdempotencyInput {
  * Services receive the transaction's EntityManager, so every row they touch commits together.
  */
 export class WriteRunner {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly hmacKey: Buffer,
+  ) {}
 
   run(workspaceId: string, idempotency: IdempotencyInput, write: (manager: EntityManager) => Promise<HandlerResult>): Promise<HandlerResult> {
-    return this.dataSource.transaction((manager) =>
-      withIdempotency(manager, workspaceId, idempotency.key, idempotency.fingerprint, () => write(manager)),
-    );
+    const { key, request } = idempotency;
+    const fingerprint = key && request ? requestFingerprint(this.hmacKey, request) : '';
+    return this.dataSource.transaction((manager) => withIdempotency(manager, workspaceId, key, fingerprint, () => write(manager)));
   }
 }

@@ -1,0 +1,119 @@
+import Joi from 'joi';
+import type { ResourceSpec } from '@slipway/domain';
+import { timestamp, uuid } from './common.schema.js';
+import { resourceSpec } from './resource-spec.schema.js';
+
+/** The statuses a listener agent may report for a revision (CONTRACT C12). */
+export const REPORTABLE_STATUSES = ['DEPLOYING', 'DEPLOYED', 'DEPLOY_FAILED'] as const;
+export type ReportableStatus = (typeof REPORTABLE_STATUSES)[number];
+
+/** At most this many entries per array of a report: an agent batches, but not without bound. */
+export const REPORT_MAX_ITEMS = 500;
+
+export const DESIRED_ACTIONS = ['apply', 'delete'] as const;
+export type DesiredAction = (typeof DESIRED_ACTIONS)[number];
+
+const kubernetesObject = Joi.object({
+  apiVersion: Joi.string().required(),
+  kind: Joi.string().required(),
+  metadata: Joi.object({ name: Joi.string().required(), namespace: Joi.string() }).unknown(true).required(),
+})
+  .unknown(true)
+  .id('KubernetesObject')
+  .description('A Kubernetes object to apply (or, for `delete`, to delete) with server-side apply');
+
+const desiredSecret = Joi.object({
+  name: Joi.string().required(),
+  value: Joi.string().allow('').required(),
+})
+  .id('DesiredSecret')
+  .description('A secret with its real value: this response is the only place values appear');
+
+const desiredDeployment = Joi.object({
+  deployment_id: uuid().required(),
+  name: Joi.string().required(),
+  namespace: Joi.string().required().description('Kubernetes namespace every manifest lives in'),
+  revision_id: uuid()
+    .allow(null)
+    .required()
+    .description('`apply`: the revision to roll out; `delete`: the active revision (null if none ever served)'),
+  action: Joi.string().valid(...DESIRED_ACTIONS).required(),
+  image_uri: Joi.string().allow(null).required(),
+  resource_spec: resourceSpec.allow(null).required(),
+  secrets: Joi.array().items(desiredSecret).required().description('Empty for `delete`'),
+  manifests: Joi.array().items(kubernetesObject).required().description('`delete`: the objects to remove, Secrets without data'),
+}).id('DesiredDeployment');
+
+export const desiredStateResponse = Joi.object({
+  listener_id: uuid().required(),
+  generated_at: timestamp().required(),
+  deployments: Joi.array().items(desiredDeployment).required(),
+}).id('ListenerDesiredState');
+
+const revisionReport = Joi.object({
+  revision_id: uuid().required(),
+  status: Joi.string().valid(...REPORTABLE_STATUSES).required(),
+  message: Joi.string().max(4096).allow('', null).description('Why; stored (secret values redacted) as the revision status_message'),
+}).id('RevisionReport');
+
+export const reportBody = Joi.object({
+  revisions: Joi.array().items(revisionReport).max(REPORT_MAX_ITEMS).default([]),
+  deleted_deployments: Joi.array()
+    .items(uuid())
+    .max(REPORT_MAX_ITEMS)
+    .default([])
+    .description('Deployments in AWAITING_DELETE whose objects the agent removed'),
+})
+  .required()
+  .id('ListenerReport');
+
+const rejection = Joi.object({
+  revision_id: uuid(),
+  deployment_id: uuid(),
+  reason: Joi.string().required(),
+})
+  .xor('revision_id', 'deployment_id')
+  .id('RejectedReport');
+
+export const reportResponse = Joi.object({
+  applied: Joi.array().items(uuid()).required().description('Revisions whose reported status was recorded'),
+  deleted: Joi.array().items(uuid()).required().description('Deployments whose teardown finished (now gone)'),
+  rejected: Joi.array().items(rejection).required().description('Reports that changed nothing, with why'),
+}).id('ListenerReportResult');
+
+export interface RevisionReport {
+  revision_id: string;
+  status: ReportableStatus;
+  message?: string | null;
+}
+
+export interface ReportBody {
+  revisions: RevisionReport[];
+  deleted_deployments: string[];
+}
+
+export interface DesiredDeploymentView {
+  deployment_id: string;
+  name: string;
+  namespace: string;
+  revision_id: string | null;
+  action: DesiredAction;
+  image_uri: string | null;
+  resource_spec: ResourceSpec | null;
+  secrets: Array<{ name: string; value: string }>;
+  manifests: object[];
+}
+
+export interface DesiredStateView {
+  listener_id: string;
+  generated_at: string;
+  deployments: DesiredDeploymentView[];
+}
+
+export type Rejection = { revision_id: string; reason: string } | { deployment_id: string; reason: string };
+
+export interface ReportResultView {
+  applied: string[];
+  deleted: string[];
+  rejected: Rejection[];
+}

@@ -1,0 +1,283 @@
+import {
+  Deployment,
+  DeploymentRepository,
+  Listener,
+  ListenerRepository,
+  queryRows,
+  Revision,
+  transitionDeployment,
+  type DataSource,
+  type EntityManager,
+} from '@slipway/db';
+import {
+  deploymentDatabaseName,
+  ForbiddenError,
+  NotFoundError,
+  resolveResourceSpec,
+  type DeploymentStatus,
+  type RevisionStatus,
+} from '@slipway/domain';
+import type { RevisionFlow } from '@slipway/jobs';
+import { redactValues } from '@slipway/logging';
+import { deriveStoreCredentials, renderManifests, withoutSecretData, type RenderInput } from '@slipway/runtime';
+import type { Principal } from '../auth/principal.js';
+import type {
+  DesiredDeploymentView,
+  DesiredStateView,
+  Rejection,
+  ReportBody,
+  ReportResultView,
+  RevisionReport,
+} from '../schemas/listener-agent.schema.js';
+import type { DeploymentService } from './deployment.service.js';
+
+export const OTHER_LISTENERS_KEY = 'This API key belongs to another listener.';
+const DEFAULT_NAMESPACE = 'default';
+
+type Outcome = { ok: true } | { ok: false; reason: string };
+const rejected = (reason: string): Outcome => ({ ok: false, reason });
+
+/**
+ * The control plane's side of the listener agent protocol (CONTRACT C12). The agent pulls what
+ * its cluster should run and pushes back what happened; the control plane never connects to
+ * the data plane. Every call is a check-in: it records `last_seen_at` and brings the
+ * listener's deployments and rollouts back from UNKNOWN (where the reconciler put them while
+ * the listener was silent).
+ */
+export class ListenerAgentService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly deployments: DeploymentService,
+    private readonly flow: RevisionFlow,
+    /** Server-held key the deployments' store passwords are derived from (see deriveStoreCredentials). */
+    private readonly storeKey: Buffer,
+  ) {}
+
+  // ---------------------------------------------------------------- desired state
+
+  /**
+   * One entry per deployment of the listener that has a revision DEPLOYING (apply it) or is
+   * AWAITING_DELETE (remove it). Secret values of revisions being applied appear here and in
+   * no other response.
+   */
+  async desiredState(agent: Principal, listenerId: string): Promise<DesiredStateView> {
+    const listener = await this.checkIn(agent, listenerId);
+    const manager = this.dataSource.manager;
+    const deployments = await manager
+      .createQueryBuilder(Deployment, 'd')
+      .where('d.listener_id = :listenerId', { listenerId })
+      .andWhere(
+        `(d.status = 'AWAITING_DELETE' OR EXISTS (SELECT 1 FROM revisions r WHERE r.deployment_id = d.id AND r.status = 'DEPLOYING'))`,
+      )
+      .orderBy('d.created_at', 'ASC')
+      .addOrderBy('d.id', 'ASC')
+      .getMany();
+    if (!deployments.length) return this.view(listenerId, []);
+
+    const deploying = await manager
+      .createQueryBuilder(Revision, 'r')
+      .where('r.deployment_id IN (:...ids)', { ids: deployments.map((d) => d.id) })
+      .andWhere(`r.status = 'DEPLOYING'`)
+      .getMany();
+    const deployingOf = new Map(deploying.map((r) => [r.deploymentId, r]));
+    const active = await new DeploymentRepository(manager).revisionsById(
+      deployments.filter((d) => d.status === 'AWAITING_DELETE').map((d) => d.activeRevisionId),
+    );
+
+    const entries: DesiredDeploymentView[] = [];
+    for (const d of deployments) {
+      if (d.status === 'AWAITING_DELETE') {
+        entries.push(this.deleteEntry(listener, d, d.activeRevisionId ? active.get(d.activeRevisionId) ?? null : null));
+        continue;
+      }
+      // Two reads, no snapshot: a rollout that finished in between is simply not listed.
+      const revision = deployingOf.get(d.id);
+      const entry = revision && this.applyEntry(listener, d, revision);
+      if (entry) entries.push(entry);
+    }
+    return this.view(listenerId, entries);
+  }
+
+  private view(listenerId: string, deployments: DesiredDeploymentView[]): DesiredStateView {
+    return { listener_id: listenerId, generated_at: new Date().toISOString(), deployments };
+  }
+
+  private applyEntry(listener: Listener, d: Deployment, revision: Revision): DesiredDeploymentView | null {
+    const imageUri = revision.imageUri ?? revision.sourceRevisionConfig.image_uri ?? null;
+    // Nothing to run: the rollout deadline fails such a revision; the agent cannot help.
+    if (!imageUri) return null;
+    const secrets = this.deployments.openSecrets(revision.secretsSealed, revision.id);
+    return {
+      deployment_id: d.id,
+      name: d.name,
+      namespace: namespaceOf(listener, d),
+      revision_id: revision.id,
+      action: 'apply',
+      image_uri: imageUri,
+      resource_spec: revision.resourceSpec,
+      secrets: secrets.map(({ name, value }) => ({ name, value })),
+      manifests: renderManifests(this.renderInput(listener, d, revision, imageUri, secrets)),
+    };
+  }
+
+  /** What to remove: the objects of the revision that serves (Secrets without data), if any ever did. */
+  private deleteEntry(listener: Listener, d: Deployment, active: Revision | null): DesiredDeploymentView {
+    const imageUri = active ? active.imageUri ?? active.sourceRevisionConfig.image_uri ?? null : null;
+    return {
+      deployment_id: d.id,
+      name: d.name,
+      namespace: namespaceOf(listener, d),
+      revision_id: active?.id ?? null,
+      action: 'delete',
+      image_uri: imageUri,
+      resource_spec: active?.resourceSpec ?? null,
+      secrets: [],
+      manifests: active ? withoutSecretData(renderManifests(this.renderInput(listener, d, active, imageUri ?? '', []))) : [],
+    };
+  }
+
+  private renderInput(listener: Listener, d: Deployment, revision: Revision, imageUri: string, secrets: RenderInput['secrets']): RenderInput {
+    return {
+      deploymentId: d.id,
+      deploymentName: d.name,
+      revisionId: revision.id,
+      namespace: namespaceOf(listener, d),
+      imageUri,
+      // Resolved again so a snapshot written before a field existed still renders completely.
+      resourceSpec: resolveResourceSpec(revision.resourceSpec, d.deploymentType),
+      secrets,
+      databaseName: d.databaseName ?? deploymentDatabaseName(d.name, d.id),
+      credentials: deriveStoreCredentials(this.storeKey, d.id),
+      customUrl: d.sourceConfig.custom_url ?? null,
+    };
+  }
+
+  // ---------------------------------------------------------------- reports
+
+  /**
+   * Applies what the agent reports. Each item runs in its own transaction: one deployment row
+   * lock at a time (no lock-order deadlock with concurrent PATCHes or deletes), and a refused
+   * item never undoes the others. Nothing the agent says is trusted beyond its own listener.
+   */
+  async report(agent: Principal, listenerId: string, body: ReportBody): Promise<ReportResultView> {
+    await this.checkIn(agent, listenerId);
+    const result: ReportResultView = { applied: [], deleted: [], rejected: [] as Rejection[] };
+    for (const item of body.revisions) {
+      const outcome = await this.dataSource.transaction((m) => this.applyRevisionReport(m, listenerId, item));
+      if (outcome.ok) result.applied.push(item.revision_id);
+      else result.rejected.push({ revision_id: item.revision_id, reason: outcome.reason });
+    }
+    for (const deploymentId of body.deleted_deployments) {
+      const outcome = await this.dataSource.transaction((m) => this.finishTeardown(m, listenerId, deploymentId));
+      if (outcome.ok) result.deleted.push(deploymentId);
+      else result.rejected.push({ deployment_id: deploymentId, reason: outcome.reason });
+    }
+    return result;
+  }
+
+  private async applyRevisionReport(manager: EntityManager, listenerId: string, item: RevisionReport): Promise<Outcome> {
+    const id = item.revision_id;
+    const [owner] = await queryRows<{ status: RevisionStatus; secrets_sealed: string | null; listener_id: string | null }>(
+      manager,
+      `SELECT r.status, r.secrets_sealed, d.listener_id FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
+      [id],
+    );
+    // One answer for "unknown" and "someone else's": an agent learns nothing about other listeners.
+    if (!owner || owner.listener_id !== listenerId) {
+      return rejected(`Revision ID ${id} is not a revision of a deployment of listener ID ${listenerId}.`);
+    }
+    const message = this.statusMessage(item, () => this.deployments.openSecrets(owner.secrets_sealed, id).map((s) => s.value));
+
+    // "Still deploying" while DEPLOYING is a heartbeat, not a transition: it records that the
+    // agent is working on it. Conditional, so it never resurrects a finished revision.
+    if (item.status === 'DEPLOYING') {
+      const refreshed = await queryRows(
+        manager,
+        `UPDATE revisions SET heartbeat_at = now(), updated_at = now() WHERE id = $1 AND status = 'DEPLOYING' RETURNING id`,
+        [id],
+      );
+      if (refreshed.length) return { ok: true };
+    }
+    const applied = await this.flow.transition(manager, id, item.status, {
+      message,
+      ...(item.status === 'DEPLOYING' ? { set: { heartbeatAt: new Date() } } : {}),
+    });
+    if (applied) return { ok: true };
+    // The deployment row is locked by the attempt, so this is the status that refused it.
+    const [now] = await queryRows<{ status: RevisionStatus }>(manager, `SELECT status FROM revisions WHERE id = $1`, [id]);
+    return rejected(`Revision ID ${id} is ${now?.status ?? 'gone'}; it cannot move to ${item.status}.`);
+  }
+
+  /**
+   * The stored status_message: what the agent said, marked as coming from it, with every secret
+   * value of the revision redacted (an agent's error text can quote the environment).
+   */
+  private statusMessage(item: RevisionReport, secretValues: () => string[]): string | null {
+    const said = item.message?.trim();
+    if (!said) return item.status === 'DEPLOY_FAILED' ? 'Listener reported a failed rollout without a message.' : null;
+    return `Listener reported: ${redactValues(said, secretValues())}`;
+  }
+
+  /**
+   * The agent removed a deleted deployment's objects: the row goes (its revisions cascade; the
+   * tracing project survives, its foreign key is ON DELETE SET NULL), which ends the delete.
+   */
+  private async finishTeardown(manager: EntityManager, listenerId: string, deploymentId: string): Promise<Outcome> {
+    const [row] = await queryRows<{ status: DeploymentStatus; listener_id: string | null }>(
+      manager,
+      `SELECT status, listener_id FROM deployments WHERE id = $1 FOR UPDATE`,
+      [deploymentId],
+    );
+    if (!row || row.listener_id !== listenerId) {
+      return rejected(`Deployment ID ${deploymentId} is not a deployment of listener ID ${listenerId}.`);
+    }
+    if (row.status !== 'AWAITING_DELETE') {
+      return rejected(`Deployment ID ${deploymentId} is ${row.status}; only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`);
+    }
+    await manager.query(`DELETE FROM deployments WHERE id = $1`, [deploymentId]);
+    return { ok: true };
+  }
+
+  // ---------------------------------------------------------------- check-in
+
+  /**
+   * Authorizes the agent for this listener, then records that it called in. A listener that
+   * reports again revives what the reconciler marked UNKNOWN while it was silent: deployments
+   * go back to READY when their database is provisioned, else to AWAITING_DATABASE; rollouts
+   * go back to DEPLOYING, so they reappear in the desired state and the agent can finish them
+   * (their phase deadline still bounds them). Each revival is its own conditional change, so a
+   * concurrent DELETE (AWAITING_DELETE, revisions INTERRUPTED) is never overwritten.
+   */
+  private async checkIn(agent: Principal, listenerId: string): Promise<Listener> {
+    if (agent.listenerId !== listenerId) throw new ForbiddenError(OTHER_LISTENERS_KEY);
+    const manager = this.dataSource.manager;
+    const repo = new ListenerRepository(manager);
+    const listener = agent.workspaceId ? await repo.find(agent.workspaceId, listenerId) : null;
+    if (!listener) throw NotFoundError.of('Listener', listenerId);
+    await repo.touchLastSeen(listenerId);
+    const unknown = await queryRows<{ id: string; database_name: string | null }>(
+      manager,
+      `SELECT id, database_name FROM deployments WHERE listener_id = $1 AND status = 'UNKNOWN'`,
+      [listenerId],
+    );
+    for (const d of unknown) {
+      await transitionDeployment(manager, d.id, d.database_name ? 'READY' : 'AWAITING_DATABASE', ['UNKNOWN']);
+    }
+    const lostRollouts = await queryRows<{ id: string }>(
+      manager,
+      `SELECT r.id FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
+      [listenerId],
+    );
+    for (const r of lostRollouts) {
+      await this.dataSource.transaction((m) =>
+        this.flow.transition(m, r.id, 'DEPLOYING', { from: ['UNKNOWN'], message: 'The listener is back; waiting for its report.' }),
+      );
+    }
+    return listener;
+  }
+}
+
+/** The deployment's namespace, else the listener's first, else `default`. */
+function namespaceOf(listener: Listener, d: Deployment): string {
+  return d.sourceConfig.listener_config?.k8s_namespace || listener.computeConfig.k8s_namespaces?.[0] || DEFAULT_NAMESPACE;
+}
