@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../support/http.js';
+import { createListener } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /** POST /v2/deployments (CONTRACT C4, C10): validation, aliases, defaults, tenancy, names. */
@@ -10,13 +11,7 @@ let listenerId: string;
 
 beforeAll(async () => {
   api = await startTestApi();
-  const res = await api.http.post('/v2/listeners', {
-    compute_type: 'k8s',
-    compute_id: 'create-cluster',
-    compute_config: { k8s_namespaces: ['agents', 'staging'] },
-  });
-  expect(res.status).toBe(201);
-  listenerId = res.body.id;
+  listenerId = await createListener(api, 'create-cluster');
 });
 afterAll(async () => {
   await api?.close();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretBox } from '@slipway/crypto';
+import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /** PATCH /v2/deployments/{id} (CONTRACT C4): when it makes a revision, immutables, secrets. */
@@ -39,16 +40,7 @@ async function createImage(name: string, extra: Record<string, unknown> = {}) {
   return res.body;
 }
 
-async function createRepohost(name: string) {
-  const res = await api.http.post('/v2/deployments', {
-    name,
-    source: 'repohost',
-    source_config: { integration_id: randomUUID(), repo_url: 'https://git.example/acme/agent' },
-    source_revision_config: { repo_ref: 'main' },
-  });
-  expect(res.status, res.text).toBe(201);
-  return res.body;
-}
+const createRepohost = (name: string) => createRepohostDeployment(api, name);
 
 async function revisionCount(deploymentId: string): Promise<number> {
   const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [deploymentId]);

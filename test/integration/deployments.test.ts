@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretBox } from '@slipway/crypto';
+import { createListener } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 let api: TestApi;
@@ -8,12 +9,7 @@ let listenerId: string;
 
 beforeAll(async () => {
   api = await startTestApi();
-  const res = await api.http.post('/v2/listeners', {
-    compute_type: 'k8s',
-    compute_id: 'deploy-cluster',
-    compute_config: { k8s_namespaces: ['agents', 'staging'] },
-  });
-  listenerId = res.body.id;
+  listenerId = await createListener(api, 'deploy-cluster');
 });
 afterAll(async () => {
   await api?.close();

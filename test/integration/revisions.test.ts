@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretBox } from '@slipway/crypto';
 import type { RevisionTransitionOptions } from '@slipway/db';
 import type { RevisionStatus } from '@slipway/domain';
+import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /** Revisions of a deployment (CONTRACT C5, C6): list, get, redeploy, interruption. */
@@ -31,16 +32,7 @@ async function createImage(name: string, imageUri = 'registry.example/agent:1.0.
   return res.body;
 }
 
-async function createRepohost(name: string) {
-  const res = await api.http.post('/v2/deployments', {
-    name,
-    source: 'repohost',
-    source_config: { integration_id: randomUUID(), repo_url: 'https://git.example/acme/agent' },
-    source_revision_config: { repo_ref: 'main' },
-  });
-  expect(res.status, res.text).toBe(201);
-  return res.body;
-}
+const createRepohost = (name: string) => createRepohostDeployment(api, name);
 
 /** Moves a revision through the product's own transition function, as the workers do. */
 async function move(revisionId: string, to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<void> {

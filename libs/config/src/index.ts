@@ -225,3 +225,19 @@ export function getConfig(): Readonly<Config> {
   cached ??= loadConfig();
   return cached;
 }
+
+/**
+ * For process entry points: the config, or a clear list of what is wrong on stderr and exit
+ * code 2 (a configuration error, not a crash).
+ */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { ConfigError, loadConfig, type Config } from '@slipway/config';
+import { loadConfigOrExit, type Config } from '@slipway/config';
 import { createDataSource, type DataSource } from '@slipway/db';
 import { createLogger, installShutdown, type Logger } from '@slipway/logging';
 import { JOB_CATALOG, QUEUES } from './catalog.js';
@@ -36,16 +36,7 @@ export interface WorkerProcessSpec {
  * outbox rows too), an optional health port, and one ordered shutdown.
  */
 export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
-  let config: Readonly<Config>;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger({ name: spec.name, level: config.logLevel });
   const dataSource = createDataSource({ url: config.databaseUrl, applicationName: `slipway-${spec.name}` });
   // Workers wait out a database that is not up yet instead of crash-looping.

@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig, type Config } from '@slipway/config';
+import { loadConfigOrExit, type Config } from '@slipway/config';
 import { createDataSource, TenancyRepository, type BootstrapResult } from '@slipway/db';
 import { createLogger, installShutdown, type Logger } from '@slipway/logging';
 import { closeQueues, createQueues, OutboxRelay, RevisionFlow } from '@slipway/jobs';
@@ -37,16 +37,7 @@ function reportBootstrap(log: Logger, result: BootstrapResult): void {
 }
 
 async function main(): Promise<void> {
-  let config: Readonly<Config>;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger({ name: 'api', level: config.logLevel });
   if (config.secretsKey.origin === 'generated') {
     log.warn({ dataDir: config.dataDir }, 'SLIPWAY_SECRETS_KEY is not set: generated one into the data dir. Set it explicitly in production.');

@@ -104,11 +104,11 @@ export function renderManifests(input: RenderInput): RenderedObject[] {
     redisService(input, names),
     redisDeployment(input, names),
     apiService(input, names),
-    apiDeployment(input, names),
+    serverDeployment(input, names, 'api'),
   ];
   const apiHpa = autoscaler(input, names.api, 'api', spec.min_scale, spec.max_scale);
   if (apiHpa) objects.push(apiHpa);
-  objects.push(queueDeployment(input, names));
+  objects.push(serverDeployment(input, names, 'queue'));
   const queueHpa = autoscaler(input, names.queue, 'queue', spec.queue_min_scale, spec.queue_max_scale);
   if (queueHpa) objects.push(queueHpa);
   if (input.customUrl) objects.push(ingress(input, names, input.customUrl));
@@ -265,34 +265,22 @@ function serverPod(input: RenderInput, names: ObjectNames, role: 'api' | 'queue'
   };
 }
 
-function apiDeployment(input: RenderInput, names: ObjectNames): V1Deployment {
+/**
+ * The API server and the queue worker run the same image as two Deployments. No pod of the old
+ * version goes away before a new one is ready: a revision that never becomes healthy leaves the
+ * previous one serving (CONTRACT C6, DEPLOY_FAILED).
+ */
+function serverDeployment(input: RenderInput, names: ObjectNames, role: 'api' | 'queue'): V1Deployment {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: metadata(input, names.api, 'api', true),
+    metadata: metadata(input, names[role], role, true),
     spec: {
-      replicas: input.resourceSpec.min_scale,
-      selector: { matchLabels: selectorLabels(input, 'api') },
-      // No pod of the old version goes away before a new one is ready: a revision that never
-      // becomes healthy leaves the previous one serving (CONTRACT C6, DEPLOY_FAILED).
+      replicas: role === 'api' ? input.resourceSpec.min_scale : input.resourceSpec.queue_min_scale,
+      selector: { matchLabels: selectorLabels(input, role) },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       progressDeadlineSeconds: PROGRESS_DEADLINE_SECONDS,
-      template: serverPod(input, names, 'api'),
-    },
-  };
-}
-
-function queueDeployment(input: RenderInput, names: ObjectNames): V1Deployment {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: metadata(input, names.queue, 'queue', true),
-    spec: {
-      replicas: input.resourceSpec.queue_min_scale,
-      selector: { matchLabels: selectorLabels(input, 'queue') },
-      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-      progressDeadlineSeconds: PROGRESS_DEADLINE_SECONDS,
-      template: serverPod(input, names, 'queue'),
+      template: serverPod(input, names, role),
     },
   };
 }

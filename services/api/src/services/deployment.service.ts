@@ -103,6 +103,9 @@ interface RevisionDraft {
   imageUri?: string | null;
 }
 
+/** The build settings a new revision snapshots from its deployment's source_config. */
+const buildConfigOf = (sc: StoredSourceConfig) => ({ install_command: sc.install_command ?? null, build_command: sc.build_command ?? null });
+
 const issue = (loc: Array<string | number>, type: string, msg: string): ValidationIssue => ({ loc: ['body', ...loc], msg, type });
 
 function revisionConfigFrom(input: SourceRevisionConfigInput, base: StoredRevisionConfig = {}): StoredRevisionConfig {
@@ -216,7 +219,7 @@ export class DeploymentService {
         sourceRevisionConfig: revisionConfig,
         resourceSpec,
         secrets,
-        buildConfig: { install_command: sourceConfig.install_command ?? null, build_command: sourceConfig.build_command ?? null },
+        buildConfig: buildConfigOf(sourceConfig),
       }, requestId);
     }
     return this.get(workspaceId, id, manager);
@@ -278,7 +281,7 @@ export class DeploymentService {
         sourceRevisionConfig: revisionConfig,
         resourceSpec,
         secrets,
-        buildConfig: { install_command: sourceConfig.install_command ?? null, build_command: sourceConfig.build_command ?? null },
+        buildConfig: buildConfigOf(sourceConfig),
       }, requestId);
     }
     return this.get(workspaceId, id, manager);
