@@ -40,6 +40,12 @@ export interface Config {
   deployerConcurrency: number;
   /** Port of a worker's /healthz and /metrics; 0 turns it off. */
   workerHealthPort: number;
+  /** `local` integrations may only list repositories under this directory (CONTRACT C8). */
+  localReposRoot: string;
+  /** Largest accepted source tarball (CONTRACT C10: 200 MB). */
+  uploadMaxBytes: number;
+  /** Process runtime: where deployments' processes and serving proxies listen. */
+  runtime: { host: string; portMin: number; portMax: number };
 }
 
 export interface PipelineTimings {
@@ -120,6 +126,11 @@ const schema = Joi.object({
   SLIPWAY_BUILDER_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
   SLIPWAY_DEPLOYER_CONCURRENCY: Joi.number().integer().min(1).max(256).default(8),
   SLIPWAY_WORKER_HEALTH_PORT: Joi.number().integer().min(0).max(65535).default(0),
+  SLIPWAY_LOCAL_REPOS_ROOT: Joi.string().default('./.slipway/repos'),
+  SLIPWAY_UPLOAD_MAX_BYTES: Joi.number().integer().min(1024).default(200 * 1024 * 1024),
+  SLIPWAY_RUNTIME_HOST: Joi.string().default('127.0.0.1'),
+  SLIPWAY_RUNTIME_PORT_MIN: Joi.number().integer().min(1024).max(65535).default(20_000),
+  SLIPWAY_RUNTIME_PORT_MAX: Joi.number().integer().min(1024).max(65535).default(29_999),
 })
   .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
   .unknown(true);
@@ -206,6 +217,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     builderConcurrency: value.SLIPWAY_BUILDER_CONCURRENCY,
     deployerConcurrency: value.SLIPWAY_DEPLOYER_CONCURRENCY,
     workerHealthPort: value.SLIPWAY_WORKER_HEALTH_PORT,
+    localReposRoot: path.resolve(value.SLIPWAY_LOCAL_REPOS_ROOT as string),
+    uploadMaxBytes: value.SLIPWAY_UPLOAD_MAX_BYTES,
+    runtime: { host: value.SLIPWAY_RUNTIME_HOST, portMin: value.SLIPWAY_RUNTIME_PORT_MIN, portMax: value.SLIPWAY_RUNTIME_PORT_MAX },
   };
   return deepFreeze(config);
 }

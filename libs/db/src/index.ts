@@ -36,3 +36,4 @@ export {
   type TagKeyChanges,
   type WorkspaceTagValue,
 } from './repositories/tag.repository.js';
+export { RevisionLogRepository, type LogLine, type LogPage, type LogType } from './repositories/revision-log.repository.js';

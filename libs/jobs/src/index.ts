@@ -7,3 +7,4 @@ export { PhaseGuard } from './phase-guard.js';
 export { createWorker, type HandlerMap, type JobContext, type JobHandler } from './worker.js';
 export { Reconciler, type ReconcileReport } from './reconciler.js';
 export { runWorkerProcess, type WorkerProcessContext, type WorkerProcessSpec } from './worker-process.js';
+export { RevisionLogWriter } from './log-writer.js';

@@ -31,7 +31,8 @@ interface OpenRevision {
   source: string;
   attempt: number;
   overdue: boolean;
-  quiet: boolean;
+  /** Epoch ms of the last sign of life the database has: status change or heartbeat. */
+  last_sign_ms: string;
 }
 
 /**
@@ -85,12 +86,12 @@ export class Reconciler {
       this.dataSource.manager,
       `SELECT id, deployment_id, status, source, attempt,
               (deadline_at IS NOT NULL AND deadline_at < now()) AS overdue,
-              (greatest(status_changed_at, coalesce(heartbeat_at, status_changed_at)) < now() - $2 * interval '1 millisecond') AS quiet
+              (extract(epoch FROM greatest(status_changed_at, coalesce(heartbeat_at, status_changed_at))) * 1000)::bigint AS last_sign_ms
          FROM revisions
         WHERE status <> ALL($1::text[]) AND started_at IS NOT NULL
         ORDER BY created_at
         LIMIT 1000`,
-      [TERMINAL, this.timings.heartbeatStaleMs],
+      [TERMINAL],
     );
     for (const rev of open) {
       if (rev.overdue) {
@@ -138,7 +139,9 @@ export class Reconciler {
   private async phaseLost(rev: OpenRevision): Promise<boolean> {
     if (rev.status === 'CREATING' || rev.status === 'QUEUED' || rev.status === 'UNKNOWN') return false; // deadline-driven
     if (rev.status === 'DEPLOYING' && rev.source === 'external_container') return false;
-    if (!rev.quiet) return false;
+    const stale = Date.now() - this.timings.heartbeatStaleMs;
+    const lastSign = Number(rev.last_sign_ms);
+    if (lastSign > stale) return false;
     const building = rev.status === 'AWAITING_BUILD' || rev.status === 'BUILDING';
     const name = building ? 'build.revision' : 'rollout.revision';
     const jobId = JOB_CATALOG[name].jobId({ revisionId: rev.id, attempt: rev.attempt });
@@ -146,7 +149,9 @@ export class Reconciler {
     const state = job ? await job.getState() : 'missing';
     if (PENDING_STATES.has(state)) return false;
     // Workers refresh heartbeat_at while they work: an active job gone quiet lost its worker.
-    if (state === 'active') return rev.quiet;
+    // Quiet counts from when the job went active too, so a worker that just picked it up and
+    // has not written its first heartbeat yet is not taken for dead.
+    if (state === 'active') return Math.max(lastSign, job?.processedOn ?? 0) < stale;
     return true;
   }
 
