@@ -9,7 +9,7 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
 
 const TERMINAL = [...REVISION_TERMINAL];
 /** Short enough that deadlines pass inside a test, long enough for a loaded 2-core machine. */
-const ROLLOUT_DEADLINE_MS = '8000';
+const ROLLOUT_DEADLINE_MS = '15000';
 
 async function createListener(api: TestApi, computeId: string): Promise<string> {
   const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: computeId, compute_config: { k8s_namespaces: null } });
@@ -74,7 +74,7 @@ describe('kill -9 of the deployer during a rollout', () => {
     const { revisionId } = await killDeployerMidRollout('killed-then-restarted');
     expect((await revisionRow(api, revisionId)).status).toBe('AWAITING_DEPLOY');
     spawned.push(await startService('deployer', env()));
-    const row = await eventually(() => revisionRow(api, revisionId), (r) => r.status === 'DEPLOYING', 20_000);
+    const row = await eventually(() => revisionRow(api, revisionId), (r) => r.status === 'DEPLOYING', 30_000);
     expect(row.attempt).toBe(1);
     const retries = await api.dataSource.query(
       `SELECT message FROM revision_events WHERE revision_id = $1 AND from_status = 'AWAITING_DEPLOY' AND to_status = 'AWAITING_DEPLOY'`,
@@ -82,18 +82,18 @@ describe('kill -9 of the deployer during a rollout', () => {
     );
     expect(retries).toEqual([{ message: 'The deployer working on this revision stopped responding. Retrying.' }]);
     // No agent reports in this test: the rollout deadline ends it, with a message saying so.
-    const done = await eventually(() => revisionRow(api, revisionId), (r) => TERMINAL.includes(r.status), 20_000);
+    const done = await eventually(() => revisionRow(api, revisionId), (r) => TERMINAL.includes(r.status), 40_000);
     expect(done.status).toBe('DEPLOY_FAILED');
     expect(done.status_message).toMatch(/deadline/);
-  }, 60_000);
+  }, 90_000);
 
   it('ends the revision in a terminal status even with no deployer left', async () => {
     for (const s of spawned) await s.stop('SIGKILL');
     const { revisionId } = await killDeployerMidRollout('killed-for-good');
-    const done = await eventually(() => revisionRow(api, revisionId), (r) => TERMINAL.includes(r.status), 25_000);
+    const done = await eventually(() => revisionRow(api, revisionId), (r) => TERMINAL.includes(r.status), 40_000);
     expect(done.status).toBe('DEPLOY_FAILED');
     expect(done.status_message).toMatch(/deadline|stopped responding/);
-  }, 60_000);
+  }, 90_000);
 
   it('leaves no revision non-terminal past its deadline', async () => {
     const [{ count }] = await api.dataSource.query(

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repohostFixture } from '../support/git-fixtures.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -41,15 +42,17 @@ describe('pipeline with real builder and deployer processes', () => {
     expect(events.map((e: any) => `${e.from_status}>${e.to_status}`)).toEqual(['CREATING>AWAITING_DEPLOY', 'AWAITING_DEPLOY>DEPLOYING']);
   });
 
-  it('fails a source build honestly instead of pretending', async () => {
+  it('fails a source build that cannot fetch its ref, saying what and where', async () => {
+    const repo = await repohostFixture(api);
     const { body: d } = await api.http.post('/v2/deployments', {
       name: 'e2e-source',
       source: 'repohost',
-      source_config: { integration_id: '00000000-0000-4000-8000-000000000001', repo_url: 'https://example.invalid/repo.git' },
-      source_revision_config: { repo_ref: 'main' },
+      source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl },
+      source_revision_config: { repo_ref: 'no-such-branch' },
     });
     const rev = await eventually(() => revisionOf(d.id, d.latest_revision_id), (r) => r.status === 'BUILD_FAILED');
-    expect(rev.status_message).toMatch(/not available in this Slipway release/);
+    expect(rev.status_message).toMatch(new RegExp(`^Branch or tag 'no-such-branch' not found in ${repo.repoUrl}\\.`));
+    expect(rev.source_revision_config.repo_commit_sha).toBeNull();
     const redeploy = await api.http.post(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/redeploy`);
     expect(redeploy.status).toBe(400);
   });

@@ -2,16 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../support/http.js';
 import { createListener } from '../support/fixtures.js';
+import { repohostFixture, type RepohostFixture } from '../support/git-fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /** POST /v2/deployments (CONTRACT C4, C10): validation, aliases, defaults, tenancy, names. */
 
 let api: TestApi;
 let listenerId: string;
+/** A real git repository behind a `local` integration: what repohost deployments must name (C4). */
+let repo: RepohostFixture;
 
 beforeAll(async () => {
   api = await startTestApi();
   listenerId = await createListener(api, 'create-cluster');
+  repo = await repohostFixture(api);
 });
 afterAll(async () => {
   await api?.close();
@@ -28,7 +32,7 @@ const image = (name: string, over: { source_config?: object; source_revision_con
 const repohost = (name: string, over: { source_config?: object; source_revision_config?: object; top?: object } = {}) => ({
   name,
   source: 'repohost',
-  source_config: { integration_id: randomUUID(), repo_url: 'https://git.example/acme/agent', ...over.source_config },
+  source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, ...over.source_config },
   source_revision_config: { repo_ref: 'main', ...over.source_revision_config },
   ...over.top,
 });
@@ -325,7 +329,7 @@ describe('aliases and defaults', () => {
     expect(res.body).toMatchObject({
       source: 'repohost',
       deployment_type: 'dev',
-      source_config: { deployment_type: 'dev', integration_id: body.source_config.integration_id, repo_url: 'https://git.example/acme/agent', listener_id: null },
+      source_config: { deployment_type: 'dev', integration_id: repo.integrationId, repo_url: repo.repoUrl, listener_id: null },
       source_revision_config: { repo_ref: 'main', graph_config_path: 'langgraph.json', image_uri: null },
       url: null,
       tag_value_ids: [],

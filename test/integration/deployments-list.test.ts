@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repohostFixture } from '../support/git-fixtures.js';
 import { HttpClient } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -17,6 +18,7 @@ beforeAll(async () => {
   api = await startTestApi();
   const listener = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'list-cluster', compute_config: { k8s_namespaces: null } });
   listenerId = listener.body.id;
+  const repo = await repohostFixture(api);
 
   const image = (name: string, imageVersion: string | null) => ({
     name,
@@ -29,7 +31,7 @@ beforeAll(async () => {
     name,
     source: 'repohost',
     deployment_type: type,
-    source_config: { integration_id: randomUUID(), repo_url: `https://git.example/acme/${name}` },
+    source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl },
     source_revision_config: { repo_ref: 'main' },
     image_version: imageVersion,
   });

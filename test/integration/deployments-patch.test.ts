@@ -284,6 +284,10 @@ describe('queueing and addressing', () => {
       source_revision_config: {},
     });
     expect(created.body.latest_revision_id).toBeNull();
+    // A finished upload of this deployment, as PUT /v2/uploads/{token} records it.
+    await api.dataSource.query(`INSERT INTO uploads (object_path, deployment_id, completed_at) VALUES ('uploads/abc.tar.gz', $1, now())`, [
+      created.body.id,
+    ]);
     const res = await patch(created.body.id, {
       revision_source: 'internal_source',
       source_revision_config: { source_tarball_path: 'uploads/abc.tar.gz', langgraph_config_path: 'langgraph.json' },

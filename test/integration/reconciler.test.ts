@@ -132,3 +132,22 @@ describe('Reconciler', () => {
     expect((await api.http.get(`/v2/deployments/${id}`)).status).toBe(404);
   });
 });
+
+describe('Reconciler housekeeping', () => {
+  it('drops unsigned webhook deliveries after a day and signed ones after 30 days', async () => {
+    const [{ id: integrationId }] = await api.dataSource.query(
+      `INSERT INTO integrations (id, workspace_id, provider, name) VALUES (gen_random_uuid(), $1, 'local', 'hk') RETURNING id`,
+      [api.workspaceId],
+    );
+    const insert = (valid: boolean, age: string) =>
+      api.dataSource.query(
+        `INSERT INTO webhook_deliveries (id, integration_id, signature_valid, status_code, outcome, received_at)
+         VALUES (gen_random_uuid(), $1, $2, 200, $3, now() - $4::interval) RETURNING outcome`,
+        [integrationId, valid, `${valid ? 'signed' : 'unsigned'} ${age}`, age],
+      );
+    for (const [valid, age] of [[false, '2 days'], [false, '1 hour'], [true, '2 days'], [true, '31 days']] as const) await insert(valid, age);
+    await reconciler.run();
+    const left = await api.dataSource.query(`SELECT outcome FROM webhook_deliveries WHERE integration_id = $1 ORDER BY outcome`, [integrationId]);
+    expect(left.map((r: any) => r.outcome)).toEqual(['signed 2 days', 'unsigned 1 hour']);
+  });
+});

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
+import { repohostFixture } from './git-fixtures.js';
 import type { TestApi } from './test-api.js';
 
 /** Registers a k8s listener over the API; returns its id. */
@@ -9,12 +9,16 @@ export async function createListener(api: TestApi, computeId: string, namespaces
   return res.body.id;
 }
 
-/** A repohost deployment (its build fails in this release, so it never gets an artifact). */
+/**
+ * A repohost deployment of the real git repository of a `local` integration (C4 needs both to
+ * exist; `repohostFixture` makes them once per test api). Nothing builds unless a test runs a builder.
+ */
 export async function createRepohostDeployment(api: TestApi, name: string, extra: Record<string, unknown> = {}) {
+  const { integrationId, repoUrl } = await repohostFixture(api);
   const res = await api.http.post('/v2/deployments', {
     name,
     source: 'repohost',
-    source_config: { integration_id: randomUUID(), repo_url: 'https://git.example/acme/agent' },
+    source_config: { integration_id: integrationId, repo_url: repoUrl },
     source_revision_config: { repo_ref: 'main' },
     ...extra,
   });

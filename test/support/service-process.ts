@@ -36,7 +36,9 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
     LOG_LEVEL: 'debug',
     SLIPWAY_RECONCILE_INTERVAL_MS: '500',
     SLIPWAY_HEARTBEAT_INTERVAL_MS: '300',
-    SLIPWAY_HEARTBEAT_STALE_MS: '2000',
+    // Short enough for recovery tests, long enough that a busy 2-core CI machine does not make
+    // a live worker look dead.
+    SLIPWAY_HEARTBEAT_STALE_MS: '4000',
     SLIPWAY_SHUTDOWN_TIMEOUT_MS: '5000',
     ...overrides,
   };

@@ -55,6 +55,8 @@ export async function startTestApi(
     SLIPWAY_SECRETS_KEY: randomBytes(32).toString('base64'),
     SLIPWAY_BOOTSTRAP_API_KEY: adminKey,
     SLIPWAY_DATA_DIR: dataDir,
+    // `local` integrations (C8) only see repositories under here: this test's own directory.
+    SLIPWAY_LOCAL_REPOS_ROOT: path.join(dataDir, 'repos'),
     LOG_LEVEL: 'debug',
     PORT: '0',
     ...env,
@@ -67,9 +69,11 @@ export async function startTestApi(
   const redis = createProducerRedis(config.redisUrl, logger);
   const queues = createQueues(redis, config.queuePrefix, logger);
   const flow = new RevisionFlow(config.pipeline);
-  const relay = new OutboxRelay(dataSource, queues, logger, (m, name, payload) => flow.onEnqueued(m, name, payload));
+  const relay = new OutboxRelay(dataSource, queues, logger, (m, name, payload) => flow.onHandOff(m, name, payload));
   const app = createApp({ config, dataSource, redis, queues, logger, ...options });
-  const server = app.express.listen(0, '127.0.0.1');
+  // PORT 0 (the default here) is an ephemeral port; a test that needs absolute URLs on the
+  // service (upload URLs, C10) passes a fixed free PORT so the default public URL is right.
+  const server = app.express.listen(config.port, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 

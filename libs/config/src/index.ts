@@ -44,6 +44,8 @@ export interface Config {
   localReposRoot: string;
   /** Largest accepted source tarball (CONTRACT C10: 200 MB). */
   uploadMaxBytes: number;
+  /** How long a signed upload URL stays valid (CONTRACT C10). */
+  uploadUrlTtlMs: number;
   /** Process runtime: where deployments' processes and serving proxies listen. */
   runtime: { host: string; portMin: number; portMax: number };
 }
@@ -128,6 +130,7 @@ const schema = Joi.object({
   SLIPWAY_WORKER_HEALTH_PORT: Joi.number().integer().min(0).max(65535).default(0),
   SLIPWAY_LOCAL_REPOS_ROOT: Joi.string().default('./.slipway/repos'),
   SLIPWAY_UPLOAD_MAX_BYTES: Joi.number().integer().min(1024).default(200 * 1024 * 1024),
+  SLIPWAY_UPLOAD_URL_TTL_MS: ms(60 * MINUTE),
   SLIPWAY_RUNTIME_HOST: Joi.string().default('127.0.0.1'),
   SLIPWAY_RUNTIME_PORT_MIN: Joi.number().integer().min(1024).max(65535).default(20_000),
   SLIPWAY_RUNTIME_PORT_MAX: Joi.number().integer().min(1024).max(65535).default(29_999),
@@ -219,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     workerHealthPort: value.SLIPWAY_WORKER_HEALTH_PORT,
     localReposRoot: path.resolve(value.SLIPWAY_LOCAL_REPOS_ROOT as string),
     uploadMaxBytes: value.SLIPWAY_UPLOAD_MAX_BYTES,
+    uploadUrlTtlMs: value.SLIPWAY_UPLOAD_URL_TTL_MS,
     runtime: { host: value.SLIPWAY_RUNTIME_HOST, portMin: value.SLIPWAY_RUNTIME_PORT_MIN, portMax: value.SLIPWAY_RUNTIME_PORT_MAX },
   };
   return deepFreeze(config);

@@ -10,6 +10,12 @@ export * from './entities/index.js';
 export { MIGRATIONS } from './migrations/index.js';
 export { isDatabaseUnavailable, isForeignKeyViolation, isUniqueViolation } from './pg-errors.js';
 export { ApiKeyRepository, issueApiKey, type ApiKeyFilter, type IssueApiKeyInput } from './repositories/api-key.repository.js';
+export {
+  DEPLOYMENT_INTEGRATION_FK,
+  INTEGRATION_NAME_UNIQUE,
+  IntegrationRepository,
+  type PushTarget,
+} from './repositories/integration.repository.js';
 export { LISTENER_COMPUTE_ID_UNIQUE, ListenerRepository, type ListenerChanges } from './repositories/listener.repository.js';
 export {
   OAUTH_PROVIDER_ID_UNIQUE,

@@ -46,3 +46,8 @@ export class ConflictError extends AppError {
 export class UnavailableError extends AppError {
   readonly status = 503;
 }
+
+/** 502: an upstream host (GitHub, Gitea, a local repository root) failed; the message says what it answered. */
+export class BadGatewayError extends AppError {
+  readonly status = 502;
+}

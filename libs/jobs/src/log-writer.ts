@@ -13,7 +13,7 @@ const MAX_PENDING = 10_000;
  */
 export class RevisionLogWriter {
   private pending: Array<{ level: string; message: string }> = [];
-  private partial = '';
+  private readonly partials = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -30,20 +30,22 @@ export class RevisionLogWriter {
     this.schedule();
   }
 
-  /** A chunk of process output; split into lines, the trailing partial line kept for later. */
-  write(chunk: Buffer | string, level = 'info'): void {
-    const text = this.partial + chunk.toString();
+  /**
+   * A chunk of process output; split into lines, the trailing partial line kept for later.
+   * Each `stream` (e.g. stdout, stderr) keeps its own partial line, so interleaved chunks of
+   * two streams never merge into one line.
+   */
+  write(chunk: Buffer | string, level = 'info', stream = 'out'): void {
+    const text = (this.partials.get(stream) ?? '') + chunk.toString();
     const lines = text.split(/\r?\n/);
-    this.partial = lines.pop() ?? '';
+    this.partials.set(stream, lines.pop() ?? '');
     for (const l of lines) if (l.length) this.line(l, level);
   }
 
-  /** Writes everything pending, including a trailing partial line. */
+  /** Writes everything pending, including trailing partial lines. */
   async close(): Promise<void> {
-    if (this.partial) {
-      this.line(this.partial);
-      this.partial = '';
-    }
+    for (const partial of this.partials.values()) if (partial) this.line(partial);
+    this.partials.clear();
     await this.flush();
   }
 

@@ -19,6 +19,12 @@ export class PhaseGuard {
     private readonly revisionId: string,
     private readonly statuses: readonly RevisionStatus[],
     private readonly timings: Pick<PipelineTimings, 'heartbeatIntervalMs'>,
+    /**
+     * The attempt this worker runs. When the reconciler has retried the phase meanwhile, the
+     * revision is back in the same status under a new attempt: matching the attempt is what
+     * tells this (stale) worker to stop instead of beating on as if it still owned the phase.
+     */
+    private readonly attempt?: number,
   ) {}
 
   get signal(): AbortSignal {
@@ -46,9 +52,9 @@ export class PhaseGuard {
       const rows = await queryRows<{ overdue: boolean }>(
         this.dataSource.manager,
         `UPDATE revisions SET heartbeat_at = now()
-          WHERE id = $1 AND status = ANY($2::text[])
+          WHERE id = $1 AND status = ANY($2::text[]) AND ($3::int IS NULL OR attempt = $3)
           RETURNING (deadline_at IS NOT NULL AND deadline_at < now()) AS overdue`,
-        [this.revisionId, this.statuses],
+        [this.revisionId, this.statuses, this.attempt ?? null],
       );
       if (!rows.length) this.controller.abort('The revision was interrupted or moved on by another process.');
       else if (rows[0]!.overdue) this.controller.abort('The phase deadline passed.');

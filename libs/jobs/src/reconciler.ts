@@ -243,5 +243,11 @@ export class Reconciler {
   private async housekeeping(): Promise<void> {
     await this.dataSource.query(`DELETE FROM outbox WHERE sent_at < now() - interval '1 day'`);
     await this.dataSource.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'`);
+    // Deliveries are recorded before they are authenticated, so anyone can add rows: keep
+    // unsigned ones a day (enough to debug a misconfigured secret), signed ones 30 days.
+    await this.dataSource.query(
+      `DELETE FROM webhook_deliveries
+        WHERE received_at < now() - CASE WHEN signature_valid THEN interval '30 days' ELSE interval '1 day' END`,
+    );
   }
 }

@@ -13,8 +13,11 @@ interface OutboxRow {
   attempts: number;
 }
 
-/** Called in the relay's transaction after a job reached Redis (e.g. CREATING → AWAITING_BUILD). */
-export type EnqueuedHook = (manager: EntityManager, name: JobName, payload: Record<string, unknown>) => Promise<void>;
+/**
+ * Called in the relay's transaction just before the job goes to Redis (e.g. CREATING →
+ * AWAITING_BUILD); rolled back if Redis refuses the job.
+ */
+export type HandOffHook = (manager: EntityManager, name: JobName, payload: Record<string, unknown>) => Promise<void>;
 
 export interface RelayOptions {
   batchSize?: number;
@@ -41,7 +44,7 @@ export class OutboxRelay {
     private readonly dataSource: DataSource,
     private readonly queues: Queues,
     private readonly log: Logger,
-    private readonly onEnqueued: EnqueuedHook = async () => {},
+    private readonly onHandOff: HandOffHook = async () => {},
     options: RelayOptions = {},
   ) {
     this.batchSize = options.batchSize ?? 100;
@@ -131,13 +134,20 @@ export class OutboxRelay {
       return true;
     }
     const entry = JOB_CATALOG[row.job_name];
+    // The status change goes first, under a savepoint, and the job second: a worker can pick
+    // the job up before this transaction commits, and its read then waits on our row lock and
+    // sees the new status. If Redis refuses the job, the status change is rolled back with it.
+    await manager.query('SAVEPOINT relay_row');
     try {
+      await this.onHandOff(manager, row.job_name, row.payload);
       await this.queues[entry.queue].add(row.job_name, row.payload, {
         ...entry.options,
         jobId: row.job_id,
         delay: row.delay_ms || undefined,
       });
+      await manager.query('RELEASE SAVEPOINT relay_row');
     } catch (err) {
+      await manager.query('ROLLBACK TO SAVEPOINT relay_row');
       const backoff = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(row.attempts, 10));
       await manager.query(
         `UPDATE outbox SET attempts = attempts + 1, last_error = $2, available_at = now() + ($3 || ' milliseconds')::interval WHERE id = $1`,
@@ -146,7 +156,6 @@ export class OutboxRelay {
       this.log.warn({ err, outboxId: row.id, jobId: row.job_id }, 'enqueue failed; will retry');
       return false;
     }
-    await this.onEnqueued(manager, row.job_name, row.payload);
     await manager.query(`UPDATE outbox SET sent_at = now() WHERE id = $1`, [row.id]);
     return true;
   }

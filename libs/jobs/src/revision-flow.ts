@@ -72,11 +72,11 @@ export class RevisionFlow {
   }
 
   /**
-   * Relay hook: the revision's job reached Redis, so it leaves CREATING/QUEUED and its phase
+   * Relay hook, run as the revision's job is handed to Redis: it leaves CREATING/QUEUED and its phase
    * deadline starts. Conditional: a revision interrupted meanwhile stays interrupted, and its
    * job will find it terminal and do nothing.
    */
-  async onEnqueued(manager: EntityManager, name: JobName, payload: Record<string, unknown>): Promise<void> {
+  async onHandOff(manager: EntityManager, name: JobName, payload: Record<string, unknown>): Promise<void> {
     const revisionId = payload.revisionId as string | undefined;
     if (!revisionId) return;
     if (name === 'build.revision') {

@@ -27,6 +27,11 @@ export interface WorkerProcessSpec {
   name: 'builder' | 'deployer';
   /** The process's own workers; the maintenance worker and the outbox relay are added for every process. */
   workers: (ctx: WorkerProcessContext) => Worker[];
+  /**
+   * Runs once the connections are up, before any worker takes a job (e.g. the deployer's
+   * runtime supervisor). What it returns is stopped at shutdown, right after the workers closed.
+   */
+  onStart?: (ctx: WorkerProcessContext) => Promise<{ name: string; stop: () => Promise<unknown> } | void>;
 }
 
 /**
@@ -56,6 +61,7 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   const flow = new RevisionFlow(config.pipeline);
   const ctx: WorkerProcessContext = { config, log, dataSource, queues, workerRedis, flow };
 
+  const started = (await spec.onStart?.(ctx)) ?? null;
   const reconciler = new Reconciler(dataSource, queues, flow, config.pipeline, log);
   const workers = [
     ...spec.workers(ctx),
@@ -70,7 +76,7 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   ];
   await scheduleReconciler(queues, config, log);
 
-  const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onEnqueued(m, name, payload));
+  const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onHandOff(m, name, payload));
   relay.start();
   const health = config.workerHealthPort ? startHealthServer(config.workerHealthPort, dataSource, log) : null;
   log.info({ workers: workers.map((w) => w.name) }, `${spec.name} started`);
@@ -79,6 +85,7 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
     log,
     [
       { name: 'workers', run: () => Promise.all(workers.map((w) => w.close())) },
+      ...(started ? [{ name: started.name, run: started.stop }] : []),
       { name: 'outbox relay', run: () => relay.stop() },
       { name: 'health', run: () => health && new Promise((r) => health.close(r)) },
       { name: 'queues', run: () => closeQueues(queues) },

@@ -12,3 +12,18 @@ export {
   type RenderInput,
   type StoreImages,
 } from './kubernetes/render.js';
+export { ArtifactError, parseEnvFile, readArtifact, type Artifact } from './process/artifact.js';
+export { probeHealth, waitHealthy, type HealthOutcome } from './process/health.js';
+export { groupMembers, isProcessAlive, stopProcessGroup } from './process/os-process.js';
+export { isPortFree, pickFreePort } from './process/ports.js';
+export {
+  instanceEnvironment,
+  lastLines,
+  PortsExhaustedError,
+  ProcessRuntime,
+  type LaunchedInstance,
+  type LaunchSpec,
+  type ProcessRuntimeOptions,
+} from './process/process-runtime.js';
+export { ProcessStore, type InstanceRecord, type InstanceStatus, type Queryable } from './process/process-store.js';
+export { ServingProxy, type ProxyTarget, type ServingProxyOptions } from './process/serving-proxy.js';

@@ -18,18 +18,25 @@ import { createMetrics } from './metrics/metrics.js';
 import { buildOpenApiDocument } from './openapi/openapi.js';
 import { apiKeyRoutes } from './routes/api-keys.router.js';
 import { deploymentRoutes } from './routes/deployments.router.js';
+import { integrationRoutes } from './routes/integrations.router.js';
 import { listenerAgentRoutes } from './routes/listener-agent.router.js';
 import { listenerRoutes } from './routes/listeners.router.js';
+import { logRoutes } from './routes/logs.router.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
 import { opsRoutes } from './routes/ops.router.js';
 import { tagRoutes } from './routes/tags.router.js';
+import { uploadRoutes } from './routes/uploads.router.js';
 import { ApiKeyService } from './services/api-key.service.js';
 import { DeploymentService } from './services/deployment.service.js';
+import { IntegrationService } from './services/integration.service.js';
+import { WebhookService } from './services/webhook.service.js';
 import { WriteRunner } from './services/idempotency.js';
 import { RevisionService } from './services/revision.service.js';
 import { ListenerAgentService } from './services/listener-agent.service.js';
 import { ListenerService } from './services/listener.service.js';
 import { OAuthProviderService } from './services/oauth-provider.service.js';
+import { LogService } from './services/log.service.js';
+import { UploadService } from './services/upload.service.js';
 
 export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
 
@@ -53,6 +60,8 @@ export interface App {
   routes: readonly RouteSpec[];
 }
 
+const UPLOAD_TOKEN_IN_URL = /(\/v2\/uploads\/)[^/?#]+/;
+
 /** Accept a caller's request id only when it is short and plain, so it is safe to log and echo. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -62,7 +71,8 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   const authenticator = new Authenticator(dataSource, config.jwt ? new JwtVerifier(config.jwt) : null, logger);
 
   const flow = new RevisionFlow(config.pipeline);
-  const deployments = new DeploymentService(dataSource, secrets, flow);
+  const integrations = new IntegrationService(dataSource, secrets, config);
+  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, config.runtime.host);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   let document: Record<string, unknown> | undefined;
@@ -70,10 +80,13 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...opsRoutes({ dataSource, redis, openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
     ...apiKeyRoutes(new ApiKeyService(dataSource)),
     ...listenerRoutes(new ListenerService(dataSource)),
-    ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, config.secretsKey.key)),
+    ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, deriveKey(config.secretsKey.key, 'store-credentials'))),
     ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes({ dataSource, deployments }),
+    ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
+    ...uploadRoutes(new UploadService(dataSource, config)),
+    ...logRoutes(new LogService(dataSource)),
     ...extraRoutes,
   ];
 
@@ -97,17 +110,29 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
       },
       // Only what an operator needs; never headers or bodies, where credentials live.
       serializers: {
-        req: (req: Request & { raw?: Request }) => ({ id: req.id, method: req.method, url: req.url }),
+        // An upload URL's token is a credential (C10): logged as `<token>`.
+        req: (req: Request & { raw?: Request }) => ({ id: req.id, method: req.method, url: req.url.replace(UPLOAD_TOKEN_IN_URL, '$1<token>') }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
       autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
     }),
   );
-  app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  // Byte-stream routes (tarball uploads) come before the JSON parser, which never sees them.
+  const streamRouter = express.Router({ strict: false });
+  mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { authenticator });
+  for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
+  app.use(
+    express.json({
+      limit: config.bodyLimitBytes,
+      type: ['application/json', 'application/*+json'],
+      // The exact bytes, for routes that check a signature over them (the push webhook).
+      verify: (req, _res, buf) => void ((req as Request & { rawBody?: Buffer }).rawBody = buf),
+    }),
+  );
 
   const router = express.Router({ strict: false });
-  mountRoutes(router, routes, { authenticator });
+  mountRoutes(router, routes.filter((r) => !r.streamBody), { authenticator });
   for (const prefix of PATH_PREFIXES) {
     // serveFiles per mount: the shared `serve` keeps one init script for all setups.
     const docs = { swaggerOptions: { url: `${prefix}/openapi.json` }, customSiteTitle: 'Slipway API' };

@@ -1,38 +1,388 @@
-import { queryRows, type DataSource } from '@slipway/db';
-import { isRevisionTerminal, type RevisionStatus } from '@slipway/domain';
-import type { JobHandler, RevisionFlow } from '@slipway/jobs';
+import { existsSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { UnrecoverableError } from 'bullmq';
+import type { Config } from '@slipway/config';
+import type { SecretBox } from '@slipway/crypto';
+import { queryRows, type BuildConfig, type DataSource, type EntityManager, type StoredRevisionConfig, type StoredSourceConfig } from '@slipway/db';
+import {
+  artifactUri,
+  GraphConfigError,
+  isRevisionTerminal,
+  type ArtifactManifest,
+  type RevisionStatus,
+  type SecretEntry,
+} from '@slipway/domain';
+import { enqueueInOutbox, PhaseGuard, RevisionLogWriter, type JobHandler, type RevisionFlow } from '@slipway/jobs';
+import type { Logger } from '@slipway/logging';
+import { displayGitUrl, extractTarball, fetchGitRepository, SourceFetchError, uploadFilePath, type CloneAuth } from '@slipway/source';
+import {
+  BuildError,
+  buildCommandFor,
+  buildEnv,
+  BuildLog,
+  buildPaths,
+  installCommandFor,
+  loadGraphConfig,
+  loadPackageJson,
+  publishArtifact,
+  type BuildPaths,
+} from './build-steps.js';
+import { CommandAbortedError, runShellCommand } from './run-command.js';
 
-interface BuildRow {
+const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
+
+/** What a build needs of its revision and deployment, loaded once. */
+export interface BuildRow {
   status: RevisionStatus;
   attempt: number;
   source: string;
+  deployment_id: string;
+  integration_id: string | null;
+  source_revision_config: StoredRevisionConfig;
+  build_config: BuildConfig;
+  secrets_sealed: string | null;
+  source_config: StoredSourceConfig;
 }
 
+export interface BuilderDeps {
+  config: Readonly<Config>;
+  dataSource: DataSource;
+  flow: RevisionFlow;
+  secrets: SecretBox;
+  /**
+   * Credentials to clone a repohost deployment's repository: the integration's provider
+   * `cloneAuth()`. Without it (or when it answers null) git runs without credentials, which
+   * is what `local` integrations and public https repositories need.
+   */
+  cloneAuth?: (build: BuildRow) => Promise<CloneAuth | null>;
+}
+
+/** The build stopped because the revision is no longer this attempt's to build. */
+class OwnershipLost extends Error {}
+
+const minutes = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`);
+
 /**
- * `build.revision`. Source builds (git fetch, install, build, artifact) are not part of this
- * release: a revision that needs one fails honestly with BUILD_FAILED and a message saying why,
- * never a fake success. The claim (AWAITING_BUILD → BUILDING) is conditional, so a duplicate or
- * stale job (older attempt) does nothing.
+ * `build.revision`: claims the revision (AWAITING_BUILD → BUILDING, conditional: a duplicate
+ * or stale job does nothing), then fetches the source (git at `repo_ref`, or the uploaded
+ * tarball), records the commit, validates the graph config, runs the install and build
+ * commands, publishes the artifact, and hands the revision to the rollout queue through the
+ * outbox in the same transaction that moves it to AWAITING_DEPLOY.
+ *
+ * A PhaseGuard heart-beats the revision and aborts the work when it is interrupted or past its
+ * deadline; the abort kills the command's whole process group. Every failure ends in
+ * BUILD_FAILED with a status_message saying what failed and the last log lines (redacted).
  */
-export function buildRevisionProcessor(dataSource: DataSource, flow: RevisionFlow): JobHandler<'build.revision'> {
-  return async ({ revisionId, attempt }, { log }) => {
-    const [rev] = await queryRows<BuildRow>(dataSource.manager, `SELECT status, attempt, source FROM revisions WHERE id = $1`, [revisionId]);
+export function buildRevisionProcessor(deps: BuilderDeps): JobHandler<'build.revision'> {
+  return async ({ revisionId, attempt, requestId }, { log }) => {
+    const [rev] = await queryRows<BuildRow>(
+      deps.dataSource.manager,
+      `SELECT r.status, r.attempt, r.source, r.deployment_id, r.source_revision_config, r.build_config, r.secrets_sealed,
+              d.source_config, d.integration_id
+         FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+        WHERE r.id = $1`,
+      [revisionId],
+    );
     if (!rev || isRevisionTerminal(rev.status) || rev.attempt !== attempt) {
       log.info({ status: rev?.status, currentAttempt: rev?.attempt }, 'build job is stale; nothing to do');
       return;
     }
-    const claimed = await dataSource.transaction((m) =>
-      flow.transition(m, revisionId, 'BUILDING', { from: ['AWAITING_BUILD'], set: { heartbeatAt: new Date() } }),
+    const claimed = await deps.dataSource.transaction((m) =>
+      deps.flow.transition(m, revisionId, 'BUILDING', { from: ['AWAITING_BUILD'], message: 'Building.', set: { heartbeatAt: new Date() } }),
     );
-    if (!claimed) return;
-    await dataSource.transaction((m) =>
-      flow.transition(m, revisionId, 'BUILD_FAILED', {
-        from: ['BUILDING'],
-        message:
-          `Building ${rev.source} revisions from source is not available in this Slipway release yet; ` +
-          'deploy a container image (source external_container) instead.',
-      }),
-    );
-    log.warn({ source: rev.source }, 'source builds are not available; revision failed');
+    if (!claimed) {
+      log.info({ status: rev.status }, 'revision was not waiting for a build; nothing to do');
+      return;
+    }
+    await new RevisionBuild(deps, revisionId, attempt, rev, log).run(requestId);
   };
+}
+
+/** One attempt at building one revision. */
+class RevisionBuild {
+  private readonly paths: BuildPaths;
+  private readonly guard: PhaseGuard;
+  private buildLog!: BuildLog;
+
+  constructor(
+    private readonly deps: BuilderDeps,
+    private readonly revisionId: string,
+    private readonly attempt: number,
+    private readonly rev: BuildRow,
+    private readonly log: Logger,
+  ) {
+    this.paths = buildPaths(deps.config.dataDir, revisionId, attempt);
+    this.guard = new PhaseGuard(deps.dataSource, revisionId, ['BUILDING'], deps.config.pipeline, attempt);
+  }
+
+  async run(requestId: string | undefined): Promise<void> {
+    await this.guard.start();
+    let secrets: SecretEntry[] = [];
+    let secretsProblem: string | null = null;
+    try {
+      secrets = this.rev.secrets_sealed ? (JSON.parse(this.deps.secrets.open(this.rev.secrets_sealed, this.revisionId)) as SecretEntry[]) : [];
+    } catch (err) {
+      secretsProblem = `The revision's secrets could not be decrypted (${(err as Error).message}); was SLIPWAY_SECRETS_KEY changed?`;
+    }
+    this.buildLog = new BuildLog(
+      new RevisionLogWriter(this.deps.dataSource, this.revisionId, 'build', secrets.map((s) => s.value)),
+      secrets.map((s) => s.value),
+    );
+
+    // The verdict is applied last, after the log is flushed and the build directory removed:
+    // whoever sees the final status (a CLI polling it) then finds the whole build log.
+    let conclude: () => Promise<string | null>;
+    try {
+      if (secretsProblem) throw new BuildError(secretsProblem);
+      await rm(this.paths.work, { recursive: true, force: true });
+      await mkdir(this.paths.home, { recursive: true });
+      const { commit } = await this.build(secrets);
+      conclude = () => this.handToRollout(commit, requestId);
+    } catch (err) {
+      conclude = this.guard.signal.aborted || err instanceof OwnershipLost ? this.stopped(err) : this.failed(err);
+    }
+    this.guard.stop();
+    await this.buildLog.close().catch((err) => this.log.warn({ err }, 'could not write the last build log lines'));
+    await rm(this.paths.work, { recursive: true, force: true }).catch((err) => this.log.warn({ err }, 'could not remove the build directory'));
+    const failure = await conclude();
+    // The revision is marked failed once (by `conclude`); the job fails too, so queue dashboards show why.
+    if (failure) throw new UnrecoverableError(failure);
+  }
+
+  /** Fetch, validate, install, build, publish the artifact; returns the commit built. */
+  private async build(secrets: SecretEntry[]): Promise<{ commit: string | null }> {
+    const { signal } = this.guard;
+    const config = this.rev.source_revision_config ?? {};
+    const { sourceRoot, commit, where, manifestSource } = await this.fetchSource(signal);
+    if (commit) await this.recordCommit(commit);
+
+    const graphConfigPath = config.graph_config_path || DEFAULT_GRAPH_CONFIG_PATH;
+    const graph = await loadGraphConfig(sourceRoot, graphConfigPath, where);
+    this.buildLog.line(`Graph config ${graph.relativePath}: graphs ${Object.keys(graph.config.graphs).join(', ')}`);
+    const appRel = path.relative(sourceRoot, graph.appDir).split(path.sep).join('/') || '.';
+    const pkg = await loadPackageJson(graph.appDir, appRel === '.' ? 'the source root' : `'${appRel}'`);
+
+    const env = buildEnv(this.paths, secrets);
+    await this.runStep('install', installCommandFor(pkg, this.configured('install_command')), graph.appDir, env);
+    const buildCommand = buildCommandFor(pkg, this.configured('build_command'));
+    if (buildCommand) await this.runStep('build', buildCommand, graph.appDir, env);
+    else this.buildLog.line('No build command and no "build" script: nothing to build.');
+
+    const manifest: ArtifactManifest = {
+      version: 1,
+      revision_id: this.revisionId,
+      commit,
+      source: manifestSource,
+      graph_config_path: graph.relativePath,
+      graphs: graph.config.graphs,
+      env: graph.config.env ?? null,
+      node_version: graph.config.node_version ?? null,
+      start: { command: 'npm', args: ['run', 'start'], cwd: appRel },
+      built_at: new Date().toISOString(),
+    };
+    // Checked before touching the artifact directory, which another attempt may own by now.
+    if (!(await this.deps.dataSource.transaction((m) => this.owned(m)))) throw new OwnershipLost();
+    await publishArtifact(this.paths, sourceRoot, manifest, this.attempt);
+    this.buildLog.line(`Artifact ready: ${this.paths.artifact}`);
+    return { commit };
+  }
+
+  /**
+   * A build setting as the revision snapshotted it; revisions made before snapshots existed
+   * (no key at all) fall back to the deployment's current setting.
+   */
+  private configured(key: 'install_command' | 'build_command'): string | null {
+    const snapshot = this.rev.build_config ?? {};
+    return (key in snapshot ? snapshot[key] : this.rev.source_config?.[key]) ?? null;
+  }
+
+  private async fetchSource(signal: AbortSignal): Promise<{
+    sourceRoot: string;
+    commit: string | null;
+    where: string;
+    manifestSource: ArtifactManifest['source'];
+  }> {
+    const config = this.rev.source_revision_config ?? {};
+    if (this.rev.source === 'repohost') {
+      const repoUrl = this.rev.source_config.repo_url;
+      if (!repoUrl) throw new BuildError('The deployment has no source_config.repo_url to build from.');
+      const ref = config.repo_ref || null;
+      const pinned = config.repo_commit_sha || null;
+      const auth = this.deps.cloneAuth ? await this.deps.cloneAuth(this.rev) : null;
+      const display = displayGitUrl(repoUrl);
+      this.buildLog.line(`Fetching ${display} at ${pinned ? `commit ${pinned}` : ref ? `'${ref}'` : 'its default branch'}`);
+      const fetched = await fetchGitRepository({
+        url: auth?.type === 'url' ? auth.url : repoUrl,
+        ref,
+        commit: pinned,
+        dir: this.paths.source,
+        auth: auth?.type === 'http-header' ? { header: auth.header } : null,
+        signal,
+      });
+      this.buildLog.line(`Checked out commit ${fetched.commit}`);
+      return {
+        sourceRoot: fetched.dir,
+        commit: fetched.commit,
+        where: `${display} ${ref ? `'${ref}'` : 'default branch'} (commit ${fetched.commit.slice(0, 12)})`,
+        manifestSource: { type: 'repohost', repo_url: display, ref },
+      };
+    }
+    if (this.rev.source === 'upload') {
+      const archive = await this.uploadedTarball(config.source_tarball_path ?? null);
+      this.buildLog.line(`Extracting the uploaded source ${config.source_tarball_path}`);
+      const { root, entries } = await extractTarball({ archive, dir: this.paths.source, signal });
+      this.buildLog.line(`Extracted ${entries} entries`);
+      return {
+        sourceRoot: root,
+        commit: null,
+        where: 'the uploaded source',
+        manifestSource: { type: 'upload', object_path: config.source_tarball_path! },
+      };
+    }
+    throw new BuildError(`Revisions of ${this.rev.source} deployments are not built from source.`);
+  }
+
+  /** The file of an uploaded tarball: known in `uploads` for this deployment, and present under the data dir. */
+  private async uploadedTarball(objectPath: string | null): Promise<string> {
+    if (!objectPath) throw new BuildError('This revision has no source tarball (source_revision_config.source_tarball_path is empty).');
+    const [upload] = await queryRows<{ deployment_id: string; completed_at: Date | null }>(
+      this.deps.dataSource.manager,
+      `SELECT deployment_id, completed_at FROM uploads WHERE object_path = $1`,
+      [objectPath],
+    );
+    const again = 'upload the source again (POST /v2/deployments/{id}/upload-url).';
+    if (!upload || upload.deployment_id !== this.rev.deployment_id) {
+      throw new BuildError(`The source tarball '${objectPath}' was never uploaded for this deployment; ${again}`);
+    }
+    let file: string;
+    try {
+      file = uploadFilePath(this.deps.config.dataDir, objectPath);
+    } catch {
+      throw new BuildError(`'${objectPath}' is not an upload object path; ${again}`);
+    }
+    if (!existsSync(file)) {
+      throw new BuildError(`The source tarball '${objectPath}' ${upload.completed_at ? 'is missing on the server' : 'was never completely uploaded'}; ${again}`);
+    }
+    return file;
+  }
+
+  /** Stores the resolved commit while the build runs (a retry then builds the same commit). */
+  private async recordCommit(commit: string): Promise<void> {
+    const rows = await queryRows(
+      this.deps.dataSource.manager,
+      `UPDATE revisions SET source_revision_config = source_revision_config || jsonb_build_object('repo_commit_sha', $2::text), updated_at = now()
+        WHERE id = $1 AND status = 'BUILDING' AND attempt = $3
+        RETURNING id`,
+      [this.revisionId, commit, this.attempt],
+    );
+    if (!rows.length) throw new OwnershipLost();
+  }
+
+  private async runStep(step: 'install' | 'build', command: string, cwd: string, env: Record<string, string>): Promise<void> {
+    this.buildLog.line(`$ ${command}`);
+    this.log.info({ step, command: this.buildLog.redact(command) }, `running the ${step} command`);
+    const result = await runShellCommand({
+      command,
+      cwd,
+      env,
+      signal: this.guard.signal,
+      onLine: (line) => {
+        if (line.length) this.buildLog.line(line);
+      },
+    });
+    if (result.exitCode !== 0) {
+      const how = result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
+      throw new BuildError(`The ${step} command \`${command}\` ${how}.`);
+    }
+  }
+
+  /** BUILDING → AWAITING_DEPLOY and the rollout job, in one transaction. Never a failure to report: null. */
+  private async handToRollout(commit: string | null, requestId: string | undefined): Promise<null> {
+    const { flow, config } = this.deps;
+    const handed = await this.deps.dataSource.transaction(async (m) => {
+      if (!(await this.owned(m))) return false;
+      const applied = await flow.transition(m, this.revisionId, 'AWAITING_DEPLOY', {
+        from: ['BUILDING'],
+        message: `Built ${commit ? `commit ${commit.slice(0, 12)}` : 'the uploaded source'}; waiting for the deployer.`,
+        set: {
+          artifactRef: this.paths.artifact,
+          imageUri: artifactUri(this.revisionId),
+          deadlineAt: new Date(Date.now() + config.pipeline.rolloutDeadlineMs),
+          heartbeatAt: null,
+        },
+      });
+      if (!applied) return false;
+      // `attempt` counts the (re-)enqueues of the current phase: the rollout starts at 0 with
+      // its full retry budget, and its job id (rollout-<id>-a0) matches what the rollout
+      // processor and the reconciler derive from the row.
+      await m.query(`UPDATE revisions SET attempt = 0 WHERE id = $1`, [this.revisionId]);
+      await enqueueInOutbox(m, 'rollout.revision', { revisionId: this.revisionId, attempt: 0, ...(requestId ? { requestId } : {}) });
+      return true;
+    });
+    if (!handed) {
+      // Interrupted (or taken over) in the last moment: nobody will ever roll this artifact out.
+      await rm(this.paths.artifact, { recursive: true, force: true });
+      this.log.info('revision moved on before the build was handed over; artifact removed');
+      return null;
+    }
+    this.log.info({ commit, artifact: this.paths.artifact }, 'build done; revision handed to the rollout queue');
+    return null;
+  }
+
+  /**
+   * True while the revision is still this attempt's: BUILDING with our attempt number. Takes
+   * the deployment lock first (the lock order every transition follows), then the row lock.
+   */
+  private async owned(m: EntityManager): Promise<boolean> {
+    await this.deps.flow.lockDeployment(m, this.rev.deployment_id);
+    const [row] = await queryRows<{ status: string; attempt: number }>(m, `SELECT status, attempt FROM revisions WHERE id = $1 FOR UPDATE`, [
+      this.revisionId,
+    ]);
+    return row?.status === 'BUILDING' && row.attempt === this.attempt;
+  }
+
+  /** Marks the revision BUILD_FAILED (if it is still ours); returns the message, or null when someone else moved it. */
+  private async failWith(message: string): Promise<string | null> {
+    const applied = await this.deps.dataSource.transaction(async (m) =>
+      (await this.owned(m)) ? this.deps.flow.transition(m, this.revisionId, 'BUILD_FAILED', { from: ['BUILDING'], message }) : null,
+    );
+    return applied ? message : null;
+  }
+
+  private withTail(what: string): string {
+    const tail = this.buildLog.tail();
+    return this.buildLog.redact(tail.length ? `${what}\nLast log lines:\n${tail.join('\n')}` : what);
+  }
+
+  /** Writes why the build failed to its log now; the returned step marks the revision BUILD_FAILED. */
+  private failed(err: unknown): () => Promise<string | null> {
+    const known = err instanceof BuildError || err instanceof SourceFetchError || err instanceof GraphConfigError;
+    const what = known ? (err as Error).message : `The build failed unexpectedly: ${(err as Error)?.message ?? String(err)}`;
+    if (!known) this.log.error({ err }, 'build failed unexpectedly');
+    const message = this.withTail(what);
+    this.buildLog.line(`Build failed: ${what}`, 'error');
+    return async () => {
+      const failed = await this.failWith(message);
+      this.log.warn({ failed: !!failed, reason: this.buildLog.redact(what) }, 'build failed');
+      return failed;
+    };
+  }
+
+  /**
+   * The guard aborted (or a check found the revision moved on). If the revision is still ours
+   * and BUILDING, the only reason left is its deadline: fail it saying so. Otherwise whoever
+   * moved it (an interruption, the reconciler) already set its status.
+   */
+  private stopped(err: unknown): () => Promise<string | null> {
+    const reason = this.guard.reason ?? 'the revision moved on';
+    if (!(err instanceof CommandAbortedError || err instanceof OwnershipLost)) this.log.debug({ err }, 'step ended by the abort');
+    const message = this.withTail(`The build exceeded its deadline of ${minutes(this.deps.config.pipeline.buildDeadlineMs)}.`);
+    this.buildLog.line(`Build stopped: ${reason}`, 'warn');
+    return async () => {
+      const failed = this.guard.signal.aborted ? await this.failWith(message) : null;
+      this.log.info({ reason, deadline: !!failed }, 'build stopped');
+      return failed;
+    };
+  }
 }

@@ -2,21 +2,34 @@
  * The builder process: a BullMQ worker on `builds` (plus the shared maintenance worker).
  * Entry file: `tsx services/builder/src/main.ts`; run more copies to build more in parallel.
  */
+import { SecretBox } from '@slipway/crypto';
 import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
 import { buildRevisionProcessor } from './build-revision.processor.js';
+import { integrationCloneAuth } from './clone-auth.js';
 
 runWorkerProcess({
   name: 'builder',
-  workers: ({ config, dataSource, flow, workerRedis, log }) => [
-    createWorker({
-      queue: QUEUES.builds,
-      handlers: { 'build.revision': buildRevisionProcessor(dataSource, flow) },
-      connection: workerRedis,
-      prefix: config.queuePrefix,
-      concurrency: config.builderConcurrency,
-      log,
-    }),
-  ],
+  workers: ({ config, dataSource, flow, workerRedis, log }) => {
+    const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
+    return [
+      createWorker({
+        queue: QUEUES.builds,
+        handlers: {
+          'build.revision': buildRevisionProcessor({
+            config,
+            dataSource,
+            flow,
+            secrets,
+            cloneAuth: integrationCloneAuth(config, dataSource, secrets),
+          }),
+        },
+        connection: workerRedis,
+        prefix: config.queuePrefix,
+        concurrency: config.builderConcurrency,
+        log,
+      }),
+    ];
+  },
 }).catch((err) => {
   process.stderr.write(`builder failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

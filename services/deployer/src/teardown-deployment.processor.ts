@@ -1,16 +1,25 @@
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import type { Config } from '@slipway/config';
 import { dropDatabaseIfExists, queryRows, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import type { JobHandler } from '@slipway/jobs';
+import { parkUntilOwner, type RuntimeSupervisor } from './runtime-supervisor.js';
 
 /**
  * `teardown.deployment` for a deployment in AWAITING_DELETE. A listener's deployment is torn
  * down by its agent (desired state says `delete`; the agent's report removes the row). A
- * cloud-hosted one: drop its database, then remove the row — the deployment is gone (404), its
- * tracing project stays. Every step is idempotent, so a retried teardown is safe.
+ * cloud-hosted one: stop its serving proxy and its instances (on the deployer that owns the
+ * process runtime; elsewhere the job waits for it), drop its database, then remove the row —
+ * the deployment is gone (404), its tracing project stays. Every step is idempotent, so a
+ * retried teardown is safe.
  */
-export function teardownDeploymentProcessor(config: Readonly<Config>, dataSource: DataSource): JobHandler<'teardown.deployment'> {
-  return async ({ deploymentId }, { log }) => {
+export function teardownDeploymentProcessor(
+  config: Readonly<Config>,
+  dataSource: DataSource,
+  supervisor: RuntimeSupervisor,
+): JobHandler<'teardown.deployment'> {
+  return async ({ deploymentId }, { job, log }) => {
     const [d] = await queryRows<{ status: string; name: string; listener_id: string | null }>(
       dataSource.manager,
       `SELECT status, name, listener_id FROM deployments WHERE id = $1`,
@@ -21,8 +30,25 @@ export function teardownDeploymentProcessor(config: Readonly<Config>, dataSource
       log.info({ listenerId: d.listener_id }, 'teardown published to the listener; waiting for its report');
       return;
     }
+    if (!supervisor.isOwner) await parkUntilOwner(job);
+    // Processes first: they hold connections to the database about to be dropped.
+    await supervisor.teardown(deploymentId);
     await dropDatabaseIfExists(config.databaseUrl, deploymentDatabaseName(d.name, deploymentId));
+    await removeFiles(config, dataSource, deploymentId);
     await dataSource.query(`DELETE FROM deployments WHERE id = $1 AND status = 'AWAITING_DELETE'`, [deploymentId]);
     log.info('deployment torn down');
   };
+}
+
+/**
+ * The deployment's files under the data dir: its uploaded tarballs and its revisions' built
+ * artifacts. Read from the rows before they go (revisions cascade with the deployment).
+ */
+async function removeFiles(config: Readonly<Config>, dataSource: DataSource, deploymentId: string): Promise<void> {
+  const revisions = await queryRows<{ id: string }>(dataSource.manager, `SELECT id FROM revisions WHERE deployment_id = $1`, [deploymentId]);
+  const dirs = [
+    path.join(config.dataDir, 'uploads', deploymentId),
+    ...revisions.map((r) => path.join(config.dataDir, 'artifacts', r.id)),
+  ];
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 }

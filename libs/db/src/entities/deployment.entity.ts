@@ -41,6 +41,10 @@ export class Deployment {
   @Column({ type: 'uuid', nullable: true })
   listenerId!: string | null;
 
+  /** Denormalized from source_config for the FK (an integration in use cannot be deleted). */
+  @Column({ type: 'uuid', nullable: true })
+  integrationId!: string | null;
+
   @Column({ type: 'jsonb' })
   sourceConfig!: StoredSourceConfig;
 
@@ -63,6 +67,10 @@ export class Deployment {
   /** Its own database, once provisioned. */
   @Column({ type: 'text', nullable: true })
   databaseName!: string | null;
+
+  /** Cloud-hosted: the process runtime's stable serving port (its proxy), once allocated. */
+  @Column({ type: 'integer', nullable: true })
+  servingPort!: number | null;
 
   @Column({ type: 'timestamptz', default: () => 'now()' })
   statusChangedAt!: Date;

@@ -1,5 +1,6 @@
 import { ApiKey } from './api-key.entity.js';
 import { Deployment } from './deployment.entity.js';
+import { Integration, WebhookDelivery } from './integration.entity.js';
 import { Listener } from './listener.entity.js';
 import { OAuthProvider } from './oauth-provider.entity.js';
 import { Organization } from './organization.entity.js';
@@ -10,6 +11,7 @@ import { Workspace } from './workspace.entity.js';
 
 export { ApiKey, type ApiKeyRole, type ApiKeyScope } from './api-key.entity.js';
 export { Deployment, type StoredSourceConfig } from './deployment.entity.js';
+export { Integration, WebhookDelivery, type IntegrationConfig, type IntegrationProvider } from './integration.entity.js';
 export { Listener, type ComputeConfig } from './listener.entity.js';
 export { OAuthProvider } from './oauth-provider.entity.js';
 export { Organization } from './organization.entity.js';
@@ -19,4 +21,4 @@ export { TracingProject } from './tracing-project.entity.js';
 export { Workspace } from './workspace.entity.js';
 
 /** Every entity, listed explicitly: globs do not survive bundling or tsx path rewriting. */
-export const ENTITIES = [Organization, Workspace, ApiKey, Listener, OAuthProvider, TracingProject, Deployment, Revision, TagKey, TagValue];
+export const ENTITIES = [Organization, Workspace, ApiKey, Listener, OAuthProvider, TracingProject, Deployment, Revision, TagKey, TagValue, Integration, WebhookDelivery];

@@ -49,6 +49,7 @@ export interface MountDeps {
 export function mountRoutes(router: Router, routes: readonly RouteSpec[], { authenticator }: MountDeps): void {
   for (const route of routes) {
     router[route.method](route.path, async (req: Request, res: Response) => {
+      if (route.streamBody) res.setHeader('Connection', 'close');
       const principal =
         route.auth === 'none' ? null : await authenticator.authenticate(req.headers, route.auth, route.admin ?? false);
       const inputs = validateRequest(route, req);
@@ -58,6 +59,8 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { auth
         principal,
         requestId: String(req.id),
         log,
+        ...(route.streamBody ? { bodyStream: req } : {}),
+        rawBody: (req as Request & { rawBody?: Buffer }).rawBody,
       });
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       if (result.body === undefined) res.status(result.status).end();

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
 import type { AuthRequirement, Principal } from '../auth/principal.js';
@@ -15,6 +16,10 @@ export interface RequestContext<P = Record<string, string>, Q = Record<string, u
   log: Logger;
   /** Raw request headers, plus the validated ones of `request.headers` (converted values). */
   headers: Record<string, any>;
+  /** The unparsed request body, on `streamBody` routes only. */
+  bodyStream?: Readable;
+  /** The bytes of a JSON body exactly as received (signature checks: the push webhook). */
+  rawBody?: Buffer;
 }
 
 /** A handler's answer. `body` undefined with 204 sends no body. */
@@ -53,6 +58,12 @@ export interface RouteSpec<P = any, Q = any, B = any> {
   responses: Record<number, ResponseSpec>;
   /** Set for routes that are not JSON APIs (docs UI): kept out of the OpenAPI document. */
   hidden?: boolean;
+  /**
+   * The body is a byte stream (uploads): it bypasses the JSON parser and reaches the handler
+   * as `ctx.bodyStream`; the connection closes after the response, so the unread rest of a
+   * refused body is not drained into a kept-alive connection.
+   */
+  streamBody?: boolean;
   handler: (ctx: RequestContext<P, Q, B>) => Promise<HandlerResult> | HandlerResult;
 }
 

@@ -6,7 +6,7 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 const httpUrl = Joi.string().uri({ scheme: ['http', 'https'] });
 
 /** Absolute https URL; plain http only for loopback hosts (local identity providers in dev). */
-const providerUrl = Joi.string()
+export const providerUrl = Joi.string()
   .max(2048)
   .uri({ scheme: ['http', 'https'] })
   .custom((value: string, helpers) => {

@@ -4,6 +4,8 @@ import {
   Deployment,
   DEPLOYMENT_NAME_UNIQUE,
   DeploymentRepository,
+  DEPLOYMENT_INTEGRATION_FK,
+  isForeignKeyViolation,
   isUniqueViolation,
   ListenerRepository,
   queryRows,
@@ -44,13 +46,20 @@ import type {
   SourceConfigInput,
   SourceRevisionConfigInput,
 } from '../schemas/deployment.schema.js';
+import { assertUploadCompleted } from './upload.service.js';
 
 const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
 const TERMINAL = [...REVISION_TERMINAL];
 
-/** The API shape of a deployment (CONTRACT C4). Secret values never leave: they are masked. */
-export function presentDeployment(d: Deployment, latest: Revision | null, secretNames: string[], tagValueIds: string[]) {
+/**
+ * The API shape of a deployment (CONTRACT C4). Secret values never leave: they are masked.
+ * A cloud-hosted deployment's `url` is where the process runtime serves it (`runtimeHost` and
+ * its serving port); its `custom_url` shows that same URL until the user sets one of their own.
+ */
+export function presentDeployment(d: Deployment, latest: Revision | null, secretNames: string[], tagValueIds: string[], runtimeHost?: string) {
   const config = latest?.sourceRevisionConfig ?? {};
+  const host = runtimeHost?.includes(':') ? `[${runtimeHost}]` : runtimeHost;
+  const servingUrl = !isSelfHosted(d.source) && d.servingPort && host ? `http://${host}:${d.servingPort}` : null;
   return {
     id: d.id,
     name: d.name,
@@ -59,7 +68,7 @@ export function presentDeployment(d: Deployment, latest: Revision | null, secret
       integration_id: d.sourceConfig.integration_id ?? null,
       repo_url: d.sourceConfig.repo_url ?? null,
       build_on_push: d.sourceConfig.build_on_push ?? null,
-      custom_url: d.sourceConfig.custom_url ?? null,
+      custom_url: d.sourceConfig.custom_url ?? servingUrl,
       resource_spec: d.resourceSpec,
       listener_id: d.sourceConfig.listener_id ?? null,
       listener_config: d.sourceConfig.listener_config ?? null,
@@ -82,7 +91,7 @@ export function presentDeployment(d: Deployment, latest: Revision | null, secret
     image_version: d.imageVersion,
     tenant_id: d.workspaceId,
     tracing_project_id: d.tracingProjectId,
-    url: d.sourceConfig.custom_url ?? null,
+    url: servingUrl ?? d.sourceConfig.custom_url ?? null,
     tag_value_ids: tagValueIds,
     created_at: iso(d.createdAt)!,
     updated_at: iso(d.updatedAt)!,
@@ -122,6 +131,14 @@ function revisionConfigFrom(input: SourceRevisionConfigInput, base: StoredRevisi
 }
 
 /**
+ * Where create finds a repohost deployment's repository (C4): the integration must be one of
+ * the workspace's (else 404) and list `repoUrl` (else 400). IntegrationService in the app.
+ */
+export interface RepositoryCatalog {
+  findRepository(manager: EntityManager, workspaceId: string, integrationId: string, repoUrl: string): Promise<{ default_branch: string }>;
+}
+
+/**
  * Deployments (CONTRACT C4): create, read, list, update, delete. Every write is one
  * transaction holding the deployment row lock, and hands work to the pipeline only through
  * the outbox, so a failure leaves nothing half-written and a Redis outage loses nothing.
@@ -131,6 +148,9 @@ export class DeploymentService {
     private readonly dataSource: DataSource,
     private readonly secrets: SecretBox,
     private readonly flow: RevisionFlow,
+    private readonly repositories: RepositoryCatalog,
+    /** Where the process runtime serves cloud-hosted deployments (`config.runtime.host`). */
+    private readonly runtimeHost?: string,
   ) {}
 
   // ---------------------------------------------------------------- reads
@@ -184,6 +204,12 @@ export class DeploymentService {
     const id = randomUUID();
     const sourceConfig = this.storedSourceConfig(body.source_config);
     if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig);
+    // ---- repohost (C4): the integration lists the repository; repo_ref defaults to its default branch.
+    if (source === 'repohost') {
+      const repository = await this.repositories.findRepository(manager, workspaceId, sourceConfig.integration_id!, sourceConfig.repo_url!);
+      if (revisionConfig && revisionConfig.repo_ref == null) revisionConfig.repo_ref = repository.default_branch;
+    }
+    // ---- end repohost
 
     const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
     const deployment = Object.assign(new Deployment(), {
@@ -195,6 +221,7 @@ export class DeploymentService {
       deploymentType: type,
       tracingProjectId,
       listenerId: sourceConfig.listener_id ?? null,
+      integrationId: source === 'repohost' ? sourceConfig.integration_id ?? null : null,
       sourceConfig,
       resourceSpec,
       secretsSealed: this.sealSecrets(secrets, id),
@@ -207,6 +234,8 @@ export class DeploymentService {
       await manager.insert(Deployment, deployment);
     } catch (err) {
       if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw this.nameTaken(body.name, workspaceId);
+      // The integration was deleted after findRepository saw it.
+      if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK)) throw NotFoundError.of('Integration', sourceConfig.integration_id!);
       throw err;
     }
     await manager.query(`UPDATE tracing_projects SET deployment_id = $2 WHERE id = $1`, [tracingProjectId, id]);
@@ -270,6 +299,8 @@ export class DeploymentService {
 
     const revisionInput = body.source_revision_config ?? {};
     const uploadRevision = body.revision_source != null && revisionInput.source_tarball_path != null;
+    // Only a completed upload of this very deployment may be built (C10), never a guessed path.
+    if (revisionInput.source_tarball_path != null) await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
     if (patchCreatesRevision(body) || uploadRevision) {
       const latest = deployment.latestRevisionId
         ? await new DeploymentRepository(manager).findRevision(id, deployment.latestRevisionId)
@@ -347,6 +378,25 @@ export class DeploymentService {
     return id;
   }
 
+  /**
+   * Push webhook (C8): a revision building `branch` at `sha` from the latest revision's config
+   * and the deployment's current resources, secrets and build settings. The caller holds the
+   * deployment lock (`lock`) and has checked that the deployment builds this branch on push.
+   */
+  async addPushRevision(manager: EntityManager, deployment: Deployment, branch: string, sha: string, requestId?: string): Promise<string> {
+    const latest = deployment.latestRevisionId
+      ? await new DeploymentRepository(manager).findRevision(deployment.id, deployment.latestRevisionId)
+      : null;
+    const config = revisionConfigFrom({ repo_ref: branch, repo_commit_sha: sha }, latest?.sourceRevisionConfig ?? this.defaultRevisionConfig(deployment.source));
+    return this.addRevision(manager, deployment, {
+      source: deployment.source,
+      sourceRevisionConfig: config,
+      resourceSpec: deployment.resourceSpec,
+      secrets: this.openSecrets(deployment.secretsSealed, deployment.id),
+      buildConfig: buildConfigOf(deployment.sourceConfig),
+    }, requestId);
+  }
+
   /** A revision's secrets, opened (for redeploy, which re-seals them for the new revision). */
   revisionSecrets(revision: Revision): SecretEntry[] {
     return this.openSecrets(revision.secretsSealed, revision.id);
@@ -385,6 +435,7 @@ export class DeploymentService {
         d.latestRevisionId ? revisions.get(d.latestRevisionId) ?? null : null,
         this.openSecrets(d.secretsSealed, d.id).map((s) => s.name),
         tags.get(d.id) ?? [],
+        this.runtimeHost,
       ),
     );
   }
@@ -438,7 +489,9 @@ export class DeploymentService {
       forbidden(['source_config', 'repo_url'], sc.repo_url, 'is only for repohost deployments');
       forbidden(['source_revision_config', 'image_uri'], src.image_uri, 'is only for external_container deployments');
     }
-    if (source === 'upload' && src.source_tarball_path == null) return null;
+    // An upload belongs to a deployment, so none can exist yet: a path here could only be guessed (C10).
+    forbidden(['source_revision_config', 'source_tarball_path'], src.source_tarball_path, 'is set by a PATCH after uploading through POST /v2/deployments/{id}/upload-url');
+    if (source === 'upload') return null;
     return revisionConfigFrom(src, this.defaultRevisionConfig(source));
   }
 

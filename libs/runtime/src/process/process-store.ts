@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * Anything that runs SQL: a TypeORM DataSource or EntityManager fits. The runtime needs only
+ * this, so it stays free of the persistence library.
+ */
+export interface Queryable {
+  query(sql: string, params?: unknown[]): Promise<any>;
+}
+
+/** TypeORM answers `UPDATE … RETURNING` with `[rows, count]` and SELECT with `rows`. */
+async function rows<T>(db: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
+  const result: unknown = await db.query(sql, params);
+  if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') return result[0] as T[];
+  return result as T[];
+}
+
+export type InstanceStatus = 'starting' | 'running' | 'stopping' | 'exited';
+
+/** One `runtime_processes` row: a server process of a revision, on this machine. */
+export interface InstanceRecord {
+  id: string;
+  deploymentId: string;
+  revisionId: string;
+  /** Which of the revision's `min_scale` instances (0-based); part of the log file name. */
+  index: number;
+  pid: number | null;
+  port: number;
+  status: InstanceStatus;
+  logPath: string;
+}
+
+interface Row {
+  id: string;
+  deployment_id: string;
+  revision_id: string;
+  pid: number | null;
+  port: number;
+  status: InstanceStatus;
+  log_path: string;
+}
+
+const toRecord = (r: Row): InstanceRecord => ({
+  id: r.id,
+  deploymentId: r.deployment_id,
+  revisionId: r.revision_id,
+  index: Number(/-(\d+)\.log$/.exec(r.log_path)?.[1] ?? 0),
+  pid: r.pid,
+  port: r.port,
+  status: r.status,
+  logPath: r.log_path,
+});
+
+const COLUMNS = 'id, deployment_id, revision_id, pid, port, status, log_path';
+
+/** The process runtime's bookkeeping in Postgres, so a restarted deployer can re-adopt its processes. */
+export class ProcessStore {
+  constructor(private readonly db: Queryable) {}
+
+  /** Ports recorded as in use: live instances and every deployment's serving port. */
+  async takenPorts(): Promise<Set<number>> {
+    const found = await rows<{ port: number }>(
+      this.db,
+      `SELECT port FROM runtime_processes WHERE status <> 'exited'
+       UNION SELECT serving_port FROM deployments WHERE serving_port IS NOT NULL`,
+    );
+    return new Set(found.map((r) => Number(r.port)));
+  }
+
+  async insert(input: { deploymentId: string; revisionId: string; port: number; logPath: string }): Promise<InstanceRecord> {
+    const [row] = await rows<Row>(
+      this.db,
+      `INSERT INTO runtime_processes (id, deployment_id, revision_id, port, status, log_path)
+       VALUES ($1, $2, $3, $4, 'starting', $5) RETURNING ${COLUMNS}`,
+      [randomUUID(), input.deploymentId, input.revisionId, input.port, input.logPath],
+    );
+    return toRecord(row!);
+  }
+
+  /** Sets status (and pid/port when given); false when the row is gone (deployment deleted). */
+  async update(id: string, status: InstanceStatus, set: { pid?: number | null; port?: number } = {}): Promise<boolean> {
+    const found = await rows<{ id: string }>(
+      this.db,
+      `UPDATE runtime_processes
+          SET status = $2, pid = CASE WHEN $3::boolean THEN $4::integer ELSE pid END, port = coalesce($5::integer, port),
+              started_at = CASE WHEN $2 = 'starting' THEN now() ELSE started_at END, updated_at = now()
+        WHERE id = $1 RETURNING id`,
+      [id, status, set.pid !== undefined, set.pid ?? null, set.port ?? null],
+    );
+    return found.length > 0;
+  }
+
+  /** Moves every live instance of the deployment except `keepRevisionId`'s to `stopping`; returns them. */
+  async markOthersStopping(deploymentId: string, keepRevisionId: string): Promise<InstanceRecord[]> {
+    const found = await rows<Row>(
+      this.db,
+      `UPDATE runtime_processes SET status = 'stopping', updated_at = now()
+        WHERE deployment_id = $1 AND revision_id <> $2 AND status IN ('starting', 'running')
+        RETURNING ${COLUMNS}`,
+      [deploymentId, keepRevisionId],
+    );
+    return found.map(toRecord);
+  }
+
+  /** Live rows (not exited), optionally of one deployment or revision. */
+  async live(filter: { deploymentId?: string; revisionId?: string } = {}): Promise<InstanceRecord[]> {
+    const found = await rows<Row>(
+      this.db,
+      `SELECT ${COLUMNS} FROM runtime_processes
+        WHERE status <> 'exited' AND ($1::uuid IS NULL OR deployment_id = $1) AND ($2::uuid IS NULL OR revision_id = $2)
+        ORDER BY deployment_id, revision_id, log_path`,
+      [filter.deploymentId ?? null, filter.revisionId ?? null],
+    );
+    return found.map(toRecord);
+  }
+
+  async servingPort(deploymentId: string): Promise<number | null> {
+    const [row] = await rows<{ serving_port: number | null }>(this.db, `SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
+    return row?.serving_port ?? null;
+  }
+
+  /**
+   * Records `port` as the deployment's serving port unless it already has one; returns the
+   * deployment's serving port either way (null when the deployment is gone). The unique index
+   * on `serving_port` rejects a port another deployment took meanwhile (the caller retries).
+   */
+  async claimServingPort(deploymentId: string, port: number): Promise<number | null> {
+    await this.db.query(`UPDATE deployments SET serving_port = $2 WHERE id = $1 AND serving_port IS NULL`, [deploymentId, port]);
+    return this.servingPort(deploymentId);
+  }
+}

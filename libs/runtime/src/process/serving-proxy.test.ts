@@ -1,0 +1,135 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ServingProxy } from './serving-proxy.js';
+
+const HOST = '127.0.0.1';
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  await Promise.allSettled(cleanups.splice(0).map((c) => c()));
+});
+
+/** A stand-in instance: answers its name after a short random delay, echoes POST bodies. */
+async function startTarget(name: string): Promise<{ port: number; server: Server }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () =>
+      setTimeout(() => {
+        const body = req.method === 'POST' ? JSON.stringify({ name, method: req.method, url: req.url, body: Buffer.concat(chunks).toString(), header: req.headers['x-test'] ?? null }) : name;
+        res.writeHead(req.url?.startsWith('/created') ? 201 : 200, { 'content-type': 'text/plain', 'x-served-by': name }).end(body);
+      }, Math.random() * 5),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, HOST, resolve));
+  cleanups.push(() => new Promise((r) => server.close(r)).finally(() => server.closeAllConnections()));
+  return { port: (server.address() as AddressInfo).port, server };
+}
+
+async function startProxy(): Promise<{ proxy: ServingProxy; url: string }> {
+  const proxy = new ServingProxy({ host: HOST, port: 0 });
+  await proxy.listen();
+  cleanups.push(() => proxy.close(100));
+  return { proxy, url: `http://${HOST}:${proxy.port}` };
+}
+
+/** A free port nobody listens on (bound and released). */
+async function deadPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, HOST, resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+describe('ServingProxy', () => {
+  it('answers 503 with a detail while it has no target, and serves once it has one', async () => {
+    const { proxy, url } = await startProxy();
+    const empty = await fetch(`${url}/ok`);
+    expect(empty.status).toBe(503);
+    expect(await empty.json()).toEqual({ detail: 'No healthy instance.' });
+
+    const a = await startTarget('a');
+    proxy.setTargets([{ host: HOST, port: a.port }]);
+    const res = await fetch(`${url}/ok`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('a');
+
+    proxy.setTargets([]);
+    expect((await fetch(`${url}/ok`)).status).toBe(503);
+  });
+
+  it('forwards method, path, query, body, headers and status; spreads requests round robin', async () => {
+    const { proxy, url } = await startProxy();
+    const [a, b] = await Promise.all([startTarget('a'), startTarget('b')]);
+    proxy.setTargets([
+      { host: HOST, port: a.port },
+      { host: HOST, port: b.port },
+    ]);
+    const res = await fetch(`${url}/created?x=1`, { method: 'POST', body: 'payload', headers: { 'x-test': 'kept' } });
+    expect(res.status).toBe(201);
+    expect(await res.json()).toMatchObject({ method: 'POST', url: '/created?x=1', body: 'payload', header: 'kept' });
+
+    const seen = new Set<string>();
+    for (let i = 0; i < 6; i++) seen.add(await (await fetch(`${url}/`)).text());
+    expect([...seen].sort()).toEqual(['a', 'b']);
+  });
+
+  it('retries a GET on another target when one refuses; a POST is not replayed', async () => {
+    const { proxy, url } = await startProxy();
+    const b = await startTarget('b');
+    proxy.setTargets([
+      { host: HOST, port: await deadPort() },
+      { host: HOST, port: b.port },
+    ]);
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${url}/`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('b');
+    }
+    const statuses = new Set<number>();
+    for (let i = 0; i < 4; i++) statuses.add((await fetch(`${url}/`, { method: 'POST', body: 'x' })).status);
+    // Round robin sends some POSTs to the dead target: those fail as 502, never silently twice.
+    expect([...statuses].sort()).toEqual([200, 502]);
+  });
+
+  it('switches targets under continuous load without failing a request', async () => {
+    const { proxy, url } = await startProxy();
+    const [a, b] = await Promise.all([startTarget('a'), startTarget('b')]);
+    proxy.setTargets([{ host: HOST, port: a.port }]);
+
+    const results: Array<{ at: number; status: number; body: string }> = [];
+    const errors: unknown[] = [];
+    let switchedAt = Infinity;
+    const until = Date.now() + 1_500;
+    const loop = async () => {
+      while (Date.now() < until) {
+        const at = Date.now();
+        try {
+          const res = await fetch(`${url}/version`);
+          results.push({ at, status: res.status, body: await res.text() });
+        } catch (err) {
+          errors.push(err);
+        }
+      }
+    };
+    const loops = Array.from({ length: 8 }, loop);
+    await new Promise((r) => setTimeout(r, 400));
+    proxy.setTargets([{ host: HOST, port: b.port }]);
+    switchedAt = Date.now();
+    // The old instance retires as a real one does on SIGTERM after the drain: it stops
+    // listening and closes its idle keep-alive connections.
+    await new Promise((r) => setTimeout(r, 200));
+    a.server.close();
+    a.server.closeIdleConnections();
+    await Promise.all(loops);
+
+    expect(errors).toEqual([]);
+    expect(results.filter((r) => r.status !== 200)).toEqual([]);
+    expect(results.length).toBeGreaterThan(100);
+    expect(results.some((r) => r.body === 'a')).toBe(true);
+    expect(results.some((r) => r.body === 'b')).toBe(true);
+    // Every request that started after the switch went to the new target.
+    expect(results.filter((r) => r.at > switchedAt && r.body !== 'b')).toEqual([]);
+  });
+});

@@ -1,0 +1,208 @@
+import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+
+/** One instance the proxy may send requests to. */
+export interface ProxyTarget {
+  host: string;
+  port: number;
+}
+
+export interface ServingProxyOptions {
+  host: string;
+  port: number;
+  /** Warnings (upstream errors); the proxy never logs request contents. */
+  onError?: (err: Error, target: ProxyTarget | null) => void;
+}
+
+/** RFC 9110 §9.2.2. Only those without a body are retried: a streamed body cannot be replayed. */
+const RETRYABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** RFC 9110 §7.6.1: meaningful for one connection only, never forwarded. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+const NO_INSTANCE = JSON.stringify({ detail: 'No healthy instance.' });
+
+function forwardHeaders(headers: IncomingHttpHeaders, remote: string | undefined): IncomingHttpHeaders {
+  const listed = String(headers.connection ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean);
+  const out: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HOP_BY_HOP.has(name) && !listed.includes(name)) out[name] = value;
+  }
+  if (remote) out['x-forwarded-for'] = headers['x-forwarded-for'] ? `${headers['x-forwarded-for']}, ${remote}` : remote;
+  out['x-forwarded-host'] ??= headers.host;
+  out['x-forwarded-proto'] ??= 'http';
+  return out;
+}
+
+/**
+ * The stable address of one cloud-hosted deployment (its `serving_port`): a reverse proxy that
+ * spreads requests round robin over the deployment's healthy instances.
+ *
+ * A rollout switches traffic with `setTargets`, which swaps the whole list at once: a request
+ * picks its target when it arrives, so requests already forwarded finish on the old instances
+ * and every later one goes to the new ones — no request sees a half-updated list. Old instances
+ * are stopped only after a drain period (the caller's job). A GET/HEAD/OPTIONS that fails to
+ * connect or loses its connection before any response byte (an instance closing its keep-alive
+ * sockets as it retires) is retried once on another target, so a switch fails no request.
+ */
+export class ServingProxy {
+  private targets: readonly ProxyTarget[] = [];
+  private next = 0;
+  /** One keep-alive pool per target, so a retired target's sockets can be dropped as a unit. */
+  private readonly agents = new Map<string, Agent>();
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(private readonly options: ServingProxyOptions) {
+    this.server = createServer((req, res) => this.handle(req, res));
+    this.server.on('upgrade', (req, socket, head) => this.upgrade(req, socket as Socket, head));
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+    // Streams (SSE) may stay open for long; a request without any timeout is the app's business.
+    this.server.requestTimeout = 0;
+  }
+
+  /** The port it listens on (the bound one when created with port 0). */
+  get port(): number {
+    const address = this.server.address();
+    return address && typeof address === 'object' ? address.port : this.options.port;
+  }
+
+  get currentTargets(): readonly ProxyTarget[] {
+    return this.targets;
+  }
+
+  listen(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host: this.options.host, port: this.options.port, exclusive: true }, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+  }
+
+  /** Replaces the target list atomically. Pools of targets no longer listed lose their idle sockets. */
+  setTargets(targets: readonly ProxyTarget[]): void {
+    this.targets = Object.freeze(targets.map((t) => ({ host: t.host, port: t.port })));
+    const keep = new Set(this.targets.map(key));
+    for (const [k, agent] of this.agents) {
+      if (keep.has(k)) continue;
+      // Busy sockets finish their request (the drain); idle ones would only go stale.
+      for (const list of Object.values(agent.freeSockets)) for (const s of list ?? []) s.destroy();
+      this.agents.delete(k);
+      // Requests in flight keep a reference to the agent; it is garbage once they end.
+      setTimeout(() => agent.destroy(), 60_000).unref();
+    }
+  }
+
+  /** Stops listening and closes client connections (in-flight requests get a short grace). */
+  async close(graceMs = 1_000): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const timer = setTimeout(() => {
+      for (const s of this.sockets) s.destroy();
+    }, graceMs);
+    await closed;
+    clearTimeout(timer);
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
+
+  private pick(exclude?: ProxyTarget): ProxyTarget | null {
+    const list = this.targets;
+    if (!list.length) return null;
+    for (let i = 0; i < list.length; i++) {
+      const t = list[this.next++ % list.length]!;
+      if (!exclude || key(t) !== key(exclude) || list.length === 1) return t;
+    }
+    return list[0]!;
+  }
+
+  private agentFor(target: ProxyTarget): Agent {
+    let agent = this.agents.get(key(target));
+    if (!agent) {
+      agent = new Agent({ keepAlive: true, keepAliveMsecs: 1_000, scheduling: 'lifo' });
+      if (this.targets.some((t) => key(t) === key(target))) this.agents.set(key(target), agent);
+    }
+    return agent;
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse, failed?: ProxyTarget): void {
+    const target = this.pick(failed);
+    if (!target) {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(NO_INSTANCE);
+      return;
+    }
+    const bodyless = !hasBody(req);
+    const upstream = request({
+      host: target.host,
+      port: target.port,
+      method: req.method,
+      path: req.url,
+      headers: forwardHeaders(req.headers, req.socket.remoteAddress),
+      agent: this.agentFor(target),
+    });
+    let responded = false;
+    // The client went away: stop talking to the instance as well.
+    const onClientGone = () => {
+      if (!res.writableFinished) upstream.destroy();
+    };
+    res.once('close', onClientGone);
+    upstream.once('response', (up) => {
+      responded = true;
+      const headers = { ...up.headers };
+      for (const h of HOP_BY_HOP) delete headers[h];
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, headers);
+      up.pipe(res);
+      up.once('error', () => res.destroy());
+    });
+    upstream.once('error', (err) => {
+      res.off('close', onClientGone);
+      if (responded || res.destroyed) {
+        res.destroy();
+        return;
+      }
+      // Nothing reached the client yet and nothing must be replayed: one more try elsewhere.
+      if (!failed && bodyless && RETRYABLE_METHODS.has(req.method ?? '')) {
+        this.handle(req, res, target);
+        return;
+      }
+      this.options.onError?.(err, target);
+      res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'The instance did not answer.' }));
+    });
+    if (bodyless) upstream.end();
+    else req.pipe(upstream);
+  }
+
+  /** WebSocket (and other Upgrade) requests: a raw TCP tunnel to one target. */
+  private upgrade(req: IncomingMessage, client: Socket, head: Buffer): void {
+    const target = this.pick();
+    if (!target) {
+      client.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${NO_INSTANCE.length}\r\n\r\n${NO_INSTANCE}`);
+      return;
+    }
+    const upstream = connect(target.port, target.host, () => {
+      const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      upstream.write(lines.join('\r\n') + '\r\n\r\n');
+      if (head.length) upstream.write(head);
+      upstream.pipe(client).pipe(upstream);
+    });
+    upstream.once('error', () => client.destroy());
+    client.once('error', () => upstream.destroy());
+    client.once('close', () => upstream.destroy());
+  }
+}
+
+function key(t: ProxyTarget): string {
+  return `${t.host}:${t.port}`;
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+}

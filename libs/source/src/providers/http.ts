@@ -1,0 +1,128 @@
+import { ProviderError } from './types.js';
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+/** Enough for 10 000 repositories at 100 a page; a host that pages on forever is a bug there. */
+export const MAX_PAGES = 100;
+
+export interface HostResponse {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+export interface HostRequest {
+  /** The host's display name in errors ("GitHub", "Gitea"). */
+  host: string;
+  method?: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  /** What a 401 means for this request, appended to the error message. */
+  unauthorized?: string;
+}
+
+const MAX_DETAIL = 300;
+
+/** The `message` a GitHub/Gitea error body carries, shortened; never the whole body. */
+function hostMessage(body: unknown): string | null {
+  const message = body && typeof body === 'object' ? (body as { message?: unknown }).message : null;
+  if (typeof message !== 'string' || !message.trim()) return null;
+  const text = message.trim().replace(/\s+/g, ' ');
+  return text.length > MAX_DETAIL ? `${text.slice(0, MAX_DETAIL)}…` : text;
+}
+
+/** `GET /user/repos` — path and query only, so errors never carry a host's credentials-bearing URL parts. */
+function describe(method: string, url: string): string {
+  const u = new URL(url);
+  return `${method} ${u.pathname}${u.search}`;
+}
+
+/**
+ * One JSON request to a repository host with a deadline. Every failure becomes a
+ * `ProviderError` that says what the host answered (or that it did not), so the api can pass
+ * it on as a 502 without guessing.
+ */
+export async function requestJson(req: HostRequest): Promise<HostResponse> {
+  const method = req.method ?? 'GET';
+  const what = describe(method, req.url);
+  let res: Response;
+  try {
+    res = await fetch(req.url, { method, headers: req.headers, signal: AbortSignal.timeout(req.timeoutMs), redirect: 'error' });
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    if (e.name === 'TimeoutError' || e.name === 'AbortError') {
+      throw new ProviderError(`${req.host} did not answer ${what} within ${req.timeoutMs / 1000} s.`);
+    }
+    const cause = e.cause?.code ?? e.cause?.message ?? e.message;
+    throw new ProviderError(`Could not reach ${req.host} at ${new URL(req.url).origin} (${cause}).`);
+  }
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (err) {
+    throw new ProviderError(`${req.host} broke off its answer to ${what} (${(err as Error).message}).`, res.status);
+  }
+  let body: unknown = undefined;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    if (res.ok) throw new ProviderError(`${req.host} answered ${what} with ${res.status} and a body that is not JSON.`, res.status);
+  }
+  if (!res.ok) {
+    const said = hostMessage(body);
+    const status = `${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
+    const meaning = res.status === 401 && req.unauthorized ? `: ${req.unauthorized}` : '';
+    throw new ProviderError(`${req.host} answered ${status} to ${what}${meaning}${said ? ` ("${said}")` : ''}.`, res.status);
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+/** The `rel="next"` target of an RFC 8288 `Link` header, or null. */
+export function nextLink(link: string | null): string | null {
+  if (!link) return null;
+  for (const part of link.split(',')) {
+    const match = /^\s*<([^>]+)>(.*)$/.exec(part);
+    const rel = match && /;\s*rel\s*=\s*"?([^";]*)"?/i.exec(match[2]!);
+    if (rel && rel[1]!.trim().split(/\s+/).includes('next')) return match[1]!;
+  }
+  return null;
+}
+
+/**
+ * A pagination link is followed only on the API's own origin: the request carries the
+ * integration's token, which must never be sent to wherever a response points.
+ */
+export function sameOrigin(host: string, base: string, next: string): string {
+  const target = new URL(next, base);
+  if (target.origin !== new URL(base).origin) {
+    throw new ProviderError(`${host} sent a pagination link to another origin (${target.origin}); not followed.`);
+  }
+  return target.toString();
+}
+
+/** Host repository JSON (GitHub and Gitea share these fields) → a RepositoryEntry. */
+export function entryFrom(host: string, raw: unknown) {
+  const r = raw as {
+    id?: unknown;
+    name?: unknown;
+    owner?: { login?: unknown; username?: unknown } | null;
+    clone_url?: unknown;
+    html_url?: unknown;
+    default_branch?: unknown;
+  };
+  const url = typeof r?.clone_url === 'string' && r.clone_url ? r.clone_url : r?.html_url;
+  if (!r || typeof r.id !== 'number' || typeof r.name !== 'string' || typeof url !== 'string') {
+    throw new ProviderError(`${host} answered with a repository that lacks id, name or clone_url.`);
+  }
+  const owner = r.owner?.login ?? r.owner?.username;
+  return {
+    id: r.id,
+    name: r.name,
+    owner: typeof owner === 'string' ? owner : '',
+    url,
+    // An empty repository has no default branch yet on some hosts.
+    default_branch: typeof r.default_branch === 'string' && r.default_branch ? r.default_branch : 'main',
+  };
+}
+
+export const trimSlashes = (url: string) => url.replace(/\/+$/, '');

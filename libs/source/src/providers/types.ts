@@ -1,0 +1,53 @@
+/** One repository a repository-host integration offers to deploy (seed 2.9, without the integration id). */
+export interface RepositoryEntry {
+  /** Stable per repository: the host's numeric id, or (local) a hash of the path. */
+  id: number;
+  name: string;
+  owner: string;
+  /** What a deployment's `source_config.repo_url` names; what `git clone` is given. */
+  url: string;
+  default_branch: string;
+}
+
+/**
+ * How to authenticate a `git clone` of one of a provider's repositories.
+ *
+ * - `http-header`: send `header` (`Name: value`) with every HTTP request git makes. Pass it
+ *   through the environment (`GIT_CONFIG_COUNT=1`, `GIT_CONFIG_KEY_0=http.extraHeader`,
+ *   `GIT_CONFIG_VALUE_0=<header>`), never as a `-c` argument: arguments are visible to every
+ *   user of the machine in the process list.
+ * - `url`: clone this URL instead (credentials embedded); same caution applies.
+ */
+export type CloneAuth = { type: 'http-header'; header: string } | { type: 'url'; url: string };
+
+/** A repository host behind an integration (CONTRACT C8). */
+export interface RepohostProvider {
+  /** Every repository the integration can deploy from. Throws `ProviderError` when the host fails. */
+  listRepositories(): Promise<RepositoryEntry[]>;
+  /**
+   * Credentials for cloning, or null when none are needed (local repositories). Async because a
+   * GitHub App first exchanges its JWT for a short-lived installation token.
+   */
+  cloneAuth(): Promise<CloneAuth | null>;
+}
+
+/** The host failed or refused; `message` says what it answered (never a credential). */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    /** The host's HTTP status, when it answered. */
+    readonly upstreamStatus: number | null = null,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+export const PROVIDERS = ['local', 'github', 'gitea'] as const;
+export type ProviderKind = (typeof PROVIDERS)[number];
+
+/** Options every HTTP provider takes. */
+export interface HttpProviderOptions {
+  /** Per request; a host slower than this is a failure. Default 10 s. */
+  timeoutMs?: number;
+}

@@ -1,0 +1,205 @@
+import { cp, mkdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  ARTIFACT_APP_DIR,
+  ARTIFACT_MANIFEST_FILE,
+  parseGraphConfig,
+  type ArtifactManifest,
+  type GraphConfig,
+  type SecretEntry,
+} from '@slipway/domain';
+import type { RevisionLogWriter } from '@slipway/jobs';
+import { redactValues } from '@slipway/logging';
+
+/** A build failure the user can act on; its message becomes the revision's `status_message`. */
+export class BuildError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BuildError';
+  }
+}
+
+/** Where one build attempt works and where its artifact goes, all under the data dir. */
+export interface BuildPaths {
+  /** Scratch space of this attempt, removed when it ends. */
+  work: string;
+  /** The clone or the extracted tarball goes here. */
+  source: string;
+  /** HOME of the build commands: nothing of the worker's own home is visible to them. */
+  home: string;
+  /** Shared npm cache, so repeated builds do not download everything again. */
+  npmCache: string;
+  artifactsRoot: string;
+  /** `<dataDir>/artifacts/<revision id>`: the revision's artifact_ref. */
+  artifact: string;
+}
+
+/**
+ * Per attempt, so a worker the reconciler took for dead (and that still runs) never shares a
+ * directory with the attempt that replaced it.
+ */
+export function buildPaths(dataDir: string, revisionId: string, attempt: number): BuildPaths {
+  const work = path.join(dataDir, 'builds', `${revisionId}-a${attempt}`);
+  return {
+    work,
+    source: path.join(work, 'source'),
+    home: path.join(work, 'home'),
+    npmCache: path.join(dataDir, 'cache', 'npm'),
+    artifactsRoot: path.join(dataDir, 'artifacts'),
+    artifact: path.join(dataDir, 'artifacts', revisionId),
+  };
+}
+
+/**
+ * The build log of a revision as the builder writes it: every line goes (redacted) to the
+ * revision's log, and the last few are kept for the status message of a failure.
+ */
+export class BuildLog {
+  private readonly recent: string[] = [];
+
+  constructor(
+    private readonly writer: RevisionLogWriter,
+    private readonly secretValues: readonly string[],
+    private readonly keep = 10,
+  ) {}
+
+  line(message: string, level = 'info'): void {
+    this.writer.line(message, level);
+    this.recent.push(this.redact(message.length > 500 ? `${message.slice(0, 500)}…` : message));
+    if (this.recent.length > this.keep) this.recent.shift();
+  }
+
+  /** The last lines written, redacted, oldest first. */
+  tail(): string[] {
+    return [...this.recent];
+  }
+
+  redact(text: string): string {
+    return redactValues(text, this.secretValues);
+  }
+
+  close(): Promise<void> {
+    return this.writer.close();
+  }
+}
+
+/**
+ * The environment of install and build commands: a fixed PATH (with the running node's
+ * directory, so `node` and `npm` are the worker's), a HOME of their own, the revision's
+ * secrets, and CI=true. Nothing of the worker's own environment (database URL, secrets key)
+ * reaches user code.
+ */
+export function buildEnv(paths: BuildPaths, secrets: readonly SecretEntry[]): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: [path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'].join(':'),
+    HOME: paths.home,
+    LANG: 'C.UTF-8',
+    npm_config_cache: paths.npmCache,
+    npm_config_update_notifier: 'false',
+  };
+  for (const s of secrets) env[s.name] = s.value;
+  env.CI = 'true';
+  return env;
+}
+
+/** `rel` inside `root`, or a BuildError; symlinks are followed, so a link out of the tree is refused too. */
+async function resolveInside(root: string, rel: string, what: string): Promise<string | null> {
+  const normalized = path.posix.normalize(rel.replace(/\\/g, '/'));
+  if (path.posix.isAbsolute(normalized) || normalized === '..' || normalized.startsWith('../')) {
+    throw new BuildError(`${what} '${rel}' must be a relative path inside the source.`);
+  }
+  const full = path.join(root, normalized);
+  let real: string;
+  try {
+    real = await realpath(full);
+  } catch {
+    return null;
+  }
+  const realRoot = await realpath(root);
+  const back = path.relative(realRoot, real);
+  if (back === '..' || back.startsWith(`..${path.sep}`) || path.isAbsolute(back)) {
+    throw new BuildError(`${what} '${rel}' leads outside the source.`);
+  }
+  return full;
+}
+
+export interface LoadedGraphConfig {
+  config: GraphConfig;
+  /** The graph config file's directory: where install, build and start run. */
+  appDir: string;
+  /** Relative to the source root (posix). */
+  relativePath: string;
+}
+
+/** Reads and validates the graph config file; `where` says where it was looked for (ref, commit or "the uploaded source"). */
+export async function loadGraphConfig(sourceRoot: string, configPath: string, where: string): Promise<LoadedGraphConfig> {
+  const file = await resolveInside(sourceRoot, configPath, 'graph_config_path');
+  const isFile = file ? await stat(file).then((s) => s.isFile(), () => false) : false;
+  if (!file || !isFile) throw new BuildError(`Graph config file '${configPath}' not found at ${where}.`);
+  const config = parseGraphConfig(await readFile(file, 'utf8'), configPath);
+  return { config, appDir: path.dirname(file), relativePath: path.relative(sourceRoot, file).split(path.sep).join('/') };
+}
+
+export interface PackageInfo {
+  scripts: Record<string, string>;
+  hasLockfile: boolean;
+}
+
+/** The app's package.json: it must exist and have a `start` script (the process runtime runs `npm run start`). */
+export async function loadPackageJson(appDir: string, appLabel: string): Promise<PackageInfo> {
+  let text: string;
+  try {
+    text = await readFile(path.join(appDir, 'package.json'), 'utf8');
+  } catch {
+    throw new BuildError(`No package.json in ${appLabel}: the server is started with \`npm run start\`, so the app needs a package.json with a "start" script.`);
+  }
+  let pkg: { scripts?: unknown };
+  try {
+    pkg = JSON.parse(text);
+  } catch (err) {
+    throw new BuildError(`package.json in ${appLabel} is not valid JSON (${(err as Error).message}).`);
+  }
+  const scripts = (pkg && typeof pkg.scripts === 'object' && pkg.scripts !== null ? pkg.scripts : {}) as Record<string, unknown>;
+  if (typeof scripts.start !== 'string' || !scripts.start.trim()) {
+    throw new BuildError(`package.json in ${appLabel} has no "start" script: the server is started with \`npm run start\`.`);
+  }
+  const exists = (f: string) => stat(path.join(appDir, f)).then(() => true, () => false);
+  const hasLockfile = (await exists('package-lock.json')) || (await exists('npm-shrinkwrap.json'));
+  return { scripts: Object.fromEntries(Object.entries(scripts).filter(([, v]) => typeof v === 'string')) as Record<string, string>, hasLockfile };
+}
+
+/** The configured install command, else `npm ci` with a lockfile, `npm install` without. */
+export function installCommandFor(pkg: PackageInfo, configured: string | null | undefined): string {
+  if (configured?.trim()) return configured;
+  return pkg.hasLockfile ? 'npm ci --no-audit --no-fund' : 'npm install --no-audit --no-fund';
+}
+
+/** The configured build command, else `npm run build` when there is a build script, else none. */
+export function buildCommandFor(pkg: PackageInfo, configured: string | null | undefined): string | null {
+  if (configured?.trim()) return configured;
+  return pkg.scripts.build ? 'npm run build' : null;
+}
+
+/**
+ * Moves the built tree into `<artifacts>/<revision id>/app` with its manifest, atomically: it
+ * is assembled in a staging directory beside the final one (same filesystem) and renamed into
+ * place, so a reader never sees half an artifact. A leftover of an earlier attempt of the same
+ * revision (built, then the worker died before the database said so) is replaced.
+ */
+export async function publishArtifact(paths: BuildPaths, sourceRoot: string, manifest: ArtifactManifest, attempt: number): Promise<void> {
+  await mkdir(paths.artifactsRoot, { recursive: true });
+  const staging = path.join(paths.artifactsRoot, `.${manifest.revision_id}-a${attempt}.partial`);
+  await rm(staging, { recursive: true, force: true });
+  await mkdir(staging);
+  const app = path.join(staging, ARTIFACT_APP_DIR);
+  try {
+    await rename(sourceRoot, app);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+    await cp(sourceRoot, app, { recursive: true, verbatimSymlinks: true });
+  }
+  await rm(path.join(app, '.git'), { recursive: true, force: true });
+  await writeFile(path.join(staging, ARTIFACT_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+  await rm(paths.artifact, { recursive: true, force: true });
+  await rename(staging, paths.artifact);
+}

@@ -1,0 +1,43 @@
+import type { Config } from '@slipway/config';
+import type { SecretBox } from '@slipway/crypto';
+import { queryRows, type DataSource } from '@slipway/db';
+import { createRepohostProvider, type CloneAuth, type ProviderSpec } from '@slipway/source';
+import { BuildError } from './build-steps.js';
+import type { BuildRow } from './build-revision.processor.js';
+
+interface IntegrationRow {
+  id: string;
+  provider: ProviderSpec['provider'];
+  name: string;
+  config: Record<string, unknown>;
+  credentials_sealed: string | null;
+}
+
+/**
+ * Clone credentials of a repohost deployment: its integration's provider `cloneAuth()` (a
+ * token header for github/gitea, nothing for local). Credentials are sealed with the
+ * integration id as context, as the api stores them.
+ */
+export function integrationCloneAuth(config: Readonly<Config>, dataSource: DataSource, secrets: SecretBox): (build: BuildRow) => Promise<CloneAuth | null> {
+  return async (build) => {
+    if (!build.integration_id) return null;
+    const [row] = await queryRows<IntegrationRow>(
+      dataSource.manager,
+      `SELECT id, provider, name, config, credentials_sealed FROM integrations WHERE id = $1`,
+      [build.integration_id],
+    );
+    if (!row) throw new BuildError(`The deployment's integration ${build.integration_id} no longer exists.`);
+    let credentials: Record<string, unknown> | null;
+    try {
+      credentials = row.credentials_sealed ? JSON.parse(secrets.open(row.credentials_sealed, row.id)) : null;
+    } catch (err) {
+      throw new BuildError(`The credentials of integration '${row.name}' could not be decrypted (${(err as Error).message}).`);
+    }
+    try {
+      const spec = { provider: row.provider, name: row.name, config: row.config, credentials } as ProviderSpec;
+      return await createRepohostProvider(spec, { localReposRoot: config.localReposRoot }).cloneAuth();
+    } catch (err) {
+      throw new BuildError(`Could not get clone credentials from integration '${row.name}': ${(err as Error).message}`);
+    }
+  };
+}

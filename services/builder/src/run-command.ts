@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+
+export interface RunCommandOptions {
+  /** A shell command line, run as `/bin/sh -c <command>`. */
+  command: string;
+  cwd: string;
+  /** The whole environment: nothing of the worker's own leaks in. */
+  env: Record<string, string>;
+  /** Aborting it stops the command's whole process group. */
+  signal: AbortSignal;
+  /** Each line of output, as it comes (a trailing partial line when the stream ends). */
+  onLine: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** Between SIGTERM and SIGKILL when stopping; default 5 s. */
+  killGraceMs?: number;
+}
+
+export interface CommandResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** The command was stopped because its signal aborted; `reason` is the signal's. */
+export class CommandAbortedError extends Error {
+  constructor(readonly reason: unknown) {
+    super(`Command stopped: ${String(reason)}`);
+    this.name = 'CommandAbortedError';
+  }
+}
+
+/** Longest partial line kept while waiting for its newline; past it the text is emitted as a line. */
+const MAX_PARTIAL = 64 * 1024;
+const POLL_MS = 100;
+
+/**
+ * Runs a user's build step as `/bin/sh -c` in its own process group (detached), streaming its
+ * output line by line. Install and build commands start their own children (npm → node →
+ * compilers), and a background process may outlive the shell, so everything is signalled as a
+ * group: on abort SIGTERM, then SIGKILL after the grace period; after a normal exit, whatever
+ * the command left running in its group is killed too. Resolves with the exit status, or
+ * rejects with CommandAbortedError once the group is gone (or SIGKILLed) after an abort.
+ */
+export function runShellCommand(options: RunCommandOptions): Promise<CommandResult> {
+  const { signal, onLine } = options;
+  const grace = options.killGraceMs ?? 5_000;
+  if (signal.aborted) return Promise.reject(new CommandAbortedError(signal.reason));
+
+  const child = spawn('/bin/sh', ['-c', options.command], {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const pgid = child.pid;
+
+  const split = (stream: NodeJS.ReadableStream, name: 'stdout' | 'stderr') => {
+    let partial = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      const parts = (partial + chunk).split(/\r\n|\n|\r/);
+      partial = parts.pop() ?? '';
+      for (const line of parts) onLine(line, name);
+      if (partial.length > MAX_PARTIAL) {
+        onLine(partial, name);
+        partial = '';
+      }
+    });
+    return new Promise<void>((resolve) => {
+      const end = () => {
+        if (partial) onLine(partial, name);
+        partial = '';
+        resolve();
+      };
+      stream.once('end', end);
+      stream.once('close', end);
+      stream.once('error', end);
+    });
+  };
+  const drained = Promise.all([split(child.stdout!, 'stdout'), split(child.stderr!, 'stderr')]);
+
+  const exited = new Promise<CommandResult>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (exitCode, sig) => resolve({ exitCode, signal: sig }));
+  });
+
+  let stopping: Promise<void> | null = null;
+  const stop = () => {
+    stopping ??= stopGroup(pgid, grace);
+  };
+  signal.addEventListener('abort', stop, { once: true });
+
+  return (async () => {
+    try {
+      const result = await exited;
+      if (!signal.aborted) killGroup(pgid, 'SIGKILL'); // leftovers of a finished step
+      // Output still buffered in the pipes is read before the verdict; a pipe held open by
+      // something that escaped the group cannot keep us waiting for ever.
+      await Promise.race([drained, new Promise((r) => setTimeout(r, 2_000).unref())]);
+      if (signal.aborted) {
+        stop();
+        await stopping;
+        throw new CommandAbortedError(signal.reason);
+      }
+      return result;
+    } finally {
+      signal.removeEventListener('abort', stop);
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    }
+  })();
+}
+
+/** SIGTERM to the group, SIGKILL if any member is still there after `graceMs`. */
+async function stopGroup(pgid: number | undefined, graceMs: number): Promise<void> {
+  if (!killGroup(pgid, 'SIGTERM')) return;
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (!killGroup(pgid, 0)) return;
+  }
+  killGroup(pgid, 'SIGKILL');
+}
+
+/** Signals the process group; false when it no longer exists. */
+function killGroup(pgid: number | undefined, sig: NodeJS.Signals | 0): boolean {
+  if (!pgid) return false;
+  try {
+    process.kill(-pgid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,331 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uploadFilePath, uploadObjectPath } from '@slipway/source';
+import { createLocalIntegration, integrationRoot } from '../support/git-fixtures.js';
+import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
+import { startTestApi, type TestApi } from '../support/test-api.js';
+
+/**
+ * The real builder process against real git repositories (made here, under the local repos
+ * root) holding a tiny Node app with no dependencies, so `npm install` works offline. No
+ * deployer runs: a successful build stops at AWAITING_DEPLOY with its rollout job queued.
+ */
+
+const SECRET = 'hunter2-very-secret-value';
+const BUILD_TIMEOUT_MS = 60_000;
+
+let api: TestApi;
+let builder: ServiceProcess;
+let tmp: string;
+let reposRoot: string;
+let integrationId: string;
+let repoUrl: string;
+const heads: Record<string, string> = {};
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
+
+const APP_FILES: Record<string, string> = {
+  'package.json': JSON.stringify({ name: 'tiny-agent', version: '1.0.0', private: true, scripts: { build: 'node build.js', start: 'node dist/server.js' } }, null, 2),
+  'build.js': [
+    "const fs = require('fs');",
+    "fs.mkdirSync('dist', { recursive: true });",
+    "fs.writeFileSync('dist/server.js', \"require('http').createServer((q, s) => s.end('ok')).listen(process.env.PORT || 8000);\\n\");",
+    "console.log('built dist/server.js');",
+  ].join('\n'),
+  'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './dist/graph.js:graph' }, dependencies: ['.'] }),
+};
+
+function writeFiles(dir: string, files: Record<string, string>) {
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    writeFileSync(path.join(dir, file), content);
+  }
+}
+
+/** The app repository: `main` builds; other branches each break one thing. */
+function makeRepository(): string {
+  const repo = path.join(reposRoot, 'tiny-agent');
+  mkdirSync(repo, { recursive: true });
+  git(repo, 'init', '-q', '-b', 'main');
+  writeFiles(repo, APP_FILES);
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', 'tiny agent');
+  heads.main = git(repo, 'rev-parse', 'HEAD');
+
+  git(repo, 'checkout', '-q', '-b', 'no-config');
+  git(repo, 'rm', '-q', 'langgraph.json');
+  git(repo, 'commit', '-q', '-m', 'no graph config');
+
+  git(repo, 'checkout', '-q', 'main');
+  git(repo, 'checkout', '-q', '-b', 'bad-config');
+  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ graphs: { agent: 'no-export' }, node_version: '16' }));
+  git(repo, 'commit', '-q', '-am', 'bad graph config');
+
+  git(repo, 'checkout', '-q', 'main');
+  git(repo, 'checkout', '-q', '-b', 'no-start');
+  writeFileSync(path.join(repo, 'package.json'), JSON.stringify({ name: 'tiny-agent', scripts: { build: 'node build.js' } }));
+  git(repo, 'commit', '-q', '-am', 'no start script');
+  git(repo, 'checkout', '-q', 'main');
+  return `file://${repo}`;
+}
+
+interface SourceDeploymentOptions {
+  ref?: string;
+  installCommand?: string;
+  buildCommand?: string;
+  secrets?: Array<{ name: string; value: string }>;
+}
+
+/** A repohost deployment of the test repository, created over the API; returns its id and first revision's id. */
+async function createSourceDeployment(name: string, options: SourceDeploymentOptions = {}): Promise<{ deploymentId: string; revisionId: string }> {
+  const res = await api.http.post('/v2/deployments', {
+    name,
+    source: 'repohost',
+    source_config: {
+      integration_id: integrationId,
+      repo_url: repoUrl,
+      ...(options.installCommand ? { install_command: options.installCommand } : {}),
+      ...(options.buildCommand ? { build_command: options.buildCommand } : {}),
+    },
+    source_revision_config: { repo_ref: options.ref ?? 'main' },
+    secrets: options.secrets ?? [],
+  });
+  expect(res.status, res.text).toBe(201);
+  return { deploymentId: res.body.id, revisionId: res.body.latest_revision_id };
+}
+
+const revisionRow = async (id: string) =>
+  (
+    await api.dataSource.query(
+      `SELECT status, status_message, attempt, artifact_ref, image_uri, source_revision_config FROM revisions WHERE id = $1`,
+      [id],
+    )
+  )[0];
+
+const settle = (id: string, statuses = ['AWAITING_DEPLOY', 'BUILD_FAILED', 'INTERRUPTED']) =>
+  eventually(() => revisionRow(id), (r) => statuses.includes(r.status), BUILD_TIMEOUT_MS, 200);
+
+const buildLogs = async (id: string): Promise<string[]> =>
+  (await api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'build' ORDER BY id`, [id])).map(
+    (r: { message: string }) => r.message,
+  );
+
+/** Alive and not a zombie (an orphan the init process has not reaped yet is gone for our purpose). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Starts a build whose build command sleeps (as a child of the shell) and returns the sleep's pid once it runs. */
+async function startSleepingBuild(name: string): Promise<{ deploymentId: string; revisionId: string; pid: number }> {
+  const ids = await createSourceDeployment(name, { buildCommand: 'sleep 30 & echo "sleep-pid $!"; wait' });
+  const logs = await eventually(() => buildLogs(ids.revisionId), (lines) => lines.some((l) => l.startsWith('sleep-pid ')), BUILD_TIMEOUT_MS, 100);
+  const pid = Number(logs.find((l) => l.startsWith('sleep-pid '))!.slice('sleep-pid '.length));
+  expect(alive(pid)).toBe(true);
+  return { ...ids, pid };
+}
+
+const buildDirOf = (revisionId: string, attempt = 0) => path.join(api.config.dataDir, 'builds', `${revisionId}-a${attempt}`);
+
+beforeAll(async () => {
+  tmp = mkdtempSync(path.join(tmpdir(), 'slipway-builder-e2e-'));
+  api = await startTestApi();
+  api.relay.start();
+  // A `local` integration over a directory of the api's repos root, holding the app repository.
+  reposRoot = integrationRoot(api, 'builder-repos');
+  repoUrl = makeRepository();
+  integrationId = (await createLocalIntegration(api, 'builder-repos', reposRoot)).id;
+  // The reconciler (which any worker process runs) would also fail an overdue build; it runs
+  // rarely here so that the deadline test sees the builder's own guard do it.
+  builder = await startService('builder', serviceEnv(api, { SLIPWAY_RECONCILE_INTERVAL_MS: '3600000' }));
+}, 60_000);
+
+afterAll(async () => {
+  await builder?.stop();
+  await api?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('builder: repohost builds', () => {
+  it('builds the branch into an artifact and hands the revision to the rollout queue', async () => {
+    const { revisionId } = await createSourceDeployment('built-from-git');
+    const row = await settle(revisionId);
+    expect(row.status, row.status_message).toBe('AWAITING_DEPLOY');
+    expect(row.source_revision_config.repo_commit_sha).toBe(heads.main);
+    expect(row.attempt).toBe(0);
+
+    const artifact = path.join(api.config.dataDir, 'artifacts', revisionId);
+    expect(row.artifact_ref).toBe(artifact);
+    expect(row.image_uri).toBe(`artifact://${revisionId}`);
+    expect(readFileSync(path.join(artifact, 'app/dist/server.js'), 'utf8')).toMatch(/createServer/);
+    expect(existsSync(path.join(artifact, 'app/package.json'))).toBe(true);
+    expect(existsSync(path.join(artifact, 'app/.git'))).toBe(false);
+    const manifest = JSON.parse(readFileSync(path.join(artifact, 'artifact.json'), 'utf8'));
+    expect(manifest).toEqual({
+      version: 1,
+      revision_id: revisionId,
+      commit: heads.main,
+      source: { type: 'repohost', repo_url: repoUrl, ref: 'main' },
+      graph_config_path: 'langgraph.json',
+      graphs: { agent: './dist/graph.js:graph' },
+      env: null,
+      node_version: '20',
+      start: { command: 'npm', args: ['run', 'start'], cwd: '.' },
+      built_at: expect.any(String),
+    });
+    expect(existsSync(buildDirOf(revisionId))).toBe(false);
+
+    const logs = await buildLogs(revisionId);
+    expect(logs).toEqual(expect.arrayContaining(['$ npm install --no-audit --no-fund', '$ npm run build', 'built dist/server.js']));
+
+    // The rollout job: in the outbox and handed to Redis, with the attempt the row carries.
+    const [outbox] = await api.dataSource.query(`SELECT job_id, payload FROM outbox WHERE job_name = 'rollout.revision' AND payload->>'revisionId' = $1`, [
+      revisionId,
+    ]);
+    expect(outbox).toMatchObject({ job_id: `rollout-${revisionId}-a0`, payload: { revisionId, attempt: 0 } });
+    const job = await eventually(() => api.queues.rollouts.getJob(`rollout-${revisionId}-a0`), (j) => !!j, 10_000);
+    expect(job!.data).toMatchObject({ revisionId, attempt: 0 });
+    const events = await api.dataSource.query(`SELECT from_status, to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`, [revisionId]);
+    expect(events.map((e: any) => `${e.from_status}>${e.to_status}`)).toEqual(['CREATING>AWAITING_BUILD', 'AWAITING_BUILD>BUILDING', 'BUILDING>AWAITING_DEPLOY']);
+  });
+
+  it('redacts the revision secrets from the build log and gives build commands a clean environment', async () => {
+    const { revisionId } = await createSourceDeployment('secret-echo', {
+      buildCommand: 'echo "token is $MY_SECRET"; echo "key=${SLIPWAY_SECRETS_KEY:-unset} db=${DATABASE_URL:-unset} ci=$CI"; npm run build',
+      secrets: [{ name: 'MY_SECRET', value: SECRET }],
+    });
+    const row = await settle(revisionId);
+    expect(row.status, row.status_message).toBe('AWAITING_DEPLOY');
+    const logs = await buildLogs(revisionId);
+    expect(logs).toContain('token is ********');
+    expect(logs).toContain('key=unset db=unset ci=true');
+    expect(logs.some((l) => l.includes(SECRET))).toBe(false);
+  });
+
+  it('fails with the install command and its last log lines, redacted', async () => {
+    const { revisionId } = await createSourceDeployment('failing-install', {
+      installCommand: 'echo preparing; echo "exploded with $MY_SECRET" >&2; exit 3',
+      secrets: [{ name: 'MY_SECRET', value: SECRET }],
+    });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toContain('The install command `echo preparing; echo "exploded with $MY_SECRET" >&2; exit 3` exited with code 3.');
+    expect(row.status_message).toMatch(/Last log lines:\n(.*\n)*preparing\nexploded with \*{8}$/);
+    expect(row.status_message).not.toContain(SECRET);
+    expect(row.artifact_ref).toBeNull();
+    expect(existsSync(path.join(api.config.dataDir, 'artifacts', revisionId))).toBe(false);
+    expect(existsSync(buildDirOf(revisionId))).toBe(false);
+    const logs = await buildLogs(revisionId);
+    expect(logs.at(-1)).toMatch(/^Build failed: The install command/);
+  });
+
+  it('fails when the graph config file is missing, saying where it looked', async () => {
+    const { revisionId } = await createSourceDeployment('no-graph-config', { ref: 'no-config' });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toMatch(new RegExp(`^Graph config file 'langgraph\\.json' not found at ${repoUrl} 'no-config' \\(commit [0-9a-f]{12}\\)\\.`));
+    // The commit was resolved before the config was read, so it is recorded all the same.
+    expect(row.source_revision_config.repo_commit_sha).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it('fails with every problem of an invalid graph config', async () => {
+    const { revisionId } = await createSourceDeployment('bad-graph-config', { ref: 'bad-config' });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toMatch(/^Graph config file 'langgraph\.json' is invalid: "graphs\.agent" must be an import string .*; "node_version" must be one of/);
+  });
+
+  it('fails when package.json has no start script', async () => {
+    const { revisionId } = await createSourceDeployment('no-start-script', { ref: 'no-start' });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toMatch(/^package\.json in the source root has no "start" script/);
+  });
+
+  it('fails at fetch when the branch does not exist', async () => {
+    const { revisionId } = await createSourceDeployment('missing-branch', { ref: 'no-such-branch' });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toMatch(new RegExp(`^Branch or tag 'no-such-branch' not found in ${repoUrl}\\.`));
+  });
+});
+
+describe('builder: stopping a running build', () => {
+  it('kills the whole process group when the revision is interrupted', async () => {
+    const { deploymentId, revisionId, pid } = await startSleepingBuild('interrupted-build');
+    const res = await api.http.post(`/v2/deployments/${deploymentId}/revisions/${revisionId}/interruption`);
+    expect(res.status, res.text).toBe(200);
+    await eventually(async () => alive(pid), (up) => !up, 15_000, 100);
+    const row = await revisionRow(revisionId);
+    expect(row.status).toBe('INTERRUPTED');
+    expect(row.status_message).toBe('Interrupted by request.');
+    await eventually(async () => existsSync(buildDirOf(revisionId)), (present) => !present, 10_000);
+    expect(existsSync(path.join(api.config.dataDir, 'artifacts', revisionId))).toBe(false);
+    await eventually(() => buildLogs(revisionId), (lines) => lines.some((l) => l.startsWith('Build stopped:')), 10_000);
+  });
+
+  it('fails the build past its deadline and kills the process group', async () => {
+    const { revisionId, pid } = await startSleepingBuild('overdue-build');
+    await api.dataSource.query(`UPDATE revisions SET deadline_at = now() - interval '1 second' WHERE id = $1`, [revisionId]);
+    await eventually(async () => alive(pid), (up) => !up, 15_000, 100);
+    const row = await settle(revisionId, ['BUILD_FAILED']);
+    expect(row.status_message).toMatch(/^The build exceeded its deadline of 30 min\.\nLast log lines:\n(.*\n)*sleep-pid \d+$/);
+    await eventually(async () => existsSync(buildDirOf(revisionId)), (present) => !present, 10_000);
+  });
+});
+
+describe('builder: uploaded tarballs', () => {
+  /** An upload deployment without a revision (CONTRACT C10), then a PATCH naming its tarball. */
+  async function uploadRevision(name: string, store: (objectPath: string, deploymentId: string) => Promise<void>) {
+    const created = await api.http.post('/v2/deployments', { name, source: 'internal_source', source_config: {}, source_revision_config: {} });
+    expect(created.status, created.text).toBe(201);
+    const deploymentId = created.body.id;
+    const objectPath = uploadObjectPath(deploymentId);
+    await store(objectPath, deploymentId);
+    const patched = await api.http.patch(`/v2/deployments/${deploymentId}`, {
+      revision_source: 'internal_source',
+      source_revision_config: { source_tarball_path: objectPath, langgraph_config_path: 'langgraph.json' },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    return { deploymentId, revisionId: patched.body.latest_revision_id as string, objectPath };
+  }
+
+  const recordUpload = (objectPath: string, deploymentId: string) =>
+    api.dataSource.query(`INSERT INTO uploads (object_path, deployment_id, completed_at) VALUES ($1, $2, now())`, [objectPath, deploymentId]);
+
+  it('builds the uploaded source (single top-level directory) into an artifact', async () => {
+    const { revisionId, objectPath } = await uploadRevision('built-from-upload', async (objectPath, deploymentId) => {
+      const src = path.join(tmp, `upload-${randomUUID()}`, 'tiny-agent');
+      writeFiles(src, APP_FILES);
+      const file = uploadFilePath(api.config.dataDir, objectPath);
+      mkdirSync(path.dirname(file), { recursive: true });
+      execFileSync('tar', ['-czf', file, '-C', path.dirname(src), 'tiny-agent']);
+      await recordUpload(objectPath, deploymentId);
+    });
+    const row = await settle(revisionId);
+    expect(row.status, row.status_message).toBe('AWAITING_DEPLOY');
+    const artifact = path.join(api.config.dataDir, 'artifacts', revisionId);
+    expect(existsSync(path.join(artifact, 'app/dist/server.js'))).toBe(true);
+    const manifest = JSON.parse(readFileSync(path.join(artifact, 'artifact.json'), 'utf8'));
+    expect(manifest).toMatchObject({ commit: null, source: { type: 'upload', object_path: objectPath }, start: { cwd: '.' } });
+    expect(row.source_revision_config.repo_commit_sha ?? null).toBeNull();
+  });
+
+  it('fails clearly when the uploaded file is gone', async () => {
+    const { revisionId, objectPath } = await uploadRevision('upload-missing', recordUpload);
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message.startsWith(
+      `The source tarball '${objectPath}' is missing on the server; upload the source again (POST /v2/deployments/{id}/upload-url).`,
+    )).toBe(true);
+  });
+});
