@@ -46,6 +46,14 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     }
   });
 
+  it('shares the data dir between api, builder and deployer (uploads and artifacts live there)', () => {
+    const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+    for (const service of ['api', 'builder', 'deployer']) {
+      const block = text.split(new RegExp(`\\n  ${service}:\\n`))[1]!.split(/\n  [a-z]+:\n/)[0]!;
+      expect(block, service).toContain('slipway-data:/var/lib/slipway');
+    }
+  });
+
   it('refuses to start without SLIPWAY_SECRETS_KEY', () => {
     const result = spawnSync(compose![0]!, [...compose!.slice(1), '-f', 'docker-compose.yml', 'config', '-q'], {
       cwd: ROOT,

@@ -181,3 +181,15 @@ describe('the returned config', () => {
     expect(process.env).toEqual(before);
   });
 });
+
+describe('process runtime hosts', () => {
+  const runtime = (env: Record<string, string>) =>
+    loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, ...env }).runtime;
+
+  it('puts the bind host in URLs unless it binds all interfaces', () => {
+    expect(runtime({})).toMatchObject({ host: '127.0.0.1', publicHost: '127.0.0.1' });
+    expect(runtime({ SLIPWAY_RUNTIME_HOST: '10.1.2.3' }).publicHost).toBe('10.1.2.3');
+    expect(runtime({ SLIPWAY_RUNTIME_HOST: '0.0.0.0' }).publicHost).toBe('127.0.0.1');
+    expect(runtime({ SLIPWAY_RUNTIME_HOST: '0.0.0.0', SLIPWAY_RUNTIME_PUBLIC_HOST: 'agents.example.com' }).publicHost).toBe('agents.example.com');
+  });
+});

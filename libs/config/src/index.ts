@@ -47,7 +47,14 @@ export interface Config {
   /** How long a signed upload URL stays valid (CONTRACT C10). */
   uploadUrlTtlMs: number;
   /** Process runtime: where deployments' processes and serving proxies listen. */
-  runtime: { host: string; portMin: number; portMax: number };
+  runtime: {
+    /** Interface deployed apps' serving proxies bind to. */
+    host: string;
+    /** Host put in deployments' `url`; differs from `host` when binding all interfaces. */
+    publicHost: string;
+    portMin: number;
+    portMax: number;
+  };
 }
 
 export interface PipelineTimings {
@@ -132,6 +139,7 @@ const schema = Joi.object({
   SLIPWAY_UPLOAD_MAX_BYTES: Joi.number().integer().min(1024).default(200 * 1024 * 1024),
   SLIPWAY_UPLOAD_URL_TTL_MS: ms(60 * MINUTE),
   SLIPWAY_RUNTIME_HOST: Joi.string().default('127.0.0.1'),
+  SLIPWAY_RUNTIME_PUBLIC_HOST: Joi.string().hostname(),
   SLIPWAY_RUNTIME_PORT_MIN: Joi.number().integer().min(1024).max(65535).default(20_000),
   SLIPWAY_RUNTIME_PORT_MAX: Joi.number().integer().min(1024).max(65535).default(29_999),
 })
@@ -223,7 +231,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     localReposRoot: path.resolve(value.SLIPWAY_LOCAL_REPOS_ROOT as string),
     uploadMaxBytes: value.SLIPWAY_UPLOAD_MAX_BYTES,
     uploadUrlTtlMs: value.SLIPWAY_UPLOAD_URL_TTL_MS,
-    runtime: { host: value.SLIPWAY_RUNTIME_HOST, portMin: value.SLIPWAY_RUNTIME_PORT_MIN, portMax: value.SLIPWAY_RUNTIME_PORT_MAX },
+    runtime: {
+      host: value.SLIPWAY_RUNTIME_HOST,
+      publicHost: value.SLIPWAY_RUNTIME_PUBLIC_HOST ?? (['0.0.0.0', '::'].includes(value.SLIPWAY_RUNTIME_HOST) ? '127.0.0.1' : value.SLIPWAY_RUNTIME_HOST),
+      portMin: value.SLIPWAY_RUNTIME_PORT_MIN,
+      portMax: value.SLIPWAY_RUNTIME_PORT_MAX,
+    },
   };
   return deepFreeze(config);
 }

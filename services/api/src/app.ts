@@ -72,7 +72,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
 
   const flow = new RevisionFlow(config.pipeline);
   const integrations = new IntegrationService(dataSource, secrets, config);
-  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, config.runtime.host);
+  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, config.runtime.publicHost);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   let document: Record<string, unknown> | undefined;

@@ -149,7 +149,7 @@ export class DeploymentService {
     private readonly secrets: SecretBox,
     private readonly flow: RevisionFlow,
     private readonly repositories: RepositoryCatalog,
-    /** Where the process runtime serves cloud-hosted deployments (`config.runtime.host`). */
+    /** The host in cloud-hosted deployments' serving URLs (`config.runtime.publicHost`). */
     private readonly runtimeHost?: string,
   ) {}
 
