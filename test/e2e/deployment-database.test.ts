@@ -1,12 +1,14 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deploymentDatabasePassword } from '@slipway/crypto';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
  * A cloud-hosted deployment's own database (issue 3, item 10): AWAITING_DATABASE until the
- * deployer has created it on the control plane's Postgres server, then READY; dropped when the
- * deployment is deleted. Uses an `upload` deployment: it needs no repository or integration,
+ * deployer has created it, with a login role of its own that owns it, on the control plane's
+ * Postgres server, then READY; database and role dropped when the deployment is deleted. Uses an `upload` deployment: it needs no repository or integration,
  * and has no revision until a tarball arrives, so only provisioning runs.
  */
 let api: TestApi;
@@ -46,9 +48,32 @@ describe('deployment databases', () => {
     expect(row.database_name).toBe(name);
     expect(name.length).toBeLessThanOrEqual(63);
 
+    // Its own login role owns it; that role can use its database and read nothing of the control plane's.
+    const [owner] = await api.dataSource.query(
+      `SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1`,
+      [name],
+    );
+    expect(owner.owner).toBe(name);
+    const as = (database: string) => {
+      const u = new URL(api.database.url);
+      u.username = name;
+      u.password = deploymentDatabasePassword(api.config.secretsKey.key, res.body.id);
+      u.pathname = `/${database}`;
+      return new pg.Client({ connectionString: u.toString() });
+    };
+    const own = as(name);
+    await own.connect();
+    await own.query('CREATE TABLE notes (id int)');
+    await own.end();
+    const control = as(api.database.name);
+    await control.connect();
+    await expect(control.query('SELECT key_hash FROM api_keys')).rejects.toThrow(/permission denied/);
+    await control.end();
+
     expect((await api.http.delete(`/v2/deployments/${res.body.id}`)).status).toBe(204);
     await eventually(async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).status, (s) => s === 404);
     expect(await databaseExists(name)).toBe(false);
+    expect(await api.dataSource.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [name])).toEqual([]);
     // The tracing project outlives the deployment, and the name is free again.
     const again = await api.http.post('/v2/deployments', {
       name: 'db-owner',

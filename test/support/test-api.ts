@@ -7,7 +7,8 @@ import { inject } from 'vitest';
 import { loadConfig, type Config } from '@slipway/config';
 import { createApp, type AppDeps } from '@slipway/api/app';
 import { createProducerRedis } from '@slipway/api/redis';
-import { createDataSource, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
+import { createDataSource, dropDeploymentDatabase, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
+import { deploymentDatabaseName } from '@slipway/domain';
 import { closeQueues, createQueues, OutboxRelay, RevisionFlow, type Queues } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from './database.js';
@@ -107,6 +108,7 @@ export async function startTestApi(
       await obliterate(queues);
       await closeQueues(queues);
       redis.disconnect();
+      await dropDeploymentDatabases(dataSource, database.url);
       await dataSource.destroy();
       await database.drop();
       rmSync(dataDir, { recursive: true, force: true });
@@ -117,4 +119,18 @@ export async function startTestApi(
 /** Removes this file's queues and jobs from Redis: only keys under our own prefix. */
 async function obliterate(queues: Queues): Promise<void> {
   await Promise.allSettled(Object.values(queues).map((q) => q.obliterate({ force: true })));
+}
+
+/**
+ * Deployment databases and roles live on the server, outside the file's own database: drop
+ * those this file's deployments got (names recorded in its rows, and derived for the ones still
+ * provisioning), so a shared Postgres is left as it was found.
+ */
+async function dropDeploymentDatabases(dataSource: DataSource, url: string): Promise<void> {
+  const rows: Array<{ name: string; id: string; database_name: string | null }> = await dataSource.query(
+    `SELECT name, id, database_name FROM deployments WHERE listener_id IS NULL`,
+  );
+  for (const row of rows) {
+    await dropDeploymentDatabase(url, row.database_name ?? deploymentDatabaseName(row.name, row.id)).catch(() => {});
+  }
 }

@@ -71,6 +71,51 @@ export async function createDatabaseIfMissing(url: string, name: string): Promis
   }
 }
 
+/**
+ * A deployment's own database with its own login role (same name) that owns it, so the app's
+ * DATABASE_URI carries no control-plane credentials. PUBLIC loses CONNECT on it, so other
+ * deployments' roles cannot reach it. Idempotent: an existing role gets its password reset,
+ * an existing database its owner. Needs CREATEROLE (or superuser) on the control-plane user.
+ */
+export async function provisionDeploymentDatabase(url: string, name: string, password: string): Promise<void> {
+  const client = await maintenanceClient(url);
+  const role = pg.escapeIdentifier(name);
+  try {
+    const { rowCount: hasRole } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
+    const literal = client.escapeLiteral(password);
+    await client
+      .query(hasRole ? `ALTER ROLE ${role} WITH LOGIN PASSWORD ${literal}` : `CREATE ROLE ${role} WITH LOGIN PASSWORD ${literal}`)
+      .catch((err: { code?: string }) => {
+        if (err.code === '42710') return client.query(`ALTER ROLE ${role} WITH LOGIN PASSWORD ${literal}`); // created meanwhile
+        if (err.code === '42501') {
+          throw new Error(`The control-plane database user may not create roles; grant it CREATEROLE so each deployment gets its own (${name}).`);
+        }
+        throw err;
+      });
+    const { rowCount: hasDb } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!hasDb) {
+      await client.query(`CREATE DATABASE ${role} OWNER ${role}`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04' && err.code !== '23505') throw err;
+      });
+    }
+    await client.query(`ALTER DATABASE ${role} OWNER TO ${role}`);
+    await client.query(`REVOKE ALL ON DATABASE ${role} FROM PUBLIC`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops a deployment's database, then its role. Idempotent. */
+export async function dropDeploymentDatabase(url: string, name: string): Promise<void> {
+  await dropDatabaseIfExists(url, name);
+  const client = await maintenanceClient(url);
+  try {
+    await client.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Drops database `name` on the server `url` points at, disconnecting its sessions. Idempotent. */
 export async function dropDatabaseIfExists(url: string, name: string): Promise<void> {
   const client = await maintenanceClient(url);

@@ -2,6 +2,8 @@ export {
   createDatabaseIfMissing,
   createDataSource,
   dropDatabaseIfExists,
+  dropDeploymentDatabase,
+  provisionDeploymentDatabase,
   ensureDatabase,
   runMigrations,
   type CreateDataSourceOptions,

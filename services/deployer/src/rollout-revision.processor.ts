@@ -49,27 +49,35 @@ export function rolloutRevisionProcessor(
       log.info({ status: rev?.status, currentAttempt: rev?.attempt }, 'rollout job is stale; nothing to do');
       return;
     }
-    // Mark the phase as worked on: the reconciler treats a quiet active job as a dead worker.
-    await dataSource.query(`UPDATE revisions SET heartbeat_at = now() WHERE id = $1 AND status = 'AWAITING_DEPLOY'`, [revisionId]);
-    if (rev.deployment_status === 'AWAITING_DATABASE') await provisionDeployment(config, dataSource, rev.deployment_id, log);
+    // Heartbeats from the first moment to the last: the reconciler takes an active job that has
+    // gone quiet for a dead worker, and a rollout can wait a while before DEPLOYING (provisioning,
+    // the previous rollout of the same deployment draining).
+    const guard = new PhaseGuard(dataSource, revisionId, ['AWAITING_DEPLOY', 'DEPLOYING'], config.pipeline, attempt);
+    await guard.start();
+    try {
+      if (rev.deployment_status === 'AWAITING_DATABASE') await provisionDeployment(config, dataSource, rev.deployment_id, log);
 
-    if (rev.source === 'external_container') {
-      const applied = await dataSource.transaction((m) =>
-        flow.transition(m, revisionId, 'DEPLOYING', {
-          from: ['AWAITING_DEPLOY'],
-          message: 'Published to the listener; waiting for its report.',
-          set: { heartbeatAt: null },
-        }),
-      );
-      log.info({ applied: !!applied }, 'revision published to its listener');
-      return;
+      if (rev.source === 'external_container') {
+        guard.stop(); // from DEPLOYING on, the listener reports and the deadline bounds it
+        const applied = await dataSource.transaction((m) =>
+          flow.transition(m, revisionId, 'DEPLOYING', {
+            from: ['AWAITING_DEPLOY'],
+            message: 'Published to the listener; waiting for its report.',
+            set: { heartbeatAt: null },
+          }),
+        );
+        log.info({ applied: !!applied }, 'revision published to its listener');
+        return;
+      }
+      // Local processes are the runtime owner's alone: elsewhere the job waits for it.
+      if (!supervisor.isOwner) {
+        log.debug('not the process runtime owner; parking the rollout');
+        await parkUntilOwner(job);
+      }
+      await rolloutProcessRevision(config, dataSource, flow, supervisor, revisionId, guard, log);
+    } finally {
+      guard.stop();
     }
-    // Local processes are the runtime owner's alone: elsewhere the job waits for it.
-    if (!supervisor.isOwner) {
-      log.debug('not the process runtime owner; parking the rollout');
-      await parkUntilOwner(job);
-    }
-    await rolloutProcessRevision(config, dataSource, flow, supervisor, revisionId, attempt, log);
   };
 }
 
@@ -87,7 +95,7 @@ async function rolloutProcessRevision(
   flow: RevisionFlow,
   supervisor: RuntimeSupervisor,
   revisionId: string,
-  attempt: number,
+  guard: PhaseGuard,
   log: JobContext['log'],
 ): Promise<void> {
   const fail = (from: RevisionStatus, message: string) =>
@@ -104,8 +112,6 @@ async function rolloutProcessRevision(
     flow.transition(m, revisionId, 'DEPLOYING', { from: ['AWAITING_DEPLOY'], message: 'Starting instances; waiting for GET /ok.' }),
   );
   if (!deploying) return;
-  const guard = new PhaseGuard(dataSource, revisionId, ['DEPLOYING'], config.pipeline, attempt);
-  await guard.start();
   const deployLog = new RevisionLogWriter(dataSource, revisionId, 'deploy', rev.secretValues);
   try {
     for (const warning of rev.artifact.warnings) deployLog.line(warning, 'warn');
@@ -129,7 +135,6 @@ async function rolloutProcessRevision(
     if (!(err instanceof PortsExhaustedError)) throw err;
     await fail('DEPLOYING', `${err.message} Widen SLIPWAY_RUNTIME_PORT_MIN/MAX or delete unused deployments.`);
   } finally {
-    guard.stop();
     await deployLog.close();
   }
 }

@@ -1,7 +1,7 @@
 import { appendFile, rm } from 'node:fs/promises';
 import { DelayedError, type Job } from 'bullmq';
 import type { Config } from '@slipway/config';
-import { SecretBox } from '@slipway/crypto';
+import { deploymentDatabasePassword, SecretBox } from '@slipway/crypto';
 import { queryRows, type DataSource, type EntityManager } from '@slipway/db';
 import { deploymentDatabaseName, type SecretEntry } from '@slipway/domain';
 import type { RevisionLogWriter } from '@slipway/jobs';
@@ -598,6 +598,7 @@ export class RuntimeSupervisor {
         secrets,
         databaseUrl: this.config.databaseUrl,
         databaseName: r.database_name ?? deploymentDatabaseName(r.name, r.deployment_id),
+        databasePassword: deploymentDatabasePassword(this.config.secretsKey.key, r.deployment_id),
         redisUrl: this.config.redisUrl,
         deploymentId: r.deployment_id,
       }),

@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@slipway/config';
-import { dropDatabaseIfExists, queryRows, type DataSource } from '@slipway/db';
+import { dropDeploymentDatabase, queryRows, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import type { JobHandler } from '@slipway/jobs';
 import { parkUntilOwner, type RuntimeSupervisor } from './runtime-supervisor.js';
@@ -33,7 +33,7 @@ export function teardownDeploymentProcessor(
     if (!supervisor.isOwner) await parkUntilOwner(job);
     // Processes first: they hold connections to the database about to be dropped.
     await supervisor.teardown(deploymentId);
-    await dropDatabaseIfExists(config.databaseUrl, deploymentDatabaseName(d.name, deploymentId));
+    await dropDeploymentDatabase(config.databaseUrl, deploymentDatabaseName(d.name, deploymentId));
     await removeFiles(config, dataSource, deploymentId);
     await dataSource.query(`DELETE FROM deployments WHERE id = $1 AND status = 'AWAITING_DELETE'`, [deploymentId]);
     log.info('deployment torn down');

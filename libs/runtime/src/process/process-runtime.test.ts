@@ -31,6 +31,7 @@ describe('instanceEnvironment', () => {
       ],
       databaseUrl: 'postgres://slipway:pw@db.internal:5432/slipway?sslmode=require',
       databaseName: 'slipway_d_agent_1234abcd',
+      databasePassword: 'p@ss/word',
       redisUrl: 'redis://127.0.0.1:6379/0',
       deploymentId: 'd-1',
     });
@@ -38,14 +39,15 @@ describe('instanceEnvironment', () => {
       NODE_ENV: 'staging',
       FROM_GRAPH: 'g',
       OVERRIDDEN: 'secret',
-      DATABASE_URI: 'postgres://slipway:pw@db.internal:5432/slipway_d_agent_1234abcd?sslmode=require',
+      // The deployment's own role: the control plane's user and password never reach the app.
+      DATABASE_URI: 'postgres://slipway_d_agent_1234abcd:p%40ss%2Fword@db.internal:5432/slipway_d_agent_1234abcd?sslmode=require',
       REDIS_URI: 'redis://127.0.0.1:6379/0',
       REDIS_PREFIX: 'slipway-d-d-1',
     });
   });
 
   it('defaults NODE_ENV to production', () => {
-    const env = instanceEnvironment({ secrets: [], databaseUrl: 'postgres://h/db', databaseName: 'x', redisUrl: 'redis://h', deploymentId: 'd' });
+    const env = instanceEnvironment({ secrets: [], databaseUrl: 'postgres://h/db', databaseName: 'x', databasePassword: 'p', redisUrl: 'redis://h', deploymentId: 'd' });
     expect(env.NODE_ENV).toBe('production');
   });
 });

@@ -49,15 +49,21 @@ export function instanceEnvironment(input: {
   /** The graph config's env (lowest precedence). */
   base?: Record<string, string>;
   secrets: ReadonlyArray<{ name: string; value: string }>;
+  /** The control plane's DATABASE_URL: only its host, port and options are reused. */
   databaseUrl: string;
   databaseName: string | null;
+  /** Password of the deployment's own role (named like its database). */
+  databasePassword: string;
   redisUrl: string;
   deploymentId: string;
 }): Record<string, string> {
   const env: Record<string, string> = { NODE_ENV: 'production', ...input.base };
   for (const s of input.secrets) env[s.name] = s.value;
   if (input.databaseName) {
+    // The deployment's own role, never the control plane's credentials.
     const db = new URL(input.databaseUrl);
+    db.username = encodeURIComponent(input.databaseName);
+    db.password = encodeURIComponent(input.databasePassword);
     db.pathname = `/${input.databaseName}`;
     env.DATABASE_URI = db.toString();
   }
