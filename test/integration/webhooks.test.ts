@@ -364,3 +364,14 @@ describe('GET .../deliveries', () => {
     expect(api.logs.text()).not.toContain(secret);
   });
 });
+
+describe('large push payloads', () => {
+  it('accepts a signed push far above the global JSON body limit (GitHub sends up to 25 MB)', async () => {
+    // ~3 MB of commit messages: three times the default 1 MB limit of every other route.
+    const commits = Array.from({ length: 300 }, (_, i) => ({ id: sha(), message: `commit ${i} ${'x'.repeat(10_000)}` }));
+    const res = await send(pushPayload(service, 'refs/heads/no-deployment-tracks-this', sha(), { commits }));
+    expect(res.status, res.text).toBe(200);
+    const other = await api.http.request('POST', '/v2/listeners', { rawBody: JSON.stringify({ padding: 'x'.repeat(3_000_000) }) });
+    expect(other.status).toBe(413);
+  });
+});

@@ -11,7 +11,7 @@ import type { Logger } from '@slipway/logging';
 import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
-import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
+import { errorHandler, notFoundHandler, routePattern } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
 import type { RouteSpec } from './http/route.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -122,13 +122,20 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   const streamRouter = express.Router({ strict: false });
   mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { authenticator });
   for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
-  app.use(
+  const json = (limit: number) =>
     express.json({
-      limit: config.bodyLimitBytes,
+      limit,
       type: ['application/json', 'application/*+json'],
       // The exact bytes, for routes that check a signature over them (the push webhook).
       verify: (req, _res, buf) => void ((req as Request & { rawBody?: Buffer }).rawBody = buf),
-    }),
+    });
+  // One parser per request, its limit the route's own where it has one (push webhooks).
+  const largeBodies = routes
+    .filter((r) => r.bodyLimitBytes)
+    .map((r) => ({ method: r.method.toUpperCase(), regex: routePattern(r.path), parser: json(r.bodyLimitBytes!) }));
+  const standardBody = json(config.bodyLimitBytes);
+  app.use((req, res, next) =>
+    (largeBodies.find((l) => l.method === req.method && l.regex.test(req.path))?.parser ?? standardBody)(req, res, next),
   );
 
   const router = express.Router({ strict: false });

@@ -54,7 +54,8 @@ export function errorHandler(): ErrorRequestHandler {
   };
 }
 
-function patternOf(path: string): RegExp {
+/** A route path (`/v2/x/:id`) as a regex matching it with or without the `/api-host` prefix. */
+export function routePattern(path: string): RegExp {
   const escaped = path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:([A-Za-z0-9_]+)/g, '[^/]+');
   return new RegExp(`^(?:/api-host)?${escaped}/?$`);
 }
@@ -63,7 +64,7 @@ function patternOf(path: string): RegExp {
  * After every route: 405 with `Allow` when the path exists under another method, else 404.
  */
 export function notFoundHandler(routes: readonly RouteSpec[]): RequestHandler {
-  const patterns = routes.map((r) => ({ method: r.method.toUpperCase(), regex: patternOf(r.path) }));
+  const patterns = routes.map((r) => ({ method: r.method.toUpperCase(), regex: routePattern(r.path) }));
   return (req, res) => {
     const allowed = [...new Set(patterns.filter((p) => p.regex.test(req.path)).map((p) => p.method))];
     if (allowed.length) {

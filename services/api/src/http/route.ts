@@ -64,6 +64,8 @@ export interface RouteSpec<P = any, Q = any, B = any> {
    * refused body is not drained into a kept-alive connection.
    */
   streamBody?: boolean;
+  /** A JSON body limit of its own, above the global one (e.g. repository-host push payloads). */
+  bodyLimitBytes?: number;
   handler: (ctx: RequestContext<P, Q, B>) => Promise<HandlerResult> | HandlerResult;
 }
 

@@ -105,6 +105,8 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
       tag,
       // The HMAC of the body under the integration's webhook secret is the credential.
       auth: 'none',
+      // GitHub sends push payloads of up to 25 MB.
+      bodyLimitBytes: 25 * 1024 * 1024,
       request: { params: integrationParams, headers: webhookHeaders },
       responses: {
         200: { description: 'Recorded; `outcome` says what was done', schema: deliveryResponse },
