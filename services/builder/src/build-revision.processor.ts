@@ -231,7 +231,8 @@ class RevisionBuild {
     if (this.rev.source === 'upload') {
       const archive = await this.uploadedTarball(config.source_tarball_path ?? null);
       this.buildLog.line(`Extracting the uploaded source ${config.source_tarball_path}`);
-      const { root, entries } = await extractTarball({ archive, dir: this.paths.source, signal });
+      // Ten times the upload limit: room for any real source tree, not for a gzip bomb.
+      const { root, entries } = await extractTarball({ archive, dir: this.paths.source, signal, maxUncompressedBytes: 10 * this.deps.config.uploadMaxBytes });
       this.buildLog.line(`Extracted ${entries} entries`);
       return {
         sourceRoot: root,

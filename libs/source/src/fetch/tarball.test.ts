@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -86,5 +86,17 @@ describe('extractTarball', () => {
     writeFileSync(junk, 'this is not a tarball');
     await expect(extractTarball({ archive: junk, dir: fresh('out') })).rejects.toThrow(/^The source tarball is not a valid \.tar\.gz archive/);
     await expect(extractTarball({ archive: fresh('missing'), dir: fresh('out') })).rejects.toThrow('The source tarball file is missing.');
+  });
+});
+
+describe('extractTarball size limit', () => {
+  it('refuses an archive that expands past the limit before writing anything (gzip bomb)', async () => {
+    // 4 MB of zeros compresses to a few KB.
+    const archive = makeTarball({ 'app/zeros.bin': '\0'.repeat(4 * 1024 * 1024) });
+    const dir = fresh('bomb');
+    await expect(extractTarball({ archive, dir, maxUncompressedBytes: 1024 * 1024 })).rejects.toThrow(/expands to more than 1 MB/);
+    expect(readdirSync(dir)).toEqual([]);
+    const ok = await extractTarball({ archive, dir: fresh('roomy'), maxUncompressedBytes: 8 * 1024 * 1024 });
+    expect(ok.entries).toBeGreaterThan(0);
   });
 });

@@ -1,4 +1,6 @@
+import { createReadStream } from 'node:fs';
 import { lstat, mkdir, readdir, readlink, stat } from 'node:fs/promises';
+import { createGunzip } from 'node:zlib';
 import path from 'node:path';
 import { runTool, SourceFetchError, ToolError } from './exec-tool.js';
 
@@ -10,6 +12,8 @@ export interface ExtractTarballOptions {
   signal?: AbortSignal;
   /** Per tar command; default 10 minutes. */
   timeoutMs?: number;
+  /** Largest uncompressed archive accepted (a gzip bomb stops here); default 4 GiB. */
+  maxUncompressedBytes?: number;
 }
 
 export interface ExtractedTarball {
@@ -20,6 +24,7 @@ export interface ExtractedTarball {
 }
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+const DEFAULT_MAX_UNCOMPRESSED = 4 * 1024 ** 3;
 const SHOWN_PROBLEMS = 5;
 
 /**
@@ -57,6 +62,12 @@ export async function extractTarball(options: ExtractTarballOptions): Promise<Ex
       throw err;
     }
   };
+
+  // A few KB of gzip can expand to terabytes: measure before anything is written.
+  const limit = options.maxUncompressedBytes ?? DEFAULT_MAX_UNCOMPRESSED;
+  if ((await uncompressedSize(archive, limit, signal)) > limit) {
+    throw new SourceFetchError(`The source tarball was refused: it expands to more than ${Math.round(limit / 1024 ** 2)} MB.`);
+  }
 
   // GNU tar escapes control characters in listings (`\n`), so one line is one member and an
   // escaped name cannot fake a `/` or a `..` component.
@@ -113,4 +124,27 @@ async function unsafeEntries(root: string): Promise<string[]> {
 function isInside(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/**
+ * The size of the archive's decompressed stream, read until it passes `limit` (then `limit + 1`
+ * is enough of an answer). Corrupt gzip is left for tar to report.
+ */
+async function uncompressedSize(archive: string, limit: number, signal?: AbortSignal): Promise<number> {
+  let total = 0;
+  const gunzip = createGunzip();
+  const input = createReadStream(archive, { signal });
+  input.pipe(gunzip);
+  try {
+    for await (const chunk of gunzip) {
+      total += (chunk as Buffer).length;
+      if (total > limit) break;
+    }
+  } catch {
+    return 0;
+  } finally {
+    input.destroy();
+    gunzip.destroy();
+  }
+  return total;
 }
