@@ -6,9 +6,15 @@ import { SecretBox } from '@slipway/crypto';
 import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
 import { buildRevisionProcessor } from './build-revision.processor.js';
 import { integrationCloneAuth } from './clone-auth.js';
+import { sweepBuildDirectories } from './sweep-builds.js';
 
 runWorkerProcess({
   name: 'builder',
+  // Directories of builds whose builder died (this one, before a restart, or another).
+  onStart: async ({ config, dataSource, log }) => {
+    const removed = await sweepBuildDirectories(config.dataDir, dataSource);
+    if (removed.length) log.info({ removed }, 'removed build directories left by interrupted builds');
+  },
   workers: ({ config, dataSource, flow, workerRedis, log }) => {
     const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
     return [

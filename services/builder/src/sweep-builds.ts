@@ -1,0 +1,31 @@
+import { readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { queryRows, type DataSource } from '@slipway/db';
+
+const BUILD_DIR = /^([0-9a-f-]{36})-a(\d+)$/;
+
+/**
+ * Removes build directories (`<dataDir>/builds/<revision>-a<attempt>`) that no build is using:
+ * a builder killed mid-build leaves its directory behind. A directory stays while its revision
+ * is BUILDING at that attempt, so a live build of another builder sharing the data dir is never
+ * touched. Returns the directories removed.
+ */
+export async function sweepBuildDirectories(dataDir: string, dataSource: DataSource): Promise<string[]> {
+  const root = path.join(dataDir, 'builds');
+  const entries = await readdir(root).catch(() => [] as string[]);
+  const candidates = entries.map((name) => ({ name, match: BUILD_DIR.exec(name) })).filter((e) => e.match);
+  if (!candidates.length) return [];
+  const live = await queryRows<{ id: string; attempt: number }>(
+    dataSource.manager,
+    `SELECT id, attempt FROM revisions WHERE status = 'BUILDING' AND id = ANY($1::uuid[])`,
+    [candidates.map((c) => c.match![1])],
+  );
+  const keep = new Set(live.map((r) => `${r.id}-a${r.attempt}`));
+  const removed: string[] = [];
+  for (const { name } of candidates) {
+    if (keep.has(name)) continue;
+    await rm(path.join(root, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
