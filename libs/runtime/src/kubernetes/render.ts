@@ -99,11 +99,11 @@ export function renderManifests(input: RenderInput): RenderedObject[] {
   const objects: RenderedObject[] = [
     credentialsSecret(input, names),
     envSecret(input, names),
-    postgresService(input, names),
+    service(input, names.db, 'postgres', { name: 'postgres', number: POSTGRES_PORT }, { userAnnotations: false, headless: true }),
     postgresStatefulSet(input, names),
-    redisService(input, names),
+    service(input, names.redis, 'redis', { name: 'redis', number: REDIS_PORT }, { userAnnotations: false }),
     redisDeployment(input, names),
-    apiService(input, names),
+    service(input, names.api, 'api', { name: 'http', number: SERVICE_PORT }, { userAnnotations: true }),
     serverDeployment(input, names, 'api'),
   ];
   const apiHpa = autoscaler(input, names.api, 'api', spec.min_scale, spec.max_scale);
@@ -285,15 +285,25 @@ function serverDeployment(input: RenderInput, names: ObjectNames, role: 'api' | 
   };
 }
 
-function apiService(input: RenderInput, names: ObjectNames): V1Service {
+/**
+ * A ClusterIP Service in front of one role's pods. Postgres' is headless: it is the
+ * StatefulSet's governing Service, and its name resolves to the one pod.
+ */
+function service(
+  input: RenderInput,
+  name: string,
+  role: 'api' | 'postgres' | 'redis',
+  port: { name: string; number: number },
+  options: { userAnnotations: boolean; headless?: boolean },
+): V1Service {
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: metadata(input, names.api, 'api', true),
+    metadata: metadata(input, name, role, options.userAnnotations),
     spec: {
-      type: 'ClusterIP',
-      selector: selectorLabels(input, 'api'),
-      ports: [{ name: 'http', port: SERVICE_PORT, targetPort: 'http', protocol: 'TCP' }],
+      ...(options.headless ? { clusterIP: 'None' } : { type: 'ClusterIP' }),
+      selector: selectorLabels(input, role),
+      ports: [{ name: port.name, port: port.number, targetPort: port.name, protocol: 'TCP' }],
     },
   };
 }
@@ -347,20 +357,6 @@ const fromCredentials = (names: ObjectNames, name: string, key: string): V1EnvVa
   valueFrom: { secretKeyRef: { name: names.credentialsSecret, key } },
 });
 
-function postgresService(input: RenderInput, names: ObjectNames): V1Service {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: metadata(input, names.db, 'postgres', false),
-    spec: {
-      // Headless: the StatefulSet's governing Service; the name resolves to its one pod.
-      clusterIP: 'None',
-      selector: selectorLabels(input, 'postgres'),
-      ports: [{ name: 'postgres', port: POSTGRES_PORT, targetPort: 'postgres', protocol: 'TCP' }],
-    },
-  };
-}
-
 /**
  * The deployment's own Postgres. Its pod template carries no revision id: a new revision of
  * the agent must not restart its database. The claim goes with the StatefulSet when that is
@@ -413,19 +409,6 @@ function postgresStatefulSet(input: RenderInput, names: ObjectNames): V1Stateful
           spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: storageQuantity(spec.db_storage_gi) } } },
         },
       ],
-    },
-  };
-}
-
-function redisService(input: RenderInput, names: ObjectNames): V1Service {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: metadata(input, names.redis, 'redis', false),
-    spec: {
-      type: 'ClusterIP',
-      selector: selectorLabels(input, 'redis'),
-      ports: [{ name: 'redis', port: REDIS_PORT, targetPort: 'redis', protocol: 'TCP' }],
     },
   };
 }
