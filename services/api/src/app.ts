@@ -32,6 +32,7 @@ import { IntegrationService } from './services/integration.service.js';
 import { WebhookService } from './services/webhook.service.js';
 import { WriteRunner } from './services/idempotency.js';
 import { RevisionService } from './services/revision.service.js';
+import { TagService } from './services/tag.service.js';
 import { ListenerAgentService } from './services/listener-agent.service.js';
 import { ListenerService } from './services/listener.service.js';
 import { OAuthProviderService } from './services/oauth-provider.service.js';
@@ -83,7 +84,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, deriveKey(config.secretsKey.key, 'store-credentials'))),
     ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
-    ...tagRoutes({ dataSource, deployments }),
+    ...tagRoutes(new TagService(dataSource, deployments)),
     ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
     ...uploadRoutes(new UploadService(dataSource, config)),
     ...logRoutes(new LogService(dataSource)),

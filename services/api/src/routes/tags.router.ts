@@ -1,4 +1,3 @@
-import type { DataSource } from '@slipway/db';
 import { created, defineRoute, noContent, ok, workspaceOf, type RouteSpec } from '../http/route.js';
 import { envelope, type PaginationQuery } from '../schemas/common.schema.js';
 import { deploymentParams } from '../schemas/deployment.schema.js';
@@ -20,8 +19,7 @@ import {
   type PatchTagKeyBody,
   type PutDeploymentTagsBody,
 } from '../schemas/tag.schema.js';
-import type { DeploymentService } from '../services/deployment.service.js';
-import { TagService } from '../services/tag.service.js';
+import type { TagService } from '../services/tag.service.js';
 
 type KeyParams = { tag_key_id: string };
 type ValueParams = { tag_key_id: string; tag_value_id: string };
@@ -30,15 +28,8 @@ type DeploymentParams = { deployment_id: string };
 const tag = 'Tags';
 const keyNotFound = { description: 'Tag key not found in this workspace' };
 
-export interface TagRouteDeps {
-  dataSource: DataSource;
-  /** For the deployment row lock that serializes PUTs of one deployment's tags. */
-  deployments: DeploymentService;
-}
-
 /** Tag keys and values of the workspace, and the values a deployment carries. */
-export function tagRoutes({ dataSource, deployments }: TagRouteDeps): RouteSpec[] {
-  const tags = new TagService(dataSource, deployments);
+export function tagRoutes(tags: TagService): RouteSpec[] {
   return [
     defineRoute<{}, {}, CreateTagKeyBody>({
       method: 'post',

@@ -302,10 +302,7 @@ export class DeploymentService {
     // Only a completed upload of this very deployment may be built (C10), never a guessed path.
     if (revisionInput.source_tarball_path != null) await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
     if (patchCreatesRevision(body) || uploadRevision) {
-      const latest = deployment.latestRevisionId
-        ? await new DeploymentRepository(manager).findRevision(id, deployment.latestRevisionId)
-        : null;
-      const revisionConfig = revisionConfigFrom(revisionInput, latest?.sourceRevisionConfig ?? this.defaultRevisionConfig(deployment.source));
+      const revisionConfig = await this.nextRevisionConfig(manager, deployment, revisionInput);
       this.assertBuildable(deployment.source, revisionConfig);
       await this.addRevision(manager, deployment, {
         source: deployment.source,
@@ -384,13 +381,9 @@ export class DeploymentService {
    * deployment lock (`lock`) and has checked that the deployment builds this branch on push.
    */
   async addPushRevision(manager: EntityManager, deployment: Deployment, branch: string, sha: string, requestId?: string): Promise<string> {
-    const latest = deployment.latestRevisionId
-      ? await new DeploymentRepository(manager).findRevision(deployment.id, deployment.latestRevisionId)
-      : null;
-    const config = revisionConfigFrom({ repo_ref: branch, repo_commit_sha: sha }, latest?.sourceRevisionConfig ?? this.defaultRevisionConfig(deployment.source));
     return this.addRevision(manager, deployment, {
       source: deployment.source,
-      sourceRevisionConfig: config,
+      sourceRevisionConfig: await this.nextRevisionConfig(manager, deployment, { repo_ref: branch, repo_commit_sha: sha }),
       resourceSpec: deployment.resourceSpec,
       secrets: this.openSecrets(deployment.secretsSealed, deployment.id),
       buildConfig: buildConfigOf(deployment.sourceConfig),
@@ -411,6 +404,14 @@ export class DeploymentService {
   }
 
   // ---------------------------------------------------------------- helpers
+
+  /** A new revision's config: the latest revision's (or the source's defaults), with `input` applied. */
+  private async nextRevisionConfig(manager: EntityManager, deployment: Deployment, input: SourceRevisionConfigInput): Promise<StoredRevisionConfig> {
+    const latest = deployment.latestRevisionId
+      ? await new DeploymentRepository(manager).findRevision(deployment.id, deployment.latestRevisionId)
+      : null;
+    return revisionConfigFrom(input, latest?.sourceRevisionConfig ?? this.defaultRevisionConfig(deployment.source));
+  }
 
   /** `incoming` applied to `stored` (C4): a masked value keeps the stored one; one with none to keep → 400. */
   private mergeSecrets(stored: SecretEntry[], incoming: SecretEntry[]): SecretEntry[] {
