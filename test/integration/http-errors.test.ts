@@ -382,20 +382,22 @@ describe('503: a dependency is down', () => {
   });
 });
 
-describe('/readyz names what is unreachable', () => {
-  it('names Redis when only Redis is down', async () => {
+describe('/readyz: not ready only when writes cannot be accepted', () => {
+  it('stays ready but degraded when only Redis is down (the outbox absorbs it), and says so in /metrics', async () => {
     const app = await startApp(api, { redisUrl: 'redis://127.0.0.1:1/0' });
     try {
       const res = await app.http.get('/readyz');
-      expect(res.status).toBe(503);
-      expect(res.body.detail).toContain('Redis');
-      expect(res.body.detail).not.toContain('Postgres');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ status: 'degraded', checks: { postgres: 'ok', redis: 'unreachable' } });
+      const metrics = await app.http.get('/metrics', { key: null });
+      expect(metrics.text).toMatch(/^slipway_dependency_up\{dependency="redis"\} 0$/m);
+      expect(metrics.text).toMatch(/^slipway_dependency_up\{dependency="postgres"\} 1$/m);
     } finally {
       await app.close();
     }
   });
 
-  it('names both when Postgres (closed port, pool never connected) and Redis are down', async () => {
+  it('is not ready, naming both, when Postgres (closed port, pool never connected) and Redis are down', async () => {
     const dataSource = createDataSource({ url: 'postgres://postgres@127.0.0.1:1/x', poolSize: 1 });
     await expect(dataSource.initialize()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     const app = await startApp(api, { dataSource, redisUrl: 'redis://127.0.0.1:1/0' });

@@ -14,6 +14,7 @@ import { JwtVerifier } from './auth/jwt-verifier.js';
 import { errorHandler, notFoundHandler, routePattern } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
 import type { RouteSpec } from './http/route.js';
+import { DependencyChecks } from './metrics/dependencies.js';
 import { createMetrics } from './metrics/metrics.js';
 import { buildOpenApiDocument } from './openapi/openapi.js';
 import { apiKeyRoutes } from './routes/api-keys.router.js';
@@ -76,9 +77,13 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   const deployments = new DeploymentService(dataSource, secrets, flow, integrations, config.runtime.publicHost);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
+  // Mounted sub-apps answer everything under their path, and are not JSON API routes.
+  const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH] });
+  const dependencies = new DependencyChecks(dataSource, redis, metrics.registry);
+
   let document: Record<string, unknown> | undefined;
   const routes: RouteSpec[] = [
-    ...opsRoutes({ dataSource, redis, openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
+    ...opsRoutes({ dependencies, openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
     ...apiKeyRoutes(new ApiKeyService(dataSource)),
     ...listenerRoutes(new ListenerService(dataSource)),
     ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, deriveKey(config.secretsKey.key, 'store-credentials'))),
@@ -96,8 +101,6 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   app.set('trust proxy', 'loopback');
   app.set('query parser', 'simple');
 
-  // Mounted sub-apps answer everything under their path, and are not JSON API routes.
-  const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH] });
   app.use(metrics.httpMiddleware);
 
   app.use(

@@ -1,35 +1,28 @@
 import Joi from 'joi';
-import type { Redis } from 'ioredis';
-import type { DataSource } from '@slipway/db';
 import { UnavailableError } from '@slipway/domain';
 import { defineRoute, ok, type RouteSpec } from '../http/route.js';
+import type { DependencyChecks } from '../metrics/dependencies.js';
 
 const tag = 'Operations';
-const CHECK_TIMEOUT_MS = 2_000;
-
-function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 const health = Joi.object({ status: Joi.string().valid('ok').required() }).id('Health');
+const dependencyState = Joi.string().valid('ok', 'unreachable');
 const readiness = Joi.object({
-  status: Joi.string().valid('ok').required(),
-  checks: Joi.object({ postgres: Joi.string().required(), redis: Joi.string().required() }).required(),
+  status: Joi.string()
+    .valid('ok', 'degraded')
+    .required()
+    .description('`degraded`: Redis is unreachable; writes are accepted and their jobs wait in the outbox until it is back.'),
+  checks: Joi.object({ postgres: dependencyState.required(), redis: dependencyState.required() }).required(),
 }).id('Readiness');
 
 export interface OpsDeps {
-  dataSource: DataSource;
-  redis: Redis;
+  dependencies: DependencyChecks;
   /** Built lazily: the document covers every route, this one included. */
   openApiDocument: () => Record<string, unknown>;
 }
 
 /** Probes and the API description; no credentials (CONTRACT C11). */
-export function opsRoutes({ dataSource, redis, openApiDocument }: OpsDeps): RouteSpec[] {
+export function opsRoutes({ dependencies, openApiDocument }: OpsDeps): RouteSpec[] {
   return [
     defineRoute({
       method: 'get',
@@ -45,21 +38,20 @@ export function opsRoutes({ dataSource, redis, openApiDocument }: OpsDeps): Rout
       method: 'get',
       path: '/readyz',
       operationId: 'readyz',
-      summary: 'Readiness: Postgres and Redis answer',
+      summary: 'Readiness: the api can accept writes (Postgres answers)',
       tag,
       auth: 'none',
       responses: {
-        200: { description: 'Ready', schema: readiness },
-        503: { description: 'A dependency does not answer; `detail` says which' },
+        200: { description: 'Ready (`ok`), or ready without Redis (`degraded`: writes succeed, their jobs wait in the outbox)', schema: readiness },
+        503: { description: 'Postgres does not answer; `detail` says what is unreachable' },
       },
       handler: async () => {
-        const [pg, rd] = await Promise.allSettled([
-          withTimeout(dataSource.query('SELECT 1'), 'Postgres'),
-          withTimeout(redis.ping(), 'Redis'),
-        ]);
-        const failed = [pg.status === 'rejected' ? 'Postgres' : null, rd.status === 'rejected' ? 'Redis' : null].filter(Boolean);
-        if (failed.length) throw new UnavailableError(`Not ready: ${failed.join(' and ')} unreachable.`);
-        return ok({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+        const checks = await dependencies.check();
+        if (checks.postgres !== 'ok') {
+          const down = checks.redis === 'ok' ? 'Postgres' : 'Postgres and Redis';
+          throw new UnavailableError(`Not ready: ${down} unreachable.`);
+        }
+        return ok({ status: checks.redis === 'ok' ? 'ok' : 'degraded', checks });
       },
     }),
     defineRoute({
