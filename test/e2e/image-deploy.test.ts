@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpClient } from '../support/http.js';
+import { freePort } from '../support/ports.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -15,11 +16,16 @@ let builder: ServiceProcess;
 let deployer: ServiceProcess;
 let listenerId: string;
 let agent: HttpClient;
+let deployerHealthPort: number;
 
 beforeAll(async () => {
   api = await startTestApi();
   api.relay.start();
-  [builder, deployer] = await Promise.all([startService('builder', serviceEnv(api)), startService('deployer', serviceEnv(api))]);
+  deployerHealthPort = await freePort();
+  [builder, deployer] = await Promise.all([
+    startService('builder', serviceEnv(api)),
+    startService('deployer', serviceEnv(api, { SLIPWAY_WORKER_HEALTH_PORT: String(deployerHealthPort) })),
+  ]);
   const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'prod-eu', compute_config: { k8s_namespaces: ['agents'] } });
   listenerId = res.body.id;
   agent = api.http.as(await api.mintKey({ listenerId }));
@@ -53,6 +59,16 @@ async function agentApplies(deploymentId: string, revisionId: string, status: 'D
   const report = await agent.post(`/v2/listeners/${listenerId}/reports`, { revisions: [{ revision_id: revisionId, status, message }] });
   expect(report.status).toBe(200);
   return entry!;
+}
+
+/** The value of one Prometheus sample with exactly these labels (in any order), or NaN. */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(',');
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
+    if (m?.[1] === name && m[2]!.split(',').sort().join(',') === wanted) return Number(m[3]);
+  }
+  return Number.NaN;
 }
 
 const revisionOf = async (deploymentId: string, revisionId: string) =>
@@ -91,6 +107,12 @@ describe('external_container deployment through the listener runtime', () => {
     expect(d.active_revision_id).toBe(firstRevision);
     const history = await api.dataSource.query(`SELECT to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`, [firstRevision]);
     expect(history.map((h: any) => h.to_status)).toEqual(['AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED']);
+
+    // The deployer process exports its own job metrics on its health port.
+    const metrics = await (await fetch(`http://127.0.0.1:${deployerHealthPort}/metrics`)).text();
+    const labels = { service: 'deployer', queue: 'rollouts', job: 'rollout.revision', outcome: 'completed' };
+    expect(sample(metrics, 'slipway_worker_jobs_total', labels)).toBeGreaterThanOrEqual(1);
+    expect(sample(metrics, 'slipway_worker_job_duration_seconds_count', labels)).toBeGreaterThanOrEqual(1);
   });
 
   it('makes a new revision on PATCH only in the contract cases', async () => {

@@ -10,6 +10,7 @@ import { Reconciler } from './reconciler.js';
 import { OutboxRelay } from './relay.js';
 import { RevisionFlow } from './revision-flow.js';
 import { createWorker } from './worker.js';
+import { WorkerMetrics } from './worker-metrics.js';
 
 /** Everything a worker process's handlers need; built once per process. */
 export interface WorkerProcessContext {
@@ -74,11 +75,13 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
       log,
     }),
   ];
+  const metrics = new WorkerMetrics(spec.name);
+  for (const worker of workers) metrics.observe(worker);
   await scheduleReconciler(queues, config, log);
 
   const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onHandOff(m, name, payload));
   relay.start();
-  const health = config.workerHealthPort ? startHealthServer(config.workerHealthPort, dataSource, log) : null;
+  const health = config.workerHealthPort ? startHealthServer(config.workerHealthPort, dataSource, metrics, log) : null;
   log.info({ workers: workers.map((w) => w.name) }, `${spec.name} started`);
 
   installShutdown(
@@ -118,9 +121,13 @@ async function scheduleReconciler(queues: Queues, config: Readonly<Config>, log:
   }
 }
 
-/** `/healthz` (process up) and `/readyz` (Postgres answers) for orchestrators' probes. */
-function startHealthServer(port: number, dataSource: DataSource, log: Logger): Server {
+/** `/healthz` (process up), `/readyz` (Postgres answers) and `/metrics` for orchestrators and Prometheus. */
+function startHealthServer(port: number, dataSource: DataSource, metrics: WorkerMetrics, log: Logger): Server {
   const server = createServer(async (req, res) => {
+    if (req.url === '/metrics') {
+      res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
+      return;
+    }
     if (req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       return;
