@@ -54,6 +54,23 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     }
   });
 
+  it('builds each Slipway service from its own Dockerfile target, running compiled code only', () => {
+    const dockerfile = readFileSync(path.join(ROOT, 'infra/docker/Dockerfile'), 'utf8');
+    const stages = [...dockerfile.matchAll(/^FROM \S+ AS (\S+)$/gm)].map((m) => m[1]);
+    const packaged = /build\.mjs --package \/prod (.+)$/m.exec(dockerfile)?.[1]!.split(' ') ?? [];
+    expect(dockerfile).toMatch(/^CMD \["node", "dist\/main\.js"\]$/m);
+    expect(dockerfile).not.toMatch(/tsx/);
+    const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+    expect(text).not.toMatch(/tsx|src\/main\.ts/);
+    const targets = { migrate: 'cli', api: 'api', builder: 'builder', deployer: 'deployer' };
+    for (const [service, target] of Object.entries(targets)) {
+      const block = text.split(new RegExp(`\\n  ${service}:\\n`))[1]!.split(/\n  [a-z]+:\n/)[0]!;
+      expect(block, service).toContain(`target: ${target}`);
+      expect(stages, service).toContain(target);
+      expect(packaged, service).toContain(target);
+    }
+  });
+
   it('refuses to start without SLIPWAY_SECRETS_KEY', () => {
     const result = spawnSync(compose![0]!, [...compose!.slice(1), '-f', 'docker-compose.yml', 'config', '-q'], {
       cwd: ROOT,

@@ -1,0 +1,81 @@
+// `pnpm build`: compiles every service's entry file to `services/<name>/dist/main.js`, so that
+// production runs plain `node dist/main.js` (no TypeScript loader at run time).
+// `pnpm build --package <dir> [service…]` also lays each service out for production in
+// `<dir>/<service>`: its bundle plus its production dependencies only (`pnpm deploy --prod`).
+// The Dockerfile runs exactly this, and test/infra/production-build.test.ts boots the result.
+//
+// esbuild bundles our own workspace libraries into each service and leaves every npm package
+// external. Class names are kept (TypeORM and error classes rely on them); decorators compile as
+// TypeScript's legacy decorators (tsconfig `experimentalDecorators`). Every column type is
+// explicit, so no decorator metadata is needed (esbuild emits none).
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { build } from 'esbuild';
+import { ROOT, log } from './bootstrap.mjs';
+
+/** Every service with an entry file: services/<name>/src/main.ts. */
+export function serviceNames() {
+  const dir = path.join(ROOT, 'services');
+  return readdirSync(dir).filter((name) => existsSync(path.join(dir, name, 'src/main.ts'))).sort();
+}
+
+/** Workspace packages are bundled; anything resolved from npm stays an import. */
+const externalNpmPackages = {
+  name: 'external-npm-packages',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith('@slipway/') ? undefined : { path: args.path, external: true }));
+  },
+};
+
+/** Bundles `services/<name>/src/main.ts` into `services/<name>/dist/main.js`. */
+export async function buildService(name) {
+  const outfile = path.join(ROOT, 'services', name, 'dist/main.js');
+  await build({
+    entryPoints: [path.join(ROOT, 'services', name, 'src/main.ts')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: true,
+    keepNames: true,
+    tsconfig: path.join(ROOT, 'tsconfig.json'),
+    plugins: [externalNpmPackages],
+    logLevel: 'warning',
+    // An ESM bundle has no `require`; bundled CommonJS-style code may still call it.
+    banner: { js: "import { createRequire as __slipwayRequire } from 'node:module'; const require = __slipwayRequire(import.meta.url);" },
+  });
+  log(`built ${path.relative(ROOT, outfile)}`);
+  return outfile;
+}
+
+/**
+ * `<outDir>/<name>`: package.json, dist/ and a flat node_modules of production dependencies
+ * (hoisted, because the bundle imports the npm dependencies of the libraries it inlines).
+ * Sources are left out: production never reads them.
+ */
+export function packageService(name, outDir) {
+  const target = path.join(outDir, name);
+  rmSync(target, { recursive: true, force: true });
+  const result = spawnSync(
+    'pnpm',
+    ['--filter', `@slipway/${name}`, 'deploy', '--prod', '--legacy', '--config.node-linker=hoisted', '--prefer-offline', target],
+    { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+  if (result.error) throw result.error;
+  if (result.status !== 0) throw new Error(`pnpm deploy of ${name} exited with ${result.status}`);
+  rmSync(path.join(target, 'src'), { recursive: true, force: true });
+  cpSync(path.join(ROOT, 'services', name, 'dist'), path.join(target, 'dist'), { recursive: true });
+  log(`packaged ${name} into ${target}`);
+  return target;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--package');
+  const outDir = at >= 0 ? path.resolve(args.splice(at, 2)[1] ?? '') : null;
+  const names = args.length ? args : serviceNames();
+  for (const name of names) await buildService(name);
+  if (outDir) for (const name of names) packageService(name, outDir);
+}
