@@ -7,6 +7,7 @@
  *   pnpm bench --quick               a smoke run (seconds; what CI runs)
  *   pnpm bench --only create,list    some scenarios
  *   pnpm bench --out file.json       where the JSON goes (default bench/results/latest.json)
+ *   pnpm bench --profile dir         also write the api's CPU profile (.cpuprofile) into dir
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,6 +31,7 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     out: { type: 'string', default: path.join(ROOT, 'bench/results/latest.json') },
+    profile: { type: 'string' },
   },
 });
 const options = values.quick ? QUICK : FULL;
@@ -45,7 +47,8 @@ const proxy = needsStack ? await TcpProxy.start(redisUrl, 6379) : null;
 const stack = needsStack ? new BenchStack() : null;
 try {
   if (stack && proxy) {
-    await stack.start({ REDIS_URL: proxy.urlFor(redisUrl) });
+    const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
+    await stack.start({ REDIS_URL: proxy.urlFor(redisUrl) }, profile);
     if (only.includes('create')) rows.push(...(await createScenario(stack, options)));
     if (only.includes('reads')) rows.push(...(await readsScenario(stack, options)));
     await stack.startWorker();

@@ -39,7 +39,8 @@ export class BenchStack {
   private readonly handed = new Map<string, number>();
   private readonly waiters = new Map<string, (at: number) => void>();
 
-  async start(env: Record<string, string> = {}): Promise<void> {
+  /** `nodeArgs` go before the api's entry file (e.g. `--cpu-prof` for `pnpm bench --profile`). */
+  async start(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<void> {
     await createDatabaseIfMissing(SERVER, this.dbName);
     this.dataSource = createDataSource({ url: databaseUrl(this.dbName), poolSize: 4, applicationName: 'slipway-bench' });
     await this.dataSource.initialize();
@@ -48,7 +49,7 @@ export class BenchStack {
     execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', path.join(this.dataDir, 'app'), 'api'], { cwd: ROOT, stdio: 'ignore' });
     const [apiPort, rawPort] = [await freePort(), await freePort()];
     this.api = await startProcess(
-      [path.join(this.dataDir, 'app/api/dist/main.js')],
+      [...nodeArgs, path.join(this.dataDir, 'app/api/dist/main.js')],
       {
         NODE_ENV: 'production',
         DATABASE_URL: databaseUrl(this.dbName),
