@@ -3,6 +3,7 @@ import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { RequestContext, RouteSpec } from './route.js';
+import { inputIssues, locWithin } from './input-guard.js';
 import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
 
 /**
@@ -17,14 +18,25 @@ const JOI_OPTIONS: Joi.ValidationOptions = {
   errors: { wrap: { label: false } },
 };
 
+/**
+ * One part of a request: first the checks every value gets whatever its schema (characters
+ * Postgres cannot store, depth), then the route's schema. A value the first refuses is not
+ * reported again by the second.
+ */
 function validatePart(schema: Joi.Schema | undefined, value: unknown, source: Source, issues: ValidationIssue[]): any {
+  const raw = inputIssues(value, source);
+  issues.push(...raw);
   if (!schema) return value;
+  // Too deep for the guard is too deep for joi's recursion too: do not hand it over.
+  if (raw.some((i) => i.type === 'too_deep')) return value;
   const result = schema.validate(value, JOI_OPTIONS);
-  if (result.error) issues.push(...issuesFromJoi(result.error, source, schema));
+  if (result.error) {
+    issues.push(...issuesFromJoi(result.error, source, schema).filter((i) => !raw.some((r) => locWithin(i.loc, r.loc))));
+  }
   return result.value;
 }
 
-/** Validates params, query and body together, so a 422 lists every problem at once. */
+/** Validates params, query, headers and body together, so a 422 lists every problem at once. */
 function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, 'params' | 'query' | 'body' | 'headers'> {
   const issues: ValidationIssue[] = [];
   const { params, query, body, headers } = route.request ?? {};
