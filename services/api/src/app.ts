@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request } from 'express';
+import helmet from 'helmet';
 import { pinoHttp } from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
 import type { Redis } from 'ioredis';
@@ -93,12 +94,13 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
 
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
   const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH] });
   app.use(metrics.httpMiddleware);
+  app.use(securityHeaders());
 
   app.use(
     pinoHttp({
@@ -152,6 +154,19 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   app.use(notFoundHandler(routes));
   app.use(errorHandler());
   return { express: app, routes };
+}
+
+/**
+ * helmet's defaults on every response, stricter where this service allows it: no page of ours
+ * (API reference, Bull Board) may be framed, so a click-jacking page cannot drive an admin's
+ * board. `upgrade-insecure-requests` is left out: installs are often reached over plain HTTP
+ * (loopback, a private network), where it would break the pages' own assets.
+ */
+function securityHeaders() {
+  return helmet({
+    contentSecurityPolicy: { directives: { frameAncestors: ["'none'"], upgradeInsecureRequests: null } },
+    frameguard: { action: 'deny' },
+  });
 }
 
 function openApiInfo(config: Readonly<Config>) {

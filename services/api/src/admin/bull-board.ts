@@ -44,8 +44,9 @@ function isCrossSite(req: Request): boolean {
 }
 
 /**
- * Admin keys only (CONTRACT C3): `X-Api-Key`, `Authorization: Bearer`, or `Authorization: Basic`
- * with the key as password. Every 401 carries the Basic challenge so a person's browser asks for
+ * Organization admins only: the board shows and acts on every workspace's jobs, so a workspace
+ * admin may not use it. The key comes as `X-Api-Key`, `Authorization: Bearer`, or
+ * `Authorization: Basic` with the key as password. Every 401 carries the Basic challenge so a person's browser asks for
  * the key; errors go to the one error middleware for the contract's `{detail}` bodies.
  */
 export function adminAuth(authenticator: Authenticator): RequestHandler {
@@ -54,7 +55,7 @@ export function adminAuth(authenticator: Authenticator): RequestHandler {
     // An explicit X-Api-Key wins, as it does for the API; Basic only stands in for it.
     const headers = basicKey && !req.headers['x-api-key'] ? { ...req.headers, 'x-api-key': basicKey } : req.headers;
     try {
-      await authenticator.authenticate(headers, 'organization', true);
+      await authenticator.authenticate(headers, 'organization', 'organization');
     } catch (err) {
       if (err instanceof AppError && err.status === 401) res.setHeader('WWW-Authenticate', BASIC_CHALLENGE);
       throw err;

@@ -89,7 +89,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
       security:
         route.auth === 'none' ? [] : [{ ApiKey: [] }, { ApiKey: [], TenantId: [] }, { BearerAuth: [] }, { BearerAuth: [], TenantId: [] }],
     };
-    if (route.admin) operation.description = 'Requires an admin key.';
+    if (route.admin) operation.description = route.admin === 'organization' ? 'Requires an organization admin key.' : 'Requires an admin key.';
     if (body) {
       operation.requestBody = {
         required: (body.describe().flags as { presence?: string } | undefined)?.presence === 'required',
