@@ -12,8 +12,10 @@ import type { Logger } from '@slipway/logging';
 import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
+import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler, routePattern } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
+import { RateLimits } from './http/rate-limits.js';
 import type { RouteSpec } from './http/route.js';
 import { createMetrics } from './metrics/metrics.js';
 import { buildOpenApiDocument } from './openapi/openapi.js';
@@ -101,6 +103,8 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH] });
   app.use(metrics.httpMiddleware);
   app.use(securityHeaders());
+  const limits = new RateLimits({ settings: config.rateLimit, redis, keyPrefix: config.queuePrefix, log: logger, registry: metrics.registry });
+  const admission = new Admission(authenticator, limits);
 
   app.use(
     pinoHttp({
@@ -123,7 +127,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   );
   // Byte-stream routes (tarball uploads) come before the JSON parser, which never sees them.
   const streamRouter = express.Router({ strict: false });
-  mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { authenticator });
+  mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { admission });
   for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
   const json = (limit: number) =>
     express.json({
@@ -142,13 +146,13 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   );
 
   const router = express.Router({ strict: false });
-  mountRoutes(router, routes.filter((r) => !r.streamBody), { authenticator });
+  mountRoutes(router, routes.filter((r) => !r.streamBody), { admission });
   for (const prefix of PATH_PREFIXES) {
     // serveFiles per mount: the shared `serve` keeps one init script for all setups.
     const docs = { swaggerOptions: { url: `${prefix}/openapi.json` }, customSiteTitle: 'Slipway API' };
-    app.use(`${prefix}/docs`, swaggerUi.serveFiles(undefined, docs), swaggerUi.setup(undefined, docs));
-    app.use(`${prefix}/metrics`, metrics.router);
-    app.use(`${prefix}${BULL_BOARD_PATH}`, bullBoardApp({ queues, authenticator, prefix }));
+    app.use(`${prefix}/docs`, admission.anonymousMiddleware(), swaggerUi.serveFiles(undefined, docs), swaggerUi.setup(undefined, docs));
+    app.use(`${prefix}/metrics`, admission.anonymousMiddleware(), metrics.router);
+    app.use(`${prefix}${BULL_BOARD_PATH}`, bullBoardApp({ queues, admission, prefix }));
     app.use(prefix || '/', router);
   }
   app.use(notFoundHandler(routes));

@@ -43,17 +43,21 @@ export class Authenticator {
     private readonly log: Logger,
   ) {}
 
-  async authenticate(headers: Headers, requirement: Exclude<AuthRequirement, 'none'>, admin: AdminRequirement = false): Promise<Principal> {
+  /** Who the credential belongs to; 401 for a missing or invalid one. */
+  async identify(headers: Headers): Promise<Principal> {
     const credential = credentialOf(headers);
     if (!credential) throw new UnauthorizedError();
     // A configured bootstrap key may happen to look like a JWT: fall back to the key lookup.
     const principal =
       (this.jwt && looksLikeJwt(credential) ? await this.fromJwt(credential) : null) ?? (await this.fromApiKey(credential));
     if (!principal) throw new UnauthorizedError();
+    return principal;
+  }
 
+  /** Applies `X-Tenant-Id` to an identified caller and checks it may call a route of this kind. */
+  async authorize(principal: Principal, headers: Headers, requirement: Exclude<AuthRequirement, 'none'>, admin: AdminRequirement = false): Promise<void> {
     await this.resolveTenant(principal, single(headers['x-tenant-id'])?.trim());
     this.enforce(principal, requirement, admin);
-    return principal;
   }
 
   /** True when the request carries a credential at all (a failed one counts as a failed login). */

@@ -1,7 +1,7 @@
 import type { Request, Response, Router } from 'express';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
-import type { Authenticator } from '../auth/authenticator.js';
+import type { Admission } from './admission.js';
 import type { RequestContext, RouteSpec } from './route.js';
 import { inputIssues, locWithin } from './input-guard.js';
 import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
@@ -51,19 +51,21 @@ function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, '
 }
 
 export interface MountDeps {
-  authenticator: Authenticator;
+  admission: Admission;
 }
 
 /**
- * Mounts each route as: authenticate → validate → handler → respond. Handlers get typed,
- * converted values and never touch `req`/`res`; errors flow to the one error middleware.
+ * Mounts each route as: admit (authenticate, charge the request budget) → validate → handler →
+ * respond. Handlers get typed, converted values and never touch `req`/`res`; errors flow to the
+ * one error middleware.
  */
-export function mountRoutes(router: Router, routes: readonly RouteSpec[], { authenticator }: MountDeps): void {
+export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission }: MountDeps): void {
   for (const route of routes) {
     router[route.method](route.path, async (req: Request, res: Response) => {
       if (route.streamBody) res.setHeader('Connection', 'close');
-      const principal =
-        route.auth === 'none' ? null : await authenticator.authenticate(req.headers, route.auth, route.admin ?? false);
+      let principal = null;
+      if (route.auth === 'none') await admission.anonymous(req);
+      else principal = await admission.authenticate(req, route.auth, route.admin ?? false);
       const inputs = validateRequest(route, req);
       const log = (req as Request & { log: Logger }).log;
       const result = await route.handler({
