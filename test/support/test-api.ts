@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '@slipway/config';
-import { createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
+import { answerClientErrors, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
 import { createProducerRedis } from '@slipway/api/redis';
 import { createDataSource, dropDeploymentDatabase, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
@@ -34,6 +34,8 @@ export interface TestApi {
   workspaceId: string;
   /** A client authenticated with the admin key; `.as(key)` for another key. */
   http: HttpClient;
+  /** Every route the app mounts, as declared (what /openapi.json documents, hidden ones too). */
+  routes: readonly RouteSpec[];
   /** Mints a key straight in the database (as the CLI does). */
   mintKey: (input: Partial<Parameters<typeof issueApiKey>[1]>) => Promise<string>;
   close: () => Promise<void>;
@@ -80,6 +82,7 @@ export async function startTestApi(
   // PORT 0 (the default here) is an ephemeral port; a test that needs absolute URLs on the
   // service (upload URLs, C10) passes a fixed free PORT so the default public URL is right.
   const server = app.express.listen(config.port, '127.0.0.1');
+  answerClientErrors(server);
   await new Promise<void>((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -96,6 +99,7 @@ export async function startTestApi(
     organizationId: tenancy.organizationId,
     workspaceId: tenancy.workspaceId,
     http: new HttpClient(baseUrl, adminKey),
+    routes: app.routes,
     mintKey: async (input) =>
       (
         await issueApiKey(dataSource.manager, {
@@ -181,6 +185,7 @@ export async function startReplica(
     extraRoutes: parts.extraRoutes,
   });
   const server: Server = app.express.listen(0, '127.0.0.1');
+  answerClientErrors(server);
   await new Promise<void>((resolve) => server.once('listening', resolve));
   return {
     http: new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, api.adminKey),

@@ -43,6 +43,7 @@ import { LogService } from './services/log.service.js';
 import { UploadService } from './services/upload.service.js';
 
 export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
+export { answerClientErrors } from './http/client-errors.js';
 
 export const API_VERSION = '0.1.0';
 /** Self-hosted installs are reached as `<host>/api-host/v2/...` (CONTRACT C1). */
