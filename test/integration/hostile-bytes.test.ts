@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RouteSpec } from '@slipway/api/app';
 import { transitionRevision } from '@slipway/db';
 import { RevisionLogWriter } from '@slipway/jobs';
@@ -227,12 +227,25 @@ describe('worker-side text is made storable, never lost', () => {
       const writer = new RevisionLogWriter(api.dataSource, revisionId, 'build');
       writer.write('one\npoison\nthree\n');
       await writer.close();
-      // The marker goes out with the next flush.
       writer.line('four');
       await writer.close();
       expect((await logRows(revisionId)).map((r) => r.message)).toEqual(['one', 'three', '[1 log line could not be stored]', 'four']);
     } finally {
       await api.dataSource.query(`DROP TRIGGER refuse_poison ON revision_logs; DROP FUNCTION refuse_poison();`);
+    }
+  });
+
+  it('gives up on lines whose revision is gone instead of retrying them forever', async () => {
+    const writer = new RevisionLogWriter(api.dataSource, randomUUID(), 'deploy');
+    writer.write('orphan one\norphan two\n');
+    await writer.close();
+    // Nothing left pending: no flush comes back to try again (one would within 250 ms).
+    const query = vi.spyOn(api.dataSource.manager, 'query');
+    try {
+      await new Promise((r) => setTimeout(r, 700));
+      expect(query).not.toHaveBeenCalled();
+    } finally {
+      query.mockRestore();
     }
   });
 

@@ -38,6 +38,16 @@ export function isDataException(err: unknown): boolean {
   return sqlStateOf(err)?.startsWith('22') ?? false;
 }
 
+/**
+ * True when Postgres refused the row itself: a data exception (class 22) or an integrity
+ * violation (class 23, e.g. a foreign key to a row deleted meanwhile). Retrying the same row
+ * can never succeed, unlike a connection or timeout error.
+ */
+export function isRowRefused(err: unknown): boolean {
+  const code = sqlStateOf(err);
+  return code !== undefined && (code.startsWith('22') || code.startsWith('23'));
+}
+
 const CONNECTION_ERROR_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',

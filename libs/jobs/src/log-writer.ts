@@ -1,4 +1,4 @@
-import { isDataException, RevisionLogRepository, type DataSource, type LogType } from '@slipway/db';
+import { isRowRefused, RevisionLogRepository, type DataSource, type LogType } from '@slipway/db';
 import { toStorableText } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
 
@@ -81,9 +81,9 @@ export class RevisionLogWriter {
 
   /**
    * Inserts a batch; returns the lines to try again later. A line Postgres refuses for its
-   * content (a data exception) would fail every retry and take its whole batch with it, so
-   * the batch is then stored line by line: only the refused lines are dropped, and a marker
-   * line says how many.
+   * content would fail every retry and take its whole batch with it, so the batch is then
+   * stored line by line: only the refused lines are dropped, and a marker line says how many.
+   * When every line is refused (the revision is gone), nothing is left to retry.
    */
   private async store(batch: PendingLine[]): Promise<PendingLine[]> {
     const repo = new RevisionLogRepository(this.dataSource.manager);
@@ -91,18 +91,25 @@ export class RevisionLogWriter {
       await repo.append(this.revisionId, this.type, batch);
       return [];
     } catch (err) {
-      if (!isDataException(err)) return batch;
+      if (!isRowRefused(err)) return batch;
     }
     let refused = 0;
     for (const [index, line] of batch.entries()) {
       try {
         await repo.append(this.revisionId, this.type, [line]);
       } catch (err) {
-        if (!isDataException(err)) return batch.slice(index);
+        if (!isRowRefused(err)) return batch.slice(index);
         refused += 1;
       }
     }
-    return refused ? [{ level: 'warn', message: `[${refused} log line${refused === 1 ? '' : 's'} could not be stored]` }] : [];
+    if (!refused) return [];
+    const marker = { level: 'warn', message: `[${refused} log line${refused === 1 ? '' : 's'} could not be stored]` };
+    try {
+      await repo.append(this.revisionId, this.type, [marker]);
+      return [];
+    } catch (err) {
+      return isRowRefused(err) ? [] : [marker];
+    }
   }
 }
 
