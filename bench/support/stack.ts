@@ -60,6 +60,11 @@ export class BenchStack {
         SLIPWAY_DATA_DIR: this.dataDir,
         PORT: String(apiPort),
         LOG_LEVEL: 'info',
+        // The bench is one client hammering the api with one key: budgets off (0), else it
+        // would measure 429s.
+        SLIPWAY_RATE_LIMIT_PER_KEY: '0',
+        SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '0',
+        SLIPWAY_RATE_LIMIT_PER_ADDRESS: '0',
         ...env,
       },
       apiPort,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type LaunchOptions, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_ONLY, LISTENER_KEY_REFUSED } from '../../services/api/src/auth/authenticator.js';
+import { LISTENER_KEY_REFUSED, ORGANIZATION_ADMIN_ONLY } from '../../services/api/src/auth/authenticator.js';
 import { BASIC_CHALLENGE, CROSS_SITE_REFUSED } from '../../services/api/src/admin/bull-board.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -29,11 +29,14 @@ const UNAUTHORIZED = { detail: 'Invalid or missing API key.' };
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 let api: TestApi;
+/** The board is for organization admins: an organization-scoped admin key. */
+let adminKey: string;
 let memberKey: string;
 let listenerKey: string;
 
 beforeAll(async () => {
   api = await startTestApi();
+  adminKey = await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' });
   memberKey = await api.mintKey({ role: 'member' });
   const listener = await api.http.post('/v2/listeners', {
     compute_type: 'k8s',
@@ -70,11 +73,16 @@ describe('/admin/queues over HTTP', () => {
     }
   });
 
-  it('answers 403 to a member key, and to a listener agent key, with no challenge', async () => {
+  it('answers 403 to a member key, a workspace admin key and a listener agent key, with no challenge', async () => {
+    const orgMember = await api.mintKey({ scope: 'organization', workspaceId: null, role: 'member' });
     const cases: Array<[Record<string, string>, string]> = [
-      [{ 'x-api-key': memberKey }, ADMIN_ONLY],
-      [{ authorization: `Bearer ${memberKey}` }, ADMIN_ONLY],
-      [{ authorization: basic('member', memberKey) }, ADMIN_ONLY],
+      [{ 'x-api-key': memberKey }, ORGANIZATION_ADMIN_ONLY],
+      [{ authorization: `Bearer ${memberKey}` }, ORGANIZATION_ADMIN_ONLY],
+      [{ authorization: basic('member', memberKey) }, ORGANIZATION_ADMIN_ONLY],
+      [{ 'x-api-key': orgMember }, ORGANIZATION_ADMIN_ONLY],
+      // An admin of one workspace only: the board acts on every workspace's jobs.
+      [{ 'x-api-key': api.adminKey }, ORGANIZATION_ADMIN_ONLY],
+      [{ authorization: basic('admin', api.adminKey) }, ORGANIZATION_ADMIN_ONLY],
       [{ 'x-api-key': listenerKey }, LISTENER_KEY_REFUSED],
       [{ authorization: basic('agent', listenerKey) }, LISTENER_KEY_REFUSED],
     ];
@@ -85,15 +93,33 @@ describe('/admin/queues over HTTP', () => {
       expect(res.headers.get('www-authenticate')).toBeNull();
       expect(res.text).not.toContain('builds');
     }
-    expect(ADMIN_ONLY).toBe('This operation requires an admin API key.');
+    expect(ORGANIZATION_ADMIN_ONLY).toBe('This operation requires an organization admin: an organization-scoped admin API key.');
+    const pause = await api.http.put('/admin/queues/api/queues/builds/pause', undefined, { key: api.adminKey });
+    expect(pause.status).toBe(403);
+    expect(await api.queues.builds.isPaused()).toBe(false);
+  });
+
+  it('may not be framed, and sends helmet\'s protections, like every other page', async () => {
+    for (const path of ['/admin/queues', '/api-host/admin/queues', '/docs/', '/v2/listeners', '/healthz']) {
+      const res = await api.http.get(path, { key: path.startsWith('/admin') || path.startsWith('/api-host') ? adminKey : api.adminKey });
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('x-frame-options'), path).toBe('DENY');
+      const csp = res.headers.get('content-security-policy') ?? '';
+      expect(csp, path).toContain("frame-ancestors 'none'");
+      expect(csp, path).toContain("default-src 'self'");
+      expect(csp, path).not.toContain('upgrade-insecure-requests');
+      expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+      expect(res.headers.get('strict-transport-security'), path).toMatch(/max-age=\d+/);
+      expect(res.headers.get('cross-origin-opener-policy'), path).toBe('same-origin');
+    }
   });
 
   it('serves the board to an admin key sent as X-Api-Key, Bearer, or Basic password (or user name)', async () => {
     const ways: Array<Record<string, string>> = [
-      { 'x-api-key': api.adminKey },
-      { authorization: `Bearer ${api.adminKey}` },
-      { authorization: basic('admin', api.adminKey) },
-      { authorization: basic(api.adminKey, '') },
+      { 'x-api-key': adminKey },
+      { authorization: `Bearer ${adminKey}` },
+      { authorization: basic('admin', adminKey) },
+      { authorization: basic(adminKey, '') },
     ];
     for (const headers of ways) {
       const page = await api.http.get('/admin/queues', { key: null, headers });
@@ -107,7 +133,7 @@ describe('/admin/queues over HTTP', () => {
   });
 
   it('links a board reached under /api-host to /api-host', async () => {
-    const page = await api.http.get('/api-host/admin/queues', { key: null, headers: { authorization: basic('admin', api.adminKey) } });
+    const page = await api.http.get('/api-host/admin/queues', { key: null, headers: { authorization: basic('admin', adminKey) } });
     expect(page.status).toBe(200);
     expect(page.text).toContain('<base href="/api-host/admin/queues/"');
     expect(page.headers.get('x-powered-by')).toBeNull();
@@ -119,7 +145,7 @@ describe('/admin/queues over HTTP', () => {
     expect(refused.status).toBe(403);
     expect(await builds.isPaused()).toBe(false);
     try {
-      const paused = await api.http.put('/admin/queues/api/queues/builds/pause', undefined);
+      const paused = await api.http.put('/admin/queues/api/queues/builds/pause', undefined, { key: adminKey });
       expect(paused.status).toBe(200);
       expect(await builds.isPaused()).toBe(true);
     } finally {
@@ -129,7 +155,7 @@ describe('/admin/queues over HTTP', () => {
 
   it('refuses a cross-site write that relies on Basic credentials a browser sends by itself', async () => {
     const builds = api.queues.builds;
-    const authorization = basic('admin', api.adminKey);
+    const authorization = basic('admin', adminKey);
     const crossSite: Array<Record<string, string>> = [
       { authorization, origin: 'http://evil.example' },
       { authorization, 'sec-fetch-site': 'cross-site' },
@@ -181,7 +207,7 @@ describe.runIf(hasChromium || required)('Bull Board in Chromium', () => {
 
   it('renders the three queues for an admin key sent as a header', async () => {
     await withBrowser({}, async (page) => {
-      await page.setExtraHTTPHeaders({ 'X-Api-Key': api.adminKey });
+      await page.setExtraHTTPHeaders({ 'X-Api-Key': adminKey });
       const res = await page.goto(`${api.baseUrl}/admin/queues`);
       expect(res?.status()).toBe(200);
       expect(await sidebarQueues(page)).toEqual(QUEUE_NAMES);
@@ -192,7 +218,7 @@ describe.runIf(hasChromium || required)('Bull Board in Chromium', () => {
   });
 
   it('answers the Basic challenge with browser credentials, under /api-host too', async () => {
-    await withBrowser({ httpCredentials: { username: 'admin', password: api.adminKey } }, async (page) => {
+    await withBrowser({ httpCredentials: { username: 'admin', password: adminKey } }, async (page) => {
       const res = await page.goto(`${api.baseUrl}/api-host/admin/queues`);
       expect(res?.status()).toBe(200);
       expect(await sidebarQueues(page)).toEqual(QUEUE_NAMES);
@@ -209,7 +235,7 @@ describe.runIf(hasChromium || required)('Bull Board in Chromium', () => {
       await page.setExtraHTTPHeaders({ 'X-Api-Key': memberKey });
       const res = await page.goto(`${api.baseUrl}/admin/queues`);
       expect(res?.status()).toBe(403);
-      expect(await res?.json()).toEqual({ detail: ADMIN_ONLY });
+      expect(await res?.json()).toEqual({ detail: ORGANIZATION_ADMIN_ONLY });
       expect(await page.locator('#bull-board-sidebar').count()).toBe(0);
       const text = await page.locator('body').innerText();
       for (const name of QUEUE_NAMES) expect(text).not.toContain(name);
@@ -235,6 +261,36 @@ describe.runIf(hasChromium || required)('Bull Board in Chromium', () => {
       const res = await page.goto(`${api.baseUrl}/admin/queues`);
       expect(res?.status()).toBe(401);
       expect(await page.locator('#bull-board-sidebar').count()).toBe(0);
+    });
+  });
+
+  it('refuses to show the board inside a frame of another page', async () => {
+    await withBrowser({ httpCredentials: { username: 'admin', password: adminKey } }, async (page) => {
+      const refusals: string[] = [];
+      page.on('console', (message) => {
+        if (/frame-ancestors/.test(message.text())) refusals.push(message.text());
+      });
+      // A page of another origin (about:blank here) that frames the board.
+      await page.setContent(`<iframe id="board" src="${api.baseUrl}/admin/queues" width="800" height="600"></iframe>`);
+      await expect.poll(() => refusals.length, { timeout: 15_000 }).toBeGreaterThan(0);
+      expect(refusals[0]).toContain("frame-ancestors 'none'");
+      // The frame holds Chromium's error page, never the board.
+      expect(page.frames()).toHaveLength(2);
+      for (const frame of page.frames()) expect(await frame.locator('#bull-board-sidebar').count()).toBe(0);
+    });
+  });
+
+  it('renders the API reference (/docs) under the security headers', async () => {
+    await withBrowser({}, async (page) => {
+      const blocked: string[] = [];
+      page.on('console', (message) => {
+        if (/Content Security Policy/i.test(message.text())) blocked.push(message.text());
+      });
+      const res = await page.goto(`${api.baseUrl}/docs/`);
+      expect(res?.status()).toBe(200);
+      await page.locator('.swagger-ui .information-container .title').filter({ hasText: 'Slipway' }).waitFor({ timeout: 15_000 });
+      await page.locator('.opblock-summary-path[data-path="/v2/deployments"]').first().waitFor({ timeout: 15_000 });
+      expect(blocked).toEqual([]);
     });
   });
 });

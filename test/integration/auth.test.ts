@@ -12,6 +12,7 @@ const ORG_SCOPED = {
   detail: "This API key is org-scoped and requires workspace specification. Please provide 'X-Tenant-Id' header.",
 };
 const ADMIN_ONLY = { detail: 'This operation requires an admin API key.' };
+const ORGANIZATION_ADMIN_ONLY = { detail: 'This operation requires an organization admin: an organization-scoped admin API key.' };
 const LISTENER_KEY_REFUSED = {
   detail: 'This API key belongs to a listener agent and can only call the listener agent endpoints.',
 };
@@ -190,7 +191,10 @@ describe('API keys (C3)', () => {
       expect((await api.http.get('/v2/auth/providers', { key: member })).status).toBe(200);
       const res = await api.http.post('/v2/auth/providers', providerBody('by-org-member'), { key: member });
       expect(res.status).toBe(403);
-      expect(res.body).toEqual(ADMIN_ONLY);
+      expect(res.body).toEqual(ORGANIZATION_ADMIN_ONLY);
+      const keys = await api.http.get('/v2/api-keys', { key: member });
+      expect(keys.status).toBe(403);
+      expect(keys.body).toEqual(ADMIN_ONLY);
     });
   });
 
@@ -221,16 +225,24 @@ describe('API keys (C3)', () => {
 
 describe('JWT bearer tokens (C3)', () => {
   const ISSUER = 'https://issuer.test';
+  const AUDIENCE = 'https://slipway.test';
   const KID = 'test-key-1';
+  const EC_KID = 'test-key-ec';
+  const MAX_AGE_SECONDS = 3_600;
   let api: TestApi;
   let jwks: Server;
   let signingKey: CryptoKey;
+  /** A key the issuer publishes, but for an algorithm this install does not accept. */
+  let ecKey: CryptoKey;
   let jwksRequests = 0;
 
   beforeAll(async () => {
     const { publicKey, privateKey } = await generateKeyPair('RS256');
     signingKey = privateKey;
+    const ec = await generateKeyPair('ES256');
+    ecKey = ec.privateKey;
     const jwk = { ...(await exportJWK(publicKey)), kid: KID, alg: 'RS256', use: 'sig' };
+    const ecJwk = { ...(await exportJWK(ec.publicKey)), kid: EC_KID, alg: 'ES256', use: 'sig' };
     // The identity provider is outside the machine, so a fake one stands in: a JWKS endpoint.
     jwks = createServer((req, res) => {
       if (req.url !== '/jwks.json') {
@@ -238,11 +250,17 @@ describe('JWT bearer tokens (C3)', () => {
         return;
       }
       jwksRequests += 1;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk, ecJwk] }));
     });
     await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
     const { port } = jwks.address() as AddressInfo;
-    api = await startTestApi({ SLIPWAY_JWT_ISSUER: ISSUER, SLIPWAY_JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json` });
+    api = await startTestApi({
+      SLIPWAY_JWT_ISSUER: ISSUER,
+      SLIPWAY_JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`,
+      SLIPWAY_JWT_AUDIENCE: AUDIENCE,
+      SLIPWAY_JWT_ALGORITHMS: 'RS256,PS256',
+      SLIPWAY_JWT_MAX_AGE_SECONDS: String(MAX_AGE_SECONDS),
+    });
   });
   afterAll(async () => {
     await api?.close();
@@ -253,9 +271,14 @@ describe('JWT bearer tokens (C3)', () => {
   interface TokenOptions {
     claims?: JWTPayload;
     issuer?: string;
-    expiresIn?: string | number;
-    key?: CryptoKey;
+    audience?: string | null;
+    subject?: string | null;
+    expiresIn?: string | number | null;
+    issuedAt?: number | null;
+    notBefore?: number;
+    key?: CryptoKey | Uint8Array;
     kid?: string;
+    alg?: string;
   }
 
   const tokensSent: string[] = [];
@@ -264,14 +287,16 @@ describe('JWT bearer tokens (C3)', () => {
     return { key: null, headers: { authorization: `Bearer ${token}` } };
   };
 
-  function sign({ claims = {}, issuer = ISSUER, expiresIn = '5m', key = signingKey, kid = KID }: TokenOptions = {}): Promise<string> {
-    return new SignJWT({ org_id: api.organizationId, ...claims })
-      .setProtectedHeader({ alg: 'RS256', kid })
-      .setSubject('user-1')
-      .setIssuer(issuer)
-      .setIssuedAt()
-      .setExpirationTime(expiresIn)
-      .sign(key);
+  /** A token valid for this install; each option (null: leave the claim out) breaks one thing. */
+  function sign(options: TokenOptions = {}): Promise<string> {
+    const { claims = {}, issuer = ISSUER, audience = AUDIENCE, subject = 'user-1', expiresIn = '5m', key = signingKey, kid = KID, alg = 'RS256' } = options;
+    const jwt = new SignJWT({ org_id: api.organizationId, ...claims }).setProtectedHeader({ alg, kid }).setIssuer(issuer);
+    if (subject) jwt.setSubject(subject);
+    if (audience) jwt.setAudience(audience);
+    if (options.issuedAt !== null) jwt.setIssuedAt(options.issuedAt);
+    if (options.notBefore !== undefined) jwt.setNotBefore(options.notBefore);
+    if (expiresIn !== null) jwt.setExpirationTime(expiresIn);
+    return jwt.sign(key);
   }
 
 
@@ -293,22 +318,66 @@ describe('JWT bearer tokens (C3)', () => {
     expect((await api.http.get('/v2/auth/providers', bearer(token))).status).toBe(200);
   });
 
-  it('binds a token with tenant_id to that workspace: another X-Tenant-Id gets 404', async () => {
+  it('binds a token with tenant_id to that workspace: another X-Tenant-Id gets 403', async () => {
     const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'jwt-second');
-    const token = await sign({ claims: { tenant_id: api.workspaceId } });
-    const res = await api.http.get('/v2/listeners', { ...bearer(token), headers: { authorization: `Bearer ${token}`, 'X-Tenant-Id': other.id } });
-    expect(res.status).toBe(404);
-    expect(res.body).toEqual({ detail: `Workspace ID ${other.id} not found.` });
-    const same = await api.http.get('/v2/listeners', { ...bearer(token), headers: { authorization: `Bearer ${token}`, 'X-Tenant-Id': api.workspaceId } });
+    const token = await sign({ claims: { tenant_id: api.workspaceId, role: 'admin' } });
+    const headers = (tenant: string) => ({ ...bearer(token), headers: { authorization: `Bearer ${token}`, 'X-Tenant-Id': tenant } });
+    // Whether or not the workspace exists: the token itself says it may not go there.
+    for (const tenant of [other.id, randomUUID()]) {
+      for (const [method, path] of [['GET', '/v2/listeners'], ['POST', '/v2/listeners'], ['GET', '/v2/deployments']] as const) {
+        const res = await api.http.request(method, path, { ...headers(tenant), body: method === 'POST' ? listenerBody('jwt-elsewhere') : undefined });
+        expect(res.status, `${method} ${path}`).toBe(403);
+        expect(res.body).toEqual({ detail: `This token is scoped to workspace ${api.workspaceId} and cannot act in another workspace.` });
+      }
+    }
+    expect(await api.dataSource.query(`SELECT 1 FROM listeners WHERE compute_id = 'jwt-elsewhere'`)).toEqual([]);
+    const same = await api.http.get('/v2/listeners', headers(api.workspaceId));
     expect(same.status).toBe(200);
   });
 
+  it("keeps a workspace-bound admin token to its workspace: no organization-wide keys, no other workspace's keys", async () => {
+    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'jwt-keys-other');
+    const theirKey = await api.mintKey({ workspaceId: other.id, role: 'admin', description: 'other workspace' });
+    const [{ id: theirKeyId }] = await api.dataSource.query(`SELECT id FROM api_keys WHERE workspace_id = $1`, [other.id]);
+    const token = await sign({ claims: { tenant_id: api.workspaceId, role: 'admin' } });
+
+    const orgWide = await api.http.post('/v2/api-keys', { description: 'escalate', scope: 'organization', role: 'admin' }, bearer(token));
+    expect(orgWide.status).toBe(403);
+    expect(orgWide.body).toEqual({ detail: 'Only an organization-scoped admin key can create organization-scoped keys.' });
+    expect(await api.dataSource.query(`SELECT 1 FROM api_keys WHERE description = 'escalate'`)).toEqual([]);
+
+    const listed = await api.http.get('/v2/api-keys', bearer(token));
+    expect(listed.status).toBe(200);
+    expect(listed.body.length).toBeGreaterThan(0);
+    expect(listed.body.every((k: any) => k.tenant_id === api.workspaceId)).toBe(true);
+    const revoke = await api.http.delete(`/v2/api-keys/${theirKeyId}`, bearer(token));
+    expect(revoke.status).toBe(404);
+    expect((await api.http.get('/v2/listeners', { key: theirKey, headers: { 'X-Tenant-Id': other.id } })).status).toBe(200);
+
+    // Its own workspace it administers as before.
+    const own = await api.http.post('/v2/api-keys', { description: 'ws key by jwt', scope: 'workspace', role: 'member' }, bearer(token));
+    expect(own.status).toBe(201);
+    expect(own.body.tenant_id).toBe(api.workspaceId);
+
+    // Organization-level writes and the queue dashboard need an organization admin.
+    const provider = await api.http.post('/v2/auth/providers', providerBody('by-ws-jwt'), bearer(token));
+    expect(provider.status).toBe(403);
+    expect(provider.body).toEqual(ORGANIZATION_ADMIN_ONLY);
+    const board = await api.http.get('/admin/queues/api/queues', bearer(token));
+    expect(board.status).toBe(403);
+    expect(board.body).toEqual(ORGANIZATION_ADMIN_ONLY);
+  });
+
+  it('lets an organization admin token (no tenant_id) do organization-wide things', async () => {
+    const token = await sign({ claims: { role: 'admin' } });
+    const key = await api.http.post('/v2/api-keys', { description: 'org key by jwt', scope: 'organization', role: 'member' }, bearer(token));
+    expect(key.status).toBe(201);
+    expect(key.body).toMatchObject({ scope: 'organization', tenant_id: null });
+    expect((await api.http.get('/admin/queues/api/queues', bearer(token))).status).toBe(200);
+  });
+
   it('refuses a token without exp', async () => {
-    const token = await new SignJWT({ org_id: api.organizationId, tenant_id: api.workspaceId })
-      .setProtectedHeader({ alg: 'RS256', kid: KID })
-      .setSubject('user-1')
-      .setIssuer(ISSUER)
-      .sign(signingKey);
+    const token = await sign({ claims: { tenant_id: api.workspaceId }, expiresIn: null });
     const res = await api.http.get('/v2/listeners', bearer(token));
     expect(res.status).toBe(401);
     expect(res.body).toEqual(UNAUTHORIZED);
@@ -342,18 +411,20 @@ describe('JWT bearer tokens (C3)', () => {
       'wrong issuer': await sign({ claims: { tenant_id: api.workspaceId }, issuer: 'https://evil.test' }),
       'unknown organization': await sign({ claims: { org_id: randomUUID(), tenant_id: api.workspaceId } }),
       'org_id not a string': await sign({ claims: { org_id: 42 as unknown as string } }),
-      'not yet valid': await new SignJWT({ org_id: api.organizationId, tenant_id: api.workspaceId })
-        .setProtectedHeader({ alg: 'RS256', kid: KID })
-        .setSubject('user-1')
-        .setIssuer(ISSUER)
-        .setNotBefore(now + 600)
-        .setExpirationTime(now + 1200)
-        .sign(signingKey),
-      'without sub': await new SignJWT({ org_id: api.organizationId, tenant_id: api.workspaceId })
-        .setProtectedHeader({ alg: 'RS256', kid: KID })
-        .setIssuer(ISSUER)
-        .setExpirationTime('5m')
-        .sign(signingKey),
+      'not yet valid': await sign({ claims: { tenant_id: api.workspaceId }, notBefore: now + 600, expiresIn: now + 1200 }),
+      'without sub': await sign({ claims: { tenant_id: api.workspaceId }, subject: null }),
+      'without aud': await sign({ claims: { tenant_id: api.workspaceId }, audience: null }),
+      'for another audience': await sign({ claims: { tenant_id: api.workspaceId }, audience: 'https://other-service.test' }),
+      'without iat': await sign({ claims: { tenant_id: api.workspaceId }, issuedAt: null }),
+      'issued longer ago than the maximum age, though not expired': await sign({
+        claims: { tenant_id: api.workspaceId },
+        issuedAt: now - MAX_AGE_SECONDS - 120,
+        expiresIn: now + 3_600,
+      }),
+      'issued in the future': await sign({ claims: { tenant_id: api.workspaceId }, issuedAt: now + 600, expiresIn: now + 1_200 }),
+      'signed with an algorithm not allowed (ES256, key published)': await sign({ claims: { tenant_id: api.workspaceId }, key: ecKey, kid: EC_KID, alg: 'ES256' }),
+      'HMAC with a guessable secret': await sign({ claims: { tenant_id: api.workspaceId }, alg: 'HS256', key: new TextEncoder().encode('secret') }),
+      'tenant_id not a UUID': await sign({ claims: { tenant_id: 'default' } }),
     };
     const valid = await sign({ claims: { tenant_id: api.workspaceId } });
     const [header, payload] = valid.split('.');
@@ -373,7 +444,10 @@ describe('JWT bearer tokens (C3)', () => {
   it('takes the role from the role claim', async () => {
     const member = await api.http.post('/v2/auth/providers', providerBody('by-jwt-member'), bearer(await sign()));
     expect(member.status).toBe(403);
-    expect(member.body).toEqual(ADMIN_ONLY);
+    expect(member.body).toEqual(ORGANIZATION_ADMIN_ONLY);
+    const memberKeys = await api.http.get('/v2/api-keys', bearer(await sign({ claims: { tenant_id: api.workspaceId } })));
+    expect(memberKeys.status).toBe(403);
+    expect(memberKeys.body).toEqual(ADMIN_ONLY);
     expect(await api.dataSource.query(`SELECT 1 FROM oauth_providers WHERE provider_id = 'by-jwt-member'`)).toEqual([]);
 
     const admin = await api.http.post('/v2/auth/providers', providerBody('by-jwt-admin'), bearer(await sign({ claims: { role: 'admin' } })));

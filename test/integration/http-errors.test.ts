@@ -1,59 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
-import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createApp, type RouteSpec } from '@slipway/api/app';
-import { createProducerRedis } from '@slipway/api/redis';
-import { createDataSource, type DataSource } from '@slipway/db';
-import { createLogger } from '@slipway/logging';
-import type { Redis } from 'ioredis';
-import { HttpClient } from '../support/http.js';
-import { LogCapture } from '../support/log-capture.js';
+import type { RouteSpec } from '@slipway/api/app';
+import { createDataSource } from '@slipway/db';
+import type { HttpClient } from '../support/http.js';
+import type { LogCapture } from '../support/log-capture.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { startTestApi, type TestApi } from '../support/test-api.js';
+import { startReplica, startTestApi, type Replica, type TestApi } from '../support/test-api.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const SECRET = 'secret internals xyz';
-
-interface LocalApp {
-  http: HttpClient;
-  logs: LogCapture;
-  close: () => Promise<void>;
-}
-
-/**
- * An app built like the harness builds it, but from parts this file chooses: extra routes, or
- * a Postgres/Redis that is not there. Cleanup closes only what it was given to own.
- */
-async function startApp(
-  api: TestApi,
-  parts: { dataSource?: DataSource; redisUrl?: string; extraRoutes?: RouteSpec[] } = {},
-): Promise<LocalApp> {
-  const logs = new LogCapture();
-  const logger = createLogger({ name: 'api', level: 'debug', destination: logs });
-  const redis: Redis = createProducerRedis(parts.redisUrl ?? api.config.redisUrl, logger);
-  // The producer connection has no offline queue: wait until it is up, unless it is meant to be down.
-  if (!parts.redisUrl && redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
-  const app = createApp({
-    config: api.config,
-    dataSource: parts.dataSource ?? api.dataSource,
-    redis,
-    queues: api.queues,
-    logger,
-    extraRoutes: parts.extraRoutes,
-  });
-  const server: Server = app.express.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  return {
-    http: new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, api.adminKey),
-    logs,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      redis.disconnect();
-    },
-  };
-}
 
 /** pino-http writes its line when the response finishes, which can be just after the client reads it. */
 async function logLineFor(logs: LogCapture, requestId: string, match: (line: any) => boolean = () => true): Promise<any> {
@@ -234,7 +189,7 @@ describe('credentials never reach the log', () => {
 });
 
 describe('500: bugs answer a fixed text and log the stack', () => {
-  let app: LocalApp;
+  let app: Replica;
   const boom = (path: string, handler: RouteSpec['handler']): RouteSpec => ({
     method: 'get',
     path,
@@ -247,7 +202,7 @@ describe('500: bugs answer a fixed text and log the stack', () => {
   });
 
   beforeAll(async () => {
-    app = await startApp(api, {
+    app = await startReplica(api, {
       extraRoutes: [
         boom('/test/boom', async () => {
           throw new Error(SECRET);
@@ -302,11 +257,11 @@ describe('500: bugs answer a fixed text and log the stack', () => {
 
 describe('503: a dependency is down', () => {
   /** An app whose own DataSource reaches the test database through a faulty proxy. */
-  async function appBehindProxy(): Promise<{ app: LocalApp; proxy: TcpProxy; close: () => Promise<void> }> {
+  async function appBehindProxy(): Promise<{ app: Replica; proxy: TcpProxy; close: () => Promise<void> }> {
     const proxy = await TcpProxy.start(api.database.url, 5432);
     const dataSource = createDataSource({ url: proxy.urlFor(api.database.url), applicationName: 'slipway-test-outage', poolSize: 2 });
     await dataSource.initialize();
-    const app = await startApp(api, { dataSource });
+    const app = await startReplica(api, { dataSource });
     expect((await app.http.get('/readyz')).status).toBe(200);
     expect((await app.http.get('/v2/listeners')).status).toBe(200);
     return {
@@ -320,7 +275,7 @@ describe('503: a dependency is down', () => {
     };
   }
 
-  let app: LocalApp;
+  let app: Replica;
   let closeOutage: () => Promise<void>;
 
   beforeAll(async () => {
@@ -384,7 +339,7 @@ describe('503: a dependency is down', () => {
 
 describe('/readyz: not ready only when writes cannot be accepted', () => {
   it('stays ready but degraded when only Redis is down (the outbox absorbs it), and says so in /metrics', async () => {
-    const app = await startApp(api, { redisUrl: 'redis://127.0.0.1:1/0' });
+    const app = await startReplica(api, { redisUrl: 'redis://127.0.0.1:1/0' });
     try {
       const res = await app.http.get('/readyz');
       expect(res.status).toBe(200);
@@ -400,7 +355,7 @@ describe('/readyz: not ready only when writes cannot be accepted', () => {
   it('is not ready, naming both, when Postgres (closed port, pool never connected) and Redis are down', async () => {
     const dataSource = createDataSource({ url: 'postgres://postgres@127.0.0.1:1/x', poolSize: 1 });
     await expect(dataSource.initialize()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
-    const app = await startApp(api, { dataSource, redisUrl: 'redis://127.0.0.1:1/0' });
+    const app = await startReplica(api, { dataSource, redisUrl: 'redis://127.0.0.1:1/0' });
     try {
       const res = await app.http.get('/readyz');
       expect(res.status).toBe(503);

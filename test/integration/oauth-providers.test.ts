@@ -2,18 +2,22 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretBox } from '@slipway/crypto';
 import { TenancyRepository } from '@slipway/db';
+import type { HttpClient } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 let api: TestApi;
+/** Provider writes need an organization admin (an organization-scoped admin key). */
+let admin: HttpClient;
 
 beforeAll(async () => {
   api = await startTestApi();
+  admin = api.http.as(await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' }));
 });
 afterAll(async () => {
   await api?.close();
 });
 
-const ADMIN_ONLY = { detail: 'This operation requires an admin API key.' };
+const ORGANIZATION_ADMIN_ONLY = { detail: 'This operation requires an organization admin: an organization-scoped admin API key.' };
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -53,7 +57,7 @@ async function rowOf(id: string) {
 describe('POST /v2/auth/providers', () => {
   it('creates a provider with defaults and seals the secret', async () => {
     const payload = body('github');
-    const res = await api.http.post('/v2/auth/providers', payload);
+    const res = await admin.post('/v2/auth/providers', payload);
     expect(res.status).toBe(201);
     expectNoSecret(res);
     expect(res.body).toEqual({
@@ -93,7 +97,7 @@ describe('POST /v2/auth/providers', () => {
   });
 
   it('takes the optional fields and ignores unknown ones', async () => {
-    const res = await api.http.post(
+    const res = await admin.post(
       '/v2/auth/providers',
       body('okta', { uses_pkce: true, code_challenge_method: 'plain', provider_type: 'oidc', surprise: 1 }),
     );
@@ -110,14 +114,14 @@ describe('POST /v2/auth/providers', () => {
       ['local-name', 'http://localhost:9000'],
       ['local-v6', 'http://[::1]:9000'],
     ]) {
-      const res = await api.http.post('/v2/auth/providers', body(providerId, { auth_url: `${host}/authorize`, token_url: `${host}/token` }));
+      const res = await admin.post('/v2/auth/providers', body(providerId, { auth_url: `${host}/authorize`, token_url: `${host}/token` }));
       expect(res.status, host).toBe(201);
       expect(res.body).toMatchObject({ auth_url: `${host}/authorize`, token_url: `${host}/token` });
     }
   });
 
   it('requires every mandatory field', async () => {
-    const res = await api.http.post('/v2/auth/providers', {});
+    const res = await admin.post('/v2/auth/providers', {});
     expect(res.status).toBe(422);
     expect(res.body.detail.map((d: any) => [d.loc, d.type])).toEqual([
       [['body', 'provider_id'], 'missing'],
@@ -132,7 +136,7 @@ describe('POST /v2/auth/providers', () => {
 
   it('reports every bad field at once with loc and type', async () => {
     const secret = newSecret();
-    const res = await api.http.post('/v2/auth/providers', {
+    const res = await admin.post('/v2/auth/providers', {
       provider_id: 'has space',
       name: '',
       client_id: 42,
@@ -170,7 +174,7 @@ describe('POST /v2/auth/providers', () => {
     ['another scheme', 'ftp://idp.example.com/token', 'url_scheme'],
     ['a URL with an impossible port', 'https://idp.example.com:99999/token', 'url_parsing'],
   ])('rejects %s as token_url', async (_what, url, type) => {
-    const res = await api.http.post('/v2/auth/providers', body(`bad-url-${randomBytes(3).toString('hex')}`, { token_url: url }));
+    const res = await admin.post('/v2/auth/providers', body(`bad-url-${randomBytes(3).toString('hex')}`, { token_url: url }));
     expect(res.status).toBe(422);
     expect(res.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'token_url'], type })]);
   });
@@ -178,7 +182,7 @@ describe('POST /v2/auth/providers', () => {
   it('rejects a bad client_secret without echoing it', async () => {
     const long = newSecret().repeat(200);
     secretsSent.push(long);
-    const res = await api.http.post('/v2/auth/providers', body('long-secret', { client_secret: long }));
+    const res = await admin.post('/v2/auth/providers', body('long-secret', { client_secret: long }));
     expect(res.status).toBe(422);
     expect(res.body.detail).toEqual([
       { loc: ['body', 'client_secret'], msg: 'String should have at most 4000 characters', type: 'string_too_long' },
@@ -195,8 +199,8 @@ describe('POST /v2/auth/providers', () => {
   });
 
   it('answers 409 on a duplicate provider_id in the organization', async () => {
-    expect((await api.http.post('/v2/auth/providers', body('dup'))).status).toBe(201);
-    const res = await api.http.post('/v2/auth/providers', body('dup', { name: 'Another' }));
+    expect((await admin.post('/v2/auth/providers', body('dup'))).status).toBe(201);
+    const res = await admin.post('/v2/auth/providers', body('dup', { name: 'Another' }));
     expect(res.status).toBe(409);
     expect(res.body).toEqual({ detail: "OAuth provider with provider ID 'dup' already exists." });
     expectNoSecret(res);
@@ -205,7 +209,7 @@ describe('POST /v2/auth/providers', () => {
   });
 
   it('lets exactly one of several concurrent creates win', async () => {
-    const results = await Promise.all(Array.from({ length: 8 }, () => api.http.post('/v2/auth/providers', body('race'))));
+    const results = await Promise.all(Array.from({ length: 8 }, () => admin.post('/v2/auth/providers', body('race'))));
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
     for (const r of results) {
       expectNoSecret(r);
@@ -218,7 +222,7 @@ describe('POST /v2/auth/providers', () => {
 
 describe('GET /v2/auth/providers', () => {
   it('lists the organization providers newest first, without secrets', async () => {
-    for (const n of [1, 2]) expect((await api.http.post('/v2/auth/providers', body(`list-${n}`))).status).toBe(201);
+    for (const n of [1, 2]) expect((await admin.post('/v2/auth/providers', body(`list-${n}`))).status).toBe(201);
     const res = await api.http.get('/v2/auth/providers');
     expect(res.status).toBe(200);
     expectNoSecret(res);
@@ -236,7 +240,7 @@ describe('GET /v2/auth/providers', () => {
 
 describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
   it('gets by provider_id and by id', async () => {
-    const { body: created } = await api.http.post('/v2/auth/providers', body('lookup'));
+    const { body: created } = await admin.post('/v2/auth/providers', body('lookup'));
     const byProviderId = await api.http.get('/v2/auth/providers/lookup');
     expect(byProviderId.status).toBe(200);
     expect(byProviderId.body).toEqual(created);
@@ -247,7 +251,7 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
     expectNoSecret(byId);
     expect((await api.http.get(`/api-host/v2/auth/providers/lookup`)).body).toEqual(created);
 
-    const dotted = await api.http.post('/v2/auth/providers', body('corp.sso_v2-eu'));
+    const dotted = await admin.post('/v2/auth/providers', body('corp.sso_v2-eu'));
     expect(dotted.status).toBe(201);
     expect((await api.http.get('/v2/auth/providers/corp.sso_v2-eu')).body).toEqual(dotted.body);
   });
@@ -261,7 +265,7 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
   it('answers 404 with the contract text for an unknown provider', async () => {
     for (const ref of ['nope', randomUUID()]) {
       for (const [method, payload] of [['GET'], ['PATCH', { name: 'x' }], ['DELETE']] as const) {
-        const res = await api.http.request(method, `/v2/auth/providers/${ref}`, { body: payload });
+        const res = await admin.request(method, `/v2/auth/providers/${ref}`, { body: payload });
         expect(res.status, `${method} ${ref}`).toBe(404);
         expect(res.body).toEqual({ detail: `OAuth provider ID ${ref} not found.` });
       }
@@ -269,14 +273,14 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
   });
 
   it('patches: null leaves required fields, clears nullable ones', async () => {
-    const { body: created } = await api.http.post('/v2/auth/providers', body('patchy', { provider_type: 'oidc', uses_pkce: true }));
+    const { body: created } = await admin.post('/v2/auth/providers', body('patchy', { provider_type: 'oidc', uses_pkce: true }));
     const path = '/v2/auth/providers/patchy';
 
-    const unchanged = await api.http.patch(path, {});
+    const unchanged = await admin.patch(path, {});
     expect(unchanged.status).toBe(200);
     expect(unchanged.body).toEqual(created);
 
-    const res = await api.http.patch(path, {
+    const res = await admin.patch(path, {
       name: null,
       client_id: null,
       uses_pkce: null,
@@ -301,7 +305,7 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
       provider_type: null,
     });
 
-    const renamed = await api.http.patch(path, {
+    const renamed = await admin.patch(path, {
       name: 'Renamed',
       token_url: 'https://idp2.example.com/token',
       code_challenge_method: 'S256',
@@ -321,11 +325,11 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
 
   it('rotates the client secret: new ciphertext that opens to the new value', async () => {
     const first = body('rotate');
-    const { body: created } = await api.http.post('/v2/auth/providers', first);
+    const { body: created } = await admin.post('/v2/auth/providers', first);
     const before = (await rowOf(created.id))!.client_secret_sealed;
 
     const second = newSecret();
-    const res = await api.http.patch('/v2/auth/providers/rotate', { client_secret: second });
+    const res = await admin.patch('/v2/auth/providers/rotate', { client_secret: second });
     expect(res.status).toBe(200);
     expectNoSecret(res);
     expect(res.body).not.toHaveProperty('client_secret');
@@ -338,13 +342,13 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
     expect(box.open(after, created.id)).toBe(second);
 
     // A null secret leaves the stored one alone.
-    expect((await api.http.patch('/v2/auth/providers/rotate', { client_secret: null, name: 'kept' })).status).toBe(200);
+    expect((await admin.patch('/v2/auth/providers/rotate', { client_secret: null, name: 'kept' })).status).toBe(200);
     expect((await rowOf(created.id))!.client_secret_sealed).toBe(after);
   });
 
   it('validates PATCH fields and the body', async () => {
-    await api.http.post('/v2/auth/providers', body('strict'));
-    const res = await api.http.patch('/v2/auth/providers/strict', {
+    await admin.post('/v2/auth/providers', body('strict'));
+    const res = await admin.patch('/v2/auth/providers/strict', {
       auth_url: 'http://idp.example.com/authorize',
       code_challenge_method: 'S1',
       name: '',
@@ -357,7 +361,7 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
       ['body.uses_pkce', 'bool_parsing'],
       ['body.code_challenge_method', 'enum'],
     ]);
-    const missing = await api.http.request('PATCH', '/v2/auth/providers/strict');
+    const missing = await admin.request('PATCH', '/v2/auth/providers/strict');
     expect(missing.status).toBe(422);
     expect(missing.body.detail).toEqual([expect.objectContaining({ loc: ['body'], type: 'missing' })]);
     const row = await api.dataSource.query(`SELECT auth_url, code_challenge_method FROM oauth_providers WHERE provider_id = 'strict'`);
@@ -365,30 +369,30 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
   });
 
   it('deletes by provider_id and by id', async () => {
-    const { body: a } = await api.http.post('/v2/auth/providers', body('delete-a'));
-    const { body: b } = await api.http.post('/v2/auth/providers', body('delete-b'));
+    const { body: a } = await admin.post('/v2/auth/providers', body('delete-a'));
+    const { body: b } = await admin.post('/v2/auth/providers', body('delete-b'));
 
-    const byProviderId = await api.http.delete('/v2/auth/providers/delete-a');
+    const byProviderId = await admin.delete('/v2/auth/providers/delete-a');
     expect(byProviderId.status).toBe(204);
     expect(byProviderId.text).toBe('');
     expect(await rowOf(a.id)).toBeUndefined();
     expect((await api.http.get('/v2/auth/providers/delete-a')).status).toBe(404);
-    const again = await api.http.delete('/v2/auth/providers/delete-a');
+    const again = await admin.delete('/v2/auth/providers/delete-a');
     expect(again.status).toBe(404);
     expect(again.body).toEqual({ detail: 'OAuth provider ID delete-a not found.' });
 
-    expect((await api.http.delete(`/v2/auth/providers/${b.id}`)).status).toBe(204);
+    expect((await admin.delete(`/v2/auth/providers/${b.id}`)).status).toBe(204);
     expect(await rowOf(b.id)).toBeUndefined();
     // The provider_id is free again.
-    expect((await api.http.post('/v2/auth/providers', body('delete-a'))).status).toBe(201);
+    expect((await admin.post('/v2/auth/providers', body('delete-a'))).status).toBe(201);
   });
 });
 
 describe('organization isolation', () => {
   it("never shows or changes another organization's providers", async () => {
-    const { body: mine } = await api.http.post('/v2/auth/providers', body('shared-name'));
-    const { organization, workspace } = await new TenancyRepository(api.dataSource.manager).createOrganization('other');
-    const otherKey = await api.mintKey({ organizationId: organization.id, workspaceId: workspace.id, role: 'admin' });
+    const { body: mine } = await admin.post('/v2/auth/providers', body('shared-name'));
+    const { organization } = await new TenancyRepository(api.dataSource.manager).createOrganization('other');
+    const otherKey = await api.mintKey({ organizationId: organization.id, workspaceId: null, scope: 'organization', role: 'admin' });
     const other = api.http.as(otherKey);
 
     const list = await other.get('/v2/auth/providers');
@@ -411,9 +415,28 @@ describe('organization isolation', () => {
   });
 });
 
+describe('workspace admins', () => {
+  it('can read but not write: providers belong to the whole organization', async () => {
+    const { body: created } = await admin.post('/v2/auth/providers', body('org-owned'));
+    const workspaceAdmin = api.http;
+    expect((await workspaceAdmin.get('/v2/auth/providers/org-owned')).body).toEqual(created);
+    for (const [method, path, payload] of [
+      ['POST', '/v2/auth/providers', body('by-workspace-admin')],
+      ['PATCH', '/v2/auth/providers/org-owned', { name: 'renamed', client_secret: newSecret() }],
+      ['DELETE', '/v2/auth/providers/org-owned', undefined],
+    ] as const) {
+      const res = await workspaceAdmin.request(method, path, { body: payload });
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(res.body).toEqual(ORGANIZATION_ADMIN_ONLY);
+    }
+    expect(await rowOf(created.id)).toMatchObject({ name: 'Provider org-owned' });
+    expect(await api.dataSource.query(`SELECT 1 FROM oauth_providers WHERE provider_id = 'by-workspace-admin'`)).toEqual([]);
+  });
+});
+
 describe('member keys', () => {
   it('can read but not write', async () => {
-    const { body: created } = await api.http.post('/v2/auth/providers', body('members'));
+    const { body: created } = await admin.post('/v2/auth/providers', body('members'));
     const member = api.http.as(await api.mintKey({ role: 'member' }));
 
     const list = await member.get('/v2/auth/providers');
@@ -426,13 +449,13 @@ describe('member keys', () => {
 
     const post = await member.post('/v2/auth/providers', body('by-member'));
     expect(post.status).toBe(403);
-    expect(post.body).toEqual(ADMIN_ONLY);
+    expect(post.body).toEqual(ORGANIZATION_ADMIN_ONLY);
     const patch = await member.patch('/v2/auth/providers/members', { name: 'by member', client_secret: newSecret() });
     expect(patch.status).toBe(403);
-    expect(patch.body).toEqual(ADMIN_ONLY);
+    expect(patch.body).toEqual(ORGANIZATION_ADMIN_ONLY);
     const del = await member.delete('/v2/auth/providers/members');
     expect(del.status).toBe(403);
-    expect(del.body).toEqual(ADMIN_ONLY);
+    expect(del.body).toEqual(ORGANIZATION_ADMIN_ONLY);
 
     const sealedBefore = (await rowOf(created.id))!.client_secret_sealed;
     expect(await rowOf(created.id)).toMatchObject({ name: 'Provider members', client_secret_sealed: sealedBefore });

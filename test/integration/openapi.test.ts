@@ -238,6 +238,26 @@ describe('every mounted route is documented', () => {
   });
 });
 
+describe('limits and roles', () => {
+  it('documents the 429 with Retry-After on every operation', () => {
+    const operations = Object.values(doc.paths).flatMap((ops: any) => Object.values(ops)) as any[];
+    expect(operations.length).toBeGreaterThan(30);
+    for (const operation of operations) {
+      const limited = operation.responses['429'];
+      expect(limited, operation.operationId).toMatchObject({
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        headers: { 'Retry-After': { schema: { type: 'integer', minimum: 1 } } },
+      });
+    }
+  });
+
+  it('says which operations need an organization admin', () => {
+    expect(doc.paths['/v2/auth/providers'].post.description).toBe('Requires an organization admin key.');
+    expect(doc.paths['/v2/auth/providers/{provider_id}'].delete.description).toBe('Requires an organization admin key.');
+    expect(doc.paths['/v2/api-keys'].post.description).toBe('Requires an admin key.');
+  });
+});
+
 describe('the schemas reflect validation', () => {
   const schemaOf = (s: any): any => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
 

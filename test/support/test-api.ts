@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '@slipway/config';
-import { createApp, type AppDeps } from '@slipway/api/app';
+import { answerClientErrors, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
 import { createProducerRedis } from '@slipway/api/redis';
 import { createDataSource, dropDeploymentDatabase, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
@@ -32,6 +34,8 @@ export interface TestApi {
   workspaceId: string;
   /** A client authenticated with the admin key; `.as(key)` for another key. */
   http: HttpClient;
+  /** Every route the app mounts, as declared (what /openapi.json documents, hidden ones too). */
+  routes: readonly RouteSpec[];
   /** Mints a key straight in the database (as the CLI does). */
   mintKey: (input: Partial<Parameters<typeof issueApiKey>[1]>) => Promise<string>;
   close: () => Promise<void>;
@@ -68,6 +72,9 @@ export async function startTestApi(
   await dataSource.initialize();
   const tenancy = await new TenancyRepository(dataSource.manager).bootstrap(config.bootstrapApiKey);
   const redis = createProducerRedis(config.redisUrl, logger);
+  // The producer connection queues nothing while it connects: a test's first request must not
+  // race it (readiness, rate limits). Bounded, for a test that starts with Redis away.
+  await waitForReady(redis, 10_000);
   const queues = createQueues(redis, config.queuePrefix, logger);
   const flow = new RevisionFlow(config.pipeline);
   const relay = new OutboxRelay(dataSource, queues, logger, (m, name, payload) => flow.onHandOff(m, name, payload));
@@ -75,6 +82,7 @@ export async function startTestApi(
   // PORT 0 (the default here) is an ephemeral port; a test that needs absolute URLs on the
   // service (upload URLs, C10) passes a fixed free PORT so the default public URL is right.
   const server = app.express.listen(config.port, '127.0.0.1');
+  answerClientErrors(server);
   await new Promise<void>((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -91,6 +99,7 @@ export async function startTestApi(
     organizationId: tenancy.organizationId,
     workspaceId: tenancy.workspaceId,
     http: new HttpClient(baseUrl, adminKey),
+    routes: app.routes,
     mintKey: async (input) =>
       (
         await issueApiKey(dataSource.manager, {
@@ -116,6 +125,17 @@ export async function startTestApi(
   };
 }
 
+/** Resolves once `redis` is ready, or after `timeoutMs` whatever its state. */
+async function waitForReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    new Promise((resolve) => redis.once('ready', resolve)),
+    new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+  ]);
+  clearTimeout(timer);
+}
+
 /** Removes this file's queues and jobs from Redis: only keys under our own prefix. */
 async function obliterate(queues: Queues): Promise<void> {
   await Promise.allSettled(Object.values(queues).map((q) => q.obliterate({ force: true })));
@@ -133,4 +153,47 @@ async function dropDeploymentDatabases(dataSource: DataSource, url: string): Pro
   for (const row of rows) {
     await dropDeploymentDatabase(url, row.database_name ?? deploymentDatabaseName(row.name, row.id)).catch(() => {});
   }
+}
+
+/** A second api app over a test api's database, config and queues (see `startReplica`). */
+export interface Replica {
+  http: HttpClient;
+  logs: LogCapture;
+  close: () => Promise<void>;
+}
+
+/**
+ * An app built like the harness builds it, over the same config (so the same Redis key prefix:
+ * a replica of `api`, as a second api process would be), but from parts the caller chooses:
+ * extra routes, or a Postgres/Redis that is not there. Cleanup closes only what it was given to own.
+ */
+export async function startReplica(
+  api: TestApi,
+  parts: { dataSource?: DataSource; redisUrl?: string; extraRoutes?: RouteSpec[] } = {},
+): Promise<Replica> {
+  const logs = new LogCapture();
+  const logger = createLogger({ name: 'api', level: 'debug', destination: logs });
+  const redis = createProducerRedis(parts.redisUrl ?? api.config.redisUrl, logger);
+  // The producer connection has no offline queue: wait until it is up, unless it is meant to be down.
+  if (!parts.redisUrl) await waitForReady(redis, 10_000);
+  const app = createApp({
+    config: api.config,
+    dataSource: parts.dataSource ?? api.dataSource,
+    redis,
+    queues: api.queues,
+    logger,
+    extraRoutes: parts.extraRoutes,
+  });
+  const server: Server = app.express.listen(0, '127.0.0.1');
+  answerClientErrors(server);
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  return {
+    http: new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, api.adminKey),
+    logs,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      redis.disconnect();
+    },
+  };
 }

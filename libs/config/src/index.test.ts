@@ -75,7 +75,61 @@ describe('loadConfig defaults', () => {
       bodyLimitBytes: 2048,
       jwt: { issuer: 'https://issuer.example.com', jwksUrl: 'https://issuer.example.com/.well-known/jwks.json', audience: null },
     });
+    // Every asymmetric algorithm by default, and a day's maximum token age.
+    expect(config.jwt).toMatchObject({ algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'], maxTokenAgeSeconds: 86_400 });
     expect(config.previousSecretsKeys.map((b) => b.toString('base64'))).toEqual(previous);
+  });
+});
+
+describe('security settings', () => {
+  it('has production-sane request budgets and trusts only a loopback proxy by default', () => {
+    const config = loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir });
+    expect(config.rateLimit).toEqual({
+      windowSeconds: 60,
+      perKey: 1_200,
+      perListenerAgent: 3_000,
+      perAddress: 600,
+      authFailures: 30,
+      authFailureWindowSeconds: 900,
+    });
+    expect(config.trustProxy).toBe('loopback');
+  });
+
+  it('takes budgets (0 = off), JWT settings and the proxy trust from the environment', () => {
+    const config = loadConfig({
+      SLIPWAY_SECRETS_KEY: key(),
+      SLIPWAY_DATA_DIR: dir,
+      SLIPWAY_RATE_LIMIT_WINDOW_SECONDS: '10',
+      SLIPWAY_RATE_LIMIT_PER_KEY: '5',
+      SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '0',
+      SLIPWAY_RATE_LIMIT_PER_ADDRESS: '7',
+      SLIPWAY_RATE_LIMIT_AUTH_FAILURES: '3',
+      SLIPWAY_RATE_LIMIT_AUTH_FAILURE_WINDOW_SECONDS: '120',
+      SLIPWAY_JWT_ISSUER: 'https://issuer.example.com',
+      SLIPWAY_JWT_JWKS_URL: 'https://issuer.example.com/jwks.json',
+      SLIPWAY_JWT_AUDIENCE: 'slipway',
+      SLIPWAY_JWT_ALGORITHMS: ' ES256 , EdDSA ',
+      SLIPWAY_JWT_MAX_AGE_SECONDS: '600',
+      SLIPWAY_TRUST_PROXY: '2',
+    });
+    expect(config.rateLimit).toEqual({ windowSeconds: 10, perKey: 5, perListenerAgent: 0, perAddress: 7, authFailures: 3, authFailureWindowSeconds: 120 });
+    expect(config.jwt).toMatchObject({ audience: 'slipway', algorithms: ['ES256', 'EdDSA'], maxTokenAgeSeconds: 600 });
+    expect(config.trustProxy).toBe(2);
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy).toBe('loopback, 10.0.0.0/8');
+  });
+
+  it.each([
+    ['SLIPWAY_JWT_ALGORITHMS', 'HS256'],
+    ['SLIPWAY_JWT_ALGORITHMS', 'RS256,none'],
+    ['SLIPWAY_JWT_ALGORITHMS', ','],
+    ['SLIPWAY_JWT_MAX_AGE_SECONDS', '5'],
+    ['SLIPWAY_RATE_LIMIT_PER_KEY', '-1'],
+    ['SLIPWAY_RATE_LIMIT_WINDOW_SECONDS', '0'],
+  ])('refuses %s=%s', (name, value) => {
+    const err = configErrorOf(() => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, [name]: value }));
+    expect(err.problems).toHaveLength(1);
+    expect(err.problems[0]).toContain(name);
   });
 });
 

@@ -32,7 +32,11 @@ export interface Config {
   dataDir: string;
   logLevel: string;
   bodyLimitBytes: number;
-  jwt: { issuer: string; jwksUrl: string; audience: string | null } | null;
+  jwt: JwtSettings | null;
+  /** Request budgets (CONTRACT C2: 429 with Retry-After), shared by every api process through Redis. */
+  rateLimit: RateLimitSettings;
+  /** Express `trust proxy`: which hops' X-Forwarded-For is believed for the client address. */
+  trustProxy: boolean | number | string;
   shutdownTimeoutMs: number;
   /** Phase deadlines and reconciler periods (CONTRACT C6), all in milliseconds. */
   pipeline: PipelineTimings;
@@ -55,6 +59,33 @@ export interface Config {
     portMin: number;
     portMax: number;
   };
+}
+
+/** Bearer JWTs from one identity provider, verified against its JWKS. */
+export interface JwtSettings {
+  issuer: string;
+  jwksUrl: string;
+  /** Required `aud` when set. */
+  audience: string | null;
+  /** Signature algorithms accepted; anything else (`none`, HMAC) is refused. */
+  algorithms: string[];
+  /** A token issued (`iat`) longer ago than this is refused, whatever its `exp`. */
+  maxTokenAgeSeconds: number;
+}
+
+/** Budgets per window; 0 turns that budget off. */
+export interface RateLimitSettings {
+  windowSeconds: number;
+  /** Requests per API key (or JWT subject). */
+  perKey: number;
+  /** Requests per listener agent key: agents poll their desired state. */
+  perListenerAgent: number;
+  /** Requests per client address that carry no credential. */
+  perAddress: number;
+  /** Failed authentications per client address before it is locked out… */
+  authFailures: number;
+  /** …for the rest of this window. */
+  authFailureWindowSeconds: number;
 }
 
 export interface PipelineTimings {
@@ -89,6 +120,9 @@ const base64Key = Joi.string()
   .messages({ 'key.invalid': '{{#label}} must be a base64-encoded 32-byte key' });
 
 const MINUTE = 60_000;
+/** Asymmetric JWS algorithms: a JWKS holds public keys, so HMAC (and `none`) never apply. */
+export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+const budget = (fallback: number) => Joi.number().integer().min(0).default(fallback);
 const ms = (fallback: number) => Joi.number().integer().min(50).default(fallback);
 
 const schema = Joi.object({
@@ -121,6 +155,20 @@ const schema = Joi.object({
   SLIPWAY_JWT_ISSUER: Joi.string().uri(),
   SLIPWAY_JWT_JWKS_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
   SLIPWAY_JWT_AUDIENCE: Joi.string(),
+  SLIPWAY_JWT_ALGORITHMS: Joi.string()
+    .custom((value: string, helpers) =>
+      listOf(value).length && listOf(value).every((a) => (JWT_ALGORITHMS as readonly string[]).includes(a)) ? value : helpers.error('alg.invalid'),
+    )
+    .messages({ 'alg.invalid': `{{#label}} must be a comma-separated list of ${JWT_ALGORITHMS.join(', ')}` })
+    .default(JWT_ALGORITHMS.join(',')),
+  SLIPWAY_JWT_MAX_AGE_SECONDS: Joi.number().integer().min(60).default(24 * 60 * 60),
+  SLIPWAY_RATE_LIMIT_WINDOW_SECONDS: Joi.number().integer().min(1).max(24 * 60 * 60).default(60),
+  SLIPWAY_RATE_LIMIT_PER_KEY: budget(1_200),
+  SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: budget(3_000),
+  SLIPWAY_RATE_LIMIT_PER_ADDRESS: budget(600),
+  SLIPWAY_RATE_LIMIT_AUTH_FAILURES: budget(30),
+  SLIPWAY_RATE_LIMIT_AUTH_FAILURE_WINDOW_SECONDS: Joi.number().integer().min(1).max(24 * 60 * 60).default(15 * 60),
+  SLIPWAY_TRUST_PROXY: Joi.string().default('loopback'),
   SLIPWAY_SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
   SLIPWAY_ENQUEUE_DEADLINE_MS: ms(10 * MINUTE),
   SLIPWAY_BUILD_DEADLINE_MS: ms(30 * MINUTE),
@@ -145,6 +193,18 @@ const schema = Joi.object({
 })
   .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
   .unknown(true);
+
+const listOf = (value: string): string[] =>
+  value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+
+/** `true`/`false`, a hop count, or addresses and subnets (`loopback, 10.0.0.0/8`), as Express takes them. */
+function trustProxyOf(value: string): boolean | number | string {
+  if (value === 'true' || value === 'false') return value === 'true';
+  return /^\d+$/.test(value) ? Number(value) : value;
+}
 
 /** Thrown when the environment does not parse; `problems` lists every bad key. */
 export class ConfigError extends Error {
@@ -210,8 +270,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     logLevel: value.LOG_LEVEL,
     bodyLimitBytes: value.SLIPWAY_BODY_LIMIT_BYTES,
     jwt: value.SLIPWAY_JWT_ISSUER
-      ? { issuer: value.SLIPWAY_JWT_ISSUER, jwksUrl: value.SLIPWAY_JWT_JWKS_URL, audience: value.SLIPWAY_JWT_AUDIENCE ?? null }
+      ? {
+          issuer: value.SLIPWAY_JWT_ISSUER,
+          jwksUrl: value.SLIPWAY_JWT_JWKS_URL,
+          audience: value.SLIPWAY_JWT_AUDIENCE ?? null,
+          algorithms: listOf(value.SLIPWAY_JWT_ALGORITHMS),
+          maxTokenAgeSeconds: value.SLIPWAY_JWT_MAX_AGE_SECONDS,
+        }
       : null,
+    rateLimit: {
+      windowSeconds: value.SLIPWAY_RATE_LIMIT_WINDOW_SECONDS,
+      perKey: value.SLIPWAY_RATE_LIMIT_PER_KEY,
+      perListenerAgent: value.SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT,
+      perAddress: value.SLIPWAY_RATE_LIMIT_PER_ADDRESS,
+      authFailures: value.SLIPWAY_RATE_LIMIT_AUTH_FAILURES,
+      authFailureWindowSeconds: value.SLIPWAY_RATE_LIMIT_AUTH_FAILURE_WINDOW_SECONDS,
+    },
+    trustProxy: trustProxyOf(value.SLIPWAY_TRUST_PROXY),
     shutdownTimeoutMs: value.SLIPWAY_SHUTDOWN_TIMEOUT_MS,
     pipeline: {
       enqueueDeadlineMs: value.SLIPWAY_ENQUEUE_DEADLINE_MS,

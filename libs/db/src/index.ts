@@ -10,7 +10,7 @@ export {
 } from './data-source.js';
 export * from './entities/index.js';
 export { MIGRATIONS } from './migrations/index.js';
-export { isDatabaseUnavailable, isForeignKeyViolation, isUniqueViolation } from './pg-errors.js';
+export { isDataException, isDatabaseUnavailable, isForeignKeyViolation, isRowRefused, isUniqueViolation, sqlStateOf } from './pg-errors.js';
 export { ApiKeyRepository, issueApiKey, type ApiKeyFilter, type IssueApiKeyInput } from './repositories/api-key.repository.js';
 export {
   DEPLOYMENT_INTEGRATION_FK,

@@ -23,6 +23,31 @@ export function isForeignKeyViolation(err: unknown, constraint?: string): boolea
   return code === '23503' && (constraint === undefined || actual === constraint);
 }
 
+/** The SQLSTATE of a Postgres error (plain driver error or TypeORM's wrapper), if it has one. */
+export function sqlStateOf(err: unknown): string | undefined {
+  const { code } = pgFields(err);
+  return code && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * True when Postgres refused a value itself (SQLSTATE class 22, "data exception": a NUL or a
+ * bad byte sequence, text that is not valid for its type, a number out of range, ...). Such an
+ * error is permanent for that value: retrying the same statement can never succeed.
+ */
+export function isDataException(err: unknown): boolean {
+  return sqlStateOf(err)?.startsWith('22') ?? false;
+}
+
+/**
+ * True when Postgres refused the row itself: a data exception (class 22) or an integrity
+ * violation (class 23, e.g. a foreign key to a row deleted meanwhile). Retrying the same row
+ * can never succeed, unlike a connection or timeout error.
+ */
+export function isRowRefused(err: unknown): boolean {
+  const code = sqlStateOf(err);
+  return code !== undefined && (code.startsWith('22') || code.startsWith('23'));
+}
+
 const CONNECTION_ERROR_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',

@@ -51,3 +51,14 @@ export class UnavailableError extends AppError {
 export class BadGatewayError extends AppError {
   readonly status = 502;
 }
+
+/** 429: a request budget is spent; the caller may retry after `retryAfterSeconds` (`Retry-After`). */
+export class TooManyRequestsError extends AppError {
+  readonly status = 429;
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}

@@ -5,3 +5,4 @@ export * from './graph-config.js';
 export * from './naming.js';
 export * from './resource-spec.js';
 export * from './status.js';
+export * from './storable-text.js';

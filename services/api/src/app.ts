@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request } from 'express';
+import helmet from 'helmet';
 import { pinoHttp } from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
 import type { Redis } from 'ioredis';
@@ -11,8 +12,10 @@ import type { Logger } from '@slipway/logging';
 import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
+import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler, routePattern } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
+import { RateLimits } from './http/rate-limits.js';
 import type { RouteSpec } from './http/route.js';
 import { DependencyChecks } from './metrics/dependencies.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -41,6 +44,7 @@ import { LogService } from './services/log.service.js';
 import { UploadService } from './services/upload.service.js';
 
 export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
+export { answerClientErrors } from './http/client-errors.js';
 
 export const API_VERSION = '0.1.0';
 /** Self-hosted installs are reached as `<host>/api-host/v2/...` (CONTRACT C1). */
@@ -98,10 +102,13 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
 
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
 
   app.use(metrics.httpMiddleware);
+  app.use(securityHeaders());
+  const limits = new RateLimits({ settings: config.rateLimit, redis, keyPrefix: config.queuePrefix, log: logger, registry: metrics.registry });
+  const admission = new Admission(authenticator, limits);
 
   app.use(
     pinoHttp({
@@ -124,7 +131,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   );
   // Byte-stream routes (tarball uploads) come before the JSON parser, which never sees them.
   const streamRouter = express.Router({ strict: false });
-  mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { authenticator });
+  mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { admission });
   for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
   const json = (limit: number) =>
     express.json({
@@ -143,18 +150,31 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   );
 
   const router = express.Router({ strict: false });
-  mountRoutes(router, routes.filter((r) => !r.streamBody), { authenticator });
+  mountRoutes(router, routes.filter((r) => !r.streamBody), { admission });
   for (const prefix of PATH_PREFIXES) {
     // serveFiles per mount: the shared `serve` keeps one init script for all setups.
     const docs = { swaggerOptions: { url: `${prefix}/openapi.json` }, customSiteTitle: 'Slipway API' };
-    app.use(`${prefix}/docs`, swaggerUi.serveFiles(undefined, docs), swaggerUi.setup(undefined, docs));
-    app.use(`${prefix}/metrics`, metrics.router);
-    app.use(`${prefix}${BULL_BOARD_PATH}`, bullBoardApp({ queues, authenticator, prefix }));
+    app.use(`${prefix}/docs`, admission.anonymousMiddleware(), swaggerUi.serveFiles(undefined, docs), swaggerUi.setup(undefined, docs));
+    app.use(`${prefix}/metrics`, admission.anonymousMiddleware(), metrics.router);
+    app.use(`${prefix}${BULL_BOARD_PATH}`, bullBoardApp({ queues, admission, prefix }));
     app.use(prefix || '/', router);
   }
   app.use(notFoundHandler(routes));
   app.use(errorHandler());
   return { express: app, routes };
+}
+
+/**
+ * helmet's defaults on every response, stricter where this service allows it: no page of ours
+ * (API reference, Bull Board) may be framed, so a click-jacking page cannot drive an admin's
+ * board. `upgrade-insecure-requests` is left out: installs are often reached over plain HTTP
+ * (loopback, a private network), where it would break the pages' own assets.
+ */
+function securityHeaders() {
+  return helmet({
+    contentSecurityPolicy: { directives: { frameAncestors: ["'none'"], upgradeInsecureRequests: null } },
+    frameguard: { action: 'deny' },
+  });
 }
 
 function openApiInfo(config: Readonly<Config>) {

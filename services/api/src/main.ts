@@ -8,7 +8,7 @@ import { loadConfigOrExit, type Config } from '@slipway/config';
 import { createDataSource, TenancyRepository, type BootstrapResult } from '@slipway/db';
 import { createLogger, installShutdown, type Logger } from '@slipway/logging';
 import { closeQueues, createQueues, OutboxRelay, RevisionFlow } from '@slipway/jobs';
-import { createApp } from './app.js';
+import { answerClientErrors, createApp } from './app.js';
 import { createProducerRedis } from './redis.js';
 
 export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key';
@@ -63,6 +63,7 @@ async function main(): Promise<void> {
   const server = app.express.listen(config.port, config.host, () => {
     log.info({ url: `http://${config.host}:${config.port}`, publicUrl: config.publicUrl }, 'api listening');
   });
+  answerClientErrors(server);
   server.on('error', (err) => {
     log.fatal({ err }, 'could not listen');
     process.exit(1);

@@ -3,6 +3,8 @@ import { queryRows } from '../sql.js';
 import {
   deploymentSourcesOf,
   revisionSourcesOf,
+  toStorableText,
+  toStorableValue,
   type DeploymentStatus,
   type RevisionStatus,
 } from '@slipway/domain';
@@ -46,7 +48,8 @@ const COLUMN: Record<Exclude<keyof RevisionTransitionSet, 'revisionConfig' | 'in
  * THE revision status change (DESIGN "Rules"): one conditional UPDATE whose WHERE allows only
  * the statuses the transition table lists as sources of `to`. Zero rows means someone else
  * moved the revision first (or it is terminal): the caller gets null and must not act as if it
- * had won. The same statement appends the change to `revision_events`.
+ * had won. The same statement appends the change to `revision_events`. The message (often a
+ * tool's or an app's own words) is made storable first: a NUL in it must not block the change.
  */
 export async function transitionRevision(
   manager: EntityManager,
@@ -58,7 +61,8 @@ export async function transitionRevision(
   if (options.from) allowed = allowed.filter((s) => options.from!.includes(s));
   if (!allowed.length) return null;
 
-  const params: unknown[] = [revisionId, to, options.message ?? null, allowed];
+  const message = options.message == null ? null : toStorableText(options.message);
+  const params: unknown[] = [revisionId, to, message, allowed];
   const sets = ['status = $2', 'status_message = $3', 'status_changed_at = now()', 'updated_at = now()'];
   for (const [key, column] of Object.entries(COLUMN) as Array<[keyof typeof COLUMN, string]>) {
     if (options.set && key in options.set) {
@@ -67,7 +71,7 @@ export async function transitionRevision(
     }
   }
   if (options.set?.revisionConfig) {
-    params.push(JSON.stringify(options.set.revisionConfig));
+    params.push(JSON.stringify(toStorableValue(options.set.revisionConfig)));
     sets.push(`source_revision_config = r.source_revision_config || $${params.length}::jsonb`);
   }
   if (options.set?.incrementAttempt) sets.push('attempt = r.attempt + 1');

@@ -4,7 +4,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import express, { type Express, type Request, type RequestHandler } from 'express';
 import { AppError, ForbiddenError } from '@slipway/domain';
 import type { Queues } from '@slipway/jobs';
-import type { Authenticator } from '../auth/authenticator.js';
+import type { Admission } from '../http/admission.js';
 
 /** Where Bull Board lives, under each path prefix (`/admin/queues`, `/api-host/admin/queues`). */
 export const BULL_BOARD_PATH = '/admin/queues';
@@ -44,17 +44,18 @@ function isCrossSite(req: Request): boolean {
 }
 
 /**
- * Admin keys only (CONTRACT C3): `X-Api-Key`, `Authorization: Bearer`, or `Authorization: Basic`
- * with the key as password. Every 401 carries the Basic challenge so a person's browser asks for
+ * Organization admins only: the board shows and acts on every workspace's jobs, so a workspace
+ * admin may not use it. The key comes as `X-Api-Key`, `Authorization: Bearer`, or
+ * `Authorization: Basic` with the key as password. Every 401 carries the Basic challenge so a person's browser asks for
  * the key; errors go to the one error middleware for the contract's `{detail}` bodies.
  */
-export function adminAuth(authenticator: Authenticator): RequestHandler {
+export function adminAuth(admission: Admission): RequestHandler {
   return async (req, res, next) => {
     const basicKey = keyFromBasic(req.headers.authorization);
     // An explicit X-Api-Key wins, as it does for the API; Basic only stands in for it.
     const headers = basicKey && !req.headers['x-api-key'] ? { ...req.headers, 'x-api-key': basicKey } : req.headers;
     try {
-      await authenticator.authenticate(headers, 'organization', true);
+      await admission.authenticate(req, 'organization', 'organization', headers);
     } catch (err) {
       if (err instanceof AppError && err.status === 401) res.setHeader('WWW-Authenticate', BASIC_CHALLENGE);
       throw err;
@@ -68,7 +69,7 @@ export function adminAuth(authenticator: Authenticator): RequestHandler {
 
 export interface BullBoardDeps {
   queues: Queues;
-  authenticator: Authenticator;
+  admission: Admission;
   /** Path prefix the board is mounted under (`''` or `/api-host`): its pages link to it. */
   prefix: string;
 }
@@ -78,7 +79,7 @@ export interface BullBoardDeps {
  * mount at `${prefix}${BULL_BOARD_PATH}`. One board per prefix: the UI builds its asset and API
  * URLs from its base path, so a board reached as `/api-host/admin/queues` must link there too.
  */
-export function bullBoardApp({ queues, authenticator, prefix }: BullBoardDeps): Express {
+export function bullBoardApp({ queues, admission, prefix }: BullBoardDeps): Express {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${prefix}${BULL_BOARD_PATH}`);
   createBullBoard({
@@ -91,6 +92,6 @@ export function bullBoardApp({ queues, authenticator, prefix }: BullBoardDeps): 
   // Mounted as an app (not a router) so Express restores `req`/`res` when the board passes on.
   const app = express();
   app.disable('x-powered-by');
-  app.use(adminAuth(authenticator), board);
+  app.use(adminAuth(admission), board);
   return app;
 }

@@ -5,21 +5,19 @@ import { ForbiddenError, NotFoundError, UnauthorizedError } from '@slipway/domai
 import type { Logger } from '@slipway/logging';
 import { RequestValidationError, issuesFromJoi } from '../http/validation-error.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt-verifier.js';
-import type { AuthRequirement, Principal } from './principal.js';
+import { isOrganizationAdmin, type AdminRequirement, type AuthRequirement, type Principal } from './principal.js';
 
 export const ORG_SCOPED_NEEDS_TENANT =
   "This API key is org-scoped and requires workspace specification. Please provide 'X-Tenant-Id' header.";
 export const ADMIN_ONLY = 'This operation requires an admin API key.';
+export const ORGANIZATION_ADMIN_ONLY = 'This operation requires an organization admin: an organization-scoped admin API key.';
+export const tokenBoundElsewhere = (workspaceId: string) =>
+  `This token is scoped to workspace ${workspaceId} and cannot act in another workspace.`;
 export const LISTENER_KEY_REFUSED = "This API key belongs to a listener agent and can only call the listener agent endpoints.";
 export const AGENT_ONLY = "Only a listener agent's API key can call this endpoint.";
 
 const tenantHeader = Joi.string().guid().label('x-tenant-id');
-
-/** A verified credential, plus the tenant a JWT names in its `tenant_id` claim. */
-interface Identity {
-  principal: Principal;
-  claimedTenant?: string;
-}
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -45,66 +43,79 @@ export class Authenticator {
     private readonly log: Logger,
   ) {}
 
-  async authenticate(headers: Headers, requirement: Exclude<AuthRequirement, 'none'>, adminOnly = false): Promise<Principal> {
+  /** Who the credential belongs to; 401 for a missing or invalid one. */
+  async identify(headers: Headers): Promise<Principal> {
     const credential = credentialOf(headers);
     if (!credential) throw new UnauthorizedError();
     // A configured bootstrap key may happen to look like a JWT: fall back to the key lookup.
-    const identity =
+    const principal =
       (this.jwt && looksLikeJwt(credential) ? await this.fromJwt(credential) : null) ?? (await this.fromApiKey(credential));
-    if (!identity) throw new UnauthorizedError();
-
-    const { principal, claimedTenant } = identity;
-    const header = single(headers['x-tenant-id'])?.trim();
-    // A token issued for one workspace is bound to it, like a workspace-scoped key.
-    if (claimedTenant && header && header !== claimedTenant) throw NotFoundError.of('Workspace', header);
-    await this.resolveTenant(principal, header || claimedTenant);
-    this.enforce(principal, requirement, adminOnly);
+    if (!principal) throw new UnauthorizedError();
     return principal;
   }
 
-  private async fromApiKey(key: string): Promise<Identity | null> {
+  /** Applies `X-Tenant-Id` to an identified caller and checks it may call a route of this kind. */
+  async authorize(principal: Principal, headers: Headers, requirement: Exclude<AuthRequirement, 'none'>, admin: AdminRequirement = false): Promise<void> {
+    await this.resolveTenant(principal, single(headers['x-tenant-id'])?.trim());
+    this.enforce(principal, requirement, admin);
+  }
+
+  /** True when the request carries a credential at all (a failed one counts as a failed login). */
+  static hasCredential(headers: Headers): boolean {
+    return credentialOf(headers) !== undefined;
+  }
+
+  private async fromApiKey(key: string): Promise<Principal | null> {
     const repo = new ApiKeyRepository(this.dataSource.manager);
     const row = await repo.findActiveByHash(hashApiKey(key));
     if (!row) return null;
     // Bookkeeping must never fail the request it describes.
     repo.touch(row.id).catch((err) => this.log.warn({ err, keyId: row.id }, 'could not record API key use'));
     return {
-      principal: {
-        kind: 'api_key',
-        keyId: row.id,
-        subject: `api-key:${row.id}`,
-        organizationId: row.organizationId,
-        scope: row.scope,
-        role: row.role,
-        workspaceId: row.workspaceId,
-        listenerId: row.listenerId,
-      },
-    };
-  }
-
-  private async fromJwt(token: string): Promise<Identity | null> {
-    const claims = await this.jwt!.verify(token);
-    if (!claims) return null;
-    const exists = await this.dataSource.query('SELECT 1 FROM organizations WHERE id::text = $1', [claims.org_id]);
-    if (!exists.length) return null;
-    return {
-      principal: {
-        kind: 'jwt',
-        keyId: null,
-        subject: claims.sub,
-        organizationId: claims.org_id,
-        scope: 'organization',
-        role: claims.role === 'admin' ? 'admin' : 'member',
-        workspaceId: null,
-        listenerId: null,
-      },
-      claimedTenant: claims.tenant_id,
+      kind: 'api_key',
+      keyId: row.id,
+      subject: `api-key:${row.id}`,
+      organizationId: row.organizationId,
+      scope: row.scope,
+      role: row.role,
+      workspaceId: row.workspaceId,
+      listenerId: row.listenerId,
     };
   }
 
   /**
-   * Applies `X-Tenant-Id`. A workspace-scoped credential naming another workspace gets 404 for
-   * it, never its data; an org-scoped one may name any workspace of its organization.
+   * A JWT with `tenant_id` is scoped to that workspace exactly as a workspace-scoped key is:
+   * it acts there only, sees only that workspace's keys, and cannot mint organization-wide
+   * ones. Without `tenant_id` it is organization-scoped. A `tenant_id` that is no workspace of
+   * the token's organization is refused.
+   */
+  private async fromJwt(token: string): Promise<Principal | null> {
+    const claims = await this.jwt!.verify(token);
+    if (!claims) return null;
+    const exists = await this.dataSource.query('SELECT 1 FROM organizations WHERE id::text = $1', [claims.org_id]);
+    if (!exists.length) return null;
+    const principal: Principal = {
+      kind: 'jwt',
+      keyId: null,
+      subject: claims.sub,
+      organizationId: claims.org_id,
+      scope: 'organization',
+      role: claims.role === 'admin' ? 'admin' : 'member',
+      workspaceId: null,
+      listenerId: null,
+    };
+    if (claims.tenant_id === undefined) return principal;
+    if (typeof claims.tenant_id !== 'string' || !UUID.test(claims.tenant_id)) return null;
+    const workspace = await new TenancyRepository(this.dataSource.manager).findWorkspace(claims.tenant_id);
+    if (!workspace || workspace.organizationId !== principal.organizationId) throw NotFoundError.of('Workspace', claims.tenant_id);
+    return { ...principal, scope: 'workspace', workspaceId: workspace.id };
+  }
+
+  /**
+   * Applies `X-Tenant-Id`. A workspace-scoped key naming another workspace gets 404 for it,
+   * never its data (CONTRACT C3); a workspace-bound JWT gets 403: the token says which workspace
+   * it may act in, so refusing any other reveals nothing. An org-scoped credential may name any
+   * workspace of its organization.
    */
   private async resolveTenant(principal: Principal, requested: string | undefined): Promise<void> {
     if (!requested) return;
@@ -112,21 +123,23 @@ export class Authenticator {
     if (error) throw new RequestValidationError(issuesFromJoi(error, 'header').map((i) => ({ loc: ['header', 'x-tenant-id'], msg: i.msg, type: i.type })));
 
     if (principal.scope === 'workspace') {
-      if (value !== principal.workspaceId) throw NotFoundError.of('Workspace', value);
-      return;
+      if (value === principal.workspaceId) return;
+      if (principal.kind === 'jwt') throw new ForbiddenError(tokenBoundElsewhere(principal.workspaceId!));
+      throw NotFoundError.of('Workspace', value);
     }
     const workspace = await new TenancyRepository(this.dataSource.manager).findWorkspace(value);
     if (!workspace || workspace.organizationId !== principal.organizationId) throw NotFoundError.of('Workspace', value);
     principal.workspaceId = workspace.id;
   }
 
-  private enforce(principal: Principal, requirement: Exclude<AuthRequirement, 'none'>, adminOnly: boolean): void {
+  private enforce(principal: Principal, requirement: Exclude<AuthRequirement, 'none'>, admin: AdminRequirement): void {
     if (requirement === 'listener-agent') {
       if (!principal.listenerId) throw new ForbiddenError(AGENT_ONLY);
       return;
     }
     if (principal.listenerId) throw new ForbiddenError(LISTENER_KEY_REFUSED);
     if (requirement === 'workspace' && !principal.workspaceId) throw new ForbiddenError(ORG_SCOPED_NEEDS_TENANT);
-    if (adminOnly && principal.role !== 'admin') throw new ForbiddenError(ADMIN_ONLY);
+    if (admin === 'organization' && !isOrganizationAdmin(principal)) throw new ForbiddenError(ORGANIZATION_ADMIN_ONLY);
+    if (admin && principal.role !== 'admin') throw new ForbiddenError(ADMIN_ONLY);
   }
 }

@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import type { JwtSettings } from '@slipway/config';
 
 export interface JwtClaims {
   sub: string;
@@ -7,17 +8,15 @@ export interface JwtClaims {
   role?: string;
 }
 
-export interface JwtVerifierOptions {
-  issuer: string;
-  jwksUrl: string;
-  audience: string | null;
-}
-
-/** Verifies bearer JWTs against the configured issuer's JWKS (fetched and cached by jose). */
+/**
+ * Verifies bearer JWTs against the configured issuer's JWKS (fetched and cached by jose): only
+ * the allowed signature algorithms, the issuer, the audience when one is configured, and a
+ * bounded age, so a token minted long ago stops working even if its `exp` is far away.
+ */
 export class JwtVerifier {
   private readonly jwks: ReturnType<typeof createRemoteJWKSet>;
 
-  constructor(private readonly options: JwtVerifierOptions) {
+  constructor(private readonly options: JwtSettings) {
     this.jwks = createRemoteJWKSet(new URL(options.jwksUrl), { timeoutDuration: 5_000 });
   }
 
@@ -26,8 +25,11 @@ export class JwtVerifier {
     try {
       const { payload } = await jwtVerify(token, this.jwks, {
         issuer: this.options.issuer,
-        // A token that never expires is a leaked credential waiting to happen: refuse it.
-        requiredClaims: ['exp', 'sub'],
+        algorithms: this.options.algorithms,
+        // A token that never expires is a leaked credential waiting to happen: refuse it. `iat`
+        // is what the maximum age is measured from.
+        requiredClaims: ['exp', 'iat', 'sub'],
+        maxTokenAge: this.options.maxTokenAgeSeconds,
         ...(this.options.audience ? { audience: this.options.audience } : {}),
       });
       return hasClaims(payload) ? payload : null;

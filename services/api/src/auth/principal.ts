@@ -27,3 +27,15 @@ export type AuthRequirement =
   | 'workspace'
   /** Only a listener agent's key, for its own listener. */
   | 'listener-agent';
+
+/**
+ * Which role a route needs: `true` any admin (of the workspace it acts in, or of the
+ * organization); `'organization'` an admin of the whole organization, i.e. an organization-scoped
+ * admin key or a JWT with `role: admin` and no `tenant_id` (CONTRACT C3).
+ */
+export type AdminRequirement = boolean | 'organization';
+
+/** True for an admin of the whole organization (not only of one workspace). */
+export function isOrganizationAdmin(principal: Principal): boolean {
+  return principal.role === 'admin' && principal.scope === 'organization';
+}

@@ -1,8 +1,9 @@
 import type { Request, Response, Router } from 'express';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
-import type { Authenticator } from '../auth/authenticator.js';
+import type { Admission } from './admission.js';
 import type { RequestContext, RouteSpec } from './route.js';
+import { inputIssues, locWithin } from './input-guard.js';
 import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
 
 /**
@@ -17,14 +18,25 @@ const JOI_OPTIONS: Joi.ValidationOptions = {
   errors: { wrap: { label: false } },
 };
 
+/**
+ * One part of a request: first the checks every value gets whatever its schema (characters
+ * Postgres cannot store, depth), then the route's schema. A value the first refuses is not
+ * reported again by the second.
+ */
 function validatePart(schema: Joi.Schema | undefined, value: unknown, source: Source, issues: ValidationIssue[]): any {
+  const raw = inputIssues(value, source);
+  issues.push(...raw);
   if (!schema) return value;
+  // Too deep for the guard is too deep for joi's recursion too: do not hand it over.
+  if (raw.some((i) => i.type === 'too_deep')) return value;
   const result = schema.validate(value, JOI_OPTIONS);
-  if (result.error) issues.push(...issuesFromJoi(result.error, source, schema));
+  if (result.error) {
+    issues.push(...issuesFromJoi(result.error, source, schema).filter((i) => !raw.some((r) => locWithin(i.loc, r.loc))));
+  }
   return result.value;
 }
 
-/** Validates params, query and body together, so a 422 lists every problem at once. */
+/** Validates params, query, headers and body together, so a 422 lists every problem at once. */
 function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, 'params' | 'query' | 'body' | 'headers'> {
   const issues: ValidationIssue[] = [];
   const { params, query, body, headers } = route.request ?? {};
@@ -39,19 +51,21 @@ function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, '
 }
 
 export interface MountDeps {
-  authenticator: Authenticator;
+  admission: Admission;
 }
 
 /**
- * Mounts each route as: authenticate → validate → handler → respond. Handlers get typed,
- * converted values and never touch `req`/`res`; errors flow to the one error middleware.
+ * Mounts each route as: admit (authenticate, charge the request budget) → validate → handler →
+ * respond. Handlers get typed, converted values and never touch `req`/`res`; errors flow to the
+ * one error middleware.
  */
-export function mountRoutes(router: Router, routes: readonly RouteSpec[], { authenticator }: MountDeps): void {
+export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission }: MountDeps): void {
   for (const route of routes) {
     router[route.method](route.path, async (req: Request, res: Response) => {
       if (route.streamBody) res.setHeader('Connection', 'close');
-      const principal =
-        route.auth === 'none' ? null : await authenticator.authenticate(req.headers, route.auth, route.admin ?? false);
+      let principal = null;
+      if (route.auth === 'none') await admission.anonymous(req);
+      else principal = await admission.authenticate(req, route.auth, route.admin ?? false);
       const inputs = validateRequest(route, req);
       const log = (req as Request & { log: Logger }).log;
       const result = await route.handler({

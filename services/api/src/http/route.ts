@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
-import type { AuthRequirement, Principal } from '../auth/principal.js';
+import type { AdminRequirement, AuthRequirement, Principal } from '../auth/principal.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -46,8 +46,8 @@ export interface RouteSpec<P = any, Q = any, B = any> {
   summary: string;
   tag: string;
   auth: AuthRequirement;
-  /** Admin keys only. */
-  admin?: boolean;
+  /** Admins only: `true` any admin, `'organization'` an admin of the whole organization. */
+  admin?: AdminRequirement;
   request?: {
     params?: Joi.ObjectSchema;
     query?: Joi.ObjectSchema;

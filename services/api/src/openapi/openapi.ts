@@ -73,6 +73,11 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
       responses['401'] ??= errorResponse('Missing or invalid credentials');
       responses['403'] ??= errorResponse('Credentials not allowed here (role, scope or missing X-Tenant-Id)');
     }
+    // Every request is charged to a budget: its key's, or its client address's (CONTRACT C2).
+    responses['429'] ??= {
+      ...errorResponse('Rate limited: the caller\'s request budget is spent (or its address is locked out after failed authentications)'),
+      headers: { 'Retry-After': { description: 'Seconds until the budget allows another request', schema: { type: 'integer', minimum: 1 } } },
+    };
     if (params || query || body || headers || route.auth !== 'none') {
       responses['422'] ??= {
         description: 'Validation error',
@@ -89,7 +94,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
       security:
         route.auth === 'none' ? [] : [{ ApiKey: [] }, { ApiKey: [], TenantId: [] }, { BearerAuth: [] }, { BearerAuth: [], TenantId: [] }],
     };
-    if (route.admin) operation.description = 'Requires an admin key.';
+    if (route.admin) operation.description = route.admin === 'organization' ? 'Requires an organization admin key.' : 'Requires an admin key.';
     if (body) {
       operation.requestBody = {
         required: (body.describe().flags as { presence?: string } | undefined)?.presence === 'required',

@@ -14,7 +14,7 @@ type Params = { provider_id: string };
 const tag = 'Auth';
 const notFound = { description: 'OAuth provider not found in this organization' };
 
-/** OAuth providers belong to the organization: reads for any key, writes for admins. */
+/** OAuth providers belong to the organization: reads for any key, writes for organization admins. */
 export function oauthProviderRoutes(providers: OAuthProviderService): RouteSpec[] {
   const orgOf = (ctx: Parameters<RouteSpec['handler']>[0]) => principalOf(ctx).organizationId;
   return [
@@ -35,7 +35,7 @@ export function oauthProviderRoutes(providers: OAuthProviderService): RouteSpec[
       summary: 'Create an OAuth provider',
       tag,
       auth: 'organization',
-      admin: true,
+      admin: 'organization',
       request: { body: createOAuthProviderBody },
       responses: {
         201: { description: 'Created', schema: oauthProviderResponse },
@@ -61,7 +61,7 @@ export function oauthProviderRoutes(providers: OAuthProviderService): RouteSpec[
       summary: 'Update an OAuth provider',
       tag,
       auth: 'organization',
-      admin: true,
+      admin: 'organization',
       request: { params: providerParams, body: patchOAuthProviderBody },
       responses: { 200: { description: 'The updated provider', schema: oauthProviderResponse }, 404: notFound },
       handler: async (ctx) => ok(await providers.patch(orgOf(ctx), ctx.params.provider_id, ctx.body)),
@@ -73,7 +73,7 @@ export function oauthProviderRoutes(providers: OAuthProviderService): RouteSpec[
       summary: 'Delete an OAuth provider',
       tag,
       auth: 'organization',
-      admin: true,
+      admin: 'organization',
       request: { params: providerParams },
       responses: { 204: { description: 'Deleted' }, 404: notFound },
       handler: async (ctx) => {

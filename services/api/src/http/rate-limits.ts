@@ -1,0 +1,136 @@
+import type { Redis } from 'ioredis';
+import { Counter, type Registry } from 'prom-client';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimitSettings } from '@slipway/config';
+import { TooManyRequestsError } from '@slipway/domain';
+import type { Logger } from '@slipway/logging';
+
+/** The budgets a request can be charged to. */
+export type Budget = 'key' | 'listener-agent' | 'address' | 'auth-failures';
+
+/** A Redis call slower than this counts as Redis being away: the request is not held up by it. */
+const STORE_TIMEOUT_MS = 500;
+const LOG_EVERY_MS = 30_000;
+
+interface Limiter {
+  points: number;
+  /** Shared by every api process: the budget is per caller, not per replica. */
+  shared: RateLimiterAbstract;
+  /** This process's own count, used while Redis does not answer. */
+  local: RateLimiterAbstract;
+}
+
+export interface RateLimitsDeps {
+  settings: RateLimitSettings;
+  redis: Redis;
+  /** Prefix of every Redis key of this install (the queue prefix): budgets are per install. */
+  keyPrefix: string;
+  log: Logger;
+  registry: Registry;
+}
+
+/**
+ * Request budgets (CONTRACT C2: 429 with `Retry-After`), counted in Redis so every api replica
+ * draws on the same budget. When Redis does not answer (down, or slower than 500 ms) a request
+ * is never refused for that: each process falls back to counting on its own, with the same
+ * numbers, and says so in `slipway_rate_limit_store_errors_total` and a warning at most every
+ * 30 s. Fail-open for availability, still bounded per process.
+ */
+export class RateLimits {
+  private readonly limiters = new Map<Budget, Limiter>();
+  private readonly limited: Counter<'budget'>;
+  private readonly storeErrors: Counter;
+  private lastLogged = 0;
+
+  constructor(private readonly deps: RateLimitsDeps) {
+    const { settings, redis, keyPrefix } = deps;
+    const budgets: Record<Budget, { points: number; duration: number }> = {
+      key: { points: settings.perKey, duration: settings.windowSeconds },
+      'listener-agent': { points: settings.perListenerAgent, duration: settings.windowSeconds },
+      address: { points: settings.perAddress, duration: settings.windowSeconds },
+      'auth-failures': { points: settings.authFailures, duration: settings.authFailureWindowSeconds },
+    };
+    for (const [budget, { points, duration }] of Object.entries(budgets) as Array<[Budget, { points: number; duration: number }]>) {
+      if (points <= 0) continue;
+      this.limiters.set(budget, {
+        points,
+        shared: new RateLimiterRedis({ storeClient: redis, keyPrefix: `${keyPrefix}:ratelimit:${budget}`, points, duration, rejectIfRedisNotReady: true }),
+        local: new RateLimiterMemory({ keyPrefix: budget, points, duration }),
+      });
+    }
+    this.limited = new Counter({
+      name: 'slipway_rate_limited_total',
+      help: 'Requests refused with 429, by the budget that was spent.',
+      labelNames: ['budget'],
+      registers: [deps.registry],
+    });
+    this.storeErrors = new Counter({
+      name: 'slipway_rate_limit_store_errors_total',
+      help: 'Budget checks Redis did not answer; this process counted on its own meanwhile.',
+      registers: [deps.registry],
+    });
+  }
+
+  /** Charges one request to `id`'s budget; 429 once it is spent. */
+  async consume(budget: Exclude<Budget, 'auth-failures'>, id: string): Promise<void> {
+    const limiter = this.limiters.get(budget);
+    if (!limiter) return;
+    try {
+      await this.run(limiter, (l) => l.consume(id));
+    } catch (err) {
+      if (err instanceof RateLimiterRes) throw this.refuse(budget, err, 'Too many requests.');
+      throw err;
+    }
+  }
+
+  /** 429 while `address` has used up its failed authentications; checked before credentials are. */
+  async assertNotLockedOut(address: string): Promise<void> {
+    const limiter = this.limiters.get('auth-failures');
+    if (!limiter) return;
+    const res = await this.run(limiter, (l) => l.get(address));
+    if (res && res.consumedPoints >= limiter.points) {
+      throw this.refuse('auth-failures', res, 'Too many failed authentications from this address.');
+    }
+  }
+
+  /** Counts a failed authentication from `address`. */
+  async recordAuthFailure(address: string): Promise<void> {
+    const limiter = this.limiters.get('auth-failures');
+    if (!limiter) return;
+    // Past the budget the consume is refused, which is the point: nothing more to do.
+    await this.run(limiter, (l) => l.consume(address)).catch((err) => {
+      if (!(err instanceof RateLimiterRes)) throw err;
+    });
+  }
+
+  private refuse(budget: Budget, res: RateLimiterRes, what: string): TooManyRequestsError {
+    this.limited.inc({ budget });
+    const seconds = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+    return new TooManyRequestsError(`${what} Retry in ${seconds} second${seconds === 1 ? '' : 's'}.`, seconds);
+  }
+
+  /** Runs `op` on the shared count, or on this process's own when Redis does not answer. */
+  private async run<T>(limiter: Limiter, op: (l: RateLimiterAbstract) => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([op(limiter.shared), timeout]);
+    } catch (err) {
+      if (err instanceof RateLimiterRes) throw err;
+      this.storeFailed(err);
+      return op(limiter.local);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private storeFailed(err: unknown): void {
+    this.storeErrors.inc();
+    const now = Date.now();
+    if (now - this.lastLogged < LOG_EVERY_MS) return;
+    this.lastLogged = now;
+    this.deps.log.warn({ err }, 'rate limits: Redis does not answer; each api process counts on its own until it does');
+  }
+}

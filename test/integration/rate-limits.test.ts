@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import type { HttpClient, HttpResponse } from '../support/http.js';
+import { startReplica, startTestApi, type Replica, type TestApi } from '../support/test-api.js';
+
+/**
+ * Request budgets (issue 8 item 2, CONTRACT C2: 429 with `Retry-After`). Small budgets set
+ * through config, two api apps sharing one Redis (as two api replicas do), real Redis taken
+ * away through a TCP proxy. Each budget has its own test api, so no test spends another's.
+ * Different client addresses are X-Forwarded-For from loopback, which the default
+ * SLIPWAY_TRUST_PROXY (`loopback`) believes, as it would from a local reverse proxy.
+ */
+
+const WINDOW = '60';
+const from = (address: string) => ({ 'X-Forwarded-For': address });
+
+function expectRateLimited(res: HttpResponse, detail: RegExp = /^Too many requests\. Retry in \d+ seconds?\.$/, windowSeconds = Number(WINDOW)): void {
+  expect(res.status, res.text).toBe(429);
+  expect(res.body).toEqual({ detail: expect.stringMatching(detail) });
+  const retryAfter = Number(res.headers.get('retry-after'));
+  expect(Number.isInteger(retryAfter)).toBe(true);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(windowSeconds);
+  expect(res.body.detail).toContain(`Retry in ${retryAfter} second`);
+}
+
+async function metric(http: HttpClient, name: string, headers: Record<string, string>): Promise<number> {
+  const text = (await http.get('/metrics', { key: null, headers })).text;
+  const line = text.split('\n').find((l) => l.startsWith(name));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+describe('per API key, shared by every api replica', () => {
+  const BUDGET = 6;
+  let api: TestApi;
+  let replica: Replica;
+
+  beforeAll(async () => {
+    api = await startTestApi({ SLIPWAY_RATE_LIMIT_WINDOW_SECONDS: WINDOW, SLIPWAY_RATE_LIMIT_PER_KEY: String(BUDGET) });
+    replica = await startReplica(api);
+  });
+  afterAll(async () => {
+    await replica?.close();
+    await api?.close();
+  });
+
+  it('answers 429 with Retry-After once the key has spent its budget across both replicas', async () => {
+    const key = await api.mintKey({ role: 'member' });
+    const clients = [api.http.as(key), replica.http.as(key)];
+    for (let i = 0; i < BUDGET; i += 1) {
+      const res = await clients[i % 2]!.get('/v2/listeners');
+      expect(res.status, `request ${i + 1}`).toBe(200);
+    }
+    // Each replica has served only half the budget: only a shared count refuses now.
+    for (const client of clients) expectRateLimited(await client.get('/v2/listeners'));
+    // Refused writes write nothing.
+    const create = await clients[0]!.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'limited', compute_config: { k8s_namespaces: null } });
+    expectRateLimited(create);
+    expect(await api.dataSource.query(`SELECT 1 FROM listeners WHERE compute_id = 'limited'`)).toEqual([]);
+  });
+
+  it('keeps budgets per key: another key, and the probes, still answer', async () => {
+    const spent = await api.mintKey({ role: 'member' });
+    for (let i = 0; i < BUDGET; i += 1) await api.http.get('/v2/listeners', { key: spent });
+    expectRateLimited(await api.http.get('/v2/listeners', { key: spent }));
+    const other = await api.mintKey({ role: 'member' });
+    expect((await replica.http.get('/v2/listeners', { key: other })).status).toBe(200);
+    expect((await api.http.get('/readyz', { key: null })).status).toBe(200);
+  });
+
+  it('charges refused requests too: a 403 or 404 costs the caller like a 200', async () => {
+    const member = await api.mintKey({ role: 'member' });
+    for (let i = 0; i < BUDGET; i += 1) {
+      const res = await api.http.get('/v2/api-keys', { key: member });
+      expect(res.status).toBe(403);
+    }
+    expectRateLimited(await api.http.get('/v2/listeners', { key: member }));
+  });
+
+  it('covers Bull Board: an organization admin key has the same budget there', async () => {
+    const admin = await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' });
+    for (let i = 0; i < BUDGET; i += 1) {
+      expect((await api.http.get('/admin/queues/api/queues', { key: admin })).status).toBe(200);
+    }
+    expectRateLimited(await replica.http.get('/admin/queues/api/queues', { key: admin }));
+    expectRateLimited(await api.http.get('/v2/api-keys', { key: admin }));
+  });
+
+  it('counts what it refused in /metrics', async () => {
+    expect(await metric(api.http, 'slipway_rate_limited_total{budget="key"}', from('10.9.9.9'))).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('listener agents poll on a larger budget', () => {
+  let api: TestApi;
+  let agentKey: string;
+  let listenerId: string;
+
+  beforeAll(async () => {
+    api = await startTestApi({
+      SLIPWAY_RATE_LIMIT_WINDOW_SECONDS: WINDOW,
+      SLIPWAY_RATE_LIMIT_PER_KEY: '4',
+      SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '12',
+    });
+    const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'agent-budget', compute_config: { k8s_namespaces: null } });
+    listenerId = res.body.id;
+    agentKey = await api.mintKey({ listenerId });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it("serves an agent's desired-state polls past the ordinary key budget, up to its own", async () => {
+    for (let i = 0; i < 12; i += 1) {
+      const res = await api.http.get(`/v2/listeners/${listenerId}/desired-state`, { key: agentKey });
+      expect(res.status, `poll ${i + 1}`).toBe(200);
+      expect(res.body.listener_id).toBe(listenerId);
+    }
+    expectRateLimited(await api.http.get(`/v2/listeners/${listenerId}/desired-state`, { key: agentKey }));
+    const reports = await api.http.post(`/v2/listeners/${listenerId}/reports`, { revisions: [] }, { key: agentKey });
+    expectRateLimited(reports);
+  });
+});
+
+describe('per client address without credentials, and failed authentications', () => {
+  const PER_ADDRESS = 5;
+  const FAILURES = 3;
+  let api: TestApi;
+
+  beforeAll(async () => {
+    api = await startTestApi({
+      SLIPWAY_RATE_LIMIT_WINDOW_SECONDS: WINDOW,
+      SLIPWAY_RATE_LIMIT_PER_ADDRESS: String(PER_ADDRESS),
+      SLIPWAY_RATE_LIMIT_AUTH_FAILURES: String(FAILURES),
+      SLIPWAY_RATE_LIMIT_AUTH_FAILURE_WINDOW_SECONDS: '300',
+    });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('limits /readyz, /metrics, /healthz, /docs and requests without a key together, per address', async () => {
+    const me = from('203.0.113.7');
+    const paths = ['/readyz', '/metrics', '/healthz', '/docs/', '/v2/listeners'];
+    const statuses = [];
+    for (const path of paths) statuses.push((await api.http.get(path, { key: null, headers: me })).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 401]);
+    for (const path of [...paths, '/admin/queues', '/api-host/readyz']) {
+      expectRateLimited(await api.http.get(path, { key: null, headers: me }));
+    }
+    // Another address has its own budget, and keyed callers are not charged to the address.
+    expect((await api.http.get('/readyz', { key: null, headers: from('203.0.113.8') })).status).toBe(200);
+    expect((await api.http.get('/v2/listeners', { headers: me })).status).toBe(200);
+  });
+
+  it('counts an IPv6 client by its /64', async () => {
+    for (let i = 0; i < PER_ADDRESS; i += 1) {
+      expect((await api.http.get('/healthz', { key: null, headers: from(`2001:db8:1:2::${i + 1}`) })).status).toBe(200);
+    }
+    expectRateLimited(await api.http.get('/healthz', { key: null, headers: from('2001:db8:1:2:ffff::9') }));
+    expect((await api.http.get('/healthz', { key: null, headers: from('2001:db8:1:3::1') })).status).toBe(200);
+  });
+
+  it('locks an address out after a few failed authentications, even for a valid key, and tells it when to retry', async () => {
+    const attacker = from('198.51.100.20');
+    const wrong: Array<Record<string, string>> = [
+      { 'x-api-key': `slw_${randomUUID()}` },
+      { authorization: `Bearer slw_${randomUUID()}` },
+      { authorization: `Basic ${Buffer.from(`admin:slw_${randomUUID()}`).toString('base64')}` },
+    ];
+    for (const [i, headers] of wrong.entries()) {
+      const path = i === 2 ? '/admin/queues' : '/v2/listeners';
+      const res = await api.http.get(path, { key: null, headers: { ...attacker, ...headers } });
+      expect(res.status, path).toBe(401);
+    }
+    const locked = await api.http.get('/v2/listeners', { headers: attacker });
+    const lockedOut = /^Too many failed authentications from this address\. Retry in \d+ seconds?\.$/;
+    expectRateLimited(locked, lockedOut, 300);
+    // The failure window's, not the request window's.
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(60);
+    expectRateLimited(await api.http.get('/admin/queues', { key: null, headers: { ...attacker, ...wrong[0]! } }), lockedOut, 300);
+    // The lockout is the attacker's address only.
+    expect((await api.http.get('/v2/listeners', { headers: from('198.51.100.21') })).status).toBe(200);
+  });
+});
+
+describe('with Redis away', () => {
+  const BUDGET = 4;
+  let api: TestApi;
+  let proxy: TcpProxy;
+  let replica: Replica;
+
+  beforeAll(async () => {
+    api = await startTestApi({ SLIPWAY_RATE_LIMIT_WINDOW_SECONDS: WINDOW, SLIPWAY_RATE_LIMIT_PER_KEY: String(BUDGET) });
+    proxy = await TcpProxy.start(api.config.redisUrl, 6379);
+    replica = await startReplica(api, { redisUrl: proxy.urlFor(api.config.redisUrl) });
+    // Up through the proxy first, so the outage is one that happens to a running api.
+    await vi.waitFor(async () => expect((await replica.http.get('/readyz', { key: null })).status).toBe(200), { timeout: 10_000, interval: 100 });
+  });
+  afterAll(async () => {
+    await replica?.close();
+    await proxy?.refuse();
+    await api?.close();
+  });
+
+  async function spendLocally(client: HttpClient, key: string): Promise<void> {
+    for (let i = 0; i < BUDGET; i += 1) {
+      const res = await client.get('/v2/listeners', { key });
+      expect(res.status, `request ${i + 1}: ${res.text}`).toBe(200);
+    }
+    // Still bounded: this process counts on its own.
+    expectRateLimited(await client.get('/v2/listeners', { key }));
+  }
+
+  it('keeps serving when Redis refuses connections, counting budgets per process, and says so', async () => {
+    await proxy.refuse();
+    await spendLocally(replica.http, await api.mintKey({ role: 'member' }));
+    const ready = await replica.http.get('/readyz', { key: null });
+    expect(ready.status).toBe(200);
+    expect(ready.body.status).toBe('degraded');
+    expect(await metric(replica.http, 'slipway_rate_limit_store_errors_total', {})).toBeGreaterThanOrEqual(BUDGET);
+    const warnings = replica.logs.lines().filter((l: any) => /rate limits: Redis does not answer/.test(String(l.msg)));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.level).toBe('warn');
+  });
+
+  it('keeps serving when Redis hangs without answering', async () => {
+    await proxy.restore();
+    proxy.stall();
+    await spendLocally(replica.http, await api.mintKey({ role: 'member' }));
+  });
+});
