@@ -50,7 +50,29 @@ export function createLogger({ level = 'info', name, destination }: CreateLogger
     serializers: { err: pino.stdSerializers.err },
     formatters: { level: (label) => ({ level: label }) },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? stdoutDestination());
+}
+
+let stdout: ReturnType<typeof pino.destination> | undefined;
+
+/**
+ * Standard output, written asynchronously: a log line never blocks a request on a slow reader
+ * of the pipe (a log shipper, a busy terminal). Lines are written as soon as the previous write
+ * finished (no size threshold, so nothing waits in a buffer), and whatever is still buffered
+ * when the process exits is flushed synchronously then. One destination per process.
+ */
+function stdoutDestination(): ReturnType<typeof pino.destination> {
+  if (stdout) return stdout;
+  const dest = pino.destination({ dest: 1, sync: false });
+  process.once('exit', () => {
+    try {
+      dest.flushSync();
+    } catch {
+      // A write still in flight at exit (EAGAIN): nothing more can be done synchronously.
+    }
+  });
+  stdout = dest;
+  return dest;
 }
 
 /**

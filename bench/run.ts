@@ -1,0 +1,72 @@
+/**
+ * `pnpm bench`: Slipway's hot paths, each measured as a ratio against a baseline run in the same
+ * run on the same machine (absolute numbers on shared 2-core machines are noise; ratios are not).
+ * See bench/README.md for what each line means and the targets.
+ *
+ *   pnpm bench                       every scenario (several minutes)
+ *   pnpm bench --quick               a smoke run (seconds; what CI runs)
+ *   pnpm bench --only create,list    some scenarios
+ *   pnpm bench --out file.json       where the JSON goes (default bench/results/latest.json)
+ *   pnpm bench --profile dir         also write the api's CPU profile (.cpuprofile) into dir
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { TcpProxy } from '../test/support/tcp-proxy.js';
+import { burstScenario } from './scenarios/burst.js';
+import { createScenario } from './scenarios/create.js';
+import { handoffScenario } from './scenarios/handoff.js';
+import { listScenario } from './scenarios/list.js';
+import { FULL, QUICK } from './scenarios/options.js';
+import { readsScenario } from './scenarios/reads.js';
+import { printTable, type BenchRow } from './support/report.js';
+import { BenchStack, ROOT } from './support/stack.js';
+
+const SCENARIOS = ['create', 'reads', 'handoff', 'burst', 'list'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    out: { type: 'string', default: path.join(ROOT, 'bench/results/latest.json') },
+    profile: { type: 'string' },
+  },
+});
+const options = values.quick ? QUICK : FULL;
+const only = (values.only?.split(',') ?? SCENARIOS) as Scenario[];
+for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
+
+const rows: BenchRow[] = [];
+const started = new Date();
+const needsStack = only.some((s) => s !== 'list');
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+// The api reaches Redis through a proxy the burst scenario can cut.
+const proxy = needsStack ? await TcpProxy.start(redisUrl, 6379) : null;
+const stack = needsStack ? new BenchStack() : null;
+try {
+  if (stack && proxy) {
+    const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
+    await stack.start({ REDIS_URL: proxy.urlFor(redisUrl) }, profile);
+    if (only.includes('create')) rows.push(...(await createScenario(stack, options)));
+    if (only.includes('reads')) rows.push(...(await readsScenario(stack, options)));
+    await stack.startWorker();
+    if (only.includes('handoff')) rows.push(...(await handoffScenario(stack, options)));
+    if (only.includes('burst')) rows.push(...(await burstScenario(stack, options, proxy)));
+  }
+  if (only.includes('list')) rows.push(...(await listScenario(options)));
+} finally {
+  await stack?.close();
+  await proxy?.close();
+}
+
+printTable(rows);
+mkdirSync(path.dirname(values.out!), { recursive: true });
+writeFileSync(
+  values.out!,
+  `${JSON.stringify({ started: started.toISOString(), quick: values.quick, machine: { cpus: os.cpus().length, node: process.version }, options, rows }, null, 2)}\n`,
+);
+console.log(`\nwritten to ${path.relative(process.cwd(), values.out!)}`);
+const missed = rows.filter((r) => r.met === false);
+if (missed.length) console.log(`${missed.length} target(s) not met: ${missed.map((r) => `${r.scenario} ${r.metric}`).join('; ')}`);

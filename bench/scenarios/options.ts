@@ -1,0 +1,16 @@
+/** How long and how much each scenario measures; `--quick` shrinks everything for CI's smoke run. */
+export interface BenchOptions {
+  durationSec: number;
+  warmupSec: number;
+  /** Sequential creates timed for the hand-over latency. */
+  handoffSamples: number;
+  /** Creates in the burst. */
+  burst: number;
+  /** Row counts compared by the list scenario (small, large). */
+  listRows: [number, number];
+  /** Timed runs per list query. */
+  listRuns: number;
+}
+
+export const FULL: BenchOptions = { durationSec: 10, warmupSec: 3, handoffSamples: 300, burst: 10_000, listRows: [1_000, 100_000], listRuns: 200 };
+export const QUICK: BenchOptions = { durationSec: 1, warmupSec: 0, handoffSamples: 10, burst: 100, listRows: [100, 500], listRuns: 10 };

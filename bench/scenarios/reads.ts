@@ -1,0 +1,36 @@
+import { load, type LoadResult } from '../support/measure.js';
+import { atLeast, atMost, type BenchRow } from '../support/report.js';
+import type { BenchStack } from '../support/stack.js';
+import type { BenchOptions } from './options.js';
+
+/**
+ * The read paths clients poll (CLIs poll revisions, listener agents poll desired state), each at
+ * 50 connections against the raw express + TypeORM primary-key select.
+ */
+export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise<BenchRow[]> {
+  // A few deployments mid-rollout, so desired state renders real entries (manifests, secrets).
+  const deployments = [];
+  for (let i = 0; i < 5; i++) deployments.push(await stack.request('POST', '/v2/deployments', stack.createBody(`read-${stack.id}-${i}`)));
+  const ids = deployments.map((d) => d.latest_revision_id as string);
+  await stack.dataSource.query(`UPDATE revisions SET status = 'DEPLOYING' WHERE id = ANY($1)`, [ids]);
+  const agent = await stack.request('POST', '/v2/api-keys', { description: 'bench agent', role: 'member', listener_id: stack.listenerId });
+  const [item] = await stack.dataSource.query(`INSERT INTO raw_items (name, image_uri, secrets) VALUES ('x', 'y', '[]') RETURNING id`);
+
+  const d = deployments[0];
+  const measure = (path: string, key = stack.key): Promise<LoadResult> =>
+    load({ url: stack.api.url + path, headers: { 'x-api-key': key }, connections: 50, durationSec: o.durationSec, warmupSec: o.warmupSec });
+  const raw = await load({ url: `${stack.raw.url}/items/${item.id}`, connections: 50, durationSec: o.durationSec, warmupSec: o.warmupSec });
+  const cases: Array<[string, () => Promise<LoadResult>]> = [
+    ['GET deployment', () => measure(`/v2/deployments/${d.id}`)],
+    ['GET revision', () => measure(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`)],
+    ['list deployments (20)', () => measure('/v2/deployments?limit=20')],
+    ['desired-state (5 entries)', () => measure(`/v2/listeners/${stack.listenerId}/desired-state`, agent.key)],
+  ];
+  const rows: BenchRow[] = [];
+  for (const [name, run] of cases) {
+    const r = await run();
+    if (r.errors) throw new Error(`${name}: ${r.errors} failed requests`);
+    rows.push(atLeast(name, 'throughput', r.reqPerSec, raw.reqPerSec, 0.5), atMost(name, 'p99', r.p99, raw.p99, 2));
+  }
+  return rows;
+}

@@ -1,0 +1,75 @@
+import autocannon from 'autocannon';
+
+/** One load measurement: throughput and latency percentiles (ms). */
+export interface LoadResult {
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  /** Responses outside 2xx; a correct run has none. */
+  errors: number;
+  requests: number;
+}
+
+export interface LoadSpec {
+  url: string;
+  method?: 'GET' | 'POST' | 'PATCH';
+  headers?: Record<string, string>;
+  /** A fresh body per request (e.g. unique names), or a fixed one. */
+  body?: () => string;
+  connections: number;
+  durationSec: number;
+  /** Stop after this many requests instead of after `durationSec`. */
+  amount?: number;
+  /** Seconds of the same load first, not measured (JIT, pools, plans). */
+  warmupSec?: number;
+}
+
+function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    autocannon(
+      {
+        url: spec.url,
+        connections: spec.connections,
+        ...(spec.amount ? { amount: spec.amount } : { duration: durationSec }),
+        method: spec.method ?? 'GET',
+        headers: { ...(spec.body ? { 'content-type': 'application/json' } : {}), ...spec.headers },
+        requests: [{ setupRequest: (req) => (spec.body ? { ...req, body: spec.body() } : req) }],
+      },
+      (err, result) => {
+        if (err) return reject(err);
+        resolve({
+          reqPerSec: result.requests.average,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          errors: result.non2xx + result.errors + result.timeouts,
+          requests: result.requests.total,
+        });
+      },
+    );
+  });
+}
+
+/** Warm up, then measure, with autocannon from this process. */
+export async function load(spec: LoadSpec): Promise<LoadResult> {
+  if (spec.warmupSec) await run(spec, spec.warmupSec);
+  return run(spec, spec.durationSec);
+}
+
+/** Percentile of samples (ms), nearest rank. */
+export function percentile(samples: number[], p: number): number {
+  if (!samples.length) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/** Median wall time (ms) of `fn` over `runs`, after a few unmeasured runs. */
+export async function timeMedian(fn: () => Promise<unknown>, runs: number): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 3; i++) await fn();
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = process.hrtime.bigint();
+    await fn();
+    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}

@@ -1,0 +1,156 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { createDatabaseIfMissing, createDataSource, dropDatabaseIfExists, runMigrations, type DataSource } from '@slipway/db';
+import { freePort, startProcess, type BenchProcess } from './processes.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
+const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+
+function databaseUrl(name: string): string {
+  const u = new URL(SERVER);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/**
+ * Everything one bench run measures against, all its own: a migrated database, a BullMQ prefix,
+ * the real api (compiled, `node dist/main.js`, NODE_ENV=production, logging at info as in
+ * production) and the raw baseline server, each as its own process. `close()` removes it all.
+ */
+export class BenchStack {
+  readonly id = randomBytes(3).toString('hex');
+  readonly dbName = `slipway_bench_${this.id}`;
+  readonly prefix = `slipway_bench_${this.id}`;
+  readonly key = `slw_bench_${randomBytes(24).toString('base64url')}`;
+  readonly redis = new Redis(REDIS, { maxRetriesPerRequest: null });
+  dataSource!: DataSource;
+  api!: BenchProcess;
+  raw!: BenchProcess;
+  listenerId!: string;
+  private dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
+  private worker: Worker | null = null;
+  private readonly handed = new Map<string, number>();
+  private readonly waiters = new Map<string, (at: number) => void>();
+
+  /** `nodeArgs` go before the api's entry file (e.g. `--cpu-prof` for `pnpm bench --profile`). */
+  async start(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<void> {
+    await createDatabaseIfMissing(SERVER, this.dbName);
+    this.dataSource = createDataSource({ url: databaseUrl(this.dbName), poolSize: 4, applicationName: 'slipway-bench' });
+    await this.dataSource.initialize();
+    await runMigrations(this.dataSource);
+    // The production layout (as in the image): the bundle plus production dependencies only.
+    execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', path.join(this.dataDir, 'app'), 'api'], { cwd: ROOT, stdio: 'ignore' });
+    const [apiPort, rawPort] = [await freePort(), await freePort()];
+    this.api = await startProcess(
+      [...nodeArgs, path.join(this.dataDir, 'app/api/dist/main.js')],
+      {
+        NODE_ENV: 'production',
+        DATABASE_URL: databaseUrl(this.dbName),
+        REDIS_URL: REDIS,
+        SLIPWAY_QUEUE_PREFIX: this.prefix,
+        SLIPWAY_SECRETS_KEY: randomBytes(32).toString('base64'),
+        SLIPWAY_BOOTSTRAP_API_KEY: this.key,
+        SLIPWAY_DATA_DIR: this.dataDir,
+        PORT: String(apiPort),
+        LOG_LEVEL: 'info',
+        // The bench is one client hammering the api with one key: budgets off (0), else it
+        // would measure 429s.
+        SLIPWAY_RATE_LIMIT_PER_KEY: '0',
+        SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '0',
+        SLIPWAY_RATE_LIMIT_PER_ADDRESS: '0',
+        ...env,
+      },
+      apiPort,
+    );
+    this.raw = await startProcess(['--import', 'tsx', path.join(ROOT, 'bench/support/raw-server.ts')], { DATABASE_URL: databaseUrl(this.dbName), PORT: String(rawPort) }, rawPort);
+    const res = await this.request('POST', '/v2/listeners', { compute_type: 'k8s', compute_id: `bench-${this.id}`, compute_config: { k8s_namespaces: ['bench'] } });
+    this.listenerId = res.id;
+  }
+
+  /** One API call with the bench's admin key; throws on a non-2xx answer. */
+  async request(method: string, urlPath: string, body?: unknown): Promise<any> {
+    const res = await fetch(this.api.url + urlPath, {
+      method,
+      headers: { 'x-api-key': this.key, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${urlPath} → ${res.status} ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  /** A create body for an image deployment with one secret (what the issue measured). */
+  createBody(name: string): Record<string, unknown> {
+    return {
+      name,
+      source: 'external_container',
+      source_config: { listener_id: this.listenerId },
+      source_revision_config: { image_uri: 'registry.example/agent:1' },
+      secrets: [{ name: 'OPENAI_API_KEY', value: 'sk-bench-secret' }],
+    };
+  }
+
+  /**
+   * Plays the deployer: a BullMQ worker on the api's `rollouts` queue that records when each
+   * revision's rollout job reached a worker. That moment is "handed over".
+   */
+  async startWorker(concurrency = 50): Promise<void> {
+    this.worker = new Worker(
+      'rollouts',
+      async (job: Job) => {
+        const revisionId = job.data?.revisionId as string | undefined;
+        if (job.name !== 'rollout.revision' || !revisionId) return;
+        const at = performance.now();
+        this.handed.set(revisionId, at);
+        this.waiters.get(revisionId)?.(at);
+      },
+      { connection: this.redis, prefix: this.prefix, concurrency },
+    );
+    await this.worker.waitUntilReady();
+  }
+
+  /** Resolves with the performance.now() at which the revision's job reached the worker. */
+  handedOver(revisionId: string, timeoutMs = 60_000): Promise<number> {
+    const at = this.handed.get(revisionId);
+    if (at !== undefined) return Promise.resolve(at);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`revision ${revisionId} was not handed over within ${timeoutMs} ms`)), timeoutMs);
+      this.waiters.set(revisionId, (t) => {
+        clearTimeout(timer);
+        this.waiters.delete(revisionId);
+        resolve(t);
+      });
+    });
+  }
+
+  get handedCount(): number {
+    return this.handed.size;
+  }
+
+  async close(): Promise<void> {
+    await this.worker?.close().catch(() => {});
+    await Promise.allSettled([this.api?.stop(), this.raw?.stop()]);
+    await this.dataSource?.destroy().catch(() => {});
+    await dropDatabaseIfExists(SERVER, this.dbName).catch(() => {});
+    await deleteKeys(this.redis, `${this.prefix}:*`);
+    this.redis.disconnect();
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Deletes this run's keys only (the Redis is shared: never FLUSHDB). */
+export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+}

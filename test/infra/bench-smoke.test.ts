@@ -1,0 +1,31 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/**
+ * CI's short smoke run of the benchmark suite (`pnpm bench --quick`): every scenario runs end to
+ * end against the real api and writes its ratios. It asserts that each measurement was made,
+ * never how fast anything was (these machines are shared; bench/README.md has real runs).
+ */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const out = mkdtempSync(path.join(tmpdir(), 'slipway-bench-smoke-'));
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+describe('pnpm bench --quick', () => {
+  it('runs every scenario and writes a ratio for each target', () => {
+    const file = path.join(out, 'bench.json');
+    execFileSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], { cwd: ROOT, stdio: 'pipe', timeout: 240_000 });
+    const result = JSON.parse(readFileSync(file, 'utf8'));
+    const scenarios = new Set(result.rows.map((r: { scenario: string }) => r.scenario.split(':')[0]!.replace(/ \(.*| of \d+.*/, '')));
+    expect([...scenarios].sort()).toEqual(
+      ['GET deployment', 'GET revision', 'burst', 'create', 'create → handed to worker', 'desired-state', 'list', 'list deployments'].sort(),
+    );
+    for (const row of result.rows) {
+      expect(Number.isFinite(row.value), `${row.scenario} ${row.metric}`).toBe(true);
+      if (row.target && row.baseline !== undefined) expect(Number.isFinite(row.ratio), `${row.scenario} ${row.metric}`).toBe(true);
+    }
+  }, 300_000);
+});
