@@ -17,13 +17,14 @@ import { TcpProxy } from '../test/support/tcp-proxy.js';
 import { burstScenario } from './scenarios/burst.js';
 import { createScenario } from './scenarios/create.js';
 import { handoffScenario } from './scenarios/handoff.js';
+import { idleScenario } from './scenarios/idle.js';
 import { listScenario } from './scenarios/list.js';
 import { FULL, QUICK } from './scenarios/options.js';
 import { readsScenario } from './scenarios/reads.js';
 import { printTable, type BenchRow } from './support/report.js';
 import { BenchStack, ROOT } from './support/stack.js';
 
-const SCENARIOS = ['create', 'reads', 'handoff', 'burst', 'list'] as const;
+const SCENARIOS = ['idle', 'create', 'reads', 'handoff', 'burst', 'list'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -49,6 +50,7 @@ try {
   if (stack && proxy) {
     const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
     await stack.start({ REDIS_URL: proxy.urlFor(redisUrl) }, profile);
+    if (only.includes('idle')) rows.push(...(await idleScenario(stack, options)));
     if (only.includes('create')) rows.push(...(await createScenario(stack, options)));
     if (only.includes('reads')) rows.push(...(await readsScenario(stack, options)));
     await stack.startWorker();

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
 import { createDataSource, runMigrations } from '@slipway/db';
+import { ensureConsole } from '../infra/scripts/console.mjs';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -92,6 +93,9 @@ async function dropStale(admin: pg.Client): Promise<void> {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The api serves the built web console: build it when its sources changed (a no-op otherwise),
+  // once per run, before any file starts an api.
+  ensureConsole();
   const stops: Stop[] = [];
   const pgServerUrl = await resolvePostgres(stops);
   const redisUrl = await resolveRedis(stops);

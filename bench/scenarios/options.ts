@@ -10,7 +10,10 @@ export interface BenchOptions {
   listRows: [number, number];
   /** Timed runs per list query. */
   listRuns: number;
+  /** How long the idle stack is left alone before and while its CPU time is measured. */
+  idleSettleSec: number;
+  idleSec: number;
 }
 
-export const FULL: BenchOptions = { durationSec: 10, warmupSec: 3, handoffSamples: 300, burst: 10_000, listRows: [1_000, 100_000], listRuns: 200 };
-export const QUICK: BenchOptions = { durationSec: 1, warmupSec: 0, handoffSamples: 10, burst: 100, listRows: [100, 500], listRuns: 10 };
+export const FULL: BenchOptions = { durationSec: 10, warmupSec: 3, handoffSamples: 300, burst: 10_000, listRows: [1_000, 100_000], listRuns: 200, idleSettleSec: 5, idleSec: 30 };
+export const QUICK: BenchOptions = { durationSec: 1, warmupSec: 0, handoffSamples: 10, burst: 100, listRows: [100, 500], listRuns: 10, idleSettleSec: 1, idleSec: 2 };

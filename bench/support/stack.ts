@@ -30,11 +30,12 @@ export class BenchStack {
   readonly prefix = `slipway_bench_${this.id}`;
   readonly key = `slw_bench_${randomBytes(24).toString('base64url')}`;
   readonly redis = new Redis(REDIS, { maxRetriesPerRequest: null });
+  private readonly secretsKey = randomBytes(32).toString('base64');
   dataSource!: DataSource;
   api!: BenchProcess;
   raw!: BenchProcess;
   listenerId!: string;
-  private dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
+  readonly dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
   private worker: Worker | null = null;
   private readonly handed = new Map<string, number>();
   private readonly waiters = new Map<string, (at: number) => void>();
@@ -51,15 +52,9 @@ export class BenchStack {
     this.api = await startProcess(
       [...nodeArgs, path.join(this.dataDir, 'app/api/dist/main.js')],
       {
-        NODE_ENV: 'production',
-        DATABASE_URL: databaseUrl(this.dbName),
-        REDIS_URL: REDIS,
-        SLIPWAY_QUEUE_PREFIX: this.prefix,
-        SLIPWAY_SECRETS_KEY: randomBytes(32).toString('base64'),
+        ...this.serviceEnv,
         SLIPWAY_BOOTSTRAP_API_KEY: this.key,
-        SLIPWAY_DATA_DIR: this.dataDir,
         PORT: String(apiPort),
-        LOG_LEVEL: 'info',
         // The bench is one client hammering the api with one key: budgets off (0), else it
         // would measure 429s.
         SLIPWAY_RATE_LIMIT_PER_KEY: '0',
@@ -72,6 +67,19 @@ export class BenchStack {
     this.raw = await startProcess(['--import', 'tsx', path.join(ROOT, 'bench/support/raw-server.ts')], { DATABASE_URL: databaseUrl(this.dbName), PORT: String(rawPort) }, rawPort);
     const res = await this.request('POST', '/v2/listeners', { compute_type: 'k8s', compute_id: `bench-${this.id}`, compute_config: { k8s_namespaces: ['bench'] } });
     this.listenerId = res.id;
+  }
+
+  /** What every Slipway process of this stack runs with (production mode, logging at info). */
+  get serviceEnv(): Record<string, string> {
+    return {
+      NODE_ENV: 'production',
+      DATABASE_URL: databaseUrl(this.dbName),
+      REDIS_URL: REDIS,
+      SLIPWAY_QUEUE_PREFIX: this.prefix,
+      SLIPWAY_SECRETS_KEY: this.secretsKey,
+      SLIPWAY_DATA_DIR: this.dataDir,
+      LOG_LEVEL: 'info',
+    };
   }
 
   /** One API call with the bench's admin key; throws on a non-2xx answer. */

@@ -1,5 +1,6 @@
 // `pnpm build`: compiles every service's entry file to `services/<name>/dist/main.js`, so that
-// production runs plain `node dist/main.js` (no TypeScript loader at run time).
+// production runs plain `node dist/main.js` (no TypeScript loader at run time), and builds the
+// web console the api serves (services/console/dist).
 // `pnpm build --package <dir> [service…]` also lays each service out for production in
 // `<dir>/<service>`: its bundle plus its production dependencies only (`pnpm deploy --prod`).
 // The Dockerfile runs exactly this, and test/infra/production-build.test.ts boots the result.
@@ -13,6 +14,7 @@ import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
 import { ROOT, log } from './bootstrap.mjs';
+import { CONSOLE_DIST, ensureConsole } from './console.mjs';
 
 /** Every service with an entry file: services/<name>/src/main.ts. */
 export function serviceNames() {
@@ -67,6 +69,8 @@ export function packageService(name, outDir) {
   if (result.status !== 0) throw new Error(`pnpm deploy of ${name} exited with ${result.status}`);
   rmSync(path.join(target, 'src'), { recursive: true, force: true });
   cpSync(path.join(ROOT, 'services', name, 'dist'), path.join(target, 'dist'), { recursive: true });
+  // The api serves the console from `console/` beside its bundle (services/api/src/console).
+  if (name === 'api') cpSync(CONSOLE_DIST, path.join(target, 'console'), { recursive: true });
   log(`packaged ${name} into ${target}`);
   return target;
 }
@@ -77,5 +81,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const outDir = at >= 0 ? path.resolve(args.splice(at, 2)[1] ?? '') : null;
   const names = args.length ? args : serviceNames();
   for (const name of names) await buildService(name);
+  if (names.includes('api')) ensureConsole();
   if (outDir) for (const name of names) packageService(name, outDir);
 }

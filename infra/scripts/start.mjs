@@ -3,6 +3,7 @@
 // runs each service as its own process (as in production, where each scales on its own).
 import { spawn } from 'node:child_process';
 import { ROOT, ensureDependencies, ensurePnpm, ensureServices, log, run } from './bootstrap.mjs';
+import { ensureConsole } from './console.mjs';
 
 /** One entry file per service (DESIGN.md "Processes"). */
 const SERVICES = [
@@ -14,6 +15,7 @@ const SERVICES = [
 ensurePnpm();
 ensureDependencies();
 await ensureServices();
+ensureConsole();
 run('pnpm', ['--silent', 'slipway', 'migrate', '--create-database']);
 
 const children = new Map();

@@ -2,10 +2,12 @@
 // makes sure Postgres/Redis answer (unless DATABASE_URL/REDIS_URL point elsewhere), type-checks,
 // then runs vitest. Extra arguments go to vitest (`npm test -- test/integration/listeners.test.ts`).
 import { ensureDependencies, ensurePnpm, ensureServices, log, run } from './bootstrap.mjs';
+import { ensureConsole } from './console.mjs';
 
 ensurePnpm();
 ensureDependencies();
 await ensureServices();
+ensureConsole();
 log('type-checking');
 run('pnpm', ['exec', 'tsc', '--noEmit', '-p', 'tsconfig.json']);
 try {

@@ -1,28 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type LaunchOptions, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LISTENER_KEY_REFUSED, ORGANIZATION_ADMIN_ONLY } from '../../services/api/src/auth/authenticator.js';
 import { BASIC_CHALLENGE, CROSS_SITE_REFUSED } from '../../services/api/src/admin/bull-board.js';
+import { browserRequired, CHROMIUM, CHROMIUM_ARGS, hasChromium } from '../support/browser.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-// CI installs Chromium and sets this, so the browser test can never silently not run there.
-const required = process.env.SLIPWAY_REQUIRE_BROWSER === '1';
-/** Debian's Chromium, headless, with nothing that phones home (shared/TOOLING.md). */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+const required = browserRequired;
 const QUEUE_NAMES = ['builds', 'maintenance', 'rollouts'];
 const UNAUTHORIZED = { detail: 'Invalid or missing API key.' };
 

@@ -40,6 +40,9 @@ const APP_FILES: Record<string, string> = {
   'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './dist/graph.js:graph' }, dependencies: ['.'] }),
 };
 
+/** A node_version the graph config accepts that is not the running one. */
+const OTHER_NODE_MAJOR = process.versions.node.startsWith('20.') ? '22' : '20';
+
 function writeFiles(dir: string, files: Record<string, string>) {
   for (const [file, content] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
@@ -70,6 +73,19 @@ function makeRepository(): string {
   git(repo, 'checkout', '-q', '-b', 'no-start');
   writeFileSync(path.join(repo, 'package.json'), JSON.stringify({ name: 'tiny-agent', scripts: { build: 'node build.js' } }));
   git(repo, 'commit', '-q', '-am', 'no start script');
+
+  git(repo, 'checkout', '-q', 'main');
+  git(repo, 'checkout', '-q', '-b', 'python');
+  git(repo, 'rm', '-q', 'package.json', 'build.js');
+  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ graphs: { agent: './agent.py:graph' }, dependencies: ['.'] }));
+  writeFileSync(path.join(repo, 'agent.py'), 'graph = None\n');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', 'a python graph');
+
+  git(repo, 'checkout', '-q', 'main');
+  git(repo, 'checkout', '-q', '-b', 'other-node');
+  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ node_version: OTHER_NODE_MAJOR, graphs: { agent: './dist/graph.js:graph' } }));
+  git(repo, 'commit', '-q', '-am', 'another node major');
   git(repo, 'checkout', '-q', 'main');
   return `file://${repo}`;
 }
@@ -244,11 +260,26 @@ describe('builder: repohost builds', () => {
     expect(row.status_message).toMatch(/^Graph config file 'langgraph\.json' is invalid: "graphs\.agent" must be an import string .*; "node_version" must be one of/);
   });
 
-  it('fails when package.json has no start script', async () => {
+  it('serves a project without a start script as an agent server, and fails when its graph file is missing', async () => {
     const { revisionId } = await createSourceDeployment('no-start-script', { ref: 'no-start' });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toMatch(/^package\.json in the source root has no "start" script/);
+    expect(row.status_message).toMatch(/^Graph 'agent' \(\.\/dist\/graph\.js:graph\) cannot be served: the file \.\/dist\/graph\.js does not exist/);
+    expect(await buildLogs(revisionId)).toContain('No "start" script: the graphs are served by the LangGraph.js agent server.');
+  });
+
+  it('refuses a Python graph project saying Python agent servers are not available', async () => {
+    const { revisionId } = await createSourceDeployment('python-graph', { ref: 'python' });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toMatch(/^Graph 'agent' \(\.\/agent\.py:graph\) is a Python graph, and Python agent servers are not available in this installation/);
+  });
+
+  it('fails clearly when node_version asks for another Node.js major', async () => {
+    const { revisionId } = await createSourceDeployment('other-node', { ref: 'other-node' });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toMatch(new RegExp(`^The graph config asks for node_version "${OTHER_NODE_MAJOR}", but this installation runs Node\\.js `));
   });
 
   it('fails at fetch when the branch does not exist', async () => {

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deploymentDatabasePassword } from '@slipway/crypto';
+import { SecretBox } from '@slipway/crypto';
+import { DeploymentCredentialStore } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -41,7 +42,9 @@ describe('deployment databases', () => {
     expect(res.body.latest_revision_id).toBeNull();
     const name = deploymentDatabaseName('db-owner', res.body.id);
 
-    const ready = await eventually(async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).body, (d) => d.status === 'READY');
+    const ready = await eventually(async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).body, (d) => d.status === 'READY').catch((err) => {
+      throw new Error(`${err.message}\ndeployer output:\n${deployer.output()}`);
+    });
     expect(ready.status).toBe('READY');
     expect(await databaseExists(name)).toBe(true);
     const [row] = await api.dataSource.query(`SELECT database_name FROM deployments WHERE id = $1`, [res.body.id]);
@@ -54,10 +57,12 @@ describe('deployment databases', () => {
       [name],
     );
     expect(owner.owner).toBe(name);
+    const box = new SecretBox(api.config.secretsKey.key, api.config.previousSecretsKeys);
+    const { databasePassword } = await new DeploymentCredentialStore(api.dataSource.manager, box).credentials(res.body.id);
     const as = (database: string) => {
       const u = new URL(api.database.url);
       u.username = name;
-      u.password = deploymentDatabasePassword(api.config.secretsKey.key, res.body.id);
+      u.password = databasePassword;
       u.pathname = `/${database}`;
       return new pg.Client({ connectionString: u.toString() });
     };
@@ -65,10 +70,10 @@ describe('deployment databases', () => {
     await own.connect();
     await own.query('CREATE TABLE notes (id int)');
     await own.end();
-    const control = as(api.database.name);
-    await control.connect();
-    await expect(control.query('SELECT key_hash FROM api_keys')).rejects.toThrow(/permission denied/);
-    await control.end();
+    // Not even a connection to the control plane's database (PUBLIC lost CONNECT on it).
+    await expect(as(api.database.name).connect()).rejects.toThrow(/permission denied|CONNECT privilege/);
+    const [role] = await api.dataSource.query(`SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = $1`, [name]);
+    expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false });
 
     expect((await api.http.delete(`/v2/deployments/${res.body.id}`)).status).toBe(204);
     await eventually(async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).status, (s) => s === 404);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RevisionLogRepository } from '@slipway/db';
 import { parseUploadObjectPath } from '@slipway/source';
 import { killGroup, processesUnder } from '../support/app-processes.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
@@ -62,27 +63,32 @@ interface CliResult {
   stderr: string;
 }
 
-/** Runs the CLI in the project directory with only the environment it documents; bounded. */
+/** Starts the CLI in the project directory with only the environment it documents. */
+function spawnCli(args: string[]) {
+  const child = spawn(CLI, args, {
+    cwd: project,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      NO_COLOR: '1',
+      LANGGRAPH_CLI_NO_ANALYTICS: '1',
+      LANGSMITH_API_KEY: api.adminKey,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()));
+  return { child, out };
+}
+
+/** Runs the CLI to its end; bounded. */
 function cli(args: string[], timeoutMs = 240_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(CLI, args, {
-      cwd: project,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: home,
-        NO_COLOR: '1',
-        LANGGRAPH_CLI_NO_ANALYTICS: '1',
-        LANGSMITH_API_KEY: api.adminKey,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const { child, out } = spawnCli(args);
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`langgraphjs ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}\n${diagnostics()}`));
+      reject(new Error(`langgraphjs ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}\n${diagnostics()}`));
     }, timeoutMs);
     child.on('error', (err) => {
       clearTimeout(timer);
@@ -90,7 +96,7 @@ function cli(args: string[], timeoutMs = 240_000): Promise<CliResult> {
     });
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, ...out });
     });
   });
 }
@@ -233,5 +239,26 @@ describe('langgraphjs deploy (published CLI) against Slipway', () => {
 
     const deployLogs = await cli(['deploy', 'logs', '--deployment-id', deploymentId, ...host()], 60_000);
     expect(deployLogs.code, await explain(deployLogs)).toBe(0);
+  }, 90_000);
+
+  it('deploy logs --follow prints new lines of the running deployment as they are stored (start_time polling)', async () => {
+    const active = (await api.http.get(`/v2/deployments/${deploymentId}`)).body.active_revision_id;
+    const logs = new RevisionLogRepository(api.dataSource.manager);
+    const { child, out } = spawnCli(['deploy', 'logs', '--follow', '--deployment-id', deploymentId, ...host()]);
+    try {
+      const printed = (marker: string) => out.stdout.split('\n').filter((l) => l.includes(marker)).length;
+      // Written one at a time while the CLI polls (every 2 s): each shows up once, in order.
+      for (let i = 1; i <= 3; i++) {
+        const marker = `follow-marker-${i}-${Date.now()}`;
+        await logs.append(active, 'deploy', [{ level: 'info', message: marker }]);
+        await eventually(async () => printed(marker), (n) => n > 0, 20_000, 200);
+        expect(printed(marker), out.stdout).toBe(1);
+      }
+      const order = [...out.stdout.matchAll(/follow-marker-(\d)-/g)].map((m) => m[1]);
+      expect(order).toEqual(['1', '2', '3']);
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+    }
   }, 90_000);
 });

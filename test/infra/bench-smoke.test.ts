@@ -21,7 +21,7 @@ describe('pnpm bench --quick', () => {
     const result = JSON.parse(readFileSync(file, 'utf8'));
     const scenarios = new Set(result.rows.map((r: { scenario: string }) => r.scenario.split(':')[0]!.replace(/ \(.*| of \d+.*/, '')));
     expect([...scenarios].sort()).toEqual(
-      ['GET deployment', 'GET revision', 'burst', 'create', 'create → handed to worker', 'desired-state', 'list', 'list deployments'].sort(),
+      ['GET deployment', 'GET revision', 'burst', 'create', 'create → handed to worker', 'desired-state', 'idle stack', 'list', 'list deployments'].sort(),
     );
     for (const row of result.rows) {
       expect(Number.isFinite(row.value), `${row.scenario} ${row.metric}`).toBe(true);

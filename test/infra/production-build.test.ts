@@ -1,11 +1,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { startKubeStandIn } from '../support/kube-stand-in/server.js';
 import { freePort } from '../support/ports.js';
 
 /**
@@ -41,8 +42,8 @@ const productionEnv = (extra: Record<string, string> = {}) => ({
 
 beforeAll(() => {
   out = mkdtempSync(path.join(tmpdir(), 'slipway-prod-'));
-  execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', out, 'cli', 'api'], { cwd: ROOT, stdio: 'pipe' });
-}, 180_000);
+  execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', out, 'cli', 'api', 'listener-agent'], { cwd: ROOT, stdio: 'pipe' });
+}, 240_000);
 
 afterAll(async () => {
   api?.kill('SIGTERM');
@@ -54,7 +55,7 @@ afterAll(async () => {
 
 describe('production build', () => {
   it('lays out each service as dist/main.js with production dependencies only', () => {
-    for (const service of ['cli', 'api']) {
+    for (const service of ['cli', 'api', 'listener-agent']) {
       const pkg = JSON.parse(readFileSync(path.join(out, service, 'package.json'), 'utf8'));
       expect(pkg.name).toBe(`@slipway/${service}`);
       expect(readFileSync(path.join(out, service, 'dist/main.js'), 'utf8')).not.toMatch(/from ["']tsx|from ["']vitest/);
@@ -91,8 +92,42 @@ describe('production build', () => {
     const listeners = await fetch(`${base}/v2/listeners`, { headers: { 'X-Api-Key': bootstrapKey } });
     expect(listeners.status).toBe(200);
     expect(await listeners.json()).toEqual({ resources: [], offset: 0 });
+    // The web console is packaged beside the bundle and served from there.
+    const consolePage = await fetch(`${base}/console/`);
+    expect(consolePage.status).toBe(200);
+    expect(await consolePage.text()).toContain('<div id="root">');
+
+    // The packaged listener agent checks in with that api (its poll is the listener's heartbeat),
+    // talking to a Kubernetes API (the protocol-level stand-in of test/support/kube-stand-in).
+    const headers = { 'X-Api-Key': bootstrapKey, 'Content-Type': 'application/json' };
+    const listener = await (await fetch(`${base}/v2/listeners`, { method: 'POST', headers, body: JSON.stringify({ compute_type: 'k8s', compute_id: 'prod-check', compute_config: { k8s_namespaces: ['agents'] } }) })).json() as { id: string };
+    const key = await (await fetch(`${base}/v2/api-keys`, { method: 'POST', headers, body: JSON.stringify({ description: 'agent', listener_id: listener.id }) })).json() as { key: string };
+    const k8s = await startKubeStandIn();
+    const kubeconfig = path.join(out, 'kubeconfig');
+    writeFileSync(kubeconfig, k8s.kubeconfig('agents'));
+    const agent = spawn(process.execPath, ['dist/main.js'], {
+      cwd: path.join(out, 'listener-agent'),
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', SLIPWAY_API_URL: base, SLIPWAY_LISTENER_ID: listener.id, SLIPWAY_API_KEY: key.key, KUBECONFIG: kubeconfig, SLIPWAY_AGENT_POLL_INTERVAL_MS: '200' },
+      stdio: 'pipe',
+    });
+    let agentOutput = '';
+    agent.stdout!.on('data', (d) => (agentOutput += d));
+    agent.stderr!.on('data', (d) => (agentOutput += d));
+    try {
+      let seen: string | null = null;
+      for (const until = Date.now() + 30_000; !seen && Date.now() < until && agent.exitCode === null; await new Promise((r) => setTimeout(r, 250))) {
+        seen = ((await (await fetch(`${base}/v2/listeners/${listener.id}`, { headers })).json()) as { last_seen_at: string | null }).last_seen_at;
+      }
+      expect(seen, agentOutput).not.toBeNull();
+      expect(agentOutput).toMatch(/listener-agent started/);
+    } finally {
+      agent.kill('SIGTERM');
+      await new Promise((r) => (agent.exitCode === null ? agent.once('exit', r) : r(null)));
+      await k8s.close();
+    }
+
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
     expect(output).toMatch(/api listening/);
-  }, 90_000);
+  }, 120_000);
 });

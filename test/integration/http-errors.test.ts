@@ -343,7 +343,7 @@ describe('/readyz: not ready only when writes cannot be accepted', () => {
     try {
       const res = await app.http.get('/readyz');
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ status: 'degraded', checks: { postgres: 'ok', redis: 'unreachable' } });
+      expect(res.body).toMatchObject({ status: 'degraded', checks: { postgres: 'ok', redis: 'unreachable' } });
       const metrics = await app.http.get('/metrics', { key: null });
       expect(metrics.text).toMatch(/^slipway_dependency_up\{dependency="redis"\} 0$/m);
       expect(metrics.text).toMatch(/^slipway_dependency_up\{dependency="postgres"\} 1$/m);
@@ -373,6 +373,6 @@ describe('probes', () => {
     expect(health.body).toEqual({ status: 'ok' });
     const ready = await api.http.get(`${prefix}/readyz`, { key: null });
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+    expect(ready.body).toMatchObject({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
   });
 });

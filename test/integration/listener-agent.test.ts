@@ -227,6 +227,26 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
     expect(entryOf(await desiredState(agentB, listenerB), bravo.id)).toMatchObject({ action: 'apply', namespace: 'default' });
   });
 
+  it("stores shipped pod log lines as the revision's deploy logs, secret values redacted, and only for its own revisions", async () => {
+    const res = await report(agentA, listenerA, {
+      logs: [
+        { revision_id: firstRevision, message: 'starting registry.example/agent:1.0.0' },
+        { revision_id: firstRevision, level: 'error', message: `loaded setting OPENAI_API_KEY=${SECRET}` },
+        { revision_id: randomUUID(), message: 'not mine' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.rejected).toHaveLength(1);
+    const logs = await admin.get(`/v2/deployments/${alpha.id}/revisions/${firstRevision}/logs?type=deploy`);
+    expect(logs.status).toBe(200);
+    const lines = (logs.body.logs ?? logs.body).map((l: any) => [l.level, l.message]);
+    expect(lines).toEqual(expect.arrayContaining([['info', 'starting registry.example/agent:1.0.0'], ['error', 'loaded setting OPENAI_API_KEY=********']]));
+    expect(JSON.stringify(logs.body)).not.toContain(SECRET);
+
+    const bad = await report(agentA, listenerA, { logs: [{ revision_id: firstRevision, level: 'loud', message: 'x' }] });
+    expect(bad.status).toBe(422);
+  });
+
   it('DEPLOY_FAILED records the message (secret values redacted) and keeps the previous revision serving', async () => {
     const patched = await admin.patch(`/v2/deployments/${alpha.id}`, { secrets: [{ name: 'OPENAI_API_KEY', value: NEW_SECRET }] });
     expect(patched.status).toBe(200);

@@ -183,12 +183,15 @@ describe('POST /v1/projects/{id}/revisions/{rid}/build_logs and deploy_logs (CLI
     }
   });
 
-  it('needs no body; ignores unknown fields; accepts a numeric offset', async () => {
+  it('needs no body; ignores unknown fields; honours the filters the CLI sends; accepts a numeric offset', async () => {
     const bare = await api.http.request('POST', `/v1/projects/${deploymentId}/revisions/${first}/build_logs`);
     expect(bare.status, bare.text).toBe(200);
     expect(messages(bare.body)).toEqual(BUILD);
-    const extras = await buildLogs({ limit: 2, level: 'ERROR', query: 'npm', start_time: '2026-01-01T00:00:00Z' });
+    const extras = await buildLogs({ limit: 2, tracked: true, level: null, query: null, start_time: '2026-01-01T00:00:00Z' });
     expect(messages(extras.body)).toEqual(BUILD.slice(0, 2));
+    expect(messages((await buildLogs({ level: 'ERROR', query: 'npm' })).body)).toEqual([]);
+    expect(messages((await buildLogs({ level: 'WARN' })).body)).toEqual(['added 0 packages']);
+    expect(messages((await buildLogs({ query: 'NPM' })).body)).toEqual(['npm ci', 'npm run build']);
     const numeric = await buildLogs({ limit: 2, offset: Number(extras.body.next_offset) });
     expect(messages(numeric.body)).toEqual(BUILD.slice(2, 4));
   });

@@ -1,8 +1,10 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '@slipway/api/app';
+import { renderReference } from '@slipway/api/openapi/reference-markdown';
 import { createProducerRedis } from '@slipway/api/redis';
 import { DNS1123_LABEL } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
@@ -32,7 +34,7 @@ const joinPath = (prefix: string, path: string): string => (path === '/' ? prefi
  * Mounts that serve a UI, not a JSON API, and so stay out of the document (the swagger UI, Bull
  * Board). Matched without the `/api-host` prefix.
  */
-const UI_MOUNTS = ['/docs', '/admin/queues'];
+const UI_MOUNTS = ['/docs', '/admin/queues', '/console'];
 /**
  * `/metrics` answers Prometheus text, not JSON, so it is not an operation of the JSON API
  * either; it is mounted as its own router like the UIs and kept out of the document with them.
@@ -210,7 +212,7 @@ describe('every mounted route is documented', () => {
       for (const status of successes) {
         const response = operation.responses[status];
         if (status === '204') expect(response.content, `${where} 204 has no body`).toBeUndefined();
-        else expect(response.content?.['application/json']?.schema, `${where} ${status} schema`).toBeDefined();
+        else expect(response.content?.[spec.responses[Number(status)]?.contentType ?? 'application/json']?.schema, `${where} ${status} schema`).toBeDefined();
       }
 
       expect(operation.security, where).toEqual(spec.auth === 'none' ? [] : expect.arrayContaining([{ ApiKey: [] }, { BearerAuth: [] }]));
@@ -296,6 +298,19 @@ describe('the schemas reflect validation', () => {
     const list = schemaOf(doc.paths['/v2/listeners'].get.responses['200'].content['application/json'].schema);
     expect(list.required).toEqual(['resources', 'offset']);
     expect(list.properties.resources.items).toEqual({ $ref: '#/components/schemas/Listener' });
+  });
+});
+
+describe('docs/reference.md', () => {
+  it('is the rendering of this document (regenerate with `pnpm docs:reference`)', () => {
+    const file = new URL('../../docs/reference.md', import.meta.url);
+    const rendered = renderReference(doc);
+    if (process.env.SLIPWAY_WRITE_REFERENCE === '1') writeFileSync(file, rendered);
+    // Every documented operation appears, so a route added without regenerating fails here.
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
+      for (const method of Object.keys(item)) expect(rendered).toContain(`### \`${method.toUpperCase()} ${path}\``);
+    }
+    expect(readFileSync(file, 'utf8'), 'docs/reference.md is stale: run `pnpm docs:reference`').toBe(rendered);
   });
 });
 

@@ -18,7 +18,9 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * port) replays the REST answers in test/fixtures/repohost/{github,gitea}/ — bodies, status
  * codes and `Link` pagination headers as those APIs send them — and records every request, so
  * the tests can check what the providers send (paths, auth headers, the App JWT exchange).
- * This fake stands in only for the remote host; everything of ours runs for real.
+ * This fake stands in only for the remote host; everything of ours runs for real. Being on
+ * loopback over plain http, it is reachable only because 127.0.0.1 is allow-listed
+ * (SLIPWAY_OUTBOUND_ALLOW_HOSTS); ssrf.test.ts shows the same URLs refused without that.
  */
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/repohost');
@@ -81,6 +83,8 @@ class ReplayHost {
 }
 
 let api: TestApi;
+/** The replay hosts' address, allow-listed for providers built directly. */
+const LOOPBACK = { allowHosts: ['127.0.0.1'] };
 const hosts: ReplayHost[] = [];
 const replay = async (host: 'github' | 'gitea', scenario: string, vars: Record<string, string> = {}, hang = false) => {
   const h = await new ReplayHost(host, scenario, vars, hang).start();
@@ -89,7 +93,7 @@ const replay = async (host: 'github' | 'gitea', scenario: string, vars: Record<s
 };
 
 beforeAll(async () => {
-  api = await startTestApi();
+  api = await startTestApi({ SLIPWAY_OUTBOUND_ALLOW_HOSTS: '127.0.0.1' });
 });
 afterEach(async () => {
   await Promise.all(hosts.splice(0).map((h) => h.stop()));
@@ -230,7 +234,7 @@ describe('github with a token', () => {
 
   it('a host that does not answer fails after the timeout with a clear error', async () => {
     const host = await replay('github', 'token', {}, true);
-    const provider = new GitHubProvider({ apiUrl: host.base, auth: { token: newToken('ghp') }, timeoutMs: 300 });
+    const provider = new GitHubProvider({ apiUrl: host.base, auth: { token: newToken('ghp') }, timeoutMs: 300, outbound: LOOPBACK });
     const started = Date.now();
     const failure = await provider.listRepositories().catch((err) => err);
     expect(failure).toBeInstanceOf(ProviderError);
@@ -271,7 +275,7 @@ describe('github as an App', () => {
 
   it('clones with the installation token; the token is exchanged once while it is fresh', async () => {
     const host = await replay('github', 'app');
-    const provider = new GitHubProvider({ apiUrl: host.base, auth: { appId: 1234567, installationId: 57219034, privateKey: pem } });
+    const provider = new GitHubProvider({ apiUrl: host.base, auth: { appId: 1234567, installationId: 57219034, privateKey: pem }, outbound: LOOPBACK });
     await provider.listRepositories();
     const auth = await provider.cloneAuth();
     const installationToken = fixture('github', 'installation-access-token.json').token;
@@ -309,7 +313,7 @@ describe('gitea', () => {
 
   it('an api_url given with /api/v1 is the same instance', async () => {
     const host = await replay('gitea', 'token');
-    const repos = await new GiteaProvider({ apiUrl: `${host.base}/api/v1/`, token: newToken('gta') }).listRepositories();
+    const repos = await new GiteaProvider({ apiUrl: `${host.base}/api/v1/`, token: newToken('gta'), outbound: LOOPBACK }).listRepositories();
     expect(repos).toHaveLength(3);
     expect(host.requests[0]!.url).toBe('/api/v1/user/repos?limit=50&page=1');
   });

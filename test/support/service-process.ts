@@ -5,7 +5,7 @@ import type { TestApi } from './test-api.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export type ServiceName = 'api' | 'builder' | 'deployer';
+export type ServiceName = 'api' | 'builder' | 'deployer' | 'listener-agent';
 
 export interface ServiceProcess {
   name: ServiceName;
@@ -33,6 +33,11 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
     SLIPWAY_QUEUE_PREFIX: api.config.queuePrefix,
     SLIPWAY_SECRETS_KEY: api.config.secretsKey.key.toString('base64'),
     SLIPWAY_DATA_DIR: api.config.dataDir,
+    SLIPWAY_SANDBOX_UID_MIN: String(api.config.sandbox.uidMin),
+    SLIPWAY_SANDBOX_UID_MAX: String(api.config.sandbox.uidMax),
+    // The builder checks clones of `local` integrations against the same root as the api.
+    SLIPWAY_LOCAL_REPOS_ROOT: api.config.localReposRoot,
+    SLIPWAY_OUTBOUND_ALLOW_HOSTS: api.config.outbound.allowHosts.join(','),
     LOG_LEVEL: 'debug',
     SLIPWAY_RECONCILE_INTERVAL_MS: '500',
     SLIPWAY_HEARTBEAT_INTERVAL_MS: '300',
@@ -45,7 +50,7 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
 }
 
 /** Starts `services/<name>/src/main.ts` as its own process (as in production) and waits until it is up. */
-export async function startService(name: ServiceName, env: Record<string, string>): Promise<ServiceProcess> {
+export async function startService(name: ServiceName, env: Record<string, string>, readyTimeoutMs = 20_000): Promise<ServiceProcess> {
   // `node --import tsx`, not the tsx CLI: the CLI runs the program in a child process, so a
   // SIGKILL would hit only the wrapper and leave the real service running.
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, `services/${name}/src/main.ts`)], {
@@ -94,7 +99,7 @@ export async function startService(name: ServiceName, env: Record<string, string
       await exited;
     },
   };
-  await waitFor(name === 'api' ? /api listening/ : new RegExp(`${name} started`));
+  await waitFor(name === 'api' ? /api listening/ : new RegExp(`${name} started`), readyTimeoutMs);
   return service;
 }
 

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '@slipway/config';
+import { CgroupWriter, detectCgroups, NetworkConfinement } from '@slipway/runtime';
 import { answerClientErrors, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
 import { createProducerRedis } from '@slipway/api/redis';
 import { createDataSource, dropDeploymentDatabase, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
@@ -42,6 +43,23 @@ export interface TestApi {
 }
 
 /**
+ * What this test's sandboxed processes left on the machine (their processes are gone by now):
+ * the cgroups of its instances and builds, and the nftables chain and set of its uid range.
+ */
+async function removeSandboxTraces(dataSource: DataSource, config: Readonly<Config>): Promise<void> {
+  const layout = process.getuid?.() === 0 ? await detectCgroups() : null;
+  if (!layout) return;
+  const cgroups = new CgroupWriter(layout);
+  const instances = await dataSource.query(`SELECT id FROM runtime_processes`).catch(() => [] as { id: string }[]);
+  for (const { id } of instances as { id: string }[]) await cgroups.handle(`i-${id}`).remove();
+  const revisions = await dataSource.query(`SELECT id, attempt FROM revisions`).catch(() => [] as { id: string; attempt: number }[]);
+  for (const r of revisions as { id: string; attempt: number }[]) {
+    for (let a = 0; a <= r.attempt; a++) await cgroups.handle(`b-${r.id}-a${a}`).remove();
+  }
+  await new NetworkConfinement(config.sandbox.uidMin, config.sandbox.uidMax).remove();
+}
+
+/**
  * Starts the real api (Express app, real Postgres database of its own, real Redis) on an
  * ephemeral port, with logs captured in memory. Nothing of our own is mocked.
  */
@@ -52,7 +70,11 @@ export async function startTestApi(
   const database = await createTestDatabase();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-test-'));
   const adminKey = `slw_test_${randomBytes(24).toString('base64url')}`;
+  // Sandbox uids of this test alone (1000 of them): never shared with another test's apps.
+  const uidMin = 1_000_000 + randomInt(0, 1_000_000) * 1000;
   const config = loadConfig({
+    SLIPWAY_SANDBOX_UID_MIN: String(uidMin),
+    SLIPWAY_SANDBOX_UID_MAX: String(uidMin + 999),
     NODE_ENV: 'test',
     DATABASE_URL: database.url,
     REDIS_URL: inject('redisUrl'),
@@ -111,12 +133,14 @@ export async function startTestApi(
         })
       ).key,
     close: async () => {
+      await app.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await relay.stop();
       await obliterate(queues);
       await closeQueues(queues);
       redis.disconnect();
+      await removeSandboxTraces(dataSource, config);
       await dropDeploymentDatabases(dataSource, database.url);
       await dataSource.destroy();
       await database.drop();
@@ -191,6 +215,7 @@ export async function startReplica(
     http: new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, api.adminKey),
     logs,
     close: async () => {
+      await app.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       redis.disconnect();

@@ -4,8 +4,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import Joi from 'joi';
+import { ConfigError } from './config-error.js';
 
 export type NodeEnv = 'development' | 'test' | 'production';
 
@@ -32,6 +34,8 @@ export interface Config {
   dataDir: string;
   logLevel: string;
   bodyLimitBytes: number;
+  /** How long an api process reuses an API-key lookup; a revoke elsewhere takes effect within this. */
+  apiKeyCacheTtlMs: number;
   jwt: JwtSettings | null;
   /** Request budgets (CONTRACT C2: 429 with Retry-After), shared by every api process through Redis. */
   rateLimit: RateLimitSettings;
@@ -46,6 +50,11 @@ export interface Config {
   workerHealthPort: number;
   /** `local` integrations may only list repositories under this directory (CONTRACT C8). */
   localReposRoot: string;
+  /**
+   * User-supplied URLs the server fetches (forge `api_url`s, outbound webhooks): hosts, IPs and
+   * CIDR ranges that may be reached over plain http and at private addresses (@slipway/net).
+   */
+  outbound: { allowHosts: string[] };
   /** Largest accepted source tarball (CONTRACT C10: 200 MB). */
   uploadMaxBytes: number;
   /** How long a signed upload URL stays valid (CONTRACT C10). */
@@ -58,6 +67,17 @@ export interface Config {
     publicHost: string;
     portMin: number;
     portMax: number;
+  };
+  /** The sandbox of builds and apps (README "Sandbox"). */
+  sandbox: {
+    /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
+    mode: 'auto' | 'off';
+    uidMin: number;
+    uidMax: number;
+    pidsMax: number;
+    openFiles: number;
+    defaultMemoryMb: number;
+    build: { memoryMb: number; cpu: number; diskMb: number };
   };
 }
 
@@ -152,6 +172,7 @@ const schema = Joi.object({
   SLIPWAY_DATA_DIR: Joi.string().default('./.slipway'),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   SLIPWAY_BODY_LIMIT_BYTES: Joi.number().integer().min(1024).default(1024 * 1024),
+  SLIPWAY_API_KEY_CACHE_TTL_MS: Joi.number().integer().min(0).max(1_000).default(500),
   SLIPWAY_JWT_ISSUER: Joi.string().uri(),
   SLIPWAY_JWT_JWKS_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
   SLIPWAY_JWT_AUDIENCE: Joi.string(),
@@ -184,15 +205,36 @@ const schema = Joi.object({
   SLIPWAY_DEPLOYER_CONCURRENCY: Joi.number().integer().min(1).max(256).default(8),
   SLIPWAY_WORKER_HEALTH_PORT: Joi.number().integer().min(0).max(65535).default(0),
   SLIPWAY_LOCAL_REPOS_ROOT: Joi.string().default('./.slipway/repos'),
+  SLIPWAY_OUTBOUND_ALLOW_HOSTS: Joi.string()
+    .custom((value: string, helpers) => (listOf(value).every(isOutboundHostEntry) ? value : helpers.error('outbound.invalid')))
+    .messages({ 'outbound.invalid': '{{#label}} must be a comma-separated list of host names, IP addresses and CIDR ranges' }),
   SLIPWAY_UPLOAD_MAX_BYTES: Joi.number().integer().min(1024).default(200 * 1024 * 1024),
   SLIPWAY_UPLOAD_URL_TTL_MS: ms(60 * MINUTE),
   SLIPWAY_RUNTIME_HOST: Joi.string().default('127.0.0.1'),
   SLIPWAY_RUNTIME_PUBLIC_HOST: Joi.string().hostname(),
   SLIPWAY_RUNTIME_PORT_MIN: Joi.number().integer().min(1024).max(65535).default(20_000),
   SLIPWAY_RUNTIME_PORT_MAX: Joi.number().integer().min(1024).max(65535).default(29_999),
+  SLIPWAY_SANDBOX: Joi.string().valid('auto', 'off').default('auto'),
+  SLIPWAY_SANDBOX_UID_MIN: Joi.number().integer().min(1000).max(4_294_967_294).default(200_000),
+  SLIPWAY_SANDBOX_UID_MAX: Joi.number().integer().min(1000).max(4_294_967_294).default(265_535),
+  SLIPWAY_SANDBOX_PIDS_MAX: Joi.number().integer().min(16).default(512),
+  SLIPWAY_SANDBOX_OPEN_FILES: Joi.number().integer().min(64).default(4096),
+  SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB: Joi.number().integer().min(16).default(1024),
+  SLIPWAY_BUILD_MEMORY_MB: Joi.number().integer().min(64).default(4096),
+  SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
+  SLIPWAY_BUILD_DISK_MB: Joi.number().integer().min(16).default(4096),
 })
   .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
   .unknown(true);
+
+/** `gitea.internal`, `10.0.0.5`, `10.0.0.0/8`, `fd00::/8`. */
+function isOutboundHostEntry(entry: string): boolean {
+  const [ip, prefix, extra] = entry.split('/');
+  if (extra !== undefined) return false;
+  const version = isIP(ip!);
+  if (prefix !== undefined) return version !== 0 && /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 6 ? 128 : 32);
+  return version !== 0 || /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i.test(entry);
+}
 
 const listOf = (value: string): string[] =>
   value
@@ -206,13 +248,7 @@ function trustProxyOf(value: string): boolean | number | string {
   return /^\d+$/.test(value) ? Number(value) : value;
 }
 
-/** Thrown when the environment does not parse; `problems` lists every bad key. */
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 /**
  * Outside production an unset SLIPWAY_SECRETS_KEY is generated once into the data dir, so a
@@ -269,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     dataDir,
     logLevel: value.LOG_LEVEL,
     bodyLimitBytes: value.SLIPWAY_BODY_LIMIT_BYTES,
+    apiKeyCacheTtlMs: value.SLIPWAY_API_KEY_CACHE_TTL_MS,
     jwt: value.SLIPWAY_JWT_ISSUER
       ? {
           issuer: value.SLIPWAY_JWT_ISSUER,
@@ -304,6 +341,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     deployerConcurrency: value.SLIPWAY_DEPLOYER_CONCURRENCY,
     workerHealthPort: value.SLIPWAY_WORKER_HEALTH_PORT,
     localReposRoot: path.resolve(value.SLIPWAY_LOCAL_REPOS_ROOT as string),
+    outbound: { allowHosts: listOf(value.SLIPWAY_OUTBOUND_ALLOW_HOSTS ?? '') },
     uploadMaxBytes: value.SLIPWAY_UPLOAD_MAX_BYTES,
     uploadUrlTtlMs: value.SLIPWAY_UPLOAD_URL_TTL_MS,
     runtime: {
@@ -311,6 +349,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       publicHost: value.SLIPWAY_RUNTIME_PUBLIC_HOST ?? (['0.0.0.0', '::'].includes(value.SLIPWAY_RUNTIME_HOST) ? '127.0.0.1' : value.SLIPWAY_RUNTIME_HOST),
       portMin: value.SLIPWAY_RUNTIME_PORT_MIN,
       portMax: value.SLIPWAY_RUNTIME_PORT_MAX,
+    },
+    sandbox: {
+      mode: value.SLIPWAY_SANDBOX,
+      uidMin: value.SLIPWAY_SANDBOX_UID_MIN,
+      uidMax: Math.max(value.SLIPWAY_SANDBOX_UID_MIN, value.SLIPWAY_SANDBOX_UID_MAX),
+      pidsMax: value.SLIPWAY_SANDBOX_PIDS_MAX,
+      openFiles: value.SLIPWAY_SANDBOX_OPEN_FILES,
+      defaultMemoryMb: value.SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB,
+      build: { memoryMb: value.SLIPWAY_BUILD_MEMORY_MB, cpu: value.SLIPWAY_BUILD_CPU, diskMb: value.SLIPWAY_BUILD_DISK_MB },
     },
   };
   return deepFreeze(config);
@@ -347,3 +394,4 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly
     throw err;
   }
 }
+export { loadAgentConfig, type AgentConfig } from './agent.js';

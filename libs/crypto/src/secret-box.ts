@@ -70,8 +70,3 @@ export class SecretBox {
 export function deriveKey(master: Buffer, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `slipway/${purpose}`, 32));
 }
-
-/** The password of a deployment's own database role: derived, so it is never stored. */
-export function deploymentDatabasePassword(master: Buffer, deploymentId: string): string {
-  return deriveKey(master, `deployment-database/${deploymentId}`).toString('base64url');
-}

@@ -72,10 +72,18 @@ export async function createDatabaseIfMissing(url: string, name: string): Promis
 }
 
 /**
+ * What a deployment's role may never be: it owns its database and nothing else. ALTER may not
+ * name the superuser-only attributes unless run by a superuser; the role was created without them.
+ */
+const UNPRIVILEGED_ALTER = 'LOGIN NOCREATEDB NOCREATEROLE';
+const UNPRIVILEGED = `${UNPRIVILEGED_ALTER} NOSUPERUSER NOREPLICATION NOBYPASSRLS`;
+
+/**
  * A deployment's own database with its own login role (same name) that owns it, so the app's
  * DATABASE_URI carries no control-plane credentials. PUBLIC loses CONNECT on it, so other
- * deployments' roles cannot reach it. Idempotent: an existing role gets its password reset,
- * an existing database its owner. Needs CREATEROLE (or superuser) on the control-plane user.
+ * deployments' roles cannot reach it, and on the control plane's own database (the one `url`
+ * names). Idempotent: an existing role gets its password and attributes reset, an existing
+ * database its owner. Needs CREATEROLE (or superuser) on the control-plane user.
  */
 export async function provisionDeploymentDatabase(url: string, name: string, password: string): Promise<void> {
   const client = await maintenanceClient(url);
@@ -84,9 +92,9 @@ export async function provisionDeploymentDatabase(url: string, name: string, pas
     const { rowCount: hasRole } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
     const literal = client.escapeLiteral(password);
     await client
-      .query(hasRole ? `ALTER ROLE ${role} WITH LOGIN PASSWORD ${literal}` : `CREATE ROLE ${role} WITH LOGIN PASSWORD ${literal}`)
+      .query(hasRole ? `ALTER ROLE ${role} WITH ${UNPRIVILEGED_ALTER} PASSWORD ${literal}` : `CREATE ROLE ${role} WITH ${UNPRIVILEGED} PASSWORD ${literal}`)
       .catch((err: { code?: string }) => {
-        if (err.code === '42710') return client.query(`ALTER ROLE ${role} WITH LOGIN PASSWORD ${literal}`); // created meanwhile
+        if (err.code === '42710') return client.query(`ALTER ROLE ${role} WITH ${UNPRIVILEGED_ALTER} PASSWORD ${literal}`); // created meanwhile
         if (err.code === '42501') {
           throw new Error(`The control-plane database user may not create roles; grant it CREATEROLE so each deployment gets its own (${name}).`);
         }
@@ -100,6 +108,9 @@ export async function provisionDeploymentDatabase(url: string, name: string, pas
     }
     await client.query(`ALTER DATABASE ${role} OWNER TO ${role}`);
     await client.query(`REVOKE ALL ON DATABASE ${role} FROM PUBLIC`);
+    // Only databases this installation made: its own and its deployments' (the server may host others).
+    const controlPlane = decodeURIComponent(new URL(url).pathname.slice(1));
+    if (controlPlane) await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${pg.escapeIdentifier(controlPlane)} FROM PUBLIC`);
   } finally {
     await client.end();
   }

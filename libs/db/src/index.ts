@@ -44,4 +44,21 @@ export {
   type TagKeyChanges,
   type WorkspaceTagValue,
 } from './repositories/tag.repository.js';
-export { RevisionLogRepository, type LogLine, type LogPage, type LogType } from './repositories/revision-log.repository.js';
+export {
+  REVISION_LOGS_CHANNEL,
+  RevisionLogRepository,
+  type LogFilter,
+  type LogLine,
+  type LogPage,
+  type LogScope,
+  type LogType,
+  type ScopedLogLine,
+} from './repositories/revision-log.repository.js';
+export { PgNotifications, type NotificationsLog } from './notifications.js';
+export { EVENTS_CHANNEL, EventRepository, type EventFilter, type StoredEvent } from './repositories/event.repository.js';
+export { RevisionHistoryRepository, type RevisionHistory, type StatusChange } from './repositories/revision-history.repository.js';
+export {
+  DeploymentCredentialStore,
+  type FrontPorts,
+  type StoreCredentials,
+} from './repositories/deployment-credentials.repository.js';

@@ -36,5 +36,10 @@ export interface ArtifactManifest {
    * config file's directory), with the deployment's environment and `PORT` set by the runtime.
    */
   start: { command: string; args: string[]; cwd: string };
+  /**
+   * Set when the platform serves the project's graphs (no `start` script of its own): the
+   * agent server. `auth_path` is the graph config's custom auth handler, if any.
+   */
+  agent_server?: { auth_path: string | null };
   built_at: string;
 }

@@ -21,7 +21,10 @@ export type HandOffHook = (manager: EntityManager, name: JobName, payload: Recor
 
 export interface RelayOptions {
   batchSize?: number;
+  /** Poll period without a LISTEN connection, and after a pass Redis refused. */
   pollMs?: number;
+  /** Safety poll while LISTEN works: catches rows of another process's backoff. */
+  idlePollMs?: number;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -38,7 +41,13 @@ export class OutboxRelay {
   private stopped = true;
   private readonly batchSize: number;
   private readonly pollMs: number;
+  private readonly idlePollMs: number;
   private listener: { release: () => void } | undefined;
+  private listening = false;
+  /** A wake-up arrived during a pass: run another right after it. */
+  private wokenDuringPass = false;
+  /** The last pass left rows behind (Redis refused one). */
+  private backlog = false;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -49,6 +58,7 @@ export class OutboxRelay {
   ) {
     this.batchSize = options.batchSize ?? 100;
     this.pollMs = options.pollMs ?? 500;
+    this.idlePollMs = options.idlePollMs ?? 5_000;
   }
 
   start(): void {
@@ -80,33 +90,55 @@ export class OutboxRelay {
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
+      this.wokenDuringPass = false;
       this.running = this.drain()
         .then(() => undefined)
-        .catch((err) => this.log.warn({ err }, 'outbox relay pass failed'))
+        .catch((err) => {
+          this.backlog = true;
+          this.log.warn({ err }, 'outbox relay pass failed');
+        })
         .finally(() => {
           this.running = undefined;
-          this.schedule(this.pollMs);
+          if (!this.listener) void this.listen();
+          // Woken: go again. Idle with a live LISTEN: only a slow safety poll, so an idle
+          // stack does not query the outbox continuously. Otherwise poll.
+          this.schedule(this.wokenDuringPass ? 0 : this.listener && !this.backlog ? this.idlePollMs : this.pollMs);
         });
     }, delay);
   }
 
   /** LISTEN for inserts so work goes out at once; polling remains the fallback. */
   private async listen(): Promise<void> {
+    if (this.listening || this.stopped) return;
+    this.listening = true;
     try {
       const driver = this.dataSource.driver as unknown as { master: { connect: () => Promise<any> } };
       const client = await driver.master.connect();
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        if (this.listener === listener) this.listener = undefined;
+        client.release(true);
+      };
+      const listener = { release };
       client.on('notification', () => {
-        if (!this.running) this.schedule(0);
+        if (this.running) this.wokenDuringPass = true;
+        else this.schedule(0);
       });
-      client.on('error', () => {});
+      // A lost LISTEN connection falls back to polling until the next pass listens again.
+      client.on('error', (err: Error) => {
+        this.log.debug({ err }, 'outbox LISTEN connection lost; polling');
+        release();
+        if (!this.running) this.schedule(this.pollMs);
+      });
       await client.query('LISTEN slipway_outbox');
-      if (this.stopped) {
-        client.release();
-        return;
-      }
-      this.listener = { release: () => client.release(true) };
+      if (this.stopped) return release();
+      this.listener = listener;
     } catch (err) {
       this.log.debug({ err }, 'outbox LISTEN unavailable; polling only');
+    } finally {
+      this.listening = false;
     }
   }
 
@@ -119,9 +151,14 @@ export class OutboxRelay {
         [this.batchSize],
       );
       let sent = 0;
+      // After a refusal, keep polling while rows wait out their backoff.
+      this.backlog = this.backlog && rows.length === 0 && (await manager.query(`SELECT 1 FROM outbox WHERE sent_at IS NULL AND available_at < 'infinity' LIMIT 1`)).length > 0;
       for (const row of rows) {
         if (await this.relayOne(manager, row)) sent++;
-        else break; // Redis is refusing: keep the rest for the next pass, in order.
+        else {
+          this.backlog = true;
+          break; // Redis is refusing: keep the rest for the next pass, in order.
+        }
       }
       return sent;
     });

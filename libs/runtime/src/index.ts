@@ -1,4 +1,4 @@
-export { deriveStoreCredentials, type StoreCredentials } from './kubernetes/credentials.js';
+export { type StoreCredentials } from './kubernetes/credentials.js';
 export { isDns1035Label, K8S_NAME_MAX, k8sName, STATEFULSET_NAME_MAX } from './kubernetes/k8s-name.js';
 export { cpuQuantity, memoryQuantity, storageQuantity } from './kubernetes/quantities.js';
 export {
@@ -26,4 +26,30 @@ export {
   type ProcessRuntimeOptions,
 } from './process/process-runtime.js';
 export { ProcessStore, type InstanceRecord, type InstanceStatus, type Queryable } from './process/process-store.js';
-export { ServingProxy, type ProxyTarget, type ServingProxyOptions } from './process/serving-proxy.js';
+export { ServingProxy, type AccessDenial, type ProxyTarget, type ServingProxyOptions } from './process/serving-proxy.js';
+export type {
+  InstanceHealth,
+  RuntimeDriver,
+  RuntimeInstance,
+  StartInstancesInput,
+  StartInstancesOptions,
+  StartInstancesOutcome,
+  TrafficSwitch,
+} from './driver.js';
+export { CgroupWriter, detectCgroups, type Cgroup, type CgroupLayout, type CgroupLimits } from './sandbox/cgroups.js';
+export { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment, type Mount, type SandboxCommandSpec } from './sandbox/command.js';
+export { pickUid, SandboxIdentities, UidsExhaustedError } from './sandbox/identities.js';
+export { confinementRules, NetworkConfinement, NFT_TABLE } from './sandbox/network.js';
+export { Sandbox, sandboxForStart, SandboxUnavailableError, setUpSandbox, type SandboxSettings } from './sandbox/sandbox.js';
+export type { Upstream } from './data-access/loopback-front.js';
+export { PostgresFront, type PostgresFrontOptions } from './data-access/postgres-front.js';
+export { RedisFront, type RedisFrontOptions } from './data-access/redis-front.js';
+export {
+  DataAccessError,
+  DENIED_REDIS_COMMANDS,
+  deploymentRedisUser,
+  dropDeploymentRedisUser,
+  ensureDeploymentRedisUser,
+  redisHasAcl,
+} from './data-access/redis-acl.js';
+export { activeFronts, probeLocalTrust, type LocalTrustReport } from './data-access/trust-probe.js';

@@ -6,18 +6,21 @@ import swaggerUi from 'swagger-ui-express';
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
 import { deriveKey, SecretBox } from '@slipway/crypto';
-import type { DataSource } from '@slipway/db';
+import { EVENTS_CHANNEL, PgNotifications, REVISION_LOGS_CHANNEL, type DataSource } from '@slipway/db';
 import { RevisionFlow, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
+import { ApiKeyCache } from './auth/api-key-cache.js';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
+import { CONSOLE_PATH, consoleApp } from './console/console-app.js';
 import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler, routePattern } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
 import { RateLimits } from './http/rate-limits.js';
 import type { RouteSpec } from './http/route.js';
 import { DependencyChecks } from './metrics/dependencies.js';
+import { LocalTrustCheck } from './metrics/local-trust.js';
 import { createMetrics } from './metrics/metrics.js';
 import { buildOpenApiDocument } from './openapi/openapi.js';
 import { apiKeyRoutes } from './routes/api-keys.router.js';
@@ -26,6 +29,9 @@ import { integrationRoutes } from './routes/integrations.router.js';
 import { listenerAgentRoutes } from './routes/listener-agent.router.js';
 import { listenerRoutes } from './routes/listeners.router.js';
 import { logRoutes } from './routes/logs.router.js';
+import { eventRoutes } from './routes/events.router.js';
+import { revisionHistoryRoutes } from './routes/revision-history.router.js';
+import { workspaceRoutes } from './routes/workspaces.router.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
 import { opsRoutes } from './routes/ops.router.js';
 import { tagRoutes } from './routes/tags.router.js';
@@ -36,11 +42,13 @@ import { IntegrationService } from './services/integration.service.js';
 import { WebhookService } from './services/webhook.service.js';
 import { WriteRunner } from './services/idempotency.js';
 import { RevisionService } from './services/revision.service.js';
+import { RevisionHistoryService } from './services/revision-history.service.js';
 import { TagService } from './services/tag.service.js';
 import { ListenerAgentService } from './services/listener-agent.service.js';
 import { ListenerService } from './services/listener.service.js';
 import { OAuthProviderService } from './services/oauth-provider.service.js';
 import { LogService } from './services/log.service.js';
+import { EventService } from './services/event.service.js';
 import { UploadService } from './services/upload.service.js';
 
 export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
@@ -64,7 +72,11 @@ export interface AppDeps {
 export interface App {
   express: Express;
   routes: readonly RouteSpec[];
+  /** Closes what the app opened on demand (the notification connection of followers). */
+  close: () => Promise<void>;
 }
+
+const NOTIFICATION_CHANNELS = [REVISION_LOGS_CHANNEL, EVENTS_CHANNEL];
 
 const UPLOAD_TOKEN_IN_URL = /(\/v2\/uploads\/)[^/?#]+/;
 
@@ -74,29 +86,36 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Builds the Express app. No I/O here: the caller owns connections and listening. */
 export function createApp({ config, dataSource, redis, queues, logger, extraRoutes = [] }: AppDeps): App {
   const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
-  const authenticator = new Authenticator(dataSource, config.jwt ? new JwtVerifier(config.jwt) : null, logger);
+  const apiKeyCache = new ApiKeyCache(dataSource, config.apiKeyCacheTtlMs, logger);
+  const authenticator = new Authenticator(dataSource, config.jwt ? new JwtVerifier(config.jwt) : null, apiKeyCache);
 
   const flow = new RevisionFlow(config.pipeline);
+  // Connects on the first follower (docs/architecture.md, Events): no I/O before that.
+  const notifications = new PgNotifications(config.databaseUrl, NOTIFICATION_CHANNELS, logger);
+  const shutdown = new AbortController();
   const integrations = new IntegrationService(dataSource, secrets, config);
   const deployments = new DeploymentService(dataSource, secrets, flow, integrations, config.runtime.publicHost);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
-  const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH] });
+  const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH, CONSOLE_PATH] });
   const dependencies = new DependencyChecks(dataSource, redis, metrics.registry);
 
   let document: Record<string, unknown> | undefined;
   const routes: RouteSpec[] = [
-    ...opsRoutes({ dependencies, openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
-    ...apiKeyRoutes(new ApiKeyService(dataSource)),
+    ...opsRoutes({ dependencies, localTrust: new LocalTrustCheck(config.databaseUrl, config.redisUrl), openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
+    ...apiKeyRoutes(new ApiKeyService(dataSource, apiKeyCache)),
     ...listenerRoutes(new ListenerService(dataSource)),
-    ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, deriveKey(config.secretsKey.key, 'store-credentials'))),
+    ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, secrets)),
     ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
     ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
     ...uploadRoutes(new UploadService(dataSource, config)),
-    ...logRoutes(new LogService(dataSource)),
+    ...logRoutes(new LogService(dataSource, notifications)),
+    ...eventRoutes(new EventService(dataSource, notifications)),
+    ...revisionHistoryRoutes(new RevisionHistoryService(dataSource)),
+    ...workspaceRoutes(dataSource),
     ...extraRoutes,
   ];
 
@@ -149,19 +168,28 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     (largeBodies.find((l) => l.method === req.method && l.regex.test(req.path))?.parser ?? standardBody)(req, res, next),
   );
 
+  const consoleRouter = consoleApp(admission.anonymousMiddleware());
   const router = express.Router({ strict: false });
-  mountRoutes(router, routes.filter((r) => !r.streamBody), { admission });
+  mountRoutes(router, routes.filter((r) => !r.streamBody), { admission, shutdown: shutdown.signal });
   for (const prefix of PATH_PREFIXES) {
     // serveFiles per mount: the shared `serve` keeps one init script for all setups.
     const docs = { swaggerOptions: { url: `${prefix}/openapi.json` }, customSiteTitle: 'Slipway API' };
     app.use(`${prefix}/docs`, admission.anonymousMiddleware(), swaggerUi.serveFiles(undefined, docs), swaggerUi.setup(undefined, docs));
     app.use(`${prefix}/metrics`, admission.anonymousMiddleware(), metrics.router);
     app.use(`${prefix}${BULL_BOARD_PATH}`, bullBoardApp({ queues, admission, prefix }));
+    app.use(`${prefix}${CONSOLE_PATH}`, consoleRouter);
     app.use(prefix || '/', router);
   }
   app.use(notFoundHandler(routes));
   app.use(errorHandler());
-  return { express: app, routes };
+  return {
+    express: app,
+    routes,
+    close: async () => {
+      shutdown.abort();
+      await notifications.close();
+    },
+  };
 }
 
 /**

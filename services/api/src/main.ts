@@ -72,6 +72,8 @@ async function main(): Promise<void> {
   installShutdown(
     log,
     [
+      // Open event streams would hold the server open: they end first.
+      { name: 'event streams', run: () => app.close() },
       {
         name: 'http',
         run: () =>

@@ -15,19 +15,24 @@ import {
 } from '@slipway/domain';
 import { enqueueInOutbox, PhaseGuard, RevisionLogWriter, type JobHandler, type RevisionFlow } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
-import { displayGitUrl, extractTarball, fetchGitRepository, SourceFetchError, uploadFilePath, type CloneAuth } from '@slipway/source';
+import { displayGitUrl, extractTarball, fetchGitRepository, SourceFetchError, uploadFilePath, type CloneAuth, type CloneProtocol } from '@slipway/source';
 import {
   BuildError,
   buildCommandFor,
   buildEnv,
   BuildLog,
   buildPaths,
+  dependencyDirs,
+  graphConfigEnv,
   installCommandFor,
   loadGraphConfig,
-  loadPackageJson,
+  readPackageJson,
   publishArtifact,
   type BuildPaths,
 } from './build-steps.js';
+import { authPath, checkNodeVersion, detectProjectKind } from './agent-project.js';
+import { agentServerStart, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from './agent-server-host.js';
+import { checkGraphs } from './graph-check.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
 
 const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
@@ -45,17 +50,23 @@ export interface BuildRow {
   source_config: StoredSourceConfig;
 }
 
+/** What one clone may use: credentials, and the only protocol git is allowed. */
+export interface CloneAccess {
+  auth: CloneAuth | null;
+  protocol: CloneProtocol;
+}
+
 export interface BuilderDeps {
   config: Readonly<Config>;
   dataSource: DataSource;
   flow: RevisionFlow;
   secrets: SecretBox;
   /**
-   * Credentials to clone a repohost deployment's repository: the integration's provider
-   * `cloneAuth()`. Without it (or when it answers null) git runs without credentials, which
-   * is what `local` integrations and public https repositories need.
+   * How a repohost deployment's repository may be cloned: its integration's provider checks
+   * the URL (transport and host) and gives credentials (`integrationCloneAccess`). Required:
+   * without it nothing says which transports a clone may use.
    */
-  cloneAuth?: (build: BuildRow) => Promise<CloneAuth | null>;
+  cloneAccess: (build: BuildRow) => Promise<CloneAccess>;
 }
 
 /** The build stopped because the revision is no longer this attempt's to build. */
@@ -161,13 +172,43 @@ class RevisionBuild {
     const graph = await loadGraphConfig(sourceRoot, graphConfigPath, where);
     this.buildLog.line(`Graph config ${graph.relativePath}: graphs ${Object.keys(graph.config.graphs).join(', ')}`);
     const appRel = path.relative(sourceRoot, graph.appDir).split(path.sep).join('/') || '.';
-    const pkg = await loadPackageJson(graph.appDir, appRel === '.' ? 'the source root' : `'${appRel}'`);
+    const appLabel = appRel === '.' ? 'the source root' : `'${appRel}'`;
+    const found = await readPackageJson(graph.appDir, appLabel);
+    const kind = detectProjectKind(graph.config, found, appLabel);
+    const pkg = found!;
+    checkNodeVersion(graph.config.node_version);
+    this.buildLog.line(
+      kind === 'server'
+        ? 'package.json has a "start" script: the app runs its own server (`npm run start`).'
+        : 'No "start" script: the graphs are served by the LangGraph.js agent server.',
+    );
 
     const env = buildEnv(this.paths, secrets);
+    let start: ArtifactManifest['start'] = { command: 'npm', args: ['run', 'start'], cwd: appRel };
     await this.runStep('install', installCommandFor(pkg, this.configured('install_command')), graph.appDir, env);
+    for (const dir of await dependencyDirs(sourceRoot, graph.appDir, graph.config.dependencies)) {
+      const depPkg = (await readPackageJson(dir, `dependency '${path.relative(graph.appDir, dir)}'`))!;
+      await this.runStep('install', installCommandFor(depPkg, null), dir, env);
+    }
     const buildCommand = buildCommandFor(pkg, this.configured('build_command'));
     if (buildCommand) await this.runStep('build', buildCommand, graph.appDir, env);
     else this.buildLog.line('No build command and no "build" script: nothing to build.');
+    if (kind === 'agent-server') {
+      this.buildLog.line(`Checking graphs ${Object.keys(graph.config.graphs).join(', ')}`);
+      await checkGraphs({
+        appDir: graph.appDir,
+        workDir: this.paths.work,
+        graphs: graph.config.graphs,
+        env: { ...(await graphConfigEnv(graph.appDir, graph.config.env)), ...env },
+        signal: this.guard.signal,
+        onLine: (line) => this.buildLog.line(line),
+      });
+      this.buildLog.line('Every graph resolves to a graph.');
+      this.buildLog.line('Installing the agent server');
+      const hostDir = await copyAgentServerHost(sourceRoot);
+      await this.runStep('install', AGENT_SERVER_HOST_INSTALL, hostDir, env);
+      start = agentServerStart(graph.appDir, hostDir, graph.relativePath, appRel);
+    }
 
     const manifest: ArtifactManifest = {
       version: 1,
@@ -178,7 +219,8 @@ class RevisionBuild {
       graphs: graph.config.graphs,
       env: graph.config.env ?? null,
       node_version: graph.config.node_version ?? null,
-      start: { command: 'npm', args: ['run', 'start'], cwd: appRel },
+      start,
+      ...(kind === 'agent-server' ? { agent_server: { auth_path: authPath(graph.config) } } : {}),
       built_at: new Date().toISOString(),
     };
     // Checked before touching the artifact directory, which another attempt may own by now.
@@ -209,7 +251,7 @@ class RevisionBuild {
       if (!repoUrl) throw new BuildError('The deployment has no source_config.repo_url to build from.');
       const ref = config.repo_ref || null;
       const pinned = config.repo_commit_sha || null;
-      const auth = this.deps.cloneAuth ? await this.deps.cloneAuth(this.rev) : null;
+      const { auth, protocol } = await this.deps.cloneAccess(this.rev);
       const display = displayGitUrl(repoUrl);
       this.buildLog.line(`Fetching ${display} at ${pinned ? `commit ${pinned}` : ref ? `'${ref}'` : 'its default branch'}`);
       const fetched = await fetchGitRepository({
@@ -218,6 +260,7 @@ class RevisionBuild {
         commit: pinned,
         dir: this.paths.source,
         auth: auth?.type === 'http-header' ? { header: auth.header } : null,
+        allowProtocol: protocol,
         signal,
       });
       this.buildLog.line(`Checked out commit ${fetched.commit}`);

@@ -10,6 +10,8 @@ import {
 } from '@slipway/domain';
 import type { RevisionLogWriter } from '@slipway/jobs';
 import { redactValues } from '@slipway/logging';
+import { parseEnvFile } from '@slipway/runtime';
+import { findLockfile, lockfileInstallCommand, runScriptCommand, type PackageManager } from './package-manager.js';
 
 /** A build failure the user can act on; its message becomes the revision's `status_message`. */
 export class BuildError extends Error {
@@ -142,42 +144,44 @@ export async function loadGraphConfig(sourceRoot: string, configPath: string, wh
 
 export interface PackageInfo {
   scripts: Record<string, string>;
-  hasLockfile: boolean;
+  /** package.json's `packageManager` field (`pnpm@9.1.0`), if any. */
+  packageManager: string | null;
+  /** The lockfile found beside package.json, if any. */
+  lockfile: { file: string; manager: PackageManager } | null;
 }
 
-/** The app's package.json: it must exist and have a `start` script (the process runtime runs `npm run start`). */
-export async function loadPackageJson(appDir: string, appLabel: string): Promise<PackageInfo> {
+/** The app's package.json, or null when there is none (whether that is fatal depends on the project kind). */
+export async function readPackageJson(appDir: string, appLabel: string): Promise<PackageInfo | null> {
   let text: string;
   try {
     text = await readFile(path.join(appDir, 'package.json'), 'utf8');
   } catch {
-    throw new BuildError(`No package.json in ${appLabel}: the server is started with \`npm run start\`, so the app needs a package.json with a "start" script.`);
+    return null;
   }
-  let pkg: { scripts?: unknown };
+  let pkg: { scripts?: unknown; packageManager?: unknown };
   try {
     pkg = JSON.parse(text);
   } catch (err) {
     throw new BuildError(`package.json in ${appLabel} is not valid JSON (${(err as Error).message}).`);
   }
   const scripts = (pkg && typeof pkg.scripts === 'object' && pkg.scripts !== null ? pkg.scripts : {}) as Record<string, unknown>;
-  if (typeof scripts.start !== 'string' || !scripts.start.trim()) {
-    throw new BuildError(`package.json in ${appLabel} has no "start" script: the server is started with \`npm run start\`.`);
-  }
-  const exists = (f: string) => stat(path.join(appDir, f)).then(() => true, () => false);
-  const hasLockfile = (await exists('package-lock.json')) || (await exists('npm-shrinkwrap.json'));
-  return { scripts: Object.fromEntries(Object.entries(scripts).filter(([, v]) => typeof v === 'string')) as Record<string, string>, hasLockfile };
+  return {
+    scripts: Object.fromEntries(Object.entries(scripts).filter(([, v]) => typeof v === 'string')) as Record<string, string>,
+    packageManager: typeof pkg?.packageManager === 'string' ? pkg.packageManager : null,
+    lockfile: await findLockfile(appDir),
+  };
 }
 
-/** The configured install command, else `npm ci` with a lockfile, `npm install` without. */
+/** The configured install command, else the one the project's lockfile / `packageManager` calls for. */
 export function installCommandFor(pkg: PackageInfo, configured: string | null | undefined): string {
   if (configured?.trim()) return configured;
-  return pkg.hasLockfile ? 'npm ci --no-audit --no-fund' : 'npm install --no-audit --no-fund';
+  return lockfileInstallCommand(pkg);
 }
 
-/** The configured build command, else `npm run build` when there is a build script, else none. */
+/** The configured build command, else `<package manager> run build` when there is a build script, else none. */
 export function buildCommandFor(pkg: PackageInfo, configured: string | null | undefined): string | null {
   if (configured?.trim()) return configured;
-  return pkg.scripts.build ? 'npm run build' : null;
+  return pkg.scripts.build ? runScriptCommand(pkg, 'build') : null;
 }
 
 /**
@@ -202,4 +206,41 @@ export async function publishArtifact(paths: BuildPaths, sourceRoot: string, man
   await writeFile(path.join(staging, ARTIFACT_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
   await rm(paths.artifact, { recursive: true, force: true });
   await rename(staging, paths.artifact);
+}
+
+/**
+ * The directories of the graph config's `dependencies` other than the app itself (`.`), each a
+ * local package (a directory with a package.json, inside the source) whose dependencies are
+ * installed too. npm packages belong in package.json, not here.
+ */
+export async function dependencyDirs(sourceRoot: string, appDir: string, dependencies: readonly string[] | undefined): Promise<string[]> {
+  const dirs: string[] = [];
+  for (const dep of dependencies ?? []) {
+    if (!dep.startsWith('.') && !dep.startsWith('/')) {
+      throw new BuildError(`Dependency '${dep}' in the graph config is not a path: list local packages ('.', './packages/tools') there, npm packages in package.json.`);
+    }
+    const rel = path.relative(sourceRoot, path.resolve(appDir, dep));
+    const dir = await resolveInside(sourceRoot, rel || '.', `Dependency '${dep}'`);
+    if (!dir || !(await stat(path.join(dir, 'package.json')).then((s) => s.isFile(), () => false))) {
+      throw new BuildError(`Dependency '${dep}' in the graph config is not a directory with a package.json.`);
+    }
+    if (path.resolve(dir) !== path.resolve(appDir) && !dirs.includes(dir)) dirs.push(dir);
+  }
+  return dirs;
+}
+
+/**
+ * The graph config's `env` as values, for code the build runs (the graph check): an object as
+ * given, or the env file(s) it names read from the app directory. A file that is not there is
+ * skipped here (the runtime says so in the deploy log); values are never logged.
+ */
+export async function graphConfigEnv(appDir: string, env: GraphConfig['env']): Promise<Record<string, string>> {
+  if (!env) return {};
+  if (typeof env === 'object' && !Array.isArray(env)) return { ...env };
+  const values: Record<string, string> = {};
+  for (const file of typeof env === 'string' ? [env] : env) {
+    const full = await resolveInside(appDir, file, 'Env file').catch(() => null);
+    if (full) Object.assign(values, parseEnvFile(await readFile(full, 'utf8').catch(() => '')));
+  }
+  return values;
 }

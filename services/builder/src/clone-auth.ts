@@ -1,9 +1,9 @@
 import type { Config } from '@slipway/config';
 import type { SecretBox } from '@slipway/crypto';
 import { queryRows, type DataSource } from '@slipway/db';
-import { createRepohostProvider, type CloneAuth, type ProviderSpec } from '@slipway/source';
+import { createRepohostProvider, type CloneProtocol, type ProviderSpec } from '@slipway/source';
 import { BuildError } from './build-steps.js';
-import type { BuildRow } from './build-revision.processor.js';
+import type { BuildRow, CloneAccess } from './build-revision.processor.js';
 
 interface IntegrationRow {
   id: string;
@@ -14,13 +14,14 @@ interface IntegrationRow {
 }
 
 /**
- * Clone credentials of a repohost deployment: its integration's provider `cloneAuth()` (a
- * token header for github/gitea, nothing for local). Credentials are sealed with the
- * integration id as context, as the api stores them.
+ * Clone access for a repohost deployment, from its integration's provider: `checkCloneUrl()`
+ * (issue 8 item 4: `local` only through its root, github/gitea only over https to their own
+ * host) then `cloneAuth()` (a token header for github/gitea, nothing for local). Credentials
+ * are sealed with the integration id as context, as the api stores them.
  */
-export function integrationCloneAuth(config: Readonly<Config>, dataSource: DataSource, secrets: SecretBox): (build: BuildRow) => Promise<CloneAuth | null> {
+export function integrationCloneAccess(config: Readonly<Config>, dataSource: DataSource, secrets: SecretBox): (build: BuildRow) => Promise<CloneAccess> {
   return async (build) => {
-    if (!build.integration_id) return null;
+    if (!build.integration_id) throw new BuildError('The deployment has no integration to clone its repository through.');
     const [row] = await queryRows<IntegrationRow>(
       dataSource.manager,
       `SELECT id, provider, name, config, credentials_sealed FROM integrations WHERE id = $1`,
@@ -33,9 +34,16 @@ export function integrationCloneAuth(config: Readonly<Config>, dataSource: DataS
     } catch (err) {
       throw new BuildError(`The credentials of integration '${row.name}' could not be decrypted (${(err as Error).message}).`);
     }
+    const spec = { provider: row.provider, name: row.name, config: row.config, credentials } as ProviderSpec;
+    const provider = createRepohostProvider(spec, { localReposRoot: config.localReposRoot, outbound: config.outbound });
+    let protocol: CloneProtocol;
     try {
-      const spec = { provider: row.provider, name: row.name, config: row.config, credentials } as ProviderSpec;
-      return await createRepohostProvider(spec, { localReposRoot: config.localReposRoot }).cloneAuth();
+      protocol = await provider.checkCloneUrl(build.source_config.repo_url ?? '');
+    } catch (err) {
+      throw new BuildError(`The repository URL was refused: ${(err as Error).message}`);
+    }
+    try {
+      return { auth: await provider.cloneAuth(), protocol };
     } catch (err) {
       throw new BuildError(`Could not get clone credentials from integration '${row.name}': ${(err as Error).message}`);
     }

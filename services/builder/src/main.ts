@@ -5,7 +5,7 @@
 import { SecretBox } from '@slipway/crypto';
 import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
 import { buildRevisionProcessor } from './build-revision.processor.js';
-import { integrationCloneAuth } from './clone-auth.js';
+import { integrationCloneAccess } from './clone-auth.js';
 import { sweepBuildDirectories } from './sweep-builds.js';
 
 runWorkerProcess({
@@ -26,7 +26,7 @@ runWorkerProcess({
             dataSource,
             flow,
             secrets,
-            cloneAuth: integrationCloneAuth(config, dataSource, secrets),
+            cloneAccess: integrationCloneAccess(config, dataSource, secrets),
           }),
         },
         connection: workerRedis,

@@ -3,28 +3,47 @@
  * the shared maintenance worker. Entry file: `tsx services/deployer/src/main.ts`.
  */
 import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
+import { sandboxForStart } from '@slipway/runtime';
+import { ProcessDriver } from './process-driver/process-driver.js';
 import { provisionDeploymentProcessor } from './provision-deployment.processor.js';
+import { DeploymentDataAccess } from './provisioning/data-access.js';
+import { RevisionInputs } from './revision-inputs.js';
 import { rolloutRevisionProcessor } from './rollout-revision.processor.js';
-import { RuntimeSupervisor } from './runtime-supervisor.js';
 import { teardownDeploymentProcessor } from './teardown-deployment.processor.js';
 
-// One per deployer process, started before the workers take jobs.
-let supervisor: RuntimeSupervisor;
+// One per deployer process, adopting before the workers take jobs.
+let driver: ProcessDriver;
+let inputs: RevisionInputs;
+let dataAccess: DeploymentDataAccess;
 
 runWorkerProcess({
   name: 'deployer',
   onStart: async ({ config, dataSource, log }) => {
-    supervisor = new RuntimeSupervisor(config, dataSource, log.child({ component: 'process-runtime' }));
-    await supervisor.start();
-    return { name: 'process runtime', stop: () => supervisor.stop() };
+    // Probes Postgres and Redis for passwordless local access and reports it, at every start.
+    dataAccess = new DeploymentDataAccess(config, dataSource, log.child({ component: 'data-access' }));
+    await dataAccess.start();
+    inputs = new RevisionInputs(config, dataSource, dataAccess);
+    // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (README "Sandbox").
+    const sandbox = await sandboxForStart(config.sandbox, dataSource, { production: config.nodeEnv === 'production', warn: (m) => log.warn(m) });
+    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox);
+    await driver.adopt();
+    // Adopted instances find their fronts on the recorded ports; only the runtime's owner keeps them.
+    dataAccess.keepFronts(() => driver.isOwner);
+    return {
+      name: 'process runtime',
+      stop: async () => {
+        await driver.release();
+        await dataAccess.close();
+      },
+    };
   },
   workers: ({ config, dataSource, flow, workerRedis, log }) => [
     createWorker({
       queue: QUEUES.rollouts,
       handlers: {
-        'rollout.revision': rolloutRevisionProcessor(config, dataSource, flow, supervisor),
-        'provision.deployment': provisionDeploymentProcessor(config, dataSource),
-        'teardown.deployment': teardownDeploymentProcessor(config, dataSource, supervisor),
+        'rollout.revision': rolloutRevisionProcessor(config, dataSource, flow, driver, inputs, dataAccess),
+        'provision.deployment': provisionDeploymentProcessor(dataSource, dataAccess),
+        'teardown.deployment': teardownDeploymentProcessor(config, dataSource, driver, dataAccess),
       },
       connection: workerRedis,
       prefix: config.queuePrefix,

@@ -2,10 +2,11 @@ import type { Config } from '@slipway/config';
 import { queryRows, type DataSource } from '@slipway/db';
 import { isRevisionTerminal, type RevisionStatus } from '@slipway/domain';
 import { PhaseGuard, RevisionLogWriter, type JobContext, type JobHandler, type RevisionFlow } from '@slipway/jobs';
-import { ArtifactError, PortsExhaustedError } from '@slipway/runtime';
+import { ArtifactError, DataAccessError, PortsExhaustedError, type RuntimeDriver, type StartInstancesInput } from '@slipway/runtime';
+import { parkUntilOwner } from './park.js';
 import { provisionDeployment } from './provision-deployment.processor.js';
-import { parkUntilOwner, type RevisionRuntime, type RuntimeSupervisor } from './runtime-supervisor.js';
-
+import type { DeploymentDataAccess } from './provisioning/data-access.js';
+import type { RevisionInputs } from './revision-inputs.js';
 
 interface RolloutRow {
   status: RevisionStatus;
@@ -22,13 +23,15 @@ interface RolloutRow {
  *   listener's desired state (CONTRACT C12); the agent's report ends it, the phase deadline
  *   (reconciler) bounds it.
  * - `repohost` / `upload` → the process runtime (`rolloutProcessRevision`), on the deployer
- *   that owns it (single node; see RuntimeSupervisor).
+ *   that owns it (single node; see ProcessDriver).
  */
 export function rolloutRevisionProcessor(
   config: Readonly<Config>,
   dataSource: DataSource,
   flow: RevisionFlow,
-  supervisor: RuntimeSupervisor,
+  driver: RuntimeDriver,
+  inputs: RevisionInputs,
+  dataAccess: DeploymentDataAccess,
 ): JobHandler<'rollout.revision'> {
   return async ({ revisionId, attempt }, { job, log }) => {
     const load = async () =>
@@ -55,7 +58,7 @@ export function rolloutRevisionProcessor(
     const guard = new PhaseGuard(dataSource, revisionId, ['AWAITING_DEPLOY', 'DEPLOYING'], config.pipeline, attempt);
     await guard.start();
     try {
-      if (rev.deployment_status === 'AWAITING_DATABASE') await provisionDeployment(config, dataSource, rev.deployment_id, log);
+      if (rev.deployment_status === 'AWAITING_DATABASE' && !(await provisionOrFail(dataAccess, dataSource, flow, rev.deployment_id, revisionId, log))) return;
 
       if (rev.source === 'external_container') {
         guard.stop(); // from DEPLOYING on, the listener reports and the deadline bounds it
@@ -70,11 +73,11 @@ export function rolloutRevisionProcessor(
         return;
       }
       // Local processes are the runtime owner's alone: elsewhere the job waits for it.
-      if (!supervisor.isOwner) {
+      if (!driver.isOwner) {
         log.debug('not the process runtime owner; parking the rollout');
         await parkUntilOwner(job);
       }
-      await rolloutProcessRevision(config, dataSource, flow, supervisor, revisionId, guard, log);
+      await rolloutProcessRevision(config, dataSource, flow, { driver, inputs }, revisionId, guard, log);
     } finally {
       guard.stop();
     }
@@ -82,29 +85,30 @@ export function rolloutRevisionProcessor(
 }
 
 /**
- * A cloud-hosted revision on the process runtime: AWAITING_DEPLOY → DEPLOYING, start its
- * instances under a phase guard (interruption and deadline reach the health wait), switch the
- * proxy, DEPLOYED in the transaction that retires the old instances. Any failure leaves the
- * old instances serving and records DEPLOY_FAILED with the failed instance's last log lines.
- * A bad artifact or an exhausted port range fails at once; anything else unexpected throws, and
- * the reconciler retries the phase.
+ * A cloud-hosted revision on the process runtime: AWAITING_DEPLOY → DEPLOYING, the driver starts
+ * its instances under a phase guard (interruption and deadline reach the health wait) and
+ * switches traffic to them, DEPLOYED, then the driver retires the old instances (or, when the
+ * transition lost, puts traffic back and stops the new ones). Any failure leaves the old
+ * instances serving and records DEPLOY_FAILED with the driver's message (the failed instance's
+ * last log lines). A bad artifact or an exhausted port range fails at once; anything else
+ * unexpected throws, and the reconciler retries the phase.
  */
 async function rolloutProcessRevision(
   config: Readonly<Config>,
   dataSource: DataSource,
   flow: RevisionFlow,
-  supervisor: RuntimeSupervisor,
+  { driver, inputs }: { driver: RuntimeDriver; inputs: RevisionInputs },
   revisionId: string,
   guard: PhaseGuard,
   log: JobContext['log'],
 ): Promise<void> {
   const fail = (from: RevisionStatus, message: string) =>
     dataSource.transaction((m) => flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: [from], message }));
-  let rev: RevisionRuntime;
+  let input: StartInstancesInput;
   try {
-    rev = await supervisor.revision(revisionId);
+    input = await inputs.get(revisionId);
   } catch (err) {
-    if (!(err instanceof ArtifactError)) throw err;
+    if (!(err instanceof ArtifactError) && !(err instanceof DataAccessError)) throw err;
     await fail('AWAITING_DEPLOY', err.message);
     return;
   }
@@ -112,29 +116,62 @@ async function rolloutProcessRevision(
     flow.transition(m, revisionId, 'DEPLOYING', { from: ['AWAITING_DEPLOY'], message: 'Starting instances; waiting for GET /ok.' }),
   );
   if (!deploying) return;
-  const deployLog = new RevisionLogWriter(dataSource, revisionId, 'deploy', rev.secretValues);
+  const deployLog = new RevisionLogWriter(dataSource, revisionId, 'deploy', input.secretValues);
   try {
-    for (const warning of rev.artifact.warnings) deployLog.line(warning, 'warn');
+    for (const warning of input.artifact.warnings) deployLog.line(warning, 'warn');
     const [row] = await queryRows<{ deadline_at: Date | null }>(dataSource.manager, `SELECT deadline_at FROM revisions WHERE id = $1`, [revisionId]);
     const deadline = row?.deadline_at ? new Date(row.deadline_at).getTime() : Date.now() + config.pipeline.rolloutDeadlineMs;
-    const outcome = await supervisor.rollout(rev, {
-      signal: guard.signal,
-      deadline,
-      deployLog,
-      commit: (m) => flow.transition(m, revisionId, 'DEPLOYED', { from: ['DEPLOYING'], message: 'Healthy and serving.' }),
-    });
-    if (outcome.ok) {
-      log.info({ deploymentId: rev.deploymentId }, 'revision deployed on the process runtime');
-    } else if (outcome.lost) {
-      log.info(outcome.message);
-    } else {
-      deployLog.line(outcome.message, 'error');
-      await fail('DEPLOYING', outcome.message);
+    const started = await driver.startInstances(input, { signal: guard.signal, deadline, log: (line, level) => deployLog.line(line, level) });
+    if (!started.ok) {
+      deployLog.line(started.message, 'error');
+      await fail('DEPLOYING', started.message);
+      return;
     }
+    const switched = await driver.switchTraffic(input, started.instances).catch(async (err) => {
+      await driver.stop({ instances: started.instances });
+      throw err;
+    });
+    // The proxy swaps first, so that by the time the revision reads DEPLOYED it serves.
+    const deployed = await dataSource
+      .transaction((m) => flow.transition(m, revisionId, 'DEPLOYED', { from: ['DEPLOYING'], message: 'Healthy and serving.' }))
+      .catch(async (err) => {
+        await switched.revert();
+        throw err;
+      });
+    if (!deployed) {
+      await switched.revert();
+      log.info('the revision moved on before it was activated');
+      return;
+    }
+    await switched.confirm();
+    deployLog.line(`Traffic switched to revision ${revisionId}.`);
+    log.info({ deploymentId: input.deploymentId }, 'revision deployed on the process runtime');
   } catch (err) {
     if (!(err instanceof PortsExhaustedError)) throw err;
     await fail('DEPLOYING', `${err.message} Widen SLIPWAY_RUNTIME_PORT_MIN/MAX or delete unused deployments.`);
   } finally {
     await deployLog.close();
+  }
+}
+
+/**
+ * Provisions the revision's deployment; a store that cannot give it credentials of its own (Redis
+ * without ACLs) fails the revision with that reason instead of retrying. False: failed.
+ */
+async function provisionOrFail(
+  dataAccess: DeploymentDataAccess,
+  dataSource: DataSource,
+  flow: RevisionFlow,
+  deploymentId: string,
+  revisionId: string,
+  log: JobContext['log'],
+): Promise<boolean> {
+  try {
+    await provisionDeployment(dataAccess, dataSource, deploymentId, log);
+    return true;
+  } catch (err) {
+    if (!(err instanceof DataAccessError)) throw err;
+    await dataSource.transaction((m) => flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: ['AWAITING_DEPLOY'], message: err.message }));
+    return false;
   }
 }

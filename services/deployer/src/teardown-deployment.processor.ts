@@ -4,20 +4,24 @@ import type { Config } from '@slipway/config';
 import { dropDeploymentDatabase, queryRows, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import type { JobHandler } from '@slipway/jobs';
-import { parkUntilOwner, type RuntimeSupervisor } from './runtime-supervisor.js';
+import type { RuntimeDriver } from '@slipway/runtime';
+import { parkUntilOwner } from './park.js';
+import type { DeploymentDataAccess } from './provisioning/data-access.js';
 
 /**
  * `teardown.deployment` for a deployment in AWAITING_DELETE. A listener's deployment is torn
  * down by its agent (desired state says `delete`; the agent's report removes the row). A
  * cloud-hosted one: stop its serving proxy and its instances (on the deployer that owns the
- * process runtime; elsewhere the job waits for it), drop its database, then remove the row —
+ * process runtime; elsewhere the job waits for it), close its data-access fronts and drop its
+ * Redis user, drop its database, then remove the row —
  * the deployment is gone (404), its tracing project stays. Every step is idempotent, so a
  * retried teardown is safe.
  */
 export function teardownDeploymentProcessor(
   config: Readonly<Config>,
   dataSource: DataSource,
-  supervisor: RuntimeSupervisor,
+  driver: RuntimeDriver,
+  dataAccess: DeploymentDataAccess,
 ): JobHandler<'teardown.deployment'> {
   return async ({ deploymentId }, { job, log }) => {
     const [d] = await queryRows<{ status: string; name: string; listener_id: string | null }>(
@@ -30,9 +34,10 @@ export function teardownDeploymentProcessor(
       log.info({ listenerId: d.listener_id }, 'teardown published to the listener; waiting for its report');
       return;
     }
-    if (!supervisor.isOwner) await parkUntilOwner(job);
+    if (!driver.isOwner) await parkUntilOwner(job);
     // Processes first: they hold connections to the database about to be dropped.
-    await supervisor.teardown(deploymentId);
+    await driver.stop({ deploymentId });
+    await dataAccess.drop(deploymentId);
     await dropDeploymentDatabase(config.databaseUrl, deploymentDatabaseName(d.name, deploymentId));
     await removeFiles(config, dataSource, deploymentId);
     await dataSource.query(`DELETE FROM deployments WHERE id = $1 AND status = 'AWAITING_DELETE'`, [deploymentId]);

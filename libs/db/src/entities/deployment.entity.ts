@@ -11,6 +11,8 @@ export interface StoredSourceConfig {
   listener_config?: { k8s_namespace?: string | null } | null;
   install_command?: string | null;
   build_command?: string | null;
+  /** Agent servers: 'none' opens the serving URL to anyone; otherwise a workspace API key is required. */
+  serving_auth?: 'api_key' | 'none' | null;
 }
 
 /** A deployment of an agent server (CONTRACT C4). */

@@ -1,9 +1,21 @@
 import { Foundation1763700000000 } from './1763700000000-foundation.js';
 import { DeploymentsPipeline1763800000000 } from './1763800000000-deployments-pipeline.js';
 import { CodeDeploys1763900000000 } from './1763900000000-code-deploys.js';
+import { SandboxIdentities1764100000000 } from './1764100000000-sandbox-identities.js';
+import { DeploymentCredentials1764150000000 } from './1764150000000-deployment-credentials.js';
+import { LogFollow1764500000000 } from './1764500000000-log-follow.js';
+import { Events1764500000001 } from './1764500000001-events.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
  * Listed explicitly so the order is the array order, not a glob's.
  */
-export const MIGRATIONS = [Foundation1763700000000, DeploymentsPipeline1763800000000, CodeDeploys1763900000000];
+export const MIGRATIONS = [
+  Foundation1763700000000,
+  DeploymentsPipeline1763800000000,
+  CodeDeploys1763900000000,
+  SandboxIdentities1764100000000,
+  DeploymentCredentials1764150000000,
+  LogFollow1764500000000,
+  Events1764500000001,
+];

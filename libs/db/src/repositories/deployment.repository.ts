@@ -55,6 +55,16 @@ export class DeploymentRepository {
     return qb.getMany();
   }
 
+  /** Deployments of `type` across every workspace of the organization. */
+  async countOfTypeInOrganization(organizationId: string, type: string): Promise<number> {
+    const [row] = await this.manager.query(
+      `SELECT count(*)::int AS count FROM deployments d JOIN workspaces w ON w.id = d.workspace_id
+        WHERE w.organization_id = $1 AND d.deployment_type = $2`,
+      [organizationId, type],
+    );
+    return row.count;
+  }
+
   /** Tag value ids of each given deployment. */
   async tagValueIds(deploymentIds: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>(deploymentIds.map((id) => [id, []]));

@@ -20,6 +20,11 @@ export class TenancyRepository {
     return this.manager.findOneBy(Workspace, { id });
   }
 
+  /** A page of an organization's workspaces, oldest first. */
+  listWorkspaces(organizationId: string, page: { limit: number; offset: number }): Promise<Workspace[]> {
+    return this.manager.find(Workspace, { where: { organizationId }, order: { createdAt: 'ASC', id: 'ASC' }, take: page.limit, skip: page.offset });
+  }
+
   async createOrganization(name: string): Promise<{ organization: Organization; workspace: Workspace }> {
     const organization = this.manager.create(Organization, { id: randomUUID(), name });
     await this.manager.insert(Organization, organization);

@@ -1,7 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { resolveResourceSpec, type ResourceSpec, type ResourceSpecInput } from '@slipway/domain';
-import { deriveStoreCredentials } from './credentials.js';
+import type { StoreCredentials } from './credentials.js';
 import { isDns1035Label, k8sName } from './k8s-name.js';
 import { cpuQuantity, memoryQuantity } from './quantities.js';
 import { renderManifests, withoutSecretData, type RenderedObject, type RenderInput } from './render.js';
@@ -9,7 +9,7 @@ import { renderManifests, withoutSecretData, type RenderedObject, type RenderInp
 const DEPLOYMENT_ID = '0b6f5c1e-3d52-4a8e-9c36-2b1f0e7d9a41';
 const REVISION_ID = '7c2d9e44-61f0-4b7a-8d1e-55a3c9b0f213';
 const SECRET_VALUE = 'sk-render-test-secret-value';
-const credentials = deriveStoreCredentials(Buffer.alloc(32, 7), DEPLOYMENT_ID);
+const credentials: StoreCredentials = { databasePassword: 'db-password-of-the-deployment', redisPassword: 'redis-password-of-the-deployment' };
 
 function input(spec: ResourceSpecInput = {}, extra: Partial<RenderInput> = {}): RenderInput {
   return {
@@ -380,17 +380,5 @@ describe('k8sName', () => {
       expect(isDns1035Label(k8sName(base, 'db')), base).toBe(true);
     }
     expect(k8sName('Agent_One', 'db')).toMatch(/^agent-one-[0-9a-f]{8}-db$/);
-  });
-});
-
-describe('deriveStoreCredentials', () => {
-  it('is stable per key and deployment, and differs across both', () => {
-    const key = Buffer.alloc(32, 1);
-    const a = deriveStoreCredentials(key, DEPLOYMENT_ID);
-    expect(deriveStoreCredentials(key, DEPLOYMENT_ID)).toEqual(a);
-    expect(a.databasePassword).not.toBe(a.redisPassword);
-    expect(deriveStoreCredentials(key, REVISION_ID).databasePassword).not.toBe(a.databasePassword);
-    expect(deriveStoreCredentials(Buffer.alloc(32, 2), DEPLOYMENT_ID).databasePassword).not.toBe(a.databasePassword);
-    expect(a.databasePassword).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 });

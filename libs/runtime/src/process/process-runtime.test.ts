@@ -29,25 +29,25 @@ describe('instanceEnvironment', () => {
         { name: 'DATABASE_URI', value: 'postgres://evil/x' },
         { name: 'REDIS_PREFIX', value: 'other' },
       ],
-      databaseUrl: 'postgres://slipway:pw@db.internal:5432/slipway?sslmode=require',
-      databaseName: 'slipway_d_agent_1234abcd',
-      databasePassword: 'p@ss/word',
-      redisUrl: 'redis://127.0.0.1:6379/0',
-      deploymentId: 'd-1',
+      data: {
+        DATABASE_URI: 'postgres://slipway_d_agent_1234abcd:pw@127.0.0.1:20001/slipway_d_agent_1234abcd',
+        REDIS_URI: 'redis://slipway-d-d-1:pw@127.0.0.1:20002',
+        REDIS_PREFIX: 'slipway-d-d-1',
+      },
     });
     expect(env).toEqual({
       NODE_ENV: 'staging',
       FROM_GRAPH: 'g',
       OVERRIDDEN: 'secret',
-      // The deployment's own role: the control plane's user and password never reach the app.
-      DATABASE_URI: 'postgres://slipway_d_agent_1234abcd:p%40ss%2Fword@db.internal:5432/slipway_d_agent_1234abcd?sslmode=require',
-      REDIS_URI: 'redis://127.0.0.1:6379/0',
+      // The platform's values win over secrets of the same name.
+      DATABASE_URI: 'postgres://slipway_d_agent_1234abcd:pw@127.0.0.1:20001/slipway_d_agent_1234abcd',
+      REDIS_URI: 'redis://slipway-d-d-1:pw@127.0.0.1:20002',
       REDIS_PREFIX: 'slipway-d-d-1',
     });
   });
 
   it('defaults NODE_ENV to production', () => {
-    const env = instanceEnvironment({ secrets: [], databaseUrl: 'postgres://h/db', databaseName: 'x', databasePassword: 'p', redisUrl: 'redis://h', deploymentId: 'd' });
+    const env = instanceEnvironment({ secrets: [], data: {} });
     expect(env.NODE_ENV).toBe('production');
   });
 });

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { chownSync, closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
+import { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment } from '../sandbox/command.js';
+import type { Sandbox } from '../sandbox/sandbox.js';
 import type { Artifact } from './artifact.js';
 import { waitHealthy, type HealthOutcome } from './health.js';
 import { isGroupLeader, isProcessAlive, stopProcessGroup } from './os-process.js';
@@ -15,6 +17,8 @@ export interface ProcessRuntimeOptions {
   portMax: number;
   /** `<dataDir>/runtime/<deployment>/…` holds log files and each deployment's HOME. */
   dataDir: string;
+  /** Null: instances run unsandboxed, as this process's user (the documented opt-out). */
+  sandbox?: Sandbox | null;
 }
 
 export interface LaunchSpec {
@@ -27,6 +31,10 @@ export interface LaunchSpec {
   env: Record<string, string>;
   /** Restart of an existing row: same row, same log file, same port when it is still free. */
   existing?: InstanceRecord;
+  /** Per-instance limits (sandbox only). */
+  limits?: { memoryMb?: number; cpu?: number };
+  /** Local ports the instance may connect to besides its own (sandbox only). */
+  allowedLocalPorts?: number[];
 }
 
 /** An instance started by this process. */
@@ -42,36 +50,20 @@ export class PortsExhaustedError extends Error {
 
 /**
  * An instance's environment, built from scratch. Precedence, lowest first: NODE_ENV=production,
- * the graph config's env, the revision's secrets, then what the platform manages (DATABASE_URI,
- * REDIS_URI, REDIS_PREFIX; the runtime adds PORT, PATH and HOME), which nothing overrides.
+ * the graph config's env, the revision's secrets, then what the platform manages (`data`:
+ * DATABASE_URI, REDIS_URI, REDIS_PREFIX, naming the deployment's own role and Redis user; the
+ * runtime adds PORT, PATH and HOME), which nothing overrides.
  */
 export function instanceEnvironment(input: {
   /** The graph config's env (lowest precedence). */
   base?: Record<string, string>;
   secrets: ReadonlyArray<{ name: string; value: string }>;
-  /** The control plane's DATABASE_URL: only its host, port and options are reused. */
-  databaseUrl: string;
-  databaseName: string | null;
-  /** Password of the deployment's own role (named like its database). */
-  databasePassword: string;
-  redisUrl: string;
-  deploymentId: string;
+  /** The deployment's store access (never the control plane's credentials). */
+  data: Readonly<Record<string, string>>;
 }): Record<string, string> {
   const env: Record<string, string> = { NODE_ENV: 'production', ...input.base };
   for (const s of input.secrets) env[s.name] = s.value;
-  if (input.databaseName) {
-    // The deployment's own role, never the control plane's credentials.
-    const db = new URL(input.databaseUrl);
-    db.username = encodeURIComponent(input.databaseName);
-    db.password = encodeURIComponent(input.databasePassword);
-    db.pathname = `/${input.databaseName}`;
-    env.DATABASE_URI = db.toString();
-  }
-  // Redis is the control plane's; an app keeps to its own keys under REDIS_PREFIX (no DB index:
-  // there are only 16 and many deployments).
-  env.REDIS_URI = input.redisUrl;
-  env.REDIS_PREFIX = `slipway-d-${input.deploymentId}`;
-  return env;
+  return { ...env, ...input.data };
 }
 
 /** The last `count` lines of a file (reads at most its last 64 KiB). */
@@ -150,6 +142,7 @@ export class ProcessRuntime {
   async launch(spec: LaunchSpec): Promise<LaunchedInstance> {
     const dir = this.deploymentDir(spec.deploymentId);
     const home = path.join(dir, 'home');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     mkdirSync(home, { recursive: true, mode: 0o700 });
     const logPath = spec.existing?.logPath ?? path.join(dir, `${spec.revisionId}-${spec.index}.log`);
 
@@ -164,26 +157,14 @@ export class ProcessRuntime {
       return this.store.insert({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, port, logPath });
     });
 
+    const command = await this.command(spec, record, home);
     // Opened here and handed over as the child's stdout/stderr: the kernel keeps writing to it
     // after we close our copy, whatever happens to this process.
     const fd = openSync(logPath, 'a', 0o600);
     let child: ChildProcess;
     try {
       writeSync(fd, `--- slipway: starting instance ${spec.index} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`);
-      child = spawn(spec.artifact.manifest.start.command, spec.artifact.manifest.start.args, {
-        cwd: spec.artifact.cwd,
-        detached: true,
-        stdio: ['ignore', fd, fd],
-        env: {
-          ...spec.env,
-          PORT: String(record.port),
-          PATH: [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':'),
-          HOME: home,
-          // npm would otherwise look for updates and funding on every start.
-          NPM_CONFIG_UPDATE_NOTIFIER: 'false',
-          NPM_CONFIG_FUND: 'false',
-        },
-      });
+      child = spawn(command.command, command.args, { cwd: command.cwd, detached: true, stdio: ['ignore', fd, fd], env: command.env });
     } finally {
       closeSync(fd);
     }
@@ -200,6 +181,53 @@ export class ProcessRuntime {
     record.pid = child.pid;
     await this.store.update(record.id, 'starting', { pid: child.pid });
     return { record, child };
+  }
+
+  /**
+   * What runs: the start command in the artifact, sandboxed (the deployment's uid, its cgroup
+   * `i-<instance id>`, its local ports opened) unless the sandbox is off.
+   */
+  private async command(spec: LaunchSpec, record: InstanceRecord, home: string): Promise<{ command: string; args: string[]; cwd: string; env: Record<string, string> }> {
+    const { start } = spec.artifact.manifest;
+    const runtimeEnv = {
+      PORT: String(record.port),
+      // npm would otherwise look for updates and funding on every start.
+      NPM_CONFIG_UPDATE_NOTIFIER: 'false',
+      NPM_CONFIG_FUND: 'false',
+    };
+    const pathDirs = [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'];
+    const sandbox = this.options.sandbox;
+    if (!sandbox) return { command: start.command, args: start.args, cwd: spec.artifact.cwd, env: sandboxEnvironment(spec.env, { home, path: pathDirs, extra: runtimeEnv }) };
+    const uid = await sandbox.identities.uidOf(spec.deploymentId);
+    chownSync(home, uid, uid);
+    const cgroup = await sandbox.limit(`i-${record.id}`, spec.limits ?? {});
+    await sandbox.network.allow(uid, [...(spec.allowedLocalPorts ?? []), record.port]);
+    const wrapped = sandboxCommand({
+      uid,
+      gid: uid,
+      readOnly: [{ from: spec.artifact.dir, to: SANDBOX_PATHS.artifact }],
+      writable: [{ from: home, to: SANDBOX_PATHS.home }],
+      cwd: path.join(SANDBOX_PATHS.artifact, path.relative(spec.artifact.dir, spec.artifact.cwd)),
+      command: start.command,
+      args: start.args,
+      openFiles: sandbox.settings.openFiles,
+      cgroupProcs: cgroup.procsFiles,
+      dieWithParent: false,
+    });
+    const env = sandboxEnvironment(spec.env, { home: SANDBOX_PATHS.home, path: pathDirs, extra: runtimeEnv });
+    // The deployment's runtime dir: outside, the sandbox's own processes show where they belong.
+    return { ...wrapped, cwd: this.deploymentDir(spec.deploymentId), env };
+  }
+
+  /**
+   * Why an instance that exited did: `out of memory (limit N MB)` when the kernel's OOM killer
+   * hit its cgroup, else null (unknown, or unsandboxed).
+   */
+  async exitCause(record: Pick<InstanceRecord, 'id'>, limits: { memoryMb?: number }): Promise<string | null> {
+    const sandbox = this.options.sandbox;
+    if (!sandbox) return null;
+    const kills = await sandbox.cgroups.handle(`i-${record.id}`).oomKills();
+    return kills > 0 ? `out of memory (limit ${sandbox.limitsOf(limits).memoryMb} MB)` : null;
   }
 
   /** Waits for the instance's health probe; see `waitHealthy`. */
@@ -221,6 +249,12 @@ export class ProcessRuntime {
     await this.kill(record, graceMs);
     await this.store.update(record.id, 'exited');
     record.status = 'exited';
+    const sandbox = this.options.sandbox;
+    if (sandbox) {
+      await sandbox.cgroups.handle(`i-${record.id}`).remove();
+      const uid = await sandbox.identities.uidOf(record.deploymentId).catch(() => null);
+      if (uid !== null) await sandbox.network.revoke(uid, [record.port]);
+    }
   }
 
   /** Stops the instance's process group without touching its row (a restart reuses the row). */

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ServingProxy } from './serving-proxy.js';
+import { ServingProxy, type ServingProxyOptions } from './serving-proxy.js';
 
 const HOST = '127.0.0.1';
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -26,8 +26,8 @@ async function startTarget(name: string): Promise<{ port: number; server: Server
   return { port: (server.address() as AddressInfo).port, server };
 }
 
-async function startProxy(): Promise<{ proxy: ServingProxy; url: string }> {
-  const proxy = new ServingProxy({ host: HOST, port: 0 });
+async function startProxy(options: Partial<ServingProxyOptions> = {}): Promise<{ proxy: ServingProxy; url: string }> {
+  const proxy = new ServingProxy({ host: HOST, port: 0, ...options });
   await proxy.listen();
   cleanups.push(() => proxy.close(100));
   return { proxy, url: `http://${HOST}:${proxy.port}` };
@@ -131,5 +131,27 @@ describe('ServingProxy', () => {
     expect(results.some((r) => r.body === 'b')).toBe(true);
     // Every request that started after the switch went to the new target.
     expect(results.filter((r) => r.at > switchedAt && r.body !== 'b')).toEqual([]);
+  });
+
+  it('answers a denied request itself, lets an allowed one through with what authorize left of its headers, and fails closed', async () => {
+    const target = await startTarget('a');
+    const { proxy, url } = await startProxy({
+      authorize: async (req) => {
+        if (req.headers['x-api-key'] === 'throw') throw new Error('control plane down');
+        if (req.headers['x-api-key'] !== 'good') return { status: 401, detail: 'no key', headers: { 'www-authenticate': 'ApiKey' } };
+        delete req.headers['x-test'];
+        return null;
+      },
+    });
+    proxy.setTargets([{ host: HOST, port: target.port }]);
+    const denied = await fetch(`${url}/x`, { method: 'POST', body: 'payload' });
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('www-authenticate')).toBe('ApiKey');
+    expect(await denied.json()).toEqual({ detail: 'no key' });
+    const allowed = await fetch(`${url}/x`, { method: 'POST', body: 'payload', headers: { 'x-api-key': 'good', 'x-test': 'secret' } });
+    expect(allowed.status).toBe(200);
+    expect(await allowed.json()).toMatchObject({ name: 'a', body: 'payload', header: null });
+    const broken = await fetch(`${url}/x`, { headers: { 'x-api-key': 'throw' } });
+    expect(broken.status).toBe(503);
   });
 });

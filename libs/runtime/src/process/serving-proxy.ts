@@ -12,6 +12,18 @@ export interface ServingProxyOptions {
   port: number;
   /** Warnings (upstream errors); the proxy never logs request contents. */
   onError?: (err: Error, target: ProxyTarget | null) => void;
+  /**
+   * Decides whether a request may reach the instances, before anything is forwarded: null lets
+   * it through, a denial is answered by the proxy itself. A check that throws denies (503).
+   */
+  authorize?: (req: IncomingMessage) => Promise<AccessDenial | null>;
+}
+
+/** Why the serving proxy refused a request: the status and `detail` it answers with. */
+export interface AccessDenial {
+  status: number;
+  detail: string;
+  headers?: Record<string, string>;
 }
 
 /** RFC 9110 §9.2.2. Only those without a body are retried: a streamed body cannot be replayed. */
@@ -56,8 +68,20 @@ export class ServingProxy {
   private readonly sockets = new Set<Socket>();
 
   constructor(private readonly options: ServingProxyOptions) {
-    this.server = createServer((req, res) => this.handle(req, res));
-    this.server.on('upgrade', (req, socket, head) => this.upgrade(req, socket as Socket, head));
+    this.server = createServer((req, res) => {
+      void this.admit(req).then((denial) => {
+        if (!denial) return this.handle(req, res);
+        res.writeHead(denial.status, { 'content-type': 'application/json', ...denial.headers }).end(JSON.stringify({ detail: denial.detail }));
+        req.resume();
+      });
+    });
+    this.server.on('upgrade', (req, socket, head) => {
+      void this.admit(req).then((denial) => {
+        if (!denial) return this.upgrade(req, socket as Socket, head);
+        const body = JSON.stringify({ detail: denial.detail });
+        socket.end(`HTTP/1.1 ${denial.status} Denied\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      });
+    });
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
@@ -111,6 +135,16 @@ export class ServingProxy {
     clearTimeout(timer);
     for (const agent of this.agents.values()) agent.destroy();
     this.agents.clear();
+  }
+
+  private async admit(req: IncomingMessage): Promise<AccessDenial | null> {
+    if (!this.options.authorize) return null;
+    try {
+      return await this.options.authorize(req);
+    } catch (err) {
+      this.options.onError?.(err as Error, null);
+      return { status: 503, detail: 'The request could not be authorized right now; try again.', headers: { 'retry-after': '1' } };
+    }
   }
 
   private pick(exclude?: ProxyTarget): ProxyTarget | null {

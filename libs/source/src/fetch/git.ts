@@ -21,6 +21,11 @@ export interface GitFetchOptions {
   /** Where the working tree goes; must be missing or empty. */
   dir: string;
   auth?: GitAuth | null;
+  /**
+   * The only transport git may use (GIT_ALLOW_PROTOCOL), for the clone and anything it
+   * leads to (submodules, alternates); redirects are never followed either way.
+   */
+  allowProtocol?: 'https' | 'http' | 'file';
   signal?: AbortSignal;
   /** Per git command; default 10 minutes. */
   timeoutMs?: number;
@@ -123,6 +128,7 @@ class Git {
   /** Runs git in the target dir (or without a cwd for clone/ls-remote). */
   async run(args: string[], what: string, cwd: string | undefined = this.options.dir): Promise<ToolResult> {
     const env: Record<string, string> = { GIT_TERMINAL_PROMPT: '0', GCM_INTERACTIVE: 'never', GIT_ASKPASS: '', SSH_ASKPASS: '' };
+    if (this.options.allowProtocol) env.GIT_ALLOW_PROTOCOL = this.options.allowProtocol;
     if (this.options.auth?.header) {
       Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: this.options.auth.header });
     }
@@ -132,7 +138,8 @@ class Git {
       // user, which git refuses to read unless told it is safe (the serving upload-pack
       // inherits this command-line config).
       const safe = this.isFile ? ['-c', 'safe.directory=*'] : [];
-      return await runTool('git', ['-c', 'advice.detachedHead=false', ...safe, ...args], { cwd, env, signal: this.options.signal, timeoutMs });
+      // No redirects: a host must not send the clone (and its credentials) somewhere else.
+      return await runTool('git', ['-c', 'advice.detachedHead=false', '-c', 'http.followRedirects=false', ...safe, ...args], { cwd, env, signal: this.options.signal, timeoutMs });
     } catch (err) {
       if (err instanceof ToolError && err.timedOut) {
         throw new SourceFetchError(`${what} of ${this.display} timed out after ${Math.round(timeoutMs / 1000)} s.`);

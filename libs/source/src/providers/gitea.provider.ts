@@ -1,5 +1,5 @@
-import { DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, requestJson, sameOrigin, trimSlashes } from './http.js';
-import { ProviderError, type CloneAuth, type HttpProviderOptions, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, requestJson, sameOrigin, trimSlashes } from './http.js';
+import { ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type RepohostProvider, type RepositoryEntry } from './types.js';
 
 const HOST = 'Gitea';
 const LIMIT = 50;
@@ -34,6 +34,7 @@ export class GiteaProvider implements RepohostProvider {
         url,
         headers: { Accept: 'application/json', Authorization: `token ${this.options.token}` },
         timeoutMs: this.timeoutMs,
+        outbound: this.options.outbound,
         unauthorized: 'the token was rejected',
       });
       if (!Array.isArray(res.body)) throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of repositories.`);
@@ -44,6 +45,10 @@ export class GiteaProvider implements RepohostProvider {
       else url = !link && res.body.length >= LIMIT ? this.pageUrl(page + 1) : null;
     }
     return out;
+  }
+
+  checkCloneUrl(url: string): Promise<CloneProtocol> {
+    return checkHostedCloneUrl(HOST, this.base, url, this.options.outbound);
   }
 
   /** HTTP Basic with the token as password: Gitea then authenticates by the token, whatever the user name. */

@@ -1,7 +1,7 @@
 import { createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, requestJson, sameOrigin, trimSlashes } from './http.js';
-import { ProviderError, type CloneAuth, type HttpProviderOptions, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, requestJson, sameOrigin, trimSlashes } from './http.js';
+import { ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type RepohostProvider, type RepositoryEntry } from './types.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 const HOST = 'GitHub';
@@ -53,6 +53,7 @@ export class GitHubProvider implements RepohostProvider {
         url,
         headers: this.headers(`Bearer ${token}`),
         timeoutMs: this.timeoutMs,
+        outbound: this.options.outbound,
         unauthorized: app ? 'the installation token was rejected' : 'the token was rejected',
       });
       const items = app ? (res.body as { repositories?: unknown })?.repositories : res.body;
@@ -62,6 +63,10 @@ export class GitHubProvider implements RepohostProvider {
       url = next ? sameOrigin(HOST, this.apiUrl, next) : null;
     }
     return out;
+  }
+
+  checkCloneUrl(url: string): Promise<CloneProtocol> {
+    return checkHostedCloneUrl(HOST, this.apiUrl, url, this.options.outbound);
   }
 
   /** HTTP Basic with `x-access-token`, which GitHub's git endpoints accept for every token kind. */
@@ -84,6 +89,7 @@ export class GitHubProvider implements RepohostProvider {
       url: `${this.apiUrl}/app/installations/${encodeURIComponent(String(auth.installationId))}/access_tokens`,
       headers: this.headers(`Bearer ${jwt}`),
       timeoutMs: this.timeoutMs,
+      outbound: this.options.outbound,
       unauthorized: "the GitHub App's JWT was rejected (check app_id and private_key)",
     });
     const body = res.body as { token?: unknown; expires_at?: unknown };

@@ -1,8 +1,13 @@
-import { ProviderError } from './types.js';
+import { checkOutboundUrl, guardedFetch, OutboundError, type GuardedResponse, type OutboundPolicy } from '@slipway/net';
+import { ProviderError, type CloneProtocol } from './types.js';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Enough for 10 000 repositories at 100 a page; a host that pages on forever is a bug there. */
 export const MAX_PAGES = 100;
+/** One page of 100 repositories is far below this; a host answering more is refused. */
+export const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+/** No allow-list: https to public addresses only. */
+export const STRICT_OUTBOUND: OutboundPolicy = { allowHosts: [] };
 
 export interface HostResponse {
   status: number;
@@ -17,6 +22,8 @@ export interface HostRequest {
   url: string;
   headers: Record<string, string>;
   timeoutMs: number;
+  /** Where the URL may lead (SSRF guard); default https to public addresses only. */
+  outbound?: OutboundPolicy;
   /** What a 401 means for this request, appended to the error message. */
   unauthorized?: string;
 }
@@ -45,30 +52,32 @@ function describe(method: string, url: string): string {
 export async function requestJson(req: HostRequest): Promise<HostResponse> {
   const method = req.method ?? 'GET';
   const what = describe(method, req.url);
-  let res: Response;
+  let res: GuardedResponse;
   try {
-    res = await fetch(req.url, { method, headers: req.headers, signal: AbortSignal.timeout(req.timeoutMs), redirect: 'error' });
+    // Never a plain fetch: the URL is user-supplied (api_url, pagination links), so the guard
+    // checks every resolved address, pins the connection to it and follows no redirect.
+    res = await guardedFetch(req.url, {
+      method,
+      headers: req.headers,
+      timeoutMs: req.timeoutMs,
+      maxBodyBytes: MAX_RESPONSE_BYTES,
+      policy: req.outbound ?? STRICT_OUTBOUND,
+    });
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string } };
-    if (e.name === 'TimeoutError' || e.name === 'AbortError') {
-      throw new ProviderError(`${req.host} did not answer ${what} within ${req.timeoutMs / 1000} s.`);
-    }
-    const cause = e.cause?.code ?? e.cause?.message ?? e.message;
-    throw new ProviderError(`Could not reach ${req.host} at ${new URL(req.url).origin} (${cause}).`);
+    if (!(err instanceof OutboundError)) throw err;
+    if (err.code === 'timeout') throw new ProviderError(`${req.host} did not answer ${what} within ${req.timeoutMs / 1000} s.`);
+    if (err.code === 'refused') throw new ProviderError(`${req.host} at ${new URL(req.url).origin} was not contacted: the URL ${err.message}.`);
+    throw new ProviderError(`Could not reach ${req.host} at ${new URL(req.url).origin} (${err.causeCode ?? err.message}).`);
   }
-  let text: string;
-  try {
-    text = await res.text();
-  } catch (err) {
-    throw new ProviderError(`${req.host} broke off its answer to ${what} (${(err as Error).message}).`, res.status);
-  }
+  const ok = res.status >= 200 && res.status < 300;
+  const text = res.body.toString('utf8');
   let body: unknown = undefined;
   try {
     body = text ? JSON.parse(text) : undefined;
   } catch {
-    if (res.ok) throw new ProviderError(`${req.host} answered ${what} with ${res.status} and a body that is not JSON.`, res.status);
+    if (ok) throw new ProviderError(`${req.host} answered ${what} with ${res.status} and a body that is not JSON.`, res.status);
   }
-  if (!res.ok) {
+  if (!ok) {
     const said = hostMessage(body);
     const status = `${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
     const meaning = res.status === 401 && req.unauthorized ? `: ${req.unauthorized}` : '';
@@ -126,3 +135,30 @@ export function entryFrom(host: string, raw: unknown) {
 }
 
 export const trimSlashes = (url: string) => url.replace(/\/+$/, '');
+
+/**
+ * A github/gitea clone URL must name the integration's own host: the `api_url`'s host, or for
+ * an `api.` host (api.github.com) its parent (github.com). Then the outbound policy decides the
+ * scheme and the addresses, as for API requests: a custom `api_url` cannot point clones at a
+ * local path, another scheme or an internal host.
+ */
+export async function checkHostedCloneUrl(host: string, apiUrl: string, url: string, policy: OutboundPolicy | undefined): Promise<CloneProtocol> {
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    throw new ProviderError(`The repository URL is not an absolute URL; ${host} repositories are cloned over https.`);
+  }
+  const apiHost = new URL(apiUrl).hostname.toLowerCase();
+  const hosts = new Set([apiHost, apiHost.replace(/^api\./, '')]);
+  if (!hosts.has(target.hostname.toLowerCase())) {
+    throw new ProviderError(`Clones of this ${host} integration must come from ${[...hosts].join(' or ')}, not ${target.hostname || target.protocol}.`);
+  }
+  try {
+    await checkOutboundUrl(url, policy ?? STRICT_OUTBOUND);
+  } catch (err) {
+    if (!(err instanceof OutboundError)) throw err;
+    throw new ProviderError(`The repository URL ${err.code === 'refused' ? '' : 'cannot be checked: '}${err.message}.`);
+  }
+  return target.protocol === 'http:' ? 'http' : 'https';
+}

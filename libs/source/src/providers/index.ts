@@ -11,6 +11,7 @@ export {
   PROVIDERS,
   ProviderError,
   type CloneAuth,
+  type CloneProtocol,
   type HttpProviderOptions,
   type ProviderKind,
   type RepohostProvider,
@@ -38,7 +39,7 @@ export interface CreateProviderOptions extends HttpProviderOptions {
 
 /** The provider for an integration. Throws when its credentials do not fit its kind. */
 export function createRepohostProvider(spec: ProviderSpec, options: CreateProviderOptions = {}): RepohostProvider {
-  const http = { timeoutMs: options.timeoutMs };
+  const http = { timeoutMs: options.timeoutMs, outbound: options.outbound };
   switch (spec.provider) {
     case 'local':
       return new LocalProvider({ root: spec.config.root, owner: spec.name, allowedRoot: options.localReposRoot });

@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { access, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ProviderError, type CloneAuth, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { ProviderError, type CloneAuth, type CloneProtocol, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { fileURLToPath } from 'node:url';
 
 const run = promisify(execFile);
 const GIT_TIMEOUT_MS = 10_000;
@@ -99,6 +100,25 @@ export class LocalProvider implements RepohostProvider {
 
   async cloneAuth(): Promise<CloneAuth | null> {
     return null;
+  }
+
+  /**
+   * Only `file://` URLs of repositories inside this integration's root (symlinks resolved), so a
+   * deployment cannot clone another tenant's checkout or any other path on the machine.
+   */
+  async checkCloneUrl(url: string): Promise<CloneProtocol> {
+    let target: string;
+    try {
+      if (!url.startsWith('file://')) throw new Error('not file://');
+      target = await realpath(fileURLToPath(url));
+    } catch {
+      throw new ProviderError(`Clones of a local integration must be file:// URLs of existing repositories under ${this.options.root}.`);
+    }
+    const root = await this.resolvedRoot();
+    if (!isWithin(root, target) || target === root) {
+      throw new ProviderError(`The repository ${target} is outside this local integration's root ${root}.`);
+    }
+    return 'file';
   }
 
   /** `root` with symlinks resolved, checked against the allowed root. */

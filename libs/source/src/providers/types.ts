@@ -1,3 +1,4 @@
+import type { OutboundPolicy } from '@slipway/net';
 /** One repository a repository-host integration offers to deploy (seed 2.9, without the integration id). */
 export interface RepositoryEntry {
   /** Stable per repository: the host's numeric id, or (local) a hash of the path. */
@@ -29,7 +30,17 @@ export interface RepohostProvider {
    * GitHub App first exchanges its JWT for a short-lived installation token.
    */
   cloneAuth(): Promise<CloneAuth | null>;
+  /**
+   * Checks that `git clone <url>` stays on this provider's own transport: `local` only
+   * `file://` inside its root, `github`/`gitea` only `https` (`http` for an allow-listed host)
+   * to the integration's own host, at an address the outbound policy allows. Returns the one
+   * protocol git may then use; throws ProviderError saying why otherwise.
+   */
+  checkCloneUrl(url: string): Promise<CloneProtocol>;
 }
+
+/** The only transport git is allowed for one clone (GIT_ALLOW_PROTOCOL). */
+export type CloneProtocol = 'https' | 'http' | 'file';
 
 /** The host failed or refused; `message` says what it answered (never a credential). */
 export class ProviderError extends Error {
@@ -50,4 +61,6 @@ export type ProviderKind = (typeof PROVIDERS)[number];
 export interface HttpProviderOptions {
   /** Per request; a host slower than this is a failure. Default 10 s. */
   timeoutMs?: number;
+  /** Where `api_url` may lead (config SLIPWAY_OUTBOUND_ALLOW_HOSTS); default https to public addresses only. */
+  outbound?: OutboundPolicy;
 }

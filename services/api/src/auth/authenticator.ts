@@ -1,8 +1,8 @@
 import Joi from 'joi';
-import { ApiKeyRepository, TenancyRepository, type DataSource } from '@slipway/db';
+import { TenancyRepository, type DataSource } from '@slipway/db';
 import { hashApiKey } from '@slipway/crypto';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '@slipway/domain';
-import type { Logger } from '@slipway/logging';
+import type { ApiKeyCache } from './api-key-cache.js';
 import { RequestValidationError, issuesFromJoi } from '../http/validation-error.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt-verifier.js';
 import { isOrganizationAdmin, type AdminRequirement, type AuthRequirement, type Principal } from './principal.js';
@@ -40,7 +40,7 @@ export class Authenticator {
   constructor(
     private readonly dataSource: DataSource,
     private readonly jwt: JwtVerifier | null,
-    private readonly log: Logger,
+    private readonly apiKeys: ApiKeyCache,
   ) {}
 
   /** Who the credential belongs to; 401 for a missing or invalid one. */
@@ -66,11 +66,9 @@ export class Authenticator {
   }
 
   private async fromApiKey(key: string): Promise<Principal | null> {
-    const repo = new ApiKeyRepository(this.dataSource.manager);
-    const row = await repo.findActiveByHash(hashApiKey(key));
+    const row = await this.apiKeys.find(hashApiKey(key));
     if (!row) return null;
-    // Bookkeeping must never fail the request it describes.
-    repo.touch(row.id).catch((err) => this.log.warn({ err, keyId: row.id }, 'could not record API key use'));
+    this.apiKeys.touch(row.id);
     return {
       kind: 'api_key',
       keyId: row.id,

@@ -4,6 +4,7 @@ import type { Logger } from '@slipway/logging';
 import type { Admission } from './admission.js';
 import type { RequestContext, RouteSpec } from './route.js';
 import { inputIssues, locWithin } from './input-guard.js';
+import { serveEventStream } from './sse.js';
 import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
 
 /**
@@ -52,6 +53,8 @@ function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, '
 
 export interface MountDeps {
   admission: Admission;
+  /** Aborted at shutdown: ends open event streams. */
+  shutdown?: AbortSignal;
 }
 
 /**
@@ -59,7 +62,7 @@ export interface MountDeps {
  * respond. Handlers get typed, converted values and never touch `req`/`res`; errors flow to the
  * one error middleware.
  */
-export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission }: MountDeps): void {
+export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission, shutdown }: MountDeps): void {
   for (const route of routes) {
     router[route.method](route.path, async (req: Request, res: Response) => {
       if (route.streamBody) res.setHeader('Connection', 'close');
@@ -77,6 +80,7 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
         rawBody: (req as Request & { rawBody?: Buffer }).rawBody,
       });
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+      if (result.stream) return serveEventStream(req, res, result.stream, log, shutdown);
       if (result.body === undefined) res.status(result.status).end();
       else res.status(result.status).json(result.body);
     });

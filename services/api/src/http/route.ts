@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
 import type { AdminRequirement, AuthRequirement, Principal } from '../auth/principal.js';
+import type { EventStream } from './sse.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -27,11 +28,15 @@ export interface HandlerResult {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Set instead of `body` to answer with Server-Sent Events (`status` and `body` are then ignored). */
+  stream?: EventStream;
 }
 
 export interface ResponseSpec {
   description: string;
   schema?: Joi.Schema;
+  /** `application/json` unless set (`text/event-stream` for event streams). */
+  contentType?: string;
 }
 
 /**
@@ -79,6 +84,7 @@ export function defineRoute<P = Record<string, string>, Q = Record<string, unkno
 export const ok = (body: unknown): HandlerResult => ({ status: 200, body });
 export const created = (body: unknown): HandlerResult => ({ status: 201, body });
 export const noContent = (): HandlerResult => ({ status: 204 });
+export const eventStream = (stream: EventStream): HandlerResult => ({ status: 200, stream });
 
 /** The workspace of a `workspace` route; the authenticator guarantees it is set there. */
 export function workspaceOf(ctx: RequestContext<any, any, any>): string {

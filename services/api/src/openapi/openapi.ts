@@ -66,7 +66,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = spec.schema
-        ? { description: spec.description, content: { 'application/json': { schema: joiToJsonSchema(spec.schema, schemas) } } }
+        ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema: joiToJsonSchema(spec.schema, schemas) } } }
         : { description: spec.description };
     }
     if (route.auth !== 'none') {

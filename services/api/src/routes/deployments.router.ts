@@ -1,8 +1,12 @@
 import Joi from 'joi';
-import { created, defineRoute, noContent, ok, workspaceOf, type RequestContext, type RouteSpec } from '../http/route.js';
+import { AppError } from '@slipway/domain';
+import { created, defineRoute, noContent, ok, principalOf, workspaceOf, type RequestContext, type RouteSpec } from '../http/route.js';
 import { envelope } from '../schemas/common.schema.js';
 import {
+  bulkDeleteQuery,
+  bulkDeleteResponse,
   createDeploymentBody,
+  freeCountResponse,
   deleteDeploymentQuery,
   deploymentList,
   deploymentParams,
@@ -62,10 +66,13 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
         404: { description: 'source_config.listener_id names no listener of this workspace' },
         409: { description: 'The name is taken, or the Idempotency-Key was used with another request' },
       },
-      handler: (ctx) =>
-        writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createDeployment'), async (m) =>
-          created(await deployments.create(m, workspaceOf(ctx), ctx.body, ctx.requestId)),
-        ),
+      handler: async (ctx) => {
+        // Outside the transaction: a repohost create asks the forge, which may be slow.
+        const draft = await deployments.prepareCreate(workspaceOf(ctx), ctx.body);
+        return writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createDeployment'), async (m) =>
+          created(await deployments.create(m, workspaceOf(ctx), ctx.body, draft, ctx.requestId)),
+        );
+      },
     }),
     defineRoute<{}, ListDeploymentsQuery>({
       method: 'get',
@@ -77,6 +84,47 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       request: { query: listDeploymentsQuery },
       responses: { 200: { description: 'A page of deployments', schema: deploymentList } },
       handler: async (ctx) => ok(envelope(await deployments.list(workspaceOf(ctx), ctx.query), ctx.query)),
+    }),
+    // Before `/:deployment_id`, which would take `free-count` for an id.
+    defineRoute({
+      method: 'get',
+      path: '/v2/deployments/free-count',
+      operationId: 'getFreeDeploymentCount',
+      summary: 'How many deployments of type dev_free the organization has',
+      tag,
+      auth: 'workspace',
+      responses: { 200: { description: 'The count', schema: freeCountResponse } },
+      handler: async (ctx) => ok({ count: await deployments.freeCount(principalOf(ctx).organizationId) }),
+    }),
+    defineRoute<{}, { deployment_ids: string[]; delete_tracing_project: boolean }>({
+      method: 'delete',
+      path: '/v2/deployments',
+      operationId: 'deleteDeployments',
+      summary: 'Delete up to 100 deployments; 207 with a result per id unless every one was deleted',
+      tag,
+      auth: 'workspace',
+      request: { query: bulkDeleteQuery },
+      responses: {
+        200: { description: 'Every deployment is being deleted (`{}`)', schema: Joi.object().max(0).id('BulkDeleteDone') },
+        207: { description: 'A result per id: 204 deleted, 404 not found in this workspace, 400 refused', schema: bulkDeleteResponse },
+      },
+      handler: async (ctx) => {
+        const results = [];
+        // One transaction per id: a refused one leaves the others deleted.
+        for (const id of [...new Set(ctx.query.deployment_ids)]) {
+          try {
+            await writes.run(workspaceOf(ctx), {}, async (m) => {
+              await deployments.delete(m, workspaceOf(ctx), id, ctx.query.delete_tracing_project, ctx.requestId);
+              return noContent();
+            });
+            results.push({ deployment_id: id, status: 204 });
+          } catch (err) {
+            if (!(err instanceof AppError) || (err.status !== 404 && err.status !== 400)) throw err;
+            results.push({ deployment_id: id, status: err.status, detail: err.message });
+          }
+        }
+        return results.every((r) => r.status === 204) ? ok({}) : { status: 207, body: { results } };
+      },
     }),
     defineRoute<DeploymentParams>({
       method: 'get',
@@ -124,7 +172,26 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
         return noContent();
       },
     }),
-    defineRoute<DeploymentParams, { limit: number; offset: number; status?: string[] }>({
+    defineRoute<DeploymentParams, {}, PatchDeploymentBody>({
+      method: 'post',
+      path: '/v2/deployments/:deployment_id/revisions',
+      operationId: 'createRevision',
+      summary: 'Create a revision from the revision fields PATCH takes, even when none changed',
+      tag,
+      auth: 'workspace',
+      request: { params: deploymentParams, body: patchDeploymentBody, headers: idempotencyHeaders },
+      responses: {
+        201: { description: 'The new revision', schema: revisionResponse },
+        400: { description: 'An immutable field changed, nothing to build, or the deployment is being deleted' },
+        404: notFound,
+      },
+      handler: (ctx) =>
+        writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createRevision'), async (m) => {
+          const deployment = await deployments.patch(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.body, ctx.requestId, true);
+          return created(await revisions.getIn(m, deployment.id, deployment.latest_revision_id!));
+        }),
+    }),
+    defineRoute<DeploymentParams, { limit: number; offset: number; status?: string[]; remote_reconciled?: boolean }>({
       method: 'get',
       path: '/v2/deployments/:deployment_id/revisions',
       operationId: 'listRevisions',
@@ -134,7 +201,17 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       request: { params: deploymentParams, query: listRevisionsQuery },
       responses: { 200: { description: 'A page of revisions', schema: revisionList }, 404: notFound },
       handler: async (ctx) =>
-        ok(envelope(await revisions.list(workspaceOf(ctx), ctx.params.deployment_id, ctx.query.status, ctx.query), ctx.query)),
+        ok(
+          envelope(
+            await revisions.list(
+              workspaceOf(ctx),
+              ctx.params.deployment_id,
+              { statuses: ctx.query.status, remoteReconciled: ctx.query.remote_reconciled },
+              ctx.query,
+            ),
+            ctx.query,
+          ),
+        ),
     }),
     defineRoute<RevisionParams>({
       method: 'get',
@@ -165,23 +242,25 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
           ok(await revisions.redeploy(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id, ctx.requestId)),
         ),
     }),
-    defineRoute<RevisionParams>({
-      method: 'post',
-      path: '/v2/deployments/:deployment_id/revisions/:revision_id/interruption',
-      operationId: 'interruptRevision',
-      summary: 'Stop a revision in progress; the active revision keeps serving',
-      tag,
-      auth: 'workspace',
-      request: { params: revisionParams },
-      responses: {
-        200: { description: 'The interrupted revision', schema: revisionResponse },
-        400: { description: 'The revision already finished' },
-        404: notFound,
-      },
-      handler: (ctx) =>
-        writes.run(workspaceOf(ctx), {}, async (m) =>
-          ok(await revisions.interrupt(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id)),
-        ),
-    }),
+    ...(['interruption', 'interrupt'] as const).map((action) =>
+      defineRoute<RevisionParams>({
+        method: 'post',
+        path: `/v2/deployments/:deployment_id/revisions/:revision_id/${action}`,
+        operationId: action === 'interruption' ? 'interruptRevision' : 'interruptRevisionAlias',
+        summary: `Stop a revision in progress; the active revision keeps serving${action === 'interrupt' ? ' (alias of /interruption)' : ''}`,
+        tag,
+        auth: 'workspace',
+        request: { params: revisionParams },
+        responses: {
+          200: { description: 'The interrupted revision', schema: revisionResponse },
+          400: { description: 'The revision already finished' },
+          404: notFound,
+        },
+        handler: (ctx) =>
+          writes.run(workspaceOf(ctx), {}, async (m) =>
+            ok(await revisions.interrupt(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id)),
+          ),
+      }),
+    ),
   ];
 }

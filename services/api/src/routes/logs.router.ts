@@ -1,6 +1,16 @@
-import { defineRoute, ok, workspaceOf, type RouteSpec } from '../http/route.js';
+import { defineRoute, eventStream, ok, workspaceOf, type RouteSpec } from '../http/route.js';
 import { deploymentParams, revisionParams } from '../schemas/deployment.schema.js';
-import { logPageResponse, logsBody, logsQuery, type LogsBody, type LogsQuery } from '../schemas/log.schema.js';
+import {
+  followHeaders,
+  logPageResponse,
+  logsBody,
+  logsQuery,
+  workspaceLogPageResponse,
+  workspaceLogsQuery,
+  type LogsBody,
+  type LogsQuery,
+  type WorkspaceLogsQuery,
+} from '../schemas/log.schema.js';
 import type { LogService } from '../services/log.service.js';
 
 type DeploymentParams = { deployment_id: string };
@@ -11,7 +21,7 @@ const page = { description: 'A page of log lines; pass next_offset back as offse
 const notFound = { description: 'Deployment or revision not found in this workspace' };
 
 /**
- * Revision logs (CONTRACT C5): one GET, and the `POST /v1/projects/...` shapes the published
+ * Revision logs (docs/api.md, Logs): one GET (which can also follow the log as Server-Sent Events), and the `POST /v1/projects/...` shapes the published
  * CLIs call (`project` is their word for a deployment).
  */
 export function logRoutes(logs: LogService): RouteSpec[] {
@@ -37,12 +47,33 @@ export function logRoutes(logs: LogService): RouteSpec[] {
       summary: 'Build or deploy logs of a revision, paged by cursor',
       tag,
       auth: 'workspace',
-      request: { params: revisionParams, query: logsQuery },
-      responses: { 200: page, 404: notFound },
-      handler: async (ctx) => {
-        const { type, ...paging } = ctx.query;
-        return ok(await logs.revisionPage(workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id, type, paging));
+      request: { params: revisionParams, query: logsQuery, headers: followHeaders },
+      responses: {
+        200: { ...page, description: `${page.description}; with follow=true a text/event-stream of lines (id: the line id), then an \`end\` event` },
+        404: notFound,
       },
+      handler: async (ctx) => {
+        const { type, follow, ...paging } = ctx.query;
+        const { deployment_id, revision_id } = ctx.params;
+        if (follow) {
+          const from = (ctx.headers['last-event-id'] as string | undefined) ?? (paging.offset ? String(paging.offset) : null);
+          // Checked before the stream opens, so a missing revision is still a 404.
+          await logs.revisionPage(workspaceOf(ctx), deployment_id, revision_id, type, { ...paging, limit: 1 });
+          return eventStream((sink) => logs.follow(workspaceOf(ctx), deployment_id, revision_id, type, paging, from, sink));
+        }
+        return ok(await logs.revisionPage(workspaceOf(ctx), deployment_id, revision_id, type, paging));
+      },
+    }),
+    defineRoute<{}, WorkspaceLogsQuery>({
+      method: 'get',
+      path: '/v2/deployment-logs',
+      operationId: 'listDeploymentLogs',
+      summary: "Log lines across the workspace's deployments (optionally one deployment or revision), paged by cursor",
+      tag,
+      auth: 'workspace',
+      request: { query: workspaceLogsQuery },
+      responses: { 200: { ...page, schema: workspaceLogPageResponse } },
+      handler: async (ctx) => ok(await logs.workspacePage(workspaceOf(ctx), ctx.query)),
     }),
     revisionLogs('build'),
     revisionLogs('deploy'),

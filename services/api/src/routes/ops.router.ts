@@ -2,6 +2,7 @@ import Joi from 'joi';
 import { UnavailableError } from '@slipway/domain';
 import { defineRoute, ok, type RouteSpec } from '../http/route.js';
 import type { DependencyChecks } from '../metrics/dependencies.js';
+import type { LocalTrustCheck } from '../metrics/local-trust.js';
 
 const tag = 'Operations';
 
@@ -13,16 +14,27 @@ const readiness = Joi.object({
     .required()
     .description('`degraded`: Redis is unreachable; writes are accepted and their jobs wait in the outbox until it is back.'),
   checks: Joi.object({ postgres: dependencyState.required(), redis: dependencyState.required() }).required(),
+  details: Joi.object({
+    data_access: Joi.object({
+      postgres_passwordless: Joi.boolean().allow(null).required().description('Postgres lets local clients in without a password (`trust`); null: could not tell.'),
+      redis_default_user_open: Joi.boolean().allow(null).required().description("Redis's `default` user needs no password; null: could not tell."),
+      fronts_active: Joi.object({ postgres: Joi.boolean().required(), redis: Joi.boolean().required() })
+        .required()
+        .description("Whether deployed apps reach that store through the deployer's per-deployment fronts (only their own role and user get through)."),
+    }).required(),
+  }).description('How deployed apps reach the local Postgres and Redis (absent where not probed).'),
 }).id('Readiness');
 
 export interface OpsDeps {
   dependencies: DependencyChecks;
+  /** Passwordless access to the local stores, reported in details. */
+  localTrust?: LocalTrustCheck;
   /** Built lazily: the document covers every route, this one included. */
   openApiDocument: () => Record<string, unknown>;
 }
 
 /** Probes and the API description; no credentials (CONTRACT C11). */
-export function opsRoutes({ dependencies, openApiDocument }: OpsDeps): RouteSpec[] {
+export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps): RouteSpec[] {
   return [
     defineRoute({
       method: 'get',
@@ -51,7 +63,8 @@ export function opsRoutes({ dependencies, openApiDocument }: OpsDeps): RouteSpec
           const down = checks.redis === 'ok' ? 'Postgres' : 'Postgres and Redis';
           throw new UnavailableError(`Not ready: ${down} unreachable.`);
         }
-        return ok({ status: checks.redis === 'ok' ? 'ok' : 'degraded', checks });
+        const details = localTrust ? { data_access: await localTrust.view() } : undefined;
+        return ok({ status: checks.redis === 'ok' ? 'ok' : 'degraded', checks, ...(details && { details }) });
       },
     }),
     defineRoute({

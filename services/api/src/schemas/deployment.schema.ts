@@ -59,6 +59,10 @@ const sourceConfigFields = {
   install_command: Joi.string().max(4096).allow(null),
   build_command: Joi.string().max(4096).allow(null),
   deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null),
+  serving_auth: Joi.string()
+    .valid('api_key', 'none')
+    .allow(null)
+    .description("Who may call an agent server's serving URL: 'api_key' (the default) requires a workspace API key in X-Api-Key; 'none' lets anyone in"),
 };
 
 const sourceRevisionConfigFields = {
@@ -102,6 +106,24 @@ export const deleteDeploymentQuery = Joi.object({
   delete_tracing_project: Joi.boolean().default(false),
 });
 
+/** `DELETE /v2/deployments?deployment_ids=…` (C13): repeated or comma-separated, 1–100 ids. */
+export const bulkDeleteQuery = Joi.object({
+  deployment_ids: commaList(uuid()).min(1).required(),
+  delete_tracing_project: Joi.boolean().default(false),
+});
+
+export const bulkDeleteResponse = Joi.object({
+  results: Joi.array().items(
+    Joi.object({
+      deployment_id: Joi.string().required(),
+      status: Joi.number().valid(204, 400, 404).required(),
+      detail: Joi.string(),
+    }).id('BulkDeleteResult'),
+  ),
+}).id('BulkDeleteResponse');
+
+export const freeCountResponse = Joi.object({ count: Joi.number().integer().min(0).required() }).id('FreeCount');
+
 export const listDeploymentsQuery = Joi.object({
   ...paginationQuery,
   name_contains: Joi.string().max(255).allow(''),
@@ -116,6 +138,7 @@ export const listDeploymentsQuery = Joi.object({
 
 export const listRevisionsQuery = Joi.object({
   ...paginationQuery,
+  remote_reconciled: Joi.boolean().description('true: only if the deployment is reconciled by a listener; false: only if not'),
   status: commaList(Joi.string().valid(...REVISION_STATUSES)),
 });
 
@@ -130,6 +153,7 @@ const sourceConfigResponse = Joi.object({
   install_command: Joi.string().allow(null),
   build_command: Joi.string().allow(null),
   deployment_type: Joi.string().allow(null),
+  serving_auth: Joi.string().allow(null),
 }).id('SourceConfig');
 
 const sourceRevisionConfigResponse = Joi.object({
@@ -190,6 +214,7 @@ export interface SourceConfigInput {
   install_command?: string | null;
   build_command?: string | null;
   deployment_type?: string | null;
+  serving_auth?: 'api_key' | 'none' | null;
 }
 
 export interface SourceRevisionConfigInput {

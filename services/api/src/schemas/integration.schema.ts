@@ -3,10 +3,15 @@ import path from 'node:path';
 import Joi from 'joi';
 import { GITHUB_API_URL, PROVIDERS, type ProviderKind } from '@slipway/source';
 import { listEnvelope, paginationQuery, timestamp, uuid } from './common.schema.js';
-import { providerUrl } from './oauth-provider.schema.js';
 
-/** https, or http on loopback only: a provider token is never sent in clear text over a network (as C9's URLs). */
-const apiUrl = providerUrl.description('REST API base URL (https; http only for loopback hosts)');
+/**
+ * The form only; where it may lead (https to a public address, unless allow-listed in
+ * SLIPWAY_OUTBOUND_ALLOW_HOSTS) is checked by the service after DNS, and again at every fetch.
+ */
+const apiUrl = Joi.string()
+  .max(2048)
+  .uri({ scheme: ['http', 'https'] })
+  .description('REST API base URL: https to a public address (plain http or private addresses only for hosts allow-listed in SLIPWAY_OUTBOUND_ALLOW_HOSTS)');
 
 const absolutePath = Joi.string()
   .max(4096)

@@ -56,8 +56,21 @@ const revisionReport = Joi.object({
   message: Joi.string().max(4096).allow('', null).description('Why; stored (secret values redacted) as the revision status_message'),
 }).id('RevisionReport');
 
+/** Longest log line an agent may ship; the same bound as the deployer's own log lines. */
+export const REPORT_MAX_LOG_LINE = 8_192;
+export const REPORT_LOG_LEVELS = ['info', 'warn', 'error'] as const;
+
+const logLine = Joi.object({
+  revision_id: uuid().required(),
+  level: Joi.string().valid(...REPORT_LOG_LEVELS).default('info'),
+  message: Joi.string().max(REPORT_MAX_LOG_LINE).allow('').required(),
+})
+  .id('ListenerLogLine')
+  .description("One line of a pod's output, stored as a `deploy` log line of the revision (secret values redacted)");
+
 export const reportBody = Joi.object({
   revisions: Joi.array().items(revisionReport).max(REPORT_MAX_ITEMS).default([]),
+  logs: Joi.array().items(logLine).max(REPORT_MAX_ITEMS).default([]).description('Pod log lines, oldest first'),
   deleted_deployments: Joi.array()
     .items(uuid())
     .max(REPORT_MAX_ITEMS)
@@ -87,8 +100,15 @@ export interface RevisionReport {
   message?: string | null;
 }
 
+export interface ReportLogLine {
+  revision_id: string;
+  level: (typeof REPORT_LOG_LEVELS)[number];
+  message: string;
+}
+
 export interface ReportBody {
   revisions: RevisionReport[];
+  logs: ReportLogLine[];
   deleted_deployments: string[];
 }
 

@@ -1,5 +1,6 @@
 import { ApiKey, ApiKeyRepository, issueApiKey, ListenerRepository, type DataSource } from '@slipway/db';
 import { BadRequestError, ForbiddenError, NotFoundError } from '@slipway/domain';
+import type { ApiKeyCache } from '../auth/api-key-cache.js';
 import type { Principal } from '../auth/principal.js';
 import { iso } from '../schemas/common.schema.js';
 import type { CreateApiKeyBody } from '../schemas/api-key.schema.js';
@@ -27,7 +28,10 @@ export type ApiKeyView = ReturnType<typeof presentApiKey>;
  * key needs an organization-scoped admin, so no key can grant more than its maker holds.
  */
 export class ApiKeyService {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly cache: ApiKeyCache,
+  ) {}
 
   async create(caller: Principal, body: CreateApiKeyBody): Promise<ApiKeyView & { key: string }> {
     if (body.scope === 'organization') {
@@ -63,6 +67,7 @@ export class ApiKeyService {
     const repo = this.repo();
     const key = await repo.findActive(id, this.visibleTo(caller));
     if (!key || !(await repo.revoke(key.id))) throw NotFoundError.of('API key', id);
+    this.cache.forget(key.id);
   }
 
   private repo(): ApiKeyRepository {

@@ -75,6 +75,7 @@ export function presentDeployment(d: Deployment, latest: Revision | null, secret
       install_command: d.sourceConfig.install_command ?? null,
       build_command: d.sourceConfig.build_command ?? null,
       deployment_type: d.deploymentType,
+      serving_auth: d.sourceConfig.serving_auth ?? null,
     },
     source_revision_config: {
       repo_ref: config.repo_ref ?? null,
@@ -135,7 +136,16 @@ function revisionConfigFrom(input: SourceRevisionConfigInput, base: StoredRevisi
  * the workspace's (else 404) and list `repoUrl` (else 400). IntegrationService in the app.
  */
 export interface RepositoryCatalog {
-  findRepository(manager: EntityManager, workspaceId: string, integrationId: string, repoUrl: string): Promise<{ default_branch: string }>;
+  findRepository(workspaceId: string, integrationId: string, repoUrl: string): Promise<{ default_branch: string }>;
+}
+
+/** A create request checked outside any transaction (`prepareCreate`), ready to be written. */
+export interface CreateDraft {
+  source: DeploymentSource;
+  type: DeploymentType | null;
+  resourceSpec: ResourceSpec;
+  revisionConfig: StoredRevisionConfig | null;
+  sourceConfig: StoredSourceConfig;
 }
 
 /**
@@ -190,7 +200,13 @@ export class DeploymentService {
 
   // ---------------------------------------------------------------- create
 
-  async create(manager: EntityManager, workspaceId: string, body: CreateDeploymentBody, requestId?: string): Promise<DeploymentView> {
+  /**
+   * Everything create checks without the database, then (repohost) the integration's
+   * repository list. Runs before the create transaction opens: asking a forge can take many
+   * seconds (up to 100 pages), and holding a pool connection meanwhile let ten creates against
+   * a slow forge exhaust the pool and make every request answer 503.
+   */
+  async prepareCreate(workspaceId: string, body: CreateDeploymentBody): Promise<CreateDraft> {
     const source = canonicalSource(body.source)!;
     // Every problem of the request in one 422 (CONTRACT C2), not only the first check's.
     const issues: ValidationIssue[] = [];
@@ -198,18 +214,23 @@ export class DeploymentService {
     const resourceSpec = this.resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec'], issues);
     const revisionConfig = this.validateCreate(source, body, issues);
     if (issues.length) throw new RequestValidationError(issues);
+    const sourceConfig = this.storedSourceConfig(body.source_config);
+    // ---- repohost (C4): the integration lists the repository; repo_ref defaults to its default branch.
+    if (source === 'repohost') {
+      const repository = await this.repositories.findRepository(workspaceId, sourceConfig.integration_id!, sourceConfig.repo_url!);
+      if (revisionConfig && revisionConfig.repo_ref == null) revisionConfig.repo_ref = repository.default_branch;
+    }
+    return { source, type, resourceSpec, revisionConfig, sourceConfig };
+  }
+
+  /** Writes a deployment `prepareCreate` checked, in the caller's transaction. */
+  async create(manager: EntityManager, workspaceId: string, body: CreateDeploymentBody, draft: CreateDraft, requestId?: string): Promise<DeploymentView> {
+    const { source, type, resourceSpec, revisionConfig, sourceConfig } = draft;
     // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
     const secrets = this.mergeSecrets([], body.secrets);
 
     const id = randomUUID();
-    const sourceConfig = this.storedSourceConfig(body.source_config);
     if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig);
-    // ---- repohost (C4): the integration lists the repository; repo_ref defaults to its default branch.
-    if (source === 'repohost') {
-      const repository = await this.repositories.findRepository(manager, workspaceId, sourceConfig.integration_id!, sourceConfig.repo_url!);
-      if (revisionConfig && revisionConfig.repo_ref == null) revisionConfig.repo_ref = repository.default_branch;
-    }
-    // ---- end repohost
 
     const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
     const deployment = Object.assign(new Deployment(), {
@@ -256,7 +277,18 @@ export class DeploymentService {
 
   // ---------------------------------------------------------------- update
 
-  async patch(manager: EntityManager, workspaceId: string, id: string, body: PatchDeploymentBody, requestId?: string): Promise<DeploymentView> {
+  /**
+   * PATCH, or with `alwaysRevision` the `POST .../revisions` of CONTRACT C13: the same body,
+   * but a new revision is made even when no revision field changed.
+   */
+  async patch(
+    manager: EntityManager,
+    workspaceId: string,
+    id: string,
+    body: PatchDeploymentBody,
+    requestId?: string,
+    alwaysRevision = false,
+  ): Promise<DeploymentView> {
     const deployment = await this.lock(manager, workspaceId, id);
     if (deployment.status === 'AWAITING_DELETE') {
       throw new BadRequestError(`Deployment ID ${id} is being deleted and can no longer be changed.`);
@@ -271,7 +303,7 @@ export class DeploymentService {
 
     const input = body.source_config ?? {};
     const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
-    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command'] as const) {
+    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth'] as const) {
       if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
     }
     const specIssues: ValidationIssue[] = [];
@@ -301,7 +333,7 @@ export class DeploymentService {
     const uploadRevision = body.revision_source != null && revisionInput.source_tarball_path != null;
     // Only a completed upload of this very deployment may be built (C10), never a guessed path.
     if (revisionInput.source_tarball_path != null) await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
-    if (patchCreatesRevision(body) || uploadRevision) {
+    if (alwaysRevision || patchCreatesRevision(body) || uploadRevision) {
       const revisionConfig = await this.nextRevisionConfig(manager, deployment, revisionInput);
       this.assertBuildable(deployment.source, revisionConfig);
       await this.addRevision(manager, deployment, {
@@ -339,6 +371,11 @@ export class DeploymentService {
       await manager.query(`UPDATE deployments SET tracing_project_id = NULL WHERE id = $1`, [id]);
       await manager.query(`DELETE FROM tracing_projects WHERE id = $1`, [deployment.tracingProjectId]);
     }
+  }
+
+  /** `dev_free` deployments in the whole organization (C13 free-count). */
+  freeCount(organizationId: string): Promise<number> {
+    return new DeploymentRepository(this.dataSource.manager).countOfTypeInOrganization(organizationId, 'dev_free');
   }
 
   // ---------------------------------------------------------------- revisions

@@ -25,6 +25,8 @@ import {
   type RepohostProvider,
   type RepositoryEntry,
 } from '@slipway/source';
+import { checkOutboundUrl, OutboundError } from '@slipway/net';
+import { RequestValidationError } from '../http/validation-error.js';
 import { iso } from '../schemas/common.schema.js';
 import type { CreateIntegrationBody } from '../schemas/integration.schema.js';
 import type { RepositoryCatalog } from './deployment.service.js';
@@ -86,7 +88,7 @@ export class IntegrationService implements RepositoryCatalog {
   constructor(
     private readonly dataSource: DataSource,
     private readonly secrets: SecretBox,
-    private readonly config: Pick<Config, 'publicUrl' | 'localReposRoot'>,
+    private readonly config: Pick<Config, 'publicUrl' | 'localReposRoot' | 'outbound'>,
     private readonly options: IntegrationServiceOptions = {},
   ) {}
 
@@ -97,6 +99,7 @@ export class IntegrationService implements RepositoryCatalog {
   /** Creates an integration; the response is the only one that carries `webhook_secret`. */
   async create(workspaceId: string, body: CreateIntegrationBody): Promise<IntegrationView & { webhook_secret: string }> {
     const id = randomUUID();
+    if (body.config.api_url !== undefined) await this.checkApiUrl(body.config.api_url);
     const { config, credentials } = await this.split(body);
     const webhookSecret = `whsec_${randomBytes(32).toString('base64url')}`;
     const integration = Object.assign(new Integration(), {
@@ -147,12 +150,12 @@ export class IntegrationService implements RepositoryCatalog {
   }
 
   /**
-   * C4: a repohost deployment's repository must be one its integration lists. Runs in the
-   * create transaction; the deployment insert's foreign key then guards against a concurrent
-   * delete of the integration.
+   * C4: a repohost deployment's repository must be one its integration lists. Runs before the
+   * create transaction (a forge may be slow; no pool connection is held while it answers); the
+   * deployment insert's foreign key then guards against a concurrent delete of the integration.
    */
-  async findRepository(manager: EntityManager, workspaceId: string, integrationId: string, repoUrl: string): Promise<RepositoryEntry> {
-    const integration = await this.repo(manager).find(workspaceId, integrationId);
+  async findRepository(workspaceId: string, integrationId: string, repoUrl: string): Promise<RepositoryEntry> {
+    const integration = await this.repo().find(workspaceId, integrationId);
     if (!integration) throw NotFoundError.of('Integration', integrationId);
     const wanted = normalizeRepoUrl(repoUrl);
     const entry = (await this.listFromHost(integration)).find((r) => normalizeRepoUrl(r.url) === wanted);
@@ -185,7 +188,11 @@ export class IntegrationService implements RepositoryCatalog {
       ? JSON.parse(this.secrets.open(integration.credentialsSealed, integration.id))
       : {};
     const spec = { provider: integration.provider, name: integration.name, config: integration.config, credentials } as ProviderSpec;
-    return createRepohostProvider(spec, { localReposRoot: this.config.localReposRoot, timeoutMs: this.options.providerTimeoutMs });
+    return createRepohostProvider(spec, {
+      localReposRoot: this.config.localReposRoot,
+      timeoutMs: this.options.providerTimeoutMs,
+      outbound: this.config.outbound,
+    });
   }
 
   private async listFromHost(integration: Integration): Promise<RepositoryEntry[]> {
@@ -205,6 +212,23 @@ export class IntegrationService implements RepositoryCatalog {
     const integration = await this.repo().find(workspaceId, id);
     if (!integration) throw NotFoundError.of('Integration', id);
     return integration;
+  }
+
+  /**
+   * Item 3 of the SSRF rules: an `api_url` must be https to a public address unless its host is
+   * allow-listed (SLIPWAY_OUTBOUND_ALLOW_HOSTS); a literal or resolved private, loopback or
+   * link-local address is a 422 naming the field. A name that does not resolve now is
+   * accepted: every fetch checks the URL again after its own DNS lookup.
+   */
+  private async checkApiUrl(apiUrl: string): Promise<void> {
+    try {
+      await checkOutboundUrl(apiUrl, this.config.outbound);
+    } catch (err) {
+      if (!(err instanceof OutboundError)) throw err;
+      if (err.code === 'refused') {
+        throw new RequestValidationError([{ loc: ['body', 'config', 'api_url'], msg: `Value error, api_url ${err.message}`, type: 'value_error' }]);
+      }
+    }
   }
 
   /** The body's config split into what is stored in clear and what is sealed. */

@@ -1,9 +1,12 @@
+import type { SecretBox } from '@slipway/crypto';
 import {
   Deployment,
+  DeploymentCredentialStore,
   DeploymentRepository,
   Listener,
   ListenerRepository,
   queryRows,
+  RevisionLogRepository,
   Revision,
   transitionDeployment,
   type DataSource,
@@ -14,18 +17,20 @@ import {
   ForbiddenError,
   NotFoundError,
   resolveResourceSpec,
+  toStorableText,
   type DeploymentStatus,
   type RevisionStatus,
 } from '@slipway/domain';
 import type { RevisionFlow } from '@slipway/jobs';
 import { redactValues } from '@slipway/logging';
-import { deriveStoreCredentials, renderManifests, withoutSecretData, type RenderInput } from '@slipway/runtime';
+import { renderManifests, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
 import type { Principal } from '../auth/principal.js';
 import type {
   DesiredDeploymentView,
   DesiredStateView,
   Rejection,
   ReportBody,
+  ReportLogLine,
   ReportResultView,
   RevisionReport,
 } from '../schemas/listener-agent.schema.js';
@@ -49,8 +54,8 @@ export class ListenerAgentService {
     private readonly dataSource: DataSource,
     private readonly deployments: DeploymentService,
     private readonly flow: RevisionFlow,
-    /** Server-held key the deployments' store passwords are derived from (see deriveStoreCredentials). */
-    private readonly storeKey: Buffer,
+    /** Opens the deployments' sealed store passwords (DeploymentCredentialStore). */
+    private readonly box: SecretBox,
   ) {}
 
   // ---------------------------------------------------------------- desired state
@@ -84,15 +89,17 @@ export class ListenerAgentService {
       deployments.filter((d) => d.status === 'AWAITING_DELETE').map((d) => d.activeRevisionId),
     );
 
+    const credentialStore = new DeploymentCredentialStore(manager, this.box);
     const entries: DesiredDeploymentView[] = [];
     for (const d of deployments) {
+      const credentials = await credentialStore.credentials(d.id);
       if (d.status === 'AWAITING_DELETE') {
-        entries.push(this.deleteEntry(listener, d, d.activeRevisionId ? active.get(d.activeRevisionId) ?? null : null));
+        entries.push(this.deleteEntry(listener, d, d.activeRevisionId ? active.get(d.activeRevisionId) ?? null : null, credentials));
         continue;
       }
       // Two reads, no snapshot: a rollout that finished in between is simply not listed.
       const revision = deployingOf.get(d.id);
-      const entry = revision && this.applyEntry(listener, d, revision);
+      const entry = revision && this.applyEntry(listener, d, revision, credentials);
       if (entry) entries.push(entry);
     }
     return this.view(listenerId, entries);
@@ -102,7 +109,7 @@ export class ListenerAgentService {
     return { listener_id: listenerId, generated_at: new Date().toISOString(), deployments };
   }
 
-  private applyEntry(listener: Listener, d: Deployment, revision: Revision): DesiredDeploymentView | null {
+  private applyEntry(listener: Listener, d: Deployment, revision: Revision, credentials: StoreCredentials): DesiredDeploymentView | null {
     const imageUri = revision.imageUri ?? revision.sourceRevisionConfig.image_uri ?? null;
     // Nothing to run: the rollout deadline fails such a revision; the agent cannot help.
     if (!imageUri) return null;
@@ -116,12 +123,12 @@ export class ListenerAgentService {
       image_uri: imageUri,
       resource_spec: revision.resourceSpec,
       secrets: secrets.map(({ name, value }) => ({ name, value })),
-      manifests: renderManifests(this.renderInput(listener, d, revision, imageUri, secrets)),
+      manifests: renderManifests(this.renderInput(listener, d, revision, imageUri, secrets, credentials)),
     };
   }
 
   /** What to remove: the objects of the revision that serves (Secrets without data), if any ever did. */
-  private deleteEntry(listener: Listener, d: Deployment, active: Revision | null): DesiredDeploymentView {
+  private deleteEntry(listener: Listener, d: Deployment, active: Revision | null, credentials: StoreCredentials): DesiredDeploymentView {
     const imageUri = active ? active.imageUri ?? active.sourceRevisionConfig.image_uri ?? null : null;
     return {
       deployment_id: d.id,
@@ -132,11 +139,18 @@ export class ListenerAgentService {
       image_uri: imageUri,
       resource_spec: active?.resourceSpec ?? null,
       secrets: [],
-      manifests: active ? withoutSecretData(renderManifests(this.renderInput(listener, d, active, imageUri ?? '', []))) : [],
+      manifests: active ? withoutSecretData(renderManifests(this.renderInput(listener, d, active, imageUri ?? '', [], credentials))) : [],
     };
   }
 
-  private renderInput(listener: Listener, d: Deployment, revision: Revision, imageUri: string, secrets: RenderInput['secrets']): RenderInput {
+  private renderInput(
+    listener: Listener,
+    d: Deployment,
+    revision: Revision,
+    imageUri: string,
+    secrets: RenderInput['secrets'],
+    credentials: StoreCredentials,
+  ): RenderInput {
     return {
       deploymentId: d.id,
       deploymentName: d.name,
@@ -147,7 +161,7 @@ export class ListenerAgentService {
       resourceSpec: resolveResourceSpec(revision.resourceSpec, d.deploymentType),
       secrets,
       databaseName: d.databaseName ?? deploymentDatabaseName(d.name, d.id),
-      credentials: deriveStoreCredentials(this.storeKey, d.id),
+      credentials,
       customUrl: d.sourceConfig.custom_url ?? null,
     };
   }
@@ -166,6 +180,10 @@ export class ListenerAgentService {
       const outcome = await this.dataSource.transaction((m) => this.applyRevisionReport(m, listenerId, item));
       if (outcome.ok) result.applied.push(item.revision_id);
       else result.rejected.push({ revision_id: item.revision_id, reason: outcome.reason });
+    }
+    for (const [revisionId, lines] of groupBy(body.logs, (l) => l.revision_id)) {
+      const outcome = await this.appendLogs(listenerId, revisionId, lines);
+      if (!outcome.ok) result.rejected.push({ revision_id: revisionId, reason: outcome.reason });
     }
     for (const deploymentId of body.deleted_deployments) {
       const outcome = await this.dataSource.transaction((m) => this.finishTeardown(m, listenerId, deploymentId));
@@ -206,6 +224,30 @@ export class ListenerAgentService {
     // The deployment row is locked by the attempt, so this is the status that refused it.
     const [now] = await queryRows<{ status: RevisionStatus }>(manager, `SELECT status FROM revisions WHERE id = $1`, [id]);
     return rejected(`Revision ID ${id} is ${now?.status ?? 'gone'}; it cannot move to ${item.status}.`);
+  }
+
+  /**
+   * Pod output the agent shipped, stored as the revision's `deploy` log lines. The agent
+   * redacts already; the control plane redacts again with the revision's own secrets, because
+   * an agent is not trusted with what reaches the API's readers (docs/api.md, Logs).
+   */
+  private async appendLogs(listenerId: string, revisionId: string, lines: ReportLogLine[]): Promise<Outcome> {
+    const manager = this.dataSource.manager;
+    const [owner] = await queryRows<{ secrets_sealed: string | null; listener_id: string | null }>(
+      manager,
+      `SELECT r.secrets_sealed, d.listener_id FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
+      [revisionId],
+    );
+    if (!owner || owner.listener_id !== listenerId) {
+      return rejected(`Revision ID ${revisionId} is not a revision of a deployment of listener ID ${listenerId}.`);
+    }
+    const secretValues = this.deployments.openSecrets(owner.secrets_sealed, revisionId).map((s) => s.value);
+    await new RevisionLogRepository(manager).append(
+      revisionId,
+      'deploy',
+      lines.map((l) => ({ level: l.level, message: toStorableText(redactValues(l.message, secretValues)) })),
+    );
+    return { ok: true };
   }
 
   /**
@@ -275,6 +317,12 @@ export class ListenerAgentService {
     }
     return listener;
   }
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(keyOf(item), [...(groups.get(keyOf(item)) ?? []), item]);
+  return groups;
 }
 
 /** The deployment's namespace, else the listener's first, else `default`. */

@@ -44,8 +44,16 @@ export class RevisionService {
     return presentRevision(await this.load(this.dataSource.manager, deploymentId, revisionId));
   }
 
-  async list(workspaceId: string, deploymentId: string, statuses: string[] | undefined, page: Page): Promise<RevisionView[]> {
-    await this.deployments.get(workspaceId, deploymentId);
+  /** `remoteReconciled` (C13): none unless the deployment is (true) or is not (false) reconciled by a listener. */
+  async list(
+    workspaceId: string,
+    deploymentId: string,
+    filter: { statuses?: string[]; remoteReconciled?: boolean },
+    page: Page,
+  ): Promise<RevisionView[]> {
+    const deployment = await this.deployments.get(workspaceId, deploymentId);
+    const statuses = filter.statuses;
+    if (filter.remoteReconciled !== undefined && filter.remoteReconciled !== (deployment.source_config.listener_id !== null)) return [];
     return (await new DeploymentRepository(this.dataSource.manager).listRevisions(deploymentId, statuses, page)).map(presentRevision);
   }
 
@@ -96,6 +104,11 @@ export class RevisionService {
     }
     const applied = await this.flow.transition(manager, revisionId, 'INTERRUPTED', { message: 'Interrupted by request.' });
     if (!applied) throw new BadRequestError(`Revision ID ${revisionId} finished before it could be interrupted.`);
+    return presentRevision(await this.load(manager, deploymentId, revisionId));
+  }
+
+  /** A revision of the deployment read within `manager`'s transaction (the one that just made it). */
+  async getIn(manager: EntityManager, deploymentId: string, revisionId: string): Promise<RevisionView> {
     return presentRevision(await this.load(manager, deploymentId, revisionId));
   }
 

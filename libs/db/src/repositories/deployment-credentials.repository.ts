@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
+import type { SecretBox } from '@slipway/crypto';
+import { queryRows } from '../sql.js';
+
+/** A deployment's own store passwords (its Postgres role's, its Redis ACL user's), in clear. */
+export interface StoreCredentials {
+  databasePassword: string;
+  redisPassword: string;
+}
+
+/** Loopback ports of a deployment's data-access fronts; null until first allocated. */
+export interface FrontPorts {
+  postgres: number | null;
+  redis: number | null;
+}
+
+interface Row {
+  database_password_sealed: string;
+  redis_password_sealed: string;
+  postgres_front_port: number | null;
+  redis_front_port: number | null;
+}
+
+/** 32 random bytes: URL-safe, so it goes into a connection URI unescaped. */
+const newPassword = () => randomBytes(32).toString('base64url');
+
+/** The deployment id and purpose are bound to each ciphertext, so a sealed value copied elsewhere does not open. */
+const context = (deploymentId: string, purpose: 'database' | 'redis') => `deployment-credentials/${deploymentId}/${purpose}`;
+
+/**
+ * The `deployment_credentials` rows: passwords generated once at random, sealed with the
+ * secrets key (a rotated-out key stays in `previousSecretsKeys`, so old rows keep opening and the
+ * passwords never change), and the fronts' recorded ports. A deployment without a row (created
+ * before this table) gets one on first use; concurrent first uses agree on one row.
+ */
+export class DeploymentCredentialStore {
+  constructor(
+    private readonly manager: EntityManager,
+    private readonly box: SecretBox,
+  ) {}
+
+  /** The deployment's credentials, generated and stored on first use. Throws when the deployment is gone. */
+  async credentials(deploymentId: string): Promise<StoreCredentials> {
+    const row = (await this.row(deploymentId)) ?? (await this.create(deploymentId));
+    return {
+      databasePassword: this.box.open(row.database_password_sealed, context(deploymentId, 'database')),
+      redisPassword: this.box.open(row.redis_password_sealed, context(deploymentId, 'redis')),
+    };
+  }
+
+  /** The recorded front ports (both null when none were allocated yet). */
+  async frontPorts(deploymentId: string): Promise<FrontPorts> {
+    const row = await this.row(deploymentId);
+    return { postgres: row?.postgres_front_port ?? null, redis: row?.redis_front_port ?? null };
+  }
+
+  /**
+   * Records a front's port unless one is recorded already; returns the port that holds. Throws a
+   * unique violation (23505) when another deployment holds `port`.
+   */
+  async claimFrontPort(deploymentId: string, front: 'postgres' | 'redis', port: number): Promise<number> {
+    await this.credentials(deploymentId);
+    const column = front === 'postgres' ? 'postgres_front_port' : 'redis_front_port';
+    const [row] = await queryRows<{ port: number }>(
+      this.manager,
+      `UPDATE deployment_credentials SET ${column} = coalesce(${column}, $2) WHERE deployment_id = $1 RETURNING ${column} AS port`,
+      [deploymentId, port],
+    );
+    if (!row) throw new Error(`Deployment ${deploymentId} is gone.`);
+    return Number(row.port);
+  }
+
+  /** Every recorded front port (so the runtime never hands one to an instance). */
+  async takenFrontPorts(): Promise<Set<number>> {
+    const rows = await queryRows<{ port: number }>(
+      this.manager,
+      `SELECT postgres_front_port AS port FROM deployment_credentials WHERE postgres_front_port IS NOT NULL
+       UNION SELECT redis_front_port FROM deployment_credentials WHERE redis_front_port IS NOT NULL`,
+    );
+    return new Set(rows.map((r) => Number(r.port)));
+  }
+
+  private async row(deploymentId: string): Promise<Row | undefined> {
+    const [row] = await queryRows<Row>(
+      this.manager,
+      `SELECT database_password_sealed, redis_password_sealed, postgres_front_port, redis_front_port
+         FROM deployment_credentials WHERE deployment_id = $1`,
+      [deploymentId],
+    );
+    return row;
+  }
+
+  private async create(deploymentId: string): Promise<Row> {
+    // ON CONFLICT DO NOTHING then read back: a concurrent first use wins or loses, both read its row.
+    await this.manager.query(
+      `INSERT INTO deployment_credentials (deployment_id, database_password_sealed, redis_password_sealed)
+       SELECT id, $2, $3 FROM deployments WHERE id = $1
+       ON CONFLICT (deployment_id) DO NOTHING`,
+      [deploymentId, this.box.seal(newPassword(), context(deploymentId, 'database')), this.box.seal(newPassword(), context(deploymentId, 'redis'))],
+    );
+    const row = await this.row(deploymentId);
+    if (!row) throw new Error(`Deployment ${deploymentId} is gone.`);
+    return row;
+  }
+}

@@ -1,0 +1,51 @@
+import type { EntityManager } from 'typeorm';
+import { queryRows } from '../sql.js';
+
+/** Postgres NOTIFY channel told the workspace id whenever an event of it is numbered (committed). */
+export const EVENTS_CHANNEL = 'slipway_events';
+
+export interface StoredEvent {
+  id: string;
+  type: string;
+  created_at: Date;
+  deployment_id: string | null;
+  revision_id: string | null;
+  data: Record<string, unknown>;
+}
+
+export interface EventFilter {
+  deploymentId?: string;
+  types?: string[];
+}
+
+/**
+ * Events of a workspace (docs/api.md, Events), written by database triggers on every deployment
+ * and revision change; ids grow in commit order within a workspace, so `after` never skips one.
+ */
+export class EventRepository {
+  constructor(private readonly manager: EntityManager) {}
+
+  /** The oldest `limit` events after the id `after` (all when null), oldest first. */
+  after(workspaceId: string, after: string | null, limit: number, filter: EventFilter = {}): Promise<StoredEvent[]> {
+    const params: unknown[] = [workspaceId, after ?? '0', limit];
+    const where = ['workspace_id = $1', 'id > $2::bigint'];
+    if (filter.deploymentId) where.push(`deployment_id = $${params.push(filter.deploymentId)}`);
+    if (filter.types?.length) where.push(`type = ANY($${params.push(filter.types)}::text[])`);
+    return queryRows<StoredEvent>(
+      this.manager,
+      `SELECT id::text AS id, type, created_at, deployment_id, revision_id, data FROM events
+        WHERE ${where.join(' AND ')} ORDER BY id LIMIT $3`,
+      params,
+    );
+  }
+
+  /** The id of the workspace's newest event, or null: where a stream without a cursor starts. */
+  async latestId(workspaceId: string): Promise<string | null> {
+    const [row] = await queryRows<{ id: string | null }>(
+      this.manager,
+      `SELECT max(id)::text AS id FROM events WHERE workspace_id = $1 AND id IS NOT NULL`,
+      [workspaceId],
+    );
+    return row?.id ?? null;
+  }
+}

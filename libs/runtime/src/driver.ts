@@ -1,0 +1,86 @@
+import type { Artifact } from './process/artifact.js';
+
+/**
+ * What a runtime driver needs to run one revision's instances; immutable, like the revision.
+ * The deployer builds it (artifact, environment, limits); the driver only runs it.
+ */
+export interface StartInstancesInput {
+  deploymentId: string;
+  revisionId: string;
+  /** Shown in deploy logs (the artifact's path or image reference). */
+  artifactRef: string;
+  artifact: Artifact;
+  /** The app's environment (see `instanceEnvironment`); the driver adds PORT, PATH and HOME. */
+  env: Record<string, string>;
+  /** Masked wherever the driver quotes an instance's output. */
+  secretValues: string[];
+  /** How many instances run: `resource_spec.min_scale`, at least 1, at most `max_scale`. */
+  scale: number;
+  /** Per-instance limits from `resource_spec` (absent: the driver's defaults). */
+  limits: { memoryMb?: number; cpu?: number };
+  /**
+   * Ports on local addresses (loopback and the host's own) the instances may connect to besides
+   * their own port; every other local port is closed to them where the driver confines network.
+   */
+  allowedLocalPorts: number[];
+}
+
+export interface StartInstancesOptions {
+  /** Interruption and deadline of the rollout phase. */
+  signal: AbortSignal;
+  /** End of the rollout phase (epoch ms). */
+  deadline: number;
+  /** A line for the revision's deploy log. */
+  log: (line: string, level?: 'info' | 'warn' | 'error') => void;
+}
+
+/** An instance a driver started; opaque to callers beyond these fields. */
+export interface RuntimeInstance {
+  id: string;
+  /** Which instance of the revision (0-based). */
+  index: number;
+}
+
+export type StartInstancesOutcome<I extends RuntimeInstance> = { ok: true; instances: I[] } | { ok: false; message: string };
+
+/**
+ * Traffic moved to new instances, pending the caller's decision: `confirm` once the revision is
+ * recorded as deployed (the previous instances drain and stop), `revert` when that did not happen
+ * (the previous instances serve again and the new ones stop). Exactly one of them is called;
+ * until then the driver keeps the deployment's other work (supervision, teardown) waiting.
+ */
+export interface TrafficSwitch {
+  confirm(): Promise<void>;
+  revert(): Promise<void>;
+}
+
+export interface InstanceHealth {
+  id: string;
+  revisionId: string;
+  index: number;
+  /** Answers its health probe and receives traffic. */
+  healthy: boolean;
+}
+
+/**
+ * A runtime driver (docs/architecture.md, Runtimes): the one owner of a runtime's processes.
+ * The rollout processor owns revision statuses and calls the driver; the driver never touches a
+ * status and never calls back. A process driver implements it for local processes; a Kubernetes
+ * driver can implement it later.
+ */
+export interface RuntimeDriver<I extends RuntimeInstance = RuntimeInstance> {
+  /** True while this driver may act (e.g. holds the single-node lock). */
+  readonly isOwner: boolean;
+  /** Takes over: adopts instances recorded as running and keeps supervising them until `release`. */
+  adopt(): Promise<void>;
+  /** Stops supervising and serving; instances keep running for the next owner. */
+  release(): Promise<void>;
+  /** Starts a revision's instances and waits until each answers its health probe; traffic untouched. */
+  startInstances(input: StartInstancesInput, options: StartInstancesOptions): Promise<StartInstancesOutcome<I>>;
+  /** Sends the deployment's traffic to `instances` (see TrafficSwitch). */
+  switchTraffic(input: StartInstancesInput, instances: I[]): Promise<TrafficSwitch>;
+  /** Stops the given instances, or a whole deployment (instances, traffic, files) for teardown. */
+  stop(target: { instances: I[] } | { deploymentId: string }): Promise<void>;
+  /** The deployment's instances and whether each is healthy. */
+  health(deploymentId: string): Promise<InstanceHealth[]>;
+}

@@ -1,0 +1,100 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Queryable } from '../process/process-store.js';
+import { CgroupWriter, detectCgroups, type Cgroup, type CgroupLimits } from './cgroups.js';
+import { SandboxIdentities } from './identities.js';
+import { NetworkConfinement } from './network.js';
+
+const run = promisify(execFile);
+
+export interface SandboxSettings {
+  /** `auto`: sandbox whenever possible (production refuses to start without); `off`: the documented opt-out. */
+  mode: 'auto' | 'off';
+  uidMin: number;
+  uidMax: number;
+  /** Processes (and threads) per instance or build step. */
+  pidsMax: number;
+  openFiles: number;
+  /** Memory of an instance whose resource_spec sets none. */
+  defaultMemoryMb: number;
+}
+
+/** Why the sandbox cannot be set up on this machine. */
+export class SandboxUnavailableError extends Error {
+  override name = 'SandboxUnavailableError';
+}
+
+/**
+ * The pieces that confine user code (README.md, Sandbox): a uid per deployment, cgroups, and
+ * nftables rules for the uid range. Built by `setUpSandbox`, which checks each piece works.
+ */
+export class Sandbox {
+  readonly identities: SandboxIdentities;
+
+  constructor(
+    readonly settings: SandboxSettings,
+    db: Queryable,
+    readonly cgroups: CgroupWriter,
+    readonly network: NetworkConfinement,
+  ) {
+    this.identities = new SandboxIdentities(db, settings.uidMin, settings.uidMax);
+  }
+
+  /** A fresh cgroup with the limits (memory defaulting to the configured one). */
+  limit(name: string, limits: { memoryMb?: number; cpu?: number }): Promise<Cgroup> {
+    return this.cgroups.create(name, this.limitsOf(limits));
+  }
+
+  limitsOf(limits: { memoryMb?: number; cpu?: number }): CgroupLimits {
+    return { memoryMb: limits.memoryMb ?? this.settings.defaultMemoryMb, cpu: limits.cpu, pids: this.settings.pidsMax };
+  }
+}
+
+/** Checks root, the tools, writable cgroups and nftables, then installs the network rules. */
+export async function setUpSandbox(settings: SandboxSettings, db: Queryable): Promise<Sandbox> {
+  if (process.getuid?.() !== 0) throw new SandboxUnavailableError('the sandbox needs root (it switches to per-deployment uids and writes cgroups).');
+  for (const [tool, args] of [
+    ['bwrap', ['--version']],
+    ['setpriv', ['--version']],
+    ['prlimit', ['--version']],
+    ['nft', ['--version']],
+  ] as const) {
+    await run(tool, [...args]).catch(() => {
+      throw new SandboxUnavailableError(`'${tool}' is not installed (Debian: apt-get install bubblewrap util-linux nftables).`);
+    });
+  }
+  const layout = await detectCgroups();
+  if (!layout) throw new SandboxUnavailableError('no writable cgroup controllers (v2, or v1 memory/cpu/pids) under /sys/fs/cgroup.');
+  const network = new NetworkConfinement(settings.uidMin, settings.uidMax);
+  await network.apply().catch((err) => {
+    throw new SandboxUnavailableError(`nftables rules could not be installed: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  return new Sandbox(settings, db, new CgroupWriter(layout), network);
+}
+
+/**
+ * The start-up policy (item "production refuses to run unsandboxed"): the sandbox when it can be
+ * set up; otherwise production refuses to start unless `SLIPWAY_SANDBOX=off`, and everything
+ * else runs unsandboxed with a loud warning. `off` warns at every start too.
+ */
+export async function sandboxForStart(
+  settings: SandboxSettings,
+  db: Queryable,
+  { production, warn }: { production: boolean; warn: (message: string) => void },
+): Promise<Sandbox | null> {
+  const unsafe = 'USER CODE RUNS UNSANDBOXED: builds and apps run as this process\'s user and can read its environment, files and credentials.';
+  if (settings.mode === 'off') {
+    warn(`SLIPWAY_SANDBOX=off. ${unsafe}`);
+    return null;
+  }
+  try {
+    return await setUpSandbox(settings, db);
+  } catch (err) {
+    if (!(err instanceof SandboxUnavailableError)) throw err;
+    if (production) {
+      throw new Error(`Refusing to start in production without the sandbox: ${err.message} Fix it, or set SLIPWAY_SANDBOX=off to run unsandboxed (unsafe).`);
+    }
+    warn(`The sandbox is unavailable: ${err.message} ${unsafe} (Production refuses to start like this.)`);
+    return null;
+  }
+}

@@ -1,0 +1,123 @@
+/** The API shapes the console reads (docs/api.md). Only the fields it uses. */
+import { DEPLOYMENT_STATUSES, REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain/status';
+
+export { DEPLOYMENT_STATUSES, type RevisionStatus };
+
+/** Statuses a revision never leaves (shared with the server's status machine). */
+export const TERMINAL_REVISION_STATUSES: readonly RevisionStatus[] = [...REVISION_TERMINAL];
+export const FAILED_REVISION_STATUSES: readonly RevisionStatus[] = ['CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'UNKNOWN'];
+export const DEPLOYMENT_TYPES = ['dev_free', 'dev', 'prod'] as const;
+
+export interface Envelope<T> {
+  resources: T[];
+  offset: number;
+}
+
+export interface Deployment {
+  id: string;
+  name: string;
+  source: string;
+  status: string;
+  deployment_type: string | null;
+  source_config: Record<string, unknown> & { resource_spec?: unknown };
+  source_revision_config: Record<string, unknown>;
+  secrets: Array<{ name: string; value?: string }>;
+  latest_revision_id: string | null;
+  active_revision_id: string | null;
+  image_version: string | null;
+  url: string | null;
+  tag_value_ids: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Revision {
+  id: string;
+  deployment_id: string;
+  status: RevisionStatus;
+  status_message: string | null;
+  source: string;
+  source_revision_config: Record<string, string | null>;
+  image_uri: string | null;
+  resource_spec: Record<string, unknown>;
+  secrets: Array<{ name: string }>;
+  redeployed_from: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface StatusChange {
+  from: RevisionStatus | null;
+  to: RevisionStatus;
+  at: string;
+  time_in_status_ms: number | null;
+}
+
+export interface RevisionHistory {
+  revision_id: string;
+  status: RevisionStatus;
+  status_message: string | null;
+  created_at: string;
+  changes: StatusChange[];
+}
+
+export interface LogEntry {
+  id: string;
+  timestamp: string;
+  level: string;
+  message: string;
+}
+
+export interface LogPage {
+  logs: LogEntry[];
+  next_offset: string | null;
+}
+
+export interface Listener {
+  id: string;
+  compute_type: string;
+  compute_id: string;
+  compute_config: { k8s_namespaces: string[] | null };
+  version: string | null;
+  last_seen_at: string | null;
+  created_at: string;
+}
+
+export interface Integration {
+  id: string;
+  provider: string;
+  name: string;
+  created_at?: string;
+}
+
+export interface Repository {
+  id: number | string;
+  name: string;
+  owner: string;
+  url: string;
+  default_branch: string | null;
+}
+
+export interface TagKey {
+  id: string;
+  key: string;
+}
+
+export interface TagValue {
+  id: string;
+  value: string;
+}
+
+/** A workspace event (docs/api.md, Events). */
+export interface LiveEvent {
+  id: string;
+  type: string;
+  deployment_id?: string | null;
+  revision_id?: string | null;
+  data?: Record<string, unknown> | null;
+}
+
+export interface Workspace {
+  id: string;
+  name: string;
+}

@@ -1,0 +1,66 @@
+import { useMemo, useState } from 'react';
+import { Api, sessionStore, type Session } from '../api/client';
+import { ApiContext, useHashRoute } from './common';
+import { DeploymentPage } from './DeploymentPage';
+import { DeploymentsPage } from './DeploymentsPage';
+import { ListenersPage } from './ListenersPage';
+import { LogsPage } from './LogsPage';
+import { SignIn } from './SignIn';
+
+const UUID = '[0-9a-fA-F-]{36}';
+const DEPLOYMENT = new RegExp(`^/deployments/(${UUID})$`);
+const LOGS = new RegExp(`^/deployments/(${UUID})/revisions/(${UUID})/logs$`);
+
+export function App() {
+  const [session, setSession] = useState<Session | null>(() => sessionStore.load());
+  const api = useMemo(() => (session ? new Api(session) : null), [session]);
+  const route = useHashRoute();
+
+  if (!api) {
+    return (
+      <SignIn
+        onSignedIn={(s) => {
+          sessionStore.save(s);
+          setSession(s);
+        }}
+      />
+    );
+  }
+
+  const signOut = () => {
+    sessionStore.clear();
+    setSession(null);
+  };
+  let page;
+  let m: RegExpMatchArray | null;
+  if ((m = route.match(LOGS))) page = <LogsPage key={route} deploymentId={m[1]} revisionId={m[2]} />;
+  else if ((m = route.match(DEPLOYMENT))) page = <DeploymentPage key={route} deploymentId={m[1]} />;
+  else if (route === '/listeners') page = <ListenersPage />;
+  else page = <DeploymentsPage />;
+
+  return (
+    <ApiContext.Provider value={api}>
+      <a className="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Slipway</span>
+        <nav aria-label="Main">
+          <a href="#/" aria-current={route === '/' || route.startsWith('/deployments') ? 'page' : undefined}>
+            Deployments
+          </a>
+          <a href="#/listeners" aria-current={route === '/listeners' ? 'page' : undefined}>
+            Listeners and integrations
+          </a>
+        </nav>
+        <span className="workspace">{session?.tenantId ? `Workspace ${session.tenantId}` : 'Workspace of this key'}</span>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {page}
+      </main>
+    </ApiContext.Provider>
+  );
+}

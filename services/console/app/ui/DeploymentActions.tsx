@@ -1,0 +1,122 @@
+import { useState, type FormEvent } from 'react';
+import type { Deployment, Revision } from '../api/types';
+import { Dialog, ErrorText, short, useApi } from './common';
+
+/** The fields a rollback changes: the active revision's values against the chosen one's. */
+export function rollbackChanges(active: Revision | null, target: Revision): Array<{ field: string; now: string; after: string }> {
+  const show = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+  const fields: Array<[string, (r: Revision) => unknown]> = [
+    ['Revision', (r) => r.id],
+    ['Image / artifact', (r) => r.image_uri],
+    ['Git ref', (r) => r.source_revision_config?.repo_ref],
+    ['Commit', (r) => r.source_revision_config?.repo_commit_sha],
+    ['Image requested', (r) => r.source_revision_config?.image_uri],
+    ['Config file', (r) => r.source_revision_config?.graph_config_path],
+    ['Resources', (r) => r.resource_spec],
+    ['Secret names', (r) => r.secrets.map((s) => s.name).sort().join(', ')],
+  ];
+  return fields
+    .map(([field, read]) => ({ field, now: active ? show(read(active)) : '—', after: show(read(target)) }))
+    .filter((c) => c.now !== c.after);
+}
+
+/** Redeploys an earlier revision (no rebuild), after showing what will change. */
+export function RollbackDialog(props: { deployment: Deployment; target: Revision | null; active: Revision | null; onClose: () => void; onDone: (newRevisionId: string) => void }) {
+  const api = useApi();
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const { target, active, deployment } = props;
+  const confirm = async () => {
+    if (!target) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const updated = await api.post<Deployment>(`/v2/deployments/${deployment.id}/revisions/${target.id}/redeploy`);
+      props.onDone(updated.latest_revision_id ?? '');
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const changes = target ? rollbackChanges(active, target) : [];
+  return (
+    <Dialog title={`Roll back to revision ${short(target?.id)}`} open={!!target} onClose={() => (setError(null), props.onClose())}>
+      <p>
+        A new revision will redeploy revision <code>{target?.id}</code> as it was built (no rebuild). The active revision keeps serving until the
+        new one is healthy.
+      </p>
+      {changes.length ? (
+        <table className="changes">
+          <caption>What changes</caption>
+          <thead>
+            <tr>
+              <th scope="col">Field</th>
+              <th scope="col">Now</th>
+              <th scope="col">After the rollback</th>
+            </tr>
+          </thead>
+          <tbody>
+            {changes.map((c) => (
+              <tr key={c.field}>
+                <th scope="row">{c.field}</th>
+                <td>{c.now}</td>
+                <td>{c.after}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p>Nothing differs from the active revision.</p>
+      )}
+      <ErrorText error={error} />
+      <div className="dialog-buttons">
+        <button type="button" onClick={confirm} disabled={busy}>
+          {busy ? 'Rolling back…' : 'Roll back'}
+        </button>
+        <button type="button" onClick={props.onClose}>
+          Cancel
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+/** Deletes the deployment once its name is typed. */
+export function DeleteDialog(props: { deployment: Deployment; open: boolean; onClose: () => void; onDone: () => void }) {
+  const api = useApi();
+  const [typed, setTyped] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const { deployment } = props;
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (typed !== deployment.name) return;
+    setError(null);
+    try {
+      await api.delete(`/v2/deployments/${deployment.id}`);
+      props.onDone();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <Dialog title={`Delete ${deployment.name}`} open={props.open} onClose={props.onClose}>
+      <form onSubmit={submit}>
+        <p id="delete-help">
+          This stops every revision and tears down the deployment's compute and database. Type <strong>{deployment.name}</strong> to confirm.
+        </p>
+        <label htmlFor="delete-name">Deployment name</label>
+        <input id="delete-name" value={typed} onChange={(e) => setTyped(e.target.value)} aria-describedby="delete-help" autoComplete="off" />
+        <ErrorText error={error} />
+        <div className="dialog-buttons">
+          <button type="submit" className="danger" disabled={typed !== deployment.name}>
+            Delete
+          </button>
+          <button type="button" onClick={props.onClose}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,207 @@
+import { useState } from 'react';
+import type { Api } from '../api/client';
+import { TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision, type RevisionHistory } from '../api/types';
+import { formatTime } from '../phases';
+import { ErrorText, PageHeading, StatusBadge, useApi, useLoad } from './common';
+import { DeleteDialog, RollbackDialog } from './DeploymentActions';
+import { LiveIndicator, useLiveRefresh } from './live';
+import { PhaseChart } from './PhaseChart';
+import { Timeline } from './Timeline';
+
+const HISTORY_SIZE = 50;
+
+export interface DeploymentData {
+  deployment: Deployment;
+  revisions: Revision[];
+  /** Status changes per revision id (empty when the server does not offer them). */
+  histories: Map<string, RevisionHistory>;
+}
+
+async function loadDeployment(api: Api, id: string, signal: AbortSignal): Promise<DeploymentData> {
+  const { revisionHistory } = await api.features();
+  const [deployment, revisions, history] = await Promise.all([
+    api.get<Deployment>(`/v2/deployments/${id}`, undefined, signal),
+    api.get<Envelope<Revision>>(`/v2/deployments/${id}/revisions`, { limit: HISTORY_SIZE }, signal),
+    revisionHistory
+      ? api.get<{ resources: RevisionHistory[] }>(`/v2/deployments/${id}/revision-history`, { limit: HISTORY_SIZE }, signal)
+      : Promise.resolve({ resources: [] }),
+  ]);
+  return { deployment, revisions: revisions.resources, histories: new Map(history.resources.map((h) => [h.revision_id, h])) };
+}
+
+/** "1 CPU, 1024 MB, scale 1–1": the numbers people look for first. */
+function resourceSummary(spec: Record<string, unknown>): string {
+  const parts = [];
+  if (spec.cpu != null) parts.push(`${spec.cpu} CPU`);
+  if (spec.memory_mb != null) parts.push(`${spec.memory_mb} MB`);
+  if (spec.min_scale != null) parts.push(`scale ${spec.min_scale}–${spec.max_scale ?? spec.min_scale}`);
+  return parts.join(', ') || 'Details';
+}
+
+function ConfigList({ deployment }: { deployment: Deployment }) {
+  const config = deployment.source_config ?? {};
+  const entries: Array<[string, unknown]> = [
+    ['Source', deployment.source],
+    ['Type', deployment.deployment_type],
+    ['Status', deployment.status],
+    ['Integration', config.integration_id],
+    ['Repository', config.repo_url],
+    ['Listener', config.listener_id],
+    ['Build on push', config.build_on_push],
+    ['Install command', config.install_command],
+    ['Build command', config.build_command],
+    ...Object.entries(deployment.source_revision_config ?? {}).map(([k, v]): [string, unknown] => [k.replace(/_/g, ' '), v]),
+    ['Created', formatTime(deployment.created_at)],
+  ];
+  return (
+    <dl className="config">
+      {entries
+        .filter(([, v]) => v !== null && v !== undefined && v !== '')
+        .map(([k, v]) => (
+          <div key={k}>
+            <dt>{k}</dt>
+            <dd>{typeof v === 'object' ? JSON.stringify(v) : String(v)}</dd>
+          </div>
+        ))}
+      {config.resource_spec ? (
+        <div className="wide">
+          <dt>Resources</dt>
+          <dd>
+            <details>
+              <summary>{resourceSummary(config.resource_spec as Record<string, unknown>)}</summary>
+              <dl className="spec">
+                {Object.entries(config.resource_spec as Record<string, unknown>).map(([k, v]) => (
+                  <div key={k}>
+                    <dt>{k}</dt>
+                    <dd>{typeof v === 'object' ? JSON.stringify(v) : String(v)}</dd>
+                  </div>
+                ))}
+              </dl>
+            </details>
+          </dd>
+        </div>
+      ) : null}
+    </dl>
+  );
+}
+
+/** Secret names only: the API never returns values, and the console shows a mask. */
+function Secrets({ secrets }: { secrets: Deployment['secrets'] }) {
+  if (!secrets?.length) return <p>No secrets.</p>;
+  return (
+    <ul className="secrets" aria-label="Secrets (values hidden)">
+      {secrets.map((s) => (
+        <li key={s.name}>
+          <code>{s.name}</code> <span aria-label="value hidden">••••••••</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
+  const api = useApi();
+  const data = useLoad((signal) => loadDeployment(api, deploymentId, signal), [api, deploymentId]);
+  const mode = useLiveRefresh(data.reload, (e) => e.deployment_id === deploymentId);
+  const [rollbackOf, setRollbackOf] = useState<Revision | null>(null);
+  const [deleting, setDeleting] = useState(false);
+  const [actionError, setActionError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+
+  if (!data.data) {
+    return (
+      <>
+        <PageHeading>Deployment</PageHeading>
+        {data.error ? <ErrorText error={data.error} /> : <p role="status">Loading…</p>}
+      </>
+    );
+  }
+  const { deployment, revisions, histories } = data.data;
+  const active = revisions.find((r) => r.id === deployment.active_revision_id) ?? null;
+  const latest = revisions.find((r) => r.id === deployment.latest_revision_id) ?? null;
+  const running = latest && !TERMINAL_REVISION_STATUSES.includes(latest.status) ? latest : null;
+
+  const interrupt = async (revision: Revision) => {
+    setActionError(null);
+    try {
+      await api.post(`/v2/deployments/${deployment.id}/revisions/${revision.id}/interruption`);
+      setNotice(`Revision ${revision.id} interrupted.`);
+      data.reload();
+    } catch (err) {
+      setActionError((err as Error).message);
+    }
+  };
+
+  return (
+    <>
+      <p className="crumbs">
+        <a href="#/">Deployments</a> / {deployment.name}
+      </p>
+      <PageHeading>{deployment.name}</PageHeading>
+      <LiveIndicator mode={mode} />
+      <ErrorText error={data.error} />
+      <ErrorText error={actionError} />
+      {notice && (
+        <p className="notice" role="status">
+          {notice}
+        </p>
+      )}
+      <section aria-labelledby="overview-title" className="overview">
+        <h2 id="overview-title">Overview</h2>
+        <p>
+          Serving URL: {deployment.url ? <a href={deployment.url}>{deployment.url}</a> : 'none yet'}
+          <br />
+          Active revision: {active ? <code>{active.id}</code> : 'none'} <StatusBadge status={active?.status} label="Active revision" />
+          <br />
+          Latest revision: {latest ? <code>{latest.id}</code> : 'none'} <StatusBadge status={latest?.status} label="Latest revision" />
+        </p>
+        <div className="actions">
+          {running && (
+            <button type="button" onClick={() => interrupt(running)}>
+              Interrupt the running revision
+            </button>
+          )}
+          {latest && <a href={`#/deployments/${deployment.id}/revisions/${latest.id}/logs`}>Logs of the latest revision</a>}
+          <button type="button" className="danger" onClick={() => setDeleting(true)} disabled={deployment.status === 'AWAITING_DELETE'}>
+            Delete deployment
+          </button>
+        </div>
+      </section>
+      <section aria-labelledby="config-title">
+        <h2 id="config-title">Configuration</h2>
+        <ConfigList deployment={deployment} />
+        <h3>Secrets</h3>
+        <Secrets secrets={deployment.secrets} />
+      </section>
+      <section aria-labelledby="chart-title">
+        <h2 id="chart-title">Phase durations, last {Math.min(revisions.length, HISTORY_SIZE)} revisions</h2>
+        <PhaseChart histories={[...histories.values()]} />
+      </section>
+      <section aria-labelledby="timeline-title">
+        <h2 id="timeline-title">Revisions</h2>
+        <Timeline deployment={deployment} revisions={revisions} histories={histories} onRollback={setRollbackOf} />
+      </section>
+      <RollbackDialog
+        deployment={deployment}
+        target={rollbackOf}
+        active={active}
+        onClose={() => setRollbackOf(null)}
+        onDone={(newRevisionId) => {
+          setRollbackOf(null);
+          setNotice(`Rolling back: revision ${newRevisionId} redeploys the chosen one.`);
+          data.reload();
+        }}
+      />
+      <DeleteDialog
+        deployment={deployment}
+        open={deleting}
+        onClose={() => setDeleting(false)}
+        onDone={() => {
+          setDeleting(false);
+          setNotice('Deletion started: the deployment is being torn down.');
+          data.reload();
+        }}
+      />
+    </>
+  );
+}

@@ -1,0 +1,195 @@
+import { useRef, useState, type FormEvent } from 'react';
+import type { Api } from '../api/client';
+import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, FAILED_REVISION_STATUSES, TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision, type TagKey, type TagValue } from '../api/types';
+import { ago, formatTime } from '../phases';
+import { ErrorText, PageHeading, StatusBadge, useApi, useLoad } from './common';
+import { LiveIndicator, useLiveRefresh } from './live';
+
+const PAGE_SIZE = 20;
+
+interface Filters {
+  status: string;
+  deployment_type: string;
+  tag_value_id: string;
+  name_contains: string;
+}
+
+interface Row {
+  deployment: Deployment;
+  active: Revision | null;
+  latest: Revision | null;
+}
+
+const NO_FILTERS: Filters = { status: '', deployment_type: '', tag_value_id: '', name_contains: '' };
+
+/**
+ * One page of deployments (filters mapped to the list API), each with its two revisions. A
+ * revision in a terminal status never changes, so `known` keeps those and a refresh re-reads only
+ * the ones still moving: a steady table costs one request per refresh.
+ */
+async function loadRows(api: Api, filters: Filters, offset: number, known: Map<string, Revision>, signal: AbortSignal): Promise<{ rows: Row[]; next: number }> {
+  const page = await api.get<Envelope<Deployment>>(
+    '/v2/deployments',
+    {
+      limit: PAGE_SIZE,
+      offset,
+      status: filters.status,
+      deployment_type: filters.deployment_type,
+      tag_value_ids: filters.tag_value_id,
+      name_contains: filters.name_contains,
+    },
+    signal,
+  );
+  const revision = async (d: Deployment, id: string | null): Promise<Revision | null> => {
+    if (!id) return null;
+    const cached = known.get(id);
+    if (cached) return cached;
+    const fresh = await api.get<Revision>(`/v2/deployments/${d.id}/revisions/${id}`, undefined, signal).catch(() => null);
+    if (fresh && TERMINAL_REVISION_STATUSES.includes(fresh.status)) known.set(id, fresh);
+    return fresh;
+  };
+  const rows = await Promise.all(
+    page.resources.map(async (deployment) => {
+      const [active, latest] = await Promise.all([
+        revision(deployment, deployment.active_revision_id),
+        deployment.latest_revision_id === deployment.active_revision_id ? null : revision(deployment, deployment.latest_revision_id),
+      ]);
+      return { deployment, active, latest: latest ?? (deployment.latest_revision_id === deployment.active_revision_id ? active : null) };
+    }),
+  );
+  return { rows, next: page.offset };
+}
+
+/** Every tag value of the workspace, labelled `key: value`, for the tag filter. */
+async function loadTagValues(api: Api, signal: AbortSignal): Promise<Array<{ id: string; label: string }>> {
+  const keys = await api.get<Envelope<TagKey>>('/v2/tags/keys', { limit: 100 }, signal);
+  const values = await Promise.all(
+    keys.resources.map(async (key) => {
+      const page = await api.get<Envelope<TagValue>>(`/v2/tags/keys/${key.id}/values`, { limit: 100 }, signal);
+      return page.resources.map((v) => ({ id: v.id, label: `${key.key}: ${v.value}` }));
+    }),
+  );
+  return values.flat();
+}
+
+function lastActivity(row: Row): string {
+  return [row.deployment.updated_at, row.latest?.updated_at, row.active?.updated_at].filter(Boolean).sort().at(-1)!;
+}
+
+export function DeploymentsPage() {
+  const api = useApi();
+  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  const [offset, setOffset] = useState(0);
+  const known = useRef(new Map<string, Revision>()).current;
+  const list = useLoad((signal) => loadRows(api, filters, offset, known, signal), [api, filters, offset]);
+  const tags = useLoad((signal) => loadTagValues(api, signal), [api]);
+  const mode = useLiveRefresh(list.reload, (e) => e.type.startsWith('deployment.') || e.type.startsWith('revision.'));
+
+  const apply = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    setOffset(0);
+    setFilters({
+      status: String(form.get('status') ?? ''),
+      deployment_type: String(form.get('deployment_type') ?? ''),
+      tag_value_id: String(form.get('tag_value_id') ?? ''),
+      name_contains: String(form.get('name_contains') ?? '').trim(),
+    });
+  };
+
+  const rows = list.data?.rows ?? [];
+  return (
+    <>
+      <PageHeading>Deployments</PageHeading>
+      <LiveIndicator mode={mode} />
+      <form className="filters" onSubmit={apply} aria-label="Filter deployments">
+        <label>
+          Name contains
+          <input name="name_contains" type="search" defaultValue={filters.name_contains} />
+        </label>
+        <label>
+          Status
+          <select name="status" defaultValue={filters.status}>
+            <option value="">Any</option>
+            {DEPLOYMENT_STATUSES.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Type
+          <select name="deployment_type" defaultValue={filters.deployment_type}>
+            <option value="">Any</option>
+            {DEPLOYMENT_TYPES.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Tag
+          <select name="tag_value_id" defaultValue={filters.tag_value_id}>
+            <option value="">Any</option>
+            {(tags.data ?? []).map((t) => (
+              <option key={t.id} value={t.id}>
+                {t.label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Apply filters</button>
+      </form>
+      <ErrorText error={list.error ?? tags.error} />
+      <table className="deployments">
+        <caption>{list.loading && !list.data ? 'Loading deployments…' : `${rows.length} deployment${rows.length === 1 ? '' : 's'} on this page`}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Source</th>
+            <th scope="col">Status</th>
+            <th scope="col">Active revision</th>
+            <th scope="col">Latest revision</th>
+            <th scope="col">URL</th>
+            <th scope="col">Last activity</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr key={row.deployment.id} data-deployment-id={row.deployment.id}>
+              <th scope="row">
+                <a href={`#/deployments/${row.deployment.id}`}>{row.deployment.name}</a>
+              </th>
+              <td>
+                {row.deployment.source}
+                {row.deployment.deployment_type ? ` (${row.deployment.deployment_type})` : ''}
+              </td>
+              <td>
+                <StatusBadge status={row.deployment.status} />
+              </td>
+              <td className="active-status">
+                <StatusBadge status={row.active?.status} label="Active revision" />
+              </td>
+              <td className="latest-status">
+                <StatusBadge status={row.latest?.status} label="Latest revision" />
+                {row.latest?.status_message && FAILED_REVISION_STATUSES.includes(row.latest.status) && <span className="message">{row.latest.status_message}</span>}
+              </td>
+              <td>{row.deployment.url ? <a href={row.deployment.url}>{row.deployment.url}</a> : '—'}</td>
+              <td>
+                <time dateTime={lastActivity(row)} title={formatTime(lastActivity(row))}>
+                  {ago(lastActivity(row))}
+                </time>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <nav className="pager" aria-label="Pages of deployments">
+        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}>
+          Previous page
+        </button>
+        <button type="button" disabled={rows.length < PAGE_SIZE} onClick={() => setOffset(list.data?.next ?? offset + PAGE_SIZE)}>
+          Next page
+        </button>
+      </nav>
+    </>
+  );
+}

@@ -1,0 +1,129 @@
+import { createContext, useCallback, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
+import type { Api } from '../api/client';
+import { FAILED_REVISION_STATUSES, TERMINAL_REVISION_STATUSES, type RevisionStatus } from '../api/types';
+
+export const ApiContext = createContext<Api | null>(null);
+
+export function useApi(): Api {
+  const api = useContext(ApiContext);
+  if (!api) throw new Error('useApi outside a signed-in page');
+  return api;
+}
+
+export interface Loaded<T> {
+  data: T | null;
+  error: string | null;
+  loading: boolean;
+  /** Reads again; the data shown stays until the new answer replaces it. */
+  reload: () => void;
+}
+
+/**
+ * Runs `load` now, again when its inputs change, and on `reload`. A reload asked for while one
+ * is still running waits for it (then runs once), so slow answers are never cut off by the next
+ * refresh; a change of inputs does cut off the old call, whose answer no longer matters.
+ */
+export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({ data: null, error: null, loading: true });
+  const [tick, setTick] = useState(0);
+  const busy = useRef(false);
+  const again = useRef(false);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const run = useCallback(load, deps);
+  useEffect(() => {
+    const abort = new AbortController();
+    busy.current = true;
+    setState((s) => ({ ...s, loading: true }));
+    run(abort.signal)
+      .then(
+        (data) => !abort.signal.aborted && setState({ data, error: null, loading: false }),
+        (err: Error) => !abort.signal.aborted && err.name !== 'AbortError' && setState((s) => ({ ...s, error: err.message, loading: false })),
+      )
+      .finally(() => {
+        if (abort.signal.aborted) return;
+        busy.current = false;
+        if (again.current) {
+          again.current = false;
+          setTick((t) => t + 1);
+        }
+      });
+    return () => abort.abort();
+  }, [run, tick]);
+  const reload = useCallback(() => {
+    if (busy.current) again.current = true;
+    else setTick((t) => t + 1);
+  }, []);
+  return { ...state, reload };
+}
+
+/** An API error in words, announced to screen readers. */
+export function ErrorText({ error }: { error: string | null | undefined }) {
+  if (!error) return null;
+  return (
+    <p className="error" role="alert">
+      {error}
+    </p>
+  );
+}
+
+export function StatusBadge({ status, label }: { status: string | null | undefined; label?: string }) {
+  if (!status) return <span className="badge badge-none">none</span>;
+  const kind = FAILED_REVISION_STATUSES.includes(status as RevisionStatus)
+    ? 'failed'
+    : status === 'DEPLOYED' || status === 'READY'
+      ? 'ok'
+      : TERMINAL_REVISION_STATUSES.includes(status as RevisionStatus)
+        ? 'ended'
+        : 'progress';
+  return (
+    <span className={`badge badge-${kind}`} data-status={status} aria-label={label ? `${label}: ${status}` : undefined}>
+      {status}
+    </span>
+  );
+}
+
+/** A modal dialog (the browser's own: focus stays inside, Escape closes it). */
+export function Dialog({ title, open, onClose, children }: { title: string; open: boolean; onClose: () => void; children: ReactNode }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    if (open && !dialog.open) dialog.showModal();
+    if (!open && dialog.open) dialog.close();
+  }, [open]);
+  const titleId = `dialog-${title.replace(/\W+/g, '-').toLowerCase()}`;
+  return (
+    <dialog ref={ref} aria-labelledby={titleId} onClose={onClose} onCancel={onClose}>
+      {open && (
+        <>
+          <h2 id={titleId}>{title}</h2>
+          {children}
+        </>
+      )}
+    </dialog>
+  );
+}
+
+/** The page's address: the part after `#` (the key never goes there, only ids). */
+export function useHashRoute(): string {
+  const [hash, setHash] = useState(() => location.hash.slice(1) || '/');
+  useEffect(() => {
+    const onChange = () => setHash(location.hash.slice(1) || '/');
+    window.addEventListener('hashchange', onChange);
+    return () => window.removeEventListener('hashchange', onChange);
+  }, []);
+  return hash;
+}
+
+/** Moves focus to the page's heading when the page changes, so screen readers announce it. */
+export function PageHeading({ children }: { children: ReactNode }) {
+  const ref = useRef<HTMLHeadingElement>(null);
+  useEffect(() => ref.current?.focus(), []);
+  return (
+    <h1 ref={ref} tabIndex={-1}>
+      {children}
+    </h1>
+  );
+}
+
+export const short = (id: string | null | undefined) => (id ? id.slice(0, 8) : '—');

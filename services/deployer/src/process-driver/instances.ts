@@ -1,0 +1,130 @@
+import { appendFile } from 'node:fs/promises';
+import { queryRows, type DataSource } from '@slipway/db';
+import type { Logger } from '@slipway/logging';
+import type { InstanceRecord, ProcessRuntime, StartInstancesInput } from '@slipway/runtime';
+import type { DeploymentWork } from './deployment-work.js';
+import { launchSpec } from './launch-spec.js';
+import type { Tailers } from './tailers.js';
+import type { Traffic } from './traffic.js';
+
+/** Old instances keep their connections this long after the switch, then get SIGTERM… */
+export const DRAIN_MS = 2_000;
+/** …and SIGKILL of their process group this long after that. */
+const STOP_GRACE_MS = 10_000;
+/** New instances nobody uses yet (failed rollout) are stopped faster. */
+export const DISCARD_GRACE_MS = 2_000;
+/** A restarted instance gets this long to answer its health probe. */
+const RESTART_HEALTH_MS = 120_000;
+
+/** What a process driver's instance work shares. */
+export interface InstanceContext {
+  dataSource: DataSource;
+  runtime: ProcessRuntime;
+  traffic: Traffic;
+  tailers: Tailers;
+  work: DeploymentWork;
+  log: Logger;
+  /** Aborted when the driver is released. */
+  stopping: AbortSignal;
+}
+
+/**
+ * Restarts, retirements and stops of single instances, with what they need to remember: which
+ * instances are being worked on (`busy`), which revisions a rollout is starting, which
+ * deployments are being torn down, and each failing instance's restart backoff.
+ */
+export class InstanceKeeper {
+  readonly busy = new Set<string>();
+  readonly rollingOut = new Set<string>();
+  readonly tearingDown = new Set<string>();
+  private readonly backoff = new Map<string, { failures: number; notBefore: number }>();
+
+  constructor(private readonly ctx: InstanceContext) {}
+
+  /** Stops an instance now (SIGTERM, SIGKILL after `graceMs`) and its tailer; the row ends `exited`. */
+  async stop(row: InstanceRecord, graceMs: number): Promise<void> {
+    this.backoff.delete(row.id);
+    await this.ctx.runtime.stop(row, graceMs);
+    await this.ctx.tailers.stop(row.id);
+  }
+
+  /** Stops instances a rollout started but will not use (failure, lost commit, error). */
+  async discard(instances: InstanceRecord[]): Promise<void> {
+    await Promise.all(instances.map((i) => this.stop(i, DISCARD_GRACE_MS)));
+  }
+
+  /** Stops an instance after `drainMs`, in the background. */
+  retire(row: InstanceRecord, drainMs: number): void {
+    if (this.busy.has(row.id)) return;
+    this.busy.add(row.id);
+    this.ctx.work.track(async () => {
+      try {
+        if (drainMs) await new Promise((r) => setTimeout(r, drainMs));
+        await this.stop(row, STOP_GRACE_MS);
+        this.ctx.log.info({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid }, 'instance stopped');
+      } catch (err) {
+        this.ctx.log.warn({ err, instanceId: row.id }, 'stopping an instance failed');
+      } finally {
+        this.busy.delete(row.id);
+      }
+    });
+  }
+
+  /**
+   * Relaunches an instance in the background: what is left of its group is stopped (a dead npm
+   * may leave the server holding the port), the restart is marked in its log (so in the deploy
+   * log too), and it gets traffic again once it answers its health probe. Repeated failures back
+   * off, up to a minute apart.
+   */
+  restart(row: InstanceRecord, input: StartInstancesInput, reason: string): void {
+    let why = reason;
+    const backoff = this.backoff.get(row.id);
+    if (backoff && backoff.notBefore > Date.now()) return;
+    const { runtime, tailers, log } = this.ctx;
+    this.busy.add(row.id);
+    this.ctx.traffic.remove(row.deploymentId, row.id);
+    this.ctx.work.track(async () => {
+      let healthy = false;
+      try {
+        await runtime.kill(row, 1_000);
+        const cause = await runtime.exitCause(row, input.limits);
+        if (cause) why = `was killed: ${cause}`;
+        await appendFile(row.logPath, `--- slipway: instance ${row.index} (pid ${row.pid ?? 'unknown'}) ${why}; restarting ---\n`).catch(() => undefined);
+        log.warn({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, why }, 'restarting an instance');
+        const { record } = await runtime.launch({ ...launchSpec(input), index: row.index, existing: row });
+        await tailers.ensure(record, input.secretValues);
+        healthy = (await runtime.waitHealthy(record, Date.now() + RESTART_HEALTH_MS, this.ctx.stopping)).healthy;
+        if (!healthy) {
+          await runtime.kill(record, 1_000);
+          // Still meant to run: `running` with no live pid is retried on a later tick.
+          await runtime.store.update(record.id, 'running', { pid: null });
+          return;
+        }
+        await runtime.store.update(record.id, 'running');
+        await this.ctx.work.serialize(row.deploymentId, async () => {
+          // Moved on meanwhile: the next tick retires it like any leftover.
+          if ((await this.activeRevision(row.deploymentId)) !== row.revisionId || this.tearingDown.has(row.deploymentId)) return;
+          this.ctx.traffic.add({ ...record, status: 'running' });
+        });
+      } catch (err) {
+        log.warn({ err, instanceId: row.id }, 'restarting an instance failed');
+      } finally {
+        if (healthy) this.backoff.delete(row.id);
+        else {
+          const failures = (backoff?.failures ?? 0) + 1;
+          this.backoff.set(row.id, { failures, notBefore: Date.now() + Math.min(60_000, 1_000 * 2 ** failures) });
+        }
+        this.busy.delete(row.id);
+      }
+    });
+  }
+
+  private async activeRevision(deploymentId: string): Promise<string | null> {
+    const [d] = await queryRows<{ active_revision_id: string | null }>(
+      this.ctx.dataSource.manager,
+      `SELECT active_revision_id FROM deployments WHERE id = $1 AND status <> 'AWAITING_DELETE'`,
+      [deploymentId],
+    );
+    return d?.active_revision_id ?? null;
+  }
+}

@@ -1,0 +1,264 @@
+import { rm } from 'node:fs/promises';
+import type { Config } from '@slipway/config';
+import type { DataSource } from '@slipway/db';
+import { redactValues, type Logger } from '@slipway/logging';
+import {
+  lastLines,
+  ProcessRuntime,
+  type HealthOutcome,
+  type Sandbox,
+  type InstanceHealth,
+  type InstanceRecord,
+  type RuntimeDriver,
+  type StartInstancesInput,
+  type StartInstancesOptions,
+  type StartInstancesOutcome,
+  type TrafficSwitch,
+} from '@slipway/runtime';
+import { DeploymentWork } from './deployment-work.js';
+import { launchSpec } from './launch-spec.js';
+import { DISCARD_GRACE_MS, DRAIN_MS, InstanceKeeper, type InstanceContext } from './instances.js';
+import { RuntimeLock } from './runtime-lock.js';
+import { Supervision } from './supervision.js';
+import { Tailers } from './tailers.js';
+import { ServingAuth } from '../serving-auth.js';
+import { Traffic } from './traffic.js';
+
+/** How often instances are supervised (and the runtime lock retried by a standby). */
+const TICK_MS = 2_000;
+/** Lines of a failed instance's log quoted in the failure message. */
+const FAILURE_LOG_LINES = 10;
+
+/**
+ * The process runtime's driver inside a deployer (docs/architecture.md, Runtimes).
+ *
+ * SINGLE NODE: only the deployer holding the runtime lock acts (see RuntimeLock); the others park
+ * cloud-hosted rollouts and teardowns until an owner takes them, so every deployer of an
+ * installation must run on the same machine. The lock is per control-plane database: two
+ * installations on one machine need disjoint port ranges.
+ *
+ * The owner keeps one serving proxy per deployment on its stable `serving_port` (Traffic), copies
+ * instance output into deploy logs (Tailers), and every few seconds supervises (Supervision).
+ * Releasing never stops instances: they outlive the deployer and the next owner adopts them.
+ * `revision` gives a revision's input again for restarts and adoption.
+ */
+export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
+  readonly runtime: ProcessRuntime;
+  private readonly lock: RuntimeLock;
+  private readonly ctx: InstanceContext;
+  private readonly keeper: InstanceKeeper;
+  private readonly supervision: Supervision;
+  private readonly stopping = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | null = null;
+
+  constructor(
+    config: Readonly<Config>,
+    dataSource: DataSource,
+    private readonly log: Logger,
+    revision: (revisionId: string) => Promise<StartInstancesInput>,
+    sandbox: Sandbox | null,
+  ) {
+    this.runtime = new ProcessRuntime(dataSource, { ...config.runtime, dataDir: config.dataDir, sandbox });
+    this.lock = new RuntimeLock(dataSource, log);
+    this.ctx = {
+      dataSource,
+      runtime: this.runtime,
+      traffic: new Traffic(this.runtime, log, new ServingAuth(dataSource)),
+      tailers: new Tailers(dataSource),
+      work: new DeploymentWork(),
+      log,
+      stopping: this.stopping.signal,
+    };
+    this.keeper = new InstanceKeeper(this.ctx);
+    this.supervision = new Supervision(this.ctx, this.keeper, revision);
+  }
+
+  get isOwner(): boolean {
+    return this.lock.held;
+  }
+
+  /** First pass (lock, adoption, proxies) before the deployer takes jobs; then every TICK_MS. */
+  async adopt(): Promise<void> {
+    await this.tick();
+    this.timer = setInterval(() => void this.tick(), TICK_MS);
+    this.timer.unref();
+  }
+
+  async release(): Promise<void> {
+    this.stopping.abort('The deployer is shutting down.');
+    clearInterval(this.timer);
+    await this.ticking;
+    await this.relinquish();
+    // Restarts and retirements in progress get a moment; the next owner finishes the rest.
+    await this.ctx.work.settle(2_000);
+    await this.lock.release();
+  }
+
+  /**
+   * Starts the revision's instances and waits until each answers its health probe. On any
+   * failure every new instance is stopped again, the old ones never notice, and the message
+   * quotes the end of the failed instance's log (secrets masked).
+   */
+  async startInstances(input: StartInstancesInput, options: StartInstancesOptions): Promise<StartInstancesOutcome<InstanceRecord>> {
+    const { deploymentId, revisionId } = input;
+    const { work } = this.ctx;
+    this.keeper.rollingOut.add(revisionId);
+    let outcome: StartInstancesOutcome<InstanceRecord> | undefined;
+    try {
+      // Leftovers of an earlier attempt at this very revision (its deployer died) go first.
+      await work.serialize(deploymentId, async () => {
+        const leftovers = (await this.runtime.store.live({ revisionId })).filter((r) => !this.keeper.busy.has(r.id));
+        await Promise.all(leftovers.map((r) => this.keeper.stop(r, DISCARD_GRACE_MS)));
+      });
+      await this.ctx.traffic.ensureProxy(deploymentId);
+      outcome = await this.launchAll(input, options);
+      return outcome;
+    } finally {
+      if (!outcome?.ok) this.keeper.rollingOut.delete(revisionId);
+    }
+  }
+
+  async switchTraffic(input: StartInstancesInput, instances: InstanceRecord[]): Promise<TrafficSwitch> {
+    const { deploymentId, revisionId } = input;
+    const { traffic, work } = this.ctx;
+    const done = await work.hold(deploymentId);
+    let before: Map<string, InstanceRecord>;
+    try {
+      await traffic.ensureProxy(deploymentId);
+      before = traffic.replace(deploymentId, instances);
+    } catch (err) {
+      done();
+      throw err;
+    }
+    let settled = false;
+    const settle = async (work: () => Promise<void>) => {
+      if (settled) return;
+      settled = true;
+      try {
+        await work();
+      } finally {
+        this.keeper.rollingOut.delete(revisionId);
+        done();
+      }
+    };
+    return {
+      confirm: () =>
+        settle(async () => {
+          const old = await this.runtime.store.markOthersStopping(deploymentId, revisionId);
+          for (const r of old) this.keeper.retire(r, DRAIN_MS);
+        }),
+      revert: () =>
+        settle(async () => {
+          traffic.replace(deploymentId, before.values());
+          await this.keeper.discard(instances);
+        }),
+    };
+  }
+
+  async stop(target: { instances: InstanceRecord[] } | { deploymentId: string }): Promise<void> {
+    if ('instances' in target) {
+      for (const i of target.instances) this.keeper.rollingOut.delete(i.revisionId);
+      await this.keeper.discard(target.instances);
+      return;
+    }
+    await this.teardown(target.deploymentId);
+  }
+
+  async health(deploymentId: string): Promise<InstanceHealth[]> {
+    const live = await this.runtime.store.live({ deploymentId });
+    return live.map((r) => ({ id: r.id, revisionId: r.revisionId, index: r.index, healthy: this.ctx.traffic.has(deploymentId, r.id) }));
+  }
+
+  // ---------------------------------------------------------------- pieces
+
+  private async launchAll(input: StartInstancesInput, { signal, deadline, log }: StartInstancesOptions): Promise<StartInstancesOutcome<InstanceRecord>> {
+    const { deploymentId, revisionId } = input;
+    const stopAll = new AbortController();
+    const onAbort = () => stopAll.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const launched: InstanceRecord[] = [];
+    try {
+      for (let index = 0; index < input.scale && !signal.aborted; index++) {
+        if (this.keeper.tearingDown.has(deploymentId)) throw new Error('The deployment is being deleted.');
+        const { record } = await this.runtime.launch({ ...launchSpec(input), index });
+        launched.push(record);
+        await this.ctx.tailers.ensure(record, input.secretValues);
+      }
+      log(`Started ${launched.length} instance(s) of ${input.artifactRef} (ports ${launched.map((r) => r.port).join(', ')}); waiting for GET /ok.`);
+      // One instance failing ends the wait for all of them.
+      const outcomes = await Promise.all(
+        launched.map(async (record) => {
+          const outcome = await this.runtime.waitHealthy(record, deadline, stopAll.signal);
+          if (!outcome.healthy) stopAll.abort('A sibling instance failed.');
+          return outcome;
+        }),
+      );
+      const failedAt = signal.aborted ? -1 : outcomes.findIndex((o) => !o.healthy);
+      if (signal.aborted || failedAt >= 0 || launched.length < input.scale) {
+        const outcome: HealthOutcome = failedAt >= 0 ? outcomes[failedAt]! : { healthy: false, reason: 'aborted' };
+        // The log is read before the stop, which would add the siblings' shutdown noise.
+        const message = await this.failureMessage(input, launched[Math.max(0, failedAt)], outcome, signal);
+        await this.keeper.discard(launched);
+        return { ok: false, message };
+      }
+      for (const record of launched) {
+        record.status = 'running';
+        await this.runtime.store.update(record.id, 'running');
+      }
+      log(`All ${launched.length} instance(s) answer their health probe.`);
+      return { ok: true, instances: launched };
+    } catch (err) {
+      await this.keeper.discard(launched);
+      throw err;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Teardown of a deployment: its proxy and every instance, before its database goes. */
+  private async teardown(deploymentId: string): Promise<void> {
+    this.keeper.tearingDown.add(deploymentId);
+    await this.ctx.work.serialize(deploymentId, async () => {
+      await this.ctx.traffic.close(deploymentId);
+      const live = await this.runtime.store.live({ deploymentId });
+      await Promise.all(live.map((r) => this.keeper.stop(r, 5_000)));
+      // Its log files and HOME; the deploy logs in Postgres go with the deployment row.
+      await rm(this.runtime.deploymentDir(deploymentId), { recursive: true, force: true });
+    });
+  }
+
+  private tick(): Promise<void> {
+    if (this.ticking) return this.ticking;
+    if (this.stopping.signal.aborted) return Promise.resolve();
+    this.ticking = (async () => {
+      try {
+        if (await this.lock.hold(() => this.relinquish())) await this.supervision.pass();
+      } catch (err) {
+        this.log.warn({ err }, 'runtime supervision pass failed');
+      } finally {
+        this.ticking = null;
+      }
+    })();
+    return this.ticking;
+  }
+
+  /** Stops serving and following (never the instances): for shutdown or a lost lock. */
+  private async relinquish(): Promise<void> {
+    await this.ctx.traffic.closeAll();
+    await this.ctx.tailers.stopAll();
+  }
+
+  private async failureMessage(input: StartInstancesInput, failed: InstanceRecord | undefined, outcome: HealthOutcome, signal: AbortSignal): Promise<string> {
+    const which = failed ? `Instance ${failed.index} (port ${failed.port})` : 'The rollout';
+    const exitCause = failed ? await this.runtime.exitCause(failed, input.limits) : null;
+    const reason =
+      outcome.healthy || outcome.reason === 'aborted'
+        ? `${which} was stopped: ${String(signal.reason ?? 'the rollout was cancelled.')}`
+        : outcome.reason === 'exited'
+          ? `${which} exited before it answered GET /ok.`
+          : `${which} did not answer GET /ok within the rollout deadline.`;
+    const lines = failed ? await lastLines(failed.logPath, FAILURE_LOG_LINES) : [];
+    return redactValues(lines.length ? `${reason} Last log lines:\n${lines.join('\n')}` : reason, input.secretValues);
+  }
+}

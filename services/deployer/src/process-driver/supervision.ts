@@ -1,0 +1,96 @@
+import { queryRows } from '@slipway/db';
+import { probeHealth, type InstanceRecord, type StartInstancesInput } from '@slipway/runtime';
+import type { InstanceContext, InstanceKeeper } from './instances.js';
+
+/** An adopted instance that is alive but fails this many probes in a row is restarted. */
+const ADOPTION_STRIKES = 5;
+
+/**
+ * One supervision pass over every cloud-hosted deployment with a proxy or live instances:
+ * re-adopts instances recorded as running (alive and healthy: no new process), restarts dead
+ * ones (same artifact, same port when free), and stops leftovers of rollouts or retirements
+ * that died midway.
+ */
+export class Supervision {
+  private readonly strikes = new Map<string, number>();
+
+  constructor(
+    private readonly ctx: InstanceContext,
+    private readonly keeper: InstanceKeeper,
+    private readonly revision: (revisionId: string) => Promise<StartInstancesInput>,
+  ) {}
+
+  async pass(): Promise<void> {
+    const deployments = await queryRows<{ id: string }>(
+      this.ctx.dataSource.manager,
+      `SELECT d.id FROM deployments d
+        WHERE d.listener_id IS NULL AND d.status <> 'AWAITING_DELETE'
+          AND (d.serving_port IS NOT NULL OR EXISTS (SELECT 1 FROM runtime_processes p WHERE p.deployment_id = d.id AND p.status <> 'exited'))`,
+    );
+    for (const { id } of deployments) {
+      if (this.ctx.stopping.aborted) return;
+      await this.ctx.work
+        .serialize(id, () => this.deployment(id))
+        .catch((err) => this.ctx.log.warn({ err, deploymentId: id }, 'supervising the deployment failed'));
+    }
+  }
+
+  forget(instanceId: string): void {
+    this.strikes.delete(instanceId);
+  }
+
+  /** One deployment, read fresh (under its turn, so it never interleaves with a switch). */
+  private async deployment(deploymentId: string): Promise<void> {
+    const { dataSource, traffic, runtime, tailers, log } = this.ctx;
+    if (this.keeper.tearingDown.has(deploymentId)) return;
+    const [d] = await queryRows<{ status: string; active_revision_id: string | null; serving_port: number | null }>(
+      dataSource.manager,
+      `SELECT status, active_revision_id, serving_port FROM deployments WHERE id = $1`,
+      [deploymentId],
+    );
+    if (!d || d.status === 'AWAITING_DELETE') return;
+    if (d.serving_port) {
+      await traffic.ensureProxy(deploymentId).catch((err) => log.warn({ err, deploymentId, port: d.serving_port }, 'could not open the serving proxy'));
+    }
+    for (const row of await runtime.store.live({ deploymentId })) {
+      if (this.keeper.busy.has(row.id) || this.keeper.rollingOut.has(row.revisionId)) continue;
+      // Instances of the active revision are meant to run; anything else is a leftover (an
+      // interrupted retirement, a rollout whose deployer died) and is stopped.
+      if (row.revisionId !== d.active_revision_id || row.status === 'stopping') {
+        traffic.remove(deploymentId, row.id);
+        this.forget(row.id);
+        this.keeper.retire(row, 0);
+        continue;
+      }
+      const rev = await this.revision(row.revisionId).catch((err) => {
+        log.warn({ err, revisionId: row.revisionId }, 'cannot load the revision of a running instance');
+        return null;
+      });
+      if (!rev) continue;
+      if (row.status === 'starting' || !runtime.isAlive(row)) {
+        this.forget(row.id);
+        this.keeper.restart(row, rev, row.status === 'starting' ? 'was left starting by an earlier deployer' : 'exited');
+        continue;
+      }
+      await tailers.ensure(row, rev.secretValues);
+      if (traffic.has(deploymentId, row.id)) continue;
+      await this.readopt(row, rev);
+    }
+  }
+
+  /** Alive but not known to serve (a deployer restart): re-adopted once it answers. */
+  private async readopt(row: InstanceRecord, rev: StartInstancesInput): Promise<void> {
+    if (await probeHealth(this.ctx.runtime.host, row.port)) {
+      this.strikes.delete(row.id);
+      this.ctx.traffic.add(row);
+      this.ctx.log.info({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, port: row.port }, 're-adopted a running instance');
+      return;
+    }
+    const strikes = (this.strikes.get(row.id) ?? 0) + 1;
+    this.strikes.set(row.id, strikes);
+    if (strikes >= ADOPTION_STRIKES) {
+      this.strikes.delete(row.id);
+      this.keeper.restart(row, rev, `did not answer its health probe ${strikes} times`);
+    }
+  }
+}

@@ -1,0 +1,254 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '@slipway/config';
+import { SecretBox } from '@slipway/crypto';
+import { DeploymentCredentialStore, provisionDeploymentDatabase, queryRows, type DataSource } from '@slipway/db';
+import { deploymentDatabaseName } from '@slipway/domain';
+import { workerConnection } from '@slipway/jobs';
+import type { Logger } from '@slipway/logging';
+import {
+  activeFronts,
+  deploymentRedisUser,
+  dropDeploymentRedisUser,
+  ensureDeploymentRedisUser,
+  PostgresFront,
+  probeLocalTrust,
+  RedisFront,
+  type LocalTrustReport,
+  type Upstream,
+} from '@slipway/runtime';
+
+/** Fronts listen on loopback only: they are for this machine's apps. */
+const FRONT_HOST = '127.0.0.1';
+/** How often the runtime owner checks that every running deployment has its fronts. */
+const KEEP_FRONTS_MS = 2_000;
+
+/** What an instance gets to reach its stores, and the local ports it needs for that. */
+export interface DataEnvironment {
+  env: { DATABASE_URI: string; REDIS_URI: string; REDIS_PREFIX: string };
+  /** Loopback ports the deployment's instances must be able to connect to (the sandbox's allow-list). */
+  allowedLocalPorts: number[];
+}
+
+interface Fronts {
+  postgres: PostgresFront | null;
+  redis: RedisFront | null;
+}
+
+function upstreamOf(url: string, defaultPort: number): Upstream {
+  const u = new URL(url);
+  return { host: u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1', port: Number(u.port) || defaultPort };
+}
+
+/**
+ * A cloud-hosted deployment's access to Postgres and Redis (docs/architecture.md, Runtimes):
+ * its own database role and Redis ACL user, with passwords generated once and kept sealed
+ * (DeploymentCredentialStore), and — where the servers let local clients in without a password
+ * (`trust`, an open `default` user) — a front per store on a recorded loopback port that lets
+ * only that role and user through. Probes the servers at every start and says what it found.
+ */
+export class DeploymentDataAccess {
+  private trust: LocalTrustReport = { postgresPasswordless: null, redisDefaultOpen: null };
+  private readonly fronts = new Map<string, Promise<Fronts>>();
+  private readonly box: SecretBox;
+  private redisConnection: Redis | null = null;
+  private keeper: NodeJS.Timeout | undefined;
+  private keeping: Promise<void> | null = null;
+
+  constructor(
+    private readonly config: Readonly<Config>,
+    private readonly dataSource: DataSource,
+    private readonly log: Logger,
+  ) {
+    this.box = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
+  }
+
+  /** Probes the servers and reports (every start): a passwordless store is a warning. */
+  async start(): Promise<LocalTrustReport> {
+    this.trust = await probeLocalTrust(this.config.databaseUrl, this.config.redisUrl);
+    const fronts = this.frontsActive;
+    const report = { ...this.trust, postgresFront: fronts.postgres, redisFront: fronts.redis };
+    if (this.trust.postgresPasswordless !== false || this.trust.redisDefaultOpen !== false) {
+      this.log.warn(
+        report,
+        'local Postgres or Redis lets clients in without a password: any local process can become their superuser or default user; apps reach them only through Slipway\'s fronts, which stop nothing that bypasses them (confine apps\' network access)',
+      );
+    } else {
+      this.log.info(report, 'local Postgres and Redis demand passwords; apps connect to them directly with their own role and user');
+    }
+    return this.trust;
+  }
+
+  /** Which fronts run (see activeFronts). */
+  get frontsActive(): { postgres: boolean; redis: boolean } {
+    return activeFronts(this.trust);
+  }
+
+  private credentials(deploymentId: string) {
+    return new DeploymentCredentialStore(this.dataSource.manager, this.box).credentials(deploymentId);
+  }
+
+  private get redis(): Redis {
+    this.redisConnection ??= workerConnection(this.config.redisUrl, this.log);
+    return this.redisConnection;
+  }
+
+  /**
+   * The deployment's database and role, and its Redis ACL user. Idempotent, and run again before
+   * every rollout: that resets both to the sealed passwords (deployments older than the sealed
+   * credentials, a Redis restarted without persistence). Throws DataAccessError when Redis has no ACLs.
+   */
+  async provision(deploymentId: string, databaseName: string): Promise<void> {
+    const { databasePassword, redisPassword } = await this.credentials(deploymentId);
+    await provisionDeploymentDatabase(this.config.databaseUrl, databaseName, databasePassword);
+    await ensureDeploymentRedisUser(this.redis, deploymentId, redisPassword);
+  }
+
+  /** DATABASE_URI, REDIS_URI and REDIS_PREFIX of the deployment, after provisioning and opening its fronts. */
+  async environment(deploymentId: string, databaseName: string): Promise<DataEnvironment> {
+    await this.provision(deploymentId, databaseName);
+    const { databasePassword, redisPassword } = await this.credentials(deploymentId);
+    const fronts = await this.ensureFronts(deploymentId, databaseName);
+    const user = deploymentRedisUser(deploymentId);
+
+    let database: URL;
+    if (fronts.postgres) {
+      database = new URL(`postgres://${FRONT_HOST}:${fronts.postgres.port}`);
+    } else {
+      database = new URL(this.config.databaseUrl);
+    }
+    database.username = encodeURIComponent(databaseName);
+    database.password = encodeURIComponent(databasePassword);
+    database.pathname = `/${databaseName}`;
+
+    const redis = fronts.redis ? new URL(`redis://${FRONT_HOST}:${fronts.redis.port}`) : new URL(this.config.redisUrl);
+    redis.username = encodeURIComponent(user);
+    redis.password = encodeURIComponent(redisPassword);
+
+    const ports = [fronts.postgres?.port ?? upstreamOf(this.config.databaseUrl, 5432).port, fronts.redis?.port ?? upstreamOf(this.config.redisUrl, 6379).port];
+    return { env: { DATABASE_URI: database.toString(), REDIS_URI: redis.toString(), REDIS_PREFIX: user }, allowedLocalPorts: ports };
+  }
+
+  /**
+   * The deployment's fronts, listening on their recorded ports (the first time: any free port,
+   * then recorded), so instances adopted after a deployer restart find them where they were.
+   */
+  ensureFronts(deploymentId: string, databaseName?: string): Promise<Fronts> {
+    let found = this.fronts.get(deploymentId);
+    if (!found) {
+      found = this.openFronts(deploymentId, databaseName);
+      this.fronts.set(deploymentId, found);
+      found.catch(() => this.fronts.delete(deploymentId));
+    }
+    return found;
+  }
+
+  private async openFronts(deploymentId: string, databaseName?: string): Promise<Fronts> {
+    const active = this.frontsActive;
+    if (!active.postgres && !active.redis) return { postgres: null, redis: null };
+    const store = new DeploymentCredentialStore(this.dataSource.manager, this.box);
+    const name = databaseName ?? (await this.databaseName(deploymentId));
+    const { databasePassword, redisPassword } = await store.credentials(deploymentId);
+    const recorded = await store.frontPorts(deploymentId);
+    const onError = (err: Error) => this.log.warn({ err, deploymentId }, 'data-access front: a connection failed');
+
+    const open = async <F extends PostgresFront | RedisFront>(kind: 'postgres' | 'redis', make: (port: number) => F): Promise<F> => {
+      let front = make(recorded[kind] ?? 0);
+      try {
+        await front.listen();
+      } catch (err) {
+        throw new Error(`The ${kind} front of deployment ${deploymentId} cannot listen on its recorded port ${recorded[kind]}: ${(err as Error).message}`);
+      }
+      if (recorded[kind] === null) {
+        const claimed = await store.claimFrontPort(deploymentId, kind, front.port);
+        if (claimed !== front.port) {
+          // Another deployer recorded one first; that is the port instances were given.
+          await front.close();
+          front = make(claimed);
+          await front.listen();
+        }
+      }
+      this.log.info({ deploymentId, port: front.port }, `${kind} front listening`);
+      return front;
+    };
+    const fronts: Fronts = { postgres: null, redis: null };
+    try {
+      if (active.postgres) {
+        fronts.postgres = await open('postgres', (port) =>
+          new PostgresFront({ host: FRONT_HOST, port, upstream: upstreamOf(this.config.databaseUrl, 5432), role: name, database: name, password: databasePassword, onError }),
+        );
+      }
+      if (active.redis) {
+        fronts.redis = await open('redis', (port) =>
+          new RedisFront({ host: FRONT_HOST, port, upstream: upstreamOf(this.config.redisUrl, 6379), username: deploymentRedisUser(deploymentId), password: redisPassword, onError }),
+        );
+      }
+    } catch (err) {
+      await Promise.allSettled([fronts.postgres?.close(), fronts.redis?.close()]);
+      throw err;
+    }
+    return fronts;
+  }
+
+  private async databaseName(deploymentId: string): Promise<string> {
+    const [d] = await queryRows<{ name: string; database_name: string | null }>(
+      this.dataSource.manager,
+      `SELECT name, database_name FROM deployments WHERE id = $1`,
+      [deploymentId],
+    );
+    if (!d) throw new Error(`Deployment ${deploymentId} is gone.`);
+    return d.database_name ?? deploymentDatabaseName(d.name, deploymentId);
+  }
+
+  /**
+   * While `isOwner()` (the process runtime's owner), every deployment with instances recorded as
+   * live has its fronts open — after a deployer restart, adopted instances reconnect to the same
+   * ports; when ownership is lost, they close so the next owner can take the ports.
+   */
+  keepFronts(isOwner: () => boolean): void {
+    const pass = async () => {
+      if (!isOwner()) return this.closeAll();
+      const live = await queryRows<{ id: string }>(
+        this.dataSource.manager,
+        `SELECT DISTINCT d.id FROM deployments d JOIN runtime_processes p ON p.deployment_id = d.id
+          WHERE d.listener_id IS NULL AND d.status <> 'AWAITING_DELETE' AND p.status <> 'exited'`,
+      );
+      for (const { id } of live) {
+        await this.ensureFronts(id).catch((err) => this.log.error({ err, deploymentId: id }, 'could not open the data-access fronts'));
+      }
+    };
+    const tick = () => {
+      this.keeping ??= pass()
+        .catch((err) => this.log.warn({ err }, 'keeping the data-access fronts failed'))
+        .finally(() => (this.keeping = null));
+    };
+    tick();
+    this.keeper = setInterval(tick, KEEP_FRONTS_MS);
+    this.keeper.unref();
+  }
+
+  /** Closes the deployment's fronts (its connections go with them). */
+  async closeFronts(deploymentId: string): Promise<void> {
+    const fronts = await this.fronts.get(deploymentId)?.catch(() => null);
+    this.fronts.delete(deploymentId);
+    await Promise.allSettled([fronts?.postgres?.close(), fronts?.redis?.close()]);
+  }
+
+  /** Teardown: fronts closed, Redis user dropped (its connections cut); the database goes separately. */
+  async drop(deploymentId: string): Promise<void> {
+    await this.closeFronts(deploymentId);
+    await dropDeploymentRedisUser(this.redis, deploymentId);
+  }
+
+  /** Closes every front (shutdown, lost runtime lock); the next owner opens them on the same ports. */
+  async closeAll(): Promise<void> {
+    await Promise.allSettled([...this.fronts.keys()].map((id) => this.closeFronts(id)));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.keeper);
+    await this.keeping;
+    await this.closeAll();
+    await this.redisConnection?.quit().catch(() => undefined);
+    this.redisConnection = null;
+  }
+}

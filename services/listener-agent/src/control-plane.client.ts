@@ -1,0 +1,71 @@
+import type { AgentConfig } from '@slipway/config';
+import type { KubernetesObject } from '@kubernetes/client-node';
+
+/** One deployment of the desired state (docs/api.md, Listener agent protocol). */
+export interface DesiredDeployment {
+  deployment_id: string;
+  name: string;
+  namespace: string;
+  revision_id: string | null;
+  action: 'apply' | 'delete';
+  image_uri: string | null;
+  secrets: Array<{ name: string; value: string }>;
+  manifests: KubernetesObject[];
+}
+
+export interface DesiredState {
+  listener_id: string;
+  generated_at: string;
+  deployments: DesiredDeployment[];
+}
+
+export type ReportedStatus = 'DEPLOYING' | 'DEPLOYED' | 'DEPLOY_FAILED';
+
+export interface Report {
+  revisions: Array<{ revision_id: string; status: ReportedStatus; message: string | null }>;
+  deleted_deployments: string[];
+  logs: Array<{ revision_id: string; level: 'info' | 'warn' | 'error'; message: string }>;
+}
+
+/**
+ * The control plane could not be reached, or answered that it cannot serve now (5xx, 429):
+ * the agent backs off and leaves the cluster as it is.
+ */
+export class ControlPlaneUnavailable extends Error {}
+
+/**
+ * The agent's side of the listener protocol: the only two calls it makes, with its
+ * listener-bound key. The control plane never calls the agent.
+ */
+export class ControlPlaneClient {
+  constructor(private readonly config: AgentConfig) {}
+
+  desiredState(): Promise<DesiredState> {
+    return this.call<DesiredState>('GET', 'desired-state');
+  }
+
+  report(report: Report): Promise<{ rejected: Array<{ reason: string }> }> {
+    return this.call('POST', 'reports', report);
+  }
+
+  private async call<T>(method: string, what: string, body?: unknown): Promise<T> {
+    const url = `${this.config.apiUrl}/v2/listeners/${encodeURIComponent(this.config.listenerId)}/${what}`;
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method,
+        headers: { 'x-api-key': this.config.apiKey, accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(this.config.requestTimeoutMs),
+      });
+    } catch (err) {
+      throw new ControlPlaneUnavailable(`${method} ${what}: ${(err as Error).cause ?? (err as Error).message}`);
+    }
+    const text = await res.text().catch(() => '');
+    if (res.status >= 500 || res.status === 429) throw new ControlPlaneUnavailable(`${method} ${what}: HTTP ${res.status}`);
+    // A 4xx (a revoked key, a deleted listener) will not fix itself by retrying sooner: the
+    // caller logs it and backs off like for an outage, so an operator can repair it.
+    if (!res.ok) throw new Error(`${method} ${what}: HTTP ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text) as T;
+  }
+}

@@ -1,0 +1,196 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@langchain/langgraph-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HttpClient } from '../support/http.js';
+import { startPipeline, type Pipeline } from '../support/pipeline.js';
+import { eventually } from '../support/service-process.js';
+import type { TestApi } from '../support/test-api.js';
+
+/**
+ * Issue 9's whole flow: a plain LangGraph.js project (a two-node StateGraph, no LLM, no server
+ * of its own) in a local git repository, deployed by real api, builder and deployer processes
+ * and called with the official SDK through the deployment's serving URL. The builds install
+ * @langchain/langgraph (the project's) and the agent server's locked dependencies from the npm
+ * registry, so this file takes minutes.
+ */
+const PORT_BASE = 34_000 + Math.floor(Math.random() * 2_000);
+
+let pipeline: Pipeline;
+let api: TestApi;
+let http: HttpClient;
+let reposRoot: string;
+let repo: string;
+
+const git = (...args: string[]) =>
+  execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
+
+/** The graph: `first` then `second`, each appending its name (and the version's tag) to `steps`; `first` throws on a 'boom' step. */
+function commitGraph(tag: string): string {
+  writeFileSync(
+    path.join(repo, 'src/agent.ts'),
+    `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+
+const State = Annotation.Root({
+  steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+});
+
+export const graph = new StateGraph(State)
+  .addNode('first', async (state) => {
+    if (state.steps.includes('boom')) throw new Error('boom requested');
+    return { steps: ['first${tag}'] };
+  })
+  .addNode('second', async () => ({ steps: ['second${tag}'] }))
+  .addEdge(START, 'first')
+  .addEdge('first', 'second')
+  .addEdge('second', END)
+  .compile();
+`,
+  );
+  git('add', '-A');
+  git('commit', '-q', '-m', `graph ${tag || 'v1'}`);
+  return git('rev-parse', 'HEAD');
+}
+
+beforeAll(async () => {
+  reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-agents-'));
+  repo = path.join(reposRoot, 'list-agent');
+  mkdirSync(path.join(repo, 'src'), { recursive: true });
+  execFileSync('git', ['init', '-q', '-b', 'main', repo]);
+  writeFileSync(
+    path.join(repo, 'package.json'),
+    JSON.stringify({ name: 'list-agent', private: true, type: 'module', dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' } }),
+  );
+  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ node_version: process.versions.node.split('.')[0], graphs: { agent: './src/agent.ts:graph' }, dependencies: ['.'] }));
+  commitGraph('');
+
+  pipeline = await startPipeline({
+    SLIPWAY_LOCAL_REPOS_ROOT: reposRoot,
+    SLIPWAY_RUNTIME_PORT_MIN: String(PORT_BASE),
+    SLIPWAY_RUNTIME_PORT_MAX: String(PORT_BASE + 999),
+    SLIPWAY_ROLLOUT_DEADLINE_MS: '120000',
+  });
+  ({ api, http } = pipeline);
+}, 90_000);
+
+afterAll(async () => {
+  await pipeline?.stop();
+  rmSync(reposRoot, { recursive: true, force: true });
+}, 120_000);
+
+const revisionOf = async (d: string, r: string) => (await http.get(`/v2/deployments/${d}/revisions/${r}`)).body;
+const untilDone = (d: string, r: string) =>
+  eventually(() => revisionOf(d, r), (x) => ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'CREATE_FAILED', 'INTERRUPTED'].includes(x.status), 400_000, 500);
+
+/** Ports of the deployment's running instances, straight from the runtime's table. */
+const instancePorts = async (deploymentId: string): Promise<number[]> =>
+  (await api.dataSource.query(`SELECT port FROM runtime_processes WHERE deployment_id = $1 AND status = 'running' ORDER BY port`, [deploymentId])).map(
+    (r: { port: number }) => r.port,
+  );
+
+describe('agent servers: a LangGraph.js project served through the LangGraph Server API', () => {
+  let deploymentId: string;
+  let url: string;
+  let client: Client;
+  let workspaceKey: string;
+  let threadId: string;
+  let assistantId: string;
+  let stateBefore: unknown;
+  let historyBefore: unknown[];
+
+  it('builds and deploys a project that has graphs and no server of its own', async () => {
+    const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: 'acme', config: { root: reposRoot } });
+    expect(integration.status, integration.text).toBe(201);
+    const created = await http.post('/v2/deployments', {
+      name: 'list-agent',
+      source: 'repohost',
+      source_config: { integration_id: integration.body.id, repo_url: `file://${repo}`, resource_spec: { min_scale: 2, max_scale: 2 } },
+      source_revision_config: {},
+    });
+    expect(created.status, created.text).toBe(201);
+    deploymentId = created.body.id;
+    const rev = await untilDone(deploymentId, created.body.latest_revision_id);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    url = (await http.get(`/v2/deployments/${deploymentId}`)).body.url;
+    expect((await fetch(`${url}/ok`)).status).toBe(200);
+    const key = await http.post('/v2/api-keys', { description: 'sdk' });
+    expect(key.status, key.text).toBe(201);
+    workspaceKey = key.body.key;
+    client = new Client({ apiUrl: url, apiKey: workspaceKey });
+  }, 420_000);
+
+  it('requires a workspace API key at the serving URL', async () => {
+    const search = (headers: Record<string, string>) =>
+      fetch(`${url}/assistants/search`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' });
+    const without = await search({});
+    expect(without.status).toBe(401);
+    expect(await without.json()).toEqual({ detail: "This deployment requires an API key of its workspace in the 'X-Api-Key' header." });
+    expect((await search({ 'x-api-key': 'slw_not-a-key-of-anyone' })).status).toBe(401);
+    const withKey = await search({ 'x-api-key': workspaceKey });
+    expect(withKey.status).toBe(200);
+    expect(((await withKey.json()) as unknown[])[0]).toMatchObject({ graph_id: 'agent' });
+    // Health needs no key.
+    expect((await fetch(`${url}/ok`)).status).toBe(200);
+  });
+
+  it('finds the graph assistant, runs a thread to completion and streams the node updates in order', async () => {
+    const assistants = await client.assistants.search({ graphId: 'agent' });
+    expect(assistants).toHaveLength(1);
+    assistantId = assistants[0]!.assistant_id;
+    expect(assistants[0]).toMatchObject({ graph_id: 'agent', name: 'agent' });
+
+    const thread = await client.threads.create({ metadata: { owner: 'e2e' } });
+    threadId = thread.thread_id;
+    expect(await client.runs.wait(threadId, assistantId, { input: { steps: ['hello'] } })).toEqual({ steps: ['hello', 'first', 'second'] });
+
+    const updates: Array<[string, unknown]> = [];
+    for await (const chunk of client.runs.stream(threadId, assistantId, { input: { steps: ['again'] }, streamMode: 'updates' })) {
+      if (chunk.event === 'updates') updates.push([chunk.event, chunk.data]);
+    }
+    expect(updates).toEqual([
+      ['updates', { first: { steps: ['first'] } }],
+      ['updates', { second: { steps: ['second'] } }],
+    ]);
+    const state = await client.threads.getState(threadId);
+    expect(state.values).toEqual({ steps: ['hello', 'first', 'second', 'again', 'first', 'second'] });
+    stateBefore = state.values;
+    historyBefore = (await client.threads.getHistory(threadId, { limit: 50 })).map((s) => s.checkpoint);
+    expect(historyBefore.length).toBeGreaterThan(4);
+  }, 60_000);
+
+  it('shows a thread created through one instance to the other (min_scale 2)', async () => {
+    const ports = await instancePorts(deploymentId);
+    expect(ports).toHaveLength(2);
+    const [one, two] = ports.map((p) => new Client({ apiUrl: `http://127.0.0.1:${p}` }));
+    const created = await one!.threads.create({ metadata: { via: 'one' } });
+    expect(await two!.runs.wait(created.thread_id, 'agent', { input: { steps: ['x'] } })).toEqual({ steps: ['x', 'first', 'second'] });
+    expect((await one!.threads.getState(created.thread_id)).values).toEqual({ steps: ['x', 'first', 'second'] });
+    expect((await two!.threads.get(created.thread_id)).metadata).toMatchObject({ via: 'one' });
+  }, 60_000);
+
+  it('keeps the thread, its state and its history across a new commit, and continues it', async () => {
+    const sha = commitGraph('-v2');
+    const res = await http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
+    expect(res.status, res.text).toBe(200);
+    const rev = await untilDone(deploymentId, res.body.latest_revision_id);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    expect(rev.source_revision_config.repo_commit_sha).toBe(sha);
+
+    expect((await client.threads.get(threadId)).metadata).toMatchObject({ owner: 'e2e' });
+    expect((await client.threads.getState(threadId)).values).toEqual(stateBefore);
+    expect((await client.threads.getHistory(threadId, { limit: 50 })).map((s) => s.checkpoint)).toEqual(historyBefore);
+    expect(await client.runs.wait(threadId, assistantId, { input: { steps: ['later'] } })).toEqual({
+      steps: ['hello', 'first', 'second', 'again', 'first', 'second', 'later', 'first-v2', 'second-v2'],
+    });
+  }, 420_000);
+
+  it('returns the error of a run that throws and keeps serving', async () => {
+    const thread = await client.threads.create();
+    await expect(client.runs.wait(thread.thread_id, assistantId, { input: { steps: ['boom'] } })).rejects.toThrow('boom requested');
+    expect((await client.runs.list(thread.thread_id))[0]).toMatchObject({ status: 'error' });
+    expect((await client.threads.get(thread.thread_id)).status).toBe('error');
+    expect((await fetch(`${url}/ok`)).status).toBe(200);
+  }, 60_000);
+});

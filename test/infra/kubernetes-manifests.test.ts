@@ -1,0 +1,180 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { resolveResourceSpec, type DeploymentType, type ResourceSpecInput } from '@slipway/domain';
+import { renderManifests, type RenderInput } from '@slipway/runtime';
+import { parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { MANAGED_KINDS } from '../../services/listener-agent/src/cluster.js';
+import { schemaViolations } from '../support/kubernetes-schema.js';
+
+/**
+ * Everything Slipway hands to Kubernetes validates against the Kubernetes schemas: the
+ * install manifests in infra/k8s, rendered offline with `kubectl kustomize` (Debian package
+ * `kubernetes-client`) exactly as `kubectl apply -k` would, and what libs/runtime's render.ts
+ * produces for a deployment, across deployment types and a resource_spec using every field.
+ */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const SECRET = 'sk-schema-secret-3c9e1a77';
+const DB_PASSWORD = 'pg-password-5b1f0d9e7a';
+const REDIS_PASSWORD = 'redis-password-82c4e6f1b0';
+
+type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: any; rules?: any[]; roleRef?: any; subjects?: any[] };
+
+function kustomize(dir: string): Obj[] {
+  const out = execFileSync('kubectl', ['kustomize', path.join(ROOT, dir)], { encoding: 'utf8' });
+  return parseAllDocuments(out).map((d) => d.toJSON() as Obj);
+}
+
+async function expectValid(objects: object[]): Promise<void> {
+  const problems = (await Promise.all(objects.map((o) => schemaViolations(o)))).flat();
+  expect(problems).toEqual([]);
+}
+
+const podSpecs = (objects: Obj[]) => objects.flatMap((o) => (o.spec?.template?.spec ? [[o, o.spec.template.spec] as const] : []));
+
+describe('infra/k8s/control-plane', () => {
+  const objects = kustomize('infra/k8s/control-plane');
+  const named = (kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name)!;
+
+  it('renders with kubectl kustomize and validates against the Kubernetes schemas', async () => {
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
+      [
+        'ConfigMap/slipway-config',
+        'Deployment/slipway-api',
+        'Deployment/slipway-builder',
+        'Deployment/slipway-deployer',
+        'HorizontalPodAutoscaler/slipway-api',
+        'Job/slipway-migrate',
+        'Namespace/slipway',
+        'PersistentVolumeClaim/slipway-data',
+        'PodDisruptionBudget/slipway-api',
+        'PodDisruptionBudget/slipway-builder',
+        'PodDisruptionBudget/slipway-deployer',
+        'Service/slipway-api',
+      ].sort(),
+    );
+    await expectValid(objects);
+  });
+
+  it('probes every service on /healthz and /readyz, requests resources, and reads secrets from the Secret only', () => {
+    for (const name of ['slipway-api', 'slipway-builder', 'slipway-deployer']) {
+      const [container] = named('Deployment', name).spec.template.spec.containers;
+      expect(container.livenessProbe.httpGet.path, name).toBe('/healthz');
+      expect(container.readinessProbe.httpGet.path, name).toBe('/readyz');
+    }
+    for (const [o, spec] of podSpecs(objects)) {
+      for (const c of spec.containers) {
+        expect(c.resources?.requests?.cpu, `${o.metadata.name}/${c.name}`).toBeDefined();
+        expect(c.resources?.requests?.memory, `${o.metadata.name}/${c.name}`).toBeDefined();
+        expect(c.envFrom).toEqual([{ configMapRef: { name: 'slipway-config' } }, { secretRef: { name: 'slipway-secrets' } }]);
+        expect(c.env, 'no value in clear in a pod spec').toBeUndefined();
+      }
+    }
+    expect(named('HorizontalPodAutoscaler', 'slipway-api').spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'slipway-api' });
+    for (const o of objects) if (o.kind !== 'Namespace') expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('slipway');
+  });
+});
+
+describe('infra/k8s/agent', () => {
+  const objects = kustomize('infra/k8s/agent');
+  const role = objects.find((o) => o.kind === 'Role')!;
+  const allowed = (group: string, resource: string) => new Set((role.rules ?? []).filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r) => r.verbs));
+
+  it('renders with kubectl kustomize and validates against the Kubernetes schemas', async () => {
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'ServiceAccount']);
+    await expectValid(objects);
+  });
+
+  it('grants, in its namespace only, exactly the verbs the agent uses on exactly the kinds it manages', () => {
+    expect(objects.some((o) => o.kind.startsWith('Cluster'))).toBe(false);
+    const plural = (kind: string) => (kind === 'Ingress' ? 'ingresses' : `${kind.toLowerCase()}s`);
+    for (const { apiVersion, kind } of MANAGED_KINDS) {
+      const group = apiVersion.includes('/') ? apiVersion.split('/')[0]! : '';
+      const verbs = [...allowed(group, plural(kind))].sort();
+      expect(verbs, kind).toEqual(kind === 'PersistentVolumeClaim' ? ['delete', 'list'] : ['delete', 'get', 'list', 'patch']);
+    }
+    expect([...allowed('', 'pods')]).toEqual(['list']);
+    expect([...allowed('', 'pods/log')]).toEqual(['get']);
+    const granted = (role.rules ?? []).flatMap((r: any) => r.resources as string[]).sort();
+    expect(granted).toEqual([...MANAGED_KINDS.map((k) => plural(k.kind)), 'pods', 'pods/log'].sort());
+
+    const binding = objects.find((o) => o.kind === 'RoleBinding')!;
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'slipway-agent', namespace: 'slipway-deployments' }]);
+    const deployment = objects.find((o) => o.kind === 'Deployment')!;
+    expect(deployment.spec.template.spec.serviceAccountName).toBe('slipway-agent');
+    expect(deployment.spec.replicas).toBe(1);
+  });
+});
+
+describe('render.ts output', () => {
+  const input = (deploymentType: DeploymentType | null, spec: ResourceSpecInput, customUrl: string | null = null): RenderInput => ({
+    deploymentId: '4f0c2a8e-1b7d-4e95-a3c6-8d2e0f9b7a15',
+    deploymentName: 'schema-check-agent',
+    revisionId: '9a7e3c1d-5b2f-4c08-b6d4-e1f0a2c3d4b5',
+    namespace: 'agents',
+    imageUri: 'registry.example/agent:2.1.0',
+    resourceSpec: resolveResourceSpec(spec, deploymentType),
+    secrets: [
+      { name: 'OPENAI_API_KEY', value: SECRET },
+      { name: 'EMPTY_ONE', value: '' },
+    ],
+    databaseName: 'slipway_d_schema_check_agent_4f0c2a8e',
+    credentials: { databasePassword: DB_PASSWORD, redisPassword: REDIS_PASSWORD } as RenderInput['credentials'],
+    customUrl,
+  });
+  const full: ResourceSpecInput = {
+    min_scale: 0,
+    max_scale: 4,
+    queue_min_scale: 2,
+    queue_max_scale: 6,
+    labels: { team: 'agents' },
+    annotations: { 'prometheus.io/scrape': 'true' },
+    service_account_name: 'agent-runner',
+    image_pull_secrets: [{ name: 'registry-credentials' }],
+    volumes: [{ name: 'cache', emptyDir: {} }, { name: 'config', configMap: { name: 'agent-config' } }],
+    volume_mounts: [{ name: 'cache', mountPath: '/cache' }],
+    init_containers: [{ name: 'migrate', image: 'registry.example/migrate:1', command: ['migrate'] }],
+    sidecars: [
+      { name: 'proxy', image: 'registry.example/proxy:1', restartPolicy: 'Always' },
+      { name: 'exporter', image: 'registry.example/exporter:1', ports: [{ containerPort: 9100 }] },
+    ],
+  } as ResourceSpecInput;
+  const cases: Array<[string, RenderInput]> = [
+    ['dev_free defaults', input('dev_free', {})],
+    ['dev defaults', input('dev', {})],
+    ['prod defaults with an https custom URL', input('prod', {}, 'https://agent.example.com/v1')],
+    ['self-hosted, every resource_spec field', input(null, full, 'http://agent.internal')],
+  ];
+
+  it.each(cases)('%s: every object validates against the Kubernetes schemas', async (_name, renderInput) => {
+    const objects = renderManifests(renderInput);
+    expect(objects.length).toBeGreaterThanOrEqual(7);
+    await expectValid(objects);
+  });
+
+  it.each(cases)('%s: secret values live in Secret objects only, and pods take them by reference', (_name, renderInput) => {
+    const objects = renderManifests(renderInput) as unknown as Obj[];
+    const secrets = objects.filter((o) => o.kind === 'Secret');
+    expect(JSON.stringify(secrets)).toContain(SECRET);
+    const others = JSON.stringify(objects.filter((o) => o.kind !== 'Secret'));
+    for (const value of [SECRET, DB_PASSWORD, REDIS_PASSWORD]) expect(others).not.toContain(value);
+    for (const [o, spec] of podSpecs(objects)) {
+      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+        for (const e of c.env ?? []) {
+          // Plain values only for settings that are not secret; secrets come through secretKeyRef.
+          if (e.value !== undefined) expect(['PORT', 'SLIPWAY_ROLE', 'PGDATA'], `${o.metadata.name}/${c.name} ${e.name}`).toContain(e.name);
+          else expect(e.valueFrom?.secretKeyRef, `${o.metadata.name}/${c.name} ${e.name}`).toBeDefined();
+        }
+      }
+    }
+  });
+
+  it('a schema violation is reported, so the check can fail', async () => {
+    const [first] = renderManifests(cases[1]![1]);
+    const broken = { ...first!, kind: 'Deployment', apiVersion: 'apps/v1', spec: { replicas: 'two' } };
+    expect((await schemaViolations(broken)).join('\n')).toMatch(/replicas|selector|template/);
+    expect(await schemaViolations({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).toEqual(['example.com/v1 Widget w: unknown to the Kubernetes schemas']);
+  });
+});
