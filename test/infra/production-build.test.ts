@@ -88,7 +88,10 @@ describe('production build', () => {
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(ready?.status, output).toBe(200);
-    expect(await ready!.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+    const readiness = await ready!.json();
+    expect(readiness).toMatchObject({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+    // The bundle carries the local-trust probe too: apps' access to the stores is reported.
+    expect(Object.keys(readiness.details.data_access).sort()).toEqual(['fronts_active', 'postgres_passwordless', 'redis_default_user_open']);
     const listeners = await fetch(`${base}/v2/listeners`, { headers: { 'X-Api-Key': bootstrapKey } });
     expect(listeners.status).toBe(200);
     expect(await listeners.json()).toEqual({ resources: [], offset: 0 });
