@@ -88,7 +88,7 @@ describe('production build', () => {
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(ready?.status, output).toBe(200);
-    const readiness = await ready!.json();
+    const readiness = (await ready!.json()) as { details: { data_access: object } };
     expect(readiness).toMatchObject({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
     // The bundle carries the local-trust probe too: apps' access to the stores is reported.
     expect(Object.keys(readiness.details.data_access).sort()).toEqual(['fronts_active', 'postgres_passwordless', 'redis_default_user_open']);
