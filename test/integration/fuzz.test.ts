@@ -251,6 +251,13 @@ function send(request: FuzzRequest): Promise<FuzzResponse> {
       // would fail the next request on the client side, which says nothing about the server.
       { host: url.hostname, port: url.port, method: request.method, path: request.path, headers: request.headers, agent: false, timeout: 30_000 },
       (res) => {
+        // A stream (events, followed logs) that the server accepted stays open: its status and
+        // headers are the answer; the stream itself is the SSE tests' business.
+        if (String(res.headers['content-type'] ?? '').startsWith('text/event-stream') && (res.statusCode ?? 0) < 400) {
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type']), text: '' });
+          return;
+        }
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
