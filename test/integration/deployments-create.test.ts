@@ -5,7 +5,7 @@ import { createListener } from '../support/fixtures.js';
 import { repohostFixture, type RepohostFixture } from '../support/git-fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
-/** POST /v2/deployments (CONTRACT C4, C10): validation, aliases, defaults, tenancy, names. */
+/** POST /v2/deployments (docs/api.md, Deployments; Uploads and the deploy CLIs): validation, aliases, defaults, tenancy, names. */
 
 let api: TestApi;
 let listenerId: string;

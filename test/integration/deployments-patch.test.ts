@@ -4,7 +4,7 @@ import { SecretBox } from '@slipway/crypto';
 import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
-/** PATCH /v2/deployments/{id} (CONTRACT C4): when it makes a revision, immutables, secrets. */
+/** PATCH /v2/deployments/{id} (docs/api.md, Deployments): when it makes a revision, immutables, secrets. */
 
 let api: TestApi;
 let listenerId: string;
