@@ -246,6 +246,17 @@ describe('secrets on PATCH', () => {
     ]);
   });
 
+  it('a reserved name (LD_PRELOAD, NODE_OPTIONS, …) → 422 naming it, nothing changed', async () => {
+    const d = await createImage('secrets-reserved');
+    const res = await patch(d.id, { secrets: [{ name: 'OPENAI_API_KEY', value: MASK }, { name: 'NODE_OPTIONS', value: '--require /tmp/evil.js' }] });
+    expect(res.status).toBe(422);
+    expect(res.body.detail).toHaveLength(1);
+    expect(res.body.detail[0]).toMatchObject({ loc: ['body', 'secrets', 1, 'name'], type: 'value_error' });
+    expect(res.body.detail[0].msg).toMatch(/^Value error, 'NODE_OPTIONS' is a reserved name: /);
+    expect(await revisionCount(d.id)).toBe(1);
+    expect((await storedSecrets('deployments', d.id)).map((s) => s.name)).toEqual(['OPENAI_API_KEY', 'DB_PASSWORD']);
+  });
+
   it('secret names are validated as on create', async () => {
     const d = await createImage('secrets-bad-name');
     const res = await patch(d.id, { secrets: [{ name: 'A', value: '1' }, { name: 'A', value: '2' }, { name: '9x', value: '3' }] });
