@@ -79,7 +79,7 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   for (const worker of workers) metrics.observe(worker);
   await scheduleReconciler(queues, config, log);
 
-  const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onHandOff(m, name, payload));
+  const relay = new OutboxRelay(dataSource, queues, log, (m, jobs) => flow.onHandOff(m, jobs));
   relay.start();
   const health = config.workerHealthPort ? startHealthServer(config.workerHealthPort, dataSource, metrics, log) : null;
   log.info({ workers: workers.map((w) => w.name) }, `${spec.name} started`);
