@@ -26,7 +26,7 @@ export class DeploymentRepository {
     return this.manager.findOneBy(Deployment, { workspaceId, id });
   }
 
-  /** Every filter of docs/api.md, Deployments, newest first, served by `deployments_workspace_created_idx`. */
+  /** Every filter of docs/api.md, Deployments, newest first; each filter has its index (migration 1764400000000-list-indexes). */
   async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<Deployment[]> {
     const qb = this.manager
       .createQueryBuilder(Deployment, 'd')
@@ -45,10 +45,12 @@ export class DeploymentRepository {
     if (filter.deploymentType) qb.andWhere('d.deployment_type = :deploymentType', { deploymentType: filter.deploymentType });
     if (filter.deploymentIds?.length) qb.andWhere('d.id IN (:...deploymentIds)', { deploymentIds: filter.deploymentIds });
     if (filter.tagValueIds?.length) {
-      // Carrying ALL the given values: count the matches per deployment.
+      // Carrying ALL the given values. Uncorrelated, so a rare value is looked up in
+      // deployment_tag_values_value_idx first instead of counted per deployment of the workspace.
       const tagValueIds = [...new Set(filter.tagValueIds)];
       qb.andWhere(
-        `(SELECT count(*) FROM deployment_tag_values t WHERE t.deployment_id = d.id AND t.tag_value_id IN (:...tagValueIds)) = :tagCount`,
+        `d.id IN (SELECT t.deployment_id FROM deployment_tag_values t WHERE t.tag_value_id IN (:...tagValueIds)
+                   GROUP BY t.deployment_id HAVING count(*) = :tagCount)`,
         { tagValueIds, tagCount: tagValueIds.length },
       );
     }
