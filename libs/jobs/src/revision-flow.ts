@@ -45,6 +45,15 @@ export class RevisionFlow {
   }
 
   /**
+   * `admit` for the first revision of a deployment inserted in this same transaction: nothing
+   * else of it can be in flight, and its row lock is already ours, so it starts at once.
+   */
+  async admitFirst(manager: EntityManager, revisionId: string, requestId?: string): Promise<'started'> {
+    await this.start(manager, revisionId, requestId);
+    return 'started';
+  }
+
+  /**
    * Every status change after admission: the conditional UPDATE, then the consequences of a
    * terminal status in the same transaction. Returns null when the revision was not in a
    * status that allows `to` (someone else moved it first).

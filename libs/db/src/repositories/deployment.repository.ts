@@ -45,13 +45,13 @@ export class DeploymentRepository {
     if (filter.deploymentType) qb.andWhere('d.deployment_type = :deploymentType', { deploymentType: filter.deploymentType });
     if (filter.deploymentIds?.length) qb.andWhere('d.id IN (:...deploymentIds)', { deploymentIds: filter.deploymentIds });
     if (filter.tagValueIds?.length) {
-      // Carrying ALL the given values. Uncorrelated, so a rare value is looked up in
-      // deployment_tag_values_value_idx first instead of counted per deployment of the workspace.
-      const tagValueIds = [...new Set(filter.tagValueIds)];
-      qb.andWhere(
-        `d.id IN (SELECT t.deployment_id FROM deployment_tag_values t WHERE t.tag_value_id IN (:...tagValueIds)
-                   GROUP BY t.deployment_id HAVING count(*) = :tagCount)`,
-        { tagValueIds, tagCount: tagValueIds.length },
+      // Carrying ALL the given values: one semi-join per value, which the planner can run either
+      // way round — from deployment_tag_values_value_idx for a rare value, or along the page
+      // order probing the primary key for a common one (a count per deployment read them all).
+      [...new Set(filter.tagValueIds)].forEach((tagValueId, i) =>
+        qb.andWhere(`EXISTS (SELECT 1 FROM deployment_tag_values t WHERE t.deployment_id = d.id AND t.tag_value_id = :tag${i})`, {
+          [`tag${i}`]: tagValueId,
+        }),
       );
     }
     return qb.getMany();
