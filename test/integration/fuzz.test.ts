@@ -269,12 +269,13 @@ function send(request: FuzzRequest): Promise<FuzzResponse> {
       },
     );
     req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
-    // A server that refuses a body early (413), or answers without reading it, may close the
-    // connection before the client finished writing it: the kernel then resets it, cutting the
-    // request or the answer short. That is HTTP's business, not a fault of the server.
-    const bigBody = (request.body?.length ?? 0) > 1_000_000;
+    // A server that refuses a body early (413), or answers a GET without reading its body, may
+    // close the connection while the client still writes: the kernel then resets it, cutting the
+    // request or the answer short (Node has no lingering close). HTTP's business, not a fault.
+    const size = request.body?.length ?? 0;
+    const unread = size > 1_000_000 || (size > 0 && (request.method === 'GET' || request.method === 'HEAD'));
     function cut(err: NodeJS.ErrnoException): void {
-      if (bigBody && (err.code === 'EPIPE' || err.code === 'ECONNRESET' || err.message === 'aborted')) resolve({ status: 0, contentType: '', text: '' });
+      if (unread && (err.code === 'EPIPE' || err.code === 'ECONNRESET' || err.message === 'aborted')) resolve({ status: 0, contentType: '', text: '' });
       else reject(err);
     }
     req.on('error', cut);
