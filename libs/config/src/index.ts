@@ -69,7 +69,7 @@ export interface Config {
     portMin: number;
     portMax: number;
   };
-  /** The sandbox of builds and apps (README "Sandbox"). */
+  /** The sandbox of builds and apps (docs/operations.md, Sandbox). */
   sandbox: {
     /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
     mode: 'auto' | 'off';
