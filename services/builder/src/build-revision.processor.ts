@@ -209,7 +209,6 @@ class RevisionBuild {
     else this.buildLog.line('No build command and no "build" script: nothing to build.');
     if (kind === 'agent-server') {
       this.buildLog.line(`Checking graphs ${Object.keys(graph.config.graphs).join(', ')}`);
-      await assertRealDirectory(graph.appDir, this.paths.work);
       const watch = this.quota.watch();
       try {
         await checkGraphs({
@@ -358,7 +357,6 @@ class RevisionBuild {
     this.buildLog.line(`$ ${command}`);
     this.log.info({ step, command: this.buildLog.redact(command), uid: this.jail.uid }, `running the ${step} command`);
     const what = `the ${step} command \`${command}\``;
-    await assertRealDirectory(cwd, this.paths.work);
     await this.jail.prepare();
     const watch = this.quota.watch();
     let result;

@@ -160,6 +160,6 @@ export async function assertRealDirectory(dir: string, under: string): Promise<v
 /** A step replaced a directory the builder works in with something else (a symlink). */
 export class BuildStepTampered extends BuildError {
   constructor(readonly dir: string) {
-    super(`A build step replaced the directory ${path.basename(dir)} with a link or a file; the build cannot continue.`);
+    super(`'${path.basename(dir)}' is no longer a real directory of the build (a link, or replaced by a build step); the build cannot continue.`);
   }
 }

@@ -20,6 +20,8 @@ runWorkerProcess({
     sandbox = await sandboxForStart(config.sandbox, dataSource, { production: config.nodeEnv === 'production', warn: (m) => log.warn(m) });
     // Directories of builds whose builder died (this one, before a restart, or another).
     const removed = await sweepBuildDirectories(config.dataDir, dataSource);
+    // …and their cgroups (`b-<revision>-a<attempt>`, empty once the steps died with that builder).
+    for (const name of removed) await sandbox?.cgroups.handle(`b-${name}`).remove();
     if (removed.length) log.info({ removed }, 'removed build directories left by interrupted builds');
   },
   workers: ({ config, dataSource, flow, workerRedis, log }) => {
