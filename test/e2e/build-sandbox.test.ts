@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalIntegration, initRepo, integrationRoot } from '../support/git-fixtures.js';
@@ -198,5 +199,42 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
     expect(row.status_message).toContain(`The build command \`${command}\` was killed: out of memory (limit ${MEMORY_MB} MB).`);
+  });
+});
+
+describe('builder start policy', () => {
+  /** A PATH with git and sh but no bubblewrap: the sandbox cannot be set up. */
+  function pathWithoutBwrap(): { dir: string; remove: () => void } {
+    const dir = mkdtempSync(path.join(tmpdir(), 'slipway-no-bwrap-'));
+    for (const tool of ['sh', 'git', 'setpriv', 'prlimit', 'nft', 'du', 'chown']) symlinkSync(`/usr/bin/${tool}`, path.join(dir, tool));
+    return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  }
+
+  it('in production, refuses to start when the sandbox cannot be set up, saying what is missing and how to opt out', async () => {
+    const bin = pathWithoutBwrap();
+    try {
+      const start = startService('builder', serviceEnv(api, { NODE_ENV: 'production', PATH: bin.dir }), 20_000);
+      const err = await start.then(
+        () => null,
+        (e: Error) => e,
+      );
+      expect(err?.message).toMatch(/builder exited before printing/);
+      expect(err?.message).toMatch(/Refusing to start in production without the sandbox: ('bwrap' is not installed|the sandbox needs root)/);
+      expect(err?.message).toContain('set SLIPWAY_SANDBOX=off to run unsandboxed (unsafe)');
+    } finally {
+      bin.remove();
+    }
+  });
+
+  it('with SLIPWAY_SANDBOX=off, starts in production and warns that user code runs unsandboxed', async () => {
+    const bin = pathWithoutBwrap();
+    let optedOut: ServiceProcess | undefined;
+    try {
+      optedOut = await startService('builder', serviceEnv(api, { NODE_ENV: 'production', PATH: bin.dir, SLIPWAY_SANDBOX: 'off' }));
+      expect(optedOut.output()).toMatch(/"level":"warn".*SLIPWAY_SANDBOX=off\. USER CODE RUNS UNSANDBOXED/);
+    } finally {
+      await optedOut?.stop();
+      bin.remove();
+    }
   });
 });
