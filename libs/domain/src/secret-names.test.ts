@@ -9,7 +9,7 @@ describe('reserved secret names', () => {
   });
 
   it('allows ordinary names, including near misses and other cases', () => {
-    for (const name of ['OPENAI_API_KEY', 'path', 'Home', 'MY_PATH', 'PORTS', 'OLD_PRELOAD', 'NODE_ENV', 'DATABASE_URL']) {
+    for (const name of ['OPENAI_API_KEY', 'ENV', 'path', 'Home', 'MY_PATH', 'PORTS', 'OLD_PRELOAD', 'NODE_ENV', 'DATABASE_URL']) {
       expect(isReservedSecretName(name), name).toBe(false);
     }
   });

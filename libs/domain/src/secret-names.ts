@@ -24,11 +24,9 @@ export const LOADER_ENV_NAMES: readonly string[] = [
   'LOCALDOMAIN',
   'MALLOC_TRACE',
   'BASH_ENV',
-  'ENV',
   'SHELLOPTS',
   'BASHOPTS',
   'IFS',
-  'PS4',
 ];
 
 /** Whole families of loader variables (`LD_DEBUG_OUTPUT`, `LD_BIND_NOW`, exported shell functions). */
