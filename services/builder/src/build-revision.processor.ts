@@ -209,23 +209,18 @@ class RevisionBuild {
     else this.buildLog.line('No build command and no "build" script: nothing to build.');
     if (kind === 'agent-server') {
       this.buildLog.line(`Checking graphs ${Object.keys(graph.config.graphs).join(', ')}`);
-      const watch = this.quota.watch();
-      try {
-        await checkGraphs({
+      const graphEnv = { ...(await graphConfigEnv(graph.appDir, graph.config.env)), ...env };
+      await this.withinQuota('checking the graphs', (signal) =>
+        checkGraphs({
           appDir: graph.appDir,
           workDir: this.paths.work,
           graphs: graph.config.graphs,
-          env: { ...(await graphConfigEnv(graph.appDir, graph.config.env)), ...env },
-          signal: AbortSignal.any([this.guard.signal, watch.signal]),
+          env: graphEnv,
+          signal,
           onLine: (line) => this.buildLog.line(line),
           jail: this.jail,
-        });
-      } catch (err) {
-        throw this.quotaError(err, watch.signal, 'while checking the graphs');
-      } finally {
-        watch.stop();
-      }
-      await this.checkQuota('after checking the graphs');
+        }),
+      );
       this.buildLog.line('Every graph resolves to a graph.');
       this.buildLog.line('Installing the agent server');
       // The builder writes into the tree the steps ran in: only into the real directory.
@@ -356,30 +351,39 @@ class RevisionBuild {
   private async runStep(step: 'install' | 'build', command: string, cwd: string, env: Record<string, string>): Promise<void> {
     this.buildLog.line(`$ ${command}`);
     this.log.info({ step, command: this.buildLog.redact(command), uid: this.jail.uid }, `running the ${step} command`);
-    const what = `the ${step} command \`${command}\``;
     await this.jail.prepare();
-    const watch = this.quota.watch();
-    let result;
-    try {
-      result = await runShellCommand({
+    await this.withinQuota(`the ${step} command \`${command}\``, async (signal) => {
+      const result = await runShellCommand({
         command,
         cwd,
         env,
         launch: this.jail.launch(command, cwd),
-        signal: AbortSignal.any([this.guard.signal, watch.signal]),
+        signal,
         onLine: (line) => {
           if (line.length) this.buildLog.line(line);
         },
       });
+      if (result.exitCode !== 0) {
+        const cause = await this.jail.killedBecause();
+        const how = cause ? `was killed: ${cause}` : result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
+        throw new BuildError(`The ${step} command \`${command}\` ${how}.`);
+      }
+    });
+  }
+
+  /**
+   * Runs `work` (a step, `what` names it for messages) with a signal that also aborts when the
+   * build passes its disk quota, then checks the quota once more: a step that wrote faster
+   * than the watch measures still fails the build.
+   */
+  private async withinQuota(what: string, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    const watch = this.quota.watch();
+    try {
+      await work(AbortSignal.any([this.guard.signal, watch.signal]));
     } catch (err) {
       throw this.quotaError(err, watch.signal, `while ${what} ran`);
     } finally {
       watch.stop();
-    }
-    if (result.exitCode !== 0) {
-      const cause = await this.jail.killedBecause();
-      const how = cause ? `was killed: ${cause}` : result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
-      throw new BuildError(`The ${step} command \`${command}\` ${how}.`);
     }
     await this.checkQuota(`after ${what}`);
   }
