@@ -7,7 +7,7 @@ import type { Config } from '@slipway/config';
 import { deriveKey } from '@slipway/crypto';
 import { DeploymentRepository, queryRows, type DataSource, type EntityManager } from '@slipway/db';
 import { AppError, BadRequestError, ConflictError, NotFoundError, UnauthorizedError } from '@slipway/domain';
-import { parseUploadObjectPath, uploadFilePath, uploadObjectPath, type UploadObject } from '@slipway/source';
+import { inspectArchiveStream, parseUploadObjectPath, uploadFilePath, uploadObjectPath, type UploadObject } from '@slipway/source';
 import type { UploadUrlView } from '../schemas/upload.schema.js';
 
 /** 413: the body is larger than the configured limit. */
@@ -70,7 +70,8 @@ export class UploadService {
   /**
    * Stores the body of a PUT to an upload URL. The token is checked before a byte is read; the
    * size limit is checked against Content-Length up front and again while streaming (chunked
-   * bodies have none); the body must start with the gzip magic bytes. The file is written as
+   * bodies have none); the body must start with the gzip magic bytes, and its entries must pass
+   * the archive rules (ArchivePolicy: no escaping names or links, no devices). The file is written as
    * `.part` and renamed only when complete, so the builder never sees half a tarball.
    */
   async receive(token: string, contentLength: string | undefined, body: Readable): Promise<void> {
@@ -91,6 +92,9 @@ export class UploadService {
     });
 
     const hash = createHash('sha256');
+    // The same entry rules as the builder's extraction (and its 10x expansion limit), so a
+    // hostile archive is refused here, with the client still listening.
+    const archive = inspectArchiveStream(10 * max);
     let size = 0;
     let head = Buffer.alloc(0);
     const guard = new Transform({
@@ -102,9 +106,13 @@ export class UploadService {
           if (head.length === GZIP_MAGIC.length && !head.equals(GZIP_MAGIC)) return callback(notGzip());
         }
         hash.update(chunk);
+        archive.write(chunk);
         callback(null, chunk);
       },
-      flush: (callback) => callback(head.length < GZIP_MAGIC.length ? notGzip() : null),
+      flush: (callback) => {
+        if (head.length < GZIP_MAGIC.length) return callback(notGzip());
+        archive.end().then((refused) => callback(refused ? new BadRequestError(refused) : null), callback);
+      },
     });
 
     // The request is fed through a PassThrough rather than handed to pipeline(), which would
