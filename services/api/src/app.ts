@@ -39,6 +39,7 @@ import { uploadRoutes } from './routes/uploads.router.js';
 import { ApiKeyService } from './services/api-key.service.js';
 import { DeploymentService } from './services/deployment.service.js';
 import { IntegrationService } from './services/integration.service.js';
+import { QuotaService } from './services/quota.service.js';
 import { WebhookService } from './services/webhook.service.js';
 import { WriteRunner } from './services/idempotency.js';
 import { RevisionService } from './services/revision.service.js';
@@ -94,7 +95,8 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   const notifications = new PgNotifications(config.databaseUrl, NOTIFICATION_CHANNELS, logger);
   const shutdown = new AbortController();
   const integrations = new IntegrationService(dataSource, secrets, config);
-  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, config.runtime.publicHost);
+  const quotas = new QuotaService(dataSource, config.quotas);
+  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.runtime.publicHost);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
@@ -111,11 +113,11 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
     ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
-    ...uploadRoutes(new UploadService(dataSource, config)),
+    ...uploadRoutes(new UploadService(dataSource, config, quotas)),
     ...logRoutes(new LogService(dataSource, notifications)),
     ...eventRoutes(new EventService(dataSource, notifications)),
     ...revisionHistoryRoutes(new RevisionHistoryService(dataSource)),
-    ...workspaceRoutes(dataSource),
+    ...workspaceRoutes(dataSource, quotas),
     ...extraRoutes,
   ];
 
