@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { ROOT, ensureDependencies, ensurePnpm, ensureServices, log, run } from './bootstrap.mjs';
 import { ensureConsole } from './console.mjs';
 
-/** One entry file per service (DESIGN.md "Processes"). */
+/** One entry file per service (docs/architecture.md, Processes). */
 const SERVICES = [
   { name: 'api', entry: 'services/api/src/main.ts' },
   { name: 'builder', entry: 'services/builder/src/main.ts' },

@@ -315,7 +315,7 @@ describe('builder: stopping a running build', () => {
 });
 
 describe('builder: uploaded tarballs', () => {
-  /** An upload deployment without a revision (CONTRACT C10), then a PATCH naming its tarball. */
+  /** An upload deployment without a revision (docs/api.md, Uploads and the deploy CLIs), then a PATCH naming its tarball. */
   async function uploadRevision(name: string, store: (objectPath: string, deploymentId: string) => Promise<void>) {
     const created = await api.http.post('/v2/deployments', { name, source: 'internal_source', source_config: {}, source_revision_config: {} });
     expect(created.status, created.text).toBe(201);

@@ -5,7 +5,7 @@ import { createLocalIntegration, initRepo, integrationRoot, type LocalRepo } fro
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * The repohost push webhook (CONTRACT C8): HMAC-SHA256 over the raw body, every delivery
+ * The repohost push webhook (docs/api.md, Integrations): HMAC-SHA256 over the raw body, every delivery
  * recorded, a push to a tracked branch → exactly one new revision per deployment that builds on
  * push, tags and deletions never build, and a re-delivery never builds twice. Everything is real
  * (a `local` integration over real git repositories); the host's HTTP call is made by the test.

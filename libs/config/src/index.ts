@@ -37,27 +37,27 @@ export interface Config {
   /** How long an api process reuses an API-key lookup; a revoke elsewhere takes effect within this. */
   apiKeyCacheTtlMs: number;
   jwt: JwtSettings | null;
-  /** Request budgets (CONTRACT C2: 429 with Retry-After), shared by every api process through Redis. */
+  /** Request budgets (docs/api.md, Errors: 429 with Retry-After), shared by every api process through Redis. */
   rateLimit: RateLimitSettings;
   /** Express `trust proxy`: which hops' X-Forwarded-For is believed for the client address. */
   trustProxy: boolean | number | string;
   shutdownTimeoutMs: number;
-  /** Phase deadlines and reconciler periods (CONTRACT C6), all in milliseconds. */
+  /** Phase deadlines and reconciler periods (docs/api.md, Statuses), all in milliseconds. */
   pipeline: PipelineTimings;
   builderConcurrency: number;
   deployerConcurrency: number;
   /** Port of a worker's /healthz and /metrics; 0 turns it off. */
   workerHealthPort: number;
-  /** `local` integrations may only list repositories under this directory (CONTRACT C8). */
+  /** `local` integrations may only list repositories under this directory (docs/api.md, Integrations). */
   localReposRoot: string;
   /**
    * User-supplied URLs the server fetches (forge `api_url`s, outbound webhooks): hosts, IPs and
    * CIDR ranges that may be reached over plain http and at private addresses (@slipway/net).
    */
   outbound: { allowHosts: string[] };
-  /** Largest accepted source tarball (CONTRACT C10: 200 MB). */
+  /** Largest accepted source tarball (docs/api.md, Uploads and the deploy CLIs: 200 MB). */
   uploadMaxBytes: number;
-  /** How long a signed upload URL stays valid (CONTRACT C10). */
+  /** How long a signed upload URL stays valid (docs/api.md, Uploads and the deploy CLIs). */
   uploadUrlTtlMs: number;
   /** Process runtime: where deployments' processes and serving proxies listen. */
   runtime: {

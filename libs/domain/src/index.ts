@@ -4,5 +4,6 @@ export * from './errors.js';
 export * from './graph-config.js';
 export * from './naming.js';
 export * from './resource-spec.js';
+export * from './secret-names.js';
 export * from './status.js';
 export * from './storable-text.js';

@@ -10,7 +10,7 @@ export const QUEUES = {
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
-/** Payloads carry ids only (STYLE 5): workers reload the rows and never see state or secrets. */
+/** Payloads carry ids only: workers reload the rows and never see state or secrets. */
 export interface RevisionJob {
   revisionId: string;
   /** Which (re-)enqueue of this revision's phase this is; part of the job id. */
@@ -61,7 +61,7 @@ const deploymentJob = Joi.object({ deploymentId: Joi.string().guid().required(),
 
 /**
  * Work with side effects runs once per job (`attempts: 1`): retries belong to the revision
- * and are decided by the reconciler, which can see the database (DESIGN "Rules").
+ * and are decided by the reconciler, which can see the database (docs/architecture.md, Rules).
  */
 const once: JobsOptions = {
   attempts: 1,

@@ -36,7 +36,7 @@ interface OpenRevision {
 }
 
 /**
- * The safety net behind every worker (DESIGN "Rules"; STYLE 14). A pass, run by any worker
+ * The safety net behind every worker (docs/architecture.md, Rules). A pass, run by any worker
  * process on the `maintenance` queue and safe to run concurrently (every change is a
  * conditional transition):
  * - fails revisions past their phase deadline, with a status_message saying which deadline;

@@ -55,7 +55,7 @@ export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
 export { answerClientErrors } from './http/client-errors.js';
 
 export const API_VERSION = '0.1.0';
-/** Self-hosted installs are reached as `<host>/api-host/v2/...` (CONTRACT C1). */
+/** Self-hosted installs are reached as `<host>/api-host/v2/...` (docs/api.md, Conventions). */
 export const PATH_PREFIXES = ['', '/api-host'] as const;
 
 export interface AppDeps {

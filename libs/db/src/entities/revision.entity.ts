@@ -15,7 +15,7 @@ export interface BuildConfig {
   build_command?: string | null;
 }
 
-/** One immutable attempt to roll out a configuration of a deployment (CONTRACT C5). */
+/** One immutable attempt to roll out a configuration of a deployment (docs/api.md, Revisions). */
 @Entity({ name: 'revisions' })
 export class Revision {
   @PrimaryColumn({ type: 'uuid' })

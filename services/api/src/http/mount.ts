@@ -8,7 +8,7 @@ import { serveEventStream } from './sse.js';
 import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
 
 /**
- * Unknown fields are ignored, never rejected (CONTRACT C1): real clients send extras. They are
+ * Unknown fields are ignored, never rejected (docs/api.md, Conventions): real clients send extras. They are
  * stripped so handlers only ever see fields we know.
  */
 const JOI_OPTIONS: Joi.ValidationOptions = {

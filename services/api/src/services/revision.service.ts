@@ -4,7 +4,7 @@ import type { RevisionFlow } from '@slipway/jobs';
 import { iso } from '../schemas/common.schema.js';
 import type { DeploymentService, DeploymentView } from './deployment.service.js';
 
-/** The API shape of a revision (CONTRACT C5): secret names only, never values. */
+/** The API shape of a revision (docs/api.md, Revisions): secret names only, never values. */
 export function presentRevision(r: Revision) {
   const c = r.sourceRevisionConfig;
   return {

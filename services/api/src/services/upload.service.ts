@@ -36,7 +36,7 @@ const uuidOf = (bytes: Buffer) => {
 export type UploadConfig = Pick<Config, 'dataDir' | 'publicUrl' | 'uploadMaxBytes' | 'uploadUrlTtlMs' | 'secretsKey'>;
 
 /**
- * Source tarball uploads of `upload` deployments (CONTRACT C10): signed, expiring upload URLs,
+ * Source tarball uploads of `upload` deployments (docs/api.md, Uploads and the deploy CLIs): signed, expiring upload URLs,
  * and the PUT that streams a tarball to disk under the data dir. The uploads row is the
  * record: `completed_at` is set only once the whole file is on disk under its final name.
  */
@@ -194,7 +194,7 @@ function notGzip(): BadRequestError {
 }
 
 /**
- * For PATCH (CONTRACT C10): a revision may only be built from a completed upload of its own
+ * For PATCH (docs/api.md, Uploads and the deploy CLIs): a revision may only be built from a completed upload of its own
  * deployment, so a client cannot point a build at another tenant's tarball or a guessed path.
  */
 export async function assertUploadCompleted(manager: EntityManager, deploymentId: string, objectPath: string): Promise<void> {

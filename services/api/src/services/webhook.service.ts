@@ -44,7 +44,7 @@ export function signatureValid(secret: string, rawBody: Buffer, given: string | 
 }
 
 /**
- * The repohost push webhook (CONTRACT C8). Authenticated only by the HMAC of its body; every
+ * The repohost push webhook (docs/api.md, Integrations). Authenticated only by the HMAC of its body; every
  * delivery is recorded, whatever came of it. A push to a branch makes one revision for each
  * deployment of the integration that builds on push from that repository and branch, each in
  * its own transaction under the deployment lock (as a PATCH would), so one deployment being
