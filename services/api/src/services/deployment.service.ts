@@ -45,6 +45,7 @@ import type {
   SourceConfigInput,
   SourceRevisionConfigInput,
 } from '../schemas/deployment.schema.js';
+import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
 
 const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
@@ -157,6 +158,7 @@ export class DeploymentService {
     private readonly secrets: SecretBox,
     private readonly flow: RevisionFlow,
     private readonly repositories: RepositoryCatalog,
+    private readonly quotas: QuotaService,
     /** The host in cloud-hosted deployments' serving URLs (`config.runtime.publicHost`). */
     private readonly runtimeHost?: string,
   ) {}
@@ -228,6 +230,8 @@ export class DeploymentService {
     const secrets = this.mergeSecrets([], body.secrets);
 
     const id = randomUUID();
+    await this.quotas.assertDeploymentSlot(manager, workspaceId);
+    await this.quotas.assertScale(manager, workspaceId, resourceSpec);
     if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig);
 
     const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
@@ -310,6 +314,7 @@ export class DeploymentService {
         ? this.resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'], specIssues)
         : deployment.resourceSpec;
     if (specIssues.length) throw new RequestValidationError(specIssues);
+    if (input.resource_spec != null) await this.quotas.assertScale(manager, workspaceId, resourceSpec);
 
     let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
     if (body.secrets != null) secrets = this.mergeSecrets(secrets, body.secrets);
