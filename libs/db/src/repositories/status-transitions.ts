@@ -16,6 +16,8 @@ export interface RevisionTransitionSet {
   heartbeatAt?: Date | null;
   imageUri?: string | null;
   artifactRef?: string | null;
+  /** When retention forgot the artifact (with `artifactRef: null`). */
+  artifactPrunedAt?: Date | null;
   /** Merged into source_revision_config (e.g. the resolved repo_commit_sha). */
   revisionConfig?: Record<string, unknown>;
 }
@@ -81,6 +83,7 @@ const COLUMN: Record<Exclude<keyof RevisionTransitionSet, 'revisionConfig'>, str
   heartbeatAt: 'heartbeat_at',
   imageUri: 'image_uri',
   artifactRef: 'artifact_ref',
+  artifactPrunedAt: 'artifact_pruned_at',
 };
 
 /** One write of a revision row; see `writeRevision`. */
