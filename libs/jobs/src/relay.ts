@@ -48,6 +48,8 @@ export class OutboxRelay {
   private wokenDuringPass = false;
   /** The last pass left rows behind (Redis refused one). */
   private backlog = false;
+  /** Redis refused a job since the last successful batch: rows are waiting out a backoff. */
+  private refused = false;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -175,6 +177,12 @@ export class OutboxRelay {
           ),
         );
         await manager.query(`UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])`, [rows.map((row) => row.id)]);
+        if (this.refused) {
+          // Redis takes jobs again: rows backing off from its refusals are due now, not after
+          // their backoff (up to 30 s) — a burst absorbed during an outage drains at once.
+          await manager.query(`UPDATE outbox SET available_at = now() WHERE sent_at IS NULL AND attempts > 0 AND available_at > now() AND available_at < 'infinity'`);
+          this.refused = false;
+        }
         return rows.length;
       });
     } catch (err) {
@@ -204,6 +212,7 @@ export class OutboxRelay {
         if (await this.relayOne(manager, row)) sent++;
         else {
           this.backlog = true;
+          this.refused = true;
           break; // Redis is refusing: keep the rest for the next pass, in order.
         }
       }
