@@ -98,6 +98,9 @@ describe('artifacts', () => {
     await api.dataSource.query(`UPDATE deployments SET active_revision_id = $2, latest_revision_id = $2 WHERE id = $1`, [deploymentId, active.id]);
     await retention.run();
     expect((await revisionRow(old.id)).artifact_ref).toBeNull();
+    const shown = await client.get(`/v2/deployments/${deploymentId}/revisions/${old.id}`);
+    expect(shown.body.artifact_pruned_at).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
+    expect((await client.get(`/v2/deployments/${deploymentId}/revisions/${recent.id}`)).body.artifact_pruned_at).toBeNull();
 
     const redeployed = await client.post(`/v2/deployments/${deploymentId}/revisions/${old.id}/redeploy`);
     expect(redeployed.status, redeployed.text).toBe(200);
