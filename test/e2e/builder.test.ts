@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -142,13 +142,32 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Starts a build whose build command sleeps (as a child of the shell) and returns the sleep's pid once it runs. */
+/** The host pids of processes whose command line is exactly `argv` (a sandboxed step's own pids are its namespace's). */
+function hostPidsOf(argv: string[]): number[] {
+  const wanted = argv.join('\0') + '\0';
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8') === wanted) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/**
+ * Starts a build whose build command sleeps (as a child of the shell) and returns the sleep's
+ * host pid once it runs, found by its unique duration.
+ */
 async function startSleepingBuild(name: string): Promise<{ deploymentId: string; revisionId: string; pid: number }> {
-  const ids = await createSourceDeployment(name, { buildCommand: 'sleep 30 & echo "sleep-pid $!"; wait' });
-  const logs = await eventually(() => buildLogs(ids.revisionId), (lines) => lines.some((l) => l.startsWith('sleep-pid ')), BUILD_TIMEOUT_MS, 100);
-  const pid = Number(logs.find((l) => l.startsWith('sleep-pid '))!.slice('sleep-pid '.length));
-  expect(alive(pid)).toBe(true);
-  return { ...ids, pid };
+  const duration = `30.${randomInt(100_000, 999_999)}`;
+  const ids = await createSourceDeployment(name, { buildCommand: `sleep ${duration} & echo "sleep-pid $!"; wait` });
+  await eventually(() => buildLogs(ids.revisionId), (lines) => lines.some((l) => l.startsWith('sleep-pid ')), BUILD_TIMEOUT_MS, 100);
+  const [pid] = await eventually(async () => hostPidsOf(['sleep', duration]), (pids) => pids.length === 1, 10_000, 100);
+  expect(alive(pid!)).toBe(true);
+  return { ...ids, pid: pid! };
 }
 
 const buildDirOf = (revisionId: string, attempt = 0) => path.join(api.config.dataDir, 'builds', `${revisionId}-a${attempt}`);

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { secureDataDir } from './data-dir.js';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import Joi from 'joi';
@@ -73,7 +74,7 @@ export interface Config {
   quotas: Quotas;
   /** The retention pass (docs/operations.md, Quotas and retention). */
   retention: RetentionSettings;
-  /** The sandbox of builds and apps (README "Sandbox"). */
+  /** The sandbox of builds and apps (docs/operations.md, Sandbox). */
   sandbox: {
     /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
     mode: 'auto' | 'off';
@@ -82,7 +83,8 @@ export interface Config {
     pidsMax: number;
     openFiles: number;
     defaultMemoryMb: number;
-    build: { memoryMb: number; cpu: number; diskMb: number };
+    /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
+    build: { memoryMb: number; cpu: number; pidsMax: number; diskMb: number };
   };
 }
 
@@ -236,6 +238,7 @@ const schema = Joi.object({
   SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB: Joi.number().integer().min(16).default(1024),
   SLIPWAY_BUILD_MEMORY_MB: Joi.number().integer().min(64).default(4096),
   SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
+  SLIPWAY_BUILD_PIDS_MAX: Joi.number().integer().min(16).default(1024),
   SLIPWAY_BUILD_DISK_MB: Joi.number().integer().min(16).default(4096),
   SLIPWAY_QUOTA_DEPLOYMENTS: Joi.number().integer().min(0).default(100),
   SLIPWAY_QUOTA_MIN_SCALE: Joi.number().integer().min(0).max(1000).default(10),
@@ -397,7 +400,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       pidsMax: value.SLIPWAY_SANDBOX_PIDS_MAX,
       openFiles: value.SLIPWAY_SANDBOX_OPEN_FILES,
       defaultMemoryMb: value.SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB,
-      build: { memoryMb: value.SLIPWAY_BUILD_MEMORY_MB, cpu: value.SLIPWAY_BUILD_CPU, diskMb: value.SLIPWAY_BUILD_DISK_MB },
+      build: {
+        memoryMb: value.SLIPWAY_BUILD_MEMORY_MB,
+        cpu: value.SLIPWAY_BUILD_CPU,
+        pidsMax: value.SLIPWAY_BUILD_PIDS_MAX,
+        diskMb: value.SLIPWAY_BUILD_DISK_MB,
+      },
     },
   };
   return deepFreeze(config);
@@ -420,12 +428,15 @@ export function getConfig(): Readonly<Config> {
 }
 
 /**
- * For process entry points: the config, or a clear list of what is wrong on stderr and exit
+ * For process entry points: the config (with the data dir secured, see `secureDataDir`), or a clear list of what is wrong on stderr and exit
  * code 2 (a configuration error, not a crash).
  */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
   try {
-    return loadConfig(env);
+    const config = loadConfig(env);
+    // Every service entry closes the data dir to anyone but the control plane's user.
+    secureDataDir(config.dataDir);
+    return config;
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -435,3 +446,4 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly
   }
 }
 export { loadAgentConfig, type AgentConfig } from './agent.js';
+export { secureDataDir } from './data-dir.js';

@@ -92,7 +92,7 @@ export class UploadService {
 
     const file = uploadFilePath(this.config.dataDir, objectPath);
     const part = `${file}.part`;
-    await mkdir(path.dirname(file), { recursive: true });
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     // Exclusive create: a second PUT racing the first must not write into the same file.
     const handle = await open(part, 'wx').catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EEXIST') throw new ConflictError(`An upload to this URL is already in progress.`);
