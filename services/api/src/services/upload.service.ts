@@ -86,7 +86,8 @@ export class UploadService {
 
     const max = this.config.uploadMaxBytes;
     if (contentLength !== undefined && Number(contentLength) > max) throw this.tooLarge();
-    const workspaceId = await this.workspaceOf(object.deploymentId);
+    const workspaceId = await new QuotaRepository(this.dataSource.manager).workspaceOfDeployment(object.deploymentId);
+    if (!workspaceId) throw NotFoundError.of('Deployment', object.deploymentId);
     // Up front by the declared length, so a body the workspace has no room for is never read.
     if (contentLength !== undefined) await this.quotas.assertUploadBytes(this.dataSource.manager, workspaceId, Number(contentLength));
 
@@ -176,12 +177,6 @@ export class UploadService {
     if (!row) throw NotFoundError.of('Deployment', deploymentId);
     if (row.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     if (row.completed_at) throw new ConflictError(`Upload ${objectPath} is already complete; request a new upload URL for another tarball.`);
-  }
-
-  private async workspaceOf(deploymentId: string): Promise<string> {
-    const [row] = await queryRows<{ workspace_id: string }>(this.dataSource.manager, `SELECT workspace_id FROM deployments WHERE id = $1`, [deploymentId]);
-    if (!row) throw NotFoundError.of('Deployment', deploymentId);
-    return row.workspace_id;
   }
 
   private tooLarge(): PayloadTooLargeError {
