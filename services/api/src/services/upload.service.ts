@@ -220,7 +220,9 @@ function notGzip(): BadRequestError {
 export async function assertUploadCompleted(manager: EntityManager, deploymentId: string, objectPath: string): Promise<void> {
   const rows = await queryRows(
     manager,
-    `SELECT 1 FROM uploads WHERE object_path = $1 AND deployment_id = $2 AND completed_at IS NOT NULL`,
+    // Share-locked until the revision naming it commits: retention never deletes an upload a
+    // revision is being pointed at (it skips locked rows).
+    `SELECT 1 FROM uploads WHERE object_path = $1 AND deployment_id = $2 AND completed_at IS NOT NULL FOR SHARE`,
     [objectPath, deploymentId],
   );
   if (!rows.length) {
