@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadFilePath, uploadObjectPath } from '@slipway/source';
+import { craftTarball } from '../support/crafted-tarball.js';
 import { createLocalIntegration, integrationRoot } from '../support/git-fixtures.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -368,6 +369,28 @@ describe('builder: uploaded tarballs', () => {
     const manifest = JSON.parse(readFileSync(path.join(artifact, 'artifact.json'), 'utf8'));
     expect(manifest).toMatchObject({ commit: null, source: { type: 'upload', object_path: objectPath }, start: { cwd: '.' } });
     expect(row.source_revision_config.repo_commit_sha ?? null).toBeNull();
+  });
+
+  it('refuses a crafted archive whose symlinks escape by real path (up -> ., esc -> up/..): BUILD_FAILED, nothing written outside', async () => {
+    let box = '';
+    const { revisionId } = await uploadRevision('upload-escape', async (objectPath, deploymentId) => {
+      const file = uploadFilePath(api.config.dataDir, objectPath);
+      mkdirSync(path.dirname(file), { recursive: true });
+      box = path.dirname(file);
+      writeFileSync(
+        file,
+        craftTarball([
+          { path: 'agent/langgraph.json', body: '{"graphs": {"agent": "./agent.js:graph"}}' },
+          { path: 'agent/up', type: 'SymbolicLink', linkpath: '.' },
+          { path: 'agent/esc', type: 'SymbolicLink', linkpath: 'up/../..' },
+        ]),
+      );
+      await recordUpload(objectPath, deploymentId);
+    });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toContain("The source tarball was refused: symlink 'agent/esc' points outside the archive (up/../..)");
+    expect(readdirSync(box).every((name) => name.endsWith('.tar.gz'))).toBe(true);
   });
 
   it('fails clearly when the uploaded file is gone', async () => {
