@@ -8,3 +8,5 @@ export { createWorker, type HandlerMap, type JobContext, type JobHandler } from 
 export { Reconciler, type ReconcileReport } from './reconciler.js';
 export { runWorkerProcess, type WorkerProcessContext, type WorkerProcessSpec } from './worker-process.js';
 export { RevisionLogWriter } from './log-writer.js';
+export { WebhookFanout } from './webhook-fanout.js';
+export { createWebhookWorker, deliverWebhookProcessor, webhookBackoff, type WebhookWorkerOptions } from './deliver-webhook.processor.js';

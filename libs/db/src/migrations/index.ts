@@ -5,6 +5,7 @@ import { SandboxIdentities1764100000000 } from './1764100000000-sandbox-identiti
 import { DeploymentCredentials1764150000000 } from './1764150000000-deployment-credentials.js';
 import { LogFollow1764500000000 } from './1764500000000-log-follow.js';
 import { Events1764500000001 } from './1764500000001-events.js';
+import { OutboundWebhooks1764500000100 } from './1764500000100-outbound-webhooks.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -18,4 +19,5 @@ export const MIGRATIONS = [
   DeploymentCredentials1764150000000,
   LogFollow1764500000000,
   Events1764500000001,
+  OutboundWebhooks1764500000100,
 ];
