@@ -30,7 +30,10 @@ export type { DataSource, EntityManager } from 'typeorm';
 export {
   transitionDeployment,
   transitionRevision,
+  writeRevision,
   type AppliedTransition,
+  type PhaseBudgets,
+  type RevisionWrite,
   type RevisionTransitionOptions,
   type RevisionTransitionSet,
 } from './repositories/status-transitions.js';
@@ -75,3 +78,4 @@ export {
   type OutboundWebhookInput,
   type OutboundDelivery,
 } from './repositories/outbound-webhook.repository.js';
+export { RevisionRepository, type Heartbeat } from './repositories/revision.repository.js';
