@@ -239,6 +239,27 @@ describe('deliveries', () => {
     await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
   });
 
+  it('a job that fails outside the handler (here: a secret that no longer opens) still ends its round as failed', async () => {
+    const hook = await createWebhook('/broken-secret');
+    await api.dataSource.query(`UPDATE outbound_webhooks SET secret_sealed = 'not-sealed' WHERE id = $1`, [hook.id]);
+    await createImageDeployment(api, 'wh-broken-secret', listenerId);
+    const [pending] = await eventually(
+      () => deliveries(hook.id),
+      (ds) => ds.length === 1 && ds[0].attempts.length === 0,
+    );
+    expect(pending.status).toBe('pending');
+    // Its own job would retry for a day; one with a single attempt shows the end at once (the
+    // first job's later attempts then find the round over and do nothing).
+    await api.queues.webhooks.add('deliver.webhook', { deliveryId: pending.id, round: 0 }, { attempts: 1, jobId: `webhook-${pending.id}-single` });
+    const [failed] = await eventually(
+      () => deliveries(hook.id),
+      (ds) => ds[0].status === 'failed',
+    );
+    expect(failed.attempts).toEqual([]);
+    expect(received.filter((r) => r.path === '/broken-secret')).toEqual([]);
+    await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
+  });
+
   it('fan-out loses no event and writes none twice: 20 concurrent creates, repeated passes', async () => {
     const hook = await createWebhook('/burst');
     await Promise.all(Array.from({ length: 20 }, (_, i) => createImageDeployment(api, `wh-burst-${i}`, listenerId)));

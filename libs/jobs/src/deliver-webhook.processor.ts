@@ -87,7 +87,7 @@ export interface WebhookWorkerOptions {
  */
 export function createWebhookWorker({ config, dataSource, connection, log }: WebhookWorkerOptions): Worker {
   const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
-  return createWorker({
+  const worker = createWorker({
     queue: QUEUES.webhooks,
     handlers: { 'deliver.webhook': deliverWebhookProcessor(dataSource, secrets, config) },
     connection,
@@ -96,4 +96,17 @@ export function createWebhookWorker({ config, dataSource, connection, log }: Web
     log,
     options: { maxStalledCount: 1, settings: { backoffStrategy: webhookBackoff(config.webhooks.retryBaseMs) } },
   });
+  // A job that ends failed without its handler saying so (stalled past the limit, a bad
+  // payload, the database away on the last attempt) must not leave its round `pending`
+  // forever: that would block redelivery. `finish` only ends the round still running.
+  worker.on('failed', (job, err) => {
+    if (!job || job.name !== 'deliver.webhook') return;
+    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(err.message);
+    const { deliveryId, round } = job.data as { deliveryId?: unknown; round?: unknown };
+    if (!final || typeof deliveryId !== 'string' || typeof round !== 'number') return;
+    new OutboundWebhookRepository(dataSource.manager)
+      .finish(deliveryId, round, 'failed')
+      .catch((e: unknown) => log.warn({ err: e, deliveryId }, 'could not mark a failed webhook delivery'));
+  });
+  return worker;
 }
