@@ -100,7 +100,8 @@ describe('/v2/webhooks', () => {
   it('creates with the secret shown once; reads, patches and deletes; another workspace and a member key cannot touch it', async () => {
     const hook = await createWebhook('/crud', { description: 'ops channel' });
     expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    expect(Object.keys(hook).sort()).toEqual(['created_at', 'deployment_ids', 'description', 'event_types', 'id', 'secret', 'updated_at', 'url']);
+    expect(Object.keys(hook).sort()).toEqual(['created_at', 'deployment_ids', 'description', 'event_types', 'format', 'id', 'secret', 'updated_at', 'url']);
+    expect(hook.format).toBe('standard');
     const [row] = await api.dataSource.query(`SELECT secret_sealed FROM outbound_webhooks WHERE id = $1`, [hook.id]);
     expect(row.secret_sealed).not.toContain(hook.secret.slice(6));
 
@@ -236,6 +237,26 @@ describe('deliveries', () => {
     expect(delivery.attempts).toHaveLength(1);
     expect(delivery.attempts[0]).toMatchObject({ response_status: null });
     expect(delivery.attempts[0].error).toMatch(/private|10\.255\.0\.1/);
+    await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
+  });
+
+  it('the slack format posts a signed Slack message saying what happened', async () => {
+    const hook = await createWebhook('/slack', { format: 'slack' });
+    expect(hook.format).toBe('slack');
+    const d = await createImageDeployment(api, 'wh-slack', listenerId);
+    const [r] = await eventually(
+      () => received.filter((x) => x.path === '/slack'),
+      (rs) => rs.length >= 1,
+    );
+    expect(verify(r!, hook.secret)).toBe(true);
+    expect(JSON.parse(r!.body)).toEqual({ text: `[Slipway] Deployment wh-slack (${d.id}) created.` });
+    const [delivery] = await eventually(
+      () => deliveries(hook.id),
+      (ds) => ds.length === 1 && ds[0].status === 'succeeded',
+    );
+    expect(delivery.event).toMatchObject({ type: 'deployment.created', deployment_id: d.id });
+    expect((await api.http.patch(`/v2/webhooks/${hook.id}`, { format: 'standard' })).body.format).toBe('standard');
+    expect((await api.http.patch(`/v2/webhooks/${hook.id}`, { format: 'teams' })).status).toBe(422);
     await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
   });
 

@@ -75,6 +75,7 @@ export {
   type NewOutboundDelivery,
   type OutboundWebhook,
   type OutboundWebhookChanges,
+  type OutboundWebhookFormat,
   type OutboundWebhookInput,
   type OutboundDelivery,
 } from './repositories/outbound-webhook.repository.js';

@@ -2,10 +2,11 @@ import { UnrecoverableError, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
 import { SecretBox, signWebhook } from '@slipway/crypto';
-import { OutboundWebhookRepository, type DataSource } from '@slipway/db';
+import { OutboundWebhookRepository, type DataSource, type PublicEvent } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { guardedFetch, OutboundError } from '@slipway/net';
 import { QUEUES } from './catalog.js';
+import { slackMessage } from './slack-message.js';
 import { createWorker, type JobHandler } from './worker.js';
 
 /** Deliveries in flight per process: they mostly wait on receivers. */
@@ -18,8 +19,8 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 export const webhookBackoff = (baseMs: number) => (attemptsMade: number) => baseMs * 2 ** Math.max(0, attemptsMade - 1);
 
 /**
- * Sends one delivery (docs/api.md, Events and webhooks): signed POST of the event to the
- * webhook's URL through the SSRF guard, the attempt recorded whatever happens. A 2xx ends the
+ * Sends one delivery (docs/api.md, Events and webhooks): signed POST of the event (or, for the
+ * `slack` format, a Slack message saying it) to the webhook's URL through the SSRF guard, the attempt recorded whatever happens. A 2xx ends the
  * round as `succeeded`; anything else throws so BullMQ retries with backoff, and the last
  * attempt (or a URL the guard refuses, which no retry can fix) ends it as `failed`.
  * A job of an older round, or of a deleted delivery, does nothing.
@@ -36,7 +37,8 @@ export function deliverWebhookProcessor(
     const { delivery } = target;
     const attempt = job.attemptsMade + 1;
     const lastAttempt = attempt >= (job.opts.attempts ?? 1);
-    const body = JSON.stringify(delivery.payload);
+    const event = delivery.payload as PublicEvent;
+    const body = JSON.stringify(target.format === 'slack' ? slackMessage(event) : event);
     const secret = secrets.open(target.secret_sealed, delivery.webhook_id);
     const headers = { 'content-type': 'application/json', 'user-agent': 'Slipway-Webhooks/1', ...signWebhook(secret, delivery.id, Math.floor(Date.now() / 1000), body) };
 

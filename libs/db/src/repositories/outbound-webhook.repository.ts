@@ -2,11 +2,15 @@ import type { EntityManager } from 'typeorm';
 import type { Page } from './pagination.js';
 import { queryRows } from '../sql.js';
 
+/** `standard`: the event as JSON; `slack`: a Slack incoming-webhook message. */
+export type OutboundWebhookFormat = 'standard' | 'slack';
+
 /** A subscription of a URL to events of its workspace (docs/api.md, Events and webhooks). */
 export interface OutboundWebhook {
   id: string;
   workspace_id: string;
   url: string;
+  format: OutboundWebhookFormat;
   description: string | null;
   event_types: string[];
   /** Only these deployments' events; null: every deployment's. */
@@ -21,6 +25,7 @@ export interface OutboundWebhookInput {
   id: string;
   workspaceId: string;
   url: string;
+  format: OutboundWebhookFormat;
   description: string | null;
   eventTypes: string[];
   deploymentIds: string[] | null;
@@ -29,6 +34,7 @@ export interface OutboundWebhookInput {
 
 export interface OutboundWebhookChanges {
   url?: string;
+  format?: OutboundWebhookFormat;
   description?: string | null;
   eventTypes?: string[];
   deploymentIds?: string[] | null;
@@ -62,6 +68,7 @@ export interface OutboundDelivery {
 export interface OutboundDeliveryTarget {
   delivery: Omit<OutboundDelivery, 'attempts'>;
   url: string;
+  format: OutboundWebhookFormat;
   secret_sealed: string;
 }
 
@@ -74,7 +81,7 @@ export interface NewOutboundDelivery {
   payload: Record<string, unknown>;
 }
 
-const COLUMNS = `id, workspace_id, url, description, event_types, deployment_ids, secret_sealed, last_event_id::text AS last_event_id, created_at, updated_at`;
+const COLUMNS = `id, workspace_id, url, format, description, event_types, deployment_ids, secret_sealed, last_event_id::text AS last_event_id, created_at, updated_at`;
 const DELIVERY_COLUMNS = `d.id, d.webhook_id, d.event_id::text AS event_id, d.event_type, d.payload, d.status, d.round, d.created_at, d.updated_at`;
 
 /**
@@ -92,10 +99,10 @@ export class OutboundWebhookRepository {
   async insert(w: OutboundWebhookInput): Promise<OutboundWebhook> {
     const [row] = await queryRows<OutboundWebhook>(
       this.manager,
-      `INSERT INTO outbound_webhooks (id, workspace_id, url, description, event_types, deployment_ids, secret_sealed, last_event_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT coalesce(max(id), 0) FROM events WHERE workspace_id = $2 AND id IS NOT NULL))
+      `INSERT INTO outbound_webhooks (id, workspace_id, url, description, event_types, deployment_ids, secret_sealed, format, last_event_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, (SELECT coalesce(max(id), 0) FROM events WHERE workspace_id = $2 AND id IS NOT NULL))
        RETURNING ${COLUMNS}`,
-      [w.id, w.workspaceId, w.url, w.description, w.eventTypes, w.deploymentIds, w.secretSealed],
+      [w.id, w.workspaceId, w.url, w.description, w.eventTypes, w.deploymentIds, w.secretSealed, w.format],
     );
     return row!;
   }
@@ -121,6 +128,7 @@ export class OutboundWebhookRepository {
          description = CASE WHEN $5 THEN $6 ELSE description END,
          event_types = CASE WHEN $7 THEN $8::text[] ELSE event_types END,
          deployment_ids = CASE WHEN $9 THEN $10::uuid[] ELSE deployment_ids END,
+         format = coalesce($11, format),
          updated_at = now()
        WHERE workspace_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
       [
@@ -134,6 +142,7 @@ export class OutboundWebhookRepository {
         c.eventTypes ?? null,
         c.deploymentIds !== undefined,
         c.deploymentIds ?? null,
+        c.format ?? null,
       ],
     );
     return row ?? null;
@@ -204,14 +213,14 @@ export class OutboundWebhookRepository {
 
   /** The delivery with its target, or null when it (or its webhook) was deleted. */
   async target(deliveryId: string): Promise<OutboundDeliveryTarget | null> {
-    const [row] = await queryRows<Omit<OutboundDelivery, 'attempts'> & { url: string; secret_sealed: string }>(
+    const [row] = await queryRows<Omit<OutboundDelivery, 'attempts'> & { url: string; format: OutboundWebhookFormat; secret_sealed: string }>(
       this.manager,
-      `SELECT ${DELIVERY_COLUMNS}, w.url, w.secret_sealed FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
+      `SELECT ${DELIVERY_COLUMNS}, w.url, w.format, w.secret_sealed FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
       [deliveryId],
     );
     if (!row) return null;
-    const { url, secret_sealed, ...delivery } = row;
-    return { delivery, url, secret_sealed };
+    const { url, format, secret_sealed, ...delivery } = row;
+    return { delivery, url, format, secret_sealed };
   }
 
   async recordAttempt(deliveryId: string, a: Omit<OutboundDeliveryAttempt, 'attempted_at'>): Promise<void> {

@@ -19,15 +19,19 @@ const deploymentIds = Joi.array()
   .allow(null)
   .description("Only these deployments' events; null or absent: every deployment of the workspace");
 const description = Joi.string().max(1000).allow(null, '');
+const format = Joi.string()
+  .valid('standard', 'slack')
+  .description('`standard`: the event as JSON (default); `slack`: a Slack incoming-webhook message `{"text"}` describing it');
 
 export const createOutboundWebhookBody = Joi.object({
   url: url.required(),
   event_types: eventTypes.required(),
   deployment_ids: deploymentIds,
   description,
+  format: format.default('standard'),
 }).id('CreateWebhook');
 
-export const patchOutboundWebhookBody = Joi.object({ url, event_types: eventTypes, deployment_ids: deploymentIds, description })
+export const patchOutboundWebhookBody = Joi.object({ url, event_types: eventTypes, deployment_ids: deploymentIds, description, format })
   .min(1)
   .id('PatchWebhook');
 
@@ -38,6 +42,7 @@ export const listOutboundWebhooksQuery = Joi.object(paginationQuery);
 export const outboundWebhookResponse = Joi.object({
   id: uuid().required(),
   url: Joi.string().required(),
+  format: Joi.string().valid('standard', 'slack').required(),
   description: Joi.string().allow(null).required(),
   event_types: Joi.array().items(Joi.string()).required(),
   deployment_ids: Joi.array().items(uuid()).allow(null).required(),
@@ -68,7 +73,7 @@ export const webhookDeliveryResponse = Joi.object({
   status: Joi.string().valid('pending', 'succeeded', 'failed').required(),
   created_at: timestamp().required(),
   updated_at: timestamp().required(),
-  event: eventResponse.required().description('The body sent'),
+  event: eventResponse.required().description('The event delivered (the body, for the `standard` format)'),
   attempts: Joi.array().items(attemptResponse).required().description('Every attempt, oldest first'),
 }).id('WebhookDelivery');
 
@@ -76,6 +81,7 @@ export const webhookDeliveryList = listEnvelope(webhookDeliveryResponse, 'Webhoo
 
 export interface CreateOutboundWebhookBody {
   url: string;
+  format?: 'standard' | 'slack';
   event_types: EventType[];
   deployment_ids?: string[] | null;
   description?: string | null;

@@ -14,6 +14,7 @@ export function presentOutboundWebhook(w: OutboundWebhook) {
   return {
     id: w.id,
     url: w.url,
+    format: w.format,
     description: w.description,
     event_types: w.event_types,
     deployment_ids: w.deployment_ids,
@@ -67,6 +68,7 @@ export class OutboundWebhookService {
       id,
       workspaceId,
       url: body.url,
+      format: body.format ?? 'standard',
       description: body.description || null,
       eventTypes: body.event_types,
       deploymentIds: body.deployment_ids ?? null,
@@ -88,6 +90,7 @@ export class OutboundWebhookService {
     if (body.url !== undefined) await this.checkUrl(body.url);
     const updated = await this.repo().update(workspaceId, id, {
       url: body.url,
+      format: body.format,
       description: body.description === undefined ? undefined : body.description || null,
       eventTypes: body.event_types,
       deploymentIds: body.deployment_ids,
