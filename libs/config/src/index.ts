@@ -131,6 +131,8 @@ export interface RetentionSettings {
   eventsDays: number;
   /** Outbox rows sent longer ago than this are deleted. */
   outboxHours: number;
+  /** Completed uploads no revision names are deleted after this many days. */
+  uploadsUnusedDays: number;
 }
 
 export interface PipelineTimings {
@@ -263,6 +265,7 @@ const schema = Joi.object({
   SLIPWAY_RETENTION_INTERVAL_MS: Joi.number().integer().min(1000).default(10 * 60_000),
   SLIPWAY_RETENTION_EVENTS_DAYS: Joi.number().integer().min(1).default(30),
   SLIPWAY_RETENTION_OUTBOX_HOURS: Joi.number().integer().min(1).default(24),
+  SLIPWAY_RETENTION_UNUSED_UPLOAD_DAYS: Joi.number().integer().min(1).default(7),
 })
   .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
   .unknown(true);
@@ -409,6 +412,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,
       eventsDays: value.SLIPWAY_RETENTION_EVENTS_DAYS,
       outboxHours: value.SLIPWAY_RETENTION_OUTBOX_HOURS,
+      uploadsUnusedDays: value.SLIPWAY_RETENTION_UNUSED_UPLOAD_DAYS,
     },
     sandbox: {
       mode: value.SLIPWAY_SANDBOX,
