@@ -1,10 +1,10 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWebhookWorker, WebhookFanout, workerConnection } from '@slipway/jobs';
+import { createWebhookWorker, Reconciler, WebhookFanout, workerConnection } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
 import { createImageDeployment, createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
@@ -278,6 +278,28 @@ describe('deliveries', () => {
     );
     expect(failed.attempts).toEqual([]);
     expect(received.filter((r) => r.path === '/broken-secret')).toEqual([]);
+    await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
+  });
+
+  it('a pending delivery whose job Redis lost is enqueued again by the reconciler and delivered', async () => {
+    const hook = await createWebhook('/lost-job');
+    const deliveryId = randomUUID();
+    // As if Redis lost its data after the relay handed the job over: the row, no job.
+    await api.dataSource.query(
+      `INSERT INTO outbound_deliveries (id, webhook_id, event_id, event_type, payload, updated_at)
+       VALUES ($1, $2, 1, 'deployment.created', $3, now() - interval '10 minutes')`,
+      [deliveryId, hook.id, JSON.stringify({ id: '1', type: 'deployment.created', created_at: new Date().toISOString(), deployment_id: null, revision_id: null, data: {} })],
+    );
+    const reconciler = new Reconciler(api.dataSource, api.queues, api.flow, api.config.pipeline, createLogger({ name: 'reconciler', level: 'error' }));
+    expect((await reconciler.run()).webhookDeliveriesRequeued).toEqual([deliveryId]);
+    const [delivery] = await eventually(
+      () => deliveries(hook.id),
+      (ds) => ds.length === 1 && ds[0].status === 'succeeded',
+    );
+    expect(delivery.attempts).toMatchObject([{ round: 0, attempt: 1, response_status: 204 }]);
+    expect(received.filter((r) => r.path === '/lost-job').map((r) => r.headers['webhook-id'])).toEqual([deliveryId]);
+    // Its job exists now: another pass adds nothing.
+    expect((await reconciler.run()).webhookDeliveriesRequeued).toEqual([]);
     await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
   });
 

@@ -239,6 +239,17 @@ export class OutboundWebhookRepository {
     ]);
   }
 
+  /** Pending deliveries not changed for `seconds`, oldest first (the reconciler checks their jobs). */
+  quietPending(seconds: number, limit: number): Promise<Array<{ id: string; round: number }>> {
+    return queryRows(
+      this.manager,
+      `SELECT id, round FROM outbound_deliveries
+        WHERE status = 'pending' AND updated_at < now() - make_interval(secs => $1)
+        ORDER BY updated_at LIMIT $2`,
+      [seconds, limit],
+    );
+  }
+
   /** Starts another round of a finished delivery; null when it is still pending (or gone). */
   async startRound(deliveryId: string): Promise<number | null> {
     const [row] = await queryRows<{ round: number }>(
