@@ -4,9 +4,8 @@ import { generateWebhookSecret, type SecretBox } from '@slipway/crypto';
 import { OutboundWebhookRepository, type DataSource, type OutboundWebhook, type Page, type OutboundDelivery } from '@slipway/db';
 import { ConflictError, NotFoundError } from '@slipway/domain';
 import { enqueueInOutbox } from '@slipway/jobs';
-import { checkOutboundUrl, OutboundError } from '@slipway/net';
-import { RequestValidationError } from '../http/validation-error.js';
 import { iso } from '../schemas/common.schema.js';
+import { checkOutboundField } from './outbound-url.js';
 import type { CreateOutboundWebhookBody, PatchOutboundWebhookBody } from '../schemas/outbound-webhook.schema.js';
 
 /** The API shape of a webhook; its secret is never part of it after creation. */
@@ -130,17 +129,7 @@ export class OutboundWebhookService {
     return webhook;
   }
 
-  /**
-   * The SSRF rules of integrations (docs/api.md, Integrations): https to a public address
-   * unless allow-listed; a refusal is a 422 naming `url`. A host that does not resolve now is
-   * accepted: every delivery checks the URL again after its own DNS lookup.
-   */
-  private async checkUrl(url: string): Promise<void> {
-    try {
-      await checkOutboundUrl(url, this.config.outbound);
-    } catch (err) {
-      if (!(err instanceof OutboundError)) throw err;
-      if (err.code === 'refused') throw new RequestValidationError([{ loc: ['body', 'url'], msg: `Value error, url ${err.message}`, type: 'value_error' }]);
-    }
+  private checkUrl(url: string): Promise<void> {
+    return checkOutboundField(url, this.config.outbound, ['body', 'url']);
   }
 }
