@@ -161,6 +161,8 @@ describe('deliveries', () => {
       expect(verify(r, hook.secret)).toBe(true);
       expect(verify(r, hook.secret.replace(/^whsec_./, 'whsec_A'))).toBe(false);
       expect(r.headers['content-type']).toBe('application/json');
+      expect(r.headers['content-length']).toBe(String(Buffer.byteLength(r.body)));
+      expect(r.headers['transfer-encoding']).toBeUndefined();
       expect(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(300);
       const body = JSON.parse(r.body);
       expect(body.deployment_id).toBe(d.id);

@@ -40,7 +40,13 @@ export function deliverWebhookProcessor(
     const event = delivery.payload as PublicEvent;
     const body = JSON.stringify(target.format === 'slack' ? slackMessage(event) : event);
     const secret = secrets.open(target.secret_sealed, delivery.webhook_id);
-    const headers = { 'content-type': 'application/json', 'user-agent': 'Slipway-Webhooks/1', ...signWebhook(secret, delivery.id, Math.floor(Date.now() / 1000), body) };
+    const headers = {
+      'content-type': 'application/json',
+      // Not chunked: some receivers (and proxies in front of them) refuse bodies without a length.
+      'content-length': String(Buffer.byteLength(body)),
+      'user-agent': 'Slipway-Webhooks/1',
+      ...signWebhook(secret, delivery.id, Math.floor(Date.now() / 1000), body),
+    };
 
     const started = performance.now();
     let status: number | null = null;
