@@ -30,6 +30,7 @@ let receiverUrl: string;
 const received: Received[] = [];
 /** Path → how many more requests to answer with 500. */
 const failures = new Map<string, number>();
+const hungUp = new Set<string>();
 let worker: Worker;
 let workerRedis: Redis;
 let fanout: WebhookFanout;
@@ -44,6 +45,13 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       received.push({ path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      if (req.url!.includes('hangup') && !hungUp.has(req.url!)) {
+        // An answer broken off half-way, once.
+        hungUp.add(req.url!);
+        res.writeHead(200, { 'content-length': '100' });
+        res.write('partial', () => res.socket?.destroy());
+        return;
+      }
       const left = failures.get(req.url!) ?? 0;
       if (left > 0) failures.set(req.url!, left - 1);
       res.writeHead(left > 0 ? 500 : 204).end();
@@ -224,6 +232,20 @@ describe('deliveries', () => {
 
     expect((await api.http.post(`/v2/webhooks/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`)).status).toBe(404);
     expect((await foreign.post(`/v2/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`)).status).toBe(404);
+    await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
+  });
+
+  it("keeps a receiver's URL path (a Slack-style credential) out of attempt errors", async () => {
+    const hook = await createWebhook('/services/T0001/B0002/hangup-s3cr3t-token');
+    await createImageDeployment(api, 'wh-hangup', listenerId);
+    const [delivery] = await eventually(
+      () => deliveries(hook.id),
+      (ds) => ds.length === 1 && ds[0].status === 'succeeded',
+    );
+    expect(delivery.attempts).toHaveLength(2);
+    expect(delivery.attempts[0].error).toMatch(/broke off/);
+    expect(delivery.attempts[0].error).toContain(`${receiverUrl}/…`);
+    expect(JSON.stringify(delivery.attempts)).not.toContain('s3cr3t');
     await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
   });
 

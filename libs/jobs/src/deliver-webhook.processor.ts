@@ -15,6 +15,15 @@ const WEBHOOK_CONCURRENCY = 16;
 /** A receiver's answer body is not kept; reading a little of it is enough to end the exchange. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
+/**
+ * The message with the URL's path cut off: a receiver's path can be its credential (a Slack
+ * incoming-webhook URL is), and attempt errors are listed, logged and kept by BullMQ.
+ */
+function withoutPath(message: string, raw: string): string {
+  const url = new URL(raw);
+  return url.pathname.length > 1 ? message.split(`${url.origin}${url.pathname}`).join(`${url.origin}/…`) : message;
+}
+
 /** The `webhook` backoff of the `webhooks` queue: base, 2×base, 4×base, … */
 export const webhookBackoff = (baseMs: number) => (attemptsMade: number) => baseMs * 2 ** Math.max(0, attemptsMade - 1);
 
@@ -65,7 +74,7 @@ export function deliverWebhookProcessor(
       if (status < 200 || status > 299) error = `answered ${status}`;
     } catch (err) {
       if (!(err instanceof OutboundError)) throw err;
-      error = err.message;
+      error = withoutPath(err.message, target.url);
       refused = err.code === 'refused';
     }
     await repo.recordAttempt(delivery.id, { round, attempt, duration_ms: Math.round(performance.now() - started), response_status: status, error });
