@@ -171,7 +171,22 @@ describe('events and outbox rows', () => {
         ('maintenance', 'reconcile.tick', $1 || '-unsent', '{}', NULL, now() - interval '3 days')`,
       [tag],
     );
+    // Outbound webhook deliveries: finished old ones go, recent and still pending ones stay.
+    const webhookId = randomUUID();
+    await api.dataSource.query(
+      `INSERT INTO outbound_webhooks (id, workspace_id, url, event_types, secret_sealed) VALUES ($1, $2, 'https://hooks.example.com/', '{deployment.created}', 'x')`,
+      [webhookId, workspaceId],
+    );
+    await api.dataSource.query(
+      `INSERT INTO outbound_deliveries (id, webhook_id, event_id, event_type, payload, status, created_at) VALUES
+        (gen_random_uuid(), $1, 1, 'old.succeeded', '{}', 'succeeded', now() - interval '40 days'),
+        (gen_random_uuid(), $1, 2, 'old.pending', '{}', 'pending', now() - interval '40 days'),
+        (gen_random_uuid(), $1, 3, 'new.failed', '{}', 'failed', now())`,
+      [webhookId],
+    );
     const report = await retention.run();
+    const deliveries = await api.dataSource.query(`SELECT event_type FROM outbound_deliveries WHERE webhook_id = $1 ORDER BY event_id`, [webhookId]);
+    expect(deliveries.map((r: { event_type: string }) => r.event_type)).toEqual(['old.pending', 'new.failed']);
     expect(report.eventsDeleted).toBeGreaterThanOrEqual(1);
     expect((await api.dataSource.query(`SELECT type FROM events WHERE workspace_id = $1`, [workspaceId])).map((r: { type: string }) => r.type)).toEqual([
       'new.event',

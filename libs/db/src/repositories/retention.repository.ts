@@ -151,7 +151,9 @@ export class RetentionRepository {
     return rows.map((r) => r.object_path);
   }
 
+  /** Events, and finished outbound webhook deliveries (with their attempts), older than `days`; returns the events deleted. */
   async deleteEventsBefore(days: number): Promise<number> {
+    await this.manager.query(`DELETE FROM outbound_deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => $1)`, [days]);
     const [, count] = (await this.manager.query(`DELETE FROM events WHERE created_at < now() - make_interval(days => $1)`, [days])) as [unknown, number];
     return count ?? 0;
   }
