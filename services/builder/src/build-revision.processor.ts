@@ -209,7 +209,7 @@ class RevisionBuild {
     else this.buildLog.line('No build command and no "build" script: nothing to build.');
     if (kind === 'agent-server') {
       this.buildLog.line(`Checking graphs ${Object.keys(graph.config.graphs).join(', ')}`);
-      const graphEnv = { ...(await graphConfigEnv(graph.appDir, graph.config.env)), ...env };
+      const graphEnv = buildEnv(this.jail, secrets, await graphConfigEnv(graph.appDir, graph.config.env));
       await this.withinQuota('checking the graphs', (signal) =>
         checkGraphs({
           appDir: graph.appDir,
@@ -247,7 +247,8 @@ class RevisionBuild {
     if (!(await this.deps.dataSource.transaction((m) => this.owned(m)))) throw new OwnershipLost();
     await assertRealDirectory(sourceRoot, this.paths.work);
     await publishArtifact(this.paths, sourceRoot, manifest, this.attempt, this.jail.uid);
-    this.buildLog.line(`Artifact ready: ${this.paths.artifact}`);
+    // The image URI, not the path: where the control plane keeps its files is none of the build log's business.
+    this.buildLog.line(`Artifact ready: ${artifactUri(this.revisionId)}`);
     return { commit };
   }
 
