@@ -81,6 +81,9 @@ beforeAll(async () => {
     SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '10000000',
     SLIPWAY_RATE_LIMIT_PER_ADDRESS: '10000000',
     SLIPWAY_RATE_LIMIT_AUTH_FAILURES: '10000000',
+    // Likewise quotas: generated creates keep reaching the handlers.
+    SLIPWAY_QUOTA_DEPLOYMENTS: '10000000',
+    SLIPWAY_QUOTA_UPLOADS_PER_DAY: '10000000',
     LOG_LEVEL: 'warn',
   });
   prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort();

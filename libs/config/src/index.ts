@@ -4,9 +4,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { secureDataDir } from './data-dir.js';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import Joi from 'joi';
+import type { Quotas } from '@slipway/domain';
 import { ConfigError } from './config-error.js';
 
 export type NodeEnv = 'development' | 'test' | 'production';
@@ -68,7 +70,11 @@ export interface Config {
     portMin: number;
     portMax: number;
   };
-  /** The sandbox of builds and apps (README "Sandbox"). */
+  /** Default per-workspace quotas (docs/operations.md, Quotas and retention); overridable per workspace. */
+  quotas: Quotas;
+  /** The retention pass (docs/operations.md, Quotas and retention). */
+  retention: RetentionSettings;
+  /** The sandbox of builds and apps (docs/operations.md, Sandbox). */
   sandbox: {
     /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
     mode: 'auto' | 'off';
@@ -77,7 +83,8 @@ export interface Config {
     pidsMax: number;
     openFiles: number;
     defaultMemoryMb: number;
-    build: { memoryMb: number; cpu: number; diskMb: number };
+    /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
+    build: { memoryMb: number; cpu: number; pidsMax: number; diskMb: number };
   };
 }
 
@@ -106,6 +113,15 @@ export interface RateLimitSettings {
   authFailures: number;
   /** …for the rest of this window. */
   authFailureWindowSeconds: number;
+}
+
+/** How often the retention pass runs and how long finished rows are kept. */
+export interface RetentionSettings {
+  intervalMs: number;
+  /** Events (the event feed) older than this are deleted. */
+  eventsDays: number;
+  /** Outbox rows sent longer ago than this are deleted. */
+  outboxHours: number;
 }
 
 export interface PipelineTimings {
@@ -222,7 +238,19 @@ const schema = Joi.object({
   SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB: Joi.number().integer().min(16).default(1024),
   SLIPWAY_BUILD_MEMORY_MB: Joi.number().integer().min(64).default(4096),
   SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
+  SLIPWAY_BUILD_PIDS_MAX: Joi.number().integer().min(16).default(1024),
   SLIPWAY_BUILD_DISK_MB: Joi.number().integer().min(16).default(4096),
+  SLIPWAY_QUOTA_DEPLOYMENTS: Joi.number().integer().min(0).default(100),
+  SLIPWAY_QUOTA_MIN_SCALE: Joi.number().integer().min(0).max(1000).default(10),
+  SLIPWAY_QUOTA_MAX_SCALE: Joi.number().integer().min(1).max(1000).default(20),
+  SLIPWAY_QUOTA_UPLOADS_PER_DAY: Joi.number().integer().min(0).default(200),
+  SLIPWAY_QUOTA_UPLOAD_BYTES: Joi.number().integer().min(0).default(10 * 1024 ** 3),
+  SLIPWAY_QUOTA_LOG_LINES_PER_REVISION: Joi.number().integer().min(100).default(50_000),
+  SLIPWAY_QUOTA_LOG_LINES_TOTAL: Joi.number().integer().min(100).default(5_000_000),
+  SLIPWAY_QUOTA_ARTIFACTS_KEPT: Joi.number().integer().min(0).default(5),
+  SLIPWAY_RETENTION_INTERVAL_MS: Joi.number().integer().min(1000).default(10 * 60_000),
+  SLIPWAY_RETENTION_EVENTS_DAYS: Joi.number().integer().min(1).default(30),
+  SLIPWAY_RETENTION_OUTBOX_HOURS: Joi.number().integer().min(1).default(24),
 })
   .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
   .unknown(true);
@@ -350,6 +378,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       portMin: value.SLIPWAY_RUNTIME_PORT_MIN,
       portMax: value.SLIPWAY_RUNTIME_PORT_MAX,
     },
+    quotas: {
+      deployments: value.SLIPWAY_QUOTA_DEPLOYMENTS,
+      minScale: value.SLIPWAY_QUOTA_MIN_SCALE,
+      maxScale: value.SLIPWAY_QUOTA_MAX_SCALE,
+      uploadsPerDay: value.SLIPWAY_QUOTA_UPLOADS_PER_DAY,
+      uploadBytes: value.SLIPWAY_QUOTA_UPLOAD_BYTES,
+      logLinesPerRevision: value.SLIPWAY_QUOTA_LOG_LINES_PER_REVISION,
+      logLinesTotal: value.SLIPWAY_QUOTA_LOG_LINES_TOTAL,
+      artifactsKept: value.SLIPWAY_QUOTA_ARTIFACTS_KEPT,
+    },
+    retention: {
+      intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,
+      eventsDays: value.SLIPWAY_RETENTION_EVENTS_DAYS,
+      outboxHours: value.SLIPWAY_RETENTION_OUTBOX_HOURS,
+    },
     sandbox: {
       mode: value.SLIPWAY_SANDBOX,
       uidMin: value.SLIPWAY_SANDBOX_UID_MIN,
@@ -357,7 +400,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       pidsMax: value.SLIPWAY_SANDBOX_PIDS_MAX,
       openFiles: value.SLIPWAY_SANDBOX_OPEN_FILES,
       defaultMemoryMb: value.SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB,
-      build: { memoryMb: value.SLIPWAY_BUILD_MEMORY_MB, cpu: value.SLIPWAY_BUILD_CPU, diskMb: value.SLIPWAY_BUILD_DISK_MB },
+      build: {
+        memoryMb: value.SLIPWAY_BUILD_MEMORY_MB,
+        cpu: value.SLIPWAY_BUILD_CPU,
+        pidsMax: value.SLIPWAY_BUILD_PIDS_MAX,
+        diskMb: value.SLIPWAY_BUILD_DISK_MB,
+      },
     },
   };
   return deepFreeze(config);
@@ -380,12 +428,15 @@ export function getConfig(): Readonly<Config> {
 }
 
 /**
- * For process entry points: the config, or a clear list of what is wrong on stderr and exit
+ * For process entry points: the config (with the data dir secured, see `secureDataDir`), or a clear list of what is wrong on stderr and exit
  * code 2 (a configuration error, not a crash).
  */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
   try {
-    return loadConfig(env);
+    const config = loadConfig(env);
+    // Every service entry closes the data dir to anyone but the control plane's user.
+    secureDataDir(config.dataDir);
+    return config;
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -395,3 +446,4 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly
   }
 }
 export { loadAgentConfig, type AgentConfig } from './agent.js';
+export { secureDataDir } from './data-dir.js';

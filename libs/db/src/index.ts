@@ -30,11 +30,16 @@ export type { DataSource, EntityManager } from 'typeorm';
 export {
   transitionDeployment,
   transitionRevision,
+  writeRevision,
   type AppliedTransition,
+  type PhaseBudgets,
+  type RevisionWrite,
   type RevisionTransitionOptions,
   type RevisionTransitionSet,
 } from './repositories/status-transitions.js';
 export { queryRows } from './sql.js';
+export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repository.js';
+export { RetentionRepository, type PrunedArtifact } from './repositories/retention.repository.js';
 export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter } from './repositories/deployment.repository.js';
 export {
   TAG_KEY_UNIQUE,
@@ -62,3 +67,4 @@ export {
   type FrontPorts,
   type StoreCredentials,
 } from './repositories/deployment-credentials.repository.js';
+export { RevisionRepository, type Heartbeat } from './repositories/revision.repository.js';

@@ -7,3 +7,4 @@ export * from './resource-spec.js';
 export * from './secret-names.js';
 export * from './status.js';
 export * from './storable-text.js';
+export * from './quotas.js';

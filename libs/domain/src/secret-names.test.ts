@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isReservedSecretName, reservedSecretNames } from './secret-names.js';
+import { isLoaderEnvName, isReservedSecretName, reservedSecretNames } from './secret-names.js';
 
 describe('reserved secret names', () => {
   it('refuses what the runtime sets and what subverts loaders, by name and by family', () => {
@@ -9,12 +9,17 @@ describe('reserved secret names', () => {
   });
 
   it('allows ordinary names, including near misses and other cases', () => {
-    for (const name of ['OPENAI_API_KEY', 'path', 'Home', 'MY_PATH', 'PORTS', 'OLD_PRELOAD', 'NODE_ENV', 'DATABASE_URL']) {
+    for (const name of ['OPENAI_API_KEY', 'ENV', 'path', 'Home', 'MY_PATH', 'PORTS', 'OLD_PRELOAD', 'NODE_ENV', 'DATABASE_URL']) {
       expect(isReservedSecretName(name), name).toBe(false);
     }
   });
 
   it('lists the reserved ones among names once, in order', () => {
     expect(reservedSecretNames(['A', 'PORT', 'LD_PRELOAD', 'PORT', 'B'])).toEqual(['PORT', 'LD_PRELOAD']);
+  });
+
+  it('tells loader variables from what the runtime sets', () => {
+    expect(['LD_PRELOAD', 'GLIBC_TUNABLES', 'NODE_OPTIONS', 'LD_X'].every(isLoaderEnvName)).toBe(true);
+    expect(['PATH', 'DATABASE_URI', 'PORT', 'TOKEN'].some(isLoaderEnvName)).toBe(false);
   });
 });

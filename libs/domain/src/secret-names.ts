@@ -1,27 +1,21 @@
 /**
- * Environment names a deployment's secrets may not use (docs/api.md, Secrets).
+ * Environment names a deployment's secrets may not use (docs/api.md, Deployments, `secrets`).
  *
  * - What the runtime sets for every instance or build step itself: a secret of that name would
  *   either be silently overridden or, worse, win over the platform's value.
- * - What changes how programs load or behave before any of the app's code runs (the dynamic
- *   loader's variables, the shell's start-up files, Node's own options): the sandbox's wrapper
- *   programs start with the instance's environment, so these would run code of the app's
- *   choosing outside the app's control.
+ * - Loader and interpreter variables, which change how programs load or behave before any of
+ *   the app's code runs: the sandbox's wrapper programs (a shell, bubblewrap, run as root) start
+ *   with the instance's environment, so these would run code of the app's choosing there.
  */
-export const RESERVED_SECRET_NAMES: readonly string[] = [
-  // Set by the runtime.
-  'PATH',
-  'HOME',
-  'TMPDIR',
-  'PORT',
-  'DATABASE_URI',
-  'REDIS_URI',
-  'REDIS_PREFIX',
-  // Loaders and interpreters.
+export const RUNTIME_ENV_NAMES: readonly string[] = ['PATH', 'HOME', 'TMPDIR', 'PORT', 'DATABASE_URI', 'REDIS_URI', 'REDIS_PREFIX'];
+
+/** Loader and interpreter variables (see above); every `LD_*` and `BASH_FUNC_*` too. */
+export const LOADER_ENV_NAMES: readonly string[] = [
   'NODE_OPTIONS',
   'LD_PRELOAD',
   'LD_LIBRARY_PATH',
   'LD_AUDIT',
+  'GLIBC_TUNABLES',
   'GCONV_PATH',
   'LOCPATH',
   'NLSPATH',
@@ -30,21 +24,28 @@ export const RESERVED_SECRET_NAMES: readonly string[] = [
   'LOCALDOMAIN',
   'MALLOC_TRACE',
   'BASH_ENV',
-  'ENV',
   'SHELLOPTS',
   'BASHOPTS',
   'IFS',
-  'PS4',
 ];
 
-/** Whole families of loader variables (`LD_DEBUG_OUTPUT`, `LD_BIND_NOW`, …). */
-export const RESERVED_SECRET_PREFIXES: readonly string[] = ['LD_', 'BASH_FUNC_'];
+/** Whole families of loader variables (`LD_DEBUG_OUTPUT`, `LD_BIND_NOW`, exported shell functions). */
+export const LOADER_ENV_PREFIXES: readonly string[] = ['LD_', 'BASH_FUNC_'];
 
-const reserved = new Set(RESERVED_SECRET_NAMES);
+/** Every reserved name, for messages and docs (prefixes shown as `LD_*`). */
+export const RESERVED_SECRET_NAMES: readonly string[] = [...RUNTIME_ENV_NAMES, ...LOADER_ENV_NAMES];
 
-/** Whether a secret may not be called `name` (case-sensitive, as environment names are). */
+const runtimeNames = new Set(RUNTIME_ENV_NAMES);
+const loaderNames = new Set(LOADER_ENV_NAMES);
+
+/** Whether `name` changes how programs load (case-sensitive, as environment names are). */
+export function isLoaderEnvName(name: string): boolean {
+  return loaderNames.has(name) || LOADER_ENV_PREFIXES.some((p) => name.startsWith(p));
+}
+
+/** Whether a secret may not be called `name`. */
 export function isReservedSecretName(name: string): boolean {
-  return reserved.has(name) || RESERVED_SECRET_PREFIXES.some((p) => name.startsWith(p));
+  return runtimeNames.has(name) || isLoaderEnvName(name);
 }
 
 /** The reserved names among `names`, in order, without duplicates. */

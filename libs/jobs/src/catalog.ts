@@ -24,6 +24,7 @@ export interface DeploymentJob {
 }
 
 export type ReconcileJob = Record<string, never>;
+export type RetentionJob = Record<string, never>;
 
 export interface JobPayloads {
   'build.revision': RevisionJob;
@@ -31,6 +32,7 @@ export interface JobPayloads {
   'provision.deployment': DeploymentJob;
   'teardown.deployment': DeploymentJob;
   'reconcile.tick': ReconcileJob;
+  'retention.prune': RetentionJob;
 }
 
 export type JobName = keyof JobPayloads;
@@ -42,6 +44,7 @@ export const JOB_QUEUES = {
   'provision.deployment': 'rollouts',
   'teardown.deployment': 'rollouts',
   'reconcile.tick': 'maintenance',
+  'retention.prune': 'maintenance',
 } as const satisfies Record<JobName, QueueName>;
 
 /** The job names carried by queue `Q`. */
@@ -98,6 +101,12 @@ export const JOB_CATALOG: { [N in JobName]: CatalogEntry<N> } = {
     queue: JOB_QUEUES['reconcile.tick'],
     schema: Joi.object({}),
     jobId: () => 'reconcile-tick',
+    options: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 200 } },
+  },
+  'retention.prune': {
+    queue: JOB_QUEUES['retention.prune'],
+    schema: Joi.object({}),
+    jobId: () => 'retention-prune',
     options: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 200 } },
   },
 };

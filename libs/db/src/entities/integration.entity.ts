@@ -80,6 +80,10 @@ export class WebhookDelivery {
   @Column({ type: 'uuid', array: true, default: () => `'{}'` })
   revisionIds!: string[];
 
+  /** SHA-256 (hex) of the signed body of a push that was acted on: unique per integration (replays). */
+  @Column({ type: 'text', nullable: true })
+  payloadSha256!: string | null;
+
   @Column({ type: 'timestamptz', default: () => 'now()' })
   receivedAt!: Date;
 }

@@ -44,6 +44,10 @@ export class Revision {
   @Column({ type: 'text', nullable: true })
   artifactRef!: string | null;
 
+  /** Set when retention removed the built artifact (artifact_ref is then NULL): a redeploy rebuilds. */
+  @Column({ type: 'timestamptz', nullable: true })
+  artifactPrunedAt!: Date | null;
+
   @Column({ type: 'jsonb' })
   resourceSpec!: ResourceSpec;
 

@@ -77,7 +77,6 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
         requestId: String(req.id),
         log,
         ...(route.streamBody ? { bodyStream: req } : {}),
-        rawBody: (req as Request & { rawBody?: Buffer }).rawBody,
       });
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       if (result.stream) return serveEventStream(req, res, result.stream, log, shutdown);

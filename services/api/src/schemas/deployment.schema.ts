@@ -9,7 +9,7 @@ import {
   DNS1123_LABEL,
   isReservedSecretName,
   RESERVED_SECRET_NAMES,
-  RESERVED_SECRET_PREFIXES,
+  LOADER_ENV_PREFIXES,
   REVISION_STATUSES,
   SOURCE_ALIASES,
 } from '@slipway/domain';
@@ -40,7 +40,7 @@ const relativePath = Joi.string()
   .pattern(/^(?!\/)(?!.*(^|\/)\.\.(\/|$)).+$/)
   .description('Path inside the repository (relative, no `..`)');
 
-const RESERVED_LIST = [...RESERVED_SECRET_NAMES, ...RESERVED_SECRET_PREFIXES.map((p) => `${p}*`)].join(', ');
+const RESERVED_LIST = [...RESERVED_SECRET_NAMES, ...LOADER_ENV_PREFIXES.map((p) => `${p}*`)].join(', ');
 
 /** Environment names the runtime sets or that would subvert the sandbox are refused (docs/api.md, Secrets). */
 const secretName = Joi.string()

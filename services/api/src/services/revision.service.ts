@@ -1,4 +1,4 @@
-import { DeploymentRepository, Revision, type DataSource, type EntityManager, type Page } from '@slipway/db';
+import { Revision, RevisionRepository, type DataSource, type EntityManager, type Page } from '@slipway/db';
 import { BadRequestError, isRevisionTerminal, NotFoundError } from '@slipway/domain';
 import type { RevisionFlow } from '@slipway/jobs';
 import { iso } from '../schemas/common.schema.js';
@@ -54,19 +54,23 @@ export class RevisionService {
     const deployment = await this.deployments.get(workspaceId, deploymentId);
     const statuses = filter.statuses;
     if (filter.remoteReconciled !== undefined && filter.remoteReconciled !== (deployment.source_config.listener_id !== null)) return [];
-    return (await new DeploymentRepository(this.dataSource.manager).listRevisions(deploymentId, statuses, page)).map(presentRevision);
+    return (await new RevisionRepository(this.dataSource.manager).listOfDeployment(deploymentId, statuses, page)).map(presentRevision);
   }
 
   /**
-   * A new revision reusing an old one's artifact, config snapshot and secrets: no rebuild. The
-   * deployment's current config follows, so later PATCHes build on what is now rolled out.
+   * A new revision reusing an old one's artifact, config snapshot and secrets: no rebuild (unless
+   * retention pruned that artifact: then it is rebuilt). The deployment's current config follows,
+   * so later PATCHes build on what is now rolled out.
    */
   async redeploy(manager: EntityManager, workspaceId: string, deploymentId: string, revisionId: string, requestId?: string): Promise<DeploymentView> {
     const deployment = await this.deployments.lock(manager, workspaceId, deploymentId);
     if (deployment.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     const old = await this.load(manager, deploymentId, revisionId);
     const artifact = old.source === 'external_container' ? old.imageUri : old.artifactRef;
-    if (!artifact) {
+    // Retention pruned its artifact (docs/operations.md, Quotas and retention): the new revision
+    // has none, so it is built again from the same source (the pinned commit, or the same upload).
+    const rebuild = !artifact && old.artifactPrunedAt !== null;
+    if (!artifact && !rebuild) {
       throw new BadRequestError(`Revision ID ${revisionId} was never built (status ${old.status}); there is no artifact to redeploy.`);
     }
     const secrets = this.deployments.revisionSecrets(old);
@@ -88,7 +92,7 @@ export class RevisionService {
         },
         redeployedFrom: old.id,
         artifactRef: old.artifactRef,
-        imageUri: old.imageUri,
+        imageUri: rebuild ? null : old.imageUri,
       },
       requestId,
     );
@@ -113,7 +117,7 @@ export class RevisionService {
   }
 
   private async load(manager: EntityManager, deploymentId: string, revisionId: string): Promise<Revision> {
-    const revision = await new DeploymentRepository(manager).findRevision(deploymentId, revisionId);
+    const revision = await new RevisionRepository(manager).find(deploymentId, revisionId);
     if (!revision) throw NotFoundError.of('Revision', revisionId);
     return revision;
   }
