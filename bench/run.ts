@@ -8,6 +8,7 @@
  *   pnpm bench --only create,list    some scenarios
  *   pnpm bench --out file.json       where the JSON goes (default bench/results/latest.json)
  *   pnpm bench --profile dir         also write the api's CPU profile (.cpuprofile) into dir
+ *   pnpm bench --burst 2000          creates in the burst scenario (default 10000)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -33,9 +34,10 @@ const { values } = parseArgs({
     only: { type: 'string' },
     out: { type: 'string', default: path.join(ROOT, 'bench/results/latest.json') },
     profile: { type: 'string' },
+    burst: { type: 'string' },
   },
 });
-const options = values.quick ? QUICK : FULL;
+const options = { ...(values.quick ? QUICK : FULL), ...(values.burst ? { burst: Number(values.burst) } : {}) };
 const only = (values.only?.split(',') ?? SCENARIOS) as Scenario[];
 for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
 

@@ -99,7 +99,7 @@ export async function startTestApi(
   await waitForReady(redis, 10_000);
   const queues = createQueues(redis, config.queuePrefix, logger);
   const flow = new RevisionFlow(config.pipeline);
-  const relay = new OutboxRelay(dataSource, queues, logger, (m, name, payload) => flow.onHandOff(m, name, payload));
+  const relay = new OutboxRelay(dataSource, queues, logger, (m, jobs) => flow.onHandOff(m, jobs));
   const app = createApp({ config, dataSource, redis, queues, logger, ...options });
   // PORT 0 (the default here) is an ephemeral port; a test that needs absolute URLs on the
   // service (upload URLs, C10) passes a fixed free PORT so the default public URL is right.

@@ -31,6 +31,7 @@ export {
   transitionDeployment,
   transitionRevision,
   writeRevision,
+  writeRevisions,
   type AppliedTransition,
   type PhaseBudgets,
   type RevisionWrite,

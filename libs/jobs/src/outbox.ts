@@ -16,10 +16,11 @@ export async function enqueueInOutbox<N extends JobName>(
   options: OutboxOptions = {},
 ): Promise<void> {
   const entry = JOB_CATALOG[name];
+  // The notification wakes relays at once instead of at their next poll; delivered on commit,
+  // dropped on rollback. Sent by the same statement: one round trip per job.
   await manager.query(
-    `INSERT INTO outbox (queue, job_name, job_id, payload, delay_ms) VALUES ($1, $2, $3, $4, $5)`,
+    `WITH row AS (INSERT INTO outbox (queue, job_name, job_id, payload, delay_ms) VALUES ($1, $2, $3, $4, $5) RETURNING id)
+     SELECT pg_notify('slipway_outbox', '') FROM row`,
     [entry.queue, name, entry.jobId(payload), JSON.stringify(payload), options.delayMs ?? 0],
   );
-  // Wakes relays at once instead of at their next poll; delivered on commit, dropped on rollback.
-  await manager.query(`SELECT pg_notify('slipway_outbox', '')`);
 }

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
-import { JOB_CATALOG, isJobName, type JobName } from './catalog.js';
+import { JOB_CATALOG, isJobName, type JobName, type QueueName } from './catalog.js';
 import type { Queues } from './connections.js';
 
 interface OutboxRow {
@@ -14,10 +14,10 @@ interface OutboxRow {
 }
 
 /**
- * Called in the relay's transaction just before the job goes to Redis (e.g. CREATING →
- * AWAITING_BUILD); rolled back if Redis refuses the job.
+ * Called in the relay's transaction just before a batch of jobs goes to Redis (e.g. CREATING →
+ * AWAITING_BUILD); rolled back if Redis refuses them.
  */
-export type HandOffHook = (manager: EntityManager, name: JobName, payload: Record<string, unknown>) => Promise<void>;
+export type HandOffHook = (manager: EntityManager, jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>) => Promise<void>;
 
 export interface RelayOptions {
   batchSize?: number;
@@ -48,6 +48,8 @@ export class OutboxRelay {
   private wokenDuringPass = false;
   /** The last pass left rows behind (Redis refused one). */
   private backlog = false;
+  /** Redis refused a job since the last successful batch: rows are waiting out a backoff. */
+  private refused = false;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -142,21 +144,75 @@ export class OutboxRelay {
     }
   }
 
+  /**
+   * One batch in bulk: claim, hand-off hook for all rows (one statement per target status),
+   * one `addBulk` per queue (one Redis round trip each, sent together), one UPDATE marking them
+   * sent. Statement count per batch is constant, and the row locks the hook took are held
+   * across those few concurrent Redis calls only. Any failure (Redis refusing, a row the hook
+   * chokes on) rolls the batch back and the same rows go one by one (`relayRowByRow`), which
+   * isolates the bad row and backs it off. Already-added jobs are no-ops then (deterministic ids).
+   */
   private async relayBatch(): Promise<number> {
+    try {
+      return await this.dataSource.transaction(async (manager) => {
+        const rows = await this.claim(manager);
+        const known = rows.filter((row): row is OutboxRow & { job_name: JobName } => isJobName(row.job_name));
+        if (known.length < rows.length) throw new Error('an outbox row names no known job');
+        if (!rows.length) return 0;
+        await this.onHandOff(manager, known.map((row) => ({ name: row.job_name, payload: row.payload })));
+        const byQueue = new Map<QueueName, typeof known>();
+        for (const row of known) {
+          const queue = JOB_CATALOG[row.job_name].queue;
+          byQueue.set(queue, [...(byQueue.get(queue) ?? []), row]);
+        }
+        await Promise.all(
+          [...byQueue].map(([queue, batch]) =>
+            this.queues[queue].addBulk(
+              batch.map((row) => ({
+                name: row.job_name,
+                data: row.payload,
+                opts: { ...JOB_CATALOG[row.job_name].options, jobId: row.job_id, delay: row.delay_ms || undefined },
+              })),
+            ),
+          ),
+        );
+        await manager.query(`UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])`, [rows.map((row) => row.id)]);
+        if (this.refused) {
+          // Redis takes jobs again: rows backing off from its refusals are due now, not after
+          // their backoff (up to 30 s) — a burst absorbed during an outage drains at once.
+          await manager.query(`UPDATE outbox SET available_at = now() WHERE sent_at IS NULL AND attempts > 0 AND available_at > now() AND available_at < 'infinity'`);
+          this.refused = false;
+        }
+        return rows.length;
+      });
+    } catch (err) {
+      this.log.debug({ err }, 'outbox batch refused; relaying row by row');
+      return this.relayRowByRow();
+    }
+  }
+
+  private async claim(manager: EntityManager): Promise<OutboxRow[]> {
+    const rows: OutboxRow[] = await manager.query(
+      `SELECT id, queue, job_name, job_id, payload, delay_ms, attempts FROM outbox
+        WHERE sent_at IS NULL AND available_at <= now()
+        ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      [this.batchSize],
+    );
+    // After a refusal, keep polling while rows wait out their backoff.
+    this.backlog = this.backlog && rows.length === 0 && (await manager.query(`SELECT 1 FROM outbox WHERE sent_at IS NULL AND available_at < 'infinity' LIMIT 1`)).length > 0;
+    return rows;
+  }
+
+  /** The careful path: each row under a savepoint, stopping at the first Redis refusal. */
+  private async relayRowByRow(): Promise<number> {
     return this.dataSource.transaction(async (manager) => {
-      const rows: OutboxRow[] = await manager.query(
-        `SELECT id, queue, job_name, job_id, payload, delay_ms, attempts FROM outbox
-          WHERE sent_at IS NULL AND available_at <= now()
-          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [this.batchSize],
-      );
+      const rows = await this.claim(manager);
       let sent = 0;
-      // After a refusal, keep polling while rows wait out their backoff.
-      this.backlog = this.backlog && rows.length === 0 && (await manager.query(`SELECT 1 FROM outbox WHERE sent_at IS NULL AND available_at < 'infinity' LIMIT 1`)).length > 0;
       for (const row of rows) {
         if (await this.relayOne(manager, row)) sent++;
         else {
           this.backlog = true;
+          this.refused = true;
           break; // Redis is refusing: keep the rest for the next pass, in order.
         }
       }
@@ -176,7 +232,7 @@ export class OutboxRelay {
     // sees the new status. If Redis refuses the job, the status change is rolled back with it.
     await manager.query('SAVEPOINT relay_row');
     try {
-      await this.onHandOff(manager, row.job_name, row.payload);
+      await this.onHandOff(manager, [{ name: row.job_name, payload: row.payload }]);
       await this.queues[entry.queue].add(row.job_name, row.payload, {
         ...entry.options,
         jobId: row.job_id,

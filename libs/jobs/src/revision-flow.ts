@@ -45,6 +45,15 @@ export class RevisionFlow {
   }
 
   /**
+   * `admit` for the first revision of a deployment inserted in this same transaction: nothing
+   * else of it can be in flight, and its row lock is already ours, so it starts at once.
+   */
+  async admitFirst(manager: EntityManager, revisionId: string, requestId?: string): Promise<'started'> {
+    await this.start(manager, revisionId, requestId);
+    return 'started';
+  }
+
+  /**
    * Every status change after admission: the conditional UPDATE, then the consequences of a
    * terminal status in the same transaction. Returns null when the revision was not in a
    * status that allows `to` (someone else moved it first).
@@ -72,18 +81,24 @@ export class RevisionFlow {
   }
 
   /**
-   * Relay hook, run as the revision's job is handed to Redis: it leaves CREATING/QUEUED and its phase
-   * deadline starts. Conditional: a revision interrupted meanwhile stays interrupted, and its
-   * job will find it terminal and do nothing.
+   * Relay hook, run as a batch of jobs is handed to Redis: their revisions leave
+   * CREATING/QUEUED and their phase deadline starts, in one statement per target status.
+   * Conditional: a revision interrupted meanwhile stays interrupted, and its job will find it
+   * terminal and do nothing (retry jobs find their revision already past these statuses).
+   *
+   * The one transition that takes no deployment lock: it is not terminal, so nothing follows
+   * it on the deployment, and the relay holds these row locks across its Redis call — taking
+   * a batch's deployment locks there would stall every PATCH and DELETE of those deployments
+   * meanwhile. It locks revision rows only, in id order, and only those it moves; a started
+   * revision is the only open one of its deployment with a hand-off, so no other writer needs
+   * two of them (Postgres' deadlock detection stays the backstop: the relay then goes row by row).
    */
-  async onHandOff(manager: EntityManager, name: JobName, payload: Record<string, unknown>): Promise<void> {
-    const revisionId = payload.revisionId as string | undefined;
-    if (!revisionId) return;
-    if (name === 'build.revision') {
-      await this.transition(manager, revisionId, 'AWAITING_BUILD', { from: ['CREATING', 'QUEUED'] });
-    } else if (name === 'rollout.revision') {
-      await this.transition(manager, revisionId, 'AWAITING_DEPLOY', { from: ['CREATING', 'QUEUED'] });
-    }
+  async onHandOff(manager: EntityManager, jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>): Promise<void> {
+    const revisionsOf = (name: JobName) =>
+      jobs.filter((j) => j.name === name && typeof j.payload.revisionId === 'string').map((j) => j.payload.revisionId as string);
+    const revisions = this.revisions(manager);
+    await revisions.transitionMany(revisionsOf('build.revision'), 'AWAITING_BUILD', { from: ['CREATING', 'QUEUED'] });
+    await revisions.transitionMany(revisionsOf('rollout.revision'), 'AWAITING_DEPLOY', { from: ['CREATING', 'QUEUED'] });
   }
 
   /** Starts the newest waiting revision when nothing is in flight; older waiting ones are skipped. */

@@ -88,7 +88,7 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   for (const worker of workers) metrics.observe(worker);
   await scheduleMaintenance(queues, config, log);
 
-  const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onHandOff(m, name, payload));
+  const relay = new OutboxRelay(dataSource, queues, log, (m, jobs) => flow.onHandOff(m, jobs));
   relay.start();
   const notifications = new PgNotifications(config.databaseUrl, [EVENTS_CHANNEL], log);
   const fanout = new WebhookFanout(dataSource, log, config.webhooks.fanoutPollMs, notifications);

@@ -56,7 +56,7 @@ async function main(): Promise<void> {
 
   const redis = createProducerRedis(config.redisUrl, log);
   const queues = createQueues(redis, config.queuePrefix, log);
-  const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onHandOff(m, name, payload));
+  const relay = new OutboxRelay(dataSource, queues, log, (m, jobs) => flow.onHandOff(m, jobs));
   const flow = new RevisionFlow(config.pipeline);
   relay.start();
   const app = createApp({ config, dataSource, redis, queues, logger: log });

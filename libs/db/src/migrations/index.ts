@@ -5,6 +5,7 @@ import { SandboxIdentities1764100000000 } from './1764100000000-sandbox-identiti
 import { DeploymentCredentials1764150000000 } from './1764150000000-deployment-credentials.js';
 import { WebhookReplay1764200000000 } from './1764200000000-webhook-replay.js';
 import { QuotasRetention1764200000001 } from './1764200000001-quotas-retention.js';
+import { ListIndexes1764400000000 } from './1764400000000-list-indexes.js';
 import { LogFollow1764500000000 } from './1764500000000-log-follow.js';
 import { Events1764500000001 } from './1764500000001-events.js';
 import { OutboundWebhooks1764500000100 } from './1764500000100-outbound-webhooks.js';
@@ -22,6 +23,7 @@ export const MIGRATIONS = [
   DeploymentCredentials1764150000000,
   WebhookReplay1764200000000,
   QuotasRetention1764200000001,
+  ListIndexes1764400000000,
   LogFollow1764500000000,
   Events1764500000001,
   OutboundWebhooks1764500000100,

@@ -26,7 +26,7 @@ export class DeploymentRepository {
     return this.manager.findOneBy(Deployment, { workspaceId, id });
   }
 
-  /** Every filter of docs/api.md, Deployments, newest first, served by `deployments_workspace_created_idx`. */
+  /** Every filter of docs/api.md, Deployments, newest first; each filter has its index (migration 1764400000000-list-indexes). */
   async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<Deployment[]> {
     const qb = this.manager
       .createQueryBuilder(Deployment, 'd')
@@ -45,11 +45,13 @@ export class DeploymentRepository {
     if (filter.deploymentType) qb.andWhere('d.deployment_type = :deploymentType', { deploymentType: filter.deploymentType });
     if (filter.deploymentIds?.length) qb.andWhere('d.id IN (:...deploymentIds)', { deploymentIds: filter.deploymentIds });
     if (filter.tagValueIds?.length) {
-      // Carrying ALL the given values: count the matches per deployment.
-      const tagValueIds = [...new Set(filter.tagValueIds)];
-      qb.andWhere(
-        `(SELECT count(*) FROM deployment_tag_values t WHERE t.deployment_id = d.id AND t.tag_value_id IN (:...tagValueIds)) = :tagCount`,
-        { tagValueIds, tagCount: tagValueIds.length },
+      // Carrying ALL the given values: one semi-join per value, which the planner can run either
+      // way round — from deployment_tag_values_value_idx for a rare value, or along the page
+      // order probing the primary key for a common one (a count per deployment read them all).
+      [...new Set(filter.tagValueIds)].forEach((tagValueId, i) =>
+        qb.andWhere(`EXISTS (SELECT 1 FROM deployment_tag_values t WHERE t.deployment_id = d.id AND t.tag_value_id = :tag${i})`, {
+          [`tag${i}`]: tagValueId,
+        }),
       );
     }
     return qb.getMany();

@@ -1,6 +1,7 @@
 import { REVISION_TERMINAL, type Quotas } from '@slipway/domain';
 import type { EntityManager } from 'typeorm';
 import { queryRows } from '../sql.js';
+import { writeRevisions } from './status-transitions.js';
 
 const TERMINAL = [...REVISION_TERMINAL];
 
@@ -42,7 +43,7 @@ export class RetentionRepository {
    * Returns what was forgotten; the caller deletes the files after commit.
    */
   async pruneArtifacts(deploymentId: string, defaults: Pick<Quotas, 'artifactsKept'>): Promise<PrunedArtifact[]> {
-    return queryRows<PrunedArtifact>(
+    const doomed = await queryRows<PrunedArtifact>(
       this.manager,
       `WITH ranked AS (
          SELECT r.id, r.artifact_ref, r.status,
@@ -56,13 +57,21 @@ export class RetentionRepository {
        ), doomed AS (
          SELECT id, artifact_ref FROM ranked WHERE n > kept AND status = ANY($3)
        )
-       UPDATE revisions r SET artifact_ref = NULL, artifact_pruned_at = now()
-         FROM doomed
-        WHERE r.id = doomed.id
-          AND NOT EXISTS (SELECT 1 FROM revisions o WHERE o.artifact_ref = doomed.artifact_ref AND o.id NOT IN (SELECT id FROM doomed))
-       RETURNING r.id AS "revisionId", doomed.artifact_ref AS "artifactRef"`,
+       SELECT id AS "revisionId", artifact_ref AS "artifactRef" FROM doomed
+        WHERE NOT EXISTS (SELECT 1 FROM revisions o WHERE o.artifact_ref = doomed.artifact_ref AND o.id NOT IN (SELECT id FROM doomed))`,
       [deploymentId, defaults.artifactsKept, TERMINAL],
     );
+    // The write goes through the one revision write, conditional on the revisions still being finished.
+    const pruned = new Set(
+      (
+        await writeRevisions(
+          this.manager,
+          doomed.map((d) => d.revisionId),
+          { from: TERMINAL, set: { artifactRef: null, artifactPrunedAt: new Date() } },
+        )
+      ).map((r) => r.revisionId),
+    );
+    return doomed.filter((d) => pruned.has(d.revisionId));
   }
 
   /** Revisions with more log lines than they may keep, and how many they may keep. */

@@ -1,11 +1,12 @@
 import type { EntityManager } from 'typeorm';
-import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
+import { isRevisionTerminal, REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
 import { Revision } from '../entities/index.js';
 import type { Page } from './pagination.js';
 import { queryRows } from '../sql.js';
 import {
   transitionRevision,
   writeRevision,
+  writeRevisions,
   type AppliedTransition,
   type PhaseBudgets,
   type RevisionTransitionOptions,
@@ -131,6 +132,15 @@ export class RevisionRepository {
   /** A status change (see `writeRevision`). */
   transition(revisionId: string, to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<AppliedTransition | null> {
     return transitionRevision(this.manager, revisionId, to, options, this.budgets);
+  }
+
+  /**
+   * The same non-terminal status change of several revisions in one statement (the relay's
+   * hand-off of a batch); returns the ids that moved.
+   */
+  async transitionMany(revisionIds: readonly string[], to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<string[]> {
+    if (isRevisionTerminal(to)) throw new Error(`A terminal status (${to}) has consequences per revision; use transition`);
+    return (await writeRevisions(this.manager, revisionIds, { ...options, to }, this.budgets)).map((r) => r.revisionId);
   }
 
   /**

@@ -16,6 +16,8 @@ export interface RevisionTransitionSet {
   heartbeatAt?: Date | null;
   imageUri?: string | null;
   artifactRef?: string | null;
+  /** When retention forgot the artifact (with `artifactRef: null`). */
+  artifactPrunedAt?: Date | null;
   /** Merged into source_revision_config (e.g. the resolved repo_commit_sha). */
   revisionConfig?: Record<string, unknown>;
 }
@@ -81,6 +83,7 @@ const COLUMN: Record<Exclude<keyof RevisionTransitionSet, 'revisionConfig'>, str
   heartbeatAt: 'heartbeat_at',
   imageUri: 'image_uri',
   artifactRef: 'artifact_ref',
+  artifactPrunedAt: 'artifact_pruned_at',
 };
 
 /** One write of a revision row; see `writeRevision`. */
@@ -108,13 +111,28 @@ export async function writeRevision(
   write: RevisionWrite,
   budgets?: PhaseBudgets,
 ): Promise<AppliedWrite | null> {
+  return (await writeRevisions(manager, [revisionId], write, budgets))[0] ?? null;
+}
+
+/**
+ * `writeRevision` of several revisions in one statement (the relay's hand-off of a batch):
+ * each row is judged on its own; the result lists the rows written. Rows are locked in id
+ * order, so two batch writers cannot deadlock each other.
+ */
+export async function writeRevisions(
+  manager: EntityManager,
+  revisionIds: readonly string[],
+  write: RevisionWrite,
+  budgets?: PhaseBudgets,
+): Promise<AppliedWrite[]> {
+  if (!revisionIds.length) return [];
   const { to } = write;
   let allowed: RevisionStatus[] = to ? revisionSourcesOf(to) : [...(write.from ?? [])];
   if (to && write.retry) allowed = [...allowed, to];
   if (to && write.from) allowed = allowed.filter((s) => write.from!.includes(s));
-  if (!allowed.length) return null;
+  if (!allowed.length) return [];
 
-  const params: unknown[] = [revisionId, allowed, write.attempt ?? null];
+  const params: unknown[] = [revisionIds, allowed, write.attempt ?? null];
   const param = (value: unknown) => `$${params.push(value)}`;
   const sets: string[] = [];
   let toStatus = 'prev.status';
@@ -141,7 +159,7 @@ export async function writeRevision(
   if (write.set?.revisionConfig) {
     sets.push(`source_revision_config = r.source_revision_config || ${param(JSON.stringify(toStorableValue(write.set.revisionConfig)))}::jsonb`);
   }
-  if (!sets.length) return null;
+  if (!sets.length) return [];
   // A heartbeat alone is no change of the revision a reader would care about.
   if (to || write.start || Object.keys(write.set ?? {}).some((k) => k !== 'heartbeatAt')) sets.push('updated_at = now()');
 
@@ -156,7 +174,8 @@ export async function writeRevision(
   }>(
     manager,
     `WITH prev AS (
-       SELECT id, status, status_changed_at FROM revisions WHERE id = $1 FOR UPDATE
+       SELECT id, status, status_changed_at FROM revisions
+        WHERE id = ANY($1::uuid[]) AND status = ANY($2::text[]) ORDER BY id FOR UPDATE
      ), upd AS (
        UPDATE revisions r SET ${sets.join(', ')}
          FROM prev
@@ -175,9 +194,7 @@ export async function writeRevision(
      SELECT id, deployment_id, from_status, attempt, source, artifact_ref, overdue FROM upd`,
     params,
   );
-  const row = rows[0];
-  if (!row) return null;
-  return {
+  return rows.map((row) => ({
     revisionId: row.id,
     deploymentId: row.deployment_id,
     from: row.from_status,
@@ -186,7 +203,7 @@ export async function writeRevision(
     source: row.source,
     artifactRef: row.artifact_ref,
     overdue: row.overdue,
-  };
+  }));
 }
 
 /** A status change of a revision: `writeRevision` with a new status. */

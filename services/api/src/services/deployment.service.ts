@@ -272,7 +272,7 @@ export class DeploymentService {
         resourceSpec,
         secrets,
         buildConfig: buildConfigOf(sourceConfig),
-      }, requestId);
+      }, requestId, true);
     }
     return this.get(workspaceId, id, manager);
   }
@@ -383,7 +383,7 @@ export class DeploymentService {
    * Inserts a revision (CREATING) snapshotting `draft`, makes it the latest, and hands it to
    * the flow, which starts it or queues it behind the one in flight.
    */
-  async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string): Promise<string> {
+  async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string, firstOfNewDeployment = false): Promise<string> {
     const id = randomUUID();
     await new RevisionRepository(manager).insert({
       id,
@@ -402,7 +402,9 @@ export class DeploymentService {
       deployment.id,
       id,
     ]);
-    await this.flow.admit(manager, deployment.id, id, requestId);
+    // A deployment inserted by this transaction has nothing in flight: no lock or check needed.
+    if (firstOfNewDeployment) await this.flow.admitFirst(manager, id, requestId);
+    else await this.flow.admit(manager, deployment.id, id, requestId);
     return id;
   }
 
@@ -563,21 +565,23 @@ export class DeploymentService {
    * deployment. Locked, so two creates of one name cannot both attach it.
    */
   private async attachTracingProject(manager: EntityManager, workspaceId: string, name: string): Promise<string> {
-    const [existing] = await manager.query(
-      `SELECT id, deployment_id FROM tracing_projects WHERE workspace_id = $1 AND name = $2 FOR UPDATE`,
-      [workspaceId, name],
-    );
-    if (existing?.deployment_id) throw this.nameTaken(name, workspaceId);
-    if (existing) return existing.id;
+    // The usual case, a new name, in one round trip. A concurrent create of the same name makes
+    // this wait for its commit and then do nothing; the read below then sees its project taken.
     const id = randomUUID();
     const inserted = await queryRows(
       manager,
       `INSERT INTO tracing_projects (id, workspace_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING id`,
       [id, workspaceId, name],
     );
-    // A concurrent create of the same name inserted first; its deployment insert will decide.
-    if (!inserted.length) throw this.nameTaken(name, workspaceId);
-    return id;
+    if (inserted.length) return id;
+    const [existing] = await queryRows<{ id: string; deployment_id: string | null }>(
+      manager,
+      `SELECT id, deployment_id FROM tracing_projects WHERE workspace_id = $1 AND name = $2 FOR UPDATE`,
+      [workspaceId, name],
+    );
+    // Gone again (a concurrent create rolled back): treat as taken rather than guess; a retry wins.
+    if (!existing || existing.deployment_id) throw this.nameTaken(name, workspaceId);
+    return existing.id;
   }
 
   private nameTaken(name: string, workspaceId: string): ConflictError {

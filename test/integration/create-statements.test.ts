@@ -1,0 +1,63 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi, type TestApi } from '../support/test-api.js';
+
+/**
+ * Round trips to Postgres per `POST /v2/deployments` (creates were serialised behind about 20
+ * statements each, 19 in its transaction). Counts the statements of the create's transaction —
+ * the api runs in this process, and nothing else of it writes meanwhile (the relay is not started). The budget is today's count: a change that adds round trips to the hot path
+ * must say so here.
+ */
+
+let api: TestApi;
+let listenerId: string;
+const sent: string[] = [];
+const original = pg.Client.prototype.query;
+
+beforeAll(async () => {
+  api = await startTestApi();
+  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'count', compute_config: { k8s_namespaces: null } });
+  listenerId = res.body.id;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string };
+    sent.push(typeof config === 'string' ? config : config?.text ?? '');
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof original;
+});
+afterAll(async () => {
+  pg.Client.prototype.query = original;
+  await api?.close();
+});
+
+/**
+ * The statements of the write transaction `work` runs, START TRANSACTION to COMMIT. What lies
+ * outside (the API key's lookup when its cache entry expired on a loaded machine) is not the
+ * create's own cost.
+ */
+async function transactionOf(work: () => Promise<unknown>): Promise<string[]> {
+  sent.length = 0;
+  await work();
+  const begin = sent.findIndex((s) => /^(START TRANSACTION|BEGIN)/i.test(s));
+  const end = sent.findIndex((s, i) => i > begin && /^COMMIT/i.test(s));
+  expect(begin, sent.join('\n')).toBeGreaterThanOrEqual(0);
+  return sent.slice(begin, end + 1);
+}
+
+let n = 0;
+const create = () =>
+  api.http.post('/v2/deployments', {
+    name: `count-${++n}`,
+    source: 'external_container',
+    source_config: { listener_id: listenerId },
+    source_revision_config: { image_uri: 'registry.example/a:1' },
+    secrets: [{ name: 'API_TOKEN', value: 'tok' }],
+  });
+
+describe('statements per create', () => {
+  it('an image deployment with one secret costs at most 14 round trips, BEGIN and COMMIT included', async () => {
+    await create(); // warm: the API key is cached after its first use
+    const statements = await transactionOf(async () => expect((await create()).status).toBe(201));
+    expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(14);
+    expect(statements.filter((s) => /^\s*(SELECT|INSERT|UPDATE|WITH)/i.test(s)).length).toBeGreaterThan(3);
+  });
+});
