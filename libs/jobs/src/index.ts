@@ -8,3 +8,4 @@ export { createWorker, type HandlerMap, type JobContext, type JobHandler } from 
 export { Reconciler, type ReconcileReport } from './reconciler.js';
 export { runWorkerProcess, type WorkerProcessContext, type WorkerProcessSpec } from './worker-process.js';
 export { RevisionLogWriter } from './log-writer.js';
+export type { WorkerMetrics } from './worker-metrics.js';

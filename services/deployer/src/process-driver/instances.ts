@@ -16,6 +16,12 @@ export const DISCARD_GRACE_MS = 2_000;
 /** A restarted instance gets this long to answer its health probe. */
 const RESTART_HEALTH_MS = 120_000;
 
+/** Why an instance is restarted (a `/metrics` label, so a small fixed set). */
+export type RestartKind = 'exited' | 'out_of_memory' | 'unhealthy' | 'left_starting';
+
+/** Counts instance events for `/metrics` (`slipway_runtime_instance_events_total`). */
+export type InstanceEvents = (event: 'unhealthy' | 'restarted', reason: RestartKind) => void;
+
 /** What a process driver's instance work shares. */
 export interface InstanceContext {
   dataSource: DataSource;
@@ -26,6 +32,7 @@ export interface InstanceContext {
   log: Logger;
   /** Aborted when the driver is released. */
   stopping: AbortSignal;
+  events: InstanceEvents;
 }
 
 /**
@@ -41,11 +48,14 @@ export class InstanceKeeper {
 
   constructor(private readonly ctx: InstanceContext) {}
 
-  /** Stops an instance now (SIGTERM, SIGKILL after `graceMs`) and its tailer; the row ends `exited`. */
+  /**
+   * Stops an instance now (SIGTERM, SIGKILL after `graceMs`), its tailer and its log files; the
+   * row ends `exited`.
+   */
   async stop(row: InstanceRecord, graceMs: number): Promise<void> {
     this.backoff.delete(row.id);
     await this.ctx.runtime.stop(row, graceMs);
-    await this.ctx.tailers.stop(row.id);
+    await this.ctx.tailers.discard(row);
   }
 
   /** Stops instances a rollout started but will not use (failure, lost commit, error). */
@@ -76,8 +86,9 @@ export class InstanceKeeper {
    * log too), and it gets traffic again once it answers its health probe. Repeated failures back
    * off, up to a minute apart.
    */
-  restart(row: InstanceRecord, input: StartInstancesInput, reason: string): void {
+  restart(row: InstanceRecord, input: StartInstancesInput, reason: string, kind: RestartKind): void {
     let why = reason;
+    let counted = kind;
     const backoff = this.backoff.get(row.id);
     if (backoff && backoff.notBefore > Date.now()) return;
     const { runtime, tailers, log } = this.ctx;
@@ -88,7 +99,11 @@ export class InstanceKeeper {
       try {
         await runtime.kill(row, 1_000);
         const cause = await runtime.exitCause(row, input.limits);
-        if (cause) why = `was killed: ${cause}`;
+        if (cause) {
+          why = `was killed: ${cause}`;
+          counted = 'out_of_memory';
+        }
+        this.ctx.events('restarted', counted);
         await appendFile(row.logPath, `--- slipway: instance ${row.index} (pid ${row.pid ?? 'unknown'}) ${why}; restarting ---\n`).catch(() => undefined);
         log.warn({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, why }, 'restarting an instance');
         const { record } = await runtime.launch({ ...launchSpec(input), index: row.index, existing: row });
