@@ -60,6 +60,9 @@ export class BenchStack {
         SLIPWAY_RATE_LIMIT_PER_KEY: '0',
         SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '0',
         SLIPWAY_RATE_LIMIT_PER_ADDRESS: '0',
+        // Scaling scenarios create far more deployments than a workspace's default quota.
+        SLIPWAY_QUOTA_DEPLOYMENTS: '100000000',
+        SLIPWAY_QUOTA_UPLOADS_PER_DAY: '100000000',
         ...env,
       },
       apiPort,

@@ -72,3 +72,28 @@ export async function ensureServices(env = process.env) {
   if (!has('bash')) throw new Error('bash is needed to start local Postgres/Redis');
   run('bash', ['infra/scripts/ensure-services.sh'], { env: { ...env, PG_PORT: String(pgPort), REDIS_PORT: String(redisPort) } });
 }
+
+/** The Debian packages behind each sandbox tool (docs/operations.md, Sandbox). */
+const SANDBOX_TOOLS = [
+  ['bwrap', 'bubblewrap'],
+  ['nft', 'nftables'],
+];
+
+/**
+ * The sandbox builds and apps run in needs bubblewrap and nftables. As root on a Debian-like
+ * machine (apt-get present) missing ones are installed, saying so; otherwise nothing is done
+ * and the services report at start what is missing (outside production they then run
+ * unsandboxed, with a warning).
+ */
+export function ensureSandboxTools() {
+  const missing = SANDBOX_TOOLS.filter(([tool]) => !has(tool, ['--version'])).map(([, pkg]) => pkg);
+  if (!missing.length) return;
+  if (process.getuid?.() !== 0 || !has('apt-get', ['--version'])) {
+    log(`sandbox tools missing (${missing.join(', ')}); not root or no apt-get, so not installing them: builds and apps will run unsandboxed outside production`);
+    return;
+  }
+  log(`installing the sandbox tools: apt-get install ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  run('apt-get', ['update', '-qq'], { env });
+  run('apt-get', ['install', '-y', '-qq', ...missing], { env });
+}

@@ -2,10 +2,10 @@
 // Installs pnpm and dependencies, starts Postgres/Redis when they do not answer, migrates, then
 // runs each service as its own process (as in production, where each scales on its own).
 import { spawn } from 'node:child_process';
-import { ROOT, ensureDependencies, ensurePnpm, ensureServices, log, run } from './bootstrap.mjs';
+import { ROOT, ensureDependencies, ensurePnpm, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
 import { ensureConsole } from './console.mjs';
 
-/** One entry file per service (DESIGN.md "Processes"). */
+/** One entry file per service (docs/architecture.md, Processes). */
 const SERVICES = [
   { name: 'api', entry: 'services/api/src/main.ts' },
   { name: 'builder', entry: 'services/builder/src/main.ts' },
@@ -15,6 +15,7 @@ const SERVICES = [
 ensurePnpm();
 ensureDependencies();
 await ensureServices();
+ensureSandboxTools();
 ensureConsole();
 run('pnpm', ['--silent', 'slipway', 'migrate', '--create-database']);
 

@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomInt, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadFilePath, uploadObjectPath } from '@slipway/source';
+import { craftTarball } from '../support/crafted-tarball.js';
 import { createLocalIntegration, integrationRoot } from '../support/git-fixtures.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -141,13 +142,32 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Starts a build whose build command sleeps (as a child of the shell) and returns the sleep's pid once it runs. */
+/** The host pids of processes whose command line is exactly `argv` (a sandboxed step's own pids are its namespace's). */
+function hostPidsOf(argv: string[]): number[] {
+  const wanted = argv.join('\0') + '\0';
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8') === wanted) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/**
+ * Starts a build whose build command sleeps (as a child of the shell) and returns the sleep's
+ * host pid once it runs, found by its unique duration.
+ */
 async function startSleepingBuild(name: string): Promise<{ deploymentId: string; revisionId: string; pid: number }> {
-  const ids = await createSourceDeployment(name, { buildCommand: 'sleep 30 & echo "sleep-pid $!"; wait' });
-  const logs = await eventually(() => buildLogs(ids.revisionId), (lines) => lines.some((l) => l.startsWith('sleep-pid ')), BUILD_TIMEOUT_MS, 100);
-  const pid = Number(logs.find((l) => l.startsWith('sleep-pid '))!.slice('sleep-pid '.length));
-  expect(alive(pid)).toBe(true);
-  return { ...ids, pid };
+  const duration = `30.${randomInt(100_000, 999_999)}`;
+  const ids = await createSourceDeployment(name, { buildCommand: `sleep ${duration} & echo "sleep-pid $!"; wait` });
+  await eventually(() => buildLogs(ids.revisionId), (lines) => lines.some((l) => l.startsWith('sleep-pid ')), BUILD_TIMEOUT_MS, 100);
+  const [pid] = await eventually(async () => hostPidsOf(['sleep', duration]), (pids) => pids.length === 1, 10_000, 100);
+  expect(alive(pid!)).toBe(true);
+  return { ...ids, pid: pid! };
 }
 
 const buildDirOf = (revisionId: string, attempt = 0) => path.join(api.config.dataDir, 'builds', `${revisionId}-a${attempt}`);
@@ -315,7 +335,7 @@ describe('builder: stopping a running build', () => {
 });
 
 describe('builder: uploaded tarballs', () => {
-  /** An upload deployment without a revision (CONTRACT C10), then a PATCH naming its tarball. */
+  /** An upload deployment without a revision (docs/api.md, Uploads and the deploy CLIs), then a PATCH naming its tarball. */
   async function uploadRevision(name: string, store: (objectPath: string, deploymentId: string) => Promise<void>) {
     const created = await api.http.post('/v2/deployments', { name, source: 'internal_source', source_config: {}, source_revision_config: {} });
     expect(created.status, created.text).toBe(201);
@@ -349,6 +369,28 @@ describe('builder: uploaded tarballs', () => {
     const manifest = JSON.parse(readFileSync(path.join(artifact, 'artifact.json'), 'utf8'));
     expect(manifest).toMatchObject({ commit: null, source: { type: 'upload', object_path: objectPath }, start: { cwd: '.' } });
     expect(row.source_revision_config.repo_commit_sha ?? null).toBeNull();
+  });
+
+  it('refuses a crafted archive whose symlinks escape by real path (up -> ., esc -> up/..): BUILD_FAILED, nothing written outside', async () => {
+    let box = '';
+    const { revisionId } = await uploadRevision('upload-escape', async (objectPath, deploymentId) => {
+      const file = uploadFilePath(api.config.dataDir, objectPath);
+      mkdirSync(path.dirname(file), { recursive: true });
+      box = path.dirname(file);
+      writeFileSync(
+        file,
+        craftTarball([
+          { path: 'agent/langgraph.json', body: '{"graphs": {"agent": "./agent.js:graph"}}' },
+          { path: 'agent/up', type: 'SymbolicLink', linkpath: '.' },
+          { path: 'agent/esc', type: 'SymbolicLink', linkpath: 'up/../..' },
+        ]),
+      );
+      await recordUpload(objectPath, deploymentId);
+    });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toContain("The source tarball was refused: symlink 'agent/esc' points outside the archive (up/../..)");
+    expect(readdirSync(box).every((name) => name.endsWith('.tar.gz'))).toBe(true);
   });
 
   it('fails clearly when the uploaded file is gone', async () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -203,9 +203,14 @@ describe('code deploys: repohost → build → process runtime', () => {
     expect(payloads).toEqual([]);
   });
 
-  it('delete stops the app', async () => {
+  it('delete stops the app and removes its files (artifacts, its builds\' npm cache)', async () => {
+    const revisions: Array<{ id: string }> = await api.dataSource.query(`SELECT id FROM revisions WHERE deployment_id = $1`, [deploymentId]);
+    const cache = path.join(api.config.dataDir, 'cache', 'npm', deploymentId);
+    expect(existsSync(cache)).toBe(true);
     expect((await http.delete(`/v2/deployments/${deploymentId}`)).status).toBe(204);
     await eventually(async () => (await http.get(`/v2/deployments/${deploymentId}`)).status, (s) => s === 404, 30_000);
     await expect(fetch(`${url}/ok`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
+    expect(existsSync(cache)).toBe(false);
+    for (const r of revisions) expect(existsSync(path.join(api.config.dataDir, 'artifacts', r.id))).toBe(false);
   });
 });

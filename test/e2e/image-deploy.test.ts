@@ -6,7 +6,7 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
  * The typical self-hosted flow with real builder and deployer processes. The test plays the
- * listener agent over CONTRACT C12 — the one part that cannot exist here (it would run in a
+ * listener agent over the listener agent protocol (docs/api.md) — the one part that cannot exist here (it would run in a
  * customer's Kubernetes cluster): it polls the desired state and reports what it "applied".
  */
 const SECRET = 'agent-secret-value-7f3a9c';

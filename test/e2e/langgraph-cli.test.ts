@@ -15,7 +15,7 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * The published `langgraphjs deploy` CLI (@langchain/langgraph-cli 1.5.1), unchanged, against a
  * local Slipway with real builder and deployer processes: create without a revision, upload
  * URL, PUT of the tarball, PATCH with revision_source, status polling, then `deploy list`,
- * `deploy revisions list` and `deploy logs` (CONTRACT C10, C5).
+ * `deploy revisions list` and `deploy logs` (docs/api.md, Uploads and the deploy CLIs; Revisions).
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(ROOT, 'node_modules/.bin/langgraphjs');

@@ -325,7 +325,7 @@ describe('process runtime (real deployer, real processes)', () => {
     expect(logs.some((m) => m.includes('probe-app v2 starting with MY_SECRET=********'))).toBe(true);
     expect(logs.some((m) => m.includes('All 1 instance(s) answer their health probe.'))).toBe(true);
     expect(logs.join('\n')).not.toContain(SECRET);
-    // The API reads the same lines (CONTRACT C5).
+    // The API reads the same lines (docs/api.md, Revisions).
     const res = await api.http.get(`/v2/deployments/${deploymentId}/revisions/${v2}/logs?type=deploy&limit=1000`);
     if (res.status !== 404) {
       expect(res.status).toBe(200);

@@ -176,5 +176,14 @@ describe('render.ts output', () => {
     const broken = { ...first!, kind: 'Deployment', apiVersion: 'apps/v1', spec: { replicas: 'two' } };
     expect((await schemaViolations(broken)).join('\n')).toMatch(/replicas|selector|template/);
     expect(await schemaViolations({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).toEqual(['example.com/v1 Widget w: unknown to the Kubernetes schemas']);
+    // A misspelt field passes the OpenAPI schemas (they allow extra properties) but the API
+    // server's strict field validation refuses it, and server-side apply would drop it.
+    const misspelt = structuredClone(renderManifests(cases[1]![1]).find((o) => o.kind === 'Deployment')!) as any;
+    misspelt.spec.template.spec.containers[0].imagePullPolicyy = 'Always';
+    misspelt.spec.strategy = { ...misspelt.spec.strategy, rollingUpdate: { maxSurge: 1, maxUnavailabl: 0 } };
+    expect((await schemaViolations(misspelt)).sort()).toEqual([
+      `apps/v1 Deployment ${misspelt.metadata.name}: .spec.template.spec.containers[0]: unknown field "imagePullPolicyy"`,
+      `apps/v1 Deployment ${misspelt.metadata.name}: .spec.strategy.rollingUpdate: unknown field "maxUnavailabl"`,
+    ].sort());
   });
 });

@@ -5,7 +5,7 @@ import { createListener } from '../support/fixtures.js';
 import { repohostFixture, type RepohostFixture } from '../support/git-fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
-/** POST /v2/deployments (CONTRACT C4, C10): validation, aliases, defaults, tenancy, names. */
+/** POST /v2/deployments (docs/api.md, Deployments; Uploads and the deploy CLIs): validation, aliases, defaults, tenancy, names. */
 
 let api: TestApi;
 let listenerId: string;
@@ -303,6 +303,31 @@ describe('secrets validation', () => {
         type: name === '' ? 'string_too_short' : 'string_pattern_mismatch',
       },
     ]);
+  });
+
+  it('reserved names (runtime-set, loader and interpreter variables) → 422 naming each, nothing written', async () => {
+    const res = await post(
+      image('reserved-secrets', {
+        top: {
+          secrets: [
+            { name: 'OPENAI_API_KEY', value: 'ok' },
+            { name: 'LD_PRELOAD', value: '/tmp/x.so' },
+            { name: 'NODE_OPTIONS', value: '--require /tmp/x.js' },
+            { name: 'PATH', value: '/tmp' },
+            { name: 'DATABASE_URI', value: 'postgres://elsewhere/x' },
+            { name: 'LD_AUDIT_ANYTHING', value: 'x' },
+          ],
+        },
+      }),
+    );
+    expect(res.status).toBe(422);
+    const detail = res.body.detail as Array<{ loc: unknown[]; msg: string; type: string }>;
+    expect(detail.map((d) => d.loc)).toEqual([1, 2, 3, 4, 5].map((i) => ['body', 'secrets', i, 'name']));
+    expect(detail.map((d) => d.type)).toEqual(Array(5).fill('value_error'));
+    for (const [i, name] of ['LD_PRELOAD', 'NODE_OPTIONS', 'PATH', 'DATABASE_URI', 'LD_AUDIT_ANYTHING'].entries()) {
+      expect(detail[i]!.msg).toMatch(new RegExp(`^Value error, '${name}' is a reserved name: the runtime sets it, or it would subvert the sandbox \\(reserved: PATH, HOME, .*LD_\\*`));
+    }
+    expect(await countRows('deployments', 'name = $1', ['reserved-secrets'])).toBe(0);
   });
 
   it('a masked value on create → 400 (there is no stored value to keep), nothing written', async () => {

@@ -4,7 +4,7 @@ import { repohostFixture } from '../support/git-fixtures.js';
 import { HttpClient } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
-/** GET /v2/deployments (CONTRACT C4): every filter, order, envelope and query validation. */
+/** GET /v2/deployments (docs/api.md, Deployments): every filter, order, envelope and query validation. */
 
 let api: TestApi;
 let listenerId: string;

@@ -4,7 +4,7 @@ import { SecretBox } from '@slipway/crypto';
 import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
-/** PATCH /v2/deployments/{id} (CONTRACT C4): when it makes a revision, immutables, secrets. */
+/** PATCH /v2/deployments/{id} (docs/api.md, Deployments): when it makes a revision, immutables, secrets. */
 
 let api: TestApi;
 let listenerId: string;
@@ -244,6 +244,17 @@ describe('secrets on PATCH', () => {
       { name: 'OPENAI_API_KEY', value: 'sk-patch-first-value' },
       { name: 'DB_PASSWORD', value: 'hunter2-patch-value' },
     ]);
+  });
+
+  it('a reserved name (LD_PRELOAD, NODE_OPTIONS, …) → 422 naming it, nothing changed', async () => {
+    const d = await createImage('secrets-reserved');
+    const res = await patch(d.id, { secrets: [{ name: 'OPENAI_API_KEY', value: MASK }, { name: 'NODE_OPTIONS', value: '--require /tmp/evil.js' }] });
+    expect(res.status).toBe(422);
+    expect(res.body.detail).toHaveLength(1);
+    expect(res.body.detail[0]).toMatchObject({ loc: ['body', 'secrets', 1, 'name'], type: 'value_error' });
+    expect(res.body.detail[0].msg).toMatch(/^Value error, 'NODE_OPTIONS' is a reserved name: /);
+    expect(await revisionCount(d.id)).toBe(1);
+    expect((await storedSecrets('deployments', d.id)).map((s) => s.name)).toEqual(['OPENAI_API_KEY', 'DB_PASSWORD']);
   });
 
   it('secret names are validated as on create', async () => {

@@ -7,7 +7,7 @@ import { createListener } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * Bytes Postgres cannot store (issue 8 item 1, CONTRACT C2): U+0000 and unpaired surrogates
+ * Bytes Postgres cannot store (issue 8 item 1, docs/api.md, Errors): U+0000 and unpaired surrogates
  * in any part of a request get a 422 naming the field and write nothing; a value that slips
  * past validation is still a 422, never a 500; text the workers store (log lines, status
  * messages) is made storable instead of blocking them. Real Postgres throughout.

@@ -9,7 +9,7 @@ import { HttpClient, type HttpResponse } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * Repository-host integrations (CONTRACT C8) and the repohost rules of deployment create (C4):
+ * Repository-host integrations (docs/api.md, Integrations) and the repohost rules of deployment create (C4):
  * CRUD, validation, the SLIPWAY_LOCAL_REPOS_ROOT confinement, sealed credentials that never
  * leave, `local` listings of real git repositories, and tenant isolation. GitHub and Gitea
  * listings are in repohost-providers.test.ts.

@@ -5,7 +5,7 @@ import { HttpClient, type HttpResponse, type RequestOptions } from '../support/h
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * The listener agent protocol (CONTRACT C12) against the real api, Postgres and Redis. No
+ * The listener agent protocol (docs/api.md, Listener agent protocol) against the real api, Postgres and Redis. No
  * deployer runs here, so each test moves a revision to DEPLOYING exactly as the deployer will
  * once the rollout job is in Redis: through RevisionFlow.transition.
  */

@@ -132,7 +132,7 @@ describe('GET /openapi.json', () => {
       TenantId: { type: 'apiKey', in: 'header', name: 'X-Tenant-Id' },
       BearerAuth: { type: 'http', scheme: 'bearer' },
     });
-    // Every route is also served under /api-host (CONTRACT C1): the document says so as a server.
+    // Every route is also served under /api-host (docs/api.md, Conventions): the document says so as a server.
     expect(doc.servers).toEqual([{ url: api.config.publicUrl }, { url: `${api.config.publicUrl}/api-host` }]);
   });
 

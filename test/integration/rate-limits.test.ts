@@ -5,7 +5,7 @@ import type { HttpClient, HttpResponse } from '../support/http.js';
 import { startReplica, startTestApi, type Replica, type TestApi } from '../support/test-api.js';
 
 /**
- * Request budgets (issue 8 item 2, CONTRACT C2: 429 with `Retry-After`). Small budgets set
+ * Request budgets (issue 8 item 2, docs/api.md, Errors: 429 with `Retry-After`). Small budgets set
  * through config, two api apps sharing one Redis (as two api replicas do), real Redis taken
  * away through a TCP proxy. Each budget has its own test api, so no test spends another's.
  * Different client addresses are X-Forwarded-For from loopback, which the default

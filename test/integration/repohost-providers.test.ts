@@ -10,7 +10,7 @@ import { GiteaProvider, GitHubProvider, ProviderError } from '@slipway/source';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * The `github` and `gitea` providers (CONTRACT C8) end to end through the api: integration
+ * The `github` and `gitea` providers (docs/api.md, Integrations) end to end through the api: integration
  * create → GET .../repos, and repohost deployments against them (C4).
  *
  * GitHub and Gitea are remote hosts that this test machine cannot reach (no network), so the

@@ -6,7 +6,7 @@ import type { RevisionStatus } from '@slipway/domain';
 import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
-/** Revisions of a deployment (CONTRACT C5, C6): list, get, redeploy, interruption. */
+/** Revisions of a deployment (docs/api.md, Revisions; Statuses): list, get, redeploy, interruption. */
 
 let api: TestApi;
 let listenerId: string;

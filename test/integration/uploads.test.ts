@@ -6,6 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '@slipway/db';
 import { uploadFilePath } from '@slipway/source';
+import { craftTarball, type CraftedEntry } from '../support/crafted-tarball.js';
 import { createListener } from '../support/fixtures.js';
 import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -24,8 +25,9 @@ afterAll(async () => {
   await api?.close();
 });
 
-/** A small gzip file, as the CLI's source archive is. */
-const tarball = (text = `source ${randomUUID()}`) => gzipSync(Buffer.from(text.repeat(20)));
+/** A small source archive (.tar.gz), as the CLI's is. */
+const tarball = (text = `source ${randomUUID()}`) =>
+  craftTarball([{ path: 'agent/langgraph.json', body: '{"graphs": {}}' }, { path: 'agent/notes.txt', body: text.repeat(20) }]);
 
 /** The URL on this test server that `uploadUrl` (built on PUBLIC_URL) names. */
 const local = (uploadUrl: string) => {
@@ -242,6 +244,32 @@ describe('PUT /v2/uploads/{token}', () => {
     expect((await put(local(url.upload_url), Buffer.from([0x1f]))).status).toBe(400);
     expect(filesOf(d.id)).toEqual([]);
     expect((await uploadRow(url.object_path)).completed_at).toBeNull();
+  });
+
+  it.each([
+    ['a symlink escape through another link (up -> ., esc -> up/..)', [{ path: 'up', type: 'SymbolicLink', linkpath: '.' }, { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' }], "symlink 'esc' points outside the archive (up/..)"],
+    ['an absolute name', [{ path: '/etc/cron.d/evil', body: '* * * * * root sh' }], "'/etc/cron.d/evil' points outside its directory"],
+    ['a .. name', [{ path: 'agent/../../evil.sh', body: 'x' }], "'agent/../../evil.sh' points outside its directory"],
+    ['a hard link to a host file', [{ path: 'agent/passwd', type: 'Link', linkpath: '/etc/passwd' }], "hard link 'agent/passwd' does not point to a file of the archive (/etc/passwd)"],
+    ['a device', [{ path: 'agent/null', type: 'CharacterDevice' }], "'agent/null' is a character device; only files, directories and links are allowed"],
+  ] as Array<[string, CraftedEntry[], string]>)('an archive with %s → 400 naming the entry, nothing kept, the URL stays usable', async (_case, entries, problem) => {
+    const d = await uploadDeployment();
+    const url = await uploadUrl(d.id);
+    const res = await put(local(url.upload_url), craftTarball([{ path: 'agent/langgraph.json', body: '{}' }, ...entries]));
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: `The source tarball was refused: ${problem}.` });
+    expect(filesOf(d.id)).toEqual([]);
+    expect((await uploadRow(url.object_path)).completed_at).toBeNull();
+    expect((await put(local(url.upload_url), tarball())).status).toBe(200);
+  });
+
+  it('gzip data that is not a tar archive → 400', async () => {
+    const d = await uploadDeployment();
+    const url = await uploadUrl(d.id);
+    const res = await put(local(url.upload_url), gzipSync(Buffer.from('plain text, not a tar archive\n'.repeat(40))));
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toMatch(/^The source tarball is not a valid \.tar\.gz archive/);
+    expect(filesOf(d.id)).toEqual([]);
   });
 
   it('a second PUT while the first is streaming → 409; the first completes', async () => {

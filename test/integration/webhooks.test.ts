@@ -5,7 +5,7 @@ import { createLocalIntegration, initRepo, integrationRoot, type LocalRepo } fro
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * The repohost push webhook (CONTRACT C8): HMAC-SHA256 over the raw body, every delivery
+ * The repohost push webhook (docs/api.md, Integrations): HMAC-SHA256 over the raw body, every delivery
  * recorded, a push to a tracked branch → exactly one new revision per deployment that builds on
  * push, tags and deletions never build, and a re-delivery never builds twice. Everything is real
  * (a `local` integration over real git repositories); the host's HTTP call is made by the test.
@@ -151,6 +151,20 @@ describe('signature', () => {
     expect(rows[0]).toMatchObject({ integration_id: integrationId, signature_valid: false, status_code: 401, event: 'push', ref: null, revision_ids: [] });
   });
 
+  it('the signature is checked before any parsing: unsigned malformed JSON → 401 (not a parse error), signed → 400', async () => {
+    const delivery = randomUUID();
+    const garbage = '{"ref": "refs/heads/main", "after": ';
+    const unsigned = await send(garbage, { delivery, signature: 'sha256=' + '0'.repeat(64) });
+    expect(unsigned.status).toBe(401);
+    expect(unsigned.body).toEqual({ detail: 'Invalid webhook signature.' });
+    const signed = await send(garbage);
+    expect(signed.status).toBe(400);
+    expect(signed.body).toEqual({ detail: 'The payload is not valid JSON.' });
+    const [row] = await api.dataSource.query(`SELECT * FROM webhook_deliveries WHERE delivery_id = $1`, [delivery]);
+    // Recorded without anything from the body.
+    expect(row).toMatchObject({ signature_valid: false, status_code: 401, ref: null, payload_sha256: null, revision_ids: [] });
+  });
+
   it('an unknown integration → 404, nothing recorded', async () => {
     const missing = randomUUID();
     const raw = JSON.stringify(pushPayload(service, 'refs/heads/main'));
@@ -245,7 +259,7 @@ describe('push', () => {
     expect([...row.revision_ids].sort()).toEqual([...res.body.revision_ids].sort());
   });
 
-  it('a re-delivery of the same delivery id builds nothing again', async () => {
+  it('a re-delivery of the same payload builds nothing again: 409, recorded', async () => {
     const delivery = randomUUID();
     const payload = pushPayload(service, 'refs/heads/main');
     const first = await send(payload, { delivery });
@@ -253,20 +267,56 @@ describe('push', () => {
     const before = await counts();
 
     const again = await send(payload, { delivery });
-    expect(again.status, again.text).toBe(200);
-    expect(again.body.revision_ids).toEqual([]);
-    expect(again.body.outcome).toContain('no new revision');
-    expect(again.body.outcome).toContain(`already got revision`);
+    expect(again.status, again.text).toBe(409);
+    expect(again.body).toEqual({ detail: 'Replayed push refused: this exact signed payload was already received; nothing was built.' });
     expect(await counts()).toEqual(before);
+    const rows = await api.dataSource.query(`SELECT status_code, signature_valid FROM webhook_deliveries WHERE delivery_id = $1 ORDER BY received_at`, [delivery]);
+    expect(rows).toEqual([
+      { status_code: 200, signature_valid: true },
+      { status_code: 409, signature_valid: true },
+    ]);
   });
 
-  it('copies of one delivery arriving together still make one revision per deployment', async () => {
+  it('a captured push replayed under a fresh delivery id (the id is not signed) builds nothing: no rollback', async () => {
+    const old = pushPayload(service, 'refs/heads/main');
+    const captured = JSON.stringify(old);
+    expect((await send(captured)).body.revision_ids).toHaveLength(2);
+    const newerPayload = pushPayload(service, 'refs/heads/main');
+    const newer = await send(newerPayload);
+    expect(newer.body.revision_ids).toHaveLength(2);
+    const before = await counts();
+
+    const replay = await send(captured, { delivery: randomUUID() });
+    expect(replay.status).toBe(409);
+    expect(replay.body.detail).toMatch(/^Replayed push refused/);
+    expect(await counts()).toEqual(before);
+    const deployment = (await api.http.get(`/v2/deployments/${d['track-a']}`)).body;
+    const revision = (await api.http.get(`/v2/deployments/${d['track-a']}/revisions/${deployment.latest_revision_id}`)).body;
+    expect(revision.source_revision_config.repo_commit_sha).toBe(newerPayload.after);
+  });
+
+  it('a signed push older than the replay window (by its signed repository.pushed_at) → 409, nothing built', async () => {
+    const before = await counts();
+    const payload = pushPayload(service, 'refs/heads/main');
+    const pushedAt = Math.floor(Date.now() / 1000) - 8 * 24 * 60 * 60;
+    const res = await send({ ...payload, repository: { ...payload.repository, pushed_at: pushedAt } });
+    expect(res.status).toBe(409);
+    expect(res.body.detail).toBe(
+      `Replayed push refused: it was pushed on ${new Date(pushedAt * 1000).toISOString()}, longer ago than the 7-day replay window.`,
+    );
+    expect(await counts()).toEqual(before);
+    const fresh = await send({ ...payload, repository: { ...payload.repository, pushed_at: Math.floor(Date.now() / 1000) } });
+    expect(fresh.status, fresh.text).toBe(200);
+    expect(fresh.body.revision_ids).toHaveLength(2);
+  });
+
+  it('copies of one delivery arriving together still make one revision per deployment; the others are refused as replays', async () => {
     const before = await counts();
     const delivery = randomUUID();
     const payload = pushPayload(service, 'refs/heads/main');
     const results = await Promise.all(Array.from({ length: 4 }, () => send(payload, { delivery })));
-    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
-    expect(results.flatMap((r) => r.body.revision_ids)).toHaveLength(2);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409]);
+    expect(results.flatMap((r) => r.body.revision_ids ?? [])).toHaveLength(2);
     expect(await counts()).toEqual({ ...before, 'track-a': before['track-a']! + 1, 'track-b': before['track-b']! + 1 });
   });
 

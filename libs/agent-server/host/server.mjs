@@ -60,7 +60,28 @@ const INSTANCE_ID = randomUUID();
 
 // ---- checkpoints and store: the server's module singletons, pointed at Postgres -------------
 const saver = PostgresSaver.fromConnString(databaseUri);
-await saver.setup();
+const pgStore = PostgresStore.fromConnString(databaseUri);
+
+// Instances of a deployment start together (min_scale > 1, rollouts): their schema set-ups
+// (checkpoint and store migrations, the records tables) would race on the same tables, so they
+// take turns under one advisory lock, held by a connection of its own.
+const SCHEMA_LOCK = 0x534c4950; // "SLIP"
+const lockClient = await pool.connect();
+try {
+  await lockClient.query('SELECT pg_advisory_lock($1)', [SCHEMA_LOCK]);
+  await saver.setup();
+  await pgStore.setup();
+  await pool.query(`
+    CREATE TABLE IF NOT EXISTS slipway_agent_records (
+      kind text NOT NULL, id text NOT NULL, data text NOT NULL,
+      owner text, claimed_at timestamptz,
+      PRIMARY KEY (kind, id));
+    CREATE TABLE IF NOT EXISTS slipway_agent_records_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version bigint NOT NULL);
+    INSERT INTO slipway_agent_records_version (version) VALUES (0) ON CONFLICT DO NOTHING;`);
+} finally {
+  await lockClient.query('SELECT pg_advisory_unlock($1)', [SCHEMA_LOCK]).catch(() => {});
+  lockClient.release();
+}
 const EXCLUDED_METADATA = ['checkpoint_ns', 'checkpoint_id', 'run_id', 'thread_id'];
 Object.assign(checkpointer, {
   initialize: async () => ({ flush: async () => {} }),
@@ -112,8 +133,6 @@ Object.assign(checkpointer, {
   clear: () => {},
 });
 
-const pgStore = PostgresStore.fromConnString(databaseUri);
-await pgStore.setup();
 Object.assign(store, {
   initialize: async () => ({ flush: async () => {} }),
   batch: (ops) => pgStore.batch(ops),
@@ -129,14 +148,6 @@ Object.assign(store, {
 const COLLECTIONS = ['assistants', 'threads', 'runs', 'retry_counter'];
 const emptyStore = () => ({ runs: {}, threads: {}, assistants: {}, assistant_versions: [], retry_counter: {} });
 const versionKey = (v) => `${v.assistant_id}:${v.version}`;
-
-await pool.query(`
-  CREATE TABLE IF NOT EXISTS slipway_agent_records (
-    kind text NOT NULL, id text NOT NULL, data text NOT NULL,
-    owner text, claimed_at timestamptz,
-    PRIMARY KEY (kind, id));
-  CREATE TABLE IF NOT EXISTS slipway_agent_records_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version bigint NOT NULL);
-  INSERT INTO slipway_agent_records_version (version) VALUES (0) ON CONFLICT DO NOTHING;`);
 
 /**
  * The server's operations keep their records in one in-memory object; this keeps that object in

@@ -4,9 +4,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { secureDataDir } from './data-dir.js';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import Joi from 'joi';
+import type { Quotas } from '@slipway/domain';
 import { ConfigError } from './config-error.js';
 
 export type NodeEnv = 'development' | 'test' | 'production';
@@ -37,27 +39,27 @@ export interface Config {
   /** How long an api process reuses an API-key lookup; a revoke elsewhere takes effect within this. */
   apiKeyCacheTtlMs: number;
   jwt: JwtSettings | null;
-  /** Request budgets (CONTRACT C2: 429 with Retry-After), shared by every api process through Redis. */
+  /** Request budgets (docs/api.md, Errors: 429 with Retry-After), shared by every api process through Redis. */
   rateLimit: RateLimitSettings;
   /** Express `trust proxy`: which hops' X-Forwarded-For is believed for the client address. */
   trustProxy: boolean | number | string;
   shutdownTimeoutMs: number;
-  /** Phase deadlines and reconciler periods (CONTRACT C6), all in milliseconds. */
+  /** Phase deadlines and reconciler periods (docs/api.md, Statuses), all in milliseconds. */
   pipeline: PipelineTimings;
   builderConcurrency: number;
   deployerConcurrency: number;
   /** Port of a worker's /healthz and /metrics; 0 turns it off. */
   workerHealthPort: number;
-  /** `local` integrations may only list repositories under this directory (CONTRACT C8). */
+  /** `local` integrations may only list repositories under this directory (docs/api.md, Integrations). */
   localReposRoot: string;
   /**
    * User-supplied URLs the server fetches (forge `api_url`s, outbound webhooks): hosts, IPs and
    * CIDR ranges that may be reached over plain http and at private addresses (@slipway/net).
    */
   outbound: { allowHosts: string[] };
-  /** Largest accepted source tarball (CONTRACT C10: 200 MB). */
+  /** Largest accepted source tarball (docs/api.md, Uploads and the deploy CLIs: 200 MB). */
   uploadMaxBytes: number;
-  /** How long a signed upload URL stays valid (CONTRACT C10). */
+  /** How long a signed upload URL stays valid (docs/api.md, Uploads and the deploy CLIs). */
   uploadUrlTtlMs: number;
   /** Process runtime: where deployments' processes and serving proxies listen. */
   runtime: {
@@ -70,7 +72,11 @@ export interface Config {
     /** An instance's log file is rotated past this size (one rotated file is kept). */
     logFileMb: number;
   };
-  /** The sandbox of builds and apps (README "Sandbox"). */
+  /** Default per-workspace quotas (docs/operations.md, Quotas and retention); overridable per workspace. */
+  quotas: Quotas;
+  /** The retention pass (docs/operations.md, Quotas and retention). */
+  retention: RetentionSettings;
+  /** The sandbox of builds and apps (docs/operations.md, Sandbox). */
   sandbox: {
     /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
     mode: 'auto' | 'off';
@@ -79,7 +85,8 @@ export interface Config {
     pidsMax: number;
     openFiles: number;
     defaultMemoryMb: number;
-    build: { memoryMb: number; cpu: number; diskMb: number };
+    /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
+    build: { memoryMb: number; cpu: number; pidsMax: number; diskMb: number };
   };
 }
 
@@ -108,6 +115,15 @@ export interface RateLimitSettings {
   authFailures: number;
   /** …for the rest of this window. */
   authFailureWindowSeconds: number;
+}
+
+/** How often the retention pass runs and how long finished rows are kept. */
+export interface RetentionSettings {
+  intervalMs: number;
+  /** Events (the event feed) older than this are deleted. */
+  eventsDays: number;
+  /** Outbox rows sent longer ago than this are deleted. */
+  outboxHours: number;
 }
 
 export interface PipelineTimings {
@@ -225,7 +241,19 @@ const schema = Joi.object({
   SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB: Joi.number().integer().min(16).default(1024),
   SLIPWAY_BUILD_MEMORY_MB: Joi.number().integer().min(64).default(4096),
   SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
+  SLIPWAY_BUILD_PIDS_MAX: Joi.number().integer().min(16).default(1024),
   SLIPWAY_BUILD_DISK_MB: Joi.number().integer().min(16).default(4096),
+  SLIPWAY_QUOTA_DEPLOYMENTS: Joi.number().integer().min(0).default(100),
+  SLIPWAY_QUOTA_MIN_SCALE: Joi.number().integer().min(0).max(1000).default(10),
+  SLIPWAY_QUOTA_MAX_SCALE: Joi.number().integer().min(1).max(1000).default(20),
+  SLIPWAY_QUOTA_UPLOADS_PER_DAY: Joi.number().integer().min(0).default(200),
+  SLIPWAY_QUOTA_UPLOAD_BYTES: Joi.number().integer().min(0).default(10 * 1024 ** 3),
+  SLIPWAY_QUOTA_LOG_LINES_PER_REVISION: Joi.number().integer().min(100).default(50_000),
+  SLIPWAY_QUOTA_LOG_LINES_TOTAL: Joi.number().integer().min(100).default(5_000_000),
+  SLIPWAY_QUOTA_ARTIFACTS_KEPT: Joi.number().integer().min(0).default(5),
+  SLIPWAY_RETENTION_INTERVAL_MS: Joi.number().integer().min(1000).default(10 * 60_000),
+  SLIPWAY_RETENTION_EVENTS_DAYS: Joi.number().integer().min(1).default(30),
+  SLIPWAY_RETENTION_OUTBOX_HOURS: Joi.number().integer().min(1).default(24),
 })
   .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
   .unknown(true);
@@ -354,6 +382,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       portMax: value.SLIPWAY_RUNTIME_PORT_MAX,
       logFileMb: value.SLIPWAY_RUNTIME_LOG_FILE_MB,
     },
+    quotas: {
+      deployments: value.SLIPWAY_QUOTA_DEPLOYMENTS,
+      minScale: value.SLIPWAY_QUOTA_MIN_SCALE,
+      maxScale: value.SLIPWAY_QUOTA_MAX_SCALE,
+      uploadsPerDay: value.SLIPWAY_QUOTA_UPLOADS_PER_DAY,
+      uploadBytes: value.SLIPWAY_QUOTA_UPLOAD_BYTES,
+      logLinesPerRevision: value.SLIPWAY_QUOTA_LOG_LINES_PER_REVISION,
+      logLinesTotal: value.SLIPWAY_QUOTA_LOG_LINES_TOTAL,
+      artifactsKept: value.SLIPWAY_QUOTA_ARTIFACTS_KEPT,
+    },
+    retention: {
+      intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,
+      eventsDays: value.SLIPWAY_RETENTION_EVENTS_DAYS,
+      outboxHours: value.SLIPWAY_RETENTION_OUTBOX_HOURS,
+    },
     sandbox: {
       mode: value.SLIPWAY_SANDBOX,
       uidMin: value.SLIPWAY_SANDBOX_UID_MIN,
@@ -361,7 +404,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       pidsMax: value.SLIPWAY_SANDBOX_PIDS_MAX,
       openFiles: value.SLIPWAY_SANDBOX_OPEN_FILES,
       defaultMemoryMb: value.SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB,
-      build: { memoryMb: value.SLIPWAY_BUILD_MEMORY_MB, cpu: value.SLIPWAY_BUILD_CPU, diskMb: value.SLIPWAY_BUILD_DISK_MB },
+      build: {
+        memoryMb: value.SLIPWAY_BUILD_MEMORY_MB,
+        cpu: value.SLIPWAY_BUILD_CPU,
+        pidsMax: value.SLIPWAY_BUILD_PIDS_MAX,
+        diskMb: value.SLIPWAY_BUILD_DISK_MB,
+      },
     },
   };
   return deepFreeze(config);
@@ -384,12 +432,15 @@ export function getConfig(): Readonly<Config> {
 }
 
 /**
- * For process entry points: the config, or a clear list of what is wrong on stderr and exit
+ * For process entry points: the config (with the data dir secured, see `secureDataDir`), or a clear list of what is wrong on stderr and exit
  * code 2 (a configuration error, not a crash).
  */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
   try {
-    return loadConfig(env);
+    const config = loadConfig(env);
+    // Every service entry closes the data dir to anyone but the control plane's user.
+    secureDataDir(config.dataDir);
+    return config;
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -399,3 +450,4 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly
   }
 }
 export { loadAgentConfig, type AgentConfig } from './agent.js';
+export { secureDataDir } from './data-dir.js';

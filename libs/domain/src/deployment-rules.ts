@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-/** Deployment names (CONTRACT C4): DNS-label-like, so every name derived from them stays valid. */
+/** Deployment names (docs/api.md, Deployments): DNS-label-like, so every name derived from them stays valid. */
 export const DEPLOYMENT_NAME = /^[a-z][a-z0-9-]*[a-z0-9]$/;
 export const DEPLOYMENT_NAME_MIN = 3;
 export const DEPLOYMENT_NAME_MAX = 63;
@@ -61,7 +61,7 @@ export interface DeploymentPatchShape {
 }
 
 /**
- * CONTRACT C4: a PATCH makes a new revision exactly when `secrets` is given, any
+ * docs/api.md, Deployments: a PATCH makes a new revision exactly when `secrets` is given, any
  * `source_revision_config` field is non-null, or `source_config.resource_spec` is non-null.
  */
 export function patchCreatesRevision(patch: DeploymentPatchShape): boolean {

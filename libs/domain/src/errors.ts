@@ -1,6 +1,6 @@
 /**
  * Operational errors: expected outcomes a caller can act on. The api maps each kind to one
- * status code (CONTRACT C2) and shows its message; anything else is a bug and is hidden.
+ * status code (docs/api.md, Errors) and shows its message; anything else is a bug and is hidden.
  */
 export abstract class AppError extends Error {
   abstract readonly status: number;

@@ -4,5 +4,7 @@ export * from './errors.js';
 export * from './graph-config.js';
 export * from './naming.js';
 export * from './resource-spec.js';
+export * from './secret-names.js';
 export * from './status.js';
 export * from './storable-text.js';
+export * from './quotas.js';

@@ -44,7 +44,7 @@ interface TypeDefaults {
   max_scale: number;
 }
 
-/** CONTRACT C4 defaults by deployment type; self-hosted deployments (no type) get `dev`'s. */
+/** Defaults by deployment type (docs/api.md, Deployments); self-hosted deployments (no type) get `dev`'s. */
 export const RESOURCE_DEFAULTS: Readonly<Record<DeploymentType, TypeDefaults>> = {
   dev_free: { cpu: 0.5, memory_mb: 512, min_scale: 1, max_scale: 1 },
   dev: { cpu: 1, memory_mb: 1024, min_scale: 1, max_scale: 1 },

@@ -1,5 +1,5 @@
 /**
- * Status machines of revisions and deployments (CONTRACT C6). Each is a transition table
+ * Status machines of revisions and deployments (docs/api.md, Statuses). Each is a transition table
  * `status → statuses it may move to` plus a terminal set; every status change in the product
  * goes through one conditional UPDATE that allows exactly the `from` statuses this table lists.
  */

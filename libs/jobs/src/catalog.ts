@@ -10,7 +10,7 @@ export const QUEUES = {
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
-/** Payloads carry ids only (STYLE 5): workers reload the rows and never see state or secrets. */
+/** Payloads carry ids only: workers reload the rows and never see state or secrets. */
 export interface RevisionJob {
   revisionId: string;
   /** Which (re-)enqueue of this revision's phase this is; part of the job id. */
@@ -24,6 +24,7 @@ export interface DeploymentJob {
 }
 
 export type ReconcileJob = Record<string, never>;
+export type RetentionJob = Record<string, never>;
 
 export interface JobPayloads {
   'build.revision': RevisionJob;
@@ -31,6 +32,7 @@ export interface JobPayloads {
   'provision.deployment': DeploymentJob;
   'teardown.deployment': DeploymentJob;
   'reconcile.tick': ReconcileJob;
+  'retention.prune': RetentionJob;
 }
 
 export type JobName = keyof JobPayloads;
@@ -42,6 +44,7 @@ export const JOB_QUEUES = {
   'provision.deployment': 'rollouts',
   'teardown.deployment': 'rollouts',
   'reconcile.tick': 'maintenance',
+  'retention.prune': 'maintenance',
 } as const satisfies Record<JobName, QueueName>;
 
 /** The job names carried by queue `Q`. */
@@ -61,7 +64,7 @@ const deploymentJob = Joi.object({ deploymentId: Joi.string().guid().required(),
 
 /**
  * Work with side effects runs once per job (`attempts: 1`): retries belong to the revision
- * and are decided by the reconciler, which can see the database (DESIGN "Rules").
+ * and are decided by the reconciler, which can see the database (docs/architecture.md, Rules).
  */
 const once: JobsOptions = {
   attempts: 1,
@@ -98,6 +101,12 @@ export const JOB_CATALOG: { [N in JobName]: CatalogEntry<N> } = {
     queue: JOB_QUEUES['reconcile.tick'],
     schema: Joi.object({}),
     jobId: () => 'reconcile-tick',
+    options: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 200 } },
+  },
+  'retention.prune': {
+    queue: JOB_QUEUES['retention.prune'],
+    schema: Joi.object({}),
+    jobId: () => 'retention-prune',
     options: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 200 } },
   },
 };

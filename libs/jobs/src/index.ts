@@ -6,6 +6,7 @@ export { RevisionFlow } from './revision-flow.js';
 export { PhaseGuard } from './phase-guard.js';
 export { createWorker, type HandlerMap, type JobContext, type JobHandler } from './worker.js';
 export { Reconciler, type ReconcileReport } from './reconciler.js';
+export { Retention, type RetentionReport } from './retention.js';
 export { runWorkerProcess, type WorkerProcessContext, type WorkerProcessSpec } from './worker-process.js';
 export { RevisionLogWriter } from './log-writer.js';
 export type { WorkerMetrics } from './worker-metrics.js';

@@ -7,7 +7,7 @@ export interface OutboxOptions {
 
 /**
  * Records a job in the outbox, inside the caller's transaction: the job exists exactly when the
- * business rows that call for it commit. The relay hands it to BullMQ later (STYLE 13).
+ * business rows that call for it commit. The relay hands it to BullMQ later.
  */
 export async function enqueueInOutbox<N extends JobName>(
   manager: EntityManager,

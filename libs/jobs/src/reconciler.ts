@@ -36,7 +36,7 @@ interface OpenRevision {
 }
 
 /**
- * The safety net behind every worker (DESIGN "Rules"; STYLE 14). A pass, run by any worker
+ * The safety net behind every worker (docs/architecture.md, Rules). A pass, run by any worker
  * process on the `maintenance` queue and safe to run concurrently (every change is a
  * conditional transition):
  * - fails revisions past their phase deadline, with a status_message saying which deadline;
@@ -45,7 +45,8 @@ interface OpenRevision {
  * - turns the deployments (and rolling-out revisions) of a silent listener UNKNOWN;
  * - re-enqueues provisioning and teardown that lost their jobs, and finishes listener teardowns
  *   the listener never confirmed once the teardown deadline passes;
- * - marks idle deployments UNUSED; purges old outbox rows and idempotency keys.
+ * - marks idle deployments UNUSED; purges old idempotency keys and webhook deliveries (the
+ *   retention pass, retention.ts, removes the rest of what is old).
  */
 export class Reconciler {
   constructor(
@@ -241,7 +242,6 @@ export class Reconciler {
   }
 
   private async housekeeping(): Promise<void> {
-    await this.dataSource.query(`DELETE FROM outbox WHERE sent_at < now() - interval '1 day'`);
     await this.dataSource.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'`);
     // Deliveries are recorded before they are authenticated, so anyone can add rows: keep
     // unsigned ones a day (enough to debug a misconfigured secret), signed ones 30 days.

@@ -7,6 +7,7 @@ import { createLogger, installShutdown, type Logger } from '@slipway/logging';
 import { JOB_CATALOG, QUEUES } from './catalog.js';
 import { closeQueues, createQueues, producerConnection, workerConnection, type Queues } from './connections.js';
 import { Reconciler } from './reconciler.js';
+import { Retention } from './retention.js';
 import { OutboxRelay } from './relay.js';
 import { RevisionFlow } from './revision-flow.js';
 import { createWorker } from './worker.js';
@@ -67,11 +68,15 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
 
   const started = (await spec.onStart?.(ctx)) ?? null;
   const reconciler = new Reconciler(dataSource, queues, flow, config.pipeline, log);
+  const retention = new Retention(dataSource, config, log);
   const workers = [
     ...spec.workers(ctx),
     createWorker({
       queue: QUEUES.maintenance,
-      handlers: { 'reconcile.tick': async () => void (await reconciler.run()) },
+      handlers: {
+        'reconcile.tick': async () => void (await reconciler.run()),
+        'retention.prune': async () => void (await retention.run()),
+      },
       connection: workerRedis,
       prefix: config.queuePrefix,
       concurrency: 1,
@@ -79,7 +84,7 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
     }),
   ];
   for (const worker of workers) metrics.observe(worker);
-  await scheduleReconciler(queues, config, log);
+  await scheduleMaintenance(queues, config, log);
 
   const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onHandOff(m, name, payload));
   relay.start();
@@ -102,17 +107,21 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
 }
 
 /**
- * One repeatable reconcile job for the whole system: every worker process upserts the same
- * scheduler (idempotent), so the schedule survives any single process.
+ * One repeatable reconcile job and one retention job for the whole system: every worker process
+ * upserts the same schedulers (idempotent), so the schedules survive any single process.
  */
-async function scheduleReconciler(queues: Queues, config: Readonly<Config>, log: Logger): Promise<void> {
-  const entry = JOB_CATALOG['reconcile.tick'];
+async function scheduleMaintenance(queues: Queues, config: Readonly<Config>, log: Logger): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await queues.maintenance.upsertJobScheduler(
         'reconcile',
         { every: config.pipeline.reconcileIntervalMs },
-        { name: 'reconcile.tick', data: {}, opts: entry.options },
+        { name: 'reconcile.tick', data: {}, opts: JOB_CATALOG['reconcile.tick'].options },
+      );
+      await queues.maintenance.upsertJobScheduler(
+        'retention',
+        { every: config.retention.intervalMs },
+        { name: 'retention.prune', data: {}, opts: JOB_CATALOG['retention.prune'].options },
       );
       return;
     } catch (err) {

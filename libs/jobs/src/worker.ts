@@ -24,7 +24,7 @@ export interface CreateWorkerOptions<Q extends QueueName> {
 }
 
 /**
- * One BullMQ worker per queue, dispatching on `job.name` (STYLE 6). Payloads are re-validated
+ * One BullMQ worker per queue, dispatching on `job.name`. Payloads are re-validated
  * before a handler runs. Stalled jobs are not re-run by BullMQ (`maxStalledCount: 0`): the
  * reconciler, which sees the database, decides whether the revision's phase is retried.
  */

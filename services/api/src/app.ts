@@ -15,7 +15,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { CONSOLE_PATH, consoleApp } from './console/console-app.js';
 import { Admission } from './http/admission.js';
-import { errorHandler, notFoundHandler, routePattern } from './http/errors.middleware.js';
+import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
 import { RateLimits } from './http/rate-limits.js';
 import type { RouteSpec } from './http/route.js';
@@ -39,6 +39,7 @@ import { uploadRoutes } from './routes/uploads.router.js';
 import { ApiKeyService } from './services/api-key.service.js';
 import { DeploymentService } from './services/deployment.service.js';
 import { IntegrationService } from './services/integration.service.js';
+import { QuotaService } from './services/quota.service.js';
 import { WebhookService } from './services/webhook.service.js';
 import { WriteRunner } from './services/idempotency.js';
 import { RevisionService } from './services/revision.service.js';
@@ -55,7 +56,7 @@ export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
 export { answerClientErrors } from './http/client-errors.js';
 
 export const API_VERSION = '0.1.0';
-/** Self-hosted installs are reached as `<host>/api-host/v2/...` (CONTRACT C1). */
+/** Self-hosted installs are reached as `<host>/api-host/v2/...` (docs/api.md, Conventions). */
 export const PATH_PREFIXES = ['', '/api-host'] as const;
 
 export interface AppDeps {
@@ -94,7 +95,8 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   const notifications = new PgNotifications(config.databaseUrl, NOTIFICATION_CHANNELS, logger);
   const shutdown = new AbortController();
   const integrations = new IntegrationService(dataSource, secrets, config);
-  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, config.runtime.publicHost);
+  const quotas = new QuotaService(dataSource, config.quotas);
+  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.runtime.publicHost);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
@@ -111,11 +113,11 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
     ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
-    ...uploadRoutes(new UploadService(dataSource, config)),
+    ...uploadRoutes(new UploadService(dataSource, config, quotas)),
     ...logRoutes(new LogService(dataSource, notifications)),
     ...eventRoutes(new EventService(dataSource, notifications)),
     ...revisionHistoryRoutes(new RevisionHistoryService(dataSource)),
-    ...workspaceRoutes(dataSource),
+    ...workspaceRoutes(dataSource, quotas),
     ...extraRoutes,
   ];
 
@@ -148,25 +150,11 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
       autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
     }),
   );
-  // Byte-stream routes (tarball uploads) come before the JSON parser, which never sees them.
+  // Byte-stream routes (tarball uploads, push webhooks) come before the JSON parser, which never sees them.
   const streamRouter = express.Router({ strict: false });
   mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { admission });
   for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
-  const json = (limit: number) =>
-    express.json({
-      limit,
-      type: ['application/json', 'application/*+json'],
-      // The exact bytes, for routes that check a signature over them (the push webhook).
-      verify: (req, _res, buf) => void ((req as Request & { rawBody?: Buffer }).rawBody = buf),
-    });
-  // One parser per request, its limit the route's own where it has one (push webhooks).
-  const largeBodies = routes
-    .filter((r) => r.bodyLimitBytes)
-    .map((r) => ({ method: r.method.toUpperCase(), regex: routePattern(r.path), parser: json(r.bodyLimitBytes!) }));
-  const standardBody = json(config.bodyLimitBytes);
-  app.use((req, res, next) =>
-    (largeBodies.find((l) => l.method === req.method && l.regex.test(req.path))?.parser ?? standardBody)(req, res, next),
-  );
+  app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
 
   const consoleRouter = consoleApp(admission.anonymousMiddleware());
   const router = express.Router({ strict: false });

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from '@slipway/logging';
 
 /**
- * The api's Redis connection fails fast (CONTRACT "fail fast at the edge"): no offline queue,
+ * The api's Redis connection fails fast (docs/architecture.md, Rules): no offline queue,
  * one retry per command, so a Redis outage shows up as a quick error, never a hung request.
  * Reconnects continue in the background; errors are logged at most every 30 s.
  */

@@ -1,4 +1,4 @@
-import { cp } from 'node:fs/promises';
+import { cp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ArtifactManifest } from '@slipway/domain';
@@ -20,6 +20,9 @@ export const AGENT_SERVER_HOST_INSTALL = 'npm install --no-audit --no-fund --ign
 /** Copies the host (not its node_modules) into `<sourceRoot>/.slipway-agent-server`; returns that directory. */
 export async function copyAgentServerHost(sourceRoot: string): Promise<string> {
   const target = path.join(sourceRoot, AGENT_SERVER_HOST_DIR);
+  // Whatever the source (or a step) put under that name goes first: a link there would make
+  // this copy, done by the builder itself, land outside the build.
+  await rm(target, { recursive: true, force: true });
   await cp(AGENT_SERVER_HOST_SOURCE, target, {
     recursive: true,
     filter: (src) => !src.split(path.sep).includes('node_modules'),

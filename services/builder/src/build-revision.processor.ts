@@ -15,6 +15,7 @@ import {
 } from '@slipway/domain';
 import { enqueueInOutbox, PhaseGuard, RevisionLogWriter, type JobHandler, type RevisionFlow } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
+import type { Sandbox } from '@slipway/runtime';
 import { displayGitUrl, extractTarball, fetchGitRepository, SourceFetchError, uploadFilePath, type CloneAuth, type CloneProtocol } from '@slipway/source';
 import {
   BuildError,
@@ -32,6 +33,8 @@ import {
 } from './build-steps.js';
 import { authPath, checkNodeVersion, detectProjectKind } from './agent-project.js';
 import { agentServerStart, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from './agent-server-host.js';
+import { assertRealDirectory, SandboxedBuildJail, unsandboxedJail, type BuildJail } from './build-sandbox.js';
+import { DiskQuota, DiskQuotaExceeded, diskUsage, mb } from './disk-quota.js';
 import { checkGraphs } from './graph-check.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
 
@@ -67,6 +70,8 @@ export interface BuilderDeps {
    * without it nothing says which transports a clone may use.
    */
   cloneAccess: (build: BuildRow) => Promise<CloneAccess>;
+  /** Steps run in it as the deployment's uid; null: as the builder's user (docs/operations.md, Sandbox). */
+  sandbox: Sandbox | null;
 }
 
 /** The build stopped because the revision is no longer this attempt's to build. */
@@ -114,7 +119,9 @@ export function buildRevisionProcessor(deps: BuilderDeps): JobHandler<'build.rev
 class RevisionBuild {
   private readonly paths: BuildPaths;
   private readonly guard: PhaseGuard;
+  private readonly quota: DiskQuota;
   private buildLog!: BuildLog;
+  private jail!: BuildJail;
 
   constructor(
     private readonly deps: BuilderDeps,
@@ -123,8 +130,10 @@ class RevisionBuild {
     private readonly rev: BuildRow,
     private readonly log: Logger,
   ) {
-    this.paths = buildPaths(deps.config.dataDir, revisionId, attempt);
+    this.paths = buildPaths(deps.config.dataDir, revisionId, attempt, rev.deployment_id);
     this.guard = new PhaseGuard(deps.dataSource, revisionId, ['BUILDING'], deps.config.pipeline, attempt);
+    // Everything a step can write to: its build directory and the deployment's npm cache.
+    this.quota = new DiskQuota([this.paths.work, this.paths.npmCache], deps.config.sandbox.build.diskMb * 1024 * 1024);
   }
 
   async run(requestId: string | undefined): Promise<void> {
@@ -147,13 +156,17 @@ class RevisionBuild {
     try {
       if (secretsProblem) throw new BuildError(secretsProblem);
       await rm(this.paths.work, { recursive: true, force: true });
-      await mkdir(this.paths.home, { recursive: true });
+      await mkdir(path.dirname(this.paths.work), { recursive: true, mode: 0o700 });
+      await mkdir(this.paths.home, { recursive: true, mode: 0o700 });
+      await this.trimNpmCache();
+      this.jail = await this.openJail();
       const { commit } = await this.build(secrets);
       conclude = () => this.handToRollout(commit, requestId);
     } catch (err) {
       conclude = this.guard.signal.aborted || err instanceof OwnershipLost ? this.stopped(err) : this.failed(err);
     }
     this.guard.stop();
+    await this.jail?.release().catch((err) => this.log.warn({ err }, 'could not remove the build cgroup'));
     await this.buildLog.close().catch((err) => this.log.warn({ err }, 'could not write the last build log lines'));
     await rm(this.paths.work, { recursive: true, force: true }).catch((err) => this.log.warn({ err }, 'could not remove the build directory'));
     const failure = await conclude();
@@ -167,6 +180,7 @@ class RevisionBuild {
     const config = this.rev.source_revision_config ?? {};
     const { sourceRoot, commit, where, manifestSource } = await this.fetchSource(signal);
     if (commit) await this.recordCommit(commit);
+    await this.checkQuota('after fetching the source');
 
     const graphConfigPath = config.graph_config_path || DEFAULT_GRAPH_CONFIG_PATH;
     const graph = await loadGraphConfig(sourceRoot, graphConfigPath, where);
@@ -183,7 +197,7 @@ class RevisionBuild {
         : 'No "start" script: the graphs are served by the LangGraph.js agent server.',
     );
 
-    const env = buildEnv(this.paths, secrets);
+    const env = buildEnv(this.jail, secrets);
     let start: ArtifactManifest['start'] = { command: 'npm', args: ['run', 'start'], cwd: appRel };
     await this.runStep('install', installCommandFor(pkg, this.configured('install_command')), graph.appDir, env);
     for (const dir of await dependencyDirs(sourceRoot, graph.appDir, graph.config.dependencies)) {
@@ -195,16 +209,22 @@ class RevisionBuild {
     else this.buildLog.line('No build command and no "build" script: nothing to build.');
     if (kind === 'agent-server') {
       this.buildLog.line(`Checking graphs ${Object.keys(graph.config.graphs).join(', ')}`);
-      await checkGraphs({
-        appDir: graph.appDir,
-        workDir: this.paths.work,
-        graphs: graph.config.graphs,
-        env: { ...(await graphConfigEnv(graph.appDir, graph.config.env)), ...env },
-        signal: this.guard.signal,
-        onLine: (line) => this.buildLog.line(line),
-      });
+      const graphEnv = { ...(await graphConfigEnv(graph.appDir, graph.config.env)), ...env };
+      await this.withinQuota('checking the graphs', (signal) =>
+        checkGraphs({
+          appDir: graph.appDir,
+          workDir: this.paths.work,
+          graphs: graph.config.graphs,
+          env: graphEnv,
+          signal,
+          onLine: (line) => this.buildLog.line(line),
+          jail: this.jail,
+        }),
+      );
       this.buildLog.line('Every graph resolves to a graph.');
       this.buildLog.line('Installing the agent server');
+      // The builder writes into the tree the steps ran in: only into the real directory.
+      await assertRealDirectory(sourceRoot, this.paths.work);
       const hostDir = await copyAgentServerHost(sourceRoot);
       await this.runStep('install', AGENT_SERVER_HOST_INSTALL, hostDir, env);
       start = agentServerStart(graph.appDir, hostDir, graph.relativePath, appRel);
@@ -225,7 +245,8 @@ class RevisionBuild {
     };
     // Checked before touching the artifact directory, which another attempt may own by now.
     if (!(await this.deps.dataSource.transaction((m) => this.owned(m)))) throw new OwnershipLost();
-    await publishArtifact(this.paths, sourceRoot, manifest, this.attempt);
+    await assertRealDirectory(sourceRoot, this.paths.work);
+    await publishArtifact(this.paths, sourceRoot, manifest, this.attempt, this.jail.uid);
     this.buildLog.line(`Artifact ready: ${this.paths.artifact}`);
     return { commit };
   }
@@ -323,22 +344,83 @@ class RevisionBuild {
     if (!rows.length) throw new OwnershipLost();
   }
 
+  /**
+   * Runs one install or build command in the build's jail, watching the disk quota while it
+   * runs and checking it once more after.
+   */
   private async runStep(step: 'install' | 'build', command: string, cwd: string, env: Record<string, string>): Promise<void> {
     this.buildLog.line(`$ ${command}`);
-    this.log.info({ step, command: this.buildLog.redact(command) }, `running the ${step} command`);
-    const result = await runShellCommand({
-      command,
-      cwd,
-      env,
-      signal: this.guard.signal,
-      onLine: (line) => {
-        if (line.length) this.buildLog.line(line);
-      },
+    this.log.info({ step, command: this.buildLog.redact(command), uid: this.jail.uid }, `running the ${step} command`);
+    await this.jail.prepare();
+    await this.withinQuota(`the ${step} command \`${command}\``, async (signal) => {
+      const result = await runShellCommand({
+        command,
+        cwd,
+        env,
+        launch: this.jail.launch(command, cwd),
+        signal,
+        onLine: (line) => {
+          if (line.length) this.buildLog.line(line);
+        },
+      });
+      if (result.exitCode !== 0) {
+        const cause = await this.jail.killedBecause();
+        const how = cause ? `was killed: ${cause}` : result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
+        throw new BuildError(`The ${step} command \`${command}\` ${how}.`);
+      }
     });
-    if (result.exitCode !== 0) {
-      const how = result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
-      throw new BuildError(`The ${step} command \`${command}\` ${how}.`);
+  }
+
+  /**
+   * Runs `work` (a step, `what` names it for messages) with a signal that also aborts when the
+   * build passes its disk quota, then checks the quota once more: a step that wrote faster
+   * than the watch measures still fails the build.
+   */
+  private async withinQuota(what: string, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    const watch = this.quota.watch();
+    try {
+      await work(AbortSignal.any([this.guard.signal, watch.signal]));
+    } catch (err) {
+      throw this.quotaError(err, watch.signal, `while ${what} ran`);
+    } finally {
+      watch.stop();
     }
+    await this.checkQuota(`after ${what}`);
+  }
+
+  /** Steps in the sandbox as the deployment's uid, or as the builder's user when there is none. */
+  private async openJail(): Promise<BuildJail> {
+    const { sandbox, config } = this.deps;
+    if (!sandbox) return unsandboxedJail(this.paths);
+    return SandboxedBuildJail.open(sandbox, this.rev.deployment_id, `b-${this.revisionId}-a${this.attempt}`, config.sandbox.build, this.paths);
+  }
+
+  /**
+   * The deployment's npm cache counts against the quota of each of its builds; past half of it
+   * the cache is emptied first, so it cannot grow build after build until every build fails.
+   */
+  private async trimNpmCache(): Promise<void> {
+    const used = await diskUsage([this.paths.npmCache]);
+    if (used <= this.quota.limitBytes / 2) return;
+    await rm(this.paths.npmCache, { recursive: true, force: true });
+    this.buildLog.line(`The deployment's npm cache held ${mb(used)} MB, more than half the build disk quota: emptied it.`);
+  }
+
+  private async checkQuota(when: string): Promise<void> {
+    try {
+      await this.quota.check();
+    } catch (err) {
+      throw this.quotaError(err, null, when);
+    }
+  }
+
+  /** A quota overrun (by the watch's abort, or a check) as the BuildError users read; anything else as it was. */
+  private quotaError(err: unknown, watched: AbortSignal | null, when: string): unknown {
+    const exceeded = err instanceof DiskQuotaExceeded ? err : watched?.aborted && !this.guard.signal.aborted ? (watched.reason as DiskQuotaExceeded) : null;
+    if (!exceeded) return err;
+    return new BuildError(
+      `The build exceeded its disk quota of ${mb(exceeded.limitBytes)} MB (SLIPWAY_BUILD_DISK_MB): its build directory and npm cache held ${mb(exceeded.usedBytes)} MB ${when}.`,
+    );
   }
 
   /** BUILDING → AWAITING_DEPLOY and the rollout job, in one transaction. Never a failure to report: null. */

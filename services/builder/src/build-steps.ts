@@ -1,16 +1,17 @@
-import { cp, mkdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, cp, mkdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   ARTIFACT_APP_DIR,
   ARTIFACT_MANIFEST_FILE,
   parseGraphConfig,
   type ArtifactManifest,
+  isReservedSecretName,
   type GraphConfig,
   type SecretEntry,
 } from '@slipway/domain';
 import type { RevisionLogWriter } from '@slipway/jobs';
 import { redactValues } from '@slipway/logging';
-import { parseEnvFile } from '@slipway/runtime';
+import { parseEnvFile, sandboxEnvironment } from '@slipway/runtime';
 import { findLockfile, lockfileInstallCommand, runScriptCommand, type PackageManager } from './package-manager.js';
 
 /** A build failure the user can act on; its message becomes the revision's `status_message`. */
@@ -38,15 +39,16 @@ export interface BuildPaths {
 
 /**
  * Per attempt, so a worker the reconciler took for dead (and that still runs) never shares a
- * directory with the attempt that replaced it.
+ * directory with the attempt that replaced it. The npm cache is the deployment's own: a
+ * deployment's build can neither read nor poison what another one installs.
  */
-export function buildPaths(dataDir: string, revisionId: string, attempt: number): BuildPaths {
+export function buildPaths(dataDir: string, revisionId: string, attempt: number, deploymentId: string): BuildPaths {
   const work = path.join(dataDir, 'builds', `${revisionId}-a${attempt}`);
   return {
     work,
     source: path.join(work, 'source'),
     home: path.join(work, 'home'),
-    npmCache: path.join(dataDir, 'cache', 'npm'),
+    npmCache: path.join(dataDir, 'cache', 'npm', deploymentId),
     artifactsRoot: path.join(dataDir, 'artifacts'),
     artifact: path.join(dataDir, 'artifacts', revisionId),
   };
@@ -86,22 +88,20 @@ export class BuildLog {
 }
 
 /**
- * The environment of install and build commands: a fixed PATH (with the running node's
- * directory, so `node` and `npm` are the worker's), a HOME of their own, the revision's
- * secrets, and CI=true. Nothing of the worker's own environment (database URL, secrets key)
- * reaches user code.
+ * The environment of install and build commands, from scratch: the revision's secrets (never a
+ * reserved name, docs/api.md Secrets), then what the builder sets, which wins: a fixed PATH (with
+ * the running node's directory, so `node` and `npm` are the worker's), HOME and the npm cache
+ * as the step sees them, CI=true. Nothing of the worker's own environment (database URL, secrets
+ * key) reaches user code.
  */
-export function buildEnv(paths: BuildPaths, secrets: readonly SecretEntry[]): Record<string, string> {
-  const env: Record<string, string> = {
-    PATH: [path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'].join(':'),
-    HOME: paths.home,
-    LANG: 'C.UTF-8',
-    npm_config_cache: paths.npmCache,
-    npm_config_update_notifier: 'false',
-  };
-  for (const s of secrets) env[s.name] = s.value;
-  env.CI = 'true';
-  return env;
+export function buildEnv(where: { home: string; npmCache: string }, secrets: readonly SecretEntry[]): Record<string, string> {
+  const own: Record<string, string> = {};
+  for (const s of secrets) if (!isReservedSecretName(s.name)) own[s.name] = s.value;
+  return sandboxEnvironment(own, {
+    home: where.home,
+    path: [path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'],
+    extra: { LANG: 'C.UTF-8', npm_config_cache: where.npmCache, npm_config_update_notifier: 'false', CI: 'true' },
+  });
 }
 
 /** `rel` inside `root`, or a BuildError; symlinks are followed, so a link out of the tree is refused too. */
@@ -152,9 +152,11 @@ export interface PackageInfo {
 
 /** The app's package.json, or null when there is none (whether that is fatal depends on the project kind). */
 export async function readPackageJson(appDir: string, appLabel: string): Promise<PackageInfo | null> {
+  // Contained: a package.json a step replaced with a link to a file outside is refused, never read.
+  const file = await resolveInside(appDir, 'package.json', `package.json in ${appLabel}`);
   let text: string;
   try {
-    text = await readFile(path.join(appDir, 'package.json'), 'utf8');
+    text = await readFile(file ?? path.join(appDir, 'package.json'), 'utf8');
   } catch {
     return null;
   }
@@ -189,12 +191,15 @@ export function buildCommandFor(pkg: PackageInfo, configured: string | null | un
  * is assembled in a staging directory beside the final one (same filesystem) and renamed into
  * place, so a reader never sees half an artifact. A leftover of an earlier attempt of the same
  * revision (built, then the worker died before the database said so) is replaced.
+ *
+ * The artifacts root stays the control plane's (0700); the artifact itself (0700) belongs to
+ * `uid`, the deployment's, when the build ran sandboxed.
  */
-export async function publishArtifact(paths: BuildPaths, sourceRoot: string, manifest: ArtifactManifest, attempt: number): Promise<void> {
-  await mkdir(paths.artifactsRoot, { recursive: true });
+export async function publishArtifact(paths: BuildPaths, sourceRoot: string, manifest: ArtifactManifest, attempt: number, uid: number | null): Promise<void> {
+  await mkdir(paths.artifactsRoot, { recursive: true, mode: 0o700 });
   const staging = path.join(paths.artifactsRoot, `.${manifest.revision_id}-a${attempt}.partial`);
   await rm(staging, { recursive: true, force: true });
-  await mkdir(staging);
+  await mkdir(staging, { mode: 0o700 });
   const app = path.join(staging, ARTIFACT_APP_DIR);
   try {
     await rename(sourceRoot, app);
@@ -203,7 +208,8 @@ export async function publishArtifact(paths: BuildPaths, sourceRoot: string, man
     await cp(sourceRoot, app, { recursive: true, verbatimSymlinks: true });
   }
   await rm(path.join(app, '.git'), { recursive: true, force: true });
-  await writeFile(path.join(staging, ARTIFACT_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+  await writeFile(path.join(staging, ARTIFACT_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx', mode: 0o644 });
+  if (uid !== null) await chown(staging, uid, uid);
   await rm(paths.artifact, { recursive: true, force: true });
   await rename(staging, paths.artifact);
 }

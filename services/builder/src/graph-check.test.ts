@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unsandboxedJail } from './build-sandbox.js';
 import { checkGraphs } from './graph-check.js';
 
 /**
@@ -41,6 +42,7 @@ const check = (graphs: Record<string, string>, lines: string[] = []) =>
     workDir: work,
     graphs,
     env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` },
+    jail: unsandboxedJail({ home: work, npmCache: work }),
     signal: new AbortController().signal,
     onLine: (l) => lines.push(l),
   });

@@ -1,7 +1,9 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { builderModulesDir, type BuildJail } from './build-sandbox.js';
 import { BuildError } from './build-steps.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
 
@@ -76,7 +78,12 @@ export interface GraphCheckOptions {
   env: Record<string, string>;
   signal: AbortSignal;
   onLine: (line: string) => void;
+  /** Where the check runs: the build's sandbox, or (opt-out) this process's user. */
+  jail: BuildJail;
 }
+
+/** Largest result file read back: a few lines per graph. */
+const MAX_RESULT_BYTES = 1024 * 1024;
 
 /**
  * Imports every graph of the project in a child process and fails the build naming the first
@@ -84,17 +91,24 @@ export interface GraphCheckOptions {
  * missing export, not a graph, import threw).
  */
 export async function checkGraphs(options: GraphCheckOptions): Promise<void> {
+  const { jail } = options;
   const program = path.join(options.workDir, 'check-graphs.mjs');
   const out = path.join(options.workDir, 'check-graphs.json');
-  await writeFile(program, CHECK_PROGRAM);
+  // Written by this process into a directory earlier steps could write to: whatever they left
+  // under these names (a link to a file of ours) is removed, never followed.
+  await rm(program, { force: true });
+  await rm(out, { force: true });
+  await writeFile(program, CHECK_PROGRAM, { flag: 'wx', mode: 0o644 });
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   const timeout = AbortSignal.timeout(CHECK_TIMEOUT_MS);
-  const command = ['node', '--import', quote(tsx), quote(program), quote(options.appDir), quote(JSON.stringify(options.graphs)), quote(out)].join(' ');
+  const command = ['node', '--import', quote(tsx), quote(jail.inside(program)), quote(jail.inside(options.appDir)), quote(JSON.stringify(options.graphs)), quote(jail.inside(out))].join(' ');
+  await jail.prepare();
   let result;
   try {
     result = await runShellCommand({
       command,
       cwd: options.appDir,
+      launch: jail.launch(command, options.appDir, [await builderModulesDir()]),
       env: options.env,
       signal: AbortSignal.any([options.signal, timeout]),
       onLine: (line) => line.length && options.onLine(line),
@@ -107,11 +121,24 @@ export async function checkGraphs(options: GraphCheckOptions): Promise<void> {
   }
   let results: GraphCheckResult[];
   try {
-    results = JSON.parse(await readFile(out, 'utf8')) as GraphCheckResult[];
+    results = JSON.parse(await readResult(out)) as GraphCheckResult[];
   } catch {
-    const how = result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
+    const cause = await jail.killedBecause();
+    const how = cause ? `was killed: ${cause}` : result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
     throw new BuildError(`Checking the graphs failed: loading them ${how} before every graph was checked (see the build log).`);
   }
   const broken = results.find((r) => r.problem);
   if (broken) throw new BuildError(`Graph '${broken.id}' (${broken.spec}) cannot be served: ${broken.problem}.`);
+}
+
+/** The check's result file: a regular file, not a link (the check ran as the deployment's uid). */
+async function readResult(file: string): Promise<string> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile() || info.size > MAX_RESULT_BYTES) throw new Error('not a result file');
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
 }

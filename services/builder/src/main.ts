@@ -4,15 +4,24 @@
  */
 import { SecretBox } from '@slipway/crypto';
 import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
+import { sandboxForStart, type Sandbox } from '@slipway/runtime';
 import { buildRevisionProcessor } from './build-revision.processor.js';
 import { integrationCloneAccess } from './clone-auth.js';
 import { sweepBuildDirectories } from './sweep-builds.js';
 
+// Set up before the workers take jobs; null: steps run unsandboxed (the documented opt-out).
+let sandbox: Sandbox | null = null;
+
 runWorkerProcess({
   name: 'builder',
-  // Directories of builds whose builder died (this one, before a restart, or another).
   onStart: async ({ config, dataSource, log }) => {
+    // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off, which warns
+    // at every start (docs/operations.md, Sandbox), exactly as the deployer does.
+    sandbox = await sandboxForStart(config.sandbox, dataSource, { production: config.nodeEnv === 'production', warn: (m) => log.warn(m) });
+    // Directories of builds whose builder died (this one, before a restart, or another).
     const removed = await sweepBuildDirectories(config.dataDir, dataSource);
+    // …and their cgroups (`b-<revision>-a<attempt>`, empty once the steps died with that builder).
+    for (const name of removed) await sandbox?.cgroups.handle(`b-${name}`).remove();
     if (removed.length) log.info({ removed }, 'removed build directories left by interrupted builds');
   },
   workers: ({ config, dataSource, flow, workerRedis, log }) => {
@@ -27,6 +36,7 @@ runWorkerProcess({
             flow,
             secrets,
             cloneAccess: integrationCloneAccess(config, dataSource, secrets),
+            sandbox,
           }),
         },
         connection: workerRedis,

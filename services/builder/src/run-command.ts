@@ -12,6 +12,11 @@ export interface RunCommandOptions {
   onLine: (line: string, stream: 'stdout' | 'stderr') => void;
   /** Between SIGTERM and SIGKILL when stopping; default 5 s. */
   killGraceMs?: number;
+  /**
+   * What to spawn instead of `/bin/sh -c <command>` in `cwd`: the same shell wrapped in the
+   * build's sandbox (BuildJail.launch). Its whole process tree is still this one group.
+   */
+  launch?: { command: string; args: string[]; cwd: string };
 }
 
 export interface CommandResult {
@@ -44,8 +49,9 @@ export function runShellCommand(options: RunCommandOptions): Promise<CommandResu
   const grace = options.killGraceMs ?? 5_000;
   if (signal.aborted) return Promise.reject(new CommandAbortedError(signal.reason));
 
-  const child = spawn('/bin/sh', ['-c', options.command], {
-    cwd: options.cwd,
+  const launch = options.launch ?? { command: '/bin/sh', args: ['-c', options.command], cwd: options.cwd };
+  const child = spawn(launch.command, launch.args, {
+    cwd: launch.cwd,
     env: options.env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

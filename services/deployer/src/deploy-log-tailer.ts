@@ -6,7 +6,7 @@ const POLL_MS = 300;
 const MAX_READ = 256 * 1024;
 
 /**
- * Copies one instance's log file into its revision's `deploy` log (CONTRACT C5), so
+ * Copies one instance's log file into its revision's `deploy` log (docs/api.md, Revisions), so
  * `type=deploy` reads the runtime's output. Instances write to their file directly (it survives
  * the deployer); this follows the file by polling its size. The byte offset already copied is
  * kept beside the file (`<log>.offset`), so a deployer that re-adopts the instance continues

@@ -23,7 +23,7 @@ runWorkerProcess({
     dataAccess = new DeploymentDataAccess(config, dataSource, log.child({ component: 'data-access' }));
     await dataAccess.start();
     inputs = new RevisionInputs(config, dataSource, dataAccess);
-    // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (README "Sandbox").
+    // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
     const sandbox = await sandboxForStart(config.sandbox, dataSource, { production: config.nodeEnv === 'production', warn: (m) => log.warn(m) });
     driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, metrics);
     await driver.adopt();

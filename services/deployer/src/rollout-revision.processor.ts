@@ -20,7 +20,7 @@ interface RolloutRow {
  * `rollout.revision`. The revision's deployment gets its database first (provisioning is
  * idempotent, so a rollout never waits on a lost provision job). Then by runtime:
  * - `external_container` → the listener runtime: DEPLOYING publishes the revision in its
- *   listener's desired state (CONTRACT C12); the agent's report ends it, the phase deadline
+ *   listener's desired state (docs/api.md, Listener agent protocol); the agent's report ends it, the phase deadline
  *   (reconciler) bounds it.
  * - `repohost` / `upload` → the process runtime (`rolloutProcessRevision`), on the deployer
  *   that owns it (single node; see ProcessDriver).

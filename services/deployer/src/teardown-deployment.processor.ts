@@ -46,13 +46,15 @@ export function teardownDeploymentProcessor(
 }
 
 /**
- * The deployment's files under the data dir: its uploaded tarballs and its revisions' built
- * artifacts. Read from the rows before they go (revisions cascade with the deployment).
+ * The deployment's files under the data dir: its uploaded tarballs, its revisions' built
+ * artifacts and its builds' npm cache (`cache/npm/<deployment>`, see the builder's buildPaths).
+ * Read from the rows before they go (revisions cascade with the deployment).
  */
 async function removeFiles(config: Readonly<Config>, dataSource: DataSource, deploymentId: string): Promise<void> {
   const revisions = await queryRows<{ id: string }>(dataSource.manager, `SELECT id FROM revisions WHERE deployment_id = $1`, [deploymentId]);
   const dirs = [
     path.join(config.dataDir, 'uploads', deploymentId),
+    path.join(config.dataDir, 'cache', 'npm', deploymentId),
     ...revisions.map((r) => path.join(config.dataDir, 'artifacts', r.id)),
   ];
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));

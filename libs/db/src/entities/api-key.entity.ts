@@ -16,7 +16,7 @@ export class ApiKey {
   @Column({ type: 'uuid', nullable: true })
   workspaceId!: string | null;
 
-  /** Set for a listener agent's key (CONTRACT C12): it can call nothing else. */
+  /** Set for a listener agent's key (docs/api.md, Listener agent protocol): it can call nothing else. */
   @Column({ type: 'uuid', nullable: true })
   listenerId!: string | null;
 

@@ -15,7 +15,7 @@ export interface StoredSourceConfig {
   serving_auth?: 'api_key' | 'none' | null;
 }
 
-/** A deployment of an agent server (CONTRACT C4). */
+/** A deployment of an agent server (docs/api.md, Deployments). */
 @Entity({ name: 'deployments' })
 export class Deployment {
   @PrimaryColumn({ type: 'uuid' })

@@ -13,7 +13,7 @@ export interface IntegrationConfig {
   installation_id?: number;
 }
 
-/** A repository-host integration of a workspace (CONTRACT C8). */
+/** A repository-host integration of a workspace (docs/api.md, Integrations). */
 @Entity({ name: 'integrations' })
 export class Integration {
   @PrimaryColumn({ type: 'uuid' })
@@ -47,7 +47,7 @@ export class Integration {
   updatedAt!: Date;
 }
 
-/** One call of an integration's push webhook, whatever came of it (CONTRACT C8). */
+/** One call of an integration's push webhook, whatever came of it (docs/api.md, Integrations). */
 @Entity({ name: 'webhook_deliveries' })
 export class WebhookDelivery {
   @PrimaryColumn({ type: 'uuid' })
@@ -79,6 +79,10 @@ export class WebhookDelivery {
 
   @Column({ type: 'uuid', array: true, default: () => `'{}'` })
   revisionIds!: string[];
+
+  /** SHA-256 (hex) of the signed body of a push that was acted on: unique per integration (replays). */
+  @Column({ type: 'text', nullable: true })
+  payloadSha256!: string | null;
 
   @Column({ type: 'timestamptz', default: () => 'now()' })
   receivedAt!: Date;

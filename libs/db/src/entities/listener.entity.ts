@@ -4,7 +4,7 @@ export interface ComputeConfig {
   k8s_namespaces?: string[] | null;
 }
 
-/** A registered cluster that self-hosted deployments run on (CONTRACT C7). */
+/** A registered cluster that self-hosted deployments run on (docs/api.md, Listeners). */
 @Entity({ name: 'listeners' })
 export class Listener {
   @PrimaryColumn({ type: 'uuid' })

@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** An OAuth provider of the auth sub-service (CONTRACT C9), owned by an organization. */
+/** An OAuth provider of the auth sub-service (docs/api.md, OAuth providers), owned by an organization. */
 @Entity({ name: 'oauth_providers' })
 export class OAuthProvider {
   @PrimaryColumn({ type: 'uuid' })

@@ -15,7 +15,7 @@ export interface BuildConfig {
   build_command?: string | null;
 }
 
-/** One immutable attempt to roll out a configuration of a deployment (CONTRACT C5). */
+/** One immutable attempt to roll out a configuration of a deployment (docs/api.md, Revisions). */
 @Entity({ name: 'revisions' })
 export class Revision {
   @PrimaryColumn({ type: 'uuid' })
@@ -43,6 +43,10 @@ export class Revision {
   /** Set once built: what a redeploy reuses without rebuilding. */
   @Column({ type: 'text', nullable: true })
   artifactRef!: string | null;
+
+  /** Set when retention removed the built artifact (artifact_ref is then NULL): a redeploy rebuilds. */
+  @Column({ type: 'timestamptz', nullable: true })
+  artifactPrunedAt!: Date | null;
 
   @Column({ type: 'jsonb' })
   resourceSpec!: ResourceSpec;

@@ -3,6 +3,8 @@ import { DeploymentsPipeline1763800000000 } from './1763800000000-deployments-pi
 import { CodeDeploys1763900000000 } from './1763900000000-code-deploys.js';
 import { SandboxIdentities1764100000000 } from './1764100000000-sandbox-identities.js';
 import { DeploymentCredentials1764150000000 } from './1764150000000-deployment-credentials.js';
+import { WebhookReplay1764200000000 } from './1764200000000-webhook-replay.js';
+import { QuotasRetention1764200000001 } from './1764200000001-quotas-retention.js';
 import { LogFollow1764500000000 } from './1764500000000-log-follow.js';
 import { Events1764500000001 } from './1764500000001-events.js';
 
@@ -16,6 +18,8 @@ export const MIGRATIONS = [
   CodeDeploys1763900000000,
   SandboxIdentities1764100000000,
   DeploymentCredentials1764150000000,
+  WebhookReplay1764200000000,
+  QuotasRetention1764200000001,
   LogFollow1764500000000,
   Events1764500000001,
 ];

@@ -26,7 +26,7 @@ export class DeploymentRepository {
     return this.manager.findOneBy(Deployment, { workspaceId, id });
   }
 
-  /** Every filter of CONTRACT C4, newest first, served by `deployments_workspace_created_idx`. */
+  /** Every filter of docs/api.md, Deployments, newest first, served by `deployments_workspace_created_idx`. */
   async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<Deployment[]> {
     const qb = this.manager
       .createQueryBuilder(Deployment, 'd')

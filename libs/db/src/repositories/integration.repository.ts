@@ -76,8 +76,9 @@ export class IntegrationRepository {
     return (await this.manager.findOneBy(WebhookDelivery, { id: delivery.id }))!;
   }
 
-  async finishDelivery(id: string, statusCode: number, outcome: string): Promise<WebhookDelivery> {
-    await this.manager.update(WebhookDelivery, { id }, { statusCode, outcome });
+  /** Sets the outcome; `keepDigest` false forgets the payload digest, so the same payload may be delivered again. */
+  async finishDelivery(id: string, statusCode: number, outcome: string, keepDigest = true): Promise<WebhookDelivery> {
+    await this.manager.update(WebhookDelivery, { id }, { statusCode, outcome, ...(keepDigest ? {} : { payloadSha256: null }) });
     return (await this.manager.findOneBy(WebhookDelivery, { id }))!;
   }
 

@@ -45,7 +45,7 @@ const COLUMN: Record<Exclude<keyof RevisionTransitionSet, 'revisionConfig' | 'in
 };
 
 /**
- * THE revision status change (DESIGN "Rules"): one conditional UPDATE whose WHERE allows only
+ * THE revision status change (docs/architecture.md, Rules): one conditional UPDATE whose WHERE allows only
  * the statuses the transition table lists as sources of `to`. Zero rows means someone else
  * moved the revision first (or it is terminal): the caller gets null and must not act as if it
  * had won. The same statement appends the change to `revision_events`. The message (often a

@@ -1,6 +1,6 @@
 /**
- * Resource quantities as Kubernetes writes them. CPU comes in cores (fractions allowed, CONTRACT
- * C4) and becomes millicores unless it is a whole number of cores; memory comes in MB and is
+ * Resource quantities as Kubernetes writes them. CPU comes in cores (fractions allowed, docs/api.md,
+ * Deployments) and becomes millicores unless it is a whole number of cores; memory comes in MB and is
  * rendered as Mi, the unit the product's defaults (512, 1024, 2048) were chosen in.
  */
 

@@ -23,7 +23,7 @@ import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.js';
 /** Everything a revision's desired state is rendered from: its snapshot, nothing live. */
 export interface RenderInput {
   deploymentId: string;
-  /** A valid deployment name (CONTRACT C4); object names derive from it. */
+  /** A valid deployment name (docs/api.md, Deployments); object names derive from it. */
   deploymentName: string;
   revisionId: string;
   namespace: string;
@@ -67,7 +67,7 @@ const POSTGRES_PORT = 5432;
 const REDIS_PORT = 6379;
 const POSTGRES_USER = 'slipway';
 const HPA_CPU_UTILIZATION = 80;
-/** The rollout deadline (CONTRACT C6 default, 10 min): past it Kubernetes reports no progress. */
+/** The rollout deadline (10 min by default, docs/api.md, Statuses): past it Kubernetes reports no progress. */
 const PROGRESS_DEADLINE_SECONDS = 600;
 
 type Component = 'api' | 'queue' | 'postgres' | 'redis';
@@ -268,7 +268,7 @@ function serverPod(input: RenderInput, names: ObjectNames, role: 'api' | 'queue'
 /**
  * The API server and the queue worker run the same image as two Deployments. No pod of the old
  * version goes away before a new one is ready: a revision that never becomes healthy leaves the
- * previous one serving (CONTRACT C6, DEPLOY_FAILED).
+ * previous one serving (docs/api.md, Statuses, DEPLOY_FAILED).
  */
 function serverDeployment(input: RenderInput, names: ObjectNames, role: 'api' | 'queue'): V1Deployment {
   return {
@@ -360,7 +360,7 @@ const fromCredentials = (names: ObjectNames, name: string, key: string): V1EnvVa
 /**
  * The deployment's own Postgres. Its pod template carries no revision id: a new revision of
  * the agent must not restart its database. The claim goes with the StatefulSet when that is
- * deleted (teardown deletes the database, CONTRACT C4), but survives scaling.
+ * deleted (teardown deletes the database, docs/api.md, Deployments), but survives scaling.
  */
 function postgresStatefulSet(input: RenderInput, names: ObjectNames): V1StatefulSet {
   const spec = input.resourceSpec;

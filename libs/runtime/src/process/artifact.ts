@@ -1,4 +1,4 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ARTIFACT_APP_DIR, ARTIFACT_MANIFEST_FILE, type ArtifactManifest } from '@slipway/domain';
 
@@ -82,8 +82,16 @@ export async function readArtifact(dir: string): Promise<Artifact> {
       warnings.push(`Env file '${file}' lies outside the app; ignored.`);
       continue;
     }
+    // The build wrote this tree as the deployment's uid; this process (root, with the sandbox)
+    // follows a link only when it ends inside the app too, never to a file of the control plane.
+    const real = await realpath(full).catch(() => null);
+    const realApp = await realpath(appDir).catch(() => appDir);
+    if (real && !inside(realApp, real)) {
+      warnings.push(`Env file '${file}' links outside the app; ignored.`);
+      continue;
+    }
     try {
-      Object.assign(env, parseEnvFile(await readFile(full, 'utf8')));
+      Object.assign(env, parseEnvFile(await readFile(real ?? full, 'utf8')));
     } catch {
       warnings.push(`Env file '${file}' named by the graph config is not in the build; ignored.`);
     }

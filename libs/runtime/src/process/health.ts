@@ -14,7 +14,7 @@ export function httpStatus(host: string, port: number, path: string, timeoutMs =
 }
 
 /**
- * The health probe of DESIGN "Runtimes": `GET /ok` must answer 200. A server without an /ok
+ * The health probe of docs/architecture.md, Runtimes: `GET /ok` must answer 200. A server without an /ok
  * route (404) is judged by `GET /` instead, which must answer 2xx.
  */
 export async function probeHealth(host: string, port: number): Promise<boolean> {

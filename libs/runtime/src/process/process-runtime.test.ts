@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -66,6 +66,17 @@ describe('readArtifact', () => {
     const missing = await readArtifact(artifact('missing', { start: START, env: '.env' }));
     expect(missing.env).toEqual({});
     expect(missing.warnings).toEqual([expect.stringContaining("Env file '.env'")]);
+  });
+
+  it('never follows an env file link out of the app (the build wrote it), but does inside it', async () => {
+    const secret = path.join(root, 'control-plane-secret');
+    writeFileSync(secret, 'KEY=control-plane-value\n');
+    const dir = artifact('linked-env', { start: START, env: ['.env', '.env.local'] }, { 'agent/real.env': 'OK=1\n' });
+    symlinkSync(secret, path.join(dir, 'app', 'agent', '.env'));
+    symlinkSync('real.env', path.join(dir, 'app', 'agent', '.env.local'));
+    const a = await readArtifact(dir);
+    expect(a.env).toEqual({ OK: '1' });
+    expect(a.warnings).toEqual(["Env file '.env' links outside the app; ignored."]);
   });
 
   it('rejects what cannot run: no manifest, no start command, a start directory outside app/', async () => {

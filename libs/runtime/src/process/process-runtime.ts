@@ -87,7 +87,7 @@ export async function lastLines(file: string, count: number): Promise<string[]> 
 }
 
 /**
- * The `process` runtime (DESIGN "Runtimes"): runs a built artifact as local server processes.
+ * The `process` runtime (docs/architecture.md, Runtimes): runs a built artifact as local server processes.
  *
  * Each instance is `artifact.json`'s start command in `<artifact>/app`, in a process group of its
  * own (`detached`) and unreferenced, with its output going straight to a log file through a file

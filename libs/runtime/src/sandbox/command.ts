@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isLoaderEnvName } from '@slipway/domain';
 
 /** A directory shown inside the sandbox: `from` outside appears at `to` (parents made 0755). */
 export interface Mount {
@@ -99,10 +100,12 @@ function parentsOf(targets: string[]): string[] {
 /**
  * A sandboxed process's environment, from scratch: the app's (or build's) own variables, then
  * what the runtime sets (a small PATH, HOME, TMPDIR and `extra`), which nothing overrides.
+ * Loader variables (`LD_PRELOAD`, …; the api refuses them as secret names, but rows stored
+ * before that may hold them) never pass: the wrapper programs run as root with this environment.
  */
 export function sandboxEnvironment(own: Record<string, string>, runtime: { home: string; path?: string[]; extra?: Record<string, string> }): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(own)) if (!SANDBOX_MANAGED.has(name)) env[name] = value;
+  for (const [name, value] of Object.entries(own)) if (!SANDBOX_MANAGED.has(name) && !isLoaderEnvName(name)) env[name] = value;
   return {
     ...env,
     ...runtime.extra,

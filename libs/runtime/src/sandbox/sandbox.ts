@@ -25,7 +25,7 @@ export class SandboxUnavailableError extends Error {
 }
 
 /**
- * The pieces that confine user code (README.md, Sandbox): a uid per deployment, cgroups, and
+ * The pieces that confine user code (docs/operations.md, Sandbox): a uid per deployment, cgroups, and
  * nftables rules for the uid range. Built by `setUpSandbox`, which checks each piece works.
  */
 export class Sandbox {

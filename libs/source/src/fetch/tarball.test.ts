@@ -3,6 +3,7 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { craftTarball, type CraftedEntry } from '../../../../test/support/crafted-tarball.js';
 import { SourceFetchError } from './exec-tool.js';
 import { extractTarball } from './tarball.js';
 
@@ -49,7 +50,7 @@ describe('extractTarball', () => {
     const archive = makeTarball({ 'app/a.js': 'a', 'evil.txt': 'pwned' }, ['--transform', 's,^evil.txt,../evil.txt,']);
     const dir = fresh('out');
     await expect(extractTarball({ archive, dir })).rejects.toThrow(
-      new SourceFetchError("The source tarball was refused: 1 entry points outside its directory ('../evil.txt')."),
+      new SourceFetchError("The source tarball was refused: '../evil.txt' points outside its directory."),
     );
     expect(existsSync(path.join(path.dirname(dir), 'evil.txt'))).toBe(false);
     expect(existsSync(path.join(dir, 'app'))).toBe(false);
@@ -58,7 +59,7 @@ describe('extractTarball', () => {
   it('refuses absolute entries', async () => {
     const outside = path.join(tmp, 'absolute-target.txt');
     const archive = makeTarball({ 'app/a.js': 'a', 'evil.txt': 'pwned' }, ['--transform', `s,^evil.txt,${outside},`]);
-    await expect(extractTarball({ archive, dir: fresh('out') })).rejects.toThrow(/refused: 1 entry points outside its directory/);
+    await expect(extractTarball({ archive, dir: fresh('out') })).rejects.toThrow(`The source tarball was refused: '${outside}' points outside its directory.`);
     expect(existsSync(outside)).toBe(false);
   });
 
@@ -98,5 +99,105 @@ describe('extractTarball size limit', () => {
     expect(readdirSync(dir)).toEqual([]);
     const ok = await extractTarball({ archive, dir: fresh('roomy'), maxUncompressedBytes: 8 * 1024 * 1024 });
     expect(ok.entries).toBeGreaterThan(0);
+  });
+});
+
+describe('extractTarball against crafted archives', () => {
+  const crafted = (entries: CraftedEntry[]) => {
+    const archive = `${fresh('crafted')}.tar.gz`;
+    writeFileSync(archive, craftTarball(entries));
+    return archive;
+  };
+  /** The extraction target sits in its own directory, so anything written beside it shows. */
+  const target = () => {
+    const box = fresh('box');
+    mkdirSync(box);
+    return { box, dir: path.join(box, 'out') };
+  };
+
+  it.each([
+    ['up -> . then esc -> up/..', [{ path: 'up', type: 'SymbolicLink', linkpath: '.' }, { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' }]],
+    ['esc -> up/.. first, up -> . after (a later entry turns an earlier link into an escape)', [
+      { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' },
+      { path: 'up', type: 'SymbolicLink', linkpath: '.' },
+    ]],
+    ['a chain: a -> b/c/../.., b/c -> ..', [
+      { path: 'b', type: 'Directory' },
+      { path: 'b/c', type: 'SymbolicLink', linkpath: '..' },
+      { path: 'a', type: 'SymbolicLink', linkpath: 'b/c/../..' },
+    ]],
+  ] as Array<[string, CraftedEntry[]]>)('the symlink escape %s is refused by real path, before anything is written', async (_case, links) => {
+    const { box, dir } = target();
+    const archive = crafted([{ path: 'app/index.js', body: 'x' }, ...links, { path: 'esc/pwned.txt', body: 'pwned' }]);
+    await expect(extractTarball({ archive, dir })).rejects.toThrow(/^The source tarball was refused: .*symlink '(esc|a)' points outside the archive/);
+    expect(readdirSync(box)).toEqual(['out']);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('refuses writing through a symlink, even one that stays inside', async () => {
+    const archive = crafted([{ path: 'app', type: 'Directory' }, { path: 'link', type: 'SymbolicLink', linkpath: 'app' }, { path: 'link/x.js', body: 'x' }]);
+    await expect(extractTarball({ archive, dir: target().dir })).rejects.toThrow(
+      "The source tarball was refused: 'link/x.js' is written through the symlink 'link'.",
+    );
+  });
+
+  it('refuses hard links to anything outside or not a file of the archive; keeps one to a file of its own', async () => {
+    for (const [linkpath, extra] of [
+      ['/etc/passwd', []],
+      ['../../etc/passwd', []],
+      ['etc/passwd', [{ path: 'etc', type: 'SymbolicLink', linkpath: '/etc' }]],
+      ['missing.txt', []],
+    ] as Array<[string, CraftedEntry[]]>) {
+      const archive = crafted([...extra, { path: 'app/a.txt', body: 'a' }, { path: 'app/h.txt', type: 'Link', linkpath }]);
+      await expect(extractTarball({ archive, dir: target().dir }), linkpath).rejects.toThrow(
+        `hard link 'app/h.txt' does not point to a file of the archive (${linkpath})`,
+      );
+    }
+    const good = crafted([{ path: 'app/a.txt', body: 'shared' }, { path: 'app/h.txt', type: 'Link', linkpath: 'app/a.txt' }]);
+    const { root } = await extractTarball({ archive: good, dir: target().dir });
+    expect(readFileSync(path.join(root, 'h.txt'), 'utf8')).toBe('shared');
+  });
+
+  it('refuses devices and FIFOs', async () => {
+    const archive = crafted([
+      { path: 'app/a.txt', body: 'a' },
+      { path: 'app/null', type: 'CharacterDevice' },
+      { path: 'app/disk', type: 'BlockDevice' },
+      { path: 'app/pipe', type: 'FIFO' },
+    ]);
+    const { dir } = target();
+    await expect(extractTarball({ archive, dir })).rejects.toThrow(
+      "The source tarball was refused: 'app/null' is a character device; only files, directories and links are allowed; " +
+        "'app/disk' is a block device; only files, directories and links are allowed; 'app/pipe' is a FIFO; only files, directories and links are allowed.",
+    );
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('drops setuid, setgid and sticky bits and keeps no owner from the archive', async () => {
+    const archive = crafted([{ path: 'app/run.sh', body: '#!/bin/sh\n', mode: 0o6755 }]);
+    const { root } = await extractTarball({ archive, dir: target().dir });
+    const mode = lstatSync(path.join(root, 'run.sh')).mode & 0o7777;
+    expect(mode & 0o7000).toBe(0);
+    expect(mode & 0o100).toBe(0o100);
+  });
+
+  it('keeps links that stay inside; a link created through another link is refused', async () => {
+    const archive = crafted([
+      { path: 'app/lib/real.js', body: 'r' },
+      { path: 'app/alias.js', type: 'SymbolicLink', linkpath: 'lib/real.js' },
+      { path: 'app/fine', type: 'SymbolicLink', linkpath: './lib/../lib/real.js' },
+    ]);
+    const { root } = await extractTarball({ archive, dir: target().dir });
+    expect(readFileSync(path.join(root, 'alias.js'), 'utf8')).toBe('r');
+    expect(readFileSync(path.join(root, 'fine'), 'utf8')).toBe('r');
+
+    const chained = crafted([
+      { path: 'app/lib/real.js', body: 'r' },
+      { path: 'app/lib-link', type: 'SymbolicLink', linkpath: 'lib' },
+      { path: 'app/alias.js', type: 'SymbolicLink', linkpath: 'lib-link/real.js' },
+    ]);
+    await expect(extractTarball({ archive: chained, dir: target().dir })).rejects.toThrow(
+      'The source tarball was refused (extraction: TAR_SYMLINK_ERROR: Cannot extract through symbolic link).',
+    );
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 
 /**
- * Where uploaded source tarballs live (CONTRACT C10). The api writes them and the builder
+ * Where uploaded source tarballs live (docs/api.md, Uploads and the deploy CLIs). The api writes them and the builder
  * reads them; both resolve an `object_path` through `uploadFilePath`, so they agree on the
  * layout and neither trusts a path from a request.
  *

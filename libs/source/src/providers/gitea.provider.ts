@@ -11,7 +11,7 @@ export interface GiteaProviderOptions extends HttpProviderOptions {
 }
 
 /**
- * Gitea and Forgejo over their REST API (CONTRACT C8): `GET /api/v1/user/repos`, the
+ * Gitea and Forgejo over their REST API (docs/api.md, Integrations): `GET /api/v1/user/repos`, the
  * repositories the token's user can see. Pages follow the `Link` header when the instance
  * sends one, else continue while pages come back full.
  */

@@ -25,7 +25,7 @@ export interface GitHubProviderOptions extends HttpProviderOptions {
 }
 
 /**
- * GitHub over its REST API (CONTRACT C8): with a token, the repositories of `GET /user/repos`;
+ * GitHub over its REST API (docs/api.md, Integrations): with a token, the repositories of `GET /user/repos`;
  * as a GitHub App, those of `GET /installation/repositories` under an installation token.
  * Both are paged through the `Link` header.
  */

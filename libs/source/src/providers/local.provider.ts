@@ -80,7 +80,7 @@ async function headBranch(gitDir: string): Promise<string> {
 }
 
 /**
- * Repositories on this machine (CONTRACT C8, `local`): every git repository directly under
+ * Repositories on this machine (docs/api.md, Integrations, `local`): every git repository directly under
  * `root`, bare or not. For air-gapped installs and tests; clones need no credentials.
  */
 export class LocalProvider implements RepohostProvider {

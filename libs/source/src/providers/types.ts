@@ -21,7 +21,7 @@ export interface RepositoryEntry {
  */
 export type CloneAuth = { type: 'http-header'; header: string } | { type: 'url'; url: string };
 
-/** A repository host behind an integration (CONTRACT C8). */
+/** A repository host behind an integration (docs/api.md, Integrations). */
 export interface RepohostProvider {
   /** Every repository the integration can deploy from. Throws `ProviderError` when the host fails. */
   listRepositories(): Promise<RepositoryEntry[]>;

@@ -33,7 +33,7 @@ function credentialOf(headers: Headers): string | undefined {
 }
 
 /**
- * Turns request headers into a Principal (CONTRACT C3), or throws the exact 401/403/404/422 the
+ * Turns request headers into a Principal (docs/api.md, Authentication and tenancy), or throws the exact 401/403/404/422 the
  * contract prescribes. Never says whether a key exists: every bad credential is the same 401.
  */
 export class Authenticator {
@@ -111,7 +111,7 @@ export class Authenticator {
 
   /**
    * Applies `X-Tenant-Id`. A workspace-scoped key naming another workspace gets 404 for it,
-   * never its data (CONTRACT C3); a workspace-bound JWT gets 403: the token says which workspace
+   * never its data (docs/api.md, Authentication and tenancy); a workspace-bound JWT gets 403: the token says which workspace
    * it may act in, so refusing any other reveals nothing. An org-scoped credential may name any
    * workspace of its organization.
    */

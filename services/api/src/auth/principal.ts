@@ -13,7 +13,7 @@ export interface Principal {
   role: ApiKeyRole;
   /** The workspace this request acts in: the key's own, or the validated `X-Tenant-Id`. */
   workspaceId: string | null;
-  /** Set for a listener agent's key (CONTRACT C12). */
+  /** Set for a listener agent's key (docs/api.md, Listener agent protocol). */
   listenerId: string | null;
 }
 
@@ -31,7 +31,7 @@ export type AuthRequirement =
 /**
  * Which role a route needs: `true` any admin (of the workspace it acts in, or of the
  * organization); `'organization'` an admin of the whole organization, i.e. an organization-scoped
- * admin key or a JWT with `role: admin` and no `tenant_id` (CONTRACT C3).
+ * admin key or a JWT with `role: admin` and no `tenant_id` (docs/api.md, Authentication and tenancy).
  */
 export type AdminRequirement = boolean | 'organization';
 

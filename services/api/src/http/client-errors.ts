@@ -3,7 +3,7 @@ import { STATUS_CODES, type Server } from 'node:http';
 /**
  * Requests Node's HTTP parser refuses before the app sees them (headers or URL over the size
  * limit, a malformed request line, a header timeout) still get the contract's JSON body
- * (CONTRACT C2: every non-2xx body has `detail`) instead of Node's bare status line.
+ * (docs/api.md, Errors: every non-2xx body has `detail`) instead of Node's bare status line.
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {

@@ -29,7 +29,7 @@ function likelySource(req: { body?: unknown; query?: unknown }): Source {
 }
 
 /**
- * The one error → response mapping (CONTRACT C2). Operational errors show their message;
+ * The one error → response mapping (docs/api.md, Errors). Operational errors show their message;
  * anything else is a bug: logged with its stack, answered with a fixed 500 text.
  */
 export function errorHandler(): ErrorRequestHandler {

@@ -17,7 +17,7 @@ type Path = Array<string | number>;
 
 /**
  * Problems with the raw shape of one part of a request, before any schema looks at it: a string,
- * key or value, at any depth, that Postgres cannot store (CONTRACT C2,
+ * key or value, at any depth, that Postgres cannot store (docs/api.md, Errors,
  * `string_unsupported_character`), and nesting deeper than MAX_DEPTH. Every part of every route
  * passes here, free-form objects (resource_spec, labels) and fields no schema knows included.
  * Iterative, so a hostile depth cannot overflow this walk either.

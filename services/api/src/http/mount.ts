@@ -8,7 +8,7 @@ import { serveEventStream } from './sse.js';
 import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
 
 /**
- * Unknown fields are ignored, never rejected (CONTRACT C1): real clients send extras. They are
+ * Unknown fields are ignored, never rejected (docs/api.md, Conventions): real clients send extras. They are
  * stripped so handlers only ever see fields we know.
  */
 const JOI_OPTIONS: Joi.ValidationOptions = {
@@ -77,7 +77,6 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
         requestId: String(req.id),
         log,
         ...(route.streamBody ? { bodyStream: req } : {}),
-        rawBody: (req as Request & { rawBody?: Buffer }).rawBody,
       });
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       if (result.stream) return serveEventStream(req, res, result.stream, log, shutdown);

@@ -30,7 +30,7 @@ export interface RateLimitsDeps {
 }
 
 /**
- * Request budgets (CONTRACT C2: 429 with `Retry-After`), counted in Redis so every api replica
+ * Request budgets (docs/api.md, Errors: 429 with `Retry-After`), counted in Redis so every api replica
  * draws on the same budget. When Redis does not answer (down, or slower than 500 ms) a request
  * is never refused for that: each process falls back to counting on its own, with the same
  * numbers, and says so in `slipway_rate_limit_store_errors_total` and a warning at most every

@@ -19,8 +19,6 @@ export interface RequestContext<P = Record<string, string>, Q = Record<string, u
   headers: Record<string, any>;
   /** The unparsed request body, on `streamBody` routes only. */
   bodyStream?: Readable;
-  /** The bytes of a JSON body exactly as received (signature checks: the push webhook). */
-  rawBody?: Buffer;
 }
 
 /** A handler's answer. `body` undefined with 204 sends no body. */
@@ -69,8 +67,6 @@ export interface RouteSpec<P = any, Q = any, B = any> {
    * refused body is not drained into a kept-alive connection.
    */
   streamBody?: boolean;
-  /** A JSON body limit of its own, above the global one (e.g. repository-host push payloads). */
-  bodyLimitBytes?: number;
   handler: (ctx: RequestContext<P, Q, B>) => Promise<HandlerResult> | HandlerResult;
 }
 

@@ -1,6 +1,6 @@
 import type Joi from 'joi';
 
-/** Where a validated value came from; the first element of every `loc` (CONTRACT C2). */
+/** Where a validated value came from; the first element of every `loc` (docs/api.md, Errors). */
 export type Source = 'path' | 'query' | 'body' | 'header';
 
 /** One FastAPI-style validation problem. */

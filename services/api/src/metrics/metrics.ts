@@ -65,7 +65,7 @@ function routeLabel(req: Request, prefixes: readonly string[], mounts: readonly 
 }
 
 /**
- * Prometheus metrics of one api app (CONTRACT C11): request durations, queue sizes, revision
+ * Prometheus metrics of one api app (docs/api.md, Operational endpoints): request durations, queue sizes, revision
  * transitions (from `revision_events`, so the workers' transitions count too) and the Node
  * process defaults, all prefixed `slipway_`.
  */

@@ -73,7 +73,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
       responses['401'] ??= errorResponse('Missing or invalid credentials');
       responses['403'] ??= errorResponse('Credentials not allowed here (role, scope or missing X-Tenant-Id)');
     }
-    // Every request is charged to a budget: its key's, or its client address's (CONTRACT C2).
+    // Every request is charged to a budget: its key's, or its client address's (docs/api.md, Errors).
     responses['429'] ??= {
       ...errorResponse('Rate limited: the caller\'s request budget is spent (or its address is locked out after failed authentications)'),
       headers: { 'Retry-After': { description: 'Seconds until the budget allows another request', schema: { type: 'integer', minimum: 1 } } },

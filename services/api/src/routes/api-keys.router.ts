@@ -4,7 +4,7 @@ import type { ApiKeyService } from '../services/api-key.service.js';
 
 const tag = 'API keys';
 
-/** Key management; admin keys only (CONTRACT C3). */
+/** Key management; admin keys only (docs/api.md, Authentication and tenancy). */
 export function apiKeyRoutes(keys: ApiKeyService): RouteSpec[] {
   return [
     defineRoute<{}, {}, CreateApiKeyBody>({

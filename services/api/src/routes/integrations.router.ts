@@ -105,22 +105,23 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
       tag,
       // The HMAC of the body under the integration's webhook secret is the credential.
       auth: 'none',
-      // GitHub sends push payloads of up to 25 MB.
-      bodyLimitBytes: 25 * 1024 * 1024,
+      // Raw bytes: the signature is checked before any JSON is parsed (up to 25 MB, GitHub's limit).
+      streamBody: true,
       request: { params: integrationParams, headers: webhookHeaders },
       responses: {
         200: { description: 'Recorded; `outcome` says what was done', schema: deliveryResponse },
         400: { description: 'Signed, but not a usable push payload' },
         401: { description: 'Missing or invalid X-Hub-Signature-256' },
         404: { description: 'No such integration' },
+        409: { description: 'A replayed push: the same signed payload was already received, or it is older than the replay window' },
+        413: { description: 'The payload is larger than 25 MB' },
         415: { description: 'The payload was not sent as application/json' },
       },
       handler: async (ctx) => {
         const delivery = await webhooks.receive({
           integrationId: ctx.params.integration_id,
           headers: ctx.headers,
-          rawBody: ctx.rawBody,
-          body: ctx.body,
+          body: ctx.bodyStream!,
           requestId: ctx.requestId,
           log: ctx.log,
         });

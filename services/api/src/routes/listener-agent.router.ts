@@ -8,7 +8,7 @@ const tag = 'Listener agent';
 const forbidden = { description: "Not a listener agent's key, or the key of another listener" };
 const notFound = { description: 'Listener not found' };
 
-/** CONTRACT C12: the two endpoints a listener agent calls, with its own key, for its own listener. */
+/** docs/api.md, Listener agent protocol: the two endpoints a listener agent calls, with its own key, for its own listener. */
 export function listenerAgentRoutes(agents: ListenerAgentService): RouteSpec[] {
   return [
     defineRoute<Params>({

@@ -33,7 +33,7 @@ export interface OpsDeps {
   openApiDocument: () => Record<string, unknown>;
 }
 
-/** Probes and the API description; no credentials (CONTRACT C11). */
+/** Probes and the API description; no credentials (docs/api.md, Operational endpoints). */
 export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps): RouteSpec[] {
   return [
     defineRoute({

@@ -5,7 +5,7 @@ import type { UploadService } from '../services/upload.service.js';
 
 const tag = 'Uploads';
 
-/** Source tarball uploads for `upload` deployments, as the published deploy CLIs do them (CONTRACT C10). */
+/** Source tarball uploads for `upload` deployments, as the published deploy CLIs do them (docs/api.md, Uploads and the deploy CLIs). */
 export function uploadRoutes(uploads: UploadService): RouteSpec[] {
   return [
     defineRoute<{ deployment_id: string }>({

@@ -3,7 +3,7 @@ import type { ResourceSpec } from '@slipway/domain';
 import { timestamp, uuid } from './common.schema.js';
 import { resourceSpec } from './resource-spec.schema.js';
 
-/** The statuses a listener agent may report for a revision (CONTRACT C12). */
+/** The statuses a listener agent may report for a revision (docs/api.md, Listener agent protocol). */
 export const REPORTABLE_STATUSES = ['DEPLOYING', 'DEPLOYED', 'DEPLOY_FAILED'] as const;
 export type ReportableStatus = (typeof REPORTABLE_STATUSES)[number];
 

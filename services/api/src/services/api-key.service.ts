@@ -23,7 +23,7 @@ export function presentApiKey(k: ApiKey) {
 export type ApiKeyView = ReturnType<typeof presentApiKey>;
 
 /**
- * Key management over the API (CONTRACT C3). Visibility follows the caller's scope: a
+ * Key management over the API (docs/api.md, Authentication and tenancy). Visibility follows the caller's scope: a
  * workspace admin sees and mints keys of its workspace only; minting an organization-scoped
  * key needs an organization-scoped admin, so no key can grant more than its maker holds.
  */

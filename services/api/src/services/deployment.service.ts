@@ -46,13 +46,14 @@ import type {
   SourceConfigInput,
   SourceRevisionConfigInput,
 } from '../schemas/deployment.schema.js';
+import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
 
 const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
 const TERMINAL = [...REVISION_TERMINAL];
 
 /**
- * The API shape of a deployment (CONTRACT C4). Secret values never leave: they are masked.
+ * The API shape of a deployment (docs/api.md, Deployments). Secret values never leave: they are masked.
  * A cloud-hosted deployment's `url` is where the process runtime serves it (`runtimeHost` and
  * its serving port); its `custom_url` shows that same URL until the user sets one of their own.
  */
@@ -149,7 +150,7 @@ export interface CreateDraft {
 }
 
 /**
- * Deployments (CONTRACT C4): create, read, list, update, delete. Every write is one
+ * Deployments (docs/api.md, Deployments): create, read, list, update, delete. Every write is one
  * transaction holding the deployment row lock, and hands work to the pipeline only through
  * the outbox, so a failure leaves nothing half-written and a Redis outage loses nothing.
  */
@@ -159,6 +160,7 @@ export class DeploymentService {
     private readonly secrets: SecretBox,
     private readonly flow: RevisionFlow,
     private readonly repositories: RepositoryCatalog,
+    private readonly quotas: QuotaService,
     /** The host in cloud-hosted deployments' serving URLs (`config.runtime.publicHost`). */
     private readonly runtimeHost?: string,
   ) {}
@@ -208,7 +210,7 @@ export class DeploymentService {
    */
   async prepareCreate(workspaceId: string, body: CreateDeploymentBody): Promise<CreateDraft> {
     const source = canonicalSource(body.source)!;
-    // Every problem of the request in one 422 (CONTRACT C2), not only the first check's.
+    // Every problem of the request in one 422 (docs/api.md, Errors), not only the first check's.
     const issues: ValidationIssue[] = [];
     const type = this.deploymentTypeFor(source, body, issues);
     const resourceSpec = this.resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec'], issues);
@@ -230,6 +232,8 @@ export class DeploymentService {
     const secrets = this.mergeSecrets([], body.secrets);
 
     const id = randomUUID();
+    await this.quotas.assertDeploymentSlot(manager, workspaceId);
+    await this.quotas.assertScale(manager, workspaceId, resourceSpec);
     if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig);
 
     const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
@@ -262,7 +266,7 @@ export class DeploymentService {
     await manager.query(`UPDATE tracing_projects SET deployment_id = $2 WHERE id = $1`, [tracingProjectId, id]);
     await enqueueInOutbox(manager, 'provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
 
-    // An upload deployment has nothing to build until its tarball arrives (CONTRACT C10).
+    // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
     if (revisionConfig) {
       await this.addRevision(manager, deployment, {
         source,
@@ -278,7 +282,7 @@ export class DeploymentService {
   // ---------------------------------------------------------------- update
 
   /**
-   * PATCH, or with `alwaysRevision` the `POST .../revisions` of CONTRACT C13: the same body,
+   * PATCH, or with `alwaysRevision` the `POST .../revisions` of docs/api.md, Deployments: the same body,
    * but a new revision is made even when no revision field changed.
    */
   async patch(
@@ -312,6 +316,7 @@ export class DeploymentService {
         ? this.resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'], specIssues)
         : deployment.resourceSpec;
     if (specIssues.length) throw new RequestValidationError(specIssues);
+    if (input.resource_spec != null) await this.quotas.assertScale(manager, workspaceId, resourceSpec);
 
     let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
     if (body.secrets != null) secrets = this.mergeSecrets(secrets, body.secrets);
@@ -498,7 +503,7 @@ export class DeploymentService {
   }
 
   /**
-   * Per-source rules of CONTRACT C4, added to `issues`; returns the first revision's config, or
+   * Per-source rules of docs/api.md, Deployments, added to `issues`; returns the first revision's config, or
    * null for none (meaningful only when no issue was found).
    */
   private validateCreate(source: DeploymentSource, body: CreateDeploymentBody, issues: ValidationIssue[]): StoredRevisionConfig | null {
@@ -590,7 +595,7 @@ export class DeploymentService {
     return new ConflictError(`A deployment or tracing project named '${name}' already exists in workspace ID '${workspaceId}'.`);
   }
 
-  /** CONTRACT C4: changing an immutable field is a 400 naming it; repeating its value is fine. */
+  /** docs/api.md, Deployments: changing an immutable field is a 400 naming it; repeating its value is fine. */
   private assertImmutables(deployment: Deployment, body: PatchDeploymentBody): void {
     const changed = (field: string) => {
       throw new BadRequestError(`${field} cannot be changed after the deployment is created.`);

@@ -80,7 +80,7 @@ export interface IntegrationServiceOptions {
 }
 
 /**
- * Repository-host integrations (CONTRACT C8). Credentials and the webhook secret are sealed
+ * Repository-host integrations (docs/api.md, Integrations). Credentials and the webhook secret are sealed
  * with the row id as context before they reach the repository; they are opened only to talk to
  * the host or to check a webhook signature, and never leave in a response.
  */

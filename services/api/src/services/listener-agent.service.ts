@@ -43,7 +43,7 @@ type Outcome = { ok: true } | { ok: false; reason: string };
 const rejected = (reason: string): Outcome => ({ ok: false, reason });
 
 /**
- * The control plane's side of the listener agent protocol (CONTRACT C12). The agent pulls what
+ * The control plane's side of the listener agent protocol (docs/api.md, Listener agent protocol). The agent pulls what
  * its cluster should run and pushes back what happened; the control plane never connects to
  * the data plane. Every call is a check-in: it records `last_seen_at` and brings the
  * listener's deployments and rollouts back from UNKNOWN (where the reconciler put them while

@@ -33,7 +33,7 @@ export type ListenerView = ReturnType<typeof presentListener>;
 const duplicate = (workspaceId: string, computeId: string) =>
   new ConflictError(`Listener for workspace ID '${workspaceId}' and compute ID '${computeId}' already exists.`);
 
-/** Listener registration (CONTRACT C7). Every call is confined to one workspace. */
+/** Listener registration (docs/api.md, Listeners). Every call is confined to one workspace. */
 export class ListenerService {
   constructor(private readonly dataSource: DataSource) {}
 

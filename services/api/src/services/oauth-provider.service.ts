@@ -33,7 +33,7 @@ export function presentOAuthProvider(p: OAuthProvider) {
 export type OAuthProviderView = ReturnType<typeof presentOAuthProvider>;
 
 /**
- * OAuth providers of the auth sub-service (CONTRACT C9). The client secret is sealed with the
+ * OAuth providers of the auth sub-service (docs/api.md, OAuth providers). The client secret is sealed with the
  * row id as context before it reaches the repository, and is only ever opened by the auth flow.
  */
 export class OAuthProviderService {

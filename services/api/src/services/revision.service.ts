@@ -4,7 +4,7 @@ import type { RevisionFlow } from '@slipway/jobs';
 import { iso } from '../schemas/common.schema.js';
 import type { DeploymentService, DeploymentView } from './deployment.service.js';
 
-/** The API shape of a revision (CONTRACT C5): secret names only, never values. */
+/** The API shape of a revision (docs/api.md, Revisions): secret names only, never values. */
 export function presentRevision(r: Revision) {
   const c = r.sourceRevisionConfig;
   return {
@@ -58,15 +58,19 @@ export class RevisionService {
   }
 
   /**
-   * A new revision reusing an old one's artifact, config snapshot and secrets: no rebuild. The
-   * deployment's current config follows, so later PATCHes build on what is now rolled out.
+   * A new revision reusing an old one's artifact, config snapshot and secrets: no rebuild (unless
+   * retention pruned that artifact: then it is rebuilt). The deployment's current config follows,
+   * so later PATCHes build on what is now rolled out.
    */
   async redeploy(manager: EntityManager, workspaceId: string, deploymentId: string, revisionId: string, requestId?: string): Promise<DeploymentView> {
     const deployment = await this.deployments.lock(manager, workspaceId, deploymentId);
     if (deployment.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     const old = await this.load(manager, deploymentId, revisionId);
     const artifact = old.source === 'external_container' ? old.imageUri : old.artifactRef;
-    if (!artifact) {
+    // Retention pruned its artifact (docs/operations.md, Quotas and retention): the new revision
+    // has none, so it is built again from the same source (the pinned commit, or the same upload).
+    const rebuild = !artifact && old.artifactPrunedAt !== null;
+    if (!artifact && !rebuild) {
       throw new BadRequestError(`Revision ID ${revisionId} was never built (status ${old.status}); there is no artifact to redeploy.`);
     }
     const secrets = this.deployments.revisionSecrets(old);
@@ -88,7 +92,7 @@ export class RevisionService {
         },
         redeployedFrom: old.id,
         artifactRef: old.artifactRef,
-        imageUri: old.imageUri,
+        imageUri: rebuild ? null : old.imageUri,
       },
       requestId,
     );

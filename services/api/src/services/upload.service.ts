@@ -5,10 +5,11 @@ import { finished, PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Config } from '@slipway/config';
 import { deriveKey } from '@slipway/crypto';
-import { DeploymentRepository, queryRows, type DataSource, type EntityManager } from '@slipway/db';
+import { DeploymentRepository, QuotaRepository, queryRows, type DataSource, type EntityManager } from '@slipway/db';
 import { AppError, BadRequestError, ConflictError, NotFoundError, UnauthorizedError } from '@slipway/domain';
-import { parseUploadObjectPath, uploadFilePath, uploadObjectPath, type UploadObject } from '@slipway/source';
+import { inspectArchiveStream, parseUploadObjectPath, uploadFilePath, uploadObjectPath, type UploadObject } from '@slipway/source';
 import type { UploadUrlView } from '../schemas/upload.schema.js';
+import type { QuotaService } from './quota.service.js';
 
 /** 413: the body is larger than the configured limit. */
 export class PayloadTooLargeError extends AppError {
@@ -36,7 +37,7 @@ const uuidOf = (bytes: Buffer) => {
 export type UploadConfig = Pick<Config, 'dataDir' | 'publicUrl' | 'uploadMaxBytes' | 'uploadUrlTtlMs' | 'secretsKey'>;
 
 /**
- * Source tarball uploads of `upload` deployments (CONTRACT C10): signed, expiring upload URLs,
+ * Source tarball uploads of `upload` deployments (docs/api.md, Uploads and the deploy CLIs): signed, expiring upload URLs,
  * and the PUT that streams a tarball to disk under the data dir. The uploads row is the
  * record: `completed_at` is set only once the whole file is on disk under its final name.
  */
@@ -46,6 +47,7 @@ export class UploadService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly config: UploadConfig,
+    private readonly quotas: QuotaService,
     private readonly now: () => number = Date.now,
   ) {
     this.key = deriveKey(config.secretsKey.key, 'upload-url');
@@ -62,7 +64,10 @@ export class UploadService {
     }
     if (deployment.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     const objectPath = uploadObjectPath(deployment.id);
-    await this.dataSource.query(`INSERT INTO uploads (object_path, deployment_id) VALUES ($1, $2)`, [objectPath, deployment.id]);
+    await this.dataSource.transaction(async (m) => {
+      await this.quotas.assertUploadSlot(m, workspaceId);
+      await m.query(`INSERT INTO uploads (object_path, deployment_id) VALUES ($1, $2)`, [objectPath, deployment.id]);
+    });
     const token = this.sign(parseUploadObjectPath(objectPath)!, this.now() + this.config.uploadUrlTtlMs);
     return { upload_url: `${this.config.publicUrl}/v2/uploads/${token}`, object_path: objectPath };
   }
@@ -70,7 +75,8 @@ export class UploadService {
   /**
    * Stores the body of a PUT to an upload URL. The token is checked before a byte is read; the
    * size limit is checked against Content-Length up front and again while streaming (chunked
-   * bodies have none); the body must start with the gzip magic bytes. The file is written as
+   * bodies have none); the body must start with the gzip magic bytes, and its entries must pass
+   * the archive rules (ArchivePolicy: no escaping names or links, no devices). The file is written as
    * `.part` and renamed only when complete, so the builder never sees half a tarball.
    */
   async receive(token: string, contentLength: string | undefined, body: Readable): Promise<void> {
@@ -80,10 +86,13 @@ export class UploadService {
 
     const max = this.config.uploadMaxBytes;
     if (contentLength !== undefined && Number(contentLength) > max) throw this.tooLarge();
+    const workspaceId = await this.workspaceOf(object.deploymentId);
+    // Up front by the declared length, so a body the workspace has no room for is never read.
+    if (contentLength !== undefined) await this.quotas.assertUploadBytes(this.dataSource.manager, workspaceId, Number(contentLength));
 
     const file = uploadFilePath(this.config.dataDir, objectPath);
     const part = `${file}.part`;
-    await mkdir(path.dirname(file), { recursive: true });
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     // Exclusive create: a second PUT racing the first must not write into the same file.
     const handle = await open(part, 'wx').catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EEXIST') throw new ConflictError(`An upload to this URL is already in progress.`);
@@ -91,6 +100,9 @@ export class UploadService {
     });
 
     const hash = createHash('sha256');
+    // The same entry rules as the builder's extraction (and its 10x expansion limit), so a
+    // hostile archive is refused here, with the client still listening.
+    const archive = inspectArchiveStream(10 * max);
     let size = 0;
     let head = Buffer.alloc(0);
     const guard = new Transform({
@@ -102,9 +114,13 @@ export class UploadService {
           if (head.length === GZIP_MAGIC.length && !head.equals(GZIP_MAGIC)) return callback(notGzip());
         }
         hash.update(chunk);
+        archive.write(chunk);
         callback(null, chunk);
       },
-      flush: (callback) => callback(head.length < GZIP_MAGIC.length ? notGzip() : null),
+      flush: (callback) => {
+        if (head.length < GZIP_MAGIC.length) return callback(notGzip());
+        archive.end().then((refused) => callback(refused ? new BadRequestError(refused) : null), callback);
+      },
     });
 
     // The request is fed through a PassThrough rather than handed to pipeline(), which would
@@ -133,6 +149,9 @@ export class UploadService {
       .transaction(async (m) => {
         // Locked, so a delete of the deployment (cascading to this row) cannot interleave.
         await this.assertOpen(m, objectPath, object.deploymentId, true);
+        // Again by the real size, under the workspace lock, so parallel uploads cannot overshoot together.
+        await new QuotaRepository(m).lockWorkspace(workspaceId);
+        await this.quotas.assertUploadBytes(m, workspaceId, size);
         await rename(part, file);
         await m.query(`UPDATE uploads SET size_bytes = $2, sha256 = $3, completed_at = now() WHERE object_path = $1`, [
           objectPath,
@@ -157,6 +176,12 @@ export class UploadService {
     if (!row) throw NotFoundError.of('Deployment', deploymentId);
     if (row.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     if (row.completed_at) throw new ConflictError(`Upload ${objectPath} is already complete; request a new upload URL for another tarball.`);
+  }
+
+  private async workspaceOf(deploymentId: string): Promise<string> {
+    const [row] = await queryRows<{ workspace_id: string }>(this.dataSource.manager, `SELECT workspace_id FROM deployments WHERE id = $1`, [deploymentId]);
+    if (!row) throw NotFoundError.of('Deployment', deploymentId);
+    return row.workspace_id;
   }
 
   private tooLarge(): PayloadTooLargeError {
@@ -194,7 +219,7 @@ function notGzip(): BadRequestError {
 }
 
 /**
- * For PATCH (CONTRACT C10): a revision may only be built from a completed upload of its own
+ * For PATCH (docs/api.md, Uploads and the deploy CLIs): a revision may only be built from a completed upload of its own
  * deployment, so a client cannot point a build at another tenant's tarball or a guessed path.
  */
 export async function assertUploadCompleted(manager: EntityManager, deploymentId: string, objectPath: string): Promise<void> {

@@ -1,6 +1,7 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { DeploymentRepository, IntegrationRepository, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
-import { NotFoundError } from '@slipway/domain';
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { DeploymentRepository, IntegrationRepository, isUniqueViolation, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
+import { hasUnstorableCharacter, NotFoundError } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
 import { normalizeRepoUrl } from '@slipway/source';
 import type { DeploymentService } from './deployment.service.js';
@@ -15,18 +16,44 @@ const PROCESSING = 102;
 export interface WebhookRequest {
   integrationId: string;
   headers: Record<string, unknown>;
-  /** The exact bytes the host signed; absent when the body was not JSON. */
-  rawBody: Buffer | undefined;
-  body: unknown;
+  /** The unparsed body: it is read (bounded) and parsed only after the signature checks out. */
+  body: Readable;
   requestId: string;
   log: Logger;
 }
+
+/** GitHub sends push payloads of up to 25 MB. */
+export const MAX_PAYLOAD_BYTES = 25 * 1024 * 1024;
+/** A signed push older than this (by the host's own signed `repository.pushed_at`) is a replay. */
+export const REPLAY_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
+
+type DeliveryFields = Partial<WebhookDelivery> & Pick<WebhookDelivery, 'statusCode' | 'outcome' | 'signatureValid'>;
 
 interface PushPayload {
   ref?: unknown;
   after?: unknown;
   deleted?: unknown;
-  repository?: { clone_url?: unknown; html_url?: unknown; url?: unknown } | null;
+  repository?: { clone_url?: unknown; html_url?: unknown; url?: unknown; pushed_at?: unknown } | null;
+}
+
+const isJson = (contentType: unknown) => typeof contentType === 'string' && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType);
+
+/**
+ * The body's bytes, at most `max` of them (undefined past it: the rest is discarded). Nothing
+ * is parsed here.
+ */
+async function readBounded(body: Readable, max: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > max) {
+      body.resume();
+      return undefined;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
 }
 
 const header = (headers: Record<string, unknown>, name: string): string | null => {
@@ -44,7 +71,7 @@ export function signatureValid(secret: string, rawBody: Buffer, given: string | 
 }
 
 /**
- * The repohost push webhook (CONTRACT C8). Authenticated only by the HMAC of its body; every
+ * The repohost push webhook (docs/api.md, Integrations). Authenticated only by the HMAC of its body; every
  * delivery is recorded, whatever came of it. A push to a branch makes one revision for each
  * deployment of the integration that builds on push from that repository and branch, each in
  * its own transaction under the deployment lock (as a PATCH would), so one deployment being
@@ -55,14 +82,20 @@ export class WebhookService {
     private readonly dataSource: DataSource,
     private readonly integrations: IntegrationService,
     private readonly deployments: DeploymentService,
+    private readonly now: () => number = Date.now,
   ) {}
 
+  /**
+   * In this order, so an unauthenticated caller costs a lookup and a bounded read, never a parse:
+   * the integration (404), the content type (415), the size (413), the HMAC over the raw bytes
+   * (401), and only then JSON. Refused deliveries are recorded without their bodies.
+   */
   async receive(req: WebhookRequest): Promise<DeliveryView> {
     const integration = await this.integrations.findForWebhook(req.integrationId);
     if (!integration) throw NotFoundError.of('Integration', req.integrationId);
     const event = header(req.headers, 'x-github-event') ?? header(req.headers, 'x-gitea-event');
     const deliveryId = header(req.headers, 'x-github-delivery') ?? header(req.headers, 'x-gitea-delivery');
-    const record = (fields: Partial<WebhookDelivery> & Pick<WebhookDelivery, 'statusCode' | 'outcome' | 'signatureValid'>) =>
+    const record = (fields: DeliveryFields) =>
       new IntegrationRepository(this.dataSource.manager).insertDelivery(
         Object.assign(new WebhookDelivery(), {
           id: randomUUID(),
@@ -71,29 +104,44 @@ export class WebhookService {
           event,
           ref: null,
           revisionIds: [],
+          payloadSha256: null,
           // The clock at insert, so deliveries list in arrival order even within one transaction.
           receivedAt: () => 'clock_timestamp()',
           ...fields,
         }),
       );
+    const refuse = async (statusCode: number, outcome: string) => {
+      req.body.resume();
+      return presentDelivery(await record({ signatureValid: false, statusCode, outcome }));
+    };
 
-    if (!req.rawBody) {
-      // express.json only parses (and keeps the bytes of) JSON bodies; a form-encoded
-      // delivery cannot be checked, so say what to change rather than "bad signature".
-      const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-      if (hasBody) {
-        return presentDelivery(
-          await record({ signatureValid: false, statusCode: 415, outcome: 'Webhook payloads must be sent as application/json; change the content type of the webhook.' }),
-        );
-      }
+    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (hasBody && !isJson(req.headers['content-type'])) {
+      // A form-encoded delivery wraps the JSON in a form field: say what to change rather than "bad signature".
+      return refuse(415, 'Webhook payloads must be sent as application/json; change the content type of the webhook.');
     }
+    const tooLarge = `The payload is larger than the limit of ${MAX_PAYLOAD_BYTES} bytes.`;
+    if (Number(req.headers['content-length'] ?? 0) > MAX_PAYLOAD_BYTES) return refuse(413, tooLarge);
     const secret = this.integrations.webhookSecret(integration);
     const given = header(req.headers, 'x-hub-signature-256');
-    if (!secret || !signatureValid(secret, req.rawBody ?? Buffer.alloc(0), given)) {
+    if (!secret || !given) {
       req.log.warn({ integrationId: integration.id, deliveryId }, 'webhook signature rejected');
-      return presentDelivery(await record({ signatureValid: false, statusCode: 401, outcome: INVALID_SIGNATURE }));
+      return refuse(401, INVALID_SIGNATURE);
+    }
+    const raw = await readBounded(req.body, MAX_PAYLOAD_BYTES);
+    if (!raw) return refuse(413, tooLarge);
+    if (!signatureValid(secret, raw, given)) {
+      req.log.warn({ integrationId: integration.id, deliveryId }, 'webhook signature rejected');
+      return refuse(401, INVALID_SIGNATURE);
     }
 
+    let body: unknown;
+    try {
+      body = raw.length ? JSON.parse(raw.toString('utf8')) : {};
+    } catch {
+      return presentDelivery(await record({ signatureValid: true, statusCode: 400, outcome: 'The payload is not valid JSON.' }));
+    }
+    const signed = { body, digest: createHash('sha256').update(raw).digest('hex') };
     if (event === 'ping') return presentDelivery(await record({ signatureValid: true, statusCode: 200, outcome: 'pong' }));
     if (!event) {
       return presentDelivery(await record({ signatureValid: true, statusCode: 400, outcome: 'Missing X-GitHub-Event (or X-Gitea-Event) header.' }));
@@ -103,17 +151,19 @@ export class WebhookService {
         await record({ signatureValid: true, statusCode: 200, outcome: `Event '${event}' ignored: only push events trigger builds.` }),
       );
     }
-    return this.push(integration, req, deliveryId, record);
+    return this.push(integration, req, signed, deliveryId, record);
   }
 
   private async push(
     integration: Integration,
     req: WebhookRequest,
+    signed: { body: unknown; digest: string },
     deliveryId: string | null,
-    record: (fields: Partial<WebhookDelivery> & Pick<WebhookDelivery, 'statusCode' | 'outcome' | 'signatureValid'>) => Promise<WebhookDelivery>,
+    record: (fields: DeliveryFields) => Promise<WebhookDelivery>,
   ): Promise<DeliveryView> {
-    const payload = (req.body && typeof req.body === 'object' ? req.body : {}) as PushPayload;
-    const ref = typeof payload.ref === 'string' && payload.ref ? payload.ref.slice(0, 1000) : null;
+    const payload = (signed.body && typeof signed.body === 'object' ? signed.body : {}) as PushPayload;
+    // A ref Postgres cannot store (U+0000, a lone surrogate) is no ref at all.
+    const ref = typeof payload.ref === 'string' && payload.ref && !hasUnstorableCharacter(payload.ref) ? payload.ref.slice(0, 1000) : null;
     const done = async (statusCode: number, outcome: string) => presentDelivery(await record({ signatureValid: true, statusCode, ref, outcome }));
     if (!ref) return done(400, 'The push payload has no ref.');
     if (ref.startsWith('refs/tags/')) return done(200, `Tag push ${ref} ignored: tags never trigger builds.`);
@@ -128,9 +178,22 @@ export class WebhookService {
     );
     if (!urls.size) return done(400, 'The push payload names no repository (repository.clone_url, html_url or url).');
 
+    const pushedAt = typeof payload.repository?.pushed_at === 'number' ? payload.repository.pushed_at * 1000 : null;
+    if (pushedAt !== null && pushedAt < this.now() - REPLAY_WINDOW_MS) {
+      return done(409, `Replayed push refused: it was pushed on ${new Date(pushedAt).toISOString()}, longer ago than the ${REPLAY_WINDOW_MS / 86_400_000}-day replay window.`);
+    }
+
     // Recorded before any revision, so each revision can be added to it in the same
-    // transaction that creates it: a delivery never made a revision it does not list.
-    const delivery = await record({ signatureValid: true, statusCode: PROCESSING, ref, outcome: 'Processing.' });
+    // transaction that creates it: a delivery never made a revision it does not list. The
+    // digest of the signed body is unique per integration: the same push sent again (whatever
+    // its unsigned delivery id) is refused here, atomically, before anything is built.
+    const delivery = await record({ signatureValid: true, statusCode: PROCESSING, ref, outcome: 'Processing.', payloadSha256: signed.digest }).catch(
+      (err) => {
+        if (isUniqueViolation(err, 'webhook_deliveries_payload_key')) return null;
+        throw err;
+      },
+    );
+    if (!delivery) return done(409, 'Replayed push refused: this exact signed payload was already received; nothing was built.');
     const targets = (await new IntegrationRepository(this.dataSource.manager).pushTargets(integration.id)).filter(
       (t) => t.repoUrl && urls.has(normalizeRepoUrl(t.repoUrl)) && t.repoRef === branch,
     );
@@ -178,6 +241,7 @@ export class WebhookService {
         ? `Push to ${branch} (${short}): no new revision.`
         : `Push to ${branch} (${short}): no deployment builds this repository's ${branch} on push.`;
     const outcome = notes.length ? `${summary} ${notes.map((n) => `${n[0]!.toUpperCase()}${n.slice(1)}.`).join(' ')}` : summary;
-    return presentDelivery(await new IntegrationRepository(this.dataSource.manager).finishDelivery(delivery.id, failed ? 500 : 200, outcome));
+    // A failed push keeps no digest, so the host's re-delivery can retry the deployments that failed.
+    return presentDelivery(await new IntegrationRepository(this.dataSource.manager).finishDelivery(delivery.id, failed ? 500 : 200, outcome, !failed));
   }
 }

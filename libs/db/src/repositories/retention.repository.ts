@@ -1,0 +1,137 @@
+import { REVISION_TERMINAL, type Quotas } from '@slipway/domain';
+import type { EntityManager } from 'typeorm';
+import { queryRows } from '../sql.js';
+
+const TERMINAL = [...REVISION_TERMINAL];
+
+/** An artifact no kept revision refers to any more: its files can go. */
+export interface PrunedArtifact {
+  revisionId: string;
+  artifactRef: string;
+}
+
+/**
+ * The deletes of the retention pass (docs/operations.md, Quotas and retention). Each is bounded
+ * by the quotas in force for the workspace (its override, else the default passed in).
+ */
+export class RetentionRepository {
+  constructor(private readonly manager: EntityManager) {}
+
+  /** Deployments holding more built artifacts (besides the active revision's) than they may keep. */
+  async deploymentsOverArtifactQuota(defaults: Pick<Quotas, 'artifactsKept'>): Promise<string[]> {
+    const rows = await queryRows<{ deployment_id: string }>(
+      this.manager,
+      `SELECT d.id AS deployment_id
+         FROM deployments d
+         LEFT JOIN workspace_quotas q ON q.workspace_id = d.workspace_id
+         JOIN revisions r ON r.deployment_id = d.id
+        WHERE r.artifact_ref IS NOT NULL AND r.source <> 'external_container' AND r.id IS DISTINCT FROM d.active_revision_id
+        GROUP BY d.id, q.artifacts_kept
+       HAVING count(*) > coalesce(q.artifacts_kept, $1)`,
+      [defaults.artifactsKept],
+    );
+    return rows.map((r) => r.deployment_id);
+  }
+
+  /**
+   * Forgets the artifacts of one deployment's finished revisions beyond the newest it may keep
+   * (the active revision's is never counted or pruned): `artifact_ref` NULL and
+   * `artifact_pruned_at` set, so a redeploy rebuilds. An artifact another kept revision still
+   * refers to (a redeploy reuses its source's artifact) stays. Call with the deployment row
+   * locked, as a redeploy locks it, so a redeploy never copies a ref that is going away.
+   * Returns what was forgotten; the caller deletes the files after commit.
+   */
+  async pruneArtifacts(deploymentId: string, defaults: Pick<Quotas, 'artifactsKept'>): Promise<PrunedArtifact[]> {
+    return queryRows<PrunedArtifact>(
+      this.manager,
+      `WITH ranked AS (
+         SELECT r.id, r.artifact_ref, r.status,
+                row_number() OVER (ORDER BY r.created_at DESC, r.id DESC) AS n,
+                coalesce(q.artifacts_kept, $2) AS kept
+           FROM revisions r
+           JOIN deployments d ON d.id = r.deployment_id
+           LEFT JOIN workspace_quotas q ON q.workspace_id = d.workspace_id
+          WHERE r.deployment_id = $1 AND r.artifact_ref IS NOT NULL AND r.source <> 'external_container'
+            AND r.id IS DISTINCT FROM d.active_revision_id
+       ), doomed AS (
+         SELECT id, artifact_ref FROM ranked WHERE n > kept AND status = ANY($3)
+       )
+       UPDATE revisions r SET artifact_ref = NULL, artifact_pruned_at = now()
+         FROM doomed
+        WHERE r.id = doomed.id
+          AND NOT EXISTS (SELECT 1 FROM revisions o WHERE o.artifact_ref = doomed.artifact_ref AND o.id NOT IN (SELECT id FROM doomed))
+       RETURNING r.id AS "revisionId", doomed.artifact_ref AS "artifactRef"`,
+      [deploymentId, defaults.artifactsKept, TERMINAL],
+    );
+  }
+
+  /** Revisions with more log lines than they may keep, and how many they may keep. */
+  async revisionsOverLogQuota(defaults: Pick<Quotas, 'logLinesPerRevision'>): Promise<Array<{ revisionId: string; kept: number }>> {
+    const rows = await this.overLogQuota('l.revision_id', 'log_lines_per_revision', defaults.logLinesPerRevision);
+    return rows.map((r) => ({ revisionId: r.owner, kept: r.kept }));
+  }
+
+  /** Deletes a revision's oldest log lines, keeping the newest `kept`. Returns how many went. */
+  async trimRevisionLogs(revisionId: string, kept: number): Promise<number> {
+    const [, count] = (await this.manager.query(
+      `DELETE FROM revision_logs WHERE revision_id = $1 AND id < (
+         SELECT id FROM revision_logs WHERE revision_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
+      [revisionId, kept - 1],
+    )) as [unknown, number];
+    return count ?? 0;
+  }
+
+  /** Workspaces whose log lines together exceed what they may keep, with the excess. */
+  async workspacesOverLogQuota(defaults: Pick<Quotas, 'logLinesTotal'>): Promise<Array<{ workspaceId: string; excess: number }>> {
+    const rows = await this.overLogQuota('d.workspace_id', 'log_lines_total', defaults.logLinesTotal);
+    return rows.map((r) => ({ workspaceId: r.owner, excess: r.count - r.kept }));
+  }
+
+  /** Log line counts per owner (revision or workspace) above the owner's quota `column` (else `fallback`). */
+  private async overLogQuota(
+    owner: 'l.revision_id' | 'd.workspace_id',
+    column: 'log_lines_per_revision' | 'log_lines_total',
+    fallback: number,
+  ): Promise<Array<{ owner: string; count: number; kept: number }>> {
+    const rows = await queryRows<{ owner: string; count: string; kept: string }>(
+      this.manager,
+      `SELECT ${owner} AS owner, count(*) AS count, coalesce(q.${column}, $1) AS kept
+         FROM revision_logs l
+         JOIN revisions r ON r.id = l.revision_id
+         JOIN deployments d ON d.id = r.deployment_id
+         LEFT JOIN workspace_quotas q ON q.workspace_id = d.workspace_id
+        GROUP BY ${owner}, q.${column}
+       HAVING count(*) > coalesce(q.${column}, $1)`,
+      [fallback],
+    );
+    return rows.map((r) => ({ owner: r.owner, count: Number(r.count), kept: Number(r.kept) }));
+  }
+
+  /** Deletes the workspace's `count` oldest log lines. */
+  async trimWorkspaceLogs(workspaceId: string, count: number): Promise<number> {
+    const [, deleted] = (await this.manager.query(
+      `DELETE FROM revision_logs WHERE id IN (
+         SELECT l.id FROM revision_logs l
+           JOIN revisions r ON r.id = l.revision_id
+           JOIN deployments d ON d.id = r.deployment_id
+          WHERE d.workspace_id = $1
+          ORDER BY l.id
+          LIMIT $2)`,
+      [workspaceId, count],
+    )) as [unknown, number];
+    return deleted ?? 0;
+  }
+
+  async deleteEventsBefore(days: number): Promise<number> {
+    const [, count] = (await this.manager.query(`DELETE FROM events WHERE created_at < now() - make_interval(days => $1)`, [days])) as [unknown, number];
+    return count ?? 0;
+  }
+
+  async deleteSentOutboxBefore(hours: number): Promise<number> {
+    const [, count] = (await this.manager.query(`DELETE FROM outbox WHERE sent_at < now() - make_interval(hours => $1)`, [hours])) as [
+      unknown,
+      number,
+    ];
+    return count ?? 0;
+  }
+}

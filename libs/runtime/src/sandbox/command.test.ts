@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { sandboxCommand, sandboxEnvironment } from './command.js';
+
+describe('sandboxEnvironment', () => {
+  it('keeps the own variables, drops loader variables, and lets the runtime values win', () => {
+    const env = sandboxEnvironment(
+      { TOKEN: 't', DATABASE_URI: 'postgres://own', PATH: '/evil', HOME: '/evil', LD_PRELOAD: '/x.so', LD_AUDIT: '/y.so', NODE_OPTIONS: '-r /z', BASH_FUNC_f: '() { :; }' },
+      { home: '/home/sandbox', path: ['/usr/bin', '/bin'], extra: { PORT: '20001' } },
+    );
+    expect(env).toEqual({ TOKEN: 't', DATABASE_URI: 'postgres://own', PORT: '20001', PATH: '/usr/bin:/bin', HOME: '/home/sandbox', TMPDIR: '/tmp' });
+  });
+});
+
+describe('sandboxCommand', () => {
+  it('joins the cgroups, then bubblewrap with the mounts, then drops to the uid with no groups or capabilities', () => {
+    const { command, args } = sandboxCommand(
+      {
+        uid: 200001,
+        gid: 200001,
+        readOnly: [{ from: '/opt/modules', to: '/opt/modules' }],
+        writable: [{ from: '/data/builds/r-a0', to: '/srv/build' }],
+        cwd: '/srv/build/source',
+        command: '/bin/sh',
+        args: ['-c', 'npm ci'],
+        openFiles: 1024,
+        cgroupProcs: ['/sys/fs/cgroup/memory/slipway/b-r-a0/cgroup.procs'],
+        dieWithParent: true,
+      },
+      '/usr/bin/node',
+    );
+    expect(command).toBe('/bin/sh');
+    expect(args.slice(3, 5)).toEqual(['1', '/sys/fs/cgroup/memory/slipway/b-r-a0/cgroup.procs']);
+    const line = args.slice(5).join(' ');
+    expect(line).toMatch(/^bwrap --unshare-pid --unshare-ipc --unshare-uts --hostname sandbox --die-with-parent --tmpfs \//);
+    expect(line).toContain('--ro-bind /opt/modules /opt/modules');
+    expect(line).toContain('--bind /data/builds/r-a0 /srv/build');
+    expect(line).toContain('--chdir /srv/build/source');
+    expect(line).toMatch(/setpriv --reuid=200001 --regid=200001 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \/bin\/sh -c npm ci$/);
+  });
+});
