@@ -1,20 +1,50 @@
 /**
- * The server of a hostile app (CommonJS, no dependencies) for the sandbox e2e test. `GET /attack`
- * tries, one after the other, everything an app must not be able to do and answers with a JSON
- * report of what it got; `GET /ok` is its health probe. What it aims at comes from its secrets
- * (an attacker who knows the layout): DATA_DIR, OTHER_PID (a process of another deployment),
- * OTHER_DB (another deployment's database), CONTROL_DB and SUPERUSER (the control plane's
- * database and its role), WORKER_PIDS (the api's and workers' pids), MEMORY_MB (its own limit).
+ * A hostile app (CommonJS, no dependencies) for the sandbox e2e test. Its BUILD step
+ * (`npm run build`: build-attack.js) and its SERVER (`GET /attack`) each try everything an app must
+ * not be able to do and report what they got as JSON: the build's report ships in the artifact
+ * (`GET /build-report`). `/ok` is the health probe. What the attacks aim at comes from
+ * `targets.json`, written by the test (an attacker who knows the layout).
  *
- * Every attempt that talks to Postgres or Redis has a positive control (the app's own database
- * and key prefix must work), so "it failed" never just means "the client is broken".
+ * Every attempt that talks to Postgres or Redis through the app's own credentials has a positive
+ * control (its own database and key prefix must work), so "it failed" never just means "the
+ * client is broken".
  */
-export const HOSTILE_SERVER = String.raw`
-const http = require('node:http');
+export interface HostileTargets {
+  dataDir: string;
+  /** A process of another deployment. */
+  otherPid: number;
+  /** Another deployment's artifact directory. */
+  otherArtifact: string;
+  /** Another deployment's database. */
+  otherDb: string;
+  /** The control plane's database and its (super)user. */
+  controlDb: string;
+  superuser: string;
+  /** The api's and workers' pids. */
+  workerPids: number[];
+  /** The app's and the build's memory limits. */
+  memoryMb: number;
+  buildMemoryMb: number;
+}
+
+export function hostileAppFiles(targets: HostileTargets): Record<string, string> {
+  return {
+    'package.json': JSON.stringify({ name: 'hostile', version: '1.0.0', private: true, scripts: { build: 'node build-attack.js', start: 'node server.js' } }),
+    'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './server.js:graph' }, dependencies: ['.'] }),
+    'targets.json': JSON.stringify(targets),
+    'attacks.js': ATTACKS,
+    'build-attack.js': BUILD,
+    'server.js': SERVER,
+  };
+}
+
+const ATTACKS = String.raw`
 const fs = require('node:fs');
 const { execFile, spawn } = require('node:child_process');
 
 const env = process.env;
+/** What the attacks aim at (an attacker who knows the layout), written by the test. */
+const targets = require('./targets.json');
 // libuv's thread pool starts now, not when the fork bomb has used up every pid.
 fs.readFile('/proc/self/stat', () => undefined);
 
@@ -98,37 +128,61 @@ function forkBomb() {
   });
 }
 
-async function attack() {
+/** What a build step and a server both try: files, processes, the stores directly, limits. */
+async function common(memoryMb) {
   const report = { uid: process.getuid(), env, limits: attempt(() => fs.readFileSync('/proc/self/limits', 'utf8')) };
   report.proc1Environ = attempt(() => fs.readFileSync('/proc/1/environ', 'utf8'));
   report.procScan = scanProc();
   report.workerEnvirons = {};
-  for (const pid of (env.WORKER_PIDS || '').split(',').filter(Boolean)) {
-    report.workerEnvirons[pid] = attempt(() => fs.readFileSync('/proc/' + pid + '/environ', 'utf8'));
-  }
-  report.secretsKey = attempt(() => fs.readFileSync(env.DATA_DIR + '/secrets.key', 'utf8'));
-  report.bootstrapKey = attempt(() => fs.readFileSync(env.DATA_DIR + '/bootstrap-api-key', 'utf8'));
+  for (const pid of targets.workerPids) report.workerEnvirons[pid] = attempt(() => fs.readFileSync('/proc/' + pid + '/environ', 'utf8'));
+  report.secretsKey = attempt(() => fs.readFileSync(targets.dataDir + '/secrets.key', 'utf8'));
+  report.bootstrapKey = attempt(() => fs.readFileSync(targets.dataDir + '/bootstrap-api-key', 'utf8'));
   report.listings = {};
-  for (const dir of [env.DATA_DIR, env.DATA_DIR + '/artifacts', env.DATA_DIR + '/runtime', env.DATA_DIR + '/builds', '/srv', '/home']) {
+  for (const dir of [targets.dataDir, targets.dataDir + '/artifacts', targets.dataDir + '/runtime', targets.dataDir + '/builds', targets.otherArtifact]) {
     report.listings[dir] = attempt(() => fs.readdirSync(dir));
   }
-  report.killOther = attempt(() => process.kill(Number(env.OTHER_PID), 'SIGKILL'));
+  report.killOther = attempt(() => process.kill(targets.otherPid, 'SIGKILL'));
+  report.redisDirect = await redis(['-h', '127.0.0.1', '-p', '6379', 'PING']);
+  // A read, not FLUSHALL: were the confinement broken, this Redis is shared with other tests.
+  report.redisDirectDbSize = await redis(['-h', '127.0.0.1', '-p', '6379', 'DBSIZE']);
+  report.pgSuperuserDirect = await run('psql', ['-w', '-X', '-A', '-t', '-h', '127.0.0.1', '-p', '5432', '-U', targets.superuser, '-d', targets.controlDb, '-c', 'SELECT 1'], { env: { PGCONNECT_TIMEOUT: '5' } });
+  report.pgOtherDirect = await run('psql', ['-w', '-X', '-A', '-t', '-h', '127.0.0.1', '-p', '5432', '-U', targets.superuser, '-d', targets.otherDb, '-c', 'SELECT 1'], { env: { PGCONNECT_TIMEOUT: '5' } });
+  report.forkBomb = await forkBomb();
+  report.memory = await hog(2 * memoryMb);
+  report.stillAlive = true;
+  return report;
+}
 
+module.exports = { common, redis, psql, withDatabase, asUser, targets };
+`;
+
+const BUILD = String.raw`const fs = require('node:fs');
+const { common, targets } = require('./attacks.js');
+
+// The build step's attempts; the report ships in the artifact, for the server to hand out.
+common(targets.buildMemoryMb).then((report) => {
+  fs.writeFileSync(__dirname + '/build-report.json', JSON.stringify(report));
+  console.log('hostile build attempts done');
+});
+`;
+
+const SERVER = String.raw`const http = require('node:http');
+const fs = require('node:fs');
+const { common, redis, psql, withDatabase, asUser, targets } = require('./attacks.js');
+
+const env = process.env;
+
+/** The server's attempts: the build step's, plus what its own store credentials could reach. */
+async function attack() {
+  const report = await common(targets.memoryMb);
   report.redisOwnKey = await redis(['-u', env.REDIS_URI, 'SET', env.REDIS_PREFIX + ':probe', 'mine']);
   report.redisFlushAll = await redis(['-u', env.REDIS_URI, 'FLUSHALL']);
   report.redisConfigGet = await redis(['-u', env.REDIS_URI, 'CONFIG', 'GET', '*']);
   report.redisOtherKey = await redis(['-u', env.REDIS_URI, 'GET', 'bull:x']);
-  report.redisDirect = await redis(['-h', '127.0.0.1', '-p', '6379', 'PING']);
-
   report.pgOwn = await psql(env.DATABASE_URI, 'SELECT current_user');
-  report.pgControlPlane = await psql(withDatabase(env.DATABASE_URI, env.CONTROL_DB), 'SELECT count(*) FROM deployments');
-  report.pgOtherDeployment = await psql(withDatabase(env.DATABASE_URI, env.OTHER_DB), 'SELECT 1');
-  report.pgSuperuserThroughFront = await psql(asUser(withDatabase(env.DATABASE_URI, env.CONTROL_DB), env.SUPERUSER), 'SELECT 1');
-  report.pgSuperuserDirect = await run('psql', ['-w', '-X', '-A', '-t', '-h', '127.0.0.1', '-p', '5432', '-U', env.SUPERUSER, '-d', env.CONTROL_DB, '-c', 'SELECT 1'], { env: { PGCONNECT_TIMEOUT: '5' } });
-
-  report.forkBomb = await forkBomb();
-  report.memory = await hog(2 * Number(env.MEMORY_MB));
-  report.stillAlive = true;
+  report.pgControlPlane = await psql(withDatabase(env.DATABASE_URI, targets.controlDb), 'SELECT count(*) FROM deployments');
+  report.pgOtherDeployment = await psql(withDatabase(env.DATABASE_URI, targets.otherDb), 'SELECT 1');
+  report.pgSuperuserThroughFront = await psql(asUser(withDatabase(env.DATABASE_URI, targets.controlDb), targets.superuser), 'SELECT 1');
   return report;
 }
 
@@ -136,6 +190,7 @@ let running = null;
 http
   .createServer((req, res) => {
     if (req.url === '/ok') return res.end('ok');
+    if (req.url === '/build-report') return res.writeHead(200, { 'content-type': 'application/json' }).end(fs.readFileSync(__dirname + '/build-report.json'));
     if (req.url === '/attack') {
       running = running || attack();
       return running.then(
