@@ -347,7 +347,8 @@ describe('the keys CLI', () => {
     try {
       const { stdout, stderr } = await run('pnpm', ['--silent', 'slipway', ...args], {
         cwd: repoRoot,
-        timeout: 20_000,
+        // tsx compiles the CLI on each start: slow on a loaded machine, so a generous bound.
+        timeout: 90_000,
         env: {
           ...process.env,
           DATABASE_URL: api.database.url,
@@ -366,7 +367,7 @@ describe('the keys CLI', () => {
 
   // Each CLI run costs a pnpm + tsx start-up (seconds on a busy machine), so independent runs
   // go in parallel: two stages instead of four.
-  it('creates, lists and revokes keys that the api honours', async () => {
+  it('creates, lists and revokes keys that the api honours', { timeout: 200_000 }, async () => {
     const [admin, member, invalid] = await Promise.all([
       slipway('keys', 'create', '--role', 'admin', '--json'),
       slipway('keys', 'create', '--description', 'from the cli', '--json'),

@@ -321,7 +321,9 @@ ops.runs.next = async function* next() {
 const port = Number(process.env.PORT ?? 8000);
 const options = StartServerSchema.parse({
   port,
-  host: process.env.HOST ?? '127.0.0.1',
+  // Loopback only, whatever the environment says: requests reach it through the serving proxy,
+  // which checks the workspace key; an instance port open to the network would skip that.
+  host: '127.0.0.1',
   cwd,
   nWorkers: Number(process.env.N_JOBS_PER_WORKER ?? 4),
   graphs: config.graphs,

@@ -30,7 +30,10 @@ export type { DataSource, EntityManager } from 'typeorm';
 export {
   transitionDeployment,
   transitionRevision,
+  writeRevision,
   type AppliedTransition,
+  type PhaseBudgets,
+  type RevisionWrite,
   type RevisionTransitionOptions,
   type RevisionTransitionSet,
 } from './repositories/status-transitions.js';
@@ -64,3 +67,4 @@ export {
   type FrontPorts,
   type StoreCredentials,
 } from './repositories/deployment-credentials.repository.js';
+export { RevisionRepository, type Heartbeat } from './repositories/revision.repository.js';

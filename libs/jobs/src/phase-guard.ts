@@ -1,5 +1,5 @@
 import type { PipelineTimings } from '@slipway/config';
-import { queryRows, type DataSource } from '@slipway/db';
+import { RevisionRepository, type DataSource } from '@slipway/db';
 import type { RevisionStatus } from '@slipway/domain';
 
 /**
@@ -49,15 +49,9 @@ export class PhaseGuard {
   private async beat(): Promise<void> {
     if (this.controller.signal.aborted) return;
     try {
-      const rows = await queryRows<{ overdue: boolean }>(
-        this.dataSource.manager,
-        `UPDATE revisions SET heartbeat_at = now()
-          WHERE id = $1 AND status = ANY($2::text[]) AND ($3::int IS NULL OR attempt = $3)
-          RETURNING (deadline_at IS NOT NULL AND deadline_at < now()) AS overdue`,
-        [this.revisionId, this.statuses, this.attempt ?? null],
-      );
-      if (!rows.length) this.controller.abort('The revision was interrupted or moved on by another process.');
-      else if (rows[0]!.overdue) this.controller.abort('The phase deadline passed.');
+      const beat = await new RevisionRepository(this.dataSource.manager).beat(this.revisionId, this.statuses, this.attempt);
+      if (beat === 'moved-on') this.controller.abort('The revision was interrupted or moved on by another process.');
+      else if (beat === 'overdue') this.controller.abort('The phase deadline passed.');
     } catch {
       // A missed beat is not a verdict: Postgres may be briefly away. The reconciler judges staleness.
     }

@@ -1,11 +1,8 @@
 import type { PipelineTimings } from '@slipway/config';
-import { queryRows, transitionRevision, type AppliedTransition, type EntityManager, type RevisionTransitionOptions } from '@slipway/db';
-import { isRevisionTerminal, REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
+import { RevisionRepository, type AppliedTransition, type EntityManager, type RevisionTransitionOptions } from '@slipway/db';
+import { isRevisionTerminal, type RevisionStatus } from '@slipway/domain';
 import type { JobName } from './catalog.js';
 import { enqueueInOutbox } from './outbox.js';
-
-const TERMINAL = [...REVISION_TERMINAL];
-const after = (ms: number) => new Date(Date.now() + ms);
 
 /**
  * How revisions move through the pipeline, for every process: admission (start now or wait),
@@ -20,6 +17,11 @@ const after = (ms: number) => new Date(Date.now() + ms);
 export class RevisionFlow {
   constructor(private readonly timings: PipelineTimings) {}
 
+  /** The revision rows of `manager`'s transaction, with this pipeline's phase deadlines. */
+  revisions(manager: EntityManager): RevisionRepository {
+    return new RevisionRepository(manager, this.timings);
+  }
+
   /** Locks the deployment row for the rest of the transaction. Null when it is gone. */
   async lockDeployment(manager: EntityManager, deploymentId: string): Promise<{ status: string } | null> {
     const rows = await manager.query(`SELECT status FROM deployments WHERE id = $1 FOR UPDATE`, [deploymentId]);
@@ -32,9 +34,10 @@ export class RevisionFlow {
    */
   async admit(manager: EntityManager, deploymentId: string, revisionId: string, requestId?: string): Promise<'started' | 'queued'> {
     await this.lockDeployment(manager, deploymentId);
-    const busy = await this.inFlight(manager, deploymentId, revisionId);
+    const revisions = this.revisions(manager);
+    const busy = await revisions.inFlight(deploymentId, revisionId);
     if (busy) {
-      await transitionRevision(manager, revisionId, 'QUEUED', { from: ['CREATING'], message: `Waiting for revision ${busy} to finish.` });
+      await revisions.transition(revisionId, 'QUEUED', { from: ['CREATING'], message: `Waiting for revision ${busy} to finish.` });
       return 'queued';
     }
     await this.start(manager, revisionId, requestId);
@@ -52,15 +55,12 @@ export class RevisionFlow {
     to: RevisionStatus,
     options: RevisionTransitionOptions = {},
   ): Promise<AppliedTransition | null> {
-    const [owner] = await manager.query(`SELECT deployment_id FROM revisions WHERE id = $1`, [revisionId]);
-    if (!owner) return null;
-    await this.lockDeployment(manager, owner.deployment_id);
-    const terminal = isRevisionTerminal(to);
-    const applied = await transitionRevision(manager, revisionId, to, {
-      ...options,
-      set: { ...(terminal ? { deadlineAt: null } : {}), ...options.set },
-    });
-    if (!applied || !terminal) return applied;
+    const revisions = this.revisions(manager);
+    const deploymentId = await revisions.deploymentOf(revisionId);
+    if (!deploymentId) return null;
+    await this.lockDeployment(manager, deploymentId);
+    const applied = await revisions.transition(revisionId, to, options);
+    if (!applied || !isRevisionTerminal(to)) return applied;
     if (to === 'DEPLOYED') {
       await manager.query(
         `UPDATE deployments SET active_revision_id = $2, last_activity_at = now(), updated_at = now() WHERE id = $1`,
@@ -80,15 +80,9 @@ export class RevisionFlow {
     const revisionId = payload.revisionId as string | undefined;
     if (!revisionId) return;
     if (name === 'build.revision') {
-      await this.transition(manager, revisionId, 'AWAITING_BUILD', {
-        from: ['CREATING', 'QUEUED'],
-        set: { deadlineAt: after(this.timings.buildDeadlineMs) },
-      });
+      await this.transition(manager, revisionId, 'AWAITING_BUILD', { from: ['CREATING', 'QUEUED'] });
     } else if (name === 'rollout.revision') {
-      await this.transition(manager, revisionId, 'AWAITING_DEPLOY', {
-        from: ['CREATING', 'QUEUED'],
-        set: { deadlineAt: after(this.timings.rolloutDeadlineMs) },
-      });
+      await this.transition(manager, revisionId, 'AWAITING_DEPLOY', { from: ['CREATING', 'QUEUED'] });
     }
   }
 
@@ -96,86 +90,56 @@ export class RevisionFlow {
   async promoteNext(manager: EntityManager, deploymentId: string, requestId?: string): Promise<string | null> {
     const deployment = await this.lockDeployment(manager, deploymentId);
     if (!deployment || deployment.status === 'AWAITING_DELETE') return null;
-    if (await this.inFlight(manager, deploymentId)) return null;
-    // "Newest" is the deployment's latest revision when it waits: PATCHes serialize on the
-    // deployment lock, so latest_revision_id follows commit order, which created_at may not.
-    const waiting: Array<{ id: string }> = await manager.query(
-      `SELECT r.id FROM revisions r JOIN deployments d ON d.id = r.deployment_id
-        WHERE r.deployment_id = $1 AND r.status = 'QUEUED' AND r.started_at IS NULL
-        ORDER BY (r.id = d.latest_revision_id) DESC, r.created_at DESC, r.id DESC`,
-      [deploymentId],
-    );
-    const [newest, ...older] = waiting;
+    const revisions = this.revisions(manager);
+    if (await revisions.inFlight(deploymentId)) return null;
+    const [newest, ...older] = await revisions.waiting(deploymentId);
     if (!newest) return null;
-    for (const { id } of older) {
-      await transitionRevision(manager, id, 'SKIPPED', { from: ['QUEUED'], message: `Superseded by revision ${newest.id}.` });
+    for (const id of older) {
+      await revisions.transition(id, 'SKIPPED', { from: ['QUEUED'], message: `Superseded by revision ${newest}.` });
     }
-    await this.start(manager, newest.id, requestId);
-    return newest.id;
+    await this.start(manager, newest, requestId);
+    return newest;
   }
 
   /**
    * Re-enqueues the current phase's job after its worker died (attempt + 1), or fails the
-   * revision once the attempts are used up. Called by the reconciler.
+   * revision once the attempts are used up. Called by the reconciler. The revision is read
+   * under its deployment's lock and its own, and the write is conditional on the status and
+   * attempt read: a worker that reported meanwhile wins, and this retry does nothing.
    */
   async retryPhase(manager: EntityManager, revisionId: string, reason: string): Promise<AppliedTransition | null> {
-    const [rev] = await manager.query(`SELECT status, attempt FROM revisions WHERE id = $1`, [revisionId]);
+    const revisions = this.revisions(manager);
+    const deploymentId = await revisions.deploymentOf(revisionId);
+    if (!deploymentId) return null;
+    await this.lockDeployment(manager, deploymentId);
+    const rev = await revisions.lockedPhase(revisionId);
     if (!rev || isRevisionTerminal(rev.status)) return null;
     const building = rev.status === 'AWAITING_BUILD' || rev.status === 'BUILDING';
+    const guard = { from: [rev.status], attempt: rev.attempt };
     if (rev.attempt + 1 >= this.timings.maxPhaseAttempts) {
       return this.transition(manager, revisionId, building ? 'BUILD_FAILED' : 'DEPLOY_FAILED', {
+        ...guard,
         message: `${reason} Gave up after ${rev.attempt + 1} attempts.`,
       });
     }
-    const to = building ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY';
-    const applied =
-      rev.status === to
-        ? await this.bumpAttempt(manager, revisionId, `${reason} Retrying.`)
-        : await this.transition(manager, revisionId, to, { message: `${reason} Retrying.`, set: { incrementAttempt: true, heartbeatAt: null } });
+    const applied = await revisions.transition(revisionId, building ? 'AWAITING_BUILD' : 'AWAITING_DEPLOY', {
+      ...guard,
+      retry: true,
+      message: `${reason} Retrying.`,
+      set: { heartbeatAt: null },
+    });
     if (applied) {
       await enqueueInOutbox(manager, building ? 'build.revision' : 'rollout.revision', { revisionId, attempt: applied.attempt });
     }
     return applied;
   }
 
-  /** A retry that stays in the same status: new attempt, message, and an event for the history. */
-  private async bumpAttempt(manager: EntityManager, revisionId: string, message: string): Promise<AppliedTransition | null> {
-    const [r] = await queryRows(
-      manager,
-      `UPDATE revisions SET attempt = attempt + 1, status_message = $2, heartbeat_at = NULL, updated_at = now()
-        WHERE id = $1 RETURNING id, deployment_id, status, attempt`,
-      [revisionId, message],
-    );
-    if (r) {
-      await manager.query(
-        `INSERT INTO revision_events (revision_id, deployment_id, from_status, to_status, message) VALUES ($1, $2, $3, $3, $4)`,
-        [r.id, r.deployment_id, r.status, message],
-      );
-    }
-    return r ? { revisionId: r.id, deploymentId: r.deployment_id, from: r.status, to: r.status, attempt: r.attempt } : null;
-  }
-
   /** Takes the in-flight slot and records the first job in the outbox. */
   private async start(manager: EntityManager, revisionId: string, requestId?: string): Promise<void> {
-    const [row] = await queryRows<{ source: string; artifact_ref: string | null; attempt: number }>(
-      manager,
-      `UPDATE revisions SET started_at = now(), deadline_at = $2, updated_at = now()
-        WHERE id = $1 RETURNING source, artifact_ref, attempt`,
-      [revisionId, after(this.timings.enqueueDeadlineMs)],
-    );
+    const row = await this.revisions(manager).start(revisionId);
     if (!row) throw new Error(`Revision ${revisionId} vanished while starting`);
     // Images and redeploys of built revisions need no build.
-    const job: JobName = row.source === 'external_container' || row.artifact_ref ? 'rollout.revision' : 'build.revision';
+    const job: JobName = row.source === 'external_container' || row.artifactRef ? 'rollout.revision' : 'build.revision';
     await enqueueInOutbox(manager, job, { revisionId, attempt: row.attempt, ...(requestId ? { requestId } : {}) });
-  }
-
-  private async inFlight(manager: EntityManager, deploymentId: string, except?: string): Promise<string | null> {
-    const rows: Array<{ id: string }> = await manager.query(
-      `SELECT id FROM revisions
-        WHERE deployment_id = $1 AND started_at IS NOT NULL AND status <> ALL($2::text[]) AND id <> $3
-        LIMIT 1`,
-      [deploymentId, TERMINAL, except ?? '00000000-0000-0000-0000-000000000000'],
-    );
-    return rows[0]?.id ?? null;
   }
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { UnrecoverableError } from 'bullmq';
 import type { Config } from '@slipway/config';
 import type { SecretBox } from '@slipway/crypto';
-import { queryRows, type BuildConfig, type DataSource, type EntityManager, type StoredRevisionConfig, type StoredSourceConfig } from '@slipway/db';
+import { queryRows, RevisionRepository, type BuildConfig, type DataSource, type EntityManager, type StoredRevisionConfig, type StoredSourceConfig } from '@slipway/db';
 import {
   artifactUri,
   GraphConfigError,
@@ -209,7 +209,7 @@ class RevisionBuild {
     else this.buildLog.line('No build command and no "build" script: nothing to build.');
     if (kind === 'agent-server') {
       this.buildLog.line(`Checking graphs ${Object.keys(graph.config.graphs).join(', ')}`);
-      const graphEnv = { ...(await graphConfigEnv(graph.appDir, graph.config.env)), ...env };
+      const graphEnv = buildEnv(this.jail, secrets, await graphConfigEnv(graph.appDir, graph.config.env));
       await this.withinQuota('checking the graphs', (signal) =>
         checkGraphs({
           appDir: graph.appDir,
@@ -247,7 +247,8 @@ class RevisionBuild {
     if (!(await this.deps.dataSource.transaction((m) => this.owned(m)))) throw new OwnershipLost();
     await assertRealDirectory(sourceRoot, this.paths.work);
     await publishArtifact(this.paths, sourceRoot, manifest, this.attempt, this.jail.uid);
-    this.buildLog.line(`Artifact ready: ${this.paths.artifact}`);
+    // The image URI, not the path: where the control plane keeps its files is none of the build log's business.
+    this.buildLog.line(`Artifact ready: ${artifactUri(this.revisionId)}`);
     return { commit };
   }
 
@@ -334,14 +335,8 @@ class RevisionBuild {
 
   /** Stores the resolved commit while the build runs (a retry then builds the same commit). */
   private async recordCommit(commit: string): Promise<void> {
-    const rows = await queryRows(
-      this.deps.dataSource.manager,
-      `UPDATE revisions SET source_revision_config = source_revision_config || jsonb_build_object('repo_commit_sha', $2::text), updated_at = now()
-        WHERE id = $1 AND status = 'BUILDING' AND attempt = $3
-        RETURNING id`,
-      [this.revisionId, commit, this.attempt],
-    );
-    if (!rows.length) throw new OwnershipLost();
+    const revisions = new RevisionRepository(this.deps.dataSource.manager);
+    if (!(await revisions.recordConfig(this.revisionId, ['BUILDING'], this.attempt, { repo_commit_sha: commit }))) throw new OwnershipLost();
   }
 
   /**
@@ -425,25 +420,18 @@ class RevisionBuild {
 
   /** BUILDING → AWAITING_DEPLOY and the rollout job, in one transaction. Never a failure to report: null. */
   private async handToRollout(commit: string | null, requestId: string | undefined): Promise<null> {
-    const { flow, config } = this.deps;
+    const { flow } = this.deps;
     const handed = await this.deps.dataSource.transaction(async (m) => {
       if (!(await this.owned(m))) return false;
       const applied = await flow.transition(m, this.revisionId, 'AWAITING_DEPLOY', {
         from: ['BUILDING'],
         message: `Built ${commit ? `commit ${commit.slice(0, 12)}` : 'the uploaded source'}; waiting for the deployer.`,
-        set: {
-          artifactRef: this.paths.artifact,
-          imageUri: artifactUri(this.revisionId),
-          deadlineAt: new Date(Date.now() + config.pipeline.rolloutDeadlineMs),
-          heartbeatAt: null,
-        },
+        set: { artifactRef: this.paths.artifact, imageUri: artifactUri(this.revisionId), heartbeatAt: null },
       });
       if (!applied) return false;
-      // `attempt` counts the (re-)enqueues of the current phase: the rollout starts at 0 with
-      // its full retry budget, and its job id (rollout-<id>-a0) matches what the rollout
-      // processor and the reconciler derive from the row.
-      await m.query(`UPDATE revisions SET attempt = 0 WHERE id = $1`, [this.revisionId]);
-      await enqueueInOutbox(m, 'rollout.revision', { revisionId: this.revisionId, attempt: 0, ...(requestId ? { requestId } : {}) });
+      // Entering the rollout phase restarted `attempt` at 0 (its full retry budget), so the job
+      // id (rollout-<id>-a0) matches what the rollout processor and the reconciler derive from the row.
+      await enqueueInOutbox(m, 'rollout.revision', { revisionId: this.revisionId, attempt: applied.attempt, ...(requestId ? { requestId } : {}) });
       return true;
     });
     if (!handed) {
@@ -462,9 +450,7 @@ class RevisionBuild {
    */
   private async owned(m: EntityManager): Promise<boolean> {
     await this.deps.flow.lockDeployment(m, this.rev.deployment_id);
-    const [row] = await queryRows<{ status: string; attempt: number }>(m, `SELECT status, attempt FROM revisions WHERE id = $1 FOR UPDATE`, [
-      this.revisionId,
-    ]);
+    const row = await new RevisionRepository(m).lockedPhase(this.revisionId);
     return row?.status === 'BUILDING' && row.attempt === this.attempt;
   }
 

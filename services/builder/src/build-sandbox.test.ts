@@ -29,6 +29,19 @@ describe('buildEnv', () => {
     });
     expect(env).not.toHaveProperty('DATABASE_URL');
   });
+
+  it('puts the graph config env lowest and drops its loader variables too', () => {
+    const env = buildEnv({ home: '/h', npmCache: '/c' }, [{ name: 'A', value: 'secret' }], {
+      A: 'graph',
+      B: 'graph',
+      LD_PRELOAD: '/data/builds/x/source/evil.so',
+      GLIBC_TUNABLES: 'x',
+      HOME: '/elsewhere',
+    });
+    expect(env).toMatchObject({ A: 'secret', B: 'graph', HOME: '/h' });
+    expect(env).not.toHaveProperty('LD_PRELOAD');
+    expect(env).not.toHaveProperty('GLIBC_TUNABLES');
+  });
 });
 
 describe('unsandboxedJail', () => {

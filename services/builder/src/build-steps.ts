@@ -88,14 +88,20 @@ export class BuildLog {
 }
 
 /**
- * The environment of install and build commands, from scratch: the revision's secrets (never a
- * reserved name, docs/api.md Secrets), then what the builder sets, which wins: a fixed PATH (with
- * the running node's directory, so `node` and `npm` are the worker's), HOME and the npm cache
- * as the step sees them, CI=true. Nothing of the worker's own environment (database URL, secrets
- * key) reaches user code.
+ * The environment of install and build commands, from scratch: `base` (the graph config's env,
+ * for the graph check), then the revision's secrets (never a reserved name, docs/api.md
+ * Deployments), then what the builder sets, which wins: a fixed PATH (with the running node's
+ * directory, so `node` and `npm` are the worker's), HOME and the npm cache as the step sees
+ * them, CI=true. Loader variables never pass from any of them (sandboxEnvironment): the
+ * sandbox's wrapper programs run as root with this environment. Nothing of the worker's own
+ * environment (database URL, secrets key) reaches user code.
  */
-export function buildEnv(where: { home: string; npmCache: string }, secrets: readonly SecretEntry[]): Record<string, string> {
-  const own: Record<string, string> = {};
+export function buildEnv(
+  where: { home: string; npmCache: string },
+  secrets: readonly SecretEntry[],
+  base: Readonly<Record<string, string>> = {},
+): Record<string, string> {
+  const own: Record<string, string> = { ...base };
   for (const s of secrets) if (!isReservedSecretName(s.name)) own[s.name] = s.value;
   return sandboxEnvironment(own, {
     home: where.home,

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { Deployment, Revision } from '../entities/index.js';
+import { Deployment } from '../entities/index.js';
 import type { Page } from './pagination.js';
 
 export const DEPLOYMENT_NAME_UNIQUE = 'deployments_workspace_name_key';
@@ -75,29 +75,5 @@ export class DeploymentRepository {
     );
     for (const row of rows) out.get(row.deployment_id)?.push(row.tag_value_id);
     return out;
-  }
-
-  /** Revisions by id, for presenting deployments with their latest revision's config. */
-  async revisionsById(ids: Array<string | null>): Promise<Map<string, Revision>> {
-    const wanted = ids.filter((id): id is string => !!id);
-    if (!wanted.length) return new Map();
-    const rows = await this.manager.createQueryBuilder(Revision, 'r').where('r.id IN (:...wanted)', { wanted }).getMany();
-    return new Map(rows.map((r) => [r.id, r]));
-  }
-
-  findRevision(deploymentId: string, revisionId: string): Promise<Revision | null> {
-    return this.manager.findOneBy(Revision, { deploymentId, id: revisionId });
-  }
-
-  listRevisions(deploymentId: string, statuses: string[] | undefined, { limit, offset }: Page): Promise<Revision[]> {
-    const qb = this.manager
-      .createQueryBuilder(Revision, 'r')
-      .where('r.deployment_id = :deploymentId', { deploymentId })
-      .orderBy('r.created_at', 'DESC')
-      .addOrderBy('r.id', 'DESC')
-      .limit(limit)
-      .offset(offset);
-    if (statuses?.length) qb.andWhere('r.status IN (:...statuses)', { statuses });
-    return qb.getMany();
   }
 }

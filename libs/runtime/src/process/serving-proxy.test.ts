@@ -101,9 +101,11 @@ describe('ServingProxy', () => {
     const results: Array<{ at: number; status: number; body: string }> = [];
     const errors: unknown[] = [];
     let switchedAt = Infinity;
+    // At least 1.5 s and 150 requests (a loaded machine answers slower), at most 30 s.
     const until = Date.now() + 1_500;
+    const hardStop = Date.now() + 30_000;
     const loop = async () => {
-      while (Date.now() < until) {
+      while ((Date.now() < until || results.length < 150) && Date.now() < hardStop) {
         const at = Date.now();
         try {
           const res = await fetch(`${url}/version`);

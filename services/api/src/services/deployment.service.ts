@@ -10,8 +10,8 @@ import {
   ListenerRepository,
   queryRows,
   Revision,
+  RevisionRepository,
   transitionDeployment,
-  transitionRevision,
   type DataSource,
   type EntityManager,
   type StoredRevisionConfig,
@@ -26,7 +26,6 @@ import {
   mergeSecrets,
   NotFoundError,
   patchCreatesRevision,
-  REVISION_TERMINAL,
   resolveResourceSpec,
   resourceSpecProblems,
   SECRET_MASK,
@@ -50,7 +49,6 @@ import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
 
 const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
-const TERMINAL = [...REVISION_TERMINAL];
 
 /**
  * The API shape of a deployment (docs/api.md, Deployments). Secret values never leave: they are masked.
@@ -362,13 +360,9 @@ export class DeploymentService {
     const deployment = await this.lock(manager, workspaceId, id);
     if (deployment.status !== 'AWAITING_DELETE') {
       await transitionDeployment(manager, id, 'AWAITING_DELETE');
-      const open = await queryRows<{ id: string }>(
-        manager,
-        `SELECT id FROM revisions WHERE deployment_id = $1 AND status <> ALL($2::text[]) ORDER BY created_at`,
-        [id, TERMINAL],
-      );
-      for (const revision of open) {
-        await transitionRevision(manager, revision.id, 'INTERRUPTED', { message: 'Deployment deleted.', set: { deadlineAt: null } });
+      const revisions = new RevisionRepository(manager);
+      for (const revisionId of await revisions.openOfDeployment(id)) {
+        await revisions.transition(revisionId, 'INTERRUPTED', { message: 'Deployment deleted.' });
       }
       await enqueueInOutbox(manager, 'teardown.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
     }
@@ -391,11 +385,9 @@ export class DeploymentService {
    */
   async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string): Promise<string> {
     const id = randomUUID();
-    await manager.insert(Revision, {
+    await new RevisionRepository(manager).insert({
       id,
       deploymentId: deployment.id,
-      status: 'CREATING',
-      statusMessage: null,
       source: draft.source,
       sourceRevisionConfig: draft.sourceRevisionConfig,
       imageUri: draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null),
@@ -405,9 +397,6 @@ export class DeploymentService {
       secretNames: draft.secrets.map((s) => s.name),
       buildConfig: draft.buildConfig,
       redeployedFrom: draft.redeployedFrom ?? null,
-      // The clock at insert, not the transaction start: inserts happen under the deployment
-      // lock, so this orders revisions as their writes were serialized.
-      createdAt: () => 'clock_timestamp()',
     });
     await manager.query(`UPDATE deployments SET latest_revision_id = $2, last_activity_at = now(), updated_at = now() WHERE id = $1`, [
       deployment.id,
@@ -450,7 +439,7 @@ export class DeploymentService {
   /** A new revision's config: the latest revision's (or the source's defaults), with `input` applied. */
   private async nextRevisionConfig(manager: EntityManager, deployment: Deployment, input: SourceRevisionConfigInput): Promise<StoredRevisionConfig> {
     const latest = deployment.latestRevisionId
-      ? await new DeploymentRepository(manager).findRevision(deployment.id, deployment.latestRevisionId)
+      ? await new RevisionRepository(manager).find(deployment.id, deployment.latestRevisionId)
       : null;
     return revisionConfigFrom(input, latest?.sourceRevisionConfig ?? this.defaultRevisionConfig(deployment.source));
   }
@@ -469,7 +458,7 @@ export class DeploymentService {
   private async present(manager: EntityManager, rows: Deployment[]): Promise<DeploymentView[]> {
     const repo = new DeploymentRepository(manager);
     const [revisions, tags] = await Promise.all([
-      repo.revisionsById(rows.map((d) => d.latestRevisionId)),
+      new RevisionRepository(manager).byIds(rows.map((d) => d.latestRevisionId)),
       repo.tagValueIds(rows.map((d) => d.id)),
     ]);
     return rows.map((d) =>

@@ -2,12 +2,12 @@ import type { SecretBox } from '@slipway/crypto';
 import {
   Deployment,
   DeploymentCredentialStore,
-  DeploymentRepository,
   Listener,
   ListenerRepository,
   queryRows,
-  RevisionLogRepository,
   Revision,
+  RevisionLogRepository,
+  RevisionRepository,
   transitionDeployment,
   type DataSource,
   type EntityManager,
@@ -85,7 +85,7 @@ export class ListenerAgentService {
       .andWhere(`r.status = 'DEPLOYING'`)
       .getMany();
     const deployingOf = new Map(deploying.map((r) => [r.deploymentId, r]));
-    const active = await new DeploymentRepository(manager).revisionsById(
+    const active = await new RevisionRepository(manager).byIds(
       deployments.filter((d) => d.status === 'AWAITING_DELETE').map((d) => d.activeRevisionId),
     );
 
@@ -209,12 +209,7 @@ export class ListenerAgentService {
     // "Still deploying" while DEPLOYING is a heartbeat, not a transition: it records that the
     // agent is working on it. Conditional, so it never resurrects a finished revision.
     if (item.status === 'DEPLOYING') {
-      const refreshed = await queryRows(
-        manager,
-        `UPDATE revisions SET heartbeat_at = now(), updated_at = now() WHERE id = $1 AND status = 'DEPLOYING' RETURNING id`,
-        [id],
-      );
-      if (refreshed.length) return { ok: true };
+      if ((await new RevisionRepository(manager).beat(id, ['DEPLOYING'])) !== 'moved-on') return { ok: true };
     }
     const applied = await this.flow.transition(manager, id, item.status, {
       message,

@@ -1,5 +1,6 @@
 import {
   DeploymentRepository,
+  RevisionRepository,
   EVENTS_CHANNEL,
   REVISION_LOGS_CHANNEL,
   RevisionLogRepository,
@@ -136,7 +137,7 @@ export class LogService {
   private async revisionStatus(workspaceId: string, deploymentId: string, revisionId: string): Promise<RevisionStatus> {
     const repo = new DeploymentRepository(this.dataSource.manager);
     if (!(await repo.find(workspaceId, deploymentId))) throw NotFoundError.of('Deployment', deploymentId);
-    const revision = await repo.findRevision(deploymentId, revisionId);
+    const revision = await new RevisionRepository(this.dataSource.manager).find(deploymentId, revisionId);
     if (!revision) throw NotFoundError.of('Revision', revisionId);
     return revision.status;
   }

@@ -1,4 +1,4 @@
-import { DeploymentRepository, Revision, type DataSource, type EntityManager, type Page } from '@slipway/db';
+import { Revision, RevisionRepository, type DataSource, type EntityManager, type Page } from '@slipway/db';
 import { BadRequestError, isRevisionTerminal, NotFoundError } from '@slipway/domain';
 import type { RevisionFlow } from '@slipway/jobs';
 import { iso } from '../schemas/common.schema.js';
@@ -54,7 +54,7 @@ export class RevisionService {
     const deployment = await this.deployments.get(workspaceId, deploymentId);
     const statuses = filter.statuses;
     if (filter.remoteReconciled !== undefined && filter.remoteReconciled !== (deployment.source_config.listener_id !== null)) return [];
-    return (await new DeploymentRepository(this.dataSource.manager).listRevisions(deploymentId, statuses, page)).map(presentRevision);
+    return (await new RevisionRepository(this.dataSource.manager).listOfDeployment(deploymentId, statuses, page)).map(presentRevision);
   }
 
   /**
@@ -117,7 +117,7 @@ export class RevisionService {
   }
 
   private async load(manager: EntityManager, deploymentId: string, revisionId: string): Promise<Revision> {
-    const revision = await new DeploymentRepository(manager).findRevision(deploymentId, revisionId);
+    const revision = await new RevisionRepository(manager).find(deploymentId, revisionId);
     if (!revision) throw NotFoundError.of('Revision', revisionId);
     return revision;
   }

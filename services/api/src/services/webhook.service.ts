@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { DeploymentRepository, IntegrationRepository, isUniqueViolation, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
+import { DeploymentRepository, IntegrationRepository, isUniqueViolation, RevisionRepository, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
 import { hasUnstorableCharacter, NotFoundError } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
 import { normalizeRepoUrl } from '@slipway/source';
@@ -210,7 +210,7 @@ export class WebhookService {
           if (!deployment) return `deployment ${target.deploymentId} is gone`;
           // Re-checked under the lock: a PATCH or DELETE may have landed since the read above.
           const latest = deployment.latestRevisionId
-            ? await new DeploymentRepository(m).findRevision(deployment.id, deployment.latestRevisionId)
+            ? await new RevisionRepository(m).find(deployment.id, deployment.latestRevisionId)
             : null;
           if (deployment.status === 'AWAITING_DELETE') return `deployment ${deployment.id} is being deleted`;
           if (deployment.sourceConfig.build_on_push !== true || (latest?.sourceRevisionConfig.repo_ref ?? null) !== branch) {
