@@ -104,7 +104,9 @@ export class InstanceKeeper {
     this.ctx.work.track(async () => {
       try {
         await runtime.kill(row, 1_000);
-        const cause = await runtime.exitCause(row, input.limits);
+        // An instance that died may have been the OOM killer's; a live one that stopped answering
+        // is restarted for that, whatever a child of it met earlier.
+        const cause = kind === 'unhealthy' ? null : await runtime.exitCause(row, input.limits);
         if (cause) {
           why = `was killed: ${cause}`;
           counted = 'out_of_memory';

@@ -265,7 +265,8 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
 
   private async failureMessage(input: StartInstancesInput, failed: InstanceRecord | undefined, outcome: HealthOutcome, signal: AbortSignal): Promise<string> {
     const which = failed ? `Instance ${failed.index} (port ${failed.port})` : 'The rollout';
-    const exitCause = failed ? await this.runtime.exitCause(failed, input.limits) : null;
+    // Only a dead instance was killed; a live one that never answered is reported as such.
+    const exitCause = failed && !outcome.healthy && outcome.reason === 'exited' ? await this.runtime.exitCause(failed, input.limits) : null;
     const reason =
       outcome.healthy || outcome.reason === 'aborted'
         ? `${which} was stopped: ${String(signal.reason ?? 'the rollout was cancelled.')}`
