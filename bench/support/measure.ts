@@ -30,6 +30,9 @@ function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
       {
         url: spec.url,
         connections: spec.connections,
+        // A request is measured however long it takes (a shared, loaded machine); autocannon's
+        // default of 10 s would count a slow answer as an error.
+        timeout: 60,
         ...(spec.amount ? { amount: spec.amount } : { duration: durationSec }),
         method: spec.method ?? 'GET',
         headers: { ...(spec.body ? { 'content-type': 'application/json' } : {}), ...spec.headers },

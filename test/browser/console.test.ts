@@ -211,6 +211,25 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
     }
   }, 60_000);
 
+  it('falls back to polling when the event stream cannot be reached, and still shows the status change', async () => {
+    const w = await openPage();
+    try {
+      await w.page.route('**/v2/events/stream**', (route) => route.abort());
+      await signIn(w.page);
+      await w.page.getByRole('heading', { name: 'Deployments', level: 1 }).waitFor();
+      await w.page.locator('p.live[data-mode="polling"]').waitFor({ timeout: 15_000 });
+      const { id, revisionId } = await createDeployment('polled-table');
+      const row = w.page.locator(`tr[data-deployment-id="${id}"]`);
+      await row.waitFor({ timeout: 15_000 });
+      await agentApplies(revisionId);
+      await expect.poll(() => row.locator('.active-status .badge').getAttribute('data-status'), { timeout: 15_000 }).toBe('DEPLOYED');
+      // Nothing came over a stream: the refreshes did it.
+      expect(await w.page.locator('p.live').getAttribute('data-last-event-id')).toBeNull();
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
+
   it('lists a deployment created through the API and shows it reach DEPLOYED live, without a reload', async () => {
     const key = await api.http.post('/v2/tags/keys', { key: `team-${randomUUID().slice(0, 8)}` });
     const [mine, other] = await Promise.all(
@@ -222,6 +241,14 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       await w.page.getByRole('heading', { name: 'Deployments', level: 1 }).waitFor();
       // Set in this document: it survives only if the page never reloads.
       await w.page.evaluate('window.unreloaded = true');
+      // Live from the event stream, not polling: the page is on the stream, and stays on it.
+      const indicator = w.page.locator('p.live');
+      await w.page.locator('p.live[data-mode="live"]').waitFor({ timeout: 15_000 });
+      await w.page.evaluate(`
+        window.modes = [];
+        new MutationObserver(() => window.modes.push(document.querySelector('p.live')?.dataset.mode ?? 'gone'))
+          .observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-mode'] });
+      `);
       const { id, revisionId } = await createDeployment('live-table');
       const row = w.page.locator(`tr[data-deployment-id="${id}"]`);
       await row.waitFor({ timeout: 15_000 });
@@ -230,6 +257,15 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       await agentApplies(revisionId);
       await expect.poll(() => row.locator('.active-status .badge').getAttribute('data-status'), { timeout: 15_000 }).toBe('DEPLOYED');
       expect(await w.page.evaluate('window.unreloaded')).toBe(true);
+      // The event that moved the revision to DEPLOYED reached the page over the stream…
+      const deployed = (await api.http.get(`/v2/events?limit=100&deployment_id=${id}&types=revision.status_changed`)).body.resources.find(
+        (e: any) => e.revision_id === revisionId && e.data.to === 'DEPLOYED',
+      );
+      expect(deployed).toBeDefined();
+      await expect.poll(async () => BigInt((await indicator.getAttribute('data-last-event-id')) ?? '0') >= BigInt(deployed.id)).toBe(true);
+      // …and the page never fell back to polling meanwhile.
+      expect(((await w.page.evaluate('window.modes')) as string[]).filter((m) => m !== 'live')).toEqual([]);
+      expect(await indicator.innerText()).toBe('Live: updates as events arrive');
 
       // The name filter maps to the list API: another name hides the row.
       await w.page.getByLabel('Name contains').fill('no-such-name');

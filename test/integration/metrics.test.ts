@@ -154,7 +154,7 @@ describe('GET /metrics', () => {
 describe('queue gauges', () => {
   it('reports every state of every queue, read from Redis at scrape time', async () => {
     const samples = await scrape();
-    for (const queue of ['builds', 'rollouts', 'maintenance']) {
+    for (const queue of ['builds', 'rollouts', 'maintenance', 'webhooks']) {
       expect(valueOf(samples, 'slipway_queue_up', { queue })).toBe(1);
       const states = samples.filter((s) => s.name === 'slipway_queue_jobs' && s.labels.queue === queue).map((s) => s.labels.state);
       expect(states.sort()).toEqual(['active', 'completed', 'delayed', 'failed', 'paused', 'prioritized', 'waiting', 'waiting-children']);
@@ -197,7 +197,7 @@ describe('queue gauges', () => {
       await new Promise<void>((resolve) => server.once('listening', resolve));
       const http = new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, null);
       const samples = await scrape(http);
-      for (const queue of ['builds', 'rollouts', 'maintenance']) expect(valueOf(samples, 'slipway_queue_up', { queue })).toBe(0);
+      for (const queue of ['builds', 'rollouts', 'maintenance', 'webhooks']) expect(valueOf(samples, 'slipway_queue_up', { queue })).toBe(0);
       expect(samples.filter((s) => s.name === 'slipway_queue_jobs')).toEqual([]);
       // The rest of the scrape is intact.
       expect(samples.some((s) => s.name === 'slipway_process_cpu_user_seconds_total')).toBe(true);

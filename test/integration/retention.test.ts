@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@slipway/logging';
 import { JOB_CATALOG, Retention } from '@slipway/jobs';
+import { uploadFilePath, uploadObjectPath } from '@slipway/source';
 import { otherWorkspaceClient } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -98,6 +99,9 @@ describe('artifacts', () => {
     await api.dataSource.query(`UPDATE deployments SET active_revision_id = $2, latest_revision_id = $2 WHERE id = $1`, [deploymentId, active.id]);
     await retention.run();
     expect((await revisionRow(old.id)).artifact_ref).toBeNull();
+    const shown = await client.get(`/v2/deployments/${deploymentId}/revisions/${old.id}`);
+    expect(shown.body.artifact_pruned_at).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
+    expect((await client.get(`/v2/deployments/${deploymentId}/revisions/${recent.id}`)).body.artifact_pruned_at).toBeNull();
 
     const redeployed = await client.post(`/v2/deployments/${deploymentId}/revisions/${old.id}/redeploy`);
     expect(redeployed.status, redeployed.text).toBe(200);
@@ -167,13 +171,64 @@ describe('events and outbox rows', () => {
         ('maintenance', 'reconcile.tick', $1 || '-unsent', '{}', NULL, now() - interval '3 days')`,
       [tag],
     );
+    // Outbound webhook deliveries: finished old ones go, recent and still pending ones stay.
+    const webhookId = randomUUID();
+    await api.dataSource.query(
+      `INSERT INTO outbound_webhooks (id, workspace_id, url, event_types, secret_sealed) VALUES ($1, $2, 'https://hooks.example.com/', '{deployment.created}', 'x')`,
+      [webhookId, workspaceId],
+    );
+    await api.dataSource.query(
+      `INSERT INTO outbound_deliveries (id, webhook_id, event_id, event_type, payload, status, created_at) VALUES
+        (gen_random_uuid(), $1, 1, 'old.succeeded', '{}', 'succeeded', now() - interval '40 days'),
+        (gen_random_uuid(), $1, 2, 'old.pending', '{}', 'pending', now() - interval '40 days'),
+        (gen_random_uuid(), $1, 3, 'new.failed', '{}', 'failed', now())`,
+      [webhookId],
+    );
     const report = await retention.run();
+    const deliveries = await api.dataSource.query(`SELECT event_type FROM outbound_deliveries WHERE webhook_id = $1 ORDER BY event_id`, [webhookId]);
+    expect(deliveries.map((r: { event_type: string }) => r.event_type)).toEqual(['old.pending', 'new.failed']);
     expect(report.eventsDeleted).toBeGreaterThanOrEqual(1);
     expect((await api.dataSource.query(`SELECT type FROM events WHERE workspace_id = $1`, [workspaceId])).map((r: { type: string }) => r.type)).toEqual([
       'new.event',
     ]);
     const left = await api.dataSource.query(`SELECT job_id FROM outbox WHERE job_id LIKE $1 ORDER BY job_id`, [`${tag}-%`]);
     expect(left.map((r: { job_id: string }) => r.job_id)).toEqual([`${tag}-new`, `${tag}-unsent`]);
+  });
+
+  it('deletes uploads no revision needs: abandoned ones and completed ones unused for days; keeps the rest', async () => {
+    const { client } = await workspace({ artifacts_kept: 5 });
+    const deploymentId = await uploadDeployment(client);
+    const upload = async (createdDaysAgo: number, completedDaysAgo: number | null) => {
+      const objectPath = uploadObjectPath(deploymentId);
+      const file = uploadFilePath(api.config.dataDir, objectPath);
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(completedDaysAgo === null ? `${file}.part` : file, 'tarball');
+      await api.dataSource.query(
+        `INSERT INTO uploads (object_path, deployment_id, size_bytes, created_at, completed_at)
+         VALUES ($1, $2, 7, now() - make_interval(days => $3), CASE WHEN $4::int IS NULL THEN NULL ELSE now() - make_interval(days => $4::int) END)`,
+        [objectPath, deploymentId, createdDaysAgo, completedDaysAgo],
+      );
+      return { objectPath, file };
+    };
+    const abandoned = await upload(3, null);
+    const unused = await upload(10, 10);
+    const used = await upload(10, 10);
+    const recent = await upload(1, 1);
+    const inProgress = await upload(0, null);
+    const revision = await builtRevision(deploymentId, 5);
+    await api.dataSource.query(`UPDATE revisions SET source_revision_config = $2 WHERE id = $1`, [
+      revision.id,
+      JSON.stringify({ source_tarball_path: used.objectPath }),
+    ]);
+
+    const report = await retention.run();
+    expect([...report.uploadsDeleted].filter((p) => p.includes(deploymentId)).sort()).toEqual([abandoned.objectPath, unused.objectPath].sort());
+    expect(existsSync(`${abandoned.file}.part`)).toBe(false);
+    expect(existsSync(unused.file)).toBe(false);
+    for (const kept of [used, recent]) expect(existsSync(kept.file)).toBe(true);
+    expect(existsSync(`${inProgress.file}.part`)).toBe(true);
+    const left = await api.dataSource.query(`SELECT object_path FROM uploads WHERE deployment_id = $1 ORDER BY object_path`, [deploymentId]);
+    expect(left.map((r: { object_path: string }) => r.object_path)).toEqual([used.objectPath, recent.objectPath, inProgress.objectPath].sort());
   });
 
   it('is a catalog job on the maintenance queue', () => {

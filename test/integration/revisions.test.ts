@@ -133,6 +133,7 @@ describe('GET /v2/deployments/{id}/revisions/{revision_id}', () => {
       resource_spec: d.source_config.resource_spec,
       secrets: [{ name: 'API_TOKEN' }],
       redeployed_from: null,
+      artifact_pruned_at: null,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });

@@ -1,4 +1,5 @@
 import { createHmac, randomUUID } from 'node:crypto';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalIntegration, initRepo, integrationRoot, type LocalRepo } from '../support/git-fixtures.js';
@@ -416,6 +417,43 @@ describe('GET .../deliveries', () => {
 });
 
 describe('large push payloads', () => {
+  it('a declared length over 25 MB → 413 before a byte is read, recorded without the body', async () => {
+    const delivery = randomUUID();
+    const url = new URL(`${api.baseUrl}${hookPath()}`);
+    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'content-length': String(26 * 1024 * 1024),
+            'x-github-event': 'push',
+            'x-github-delivery': delivery,
+            'x-hub-signature-256': `sha256=${'0'.repeat(64)}`,
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => {
+            req.destroy();
+            resolve({ status: res.statusCode!, body: text });
+          });
+        },
+      );
+      req.on('error', reject);
+      // Only a first chunk: the answer must not wait for the rest.
+      req.write('{"ref":');
+    });
+    expect(status).toBe(413);
+    expect(JSON.parse(body)).toEqual({ detail: `The payload is larger than the limit of ${25 * 1024 * 1024} bytes.` });
+    const [row] = await api.dataSource.query(`SELECT status_code, signature_valid, ref FROM webhook_deliveries WHERE delivery_id = $1`, [delivery]);
+    expect(row).toEqual({ status_code: 413, signature_valid: false, ref: null });
+  });
+
   it('accepts a signed push far above the global JSON body limit (GitHub sends up to 25 MB)', async () => {
     // ~3 MB of commit messages: three times the default 1 MB limit of every other route.
     const commits = Array.from({ length: 300 }, (_, i) => ({ id: sha(), message: `commit ${i} ${'x'.repeat(10_000)}` }));

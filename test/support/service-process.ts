@@ -50,7 +50,7 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
 }
 
 /** Starts `services/<name>/src/main.ts` as its own process (as in production) and waits until it is up. */
-export async function startService(name: ServiceName, env: Record<string, string>, readyTimeoutMs = 20_000): Promise<ServiceProcess> {
+export async function startService(name: ServiceName, env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServiceProcess> {
   // `node --import tsx`, not the tsx CLI: the CLI runs the program in a child process, so a
   // SIGKILL would hit only the wrapper and leave the real service running.
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, `services/${name}/src/main.ts`)], {
@@ -73,7 +73,7 @@ export async function startService(name: ServiceName, env: Record<string, string
     }),
   );
   const output = () => chunks.join('');
-  const waitFor = (pattern: RegExp, timeoutMs = 20_000) =>
+  const waitFor = (pattern: RegExp, timeoutMs = 60_000) =>
     new Promise<void>((resolve, reject) => {
       const check = () => {
         if (pattern.test(output())) return done(resolve);

@@ -57,6 +57,15 @@ export interface Config {
    * CIDR ranges that may be reached over plain http and at private addresses (@slipway/net).
    */
   outbound: { allowHosts: string[] };
+  /** Outbound webhook deliveries (docs/api.md, Events and webhooks). */
+  webhooks: {
+    /** First retry after this; each next one waits twice as long (15 attempts span about a day at 5 s). */
+    retryBaseMs: number;
+    /** A receiver must answer within this. */
+    timeoutMs: number;
+    /** How often the fan-out looks for new events when no notification woke it. */
+    fanoutPollMs: number;
+  };
   /** Largest accepted source tarball (docs/api.md, Uploads and the deploy CLIs: 200 MB). */
   uploadMaxBytes: number;
   /** How long a signed upload URL stays valid (docs/api.md, Uploads and the deploy CLIs). */
@@ -124,6 +133,8 @@ export interface RetentionSettings {
   eventsDays: number;
   /** Outbox rows sent longer ago than this are deleted. */
   outboxHours: number;
+  /** Completed uploads no revision names are deleted after this many days. */
+  uploadsUnusedDays: number;
 }
 
 export interface PipelineTimings {
@@ -226,6 +237,9 @@ const schema = Joi.object({
   SLIPWAY_OUTBOUND_ALLOW_HOSTS: Joi.string()
     .custom((value: string, helpers) => (listOf(value).every(isOutboundHostEntry) ? value : helpers.error('outbound.invalid')))
     .messages({ 'outbound.invalid': '{{#label}} must be a comma-separated list of host names, IP addresses and CIDR ranges' }),
+  SLIPWAY_WEBHOOK_RETRY_BASE_MS: Joi.number().integer().min(1).default(5_000),
+  SLIPWAY_WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
+  SLIPWAY_WEBHOOK_FANOUT_POLL_MS: Joi.number().integer().min(10).default(5_000),
   SLIPWAY_UPLOAD_MAX_BYTES: Joi.number().integer().min(1024).default(200 * 1024 * 1024),
   SLIPWAY_UPLOAD_URL_TTL_MS: ms(60 * MINUTE),
   SLIPWAY_RUNTIME_HOST: Joi.string().default('127.0.0.1'),
@@ -254,6 +268,7 @@ const schema = Joi.object({
   SLIPWAY_RETENTION_INTERVAL_MS: Joi.number().integer().min(1000).default(10 * 60_000),
   SLIPWAY_RETENTION_EVENTS_DAYS: Joi.number().integer().min(1).default(30),
   SLIPWAY_RETENTION_OUTBOX_HOURS: Joi.number().integer().min(1).default(24),
+  SLIPWAY_RETENTION_UNUSED_UPLOAD_DAYS: Joi.number().integer().min(1).default(7),
 })
   .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
   .unknown(true);
@@ -373,6 +388,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     workerHealthPort: value.SLIPWAY_WORKER_HEALTH_PORT,
     localReposRoot: path.resolve(value.SLIPWAY_LOCAL_REPOS_ROOT as string),
     outbound: { allowHosts: listOf(value.SLIPWAY_OUTBOUND_ALLOW_HOSTS ?? '') },
+    webhooks: {
+      retryBaseMs: value.SLIPWAY_WEBHOOK_RETRY_BASE_MS,
+      timeoutMs: value.SLIPWAY_WEBHOOK_TIMEOUT_MS,
+      fanoutPollMs: value.SLIPWAY_WEBHOOK_FANOUT_POLL_MS,
+    },
     uploadMaxBytes: value.SLIPWAY_UPLOAD_MAX_BYTES,
     uploadUrlTtlMs: value.SLIPWAY_UPLOAD_URL_TTL_MS,
     runtime: {
@@ -396,6 +416,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,
       eventsDays: value.SLIPWAY_RETENTION_EVENTS_DAYS,
       outboxHours: value.SLIPWAY_RETENTION_OUTBOX_HOURS,
+      uploadsUnusedDays: value.SLIPWAY_RETENTION_UNUSED_UPLOAD_DAYS,
     },
     sandbox: {
       mode: value.SLIPWAY_SANDBOX,

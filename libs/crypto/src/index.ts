@@ -1,2 +1,3 @@
 export { deriveKey, SecretBox, keyId } from './secret-box.js';
 export { API_KEY_PREFIX, displayPrefix, generateApiKey, hashApiKey, type GeneratedApiKey } from './api-key.js';
+export { generateWebhookSecret, signWebhook, WEBHOOK_SECRET_PREFIX } from './webhook-signature.js';

@@ -60,11 +60,23 @@ export {
   type ScopedLogLine,
 } from './repositories/revision-log.repository.js';
 export { PgNotifications, type NotificationsLog } from './notifications.js';
-export { EVENTS_CHANNEL, EventRepository, type EventFilter, type StoredEvent } from './repositories/event.repository.js';
+export { EVENTS_CHANNEL, EventRepository, publicEvent, type EventFilter, type PublicEvent, type StoredEvent } from './repositories/event.repository.js';
 export { RevisionHistoryRepository, type RevisionHistory, type StatusChange } from './repositories/revision-history.repository.js';
 export {
   DeploymentCredentialStore,
   type FrontPorts,
   type StoreCredentials,
 } from './repositories/deployment-credentials.repository.js';
+export {
+  OutboundWebhookRepository,
+  type OutboundDeliveryAttempt,
+  type OutboundDeliveryStatus,
+  type OutboundDeliveryTarget,
+  type NewOutboundDelivery,
+  type OutboundWebhook,
+  type OutboundWebhookChanges,
+  type OutboundWebhookFormat,
+  type OutboundWebhookInput,
+  type OutboundDelivery,
+} from './repositories/outbound-webhook.repository.js';
 export { RevisionRepository, type Heartbeat } from './repositories/revision.repository.js';

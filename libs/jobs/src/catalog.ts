@@ -6,6 +6,7 @@ export const QUEUES = {
   builds: 'builds',
   rollouts: 'rollouts',
   maintenance: 'maintenance',
+  webhooks: 'webhooks',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -26,6 +27,12 @@ export interface DeploymentJob {
 export type ReconcileJob = Record<string, never>;
 export type RetentionJob = Record<string, never>;
 
+export interface WebhookDeliveryJob {
+  deliveryId: string;
+  /** 0 for the first round, one more for every redelivery; part of the job id. */
+  round: number;
+}
+
 export interface JobPayloads {
   'build.revision': RevisionJob;
   'rollout.revision': RevisionJob;
@@ -33,6 +40,7 @@ export interface JobPayloads {
   'teardown.deployment': DeploymentJob;
   'reconcile.tick': ReconcileJob;
   'retention.prune': RetentionJob;
+  'deliver.webhook': WebhookDeliveryJob;
 }
 
 export type JobName = keyof JobPayloads;
@@ -45,6 +53,7 @@ export const JOB_QUEUES = {
   'teardown.deployment': 'rollouts',
   'reconcile.tick': 'maintenance',
   'retention.prune': 'maintenance',
+  'deliver.webhook': 'webhooks',
 } as const satisfies Record<JobName, QueueName>;
 
 /** The job names carried by queue `Q`. */
@@ -57,6 +66,9 @@ export interface CatalogEntry<N extends JobName> {
   jobId: (payload: JobPayloads[N]) => string;
   options: JobsOptions;
 }
+
+/** Attempts per delivery round (docs/api.md, Events and webhooks). */
+export const WEBHOOK_ATTEMPTS = 15;
 
 const requestId = Joi.string().max(128);
 const revisionJob = Joi.object({ revisionId: Joi.string().guid().required(), attempt: Joi.number().integer().min(0).required(), requestId });
@@ -108,6 +120,19 @@ export const JOB_CATALOG: { [N in JobName]: CatalogEntry<N> } = {
     schema: Joi.object({}),
     jobId: () => 'retention-prune',
     options: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 200 } },
+  },
+  'deliver.webhook': {
+    queue: JOB_QUEUES['deliver.webhook'],
+    schema: Joi.object({ deliveryId: Joi.string().guid().required(), round: Joi.number().integer().min(0).required() }),
+    jobId: (p) => `webhook-${p.deliveryId}-r${p.round}`,
+    // A delivery has no side effect here, so BullMQ retries it: 15 attempts, the waits doubling
+    // from SLIPWAY_WEBHOOK_RETRY_BASE_MS (the worker's `webhook` backoff): about a day at 5 s.
+    options: {
+      attempts: WEBHOOK_ATTEMPTS,
+      backoff: { type: 'webhook' },
+      removeOnComplete: { age: 24 * 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
+    },
   },
 };
 

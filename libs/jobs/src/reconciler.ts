@@ -1,11 +1,14 @@
 import type { PipelineTimings } from '@slipway/config';
-import { queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
+import { OutboundWebhookRepository, queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
 import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
 import { JOB_CATALOG } from './catalog.js';
 import type { Queues } from './connections.js';
 import { enqueueInOutbox } from './outbox.js';
 import type { RevisionFlow } from './revision-flow.js';
+
+/** A pending delivery unchanged this long has its job looked for. */
+const WEBHOOK_QUIET_SECONDS = 120;
 
 const TERMINAL = [...REVISION_TERMINAL];
 /** BullMQ states in which a job is still coming: a worker will pick it up. */
@@ -22,6 +25,8 @@ export interface ReconcileReport {
   teardownsForced: string[];
   teardownsRequeued: string[];
   idled: string[];
+  /** Outbound webhook deliveries still pending whose job was gone, enqueued again. */
+  webhookDeliveriesRequeued: string[];
 }
 
 interface OpenRevision {
@@ -45,6 +50,7 @@ interface OpenRevision {
  * - turns the deployments (and rolling-out revisions) of a silent listener UNKNOWN;
  * - re-enqueues provisioning and teardown that lost their jobs, and finishes listener teardowns
  *   the listener never confirmed once the teardown deadline passes;
+ * - re-enqueues outbound webhook deliveries still pending whose job is gone (Redis lost it);
  * - marks idle deployments UNUSED; purges old idempotency keys and webhook deliveries (the
  *   retention pass, retention.ts, removes the rest of what is old).
  */
@@ -66,10 +72,12 @@ export class Reconciler {
       teardownsForced: [],
       teardownsRequeued: [],
       idled: [],
+      webhookDeliveriesRequeued: [],
     };
     await this.revisions(report);
     await this.silentListeners(report);
     await this.deployments(report);
+    await this.webhookDeliveries(report);
     await this.housekeeping();
     const changed = Object.entries(report).filter(([, ids]) => ids.length);
     if (changed.length) this.log.info({ reconciled: Object.fromEntries(changed) }, 'reconcile pass changed state');
@@ -239,6 +247,24 @@ export class Reconciler {
     if (job) await job.remove();
     await this.tx((m) => enqueueInOutbox(m, name, { deploymentId }));
     return true;
+  }
+
+  /**
+   * A pending delivery whose job is gone (Redis lost its data) would wait forever, and could not
+   * be redelivered. Its job id is deterministic, so adding it again is a no-op while the job
+   * exists; only deliveries quiet for a while are looked at, so a fresh one still in the outbox
+   * is left to the relay.
+   */
+  private async webhookDeliveries(report: ReconcileReport): Promise<void> {
+    const quiet = await new OutboundWebhookRepository(this.dataSource.manager).quietPending(WEBHOOK_QUIET_SECONDS, 200);
+    const entry = JOB_CATALOG['deliver.webhook'];
+    for (const d of quiet) {
+      const payload = { deliveryId: d.id, round: d.round };
+      const jobId = entry.jobId(payload);
+      if (await this.queues.webhooks.getJob(jobId)) continue;
+      await this.queues.webhooks.add('deliver.webhook', payload, { ...entry.options, jobId });
+      report.webhookDeliveriesRequeued.push(d.id);
+    }
   }
 
   private async housekeeping(): Promise<void> {

@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@slipway/config';
 import { RetentionRepository, type DataSource } from '@slipway/db';
+import { uploadFilePath } from '@slipway/source';
 import type { Logger } from '@slipway/logging';
 
 export interface RetentionReport {
@@ -10,6 +11,8 @@ export interface RetentionReport {
   logLinesTrimmed: number;
   eventsDeleted: number;
   outboxRowsDeleted: number;
+  /** Object paths of uploads removed. */
+  uploadsDeleted: string[];
 }
 
 /**
@@ -20,12 +23,14 @@ export interface RetentionReport {
  *   counts): forgotten in the database first, then their files removed;
  * - log lines beyond `log_lines_per_revision`, then beyond the workspace's `log_lines_total`,
  *   oldest first;
- * - events older than the configured days, outbox rows sent longer ago than the configured hours.
+ * - events older than the configured days, outbox rows sent longer ago than the configured hours;
+ * - uploads no revision needs: never completed a day after their URL expired, or completed and
+ *   named by no revision for the configured days.
  */
 export class Retention {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly config: Pick<Config, 'quotas' | 'retention' | 'dataDir'>,
+    private readonly config: Pick<Config, 'quotas' | 'retention' | 'dataDir' | 'uploadUrlTtlMs'>,
     private readonly log: Logger,
   ) {}
 
@@ -35,9 +40,13 @@ export class Retention {
       logLinesTrimmed: await this.logs(),
       eventsDeleted: await this.repo().deleteEventsBefore(this.config.retention.eventsDays),
       outboxRowsDeleted: await this.repo().deleteSentOutboxBefore(this.config.retention.outboxHours),
+      uploadsDeleted: await this.uploads(),
     };
-    if (report.artifactsPruned.length || report.logLinesTrimmed || report.eventsDeleted || report.outboxRowsDeleted) {
-      this.log.info({ retention: { ...report, artifactsPruned: report.artifactsPruned.length } }, 'retention pass removed old data');
+    if (report.artifactsPruned.length || report.logLinesTrimmed || report.eventsDeleted || report.outboxRowsDeleted || report.uploadsDeleted.length) {
+      this.log.info(
+        { retention: { ...report, artifactsPruned: report.artifactsPruned.length, uploadsDeleted: report.uploadsDeleted.length } },
+        'retention pass removed old data',
+      );
     }
     return report;
   }
@@ -64,6 +73,18 @@ export class Retention {
       }
     }
     return pruned;
+  }
+
+  /** Uploads no revision needs (abandoned, or unused for days): rows first, then files (and any `.part`). */
+  private async uploads(): Promise<string[]> {
+    const abandonedSeconds = Math.ceil(this.config.uploadUrlTtlMs / 1000) + 24 * 3600;
+    const gone = await this.dataSource.transaction((m) => new RetentionRepository(m).pruneUploads(abandonedSeconds, this.config.retention.uploadsUnusedDays));
+    for (const objectPath of gone) {
+      const file = uploadFilePath(this.config.dataDir, objectPath);
+      await rm(file, { force: true });
+      await rm(`${file}.part`, { force: true });
+    }
+    return gone;
   }
 
   private async logs(): Promise<number> {

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { loadConfigOrExit, type Config } from '@slipway/config';
-import { createDataSource, type DataSource } from '@slipway/db';
+import { createDataSource, EVENTS_CHANNEL, PgNotifications, type DataSource } from '@slipway/db';
 import { createLogger, installShutdown, type Logger } from '@slipway/logging';
 import { JOB_CATALOG, QUEUES } from './catalog.js';
 import { closeQueues, createQueues, producerConnection, workerConnection, type Queues } from './connections.js';
@@ -11,6 +11,8 @@ import { Retention } from './retention.js';
 import { OutboxRelay } from './relay.js';
 import { RevisionFlow } from './revision-flow.js';
 import { createWorker } from './worker.js';
+import { createWebhookWorker } from './deliver-webhook.processor.js';
+import { WebhookFanout } from './webhook-fanout.js';
 import { WorkerMetrics } from './worker-metrics.js';
 
 /** Everything a worker process's handlers need; built once per process. */
@@ -41,7 +43,8 @@ export interface WorkerProcessSpec {
 /**
  * Runs a worker service: config, logging, Postgres, Redis connections, the service's own
  * workers, a `maintenance` worker running the reconciler (any live worker process can
- * reconcile, so one crashed process never stops recovery), an outbox relay (workers write
+ * reconcile, so one crashed process never stops recovery), the `webhooks` worker and the
+ * webhook fan-out (likewise shared by every worker process), an outbox relay (workers write
  * outbox rows too), an optional health port, and one ordered shutdown.
  */
 export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
@@ -82,12 +85,16 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
       concurrency: 1,
       log,
     }),
+    createWebhookWorker({ config, dataSource, connection: workerRedis, log }),
   ];
   for (const worker of workers) metrics.observe(worker);
   await scheduleMaintenance(queues, config, log);
 
   const relay = new OutboxRelay(dataSource, queues, log, (m, name, payload) => flow.onHandOff(m, name, payload));
   relay.start();
+  const notifications = new PgNotifications(config.databaseUrl, [EVENTS_CHANNEL], log);
+  const fanout = new WebhookFanout(dataSource, log, config.webhooks.fanoutPollMs, notifications);
+  fanout.start();
   const health = config.workerHealthPort ? startHealthServer(config.workerHealthPort, dataSource, metrics, log) : null;
   log.info({ workers: workers.map((w) => w.name) }, `${spec.name} started`);
 
@@ -96,6 +103,7 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
     [
       { name: 'workers', run: () => Promise.all(workers.map((w) => w.close())) },
       ...(started ? [{ name: started.name, run: started.stop }] : []),
+      { name: 'webhook fan-out', run: () => fanout.stop().then(() => notifications.close()) },
       { name: 'outbox relay', run: () => relay.stop() },
       { name: 'health', run: () => health && new Promise((r) => health.close(r)) },
       { name: 'queues', run: () => closeQueues(queues) },

@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@slipway/logging';
 import { isJobName, jobsOf, parsePayload, type JobPayloads, type JobsOn, type QueueName } from './catalog.js';
@@ -21,6 +21,8 @@ export interface CreateWorkerOptions<Q extends QueueName> {
   prefix: string;
   concurrency: number;
   log: Logger;
+  /** Overrides for this queue (e.g. a custom backoff strategy, stalled jobs re-run). */
+  options?: Pick<WorkerOptions, 'settings' | 'maxStalledCount'>;
 }
 
 /**
@@ -28,7 +30,7 @@ export interface CreateWorkerOptions<Q extends QueueName> {
  * before a handler runs. Stalled jobs are not re-run by BullMQ (`maxStalledCount: 0`): the
  * reconciler, which sees the database, decides whether the revision's phase is retried.
  */
-export function createWorker<Q extends QueueName>({ queue, handlers, connection, prefix, concurrency, log }: CreateWorkerOptions<Q>): Worker {
+export function createWorker<Q extends QueueName>({ queue, handlers, connection, prefix, concurrency, log, options }: CreateWorkerOptions<Q>): Worker {
   const expected = jobsOf(queue).sort();
   const given = Object.keys(handlers).sort();
   if (expected.join() !== given.join()) {
@@ -51,7 +53,7 @@ export function createWorker<Q extends QueueName>({ queue, handlers, connection,
       await table[job.name]!(payload, { job, log: jobLog });
       jobLog.debug('job done');
     },
-    { connection, prefix, concurrency, maxStalledCount: 0, stalledInterval: 15_000, lockDuration: 30_000, autorun: true },
+    { connection, prefix, concurrency, maxStalledCount: 0, stalledInterval: 15_000, lockDuration: 30_000, autorun: true, ...options },
   );
   worker.on('error', (err) => log.warn({ err, queue }, 'worker error'));
   worker.on('failed', (job, err) => log.warn({ err, queue, jobId: job?.id, job: job?.name }, 'job failed'));

@@ -30,6 +30,7 @@ import { listenerAgentRoutes } from './routes/listener-agent.router.js';
 import { listenerRoutes } from './routes/listeners.router.js';
 import { logRoutes } from './routes/logs.router.js';
 import { eventRoutes } from './routes/events.router.js';
+import { outboundWebhookRoutes } from './routes/outbound-webhooks.router.js';
 import { revisionHistoryRoutes } from './routes/revision-history.router.js';
 import { workspaceRoutes } from './routes/workspaces.router.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
@@ -50,6 +51,7 @@ import { ListenerService } from './services/listener.service.js';
 import { OAuthProviderService } from './services/oauth-provider.service.js';
 import { LogService } from './services/log.service.js';
 import { EventService } from './services/event.service.js';
+import { OutboundWebhookService } from './services/outbound-webhook.service.js';
 import { UploadService } from './services/upload.service.js';
 
 export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
@@ -116,6 +118,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...uploadRoutes(new UploadService(dataSource, config, quotas)),
     ...logRoutes(new LogService(dataSource, notifications)),
     ...eventRoutes(new EventService(dataSource, notifications)),
+    ...outboundWebhookRoutes(new OutboundWebhookService(dataSource, secrets, config)),
     ...revisionHistoryRoutes(new RevisionHistoryService(dataSource)),
     ...workspaceRoutes(dataSource, quotas),
     ...extraRoutes,

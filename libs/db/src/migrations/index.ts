@@ -7,6 +7,8 @@ import { WebhookReplay1764200000000 } from './1764200000000-webhook-replay.js';
 import { QuotasRetention1764200000001 } from './1764200000001-quotas-retention.js';
 import { LogFollow1764500000000 } from './1764500000000-log-follow.js';
 import { Events1764500000001 } from './1764500000001-events.js';
+import { OutboundWebhooks1764500000100 } from './1764500000100-outbound-webhooks.js';
+import { WebhookFormat1764500000101 } from './1764500000101-webhook-format.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -22,4 +24,6 @@ export const MIGRATIONS = [
   QuotasRetention1764200000001,
   LogFollow1764500000000,
   Events1764500000001,
+  OutboundWebhooks1764500000100,
+  WebhookFormat1764500000101,
 ];

@@ -13,6 +13,23 @@ export interface StoredEvent {
   data: Record<string, unknown>;
 }
 
+/**
+ * The public shape of an event (docs/api.md, Events): what `/v2/events` answers and what a
+ * webhook delivery carries as its body.
+ */
+export function publicEvent(e: StoredEvent) {
+  return {
+    id: e.id,
+    type: e.type,
+    created_at: e.created_at.toISOString(),
+    deployment_id: e.deployment_id,
+    revision_id: e.revision_id,
+    data: e.data,
+  };
+}
+
+export type PublicEvent = ReturnType<typeof publicEvent>;
+
 export interface EventFilter {
   deploymentId?: string;
   types?: string[];

@@ -50,6 +50,12 @@ export class QuotaRepository {
     await this.manager.query(`SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE`, [workspaceId]);
   }
 
+  /** The workspace whose quotas a deployment's uploads count against. */
+  async workspaceOfDeployment(deploymentId: string): Promise<string | null> {
+    const [row] = await queryRows<{ workspace_id: string }>(this.manager, `SELECT workspace_id FROM deployments WHERE id = $1`, [deploymentId]);
+    return row?.workspace_id ?? null;
+  }
+
   async deploymentCount(workspaceId: string): Promise<number> {
     const [row] = await queryRows<{ n: string }>(this.manager, `SELECT count(*) AS n FROM deployments WHERE workspace_id = $1`, [workspaceId]);
     return Number(row!.n);

@@ -122,7 +122,38 @@ export class RetentionRepository {
     return deleted ?? 0;
   }
 
+  /**
+   * Deletes upload rows no revision needs, and returns their object paths (the caller removes the
+   * files after commit): never completed and older than `abandonedSeconds` (the URL expired long
+   * ago), or completed more than `unusedDays` ago and named by no revision. Run in a transaction:
+   * candidates are locked first, skipping any a PATCH holds (it share-locks the upload it names
+   * until its revision commits), and only then checked for revisions, in a later statement.
+   */
+  async pruneUploads(abandonedSeconds: number, unusedDays: number): Promise<string[]> {
+    const candidates = await queryRows<{ object_path: string }>(
+      this.manager,
+      `SELECT object_path FROM uploads
+        WHERE (completed_at IS NULL AND created_at < now() - make_interval(secs => $1))
+           OR (completed_at IS NOT NULL AND completed_at < now() - make_interval(days => $2))
+        FOR UPDATE SKIP LOCKED`,
+      [abandonedSeconds, unusedDays],
+    );
+    if (!candidates.length) return [];
+    const rows = await queryRows<{ object_path: string }>(
+      this.manager,
+      `DELETE FROM uploads u
+        WHERE u.object_path = ANY($1)
+          AND (u.completed_at IS NULL OR NOT EXISTS (
+                SELECT 1 FROM revisions r WHERE r.deployment_id = u.deployment_id AND r.source_revision_config->>'source_tarball_path' = u.object_path))
+        RETURNING u.object_path`,
+      [candidates.map((c) => c.object_path)],
+    );
+    return rows.map((r) => r.object_path);
+  }
+
+  /** Events, and finished outbound webhook deliveries (with their attempts), older than `days`; returns the events deleted. */
   async deleteEventsBefore(days: number): Promise<number> {
+    await this.manager.query(`DELETE FROM outbound_deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => $1)`, [days]);
     const [, count] = (await this.manager.query(`DELETE FROM events WHERE created_at < now() - make_interval(days => $1)`, [days])) as [unknown, number];
     return count ?? 0;
   }

@@ -75,7 +75,7 @@ export interface BullBoardDeps {
 }
 
 /**
- * Bull Board over the three queues, read/write, behind admin auth, as a sub-app to
+ * Bull Board over every queue, read/write, behind admin auth, as a sub-app to
  * mount at `${prefix}${BULL_BOARD_PATH}`. One board per prefix: the UI builds its asset and API
  * URLs from its base path, so a board reached as `/api-host/admin/queues` must link there too.
  */

@@ -210,6 +210,10 @@ export const revisionResponse = Joi.object({
   resource_spec: resourceSpec.required(),
   secrets: Joi.array().items(Joi.object({ name: Joi.string() })).required().description('Names only'),
   redeployed_from: uuid().allow(null).required(),
+  artifact_pruned_at: timestamp()
+    .allow(null)
+    .required()
+    .description('When retention pruned the built artifact (docs/operations.md, Quotas and retention); a redeploy then rebuilds it'),
   created_at: timestamp().required(),
   updated_at: timestamp().required(),
 }).id('Revision');

@@ -1,19 +1,9 @@
-import { EVENTS_CHANNEL, EventRepository, type DataSource, type PgNotifications, type StoredEvent } from '@slipway/db';
+import { EVENTS_CHANNEL, EventRepository, publicEvent, type DataSource, type PgNotifications } from '@slipway/db';
 import type { EventSink } from '../http/sse.js';
-import { iso } from '../schemas/common.schema.js';
 import type { EventFilters } from '../schemas/event.schema.js';
 
 /** The API shape of an event (docs/api.md, Events). */
-export function presentEvent(e: StoredEvent) {
-  return {
-    id: e.id,
-    type: e.type,
-    created_at: iso(e.created_at)!,
-    deployment_id: e.deployment_id,
-    revision_id: e.revision_id,
-    data: e.data,
-  };
-}
+export const presentEvent = publicEvent;
 
 export type EventView = ReturnType<typeof presentEvent>;
 

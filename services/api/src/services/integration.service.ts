@@ -25,8 +25,7 @@ import {
   type RepohostProvider,
   type RepositoryEntry,
 } from '@slipway/source';
-import { checkOutboundUrl, OutboundError } from '@slipway/net';
-import { RequestValidationError } from '../http/validation-error.js';
+import { checkOutboundField } from './outbound-url.js';
 import { iso } from '../schemas/common.schema.js';
 import type { CreateIntegrationBody } from '../schemas/integration.schema.js';
 import type { RepositoryCatalog } from './deployment.service.js';
@@ -99,7 +98,7 @@ export class IntegrationService implements RepositoryCatalog {
   /** Creates an integration; the response is the only one that carries `webhook_secret`. */
   async create(workspaceId: string, body: CreateIntegrationBody): Promise<IntegrationView & { webhook_secret: string }> {
     const id = randomUUID();
-    if (body.config.api_url !== undefined) await this.checkApiUrl(body.config.api_url);
+    if (body.config.api_url !== undefined) await checkOutboundField(body.config.api_url, this.config.outbound, ['body', 'config', 'api_url']);
     const { config, credentials } = await this.split(body);
     const webhookSecret = `whsec_${randomBytes(32).toString('base64url')}`;
     const integration = Object.assign(new Integration(), {
@@ -212,23 +211,6 @@ export class IntegrationService implements RepositoryCatalog {
     const integration = await this.repo().find(workspaceId, id);
     if (!integration) throw NotFoundError.of('Integration', id);
     return integration;
-  }
-
-  /**
-   * Item 3 of the SSRF rules: an `api_url` must be https to a public address unless its host is
-   * allow-listed (SLIPWAY_OUTBOUND_ALLOW_HOSTS); a literal or resolved private, loopback or
-   * link-local address is a 422 naming the field. A name that does not resolve now is
-   * accepted: every fetch checks the URL again after its own DNS lookup.
-   */
-  private async checkApiUrl(apiUrl: string): Promise<void> {
-    try {
-      await checkOutboundUrl(apiUrl, this.config.outbound);
-    } catch (err) {
-      if (!(err instanceof OutboundError)) throw err;
-      if (err.code === 'refused') {
-        throw new RequestValidationError([{ loc: ['body', 'config', 'api_url'], msg: `Value error, api_url ${err.message}`, type: 'value_error' }]);
-      }
-    }
   }
 
   /** The body's config split into what is stored in clear and what is sealed. */

@@ -24,6 +24,7 @@ export function presentRevision(r: Revision) {
     resource_spec: r.resourceSpec,
     secrets: r.secretNames.map((name) => ({ name })),
     redeployed_from: r.redeployedFrom,
+    artifact_pruned_at: iso(r.artifactPrunedAt),
     created_at: iso(r.createdAt)!,
     updated_at: iso(r.updatedAt)!,
   };

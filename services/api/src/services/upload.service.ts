@@ -86,7 +86,8 @@ export class UploadService {
 
     const max = this.config.uploadMaxBytes;
     if (contentLength !== undefined && Number(contentLength) > max) throw this.tooLarge();
-    const workspaceId = await this.workspaceOf(object.deploymentId);
+    const workspaceId = await new QuotaRepository(this.dataSource.manager).workspaceOfDeployment(object.deploymentId);
+    if (!workspaceId) throw NotFoundError.of('Deployment', object.deploymentId);
     // Up front by the declared length, so a body the workspace has no room for is never read.
     if (contentLength !== undefined) await this.quotas.assertUploadBytes(this.dataSource.manager, workspaceId, Number(contentLength));
 
@@ -178,12 +179,6 @@ export class UploadService {
     if (row.completed_at) throw new ConflictError(`Upload ${objectPath} is already complete; request a new upload URL for another tarball.`);
   }
 
-  private async workspaceOf(deploymentId: string): Promise<string> {
-    const [row] = await queryRows<{ workspace_id: string }>(this.dataSource.manager, `SELECT workspace_id FROM deployments WHERE id = $1`, [deploymentId]);
-    if (!row) throw NotFoundError.of('Deployment', deploymentId);
-    return row.workspace_id;
-  }
-
   private tooLarge(): PayloadTooLargeError {
     return new PayloadTooLargeError(`The upload is larger than the limit of ${this.config.uploadMaxBytes} bytes.`);
   }
@@ -225,7 +220,9 @@ function notGzip(): BadRequestError {
 export async function assertUploadCompleted(manager: EntityManager, deploymentId: string, objectPath: string): Promise<void> {
   const rows = await queryRows(
     manager,
-    `SELECT 1 FROM uploads WHERE object_path = $1 AND deployment_id = $2 AND completed_at IS NOT NULL`,
+    // Share-locked until the revision naming it commits: retention never deletes an upload a
+    // revision is being pointed at (it skips locked rows).
+    `SELECT 1 FROM uploads WHERE object_path = $1 AND deployment_id = $2 AND completed_at IS NOT NULL FOR SHARE`,
     [objectPath, deploymentId],
   );
   if (!rows.length) {

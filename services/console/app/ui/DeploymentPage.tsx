@@ -102,7 +102,7 @@ function Secrets({ secrets }: { secrets: Deployment['secrets'] }) {
 export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const api = useApi();
   const data = useLoad((signal) => loadDeployment(api, deploymentId, signal), [api, deploymentId]);
-  const mode = useLiveRefresh(data.reload, (e) => e.deployment_id === deploymentId);
+  const live = useLiveRefresh(data.reload, (e) => e.deployment_id === deploymentId);
   const [rollbackOf, setRollbackOf] = useState<Revision | null>(null);
   const [deleting, setDeleting] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
@@ -138,7 +138,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
         <a href="#/">Deployments</a> / {deployment.name}
       </p>
       <PageHeading>{deployment.name}</PageHeading>
-      <LiveIndicator mode={mode} />
+      <LiveIndicator {...live} />
       <ErrorText error={data.error} />
       <ErrorText error={actionError} />
       {notice && (

@@ -83,7 +83,7 @@ export function DeploymentsPage() {
   const known = useRef(new Map<string, Revision>()).current;
   const list = useLoad((signal) => loadRows(api, filters, offset, known, signal), [api, filters, offset]);
   const tags = useLoad((signal) => loadTagValues(api, signal), [api]);
-  const mode = useLiveRefresh(list.reload, (e) => e.type.startsWith('deployment.') || e.type.startsWith('revision.'));
+  const live = useLiveRefresh(list.reload, (e) => e.type.startsWith('deployment.') || e.type.startsWith('revision.'));
 
   const apply = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
@@ -101,7 +101,7 @@ export function DeploymentsPage() {
   return (
     <>
       <PageHeading>Deployments</PageHeading>
-      <LiveIndicator mode={mode} />
+      <LiveIndicator {...live} />
       <form className="filters" onSubmit={apply} aria-label="Filter deployments">
         <label>
           Name contains

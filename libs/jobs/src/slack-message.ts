@@ -1,0 +1,32 @@
+import type { PublicEvent } from '@slipway/db';
+
+const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
+
+/** One line saying what happened, for people. Ids only: an event carries no secret. */
+export function describeEvent(e: PublicEvent): string {
+  const d = e.data as Record<string, unknown>;
+  const deployment = str(d.name) ? `${d.name} (${e.deployment_id})` : `${e.deployment_id}`;
+  const revision = `revision ${e.revision_id} of deployment ${e.deployment_id}`;
+  switch (e.type) {
+    case 'deployment.created':
+      return `Deployment ${deployment} created.`;
+    case 'deployment.deleted':
+      return `Deployment ${deployment} deleted.`;
+    case 'deployment.status_changed':
+      return `Deployment ${deployment}: ${d.from} → ${d.to}.`;
+    case 'revision.created':
+      return `New ${revision} (${d.status}).`;
+    case 'revision.status_changed':
+      return `${revision[0]!.toUpperCase()}${revision.slice(1)}: ${d.from} → ${d.to}.${str(d.status_message) ? ` ${d.status_message}` : ''}`;
+    default:
+      return `${e.type} for deployment ${e.deployment_id}.`;
+  }
+}
+
+/**
+ * The body of a `slack` format delivery: what a Slack incoming webhook (and the Slack-compatible
+ * endpoints of Mattermost, Rocket.Chat, Discord's `/slack` URLs) accepts.
+ */
+export function slackMessage(e: PublicEvent): { text: string } {
+  return { text: `[Slipway] ${describeEvent(e)}` };
+}
