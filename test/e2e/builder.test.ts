@@ -88,7 +88,40 @@ function makeRepository(): string {
   writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ node_version: OTHER_NODE_MAJOR, graphs: { agent: './dist/graph.js:graph' } }));
   git(repo, 'commit', '-q', '-am', 'another node major');
   git(repo, 'checkout', '-q', 'main');
+  for (const [branch, files] of Object.entries(BROKEN_GRAPH_PROJECTS)) graphProjectBranch(repo, branch, files);
   return `file://${repo}`;
+}
+
+/**
+ * Graph projects (graphs in langgraph.json, no start script) each broken in one way, as a user's
+ * project breaks: the build fails at its graph check (or at reading the config) with the graph,
+ * its path and export, and the cause. None needs a dependency, so the install works offline.
+ */
+/** A project whose one graph, `agent`, is the export `graph` of `file`, holding `source`. */
+const graphProject = (file: string, source: string) => ({ 'langgraph.json': JSON.stringify({ graphs: { agent: `./${file}:graph` } }), [file]: source });
+
+const BROKEN_GRAPH_PROJECTS: Record<string, Record<string, string>> = {
+  'graph-missing-export': graphProject('src/agent.mjs', 'export const grpah = { nodes: {} };\nexport const helper = 1;\n'),
+  'graph-syntax-error': graphProject('src/agent.ts', 'export const graph: unknown = {\n  nodes: [1, 2\n};\n'),
+  'graph-not-a-graph': graphProject('src/agent.mjs', 'export const graph = { name: "agent", nodes: ["first"] };\n'),
+  'graph-throws-at-import': graphProject(
+    'src/agent.mjs',
+    'if (!process.env.MODEL_ENDPOINT) throw new Error("MODEL_ENDPOINT is not set");\nexport const graph = null;\n',
+  ),
+  'graph-broken-import': graphProject(
+    'src/agent.mjs',
+    'import { StateGraph } from "@langchain/langgraph-not-installed";\nexport const graph = new StateGraph({});\n',
+  ),
+  'graph-config-not-json': { ...graphProject('src/agent.mjs', 'export const graph = null;\n'), 'langgraph.json': '{"graphs": {"agent": "./src/agent.mjs:graph"},\n' },
+};
+
+function graphProjectBranch(repo: string, branch: string, files: Record<string, string>): void {
+  git(repo, 'checkout', '-q', '-b', branch, 'main');
+  git(repo, 'rm', '-q', 'build.js');
+  writeFiles(repo, { 'package.json': JSON.stringify({ name: 'graph-agent', private: true, type: 'module' }), ...files });
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', branch);
+  git(repo, 'checkout', '-q', 'main');
 }
 
 interface SourceDeploymentOptions {
@@ -293,6 +326,51 @@ describe('builder: repohost builds', () => {
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
     expect(row.status_message).toMatch(/^Graph 'agent' \(\.\/agent\.py:graph\) is a Python graph, and Python agent servers are not available in this installation/);
+  });
+
+  describe('a graph project that is broken ends BUILD_FAILED naming the graph and the cause', () => {
+    const failureOf = async (branch: string) => {
+      const { revisionId } = await createSourceDeployment(branch, { ref: branch });
+      const row = await settle(revisionId);
+      expect(row.status, row.status_message).toBe('BUILD_FAILED');
+      expect(row.artifact_ref).toBeNull();
+      // The message's first line says what failed; the last build log lines follow it.
+      return { message: (row.status_message as string).split('\n')[0]!, logs: await buildLogs(revisionId) };
+    };
+
+    it('a missing export: names the export and lists those the module has', async () => {
+      const { message, logs } = await failureOf('graph-missing-export');
+      expect(message).toBe(`Graph 'agent' (./src/agent.mjs:graph) cannot be served: ./src/agent.mjs has no export named "graph" (its exports: grpah, helper).`);
+      expect(logs).toContain('Checking graphs agent');
+    });
+
+    it('a syntax error in a TypeScript graph file: the compiler says where', async () => {
+      const { message } = await failureOf('graph-syntax-error');
+      expect(message).toMatch(/^Graph 'agent' \(\.\/src\/agent\.ts:graph\) cannot be served: importing \.\/src\/agent\.ts failed: it does not compile: src\/agent\.ts:3:0: Expected "\]" but found "\}"\.$/);
+    });
+
+    it('an export that is not a graph: says what it is', async () => {
+      const { message } = await failureOf('graph-not-a-graph');
+      expect(message).toBe(
+        `Graph 'agent' (./src/agent.mjs:graph) cannot be served: the export "graph" of ./src/agent.mjs is not a graph (a StateGraph, compiled or not): it is an object (Object).`,
+      );
+    });
+
+    it('a module that throws at import: its error', async () => {
+      const { message } = await failureOf('graph-throws-at-import');
+      expect(message).toBe(`Graph 'agent' (./src/agent.mjs:graph) cannot be served: importing ./src/agent.mjs failed: MODEL_ENDPOINT is not set.`);
+    });
+
+    it('an import of a package that is not installed: names the package', async () => {
+      const { message } = await failureOf('graph-broken-import');
+      expect(message).toMatch(/^Graph 'agent' \(\.\/src\/agent\.mjs:graph\) cannot be served: importing \.\/src\/agent\.mjs failed: Cannot find package '@langchain\/langgraph-not-installed'/);
+    });
+
+    it('a langgraph.json that is not JSON: says so before anything is installed', async () => {
+      const { message, logs } = await failureOf('graph-config-not-json');
+      expect(message).toMatch(/^Graph config file 'langgraph\.json' is not valid JSON \(/);
+      expect(logs.some((l) => /install/i.test(l))).toBe(false);
+    });
   });
 
   it('fails clearly when node_version asks for another Node.js major', async () => {

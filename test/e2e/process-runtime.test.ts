@@ -55,6 +55,7 @@ const server = http.createServer((req, res) => {
     return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
       version: VERSION,
       pid: process.pid,
+      uid: process.getuid(),
       secret: process.env.MY_SECRET === ${JSON.stringify(SECRET)},
       database: db,
       redis: !!process.env.REDIS_URI,
@@ -220,6 +221,12 @@ describe('process runtime (real deployer, real processes)', () => {
       nodeEnv: 'production',
       leaked: [],
     });
+    // As root (CI, this harness) the sandbox is on: the app runs as the deployment's own uid.
+    if (process.getuid?.() === 0) {
+      const [{ sandbox_uid }] = await api.dataSource.query(`SELECT sandbox_uid FROM deployments WHERE id = $1`, [deploymentId]);
+      expect(sandbox_uid).toBeGreaterThanOrEqual(api.config.sandbox.uidMin);
+      expect(version?.body.uid).toBe(sandbox_uid);
+    }
     const [db] = await api.dataSource.query(`SELECT 1 AS found FROM pg_database WHERE datname = $1`, [row.database_name]);
     expect(db?.found).toBe(1);
 

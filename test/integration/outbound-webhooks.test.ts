@@ -129,7 +129,12 @@ describe('/v2/webhooks', () => {
     expect((await foreign.get('/v2/webhooks')).body.resources).toEqual([]);
     const member = api.http.as(await api.mintKey({ role: 'member' }));
     expect((await member.post('/v2/webhooks', { url: `${receiverUrl}/x`, event_types: ['deployment.created'] })).status).toBe(403);
-    expect((await member.get(`/v2/webhooks/${hook.id}`)).status).toBe(200);
+    // A member sees where events go, not the whole URL (it can be a credential); an admin does.
+    const seenByMember = await member.get(`/v2/webhooks/${hook.id}`);
+    expect(seenByMember.status).toBe(200);
+    expect(seenByMember.body.url).toBe(`${new URL(hook.url).origin}/…`);
+    expect((await member.get('/v2/webhooks')).text).not.toContain('/crud');
+    expect(got.body.url).toBe(hook.url);
 
     expect((await api.http.request('DELETE', `/v2/webhooks/${hook.id}`)).status).toBe(204);
     expect((await api.http.get(`/v2/webhooks/${hook.id}`)).status).toBe(404);

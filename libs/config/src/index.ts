@@ -78,6 +78,8 @@ export interface Config {
     publicHost: string;
     portMin: number;
     portMax: number;
+    /** An instance's log file is rotated past this size (one rotated file is kept). */
+    logFileMb: number;
   };
   /** Default per-workspace quotas (docs/operations.md, Quotas and retention); overridable per workspace. */
   quotas: Quotas;
@@ -244,6 +246,7 @@ const schema = Joi.object({
   SLIPWAY_RUNTIME_PUBLIC_HOST: Joi.string().hostname(),
   SLIPWAY_RUNTIME_PORT_MIN: Joi.number().integer().min(1024).max(65535).default(20_000),
   SLIPWAY_RUNTIME_PORT_MAX: Joi.number().integer().min(1024).max(65535).default(29_999),
+  SLIPWAY_RUNTIME_LOG_FILE_MB: Joi.number().min(0.01).max(10_000).default(10),
   SLIPWAY_SANDBOX: Joi.string().valid('auto', 'off').default('auto'),
   SLIPWAY_SANDBOX_UID_MIN: Joi.number().integer().min(1000).max(4_294_967_294).default(200_000),
   SLIPWAY_SANDBOX_UID_MAX: Joi.number().integer().min(1000).max(4_294_967_294).default(265_535),
@@ -397,6 +400,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       publicHost: value.SLIPWAY_RUNTIME_PUBLIC_HOST ?? (['0.0.0.0', '::'].includes(value.SLIPWAY_RUNTIME_HOST) ? '127.0.0.1' : value.SLIPWAY_RUNTIME_HOST),
       portMin: value.SLIPWAY_RUNTIME_PORT_MIN,
       portMax: value.SLIPWAY_RUNTIME_PORT_MAX,
+      logFileMb: value.SLIPWAY_RUNTIME_LOG_FILE_MB,
     },
     quotas: {
       deployments: value.SLIPWAY_QUOTA_DEPLOYMENTS,

@@ -32,6 +32,14 @@ export class WorkerMetrics {
     });
   }
 
+  /**
+   * A counter of this process's own (e.g. the deployer's runtime events), registered beside the
+   * job metrics so `/metrics` serves it too.
+   */
+  counter<L extends string>(name: string, help: string, labelNames: readonly L[]): { inc(labels: Record<L, string>): void } {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
   /** Counts every job the worker completes or fails from now on. */
   observe(worker: Worker): void {
     const record = (job: Job | undefined, outcome: 'completed' | 'failed') => {

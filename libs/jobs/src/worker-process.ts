@@ -25,6 +25,8 @@ export interface WorkerProcessContext {
   /** A waiting connection for Worker instances (BullMQ requires `maxRetriesPerRequest: null`). */
   workerRedis: Redis;
   flow: RevisionFlow;
+  /** This process's `/metrics` (the service may register counters of its own). */
+  metrics: WorkerMetrics;
 }
 
 export interface WorkerProcessSpec {
@@ -64,7 +66,8 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   const workerRedis = workerConnection(config.redisUrl, log);
   const queues = createQueues(producerRedis, config.queuePrefix, log);
   const flow = new RevisionFlow(config.pipeline);
-  const ctx: WorkerProcessContext = { config, log, dataSource, queues, workerRedis, flow };
+  const metrics = new WorkerMetrics(spec.name);
+  const ctx: WorkerProcessContext = { config, log, dataSource, queues, workerRedis, flow, metrics };
 
   const started = (await spec.onStart?.(ctx)) ?? null;
   const reconciler = new Reconciler(dataSource, queues, flow, config.pipeline, log);
@@ -84,7 +87,6 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
     }),
     createWebhookWorker({ config, dataSource, connection: workerRedis, log }),
   ];
-  const metrics = new WorkerMetrics(spec.name);
   for (const worker of workers) metrics.observe(worker);
   await scheduleMaintenance(queues, config, log);
 

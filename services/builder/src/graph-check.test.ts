@@ -21,6 +21,7 @@ const FILES: Record<string, string> = {
   'src/plain.mjs': 'export const graph = { hello: "world" };\nexport const other = 1;\n',
   'src/throws.ts': "throw new Error('no API key at import');\n",
   'src/broken.js': "import './does-not-exist.js';\nexport const graph = 1;\n",
+  'src/typo.ts': 'export const graph: unknown = {\n  nodes: [1, 2\n};\n',
   'src/noisy.mjs': "console.log('hello from the graph');\nexport const graph = { compile() {} };\n",
 };
 
@@ -74,6 +75,12 @@ describe('checkGraphs', () => {
 
   it('reports a broken import', async () => {
     await expect(check({ agent: './src/broken.js:graph' })).rejects.toThrow(/^Graph 'agent' \(\.\/src\/broken\.js:graph\) cannot be served: importing \.\/src\/broken\.js failed: Cannot find module/);
+  });
+
+  it('reports a TypeScript file that does not compile with the compiler error and where it is', async () => {
+    await expect(check({ agent: './src/typo.ts:graph' })).rejects.toThrow(
+      `Graph 'agent' (./src/typo.ts:graph) cannot be served: importing ./src/typo.ts failed: it does not compile: src/typo.ts:3:0: Expected "]" but found "}".`,
+    );
   });
 
   it('reports a missing file', async () => {

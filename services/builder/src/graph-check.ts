@@ -26,6 +26,12 @@ const isCompiled = (v) => isObject(v) && isObject(v.builder) && typeof v.invoke 
 const isGraph = (v) => isCompiled(v) || (isObject(v) && typeof v.compile === 'function') || (isObject(v) && isCompiled(v.graph));
 const describe = (v) => v === null ? 'null' : Array.isArray(v) ? 'an array' : isObject(v) ? 'an object (' + (v.constructor?.name ?? 'Object') + ')' : 'a ' + typeof v;
 const firstLine = (err) => String(err instanceof Error ? err.message : err).split('\\n').find((l) => l.trim()) ?? 'unknown error';
+// A TypeScript file that does not compile: tsx (esbuild) throws "Transform failed with 1 error:"
+// with what and where on the next line, "<absolute file>:<line>:<column>: ERROR: <text>".
+const compileError = (err, cwd) => {
+  const m = /^Transform failed with \\d+ errors?:\\n(.+?):(\\d+):(\\d+): ERROR: (.+)/.exec(String(err?.message ?? ''));
+  return m ? 'it does not compile: ' + path.relative(cwd, m[1]) + ':' + m[2] + ':' + m[3] + ': ' + m[4] : null;
+};
 
 const results = [];
 for (const [id, spec] of Object.entries(JSON.parse(graphsJson))) {
@@ -49,7 +55,7 @@ for (const [id, spec] of Object.entries(JSON.parse(graphsJson))) {
         }
       }
     } catch (err) {
-      problem = 'importing ' + file + ' failed: ' + firstLine(err).slice(0, 400);
+      problem = 'importing ' + file + ' failed: ' + (compileError(err, cwd) ?? firstLine(err)).slice(0, 400);
     }
   }
   results.push({ id, spec, problem });

@@ -1,4 +1,4 @@
-import { open, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, open, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import type { DataSource } from '@slipway/db';
 import { RevisionLogWriter } from '@slipway/jobs';
 
@@ -12,6 +12,13 @@ const MAX_READ = 256 * 1024;
  * kept beside the file (`<log>.offset`), so a deployer that re-adopts the instance continues
  * where the previous one stopped instead of copying everything again. Secret values are masked
  * by the writer.
+ *
+ * Rotation (`rotateBytes`): once everything up to a size past the cap is copied, the file is
+ * copied to `<log>.1` (replacing the previous one) and truncated in place; the instance writes
+ * with O_APPEND, so it goes on at the new end. Bytes written between the copy and the truncation
+ * are lost (as with logrotate's copytruncate); bytes in the copy past what was read are still
+ * copied into the deploy log. On disk an instance thus keeps its live file (cut back at the first
+ * poll past the cap) and one rotated file (what was written between two polls past the cap).
  */
 export class DeployLogTailer {
   private offset = 0;
@@ -25,6 +32,7 @@ export class DeployLogTailer {
     revisionId: string,
     private readonly file: string,
     secretValues: readonly string[],
+    private readonly rotateBytes = Infinity,
   ) {
     this.writer = new RevisionLogWriter(dataSource, revisionId, 'deploy', secretValues);
   }
@@ -48,6 +56,11 @@ export class DeployLogTailer {
 
   private get offsetFile(): string {
     return `${this.file}.offset`;
+  }
+
+  /** The log file and what rotation and the offset left beside it (a stopped instance's). */
+  static async remove(file: string): Promise<void> {
+    await Promise.all([file, `${file}.1`, `${file}.offset`].map((f) => rm(f, { force: true })));
   }
 
   private poll(): Promise<void> {
@@ -80,9 +93,20 @@ export class DeployLogTailer {
         this.writer.write(chunk.subarray(0, end));
         this.offset += end;
       }
+      if (this.offset >= this.rotateBytes && !this.stopped) await this.rotate();
       await writeFile(this.offsetFile, String(this.offset));
     } finally {
       await handle.close();
     }
+  }
+
+  private async rotate(): Promise<void> {
+    const rotated = `${this.file}.1`;
+    await copyFile(this.file, rotated);
+    await truncate(this.file, 0);
+    const copied = this.offset;
+    this.offset = 0;
+    const rest = await readFile(rotated).catch(() => Buffer.alloc(0));
+    if (rest.length > copied) this.writer.write(rest.subarray(copied));
   }
 }

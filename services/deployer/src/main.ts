@@ -18,14 +18,14 @@ let dataAccess: DeploymentDataAccess;
 
 runWorkerProcess({
   name: 'deployer',
-  onStart: async ({ config, dataSource, log }) => {
+  onStart: async ({ config, dataSource, log, metrics }) => {
     // Probes Postgres and Redis for passwordless local access and reports it, at every start.
     dataAccess = new DeploymentDataAccess(config, dataSource, log.child({ component: 'data-access' }));
     await dataAccess.start();
     inputs = new RevisionInputs(config, dataSource, dataAccess);
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
     const sandbox = await sandboxForStart(config.sandbox, dataSource, { production: config.nodeEnv === 'production', warn: (m) => log.warn(m) });
-    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox);
+    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, metrics);
     await driver.adopt();
     // Adopted instances find their fronts on the recorded ports; only the runtime's owner keeps them.
     dataAccess.keepFronts(() => driver.isOwner);

@@ -1,4 +1,4 @@
-import { created, defineRoute, noContent, ok, workspaceOf, type RouteSpec } from '../http/route.js';
+import { created, defineRoute, noContent, ok, principalOf, workspaceOf, type RequestContext, type RouteSpec } from '../http/route.js';
 import { envelope, type PaginationQuery } from '../schemas/common.schema.js';
 import {
   createdOutboundWebhookResponse,
@@ -14,7 +14,7 @@ import {
   type CreateOutboundWebhookBody,
   type PatchOutboundWebhookBody,
 } from '../schemas/outbound-webhook.schema.js';
-import type { OutboundWebhookService } from '../services/outbound-webhook.service.js';
+import type { OutboundWebhookService, OutboundWebhookView } from '../services/outbound-webhook.service.js';
 
 type WebhookParams = { webhook_id: string };
 type DeliveryParams = WebhookParams & { delivery_id: string };
@@ -22,6 +22,15 @@ type DeliveryParams = WebhookParams & { delivery_id: string };
 const tag = 'Webhooks';
 const notFound = { description: 'Webhook not found in this workspace' };
 const refusedUrl = { description: 'Invalid body, or a URL the outbound rules refuse (private address, plain http)' };
+
+/**
+ * A receiver URL can itself be a credential (a Slack-style URL carries its token in the path):
+ * only admins, who manage webhooks, see it whole; other keys see where events go, its origin.
+ */
+function forReader(ctx: RequestContext<any, any, any>, webhook: OutboundWebhookView): OutboundWebhookView {
+  if (principalOf(ctx).role === 'admin') return webhook;
+  return { ...webhook, url: `${new URL(webhook.url).origin}/…` };
+}
 
 /** Signed outbound webhooks of the workspace (docs/api.md, Events and webhooks). Changes need an admin key. */
 export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSpec[] {
@@ -47,7 +56,7 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
       auth: 'workspace',
       request: { query: listOutboundWebhooksQuery },
       responses: { 200: { description: 'A page of webhooks', schema: outboundWebhookList } },
-      handler: async (ctx) => ok(envelope(await webhooks.list(workspaceOf(ctx), ctx.query), ctx.query)),
+      handler: async (ctx) => ok(envelope((await webhooks.list(workspaceOf(ctx), ctx.query)).map((w) => forReader(ctx, w)), ctx.query)),
     }),
     defineRoute<WebhookParams>({
       method: 'get',
@@ -58,7 +67,7 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
       auth: 'workspace',
       request: { params: outboundWebhookParams },
       responses: { 200: { description: 'The webhook', schema: outboundWebhookResponse }, 404: notFound },
-      handler: async (ctx) => ok(await webhooks.get(workspaceOf(ctx), ctx.params.webhook_id)),
+      handler: async (ctx) => ok(forReader(ctx, await webhooks.get(workspaceOf(ctx), ctx.params.webhook_id))),
     }),
     defineRoute<WebhookParams, {}, PatchOutboundWebhookBody>({
       method: 'patch',

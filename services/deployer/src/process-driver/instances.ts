@@ -16,6 +16,17 @@ export const DISCARD_GRACE_MS = 2_000;
 /** A restarted instance gets this long to answer its health probe. */
 const RESTART_HEALTH_MS = 120_000;
 
+/** Why an instance is restarted (a `/metrics` label, so a small fixed set). */
+export type RestartKind = 'exited' | 'out_of_memory' | 'unhealthy' | 'left_starting';
+
+/** Counts instance events for `/metrics` (`slipway_runtime_instance_events_total`). */
+export type InstanceEvents = (event: 'unhealthy' | 'restarted', reason: RestartKind) => void;
+
+/** An instance that went this long without a restart starts its backoff over. */
+const BACKOFF_RESET_MS = 5 * 60_000;
+/** The longest wait between two restarts of one instance. */
+const BACKOFF_MAX_MS = 60_000;
+
 /** What a process driver's instance work shares. */
 export interface InstanceContext {
   dataSource: DataSource;
@@ -26,6 +37,7 @@ export interface InstanceContext {
   log: Logger;
   /** Aborted when the driver is released. */
   stopping: AbortSignal;
+  events: InstanceEvents;
 }
 
 /**
@@ -37,15 +49,19 @@ export class InstanceKeeper {
   readonly busy = new Set<string>();
   readonly rollingOut = new Set<string>();
   readonly tearingDown = new Set<string>();
-  private readonly backoff = new Map<string, { failures: number; notBefore: number }>();
+  /** Per instance: restarts in a row (reset after BACKOFF_RESET_MS without one) and when the next may start. */
+  private readonly backoff = new Map<string, { restarts: number; at: number; notBefore: number }>();
 
   constructor(private readonly ctx: InstanceContext) {}
 
-  /** Stops an instance now (SIGTERM, SIGKILL after `graceMs`) and its tailer; the row ends `exited`. */
+  /**
+   * Stops an instance now (SIGTERM, SIGKILL after `graceMs`), its tailer and its log files; the
+   * row ends `exited`.
+   */
   async stop(row: InstanceRecord, graceMs: number): Promise<void> {
     this.backoff.delete(row.id);
     await this.ctx.runtime.stop(row, graceMs);
-    await this.ctx.tailers.stop(row.id);
+    await this.ctx.tailers.discard(row);
   }
 
   /** Stops instances a rollout started but will not use (failure, lost commit, error). */
@@ -73,27 +89,34 @@ export class InstanceKeeper {
   /**
    * Relaunches an instance in the background: what is left of its group is stopped (a dead npm
    * may leave the server holding the port), the restart is marked in its log (so in the deploy
-   * log too), and it gets traffic again once it answers its health probe. Repeated failures back
-   * off, up to a minute apart.
+   * log too), and it gets traffic again once it answers its health probe. Repeated restarts back
+   * off (2 s, 4 s, … up to a minute apart), whether or not the restarted process got healthy:
+   * an app that answers and then runs out of memory again is a crash loop too.
    */
-  restart(row: InstanceRecord, input: StartInstancesInput, reason: string): void {
+  restart(row: InstanceRecord, input: StartInstancesInput, reason: string, kind: RestartKind): void {
     let why = reason;
+    let counted = kind;
     const backoff = this.backoff.get(row.id);
     if (backoff && backoff.notBefore > Date.now()) return;
     const { runtime, tailers, log } = this.ctx;
     this.busy.add(row.id);
     this.ctx.traffic.remove(row.deploymentId, row.id);
     this.ctx.work.track(async () => {
-      let healthy = false;
       try {
         await runtime.kill(row, 1_000);
-        const cause = await runtime.exitCause(row, input.limits);
-        if (cause) why = `was killed: ${cause}`;
+        // An instance that died may have been the OOM killer's; a live one that stopped answering
+        // is restarted for that, whatever a child of it met earlier.
+        const cause = kind === 'unhealthy' ? null : await runtime.exitCause(row, input.limits);
+        if (cause) {
+          why = `was killed: ${cause}`;
+          counted = 'out_of_memory';
+        }
+        this.ctx.events('restarted', counted);
         await appendFile(row.logPath, `--- slipway: instance ${row.index} (pid ${row.pid ?? 'unknown'}) ${why}; restarting ---\n`).catch(() => undefined);
         log.warn({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, why }, 'restarting an instance');
         const { record } = await runtime.launch({ ...launchSpec(input), index: row.index, existing: row });
         await tailers.ensure(record, input.secretValues);
-        healthy = (await runtime.waitHealthy(record, Date.now() + RESTART_HEALTH_MS, this.ctx.stopping)).healthy;
+        const { healthy } = await runtime.waitHealthy(record, Date.now() + RESTART_HEALTH_MS, this.ctx.stopping);
         if (!healthy) {
           await runtime.kill(record, 1_000);
           // Still meant to run: `running` with no live pid is retried on a later tick.
@@ -109,11 +132,9 @@ export class InstanceKeeper {
       } catch (err) {
         log.warn({ err, instanceId: row.id }, 'restarting an instance failed');
       } finally {
-        if (healthy) this.backoff.delete(row.id);
-        else {
-          const failures = (backoff?.failures ?? 0) + 1;
-          this.backoff.set(row.id, { failures, notBefore: Date.now() + Math.min(60_000, 1_000 * 2 ** failures) });
-        }
+        const now = Date.now();
+        const restarts = (backoff && now - backoff.at < BACKOFF_RESET_MS ? backoff.restarts : 0) + 1;
+        this.backoff.set(row.id, { restarts, at: now, notBefore: now + Math.min(BACKOFF_MAX_MS, 1_000 * 2 ** restarts) });
         this.busy.delete(row.id);
       }
     });

@@ -15,9 +15,10 @@ import {
   type StartInstancesOutcome,
   type TrafficSwitch,
 } from '@slipway/runtime';
+import type { WorkerMetrics } from '@slipway/jobs';
 import { DeploymentWork } from './deployment-work.js';
 import { launchSpec } from './launch-spec.js';
-import { DISCARD_GRACE_MS, DRAIN_MS, InstanceKeeper, type InstanceContext } from './instances.js';
+import { DISCARD_GRACE_MS, DRAIN_MS, InstanceKeeper, type InstanceContext, type InstanceEvents } from './instances.js';
 import { RuntimeLock } from './runtime-lock.js';
 import { Supervision } from './supervision.js';
 import { Tailers } from './tailers.js';
@@ -28,6 +29,17 @@ import { Traffic } from './traffic.js';
 const TICK_MS = 2_000;
 /** Lines of a failed instance's log quoted in the failure message. */
 const FAILURE_LOG_LINES = 10;
+
+/** `slipway_runtime_instance_events_total` on the deployer's `/metrics` (none without a registry). */
+function instanceEvents(metrics: Pick<WorkerMetrics, 'counter'> | undefined): InstanceEvents {
+  if (!metrics) return () => undefined;
+  const counter = metrics.counter(
+    'slipway_runtime_instance_events_total',
+    'Process-runtime instance events: an instance judged unhealthy by its continuous health probe, or restarted, by reason (exited, out_of_memory, unhealthy, left_starting).',
+    ['event', 'reason'],
+  );
+  return (event, reason) => counter.inc({ event, reason });
+}
 
 /**
  * The process runtime's driver inside a deployer (docs/architecture.md, Runtimes).
@@ -58,6 +70,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     private readonly log: Logger,
     revision: (revisionId: string) => Promise<StartInstancesInput>,
     sandbox: Sandbox | null,
+    metrics?: Pick<WorkerMetrics, 'counter'>,
   ) {
     this.runtime = new ProcessRuntime(dataSource, { ...config.runtime, dataDir: config.dataDir, sandbox });
     this.lock = new RuntimeLock(dataSource, log);
@@ -65,10 +78,11 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
       dataSource,
       runtime: this.runtime,
       traffic: new Traffic(this.runtime, log, new ServingAuth(dataSource)),
-      tailers: new Tailers(dataSource),
+      tailers: new Tailers(dataSource, Math.round(config.runtime.logFileMb * 1024 * 1024)),
       work: new DeploymentWork(),
       log,
       stopping: this.stopping.signal,
+      events: instanceEvents(metrics),
     };
     this.keeper = new InstanceKeeper(this.ctx);
     this.supervision = new Supervision(this.ctx, this.keeper, revision);
@@ -251,13 +265,16 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
 
   private async failureMessage(input: StartInstancesInput, failed: InstanceRecord | undefined, outcome: HealthOutcome, signal: AbortSignal): Promise<string> {
     const which = failed ? `Instance ${failed.index} (port ${failed.port})` : 'The rollout';
-    const exitCause = failed ? await this.runtime.exitCause(failed, input.limits) : null;
+    // Only a dead instance was killed; a live one that never answered is reported as such.
+    const exitCause = failed && !outcome.healthy && outcome.reason === 'exited' ? await this.runtime.exitCause(failed, input.limits) : null;
     const reason =
       outcome.healthy || outcome.reason === 'aborted'
         ? `${which} was stopped: ${String(signal.reason ?? 'the rollout was cancelled.')}`
-        : outcome.reason === 'exited'
-          ? `${which} exited before it answered GET /ok.`
-          : `${which} did not answer GET /ok within the rollout deadline.`;
+        : exitCause
+          ? `${which} was killed: ${exitCause}, before it answered GET /ok.`
+          : outcome.reason === 'exited'
+            ? `${which} exited before it answered GET /ok.`
+            : `${which} did not answer GET /ok within the rollout deadline.`;
     const lines = failed ? await lastLines(failed.logPath, FAILURE_LOG_LINES) : [];
     return redactValues(lines.length ? `${reason} Last log lines:\n${lines.join('\n')}` : reason, input.secretValues);
   }

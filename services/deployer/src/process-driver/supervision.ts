@@ -4,12 +4,19 @@ import type { InstanceContext, InstanceKeeper } from './instances.js';
 
 /** An adopted instance that is alive but fails this many probes in a row is restarted. */
 const ADOPTION_STRIKES = 5;
+/**
+ * A serving instance that fails this many probes in a row (one per pass, each with its own
+ * timeout) stops receiving traffic and is replaced: a single slow answer on a busy machine is
+ * not a dead server.
+ */
+export const SERVING_STRIKES = 3;
 
 /**
  * One supervision pass over every cloud-hosted deployment with a proxy or live instances:
  * re-adopts instances recorded as running (alive and healthy: no new process), restarts dead
- * ones (same artifact, same port when free), and stops leftovers of rollouts or retirements
- * that died midway.
+ * ones (same artifact, same port when free), probes every serving instance (continuous health:
+ * one that stops answering leaves the proxy's targets and is replaced), and stops leftovers of
+ * rollouts or retirements that died midway.
  */
 export class Supervision {
   private readonly strikes = new Map<string, number>();
@@ -52,6 +59,7 @@ export class Supervision {
     if (d.serving_port) {
       await traffic.ensureProxy(deploymentId).catch((err) => log.warn({ err, deploymentId, port: d.serving_port }, 'could not open the serving proxy'));
     }
+    const serving: { row: InstanceRecord; rev: StartInstancesInput }[] = [];
     for (const row of await runtime.store.live({ deploymentId })) {
       if (this.keeper.busy.has(row.id) || this.keeper.rollingOut.has(row.revisionId)) continue;
       // Instances of the active revision are meant to run; anything else is a leftover (an
@@ -69,13 +77,32 @@ export class Supervision {
       if (!rev) continue;
       if (row.status === 'starting' || !runtime.isAlive(row)) {
         this.forget(row.id);
-        this.keeper.restart(row, rev, row.status === 'starting' ? 'was left starting by an earlier deployer' : 'exited');
+        if (row.status === 'starting') this.keeper.restart(row, rev, 'was left starting by an earlier deployer', 'left_starting');
+        else this.keeper.restart(row, rev, 'exited', 'exited');
         continue;
       }
       await tailers.ensure(row, rev.secretValues);
-      if (traffic.has(deploymentId, row.id)) continue;
-      await this.readopt(row, rev);
+      if (traffic.has(deploymentId, row.id)) serving.push({ row, rev });
+      else await this.readopt(row, rev);
     }
+    await Promise.all(serving.map(({ row, rev }) => this.probeServing(row, rev)));
+  }
+
+  /** Continuous health of an instance receiving traffic; see SERVING_STRIKES. */
+  private async probeServing(row: InstanceRecord, rev: StartInstancesInput): Promise<void> {
+    if (await probeHealth(this.ctx.runtime.host, row.port)) {
+      this.strikes.delete(row.id);
+      return;
+    }
+    const strikes = (this.strikes.get(row.id) ?? 0) + 1;
+    this.strikes.set(row.id, strikes);
+    this.ctx.log.warn({ deploymentId: row.deploymentId, instanceId: row.id, port: row.port, strikes }, 'a serving instance failed its health probe');
+    if (strikes < SERVING_STRIKES) return;
+    this.strikes.delete(row.id);
+    // Out of the proxy's targets now, whether or not a restart may start yet (backoff).
+    this.ctx.traffic.remove(row.deploymentId, row.id);
+    this.ctx.events('unhealthy', 'unhealthy');
+    this.keeper.restart(row, rev, `stopped answering its health probe (${strikes} failures in a row)`, 'unhealthy');
   }
 
   /** Alive but not known to serve (a deployer restart): re-adopted once it answers. */
@@ -90,7 +117,7 @@ export class Supervision {
     this.strikes.set(row.id, strikes);
     if (strikes >= ADOPTION_STRIKES) {
       this.strikes.delete(row.id);
-      this.keeper.restart(row, rev, `did not answer its health probe ${strikes} times`);
+      this.keeper.restart(row, rev, `did not answer its health probe ${strikes} times`, 'unhealthy');
     }
   }
 }

@@ -6,11 +6,15 @@ import { DeployLogTailer } from '../deploy-log-tailer.js';
 export class Tailers {
   private readonly tailers = new Map<string, DeployLogTailer>();
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    /** Each instance's log file is rotated past this many bytes (DeployLogTailer). */
+    private readonly rotateBytes: number,
+  ) {}
 
   async ensure(row: InstanceRecord, secretValues: readonly string[]): Promise<void> {
     if (this.tailers.has(row.id)) return;
-    const tailer = new DeployLogTailer(this.dataSource, row.revisionId, row.logPath, secretValues);
+    const tailer = new DeployLogTailer(this.dataSource, row.revisionId, row.logPath, secretValues, this.rotateBytes);
     this.tailers.set(row.id, tailer);
     await tailer.start();
   }
@@ -19,6 +23,15 @@ export class Tailers {
     const tailer = this.tailers.get(instanceId);
     this.tailers.delete(instanceId);
     await tailer?.stop();
+  }
+
+  /**
+   * Stops following a stopped instance and removes its log files: its output is in the deploy
+   * log, and a deployment's runtime dir then holds only its live instances' (capped) files.
+   */
+  async discard(row: InstanceRecord): Promise<void> {
+    await this.stop(row.id);
+    await DeployLogTailer.remove(row.logPath);
   }
 
   async stopAll(): Promise<void> {
