@@ -4,7 +4,8 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
  * Round trips to Postgres per `POST /v2/deployments` (creates were serialised behind about 20
- * statements each, 19 in its transaction). Counts the statements of the create's transaction —
+ * statements each, 19 in its transaction; 14 after the cuts, plus 3 since the workspace's
+ * deployment quota is checked: its lock, its quotas and the count). Counts the statements of the create's transaction —
  * the api runs in this process, and nothing else of it writes meanwhile (the relay is not started). The budget is today's count: a change that adds round trips to the hot path
  * must say so here.
  */
@@ -54,10 +55,10 @@ const create = () =>
   });
 
 describe('statements per create', () => {
-  it('an image deployment with one secret costs at most 14 round trips, BEGIN and COMMIT included', async () => {
+  it('an image deployment with one secret costs at most 17 round trips, BEGIN and COMMIT included', async () => {
     await create(); // warm: the API key is cached after its first use
     const statements = await transactionOf(async () => expect((await create()).status).toBe(201));
-    expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(14);
+    expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(17);
     expect(statements.filter((s) => /^\s*(SELECT|INSERT|UPDATE|WITH)/i.test(s)).length).toBeGreaterThan(3);
   });
 });

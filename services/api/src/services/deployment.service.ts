@@ -230,8 +230,7 @@ export class DeploymentService {
     const secrets = this.mergeSecrets([], body.secrets);
 
     const id = randomUUID();
-    await this.quotas.assertDeploymentSlot(manager, workspaceId);
-    await this.quotas.assertScale(manager, workspaceId, resourceSpec);
+    await this.quotas.assertDeploymentSlot(manager, workspaceId, resourceSpec);
     if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig);
 
     const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);

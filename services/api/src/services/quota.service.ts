@@ -27,27 +27,24 @@ export class QuotaService {
     return new QuotaRepository(manager).effective(workspaceId, this.defaults);
   }
 
-  /** Room for one more deployment in the workspace. */
-  async assertDeploymentSlot(manager: EntityManager, workspaceId: string): Promise<void> {
+  /**
+   * Room for one more deployment in the workspace, with a resource_spec within its ceilings:
+   * the quotas read once for both checks (a create's hot path).
+   */
+  async assertDeploymentSlot(manager: EntityManager, workspaceId: string, spec: ResourceSpec): Promise<void> {
     const repo = new QuotaRepository(manager);
     await repo.lockWorkspace(workspaceId);
-    const { deployments } = await this.effective(manager, workspaceId);
+    const quotas = await this.effective(manager, workspaceId);
+    const { deployments } = quotas;
     if ((await repo.deploymentCount(workspaceId)) >= deployments) {
       throw new QuotaExceededError('deployments', deployments, `this workspace already has ${deployments} deployments`);
     }
+    checkScale(quotas, spec);
   }
 
   /** The scale a resource_spec asks for is within the workspace's ceilings. */
   async assertScale(manager: EntityManager, workspaceId: string, spec: ResourceSpec): Promise<void> {
-    const { minScale, maxScale } = await this.effective(manager, workspaceId);
-    for (const field of ['min_scale', 'queue_min_scale'] as const) {
-      const value = spec[field];
-      if (typeof value === 'number' && value > minScale) throw new QuotaExceededError('minScale', minScale, `resource_spec.${field} is ${value}`);
-    }
-    for (const field of ['max_scale', 'queue_max_scale'] as const) {
-      const value = spec[field];
-      if (typeof value === 'number' && value > maxScale) throw new QuotaExceededError('maxScale', maxScale, `resource_spec.${field} is ${value}`);
-    }
+    checkScale(await this.effective(manager, workspaceId), spec);
   }
 
   /** Room for one more upload URL in the last 24 hours. */
@@ -95,5 +92,17 @@ export class QuotaService {
     }
     await repo.setOverrides(workspaceId, next);
     return this.view(organizationId, workspaceId);
+  }
+}
+
+/** Throws when `spec` asks for more scale than `quotas` allow. */
+function checkScale({ minScale, maxScale }: Quotas, spec: ResourceSpec): void {
+  for (const field of ['min_scale', 'queue_min_scale'] as const) {
+    const value = spec[field];
+    if (typeof value === 'number' && value > minScale) throw new QuotaExceededError('minScale', minScale, `resource_spec.${field} is ${value}`);
+  }
+  for (const field of ['max_scale', 'queue_max_scale'] as const) {
+    const value = spec[field];
+    if (typeof value === 'number' && value > maxScale) throw new QuotaExceededError('maxScale', maxScale, `resource_spec.${field} is ${value}`);
   }
 }
