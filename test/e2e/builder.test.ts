@@ -3,7 +3,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { uploadFilePath, uploadObjectPath } from '@slipway/source';
 import { craftTarball } from '../support/crafted-tarball.js';
 import { createLocalIntegration, integrationRoot } from '../support/git-fixtures.js';
@@ -17,7 +17,9 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  */
 
 const SECRET = 'hunter2-very-secret-value';
-const BUILD_TIMEOUT_MS = 60_000;
+const BUILD_TIMEOUT_MS = 90_000;
+// Each case builds (installs included, in the sandbox): it gets the build's bound and then some.
+vi.setConfig({ testTimeout: BUILD_TIMEOUT_MS + 30_000 });
 
 let api: TestApi;
 let builder: ServiceProcess;

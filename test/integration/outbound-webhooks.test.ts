@@ -129,6 +129,11 @@ describe('/v2/webhooks', () => {
     expect((await foreign.get('/v2/webhooks')).body.resources).toEqual([]);
     const member = api.http.as(await api.mintKey({ role: 'member' }));
     expect((await member.post('/v2/webhooks', { url: `${receiverUrl}/x`, event_types: ['deployment.created'] })).status).toBe(403);
+    // No body at all is a 422 naming the body, not a crash in the handler.
+    const bodiless = await api.http.request('POST', '/v2/webhooks');
+    expect(bodiless.status).toBe(422);
+    expect(bodiless.body).toEqual({ detail: [{ loc: ['body'], msg: 'Field required', type: 'missing' }] });
+    expect((await api.http.request('PATCH', `/v2/webhooks/${hook.id}`)).status).toBe(422);
     // A member sees where events go, not the whole URL (it can be a credential); an admin does.
     const seenByMember = await member.get(`/v2/webhooks/${hook.id}`);
     expect(seenByMember.status).toBe(200);

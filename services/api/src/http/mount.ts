@@ -64,6 +64,12 @@ export interface MountDeps {
  */
 export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission, shutdown }: MountDeps): void {
   for (const route of routes) {
+    // A declared body is required or has a default: a request without one gets a 422 (or the
+    // default), and a handler never sees `undefined`.
+    const flags = route.request?.body?.describe().flags as { presence?: string; default?: unknown } | undefined;
+    if (route.request?.body && flags?.presence !== 'required' && !(flags && 'default' in flags)) {
+      throw new Error(`${route.method.toUpperCase()} ${route.path}: its body schema must be .required() or have a .default()`);
+    }
     router[route.method](route.path, async (req: Request, res: Response) => {
       if (route.streamBody) res.setHeader('Connection', 'close');
       let principal = null;

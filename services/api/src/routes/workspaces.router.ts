@@ -16,7 +16,7 @@ const quotaFields = {
   log_lines_total: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER).allow(null).description('Log lines kept in the workspace (oldest trimmed)'),
   artifacts_kept: quotaValue(1000).description("Built artifacts kept per deployment besides the active revision's"),
 };
-const quotasBody = Joi.object(quotaFields).min(1).id('WorkspaceQuotasUpdate');
+const quotasBody = Joi.object(quotaFields).min(1).required().id('WorkspaceQuotasUpdate');
 const quotaNumbers = Joi.object(Object.fromEntries(Object.keys(quotaFields).map((k) => [k, Joi.number().integer()])));
 const quotasResponse = Joi.object({
   workspace_id: uuid().required(),

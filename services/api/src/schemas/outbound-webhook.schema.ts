@@ -29,10 +29,13 @@ export const createOutboundWebhookBody = Joi.object({
   deployment_ids: deploymentIds,
   description,
   format: format.default('standard'),
-}).id('CreateWebhook');
+})
+  .required()
+  .id('CreateWebhook');
 
 export const patchOutboundWebhookBody = Joi.object({ url, event_types: eventTypes, deployment_ids: deploymentIds, description, format })
   .min(1)
+  .required()
   .id('PatchWebhook');
 
 export const outboundWebhookParams = Joi.object({ webhook_id: uuid().required() });
