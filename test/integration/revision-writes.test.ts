@@ -66,6 +66,31 @@ describe('revision writes', () => {
     near(handed.deadline_ms, Date.now() + api.config.pipeline.rolloutDeadlineMs);
   });
 
+  it('a write that expects the status another transaction is setting waits for it, then applies', async () => {
+    // The relay's hand-off commits after its job reached Redis: a worker that claims the job at
+    // once must see the hand-off, not skip the row because its old status does not match.
+    const id = await imageRevision();
+    await api.relay.drain();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let moved!: () => void;
+    const movedInA = new Promise<void>((r) => (moved = r));
+    const a = tx(async (r) => {
+      expect(await r.transition(id, 'DEPLOYING', { from: ['AWAITING_DEPLOY'] })).not.toBeNull();
+      moved();
+      await held;
+    });
+    await movedInA;
+    let bDone = false;
+    const b = tx((r) => r.transition(id, 'DEPLOYED', { from: ['DEPLOYING'] })).finally(() => (bDone = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(bDone).toBe(false); // waiting for A's lock, not judged on the old status
+    release();
+    await a;
+    expect(await b).toMatchObject({ from: 'DEPLOYING', to: 'DEPLOYED' });
+    expect((await row(id)).status).toBe('DEPLOYED');
+  });
+
   it('a retry counts an attempt and keeps the phase deadline; a write at a stale attempt finds nothing', async () => {
     const id = await imageRevision();
     await api.relay.drain();

@@ -173,9 +173,14 @@ export async function writeRevisions(
     overdue: boolean;
   }>(
     manager,
+    // The rows are locked by id alone, and their status judged after the lock: a row that
+    // another transaction is changing right now (the relay handing it over, CREATING →
+    // AWAITING_BUILD, while its job already reached a worker) is waited for and judged as that
+    // transaction left it. Filtering on status in the locking read would judge the version
+    // from before it and skip the row without waiting.
     `WITH prev AS (
        SELECT id, status, status_changed_at FROM revisions
-        WHERE id = ANY($1::uuid[]) AND status = ANY($2::text[]) ORDER BY id FOR UPDATE
+        WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
      ), upd AS (
        UPDATE revisions r SET ${sets.join(', ')}
          FROM prev
