@@ -128,6 +128,12 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect(without.status).toBe(401);
     expect(await without.json()).toEqual({ detail: "This deployment requires an API key of its workspace in the 'X-Api-Key' header." });
     expect((await search({ 'x-api-key': 'slw_not-a-key-of-anyone' })).status).toBe(401);
+    // A listener agent's key belongs to the workspace but opens only the agent protocol.
+    const listener = await http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'serving-auth-check', compute_config: { k8s_namespaces: null } });
+    expect(listener.status, listener.text).toBe(201);
+    const listenerKey = await http.post('/v2/api-keys', { description: 'agent', listener_id: listener.body.id });
+    expect(listenerKey.status, listenerKey.text).toBe(201);
+    expect((await search({ 'x-api-key': listenerKey.body.key })).status).toBe(401);
     const withKey = await search({ 'x-api-key': workspaceKey });
     expect(withKey.status).toBe(200);
     expect(((await withKey.json()) as unknown[])[0]).toMatchObject({ graph_id: 'agent' });

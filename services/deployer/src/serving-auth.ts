@@ -64,7 +64,8 @@ export class ServingAuth {
     const cached = this.verdicts.get(cacheKey);
     if (cached && cached.until > Date.now()) return cached.ok;
     const row = await new ApiKeyRepository(this.dataSource.manager).findActiveByHash(hash);
-    const ok = !!row && row.organizationId === policy.organizationId && (row.workspaceId === null || row.workspaceId === policy.workspaceId);
+    // A listener agent's key (docs/api.md, Listener agent protocol) opens nothing but its protocol.
+    const ok = !!row && row.listenerId === null && row.organizationId === policy.organizationId && (row.workspaceId === null || row.workspaceId === policy.workspaceId);
     remember(this.verdicts, cacheKey, { ok, until: Date.now() + (ok ? KEY_TTL_MS : DENIED_KEY_TTL_MS) });
     return ok;
   }
