@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LOCKOUT_RECHECK_MS } from '../../services/api/src/http/rate-limits.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import type { HttpClient, HttpResponse } from '../support/http.js';
 import { startReplica, startTestApi, type Replica, type TestApi } from '../support/test-api.js';
@@ -182,6 +183,26 @@ describe('per client address without credentials, and failed authentications', (
     expectRateLimited(await api.http.get('/admin/queues', { key: null, headers: { ...attacker, ...wrong[0]! } }), lockedOut, 300);
     // The lockout is the attacker's address only.
     expect((await api.http.get('/v2/listeners', { headers: from('198.51.100.21') })).status).toBe(200);
+  });
+
+  it('a lockout counted on another replica takes effect here within a second, though this one skips Redis for addresses seen clean', async () => {
+    const replica = await startReplica(api);
+    try {
+      const attacker = from('198.51.100.30');
+      // Seen clean here: this replica now trusts the address for up to LOCKOUT_RECHECK_MS.
+      expect((await api.http.get('/v2/listeners', { headers: attacker })).status).toBe(200);
+      for (let i = 0; i < FAILURES; i += 1) {
+        const res = await replica.http.get('/v2/listeners', { key: null, headers: { ...attacker, 'x-api-key': `slw_${randomUUID()}` } });
+        expect(res.status).toBe(401);
+      }
+      expectRateLimited(await replica.http.get('/v2/listeners', { headers: attacker }), /^Too many failed authentications/, 300);
+      await vi.waitFor(async () => expectRateLimited(await api.http.get('/v2/listeners', { headers: attacker }), /^Too many failed authentications/, 300), {
+        timeout: LOCKOUT_RECHECK_MS + 1_000,
+        interval: 100,
+      });
+    } finally {
+      await replica.close();
+    }
   });
 });
 

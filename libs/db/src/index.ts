@@ -41,7 +41,7 @@ export {
 export { queryRows } from './sql.js';
 export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repository.js';
 export { RetentionRepository, type PrunedArtifact } from './repositories/retention.repository.js';
-export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter } from './repositories/deployment.repository.js';
+export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type PresentableDeployment } from './repositories/deployment.repository.js';
 export {
   TAG_KEY_UNIQUE,
   TAG_VALUE_UNIQUE,

@@ -42,11 +42,29 @@ export class DeploymentCredentialStore {
 
   /** The deployment's credentials, generated and stored on first use. Throws when the deployment is gone. */
   async credentials(deploymentId: string): Promise<StoreCredentials> {
-    const row = (await this.row(deploymentId)) ?? (await this.create(deploymentId));
+    return this.open(deploymentId, (await this.row(deploymentId)) ?? (await this.create(deploymentId)));
+  }
+
+  private open(deploymentId: string, row: Row): StoreCredentials {
     return {
       databasePassword: this.box.open(row.database_password_sealed, context(deploymentId, 'database')),
       redisPassword: this.box.open(row.redis_password_sealed, context(deploymentId, 'redis')),
     };
+  }
+
+  /** `credentials` of several deployments: one query, plus a first use's insert for any without a row. */
+  async credentialsOf(deploymentIds: readonly string[]): Promise<Map<string, StoreCredentials>> {
+    const out = new Map<string, StoreCredentials>();
+    if (!deploymentIds.length) return out;
+    const rows = await queryRows<Row & { deployment_id: string }>(
+      this.manager,
+      `SELECT deployment_id, database_password_sealed, redis_password_sealed, postgres_front_port, redis_front_port
+         FROM deployment_credentials WHERE deployment_id = ANY($1::uuid[])`,
+      [deploymentIds],
+    );
+    const found = new Map(rows.map((row) => [row.deployment_id, row]));
+    for (const id of deploymentIds) out.set(id, this.open(id, found.get(id) ?? (await this.create(id))));
+    return out;
   }
 
   /** The recorded front ports (both null when none were allocated yet). */

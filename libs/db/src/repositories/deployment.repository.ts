@@ -1,5 +1,5 @@
-import type { EntityManager } from 'typeorm';
-import { Deployment } from '../entities/index.js';
+import type { EntityManager, SelectQueryBuilder } from 'typeorm';
+import { Deployment, Revision, type StoredRevisionConfig } from '../entities/index.js';
 import type { Page } from './pagination.js';
 
 export const DEPLOYMENT_NAME_UNIQUE = 'deployments_workspace_name_key';
@@ -15,6 +15,36 @@ export interface DeploymentFilter {
   deploymentIds?: string[];
 }
 
+/** A deployment with what the API shows beside it, read in the same query. */
+export interface PresentableDeployment {
+  deployment: Deployment;
+  /** The latest revision's source_revision_config (null without a revision). */
+  latestRevisionConfig: StoredRevisionConfig | null;
+  /** Its tag value ids, oldest tag first. */
+  tagValueIds: string[];
+}
+
+/**
+ * Adds the latest revision's config and the tag value ids to a query of deployments `d` as two
+ * correlated subqueries (a primary-key probe and an index range per row), so a GET or a list
+ * page is one round trip, not one per table.
+ */
+async function presentable(qb: SelectQueryBuilder<Deployment>): Promise<PresentableDeployment[]> {
+  const { entities, raw } = await qb
+    .addSelect('(SELECT r.source_revision_config FROM revisions r WHERE r.id = d.latest_revision_id)', 'latest_revision_config')
+    .addSelect(
+      'ARRAY(SELECT t.tag_value_id::text FROM deployment_tag_values t WHERE t.deployment_id = d.id ORDER BY t.created_at, t.tag_value_id)',
+      'tag_value_ids',
+    )
+    .getRawAndEntities<{ latest_revision_config: StoredRevisionConfig | null; tag_value_ids: string[] }>();
+  // No joins: one raw row per entity, in the same order.
+  return entities.map((deployment, i) => ({
+    deployment,
+    latestRevisionConfig: raw[i]!.latest_revision_config,
+    tagValueIds: raw[i]!.tag_value_ids,
+  }));
+}
+
 /** Escapes LIKE wildcards so `name_contains=a_b` matches the text `a_b`, not `a` + any + `b`. */
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
@@ -26,8 +56,20 @@ export class DeploymentRepository {
     return this.manager.findOneBy(Deployment, { workspaceId, id });
   }
 
+  async exists(workspaceId: string, id: string): Promise<boolean> {
+    return (await this.manager.query(`SELECT 1 FROM deployments WHERE workspace_id = $1 AND id = $2`, [workspaceId, id])).length > 0;
+  }
+
+  /** `find` with what the API shows beside the row, in one query. */
+  async findPresentable(workspaceId: string, id: string): Promise<PresentableDeployment | null> {
+    const [row] = await presentable(
+      this.manager.createQueryBuilder(Deployment, 'd').where('d.workspace_id = :workspaceId AND d.id = :id', { workspaceId, id }),
+    );
+    return row ?? null;
+  }
+
   /** Every filter of docs/api.md, Deployments, newest first; each filter has its index (migration 1764400000000-list-indexes). */
-  async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<Deployment[]> {
+  async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<PresentableDeployment[]> {
     const qb = this.manager
       .createQueryBuilder(Deployment, 'd')
       .where('d.workspace_id = :workspaceId', { workspaceId })
@@ -54,7 +96,26 @@ export class DeploymentRepository {
         }),
       );
     }
-    return qb.getMany();
+    return presentable(qb);
+  }
+
+  /**
+   * A listener's deployments with work for its agent, oldest first: those with a revision
+   * DEPLOYING (returned with it; at most one is in flight) and those AWAITING_DELETE.
+   */
+  async withListenerWork(listenerId: string): Promise<Array<{ deployment: Deployment; deploying: Revision | null }>> {
+    const rows = await this.manager
+      .createQueryBuilder(Deployment, 'd')
+      .leftJoinAndMapOne('d.deploying', Revision, 'r', `r.deployment_id = d.id AND r.status = 'DEPLOYING'`)
+      .where('d.listener_id = :listenerId', { listenerId })
+      .andWhere(`(d.status = 'AWAITING_DELETE' OR r.id IS NOT NULL)`)
+      .orderBy('d.created_at', 'ASC')
+      .addOrderBy('d.id', 'ASC')
+      .getMany();
+    return rows.map((row) => {
+      const { deploying, ...rest } = row as Deployment & { deploying?: Revision };
+      return { deployment: Object.assign(new Deployment(), rest), deploying: deploying ?? null };
+    });
   }
 
   /** Deployments of `type` across every workspace of the organization. */

@@ -9,6 +9,15 @@ const numberOrNull = (v: unknown) => (v === null || v === undefined ? null : Num
 /** The workspace's overrides of the default quotas: only the ones set. */
 export type QuotaOverrides = Partial<Quotas>;
 
+function overridesOf(row: Record<string, unknown> | undefined): QuotaOverrides {
+  const out: QuotaOverrides = {};
+  for (const name of NAMES) {
+    const value = numberOrNull(row?.[QUOTA_FIELDS[name]]);
+    if (value !== null) out[name] = value;
+  }
+  return out;
+}
+
 /**
  * Quotas of workspaces (docs/operations.md, Quotas and retention): the configured defaults with
  * the workspace's own overrides on top, and the usage each quota is checked against.
@@ -18,12 +27,7 @@ export class QuotaRepository {
 
   async overrides(workspaceId: string): Promise<QuotaOverrides> {
     const [row] = await queryRows<Record<string, unknown>>(this.manager, `SELECT * FROM workspace_quotas WHERE workspace_id = $1`, [workspaceId]);
-    const out: QuotaOverrides = {};
-    for (const name of NAMES) {
-      const value = numberOrNull(row?.[QUOTA_FIELDS[name]]);
-      if (value !== null) out[name] = value;
-    }
-    return out;
+    return overridesOf(row);
   }
 
   async effective(workspaceId: string, defaults: Quotas): Promise<Quotas> {
@@ -56,9 +60,18 @@ export class QuotaRepository {
     return row?.workspace_id ?? null;
   }
 
-  async deploymentCount(workspaceId: string): Promise<number> {
-    const [row] = await queryRows<{ n: string }>(this.manager, `SELECT count(*) AS n FROM deployments WHERE workspace_id = $1`, [workspaceId]);
-    return Number(row!.n);
+  /**
+   * The workspace's overrides and how many deployments it has, in one round trip (a create's
+   * quota check, made under `lockWorkspace`).
+   */
+  async deploymentUsage(workspaceId: string): Promise<{ overrides: QuotaOverrides; deployments: number }> {
+    const [row] = await queryRows<Record<string, unknown> & { deployment_count: string }>(
+      this.manager,
+      `SELECT q.*, (SELECT count(*) FROM deployments WHERE workspace_id = $1) AS deployment_count
+         FROM (SELECT 1) one LEFT JOIN workspace_quotas q ON q.workspace_id = $1`,
+      [workspaceId],
+    );
+    return { overrides: overridesOf(row), deployments: Number(row!.deployment_count) };
   }
 
   /** Upload URLs issued to the workspace's deployments in the last 24 hours. */

@@ -37,6 +37,15 @@ export class RevisionRepository {
     return this.manager.findOneBy(Revision, { deploymentId, id: revisionId });
   }
 
+  /** `find`, only when the deployment is of `workspaceId`: one query for a revision GET. */
+  findInWorkspace(workspaceId: string, deploymentId: string, revisionId: string): Promise<Revision | null> {
+    return this.manager
+      .createQueryBuilder(Revision, 'r')
+      .innerJoin('deployments', 'd', 'd.id = r.deployment_id AND d.workspace_id = :workspaceId', { workspaceId })
+      .where('r.id = :revisionId AND r.deployment_id = :deploymentId', { revisionId, deploymentId })
+      .getOne();
+  }
+
   /** Revisions by id, for presenting deployments with their latest revision's config. */
   async byIds(ids: Array<string | null>): Promise<Map<string, Revision>> {
     const wanted = ids.filter((id): id is string => !!id);

@@ -11,6 +11,13 @@ export type Budget = 'key' | 'listener-agent' | 'address' | 'auth-failures';
 /** A Redis call slower than this counts as Redis being away: the request is not held up by it. */
 const STORE_TIMEOUT_MS = 500;
 const LOG_EVERY_MS = 30_000;
+/**
+ * How long an address seen with no failed authentications is trusted without asking Redis
+ * again: the lockout check then costs no round trip on most requests, and a lockout counted by
+ * another api process takes effect here within this time.
+ */
+export const LOCKOUT_RECHECK_MS = 1_000;
+const MAX_CLEAR_ADDRESSES = 10_000;
 
 interface Limiter {
   points: number;
@@ -41,6 +48,8 @@ export class RateLimits {
   private readonly limited: Counter<'budget'>;
   private readonly storeErrors: Counter;
   private lastLogged = 0;
+  /** Addresses with no failed authentications at the last check, and until when that is trusted. */
+  private readonly clearUntil = new Map<string, number>();
 
   constructor(private readonly deps: RateLimitsDeps) {
     const { settings, redis, keyPrefix } = deps;
@@ -87,9 +96,15 @@ export class RateLimits {
   async assertNotLockedOut(address: string): Promise<void> {
     const limiter = this.limiters.get('auth-failures');
     if (!limiter) return;
+    const now = Date.now();
+    if ((this.clearUntil.get(address) ?? 0) > now) return;
     const res = await this.run(limiter, (l) => l.get(address));
     if (res && res.consumedPoints >= limiter.points) {
       throw this.refuse('auth-failures', res, 'Too many failed authentications from this address.');
+    }
+    if (!res || res.consumedPoints === 0) {
+      if (this.clearUntil.size >= MAX_CLEAR_ADDRESSES) this.clearUntil.clear();
+      this.clearUntil.set(address, now + LOCKOUT_RECHECK_MS);
     }
   }
 
@@ -97,6 +112,7 @@ export class RateLimits {
   async recordAuthFailure(address: string): Promise<void> {
     const limiter = this.limiters.get('auth-failures');
     if (!limiter) return;
+    this.clearUntil.delete(address);
     // Past the budget the consume is refused, which is the point: nothing more to do.
     await this.run(limiter, (l) => l.consume(address)).catch((err) => {
       if (!(err instanceof RateLimiterRes)) throw err;

@@ -14,6 +14,7 @@ import {
   transitionDeployment,
   type DataSource,
   type EntityManager,
+  type PresentableDeployment,
   type StoredRevisionConfig,
   type StoredSourceConfig,
 } from '@slipway/db';
@@ -55,7 +56,7 @@ const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
  * A cloud-hosted deployment's `url` is where the process runtime serves it (`runtimeHost` and
  * its serving port); its `custom_url` shows that same URL until the user sets one of their own.
  */
-export function presentDeployment(d: Deployment, latest: Revision | null, secretNames: string[], tagValueIds: string[], runtimeHost?: string) {
+export function presentDeployment(d: Deployment, latest: Pick<Revision, 'sourceRevisionConfig'> | null, secretNames: string[], tagValueIds: string[], runtimeHost?: string) {
   const config = latest?.sourceRevisionConfig ?? {};
   const host = runtimeHost?.includes(':') ? `[${runtimeHost}]` : runtimeHost;
   const servingUrl = !isSelfHosted(d.source) && d.servingPort && host ? `http://${host}:${d.servingPort}` : null;
@@ -166,14 +167,13 @@ export class DeploymentService {
   // ---------------------------------------------------------------- reads
 
   async get(workspaceId: string, id: string, manager: EntityManager = this.dataSource.manager): Promise<DeploymentView> {
-    const deployment = await new DeploymentRepository(manager).find(workspaceId, id);
-    if (!deployment) throw NotFoundError.of('Deployment', id);
-    return (await this.present(manager, [deployment]))[0]!;
+    const row = await new DeploymentRepository(manager).findPresentable(workspaceId, id);
+    if (!row) throw NotFoundError.of('Deployment', id);
+    return this.presentRow(row);
   }
 
   async list(workspaceId: string, query: ListDeploymentsQuery): Promise<DeploymentView[]> {
-    const manager = this.dataSource.manager;
-    const rows = await new DeploymentRepository(manager).list(
+    const rows = await new DeploymentRepository(this.dataSource.manager).list(
       workspaceId,
       {
         nameContains: query.name_contains,
@@ -187,7 +187,12 @@ export class DeploymentService {
       },
       query,
     );
-    return this.present(manager, rows);
+    return rows.map((row) => this.presentRow(row));
+  }
+
+  /** Whether the deployment exists in the workspace (a 404 otherwise), without presenting it. */
+  async assertExists(workspaceId: string, id: string): Promise<void> {
+    if (!(await new DeploymentRepository(this.dataSource.manager).exists(workspaceId, id))) throw NotFoundError.of('Deployment', id);
   }
 
   /** Loads a deployment of the workspace with its row locked for the rest of the transaction. */
@@ -230,11 +235,10 @@ export class DeploymentService {
     const secrets = this.mergeSecrets([], body.secrets);
 
     const id = randomUUID();
-    await this.quotas.assertDeploymentSlot(manager, workspaceId, resourceSpec);
     if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig);
 
     const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
-    const deployment = Object.assign(new Deployment(), {
+    const deployment: Deployment = Object.assign(new Deployment(), {
       id,
       workspaceId,
       name: body.name,
@@ -265,7 +269,7 @@ export class DeploymentService {
 
     // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
     if (revisionConfig) {
-      await this.addRevision(manager, deployment, {
+      deployment.latestRevisionId = await this.addRevision(manager, deployment, {
         source,
         sourceRevisionConfig: revisionConfig,
         resourceSpec,
@@ -273,7 +277,12 @@ export class DeploymentService {
         buildConfig: buildConfigOf(sourceConfig),
       }, requestId, true);
     }
-    return this.get(workspaceId, id, manager);
+    // Last: it locks the workspace until commit (see assertDeploymentSlot).
+    await this.quotas.assertDeploymentSlot(manager, workspaceId, resourceSpec);
+    // Answered from what this transaction wrote: the insert returned the row's defaults (its
+    // timestamps are the transaction's now(), as is the latest-revision update's), a new
+    // deployment has no tags, and its latest revision's config is `revisionConfig`.
+    return presentDeployment(deployment, revisionConfig && { sourceRevisionConfig: revisionConfig }, secrets.map((s) => s.name), [], this.runtimeHost);
   }
 
   // ---------------------------------------------------------------- update
@@ -456,20 +465,13 @@ export class DeploymentService {
     return merged.secrets;
   }
 
-  private async present(manager: EntityManager, rows: Deployment[]): Promise<DeploymentView[]> {
-    const repo = new DeploymentRepository(manager);
-    const [revisions, tags] = await Promise.all([
-      new RevisionRepository(manager).byIds(rows.map((d) => d.latestRevisionId)),
-      repo.tagValueIds(rows.map((d) => d.id)),
-    ]);
-    return rows.map((d) =>
-      presentDeployment(
-        d,
-        d.latestRevisionId ? revisions.get(d.latestRevisionId) ?? null : null,
-        this.openSecrets(d.secretsSealed, d.id).map((s) => s.name),
-        tags.get(d.id) ?? [],
-        this.runtimeHost,
-      ),
+  private presentRow({ deployment: d, latestRevisionConfig, tagValueIds }: PresentableDeployment): DeploymentView {
+    return presentDeployment(
+      d,
+      latestRevisionConfig && { sourceRevisionConfig: latestRevisionConfig },
+      this.openSecrets(d.secretsSealed, d.id).map((s) => s.name),
+      tagValueIds,
+      this.runtimeHost,
     );
   }
 

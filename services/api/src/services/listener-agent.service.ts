@@ -2,6 +2,7 @@ import type { SecretBox } from '@slipway/crypto';
 import {
   Deployment,
   DeploymentCredentialStore,
+  DeploymentRepository,
   Listener,
   ListenerRepository,
   queryRows,
@@ -68,38 +69,20 @@ export class ListenerAgentService {
   async desiredState(agent: Principal, listenerId: string): Promise<DesiredStateView> {
     const listener = await this.checkIn(agent, listenerId);
     const manager = this.dataSource.manager;
-    const deployments = await manager
-      .createQueryBuilder(Deployment, 'd')
-      .where('d.listener_id = :listenerId', { listenerId })
-      .andWhere(
-        `(d.status = 'AWAITING_DELETE' OR EXISTS (SELECT 1 FROM revisions r WHERE r.deployment_id = d.id AND r.status = 'DEPLOYING'))`,
-      )
-      .orderBy('d.created_at', 'ASC')
-      .addOrderBy('d.id', 'ASC')
-      .getMany();
-    if (!deployments.length) return this.view(listenerId, []);
-
-    const deploying = await manager
-      .createQueryBuilder(Revision, 'r')
-      .where('r.deployment_id IN (:...ids)', { ids: deployments.map((d) => d.id) })
-      .andWhere(`r.status = 'DEPLOYING'`)
-      .getMany();
-    const deployingOf = new Map(deploying.map((r) => [r.deploymentId, r]));
-    const active = await new RevisionRepository(manager).byIds(
-      deployments.filter((d) => d.status === 'AWAITING_DELETE').map((d) => d.activeRevisionId),
-    );
-
-    const credentialStore = new DeploymentCredentialStore(manager, this.box);
+    const work = await new DeploymentRepository(manager).withListenerWork(listenerId);
+    if (!work.length) return this.view(listenerId, []);
+    const [active, credentials] = await Promise.all([
+      new RevisionRepository(manager).byIds(work.filter((w) => w.deployment.status === 'AWAITING_DELETE').map((w) => w.deployment.activeRevisionId)),
+      new DeploymentCredentialStore(manager, this.box).credentialsOf(work.map((w) => w.deployment.id)),
+    ]);
     const entries: DesiredDeploymentView[] = [];
-    for (const d of deployments) {
-      const credentials = await credentialStore.credentials(d.id);
+    for (const { deployment: d, deploying } of work) {
+      const stores = credentials.get(d.id)!;
       if (d.status === 'AWAITING_DELETE') {
-        entries.push(this.deleteEntry(listener, d, d.activeRevisionId ? active.get(d.activeRevisionId) ?? null : null, credentials));
+        entries.push(this.deleteEntry(listener, d, d.activeRevisionId ? active.get(d.activeRevisionId) ?? null : null, stores));
         continue;
       }
-      // Two reads, no snapshot: a rollout that finished in between is simply not listed.
-      const revision = deployingOf.get(d.id);
-      const entry = revision && this.applyEntry(listener, d, revision, credentials);
+      const entry = deploying && this.applyEntry(listener, d, deploying, stores);
       if (entry) entries.push(entry);
     }
     return this.view(listenerId, entries);
@@ -291,23 +274,13 @@ export class ListenerAgentService {
     const repo = new ListenerRepository(manager);
     const listener = agent.workspaceId ? await repo.find(agent.workspaceId, listenerId) : null;
     if (!listener) throw NotFoundError.of('Listener', listenerId);
-    await repo.touchLastSeen(listenerId);
-    const unknown = await queryRows<{ id: string; database_name: string | null }>(
-      manager,
-      `SELECT id, database_name FROM deployments WHERE listener_id = $1 AND status = 'UNKNOWN'`,
-      [listenerId],
-    );
-    for (const d of unknown) {
-      await transitionDeployment(manager, d.id, d.database_name ? 'READY' : 'AWAITING_DATABASE', ['UNKNOWN']);
+    const { unknownDeployments, unknownRevisionIds } = await repo.checkIn(listenerId);
+    for (const d of unknownDeployments) {
+      await transitionDeployment(manager, d.id, d.databaseName ? 'READY' : 'AWAITING_DATABASE', ['UNKNOWN']);
     }
-    const lostRollouts = await queryRows<{ id: string }>(
-      manager,
-      `SELECT r.id FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
-      [listenerId],
-    );
-    for (const r of lostRollouts) {
+    for (const id of unknownRevisionIds) {
       await this.dataSource.transaction((m) =>
-        this.flow.transition(m, r.id, 'DEPLOYING', { from: ['UNKNOWN'], message: 'The listener is back; waiting for its report.' }),
+        this.flow.transition(m, id, 'DEPLOYING', { from: ['UNKNOWN'], message: 'The listener is back; waiting for its report.' }),
       );
     }
     return listener;

@@ -28,16 +28,18 @@ export class QuotaService {
   }
 
   /**
-   * Room for one more deployment in the workspace, with a resource_spec within its ceilings:
-   * the quotas read once for both checks (a create's hot path).
+   * Room for the deployment this transaction just inserted, with a resource_spec within the
+   * workspace's ceilings. Call it last in the create's transaction: the workspace lock it takes
+   * is held until commit, so taken last it serialises concurrent creates of a workspace over the
+   * count and the commit only, not over the whole create. The count includes the new row.
    */
   async assertDeploymentSlot(manager: EntityManager, workspaceId: string, spec: ResourceSpec): Promise<void> {
     const repo = new QuotaRepository(manager);
     await repo.lockWorkspace(workspaceId);
-    const quotas = await this.effective(manager, workspaceId);
-    const { deployments } = quotas;
-    if ((await repo.deploymentCount(workspaceId)) >= deployments) {
-      throw new QuotaExceededError('deployments', deployments, `this workspace already has ${deployments} deployments`);
+    const usage = await repo.deploymentUsage(workspaceId);
+    const quotas = { ...this.defaults, ...usage.overrides };
+    if (usage.deployments > quotas.deployments) {
+      throw new QuotaExceededError('deployments', quotas.deployments, `this workspace already has ${quotas.deployments} deployments`);
     }
     checkScale(quotas, spec);
   }

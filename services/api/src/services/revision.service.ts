@@ -41,8 +41,10 @@ export class RevisionService {
   ) {}
 
   async get(workspaceId: string, deploymentId: string, revisionId: string): Promise<RevisionView> {
-    await this.deployments.get(workspaceId, deploymentId);
-    return presentRevision(await this.load(this.dataSource.manager, deploymentId, revisionId));
+    const revision = await new RevisionRepository(this.dataSource.manager).findInWorkspace(workspaceId, deploymentId, revisionId);
+    if (revision) return presentRevision(revision);
+    await this.deployments.assertExists(workspaceId, deploymentId); // which of the two is missing
+    throw NotFoundError.of('Revision', revisionId);
   }
 
   /** `remoteReconciled` (C13): none unless the deployment is (true) or is not (false) reconciled by a listener. */
