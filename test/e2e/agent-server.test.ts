@@ -24,8 +24,9 @@ let http: HttpClient;
 let reposRoot: string;
 let repo: string;
 
-const git = (...args: string[]) =>
-  execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
+const gitIn = (dir: string, ...args: string[]) =>
+  execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
+const git = (...args: string[]) => gitIn(repo, ...args);
 
 /** The graph: `first` then `second`, each appending its name (and the version's tag) to `steps`; `first` throws on a 'boom' step. */
 function commitGraph(tag: string): string {
@@ -54,16 +55,22 @@ export const graph = new StateGraph(State)
   return git('rev-parse', 'HEAD');
 }
 
+/** A git repository `name` under the repos root with a LangGraph.js project whose graph `agent` is ./src/agent.ts:graph (not committed yet). */
+function initProject(name: string): string {
+  const dir = path.join(reposRoot, name);
+  mkdirSync(path.join(dir, 'src'), { recursive: true });
+  execFileSync('git', ['init', '-q', '-b', 'main', dir]);
+  writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({ name, private: true, type: 'module', dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' } }),
+  );
+  writeFileSync(path.join(dir, 'langgraph.json'), JSON.stringify({ node_version: process.versions.node.split('.')[0], graphs: { agent: './src/agent.ts:graph' }, dependencies: ['.'] }));
+  return dir;
+}
+
 beforeAll(async () => {
   reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-agents-'));
-  repo = path.join(reposRoot, 'list-agent');
-  mkdirSync(path.join(repo, 'src'), { recursive: true });
-  execFileSync('git', ['init', '-q', '-b', 'main', repo]);
-  writeFileSync(
-    path.join(repo, 'package.json'),
-    JSON.stringify({ name: 'list-agent', private: true, type: 'module', dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' } }),
-  );
-  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ node_version: process.versions.node.split('.')[0], graphs: { agent: './src/agent.ts:graph' }, dependencies: ['.'] }));
+  repo = initProject('list-agent');
   commitGraph('');
 
   pipeline = await startPipeline({
@@ -79,6 +86,20 @@ afterAll(async () => {
   await pipeline?.stop();
   rmSync(reposRoot, { recursive: true, force: true });
 }, 120_000);
+
+/** Creates a deployment of the local repository `dir` through a new local integration; returns its id and first revision. */
+async function deployRepo(dir: string, minScale: number): Promise<{ deploymentId: string; revisionId: string }> {
+  const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: path.basename(dir), config: { root: reposRoot } });
+  expect(integration.status, integration.text).toBe(201);
+  const created = await http.post('/v2/deployments', {
+    name: path.basename(dir),
+    source: 'repohost',
+    source_config: { integration_id: integration.body.id, repo_url: `file://${dir}`, resource_spec: { min_scale: minScale, max_scale: minScale } },
+    source_revision_config: {},
+  });
+  expect(created.status, created.text).toBe(201);
+  return { deploymentId: created.body.id, revisionId: created.body.latest_revision_id };
+}
 
 const revisionOf = async (d: string, r: string) => (await http.get(`/v2/deployments/${d}/revisions/${r}`)).body;
 const untilDone = (d: string, r: string) =>
@@ -101,17 +122,9 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
   let historyBefore: unknown[];
 
   it('builds and deploys a project that has graphs and no server of its own', async () => {
-    const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: 'acme', config: { root: reposRoot } });
-    expect(integration.status, integration.text).toBe(201);
-    const created = await http.post('/v2/deployments', {
-      name: 'list-agent',
-      source: 'repohost',
-      source_config: { integration_id: integration.body.id, repo_url: `file://${repo}`, resource_spec: { min_scale: 2, max_scale: 2 } },
-      source_revision_config: {},
-    });
-    expect(created.status, created.text).toBe(201);
-    deploymentId = created.body.id;
-    const rev = await untilDone(deploymentId, created.body.latest_revision_id);
+    const created = await deployRepo(repo, 2);
+    deploymentId = created.deploymentId;
+    const rev = await untilDone(deploymentId, created.revisionId);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
     url = (await http.get(`/v2/deployments/${deploymentId}`)).body.url;
     expect((await fetch(`${url}/ok`)).status).toBe(200);
@@ -199,4 +212,32 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect((await client.threads.get(thread.thread_id)).status).toBe('error');
     expect((await fetch(`${url}/ok`)).status).toBe(200);
   }, 60_000);
+});
+
+describe('agent servers: a graph that throws only when the server starts', () => {
+  it('ends the revision DEPLOY_FAILED with a message that leads with the graph and its error', async () => {
+    // The build's graph check imports the graph without the deployment database; the served
+    // instance has DATABASE_URI, and this graph throws then.
+    const dir = initProject('start-boom-agent');
+    writeFileSync(
+      path.join(dir, 'src/agent.ts'),
+      `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+
+if (process.env.DATABASE_URI) throw new Error('boom at start');
+
+export const graph = new StateGraph(Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) }))
+  .addNode('only', async () => ({ steps: ['only'] }))
+  .addEdge(START, 'only')
+  .addEdge('only', END)
+  .compile();
+`,
+    );
+    gitIn(dir, 'add', '-A');
+    gitIn(dir, 'commit', '-q', '-m', 'boom');
+    const { deploymentId, revisionId } = await deployRepo(dir, 1);
+    const rev = await untilDone(deploymentId, revisionId);
+    expect(rev.status, rev.status_message).toBe('DEPLOY_FAILED');
+    expect(rev.status_message.split('\n')[0]).toBe("Graph 'agent' (./src/agent.ts:graph) failed to load at start: Error: boom at start");
+    expect(rev.status_message).toContain('exited before it answered GET /ok');
+  }, 420_000);
 });

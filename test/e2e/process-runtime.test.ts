@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretBox } from '@slipway/crypto';
 import { isProcessAlive } from '@slipway/runtime';
 import { killGroup, processesUnder } from '../support/app-processes.js';
+import { nonLoopbackAddress, tryConnect } from '../support/ports.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -238,6 +239,18 @@ describe('process runtime (real deployer, real processes)', () => {
     // The instance is the app itself (its group leader is the recorded pid).
     expect(processesUnder(api.config.dataDir).every((p) => p.pgrp === rows[0]!.pid)).toBe(true);
   }, 90_000);
+
+  it("keeps its instance port, bound on every interface, to loopback: not reachable through the machine's other address", async (ctx) => {
+    if (process.getuid?.() !== 0) return ctx.skip('the sandbox (and its network rules) needs root');
+    const address = nonLoopbackAddress();
+    if (!address) return ctx.skip('this machine has no non-loopback IPv4 address to connect through');
+    // The probe app listens without a host: every interface, as a careless app would.
+    const [instance] = (await processRows(deploymentId)).filter((r) => r.status === 'running');
+    expect(instance).toBeDefined();
+    expect(await tryConnect('127.0.0.1', instance!.port)).toBe('connected');
+    expect(await tryConnect(address, instance!.port)).toBe('timeout');
+    expect((await get(`${url}/version`))?.status).toBe(200);
+  }, 30_000);
 
   it('rolls v2 out under continuous traffic without a failed request; v1 is stopped afterwards', async () => {
     const results: Array<{ status: number; version: string | null }> = [];

@@ -40,6 +40,30 @@ register(pathToFileURL(path.join(apiDir, 'dist/graph/load.hooks.mjs')).href, imp
   data: { parentURL: pathToFileURL(path.join(cwd, graphFiles[0] ?? 'index.mjs')).href },
 });
 
+// Every graph is imported now, before anything listens: a graph that throws when imported (a
+// top-level error, an env var it reads that is missing) ends the start with one line naming it,
+// the last of the log, which the deployer quotes first in the revision's status message (the
+// pattern START_FAILURE in services/deployer/src/process-driver/process-driver.ts). The server's
+// own registration imports the same URLs later and gets these cached modules.
+const { registerSdkLogger } = await apiModule('logging.mjs');
+registerSdkLogger(); // as the server does before it loads graphs: a graph may take the logger at top level
+for (const [graphId, graph] of Object.entries(config.graphs)) {
+  const spec = typeof graph === 'string' ? graph : graph.path;
+  const [file, exportName = 'default'] = spec.split(':', 2);
+  let failure;
+  try {
+    const module = await import(pathToFileURL(path.resolve(cwd, file)).href);
+    if (module[exportName] == null) failure = `the module has no export '${exportName}'`;
+  } catch (err) {
+    if (err instanceof Error && err.stack) console.error(err.stack);
+    failure = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  }
+  if (failure) {
+    console.error(`Graph '${graphId}' (${spec}) failed to load at start: ${failure.split('\n')[0]}`);
+    process.exit(1);
+  }
+}
+
 const databaseUri = process.env.DATABASE_URI;
 if (!databaseUri) {
   console.error('DATABASE_URI is not set: the agent server keeps its threads in the deployment database.');

@@ -125,6 +125,9 @@ export class ProcessRuntime {
         try {
           const claimed = await this.store.claimServingPort(deploymentId, port);
           if (claimed === null) throw new Error(`Deployment ${deploymentId} is gone.`);
+          // A serving proxy may listen on every interface: never behind an instance's guard
+          // (one left over by a stop that did not finish).
+          await this.options.sandbox?.network.releaseInstancePort(claimed);
           return claimed;
         } catch (err) {
           // Another deployment took the same port first (unique index): pick again.
@@ -152,6 +155,8 @@ export class ProcessRuntime {
       const port = await this.freePort(taken, spec.existing?.port);
       if (spec.existing) {
         if (!(await this.store.update(spec.existing.id, 'starting', { pid: null, port }))) throw new Error(`Instance ${spec.existing.id} is gone.`);
+        // A restart on another port: the old one may go to a serving proxy next.
+        if (port !== spec.existing.port) await this.releasePort(spec.deploymentId, spec.existing.port);
         return { ...spec.existing, port, pid: null, status: 'starting' as const };
       }
       return this.store.insert({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, port, logPath });
@@ -202,6 +207,7 @@ export class ProcessRuntime {
     chownSync(home, uid, uid);
     const cgroup = await sandbox.limit(`i-${record.id}`, spec.limits ?? {});
     await sandbox.network.allow(uid, [...(spec.allowedLocalPorts ?? []), record.port]);
+    await sandbox.network.guardInstancePort(record.port);
     const wrapped = sandboxCommand({
       uid,
       gid: uid,
@@ -252,9 +258,17 @@ export class ProcessRuntime {
     const sandbox = this.options.sandbox;
     if (sandbox) {
       await sandbox.cgroups.handle(`i-${record.id}`).remove();
-      const uid = await sandbox.identities.uidOf(record.deploymentId).catch(() => null);
-      if (uid !== null) await sandbox.network.revoke(uid, [record.port]);
+      await this.releasePort(record.deploymentId, record.port);
     }
+  }
+
+  /** The sandbox's network rules forget an instance's former port (its uid's access, its guard). */
+  private async releasePort(deploymentId: string, port: number): Promise<void> {
+    const sandbox = this.options.sandbox;
+    if (!sandbox) return;
+    await sandbox.network.releaseInstancePort(port);
+    const uid = await sandbox.identities.uidOf(deploymentId).catch(() => null);
+    if (uid !== null) await sandbox.network.revoke(uid, [port]);
   }
 
   /** Stops the instance's process group without touching its row (a restart reuses the row). */

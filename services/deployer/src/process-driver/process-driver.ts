@@ -29,6 +29,13 @@ import { Traffic } from './traffic.js';
 const TICK_MS = 2_000;
 /** Lines of a failed instance's log quoted in the failure message. */
 const FAILURE_LOG_LINES = 10;
+/** Lines of a failed instance's log searched for a start failure line. */
+const START_FAILURE_SEARCH_LINES = 200;
+/**
+ * The line the agent server host (libs/agent-server/host/server.mjs) prints when a graph throws
+ * as it is imported at start: the message leads with it, it says what to fix.
+ */
+const START_FAILURE = /^Graph '[^']*' \(.*\) failed to load at start: /;
 
 /** `slipway_runtime_instance_events_total` on the deployer's `/metrics` (none without a registry). */
 function instanceEvents(metrics: Pick<WorkerMetrics, 'counter'> | undefined): InstanceEvents {
@@ -275,7 +282,10 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
           : outcome.reason === 'exited'
             ? `${which} exited before it answered GET /ok.`
             : `${which} did not answer GET /ok within the rollout deadline.`;
-    const lines = failed ? await lastLines(failed.logPath, FAILURE_LOG_LINES) : [];
-    return redactValues(lines.length ? `${reason} Last log lines:\n${lines.join('\n')}` : reason, input.secretValues);
+    const searched = failed ? await lastLines(failed.logPath, START_FAILURE_SEARCH_LINES) : [];
+    const lines = searched.slice(-FAILURE_LOG_LINES);
+    const startFailure = searched.findLast((l) => START_FAILURE.test(l));
+    const message = lines.length ? `${reason} Last log lines:\n${lines.join('\n')}` : reason;
+    return redactValues(startFailure ? `${startFailure}\n${message}` : message, input.secretValues);
   }
 }
