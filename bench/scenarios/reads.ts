@@ -16,15 +16,21 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
   const agent = await stack.request('POST', '/v2/api-keys', { description: 'bench agent', role: 'member', listener_id: stack.listenerId });
   const [item] = await stack.dataSource.query(`INSERT INTO raw_items (name, image_uri, secrets) VALUES ('x', 'y', '[]') RETURNING id`);
 
+  // Agents send back the ETag of the state they hold (services/listener-agent): unchanged → 304.
+  const desiredUrl = `${stack.api.url}/v2/listeners/${stack.listenerId}/desired-state`;
+  const etag = (await fetch(desiredUrl, { headers: { 'x-api-key': agent.key } })).headers.get('etag');
+  if (!etag) throw new Error('desired-state answered without an ETag');
+
   const d = deployments[0];
-  const measure = (path: string, key = stack.key): Promise<LoadResult> =>
-    load({ url: stack.api.url + path, headers: { 'x-api-key': key }, connections: 50, durationSec: o.durationSec, warmupSec: o.warmupSec });
+  const measure = (path: string, key = stack.key, headers: Record<string, string> = {}): Promise<LoadResult> =>
+    load({ url: stack.api.url + path, headers: { 'x-api-key': key, ...headers }, connections: 50, durationSec: o.durationSec, warmupSec: o.warmupSec });
   const raw = await load({ url: `${stack.raw.url}/items/${item.id}`, connections: 50, durationSec: o.durationSec, warmupSec: o.warmupSec });
   const cases: Array<[string, () => Promise<LoadResult>]> = [
     ['GET deployment', () => measure(`/v2/deployments/${d.id}`)],
     ['GET revision', () => measure(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`)],
     ['list deployments (20)', () => measure('/v2/deployments?limit=20')],
-    ['desired-state (5 entries)', () => measure(`/v2/listeners/${stack.listenerId}/desired-state`, agent.key)],
+    ['desired-state (5 entries, unchanged: 304)', () => measure(`/v2/listeners/${stack.listenerId}/desired-state`, agent.key, { 'if-none-match': etag })],
+    ['desired-state (5 entries, full 56 KB body)', () => measure(`/v2/listeners/${stack.listenerId}/desired-state`, agent.key)],
   ];
   const rows: BenchRow[] = [];
   for (const [name, run] of cases) {

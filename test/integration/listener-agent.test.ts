@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentConfig } from '@slipway/config';
+import { ControlPlaneClient } from '../../services/listener-agent/src/control-plane.client.js';
 import { transitionDeployment } from '@slipway/db';
 import { HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -140,6 +142,56 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     expect(other.status).toBe(200);
     expect(other.body.deployments).toEqual([]);
     expect(other.text).not.toContain(SECRET);
+  });
+
+  it('answers an unchanged desired state with 304 when the agent names its ETag, and a changed one in full with a new ETag', async () => {
+    const listener: string = (await createListener('etag-cluster', null)).id;
+    const agent = admin.as(await api.mintKey({ listenerId: listener }));
+    const poll = (etag?: string) => agent.get(`/v2/listeners/${listener}/desired-state`, { headers: etag ? { 'if-none-match': etag } : {} });
+
+    const empty = await poll();
+    expect(empty.status).toBe(200);
+    const emptyTag = empty.headers.get('etag')!;
+    expect(emptyTag).toMatch(/^"[A-Za-z0-9_-]{32}"$/);
+    const unchanged = await poll(emptyTag);
+    expect(unchanged.status).toBe(304);
+    expect(unchanged.text).toBe('');
+    expect(unchanged.headers.get('etag')).toBe(emptyTag);
+    // A 304 is still a check-in.
+    const [{ last_seen_at: seen }] = await api.dataSource.query('SELECT last_seen_at FROM listeners WHERE id = $1', [listener]);
+    expect(seen).not.toBeNull();
+
+    const d = await createDeployment('etag-alpha', listener);
+    await startRollout(d.latest_revision_id);
+    const changed = await poll(emptyTag);
+    expect(changed.status).toBe(200);
+    expect(changed.body.deployments.map((e: any) => e.deployment_id)).toEqual([d.id]);
+    const tag = changed.headers.get('etag')!;
+    expect(tag).not.toBe(emptyTag);
+    expect((await poll(`W/${tag}`)).status).toBe(304);
+    // The ETag is a keyed digest: the secret values it covers do not show in it.
+    expect(tag).not.toContain(SECRET);
+
+    // A change to what the entry renders from (a new secret value rolled out) changes it.
+    const patched = await admin.patch(`/v2/deployments/${d.id}`, { secrets: [{ name: 'OPENAI_API_KEY', value: NEW_SECRET }] });
+    expect(patched.status).toBe(200);
+    // The first rollout finishes, so the new revision (queued behind it) starts.
+    expect(await api.dataSource.transaction((m) => api.flow.transition(m, d.latest_revision_id, 'DEPLOYED'))).not.toBeNull();
+    await startRollout(patched.body.latest_revision_id);
+    const rolled = await poll(tag);
+    expect(rolled.status).toBe(200);
+    expect(entryOf(rolled, d.id).secrets).toEqual([{ name: 'OPENAI_API_KEY', value: NEW_SECRET }]);
+    expect(rolled.headers.get('etag')).not.toBe(tag);
+
+    // The agent's client sends its ETag back and keeps what it has on a 304 (the same object,
+    // not a parse of a new body), and takes a changed state in full.
+    const client = new ControlPlaneClient({ apiUrl: api.baseUrl, listenerId: listener, apiKey: await api.mintKey({ listenerId: listener }), requestTimeoutMs: 10_000 } as AgentConfig);
+    const first = await client.desiredState();
+    expect(first.deployments.map((e) => e.deployment_id)).toEqual([d.id]);
+    expect(await client.desiredState()).toBe(first);
+    const other = await createDeployment('etag-beta', listener);
+    await startRollout(other.latest_revision_id);
+    expect((await client.desiredState()).deployments.map((e) => e.deployment_id).sort()).toEqual([d.id, other.id].sort());
   });
 
   it("answers only the listener's own agent key", async () => {

@@ -47,6 +47,7 @@ import { RevisionService } from './services/revision.service.js';
 import { RevisionHistoryService } from './services/revision-history.service.js';
 import { TagService } from './services/tag.service.js';
 import { ListenerAgentService } from './services/listener-agent.service.js';
+import { DesiredStateCache } from './services/desired-state-cache.js';
 import { ListenerService } from './services/listener.service.js';
 import { OAuthProviderService } from './services/oauth-provider.service.js';
 import { LogService } from './services/log.service.js';
@@ -110,7 +111,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...opsRoutes({ dependencies, localTrust: new LocalTrustCheck(config.databaseUrl, config.redisUrl), openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
     ...apiKeyRoutes(new ApiKeyService(dataSource, apiKeyCache)),
     ...listenerRoutes(new ListenerService(dataSource)),
-    ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, secrets)),
+    ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, secrets, new DesiredStateCache(deriveKey(config.secretsKey.key, 'desired-state-etag')))),
     ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),

@@ -38,23 +38,33 @@ export class ControlPlaneUnavailable extends Error {}
  * listener-bound key. The control plane never calls the agent.
  */
 export class ControlPlaneClient {
+  /** The last desired state received and its ETag: sent back, an unchanged one is a 304 without a body. */
+  private last: { etag: string; state: DesiredState } | undefined;
+
   constructor(private readonly config: AgentConfig) {}
 
-  desiredState(): Promise<DesiredState> {
-    return this.call<DesiredState>('GET', 'desired-state');
+  async desiredState(): Promise<DesiredState> {
+    const last = this.last;
+    const { status, body, etag } = await this.call<DesiredState>('GET', 'desired-state', undefined, last ? { 'if-none-match': last.etag } : {});
+    if (status === 304) {
+      if (!last) throw new Error('GET desired-state: HTTP 304 to a request that named no ETag');
+      return last.state;
+    }
+    this.last = etag ? { etag, state: body } : undefined;
+    return body;
   }
 
-  report(report: Report): Promise<{ rejected: Array<{ reason: string }> }> {
-    return this.call('POST', 'reports', report);
+  async report(report: Report): Promise<{ rejected: Array<{ reason: string }> }> {
+    return (await this.call<{ rejected: Array<{ reason: string }> }>('POST', 'reports', report)).body;
   }
 
-  private async call<T>(method: string, what: string, body?: unknown): Promise<T> {
+  private async call<T>(method: string, what: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T; etag: string | null }> {
     const url = `${this.config.apiUrl}/v2/listeners/${encodeURIComponent(this.config.listenerId)}/${what}`;
     let res: Response;
     try {
       res = await fetch(url, {
         method,
-        headers: { 'x-api-key': this.config.apiKey, accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: { 'x-api-key': this.config.apiKey, accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
         body: body ? JSON.stringify(body) : undefined,
         signal: AbortSignal.timeout(this.config.requestTimeoutMs),
       });
@@ -62,10 +72,11 @@ export class ControlPlaneClient {
       throw new ControlPlaneUnavailable(`${method} ${what}: ${(err as Error).cause ?? (err as Error).message}`);
     }
     const text = await res.text().catch(() => '');
+    if (res.status === 304) return { status: 304, body: undefined as T, etag: res.headers.get('etag') };
     if (res.status >= 500 || res.status === 429) throw new ControlPlaneUnavailable(`${method} ${what}: HTTP ${res.status}`);
     // A 4xx (a revoked key, a deleted listener) will not fix itself by retrying sooner: the
     // caller logs it and backs off like for an outage, so an operator can repair it.
     if (!res.ok) throw new Error(`${method} ${what}: HTTP ${res.status} ${text.slice(0, 300)}`);
-    return JSON.parse(text) as T;
+    return { status: res.status, body: JSON.parse(text) as T, etag: res.headers.get('etag') };
   }
 }

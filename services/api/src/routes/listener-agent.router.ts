@@ -1,5 +1,5 @@
 import { defineRoute, ok, principalOf, type RouteSpec } from '../http/route.js';
-import { desiredStateResponse, reportBody, reportResponse, type ReportBody } from '../schemas/listener-agent.schema.js';
+import { desiredStateHeaders, desiredStateResponse, reportBody, reportResponse, type ReportBody } from '../schemas/listener-agent.schema.js';
 import { listenerParams } from '../schemas/listener.schema.js';
 import type { ListenerAgentService } from '../services/listener-agent.service.js';
 
@@ -18,13 +18,17 @@ export function listenerAgentRoutes(agents: ListenerAgentService): RouteSpec[] {
       summary: 'What the listener should run: deployments to apply (with secret values and manifests) or delete',
       tag,
       auth: 'listener-agent',
-      request: { params: listenerParams },
+      request: { params: listenerParams, headers: desiredStateHeaders },
       responses: {
-        200: { description: 'The desired state; also records that the agent called in', schema: desiredStateResponse },
+        200: { description: 'The desired state, with an `ETag`; also records that the agent called in', schema: desiredStateResponse },
+        304: { description: "`If-None-Match` names the current ETag: the desired state is unchanged since that answer (no body); still a check-in" },
         403: forbidden,
         404: notFound,
       },
-      handler: async (ctx) => ok(await agents.desiredState(principalOf(ctx), ctx.params.listener_id)),
+      handler: async (ctx) => {
+        const { etag, state } = await agents.desiredState(principalOf(ctx), ctx.params.listener_id, ctx.headers['if-none-match']);
+        return state ? { status: 200, body: state, headers: { ETag: etag } } : { status: 304, headers: { ETag: etag } };
+      },
     }),
     defineRoute<Params, {}, ReportBody>({
       method: 'post',

@@ -137,3 +137,8 @@ export interface ReportResultView {
   deleted: string[];
   rejected: Rejection[];
 }
+
+/** An agent sends back the ETag of the desired state it holds; unchanged → 304. */
+export const desiredStateHeaders = Joi.object({
+  'if-none-match': Joi.string().max(1024).description('The `ETag` of the desired state the agent already has'),
+});

@@ -36,6 +36,7 @@ import type {
   RevisionReport,
 } from '../schemas/listener-agent.schema.js';
 import type { DeploymentService } from './deployment.service.js';
+import { matchesEtag, type DesiredStateCache } from './desired-state-cache.js';
 
 export const OTHER_LISTENERS_KEY = 'This API key belongs to another listener.';
 const DEFAULT_NAMESPACE = 'default';
@@ -57,6 +58,7 @@ export class ListenerAgentService {
     private readonly flow: RevisionFlow,
     /** Opens the deployments' sealed store passwords (DeploymentCredentialStore). */
     private readonly box: SecretBox,
+    private readonly rendered: DesiredStateCache,
   ) {}
 
   // ---------------------------------------------------------------- desired state
@@ -66,26 +68,30 @@ export class ListenerAgentService {
    * AWAITING_DELETE (remove it). Secret values of revisions being applied appear here and in
    * no other response.
    */
-  async desiredState(agent: Principal, listenerId: string): Promise<DesiredStateView> {
+  async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; state: DesiredStateView | null }> {
     const listener = await this.checkIn(agent, listenerId);
     const manager = this.dataSource.manager;
     const work = await new DeploymentRepository(manager).withListenerWork(listenerId);
-    if (!work.length) return this.view(listenerId, []);
     const [active, credentials] = await Promise.all([
       new RevisionRepository(manager).byIds(work.filter((w) => w.deployment.status === 'AWAITING_DELETE').map((w) => w.deployment.activeRevisionId)),
       new DeploymentCredentialStore(manager, this.box).credentialsOf(work.map((w) => w.deployment.id)),
     ]);
-    const entries: DesiredDeploymentView[] = [];
-    for (const { deployment: d, deploying } of work) {
-      const stores = credentials.get(d.id)!;
-      if (d.status === 'AWAITING_DELETE') {
-        entries.push(this.deleteEntry(listener, d, d.activeRevisionId ? active.get(d.activeRevisionId) ?? null : null, stores));
-        continue;
+    // Everything the entries are rendered from: the same inputs render the same entries.
+    const inputs = [listener, work, [...active], [...credentials]];
+    const { etag, deployments } = this.rendered.get(listenerId, inputs, () => {
+      const entries: DesiredDeploymentView[] = [];
+      for (const { deployment: d, deploying } of work) {
+        const stores = credentials.get(d.id)!;
+        if (d.status === 'AWAITING_DELETE') {
+          entries.push(this.deleteEntry(listener, d, d.activeRevisionId ? active.get(d.activeRevisionId) ?? null : null, stores));
+          continue;
+        }
+        const entry = deploying && this.applyEntry(listener, d, deploying, stores);
+        if (entry) entries.push(entry);
       }
-      const entry = deploying && this.applyEntry(listener, d, deploying, stores);
-      if (entry) entries.push(entry);
-    }
-    return this.view(listenerId, entries);
+      return entries;
+    });
+    return { etag, state: matchesEtag(ifNoneMatch, etag) ? null : this.view(listenerId, deployments) };
   }
 
   private view(listenerId: string, deployments: DesiredDeploymentView[]): DesiredStateView {
