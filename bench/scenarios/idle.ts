@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { bounded, type BenchRow } from '../support/report.js';
 import { freePort, startProcess, type BenchProcess } from '../support/processes.js';
-import { ROOT, type BenchStack } from '../support/stack.js';
+import type { BenchStack } from '../support/stack.js';
 import type { BenchOptions } from './options.js';
 
 /** Linux accounts process CPU time in clock ticks of 1/100 s (`getconf CLK_TCK`). */
@@ -21,11 +21,11 @@ async function transactions(stack: BenchStack): Promise<number> {
   return Number(row.n);
 }
 
-/** A worker service from source (its own process, as in production), with a health port to wait on. */
+/** A worker service, compiled and in its own process as in production, with a health port to wait on. */
 async function startWorker(stack: BenchStack, name: 'builder' | 'deployer'): Promise<BenchProcess> {
   const port = await freePort();
   return startProcess(
-    ['--import', 'tsx', path.join(ROOT, `services/${name}/src/main.ts`)],
+    [stack.entryOf(name)],
     { ...stack.serviceEnv, SLIPWAY_WORKER_HEALTH_PORT: String(port), SLIPWAY_DATA_DIR: path.join(stack.dataDir, name) },
     port,
   );

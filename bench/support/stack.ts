@@ -13,6 +13,9 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 
+/** The services a bench stack runs, each as in production. */
+const SERVICES = ['api', 'builder', 'deployer'] as const;
+
 function databaseUrl(name: string): string {
   const u = new URL(SERVER);
   u.pathname = `/${name}`;
@@ -21,8 +24,9 @@ function databaseUrl(name: string): string {
 
 /**
  * Everything one bench run measures against, all its own: a migrated database, a BullMQ prefix,
- * the real api (compiled, `node dist/main.js`, NODE_ENV=production, logging at info as in
- * production) and the raw baseline server, each as its own process. `close()` removes it all.
+ * the real services (compiled, `node dist/main.js`, NODE_ENV=production, logging at info as in
+ * production; the api started here, the workers by the idle scenario) and the raw baseline
+ * server, each as its own process. `close()` removes it all.
  */
 export class BenchStack {
   readonly id = randomBytes(3).toString('hex');
@@ -47,10 +51,10 @@ export class BenchStack {
     await this.dataSource.initialize();
     await runMigrations(this.dataSource);
     // The production layout (as in the image): the bundle plus production dependencies only.
-    execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', path.join(this.dataDir, 'app'), 'api'], { cwd: ROOT, stdio: 'ignore' });
+    execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', path.join(this.dataDir, 'app'), ...SERVICES], { cwd: ROOT, stdio: 'ignore' });
     const [apiPort, rawPort] = [await freePort(), await freePort()];
     this.api = await startProcess(
-      [...nodeArgs, path.join(this.dataDir, 'app/api/dist/main.js')],
+      [...nodeArgs, this.entryOf('api')],
       {
         ...this.serviceEnv,
         SLIPWAY_BOOTSTRAP_API_KEY: this.key,
@@ -70,6 +74,11 @@ export class BenchStack {
     this.raw = await startProcess(['--import', 'tsx', path.join(ROOT, 'bench/support/raw-server.ts')], { DATABASE_URL: databaseUrl(this.dbName), PORT: String(rawPort) }, rawPort);
     const res = await this.request('POST', '/v2/listeners', { compute_type: 'k8s', compute_id: `bench-${this.id}`, compute_config: { k8s_namespaces: ['bench'] } });
     this.listenerId = res.id;
+  }
+
+  /** The compiled entry file of a service, laid out for production (`node dist/main.js`). */
+  entryOf(service: (typeof SERVICES)[number]): string {
+    return path.join(this.dataDir, 'app', service, 'dist/main.js');
   }
 
   /** What every Slipway process of this stack runs with (production mode, logging at info). */

@@ -9,6 +9,6 @@ export { Reconciler, type ReconcileReport } from './reconciler.js';
 export { Retention, type RetentionReport } from './retention.js';
 export { runWorkerProcess, type WorkerProcessContext, type WorkerProcessSpec } from './worker-process.js';
 export { RevisionLogWriter } from './log-writer.js';
-export type { WorkerMetrics } from './worker-metrics.js';
+export { collectProcessMetrics, type WorkerMetrics } from './worker-metrics.js';
 export { WebhookFanout } from './webhook-fanout.js';
 export { createWebhookWorker, deliverWebhookProcessor, webhookBackoff, type WebhookWorkerOptions } from './deliver-webhook.processor.js';

@@ -1,7 +1,7 @@
 import express, { type Request, type RequestHandler, type Router } from 'express';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Histogram, Registry } from 'prom-client';
 import type { DataSource } from '@slipway/db';
-import type { Queues } from '@slipway/jobs';
+import { collectProcessMetrics, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { QueueJobsCollector, type QueueJobsCollectorOptions } from './queue-jobs.collector.js';
 import { RevisionEventsCollector, type RevisionEventsCollectorOptions } from './revision-events.collector.js';
@@ -72,7 +72,7 @@ function routeLabel(req: Request, prefixes: readonly string[], mounts: readonly 
 export function createMetrics(deps: MetricsDeps): Metrics {
   const { dataSource, queues, logger, prefixes, mounts } = deps;
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'slipway_' });
+  collectProcessMetrics(registry);
 
   const httpDuration = new Histogram({
     name: 'slipway_http_request_duration_seconds',
