@@ -154,6 +154,13 @@ export class BenchStack {
     return this.handed.size;
   }
 
+  /** The performance.now() of the `n`-th job (0-based, in arrival order) to reach the worker. */
+  handedAt(n: number): number | undefined {
+    let i = 0;
+    for (const at of this.handed.values()) if (i++ === n) return at;
+    return undefined;
+  }
+
   async close(): Promise<void> {
     await this.worker?.close().catch(() => {});
     await Promise.allSettled([this.api?.stop(), this.raw?.stop()]);

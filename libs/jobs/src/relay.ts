@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from '@slipway/db';
+import { queryRows, type DataSource, type EntityManager } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { JOB_CATALOG, isJobName, type JobName, type QueueName } from './catalog.js';
 import type { Queues } from './connections.js';
@@ -20,7 +20,16 @@ interface OutboxRow {
 export type HandOffHook = (manager: EntityManager, jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>) => Promise<void>;
 
 export interface RelayOptions {
+  /** Rows per batch when there is no backlog (a wake-up's few rows go out at once). */
   batchSize?: number;
+  /** Batches double up to this while full ones keep coming (a backlog). */
+  maxBatchSize?: number;
+  /**
+   * Batches in flight at once while there is a backlog, each its own transaction (claims skip
+   * each other's rows). Default: from the pool size, at most 3, leaving most connections to
+   * the process's own work.
+   */
+  concurrency?: number;
   /** Poll period without a LISTEN connection, and after a pass Redis refused. */
   pollMs?: number;
   /** Safety poll while LISTEN works: catches rows of another process's backoff. */
@@ -28,6 +37,12 @@ export interface RelayOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+
+/** What one batch did: rows handed over, and whether a full batch suggests more are waiting. */
+interface BatchResult {
+  sent: number;
+  more: boolean;
+}
 
 /**
  * Moves outbox rows to BullMQ. Runs in every process that writes outbox rows; rows are claimed
@@ -40,6 +55,8 @@ export class OutboxRelay {
   private running: Promise<void> | undefined;
   private stopped = true;
   private readonly batchSize: number;
+  private readonly maxBatchSize: number;
+  private readonly concurrency: number;
   private readonly pollMs: number;
   private readonly idlePollMs: number;
   private listener: { release: () => void } | undefined;
@@ -59,6 +76,9 @@ export class OutboxRelay {
     options: RelayOptions = {},
   ) {
     this.batchSize = options.batchSize ?? 100;
+    this.maxBatchSize = Math.max(this.batchSize, options.maxBatchSize ?? 1000);
+    const poolSize = Number((dataSource.options as { extra?: { max?: number } }).extra?.max ?? 10);
+    this.concurrency = Math.max(1, options.concurrency ?? Math.min(3, Math.floor(poolSize / 3)));
     this.pollMs = options.pollMs ?? 500;
     this.idlePollMs = options.idlePollMs ?? 5_000;
   }
@@ -66,26 +86,72 @@ export class OutboxRelay {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.redis()?.on('ready', this.redisReady);
     void this.listen();
     this.schedule(0);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.redis()?.off('ready', this.redisReady);
     clearTimeout(this.timer);
     this.listener?.release();
     this.listener = undefined;
     await this.running;
   }
 
-  /** Relays everything currently due; returns how many rows went out. Tests call this directly. */
+  /**
+   * Relays everything currently due; returns how many rows went out. Tests call this directly.
+   * A pass starts with one small batch; each full batch means a backlog: the next batch is
+   * twice as large (up to `maxBatchSize`) and another pass joins (up to `concurrency`), each
+   * going on until a batch comes back short. Passes claim with SKIP LOCKED, so no row goes out
+   * twice; order holds within a pass (as between the relays of several processes, not across).
+   * No pass joins while Redis is refusing jobs.
+   */
   async drain(): Promise<number> {
     let total = 0;
-    for (;;) {
-      const sent = await this.relayBatch();
-      total += sent;
-      if (sent < this.batchSize) return total;
-    }
+    let active = 0;
+    let failure: unknown;
+    const passes: Array<Promise<void>> = [];
+    const pass = async (): Promise<void> => {
+      let size = this.batchSize;
+      try {
+        for (;;) {
+          const { sent, more } = await this.relayBatch(size);
+          total += sent;
+          if (!more) return;
+          size = Math.min(size * 2, this.maxBatchSize);
+          if (active < this.concurrency && !this.refused) join();
+        }
+      } finally {
+        active--;
+      }
+    };
+    const join = () => {
+      active++;
+      passes.push(pass().catch((err) => void (failure ??= err)));
+    };
+    join();
+    for (let i = 0; i < passes.length; i++) await passes[i];
+    if (failure) throw failure;
+    return total;
+  }
+
+  /** Runs a pass now, or right after the current one. */
+  private wake(): void {
+    if (this.running) this.wokenDuringPass = true;
+    else this.schedule(0);
+  }
+
+  /** The queues' shared connection came back: rows it refused need not wait for the next poll. */
+  private readonly redisReady = () => {
+    if (this.refused && !this.stopped) this.wake();
+  };
+
+  /** The producer connection the queues share (they are all made on one), if it is an ioredis client. */
+  private redis(): { on: (event: 'ready', fn: () => void) => unknown; off: (event: 'ready', fn: () => void) => unknown } | undefined {
+    const connection = Object.values(this.queues)[0]?.opts.connection as { on?: unknown; off?: unknown } | undefined;
+    return typeof connection?.on === 'function' && typeof connection.off === 'function' ? (connection as ReturnType<OutboxRelay['redis']>) : undefined;
   }
 
   private schedule(delay: number): void {
@@ -124,10 +190,7 @@ export class OutboxRelay {
         client.release(true);
       };
       const listener = { release };
-      client.on('notification', () => {
-        if (this.running) this.wokenDuringPass = true;
-        else this.schedule(0);
-      });
+      client.on('notification', () => this.wake());
       // A lost LISTEN connection falls back to polling until the next pass listens again.
       client.on('error', (err: Error) => {
         this.log.debug({ err }, 'outbox LISTEN connection lost; polling');
@@ -145,17 +208,18 @@ export class OutboxRelay {
   }
 
   /**
-   * One batch in bulk: claim, hand-off hook for all rows (one statement per target status),
-   * one `addBulk` per queue (one Redis round trip each, sent together), one UPDATE marking them
-   * sent. Statement count per batch is constant, and the row locks the hook took are held
-   * across those few concurrent Redis calls only. Any failure (Redis refusing, a row the hook
-   * chokes on) rolls the batch back and the same rows go one by one (`relayRowByRow`), which
-   * isolates the bad row and backs it off. Already-added jobs are no-ops then (deterministic ids).
+   * One batch in bulk: claim (marking the rows sent in the same statement), hand-off hook for
+   * all rows (one statement per target status), one `addBulk` per queue (one Redis round trip
+   * each, sent together), commit. Statement count per batch is constant, and the row locks the
+   * hook took are held across those few concurrent Redis calls only. Any failure (Redis
+   * refusing, a row the hook chokes on) rolls the batch back, its sent marks with it, and rows
+   * go one by one (`relayRowByRow`, a small batch), which isolates the bad row and backs it off.
+   * Already-added jobs are no-ops then (deterministic ids). Returns `more` for a full batch.
    */
-  private async relayBatch(): Promise<number> {
+  private async relayBatch(size: number): Promise<BatchResult> {
     try {
-      return await this.dataSource.transaction(async (manager) => {
-        const rows = await this.claim(manager);
+      const sent = await this.dataSource.transaction(async (manager) => {
+        const rows = await this.claim(manager, size, true);
         const known = rows.filter((row): row is OutboxRow & { job_name: JobName } => isJobName(row.job_name));
         if (known.length < rows.length) throw new Error('an outbox row names no known job');
         if (!rows.length) return 0;
@@ -176,7 +240,6 @@ export class OutboxRelay {
             ),
           ),
         );
-        await manager.query(`UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])`, [rows.map((row) => row.id)]);
         if (this.refused) {
           // Redis takes jobs again: rows backing off from its refusals are due now, not after
           // their backoff (up to 30 s) — a burst absorbed during an outage drains at once.
@@ -185,38 +248,50 @@ export class OutboxRelay {
         }
         return rows.length;
       });
+      return { sent, more: sent === size };
     } catch (err) {
       this.log.debug({ err }, 'outbox batch refused; relaying row by row');
-      return this.relayRowByRow();
+      // At most a small batch: the pass goes on in bulk after it, around the row that failed.
+      return this.relayRowByRow(Math.min(size, this.batchSize));
     }
   }
 
-  private async claim(manager: EntityManager): Promise<OutboxRow[]> {
-    const rows: OutboxRow[] = await manager.query(
-      `SELECT id, queue, job_name, job_id, payload, delay_ms, attempts FROM outbox
-        WHERE sent_at IS NULL AND available_at <= now()
-        ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-      [this.batchSize],
+  /**
+   * Locks the oldest `size` due rows others have not locked. `markSent` marks them sent in the
+   * same statement (the bulk path: its transaction commits only once Redis took every job, so
+   * the mark is undone with everything else when it does not).
+   */
+  private async claim(manager: EntityManager, size: number, markSent = false): Promise<OutboxRow[]> {
+    const due = `sent_at IS NULL AND available_at <= now() ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`;
+    const columns = 'id, queue, job_name, job_id, payload, delay_ms, attempts';
+    const rows = await queryRows<OutboxRow>(
+      manager,
+      markSent
+        ? `UPDATE outbox SET sent_at = now() WHERE id = ANY(ARRAY(SELECT id FROM outbox WHERE ${due})) RETURNING ${columns}`
+        : `SELECT ${columns} FROM outbox WHERE ${due}`,
+      [size],
     );
+    // UPDATE … RETURNING keeps no order: hand over in id order (ids are bigints, as strings).
+    if (markSent) rows.sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     // After a refusal, keep polling while rows wait out their backoff.
     this.backlog = this.backlog && rows.length === 0 && (await manager.query(`SELECT 1 FROM outbox WHERE sent_at IS NULL AND available_at < 'infinity' LIMIT 1`)).length > 0;
     return rows;
   }
 
   /** The careful path: each row under a savepoint, stopping at the first Redis refusal. */
-  private async relayRowByRow(): Promise<number> {
+  private async relayRowByRow(size: number): Promise<BatchResult> {
     return this.dataSource.transaction(async (manager) => {
-      const rows = await this.claim(manager);
+      const rows = await this.claim(manager, size);
       let sent = 0;
       for (const row of rows) {
         if (await this.relayOne(manager, row)) sent++;
         else {
           this.backlog = true;
           this.refused = true;
-          break; // Redis is refusing: keep the rest for the next pass, in order.
+          return { sent, more: false }; // Redis is refusing: keep the rest for the next pass, in order.
         }
       }
-      return sent;
+      return { sent, more: rows.length === size };
     });
   }
 
