@@ -10,6 +10,7 @@ import { LogFollow1764500000000 } from './1764500000000-log-follow.js';
 import { Events1764500000001 } from './1764500000001-events.js';
 import { OutboundWebhooks1764500000100 } from './1764500000100-outbound-webhooks.js';
 import { WebhookFormat1764500000101 } from './1764500000101-webhook-format.js';
+import { NameTrgmNoPendingList1764500000200 } from './1764500000200-name-trgm-no-pending-list.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -28,4 +29,5 @@ export const MIGRATIONS = [
   Events1764500000001,
   OutboundWebhooks1764500000100,
   WebhookFormat1764500000101,
+  NameTrgmNoPendingList1764500000200,
 ];

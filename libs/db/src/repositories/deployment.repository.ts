@@ -26,7 +26,7 @@ export class DeploymentRepository {
     return this.manager.findOneBy(Deployment, { workspaceId, id });
   }
 
-  /** Every filter of docs/api.md, Deployments, newest first; each filter has its index (migration 1764400000000-list-indexes). */
+  /** Every filter of docs/api.md, Deployments, newest first; each filter has its index (migrations 1764400000000-list-indexes, 1764500000200-name-trgm-no-pending-list). */
   async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<Deployment[]> {
     const qb = this.manager
       .createQueryBuilder(Deployment, 'd')
