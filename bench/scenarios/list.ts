@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createDatabaseIfMissing, createDataSource, DeploymentRepository, dropDatabaseIfExists, runMigrations, type DataSource, type DeploymentFilter } from '@slipway/db';
-import { timeMedian } from '../support/measure.js';
+import { timeInterleaved } from '../support/measure.js';
 import { atMost, type BenchRow } from '../support/report.js';
 import type { BenchOptions } from './options.js';
 
@@ -107,7 +107,7 @@ const CASES: Array<[string, (f: Fixture) => DeploymentFilter, number?]> = [
 /**
  * List queries (every filter of the list endpoint, first page of 20) on a small and a large
  * workspace: the query must not get slower as the workspace grows. p99 of the repository's
- * query, large ÷ small.
+ * query, large ÷ small, timed alternately (one small run, one large run, …) after a warm-up of each.
  */
 export async function listScenario(o: BenchOptions): Promise<BenchRow[]> {
   const [smallRows, largeRows] = o.listRows;
@@ -117,10 +117,9 @@ export async function listScenario(o: BenchOptions): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
     for (const [label, filter, offset] of CASES) {
       const page = { limit: 20, offset: offset ?? 0 };
-      const time = (f: Fixture) => timeMedian(() => new DeploymentRepository(f.dataSource.manager).list(f.workspaceId, filter(f), page), o.listRuns);
-      const a = await time(small);
-      const b = await time(large);
-      rows.push(atMost(`list: ${label}`, `p99 ${largeRows / 1000}k vs ${smallRows / 1000}k`, b.p99, a.p99, 2));
+      const query = (f: Fixture) => () => new DeploymentRepository(f.dataSource.manager).list(f.workspaceId, filter(f), page);
+      const [a, b] = await timeInterleaved([query(small), query(large)], o.listRuns);
+      rows.push(atMost(`list: ${label}`, `p99 ${largeRows / 1000}k vs ${smallRows / 1000}k`, b!.p99, a!.p99, 2));
     }
     return rows;
   } finally {

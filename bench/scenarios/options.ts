@@ -19,5 +19,5 @@ export interface BenchOptions {
   idleSec: number;
 }
 
-export const FULL: BenchOptions = { durationSec: 10, warmupSec: 3, handoffSamples: 300, burst: 10_000, listRows: [1_000, 100_000], listRuns: 200, idleSettleSec: 30, idleSec: 30 };
+export const FULL: BenchOptions = { durationSec: 10, warmupSec: 3, handoffSamples: 300, burst: 10_000, listRows: [1_000, 100_000], listRuns: 1_000, idleSettleSec: 30, idleSec: 30 };
 export const QUICK: BenchOptions = { durationSec: 1, warmupSec: 0, handoffSamples: 10, burst: 100, listRows: [100, 500], listRuns: 10, idleSettleSec: 1, idleSec: 2 };

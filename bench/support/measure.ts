@@ -66,14 +66,20 @@ export function percentile(samples: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-/** Median wall time (ms) of `fn` over `runs`, after a few unmeasured runs. */
-export async function timeMedian(fn: () => Promise<unknown>, runs: number): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 3; i++) await fn();
-  const samples: number[] = [];
+/**
+ * Wall-time percentiles (ms) of each of `fns` over `runs` timed calls each, after a few unmeasured
+ * calls of each. The calls alternate (a, b, a, b, …) so a noisy spell on a shared machine lands on
+ * every side alike instead of on whichever was being timed then.
+ */
+export async function timeInterleaved(fns: Array<() => Promise<unknown>>, runs: number): Promise<Array<{ p50: number; p99: number }>> {
+  for (const fn of fns) for (let i = 0; i < 3; i++) await fn();
+  const samples: number[][] = fns.map(() => []);
   for (let i = 0; i < runs; i++) {
-    const t = process.hrtime.bigint();
-    await fn();
-    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+    for (const [k, fn] of fns.entries()) {
+      const t = process.hrtime.bigint();
+      await fn();
+      samples[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
   }
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  return samples.map((s) => ({ p50: percentile(s, 50), p99: percentile(s, 99) }));
 }

@@ -11,6 +11,7 @@ import { Events1764500000001 } from './1764500000001-events.js';
 import { OutboundWebhooks1764500000100 } from './1764500000100-outbound-webhooks.js';
 import { WebhookFormat1764500000101 } from './1764500000101-webhook-format.js';
 import { OutboxClaimIndex1764600000000 } from './1764600000000-outbox-claim-index.js';
+import { NameTrgmNoPendingList1764600000100 } from './1764600000100-name-trgm-no-pending-list.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -30,4 +31,5 @@ export const MIGRATIONS = [
   OutboundWebhooks1764500000100,
   WebhookFormat1764500000101,
   OutboxClaimIndex1764600000000,
+  NameTrgmNoPendingList1764600000100,
 ];

@@ -68,7 +68,7 @@ export class DeploymentRepository {
     return row ?? null;
   }
 
-  /** Every filter of docs/api.md, Deployments, newest first; each filter has its index (migration 1764400000000-list-indexes). */
+  /** Every filter of docs/api.md, Deployments, newest first; each filter has its index (migrations 1764400000000-list-indexes, 1764600000100-name-trgm-no-pending-list). */
   async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<PresentableDeployment[]> {
     const qb = this.manager
       .createQueryBuilder(Deployment, 'd')
