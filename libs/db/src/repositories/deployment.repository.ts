@@ -56,6 +56,27 @@ export class DeploymentRepository {
     return this.manager.findOneBy(Deployment, { workspaceId, id });
   }
 
+  /**
+   * Inserts a new deployment and links its tracing project to it, in one statement (the insert is
+   * a CTE of the link). The row's defaulted timestamps are set on `deployment`. Constraint
+   * violations (name taken, integration gone) surface as from a plain insert.
+   */
+  async insertLinkingTracingProject(deployment: Deployment): Promise<void> {
+    const [insert, params] = this.manager.createQueryBuilder().insert().into(Deployment).values(deployment).getQueryAndParameters();
+    const [row] = await this.manager.query(
+      `WITH inserted AS (${insert} RETURNING created_at, updated_at, status_changed_at, last_activity_at),
+            linked AS (UPDATE tracing_projects SET deployment_id = $${params.length + 1} WHERE id = $${params.length + 2})
+       SELECT * FROM inserted`,
+      [...params, deployment.id, deployment.tracingProjectId],
+    );
+    Object.assign(deployment, {
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      statusChangedAt: row.status_changed_at,
+      lastActivityAt: row.last_activity_at,
+    });
+  }
+
   async exists(workspaceId: string, id: string): Promise<boolean> {
     return (await this.manager.query(`SELECT 1 FROM deployments WHERE workspace_id = $1 AND id = $2`, [workspaceId, id])).length > 0;
   }

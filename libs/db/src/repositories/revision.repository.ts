@@ -127,15 +127,32 @@ export class RevisionRepository {
   // ---------------------------------------------------------------- writes
 
   /** A new revision row, CREATING, not started. */
-  async insert(values: Omit<Partial<Revision>, 'status' | 'attempt' | 'startedAt' | 'deadlineAt' | 'heartbeatAt' | 'createdAt'>): Promise<void> {
-    await this.manager.insert(Revision, {
-      ...values,
-      status: 'CREATING',
-      statusMessage: null,
-      // The clock at insert, not the transaction start: inserts happen under the deployment
-      // lock, so this orders revisions as their writes were serialized.
-      createdAt: () => 'clock_timestamp()',
-    });
+  /**
+   * Inserts a revision (CREATING) and makes it its deployment's latest, in one statement: the
+   * insert runs as a CTE of the deployment's UPDATE (the foreign key is checked when the
+   * statement ends, when the new row exists). The caller holds the deployment's row lock, or
+   * inserted the deployment in this transaction.
+   */
+  async insertAsLatest(values: Omit<Partial<Revision>, 'status' | 'attempt' | 'startedAt' | 'deadlineAt' | 'heartbeatAt' | 'createdAt'> & { id: string; deploymentId: string }): Promise<void> {
+    const [insert, params] = this.manager
+      .createQueryBuilder()
+      .insert()
+      .into(Revision)
+      .values({
+        ...values,
+        status: 'CREATING',
+        statusMessage: null,
+        // The clock at insert, not the transaction start: inserts happen under the deployment
+        // lock, so this orders revisions as their writes were serialized.
+        createdAt: () => 'clock_timestamp()',
+      })
+      .getQueryAndParameters();
+    await this.manager.query(
+      `WITH inserted AS (${insert} RETURNING id)
+       UPDATE deployments SET latest_revision_id = (SELECT id FROM inserted), last_activity_at = now(), updated_at = now()
+        WHERE id = $${params.length + 1}`,
+      [...params, values.deploymentId],
+    );
   }
 
   /** A status change (see `writeRevision`). */

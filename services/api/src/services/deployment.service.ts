@@ -257,14 +257,13 @@ export class DeploymentService {
       databaseName: null,
     } satisfies Partial<Deployment>);
     try {
-      await manager.insert(Deployment, deployment);
+      await new DeploymentRepository(manager).insertLinkingTracingProject(deployment);
     } catch (err) {
       if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw this.nameTaken(body.name, workspaceId);
       // The integration was deleted after findRepository saw it.
       if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK)) throw NotFoundError.of('Integration', sourceConfig.integration_id!);
       throw err;
     }
-    await manager.query(`UPDATE tracing_projects SET deployment_id = $2 WHERE id = $1`, [tracingProjectId, id]);
     await enqueueInOutbox(manager, 'provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
 
     // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
@@ -393,7 +392,7 @@ export class DeploymentService {
    */
   async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string, firstOfNewDeployment = false): Promise<string> {
     const id = randomUUID();
-    await new RevisionRepository(manager).insert({
+    await new RevisionRepository(manager).insertAsLatest({
       id,
       deploymentId: deployment.id,
       source: draft.source,
@@ -406,10 +405,6 @@ export class DeploymentService {
       buildConfig: draft.buildConfig,
       redeployedFrom: draft.redeployedFrom ?? null,
     });
-    await manager.query(`UPDATE deployments SET latest_revision_id = $2, last_activity_at = now(), updated_at = now() WHERE id = $1`, [
-      deployment.id,
-      id,
-    ]);
     // A deployment inserted by this transaction has nothing in flight: no lock or check needed.
     if (firstOfNewDeployment) await this.flow.admitFirst(manager, id, requestId);
     else await this.flow.admit(manager, deployment.id, id, requestId);
