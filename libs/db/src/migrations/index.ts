@@ -12,6 +12,7 @@ import { OutboundWebhooks1764500000100 } from './1764500000100-outbound-webhooks
 import { WebhookFormat1764500000101 } from './1764500000101-webhook-format.js';
 import { OutboxClaimIndex1764600000000 } from './1764600000000-outbox-claim-index.js';
 import { NameTrgmNoPendingList1764600000100 } from './1764600000100-name-trgm-no-pending-list.js';
+import { ListenerWorkIndex1764600000200 } from './1764600000200-listener-work-index.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -32,4 +33,5 @@ export const MIGRATIONS = [
   WebhookFormat1764500000101,
   OutboxClaimIndex1764600000000,
   NameTrgmNoPendingList1764600000100,
+  ListenerWorkIndex1764600000200,
 ];

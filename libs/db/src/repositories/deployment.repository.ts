@@ -129,6 +129,12 @@ export class DeploymentRepository {
       .createQueryBuilder(Deployment, 'd')
       .leftJoinAndMapOne('d.deploying', Revision, 'r', `r.deployment_id = d.id AND r.status = 'DEPLOYING'`)
       .where('d.listener_id = :listenerId', { listenerId })
+      // Driven from the few rows with work (by listener and status, and the open revisions'
+      // index), not from every deployment the listener runs: a poll costs what is pending.
+      .andWhere(
+        `d.id IN (SELECT x.id FROM deployments x WHERE x.listener_id = :listenerId AND x.status = 'AWAITING_DELETE'
+                  UNION ALL SELECT o.deployment_id FROM revisions o WHERE o.status = 'DEPLOYING')`,
+      )
       .andWhere(`(d.status = 'AWAITING_DELETE' OR r.id IS NOT NULL)`)
       .orderBy('d.created_at', 'ASC')
       .addOrderBy('d.id', 'ASC')
