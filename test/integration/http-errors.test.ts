@@ -4,6 +4,7 @@ import type { RouteSpec } from '@slipway/api/app';
 import { createDataSource } from '@slipway/db';
 import type { HttpClient } from '../support/http.js';
 import type { LogCapture } from '../support/log-capture.js';
+import { MAX_REPORTED_ISSUES } from '../../services/api/src/http/validation-error.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { startReplica, startTestApi, type Replica, type TestApi } from '../support/test-api.js';
 
@@ -83,6 +84,19 @@ describe('malformed JSON', () => {
     const res = await api.http.request(method, path, { rawBody: '{"compute_type": ', headers: { 'content-type': type } });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({ detail: [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }] });
+  });
+});
+
+describe('422 with thousands of wrong items', () => {
+  it('lists the first MAX_REPORTED_ISSUES problems, in order, in an answer far smaller than all of them', async () => {
+    const body = { url: 'https://hooks.example.com/in', event_types: Array.from({ length: 3_000 }, (_, i) => i) };
+    const res = await api.http.post('/v2/webhooks', body);
+    expect(res.status).toBe(422);
+    expect(res.body.detail).toHaveLength(MAX_REPORTED_ISSUES);
+    expect(res.body.detail[0].loc).toEqual(['body', 'event_types', 0]);
+    // Every item has two problems (not a string, not an event type): 6,000 issues, ~870 KB in all.
+    expect(res.text.length).toBeLessThan(30_000);
+    expect(await api.dataSource.query(`SELECT 1 FROM outbound_webhooks WHERE url = $1`, [body.url])).toEqual([]);
   });
 });
 

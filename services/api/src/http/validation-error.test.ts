@@ -119,7 +119,7 @@ describe('RequestValidationError', () => {
     const err = new RequestValidationError(list);
     expect(err).toBeInstanceOf(Error);
     expect(err.status).toBe(422);
-    expect(err.issues).toBe(list);
+    expect(err.issues).toEqual(list);
     expect(err.name).toBe('RequestValidationError');
   });
 });

@@ -11,11 +11,20 @@ export interface ValidationIssue {
 }
 
 /** 422 carrying every problem of a request at once. */
+/**
+ * A 422 lists at most this many issues. Every problem of a request is reported at once, but a
+ * body of thousands of wrong array items would otherwise get an answer sixty times its size
+ * (two issues of ~150 bytes per item).
+ */
+export const MAX_REPORTED_ISSUES = 100;
+
 export class RequestValidationError extends Error {
   readonly status = 422;
-  constructor(readonly issues: ValidationIssue[]) {
+  readonly issues: ValidationIssue[];
+  constructor(issues: ValidationIssue[]) {
     super('Request validation failed');
     this.name = 'RequestValidationError';
+    this.issues = issues.slice(0, MAX_REPORTED_ISSUES);
   }
 }
 

@@ -76,8 +76,10 @@ export class ListenerAgentService {
       new RevisionRepository(manager).byIds(work.filter((w) => w.deployment.status === 'AWAITING_DELETE').map((w) => w.deployment.activeRevisionId)),
       new DeploymentCredentialStore(manager, this.box).credentialsOf(work.map((w) => w.deployment.id)),
     ]);
-    // Everything the entries are rendered from: the same inputs render the same entries.
-    const inputs = [listener, work, [...active], [...credentials]];
+    // Everything the entries are rendered from: the same inputs render the same entries. The
+    // listener's seen time changes with every check-in and is not rendered: left out, or every
+    // poll a second apart would render again.
+    const inputs = [{ ...listener, lastSeenAt: null }, work, [...active], [...credentials]];
     const { etag, deployments } = this.rendered.get(listenerId, inputs, () => {
       const entries: DesiredDeploymentView[] = [];
       for (const { deployment: d, deploying } of work) {
