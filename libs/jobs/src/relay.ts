@@ -38,6 +38,11 @@ export interface RelayOptions {
 
 const MAX_BACKOFF_MS = 30_000;
 
+/** BullMQ options of a row's job: its catalog entry's, the deterministic id, its delay. */
+function jobOptions(name: JobName, row: OutboxRow) {
+  return { ...JOB_CATALOG[name].options, jobId: row.job_id, delay: row.delay_ms || undefined };
+}
+
 /** What one batch did: rows handed over, and whether a full batch suggests more are waiting. */
 interface BatchResult {
   sent: number;
@@ -227,17 +232,13 @@ export class OutboxRelay {
         const byQueue = new Map<QueueName, typeof known>();
         for (const row of known) {
           const queue = JOB_CATALOG[row.job_name].queue;
-          byQueue.set(queue, [...(byQueue.get(queue) ?? []), row]);
+          const batch = byQueue.get(queue);
+          if (batch) batch.push(row);
+          else byQueue.set(queue, [row]);
         }
         await Promise.all(
           [...byQueue].map(([queue, batch]) =>
-            this.queues[queue].addBulk(
-              batch.map((row) => ({
-                name: row.job_name,
-                data: row.payload,
-                opts: { ...JOB_CATALOG[row.job_name].options, jobId: row.job_id, delay: row.delay_ms || undefined },
-              })),
-            ),
+            this.queues[queue].addBulk(batch.map((row) => ({ name: row.job_name, data: row.payload, opts: jobOptions(row.job_name, row) }))),
           ),
         );
         if (this.refused) {
@@ -301,18 +302,13 @@ export class OutboxRelay {
       this.log.error({ outboxId: row.id, jobName: row.job_name }, 'outbox row names no known job; parked');
       return true;
     }
-    const entry = JOB_CATALOG[row.job_name];
     // The status change goes first, under a savepoint, and the job second: a worker can pick
     // the job up before this transaction commits, and its read then waits on our row lock and
     // sees the new status. If Redis refuses the job, the status change is rolled back with it.
     await manager.query('SAVEPOINT relay_row');
     try {
       await this.onHandOff(manager, [{ name: row.job_name, payload: row.payload }]);
-      await this.queues[entry.queue].add(row.job_name, row.payload, {
-        ...entry.options,
-        jobId: row.job_id,
-        delay: row.delay_ms || undefined,
-      });
+      await this.queues[JOB_CATALOG[row.job_name].queue].add(row.job_name, row.payload, jobOptions(row.job_name, row));
       await manager.query('RELEASE SAVEPOINT relay_row');
     } catch (err) {
       await manager.query('ROLLBACK TO SAVEPOINT relay_row');

@@ -135,7 +135,6 @@ export class DeploymentRepository {
         `d.id IN (SELECT x.id FROM deployments x WHERE x.listener_id = :listenerId AND x.status = 'AWAITING_DELETE'
                   UNION ALL SELECT o.deployment_id FROM revisions o WHERE o.status = 'DEPLOYING')`,
       )
-      .andWhere(`(d.status = 'AWAITING_DELETE' OR r.id IS NOT NULL)`)
       .orderBy('d.created_at', 'ASC')
       .addOrderBy('d.id', 'ASC')
       .getMany();
