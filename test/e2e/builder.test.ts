@@ -66,6 +66,10 @@ function makeRepository(): string {
   git(repo, 'checkout', '-q', '-b', 'no-config');
   git(repo, 'rm', '-q', 'langgraph.json');
   git(repo, 'commit', '-q', '-m', 'no graph config');
+  heads.noConfig = git(repo, 'rev-parse', 'HEAD');
+  git(repo, 'checkout', '-q', '-b', 'nothing-to-serve');
+  writeFileSync(path.join(repo, 'package.json'), JSON.stringify({ name: 'tiny-agent', scripts: { build: 'node build.js' } }));
+  git(repo, 'commit', '-q', '-am', 'no graph config, no start script');
 
   git(repo, 'checkout', '-q', 'main');
   git(repo, 'checkout', '-q', '-b', 'bad-config');
@@ -128,6 +132,7 @@ function graphProjectBranch(repo: string, branch: string, files: Record<string, 
 
 interface SourceDeploymentOptions {
   ref?: string;
+  graphConfigPath?: string;
   installCommand?: string;
   buildCommand?: string;
   secrets?: Array<{ name: string; value: string }>;
@@ -144,7 +149,7 @@ async function createSourceDeployment(name: string, options: SourceDeploymentOpt
       ...(options.installCommand ? { install_command: options.installCommand } : {}),
       ...(options.buildCommand ? { build_command: options.buildCommand } : {}),
     },
-    source_revision_config: { repo_ref: options.ref ?? 'main' },
+    source_revision_config: { repo_ref: options.ref ?? 'main', ...(options.graphConfigPath ? { graph_config_path: options.graphConfigPath } : {}) },
     secrets: options.secrets ?? [],
   });
   expect(res.status, res.text).toBe(201);
@@ -299,13 +304,31 @@ describe('builder: repohost builds', () => {
     expect(logs.at(-1)).toMatch(/^Build failed: The install command/);
   });
 
-  it('fails when the graph config file is missing, saying where it looked', async () => {
-    const { revisionId } = await createSourceDeployment('no-graph-config', { ref: 'no-config' });
+  it('builds a plain app with a start script and no graph config file', async () => {
+    const { revisionId } = await createSourceDeployment('plain-app', { ref: 'no-config' });
+    const row = await settle(revisionId);
+    expect(row.status, row.status_message).toBe('AWAITING_DEPLOY');
+    const manifest = JSON.parse(readFileSync(path.join(api.config.dataDir, 'artifacts', revisionId, 'artifact.json'), 'utf8'));
+    expect(manifest).toMatchObject({ graph_config_path: null, graphs: {}, start: { command: 'npm', args: ['run', 'start'], cwd: '.' } });
+    expect(manifest.agent_server).toBeUndefined();
+    expect(await buildLogs(revisionId)).toContain(`No graph config file (langgraph.json) at ${repoUrl} 'no-config' (commit ${heads.noConfig!.slice(0, 12)}): a plain app.`);
+  });
+
+  it('fails a project with neither a graph config file nor a start script, saying what to add', async () => {
+    const { revisionId } = await createSourceDeployment('nothing-to-serve', { ref: 'nothing-to-serve' });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toMatch(new RegExp(`^Graph config file 'langgraph\\.json' not found at ${repoUrl} 'no-config' \\(commit [0-9a-f]{12}\\)\\.`));
-    // The commit was resolved before the config was read, so it is recorded all the same.
+    expect(row.status_message).toMatch(/^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and package\.json has no "start" script\. Add a "start" script/);
+    expect(row.status_message).toContain('{"graphs": {"agent": "./src/agent.ts:graph"}}');
+    // The commit was resolved before the project was read, so it is recorded all the same.
     expect(row.source_revision_config.repo_commit_sha).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it('fails when a graph config file it was told to use is missing, saying where it looked', async () => {
+    const { revisionId } = await createSourceDeployment('named-graph-config', { ref: 'no-config', graphConfigPath: 'agents/langgraph.json' });
+    const row = await settle(revisionId);
+    expect(row.status).toBe('BUILD_FAILED');
+    expect(row.status_message).toMatch(new RegExp(`^Graph config file 'agents/langgraph\\.json' not found at ${repoUrl} 'no-config' \\(commit [0-9a-f]{12}\\)\\.`));
   });
 
   it('fails with every problem of an invalid graph config', async () => {

@@ -23,9 +23,9 @@ export interface ArtifactManifest {
   source:
     | { type: 'repohost'; repo_url: string; ref: string | null }
     | { type: 'upload'; object_path: string };
-  /** Path of the graph config file, relative to `app/`. */
-  graph_config_path: string;
-  /** Graph name → import string, relative to `start.cwd`. */
+  /** Path of the graph config file, relative to `app/`; null for a plain app that has none. */
+  graph_config_path: string | null;
+  /** Graph name → import string, relative to `start.cwd` (none for a plain app). */
   graphs: Record<string, string>;
   /** From the graph config: an env file path (relative to `start.cwd`), an object of values, or null. */
   env: string | string[] | Record<string, string> | null;

@@ -30,6 +30,17 @@ describe('detectProjectKind', () => {
     expect(() => detectProjectKind({ graphs: { g: './g.rb:graph' } }, pkg(), 'x')).toThrow(/^Graph 'g' \(\.\/g\.rb:graph\) is not a JavaScript or TypeScript file/);
   });
 
+  it('serves a plain app (no graph config file, so no graphs) by its start script', () => {
+    expect(detectProjectKind({ graphs: {} }, pkg({ scripts: { start: 'node server.js' } }), 'the source root')).toBe('server');
+  });
+
+  it('says what to add when there are neither graphs nor a start script', () => {
+    expect(() => detectProjectKind({ graphs: {} }, pkg(), 'the source root')).toThrow(
+      /^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and package\.json has no "start" script\. Add a "start" script/,
+    );
+    expect(() => detectProjectKind({ graphs: {} }, null, "'apps/web'")).toThrow(/^Nothing to serve in 'apps\/web': there is no graph config file \(langgraph\.json\) and no package\.json\./);
+  });
+
   it('asks for a package.json when a JS graph project has none', () => {
     expect(() => detectProjectKind({ graphs: { agent: './a.ts:graph' } }, null, 'the source root')).toThrow(/^No package\.json in the source root: a LangGraph\.js project needs one/);
   });

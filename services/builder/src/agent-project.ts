@@ -4,7 +4,8 @@ import { BuildError, type PackageInfo } from './build-steps.js';
 /**
  * What kind of project a source is (docs/architecture.md, Runtimes):
  * - `server`: its package.json has a `start` script; it brings its own HTTP server, started with
- *   `npm run start` (what every project did before agent servers existed).
+ *   `npm run start` (what every project did before agent servers existed). It needs no graph
+ *   config file: a plain Node app deploys as it is.
  * - `agent-server`: no start script, JS/TS graph paths in the graph config; the platform serves
  *   its graphs through the LangGraph Server API.
  * Python graphs are refused: this installation has no Python agent server.
@@ -23,6 +24,14 @@ export const graphExport = (importString: string) => importString.slice(importSt
 export function detectProjectKind(config: GraphConfig, pkg: PackageInfo | null, appLabel: string): ProjectKind {
   if (pkg?.scripts.start?.trim()) return 'server';
   const graphs = Object.entries(config.graphs);
+  if (!graphs.length) {
+    // Only a project without a graph config file has no graphs (a file must name at least one).
+    throw new BuildError(
+      `Nothing to serve in ${appLabel}: there is no graph config file (langgraph.json) and ${pkg ? 'package.json has no "start" script' : 'no package.json'}. ` +
+        'Add a "start" script to package.json that runs your server on the port in PORT, or a langgraph.json naming your ' +
+        'LangGraph.js graphs, e.g. {"graphs": {"agent": "./src/agent.ts:graph"}}, to have them served by the agent server.',
+    );
+  }
   const python = graphs.filter(([, spec]) => PYTHON_GRAPH_FILE.test(graphFile(spec)));
   if (python.length) {
     const named = python.map(([id, spec]) => `'${id}' (${spec})`).join(', ');

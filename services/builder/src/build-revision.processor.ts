@@ -183,8 +183,12 @@ class RevisionBuild {
     await this.checkQuota('after fetching the source');
 
     const graphConfigPath = config.graph_config_path || DEFAULT_GRAPH_CONFIG_PATH;
-    const graph = await loadGraphConfig(sourceRoot, graphConfigPath, where);
-    this.buildLog.line(`Graph config ${graph.relativePath}: graphs ${Object.keys(graph.config.graphs).join(', ')}`);
+    const graph = await loadGraphConfig(sourceRoot, graphConfigPath, where, { optional: graphConfigPath === DEFAULT_GRAPH_CONFIG_PATH });
+    this.buildLog.line(
+      graph.relativePath === null
+        ? `No graph config file (${graphConfigPath}) at ${where}: a plain app.`
+        : `Graph config ${graph.relativePath}: graphs ${Object.keys(graph.config.graphs).join(', ')}`,
+    );
     const appRel = path.relative(sourceRoot, graph.appDir).split(path.sep).join('/') || '.';
     const appLabel = appRel === '.' ? 'the source root' : `'${appRel}'`;
     const found = await readPackageJson(graph.appDir, appLabel);
@@ -227,7 +231,8 @@ class RevisionBuild {
       await assertRealDirectory(sourceRoot, this.paths.work);
       const hostDir = await copyAgentServerHost(sourceRoot);
       await this.runStep('install', AGENT_SERVER_HOST_INSTALL, hostDir, env);
-      start = agentServerStart(graph.appDir, hostDir, graph.relativePath, appRel);
+      // An agent server has graphs, so it was read from a graph config file.
+      start = agentServerStart(graph.appDir, hostDir, graph.relativePath!, appRel);
     }
 
     const manifest: ArtifactManifest = {

@@ -132,18 +132,27 @@ async function resolveInside(root: string, rel: string, what: string): Promise<s
 }
 
 export interface LoadedGraphConfig {
+  /** The validated graph config; a plain app without one has no graphs. */
   config: GraphConfig;
-  /** The graph config file's directory: where install, build and start run. */
+  /** The graph config file's directory (a plain app's: the source root): where install, build and start run. */
   appDir: string;
-  /** Relative to the source root (posix). */
-  relativePath: string;
+  /** Relative to the source root (posix); null for a plain app without a graph config file. */
+  relativePath: string | null;
 }
 
-/** Reads and validates the graph config file; `where` says where it was looked for (ref, commit or "the uploaded source"). */
-export async function loadGraphConfig(sourceRoot: string, configPath: string, where: string): Promise<LoadedGraphConfig> {
+/**
+ * Reads and validates the graph config file; `where` says where it was looked for (ref, commit
+ * or "the uploaded source"). With `optional` (the default path, nobody asked for a file), a
+ * missing file makes a plain app at the source root: no graphs, served by its own `start`
+ * script if it has one (agent-project.ts decides). A path the caller named must exist.
+ */
+export async function loadGraphConfig(sourceRoot: string, configPath: string, where: string, { optional = false } = {}): Promise<LoadedGraphConfig> {
   const file = await resolveInside(sourceRoot, configPath, 'graph_config_path');
   const isFile = file ? await stat(file).then((s) => s.isFile(), () => false) : false;
-  if (!file || !isFile) throw new BuildError(`Graph config file '${configPath}' not found at ${where}.`);
+  if (!file || !isFile) {
+    if (optional) return { config: { graphs: {} }, appDir: sourceRoot, relativePath: null };
+    throw new BuildError(`Graph config file '${configPath}' not found at ${where}.`);
+  }
   const config = parseGraphConfig(await readFile(file, 'utf8'), configPath);
   return { config, appDir: path.dirname(file), relativePath: path.relative(sourceRoot, file).split(path.sep).join('/') };
 }
