@@ -209,6 +209,44 @@ describe('GET/PATCH/PUT/DELETE /v2/listeners/{id}', () => {
   });
 });
 
+describe('listener writes are admin-only', () => {
+  const ADMIN_ONLY = { detail: 'This operation requires an admin API key.' };
+
+  it('answers a member 403 on create, PATCH, PUT and DELETE and changes nothing; reads stay open', async () => {
+    const member = api.http.as(await api.mintKey({ role: 'member' }));
+    const { body: created } = await api.http.post('/v2/listeners', body('cluster-members'));
+    const path = `/v2/listeners/${created.id}`;
+    const attempts = [
+      ['POST', '/v2/listeners', body('cluster-by-member')],
+      ['PATCH', path, { version: '9.9.9' }],
+      ['PUT', path, body('cluster-members', { version: '9.9.9' })],
+      ['DELETE', path, undefined],
+    ] as const;
+    for (const [method, target, payload] of attempts) {
+      const res = await member.request(method, target, { body: payload });
+      expect([res.status, res.body], method).toEqual([403, ADMIN_ONLY]);
+    }
+    expect((await api.dataSource.query(`SELECT 1 FROM listeners WHERE compute_id = 'cluster-by-member'`)).length).toBe(0);
+    const read = await member.get(path);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(created);
+    expect((await member.get('/v2/listeners')).status).toBe(200);
+  });
+
+  it('a member cannot widen k8s_namespaces to all (null) or to other namespaces; an admin can', async () => {
+    const member = api.http.as(await api.mintKey({ role: 'member' }));
+    const { body: created } = await api.http.post('/v2/listeners', body('cluster-widen'));
+    const path = `/v2/listeners/${created.id}`;
+    for (const config of [{ k8s_namespaces: null }, {}, { k8s_namespaces: ['default', 'agents', 'kube-system'] }]) {
+      expect((await member.patch(path, { compute_config: config })).status, JSON.stringify(config)).toBe(403);
+      expect((await member.put(path, body('cluster-widen', { compute_config: config }))).status, JSON.stringify(config)).toBe(403);
+    }
+    expect((await api.http.get(path)).body.compute_config).toEqual({ k8s_namespaces: ['default', 'agents'] });
+    const widened = await api.http.patch(path, { compute_config: { k8s_namespaces: null } });
+    expect([widened.status, widened.body.compute_config]).toEqual([200, { k8s_namespaces: null }]);
+  });
+});
+
 describe('tenant isolation', () => {
   it("never shows one workspace's listeners to another", async () => {
     const { body: mine } = await api.http.post('/v2/listeners', body('cluster-a'));
