@@ -40,7 +40,7 @@ describe('POST /v2/listeners', () => {
   it('ignores unknown fields and accepts null namespaces', async () => {
     const res = await api.http.post('/v2/listeners', { ...body('cluster-extra'), compute_config: { k8s_namespaces: null }, surprise: 1 });
     expect(res.status).toBe(201);
-    expect(res.body.compute_config).toEqual({ k8s_namespaces: null });
+    expect(res.body.compute_config).toEqual({ k8s_namespaces: null, pod_policy: null });
     expect(res.body).not.toHaveProperty('surprise');
   });
 
@@ -241,9 +241,32 @@ describe('listener writes are admin-only', () => {
       expect((await member.patch(path, { compute_config: config })).status, JSON.stringify(config)).toBe(403);
       expect((await member.put(path, body('cluster-widen', { compute_config: config }))).status, JSON.stringify(config)).toBe(403);
     }
-    expect((await api.http.get(path)).body.compute_config).toEqual({ k8s_namespaces: ['default', 'agents'] });
+    expect((await api.http.get(path)).body.compute_config).toEqual({ k8s_namespaces: ['default', 'agents'], pod_policy: null });
     const widened = await api.http.patch(path, { compute_config: { k8s_namespaces: null } });
-    expect([widened.status, widened.body.compute_config]).toEqual([200, { k8s_namespaces: null }]);
+    expect([widened.status, widened.body.compute_config]).toEqual([200, { k8s_namespaces: null, pod_policy: null }]);
+  });
+
+  it("an admin sets the listener's pod_policy (validated); a member cannot; compute_config replaces it as a whole", async () => {
+    const member = api.http.as(await api.mintKey({ role: 'member' }));
+    const { body: created } = await api.http.post('/v2/listeners', body('cluster-policy'));
+    const path = `/v2/listeners/${created.id}`;
+    const policy = { volume_types: ['persistentVolumeClaim', 'csi'], namespace_config_refs: true, service_account: false, ingress_annotations: true };
+    expect((await member.patch(path, { compute_config: { k8s_namespaces: ['agents'], pod_policy: policy } })).status).toBe(403);
+    const set = await api.http.patch(path, { compute_config: { k8s_namespaces: ['agents'], pod_policy: policy } });
+    expect([set.status, set.body.compute_config]).toEqual([200, { k8s_namespaces: ['agents'], pod_policy: policy }]);
+    expect((await api.dataSource.query('SELECT compute_config FROM listeners WHERE id = $1', [created.id]))[0].compute_config.pod_policy).toEqual(policy);
+
+    const bad = await api.http.patch(path, { compute_config: { pod_policy: { volume_types: ['hostPath', 'nfs'], privileged: true, service_account: 'yes' } } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail.map((d: any) => d.loc.join('.'))).toEqual([
+      'body.compute_config.pod_policy.volume_types.0',
+      'body.compute_config.pod_policy.volume_types.1',
+      'body.compute_config.pod_policy.service_account',
+    ]);
+    expect((await api.http.get(path)).body.compute_config.pod_policy).toEqual(policy);
+
+    const cleared = await api.http.patch(path, { compute_config: { k8s_namespaces: ['agents'] } });
+    expect(cleared.body.compute_config).toEqual({ k8s_namespaces: ['agents'], pod_policy: null });
   });
 });
 

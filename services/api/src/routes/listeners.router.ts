@@ -16,7 +16,7 @@ import type { ListenerService } from '../services/listener.service.js';
 type Params = { listener_id: string };
 const tag = 'Listeners';
 const notFound = { description: 'Listener not found in this workspace' };
-const adminOnly = { description: 'Not an admin key: listener writes are admin-only' };
+const adminOnly = { description: 'Credentials not allowed here, or not an admin (listener writes are admin-only)' };
 
 /**
  * Reads are open to any workspace key; writes need an admin: a listener decides where deployments
