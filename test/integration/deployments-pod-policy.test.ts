@@ -142,6 +142,6 @@ describe("a listener's pod_policy, set by a workspace admin", () => {
     // And the desired state no longer honours the relaxations for what it still renders.
     const narrowedState = await api.http.get(`/v2/listeners/${listener.body.id}/desired-state`, { key: agentKey });
     const renamed = narrowedState.body.deployments.find((d: any) => d.deployment_id === created.body.id).manifests.find((o: any) => o.kind === 'Deployment' && o.metadata.name === 'pp-relaxed');
-    expect([renamed.spec.template.spec.serviceAccountName, renamed.spec.template.spec.automountServiceAccountToken]).toEqual(['pp-relaxed', false]);
+    expect([renamed.spec.template.spec.serviceAccountName, renamed.spec.template.spec.automountServiceAccountToken]).toEqual(['pp-relaxed-sa', false]);
   });
 });

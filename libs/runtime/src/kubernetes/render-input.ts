@@ -50,7 +50,10 @@ export type RenderedObject = V1ServiceAccount | V1Secret | V1Service | V1Deploym
 /** Names of the rendered objects, by role. */
 export interface ObjectNames {
   api: string;
-  /** The deployment's own ServiceAccount, without a token. */
+  /**
+   * The deployment's own ServiceAccount, without a token. Suffixed: a deployment named `default`
+   * must not take over the namespace's default ServiceAccount.
+   */
   serviceAccount: string;
   queue: string;
   db: string;
@@ -74,7 +77,7 @@ export type Component = 'api' | 'queue' | 'postgres' | 'redis';
 export function objectNames(deploymentName: string): ObjectNames {
   return {
     api: k8sName(deploymentName),
-    serviceAccount: k8sName(deploymentName),
+    serviceAccount: k8sName(deploymentName, 'sa'),
     queue: k8sName(deploymentName, 'queue'),
     db: k8sName(deploymentName, 'db', STATEFULSET_NAME_MAX),
     redis: k8sName(deploymentName, 'redis'),

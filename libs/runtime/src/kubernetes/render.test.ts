@@ -109,7 +109,7 @@ describe('renderManifests', () => {
   it('renders the whole stack, in apply order, each object complete and in the namespace', () => {
     const objects = renderManifests(input());
     expect(objects.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual([
-      'ServiceAccount/agent-one',
+      'ServiceAccount/agent-one-sa',
       'Secret/agent-one-credentials',
       'Secret/agent-one-env',
       'Service/agent-one-db',
@@ -287,16 +287,18 @@ describe('renderManifests', () => {
 
   it("runs every pod as the deployment's own tokenless service account, whatever the spec names, unless the listener allows", () => {
     const objects = renderManifests(input({ service_account_name: 'cluster-admin-sa' }));
-    expect(of<k8s.V1ServiceAccount>(objects, 'ServiceAccount', 'agent-one')).toMatchObject({
+    expect(of<k8s.V1ServiceAccount>(objects, 'ServiceAccount', 'agent-one-sa')).toMatchObject({
       automountServiceAccountToken: false,
       metadata: { namespace: 'agents', labels: { 'app.kubernetes.io/instance': DEPLOYMENT_ID, 'app.kubernetes.io/managed-by': 'slipway' } },
     });
     for (const o of objects) {
       const pod = (o as k8s.V1Deployment).spec?.template?.spec;
       if (!pod) continue;
-      expect([pod.serviceAccountName, pod.automountServiceAccountToken], o.metadata!.name).toEqual(['agent-one', false]);
+      expect([pod.serviceAccountName, pod.automountServiceAccountToken], o.metadata!.name).toEqual(['agent-one-sa', false]);
     }
     expect(JSON.stringify(objects)).not.toContain('cluster-admin-sa');
+    // A deployment named `default` must not take over (nor later delete) the namespace's default ServiceAccount.
+    expect(render(input({}, { deploymentName: 'default' })).filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata!.name)).toEqual(['default-sa']);
   });
 
   it('renders a hostile spec into restricted pods: no privilege, host port, added capability or host volume survives', () => {
@@ -354,7 +356,7 @@ describe('renderManifests', () => {
     expect(db.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 70, runAsGroup: 70, fsGroup: 70, seccompProfile: { type: 'RuntimeDefault' } });
     const redis = deployment(objects, 'agent-one-redis').spec!.template.spec!;
     expect(redis.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 999, runAsGroup: 1000 });
-    for (const pod of [db, redis]) expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['agent-one', false]);
+    for (const pod of [db, redis]) expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['agent-one-sa', false]);
   });
 
   it('renders an Ingress only for a custom URL, with TLS for https', () => {
