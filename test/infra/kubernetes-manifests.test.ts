@@ -7,6 +7,7 @@ import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { MANAGED_KINDS } from '../../services/listener-agent/src/cluster.js';
 import { schemaViolations } from '../support/kubernetes-schema.js';
+import { restrictedViolations } from '../support/pod-security-restricted.js';
 
 /**
  * Everything Slipway hands to Kubernetes validates against the Kubernetes schemas: the
@@ -19,7 +20,7 @@ const SECRET = 'sk-schema-secret-3c9e1a77';
 const DB_PASSWORD = 'pg-password-5b1f0d9e7a';
 const REDIS_PASSWORD = 'redis-password-82c4e6f1b0';
 
-type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: any; rules?: any[]; roleRef?: any; subjects?: any[] };
+type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; spec?: any; rules?: any[]; roleRef?: any; subjects?: any[] };
 
 function kustomize(dir: string): Obj[] {
   const out = execFileSync('kubectl', ['kustomize', path.join(ROOT, dir)], { encoding: 'utf8' });
@@ -78,16 +79,50 @@ describe('infra/k8s/control-plane', () => {
 
 describe('infra/k8s/agent', () => {
   const objects = kustomize('infra/k8s/agent');
-  const role = objects.find((o) => o.kind === 'Role')!;
+  const AGENT_NS = 'slipway-agent';
+  const TARGET_NS = 'slipway-deployments';
+  const roles = objects.filter((o) => o.kind === 'Role');
+  const role = roles[0]!;
   const allowed = (group: string, resource: string) => new Set((role.rules ?? []).filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r) => r.verbs));
 
   it('renders with kubectl kustomize and validates against the Kubernetes schemas', async () => {
-    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'ServiceAccount']);
+    expect(objects.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`).sort()).toEqual(
+      [
+        'ConfigMap/slipway-agent/slipway-agent',
+        'Deployment/slipway-agent/slipway-agent',
+        'Namespace//slipway-agent',
+        'Namespace//slipway-deployments',
+        'Role/slipway-deployments/slipway-agent',
+        'RoleBinding/slipway-deployments/slipway-agent',
+        'ServiceAccount/slipway-agent/slipway-agent',
+      ].sort(),
+    );
     await expectValid(objects);
   });
 
-  it('grants, in its namespace only, exactly the verbs the agent uses on exactly the kinds it manages', () => {
+  it('runs the agent in its own namespace, apart from where it deploys, with rights only in the target namespace', () => {
+    for (const kind of ['Deployment', 'ServiceAccount', 'ConfigMap']) expect(objects.find((o) => o.kind === kind)!.metadata.namespace, kind).toBe(AGENT_NS);
+    // No right at all in its own namespace (its key's Secret is there), none cluster-wide.
     expect(objects.some((o) => o.kind.startsWith('Cluster'))).toBe(false);
+    expect(roles.map((r) => r.metadata.namespace)).toEqual([TARGET_NS]);
+    const binding = objects.find((o) => o.kind === 'RoleBinding')!;
+    expect(binding.metadata.namespace).toBe(TARGET_NS);
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'slipway-agent', namespace: AGENT_NS }]);
+    const deployment = objects.find((o) => o.kind === 'Deployment')!;
+    expect(deployment.spec.template.spec.serviceAccountName).toBe('slipway-agent');
+    expect(deployment.spec.replicas).toBe(1);
+    expect(deployment.spec.template.spec.containers[0].envFrom).toEqual([{ configMapRef: { name: 'slipway-agent' } }, { secretRef: { name: 'slipway-agent' } }]);
+  });
+
+  it('enforces Pod Security Standards restricted in both namespaces, and the agent pod meets it', () => {
+    for (const ns of objects.filter((o) => o.kind === 'Namespace')) {
+      expect((ns.metadata as any).labels?.['pod-security.kubernetes.io/enforce'], ns.metadata.name).toBe('restricted');
+    }
+    expect(objects.flatMap((o) => restrictedViolations(o))).toEqual([]);
+  });
+
+  it('grants, in the target namespace, exactly the verbs the agent uses on exactly the kinds it manages', () => {
     const plural = (kind: string) => (kind === 'Ingress' ? 'ingresses' : `${kind.toLowerCase()}s`);
     for (const { apiVersion, kind } of MANAGED_KINDS) {
       const group = apiVersion.includes('/') ? apiVersion.split('/')[0]! : '';
@@ -98,13 +133,6 @@ describe('infra/k8s/agent', () => {
     expect([...allowed('', 'pods/log')]).toEqual(['get']);
     const granted = (role.rules ?? []).flatMap((r: any) => r.resources as string[]).sort();
     expect(granted).toEqual([...MANAGED_KINDS.map((k) => plural(k.kind)), 'pods', 'pods/log'].sort());
-
-    const binding = objects.find((o) => o.kind === 'RoleBinding')!;
-    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'slipway-agent', namespace: 'slipway-deployments' }]);
-    const deployment = objects.find((o) => o.kind === 'Deployment')!;
-    expect(deployment.spec.template.spec.serviceAccountName).toBe('slipway-agent');
-    expect(deployment.spec.replicas).toBe(1);
   });
 });
 
@@ -148,10 +176,11 @@ describe('render.ts output', () => {
     ['self-hosted, every resource_spec field', input(null, full, 'http://agent.internal')],
   ];
 
-  it.each(cases)('%s: every object validates against the Kubernetes schemas', async (_name, renderInput) => {
+  it.each(cases)('%s: every object validates against the Kubernetes schemas and meets Pod Security Standards restricted', async (_name, renderInput) => {
     const objects = renderManifests(renderInput);
     expect(objects.length).toBeGreaterThanOrEqual(7);
     await expectValid(objects);
+    expect(objects.flatMap((o) => restrictedViolations(o))).toEqual([]);
   });
 
   it.each(cases)('%s: secret values live in Secret objects only, and pods take them by reference', (_name, renderInput) => {

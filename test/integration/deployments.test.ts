@@ -252,7 +252,7 @@ describe('Idempotency-Key', () => {
   it('keys are per workspace: the same key in another workspace is a new request', async () => {
     const otherWorkspaceId = randomUUID();
     await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'idem-other')`, [otherWorkspaceId, api.organizationId]);
-    const other = api.http.as(await api.mintKey({ workspaceId: otherWorkspaceId }));
+    const other = api.http.as(await api.mintKey({ workspaceId: otherWorkspaceId, role: 'admin' }));
     const listener = await other.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'c', compute_config: { k8s_namespaces: null } });
     const key = `shared-${randomUUID()}`;
     const body = (l: string) => ({ ...imageDeployment('agent-idem-ws'), source_config: { listener_id: l } });

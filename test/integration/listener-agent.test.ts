@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '@slipway/config';
 import { ControlPlaneClient } from '../../services/listener-agent/src/control-plane.client.js';
@@ -192,6 +194,39 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     const other = await createDeployment('etag-beta', listener);
     await startRollout(other.latest_revision_id);
     expect((await client.desiredState()).deployments.map((e) => e.deployment_id).sort()).toEqual([d.id, other.id].sort());
+  });
+
+  it("never follows a redirect: a 3xx is an error, and the key never reaches where it points", async () => {
+    // Two servers on this machine: a front that redirects every call, and the place it points to.
+    const landed: Array<{ url: string; key: string | undefined }> = [];
+    const target = createServer((req, res) => {
+      landed.push({ url: req.url!, key: req.headers['x-api-key'] as string | undefined });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"listener_id":"x","generated_at":"x","deployments":[]}');
+    });
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
+    const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
+    const seenByFront: string[] = [];
+    const front = createServer((req, res) => {
+      seenByFront.push(`${req.method} ${req.url}`);
+      const status = req.method === 'POST' ? 307 : 302;
+      res.writeHead(status, { location: `${targetUrl}${req.url}` }).end();
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    try {
+      const client = new ControlPlaneClient({
+        apiUrl: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
+        listenerId: listenerA,
+        apiKey: 'slw_agent_key_that_must_not_travel',
+        requestTimeoutMs: 5_000,
+      } as AgentConfig);
+      await expect(client.desiredState()).rejects.toThrow(/HTTP 302 redirect refused/);
+      await expect(client.report({ revisions: [], deleted_deployments: [], logs: [] })).rejects.toThrow(/HTTP 307 redirect refused/);
+      expect(seenByFront).toEqual([`GET /v2/listeners/${listenerA}/desired-state`, `POST /v2/listeners/${listenerA}/reports`]);
+      expect(landed).toEqual([]);
+    } finally {
+      await new Promise((r) => front.close(r));
+      await new Promise((r) => target.close(r));
+    }
   });
 
   it("answers only the listener's own agent key", async () => {

@@ -40,7 +40,7 @@ describe('POST /v2/listeners', () => {
   it('ignores unknown fields and accepts null namespaces', async () => {
     const res = await api.http.post('/v2/listeners', { ...body('cluster-extra'), compute_config: { k8s_namespaces: null }, surprise: 1 });
     expect(res.status).toBe(201);
-    expect(res.body.compute_config).toEqual({ k8s_namespaces: null });
+    expect(res.body.compute_config).toEqual({ k8s_namespaces: null, pod_policy: null });
     expect(res.body).not.toHaveProperty('surprise');
   });
 
@@ -206,6 +206,67 @@ describe('GET/PATCH/PUT/DELETE /v2/listeners/{id}', () => {
     const res = await api.http.post('/api-host/v2/listeners', body('cluster-prefixed'));
     expect(res.status).toBe(201);
     expect((await api.http.get(`/api-host/v2/listeners/${res.body.id}`)).body.compute_id).toBe('cluster-prefixed');
+  });
+});
+
+describe('listener writes are admin-only', () => {
+  const ADMIN_ONLY = { detail: 'This operation requires an admin API key.' };
+
+  it('answers a member 403 on create, PATCH, PUT and DELETE and changes nothing; reads stay open', async () => {
+    const member = api.http.as(await api.mintKey({ role: 'member' }));
+    const { body: created } = await api.http.post('/v2/listeners', body('cluster-members'));
+    const path = `/v2/listeners/${created.id}`;
+    const attempts = [
+      ['POST', '/v2/listeners', body('cluster-by-member')],
+      ['PATCH', path, { version: '9.9.9' }],
+      ['PUT', path, body('cluster-members', { version: '9.9.9' })],
+      ['DELETE', path, undefined],
+    ] as const;
+    for (const [method, target, payload] of attempts) {
+      const res = await member.request(method, target, { body: payload });
+      expect([res.status, res.body], method).toEqual([403, ADMIN_ONLY]);
+    }
+    expect((await api.dataSource.query(`SELECT 1 FROM listeners WHERE compute_id = 'cluster-by-member'`)).length).toBe(0);
+    const read = await member.get(path);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(created);
+    expect((await member.get('/v2/listeners')).status).toBe(200);
+  });
+
+  it('a member cannot widen k8s_namespaces to all (null) or to other namespaces; an admin can', async () => {
+    const member = api.http.as(await api.mintKey({ role: 'member' }));
+    const { body: created } = await api.http.post('/v2/listeners', body('cluster-widen'));
+    const path = `/v2/listeners/${created.id}`;
+    for (const config of [{ k8s_namespaces: null }, {}, { k8s_namespaces: ['default', 'agents', 'kube-system'] }]) {
+      expect((await member.patch(path, { compute_config: config })).status, JSON.stringify(config)).toBe(403);
+      expect((await member.put(path, body('cluster-widen', { compute_config: config }))).status, JSON.stringify(config)).toBe(403);
+    }
+    expect((await api.http.get(path)).body.compute_config).toEqual({ k8s_namespaces: ['default', 'agents'], pod_policy: null });
+    const widened = await api.http.patch(path, { compute_config: { k8s_namespaces: null } });
+    expect([widened.status, widened.body.compute_config]).toEqual([200, { k8s_namespaces: null, pod_policy: null }]);
+  });
+
+  it("an admin sets the listener's pod_policy (validated); a member cannot; compute_config replaces it as a whole", async () => {
+    const member = api.http.as(await api.mintKey({ role: 'member' }));
+    const { body: created } = await api.http.post('/v2/listeners', body('cluster-policy'));
+    const path = `/v2/listeners/${created.id}`;
+    const policy = { volume_types: ['persistentVolumeClaim', 'csi'], namespace_config_refs: true, service_account: false, ingress_annotations: true };
+    expect((await member.patch(path, { compute_config: { k8s_namespaces: ['agents'], pod_policy: policy } })).status).toBe(403);
+    const set = await api.http.patch(path, { compute_config: { k8s_namespaces: ['agents'], pod_policy: policy } });
+    expect([set.status, set.body.compute_config]).toEqual([200, { k8s_namespaces: ['agents'], pod_policy: policy }]);
+    expect((await api.dataSource.query('SELECT compute_config FROM listeners WHERE id = $1', [created.id]))[0].compute_config.pod_policy).toEqual(policy);
+
+    const bad = await api.http.patch(path, { compute_config: { pod_policy: { volume_types: ['hostPath', 'nfs'], privileged: true, service_account: 'yes' } } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail.map((d: any) => d.loc.join('.'))).toEqual([
+      'body.compute_config.pod_policy.volume_types.0',
+      'body.compute_config.pod_policy.volume_types.1',
+      'body.compute_config.pod_policy.service_account',
+    ]);
+    expect((await api.http.get(path)).body.compute_config.pod_policy).toEqual(policy);
+
+    const cleared = await api.http.patch(path, { compute_config: { k8s_namespaces: ['agents'] } });
+    expect(cleared.body.compute_config).toEqual({ k8s_namespaces: ['agents'], pod_policy: null });
   });
 });
 

@@ -5,6 +5,7 @@ import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebhookWorker, Reconciler, WebhookFanout, workerConnection } from '@slipway/jobs';
+import { RevisionRepository } from '@slipway/db';
 import { createLogger } from '@slipway/logging';
 import { createImageDeployment, createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
@@ -291,6 +292,23 @@ describe('deliveries', () => {
     expect(delivery.event).toMatchObject({ type: 'deployment.created', deployment_id: d.id });
     expect((await api.http.patch(`/v2/webhooks/${hook.id}`, { format: 'standard' })).body.format).toBe('standard');
     expect((await api.http.patch(`/v2/webhooks/${hook.id}`, { format: 'teams' })).status).toBe(422);
+    await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
+  });
+
+  it('the slack format escapes user-controlled text: a status message cannot ping @channel or hide a link', async () => {
+    const hook = await createWebhook('/slack-escaped', { format: 'slack', event_types: ['revision.status_changed'] });
+    const d = await createImageDeployment(api, 'wh-slack-escaped', listenerId);
+    // A status message is what an agent (or a failing image) says: here it tries Slack's control sequences.
+    const message = 'Image pull failed <!channel> see <https://evil.example/login|the fix> & retry';
+    const moved = await new RevisionRepository(api.dataSource.manager).transition(d.latest_revision_id, 'INTERRUPTED', { message });
+    expect(moved).not.toBeNull();
+    const rs = await eventually(
+      () => received.filter((x) => x.path === '/slack-escaped').map((x) => JSON.parse(x.body).text as string),
+      (texts) => texts.some((t) => t.includes('INTERRUPTED')),
+    );
+    const text = rs.find((t) => t.includes('INTERRUPTED'))!;
+    expect(text).toContain('Image pull failed &lt;!channel&gt; see &lt;https://evil.example/login|the fix&gt; &amp; retry');
+    expect(text).not.toMatch(/[<>]/);
     await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
   });
 

@@ -37,4 +37,25 @@ describe('loadAgentConfig', () => {
     const problems = (error as ConfigError).problems.join('\n');
     for (const key of ['SLIPWAY_API_URL', 'SLIPWAY_LISTENER_ID', 'SLIPWAY_API_KEY', 'SLIPWAY_AGENT_POLL_INTERVAL_MS']) expect(problems).toContain(key);
   });
+
+  it('refuses a plain http URL off loopback unless SLIPWAY_AGENT_ALLOW_INSECURE_HTTP is true', () => {
+    const refused = (url: string, extra: Record<string, string> = {}) => {
+      try {
+        loadAgentConfig({ ...valid, SLIPWAY_API_URL: url, ...extra });
+        return null;
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as ConfigError).problems.join('\n');
+      }
+    };
+    expect(refused('http://slipway.example.com')).toMatch(/SLIPWAY_API_URL.*https.*SLIPWAY_AGENT_ALLOW_INSECURE_HTTP/);
+    expect(refused('http://10.0.0.5:8124')).toMatch(/https/);
+    expect(refused('http://slipway.example.com', { SLIPWAY_AGENT_ALLOW_INSECURE_HTTP: 'false' })).toMatch(/https/);
+    // Loopback never leaves the machine (or the pod): always allowed, like https.
+    for (const url of ['http://127.0.0.1:8124', 'http://127.9.8.7', 'http://localhost:8124/', 'http://[::1]:8124', 'https://slipway.example.com']) {
+      expect(refused(url), url).toBeNull();
+    }
+    expect(refused('http://127.0.0.1.example.com')).toMatch(/https/);
+    expect(refused('http://slipway.example.com', { SLIPWAY_AGENT_ALLOW_INSECURE_HTTP: 'true' })).toBeNull();
+  });
 });

@@ -17,4 +17,14 @@ describe('slackMessage', () => {
     );
     expect(slackMessage({ ...base, type: 'revision.created', data: { status: 'CREATING' } }).text).toBe('[Slipway] New revision r1 of deployment d1 (CREATING).');
   });
+
+  it('escapes &, < and > in user-controlled text, so a name or message cannot mention @channel or hide a link', () => {
+    const message = 'Pull failed <!channel> <https://evil.example/login|click here> & <@U123>';
+    expect(slackMessage({ ...base, type: 'revision.status_changed', data: { from: 'DEPLOYING', to: 'DEPLOY_FAILED', status_message: message } }).text).toBe(
+      '[Slipway] Revision r1 of deployment d1: DEPLOYING → DEPLOY_FAILED. Pull failed &lt;!channel&gt; &lt;https://evil.example/login|click here&gt; &amp; &lt;@U123&gt;',
+    );
+    expect(slackMessage({ ...base, revision_id: null, type: 'deployment.deleted', data: { name: '<!here>&amp;' } }).text).toBe(
+      '[Slipway] Deployment &lt;!here&gt;&amp;amp; (d1) deleted.',
+    );
+  });
 });

@@ -24,9 +24,19 @@ export function describeEvent(e: PublicEvent): string {
 }
 
 /**
+ * Text made inert for Slack's mrkdwn: `&`, `<` and `>` are the only characters Slack requires
+ * escaped, and the only ones that make control sequences (`<!channel>`, `<https://x|link>`,
+ * `<@U123>`). Everything a user controls (names, status messages) passes through here.
+ */
+export function escapeSlackText(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/**
  * The body of a `slack` format delivery: what a Slack incoming webhook (and the Slack-compatible
- * endpoints of Mattermost, Rocket.Chat, Discord's `/slack` URLs) accepts.
+ * endpoints of Mattermost, Rocket.Chat, Discord's `/slack` URLs) accepts. The whole line is
+ * escaped: our own wording holds none of `&<>`, so only user-controlled text changes.
  */
 export function slackMessage(e: PublicEvent): { text: string } {
-  return { text: `[Slipway] ${describeEvent(e)}` };
+  return { text: `[Slipway] ${escapeSlackText(describeEvent(e))}` };
 }

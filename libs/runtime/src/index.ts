@@ -1,5 +1,13 @@
 export { type StoreCredentials } from './kubernetes/credentials.js';
 export { isDns1035Label, K8S_NAME_MAX, k8sName, STATEFULSET_NAME_MAX } from './kubernetes/k8s-name.js';
+export {
+  ownConfigNames,
+  podPolicyViolations,
+  RELAXABLE_VOLUME_TYPES,
+  type PodPolicy,
+  type PodPolicyViolation,
+  type RelaxableVolumeType,
+} from './kubernetes/pod-policy.js';
 export { cpuQuantity, memoryQuantity, storageQuantity } from './kubernetes/quantities.js';
 export {
   DEFAULT_STORE_IMAGES,

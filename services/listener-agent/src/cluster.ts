@@ -24,6 +24,8 @@ export const MANAGED_KINDS: ReadonlyArray<{ apiVersion: string; kind: string }> 
   { apiVersion: 'apps/v1', kind: 'StatefulSet' },
   { apiVersion: 'v1', kind: 'Service' },
   { apiVersion: 'v1', kind: 'Secret' },
+  // The deployment's own identity (tokenless; no role is ever bound to it).
+  { apiVersion: 'v1', kind: 'ServiceAccount' },
   // Created by the StatefulSet controller from its claim templates, labelled by its selector.
   { apiVersion: 'v1', kind: 'PersistentVolumeClaim' },
 ];

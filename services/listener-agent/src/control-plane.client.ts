@@ -66,6 +66,8 @@ export class ControlPlaneClient {
         method,
         headers: { 'x-api-key': this.config.apiKey, accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
         body: body ? JSON.stringify(body) : undefined,
+        // Never follow: a redirect would re-send the key (and a report) to wherever it points.
+        redirect: 'manual',
         signal: AbortSignal.timeout(this.config.requestTimeoutMs),
       });
     } catch (err) {
@@ -73,6 +75,10 @@ export class ControlPlaneClient {
     }
     const text = await res.text().catch(() => '');
     if (res.status === 304) return { status: 304, body: undefined as T, etag: res.headers.get('etag') };
+    if (res.status >= 300 && res.status < 400) {
+      // Not followed, and not retried sooner: SLIPWAY_API_URL must name the api itself.
+      throw new Error(`${method} ${what}: HTTP ${res.status} redirect refused (the agent never follows one with its key); set SLIPWAY_API_URL to the api's final URL`);
+    }
     if (res.status >= 500 || res.status === 429) throw new ControlPlaneUnavailable(`${method} ${what}: HTTP ${res.status}`);
     // A 4xx (a revoked key, a deleted listener) will not fix itself by retrying sooner: the
     // caller logs it and backs off like for an outage, so an operator can repair it.

@@ -43,6 +43,7 @@ export interface ResourceType {
 export const RESOURCE_TYPES: readonly ResourceType[] = [
   { group: '', version: 'v1', kind: 'Secret', name: 'secrets', generational: false, hasStatus: false },
   { group: '', version: 'v1', kind: 'ConfigMap', name: 'configmaps', generational: false, hasStatus: false },
+  { group: '', version: 'v1', kind: 'ServiceAccount', name: 'serviceaccounts', generational: false, hasStatus: false },
   { group: '', version: 'v1', kind: 'Service', name: 'services', generational: false, hasStatus: true },
   { group: '', version: 'v1', kind: 'Pod', name: 'pods', generational: false, hasStatus: true },
   { group: '', version: 'v1', kind: 'PersistentVolumeClaim', name: 'persistentvolumeclaims', generational: false, hasStatus: true },

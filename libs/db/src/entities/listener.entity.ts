@@ -1,7 +1,15 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 export interface ComputeConfig {
+  /** Namespaces deployments may use; null: any. */
   k8s_namespaces?: string[] | null;
+  /** Relaxations of the pod policy (libs/runtime, pod-policy.ts), set by a workspace admin; null: none. */
+  pod_policy?: {
+    volume_types?: string[];
+    namespace_config_refs?: boolean;
+    service_account?: boolean;
+    ingress_annotations?: boolean;
+  } | null;
 }
 
 /** A registered cluster that self-hosted deployments run on (docs/api.md, Listeners). */

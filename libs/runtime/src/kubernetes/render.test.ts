@@ -4,7 +4,19 @@ import { resolveResourceSpec, type ResourceSpec, type ResourceSpecInput } from '
 import type { StoreCredentials } from './credentials.js';
 import { isDns1035Label, k8sName } from './k8s-name.js';
 import { cpuQuantity, memoryQuantity } from './quantities.js';
-import { renderManifests, withoutSecretData, type RenderedObject, type RenderInput } from './render.js';
+import { restrictedViolations } from '../../../../test/support/pod-security-restricted.js';
+import { renderManifests as render, withoutSecretData, type RenderedObject, type RenderInput } from './render.js';
+
+/**
+ * Every object any test here renders goes through the Pod Security Standards `restricted`
+ * checker (test/support/pod-security-restricted.ts): whatever the spec, no rendered pod may
+ * need more than that profile allows.
+ */
+function renderManifests(renderInput: RenderInput): RenderedObject[] {
+  const objects = render(renderInput);
+  expect(objects.flatMap((o) => restrictedViolations(o))).toEqual([]);
+  return objects;
+}
 
 const DEPLOYMENT_ID = '0b6f5c1e-3d52-4a8e-9c36-2b1f0e7d9a41';
 const REVISION_ID = '7c2d9e44-61f0-4b7a-8d1e-55a3c9b0f213';
@@ -39,6 +51,7 @@ const mainContainer = (d: k8s.V1Deployment) => d.spec!.template.spec!.containers
 
 /** Model class of each kind in @kubernetes/client-node (generated from the Kubernetes OpenAPI). */
 const MODEL_OF_KIND: Record<string, string> = {
+  ServiceAccount: 'V1ServiceAccount',
   Secret: 'V1Secret',
   Service: 'V1Service',
   Deployment: 'V1Deployment',
@@ -96,6 +109,7 @@ describe('renderManifests', () => {
   it('renders the whole stack, in apply order, each object complete and in the namespace', () => {
     const objects = renderManifests(input());
     expect(objects.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual([
+      'ServiceAccount/agent-one-sa',
       'Secret/agent-one-credentials',
       'Secret/agent-one-env',
       'Service/agent-one-db',
@@ -125,7 +139,7 @@ describe('renderManifests', () => {
     for (const o of renderManifests(input(spec, { customUrl: 'https://agent.example.com/' }))) {
       expect(schemaProblems(o, MODEL_OF_KIND[o.kind!]!, o.kind!), `${o.kind} ${o.metadata?.name}`).toEqual([]);
     }
-    const broken = structuredClone(renderManifests(input())[7]) as any;
+    const broken = structuredClone(renderManifests(input()).find((o) => o.kind === 'Deployment' && o.metadata?.name === 'agent-one')) as any;
     broken.spec.template.spec.containers[0].volumeMount = [];
     broken.spec.replicas = '2';
     expect(schemaProblems(broken, 'V1Deployment', 'Deployment')).toEqual([
@@ -220,7 +234,7 @@ describe('renderManifests', () => {
     expect(queue.envFrom).toEqual([{ secretRef: { name: 'agent-one-env' } }]);
   });
 
-  it('puts user labels, annotations, volumes, init containers, sidecars, pull secrets and the service account where Kubernetes reads them', () => {
+  it('puts user labels, annotations, volumes, init containers, sidecars, pull secrets and (allowed by the listener) the service account where Kubernetes reads them', () => {
     const spec: ResourceSpecInput = {
       labels: { team: 'search', 'app.kubernetes.io/managed-by': 'someone-else' },
       annotations: { 'prometheus.io/scrape': 'true' },
@@ -234,7 +248,7 @@ describe('renderManifests', () => {
         { name: 'db-proxy', image: 'registry.example/proxy:3', restartPolicy: 'Always' },
       ],
     };
-    const objects = renderManifests(input(spec));
+    const objects = renderManifests(input(spec, { podPolicy: { service_account: true } }));
     for (const name of ['agent-one', 'agent-one-queue']) {
       const d = deployment(objects, name);
       const pod = d.spec!.template;
@@ -253,13 +267,14 @@ describe('renderManifests', () => {
 
       const podSpec = pod.spec!;
       expect(podSpec.serviceAccountName).toBe('agent-sa');
+      expect(podSpec.automountServiceAccountToken).toBeUndefined();
       expect(podSpec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
       expect(podSpec.volumes).toEqual(spec.volumes);
       expect(podSpec.containers[0]!.volumeMounts).toEqual(spec.volume_mounts);
       expect(podSpec.containers.map((c) => c.name)).toEqual([name === 'agent-one' ? 'api-server' : 'queue-worker', 'log-shipper']);
       // A native sidecar (restartPolicy Always) is only valid among init containers, ahead of the user's.
       expect(podSpec.initContainers!.map((c) => c.name)).toEqual(['db-proxy', 'migrate']);
-      expect(podSpec.initContainers![1]).toEqual(spec.init_containers![0]);
+      expect(podSpec.initContainers![1]).toEqual({ ...spec.init_containers![0], securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } });
     }
     // The stores are not the user's workload: no user volumes or sidecars, and no restart per revision.
     const db = of<k8s.V1StatefulSet>(objects, 'StatefulSet', 'agent-one-db');
@@ -268,6 +283,80 @@ describe('renderManifests', () => {
     expect(db.spec!.template.spec!.containers.map((c) => c.name)).toEqual(['postgres']);
     expect(db.spec!.template.metadata!.labels).not.toHaveProperty('slipway.dev/revision-id');
     expect(deployment(objects, 'agent-one-redis').spec!.template.metadata!.labels).not.toHaveProperty('slipway.dev/revision-id');
+  });
+
+  it("runs every pod as the deployment's own tokenless service account, whatever the spec names, unless the listener allows", () => {
+    const objects = renderManifests(input({ service_account_name: 'cluster-admin-sa' }));
+    expect(of<k8s.V1ServiceAccount>(objects, 'ServiceAccount', 'agent-one-sa')).toMatchObject({
+      automountServiceAccountToken: false,
+      metadata: { namespace: 'agents', labels: { 'app.kubernetes.io/instance': DEPLOYMENT_ID, 'app.kubernetes.io/managed-by': 'slipway' } },
+    });
+    for (const o of objects) {
+      const pod = (o as k8s.V1Deployment).spec?.template?.spec;
+      if (!pod) continue;
+      expect([pod.serviceAccountName, pod.automountServiceAccountToken], o.metadata!.name).toEqual(['agent-one-sa', false]);
+    }
+    expect(JSON.stringify(objects)).not.toContain('cluster-admin-sa');
+    // A deployment named `default` must not take over (nor later delete) the namespace's default ServiceAccount.
+    expect(render(input({}, { deploymentName: 'default' })).filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata!.name)).toEqual(['default-sa']);
+  });
+
+  it('renders a hostile spec into restricted pods: no privilege, host port, added capability or host volume survives', () => {
+    const hostile = {
+      name: 'evil',
+      image: 'registry.example/evil:1',
+      ports: [{ containerPort: 9100, hostPort: 80, hostIP: '0.0.0.0' }],
+      securityContext: {
+        privileged: true,
+        allowPrivilegeEscalation: true,
+        runAsUser: 0,
+        runAsNonRoot: false,
+        capabilities: { add: ['SYS_ADMIN'] },
+        seccompProfile: { type: 'Unconfined' },
+        procMount: 'Unmasked',
+      },
+      hostNetwork: true,
+    };
+    const objects = renderManifests(
+      input({
+        volumes: [{ name: 'root', hostPath: { path: '/' } }, { name: 'share', nfs: { server: 'nfs.example', path: '/' } }, { name: 'tmp', emptyDir: {} }],
+        sidecars: [hostile, { ...hostile, name: 'native', restartPolicy: 'Always' }],
+        init_containers: [{ ...hostile, name: 'init', securityContext: { readOnlyRootFilesystem: true, runAsUser: 1001, runAsGroup: 1001 } }],
+      }),
+    );
+    const pod = deployment(objects, 'agent-one').spec!.template.spec!;
+    expect(pod.volumes).toEqual([{ name: 'tmp', emptyDir: {} }]);
+    expect(pod.securityContext).toEqual({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    const evil = pod.containers.find((c) => c.name === 'evil')!;
+    expect(evil.ports).toEqual([{ containerPort: 9100 }]);
+    expect(evil.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(evil).not.toHaveProperty('hostNetwork');
+    expect(pod.initContainers!.map((c) => [c.name, c.securityContext])).toEqual([
+      ['native', { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } }],
+      ['init', { readOnlyRootFilesystem: true, runAsUser: 1001, runAsGroup: 1001, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } }],
+    ]);
+    for (const field of ['hostNetwork', 'hostPID', 'hostIPC']) expect(pod).not.toHaveProperty(field);
+  });
+
+  it('puts user annotations on the Ingress only when the listener allows it', () => {
+    const spec = { annotations: { 'nginx.ingress.kubernetes.io/configuration-snippet': 'return 200;' } };
+    const guarded = of<k8s.V1Ingress>(renderManifests(input(spec, { customUrl: 'https://agent.example.com' })), 'Ingress', 'agent-one');
+    expect(guarded.metadata!.annotations).toBeUndefined();
+    const allowed = of<k8s.V1Ingress>(
+      renderManifests(input(spec, { customUrl: 'https://agent.example.com', podPolicy: { ingress_annotations: true } })),
+      'Ingress',
+      'agent-one',
+    );
+    expect(allowed.metadata!.annotations).toEqual(spec.annotations);
+  });
+
+  it("runs Postgres and Redis as their images' own non-root users, with a writable data volume", () => {
+    const objects = renderManifests(input());
+    const db = of<k8s.V1StatefulSet>(objects, 'StatefulSet', 'agent-one-db').spec!.template.spec!;
+    expect(db.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 70, runAsGroup: 70, fsGroup: 70, seccompProfile: { type: 'RuntimeDefault' } });
+    const redis = deployment(objects, 'agent-one-redis').spec!.template.spec!;
+    expect(redis.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 999, runAsGroup: 1000 });
+    for (const pod of [db, redis]) expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['agent-one-sa', false]);
   });
 
   it('renders an Ingress only for a custom URL, with TLS for https', () => {

@@ -5,98 +5,62 @@ import type {
   V1EnvVar,
   V1Ingress,
   V1LocalObjectReference,
-  V1ObjectMeta,
+  V1PodSpec,
   V1PodTemplateSpec,
   V1Probe,
   V1Secret,
   V1Service,
-  V1StatefulSet,
-  V1Volume,
+  V1ServiceAccount,
   V1VolumeMount,
   V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
-import type { ResourceSpec, SecretEntry } from '@slipway/domain';
-import type { StoreCredentials } from './credentials.js';
-import { k8sName, STATEFULSET_NAME_MAX } from './k8s-name.js';
-import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.js';
+import { restrictedContainer, restrictedContainerSecurity, restrictedPodSecurity, restrictedVolumes } from './pod-security.js';
+import { cpuQuantity, memoryQuantity } from './quantities.js';
+import {
+  HPA_CPU_UTILIZATION,
+  metadata,
+  objectNames,
+  POSTGRES_PORT,
+  POSTGRES_USER,
+  PROGRESS_DEADLINE_SECONDS,
+  REDIS_PORT,
+  selectorLabels,
+  SERVER_PORT,
+  SERVICE_PORT,
+  sorted,
+  labelsOf,
+  type ObjectNames,
+  type RenderedObject,
+  type RenderInput,
+} from './render-input.js';
+import { postgresStatefulSet, redisDeployment } from './stores.js';
 
-/** Everything a revision's desired state is rendered from: its snapshot, nothing live. */
-export interface RenderInput {
-  deploymentId: string;
-  /** A valid deployment name (docs/api.md, Deployments); object names derive from it. */
-  deploymentName: string;
-  revisionId: string;
-  namespace: string;
-  imageUri: string;
-  /** The revision's resolved spec (every field filled). */
-  resourceSpec: ResourceSpec;
-  /** Name and value of each secret; values land in the env Secret and nowhere else. */
-  secrets: readonly SecretEntry[];
-  /** Name of the deployment's own Postgres database. */
-  databaseName: string;
-  credentials: StoreCredentials;
-  /** When set, an Ingress routes its host (and path) to the API server. */
-  customUrl?: string | null;
-  images?: Partial<StoreImages>;
-}
-
-export interface StoreImages {
-  postgres: string;
-  redis: string;
-}
-
-export const DEFAULT_STORE_IMAGES: Readonly<StoreImages> = { postgres: 'postgres:16-alpine', redis: 'redis:7-alpine' };
-
-/** The objects a revision renders to; each is also a plain KubernetesObject. */
-export type RenderedObject = V1Secret | V1Service | V1Deployment | V1StatefulSet | V2HorizontalPodAutoscaler | V1Ingress;
-
-/** Names of the rendered objects, by role. */
-export interface ObjectNames {
-  api: string;
-  queue: string;
-  db: string;
-  redis: string;
-  envSecret: string;
-  credentialsSecret: string;
-  tlsSecret: string;
-}
-
-export const SERVER_PORT = 8000;
-const SERVICE_PORT = 80;
-const POSTGRES_PORT = 5432;
-const REDIS_PORT = 6379;
-const POSTGRES_USER = 'slipway';
-const HPA_CPU_UTILIZATION = 80;
-/** The rollout deadline (10 min by default, docs/api.md, Statuses): past it Kubernetes reports no progress. */
-const PROGRESS_DEADLINE_SECONDS = 600;
-
-type Component = 'api' | 'queue' | 'postgres' | 'redis';
-
-export function objectNames(deploymentName: string): ObjectNames {
-  return {
-    api: k8sName(deploymentName),
-    queue: k8sName(deploymentName, 'queue'),
-    db: k8sName(deploymentName, 'db', STATEFULSET_NAME_MAX),
-    redis: k8sName(deploymentName, 'redis'),
-    envSecret: k8sName(deploymentName, 'env'),
-    credentialsSecret: k8sName(deploymentName, 'credentials'),
-    tlsSecret: k8sName(deploymentName, 'tls'),
-  };
-}
+export {
+  DEFAULT_STORE_IMAGES,
+  objectNames,
+  SERVER_PORT,
+  type ObjectNames,
+  type RenderedObject,
+  type RenderInput,
+  type StoreImages,
+} from './render-input.js';
 
 /**
- * Renders a revision into the Kubernetes objects that run it: its env Secret, the API server
+ * Renders a revision into the Kubernetes objects that run it: its own ServiceAccount (no token),
+ * its env Secret, the API server
  * (Deployment, Service, HPA), the queue workers (Deployment, HPA), its own Postgres
  * (StatefulSet with a volume claim, headless Service) and Redis (Deployment, Service), and an
  * Ingress when the deployment has a custom URL. Pure and deterministic: maps are emitted with
  * sorted keys (the spec comes back from jsonb in Postgres' key order, not the caller's), so the
  * same snapshot always renders byte-identical JSON and a re-apply is a no-op. Objects come in
- * apply order: what a workload references exists before the workload.
+ * apply order: what a workload references exists before the workload. Every pod meets the Pod
+ * Security Standards `restricted` profile (pod-security.ts), whatever the spec holds.
  */
 export function renderManifests(input: RenderInput): RenderedObject[] {
   const names = objectNames(input.deploymentName);
   const spec = input.resourceSpec;
   const objects: RenderedObject[] = [
+    serviceAccount(input, names),
     credentialsSecret(input, names),
     envSecret(input, names),
     service(input, names.db, 'postgres', { name: 'postgres', number: POSTGRES_PORT }, { userAnnotations: false, headless: true }),
@@ -127,40 +91,28 @@ export function withoutSecretData(objects: readonly KubernetesObject[]): Kuberne
   });
 }
 
-// ------------------------------------------------------------------ metadata
+// ------------------------------------------------------------------ identity and secrets
 
-function sorted<T>(record: Readonly<Record<string, T>>): Record<string, T> {
-  return Object.fromEntries(Object.keys(record).sort().map((k) => [k, record[k]!]));
-}
-
-/** Labels that select a component's pods; never changes between revisions (selectors are immutable). */
-function selectorLabels(input: RenderInput, component: Component): Record<string, string> {
-  return { 'app.kubernetes.io/instance': input.deploymentId, 'app.kubernetes.io/component': component };
-}
-
-/** The user's labels, then ours: ours win, because selectors and ownership depend on them. */
-function labelsOf(input: RenderInput, component: Component, withRevision: boolean): Record<string, string> {
-  return sorted({
-    ...input.resourceSpec.labels,
-    'app.kubernetes.io/name': input.deploymentName,
-    ...selectorLabels(input, component),
-    'app.kubernetes.io/managed-by': 'slipway',
-    ...(withRevision ? { 'slipway.dev/revision-id': input.revisionId } : {}),
-  });
-}
-
-/** User annotations go on what serves the agent (its workloads, pods, Service, Ingress). */
-function metadata(input: RenderInput, name: string, component: Component, annotate: boolean): V1ObjectMeta {
-  const annotations = sorted(input.resourceSpec.annotations);
+/**
+ * The deployment's own identity: no role is ever bound to it, and no token is mounted, so code in
+ * its pods cannot call the Kubernetes API as anyone (the listener's `pod_policy.service_account`
+ * lets the spec name another, e.g. for a cloud workload identity).
+ */
+function serviceAccount(input: RenderInput, names: ObjectNames): V1ServiceAccount {
   return {
-    name,
-    namespace: input.namespace,
-    labels: labelsOf(input, component, true),
-    ...(annotate && Object.keys(annotations).length ? { annotations } : {}),
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: metadata(input, names.serviceAccount, 'api', false),
+    automountServiceAccountToken: false,
   };
 }
 
-// ------------------------------------------------------------------ secrets
+/** Which service account a server pod runs as: its own, tokenless, unless the listener lets the spec name one. */
+function podIdentity(input: RenderInput, names: ObjectNames): Pick<V1PodSpec, 'serviceAccountName' | 'automountServiceAccountToken'> {
+  const named = input.resourceSpec.service_account_name;
+  if (named && input.podPolicy?.service_account) return { serviceAccountName: named };
+  return { serviceAccountName: names.serviceAccount, automountServiceAccountToken: false };
+}
 
 function credentialsSecret(input: RenderInput, names: ObjectNames): V1Secret {
   return {
@@ -217,6 +169,7 @@ function serverContainer(input: RenderInput, names: ObjectNames, role: 'api' | '
     image: input.imageUri,
     env,
     envFrom: [{ secretRef: { name: names.envSecret } }],
+    securityContext: restrictedContainerSecurity(),
     resources: {
       requests: { cpu: cpuQuantity(queue ? spec.queue_cpu : spec.cpu), memory: memoryQuantity(queue ? spec.queue_memory_mb : spec.memory_mb) },
       limits: {
@@ -236,17 +189,18 @@ function serverContainer(input: RenderInput, names: ObjectNames, role: 'api' | '
 
 /**
  * The pod of the API server or a queue worker: both run the same image with the same volumes,
- * init containers, sidecars, pull secrets and service account. A sidecar with
+ * init containers, sidecars, pull secrets and service account. User containers and volumes keep
+ * only what the `restricted` profile allows (pod-security.ts). A sidecar with
  * `restartPolicy: Always` is a native sidecar, which Kubernetes only accepts among the init
  * containers; it goes first there, so the user's init containers can already use it (e.g. a
  * database proxy for migrations). Other sidecars run as extra containers beside the server.
  */
 function serverPod(input: RenderInput, names: ObjectNames, role: 'api' | 'queue'): V1PodTemplateSpec {
   const spec = input.resourceSpec;
-  const sidecars = spec.sidecars as V1Container[];
+  const sidecars = spec.sidecars.map(restrictedContainer);
   const native = sidecars.filter((c) => c.restartPolicy === 'Always');
   const regular = sidecars.filter((c) => c.restartPolicy !== 'Always');
-  const initContainers = [...native, ...(spec.init_containers as V1Container[])];
+  const initContainers = [...native, ...spec.init_containers.map(restrictedContainer)];
   const annotations = sorted(spec.annotations);
   return {
     metadata: {
@@ -256,11 +210,12 @@ function serverPod(input: RenderInput, names: ObjectNames, role: 'api' | 'queue'
       ...(Object.keys(annotations).length ? { annotations } : {}),
     },
     spec: {
-      ...(spec.service_account_name ? { serviceAccountName: spec.service_account_name } : {}),
+      ...podIdentity(input, names),
+      securityContext: restrictedPodSecurity(),
       ...(spec.image_pull_secrets.length ? { imagePullSecrets: spec.image_pull_secrets.map((s) => ({ name: s.name }) as V1LocalObjectReference) } : {}),
       ...(initContainers.length ? { initContainers } : {}),
       containers: [serverContainer(input, names, role), ...regular],
-      ...(spec.volumes.length ? { volumes: spec.volumes as V1Volume[] } : {}),
+      ...(spec.volumes.length ? { volumes: restrictedVolumes(spec.volumes) } : {}),
     },
   };
 }
@@ -333,7 +288,9 @@ function ingress(input: RenderInput, names: ObjectNames, customUrl: string): V1I
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
-    metadata: metadata(input, names.api, 'api', true),
+    // An ingress controller may read annotations as configuration (snippets, auth bypasses): the
+    // user's go here only when the listener's pod_policy.ingress_annotations says so.
+    metadata: metadata(input, names.api, 'api', input.podPolicy?.ingress_annotations === true),
     spec: {
       // https: the certificate is expected in this Secret (e.g. issued by cert-manager, which
       // the user's annotations can request); Slipway does not issue certificates.
@@ -346,116 +303,6 @@ function ingress(input: RenderInput, names: ObjectNames, customUrl: string): V1I
           },
         },
       ],
-    },
-  };
-}
-
-// ------------------------------------------------------------------ Postgres and Redis
-
-const fromCredentials = (names: ObjectNames, name: string, key: string): V1EnvVar => ({
-  name,
-  valueFrom: { secretKeyRef: { name: names.credentialsSecret, key } },
-});
-
-/**
- * The deployment's own Postgres. Its pod template carries no revision id: a new revision of
- * the agent must not restart its database. The claim goes with the StatefulSet when that is
- * deleted (teardown deletes the database, docs/api.md, Deployments), but survives scaling.
- */
-function postgresStatefulSet(input: RenderInput, names: ObjectNames): V1StatefulSet {
-  const spec = input.resourceSpec;
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'StatefulSet',
-    metadata: metadata(input, names.db, 'postgres', false),
-    spec: {
-      serviceName: names.db,
-      replicas: 1,
-      selector: { matchLabels: selectorLabels(input, 'postgres') },
-      persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
-      template: {
-        metadata: { labels: labelsOf(input, 'postgres', false) },
-        spec: {
-          containers: [
-            {
-              name: 'postgres',
-              image: input.images?.postgres ?? DEFAULT_STORE_IMAGES.postgres,
-              args: ['-c', `max_connections=${spec.db_max_connections}`],
-              env: [
-                fromCredentials(names, 'POSTGRES_USER', 'POSTGRES_USER'),
-                fromCredentials(names, 'POSTGRES_PASSWORD', 'POSTGRES_PASSWORD'),
-                fromCredentials(names, 'POSTGRES_DB', 'POSTGRES_DB'),
-                // A subdirectory: the volume's root may hold lost+found, which initdb refuses.
-                { name: 'PGDATA', value: '/var/lib/postgresql/data/pgdata' },
-              ],
-              ports: [{ name: 'postgres', containerPort: POSTGRES_PORT, protocol: 'TCP' }],
-              resources: {
-                requests: { cpu: cpuQuantity(spec.db_cpu), memory: memoryQuantity(spec.db_memory_mb) },
-                limits: { cpu: cpuQuantity(spec.db_cpu_limit), memory: memoryQuantity(spec.db_memory_limit_mb) },
-              },
-              readinessProbe: {
-                exec: { command: ['pg_isready', '-U', POSTGRES_USER, '-d', input.databaseName] },
-                periodSeconds: 10,
-                timeoutSeconds: 5,
-              },
-              volumeMounts: [{ name: 'data', mountPath: '/var/lib/postgresql/data' }],
-            },
-          ],
-        },
-      },
-      volumeClaimTemplates: [
-        {
-          metadata: { name: 'data' },
-          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: storageQuantity(spec.db_storage_gi) } } },
-        },
-      ],
-    },
-  };
-}
-
-/**
- * The deployment's own Redis: one replica, replaced (not rolled) so two never run at once.
- * `maxmemory` stays below the container limit to leave room for Redis' own overhead, and
- * `noeviction` makes a full Redis refuse writes instead of silently dropping queued work.
- */
-function redisDeployment(input: RenderInput, names: ObjectNames): V1Deployment {
-  const memoryMb = input.resourceSpec.redis_memory_mb;
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: metadata(input, names.redis, 'redis', false),
-    spec: {
-      replicas: 1,
-      strategy: { type: 'Recreate' },
-      selector: { matchLabels: selectorLabels(input, 'redis') },
-      template: {
-        metadata: { labels: labelsOf(input, 'redis', false) },
-        spec: {
-          containers: [
-            {
-              name: 'redis',
-              image: input.images?.redis ?? DEFAULT_STORE_IMAGES.redis,
-              // $(REDIS_PASSWORD) is expanded by Kubernetes from the container's env.
-              args: [
-                '--requirepass',
-                '$(REDIS_PASSWORD)',
-                '--maxmemory',
-                `${Math.max(1, Math.floor(memoryMb * 0.8))}mb`,
-                '--maxmemory-policy',
-                'noeviction',
-                '--save',
-                '',
-                '--appendonly',
-                'no',
-              ],
-              env: [fromCredentials(names, 'REDIS_PASSWORD', 'REDIS_PASSWORD')],
-              ports: [{ name: 'redis', containerPort: REDIS_PORT, protocol: 'TCP' }],
-              resources: { requests: { memory: memoryQuantity(memoryMb) }, limits: { memory: memoryQuantity(memoryMb) } },
-              readinessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 10 },
-            },
-          ],
-        },
-      },
     },
   };
 }

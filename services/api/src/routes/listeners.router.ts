@@ -16,6 +16,12 @@ import type { ListenerService } from '../services/listener.service.js';
 type Params = { listener_id: string };
 const tag = 'Listeners';
 const notFound = { description: 'Listener not found in this workspace' };
+const adminOnly = { description: 'Credentials not allowed here, or not an admin (listener writes are admin-only)' };
+
+/**
+ * Reads are open to any workspace key; writes need an admin: a listener decides where deployments
+ * run and how freely (its namespaces, its `pod_policy`), so a member must not widen it.
+ */
 
 export function listenerRoutes(listeners: ListenerService): RouteSpec[] {
   return [
@@ -26,9 +32,11 @@ export function listenerRoutes(listeners: ListenerService): RouteSpec[] {
       summary: 'Create a listener',
       tag,
       auth: 'workspace',
+      admin: true,
       request: { body: createListenerBody },
       responses: {
         201: { description: 'Created', schema: listenerResponse },
+        403: adminOnly,
         409: { description: 'A listener with this compute_id exists in the workspace' },
       },
       handler: async (ctx) => created(await listeners.create(workspaceOf(ctx), ctx.body)),
@@ -62,10 +70,12 @@ export function listenerRoutes(listeners: ListenerService): RouteSpec[] {
       summary: 'Change compute_config and/or version',
       tag,
       auth: 'workspace',
+      admin: true,
       request: { params: listenerParams, body: patchListenerBody },
       responses: {
         200: { description: 'The updated listener', schema: listenerResponse },
         400: { description: 'compute_type or compute_id changed' },
+        403: adminOnly,
         404: notFound,
       },
       handler: async (ctx) => ok(await listeners.patch(workspaceOf(ctx), ctx.params.listener_id, ctx.body)),
@@ -77,10 +87,12 @@ export function listenerRoutes(listeners: ListenerService): RouteSpec[] {
       summary: 'Replace a listener (compute_type and compute_id must stay the same)',
       tag,
       auth: 'workspace',
+      admin: true,
       request: { params: listenerParams, body: putListenerBody },
       responses: {
         200: { description: 'The updated listener', schema: listenerResponse },
         400: { description: 'compute_type or compute_id changed' },
+        403: adminOnly,
         404: notFound,
       },
       handler: async (ctx) => ok(await listeners.replace(workspaceOf(ctx), ctx.params.listener_id, ctx.body)),
@@ -92,8 +104,9 @@ export function listenerRoutes(listeners: ListenerService): RouteSpec[] {
       summary: 'Delete a listener',
       tag,
       auth: 'workspace',
+      admin: true,
       request: { params: listenerParams },
-      responses: { 204: { description: 'Deleted' }, 404: notFound },
+      responses: { 204: { description: 'Deleted' }, 403: adminOnly, 404: notFound },
       handler: async (ctx) => {
         await listeners.delete(workspaceOf(ctx), ctx.params.listener_id);
         return noContent();

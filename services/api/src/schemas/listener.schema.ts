@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import { DNS1123_LABEL, DNS1123_LABEL_MAX } from '@slipway/domain';
+import { RELAXABLE_VOLUME_TYPES, type PodPolicy } from '@slipway/runtime';
 import { paginationQuery, listEnvelope, timestamp, uuid } from './common.schema.js';
 
 export const COMPUTE_TYPES = ['k8s'] as const;
@@ -10,8 +11,23 @@ const namespace = Joi.string()
   .pattern(DNS1123_LABEL)
   .description('A Kubernetes namespace (DNS-1123 label)');
 
+/** What a workspace admin may relax for the deployments of one listener (docs/operations.md, Kubernetes pod policy). */
+export const podPolicy = Joi.object({
+  volume_types: Joi.array()
+    .items(Joi.string().valid(...RELAXABLE_VOLUME_TYPES))
+    .unique()
+    .description('Volume sources allowed beyond emptyDir and the deployment\'s own Secret/ConfigMap'),
+  namespace_config_refs: Joi.boolean().description('Volumes, envFrom and valueFrom may name any Secret or ConfigMap of the namespace'),
+  service_account: Joi.boolean().description('resource_spec.service_account_name is used (token mounted) instead of the deployment\'s own tokenless one'),
+  ingress_annotations: Joi.boolean().description('resource_spec.annotations also go on the Ingress'),
+})
+  .allow(null)
+  .id('PodPolicy')
+  .description('Relaxations of the Kubernetes pod policy for this listener\'s deployments; null or absent: none. Never beyond Pod Security Standards restricted');
+
 export const computeConfig = Joi.object({
-  k8s_namespaces: Joi.array().items(namespace).unique().max(1000).allow(null).description('Namespaces the listener may deploy into'),
+  k8s_namespaces: Joi.array().items(namespace).unique().max(1000).allow(null).description('Namespaces the listener may deploy into; null: any'),
+  pod_policy: podPolicy,
 })
   .id('ComputeConfig')
   .description('Fields specific to `compute_type`; all nullable');
@@ -60,6 +76,7 @@ export const listenerList = listEnvelope(listenerResponse, 'ListenerList');
 
 export interface ComputeConfigBody {
   k8s_namespaces?: string[] | null;
+  pod_policy?: PodPolicy | null;
 }
 
 export interface CreateListenerBody {

@@ -36,7 +36,12 @@ export const container = Joi.object({
   securityContext: freeObject(),
 }).id('Container');
 
-const volumeSources = ['configMap', 'secret', 'emptyDir', 'persistentVolumeClaim', 'nfs', 'projected', 'downwardAPI', 'csi'] as const;
+/**
+ * Volume sources the schema takes. For deployments that render to Kubernetes the pod policy
+ * decides which may be used (docs/operations.md, Kubernetes pod policy): `hostPath` and `nfs` are
+ * listed only so that a 422 can name them.
+ */
+const volumeSources = ['configMap', 'secret', 'emptyDir', 'persistentVolumeClaim', 'nfs', 'projected', 'downwardAPI', 'csi', 'ephemeral', 'hostPath'] as const;
 
 export const volume = Joi.object({
   name: Joi.string().max(63).pattern(DNS1123_LABEL).required(),

@@ -46,6 +46,7 @@ import type {
   SourceConfigInput,
   SourceRevisionConfigInput,
 } from '../schemas/deployment.schema.js';
+import { assertPodPolicy, podPolicyIssues } from './pod-policy-check.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
 
@@ -235,7 +236,7 @@ export class DeploymentService {
     const secrets = this.mergeSecrets([], body.secrets);
 
     const id = randomUUID();
-    if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig);
+    if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig, body.name, resourceSpec);
 
     const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
     const deployment: Deployment = Object.assign(new Deployment(), {
@@ -321,7 +322,10 @@ export class DeploymentService {
         ? this.resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'], specIssues)
         : deployment.resourceSpec;
     if (specIssues.length) throw new RequestValidationError(specIssues);
-    if (input.resource_spec != null) await this.quotas.assertScale(manager, workspaceId, resourceSpec);
+    if (input.resource_spec != null) {
+      await assertPodPolicy(manager, workspaceId, deployment.listenerId, deployment.name, resourceSpec);
+      await this.quotas.assertScale(manager, workspaceId, resourceSpec);
+    }
 
     let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
     if (body.secrets != null) secrets = this.mergeSecrets(secrets, body.secrets);
@@ -543,8 +547,8 @@ export class DeploymentService {
     return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) as StoredSourceConfig;
   }
 
-  /** The listener must be of this workspace, and the namespace one it serves. */
-  private async checkListener(manager: EntityManager, workspaceId: string, config: StoredSourceConfig): Promise<void> {
+  /** The listener must be of this workspace, the namespace one it serves, and the spec one its pod policy allows. */
+  private async checkListener(manager: EntityManager, workspaceId: string, config: StoredSourceConfig, name: string, spec: ResourceSpec): Promise<void> {
     const listener = await new ListenerRepository(manager).find(workspaceId, config.listener_id!);
     if (!listener) throw NotFoundError.of('Listener', config.listener_id!);
     const namespace = config.listener_config?.k8s_namespace;
@@ -554,6 +558,8 @@ export class DeploymentService {
         `Namespace '${namespace}' is not one of listener ${listener.id}'s namespaces (${allowed.join(', ') || 'none'}).`,
       );
     }
+    const refused = podPolicyIssues(listener, name, spec);
+    if (refused.length) throw new RequestValidationError(refused);
   }
 
   /**

@@ -25,6 +25,7 @@ import {
 import type { RevisionFlow } from '@slipway/jobs';
 import { redactValues } from '@slipway/logging';
 import { renderManifests, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
+import { podPolicyOf } from './pod-policy-check.js';
 import type { Principal } from '../auth/principal.js';
 import type {
   DesiredDeploymentView,
@@ -154,6 +155,7 @@ export class ListenerAgentService {
       databaseName: d.databaseName ?? deploymentDatabaseName(d.name, d.id),
       credentials,
       customUrl: d.sourceConfig.custom_url ?? null,
+      podPolicy: podPolicyOf(listener),
     };
   }
 

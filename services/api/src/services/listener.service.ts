@@ -5,13 +5,14 @@ import {
   Listener,
   LISTENER_COMPUTE_ID_UNIQUE,
   ListenerRepository,
+  type ComputeConfig,
   type DataSource,
   type ListenerChanges,
   type Page,
 } from '@slipway/db';
 import { BadRequestError, ConflictError, NotFoundError } from '@slipway/domain';
 import { iso } from '../schemas/common.schema.js';
-import type { CreateListenerBody, PatchListenerBody } from '../schemas/listener.schema.js';
+import type { ComputeConfigBody, CreateListenerBody, PatchListenerBody } from '../schemas/listener.schema.js';
 
 /** The API shape of a listener. */
 export function presentListener(l: Listener) {
@@ -20,7 +21,7 @@ export function presentListener(l: Listener) {
     tenant_id: l.workspaceId,
     compute_type: l.computeType,
     compute_id: l.computeId,
-    compute_config: { k8s_namespaces: l.computeConfig.k8s_namespaces ?? null },
+    compute_config: { k8s_namespaces: l.computeConfig.k8s_namespaces ?? null, pod_policy: l.computeConfig.pod_policy ?? null },
     version: l.version,
     last_seen_at: iso(l.lastSeenAt),
     created_at: iso(l.createdAt)!,
@@ -47,7 +48,7 @@ export class ListenerService {
       workspaceId,
       computeType: body.compute_type,
       computeId: body.compute_id,
-      computeConfig: { k8s_namespaces: body.compute_config.k8s_namespaces ?? null },
+      computeConfig: storedComputeConfig(body.compute_config),
       version: body.version ?? null,
       lastSeenAt: null,
     });
@@ -73,7 +74,7 @@ export class ListenerService {
     const current = await this.load(workspaceId, id);
     assertUnchanged(current, body);
     const changes: ListenerChanges = {};
-    if (body.compute_config !== undefined) changes.computeConfig = { k8s_namespaces: body.compute_config.k8s_namespaces ?? null };
+    if (body.compute_config !== undefined) changes.computeConfig = storedComputeConfig(body.compute_config);
     if (body.version !== undefined) changes.version = body.version;
     if (!Object.keys(changes).length) return presentListener(current);
     return this.update(workspaceId, id, changes);
@@ -84,7 +85,7 @@ export class ListenerService {
     const current = await this.load(workspaceId, id);
     assertUnchanged(current, body);
     return this.update(workspaceId, id, {
-      computeConfig: { k8s_namespaces: body.compute_config.k8s_namespaces ?? null },
+      computeConfig: storedComputeConfig(body.compute_config),
       version: body.version ?? null,
     });
   }
@@ -112,6 +113,11 @@ export class ListenerService {
     if (!listener) throw NotFoundError.of('Listener', id);
     return listener;
   }
+}
+
+/** compute_config replaces the stored one as a whole: an absent pod_policy is none (docs/api.md, Listeners). */
+function storedComputeConfig(config: ComputeConfigBody): ComputeConfig {
+  return { k8s_namespaces: config.k8s_namespaces ?? null, pod_policy: config.pod_policy ?? null };
 }
 
 function assertUnchanged(current: Listener, body: PatchListenerBody): void {

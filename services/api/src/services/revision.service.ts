@@ -3,6 +3,7 @@ import { BadRequestError, isRevisionTerminal, NotFoundError } from '@slipway/dom
 import type { RevisionFlow } from '@slipway/jobs';
 import { iso } from '../schemas/common.schema.js';
 import type { DeploymentService, DeploymentView } from './deployment.service.js';
+import { podPolicyIssuesFor } from './pod-policy-check.js';
 
 /** The API shape of a revision (docs/api.md, Revisions): secret names only, never values. */
 export function presentRevision(r: Revision) {
@@ -75,6 +76,13 @@ export class RevisionService {
     const rebuild = !artifact && old.artifactPrunedAt !== null;
     if (!artifact && !rebuild) {
       throw new BadRequestError(`Revision ID ${revisionId} was never built (status ${old.status}); there is no artifact to redeploy.`);
+    }
+    // The listener's policy may have narrowed since: an old spec it now refuses is not rolled out again.
+    const refused = await podPolicyIssuesFor(manager, workspaceId, deployment.listenerId, deployment.name, old.resourceSpec);
+    if (refused.length) {
+      throw new BadRequestError(
+        `Revision ID ${revisionId}'s resource_spec is refused by its listener's pod policy: ${refused.map((i) => `${i.loc.slice(3).join('.')}: ${i.msg}`).join('; ')}`,
+      );
     }
     const secrets = this.deployments.revisionSecrets(old);
     await manager.query(
