@@ -7,8 +7,6 @@ import {
   DEPLOYMENT_INTEGRATION_FK,
   isForeignKeyViolation,
   isUniqueViolation,
-  ListenerRepository,
-  queryRows,
   RegistryRepository,
   Revision,
   RevisionRepository,
@@ -22,76 +20,26 @@ import {
 import {
   BadRequestError,
   canonicalSource,
-  ConflictError,
-  IMMUTABLE_SOURCE_CONFIG_FIELDS,
   isImageSource,
   mergeSecrets,
   NotFoundError,
   patchCreatesRevision,
   SECRET_MASK,
-  type DeploymentSource,
-  type DeploymentType,
-  type ResourceSpec,
   type SecretEntry,
 } from '@slipway/domain';
 import { enqueueInOutbox, type RevisionFlow } from '@slipway/jobs';
 import { RequestValidationError, type ValidationIssue } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
+import { assertImmutables, assertNoListeners, attachTracingProject, checkListener, nameTaken } from './deployment-checks.js';
+import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
-import {
-  assertBuildable,
-  buildConfigOf,
-  defaultRevisionConfig,
-  deploymentTypeFor,
-  issue,
-  resolveSpec,
-  revisionConfigFrom,
-  storedSourceConfig,
-  validateCreate,
-} from './deployment-rules.js';
+import { assertBuildable, buildConfigOf, defaultRevisionConfig, deploymentTypeFor, issue, resolveSpec, revisionConfigFrom, storedSourceConfig, validateCreate } from './deployment-rules.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
 
 export { presentDeployment, type DeploymentView } from './deployment-view.js';
 
-/** Where `internal_docker` image references are resolved to the digest a revision runs (RegistryService). */
-export interface ImageResolver {
-  resolveImage(deploymentId: string, imageUri: string): Promise<{ digest: string; imageUri: string }>;
-}
-
-/** What a new revision is made of; everything is snapshotted so the revision never changes. */
-interface RevisionDraft {
-  source: DeploymentSource;
-  sourceRevisionConfig: StoredRevisionConfig;
-  resourceSpec: ResourceSpec;
-  secrets: SecretEntry[];
-  buildConfig: { install_command: string | null; build_command: string | null };
-  redeployedFrom?: string | null;
-  artifactRef?: string | null;
-  imageUri?: string | null;
-  /** internal_docker: the manifest digest the revision runs. */
-  imageDigest?: string | null;
-}
-
-
-
-
-/**
- * Where create finds a repohost deployment's repository (C4): the integration must be one of
- * the workspace's (else 404) and list `repoUrl` (else 400). IntegrationService in the app.
- */
-export interface RepositoryCatalog {
-  findRepository(workspaceId: string, integrationId: string, repoUrl: string): Promise<{ default_branch: string }>;
-}
-
-/** A create request checked outside any transaction (`prepareCreate`), ready to be written. */
-export interface CreateDraft {
-  source: DeploymentSource;
-  type: DeploymentType | null;
-  resourceSpec: ResourceSpec;
-  revisionConfig: StoredRevisionConfig | null;
-  sourceConfig: StoredSourceConfig;
-}
+export type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 
 /**
  * Deployments (docs/api.md, Deployments): create, read, list, update, delete. Every write is one
@@ -184,11 +132,11 @@ export class DeploymentService {
 
     const id = randomUUID();
     if (source === 'external_container') {
-      if (sourceConfig.listener_id) await this.checkListener(manager, workspaceId, sourceConfig);
-      else await this.assertNoListeners(manager, workspaceId);
+      if (sourceConfig.listener_id) await checkListener(manager, workspaceId, sourceConfig);
+      else await assertNoListeners(manager, workspaceId);
     }
 
-    const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
+    const tracingProjectId = await attachTracingProject(manager, workspaceId, body.name);
     const deployment: Deployment = Object.assign(new Deployment(), {
       id,
       workspaceId,
@@ -210,7 +158,7 @@ export class DeploymentService {
     try {
       await new DeploymentRepository(manager).insertLinkingTracingProject(deployment);
     } catch (err) {
-      if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw this.nameTaken(body.name, workspaceId);
+      if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw nameTaken(body.name, workspaceId);
       // The integration was deleted after findRepository saw it.
       if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK)) throw NotFoundError.of('Integration', sourceConfig.integration_id!);
       throw err;
@@ -253,7 +201,7 @@ export class DeploymentService {
     if (deployment.status === 'AWAITING_DELETE') {
       throw new BadRequestError(`Deployment ID ${id} is being deleted and can no longer be changed.`);
     }
-    this.assertImmutables(deployment, body);
+    assertImmutables(deployment, body);
     if (body.revision_source != null && canonicalSource(body.revision_source) === 'internal_docker' && deployment.source !== 'internal_docker') {
       throw new BadRequestError(`revision_source 'internal_docker' is only for internal_docker deployments; this one's source is ${deployment.source}.`);
     }
@@ -421,12 +369,6 @@ export class DeploymentService {
     return { imageUri: resolved.imageUri, imageDigest: resolved.digest };
   }
 
-  /** external_container without a listener runs on the embedded runtime, which only a workspace without listeners uses. */
-  private async assertNoListeners(manager: EntityManager, workspaceId: string): Promise<void> {
-    const ids = await new ListenerRepository(manager).idsOfWorkspace(workspaceId);
-    if (ids.length) throw new BadRequestError(`'source_config.listener_id' is required for workspace with available listener IDs: [${ids.join(', ')}]`);
-  }
-
   /** `incoming` applied to `stored` (C4): a masked value keeps the stored one; one with none to keep → 400. */
   private mergeSecrets(stored: SecretEntry[], incoming: SecretEntry[]): SecretEntry[] {
     const merged = mergeSecrets(stored, incoming);
@@ -449,68 +391,4 @@ export class DeploymentService {
     );
   }
 
-
-
-
-
-
-
-  /** The listener must be of this workspace, and the namespace one it serves. */
-  private async checkListener(manager: EntityManager, workspaceId: string, config: StoredSourceConfig): Promise<void> {
-    const listener = await new ListenerRepository(manager).find(workspaceId, config.listener_id!);
-    if (!listener) throw NotFoundError.of('Listener', config.listener_id!);
-    const namespace = config.listener_config?.k8s_namespace;
-    const allowed = listener.computeConfig.k8s_namespaces;
-    if (namespace && allowed && !allowed.includes(namespace)) {
-      throw new BadRequestError(
-        `Namespace '${namespace}' is not one of listener ${listener.id}'s namespaces (${allowed.join(', ') || 'none'}).`,
-      );
-    }
-  }
-
-  /**
-   * A tracing project of the same name: created, or re-attached when it survived a deleted
-   * deployment. Locked, so two creates of one name cannot both attach it.
-   */
-  private async attachTracingProject(manager: EntityManager, workspaceId: string, name: string): Promise<string> {
-    // The usual case, a new name, in one round trip. A concurrent create of the same name makes
-    // this wait for its commit and then do nothing; the read below then sees its project taken.
-    const id = randomUUID();
-    const inserted = await queryRows(
-      manager,
-      `INSERT INTO tracing_projects (id, workspace_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING id`,
-      [id, workspaceId, name],
-    );
-    if (inserted.length) return id;
-    const [existing] = await queryRows<{ id: string; deployment_id: string | null }>(
-      manager,
-      `SELECT id, deployment_id FROM tracing_projects WHERE workspace_id = $1 AND name = $2 FOR UPDATE`,
-      [workspaceId, name],
-    );
-    // Gone again (a concurrent create rolled back): treat as taken rather than guess; a retry wins.
-    if (!existing || existing.deployment_id) throw this.nameTaken(name, workspaceId);
-    return existing.id;
-  }
-
-  private nameTaken(name: string, workspaceId: string): ConflictError {
-    return new ConflictError(`A deployment or tracing project named '${name}' already exists in workspace ID '${workspaceId}'.`);
-  }
-
-  /** docs/api.md, Deployments: changing an immutable field is a 400 naming it; repeating its value is fine. */
-  private assertImmutables(deployment: Deployment, body: PatchDeploymentBody): void {
-    const changed = (field: string) => {
-      throw new BadRequestError(`${field} cannot be changed after the deployment is created.`);
-    };
-    if (body.name != null && body.name !== deployment.name) changed('name');
-    if (body.source != null && canonicalSource(body.source) !== deployment.source) changed('source');
-    const input = body.source_config ?? {};
-    for (const field of IMMUTABLE_SOURCE_CONFIG_FIELDS) {
-      const given = input[field];
-      if (given == null) continue;
-      const stored = deployment.sourceConfig[field] ?? null;
-      if (JSON.stringify(given) !== JSON.stringify(stored)) changed(`source_config.${field}`);
-    }
-    const type = body.deployment_type ?? input.deployment_type;
-    if (type != null && type !== deployment.deploymentType) changed('deployment_type');
-  }
 }
