@@ -119,4 +119,21 @@ describe('langgraphjs deploy (local build) against Slipway', () => {
     expect(run.code).not.toBe(0);
     expect(`${run.stdout}${run.stderr}`).toContain('was not created by');
   }, 120_000);
+
+  it('external_container without a listener (a workspace with none) ends DEPLOY_FAILED the same way, not run by pretence', async () => {
+    const created = await stand.api.http.post('/v2/deployments', {
+      name: 'no-listener-image',
+      source: 'external_container',
+      source_config: {},
+      source_revision_config: { image_uri: `${stand.address}/whatever/web:v1` },
+    });
+    expect(created.status, created.text).toBe(201);
+    const revision = await eventually(
+      async () => (await stand.api.http.get(`/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}`)).body,
+      (r) => r.status === 'DEPLOY_FAILED',
+      60_000,
+    );
+    expect(revision.status_message).toContain('embedded container runtime is not available yet');
+    expect((await stand.api.http.get(`/v2/deployments/${created.body.id}`)).body.active_revision_id).toBeNull();
+  }, 90_000);
 });

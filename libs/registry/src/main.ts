@@ -3,6 +3,7 @@
  * (`docker-registry`) with the configuration Slipway generates, restarted when it exits on its
  * own (at most 5 times a minute), stopped with this process.
  */
+import { spawnSync } from 'node:child_process';
 import { loadConfigOrExit } from '@slipway/config';
 import { registryAnswers, startRegistry, type RunningRegistry } from './registry-process.js';
 
@@ -16,6 +17,12 @@ const restarts: number[] = [];
 async function run(): Promise<void> {
   if (await registryAnswers(config.registry.internalUrl)) {
     say(`a registry already answers at ${config.registry.internalUrl}; not starting another (it must use Slipway's token auth)`);
+    return;
+  }
+  // Missing (not root, so not installed): the rest of Slipway runs; only image pushes fail.
+  const probe = spawnSync(config.registry.binary, ['--version'], { stdio: 'ignore' });
+  if (probe.error || probe.status !== 0) {
+    say(`${config.registry.binary} does not run (${probe.error?.message ?? `exit ${probe.status}`}): no image registry, pushes will fail. Install Debian's docker-registry, or set SLIPWAY_REGISTRY=off`);
     return;
   }
   while (!stopping) {
