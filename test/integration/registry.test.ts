@@ -104,6 +104,11 @@ describe('internal_docker deployments and push tokens', () => {
   it('an expired push token is refused, at the token endpoint and by the registry', async () => {
     const d = await createInternalDocker('img-expired');
     const t = await pushToken(d.id);
+    // A registry token never outlives the push token it came from.
+    await api().dataSource.query(`UPDATE registry_push_tokens SET expires_at = now() + interval '30 seconds' WHERE deployment_id = $1`, [d.id]);
+    const short = await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${d.id}/web:push`]);
+    expect(short.body.expires_in).toBeLessThanOrEqual(30);
+    expect(claimsOf(short.body.token).exp - claimsOf(short.body.token).iat).toBeLessThanOrEqual(30);
     await api().dataSource.query(`UPDATE registry_push_tokens SET expires_at = now() - interval '1 second' WHERE deployment_id = $1`, [d.id]);
     expect((await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${d.id}/web:push`])).status).toBe(401);
     const pushed = await skopeoPush(image, `${t.registry_url}/web:v1`, `oauth2accesstoken:${t.token}`);
@@ -128,6 +133,7 @@ describe('internal_docker deployments and push tokens', () => {
     const header = JSON.parse(Buffer.from(res.body.token.split('.')[0], 'base64url').toString());
     expect(header).toMatchObject({ alg: 'ES256', kid: expect.stringMatching(/^([A-Z2-7]{4}:){11}[A-Z2-7]{4}$/) });
     expect(claimsOf(res.body.token)).toMatchObject({ iss: 'slipway', aud: 'slipway-registry', access: [] });
+    expect(res.body.expires_in).toBe(300);
     const base = await fetch(`${api().config.registry.internalUrl}/v2/`, { headers: { authorization: `Bearer ${res.body.token}` } });
     expect(base.status).toBe(200);
   });

@@ -5,6 +5,7 @@ import { queryRows } from '../sql.js';
 export interface PushTokenGrant {
   deploymentId: string;
   workspaceId: string;
+  expiresAt: Date;
 }
 
 /** One blob or manifest the registry reported pushed. */
@@ -36,13 +37,13 @@ export class RegistryRepository {
    * being deleted; null otherwise.
    */
   async grantOf(tokenHash: Buffer): Promise<PushTokenGrant | null> {
-    const [row] = await queryRows<{ deployment_id: string; workspace_id: string }>(
+    const [row] = await queryRows<{ deployment_id: string; workspace_id: string; expires_at: Date }>(
       this.manager,
-      `SELECT t.deployment_id, d.workspace_id FROM registry_push_tokens t JOIN deployments d ON d.id = t.deployment_id
+      `SELECT t.deployment_id, d.workspace_id, t.expires_at FROM registry_push_tokens t JOIN deployments d ON d.id = t.deployment_id
         WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.expires_at > now() AND d.status <> 'AWAITING_DELETE'`,
       [tokenHash],
     );
-    return row ? { deploymentId: row.deployment_id, workspaceId: row.workspace_id } : null;
+    return row ? { deploymentId: row.deployment_id, workspaceId: row.workspace_id, expiresAt: new Date(row.expires_at) } : null;
   }
 
   /** Revokes every push token of a deployment (its deletion). */

@@ -40,7 +40,7 @@ export interface RegistryTokenView {
 }
 
 /** Who a registry token request authenticated as. */
-type Caller = { kind: 'deployment'; deploymentId: string; workspaceId: string } | { kind: 'platform' };
+type Caller = { kind: 'deployment'; deploymentId: string; workspaceId: string; expiresAt: Date } | { kind: 'platform' };
 
 const hashOf = (token: string) => createHash('sha256').update(token).digest();
 const sameSecret = (a: string, b: string) => {
@@ -119,7 +119,10 @@ export class RegistryService {
       await this.quotas.assertRegistryRoom(this.dataSource.manager, caller.workspaceId);
     }
     const subject = caller.kind === 'platform' ? PLATFORM_ACCOUNT : `deployment:${caller.deploymentId}`;
-    const signed = signRegistryToken(this.key(), { subject, access, ttlSeconds: this.config.registry.tokenTtlSeconds });
+    // Never outlives the push token it was exchanged for.
+    const left = caller.kind === 'deployment' ? Math.floor((caller.expiresAt.getTime() - Date.now()) / 1000) : Infinity;
+    const ttlSeconds = Math.max(1, Math.min(this.config.registry.tokenTtlSeconds, left));
+    const signed = signRegistryToken(this.key(), { subject, access, ttlSeconds });
     return { token: signed.token, access_token: signed.token, expires_in: signed.expiresIn, issued_at: signed.issuedAt.toISOString() };
   }
 
