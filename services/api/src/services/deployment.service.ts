@@ -208,7 +208,7 @@ export class DeploymentService {
     // The cross-source rule of create holds for later revisions too: only images carry an image_uri.
     if (!isImageSource(deployment.source) && body.source_revision_config?.image_uri != null) {
       throw new RequestValidationError([
-        issue(['source_revision_config', 'image_uri'], 'value_error', 'Value error, image_uri is only for external_container deployments'),
+        issue(['source_revision_config', 'image_uri'], 'value_error', 'Value error, image_uri is only for external_container and internal_docker deployments'),
       ]);
     }
 
