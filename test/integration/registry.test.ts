@@ -121,6 +121,10 @@ describe('internal_docker deployments and push tokens', () => {
     expect(pushed.ok).toBe(false);
     expect(pushed.output).toMatch(/unauthorized|authentication required|denied/i);
     expect((await tokenRequest(null, [`repository:${d.id}/web:push`])).status).toBe(401);
+    // Nor is anything pulled: the registry answers 401 to a manifest read without a token.
+    const pull = await fetch(`${api().config.registry.internalUrl}/v2/${d.id}/web/manifests/v1`);
+    expect(pull.status).toBe(401);
+    expect(pull.headers.get('www-authenticate')).toContain(`realm="${api().baseUrl}/v2/registry/token"`);
     expect((await tokenRequest(basic('oauth2accesstoken', 'slwr_not-a-token'))).status).toBe(401);
   });
 
