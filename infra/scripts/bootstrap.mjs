@@ -80,20 +80,51 @@ const SANDBOX_TOOLS = [
 ];
 
 /**
- * The sandbox builds and apps run in needs bubblewrap and nftables. As root on a Debian-like
- * machine (apt-get present) missing ones are installed, saying so; otherwise nothing is done
- * and the services report at start what is missing (outside production they then run
- * unsandboxed, with a warning).
+ * The built-in image registry (docs/operations.md, The image registry): CNCF distribution;
+ * skopeo and umoci copy and unpack images, busybox-static is what the tests build images from.
+ * [command, the arguments that prove it runs, package]
  */
-export function ensureSandboxTools() {
-  const missing = SANDBOX_TOOLS.filter(([tool]) => !has(tool, ['--version'])).map(([, pkg]) => pkg);
+const REGISTRY_TOOLS = [
+  ['docker-registry', ['--version'], 'docker-registry'],
+  ['skopeo', ['--version'], 'skopeo'],
+  ['umoci', ['--version'], 'umoci'],
+  ['busybox', ['true'], 'busybox-static'],
+];
+
+let aptUpdated = false;
+
+/**
+ * Installs the Debian packages of the tools that do not run, as root on a Debian-like machine
+ * (apt-get present), saying so; otherwise says what is missing and what that costs (`missingMeans`).
+ */
+function ensureDebianTools(tools, what, missingMeans) {
+  const missing = tools.filter(([tool, args]) => !has(tool, args)).map(([, , pkg]) => pkg);
   if (!missing.length) return;
   if (process.getuid?.() !== 0 || !has('apt-get', ['--version'])) {
-    log(`sandbox tools missing (${missing.join(', ')}); not root or no apt-get, so not installing them: builds and apps will run unsandboxed outside production`);
+    log(`${what} missing (${missing.join(', ')}); not root or no apt-get, so not installing them: ${missingMeans}`);
     return;
   }
-  log(`installing the sandbox tools: apt-get install ${missing.join(' ')}`);
+  log(`installing the ${what}: apt-get install ${missing.join(' ')}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  run('apt-get', ['update', '-qq'], { env });
+  if (!aptUpdated) run('apt-get', ['update', '-qq'], { env });
+  aptUpdated = true;
   run('apt-get', ['install', '-y', '-qq', ...missing], { env });
+}
+
+/**
+ * The sandbox builds and apps run in needs bubblewrap and nftables; missing ones are installed
+ * as root, otherwise the services report at start what is missing (outside production they then
+ * run unsandboxed, with a warning).
+ */
+export function ensureSandboxTools() {
+  ensureDebianTools(
+    SANDBOX_TOOLS.map(([tool, pkg]) => [tool, ['--version'], pkg]),
+    'sandbox tools',
+    'builds and apps will run unsandboxed outside production',
+  );
+}
+
+/** The registry `npm start` runs and the tools `npm test` pushes test images with (installed as root when missing). */
+export function ensureRegistryTools() {
+  ensureDebianTools(REGISTRY_TOOLS, 'registry tools', 'the built-in image registry cannot start (set SLIPWAY_REGISTRY=off when you run one yourself)');
 }

@@ -2,20 +2,25 @@
 // Installs pnpm and dependencies, starts Postgres/Redis when they do not answer, migrates, then
 // runs each service as its own process (as in production, where each scales on its own).
 import { spawn } from 'node:child_process';
-import { ROOT, ensureDependencies, ensurePnpm, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
+import { ROOT, ensureDependencies, ensurePnpm, ensureRegistryTools, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
 import { ensureConsole } from './console.mjs';
 
-/** One entry file per service (docs/architecture.md, Processes). */
+/**
+ * One entry file per service (docs/architecture.md, Processes), and the built-in image registry
+ * (CNCF distribution, supervised by its own entry) unless SLIPWAY_REGISTRY=off.
+ */
 const SERVICES = [
   { name: 'api', entry: 'services/api/src/main.ts' },
   { name: 'builder', entry: 'services/builder/src/main.ts' },
   { name: 'deployer', entry: 'services/deployer/src/main.ts' },
+  ...(process.env.SLIPWAY_REGISTRY === 'off' ? [] : [{ name: 'registry', entry: 'libs/registry/src/main.ts' }]),
 ];
 
 ensurePnpm();
 ensureDependencies();
 await ensureServices();
 ensureSandboxTools();
+if (process.env.SLIPWAY_REGISTRY !== 'off') ensureRegistryTools();
 ensureConsole();
 run('pnpm', ['--silent', 'slipway', 'migrate', '--create-database']);
 

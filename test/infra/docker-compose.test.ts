@@ -32,8 +32,24 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     run('config', '-q');
   });
 
-  it('defines postgres, redis, a one-shot migrate, the api and the two workers', () => {
-    expect(run('config', '--services').trim().split('\n').sort()).toEqual(['api', 'builder', 'deployer', 'migrate', 'postgres', 'redis']);
+  it('defines postgres, redis, a one-shot migrate, the api, the two workers and the image registry', () => {
+    expect(run('config', '--services').trim().split('\n').sort()).toEqual([
+      'api',
+      'builder',
+      'deployer',
+      'migrate',
+      'postgres',
+      'redis',
+      'registry',
+      'registry-config',
+    ]);
+  });
+
+  it('runs registry:2 on the configuration the cli generates into the shared data dir', () => {
+    const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+    expect(text).toMatch(/registry-config:[\s\S]*?command: \["node", "dist\/main\.js", "registry-config"\]/);
+    expect(text).toMatch(/\n  registry:\n    image: registry:2\n    command: \["serve", "\/var\/lib\/slipway\/registry\/config\.yml"\]/);
+    expect(text).toMatch(/registry-config:\n\s*condition: service_completed_successfully/);
   });
 
   it('runs Redis with noeviction and AOF, and gates the api on a finished migration', () => {

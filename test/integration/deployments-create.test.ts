@@ -121,23 +121,27 @@ describe('source and required fields', () => {
       detail: [
         {
           loc: ['body', 'source'],
-          msg: "Input should be 'repohost', 'external_container', 'upload', 'github', 'external_docker' or 'internal_source'",
+          msg: "Input should be 'repohost', 'external_container', 'upload', 'internal_docker', 'github', 'external_docker' or 'internal_source'",
           type: 'enum',
         },
       ],
     });
   });
 
-  it('external_container needs image_uri and listener_id', async () => {
+  it('external_container needs image_uri', async () => {
     const res = await post({ name: 'ext-missing', source: 'external_container', source_config: {}, source_revision_config: {} });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
-      detail: [
-        { loc: ['body', 'source_revision_config', 'image_uri'], msg: 'Field required for external_container deployments', type: 'missing' },
-        { loc: ['body', 'source_config', 'listener_id'], msg: 'Field required for external_container deployments', type: 'missing' },
-      ],
+      detail: [{ loc: ['body', 'source_revision_config', 'image_uri'], msg: 'Field required for external_container deployments', type: 'missing' }],
     });
     expect(await countRows('deployments', 'name = $1', ['ext-missing'])).toBe(0);
+  });
+
+  it('external_container without listener_id in a workspace with listeners: 400 listing them, nothing written', async () => {
+    const res = await post({ name: 'ext-no-listener', source: 'external_container', source_config: {}, source_revision_config: { image_uri: 'registry.example/a:1' } });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.detail).toBe(`'source_config.listener_id' is required for workspace with available listener IDs: [${listenerId}]`);
+    expect(await countRows('deployments', 'name = $1', ['ext-no-listener'])).toBe(0);
   });
 
   it('repohost needs integration_id and repo_url', async () => {

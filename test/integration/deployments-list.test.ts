@@ -104,9 +104,15 @@ describe('order and envelope', () => {
     expect(past.body).toEqual({ resources: [], offset: 50 });
   });
 
-  it('limit=1 and limit=100 are accepted; unknown query parameters are ignored', async () => {
+  it('limit=1 and limit=100 are accepted; a filter this server does not implement is a 422 naming it', async () => {
     expect(await names('?limit=1')).toEqual(['axb-name']);
-    expect(await names('?limit=100&tracked=1&foo=bar')).toHaveLength(order.length);
+    expect(await names('?limit=100')).toHaveLength(order.length);
+    const res = await api.http.get('/v2/deployments?limit=100&tracked=1&foo=bar');
+    expect(res.status).toBe(422);
+    expect(res.body.detail.map((i: { loc: string[]; type: string }) => [i.loc, i.type])).toEqual([
+      [['query', 'tracked'], 'extra_forbidden'],
+      [['query', 'foo'], 'extra_forbidden'],
+    ]);
   });
 
   it('is served under /api-host too', async () => {

@@ -187,7 +187,7 @@ describe('immutable fields', () => {
     const res = await patch(r.id, { source_revision_config: { image_uri: 'registry.example/other:1' } });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
-      detail: [{ loc: ['body', 'source_revision_config', 'image_uri'], msg: 'Value error, image_uri is only for external_container deployments', type: 'value_error' }],
+      detail: [{ loc: ['body', 'source_revision_config', 'image_uri'], msg: 'Value error, image_uri is only for external_container and internal_docker deployments', type: 'value_error' }],
     });
     expect(await revisionCount(r.id)).toBe(1);
   });

@@ -57,6 +57,7 @@ describe('GET/PUT /v2/workspaces/{id}/quotas', () => {
         log_lines_per_revision: 50_000,
         log_lines_total: 5_000_000,
         artifacts_kept: 5,
+        registry_bytes: 10 * 1024 ** 3,
       },
       overrides: {},
     });

@@ -130,6 +130,7 @@ describe('GET /v2/deployments/{id}/revisions/{revision_id}', () => {
       source: 'external_container',
       source_revision_config: { repo_ref: null, graph_config_path: null, image_uri: 'registry.example/agent:1.0.0', repo_commit_sha: null, source_tarball_path: null },
       image_uri: 'registry.example/agent:1.0.0',
+      image_digest: null,
       resource_spec: d.source_config.resource_spec,
       secrets: [{ name: 'API_TOKEN' }],
       redeployed_from: null,

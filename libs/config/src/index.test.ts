@@ -247,3 +247,44 @@ describe('process runtime hosts', () => {
     expect(runtime({ SLIPWAY_RUNTIME_HOST: '0.0.0.0', SLIPWAY_RUNTIME_PUBLIC_HOST: 'agents.example.com' }).publicHost).toBe('agents.example.com');
   });
 });
+
+describe('the image registry settings', () => {
+  it('default to a registry on 127.0.0.1:8130 under the data dir, with the api as its realm', () => {
+    const config = loadConfig({ SLIPWAY_DATA_DIR: dir, SLIPWAY_SECRETS_KEY: key(), PORT: '9000' });
+    expect(config.registry).toEqual({
+      mode: 'auto',
+      host: '127.0.0.1',
+      port: 8130,
+      publicAddress: '127.0.0.1:8130',
+      internalUrl: 'http://127.0.0.1:8130',
+      storageDir: path.join(dir, 'registry'),
+      signingKeyFile: path.join(dir, 'registry-signing.key'),
+      realm: 'http://127.0.0.1:9000/v2/registry/token',
+      eventsUrl: 'http://127.0.0.1:9000/v2/registry/events',
+      pushTokenTtlSeconds: 3600,
+      tokenTtlSeconds: 300,
+      binary: 'docker-registry',
+    });
+    expect(config.sourceNames).toBe('canonical');
+    expect(config.quotas.registryBytes).toBe(10 * 1024 ** 3);
+  });
+
+  it('a wildcard host is reached at loopback; explicit addresses win; bad values are refused', () => {
+    const config = loadConfig({
+      SLIPWAY_DATA_DIR: dir,
+      SLIPWAY_SECRETS_KEY: key(),
+      SLIPWAY_REGISTRY_HOST: '0.0.0.0',
+      SLIPWAY_REGISTRY_PUBLIC_ADDRESS: 'registry.example:443',
+      SLIPWAY_PUBLIC_URL: 'https://slipway.example/',
+      SLIPWAY_SOURCE_NAMES: 'hosted',
+    });
+    expect(config.registry).toMatchObject({ internalUrl: 'http://127.0.0.1:8130', publicAddress: 'registry.example:443', realm: 'https://slipway.example/v2/registry/token' });
+    expect(config.sourceNames).toBe('hosted');
+    const err = configErrorOf(() =>
+      loadConfig({ SLIPWAY_DATA_DIR: dir, SLIPWAY_SECRETS_KEY: key(), SLIPWAY_PUSH_TOKEN_TTL_SECONDS: '5', SLIPWAY_SOURCE_NAMES: 'other', SLIPWAY_REGISTRY_PUBLIC_ADDRESS: 'http://x/y' }),
+    );
+    expect(err.message).toMatch(/SLIPWAY_PUSH_TOKEN_TTL_SECONDS/);
+    expect(err.message).toMatch(/SLIPWAY_SOURCE_NAMES/);
+    expect(err.message).toMatch(/SLIPWAY_REGISTRY_PUBLIC_ADDRESS/);
+  });
+});

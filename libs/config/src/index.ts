@@ -10,6 +10,7 @@ import path from 'node:path';
 import Joi from 'joi';
 import type { Quotas } from '@slipway/domain';
 import { ConfigError } from './config-error.js';
+import { registrySchemaKeys, registrySettingsOf, type RegistrySettings } from './registry.js';
 
 export type NodeEnv = 'development' | 'test' | 'production';
 
@@ -97,6 +98,10 @@ export interface Config {
     /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
     build: { memoryMb: number; cpu: number; pidsMax: number; diskMb: number };
   };
+  /** The built-in image registry and its token auth (docs/operations.md, The image registry). */
+  registry: RegistrySettings;
+  /** `hosted`: responses name sources as the hosted control plane does (docs/api.md, Deployments). */
+  sourceNames: 'canonical' | 'hosted';
 }
 
 /** Bearer JWTs from one identity provider, verified against its JWKS. */
@@ -265,6 +270,8 @@ const schema = Joi.object({
   SLIPWAY_QUOTA_LOG_LINES_PER_REVISION: Joi.number().integer().min(100).default(50_000),
   SLIPWAY_QUOTA_LOG_LINES_TOTAL: Joi.number().integer().min(100).default(5_000_000),
   SLIPWAY_QUOTA_ARTIFACTS_KEPT: Joi.number().integer().min(0).default(5),
+  SLIPWAY_QUOTA_REGISTRY_BYTES: Joi.number().integer().min(0).default(10 * 1024 ** 3),
+  ...registrySchemaKeys,
   SLIPWAY_RETENTION_INTERVAL_MS: Joi.number().integer().min(1000).default(10 * 60_000),
   SLIPWAY_RETENTION_EVENTS_DAYS: Joi.number().integer().min(1).default(30),
   SLIPWAY_RETENTION_OUTBOX_HOURS: Joi.number().integer().min(1).default(24),
@@ -411,6 +418,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       logLinesPerRevision: value.SLIPWAY_QUOTA_LOG_LINES_PER_REVISION,
       logLinesTotal: value.SLIPWAY_QUOTA_LOG_LINES_TOTAL,
       artifactsKept: value.SLIPWAY_QUOTA_ARTIFACTS_KEPT,
+      registryBytes: value.SLIPWAY_QUOTA_REGISTRY_BYTES,
     },
     retention: {
       intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,
@@ -432,6 +440,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
         diskMb: value.SLIPWAY_BUILD_DISK_MB,
       },
     },
+    registry: registrySettingsOf(value, dataDir, (value.SLIPWAY_PUBLIC_URL ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '')),
+    sourceNames: value.SLIPWAY_SOURCE_NAMES,
   };
   return deepFreeze(config);
 }
@@ -472,3 +482,4 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly
 }
 export { loadAgentConfig, type AgentConfig } from './agent.js';
 export { secureDataDir } from './data-dir.js';
+export type { RegistrySettings } from './registry.js';

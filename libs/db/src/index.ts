@@ -81,3 +81,4 @@ export {
   type OutboundDelivery,
 } from './repositories/outbound-webhook.repository.js';
 export { RevisionRepository, type Heartbeat } from './repositories/revision.repository.js';
+export { RegistryRepository, type PushedBlob, type PushTokenGrant } from './repositories/registry.repository.js';

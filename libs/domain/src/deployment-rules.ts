@@ -5,7 +5,7 @@ export const DEPLOYMENT_NAME = /^[a-z][a-z0-9-]*[a-z0-9]$/;
 export const DEPLOYMENT_NAME_MIN = 3;
 export const DEPLOYMENT_NAME_MAX = 63;
 
-export const DEPLOYMENT_SOURCES = ['repohost', 'external_container', 'upload'] as const;
+export const DEPLOYMENT_SOURCES = ['repohost', 'external_container', 'upload', 'internal_docker'] as const;
 export type DeploymentSource = (typeof DEPLOYMENT_SOURCES)[number];
 
 /** Names real clients send, mapped to the canonical source kinds. */
@@ -14,6 +14,21 @@ export const SOURCE_ALIASES: Readonly<Record<string, DeploymentSource>> = {
   external_docker: 'external_container',
   internal_source: 'upload',
 };
+
+/** The hosted control plane's name of each source (`SLIPWAY_SOURCE_NAMES=hosted` answers with these). */
+export const HOSTED_SOURCE_NAMES: Readonly<Record<DeploymentSource, string>> = {
+  repohost: 'github',
+  external_container: 'external_docker',
+  upload: 'internal_source',
+  internal_docker: 'internal_docker',
+};
+
+/** How responses name a source: canonical, or as the hosted control plane does. */
+export const sourceName = (source: DeploymentSource, names: 'canonical' | 'hosted'): string =>
+  names === 'hosted' ? HOSTED_SOURCE_NAMES[source] : source;
+
+/** Sources whose revisions run an image (no build): pulled from elsewhere, or pushed to the built-in registry. */
+export const isImageSource = (source: DeploymentSource): boolean => source === 'external_container' || source === 'internal_docker';
 
 export function canonicalSource(value: string): DeploymentSource | undefined {
   if ((DEPLOYMENT_SOURCES as readonly string[]).includes(value)) return value as DeploymentSource;

@@ -21,6 +21,8 @@ export interface Quotas {
   logLinesTotal: number;
   /** Built artifacts kept per deployment besides the active revision's; older ones are pruned. */
   artifactsKept: number;
+  /** Bytes of images a workspace may keep in the built-in registry; pushes beyond are refused. */
+  registryBytes: number;
 }
 
 export type QuotaName = keyof Quotas;
@@ -35,6 +37,7 @@ export const QUOTA_FIELDS: Record<QuotaName, string> = {
   logLinesPerRevision: 'log_lines_per_revision',
   logLinesTotal: 'log_lines_total',
   artifactsKept: 'artifacts_kept',
+  registryBytes: 'registry_bytes',
 };
 
 /** 403: the request would take the workspace past one of its quotas; the message names it and its value. */

@@ -1,6 +1,6 @@
 import type { PipelineTimings } from '@slipway/config';
 import { RevisionRepository, type AppliedTransition, type EntityManager, type RevisionTransitionOptions } from '@slipway/db';
-import { isRevisionTerminal, type RevisionStatus } from '@slipway/domain';
+import { isImageSource, isRevisionTerminal, type DeploymentSource, type RevisionStatus } from '@slipway/domain';
 import type { JobName } from './catalog.js';
 import { enqueueInOutbox } from './outbox.js';
 
@@ -154,7 +154,7 @@ export class RevisionFlow {
     const row = await this.revisions(manager).start(revisionId);
     if (!row) throw new Error(`Revision ${revisionId} vanished while starting`);
     // Images and redeploys of built revisions need no build.
-    const job: JobName = row.source === 'external_container' || row.artifactRef ? 'rollout.revision' : 'build.revision';
+    const job: JobName = isImageSource(row.source as DeploymentSource) || row.artifactRef ? 'rollout.revision' : 'build.revision';
     await enqueueInOutbox(manager, job, { revisionId, attempt: row.attempt, ...(requestId ? { requestId } : {}) });
   }
 }

@@ -37,6 +37,7 @@ import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
 import { opsRoutes } from './routes/ops.router.js';
 import { tagRoutes } from './routes/tags.router.js';
 import { uploadRoutes } from './routes/uploads.router.js';
+import { registryRoutes } from './routes/registry.router.js';
 import { ApiKeyService } from './services/api-key.service.js';
 import { DeploymentService } from './services/deployment.service.js';
 import { IntegrationService } from './services/integration.service.js';
@@ -54,6 +55,7 @@ import { LogService } from './services/log.service.js';
 import { EventService } from './services/event.service.js';
 import { OutboundWebhookService } from './services/outbound-webhook.service.js';
 import { UploadService } from './services/upload.service.js';
+import { RegistryService } from './services/registry.service.js';
 
 export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
 export { answerClientErrors } from './http/client-errors.js';
@@ -99,7 +101,8 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   const shutdown = new AbortController();
   const integrations = new IntegrationService(dataSource, secrets, config);
   const quotas = new QuotaService(dataSource, config.quotas);
-  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.runtime.publicHost);
+  const registry = new RegistryService(dataSource, config, quotas);
+  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.runtime.publicHost, registry, config.sourceNames);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
@@ -117,6 +120,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...tagRoutes(new TagService(dataSource, deployments)),
     ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
     ...uploadRoutes(new UploadService(dataSource, config, quotas)),
+    ...registryRoutes(registry),
     ...logRoutes(new LogService(dataSource, notifications)),
     ...eventRoutes(new EventService(dataSource, notifications)),
     ...outboundWebhookRoutes(new OutboundWebhookService(dataSource, secrets, config)),

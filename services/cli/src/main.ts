@@ -5,9 +5,11 @@
  *   keys create [--role admin|member] [--org] [--workspace <id>] [--listener <id>] [--description <text>]
  *   keys list [--workspace <id>]
  *   keys revoke <key id>
+ *   registry-config                     write the built-in registry's configuration (docker-compose's registry:2)
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '@slipway/config';
+import { prepareRegistry } from '@slipway/registry';
 import {
   ApiKeyRepository,
   createDataSource,
@@ -24,7 +26,8 @@ const USAGE = `usage:
   slipway migrate [--create-database]
   slipway keys create [--role admin|member] [--org] [--workspace <id>] [--listener <id>] [--description <text>]
   slipway keys list [--workspace <id>]
-  slipway keys revoke <key-id>`;
+  slipway keys revoke <key-id>
+  slipway registry-config`;
 
 class UsageError extends Error {}
 
@@ -130,6 +133,10 @@ async function main(argv: string[]): Promise<void> {
       return migrate(args);
     case 'keys':
       return keys(args);
+    case 'registry-config':
+      // The signing key (created on first use), its certificate and distribution's config, under the storage dir.
+      console.log(prepareRegistry(loadConfig()));
+      return;
     default:
       throw new UsageError(USAGE);
   }

@@ -14,7 +14,16 @@ interface RolloutRow {
   source: string;
   deployment_id: string;
   deployment_status: string;
+  listener_id: string | null;
 }
+
+/**
+ * Images Slipway runs itself (internal_docker, and external_container without a listener) need
+ * the embedded container runtime, which this release does not have yet: such a rollout ends
+ * DEPLOY_FAILED with this message rather than pretending (docs/api.md, Images and the built-in registry).
+ */
+export const NO_CONTAINER_RUNTIME =
+  'The embedded container runtime is not available yet: this release cannot run images itself (internal_docker, or external_container without a listener). The image is stored; register a listener and use external_container to run it.';
 
 /**
  * `rollout.revision`. The revision's deployment gets its database first (provisioning is
@@ -41,7 +50,7 @@ export function rolloutRevisionProcessor(
           // FOR SHARE: the relay adds this job inside the transaction that moves the revision to
           // AWAITING_DEPLOY, so the job can arrive before that commits. Waiting for the relay's
           // row lock means we read the committed status instead of taking the job for stale.
-          `SELECT r.status, r.attempt, r.source, r.deployment_id, d.status AS deployment_status
+          `SELECT r.status, r.attempt, r.source, r.deployment_id, d.status AS deployment_status, d.listener_id
              FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1
               FOR SHARE OF r`,
           [revisionId],
@@ -60,6 +69,11 @@ export function rolloutRevisionProcessor(
     try {
       if (rev.deployment_status === 'AWAITING_DATABASE' && !(await provisionOrFail(dataAccess, dataSource, flow, rev.deployment_id, revisionId, log))) return;
 
+      if (rev.source === 'internal_docker' || (rev.source === 'external_container' && !rev.listener_id)) {
+        await dataSource.transaction((m) => flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: ['AWAITING_DEPLOY'], message: NO_CONTAINER_RUNTIME }));
+        log.warn({ source: rev.source }, 'no embedded container runtime; revision failed');
+        return;
+      }
       if (rev.source === 'external_container') {
         guard.stop(); // from DEPLOYING on, the listener reports and the deadline bounds it
         const applied = await dataSource.transaction((m) =>

@@ -40,6 +40,10 @@ export class Revision {
   @Column({ type: 'text', nullable: true })
   imageUri!: string | null;
 
+  /** Image revisions of the built-in registry: the manifest digest it runs (a tag is resolved when the revision is made). */
+  @Column({ type: 'text', nullable: true })
+  imageDigest!: string | null;
+
   /** Set once built: what a redeploy reuses without rebuilding. */
   @Column({ type: 'text', nullable: true })
   artifactRef!: string | null;

@@ -74,6 +74,8 @@ const ISSUE_BY_CODE: Record<string, (ctx: Context, isInteger: boolean) => { type
   'array.unique': () => ({ type: 'value_error', msg: 'Value error, list items must be unique' }),
   'any.only': (c) => ({ type: 'enum', msg: `Input should be ${listValids(c.valids)}` }),
   'date.base': () => ({ type: 'datetime_parsing', msg: 'Input should be a valid datetime' }),
+  // Only schemas that refuse unknown keys explicitly (list filters: never silently ignored).
+  'object.unknown': (c) => ({ type: 'extra_forbidden', msg: `Extra inputs are not permitted: '${c.key}' is not a filter this server implements` }),
 };
 
 interface Described {

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import {
   DEPLOYMENT_NAME,
+  HOSTED_SOURCE_NAMES,
   DEPLOYMENT_NAME_MAX,
   DEPLOYMENT_NAME_MIN,
   DEPLOYMENT_SOURCES,
@@ -28,6 +29,8 @@ const CommaJoi = Joi.extend((joi) => ({
 const commaList = (item: Joi.Schema) => CommaJoi.commaList().items(item).max(100);
 
 const SOURCE_INPUTS = [...DEPLOYMENT_SOURCES, ...Object.keys(SOURCE_ALIASES)];
+/** Responses name sources canonically, or as the hosted control plane does (`SLIPWAY_SOURCE_NAMES=hosted`). */
+const SOURCE_OUTPUTS = [...new Set([...DEPLOYMENT_SOURCES, ...Object.values(HOSTED_SOURCE_NAMES)])];
 
 export const deploymentName = Joi.string()
   .min(DEPLOYMENT_NAME_MIN)
@@ -89,7 +92,7 @@ const sourceRevisionConfigFields = {
 
 export const createDeploymentBody = Joi.object({
   name: deploymentName.required(),
-  source: Joi.string().valid(...SOURCE_INPUTS).required().description('repohost | external_container | upload (aliases: github, external_docker, internal_source)'),
+  source: Joi.string().valid(...SOURCE_INPUTS).required().description('repohost | external_container | upload | internal_docker (aliases: github, external_docker, internal_source)'),
   source_config: Joi.object(sourceConfigFields).required().id('SourceConfigInput'),
   source_revision_config: Joi.object(sourceRevisionConfigFields).required().id('SourceRevisionConfigInput'),
   secrets: secrets.default([]),
@@ -105,7 +108,7 @@ export const patchDeploymentBody = Joi.object({
   source_config: Joi.object(sourceConfigFields).allow(null),
   source_revision_config: Joi.object(sourceRevisionConfigFields).allow(null),
   secrets: secrets.allow(null),
-  revision_source: Joi.string().valid(...SOURCE_INPUTS).allow(null).description('CLI compatibility (C10): `internal_source` for an uploaded tarball'),
+  revision_source: Joi.string().valid(...SOURCE_INPUTS).allow(null).description('CLI compatibility: `internal_source` for an uploaded tarball, `internal_docker` for a pushed image'),
   image_version: Joi.string().max(255).allow(null),
   deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null),
 })
@@ -147,7 +150,9 @@ export const listDeploymentsQuery = Joi.object({
   image_version: Joi.string().max(255),
   deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES),
   deployment_ids: commaList(uuid()),
-});
+})
+  // A filter this server does not implement (e.g. agent_id) is a 422 naming it, never silently ignored.
+  .unknown(false);
 
 export const listRevisionsQuery = Joi.object({
   ...paginationQuery,
@@ -180,7 +185,7 @@ const sourceRevisionConfigResponse = Joi.object({
 export const deploymentResponse = Joi.object({
   id: uuid().required(),
   name: Joi.string().required(),
-  source: Joi.string().valid(...DEPLOYMENT_SOURCES).required(),
+  source: Joi.string().valid(...SOURCE_OUTPUTS).required(),
   source_config: sourceConfigResponse.required(),
   source_revision_config: sourceRevisionConfigResponse.required(),
   secrets: Joi.array().items(Joi.object({ name: Joi.string(), value: Joi.string().valid('********') })).required(),
@@ -204,9 +209,13 @@ export const revisionResponse = Joi.object({
   deployment_id: uuid().required(),
   status: Joi.string().valid(...REVISION_STATUSES).required(),
   status_message: Joi.string().allow(null).required(),
-  source: Joi.string().valid(...DEPLOYMENT_SOURCES).required(),
+  source: Joi.string().valid(...SOURCE_OUTPUTS).required(),
   source_revision_config: sourceRevisionConfigResponse.required(),
   image_uri: Joi.string().allow(null).required(),
+  image_digest: Joi.string()
+    .allow(null)
+    .required()
+    .description('internal_docker: the manifest digest the revision runs (a tag is resolved when the revision is made)'),
   resource_spec: resourceSpec.required(),
   secrets: Joi.array().items(Joi.object({ name: Joi.string() })).required().description('Names only'),
   redeployed_from: uuid().allow(null).required(),

@@ -7,8 +7,7 @@ import {
   DEPLOYMENT_INTEGRATION_FK,
   isForeignKeyViolation,
   isUniqueViolation,
-  ListenerRepository,
-  queryRows,
+  RegistryRepository,
   Revision,
   RevisionRepository,
   transitionDeployment,
@@ -21,133 +20,27 @@ import {
 import {
   BadRequestError,
   canonicalSource,
-  ConflictError,
-  IMMUTABLE_SOURCE_CONFIG_FIELDS,
-  isSelfHosted,
+  isImageSource,
   mergeSecrets,
   NotFoundError,
   patchCreatesRevision,
-  resolveResourceSpec,
-  resourceSpecProblems,
   SECRET_MASK,
-  type DeploymentSource,
-  type DeploymentType,
-  type ResourceSpec,
-  type ResourceSpecInput,
   type SecretEntry,
 } from '@slipway/domain';
 import { enqueueInOutbox, type RevisionFlow } from '@slipway/jobs';
 import { RequestValidationError, type ValidationIssue } from '../http/validation-error.js';
-import { iso } from '../schemas/common.schema.js';
-import type {
-  CreateDeploymentBody,
-  ListDeploymentsQuery,
-  PatchDeploymentBody,
-  SourceConfigInput,
-  SourceRevisionConfigInput,
-} from '../schemas/deployment.schema.js';
-import { assertPodPolicy, podPolicyIssues } from './pod-policy-check.js';
+import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
+import { assertImmutables, assertNoListeners, attachTracingProject, checkListener, nameTaken } from './deployment-checks.js';
+import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
+import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
+import { assertBuildable, buildConfigOf, defaultRevisionConfig, deploymentTypeFor, issue, resolveSpec, revisionConfigFrom, storedSourceConfig, validateCreate } from './deployment-rules.js';
+import { assertPodPolicy } from './pod-policy-check.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
 
-const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
+export { presentDeployment, type DeploymentView } from './deployment-view.js';
 
-/**
- * The API shape of a deployment (docs/api.md, Deployments). Secret values never leave: they are masked.
- * A cloud-hosted deployment's `url` is where the process runtime serves it (`runtimeHost` and
- * its serving port); its `custom_url` shows that same URL until the user sets one of their own.
- */
-export function presentDeployment(d: Deployment, latest: Pick<Revision, 'sourceRevisionConfig'> | null, secretNames: string[], tagValueIds: string[], runtimeHost?: string) {
-  const config = latest?.sourceRevisionConfig ?? {};
-  const host = runtimeHost?.includes(':') ? `[${runtimeHost}]` : runtimeHost;
-  const servingUrl = !isSelfHosted(d.source) && d.servingPort && host ? `http://${host}:${d.servingPort}` : null;
-  return {
-    id: d.id,
-    name: d.name,
-    source: d.source,
-    source_config: {
-      integration_id: d.sourceConfig.integration_id ?? null,
-      repo_url: d.sourceConfig.repo_url ?? null,
-      build_on_push: d.sourceConfig.build_on_push ?? null,
-      custom_url: d.sourceConfig.custom_url ?? servingUrl,
-      resource_spec: d.resourceSpec,
-      listener_id: d.sourceConfig.listener_id ?? null,
-      listener_config: d.sourceConfig.listener_config ?? null,
-      install_command: d.sourceConfig.install_command ?? null,
-      build_command: d.sourceConfig.build_command ?? null,
-      deployment_type: d.deploymentType,
-      serving_auth: d.sourceConfig.serving_auth ?? null,
-    },
-    source_revision_config: {
-      repo_ref: config.repo_ref ?? null,
-      graph_config_path: config.graph_config_path ?? null,
-      image_uri: config.image_uri ?? null,
-      repo_commit_sha: config.repo_commit_sha ?? null,
-      source_tarball_path: config.source_tarball_path ?? null,
-    },
-    secrets: secretNames.map((name) => ({ name, value: SECRET_MASK })),
-    status: d.status,
-    deployment_type: d.deploymentType,
-    latest_revision_id: d.latestRevisionId,
-    active_revision_id: d.activeRevisionId,
-    image_version: d.imageVersion,
-    tenant_id: d.workspaceId,
-    tracing_project_id: d.tracingProjectId,
-    url: servingUrl ?? d.sourceConfig.custom_url ?? null,
-    tag_value_ids: tagValueIds,
-    created_at: iso(d.createdAt)!,
-    updated_at: iso(d.updatedAt)!,
-  };
-}
-
-export type DeploymentView = ReturnType<typeof presentDeployment>;
-
-/** What a new revision is made of; everything is snapshotted so the revision never changes. */
-interface RevisionDraft {
-  source: DeploymentSource;
-  sourceRevisionConfig: StoredRevisionConfig;
-  resourceSpec: ResourceSpec;
-  secrets: SecretEntry[];
-  buildConfig: { install_command: string | null; build_command: string | null };
-  redeployedFrom?: string | null;
-  artifactRef?: string | null;
-  imageUri?: string | null;
-}
-
-/** The build settings a new revision snapshots from its deployment's source_config. */
-const buildConfigOf = (sc: StoredSourceConfig) => ({ install_command: sc.install_command ?? null, build_command: sc.build_command ?? null });
-
-const issue = (loc: Array<string | number>, type: string, msg: string): ValidationIssue => ({ loc: ['body', ...loc], msg, type });
-
-function revisionConfigFrom(input: SourceRevisionConfigInput, base: StoredRevisionConfig = {}): StoredRevisionConfig {
-  const graph = input.graph_config_path ?? input.langgraph_config_path;
-  const merged: StoredRevisionConfig = { ...base };
-  // A new ref or image means the commit must be resolved again, unless the caller pins one.
-  if (input.repo_ref != null || input.source_tarball_path != null) merged.repo_commit_sha = null;
-  if (input.repo_ref != null) merged.repo_ref = input.repo_ref;
-  if (graph != null) merged.graph_config_path = graph;
-  if (input.image_uri != null) merged.image_uri = input.image_uri;
-  if (input.repo_commit_sha != null) merged.repo_commit_sha = input.repo_commit_sha;
-  if (input.source_tarball_path != null) merged.source_tarball_path = input.source_tarball_path;
-  return merged;
-}
-
-/**
- * Where create finds a repohost deployment's repository (C4): the integration must be one of
- * the workspace's (else 404) and list `repoUrl` (else 400). IntegrationService in the app.
- */
-export interface RepositoryCatalog {
-  findRepository(workspaceId: string, integrationId: string, repoUrl: string): Promise<{ default_branch: string }>;
-}
-
-/** A create request checked outside any transaction (`prepareCreate`), ready to be written. */
-export interface CreateDraft {
-  source: DeploymentSource;
-  type: DeploymentType | null;
-  resourceSpec: ResourceSpec;
-  revisionConfig: StoredRevisionConfig | null;
-  sourceConfig: StoredSourceConfig;
-}
+export type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 
 /**
  * Deployments (docs/api.md, Deployments): create, read, list, update, delete. Every write is one
@@ -163,6 +56,9 @@ export class DeploymentService {
     private readonly quotas: QuotaService,
     /** The host in cloud-hosted deployments' serving URLs (`config.runtime.publicHost`). */
     private readonly runtimeHost?: string,
+    private readonly images?: ImageResolver,
+    /** How responses name sources (`config.sourceNames`). */
+    readonly sourceNames: SourceNames = 'canonical',
   ) {}
 
   // ---------------------------------------------------------------- reads
@@ -216,11 +112,11 @@ export class DeploymentService {
     const source = canonicalSource(body.source)!;
     // Every problem of the request in one 422 (docs/api.md, Errors), not only the first check's.
     const issues: ValidationIssue[] = [];
-    const type = this.deploymentTypeFor(source, body, issues);
-    const resourceSpec = this.resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec'], issues);
-    const revisionConfig = this.validateCreate(source, body, issues);
+    const type = deploymentTypeFor(source, body, issues);
+    const resourceSpec = resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec'], issues);
+    const revisionConfig = validateCreate(source, body, issues);
     if (issues.length) throw new RequestValidationError(issues);
-    const sourceConfig = this.storedSourceConfig(body.source_config);
+    const sourceConfig = storedSourceConfig(body.source_config);
     // ---- repohost (C4): the integration lists the repository; repo_ref defaults to its default branch.
     if (source === 'repohost') {
       const repository = await this.repositories.findRepository(workspaceId, sourceConfig.integration_id!, sourceConfig.repo_url!);
@@ -236,9 +132,12 @@ export class DeploymentService {
     const secrets = this.mergeSecrets([], body.secrets);
 
     const id = randomUUID();
-    if (source === 'external_container') await this.checkListener(manager, workspaceId, sourceConfig, body.name, resourceSpec);
+    if (source === 'external_container') {
+      if (sourceConfig.listener_id) await checkListener(manager, workspaceId, sourceConfig, body.name, resourceSpec);
+      else await assertNoListeners(manager, workspaceId);
+    }
 
-    const tracingProjectId = await this.attachTracingProject(manager, workspaceId, body.name);
+    const tracingProjectId = await attachTracingProject(manager, workspaceId, body.name);
     const deployment: Deployment = Object.assign(new Deployment(), {
       id,
       workspaceId,
@@ -260,7 +159,7 @@ export class DeploymentService {
     try {
       await new DeploymentRepository(manager).insertLinkingTracingProject(deployment);
     } catch (err) {
-      if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw this.nameTaken(body.name, workspaceId);
+      if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw nameTaken(body.name, workspaceId);
       // The integration was deleted after findRepository saw it.
       if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK)) throw NotFoundError.of('Integration', sourceConfig.integration_id!);
       throw err;
@@ -282,7 +181,7 @@ export class DeploymentService {
     // Answered from what this transaction wrote: the insert returned the row's defaults (its
     // timestamps are the transaction's now(), as is the latest-revision update's), a new
     // deployment has no tags, and its latest revision's config is `revisionConfig`.
-    return presentDeployment(deployment, revisionConfig && { sourceRevisionConfig: revisionConfig }, secrets.map((s) => s.name), [], this.runtimeHost);
+    return presentDeployment(deployment, revisionConfig && { sourceRevisionConfig: revisionConfig }, secrets.map((s) => s.name), [], this.runtimeHost, this.sourceNames);
   }
 
   // ---------------------------------------------------------------- update
@@ -303,11 +202,14 @@ export class DeploymentService {
     if (deployment.status === 'AWAITING_DELETE') {
       throw new BadRequestError(`Deployment ID ${id} is being deleted and can no longer be changed.`);
     }
-    this.assertImmutables(deployment, body);
+    assertImmutables(deployment, body);
+    if (body.revision_source != null && canonicalSource(body.revision_source) === 'internal_docker' && deployment.source !== 'internal_docker') {
+      throw new BadRequestError(`revision_source 'internal_docker' is only for internal_docker deployments; this one's source is ${deployment.source}.`);
+    }
     // The cross-source rule of create holds for later revisions too: only images carry an image_uri.
-    if (!isSelfHosted(deployment.source) && body.source_revision_config?.image_uri != null) {
+    if (!isImageSource(deployment.source) && body.source_revision_config?.image_uri != null) {
       throw new RequestValidationError([
-        issue(['source_revision_config', 'image_uri'], 'value_error', 'Value error, image_uri is only for external_container deployments'),
+        issue(['source_revision_config', 'image_uri'], 'value_error', 'Value error, image_uri is only for external_container and internal_docker deployments'),
       ]);
     }
 
@@ -319,7 +221,7 @@ export class DeploymentService {
     const specIssues: ValidationIssue[] = [];
     const resourceSpec =
       input.resource_spec != null
-        ? this.resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'], specIssues)
+        ? resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'], specIssues)
         : deployment.resourceSpec;
     if (specIssues.length) throw new RequestValidationError(specIssues);
     if (input.resource_spec != null) {
@@ -348,14 +250,16 @@ export class DeploymentService {
     // Only a completed upload of this very deployment may be built (C10), never a guessed path.
     if (revisionInput.source_tarball_path != null) await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
     if (alwaysRevision || patchCreatesRevision(body) || uploadRevision) {
-      const revisionConfig = await this.nextRevisionConfig(manager, deployment, revisionInput);
-      this.assertBuildable(deployment.source, revisionConfig);
+      const latest = await this.latestRevision(manager, deployment);
+      const revisionConfig = revisionConfigFrom(revisionInput, latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source));
+      assertBuildable(deployment.source, revisionConfig);
       await this.addRevision(manager, deployment, {
         source: deployment.source,
         sourceRevisionConfig: revisionConfig,
         resourceSpec,
         secrets,
         buildConfig: buildConfigOf(sourceConfig),
+        ...(deployment.source === 'internal_docker' ? await this.internalImage(deployment, revisionInput, latest) : {}),
       }, requestId);
     }
     return this.get(workspaceId, id, manager);
@@ -376,6 +280,8 @@ export class DeploymentService {
         await revisions.transition(revisionId, 'INTERRUPTED', { message: 'Deployment deleted.' });
       }
       await enqueueInOutbox(manager, 'teardown.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
+      // Its images can no longer be pushed or pulled with the push tokens it handed out.
+      await new RegistryRepository(manager).revokeOfDeployment(id);
     }
     if (deleteTracingProject && deployment.tracingProjectId) {
       await manager.query(`UPDATE deployments SET tracing_project_id = NULL WHERE id = $1`, [id]);
@@ -402,6 +308,7 @@ export class DeploymentService {
       source: draft.source,
       sourceRevisionConfig: draft.sourceRevisionConfig,
       imageUri: draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null),
+      imageDigest: draft.imageDigest ?? null,
       artifactRef: draft.artifactRef ?? null,
       resourceSpec: draft.resourceSpec,
       secretsSealed: this.sealSecrets(draft.secrets, id),
@@ -447,10 +354,23 @@ export class DeploymentService {
 
   /** A new revision's config: the latest revision's (or the source's defaults), with `input` applied. */
   private async nextRevisionConfig(manager: EntityManager, deployment: Deployment, input: SourceRevisionConfigInput): Promise<StoredRevisionConfig> {
-    const latest = deployment.latestRevisionId
-      ? await new RevisionRepository(manager).find(deployment.id, deployment.latestRevisionId)
-      : null;
-    return revisionConfigFrom(input, latest?.sourceRevisionConfig ?? this.defaultRevisionConfig(deployment.source));
+    const latest = await this.latestRevision(manager, deployment);
+    return revisionConfigFrom(input, latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source));
+  }
+
+  private async latestRevision(manager: EntityManager, deployment: Deployment): Promise<Revision | null> {
+    return deployment.latestRevisionId ? new RevisionRepository(manager).find(deployment.id, deployment.latestRevisionId) : null;
+  }
+
+  /**
+   * The image an internal_docker revision runs: a new `image_uri` resolved to its digest now (so
+   * a tag moved later changes nothing), or else the latest revision's digest.
+   */
+  private async internalImage(deployment: Deployment, input: SourceRevisionConfigInput, latest: Revision | null): Promise<Pick<RevisionDraft, 'imageUri' | 'imageDigest'>> {
+    if (input.image_uri == null) return { imageUri: latest?.imageUri ?? null, imageDigest: latest?.imageDigest ?? null };
+    if (!this.images) throw new Error('internal_docker revisions need the registry (ImageResolver)');
+    const resolved = await this.images.resolveImage(deployment.id, input.image_uri);
+    return { imageUri: resolved.imageUri, imageDigest: resolved.digest };
   }
 
   /** `incoming` applied to `stored` (C4): a masked value keeps the stored one; one with none to keep → 400. */
@@ -471,140 +391,8 @@ export class DeploymentService {
       this.openSecrets(d.secretsSealed, d.id).map((s) => s.name),
       tagValueIds,
       this.runtimeHost,
+      this.sourceNames,
     );
   }
 
-  private deploymentTypeFor(source: DeploymentSource, body: CreateDeploymentBody, issues: ValidationIssue[]): DeploymentType | null {
-    const given = (body.deployment_type ?? body.source_config.deployment_type ?? null) as DeploymentType | null;
-    if (isSelfHosted(source)) {
-      if (given !== null) {
-        const loc = body.deployment_type != null ? ['deployment_type'] : ['source_config', 'deployment_type'];
-        issues.push(issue(loc, 'value_error', 'Value error, deployment_type must be null for external_container deployments'));
-      }
-      return null;
-    }
-    return given ?? 'dev';
-  }
-
-  /** The spec with every default filled in; its cross-field problems are added to `issues`. */
-  private resolveSpec(input: Record<string, unknown>, type: DeploymentType | null, loc: string[], issues: ValidationIssue[]): ResourceSpec {
-    const spec = resolveResourceSpec(input as ResourceSpecInput, type);
-    for (const [field, message] of resourceSpecProblems(spec)) issues.push(issue([...loc, field], 'value_error', `Value error, ${message}`));
-    return spec;
-  }
-
-  /**
-   * Per-source rules of docs/api.md, Deployments, added to `issues`; returns the first revision's config, or
-   * null for none (meaningful only when no issue was found).
-   */
-  private validateCreate(source: DeploymentSource, body: CreateDeploymentBody, issues: ValidationIssue[]): StoredRevisionConfig | null {
-    const sc = body.source_config;
-    const src = body.source_revision_config;
-    const required = (loc: string[], value: unknown, why: string) => {
-      if (value == null || value === '') issues.push(issue(loc, 'missing', `Field required ${why}`));
-    };
-    const forbidden = (loc: string[], value: unknown, why: string) => {
-      if (value != null) issues.push(issue(loc, 'value_error', `Value error, ${loc.at(-1)} ${why}`));
-    };
-    if (source === 'repohost') {
-      required(['source_config', 'integration_id'], sc.integration_id, 'for repohost deployments');
-      required(['source_config', 'repo_url'], sc.repo_url, 'for repohost deployments');
-      forbidden(['source_config', 'listener_id'], sc.listener_id, 'is only for external_container deployments');
-      forbidden(['source_revision_config', 'image_uri'], src.image_uri, 'is only for external_container deployments');
-    } else if (source === 'external_container') {
-      required(['source_revision_config', 'image_uri'], src.image_uri, 'for external_container deployments');
-      required(['source_config', 'listener_id'], sc.listener_id, 'for external_container deployments');
-      forbidden(['source_config', 'integration_id'], sc.integration_id, 'is only for repohost deployments');
-      forbidden(['source_config', 'repo_url'], sc.repo_url, 'is only for repohost deployments');
-    } else {
-      // An upload deployment has neither an integration nor a repository (C4), nor a listener.
-      forbidden(['source_config', 'listener_id'], sc.listener_id, 'is only for external_container deployments');
-      forbidden(['source_config', 'integration_id'], sc.integration_id, 'is only for repohost deployments');
-      forbidden(['source_config', 'repo_url'], sc.repo_url, 'is only for repohost deployments');
-      forbidden(['source_revision_config', 'image_uri'], src.image_uri, 'is only for external_container deployments');
-    }
-    // An upload belongs to a deployment, so none can exist yet: a path here could only be guessed (C10).
-    forbidden(['source_revision_config', 'source_tarball_path'], src.source_tarball_path, 'is set by a PATCH after uploading through POST /v2/deployments/{id}/upload-url');
-    if (source === 'upload') return null;
-    return revisionConfigFrom(src, this.defaultRevisionConfig(source));
-  }
-
-  private defaultRevisionConfig(source: DeploymentSource): StoredRevisionConfig {
-    return source === 'external_container' ? {} : { graph_config_path: DEFAULT_GRAPH_CONFIG_PATH };
-  }
-
-  private assertBuildable(source: DeploymentSource, config: StoredRevisionConfig): void {
-    if (source === 'external_container' && !config.image_uri) {
-      throw new RequestValidationError([issue(['source_revision_config', 'image_uri'], 'missing', 'Field required for external_container deployments')]);
-    }
-    if (source === 'upload' && !config.source_tarball_path) {
-      throw new BadRequestError('An upload deployment needs source_revision_config.source_tarball_path (from POST /v2/deployments/{id}/upload-url).');
-    }
-  }
-
-  private storedSourceConfig(input: SourceConfigInput): StoredSourceConfig {
-    const { resource_spec: _spec, deployment_type: _type, ...rest } = input;
-    return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) as StoredSourceConfig;
-  }
-
-  /** The listener must be of this workspace, the namespace one it serves, and the spec one its pod policy allows. */
-  private async checkListener(manager: EntityManager, workspaceId: string, config: StoredSourceConfig, name: string, spec: ResourceSpec): Promise<void> {
-    const listener = await new ListenerRepository(manager).find(workspaceId, config.listener_id!);
-    if (!listener) throw NotFoundError.of('Listener', config.listener_id!);
-    const namespace = config.listener_config?.k8s_namespace;
-    const allowed = listener.computeConfig.k8s_namespaces;
-    if (namespace && allowed && !allowed.includes(namespace)) {
-      throw new BadRequestError(
-        `Namespace '${namespace}' is not one of listener ${listener.id}'s namespaces (${allowed.join(', ') || 'none'}).`,
-      );
-    }
-    const refused = podPolicyIssues(listener, name, spec);
-    if (refused.length) throw new RequestValidationError(refused);
-  }
-
-  /**
-   * A tracing project of the same name: created, or re-attached when it survived a deleted
-   * deployment. Locked, so two creates of one name cannot both attach it.
-   */
-  private async attachTracingProject(manager: EntityManager, workspaceId: string, name: string): Promise<string> {
-    // The usual case, a new name, in one round trip. A concurrent create of the same name makes
-    // this wait for its commit and then do nothing; the read below then sees its project taken.
-    const id = randomUUID();
-    const inserted = await queryRows(
-      manager,
-      `INSERT INTO tracing_projects (id, workspace_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING id`,
-      [id, workspaceId, name],
-    );
-    if (inserted.length) return id;
-    const [existing] = await queryRows<{ id: string; deployment_id: string | null }>(
-      manager,
-      `SELECT id, deployment_id FROM tracing_projects WHERE workspace_id = $1 AND name = $2 FOR UPDATE`,
-      [workspaceId, name],
-    );
-    // Gone again (a concurrent create rolled back): treat as taken rather than guess; a retry wins.
-    if (!existing || existing.deployment_id) throw this.nameTaken(name, workspaceId);
-    return existing.id;
-  }
-
-  private nameTaken(name: string, workspaceId: string): ConflictError {
-    return new ConflictError(`A deployment or tracing project named '${name}' already exists in workspace ID '${workspaceId}'.`);
-  }
-
-  /** docs/api.md, Deployments: changing an immutable field is a 400 naming it; repeating its value is fine. */
-  private assertImmutables(deployment: Deployment, body: PatchDeploymentBody): void {
-    const changed = (field: string) => {
-      throw new BadRequestError(`${field} cannot be changed after the deployment is created.`);
-    };
-    if (body.name != null && body.name !== deployment.name) changed('name');
-    if (body.source != null && canonicalSource(body.source) !== deployment.source) changed('source');
-    const input = body.source_config ?? {};
-    for (const field of IMMUTABLE_SOURCE_CONFIG_FIELDS) {
-      const given = input[field];
-      if (given == null) continue;
-      const stored = deployment.sourceConfig[field] ?? null;
-      if (JSON.stringify(given) !== JSON.stringify(stored)) changed(`source_config.${field}`);
-    }
-    const type = body.deployment_type ?? input.deployment_type;
-    if (type != null && type !== deployment.deploymentType) changed('deployment_type');
-  }
 }

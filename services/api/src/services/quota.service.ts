@@ -1,5 +1,5 @@
 import type { Config } from '@slipway/config';
-import { QuotaRepository, TenancyRepository, type DataSource, type EntityManager } from '@slipway/db';
+import { QuotaRepository, RegistryRepository, TenancyRepository, type DataSource, type EntityManager } from '@slipway/db';
 import { NotFoundError, QUOTA_FIELDS, QuotaExceededError, type QuotaName, type Quotas, type ResourceSpec } from '@slipway/domain';
 
 /** `GET/PUT /v2/workspaces/{id}/quotas`: the quotas in force and which of them the workspace overrides. */
@@ -65,6 +65,15 @@ export class QuotaService {
     const stored = await new QuotaRepository(manager).uploadBytes(workspaceId);
     if (stored + incoming > uploadBytes) {
       throw new QuotaExceededError('uploadBytes', uploadBytes, `this workspace stores ${stored} bytes of uploads and this one adds ${incoming}`);
+    }
+  }
+
+  /** Room for more images: the workspace's registry blobs are below its `registry_bytes` quota. */
+  async assertRegistryRoom(manager: EntityManager, workspaceId: string): Promise<void> {
+    const { registryBytes } = await this.effective(manager, workspaceId);
+    const stored = await new RegistryRepository(manager).workspaceBytes(workspaceId);
+    if (stored >= registryBytes) {
+      throw new QuotaExceededError('registryBytes', registryBytes, `this workspace's images take ${stored} bytes of the registry`);
     }
   }
 

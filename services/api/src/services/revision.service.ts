@@ -1,27 +1,25 @@
 import { Revision, RevisionRepository, type DataSource, type EntityManager, type Page } from '@slipway/db';
-import { BadRequestError, isRevisionTerminal, NotFoundError } from '@slipway/domain';
+import { BadRequestError, isImageSource, isRevisionTerminal, NotFoundError, sourceName } from '@slipway/domain';
 import type { RevisionFlow } from '@slipway/jobs';
 import { iso } from '../schemas/common.schema.js';
+import { presentRevisionConfig, type SourceNames } from './deployment-view.js';
 import type { DeploymentService, DeploymentView } from './deployment.service.js';
 import { podPolicyIssuesFor } from './pod-policy-check.js';
 
-/** The API shape of a revision (docs/api.md, Revisions): secret names only, never values. */
-export function presentRevision(r: Revision) {
-  const c = r.sourceRevisionConfig;
+/**
+ * The API shape of a revision (docs/api.md, Revisions): secret names only, never values. An
+ * internal_docker revision's `image_uri` is pinned to the digest it runs (`image_digest`).
+ */
+export function presentRevision(r: Revision, names: SourceNames = 'canonical') {
   return {
     id: r.id,
     deployment_id: r.deploymentId,
     status: r.status,
     status_message: r.statusMessage,
-    source: r.source,
-    source_revision_config: {
-      repo_ref: c.repo_ref ?? null,
-      graph_config_path: c.graph_config_path ?? null,
-      image_uri: c.image_uri ?? null,
-      repo_commit_sha: c.repo_commit_sha ?? null,
-      source_tarball_path: c.source_tarball_path ?? null,
-    },
+    source: sourceName(r.source, names),
+    source_revision_config: presentRevisionConfig(r.sourceRevisionConfig),
     image_uri: r.imageUri,
+    image_digest: r.imageDigest,
     resource_spec: r.resourceSpec,
     secrets: r.secretNames.map((name) => ({ name })),
     redeployed_from: r.redeployedFrom,
@@ -43,7 +41,7 @@ export class RevisionService {
 
   async get(workspaceId: string, deploymentId: string, revisionId: string): Promise<RevisionView> {
     const revision = await new RevisionRepository(this.dataSource.manager).findInWorkspace(workspaceId, deploymentId, revisionId);
-    if (revision) return presentRevision(revision);
+    if (revision) return this.present(revision);
     await this.deployments.assertExists(workspaceId, deploymentId); // which of the two is missing
     throw NotFoundError.of('Revision', revisionId);
   }
@@ -58,7 +56,7 @@ export class RevisionService {
     const deployment = await this.deployments.get(workspaceId, deploymentId);
     const statuses = filter.statuses;
     if (filter.remoteReconciled !== undefined && filter.remoteReconciled !== (deployment.source_config.listener_id !== null)) return [];
-    return (await new RevisionRepository(this.dataSource.manager).listOfDeployment(deploymentId, statuses, page)).map(presentRevision);
+    return (await new RevisionRepository(this.dataSource.manager).listOfDeployment(deploymentId, statuses, page)).map((r) => this.present(r));
   }
 
   /**
@@ -70,7 +68,7 @@ export class RevisionService {
     const deployment = await this.deployments.lock(manager, workspaceId, deploymentId);
     if (deployment.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     const old = await this.load(manager, deploymentId, revisionId);
-    const artifact = old.source === 'external_container' ? old.imageUri : old.artifactRef;
+    const artifact = isImageSource(old.source) ? old.imageUri : old.artifactRef;
     // Retention pruned its artifact (docs/operations.md, Quotas and retention): the new revision
     // has none, so it is built again from the same source (the pinned commit, or the same upload).
     const rebuild = !artifact && old.artifactPrunedAt !== null;
@@ -104,6 +102,7 @@ export class RevisionService {
         redeployedFrom: old.id,
         artifactRef: old.artifactRef,
         imageUri: rebuild ? null : old.imageUri,
+        imageDigest: old.imageDigest,
       },
       requestId,
     );
@@ -119,12 +118,16 @@ export class RevisionService {
     }
     const applied = await this.flow.transition(manager, revisionId, 'INTERRUPTED', { message: 'Interrupted by request.' });
     if (!applied) throw new BadRequestError(`Revision ID ${revisionId} finished before it could be interrupted.`);
-    return presentRevision(await this.load(manager, deploymentId, revisionId));
+    return this.present(await this.load(manager, deploymentId, revisionId));
   }
 
   /** A revision of the deployment read within `manager`'s transaction (the one that just made it). */
   async getIn(manager: EntityManager, deploymentId: string, revisionId: string): Promise<RevisionView> {
-    return presentRevision(await this.load(manager, deploymentId, revisionId));
+    return this.present(await this.load(manager, deploymentId, revisionId));
+  }
+
+  private present(revision: Revision): RevisionView {
+    return presentRevision(revision, this.deployments.sourceNames);
   }
 
   private async load(manager: EntityManager, deploymentId: string, revisionId: string): Promise<Revision> {

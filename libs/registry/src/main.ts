@@ -1,0 +1,60 @@
+/**
+ * `npm start`'s image registry (docs/operations.md, The image registry): CNCF distribution
+ * (`docker-registry`) with the configuration Slipway generates, restarted when it exits on its
+ * own (at most 5 times a minute), stopped with this process.
+ */
+import { spawnSync } from 'node:child_process';
+import { loadConfigOrExit } from '@slipway/config';
+import { registryAnswers, startRegistry, type RunningRegistry } from './registry-process.js';
+
+const config = loadConfigOrExit();
+const say = (msg: string) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry', msg })}\n`);
+
+let current: RunningRegistry | null = null;
+let stopping = false;
+const restarts: number[] = [];
+
+async function run(): Promise<void> {
+  if (await registryAnswers(config.registry.internalUrl)) {
+    say(`a registry already answers at ${config.registry.internalUrl}; not starting another (it must use Slipway's token auth)`);
+    return;
+  }
+  // Missing (not root, so not installed): the rest of Slipway runs; only image pushes fail.
+  const probe = spawnSync(config.registry.binary, ['--version'], { stdio: 'ignore' });
+  if (probe.error || probe.status !== 0) {
+    say(`${config.registry.binary} does not run (${probe.error?.message ?? `exit ${probe.status}`}): no image registry, pushes will fail. Install Debian's docker-registry, or set SLIPWAY_REGISTRY=off`);
+    return;
+  }
+  while (!stopping) {
+    current = await startRegistry(config);
+    current.child.stdout!.pipe(process.stdout);
+    current.child.stderr!.pipe(process.stderr);
+    say(`registry listening on ${config.registry.host}:${config.registry.port}, storage ${config.registry.storageDir}`);
+    const code = await current.exited;
+    if (stopping) return;
+    const now = Date.now();
+    restarts.push(now);
+    while (restarts[0]! < now - 60_000) restarts.shift();
+    if (restarts.length > 5) throw new Error(`docker-registry exited ${restarts.length} times within a minute (last exit ${code})`);
+    say(`docker-registry exited (${code}); restarting`);
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    stopping = true;
+    void (current?.stop() ?? Promise.resolve()).then(() => process.exit(0));
+  });
+}
+
+run().then(
+  () => {
+    // Nothing to supervise (another registry answers): stay up so `npm start` keeps running.
+    if (!stopping && !current) setInterval(() => undefined, 1 << 30);
+  },
+  (err: Error) => {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  },
+);

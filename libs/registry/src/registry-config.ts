@@ -1,0 +1,65 @@
+import { deriveKey } from '@slipway/crypto';
+import type { Config } from '@slipway/config';
+import { REGISTRY_ISSUER, REGISTRY_SERVICE } from './token.js';
+
+/** Secrets the registry and the api share, all derived from the secrets key (nothing more to keep). */
+export interface RegistrySecrets {
+  /** distribution's `http.secret` (signs its upload state): stable across restarts. */
+  httpSecret: string;
+  /** The bearer token the registry sends with its push events. */
+  eventsToken: string;
+  /** The platform's own credential: pull tokens for any repository (the deployer pulling images). */
+  platformPassword: string;
+}
+
+export const PLATFORM_ACCOUNT = 'slipway-platform';
+
+export function registrySecrets(config: Pick<Config, 'secretsKey'>): RegistrySecrets {
+  const derive = (purpose: string) => deriveKey(config.secretsKey.key, purpose).toString('base64url');
+  return {
+    httpSecret: derive('registry-http-secret'),
+    eventsToken: derive('registry-events-token'),
+    platformPassword: derive('registry-platform-credential'),
+  };
+}
+
+/**
+ * distribution's configuration (JSON, which its YAML parser reads): filesystem storage under
+ * the data dir, token auth with Slipway as the issuer (nothing is pushed or pulled without a
+ * token it signed), and push events posted to the api, which counts registry bytes from them.
+ */
+export function registryConfiguration(config: Pick<Config, 'registry' | 'secretsKey'>, certificateFile: string): string {
+  const { registry } = config;
+  const secrets = registrySecrets(config);
+  const listenHost = registry.host.includes(':') && !registry.host.startsWith('[') ? `[${registry.host}]` : registry.host;
+  return JSON.stringify(
+    {
+      version: '0.1',
+      log: { level: 'info', formatter: 'json', accesslog: { disabled: true } },
+      storage: {
+        filesystem: { rootdirectory: `${registry.storageDir}/storage` },
+        delete: { enabled: true },
+        maintenance: { uploadpurging: { enabled: true, age: '24h', interval: '1h', dryrun: false } },
+      },
+      http: { addr: `${listenHost}:${registry.port}`, secret: secrets.httpSecret, headers: { 'X-Content-Type-Options': ['nosniff'] } },
+      auth: {
+        token: { realm: registry.realm, service: REGISTRY_SERVICE, issuer: REGISTRY_ISSUER, rootcertbundle: certificateFile },
+      },
+      notifications: {
+        endpoints: [
+          {
+            name: 'slipway',
+            url: registry.eventsUrl,
+            headers: { Authorization: [`Bearer ${secrets.eventsToken}`] },
+            timeout: '5s',
+            threshold: 5,
+            backoff: '2s',
+            ignore: { actions: ['pull'] },
+          },
+        ],
+      },
+    },
+    null,
+    2,
+  );
+}

@@ -1,0 +1,77 @@
+/**
+ * Checks of deployment writes that read the database (docs/api.md, Deployments): listeners,
+ * tracing-project names, immutable fields. Each throws the 4xx that applies.
+ */
+import { randomUUID } from 'node:crypto';
+import { ListenerRepository, queryRows, type Deployment, type EntityManager, type StoredSourceConfig } from '@slipway/db';
+import { BadRequestError, canonicalSource, ConflictError, IMMUTABLE_SOURCE_CONFIG_FIELDS, NotFoundError, type ResourceSpec } from '@slipway/domain';
+import { RequestValidationError } from '../http/validation-error.js';
+import type { PatchDeploymentBody } from '../schemas/deployment.schema.js';
+import { podPolicyIssues } from './pod-policy-check.js';
+
+/** external_container without a listener runs on the embedded runtime, which only a workspace without listeners uses. */
+export async function assertNoListeners(manager: EntityManager, workspaceId: string): Promise<void> {
+  const ids = await new ListenerRepository(manager).idsOfWorkspace(workspaceId);
+  if (ids.length) throw new BadRequestError(`'source_config.listener_id' is required for workspace with available listener IDs: [${ids.join(', ')}]`);
+}
+
+/** The listener must be of this workspace, the namespace one it serves, and the spec one its pod policy allows. */
+export async function checkListener(manager: EntityManager, workspaceId: string, config: StoredSourceConfig, name: string, spec: ResourceSpec): Promise<void> {
+  const listener = await new ListenerRepository(manager).find(workspaceId, config.listener_id!);
+  if (!listener) throw NotFoundError.of('Listener', config.listener_id!);
+  const namespace = config.listener_config?.k8s_namespace;
+  const allowed = listener.computeConfig.k8s_namespaces;
+  if (namespace && allowed && !allowed.includes(namespace)) {
+    throw new BadRequestError(
+      `Namespace '${namespace}' is not one of listener ${listener.id}'s namespaces (${allowed.join(', ') || 'none'}).`,
+    );
+  }
+  const refused = podPolicyIssues(listener, name, spec);
+  if (refused.length) throw new RequestValidationError(refused);
+}
+
+/**
+ * A tracing project of the same name: created, or re-attached when it survived a deleted
+ * deployment. Locked, so two creates of one name cannot both attach it.
+ */
+export async function attachTracingProject(manager: EntityManager, workspaceId: string, name: string): Promise<string> {
+  // The usual case, a new name, in one round trip. A concurrent create of the same name makes
+  // this wait for its commit and then do nothing; the read below then sees its project taken.
+  const id = randomUUID();
+  const inserted = await queryRows(
+    manager,
+    `INSERT INTO tracing_projects (id, workspace_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING id`,
+    [id, workspaceId, name],
+  );
+  if (inserted.length) return id;
+  const [existing] = await queryRows<{ id: string; deployment_id: string | null }>(
+    manager,
+    `SELECT id, deployment_id FROM tracing_projects WHERE workspace_id = $1 AND name = $2 FOR UPDATE`,
+    [workspaceId, name],
+  );
+  // Gone again (a concurrent create rolled back): treat as taken rather than guess; a retry wins.
+  if (!existing || existing.deployment_id) throw nameTaken(name, workspaceId);
+  return existing.id;
+}
+
+export function nameTaken(name: string, workspaceId: string): ConflictError {
+  return new ConflictError(`A deployment or tracing project named '${name}' already exists in workspace ID '${workspaceId}'.`);
+}
+
+/** docs/api.md, Deployments: changing an immutable field is a 400 naming it; repeating its value is fine. */
+export function assertImmutables(deployment: Deployment, body: PatchDeploymentBody): void {
+  const changed = (field: string) => {
+    throw new BadRequestError(`${field} cannot be changed after the deployment is created.`);
+  };
+  if (body.name != null && body.name !== deployment.name) changed('name');
+  if (body.source != null && canonicalSource(body.source) !== deployment.source) changed('source');
+  const input = body.source_config ?? {};
+  for (const field of IMMUTABLE_SOURCE_CONFIG_FIELDS) {
+    const given = input[field];
+    if (given == null) continue;
+    const stored = deployment.sourceConfig[field] ?? null;
+    if (JSON.stringify(given) !== JSON.stringify(stored)) changed(`source_config.${field}`);
+  }
+  const type = body.deployment_type ?? input.deployment_type;
+  if (type != null && type !== deployment.deploymentType) changed('deployment_type');
+}

@@ -1,0 +1,68 @@
+import type { Deployment, Revision, StoredRevisionConfig } from '@slipway/db';
+import { isSelfHosted, SECRET_MASK, sourceName } from '@slipway/domain';
+import { iso } from '../schemas/common.schema.js';
+
+/** How responses name sources (`SLIPWAY_SOURCE_NAMES`, docs/api.md, Deployments). */
+export type SourceNames = 'canonical' | 'hosted';
+
+/** A revision config as deployments and revisions show it: every field, null when unset. */
+export function presentRevisionConfig(c: StoredRevisionConfig) {
+  return {
+    repo_ref: c.repo_ref ?? null,
+    graph_config_path: c.graph_config_path ?? null,
+    image_uri: c.image_uri ?? null,
+    repo_commit_sha: c.repo_commit_sha ?? null,
+    source_tarball_path: c.source_tarball_path ?? null,
+  };
+}
+
+/**
+ * The API shape of a deployment (docs/api.md, Deployments). Secret values never leave: they are masked.
+ * A cloud-hosted deployment's `url` is where the process runtime serves it (`runtimeHost` and
+ * its serving port); its `custom_url` shows that same URL until the user sets one of their own.
+ */
+export function presentDeployment(
+  d: Deployment,
+  latest: Pick<Revision, 'sourceRevisionConfig'> | null,
+  secretNames: string[],
+  tagValueIds: string[],
+  runtimeHost?: string,
+  names: SourceNames = 'canonical',
+) {
+  const config = latest?.sourceRevisionConfig ?? {};
+  const host = runtimeHost?.includes(':') ? `[${runtimeHost}]` : runtimeHost;
+  const servingUrl = !isSelfHosted(d.source) && d.servingPort && host ? `http://${host}:${d.servingPort}` : null;
+  return {
+    id: d.id,
+    name: d.name,
+    source: sourceName(d.source, names),
+    source_config: {
+      integration_id: d.sourceConfig.integration_id ?? null,
+      repo_url: d.sourceConfig.repo_url ?? null,
+      build_on_push: d.sourceConfig.build_on_push ?? null,
+      custom_url: d.sourceConfig.custom_url ?? servingUrl,
+      resource_spec: d.resourceSpec,
+      listener_id: d.sourceConfig.listener_id ?? null,
+      listener_config: d.sourceConfig.listener_config ?? null,
+      install_command: d.sourceConfig.install_command ?? null,
+      build_command: d.sourceConfig.build_command ?? null,
+      deployment_type: d.deploymentType,
+      serving_auth: d.sourceConfig.serving_auth ?? null,
+    },
+    source_revision_config: presentRevisionConfig(config),
+    secrets: secretNames.map((name) => ({ name, value: SECRET_MASK })),
+    status: d.status,
+    deployment_type: d.deploymentType,
+    latest_revision_id: d.latestRevisionId,
+    active_revision_id: d.activeRevisionId,
+    image_version: d.imageVersion,
+    tenant_id: d.workspaceId,
+    tracing_project_id: d.tracingProjectId,
+    url: servingUrl ?? d.sourceConfig.custom_url ?? null,
+    tag_value_ids: tagValueIds,
+    created_at: iso(d.createdAt)!,
+    updated_at: iso(d.updatedAt)!,
+  };
+}
+
+export type DeploymentView = ReturnType<typeof presentDeployment>;

@@ -1,0 +1,315 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueApiKey } from '@slipway/db';
+import { PLATFORM_ACCOUNT, registrySecrets } from '@slipway/registry';
+import { createListener, otherWorkspaceClient } from '../support/fixtures.js';
+import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
+import { startRegistryStand, type RegistryStand } from '../support/registry-stand.js';
+import { eventually } from '../support/service-process.js';
+import { startTestApi } from '../support/test-api.js';
+
+/**
+ * The built-in registry (docs/api.md, Images and the built-in registry): the real CNCF
+ * distribution registry (`docker-registry`) of this file alone, with Slipway's api as its token
+ * issuer; images are hand-built OCI layouts (busybox-static) pushed with skopeo. Nothing is
+ * pulled from anywhere.
+ */
+
+let stand: RegistryStand;
+let image: OciImage;
+let other: OciImage;
+
+beforeAll(async () => {
+  stand = await startRegistryStand();
+  [image, other] = await Promise.all([buildBusyboxImage('<h1>one</h1>'), buildBusyboxImage('<h1>two</h1>')]);
+}, 60_000);
+afterAll(async () => {
+  image?.cleanup();
+  other?.cleanup();
+  await stand?.close();
+});
+
+const api = () => stand.api;
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+const claimsOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString());
+
+async function createInternalDocker(name: string) {
+  const res = await api().http.post('/v2/deployments', {
+    name,
+    source: 'internal_docker',
+    source_config: { deployment_type: 'dev' },
+    source_revision_config: {},
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body as { id: string; latest_revision_id: string | null; source: string };
+}
+
+async function pushToken(deploymentId: string) {
+  const res = await api().http.post(`/v2/deployments/${deploymentId}/push-token`);
+  expect(res.status, res.text).toBe(200);
+  return res.body as { token: string; registry_url: string; expires_at: string };
+}
+
+/** A token request as distribution's clients make it. */
+function tokenRequest(authorization: string | null, scopes: string[] = []) {
+  const query = new URLSearchParams({ service: 'slipway-registry', account: 'oauth2accesstoken' });
+  for (const scope of scopes) query.append('scope', scope);
+  return api().http.get(`/v2/registry/token?${query}`, { key: null, headers: authorization ? { authorization } : {} });
+}
+
+describe('internal_docker deployments and push tokens', () => {
+  it('creates without a revision and answers a push token scoped to the deployment', async () => {
+    const d = await createInternalDocker('img-create');
+    expect(d).toMatchObject({ source: 'internal_docker', latest_revision_id: null });
+    const t = await pushToken(d.id);
+    expect(t.registry_url).toBe(`${stand.address}/${d.id}`);
+    expect(t.token).toMatch(/^slwr_[A-Za-z0-9_-]{43}$/);
+    const ttl = new Date(t.expires_at).getTime() - Date.now();
+    expect(ttl).toBeGreaterThan(3500_000);
+    expect(ttl).toBeLessThanOrEqual(3600_000);
+    // Only a hash is stored.
+    const rows = await api().dataSource.query(`SELECT encode(token_hash, 'hex') AS h FROM registry_push_tokens WHERE deployment_id = $1`, [d.id]);
+    expect(rows).toHaveLength(1);
+    expect(JSON.stringify(rows)).not.toContain(t.token);
+  });
+
+  it('push-token on a deployment that is not internal_docker: 400 with the detail the CLIs match', async () => {
+    const upload = await api().http.post('/v2/deployments', { name: 'img-upload', source: 'internal_source', source_config: {}, source_revision_config: {} });
+    expect(upload.status, upload.text).toBe(201);
+    const res = await api().http.post(`/v2/deployments/${upload.body.id}/push-token`);
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe("Push tokens are only available for 'internal_docker' source deployments");
+  });
+
+  it("pushes with the deployment's own token (skopeo, real registry)", async () => {
+    const d = await createInternalDocker('img-push');
+    const t = await pushToken(d.id);
+    const pushed = await skopeoPush(image, `${t.registry_url}/web:v1`, `oauth2accesstoken:${t.token}`);
+    expect(pushed.ok, pushed.output).toBe(true);
+    expect(pushed.digest).toBe(image.manifestDigest);
+  });
+
+  it("another deployment's token cannot push to this deployment's repositories", async () => {
+    const mine = await createInternalDocker('img-mine');
+    const theirs = await createInternalDocker('img-theirs');
+    const t = await pushToken(theirs.id);
+    const pushed = await skopeoPush(image, `${stand.address}/${mine.id}/web:v1`, `oauth2accesstoken:${t.token}`);
+    expect(pushed.ok).toBe(false);
+    expect(pushed.output).toMatch(/denied|unauthorized|authentication required/i);
+    // The token endpoint grants nothing outside the token's deployment.
+    const res = await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${mine.id}/web:pull,push`, `repository:${theirs.id}/web:pull,push`, `repository:${theirs.id}/a/b:push`]);
+    expect(res.status).toBe(200);
+    expect(claimsOf(res.body.token).access).toEqual([{ type: 'repository', name: `${theirs.id}/web`, actions: ['pull', 'push'] }]);
+  });
+
+  it('an expired push token is refused, at the token endpoint and by the registry', async () => {
+    const d = await createInternalDocker('img-expired');
+    const t = await pushToken(d.id);
+    // A registry token never outlives the push token it came from.
+    await api().dataSource.query(`UPDATE registry_push_tokens SET expires_at = now() + interval '30 seconds' WHERE deployment_id = $1`, [d.id]);
+    const short = await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${d.id}/web:push`]);
+    expect(short.body.expires_in).toBeLessThanOrEqual(30);
+    expect(claimsOf(short.body.token).exp - claimsOf(short.body.token).iat).toBeLessThanOrEqual(30);
+    await api().dataSource.query(`UPDATE registry_push_tokens SET expires_at = now() - interval '1 second' WHERE deployment_id = $1`, [d.id]);
+    expect((await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${d.id}/web:push`])).status).toBe(401);
+    const pushed = await skopeoPush(image, `${t.registry_url}/web:v1`, `oauth2accesstoken:${t.token}`);
+    expect(pushed.ok).toBe(false);
+  });
+
+  it('without a token the registry refuses a push, and the token endpoint wants credentials', async () => {
+    const d = await createInternalDocker('img-anon');
+    const pushed = await skopeoPush(image, `${stand.address}/${d.id}/web:v1`, null);
+    expect(pushed.ok).toBe(false);
+    expect(pushed.output).toMatch(/unauthorized|authentication required|denied/i);
+    expect((await tokenRequest(null, [`repository:${d.id}/web:push`])).status).toBe(401);
+    // Nor is anything pulled: the registry answers 401 to a manifest read without a token.
+    const pull = await fetch(`${api().config.registry.internalUrl}/v2/${d.id}/web/manifests/v1`);
+    expect(pull.status).toBe(401);
+    expect(pull.headers.get('www-authenticate')).toContain(`realm="${api().baseUrl}/v2/registry/token"`);
+    expect((await tokenRequest(basic('oauth2accesstoken', 'slwr_not-a-token'))).status).toBe(401);
+  });
+
+  it('a docker-login-style request (no scope) gets a token the registry accepts, granting nothing', async () => {
+    const d = await createInternalDocker('img-login');
+    const t = await pushToken(d.id);
+    const res = await tokenRequest(basic('oauth2accesstoken', t.token));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.access_token).toBe(res.body.token);
+    const header = JSON.parse(Buffer.from(res.body.token.split('.')[0], 'base64url').toString());
+    expect(header).toMatchObject({ alg: 'ES256', kid: expect.stringMatching(/^([A-Z2-7]{4}:){11}[A-Z2-7]{4}$/) });
+    expect(claimsOf(res.body.token)).toMatchObject({ iss: 'slipway', aud: 'slipway-registry', access: [] });
+    expect(res.body.expires_in).toBe(300);
+    const base = await fetch(`${api().config.registry.internalUrl}/v2/`, { headers: { authorization: `Bearer ${res.body.token}` } });
+    expect(base.status).toBe(200);
+  });
+
+  it("the platform credential gets pull of any repository, never push", async () => {
+    const d = await createInternalDocker('img-platform');
+    const { platformPassword } = registrySecrets(api().config);
+    const res = await tokenRequest(basic(PLATFORM_ACCOUNT, platformPassword), [`repository:${d.id}/web:pull,push`]);
+    expect(res.status).toBe(200);
+    expect(claimsOf(res.body.token).access).toEqual([{ type: 'repository', name: `${d.id}/web`, actions: ['pull'] }]);
+    expect((await tokenRequest(basic(PLATFORM_ACCOUNT, 'wrong'), [`repository:${d.id}/web:pull`])).status).toBe(401);
+  });
+
+  it('deleting the deployment revokes its push tokens', async () => {
+    const d = await createInternalDocker('img-deleted');
+    const t = await pushToken(d.id);
+    expect((await api().http.delete(`/v2/deployments/${d.id}`)).status).toBe(204);
+    expect((await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${d.id}/web:push`])).status).toBe(401);
+    const [row] = await api().dataSource.query(`SELECT revoked_at FROM registry_push_tokens WHERE deployment_id = $1`, [d.id]);
+    expect(row.revoked_at).not.toBeNull();
+  });
+});
+
+describe('PATCH with revision_source internal_docker', () => {
+  let deploymentId: string;
+  let registryUrl: string;
+
+  beforeAll(async () => {
+    deploymentId = (await createInternalDocker('img-patch')).id;
+    const t = await pushToken(deploymentId);
+    registryUrl = t.registry_url;
+    expect((await skopeoPush(image, `${registryUrl}/web:v1`, `oauth2accesstoken:${t.token}`)).ok).toBe(true);
+    expect((await skopeoPush(other, `${registryUrl}/web:v2`, `oauth2accesstoken:${t.token}`)).ok).toBe(true);
+  }, 60_000);
+
+  const patch = (imageUri: string) =>
+    api().http.patch(`/v2/deployments/${deploymentId}`, { revision_source: 'internal_docker', source_revision_config: { image_uri: imageUri } });
+
+  it('by tag: the revision records the digest the tag named, and skips the build', async () => {
+    const res = await patch(`${registryUrl}/web:v1`);
+    expect(res.status, res.text).toBe(200);
+    const revisionId = res.body.latest_revision_id;
+    expect(res.body.source_revision_config.image_uri).toBe(`${registryUrl}/web:v1`);
+    await api().relay.drain();
+    const revision = (await api().http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
+    expect(revision).toMatchObject({
+      source: 'internal_docker',
+      image_digest: image.manifestDigest,
+      image_uri: `${registryUrl}/web@${image.manifestDigest}`,
+      status: 'AWAITING_DEPLOY',
+    });
+    const jobs = await api().dataSource.query(`SELECT job_name FROM outbox WHERE payload->>'revisionId' = $1`, [revisionId]);
+    expect(jobs.map((r: { job_name: string }) => r.job_name)).toEqual(['rollout.revision']);
+  });
+
+  it('by digest: the revision runs exactly that digest', async () => {
+    const res = await patch(`${registryUrl}/web@${other.manifestDigest}`);
+    expect(res.status, res.text).toBe(200);
+    const revision = (await api().http.get(`/v2/deployments/${deploymentId}/revisions/${res.body.latest_revision_id}`)).body;
+    expect(revision.image_digest).toBe(other.manifestDigest);
+  });
+
+  it('an unknown tag or digest, or an image outside the deployment: 422 naming image_uri, no revision', async () => {
+    const before = (await api().http.get(`/v2/deployments/${deploymentId}`)).body.latest_revision_id;
+    for (const uri of [
+      `${registryUrl}/web:nope`,
+      `${registryUrl}/web@sha256:${'0'.repeat(64)}`,
+      `${registryUrl}/missing:v1`,
+      `registry.example/agent:1`,
+      `${stand.address}/00000000-0000-4000-8000-000000000000/web:v1`,
+    ]) {
+      const res = await patch(uri);
+      expect(res.status, uri).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['body', 'source_revision_config', 'image_uri']);
+    }
+    expect((await api().http.get(`/v2/deployments/${deploymentId}`)).body.latest_revision_id).toBe(before);
+  });
+
+  it("revision_source internal_docker on another source's deployment: 400", async () => {
+    const upload = await api().http.post('/v2/deployments', { name: 'img-upload-patch', source: 'upload', source_config: {}, source_revision_config: {} });
+    const res = await api().http.patch(`/v2/deployments/${upload.body.id}`, {
+      revision_source: 'internal_docker',
+      source_revision_config: { image_uri: `${registryUrl}/web:v1` },
+    });
+    expect(res.status).toBe(400);
+  });
+});
+
+describe('registry bytes quota', () => {
+  it('counts pushed bytes from the registry events and refuses push tokens past the quota', async () => {
+    const orgAdmin = await issueApiKey(api().dataSource.manager, { organizationId: api().organizationId, workspaceId: null, scope: 'organization', role: 'admin' });
+    const { workspaceId, client } = await otherWorkspaceClient(api(), 'quota-space');
+    const created = await client.post('/v2/deployments', { name: 'img-quota', source: 'internal_docker', source_config: {}, source_revision_config: {} });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.id;
+    const t = (await client.post(`/v2/deployments/${id}/push-token`)).body;
+    expect((await skopeoPush(image, `${t.registry_url}/web:v1`, `oauth2accesstoken:${t.token}`)).ok).toBe(true);
+    const layerAndMore = 1_000_000; // the busybox layer alone is larger
+    const counted = await eventually(
+      async () => Number((await api().dataSource.query(`SELECT coalesce(sum(size_bytes), 0) AS n FROM registry_blobs WHERE workspace_id = $1`, [workspaceId]))[0].n),
+      (n) => n > layerAndMore,
+      20_000,
+    );
+    const quota = await api().http.put(`/v2/workspaces/${workspaceId}/quotas`, { registry_bytes: counted }, { key: orgAdmin.key });
+    expect(quota.status, quota.text).toBe(200);
+    expect(quota.body.quotas.registry_bytes).toBe(counted);
+    const push = await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${id}/web:pull,push`]);
+    expect(push.status).toBe(403);
+    expect(push.body.detail).toContain('registry_bytes');
+    // Pulling is still allowed.
+    expect((await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${id}/web:pull`])).status).toBe(200);
+    expect((await skopeoPush(other, `${t.registry_url}/web:v2`, `oauth2accesstoken:${t.token}`)).ok).toBe(false);
+  }, 60_000);
+});
+
+describe('external_container without a listener', () => {
+  it('in a workspace with listeners: 400 listing them; in one without: accepted', async () => {
+    const listenerId = await createListener(api(), 'img-cluster');
+    const body = { name: 'img-ext', source: 'external_container', source_config: {}, source_revision_config: { image_uri: 'registry.example/a:1' } };
+    const res = await api().http.post('/v2/deployments', body);
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe(`'source_config.listener_id' is required for workspace with available listener IDs: [${listenerId}]`);
+    const { client } = await otherWorkspaceClient(api(), 'no-listeners');
+    const accepted = await client.post('/v2/deployments', body);
+    expect(accepted.status, accepted.text).toBe(201);
+    expect(accepted.body.source_config.listener_id).toBeNull();
+  });
+});
+
+describe('list filters', () => {
+  it('filters Slipway does not implement are a 422 naming them', async () => {
+    const res = await api().http.get('/v2/deployments?agent_id=x&agent_environment=prod&limit=5');
+    expect(res.status).toBe(422);
+    expect(res.body.detail.map((i: { loc: string[] }) => i.loc)).toEqual([
+      ['query', 'agent_id'],
+      ['query', 'agent_environment'],
+    ]);
+    expect(res.body.detail[0]).toMatchObject({ type: 'extra_forbidden' });
+    expect((await api().http.get('/v2/deployments?name_contains=img&limit=5')).status).toBe(200);
+  });
+});
+
+describe('source names', () => {
+  it('responses keep the canonical names by default; input takes both', async () => {
+    const hostedIn = await api().http.post('/v2/deployments', { name: 'names-a', source: 'internal_source', source_config: {}, source_revision_config: {} });
+    expect(hostedIn.body.source).toBe('upload');
+    const docker = await createInternalDocker('names-b');
+    expect(docker.source).toBe('internal_docker');
+  });
+
+  it('SLIPWAY_SOURCE_NAMES=hosted answers with the hosted names, on deployments and revisions', async () => {
+    const hosted = await startTestApi({ SLIPWAY_SOURCE_NAMES: 'hosted' });
+    try {
+      const upload = await hosted.http.post('/v2/deployments', { name: 'names-upload', source: 'upload', source_config: {}, source_revision_config: {} });
+      expect(upload.status, upload.text).toBe(201);
+      expect(upload.body.source).toBe('internal_source');
+      const image = await hosted.http.post('/v2/deployments', {
+        name: 'names-image',
+        source: 'external_container',
+        source_config: {},
+        source_revision_config: { image_uri: 'registry.example/a:1' },
+      });
+      expect(image.status, image.text).toBe(201);
+      expect(image.body.source).toBe('external_docker');
+      const revision = await hosted.http.get(`/v2/deployments/${image.body.id}/revisions/${image.body.latest_revision_id}`);
+      expect(revision.body.source).toBe('external_docker');
+      const docker = await hosted.http.post('/v2/deployments', { name: 'names-docker', source: 'internal_docker', source_config: {}, source_revision_config: {} });
+      expect(docker.body.source).toBe('internal_docker');
+      const listed = (await hosted.http.get('/v2/deployments?limit=10')).body.resources.map((d: { source: string }) => d.source).sort();
+      expect(listed).toEqual(['external_docker', 'internal_docker', 'internal_source']);
+    } finally {
+      await hosted.close();
+    }
+  });
+});

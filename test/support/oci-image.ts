@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import * as tar from 'tar';
+
+/**
+ * A container image built without pulling anything: an OCI image layout assembled from
+ * Debian's busybox-static (its `httpd` serves `/www`), one gzipped tar layer, written
+ * reproducibly (fixed times and owners, sorted entries), so the same `page` gives the same digest.
+ */
+export interface OciImage {
+  /** The layout directory (`oci:<dir>:latest` for skopeo). */
+  dir: string;
+  manifestDigest: string;
+  cleanup: () => void;
+}
+
+const sha256 = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
+const BUSYBOX = '/bin/busybox';
+
+export async function buildBusyboxImage(page: string): Promise<OciImage> {
+  const work = mkdtempSync(path.join(tmpdir(), 'slipway-oci-'));
+  const root = path.join(work, 'rootfs');
+  mkdirSync(path.join(root, 'bin'), { recursive: true });
+  mkdirSync(path.join(root, 'www'), { recursive: true });
+  copyFileSync(BUSYBOX, path.join(root, 'bin/busybox'));
+  symlinkSync('busybox', path.join(root, 'bin/httpd'));
+  writeFileSync(path.join(root, 'www/index.html'), page);
+  const layerFile = path.join(work, 'layer.tar');
+  const fixed = new Date('2020-01-01T00:00:00Z');
+  await tar.c({ file: layerFile, cwd: root, portable: true, mtime: fixed, noDirRecurse: false }, ['bin', 'bin/busybox', 'bin/httpd', 'www', 'www/index.html'].sort());
+  const tarBytes = readFileSync(layerFile);
+  // gzip as registries store layers (skopeo would compress an uncompressed one, changing the
+  // digests); Node's gzip header carries no time, so this is reproducible too.
+  const layer = gzipSync(tarBytes, { level: 6 });
+
+  const dir = path.join(work, 'layout');
+  const blobs = path.join(dir, 'blobs/sha256');
+  mkdirSync(blobs, { recursive: true });
+  const put = (data: Buffer) => {
+    const digest = sha256(data);
+    writeFileSync(path.join(blobs, digest.slice(7)), data);
+    return { digest, size: data.length };
+  };
+  const layerBlob = put(layer);
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: 'amd64',
+      os: 'linux',
+      config: { Cmd: ['/bin/busybox', 'httpd', '-f', '-p', '8080', '-h', '/www'], ExposedPorts: { '8080/tcp': {} } },
+      rootfs: { type: 'layers', diff_ids: [sha256(tarBytes)] },
+    }),
+  );
+  const configBlob = put(config);
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...configBlob },
+      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', ...layerBlob }],
+    }),
+  );
+  const manifestBlob = put(manifest);
+  writeFileSync(
+    path.join(dir, 'index.json'),
+    JSON.stringify({
+      schemaVersion: 2,
+      manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifestBlob, annotations: { 'org.opencontainers.image.ref.name': 'latest' } }],
+    }),
+  );
+  writeFileSync(path.join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  return { dir, manifestDigest: manifestBlob.digest, cleanup: () => rmSync(work, { recursive: true, force: true }) };
+}
+
+export interface PushResult {
+  ok: boolean;
+  digest: string | null;
+  output: string;
+}
+
+/**
+ * `skopeo copy` of the layout to `docker://<destination>` with Basic `user:password` (or none).
+ * Asynchronous: the api under test runs in this process and must answer skopeo's token request.
+ */
+export function skopeoPush(image: OciImage, destination: string, credentials: string | null): Promise<PushResult> {
+  const digestFile = path.join(image.dir, '..', `digest-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+  const args = ['copy', '--preserve-digests', '--dest-tls-verify=false', '--digestfile', digestFile, ...(credentials ? ['--dest-creds', credentials] : ['--dest-no-creds']), `oci:${image.dir}:latest`, `docker://${destination}`];
+  return new Promise((resolve) => {
+    execFile('skopeo', args, { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
+      if (err) return resolve({ ok: false, digest: null, output: `${stdout}${stderr}${err.message}` });
+      resolve({ ok: true, digest: readFileSync(digestFile, 'utf8').trim(), output: stdout });
+    });
+  });
+}
