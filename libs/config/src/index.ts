@@ -8,7 +8,7 @@ import { secureDataDir } from './data-dir.js';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import Joi from 'joi';
-import type { Quotas } from '@slipway/domain';
+import type { Quotas, ResourceCeilings } from '@slipway/domain';
 import { ConfigError } from './config-error.js';
 
 export type NodeEnv = 'development' | 'test' | 'production';
@@ -83,6 +83,8 @@ export interface Config {
   };
   /** Default per-workspace quotas (docs/operations.md, Quotas and retention); overridable per workspace. */
   quotas: Quotas;
+  /** The operator's ceilings on any resource_spec (docs/operations.md, Sandbox): over one, create and PATCH answer 422. */
+  ceilings: ResourceCeilings;
   /** The retention pass (docs/operations.md, Quotas and retention). */
   retention: RetentionSettings;
   /** The sandbox of builds and apps (docs/operations.md, Sandbox). */
@@ -257,6 +259,10 @@ const schema = Joi.object({
   SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
   SLIPWAY_BUILD_PIDS_MAX: Joi.number().integer().min(16).default(1024),
   SLIPWAY_BUILD_DISK_MB: Joi.number().integer().min(16).default(4096),
+  SLIPWAY_MAX_MEMORY_MB: Joi.number().integer().min(64).default(16_384),
+  SLIPWAY_MAX_CPU: Joi.number().min(0.1).default(8),
+  SLIPWAY_MAX_DISK_GI: Joi.number().integer().min(1).default(100),
+  SLIPWAY_MAX_DB_CONNECTIONS: Joi.number().integer().min(1).default(500),
   SLIPWAY_QUOTA_DEPLOYMENTS: Joi.number().integer().min(0).default(100),
   SLIPWAY_QUOTA_MIN_SCALE: Joi.number().integer().min(0).max(1000).default(10),
   SLIPWAY_QUOTA_MAX_SCALE: Joi.number().integer().min(1).max(1000).default(20),
@@ -411,6 +417,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       logLinesPerRevision: value.SLIPWAY_QUOTA_LOG_LINES_PER_REVISION,
       logLinesTotal: value.SLIPWAY_QUOTA_LOG_LINES_TOTAL,
       artifactsKept: value.SLIPWAY_QUOTA_ARTIFACTS_KEPT,
+    },
+    ceilings: {
+      memoryMb: value.SLIPWAY_MAX_MEMORY_MB,
+      cpu: value.SLIPWAY_MAX_CPU,
+      diskGi: value.SLIPWAY_MAX_DISK_GI,
+      dbConnections: value.SLIPWAY_MAX_DB_CONNECTIONS,
     },
     retention: {
       intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,

@@ -21,6 +21,7 @@ import {
 import {
   BadRequestError,
   canonicalSource,
+  capResourceSpec,
   ConflictError,
   IMMUTABLE_SOURCE_CONFIG_FIELDS,
   isSelfHosted,
@@ -32,6 +33,7 @@ import {
   SECRET_MASK,
   type DeploymentSource,
   type DeploymentType,
+  type ResourceCeilings,
   type ResourceSpec,
   type ResourceSpecInput,
   type SecretEntry,
@@ -160,6 +162,7 @@ export class DeploymentService {
     private readonly flow: RevisionFlow,
     private readonly repositories: RepositoryCatalog,
     private readonly quotas: QuotaService,
+    private readonly ceilings: ResourceCeilings,
     /** The host in cloud-hosted deployments' serving URLs (`config.runtime.publicHost`). */
     private readonly runtimeHost?: string,
   ) {}
@@ -482,9 +485,10 @@ export class DeploymentService {
     return given ?? 'dev';
   }
 
-  /** The spec with every default filled in; its cross-field problems are added to `issues`. */
+  /** The spec with every default filled in (within the ceilings); its problems are added to `issues`. */
   private resolveSpec(input: Record<string, unknown>, type: DeploymentType | null, loc: string[], issues: ValidationIssue[]): ResourceSpec {
-    const spec = resolveResourceSpec(input as ResourceSpecInput, type);
+    const { spec, problems } = capResourceSpec(input, resolveResourceSpec(input as ResourceSpecInput, type), this.ceilings);
+    for (const { field, message } of problems) issues.push(issue([...loc, field], 'less_than_equal', message));
     for (const [field, message] of resourceSpecProblems(spec)) issues.push(issue([...loc, field], 'value_error', `Value error, ${message}`));
     return spec;
   }
