@@ -484,3 +484,4 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly
 }
 export { loadAgentConfig, type AgentConfig } from './agent.js';
 export { secureDataDir } from './data-dir.js';
+export { platformCredentials, urlPasswords } from './credentials.js';
