@@ -85,6 +85,8 @@ export interface Config {
   quotas: Quotas;
   /** The operator's ceilings on any resource_spec (docs/operations.md, Sandbox): over one, create and PATCH answer 422. */
   ceilings: ResourceCeilings;
+  /** CONNECTION LIMIT of every deployment's database role (docs/operations.md, Deployment databases). */
+  deploymentDbConnectionLimit: number;
   /** The retention pass (docs/operations.md, Quotas and retention). */
   retention: RetentionSettings;
   /** The sandbox of builds and apps (docs/operations.md, Sandbox). */
@@ -263,6 +265,7 @@ const schema = Joi.object({
   SLIPWAY_MAX_CPU: Joi.number().min(0.1).default(8),
   SLIPWAY_MAX_DISK_GI: Joi.number().integer().min(1).default(100),
   SLIPWAY_MAX_DB_CONNECTIONS: Joi.number().integer().min(1).default(500),
+  SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT: Joi.number().integer().min(1).max(10_000).default(100),
   SLIPWAY_QUOTA_DEPLOYMENTS: Joi.number().integer().min(0).default(100),
   SLIPWAY_QUOTA_MIN_SCALE: Joi.number().integer().min(0).max(1000).default(10),
   SLIPWAY_QUOTA_MAX_SCALE: Joi.number().integer().min(1).max(1000).default(20),
@@ -424,6 +427,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       diskGi: value.SLIPWAY_MAX_DISK_GI,
       dbConnections: value.SLIPWAY_MAX_DB_CONNECTIONS,
     },
+    deploymentDbConnectionLimit: value.SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT,
     retention: {
       intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,
       eventsDays: value.SLIPWAY_RETENTION_EVENTS_DAYS,
