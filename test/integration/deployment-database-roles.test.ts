@@ -73,6 +73,17 @@ const ALL_DENIED = {
   pg_describe_object: '42501',
 };
 
+/** As role `db` in database `db`: every listing is denied, and the database works like an app's. */
+async function expectHiddenAndUsable(db: string): Promise<void> {
+  const client = await connectAs(db, db);
+  try {
+    expect(await listingAttempts(client)).toEqual(ALL_DENIED);
+    await ownDatabaseWorks(client, db);
+  } finally {
+    await client.end();
+  }
+}
+
 /** The role uses its own database like an app: tables, rows, an advisory lock, its own name. */
 async function ownDatabaseWorks(client: pg.Client, role: string): Promise<void> {
   await client.query('CREATE TABLE threads (id text PRIMARY KEY, data jsonb)');
@@ -89,13 +100,7 @@ describe('a deployment database provisioned by a superuser control-plane user', 
     made.databases.push(db);
     const result = await provisionDeploymentDatabase(controlPlane.url, db, 'pw-unused-here', { connectionLimit: 3 });
     expect(result).toEqual({ catalogHidden: true });
-    const client = await connectAs(db, db);
-    try {
-      expect(await listingAttempts(client)).toEqual(ALL_DENIED);
-      await ownDatabaseWorks(client, db);
-    } finally {
-      await client.end();
-    }
+    await expectHiddenAndUsable(db);
     // The revocations live in that database only: the control plane's catalog is as it was.
     const [acl] = (await admin.query(`SELECT relacl::text AS acl FROM pg_class WHERE oid = 'pg_catalog.pg_database'::regclass`)).rows;
     expect(acl.acl).toContain('=r/');
@@ -155,13 +160,7 @@ describe('a deployment database provisioned by a control-plane role with only CR
     expect(await provisionDeploymentDatabase(cpUrl(), db, 'pw', { connectionLimit: 2, template })).toEqual({ catalogHidden: true });
     const [owner] = (await admin.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [db])).rows;
     expect(owner.owner).toBe(db);
-    const client = await connectAs(db, db);
-    try {
-      expect(await listingAttempts(client)).toEqual(ALL_DENIED);
-      await ownDatabaseWorks(client, db);
-    } finally {
-      await client.end();
-    }
+    await expectHiddenAndUsable(db);
   });
 
   it('without the template it still provisions, and says the catalog is not hidden', async () => {
