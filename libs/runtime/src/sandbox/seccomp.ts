@@ -241,7 +241,7 @@ export interface OciSeccompArg {
   index: number;
   value: number;
   valueTwo?: number;
-  op: 'SCMP_CMP_MASKED_EQ' | 'SCMP_CMP_NE';
+  op: 'SCMP_CMP_MASKED_EQ';
 }
 
 export interface OciSeccompSyscall {
@@ -268,10 +268,13 @@ function bitsOf(mask: number): number[] {
 }
 
 /**
- * The policy for runc. libseccomp compares with `(arg & value) == valueTwo`, so "any namespace
- * bit" becomes one entry per bit (entries are alternatives; the args of one entry all hold), and
- * "none but these values" one entry whose args are all `!=`. Only the listed architectures are
- * in the filter; the runtime kills a process of any other.
+ * The policy for runc. Entries are alternatives, and runc turns several conditions on one
+ * argument into alternatives too, so every entry here has a single condition. "Any namespace
+ * bit" becomes one entry per bit (`(arg & bit) == bit`); "none but these values" one entry per
+ * bit outside the allowed values' bits, so exactly their combinations pass (for personality:
+ * 0, PER_LINUX32, UNAME26 and both; unlike the BPF program, the query value 0xffffffff is denied
+ * here, having every bit). Only the listed architectures are in the filter; the runtime kills a
+ * process of any other.
  */
 export function ociSeccomp(policy: readonly SeccompRule[] = SANDBOX_SECCOMP_POLICY): OciSeccomp {
   assertOnePerSyscall(policy);
@@ -281,7 +284,8 @@ export function ociSeccomp(policy: readonly SeccompRule[] = SANDBOX_SECCOMP_POLI
     if (rule.anyBitOf !== undefined) {
       for (const bit of bitsOf(rule.anyBitOf)) syscalls.push({ ...base, args: [{ index: 0, value: bit, valueTwo: bit, op: 'SCMP_CMP_MASKED_EQ' }] });
     } else if (rule.allowedValues) {
-      syscalls.push({ ...base, args: rule.allowedValues.map((value) => ({ index: 0, value, op: 'SCMP_CMP_NE' as const })) });
+      const allowedBits = rule.allowedValues.filter((v) => v !== 0xffffffff).reduce((a, v) => (a | v) >>> 0, 0);
+      for (const bit of bitsOf(~allowedBits >>> 0)) syscalls.push({ ...base, args: [{ index: 0, value: bit, valueTwo: bit, op: 'SCMP_CMP_MASKED_EQ' }] });
     } else {
       syscalls.push(base);
     }
