@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +17,9 @@ import { freePort } from '../support/ports.js';
  */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = '/usr/lib/postgresql/15/bin';
+/** The newest installed server's binaries (Debian: /usr/lib/postgresql/<major>/bin). */
+const majors = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+const BIN = `/usr/lib/postgresql/${majors[0] ?? 'none'}/bin`;
 const usable = process.getuid?.() === 0 && existsSync(`${BIN}/initdb`);
 
 const SUPERUSER_PASSWORD = 'init-test-superuser-pw';

@@ -191,7 +191,7 @@ describe.skipIf(!root)('a process under the filter (bubblewrap)', () => {
   });
 });
 
-const runcUsable = root && existsSync('/usr/sbin/runc') && existsSync('/usr/bin/busybox');
+const runcUsable = root && existsSync('/usr/sbin/runc') && existsSync('/bin/busybox');
 
 /**
  * `sh -c script` in a runc container as nobody: a busybox-static root (read-only), its own PID,
@@ -203,7 +203,7 @@ function underRunc(script: string, withFilter: boolean): { status: number | null
   try {
     mkdirSync(path.join(dir, 'rootfs/bin'), { recursive: true });
     for (const d of ['proc', 'dev', 'tmp']) mkdirSync(path.join(dir, 'rootfs', d));
-    copyFileSync('/usr/bin/busybox', path.join(dir, 'rootfs/bin/busybox'));
+    copyFileSync('/bin/busybox', path.join(dir, 'rootfs/bin/busybox'));
     chmodSync(path.join(dir, 'rootfs/bin/busybox'), 0o755);
     for (const applet of ['sh', 'unshare', 'linux32', 'echo']) symlinkSync('busybox', path.join(dir, 'rootfs/bin', applet));
     execFileSync('runc', ['spec'], { cwd: dir });
