@@ -169,8 +169,11 @@ describe('a hostile app in the process runtime sandbox', () => {
       }
     });
 
-    it('runs under the seccomp filter', () => {
-      expect((report().kernel as Record<string, Attempt>).seccompStatus.value).toBe('Seccomp:\t2');
+    it('runs under the seccomp filter, with no capabilities at all and no_new_privs', () => {
+      const kernel = report().kernel as Record<string, Attempt>;
+      expect(kernel.seccompStatus.value).toBe('Seccomp:\t2');
+      const zero = '0000000000000000';
+      expect(kernel.privileges.value).toEqual([`CapInh:\t${zero}`, `CapPrm:\t${zero}`, `CapEff:\t${zero}`, `CapBnd:\t${zero}`, `CapAmb:\t${zero}`, 'NoNewPrivs:\t1']);
     });
 
     it('cannot create a user namespace (unshare -U, unshare -Ur)', () => {

@@ -141,6 +141,7 @@ const perl = (code) => run('perl', ['-e', code]);
 async function kernelSurface() {
   return {
     seccompStatus: attempt(() => (fs.readFileSync('/proc/self/status', 'utf8').match(/^Seccomp:.*$/m) || [''])[0]),
+    privileges: attempt(() => fs.readFileSync('/proc/self/status', 'utf8').split('\n').filter((l) => /^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):/.test(l))),
     unshareUser: await run('unshare', ['-U', 'true']),
     unshareUserRoot: await run('unshare', ['-Ur', 'id', '-u']),
     unshareNet: await run('unshare', ['-n', 'true']),
