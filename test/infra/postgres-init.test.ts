@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDataSource, provisionDeploymentDatabase, runMigrations } from '@slipway/db';
+import { createDataSource, dropDeploymentDatabase, provisionDeploymentDatabase, runMigrations } from '@slipway/db';
 import { freePort } from '../support/ports.js';
 
 /**
@@ -95,5 +95,16 @@ describe.skipIf(!usable)('infra/postgres/init-slipway.sh', () => {
     }
     expect(await query(own, 'CREATE TABLE t (x int); INSERT INTO t VALUES (1); SELECT x FROM t')).toEqual([{ x: 1 }]);
     await expect(query(url('slw_init_dep', 'dep-password-1', 'slipway'), 'SELECT 1')).rejects.toThrow(/permission denied for database/);
+  });
+
+  it('lets that role drop a deployment database and its role again, sessions and all', async () => {
+    await provisionDeploymentDatabase(url('slipway', DB_PASSWORD, 'slipway'), 'slw_init_gone', 'dep-password-2', { connectionLimit: 5 });
+    const session = new pg.Client({ connectionString: url('slw_init_gone', 'dep-password-2', 'slw_init_gone') });
+    await session.connect();
+    session.on('error', () => undefined); // terminated by the drop
+    await dropDeploymentDatabase(url('slipway', DB_PASSWORD, 'slipway'), 'slw_init_gone');
+    await session.end().catch(() => undefined);
+    const control = url('slipway', DB_PASSWORD, 'slipway');
+    expect(await query(control, `SELECT datname FROM pg_database WHERE datname = 'slw_init_gone' UNION ALL SELECT rolname FROM pg_roles WHERE rolname = 'slw_init_gone'`)).toEqual([]);
   });
 });
