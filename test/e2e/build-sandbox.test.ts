@@ -45,6 +45,7 @@ try data-dir 'ls $PROBE_DATA_DIR'
 try other-build-dir 'ls $PROBE_OTHER_BUILD'
 try other-build-file 'cat $PROBE_OTHER_BUILD/source/marker.txt'
 try other-artifact 'cat $PROBE_OTHER_ARTIFACT/app/package.json'
+try unshare-user 'unshare -U id -u'
 try postgres 'node -e "const s=require(\\"net\\").connect(5432,\\"127.0.0.1\\");s.on(\\"connect\\",()=>{console.log(\\"connected\\");process.exit(0)});s.on(\\"error\\",(e)=>{console.log(e.code);process.exit(0)});setTimeout(()=>{console.log(\\"timeout\\");process.exit(0)},3000)"'
 `;
 
@@ -160,6 +161,8 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
     for (const name of ['secrets-key', 'bootstrap-key', 'data-dir', 'other-build-dir', 'other-build-file', 'other-artifact']) {
       expect(attempt(logs, name), name).toMatch(/No such file or directory/);
     }
+    // The seccomp filter: no user namespace (the kernel would allow one to any uid otherwise).
+    expect(attempt(logs, 'unshare-user')).toMatch(/unshare failed: Operation not permitted/);
     expect(attempt(logs, 'postgres')).toMatch(/^(timeout|ECONNREFUSED|EPERM|EACCES)/);
 
     // Nothing of the control plane's appears in anything the step printed.

@@ -18,7 +18,7 @@ let deployer: ServiceProcess;
 beforeAll(async () => {
   api = await startTestApi();
   api.relay.start();
-  deployer = await startService('deployer', serviceEnv(api));
+  deployer = await startService('deployer', serviceEnv(api, { SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT: '7' }));
 }, 60_000);
 
 afterAll(async () => {
@@ -69,11 +69,14 @@ describe('deployment databases', () => {
     const own = as(name);
     await own.connect();
     await own.query('CREATE TABLE notes (id int)');
+    // The deployer hid the server's catalog from it (docs/operations.md, Deployment databases).
+    await expect(own.query('SELECT datname FROM pg_database')).rejects.toThrow(/permission denied/);
+    await expect(own.query('SELECT rolname FROM pg_roles')).rejects.toThrow(/permission denied/);
     await own.end();
     // Not even a connection to the control plane's database (PUBLIC lost CONNECT on it).
     await expect(as(api.database.name).connect()).rejects.toThrow(/permission denied|CONNECT privilege/);
-    const [role] = await api.dataSource.query(`SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = $1`, [name]);
-    expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false });
+    const [role] = await api.dataSource.query(`SELECT rolsuper, rolcreatedb, rolcreaterole, rolconnlimit FROM pg_roles WHERE rolname = $1`, [name]);
+    expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolconnlimit: 7 });
 
     expect((await api.http.delete(`/v2/deployments/${res.body.id}`)).status).toBe(204);
     await eventually(async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).status, (s) => s === 404);

@@ -169,6 +169,28 @@ describe('a hostile app in the process runtime sandbox', () => {
       }
     });
 
+    it('runs under the seccomp filter, with no capabilities at all and no_new_privs', () => {
+      const kernel = report().kernel as Record<string, Attempt>;
+      expect(kernel.seccompStatus.value).toBe('Seccomp:\t2');
+      const zero = '0000000000000000';
+      expect(kernel.privileges.value).toEqual([`CapInh:\t${zero}`, `CapPrm:\t${zero}`, `CapEff:\t${zero}`, `CapBnd:\t${zero}`, `CapAmb:\t${zero}`, 'NoNewPrivs:\t1']);
+    });
+
+    it('cannot create a user namespace (unshare -U, unshare -Ur)', () => {
+      const kernel = report().kernel as Record<string, Run>;
+      for (const name of ['unshareUser', 'unshareUserRoot']) {
+        expect(kernel[name].code, `${name}: ${kernel[name].out}`).not.toBe(0);
+        expect(kernel[name].out, name).toMatch(/Operation not permitted/);
+      }
+    });
+
+    it('cannot create a network namespace, mount, ptrace its own child or use the keyring (each EPERM)', () => {
+      const kernel = report().kernel as Record<string, Run>;
+      expect(kernel.unshareNet.code, kernel.unshareNet.out).not.toBe(0);
+      expect(kernel.unshareNet.out).toMatch(/Operation not permitted/);
+      for (const name of ['mount', 'ptraceChild', 'keyctl']) expect(kernel[name].out, name).toBe('1');
+    });
+
     it('has its fork bomb stopped at the pids limit', () => {
       const bomb = report().forkBomb as { peakProcesses: number };
       // It did fork (so the limit, not a broken bomb, stopped it)…

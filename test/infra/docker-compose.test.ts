@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { CATALOG_HARDENING } from '@slipway/db';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -19,13 +21,26 @@ const compose = composeCommand();
 // CI installs docker-compose and sets this, so the lint can never silently not run there.
 const required = process.env.SLIPWAY_REQUIRE_COMPOSE === '1';
 
+/** What an operator puts in .env (the compose file's header): every password is required. */
+const REQUIRED = {
+  SLIPWAY_SECRETS_KEY: 'c2xpcHdheS10ZXN0LWtleS0zMi1ieXRlcy1sb25nISE=',
+  SLIPWAY_POSTGRES_PASSWORD: 'pg-superuser-pw-0a1b2c',
+  SLIPWAY_DB_PASSWORD: 'control-plane-db-pw-3d4e5f',
+  SLIPWAY_REDIS_PASSWORD: 'redis-pw-6a7b8c',
+};
+
+/** The same without any of the variables it may have from the environment. */
+const withoutRequired = () => Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in REQUIRED)));
+
 describe.runIf(compose || required)('docker-compose.yml', () => {
   const run = (...args: string[]) =>
     execFileSync(compose![0]!, [...compose!.slice(1), '-f', 'docker-compose.yml', ...args], {
       cwd: ROOT,
-      env: { ...process.env, SLIPWAY_SECRETS_KEY: 'c2xpcHdheS10ZXN0LWtleS0zMi1ieXRlcy1sb25nISE=' },
+      env: { ...withoutRequired(), ...REQUIRED },
       encoding: 'utf8',
     });
+  /** The resolved configuration (`config`), parsed. */
+  const resolved = () => parse(run('config')) as { services: Record<string, Record<string, any>> };
 
   it('passes `compose config`', () => {
     expect(compose, 'docker compose / docker-compose must be installed').not.toBeNull();
@@ -87,13 +102,60 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     }
   });
 
-  it('refuses to start without SLIPWAY_SECRETS_KEY', () => {
+  it.each(Object.keys(REQUIRED))('refuses to start without %s, naming it', (name) => {
     const result = spawnSync(compose![0]!, [...compose!.slice(1), '-f', 'docker-compose.yml', 'config', '-q'], {
       cwd: ROOT,
-      env: { ...process.env, SLIPWAY_SECRETS_KEY: '' },
+      env: { ...withoutRequired(), ...REQUIRED, [name]: '' },
       encoding: 'utf8',
     });
     expect(result.status).not.toBe(0);
-    expect(result.stderr).toMatch(/SLIPWAY_SECRETS_KEY/);
+    expect(result.stderr).toContain(name);
+  });
+
+  it('ships no default password: Postgres, the control-plane role and Redis take theirs from the required variables', () => {
+    const { services } = resolved();
+    const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+    expect(text).not.toMatch(/POSTGRES_PASSWORD: (?!\$\{)/);
+    expect(text).not.toMatch(/postgres:\/\/[^:]+:(?!\$\{)[^@]*@/);
+    expect(services.postgres!.environment.POSTGRES_PASSWORD).toBe(REQUIRED.SLIPWAY_POSTGRES_PASSWORD);
+    for (const service of ['migrate', 'api', 'builder', 'deployer']) {
+      const env = services[service]!.environment;
+      expect(env.DATABASE_URL, service).toBe(`postgres://slipway:${REQUIRED.SLIPWAY_DB_PASSWORD}@postgres:5432/slipway`);
+      expect(env.REDIS_URL, service).toBe(`redis://:${REQUIRED.SLIPWAY_REDIS_PASSWORD}@redis:6379/0`);
+    }
+    // The services never use the superuser.
+    expect(JSON.stringify(services)).not.toContain(`:${REQUIRED.SLIPWAY_POSTGRES_PASSWORD}@`);
+  });
+
+  it('runs Redis with requirepass, and its health check authenticates', () => {
+    const redis = resolved().services.redis!;
+    const command = redis.command as string[];
+    expect(command[command.indexOf('--requirepass') + 1]).toBe(REQUIRED.SLIPWAY_REDIS_PASSWORD);
+    expect(redis.environment.REDISCLI_AUTH).toBe(REQUIRED.SLIPWAY_REDIS_PASSWORD);
+  });
+
+  it('makes the control-plane role CREATEDB CREATEROLE, not a superuser, and the hardened template with the code\'s statements', () => {
+    const postgres = resolved().services.postgres!;
+    expect(JSON.stringify(postgres.volumes)).toContain('/docker-entrypoint-initdb.d/');
+    const init = readFileSync(path.join(ROOT, 'infra/postgres/init-slipway.sh'), 'utf8');
+    expect(init).toMatch(/CREATE ROLE slipway LOGIN NOSUPERUSER CREATEDB CREATEROLE /);
+    expect(init).toMatch(/IS_TEMPLATE true/);
+    const squash = (sql: string) => sql.replace(/\s+/g, ' ').trim();
+    for (const statement of CATALOG_HARDENING) expect(squash(init)).toContain(`${squash(statement)};`);
+  });
+
+  it('runs no service privileged; the workers get named capabilities only, after dropping all', () => {
+    const { services } = resolved();
+    for (const [name, service] of Object.entries(services)) expect(service.privileged ?? false, name).toBe(false);
+    expect(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')).not.toMatch(/privileged:\s*true/);
+    for (const name of ['builder', 'deployer']) {
+      const service = services[name]!;
+      expect(service.cap_drop, name).toEqual(['ALL']);
+      expect([...service.cap_add].sort(), name).toEqual(['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'NET_ADMIN', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN', 'SYS_CHROOT']);
+      expect(service.security_opt, name).toEqual(['apparmor=unconfined', 'systempaths=unconfined']);
+    }
+    // Each granted capability is explained where it is granted.
+    const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+    for (const cap of services.builder!.cap_add as string[]) expect(text, cap).toMatch(new RegExp(`- ${cap} # \\S`));
   });
 });

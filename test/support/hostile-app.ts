@@ -128,7 +128,30 @@ function forkBomb() {
   });
 }
 
-/** What a build step and a server both try: files, processes, the stores directly, limits. */
+/** Syscall numbers perl's syscall() needs (x86_64, else aarch64). */
+const NR = process.arch === 'arm64' ? { mount: 40, ptrace: 117, keyctl: 219 } : { mount: 165, ptrace: 101, keyctl: 250 };
+/** perl runs the raw call and prints the errno it failed with (its number), or what it got. */
+const perl = (code) => run('perl', ['-e', code]);
+
+/**
+ * The kernel surface the seccomp filter closes, each call made raw (util-linux's tools refuse
+ * some before calling the kernel): new namespaces (user, network), a mount, ptrace of its own
+ * child (allowed by Yama and uids alike, so only the filter stops it), the session keyring.
+ */
+async function kernelSurface() {
+  return {
+    seccompStatus: attempt(() => (fs.readFileSync('/proc/self/status', 'utf8').match(/^Seccomp:.*$/m) || [''])[0]),
+    privileges: attempt(() => fs.readFileSync('/proc/self/status', 'utf8').split('\n').filter((l) => /^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):/.test(l))),
+    unshareUser: await run('unshare', ['-U', 'true']),
+    unshareUserRoot: await run('unshare', ['-Ur', 'id', '-u']),
+    unshareNet: await run('unshare', ['-n', 'true']),
+    mount: await perl('my ($s, $t, $f) = ("none", "/tmp", "tmpfs"); syscall(' + NR.mount + ', $s, $t, $f, 0, 0) == -1 ? print $!+0 : print "mounted"'),
+    ptraceChild: await perl('$p = fork; if (!$p) { sleep 30; exit } $r = syscall(' + NR.ptrace + ', 16, $p, 0, 0); print $r == -1 ? $!+0 : "attached"; kill 9, $p'),
+    keyctl: await perl('$r = syscall(' + NR.keyctl + ', 0, -3, 1); print $r == -1 ? $!+0 : "keyring $r"'),
+  };
+}
+
+/** What a build step and a server both try: files, processes, the stores directly, limits, the kernel. */
 async function common(memoryMb) {
   const report = { uid: process.getuid(), env, limits: attempt(() => fs.readFileSync('/proc/self/limits', 'utf8')) };
   report.proc1Environ = attempt(() => fs.readFileSync('/proc/1/environ', 'utf8'));
@@ -147,6 +170,7 @@ async function common(memoryMb) {
   report.redisDirectDbSize = await redis(['-h', '127.0.0.1', '-p', '6379', 'DBSIZE']);
   report.pgSuperuserDirect = await run('psql', ['-w', '-X', '-A', '-t', '-h', '127.0.0.1', '-p', '5432', '-U', targets.superuser, '-d', targets.controlDb, '-c', 'SELECT 1'], { env: { PGCONNECT_TIMEOUT: '5' } });
   report.pgOtherDirect = await run('psql', ['-w', '-X', '-A', '-t', '-h', '127.0.0.1', '-p', '5432', '-U', targets.superuser, '-d', targets.otherDb, '-c', 'SELECT 1'], { env: { PGCONNECT_TIMEOUT: '5' } });
+  report.kernel = await kernelSurface();
   report.forkBomb = await forkBomb();
   report.memory = await hog(2 * memoryMb);
   report.stillAlive = true;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { inject } from 'vitest';
-import { loadConfig, type Config } from '@slipway/config';
+import { loadConfig, platformCredentials, type Config } from '@slipway/config';
 import { CgroupWriter, detectCgroups, NetworkConfinement } from '@slipway/runtime';
 import { answerClientErrors, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
 import { createProducerRedis } from '@slipway/api/redis';
@@ -89,7 +89,7 @@ export async function startTestApi(
     ...env,
   });
   const logs = new LogCapture();
-  const logger = createLogger({ name: 'api', level: config.logLevel, destination: logs });
+  const logger = createLogger({ name: 'api', level: config.logLevel, destination: logs, secrets: platformCredentials(config) });
   const dataSource = createDataSource({ url: database.url, applicationName: 'slipway-test-api', poolSize: 5 });
   await dataSource.initialize();
   const tenancy = await new TenancyRepository(dataSource.manager).bootstrap(config.bootstrapApiKey);
@@ -196,7 +196,7 @@ export async function startReplica(
   parts: { dataSource?: DataSource; redisUrl?: string; extraRoutes?: RouteSpec[] } = {},
 ): Promise<Replica> {
   const logs = new LogCapture();
-  const logger = createLogger({ name: 'api', level: 'debug', destination: logs });
+  const logger = createLogger({ name: 'api', level: 'debug', destination: logs, secrets: platformCredentials(api.config) });
   const redis = createProducerRedis(parts.redisUrl ?? api.config.redisUrl, logger);
   // The producer connection has no offline queue: wait until it is up, unless it is meant to be down.
   if (!parts.redisUrl) await waitForReady(redis, 10_000);

@@ -8,7 +8,7 @@ import { secureDataDir } from './data-dir.js';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import Joi from 'joi';
-import type { Quotas } from '@slipway/domain';
+import type { Quotas, ResourceCeilings } from '@slipway/domain';
 import { ConfigError } from './config-error.js';
 import { registrySchemaKeys, registrySettingsOf, type RegistrySettings } from './registry.js';
 
@@ -84,6 +84,10 @@ export interface Config {
   };
   /** Default per-workspace quotas (docs/operations.md, Quotas and retention); overridable per workspace. */
   quotas: Quotas;
+  /** The operator's ceilings on any resource_spec (docs/operations.md, Sandbox): over one, create and PATCH answer 422. */
+  ceilings: ResourceCeilings;
+  /** CONNECTION LIMIT of every deployment's database role (docs/operations.md, Deployment databases). */
+  deploymentDbConnectionLimit: number;
   /** The retention pass (docs/operations.md, Quotas and retention). */
   retention: RetentionSettings;
   /** The sandbox of builds and apps (docs/operations.md, Sandbox). */
@@ -262,6 +266,11 @@ const schema = Joi.object({
   SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
   SLIPWAY_BUILD_PIDS_MAX: Joi.number().integer().min(16).default(1024),
   SLIPWAY_BUILD_DISK_MB: Joi.number().integer().min(16).default(4096),
+  SLIPWAY_MAX_MEMORY_MB: Joi.number().integer().min(64).default(16_384),
+  SLIPWAY_MAX_CPU: Joi.number().min(0.1).default(8),
+  SLIPWAY_MAX_DISK_GI: Joi.number().integer().min(1).default(100),
+  SLIPWAY_MAX_DB_CONNECTIONS: Joi.number().integer().min(1).default(500),
+  SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT: Joi.number().integer().min(1).max(10_000).default(100),
   SLIPWAY_QUOTA_DEPLOYMENTS: Joi.number().integer().min(0).default(100),
   SLIPWAY_QUOTA_MIN_SCALE: Joi.number().integer().min(0).max(1000).default(10),
   SLIPWAY_QUOTA_MAX_SCALE: Joi.number().integer().min(1).max(1000).default(20),
@@ -420,6 +429,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       artifactsKept: value.SLIPWAY_QUOTA_ARTIFACTS_KEPT,
       registryBytes: value.SLIPWAY_QUOTA_REGISTRY_BYTES,
     },
+    ceilings: {
+      memoryMb: value.SLIPWAY_MAX_MEMORY_MB,
+      cpu: value.SLIPWAY_MAX_CPU,
+      diskGi: value.SLIPWAY_MAX_DISK_GI,
+      dbConnections: value.SLIPWAY_MAX_DB_CONNECTIONS,
+    },
+    deploymentDbConnectionLimit: value.SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT,
     retention: {
       intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,
       eventsDays: value.SLIPWAY_RETENTION_EVENTS_DAYS,
@@ -483,3 +499,4 @@ export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Readonly
 export { loadAgentConfig, type AgentConfig } from './agent.js';
 export { secureDataDir } from './data-dir.js';
 export type { RegistrySettings } from './registry.js';
+export { platformCredentials, urlPasswords } from './credentials.js';

@@ -2,12 +2,18 @@ export {
   createDatabaseIfMissing,
   createDataSource,
   dropDatabaseIfExists,
-  dropDeploymentDatabase,
-  provisionDeploymentDatabase,
   ensureDatabase,
   runMigrations,
   type CreateDataSourceOptions,
 } from './data-source.js';
+export {
+  CATALOG_HARDENING,
+  DEPLOYMENT_TEMPLATE_DATABASE,
+  dropDeploymentDatabase,
+  provisionDeploymentDatabase,
+  type DeploymentDatabaseOptions,
+  type ProvisionedDatabase,
+} from './deployment-database.js';
 export * from './entities/index.js';
 export { MIGRATIONS } from './migrations/index.js';
 export { isDataException, isDatabaseUnavailable, isForeignKeyViolation, isRowRefused, isUniqueViolation, sqlStateOf } from './pg-errors.js';

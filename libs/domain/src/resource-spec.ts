@@ -123,3 +123,66 @@ export function resourceSpecProblems(spec: ResourceSpec): Array<[keyof ResourceS
   }
   return problems;
 }
+
+/**
+ * The operator's ceilings on what a resource_spec may ask for (docs/operations.md, Sandbox):
+ * every container's memory and CPU (requests and limits alike), the database's disk and
+ * connections. Processes and the build's disk have no resource_spec field: the operator sets
+ * them outright (SLIPWAY_SANDBOX_PIDS_MAX, SLIPWAY_BUILD_PIDS_MAX, SLIPWAY_BUILD_DISK_MB).
+ */
+export interface ResourceCeilings {
+  memoryMb: number;
+  cpu: number;
+  diskGi: number;
+  dbConnections: number;
+}
+
+/** The variable that sets each ceiling, named in a refusal. */
+export const CEILING_VARIABLES: Readonly<Record<keyof ResourceCeilings, string>> = {
+  memoryMb: 'SLIPWAY_MAX_MEMORY_MB',
+  cpu: 'SLIPWAY_MAX_CPU',
+  diskGi: 'SLIPWAY_MAX_DISK_GI',
+  dbConnections: 'SLIPWAY_MAX_DB_CONNECTIONS',
+};
+
+const CEILING_FIELDS: Readonly<Record<keyof ResourceCeilings, ReadonlyArray<keyof ResourceSpec>>> = {
+  memoryMb: [
+    'memory_mb',
+    'memory_limit_mb',
+    'queue_memory_mb',
+    'queue_memory_limit_mb',
+    'orchestrator_memory_mb',
+    'orchestrator_memory_limit_mb',
+    'redis_memory_mb',
+    'db_memory_mb',
+    'db_memory_limit_mb',
+  ],
+  cpu: ['cpu', 'cpu_limit', 'queue_cpu', 'queue_cpu_limit', 'orchestrator_cpu', 'orchestrator_cpu_limit', 'db_cpu', 'db_cpu_limit'],
+  diskGi: ['db_storage_gi'],
+  dbConnections: ['db_max_connections'],
+};
+
+/**
+ * `spec` (resolved from `input`) within the ceilings: a value the caller left out is lowered to
+ * its ceiling (a limit defaulted to twice its request, the fixed database sizes), so a small
+ * ceiling never refuses what nobody asked for; a value the caller gave above its ceiling is a
+ * problem naming the ceiling.
+ */
+export function capResourceSpec(
+  input: ResourceSpecInput,
+  spec: ResourceSpec,
+  ceilings: ResourceCeilings,
+): { spec: ResourceSpec; problems: Array<{ field: keyof ResourceSpec; message: string }> } {
+  const capped: Record<string, unknown> = { ...spec };
+  const problems: Array<{ field: keyof ResourceSpec; message: string }> = [];
+  for (const [name, fields] of Object.entries(CEILING_FIELDS) as Array<[keyof ResourceCeilings, Array<keyof ResourceSpec>]>) {
+    const ceiling = ceilings[name];
+    for (const field of fields) {
+      const value = spec[field] as number;
+      if (value <= ceiling) continue;
+      if (input[field] == null) capped[field] = ceiling;
+      else problems.push({ field, message: `Input should be less than or equal to ${ceiling} (the server's ceiling ${CEILING_VARIABLES[name]}; ${field} is ${value})` });
+    }
+  }
+  return { spec: capped as unknown as ResourceSpec, problems };
+}

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { loadConfigOrExit, type Config } from '@slipway/config';
+import { loadConfigOrExit, platformCredentials, type Config } from '@slipway/config';
 import { createDataSource, EVENTS_CHANNEL, PgNotifications, type DataSource } from '@slipway/db';
 import { createLogger, installShutdown, type Logger } from '@slipway/logging';
 import { JOB_CATALOG, QUEUES } from './catalog.js';
@@ -49,7 +49,7 @@ export interface WorkerProcessSpec {
  */
 export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   const config = loadConfigOrExit();
-  const log = createLogger({ name: spec.name, level: config.logLevel });
+  const log = createLogger({ name: spec.name, level: config.logLevel, secrets: platformCredentials(config) });
   const dataSource = createDataSource({ url: config.databaseUrl, applicationName: `slipway-${spec.name}` });
   // Workers wait out a database that is not up yet instead of crash-looping.
   for (let attempt = 1; ; attempt++) {

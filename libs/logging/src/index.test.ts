@@ -128,6 +128,32 @@ describe('createLogger', () => {
   });
 });
 
+describe('createLogger with the platform credentials', () => {
+  const dbPassword = 'pg-Pass"word\\1';
+  const redisPassword = 'redis-pass-7f3a';
+  const secrets = [dbPassword, redisPassword, 'c2VjcmV0cy1rZXktYmFzZTY0'];
+
+  it('masks them wherever they appear: the message, any field, an error, JSON-escaped or not', () => {
+    const out = new Capture();
+    const log = createLogger({ name: 'test', destination: out, secrets });
+    log.info(`connecting to redis://:${redisPassword}@redis:6379/0`);
+    log.warn({ target: { url: `postgres://slipway:${dbPassword}@db/slipway`, note: 'kept' } }, 'db');
+    log.error({ err: new Error(`auth failed for ${redisPassword}`), key: 'c2VjcmV0cy1rZXktYmFzZTY0' }, 'boom');
+    const text = out.text();
+    for (const secret of [redisPassword, 'c2VjcmV0cy1rZXktYmFzZTY0', dbPassword, JSON.stringify(dbPassword).slice(1, -1)]) expect(text).not.toContain(secret);
+    const lines = out.lines();
+    expect(lines[0].msg).toBe('connecting to redis://:********@redis:6379/0');
+    expect(lines[1].target).toEqual({ url: 'postgres://slipway:********@db/slipway', note: 'kept' });
+    expect(lines[2].err.message).toBe('auth failed for ********');
+  });
+
+  it('without them, lines are written as they are', () => {
+    const out = new Capture();
+    createLogger({ name: 'test', destination: out }).info(`redis://:${redisPassword}@redis`);
+    expect(out.lines()[0].msg).toBe(`redis://:${redisPassword}@redis`);
+  });
+});
+
 describe('redactValues', () => {
   it('masks every occurrence of each known value', () => {
     expect(redactValues('token=abcd1234 again abcd1234; other=zzzz9', ['abcd1234', 'zzzz9'])).toBe(

@@ -38,9 +38,16 @@ export interface CreateLoggerOptions {
   name: string;
   /** Where lines go; stdout by default. Tests pass a capturing stream. */
   destination?: DestinationStream;
+  /**
+   * The platform's own credentials (`platformCredentials` of @slipway/config: the passwords in
+   * DATABASE_URL and REDIS_URL, the secrets key, the bootstrap key): masked wherever they
+   * appear in a line, in any field, whatever logged them (an error message quoting a URL).
+   */
+  secrets?: Iterable<string>;
 }
 
-export function createLogger({ level = 'info', name, destination }: CreateLoggerOptions): Logger {
+export function createLogger({ level = 'info', name, destination, secrets = [] }: CreateLoggerOptions): Logger {
+  const mask = lineMasker(secrets);
   const options: LoggerOptions = {
     name,
     level,
@@ -49,6 +56,7 @@ export function createLogger({ level = 'info', name, destination }: CreateLogger
     redact: { paths: [...REDACT_PATHS], censor: '[REDACTED]' },
     serializers: { err: pino.stdSerializers.err },
     formatters: { level: (label) => ({ level: label }) },
+    ...(mask ? { hooks: { streamWrite: mask } } : {}),
   };
   return pino(options, destination ?? stdoutDestination());
 }
@@ -85,5 +93,19 @@ export function redactValues(text: string, secretValues: Iterable<string>): stri
   const values = [...secretValues].filter((v) => v.length >= 4).sort((a, b) => b.length - a.length);
   for (const value of values) out = out.split(value).join('********');
   return out;
+}
+/**
+ * Masks each value in a serialized (JSON) line as it stands there: raw and JSON-escaped (a
+ * password with a quote or backslash is written escaped). Null when there is nothing to mask.
+ */
+function lineMasker(secrets: Iterable<string>): ((line: string) => string) | null {
+  const forms = new Set<string>();
+  for (const value of secrets) {
+    if (value.length < 4) continue;
+    forms.add(value);
+    forms.add(JSON.stringify(value).slice(1, -1));
+  }
+  if (forms.size === 0) return null;
+  return (line) => redactValues(line, forms);
 }
 export { installShutdown, type ShutdownStep } from './shutdown.js';

@@ -46,6 +46,17 @@ export type {
 } from './driver.js';
 export { CgroupWriter, detectCgroups, type Cgroup, type CgroupLayout, type CgroupLimits } from './sandbox/cgroups.js';
 export { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment, type Mount, type SandboxCommandSpec } from './sandbox/command.js';
+export {
+  handOverSeccomp,
+  ociSeccomp,
+  SANDBOX_SECCOMP_POLICY,
+  sandboxSeccompBpf,
+  SECCOMP_FD,
+  seccompBpf,
+  seccompProgram,
+  type OciSeccomp,
+  type SeccompRule,
+} from './sandbox/seccomp.js';
 export { pickUid, SandboxIdentities, UidsExhaustedError } from './sandbox/identities.js';
 export { confinementRules, NetworkConfinement, NFT_TABLE } from './sandbox/network.js';
 export { Sandbox, sandboxForStart, SandboxUnavailableError, setUpSandbox, type SandboxSettings } from './sandbox/sandbox.js';

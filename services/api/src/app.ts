@@ -102,7 +102,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   const integrations = new IntegrationService(dataSource, secrets, config);
   const quotas = new QuotaService(dataSource, config.quotas);
   const registry = new RegistryService(dataSource, config, quotas);
-  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.runtime.publicHost, registry, config.sourceNames);
+  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, config.runtime.publicHost, registry, config.sourceNames);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.

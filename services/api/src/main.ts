@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadConfigOrExit, type Config } from '@slipway/config';
+import { loadConfigOrExit, platformCredentials, type Config } from '@slipway/config';
 import { createDataSource, TenancyRepository, type BootstrapResult } from '@slipway/db';
 import { createLogger, installShutdown, type Logger } from '@slipway/logging';
 import { closeQueues, createQueues, OutboxRelay, RevisionFlow } from '@slipway/jobs';
@@ -38,7 +38,7 @@ function reportBootstrap(log: Logger, result: BootstrapResult): void {
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
-  const log = createLogger({ name: 'api', level: config.logLevel });
+  const log = createLogger({ name: 'api', level: config.logLevel, secrets: platformCredentials(config) });
   if (config.secretsKey.origin === 'generated') {
     log.warn({ dataDir: config.dataDir }, 'SLIPWAY_SECRETS_KEY is not set: generated one into the data dir. Set it explicitly in production.');
   }

@@ -13,6 +13,8 @@ export interface StepLaunch {
   command: string;
   args: string[];
   cwd: string;
+  /** Sandboxed: the seccomp program the spawner hands over as descriptor 3 (handOverSeccomp). */
+  seccomp?: Buffer;
 }
 
 /** Limits of every step of a build (docs/operations.md, Sandbox). */

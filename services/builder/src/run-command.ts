@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { handOverSeccomp } from '@slipway/runtime';
 
 export interface RunCommandOptions {
   /** A shell command line, run as `/bin/sh -c <command>`. */
@@ -16,7 +17,7 @@ export interface RunCommandOptions {
    * What to spawn instead of `/bin/sh -c <command>` in `cwd`: the same shell wrapped in the
    * build's sandbox (BuildJail.launch). Its whole process tree is still this one group.
    */
-  launch?: { command: string; args: string[]; cwd: string };
+  launch?: { command: string; args: string[]; cwd: string; seccomp?: Buffer };
 }
 
 export interface CommandResult {
@@ -54,8 +55,10 @@ export function runShellCommand(options: RunCommandOptions): Promise<CommandResu
     cwd: launch.cwd,
     env: options.env,
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // Descriptor 3 of a sandboxed step: its seccomp program, for bubblewrap.
+    stdio: ['ignore', 'pipe', 'pipe', ...(launch.seccomp ? ['pipe' as const] : [])],
   });
+  if (launch.seccomp) handOverSeccomp(child, launch.seccomp);
   const pgid = child.pid;
 
   const split = (stream: NodeJS.ReadableStream, name: 'stdout' | 'stderr') => {

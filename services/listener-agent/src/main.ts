@@ -22,7 +22,7 @@ function main(): void {
     }
     throw err;
   }
-  const log = createLogger({ name: 'listener-agent', level: config.logLevel });
+  const log = createLogger({ name: 'listener-agent', level: config.logLevel, secrets: [config.apiKey] });
   const cluster = new Cluster(config.kubeconfigPath);
   const agent = new ListenerAgent(config, new ControlPlaneClient(config), new DeploymentReconciler(cluster, log), log);
   installShutdown(log, [{ name: 'agent loop', run: () => agent.stop() }], config.shutdownTimeoutMs);

@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { chownSync, closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment } from '../sandbox/command.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
+import { handOverSeccomp } from '../sandbox/seccomp.js';
 import type { Artifact } from './artifact.js';
 import { waitHealthy, type HealthOutcome } from './health.js';
 import { isGroupLeader, isProcessAlive, stopProcessGroup } from './os-process.js';
@@ -169,7 +170,10 @@ export class ProcessRuntime {
     let child: ChildProcess;
     try {
       writeSync(fd, `--- slipway: starting instance ${spec.index} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`);
-      child = spawn(command.command, command.args, { cwd: command.cwd, detached: true, stdio: ['ignore', fd, fd], env: command.env });
+      // Descriptor 3: the seccomp program, for bubblewrap (sandboxed only).
+      const stdio: StdioOptions = ['ignore', fd, fd, ...(command.seccomp ? ['pipe' as const] : [])];
+      child = spawn(command.command, command.args, { cwd: command.cwd, detached: true, stdio, env: command.env });
+      if (command.seccomp) handOverSeccomp(child, command.seccomp);
     } finally {
       closeSync(fd);
     }
@@ -192,7 +196,11 @@ export class ProcessRuntime {
    * What runs: the start command in the artifact, sandboxed (the deployment's uid, its cgroup
    * `i-<instance id>`, its local ports opened) unless the sandbox is off.
    */
-  private async command(spec: LaunchSpec, record: InstanceRecord, home: string): Promise<{ command: string; args: string[]; cwd: string; env: Record<string, string> }> {
+  private async command(
+    spec: LaunchSpec,
+    record: InstanceRecord,
+    home: string,
+  ): Promise<{ command: string; args: string[]; cwd: string; env: Record<string, string>; seccomp?: Buffer }> {
     const { start } = spec.artifact.manifest;
     const runtimeEnv = {
       PORT: String(record.port),

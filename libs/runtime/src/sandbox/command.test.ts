@@ -31,7 +31,7 @@ describe('sandboxCommand', () => {
     expect(command).toBe('/bin/sh');
     expect(args.slice(3, 5)).toEqual(['1', '/sys/fs/cgroup/memory/slipway/b-r-a0/cgroup.procs']);
     const line = args.slice(5).join(' ');
-    expect(line).toMatch(/^bwrap --unshare-pid --unshare-ipc --unshare-uts --hostname sandbox --die-with-parent --tmpfs \//);
+    expect(line).toMatch(/^bwrap --unshare-pid --unshare-ipc --unshare-uts --hostname sandbox --die-with-parent --seccomp 3 --tmpfs \//);
     expect(line).toContain('--ro-bind /opt/modules /opt/modules');
     expect(line).toContain('--bind /data/builds/r-a0 /srv/build');
     expect(line).toContain('--chdir /srv/build/source');

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { isLoaderEnvName } from '@slipway/domain';
+import { SECCOMP_FD, sandboxSeccompBpf } from './seccomp.js';
 
 /** A directory shown inside the sandbox: `from` outside appears at `to` (parents made 0755). */
 export interface Mount {
@@ -39,10 +40,13 @@ const SYSTEM_DIRS = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib64', '/lib32'
  * instruction; bubblewrap gives new PID, IPC and UTS namespaces, a tmpfs root with only the
  * system directories (read-only), its own /proc, /dev and /tmp, and the given paths; inside,
  * prlimit sets the open-files limit and setpriv switches to the deployment's uid/gid with no
- * supplementary groups, no capabilities (inheritable, bounding) and no_new_privs.
- * Pure: the caller spawns it (detached) with the environment it built.
+ * supplementary groups, no capabilities (inheritable, bounding) and no_new_privs. Before the
+ * command runs, bubblewrap installs the seccomp filter of seccomp.ts, read from descriptor
+ * SECCOMP_FD: the caller spawns with `'pipe'` there and hands `seccomp` over (handOverSeccomp);
+ * without it bubblewrap refuses to start. Pure: the caller spawns it (detached) with the
+ * environment it built.
  */
-export function sandboxCommand(spec: SandboxCommandSpec, executable: string = process.execPath): { command: string; args: string[] } {
+export function sandboxCommand(spec: SandboxCommandSpec, executable: string = process.execPath): { command: string; args: string[]; seccomp: Buffer } {
   const binds: string[] = [];
   for (const dir of SYSTEM_DIRS) binds.push('--ro-bind-try', dir, dir);
   // Node itself, when it is installed outside /usr (nvm, a tarball).
@@ -62,6 +66,8 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
     '--hostname',
     'sandbox',
     ...(spec.dieWithParent ? ['--die-with-parent'] : []),
+    '--seccomp',
+    String(SECCOMP_FD),
     '--tmpfs',
     '/',
     ...binds,
@@ -84,7 +90,7 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
   ];
   // $1 = how many cgroup.procs files follow; each gets the shell's pid, then exec (same pid).
   const join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"';
-  return { command: '/bin/sh', args: ['-c', join, 'slipway-sandbox', String(spec.cgroupProcs.length), ...spec.cgroupProcs, ...bwrap] };
+  return { command: '/bin/sh', args: ['-c', join, 'slipway-sandbox', String(spec.cgroupProcs.length), ...spec.cgroupProcs, ...bwrap], seccomp: sandboxSeccompBpf() };
 }
 
 /** The directories above `targets` (shallowest first, no duplicates, not `/`). */

@@ -1,9 +1,10 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Queryable } from '../process/process-store.js';
 import { CgroupWriter, detectCgroups, type Cgroup, type CgroupLimits } from './cgroups.js';
 import { SandboxIdentities } from './identities.js';
 import { NetworkConfinement } from './network.js';
+import { handOverSeccomp, sandboxSeccompBpf, SECCOMP_FD } from './seccomp.js';
 
 const run = promisify(execFile);
 
@@ -63,6 +64,9 @@ export async function setUpSandbox(settings: SandboxSettings, db: Queryable): Pr
       throw new SandboxUnavailableError(`'${tool}' is not installed (Debian: apt-get install bubblewrap util-linux nftables).`);
     });
   }
+  await checkSeccomp().catch((err) => {
+    throw new SandboxUnavailableError(`bubblewrap could not install the seccomp filter: ${err instanceof Error ? err.message : String(err)}`);
+  });
   const layout = await detectCgroups();
   if (!layout) throw new SandboxUnavailableError('no writable cgroup controllers (v2, or v1 memory/cpu/pids) under /sys/fs/cgroup.');
   const network = new NetworkConfinement(settings.uidMin, settings.uidMax);
@@ -70,6 +74,18 @@ export async function setUpSandbox(settings: SandboxSettings, db: Queryable): Pr
     throw new SandboxUnavailableError(`nftables rules could not be installed: ${err instanceof Error ? err.message : String(err)}`);
   });
   return new Sandbox(settings, db, new CgroupWriter(layout), network);
+}
+
+/** bubblewrap loads the sandbox's seccomp program and runs a command under it (an old bwrap or kernel fails here, not at the first build). */
+function checkSeccomp(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bwrap', ['--ro-bind', '/', '/', '--seccomp', String(SECCOMP_FD), '--', 'true'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+    handOverSeccomp(child, sandboxSeccompBpf());
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(stderr.trim() || `exit ${code}`))));
+  });
 }
 
 /**

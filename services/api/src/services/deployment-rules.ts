@@ -5,12 +5,14 @@
 import type { StoredRevisionConfig, StoredSourceConfig } from '@slipway/db';
 import {
   BadRequestError,
+  capResourceSpec,
   isImageSource,
   isSelfHosted,
   resolveResourceSpec,
   resourceSpecProblems,
   type DeploymentSource,
   type DeploymentType,
+  type ResourceCeilings,
   type ResourceSpec,
   type ResourceSpecInput,
 } from '@slipway/domain';
@@ -49,9 +51,16 @@ export function deploymentTypeFor(source: DeploymentSource, body: CreateDeployme
   return given ?? 'dev';
 }
 
-/** The spec with every default filled in; its cross-field problems are added to `issues`. */
-export function resolveSpec(input: Record<string, unknown>, type: DeploymentType | null, loc: string[], issues: ValidationIssue[]): ResourceSpec {
-  const spec = resolveResourceSpec(input as ResourceSpecInput, type);
+/** The spec with every default filled in (within the operator's ceilings); its problems are added to `issues`. */
+export function resolveSpec(
+  input: Record<string, unknown>,
+  type: DeploymentType | null,
+  ceilings: ResourceCeilings,
+  loc: string[],
+  issues: ValidationIssue[],
+): ResourceSpec {
+  const { spec, problems } = capResourceSpec(input, resolveResourceSpec(input as ResourceSpecInput, type), ceilings);
+  for (const { field, message } of problems) issues.push(issue([...loc, field], 'less_than_equal', message));
   for (const [field, message] of resourceSpecProblems(spec)) issues.push(issue([...loc, field], 'value_error', `Value error, ${message}`));
   return spec;
 }

@@ -25,6 +25,7 @@ import {
   NotFoundError,
   patchCreatesRevision,
   SECRET_MASK,
+  type ResourceCeilings,
   type SecretEntry,
 } from '@slipway/domain';
 import { enqueueInOutbox, type RevisionFlow } from '@slipway/jobs';
@@ -54,6 +55,7 @@ export class DeploymentService {
     private readonly flow: RevisionFlow,
     private readonly repositories: RepositoryCatalog,
     private readonly quotas: QuotaService,
+    private readonly ceilings: ResourceCeilings,
     /** The host in cloud-hosted deployments' serving URLs (`config.runtime.publicHost`). */
     private readonly runtimeHost?: string,
     private readonly images?: ImageResolver,
@@ -113,7 +115,7 @@ export class DeploymentService {
     // Every problem of the request in one 422 (docs/api.md, Errors), not only the first check's.
     const issues: ValidationIssue[] = [];
     const type = deploymentTypeFor(source, body, issues);
-    const resourceSpec = resolveSpec(body.source_config.resource_spec ?? {}, type, ['source_config', 'resource_spec'], issues);
+    const resourceSpec = resolveSpec(body.source_config.resource_spec ?? {}, type, this.ceilings, ['source_config', 'resource_spec'], issues);
     const revisionConfig = validateCreate(source, body, issues);
     if (issues.length) throw new RequestValidationError(issues);
     const sourceConfig = storedSourceConfig(body.source_config);
@@ -221,7 +223,7 @@ export class DeploymentService {
     const specIssues: ValidationIssue[] = [];
     const resourceSpec =
       input.resource_spec != null
-        ? resolveSpec(input.resource_spec, deployment.deploymentType, ['source_config', 'resource_spec'], specIssues)
+        ? resolveSpec(input.resource_spec, deployment.deploymentType, this.ceilings, ['source_config', 'resource_spec'], specIssues)
         : deployment.resourceSpec;
     if (specIssues.length) throw new RequestValidationError(specIssues);
     if (input.resource_spec != null) {

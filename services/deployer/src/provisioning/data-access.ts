@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
 import { SecretBox } from '@slipway/crypto';
-import { DeploymentCredentialStore, provisionDeploymentDatabase, queryRows, type DataSource } from '@slipway/db';
+import { DEPLOYMENT_TEMPLATE_DATABASE, DeploymentCredentialStore, provisionDeploymentDatabase, queryRows, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { workerConnection } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
@@ -53,6 +53,7 @@ export class DeploymentDataAccess {
   private redisConnection: Redis | null = null;
   private keeper: NodeJS.Timeout | undefined;
   private keeping: Promise<void> | null = null;
+  private warnedCatalog = false;
 
   constructor(
     private readonly config: Readonly<Config>,
@@ -99,7 +100,16 @@ export class DeploymentDataAccess {
    */
   async provision(deploymentId: string, databaseName: string): Promise<void> {
     const { databasePassword, redisPassword } = await this.credentials(deploymentId);
-    await provisionDeploymentDatabase(this.config.databaseUrl, databaseName, databasePassword);
+    const { catalogHidden } = await provisionDeploymentDatabase(this.config.databaseUrl, databaseName, databasePassword, {
+      connectionLimit: this.config.deploymentDbConnectionLimit,
+    });
+    if (!catalogHidden && !this.warnedCatalog) {
+      this.warnedCatalog = true;
+      this.log.warn(
+        { template: DEPLOYMENT_TEMPLATE_DATABASE },
+        'deployment databases list the server\'s other databases and roles: the control-plane role is not a superuser and no hardened template database exists (docs/operations.md, Deployment databases)',
+      );
+    }
     await ensureDeploymentRedisUser(this.redis, deploymentId, redisPassword);
   }
 

@@ -1,0 +1,120 @@
+import pg from 'pg';
+import { dropDatabaseIfExists, maintenanceClient } from './data-source.js';
+
+/**
+ * What a deployment's role may never be: it owns its database and nothing else. ALTER may not
+ * name the superuser-only attributes unless run by a superuser; the role was created without them.
+ */
+const UNPRIVILEGED_ALTER = 'LOGIN NOCREATEDB NOCREATEROLE';
+const UNPRIVILEGED = `${UNPRIVILEGED_ALTER} NOSUPERUSER NOREPLICATION NOBYPASSRLS`;
+
+/**
+ * The template a deployment database is cloned from when it exists (datistemplate): prepared
+ * once by a superuser with CATALOG_HARDENING applied (docker-compose's Postgres init does), so
+ * a control-plane role that is not a superuser still makes databases whose catalog hides the
+ * server's other databases and roles.
+ */
+export const DEPLOYMENT_TEMPLATE_DATABASE = 'slipway_deployment_template';
+
+/**
+ * Catalog views and functions that list (or name, given an OID) the server's databases and
+ * roles, taken from PUBLIC inside a deployment database. Privileges on the shared catalogs
+ * (pg_database, pg_authid) are kept per database, so this changes nothing in the control
+ * plane's own database or any other. Run by a superuser (the catalog's owner).
+ */
+export const CATALOG_HARDENING: readonly string[] = [
+  `REVOKE SELECT ON pg_catalog.pg_database, pg_catalog.pg_roles, pg_catalog.pg_user, pg_catalog.pg_group, pg_catalog.pg_auth_members,
+     pg_catalog.pg_db_role_setting, pg_catalog.pg_shdescription, pg_catalog.pg_stat_activity, pg_catalog.pg_stat_database,
+     pg_catalog.pg_stat_database_conflicts FROM PUBLIC`,
+  `REVOKE EXECUTE ON FUNCTION pg_catalog.pg_get_userbyid(oid), pg_catalog.pg_stat_get_activity(integer),
+     pg_catalog.pg_describe_object(oid, oid, integer), pg_catalog.pg_identify_object(oid, oid, integer),
+     pg_catalog.pg_identify_object_as_address(oid, oid, integer) FROM PUBLIC`,
+];
+
+export interface DeploymentDatabaseOptions {
+  /** The role's CONNECTION LIMIT: sessions it may hold at once (SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT). */
+  connectionLimit: number;
+  /** The hardened template's name; DEPLOYMENT_TEMPLATE_DATABASE unless a test brings its own. */
+  template?: string;
+}
+
+/** What provisioning could do about the catalog: hidden (hardened here, or cloned from the hardened template) or not. */
+export interface ProvisionedDatabase {
+  catalogHidden: boolean;
+}
+
+/**
+ * A deployment's own database with its own login role (same name) that owns it, so the app's
+ * DATABASE_URI carries no control-plane credentials. The role may hold at most
+ * `connectionLimit` sessions. PUBLIC loses CONNECT on it, so other deployments' roles cannot
+ * reach it, and on the control plane's own database (the one `url` names). Inside it, the
+ * catalog no longer lists the server's databases and roles (CATALOG_HARDENING): applied here
+ * when the control-plane user is a superuser, else inherited from DEPLOYMENT_TEMPLATE_DATABASE.
+ * Idempotent: an existing role gets its password, attributes and limit reset, an existing
+ * database its owner. Needs CREATEDB and CREATEROLE (or superuser) on the control-plane user.
+ */
+export async function provisionDeploymentDatabase(url: string, name: string, password: string, options: DeploymentDatabaseOptions): Promise<ProvisionedDatabase> {
+  const client = await maintenanceClient(url);
+  const role = pg.escapeIdentifier(name);
+  let superuser = false;
+  let hasTemplate = false;
+  const templateName = options.template ?? DEPLOYMENT_TEMPLATE_DATABASE;
+  try {
+    superuser = (await client.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_roles WHERE rolname = current_user')).rows[0]?.rolsuper === true;
+    const { rowCount: hasRole } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
+    const limit = `CONNECTION LIMIT ${Math.trunc(options.connectionLimit)}`;
+    const literal = client.escapeLiteral(password);
+    const alter = `ALTER ROLE ${role} WITH ${UNPRIVILEGED_ALTER} ${limit} PASSWORD ${literal}`;
+    await client.query(hasRole ? alter : `CREATE ROLE ${role} WITH ${UNPRIVILEGED} ${limit} PASSWORD ${literal}`).catch((err: { code?: string }) => {
+      if (err.code === '42710') return client.query(alter); // created meanwhile
+      if (err.code === '42501') {
+        throw new Error(`The control-plane database user may not create roles; grant it CREATEROLE so each deployment gets its own (${name}).`);
+      }
+      throw err;
+    });
+    // PostgreSQL 15: only a member of a role may make it a database's owner (a superuser is all roles).
+    if (!superuser) await client.query(`GRANT ${role} TO CURRENT_USER`);
+    hasTemplate = !!(await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [templateName])).rowCount;
+    const { rowCount: hasDb } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!hasDb) {
+      const template = hasTemplate ? ` TEMPLATE ${pg.escapeIdentifier(templateName)}` : '';
+      await client.query(`CREATE DATABASE ${role} OWNER ${role}${template}`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04' && err.code !== '23505') throw err;
+      });
+    }
+    await client.query(`ALTER DATABASE ${role} OWNER TO ${role}`);
+    await client.query(`REVOKE ALL ON DATABASE ${role} FROM PUBLIC`);
+    // Only databases this installation made: its own and its deployments' (the server may host others).
+    const controlPlane = decodeURIComponent(new URL(url).pathname.slice(1));
+    if (controlPlane) await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${pg.escapeIdentifier(controlPlane)} FROM PUBLIC`);
+  } finally {
+    await client.end();
+  }
+  if (superuser) await hardenCatalog(url, name);
+  // A database made before the template existed was cloned from template1: only a superuser can tell (and fix) it.
+  return { catalogHidden: superuser || hasTemplate };
+}
+
+/** Applies CATALOG_HARDENING inside database `name` (as the superuser `url` names). */
+async function hardenCatalog(url: string, name: string): Promise<void> {
+  const target = new URL(url);
+  target.pathname = `/${encodeURIComponent(name)}`;
+  const client = new pg.Client({ connectionString: target.toString() });
+  await client.connect();
+  try {
+    for (const statement of CATALOG_HARDENING) await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops a deployment's database, then its role. Idempotent. */
+export async function dropDeploymentDatabase(url: string, name: string): Promise<void> {
+  await dropDatabaseIfExists(url, name);
+  const client = await maintenanceClient(url);
+  try {
+    await client.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+}
