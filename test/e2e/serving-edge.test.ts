@@ -55,6 +55,7 @@ process.on('SIGTERM', () => server.close(() => process.exit(0)));
 
 let api: TestApi;
 let deployer: ServiceProcess;
+let deployerHealth: string;
 let apiProcess: ServiceProcess;
 let apiUrl: string;
 let serving: string;
@@ -64,7 +65,9 @@ let key: string;
 beforeAll(async () => {
   api = await startTestApi(RUNTIME_ENV);
   api.relay.start();
-  deployer = await startService('deployer', serviceEnv(api, { ...RUNTIME_ENV, ...LIMITS_ENV }));
+  const healthPort = await freePort();
+  deployerHealth = `http://127.0.0.1:${healthPort}`;
+  deployer = await startService('deployer', serviceEnv(api, { ...RUNTIME_ENV, ...LIMITS_ENV, SLIPWAY_WORKER_HEALTH_PORT: String(healthPort) }));
   const port = await freePort();
   apiProcess = await startService('api', serviceEnv(api, { PORT: String(port), HOST: '127.0.0.1', ...LIMITS_ENV }));
   apiUrl = `http://127.0.0.1:${port}`;
@@ -314,6 +317,16 @@ describe('the api edge (a real api process)', () => {
       const res = await http.get(path, { headers: me });
       expect(res.status, path).toBe(200);
       expect(res.body).toEqual({ status: 'ok' });
+    }
+  });
+
+  it("never rate limits a worker's health port, and it answers only ok", async () => {
+    for (let i = 0; i < 3 * PER_ADDRESS; i++) {
+      for (const path of ['/healthz', '/readyz']) {
+        const res = await fetch(`${deployerHealth}${path}`);
+        expect(res.status, path).toBe(200);
+        expect(await res.json()).toEqual({ status: 'ok' });
+      }
     }
   });
 

@@ -10,7 +10,7 @@ type Headers = Request['headers'];
  * The client address a budget is kept for: `req.ip` (X-Forwarded-For only from the proxies
  * SLIPWAY_TRUST_PROXY trusts), an IPv4-mapped address as plain IPv4, and IPv6 by its /64.
  */
-export function clientAddress(req: Request): string {
+function clientAddress(req: Request): string {
   return addressKey(req.ip ?? req.socket.remoteAddress);
 }
 
