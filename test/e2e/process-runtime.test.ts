@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '@slipway/crypto';
 import { isProcessAlive } from '@slipway/runtime';
 import { killGroup, processesUnder } from '../support/app-processes.js';
+import { addBuiltRevision as addBuiltRevisionFor } from '../support/built-revision.js';
 import { nonLoopbackAddress, tryConnect } from '../support/ports.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -22,14 +21,12 @@ const RUNTIME_ENV = { SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN), SLIPWAY_RUNTIM
 
 let api: TestApi;
 let deployer: ServiceProcess;
-let box: SecretBox;
 /** Every pid the runtime ever recorded, so afterAll can kill what the test left running. */
 const seenPids = new Set<number>();
 
 beforeAll(async () => {
   api = await startTestApi(RUNTIME_ENV);
   api.relay.start();
-  box = new SecretBox(api.config.secretsKey.key);
   deployer = await startService('deployer', serviceEnv(api, RUNTIME_ENV));
 }, 60_000);
 
@@ -80,47 +77,7 @@ console.error('fatal: the model provider rejected key ' + process.env.MY_SECRET)
 process.exit(1);
 `;
 
-/** Writes `<dataDir>/artifacts/<revision>` as the builder would (artifact contract). */
-function writeArtifact(revisionId: string, server: string): string {
-  const dir = path.join(api.config.dataDir, 'artifacts', revisionId);
-  mkdirSync(path.join(dir, 'app'), { recursive: true });
-  writeFileSync(
-    path.join(dir, 'app', 'package.json'),
-    JSON.stringify({ name: 'probe-app', version: '1.0.0', private: true, type: 'module', scripts: { start: 'node server.mjs' } }),
-  );
-  writeFileSync(path.join(dir, 'app', 'server.mjs'), server);
-  writeFileSync(
-    path.join(dir, 'artifact.json'),
-    JSON.stringify({
-      version: 1,
-      revision_id: revisionId,
-      commit: null,
-      graphs: { agent: './server.mjs:graph' },
-      env: null,
-      node_version: null,
-      start: { command: 'npm', args: ['run', 'start'], cwd: '.' },
-    }),
-  );
-  return dir;
-}
-
-/** A built revision entering the pipeline the way the api adds one (row + admit + outbox). */
-async function addBuiltRevision(deploymentId: string, server: string): Promise<string> {
-  const id = randomUUID();
-  const artifact = writeArtifact(id, server);
-  await api.dataSource.transaction(async (m) => {
-    const [d] = await m.query(`SELECT resource_spec, secrets_sealed FROM deployments WHERE id = $1 FOR UPDATE`, [deploymentId]);
-    const secrets = JSON.parse(box.open(d.secrets_sealed, deploymentId)) as Array<{ name: string; value: string }>;
-    await m.query(
-      `INSERT INTO revisions (id, deployment_id, status, source, artifact_ref, image_uri, resource_spec, secrets_sealed, secret_names, created_at)
-       VALUES ($1, $2, 'CREATING', 'upload', $3, $4, $5, $6, $7, clock_timestamp())`,
-      [id, deploymentId, artifact, `artifact://${id}`, JSON.stringify(d.resource_spec), box.seal(JSON.stringify(secrets), id), secrets.map((s) => s.name)],
-    );
-    await m.query(`UPDATE deployments SET latest_revision_id = $2 WHERE id = $1`, [deploymentId, id]);
-    await api.flow.admit(m, deploymentId, id);
-  });
-  return id;
-}
+const addBuiltRevision = (deploymentId: string, server: string) => addBuiltRevisionFor(api, deploymentId, server);
 
 // ------------------------------------------------------------------ helpers
 

@@ -87,8 +87,7 @@ const reports: { build?: Record<string, any>; server?: Record<string, any> } = {
 describe('a hostile app in the process runtime sandbox', () => {
   it('runs its attack while the friendly deployment keeps answering and /readyz stays 200', async () => {
     const friendlyProbe = keepProbing(friendly.url);
-    // Within the per-address budget for requests without a key (600 a minute by default): probing
-    // every 50 ms spent it once an attack ran past 30 s, and /readyz answered 429, as it should.
+    // /readyz is never rate limited, however long the attack runs and however often it is probed.
     const readyProbe = keepProbing(`${stand.apiUrl}/readyz`, 200);
     const res = await fetch(`${hostile.url}/attack`, { signal: AbortSignal.timeout(300_000) });
     const text = await res.text();

@@ -83,7 +83,8 @@ describe('production build', () => {
     const deadline = Date.now() + 60_000;
     let ready: Response | undefined;
     while (Date.now() < deadline && child.exitCode === null) {
-      ready = await fetch(`${base}/readyz`).catch(() => undefined);
+      // The bootstrap admin key sees the checks and details an anonymous probe does not.
+      ready = await fetch(`${base}/readyz`, { headers: { 'X-Api-Key': bootstrapKey } }).catch(() => undefined);
       // 200 "degraded" until its Redis connection is up: wait for both stores.
       if (ready?.ok && ((await ready.clone().json()) as { status: string }).status === 'ok') break;
       await new Promise((r) => setTimeout(r, 250));

@@ -301,11 +301,12 @@ describe('503: a dependency is down', () => {
     await closeOutage?.();
   });
 
-  it('/readyz answers 503 naming Postgres', async () => {
-    const res = await app.http.get('/readyz');
+  it('/readyz answers 503 not ready, and names Postgres in the log only', async () => {
+    const res = await app.http.get('/readyz', { key: null });
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({ detail: expect.stringContaining('Postgres') });
-    expect(res.body.detail).not.toContain('Redis');
+    expect(res.body).toEqual({ status: 'unavailable' });
+    const line = app.logs.lines().find((l: any) => /^not ready/.test(String(l.msg)));
+    expect(line).toMatchObject({ level: 'error', msg: 'not ready: Postgres unreachable', checks: { postgres: 'unreachable', redis: 'ok' } });
   });
 
   it('an authenticated route answers 503 (not 500), with Retry-After, and writes nothing', async () => {
@@ -371,9 +372,10 @@ describe('/readyz: not ready only when writes cannot be accepted', () => {
     await expect(dataSource.initialize()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     const app = await startReplica(api, { dataSource, redisUrl: 'redis://127.0.0.1:1/0' });
     try {
-      const res = await app.http.get('/readyz');
+      const res = await app.http.get('/readyz', { key: null });
       expect(res.status).toBe(503);
-      expect(res.body).toEqual({ detail: 'Not ready: Postgres and Redis unreachable.' });
+      expect(res.body).toEqual({ status: 'unavailable' });
+      expect(app.logs.lines().some((l: any) => l.msg === 'not ready: Postgres and Redis unreachable')).toBe(true);
     } finally {
       await app.close();
     }
@@ -387,6 +389,19 @@ describe('probes', () => {
     expect(health.body).toEqual({ status: 'ok' });
     const ready = await api.http.get(`${prefix}/readyz`, { key: null });
     expect(ready.status).toBe(200);
-    expect(ready.body).toMatchObject({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+    // Anonymous callers learn ready or not, nothing about what runs behind.
+    expect(ready.body).toEqual({ status: 'ok' });
+  });
+
+  it('/readyz shows its checks and details to an admin only', async () => {
+    const admin = await api.http.get('/readyz');
+    expect(admin.status).toBe(200);
+    expect(admin.body).toMatchObject({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' }, details: { data_access: expect.any(Object) } });
+    const member = await api.http.get('/readyz', { key: await api.mintKey({ role: 'member' }) });
+    expect(member.body).toEqual({ status: 'ok' });
+    const orgMember = await api.http.get('/readyz', { key: await api.mintKey({ role: 'member', scope: 'organization', workspaceId: null }) });
+    expect(orgMember.body).toEqual({ status: 'ok' });
+    // A credential sent to a probe is checked like anywhere else.
+    expect((await api.http.get('/readyz', { key: 'slw_not-a-key' })).status).toBe(401);
   });
 });

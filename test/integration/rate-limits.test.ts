@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LOCKOUT_RECHECK_MS } from '../../services/api/src/http/rate-limits.js';
+import { LOCKOUT_RECHECK_MS } from '@slipway/access';
+import { hashApiKey } from '@slipway/crypto';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import type { HttpClient, HttpResponse } from '../support/http.js';
 import { startReplica, startTestApi, type Replica, type TestApi } from '../support/test-api.js';
@@ -141,29 +142,35 @@ describe('per client address without credentials, and failed authentications', (
     await api?.close();
   });
 
-  it('limits /readyz, /metrics, /healthz, /docs and requests without a key together, per address', async () => {
+  it('limits /metrics, /docs, /openapi.json and requests without a key together, per address; never the probes', async () => {
     const me = from('203.0.113.7');
-    const paths = ['/readyz', '/metrics', '/healthz', '/docs/', '/v2/listeners'];
+    const paths = ['/metrics', '/docs/', '/openapi.json', '/v2/listeners', '/metrics'];
     const statuses = [];
     for (const path of paths) statuses.push((await api.http.get(path, { key: null, headers: me })).status);
-    expect(statuses).toEqual([200, 200, 200, 200, 401]);
-    for (const path of [...paths, '/admin/queues', '/api-host/readyz']) {
+    expect(statuses).toEqual([200, 200, 200, 401, 200]);
+    for (const path of ['/metrics', '/docs/', '/openapi.json', '/v2/listeners', '/admin/queues']) {
       expectRateLimited(await api.http.get(path, { key: null, headers: me }));
     }
+    // The probes are never charged: an orchestrator behind the spent address still sees the api ready.
+    for (const path of ['/readyz', '/healthz', '/api-host/readyz', '/api-host/healthz']) {
+      const res = await api.http.get(path, { key: null, headers: me });
+      expect(res.status, path).toBe(200);
+      expect(res.body).toEqual({ status: 'ok' });
+    }
     // Another address has its own budget, and keyed callers are not charged to the address.
-    expect((await api.http.get('/readyz', { key: null, headers: from('203.0.113.8') })).status).toBe(200);
+    expect((await api.http.get('/metrics', { key: null, headers: from('203.0.113.8') })).status).toBe(200);
     expect((await api.http.get('/v2/listeners', { headers: me })).status).toBe(200);
   });
 
   it('counts an IPv6 client by its /64', async () => {
     for (let i = 0; i < PER_ADDRESS; i += 1) {
-      expect((await api.http.get('/healthz', { key: null, headers: from(`2001:db8:1:2::${i + 1}`) })).status).toBe(200);
+      expect((await api.http.get('/openapi.json', { key: null, headers: from(`2001:db8:1:2::${i + 1}`) })).status).toBe(200);
     }
-    expectRateLimited(await api.http.get('/healthz', { key: null, headers: from('2001:db8:1:2:ffff::9') }));
-    expect((await api.http.get('/healthz', { key: null, headers: from('2001:db8:1:3::1') })).status).toBe(200);
+    expectRateLimited(await api.http.get('/openapi.json', { key: null, headers: from('2001:db8:1:2:ffff::9') }));
+    expect((await api.http.get('/openapi.json', { key: null, headers: from('2001:db8:1:3::1') })).status).toBe(200);
   });
 
-  it('locks an address out after a few failed authentications, even for a valid key, and tells it when to retry', async () => {
+  it('answers 429 to an address past its failed authentications, but still serves a valid key from it', async () => {
     const attacker = from('198.51.100.20');
     const wrong: Array<Record<string, string>> = [
       { 'x-api-key': `slw_${randomUUID()}` },
@@ -175,28 +182,43 @@ describe('per client address without credentials, and failed authentications', (
       const res = await api.http.get(path, { key: null, headers: { ...attacker, ...headers } });
       expect(res.status, path).toBe(401);
     }
-    const locked = await api.http.get('/v2/listeners', { headers: attacker });
     const lockedOut = /^Too many failed authentications from this address\. Retry in \d+ seconds?\.$/;
+    const locked = await api.http.get('/v2/listeners', { key: null, headers: { ...attacker, 'x-api-key': `slw_${randomUUID()}` } });
     expectRateLimited(locked, lockedOut, 300);
     // The failure window's, not the request window's.
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(60);
-    expectRateLimited(await api.http.get('/admin/queues', { key: null, headers: { ...attacker, ...wrong[0]! } }), lockedOut, 300);
-    // The lockout is the attacker's address only.
-    expect((await api.http.get('/v2/listeners', { headers: from('198.51.100.21') })).status).toBe(200);
+    // A colleague behind the same address, with a valid key, is not refused.
+    expect((await api.http.get('/v2/listeners', { headers: attacker })).status).toBe(200);
+    const orgAdmin = await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' });
+    expect((await api.http.get('/admin/queues/api/queues', { key: orgAdmin, headers: attacker })).status).toBe(200);
   });
 
-  it('a lockout counted on another replica takes effect here within a second, though this one skips Redis for addresses seen clean', async () => {
+  it('locks a credential that keeps failing, wherever it comes from; other keys from its address still work', async () => {
+    const revoked = await api.mintKey({ role: 'member' });
+    const [{ id }] = await api.dataSource.query(`SELECT id FROM api_keys WHERE key_hash = $1`, [hashApiKey(revoked)]);
+    expect((await api.http.delete(`/v2/api-keys/${id}`)).status).toBe(204);
+    for (let i = 0; i < FAILURES; i += 1) {
+      expect((await api.http.get('/v2/listeners', { key: revoked, headers: from(`198.51.100.${40 + i}`) })).status).toBe(401);
+    }
+    const lockedOut = /^Too many failed authentications with this credential\. Retry in \d+ seconds?\.$/;
+    // Counted per credential: a new address does not start it afresh.
+    expectRateLimited(await api.http.get('/v2/listeners', { key: revoked, headers: from('198.51.100.49') }), lockedOut, 300);
+    // Only that credential: the addresses it failed from, each under its own budget, still serve other keys.
+    expect((await api.http.get('/v2/listeners', { headers: from('198.51.100.40') })).status).toBe(200);
+  });
+
+  it('a credential lockout counted on another replica takes effect here within a second', async () => {
     const replica = await startReplica(api);
     try {
-      const attacker = from('198.51.100.30');
-      // Seen clean here: this replica now trusts the address for up to LOCKOUT_RECHECK_MS.
-      expect((await api.http.get('/v2/listeners', { headers: attacker })).status).toBe(200);
-      for (let i = 0; i < FAILURES; i += 1) {
-        const res = await replica.http.get('/v2/listeners', { key: null, headers: { ...attacker, 'x-api-key': `slw_${randomUUID()}` } });
+      const wrong = `slw_${randomUUID()}`;
+      // One failure here, the rest there: the count is shared.
+      expect((await api.http.get('/v2/listeners', { key: wrong, headers: from('198.51.100.30') })).status).toBe(401);
+      for (let i = 1; i < FAILURES; i += 1) {
+        const res = await replica.http.get('/v2/listeners', { key: wrong, headers: from(`198.51.100.${30 + i}`) });
         expect(res.status).toBe(401);
       }
-      expectRateLimited(await replica.http.get('/v2/listeners', { headers: attacker }), /^Too many failed authentications/, 300);
-      await vi.waitFor(async () => expectRateLimited(await api.http.get('/v2/listeners', { headers: attacker }), /^Too many failed authentications/, 300), {
+      expectRateLimited(await replica.http.get('/v2/listeners', { key: wrong }), /^Too many failed authentications with this credential/, 300);
+      await vi.waitFor(async () => expectRateLimited(await api.http.get('/v2/listeners', { key: wrong }), /^Too many failed authentications with this credential/, 300), {
         timeout: LOCKOUT_RECHECK_MS + 1_000,
         interval: 100,
       });
@@ -237,7 +259,8 @@ describe('with Redis away', () => {
   it('keeps serving when Redis refuses connections, counting budgets per process, and says so', async () => {
     await proxy.refuse();
     await spendLocally(replica.http, await api.mintKey({ role: 'member' }));
-    const ready = await replica.http.get('/readyz', { key: null });
+    // An admin's credential sees why.
+    const ready = await replica.http.get('/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body.status).toBe('degraded');
     expect(await metric(replica.http, 'slipway_rate_limit_store_errors_total', {})).toBeGreaterThanOrEqual(BUDGET);

@@ -140,8 +140,12 @@ async function scheduleMaintenance(queues: Queues, config: Readonly<Config>, log
   }
 }
 
-/** `/healthz` (process up), `/readyz` (Postgres answers) and `/metrics` for orchestrators and Prometheus. */
+/**
+ * `/healthz` (process up), `/readyz` (Postgres answers) and `/metrics` for orchestrators and
+ * Prometheus: never rate limited, and only ok / not ok (what is down goes to the log).
+ */
 function startHealthServer(port: number, dataSource: DataSource, metrics: WorkerMetrics, log: Logger): Server {
+  let wasReady = true;
   const server = createServer(async (req, res) => {
     if (req.url === '/metrics') {
       res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
@@ -156,7 +160,9 @@ function startHealthServer(port: number, dataSource: DataSource, metrics: Worker
         () => true,
         () => false,
       );
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(ok ? '{"status":"ok"}' : '{"detail":"Postgres unreachable."}');
+      if (ok !== wasReady) log[ok ? 'info' : 'warn'](ok ? 'health port: ready again' : 'health port: not ready, Postgres unreachable');
+      wasReady = ok;
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(ok ? '{"status":"ok"}' : '{"status":"unavailable"}');
       return;
     }
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');

@@ -10,14 +10,13 @@ import { EVENTS_CHANNEL, PgNotifications, REVISION_LOGS_CHANNEL, type DataSource
 import { RevisionFlow, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
-import { ApiKeyCache } from './auth/api-key-cache.js';
+import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { CONSOLE_PATH, consoleApp } from './console/console-app.js';
 import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
-import { RateLimits } from './http/rate-limits.js';
 import type { RouteSpec } from './http/route.js';
 import { DependencyChecks } from './metrics/dependencies.js';
 import { LocalTrustCheck } from './metrics/local-trust.js';
@@ -111,7 +110,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
 
   let document: Record<string, unknown> | undefined;
   const routes: RouteSpec[] = [
-    ...opsRoutes({ dependencies, localTrust: new LocalTrustCheck(config.databaseUrl, config.redisUrl), openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }),
+    ...opsRoutes({ dependencies, localTrust: new LocalTrustCheck(config.databaseUrl, config.redisUrl), openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }, logger),
     ...apiKeyRoutes(new ApiKeyService(dataSource, apiKeyCache)),
     ...listenerRoutes(new ListenerService(dataSource)),
     ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, secrets, new DesiredStateCache(deriveKey(config.secretsKey.key, 'desired-state-etag')))),

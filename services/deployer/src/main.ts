@@ -2,13 +2,15 @@
  * The deployer process: a BullMQ worker on `rollouts` (rollouts, provisioning, teardown) plus
  * the shared maintenance worker. Entry file: `tsx services/deployer/src/main.ts`.
  */
-import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
+import { ApiKeyCache, RateLimits } from '@slipway/access';
+import { createWorker, producerConnection, QUEUES, runWorkerProcess } from '@slipway/jobs';
 import { sandboxForStart } from '@slipway/runtime';
 import { ProcessDriver } from './process-driver/process-driver.js';
 import { provisionDeploymentProcessor } from './provision-deployment.processor.js';
 import { DeploymentDataAccess } from './provisioning/data-access.js';
 import { RevisionInputs } from './revision-inputs.js';
 import { rolloutRevisionProcessor } from './rollout-revision.processor.js';
+import { ServingAuth } from './serving-auth.js';
 import { teardownDeploymentProcessor } from './teardown-deployment.processor.js';
 
 // One per deployer process, adopting before the workers take jobs.
@@ -25,7 +27,14 @@ runWorkerProcess({
     inputs = new RevisionInputs(config, dataSource, dataAccess);
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
     const sandbox = await sandboxForStart(config.sandbox, dataSource, { production: config.nodeEnv === 'production', warn: (m) => log.warn(m) });
-    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, metrics);
+    // Serving URLs check keys and budgets as the api does, in the same Redis (docs/api.md, Deployments).
+    const servingRedis = producerConnection(config.redisUrl, log);
+    const servingAuth = new ServingAuth({
+      dataSource,
+      keys: new ApiKeyCache(dataSource, config.apiKeyCacheTtlMs, log),
+      limits: new RateLimits({ settings: config.rateLimit, redis: servingRedis, keyPrefix: config.queuePrefix, log, registry: metrics.registry }),
+    });
+    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, servingAuth, metrics);
     await driver.adopt();
     // Adopted instances find their fronts on the recorded ports; only the runtime's owner keeps them.
     dataAccess.keepFronts(() => driver.isOwner);
@@ -34,6 +43,7 @@ runWorkerProcess({
       stop: async () => {
         await driver.release();
         await dataAccess.close();
+        servingRedis.disconnect();
       },
     };
   },

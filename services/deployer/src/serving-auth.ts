@@ -1,11 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import { hashApiKey } from '@slipway/crypto';
-import { ApiKeyRepository, queryRows, type DataSource } from '@slipway/db';
+import { addressKey, credentialId, credentialOf, stripCredential, type ApiKeyCache, type RateLimits } from '@slipway/access';
+import { API_KEY_PREFIX, hashApiKey } from '@slipway/crypto';
+import { queryRows, type ApiKey, type DataSource } from '@slipway/db';
+import { TooManyRequestsError } from '@slipway/domain';
 import { readArtifact, type AccessDenial } from '@slipway/runtime';
 
-/** How long a verdict on a key, or a deployment's policy, is reused: revoking a key takes effect within this. */
-const KEY_TTL_MS = 30_000;
-const DENIED_KEY_TTL_MS = 5_000;
+/** How long a deployment's policy is reused: a change of `serving_auth` takes effect within this. */
 const POLICY_TTL_MS = 10_000;
 const MAX_CACHED = 10_000;
 
@@ -24,22 +24,34 @@ const MISSING_KEY: AccessDenial = {
 };
 const WRONG_KEY: AccessDenial = { status: 401, detail: "The 'X-Api-Key' is not a valid API key of this deployment's workspace." };
 
+export interface ServingAuthDeps {
+  dataSource: DataSource;
+  /** The api's key lookup, with its cache of at most a second: a revoked key is refused within it. */
+  keys: ApiKeyCache;
+  /** The api's budgets and failed-authentication lockout, counted in the same Redis. */
+  limits: RateLimits;
+}
+
 /**
  * The serving URL's gate (docs/api.md, Deployments): an agent server (the LangGraph Server API
  * serving a project's graphs) answers only requests carrying an API key of the deployment's
- * workspace (or an organization key of its organization) in `X-Api-Key`, as the hosted platform
- * does. A deployment opts out with `source_config.serving_auth: "none"`; a project whose graph
- * config names a custom auth handler (`auth.path`) is left to that handler; an app with its own
- * server authenticates its callers itself. `GET /ok` is always open (it says nothing).
+ * workspace (or an organization key of its organization) in `X-Api-Key` (or `Authorization:
+ * Bearer`), as the hosted platform does. A deployment opts out with `source_config.serving_auth:
+ * "none"` (admins only); a project whose graph config names a custom auth handler (`auth.path`)
+ * is left to that handler; an app with its own server authenticates its callers itself. A plain
+ * `GET /ok` (no Upgrade) is always open and free: it says nothing.
  *
- * Keys are checked against the control plane and the verdict cached briefly. A verified key is
- * removed from the request before it is forwarded: the deployed code never sees the credential.
+ * Every request is checked on its own, keep-alive or not, Upgrade included, exactly as the api
+ * checks one: the credential's lockout first, then the key (cached at most a second, so a revoke
+ * applies here within it), a failure counted against the credential and the client address, the
+ * request charged to the key's budget (the same one its api calls draw on), or to the address
+ * without a key. The deployed code never sees the credential: it is removed from the request,
+ * and a Slipway key sent to a deployment that needs none is removed as well.
  */
 export class ServingAuth {
   private readonly policies = new Map<string, { policy: Policy; until: number }>();
-  private readonly verdicts = new Map<string, { ok: boolean; until: number }>();
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(private readonly deps: ServingAuthDeps) {}
 
   /** The `authorize` hook of one deployment's serving proxy. */
   forDeployment(deploymentId: string): (req: IncomingMessage) => Promise<AccessDenial | null> {
@@ -47,34 +59,47 @@ export class ServingAuth {
   }
 
   async check(deploymentId: string, req: IncomingMessage): Promise<AccessDenial | null> {
-    if ((req.url ?? '').split('?')[0] === '/ok') return null;
-    const policy = await this.policy(deploymentId);
-    if (!policy?.requireKey) return null;
-    const header = req.headers['x-api-key'];
-    const key = Array.isArray(header) ? header[0] : header;
-    if (!key) return MISSING_KEY;
-    if (!(await this.keyAllowed(policy, key))) return WRONG_KEY;
-    delete req.headers['x-api-key'];
-    return null;
+    try {
+      return await this.decide(deploymentId, req);
+    } catch (err) {
+      if (err instanceof TooManyRequestsError) return { status: 429, detail: err.message, headers: { 'retry-after': String(err.retryAfterSeconds) } };
+      throw err;
+    }
   }
 
-  private async keyAllowed(policy: Policy, key: string): Promise<boolean> {
-    const hash = hashApiKey(key);
-    const cacheKey = `${policy.workspaceId}:${hash}`;
-    const cached = this.verdicts.get(cacheKey);
-    if (cached && cached.until > Date.now()) return cached.ok;
-    const row = await new ApiKeyRepository(this.dataSource.manager).findActiveByHash(hash);
-    // A listener agent's key (docs/api.md, Listener agent protocol) opens nothing but its protocol.
-    const ok = !!row && row.listenerId === null && row.organizationId === policy.organizationId && (row.workspaceId === null || row.workspaceId === policy.workspaceId);
-    remember(this.verdicts, cacheKey, { ok, until: Date.now() + (ok ? KEY_TTL_MS : DENIED_KEY_TTL_MS) });
-    return ok;
+  private async decide(deploymentId: string, req: IncomingMessage): Promise<AccessDenial | null> {
+    if (isPublicProbe(req)) return null;
+    const policy = await this.policy(deploymentId);
+    const credential = credentialOf(req.headers);
+    if (!policy?.requireKey) {
+      if (credential?.startsWith(API_KEY_PREFIX)) stripCredential(req.headers, credential);
+      return null;
+    }
+    const address = addressKey(req.socket.remoteAddress);
+    if (!credential) {
+      await this.deps.limits.consume('address', address);
+      return MISSING_KEY;
+    }
+    const id = credentialId(credential);
+    await this.deps.limits.assertCredentialNotLockedOut(id);
+    const row = await this.deps.keys.find(hashApiKey(credential));
+    if (!row) {
+      const lockout = await this.deps.limits.recordAuthFailure(address, id);
+      if (lockout) throw lockout;
+      return WRONG_KEY;
+    }
+    this.deps.keys.touch(row.id);
+    await this.deps.limits.consume(row.listenerId ? 'listener-agent' : 'key', row.id);
+    if (!opens(row, policy)) return WRONG_KEY;
+    stripCredential(req.headers, credential);
+    return null;
   }
 
   private async policy(deploymentId: string): Promise<Policy | null> {
     const cached = this.policies.get(deploymentId);
     if (cached && cached.until > Date.now()) return cached.policy;
     const [row] = await queryRows<{ workspace_id: string; organization_id: string; serving_auth: string | null; artifact_ref: string | null }>(
-      this.dataSource.manager,
+      this.deps.dataSource.manager,
       `SELECT d.workspace_id, w.organization_id, d.source_config->>'serving_auth' AS serving_auth, r.artifact_ref
          FROM deployments d JOIN workspaces w ON w.id = d.workspace_id
          LEFT JOIN revisions r ON r.id = d.active_revision_id
@@ -89,12 +114,19 @@ export class ServingAuth {
       organizationId: row.organization_id,
       workspaceId: row.workspace_id,
     };
-    remember(this.policies, deploymentId, { policy, until: Date.now() + POLICY_TTL_MS });
+    if (this.policies.size >= MAX_CACHED) this.policies.clear();
+    this.policies.set(deploymentId, { policy, until: Date.now() + POLICY_TTL_MS });
     return policy;
   }
 }
 
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  if (map.size >= MAX_CACHED) map.clear();
-  map.set(key, value);
+/** A key of the deployment's workspace, or of its organization; a listener agent's key opens nothing but its protocol. */
+function opens(key: ApiKey, policy: Policy): boolean {
+  return key.listenerId === null && key.organizationId === policy.organizationId && (key.workspaceId === null || key.workspaceId === policy.workspaceId);
+}
+
+/** `GET /ok` as a health check sends it: no Upgrade, so it cannot turn the connection into a tunnel. */
+function isPublicProbe(req: IncomingMessage): boolean {
+  if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/ok') return false;
+  return req.headers.upgrade === undefined && !/(^|,)\s*upgrade\s*(,|$)/i.test(String(req.headers.connection ?? ''));
 }

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServingProxy, type ServingProxyOptions } from './serving-proxy.js';
 
@@ -155,5 +155,51 @@ describe('ServingProxy', () => {
     expect(await allowed.json()).toMatchObject({ name: 'a', body: 'payload', header: null });
     const broken = await fetch(`${url}/x`, { headers: { 'x-api-key': 'throw' } });
     expect(broken.status).toBe(503);
+  });
+
+  it('forwards an Upgrade with the headers authorize left, and tunnels only after the instance switched', async () => {
+    const target = await startTarget('a');
+    target.server.on('upgrade', (req, socket) => {
+      if (req.url === '/refuse') return void socket.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\nno');
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: echo\r\nconnection: Upgrade\r\n\r\n${JSON.stringify(req.headers)}\n`);
+      socket.pipe(socket);
+    });
+    const { proxy } = await startProxy({
+      authorize: async (req) => {
+        if (req.headers['x-api-key'] !== 'good') return { status: 401, detail: 'no key', headers: { 'www-authenticate': 'ApiKey' } };
+        delete req.headers['x-api-key'];
+        return null;
+      },
+    });
+    proxy.setTargets([{ host: HOST, port: target.port }]);
+    const exchange = (bytes: string[]) =>
+      new Promise<{ data: string; closed: boolean }>((resolve) => {
+        const socket = connect(proxy.port, HOST);
+        let data = '';
+        const done = (closed: boolean) => resolve({ data, closed });
+        const timer = setTimeout(() => (socket.destroy(), done(false)), 1_000);
+        socket.on('data', (c) => (data += c));
+        socket.on('end', () => (clearTimeout(timer), socket.destroy(), done(true)));
+        socket.on('error', () => undefined);
+        socket.on('connect', () => bytes.forEach((b, i) => setTimeout(() => socket.writable && socket.write(b), i * 200)));
+      });
+    const upgrade = (path: string, key?: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n${key ? `X-Api-Key: ${key}\r\n` : ''}Connection: Upgrade\r\nUpgrade: echo\r\n\r\n`;
+
+    const denied = await exchange([upgrade('/ws'), 'GET /next HTTP/1.1\r\nHost: x\r\n\r\n']);
+    expect(denied.closed).toBe(true);
+    expect(denied.data).toMatch(/^HTTP\/1\.1 401 /);
+    expect(denied.data).toContain('www-authenticate: ApiKey');
+    expect(denied.data.match(/HTTP\/1\.1/g)).toHaveLength(1);
+
+    const switched = await exchange([upgrade('/ws', 'good'), 'echoed']);
+    expect(switched.data).toMatch(/^HTTP\/1\.1 101 /);
+    expect(switched.data).not.toContain('good');
+    expect(switched.data).toContain('"x-forwarded-for"');
+    expect(switched.data).toContain('echoed');
+
+    const refused = await exchange([upgrade('/refuse', 'good'), 'GET /next HTTP/1.1\r\nHost: x\r\n\r\n']);
+    expect(refused.closed).toBe(true);
+    expect(refused.data).toMatch(/^HTTP\/1\.1 400 /);
+    expect(refused.data.match(/HTTP\/1\.1/g)).toHaveLength(1);
   });
 });

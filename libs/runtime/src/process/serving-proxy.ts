@@ -1,5 +1,5 @@
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 
 /** One instance the proxy may send requests to. */
 export interface ProxyTarget {
@@ -14,7 +14,9 @@ export interface ServingProxyOptions {
   onError?: (err: Error, target: ProxyTarget | null) => void;
   /**
    * Decides whether a request may reach the instances, before anything is forwarded: null lets
-   * it through, a denial is answered by the proxy itself. A check that throws denies (503).
+   * it through (with the headers it left on `req.headers`: only those are forwarded, upgrades
+   * included), a denial is answered by the proxy itself. Called for every request of a
+   * keep-alive connection and for every Upgrade. A check that throws denies (503).
    */
   authorize?: (req: IncomingMessage) => Promise<AccessDenial | null>;
 }
@@ -78,8 +80,10 @@ export class ServingProxy {
     this.server.on('upgrade', (req, socket, head) => {
       void this.admit(req).then((denial) => {
         if (!denial) return this.upgrade(req, socket as Socket, head);
+        // Refused: answered and closed, so nothing else is ever read from this connection.
         const body = JSON.stringify({ detail: denial.detail });
-        socket.end(`HTTP/1.1 ${denial.status} Denied\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        const extra = Object.entries(denial.headers ?? {}).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+        socket.end(`HTTP/1.1 ${denial.status} Denied\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`);
       });
     });
     this.server.on('connection', (socket) => {
@@ -213,24 +217,60 @@ export class ServingProxy {
     else req.pipe(upstream);
   }
 
-  /** WebSocket (and other Upgrade) requests: a raw TCP tunnel to one target. */
+  /**
+   * WebSocket (and other Upgrade) requests, admitted like any other request and forwarded with
+   * the same headers (what `authorize` left of them, hop-by-hop ones dropped). The connection
+   * becomes a tunnel only once the instance answers 101: any other answer is relayed and the
+   * connection closed, so no later request on it can reach the instance unchecked.
+   */
   private upgrade(req: IncomingMessage, client: Socket, head: Buffer): void {
     const target = this.pick();
     if (!target) {
       client.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${NO_INSTANCE.length}\r\n\r\n${NO_INSTANCE}`);
       return;
     }
-    const upstream = connect(target.port, target.host, () => {
-      const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-      upstream.write(lines.join('\r\n') + '\r\n\r\n');
-      if (head.length) upstream.write(head);
-      upstream.pipe(client).pipe(upstream);
+    const headers = forwardHeaders(req.headers, req.socket.remoteAddress);
+    headers.connection = 'Upgrade';
+    headers.upgrade = req.headers.upgrade;
+    const upstream = request({ host: target.host, port: target.port, method: req.method, path: req.url, headers, agent: false });
+    upstream.once('upgrade', (answer, tunnel, upstreamHead) => {
+      client.write(statusLine(answer) + rawHeaderLines(answer.rawHeaders) + '\r\n');
+      if (upstreamHead.length) client.write(upstreamHead);
+      if (head.length) tunnel.write(head);
+      tunnel.pipe(client).pipe(tunnel);
+      tunnel.once('error', () => client.destroy());
+      tunnel.once('close', () => client.destroy());
+      client.once('close', () => tunnel.destroy());
     });
-    upstream.once('error', () => client.destroy());
+    upstream.once('response', (answer) => {
+      const relayed = { ...answer.headers };
+      for (const h of HOP_BY_HOP) delete relayed[h];
+      let lines = statusLine(answer);
+      for (const [name, value] of Object.entries(relayed)) for (const v of [value ?? []].flat()) lines += `${name}: ${v}\r\n`;
+      // Without a length, the end of the connection ends the body (RFC 9112 §6.3).
+      client.write(lines + 'connection: close\r\n\r\n');
+      answer.pipe(client);
+      answer.once('error', () => client.destroy());
+    });
+    upstream.once('error', (err) => {
+      this.options.onError?.(err, target);
+      const body = JSON.stringify({ detail: 'The instance did not answer.' });
+      if (client.writable) client.end(`HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    });
     client.once('error', () => upstream.destroy());
     client.once('close', () => upstream.destroy());
+    upstream.end();
   }
+}
+
+function statusLine(res: IncomingMessage): string {
+  return `HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}\r\n`;
+}
+
+function rawHeaderLines(raw: string[]): string {
+  let out = '';
+  for (let i = 0; i < raw.length; i += 2) out += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  return out;
 }
 
 function key(t: ProxyTarget): string {

@@ -1,8 +1,8 @@
 import Joi from 'joi';
 import { TenancyRepository, type DataSource } from '@slipway/db';
 import { hashApiKey } from '@slipway/crypto';
+import { credentialOf, type ApiKeyCache } from '@slipway/access';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '@slipway/domain';
-import type { ApiKeyCache } from './api-key-cache.js';
 import { RequestValidationError, issuesFromJoi } from '../http/validation-error.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt-verifier.js';
 import { isOrganizationAdmin, type AdminRequirement, type AuthRequirement, type Principal } from './principal.js';
@@ -23,14 +23,6 @@ type Headers = Record<string, string | string[] | undefined>;
 
 const single = (value: string | string[] | undefined): string | undefined =>
   Array.isArray(value) ? value[0] : value;
-
-/** The credential a request carries: `X-Api-Key`, else `Authorization: Bearer`. */
-function credentialOf(headers: Headers): string | undefined {
-  const apiKey = single(headers['x-api-key'])?.trim();
-  if (apiKey) return apiKey;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(single(headers.authorization) ?? '');
-  return match?.[1];
-}
 
 /**
  * Turns request headers into a Principal (docs/api.md, Authentication and tenancy), or throws the exact 401/403/404/422 the
@@ -58,11 +50,6 @@ export class Authenticator {
   async authorize(principal: Principal, headers: Headers, requirement: Exclude<AuthRequirement, 'none'>, admin: AdminRequirement = false): Promise<void> {
     await this.resolveTenant(principal, single(headers['x-tenant-id'])?.trim());
     this.enforce(principal, requirement, admin);
-  }
-
-  /** True when the request carries a credential at all (a failed one counts as a failed login). */
-  static hasCredential(headers: Headers): boolean {
-    return credentialOf(headers) !== undefined;
   }
 
   private async fromApiKey(key: string): Promise<Principal | null> {

@@ -21,6 +21,12 @@ export interface Principal {
 export type AuthRequirement =
   /** No credentials (health, docs, signed webhooks and uploads). */
   | 'none'
+  /**
+   * Health probes: no credentials and never charged to any budget. A credential, when sent, is
+   * identified (a bad one refused and counted as a failed authentication), so the handler can
+   * answer an admin more than an anonymous prober.
+   */
+  | 'probe'
   /** Any non-agent credential; no workspace needed (organization-level resources). */
   | 'organization'
   /** A non-agent credential acting in a workspace. */

@@ -74,6 +74,7 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
       if (route.streamBody) res.setHeader('Connection', 'close');
       let principal = null;
       if (route.auth === 'none') await admission.anonymous(req);
+      else if (route.auth === 'probe') principal = await admission.identify(req);
       else principal = await admission.authenticate(req, route.auth, route.admin ?? false);
       const inputs = validateRequest(route, req);
       const log = (req as Request & { log: Logger }).log;

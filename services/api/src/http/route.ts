@@ -11,7 +11,7 @@ export interface RequestContext<P = Record<string, string>, Q = Record<string, u
   params: P;
   query: Q;
   body: B;
-  /** Null only on `auth: 'none'` routes. */
+  /** Null only on `auth: 'none'` routes, and on probes called without a credential. */
   principal: Principal | null;
   requestId: string;
   log: Logger;

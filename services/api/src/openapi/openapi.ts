@@ -33,6 +33,16 @@ const VALIDATION_ERROR_SCHEMA: JsonSchema = {
   required: ['detail'],
 };
 
+const KEYED_SECURITY: Array<Record<string, string[]>> = [{ ApiKey: [] }, { ApiKey: [], TenantId: [] }, { BearerAuth: [] }, { BearerAuth: [], TenantId: [] }];
+/** Who may call a route, as OpenAPI security requirements (`{}`: anyone). */
+const SECURITY: Record<RouteSpec['auth'], Array<Record<string, string[]>>> = {
+  none: [],
+  probe: [{}, { ApiKey: [] }, { BearerAuth: [] }],
+  organization: KEYED_SECURITY,
+  workspace: KEYED_SECURITY,
+  'listener-agent': KEYED_SECURITY,
+};
+
 const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -69,16 +79,18 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
         ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema: joiToJsonSchema(spec.schema, schemas) } } }
         : { description: spec.description };
     }
-    if (route.auth !== 'none') {
+    const keyed = route.auth !== 'none' && route.auth !== 'probe';
+    if (route.auth === 'probe') responses['401'] ??= errorResponse('A credential was sent and is not valid');
+    if (keyed) {
       responses['401'] ??= errorResponse('Missing or invalid credentials');
       responses['403'] ??= errorResponse('Credentials not allowed here (role, scope or missing X-Tenant-Id)');
     }
-    // Every request is charged to a budget: its key's, or its client address's (docs/api.md, Errors).
+    // Every request but a probe is charged to a budget: its key's, or its client address's (docs/api.md, Errors).
     responses['429'] ??= {
-      ...errorResponse('Rate limited: the caller\'s request budget is spent (or its address is locked out after failed authentications)'),
+      ...errorResponse('Rate limited: the caller\'s request budget is spent, or its credential or address failed to authenticate too often'),
       headers: { 'Retry-After': { description: 'Seconds until the budget allows another request', schema: { type: 'integer', minimum: 1 } } },
     };
-    if (params || query || body || headers || route.auth !== 'none') {
+    if (params || query || body || headers || keyed) {
       responses['422'] ??= {
         description: 'Validation error',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidationError' } } },
@@ -91,8 +103,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
       tags: [route.tag],
       parameters,
       responses,
-      security:
-        route.auth === 'none' ? [] : [{ ApiKey: [] }, { ApiKey: [], TenantId: [] }, { BearerAuth: [] }, { BearerAuth: [], TenantId: [] }],
+      security: SECURITY[route.auth],
     };
     if (route.admin) operation.description = route.admin === 'organization' ? 'Requires an organization admin key.' : 'Requires an admin key.';
     if (body) {

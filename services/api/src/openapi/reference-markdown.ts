@@ -45,7 +45,12 @@ const cell = (text: string | undefined): string => (text ?? '').replace(/\|/g, '
 function renderOperation(method: string, path: string, op: Operation, doc: Schema): string[] {
   const out = [`### \`${method.toUpperCase()} ${path}\``, ''];
   if (op.summary) out.push(`${op.summary}.`.replace(/\.\.$/, '.'), '');
-  const auth = op.security && op.security.length === 0 ? 'No credentials.' : 'Credentials: an API key or JWT (`X-Tenant-Id` with organization-scoped ones).';
+  const auth =
+    op.security && op.security.length === 0
+      ? 'No credentials.'
+      : op.security?.some((s) => s && typeof s === 'object' && Object.keys(s).length === 0)
+        ? 'No credentials needed; one that is sent is checked.'
+        : 'Credentials: an API key or JWT (`X-Tenant-Id` with organization-scoped ones).';
   out.push(op.description ? `${auth} ${op.description}` : auth, '');
 
   const params = op.parameters ?? [];

@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { AppError } from '@slipway/domain';
+import { AppError, ForbiddenError } from '@slipway/domain';
 import { created, defineRoute, noContent, ok, principalOf, workspaceOf, type RequestContext, type RouteSpec } from '../http/route.js';
 import { envelope } from '../schemas/common.schema.js';
 import {
@@ -26,6 +26,14 @@ import type { IdempotencyInput, WriteRunner } from '../services/idempotency.js';
 import type { RevisionService } from '../services/revision.service.js';
 
 type DeploymentParams = { deployment_id: string };
+
+export const SERVING_AUTH_NONE_ADMIN_ONLY = "Only an admin may set source_config.serving_auth to 'none' (a serving URL open to anyone).";
+const servingAuthForbidden = { description: "`source_config.serving_auth: \"none\"` from a caller who is not an admin" };
+
+/** Opening a serving URL to anyone is an admin's decision (docs/api.md, Deployments). */
+function assertMaySetServingAuth(ctx: RequestContext<any, any, { source_config?: { serving_auth?: string | null } | null }>): void {
+  if (ctx.body.source_config?.serving_auth === 'none' && principalOf(ctx).role !== 'admin') throw new ForbiddenError(SERVING_AUTH_NONE_ADMIN_ONLY);
+}
 type RevisionParams = { deployment_id: string; revision_id: string };
 
 const tag = 'Deployments';
@@ -63,10 +71,12 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       request: { body: createDeploymentBody, headers: idempotencyHeaders },
       responses: {
         201: { description: 'Created; poll `latest_revision_id` until DEPLOYED', schema: deploymentResponse },
+        403: servingAuthForbidden,
         404: { description: 'source_config.listener_id names no listener of this workspace' },
         409: { description: 'The name is taken, or the Idempotency-Key was used with another request' },
       },
       handler: async (ctx) => {
+        assertMaySetServingAuth(ctx);
         // Outside the transaction: a repohost create asks the forge, which may be slow.
         const draft = await deployments.prepareCreate(workspaceOf(ctx), ctx.body);
         return writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createDeployment'), async (m) =>
@@ -148,12 +158,15 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       responses: {
         200: { description: 'The deployment; `latest_revision_id` is the new revision if one was made', schema: deploymentResponse },
         400: { description: 'An immutable field changed, or the deployment is being deleted' },
+        403: servingAuthForbidden,
         404: notFound,
       },
-      handler: (ctx) =>
-        writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'updateDeployment'), async (m) =>
+      handler: (ctx) => {
+        assertMaySetServingAuth(ctx);
+        return writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'updateDeployment'), async (m) =>
           ok(await deployments.patch(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.body, ctx.requestId)),
-        ),
+        );
+      },
     }),
     defineRoute<DeploymentParams, { delete_tracing_project: boolean }>({
       method: 'delete',
@@ -183,13 +196,16 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       responses: {
         201: { description: 'The new revision', schema: revisionResponse },
         400: { description: 'An immutable field changed, nothing to build, or the deployment is being deleted' },
+        403: servingAuthForbidden,
         404: notFound,
       },
-      handler: (ctx) =>
-        writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createRevision'), async (m) => {
+      handler: (ctx) => {
+        assertMaySetServingAuth(ctx);
+        return writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createRevision'), async (m) => {
           const deployment = await deployments.patch(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.body, ctx.requestId, true);
           return created(await revisions.getIn(m, deployment.id, deployment.latest_revision_id!));
-        }),
+        });
+      },
     }),
     defineRoute<DeploymentParams, { limit: number; offset: number; status?: string[]; remote_reconciled?: boolean }>({
       method: 'get',

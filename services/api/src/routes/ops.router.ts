@@ -1,5 +1,6 @@
 import Joi from 'joi';
-import { UnavailableError } from '@slipway/domain';
+import type { Logger } from '@slipway/logging';
+import type { Principal } from '../auth/principal.js';
 import { defineRoute, ok, type RouteSpec } from '../http/route.js';
 import type { DependencyChecks } from '../metrics/dependencies.js';
 import type { LocalTrustCheck } from '../metrics/local-trust.js';
@@ -7,6 +8,7 @@ import type { LocalTrustCheck } from '../metrics/local-trust.js';
 const tag = 'Operations';
 
 const health = Joi.object({ status: Joi.string().valid('ok').required() }).id('Health');
+const unavailable = Joi.object({ status: Joi.string().valid('unavailable').required() }).id('Unavailable');
 const dependencyState = Joi.string().valid('ok', 'unreachable');
 const readiness = Joi.object({
   status: Joi.string()
@@ -24,6 +26,7 @@ const readiness = Joi.object({
     }).required(),
   }).description('How deployed apps reach the local Postgres and Redis (absent where not probed).'),
 }).id('Readiness');
+const readinessAnswer = Joi.alternatives(health, readiness);
 
 export interface OpsDeps {
   dependencies: DependencyChecks;
@@ -33,8 +36,14 @@ export interface OpsDeps {
   openApiDocument: () => Record<string, unknown>;
 }
 
-/** Probes and the API description; no credentials (docs/api.md, Operational endpoints). */
-export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps): RouteSpec[] {
+/**
+ * Probes and the API description; no credentials (docs/api.md, Operational endpoints). The probes
+ * are never charged to a budget, and tell an anonymous caller only ok or not ok: what is down,
+ * and how deployed apps reach the local stores, only an admin's credential sees
+ * (and the log, when the api turns unready).
+ */
+export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps, log: Logger): RouteSpec[] {
+  let wasReady = true;
   return [
     defineRoute({
       method: 'get',
@@ -42,7 +51,7 @@ export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps
       operationId: 'healthz',
       summary: 'Liveness: the process is up',
       tag,
-      auth: 'none',
+      auth: 'probe',
       responses: { 200: { description: 'Up', schema: health } },
       handler: () => ok({ status: 'ok' }),
     }),
@@ -52,17 +61,25 @@ export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps
       operationId: 'readyz',
       summary: 'Readiness: the api can accept writes (Postgres answers)',
       tag,
-      auth: 'none',
+      auth: 'probe',
       responses: {
-        200: { description: 'Ready (`ok`), or ready without Redis (`degraded`: writes succeed, their jobs wait in the outbox)', schema: readiness },
-        503: { description: 'Postgres does not answer; `detail` says what is unreachable' },
+        200: {
+          description:
+            'Ready: `{"status":"ok"}`. An admin\'s credential gets the checks and details as well (`degraded`: ready without Redis; writes succeed, their jobs wait in the outbox)',
+          schema: readinessAnswer,
+        },
+        503: { description: 'Postgres does not answer: `{"status":"unavailable"}`; the api logs what is unreachable', schema: unavailable },
       },
-      handler: async () => {
+      handler: async (ctx) => {
         const checks = await dependencies.check();
-        if (checks.postgres !== 'ok') {
-          const down = checks.redis === 'ok' ? 'Postgres' : 'Postgres and Redis';
-          throw new UnavailableError(`Not ready: ${down} unreachable.`);
+        const ready = checks.postgres === 'ok';
+        if (ready !== wasReady) {
+          wasReady = ready;
+          if (ready) log.info({ checks }, 'ready again: Postgres answers');
+          else log.error({ checks }, `not ready: ${checks.redis === 'ok' ? 'Postgres' : 'Postgres and Redis'} unreachable`);
         }
+        if (!ready) return { status: 503, body: { status: 'unavailable' } };
+        if (!isAdmin(ctx.principal)) return ok({ status: 'ok' });
         const details = localTrust ? { data_access: await localTrust.view() } : undefined;
         return ok({ status: checks.redis === 'ok' ? 'ok' : 'degraded', checks, ...(details && { details }) });
       },
@@ -78,4 +95,9 @@ export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps
       handler: () => ok(openApiDocument()),
     }),
   ];
+}
+
+/** An admin key or token (of a workspace or the organization); never a listener agent's key. */
+function isAdmin(principal: Principal | null): boolean {
+  return principal?.role === 'admin' && !principal.listenerId;
 }

@@ -78,7 +78,7 @@ const sourceConfigFields = {
   serving_auth: Joi.string()
     .valid('api_key', 'none')
     .allow(null)
-    .description("Who may call an agent server's serving URL: 'api_key' (the default) requires a workspace API key in X-Api-Key; 'none' lets anyone in"),
+    .description("Who may call an agent server's serving URL: 'api_key' (the default) requires a workspace API key in X-Api-Key; 'none' lets anyone in (only an admin may set it)"),
 };
 
 const sourceRevisionConfigFields = {

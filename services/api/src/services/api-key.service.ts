@@ -1,6 +1,6 @@
 import { ApiKey, ApiKeyRepository, issueApiKey, ListenerRepository, type DataSource } from '@slipway/db';
 import { BadRequestError, ForbiddenError, NotFoundError } from '@slipway/domain';
-import type { ApiKeyCache } from '../auth/api-key-cache.js';
+import type { ApiKeyCache } from '@slipway/access';
 import type { Principal } from '../auth/principal.js';
 import { iso } from '../schemas/common.schema.js';
 import type { CreateApiKeyBody } from '../schemas/api-key.schema.js';

@@ -22,7 +22,7 @@ import { DISCARD_GRACE_MS, DRAIN_MS, InstanceKeeper, type InstanceContext, type 
 import { RuntimeLock } from './runtime-lock.js';
 import { Supervision } from './supervision.js';
 import { Tailers } from './tailers.js';
-import { ServingAuth } from '../serving-auth.js';
+import type { ServingAuth } from '../serving-auth.js';
 import { Traffic } from './traffic.js';
 
 /** How often instances are supervised (and the runtime lock retried by a standby). */
@@ -77,6 +77,8 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     private readonly log: Logger,
     revision: (revisionId: string) => Promise<StartInstancesInput>,
     sandbox: Sandbox | null,
+    /** Who may call a deployment's serving URL. */
+    servingAuth: ServingAuth,
     metrics?: Pick<WorkerMetrics, 'counter'>,
   ) {
     this.runtime = new ProcessRuntime(dataSource, { ...config.runtime, dataDir: config.dataDir, sandbox });
@@ -84,7 +86,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     this.ctx = {
       dataSource,
       runtime: this.runtime,
-      traffic: new Traffic(this.runtime, log, new ServingAuth(dataSource)),
+      traffic: new Traffic(this.runtime, log, servingAuth),
       tailers: new Tailers(dataSource, Math.round(config.runtime.logFileMb * 1024 * 1024)),
       work: new DeploymentWork(),
       log,

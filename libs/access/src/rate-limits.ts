@@ -12,12 +12,12 @@ export type Budget = 'key' | 'listener-agent' | 'address' | 'auth-failures';
 const STORE_TIMEOUT_MS = 500;
 const LOG_EVERY_MS = 30_000;
 /**
- * How long an address seen with no failed authentications is trusted without asking Redis
+ * How long a credential seen with no failed authentications is trusted without asking Redis
  * again: the lockout check then costs no round trip on most requests, and a lockout counted by
- * another api process takes effect here within this time.
+ * another process takes effect here within this time.
  */
 export const LOCKOUT_RECHECK_MS = 1_000;
-const MAX_CLEAR_ADDRESSES = 10_000;
+const MAX_CLEAR_CREDENTIALS = 10_000;
 
 interface Limiter {
   points: number;
@@ -48,7 +48,7 @@ export class RateLimits {
   private readonly limited: Counter<'budget'>;
   private readonly storeErrors: Counter;
   private lastLogged = 0;
-  /** Addresses with no failed authentications at the last check, and until when that is trusted. */
+  /** Credentials with no failed authentications at the last check, and until when that is trusted. */
   private readonly clearUntil = new Map<string, number>();
 
   constructor(private readonly deps: RateLimitsDeps) {
@@ -92,31 +92,52 @@ export class RateLimits {
     }
   }
 
-  /** 429 while `address` has used up its failed authentications; checked before credentials are. */
-  async assertNotLockedOut(address: string): Promise<void> {
+  /**
+   * 429 while this credential (an API key by its hash, a token by its digest) has used up its
+   * failed authentications; checked before the credential is. Only a credential that failed to
+   * authenticate is ever counted, so a valid key is never refused here: what is locked is one
+   * key's attempts, never an address's or anyone else's.
+   */
+  async assertCredentialNotLockedOut(credentialId: string): Promise<void> {
     const limiter = this.limiters.get('auth-failures');
     if (!limiter) return;
     const now = Date.now();
-    if ((this.clearUntil.get(address) ?? 0) > now) return;
-    const res = await this.run(limiter, (l) => l.get(address));
+    if ((this.clearUntil.get(credentialId) ?? 0) > now) return;
+    const res = await this.run(limiter, (l) => l.get(credentialKey(credentialId)));
     if (res && res.consumedPoints >= limiter.points) {
-      throw this.refuse('auth-failures', res, 'Too many failed authentications from this address.');
+      throw this.refuse('auth-failures', res, 'Too many failed authentications with this credential.');
     }
     if (!res || res.consumedPoints === 0) {
-      if (this.clearUntil.size >= MAX_CLEAR_ADDRESSES) this.clearUntil.clear();
-      this.clearUntil.set(address, now + LOCKOUT_RECHECK_MS);
+      if (this.clearUntil.size >= MAX_CLEAR_CREDENTIALS) this.clearUntil.clear();
+      this.clearUntil.set(credentialId, now + LOCKOUT_RECHECK_MS);
     }
   }
 
-  /** Counts a failed authentication from `address`. */
-  async recordAuthFailure(address: string): Promise<void> {
+  /**
+   * Counts a failed authentication against the credential and against the client address. Returns
+   * the 429 to answer instead of the 401 once either has used up its failures, else null. An
+   * address past its budget only hears 429 for credentials that fail: a valid key from it (a
+   * colleague behind the same NAT) still works.
+   */
+  async recordAuthFailure(address: string, credentialId: string): Promise<TooManyRequestsError | null> {
     const limiter = this.limiters.get('auth-failures');
-    if (!limiter) return;
-    this.clearUntil.delete(address);
-    // Past the budget the consume is refused, which is the point: nothing more to do.
-    await this.run(limiter, (l) => l.consume(address)).catch((err) => {
-      if (!(err instanceof RateLimiterRes)) throw err;
-    });
+    if (!limiter) return null;
+    this.clearUntil.delete(credentialId);
+    const [byCredential, byAddress] = await Promise.all([credentialKey(credentialId), `address:${address}`].map((id) => this.countFailure(limiter, id)));
+    if (byCredential) return this.refuse('auth-failures', byCredential, 'Too many failed authentications with this credential.');
+    if (byAddress) return this.refuse('auth-failures', byAddress, 'Too many failed authentications from this address.');
+    return null;
+  }
+
+  /** One more failure for `id`; the count once it is past the budget, else null. */
+  private async countFailure(limiter: Limiter, id: string): Promise<RateLimiterRes | null> {
+    try {
+      await this.run(limiter, (l) => l.consume(id));
+      return null;
+    } catch (err) {
+      if (err instanceof RateLimiterRes) return err;
+      throw err;
+    }
   }
 
   private refuse(budget: Budget, res: RateLimiterRes, what: string): TooManyRequestsError {
@@ -149,4 +170,8 @@ export class RateLimits {
     this.lastLogged = now;
     this.deps.log.warn({ err }, 'rate limits: Redis does not answer; each api process counts on its own until it does');
   }
+}
+
+function credentialKey(credentialId: string): string {
+  return `credential:${credentialId}`;
 }

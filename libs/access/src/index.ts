@@ -1,0 +1,4 @@
+export { ApiKeyCache } from './api-key-cache.js';
+export { addressKey } from './client-address.js';
+export { credentialId, credentialOf, stripCredential } from './credentials.js';
+export { LOCKOUT_RECHECK_MS, RateLimits, type Budget, type RateLimitsDeps } from './rate-limits.js';

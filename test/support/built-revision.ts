@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { SecretBox } from '@slipway/crypto';
+import type { ArtifactManifest } from '@slipway/domain';
+import type { TestApi } from './test-api.js';
+
+/**
+ * Built revisions without a builder: `<dataDir>/artifacts/<revision>` written in the builder's
+ * artifact layout (a node app started with `npm run start`), entering the pipeline the way the
+ * api adds one (row + RevisionFlow.admit + outbox). For tests of the deployer and what it serves.
+ */
+export function writeArtifact(api: TestApi, revisionId: string, server: string, manifest: Partial<ArtifactManifest> = {}): string {
+  const dir = path.join(api.config.dataDir, 'artifacts', revisionId);
+  mkdirSync(path.join(dir, 'app'), { recursive: true });
+  writeFileSync(
+    path.join(dir, 'app', 'package.json'),
+    JSON.stringify({ name: 'probe-app', version: '1.0.0', private: true, type: 'module', scripts: { start: 'node server.mjs' } }),
+  );
+  writeFileSync(path.join(dir, 'app', 'server.mjs'), server);
+  writeFileSync(
+    path.join(dir, 'artifact.json'),
+    JSON.stringify({
+      version: 1,
+      revision_id: revisionId,
+      commit: null,
+      graphs: { agent: './server.mjs:graph' },
+      env: null,
+      node_version: null,
+      start: { command: 'npm', args: ['run', 'start'], cwd: '.' },
+      ...manifest,
+    }),
+  );
+  return dir;
+}
+
+/** A built revision of `deploymentId` running `server`; returns its id. */
+export async function addBuiltRevision(api: TestApi, deploymentId: string, server: string, manifest: Partial<ArtifactManifest> = {}): Promise<string> {
+  const box = new SecretBox(api.config.secretsKey.key);
+  const id = randomUUID();
+  const artifact = writeArtifact(api, id, server, manifest);
+  await api.dataSource.transaction(async (m) => {
+    const [d] = await m.query(`SELECT resource_spec, secrets_sealed FROM deployments WHERE id = $1 FOR UPDATE`, [deploymentId]);
+    const secrets: Array<{ name: string; value: string }> = d.secrets_sealed ? JSON.parse(box.open(d.secrets_sealed, deploymentId)) : [];
+    await m.query(
+      `INSERT INTO revisions (id, deployment_id, status, source, artifact_ref, image_uri, resource_spec, secrets_sealed, secret_names, created_at)
+       VALUES ($1, $2, 'CREATING', 'upload', $3, $4, $5, $6, $7, clock_timestamp())`,
+      [id, deploymentId, artifact, `artifact://${id}`, JSON.stringify(d.resource_spec), box.seal(JSON.stringify(secrets), id), secrets.map((s) => s.name)],
+    );
+    await m.query(`UPDATE deployments SET latest_revision_id = $2 WHERE id = $1`, [deploymentId, id]);
+    await api.flow.admit(m, deploymentId, id);
+  });
+  return id;
+}
