@@ -10,6 +10,7 @@ import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
 import { deploymentRedisUser } from '@slipway/runtime';
 import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
+import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -173,6 +174,73 @@ describe('a deployment\'s Redis user', () => {
     expect(flush).toMatch(/NOPERM/);
     // An inline command is read the same way.
     expect(await rawRedis(front, 'AUTH default x\r\n', 1)).toEqual([expect.stringMatching(/slipway-front:refused/i)]);
+  });
+});
+
+describe('the Redis front reads every command as the server does', () => {
+  const ownAuth = () => resp('AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI));
+  let probes = 0;
+  /** Sends `pieces` after the deployment's own AUTH, then asks who the connection is. */
+  async function whoAfter(pieces: Buffer[], split = false): Promise<{ user?: string; error?: string } | undefined> {
+    const nonce = `probe-${++probes}-${randomBytes(4).toString('hex')}`;
+    let all = [ownAuth(), ...pieces, whoamiProbe(nonce)];
+    if (split) all = [...Buffer.concat(all)].map((byte) => Buffer.from([byte]));
+    const { text } = await sendInPieces(Number(new URL(envA.env.REDIS_URI).port), all, nonce);
+    return whoamiAnswer(text, nonce);
+  }
+  const own = () => ({ user: deploymentRedisUser(a.id) });
+
+  it('runs on this machine (Redis lets the default user in without a password)', () => {
+    expect(access.frontsActive.redis).toBe(true);
+  });
+
+  it('HELLO 3 AUTH <own> <password> AUTH default x: refused, still the deployment\'s user', async () => {
+    const hello = resp('HELLO', '3', 'AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI), 'AUTH', 'default', 'x');
+    expect(await whoAfter([hello])).toEqual(own());
+  });
+
+  it('inline "AUTH" default x (double quotes, and \\x escapes): refused', async () => {
+    expect(await whoAfter([Buffer.from('"AUTH" default x\r\n')])).toEqual(own());
+    expect(await whoAfter([Buffer.from('"\\x41UTH" "default" ""\r\n')])).toEqual(own());
+    expect(await whoAfter([Buffer.from('a"uth" default x\n')])).toEqual(own());
+  });
+
+  it("inline 'AUTH' default x (single quotes): refused", async () => {
+    expect(await whoAfter([Buffer.from("'AUTH' 'default' 'x'\r\n")])).toEqual(own());
+  });
+
+  it('pipelined AUTHs in one write (RESP and inline, NUL-suffixed names, RESET, HELLO SETNAME): all refused', async () => {
+    const pipelined = Buffer.concat([
+      resp('AUTH', 'default', 'x'),
+      resp('AUTH', 'x'),
+      resp('AUTH\0junk', 'default', 'x'),
+      resp('HELLO', '2', 'SETNAME', 'n', 'AUTH', 'default', 'x'),
+      resp('hello', '3', 'auth\0x', 'default', 'x'),
+      resp('AUTH', deploymentRedisUser(b.id), passwordOf(envB.env.REDIS_URI)),
+      resp('RESET'),
+      Buffer.from('AUTH default x\r\nauth "default" \'x\'\n'),
+    ]);
+    expect(await whoAfter([pipelined])).toEqual(own());
+  });
+
+  it('every byte in its own packet: still read as commands, the switch still refused', async () => {
+    const attack = Buffer.concat([resp('HELLO', '3', 'AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI), 'AUTH', 'default', 'x'), Buffer.from('"AUTH" default x\r\n')]);
+    expect(await whoAfter([attack], true)).toEqual(own());
+  });
+
+  it('an absurd bulk length is refused at once (nothing awaited), a large value streams through', async () => {
+    const port = Number(new URL(envA.env.REDIS_URI).port);
+    const refused = await sendInPieces(port, [ownAuth(), Buffer.from('*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$99999999999\r\n')], 'never');
+    expect(refused.closed).toBe(true);
+    expect(refused.text).toMatch(/protocol-error:invalid-bulk-length/);
+    const redis = redisClient(envA.env.REDIS_URI);
+    await redis.connect();
+    const big = randomBytes(3 * 1024 * 1024);
+    expect(await redis.set(`${envA.env.REDIS_PREFIX}:big`, big)).toBe('OK');
+    expect((await redis.getBuffer(`${envA.env.REDIS_PREFIX}:big`))!.equals(big)).toBe(true);
+    // A large AUTH cannot be the deployment's own: refused as a whole, the connection goes on.
+    await expect(redis.call('AUTH', 'default', 'x'.repeat(100_000))).rejects.toThrow(/slipway-front:refused/i);
+    expect(await redis.call('ACL', 'WHOAMI')).toBe(deploymentRedisUser(a.id));
   });
 });
 
