@@ -8,7 +8,7 @@ import { SecretBox } from '@slipway/crypto';
 import { DeploymentCredentialStore, dropDeploymentDatabase } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
-import { deploymentRedisUser } from '@slipway/runtime';
+import { deploymentRedisUser, startupMessage } from '@slipway/runtime';
 import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
 import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -272,6 +272,61 @@ describe('a deployment\'s Postgres role', () => {
     await expect(pgClient(envA.env.DATABASE_URI, { user: b.database, password: passwordOf(envB.env.DATABASE_URI), database: b.database }).connect()).rejects.toThrow(/Only role/);
     await expect(pgClient(envA.env.DATABASE_URI, { user: 'postgres', database: 'postgres' }).connect()).rejects.toThrow(/Only role/);
     await expect(pgClient(envA.env.DATABASE_URI, { user: new URL(api.config.databaseUrl).username || 'root', database: a.database }).connect()).rejects.toThrow(/Only role/);
+  });
+});
+
+describe('the Postgres front', () => {
+  const frontPort = () => Number(new URL(envA.env.DATABASE_URI).port);
+  /** Sends a raw startup packet for `params` to the front and returns its first answer's type and text. */
+  async function rawStartup(params: Record<string, string>): Promise<string> {
+    const socket = connect({ host: '127.0.0.1', port: frontPort() });
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(startupMessage(params));
+    await new Promise((r) => socket.once('close', r).once('data', () => setTimeout(r, 100)));
+    socket.destroy();
+    return Buffer.concat(chunks).toString('latin1');
+  }
+
+  it('refuses another user or database, and identity settings in the startup packet', async () => {
+    expect(access.frontsActive.postgres).toBe(true);
+    const own = { user: a.database, database: a.database };
+    expect(await rawStartup({ user: 'postgres', database: a.database })).toMatch(/^E.*Only role/s);
+    expect(await rawStartup({ user: a.database, database: 'postgres' })).toMatch(/^E.*Only role/s);
+    expect(await rawStartup({ user: b.database })).toMatch(/^E.*Only role/s);
+    expect(await rawStartup({ ...own, replication: 'database' })).toMatch(/Replication connections are not allowed/);
+    for (const setting of [{ options: '-c role=postgres' }, { options: '-c ro\\le=postgres' }, { options: '--SESSION_AUTHORIZATION=postgres' }, { role: 'postgres' }, { Role: 'postgres' }] as Array<Record<string, string>>) {
+      expect(await rawStartup({ ...own, ...setting }), JSON.stringify(setting)).toMatch(/^E.*may not set a role/s);
+    }
+    // The packet's own parameters are all that count: a client's ordinary settings still pass.
+    expect(await rawStartup({ ...own, application_name: 'app', options: '-c statement_timeout=5s' })).toMatch(/^R\0\0\0\x08\0\0\0\x03/);
+  });
+
+  it("SET ROLE and SET SESSION AUTHORIZATION fail on the role's own privileges; it stays itself", async () => {
+    const own = pgClient(envA.env.DATABASE_URI);
+    await own.connect();
+    await expect(own.query('SET ROLE postgres')).rejects.toThrow(/permission denied/);
+    await expect(own.query('SET SESSION AUTHORIZATION postgres')).rejects.toThrow(/permission denied/);
+    await expect(own.query(`SET ROLE "${b.database}"`)).rejects.toThrow(/permission denied|does not exist/);
+    expect((await own.query('SELECT current_user AS c, session_user AS s')).rows[0]).toEqual({ c: a.database, s: a.database });
+  });
+
+  it('passes a CancelRequest on for a connection it relays', async () => {
+    const own = pgClient(envA.env.DATABASE_URI);
+    await own.connect();
+    const sleeping = own.query('SELECT pg_sleep(20)');
+    const socket = connect({ host: '127.0.0.1', port: frontPort() });
+    await new Promise((r) => socket.once('connect', r));
+    const { processID, secretKey } = own as unknown as { processID: number; secretKey: number };
+    const cancel = Buffer.alloc(16);
+    cancel.writeInt32BE(16, 0);
+    cancel.writeInt32BE(80_877_102, 4);
+    cancel.writeInt32BE(processID, 8);
+    cancel.writeInt32BE(secretKey, 12);
+    socket.end(cancel);
+    // Only a key the front relayed goes through; this one did (BackendKeyData came through it).
+    await expect(sleeping).rejects.toThrow(/canceling statement due to user request/);
   });
 });
 

@@ -19,30 +19,22 @@ export function splitInlineArgs(line: Buffer): Buffer[] | null {
     let inSingle = false;
     for (let done = false; !done; ) {
       const c = at(p);
-      if (inDouble) {
-        if (c === BACKSLASH && at(p + 1) === X && isHex(at(p + 2)) && isHex(at(p + 3))) {
+      if (inDouble || inSingle) {
+        if (inDouble && c === BACKSLASH && at(p + 1) === X && isHex(at(p + 2)) && isHex(at(p + 3))) {
           current.push(parseInt(String.fromCharCode(at(p + 2), at(p + 3)), 16));
           p += 3;
-        } else if (c === BACKSLASH && at(p + 1)) {
+        } else if (inDouble && c === BACKSLASH && at(p + 1)) {
           p++;
           current.push(ESCAPES[at(p)] ?? at(p));
-        } else if (c === DOUBLE) {
-          if (at(p + 1) && !isSpace(at(p + 1))) return null;
-          done = true;
-        } else if (!c) {
-          return null;
-        } else {
-          current.push(c);
-        }
-      } else if (inSingle) {
-        if (c === BACKSLASH && at(p + 1) === SINGLE) {
+        } else if (inSingle && c === BACKSLASH && at(p + 1) === SINGLE) {
           p++;
           current.push(SINGLE);
-        } else if (c === SINGLE) {
+        } else if (c === (inDouble ? DOUBLE : SINGLE)) {
+          // A closing quote must be followed by a blank or the end.
           if (at(p + 1) && !isSpace(at(p + 1))) return null;
           done = true;
         } else if (!c) {
-          return null;
+          return null; // unterminated quotes
         } else {
           current.push(c);
         }
