@@ -17,22 +17,30 @@ export const whoamiProbe = (nonce: string) => Buffer.concat([resp('ACL', 'WHOAMI
 /**
  * Sends `pieces` on a fresh connection to `port`, each as its own write with a pause between (so
  * they arrive as separate TCP packets), and returns everything received until the echo of
- * `lastNonce` arrives or the connection closes.
+ * `lastNonce` arrives, the connection closes, or nothing more came for `quietMs` after the last
+ * piece was sent (a stream that left a command unfinished waits for bytes that never come).
  */
-export async function sendInPieces(port: number, pieces: Buffer[], lastNonce: string, timeoutMs = 15_000): Promise<{ text: string; closed: boolean }> {
+export async function sendInPieces(port: number, pieces: Buffer[], lastNonce: string, quietMs = 2_000): Promise<{ text: string; closed: boolean }> {
   const socket = connect({ host: '127.0.0.1', port });
   socket.setNoDelay(true);
   let text = '';
   let closed = false;
+  let sent = false;
+  let finish = () => undefined as void;
+  let quiet: NodeJS.Timeout | undefined;
+  const restartQuiet = () => {
+    clearTimeout(quiet);
+    if (sent) quiet = setTimeout(finish, quietMs);
+  };
   const done = new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, timeoutMs);
-    const finish = () => {
-      clearTimeout(timer);
+    finish = () => {
+      clearTimeout(quiet);
       resolve();
     };
     socket.on('data', (chunk: Buffer) => {
       text += chunk.toString('latin1');
       if (text.includes(`\r\n${lastNonce}\r\n`)) finish();
+      else restartQuiet();
     });
     socket.on('close', () => {
       closed = true;
@@ -44,8 +52,10 @@ export async function sendInPieces(port: number, pieces: Buffer[], lastNonce: st
   for (const piece of pieces) {
     if (closed) break;
     if (!socket.write(piece)) await new Promise((r) => socket.once('drain', r).once('close', r));
-    await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, 1));
   }
+  sent = true;
+  restartQuiet();
   await done;
   socket.destroy();
   return { text, closed };
