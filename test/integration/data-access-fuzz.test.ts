@@ -5,13 +5,13 @@ import { serialize } from 'pg-protocol';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropDeploymentDatabase } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
 import { deploymentRedisUser, startupMessage } from '@slipway/runtime';
 import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
 import { Rng } from '../support/hostile-requests.js';
 import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
+import { dropDeploymentStores } from '../support/deployment-stores.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -57,12 +57,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await access?.close();
-  const admin = new Redis(api.config.redisUrl);
-  for (const d of made) {
-    await admin.call('ACL', 'DELUSER', deploymentRedisUser(d.id)).catch(() => undefined);
-    await dropDeploymentDatabase(api.config.databaseUrl, d.database).catch(() => undefined);
-  }
-  admin.disconnect();
+  if (api) await dropDeploymentStores(api.config, made);
   await api?.close();
 });
 

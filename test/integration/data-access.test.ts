@@ -11,6 +11,7 @@ import { createLogger } from '@slipway/logging';
 import { deploymentRedisUser, startupMessage } from '@slipway/runtime';
 import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
 import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
+import { dropDeploymentStores } from '../support/deployment-stores.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -94,12 +95,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled(clients.map((c) => (c.quit ? c.quit() : c.end?.())));
   await access?.close();
-  const admin = new Redis(api.config.redisUrl);
-  for (const d of made) {
-    await admin.call('ACL', 'DELUSER', deploymentRedisUser(d.id)).catch(() => undefined);
-    await dropDeploymentDatabase(api.config.databaseUrl, d.database).catch(() => undefined);
-  }
-  admin.disconnect();
+  if (api) await dropDeploymentStores(api.config, made);
   await api?.close();
 });
 
