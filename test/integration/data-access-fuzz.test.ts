@@ -7,7 +7,7 @@ import { Parser } from 'pg-protocol/dist/parser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
-import { deploymentRedisUser, startupMessage } from '@slipway/runtime';
+import { deploymentRedisUser, RespRequestParser, startupMessage } from '@slipway/runtime';
 import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
 import { Rng } from '../support/hostile-requests.js';
 import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
@@ -24,7 +24,9 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * settings, SSL/GSS requests, duplicates, broken lengths), random chunking and passwords; every
  * session that gets to ReadyForQuery must be the deployment's role (`current_user` and
  * `session_user`), after a SET ROLE / SET SESSION AUTHORIZATION attempt too. Afterwards both
- * fronts still serve an ordinary client.
+ * fronts still serve an ordinary client. And the front's inline splitting, differentially: each
+ * generated `ECHO <token>` line is read by RespRequestParser and sent straight to Redis (ECHO
+ * touches no key); both must agree on the arguments, the refusal or the silence.
  *
  * Seeded: the seed is printed; SLIPWAY_FRONT_FUZZ_SEED=<seed> generates the same streams again,
  * SLIPWAY_FRONT_FUZZ_STREAMS changes how many of each (default 120).
@@ -185,6 +187,58 @@ describe('Redis front, fuzzed', () => {
       redis.disconnect();
     }
   }, 300_000);
+});
+
+describe('inline splitting, against the Redis server itself', () => {
+  /** Sends one inline line straight to Redis (ECHO touches no key) and returns its whole answer. */
+  async function redisAnswer(line: Buffer): Promise<string> {
+    const u = new URL(api.config.redisUrl);
+    const socket = connect({ host: u.hostname || '127.0.0.1', port: Number(u.port) || 6379 });
+    let text = '';
+    await new Promise<void>((resolve) => {
+      socket.on('data', (c: Buffer) => {
+        text += c.toString('latin1');
+        const bulk = /^\$(\d+)\r\n/.exec(text);
+        if ((text[0] === '-' && text.endsWith('\r\n')) || (bulk && text.length >= bulk[0].length + Number(bulk[1]) + 2)) resolve();
+      });
+      socket.on('close', () => resolve());
+      socket.on('error', () => resolve());
+      // Silence (a NUL before the newline) is an answer too.
+      setTimeout(resolve, 1_000);
+      socket.write(Buffer.concat([line, Buffer.from('\r\n')]));
+    });
+    socket.destroy();
+    return text;
+  }
+
+  it('splits every generated line as the server does (quotes, escapes, blanks, NUL)', async () => {
+    const rng = new Rng(SEED ^ 0x1e1e1e1e);
+    const alphabet = ['a', 'b', '"', "'", '\\', 'x', '4', 'f', 'n', ' ', '\t', '\v', '\r', 'é'];
+    const mismatches: string[] = [];
+    for (let n = 0; n < STREAMS; n++) {
+      const token = Array.from({ length: 1 + rng.int(10) }, () => (rng.chance(0.02) ? '\0' : rng.pick(alphabet))).join('');
+      const line = Buffer.from(`ECHO ${token}`, 'latin1');
+      const commands: Buffer[][] = [];
+      let refused = '';
+      try {
+        new RespRequestParser({ command: (a) => void commands.push(a), begin: () => false, bytes: () => undefined }).push(Buffer.concat([line, Buffer.from('\r\n')]));
+      } catch (err) {
+        refused = (err as Error).message;
+      }
+      const args = commands[0];
+      const answer = await redisAnswer(line);
+      // A NUL hides the newline from the server (strchr): it answers nothing, the front refuses.
+      const fine = /NUL/.test(refused)
+        ? answer === ''
+        : refused
+          ? /^-ERR Protocol error: unbalanced/.test(answer)
+          : args!.length !== 2
+            ? /^-ERR wrong number of arguments/.test(answer)
+            : answer === `$${args![1]!.length}\r\n${args![1]!.toString('latin1')}\r\n`;
+      if (!fine) mismatches.push(`${JSON.stringify(token)}: front ${refused || JSON.stringify(args?.map((a) => a.toString('latin1')))} server ${JSON.stringify(answer)}`);
+    }
+    expect(mismatches, `seed ${SEED}`).toEqual([]);
+  }, 120_000);
 });
 
 describe('Postgres front, fuzzed', () => {

@@ -44,6 +44,7 @@ export { Sandbox, sandboxForStart, SandboxUnavailableError, setUpSandbox, type S
 export type { Upstream } from './data-access/loopback-front.js';
 export { PostgresFront, startupMessage, type PostgresFrontOptions } from './data-access/postgres-front.js';
 export { RedisFront, type RedisFrontOptions } from './data-access/redis-front.js';
+export { RespRequestParser } from './data-access/resp-requests.js';
 export {
   DataAccessError,
   DENIED_REDIS_COMMANDS,
