@@ -99,8 +99,8 @@ export class RespRequestParser {
     if (end < 0 ? this.buf.length > MAX_INLINE_BYTES : end > MAX_INLINE_BYTES) throw new RespProtocolError('too big inline request');
     // The server looks for the newline with strchr: past a NUL it never sees one, and the
     // connection waits until the line is too big. Refused here at once.
-    const nul = this.buf.indexOf(0);
-    if (nul >= 0 && (end < 0 || nul < end)) throw new RespProtocolError('NUL in inline request');
+    // (Searched within the line only: a chunk of many short commands is scanned once.)
+    if (this.buf.subarray(0, end < 0 ? this.buf.length : end).includes(0)) throw new RespProtocolError('NUL in inline request');
     if (end < 0) return false;
     let line = this.take(end + 1).subarray(0, end);
     if (line[line.length - 1] === 0x0d) line = line.subarray(0, -1);
