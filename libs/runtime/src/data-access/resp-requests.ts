@@ -32,7 +32,7 @@ const CRLF = Buffer.from('\r\n');
 /** A RESP header line's number, by the server's rules (string2ll: no sign but '-', no leading zeros). */
 function headerNumber(line: Buffer): number | null {
   const text = line.toString('latin1');
-  if (!/^-?(0|[1-9][0-9]{0,17})$/.test(text)) return null;
+  if (!/^(0|-?[1-9][0-9]{0,17})$/.test(text)) return null;
   return Number(text);
 }
 
