@@ -8,8 +8,10 @@ import { SecretBox } from '@slipway/crypto';
 import { DeploymentCredentialStore, dropDeploymentDatabase } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
-import { deploymentRedisUser } from '@slipway/runtime';
+import { deploymentRedisUser, startupMessage } from '@slipway/runtime';
 import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
+import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
+import { dropDeploymentStores } from '../support/deployment-stores.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -93,12 +95,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled(clients.map((c) => (c.quit ? c.quit() : c.end?.())));
   await access?.close();
-  const admin = new Redis(api.config.redisUrl);
-  for (const d of made) {
-    await admin.call('ACL', 'DELUSER', deploymentRedisUser(d.id)).catch(() => undefined);
-    await dropDeploymentDatabase(api.config.databaseUrl, d.database).catch(() => undefined);
-  }
-  admin.disconnect();
+  if (api) await dropDeploymentStores(api.config, made);
   await api?.close();
 });
 
@@ -176,6 +173,73 @@ describe('a deployment\'s Redis user', () => {
   });
 });
 
+describe('the Redis front reads every command as the server does', () => {
+  const ownAuth = () => resp('AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI));
+  let probes = 0;
+  /** Sends `pieces` after the deployment's own AUTH, then asks who the connection is. */
+  async function whoAfter(pieces: Buffer[], split = false): Promise<{ user?: string; error?: string } | undefined> {
+    const nonce = `probe-${++probes}-${randomBytes(4).toString('hex')}`;
+    let all = [ownAuth(), ...pieces, whoamiProbe(nonce)];
+    if (split) all = [...Buffer.concat(all)].map((byte) => Buffer.from([byte]));
+    const { text } = await sendInPieces(Number(new URL(envA.env.REDIS_URI).port), all, nonce);
+    return whoamiAnswer(text, nonce);
+  }
+  const own = () => ({ user: deploymentRedisUser(a.id) });
+
+  it('runs on this machine (Redis lets the default user in without a password)', () => {
+    expect(access.frontsActive.redis).toBe(true);
+  });
+
+  it('HELLO 3 AUTH <own> <password> AUTH default x: refused, still the deployment\'s user', async () => {
+    const hello = resp('HELLO', '3', 'AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI), 'AUTH', 'default', 'x');
+    expect(await whoAfter([hello])).toEqual(own());
+  });
+
+  it('inline "AUTH" default x (double quotes, and \\x escapes): refused', async () => {
+    expect(await whoAfter([Buffer.from('"AUTH" default x\r\n')])).toEqual(own());
+    expect(await whoAfter([Buffer.from('"\\x41UTH" "default" ""\r\n')])).toEqual(own());
+    expect(await whoAfter([Buffer.from('a"uth" default x\n')])).toEqual(own());
+  });
+
+  it("inline 'AUTH' default x (single quotes): refused", async () => {
+    expect(await whoAfter([Buffer.from("'AUTH' 'default' 'x'\r\n")])).toEqual(own());
+  });
+
+  it('pipelined AUTHs in one write (RESP and inline, NUL-suffixed names, RESET, HELLO SETNAME): all refused', async () => {
+    const pipelined = Buffer.concat([
+      resp('AUTH', 'default', 'x'),
+      resp('AUTH', 'x'),
+      resp('AUTH\0junk', 'default', 'x'),
+      resp('HELLO', '2', 'SETNAME', 'n', 'AUTH', 'default', 'x'),
+      resp('hello', '3', 'auth\0x', 'default', 'x'),
+      resp('AUTH', deploymentRedisUser(b.id), passwordOf(envB.env.REDIS_URI)),
+      resp('RESET'),
+      Buffer.from('AUTH default x\r\nauth "default" \'x\'\n'),
+    ]);
+    expect(await whoAfter([pipelined])).toEqual(own());
+  });
+
+  it('every byte in its own packet: still read as commands, the switch still refused', async () => {
+    const attack = Buffer.concat([resp('HELLO', '3', 'AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI), 'AUTH', 'default', 'x'), Buffer.from('"AUTH" default x\r\n')]);
+    expect(await whoAfter([attack], true)).toEqual(own());
+  });
+
+  it('an absurd bulk length is refused at once (nothing awaited), a large value streams through', async () => {
+    const port = Number(new URL(envA.env.REDIS_URI).port);
+    const refused = await sendInPieces(port, [ownAuth(), Buffer.from('*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$99999999999\r\n')], 'never');
+    expect(refused.closed).toBe(true);
+    expect(refused.text).toMatch(/protocol-error:invalid-bulk-length/);
+    const redis = redisClient(envA.env.REDIS_URI);
+    await redis.connect();
+    const big = randomBytes(3 * 1024 * 1024);
+    expect(await redis.set(`${envA.env.REDIS_PREFIX}:big`, big)).toBe('OK');
+    expect((await redis.getBuffer(`${envA.env.REDIS_PREFIX}:big`))!.equals(big)).toBe(true);
+    // A large AUTH cannot be the deployment's own: refused as a whole, the connection goes on.
+    await expect(redis.call('AUTH', 'default', 'x'.repeat(100_000))).rejects.toThrow(/slipway-front:refused/i);
+    expect(await redis.call('ACL', 'WHOAMI')).toBe(deploymentRedisUser(a.id));
+  });
+});
+
 describe('a deployment\'s Postgres role', () => {
   it('reaches its own database with DATABASE_URI and nothing else', async () => {
     const own = pgClient(envA.env.DATABASE_URI);
@@ -204,6 +268,61 @@ describe('a deployment\'s Postgres role', () => {
     await expect(pgClient(envA.env.DATABASE_URI, { user: b.database, password: passwordOf(envB.env.DATABASE_URI), database: b.database }).connect()).rejects.toThrow(/Only role/);
     await expect(pgClient(envA.env.DATABASE_URI, { user: 'postgres', database: 'postgres' }).connect()).rejects.toThrow(/Only role/);
     await expect(pgClient(envA.env.DATABASE_URI, { user: new URL(api.config.databaseUrl).username || 'root', database: a.database }).connect()).rejects.toThrow(/Only role/);
+  });
+});
+
+describe('the Postgres front', () => {
+  const frontPort = () => Number(new URL(envA.env.DATABASE_URI).port);
+  /** Sends a raw startup packet for `params` to the front and returns its first answer's type and text. */
+  async function rawStartup(params: Record<string, string>): Promise<string> {
+    const socket = connect({ host: '127.0.0.1', port: frontPort() });
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(startupMessage(params));
+    await new Promise((r) => socket.once('close', r).once('data', () => setTimeout(r, 100)));
+    socket.destroy();
+    return Buffer.concat(chunks).toString('latin1');
+  }
+
+  it('refuses another user or database, and identity settings in the startup packet', async () => {
+    expect(access.frontsActive.postgres).toBe(true);
+    const own = { user: a.database, database: a.database };
+    expect(await rawStartup({ user: 'postgres', database: a.database })).toMatch(/^E.*Only role/s);
+    expect(await rawStartup({ user: a.database, database: 'postgres' })).toMatch(/^E.*Only role/s);
+    expect(await rawStartup({ user: b.database })).toMatch(/^E.*Only role/s);
+    expect(await rawStartup({ ...own, replication: 'database' })).toMatch(/Replication connections are not allowed/);
+    for (const setting of [{ options: '-c role=postgres' }, { options: '-c ro\\le=postgres' }, { options: '--SESSION_AUTHORIZATION=postgres' }, { role: 'postgres' }, { Role: 'postgres' }] as Array<Record<string, string>>) {
+      expect(await rawStartup({ ...own, ...setting }), JSON.stringify(setting)).toMatch(/^E.*may not set a role/s);
+    }
+    // The packet's own parameters are all that count: a client's ordinary settings still pass.
+    expect(await rawStartup({ ...own, application_name: 'app', options: '-c statement_timeout=5s' })).toMatch(/^R\0\0\0\x08\0\0\0\x03/);
+  });
+
+  it("SET ROLE and SET SESSION AUTHORIZATION fail on the role's own privileges; it stays itself", async () => {
+    const own = pgClient(envA.env.DATABASE_URI);
+    await own.connect();
+    await expect(own.query('SET ROLE postgres')).rejects.toThrow(/permission denied/);
+    await expect(own.query('SET SESSION AUTHORIZATION postgres')).rejects.toThrow(/permission denied/);
+    await expect(own.query(`SET ROLE "${b.database}"`)).rejects.toThrow(/permission denied|does not exist/);
+    expect((await own.query('SELECT current_user AS c, session_user AS s')).rows[0]).toEqual({ c: a.database, s: a.database });
+  });
+
+  it('passes a CancelRequest on for a connection it relays', async () => {
+    const own = pgClient(envA.env.DATABASE_URI);
+    await own.connect();
+    const sleeping = own.query('SELECT pg_sleep(20)');
+    const socket = connect({ host: '127.0.0.1', port: frontPort() });
+    await new Promise((r) => socket.once('connect', r));
+    const { processID, secretKey } = own as unknown as { processID: number; secretKey: number };
+    const cancel = Buffer.alloc(16);
+    cancel.writeInt32BE(16, 0);
+    cancel.writeInt32BE(80_877_102, 4);
+    cancel.writeInt32BE(processID, 8);
+    cancel.writeInt32BE(secretKey, 12);
+    socket.end(cancel);
+    // Only a key the front relayed goes through; this one did (BackendKeyData came through it).
+    await expect(sleeping).rejects.toThrow(/canceling statement due to user request/);
   });
 });
 

@@ -50,6 +50,20 @@ describe('DeployLogTailer', () => {
     expect(lines.map((l) => Number(l.split(' ')[1]))).toEqual(Array.from({ length: 300 }, (_, i) => i));
   });
 
+  it('keeps 64 KiB of a newline-free 8 MB line and says how many bytes it dropped', async () => {
+    const file = path.join(dir, 'flood.log');
+    writeFileSync(file, '');
+    const tailer = new DeployLogTailer(api.dataSource, revisionId, file, []);
+    await tailer.start();
+    const piece = 'f'.repeat(1024 * 1024);
+    for (let i = 0; i < 8; i++) appendFileSync(file, piece);
+    appendFileSync(file, '\nafter the flood\n');
+    await eventually(deployLines, (lines) => lines.includes('after the flood'), 20_000, 100);
+    await tailer.stop();
+    const flood = (await deployLines()).find((l) => l.startsWith('fff'));
+    expect(flood).toBe(`${'f'.repeat(64 * 1024)}… [${8 * 1024 * 1024 - 64 * 1024} bytes dropped]`);
+  });
+
   it('remove() deletes the file, its rotated file and its offset', async () => {
     const file = path.join(dir, 'gone.log');
     for (const f of [file, `${file}.1`, `${file}.offset`]) writeFileSync(f, 'x');

@@ -226,3 +226,30 @@ http
   })
   .listen(Number(env.PORT), '127.0.0.1', () => console.log('hostile app listening'));
 `;
+
+/** How much a log-flood app writes to stdout without a newline, per `GET /flood`. */
+export const FLOOD_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A hostile app (for the deployer-memory e2e test): `GET /flood` writes FLOOD_BYTES to stdout
+ * without a single newline, then "\nflood done\n"; `/ok` is the health probe, `/` answers.
+ */
+export const LOG_FLOOD_SERVER = String.raw`const http = require('node:http');
+const piece = Buffer.alloc(1 << 20, 'F');
+function flood(done) {
+  let left = ${FLOOD_BYTES} / piece.length;
+  const next = () => {
+    while (left > 0) {
+      left -= 1;
+      if (!process.stdout.write(piece)) return process.stdout.once('drain', next);
+    }
+    process.stdout.write('\nflood done\n', done);
+  };
+  next();
+}
+http.createServer((req, res) => {
+  if (req.url === '/ok') return res.end('ok');
+  if (req.url === '/flood') return flood(() => res.end('flooded'));
+  res.end('flood app');
+}).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('flood app listening'));
+`;

@@ -12,3 +12,4 @@ export { RevisionLogWriter } from './log-writer.js';
 export { collectProcessMetrics, type WorkerMetrics } from './worker-metrics.js';
 export { WebhookFanout } from './webhook-fanout.js';
 export { createWebhookWorker, deliverWebhookProcessor, webhookBackoff, type WebhookWorkerOptions } from './deliver-webhook.processor.js';
+export { capLogLine, LineSplitter, MAX_LOG_LINE_BYTES, type LineSplitterOptions } from './line-splitter.js';

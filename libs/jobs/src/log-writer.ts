@@ -1,22 +1,27 @@
 import { isRowRefused, RevisionLogRepository, type DataSource, type LogType } from '@slipway/db';
 import { toStorableText } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
+import { capLogLine, LineSplitter } from './line-splitter.js';
 
 const FLUSH_EVERY_MS = 250;
 const MAX_BATCH = 500;
-const MAX_LINE = 8_192;
 const MAX_PENDING = 10_000;
+/** Lines (or characters) waiting for their insert past which `backlog()` makes a reader wait. */
+const BACKLOG_LINES = 2 * MAX_BATCH;
+const BACKLOG_CHARS = 4 * 1024 * 1024;
 
 /**
  * Streams a process's output into a revision's log (build or deploy), line by line, readable
  * through the API while the work runs. Known secret values are masked and characters Postgres
  * cannot store (U+0000, unpaired surrogates: an app may print anything) replaced before
  * anything is stored; lines are batched (every 250 ms or 500 lines) so chatty installs cost
- * few inserts.
+ * few inserts. A line is at most 64 KiB (MAX_LOG_LINE_BYTES): the rest of a longer one is dropped
+ * and counted in a "… [N bytes dropped]" marker, so no output pattern (a newline-free flood
+ * included) grows the writer's memory past one capped line per stream plus its pending batch.
  */
 export class RevisionLogWriter {
   private pending: PendingLine[] = [];
-  private readonly partials = new Map<string, string>();
+  private readonly splitters = new Map<string, { splitter: LineSplitter; level: string }>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -29,8 +34,26 @@ export class RevisionLogWriter {
 
   /** One whole line (e.g. a step the worker itself reports). */
   line(message: string, level = 'info'): void {
-    this.pending.push({ level: toStorableText(level), message: toStorableText(redactValues(message.slice(0, MAX_LINE), this.secretValues)) });
-    this.schedule();
+    this.append(capLogLine(message), level);
+  }
+
+  /**
+   * Resolves once the lines written so far are down to a batch or two: a reader of process
+   * output awaits it between chunks, so a burst waits on disk (or in a pipe) instead of in memory.
+   */
+  async backlog(): Promise<void> {
+    while (this.behind()) {
+      await this.flush();
+      // Still behind: the insert failed and put its lines back; wait for the store to return.
+      if (this.behind()) await new Promise((r) => setTimeout(r, FLUSH_EVERY_MS));
+    }
+  }
+
+  private behind(): boolean {
+    if (this.pending.length >= BACKLOG_LINES) return true;
+    let chars = 0;
+    for (const l of this.pending) chars += l.message.length;
+    return chars >= BACKLOG_CHARS;
   }
 
   /**
@@ -39,17 +62,26 @@ export class RevisionLogWriter {
    * two streams never merge into one line.
    */
   write(chunk: Buffer | string, level = 'info', stream = 'out'): void {
-    const text = (this.partials.get(stream) ?? '') + chunk.toString();
-    const lines = text.split(/\r?\n/);
-    this.partials.set(stream, lines.pop() ?? '');
-    for (const l of lines) if (l.length) this.line(l, level);
+    let entry = this.splitters.get(stream);
+    if (!entry) {
+      const made = { level, splitter: new LineSplitter((l) => l.length && this.append(l, made.level)) };
+      this.splitters.set(stream, (entry = made));
+    }
+    entry.level = level;
+    entry.splitter.push(chunk);
   }
 
   /** Writes everything pending, including trailing partial lines. */
   async close(): Promise<void> {
-    for (const partial of this.partials.values()) if (partial) this.line(partial);
-    this.partials.clear();
+    for (const { splitter } of this.splitters.values()) splitter.end();
+    this.splitters.clear();
     await this.flush();
+  }
+
+  /** Queues a line already capped (by capLogLine or a LineSplitter). */
+  private append(message: string, level: string): void {
+    this.pending.push({ level: toStorableText(level), message: toStorableText(redactValues(message, this.secretValues)) });
+    this.schedule();
   }
 
   private schedule(): void {

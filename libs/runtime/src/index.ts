@@ -61,8 +61,9 @@ export { pickUid, SandboxIdentities, UidsExhaustedError } from './sandbox/identi
 export { confinementRules, NetworkConfinement, NFT_TABLE } from './sandbox/network.js';
 export { Sandbox, sandboxForStart, SandboxUnavailableError, setUpSandbox, type SandboxSettings } from './sandbox/sandbox.js';
 export type { Upstream } from './data-access/loopback-front.js';
-export { PostgresFront, type PostgresFrontOptions } from './data-access/postgres-front.js';
+export { PostgresFront, startupMessage, type PostgresFrontOptions } from './data-access/postgres-front.js';
 export { RedisFront, type RedisFrontOptions } from './data-access/redis-front.js';
+export { RespRequestParser } from './data-access/resp-requests.js';
 export {
   DataAccessError,
   DENIED_REDIS_COMMANDS,

@@ -362,6 +362,7 @@ class RevisionBuild {
         onLine: (line) => {
           if (line.length) this.buildLog.line(line);
         },
+        backlog: () => this.buildLog.backlog(),
       });
       if (result.exitCode !== 0) {
         const cause = await this.jail.killedBecause();

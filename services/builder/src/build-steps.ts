@@ -73,6 +73,11 @@ export class BuildLog {
     if (this.recent.length > this.keep) this.recent.shift();
   }
 
+  /** Resolves once the writer has caught up (RevisionLogWriter.backlog). */
+  backlog(): Promise<void> {
+    return this.writer.backlog();
+  }
+
   /** The last lines written, redacted, oldest first. */
   tail(): string[] {
     return [...this.recent];

@@ -24,6 +24,25 @@ async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
 }
 
 describe('runShellCommand', () => {
+  it('keeps 64 KiB of a newline-free 8 MB line, counts the rest, and waits on a slow consumer', async () => {
+    const lines: string[] = [];
+    let waits = 0;
+    const result = await runShellCommand({
+      command: 'head -c 8388608 /dev/zero | tr "\\0" x; printf "\\nafter\\n"',
+      cwd: tmpdir(),
+      env,
+      signal: new AbortController().signal,
+      onLine: (line) => lines.push(line),
+      backlog: async () => {
+        waits += 1;
+        await new Promise((r) => setTimeout(r, 1));
+      },
+    });
+    expect(result.exitCode).toBe(0);
+    expect(lines).toEqual([`${'x'.repeat(64 * 1024)}… [${8 * 1024 * 1024 - 64 * 1024} bytes dropped]`, 'after']);
+    expect(waits).toBeGreaterThan(0);
+  });
+
   it('streams stdout and stderr line by line and reports the exit code', async () => {
     const lines: string[] = [];
     const result = await runShellCommand({

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { handOverSeccomp } from '@slipway/runtime';
+import { LineSplitter } from '@slipway/jobs';
 
 export interface RunCommandOptions {
   /** A shell command line, run as `/bin/sh -c <command>`. */
@@ -9,8 +10,13 @@ export interface RunCommandOptions {
   env: Record<string, string>;
   /** Aborting it stops the command's whole process group. */
   signal: AbortSignal;
-  /** Each line of output, as it comes (a trailing partial line when the stream ends). */
+  /**
+   * Each line of output, as it comes (a trailing partial line when the stream ends). A line is
+   * at most 64 KiB: the rest of a longer one is dropped, counted in "… [N bytes dropped]".
+   */
   onLine: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** Awaited after each chunk of output with the pipe paused: the consumer catching up. */
+  backlog?: () => Promise<void>;
   /** Between SIGTERM and SIGKILL when stopping; default 5 s. */
   killGraceMs?: number;
   /**
@@ -33,8 +39,6 @@ export class CommandAbortedError extends Error {
   }
 }
 
-/** Longest partial line kept while waiting for its newline; past it the text is emitted as a line. */
-const MAX_PARTIAL = 64 * 1024;
 const POLL_MS = 100;
 
 /**
@@ -62,21 +66,16 @@ export function runShellCommand(options: RunCommandOptions): Promise<CommandResu
   const pgid = child.pid;
 
   const split = (stream: NodeJS.ReadableStream, name: 'stdout' | 'stderr') => {
-    let partial = '';
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk: string) => {
-      const parts = (partial + chunk).split(/\r\n|\n|\r/);
-      partial = parts.pop() ?? '';
-      for (const line of parts) onLine(line, name);
-      if (partial.length > MAX_PARTIAL) {
-        onLine(partial, name);
-        partial = '';
-      }
+    const lines = new LineSplitter((line) => onLine(line, name), { breaks: 'any' });
+    stream.on('data', (chunk: Buffer) => {
+      lines.push(chunk);
+      if (!options.backlog) return;
+      stream.pause();
+      void options.backlog().finally(() => stream.resume());
     });
     return new Promise<void>((resolve) => {
       const end = () => {
-        if (partial) onLine(partial, name);
-        partial = '';
+        lines.end();
         resolve();
       };
       stream.once('end', end);

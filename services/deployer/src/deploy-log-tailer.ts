@@ -85,13 +85,16 @@ export class DeployLogTailer {
         const buffer = Buffer.alloc(length);
         const { bytesRead } = await handle.read(buffer, 0, length, this.offset);
         if (!bytesRead) break;
-        // Only whole lines: a partial last line waits for its newline (or for stop()).
+        // Only whole lines: a partial last line waits for its newline (or for stop()). A line
+        // longer than a read goes to the writer piece by piece; it keeps 64 KiB of it.
         const chunk = buffer.subarray(0, bytesRead);
         const newline = chunk.lastIndexOf(0x0a) + 1;
         const end = this.stopped || (!newline && bytesRead === MAX_READ) ? chunk.length : newline;
         if (end <= 0) break;
         this.writer.write(chunk.subarray(0, end));
         this.offset += end;
+        // A burst waits in the file, not in memory, while its lines are inserted.
+        await this.writer.backlog();
       }
       if (this.offset >= this.rotateBytes && !this.stopped) await this.rotate();
       await writeFile(this.offsetFile, String(this.offset));
@@ -106,7 +109,24 @@ export class DeployLogTailer {
     await truncate(this.file, 0);
     const copied = this.offset;
     this.offset = 0;
-    const rest = await readFile(rotated).catch(() => Buffer.alloc(0));
-    if (rest.length > copied) this.writer.write(rest.subarray(copied));
+    await this.copyRest(rotated, copied);
+  }
+
+  /** Copies what `file` holds past `from` into the log, a read at a time. */
+  private async copyRest(file: string, from: number): Promise<void> {
+    const handle = await open(file, 'r').catch(() => null);
+    if (!handle) return;
+    try {
+      const buffer = Buffer.alloc(MAX_READ);
+      for (let at = from; ; ) {
+        const { bytesRead } = await handle.read(buffer, 0, MAX_READ, at);
+        if (!bytesRead) break;
+        this.writer.write(buffer.subarray(0, bytesRead));
+        at += bytesRead;
+        await this.writer.backlog();
+      }
+    } finally {
+      await handle.close();
+    }
   }
 }

@@ -23,9 +23,9 @@ export const DENIED_REDIS_COMMANDS = [
 /**
  * CLIENT subcommands client libraries send while connecting; harmless to the server. (CLIENT
  * SETINFO exists from Redis 7.2 only, and naming an unknown command fails the whole SETUSER;
- * clients ignore its refusal.)
+ * clients ignore its refusal.) ACL WHOAMI tells a connection which user it is: its own name.
  */
-const ALLOWED_CLIENT_SUBCOMMANDS = ['client|setname', 'client|getname', 'client|id'];
+const ALLOWED_CLIENT_SUBCOMMANDS = ['client|setname', 'client|getname', 'client|id', 'acl|whoami'];
 
 /** The ACL rules of a deployment's user: its key and channel prefix, everything else denied. */
 export function deploymentAclRules(deploymentId: string, password: string): string[] {

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { equalSecret } from './equal-secret.js';
 import { LoopbackFront, type Upstream } from './loopback-front.js';
-import { encodeCommand, parseCommand, type RespCommand } from './resp-requests.js';
+import { encodeCommand, RespProtocolError, RespRequestParser } from './resp-requests.js';
 import { SocketReader } from './socket-reader.js';
 
 export interface RedisFrontOptions {
@@ -26,35 +26,55 @@ const SWITCH_REFUSED = encodeCommand(['SLIPWAY-FRONT:refused-only-the-deployment
 type Verdict = 'forward' | 'authenticated' | 'refuse-switch' | 'refuse-noauth';
 
 /**
+ * A word as the server compares it (strcasecmp on a C string): ASCII case folded, ended by the
+ * first NUL. So "AUTH\0junk" is AUTH to the front, as it may be to the server.
+ */
+function word(arg: Buffer | undefined): string {
+  if (!arg) return '';
+  const nul = arg.indexOf(0);
+  return (nul < 0 ? arg : arg.subarray(0, nul)).toString('latin1').replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
+/**
  * A deployment's gate to Redis, for servers whose `default` user needs no password. It connects
  * upstream as the deployment's ACL user itself, then relays the client's commands, reading each
- * one: the client must first authenticate as that same user with its password (AUTH or HELLO …
- * AUTH), and any later attempt to become another user (AUTH default, HELLO … AUTH other, RESET,
- * which falls back to `default`) is refused. What the user may do is left to its ACL rules.
+ * one with RespRequestParser (RESP arrays and inline commands, any split, re-sent as canonical
+ * RESP): the client must first authenticate as that same user with its password (AUTH or HELLO …
+ * AUTH), and any attempt to name another user (AUTH <password> meaning `default`, AUTH other,
+ * HELLO with any AUTH option not the deployment's own, RESET, which falls back to `default`) is
+ * refused in place: the connection stays the deployment's user. What the user may do is left to
+ * its ACL rules.
  */
 export class RedisFront extends LoopbackFront {
   constructor(private readonly options: RedisFrontOptions) {
     super(options, options.upstream);
   }
 
-  /** What to do with one command, given whether the client has authenticated yet. */
-  private verdict(command: RespCommand, authenticated: boolean): Verdict {
-    const [name = '', ...args] = command.args;
-    const verb = name.toUpperCase();
-    const own = (user: string | undefined, password: string | undefined) =>
-      user === this.options.username && password !== undefined && equalSecret(password, this.options.password);
-    if (verb === 'AUTH') {
-      // AUTH <password> means the `default` user.
-      const [user, password] = args.length >= 2 ? [args[0], args[1]] : ['default', args[0]];
-      return own(user, password) ? 'authenticated' : 'refuse-switch';
+  private own(user: Buffer | undefined, password: Buffer | undefined): boolean {
+    return !!user && !!password && user.equals(Buffer.from(this.options.username)) && equalSecret(password, this.options.password);
+  }
+
+  /** What to do with one command (its name and, for AUTH and HELLO, its arguments). */
+  private verdict(args: Buffer[], authenticated: boolean, whole: boolean): Verdict {
+    const verb = word(args[0]);
+    if (verb === 'auth') {
+      // AUTH <password> means the `default` user; other counts are the server's syntax error.
+      return whole && args.length === 3 && this.own(args[1], args[2]) ? 'authenticated' : 'refuse-switch';
     }
-    if (verb === 'HELLO') {
-      const at = args.findIndex((a, i) => i >= 1 && a.toUpperCase() === 'AUTH');
-      if (at >= 0) return own(args[at + 1], args[at + 2]) ? 'authenticated' : 'refuse-switch';
+    if (verb === 'hello') {
+      if (!whole) return 'refuse-switch';
+      // The server takes the last AUTH option; every one (wherever it is) must be the deployment's.
+      let named = false;
+      for (let j = 2; j + 2 < args.length; j++) {
+        if (word(args[j]) !== 'auth') continue;
+        if (!this.own(args[j + 1], args[j + 2])) return 'refuse-switch';
+        named = true;
+      }
+      if (named) return 'authenticated';
       return authenticated ? 'forward' : 'refuse-noauth';
     }
-    if (verb === 'RESET') return 'refuse-switch';
-    if (verb === 'QUIT') return 'forward';
+    if (verb === 'reset') return 'refuse-switch';
+    if (verb === 'quit') return 'forward';
     return authenticated ? 'forward' : 'refuse-noauth';
   }
 
@@ -80,35 +100,44 @@ export class RedisFront extends LoopbackFront {
     }
 
     let authenticated = false;
-    // Chunks are joined only once a whole command can be there, so a large value costs one copy.
-    let chunks: Buffer[] = [];
-    let received = 0;
-    let need = 1;
-    client.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      received += chunk.length;
-      if (received < need) return;
-      let pending = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      const out: Buffer[] = [];
-      for (;;) {
-        const parsed = parseCommand(pending);
-        if ('error' in parsed) {
-          if (out.length) upstream.write(Buffer.concat(out));
-          client.end(`-ERR Protocol error: ${parsed.error}\r\n`);
-          return;
-        }
-        if ('need' in parsed) {
-          need = parsed.need;
-          chunks = pending.length ? [pending] : [];
-          received = pending.length;
-          break;
-        }
-        pending = parsed.rest;
-        const verdict = this.verdict(parsed.command, authenticated);
-        if (verdict === 'authenticated') authenticated = true;
-        out.push(verdict === 'refuse-switch' ? SWITCH_REFUSED : verdict === 'refuse-noauth' ? NOAUTH : parsed.command.raw);
+    let out: Buffer[] = [];
+    const decide = (args: Buffer[], whole: boolean): boolean => {
+      const verdict = this.verdict(args, authenticated, whole);
+      if (verdict === 'authenticated') authenticated = true;
+      if (verdict === 'refuse-switch') out.push(SWITCH_REFUSED);
+      else if (verdict === 'refuse-noauth') out.push(NOAUTH);
+      return verdict === 'forward' || verdict === 'authenticated';
+    };
+    const parser = new RespRequestParser({
+      command: (args) => void (decide(args, true) && out.push(encodeCommand(args))),
+      begin: (_count, head) => decide(head, false),
+      bytes: (data) => void out.push(data),
+    });
+    const send = () => {
+      if (!out.length) return;
+      const batch = out;
+      out = [];
+      // Backpressure: a client faster than the server waits instead of filling the deployer.
+      if (!upstream.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch))) {
+        client.pause();
+        upstream.once('drain', () => client.resume());
       }
-      if (out.length) upstream.write(Buffer.concat(out));
+    };
+    let broken = false;
+    client.on('data', (chunk: Buffer) => {
+      if (broken) return;
+      try {
+        parser.push(chunk);
+      } catch (err) {
+        // As the server does: the replies to what came before, then the error, then closed (QUIT
+        // makes the server close once it has answered everything).
+        broken = true;
+        client.pause();
+        if (!(err instanceof RespProtocolError)) this.options.onError?.(err as Error);
+        const reason = err instanceof RespProtocolError ? err.message : 'unreadable request';
+        out.push(encodeCommand([`SLIPWAY-FRONT:protocol-error:${reason.replace(/[^\w$']+/g, '-')}`]), encodeCommand(['QUIT']));
+      }
+      send();
     });
     client.on('end', () => upstream.end());
     client.resume();
