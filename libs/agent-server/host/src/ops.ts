@@ -21,7 +21,8 @@ export function createOps(db: Db, queue: RunQueue, streams: RunStreams): Ops {
       logger.warn('Refused a thread status write of a run this instance no longer holds', { run_id: lease.runId, thread_id: threadId });
       return;
     }
-    await setStatus(threadId, options);
+    // Logged, not thrown: it would end the server's worker loop.
+    await setStatus(threadId, options).catch((err) => logger.warn('Could not write a thread status', { thread_id: threadId, error: String(err) }));
   };
   return {
     assistants,

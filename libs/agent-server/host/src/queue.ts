@@ -123,7 +123,12 @@ export class RunQueue {
     // while the next one runs): a run taken over after its instance died goes on from the last
     // node that finished, never from an earlier one.
     run.kwargs.config = { ...run.kwargs.config, configurable: { __pregel_durability: 'sync', ...run.kwargs.config?.configurable } };
-    await this.resumeFromCheckpoint(run);
+    try {
+      await this.resumeFromCheckpoint(run);
+    } catch (err) {
+      await this.finish(run.run_id); // back to the queue
+      throw err;
+    }
     return { run, attempt: row.attempt, signal: controller.signal };
   }
 
@@ -171,6 +176,7 @@ export class RunQueue {
       [runId, lease.token],
     );
     await this.streams.end(runId);
+    await this.streams.wake(); // the thread's next run, if one waits
   }
 
   /** Stops the run this instance executes (a cancel from any instance). */

@@ -22,18 +22,27 @@ export class PgRuns implements RunsRepo {
     this.stream = new PgRunStream(this, streams, queue);
   }
 
-  /** Claims one run for a worker of this instance; releases it when the worker is done with it. */
+  /**
+   * Claims one run for a worker of this instance (waiting up to 2 s for one, or a wake-up);
+   * releases it when the worker is done with it. Never throws: the server's worker loop would end.
+   */
   async *next() {
-    let claimed = await this.queue.claim();
-    if (!claimed) {
-      await this.streams.idle(2_000);
+    let claimed: Awaited<ReturnType<RunQueue['claim']>> = null;
+    try {
       claimed = await this.queue.claim();
+      if (!claimed) {
+        await this.streams.idle(2_000);
+        claimed = await this.queue.claim();
+      }
+    } catch (err) {
+      logger.warn('Could not claim a run', { error: String(err) });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
     if (!claimed) return;
     try {
       yield claimed;
     } finally {
-      await this.queue.finish(claimed.run.run_id);
+      await this.queue.finish(claimed.run.run_id).catch((err) => logger.warn('Could not release a run', { run_id: claimed!.run.run_id, error: String(err) }));
     }
   }
 
@@ -225,9 +234,16 @@ export class PgRuns implements RunsRepo {
     return rows.map(toRun);
   }
 
-  /** The worker's status write: fenced by the run's lease. */
+  /**
+   * The worker's status write: fenced by the run's lease. A failure is logged, not thrown (it
+   * would end the server's worker loop): the lease then lapses and the run moves.
+   */
   async setStatus(runId: string, status: Run['status']): Promise<void> {
-    if (!(await this.queue.setStatus(runId, status))) logger.warn('Refused a status write of a run this instance no longer holds', { run_id: runId, status });
+    try {
+      if (!(await this.queue.setStatus(runId, status))) logger.warn('Refused a status write of a run this instance no longer holds', { run_id: runId, status });
+    } catch (err) {
+      logger.warn('Could not write a run status', { run_id: runId, status, error: String(err) });
+    }
   }
 
   /** Whether the run may still produce events (pending or running); null when it does not exist. */
@@ -274,6 +290,11 @@ class PgRunStream implements RunsStreamRepo {
   /** A worker's event: dropped when the run's lease is no longer this instance's. */
   async publish(payload: { runId: string; event: string; data: unknown; normalized?: boolean }): Promise<void> {
     if (!this.queue.allowed(payload.runId)) return;
-    await this.streams.publish(payload.runId, payload.event, json(payload.data) ?? 'null', payload.normalized);
+    try {
+      await this.streams.publish(payload.runId, payload.event, json(payload.data) ?? 'null', payload.normalized);
+    } catch (err) {
+      // Redis unreachable: the run goes on (its state is in its checkpoints); joiners miss the event.
+      logger.warn('Could not publish a run event', { run_id: payload.runId, event: payload.event, error: String(err) });
+    }
   }
 }
