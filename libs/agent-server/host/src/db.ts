@@ -4,7 +4,7 @@ import pg from 'pg';
 export type Db = pg.Pool;
 export type Tx = pg.PoolClient;
 
-export function createPool(connectionString: string, max = 8): Db {
+export function createPool(connectionString: string, max = 6): Db {
   const pool = new pg.Pool({ connectionString, max });
   // An idle client's error (the database restarting) must not end the process; the next query reconnects.
   pool.on('error', (err) => console.error('agent server: idle database connection failed:', err.message));

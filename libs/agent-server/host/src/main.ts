@@ -48,7 +48,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv): HostSettings {
 export async function startHost(settings: HostSettings, serverOptions: Record<string, unknown>): Promise<void> {
   const instanceId = randomUUID();
   const db = createPool(settings.databaseUri);
-  const { saver, store } = createPersistence(settings.databaseUri);
+  const { saver, store } = createPersistence(db, settings.databaseUri);
   const { deserialize } = await apiModule('storage/persist.mjs');
   const lock = await db.connect();
   try {
@@ -89,7 +89,8 @@ export async function startHost(settings: HostSettings, serverOptions: Record<st
     console.log(`agent server: ${signal}, draining runs in flight (up to ${settings.drainMs} ms)`);
     await queue.drain(settings.drainMs).catch((err) => console.error('agent server: drain failed:', err));
     queue.stop();
-    await Promise.allSettled([redis.quit(), subscriber.quit(), db.end(), saver.end(), store.stop()]);
+    await Promise.allSettled([redis.quit(), subscriber.quit(), store.stop()]);
+    await db.end().catch(() => {}); // the saver's pool too
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));

@@ -19,8 +19,12 @@ export class LeaseLostError extends Error {
   override name = 'LeaseLostError';
 }
 
-export function createPersistence(databaseUri: string) {
-  return { saver: PostgresSaver.fromConnString(databaseUri), store: PostgresStore.fromConnString(databaseUri) };
+/**
+ * The saver shares the host's pool; the store keeps a small one of its own (it takes only pool
+ * options). A deployment's database serves every instance, so each takes few connections.
+ */
+export function createPersistence(db: Db, databaseUri: string) {
+  return { saver: new PostgresSaver(db), store: new PostgresStore({ connectionOptions: { connectionString: databaseUri, max: 2 } }) };
 }
 
 export function wirePersistence(db: Db, saver: PostgresSaver, pgStore: PostgresStore, fence: Fence): void {
