@@ -1,12 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deployRepo as deploy, gitIn, initProject as init, runningInstances, startAgentPipeline, untilDone as done } from '../support/agent-projects.js';
 import type { HttpClient } from '../support/http.js';
-import { startPipeline, type Pipeline } from '../support/pipeline.js';
-import { eventually } from '../support/service-process.js';
+import type { Pipeline } from '../support/pipeline.js';
 import type { TestApi } from '../support/test-api.js';
 
 /**
@@ -24,8 +23,6 @@ let http: HttpClient;
 let reposRoot: string;
 let repo: string;
 
-const gitIn = (dir: string, ...args: string[]) =>
-  execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
 const git = (...args: string[]) => gitIn(repo, ...args);
 
 /** The graph: `first` then `second`, each appending its name (and the version's tag) to `steps`; `first` throws on a 'boom' step. */
@@ -55,30 +52,14 @@ export const graph = new StateGraph(State)
   return git('rev-parse', 'HEAD');
 }
 
-/** A git repository `name` under the repos root with a LangGraph.js project whose graph `agent` is ./src/agent.ts:graph (not committed yet). */
-function initProject(name: string): string {
-  const dir = path.join(reposRoot, name);
-  mkdirSync(path.join(dir, 'src'), { recursive: true });
-  execFileSync('git', ['init', '-q', '-b', 'main', dir]);
-  writeFileSync(
-    path.join(dir, 'package.json'),
-    JSON.stringify({ name, private: true, type: 'module', dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' } }),
-  );
-  writeFileSync(path.join(dir, 'langgraph.json'), JSON.stringify({ node_version: process.versions.node.split('.')[0], graphs: { agent: './src/agent.ts:graph' }, dependencies: ['.'] }));
-  return dir;
-}
+const initProject = (name: string) => init(reposRoot, name);
 
 beforeAll(async () => {
   reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-agents-'));
   repo = initProject('list-agent');
   commitGraph('');
 
-  pipeline = await startPipeline({
-    SLIPWAY_LOCAL_REPOS_ROOT: reposRoot,
-    SLIPWAY_RUNTIME_PORT_MIN: String(PORT_BASE),
-    SLIPWAY_RUNTIME_PORT_MAX: String(PORT_BASE + 999),
-    SLIPWAY_ROLLOUT_DEADLINE_MS: '120000',
-  });
+  pipeline = await startAgentPipeline(reposRoot, PORT_BASE);
   ({ api, http } = pipeline);
 }, 90_000);
 
@@ -87,29 +68,8 @@ afterAll(async () => {
   rmSync(reposRoot, { recursive: true, force: true });
 }, 120_000);
 
-/** Creates a deployment of the local repository `dir` through a new local integration; returns its id and first revision. */
-async function deployRepo(dir: string, minScale: number): Promise<{ deploymentId: string; revisionId: string }> {
-  const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: path.basename(dir), config: { root: reposRoot } });
-  expect(integration.status, integration.text).toBe(201);
-  const created = await http.post('/v2/deployments', {
-    name: path.basename(dir),
-    source: 'repohost',
-    source_config: { integration_id: integration.body.id, repo_url: `file://${dir}`, resource_spec: { min_scale: minScale, max_scale: minScale } },
-    source_revision_config: {},
-  });
-  expect(created.status, created.text).toBe(201);
-  return { deploymentId: created.body.id, revisionId: created.body.latest_revision_id };
-}
-
-const revisionOf = async (d: string, r: string) => (await http.get(`/v2/deployments/${d}/revisions/${r}`)).body;
-const untilDone = (d: string, r: string) =>
-  eventually(() => revisionOf(d, r), (x) => ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'CREATE_FAILED', 'INTERRUPTED'].includes(x.status), 400_000, 500);
-
-/** Ports of the deployment's running instances, straight from the runtime's table. */
-const instancePorts = async (deploymentId: string): Promise<number[]> =>
-  (await api.dataSource.query(`SELECT port FROM runtime_processes WHERE deployment_id = $1 AND status = 'running' ORDER BY port`, [deploymentId])).map(
-    (r: { port: number }) => r.port,
-  );
+const deployRepo = (dir: string, minScale: number) => deploy(http, reposRoot, dir, minScale);
+const untilDone = (d: string, r: string) => done(http, d, r);
 
 describe('agent servers: a LangGraph.js project served through the LangGraph Server API', () => {
   let deploymentId: string;
@@ -180,9 +140,9 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
   }, 60_000);
 
   it('shows a thread created through one instance to the other (min_scale 2)', async () => {
-    const ports = await instancePorts(deploymentId);
-    expect(ports).toHaveLength(2);
-    const [one, two] = ports.map((p) => new Client({ apiUrl: `http://127.0.0.1:${p}` }));
+    const instances = await runningInstances(api, deploymentId);
+    expect(instances).toHaveLength(2);
+    const [one, two] = instances.map((i) => new Client({ apiUrl: i.url }));
     const created = await one!.threads.create({ metadata: { via: 'one' } });
     expect(await two!.runs.wait(created.thread_id, 'agent', { input: { steps: ['x'] } })).toEqual({ steps: ['x', 'first', 'second'] });
     expect((await one!.threads.getState(created.thread_id)).values).toEqual({ steps: ['x', 'first', 'second'] });

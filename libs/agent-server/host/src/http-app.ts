@@ -1,0 +1,33 @@
+// The host's HTTP layer in front of the published server's routes (its `http.app` hook, which is
+// mounted before them): a run's event stream answers with a `Location` naming where to re-join
+// it, so the SDK reconnects (with Last-Event-ID, on any instance) when a connection drops.
+// A project's own `http.app` is mounted behind it, unchanged.
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Hono } from 'hono';
+
+const RUN_PATH = /^(\/threads\/[^/]+\/runs\/[^/]+|\/runs\/[^/]+)(\/stream)?$/;
+
+/** Set by `prepareHostApp` before the server imports this module's `hostApp`. */
+export let hostApp: Hono | undefined;
+
+/** The `http.app` value the server is given: this module's `hostApp`. */
+export const HOST_APP_SPEC = `${fileURLToPath(import.meta.url)}:hostApp`;
+
+/** Builds `hostApp`, with the project's own app (`file:export`, relative to `cwd`) behind it. */
+export async function prepareHostApp(projectApp: string | undefined, cwd: string): Promise<void> {
+  const app = new Hono();
+  app.use('*', async (c, next) => {
+    await next();
+    if (!c.res.headers.get('content-type')?.startsWith('text/event-stream')) return;
+    const at = (c.res.headers.get('content-location') ?? new URL(c.req.url).pathname).match(RUN_PATH);
+    if (at) c.res.headers.set('location', `${at[1]}/stream`);
+  });
+  if (projectApp) {
+    const [file, exportName = 'default'] = projectApp.split(':', 2);
+    const module = await import(pathToFileURL(path.resolve(cwd, file!)).href);
+    if (!module[exportName]) throw new Error(`Failed to load HTTP app: ${projectApp}`);
+    app.route('/', module[exportName]);
+  }
+  hostApp = app;
+}

@@ -1,0 +1,34 @@
+// The storage the host gives the published server (startServer's `ops`): assistants, threads and
+// runs in the deployment database, run events and cancellations through its Redis.
+import type { Ops } from '@langchain/langgraph-api/storage';
+import { PgAssistants } from './assistants.js';
+import type { Db } from './db.js';
+import type { RunQueue } from './queue.js';
+import { PgRuns } from './runs.js';
+import type { RunStreams } from './streams.js';
+import { PgThreads } from './threads.js';
+import { logger } from './upstream.js';
+
+export function createOps(db: Db, queue: RunQueue, streams: RunStreams): Ops {
+  const assistants = new PgAssistants(db);
+  const threads = new PgThreads(db);
+  const runs = new PgRuns(db, queue, streams);
+  // A worker writes its thread's status after its run: only while it still holds the run's lease.
+  const setStatus = threads.setStatus.bind(threads);
+  threads.setStatus = async (threadId, options) => {
+    const lease = queue.leaseOfThread(threadId);
+    if (lease && !lease.allowed) {
+      logger.warn('Refused a thread status write of a run this instance no longer holds', { run_id: lease.runId, thread_id: threadId });
+      return;
+    }
+    // Logged, not thrown: it would end the server's worker loop.
+    await setStatus(threadId, options).catch((err) => logger.warn('Could not write a thread status', { thread_id: threadId, error: String(err) }));
+  };
+  return {
+    assistants,
+    threads,
+    runs,
+    // POST /internal/truncate would wipe every record of the deployment: not through this server.
+    truncate: async () => {},
+  };
+}

@@ -1,0 +1,276 @@
+// The run queue: runs wait `pending` in the deployment database and any instance's worker claims
+// the oldest (FOR UPDATE SKIP LOCKED; one running run per thread is a unique index). A claim is a
+// lease: a token and an expiry the instance renews by heartbeat. Every write the run makes is
+// fenced by it: locally (no write once the lease may have lapsed) and, for its status, in the
+// database (the token must still be the run's). A sweeper on every instance requeues runs whose
+// lease lapsed (their instance died or froze) and they resume from their last checkpoint; a run
+// whose lease lapsed MAX_ATTEMPTS times ends `error` and its thread takes runs again. On SIGTERM an
+// instance drains: it claims nothing more, lets its runs finish within a grace period and
+// requeues the rest (a hand-over, not a failed attempt). While an instance of the code a run was
+// created with serves, only such instances claim it: during a rollout, old instances do not take
+// the runs made through new ones.
+import { randomUUID } from 'node:crypto';
+import type { Run } from '@langchain/langgraph-api/storage';
+import type { Db } from './db.js';
+import { isUniqueViolation } from './db.js';
+import { json, RUN_COLUMNS, toRun } from './rows.js';
+import type { CancelAction, RunStreams } from './streams.js';
+import { logger } from './upstream.js';
+
+export const MAX_ATTEMPTS = 3;
+
+export interface QueueOptions {
+  instanceId: string;
+  /** What identifies the code this instance runs (the same for every instance of a revision). */
+  code: string;
+  /** How long a claim holds without a heartbeat. */
+  leaseMs: number;
+}
+
+interface Lease {
+  runId: string;
+  threadId: string;
+  token: string;
+  /** Local clock: no write after this unless a renewal moved it. */
+  expiresAt: number;
+  lost: boolean;
+  controller: AbortController;
+}
+
+export class RunQueue {
+  private readonly held = new Map<string, Lease>();
+  private timers: NodeJS.Timeout[] = [];
+  private draining = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly streams: RunStreams,
+    private readonly options: QueueOptions,
+  ) {
+    streams.onCancel = (runId, action) => this.abort(runId, action);
+  }
+
+  get code(): string {
+    return this.options.code;
+  }
+
+  async start(): Promise<void> {
+    // Instances gone for an hour (killed, not stopped) left their row: it goes.
+    await this.db.query(`DELETE FROM slipway_agent_instances WHERE seen_at < now() - interval '1 hour'`);
+    await this.announce();
+    const { leaseMs } = this.options;
+    const every = (ms: number, fn: () => Promise<unknown>) => {
+      const timer = setInterval(() => void fn().catch((err) => logger.warn('agent server: run queue upkeep failed', { error: String(err) })), ms);
+      this.timers.push(timer);
+    };
+    every(Math.max(200, Math.floor(leaseMs / 3)), () => this.renew());
+    every(Math.max(500, Math.floor(leaseMs / 2)), () => this.sweep());
+  }
+
+  stop(): void {
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+  }
+
+  /** True while the run's lease is this instance's and cannot have lapsed: its writes may go. */
+  allowed(runId: string): boolean {
+    const lease = this.held.get(runId);
+    return lease != null && !lease.lost && Date.now() < lease.expiresAt;
+  }
+
+  /** Whether this instance holds a lease on the run (fenced or not). */
+  holds(runId: string): boolean {
+    return this.held.has(runId);
+  }
+
+  /** The lease this instance holds for a run of `threadId`, if any. */
+  leaseOfThread(threadId: string): { runId: string; allowed: boolean } | undefined {
+    for (const lease of this.held.values()) if (lease.threadId === threadId) return { runId: lease.runId, allowed: this.allowed(lease.runId) };
+    return undefined;
+  }
+
+  /** Claims the oldest runnable run, or null when there is none (or the instance is draining). */
+  async claim(): Promise<{ run: Run; attempt: number; signal: AbortSignal } | null> {
+    if (this.draining) return null;
+    const token = randomUUID();
+    const sentAt = Date.now();
+    let row: any;
+    try {
+      const { rows } = await this.db.query(
+        `UPDATE slipway_agent_runs SET status = 'running', worker = $1, lease_token = $2,
+                lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now()
+          WHERE run_id = (SELECT r.run_id FROM slipway_agent_runs r
+                           WHERE r.status = 'pending' AND r.created_at <= now()
+                             AND NOT EXISTS (SELECT 1 FROM slipway_agent_runs x WHERE x.thread_id = r.thread_id AND x.status = 'running')
+                             AND (r.code IS NULL OR r.code = $4 OR NOT EXISTS (
+                                   SELECT 1 FROM slipway_agent_instances i
+                                    WHERE i.code = r.code AND NOT i.draining
+                                      AND i.seen_at > now() - make_interval(secs => $3::double precision / 1000)))
+                           ORDER BY r.created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+          RETURNING ${RUN_COLUMNS}, attempt`,
+        [this.options.instanceId, token, this.options.leaseMs, this.options.code],
+      );
+      row = rows[0];
+    } catch (err) {
+      if (isUniqueViolation(err, 'slipway_agent_runs_one_running')) return null; // another worker took a run of that thread first
+      throw err;
+    }
+    if (!row) return null;
+    const controller = new AbortController();
+    this.held.set(row.run_id, { runId: row.run_id, threadId: row.thread_id, token, expiresAt: sentAt + this.options.leaseMs, lost: false, controller });
+    const run = toRun(row);
+    // Each step's checkpoint is saved before the next step starts (LangGraph's default saves it
+    // while the next one runs): a run taken over after its instance died goes on from the last
+    // node that finished, never from an earlier one.
+    run.kwargs.config = { ...run.kwargs.config, configurable: { __pregel_durability: 'sync', ...run.kwargs.config?.configurable } };
+    try {
+      await this.resumeFromCheckpoint(run);
+    } catch (err) {
+      await this.finish(run.run_id); // back to the queue
+      throw err;
+    }
+    return { run, attempt: row.attempt, signal: controller.signal };
+  }
+
+  /**
+   * A run claimed again (its instance died, froze or drained): when it had written a checkpoint, it continues
+   * from the thread's latest one (no input: the graph resumes the steps that did not finish)
+   * instead of starting over with its input.
+   */
+  private async resumeFromCheckpoint(run: Run): Promise<void> {
+    const { rows } = await this.db.query(
+      `SELECT 1 FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' AND metadata->>'run_id' = $2 LIMIT 1`,
+      [run.thread_id, run.run_id],
+    );
+    if (!rows.length) return;
+    run.kwargs = { ...run.kwargs, input: null, command: undefined };
+    const configurable = { ...run.kwargs.config?.configurable };
+    delete configurable.checkpoint_id;
+    run.kwargs.config = { ...run.kwargs.config, configurable };
+    logger.info('Resuming run from its last checkpoint', { run_id: run.run_id, thread_id: run.thread_id });
+  }
+
+  /** Writes the run's status if its lease is still this instance's; false when fenced off. */
+  async setStatus(runId: string, status: string): Promise<boolean> {
+    const lease = this.held.get(runId);
+    if (!lease || !this.allowed(runId)) return false;
+    const { rowCount } = await this.db.query(
+      `UPDATE slipway_agent_runs SET status = $3, updated_at = now(), lease_expires_at = NULL WHERE run_id = $1 AND lease_token = $2 AND status = 'running'`,
+      [runId, lease.token, status],
+    );
+    if (!rowCount) this.lose(lease);
+    return rowCount === 1;
+  }
+
+  /** The worker is done with the run: the lease goes, its joiners hear the end. */
+  async finish(runId: string): Promise<void> {
+    const lease = this.held.get(runId);
+    if (!lease) return;
+    this.held.delete(runId);
+    if (lease.lost) return;
+    // A run whose worker ended without writing its status (it threw past the server's own
+    // handling) is not left running: it goes back to the queue, fenced by the token.
+    await this.db.query(
+      `UPDATE slipway_agent_runs SET status = 'pending', worker = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+        WHERE run_id = $1 AND lease_token = $2 AND status = 'running'`,
+      [runId, lease.token],
+    );
+    await this.streams.end(runId);
+    await this.streams.wake(); // the thread's next run, if one waits
+  }
+
+  /** Stops the run this instance executes (a cancel from any instance). */
+  abort(runId: string, reason: CancelAction | 'requeue' | 'lease-lost'): void {
+    this.held.get(runId)?.controller.abort(reason);
+  }
+
+  private lose(lease: Lease): void {
+    if (lease.lost) return;
+    lease.lost = true;
+    logger.warn('Run lease lost: its later writes are refused', { run_id: lease.runId });
+    lease.controller.abort('lease-lost');
+  }
+
+  /** Says this instance (and its code) is alive, or draining. */
+  async announce(): Promise<void> {
+    await this.db.query(
+      `INSERT INTO slipway_agent_instances (instance_id, code, draining) VALUES ($1, $2, $3)
+       ON CONFLICT (instance_id) DO UPDATE SET seen_at = now(), draining = EXCLUDED.draining`,
+      [this.options.instanceId, this.options.code, this.draining],
+    );
+  }
+
+  /** Heartbeat: the instance's own, and every lease it holds extended; one it no longer holds stops its run. */
+  async renew(): Promise<void> {
+    await this.announce();
+    const leases = [...this.held.values()].filter((l) => !l.lost);
+    if (!leases.length) return;
+    const sentAt = Date.now();
+    const { rows } = await this.db.query(
+      `UPDATE slipway_agent_runs r SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
+         FROM unnest($1::text[], $2::uuid[]) AS l(run_id, token)
+        WHERE r.run_id = l.run_id AND r.lease_token = l.token AND r.status = 'running'
+        RETURNING r.run_id`,
+      [leases.map((l) => l.runId), leases.map((l) => l.token), this.options.leaseMs],
+    );
+    const renewed = new Set(rows.map((r: { run_id: string }) => r.run_id));
+    for (const lease of leases) {
+      if (renewed.has(lease.runId)) lease.expiresAt = Math.max(lease.expiresAt, sentAt + this.options.leaseMs);
+      else if (this.held.get(lease.runId) === lease) this.lose(lease);
+    }
+  }
+
+  /** Requeues runs whose lease lapsed (or ends them `error` after MAX_ATTEMPTS claims). */
+  async sweep(): Promise<void> {
+    const { rows } = await this.db.query(
+      `UPDATE slipway_agent_runs r SET status = CASE WHEN r.attempt >= $1 THEN 'error' ELSE 'pending' END, attempt = r.attempt + 1,
+              worker = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+        WHERE r.run_id IN (SELECT run_id FROM slipway_agent_runs WHERE status = 'running' AND lease_expires_at < now() FOR UPDATE SKIP LOCKED)
+        RETURNING r.run_id, r.thread_id, r.status, r.attempt`,
+      [MAX_ATTEMPTS],
+    );
+    if (!rows.length) return;
+    for (const row of rows) {
+      logger.warn(row.status === 'pending' ? 'Requeued a run whose lease lapsed' : 'A run whose lease lapsed used up its attempts', { run_id: row.run_id, attempt: row.attempt });
+      if (row.status === 'error') await this.failed(row.run_id, row.thread_id, `Run ${row.run_id} exceeded max attempts`);
+    }
+    if (rows.some((r: { status: string }) => r.status === 'pending')) await this.streams.wake();
+  }
+
+  /** A run that ends `error` outside a worker: its thread too, and its joiners hear why. */
+  private async failed(runId: string, threadId: string, message: string): Promise<void> {
+    await this.db.query(
+      `UPDATE slipway_agent_threads SET status = CASE WHEN EXISTS (SELECT 1 FROM slipway_agent_runs WHERE thread_id = $1 AND status = 'pending') THEN 'busy' ELSE 'error' END,
+              updated_at = now() WHERE thread_id = $1`,
+      [threadId],
+    );
+    await this.streams.publish(runId, 'error', json({ error: 'Error', message })!);
+    await this.streams.end(runId);
+  }
+
+  /**
+   * SIGTERM: claim nothing more, give the runs in flight `graceMs` to finish, then requeue the
+   * rest (their writes fenced from then on) so another instance resumes them from their checkpoint.
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    await this.announce();
+    const deadline = Date.now() + graceMs;
+    while (this.held.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const left = [...this.held.values()];
+    for (const lease of left) {
+      lease.lost = true; // before the abort: the worker's error handling must not write
+      lease.controller.abort('requeue');
+    }
+    await this.db.query('DELETE FROM slipway_agent_instances WHERE instance_id = $1', [this.options.instanceId]);
+    if (!left.length) return;
+    await this.db.query(
+      `UPDATE slipway_agent_runs r SET status = 'pending', worker = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+         FROM unnest($1::text[], $2::uuid[]) AS l(run_id, token)
+        WHERE r.run_id = l.run_id AND r.lease_token = l.token AND r.status = 'running'`,
+      [left.map((l) => l.runId), left.map((l) => l.token)],
+    );
+    logger.info('Requeued runs still in flight at shutdown', { run_ids: left.map((l) => l.runId) });
+    await this.streams.wake();
+  }
+}

@@ -1,0 +1,221 @@
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@langchain/langgraph-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deployRepo, gitIn, initProject, runningInstances, startAgentPipeline, untilDone, type Instance } from '../support/agent-projects.js';
+import type { HttpClient } from '../support/http.js';
+import type { Pipeline } from '../support/pipeline.js';
+import { eventually } from '../support/service-process.js';
+import type { TestApi } from '../support/test-api.js';
+
+/**
+ * Issue 19: the agent server's instances act as one server. A LangGraph.js project whose graph
+ * has slow nodes emitting custom events (test/fixtures/agent-server/slow-graph.ts) is deployed
+ * with min_scale 2 by real api, builder and deployer processes; runs are created, joined and
+ * cancelled with the official SDK through the serving URL and through each instance's own
+ * address, and instances are killed, frozen and rolled over under running runs. Runs' leases are
+ * short here (2 s) so lapsed ones are taken over quickly. Builds install from the npm registry.
+ */
+const PORT_BASE = 36_000 + Math.floor(Math.random() * 2_000);
+const GRAPH = fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url));
+
+let pipeline: Pipeline;
+let api: TestApi;
+let http: HttpClient;
+let reposRoot: string;
+let repo: string;
+let deploymentId: string;
+let shared: Client;
+let apiKey: string;
+
+interface Tick {
+  id?: string;
+  event: string;
+  data: any;
+}
+
+const client = (instance: Instance) => new Client({ apiUrl: instance.url });
+const instances = () => runningInstances(api, deploymentId);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Input of a run whose three nodes each take `ticks` × `tickMs`. */
+const slowInput = (label: string, ticks: number, tickMs: number) => ({ input: { steps: [label], ticks, tick_ms: tickMs }, streamMode: ['custom' as const] });
+
+/**
+ * Every event of a run through `c`, from its start (or after `lastEventId`), until the run's
+ * stream ends; early once `limit` events came or `until` holds for those so far.
+ */
+async function joinAll(c: Client, threadId: string, runId: string, options: { lastEventId?: string; limit?: number; until?: (events: Tick[]) => boolean } = {}) {
+  const events: Tick[] = [];
+  for await (const chunk of c.runs.joinStream(threadId, runId, { lastEventId: options.lastEventId })) {
+    events.push(chunk as Tick);
+    if ((options.limit && events.length >= options.limit) || options.until?.(events)) break;
+  }
+  return events;
+}
+
+const attempts = (events: Tick[]) => events.filter((e) => e.event === 'metadata').map((e) => e.data.attempt as number);
+
+const customs = (events: Tick[]) => events.filter((e) => e.event === 'custom').map((e) => e.data as { node: string; i: number; port: string });
+
+/** The instance running a run: the port in its latest custom event, once there is one. */
+async function runnerOf(c: Client, threadId: string, runId: string): Promise<Instance> {
+  const port = await eventually(
+    async () => {
+      const seen = customs(await joinAll(c, threadId, runId, { limit: 2 }));
+      return seen.at(-1)?.port;
+    },
+    (p) => p != null,
+    60_000,
+    200,
+  );
+  const found = (await instances()).find((i) => String(i.port) === String(port));
+  expect(found, `instance on port ${port}`).toBeDefined();
+  return found!;
+}
+
+const statusOf = async (c: Client, threadId: string, runId: string) => (await c.runs.get(threadId, runId)).status;
+
+beforeAll(async () => {
+  reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-agent-instances-'));
+  repo = initProject(reposRoot, 'slow-agent', { SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000' });
+  copyFileSync(GRAPH, path.join(repo, 'src/agent.ts'));
+  gitIn(repo, 'add', '-A');
+  gitIn(repo, 'commit', '-q', '-m', 'slow graph');
+  pipeline = await startAgentPipeline(reposRoot, PORT_BASE);
+  ({ api, http } = pipeline);
+  const created = await deployRepo(http, reposRoot, repo, 2);
+  deploymentId = created.deploymentId;
+  const rev = await untilDone(http, deploymentId, created.revisionId);
+  expect(rev.status, rev.status_message).toBe('DEPLOYED');
+  const key = await http.post('/v2/api-keys', { description: 'sdk' });
+  expect(key.status, key.text).toBe(201);
+  apiKey = key.body.key;
+  shared = new Client({ apiUrl: (await http.get(`/v2/deployments/${deploymentId}`)).body.url, apiKey });
+  expect(await instances()).toHaveLength(2);
+}, 420_000);
+
+afterAll(async () => {
+  await pipeline?.stop();
+  rmSync(reposRoot, { recursive: true, force: true });
+}, 120_000);
+
+describe('agent server instances act as one server', () => {
+  it('streams a background run joined through each instance: every event, in order, with the same ids', async () => {
+    const [a, b] = (await instances()).map(client);
+    const thread = await shared.threads.create();
+    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('both', 4, 150));
+    const [viaA, viaB] = await Promise.all([joinAll(a!, thread.thread_id, run.run_id), joinAll(b!, thread.thread_id, run.run_id)]);
+    const ticks = customs(viaA).map((t) => `${t.node}${t.i}`);
+    expect(ticks).toEqual(['first', 'second', 'third'].flatMap((n) => [0, 1, 2, 3].map((i) => `${n}${i}`)));
+    expect(viaB).toEqual(viaA);
+    expect(viaA.every((e) => typeof e.id === 'string' && e.id.length > 0)).toBe(true);
+    expect(new Set(viaA.map((e) => e.id)).size).toBe(viaA.length);
+    expect(await statusOf(shared, thread.thread_id, run.run_id)).toBe('success');
+  }, 120_000);
+
+  it('re-joins with Last-Event-ID on the other instance and gets exactly the missing events', async () => {
+    const [a, b] = (await instances()).map(client);
+    const thread = await a!.threads.create();
+    const run = await a!.runs.create(thread.thread_id, 'agent', { ...slowInput('rejoin', 4, 150), streamResumable: true });
+    const head = await joinAll(a!, thread.thread_id, run.run_id, { limit: 5 });
+    expect(head).toHaveLength(5);
+    const rest = await joinAll(b!, thread.thread_id, run.run_id, { lastEventId: head.at(-1)!.id });
+    const whole = await joinAll(a!, thread.thread_id, run.run_id);
+    expect(customs(whole)).toHaveLength(12);
+    expect([...head, ...rest]).toEqual(whole);
+  }, 120_000);
+
+  for (const through of ['the instance running the run', 'the other instance'] as const) {
+    it(`cancels a run through ${through}: it ends interrupted at once and no event follows`, async () => {
+      const thread = await shared.threads.create();
+      const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('cancel', 40, 100));
+      const runner = await runnerOf(shared, thread.thread_id, run.run_id);
+      const other = (await instances()).find((i) => i.port !== runner.port)!;
+      const canceller = client(through === 'the other instance' ? other : runner);
+      const watcher = client(through === 'the other instance' ? runner : other);
+      const live: Tick[] = [];
+      const watched = joinAll(watcher, thread.thread_id, run.run_id, { until: (events) => (live.push(events.at(-1)!), false) });
+      await eventually(async () => live.length, (n) => n >= 5, 20_000, 50);
+      const seenAtCancel = live.length;
+      await canceller.runs.cancel(thread.thread_id, run.run_id);
+      await eventually(() => statusOf(canceller, thread.thread_id, run.run_id), (s) => s === 'interrupted', 1_000, 50);
+      const events = await watched; // the stream ends with the run
+      // Nothing after the cancel but what was already on its way (ticks are 100 ms apart).
+      expect(events.length - seenAtCancel).toBeLessThanOrEqual(3);
+      expect(customs(events).every((t) => t.node === 'first')).toBe(true);
+      await sleep(1_500);
+      expect(await joinAll(watcher, thread.thread_id, run.run_id)).toEqual(events);
+      expect((await watcher.threads.get(thread.thread_id)).status).toBe('idle');
+    }, 120_000);
+  }
+
+  it('finishes a run on another instance after kill -9 of its own, from its checkpoint', async () => {
+    const thread = await shared.threads.create();
+    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('killed', 12, 250));
+    const runner = await runnerOf(shared, thread.thread_id, run.run_id);
+    const survivor = client((await instances()).find((i) => i.port !== runner.port)!);
+    // As soon as the second node runs: the first one is checkpointed.
+    await joinAll(survivor, thread.thread_id, run.run_id, { until: (events) => customs(events).some((t) => t.node === 'second') });
+    process.kill(-runner.pid, 'SIGKILL');
+    await eventually(() => statusOf(survivor, thread.thread_id, run.run_id), (s) => s === 'success', 60_000, 250);
+    expect((await survivor.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['killed', 'first', 'second', 'third'] });
+    const events = await joinAll(survivor, thread.thread_id, run.run_id);
+    expect(attempts(events)).toEqual([1, 2]);
+    const resumed = events.slice(events.findIndex((e) => e.event === 'metadata' && e.data.attempt === 2));
+    expect(customs(resumed).some((t) => t.node === 'first')).toBe(false);
+    expect(customs(resumed).every((t) => String(t.port) !== String(runner.port))).toBe(true);
+    expect((await survivor.threads.get(thread.thread_id)).status).toBe('idle');
+  }, 180_000);
+
+  it('refuses the writes of a frozen worker whose run was requeued past its lease', async () => {
+    await eventually(instances, (list) => list.length === 2, 120_000, 500); // after the kill above, both serve again
+    const thread = await shared.threads.create();
+    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('frozen', 10, 250));
+    const runner = await runnerOf(shared, thread.thread_id, run.run_id);
+    const survivor = client((await instances()).find((i) => i.port !== runner.port)!);
+    process.kill(-runner.pid, 'SIGSTOP');
+    try {
+      // Its lease lapses (2 s), the run is requeued and another instance takes it over.
+      const seen = await joinAll(survivor, thread.thread_id, run.run_id, { until: (events) => attempts(events).length === 2 });
+      expect(attempts(seen)).toEqual([1, 2]);
+    } finally {
+      process.kill(-runner.pid, 'SIGCONT');
+    }
+    await eventually(() => statusOf(survivor, thread.thread_id, run.run_id), (s) => s === 'success', 60_000, 250);
+    await sleep(3_000); // what the thawed worker would still have written
+    expect((await survivor.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['frozen', 'first', 'second', 'third'] });
+    const events = await joinAll(survivor, thread.thread_id, run.run_id);
+    const takeover = events.findIndex((e) => e.event === 'metadata' && e.data.attempt === 2);
+    expect(takeover).toBeGreaterThan(0);
+    expect(customs(events.slice(takeover)).every((t) => String(t.port) !== String(runner.port))).toBe(true);
+    expect(await statusOf(survivor, thread.thread_id, run.run_id)).toBe('success');
+  }, 180_000);
+
+  it('leaves no run running or pending after a redeploy during a 20 s run', async () => {
+    await eventually(instances, (list) => list.length === 2, 120_000, 500);
+    writeFileSync(path.join(repo, 'README.md'), 'redeploy\n');
+    gitIn(repo, 'add', '-A');
+    gitIn(repo, 'commit', '-q', '-m', 'redeploy');
+    const res = await http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
+    expect(res.status, res.text).toBe(200);
+    const revisionId = res.body.latest_revision_id;
+    await eventually(async () => (await http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body.status, (s) => s === 'DEPLOYING', 300_000, 250);
+    const thread = await shared.threads.create();
+    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('rollout', 27, 250));
+    const rev = await untilDone(http, deploymentId, revisionId);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    const now = (await instances()).map(client);
+    await eventually(() => statusOf(now[0]!, thread.thread_id, run.run_id), (s) => !['pending', 'running'].includes(s), 90_000, 500);
+    expect(await statusOf(now[0]!, thread.thread_id, run.run_id)).toBe('success');
+    expect((await now[0]!.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['rollout', 'first', 'second', 'third'] });
+    for (const c of now) {
+      for (const t of await c.threads.search({ limit: 100 })) {
+        const open = (await c.runs.list(t.thread_id, { limit: 100 })).filter((r) => r.status === 'pending' || r.status === 'running');
+        expect(open, `thread ${t.thread_id}`).toEqual([]);
+      }
+    }
+  }, 420_000);
+});
