@@ -120,14 +120,16 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
     return lines;
   };
 
+  const services = { api: apiProcess, builder, deployer };
   const close = async () => {
-    await Promise.all([apiProcess.stop(), builder.stop(), deployer.stop()]);
+    // Whatever runs now: a test may have replaced a service (a restart).
+    await Promise.all(Object.values(services).map((s) => s.stop()));
     for (const p of processesUnder(api.config.dataDir)) killGroup(p.pgrp);
     await api.close();
     rmSync(reposRoot, { recursive: true, force: true });
   };
 
-  return { api, apiUrl, http, services: { api: apiProcess, builder, deployer }, commit, deploy, untilDone, logLines, close };
+  return { api, apiUrl, http, services, commit, deploy, untilDone, logLines, close };
 }
 
 /** A minimal Node app repository: `npm start` runs `server.js`. */

@@ -13,6 +13,7 @@ import { WebhookFormat1764500000101 } from './1764500000101-webhook-format.js';
 import { OutboxClaimIndex1764600000000 } from './1764600000000-outbox-claim-index.js';
 import { NameTrgmNoPendingList1764600000100 } from './1764600000100-name-trgm-no-pending-list.js';
 import { ListenerWorkIndex1764600000200 } from './1764600000200-listener-work-index.js';
+import { SandboxNetworks1764700000000 } from './1764700000000-sandbox-networks.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -34,4 +35,5 @@ export const MIGRATIONS = [
   OutboxClaimIndex1764600000000,
   NameTrgmNoPendingList1764600000100,
   ListenerWorkIndex1764600000200,
+  SandboxNetworks1764700000000,
 ];

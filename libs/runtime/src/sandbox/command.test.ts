@@ -37,4 +37,27 @@ describe('sandboxCommand', () => {
     expect(line).toContain('--chdir /srv/build/source');
     expect(line).toMatch(/setpriv --reuid=200001 --regid=200001 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \/bin\/sh -c npm ci$/);
   });
+
+  it('enters the network namespace after the cgroups, before bubblewrap, and shows its resolv.conf', () => {
+    const { args } = sandboxCommand(
+      {
+        uid: 200001,
+        gid: 200001,
+        readOnly: [],
+        writable: [],
+        cwd: '/',
+        command: '/bin/true',
+        args: [],
+        openFiles: 1024,
+        cgroupProcs: ['/sys/fs/cgroup/slipway/i-x/cgroup.procs'],
+        dieWithParent: false,
+        network: { nsPath: '/run/netns/slipway-0ad50004', resolvConf: '/etc/netns/slipway-0ad50004/resolv.conf' },
+      },
+      '/usr/bin/node',
+    );
+    const line = args.slice(5).join(' ');
+    expect(line).toMatch(/^nsenter --net=\/run\/netns\/slipway-0ad50004 -- bwrap /);
+    expect(line).toContain('--ro-bind-try /etc /etc');
+    expect(line.indexOf('--ro-bind /etc/netns/slipway-0ad50004/resolv.conf /etc/resolv.conf')).toBeGreaterThan(line.indexOf('--ro-bind-try /etc /etc'));
+  });
 });

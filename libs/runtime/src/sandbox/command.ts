@@ -28,6 +28,8 @@ export interface SandboxCommandSpec {
   cgroupProcs: string[];
   /** Builds die with the builder; apps outlive the deployer (the next owner adopts them). */
   dieWithParent: boolean;
+  /** The sandbox's network namespace (SandboxNetwork.attach), entered before bubblewrap. */
+  network?: { nsPath: string; resolvConf: string };
 }
 
 /** What every sandbox sees read-only: the system (no /home, /root, /var, /srv, /opt data). */
@@ -35,7 +37,7 @@ const SYSTEM_DIRS = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib64', '/lib32'
 
 /**
  * The command line that runs `spec.command` sandboxed: a shell (still the caller's uid) joins
- * the cgroups and execs bubblewrap, so every process of the sandbox is limited from its first
+ * the cgroups, enters the sandbox's network namespace (when given) and execs bubblewrap, so every process of the sandbox is limited from its first
  * instruction; bubblewrap gives new PID, IPC and UTS namespaces, a tmpfs root with only the
  * system directories (read-only), its own /proc, /dev and /tmp, and the given paths; inside,
  * prlimit sets the open-files limit and setpriv switches to the deployment's uid/gid with no
@@ -54,7 +56,9 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
   for (const dir of parentsOf([...spec.readOnly, ...spec.writable].map((m) => m.to))) binds.push('--perms', '0755', '--dir', dir);
   for (const m of spec.readOnly) binds.push('--ro-bind', m.from, m.to);
   for (const m of spec.writable) binds.push('--bind', m.from, m.to);
+  if (spec.network) binds.push('--ro-bind', spec.network.resolvConf, '/etc/resolv.conf');
   const bwrap = [
+    ...(spec.network ? ['nsenter', `--net=${spec.network.nsPath}`, '--'] : []),
     'bwrap',
     '--unshare-pid',
     '--unshare-ipc',
