@@ -77,16 +77,17 @@ export async function ensureServices(env = process.env) {
 const SANDBOX_TOOLS = [
   ['bwrap', 'bubblewrap'],
   ['nft', 'nftables'],
+  ['ip', 'iproute2', ['-V']],
 ];
 
 /**
- * The sandbox builds and apps run in needs bubblewrap and nftables. As root on a Debian-like
+ * The sandbox builds and apps run in needs bubblewrap, nftables and iproute2. As root on a Debian-like
  * machine (apt-get present) missing ones are installed, saying so; otherwise nothing is done
  * and the services report at start what is missing (outside production they then run
  * unsandboxed, with a warning).
  */
 export function ensureSandboxTools() {
-  const missing = SANDBOX_TOOLS.filter(([tool]) => !has(tool, ['--version'])).map(([, pkg]) => pkg);
+  const missing = SANDBOX_TOOLS.filter(([tool, , args = ['--version']]) => !has(tool, args)).map(([, pkg]) => pkg);
   if (!missing.length) return;
   if (process.getuid?.() !== 0 || !has('apt-get', ['--version'])) {
     log(`sandbox tools missing (${missing.join(', ')}); not root or no apt-get, so not installing them: builds and apps will run unsandboxed outside production`);

@@ -18,7 +18,11 @@ const ALLOWED = '203.0.113.0/24';
 let stand: CodeDeployStand;
 let app: { deploymentId: string; url: string };
 let privateHost: TestHost;
+/** Stand-ins on the other private, shared and link-local ranges. */
+let otherPrivateHosts: TestHost[] = [];
 let publicHost: TestHost;
+/** A second deployment: another tenant's sandbox. */
+let neighbour: { deploymentId: string; revisionId: string; url: string };
 
 const ask = async (path: string) => {
   const res = await fetch(`${app.url}${path}`, { signal: AbortSignal.timeout(20_000) });
@@ -39,13 +43,13 @@ function hostAnswer(host: string, port: number, send: string): Promise<string> {
   });
 }
 
-async function instance(): Promise<{ address: string; port: number; pid: number; id: string }> {
-  const [row] = await stand.api.dataSource.query(`SELECT id, address, port, pid FROM runtime_processes WHERE deployment_id = $1 AND status = 'running'`, [app.deploymentId]);
+async function instance(deploymentId = app.deploymentId): Promise<{ address: string; port: number; pid: number; id: string }> {
+  const [row] = await stand.api.dataSource.query(`SELECT id, address, port, pid FROM runtime_processes WHERE deployment_id = $1 AND status = 'running'`, [deploymentId]);
   return row;
 }
 
-async function fronts(): Promise<{ postgres: number; redis: number }> {
-  const [row] = await stand.api.dataSource.query(`SELECT postgres_front_port, redis_front_port FROM deployment_credentials WHERE deployment_id = $1`, [app.deploymentId]);
+async function fronts(deploymentId = app.deploymentId): Promise<{ postgres: number; redis: number }> {
+  const [row] = await stand.api.dataSource.query(`SELECT postgres_front_port, redis_front_port FROM deployment_credentials WHERE deployment_id = $1`, [deploymentId]);
   return { postgres: Number(row.postgres_front_port), redis: Number(row.redis_front_port) };
 }
 
@@ -53,6 +57,8 @@ beforeAll(async () => {
   // The stand-in hosts exist before any app could send them anything.
   privateHost = await startTestHost(`172.31.${Math.floor(Math.random() * 250)}.${4 * Math.floor(Math.random() * 60)}`, 5432);
   publicHost = await startTestHost(`203.0.113.${4 * Math.floor(Math.random() * 60)}`, 443);
+  const quad = () => 4 * Math.floor(Math.random() * 60);
+  for (const network of [`10.150.7.${quad()}`, `192.168.251.${quad()}`, `100.64.9.${quad()}`, `169.254.77.${quad()}`]) otherPrivateHosts.push(await startTestHost(network, 6379));
   stand = await startCodeDeployStand({ SLIPWAY_SANDBOX_ALLOW_CIDRS: ALLOWED });
   for (const service of [stand.services.builder, stand.services.deployer]) expect(service.output()).not.toMatch(/UNSANDBOXED|sandbox is unavailable/i);
   stand.commit('netprobe', nodeApp('netprobe', NETNS_PROBE_SERVER));
@@ -60,11 +66,20 @@ beforeAll(async () => {
   const rev = await stand.untilDone(d.deploymentId, d.revisionId);
   expect(rev.status, rev.status_message).toBe('DEPLOYED');
   app = { deploymentId: d.deploymentId, url: (await stand.http.get(`/v2/deployments/${d.deploymentId}`)).body.url };
-}, 300_000);
+  // Its build installs a real package: DNS and the npm registry from a build's namespace.
+  const neighbourApp = nodeApp('neighbour', NETNS_PROBE_SERVER);
+  neighbourApp['package.json'] = JSON.stringify({ ...JSON.parse(neighbourApp['package.json']!), dependencies: { 'is-number': '7.0.0' } });
+  stand.commit('neighbour', neighbourApp);
+  const n = await stand.deploy('neighbour');
+  const nRev = await stand.untilDone(n.deploymentId, n.revisionId);
+  expect(nRev.status, nRev.status_message).toBe('DEPLOYED');
+  neighbour = { deploymentId: n.deploymentId, revisionId: n.revisionId, url: (await stand.http.get(`/v2/deployments/${n.deploymentId}`)).body.url };
+}, 400_000);
 
 afterAll(async () => {
   await stand?.close();
   await privateHost?.close();
+  for (const host of otherPrivateHosts) await host.close();
   await publicHost?.close();
 }, 60_000);
 
@@ -135,8 +150,34 @@ describe('a sandbox network namespace per app', () => {
     expect((await ask(`/connect?host=127.0.0.1&port=${apiPort}`)).result).toBe('ECONNREFUSED');
   });
 
+  it('reaches no RFC 1918, shared (CGNAT) or link-local address, though the host reaches each', async () => {
+    for (const host of otherPrivateHosts) {
+      expect(await hostAnswer(host.address, host.port, ''), host.address).toBe('pong');
+      expect((await ask(`/connect?host=${host.address}&port=${host.port}`)).result, host.address).toBe('timeout');
+    }
+  });
+
+  it("reaches neither another sandbox nor another deployment's fronts", async () => {
+    const other = await instance(neighbour.deploymentId);
+    expect(await (await fetch(`http://${other.address}:${other.port}/ok`)).text()).toBe('ok');
+    expect((await ask(`/connect?host=${other.address}&port=${other.port}`)).result).toBe('timeout');
+    const theirs = await fronts(neighbour.deploymentId);
+    const frontHost = (await ask('/env')).database.split(':')[0];
+    expect((await ask(`/connect?host=${frontHost}&port=${theirs.postgres}`)).result).toBe('timeout');
+    expect((await ask(`/connect?host=${frontHost}&port=${theirs.redis}`)).result).toBe('timeout');
+  });
+
   it('reaches an allow-listed public-shaped address', async () => {
     expect((await ask(`/connect?host=${publicHost.address}&port=${publicHost.port}`)).result).toBe('connected:pong');
+  });
+
+  it("runs a build's npm install against the public registry from the build's own namespace", async () => {
+    const build = await stand.logLines(neighbour.deploymentId, neighbour.revisionId, 'build');
+    expect(build.join('\n')).toMatch(/added 1 package/);
+    expect(await (await fetch(`${neighbour.url}/dependency`)).json()).toEqual({ isNumber: true });
+    // Builds leave no namespace behind: only the two instances hold addresses.
+    const held = await stand.api.dataSource.query(`SELECT owner FROM sandbox_networks ORDER BY owner`);
+    expect(held.map((h: { owner: string }) => h.owner.slice(0, 2))).toEqual(['i-', 'i-']);
   });
 
   it('resolves names through the DNS relay on its gateway', async () => {
