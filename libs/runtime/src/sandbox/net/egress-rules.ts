@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Pool } from './pool.js';
+import { HOST_LINK_PREFIX, type Pool } from './pool.js';
 
 const run = promisify(execFile);
 
@@ -35,7 +35,8 @@ export function ruleNames(pool: Pool) {
  *   the rest (the public internet) is accepted and masqueraded.
  * - a source address of the pool is only believed on the interface its route leaves by (and
  *   the host's own connections to the services address, on loopback, are not a sandbox's).
- * IPv6 never reaches the host from a sandbox: the veths' host sides have it disabled.
+ * IPv6 never reaches the host from a sandbox: every veth's host side drops it (and has it
+ * disabled where /proc/sys is writable).
  * Re-applying replaces the chains' rules and the config-derived sets, and keeps the fronts set.
  */
 export function egressRules(pool: Pool, policy: EgressPolicy): string {
@@ -56,6 +57,7 @@ export function egressRules(pool: Pool, policy: EgressPolicy): string {
     `flush chain ${T} ${n.input}`,
     // The host's own connections to its pool addresses (the services address) come from lo.
     `add rule ${T} ${n.input} iif lo accept`,
+    `add rule ${T} ${n.input} iifname "${HOST_LINK_PREFIX}*" meta nfproto ipv6 drop`,
     `add rule ${T} ${n.input} ip saddr ${P} fib saddr . iif oif missing drop`,
     `add rule ${T} ${n.input} ip saddr ${P} ct state established,related accept`,
     `add rule ${T} ${n.input} ip saddr ${P} ip daddr ${pool.servicesAddress} ip saddr . tcp dport @${n.fronts} accept`,
@@ -63,6 +65,7 @@ export function egressRules(pool: Pool, policy: EgressPolicy): string {
     `add rule ${T} ${n.input} ip saddr ${P} drop`,
     `add chain ${T} ${n.forward} { type filter hook forward priority 0; policy accept; }`,
     `flush chain ${T} ${n.forward}`,
+    `add rule ${T} ${n.forward} iifname "${HOST_LINK_PREFIX}*" meta nfproto ipv6 drop`,
     `add rule ${T} ${n.forward} ip daddr ${P} ct state established,related accept`,
     `add rule ${T} ${n.forward} ip daddr ${P} drop`,
     `add rule ${T} ${n.forward} ip saddr ${P} fib saddr . iif oif missing drop`,

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { INSIDE_RULES, nft } from './egress-rules.js';
@@ -49,11 +49,13 @@ export async function createLink(s: SlotAddresses): Promise<void> {
   await ip(['netns', 'add', s.name]);
   try {
     await ip(['link', 'add', s.hostLink, 'type', 'veth', 'peer', 'name', s.peerLink, 'netns', s.name]);
-    await sysctlIn(null, { [`net.ipv6.conf.${s.hostLink}.disable_ipv6`]: '1' });
+    // Belt and braces: the rules drop IPv6 from these links anyway (a read-only /proc/sys refuses this).
+    await sysctlIn(null, { [`net.ipv6.conf.${s.hostLink}.disable_ipv6`]: '1' }).catch(() => undefined);
     await ip(['addr', 'add', `${s.gateway}/30`, 'dev', s.hostLink]);
     await ip(['link', 'set', s.hostLink, 'up']);
     await ip(['-n', s.name, '-batch', '-'], [`link set lo up`, `link set ${s.peerLink} name eth0`, `addr add ${s.address}/30 dev eth0`, `link set eth0 up`, `route add default via ${s.gateway}`, ''].join('\n'));
-    await sysctlIn(nsPath, { 'net.ipv4.conf.eth0.route_localnet': '1', 'net.ipv6.conf.eth0.disable_ipv6': '1' });
+    await sysctlIn(nsPath, { 'net.ipv4.conf.eth0.route_localnet': '1' });
+    await sysctlIn(nsPath, { 'net.ipv6.conf.eth0.disable_ipv6': '1' }).catch(() => undefined);
     await nft(['-f', '-'], INSIDE_RULES, nsPath);
     await mkdir(path.dirname(resolvConfOf(s.name)), { recursive: true });
     await writeFile(resolvConfOf(s.name), `nameserver ${s.gateway}\n`, { mode: 0o644 });
@@ -80,7 +82,12 @@ export async function namespaceNames(): Promise<string[]> {
  * interface (a local address like any other, reached from the sandboxes through their veths).
  */
 export async function prepareHost(pool: Pool): Promise<void> {
-  await sysctlIn(null, { 'net.ipv4.ip_forward': '1' });
+  // Set by the operator (compose: `sysctls`) or here, where /proc/sys is writable.
+  if ((await readFile('/proc/sys/net/ipv4/ip_forward', 'utf8')).trim() !== '1') {
+    await sysctlIn(null, { 'net.ipv4.ip_forward': '1' }).catch((err: Error) => {
+      throw new Error(`net.ipv4.ip_forward is 0 and cannot be set here (${err.message.trim()}): set it to 1 for the sandboxes' egress.`);
+    });
+  }
   await ip(['addr', 'replace', `${pool.servicesAddress}/32`, 'dev', 'lo']);
 }
 

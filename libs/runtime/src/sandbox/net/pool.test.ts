@@ -7,7 +7,7 @@ describe('the sandbox address pool', () => {
   it('normalises the CIDR, keeps slot 0 for the host and derives names from each /30', () => {
     const pool = parsePool('10.213.7.9/16');
     expect(pool).toMatchObject({ cidr: '10.213.0.0/16', slots: 16384, servicesAddress: '10.213.0.1' });
-    expect(slotAddresses(pool, 1)).toEqual({ address: '10.213.0.6', gateway: '10.213.0.5', name: 'slipway-0ad50004', hostLink: 'sw0ad50004', peerLink: 'sp0ad50004' });
+    expect(slotAddresses(pool, 1)).toEqual({ address: '10.213.0.6', gateway: '10.213.0.5', name: 'slipway-0ad50004', hostLink: 'slw0ad50004', peerLink: 'slp0ad50004' });
     expect(slotAddresses(pool, 16383).address).toBe('10.213.255.254');
     expect(() => slotAddresses(pool, 0)).toThrow();
     expect(() => slotAddresses(pool, 16384)).toThrow();
@@ -52,6 +52,7 @@ describe('the egress rules', () => {
     const input = rules.split('\n').filter((l) => l.includes('in_0ad50000_16') && l.startsWith('add rule'));
     expect(input.map((l) => l.replace(/^add rule inet slipway_sandbox in_0ad50000_16 /, ''))).toEqual([
       'iif lo accept',
+      'iifname "slw*" meta nfproto ipv6 drop',
       'ip saddr 10.213.0.0/16 fib saddr . iif oif missing drop',
       'ip saddr 10.213.0.0/16 ct state established,related accept',
       'ip saddr 10.213.0.0/16 ip daddr 10.213.0.1 ip saddr . tcp dport @fronts_0ad50000_16 accept',
@@ -59,6 +60,7 @@ describe('the egress rules', () => {
       'ip saddr 10.213.0.0/16 drop',
     ]);
     expect(forward).toContain('add rule inet slipway_sandbox fwd_0ad50000_16 ip daddr 10.213.0.0/16 drop');
+    expect(forward).toContain('add rule inet slipway_sandbox fwd_0ad50000_16 iifname "slw*" meta nfproto ipv6 drop');
     expect(rules).toContain('add rule inet slipway_sandbox nat_0ad50000_16 ip saddr 10.213.0.0/16 ip daddr != 10.213.0.0/16 masquerade');
   });
 

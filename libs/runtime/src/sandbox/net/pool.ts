@@ -33,6 +33,9 @@ export interface Pool {
 
 const MAX_PREFIX = 29;
 
+/** Every sandbox veth's host side is named `slw<hex>` (the rules drop IPv6 from all of them). */
+export const HOST_LINK_PREFIX = 'slw';
+
 export function ipv4ToInt(text: string): number | null {
   const parts = text.split('.');
   if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255)) return null;
@@ -73,7 +76,7 @@ export function parsePool(cidr: string): Pool {
 export function slotAddresses(pool: Pool, slot: number): SlotAddresses {
   if (!Number.isInteger(slot) || slot < 1 || slot >= pool.slots) throw new Error(`Slot ${slot} is outside ${pool.cidr}.`);
   const network = pool.base + slot * 4;
-  return { address: intToIpv4(network + 2), gateway: intToIpv4(network + 1), name: `slipway-${hex(network)}`, hostLink: `sw${hex(network)}`, peerLink: `sp${hex(network)}` };
+  return { address: intToIpv4(network + 2), gateway: intToIpv4(network + 1), name: `slipway-${hex(network)}`, hostLink: `${HOST_LINK_PREFIX}${hex(network)}`, peerLink: `slp${hex(network)}` };
 }
 
 /** The slot of a sandbox address of the pool, or null. */
