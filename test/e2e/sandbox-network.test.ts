@@ -127,7 +127,7 @@ describe('a sandbox network namespace per app', () => {
     expect(await hostAnswer('127.0.0.1', proxyPort, 'x')).toBe('ECONNREFUSED');
     // A namespace whose instance is gone (a stop that never finished), for the next deployer to reap.
     const leftover = await leftoverNamespace();
-    stand.services.deployer = await startService('deployer', serviceEnv(stand.api, deployerEnv()));
+    stand.services.deployer = await startService('deployer', serviceEnv(stand.api, standEnv()));
     await eventually(async () => (await fetch(`${app.url}/ok`).catch(() => null))?.status, (s) => s === 200, 30_000, 200);
     expect(stand.services.deployer.output()).toMatch(/re-adopted a running instance/);
     expect(stand.services.deployer.output()).not.toMatch(/cannot listen on its recorded port/);
@@ -194,6 +194,16 @@ describe('a sandbox network namespace per app', () => {
     await eventually(held, (addresses) => !addresses.includes(gone.address), 10_000, 200);
   }, 180_000);
 
+  it("a starting builder removes the namespace of a build that no longer runs (its builder died)", async () => {
+    await stand.services.builder.stop();
+    const leftover = await leftoverNamespace(`b-${randomUUID()}-a1`);
+    stand.services.builder = await startService('builder', serviceEnv(stand.api, standEnv()));
+    await eventually(async () => existsSync(leftover.nsPath), (exists) => !exists, 20_000, 200);
+    expect(existsSync(`/sys/class/net/slw${ipHex(leftover.address, -2)}`)).toBe(false);
+    await eventually(() => stand.api.dataSource.query(`SELECT owner FROM sandbox_networks WHERE owner = $1`, [leftover.owner]), (rows) => rows.length === 0, 10_000, 200);
+    expect(stand.services.builder.output()).toMatch(/removed network namespaces left by interrupted builds/);
+  }, 60_000);
+
   it("runs a build's npm install against the public registry from the build's own namespace", async () => {
     const build = await stand.logLines(neighbour.deploymentId, neighbour.revisionId, 'build');
     expect(build.join('\n')).toMatch(/added 1 package/);
@@ -215,9 +225,8 @@ describe('a sandbox network namespace per app', () => {
 });
 
 /** A namespace held by an instance id no row knows (attached with the runtime's own layer). */
-async function leftoverNamespace(): Promise<{ owner: string; nsPath: string; address: string }> {
+async function leftoverNamespace(owner = `i-${randomUUID()}`): Promise<{ owner: string; nsPath: string; address: string }> {
   const network = new SandboxNetwork(stand.api.dataSource, stand.api.config.sandbox.subnet, { allowCidrs: [], storeAddresses: [] });
-  const owner = `i-${randomUUID()}`;
   const attached = await network.attach(owner);
   await network.close();
   expect(existsSync(attached.nsPath)).toBe(true);
@@ -225,7 +234,7 @@ async function leftoverNamespace(): Promise<{ owner: string; nsPath: string; add
   return { owner, nsPath: attached.nsPath, address: attached.address };
 }
 
-function deployerEnv(): Record<string, string> {
+function standEnv(): Record<string, string> {
   const { runtime } = stand.api.config;
   return { SLIPWAY_RUNTIME_PORT_MIN: String(runtime.portMin), SLIPWAY_RUNTIME_PORT_MAX: String(runtime.portMax), SLIPWAY_ROLLOUT_DEADLINE_MS: '90000' };
 }
