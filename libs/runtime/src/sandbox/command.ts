@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { isLoaderEnvName } from '@slipway/domain';
 
@@ -52,11 +53,12 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
   if (!SYSTEM_DIRS.some((d) => nodePrefix === d || nodePrefix.startsWith(`${d}/`))) binds.push('--ro-bind', nodePrefix, nodePrefix);
   // Private /proc, /dev and /tmp before the caller's paths, which may lie under /tmp.
   binds.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
+  // The namespace's resolv.conf where the system's /etc/resolv.conf leads (a symlink, with systemd-resolved).
+  const readOnly = spec.network ? [...spec.readOnly, { from: spec.network.resolvConf, to: resolvConfTarget() }] : spec.readOnly;
   // bwrap would create mount points' parents 0700 (root's): reachable for nobody else.
-  for (const dir of parentsOf([...spec.readOnly, ...spec.writable].map((m) => m.to))) binds.push('--perms', '0755', '--dir', dir);
-  for (const m of spec.readOnly) binds.push('--ro-bind', m.from, m.to);
+  for (const dir of parentsOf([...readOnly, ...spec.writable].map((m) => m.to))) binds.push('--perms', '0755', '--dir', dir);
+  for (const m of readOnly) binds.push('--ro-bind', m.from, m.to);
   for (const m of spec.writable) binds.push('--bind', m.from, m.to);
-  if (spec.network) binds.push('--ro-bind', spec.network.resolvConf, '/etc/resolv.conf');
   const bwrap = [
     ...(spec.network ? ['nsenter', `--net=${spec.network.nsPath}`, '--'] : []),
     'bwrap',
@@ -89,6 +91,15 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
   // $1 = how many cgroup.procs files follow; each gets the shell's pid, then exec (same pid).
   const join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"';
   return { command: '/bin/sh', args: ['-c', join, 'slipway-sandbox', String(spec.cgroupProcs.length), ...spec.cgroupProcs, ...bwrap] };
+}
+
+/** Where /etc/resolv.conf really is (it may be a link, e.g. into /run/systemd/resolve). */
+export function resolvConfTarget(file = '/etc/resolv.conf'): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
 }
 
 /** The directories above `targets` (shallowest first, no duplicates, not `/`). */
