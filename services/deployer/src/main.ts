@@ -39,7 +39,6 @@ runWorkerProcess({
       stop: async () => {
         await driver.release();
         await dataAccess.close();
-        await sandbox?.network.close();
       },
     };
   },

@@ -248,6 +248,11 @@ export class ProcessRuntime {
     if (record.address && this.options.sandbox) await this.options.sandbox.network.attach(networkOwner(record));
   }
 
+  /** Stops answering DNS for this process's sandboxes (a lost runtime lock): the next owner's adoption serves them. */
+  async releaseNetworks(): Promise<void> {
+    await this.options.sandbox?.network.close();
+  }
+
   /** Waits for the instance's health probe; see `waitHealthy`. */
   waitHealthy(record: InstanceRecord, deadline: number, signal?: AbortSignal): Promise<HealthOutcome> {
     return waitHealthy({ host: this.instanceHost(record), port: record.port, deadline, signal, alive: () => this.isAlive(record) });

@@ -270,10 +270,11 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     return this.ticking;
   }
 
-  /** Stops serving and following (never the instances): for shutdown or a lost lock. */
+  /** Stops serving, following and relaying DNS (never the instances): for shutdown or a lost lock. */
   private async relinquish(): Promise<void> {
     await this.ctx.traffic.closeAll();
     await this.ctx.tailers.stopAll();
+    await this.runtime.releaseNetworks();
   }
 
   private async failureMessage(input: StartInstancesInput, failed: InstanceRecord | undefined, outcome: HealthOutcome, signal: AbortSignal): Promise<string> {
