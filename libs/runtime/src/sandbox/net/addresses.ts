@@ -26,6 +26,8 @@ export class SandboxAddresses {
     for (let attempt = 0; attempt < 8; attempt++) {
       const held = await this.slotOf(owner);
       if (held !== null) return held;
+      // An address of another pool (SLIPWAY_SANDBOX_SUBNET changed since): this pool's counts now.
+      await this.db.query(`DELETE FROM sandbox_networks WHERE owner = $1 AND NOT address << $2::inet`, [owner, this.pool.cidr]);
       const taken = new Set((await this.held()).map((h) => h.slot));
       const slot = pickSlot(this.pool, taken);
       if (slot === null) throw new AddressesExhaustedError(`No free sandbox address left in ${this.pool.cidr}.`);
