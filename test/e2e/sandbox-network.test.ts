@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxNetwork } from '@slipway/runtime';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
 import { NETNS_PROBE_SERVER } from '../support/netns-probe-app.js';
 import { eventually, serviceEnv, startService } from '../support/service-process.js';
+import { nonLoopbackAddress } from '../support/ports.js';
 import { startTestHost, type TestHost } from '../support/test-netns.js';
 
 /**
@@ -155,6 +156,21 @@ describe('a sandbox network namespace per app', () => {
     for (const host of [frontHost, gateway]) expect((await ask(`/connect?host=${host}&port=${apiPort}`)).result).toBe('timeout');
     // 127.0.0.1 inside is the namespace's own loopback: the host's api is not there.
     expect((await ask(`/connect?host=127.0.0.1&port=${apiPort}`)).result).toBe('ECONNREFUSED');
+  });
+
+  it("reaches no service of the host on the host's own network address, one the host itself reaches", async (ctx) => {
+    const own = nonLoopbackAddress();
+    if (!own) return ctx.skip('this machine has no non-loopback IPv4 address');
+    // A service of the host listening on every address, as a careless one would.
+    const server = createServer((s) => s.end('host-service'));
+    await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      expect(await hostAnswer(own, port, '')).toBe('host-service');
+      expect((await ask(`/connect?host=${own}&port=${port}`)).result).toBe('timeout');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('reaches no RFC 1918, shared (CGNAT) or link-local address, though the host reaches each', async () => {
