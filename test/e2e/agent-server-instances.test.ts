@@ -143,8 +143,9 @@ describe('agent server instances act as one server', () => {
       await canceller.runs.cancel(thread.thread_id, run.run_id);
       await eventually(() => statusOf(canceller, thread.thread_id, run.run_id), (s) => s === 'interrupted', 1_000, 50);
       const events = await watched; // the stream ends with the run
-      // Nothing after the cancel but what was already on its way (ticks are 100 ms apart).
-      expect(events.length - seenAtCancel).toBeLessThanOrEqual(3);
+      // Nothing after the cancel but what was already on its way: the run stops within the 1 s the
+      // cancel is allowed, and ticks are 100 ms apart (of the 40 it would emit, 30 never come).
+      expect(events.length - seenAtCancel).toBeLessThanOrEqual(10);
       expect(customs(events).every((t) => t.node === 'first')).toBe(true);
       await sleep(1_500);
       expect(await joinAll(watcher, thread.thread_id, run.run_id)).toEqual(events);
