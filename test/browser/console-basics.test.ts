@@ -3,7 +3,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
-import { closeBrowser, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
+import { agentApplies, closeBrowser, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
+import type { HttpClient } from '../support/http.js';
 import { createImageDeployment, createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -12,8 +13,8 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * Finding and getting around the console: its entrances (`/`, the deploy CLIs' "View status"
  * link), addresses that keep the list's filters, what an empty list says, dark mode and a phone's
  * width. The real api serves the console (built by the test run's global setup); deployments are
- * `external_container` ones on a listener no agent serves (they stay in their first revision),
- * which is all these pages need. Screenshots go to test/browser/output/.
+ * `external_container` ones; the test plays the listener agent (it would run in a customer's
+ * cluster) where a rollout must finish. Screenshots go to test/browser/output/.
  */
 /** The published deploy CLI's own function for its "View status" link, as it runs after a deploy (the package ships no types). */
 const { getDeploymentStatusUrl } = (await import('@langchain/langgraph-cli/dist/cli/utils/deploy-helpers.mjs' as string)) as {
@@ -24,12 +25,14 @@ const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output')
 let api: TestApi;
 let deployer: ServiceProcess;
 let listenerId: string;
+let agent: HttpClient;
 
 beforeAll(async () => {
   api = await startTestApi();
   api.relay.start();
   deployer = await startService('deployer', serviceEnv(api));
   listenerId = await createListener(api, `console-basics-${randomUUID()}`, ['agents']);
+  agent = api.http.as(await api.mintKey({ listenerId }));
 }, 90_000);
 
 afterAll(async () => {
@@ -99,6 +102,8 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     try {
       await signInAt(w.page, getDeploymentStatusUrl(d, d.id, api.baseUrl)!, api.adminKey, 'cli-status-page');
       expect(w.page.url()).toBe(`${api.baseUrl}/console/#/deployments/${d.id}`);
+      // An image deployed as it is is not known to be an agent server: no Studio link.
+      expect(await w.page.getByRole('region', { name: 'Use this agent' }).count()).toBe(0);
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();
@@ -225,6 +230,38 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
       await w.page.getByRole('list', { name: 'Revision timeline, newest first' }).waitFor();
       expect(await pageWidth(w.page)).toBeLessThanOrEqual(375);
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-mobile-deployment.png'), fullPage: true });
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
+
+  it('shows the whole rollback table on a phone: the dialog fits the screen and its table scrolls', async () => {
+    const long = (n: number) => `registry.example/team-with-a-long-name/agent-with-a-long-name:${'v'.repeat(40)}${n}`;
+    const d = (await createImageDeployment(api, 'rollback-on-a-phone', listenerId, { image: long(1) })) as unknown as { id: string; latest_revision_id: string };
+    await agentApplies(agent, listenerId, d.latest_revision_id);
+    const second = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: long(2) } })).body.latest_revision_id as string;
+    await agentApplies(agent, listenerId, second);
+    const w = await openConsolePage({ viewport: { width: 375, height: 700 }, isMobile: true, hasTouch: true });
+    try {
+      await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, api.adminKey, 'rollback-on-a-phone');
+      const short = d.latest_revision_id.slice(0, 8);
+      await w.page.getByRole('button', { name: `Roll back to revision ${short}` }).click();
+      const dialog = w.page.getByRole('dialog', { name: `Roll back to revision ${short}` });
+      const table = dialog.getByRole('table', { name: 'What changes' });
+      await table.waitFor();
+      const box = (await dialog.boundingBox())!;
+      expect(box.x).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width).toBeLessThanOrEqual(375);
+      // The last column, cut off before, scrolls into view inside the dialog.
+      const after = table.getByRole('row', { name: /Image \/ artifact/ }).getByRole('cell').last();
+      expect(await after.innerText()).toBe(long(1));
+      await after.scrollIntoViewIfNeeded();
+      const cell = (await after.boundingBox())!;
+      expect(cell.x).toBeGreaterThanOrEqual(box.x);
+      expect(cell.x + cell.width).toBeLessThanOrEqual(box.x + box.width);
+      expect(await dialog.getByRole('button', { name: 'Roll back', exact: true }).isVisible()).toBe(true);
+      expect(await pageWidth(w.page)).toBeLessThanOrEqual(375);
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();

@@ -1,6 +1,8 @@
 import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { CHROMIUM, CHROMIUM_ARGS } from './browser.js';
+import type { HttpClient } from './http.js';
+import { eventually } from './service-process.js';
 
 /** One Chromium per test file, started on first use. */
 let browser: Browser | null = null;
@@ -39,3 +41,17 @@ export async function signInAt(page: Page, url: string, key: string, heading = '
 
 /** Whether the page fits its viewport's width (nothing scrolls sideways). */
 export const pageWidth = (page: Page) => page.evaluate('document.documentElement.scrollWidth') as Promise<number>;
+
+/**
+ * The listener agent's loop once, played by a test (the agent would run in a customer's
+ * cluster): waits until the revision is in its desired state, then reports how the rollout went.
+ */
+export async function agentApplies(agent: HttpClient, listenerId: string, revisionId: string, status: 'DEPLOYED' | 'DEPLOY_FAILED' = 'DEPLOYED', message = 'rolled out') {
+  await eventually(
+    async () => (await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as Array<{ revision_id: string; action: string }>,
+    (entries) => entries.some((e) => e.revision_id === revisionId && e.action === 'apply'),
+  );
+  const report = await agent.post(`/v2/listeners/${listenerId}/reports`, { revisions: [{ revision_id: revisionId, status, message }] });
+  expect(report.status).toBe(200);
+  expect(report.body.rejected ?? []).toEqual([]);
+}
