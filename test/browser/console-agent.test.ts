@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import axe from 'axe-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
@@ -39,7 +40,8 @@ describe.runIf(hasChromium || browserRequired)('an agent deployment’s page', (
 
   it('links to LangGraph Studio for its URL and offers an SDK snippet with the URL, the key only when asked', async () => {
     const key = stand.api.adminKey;
-    const w = await openConsolePage({ permissions: ['clipboard-read', 'clipboard-write'] });
+    // Only to inject axe (WCAG checks of the new section) does this page bypass the policy.
+    const w = await openConsolePage({ permissions: ['clipboard-read', 'clipboard-write'], bypassCSP: true });
     try {
       await signInAt(w.page, `${stand.apiUrl}/console/#/deployments/${deployment.id}`, key, deployment.name);
       const section = w.page.getByRole('region', { name: 'Use this agent' });
@@ -64,6 +66,9 @@ describe.runIf(hasChromium || browserRequired)('an agent deployment’s page', (
       await section.getByLabel('Put my key in the snippet').uncheck();
       expect(await w.page.content()).not.toContain(key);
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-agent.png'), fullPage: true });
+      await w.page.evaluate(axe.source);
+      const audit = (await w.page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
+      expect(audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)).toEqual([]);
 
       await w.page.setViewportSize({ width: 375, height: 800 });
       expect(await pageWidth(w.page)).toBeLessThanOrEqual(375);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import axe from 'axe-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { agentApplies, closeBrowser, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
@@ -190,7 +191,8 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
 
   it('follows the system’s dark mode, and remembers the toggle', async () => {
     const d = await create('dark-mode');
-    const w = await openConsolePage({ colorScheme: 'dark' });
+    // Only to inject axe (its contrast checks on the dark colours) does this page bypass the policy.
+    const w = await openConsolePage({ colorScheme: 'dark', bypassCSP: true });
     const background = () => w.page.evaluate('getComputedStyle(document.documentElement).backgroundColor');
     try {
       await signInAt(w.page, consoleUrl(), api.adminKey);
@@ -200,6 +202,10 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
       const toggle = w.page.getByRole('button', { name: 'Dark mode' });
       expect(await toggle.getAttribute('aria-pressed')).toBe('true');
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-dark.png'), fullPage: true });
+      await w.page.evaluate(axe.source);
+      const audit = (await w.page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
+      expect(audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)).toEqual([]);
+      expect(audit.passes.map((p) => p.id)).toContain('color-contrast');
 
       // Nothing stored until the user picks; then the pick wins over the system's, across reloads.
       expect(await w.page.evaluate('localStorage.length')).toBe(0);
