@@ -227,8 +227,12 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     const w = await openConsolePage({ viewport: { width: 375, height: 800 }, isMobile: true, hasTouch: true });
     try {
       await signInAt(w.page, consoleUrl(), api.adminKey);
-      await w.page.locator(`tr[data-deployment-id="${d.id}"]`).waitFor();
+      const row = w.page.locator(`tr[data-deployment-id="${d.id}"]`);
+      await row.waitFor();
       expect(await pageWidth(w.page)).toBeLessThanOrEqual(375);
+      // Each deployment is a card: its last value is on screen, not behind a sideways scroll.
+      const last = (await row.locator('td').last().boundingBox())!;
+      expect(last.x + last.width).toBeLessThanOrEqual(375);
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-mobile-list.png'), fullPage: true });
 
       await w.page.goto(`${consoleUrl()}#/deployments/${d.id}`);

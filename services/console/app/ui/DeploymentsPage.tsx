@@ -167,22 +167,22 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
               <th scope="row">
                 <a href={`#/deployments/${row.deployment.id}`}>{row.deployment.name}</a>
               </th>
-              <td>
+              <td data-label="Source">
                 {row.deployment.source}
                 {row.deployment.deployment_type ? ` (${row.deployment.deployment_type})` : ''}
               </td>
-              <td>
+              <td data-label="Status">
                 <StatusBadge status={row.deployment.status} />
               </td>
-              <td className="active-status">
+              <td data-label="Active revision" className="active-status">
                 <StatusBadge status={row.active?.status} label="Active revision" />
               </td>
-              <td className="latest-status">
+              <td data-label="Latest revision" className="latest-status">
                 <StatusBadge status={row.latest?.status} label="Latest revision" />
                 {row.latest?.status_message && FAILED_REVISION_STATUSES.includes(row.latest.status) && <span className="message">{row.latest.status_message}</span>}
               </td>
-              <td>{row.deployment.url ? <a href={row.deployment.url}>{row.deployment.url}</a> : '—'}</td>
-              <td>
+              <td data-label="URL">{row.deployment.url ? <a href={row.deployment.url}>{row.deployment.url}</a> : '—'}</td>
+              <td data-label="Last activity">
                 <time dateTime={lastActivity(row)} title={formatTime(lastActivity(row))}>
                   {ago(lastActivity(row))}
                 </time>
