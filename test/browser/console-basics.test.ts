@@ -71,9 +71,11 @@ describe('the console’s entrances over HTTP', () => {
       expect(url).toBe(`${api.baseUrl}${prefix}/o/${d.tenant_id}/host/deployments/${d.id}`);
       const res = await fetch(url!, { redirect: 'manual' });
       expect(res.status).toBe(302);
-      expect(res.headers.get('location')).toBe(`${prefix}/console/#/deployments/${d.id}`);
+      expect(res.headers.get('location')).toBe(`${prefix}/console/#/deployments/${d.id}?workspace=${d.tenant_id}`);
     }
-    // Not a deployment id: the API's 404, never a redirect built from what was sent.
+    // A tenant that is no UUID is left out; not a deployment id: the API's 404, never a redirect built from what was sent.
+    const odd = await fetch(`${api.baseUrl}/o/%3Cscript%3E/host/deployments/${d.id}`, { redirect: 'manual' });
+    expect(odd.headers.get('location')).toBe(`/console/#/deployments/${d.id}`);
     const other = await fetch(`${api.baseUrl}/o/x/host/deployments/%2F%2Fevil.example`, { redirect: 'manual' });
     expect(other.status).toBe(404);
     expect(await other.json()).toEqual({ detail: 'Not Found' });
@@ -102,10 +104,30 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     const w = await openConsolePage();
     try {
       await signInAt(w.page, getDeploymentStatusUrl(d, d.id, api.baseUrl)!, api.adminKey, 'cli-status-page');
-      expect(w.page.url()).toBe(`${api.baseUrl}/console/#/deployments/${d.id}`);
+      expect(w.page.url()).toBe(`${api.baseUrl}/console/#/deployments/${d.id}?workspace=${d.tenant_id}`);
       // An image deployed as it is is not known to be an agent server: no Studio link.
       expect(await w.page.getByRole('region', { name: 'Use this agent' }).count()).toBe(0);
       expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
+
+  it('preselects the status link’s workspace for an organization key', async () => {
+    const d = await create('cli-status-org-key');
+    const orgKey = await api.mintKey({ scope: 'organization', workspaceId: null, role: 'member' });
+    const w = await openConsolePage();
+    try {
+      await w.page.goto(getDeploymentStatusUrl(d, d.id, api.baseUrl)!);
+      await w.page.getByLabel('API key').fill(orgKey);
+      await w.page.getByRole('button', { name: 'Sign in' }).click();
+      const workspace = w.page.getByLabel('Workspace');
+      await workspace.waitFor();
+      expect(await workspace.inputValue()).toBe(d.tenant_id);
+      await w.page.getByRole('button', { name: 'Sign in' }).click();
+      await w.page.getByRole('heading', { name: 'cli-status-org-key', level: 1 }).waitFor();
+      // The only console error is the browser's note about the refused (403, no workspace) request.
+      expect(w.errors.filter((e) => !/status of 403/.test(e))).toEqual([]);
     } finally {
       await w.close();
     }

@@ -9,7 +9,9 @@ export const CONSOLE_PATH = '/console';
  * The deployment page the published deploy CLIs print as "View status" after a deploy against a
  * local host: `<host>/o/<tenant id>/host/deployments/<deployment id>`.
  */
-const CLI_STATUS_PAGE = /^\/o\/[^/]+\/host\/deployments\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\/?$/;
+const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+const CLI_STATUS_PAGE = new RegExp(`^/o/([^/]+)/host/deployments/(${UUID})/?$`);
+const IS_UUID = new RegExp(`^${UUID}$`);
 
 /**
  * The ways into the console besides `/console/` itself, under each path prefix: `/` (the site's
@@ -25,7 +27,11 @@ export function consoleEntrances(prefixes: readonly string[]): RequestHandler {
       const rest = req.path.slice(prefix.length) || '/';
       if (rest === '/') return res.redirect(302, `${prefix}${CONSOLE_PATH}/`);
       const status = CLI_STATUS_PAGE.exec(rest);
-      if (status) return res.redirect(302, `${prefix}${CONSOLE_PATH}/#/deployments/${status[1]!.toLowerCase()}`);
+      if (status) {
+        // The tenant (workspace) id, when it is one, preselects the workspace for an organization key.
+        const tenant = IS_UUID.test(status[1]!) ? `?workspace=${status[1]!.toLowerCase()}` : '';
+        return res.redirect(302, `${prefix}${CONSOLE_PATH}/#/deployments/${status[2]!.toLowerCase()}${tenant}`);
+      }
     }
     next();
   };
