@@ -2,6 +2,7 @@
 // Installs pnpm and dependencies, starts Postgres/Redis when they do not answer, migrates, then
 // runs each service as its own process (as in production, where each scales on its own).
 import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { ROOT, ensureDependencies, ensurePnpm, ensureRegistryTools, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
 import { ensureConsole } from './console.mjs';
 
@@ -40,10 +41,31 @@ function stopAll(code) {
   wait();
 }
 
+/** Once the api listens, says where the console is (the api logs its public URL then). */
+function announceConsole(stdout) {
+  let announced = false;
+  createInterface({ input: stdout, crlfDelay: Infinity }).on('line', (line) => {
+    process.stdout.write(`${line}\n`);
+    if (announced || !line.includes('api listening')) return;
+    let publicUrl;
+    try {
+      publicUrl = JSON.parse(line).publicUrl;
+    } catch {
+      return;
+    }
+    if (typeof publicUrl !== 'string') return;
+    announced = true;
+    log(`console: ${publicUrl}/  (sign in with the API key; the API is under ${publicUrl}/v2)`);
+  });
+}
+
 for (const { name, entry } of SERVICES) {
   // One process per service (`node --import tsx`): signals reach the service itself.
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, stdio: 'inherit', env: process.env });
+  // The api's output is passed through as it is, and read for its "api listening" line.
+  const stdio = name === 'api' ? ['inherit', 'pipe', 'inherit'] : 'inherit';
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, stdio, env: process.env });
   children.set(name, child);
+  if (child.stdout) announceConsole(child.stdout);
   child.on('exit', (code, signal) => {
     children.delete(name);
     if (!stopping) {

@@ -11,6 +11,7 @@ import { TenancyRepository } from '@slipway/db';
 import { RevisionLogWriter } from '@slipway/jobs';
 import { CONSOLE_CSP, CONSOLE_NOT_BUILT, consoleApp } from '../../services/api/src/console/console-app.js';
 import { browserRequired, CHROMIUM, CHROMIUM_ARGS, hasChromium } from '../support/browser.js';
+import { agentApplies as applied } from '../support/console-page.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { createLocalIntegration, initRepo, integrationRoot } from '../support/git-fixtures.js';
 import type { HttpClient } from '../support/http.js';
@@ -54,16 +55,7 @@ async function createDeployment(name: string, image = 'registry.example/agent:1'
   return { id: d.id, revisionId: d.latest_revision_id };
 }
 
-/** The agent's loop once: waits until the revision is in its desired state, then reports how the rollout went. */
-async function agentApplies(revisionId: string, status: 'DEPLOYED' | 'DEPLOY_FAILED' = 'DEPLOYED', message = 'rolled out') {
-  await eventually(
-    async () => (await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as Array<{ revision_id: string; action: string }>,
-    (entries) => entries.some((e) => e.revision_id === revisionId && e.action === 'apply'),
-  );
-  const report = await agent.post(`/v2/listeners/${listenerId}/reports`, { revisions: [{ revision_id: revisionId, status, message }] });
-  expect(report.status).toBe(200);
-  expect(report.body.rejected ?? []).toEqual([]);
-}
+const agentApplies = (revisionId: string, status?: 'DEPLOYED' | 'DEPLOY_FAILED', message?: string) => applied(agent, listenerId, revisionId, status, message);
 
 const deploymentOf = async (id: string) => (await api.http.get(`/v2/deployments/${id}`)).body;
 const revisionOf = async (id: string, revisionId: string) => (await api.http.get(`/v2/deployments/${id}/revisions/${revisionId}`)).body;

@@ -38,7 +38,7 @@ const PLANTED_CLIENT_SECRET = `fuzz-client-${randomBytes(12).toString('hex')}`;
 const STACK_TRACE = /\bat (?:async )?[\w$.<>[\] ]*\(?(?:file:\/\/|\/|node:)[^)\s]*:\d+:\d+|node_modules/;
 const DATABASE_TEXT =
   /QueryFailedError|TypeORM|EntityMetadata|invalid input syntax for|violates (?:unique|foreign key|not-null|check) constraint|duplicate key value|syntax error at or near|relation "[^"]*" does not exist|column "[^"]*"|SQLSTATE|ECONNREFUSED|pg-protocol|unterminated quoted/i;
-const MOUNTS = ['/docs/', '/docs/swagger-ui-init.js', '/metrics', '/admin/queues', '/admin/queues/api/queues', '/admin/queues/api/queues/builds/pause', '/admin/queues/api/redis/stats', '/console', '/console/', '/console/assets'];
+const MOUNTS = ['/docs/', '/docs/swagger-ui-init.js', '/metrics', '/admin/queues', '/admin/queues/api/queues', '/admin/queues/api/queues/builds/pause', '/admin/queues/api/redis/stats', '/console', '/console/', '/console/assets', '/', '/o/t/host/deployments/00000000-0000-4000-8000-000000000000', '/o/t/host/deployments'];
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'PROPFIND', 'TRACE'];
 /** Mostly valid, with hostile text in free-text fields: gets past validation into the handlers. */
 const NEAR_VALID = { breakRate: 0.01, taintRate: 0.4 };

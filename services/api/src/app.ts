@@ -13,7 +13,7 @@ import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
-import { CONSOLE_PATH, consoleApp } from './console/console-app.js';
+import { CONSOLE_PATH, consoleApp, consoleEntrances } from './console/console-app.js';
 import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
@@ -164,6 +164,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
   app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
 
   const consoleRouter = consoleApp(admission.anonymousMiddleware());
+  app.use(consoleEntrances(PATH_PREFIXES));
   const router = express.Router({ strict: false });
   mountRoutes(router, routes.filter((r) => !r.streamBody), { admission, shutdown: shutdown.signal });
   for (const prefix of PATH_PREFIXES) {

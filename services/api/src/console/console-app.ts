@@ -6,6 +6,38 @@ import express, { type RequestHandler, type Router } from 'express';
 export const CONSOLE_PATH = '/console';
 
 /**
+ * The deployment page the published deploy CLIs print as "View status" after a deploy against a
+ * local host: `<host>/o/<tenant id>/host/deployments/<deployment id>`.
+ */
+const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+const CLI_STATUS_PAGE = new RegExp(`^/o/([^/]+)/host/deployments/(${UUID})/?$`);
+const IS_UUID = new RegExp(`^${UUID}$`);
+
+/**
+ * The ways into the console besides `/console/` itself, under each path prefix: `/` (the site's
+ * front page) and the deploy CLIs' "View status" link, which lands on that deployment's page.
+ * A plain middleware, not routes: these are pages, not operations of the JSON API. Locations are
+ * built from our own prefix and a matched UUID, never from other parts of the request.
+ */
+export function consoleEntrances(prefixes: readonly string[]): RequestHandler {
+  return (req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    for (const prefix of prefixes) {
+      if (prefix && !(req.path === prefix || req.path.startsWith(`${prefix}/`))) continue;
+      const rest = req.path.slice(prefix.length) || '/';
+      if (rest === '/') return res.redirect(302, `${prefix}${CONSOLE_PATH}/`);
+      const status = CLI_STATUS_PAGE.exec(rest);
+      if (status) {
+        // The tenant (workspace) id, when it is one, preselects the workspace for an organization key.
+        const tenant = IS_UUID.test(status[1]!) ? `?workspace=${status[1]!.toLowerCase()}` : '';
+        return res.redirect(302, `${prefix}${CONSOLE_PATH}/#/deployments/${status[2]!.toLowerCase()}${tenant}`);
+      }
+    }
+    next();
+  };
+}
+
+/**
  * The console's own policy, stricter than the rest of the service: only its own scripts, styles
  * and API calls (no inline script or style element, no CDN, no eval), never framed. React sets
  * inline styles through the DOM, which this policy allows.

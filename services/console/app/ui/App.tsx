@@ -6,6 +6,7 @@ import { DeploymentsPage } from './DeploymentsPage';
 import { ListenersPage } from './ListenersPage';
 import { LogsPage } from './LogsPage';
 import { SignIn } from './SignIn';
+import { ThemeToggle } from './theme';
 
 const UUID = '[0-9a-fA-F-]{36}';
 const DEPLOYMENT = new RegExp(`^/deployments/(${UUID})$`);
@@ -14,16 +15,21 @@ const LOGS = new RegExp(`^/deployments/(${UUID})/revisions/(${UUID})/logs$`);
 export function App() {
   const [session, setSession] = useState<Session | null>(() => sessionStore.load());
   const api = useMemo(() => (session ? new Api(session) : null), [session]);
-  const route = useHashRoute();
+  const { path: route, query } = useHashRoute();
 
   if (!api) {
     return (
-      <SignIn
-        onSignedIn={(s) => {
-          sessionStore.save(s);
-          setSession(s);
-        }}
-      />
+      <>
+        <div className="signin-theme">
+          <ThemeToggle />
+        </div>
+        <SignIn
+          onSignedIn={(s) => {
+            sessionStore.save(s);
+            setSession(s);
+          }}
+        />
+      </>
     );
   }
 
@@ -36,7 +42,7 @@ export function App() {
   if ((m = route.match(LOGS))) page = <LogsPage key={route} deploymentId={m[1]} revisionId={m[2]} />;
   else if ((m = route.match(DEPLOYMENT))) page = <DeploymentPage key={route} deploymentId={m[1]} />;
   else if (route === '/listeners') page = <ListenersPage />;
-  else page = <DeploymentsPage />;
+  else page = <DeploymentsPage query={query} />;
 
   return (
     <ApiContext.Provider value={api}>
@@ -54,6 +60,7 @@ export function App() {
           </a>
         </nav>
         <span className="workspace">{session?.tenantId ? `Workspace ${session.tenantId}` : 'Workspace of this key'}</span>
+        <ThemeToggle />
         <button type="button" onClick={signOut}>
           Sign out
         </button>

@@ -47,6 +47,7 @@ export function RollbackDialog(props: { deployment: Deployment; target: Revision
         new one is healthy.
       </p>
       {changes.length ? (
+        <div className="table-scroll">
         <table className="changes">
           <caption>What changes</caption>
           <thead>
@@ -66,6 +67,7 @@ export function RollbackDialog(props: { deployment: Deployment; target: Revision
             ))}
           </tbody>
         </table>
+        </div>
       ) : (
         <p>Nothing differs from the active revision.</p>
       )}

@@ -2,7 +2,8 @@ import { useState } from 'react';
 import type { Api } from '../api/client';
 import { TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision, type RevisionHistory } from '../api/types';
 import { formatTime } from '../phases';
-import { ErrorText, PageHeading, StatusBadge, useApi, useLoad } from './common';
+import { AgentAccess, isAgentDeployment } from './AgentAccess';
+import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
 import { LiveIndicator, useLiveRefresh } from './live';
 import { PhaseChart } from './PhaseChart';
@@ -149,7 +150,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
       <section aria-labelledby="overview-title" className="overview">
         <h2 id="overview-title">Overview</h2>
         <p>
-          Serving URL: {deployment.url ? <a href={deployment.url}>{deployment.url}</a> : 'none yet'}
+          Serving URL: {deployment.url ? <a className="url" href={deployment.url}>{deployment.url}</a> : 'none yet'}
           <br />
           Active revision: {active ? <code>{active.id}</code> : 'none'} <StatusBadge status={active?.status} label="Active revision" />
           <br />
@@ -167,6 +168,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
           </button>
         </div>
       </section>
+      {isAgentDeployment(deployment, active) && <AgentAccess deployment={deployment as Deployment & { url: string }} />}
       <section aria-labelledby="config-title">
         <h2 id="config-title">Configuration</h2>
         <ConfigList deployment={deployment} />
@@ -197,9 +199,9 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
         open={deleting}
         onClose={() => setDeleting(false)}
         onDone={() => {
+          // The deployment is going away: back to the list, which no longer shows it.
           setDeleting(false);
-          setNotice('Deletion started: the deployment is being torn down.');
-          data.reload();
+          navigate('/');
         }}
       />
     </>

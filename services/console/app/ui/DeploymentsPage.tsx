@@ -1,8 +1,8 @@
-import { useRef, useState, type FormEvent } from 'react';
-import type { Api } from '../api/client';
+import { useMemo, useRef, type FormEvent } from 'react';
+import { apiBase, type Api } from '../api/client';
 import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, FAILED_REVISION_STATUSES, TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision, type TagKey, type TagValue } from '../api/types';
 import { ago, formatTime } from '../phases';
-import { ErrorText, PageHeading, StatusBadge, useApi, useLoad } from './common';
+import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
 import { LiveIndicator, useLiveRefresh } from './live';
 
 const PAGE_SIZE = 20;
@@ -20,7 +20,14 @@ interface Row {
   latest: Revision | null;
 }
 
-const NO_FILTERS: Filters = { status: '', deployment_type: '', tag_value_id: '', name_contains: '' };
+const FILTER_NAMES = ['name_contains', 'status', 'deployment_type', 'tag_value_id'] as const;
+
+/** The filters and page offset kept in the address (`#/?status=READY&offset=20`), so a reload or a shared link keeps them. */
+function filtersOf(query: URLSearchParams): { filters: Filters; offset: number } {
+  const filters = Object.fromEntries(FILTER_NAMES.map((name) => [name, query.get(name) ?? ''])) as unknown as Filters;
+  const offset = Number.parseInt(query.get('offset') ?? '0', 10);
+  return { filters, offset: Number.isSafeInteger(offset) && offset > 0 ? offset : 0 };
+}
 
 /**
  * One page of deployments (filters mapped to the list API), each with its two revisions. A
@@ -76,25 +83,23 @@ function lastActivity(row: Row): string {
   return [row.deployment.updated_at, row.latest?.updated_at, row.active?.updated_at].filter(Boolean).sort().at(-1)!;
 }
 
-export function DeploymentsPage() {
+export function DeploymentsPage({ query }: { query: URLSearchParams }) {
   const api = useApi();
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
-  const [offset, setOffset] = useState(0);
+  const key = query.toString();
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const { filters, offset } = useMemo(() => filtersOf(query), [key]);
+  const filtered = FILTER_NAMES.some((name) => filters[name]);
+  const go = (next: Filters, nextOffset: number) => navigate('/', { ...next, offset: nextOffset });
   const known = useRef(new Map<string, Revision>()).current;
-  const list = useLoad((signal) => loadRows(api, filters, offset, known, signal), [api, filters, offset]);
+  const list = useLoad((signal) => loadRows(api, filters, offset, known, signal), [api, key]);
   const tags = useLoad((signal) => loadTagValues(api, signal), [api]);
   const live = useLiveRefresh(list.reload, (e) => e.type.startsWith('deployment.') || e.type.startsWith('revision.'));
 
   const apply = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
-    setOffset(0);
-    setFilters({
-      status: String(form.get('status') ?? ''),
-      deployment_type: String(form.get('deployment_type') ?? ''),
-      tag_value_id: String(form.get('tag_value_id') ?? ''),
-      name_contains: String(form.get('name_contains') ?? '').trim(),
-    });
+    const read = (name: keyof Filters) => String(form.get(name) ?? '').trim();
+    go({ status: read('status'), deployment_type: read('deployment_type'), tag_value_id: read('tag_value_id'), name_contains: read('name_contains') }, 0);
   };
 
   const rows = list.data?.rows ?? [];
@@ -102,7 +107,7 @@ export function DeploymentsPage() {
     <>
       <PageHeading>Deployments</PageHeading>
       <LiveIndicator {...live} />
-      <form className="filters" onSubmit={apply} aria-label="Filter deployments">
+      <form key={key} className="filters" onSubmit={apply} aria-label="Filter deployments">
         <label>
           Name contains
           <input name="name_contains" type="search" defaultValue={filters.name_contains} />
@@ -127,7 +132,7 @@ export function DeploymentsPage() {
         </label>
         <label>
           Tag
-          <select name="tag_value_id" defaultValue={filters.tag_value_id}>
+          <select key={tags.data ? 'loaded' : 'loading'} name="tag_value_id" defaultValue={filters.tag_value_id}>
             <option value="">Any</option>
             {(tags.data ?? []).map((t) => (
               <option key={t.id} value={t.id}>
@@ -139,6 +144,10 @@ export function DeploymentsPage() {
         <button type="submit">Apply filters</button>
       </form>
       <ErrorText error={list.error ?? tags.error} />
+      {list.data && rows.length === 0 && offset === 0 ? (
+        <EmptyList filtered={filtered} />
+      ) : (
+      <div className="table-scroll">
       <table className="deployments">
         <caption>{list.loading && !list.data ? 'Loading deployments…' : `${rows.length} deployment${rows.length === 1 ? '' : 's'} on this page`}</caption>
         <thead>
@@ -158,22 +167,22 @@ export function DeploymentsPage() {
               <th scope="row">
                 <a href={`#/deployments/${row.deployment.id}`}>{row.deployment.name}</a>
               </th>
-              <td>
+              <td data-label="Source">
                 {row.deployment.source}
                 {row.deployment.deployment_type ? ` (${row.deployment.deployment_type})` : ''}
               </td>
-              <td>
+              <td data-label="Status">
                 <StatusBadge status={row.deployment.status} />
               </td>
-              <td className="active-status">
+              <td data-label="Active revision" className="active-status">
                 <StatusBadge status={row.active?.status} label="Active revision" />
               </td>
-              <td className="latest-status">
+              <td data-label="Latest revision" className="latest-status">
                 <StatusBadge status={row.latest?.status} label="Latest revision" />
                 {row.latest?.status_message && FAILED_REVISION_STATUSES.includes(row.latest.status) && <span className="message">{row.latest.status_message}</span>}
               </td>
-              <td>{row.deployment.url ? <a href={row.deployment.url}>{row.deployment.url}</a> : '—'}</td>
-              <td>
+              <td data-label="URL">{row.deployment.url ? <a href={row.deployment.url}>{row.deployment.url}</a> : '—'}</td>
+              <td data-label="Last activity">
                 <time dateTime={lastActivity(row)} title={formatTime(lastActivity(row))}>
                   {ago(lastActivity(row))}
                 </time>
@@ -182,14 +191,44 @@ export function DeploymentsPage() {
           ))}
         </tbody>
       </table>
+      </div>
+      )}
       <nav className="pager" aria-label="Pages of deployments">
-        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}>
+        <button type="button" disabled={offset === 0} onClick={() => go(filters, Math.max(0, offset - PAGE_SIZE))}>
           Previous page
         </button>
-        <button type="button" disabled={rows.length < PAGE_SIZE} onClick={() => setOffset(list.data?.next ?? offset + PAGE_SIZE)}>
+        <button type="button" disabled={rows.length < PAGE_SIZE} onClick={() => go(filters, list.data?.next ?? offset + PAGE_SIZE)}>
           Next page
         </button>
       </nav>
     </>
+  );
+}
+
+/** What an empty list means, and what to do about it. */
+function EmptyList({ filtered }: { filtered: boolean }) {
+  if (filtered) {
+    return (
+      <section className="empty-state" aria-labelledby="empty-title">
+        <h2 id="empty-title">No deployments match these filters</h2>
+        <p>
+          Widen them, or <a href="#/">show every deployment</a>.
+        </p>
+      </section>
+    );
+  }
+  return (
+    <section className="empty-state" aria-labelledby="empty-title">
+      <h2 id="empty-title">No deployments yet</h2>
+      <p>Deploy a LangGraph.js project from its folder with the published CLI, pointed at this server:</p>
+      <pre>
+        <code>{`LANGSMITH_API_KEY=<your Slipway API key> npx @langchain/langgraph-cli \\
+  deploy --remote --host-url ${location.origin}${apiBase()} --name my-agent`}</code>
+      </pre>
+      <p>
+        Or create one through the API (<code>POST /v2/deployments</code>, from a repository or a container image): see the{' '}
+        <a href={`${apiBase()}/docs`}>API reference</a>. It shows up here as soon as it exists.
+      </p>
+    </section>
   );
 }

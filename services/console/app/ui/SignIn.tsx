@@ -13,6 +13,8 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
   const [workspaces, setWorkspaces] = useState<Workspace[] | null>(null);
   const [busy, setBusy] = useState(false);
   const workspaceRef = useRef<HTMLInputElement & HTMLSelectElement>(null);
+  /** A workspace named by the address (the deploy CLI's status link carries it), preselected. */
+  const named = new URLSearchParams(location.hash.split('?')[1] ?? '').get('workspace') ?? undefined;
 
   const submit = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
@@ -56,7 +58,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
           <>
             <label htmlFor="workspace">Workspace</label>
             {workspaces.length ? (
-              <select id="workspace" name="workspace" ref={workspaceRef} aria-describedby="workspace-help" required>
+              <select id="workspace" name="workspace" ref={workspaceRef} aria-describedby="workspace-help" defaultValue={named} required>
                 {workspaces.map((w) => (
                   <option key={w.id} value={w.id}>
                     {w.name} ({w.id})
@@ -64,7 +66,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
                 ))}
               </select>
             ) : (
-              <input id="workspace" name="workspace" ref={workspaceRef} spellCheck={false} aria-describedby="workspace-help" required />
+              <input id="workspace" name="workspace" ref={workspaceRef} spellCheck={false} aria-describedby="workspace-help" defaultValue={named} required />
             )}
             <p id="workspace-help" className="hint">
               This key belongs to an organization: pick the workspace to work in{workspaces.length ? '' : ' (its ID)'}.

@@ -104,15 +104,37 @@ export function Dialog({ title, open, onClose, children }: { title: string; open
   );
 }
 
-/** The page's address: the part after `#` (the key never goes there, only ids). */
-export function useHashRoute(): string {
-  const [hash, setHash] = useState(() => location.hash.slice(1) || '/');
+export interface HashRoute {
+  /** The page: `/deployments/<id>`. */
+  path: string;
+  /** The page's state (list filters), from `?…` after the path. */
+  query: URLSearchParams;
+}
+
+const readHash = (): HashRoute => {
+  const [path, query = ''] = (location.hash.slice(1) || '/').split('?', 2) as [string, string?];
+  return { path: path || '/', query: new URLSearchParams(query) };
+};
+
+/**
+ * The page's address: the part after `#` (the key never goes there, only ids and filters). A
+ * new address is a history entry, so back and forward move between pages and filter sets.
+ */
+export function useHashRoute(): HashRoute {
+  const [route, setRoute] = useState(readHash);
   useEffect(() => {
-    const onChange = () => setHash(location.hash.slice(1) || '/');
+    const onChange = () => setRoute(readHash());
     window.addEventListener('hashchange', onChange);
     return () => window.removeEventListener('hashchange', onChange);
   }, []);
-  return hash;
+  return route;
+}
+
+/** Goes to `path` with `query` (empty values left out), as a new history entry. */
+export function navigate(path: string, query: Record<string, string | number> = {}): void {
+  const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== '' && v !== 0).map(([k, v]) => [k, String(v)]));
+  const search = params.toString();
+  location.hash = `#${path}${search ? `?${search}` : ''}`;
 }
 
 /** Moves focus to the page's heading when the page changes, so screen readers announce it. */

@@ -1,0 +1,57 @@
+import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS } from './browser.js';
+import type { HttpClient } from './http.js';
+import { eventually } from './service-process.js';
+
+/** One Chromium per test file, started on first use. */
+let browser: Browser | null = null;
+
+export async function closeBrowser(): Promise<void> {
+  await browser?.close();
+  browser = null;
+}
+
+export interface ConsolePage {
+  page: Page;
+  /** Console errors and uncaught page errors. */
+  errors: string[];
+  close: () => Promise<void>;
+}
+
+/** A fresh browser context (own storage) with a page that records errors. */
+export async function openConsolePage(options: BrowserContextOptions = {}): Promise<ConsolePage> {
+  browser ??= await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(e.message));
+  return { page, errors, close: () => context.close() };
+}
+
+/** Signs in at `url` (the console, or a page that leads to it) and waits for the page's heading. */
+export async function signInAt(page: Page, url: string, key: string, heading = 'Deployments'): Promise<void> {
+  const res = await page.goto(url);
+  expect(res?.status()).toBe(200);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+}
+
+/** Whether the page fits its viewport's width (nothing scrolls sideways). */
+export const pageWidth = (page: Page) => page.evaluate('document.documentElement.scrollWidth') as Promise<number>;
+
+/**
+ * The listener agent's loop once, played by a test (the agent would run in a customer's
+ * cluster): waits until the revision is in its desired state, then reports how the rollout went.
+ */
+export async function agentApplies(agent: HttpClient, listenerId: string, revisionId: string, status: 'DEPLOYED' | 'DEPLOY_FAILED' = 'DEPLOYED', message = 'rolled out') {
+  await eventually(
+    async () => (await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as Array<{ revision_id: string; action: string }>,
+    (entries) => entries.some((e) => e.revision_id === revisionId && e.action === 'apply'),
+  );
+  const report = await agent.post(`/v2/listeners/${listenerId}/reports`, { revisions: [{ revision_id: revisionId, status, message }] });
+  expect(report.status).toBe(200);
+  expect(report.body.rejected ?? []).toEqual([]);
+}
