@@ -73,10 +73,11 @@ export async function ensureServices(env = process.env) {
   run('bash', ['infra/scripts/ensure-services.sh'], { env: { ...env, PG_PORT: String(pgPort), REDIS_PORT: String(redisPort) } });
 }
 
-/** The Debian packages behind each sandbox tool (docs/operations.md, Sandbox). */
+/** The Debian packages behind each sandbox tool (docs/operations.md, Sandbox): [command, the arguments that prove it runs, package]. */
 const SANDBOX_TOOLS = [
-  ['bwrap', 'bubblewrap'],
-  ['nft', 'nftables'],
+  ['bwrap', ['--version'], 'bubblewrap'],
+  ['nft', ['--version'], 'nftables'],
+  ['ip', ['-V'], 'iproute2'],
 ];
 
 /**
@@ -112,13 +113,13 @@ function ensureDebianTools(tools, what, missingMeans) {
 }
 
 /**
- * The sandbox builds and apps run in needs bubblewrap and nftables; missing ones are installed
- * as root, otherwise the services report at start what is missing (outside production they then
- * run unsandboxed, with a warning).
+ * The sandbox builds and apps run in needs bubblewrap, nftables and iproute2; missing ones are
+ * installed as root, otherwise the services report at start what is missing (outside production
+ * they then run unsandboxed, with a warning).
  */
 export function ensureSandboxTools() {
   ensureDebianTools(
-    SANDBOX_TOOLS.map(([tool, pkg]) => [tool, ['--version'], pkg]),
+    SANDBOX_TOOLS,
     'sandbox tools',
     'builds and apps will run unsandboxed outside production',
   );

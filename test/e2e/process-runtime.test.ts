@@ -131,11 +131,13 @@ interface ProcessRow {
   port: number;
   status: string;
   log_path: string;
+  /** Its sandbox's namespace address (null: unsandboxed, on the runtime host). */
+  address: string | null;
 }
 
 async function processRows(deploymentId: string): Promise<ProcessRow[]> {
   const rows: ProcessRow[] = await api.dataSource.query(
-    `SELECT id, revision_id, pid, port, status, log_path FROM runtime_processes WHERE deployment_id = $1 ORDER BY started_at`,
+    `SELECT id, revision_id, pid, port, status, log_path, address FROM runtime_processes WHERE deployment_id = $1 ORDER BY started_at`,
     [deploymentId],
   );
   for (const r of rows) if (r.pid) seenPids.add(r.pid);
@@ -240,15 +242,16 @@ describe('process runtime (real deployer, real processes)', () => {
     expect(processesUnder(api.config.dataDir).every((p) => p.pgrp === rows[0]!.pid)).toBe(true);
   }, 90_000);
 
-  it("keeps its instance port, bound on every interface, to loopback: not reachable through the machine's other address", async (ctx) => {
-    if (process.getuid?.() !== 0) return ctx.skip('the sandbox (and its network rules) needs root');
+  it("listens in its own network namespace: its port, bound on every interface, is on none of the host's addresses", async (ctx) => {
+    if (process.getuid?.() !== 0) return ctx.skip('the sandbox (and its network namespace) needs root');
     const address = nonLoopbackAddress();
     if (!address) return ctx.skip('this machine has no non-loopback IPv4 address to connect through');
     // The probe app listens without a host: every interface, as a careless app would.
     const [instance] = (await processRows(deploymentId)).filter((r) => r.status === 'running');
-    expect(instance).toBeDefined();
-    expect(await tryConnect('127.0.0.1', instance!.port)).toBe('connected');
-    expect(await tryConnect(address, instance!.port)).toBe('timeout');
+    expect(instance?.address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(await tryConnect(instance!.address!, instance!.port)).toBe('connected');
+    expect(await tryConnect('127.0.0.1', instance!.port)).toBe('refused');
+    expect(await tryConnect(address, instance!.port)).toBe('refused');
     expect((await get(`${url}/version`))?.status).toBe(200);
   }, 30_000);
 
@@ -390,7 +393,7 @@ describe('process runtime (real deployer, real processes)', () => {
     await deployer.exited;
 
     // The instance outlives the deployer: it still answers on its own port.
-    const direct = await get(`http://127.0.0.1:${instance!.port}/version`);
+    const direct = await get(`http://${instance!.address ?? '127.0.0.1'}:${instance!.port}/version`);
     expect(direct?.body).toMatchObject({ version: 'v2', pid: expect.any(Number) });
     expect(isProcessAlive(instance!.pid)).toBe(true);
 

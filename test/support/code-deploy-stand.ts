@@ -61,11 +61,20 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
   };
   const api = await startTestApi(common);
   const port = await freePort();
-  const [apiProcess, builder, deployer] = await Promise.all([
+  const started = await Promise.allSettled([
     startService('api', serviceEnv(api, { ...common, PORT: String(port), HOST: '127.0.0.1', SLIPWAY_BOOTSTRAP_API_KEY: api.adminKey })),
     startService('builder', serviceEnv(api, common)),
     startService('deployer', serviceEnv(api, { ...common, ...deployerEnv })),
   ]);
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) {
+    // Nothing of a stand that could not start keeps running (its sandboxes' network included).
+    await Promise.all(started.map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
+    await api.close();
+    rmSync(reposRoot, { recursive: true, force: true });
+    throw failed.reason;
+  }
+  const [apiProcess, builder, deployer] = started.map((s) => (s as PromiseFulfilledResult<ServiceProcess>).value) as [ServiceProcess, ServiceProcess, ServiceProcess];
   const apiUrl = `http://127.0.0.1:${port}`;
   const http = new HttpClient(apiUrl, api.adminKey);
   const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: 'acme', config: { root: reposRoot } });
@@ -120,14 +129,16 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
     return lines;
   };
 
+  const services = { api: apiProcess, builder, deployer };
   const close = async () => {
-    await Promise.all([apiProcess.stop(), builder.stop(), deployer.stop()]);
+    // Whatever runs now: a test may have replaced a service (a restart).
+    await Promise.all(Object.values(services).map((s) => s.stop()));
     for (const p of processesUnder(api.config.dataDir)) killGroup(p.pgrp);
     await api.close();
     rmSync(reposRoot, { recursive: true, force: true });
   };
 
-  return { api, apiUrl, http, services: { api: apiProcess, builder, deployer }, commit, deploy, untilDone, logLines, close };
+  return { api, apiUrl, http, services, commit, deploy, untilDone, logLines, close };
 }
 
 /** A minimal Node app repository: `npm start` runs `server.js`. */

@@ -35,6 +35,8 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
     SLIPWAY_DATA_DIR: api.config.dataDir,
     SLIPWAY_SANDBOX_UID_MIN: String(api.config.sandbox.uidMin),
     SLIPWAY_SANDBOX_UID_MAX: String(api.config.sandbox.uidMax),
+    SLIPWAY_SANDBOX_SUBNET: api.config.sandbox.subnet,
+    SLIPWAY_SANDBOX_ALLOW_CIDRS: api.config.sandbox.allowCidrs.join(','),
     // The builder checks clones of `local` integrations against the same root as the api.
     SLIPWAY_LOCAL_REPOS_ROOT: api.config.localReposRoot,
     SLIPWAY_OUTBOUND_ALLOW_HOSTS: api.config.outbound.allowHosts.join(','),

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '@slipway/config';
-import { CgroupWriter, detectCgroups, NetworkConfinement } from '@slipway/runtime';
+import { CgroupWriter, detectCgroups, removeSandboxPool } from '@slipway/runtime';
 import { answerClientErrors, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
 import { createProducerRedis } from '@slipway/api/redis';
 import { createDataSource, dropDeploymentDatabase, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
@@ -44,7 +44,8 @@ export interface TestApi {
 
 /**
  * What this test's sandboxed processes left on the machine (their processes are gone by now):
- * the cgroups of its instances and builds, and the nftables chain and set of its uid range.
+ * the cgroups of its instances and builds, and its sandbox pool's namespaces, interfaces and
+ * nftables chains and sets.
  */
 async function removeSandboxTraces(dataSource: DataSource, config: Readonly<Config>): Promise<void> {
   const layout = process.getuid?.() === 0 ? await detectCgroups() : null;
@@ -56,7 +57,12 @@ async function removeSandboxTraces(dataSource: DataSource, config: Readonly<Conf
   for (const r of revisions as { id: string; attempt: number }[]) {
     for (let a = 0; a <= r.attempt; a++) await cgroups.handle(`b-${r.id}-a${a}`).remove();
   }
-  await new NetworkConfinement(config.sandbox.uidMin, config.sandbox.uidMax).remove();
+  await removeSandboxPool(config.sandbox.subnet);
+}
+
+/** A sandbox pool no other test file uses (with overwhelming likelihood): a random /22 of 10.192.0.0/11. */
+export function testSandboxSubnet(): string {
+  return `10.${192 + randomInt(0, 32)}.${randomInt(0, 64) * 4}.0/22`;
 }
 
 /**
@@ -73,6 +79,8 @@ export async function startTestApi(
   // Sandbox uids of this test alone (1000 of them): never shared with another test's apps.
   const uidMin = 1_000_000 + randomInt(0, 1_000_000) * 1000;
   const config = loadConfig({
+    // Its sandboxes' addresses too (a /22 of 10.192.0.0/11): parallel test files never meet.
+    SLIPWAY_SANDBOX_SUBNET: testSandboxSubnet(),
     SLIPWAY_SANDBOX_UID_MIN: String(uidMin),
     SLIPWAY_SANDBOX_UID_MAX: String(uidMin + 999),
     NODE_ENV: 'test',

@@ -154,10 +154,20 @@ describe('loadConfig failures', () => {
     ['SLIPWAY_QUEUE_PREFIX', 'has:colon', /SLIPWAY_QUEUE_PREFIX/],
     ['SLIPWAY_BODY_LIMIT_BYTES', '10', /SLIPWAY_BODY_LIMIT_BYTES/],
     ['NODE_ENV', 'staging', /NODE_ENV/],
+    ['SLIPWAY_SANDBOX_SUBNET', '10.213.0.0/30', /prefix of 8 to 29/],
+    ['SLIPWAY_SANDBOX_SUBNET', 'fd00::/64', /SLIPWAY_SANDBOX_SUBNET/],
+    ['SLIPWAY_SANDBOX_ALLOW_CIDRS', '10.1.0.0/16,fd00::/8', /no IPv6 route/],
+    ['SLIPWAY_SANDBOX_ALLOW_CIDRS', '10.1.0.0/33', /SLIPWAY_SANDBOX_ALLOW_CIDRS/],
   ])('rejects a bad %s', (name, value, message) => {
     const err = configErrorOf(() => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, [name]: value }));
     expect(err.problems).toHaveLength(1);
     expect(err.problems[0]).toMatch(message);
+  });
+
+  it('takes the sandbox pool and the allow-list (default: 10.213.0.0/16, nothing allowed)', () => {
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir }).sandbox).toMatchObject({ subnet: '10.213.0.0/16', allowCidrs: [] });
+    const config = loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_SANDBOX_SUBNET: '10.50.0.0/20', SLIPWAY_SANDBOX_ALLOW_CIDRS: ' 10.1.0.0/16, 192.168.1.5 ' });
+    expect(config.sandbox).toMatchObject({ subnet: '10.50.0.0/20', allowCidrs: ['10.1.0.0/16', '192.168.1.5'] });
   });
 
   it('requires the JWKS URL with the JWT issuer', () => {

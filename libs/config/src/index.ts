@@ -95,6 +95,10 @@ export interface Config {
     pidsMax: number;
     openFiles: number;
     defaultMemoryMb: number;
+    /** The IPv4 pool of the sandboxes' network namespaces (a /30 each). */
+    subnet: string;
+    /** Addresses sandboxes may reach although private (checked before the default-deny). */
+    allowCidrs: string[];
     /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
     build: { memoryMb: number; cpu: number; pidsMax: number; diskMb: number };
   };
@@ -258,6 +262,15 @@ const schema = Joi.object({
   SLIPWAY_SANDBOX_PIDS_MAX: Joi.number().integer().min(16).default(512),
   SLIPWAY_SANDBOX_OPEN_FILES: Joi.number().integer().min(64).default(4096),
   SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB: Joi.number().integer().min(16).default(1024),
+  SLIPWAY_SANDBOX_SUBNET: Joi.string()
+    .default('10.213.0.0/16')
+    .custom((value: string, helpers) => (isIpv4Cidr(value, 8, 29) ? value : helpers.error('subnet.invalid')))
+    .messages({ 'subnet.invalid': '{{#label}} must be an IPv4 CIDR with a prefix of 8 to 29 (e.g. 10.213.0.0/16)' }),
+  SLIPWAY_SANDBOX_ALLOW_CIDRS: Joi.string()
+    .allow('')
+    .default('')
+    .custom((value: string, helpers) => (listOf(value).every((c) => isIpv4Cidr(c, 0, 32)) ? value : helpers.error('cidrs.invalid')))
+    .messages({ 'cidrs.invalid': '{{#label}} must be a comma-separated list of IPv4 CIDRs (sandboxes have no IPv6 route)' }),
   SLIPWAY_BUILD_MEMORY_MB: Joi.number().integer().min(64).default(4096),
   SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
   SLIPWAY_BUILD_PIDS_MAX: Joi.number().integer().min(16).default(1024),
@@ -287,6 +300,12 @@ function isOutboundHostEntry(entry: string): boolean {
   const version = isIP(ip!);
   if (prefix !== undefined) return version !== 0 && /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 6 ? 128 : 32);
   return version !== 0 || /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i.test(entry);
+}
+
+/** `a.b.c.d/p` (or a bare IPv4 address) with a prefix in `min`–`max`. */
+function isIpv4Cidr(value: string, min: number, max: number): boolean {
+  const [ip, prefix = '32', ...rest] = value.trim().split('/');
+  return isIP(ip!) === 4 && !rest.length && /^\d{1,2}$/.test(prefix) && Number(prefix) >= min && Number(prefix) <= max;
 }
 
 const listOf = (value: string): string[] =>
@@ -433,6 +452,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       pidsMax: value.SLIPWAY_SANDBOX_PIDS_MAX,
       openFiles: value.SLIPWAY_SANDBOX_OPEN_FILES,
       defaultMemoryMb: value.SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB,
+      subnet: value.SLIPWAY_SANDBOX_SUBNET,
+      allowCidrs: listOf(value.SLIPWAY_SANDBOX_ALLOW_CIDRS),
       build: {
         memoryMb: value.SLIPWAY_BUILD_MEMORY_MB,
         cpu: value.SLIPWAY_BUILD_CPU,

@@ -19,10 +19,10 @@ export interface StartInstancesInput {
   /** Per-instance limits from `resource_spec` (absent: the driver's defaults). */
   limits: { memoryMb?: number; cpu?: number };
   /**
-   * Ports on local addresses (loopback and the host's own) the instances may connect to besides
-   * their own port; every other local port is closed to them where the driver confines network.
+   * Ports of the deployment's data-access fronts: the only ports of the host its sandboxed
+   * instances may connect to (each from its own namespace's address).
    */
-  allowedLocalPorts: number[];
+  frontPorts: number[];
 }
 
 export interface StartInstancesOptions {

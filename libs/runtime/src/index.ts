@@ -47,9 +47,13 @@ export type {
 export { CgroupWriter, detectCgroups, type Cgroup, type CgroupLayout, type CgroupLimits } from './sandbox/cgroups.js';
 export { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment, type Mount, type SandboxCommandSpec } from './sandbox/command.js';
 export { pickUid, SandboxIdentities, UidsExhaustedError } from './sandbox/identities.js';
-export { confinementRules, NetworkConfinement, NFT_TABLE } from './sandbox/network.js';
+export { DnsRelay, resolversOf } from './sandbox/net/dns-relay.js';
+export { DENIED_RANGES, egressRules, NFT_TABLE } from './sandbox/net/egress-rules.js';
+export { parsePool, slotAddresses, type Pool } from './sandbox/net/pool.js';
+export { removeSandboxPool, SandboxNetwork, storeAddresses, type SandboxAttachment } from './sandbox/net/sandbox-network.js';
 export { Sandbox, sandboxForStart, SandboxUnavailableError, setUpSandbox, type SandboxSettings } from './sandbox/sandbox.js';
-export type { Upstream } from './data-access/loopback-front.js';
+export type { LoopbackFront, Upstream } from './data-access/loopback-front.js';
+export { TcpRelay } from './data-access/tcp-relay.js';
 export { PostgresFront, type PostgresFrontOptions } from './data-access/postgres-front.js';
 export { RedisFront, type RedisFrontOptions } from './data-access/redis-front.js';
 export {

@@ -3,7 +3,7 @@ import { lstat, mkdir, realpath } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { SANDBOX_PATHS, sandboxCommand, type Cgroup, type Sandbox } from '@slipway/runtime';
+import { SANDBOX_PATHS, sandboxCommand, type Cgroup, type Sandbox, type SandboxAttachment } from '@slipway/runtime';
 import { BuildError, type BuildPaths } from './build-steps.js';
 
 const run = promisify(execFile);
@@ -67,8 +67,9 @@ export function unsandboxedJail(paths: Pick<BuildPaths, 'home' | 'npmCache'>): B
  * system, a private /tmp) as the deployment's uid, in the build's cgroup `b-<revision>-a<attempt>`
  * (memory, CPU, pids from SLIPWAY_BUILD_*), seeing only the build directory (at /srv/build) and
  * the deployment's npm cache, both handed to that uid. `--die-with-parent`: a step never outlives
- * the builder. Network: the uid's nftables rules (no local addresses but DNS), so installs reach
- * the npm registry and nothing of the control plane.
+ * the builder. Network: the build's own namespace (`b-<revision>-a<attempt>`, SandboxNetwork),
+ * which reaches the public internet (the npm registry) and DNS, and nothing of this machine or
+ * its private networks.
  */
 export class SandboxedBuildJail implements BuildJail {
   readonly home: string;
@@ -78,6 +79,8 @@ export class SandboxedBuildJail implements BuildJail {
     private readonly sandbox: Sandbox,
     readonly uid: number,
     private readonly cgroup: Cgroup,
+    private readonly net: SandboxAttachment,
+    private readonly owner: string,
     private readonly limits: BuildLimits,
     private readonly paths: BuildPaths,
   ) {
@@ -87,7 +90,11 @@ export class SandboxedBuildJail implements BuildJail {
   static async open(sandbox: Sandbox, deploymentId: string, cgroupName: string, limits: BuildLimits, paths: BuildPaths): Promise<SandboxedBuildJail> {
     const uid = await sandbox.identities.uidOf(deploymentId);
     const cgroup = await sandbox.cgroups.create(cgroupName, { memoryMb: limits.memoryMb, cpu: limits.cpu, pids: limits.pidsMax });
-    return new SandboxedBuildJail(sandbox, uid, cgroup, limits, paths);
+    const net = await sandbox.network.attach(cgroupName).catch(async (err) => {
+      await cgroup.remove();
+      throw err;
+    });
+    return new SandboxedBuildJail(sandbox, uid, cgroup, net, cgroupName, limits, paths);
   }
 
   inside(outside: string): string {
@@ -111,6 +118,7 @@ export class SandboxedBuildJail implements BuildJail {
       openFiles: this.sandbox.settings.openFiles,
       cgroupProcs: this.cgroup.procsFiles,
       dieWithParent: true,
+      network: this.net,
     });
     // The spawn's own cwd: somewhere that exists outside; bubblewrap changes to the inside one.
     return { ...wrapped, cwd: this.paths.work };
@@ -126,8 +134,9 @@ export class SandboxedBuildJail implements BuildJail {
     return (await this.cgroup.oomKills()) > 0 ? `out of memory (limit ${this.limits.memoryMb} MB)` : null;
   }
 
-  release(): Promise<void> {
-    return this.cgroup.remove();
+  async release(): Promise<void> {
+    await this.cgroup.remove();
+    await this.sandbox.network.detach(this.owner);
   }
 }
 

@@ -7,7 +7,7 @@ import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
 import { sandboxForStart, type Sandbox } from '@slipway/runtime';
 import { buildRevisionProcessor } from './build-revision.processor.js';
 import { integrationCloneAccess } from './clone-auth.js';
-import { sweepBuildDirectories } from './sweep-builds.js';
+import { liveBuilds, sweepBuildDirectories } from './sweep-builds.js';
 
 // Set up before the workers take jobs; null: steps run unsandboxed (the documented opt-out).
 let sandbox: Sandbox | null = null;
@@ -17,12 +17,21 @@ runWorkerProcess({
   onStart: async ({ config, dataSource, log }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off, which warns
     // at every start (docs/operations.md, Sandbox), exactly as the deployer does.
-    sandbox = await sandboxForStart(config.sandbox, dataSource, { production: config.nodeEnv === 'production', warn: (m) => log.warn(m) });
+    sandbox = await sandboxForStart(config.sandbox, dataSource, {
+      production: config.nodeEnv === 'production',
+      warn: (m) => log.warn(m),
+      stores: [config.databaseUrl, config.redisUrl],
+    });
     // Directories of builds whose builder died (this one, before a restart, or another).
     const removed = await sweepBuildDirectories(config.dataDir, dataSource);
     // …and their cgroups (`b-<revision>-a<attempt>`, empty once the steps died with that builder).
     for (const name of removed) await sandbox?.cgroups.handle(`b-${name}`).remove();
     if (removed.length) log.info({ removed }, 'removed build directories left by interrupted builds');
+    // …and their network namespaces (every `b-…` holder whose build is not running).
+    const reaped = await sandbox?.network.reap('b-', async (owner) => (await liveBuilds(dataSource, [owner.slice(2)])).has(owner.slice(2)));
+    if (reaped?.length) log.info({ reaped }, 'removed network namespaces left by interrupted builds');
+    const network = sandbox?.network;
+    return network ? { name: 'sandbox network', stop: () => network.close() } : undefined;
   },
   workers: ({ config, dataSource, flow, workerRedis, log }) => {
     const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);

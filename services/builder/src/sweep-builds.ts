@@ -13,19 +13,26 @@ const BUILD_DIR = /^([0-9a-f-]{36})-a(\d+)$/;
 export async function sweepBuildDirectories(dataDir: string, dataSource: DataSource): Promise<string[]> {
   const root = path.join(dataDir, 'builds');
   const entries = await readdir(root).catch(() => [] as string[]);
-  const candidates = entries.map((name) => ({ name, match: BUILD_DIR.exec(name) })).filter((e) => e.match);
+  const candidates = entries.filter((name) => BUILD_DIR.test(name));
   if (!candidates.length) return [];
-  const live = await queryRows<{ id: string; attempt: number }>(
-    dataSource.manager,
-    `SELECT id, attempt FROM revisions WHERE status = 'BUILDING' AND id = ANY($1::uuid[])`,
-    [candidates.map((c) => c.match![1])],
-  );
-  const keep = new Set(live.map((r) => `${r.id}-a${r.attempt}`));
+  const keep = await liveBuilds(dataSource, candidates);
   const removed: string[] = [];
-  for (const { name } of candidates) {
+  for (const name of candidates) {
     if (keep.has(name)) continue;
     await rm(path.join(root, name), { recursive: true, force: true });
     removed.push(name);
   }
   return removed;
+}
+
+/** Which of these builds (`<revision>-a<attempt>`) are running: their revision is BUILDING at that attempt. */
+export async function liveBuilds(dataSource: DataSource, names: string[]): Promise<Set<string>> {
+  const ids = names.flatMap((name) => BUILD_DIR.exec(name)?.[1] ?? []);
+  if (!ids.length) return new Set();
+  const live = await queryRows<{ id: string; attempt: number }>(
+    dataSource.manager,
+    `SELECT id, attempt FROM revisions WHERE status = 'BUILDING' AND id = ANY($1::uuid[])`,
+    [ids],
+  );
+  return new Set(live.map((r) => `${r.id}-a${r.attempt}`));
 }

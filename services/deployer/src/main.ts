@@ -19,12 +19,17 @@ let dataAccess: DeploymentDataAccess;
 runWorkerProcess({
   name: 'deployer',
   onStart: async ({ config, dataSource, log, metrics }) => {
-    // Probes Postgres and Redis for passwordless local access and reports it, at every start.
-    dataAccess = new DeploymentDataAccess(config, dataSource, log.child({ component: 'data-access' }));
+    // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
+    const sandbox = await sandboxForStart(config.sandbox, dataSource, {
+      production: config.nodeEnv === 'production',
+      warn: (m) => log.warn(m),
+      stores: [config.databaseUrl, config.redisUrl],
+    });
+    // Probes Postgres and Redis for passwordless local access and reports it, at every start;
+    // with the sandbox, fronts listen on its network's services address.
+    dataAccess = new DeploymentDataAccess(config, dataSource, log.child({ component: 'data-access' }), sandbox?.network ?? null);
     await dataAccess.start();
     inputs = new RevisionInputs(config, dataSource, dataAccess);
-    // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
-    const sandbox = await sandboxForStart(config.sandbox, dataSource, { production: config.nodeEnv === 'production', warn: (m) => log.warn(m) });
     driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, metrics);
     await driver.adopt();
     // Adopted instances find their fronts on the recorded ports; only the runtime's owner keeps them.

@@ -70,7 +70,7 @@ export class RevisionInputs {
       secretValues: secrets.map((s) => s.value),
       scale: instanceCount(spec),
       limits: { memoryMb: positive(spec?.memory_mb), cpu: positive(spec?.cpu) },
-      allowedLocalPorts: data.allowedLocalPorts,
+      frontPorts: data.frontPorts,
     };
   }
 }

@@ -14,6 +14,7 @@ import { OutboxClaimIndex1764600000000 } from './1764600000000-outbox-claim-inde
 import { NameTrgmNoPendingList1764600000100 } from './1764600000100-name-trgm-no-pending-list.js';
 import { ListenerWorkIndex1764600000200 } from './1764600000200-listener-work-index.js';
 import { Registry1764700000000 } from './1764700000000-registry.js';
+import { SandboxNetworks1764700000000 } from './1764700000000-sandbox-networks.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -36,4 +37,5 @@ export const MIGRATIONS = [
   NameTrgmNoPendingList1764600000100,
   ListenerWorkIndex1764600000200,
   Registry1764700000000,
+  SandboxNetworks1764700000000,
 ];

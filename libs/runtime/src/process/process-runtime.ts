@@ -33,8 +33,8 @@ export interface LaunchSpec {
   existing?: InstanceRecord;
   /** Per-instance limits (sandbox only). */
   limits?: { memoryMb?: number; cpu?: number };
-  /** Local ports the instance may connect to besides its own (sandbox only). */
-  allowedLocalPorts?: number[];
+  /** Ports of the data-access fronts (on the sandbox network's services address) the instance may connect to (sandbox only). */
+  frontPorts?: number[];
 }
 
 /** An instance started by this process. */
@@ -42,6 +42,9 @@ export interface LaunchedInstance {
   record: InstanceRecord;
   child: ChildProcess;
 }
+
+/** An instance's network namespace holder (SandboxNetwork), like its cgroup's name. */
+const networkOwner = (record: Pick<InstanceRecord, 'id'>) => `i-${record.id}`;
 
 /** Thrown when the port range has no free port left. */
 export class PortsExhaustedError extends Error {
@@ -125,9 +128,6 @@ export class ProcessRuntime {
         try {
           const claimed = await this.store.claimServingPort(deploymentId, port);
           if (claimed === null) throw new Error(`Deployment ${deploymentId} is gone.`);
-          // A serving proxy may listen on every interface: never behind an instance's guard
-          // (one left over by a stop that did not finish).
-          await this.options.sandbox?.network.releaseInstancePort(claimed);
           return claimed;
         } catch (err) {
           // Another deployment took the same port first (unique index): pick again.
@@ -155,8 +155,6 @@ export class ProcessRuntime {
       const port = await this.freePort(taken, spec.existing?.port);
       if (spec.existing) {
         if (!(await this.store.update(spec.existing.id, 'starting', { pid: null, port }))) throw new Error(`Instance ${spec.existing.id} is gone.`);
-        // A restart on another port: the old one may go to a serving proxy next.
-        if (port !== spec.existing.port) await this.releasePort(spec.deploymentId, spec.existing.port);
         return { ...spec.existing, port, pid: null, status: 'starting' as const };
       }
       return this.store.insert({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, port, logPath });
@@ -190,7 +188,8 @@ export class ProcessRuntime {
 
   /**
    * What runs: the start command in the artifact, sandboxed (the deployment's uid, its cgroup
-   * `i-<instance id>`, its local ports opened) unless the sandbox is off.
+   * `i-<instance id>`, its network namespace `i-<instance id>` with its fronts opened to it)
+   * unless the sandbox is off.
    */
   private async command(spec: LaunchSpec, record: InstanceRecord, home: string): Promise<{ command: string; args: string[]; cwd: string; env: Record<string, string> }> {
     const { start } = spec.artifact.manifest;
@@ -206,8 +205,10 @@ export class ProcessRuntime {
     const uid = await sandbox.identities.uidOf(spec.deploymentId);
     chownSync(home, uid, uid);
     const cgroup = await sandbox.limit(`i-${record.id}`, spec.limits ?? {});
-    await sandbox.network.allow(uid, [...(spec.allowedLocalPorts ?? []), record.port]);
-    await sandbox.network.guardInstancePort(record.port);
+    const net = await sandbox.network.attach(networkOwner(record));
+    await sandbox.network.allowFronts(net.address, spec.frontPorts ?? []);
+    record.address = net.address;
+    await this.store.update(record.id, 'starting', { address: net.address });
     const wrapped = sandboxCommand({
       uid,
       gid: uid,
@@ -219,6 +220,7 @@ export class ProcessRuntime {
       openFiles: sandbox.settings.openFiles,
       cgroupProcs: cgroup.procsFiles,
       dieWithParent: false,
+      network: net,
     });
     const env = sandboxEnvironment(spec.env, { home: SANDBOX_PATHS.home, path: pathDirs, extra: runtimeEnv });
     // The deployment's runtime dir: outside, the sandbox's own processes show where they belong.
@@ -236,9 +238,24 @@ export class ProcessRuntime {
     return kills > 0 ? `out of memory (limit ${sandbox.limitsOf(limits).memoryMb} MB)` : null;
   }
 
+  /** Where the instance is reached: its sandbox's address, or (unsandboxed) the runtime host. */
+  instanceHost(record: Pick<InstanceRecord, 'address'>): string {
+    return record.address ?? this.options.host;
+  }
+
+  /** A running instance found after a restart: its namespace's DNS relay is served by this process again. */
+  async adoptNetwork(record: InstanceRecord): Promise<void> {
+    if (record.address && this.options.sandbox) await this.options.sandbox.network.attach(networkOwner(record));
+  }
+
+  /** Stops answering DNS for this process's sandboxes (a lost runtime lock): the next owner's adoption serves them. */
+  async releaseNetworks(): Promise<void> {
+    await this.options.sandbox?.network.close();
+  }
+
   /** Waits for the instance's health probe; see `waitHealthy`. */
   waitHealthy(record: InstanceRecord, deadline: number, signal?: AbortSignal): Promise<HealthOutcome> {
-    return waitHealthy({ host: this.options.host, port: record.port, deadline, signal, alive: () => this.isAlive(record) });
+    return waitHealthy({ host: this.instanceHost(record), port: record.port, deadline, signal, alive: () => this.isAlive(record) });
   }
 
   /** The instance's process (its group leader) runs. */
@@ -258,17 +275,19 @@ export class ProcessRuntime {
     const sandbox = this.options.sandbox;
     if (sandbox) {
       await sandbox.cgroups.handle(`i-${record.id}`).remove();
-      await this.releasePort(record.deploymentId, record.port);
+      await sandbox.network.detach(networkOwner(record));
     }
   }
 
-  /** The sandbox's network rules forget an instance's former port (its uid's access, its guard). */
-  private async releasePort(deploymentId: string, port: number): Promise<void> {
+  /**
+   * At start (the runtime's owner): namespaces of instances that are no longer live (a stop
+   * that did not finish) are removed.
+   */
+  async reapNetworks(): Promise<string[]> {
     const sandbox = this.options.sandbox;
-    if (!sandbox) return;
-    await sandbox.network.releaseInstancePort(port);
-    const uid = await sandbox.identities.uidOf(deploymentId).catch(() => null);
-    if (uid !== null) await sandbox.network.revoke(uid, [port]);
+    if (!sandbox) return [];
+    const live = new Set((await this.store.live()).map((r) => networkOwner(r)));
+    return sandbox.network.reap('i-', async (owner) => live.has(owner));
   }
 
   /** Stops the instance's process group without touching its row (a restart reuses the row). */

@@ -28,6 +28,8 @@ export interface InstanceRecord {
   port: number;
   status: InstanceStatus;
   logPath: string;
+  /** Where it is reached: its sandbox's address (null: the runtime host, unsandboxed). */
+  address: string | null;
 }
 
 interface Row {
@@ -38,6 +40,7 @@ interface Row {
   port: number;
   status: InstanceStatus;
   log_path: string;
+  address: string | null;
 }
 
 const toRecord = (r: Row): InstanceRecord => ({
@@ -49,9 +52,10 @@ const toRecord = (r: Row): InstanceRecord => ({
   port: r.port,
   status: r.status,
   logPath: r.log_path,
+  address: r.address,
 });
 
-const COLUMNS = 'id, deployment_id, revision_id, pid, port, status, log_path';
+const COLUMNS = 'id, deployment_id, revision_id, pid, port, status, log_path, address';
 
 /** The process runtime's bookkeeping in Postgres, so a restarted deployer can re-adopt its processes. */
 export class ProcessStore {
@@ -77,15 +81,16 @@ export class ProcessStore {
     return toRecord(row!);
   }
 
-  /** Sets status (and pid/port when given); false when the row is gone (deployment deleted). */
-  async update(id: string, status: InstanceStatus, set: { pid?: number | null; port?: number } = {}): Promise<boolean> {
+  /** Sets status (and pid/port/address when given); false when the row is gone (deployment deleted). */
+  async update(id: string, status: InstanceStatus, set: { pid?: number | null; port?: number; address?: string | null } = {}): Promise<boolean> {
     const found = await rows<{ id: string }>(
       this.db,
       `UPDATE runtime_processes
           SET status = $2, pid = CASE WHEN $3::boolean THEN $4::integer ELSE pid END, port = coalesce($5::integer, port),
+              address = CASE WHEN $6::boolean THEN $7::text ELSE address END,
               started_at = CASE WHEN $2 = 'starting' THEN now() ELSE started_at END, updated_at = now()
         WHERE id = $1 RETURNING id`,
-      [id, status, set.pid !== undefined, set.pid ?? null, set.port ?? null],
+      [id, status, set.pid !== undefined, set.pid ?? null, set.port ?? null, set.address !== undefined, set.address ?? null],
     );
     return found.length > 0;
   }

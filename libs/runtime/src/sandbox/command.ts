@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { isLoaderEnvName } from '@slipway/domain';
 
@@ -28,6 +29,8 @@ export interface SandboxCommandSpec {
   cgroupProcs: string[];
   /** Builds die with the builder; apps outlive the deployer (the next owner adopts them). */
   dieWithParent: boolean;
+  /** The sandbox's network namespace (SandboxNetwork.attach), entered before bubblewrap. */
+  network?: { nsPath: string; resolvConf: string };
 }
 
 /** What every sandbox sees read-only: the system (no /home, /root, /var, /srv, /opt data). */
@@ -35,7 +38,7 @@ const SYSTEM_DIRS = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib64', '/lib32'
 
 /**
  * The command line that runs `spec.command` sandboxed: a shell (still the caller's uid) joins
- * the cgroups and execs bubblewrap, so every process of the sandbox is limited from its first
+ * the cgroups, enters the sandbox's network namespace (when given) and execs bubblewrap, so every process of the sandbox is limited from its first
  * instruction; bubblewrap gives new PID, IPC and UTS namespaces, a tmpfs root with only the
  * system directories (read-only), its own /proc, /dev and /tmp, and the given paths; inside,
  * prlimit sets the open-files limit and setpriv switches to the deployment's uid/gid with no
@@ -50,11 +53,14 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
   if (!SYSTEM_DIRS.some((d) => nodePrefix === d || nodePrefix.startsWith(`${d}/`))) binds.push('--ro-bind', nodePrefix, nodePrefix);
   // Private /proc, /dev and /tmp before the caller's paths, which may lie under /tmp.
   binds.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
+  // The namespace's resolv.conf where the system's /etc/resolv.conf leads (a symlink, with systemd-resolved).
+  const readOnly = spec.network ? [...spec.readOnly, { from: spec.network.resolvConf, to: resolvConfTarget() }] : spec.readOnly;
   // bwrap would create mount points' parents 0700 (root's): reachable for nobody else.
-  for (const dir of parentsOf([...spec.readOnly, ...spec.writable].map((m) => m.to))) binds.push('--perms', '0755', '--dir', dir);
-  for (const m of spec.readOnly) binds.push('--ro-bind', m.from, m.to);
+  for (const dir of parentsOf([...readOnly, ...spec.writable].map((m) => m.to))) binds.push('--perms', '0755', '--dir', dir);
+  for (const m of readOnly) binds.push('--ro-bind', m.from, m.to);
   for (const m of spec.writable) binds.push('--bind', m.from, m.to);
   const bwrap = [
+    ...(spec.network ? ['nsenter', `--net=${spec.network.nsPath}`, '--'] : []),
     'bwrap',
     '--unshare-pid',
     '--unshare-ipc',
@@ -85,6 +91,15 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
   // $1 = how many cgroup.procs files follow; each gets the shell's pid, then exec (same pid).
   const join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"';
   return { command: '/bin/sh', args: ['-c', join, 'slipway-sandbox', String(spec.cgroupProcs.length), ...spec.cgroupProcs, ...bwrap] };
+}
+
+/** Where /etc/resolv.conf really is (it may be a link, e.g. into /run/systemd/resolve). */
+export function resolvConfTarget(file = '/etc/resolv.conf'): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
 }
 
 /** The directories above `targets` (shallowest first, no duplicates, not `/`). */

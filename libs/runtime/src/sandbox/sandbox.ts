@@ -3,7 +3,8 @@ import { promisify } from 'node:util';
 import type { Queryable } from '../process/process-store.js';
 import { CgroupWriter, detectCgroups, type Cgroup, type CgroupLimits } from './cgroups.js';
 import { SandboxIdentities } from './identities.js';
-import { NetworkConfinement } from './network.js';
+import { removeLegacyUidRules } from './net/egress-rules.js';
+import { SandboxNetwork, storeAddresses } from './net/sandbox-network.js';
 
 const run = promisify(execFile);
 
@@ -17,6 +18,10 @@ export interface SandboxSettings {
   openFiles: number;
   /** Memory of an instance whose resource_spec sets none. */
   defaultMemoryMb: number;
+  /** The IPv4 pool of the sandboxes' network namespaces (SLIPWAY_SANDBOX_SUBNET). */
+  subnet: string;
+  /** Addresses sandboxes may reach although private (SLIPWAY_SANDBOX_ALLOW_CIDRS). */
+  allowCidrs: string[];
 }
 
 /** Why the sandbox cannot be set up on this machine. */
@@ -26,7 +31,8 @@ export class SandboxUnavailableError extends Error {
 
 /**
  * The pieces that confine user code (docs/operations.md, Sandbox): a uid per deployment, cgroups, and
- * nftables rules for the uid range. Built by `setUpSandbox`, which checks each piece works.
+ * a network namespace per sandbox with the host's egress rules. Built by `setUpSandbox`, which
+ * checks each piece works.
  */
 export class Sandbox {
   readonly identities: SandboxIdentities;
@@ -35,7 +41,7 @@ export class Sandbox {
     readonly settings: SandboxSettings,
     db: Queryable,
     readonly cgroups: CgroupWriter,
-    readonly network: NetworkConfinement,
+    readonly network: SandboxNetwork,
   ) {
     this.identities = new SandboxIdentities(db, settings.uidMin, settings.uidMax);
   }
@@ -50,25 +56,32 @@ export class Sandbox {
   }
 }
 
-/** Checks root, the tools, writable cgroups and nftables, then installs the network rules. */
-export async function setUpSandbox(settings: SandboxSettings, db: Queryable): Promise<Sandbox> {
+/**
+ * Checks root, the tools, writable cgroups and nftables, then prepares the sandboxes' network
+ * (forwarding, the services address, the rules; `stores`: the control plane's DATABASE_URL and
+ * REDIS_URL, whose addresses no sandbox may reach).
+ */
+export async function setUpSandbox(settings: SandboxSettings, db: Queryable, stores: string[] = []): Promise<Sandbox> {
   if (process.getuid?.() !== 0) throw new SandboxUnavailableError('the sandbox needs root (it switches to per-deployment uids and writes cgroups).');
   for (const [tool, args] of [
     ['bwrap', ['--version']],
     ['setpriv', ['--version']],
     ['prlimit', ['--version']],
     ['nft', ['--version']],
+    ['nsenter', ['--version']],
+    ['ip', ['-V']],
   ] as const) {
     await run(tool, [...args]).catch(() => {
-      throw new SandboxUnavailableError(`'${tool}' is not installed (Debian: apt-get install bubblewrap util-linux nftables).`);
+      throw new SandboxUnavailableError(`'${tool}' is not installed (Debian: apt-get install bubblewrap util-linux nftables iproute2).`);
     });
   }
   const layout = await detectCgroups();
   if (!layout) throw new SandboxUnavailableError('no writable cgroup controllers (v2, or v1 memory/cpu/pids) under /sys/fs/cgroup.');
-  const network = new NetworkConfinement(settings.uidMin, settings.uidMax);
+  const network = new SandboxNetwork(db, settings.subnet, { allowCidrs: settings.allowCidrs, storeAddresses: await storeAddresses(stores) });
   await network.apply().catch((err) => {
-    throw new SandboxUnavailableError(`nftables rules could not be installed: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SandboxUnavailableError(`the sandboxes' network could not be set up (needs CAP_NET_ADMIN and nftables): ${err instanceof Error ? err.message : String(err)}`);
   });
+  await removeLegacyUidRules(settings.uidMin, settings.uidMax);
   return new Sandbox(settings, db, new CgroupWriter(layout), network);
 }
 
@@ -80,7 +93,7 @@ export async function setUpSandbox(settings: SandboxSettings, db: Queryable): Pr
 export async function sandboxForStart(
   settings: SandboxSettings,
   db: Queryable,
-  { production, warn }: { production: boolean; warn: (message: string) => void },
+  { production, warn, stores = [] }: { production: boolean; warn: (message: string) => void; stores?: string[] },
 ): Promise<Sandbox | null> {
   const unsafe = 'USER CODE RUNS UNSANDBOXED: builds and apps run as this process\'s user and can read its environment, files and credentials.';
   if (settings.mode === 'off') {
@@ -88,7 +101,7 @@ export async function sandboxForStart(
     return null;
   }
   try {
-    return await setUpSandbox(settings, db);
+    return await setUpSandbox(settings, db, stores);
   } catch (err) {
     if (!(err instanceof SandboxUnavailableError)) throw err;
     if (production) {

@@ -8,6 +8,6 @@ export function launchSpec(input: StartInstancesInput): Omit<LaunchSpec, 'index'
     artifact: input.artifact,
     env: input.env,
     limits: input.limits,
-    allowedLocalPorts: input.allowedLocalPorts,
+    frontPorts: input.frontPorts,
   };
 }

@@ -101,6 +101,12 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
 
   /** First pass (lock, adoption, proxies) before the deployer takes jobs; then every TICK_MS. */
   async adopt(): Promise<void> {
+    // Namespaces of instances a stop left behind (their rows say exited).
+    const reaped = await this.runtime.reapNetworks().catch((err) => {
+      this.log.warn({ err }, 'reaping leftover sandbox networks failed');
+      return [];
+    });
+    if (reaped.length) this.log.info({ reaped }, 'removed network namespaces of stopped instances');
     await this.tick();
     this.timer = setInterval(() => void this.tick(), TICK_MS);
     this.timer.unref();
@@ -264,10 +270,11 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     return this.ticking;
   }
 
-  /** Stops serving and following (never the instances): for shutdown or a lost lock. */
+  /** Stops serving, following and relaying DNS (never the instances): for shutdown or a lost lock. */
   private async relinquish(): Promise<void> {
     await this.ctx.traffic.closeAll();
     await this.ctx.tailers.stopAll();
+    await this.runtime.releaseNetworks();
   }
 
   private async failureMessage(input: StartInstancesInput, failed: InstanceRecord | undefined, outcome: HealthOutcome, signal: AbortSignal): Promise<string> {

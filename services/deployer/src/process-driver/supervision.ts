@@ -90,7 +90,7 @@ export class Supervision {
 
   /** Continuous health of an instance receiving traffic; see SERVING_STRIKES. */
   private async probeServing(row: InstanceRecord, rev: StartInstancesInput): Promise<void> {
-    if (await probeHealth(this.ctx.runtime.host, row.port)) {
+    if (await probeHealth(this.ctx.runtime.instanceHost(row), row.port)) {
       this.strikes.delete(row.id);
       return;
     }
@@ -107,7 +107,9 @@ export class Supervision {
 
   /** Alive but not known to serve (a deployer restart): re-adopted once it answers. */
   private async readopt(row: InstanceRecord, rev: StartInstancesInput): Promise<void> {
-    if (await probeHealth(this.ctx.runtime.host, row.port)) {
+    // Its namespace's DNS relay is this process's to serve now.
+    await this.ctx.runtime.adoptNetwork(row).catch((err) => this.ctx.log.warn({ err, instanceId: row.id }, 'could not adopt the network of a running instance'));
+    if (await probeHealth(this.ctx.runtime.instanceHost(row), row.port)) {
       this.strikes.delete(row.id);
       this.ctx.traffic.add(row);
       this.ctx.log.info({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, port: row.port }, 're-adopted a running instance');

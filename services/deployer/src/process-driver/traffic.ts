@@ -89,6 +89,6 @@ export class Traffic {
   private refresh(deploymentId: string): void {
     const proxy = this.proxies.get(deploymentId);
     const serving = this.serving.get(deploymentId);
-    proxy?.setTargets([...(serving?.values() ?? [])].map((r) => ({ host: this.runtime.host, port: r.port })));
+    proxy?.setTargets([...(serving?.values() ?? [])].map((r) => ({ host: this.runtime.instanceHost(r), port: r.port })));
   }
 }

@@ -13,25 +13,28 @@ import {
   PostgresFront,
   probeLocalTrust,
   RedisFront,
+  TcpRelay,
   type LocalTrustReport,
+  type LoopbackFront,
   type Upstream,
 } from '@slipway/runtime';
 
-/** Fronts listen on loopback only: they are for this machine's apps. */
-const FRONT_HOST = '127.0.0.1';
+/** Unsandboxed, fronts listen on loopback only: they are for this machine's apps. */
+const LOOPBACK = '127.0.0.1';
 /** How often the runtime owner checks that every running deployment has its fronts. */
 const KEEP_FRONTS_MS = 2_000;
 
 /** What an instance gets to reach its stores, and the local ports it needs for that. */
 export interface DataEnvironment {
   env: { DATABASE_URI: string; REDIS_URI: string; REDIS_PREFIX: string };
-  /** Loopback ports the deployment's instances must be able to connect to (the sandbox's allow-list). */
-  allowedLocalPorts: number[];
+  /** Ports of its fronts: what its sandboxed instances may connect to on the host. */
+  frontPorts: number[];
 }
 
+/** Per store: a gate (passwordless store), a plain relay (sandboxed, store demands passwords), or none. */
 interface Fronts {
-  postgres: PostgresFront | null;
-  redis: RedisFront | null;
+  postgres: PostgresFront | TcpRelay | null;
+  redis: RedisFront | TcpRelay | null;
 }
 
 function upstreamOf(url: string, defaultPort: number): Upstream {
@@ -43,8 +46,11 @@ function upstreamOf(url: string, defaultPort: number): Upstream {
  * A cloud-hosted deployment's access to Postgres and Redis (docs/architecture.md, Runtimes):
  * its own database role and Redis ACL user, with passwords generated once and kept sealed
  * (DeploymentCredentialStore), and — where the servers let local clients in without a password
- * (`trust`, an open `default` user) — a front per store on a recorded loopback port that lets
- * only that role and user through. Probes the servers at every start and says what it found.
+ * (`trust`, an open `default` user) — a front per store on a recorded port that lets only that
+ * role and user through. With the sandbox, instances live in network namespaces that reach no
+ * store: every store gets a front (a plain relay where the store demands passwords itself) on
+ * the sandbox network's services address (`frontHost`); unsandboxed, fronts listen on loopback.
+ * Probes the servers at every start and says what it found.
  */
 export class DeploymentDataAccess {
   private trust: LocalTrustReport = { postgresPasswordless: null, redisDefaultOpen: null };
@@ -54,11 +60,17 @@ export class DeploymentDataAccess {
   private keeper: NodeJS.Timeout | undefined;
   private keeping: Promise<void> | null = null;
 
+  /** Where fronts listen. */
+  private readonly frontHost: string;
+
   constructor(
     private readonly config: Readonly<Config>,
     private readonly dataSource: DataSource,
     private readonly log: Logger,
+    /** The sandbox's network (fronts for every store, on its services address), or null. */
+    private readonly sandboxNetwork: { servicesAddress: string } | null = null,
   ) {
+    this.frontHost = sandboxNetwork?.servicesAddress ?? LOOPBACK;
     this.box = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
   }
 
@@ -112,7 +124,7 @@ export class DeploymentDataAccess {
 
     let database: URL;
     if (fronts.postgres) {
-      database = new URL(`postgres://${FRONT_HOST}:${fronts.postgres.port}`);
+      database = new URL(`postgres://${this.frontHost}:${fronts.postgres.port}`);
     } else {
       database = new URL(this.config.databaseUrl);
     }
@@ -120,12 +132,12 @@ export class DeploymentDataAccess {
     database.password = encodeURIComponent(databasePassword);
     database.pathname = `/${databaseName}`;
 
-    const redis = fronts.redis ? new URL(`redis://${FRONT_HOST}:${fronts.redis.port}`) : new URL(this.config.redisUrl);
+    const redis = fronts.redis ? new URL(`redis://${this.frontHost}:${fronts.redis.port}`) : new URL(this.config.redisUrl);
     redis.username = encodeURIComponent(user);
     redis.password = encodeURIComponent(redisPassword);
 
-    const ports = [fronts.postgres?.port ?? upstreamOf(this.config.databaseUrl, 5432).port, fronts.redis?.port ?? upstreamOf(this.config.redisUrl, 6379).port];
-    return { env: { DATABASE_URI: database.toString(), REDIS_URI: redis.toString(), REDIS_PREFIX: user }, allowedLocalPorts: ports };
+    const frontPorts = [fronts.postgres?.port, fronts.redis?.port].filter((p): p is number => p !== undefined);
+    return { env: { DATABASE_URI: database.toString(), REDIS_URI: redis.toString(), REDIS_PREFIX: user }, frontPorts };
   }
 
   /**
@@ -144,14 +156,15 @@ export class DeploymentDataAccess {
 
   private async openFronts(deploymentId: string, databaseName?: string): Promise<Fronts> {
     const active = this.frontsActive;
-    if (!active.postgres && !active.redis) return { postgres: null, redis: null };
+    const relay = this.sandboxNetwork !== null;
+    if (!active.postgres && !active.redis && !relay) return { postgres: null, redis: null };
     const store = new DeploymentCredentialStore(this.dataSource.manager, this.box);
     const name = databaseName ?? (await this.databaseName(deploymentId));
     const { databasePassword, redisPassword } = await store.credentials(deploymentId);
     const recorded = await store.frontPorts(deploymentId);
     const onError = (err: Error) => this.log.warn({ err, deploymentId }, 'data-access front: a connection failed');
 
-    const open = async <F extends PostgresFront | RedisFront>(kind: 'postgres' | 'redis', make: (port: number) => F): Promise<F> => {
+    const open = async <F extends LoopbackFront>(kind: 'postgres' | 'redis', make: (port: number) => F): Promise<F> => {
       let front = make(recorded[kind] ?? 0);
       try {
         await front.listen();
@@ -171,16 +184,21 @@ export class DeploymentDataAccess {
       return front;
     };
     const fronts: Fronts = { postgres: null, redis: null };
+    const host = this.frontHost;
+    const postgres = upstreamOf(this.config.databaseUrl, 5432);
+    const redis = upstreamOf(this.config.redisUrl, 6379);
     try {
       if (active.postgres) {
-        fronts.postgres = await open('postgres', (port) =>
-          new PostgresFront({ host: FRONT_HOST, port, upstream: upstreamOf(this.config.databaseUrl, 5432), role: name, database: name, password: databasePassword, onError }),
-        );
+        fronts.postgres = await open('postgres', (port) => new PostgresFront({ host, port, upstream: postgres, role: name, database: name, password: databasePassword, onError }));
+      } else if (relay) {
+        fronts.postgres = await open('postgres', (port) => new TcpRelay({ host, port, upstream: postgres, onError }));
       }
       if (active.redis) {
         fronts.redis = await open('redis', (port) =>
-          new RedisFront({ host: FRONT_HOST, port, upstream: upstreamOf(this.config.redisUrl, 6379), username: deploymentRedisUser(deploymentId), password: redisPassword, onError }),
+          new RedisFront({ host, port, upstream: redis, username: deploymentRedisUser(deploymentId), password: redisPassword, onError }),
         );
+      } else if (relay) {
+        fronts.redis = await open('redis', (port) => new TcpRelay({ host, port, upstream: redis, onError }));
       }
     } catch (err) {
       await Promise.allSettled([fronts.postgres?.close(), fronts.redis?.close()]);

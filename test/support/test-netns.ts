@@ -1,0 +1,62 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * A network namespace this test creates to stand in for another host (the compose network's
+ * Postgres, a public service): it holds `address` behind a veth whose host side holds the /30's
+ * other address, and runs a TCP listener on `port` that answers `pong`. Every packet a test sends
+ * to `address` stays on this machine, whatever the policy under test does.
+ */
+export interface TestHost {
+  address: string;
+  port: number;
+  close: () => Promise<void>;
+}
+
+const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
+
+/** `network` is a /30's network address (a.b.c.d, d a multiple of 4): .1 the host side, .2 the test host. */
+export async function startTestHost(network: string, port: number): Promise<TestHost> {
+  const parts = network.split('.').map(Number);
+  const at = (n: number) => [...parts.slice(0, 3), parts[3]! + n].join('.');
+  const id = randomBytes(4).toString('hex');
+  const name = `slwtest-${id}`;
+  const [outside, inside] = [`to${id}`, `ti${id}`];
+  ip('netns', 'add', name);
+  let server: ChildProcess | undefined;
+  try {
+    ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', name);
+    ip('addr', 'add', `${at(1)}/30`, 'dev', outside);
+    ip('link', 'set', outside, 'up');
+    ip('-n', name, 'addr', 'add', `${at(2)}/30`, 'dev', inside);
+    ip('-n', name, 'link', 'set', inside, 'up');
+    ip('-n', name, 'link', 'set', 'lo', 'up');
+    ip('-n', name, 'route', 'add', 'default', 'via', at(1));
+    server = spawn('ip', ['netns', 'exec', name, process.execPath, '-e', `require('node:net').createServer((s) => s.end('pong')).listen(${port}, '${at(2)}', () => console.log('ready'))`], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    await new Promise<void>((resolve, reject) => {
+      server!.stdout!.once('data', () => resolve());
+      server!.once('exit', (code) => reject(new Error(`test host listener exited (${code})`)));
+    });
+  } catch (err) {
+    server?.kill('SIGKILL');
+    ip('link', 'del', outside);
+    ip('netns', 'delete', name);
+    throw err;
+  }
+  return {
+    address: at(2),
+    port,
+    close: async () => {
+      server!.kill('SIGKILL');
+      await new Promise((r) => setTimeout(r, 100));
+      try {
+        ip('link', 'del', outside);
+      } catch {
+        // gone with the namespace
+      }
+      ip('netns', 'delete', name);
+    },
+  };
+}
