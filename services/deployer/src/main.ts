@@ -2,8 +2,9 @@
  * The deployer process: a BullMQ worker on `rollouts` (rollouts, provisioning, teardown) plus
  * the shared maintenance worker. Entry file: `tsx services/deployer/src/main.ts`.
  */
+import path from 'node:path';
 import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
-import { sandboxForStart } from '@slipway/runtime';
+import { ImageCache, sandboxForStart } from '@slipway/runtime';
 import { ProcessDriver } from './process-driver/process-driver.js';
 import { provisionDeploymentProcessor } from './provision-deployment.processor.js';
 import { DeploymentDataAccess } from './provisioning/data-access.js';
@@ -29,8 +30,10 @@ runWorkerProcess({
     // with the sandbox, fronts listen on its network's services address.
     dataAccess = new DeploymentDataAccess(config, dataSource, log.child({ component: 'data-access' }), sandbox?.network ?? null);
     await dataAccess.start();
-    inputs = new RevisionInputs(config, dataSource, dataAccess);
-    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, metrics);
+    // Image revisions run as runc containers in the sandbox; their images are unpacked once per digest.
+    const images = sandbox ? new ImageCache(path.join(config.dataDir, 'images')) : null;
+    inputs = new RevisionInputs(config, dataSource, dataAccess, images);
+    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, metrics, images);
     await driver.adopt();
     // Adopted instances find their fronts on the recorded ports; only the runtime's owner keeps them.
     dataAccess.keepFronts(() => driver.isOwner);
