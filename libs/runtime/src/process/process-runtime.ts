@@ -216,8 +216,9 @@ export class ProcessRuntime {
         },
       );
     } catch (err) {
-      await this.store.update(record.id, 'exited');
       const said = (await lastLines(record.logPath, 3)).join(' ');
+      // Its namespace, cgroup and runc state go with it; the row ends `exited`.
+      await this.stop(record, 0).catch(() => this.store.update(record.id, 'exited'));
       throw new Error(`Could not start the container: ${(err as Error).message}${said ? ` (${said})` : ''}`);
     }
     await this.store.update(record.id, 'starting', { pid: record.pid });
