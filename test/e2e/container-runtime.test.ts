@@ -121,6 +121,8 @@ describe('the embedded container runtime', () => {
     const digest = (await revision(d.id, v1)).image_digest as string;
     expect(existsSync(path.join(imagesDir(), digest.slice(7), 'bundle', 'rootfs', 'www', 'ok'))).toBe(true);
     expect(await deployLog(v1)).toContain(`Pulled and unpacked image`);
+    // The container's output file is shipped into the deploy log like a process's.
+    await eventually(() => deployLog(v1), (log) => log.includes(`starting instance 0 of revision ${v1} (image ${digest})`), 10_000);
   }, 120_000);
 
   it('the container runs as the deployment uid with no capabilities, a read-only root and no host socket', async () => {

@@ -99,11 +99,17 @@ export class ImageCache {
       const layout = path.join(scratch, 'layout');
       await mkdir(scratch, { mode: 0o700 });
       const from = source.digest ? `${source.reference.replace(/@sha256:[0-9a-f]{64}$/, '')}@${source.digest}` : source.reference;
+      // Credentials in a file of this private directory, never on a command line others can read.
+      const authFile = path.join(scratch, 'auth.json');
+      if (source.credentials) {
+        const host = from.slice(0, from.indexOf('/'));
+        await writeFile(authFile, JSON.stringify({ auths: { [host]: { auth: Buffer.from(source.credentials).toString('base64') } } }), { mode: 0o600 });
+      }
       await tool('skopeo', [
         'copy',
         '--quiet',
         `--src-tls-verify=${source.tlsVerify}`,
-        ...(source.credentials ? ['--src-creds', source.credentials] : ['--src-no-creds']),
+        ...(source.credentials ? ['--src-authfile', authFile] : ['--src-no-creds']),
         `docker://${from}`,
         `oci:${layout}:${REF}`,
       ]).catch((err: Error) => {
@@ -120,6 +126,7 @@ export class ImageCache {
       // runc enters the root filesystem as root; the container's uid needs only the image's own modes.
       await chmod(bundle, 0o711);
       await rm(layout, { recursive: true, force: true });
+      await rm(authFile, { force: true });
       await writeFile(path.join(scratch, 'image.json'), JSON.stringify(config));
       const home = this.home(digest);
       if (existsSync(home)) return (await this.cached(digest)) ?? Promise.reject(new ImageError(`Image ${digest} is half unpacked.`));
