@@ -215,6 +215,25 @@ describe('the embedded container runtime', () => {
     }
   }, 180_000);
 
+  it('a digest the registry no longer has: DEPLOY_FAILED naming it unknown; the active revision keeps serving', async () => {
+    const { d, v1 } = await serving('ctr-unknown', '<h1>gone</h1>');
+    const v2 = await deploy(d, await image('<h1>here</h1>'), 'here');
+    expect((await settled(d.id, v2)).status).toBe('DEPLOYED');
+    const url = await servingUrl(d.id);
+    // v1's manifest leaves the registry's storage (as a deletion would), and this machine's copy goes.
+    const digest = (await revision(d.id, v1)).image_digest as string;
+    const link = path.join(api().config.registry.storageDir, 'storage/docker/registry/v2/repositories', d.id, 'web/_manifests/revisions/sha256', digest.slice(7));
+    expect(existsSync(link)).toBe(true);
+    rmSync(link, { recursive: true, force: true });
+    rmSync(path.join(imagesDir(), digest.slice(7)), { recursive: true, force: true });
+    const res = await api().http.post(`/v2/deployments/${d.id}/revisions/${v1}/redeploy`);
+    expect(res.status, res.text).toBe(200);
+    const rev = await settled(d.id, res.body.latest_revision_id);
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toMatch(/^Pulling .* failed: .*manifest unknown/i);
+    expect((await get(url))?.text).toBe('<h1>here</h1>');
+  }, 180_000);
+
   it('a corrupt layer in the registry fails the pull on its digest; v1 keeps serving', async () => {
     const { d, url } = await serving('ctr-corrupt', '<h1>intact</h1>');
     const img = await image('<h1>corrupt</h1>');
