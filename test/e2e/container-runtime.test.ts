@@ -312,6 +312,27 @@ describe('the embedded container runtime', () => {
   }, 120_000);
 });
 
+describe('external_container without a listener', () => {
+  async function externalRevision(name: string, imageUri: string) {
+    const created = await api().http.post('/v2/deployments', { name, source: 'external_container', source_config: {}, source_revision_config: { image_uri: imageUri } });
+    expect(created.status, created.text).toBe(201);
+    return settled(created.body.id, created.body.latest_revision_id);
+  }
+
+  it("pulls nothing from a registry on a loopback or private address that the outbound allow-list does not name", async () => {
+    const rev = await externalRevision('ext-loopback', '127.0.0.1:1/team/web:v1');
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toBe('Slipway does not pull images from 127.0.0.1:1: it is a loopback address (SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).');
+  }, 90_000);
+
+  it("never uses the platform credential for another deployment's repository of the built-in registry", async () => {
+    const other = await serving('ctr-victim', '<h1>private</h1>');
+    const rev = await externalRevision('ext-thief', `${other.d.registryUrl}/web:v1`);
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toContain("Slipway runs images of the built-in registry only from the deployment's own repositories");
+  }, 120_000);
+});
+
 describe('unpacked images', () => {
   it('are removed once no revision of a remaining deployment uses them', async () => {
     const { d, v1 } = await serving('ctr-prune', '<h1>pruned</h1>');

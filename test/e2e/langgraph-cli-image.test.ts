@@ -132,7 +132,7 @@ describe('langgraphjs deploy (local build) against Slipway', () => {
     expect(`${run.stdout}${run.stderr}`).toContain('was not created by');
   }, 120_000);
 
-  it('external_container without a listener runs only images of its own repositories in the built-in registry; another one fails saying so', async () => {
+  it("external_container without a listener never pulls another deployment's repository of the built-in registry", async () => {
     const created = await stand.api.http.post('/v2/deployments', {
       name: 'no-listener-image',
       source: 'external_container',
@@ -145,7 +145,7 @@ describe('langgraphjs deploy (local build) against Slipway', () => {
       (r) => r.status === 'DEPLOY_FAILED',
       60_000,
     );
-    expect(revision.status_message).toContain("Slipway runs images of the deployment's own repositories in its built-in registry");
+    expect(revision.status_message).toContain("Slipway runs images of the built-in registry only from the deployment's own repositories");
     expect((await stand.api.http.get(`/v2/deployments/${created.body.id}`)).body.active_revision_id).toBeNull();
   }, 90_000);
 });
