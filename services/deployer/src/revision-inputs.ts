@@ -1,7 +1,7 @@
 import type { Config } from '@slipway/config';
 import { SecretBox } from '@slipway/crypto';
 import { queryRows, type DataSource } from '@slipway/db';
-import { deploymentDatabaseName, type SecretEntry } from '@slipway/domain';
+import { deploymentDatabaseName, isImageSource, type DeploymentSource, type SecretEntry } from '@slipway/domain';
 import { instanceEnvironment, readArtifact, type ImageCache, type StartInstancesInput } from '@slipway/runtime';
 import { revisionImage, type RevisionImageRow } from './revision-image.js';
 import type { DeploymentDataAccess } from './provisioning/data-access.js';
@@ -49,10 +49,6 @@ export class RevisionInputs {
     return found;
   }
 
-  private whatRuns(r: RevisionRow, revisionId: string) {
-    return whatRunsOf(r, revisionId, () => revisionImage(this.config, this.images, r));
-  }
-
   private async load(revisionId: string): Promise<StartInstancesInput> {
     const [r] = await queryRows<RevisionRow>(
       this.dataSource.manager,
@@ -77,21 +73,17 @@ export class RevisionInputs {
       frontPorts: data.frontPorts,
     };
   }
-}
 
-/** The artifact a process runs, or (image sources) the image a container runs. */
-async function whatRunsOf(
-  r: RevisionRow,
-  revisionId: string,
-  image: () => ReturnType<typeof revisionImage>,
-): Promise<Pick<StartInstancesInput, 'artifactRef' | 'artifact' | 'image' | 'notes'>> {
-  if (r.source === 'internal_docker' || r.source === 'external_container') {
-    const { image: cached, notes } = await image();
-    return { artifactRef: r.image_uri ?? cached.digest, image: cached, notes };
+  /** The artifact a process runs, or (image sources) the image a container runs. */
+  private async whatRuns(r: RevisionRow, revisionId: string): Promise<Pick<StartInstancesInput, 'artifactRef' | 'artifact' | 'image' | 'notes'>> {
+    if (isImageSource(r.source as DeploymentSource)) {
+      const { image, notes } = await revisionImage(this.config, this.images, r);
+      return { artifactRef: r.image_uri ?? image.digest, image, notes };
+    }
+    if (!r.artifact_ref) throw new Error(`Revision ${revisionId} has no artifact.`);
+    const artifact = await readArtifact(r.artifact_ref);
+    return { artifactRef: r.artifact_ref, artifact, notes: artifact.warnings.map((line) => ({ line, level: 'warn' as const })) };
   }
-  if (!r.artifact_ref) throw new Error(`Revision ${revisionId} has no artifact.`);
-  const artifact = await readArtifact(r.artifact_ref);
-  return { artifactRef: r.artifact_ref, artifact, notes: artifact.warnings.map((line) => ({ line, level: 'warn' as const })) };
 }
 
 function positive(value: unknown): number | undefined {
