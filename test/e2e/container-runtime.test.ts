@@ -283,6 +283,16 @@ describe('the embedded container runtime', () => {
     expect(rev.status_message).toContain('out of memory (limit 24 MB)');
   }, 120_000);
 
+  it('a serving container killed out of memory is restarted, and the deploy log names the cause', async () => {
+    const d = await createDeployment('ctr-oom-later');
+    // Serves, then (once the rollout is done) something in it outgrows the limit; the server goes with it.
+    const script = '/bin/busybox httpd -f -p "$PORT" -h /www & sleep 6; /bin/busybox dd if=/dev/zero of=/dev/null bs=96M count=1; kill $!; wait';
+    const id = await deploy(d, await image('<h1>later</h1>', { cmd: ['/bin/busybox', 'sh', '-c', script] }), 'later', { source_config: { resource_spec: { memory_mb: 24 } } });
+    const rev = await settled(d.id, id);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    await eventually(() => deployLog(id), (log) => log.includes('was killed: out of memory (limit 24 MB); restarting'), 60_000, 500);
+  }, 120_000);
+
   it('a deployer kill -9 leaves the container serving; the next deployer re-adopts it without a restart', async () => {
     const { d, url } = await serving('ctr-adopt', '<h1>adopt</h1>');
     const [before] = await liveInstances(d.id);
