@@ -82,13 +82,16 @@ const SANDBOX_TOOLS = [
 
 /**
  * The built-in image registry (docs/operations.md, The image registry): CNCF distribution;
- * skopeo and umoci copy and unpack images, busybox-static is what the tests build images from.
- * [command, the arguments that prove it runs, package]
+ * skopeo and umoci copy and unpack images, runc runs them (docs/operations.md, The container
+ * runtime) with catatonit as the init of images that bring none, busybox-static is what the
+ * tests build images from. [command, the arguments that prove it runs, package]
  */
 const REGISTRY_TOOLS = [
   ['docker-registry', ['--version'], 'docker-registry'],
   ['skopeo', ['--version'], 'skopeo'],
   ['umoci', ['--version'], 'umoci'],
+  ['runc', ['--version'], 'runc'],
+  ['catatonit', ['--version'], 'catatonit'],
   ['busybox', ['true'], 'busybox-static'],
 ];
 
@@ -127,5 +130,5 @@ export function ensureSandboxTools() {
 
 /** The registry `npm start` runs and the tools `npm test` pushes test images with (installed as root when missing). */
 export function ensureRegistryTools() {
-  ensureDebianTools(REGISTRY_TOOLS, 'registry tools', 'the built-in image registry cannot start (set SLIPWAY_REGISTRY=off when you run one yourself)');
+  ensureDebianTools(REGISTRY_TOOLS, 'registry tools', 'the built-in image registry cannot start (set SLIPWAY_REGISTRY=off when you run one yourself) and images cannot run');
 }

@@ -17,12 +17,14 @@ import { eventually, serviceEnv, startService, type ServiceProcess } from '../su
  * Stand-in: there is no Docker engine on this machine, so `docker` on the CLI's PATH is
  * test/support/docker-stand-in/docker.mjs. Its "build" hands over a hand-built OCI layout
  * (busybox-static); its login makes the real token request to Slipway; its push is a real
- * skopeo push with the credentials the CLI wrote. Until the embedded container runtime exists,
- * the rollout ends DEPLOY_FAILED saying so, and the CLI reports the failure.
+ * skopeo push with the credentials the CLI wrote. The embedded container runtime pulls and runs
+ * the image (runc, in the deployment's sandbox), and the CLI sees the deployment come up.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(ROOT, 'node_modules/.bin/langgraphjs');
 const NAME = 'cli-image-agent';
+const PORT_MIN = 34_000 + Math.floor(Math.random() * 900);
+const RUNTIME_ENV = { SLIPWAY_ROLLOUT_DEADLINE_MS: '60000', SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN), SLIPWAY_RUNTIME_PORT_MAX: String(PORT_MIN + 49) };
 
 let stand: RegistryStand;
 let deployer: ServiceProcess;
@@ -30,9 +32,9 @@ let image: OciImage;
 let work: string;
 
 beforeAll(async () => {
-  stand = await startRegistryStand({ SLIPWAY_ROLLOUT_DEADLINE_MS: '60000' });
+  stand = await startRegistryStand(RUNTIME_ENV);
   stand.api.relay.start();
-  deployer = await startService('deployer', serviceEnv(stand.api, { SLIPWAY_REGISTRY_PORT: String(stand.api.config.registry.port) }));
+  deployer = await startService('deployer', serviceEnv(stand.api, { ...RUNTIME_ENV, SLIPWAY_REGISTRY_PORT: String(stand.api.config.registry.port) }));
   image = await buildBusyboxImage('<h1>cli</h1>');
   work = mkdtempSync(path.join(tmpdir(), 'slipway-cli-image-'));
   for (const dir of ['bin', 'home', 'project/src']) mkdirSync(path.join(work, dir), { recursive: true });
@@ -44,6 +46,9 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  // Deleting the deployments stops their containers.
+  for (const d of (await stand?.api.http.get('/v2/deployments?limit=100'))?.body?.resources ?? []) await stand.api.http.delete(`/v2/deployments/${d.id}`);
+  await eventually(async () => (await stand.api.dataSource.query(`SELECT count(*)::int AS n FROM runtime_processes WHERE status <> 'exited'`))[0].n, (n) => n === 0, 60_000).catch(() => undefined);
   await deployer?.stop();
   await stand?.close();
   image?.cleanup();
@@ -80,7 +85,7 @@ function cli(args: string[], timeoutMs = 120_000): Promise<{ code: number | null
 }
 
 describe('langgraphjs deploy (local build) against Slipway', () => {
-  it('creates an internal_docker deployment, gets a push token, logs in, pushes, and PATCHes the digest', async () => {
+  it('creates an internal_docker deployment, gets a push token, logs in, pushes, PATCHes the digest, and the image runs', async () => {
     const run = await cli(['deploy', '--no-input', '--verbose', '--host-url', stand.api.baseUrl, '--name', NAME, '--config', path.join(work, 'project/langgraph.json')]);
     const explain = `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
     const list = await stand.api.http.get(`/v2/deployments?name=${NAME}`);
@@ -97,19 +102,26 @@ describe('langgraphjs deploy (local build) against Slipway', () => {
     expect(revisionId, explain).toBeTruthy();
     const revision = await eventually(
       async () => (await stand.api.http.get(`/v2/deployments/${d.id}/revisions/${revisionId}`)).body,
-      (r) => r.status === 'DEPLOY_FAILED',
+      (r) => ['DEPLOYED', 'DEPLOY_FAILED'].includes(r.status),
       60_000,
     );
     expect(revision).toMatchObject({
+      status: 'DEPLOYED',
       source: 'internal_docker',
       image_digest: image.manifestDigest,
       image_uri: `${stand.address}/${d.id}/${NAME}@${image.manifestDigest}`,
     });
-    expect(revision.status_message).toContain('embedded container runtime is not available yet');
     const history = await stand.api.dataSource.query(`SELECT to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`, [revisionId]);
-    expect(history.map((h: { to_status: string }) => h.to_status)).toEqual(['AWAITING_DEPLOY', 'DEPLOY_FAILED']);
-    // The CLI saw the failure (it does not pretend the image runs).
-    expect(run.code, explain).toBe(1);
+    expect(history.map((h: { to_status: string }) => h.to_status)).toEqual(['AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED']);
+    // The deployment serves the image's page.
+    const [row] = await stand.api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [d.id]);
+    const page = await eventually(
+      () => fetch(`http://127.0.0.1:${row.serving_port}/`).then((r) => r.text(), () => ''),
+      (t) => t === '<h1>cli</h1>',
+      20_000,
+    );
+    expect(page).toBe('<h1>cli</h1>');
+    expect(run.code, explain).toBe(0);
   }, 180_000);
 
   it("on a deployment that is not internal_docker the CLI gets the 400 it matches and says why", async () => {
@@ -120,7 +132,7 @@ describe('langgraphjs deploy (local build) against Slipway', () => {
     expect(`${run.stdout}${run.stderr}`).toContain('was not created by');
   }, 120_000);
 
-  it('external_container without a listener (a workspace with none) ends DEPLOY_FAILED the same way, not run by pretence', async () => {
+  it("external_container without a listener never pulls another deployment's repository of the built-in registry", async () => {
     const created = await stand.api.http.post('/v2/deployments', {
       name: 'no-listener-image',
       source: 'external_container',
@@ -133,7 +145,7 @@ describe('langgraphjs deploy (local build) against Slipway', () => {
       (r) => r.status === 'DEPLOY_FAILED',
       60_000,
     );
-    expect(revision.status_message).toContain('embedded container runtime is not available yet');
+    expect(revision.status_message).toContain("Slipway runs images of the built-in registry only from the deployment's own repositories");
     expect((await stand.api.http.get(`/v2/deployments/${created.body.id}`)).body.active_revision_id).toBeNull();
   }, 90_000);
 });

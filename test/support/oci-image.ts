@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -8,8 +8,10 @@ import * as tar from 'tar';
 
 /**
  * A container image built without pulling anything: an OCI image layout assembled from
- * Debian's busybox-static (its `httpd` serves `/www`), one gzipped tar layer, written
- * reproducibly (fixed times and owners, sorted entries), so the same `page` gives the same digest.
+ * Debian's busybox-static (its `httpd` serves `/www` on $PORT, 8080 without, with `/ok` and a
+ * CGI `/cgi-bin/whoami` that reports the uid, capabilities and what it can see), one gzipped
+ * tar layer, written reproducibly (fixed times and owners, sorted entries), so the same `page`
+ * and options give the same digest.
  */
 export interface OciImage {
   /** The layout directory (`oci:<dir>:latest` for skopeo). */
@@ -21,17 +23,42 @@ export interface OciImage {
 const sha256 = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
 const BUSYBOX = '/bin/busybox';
 
-export async function buildBusyboxImage(page: string): Promise<OciImage> {
+export interface BusyboxImageOptions {
+  /** The image config's Entrypoint and Cmd (default: no Entrypoint, httpd as Cmd; null: none). */
+  entrypoint?: string[] | null;
+  cmd?: string[] | null;
+  architecture?: string;
+  env?: string[];
+}
+
+/** httpd in the foreground on $PORT (8080 without), serving /www. */
+export const HTTPD_CMD = ['/bin/busybox', 'sh', '-c', 'exec /bin/busybox httpd -f -p "${PORT:-8080}" -h /www'];
+
+/** A CGI script: who the server runs as and what it sees of the machine. */
+const WHOAMI = `#!/bin/sh
+printf 'Content-Type: text/plain\\r\\n\\r\\n'
+echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"
+grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status
+echo "run: $(ls -A /run /var/run 2>&1 | tr '\n' ' ')"
+echo "sockets: $(find / -xdev -type s 2>/dev/null | tr '\n' ' ')"
+echo "rootfs-writable: $(touch /bin/x 2>/dev/null && echo yes || echo no)"
+echo "tmp-writable: $(touch /tmp/x 2>/dev/null && echo yes || echo no)"
+echo "host-postgres: $(nc -w 2 127.0.0.1 5432 </dev/null >/dev/null 2>&1 && echo open || echo closed)"
+tr '\\0' '\\n' </proc/1/environ | sed 's/=.*//' | sort | tr '\\n' ' ' | sed 's/^/env: /'
+`;
+
+export async function buildBusyboxImage(page: string, options: BusyboxImageOptions = {}): Promise<OciImage> {
   const work = mkdtempSync(path.join(tmpdir(), 'slipway-oci-'));
   const root = path.join(work, 'rootfs');
-  mkdirSync(path.join(root, 'bin'), { recursive: true });
-  mkdirSync(path.join(root, 'www'), { recursive: true });
+  for (const dir of ['bin', 'www/cgi-bin']) mkdirSync(path.join(root, dir), { recursive: true });
   copyFileSync(BUSYBOX, path.join(root, 'bin/busybox'));
-  symlinkSync('busybox', path.join(root, 'bin/httpd'));
+  for (const applet of ['httpd', 'sh', 'id', 'grep', 'ls', 'tr', 'find', 'touch', 'nc', 'env', 'sed', 'sort']) symlinkSync('busybox', path.join(root, `bin/${applet}`));
   writeFileSync(path.join(root, 'www/index.html'), page);
+  writeFileSync(path.join(root, 'www/ok'), 'ok\n');
+  writeFileSync(path.join(root, 'www/cgi-bin/whoami'), WHOAMI, { mode: 0o755 });
   const layerFile = path.join(work, 'layer.tar');
   const fixed = new Date('2020-01-01T00:00:00Z');
-  await tar.c({ file: layerFile, cwd: root, portable: true, mtime: fixed, noDirRecurse: false }, ['bin', 'bin/busybox', 'bin/httpd', 'www', 'www/index.html'].sort());
+  await tar.c({ file: layerFile, cwd: root, portable: true, mtime: fixed, noDirRecurse: true }, walk(root).sort());
   const tarBytes = readFileSync(layerFile);
   // gzip as registries store layers (skopeo would compress an uncompressed one, changing the
   // digests); Node's gzip header carries no time, so this is reproducible too.
@@ -48,9 +75,14 @@ export async function buildBusyboxImage(page: string): Promise<OciImage> {
   const layerBlob = put(layer);
   const config = Buffer.from(
     JSON.stringify({
-      architecture: 'amd64',
+      architecture: options.architecture ?? 'amd64',
       os: 'linux',
-      config: { Cmd: ['/bin/busybox', 'httpd', '-f', '-p', '8080', '-h', '/www'], ExposedPorts: { '8080/tcp': {} } },
+      config: {
+        ...(options.entrypoint ? { Entrypoint: options.entrypoint } : {}),
+        ...(options.cmd === null ? {} : { Cmd: options.cmd ?? HTTPD_CMD }),
+        Env: options.env ?? ['PATH=/bin'],
+        ExposedPorts: { '8080/tcp': {} },
+      },
       rootfs: { type: 'layers', diff_ids: [sha256(tarBytes)] },
     }),
   );
@@ -73,6 +105,17 @@ export async function buildBusyboxImage(page: string): Promise<OciImage> {
   );
   writeFileSync(path.join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
   return { dir, manifestDigest: manifestBlob.digest, cleanup: () => rmSync(work, { recursive: true, force: true }) };
+}
+
+/** Every path below `root`, relative (directories included). */
+function walk(root: string, rel = ''): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(path.join(root, rel), { withFileTypes: true })) {
+    const p = rel ? `${rel}/${entry.name}` : entry.name;
+    out.push(p);
+    if (entry.isDirectory()) out.push(...walk(root, p));
+  }
+  return out;
 }
 
 export interface PushResult {

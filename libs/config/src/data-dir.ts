@@ -2,12 +2,12 @@ import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 
 /** What the control plane keeps in its data dir that nobody else may read. */
-const PRIVATE_DIRS = ['builds', 'artifacts', 'uploads', 'runtime', 'cache', 'registry'];
+const PRIVATE_DIRS = ['builds', 'artifacts', 'uploads', 'runtime', 'cache', 'registry', 'images'];
 const PRIVATE_FILES = ['secrets.key', 'bootstrap-api-key', 'registry-signing.key'];
 
 /**
  * Makes the data dir the control plane's alone: created 0700 when missing; the data dir, its
- * working directories (builds, artifacts, uploads, runtime, cache, registry) and its key files
+ * working directories (builds, artifacts, uploads, runtime, cache, registry, images) and its key files
  * (`secrets.key`, `bootstrap-api-key`, `registry-signing.key`) that this process's user owns lose every group and
  * other permission (0700 directories, 0600 files), so an older installation's 0755 tree is
  * closed too. Entries owned by someone else (a volume another service created) and symlinks are

@@ -1,3 +1,4 @@
+import type { ContainerImage } from './container/container-instances.js';
 import type { Artifact } from './process/artifact.js';
 
 /**
@@ -9,7 +10,10 @@ export interface StartInstancesInput {
   revisionId: string;
   /** Shown in deploy logs (the artifact's path or image reference). */
   artifactRef: string;
-  artifact: Artifact;
+  /** The built artifact a process runs (absent for an image revision). */
+  artifact?: Artifact;
+  /** Lines for the deploy log before the start (the artifact's warnings, how the image was obtained). */
+  notes?: { line: string; level: 'info' | 'warn' }[];
   /** The app's environment (see `instanceEnvironment`); the driver adds PORT, PATH and HOME. */
   env: Record<string, string>;
   /** Masked wherever the driver quotes an instance's output. */
@@ -23,6 +27,8 @@ export interface StartInstancesInput {
    * instances may connect to (each from its own namespace's address).
    */
   frontPorts: number[];
+  /** An image revision (internal_docker, external_container without a listener): each instance runs it as a container. */
+  image?: ContainerImage;
 }
 
 export interface StartInstancesOptions {

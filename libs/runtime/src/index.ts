@@ -20,6 +20,11 @@ export {
   type RenderInput,
   type StoreImages,
 } from './kubernetes/render.js';
+export { CATATONIT, containerId, ContainerInstances, type ContainerImage, type ContainerLaunch } from './container/container-instances.js';
+export { cleanToolError, ImageCache, type CachedImage, type ImageSource } from './container/image-cache.js';
+export { ImageError, layoutManifestDigest, readImageConfig, type ImageConfig } from './container/image-config.js';
+export { INIT_PATH, MAX_OPEN_FILES, ociConfig, type ContainerSpec } from './container/oci-spec.js';
+export { Runc } from './container/runc.js';
 export { ArtifactError, parseEnvFile, readArtifact, type Artifact } from './process/artifact.js';
 export { probeHealth, waitHealthy, type HealthOutcome } from './process/health.js';
 export { groupMembers, isProcessAlive, stopProcessGroup } from './process/os-process.js';

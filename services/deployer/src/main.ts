@@ -2,9 +2,10 @@
  * The deployer process: a BullMQ worker on `rollouts` (rollouts, provisioning, teardown) plus
  * the shared maintenance worker. Entry file: `tsx services/deployer/src/main.ts`.
  */
+import path from 'node:path';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { createWorker, producerConnection, QUEUES, runWorkerProcess } from '@slipway/jobs';
-import { sandboxForStart } from '@slipway/runtime';
+import { ImageCache, sandboxForStart } from '@slipway/runtime';
 import { ProcessDriver } from './process-driver/process-driver.js';
 import { provisionDeploymentProcessor } from './provision-deployment.processor.js';
 import { DeploymentDataAccess } from './provisioning/data-access.js';
@@ -31,7 +32,9 @@ runWorkerProcess({
     // with the sandbox, fronts listen on its network's services address.
     dataAccess = new DeploymentDataAccess(config, dataSource, log.child({ component: 'data-access' }), sandbox?.network ?? null);
     await dataAccess.start();
-    inputs = new RevisionInputs(config, dataSource, dataAccess);
+    // Image revisions run as runc containers in the sandbox; their images are unpacked once per digest.
+    const images = sandbox ? new ImageCache(path.join(config.dataDir, 'images')) : null;
+    inputs = new RevisionInputs(config, dataSource, dataAccess, images);
     // Serving URLs check keys and budgets as the api does, in the same Redis (docs/api.md, Deployments).
     const servingRedis = producerConnection(config.redisUrl, log);
     const servingAuth = new ServingAuth({
@@ -39,7 +42,7 @@ runWorkerProcess({
       keys: new ApiKeyCache(dataSource, config.apiKeyCacheTtlMs, log),
       limits: new RateLimits({ settings: config.rateLimit, redis: servingRedis, keyPrefix: config.queuePrefix, log, registry: metrics.registry }),
     });
-    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, servingAuth, metrics);
+    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, servingAuth, metrics, images);
     await driver.adopt();
     // Adopted instances find their fronts on the recorded ports; only the runtime's owner keeps them.
     dataAccess.keepFronts(() => driver.isOwner);

@@ -1,12 +1,12 @@
 import type { Config } from '@slipway/config';
 import { SecretBox } from '@slipway/crypto';
 import { queryRows, type DataSource } from '@slipway/db';
-import { deploymentDatabaseName, type SecretEntry } from '@slipway/domain';
-import { instanceEnvironment, readArtifact, type StartInstancesInput } from '@slipway/runtime';
+import { deploymentDatabaseName, isImageSource, type DeploymentSource, type SecretEntry } from '@slipway/domain';
+import { instanceEnvironment, readArtifact, type ImageCache, type StartInstancesInput } from '@slipway/runtime';
+import { revisionImage, type RevisionImageRow } from './revision-image.js';
 import type { DeploymentDataAccess } from './provisioning/data-access.js';
 
-interface RevisionRow {
-  deployment_id: string;
+interface RevisionRow extends RevisionImageRow {
   artifact_ref: string | null;
   resource_spec: { min_scale?: number; max_scale?: number; memory_mb?: number; cpu?: number } | null;
   secrets_sealed: string | null;
@@ -33,6 +33,8 @@ export class RevisionInputs {
     private readonly config: Readonly<Config>,
     private readonly dataSource: DataSource,
     private readonly dataAccess: DeploymentDataAccess,
+    /** Unpacked images (null: no container runtime, so image revisions fail saying why). */
+    private readonly images: ImageCache | null = null,
   ) {
     this.box = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
   }
@@ -50,13 +52,12 @@ export class RevisionInputs {
   private async load(revisionId: string): Promise<StartInstancesInput> {
     const [r] = await queryRows<RevisionRow>(
       this.dataSource.manager,
-      `SELECT r.deployment_id, r.artifact_ref, r.resource_spec, r.secrets_sealed, d.name, d.database_name
+      `SELECT r.deployment_id, r.source, r.image_uri, r.image_digest, r.artifact_ref, r.resource_spec, r.secrets_sealed, d.name, d.database_name
          FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
       [revisionId],
     );
     if (!r) throw new Error(`Revision ${revisionId} is gone.`);
-    if (!r.artifact_ref) throw new Error(`Revision ${revisionId} has no artifact.`);
-    const artifact = await readArtifact(r.artifact_ref);
+    const runs = await this.whatRuns(r, revisionId);
     const secrets: SecretEntry[] = r.secrets_sealed ? JSON.parse(this.box.open(r.secrets_sealed, revisionId)) : [];
     const spec = r.resource_spec;
     // The deployment's own role and Redis user (provisioned again here, so their passwords are current).
@@ -64,14 +65,24 @@ export class RevisionInputs {
     return {
       revisionId,
       deploymentId: r.deployment_id,
-      artifactRef: r.artifact_ref,
-      artifact,
-      env: instanceEnvironment({ base: artifact.env, secrets, data: data.env }),
+      ...runs,
+      env: instanceEnvironment({ base: runs.artifact?.env ?? runs.image?.config.env, secrets, data: data.env }),
       secretValues: secrets.map((s) => s.value),
       scale: instanceCount(spec),
       limits: { memoryMb: positive(spec?.memory_mb), cpu: positive(spec?.cpu) },
       frontPorts: data.frontPorts,
     };
+  }
+
+  /** The artifact a process runs, or (image sources) the image a container runs. */
+  private async whatRuns(r: RevisionRow, revisionId: string): Promise<Pick<StartInstancesInput, 'artifactRef' | 'artifact' | 'image' | 'notes'>> {
+    if (isImageSource(r.source as DeploymentSource)) {
+      const { image, notes } = await revisionImage(this.config, this.images, r);
+      return { artifactRef: r.image_uri ?? image.digest, image, notes };
+    }
+    if (!r.artifact_ref) throw new Error(`Revision ${revisionId} has no artifact.`);
+    const artifact = await readArtifact(r.artifact_ref);
+    return { artifactRef: r.artifact_ref, artifact, notes: artifact.warnings.map((line) => ({ line, level: 'warn' as const })) };
   }
 }
 

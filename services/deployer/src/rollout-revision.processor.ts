@@ -18,21 +18,15 @@ interface RolloutRow {
 }
 
 /**
- * Images Slipway runs itself (internal_docker, and external_container without a listener) need
- * the embedded container runtime, which this release does not have yet: such a rollout ends
- * DEPLOY_FAILED with this message rather than pretending (docs/api.md, Images and the built-in registry).
- */
-export const NO_CONTAINER_RUNTIME =
-  'The embedded container runtime is not available yet: this release cannot run images itself (internal_docker, or external_container without a listener). The image is stored; register a listener and use external_container to run it.';
-
-/**
  * `rollout.revision`. The revision's deployment gets its database first (provisioning is
  * idempotent, so a rollout never waits on a lost provision job). Then by runtime:
  * - `external_container` → the listener runtime: DEPLOYING publishes the revision in its
  *   listener's desired state (docs/api.md, Listener agent protocol); the agent's report ends it, the phase deadline
  *   (reconciler) bounds it.
  * - `repohost` / `upload` → the process runtime (`rolloutProcessRevision`), on the deployer
- *   that owns it (single node; see ProcessDriver).
+ *   that owns it (single node; see ProcessDriver); `internal_docker` and `external_container`
+ *   without a listener the same way, as containers of the embedded container runtime (the
+ *   image pulled and unpacked once per digest; an image that cannot run fails with why).
  */
 export function rolloutRevisionProcessor(
   config: Readonly<Config>,
@@ -69,12 +63,7 @@ export function rolloutRevisionProcessor(
     try {
       if (rev.deployment_status === 'AWAITING_DATABASE' && !(await provisionOrFail(dataAccess, dataSource, flow, rev.deployment_id, revisionId, log))) return;
 
-      if (rev.source === 'internal_docker' || (rev.source === 'external_container' && !rev.listener_id)) {
-        await dataSource.transaction((m) => flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: ['AWAITING_DEPLOY'], message: NO_CONTAINER_RUNTIME }));
-        log.warn({ source: rev.source }, 'no embedded container runtime; revision failed');
-        return;
-      }
-      if (rev.source === 'external_container') {
+      if (rev.source === 'external_container' && rev.listener_id) {
         guard.stop(); // from DEPLOYING on, the listener reports and the deadline bounds it
         const applied = await dataSource.transaction((m) =>
           flow.transition(m, revisionId, 'DEPLOYING', {
@@ -132,7 +121,7 @@ async function rolloutProcessRevision(
   if (!deploying) return;
   const deployLog = new RevisionLogWriter(dataSource, revisionId, 'deploy', input.secretValues);
   try {
-    for (const warning of input.artifact.warnings) deployLog.line(warning, 'warn');
+    for (const note of input.notes ?? []) deployLog.line(note.line, note.level);
     const [row] = await queryRows<{ deadline_at: Date | null }>(dataSource.manager, `SELECT deadline_at FROM revisions WHERE id = $1`, [revisionId]);
     const deadline = row?.deadline_at ? new Date(row.deadline_at).getTime() : Date.now() + config.pipeline.rolloutDeadlineMs;
     const started = await driver.startInstances(input, { signal: guard.signal, deadline, log: (line, level) => deployLog.line(line, level) });

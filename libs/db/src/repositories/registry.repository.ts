@@ -64,6 +64,19 @@ export class RegistryRepository {
     );
   }
 
+  /**
+   * Image digests some revision of a deployment that is not being deleted runs or may run again
+   * (a redeploy): the container runtime keeps these unpacked and removes the rest.
+   */
+  async digestsInUse(): Promise<Set<string>> {
+    const rows = await queryRows<{ image_digest: string }>(
+      this.manager,
+      `SELECT DISTINCT r.image_digest FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+        WHERE r.image_digest IS NOT NULL AND d.status <> 'AWAITING_DELETE'`,
+    );
+    return new Set(rows.map((r) => r.image_digest));
+  }
+
   /** Bytes the workspace's images take in the registry: each distinct blob once. */
   async workspaceBytes(workspaceId: string): Promise<number> {
     const [row] = await queryRows<{ n: string }>(

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { chownSync, closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
+import type { ContainerImage, ContainerInstances } from '../container/container-instances.js';
 import { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment } from '../sandbox/command.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { handOverSeccomp } from '../sandbox/seccomp.js';
@@ -20,6 +21,8 @@ export interface ProcessRuntimeOptions {
   dataDir: string;
   /** Null: instances run unsandboxed, as this process's user (the documented opt-out). */
   sandbox?: Sandbox | null;
+  /** The embedded container runtime (needs the sandbox); null: images cannot run here. */
+  containers?: ContainerInstances | null;
 }
 
 export interface LaunchSpec {
@@ -27,7 +30,8 @@ export interface LaunchSpec {
   revisionId: string;
   /** Which instance of the revision (0-based). */
   index: number;
-  artifact: Artifact;
+  /** What a process runs; absent when `image` is given. */
+  artifact?: Artifact;
   /** The app's environment (see `instanceEnvironment`); PORT, PATH and HOME are added here. */
   env: Record<string, string>;
   /** Restart of an existing row: same row, same log file, same port when it is still free. */
@@ -36,12 +40,15 @@ export interface LaunchSpec {
   limits?: { memoryMb?: number; cpu?: number };
   /** Ports of the data-access fronts (on the sandbox network's services address) the instance may connect to (sandbox only). */
   frontPorts?: number[];
+  /** Run this image in a container instead of the artifact's start command. */
+  image?: ContainerImage;
 }
 
 /** An instance started by this process. */
 export interface LaunchedInstance {
   record: InstanceRecord;
-  child: ChildProcess;
+  /** The spawned process (null for a container: runc started it). */
+  child: ChildProcess | null;
 }
 
 /** An instance's network namespace holder (SandboxNetwork), like its cgroup's name. */
@@ -161,6 +168,7 @@ export class ProcessRuntime {
       return this.store.insert({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, port, logPath });
     });
 
+    if (spec.image) return this.launchContainer(spec, spec.image, record, dir);
     const command = await this.command(spec, record, home);
     // Opened here and handed over as the child's stdout/stderr: the kernel keeps writing to it
     // after we close our copy, whatever happens to this process.
@@ -183,11 +191,42 @@ export class ProcessRuntime {
     child.unref();
     if (spawned || !child.pid) {
       await this.store.update(record.id, 'exited');
-      throw new Error(`Could not start '${spec.artifact.manifest.start.command}': ${spawned?.message ?? 'no pid'}`);
+      throw new Error(`Could not start '${spec.artifact?.manifest.start.command}': ${spawned?.message ?? 'no pid'}`);
     }
     record.pid = child.pid;
     await this.store.update(record.id, 'starting', { pid: child.pid });
     return { record, child };
+  }
+
+  /** A container instead of a process (ContainerInstances); its init's pid is the row's pid. */
+  private async launchContainer(spec: LaunchSpec, image: ContainerImage, record: InstanceRecord, dir: string): Promise<LaunchedInstance> {
+    if (!this.options.containers) throw new Error('Images need the embedded container runtime, which needs the sandbox (root, runc).');
+    try {
+      record.pid = await this.options.containers.launch(
+        record,
+        {
+          deploymentId: spec.deploymentId,
+          image,
+          env: spec.env,
+          limits: spec.limits ?? {},
+          frontPorts: spec.frontPorts ?? [],
+          deploymentDir: dir,
+          logPath: record.logPath,
+          header: `--- slipway: starting instance ${spec.index} of revision ${spec.revisionId} (image ${image.digest}) on port ${record.port} (${new Date().toISOString()}) ---\n`,
+        },
+        async (address) => {
+          record.address = address;
+          await this.store.update(record.id, 'starting', { address });
+        },
+      );
+    } catch (err) {
+      const said = (await lastLines(record.logPath, 3)).join(' ');
+      // Its namespace, cgroup and runc state go with it; the row ends `exited`.
+      await this.stop(record, 0).catch(() => this.store.update(record.id, 'exited'));
+      throw new Error(`Could not start the container: ${(err as Error).message}${said ? ` (${said})` : ''}`);
+    }
+    await this.store.update(record.id, 'starting', { pid: record.pid });
+    return { record, child: null };
   }
 
   /**
@@ -200,7 +239,9 @@ export class ProcessRuntime {
     record: InstanceRecord,
     home: string,
   ): Promise<{ command: string; args: string[]; cwd: string; env: Record<string, string>; seccomp?: Buffer }> {
-    const { start } = spec.artifact.manifest;
+    const artifact = spec.artifact;
+    if (!artifact) throw new Error('An instance needs an artifact or an image to run.');
+    const { start } = artifact.manifest;
     const runtimeEnv = {
       PORT: String(record.port),
       // npm would otherwise look for updates and funding on every start.
@@ -209,7 +250,7 @@ export class ProcessRuntime {
     };
     const pathDirs = [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'];
     const sandbox = this.options.sandbox;
-    if (!sandbox) return { command: start.command, args: start.args, cwd: spec.artifact.cwd, env: sandboxEnvironment(spec.env, { home, path: pathDirs, extra: runtimeEnv }) };
+    if (!sandbox) return { command: start.command, args: start.args, cwd: artifact.cwd, env: sandboxEnvironment(spec.env, { home, path: pathDirs, extra: runtimeEnv }) };
     const uid = await sandbox.identities.uidOf(spec.deploymentId);
     chownSync(home, uid, uid);
     const cgroup = await sandbox.limit(`i-${record.id}`, spec.limits ?? {});
@@ -220,9 +261,9 @@ export class ProcessRuntime {
     const wrapped = sandboxCommand({
       uid,
       gid: uid,
-      readOnly: [{ from: spec.artifact.dir, to: SANDBOX_PATHS.artifact }],
+      readOnly: [{ from: artifact.dir, to: SANDBOX_PATHS.artifact }],
       writable: [{ from: home, to: SANDBOX_PATHS.home }],
-      cwd: path.join(SANDBOX_PATHS.artifact, path.relative(spec.artifact.dir, spec.artifact.cwd)),
+      cwd: path.join(SANDBOX_PATHS.artifact, path.relative(artifact.dir, artifact.cwd)),
       command: start.command,
       args: start.args,
       openFiles: sandbox.settings.openFiles,
@@ -266,8 +307,10 @@ export class ProcessRuntime {
     return waitHealthy({ host: this.instanceHost(record), port: record.port, deadline, signal, alive: () => this.isAlive(record) });
   }
 
-  /** The instance's process (its group leader) runs. */
-  isAlive(record: Pick<InstanceRecord, 'pid'>): boolean {
+  /** The instance's process (its group leader), or its container's init, runs. */
+  isAlive(record: Pick<InstanceRecord, 'id' | 'pid'>): boolean {
+    const containers = this.options.containers;
+    if (containers?.owns(record)) return containers.isRunning(record);
     return isProcessAlive(record.pid);
   }
 
@@ -278,6 +321,7 @@ export class ProcessRuntime {
    */
   async stop(record: InstanceRecord, graceMs = 10_000): Promise<void> {
     await this.kill(record, graceMs);
+    await this.options.containers?.remove(record, this.deploymentDir(record.deploymentId));
     await this.store.update(record.id, 'exited');
     record.status = 'exited';
     const sandbox = this.options.sandbox;
@@ -299,7 +343,9 @@ export class ProcessRuntime {
   }
 
   /** Stops the instance's process group without touching its row (a restart reuses the row). */
-  async kill(record: Pick<InstanceRecord, 'pid'>, graceMs: number): Promise<void> {
+  async kill(record: Pick<InstanceRecord, 'id' | 'pid'>, graceMs: number): Promise<void> {
+    const containers = this.options.containers;
+    if (containers?.owns(record)) return containers.kill(record, graceMs);
     // A dead leader (npm) may leave its group behind (the server, still holding the port): the
     // group is what gets stopped. Only a live pid that leads no group is someone else's.
     const stranger = !!record.pid && isProcessAlive(record.pid) && !isGroupLeader(record.pid);

@@ -9,5 +9,6 @@ export function launchSpec(input: StartInstancesInput): Omit<LaunchSpec, 'index'
     env: input.env,
     limits: input.limits,
     frontPorts: input.frontPorts,
+    image: input.image,
   };
 }

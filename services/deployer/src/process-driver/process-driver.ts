@@ -1,11 +1,14 @@
 import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import type { Config } from '@slipway/config';
-import type { DataSource } from '@slipway/db';
+import { RegistryRepository, type DataSource } from '@slipway/db';
 import { redactValues, type Logger } from '@slipway/logging';
 import {
+  ContainerInstances,
   lastLines,
   ProcessRuntime,
   type HealthOutcome,
+  type ImageCache,
   type Sandbox,
   type InstanceHealth,
   type InstanceRecord,
@@ -67,6 +70,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
   private readonly ctx: InstanceContext;
   private readonly keeper: InstanceKeeper;
   private readonly supervision: Supervision;
+  private readonly containers: ContainerInstances | null;
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | null = null;
@@ -80,8 +84,12 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     /** Who may call a deployment's serving URL. */
     servingAuth: ServingAuth,
     metrics?: Pick<WorkerMetrics, 'counter'>,
+    /** Unpacked images (with the sandbox): image revisions run as containers. */
+    private readonly images: ImageCache | null = null,
   ) {
-    this.runtime = new ProcessRuntime(dataSource, { ...config.runtime, dataDir: config.dataDir, sandbox });
+    // runc's state under the data dir: containers outlive the deployer and the next one finds them.
+    this.containers = sandbox && images ? new ContainerInstances(sandbox, path.join(config.dataDir, 'runtime', 'runc')) : null;
+    this.runtime = new ProcessRuntime(dataSource, { ...config.runtime, dataDir: config.dataDir, sandbox, containers: this.containers });
     this.lock = new RuntimeLock(dataSource, log);
     this.ctx = {
       dataSource,
@@ -109,6 +117,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
       return [];
     });
     if (reaped.length) this.log.info({ reaped }, 'removed network namespaces of stopped instances');
+    await this.pruneImages();
     await this.tick();
     this.timer = setInterval(() => void this.tick(), TICK_MS);
     this.timer.unref();
@@ -255,6 +264,20 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
       // Its log files and HOME; the deploy logs in Postgres go with the deployment row.
       await rm(this.runtime.deploymentDir(deploymentId), { recursive: true, force: true });
     });
+    await this.pruneImages();
+  }
+
+  /** Removes unpacked images no revision of a remaining deployment runs and no container uses. */
+  private async pruneImages(): Promise<void> {
+    if (!this.images || !this.containers) return;
+    try {
+      const keep = await new RegistryRepository(this.ctx.dataSource.manager).digestsInUse();
+      for (const digest of await this.containers.digestsInUse(this.images.dir)) keep.add(digest);
+      const removed = await this.images.prune(keep);
+      if (removed.length) this.log.info({ removed }, 'removed unpacked images no revision uses');
+    } catch (err) {
+      this.log.warn({ err }, 'pruning unpacked images failed');
+    }
   }
 
   private tick(): Promise<void> {

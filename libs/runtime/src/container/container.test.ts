@@ -1,0 +1,97 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanToolError } from './image-cache.js';
+import { ImageError, layoutManifestDigest, readImageConfig } from './image-config.js';
+import { INIT_PATH, ociConfig, type ContainerSpec } from './oci-spec.js';
+import { ociSeccomp } from '../sandbox/seccomp.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** An OCI layout holding only a manifest and a config (no layers needed to read them). */
+function layout(config: object): { dir: string; digest: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-layout-'));
+  dirs.push(dir);
+  mkdirSync(path.join(dir, 'blobs/sha256'), { recursive: true });
+  const put = (data: string) => {
+    const hex = createHash('sha256').update(data).digest('hex');
+    writeFileSync(path.join(dir, 'blobs/sha256', hex), data);
+    return `sha256:${hex}`;
+  };
+  const digest = put(JSON.stringify({ schemaVersion: 2, config: { digest: put(JSON.stringify(config)) }, layers: [] }));
+  writeFileSync(path.join(dir, 'index.json'), JSON.stringify({ manifests: [{ digest, annotations: { 'org.opencontainers.image.ref.name': 'image' } }] }));
+  return { dir, digest };
+}
+
+describe('readImageConfig', () => {
+  it('joins Entrypoint and Cmd, parses Env and WorkingDir, and notices an init entrypoint', async () => {
+    const { dir, digest } = layout({ architecture: 'amd64', os: 'linux', config: { Entrypoint: ['/sbin/tini', '--'], Cmd: ['node', 'server.js'], Env: ['PATH=/usr/bin', 'A=b=c'], WorkingDir: '/app' } });
+    expect(await layoutManifestDigest(dir, 'image')).toBe(digest);
+    expect(await readImageConfig(dir, digest, 'x64')).toEqual({
+      command: ['/sbin/tini', '--', 'node', 'server.js'],
+      env: { PATH: '/usr/bin', A: 'b=c' },
+      workingDir: '/app',
+      hasInit: true,
+    });
+  });
+
+  it('refuses an image with nothing to run, for another architecture or OS', async () => {
+    const none = layout({ architecture: 'amd64', os: 'linux', config: {} });
+    await expect(readImageConfig(none.dir, none.digest, 'x64')).rejects.toThrow(/neither an Entrypoint nor a Cmd/);
+    const arm = layout({ architecture: 'arm64', os: 'linux', config: { Cmd: ['x'] } });
+    await expect(readImageConfig(arm.dir, arm.digest, 'x64')).rejects.toThrow('The image is for arm64; this machine runs linux/amd64 images.');
+    const win = layout({ architecture: 'amd64', os: 'windows', config: { Cmd: ['x'] } });
+    await expect(readImageConfig(win.dir, win.digest, 'x64')).rejects.toBeInstanceOf(ImageError);
+  });
+});
+
+describe('ociConfig', () => {
+  const spec: ContainerSpec = {
+    rootfs: '/data/images/abc/bundle/rootfs',
+    command: ['/bin/server', '--port', '8080'],
+    env: { PORT: '31000', PATH: '/bin' },
+    cwd: '/',
+    uid: 900_001,
+    gid: 900_001,
+    init: '/usr/bin/catatonit',
+    cgroupsPath: '/slipway/i-1',
+    network: { nsPath: '/run/netns/slipway-1', resolvConf: '/etc/netns/slipway-1/resolv.conf' },
+    limits: { memoryMb: 256, cpu: 0.5, pids: 512 },
+    openFiles: 1_048_576,
+    seccomp: ociSeccomp(),
+  };
+
+  it('runs the image as the deployment uid with no capabilities, read-only, in the given namespace and cgroup', () => {
+    const c = ociConfig(spec) as any;
+    expect(c.process).toMatchObject({ terminal: false, user: { uid: 900_001, gid: 900_001, additionalGids: [] }, noNewPrivileges: true, env: ['PORT=31000', 'PATH=/bin'] });
+    expect(c.process.args).toEqual([INIT_PATH, '--', '/bin/server', '--port', '8080']);
+    expect(Object.values(c.process.capabilities).every((caps) => Array.isArray(caps) && caps.length === 0)).toBe(true);
+    // The host's hard ceiling, whatever the setting asks for.
+    expect(c.process.rlimits).toEqual([{ type: 'RLIMIT_NOFILE', hard: 20_000, soft: 20_000 }]);
+    expect(c.root).toEqual({ path: spec.rootfs, readonly: true });
+    expect(c.linux.cgroupsPath).toBe('/slipway/i-1');
+    expect(c.linux.namespaces).toContainEqual({ type: 'network', path: '/run/netns/slipway-1' });
+    expect(c.linux.resources).toMatchObject({ memory: { limit: 256 * 1024 * 1024 }, cpu: { quota: 50_000, period: 100_000 }, pids: { limit: 512 } });
+    expect(c.mounts.map((m: { destination: string }) => m.destination)).toEqual(expect.arrayContaining(['/proc', '/dev', '/tmp', '/etc/resolv.conf', INIT_PATH]));
+    expect(c.linux.seccomp).toEqual(ociSeccomp());
+    expect(c.linux.seccomp.syscalls.some((s: { names: string[] }) => s.names.includes('unshare'))).toBe(true);
+  });
+
+  it('adds no init when the image brings one', () => {
+    const c = ociConfig({ ...spec, init: null }) as any;
+    expect(c.process.args).toEqual(spec.command);
+    expect(c.mounts.some((m: { destination: string }) => m.destination === INIT_PATH)).toBe(false);
+  });
+});
+
+describe('cleanToolError', () => {
+  it("keeps skopeo's message and drops credentials from URLs", () => {
+    const text = 'time="2026-01-01T00:00:00Z" level=fatal msg="initializing source docker://u:secret@host/x: pinging container registry host: connection refused"';
+    expect(cleanToolError(text)).toBe('initializing source docker://host/x: pinging container registry host: connection refused');
+  });
+});

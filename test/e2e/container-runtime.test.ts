@@ -1,0 +1,354 @@
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRegistry } from '@slipway/registry';
+import { Runc } from '@slipway/runtime';
+import { buildBusyboxImage, skopeoPush, type BusyboxImageOptions, type OciImage } from '../support/oci-image.js';
+import { startRegistryStand, type RegistryStand } from '../support/registry-stand.js';
+import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
+
+/**
+ * The embedded container runtime (issue 20): `internal_docker` revisions run as runc containers
+ * in the deployment's sandbox. Real api, deployer process, registry (CNCF distribution) and
+ * runc; the images are hand-built OCI layouts (busybox-static httpd serving /ok on $PORT, with a
+ * CGI that reports who it runs as and what it sees) pushed with skopeo. Nothing is pulled from
+ * anywhere else. Needs root (the sandbox), runc, skopeo, umoci and catatonit.
+ */
+const PORT_MIN = 33_000 + Math.floor(Math.random() * 900);
+const RUNTIME_ENV = { SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN), SLIPWAY_RUNTIME_PORT_MAX: String(PORT_MIN + 99), SLIPWAY_ROLLOUT_DEADLINE_MS: '60000' };
+
+let stand: RegistryStand;
+let deployer: ServiceProcess;
+const images: OciImage[] = [];
+
+const api = () => stand.api;
+const deployerEnv = () => serviceEnv(stand.api, { ...RUNTIME_ENV, SLIPWAY_REGISTRY_PORT: String(stand.api.config.registry.port) });
+const runcRoot = () => path.join(api().config.dataDir, 'runtime', 'runc');
+const imagesDir = () => path.join(api().config.dataDir, 'images');
+
+beforeAll(async () => {
+  stand = await startRegistryStand(RUNTIME_ENV);
+  stand.api.relay.start();
+  deployer = await startService('deployer', deployerEnv());
+}, 90_000);
+
+afterAll(async () => {
+  // Deleting the deployments stops their containers (teardown); then the services go.
+  const list = (await api()?.http.get('/v2/deployments?limit=100'))?.body?.resources ?? [];
+  for (const d of list) await api().http.delete(`/v2/deployments/${d.id}`);
+  if (list.length) {
+    await eventually(async () => new Runc(runcRoot()).list(), (l) => l.length === 0, 60_000, 500).catch(() => undefined);
+  }
+  await deployer?.stop();
+  await stand?.close();
+  for (const image of images) image.cleanup();
+}, 120_000);
+
+async function image(page: string, options: BusyboxImageOptions = {}): Promise<OciImage> {
+  const built = await buildBusyboxImage(page, options);
+  images.push(built);
+  return built;
+}
+
+async function createDeployment(name: string): Promise<{ id: string; registryUrl: string; token: string }> {
+  const res = await api().http.post('/v2/deployments', { name, source: 'internal_docker', source_config: { deployment_type: 'dev' }, source_revision_config: {} });
+  expect(res.status, res.text).toBe(201);
+  const t = await api().http.post(`/v2/deployments/${res.body.id}/push-token`);
+  expect(t.status, t.text).toBe(200);
+  return { id: res.body.id, registryUrl: t.body.registry_url, token: t.body.token };
+}
+
+/** Pushes `img` as `web:<tag>` and PATCHes the deployment to it; the new revision's id. */
+async function deploy(d: { id: string; registryUrl: string; token: string }, img: OciImage, tag: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const pushed = await skopeoPush(img, `${d.registryUrl}/web:${tag}`, `oauth2accesstoken:${d.token}`);
+  expect(pushed.ok, pushed.output).toBe(true);
+  const res = await api().http.patch(`/v2/deployments/${d.id}`, { revision_source: 'internal_docker', source_revision_config: { image_uri: `${d.registryUrl}/web:${tag}` }, ...extra });
+  expect(res.status, res.text).toBe(200);
+  return res.body.latest_revision_id;
+}
+
+async function revision(deploymentId: string, revisionId: string) {
+  return (await api().http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
+}
+
+function settled(deploymentId: string, revisionId: string, timeoutMs = 90_000) {
+  return eventually(() => revision(deploymentId, revisionId), (r) => ['DEPLOYED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(r.status), timeoutMs, 250);
+}
+
+async function servingUrl(deploymentId: string): Promise<string> {
+  const [row] = await api().dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
+  return `http://127.0.0.1:${row.serving_port}`;
+}
+
+async function get(url: string): Promise<{ status: number; text: string } | null> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    return { status: res.status, text: await res.text() };
+  } catch {
+    return null;
+  }
+}
+
+async function liveInstances(deploymentId: string): Promise<{ id: string; pid: number; revision_id: string; status: string; address: string; port: number }[]> {
+  return api().dataSource.query(`SELECT id, pid, revision_id, status, address, port FROM runtime_processes WHERE deployment_id = $1 AND status <> 'exited'`, [deploymentId]);
+}
+
+async function deployLog(revisionId: string): Promise<string> {
+  const rows = await api().dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`, [revisionId]);
+  return rows.map((r: { message: string }) => r.message).join('\n');
+}
+
+/** A deployment serving `page` from a first image: the starting point of several cases. */
+async function serving(name: string, page: string) {
+  const d = await createDeployment(name);
+  const v1 = await deploy(d, await image(page), 'v1');
+  const rev = await settled(d.id, v1);
+  expect(rev.status, rev.status_message).toBe('DEPLOYED');
+  const url = await servingUrl(d.id);
+  await eventually(() => get(url), (r) => r?.text === page, 10_000);
+  return { d, v1, url };
+}
+
+describe('the embedded container runtime', () => {
+  it('PATCH with a pushed image reaches DEPLOYED and the deployment URL serves the image, run by runc', async () => {
+    const { d, v1, url } = await serving('ctr-first', '<h1>first</h1>');
+    expect((await get(`${url}/ok`))?.status).toBe(200);
+    const [instance] = await liveInstances(d.id);
+    expect(instance).toMatchObject({ revision_id: v1, status: 'running' });
+    // A runc container of our own root, running; the image unpacked once under the data dir.
+    const listed = await new Runc(runcRoot()).list();
+    expect(listed).toContainEqual({ id: `i-${instance!.id}`, status: 'running' });
+    const digest = (await revision(d.id, v1)).image_digest as string;
+    expect(existsSync(path.join(imagesDir(), digest.slice(7), 'bundle', 'rootfs', 'www', 'ok'))).toBe(true);
+    expect(await deployLog(v1)).toContain(`Pulled and unpacked image`);
+    // The container's output file is shipped into the deploy log like a process's.
+    await eventually(() => deployLog(v1), (log) => log.includes(`starting instance 0 of revision ${v1} (image ${digest})`), 10_000);
+  }, 120_000);
+
+  it('the container runs as the deployment uid with no capabilities, a read-only root and no host socket', async () => {
+    const { d, url } = await serving('ctr-whoami', '<h1>who</h1>');
+    const res = await get(`${url}/cgi-bin/whoami`);
+    expect(res?.status, res?.text).toBe(200);
+    const [{ uid }] = await api().dataSource.query(`SELECT sandbox_uid AS uid FROM deployments WHERE id = $1`, [d.id]);
+    const text = res!.text;
+    expect(text).toContain(`uid=${uid} gid=${uid} groups=${uid}`);
+    expect(text).toMatch(/CapEff:\s+0000000000000000/);
+    expect(text).toMatch(/CapBnd:\s+0000000000000000/);
+    expect(text).toMatch(/NoNewPrivs:\s+1/);
+    expect(text).toContain('rootfs-writable: no');
+    expect(text).toContain('tmp-writable: yes');
+    // No socket of the host anywhere in its filesystem, nothing of the host's /run, and the
+    // host's loopback services are not its loopback.
+    expect(text).toMatch(/^sockets: *$/m);
+    expect(text).toMatch(/^run: .*(No such file|^run: *$)/m);
+    expect(text).toContain('host-postgres: closed');
+    // Its environment (PID 1's: CGI scripts get httpd's own): the platform's variables, nothing of the control plane's.
+    expect(text).toMatch(/env: .*\bDATABASE_URI\b/);
+    expect(text).toMatch(/env: .*\bPORT\b/);
+    expect(text).not.toMatch(/\bDATABASE_URL\b|\bREDIS_URL\b|SLIPWAY_/);
+  }, 120_000);
+
+  it('v1 → v2 under probing every 100 ms: zero failed requests, then only v2', async () => {
+    const { d, url } = await serving('ctr-switch', '<h1>v1</h1>');
+    const failures: string[] = [];
+    const seen = new Set<string>();
+    let probing = true;
+    const prober = (async () => {
+      while (probing) {
+        const r = await get(url);
+        if (!r || r.status !== 200) failures.push(r ? `${r.status} ${r.text.slice(0, 100)}` : 'connection failed');
+        else seen.add(r.text);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    })();
+    const v2 = await deploy(d, await image('<h1>v2</h1>'), 'v2');
+    const rev = await settled(d.id, v2);
+    await eventually(() => get(url), (r) => r?.text === '<h1>v2</h1>', 10_000);
+    await new Promise((r) => setTimeout(r, 3_000));
+    probing = false;
+    await prober;
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    expect(failures).toEqual([]);
+    expect(seen).toEqual(new Set(['<h1>v1</h1>', '<h1>v2</h1>']));
+    // The old container is stopped and deleted.
+    await eventually(async () => (await liveInstances(d.id)).map((i) => i.revision_id), (ids) => ids.length === 1 && ids[0] === v2, 30_000, 500);
+  }, 180_000);
+
+  it('an image without entrypoint or cmd fails with the cause; v1 keeps serving', async () => {
+    const { d, v1, url } = await serving('ctr-nocmd', '<h1>stays</h1>');
+    const bad = await deploy(d, await image('<h1>bad</h1>', { cmd: null }), 'bad');
+    const rev = await settled(d.id, bad);
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toContain('neither an Entrypoint nor a Cmd');
+    expect((await get(url))?.text).toBe('<h1>stays</h1>');
+    expect((await api().http.get(`/v2/deployments/${d.id}`)).body.active_revision_id).toBe(v1);
+  }, 120_000);
+
+  it('an image for another architecture fails saying so; v1 keeps serving', async () => {
+    const { d, url } = await serving('ctr-arch', '<h1>amd</h1>');
+    const bad = await deploy(d, await image('<h1>arm</h1>', { architecture: 's390x' }), 'arm');
+    const rev = await settled(d.id, bad);
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toMatch(/The image is for s390x; this machine runs linux\/amd64 images/);
+    expect((await get(url))?.text).toBe('<h1>amd</h1>');
+  }, 120_000);
+
+  it('the registry down: DEPLOY_FAILED naming the pull failure; the active revision keeps serving', async () => {
+    const { d, v1 } = await serving('ctr-regdown', '<h1>first</h1>');
+    const v2 = await deploy(d, await image('<h1>second</h1>'), 'second');
+    expect((await settled(d.id, v2)).status).toBe('DEPLOYED');
+    const url = await servingUrl(d.id);
+    // v1's image is no longer on this machine, and the registry is gone: a redeploy must pull.
+    const digest = (await revision(d.id, v1)).image_digest as string;
+    rmSync(path.join(imagesDir(), digest.slice(7)), { recursive: true, force: true });
+    await stand.registry.stop();
+    try {
+      const res = await api().http.post(`/v2/deployments/${d.id}/revisions/${v1}/redeploy`);
+      expect(res.status, res.text).toBe(200);
+      const rev = await settled(d.id, res.body.latest_revision_id);
+      expect(rev.status).toBe('DEPLOY_FAILED');
+      expect(rev.status_message).toMatch(/^Pulling .* failed: .*connection refused/i);
+      expect((await get(url))?.text).toBe('<h1>second</h1>');
+      expect((await api().http.get(`/v2/deployments/${d.id}`)).body.active_revision_id).toBe(v2);
+    } finally {
+      stand.registry = await startRegistry(api().config);
+    }
+  }, 180_000);
+
+  it('a digest the registry no longer has: DEPLOY_FAILED naming it unknown; the active revision keeps serving', async () => {
+    const { d, v1 } = await serving('ctr-unknown', '<h1>gone</h1>');
+    const v2 = await deploy(d, await image('<h1>here</h1>'), 'here');
+    expect((await settled(d.id, v2)).status).toBe('DEPLOYED');
+    const url = await servingUrl(d.id);
+    // v1's manifest leaves the registry's storage (as a deletion would), and this machine's copy goes.
+    const digest = (await revision(d.id, v1)).image_digest as string;
+    const link = path.join(api().config.registry.storageDir, 'storage/docker/registry/v2/repositories', d.id, 'web/_manifests/revisions/sha256', digest.slice(7));
+    expect(existsSync(link)).toBe(true);
+    rmSync(link, { recursive: true, force: true });
+    rmSync(path.join(imagesDir(), digest.slice(7)), { recursive: true, force: true });
+    const res = await api().http.post(`/v2/deployments/${d.id}/revisions/${v1}/redeploy`);
+    expect(res.status, res.text).toBe(200);
+    const rev = await settled(d.id, res.body.latest_revision_id);
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toMatch(/^Pulling .* failed: .*manifest unknown/i);
+    expect((await get(url))?.text).toBe('<h1>here</h1>');
+  }, 180_000);
+
+  it('a corrupt layer in the registry fails the pull on its digest; v1 keeps serving', async () => {
+    const { d, url } = await serving('ctr-corrupt', '<h1>intact</h1>');
+    const img = await image('<h1>corrupt</h1>');
+    const pushed = await skopeoPush(img, `${d.registryUrl}/web:corrupt`, `oauth2accesstoken:${d.token}`);
+    expect(pushed.ok, pushed.output).toBe(true);
+    // The layer's bytes in the registry's storage change; its name (digest) does not.
+    const manifest = JSON.parse(readFileSync(path.join(img.dir, 'blobs/sha256', img.manifestDigest.slice(7)), 'utf8'));
+    const layer = (manifest.layers[0].digest as string).slice(7);
+    const data = path.join(api().config.registry.storageDir, 'storage/docker/registry/v2/blobs/sha256', layer.slice(0, 2), layer, 'data');
+    const bytes = readFileSync(data);
+    bytes[bytes.length - 20] ^= 0xff;
+    writeFileSync(data, bytes);
+    const res = await api().http.patch(`/v2/deployments/${d.id}`, { revision_source: 'internal_docker', source_revision_config: { image_uri: `${d.registryUrl}/web:corrupt` } });
+    expect(res.status, res.text).toBe(200);
+    const rev = await settled(d.id, res.body.latest_revision_id);
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toMatch(/^Pulling .* failed: .*digest/i);
+    expect((await get(url))?.text).toBe('<h1>intact</h1>');
+  }, 120_000);
+
+  it('redeploying v1 after v2 serves v1 from the unpacked image, without a pull', async () => {
+    const { d, v1, url } = await serving('ctr-redeploy', '<h1>old</h1>');
+    const v2 = await deploy(d, await image('<h1>new</h1>'), 'new');
+    expect((await settled(d.id, v2)).status).toBe('DEPLOYED');
+    const digest = (await revision(d.id, v1)).image_digest as string;
+    const unpacked = path.join(imagesDir(), digest.slice(7));
+    const before = statSync(unpacked).ino;
+    const res = await api().http.post(`/v2/deployments/${d.id}/revisions/${v1}/redeploy`);
+    expect(res.status, res.text).toBe(200);
+    const again = res.body.latest_revision_id as string;
+    expect(again).not.toBe(v1);
+    const rev = await settled(d.id, again);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    await eventually(() => get(url), (r) => r?.text === '<h1>old</h1>', 10_000);
+    const log = await deployLog(again);
+    expect(log).toContain(`Image ${digest} is already unpacked on this machine; no pull.`);
+    expect(log).not.toContain('Pulled and unpacked');
+    expect(statSync(unpacked).ino).toBe(before);
+  }, 180_000);
+
+  it('a container over its memory limit ends DEPLOY_FAILED with "out of memory" in status_message', async () => {
+    const d = await createDeployment('ctr-oom');
+    const hog = await image('<h1>hog</h1>', { cmd: ['/bin/busybox', 'sh', '-c', 'exec /bin/busybox dd if=/dev/zero of=/dev/null bs=96M count=1'] });
+    const id = await deploy(d, hog, 'hog', { source_config: { resource_spec: { memory_mb: 24 } } });
+    const rev = await settled(d.id, id);
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toContain('out of memory (limit 24 MB)');
+  }, 120_000);
+
+  it('a serving container killed out of memory is restarted, and the deploy log names the cause', async () => {
+    const d = await createDeployment('ctr-oom-later');
+    // Serves, then (once the rollout is done) something in it outgrows the limit; the server goes with it.
+    const script = '/bin/busybox httpd -f -p "$PORT" -h /www & sleep 6; /bin/busybox dd if=/dev/zero of=/dev/null bs=96M count=1; kill $!; wait';
+    const id = await deploy(d, await image('<h1>later</h1>', { cmd: ['/bin/busybox', 'sh', '-c', script] }), 'later', { source_config: { resource_spec: { memory_mb: 24 } } });
+    const rev = await settled(d.id, id);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    await eventually(() => deployLog(id), (log) => log.includes('was killed: out of memory (limit 24 MB); restarting'), 60_000, 500);
+  }, 120_000);
+
+  it('a deployer kill -9 leaves the container serving; the next deployer re-adopts it without a restart', async () => {
+    const { d, url } = await serving('ctr-adopt', '<h1>adopt</h1>');
+    const [before] = await liveInstances(d.id);
+    deployer.child.kill('SIGKILL');
+    await deployer.exited;
+    const direct = await get(`http://${before!.address}:${before!.port}/`);
+    expect(direct?.text).toBe('<h1>adopt</h1>');
+    expect(new Runc(runcRoot()).isRunning(`i-${before!.id}`)).toBe(true);
+    deployer = await startService('deployer', deployerEnv());
+    await eventually(() => get(url), (r) => r?.text === '<h1>adopt</h1>', 30_000);
+    await deployer.waitFor(/re-adopted a running instance/, 30_000);
+    const after = await liveInstances(d.id);
+    expect(after.map((i) => ({ id: i.id, pid: i.pid }))).toEqual([{ id: before!.id, pid: before!.pid }]);
+  }, 180_000);
+
+  it('a crashed container is restarted and serves again', async () => {
+    const { d, url } = await serving('ctr-crash', '<h1>phoenix</h1>');
+    const [before] = await liveInstances(d.id);
+    await new Runc(runcRoot()).signal(`i-${before!.id}`, 'KILL', true);
+    await eventually(
+      async () => (await liveInstances(d.id))[0],
+      (i) => !!i && i.status === 'running' && i.pid !== before!.pid && new Runc(runcRoot()).isRunning(`i-${i.id}`),
+      60_000,
+      500,
+    );
+    await eventually(() => get(url), (r) => r?.text === '<h1>phoenix</h1>', 30_000);
+  }, 120_000);
+});
+
+describe('external_container without a listener', () => {
+  async function externalRevision(name: string, imageUri: string) {
+    const created = await api().http.post('/v2/deployments', { name, source: 'external_container', source_config: {}, source_revision_config: { image_uri: imageUri } });
+    expect(created.status, created.text).toBe(201);
+    return settled(created.body.id, created.body.latest_revision_id);
+  }
+
+  it("pulls nothing from a registry on a loopback or private address that the outbound allow-list does not name", async () => {
+    const rev = await externalRevision('ext-loopback', '127.0.0.1:1/team/web:v1');
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toBe('Slipway does not pull images from 127.0.0.1:1: it is a loopback address (SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).');
+  }, 90_000);
+
+  it("never uses the platform credential for another deployment's repository of the built-in registry", async () => {
+    const other = await serving('ctr-victim', '<h1>private</h1>');
+    const rev = await externalRevision('ext-thief', `${other.d.registryUrl}/web:v1`);
+    expect(rev.status).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toContain("Slipway runs images of the built-in registry only from the deployment's own repositories");
+  }, 120_000);
+});
+
+describe('unpacked images', () => {
+  it('are removed once no revision of a remaining deployment uses them', async () => {
+    const { d, v1 } = await serving('ctr-prune', '<h1>pruned</h1>');
+    const digest = (await revision(d.id, v1)).image_digest as string;
+    expect(readdirSync(imagesDir())).toContain(digest.slice(7));
+    expect((await api().http.delete(`/v2/deployments/${d.id}`)).status).toBeLessThan(300);
+    await eventually(async () => readdirSync(imagesDir()), (entries) => !entries.includes(digest.slice(7)), 60_000, 500);
+  }, 120_000);
+});
