@@ -137,9 +137,18 @@ describe('agent server crons and TTLs', () => {
     await expect(client.crons.delete(created.cron_id)).rejects.toMatchObject({ status: 404 });
   }, 60_000);
 
-  it('fires a stateless * * * * * cron exactly once per minute across two instances', async () => {
+  it('fires stateless * * * * * crons exactly once per minute across two instances, keeping or deleting their threads', async () => {
+    // Runs ever inserted, deleted ones included (the server's statistics): only these crons make
+    // runs while this case runs, and the cases before it make none.
+    const runsInserted = async () => {
+      const { rows } = await deploymentDb.query(`SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'slipway_agent_runs'`);
+      return Number(rows[0].n_tup_ins);
+    };
+    const insertedBefore = await runsInserted();
     const cron = await client.crons.create('agent', { schedule: '* * * * *', input: { steps: ['tick'] }, onRunCompleted: 'keep' });
     expect(cron).toMatchObject({ thread_id: null, on_run_completed: 'keep' });
+    const deleting = await client.crons.create('agent', { schedule: '* * * * *', input: { steps: ['gone'] } });
+    expect(deleting).toMatchObject({ thread_id: null, on_run_completed: 'delete' });
     const createdAt = new Date(cron.created_at).getTime();
     // Each tick runs on a thread of its own, kept 30 s (the TTL): seen by polling every 2 s.
     const runsByThread = new Map<string, string[]>();
@@ -157,8 +166,15 @@ describe('agent server crons and TTLs', () => {
       await sleep(2_000);
     }
     const ticks = minuteOf(Date.now()) - minuteOf(createdAt);
+    const deletingTicks = minuteOf(Date.now()) - minuteOf(new Date(deleting.created_at).getTime());
     await client.crons.delete(cron.cron_id);
+    await client.crons.delete(deleting.cron_id);
     expect(runsByThread.size).toBe(ticks);
+    // The deleting cron ran as often, and none of its threads is left.
+    expect(await client.threads.search({ metadata: { cron_id: deleting.cron_id } })).toEqual([]);
+    await eventually(async () => (await runsInserted()) - insertedBefore, (n) => n >= ticks + deletingTicks, 30_000, 1_000);
+    await sleep(11_000); // each instance's backends report their counts within 10 s: a duplicate would show by now
+    expect((await runsInserted()) - insertedBefore).toBe(ticks + deletingTicks);
     for (const [threadId, runs] of runsByThread) {
       expect(runs, `runs of ${threadId}`).toHaveLength(1);
       expect(runs[0]).toMatch(/:success$/);
