@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployRepo, gitIn, initProject, runningInstances, startAgentPipeline, untilDone, type Instance } from '../support/agent-projects.js';
+import { gitIn, initProject, runningInstances, startDeployedAgent, untilDone, type Instance } from '../support/agent-projects.js';
 import type { HttpClient } from '../support/http.js';
 import type { Pipeline } from '../support/pipeline.js';
 import { eventually } from '../support/service-process.js';
@@ -28,7 +28,6 @@ let reposRoot: string;
 let repo: string;
 let deploymentId: string;
 let shared: Client;
-let apiKey: string;
 
 interface Tick {
   id?: string;
@@ -84,16 +83,10 @@ beforeAll(async () => {
   copyFileSync(GRAPH, path.join(repo, 'src/agent.ts'));
   gitIn(repo, 'add', '-A');
   gitIn(repo, 'commit', '-q', '-m', 'slow graph');
-  pipeline = await startAgentPipeline(reposRoot, PORT_BASE);
+  const deployed = await startDeployedAgent(reposRoot, repo, PORT_BASE, 2);
+  ({ pipeline, deploymentId } = deployed);
   ({ api, http } = pipeline);
-  const created = await deployRepo(http, reposRoot, repo, 2);
-  deploymentId = created.deploymentId;
-  const rev = await untilDone(http, deploymentId, created.revisionId);
-  expect(rev.status, rev.status_message).toBe('DEPLOYED');
-  const key = await http.post('/v2/api-keys', { description: 'sdk' });
-  expect(key.status, key.text).toBe(201);
-  apiKey = key.body.key;
-  shared = new Client({ apiUrl: (await http.get(`/v2/deployments/${deploymentId}`)).body.url, apiKey });
+  shared = new Client({ apiUrl: deployed.url, apiKey: deployed.apiKey });
   expect(await instances()).toHaveLength(2);
 }, 420_000);
 

@@ -17,7 +17,8 @@ import { eventually } from '../support/service-process.js';
  * database and Redis prefix, two instances, no control plane. What the e2e files cannot see from
  * outside: the earlier single-table records moved into the row tables, the database holding one
  * running run per thread, and reads that use indexes only (no table read whole), at 20,000
- * threads and runs and on an idle instance.
+ * threads and runs and on an idle instance; and a start refused, naming the key, on TTL settings of
+ * langgraph.json it cannot honour.
  */
 const GRAPH = fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url));
 
@@ -153,4 +154,30 @@ describe('agent server storage: one row per record in the deployment database', 
     expect(after.indexScans).toBeGreaterThan(before.indexScans); // the hosts' reads were counted…
     expect(after.whole).toEqual(before.whole); // …and none read a table whole
   }, 120_000);
+});
+
+describe('agent server start: TTL settings of langgraph.json', () => {
+  /** Starts a host on the graph config `config`; resolves with its exit code and stderr once it exits. */
+  async function startWith(config: Record<string, unknown>): Promise<{ code: number | null; stderr: string }> {
+    writeFileSync(path.join(root, 'ttl-check.json'), JSON.stringify({ graphs: { agent: './src/agent.ts:graph' }, ...config }));
+    const child = spawn(process.execPath, [path.join(hostDir, 'server.mjs'), 'ttl-check.json'], {
+      cwd: root,
+      env: { PATH: process.env.PATH!, PORT: String(await freePort()), DATABASE_URI: db.url, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: testQueuePrefix('agent-ttl') },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    servers.push(child);
+    let stderr = '';
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    return { code, stderr: stderr.trim() };
+  }
+
+  it('stops the start with one line naming a TTL setting it cannot honour', async () => {
+    const strategy = await startWith({ checkpointer: { ttl: { strategy: 'keep_latest', default_ttl: 60 } } });
+    expect(strategy.code).toBe(1);
+    expect(strategy.stderr.split('\n').at(-1)).toBe(`langgraph.json: checkpointer.ttl.strategy 'keep_latest' is not supported (only "delete")`);
+    const negative = await startWith({ store: { ttl: { default_ttl: -1 } } });
+    expect(negative.code).toBe(1);
+    expect(negative.stderr.split('\n').at(-1)).toBe('langgraph.json: store.ttl.default_ttl must be a positive number of minutes');
+  }, 60_000);
 });

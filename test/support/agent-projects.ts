@@ -18,9 +18,9 @@ export const gitIn = (dir: string, ...args: string[]) =>
 
 /**
  * A git repository `name` under `reposRoot` with a LangGraph.js project whose graph `agent` is
- * ./src/agent.ts:graph (not written or committed yet); `env` goes into its graph config.
+ * ./src/agent.ts:graph (not written or committed yet); `env` and the keys of `config` go into its graph config.
  */
-export function initProject(reposRoot: string, name: string, env?: Record<string, string>): string {
+export function initProject(reposRoot: string, name: string, env?: Record<string, string>, config: Record<string, unknown> = {}): string {
   const dir = path.join(reposRoot, name);
   mkdirSync(path.join(dir, 'src'), { recursive: true });
   execFileSync('git', ['init', '-q', '-b', 'main', dir]);
@@ -30,7 +30,7 @@ export function initProject(reposRoot: string, name: string, env?: Record<string
   );
   writeFileSync(
     path.join(dir, 'langgraph.json'),
-    JSON.stringify({ node_version: process.versions.node.split('.')[0], graphs: { agent: './src/agent.ts:graph' }, dependencies: ['.'], ...(env ? { env } : {}) }),
+    JSON.stringify({ node_version: process.versions.node.split('.')[0], graphs: { agent: './src/agent.ts:graph' }, dependencies: ['.'], ...(env ? { env } : {}), ...config }),
   );
   return dir;
 }
@@ -79,3 +79,25 @@ export const startAgentPipeline = (reposRoot: string, portBase: number): Promise
     SLIPWAY_RUNTIME_PORT_MAX: String(portBase + 999),
     SLIPWAY_ROLLOUT_DEADLINE_MS: '120000',
   });
+
+export interface DeployedAgent {
+  pipeline: Pipeline;
+  deploymentId: string;
+  /** The deployment's serving URL. */
+  url: string;
+  /** A workspace API key for it. */
+  apiKey: string;
+}
+
+/** Starts a control plane (see startAgentPipeline), deploys the committed repository `dir` with `minScale` instances and mints a key. */
+export async function startDeployedAgent(reposRoot: string, dir: string, portBase: number, minScale: number): Promise<DeployedAgent> {
+  const pipeline = await startAgentPipeline(reposRoot, portBase);
+  const { http } = pipeline;
+  const { deploymentId, revisionId } = await deployRepo(http, reposRoot, dir, minScale);
+  const rev = await untilDone(http, deploymentId, revisionId);
+  expect(rev.status, rev.status_message).toBe('DEPLOYED');
+  const key = await http.post('/v2/api-keys', { description: 'sdk' });
+  expect(key.status, key.text).toBe(201);
+  const url = (await http.get(`/v2/deployments/${deploymentId}`)).body.url;
+  return { pipeline, deploymentId, url, apiKey: key.body.key };
+}

@@ -11,7 +11,9 @@
 // - checkpoints and store: @langchain/langgraph-checkpoint-postgres (src/persistence.ts);
 // - runs: a queue in Postgres any instance's worker claims under a lease (src/queue.ts);
 // - run events and cancellations: the deployment's Redis, so a run streams, joins and cancels
-//   through any instance (src/streams.ts).
+//   through any instance (src/streams.ts);
+// - crons: rows fired by whichever instance claims a tick (src/crons.ts); TTL sweeps of threads
+//   and store items from langgraph.json (src/ttl.ts).
 // This file loads the project's graphs first (a graph that fails to load ends the start with one
 // line naming it), then hands over to src/main.ts.
 import { readFileSync } from 'node:fs';
@@ -61,10 +63,12 @@ for (const [graphId, graph] of Object.entries(config.graphs)) {
   }
 }
 
-const { settingsFromEnv, startHost } = await import('./src/main.ts');
+const { settingsFromEnv, startHost, ttlConfig } = await import('./src/main.ts');
 let settings;
+let ttl;
 try {
   settings = settingsFromEnv(process.env);
+  ttl = ttlConfig(config, settings.ttlSweepMs);
 } catch (err) {
   console.error(err.message);
   process.exit(1);
@@ -81,5 +85,8 @@ const options = {
   graphs: config.graphs,
   ...(config.auth ? { auth: config.auth } : {}),
   ...(config.http ? { http: config.http } : {}),
+  // Generative UI components (langgraph.json `ui`, `ui_config`): bundled at start, served at /ui/<graph>.
+  ...(config.ui ? { ui: config.ui } : {}),
+  ...(config.ui_config ? { ui_config: config.ui_config } : {}),
 };
-await startHost(settings, options);
+await startHost(settings, options, ttl);

@@ -1,5 +1,6 @@
 // The host's HTTP layer in front of the published server's routes (its `http.app` hook, which is
-// mounted before them): a run's event stream answers with a `Location` naming where to re-join
+// mounted before them): the routes the host serves itself (crons), /info's flags, and a run's
+// event stream answers with a `Location` naming where to re-join
 // it, so the SDK reconnects (with Last-Event-ID, on any instance) when a connection drops.
 // A project's own `http.app` is mounted behind it, unchanged.
 import path from 'node:path';
@@ -14,8 +15,11 @@ export let hostApp: Hono | undefined;
 /** The `http.app` value the server is given: this module's `hostApp`. */
 export const HOST_APP_SPEC = `${fileURLToPath(import.meta.url)}:hostApp`;
 
-/** Builds `hostApp`, with the project's own app (`file:export`, relative to `cwd`) behind it. */
-export async function prepareHostApp(projectApp: string | undefined, cwd: string): Promise<void> {
+/**
+ * Builds `hostApp`: the host's own routes (`mount`), then the project's own app (`file:export`,
+ * relative to `cwd`). GET /info reports `flags` merged over the published server's.
+ */
+export async function prepareHostApp(projectApp: string | undefined, cwd: string, mount: (app: Hono) => void, flags: Record<string, boolean>): Promise<void> {
   const app = new Hono();
   app.use('*', async (c, next) => {
     await next();
@@ -23,6 +27,14 @@ export async function prepareHostApp(projectApp: string | undefined, cwd: string
     const at = (c.res.headers.get('content-location') ?? new URL(c.req.url).pathname).match(RUN_PATH);
     if (at) c.res.headers.set('location', `${at[1]}/stream`);
   });
+  app.get('/info', async (c, next) => {
+    await next();
+    if (c.res.status !== 200) return;
+    const info = (await c.res.json()) as { flags?: Record<string, boolean> };
+    c.res = undefined; // replaced, headers and all
+    c.res = c.json({ ...info, flags: { ...info.flags, ...flags } });
+  });
+  mount(app);
   if (projectApp) {
     const [file, exportName = 'default'] = projectApp.split(':', 2);
     const module = await import(pathToFileURL(path.resolve(cwd, file!)).href);

@@ -23,8 +23,11 @@ export class LeaseLostError extends Error {
  * The saver shares the host's pool; the store keeps a small one of its own (it takes only pool
  * options). A deployment's database serves every instance, so each takes few connections.
  */
-export function createPersistence(db: Db, databaseUri: string) {
-  return { saver: new PostgresSaver(db), store: new PostgresStore({ connectionOptions: { connectionString: databaseUri, max: 2 } }) };
+export function createPersistence(db: Db, databaseUri: string, ttl?: { ttlMinutes: number; refreshOnRead: boolean }) {
+  // With a TTL, items get an expiry and reads skip expired ones; the sweep is the host's (ttl.ts),
+  // bounded and on one instance at a time, so the store's own (unbounded, on every instance) stays off.
+  const storeTtl = ttl ? { ttl: { defaultTtl: ttl.ttlMinutes, refreshOnRead: ttl.refreshOnRead } } : {};
+  return { saver: new PostgresSaver(db), store: new PostgresStore({ connectionOptions: { connectionString: databaseUri, max: 2 }, ...storeTtl }) };
 }
 
 export function wirePersistence(db: Db, saver: PostgresSaver, pgStore: PostgresStore, fence: Fence): void {

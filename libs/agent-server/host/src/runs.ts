@@ -49,7 +49,7 @@ export class PgRuns implements RunsRepo {
   async put(runId: string, assistantId: string, kwargs: RunKwargs, options: PutOptions, auth: AuthContext): Promise<Run[]> {
     const multitaskStrategy = options?.multitaskStrategy ?? 'reject';
     const status = options?.status ?? 'pending';
-    let threadId = options?.threadId;
+    const threadId = options?.threadId;
     const [filters, mutable] = await handleAuthEvent(auth, 'threads:create_run', {
       thread_id: threadId,
       assistant_id: assistantId,
@@ -62,74 +62,83 @@ export class PgRuns implements RunsRepo {
       after_seconds: options?.afterSeconds ?? 0,
       kwargs,
     });
-    const result = await inTransaction(this.db, async (tx) => {
-      const { rows: found } = await tx.query('SELECT * FROM slipway_agent_assistants WHERE assistant_id = $1', [assistantId]);
-      const assistant = found[0];
-      if (!assistant) {
-        throw new HTTPException(404, {
-          message: `No assistant found for "${assistantId}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`,
-        });
-      }
-      const metadata = mutable.metadata ?? {};
-      const config = kwargs.config ?? {};
-      const existing = threadId ? (await tx.query('SELECT * FROM slipway_agent_threads WHERE thread_id = $1 FOR UPDATE', [threadId])).rows[0] : undefined;
-      if (existing && !isAuthMatching(existing.metadata, filters)) throw new HTTPException(404);
-      const link = { graph_id: assistant.graph_id, assistant_id: assistantId };
-      if (!existing && (threadId == null || options?.ifNotExists === 'create')) {
-        threadId ??= uuid7();
-        const threadConfig = { ...assistant.config, ...config, configurable: { ...assistant.config?.configurable, ...config.configurable } };
-        await tx.query(`INSERT INTO slipway_agent_threads (thread_id, status, metadata, config) VALUES ($1, 'busy', $2, $3)`, [
-          threadId,
-          json({ ...link, ...metadata }),
-          json(threadConfig),
-        ]);
-      } else if (existing) {
-        if (existing.status !== 'busy') {
-          const threadConfig = {
-            ...assistant.config,
-            ...existing.config,
-            ...config,
-            configurable: { ...assistant.config?.configurable, ...existing.config?.configurable, ...config.configurable },
-          };
-          await tx.query(`UPDATE slipway_agent_threads SET status = 'busy', metadata = metadata || $2::jsonb, config = $3, updated_at = now() WHERE thread_id = $1`, [
-            threadId,
-            json(link),
-            json(threadConfig),
-          ]);
-        }
-      } else {
-        return [];
-      }
-      const inflight = (await tx.query(`SELECT ${RUN_COLUMNS} FROM slipway_agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')`, [threadId])).rows.map(
-        toRun,
-      );
-      if (options?.preventInsertInInflight && inflight.length) return inflight;
-      const configurable = {
-        ...assistant.config?.configurable,
-        ...existing?.config?.configurable,
-        ...config.configurable,
-        run_id: runId,
-        thread_id: threadId,
-        graph_id: assistant.graph_id,
-        assistant_id: assistantId,
-        user_id: config.configurable?.user_id ?? existing?.config?.configurable?.user_id ?? assistant.config?.configurable?.user_id ?? options?.userId,
-      };
-      const mergedMetadata = { ...assistant.metadata, ...existing?.metadata, ...metadata };
-      const runKwargs = {
-        ...kwargs,
-        config: { ...assistant.config, ...config, configurable, metadata: mergedMetadata },
-        context:
-          typeof assistant.context !== 'object' && assistant.context != null ? (assistant.context ?? kwargs.context) : { ...assistant.context, ...(kwargs.context as object) },
-      };
-      const { rows } = await tx.query(
-        `INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, code)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8), $9) RETURNING ${RUN_COLUMNS}`,
-        [runId, threadId, assistantId, status, json(mergedMetadata), json(runKwargs), multitaskStrategy, options?.afterSeconds ?? 0, this.queue.code],
-      );
-      return [toRun(rows[0]), ...inflight];
-    });
+    const result = await inTransaction(this.db, (tx) => this.insert(tx, runId, assistantId, kwargs, options, filters, mutable.metadata ?? {}));
     if (result[0]?.run_id === runId && status === 'pending') await this.streams.wake();
     return result;
+  }
+
+  /**
+   * Inserts a run (and its thread, when it is new) in `tx`; the caller wakes the workers after its
+   * commit. Returns [the run, ...runs in flight on its thread], or the runs in flight alone when
+   * `preventInsertInInflight` held it back, or [] when the thread does not exist.
+   */
+  async insert(tx: Tx, runId: string, assistantId: string, kwargs: RunKwargs, options: PutOptions, filters: Record<string, unknown> | undefined, metadata: Record<string, unknown>): Promise<Run[]> {
+    const multitaskStrategy = options?.multitaskStrategy ?? 'reject';
+    const status = options?.status ?? 'pending';
+    let threadId = options?.threadId;
+    const { rows: found } = await tx.query('SELECT * FROM slipway_agent_assistants WHERE assistant_id = $1', [assistantId]);
+    const assistant = found[0];
+    if (!assistant) {
+      throw new HTTPException(404, {
+        message: `No assistant found for "${assistantId}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`,
+      });
+    }
+    const config = kwargs.config ?? {};
+    const existing = threadId ? (await tx.query('SELECT * FROM slipway_agent_threads WHERE thread_id = $1 FOR UPDATE', [threadId])).rows[0] : undefined;
+    if (existing && !isAuthMatching(existing.metadata, filters)) throw new HTTPException(404);
+    const link = { graph_id: assistant.graph_id, assistant_id: assistantId };
+    if (!existing && (threadId == null || options?.ifNotExists === 'create')) {
+      threadId ??= uuid7();
+      const threadConfig = { ...assistant.config, ...config, configurable: { ...assistant.config?.configurable, ...config.configurable } };
+      await tx.query(`INSERT INTO slipway_agent_threads (thread_id, status, metadata, config) VALUES ($1, 'busy', $2, $3)`, [
+        threadId,
+        json({ ...link, ...metadata }),
+        json(threadConfig),
+      ]);
+    } else if (existing) {
+      if (existing.status !== 'busy') {
+        const threadConfig = {
+          ...assistant.config,
+          ...existing.config,
+          ...config,
+          configurable: { ...assistant.config?.configurable, ...existing.config?.configurable, ...config.configurable },
+        };
+        await tx.query(`UPDATE slipway_agent_threads SET status = 'busy', metadata = metadata || $2::jsonb, config = $3, updated_at = now() WHERE thread_id = $1`, [
+          threadId,
+          json(link),
+          json(threadConfig),
+        ]);
+      }
+    } else {
+      return [];
+    }
+    const inflight = (await tx.query(`SELECT ${RUN_COLUMNS} FROM slipway_agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')`, [threadId])).rows.map(
+      toRun,
+    );
+    if (options?.preventInsertInInflight && inflight.length) return inflight;
+    const configurable = {
+      ...assistant.config?.configurable,
+      ...existing?.config?.configurable,
+      ...config.configurable,
+      run_id: runId,
+      thread_id: threadId,
+      graph_id: assistant.graph_id,
+      assistant_id: assistantId,
+      user_id: config.configurable?.user_id ?? existing?.config?.configurable?.user_id ?? assistant.config?.configurable?.user_id ?? options?.userId,
+    };
+    const mergedMetadata = { ...assistant.metadata, ...existing?.metadata, ...metadata };
+    const runKwargs = {
+      ...kwargs,
+      config: { ...assistant.config, ...config, configurable, metadata: mergedMetadata },
+      context:
+        typeof assistant.context !== 'object' && assistant.context != null ? (assistant.context ?? kwargs.context) : { ...assistant.context, ...(kwargs.context as object) },
+    };
+    const { rows } = await tx.query(
+      `INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, code)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8), $9) RETURNING ${RUN_COLUMNS}`,
+      [runId, threadId, assistantId, status, json(mergedMetadata), json(runKwargs), multitaskStrategy, options?.afterSeconds ?? 0, this.queue.code],
+    );
+    return [toRun(rows[0]), ...inflight];
   }
 
   /** The run, if the auth filters let the caller see its thread. */

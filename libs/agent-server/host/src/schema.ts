@@ -1,5 +1,5 @@
 // The agent server's own tables in the deployment database: one row per assistant, assistant
-// version, thread and run. Set up (and migrated) by every instance at start, under the advisory
+// version, thread, run and cron. Set up (and migrated) by every instance at start, under the advisory
 // lock the host takes for all its schema work, so instances starting together take turns.
 import type { PoolClient } from 'pg';
 
@@ -74,6 +74,30 @@ const MIGRATIONS: string[] = [
      draining boolean NOT NULL DEFAULT false,
      started_at timestamptz NOT NULL DEFAULT now(),
      seen_at timestamptz NOT NULL DEFAULT now());`,
+  // Crons: a thread cron (thread_id set) adds a run to its thread at each tick; a stateless one
+  // (thread_id NULL) runs on a new thread, deleted after the run unless on_run_completed = 'keep'.
+  // The scheduler of every instance claims due rows (next_run_date <= now(), FOR UPDATE SKIP LOCKED)
+  // and moves next_run_date in the transaction that creates the run: one run per tick.
+  `CREATE TABLE slipway_agent_crons (
+     cron_id text PRIMARY KEY,
+     assistant_id text NOT NULL REFERENCES slipway_agent_assistants ON DELETE CASCADE,
+     thread_id text REFERENCES slipway_agent_threads ON DELETE CASCADE,
+     user_id text,
+     schedule text NOT NULL,
+     timezone text,
+     payload jsonb NOT NULL DEFAULT '{}',
+     metadata jsonb NOT NULL DEFAULT '{}',
+     on_run_completed text CHECK (on_run_completed IN ('delete', 'keep')),
+     enabled boolean NOT NULL DEFAULT true,
+     end_time timestamptz,
+     next_run_date timestamptz,
+     created_at timestamptz NOT NULL DEFAULT now(),
+     updated_at timestamptz NOT NULL DEFAULT now());
+   CREATE INDEX slipway_agent_crons_due ON slipway_agent_crons (next_run_date) WHERE enabled;
+   CREATE INDEX slipway_agent_crons_thread ON slipway_agent_crons (thread_id);
+   CREATE INDEX slipway_agent_crons_assistant ON slipway_agent_crons (assistant_id);
+   CREATE INDEX slipway_agent_crons_created ON slipway_agent_crons (created_at, cron_id);
+   CREATE INDEX slipway_agent_crons_metadata ON slipway_agent_crons USING gin (metadata jsonb_path_ops);`,
 ];
 
 /** Creates or migrates the tables; the caller holds the schema lock. Returns the number of steps applied. */

@@ -30,6 +30,8 @@ type AuthFilters = Record<string, unknown> | undefined;
 export const handleAuthEvent: (auth: AuthContext, event: string, value: any) => Promise<[AuthFilters, any]> = auth.handleAuthEvent;
 export const isAuthMatching: (metadata: unknown, filters: AuthFilters) => boolean = auth.isAuthMatching;
 export const getGraph: (graphId: string, config: unknown, options: any) => Promise<any> = load.getGraph;
+/** The assistant id a graph id stands for (an assistant id is returned as is). */
+export const getAssistantId: (assistantOrGraphId: string) => string = load.getAssistantId;
 export const NAMESPACE_GRAPH: string = load.NAMESPACE_GRAPH;
 export const logger: { info: (...a: any[]) => void; warn: (...a: any[]) => void; error: (...a: any[]) => void } = logging.logger;
 export const serializeError: (error: unknown) => { error: string; message: string } = serde.serializeError;
