@@ -12,6 +12,7 @@ import { deploymentRedisUser, startupMessage } from '@slipway/runtime';
 import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
 import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
 import { dropDeploymentStores } from '../support/deployment-stores.js';
+import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -312,6 +313,14 @@ describe('the Postgres front', () => {
     const own = pgClient(envA.env.DATABASE_URI);
     await own.connect();
     const sleeping = own.query('SELECT pg_sleep(20)');
+    // Postgres cancels only a statement that runs: wait until it does (a loaded machine may not have sent it yet).
+    const { processID: pid } = own as unknown as { processID: number };
+    await eventually(
+      async () => (await api.dataSource.query(`SELECT state FROM pg_stat_activity WHERE pid = $1`, [pid]))[0]?.state,
+      (state) => state === 'active',
+      10_000,
+      50,
+    );
     const socket = connect({ host: '127.0.0.1', port: frontPort() });
     await new Promise((r) => socket.once('connect', r));
     const { processID, secretKey } = own as unknown as { processID: number; secretKey: number };

@@ -147,6 +147,14 @@ describe('createLogger with the platform credentials', () => {
     expect(lines[2].err.message).toBe('auth failed for ********');
   });
 
+  it('keeps a field named like a weak password (postgres), masking it in every value', () => {
+    const out = new Capture();
+    createLogger({ name: 'test', destination: out, secrets: ['postgres'] }).error({ checks: { postgres: 'unreachable', redis: 'ok' } }, 'postgres://postgres:postgres@db is down');
+    const [line] = out.lines();
+    expect(line.checks).toEqual({ postgres: 'unreachable', redis: 'ok' });
+    expect(line.msg).toBe('********://********:********@db is down');
+  });
+
   it('without them, lines are written as they are', () => {
     const out = new Capture();
     createLogger({ name: 'test', destination: out }).info(`redis://:${redisPassword}@redis`);

@@ -96,7 +96,10 @@ export function redactValues(text: string, secretValues: Iterable<string>): stri
 }
 /**
  * Masks each value in a serialized (JSON) line as it stands there: raw and JSON-escaped (a
- * password with a quote or backslash is written escaped). Null when there is nothing to mask.
+ * password with a quote or backslash is written escaped). An object key that is exactly a
+ * secret keeps its name (a weak password such as `postgres` would otherwise rename the
+ * `postgres` field of every line); anywhere in a value it is masked. Null when there is
+ * nothing to mask.
  */
 function lineMasker(secrets: Iterable<string>): ((line: string) => string) | null {
   const forms = new Set<string>();
@@ -106,6 +109,9 @@ function lineMasker(secrets: Iterable<string>): ((line: string) => string) | nul
     forms.add(JSON.stringify(value).slice(1, -1));
   }
   if (forms.size === 0) return null;
-  return (line) => redactValues(line, forms);
+  const longestFirst = [...forms].sort((a, b) => b.length - a.length);
+  const pattern = new RegExp(longestFirst.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+  return (line) =>
+    line.replace(pattern, (match: string, offset: number) => (line[offset - 1] === '"' && line.startsWith('":', offset + match.length) ? match : '********'));
 }
 export { installShutdown, type ShutdownStep } from './shutdown.js';
