@@ -25,13 +25,15 @@ export async function startRegistryStand(env: Record<string, string> = {}): Prom
     await api.close();
     throw err;
   }
-  return {
+  const stand: RegistryStand = {
     api,
     registry,
     address: api.config.registry.publicAddress,
+    // The registry a test may have replaced (stopped and started again), not the first one.
     close: async () => {
-      await registry.stop();
+      await stand.registry.stop();
       await api.close();
     },
   };
+  return stand;
 }
