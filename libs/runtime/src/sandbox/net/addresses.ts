@@ -24,12 +24,14 @@ export class SandboxAddresses {
   /** The owner's slot, claimed now if it has none. */
   async claim(owner: string): Promise<number> {
     for (let attempt = 0; attempt < 8; attempt++) {
-      const held = await this.slotOf(owner);
-      if (held !== null) return held;
       // An address of another pool (SLIPWAY_SANDBOX_SUBNET changed since): this pool's counts now.
       await this.db.query(`DELETE FROM sandbox_networks WHERE owner = $1 AND NOT address << $2::inet`, [owner, this.pool.cidr]);
-      const taken = new Set((await this.held()).map((h) => h.slot));
-      const slot = pickSlot(this.pool, taken);
+      // One read for "mine already?" and "what is taken": a concurrent claim of the same owner that
+      // commits in between is then seen as this owner's, never as the pool's last free address.
+      const holders = await this.held();
+      const mine = holders.find((h) => h.owner === owner);
+      if (mine) return mine.slot;
+      const slot = pickSlot(this.pool, new Set(holders.map((h) => h.slot)));
       if (slot === null) throw new AddressesExhaustedError(`No free sandbox address left in ${this.pool.cidr}.`);
       try {
         await this.db.query(`INSERT INTO sandbox_networks (address, owner) VALUES ($1::inet, $2)`, [intToIpv4(this.pool.base + slot * 4 + 2), owner]);
