@@ -10,7 +10,9 @@ import path from 'node:path';
 import Joi from 'joi';
 import type { Quotas, ResourceCeilings } from '@slipway/domain';
 import { ConfigError } from './config-error.js';
+import { listOf } from './lists.js';
 import { registrySchemaKeys, registrySettingsOf, type RegistrySettings } from './registry.js';
+import { ceilingsOf, sandboxSchemaKeys, sandboxSettingsOf, type SandboxSettings } from './sandbox.js';
 
 export type NodeEnv = 'development' | 'test' | 'production';
 
@@ -91,21 +93,7 @@ export interface Config {
   /** The retention pass (docs/operations.md, Quotas and retention). */
   retention: RetentionSettings;
   /** The sandbox of builds and apps (docs/operations.md, Sandbox). */
-  sandbox: {
-    /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
-    mode: 'auto' | 'off';
-    uidMin: number;
-    uidMax: number;
-    pidsMax: number;
-    openFiles: number;
-    defaultMemoryMb: number;
-    /** The IPv4 pool of the sandboxes' network namespaces (a /30 each). */
-    subnet: string;
-    /** Addresses sandboxes may reach although private (checked before the default-deny). */
-    allowCidrs: string[];
-    /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
-    build: { memoryMb: number; cpu: number; pidsMax: number; diskMb: number };
-  };
+  sandbox: SandboxSettings;
   /** The built-in image registry and its token auth (docs/operations.md, The image registry). */
   registry: RegistrySettings;
   /** `hosted`: responses name sources as the hosted control plane does (docs/api.md, Deployments). */
@@ -260,29 +248,7 @@ const schema = Joi.object({
   SLIPWAY_RUNTIME_PORT_MIN: Joi.number().integer().min(1024).max(65535).default(20_000),
   SLIPWAY_RUNTIME_PORT_MAX: Joi.number().integer().min(1024).max(65535).default(29_999),
   SLIPWAY_RUNTIME_LOG_FILE_MB: Joi.number().min(0.01).max(10_000).default(10),
-  SLIPWAY_SANDBOX: Joi.string().valid('auto', 'off').default('auto'),
-  SLIPWAY_SANDBOX_UID_MIN: Joi.number().integer().min(1000).max(4_294_967_294).default(200_000),
-  SLIPWAY_SANDBOX_UID_MAX: Joi.number().integer().min(1000).max(4_294_967_294).default(265_535),
-  SLIPWAY_SANDBOX_PIDS_MAX: Joi.number().integer().min(16).default(512),
-  SLIPWAY_SANDBOX_OPEN_FILES: Joi.number().integer().min(64).default(4096),
-  SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB: Joi.number().integer().min(16).default(1024),
-  SLIPWAY_SANDBOX_SUBNET: Joi.string()
-    .default('10.213.0.0/16')
-    .custom((value: string, helpers) => (isIpv4Cidr(value, 8, 29) ? value : helpers.error('subnet.invalid')))
-    .messages({ 'subnet.invalid': '{{#label}} must be an IPv4 CIDR with a prefix of 8 to 29 (e.g. 10.213.0.0/16)' }),
-  SLIPWAY_SANDBOX_ALLOW_CIDRS: Joi.string()
-    .allow('')
-    .default('')
-    .custom((value: string, helpers) => (listOf(value).every((c) => isIpv4Cidr(c, 0, 32)) ? value : helpers.error('cidrs.invalid')))
-    .messages({ 'cidrs.invalid': '{{#label}} must be a comma-separated list of IPv4 CIDRs (sandboxes have no IPv6 route)' }),
-  SLIPWAY_BUILD_MEMORY_MB: Joi.number().integer().min(64).default(4096),
-  SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
-  SLIPWAY_BUILD_PIDS_MAX: Joi.number().integer().min(16).default(1024),
-  SLIPWAY_BUILD_DISK_MB: Joi.number().integer().min(16).default(4096),
-  SLIPWAY_MAX_MEMORY_MB: Joi.number().integer().min(64).default(16_384),
-  SLIPWAY_MAX_CPU: Joi.number().min(0.1).default(8),
-  SLIPWAY_MAX_DISK_GI: Joi.number().integer().min(1).default(100),
-  SLIPWAY_MAX_DB_CONNECTIONS: Joi.number().integer().min(1).default(500),
+  ...sandboxSchemaKeys,
   SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT: Joi.number().integer().min(1).max(10_000).default(100),
   SLIPWAY_QUOTA_DEPLOYMENTS: Joi.number().integer().min(0).default(100),
   SLIPWAY_QUOTA_MIN_SCALE: Joi.number().integer().min(0).max(1000).default(10),
@@ -312,16 +278,6 @@ function isOutboundHostEntry(entry: string): boolean {
 }
 
 /** `a.b.c.d/p` (or a bare IPv4 address) with a prefix in `min`–`max`. */
-function isIpv4Cidr(value: string, min: number, max: number): boolean {
-  const [ip, prefix = '32', ...rest] = value.trim().split('/');
-  return isIP(ip!) === 4 && !rest.length && /^\d{1,2}$/.test(prefix) && Number(prefix) >= min && Number(prefix) <= max;
-}
-
-const listOf = (value: string): string[] =>
-  value
-    .split(',')
-    .map((v) => v.trim())
-    .filter(Boolean);
 
 /** `true`/`false`, a hop count, or addresses and subnets (`loopback, 10.0.0.0/8`), as Express takes them. */
 function trustProxyOf(value: string): boolean | number | string {
@@ -448,12 +404,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       artifactsKept: value.SLIPWAY_QUOTA_ARTIFACTS_KEPT,
       registryBytes: value.SLIPWAY_QUOTA_REGISTRY_BYTES,
     },
-    ceilings: {
-      memoryMb: value.SLIPWAY_MAX_MEMORY_MB,
-      cpu: value.SLIPWAY_MAX_CPU,
-      diskGi: value.SLIPWAY_MAX_DISK_GI,
-      dbConnections: value.SLIPWAY_MAX_DB_CONNECTIONS,
-    },
+    ceilings: ceilingsOf(value),
     deploymentDbConnectionLimit: value.SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT,
     retention: {
       intervalMs: value.SLIPWAY_RETENTION_INTERVAL_MS,
@@ -461,22 +412,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       outboxHours: value.SLIPWAY_RETENTION_OUTBOX_HOURS,
       uploadsUnusedDays: value.SLIPWAY_RETENTION_UNUSED_UPLOAD_DAYS,
     },
-    sandbox: {
-      mode: value.SLIPWAY_SANDBOX,
-      uidMin: value.SLIPWAY_SANDBOX_UID_MIN,
-      uidMax: Math.max(value.SLIPWAY_SANDBOX_UID_MIN, value.SLIPWAY_SANDBOX_UID_MAX),
-      pidsMax: value.SLIPWAY_SANDBOX_PIDS_MAX,
-      openFiles: value.SLIPWAY_SANDBOX_OPEN_FILES,
-      defaultMemoryMb: value.SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB,
-      subnet: value.SLIPWAY_SANDBOX_SUBNET,
-      allowCidrs: listOf(value.SLIPWAY_SANDBOX_ALLOW_CIDRS),
-      build: {
-        memoryMb: value.SLIPWAY_BUILD_MEMORY_MB,
-        cpu: value.SLIPWAY_BUILD_CPU,
-        pidsMax: value.SLIPWAY_BUILD_PIDS_MAX,
-        diskMb: value.SLIPWAY_BUILD_DISK_MB,
-      },
-    },
+    sandbox: sandboxSettingsOf(value),
     registry: registrySettingsOf(value, dataDir, (value.SLIPWAY_PUBLIC_URL ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '')),
     sourceNames: value.SLIPWAY_SOURCE_NAMES,
   };
