@@ -7,25 +7,30 @@
  *   pnpm bench --quick               a smoke run (seconds; what CI runs)
  *   pnpm bench --only create,list    some scenarios
  *   pnpm bench --out file.json       where the JSON goes (default bench/results/latest.json)
- *   pnpm bench --profile dir         also write the api's CPU profile (.cpuprofile) into dir
+ *   pnpm bench --profile dir         also write the api's and the deployer's CPU profiles (.cpuprofile) into dir
  *   pnpm bench --burst 2000          creates in the burst scenario (default 10000)
+ *   pnpm bench --only agent          the agent server (runs.wait, serving proxy, reads at 20k)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { TcpProxy } from '../test/support/tcp-proxy.js';
+import { agentServerScenario } from './scenarios/agent-server.js';
 import { burstScenario } from './scenarios/burst.js';
 import { createScenario } from './scenarios/create.js';
+import { deployScenario } from './scenarios/deploy.js';
 import { handoffScenario } from './scenarios/handoff.js';
 import { idleScenario } from './scenarios/idle.js';
 import { listScenario } from './scenarios/list.js';
 import { FULL, QUICK } from './scenarios/options.js';
 import { readsScenario } from './scenarios/reads.js';
+import { servingScenario } from './scenarios/serving.js';
+import { BenchPipeline } from './support/pipeline.js';
 import { printTable, type BenchRow } from './support/report.js';
 import { BenchStack, ROOT } from './support/stack.js';
 
-const SCENARIOS = ['idle', 'create', 'reads', 'handoff', 'burst', 'list'] as const;
+const SCENARIOS = ['idle', 'deploy', 'serving', 'create', 'reads', 'handoff', 'burst', 'list', 'agent'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -53,11 +58,26 @@ try {
     const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
     await stack.start({ REDIS_URL: proxy.urlFor(redisUrl) }, profile);
     if (only.includes('idle')) rows.push(...(await idleScenario(stack, options)));
+    // Before anything else queues rollouts: the real deployer would take them (serving needs a deployed agent).
+    if (only.includes('deploy') || only.includes('serving')) {
+      const pipeline = new BenchPipeline(stack);
+      try {
+        await pipeline.start(profile);
+        const deployed = await deployScenario(stack, pipeline, only.includes('deploy'), options.byHand);
+        rows.push(...deployed.rows);
+        if (only.includes('serving')) rows.push(...(await servingScenario(stack, deployed.agent, options)));
+      } finally {
+        await pipeline.close();
+      }
+    }
     if (only.includes('create')) rows.push(...(await createScenario(stack, options)));
     if (only.includes('reads')) rows.push(...(await readsScenario(stack, options)));
     await stack.startWorker();
     if (only.includes('handoff')) rows.push(...(await handoffScenario(stack, options)));
     if (only.includes('burst')) rows.push(...(await burstScenario(stack, options, proxy)));
+    // Last of the stack's: the deployment it creates has a rollout job of its own, which must not
+    // reach the worker while handoff and burst count theirs.
+    if (only.includes('agent')) rows.push(...(await agentServerScenario(stack, options)));
   }
   if (only.includes('list')) rows.push(...(await listScenario(options)));
 } finally {

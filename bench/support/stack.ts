@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,13 +10,13 @@ import { createDatabaseIfMissing, createDataSource, dropDatabaseIfExists, runMig
 import { freePort, startProcess, type BenchProcess } from './processes.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
-const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+export const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
+export const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 
 /** The services a bench stack runs, each as in production. */
 const SERVICES = ['api', 'builder', 'deployer'] as const;
 
-function databaseUrl(name: string): string {
+export function databaseUrl(name: string): string {
   const u = new URL(SERVER);
   u.pathname = `/${name}`;
   return u.toString();
@@ -40,12 +40,15 @@ export class BenchStack {
   raw!: BenchProcess;
   listenerId!: string;
   readonly dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
+  /** Local git repositories a `local` repohost integration lists (bench/support/pipeline.ts). */
+  readonly reposRoot = path.join(this.dataDir, 'repos');
   private worker: Worker | null = null;
   private readonly handed = new Map<string, number>();
   private readonly waiters = new Map<string, (at: number) => void>();
 
   /** `nodeArgs` go before the api's entry file (e.g. `--cpu-prof` for `pnpm bench --profile`). */
   async start(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<void> {
+    mkdirSync(this.reposRoot, { recursive: true });
     await createDatabaseIfMissing(SERVER, this.dbName);
     this.dataSource = createDataSource({ url: databaseUrl(this.dbName), poolSize: 4, applicationName: 'slipway-bench' });
     await this.dataSource.initialize();
@@ -90,17 +93,24 @@ export class BenchStack {
       SLIPWAY_QUEUE_PREFIX: this.prefix,
       SLIPWAY_SECRETS_KEY: this.secretsKey,
       SLIPWAY_DATA_DIR: this.dataDir,
+      SLIPWAY_LOCAL_REPOS_ROOT: this.reposRoot,
       LOG_LEVEL: 'info',
     };
   }
 
   /** One API call with the bench's admin key; throws on a non-2xx answer. */
   async request(method: string, urlPath: string, body?: unknown): Promise<any> {
-    const res = await fetch(this.api.url + urlPath, {
-      method,
-      headers: { 'x-api-key': this.key, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
+    // A keep-alive connection the api closes as idle just when a request goes out fails with
+    // "other side closed" before any answer: sent once more, with an Idempotency-Key so a write
+    // that did arrive is answered, not repeated.
+    const idempotency: Record<string, string> = method === 'GET' ? {} : { 'idempotency-key': randomUUID() };
+    const send = () =>
+      fetch(this.api.url + urlPath, {
+        method,
+        headers: { 'x-api-key': this.key, ...idempotency, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    const res = await send().catch((err: { cause?: { code?: string } }) => (err.cause?.code === 'UND_ERR_SOCKET' ? send() : Promise.reject(err)));
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${urlPath} → ${res.status} ${text}`);
     return text ? JSON.parse(text) : undefined;

@@ -22,19 +22,36 @@ export function serviceNames() {
   return readdirSync(dir).filter((name) => existsSync(path.join(dir, name, 'src/main.ts'))).sort();
 }
 
-/** Workspace packages are bundled; anything resolved from npm stays an import. */
-const externalNpmPackages = {
-  name: 'external-npm-packages',
-  setup(b) {
-    b.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith('@slipway/') ? undefined : { path: args.path, external: true }));
-  },
-};
+/**
+ * Workspace packages are bundled; anything resolved from npm stays an import. In a package it is
+ * the bare name (its node_modules is flat). `inWorkspace` (what `npm start` runs in place) writes
+ * the file the workspace resolves it to instead: pnpm gives each package only its own
+ * dependencies, and the bundle imports those of every library it inlines.
+ */
+function externalNpmPackages(inWorkspace) {
+  return {
+    name: 'external-npm-packages',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (args.path.startsWith('@slipway/') || args.pluginData?.inner) return undefined;
+        if (!inWorkspace) return { path: args.path, external: true };
+        const found = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: { inner: true } });
+        return { path: found.errors.length || found.external ? args.path : found.path, external: true };
+      });
+    },
+  };
+}
 
 /** Bundles `services/<name>/src/main.ts` into `services/<name>/dist/main.js`. */
-export async function buildService(name) {
-  const outfile = path.join(ROOT, 'services', name, 'dist/main.js');
+export function buildService(name) {
+  return buildEntry(`services/${name}/src/main.ts`, `services/${name}/dist/main.js`);
+}
+
+/** Bundles one entry file (relative to the repository) into `out`. */
+export async function buildEntry(entry, out, { inWorkspace = false } = {}) {
+  const outfile = path.join(ROOT, out);
   await build({
-    entryPoints: [path.join(ROOT, 'services', name, 'src/main.ts')],
+    entryPoints: [path.join(ROOT, entry)],
     outfile,
     bundle: true,
     platform: 'node',
@@ -43,7 +60,7 @@ export async function buildService(name) {
     sourcemap: true,
     keepNames: true,
     tsconfig: path.join(ROOT, 'tsconfig.json'),
-    plugins: [externalNpmPackages],
+    plugins: [externalNpmPackages(inWorkspace)],
     logLevel: 'warning',
     // An ESM bundle has no `require`; bundled CommonJS-style code may still call it.
     banner: { js: "import { createRequire as __slipwayRequire } from 'node:module'; const require = __slipwayRequire(import.meta.url);" },
@@ -71,6 +88,14 @@ export function packageService(name, outDir) {
   cpSync(path.join(ROOT, 'services', name, 'dist'), path.join(target, 'dist'), { recursive: true });
   // The api serves the console from `console/` beside its bundle (services/api/src/console).
   if (name === 'api') cpSync(CONSOLE_DIST, path.join(target, 'console'), { recursive: true });
+  // The builder copies the agent server host into LangGraph.js artifacts from `agent-server-host/`
+  // beside its bundle (services/builder/src/agent-server-host.ts); its dependencies are installed per build.
+  if (name === 'builder') {
+    cpSync(path.join(ROOT, 'libs/agent-server/host'), path.join(target, 'agent-server-host'), {
+      recursive: true,
+      filter: (src) => !src.split(path.sep).includes('node_modules'),
+    });
+  }
   log(`packaged ${name} into ${target}`);
   return target;
 }

@@ -8,7 +8,7 @@ import express from 'express';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenancyRepository } from '@slipway/db';
-import { RevisionLogWriter } from '@slipway/jobs';
+import { RevisionLogWriter } from '@slipway/pipeline';
 import { CONSOLE_CSP, CONSOLE_NOT_BUILT, consoleApp } from '../../services/api/src/console/console-app.js';
 import { browserRequired, CHROMIUM, CHROMIUM_ARGS, hasChromium } from '../support/browser.js';
 import { agentApplies as applied } from '../support/console-page.js';

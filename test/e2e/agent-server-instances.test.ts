@@ -1,10 +1,8 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gitIn, initProject, runningInstances, startDeployedAgent, untilDone, type Instance } from '../support/agent-projects.js';
+import { initSlowAgent, redeployStarted, runningInstances, startDeployedAgent, untilDone, type Instance } from '../support/agent-projects.js';
+import { attempts, customs, joinAll, killDuringSecondNode, openRuns, runnerAmong, slowInput, statusOf, type Tick } from '../support/agent-runs.js';
 import type { HttpClient } from '../support/http.js';
 import type { Pipeline } from '../support/pipeline.js';
 import { eventually } from '../support/service-process.js';
@@ -19,7 +17,6 @@ import type { TestApi } from '../support/test-api.js';
  * short here (2 s) so lapsed ones are taken over quickly. Builds install from the npm registry.
  */
 const PORT_BASE = 36_000 + Math.floor(Math.random() * 2_000);
-const GRAPH = fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url));
 
 let pipeline: Pipeline;
 let api: TestApi;
@@ -29,60 +26,15 @@ let repo: string;
 let deploymentId: string;
 let shared: Client;
 
-interface Tick {
-  id?: string;
-  event: string;
-  data: any;
-}
-
 const client = (instance: Instance) => new Client({ apiUrl: instance.url });
 const instances = () => runningInstances(api, deploymentId);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Input of a run whose three nodes each take `ticks` × `tickMs`. */
-const slowInput = (label: string, ticks: number, tickMs: number) => ({ input: { steps: [label], ticks, tick_ms: tickMs }, streamMode: ['custom' as const] });
-
-/**
- * Every event of a run through `c`, from its start (or after `lastEventId`), until the run's
- * stream ends; early once `limit` events came or `until` holds for those so far.
- */
-async function joinAll(c: Client, threadId: string, runId: string, options: { lastEventId?: string; limit?: number; until?: (events: Tick[]) => boolean } = {}) {
-  const events: Tick[] = [];
-  for await (const chunk of c.runs.joinStream(threadId, runId, { lastEventId: options.lastEventId })) {
-    events.push(chunk as Tick);
-    if ((options.limit && events.length >= options.limit) || options.until?.(events)) break;
-  }
-  return events;
-}
-
-const attempts = (events: Tick[]) => events.filter((e) => e.event === 'metadata').map((e) => e.data.attempt as number);
-
-const customs = (events: Tick[]) => events.filter((e) => e.event === 'custom').map((e) => e.data as { node: string; i: number; port: string });
-
-/** The instance running a run: the port in its latest custom event, once there is one. */
-async function runnerOf(c: Client, threadId: string, runId: string): Promise<Instance> {
-  const port = await eventually(
-    async () => {
-      const seen = customs(await joinAll(c, threadId, runId, { limit: 2 }));
-      return seen.at(-1)?.port;
-    },
-    (p) => p != null,
-    60_000,
-    200,
-  );
-  const found = (await instances()).find((i) => String(i.port) === String(port));
-  expect(found, `instance on port ${port}`).toBeDefined();
-  return found!;
-}
-
-const statusOf = async (c: Client, threadId: string, runId: string) => (await c.runs.get(threadId, runId)).status;
+/** The instance running a run (see runnerAmong). */
+const runnerOf = (c: Client, threadId: string, runId: string) => runnerAmong(c, threadId, runId, instances);
 
 beforeAll(async () => {
-  reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-agent-instances-'));
-  repo = initProject(reposRoot, 'slow-agent', { SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000' });
-  copyFileSync(GRAPH, path.join(repo, 'src/agent.ts'));
-  gitIn(repo, 'add', '-A');
-  gitIn(repo, 'commit', '-q', '-m', 'slow graph');
+  ({ reposRoot, repo } = initSlowAgent('slow-agent'));
   const deployed = await startDeployedAgent(reposRoot, repo, PORT_BASE, 2);
   ({ pipeline, deploymentId } = deployed);
   ({ api, http } = pipeline);
@@ -151,16 +103,8 @@ describe('agent server instances act as one server', () => {
     const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('killed', 12, 250));
     const runner = await runnerOf(shared, thread.thread_id, run.run_id);
     const survivor = client((await instances()).find((i) => i.port !== runner.port)!);
-    // As soon as the second node runs: the first one is checkpointed.
-    await joinAll(survivor, thread.thread_id, run.run_id, { until: (events) => customs(events).some((t) => t.node === 'second') });
-    process.kill(-runner.pid, 'SIGKILL');
-    await eventually(() => statusOf(survivor, thread.thread_id, run.run_id), (s) => s === 'success', 60_000, 250);
-    expect((await survivor.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['killed', 'first', 'second', 'third'] });
-    const events = await joinAll(survivor, thread.thread_id, run.run_id);
-    expect(attempts(events)).toEqual([1, 2]);
-    const resumed = events.slice(events.findIndex((e) => e.event === 'metadata' && e.data.attempt === 2));
-    expect(customs(resumed).some((t) => t.node === 'first')).toBe(false);
-    expect(customs(resumed).every((t) => String(t.port) !== String(runner.port))).toBe(true);
+    const resumed = await killDuringSecondNode(survivor, thread.thread_id, run.run_id, runner.pid, 'killed');
+    expect(resumed.every((t) => String(t.port) !== String(runner.port))).toBe(true);
     expect((await survivor.threads.get(thread.thread_id)).status).toBe('idle');
   }, 180_000);
 
@@ -190,13 +134,7 @@ describe('agent server instances act as one server', () => {
 
   it('leaves no run running or pending after a redeploy during a 20 s run', async () => {
     await eventually(instances, (list) => list.length === 2, 120_000, 500);
-    writeFileSync(path.join(repo, 'README.md'), 'redeploy\n');
-    gitIn(repo, 'add', '-A');
-    gitIn(repo, 'commit', '-q', '-m', 'redeploy');
-    const res = await http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
-    expect(res.status, res.text).toBe(200);
-    const revisionId = res.body.latest_revision_id;
-    await eventually(async () => (await http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body.status, (s) => s === 'DEPLOYING', 300_000, 250);
+    const revisionId = await redeployStarted(http, repo, deploymentId);
     const thread = await shared.threads.create();
     const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('rollout', 27, 250));
     const rev = await untilDone(http, deploymentId, revisionId);
@@ -205,11 +143,6 @@ describe('agent server instances act as one server', () => {
     await eventually(() => statusOf(now[0]!, thread.thread_id, run.run_id), (s) => !['pending', 'running'].includes(s), 90_000, 500);
     expect(await statusOf(now[0]!, thread.thread_id, run.run_id)).toBe('success');
     expect((await now[0]!.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['rollout', 'first', 'second', 'third'] });
-    for (const c of now) {
-      for (const t of await c.threads.search({ limit: 100 })) {
-        const open = (await c.runs.list(t.thread_id, { limit: 100 })).filter((r) => r.status === 'pending' || r.status === 'running');
-        expect(open, `thread ${t.thread_id}`).toEqual([]);
-      }
-    }
+    for (const c of now) expect(await openRuns(c)).toEqual([]);
   }, 420_000);
 });

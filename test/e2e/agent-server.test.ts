@@ -86,7 +86,10 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     deploymentId = created.deploymentId;
     const rev = await untilDone(deploymentId, created.revisionId);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
-    url = (await http.get(`/v2/deployments/${deploymentId}`)).body.url;
+    const deployment = (await http.get(`/v2/deployments/${deploymentId}`)).body;
+    url = deployment.url;
+    // Served by the platform's agent server (no start script of its own): the resource says so.
+    expect(deployment.agent_server).toBe(true);
     expect((await fetch(`${url}/ok`)).status).toBe(200);
     const key = await http.post('/v2/api-keys', { description: 'sdk' });
     expect(key.status, key.text).toBe(201);

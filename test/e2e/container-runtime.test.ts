@@ -3,9 +3,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRegistry } from '@slipway/registry';
 import { Runc } from '@slipway/runtime';
-import { buildBusyboxImage, skopeoPush, type BusyboxImageOptions, type OciImage } from '../support/oci-image.js';
-import { startRegistryStand, type RegistryStand } from '../support/registry-stand.js';
-import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
+import { skopeoPush, type BusyboxImageOptions } from '../support/oci-image.js';
+import { RuntimeStand } from '../support/runtime-stand.js';
+import { eventually, startService } from '../support/service-process.js';
 
 /**
  * The embedded container runtime (issue 20): `internal_docker` revisions run as runc containers
@@ -17,96 +17,17 @@ import { eventually, serviceEnv, startService, type ServiceProcess } from '../su
 const PORT_MIN = 33_000 + Math.floor(Math.random() * 900);
 const RUNTIME_ENV = { SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN), SLIPWAY_RUNTIME_PORT_MAX: String(PORT_MIN + 99), SLIPWAY_ROLLOUT_DEADLINE_MS: '60000' };
 
-let stand: RegistryStand;
-let deployer: ServiceProcess;
-const images: OciImage[] = [];
+const runtime = new RuntimeStand(RUNTIME_ENV);
+const { image, createDeployment, deploy, revision, settled, servingUrl, get, liveInstances, deployLog, crashAndRecover, serving } = runtime.helpers();
+const { api, deployerEnv, runcRoot, imagesDir } = runtime;
 
-const api = () => stand.api;
-const deployerEnv = () => serviceEnv(stand.api, { ...RUNTIME_ENV, SLIPWAY_REGISTRY_PORT: String(stand.api.config.registry.port) });
-const runcRoot = () => path.join(api().config.dataDir, 'runtime', 'runc');
-const imagesDir = () => path.join(api().config.dataDir, 'images');
+beforeAll(() => runtime.start(), 90_000);
+afterAll(() => runtime.close(), 120_000);
 
-beforeAll(async () => {
-  stand = await startRegistryStand(RUNTIME_ENV);
-  stand.api.relay.start();
-  deployer = await startService('deployer', deployerEnv());
-}, 90_000);
-
-afterAll(async () => {
-  // Deleting the deployments stops their containers (teardown); then the services go.
-  const list = (await api()?.http.get('/v2/deployments?limit=100'))?.body?.resources ?? [];
-  for (const d of list) await api().http.delete(`/v2/deployments/${d.id}`);
-  if (list.length) {
-    await eventually(async () => new Runc(runcRoot()).list(), (l) => l.length === 0, 60_000, 500).catch(() => undefined);
-  }
-  await deployer?.stop();
-  await stand?.close();
-  for (const image of images) image.cleanup();
-}, 120_000);
-
-async function image(page: string, options: BusyboxImageOptions = {}): Promise<OciImage> {
-  const built = await buildBusyboxImage(page, options);
-  images.push(built);
-  return built;
-}
-
-async function createDeployment(name: string): Promise<{ id: string; registryUrl: string; token: string }> {
-  const res = await api().http.post('/v2/deployments', { name, source: 'internal_docker', source_config: { deployment_type: 'dev' }, source_revision_config: {} });
-  expect(res.status, res.text).toBe(201);
-  const t = await api().http.post(`/v2/deployments/${res.body.id}/push-token`);
-  expect(t.status, t.text).toBe(200);
-  return { id: res.body.id, registryUrl: t.body.registry_url, token: t.body.token };
-}
-
-/** Pushes `img` as `web:<tag>` and PATCHes the deployment to it; the new revision's id. */
-async function deploy(d: { id: string; registryUrl: string; token: string }, img: OciImage, tag: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const pushed = await skopeoPush(img, `${d.registryUrl}/web:${tag}`, `oauth2accesstoken:${d.token}`);
-  expect(pushed.ok, pushed.output).toBe(true);
-  const res = await api().http.patch(`/v2/deployments/${d.id}`, { revision_source: 'internal_docker', source_revision_config: { image_uri: `${d.registryUrl}/web:${tag}` }, ...extra });
-  expect(res.status, res.text).toBe(200);
-  return res.body.latest_revision_id;
-}
-
-async function revision(deploymentId: string, revisionId: string) {
-  return (await api().http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
-}
-
-function settled(deploymentId: string, revisionId: string, timeoutMs = 90_000) {
-  return eventually(() => revision(deploymentId, revisionId), (r) => ['DEPLOYED', 'DEPLOY_FAILED', 'INTERRUPTED'].includes(r.status), timeoutMs, 250);
-}
-
-async function servingUrl(deploymentId: string): Promise<string> {
-  const [row] = await api().dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
-  return `http://127.0.0.1:${row.serving_port}`;
-}
-
-async function get(url: string): Promise<{ status: number; text: string } | null> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-    return { status: res.status, text: await res.text() };
-  } catch {
-    return null;
-  }
-}
-
-async function liveInstances(deploymentId: string): Promise<{ id: string; pid: number; revision_id: string; status: string; address: string; port: number }[]> {
-  return api().dataSource.query(`SELECT id, pid, revision_id, status, address, port FROM runtime_processes WHERE deployment_id = $1 AND status <> 'exited'`, [deploymentId]);
-}
-
-async function deployLog(revisionId: string): Promise<string> {
-  const rows = await api().dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`, [revisionId]);
-  return rows.map((r: { message: string }) => r.message).join('\n');
-}
-
-/** A deployment serving `page` from a first image: the starting point of several cases. */
-async function serving(name: string, page: string) {
-  const d = await createDeployment(name);
-  const v1 = await deploy(d, await image(page), 'v1');
-  const rev = await settled(d.id, v1);
-  expect(rev.status, rev.status_message).toBe('DEPLOYED');
-  const url = await servingUrl(d.id);
-  await eventually(() => get(url), (r) => r?.text === page, 10_000);
-  return { d, v1, url };
+/** How often the revision's rollout was started (the reconciler retries a phase that threw). */
+async function attempts(revisionId: string): Promise<number> {
+  const [row] = await api().dataSource.query(`SELECT attempt FROM revisions WHERE id = $1`, [revisionId]);
+  return row.attempt;
 }
 
 describe('the embedded container runtime', () => {
@@ -126,7 +47,7 @@ describe('the embedded container runtime', () => {
   }, 120_000);
 
   it('the container runs as the deployment uid with no capabilities, a read-only root and no host socket', async () => {
-    const { d, url } = await serving('ctr-whoami', '<h1>who</h1>');
+    const { d, url } = await serving('ctr-whoami', '<h1>who</h1>', { secrets: [{ name: 'MY_TOKEN', value: 'sekrit-123' }] });
     const res = await get(`${url}/cgi-bin/whoami`);
     expect(res?.status, res?.text).toBe(200);
     const [{ uid }] = await api().dataSource.query(`SELECT sandbox_uid AS uid FROM deployments WHERE id = $1`, [d.id]);
@@ -145,6 +66,15 @@ describe('the embedded container runtime', () => {
     // Its environment (PID 1's: CGI scripts get httpd's own): the platform's variables, nothing of the control plane's.
     expect(text).toMatch(/env: .*\bDATABASE_URI\b/);
     expect(text).toMatch(/env: .*\bPORT\b/);
+    // The official Python agent server's key prefix, under the deployment's Redis prefix.
+    const [instance] = await liveInstances(d.id);
+    const environ = readFileSync(`/proc/${instance!.pid}/environ`, 'utf8').split('\0');
+    const prefix = environ.find((e) => e.startsWith('REDIS_PREFIX='))!.slice('REDIS_PREFIX='.length);
+    expect(prefix).toBe(`slipway-d-${d.id}`);
+    expect(environ).toContain(`REDIS_KEY_PREFIX=${prefix}:`);
+    // The revision's secrets, and the image's own Env beneath them.
+    expect(environ).toContain('MY_TOKEN=sekrit-123');
+    expect(environ).toContain('PATH=/bin');
     expect(text).not.toMatch(/\bDATABASE_URL\b|\bREDIS_URL\b|SLIPWAY_/);
   }, 120_000);
 
@@ -184,6 +114,35 @@ describe('the embedded container runtime', () => {
     expect((await api().http.get(`/v2/deployments/${d.id}`)).body.active_revision_id).toBe(v1);
   }, 120_000);
 
+  it('an image whose command cannot be executed fails at once naming it (no retries); v1 keeps serving', async () => {
+    const { d, v1, url } = await serving('ctr-noexec', '<h1>kept</h1>');
+    // A dynamically linked binary of this machine whose loader the image lacks: only exec finds out.
+    const dynamic = { data: readFileSync('/usr/bin/env'), mode: 0o755 };
+    const foreign = readFileSync('/bin/busybox');
+    foreign.writeUInt16LE(0x16, 18); // busybox marked as an s390x ELF
+    const cases: { tag: string; options: BusyboxImageOptions; says: string }[] = [
+      // Known once the image is unpacked, before any container starts.
+      { tag: 'missing', options: { cmd: ['/bin/not-there', '--serve'] }, says: "The image's command cannot start: /bin/not-there: no such file or directory." },
+      { tag: 'noexec', options: { cmd: ['/www/ok'] }, says: "The image's command cannot start: /www/ok: permission denied (no execute bit)." },
+      { tag: 'nocwd', options: { workingDir: '/srv/app' }, says: "The image's WorkingDir /srv/app is not a directory in the image" },
+      { tag: 'foreign', options: { cmd: ['/bin/foreign'], files: { '/bin/foreign': { data: foreign, mode: 0o755 } } }, says: "The image's command cannot start: /bin/foreign: exec format error (a binary for s390x;" },
+      // At exec: behind the added init (catatonit), and as the image's own init (runc's exec fails).
+      { tag: 'noloader', options: { cmd: ['/bin/dynamic'], files: { '/bin/dynamic': dynamic } }, says: "The image's command cannot start: /bin/dynamic: no such file or directory." },
+      { tag: 'initnoloader', options: { entrypoint: ['/sbin/tini', '--'], cmd: ['/bin/busybox', 'true'], files: { '/sbin/tini': dynamic } }, says: "The image's command cannot start: /sbin/tini: no such file or directory." },
+    ];
+    for (const { tag, options, says } of cases) {
+      const bad = await deploy(d, await image(`<h1>${tag}</h1>`, options), tag);
+      const rev = await settled(d.id, bad, 60_000);
+      expect(rev.status, `${tag}: ${rev.status_message}`).toBe('DEPLOY_FAILED');
+      expect(rev.status_message, tag).toContain(says);
+      // The first attempt (0) ended it: the reconciler did not retry the phase.
+      expect(await attempts(bad), tag).toBe(0);
+      expect((await get(url))?.text).toBe('<h1>kept</h1>');
+      expect((await api().http.get(`/v2/deployments/${d.id}`)).body.active_revision_id).toBe(v1);
+    }
+    expect((await liveInstances(d.id)).map((i) => i.revision_id)).toEqual([v1]);
+  }, 240_000);
+
   it('an image for another architecture fails saying so; v1 keeps serving', async () => {
     const { d, url } = await serving('ctr-arch', '<h1>amd</h1>');
     const bad = await deploy(d, await image('<h1>arm</h1>', { architecture: 's390x' }), 'arm');
@@ -201,7 +160,7 @@ describe('the embedded container runtime', () => {
     // v1's image is no longer on this machine, and the registry is gone: a redeploy must pull.
     const digest = (await revision(d.id, v1)).image_digest as string;
     rmSync(path.join(imagesDir(), digest.slice(7)), { recursive: true, force: true });
-    await stand.registry.stop();
+    await runtime.stand.registry.stop();
     try {
       const res = await api().http.post(`/v2/deployments/${d.id}/revisions/${v1}/redeploy`);
       expect(res.status, res.text).toBe(200);
@@ -211,7 +170,7 @@ describe('the embedded container runtime', () => {
       expect((await get(url))?.text).toBe('<h1>second</h1>');
       expect((await api().http.get(`/v2/deployments/${d.id}`)).body.active_revision_id).toBe(v2);
     } finally {
-      stand.registry = await startRegistry(api().config);
+      runtime.stand.registry = await startRegistry(api().config);
     }
   }, 180_000);
 
@@ -296,29 +255,21 @@ describe('the embedded container runtime', () => {
   it('a deployer kill -9 leaves the container serving; the next deployer re-adopts it without a restart', async () => {
     const { d, url } = await serving('ctr-adopt', '<h1>adopt</h1>');
     const [before] = await liveInstances(d.id);
-    deployer.child.kill('SIGKILL');
-    await deployer.exited;
+    runtime.deployer.child.kill('SIGKILL');
+    await runtime.deployer.exited;
     const direct = await get(`http://${before!.address}:${before!.port}/`);
     expect(direct?.text).toBe('<h1>adopt</h1>');
     expect(new Runc(runcRoot()).isRunning(`i-${before!.id}`)).toBe(true);
-    deployer = await startService('deployer', deployerEnv());
+    runtime.deployer = await startService('deployer', deployerEnv());
     await eventually(() => get(url), (r) => r?.text === '<h1>adopt</h1>', 30_000);
-    await deployer.waitFor(/re-adopted a running instance/, 30_000);
+    await runtime.deployer.waitFor(/re-adopted a running instance/, 30_000);
     const after = await liveInstances(d.id);
     expect(after.map((i) => ({ id: i.id, pid: i.pid }))).toEqual([{ id: before!.id, pid: before!.pid }]);
   }, 180_000);
 
   it('a crashed container is restarted and serves again', async () => {
     const { d, url } = await serving('ctr-crash', '<h1>phoenix</h1>');
-    const [before] = await liveInstances(d.id);
-    await new Runc(runcRoot()).signal(`i-${before!.id}`, 'KILL', true);
-    await eventually(
-      async () => (await liveInstances(d.id))[0],
-      (i) => !!i && i.status === 'running' && i.pid !== before!.pid && new Runc(runcRoot()).isRunning(`i-${i.id}`),
-      60_000,
-      500,
-    );
-    await eventually(() => get(url), (r) => r?.text === '<h1>phoenix</h1>', 30_000);
+    await crashAndRecover(d.id, url, '<h1>phoenix</h1>');
   }, 120_000);
 });
 

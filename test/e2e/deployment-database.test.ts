@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '@slipway/crypto';
+import { secretsCodec } from '@slipway/crypto';
 import { DeploymentCredentialStore } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
@@ -57,7 +57,7 @@ describe('deployment databases', () => {
       [name],
     );
     expect(owner.owner).toBe(name);
-    const box = new SecretBox(api.config.secretsKey.key, api.config.previousSecretsKeys);
+    const box = secretsCodec(api.config);
     const { databasePassword } = await new DeploymentCredentialStore(api.dataSource.manager, box).credentials(res.body.id);
     const as = (database: string) => {
       const u = new URL(api.database.url);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RevisionLogRepository } from '@slipway/db';
+import { RevisionLogRepository } from '@slipway/pipeline';
 import { parseUploadObjectPath } from '@slipway/source';
 import { killGroup, processesUnder } from '../support/app-processes.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';

@@ -1,10 +1,8 @@
-import { createHmac } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
+import { signatureOk, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 /**
  * Outbound webhooks from the real processes (docs/architecture.md, Events): the deployer's and
@@ -13,38 +11,24 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  */
 let api: TestApi;
 let listenerId: string;
-let receiver: Server;
+let receiver: WebhookReceiver;
 let receiverUrl: string;
-const received: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
+let received: WebhookReceiver['received'];
 const running: ServiceProcess[] = [];
 
 beforeAll(async () => {
   api = await startTestApi({ SLIPWAY_OUTBOUND_ALLOW_HOSTS: '127.0.0.1' });
   api.relay.start();
   listenerId = await createListener(api, 'webhooks-e2e');
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  receiver = await startWebhookReceiver();
+  ({ url: receiverUrl, received } = receiver);
 }, 60_000);
 
 afterAll(async () => {
   for (const p of running) await p.stop();
-  await new Promise((r) => receiver?.close(r));
+  await receiver?.close();
   await api?.close();
 });
-
-const signatureOk = (r: { headers: IncomingHttpHeaders; body: string }, secret: string) =>
-  r.headers['webhook-signature'] ===
-  `v1,${createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'))
-    .update(`${r.headers['webhook-id']}.${r.headers['webhook-timestamp']}.${r.body}`)
-    .digest('base64')}`;
 
 describe('webhook deliveries by the worker processes', () => {
   it('the deployer delivers; after it stops, a builder alone delivers what happened meanwhile', async () => {

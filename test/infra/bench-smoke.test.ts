@@ -17,15 +17,28 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 describe('pnpm bench --quick', () => {
   it('runs every scenario and writes a ratio for each target', () => {
     const file = path.join(out, 'bench.json');
-    execFileSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], { cwd: ROOT, stdio: 'pipe', timeout: 240_000 });
+    execFileSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], { cwd: ROOT, stdio: 'pipe', timeout: 840_000 });
     const result = JSON.parse(readFileSync(file, 'utf8'));
     const scenarios = new Set(result.rows.map((r: { scenario: string }) => r.scenario.split(':')[0]!.replace(/ \(.*| of \d+.*/, '')));
     expect([...scenarios].sort()).toEqual(
-      ['GET deployment', 'GET revision', 'burst', 'create', 'create → handed to worker', 'desired-state', 'idle stack', 'list', 'list deployments'].sort(),
+      [
+        'GET deployment',
+        'GET revision',
+        'agent server',
+        'burst',
+        'create',
+        'create → handed to worker',
+        'deploy latency',
+        'desired-state',
+        'idle stack',
+        'list',
+        'list deployments',
+        'serving',
+      ].sort(),
     );
     for (const row of result.rows) {
       expect(Number.isFinite(row.value), `${row.scenario} ${row.metric}`).toBe(true);
       if (row.target && row.baseline !== undefined) expect(Number.isFinite(row.ratio), `${row.scenario} ${row.metric}`).toBe(true);
     }
-  }, 300_000);
+  }, 900_000);
 });

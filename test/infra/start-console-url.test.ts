@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killGroup } from '../support/app-processes.js';
+import { stopGroup } from '../support/app-processes.js';
 import { freePort } from '../support/code-deploy-stand.js';
 import { serviceEnv } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -56,14 +56,7 @@ describe('npm start', () => {
       expect(page.status).toBe(200);
       expect(await page.text()).toContain('<title>Slipway console</title>');
     } finally {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        process.kill(-child.pid!, 'SIGTERM');
-        const timer = setTimeout(() => killGroup(child.pid!), 20_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      killGroup(child.pid!);
+      await stopGroup(child);
     }
   }, 180_000);
 });

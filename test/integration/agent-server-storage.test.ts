@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../support/database.js';
 import { freePort } from '../support/ports.js';
+import { customs, joinAll, slowInput } from '../support/agent-runs.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -17,7 +18,8 @@ import { eventually } from '../support/service-process.js';
  * database and Redis prefix, two instances, no control plane. What the e2e files cannot see from
  * outside: the earlier single-table records moved into the row tables, the database holding one
  * running run per thread, and reads that use indexes only (no table read whole), at 20,000
- * threads and runs and on an idle instance; and a start refused, naming the key, on TTL settings of
+ * threads and runs and on an idle instance; a running run rolled back from the instance that does
+ * not run it gone with its checkpoints; and a start refused, naming the key, on TTL settings of
  * langgraph.json it cannot honour.
  */
 const GRAPH = fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url));
@@ -28,6 +30,7 @@ let db: TestDatabase;
 let sql: pg.Client;
 const servers: ChildProcess[] = [];
 let clients: Client[] = [];
+let ports: number[] = [];
 
 const LEGACY_THREAD = '0190c5d1-0000-7000-8000-000000000001';
 
@@ -93,7 +96,7 @@ beforeAll(async () => {
   await sql.connect();
   await seedLegacyRecords();
   const prefix = testQueuePrefix('agent');
-  const ports = [await freePort(), await freePort()];
+  ports = [await freePort(), await freePort()];
   await Promise.all(ports.map((p) => startHost(p, prefix)));
   clients = ports.map((p) => new Client({ apiUrl: `http://127.0.0.1:${p}` }));
 }, 240_000);
@@ -154,6 +157,48 @@ describe('agent server storage: one row per record in the deployment database', 
     expect(after.indexScans).toBeGreaterThan(before.indexScans); // the hosts' reads were counted…
     expect(after.whole).toEqual(before.whole); // …and none read a table whole
   }, 120_000);
+});
+
+describe('agent server multitask rollback across instances', () => {
+  /** Checkpoints of the thread, per run that wrote them. */
+  const checkpointRuns = async (threadId: string) =>
+    (await sql.query(`SELECT DISTINCT metadata->>'run_id' AS run_id FROM checkpoints WHERE thread_id = $1`, [threadId])).rows.map((r) => r.run_id as string);
+
+  for (const how of ['a second run with multitask_strategy rollback', 'cancel with action=rollback, then a second run'] as const) {
+    it(`deletes a running run rolled back through the other instance by ${how}, and the second run runs on a clean thread`, async () => {
+      const thread = await clients[0]!.threads.create();
+      const first = await clients[0]!.runs.create(thread.thread_id, 'agent', slowInput('doomed', 10, 100));
+      // Once its second node runs, its first node's checkpoint is written and the port says who runs it.
+      const head = await joinAll(clients[0]!, thread.thread_id, first.run_id, { until: (events) => customs(events).some((t) => t.node === 'second') });
+      const runner = customs(head).at(-1)!.port;
+      const index = ports.findIndex((p) => String(p) === runner);
+      expect(index).toBeGreaterThanOrEqual(0);
+      const [owner, other] = [clients[index]!, clients[1 - index]!];
+      expect(await checkpointRuns(thread.thread_id)).toEqual([first.run_id]);
+      const watched = joinAll(owner, thread.thread_id, first.run_id); // a joiner on the running instance
+
+      const input = { input: { steps: ['kept'], ticks: 1, tick_ms: 1 } };
+      let second: string;
+      if (how === 'a second run with multitask_strategy rollback') {
+        second = (await other.runs.create(thread.thread_id, 'agent', { ...input, multitaskStrategy: 'rollback' })).run_id;
+      } else {
+        await other.runs.cancel(thread.thread_id, first.run_id, false, 'rollback');
+        await eventually(() => other.runs.get(thread.thread_id, first.run_id).then(() => 200, (err) => err.status), (s) => s === 404, 20_000, 100);
+        second = (await other.runs.create(thread.thread_id, 'agent', input)).run_id;
+      }
+      await other.runs.join(thread.thread_id, second);
+
+      // The joiner's stream ended cleanly: no error for a rolled-back run.
+      const events = await watched;
+      expect(events.filter((e) => e.event === 'error')).toEqual([]);
+      await expect(other.runs.get(thread.thread_id, first.run_id)).rejects.toMatchObject({ status: 404 });
+      await expect(owner.runs.get(thread.thread_id, first.run_id)).rejects.toMatchObject({ status: 404 });
+      expect(await checkpointRuns(thread.thread_id)).toEqual([second]);
+      expect((await owner.threads.getState(thread.thread_id)).values).toEqual({ steps: ['kept', 'first', 'second', 'third'], ticks: 1, tick_ms: 1 });
+      expect((await owner.runs.list(thread.thread_id)).map((r) => [r.run_id, r.status])).toEqual([[second, 'success']]);
+      expect((await owner.threads.get(thread.thread_id)).status).toBe('idle');
+    }, 90_000);
+  }
 });
 
 describe('agent server start: TTL settings of langgraph.json', () => {

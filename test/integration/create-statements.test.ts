@@ -6,10 +6,12 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * Round trips to Postgres per `POST /v2/deployments`, and where the workspace lock sits in them.
  * Creates were serialised behind about 20 statements each, 19 in the transaction; then 14, plus 3
  * for the workspace's deployment quota (its lock, its quotas, the count) taken first, which made
- * every create of a workspace wait for the whole transaction of the one before. Now 11: the quota
- * check comes last (lock, then quotas and count in one statement), the answer is built from the
+ * every create of a workspace wait for the whole transaction of the one before. Then 11: the quota
+ * check came last (lock, then quotas and count in one statement), the answer is built from the
  * rows written, not re-read, and the deployment insert carries its tracing project's link and the
- * revision insert its latest-revision update (each a CTE of one statement). Counts the statements of the create's transaction — the api
+ * revision insert its latest-revision update (each a CTE of one statement). Now 10: the quota is
+ * a free slot row claimed with SKIP LOCKED in one statement that also reads the quotas, with no
+ * workspace lock. Counts the statements of the create's transaction — the api
  * runs in this process, and nothing else of it writes meanwhile (the relay is not started). The
  * budget is today's count: a change that adds round trips to the hot path must say so here.
  */
@@ -59,19 +61,20 @@ const create = () =>
   });
 
 describe('statements per create', () => {
-  it('an image deployment with one secret costs at most 11 round trips, BEGIN and COMMIT included', async () => {
+  it('an image deployment with one secret costs at most 10 round trips, BEGIN and COMMIT included', async () => {
     await create(); // warm: the API key is cached after its first use
     const statements = await transactionOf(async () => expect((await create()).status).toBe(201));
-    expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(11);
+    expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(10);
     expect(statements.filter((s) => /^\s*(SELECT|INSERT|UPDATE|WITH)/i.test(s)).length).toBeGreaterThan(3);
   });
 
-  it('takes the workspace lock only after every insert: creates of a workspace wait for each other over the count and commit alone', async () => {
+  it('claims a deployment slot last, with SKIP LOCKED and no workspace lock: creates of a workspace do not wait for each other', async () => {
     const statements = await transactionOf(async () => expect((await create()).status).toBe(201));
-    const lock = statements.findIndex((s) => /FROM workspaces WHERE id = \$1 FOR NO KEY UPDATE/.test(s));
+    expect(statements.filter((s) => /FROM workspaces WHERE id = \$1 FOR (NO KEY )?UPDATE/.test(s)), statements.join('\n')).toEqual([]);
+    const claim = statements.findIndex((s) => /UPDATE deployment_slots/.test(s) && /FOR UPDATE SKIP LOCKED/.test(s));
     const lastWrite = statements.findLastIndex((s) => /^\s*(INSERT|UPDATE|WITH)/i.test(s));
-    expect(lock, statements.join('\n')).toBeGreaterThan(lastWrite);
-    expect(statements.length - lock, statements.join('\n')).toBeLessThanOrEqual(3); // lock, quotas + count, COMMIT
+    expect(claim, statements.join('\n')).toBe(lastWrite);
+    expect(statements.length - claim, statements.join('\n')).toBe(2); // the claim, COMMIT
   });
 
   it('answers with what a GET of the new deployment returns, though it re-reads nothing', async () => {

@@ -5,6 +5,7 @@ import { serialize } from 'pg-protocol';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secretsCodec } from '@slipway/crypto';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
 import { deploymentRedisUser, RespRequestParser, startupMessage } from '@slipway/runtime';
@@ -51,7 +52,7 @@ async function deployment(name: string) {
 beforeAll(async () => {
   console.log(`front fuzz seed: ${SEED} (reproduce: SLIPWAY_FRONT_FUZZ_SEED=${SEED} pnpm exec vitest run test/integration/data-access-fuzz.test.ts)`);
   api = await startTestApi();
-  access = new DeploymentDataAccess(api.config, api.dataSource, createLogger({ name: 'front-fuzz', level: 'silent' }));
+  access = new DeploymentDataAccess(api.config, api.dataSource, secretsCodec(api.config), createLogger({ name: 'front-fuzz', level: 'silent' }));
   await access.start();
   own = await deployment('fuzz-own');
   other = await deployment('fuzz-other');

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '@slipway/config';
-import { SecretBox } from '@slipway/crypto';
+import { secretsCodec } from '@slipway/crypto';
 import { DeploymentCredentialStore, dropDeploymentDatabase } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
@@ -85,7 +85,7 @@ let envB: DataEnvironment;
 
 beforeAll(async () => {
   api = await startTestApi();
-  access = new DeploymentDataAccess(api.config, api.dataSource, log);
+  access = new DeploymentDataAccess(api.config, api.dataSource, secretsCodec(api.config), log);
   await access.start();
   a = await createDeployment('data-alpha');
   b = await createDeployment('data-beta');
@@ -337,7 +337,7 @@ describe('the Postgres front', () => {
 
 describe('sealed credentials', () => {
   it('are generated once, stored sealed, and survive a secrets-key rotation, fronts on the same ports', async () => {
-    const box = new SecretBox(api.config.secretsKey.key, api.config.previousSecretsKeys);
+    const box = secretsCodec(api.config);
     const store = new DeploymentCredentialStore(api.dataSource.manager, box);
     const before = await store.credentials(a.id);
     expect(before.databasePassword).toBe(passwordOf(envA.env.DATABASE_URI));
@@ -354,7 +354,7 @@ describe('sealed credentials', () => {
       secretsKey: { ...api.config.secretsKey, key: randomBytes(32) },
       previousSecretsKeys: [api.config.secretsKey.key, ...api.config.previousSecretsKeys],
     };
-    const next = new DeploymentDataAccess(rotated, api.dataSource, log);
+    const next = new DeploymentDataAccess(rotated, api.dataSource, secretsCodec(rotated), log);
     try {
       await next.start();
       const again = await next.environment(a.id, a.database);

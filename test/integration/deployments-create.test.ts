@@ -52,6 +52,7 @@ const specFor = (cpu: number, memory: number, min: number, max: number) => ({
   cpu_limit: cpu * 2,
   memory_mb: memory,
   memory_limit_mb: memory * 2,
+  queue_enabled: false,
   queue_min_scale: min,
   queue_max_scale: max,
   queue_cpu: cpu,

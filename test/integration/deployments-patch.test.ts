@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '@slipway/crypto';
+import { secretsCodec } from '@slipway/crypto';
 import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -53,7 +53,7 @@ const patch = (id: string, body: unknown) => api.http.patch(`/v2/deployments/${i
 async function storedSecrets(table: 'deployments' | 'revisions', id: string): Promise<Array<{ name: string; value: string }>> {
   const [row] = await api.dataSource.query(`SELECT secrets_sealed FROM ${table} WHERE id = $1`, [id]);
   if (!row.secrets_sealed) return [];
-  return JSON.parse(new SecretBox(api.config.secretsKey.key).open(row.secrets_sealed, id));
+  return JSON.parse(secretsCodec(api.config).open(row.secrets_sealed, id));
 }
 
 describe('which PATCHes make a new revision', () => {

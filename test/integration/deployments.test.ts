@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '@slipway/crypto';
+import { secretsCodec } from '@slipway/crypto';
 import { createListener } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -69,7 +69,7 @@ describe('POST /v2/deployments', () => {
 /** The stored secrets of a row, opened with the product's key and the row id as context. */
 async function openSealed(table: 'deployments' | 'revisions', id: string): Promise<Array<{ name: string; value: string }>> {
   const [row] = await api.dataSource.query(`SELECT secrets_sealed FROM ${table} WHERE id = $1`, [id]);
-  return row?.secrets_sealed ? JSON.parse(new SecretBox(api.config.secretsKey.key).open(row.secrets_sealed, id)) : [];
+  return row?.secrets_sealed ? JSON.parse(secretsCodec(api.config).open(row.secrets_sealed, id)) : [];
 }
 
 async function count(sql: string, params: unknown[] = []): Promise<number> {

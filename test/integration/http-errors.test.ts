@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RouteSpec } from '@slipway/api/app';
+import { generateApiKey } from '@slipway/crypto';
 import { createDataSource } from '@slipway/db';
 import type { HttpClient } from '../support/http.js';
 import type { LogCapture } from '../support/log-capture.js';
@@ -330,6 +331,10 @@ describe('503: a dependency is down', () => {
   it('routes that need no database keep answering', async () => {
     expect((await app.http.get('/healthz')).status).toBe(200);
     expect((await app.http.get('/openapi.json')).status).toBe(200);
+    // A probe with a credential that cannot be looked up now (never seen, so never cached)
+    // answers as to an anonymous caller, not 503.
+    expect((await app.http.get('/healthz', { key: generateApiKey().key })).status).toBe(200);
+    expect((await app.http.get('/readyz', { key: generateApiKey().key })).status).toBe(503);
   });
 
   it('answers 503 when Postgres stops answering (connect timeout), not 500', async () => {

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '@slipway/crypto';
+import { secretsCodec } from '@slipway/crypto';
 import { createLocalIntegration, git, initRepo, integrationRoot } from '../support/git-fixtures.js';
 import { HttpClient, type HttpResponse } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -71,7 +71,7 @@ async function rowOf(id: string) {
   return row as Record<string, any> | undefined;
 }
 
-const box = () => new SecretBox(api.config.secretsKey.key);
+const box = () => secretsCodec(api.config);
 
 describe('POST /v1/integrations/repohost', () => {
   it('creates a local integration: 201, webhook secret shown once and sealed in the row', async () => {

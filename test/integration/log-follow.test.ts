@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RevisionLogRepository } from '@slipway/db';
+import { RevisionLogRepository } from '@slipway/pipeline';
 import { createImageDeployment, createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { SseClient } from '../support/sse.js';
@@ -257,5 +257,51 @@ describe('GET …/logs?follow=true (Server-Sent Events)', () => {
     const theirs = await foreign.get(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/logs?follow=true`);
     expect(theirs.status).toBe(404);
     expect(theirs.headers.get('content-type')).toMatch(/json/);
+  });
+
+  it("keeps following the active revision's deploy log after its rollout ended, until it stops serving", async () => {
+    const d = await imageDeployment(api.http, 'sse-serving');
+    const rid = d.latest_revision_id;
+    // Rolled out: what the deployer's hand-off leaves (the revision DEPLOYED and active).
+    await api.dataSource.query(`UPDATE revisions SET status = 'DEPLOYED' WHERE id = $1`, [rid]);
+    await api.dataSource.query(`UPDATE deployments SET active_revision_id = $2 WHERE id = $1`, [d.id, rid]);
+    await logs.append(rid, 'deploy', [{ level: 'info', message: 'rolled out' }], 0);
+    const follow = new SseClient(`${api.baseUrl}/v2/deployments/${d.id}/revisions/${rid}/logs?type=deploy&follow=true`, { 'x-api-key': api.adminKey });
+    await follow.until((e) => e.length >= 1);
+    // Printed by instance 1 after the rollout: it still comes, on the same stream.
+    await logs.append(rid, 'deploy', [{ level: 'info', message: 'a request later' }], 1);
+    const events = await follow.until((e) => e.length >= 2);
+    expect(events.map((e) => [e.event, e.data.message, e.data.instance])).toEqual([
+      ['message', 'rolled out', 0],
+      ['message', 'a request later', 1],
+    ]);
+    expect(follow.ended).toBe(false);
+    // Another revision serves now: the stream ends.
+    await api.dataSource.query(`UPDATE deployments SET active_revision_id = NULL WHERE id = $1`, [d.id]);
+    await api.dataSource.query(`SELECT pg_notify('slipway_events', workspace_id::text) FROM deployments WHERE id = $1`, [d.id]);
+    await follow.done;
+    expect(follow.events.at(-1)).toMatchObject({ event: 'end', data: { revision_id: rid, status: 'DEPLOYED' } });
+  });
+
+  it('filters by instance; the workspace-wide listing follows too, until the client leaves', async () => {
+    const d = await imageDeployment(api.http, 'sse-workspace');
+    const rid = d.latest_revision_id;
+    await logs.append(rid, 'deploy', [{ level: 'info', message: 'from zero' }], 0);
+    await logs.append(rid, 'deploy', [{ level: 'info', message: 'from one' }], 1);
+    const one = await api.http.get(`/v2/deployments/${d.id}/revisions/${rid}/logs?type=deploy&instance=1`);
+    expect(messages(one.body)).toEqual(['from one']);
+
+    const wide = new SseClient(`${api.baseUrl}/v2/deployment-logs?follow=true&deployment_id=${d.id}&instance=0`, { 'x-api-key': api.adminKey });
+    await wide.until((e) => e.length >= 1);
+    await logs.append(rid, 'deploy', [{ level: 'info', message: 'later from one' }], 1);
+    await logs.append(rid, 'deploy', [{ level: 'info', message: 'later from zero' }], 0);
+    const events = await wide.until((e) => e.length >= 2);
+    expect(events.map((e) => e.data.message)).toEqual(['from zero', 'later from zero']);
+    expect(events[1]).toMatchObject({ id: events[1]!.data.id, data: { deployment_id: d.id, revision_id: rid, type: 'deploy', instance: 0 } });
+    // Ended revisions or not, it stays open.
+    await api.http.post(`/v2/deployments/${d.id}/revisions/${rid}/interruption`);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(wide.ended).toBe(false);
+    wide.close();
   });
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueApiKey, RevisionLogRepository } from '@slipway/db';
+import { issueApiKey } from '@slipway/db';
+import { RevisionLogRepository } from '@slipway/pipeline';
 import { createListener } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';

@@ -3,10 +3,9 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '@slipway/api/app';
-import { createProducerRedis } from '@slipway/api/redis';
+import { apiNotifications, createApp } from '@slipway/api/app';
 import { RevisionEventsCollector } from '../../services/api/src/metrics/revision-events.collector.js';
-import { closeQueues, createQueues } from '@slipway/jobs';
+import { closeQueues, createQueues, producerConnection } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
 import { HttpClient } from '../support/http.js';
 import { LogCapture } from '../support/log-capture.js';
@@ -189,9 +188,9 @@ describe('queue gauges', () => {
   it('still answers 200 when Redis is down, with queue_up 0 and no job samples', async () => {
     const logger = createLogger({ name: 'api', level: 'debug', destination: new LogCapture() });
     // Nothing listens on port 1: every connection attempt is refused.
-    const deadRedis = createProducerRedis('redis://127.0.0.1:1', logger);
+    const deadRedis = producerConnection('redis://127.0.0.1:1', logger);
     const deadQueues = createQueues(deadRedis, api.config.queuePrefix, logger);
-    const app = createApp({ config: api.config, dataSource: api.dataSource, redis: deadRedis, queues: deadQueues, logger });
+    const app = createApp({ config: api.config, dataSource: api.dataSource, redis: deadRedis, queues: deadQueues, logger, notifications: apiNotifications(api.config, logger) });
     const server: Server = app.express.listen(0, '127.0.0.1');
     try {
       await new Promise<void>((resolve) => server.once('listening', resolve));
@@ -279,9 +278,9 @@ describe('revision transitions from revision_events', () => {
     await insertEvents([['AWAITING_DEPLOY', 'DEPLOYING', 1_000]]);
     // A second api process over the same database, scraped for the first time.
     const logger = createLogger({ name: 'api', level: 'debug', destination: new LogCapture() });
-    const redis = createProducerRedis(api.config.redisUrl, logger);
+    const redis = producerConnection(api.config.redisUrl, logger);
     const queues = createQueues(redis, api.config.queuePrefix, logger);
-    const app = createApp({ config: api.config, dataSource: api.dataSource, redis, queues, logger });
+    const app = createApp({ config: api.config, dataSource: api.dataSource, redis, queues, logger, notifications: apiNotifications(api.config, logger) });
     const server: Server = app.express.listen(0, '127.0.0.1');
     try {
       await new Promise<void>((resolve) => server.once('listening', resolve));

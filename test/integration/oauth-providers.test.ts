@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '@slipway/crypto';
+import { secretsCodec } from '@slipway/crypto';
 import { TenancyRepository } from '@slipway/db';
 import type { HttpClient } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -86,9 +86,9 @@ describe('POST /v2/auth/providers', () => {
     });
     expect(row.client_secret_sealed).not.toContain(payload.client_secret);
     expect(row.client_secret_sealed.startsWith('v1:')).toBe(true);
-    expect(new SecretBox(api.config.secretsKey.key).open(row.client_secret_sealed, row.id)).toBe(payload.client_secret);
+    expect(secretsCodec(api.config).open(row.client_secret_sealed, row.id)).toBe(payload.client_secret);
     // Bound to its row: the ciphertext does not open under another row's id.
-    expect(() => new SecretBox(api.config.secretsKey.key).open(row.client_secret_sealed, randomUUID())).toThrow();
+    expect(() => secretsCodec(api.config).open(row.client_secret_sealed, randomUUID())).toThrow();
     // The plaintext is in no column at all.
     const [{ whole }] = await api.dataSource.query('SELECT row_to_json(p)::text AS whole FROM oauth_providers p WHERE id = $1', [
       row.id,
@@ -338,7 +338,7 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
     expect(after).not.toBe(before);
     expect(after.startsWith('v1:')).toBe(true);
     expect(after).not.toContain(second);
-    const box = new SecretBox(api.config.secretsKey.key);
+    const box = secretsCodec(api.config);
     expect(box.open(after, created.id)).toBe(second);
 
     // A null secret leaves the stored one alone.

@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '@slipway/api/app';
+import { apiNotifications, createApp, type App } from '@slipway/api/app';
 import { renderReference } from '@slipway/api/openapi/reference-markdown';
-import { createProducerRedis } from '@slipway/api/redis';
 import { DNS1123_LABEL } from '@slipway/domain';
+import { producerConnection } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
 import type { Redis } from 'ioredis';
 import { HttpClient } from '../support/http.js';
@@ -99,8 +99,8 @@ beforeAll(async () => {
   api = await startTestApi();
   // A second app built exactly as the harness builds it, so its router can be walked.
   const logger = createLogger({ name: 'api', level: 'debug', destination: new LogCapture() });
-  redis = createProducerRedis(api.config.redisUrl, logger);
-  app = createApp({ config: api.config, dataSource: api.dataSource, redis, queues: api.queues, logger });
+  redis = producerConnection(api.config.redisUrl, logger);
+  app = createApp({ config: api.config, dataSource: api.dataSource, redis, queues: api.queues, logger, notifications: apiNotifications(api.config, logger) });
   server = app.express.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   http = new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, null);

@@ -80,7 +80,7 @@ function recording() {
 
 const ready = (redis: Redis) => (redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => redis.once('ready', () => resolve())));
 
-const relayOf = (hook: HandOffHook, options: RelayOptions, queues: Queues = api.queues) => new OutboxRelay(api.dataSource, queues, logger, hook, options);
+const relayOf = (hook: HandOffHook, options: RelayOptions, queues: Queues = api.queues) => new OutboxRelay(api.dataSource, queues, logger, { onHandOff: hook }, options);
 
 describe('a backlog', () => {
   it('drains in growing batches, several at once: every row sent exactly once, every revision handed on once', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Reconciler } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
+import { Reconciler } from '@slipway/pipeline';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RevisionRepository } from '@slipway/db';
+import { RevisionRepository } from '@slipway/pipeline';
 import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '@slipway/crypto';
-import type { RevisionTransitionOptions } from '@slipway/db';
+import { secretsCodec } from '@slipway/crypto';
 import type { RevisionStatus } from '@slipway/domain';
+import type { RevisionTransitionOptions } from '@slipway/pipeline';
 import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -206,7 +206,7 @@ describe('POST .../redeploy', () => {
     });
     expect(old.status).toBe('DEPLOYED');
     const [sealed] = await api.dataSource.query(`SELECT secrets_sealed FROM revisions WHERE id = $1`, [r3]);
-    expect(JSON.parse(new SecretBox(api.config.secretsKey.key).open(sealed.secrets_sealed, r3))).toEqual([
+    expect(JSON.parse(secretsCodec(api.config).open(sealed.secrets_sealed, r3))).toEqual([
       { name: 'API_TOKEN', value: 'tok-revision-secret' },
     ]);
     // No build: straight to a rollout job.

@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import type { HttpClient } from './http.js';
 import { startPipeline, type Pipeline } from './pipeline.js';
@@ -35,14 +37,37 @@ export function initProject(reposRoot: string, name: string, env?: Record<string
   return dir;
 }
 
-/** Creates a deployment of the local repository `dir` through a new local integration; returns its id and first revision. */
-export async function deployRepo(http: HttpClient, reposRoot: string, dir: string, minScale: number): Promise<{ deploymentId: string; revisionId: string }> {
+/**
+ * A repository `name` in a new directory of local repositories, with the slow fixture graph
+ * (test/fixtures/agent-server/slow-graph.ts) committed as its graph `agent`, and run leases of
+ * 2 s (lapsed runs move quickly).
+ */
+export function initSlowAgent(name: string): { reposRoot: string; repo: string } {
+  const reposRoot = mkdtempSync(path.join(tmpdir(), `slipway-${name}-`));
+  const repo = initProject(reposRoot, name, { SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000' });
+  copyFileSync(fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url)), path.join(repo, 'src/agent.ts'));
+  gitIn(repo, 'add', '-A');
+  gitIn(repo, 'commit', '-q', '-m', 'slow graph');
+  return { reposRoot, repo };
+}
+
+/**
+ * Creates a deployment of the local repository `dir` through a new local integration, with
+ * `minScale` instances and the other `spec` fields; returns its id and first revision.
+ */
+export async function deployRepo(
+  http: HttpClient,
+  reposRoot: string,
+  dir: string,
+  minScale: number,
+  spec: Record<string, unknown> = {},
+): Promise<{ deploymentId: string; revisionId: string }> {
   const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: path.basename(dir), config: { root: reposRoot } });
   expect(integration.status, integration.text).toBe(201);
   const created = await http.post('/v2/deployments', {
     name: path.basename(dir),
     source: 'repohost',
-    source_config: { integration_id: integration.body.id, repo_url: `file://${dir}`, resource_spec: { min_scale: minScale, max_scale: minScale } },
+    source_config: { integration_id: integration.body.id, repo_url: `file://${dir}`, resource_spec: { min_scale: minScale, max_scale: minScale, ...spec } },
     source_revision_config: {},
   });
   expect(created.status, created.text).toBe(201);
@@ -58,17 +83,28 @@ export const untilDone = (http: HttpClient, d: string, r: string) =>
 export interface Instance {
   pid: number;
   port: number;
+  /** An API instance or a queue worker. */
+  role: 'api' | 'queue';
+  revisionId: string;
+  logPath: string;
   /** Where the instance itself answers (its recorded address, loopback when none is recorded). */
   url: string;
 }
 
-/** The deployment's running instances, straight from the runtime's table, by port. */
-export async function runningInstances(api: TestApi, deploymentId: string): Promise<Instance[]> {
+/** The deployment's running instances of `role` (API instances unless told), straight from the runtime's table, by port. */
+export async function runningInstances(api: TestApi, deploymentId: string, role: Instance['role'] = 'api'): Promise<Instance[]> {
   const rows: Array<Record<string, any>> = await api.dataSource.query(
-    `SELECT * FROM runtime_processes WHERE deployment_id = $1 AND status = 'running' ORDER BY port`,
-    [deploymentId],
+    `SELECT * FROM runtime_processes WHERE deployment_id = $1 AND status = 'running' AND role = $2 ORDER BY port`,
+    [deploymentId, role],
   );
-  return rows.map((r) => ({ pid: r.pid, port: r.port, url: `http://${r.address ?? r.host ?? '127.0.0.1'}:${r.port}` }));
+  return rows.map((r) => ({
+    pid: r.pid,
+    port: r.port,
+    role: r.role,
+    revisionId: r.revision_id,
+    logPath: r.log_path,
+    url: `http://${r.address ?? r.host ?? '127.0.0.1'}:${r.port}`,
+  }));
 }
 
 /** The control plane of an agent-server e2e file: local repositories under `reposRoot`, instance ports from `portBase` (1,000 of them). */
@@ -89,15 +125,33 @@ export interface DeployedAgent {
   apiKey: string;
 }
 
-/** Starts a control plane (see startAgentPipeline), deploys the committed repository `dir` with `minScale` instances and mints a key. */
-export async function startDeployedAgent(reposRoot: string, dir: string, portBase: number, minScale: number): Promise<DeployedAgent> {
+/**
+ * Starts a control plane (see startAgentPipeline), deploys the committed repository `dir` with
+ * `minScale` instances (and the other `spec` fields) and mints a key.
+ */
+export async function startDeployedAgent(reposRoot: string, dir: string, portBase: number, minScale: number, spec: Record<string, unknown> = {}): Promise<DeployedAgent> {
   const pipeline = await startAgentPipeline(reposRoot, portBase);
   const { http } = pipeline;
-  const { deploymentId, revisionId } = await deployRepo(http, reposRoot, dir, minScale);
+  const { deploymentId, revisionId } = await deployRepo(http, reposRoot, dir, minScale, spec);
   const rev = await untilDone(http, deploymentId, revisionId);
   expect(rev.status, rev.status_message).toBe('DEPLOYED');
   const key = await http.post('/v2/api-keys', { description: 'sdk' });
   expect(key.status, key.text).toBe(201);
   const url = (await http.get(`/v2/deployments/${deploymentId}`)).body.url;
   return { pipeline, deploymentId, url, apiKey: key.body.key };
+}
+
+/**
+ * Commits a change to the deployment's repository and redeploys it (a PATCH of its ref), once
+ * the new revision is `DEPLOYING` (starting instances); returns that revision's id.
+ */
+export async function redeployStarted(http: HttpClient, repo: string, deploymentId: string): Promise<string> {
+  writeFileSync(path.join(repo, 'README.md'), `redeploy ${Date.now()}\n`);
+  gitIn(repo, 'add', '-A');
+  gitIn(repo, 'commit', '-q', '-m', 'redeploy');
+  const res = await http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
+  expect(res.status, res.text).toBe(200);
+  const revisionId = res.body.latest_revision_id;
+  await eventually(async () => (await http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body.status, (s) => s === 'DEPLOYING', 300_000, 250);
+  return revisionId;
 }

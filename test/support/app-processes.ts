@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 
@@ -12,6 +13,18 @@ export function killGroup(pgid: number): void {
   } catch {
     // already gone
   }
+}
+
+/** Stops a detached child's whole group: SIGTERM, SIGKILL after `graceMs`, and what is left of the group at the end. */
+export async function stopGroup(child: ChildProcess, graceMs = 20_000): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(-child.pid!, 'SIGTERM');
+    const timer = setTimeout(() => killGroup(child.pid!), graceMs);
+    await exited;
+    clearTimeout(timer);
+  }
+  killGroup(child.pid!);
 }
 
 /** Live (non-zombie) processes whose working directory lies under `dir`, with their group. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { SecretBox } from '@slipway/crypto';
+import { secretsCodec } from '@slipway/crypto';
 import type { ArtifactManifest } from '@slipway/domain';
 import type { TestApi } from './test-api.js';
 
@@ -36,7 +36,7 @@ export function writeArtifact(api: TestApi, revisionId: string, server: string, 
 
 /** A built revision of `deploymentId` running `server`; returns its id. */
 export async function addBuiltRevision(api: TestApi, deploymentId: string, server: string, manifest: Partial<ArtifactManifest> = {}): Promise<string> {
-  const box = new SecretBox(api.config.secretsKey.key);
+  const box = secretsCodec(api.config);
   const id = randomUUID();
   const artifact = writeArtifact(api, id, server, manifest);
   await api.dataSource.transaction(async (m) => {

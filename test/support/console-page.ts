@@ -55,3 +55,14 @@ export async function agentApplies(agent: HttpClient, listenerId: string, revisi
   expect(report.status).toBe(200);
   expect(report.body.rejected ?? []).toEqual([]);
 }
+
+/** The curl commands the page shows for the API calls its actions made (expanding each). */
+export async function curlsShown(page: Page, within = page.locator('main')): Promise<string[]> {
+  const calls = within.locator('details.api-call');
+  const texts: string[] = [];
+  for (let i = 0; i < (await calls.count()); i++) {
+    await calls.nth(i).locator('summary').click();
+    texts.push(await calls.nth(i).getByLabel('The call as a curl command').innerText());
+  }
+  return texts;
+}

@@ -29,6 +29,9 @@ export interface BusyboxImageOptions {
   cmd?: string[] | null;
   architecture?: string;
   env?: string[];
+  workingDir?: string;
+  /** More files of the image, by absolute path. */
+  files?: Record<string, { data: string | Buffer; mode: number }>;
 }
 
 /** httpd in the foreground on $PORT (8080 without), serving /www. */
@@ -56,6 +59,10 @@ export async function buildBusyboxImage(page: string, options: BusyboxImageOptio
   writeFileSync(path.join(root, 'www/index.html'), page);
   writeFileSync(path.join(root, 'www/ok'), 'ok\n');
   writeFileSync(path.join(root, 'www/cgi-bin/whoami'), WHOAMI, { mode: 0o755 });
+  for (const [file, { data, mode }] of Object.entries(options.files ?? {})) {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), data, { mode });
+  }
   const layerFile = path.join(work, 'layer.tar');
   const fixed = new Date('2020-01-01T00:00:00Z');
   await tar.c({ file: layerFile, cwd: root, portable: true, mtime: fixed, noDirRecurse: true }, walk(root).sort());
@@ -81,6 +88,7 @@ export async function buildBusyboxImage(page: string, options: BusyboxImageOptio
         ...(options.entrypoint ? { Entrypoint: options.entrypoint } : {}),
         ...(options.cmd === null ? {} : { Cmd: options.cmd ?? HTTPD_CMD }),
         Env: options.env ?? ['PATH=/bin'],
+        ...(options.workingDir ? { WorkingDir: options.workingDir } : {}),
         ExposedPorts: { '8080/tcp': {} },
       },
       rootfs: { type: 'layers', diff_ids: [sha256(tarBytes)] },

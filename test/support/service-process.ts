@@ -106,7 +106,7 @@ export async function startService(name: ServiceName, env: Record<string, string
 }
 
 /** Polls `probe` until it returns a value that `done` accepts; fails with the last value seen. */
-export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(probe: () => Promise<T> | T, done: (value: T) => boolean, timeoutMs = 20_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T;
   for (;;) {

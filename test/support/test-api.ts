@@ -7,12 +7,12 @@ import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, platformCredentials, type Config } from '@slipway/config';
+import { RevisionFlow } from '@slipway/pipeline';
 import { CgroupWriter, detectCgroups, removeSandboxPool } from '@slipway/runtime';
-import { answerClientErrors, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
-import { createProducerRedis } from '@slipway/api/redis';
+import { answerClientErrors, apiNotifications, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
 import { createDataSource, dropDeploymentDatabase, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
-import { closeQueues, createQueues, OutboxRelay, RevisionFlow, type Queues } from '@slipway/jobs';
+import { closeQueues, createQueues, OutboxRelay, producerConnection, type Queues } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from './database.js';
 import { HttpClient } from './http.js';
@@ -101,14 +101,15 @@ export async function startTestApi(
   const dataSource = createDataSource({ url: database.url, applicationName: 'slipway-test-api', poolSize: 5 });
   await dataSource.initialize();
   const tenancy = await new TenancyRepository(dataSource.manager).bootstrap(config.bootstrapApiKey);
-  const redis = createProducerRedis(config.redisUrl, logger);
+  const redis = producerConnection(config.redisUrl, logger);
   // The producer connection queues nothing while it connects: a test's first request must not
   // race it (readiness, rate limits). Bounded, for a test that starts with Redis away.
   await waitForReady(redis, 10_000);
   const queues = createQueues(redis, config.queuePrefix, logger);
   const flow = new RevisionFlow(config.pipeline);
-  const relay = new OutboxRelay(dataSource, queues, logger, (m, jobs) => flow.onHandOff(m, jobs));
-  const app = createApp({ config, dataSource, redis, queues, logger, ...options });
+  const notifications = apiNotifications(config, logger);
+  const relay = new OutboxRelay(dataSource, queues, logger, flow, { notifications });
+  const app = createApp({ config, dataSource, redis, queues, logger, notifications, ...options });
   // PORT 0 (the default here) is an ephemeral port; a test that needs absolute URLs on the
   // service (upload URLs, C10) passes a fixed free PORT so the default public URL is right.
   const server = app.express.listen(config.port, '127.0.0.1');
@@ -145,6 +146,7 @@ export async function startTestApi(
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await relay.stop();
+      await notifications.close();
       await obliterate(queues);
       await closeQueues(queues);
       redis.disconnect();
@@ -205,15 +207,17 @@ export async function startReplica(
 ): Promise<Replica> {
   const logs = new LogCapture();
   const logger = createLogger({ name: 'api', level: 'debug', destination: logs, secrets: platformCredentials(api.config) });
-  const redis = createProducerRedis(parts.redisUrl ?? api.config.redisUrl, logger);
+  const redis = producerConnection(parts.redisUrl ?? api.config.redisUrl, logger);
   // The producer connection has no offline queue: wait until it is up, unless it is meant to be down.
   if (!parts.redisUrl) await waitForReady(redis, 10_000);
+  const notifications = apiNotifications(api.config, logger);
   const app = createApp({
     config: api.config,
     dataSource: parts.dataSource ?? api.dataSource,
     redis,
     queues: api.queues,
     logger,
+    notifications,
     extraRoutes: parts.extraRoutes,
   });
   const server: Server = app.express.listen(0, '127.0.0.1');
@@ -226,6 +230,7 @@ export async function startReplica(
       await app.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await notifications.close();
       redis.disconnect();
     },
   };

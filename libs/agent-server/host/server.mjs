@@ -81,7 +81,7 @@ const options = {
   // which checks the workspace key; an instance port open to the network would skip that.
   host: '127.0.0.1',
   cwd,
-  nWorkers: Number(process.env.N_JOBS_PER_WORKER ?? 4),
+  // nWorkers: set by the host from its role and N_JOBS_PER_WORKER (src/main.ts).
   graphs: config.graphs,
   ...(config.auth ? { auth: config.auth } : {}),
   ...(config.http ? { http: config.http } : {}),

@@ -5,40 +5,48 @@
  */
 import Joi from 'joi';
 import { ConfigError } from './config-error.js';
+import { validateEnvironment } from './environment.js';
+import { LOG_LEVELS } from './server.js';
+import { ms, oneOf, schemaKeysOf, setting, valuesOf, type ValuesOf } from './setting.js';
 
-export interface AgentConfig {
+/** The agent's settings, declared once (docs/configuration.md, Listener agent). */
+export const agentSettings = {
   /**
    * Base URL of the Slipway api, e.g. `https://slipway.example.com`. `https` unless the host is
    * loopback or `SLIPWAY_AGENT_ALLOW_INSECURE_HTTP` is true: the agent sends its key on every call.
    */
-  apiUrl: string;
-  listenerId: string;
+  apiUrl: setting<string>(
+    'SLIPWAY_API_URL',
+    Joi.string().uri({ scheme: ['http', 'https'] }).required(),
+    "the api's base URL; `https`, or plain `http` only to a loopback host (`127.0.0.0/8`, `::1`, `localhost`). The agent never follows a redirect (a 3xx is an error: its key is never re-sent elsewhere), so name the api's final URL",
+    { read: (raw: string) => raw.replace(/\/+$/, '') },
+  ),
+  listenerId: setting<string>('SLIPWAY_LISTENER_ID', Joi.string().guid().required(), 'the listener this agent serves'),
   /** An API key bound to this listener (`slipway keys create --listener <id>`). */
-  apiKey: string;
+  apiKey: setting<string>('SLIPWAY_API_KEY', Joi.string().min(20).max(256).pattern(/^\S+$/).required(), 'a key bound to that listener'),
   /** Path of a kubeconfig; null means in-cluster (the pod's service account). */
-  kubeconfigPath: string | null;
+  kubeconfigPath: setting<string | null>('KUBECONFIG', Joi.string(), "a kubeconfig file; unset, the pod's service account is used", {
+    read: (raw) => raw ?? null,
+    shown: 'unset: in-cluster',
+  }),
   /** Pause between polls while connected; every poll is also the listener's heartbeat. */
-  pollIntervalMs: number;
+  pollIntervalMs: ms('SLIPWAY_AGENT_POLL_INTERVAL_MS', 5_000, 'pause between polls (each is also the listener\'s heartbeat)'),
   /** Ceiling of the backoff while the control plane is unreachable. */
-  maxBackoffMs: number;
+  maxBackoffMs: ms('SLIPWAY_AGENT_MAX_BACKOFF_MS', 60_000, 'longest pause while the api is unreachable'),
   /** Deadline of one call to the control plane. */
-  requestTimeoutMs: number;
-  logLevel: string;
-  shutdownTimeoutMs: number;
-}
+  requestTimeoutMs: ms('SLIPWAY_AGENT_REQUEST_TIMEOUT_MS', 10_000, 'deadline of one call to the api'),
+  logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, 'info', '`fatal` … `trace`, or `silent`'),
+  shutdownTimeoutMs: ms('SLIPWAY_SHUTDOWN_TIMEOUT_MS', 10_000, 'hard deadline of a graceful shutdown'),
+  allowInsecureHttp: setting<boolean>(
+    'SLIPWAY_AGENT_ALLOW_INSECURE_HTTP',
+    Joi.boolean().default(false),
+    '`true` allows a plain `http` `SLIPWAY_API_URL` off loopback (the key then travels in clear: only on a network you trust)',
+  ),
+};
 
-const schema = Joi.object({
-  SLIPWAY_API_URL: Joi.string().uri({ scheme: ['http', 'https'] }).required(),
-  SLIPWAY_LISTENER_ID: Joi.string().guid().required(),
-  SLIPWAY_API_KEY: Joi.string().min(20).max(256).pattern(/^\S+$/).required(),
-  KUBECONFIG: Joi.string(),
-  SLIPWAY_AGENT_POLL_INTERVAL_MS: Joi.number().integer().min(50).default(5_000),
-  SLIPWAY_AGENT_MAX_BACKOFF_MS: Joi.number().integer().min(50).default(60_000),
-  SLIPWAY_AGENT_REQUEST_TIMEOUT_MS: Joi.number().integer().min(50).default(10_000),
-  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
-  SLIPWAY_SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(50).default(10_000),
-  SLIPWAY_AGENT_ALLOW_INSECURE_HTTP: Joi.boolean().default(false),
-}).unknown(true);
+export type AgentConfig = Omit<ValuesOf<typeof agentSettings>, 'allowInsecureHttp'>;
+
+const schema = Joi.object(schemaKeysOf(agentSettings)).unknown(true);
 
 /** 127.0.0.0/8, ::1 and localhost: a plain-http hop that never leaves the machine (or the pod). */
 function isLoopbackHost(hostname: string): boolean {
@@ -57,20 +65,8 @@ function insecureUrlProblem(apiUrl: string, allowInsecure: boolean): string | nu
 }
 
 export function loadAgentConfig(env: NodeJS.ProcessEnv = process.env): Readonly<AgentConfig> {
-  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const { value, error } = schema.validate(present, { abortEarly: false, convert: true });
-  if (error) throw new ConfigError(error.details.map((d) => d.message));
-  const insecure = insecureUrlProblem(value.SLIPWAY_API_URL, value.SLIPWAY_AGENT_ALLOW_INSECURE_HTTP);
+  const { allowInsecureHttp, ...config } = valuesOf(agentSettings, validateEnvironment(schema, env));
+  const insecure = insecureUrlProblem(config.apiUrl, allowInsecureHttp);
   if (insecure) throw new ConfigError([insecure]);
-  return Object.freeze({
-    apiUrl: (value.SLIPWAY_API_URL as string).replace(/\/+$/, ''),
-    listenerId: value.SLIPWAY_LISTENER_ID,
-    apiKey: value.SLIPWAY_API_KEY,
-    kubeconfigPath: value.KUBECONFIG ?? null,
-    pollIntervalMs: value.SLIPWAY_AGENT_POLL_INTERVAL_MS,
-    maxBackoffMs: value.SLIPWAY_AGENT_MAX_BACKOFF_MS,
-    requestTimeoutMs: value.SLIPWAY_AGENT_REQUEST_TIMEOUT_MS,
-    logLevel: value.LOG_LEVEL,
-    shutdownTimeoutMs: value.SLIPWAY_SHUTDOWN_TIMEOUT_MS,
-  });
+  return Object.freeze(config);
 }

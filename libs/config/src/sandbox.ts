@@ -1,26 +1,49 @@
 /**
- * The sandbox of builds and apps and the operator's resource ceilings (docs/operations.md,
- * Sandbox): the part of the one environment schema about them, and what it becomes in Config.
+ * Where deployed apps run and the sandbox of builds and apps (docs/configuration.md, Runtime;
+ * Sandbox; docs/operations.md, Sandbox).
  */
 import { isIP } from 'node:net';
 import Joi from 'joi';
-import type { ResourceCeilings } from '@slipway/domain';
 import { listOf } from './lists.js';
+import { int, num, oneOf, optional, setting, text, type ValuesOf } from './setting.js';
 
-export interface SandboxSettings {
-  /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
-  mode: 'auto' | 'off';
-  uidMin: number;
-  uidMax: number;
-  pidsMax: number;
-  openFiles: number;
-  defaultMemoryMb: number;
-  /** The IPv4 pool of the sandboxes' network namespaces (a /30 each). */
-  subnet: string;
-  /** Addresses sandboxes may reach although private (checked before the default-deny). */
-  allowCidrs: string[];
-  /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
-  build: { memoryMb: number; cpu: number; pidsMax: number; diskMb: number };
+/** Process runtime: where deployments' processes and serving proxies listen. */
+export const runtimeSettings = {
+  /** Interface deployed apps' serving proxies bind to. */
+  host: text(
+    'SLIPWAY_RUNTIME_HOST',
+    '127.0.0.1',
+    "where deployed apps' serving proxies listen (and, unsandboxed, the apps themselves); sandboxed apps listen in their own network namespaces and are reached at their namespace addresses",
+  ),
+  /** Host put in deployments' `url`; differs from `host` when binding all interfaces. */
+  publicHost: optional(
+    'SLIPWAY_RUNTIME_PUBLIC_HOST',
+    Joi.string().hostname(),
+    "the host in deployments' `url`",
+    'the runtime host (`127.0.0.1` when it binds all interfaces)',
+  ),
+  portMin: int(
+    'SLIPWAY_RUNTIME_PORT_MIN',
+    20_000,
+    'lowest port for deployed apps and serving proxies; sandboxed, an app listens inside its own network namespace (never on the host), so only its serving proxy and health probes reach it',
+    { min: 1024, max: 65535 },
+  ),
+  portMax: int('SLIPWAY_RUNTIME_PORT_MAX', 29_999, 'highest port for deployed apps and serving proxies', { min: 1024, max: 65535 }),
+  /** An instance's log file is rotated past this size (one rotated file is kept). */
+  logFileMb: num(
+    'SLIPWAY_RUNTIME_LOG_FILE_MB',
+    10,
+    "an instance's log file is rotated past this size (one rotated file kept; a stopped instance's files are removed, its output stays in the deploy log)",
+    { min: 0.01, max: 10_000 },
+  ),
+};
+
+type RuntimeValues = ValuesOf<typeof runtimeSettings>;
+export type RuntimeSettings = Omit<RuntimeValues, 'publicHost'> & { publicHost: string };
+
+/** The runtime part as Config's `runtime`: the public host defaults to the bind host, loopback for a wildcard. */
+export function runtimeOf(values: RuntimeValues): RuntimeSettings {
+  return { ...values, publicHost: values.publicHost ?? (['0.0.0.0', '::'].includes(values.host) ? '127.0.0.1' : values.host) };
 }
 
 function isIpv4Cidr(value: string, min: number, max: number): boolean {
@@ -28,58 +51,55 @@ function isIpv4Cidr(value: string, min: number, max: number): boolean {
   return isIP(ip!) === 4 && !rest.length && /^\d{1,2}$/.test(prefix) && Number(prefix) >= min && Number(prefix) <= max;
 }
 
-export const sandboxSchemaKeys = {
-  SLIPWAY_SANDBOX: Joi.string().valid('auto', 'off').default('auto'),
-  SLIPWAY_SANDBOX_UID_MIN: Joi.number().integer().min(1000).max(4_294_967_294).default(200_000),
-  SLIPWAY_SANDBOX_UID_MAX: Joi.number().integer().min(1000).max(4_294_967_294).default(265_535),
-  SLIPWAY_SANDBOX_PIDS_MAX: Joi.number().integer().min(16).default(512),
-  SLIPWAY_SANDBOX_OPEN_FILES: Joi.number().integer().min(64).default(4096),
-  SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB: Joi.number().integer().min(16).default(1024),
-  SLIPWAY_SANDBOX_SUBNET: Joi.string()
-    .default('10.213.0.0/16')
-    .custom((value: string, helpers) => (isIpv4Cidr(value, 8, 29) ? value : helpers.error('subnet.invalid')))
-    .messages({ 'subnet.invalid': '{{#label}} must be an IPv4 CIDR with a prefix of 8 to 29 (e.g. 10.213.0.0/16)' }),
-  SLIPWAY_SANDBOX_ALLOW_CIDRS: Joi.string()
-    .allow('')
-    .default('')
-    .custom((value: string, helpers) => (listOf(value).every((c) => isIpv4Cidr(c, 0, 32)) ? value : helpers.error('cidrs.invalid')))
-    .messages({ 'cidrs.invalid': '{{#label}} must be a comma-separated list of IPv4 CIDRs (sandboxes have no IPv6 route)' }),
-  SLIPWAY_BUILD_MEMORY_MB: Joi.number().integer().min(64).default(4096),
-  SLIPWAY_BUILD_CPU: Joi.number().min(0).default(2),
-  SLIPWAY_BUILD_PIDS_MAX: Joi.number().integer().min(16).default(1024),
-  SLIPWAY_BUILD_DISK_MB: Joi.number().integer().min(16).default(4096),
-  SLIPWAY_MAX_MEMORY_MB: Joi.number().integer().min(64).default(16_384),
-  SLIPWAY_MAX_CPU: Joi.number().min(0.1).default(8),
-  SLIPWAY_MAX_DISK_GI: Joi.number().integer().min(1).default(100),
-  SLIPWAY_MAX_DB_CONNECTIONS: Joi.number().integer().min(1).default(500),
+const UID_LIMIT = 4_294_967_294;
+
+export const sandboxSettings = {
+  /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
+  mode: oneOf(
+    'SLIPWAY_SANDBOX',
+    ['auto', 'off'],
+    'auto',
+    '`auto`: builds and apps run sandboxed (production refuses to start without the sandbox); `off`: the explicit, unsafe opt-out, warned about at every start',
+  ),
+  uidMin: int('SLIPWAY_SANDBOX_UID_MIN', 200_000, 'lowest uid (one per deployment) sandboxed builds and apps run as', { min: 1000, max: UID_LIMIT }),
+  uidMax: int('SLIPWAY_SANDBOX_UID_MAX', 265_535, 'highest such uid (raised to the lowest if below it)', { min: 1000, max: UID_LIMIT }),
+  pidsMax: int('SLIPWAY_SANDBOX_PIDS_MAX', 512, 'processes per app instance', { min: 16 }),
+  openFiles: int('SLIPWAY_SANDBOX_OPEN_FILES', 4096, 'open files per app instance', { min: 64 }),
+  defaultMemoryMb: int('SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB', 1024, 'memory (MB) of an app instance when `resource_spec` sets none', { min: 16 }),
+  /** The IPv4 pool of the sandboxes' network namespaces (a /30 each). */
+  subnet: setting<string>(
+    'SLIPWAY_SANDBOX_SUBNET',
+    Joi.string()
+      .default('10.213.0.0/16')
+      .custom((value: string, helpers) => (isIpv4Cidr(value, 8, 29) ? value : helpers.error('subnet.invalid')))
+      .messages({ 'subnet.invalid': '{{#label}} must be an IPv4 CIDR with a prefix of 8 to 29 (e.g. 10.213.0.0/16)' }),
+    "IPv4 pool of the sandboxes' network namespaces (a /30 per app instance or build; its first address is where the data-access fronts listen); use a range none of your networks use",
+  ),
+  /** Addresses sandboxes may reach although private (checked before the default-deny). */
+  allowCidrs: setting<string[]>(
+    'SLIPWAY_SANDBOX_ALLOW_CIDRS',
+    Joi.string()
+      .allow('')
+      .default('')
+      .custom((value: string, helpers) => (listOf(value).every((c) => isIpv4Cidr(c, 0, 32)) ? value : helpers.error('cidrs.invalid')))
+      .messages({ 'cidrs.invalid': '{{#label}} must be a comma-separated list of IPv4 CIDRs (sandboxes have no IPv6 route)' }),
+    "comma-separated IPv4 CIDRs sandboxes may reach although private (a registry on your network); the control plane's Postgres and Redis and this machine stay unreachable",
+    { read: listOf, shown: 'none' },
+  ),
+  /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
+  build: {
+    memoryMb: int('SLIPWAY_BUILD_MEMORY_MB', 4096, 'memory (MB) of every build step', { min: 64 }),
+    cpu: num('SLIPWAY_BUILD_CPU', 2, 'CPUs of every build step (0: no limit)', { min: 0 }),
+    pidsMax: int('SLIPWAY_BUILD_PIDS_MAX', 1024, 'processes of every build step', { min: 16 }),
+    diskMb: int('SLIPWAY_BUILD_DISK_MB', 4096, "disk quota of a build's directory and its deployment's npm cache; past it the build fails saying so", {
+      min: 16,
+    }),
+  },
 };
 
-/** The validated environment's sandbox part as Config's `sandbox`. */
-export function sandboxSettingsOf(value: Record<string, any>): SandboxSettings {
-  return {
-    mode: value.SLIPWAY_SANDBOX,
-    uidMin: value.SLIPWAY_SANDBOX_UID_MIN,
-    uidMax: Math.max(value.SLIPWAY_SANDBOX_UID_MIN, value.SLIPWAY_SANDBOX_UID_MAX),
-    pidsMax: value.SLIPWAY_SANDBOX_PIDS_MAX,
-    openFiles: value.SLIPWAY_SANDBOX_OPEN_FILES,
-    defaultMemoryMb: value.SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB,
-    subnet: value.SLIPWAY_SANDBOX_SUBNET,
-    allowCidrs: listOf(value.SLIPWAY_SANDBOX_ALLOW_CIDRS),
-    build: {
-      memoryMb: value.SLIPWAY_BUILD_MEMORY_MB,
-      cpu: value.SLIPWAY_BUILD_CPU,
-      pidsMax: value.SLIPWAY_BUILD_PIDS_MAX,
-      diskMb: value.SLIPWAY_BUILD_DISK_MB,
-    },
-  };
-}
+export type SandboxSettings = ValuesOf<typeof sandboxSettings>;
 
-/** The validated environment's ceilings as Config's `ceilings`. */
-export function ceilingsOf(value: Record<string, any>): ResourceCeilings {
-  return {
-    memoryMb: value.SLIPWAY_MAX_MEMORY_MB,
-    cpu: value.SLIPWAY_MAX_CPU,
-    diskGi: value.SLIPWAY_MAX_DISK_GI,
-    dbConnections: value.SLIPWAY_MAX_DB_CONNECTIONS,
-  };
+/** The sandbox part as Config's `sandbox`: a uid range never runs backwards. */
+export function sandboxOf(values: SandboxSettings): SandboxSettings {
+  return { ...values, uidMax: Math.max(values.uidMin, values.uidMax) };
 }

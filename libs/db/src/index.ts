@@ -33,20 +33,12 @@ export {
 export type { Page } from './repositories/pagination.js';
 export { TenancyRepository, type BootstrapResult } from './repositories/tenancy.repository.js';
 export type { DataSource, EntityManager } from 'typeorm';
-export {
-  transitionDeployment,
-  transitionRevision,
-  writeRevision,
-  writeRevisions,
-  type AppliedTransition,
-  type PhaseBudgets,
-  type RevisionWrite,
-  type RevisionTransitionOptions,
-  type RevisionTransitionSet,
-} from './repositories/status-transitions.js';
+export { transitionDeployment } from './repositories/deployment-status.js';
 export { queryRows } from './sql.js';
+export { fillSecretNames } from './repositories/secret-names.js';
 export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repository.js';
-export { RetentionRepository, type PrunedArtifact } from './repositories/retention.repository.js';
+export { UploadRepository, type UploadRecord } from './repositories/upload.repository.js';
+export { DeploymentSlotsRepository, SLOT_SLICE } from './repositories/deployment-slots.repository.js';
 export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type PresentableDeployment } from './repositories/deployment.repository.js';
 export {
   TAG_KEY_UNIQUE,
@@ -56,19 +48,19 @@ export {
   type TagKeyChanges,
   type WorkspaceTagValue,
 } from './repositories/tag.repository.js';
-export {
-  REVISION_LOGS_CHANNEL,
-  RevisionLogRepository,
-  type LogFilter,
-  type LogLine,
-  type LogPage,
-  type LogScope,
-  type LogType,
-  type ScopedLogLine,
-} from './repositories/revision-log.repository.js';
 export { PgNotifications, type NotificationsLog } from './notifications.js';
+export {
+  DeploymentMetricsRepository,
+  METRIC_COUNTERS,
+  METRIC_GAUGES,
+  METRIC_LATENCIES,
+  type InstanceMetrics,
+  type MetricCounter,
+  type MetricName,
+  type MetricsBucket,
+  type MetricsStep,
+} from './repositories/deployment-metrics.repository.js';
 export { EVENTS_CHANNEL, EventRepository, publicEvent, type EventFilter, type PublicEvent, type StoredEvent } from './repositories/event.repository.js';
-export { RevisionHistoryRepository, type RevisionHistory, type StatusChange } from './repositories/revision-history.repository.js';
 export {
   DeploymentCredentialStore,
   type FrontPorts,
@@ -76,6 +68,7 @@ export {
 } from './repositories/deployment-credentials.repository.js';
 export {
   OutboundWebhookRepository,
+  TEST_EVENT_TYPE,
   type OutboundDeliveryAttempt,
   type OutboundDeliveryStatus,
   type OutboundDeliveryTarget,
@@ -86,5 +79,4 @@ export {
   type OutboundWebhookInput,
   type OutboundDelivery,
 } from './repositories/outbound-webhook.repository.js';
-export { RevisionRepository, type Heartbeat } from './repositories/revision.repository.js';
 export { RegistryRepository, type PushedBlob, type PushTokenGrant } from './repositories/registry.repository.js';

@@ -6,6 +6,7 @@ export interface NotificationsLog {
 }
 
 const RECONNECT_MS = 1_000;
+const CONNECTION = Symbol('connection');
 
 /**
  * One Postgres connection per process doing LISTEN on a few channels, fanned out in memory to
@@ -37,10 +38,20 @@ export class PgNotifications {
   }
 
   /**
-   * Resolves when one of the channels carries a payload equal to its value, after `ms`, or on
-   * abort: whichever comes first. The caller reads again in every case.
+   * Calls `listener` whenever the connection comes up or goes down (notifications sent while it
+   * was down are lost: a subscriber that must not miss work reads again then); returns the
+   * unsubscribe.
    */
-  wait(wanted: Record<string, string>, ms: number, signal: AbortSignal): Promise<void> {
+  onConnectionChange(listener: (connected: boolean) => void): () => void {
+    this.emitter.on(CONNECTION, listener);
+    return () => this.emitter.off(CONNECTION, listener);
+  }
+
+  /**
+   * Resolves when one of the channels carries a payload equal to its value (or accepted by its
+   * predicate), after `ms`, or on abort: whichever comes first. The caller reads again in every case.
+   */
+  wait(wanted: Record<string, string | ((payload: string) => boolean)>, ms: number, signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -49,7 +60,7 @@ export class PgNotifications {
         resolve();
       };
       const timer = setTimeout(done, ms);
-      const unsubscribers = Object.entries(wanted).map(([channel, value]) => this.subscribe(channel, (payload) => payload === value && done()));
+      const unsubscribers = Object.entries(wanted).map(([channel, value]) => this.subscribe(channel, (payload) => (typeof value === 'function' ? value(payload) : payload === value) && done()));
       signal.addEventListener('abort', done);
       if (signal.aborted) done();
     });
@@ -77,6 +88,7 @@ export class PgNotifications {
       if (this.client !== client) return;
       this.client = null;
       this.connected = false;
+      this.emitter.emit(CONNECTION, false);
       if (err) this.log.warn({ err }, 'notification connection lost; reconnecting');
       void client.end().catch(() => undefined);
       if (!this.closed) this.retry = setTimeout(() => void this.ensureConnected(), RECONNECT_MS);
@@ -99,5 +111,6 @@ export class PgNotifications {
     }
     this.client = client;
     this.connected = true;
+    this.emitter.emit(CONNECTION, true);
   }
 }

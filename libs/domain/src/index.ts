@@ -8,3 +8,5 @@ export * from './secret-names.js';
 export * from './status.js';
 export * from './storable-text.js';
 export * from './quotas.js';
+export * from './listener-protocol.js';
+export * from './pull-secrets.js';

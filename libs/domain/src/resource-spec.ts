@@ -8,6 +8,12 @@ export interface ResourceSpec {
   cpu_limit: number;
   memory_mb: number;
   memory_limit_mb: number;
+  /**
+   * Separate queue-worker processes run the graphs (`queue_*` sizes them) and the API instances
+   * only serve; false: every instance serves and runs graphs (single-host mode). Defaults to
+   * whether `queue_min_scale` was given.
+   */
+  queue_enabled: boolean;
   queue_min_scale: number;
   queue_max_scale: number;
   queue_cpu: number;
@@ -75,6 +81,7 @@ export function resolveResourceSpec(input: ResourceSpecInput, type: DeploymentTy
     cpu_limit: input.cpu_limit ?? cpu * 2,
     memory_mb: memory,
     memory_limit_mb: input.memory_limit_mb ?? memory * 2,
+    queue_enabled: input.queue_enabled ?? input.queue_min_scale != null,
     queue_min_scale: queueMin,
     queue_max_scale: input.queue_max_scale ?? Math.max(input.max_scale ?? d.max_scale, queueMin),
     queue_cpu: queueCpu,

@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
-import { SecretBox, signWebhook } from '@slipway/crypto';
+import { signWebhook, type SecretsCodec } from '@slipway/crypto';
 import { OutboundWebhookRepository, type DataSource, type PublicEvent } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { guardedFetch, OutboundError } from '@slipway/net';
@@ -36,7 +36,7 @@ export const webhookBackoff = (baseMs: number) => (attemptsMade: number) => base
  */
 export function deliverWebhookProcessor(
   dataSource: DataSource,
-  secrets: SecretBox,
+  secrets: SecretsCodec,
   config: Pick<Config, 'outbound' | 'webhooks'>,
 ): JobHandler<'deliver.webhook'> {
   return async ({ deliveryId, round }, { job, log }) => {
@@ -94,6 +94,7 @@ export interface WebhookWorkerOptions {
   dataSource: DataSource;
   /** A waiting connection (`maxRetriesPerRequest: null`). */
   connection: Redis;
+  secrets: SecretsCodec;
   log: Logger;
 }
 
@@ -102,8 +103,7 @@ export interface WebhookWorkerOptions {
  * sent again (receivers dedupe on `webhook-id`), and retries are BullMQ's, with the `webhook`
  * backoff.
  */
-export function createWebhookWorker({ config, dataSource, connection, log }: WebhookWorkerOptions): Worker {
-  const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
+export function createWebhookWorker({ config, dataSource, connection, secrets, log }: WebhookWorkerOptions): Worker {
   const worker = createWorker({
     queue: QUEUES.webhooks,
     handlers: { 'deliver.webhook': deliverWebhookProcessor(dataSource, secrets, config) },

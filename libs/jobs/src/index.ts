@@ -1,15 +1,9 @@
 export * from './catalog.js';
 export * from './connections.js';
-export { enqueueInOutbox, type OutboxOptions } from './outbox.js';
+export { enqueueInOutbox, OUTBOX_CHANNEL, type OutboxOptions } from './outbox.js';
 export { OutboxRelay, type HandOffHook, type RelayOptions } from './relay.js';
-export { RevisionFlow } from './revision-flow.js';
-export { PhaseGuard } from './phase-guard.js';
 export { createWorker, type HandlerMap, type JobContext, type JobHandler } from './worker.js';
-export { Reconciler, type ReconcileReport } from './reconciler.js';
-export { Retention, type RetentionReport } from './retention.js';
-export { runWorkerProcess, type WorkerProcessContext, type WorkerProcessSpec } from './worker-process.js';
-export { RevisionLogWriter } from './log-writer.js';
-export { collectProcessMetrics, type WorkerMetrics } from './worker-metrics.js';
+export { collectProcessMetrics, WorkerMetrics } from './worker-metrics.js';
 export { WebhookFanout } from './webhook-fanout.js';
 export { createWebhookWorker, deliverWebhookProcessor, webhookBackoff, type WebhookWorkerOptions } from './deliver-webhook.processor.js';
 export { capLogLine, LineSplitter, MAX_LOG_LINE_BYTES, type LineSplitterOptions } from './line-splitter.js';

@@ -1,6 +1,9 @@
 import type { EntityManager } from '@slipway/db';
 import { JOB_CATALOG, type JobName, type JobPayloads } from './catalog.js';
 
+/** The channel every outbox insert notifies, so relays wake at once instead of at their next poll. */
+export const OUTBOX_CHANNEL = 'slipway_outbox';
+
 export interface OutboxOptions {
   delayMs?: number;
 }
@@ -20,7 +23,7 @@ export async function enqueueInOutbox<N extends JobName>(
   // dropped on rollback. Sent by the same statement: one round trip per job.
   await manager.query(
     `WITH row AS (INSERT INTO outbox (queue, job_name, job_id, payload, delay_ms) VALUES ($1, $2, $3, $4, $5) RETURNING id)
-     SELECT pg_notify('slipway_outbox', '') FROM row`,
+     SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM row`,
     [entry.queue, name, entry.jobId(payload), JSON.stringify(payload), options.delayMs ?? 0],
   );
 }

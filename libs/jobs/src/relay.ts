@@ -1,7 +1,8 @@
-import { queryRows, type DataSource, type EntityManager } from '@slipway/db';
+import { queryRows, type DataSource, type EntityManager, type PgNotifications } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { JOB_CATALOG, isJobName, type JobName, type QueueName } from './catalog.js';
 import type { Queues } from './connections.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
 
 interface OutboxRow {
   id: string;
@@ -30,6 +31,11 @@ export interface RelayOptions {
    * the process's own work.
    */
   concurrency?: number;
+  /**
+   * The process's LISTEN connection (it must listen on OUTBOX_CHANNEL): an insert wakes the
+   * relay at once. Without it, or while it is down, the relay polls every `pollMs`.
+   */
+  notifications?: Pick<PgNotifications, 'subscribe' | 'onConnectionChange' | 'connected'>;
   /** Poll period without a LISTEN connection, and after a pass Redis refused. */
   pollMs?: number;
   /** Safety poll while LISTEN works: catches rows of another process's backoff. */
@@ -64,8 +70,8 @@ export class OutboxRelay {
   private readonly concurrency: number;
   private readonly pollMs: number;
   private readonly idlePollMs: number;
-  private listener: { release: () => void } | undefined;
-  private listening = false;
+  private readonly notifications: RelayOptions['notifications'];
+  private unsubscribe: Array<() => void> = [];
   /** A wake-up arrived during a pass: run another right after it. */
   private wokenDuringPass = false;
   /** The last pass left rows behind (Redis refused one). */
@@ -77,7 +83,8 @@ export class OutboxRelay {
     private readonly dataSource: DataSource,
     private readonly queues: Queues,
     private readonly log: Logger,
-    private readonly onHandOff: HandOffHook = async () => {},
+    /** Moves handed-off jobs' revisions on (RevisionFlow, from the catalog's `handOff`), in the claim's transaction. */
+    private readonly handOff: { onHandOff: HandOffHook },
     options: RelayOptions = {},
   ) {
     this.batchSize = options.batchSize ?? 100;
@@ -86,13 +93,23 @@ export class OutboxRelay {
     this.concurrency = Math.max(1, options.concurrency ?? Math.min(3, Math.floor(poolSize / 3)));
     this.pollMs = options.pollMs ?? 500;
     this.idlePollMs = options.idlePollMs ?? 5_000;
+    this.notifications = options.notifications;
   }
 
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
     this.redis()?.on('ready', this.redisReady);
-    void this.listen();
+    if (this.notifications) {
+      this.unsubscribe = [
+        this.notifications.subscribe(OUTBOX_CHANNEL, () => this.wake()),
+        // Inserts notified while the connection was down are lost: a pass when it comes back
+        // finds them; while it is down, passes run every `pollMs`.
+        this.notifications.onConnectionChange((up) => {
+          if (!this.running) this.schedule(up ? 0 : this.pollMs);
+        }),
+      ];
+    }
     this.schedule(0);
   }
 
@@ -100,8 +117,7 @@ export class OutboxRelay {
     this.stopped = true;
     this.redis()?.off('ready', this.redisReady);
     clearTimeout(this.timer);
-    this.listener?.release();
-    this.listener = undefined;
+    for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     await this.running;
   }
 
@@ -172,44 +188,13 @@ export class OutboxRelay {
         })
         .finally(() => {
           this.running = undefined;
-          if (!this.listener) void this.listen();
           // Woken: go again. Idle with a live LISTEN: only a slow safety poll, so an idle
-          // stack does not query the outbox continuously. Otherwise poll.
-          this.schedule(this.wokenDuringPass ? 0 : this.listener && !this.backlog ? this.idlePollMs : this.pollMs);
+          // stack does not query the outbox continuously. Otherwise (no LISTEN, or it is down
+          // and a notification may have been lost meanwhile) poll.
+          const listening = this.notifications?.connected === true;
+          this.schedule(this.wokenDuringPass ? 0 : listening && !this.backlog ? this.idlePollMs : this.pollMs);
         });
     }, delay);
-  }
-
-  /** LISTEN for inserts so work goes out at once; polling remains the fallback. */
-  private async listen(): Promise<void> {
-    if (this.listening || this.stopped) return;
-    this.listening = true;
-    try {
-      const driver = this.dataSource.driver as unknown as { master: { connect: () => Promise<any> } };
-      const client = await driver.master.connect();
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        if (this.listener === listener) this.listener = undefined;
-        client.release(true);
-      };
-      const listener = { release };
-      client.on('notification', () => this.wake());
-      // A lost LISTEN connection falls back to polling until the next pass listens again.
-      client.on('error', (err: Error) => {
-        this.log.debug({ err }, 'outbox LISTEN connection lost; polling');
-        release();
-        if (!this.running) this.schedule(this.pollMs);
-      });
-      await client.query('LISTEN slipway_outbox');
-      if (this.stopped) return release();
-      this.listener = listener;
-    } catch (err) {
-      this.log.debug({ err }, 'outbox LISTEN unavailable; polling only');
-    } finally {
-      this.listening = false;
-    }
   }
 
   /**
@@ -228,7 +213,7 @@ export class OutboxRelay {
         const known = rows.filter((row): row is OutboxRow & { job_name: JobName } => isJobName(row.job_name));
         if (known.length < rows.length) throw new Error('an outbox row names no known job');
         if (!rows.length) return 0;
-        await this.onHandOff(manager, known.map((row) => ({ name: row.job_name, payload: row.payload })));
+        await this.handOff.onHandOff(manager, known.map((row) => ({ name: row.job_name, payload: row.payload })));
         const byQueue = new Map<QueueName, typeof known>();
         for (const row of known) {
           const queue = JOB_CATALOG[row.job_name].queue;
@@ -307,7 +292,7 @@ export class OutboxRelay {
     // sees the new status. If Redis refuses the job, the status change is rolled back with it.
     await manager.query('SAVEPOINT relay_row');
     try {
-      await this.onHandOff(manager, [{ name: row.job_name, payload: row.payload }]);
+      await this.handOff.onHandOff(manager, [{ name: row.job_name, payload: row.payload }]);
       await this.queues[JOB_CATALOG[row.job_name].queue].add(row.job_name, row.payload, jobOptions(row.job_name, row));
       await manager.query('RELEASE SAVEPOINT relay_row');
     } catch (err) {

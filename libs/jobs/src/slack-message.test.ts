@@ -16,6 +16,9 @@ describe('slackMessage', () => {
       '[Slipway] Deployment d1: READY → UNUSED.',
     );
     expect(slackMessage({ ...base, type: 'revision.created', data: { status: 'CREATING' } }).text).toBe('[Slipway] New revision r1 of deployment d1 (CREATING).');
+    expect(slackMessage({ ...base, deployment_id: null, revision_id: null, type: 'webhook.test', data: { webhook_id: 'w1', requested_by: 'api-key:k1' } }).text).toBe(
+      '[Slipway] Test delivery for webhook w1, sent by api-key:k1.',
+    );
   });
 
   it('escapes &, < and > in user-controlled text, so a name or message cannot mention @channel or hide a link', () => {

@@ -18,6 +18,8 @@ export function describeEvent(e: PublicEvent): string {
       return `New ${revision} (${d.status}).`;
     case 'revision.status_changed':
       return `${revision[0]!.toUpperCase()}${revision.slice(1)}: ${d.from} → ${d.to}.${str(d.status_message) ? ` ${d.status_message}` : ''}`;
+    case 'webhook.test':
+      return `Test delivery for webhook ${d.webhook_id}, sent by ${d.requested_by}.`;
     default:
       return `${e.type} for deployment ${e.deployment_id}.`;
   }

@@ -44,4 +44,31 @@ export class RegistryClient {
     if (!res.ok) throw new RegistryUnavailableError(`The image registry answered ${res.status} for ${repository}:${reference}`);
     return res.headers.get('docker-content-digest');
   }
+
+  /**
+   * Deletes a manifest revision of `repository` (and the tags naming it): its blobs go at the
+   * next sweep. False when the registry no longer has it.
+   */
+  async deleteManifest(repository: string, digest: string): Promise<boolean> {
+    const { token } = signRegistryToken(this.key, {
+      subject: 'slipway-platform',
+      access: [{ type: 'repository', name: repository, actions: ['delete'] }],
+      ttlSeconds: 60,
+    });
+    let res: Response;
+    try {
+      res = await fetch(`${this.internalUrl}/v2/${repository}/manifests/${digest}`, {
+        method: 'DELETE',
+        headers: { Authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(this.timeoutMs),
+        redirect: 'error',
+      });
+    } catch (err) {
+      throw new RegistryUnavailableError(`The image registry at ${this.internalUrl} did not answer: ${(err as Error).message}`);
+    }
+    await res.body?.cancel();
+    if (res.status === 404) return false;
+    if (res.status !== 202) throw new RegistryUnavailableError(`The image registry answered ${res.status} to deleting ${repository}@${digest}`);
+    return true;
+  }
 }

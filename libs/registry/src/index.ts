@@ -13,3 +13,6 @@ export {
   type RequestedScope,
   type SignedRegistryToken,
 } from './token.js';
+export { manifestBlobs, storedBlobs, storedManifests, type StoredManifest } from './storage.js';
+export { sweepRegistry, type SweepOutcome } from './sweep.js';
+export { announceSupervisor, recordSweep, requestSweep, type SweepResult } from './sweep-request.js';

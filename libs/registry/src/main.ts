@@ -1,18 +1,29 @@
 /**
  * `npm start`'s image registry (docs/operations.md, The image registry): CNCF distribution
  * (`docker-registry`) with the configuration Slipway generates, restarted when it exits on its
- * own (at most 5 times a minute), stopped with this process.
+ * own (at most 5 times a minute), stopped with this process. SIGUSR2 (sent by `pnpm slipway
+ * registry gc`) sweeps its garbage with the registry read-only meanwhile (sweep.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { loadConfigOrExit } from '@slipway/config';
 import { registryAnswers, startRegistry, type RunningRegistry } from './registry-process.js';
+import { sweepRegistry } from './sweep.js';
+import { announceSupervisor, recordSweep } from './sweep-request.js';
 
 const config = loadConfigOrExit();
 const say = (msg: string) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry', msg })}\n`);
 
 let current: RunningRegistry | null = null;
 let stopping = false;
+/** A sweep under way: the registry's exit meanwhile is planned, not a crash. */
+let sweeping: Promise<void> | null = null;
 const restarts: number[] = [];
+
+function supervise(registry: RunningRegistry): RunningRegistry {
+  registry.child.stdout!.pipe(process.stdout);
+  registry.child.stderr!.pipe(process.stderr);
+  return registry;
+}
 
 async function run(): Promise<void> {
   if (await registryAnswers(config.registry.internalUrl)) {
@@ -25,12 +36,17 @@ async function run(): Promise<void> {
     say(`${config.registry.binary} does not run (${probe.error?.message ?? `exit ${probe.status}`}): no image registry, pushes will fail. Install Debian's docker-registry, or set SLIPWAY_REGISTRY=off`);
     return;
   }
+  const withdraw = announceSupervisor(config);
+  process.once('exit', withdraw);
   while (!stopping) {
-    current = await startRegistry(config);
-    current.child.stdout!.pipe(process.stdout);
-    current.child.stderr!.pipe(process.stderr);
+    current = supervise(await startRegistry(config));
     say(`registry listening on ${config.registry.host}:${config.registry.port}, storage ${config.registry.storageDir}`);
-    const code = await current.exited;
+    let code = await current.exited;
+    // A sweep stops it and runs its own registries; once it is done, `current` is the one serving.
+    while (sweeping && !stopping) {
+      await sweeping;
+      code = await current.exited;
+    }
     if (stopping) return;
     const now = Date.now();
     restarts.push(now);
@@ -40,6 +56,24 @@ async function run(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1_000));
   }
 }
+
+process.on('SIGUSR2', () => {
+  if (sweeping || stopping || !current) return;
+  say('sweeping registry garbage; the registry is read-only meanwhile');
+  sweeping = (async () => {
+    try {
+      const swept = await sweepRegistry(config, current);
+      if (swept.registry) current = supervise(swept.registry);
+      recordSweep(config, { ok: swept.ok, output: swept.output });
+      say(swept.ok ? 'registry garbage swept' : swept.output);
+    } catch (err) {
+      recordSweep(config, { ok: false, output: (err as Error).message });
+      say(`sweeping registry garbage failed: ${(err as Error).message}`);
+    } finally {
+      sweeping = null;
+    }
+  })();
+});
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {

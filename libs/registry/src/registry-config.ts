@@ -28,7 +28,7 @@ export function registrySecrets(config: Pick<Config, 'secretsKey'>): RegistrySec
  * the data dir, token auth with Slipway as the issuer (nothing is pushed or pulled without a
  * token it signed), and push events posted to the api, which counts registry bytes from them.
  */
-export function registryConfiguration(config: Pick<Config, 'registry' | 'secretsKey'>, certificateFile: string): string {
+export function registryConfiguration(config: Pick<Config, 'registry' | 'secretsKey'>, certificateFile: string, options: { readOnly?: boolean } = {}): string {
   const { registry } = config;
   const secrets = registrySecrets(config);
   const listenHost = registry.host.includes(':') && !registry.host.startsWith('[') ? `[${registry.host}]` : registry.host;
@@ -39,7 +39,8 @@ export function registryConfiguration(config: Pick<Config, 'registry' | 'secrets
       storage: {
         filesystem: { rootdirectory: `${registry.storageDir}/storage` },
         delete: { enabled: true },
-        maintenance: { uploadpurging: { enabled: true, age: '24h', interval: '1h', dryrun: false } },
+        // Read-only while garbage is swept (registry-gc.ts): pulls are served, pushes refused.
+        maintenance: { uploadpurging: { enabled: true, age: '24h', interval: '1h', dryrun: false }, readonly: { enabled: options.readOnly === true } },
       },
       http: { addr: `${listenHost}:${registry.port}`, secret: secrets.httpSecret, headers: { 'X-Content-Type-Options': ['nosniff'] } },
       auth: {

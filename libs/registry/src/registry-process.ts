@@ -18,14 +18,14 @@ export interface RunningRegistry {
  * signing key is created on first use) and returns the config file. Generated every start, so
  * a changed variable takes effect on restart.
  */
-export function prepareRegistry(config: Pick<Config, 'registry' | 'secretsKey'>): string {
+export function prepareRegistry(config: Pick<Config, 'registry' | 'secretsKey'>, options: { readOnly?: boolean } = {}): string {
   const dir = config.registry.storageDir;
   mkdirSync(path.join(dir, 'storage'), { recursive: true, mode: 0o700 });
   const key = loadOrCreateSigningKey(config.registry.signingKeyFile);
   const certificate = path.join(dir, 'token-issuer.crt');
   writeFileSync(certificate, selfSignedCertificate(key), { mode: 0o600 });
-  const file = path.join(dir, 'config.yml');
-  writeFileSync(file, registryConfiguration(config, certificate), { mode: 0o600 });
+  const file = path.join(dir, options.readOnly ? 'config.readonly.yml' : 'config.yml');
+  writeFileSync(file, registryConfiguration(config, certificate, options), { mode: 0o600 });
   return file;
 }
 
@@ -41,8 +41,12 @@ export async function registryAnswers(internalUrl: string): Promise<boolean> {
 }
 
 /** Starts `docker-registry serve <config>` and resolves once it answers (or rejects if it exits first). */
-export async function startRegistry(config: Pick<Config, 'registry' | 'secretsKey'>, timeoutMs = 20_000): Promise<RunningRegistry> {
-  const file = prepareRegistry(config);
+export async function startRegistry(
+  config: Pick<Config, 'registry' | 'secretsKey'>,
+  options: { readOnly?: boolean; timeoutMs?: number } = {},
+): Promise<RunningRegistry> {
+  const timeoutMs = options.timeoutMs ?? 20_000;
+  const file = prepareRegistry(config, options);
   const child = spawn(config.registry.binary, ['serve', file], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => (out = (out + d.toString()).slice(-200_000));

@@ -5,7 +5,8 @@ import { libtrustKeyId } from './signing-key.js';
 export const REGISTRY_SERVICE = 'slipway-registry';
 export const REGISTRY_ISSUER = 'slipway';
 
-export type RegistryAction = 'pull' | 'push';
+/** `delete` is never granted to a caller of the token endpoint: only garbage collection signs it. */
+export type RegistryAction = 'pull' | 'push' | 'delete';
 
 /** One entry of a registry token's `access` claim (distribution's token spec). */
 export interface RegistryAccess {

@@ -23,6 +23,12 @@ export interface StartInstancesInput {
   /** Per-instance limits from `resource_spec` (absent: the driver's defaults). */
   limits: { memoryMb?: number; cpu?: number };
   /**
+   * Queue workers (`resource_spec.queue_enabled`): `scale` more processes of the same artifact,
+   * limited by the `queue_*` fields, that run the graphs and receive no traffic; the API
+   * instances then only serve. Absent: every instance serves and runs graphs.
+   */
+  queue?: { scale: number; limits: { memoryMb?: number; cpu?: number } };
+  /**
    * Ports of the deployment's data-access fronts: the only ports of the host its sandboxed
    * instances may connect to (each from its own namespace's address).
    */
@@ -43,7 +49,9 @@ export interface StartInstancesOptions {
 /** An instance a driver started; opaque to callers beyond these fields. */
 export interface RuntimeInstance {
   id: string;
-  /** Which instance of the revision (0-based). */
+  /** An API instance or a queue worker (see StartInstancesInput.queue). */
+  role: 'api' | 'queue';
+  /** Which instance of the revision and role (0-based). */
   index: number;
 }
 
@@ -63,8 +71,9 @@ export interface TrafficSwitch {
 export interface InstanceHealth {
   id: string;
   revisionId: string;
+  role: 'api' | 'queue';
   index: number;
-  /** Answers its health probe and receives traffic. */
+  /** Answers its health probe and (an API instance) receives traffic. */
   healthy: boolean;
 }
 

@@ -22,6 +22,7 @@ export {
 } from './kubernetes/render.js';
 export { CATATONIT, containerId, ContainerInstances, type ContainerImage, type ContainerLaunch } from './container/container-instances.js';
 export { cleanToolError, ImageCache, type CachedImage, type ImageSource } from './container/image-cache.js';
+export { containerStartFailure } from './container/start-failure.js';
 export { ImageError, layoutManifestDigest, readImageConfig, type ImageConfig } from './container/image-config.js';
 export { INIT_PATH, MAX_OPEN_FILES, ociConfig, type ContainerSpec } from './container/oci-spec.js';
 export { Runc } from './container/runc.js';
@@ -31,6 +32,7 @@ export { groupMembers, isProcessAlive, stopProcessGroup } from './process/os-pro
 export { isPortFree, pickFreePort } from './process/ports.js';
 export {
   instanceEnvironment,
+  instanceLabel,
   lastLines,
   PortsExhaustedError,
   ProcessRuntime,
@@ -38,8 +40,8 @@ export {
   type LaunchSpec,
   type ProcessRuntimeOptions,
 } from './process/process-runtime.js';
-export { ProcessStore, type InstanceRecord, type InstanceStatus, type Queryable } from './process/process-store.js';
-export { ServingProxy, type AccessDenial, type ProxyTarget, type ServingProxyOptions } from './process/serving-proxy.js';
+export { ProcessStore, type InstanceRecord, type InstanceRole, type InstanceSample, type InstanceStatus, type Queryable } from './process/process-store.js';
+export { ServingProxy, type AccessDenial, type ProxyTarget, type RequestOutcome, type ServingProxyOptions } from './process/serving-proxy.js';
 export type {
   InstanceHealth,
   RuntimeDriver,
@@ -49,7 +51,7 @@ export type {
   StartInstancesOutcome,
   TrafficSwitch,
 } from './driver.js';
-export { CgroupWriter, detectCgroups, type Cgroup, type CgroupLayout, type CgroupLimits } from './sandbox/cgroups.js';
+export { CgroupWriter, detectCgroups, type Cgroup, type CgroupLayout, type CgroupLimits, type CgroupUsage } from './sandbox/cgroups.js';
 export { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment, type Mount, type SandboxCommandSpec } from './sandbox/command.js';
 export {
   handOverSeccomp,

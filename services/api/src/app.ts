@@ -5,9 +5,9 @@ import { pinoHttp } from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
-import { deriveKey, SecretBox } from '@slipway/crypto';
-import { EVENTS_CHANNEL, PgNotifications, REVISION_LOGS_CHANNEL, type DataSource } from '@slipway/db';
-import { RevisionFlow, type Queues } from '@slipway/jobs';
+import { deriveKey, secretsCodec } from '@slipway/crypto';
+import { EVENTS_CHANNEL, PgNotifications, type DataSource } from '@slipway/db';
+import { OUTBOX_CHANNEL, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
@@ -27,6 +27,7 @@ import { deploymentRoutes } from './routes/deployments.router.js';
 import { integrationRoutes } from './routes/integrations.router.js';
 import { listenerAgentRoutes } from './routes/listener-agent.router.js';
 import { listenerRoutes } from './routes/listeners.router.js';
+import { deploymentMetricsRoutes } from './routes/deployment-metrics.router.js';
 import { logRoutes } from './routes/logs.router.js';
 import { eventRoutes } from './routes/events.router.js';
 import { outboundWebhookRoutes } from './routes/outbound-webhooks.router.js';
@@ -50,11 +51,13 @@ import { ListenerAgentService } from './services/listener-agent.service.js';
 import { DesiredStateCache } from './services/desired-state-cache.js';
 import { ListenerService } from './services/listener.service.js';
 import { OAuthProviderService } from './services/oauth-provider.service.js';
+import { DeploymentMetricsService } from './services/deployment-metrics.service.js';
 import { LogService } from './services/log.service.js';
 import { EventService } from './services/event.service.js';
 import { OutboundWebhookService } from './services/outbound-webhook.service.js';
 import { UploadService } from './services/upload.service.js';
 import { RegistryService } from './services/registry.service.js';
+import { REVISION_LOGS_CHANNEL, RevisionFlow } from '@slipway/pipeline';
 
 export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
 export { answerClientErrors } from './http/client-errors.js';
@@ -70,6 +73,11 @@ export interface AppDeps {
   /** Producer-side queues (fail-fast connection): Bull Board and queue metrics read them. */
   queues: Queues;
   logger: Logger;
+  /**
+   * The process's one LISTEN connection (`apiNotifications`): log and event followers wait on
+   * it, and main.ts's outbox relay wakes on it. The caller closes it.
+   */
+  notifications: PgNotifications;
   /** Extra routes mounted like the built-ins, for extensions and tests. */
   extraRoutes?: RouteSpec[];
 }
@@ -77,11 +85,17 @@ export interface AppDeps {
 export interface App {
   express: Express;
   routes: readonly RouteSpec[];
-  /** Closes what the app opened on demand (the notification connection of followers). */
+  /** Ends open follow streams (event and log followers); the caller closes the connections. */
   close: () => Promise<void>;
 }
 
-const NOTIFICATION_CHANNELS = [REVISION_LOGS_CHANNEL, EVENTS_CHANNEL];
+/**
+ * The api process's one LISTEN connection: log and event followers, and the outbox relay. It
+ * connects on the first subscription (docs/architecture.md, Events): no I/O before that.
+ */
+export function apiNotifications(config: Readonly<Config>, logger: Logger): PgNotifications {
+  return new PgNotifications(config.databaseUrl, [REVISION_LOGS_CHANNEL, EVENTS_CHANNEL, OUTBOX_CHANNEL], logger);
+}
 
 const UPLOAD_TOKEN_IN_URL = /(\/v2\/uploads\/)[^/?#]+/;
 
@@ -89,14 +103,12 @@ const UPLOAD_TOKEN_IN_URL = /(\/v2\/uploads\/)[^/?#]+/;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the Express app. No I/O here: the caller owns connections and listening. */
-export function createApp({ config, dataSource, redis, queues, logger, extraRoutes = [] }: AppDeps): App {
-  const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
+export function createApp({ config, dataSource, redis, queues, logger, notifications, extraRoutes = [] }: AppDeps): App {
+  const secrets = secretsCodec(config);
   const apiKeyCache = new ApiKeyCache(dataSource, config.apiKeyCacheTtlMs, logger);
   const authenticator = new Authenticator(dataSource, config.jwt ? new JwtVerifier(config.jwt) : null, apiKeyCache);
 
   const flow = new RevisionFlow(config.pipeline);
-  // Connects on the first follower (docs/architecture.md, Events): no I/O before that.
-  const notifications = new PgNotifications(config.databaseUrl, NOTIFICATION_CHANNELS, logger);
   const shutdown = new AbortController();
   const integrations = new IntegrationService(dataSource, secrets, config);
   const quotas = new QuotaService(dataSource, config.quotas);
@@ -113,7 +125,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...opsRoutes({ dependencies, localTrust: new LocalTrustCheck(config.databaseUrl, config.redisUrl), openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }, logger),
     ...apiKeyRoutes(new ApiKeyService(dataSource, apiKeyCache)),
     ...listenerRoutes(new ListenerService(dataSource)),
-    ...listenerAgentRoutes(new ListenerAgentService(dataSource, deployments, flow, secrets, new DesiredStateCache(deriveKey(config.secretsKey.key, 'desired-state-etag')))),
+    ...listenerAgentRoutes(new ListenerAgentService(dataSource, flow, secrets, new DesiredStateCache(deriveKey(config.secretsKey.key, 'desired-state-etag')))),
     ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
@@ -124,6 +136,7 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     ...eventRoutes(new EventService(dataSource, notifications)),
     ...outboundWebhookRoutes(new OutboundWebhookService(dataSource, secrets, config)),
     ...revisionHistoryRoutes(new RevisionHistoryService(dataSource)),
+    ...deploymentMetricsRoutes(new DeploymentMetricsService(dataSource)),
     ...workspaceRoutes(dataSource, quotas),
     ...extraRoutes,
   ];
@@ -183,7 +196,6 @@ export function createApp({ config, dataSource, redis, queues, logger, extraRout
     routes,
     close: async () => {
       shutdown.abort();
-      await notifications.close();
     },
   };
 }

@@ -7,9 +7,9 @@ import path from 'node:path';
 import { loadConfigOrExit, platformCredentials, type Config } from '@slipway/config';
 import { createDataSource, TenancyRepository, type BootstrapResult } from '@slipway/db';
 import { createLogger, installShutdown, type Logger } from '@slipway/logging';
-import { closeQueues, createQueues, OutboxRelay, RevisionFlow } from '@slipway/jobs';
-import { answerClientErrors, createApp } from './app.js';
-import { createProducerRedis } from './redis.js';
+import { closeQueues, createQueues, OutboxRelay, producerConnection } from '@slipway/jobs';
+import { RevisionFlow } from '@slipway/pipeline';
+import { answerClientErrors, apiNotifications, createApp } from './app.js';
 
 export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key';
 
@@ -54,12 +54,13 @@ async function main(): Promise<void> {
   reportBootstrap(log, bootstrap);
   if (bootstrap.generatedKey) announceGeneratedKey(config, bootstrap.generatedKey);
 
-  const redis = createProducerRedis(config.redisUrl, log);
+  const redis = producerConnection(config.redisUrl, log);
   const queues = createQueues(redis, config.queuePrefix, log);
-  const relay = new OutboxRelay(dataSource, queues, log, (m, jobs) => flow.onHandOff(m, jobs));
   const flow = new RevisionFlow(config.pipeline);
+  const notifications = apiNotifications(config, log);
+  const relay = new OutboxRelay(dataSource, queues, log, flow, { notifications });
   relay.start();
-  const app = createApp({ config, dataSource, redis, queues, logger: log });
+  const app = createApp({ config, dataSource, redis, queues, logger: log, notifications });
   const server = app.express.listen(config.port, config.host, () => {
     log.info({ url: `http://${config.host}:${config.port}`, publicUrl: config.publicUrl }, 'api listening');
   });
@@ -82,7 +83,7 @@ async function main(): Promise<void> {
             server.closeIdleConnections();
           }),
       },
-      { name: 'outbox relay', run: () => relay.stop() },
+      { name: 'outbox relay', run: () => relay.stop().then(() => notifications.close()) },
       { name: 'queues', run: () => closeQueues(queues) },
       { name: 'redis', run: () => redis.quit() },
       { name: 'postgres', run: () => dataSource.destroy() },

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { cp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,10 +7,12 @@ import type { ArtifactManifest } from '@slipway/domain';
 /**
  * The agent server host (libs/agent-server/host: a program and its locked dependencies) that
  * serves a LangGraph.js project's graphs. It is copied into the artifact, so an instance needs
- * nothing outside its artifact directory. Found relative to this module, which sits at the same
- * depth in the source tree (services/builder/src) and in the built service (services/builder/dist).
+ * nothing outside its artifact directory. Found relative to this module: the packaged service
+ * (`pnpm build --package`, the image) carries it as `agent-server-host/` beside `dist/`; in the
+ * source tree (services/builder/src, or a build in services/builder/dist) it is the library's.
  */
-export const AGENT_SERVER_HOST_SOURCE = fileURLToPath(new URL('../../../libs/agent-server/host/', import.meta.url));
+const PACKAGED_HOST = fileURLToPath(new URL('../agent-server-host/', import.meta.url));
+export const AGENT_SERVER_HOST_SOURCE = existsSync(PACKAGED_HOST) ? PACKAGED_HOST : fileURLToPath(new URL('../../../libs/agent-server/host/', import.meta.url));
 
 /** Where the host goes in the source tree (and so in the artifact's app/). */
 export const AGENT_SERVER_HOST_DIR = '.slipway-agent-server';

@@ -1,22 +1,15 @@
-import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { UnrecoverableError } from 'bullmq';
 import type { Config } from '@slipway/config';
-import type { SecretBox } from '@slipway/crypto';
-import { queryRows, RevisionRepository, type BuildConfig, type DataSource, type EntityManager, type StoredRevisionConfig, type StoredSourceConfig } from '@slipway/db';
-import {
-  artifactUri,
-  GraphConfigError,
-  isRevisionTerminal,
-  type ArtifactManifest,
-  type RevisionStatus,
-  type SecretEntry,
-} from '@slipway/domain';
-import { enqueueInOutbox, PhaseGuard, RevisionLogWriter, type JobHandler, type RevisionFlow } from '@slipway/jobs';
+import type { SecretsCodec } from '@slipway/crypto';
+import type { DataSource, EntityManager } from '@slipway/db';
+import { artifactUri, GraphConfigError, isRevisionTerminal, type ArtifactManifest, type SecretEntry } from '@slipway/domain';
+import { enqueueInOutbox, type JobHandler } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
+import { PhaseGuard, RevisionLogWriter, RevisionReads, RevisionRepository, type BuildRow, type RevisionFlow } from '@slipway/pipeline';
 import type { Sandbox } from '@slipway/runtime';
-import { displayGitUrl, extractTarball, fetchGitRepository, SourceFetchError, uploadFilePath, type CloneAuth, type CloneProtocol } from '@slipway/source';
+import { SourceFetchError } from '@slipway/source';
 import {
   BuildError,
   buildCommandFor,
@@ -32,38 +25,25 @@ import {
   type BuildPaths,
 } from './build-steps.js';
 import { authPath, checkNodeVersion, detectProjectKind } from './agent-project.js';
+import { fetchSource, type CloneAccess } from './build-source.js';
 import { agentServerStart, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from './agent-server-host.js';
 import { assertRealDirectory, SandboxedBuildJail, unsandboxedJail, type BuildJail } from './build-sandbox.js';
-import { DiskQuota, DiskQuotaExceeded, diskUsage, mb } from './disk-quota.js';
+import { BuildQuota } from './build-quota.js';
+import { DependencyCache } from './dependency-cache.js';
 import { checkGraphs } from './graph-check.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
+
+export type { CloneAccess } from './build-source.js';
 
 const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
 
 /** What a build needs of its revision and deployment, loaded once. */
-export interface BuildRow {
-  status: RevisionStatus;
-  attempt: number;
-  source: string;
-  deployment_id: string;
-  integration_id: string | null;
-  source_revision_config: StoredRevisionConfig;
-  build_config: BuildConfig;
-  secrets_sealed: string | null;
-  source_config: StoredSourceConfig;
-}
-
-/** What one clone may use: credentials, and the only protocol git is allowed. */
-export interface CloneAccess {
-  auth: CloneAuth | null;
-  protocol: CloneProtocol;
-}
 
 export interface BuilderDeps {
   config: Readonly<Config>;
   dataSource: DataSource;
   flow: RevisionFlow;
-  secrets: SecretBox;
+  secrets: SecretsCodec;
   /**
    * How a repohost deployment's repository may be cloned: its integration's provider checks
    * the URL (transport and host) and gives credentials (`integrationCloneAccess`). Required:
@@ -92,14 +72,7 @@ const minutes = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min`
  */
 export function buildRevisionProcessor(deps: BuilderDeps): JobHandler<'build.revision'> {
   return async ({ revisionId, attempt, requestId }, { log }) => {
-    const [rev] = await queryRows<BuildRow>(
-      deps.dataSource.manager,
-      `SELECT r.status, r.attempt, r.source, r.deployment_id, r.source_revision_config, r.build_config, r.secrets_sealed,
-              d.source_config, d.integration_id
-         FROM revisions r JOIN deployments d ON d.id = r.deployment_id
-        WHERE r.id = $1`,
-      [revisionId],
-    );
+    const rev = await new RevisionReads(deps.dataSource.manager).loadForBuild(revisionId);
     if (!rev || isRevisionTerminal(rev.status) || rev.attempt !== attempt) {
       log.info({ status: rev?.status, currentAttempt: rev?.attempt }, 'build job is stale; nothing to do');
       return;
@@ -119,9 +92,12 @@ export function buildRevisionProcessor(deps: BuilderDeps): JobHandler<'build.rev
 class RevisionBuild {
   private readonly paths: BuildPaths;
   private readonly guard: PhaseGuard;
-  private readonly quota: DiskQuota;
+  private readonly quota: BuildQuota;
   private buildLog!: BuildLog;
   private jail!: BuildJail;
+  private readonly dependencies: DependencyCache;
+  /** The dependency cache entries this build used or made: the ones kept once it succeeded. */
+  private readonly dependencyKeys = new Set<string>();
 
   constructor(
     private readonly deps: BuilderDeps,
@@ -132,8 +108,8 @@ class RevisionBuild {
   ) {
     this.paths = buildPaths(deps.config.dataDir, revisionId, attempt, rev.deployment_id);
     this.guard = new PhaseGuard(deps.dataSource, revisionId, ['BUILDING'], deps.config.pipeline, attempt);
-    // Everything a step can write to: its build directory and the deployment's npm cache.
-    this.quota = new DiskQuota([this.paths.work, this.paths.npmCache], deps.config.sandbox.build.diskMb * 1024 * 1024);
+    this.quota = new BuildQuota(this.paths, deps.config.sandbox.build.diskMb, this.guard.signal);
+    this.dependencies = DependencyCache.of(deps.config.dataDir, rev.deployment_id);
   }
 
   async run(requestId: string | undefined): Promise<void> {
@@ -141,7 +117,7 @@ class RevisionBuild {
     let secrets: SecretEntry[] = [];
     let secretsProblem: string | null = null;
     try {
-      secrets = this.rev.secrets_sealed ? (JSON.parse(this.deps.secrets.open(this.rev.secrets_sealed, this.revisionId)) as SecretEntry[]) : [];
+      secrets = this.deps.secrets.openSecrets(this.rev.secrets_sealed, this.revisionId);
     } catch (err) {
       secretsProblem = `The revision's secrets could not be decrypted (${(err as Error).message}); was SLIPWAY_SECRETS_KEY changed?`;
     }
@@ -158,10 +134,11 @@ class RevisionBuild {
       await rm(this.paths.work, { recursive: true, force: true });
       await mkdir(path.dirname(this.paths.work), { recursive: true, mode: 0o700 });
       await mkdir(this.paths.home, { recursive: true, mode: 0o700 });
-      await this.trimNpmCache();
+      const trimmed = await this.quota.trimNpmCache();
+      if (trimmed) this.buildLog.line(trimmed);
       this.jail = await this.openJail();
-      const { commit } = await this.build(secrets);
-      conclude = () => this.handToRollout(commit, requestId);
+      const { commit, agentServer } = await this.build(secrets);
+      conclude = () => this.handToRollout(commit, agentServer, requestId);
     } catch (err) {
       conclude = this.guard.signal.aborted || err instanceof OwnershipLost ? this.stopped(err) : this.failed(err);
     }
@@ -175,12 +152,15 @@ class RevisionBuild {
   }
 
   /** Fetch, validate, install, build, publish the artifact; returns the commit built. */
-  private async build(secrets: SecretEntry[]): Promise<{ commit: string | null }> {
+  private async build(secrets: SecretEntry[]): Promise<{ commit: string | null; agentServer: boolean }> {
     const { signal } = this.guard;
     const config = this.rev.source_revision_config ?? {};
-    const { sourceRoot, commit, where, manifestSource } = await this.fetchSource(signal);
+    const { sourceRoot, commit, where, manifestSource } = await fetchSource(
+      { rev: this.rev, paths: this.paths, log: this.buildLog, config: this.deps.config, manager: this.deps.dataSource.manager, cloneAccess: this.deps.cloneAccess },
+      signal,
+    );
     if (commit) await this.recordCommit(commit);
-    await this.checkQuota('after fetching the source');
+    await this.quota.check('after fetching the source');
 
     const graphConfigPath = config.graph_config_path || DEFAULT_GRAPH_CONFIG_PATH;
     const graph = await loadGraphConfig(sourceRoot, graphConfigPath, where, { optional: graphConfigPath === DEFAULT_GRAPH_CONFIG_PATH });
@@ -203,10 +183,10 @@ class RevisionBuild {
 
     const env = buildEnv(this.jail, secrets);
     let start: ArtifactManifest['start'] = { command: 'npm', args: ['run', 'start'], cwd: appRel };
-    await this.runStep('install', installCommandFor(pkg, this.configured('install_command')), graph.appDir, env);
+    await this.install(installCommandFor(pkg, this.configured('install_command')), graph.appDir, env);
     for (const dir of await dependencyDirs(sourceRoot, graph.appDir, graph.config.dependencies)) {
       const depPkg = (await readPackageJson(dir, `dependency '${path.relative(graph.appDir, dir)}'`))!;
-      await this.runStep('install', installCommandFor(depPkg, null), dir, env);
+      await this.install(installCommandFor(depPkg, null), dir, env);
     }
     const buildCommand = buildCommandFor(pkg, this.configured('build_command'));
     if (buildCommand) await this.runStep('build', buildCommand, graph.appDir, env);
@@ -214,7 +194,7 @@ class RevisionBuild {
     if (kind === 'agent-server') {
       this.buildLog.line(`Checking graphs ${Object.keys(graph.config.graphs).join(', ')}`);
       const graphEnv = buildEnv(this.jail, secrets, await graphConfigEnv(graph.appDir, graph.config.env));
-      await this.withinQuota('checking the graphs', (signal) =>
+      await this.quota.within('checking the graphs', (signal) =>
         checkGraphs({
           appDir: graph.appDir,
           workDir: this.paths.work,
@@ -230,7 +210,7 @@ class RevisionBuild {
       // The builder writes into the tree the steps ran in: only into the real directory.
       await assertRealDirectory(sourceRoot, this.paths.work);
       const hostDir = await copyAgentServerHost(sourceRoot);
-      await this.runStep('install', AGENT_SERVER_HOST_INSTALL, hostDir, env);
+      await this.install(AGENT_SERVER_HOST_INSTALL, hostDir, env);
       // An agent server has graphs, so it was read from a graph config file.
       start = agentServerStart(graph.appDir, hostDir, graph.relativePath!, appRel);
     }
@@ -252,9 +232,10 @@ class RevisionBuild {
     if (!(await this.deps.dataSource.transaction((m) => this.owned(m)))) throw new OwnershipLost();
     await assertRealDirectory(sourceRoot, this.paths.work);
     await publishArtifact(this.paths, sourceRoot, manifest, this.attempt, this.jail.uid);
+    await this.dependencies.keepOnly(this.dependencyKeys).catch((err) => this.log.warn({ err }, 'could not trim the dependency cache'));
     // The image URI, not the path: where the control plane keeps its files is none of the build log's business.
     this.buildLog.line(`Artifact ready: ${artifactUri(this.revisionId)}`);
-    return { commit };
+    return { commit, agentServer: kind === 'agent-server' };
   }
 
   /**
@@ -266,82 +247,35 @@ class RevisionBuild {
     return (key in snapshot ? snapshot[key] : this.rev.source_config?.[key]) ?? null;
   }
 
-  private async fetchSource(signal: AbortSignal): Promise<{
-    sourceRoot: string;
-    commit: string | null;
-    where: string;
-    manifestSource: ArtifactManifest['source'];
-  }> {
-    const config = this.rev.source_revision_config ?? {};
-    if (this.rev.source === 'repohost') {
-      const repoUrl = this.rev.source_config.repo_url;
-      if (!repoUrl) throw new BuildError('The deployment has no source_config.repo_url to build from.');
-      const ref = config.repo_ref || null;
-      const pinned = config.repo_commit_sha || null;
-      const { auth, protocol } = await this.deps.cloneAccess(this.rev);
-      const display = displayGitUrl(repoUrl);
-      this.buildLog.line(`Fetching ${display} at ${pinned ? `commit ${pinned}` : ref ? `'${ref}'` : 'its default branch'}`);
-      const fetched = await fetchGitRepository({
-        url: auth?.type === 'url' ? auth.url : repoUrl,
-        ref,
-        commit: pinned,
-        dir: this.paths.source,
-        auth: auth?.type === 'http-header' ? { header: auth.header } : null,
-        allowProtocol: protocol,
-        signal,
-      });
-      this.buildLog.line(`Checked out commit ${fetched.commit}`);
-      return {
-        sourceRoot: fetched.dir,
-        commit: fetched.commit,
-        where: `${display} ${ref ? `'${ref}'` : 'default branch'} (commit ${fetched.commit.slice(0, 12)})`,
-        manifestSource: { type: 'repohost', repo_url: display, ref },
-      };
-    }
-    if (this.rev.source === 'upload') {
-      const archive = await this.uploadedTarball(config.source_tarball_path ?? null);
-      this.buildLog.line(`Extracting the uploaded source ${config.source_tarball_path}`);
-      // Ten times the upload limit: room for any real source tree, not for a gzip bomb.
-      const { root, entries } = await extractTarball({ archive, dir: this.paths.source, signal, maxUncompressedBytes: 10 * this.deps.config.uploadMaxBytes });
-      this.buildLog.line(`Extracted ${entries} entries`);
-      return {
-        sourceRoot: root,
-        commit: null,
-        where: 'the uploaded source',
-        manifestSource: { type: 'upload', object_path: config.source_tarball_path! },
-      };
-    }
-    throw new BuildError(`Revisions of ${this.rev.source} deployments are not built from source.`);
-  }
-
-  /** The file of an uploaded tarball: known in `uploads` for this deployment, and present under the data dir. */
-  private async uploadedTarball(objectPath: string | null): Promise<string> {
-    if (!objectPath) throw new BuildError('This revision has no source tarball (source_revision_config.source_tarball_path is empty).');
-    const [upload] = await queryRows<{ deployment_id: string; completed_at: Date | null }>(
-      this.deps.dataSource.manager,
-      `SELECT deployment_id, completed_at FROM uploads WHERE object_path = $1`,
-      [objectPath],
-    );
-    const again = 'upload the source again (POST /v2/deployments/{id}/upload-url).';
-    if (!upload || upload.deployment_id !== this.rev.deployment_id) {
-      throw new BuildError(`The source tarball '${objectPath}' was never uploaded for this deployment; ${again}`);
-    }
-    let file: string;
-    try {
-      file = uploadFilePath(this.deps.config.dataDir, objectPath);
-    } catch {
-      throw new BuildError(`'${objectPath}' is not an upload object path; ${again}`);
-    }
-    if (!existsSync(file)) {
-      throw new BuildError(`The source tarball '${objectPath}' ${upload.completed_at ? 'is missing on the server' : 'was never completely uploaded'}; ${again}`);
-    }
-    return file;
-  }
-
   /** Stores the resolved commit while the build runs (a retry then builds the same commit). */
   private async recordCommit(commit: string): Promise<void> {
     const revisions = new RevisionRepository(this.deps.dataSource.manager);
     if (!(await revisions.recordConfig(this.revisionId, ['BUILDING'], this.attempt, { repo_commit_sha: commit }))) throw new OwnershipLost();
+  }
+
+  /**
+   * An install step, or the reuse of what the deployment's last build installed for the very
+   * same lockfile, package.json and command (DependencyCache); a fresh install is kept for the
+   * next build right after its step, before any later step ran.
+   */
+  private async install(command: string, dir: string, env: Record<string, string>): Promise<void> {
+    const found = await DependencyCache.keyOf(dir, command);
+    if (found.key === null) {
+      await this.runStep('install', command, dir, env);
+      this.buildLog.line(`Dependencies not kept for the next build: ${found.reason}.`);
+      return;
+    }
+    this.dependencyKeys.add(found.key);
+    await assertRealDirectory(dir, this.paths.work);
+    if (await this.dependencies.restore(found.key, dir)) {
+      this.buildLog.line(`Reusing the dependencies installed for this ${found.lockfile} (${found.key.slice(0, 12)}): \`${command}\` skipped.`);
+      // What the builder copied in becomes the deployment's, like the rest of the tree.
+      await this.jail.prepare();
+      return;
+    }
+    await this.runStep('install', command, dir, env);
+    await assertRealDirectory(dir, this.paths.work);
+    await this.dependencies.save(found.key, dir).catch((err) => this.log.warn({ err }, 'could not keep the installed dependencies'));
   }
 
   /**
@@ -352,7 +286,7 @@ class RevisionBuild {
     this.buildLog.line(`$ ${command}`);
     this.log.info({ step, command: this.buildLog.redact(command), uid: this.jail.uid }, `running the ${step} command`);
     await this.jail.prepare();
-    await this.withinQuota(`the ${step} command \`${command}\``, async (signal) => {
+    await this.quota.within(`the ${step} command \`${command}\``, async (signal) => {
       const result = await runShellCommand({
         command,
         cwd,
@@ -372,23 +306,6 @@ class RevisionBuild {
     });
   }
 
-  /**
-   * Runs `work` (a step, `what` names it for messages) with a signal that also aborts when the
-   * build passes its disk quota, then checks the quota once more: a step that wrote faster
-   * than the watch measures still fails the build.
-   */
-  private async withinQuota(what: string, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
-    const watch = this.quota.watch();
-    try {
-      await work(AbortSignal.any([this.guard.signal, watch.signal]));
-    } catch (err) {
-      throw this.quotaError(err, watch.signal, `while ${what} ran`);
-    } finally {
-      watch.stop();
-    }
-    await this.checkQuota(`after ${what}`);
-  }
-
   /** Steps in the sandbox as the deployment's uid, or as the builder's user when there is none. */
   private async openJail(): Promise<BuildJail> {
     const { sandbox, config } = this.deps;
@@ -396,43 +313,17 @@ class RevisionBuild {
     return SandboxedBuildJail.open(sandbox, this.rev.deployment_id, `b-${this.revisionId}-a${this.attempt}`, config.sandbox.build, this.paths);
   }
 
-  /**
-   * The deployment's npm cache counts against the quota of each of its builds; past half of it
-   * the cache is emptied first, so it cannot grow build after build until every build fails.
-   */
-  private async trimNpmCache(): Promise<void> {
-    const used = await diskUsage([this.paths.npmCache]);
-    if (used <= this.quota.limitBytes / 2) return;
-    await rm(this.paths.npmCache, { recursive: true, force: true });
-    this.buildLog.line(`The deployment's npm cache held ${mb(used)} MB, more than half the build disk quota: emptied it.`);
-  }
-
-  private async checkQuota(when: string): Promise<void> {
-    try {
-      await this.quota.check();
-    } catch (err) {
-      throw this.quotaError(err, null, when);
-    }
-  }
-
-  /** A quota overrun (by the watch's abort, or a check) as the BuildError users read; anything else as it was. */
-  private quotaError(err: unknown, watched: AbortSignal | null, when: string): unknown {
-    const exceeded = err instanceof DiskQuotaExceeded ? err : watched?.aborted && !this.guard.signal.aborted ? (watched.reason as DiskQuotaExceeded) : null;
-    if (!exceeded) return err;
-    return new BuildError(
-      `The build exceeded its disk quota of ${mb(exceeded.limitBytes)} MB (SLIPWAY_BUILD_DISK_MB): its build directory and npm cache held ${mb(exceeded.usedBytes)} MB ${when}.`,
-    );
-  }
-
   /** BUILDING → AWAITING_DEPLOY and the rollout job, in one transaction. Never a failure to report: null. */
-  private async handToRollout(commit: string | null, requestId: string | undefined): Promise<null> {
+  private async handToRollout(commit: string | null, agentServer: boolean, requestId: string | undefined): Promise<null> {
     const { flow } = this.deps;
     const handed = await this.deps.dataSource.transaction(async (m) => {
       if (!(await this.owned(m))) return false;
       const applied = await flow.transition(m, this.revisionId, 'AWAITING_DEPLOY', {
         from: ['BUILDING'],
         message: `Built ${commit ? `commit ${commit.slice(0, 12)}` : 'the uploaded source'}; waiting for the deployer.`,
-        set: { artifactRef: this.paths.artifact, imageUri: artifactUri(this.revisionId), heartbeatAt: null },
+        // Whether the platform serves the project's graphs (the artifact's `agent_server`): the
+        // deployment resource says so (`agent_server`), and a redeploy copies it with the config.
+        set: { artifactRef: this.paths.artifact, imageUri: artifactUri(this.revisionId), heartbeatAt: null, revisionConfig: { agent_server: agentServer } },
       });
       if (!applied) return false;
       // Entering the rollout phase restarted `attempt` at 0 (its full retry budget), so the job

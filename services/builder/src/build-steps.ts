@@ -9,8 +9,8 @@ import {
   type GraphConfig,
   type SecretEntry,
 } from '@slipway/domain';
-import type { RevisionLogWriter } from '@slipway/jobs';
 import { redactValues } from '@slipway/logging';
+import type { RevisionLogWriter } from '@slipway/pipeline';
 import { parseEnvFile, sandboxEnvironment } from '@slipway/runtime';
 import { findLockfile, lockfileInstallCommand, runScriptCommand, type PackageManager } from './package-manager.js';
 

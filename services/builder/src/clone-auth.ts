@@ -1,9 +1,10 @@
 import type { Config } from '@slipway/config';
-import type { SecretBox } from '@slipway/crypto';
+import type { SecretsCodec } from '@slipway/crypto';
 import { queryRows, type DataSource } from '@slipway/db';
 import { createRepohostProvider, type CloneProtocol, type ProviderSpec } from '@slipway/source';
 import { BuildError } from './build-steps.js';
-import type { BuildRow, CloneAccess } from './build-revision.processor.js';
+import type { BuildRow } from '@slipway/pipeline';
+import type { CloneAccess } from './build-revision.processor.js';
 
 interface IntegrationRow {
   id: string;
@@ -19,7 +20,7 @@ interface IntegrationRow {
  * host) then `cloneAuth()` (a token header for github/gitea, nothing for local). Credentials
  * are sealed with the integration id as context, as the api stores them.
  */
-export function integrationCloneAccess(config: Readonly<Config>, dataSource: DataSource, secrets: SecretBox): (build: BuildRow) => Promise<CloneAccess> {
+export function integrationCloneAccess(config: Readonly<Config>, dataSource: DataSource, secrets: SecretsCodec): (build: BuildRow) => Promise<CloneAccess> {
   return async (build) => {
     if (!build.integration_id) throw new BuildError('The deployment has no integration to clone its repository through.');
     const [row] = await queryRows<IntegrationRow>(
@@ -30,7 +31,7 @@ export function integrationCloneAccess(config: Readonly<Config>, dataSource: Dat
     if (!row) throw new BuildError(`The deployment's integration ${build.integration_id} no longer exists.`);
     let credentials: Record<string, unknown> | null;
     try {
-      credentials = row.credentials_sealed ? JSON.parse(secrets.open(row.credentials_sealed, row.id)) : null;
+      credentials = row.credentials_sealed ? secrets.openJson<Record<string, unknown>>(row.credentials_sealed, row.id) : null;
     } catch (err) {
       throw new BuildError(`The credentials of integration '${row.name}' could not be decrypted (${(err as Error).message}).`);
     }

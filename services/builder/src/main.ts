@@ -2,8 +2,8 @@
  * The builder process: a BullMQ worker on `builds` (plus the shared maintenance worker).
  * Entry file: `tsx services/builder/src/main.ts`; run more copies to build more in parallel.
  */
-import { SecretBox } from '@slipway/crypto';
-import { createWorker, QUEUES, runWorkerProcess } from '@slipway/jobs';
+import { createWorker, QUEUES } from '@slipway/jobs';
+import { runWorkerProcess } from '@slipway/pipeline';
 import { sandboxForStart, type Sandbox } from '@slipway/runtime';
 import { buildRevisionProcessor } from './build-revision.processor.js';
 import { integrationCloneAccess } from './clone-auth.js';
@@ -33,8 +33,7 @@ runWorkerProcess({
     const network = sandbox?.network;
     return network ? { name: 'sandbox network', stop: () => network.close() } : undefined;
   },
-  workers: ({ config, dataSource, flow, workerRedis, log }) => {
-    const secrets = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
+  workers: ({ config, dataSource, flow, workerRedis, log, secrets }) => {
     return [
       createWorker({
         queue: QUEUES.builds,

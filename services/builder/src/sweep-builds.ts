@@ -1,6 +1,7 @@
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { queryRows, type DataSource } from '@slipway/db';
+import type { DataSource } from '@slipway/db';
+import { RevisionReads } from '@slipway/pipeline';
 
 const BUILD_DIR = /^([0-9a-f-]{36})-a(\d+)$/;
 
@@ -29,10 +30,6 @@ export async function sweepBuildDirectories(dataDir: string, dataSource: DataSou
 export async function liveBuilds(dataSource: DataSource, names: string[]): Promise<Set<string>> {
   const ids = names.flatMap((name) => BUILD_DIR.exec(name)?.[1] ?? []);
   if (!ids.length) return new Set();
-  const live = await queryRows<{ id: string; attempt: number }>(
-    dataSource.manager,
-    `SELECT id, attempt FROM revisions WHERE status = 'BUILDING' AND id = ANY($1::uuid[])`,
-    [ids],
-  );
+  const live = await new RevisionReads(dataSource.manager).building(ids);
   return new Set(live.map((r) => `${r.id}-a${r.attempt}`));
 }

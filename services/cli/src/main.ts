@@ -6,14 +6,19 @@
  *   keys list [--workspace <id>]
  *   keys revoke <key id>
  *   registry-config                     write the built-in registry's configuration (docker-compose's registry:2)
+ *   registry gc [--grace-hours <n>] [--dry-run]
+ *                                       delete images no revision uses, sweep their blobs (registry-gc.ts)
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '@slipway/config';
-import { prepareRegistry } from '@slipway/registry';
+import { secretsCodec } from '@slipway/crypto';
+import { prepareRegistry, requestSweep } from '@slipway/registry';
+import { collectRegistryGarbage } from './registry-gc.js';
 import {
   ApiKeyRepository,
   createDataSource,
   ensureDatabase,
+  fillSecretNames,
   issueApiKey,
   ListenerRepository,
   runMigrations,
@@ -27,7 +32,8 @@ const USAGE = `usage:
   slipway keys create [--role admin|member] [--org] [--workspace <id>] [--listener <id>] [--description <text>]
   slipway keys list [--workspace <id>]
   slipway keys revoke <key-id>
-  slipway registry-config`;
+  slipway registry-config
+  slipway registry gc [--grace-hours <n>] [--dry-run]`;
 
 class UsageError extends Error {}
 
@@ -50,6 +56,10 @@ async function migrate(args: string[]): Promise<void> {
   }
   const applied = await withDataSource(runMigrations);
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+  const secrets = secretsCodec(config);
+  const namesOf = (sealed: string, id: string) => secrets.openSecrets(sealed, id).map((s) => s.name);
+  const filled = await withDataSource((ds) => fillSecretNames(ds, namesOf));
+  if (filled) console.log(`recorded the secret names of ${filled} deployments`);
 }
 
 /** The workspace to act in: the one named, else the bootstrap organization's first. */
@@ -126,6 +136,22 @@ async function keys(args: string[]): Promise<void> {
   });
 }
 
+async function registry(args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  if (action !== 'gc') throw new UsageError(USAGE);
+  const { values } = parseArgs({ args: rest, options: { 'grace-hours': { type: 'string', default: '24' }, 'dry-run': { type: 'boolean', default: false } } });
+  const graceHours = Number(values['grace-hours']);
+  if (!Number.isFinite(graceHours) || graceHours < 0) throw new UsageError('--grace-hours must be a number of hours, 0 or more');
+  const config = loadConfig();
+  const report = await withDataSource((dataSource) =>
+    collectRegistryGarbage({ dataSource, config, graceMs: graceHours * 3_600_000, dryRun: values['dry-run'], sweep: () => requestSweep(config) }),
+  );
+  for (const ref of report.deleted) console.log(`${values['dry-run'] ? 'would delete' : 'deleted'} ${ref}`);
+  console.log(`${report.deleted.length} manifest(s) ${values['dry-run'] ? 'to delete' : 'deleted'}, ${report.kept} kept`);
+  if (values['dry-run']) return;
+  console.log(report.postponed ?? `swept: ${report.freedBytes} bytes freed; ${report.uncounted} blob(s) no longer counted against registry_bytes`);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   switch (command) {
@@ -133,6 +159,8 @@ async function main(argv: string[]): Promise<void> {
       return migrate(args);
     case 'keys':
       return keys(args);
+    case 'registry':
+      return registry(args);
     case 'registry-config':
       // The signing key (created on first use), its certificate and distribution's config, under the storage dir.
       console.log(prepareRegistry(loadConfig()));

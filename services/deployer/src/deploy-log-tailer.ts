@@ -1,6 +1,6 @@
 import { copyFile, open, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import type { DataSource } from '@slipway/db';
-import { RevisionLogWriter } from '@slipway/jobs';
+import { RevisionLogWriter } from '@slipway/pipeline';
 
 const POLL_MS = 300;
 const MAX_READ = 256 * 1024;
@@ -33,8 +33,10 @@ export class DeployLogTailer {
     private readonly file: string,
     secretValues: readonly string[],
     private readonly rotateBytes = Infinity,
+    /** The instance's index, stored with each line so a log can be filtered by instance. */
+    instance: number | null = null,
   ) {
-    this.writer = new RevisionLogWriter(dataSource, revisionId, 'deploy', secretValues);
+    this.writer = new RevisionLogWriter(dataSource, revisionId, 'deploy', secretValues, instance);
   }
 
   async start(): Promise<void> {

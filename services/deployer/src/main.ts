@@ -4,7 +4,8 @@
  */
 import path from 'node:path';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
-import { createWorker, producerConnection, QUEUES, runWorkerProcess } from '@slipway/jobs';
+import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
+import { runWorkerProcess } from '@slipway/pipeline';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
 import { ProcessDriver } from './process-driver/process-driver.js';
 import { provisionDeploymentProcessor } from './provision-deployment.processor.js';
@@ -21,7 +22,7 @@ let dataAccess: DeploymentDataAccess;
 
 runWorkerProcess({
   name: 'deployer',
-  onStart: async ({ config, dataSource, log, metrics }) => {
+  onStart: async ({ config, dataSource, log, metrics, secrets }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
     const sandbox = await sandboxForStart(config.sandbox, dataSource, {
       production: config.nodeEnv === 'production',
@@ -30,11 +31,11 @@ runWorkerProcess({
     });
     // Probes Postgres and Redis for passwordless local access and reports it, at every start;
     // with the sandbox, fronts listen on its network's services address.
-    dataAccess = new DeploymentDataAccess(config, dataSource, log.child({ component: 'data-access' }), sandbox?.network ?? null);
+    dataAccess = new DeploymentDataAccess(config, dataSource, secrets, log.child({ component: 'data-access' }), sandbox?.network ?? null);
     await dataAccess.start();
     // Image revisions run as runc containers in the sandbox; their images are unpacked once per digest.
     const images = sandbox ? new ImageCache(path.join(config.dataDir, 'images')) : null;
-    inputs = new RevisionInputs(config, dataSource, dataAccess, images);
+    inputs = new RevisionInputs(config, dataSource, secrets, dataAccess, images);
     // Serving URLs check keys and budgets as the api does, in the same Redis (docs/api.md, Deployments).
     const servingRedis = producerConnection(config.redisUrl, log);
     const servingAuth = new ServingAuth({

@@ -1,21 +1,16 @@
 import type { Config } from '@slipway/config';
-import { SecretBox } from '@slipway/crypto';
-import { queryRows, type DataSource } from '@slipway/db';
+import type { SecretsCodec } from '@slipway/crypto';
+import type { DataSource } from '@slipway/db';
 import { deploymentDatabaseName, isImageSource, type DeploymentSource, type SecretEntry } from '@slipway/domain';
+import { RevisionReads, type InstancesRow } from '@slipway/pipeline';
 import { instanceEnvironment, readArtifact, type ImageCache, type StartInstancesInput } from '@slipway/runtime';
-import { revisionImage, type RevisionImageRow } from './revision-image.js';
+import { revisionImage } from './revision-image.js';
 import type { DeploymentDataAccess } from './provisioning/data-access.js';
 
-interface RevisionRow extends RevisionImageRow {
-  artifact_ref: string | null;
-  resource_spec: { min_scale?: number; max_scale?: number; memory_mb?: number; cpu?: number } | null;
-  secrets_sealed: string | null;
-  name: string;
-  database_name: string | null;
-}
+type RevisionRow = InstancesRow;
 
 /** `min_scale` instances (at least 1), never more than `max_scale`. */
-export function instanceCount(spec: RevisionRow['resource_spec']): number {
+export function instanceCount(spec: { min_scale?: number; max_scale?: number } | null): number {
   const min = Math.max(1, Math.floor(Number(spec?.min_scale ?? 1)) || 1);
   const max = Math.floor(Number(spec?.max_scale));
   return Number.isFinite(max) && max >= 1 ? Math.min(min, max) : min;
@@ -26,18 +21,16 @@ export function instanceCount(spec: RevisionRow['resource_spec']): number {
  * revision and kept: a revision never changes. Throws ArtifactError for a bad artifact.
  */
 export class RevisionInputs {
-  private readonly box: SecretBox;
   private readonly cache = new Map<string, Promise<StartInstancesInput>>();
 
   constructor(
     private readonly config: Readonly<Config>,
     private readonly dataSource: DataSource,
+    private readonly secrets: SecretsCodec,
     private readonly dataAccess: DeploymentDataAccess,
     /** Unpacked images (null: no container runtime, so image revisions fail saying why). */
     private readonly images: ImageCache | null = null,
-  ) {
-    this.box = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
-  }
+  ) {}
 
   get(revisionId: string): Promise<StartInstancesInput> {
     let found = this.cache.get(revisionId);
@@ -50,15 +43,10 @@ export class RevisionInputs {
   }
 
   private async load(revisionId: string): Promise<StartInstancesInput> {
-    const [r] = await queryRows<RevisionRow>(
-      this.dataSource.manager,
-      `SELECT r.deployment_id, r.source, r.image_uri, r.image_digest, r.artifact_ref, r.resource_spec, r.secrets_sealed, d.name, d.database_name
-         FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
-      [revisionId],
-    );
+    const r = await new RevisionReads(this.dataSource.manager).loadForInstances(revisionId);
     if (!r) throw new Error(`Revision ${revisionId} is gone.`);
-    const runs = await this.whatRuns(r, revisionId);
-    const secrets: SecretEntry[] = r.secrets_sealed ? JSON.parse(this.box.open(r.secrets_sealed, revisionId)) : [];
+    const secrets = this.secrets.openSecrets(r.secrets_sealed, revisionId);
+    const { masked = [], ...runs } = await this.whatRuns(r, revisionId, secrets);
     const spec = r.resource_spec;
     // The deployment's own role and Redis user (provisioned again here, so their passwords are current).
     const data = await this.dataAccess.environment(r.deployment_id, r.database_name ?? deploymentDatabaseName(r.name, r.deployment_id));
@@ -66,19 +54,34 @@ export class RevisionInputs {
       revisionId,
       deploymentId: r.deployment_id,
       ...runs,
-      env: instanceEnvironment({ base: runs.artifact?.env ?? runs.image?.config.env, secrets, data: data.env }),
-      secretValues: secrets.map((s) => s.value),
+      env: instanceEnvironment({ base: runs.artifact?.env ?? imageEnvironment(runs.image?.config.env, data.env.REDIS_PREFIX), secrets, data: data.env }),
+      secretValues: [...secrets.map((s) => s.value), ...masked],
       scale: instanceCount(spec),
       limits: { memoryMb: positive(spec?.memory_mb), cpu: positive(spec?.cpu) },
+      ...(spec?.queue_enabled
+        ? {
+            queue: {
+              scale: instanceCount({ min_scale: spec.queue_min_scale, max_scale: spec.queue_max_scale }),
+              limits: { memoryMb: positive(spec.queue_memory_mb), cpu: positive(spec.queue_cpu) },
+            },
+          }
+        : {}),
       frontPorts: data.frontPorts,
     };
   }
 
-  /** The artifact a process runs, or (image sources) the image a container runs. */
-  private async whatRuns(r: RevisionRow, revisionId: string): Promise<Pick<StartInstancesInput, 'artifactRef' | 'artifact' | 'image' | 'notes'>> {
+  /**
+   * The artifact a process runs, or (image sources) the image a container runs and the forms of
+   * its pull credential (`masked`, beside the secrets' values).
+   */
+  private async whatRuns(
+    r: RevisionRow,
+    revisionId: string,
+    secrets: readonly SecretEntry[],
+  ): Promise<Pick<StartInstancesInput, 'artifactRef' | 'artifact' | 'image' | 'notes'> & { masked?: string[] }> {
     if (isImageSource(r.source as DeploymentSource)) {
-      const { image, notes } = await revisionImage(this.config, this.images, r);
-      return { artifactRef: r.image_uri ?? image.digest, image, notes };
+      const { image, notes, masked } = await revisionImage(this.config, this.images, r, secrets);
+      return { artifactRef: r.image_uri ?? image.digest, image, notes, masked };
     }
     if (!r.artifact_ref) throw new Error(`Revision ${revisionId} has no artifact.`);
     const artifact = await readArtifact(r.artifact_ref);
@@ -89,4 +92,13 @@ export class RevisionInputs {
 function positive(value: unknown): number | undefined {
   const n = Number(value);
   return Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+/**
+ * An image's environment: its own `Env`, then `REDIS_KEY_PREFIX` (the official Python agent
+ * server's key prefix setting) under the deployment's REDIS_PREFIX, the only keys its Redis user
+ * may touch; a secret of that name overrides it (docs/operations.md, The container runtime).
+ */
+function imageEnvironment(env: Record<string, string> | undefined, redisPrefix: string): Record<string, string> | undefined {
+  return env && { ...env, REDIS_KEY_PREFIX: `${redisPrefix}:` };
 }

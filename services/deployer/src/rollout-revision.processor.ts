@@ -1,21 +1,13 @@
 import type { Config } from '@slipway/config';
-import { queryRows, type DataSource } from '@slipway/db';
+import type { DataSource } from '@slipway/db';
 import { isRevisionTerminal, type RevisionStatus } from '@slipway/domain';
-import { PhaseGuard, RevisionLogWriter, type JobContext, type JobHandler, type RevisionFlow } from '@slipway/jobs';
+import { type JobContext, type JobHandler } from '@slipway/jobs';
+import { PhaseGuard, RevisionLogWriter, RevisionReads, type RevisionFlow } from '@slipway/pipeline';
 import { ArtifactError, DataAccessError, PortsExhaustedError, type RuntimeDriver, type StartInstancesInput } from '@slipway/runtime';
 import { parkUntilOwner } from './park.js';
 import { provisionDeployment } from './provision-deployment.processor.js';
 import type { DeploymentDataAccess } from './provisioning/data-access.js';
 import type { RevisionInputs } from './revision-inputs.js';
-
-interface RolloutRow {
-  status: RevisionStatus;
-  attempt: number;
-  source: string;
-  deployment_id: string;
-  deployment_status: string;
-  listener_id: string | null;
-}
 
 /**
  * `rollout.revision`. The revision's deployment gets its database first (provisioning is
@@ -37,19 +29,8 @@ export function rolloutRevisionProcessor(
   dataAccess: DeploymentDataAccess,
 ): JobHandler<'rollout.revision'> {
   return async ({ revisionId, attempt }, { job, log }) => {
-    const load = async () =>
-      (
-        await queryRows<RolloutRow>(
-          dataSource.manager,
-          // FOR SHARE: the relay adds this job inside the transaction that moves the revision to
-          // AWAITING_DEPLOY, so the job can arrive before that commits. Waiting for the relay's
-          // row lock means we read the committed status instead of taking the job for stale.
-          `SELECT r.status, r.attempt, r.source, r.deployment_id, d.status AS deployment_status, d.listener_id
-             FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1
-              FOR SHARE OF r`,
-          [revisionId],
-        )
-      )[0];
+    // Waits for the relay's row lock (loadForRollout): the job can arrive before its hand-off commits.
+    const load = () => new RevisionReads(dataSource.manager).loadForRollout(revisionId);
     const rev = await load();
     if (!rev || isRevisionTerminal(rev.status) || rev.attempt !== attempt || rev.status !== 'AWAITING_DEPLOY') {
       log.info({ status: rev?.status, currentAttempt: rev?.attempt }, 'rollout job is stale; nothing to do');
@@ -122,8 +103,7 @@ async function rolloutProcessRevision(
   const deployLog = new RevisionLogWriter(dataSource, revisionId, 'deploy', input.secretValues);
   try {
     for (const note of input.notes ?? []) deployLog.line(note.line, note.level);
-    const [row] = await queryRows<{ deadline_at: Date | null }>(dataSource.manager, `SELECT deadline_at FROM revisions WHERE id = $1`, [revisionId]);
-    const deadline = row?.deadline_at ? new Date(row.deadline_at).getTime() : Date.now() + config.pipeline.rolloutDeadlineMs;
+    const deadline = (await new RevisionReads(dataSource.manager).deadlineOf(revisionId))?.getTime() ?? Date.now() + config.pipeline.rolloutDeadlineMs;
     const started = await driver.startInstances(input, { signal: guard.signal, deadline, log: (line, level) => deployLog.line(line, level) });
     if (!started.ok) {
       deployLog.line(started.message, 'error');

@@ -1,8 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import { addressKey, credentialId, credentialOf, stripCredential, type ApiKeyCache, type RateLimits } from '@slipway/access';
-import { API_KEY_PREFIX, hashApiKey } from '@slipway/crypto';
-import { queryRows, type ApiKey, type DataSource } from '@slipway/db';
+import { API_KEY_PREFIX } from '@slipway/crypto';
+import type { ApiKey, DataSource } from '@slipway/db';
 import { TooManyRequestsError } from '@slipway/domain';
+import { RevisionReads } from '@slipway/pipeline';
 import { readArtifact, type AccessDenial } from '@slipway/runtime';
 
 /** How long a deployment's policy is reused: a change of `serving_auth` takes effect within this. */
@@ -49,7 +50,7 @@ export interface ServingAuthDeps {
  * and a Slipway key sent to a deployment that needs none is removed as well.
  */
 export class ServingAuth {
-  private readonly policies = new Map<string, { policy: Policy; until: number }>();
+  private readonly policies = new Map<string, { policy: Promise<Policy | null>; until: number }>();
 
   constructor(private readonly deps: ServingAuthDeps) {}
 
@@ -80,9 +81,10 @@ export class ServingAuth {
       await this.deps.limits.consume('address', address);
       return MISSING_KEY;
     }
+    // An API key's credential id is its stored hash: one digest serves the lockout and the lookup.
     const id = credentialId(credential);
     await this.deps.limits.assertCredentialNotLockedOut(id);
-    const row = await this.deps.keys.find(hashApiKey(credential));
+    const row = await this.deps.keys.find(id);
     if (!row) {
       const lockout = await this.deps.limits.recordAuthFailure(address, id);
       if (lockout) throw lockout;
@@ -95,28 +97,33 @@ export class ServingAuth {
     return null;
   }
 
-  private async policy(deploymentId: string): Promise<Policy | null> {
+  /**
+   * The deployment's policy, read at most once per POLICY_TTL_MS: concurrent requests while it
+   * is read share the one read (a burst of new connections is one query, not one each).
+   */
+  private policy(deploymentId: string): Promise<Policy | null> {
     const cached = this.policies.get(deploymentId);
     if (cached && cached.until > Date.now()) return cached.policy;
-    const [row] = await queryRows<{ workspace_id: string; organization_id: string; serving_auth: string | null; artifact_ref: string | null }>(
-      this.deps.dataSource.manager,
-      `SELECT d.workspace_id, w.organization_id, d.source_config->>'serving_auth' AS serving_auth, r.artifact_ref
-         FROM deployments d JOIN workspaces w ON w.id = d.workspace_id
-         LEFT JOIN revisions r ON r.id = d.active_revision_id
-        WHERE d.id = $1`,
-      [deploymentId],
+    if (this.policies.size >= MAX_CACHED) this.policies.clear();
+    const entry = { policy: this.readPolicy(deploymentId), until: Infinity };
+    this.policies.set(deploymentId, entry);
+    entry.policy.then(
+      () => (entry.until = Date.now() + POLICY_TTL_MS),
+      () => this.policies.get(deploymentId) === entry && this.policies.delete(deploymentId),
     );
+    return entry.policy;
+  }
+
+  private async readPolicy(deploymentId: string): Promise<Policy | null> {
+    const row = await new RevisionReads(this.deps.dataSource.manager).servingOf(deploymentId);
     if (!row) return null;
     const manifest = row.artifact_ref ? (await readArtifact(row.artifact_ref)).manifest : null;
     const agentServer = manifest?.agent_server;
-    const policy: Policy = {
+    return {
       requireKey: !!agentServer && !agentServer.auth_path && row.serving_auth !== 'none',
       organizationId: row.organization_id,
       workspaceId: row.workspace_id,
     };
-    if (this.policies.size >= MAX_CACHED) this.policies.clear();
-    this.policies.set(deploymentId, { policy, until: Date.now() + POLICY_TTL_MS });
-    return policy;
   }
 }
 

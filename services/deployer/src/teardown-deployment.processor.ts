@@ -4,6 +4,7 @@ import type { Config } from '@slipway/config';
 import { dropDeploymentDatabase, queryRows, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import type { JobHandler } from '@slipway/jobs';
+import { RevisionReads } from '@slipway/pipeline';
 import type { RuntimeDriver } from '@slipway/runtime';
 import { parkUntilOwner } from './park.js';
 import type { DeploymentDataAccess } from './provisioning/data-access.js';
@@ -47,15 +48,17 @@ export function teardownDeploymentProcessor(
 
 /**
  * The deployment's files under the data dir: its uploaded tarballs, its revisions' built
- * artifacts and its builds' npm cache (`cache/npm/<deployment>`, see the builder's buildPaths).
+ * artifacts, its builds' npm cache (`cache/npm/<deployment>`, see the builder's buildPaths) and
+ * installed dependencies (`cache/deps/<deployment>`, the builder's DependencyCache).
  * Read from the rows before they go (revisions cascade with the deployment).
  */
 async function removeFiles(config: Readonly<Config>, dataSource: DataSource, deploymentId: string): Promise<void> {
-  const revisions = await queryRows<{ id: string }>(dataSource.manager, `SELECT id FROM revisions WHERE deployment_id = $1`, [deploymentId]);
+  const revisions = await new RevisionReads(dataSource.manager).idsOfDeployment(deploymentId);
   const dirs = [
     path.join(config.dataDir, 'uploads', deploymentId),
     path.join(config.dataDir, 'cache', 'npm', deploymentId),
-    ...revisions.map((r) => path.join(config.dataDir, 'artifacts', r.id)),
+    path.join(config.dataDir, 'cache', 'deps', deploymentId),
+    ...revisions.map((id) => path.join(config.dataDir, 'artifacts', id)),
   ];
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 }

@@ -1,31 +1,11 @@
 import type { AgentConfig } from '@slipway/config';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { DesiredDeployment as ProtocolDeployment, DesiredState as ProtocolState, ListenerReport, ReportResult } from '@slipway/domain';
 
-/** One deployment of the desired state (docs/api.md, Listener agent protocol). */
-export interface DesiredDeployment {
-  deployment_id: string;
-  name: string;
-  namespace: string;
-  revision_id: string | null;
-  action: 'apply' | 'delete';
-  image_uri: string | null;
-  secrets: Array<{ name: string; value: string }>;
-  manifests: KubernetesObject[];
-}
-
-export interface DesiredState {
-  listener_id: string;
-  generated_at: string;
-  deployments: DesiredDeployment[];
-}
-
-export type ReportedStatus = 'DEPLOYING' | 'DEPLOYED' | 'DEPLOY_FAILED';
-
-export interface Report {
-  revisions: Array<{ revision_id: string; status: ReportedStatus; message: string | null }>;
-  deleted_deployments: string[];
-  logs: Array<{ revision_id: string; level: 'info' | 'warn' | 'error'; message: string }>;
-}
+/** The protocol's wire types (docs/api.md, Listener agent protocol), shared with the api; manifests as the Kubernetes client types them. */
+export type DesiredDeployment = ProtocolDeployment<KubernetesObject>;
+export type DesiredState = ProtocolState<KubernetesObject>;
+export type Report = ListenerReport;
 
 /**
  * The control plane could not be reached, or answered that it cannot serve now (5xx, 429):
@@ -54,8 +34,8 @@ export class ControlPlaneClient {
     return body;
   }
 
-  async report(report: Report): Promise<{ rejected: Array<{ reason: string }> }> {
-    return (await this.call<{ rejected: Array<{ reason: string }> }>('POST', 'reports', report)).body;
+  async report(report: Report): Promise<ReportResult> {
+    return (await this.call<ReportResult>('POST', 'reports', report)).body;
   }
 
   private async call<T>(method: string, what: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T; etag: string | null }> {

@@ -30,9 +30,14 @@ export async function prepareHostApp(projectApp: string | undefined, cwd: string
   app.get('/info', async (c, next) => {
     await next();
     if (c.res.status !== 200) return;
-    const info = (await c.res.json()) as { flags?: Record<string, boolean> };
-    c.res = undefined; // replaced, headers and all
-    c.res = c.json({ ...info, flags: { ...info.flags, ...flags } });
+    const info = (await c.res.clone().json().catch(() => null)) as { flags?: Record<string, boolean> } | null;
+    // A project's own app may answer /info itself: only the server's answer (with its flags) changes.
+    if (typeof info?.flags !== 'object') return;
+    // The headers stay: a project's middleware may have set its own on the way out.
+    const headers = new Headers(c.res.headers);
+    headers.delete('content-length');
+    c.res = undefined;
+    c.res = new Response(JSON.stringify({ ...info, flags: { ...info.flags, ...flags } }), { status: 200, headers });
   });
   mount(app);
   if (projectApp) {

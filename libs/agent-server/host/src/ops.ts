@@ -13,10 +13,12 @@ export function createOps(db: Db, queue: RunQueue, streams: RunStreams): Ops {
   const assistants = new PgAssistants(db);
   const threads = new PgThreads(db);
   const runs = new PgRuns(db, queue, streams);
-  // A worker writes its thread's status after its run: only while it still holds the run's lease.
+  // A worker writes its thread's status after its run: only while it still holds the run's lease,
+  // and not after a rollback (the run's deletion left the thread as it was before the run).
   const setStatus = threads.setStatus.bind(threads);
   threads.setStatus = async (threadId, options) => {
     const lease = queue.leaseOfThread(threadId);
+    if (lease?.rolledBack) return;
     if (lease && !lease.allowed) {
       logger.warn('Refused a thread status write of a run this instance no longer holds', { run_id: lease.runId, thread_id: threadId });
       return;

@@ -52,15 +52,26 @@ export function wirePersistence(db: Db, saver: PostgresSaver, pgStore: PostgresS
     },
     getNextVersion: (current: any) => saver.getNextVersion(current),
     deleteThread: (threadId: string) => saver.deleteThread(threadId),
+    // A run's checkpoints (a rollback, a deleted run), their pending writes, and the channel values
+    // no checkpoint left refers to: the saver writes a value once per (channel, version) and keeps
+    // the first, so a value of the deleted run left behind would shadow the next run's own.
     delete: async (threadId: string, runId: string | null) => {
       if (runId == null) return saver.deleteThread(threadId);
-      await db.query(
-        `DELETE FROM checkpoint_writes w USING checkpoints c
-          WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
-            AND c.thread_id = $1 AND c.metadata->>'run_id' = $2`,
-        [threadId, runId],
-      );
-      await db.query(`DELETE FROM checkpoints WHERE thread_id = $1 AND metadata->>'run_id' = $2`, [threadId, runId]);
+      await inTransaction(db, async (tx) => {
+        await tx.query(
+          `DELETE FROM checkpoint_writes w USING checkpoints c
+            WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
+              AND c.thread_id = $1 AND c.metadata->>'run_id' = $2`,
+          [threadId, runId],
+        );
+        await tx.query(`DELETE FROM checkpoints WHERE thread_id = $1 AND metadata->>'run_id' = $2`, [threadId, runId]);
+        await tx.query(
+          `DELETE FROM checkpoint_blobs b WHERE b.thread_id = $1 AND NOT EXISTS (
+             SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns
+                AND c.checkpoint->'channel_versions'->>b.channel = b.version)`,
+          [threadId],
+        );
+      });
     },
     copy: (threadId: string, newThreadId: string) =>
       inTransaction(db, async (tx) => {

@@ -8,14 +8,18 @@
 // instance drains: it claims nothing more, lets its runs finish within a grace period and
 // requeues the rest (a hand-over, not a failed attempt). While an instance of the code a run was
 // created with serves, only such instances claim it: during a rollout, old instances do not take
-// the runs made through new ones.
+// the runs made through new ones. With queue workers, only they claim runs: an API-only instance
+// creates, streams and cancels them, and sweeps lapsed leases, but claims nothing. A run stopped
+// by a rollback (a newer run's `multitask_strategy: "rollback"`, or a cancel with that action) is
+// not ended with a status: its worker deletes it and its checkpoints, and the thread is as before it.
 import { randomUUID } from 'node:crypto';
 import type { Run } from '@langchain/langgraph-api/storage';
-import type { Db } from './db.js';
-import { isUniqueViolation } from './db.js';
-import { json, RUN_COLUMNS, toRun } from './rows.js';
+import type { Db, Tx } from './db.js';
+import { inTransaction, isUniqueViolation } from './db.js';
+import { json, RUN_COLUMNS, threadStatusAfterRun, toRun } from './rows.js';
+import type { RunStats } from './run-stats.js';
 import type { CancelAction, RunStreams } from './streams.js';
-import { logger } from './upstream.js';
+import { checkpointer, logger } from './upstream.js';
 
 export const MAX_ATTEMPTS = 3;
 
@@ -25,6 +29,11 @@ export interface QueueOptions {
   code: string;
   /** How long a claim holds without a heartbeat. */
   leaseMs: number;
+  /**
+   * Whether this instance runs graphs (claims runs). An API-only instance (queue workers run
+   * them) claims nothing and is not announced: runs never wait for it.
+   */
+  claims: boolean;
 }
 
 interface Lease {
@@ -33,8 +42,24 @@ interface Lease {
   token: string;
   /** Local clock: no write after this unless a renewal moved it. */
   expiresAt: number;
+  /** Local clock at the claim: the run's duration ends at its final status. */
+  claimedAt: number;
   lost: boolean;
+  /** Its end is written (a status, or its deletion after a rollback): no later cancel stops it. */
+  ended: boolean;
   controller: AbortController;
+}
+
+const rolledBack = (lease: Lease) => lease.controller.signal.reason === 'rollback';
+
+/**
+ * Deletes a rolled-back run (its row locked in `tx`) and its checkpoints, so the thread's state is
+ * as before it; the thread goes idle, or stays busy while other runs of it wait.
+ */
+export async function deleteRolledBack(tx: Tx, threadId: string, runId: string): Promise<void> {
+  await checkpointer.delete(threadId, runId);
+  await tx.query('DELETE FROM slipway_agent_runs WHERE run_id = $1', [runId]);
+  await tx.query(`UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1')}, updated_at = now() WHERE thread_id = $1`, [threadId]);
 }
 
 export class RunQueue {
@@ -46,6 +71,8 @@ export class RunQueue {
     private readonly db: Db,
     private readonly streams: RunStreams,
     private readonly options: QueueOptions,
+    /** Counts for the platform's run metrics (run-stats.ts). */
+    private readonly stats: Pick<RunStats, 'started' | 'ended'> = { started: async () => {}, ended: async () => {} },
   ) {
     streams.onCancel = (runId, action) => this.abort(runId, action);
   }
@@ -72,10 +99,17 @@ export class RunQueue {
     this.timers = [];
   }
 
-  /** True while the run's lease is this instance's and cannot have lapsed: its writes may go. */
+  /**
+   * True while the run's lease is this instance's and cannot have lapsed, and no rollback stopped
+   * it: its writes (events, checkpoints) may go.
+   */
   allowed(runId: string): boolean {
     const lease = this.held.get(runId);
-    return lease != null && !lease.lost && Date.now() < lease.expiresAt;
+    return lease != null && this.valid(lease) && !rolledBack(lease);
+  }
+
+  private valid(lease: Lease): boolean {
+    return !lease.lost && Date.now() < lease.expiresAt;
   }
 
   /** Whether this instance holds a lease on the run (fenced or not). */
@@ -84,14 +118,16 @@ export class RunQueue {
   }
 
   /** The lease this instance holds for a run of `threadId`, if any. */
-  leaseOfThread(threadId: string): { runId: string; allowed: boolean } | undefined {
-    for (const lease of this.held.values()) if (lease.threadId === threadId) return { runId: lease.runId, allowed: this.allowed(lease.runId) };
+  leaseOfThread(threadId: string): { runId: string; allowed: boolean; rolledBack: boolean } | undefined {
+    for (const lease of this.held.values()) {
+      if (lease.threadId === threadId) return { runId: lease.runId, allowed: this.allowed(lease.runId), rolledBack: rolledBack(lease) };
+    }
     return undefined;
   }
 
   /** Claims the oldest runnable run, or null when there is none (or the instance is draining). */
   async claim(): Promise<{ run: Run; attempt: number; signal: AbortSignal } | null> {
-    if (this.draining) return null;
+    if (this.draining || !this.options.claims) return null;
     const token = randomUUID();
     const sentAt = Date.now();
     let row: any;
@@ -117,18 +153,21 @@ export class RunQueue {
     }
     if (!row) return null;
     const controller = new AbortController();
-    this.held.set(row.run_id, { runId: row.run_id, threadId: row.thread_id, token, expiresAt: sentAt + this.options.leaseMs, lost: false, controller });
+    this.held.set(row.run_id, { runId: row.run_id, threadId: row.thread_id, token, expiresAt: sentAt + this.options.leaseMs, claimedAt: Date.now(), lost: false, ended: false, controller });
     const run = toRun(row);
     // Each step's checkpoint is saved before the next step starts (LangGraph's default saves it
     // while the next one runs): a run taken over after its instance died goes on from the last
     // node that finished, never from an earlier one.
     run.kwargs.config = { ...run.kwargs.config, configurable: { __pregel_durability: 'sync', ...run.kwargs.config?.configurable } };
+    let resumed: boolean;
     try {
-      await this.resumeFromCheckpoint(run);
+      resumed = await this.resumeFromCheckpoint(run);
     } catch (err) {
       await this.finish(run.run_id); // back to the queue
       throw err;
     }
+    // A first claim starts the run; a claim after a lapsed lease or a hand-over continues it.
+    if (row.attempt === 1 && !resumed) void this.stats.started();
     return { run, attempt: row.attempt, signal: controller.signal };
   }
 
@@ -137,29 +176,56 @@ export class RunQueue {
    * from the thread's latest one (no input: the graph resumes the steps that did not finish)
    * instead of starting over with its input.
    */
-  private async resumeFromCheckpoint(run: Run): Promise<void> {
+  private async resumeFromCheckpoint(run: Run): Promise<boolean> {
     const { rows } = await this.db.query(
       `SELECT 1 FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' AND metadata->>'run_id' = $2 LIMIT 1`,
       [run.thread_id, run.run_id],
     );
-    if (!rows.length) return;
+    if (!rows.length) return false;
     run.kwargs = { ...run.kwargs, input: null, command: undefined };
     const configurable = { ...run.kwargs.config?.configurable };
     delete configurable.checkpoint_id;
     run.kwargs.config = { ...run.kwargs.config, configurable };
     logger.info('Resuming run from its last checkpoint', { run_id: run.run_id, thread_id: run.thread_id });
+    return true;
   }
 
-  /** Writes the run's status if its lease is still this instance's; false when fenced off. */
+  /**
+   * Writes the run's status if its lease is still this instance's; false when fenced off. A run a
+   * rollback stopped is deleted instead, whatever the status (the worker reports it as an error).
+   */
   async setStatus(runId: string, status: string): Promise<boolean> {
     const lease = this.held.get(runId);
-    if (!lease || !this.allowed(runId)) return false;
+    if (!lease || !this.valid(lease)) return false;
+    if (rolledBack(lease)) return this.rollBack(lease);
+    lease.ended = true;
     const { rowCount } = await this.db.query(
       `UPDATE slipway_agent_runs SET status = $3, updated_at = now(), lease_expires_at = NULL WHERE run_id = $1 AND lease_token = $2 AND status = 'running'`,
       [runId, lease.token, status],
     );
     if (!rowCount) this.lose(lease);
+    else void this.stats.ended(status, Date.now() - lease.claimedAt);
     return rowCount === 1;
+  }
+
+  /**
+   * The end of a run a rollback stopped: it and its checkpoints go, fenced by its lease (its row
+   * locked meanwhile, so the thread's next run starts only once they are gone); `finish` then ends
+   * its stream without an error and wakes the workers for that next run.
+   */
+  private async rollBack(lease: Lease): Promise<boolean> {
+    lease.ended = true;
+    const deleted = await inTransaction(this.db, async (tx) => {
+      const { rowCount } = await tx.query(`SELECT 1 FROM slipway_agent_runs WHERE run_id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`, [
+        lease.runId,
+        lease.token,
+      ]);
+      if (rowCount) await deleteRolledBack(tx, lease.threadId, lease.runId);
+      return rowCount === 1;
+    });
+    if (!deleted) this.lose(lease);
+    else logger.info('Deleted a run a rollback stopped, and its checkpoints', { run_id: lease.runId, thread_id: lease.threadId });
+    return deleted;
   }
 
   /** The worker is done with the run: the lease goes, its joiners hear the end. */
@@ -181,7 +247,8 @@ export class RunQueue {
 
   /** Stops the run this instance executes (a cancel from any instance). */
   abort(runId: string, reason: CancelAction | 'requeue' | 'lease-lost'): void {
-    this.held.get(runId)?.controller.abort(reason);
+    const lease = this.held.get(runId);
+    if (lease && !lease.ended) lease.controller.abort(reason);
   }
 
   private lose(lease: Lease): void {
@@ -193,6 +260,7 @@ export class RunQueue {
 
   /** Says this instance (and its code) is alive, or draining. */
   async announce(): Promise<void> {
+    if (!this.options.claims) return;
     await this.db.query(
       `INSERT INTO slipway_agent_instances (instance_id, code, draining) VALUES ($1, $2, $3)
        ON CONFLICT (instance_id) DO UPDATE SET seen_at = now(), draining = EXCLUDED.draining`,
@@ -203,7 +271,8 @@ export class RunQueue {
   /** Heartbeat: the instance's own, and every lease it holds extended; one it no longer holds stops its run. */
   async renew(): Promise<void> {
     await this.announce();
-    const leases = [...this.held.values()].filter((l) => !l.lost);
+    // A run whose end is written is no longer `running`: its lease holds until `finish`.
+    const leases = [...this.held.values()].filter((l) => !l.lost && !l.ended);
     if (!leases.length) return;
     const sentAt = Date.now();
     const { rows } = await this.db.query(
@@ -232,7 +301,9 @@ export class RunQueue {
     if (!rows.length) return;
     for (const row of rows) {
       logger.warn(row.status === 'pending' ? 'Requeued a run whose lease lapsed' : 'A run whose lease lapsed used up its attempts', { run_id: row.run_id, attempt: row.attempt });
-      if (row.status === 'error') await this.failed(row.run_id, row.thread_id, `Run ${row.run_id} exceeded max attempts`);
+      if (row.status !== 'error') continue;
+      void this.stats.ended('error', null);
+      await this.failed(row.run_id, row.thread_id, `Run ${row.run_id} exceeded max attempts`);
     }
     if (rows.some((r: { status: string }) => r.status === 'pending')) await this.streams.wake();
   }
@@ -240,7 +311,7 @@ export class RunQueue {
   /** A run that ends `error` outside a worker: its thread too, and its joiners hear why. */
   private async failed(runId: string, threadId: string, message: string): Promise<void> {
     await this.db.query(
-      `UPDATE slipway_agent_threads SET status = CASE WHEN EXISTS (SELECT 1 FROM slipway_agent_runs WHERE thread_id = $1 AND status = 'pending') THEN 'busy' ELSE 'error' END,
+      `UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1', `'error'`)},
               updated_at = now() WHERE thread_id = $1`,
       [threadId],
     );

@@ -69,6 +69,10 @@ export const toRun = (r: any): Run => ({
 /** The columns a run is read with (the queue's own columns stay inside the host). */
 export const RUN_COLUMNS = 'run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at';
 
+/** A thread's status once its run is over: `busy` while other runs of it wait, else `fallback`. */
+export const threadStatusAfterRun = (threadParam: string, fallback = `'idle'`) =>
+  `CASE WHEN EXISTS (SELECT 1 FROM slipway_agent_runs WHERE thread_id = ${threadParam} AND status = 'pending') THEN 'busy' ELSE ${fallback} END`;
+
 /** A WHERE clause built piece by piece, its values as numbered parameters. */
 export class Where {
   readonly params: unknown[] = [];

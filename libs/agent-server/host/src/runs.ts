@@ -4,7 +4,7 @@ import type { Run, RunKwargs, RunsRepo, RunsStreamRepo } from '@langchain/langgr
 import { v7 as uuid7 } from '@langchain/core/utils/uuid';
 import { HTTPException } from 'hono/http-exception';
 import { inTransaction, type Db, type Tx } from './db.js';
-import type { RunQueue } from './queue.js';
+import { deleteRolledBack, type RunQueue } from './queue.js';
 import { json, RUN_COLUMNS, toRun, Where } from './rows.js';
 import type { RunStreams } from './streams.js';
 import { checkpointer, handleAuthEvent, isAuthMatching, logger, serializeError, type AuthContext } from './upstream.js';
@@ -188,41 +188,41 @@ export class PgRuns implements RunsRepo {
   }
 
   /**
-   * Pending runs end `interrupted` here (or are deleted, for a rollback); running ones are asked
-   * to stop on whichever instance runs them, or end here when their lease already lapsed.
+   * Pending runs end `interrupted` here (or are deleted with their checkpoints, for a rollback);
+   * running ones are asked to stop on whichever instance runs them (whose worker deletes them, for
+   * a rollback: queue.ts), or end here when their lease already lapsed.
    */
   async cancel(threadId: string | undefined, runIds: string[], options: { action?: 'interrupt' | 'rollback' }, auth: AuthContext): Promise<void> {
     const action = options.action ?? 'interrupt';
     const [filters] = await handleAuthEvent(auth, 'threads:update', { thread_id: threadId, action, metadata: { run_ids: runIds, status: 'pending' } });
     const ended: string[] = [];
     const signalled: string[] = [];
-    const deleted: Array<[string, string]> = [];
     await inTransaction(this.db, async (tx) => {
-      let found = 0;
+      const hits = [];
       for (const runId of runIds) {
         const hit = await this.visible(runId, threadId, filters, tx, 'FOR UPDATE OF r');
-        if (!hit) continue;
-        found++;
-        const { run, lapsed } = hit;
-        if (run.status === 'pending' && action === 'rollback') {
-          await tx.query('DELETE FROM slipway_agent_runs WHERE run_id = $1', [runId]);
-          deleted.push([run.thread_id, runId]);
-        } else if (run.status === 'pending' || (run.status === 'running' && lapsed)) {
+        if (hit) hits.push(hit);
+      }
+      if (hits.length !== runIds.length) throw new HTTPException(404, { message: 'Run not found' });
+      for (const { run, lapsed } of hits) {
+        const stopped = run.status === 'pending' || (run.status === 'running' && lapsed);
+        if (stopped && action === 'rollback') {
+          await deleteRolledBack(tx, run.thread_id, run.run_id);
+          ended.push(run.run_id);
+        } else if (stopped) {
           await tx.query(
             `UPDATE slipway_agent_runs SET status = 'interrupted', lease_token = NULL, lease_expires_at = NULL, updated_at = now() WHERE run_id = $1`,
-            [runId],
+            [run.run_id],
           );
           await tx.query(`UPDATE slipway_agent_threads SET status = 'idle', updated_at = now() WHERE thread_id = $1`, [run.thread_id]);
-          ended.push(runId);
+          ended.push(run.run_id);
         } else if (run.status === 'running') {
-          signalled.push(runId);
+          signalled.push(run.run_id);
         } else {
-          logger.warn('Attempted to cancel a run that is over', { run_id: runId, status: run.status });
+          logger.warn('Attempted to cancel a run that is over', { run_id: run.run_id, status: run.status });
         }
       }
-      if (found !== runIds.length) throw new HTTPException(404, { message: 'Run not found' });
     });
-    for (const [tid, rid] of deleted) await checkpointer.delete(tid, rid);
     for (const runId of ended) await this.streams.end(runId);
     for (const runId of signalled) {
       this.queue.abort(runId, action); // this instance's own run: at once

@@ -4,7 +4,7 @@ import type { CheckpointPayload, Thread, ThreadsRepo } from '@langchain/langgrap
 import { v7 as uuid7 } from '@langchain/core/utils/uuid';
 import { HTTPException } from 'hono/http-exception';
 import { inTransaction, type Db } from './db.js';
-import { json, orderBy, toThread, Where } from './rows.js';
+import { json, orderBy, threadStatusAfterRun, toThread, Where } from './rows.js';
 import { PgThreadState } from './thread-state.js';
 import { checkpointer, handleAuthEvent, isAuthMatching, type AuthContext } from './upstream.js';
 
@@ -102,7 +102,7 @@ export class PgThreads implements ThreadsRepo {
     const fixed = exception != null ? 'error' : checkpoint && checkpoint.next.length > 0 ? 'interrupted' : null;
     const { rowCount } = await this.db.query(
       `UPDATE slipway_agent_threads SET updated_at = now(), "values" = $3, interrupts = $4,
-              status = coalesce($2, CASE WHEN EXISTS (SELECT 1 FROM slipway_agent_runs WHERE thread_id = $1 AND status = 'pending') THEN 'busy' ELSE 'idle' END)
+              status = coalesce($2, ${threadStatusAfterRun('$1')})
         WHERE thread_id = $1`,
       [threadId, fixed, json(checkpoint?.values ?? null), json(interrupts)],
     );

@@ -57,6 +57,10 @@ export class Deployment {
   @Column({ type: 'text', nullable: true })
   secretsSealed!: string | null;
 
+  /** The secrets' names, so showing them opens no box; null on rows older than the column until `slipway migrate` fills them. */
+  @Column({ type: 'text', array: true, nullable: true })
+  secretNames!: string[] | null;
+
   @Column({ type: 'text', nullable: true })
   imageVersion!: string | null;
 

@@ -7,6 +7,8 @@ export interface StoredRevisionConfig {
   image_uri?: string | null;
   repo_commit_sha?: string | null;
   source_tarball_path?: string | null;
+  /** Set by the build: whether the platform serves the project's graphs (the artifact's `agent_server`). */
+  agent_server?: boolean;
 }
 
 /** Build settings snapshotted from the deployment when the revision was made. */

@@ -15,6 +15,10 @@ import { NameTrgmNoPendingList1764600000100 } from './1764600000100-name-trgm-no
 import { ListenerWorkIndex1764600000200 } from './1764600000200-listener-work-index.js';
 import { Registry1764700000000 } from './1764700000000-registry.js';
 import { SandboxNetworks1764700000100 } from './1764700000100-sandbox-networks.js';
+import { DeploymentSlots1764800000000 } from './1764800000000-deployment-slots.js';
+import { DeploymentSecretNames1764800000100 } from './1764800000100-deployment-secret-names.js';
+import { DeploymentObservability1764800000300 } from './1764800000300-deployment-observability.js';
+import { QueueWorkers1764800000400 } from './1764800000400-queue-workers.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -38,4 +42,8 @@ export const MIGRATIONS = [
   ListenerWorkIndex1764600000200,
   Registry1764700000000,
   SandboxNetworks1764700000100,
+  DeploymentSlots1764800000000,
+  DeploymentSecretNames1764800000100,
+  DeploymentObservability1764800000300,
+  QueueWorkers1764800000400,
 ];

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
-import type { SecretBox } from '@slipway/crypto';
+import type { SecretsCodec } from '@slipway/crypto';
 import { queryRows } from '../sql.js';
 
 /** A deployment's own store passwords (its Postgres role's, its Redis ACL user's), in clear. */
@@ -37,7 +37,7 @@ const context = (deploymentId: string, purpose: 'database' | 'redis') => `deploy
 export class DeploymentCredentialStore {
   constructor(
     private readonly manager: EntityManager,
-    private readonly box: SecretBox,
+    private readonly box: SecretsCodec,
   ) {}
 
   /** The deployment's credentials, generated and stored on first use. Throws when the deployment is gone. */

@@ -1,6 +1,7 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
 import { Deployment, Revision, type StoredRevisionConfig } from '../entities/index.js';
 import type { Page } from './pagination.js';
+import type { DeploymentStatus } from '@slipway/domain';
 
 export const DEPLOYMENT_NAME_UNIQUE = 'deployments_workspace_name_key';
 
@@ -22,6 +23,8 @@ export interface PresentableDeployment {
   latestRevisionConfig: StoredRevisionConfig | null;
   /** Its tag value ids, oldest tag first. */
   tagValueIds: string[];
+  /** Whether its active revision (else its latest) was built as an agent server; null: not built. */
+  agentServer: boolean | null;
 }
 
 /**
@@ -36,12 +39,19 @@ async function presentable(qb: SelectQueryBuilder<Deployment>): Promise<Presenta
       'ARRAY(SELECT t.tag_value_id::text FROM deployment_tag_values t WHERE t.deployment_id = d.id ORDER BY t.created_at, t.tag_value_id)',
       'tag_value_ids',
     )
-    .getRawAndEntities<{ latest_revision_config: StoredRevisionConfig | null; tag_value_ids: string[] }>();
+    .addSelect(
+      `coalesce(${['d.active_revision_id', 'd.latest_revision_id']
+        .map((id) => `(SELECT (r.source_revision_config->>'agent_server')::boolean FROM revisions r WHERE r.id = ${id})`)
+        .join(', ')})`,
+      'agent_server',
+    )
+    .getRawAndEntities<{ latest_revision_config: StoredRevisionConfig | null; tag_value_ids: string[]; agent_server: boolean | null }>();
   // No joins: one raw row per entity, in the same order.
   return entities.map((deployment, i) => ({
     deployment,
     latestRevisionConfig: raw[i]!.latest_revision_config,
     tagValueIds: raw[i]!.tag_value_ids,
+    agentServer: raw[i]!.agent_server,
   }));
 }
 
@@ -51,6 +61,25 @@ const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 /** Deployments and their revisions, always addressed within one workspace. */
 export class DeploymentRepository {
   constructor(private readonly manager: EntityManager) {}
+
+  /**
+   * THE deployment row lock, held for the rest of the transaction: the first lock of every path
+   * that changes a revision's status (deployment row, then revision rows), so writers of one
+   * deployment serialize instead of deadlocking. Its status and listener, or null when it is gone.
+   */
+  async lock(id: string): Promise<{ status: DeploymentStatus; listenerId: string | null } | null> {
+    const rows: Array<{ status: DeploymentStatus; listener_id: string | null }> = await this.manager.query(
+      `SELECT status, listener_id FROM deployments WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    return rows[0] ? { status: rows[0].status, listenerId: rows[0].listener_id } : null;
+  }
+
+  /** `lock`, then the deployment, only when it is of `workspaceId`; null otherwise. */
+  async lockInWorkspace(workspaceId: string, id: string): Promise<Deployment | null> {
+    const [row] = await this.manager.query(`SELECT id FROM deployments WHERE id = $1 AND workspace_id = $2 FOR UPDATE`, [id, workspaceId]);
+    return row ? this.find(workspaceId, id) : null;
+  }
 
   find(workspaceId: string, id: string): Promise<Deployment | null> {
     return this.manager.findOneBy(Deployment, { workspaceId, id });

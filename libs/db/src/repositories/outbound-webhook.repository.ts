@@ -72,7 +72,13 @@ export interface OutboundDeliveryTarget {
   secret_sealed: string;
 }
 
-/** One delivery to write: an event matched to a webhook during fan-out. */
+/**
+ * The type of a test delivery's event (`POST /v2/webhooks/{id}/test`). No stored event has it:
+ * a test is delivered to its one webhook and never enters the workspace's event feed.
+ */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+/** One delivery to write: an event matched to a webhook during fan-out, or a test. */
 export interface NewOutboundDelivery {
   id: string;
   webhookId: string;
@@ -184,6 +190,15 @@ export class OutboundWebhookRepository {
       ],
     );
     return rows.map((r) => r.id);
+  }
+
+  /**
+   * An event id for a delivery of no stored event (a test): taken from the events' own
+   * sequence, so it never equals a real event's id and sorts among them by time.
+   */
+  async reserveEventId(): Promise<string> {
+    const [row] = await queryRows<{ id: string }>(this.manager, `SELECT nextval('events_id_seq')::text AS id`);
+    return row!.id;
   }
 
   async advanceCursor(webhookId: string, lastEventId: string): Promise<void> {

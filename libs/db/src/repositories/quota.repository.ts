@@ -9,7 +9,8 @@ const numberOrNull = (v: unknown) => (v === null || v === undefined ? null : Num
 /** The workspace's overrides of the default quotas: only the ones set. */
 export type QuotaOverrides = Partial<Quotas>;
 
-function overridesOf(row: Record<string, unknown> | undefined): QuotaOverrides {
+/** The overrides set in a `workspace_quotas` row (absent: none). */
+export function overridesOf(row: Record<string, unknown> | undefined): QuotaOverrides {
   const out: QuotaOverrides = {};
   for (const name of NAMES) {
     const value = numberOrNull(row?.[QUOTA_FIELDS[name]]);
@@ -46,8 +47,9 @@ export class QuotaRepository {
   }
 
   /**
-   * Serialises quota-checked writes of one workspace until the transaction ends, so two creates
-   * racing for the last slot cannot both see it free. `NO KEY UPDATE` leaves foreign-key checks
+   * Serialises quota-checked writes of one workspace until the transaction ends (uploads; a
+   * create laying out deployment slots again), so two writes racing for the last of something
+   * cannot both see it free. `NO KEY UPDATE` leaves foreign-key checks
    * against the workspace (every insert of its rows) unblocked.
    */
   async lockWorkspace(workspaceId: string): Promise<void> {
@@ -58,20 +60,6 @@ export class QuotaRepository {
   async workspaceOfDeployment(deploymentId: string): Promise<string | null> {
     const [row] = await queryRows<{ workspace_id: string }>(this.manager, `SELECT workspace_id FROM deployments WHERE id = $1`, [deploymentId]);
     return row?.workspace_id ?? null;
-  }
-
-  /**
-   * The workspace's overrides and how many deployments it has, in one round trip (a create's
-   * quota check, made under `lockWorkspace`).
-   */
-  async deploymentUsage(workspaceId: string): Promise<{ overrides: QuotaOverrides; deployments: number }> {
-    const [row] = await queryRows<Record<string, unknown> & { deployment_count: string }>(
-      this.manager,
-      `SELECT q.*, (SELECT count(*) FROM deployments WHERE workspace_id = $1) AS deployment_count
-         FROM (SELECT 1) one LEFT JOIN workspace_quotas q ON q.workspace_id = $1`,
-      [workspaceId],
-    );
-    return { overrides: overridesOf(row), deployments: Number(row!.deployment_count) };
   }
 
   /** Upload URLs issued to the workspace's deployments in the last 24 hours. */

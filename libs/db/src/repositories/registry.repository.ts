@@ -77,6 +77,48 @@ export class RegistryRepository {
     return new Set(rows.map((r) => r.image_digest));
   }
 
+  /**
+   * Per existing deployment, the image digests its revisions run or may run again (a redeploy):
+   * what registry garbage collection keeps. A deployment without image revisions maps to an empty set.
+   */
+  async imageDigestsByDeployment(): Promise<Map<string, Set<string>>> {
+    const rows = await queryRows<{ id: string; image_digest: string | null }>(
+      this.manager,
+      `SELECT d.id, r.image_digest FROM deployments d LEFT JOIN revisions r ON r.deployment_id = d.id AND r.image_digest IS NOT NULL`,
+    );
+    const byDeployment = new Map<string, Set<string>>();
+    for (const r of rows) {
+      const digests = byDeployment.get(r.id) ?? new Set<string>();
+      if (r.image_digest) digests.add(r.image_digest);
+      byDeployment.set(r.id, digests);
+    }
+    return byDeployment;
+  }
+
+  /** Whether some revision of the deployment names the digest (asked again right before a deletion). */
+  async deploymentUsesImage(deploymentId: string, digest: string): Promise<boolean> {
+    const rows = await queryRows(this.manager, `SELECT 1 FROM revisions WHERE deployment_id = $1 AND image_digest = $2 LIMIT 1`, [deploymentId, digest]);
+    return rows.length > 0;
+  }
+
+  /** Every counted blob, with when its push was recorded. */
+  async countedBlobs(): Promise<{ repository: string; digest: string; createdAt: Date }[]> {
+    const rows = await queryRows<{ repository: string; digest: string; created_at: Date }>(this.manager, `SELECT repository, digest, created_at FROM registry_blobs`);
+    return rows.map((r) => ({ repository: r.repository, digest: r.digest, createdAt: new Date(r.created_at) }));
+  }
+
+  /** Stops counting blobs garbage collection removed from their repository. */
+  async forgetBlobs(blobs: readonly { repository: string; digest: string }[]): Promise<number> {
+    if (!blobs.length) return 0;
+    const rows = await queryRows(
+      this.manager,
+      `DELETE FROM registry_blobs r USING jsonb_to_recordset($1::jsonb) AS b(repository text, digest text)
+        WHERE r.repository = b.repository AND r.digest = b.digest RETURNING 1`,
+      [JSON.stringify(blobs.map((b) => ({ repository: b.repository, digest: b.digest })))],
+    );
+    return rows.length;
+  }
+
   /** Bytes the workspace's images take in the registry: each distinct blob once. */
   async workspaceBytes(workspaceId: string): Promise<number> {
     const [row] = await queryRows<{ n: string }>(

@@ -3,7 +3,7 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { InstanceRecord } from '../process/process-store.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
-import type { ImageConfig } from './image-config.js';
+import { DEFAULT_PATH, type ImageConfig } from './image-config.js';
 import { ociConfig } from './oci-spec.js';
 import { Runc } from './runc.js';
 import { ociSeccomp } from '../sandbox/seccomp.js';
@@ -31,7 +31,6 @@ export interface ContainerLaunch {
 
 /** The catatonit binary Debian installs; shown as the init of images that bring none. */
 export const CATATONIT = '/usr/bin/catatonit';
-const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** A container's runc id and cgroup/network owner name: the instance's, like a sandboxed process's. */
 export const containerId = (record: Pick<InstanceRecord, 'id'>) => `i-${record.id}`;

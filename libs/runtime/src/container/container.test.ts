@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanToolError } from './image-cache.js';
+import { symlinkSync } from 'node:fs';
+import { checkEntrypoint, resolveInRoot } from './entrypoint-check.js';
+import { cleanToolError, repositoryOf } from './image-cache.js';
+import { containerStartFailure } from './start-failure.js';
 import { ImageError, layoutManifestDigest, readImageConfig } from './image-config.js';
 import { INIT_PATH, ociConfig, type ContainerSpec } from './oci-spec.js';
 import { ociSeccomp } from '../sandbox/seccomp.js';
@@ -27,6 +30,16 @@ function layout(config: object): { dir: string; digest: string } {
   writeFileSync(path.join(dir, 'index.json'), JSON.stringify({ manifests: [{ digest, annotations: { 'org.opencontainers.image.ref.name': 'image' } }] }));
   return { dir, digest };
 }
+
+describe('repositoryOf', () => {
+  it('keeps the registry host (and port) and the repository path, without tag or digest', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    expect(repositoryOf(`127.0.0.1:5000/d/web@${digest}`)).toBe('127.0.0.1:5000/d/web');
+    expect(repositoryOf('127.0.0.1:5000/d/web:v1')).toBe('127.0.0.1:5000/d/web');
+    expect(repositoryOf('registry.example/team/web')).toBe('registry.example/team/web');
+    expect(repositoryOf('[::1]:5000/team/web:v2')).toBe('[::1]:5000/team/web');
+  });
+});
 
 describe('readImageConfig', () => {
   it('joins Entrypoint and Cmd, parses Env and WorkingDir, and notices an init entrypoint', async () => {
@@ -93,5 +106,40 @@ describe('cleanToolError', () => {
   it("keeps skopeo's message and drops credentials from URLs", () => {
     const text = 'time="2026-01-01T00:00:00Z" level=fatal msg="initializing source docker://u:secret@host/x: pinging container registry host: connection refused"';
     expect(cleanToolError(text)).toBe('initializing source docker://host/x: pinging container registry host: connection refused');
+  });
+});
+
+describe('an image command that can never start', () => {
+  it('is named from the init\'s or runc\'s words in the log, and nothing else is', () => {
+    const cmd = ['/bin/server', '--port'];
+    expect(containerStartFailure(['--- slipway: starting ---', 'ERROR (catatonit:6): failed to exec pid1: No such file or directory'], cmd)).toBe(
+      "The image's command cannot start: /bin/server: no such file or directory.",
+    );
+    expect(containerStartFailure(['exec /bin/server: exec format error'], cmd)).toMatch(/^The image's command cannot start: \/bin\/server: exec format error \(a binary for another architecture/);
+    expect(containerStartFailure(['time="x" level=error msg="runc run failed: unable to start container process: exec: \\"/bin/server\\": permission denied"'], cmd)).toBe(
+      "The image's command cannot start: /bin/server: permission denied.",
+    );
+    expect(containerStartFailure(['listening on 8080', 'panic: exec of a child failed: no such file or directory here'], cmd)).toBeNull();
+  });
+
+  it('is found in the unpacked root, its links followed inside it (never on the host)', async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'slipway-rootfs-'));
+    dirs.push(root);
+    mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
+    symlinkSync('usr/bin', path.join(root, 'bin'));
+    writeFileSync(path.join(root, 'usr/bin/server'), '#!/bin/sh\necho hi\n', { mode: 0o755 });
+    // An absolute link means the image's /bin/sh, which this image lacks, whatever the host has.
+    symlinkSync('/bin/sh', path.join(root, 'usr/bin/sh'));
+    writeFileSync(path.join(root, 'usr/bin/data'), 'plain', { mode: 0o644 });
+    expect(await resolveInRoot(root, '/bin/server')).toBe(path.join(root, 'usr/bin/server'));
+    expect(await resolveInRoot(root, '/../../bin/../bin/server')).toBe(path.join(root, 'usr/bin/server'));
+    expect(await resolveInRoot(root, '/bin/sh')).toBeNull();
+    const config = (command: string[]) => ({ command, env: { PATH: '/bin' }, workingDir: '/', hasInit: false });
+    await expect(checkEntrypoint(root, config(['/bin/server']))).rejects.toThrow("The image's command cannot start: /bin/server: its interpreter /bin/sh does not exist in the image.");
+    await expect(checkEntrypoint(root, config(['data']))).rejects.toThrow('data: permission denied (no execute bit)');
+    await expect(checkEntrypoint(root, config(['nothing']))).rejects.toThrow('nothing: no such file or directory');
+    writeFileSync(path.join(root, 'usr/bin/sh'.replace('sh', 'busybox')), readFileSync('/bin/busybox'), { mode: 0o755 });
+    await expect(checkEntrypoint(root, config(['busybox']))).resolves.toBeUndefined();
+    await expect(checkEntrypoint(root, { ...config(['busybox']), workingDir: '/app' })).rejects.toThrow("The image's WorkingDir /app is not a directory");
   });
 });

@@ -14,6 +14,9 @@ export interface ImageConfig {
   hasInit: boolean;
 }
 
+/** PATH inside a container whose image and deployment set none. */
+export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
 /** An image that cannot run here; the message says why (it becomes the revision's status message). */
 export class ImageError extends ArtifactError {
   override name = 'ImageError';

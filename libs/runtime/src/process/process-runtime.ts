@@ -3,14 +3,17 @@ import { chownSync, closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import type { ContainerImage, ContainerInstances } from '../container/container-instances.js';
+import { ImageError } from '../container/image-config.js';
+import { containerStartFailure } from '../container/start-failure.js';
 import { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment } from '../sandbox/command.js';
+import type { CgroupUsage } from '../sandbox/cgroups.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { handOverSeccomp } from '../sandbox/seccomp.js';
 import type { Artifact } from './artifact.js';
 import { waitHealthy, type HealthOutcome } from './health.js';
 import { isGroupLeader, isProcessAlive, stopProcessGroup } from './os-process.js';
 import { pickFreePort } from './ports.js';
-import { ProcessStore, type InstanceRecord, type Queryable } from './process-store.js';
+import { ProcessStore, type InstanceRecord, type InstanceRole, type Queryable } from './process-store.js';
 
 export interface ProcessRuntimeOptions {
   /** Where instances and serving proxies listen (`SLIPWAY_RUNTIME_HOST`). */
@@ -28,7 +31,9 @@ export interface ProcessRuntimeOptions {
 export interface LaunchSpec {
   deploymentId: string;
   revisionId: string;
-  /** Which instance of the revision (0-based). */
+  /** An API instance (the default) or a queue worker; see InstanceRole. */
+  role?: InstanceRole;
+  /** Which instance of the revision and role (0-based). */
   index: number;
   /** What a process runs; absent when `image` is given. */
   artifact?: Artifact;
@@ -53,6 +58,9 @@ export interface LaunchedInstance {
 
 /** An instance's network namespace holder (SandboxNetwork), like its cgroup's name. */
 const networkOwner = (record: Pick<InstanceRecord, 'id'>) => `i-${record.id}`;
+
+/** How logs name an instance: `instance 0`, `queue worker 1`. */
+export const instanceLabel = (record: Pick<InstanceRecord, 'role' | 'index'>) => `${record.role === 'queue' ? 'queue worker' : 'instance'} ${record.index}`;
 
 /** Thrown when the port range has no free port left. */
 export class PortsExhaustedError extends Error {
@@ -155,7 +163,8 @@ export class ProcessRuntime {
     const home = path.join(dir, 'home');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     mkdirSync(home, { recursive: true, mode: 0o700 });
-    const logPath = spec.existing?.logPath ?? path.join(dir, `${spec.revisionId}-${spec.index}.log`);
+    const role = spec.existing?.role ?? spec.role ?? 'api';
+    const logPath = spec.existing?.logPath ?? path.join(dir, `${spec.revisionId}-${role === 'queue' ? 'queue-' : ''}${spec.index}.log`);
 
     const record = await this.withPortLock(async () => {
       const taken = await this.store.takenPorts();
@@ -165,7 +174,7 @@ export class ProcessRuntime {
         if (!(await this.store.update(spec.existing.id, 'starting', { pid: null, port }))) throw new Error(`Instance ${spec.existing.id} is gone.`);
         return { ...spec.existing, port, pid: null, status: 'starting' as const };
       }
-      return this.store.insert({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, port, logPath });
+      return this.store.insert({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, role, port, logPath });
     });
 
     if (spec.image) return this.launchContainer(spec, spec.image, record, dir);
@@ -175,7 +184,7 @@ export class ProcessRuntime {
     const fd = openSync(logPath, 'a', 0o600);
     let child: ChildProcess;
     try {
-      writeSync(fd, `--- slipway: starting instance ${spec.index} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`);
+      writeSync(fd, `--- slipway: starting ${instanceLabel(record)} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`);
       // Descriptor 3: the seccomp program, for bubblewrap (sandboxed only).
       const stdio: StdioOptions = ['ignore', fd, fd, ...(command.seccomp ? ['pipe' as const] : [])];
       child = spawn(command.command, command.args, { cwd: command.cwd, detached: true, stdio, env: command.env });
@@ -212,7 +221,7 @@ export class ProcessRuntime {
           frontPorts: spec.frontPorts ?? [],
           deploymentDir: dir,
           logPath: record.logPath,
-          header: `--- slipway: starting instance ${spec.index} of revision ${spec.revisionId} (image ${image.digest}) on port ${record.port} (${new Date().toISOString()}) ---\n`,
+          header: `--- slipway: starting ${instanceLabel(record)} of revision ${spec.revisionId} (image ${image.digest}) on port ${record.port} (${new Date().toISOString()}) ---\n`,
         },
         async (address) => {
           record.address = address;
@@ -220,9 +229,13 @@ export class ProcessRuntime {
         },
       );
     } catch (err) {
-      const said = (await lastLines(record.logPath, 3)).join(' ');
+      const lines = await lastLines(record.logPath, 10);
       // Its namespace, cgroup and runc state go with it; the row ends `exited`.
       await this.stop(record, 0).catch(() => this.store.update(record.id, 'exited'));
+      // A command that cannot be executed never will be: the image's fault, not worth a retry.
+      const cannot = containerStartFailure(lines, image.config.command);
+      if (cannot) throw new ImageError(cannot);
+      const said = lines.slice(-3).join(' ');
       throw new Error(`Could not start the container: ${(err as Error).message}${said ? ` (${said})` : ''}`);
     }
     await this.store.update(record.id, 'starting', { pid: record.pid });
@@ -285,6 +298,15 @@ export class ProcessRuntime {
     if (!sandbox) return null;
     const kills = await sandbox.cgroups.handle(`i-${record.id}`).oomKills();
     return kills > 0 ? `out of memory (limit ${sandbox.limitsOf(limits).memoryMb} MB)` : null;
+  }
+
+  /**
+   * The instance's memory in use and CPU time used, from its cgroup (null unsandboxed: an
+   * unconfined process group has no one place that adds up its processes).
+   */
+  async usage(record: Pick<InstanceRecord, 'id'>): Promise<CgroupUsage | null> {
+    const sandbox = this.options.sandbox;
+    return sandbox ? sandbox.cgroups.handle(`i-${record.id}`).usage() : null;
   }
 
   /** Where the instance is reached: its sandbox's address, or (unsandboxed) the runtime host. */

@@ -17,12 +17,19 @@ async function rows<T>(db: Queryable, sql: string, params: unknown[] = []): Prom
 
 export type InstanceStatus = 'starting' | 'running' | 'stopping' | 'exited';
 
+/**
+ * An API instance serves the deployment's traffic; a queue worker (a revision whose
+ * `resource_spec.queue_enabled` holds) runs an agent server's graphs and receives no traffic.
+ */
+export type InstanceRole = 'api' | 'queue';
+
 /** One `runtime_processes` row: a server process of a revision, on this machine. */
 export interface InstanceRecord {
   id: string;
   deploymentId: string;
   revisionId: string;
-  /** Which of the revision's `min_scale` instances (0-based); part of the log file name. */
+  role: InstanceRole;
+  /** Which of the revision's instances of its role (0-based); part of the log file name. */
   index: number;
   pid: number | null;
   port: number;
@@ -32,10 +39,20 @@ export interface InstanceRecord {
   address: string | null;
 }
 
+/** An instance's latest numbers, as the deployer samples them. */
+export interface InstanceSample {
+  memoryBytes: number | null;
+  cpuPercent: number | null;
+  /** The last health probe's answer and time; null: none since the last sample. */
+  healthy: boolean | null;
+  checkedAt: Date | null;
+}
+
 interface Row {
   id: string;
   deployment_id: string;
   revision_id: string;
+  role: InstanceRole;
   pid: number | null;
   port: number;
   status: InstanceStatus;
@@ -47,6 +64,7 @@ const toRecord = (r: Row): InstanceRecord => ({
   id: r.id,
   deploymentId: r.deployment_id,
   revisionId: r.revision_id,
+  role: r.role,
   index: Number(/-(\d+)\.log$/.exec(r.log_path)?.[1] ?? 0),
   pid: r.pid,
   port: r.port,
@@ -55,7 +73,7 @@ const toRecord = (r: Row): InstanceRecord => ({
   address: r.address,
 });
 
-const COLUMNS = 'id, deployment_id, revision_id, pid, port, status, log_path, address';
+const COLUMNS = 'id, deployment_id, revision_id, role, pid, port, status, log_path, address';
 
 /** The process runtime's bookkeeping in Postgres, so a restarted deployer can re-adopt its processes. */
 export class ProcessStore {
@@ -71,12 +89,12 @@ export class ProcessStore {
     return new Set(found.map((r) => Number(r.port)));
   }
 
-  async insert(input: { deploymentId: string; revisionId: string; port: number; logPath: string }): Promise<InstanceRecord> {
+  async insert(input: { deploymentId: string; revisionId: string; role: InstanceRole; port: number; logPath: string }): Promise<InstanceRecord> {
     const [row] = await rows<Row>(
       this.db,
-      `INSERT INTO runtime_processes (id, deployment_id, revision_id, port, status, log_path)
-       VALUES ($1, $2, $3, $4, 'starting', $5) RETURNING ${COLUMNS}`,
-      [randomUUID(), input.deploymentId, input.revisionId, input.port, input.logPath],
+      `INSERT INTO runtime_processes (id, deployment_id, revision_id, role, port, status, log_path)
+       VALUES ($1, $2, $3, $4, $5, 'starting', $6) RETURNING ${COLUMNS}`,
+      [randomUUID(), input.deploymentId, input.revisionId, input.role, input.port, input.logPath],
     );
     return toRecord(row!);
   }
@@ -93,6 +111,32 @@ export class ProcessStore {
       [id, status, set.pid !== undefined, set.pid ?? null, set.port ?? null, set.address !== undefined, set.address ?? null],
     );
     return found.length > 0;
+  }
+
+  /** Counts a restart of the instance (the row is the instance across its restarts). */
+  async countRestart(id: string): Promise<void> {
+    await this.db.query(`UPDATE runtime_processes SET restarts = restarts + 1 WHERE id = $1`, [id]);
+  }
+
+  /** Records the instance's latest resource sample and health probe (docs/api.md, Metrics). */
+  /** One sampling pass's samples, keyed by instance id, in one statement. */
+  async recordSamples(samples: ReadonlyMap<string, InstanceSample>): Promise<void> {
+    if (!samples.size) return;
+    const list = [...samples];
+    await this.db.query(
+      `UPDATE runtime_processes p
+          SET memory_bytes = s.memory_bytes, cpu_percent = s.cpu_percent,
+              healthy = coalesce(s.healthy, p.healthy), last_health_check_at = coalesce(s.checked_at, p.last_health_check_at)
+         FROM unnest($1::uuid[], $2::bigint[], $3::real[], $4::boolean[], $5::timestamptz[]) AS s(id, memory_bytes, cpu_percent, healthy, checked_at)
+        WHERE p.id = s.id`,
+      [
+        list.map(([id]) => id),
+        list.map(([, s]) => s.memoryBytes),
+        list.map(([, s]) => s.cpuPercent),
+        list.map(([, s]) => s.healthy),
+        list.map(([, s]) => s.checkedAt),
+      ],
+    );
   }
 
   /** Moves every live instance of the deployment except `keepRevisionId`'s to `stopping`; returns them. */
@@ -113,7 +157,7 @@ export class ProcessStore {
       this.db,
       `SELECT ${COLUMNS} FROM runtime_processes
         WHERE status <> 'exited' AND ($1::uuid IS NULL OR deployment_id = $1) AND ($2::uuid IS NULL OR revision_id = $2)
-        ORDER BY deployment_id, revision_id, log_path`,
+        ORDER BY deployment_id, revision_id, role, log_path`,
       [filter.deploymentId ?? null, filter.revisionId ?? null],
     );
     return found.map(toRecord);

@@ -19,6 +19,18 @@ export interface ServingProxyOptions {
    * keep-alive connection and for every Upgrade. A check that throws denies (503).
    */
   authorize?: (req: IncomingMessage) => Promise<AccessDenial | null>;
+  /**
+   * Told of every plain HTTP request once its answer is complete or the client left: the status
+   * sent (the proxy's own denials and 502/503 included; 499 when the client left before an
+   * answer) and how long it took from arrival. Upgrades (WebSockets) are not requests here.
+   */
+  onRequest?: (outcome: RequestOutcome) => void;
+}
+
+/** One request as the proxy saw it (for per-deployment metrics). */
+export interface RequestOutcome {
+  status: number;
+  durationMs: number;
 }
 
 /** Why the serving proxy refused a request: the status and `detail` it answers with. */
@@ -35,19 +47,38 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'p
 
 const NO_INSTANCE = JSON.stringify({ detail: 'No healthy instance.' });
 
+/** The request headers an instance gets: hop-by-hop ones (and those `Connection` names) dropped, forwarding ones added. */
 function forwardHeaders(headers: IncomingHttpHeaders, remote: string | undefined): IncomingHttpHeaders {
-  const listed = String(headers.connection ?? '')
-    .split(',')
-    .map((h) => h.trim().toLowerCase())
-    .filter(Boolean);
+  const listed = headers.connection ? connectionTokens(headers.connection) : null;
   const out: IncomingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (!HOP_BY_HOP.has(name) && !listed.includes(name)) out[name] = value;
+  for (const name in headers) {
+    if (!HOP_BY_HOP.has(name) && !listed?.includes(name)) out[name] = headers[name];
   }
   if (remote) out['x-forwarded-for'] = headers['x-forwarded-for'] ? `${headers['x-forwarded-for']}, ${remote}` : remote;
   out['x-forwarded-host'] ??= headers.host;
   out['x-forwarded-proto'] ??= 'http';
   return out;
+}
+
+function connectionTokens(value: string): string[] {
+  return value
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean);
+}
+
+/** An answer's headers as the client gets them: as sent (names, order, repeats), hop-by-hop ones dropped; no object built. */
+function relayedRawHeaders(raw: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) out.push(raw[i]!, raw[i + 1]!);
+  return out;
+}
+
+/** A target with its own keep-alive pool, made once per target and reused by every request to it. */
+interface Upstream {
+  target: ProxyTarget;
+  key: string;
+  agent: Agent;
 }
 
 /**
@@ -62,7 +93,8 @@ function forwardHeaders(headers: IncomingHttpHeaders, remote: string | undefined
  * sockets as it retires) is retried once on another target, so a switch fails no request.
  */
 export class ServingProxy {
-  private targets: readonly ProxyTarget[] = [];
+  private targets: readonly Upstream[] = [];
+  private listed: readonly ProxyTarget[] = [];
   private next = 0;
   /** One keep-alive pool per target, so a retired target's sockets can be dropped as a unit. */
   private readonly agents = new Map<string, Agent>();
@@ -71,6 +103,7 @@ export class ServingProxy {
 
   constructor(private readonly options: ServingProxyOptions) {
     this.server = createServer((req, res) => {
+      if (this.options.onRequest) this.measure(res, this.options.onRequest);
       void this.admit(req).then((denial) => {
         if (!denial) return this.handle(req, res);
         res.writeHead(denial.status, { 'content-type': 'application/json', ...denial.headers }).end(JSON.stringify({ detail: denial.detail }));
@@ -101,7 +134,7 @@ export class ServingProxy {
   }
 
   get currentTargets(): readonly ProxyTarget[] {
-    return this.targets;
+    return this.listed;
   }
 
   listen(): Promise<void> {
@@ -116,8 +149,9 @@ export class ServingProxy {
 
   /** Replaces the target list atomically. Pools of targets no longer listed lose their idle sockets. */
   setTargets(targets: readonly ProxyTarget[]): void {
-    this.targets = Object.freeze(targets.map((t) => ({ host: t.host, port: t.port })));
-    const keep = new Set(this.targets.map(key));
+    this.listed = Object.freeze(targets.map((t) => ({ host: t.host, port: t.port })));
+    this.targets = Object.freeze(this.listed.map((target) => ({ target, key: key(target), agent: this.agentFor(key(target)) })));
+    const keep = new Set(this.targets.map((u) => u.key));
     for (const [k, agent] of this.agents) {
       if (keep.has(k)) continue;
       // Busy sockets finish their request (the drain); idle ones would only go stale.
@@ -141,6 +175,14 @@ export class ServingProxy {
     this.agents.clear();
   }
 
+  private measure(res: ServerResponse, report: (outcome: RequestOutcome) => void): void {
+    const started = performance.now();
+    res.once('close', () => {
+      const status = res.headersSent ? res.statusCode : 499;
+      report({ status, durationMs: performance.now() - started });
+    });
+  }
+
   private async admit(req: IncomingMessage): Promise<AccessDenial | null> {
     if (!this.options.authorize) return null;
     try {
@@ -151,31 +193,33 @@ export class ServingProxy {
     }
   }
 
-  private pick(exclude?: ProxyTarget): ProxyTarget | null {
+  private pick(exclude?: Upstream): Upstream | null {
     const list = this.targets;
     if (!list.length) return null;
     for (let i = 0; i < list.length; i++) {
-      const t = list[this.next++ % list.length]!;
-      if (!exclude || key(t) !== key(exclude) || list.length === 1) return t;
+      const u = list[this.next++ % list.length]!;
+      if (!exclude || u.key !== exclude.key || list.length === 1) return u;
     }
     return list[0]!;
   }
 
-  private agentFor(target: ProxyTarget): Agent {
-    let agent = this.agents.get(key(target));
+  /** The keep-alive pool of a target, made when it is first listed (Nagle off: a proxy forwards what it has at once). */
+  private agentFor(k: string): Agent {
+    let agent = this.agents.get(k);
     if (!agent) {
-      agent = new Agent({ keepAlive: true, keepAliveMsecs: 1_000, scheduling: 'lifo' });
-      if (this.targets.some((t) => key(t) === key(target))) this.agents.set(key(target), agent);
+      agent = new Agent({ keepAlive: true, keepAliveMsecs: 1_000, scheduling: 'lifo', noDelay: true } as ConstructorParameters<typeof Agent>[0]);
+      this.agents.set(k, agent);
     }
     return agent;
   }
 
-  private handle(req: IncomingMessage, res: ServerResponse, failed?: ProxyTarget): void {
-    const target = this.pick(failed);
-    if (!target) {
+  private handle(req: IncomingMessage, res: ServerResponse, failed?: Upstream): void {
+    const upstreamTarget = this.pick(failed);
+    if (!upstreamTarget) {
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(NO_INSTANCE);
       return;
     }
+    const { target, agent } = upstreamTarget;
     const bodyless = !hasBody(req);
     const upstream = request({
       host: target.host,
@@ -183,7 +227,7 @@ export class ServingProxy {
       method: req.method,
       path: req.url,
       headers: forwardHeaders(req.headers, req.socket.remoteAddress),
-      agent: this.agentFor(target),
+      agent,
     });
     let responded = false;
     // The client went away: stop talking to the instance as well.
@@ -193,9 +237,7 @@ export class ServingProxy {
     res.once('close', onClientGone);
     upstream.once('response', (up) => {
       responded = true;
-      const headers = { ...up.headers };
-      for (const h of HOP_BY_HOP) delete headers[h];
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, headers);
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, relayedRawHeaders(up.rawHeaders));
       up.pipe(res);
       up.once('error', () => res.destroy());
     });
@@ -207,7 +249,7 @@ export class ServingProxy {
       }
       // Nothing reached the client yet and nothing must be replayed: one more try elsewhere.
       if (!failed && bodyless && RETRYABLE_METHODS.has(req.method ?? '')) {
-        this.handle(req, res, target);
+        this.handle(req, res, upstreamTarget);
         return;
       }
       this.options.onError?.(err, target);
@@ -224,7 +266,7 @@ export class ServingProxy {
    * connection closed, so no later request on it can reach the instance unchecked.
    */
   private upgrade(req: IncomingMessage, client: Socket, head: Buffer): void {
-    const target = this.pick();
+    const target = this.pick()?.target;
     if (!target) {
       client.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${NO_INSTANCE.length}\r\n\r\n${NO_INSTANCE}`);
       return;

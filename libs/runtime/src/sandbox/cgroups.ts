@@ -39,9 +39,25 @@ export interface Cgroup {
   procsFiles: string[];
   /** How many times the kernel's OOM killer killed a process of this group. */
   oomKills(): Promise<number>;
+  /** Memory in use now and CPU time used so far by the group; null where the kernel does not say. */
+  usage(): Promise<CgroupUsage>;
   /** Removes the group; its processes must be gone. */
   remove(): Promise<void>;
 }
+
+/** A cgroup's resource use at one moment. */
+export interface CgroupUsage {
+  /** Bytes charged to the group now (page cache included, as the limit counts it). */
+  memoryBytes: number | null;
+  /** CPU time used by the group since it was created, in nanoseconds. */
+  cpuNanos: number | null;
+}
+
+const readNumber = async (file: string): Promise<number | null> => {
+  const text = await readFile(file, 'utf8').catch(() => null);
+  const value = text === null ? NaN : Number(text.trim());
+  return Number.isFinite(value) ? value : null;
+};
 
 /**
  * Creates cgroups under `<controller>/<parent>/<name>` and writes their limits. Recreating a
@@ -89,6 +105,19 @@ export class CgroupWriter {
         const text = await readFile(file, 'utf8').catch(() => '');
         return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0);
       },
+      usage: async () => {
+        if (this.layout.version === 2) {
+          const stat = await readFile(path.join(dirs.cpu, 'cpu.stat'), 'utf8').catch(() => '');
+          const usec = /^usage_usec (\d+)$/m.exec(stat)?.[1];
+          return { memoryBytes: await readNumber(path.join(dirs.memory, 'memory.current')), cpuNanos: usec ? Number(usec) * 1000 : null };
+        }
+        // v1: cpuacct.usage where cpuacct is mounted with cpu (cpu,cpuacct); else the CPU time of
+        // the group's processes now (a process that exited takes its share along).
+        return {
+          memoryBytes: await readNumber(path.join(dirs.memory, 'memory.usage_in_bytes')),
+          cpuNanos: (await readNumber(path.join(dirs.cpu, 'cpuacct.usage'))) ?? (await processesCpuNanos(path.join(dirs.memory, 'cgroup.procs'))),
+        };
+      },
       remove: () => removeDirs(unique),
     };
   }
@@ -112,6 +141,23 @@ export class CgroupWriter {
     await mkdir(parent, { recursive: true });
     for (const dir of [this.layout.root, parent]) await writeOptional(path.join(dir, 'cgroup.subtree_control'), '+memory +cpu +pids');
   }
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ: 100 on Linux). */
+const USER_HZ = 100;
+
+/** User + system CPU time of the processes listed in a `cgroup.procs` file, in nanoseconds. */
+async function processesCpuNanos(procsFile: string): Promise<number | null> {
+  const list = await readFile(procsFile, 'utf8').catch(() => null);
+  if (list === null) return null;
+  let ticks = 0;
+  for (const pid of list.split('\n').filter(Boolean)) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    // Fields after the command name (which may hold spaces), in parentheses: utime is the 12th, stime the 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += (Number(fields[11]) || 0) + (Number(fields[12]) || 0);
+  }
+  return (ticks * 1e9) / USER_HZ;
 }
 
 async function writeOptional(file: string, value: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
+import type { SandboxSettings as ConfiguredSandbox } from '@slipway/config';
 import type { Queryable } from '../process/process-store.js';
 import { CgroupWriter, detectCgroups, type Cgroup, type CgroupLimits } from './cgroups.js';
 import { SandboxIdentities } from './identities.js';
@@ -9,21 +10,8 @@ import { handOverSeccomp, sandboxSeccompBpf, SECCOMP_FD } from './seccomp.js';
 
 const run = promisify(execFile);
 
-export interface SandboxSettings {
-  /** `auto`: sandbox whenever possible (production refuses to start without); `off`: the documented opt-out. */
-  mode: 'auto' | 'off';
-  uidMin: number;
-  uidMax: number;
-  /** Processes (and threads) per instance or build step. */
-  pidsMax: number;
-  openFiles: number;
-  /** Memory of an instance whose resource_spec sets none. */
-  defaultMemoryMb: number;
-  /** The IPv4 pool of the sandboxes' network namespaces (SLIPWAY_SANDBOX_SUBNET). */
-  subnet: string;
-  /** Addresses sandboxes may reach although private (SLIPWAY_SANDBOX_ALLOW_CIDRS). */
-  allowCidrs: string[];
-}
+/** The sandbox's part of the configuration (SLIPWAY_SANDBOX_*; the build limits are the builder's). */
+export type SandboxSettings = Omit<ConfiguredSandbox, 'build'>;
 
 /** Why the sandbox cannot be set up on this machine. */
 export class SandboxUnavailableError extends Error {

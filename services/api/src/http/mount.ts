@@ -1,6 +1,7 @@
 import type { Request, Response, Router } from 'express';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
+import { isDatabaseUnavailable } from '@slipway/db';
 import type { Admission } from './admission.js';
 import type { RequestContext, RouteSpec } from './route.js';
 import { inputIssues, locWithin } from './input-guard.js';
@@ -74,7 +75,9 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
       if (route.streamBody) res.setHeader('Connection', 'close');
       let principal = null;
       if (route.auth === 'none') await admission.anonymous(req);
-      else if (route.auth === 'probe') principal = await admission.identify(req);
+      // A probe answers whatever the database does: a credential that cannot be checked now
+      // (the database is away) only costs the caller the admin's details.
+      else if (route.auth === 'probe') principal = await admission.identify(req).catch((err) => (isDatabaseUnavailable(err) ? null : Promise.reject(err)));
       else principal = await admission.authenticate(req, route.auth, route.admin ?? false);
       const inputs = validateRequest(route, req);
       const log = (req as Request & { log: Logger }).log;

@@ -1,5 +1,6 @@
 import { defineRoute, ok, principalOf, type RouteSpec } from '../http/route.js';
-import { desiredStateHeaders, desiredStateResponse, reportBody, reportResponse, type ReportBody } from '../schemas/listener-agent.schema.js';
+import type { ListenerReport } from '@slipway/domain';
+import { desiredStateHeaders, desiredStateResponse, reportBody, reportResponse } from '../schemas/listener-agent.schema.js';
 import { listenerParams } from '../schemas/listener.schema.js';
 import type { ListenerAgentService } from '../services/listener-agent.service.js';
 
@@ -30,7 +31,7 @@ export function listenerAgentRoutes(agents: ListenerAgentService): RouteSpec[] {
         return state ? { status: 200, body: state, headers: { ETag: etag } } : { status: 304, headers: { ETag: etag } };
       },
     }),
-    defineRoute<Params, {}, ReportBody>({
+    defineRoute<Params, {}, ListenerReport>({
       method: 'post',
       path: '/v2/listeners/:listener_id/reports',
       operationId: 'reportListenerStatus',

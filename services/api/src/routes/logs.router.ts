@@ -71,9 +71,18 @@ export function logRoutes(logs: LogService): RouteSpec[] {
       summary: "Log lines across the workspace's deployments (optionally one deployment or revision), paged by cursor",
       tag,
       auth: 'workspace',
-      request: { query: workspaceLogsQuery },
-      responses: { 200: { ...page, schema: workspaceLogPageResponse } },
-      handler: async (ctx) => ok(await logs.workspacePage(workspaceOf(ctx), ctx.query)),
+      request: { query: workspaceLogsQuery, headers: followHeaders },
+      responses: {
+        200: { ...page, schema: workspaceLogPageResponse, description: `${page.description}; with follow=true a text/event-stream of lines (id: the line id) until the client leaves` },
+      },
+      handler: async (ctx) => {
+        const { follow, ...query } = ctx.query;
+        if (follow) {
+          const from = (ctx.headers['last-event-id'] as string | undefined) ?? (query.offset ? String(query.offset) : null);
+          return eventStream((sink) => logs.followWorkspace(workspaceOf(ctx), query, from, sink));
+        }
+        return ok(await logs.workspacePage(workspaceOf(ctx), query));
+      },
     }),
     revisionLogs('build'),
     revisionLogs('deploy'),

@@ -107,6 +107,21 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
       responses: { 200: { description: 'A page of deliveries', schema: webhookDeliveryList }, 404: notFound },
       handler: async (ctx) => ok(envelope(await webhooks.deliveries(workspaceOf(ctx), ctx.params.webhook_id, ctx.query), ctx.query)),
     }),
+    defineRoute<WebhookParams>({
+      method: 'post',
+      path: '/v2/webhooks/:webhook_id/test',
+      operationId: 'testWebhook',
+      summary: 'Send this webhook alone a signed `webhook.test` delivery; poll its history for the outcome',
+      tag,
+      auth: 'workspace',
+      admin: true,
+      request: { params: outboundWebhookParams },
+      responses: {
+        202: { description: 'Queued: the test delivery, pending', schema: webhookDeliveryResponse },
+        404: notFound,
+      },
+      handler: async (ctx) => ({ status: 202, body: await webhooks.test(workspaceOf(ctx), ctx.params.webhook_id, principalOf(ctx).subject) }),
+    }),
     defineRoute<DeliveryParams>({
       method: 'post',
       path: '/v2/webhooks/:webhook_id/deliveries/:delivery_id/redeliver',

@@ -196,6 +196,12 @@ export const deploymentResponse = Joi.object({
   image_version: Joi.string().allow(null).required(),
   tenant_id: uuid().required(),
   tracing_project_id: uuid().allow(null).required(),
+  agent_server: Joi.boolean()
+    .allow(null)
+    .required()
+    .description(
+      "Whether the platform serves this deployment's graphs as an agent server (its artifact's agent_server): from the active revision, else the latest; null until a revision is built (and for image deployments)",
+    ),
   url: Joi.string().allow(null).required(),
   tag_value_ids: Joi.array().items(uuid()).required(),
   created_at: timestamp().required(),

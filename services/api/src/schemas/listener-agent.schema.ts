@@ -1,17 +1,9 @@
 import Joi from 'joi';
-import type { ResourceSpec } from '@slipway/domain';
+import { DESIRED_ACTIONS, REPORT_LOG_LEVELS, REPORT_MAX_ITEMS, REPORTABLE_STATUSES } from '@slipway/domain';
 import { timestamp, uuid } from './common.schema.js';
 import { resourceSpec } from './resource-spec.schema.js';
 
-/** The statuses a listener agent may report for a revision (docs/api.md, Listener agent protocol). */
-export const REPORTABLE_STATUSES = ['DEPLOYING', 'DEPLOYED', 'DEPLOY_FAILED'] as const;
-export type ReportableStatus = (typeof REPORTABLE_STATUSES)[number];
-
-/** At most this many entries per array of a report: an agent batches, but not without bound. */
-export const REPORT_MAX_ITEMS = 500;
-
-export const DESIRED_ACTIONS = ['apply', 'delete'] as const;
-export type DesiredAction = (typeof DESIRED_ACTIONS)[number];
+// The protocol's types and constants are @slipway/domain's (listener-protocol.ts), shared with the agent.
 
 const kubernetesObject = Joi.object({
   apiVersion: Joi.string().required(),
@@ -58,7 +50,6 @@ const revisionReport = Joi.object({
 
 /** Longest log line an agent may ship; the same bound as the deployer's own log lines. */
 export const REPORT_MAX_LOG_LINE = 8_192;
-export const REPORT_LOG_LEVELS = ['info', 'warn', 'error'] as const;
 
 const logLine = Joi.object({
   revision_id: uuid().required(),
@@ -93,50 +84,6 @@ export const reportResponse = Joi.object({
   deleted: Joi.array().items(uuid()).required().description('Deployments whose teardown finished (now gone)'),
   rejected: Joi.array().items(rejection).required().description('Reports that changed nothing, with why'),
 }).id('ListenerReportResult');
-
-export interface RevisionReport {
-  revision_id: string;
-  status: ReportableStatus;
-  message?: string | null;
-}
-
-export interface ReportLogLine {
-  revision_id: string;
-  level: (typeof REPORT_LOG_LEVELS)[number];
-  message: string;
-}
-
-export interface ReportBody {
-  revisions: RevisionReport[];
-  logs: ReportLogLine[];
-  deleted_deployments: string[];
-}
-
-export interface DesiredDeploymentView {
-  deployment_id: string;
-  name: string;
-  namespace: string;
-  revision_id: string | null;
-  action: DesiredAction;
-  image_uri: string | null;
-  resource_spec: ResourceSpec | null;
-  secrets: Array<{ name: string; value: string }>;
-  manifests: object[];
-}
-
-export interface DesiredStateView {
-  listener_id: string;
-  generated_at: string;
-  deployments: DesiredDeploymentView[];
-}
-
-export type Rejection = { revision_id: string; reason: string } | { deployment_id: string; reason: string };
-
-export interface ReportResultView {
-  applied: string[];
-  deleted: string[];
-  rejected: Rejection[];
-}
 
 /** An agent sends back the ETag of the desired state it holds; unchanged → 304. */
 export const desiredStateHeaders = Joi.object({

@@ -19,6 +19,7 @@ const filters = {
   query: Joi.string().max(1000).allow(null, '').description('Only lines whose message contains this text (case-insensitive)'),
   start_time: Joi.date().iso().allow(null, '').description('Only lines at or after this time (inclusive)'),
   end_time: Joi.date().iso().allow(null, '').description('Only lines before this time (exclusive)'),
+  instance: Joi.number().integer().min(0).max(999).allow(null).description('Only deploy-log lines printed by the instance of this index'),
 };
 
 export const logsQuery = Joi.object({
@@ -28,7 +29,9 @@ export const logsQuery = Joi.object({
   offset: logCursor.allow('').description('The `next_offset` (or any line id) of the previous page: continue strictly after that line'),
   follow: Joi.boolean()
     .default(false)
-    .description('Server-Sent Events: every matching line, then new ones as they are stored, until the build or rollout ends; `Last-Event-ID` resumes'),
+    .description(
+      'Server-Sent Events: every matching line, then new ones as they are stored, until the build ends or (deploy logs) the revision stops running: the active revision is followed until the client leaves; `Last-Event-ID` resumes',
+    ),
 });
 
 export const followHeaders = Joi.object({
@@ -57,6 +60,9 @@ export const workspaceLogsQuery = Joi.object({
   ...paging,
   ...filters,
   offset: logCursor.allow('').description('The `next_offset` of the previous page'),
+  follow: Joi.boolean()
+    .default(false)
+    .description('Server-Sent Events: every matching line, then new ones as they are stored, until the client leaves; `Last-Event-ID` resumes'),
 });
 
 const entryFields = {
@@ -64,6 +70,7 @@ const entryFields = {
   timestamp: timestamp().required(),
   level: Joi.string().required(),
   message: Joi.string().allow('').required(),
+  instance: Joi.number().integer().description('Index of the instance that printed the line (deploy logs); absent on build lines and the rollout\'s own lines'),
 };
 
 const nextOffset = Joi.string()
@@ -95,6 +102,7 @@ export interface LogFilters {
   query?: string | null;
   start_time?: Date | null | '';
   end_time?: Date | null | '';
+  instance?: number | null;
 }
 
 export interface LogsBody extends LogFilters {
@@ -110,6 +118,7 @@ export interface LogsQuery extends LogsBody {
 
 export interface WorkspaceLogsQuery extends LogsBody {
   type?: LogTypeInput;
+  follow?: boolean;
   deployment_id?: string;
   revision_id?: string;
 }

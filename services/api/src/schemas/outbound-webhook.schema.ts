@@ -2,6 +2,11 @@ import Joi from 'joi';
 import { listEnvelope, paginationQuery, timestamp, uuid } from './common.schema.js';
 import { EVENT_TYPES, eventResponse, type EventType } from './event.schema.js';
 
+/** The event of a delivery: a workspace event, or the synthetic event of a test delivery. */
+const deliveredEvent = eventResponse
+  .keys({ type: Joi.string().valid(...EVENT_TYPES, 'webhook.test').required() })
+  .id('DeliveredEvent');
+
 const url = Joi.string()
   .uri({ scheme: ['http', 'https'] })
   .max(2048)
@@ -72,11 +77,11 @@ export const webhookDeliveryResponse = Joi.object({
   id: uuid().required().description('Also the `webhook-id` header: the same for every attempt and redelivery'),
   webhook_id: uuid().required(),
   event_id: Joi.string().required(),
-  event_type: Joi.string().required(),
+  event_type: Joi.string().required().description('The event\'s type; `webhook.test` for a test delivery'),
   status: Joi.string().valid('pending', 'succeeded', 'failed').required(),
   created_at: timestamp().required(),
   updated_at: timestamp().required(),
-  event: eventResponse.required().description('The event delivered (the body, for the `standard` format)'),
+  event: deliveredEvent.required().description('The event delivered (the body, for the `standard` format); `webhook.test` for a test delivery'),
   attempts: Joi.array().items(attemptResponse).required().description('Every attempt, oldest first'),
 }).id('WebhookDelivery');
 

@@ -62,6 +62,7 @@ export const resourceSpec = Joi.object({
   cpu_limit: positive(),
   memory_mb: positive().integer(),
   memory_limit_mb: positive().integer(),
+  queue_enabled: Joi.boolean().description('Separate queue workers run the graphs and API instances only serve (default: whether queue_min_scale is given)'),
   queue_min_scale: count(),
   queue_max_scale: Joi.number().integer().min(1).max(1000),
   queue_cpu: positive(),

@@ -8,6 +8,7 @@ import {
   capResourceSpec,
   isImageSource,
   isSelfHosted,
+  pullSecretProblems,
   resolveResourceSpec,
   resourceSpecProblems,
   type DeploymentSource,
@@ -15,6 +16,7 @@ import {
   type ResourceCeilings,
   type ResourceSpec,
   type ResourceSpecInput,
+  type SecretEntry,
 } from '@slipway/domain';
 import { RequestValidationError, type ValidationIssue } from '../http/validation-error.js';
 import type { CreateDeploymentBody, SourceConfigInput, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
@@ -121,4 +123,18 @@ export function assertBuildable(source: DeploymentSource, config: StoredRevision
 export function storedSourceConfig(input: SourceConfigInput): StoredSourceConfig {
   const { resource_spec: _spec, deployment_type: _type, ...rest } = input;
   return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) as StoredSourceConfig;
+}
+
+/**
+ * On the embedded runtime (`external_container` without a listener) `image_pull_secrets` name
+ * the deployment's own secrets: each must exist and hold a Docker config JSON or user:password.
+ * On a listener they name Kubernetes Secrets of its namespace, which Slipway cannot see.
+ */
+export function assertPullSecrets(source: DeploymentSource, listenerId: string | null | undefined, spec: ResourceSpec, secrets: readonly SecretEntry[]): void {
+  if (source !== 'external_container' || listenerId) return;
+  const problems = pullSecretProblems(spec.image_pull_secrets, secrets);
+  if (!problems.length) return;
+  throw new RequestValidationError(
+    problems.map((p) => issue(['source_config', 'resource_spec', 'image_pull_secrets', p.index, 'name'], 'value_error', `Value error, ${p.message}`)),
+  );
 }

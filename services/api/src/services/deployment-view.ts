@@ -28,6 +28,8 @@ export function presentDeployment(
   tagValueIds: string[],
   runtimeHost?: string,
   names: SourceNames = 'canonical',
+  /** Whether the serving (else latest) revision was built as an agent server; null: none built. */
+  agentServer: boolean | null = null,
 ) {
   const config = latest?.sourceRevisionConfig ?? {};
   const host = runtimeHost?.includes(':') ? `[${runtimeHost}]` : runtimeHost;
@@ -58,6 +60,7 @@ export function presentDeployment(
     image_version: d.imageVersion,
     tenant_id: d.workspaceId,
     tracing_project_id: d.tracingProjectId,
+    agent_server: agentServer,
     url: servingUrl ?? d.sourceConfig.custom_url ?? null,
     tag_value_ids: tagValueIds,
     created_at: iso(d.createdAt)!,

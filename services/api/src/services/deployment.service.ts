@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SecretBox } from '@slipway/crypto';
+import type { SecretsCodec } from '@slipway/crypto';
 import {
   Deployment,
   DEPLOYMENT_NAME_UNIQUE,
@@ -9,7 +9,6 @@ import {
   isUniqueViolation,
   RegistryRepository,
   Revision,
-  RevisionRepository,
   transitionDeployment,
   type DataSource,
   type EntityManager,
@@ -28,13 +27,14 @@ import {
   type ResourceCeilings,
   type SecretEntry,
 } from '@slipway/domain';
-import { enqueueInOutbox, type RevisionFlow } from '@slipway/jobs';
+import { enqueueInOutbox } from '@slipway/jobs';
+import { RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
 import { RequestValidationError, type ValidationIssue } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
 import { assertImmutables, assertNoListeners, attachTracingProject, checkListener, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
-import { assertBuildable, buildConfigOf, defaultRevisionConfig, deploymentTypeFor, issue, resolveSpec, revisionConfigFrom, storedSourceConfig, validateCreate } from './deployment-rules.js';
+import { assertBuildable, assertPullSecrets, buildConfigOf, defaultRevisionConfig, deploymentTypeFor, issue, resolveSpec, revisionConfigFrom, storedSourceConfig, validateCreate } from './deployment-rules.js';
 import { assertPodPolicy } from './pod-policy-check.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
@@ -51,7 +51,7 @@ export type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } fro
 export class DeploymentService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly secrets: SecretBox,
+    private readonly secrets: SecretsCodec,
     private readonly flow: RevisionFlow,
     private readonly repositories: RepositoryCatalog,
     private readonly quotas: QuotaService,
@@ -96,8 +96,7 @@ export class DeploymentService {
 
   /** Loads a deployment of the workspace with its row locked for the rest of the transaction. */
   async lock(manager: EntityManager, workspaceId: string, id: string): Promise<Deployment> {
-    const [row] = await manager.query(`SELECT id FROM deployments WHERE id = $1 AND workspace_id = $2 FOR UPDATE`, [id, workspaceId]);
-    const deployment = row && (await new DeploymentRepository(manager).find(workspaceId, id));
+    const deployment = await new DeploymentRepository(manager).lockInWorkspace(workspaceId, id);
     if (!deployment) throw NotFoundError.of('Deployment', id);
     return deployment;
   }
@@ -132,7 +131,7 @@ export class DeploymentService {
     const { source, type, resourceSpec, revisionConfig, sourceConfig } = draft;
     // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
     const secrets = this.mergeSecrets([], body.secrets);
-
+    assertPullSecrets(source, sourceConfig.listener_id, resourceSpec, secrets);
     const id = randomUUID();
     if (source === 'external_container') {
       if (sourceConfig.listener_id) await checkListener(manager, workspaceId, sourceConfig, body.name, resourceSpec);
@@ -153,6 +152,7 @@ export class DeploymentService {
       sourceConfig,
       resourceSpec,
       secretsSealed: this.sealSecrets(secrets, id),
+      secretNames: secrets.map((s) => s.name),
       imageVersion: body.image_version ?? null,
       latestRevisionId: null,
       activeRevisionId: null,
@@ -178,8 +178,8 @@ export class DeploymentService {
         buildConfig: buildConfigOf(sourceConfig),
       }, requestId, true);
     }
-    // Last: it locks the workspace until commit (see assertDeploymentSlot).
-    await this.quotas.assertDeploymentSlot(manager, workspaceId, resourceSpec);
+    // Last: the slot it claims stays locked until commit (see assertDeploymentSlot).
+    await this.quotas.assertDeploymentSlot(manager, workspaceId, id, resourceSpec);
     // Answered from what this transaction wrote: the insert returned the row's defaults (its
     // timestamps are the transaction's now(), as is the latest-revision update's), a new
     // deployment has no tags, and its latest revision's config is `revisionConfig`.
@@ -233,9 +233,10 @@ export class DeploymentService {
 
     let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
     if (body.secrets != null) secrets = this.mergeSecrets(secrets, body.secrets);
+    if (body.secrets != null || input.resource_spec != null) assertPullSecrets(deployment.source, deployment.listenerId, resourceSpec, secrets);
 
     await manager.query(
-      `UPDATE deployments SET source_config = $2, resource_spec = $3, secrets_sealed = $4, image_version = $5,
+      `UPDATE deployments SET source_config = $2, resource_spec = $3, secrets_sealed = $4, image_version = $5, secret_names = $6,
               last_activity_at = now(), updated_at = now()
         WHERE id = $1`,
       [
@@ -243,7 +244,8 @@ export class DeploymentService {
         JSON.stringify(sourceConfig),
         JSON.stringify(resourceSpec),
         this.sealSecrets(secrets, id),
-        body.image_version !== undefined && body.image_version !== null ? body.image_version : deployment.imageVersion,
+        body.image_version ?? deployment.imageVersion,
+        secrets.map((s) => s.name),
       ],
     );
 
@@ -345,11 +347,11 @@ export class DeploymentService {
   }
 
   sealSecrets(secrets: readonly SecretEntry[], context: string): string | null {
-    return secrets.length ? this.secrets.seal(JSON.stringify(secrets), context) : null;
+    return this.secrets.sealSecrets(secrets, context);
   }
 
   openSecrets(sealed: string | null, context: string): SecretEntry[] {
-    return sealed ? (JSON.parse(this.secrets.open(sealed, context)) as SecretEntry[]) : [];
+    return this.secrets.openSecrets(sealed, context);
   }
 
   // ---------------------------------------------------------------- helpers
@@ -386,15 +388,9 @@ export class DeploymentService {
     return merged.secrets;
   }
 
-  private presentRow({ deployment: d, latestRevisionConfig, tagValueIds }: PresentableDeployment): DeploymentView {
-    return presentDeployment(
-      d,
-      latestRevisionConfig && { sourceRevisionConfig: latestRevisionConfig },
-      this.openSecrets(d.secretsSealed, d.id).map((s) => s.name),
-      tagValueIds,
-      this.runtimeHost,
-      this.sourceNames,
-    );
+  private presentRow({ deployment: d, latestRevisionConfig, tagValueIds, agentServer }: PresentableDeployment): DeploymentView {
+    // Rows from before secret_names (until `slipway migrate` filled them) show what their box holds.
+    const names = d.secretNames ?? this.openSecrets(d.secretsSealed, d.id).map((s) => s.name);
+    return presentDeployment(d, latestRevisionConfig && { sourceRevisionConfig: latestRevisionConfig }, names, tagValueIds, this.runtimeHost, this.sourceNames, agentServer);
   }
-
 }

@@ -1,12 +1,12 @@
 import { createHmac } from 'node:crypto';
-import type { DesiredDeploymentView } from '../schemas/listener-agent.schema.js';
+import type { DesiredDeployment } from '@slipway/domain';
 
 interface Rendered {
   /** Digest of everything the entries were rendered from. */
   fingerprint: string;
   /** Strong ETag of the entries (not of `generated_at`). */
   etag: string;
-  deployments: DesiredDeploymentView[];
+  deployments: DesiredDeployment[];
 }
 
 /**
@@ -27,7 +27,7 @@ export class DesiredStateCache {
   ) {}
 
   /** The rendering of `listenerId` from `inputs`: the cached one when the inputs are the same, else `render()`'s. */
-  get(listenerId: string, inputs: unknown, render: () => DesiredDeploymentView[]): Rendered {
+  get(listenerId: string, inputs: unknown, render: () => DesiredDeployment[]): Rendered {
     const fingerprint = this.digest(JSON.stringify(inputs));
     const cached = this.byListener.get(listenerId);
     if (cached?.fingerprint === fingerprint) return cached;

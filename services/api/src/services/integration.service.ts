@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@slipway/config';
-import type { SecretBox } from '@slipway/crypto';
+import type { SecretsCodec } from '@slipway/crypto';
 import {
   Integration,
   INTEGRATION_NAME_UNIQUE,
@@ -86,7 +86,7 @@ export interface IntegrationServiceOptions {
 export class IntegrationService implements RepositoryCatalog {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly secrets: SecretBox,
+    private readonly secrets: SecretsCodec,
     private readonly config: Pick<Config, 'publicUrl' | 'localReposRoot' | 'outbound'>,
     private readonly options: IntegrationServiceOptions = {},
   ) {}
@@ -107,7 +107,7 @@ export class IntegrationService implements RepositoryCatalog {
       provider: body.provider,
       name: body.name,
       config,
-      credentialsSealed: credentials ? this.secrets.seal(JSON.stringify(credentials), id) : null,
+      credentialsSealed: credentials ? this.secrets.sealJson(credentials, id) : null,
       webhookSecretSealed: this.secrets.seal(webhookSecret, id),
     });
     try {
@@ -183,9 +183,7 @@ export class IntegrationService implements RepositoryCatalog {
 
   /** The provider for an integration, its credentials opened (the builder does the same to clone). */
   private provider(integration: Integration): RepohostProvider {
-    const credentials: Credentials = integration.credentialsSealed
-      ? JSON.parse(this.secrets.open(integration.credentialsSealed, integration.id))
-      : {};
+    const credentials = integration.credentialsSealed ? this.secrets.openJson<Credentials>(integration.credentialsSealed, integration.id) : {};
     const spec = { provider: integration.provider, name: integration.name, config: integration.config, credentials } as ProviderSpec;
     return createRepohostProvider(spec, {
       localReposRoot: this.config.localReposRoot,

@@ -1,4 +1,4 @@
-import type { SecretBox } from '@slipway/crypto';
+import type { SecretsCodec } from '@slipway/crypto';
 import {
   Deployment,
   DeploymentCredentialStore,
@@ -7,8 +7,6 @@ import {
   ListenerRepository,
   queryRows,
   Revision,
-  RevisionLogRepository,
-  RevisionRepository,
   transitionDeployment,
   type DataSource,
   type EntityManager,
@@ -19,24 +17,20 @@ import {
   NotFoundError,
   resolveResourceSpec,
   toStorableText,
-  type DeploymentStatus,
+  type DesiredDeployment,
+  type DesiredState,
+  type ListenerReport,
+  type Rejection,
+  type ReportLogLine,
+  type ReportResult,
+  type RevisionReport,
   type RevisionStatus,
 } from '@slipway/domain';
-import type { RevisionFlow } from '@slipway/jobs';
 import { redactValues } from '@slipway/logging';
+import { RevisionLogRepository, RevisionReads, RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
 import { renderManifests, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
 import { podPolicyOf } from './pod-policy-check.js';
 import type { Principal } from '../auth/principal.js';
-import type {
-  DesiredDeploymentView,
-  DesiredStateView,
-  Rejection,
-  ReportBody,
-  ReportLogLine,
-  ReportResultView,
-  RevisionReport,
-} from '../schemas/listener-agent.schema.js';
-import type { DeploymentService } from './deployment.service.js';
 import { matchesEtag, type DesiredStateCache } from './desired-state-cache.js';
 
 export const OTHER_LISTENERS_KEY = 'This API key belongs to another listener.';
@@ -55,10 +49,9 @@ const rejected = (reason: string): Outcome => ({ ok: false, reason });
 export class ListenerAgentService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly deployments: DeploymentService,
     private readonly flow: RevisionFlow,
-    /** Opens the deployments' sealed store passwords (DeploymentCredentialStore). */
-    private readonly box: SecretBox,
+    /** Opens revisions' secrets and the deployments' sealed store passwords (DeploymentCredentialStore). */
+    private readonly box: SecretsCodec,
     private readonly rendered: DesiredStateCache,
   ) {}
 
@@ -69,7 +62,7 @@ export class ListenerAgentService {
    * AWAITING_DELETE (remove it). Secret values of revisions being applied appear here and in
    * no other response.
    */
-  async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; state: DesiredStateView | null }> {
+  async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; state: DesiredState | null }> {
     const listener = await this.checkIn(agent, listenerId);
     const manager = this.dataSource.manager;
     const work = await new DeploymentRepository(manager).withListenerWork(listenerId);
@@ -82,7 +75,7 @@ export class ListenerAgentService {
     // poll a second apart would render again.
     const inputs = [{ ...listener, lastSeenAt: null }, work, [...active], [...credentials]];
     const { etag, deployments } = this.rendered.get(listenerId, inputs, () => {
-      const entries: DesiredDeploymentView[] = [];
+      const entries: DesiredDeployment[] = [];
       for (const { deployment: d, deploying } of work) {
         const stores = credentials.get(d.id)!;
         if (d.status === 'AWAITING_DELETE') {
@@ -97,15 +90,15 @@ export class ListenerAgentService {
     return { etag, state: matchesEtag(ifNoneMatch, etag) ? null : this.view(listenerId, deployments) };
   }
 
-  private view(listenerId: string, deployments: DesiredDeploymentView[]): DesiredStateView {
+  private view(listenerId: string, deployments: DesiredDeployment[]): DesiredState {
     return { listener_id: listenerId, generated_at: new Date().toISOString(), deployments };
   }
 
-  private applyEntry(listener: Listener, d: Deployment, revision: Revision, credentials: StoreCredentials): DesiredDeploymentView | null {
+  private applyEntry(listener: Listener, d: Deployment, revision: Revision, credentials: StoreCredentials): DesiredDeployment | null {
     const imageUri = revision.imageUri ?? revision.sourceRevisionConfig.image_uri ?? null;
     // Nothing to run: the rollout deadline fails such a revision; the agent cannot help.
     if (!imageUri) return null;
-    const secrets = this.deployments.openSecrets(revision.secretsSealed, revision.id);
+    const secrets = this.box.openSecrets(revision.secretsSealed, revision.id);
     return {
       deployment_id: d.id,
       name: d.name,
@@ -120,7 +113,7 @@ export class ListenerAgentService {
   }
 
   /** What to remove: the objects of the revision that serves (Secrets without data), if any ever did. */
-  private deleteEntry(listener: Listener, d: Deployment, active: Revision | null, credentials: StoreCredentials): DesiredDeploymentView {
+  private deleteEntry(listener: Listener, d: Deployment, active: Revision | null, credentials: StoreCredentials): DesiredDeployment {
     const imageUri = active ? active.imageUri ?? active.sourceRevisionConfig.image_uri ?? null : null;
     return {
       deployment_id: d.id,
@@ -166,9 +159,9 @@ export class ListenerAgentService {
    * lock at a time (no lock-order deadlock with concurrent PATCHes or deletes), and a refused
    * item never undoes the others. Nothing the agent says is trusted beyond its own listener.
    */
-  async report(agent: Principal, listenerId: string, body: ReportBody): Promise<ReportResultView> {
+  async report(agent: Principal, listenerId: string, body: ListenerReport): Promise<ReportResult> {
     await this.checkIn(agent, listenerId);
-    const result: ReportResultView = { applied: [], deleted: [], rejected: [] as Rejection[] };
+    const result: ReportResult = { applied: [], deleted: [], rejected: [] as Rejection[] };
     for (const item of body.revisions) {
       const outcome = await this.dataSource.transaction((m) => this.applyRevisionReport(m, listenerId, item));
       if (outcome.ok) result.applied.push(item.revision_id);
@@ -188,20 +181,18 @@ export class ListenerAgentService {
 
   private async applyRevisionReport(manager: EntityManager, listenerId: string, item: RevisionReport): Promise<Outcome> {
     const id = item.revision_id;
-    const [owner] = await queryRows<{ status: RevisionStatus; secrets_sealed: string | null; listener_id: string | null }>(
-      manager,
-      `SELECT r.status, r.secrets_sealed, d.listener_id FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
-      [id],
-    );
+    const owner = await new RevisionReads(manager).listenerOwnerOf(id);
     // One answer for "unknown" and "someone else's": an agent learns nothing about other listeners.
     if (!owner || owner.listener_id !== listenerId) {
       return rejected(`Revision ID ${id} is not a revision of a deployment of listener ID ${listenerId}.`);
     }
-    const message = this.statusMessage(item, () => this.deployments.openSecrets(owner.secrets_sealed, id).map((s) => s.value));
+    const message = this.statusMessage(item, () => this.box.openSecrets(owner.secrets_sealed, id).map((s) => s.value));
 
     // "Still deploying" while DEPLOYING is a heartbeat, not a transition: it records that the
-    // agent is working on it. Conditional, so it never resurrects a finished revision.
+    // agent is working on it. Conditional, so it never resurrects a finished revision. Under the
+    // deployment lock, as the transition that may follow it in this transaction takes it.
     if (item.status === 'DEPLOYING') {
+      await this.flow.lockDeployment(manager, owner.deployment_id);
       if ((await new RevisionRepository(manager).beat(id, ['DEPLOYING'])) !== 'moved-on') return { ok: true };
     }
     const applied = await this.flow.transition(manager, id, item.status, {
@@ -210,8 +201,8 @@ export class ListenerAgentService {
     });
     if (applied) return { ok: true };
     // The deployment row is locked by the attempt, so this is the status that refused it.
-    const [now] = await queryRows<{ status: RevisionStatus }>(manager, `SELECT status FROM revisions WHERE id = $1`, [id]);
-    return rejected(`Revision ID ${id} is ${now?.status ?? 'gone'}; it cannot move to ${item.status}.`);
+    const now = await new RevisionReads(manager).statusOf(id);
+    return rejected(`Revision ID ${id} is ${now ?? 'gone'}; it cannot move to ${item.status}.`);
   }
 
   /**
@@ -221,15 +212,11 @@ export class ListenerAgentService {
    */
   private async appendLogs(listenerId: string, revisionId: string, lines: ReportLogLine[]): Promise<Outcome> {
     const manager = this.dataSource.manager;
-    const [owner] = await queryRows<{ secrets_sealed: string | null; listener_id: string | null }>(
-      manager,
-      `SELECT r.secrets_sealed, d.listener_id FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
-      [revisionId],
-    );
+    const owner = await new RevisionReads(manager).listenerOwnerOf(revisionId);
     if (!owner || owner.listener_id !== listenerId) {
       return rejected(`Revision ID ${revisionId} is not a revision of a deployment of listener ID ${listenerId}.`);
     }
-    const secretValues = this.deployments.openSecrets(owner.secrets_sealed, revisionId).map((s) => s.value);
+    const secretValues = this.box.openSecrets(owner.secrets_sealed, revisionId).map((s) => s.value);
     await new RevisionLogRepository(manager).append(
       revisionId,
       'deploy',
@@ -253,12 +240,8 @@ export class ListenerAgentService {
    * tracing project survives, its foreign key is ON DELETE SET NULL), which ends the delete.
    */
   private async finishTeardown(manager: EntityManager, listenerId: string, deploymentId: string): Promise<Outcome> {
-    const [row] = await queryRows<{ status: DeploymentStatus; listener_id: string | null }>(
-      manager,
-      `SELECT status, listener_id FROM deployments WHERE id = $1 FOR UPDATE`,
-      [deploymentId],
-    );
-    if (!row || row.listener_id !== listenerId) {
+    const row = await new DeploymentRepository(manager).lock(deploymentId);
+    if (!row || row.listenerId !== listenerId) {
       return rejected(`Deployment ID ${deploymentId} is not a deployment of listener ID ${listenerId}.`);
     }
     if (row.status !== 'AWAITING_DELETE') {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SecretBox } from '@slipway/crypto';
+import type { SecretsCodec } from '@slipway/crypto';
 import {
   isUniqueViolation,
   OAUTH_PROVIDER_ID_UNIQUE,
@@ -39,7 +39,7 @@ export type OAuthProviderView = ReturnType<typeof presentOAuthProvider>;
 export class OAuthProviderService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly secrets: SecretBox,
+    private readonly secrets: SecretsCodec,
   ) {}
 
   private repo(): OAuthProviderRepository {

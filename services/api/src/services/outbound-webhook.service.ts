@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '@slipway/config';
-import { generateWebhookSecret, type SecretBox } from '@slipway/crypto';
-import { OutboundWebhookRepository, type DataSource, type OutboundWebhook, type Page, type OutboundDelivery } from '@slipway/db';
+import { generateWebhookSecret, type SecretsCodec } from '@slipway/crypto';
+import { OutboundWebhookRepository, TEST_EVENT_TYPE, type DataSource, type OutboundWebhook, type Page, type OutboundDelivery } from '@slipway/db';
 import { ConflictError, NotFoundError } from '@slipway/domain';
 import { enqueueInOutbox } from '@slipway/jobs';
 import { iso } from '../schemas/common.schema.js';
@@ -44,13 +44,13 @@ export type WebhookDeliveryView = ReturnType<typeof presentWebhookDelivery>;
 
 /**
  * Outbound webhooks of a workspace (docs/api.md, Events and webhooks): subscriptions, their
- * deliveries, and redelivery. Deliveries themselves are written by the fan-out and sent by
- * the `webhooks` worker; this side only records intent (a redelivery is an outbox row).
+ * deliveries, test deliveries and redelivery. Event deliveries are written by the fan-out and
+ * everything is sent by the `webhooks` worker; this side only records intent (an outbox row).
  */
 export class OutboundWebhookService {
   constructor(
     private readonly dataSource: DataSource,
-    private readonly secrets: SecretBox,
+    private readonly secrets: SecretsCodec,
     private readonly config: Pick<Config, 'outbound'>,
   ) {}
 
@@ -120,6 +120,31 @@ export class OutboundWebhookService {
       if (round === null) throw new ConflictError(`Delivery ID '${deliveryId}' is still being attempted; redeliver it once it has succeeded or failed.`);
       await enqueueInOutbox(manager, 'deliver.webhook', { deliveryId, round });
       return presentWebhookDelivery((await repo.findDelivery(webhookId, deliveryId))!);
+    });
+  }
+
+  /**
+   * Records a `webhook.test` delivery for this webhook alone and queues it like any other: the
+   * same worker, signature, retries and history. Its event is synthetic (an id from the events'
+   * sequence, no deployment) and never stored as a workspace event, so the event feed and the
+   * other webhooks never see it. The delivery and its job commit together.
+   */
+  async test(workspaceId: string, webhookId: string, requestedBy: string): Promise<WebhookDeliveryView> {
+    await this.load(workspaceId, webhookId);
+    return this.dataSource.transaction(async (manager) => {
+      const repo = this.repo(manager);
+      const eventId = await repo.reserveEventId();
+      const event = {
+        id: eventId,
+        type: TEST_EVENT_TYPE,
+        created_at: new Date().toISOString(),
+        deployment_id: null,
+        revision_id: null,
+        data: { webhook_id: webhookId, requested_by: requestedBy },
+      };
+      const [deliveryId] = await repo.insertDeliveries([{ id: randomUUID(), webhookId, eventId, eventType: TEST_EVENT_TYPE, payload: event }]);
+      await enqueueInOutbox(manager, 'deliver.webhook', { deliveryId: deliveryId!, round: 0 });
+      return presentWebhookDelivery((await repo.findDelivery(webhookId, deliveryId!))!);
     });
   }
 

@@ -1,5 +1,5 @@
 import type { Config } from '@slipway/config';
-import { QuotaRepository, RegistryRepository, TenancyRepository, type DataSource, type EntityManager } from '@slipway/db';
+import { DeploymentSlotsRepository, QuotaRepository, RegistryRepository, TenancyRepository, type DataSource, type EntityManager } from '@slipway/db';
 import { NotFoundError, QUOTA_FIELDS, QuotaExceededError, type QuotaName, type Quotas, type ResourceSpec } from '@slipway/domain';
 
 /** `GET/PUT /v2/workspaces/{id}/quotas`: the quotas in force and which of them the workspace overrides. */
@@ -14,8 +14,8 @@ const snake = (values: Partial<Quotas>) =>
 
 /**
  * Per-workspace quotas (docs/operations.md, Quotas and retention): checked inside the write's
- * own transaction, under a lock on the workspace row where a count decides, so racing writes
- * cannot both take the last slot. A refused write answers 403 naming the quota and its value.
+ * own transaction, with a slot row per deployment or under a lock on the workspace row where a
+ * count decides, so racing writes cannot both take the last slot. A refused write answers 403 naming the quota and its value.
  */
 export class QuotaService {
   constructor(
@@ -28,18 +28,21 @@ export class QuotaService {
   }
 
   /**
-   * Room for the deployment this transaction just inserted, with a resource_spec within the
-   * workspace's ceilings. Call it last in the create's transaction: the workspace lock it takes
-   * is held until commit, so taken last it serialises concurrent creates of a workspace over the
-   * count and the commit only, not over the whole create. The count includes the new row.
+   * A deployment slot for the deployment this transaction just inserted (`deploymentId`), with a
+   * resource_spec within the workspace's ceilings. Claimed with SKIP LOCKED, so concurrent creates
+   * of a workspace do not wait for each other (DeploymentSlotsRepository); only when no slot is
+   * free, or the quota changed, does this take the workspace lock to lay the slots out again.
+   * Call it last in the create's transaction: a claimed slot stays locked until commit.
    */
-  async assertDeploymentSlot(manager: EntityManager, workspaceId: string, spec: ResourceSpec): Promise<void> {
-    const repo = new QuotaRepository(manager);
-    await repo.lockWorkspace(workspaceId);
-    const usage = await repo.deploymentUsage(workspaceId);
-    const quotas = { ...this.defaults, ...usage.overrides };
-    if (usage.deployments > quotas.deployments) {
-      throw new QuotaExceededError('deployments', quotas.deployments, `this workspace already has ${quotas.deployments} deployments`);
+  async assertDeploymentSlot(manager: EntityManager, workspaceId: string, deploymentId: string, spec: ResourceSpec): Promise<void> {
+    const slots = new DeploymentSlotsRepository(manager);
+    const { claimed, overrides } = await slots.claim(workspaceId, deploymentId, this.defaults.deployments);
+    const quotas = { ...this.defaults, ...overrides };
+    if (!claimed) {
+      await new QuotaRepository(manager).lockWorkspace(workspaceId);
+      if (!(await slots.layOut(workspaceId, deploymentId, quotas.deployments))) {
+        throw new QuotaExceededError('deployments', quotas.deployments, `this workspace already has ${quotas.deployments} deployments`);
+      }
     }
     checkScale(quotas, spec);
   }

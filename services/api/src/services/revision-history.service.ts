@@ -1,5 +1,6 @@
-import { DeploymentRepository, RevisionHistoryRepository, type DataSource } from '@slipway/db';
+import { DeploymentRepository, type DataSource } from '@slipway/db';
 import { NotFoundError } from '@slipway/domain';
+import { RevisionHistoryRepository } from '@slipway/pipeline';
 import { iso } from '../schemas/common.schema.js';
 
 /**

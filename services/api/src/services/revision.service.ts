@@ -1,6 +1,6 @@
-import { Revision, RevisionRepository, type DataSource, type EntityManager, type Page } from '@slipway/db';
+import { Revision, type DataSource, type EntityManager, type Page } from '@slipway/db';
 import { BadRequestError, isImageSource, isRevisionTerminal, NotFoundError, sourceName } from '@slipway/domain';
-import type { RevisionFlow } from '@slipway/jobs';
+import { RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
 import { iso } from '../schemas/common.schema.js';
 import { presentRevisionConfig, type SourceNames } from './deployment-view.js';
 import type { DeploymentService, DeploymentView } from './deployment.service.js';
@@ -84,8 +84,8 @@ export class RevisionService {
     }
     const secrets = this.deployments.revisionSecrets(old);
     await manager.query(
-      `UPDATE deployments SET resource_spec = $2, secrets_sealed = $3, updated_at = now() WHERE id = $1`,
-      [deploymentId, JSON.stringify(old.resourceSpec), this.deployments.sealSecrets(secrets, deploymentId)],
+      `UPDATE deployments SET resource_spec = $2, secrets_sealed = $3, secret_names = $4, updated_at = now() WHERE id = $1`,
+      [deploymentId, JSON.stringify(old.resourceSpec), this.deployments.sealSecrets(secrets, deploymentId), secrets.map((s) => s.name)],
     );
     await this.deployments.addRevision(
       manager,

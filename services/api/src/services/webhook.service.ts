@@ -1,8 +1,9 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { DeploymentRepository, IntegrationRepository, isUniqueViolation, RevisionRepository, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
+import { DeploymentRepository, IntegrationRepository, isUniqueViolation, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
 import { hasUnstorableCharacter, NotFoundError } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
+import { RevisionRepository } from '@slipway/pipeline';
 import { normalizeRepoUrl } from '@slipway/source';
 import type { DeploymentService } from './deployment.service.js';
 import { presentDelivery, type DeliveryView, type IntegrationService } from './integration.service.js';

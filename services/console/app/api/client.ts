@@ -35,6 +35,8 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** A 422's problems, each where (`loc` without `body`/`query`, joined by dots) and what. */
+    readonly issues: FieldIssue[] = [],
   ) {
     super(message);
   }
@@ -43,6 +45,22 @@ export class ApiError extends Error {
   get needsWorkspace(): boolean {
     return this.status === 403 && /X-Tenant-Id/i.test(this.message);
   }
+}
+
+export interface FieldIssue {
+  /** `source_config.repo_url`, `secrets.0.name`: the field, as the form names its inputs. */
+  field: string;
+  message: string;
+}
+
+/** The field problems of a 422 body (`detail: [{loc, msg}]`). */
+export function fieldIssues(body: unknown): FieldIssue[] {
+  const detail = (body as { detail?: unknown } | null)?.detail;
+  if (!Array.isArray(detail)) return [];
+  return detail.map((item: { loc?: unknown[]; msg?: string }) => ({
+    field: Array.isArray(item.loc) ? item.loc.filter((p, i) => !(i === 0 && ['body', 'query', 'path'].includes(String(p)))).join('.') : '',
+    message: item.msg ?? 'invalid',
+  }));
 }
 
 /** The detail of an error body in words; validation problems as "where: what", one per item. */
@@ -95,7 +113,7 @@ export class Api {
 
   constructor(
     readonly session: Session,
-    private readonly base = apiBase(),
+    readonly base = apiBase(),
   ) {}
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
@@ -126,7 +144,7 @@ export class Api {
     } catch {
       body = null;
     }
-    if (!res.ok) throw new ApiError(res.status, detailText(res.status, body));
+    if (!res.ok) throw new ApiError(res.status, detailText(res.status, body), fieldIssues(body));
     return body as T;
   }
 
@@ -140,6 +158,14 @@ export class Api {
 
   delete(path: string): Promise<unknown> {
     return this.request('DELETE', path);
+  }
+
+  patch<T>(path: string, body: unknown): Promise<T> {
+    return this.request<T>('PATCH', path, { body });
+  }
+
+  put<T>(path: string, body: unknown): Promise<T> {
+    return this.request<T>('PUT', path, { body });
   }
 
   /**

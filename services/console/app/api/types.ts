@@ -26,6 +26,8 @@ export interface Deployment {
   active_revision_id: string | null;
   image_version: string | null;
   url: string | null;
+  /** Whether the platform serves its graphs as an agent server (null: nothing built yet). */
+  agent_server?: boolean | null;
   tag_value_ids: string[];
   created_at: string;
   updated_at: string;
@@ -66,6 +68,8 @@ export interface LogEntry {
   timestamp: string;
   level: string;
   message: string;
+  /** The instance that printed it (deploy logs). */
+  instance?: number;
 }
 
 export interface LogPage {
@@ -120,4 +124,44 @@ export interface LiveEvent {
 export interface Workspace {
   id: string;
   name: string;
+}
+
+/** The event types (docs/api.md, Events and webhooks). */
+export const EVENT_TYPES = ['deployment.created', 'deployment.status_changed', 'deployment.deleted', 'revision.created', 'revision.status_changed'] as const;
+
+export interface WorkspaceEvent extends LiveEvent {
+  created_at: string;
+}
+
+export interface ApiKey {
+  id: string;
+  prefix: string;
+  description: string;
+  scope: 'workspace' | 'organization';
+  role: 'admin' | 'member';
+  tenant_id: string | null;
+  listener_id: string | null;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  format: 'standard' | 'slack';
+  description: string | null;
+  event_types: string[];
+  deployment_ids: string[] | null;
+  created_at: string;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  event_id: string;
+  event_type: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  created_at: string;
+  updated_at: string;
+  event: WorkspaceEvent;
+  attempts: Array<{ round: number; attempt: number; attempted_at: string; duration_ms: number; response_status: number | null; error: string | null }>;
 }

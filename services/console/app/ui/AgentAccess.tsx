@@ -6,11 +6,15 @@ import { useApi } from './common';
 export const studioUrl = (deploymentUrl: string) => `https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(deploymentUrl)}`;
 
 /**
- * Whether the active revision is a LangGraph project (it was built from a graph config), so its
- * URL speaks the agent server's API. Images deployed as they are (`external_container`) have none.
+ * Whether the deployment's URL speaks the LangGraph Server API. Known when the platform serves its
+ * graphs (`agent_server: true`). Otherwise a guess from the active revision: a LangGraph project
+ * (built from a graph config) whose own start script serves it reports `agent_server: false` and
+ * may still speak the API; images deployed as they are (`external_container`) do not.
  */
 export function isAgentDeployment(deployment: Deployment, active: Revision | null): boolean {
-  return !!deployment.url && !!active?.source_revision_config?.graph_config_path && deployment.source !== 'external_container';
+  if (!deployment.url) return false;
+  if (deployment.agent_server === true) return true;
+  return !!active?.source_revision_config?.graph_config_path && deployment.source !== 'external_container';
 }
 
 const KEY_VARIABLE = 'SLIPWAY_API_KEY';

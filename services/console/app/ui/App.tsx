@@ -3,7 +3,12 @@ import { Api, sessionStore, type Session } from '../api/client';
 import { ApiContext, useHashRoute } from './common';
 import { DeploymentPage } from './DeploymentPage';
 import { DeploymentsPage } from './DeploymentsPage';
+import { ApiKeysPage } from './ApiKeysPage';
+import { CreateDeploymentPage } from './CreateDeploymentPage';
+import { EventsPage } from './EventsPage';
 import { ListenersPage } from './ListenersPage';
+import { WebhooksPage } from './WebhooksPage';
+import { WorkspacePage } from './WorkspacePage';
 import { LogsPage } from './LogsPage';
 import { SignIn } from './SignIn';
 import { ThemeToggle } from './theme';
@@ -11,6 +16,14 @@ import { ThemeToggle } from './theme';
 const UUID = '[0-9a-fA-F-]{36}';
 const DEPLOYMENT = new RegExp(`^/deployments/(${UUID})$`);
 const LOGS = new RegExp(`^/deployments/(${UUID})/revisions/(${UUID})/logs$`);
+
+/** Pages that manage the workspace's other resources (one component each). */
+const ACTION_PAGES = [
+  ['/events', 'Events'],
+  ['/webhooks', 'Webhooks'],
+  ['/api-keys', 'API keys'],
+  ['/workspace', 'Tags and quotas'],
+] as const;
 
 export function App() {
   const [session, setSession] = useState<Session | null>(() => sessionStore.load());
@@ -39,9 +52,14 @@ export function App() {
   };
   let page;
   let m: RegExpMatchArray | null;
-  if ((m = route.match(LOGS))) page = <LogsPage key={route} deploymentId={m[1]} revisionId={m[2]} />;
+  if ((m = route.match(LOGS))) page = <LogsPage key={route} deploymentId={m[1]} revisionId={m[2]} query={query} />;
   else if ((m = route.match(DEPLOYMENT))) page = <DeploymentPage key={route} deploymentId={m[1]} />;
   else if (route === '/listeners') page = <ListenersPage />;
+  else if (route === '/deployments/new') page = <CreateDeploymentPage />;
+  else if (route === '/events') page = <EventsPage key={query.toString()} query={query} />;
+  else if (route === '/webhooks') page = <WebhooksPage />;
+  else if (route === '/api-keys') page = <ApiKeysPage />;
+  else if (route === '/workspace') page = <WorkspacePage />;
   else page = <DeploymentsPage query={query} />;
 
   return (
@@ -58,6 +76,11 @@ export function App() {
           <a href="#/listeners" aria-current={route === '/listeners' ? 'page' : undefined}>
             Listeners and integrations
           </a>
+          {ACTION_PAGES.map(([path, label]) => (
+            <a key={path} href={`#${path}`} aria-current={route === path ? 'page' : undefined}>
+              {label}
+            </a>
+          ))}
         </nav>
         <span className="workspace">{session?.tenantId ? `Workspace ${session.tenantId}` : 'Workspace of this key'}</span>
         <ThemeToggle />

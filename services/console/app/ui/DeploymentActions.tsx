@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import type { Deployment, Revision } from '../api/types';
-import { Dialog, ErrorText, short, useApi } from './common';
+import type { Action } from './ApiCall';
+import { Dialog, ErrorText, short } from './common';
 
 /** The fields a rollback changes: the active revision's values against the chosen one's. */
 export function rollbackChanges(active: Revision | null, target: Revision): Array<{ field: string; now: string; after: string }> {
@@ -21,27 +22,16 @@ export function rollbackChanges(active: Revision | null, target: Revision): Arra
 }
 
 /** Redeploys an earlier revision (no rebuild), after showing what will change. */
-export function RollbackDialog(props: { deployment: Deployment; target: Revision | null; active: Revision | null; onClose: () => void; onDone: (newRevisionId: string) => void }) {
-  const api = useApi();
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const { target, active, deployment } = props;
+export function RollbackDialog(props: { deployment: Deployment; target: Revision | null; active: Revision | null; action: Action; onClose: () => void; onDone: (newRevisionId: string) => void }) {
+  const { target, active, deployment, action } = props;
   const confirm = async () => {
     if (!target) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const updated = await api.post<Deployment>(`/v2/deployments/${deployment.id}/revisions/${target.id}/redeploy`);
-      props.onDone(updated.latest_revision_id ?? '');
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    const updated = await action.perform((call) => call<Deployment>('POST', `/v2/deployments/${deployment.id}/revisions/${target.id}/redeploy`));
+    if (updated) props.onDone(updated.latest_revision_id ?? '');
   };
   const changes = target ? rollbackChanges(active, target) : [];
   return (
-    <Dialog title={`Roll back to revision ${short(target?.id)}`} open={!!target} onClose={() => (setError(null), props.onClose())}>
+    <Dialog title={`Roll back to revision ${short(target?.id)}`} open={!!target} onClose={props.onClose}>
       <p>
         A new revision will redeploy revision <code>{target?.id}</code> as it was built (no rebuild). The active revision keeps serving until the
         new one is healthy.
@@ -71,10 +61,10 @@ export function RollbackDialog(props: { deployment: Deployment; target: Revision
       ) : (
         <p>Nothing differs from the active revision.</p>
       )}
-      <ErrorText error={error} />
+      <ErrorText error={action.error} />
       <div className="dialog-buttons">
-        <button type="button" onClick={confirm} disabled={busy}>
-          {busy ? 'Rolling back…' : 'Roll back'}
+        <button type="button" onClick={confirm} disabled={action.busy}>
+          {action.busy ? 'Rolling back…' : 'Roll back'}
         </button>
         <button type="button" onClick={props.onClose}>
           Cancel
@@ -85,21 +75,13 @@ export function RollbackDialog(props: { deployment: Deployment; target: Revision
 }
 
 /** Deletes the deployment once its name is typed. */
-export function DeleteDialog(props: { deployment: Deployment; open: boolean; onClose: () => void; onDone: () => void }) {
-  const api = useApi();
+export function DeleteDialog(props: { deployment: Deployment; open: boolean; action: Action; onClose: () => void; onDone: () => void }) {
   const [typed, setTyped] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const { deployment } = props;
+  const { deployment, action } = props;
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     if (typed !== deployment.name) return;
-    setError(null);
-    try {
-      await api.delete(`/v2/deployments/${deployment.id}`);
-      props.onDone();
-    } catch (err) {
-      setError((err as Error).message);
-    }
+    if (await action.perform(async (call) => (await call('DELETE', `/v2/deployments/${deployment.id}`), true))) props.onDone();
   };
   return (
     <Dialog title={`Delete ${deployment.name}`} open={props.open} onClose={props.onClose}>
@@ -109,7 +91,7 @@ export function DeleteDialog(props: { deployment: Deployment; open: boolean; onC
         </p>
         <label htmlFor="delete-name">Deployment name</label>
         <input id="delete-name" value={typed} onChange={(e) => setTyped(e.target.value)} aria-describedby="delete-help" autoComplete="off" />
-        <ErrorText error={error} />
+        <ErrorText error={action.error} />
         <div className="dialog-buttons">
           <button type="submit" className="danger" disabled={typed !== deployment.name}>
             Delete

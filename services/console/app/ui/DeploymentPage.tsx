@@ -4,8 +4,12 @@ import { TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revisi
 import { formatTime } from '../phases';
 import { AgentAccess, isAgentDeployment } from './AgentAccess';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
+import { ActionOutcome, useAction } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
+import { EditDeployment } from './EditDeployment';
+import { RevisionCompare } from './health/RevisionCompare';
 import { LiveIndicator, useLiveRefresh } from './live';
+import { MetricsPanel } from './metrics/MetricsPanel';
 import { PhaseChart } from './PhaseChart';
 import { Timeline } from './Timeline';
 
@@ -106,8 +110,9 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const live = useLiveRefresh(data.reload, (e) => e.deployment_id === deploymentId);
   const [rollbackOf, setRollbackOf] = useState<Revision | null>(null);
   const [deleting, setDeleting] = useState(false);
-  const [actionError, setActionError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  // Interrupt, roll back and delete: one action of the page, its error and API call shown here.
+  const action = useAction();
 
   if (!data.data) {
     return (
@@ -123,13 +128,10 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const running = latest && !TERMINAL_REVISION_STATUSES.includes(latest.status) ? latest : null;
 
   const interrupt = async (revision: Revision) => {
-    setActionError(null);
-    try {
-      await api.post(`/v2/deployments/${deployment.id}/revisions/${revision.id}/interruption`);
+    setNotice(null);
+    if (await action.perform((call) => call<Revision>('POST', `/v2/deployments/${deployment.id}/revisions/${revision.id}/interruption`))) {
       setNotice(`Revision ${revision.id} interrupted.`);
       data.reload();
-    } catch (err) {
-      setActionError((err as Error).message);
     }
   };
 
@@ -141,12 +143,12 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
       <PageHeading>{deployment.name}</PageHeading>
       <LiveIndicator {...live} />
       <ErrorText error={data.error} />
-      <ErrorText error={actionError} />
       {notice && (
         <p className="notice" role="status">
           {notice}
         </p>
       )}
+      {!rollbackOf && !deleting && <ActionOutcome action={action} />}
       <section aria-labelledby="overview-title" className="overview">
         <h2 id="overview-title">Overview</h2>
         <p>
@@ -156,6 +158,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
           <br />
           Latest revision: {latest ? <code>{latest.id}</code> : 'none'} <StatusBadge status={latest?.status} label="Latest revision" />
         </p>
+        <RevisionCompare deploymentId={deployment.id} active={active} latest={latest} />
         <div className="actions">
           {running && (
             <button type="button" onClick={() => interrupt(running)}>
@@ -163,11 +166,12 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
             </button>
           )}
           {latest && <a href={`#/deployments/${deployment.id}/revisions/${latest.id}/logs`}>Logs of the latest revision</a>}
-          <button type="button" className="danger" onClick={() => setDeleting(true)} disabled={deployment.status === 'AWAITING_DELETE'}>
+          <button type="button" className="danger" onClick={() => (action.reset(), setDeleting(true))} disabled={deployment.status === 'AWAITING_DELETE'}>
             Delete deployment
           </button>
         </div>
       </section>
+      {deployment.url && <MetricsPanel deploymentId={deployment.id} runs={deployment.agent_server === true} />}
       {isAgentDeployment(deployment, active) && <AgentAccess deployment={deployment as Deployment & { url: string }} />}
       <section aria-labelledby="config-title">
         <h2 id="config-title">Configuration</h2>
@@ -175,18 +179,28 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
         <h3>Secrets</h3>
         <Secrets secrets={deployment.secrets} />
       </section>
+      <section aria-label="Edit">
+        <EditDeployment
+          deployment={deployment}
+          onDone={(message) => {
+            setNotice(message);
+            data.reload();
+          }}
+        />
+      </section>
       <section aria-labelledby="chart-title">
         <h2 id="chart-title">Phase durations, last {Math.min(revisions.length, HISTORY_SIZE)} revisions</h2>
         <PhaseChart histories={[...histories.values()]} />
       </section>
       <section aria-labelledby="timeline-title">
         <h2 id="timeline-title">Revisions</h2>
-        <Timeline deployment={deployment} revisions={revisions} histories={histories} onRollback={setRollbackOf} />
+        <Timeline deployment={deployment} revisions={revisions} histories={histories} onRollback={(r) => (action.reset(), setRollbackOf(r))} />
       </section>
       <RollbackDialog
         deployment={deployment}
         target={rollbackOf}
         active={active}
+        action={action}
         onClose={() => setRollbackOf(null)}
         onDone={(newRevisionId) => {
           setRollbackOf(null);
@@ -197,6 +211,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
       <DeleteDialog
         deployment={deployment}
         open={deleting}
+        action={action}
         onClose={() => setDeleting(false)}
         onDone={() => {
           // The deployment is going away: back to the list, which no longer shows it.

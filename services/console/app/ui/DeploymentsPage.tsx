@@ -106,6 +106,9 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
   return (
     <>
       <PageHeading>Deployments</PageHeading>
+      <p className="actions">
+        <a href="#/deployments/new">Create a deployment</a>
+      </p>
       <LiveIndicator {...live} />
       <form key={key} className="filters" onSubmit={apply} aria-label="Filter deployments">
         <label>

@@ -2,6 +2,7 @@ import type { Api } from '../api/client';
 import type { Envelope, Integration, Listener, Repository } from '../api/types';
 import { ago, formatTime } from '../phases';
 import { ErrorText, PageHeading, useApi, useLoad } from './common';
+import { CreateListener, ListenerActions } from './ListenerForms';
 
 /** A listener that has not called in for this long is marked stale. */
 export const STALE_AFTER_MS = 5 * 60_000;
@@ -31,6 +32,8 @@ export function ListenersPage() {
       <section aria-labelledby="listeners-title">
         <h2 id="listeners-title">Listeners</h2>
         <ErrorText error={listeners.error} />
+        <CreateListener onCreated={listeners.reload} />
+        <div className="table-scroll">
         <table>
           <caption>Agents in your clusters; one that has not called in for {STALE_AFTER_MS / 60_000} minutes is stale.</caption>
           <thead>
@@ -39,6 +42,7 @@ export function ListenersPage() {
               <th scope="col">Namespaces</th>
               <th scope="col">Version</th>
               <th scope="col">Last seen</th>
+              <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
@@ -59,11 +63,15 @@ export function ListenersPage() {
                     )}
                     {stale && <span className="badge badge-failed stale-mark">stale</span>}
                   </td>
+                  <td>
+                    <ListenerActions listener={l} onChanged={listeners.reload} />
+                  </td>
                 </tr>
               );
             })}
           </tbody>
         </table>
+        </div>
       </section>
       <section aria-labelledby="integrations-title">
         <h2 id="integrations-title">Integrations</h2>

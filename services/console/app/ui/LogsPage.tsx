@@ -10,7 +10,12 @@ const LEVELS = ['debug', 'info', 'warn', 'error'];
 /** Log ids are increasing integers (as strings): order them numerically. */
 const byId = (a: LogEntry, b: LogEntry) => (a.id.length - b.id.length) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-export function LogsPage({ deploymentId, revisionId }: { deploymentId: string; revisionId: string }) {
+/**
+ * A revision's build or deploy log, followed live: through the rollout and, for the active
+ * revision, afterwards too (its instances' output). Filters by level, instance and text; Pause
+ * holds new lines back (counted) until Resume. `query` may preselect `type` and `level`.
+ */
+export function LogsPage({ deploymentId, revisionId, query }: { deploymentId: string; revisionId: string; query?: URLSearchParams }) {
   const api = useApi();
   const info = useLoad(
     async (signal) => {
@@ -23,18 +28,24 @@ export function LogsPage({ deploymentId, revisionId }: { deploymentId: string; r
     [api, deploymentId, revisionId],
   );
   useLiveRefresh(info.reload, (e) => e.revision_id === revisionId);
-  const [type, setType] = useState<'build' | 'deploy'>('build');
-  const [follow, setFollow] = useState(true);
-  const [level, setLevel] = useState('');
+  const [type, setType] = useState<'build' | 'deploy'>(query?.get('type') === 'deploy' ? 'deploy' : 'build');
+  const [paused, setPaused] = useState(false);
+  const follow = !paused;
+  const held = useRef<LogEntry[]>([]);
+  const [heldCount, setHeldCount] = useState(0);
+  const [level, setLevel] = useState(query?.get('level') ?? '');
+  const [instance, setInstance] = useState('');
   const [search, setSearch] = useState('');
   const [lines, setLines] = useState<LogEntry[]>([]);
   const [mode, setMode] = useState<LiveMode>('connecting');
   const [error, setError] = useState<string | null>(null);
   const status = info.data?.revision.status;
   const running = useRef(true);
-  running.current = !status || !TERMINAL_REVISION_STATUSES.includes(status);
-  const followRef = useRef(follow);
-  followRef.current = follow;
+  // The active revision runs on after its rollout: its instances' output keeps coming.
+  const serving = status === 'DEPLOYED' && info.data?.deployment.active_revision_id === revisionId;
+  running.current = !status || !TERMINAL_REVISION_STATUSES.includes(status) || (type === 'deploy' && serving);
+  const pausedRef = useRef(paused);
+  pausedRef.current = paused;
   const bottom = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
@@ -48,18 +59,36 @@ export function LogsPage({ deploymentId, revisionId }: { deploymentId: string; r
       onLines: (fresh) => {
         const added = fresh.filter((l) => !seen.has(l.id));
         added.forEach((l) => seen.add(l.id));
-        if (added.length) setLines((old) => [...old, ...added].sort(byId));
+        if (!added.length) return;
+        if (pausedRef.current) {
+          held.current.push(...added);
+          setHeldCount(held.current.length);
+        } else setLines((old) => [...old, ...added].sort(byId));
       },
       onMode: setMode,
       onError: setError,
-      keepFollowing: () => running.current && followRef.current,
+      keepFollowing: () => running.current,
     });
   }, [api, deploymentId, revisionId, type]);
 
+  const resume = () => {
+    const lines = held.current;
+    held.current = [];
+    setHeldCount(0);
+    setPaused(false);
+    if (lines.length) setLines((old) => [...old, ...lines].sort(byId));
+  };
+  const instances = useMemo(() => [...new Set(lines.map((l) => l.instance).filter((i): i is number => typeof i === 'number'))].sort((a, b) => a - b), [lines]);
+
   const shown = useMemo(() => {
     const needle = search.trim().toLowerCase();
-    return lines.filter((l) => (!level || l.level === level) && (!needle || l.message.toLowerCase().includes(needle)));
-  }, [lines, level, search]);
+    return lines.filter(
+      (l) =>
+        (!level || l.level === level) &&
+        (instance === '' || (instance === 'none' ? l.instance == null : l.instance === Number(instance))) &&
+        (!needle || l.message.toLowerCase().includes(needle)),
+    );
+  }, [lines, level, instance, search]);
 
   useEffect(() => {
     if (follow) bottom.current?.scrollIntoView({ block: 'end' });
@@ -85,9 +114,15 @@ export function LogsPage({ deploymentId, revisionId }: { deploymentId: string; r
             </label>
           ))}
         </fieldset>
-        <label>
-          <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> Follow new lines
-        </label>
+        {paused ? (
+          <button type="button" onClick={resume}>
+            Resume{heldCount ? ` (${heldCount} new line${heldCount === 1 ? '' : 's'})` : ''}
+          </button>
+        ) : (
+          <button type="button" onClick={() => setPaused(true)}>
+            Pause
+          </button>
+        )}
         <label>
           Level
           <select value={level} onChange={(e) => setLevel(e.target.value)}>
@@ -98,11 +133,24 @@ export function LogsPage({ deploymentId, revisionId }: { deploymentId: string; r
           </select>
         </label>
         <label>
+          Instance
+          <select value={instance} onChange={(e) => setInstance(e.target.value)}>
+            <option value="">All instances</option>
+            {instances.map((i) => (
+              <option key={i} value={String(i)}>
+                instance {i}
+              </option>
+            ))}
+            <option value="none">The rollout's own lines</option>
+          </select>
+        </label>
+        <label>
           Search
           <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
         </label>
       </form>
       <LiveIndicator mode={follow && running.current ? mode : 'polling'} />
+      {serving && type === 'deploy' && <p className="hint">This revision serves: its instances' output appears as they print it.</p>}
       <div className="log" role="log" aria-label={`${type} log`} tabIndex={0}>
         {shown.length === 0 ? (
           <p className="empty">{lines.length ? 'No line matches.' : 'No lines yet.'}</p>
@@ -113,7 +161,8 @@ export function LogsPage({ deploymentId, revisionId }: { deploymentId: string; r
                 <time dateTime={l.timestamp} title={formatTime(l.timestamp)}>
                   {l.timestamp.slice(11, 23)}
                 </time>{' '}
-                <span className="level">{l.level}</span> <span className="text">{l.message}</span>
+                <span className="level">{l.level}</span>
+                {typeof l.instance === 'number' ? <span className="instance"> [{l.instance}]</span> : null} <span className="text">{l.message}</span>
               </li>
             ))}
           </ol>

@@ -18,6 +18,8 @@ export function Timeline(props: { deployment: Deployment; revisions: Revision[];
         const isActive = revision.id === deployment.active_revision_id;
         const failed = FAILED_REVISION_STATUSES.includes(revision.status) || revision.status === 'INTERRUPTED';
         const canRollBack = !isActive && revision.status === 'DEPLOYED';
+        // Any other ended revision with an artifact can be redeployed too (one never built: 400).
+        const canRedeploy = !isActive && !canRollBack && TERMINAL_REVISION_STATUSES.includes(revision.status) && !!revision.image_uri;
         return (
           <li key={revision.id} className={`revision${isActive ? ' is-active' : ''}`} data-revision-id={revision.id}>
             <div className="revision-head">
@@ -69,6 +71,11 @@ export function Timeline(props: { deployment: Deployment; revisions: Revision[];
               {canRollBack && (
                 <button type="button" onClick={() => props.onRollback(revision)} aria-label={`Roll back to revision ${short(revision.id)}`}>
                   Roll back to this revision
+                </button>
+              )}
+              {canRedeploy && (
+                <button type="button" onClick={() => props.onRollback(revision)} aria-label={`Redeploy revision ${short(revision.id)}`}>
+                  Redeploy this revision
                 </button>
               )}
             </div>

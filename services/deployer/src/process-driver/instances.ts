@@ -1,7 +1,8 @@
 import { appendFile } from 'node:fs/promises';
 import { queryRows, type DataSource } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
-import type { InstanceRecord, ProcessRuntime, StartInstancesInput } from '@slipway/runtime';
+import { instanceLabel, type InstanceRecord, type ProcessRuntime, type StartInstancesInput } from '@slipway/runtime';
+import type { DeploymentMetrics } from '../metrics/deployment-metrics.js';
 import type { DeploymentWork } from './deployment-work.js';
 import { launchSpec } from './launch-spec.js';
 import type { Tailers } from './tailers.js';
@@ -38,6 +39,8 @@ export interface InstanceContext {
   /** Aborted when the driver is released. */
   stopping: AbortSignal;
   events: InstanceEvents;
+  /** Per-deployment metrics: restarts and health probes are told here. */
+  metrics: DeploymentMetrics;
 }
 
 /**
@@ -112,9 +115,10 @@ export class InstanceKeeper {
           counted = 'out_of_memory';
         }
         this.ctx.events('restarted', counted);
-        await appendFile(row.logPath, `--- slipway: instance ${row.index} (pid ${row.pid ?? 'unknown'}) ${why}; restarting ---\n`).catch(() => undefined);
+        this.ctx.metrics.restarted(row, counted);
+        await appendFile(row.logPath, `--- slipway: ${instanceLabel(row)} (pid ${row.pid ?? 'unknown'}) ${why}; restarting ---\n`).catch(() => undefined);
         log.warn({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, why }, 'restarting an instance');
-        const { record } = await runtime.launch({ ...launchSpec(input), index: row.index, existing: row });
+        const { record } = await runtime.launch({ ...launchSpec(input, row.role), index: row.index, existing: row });
         await tailers.ensure(record, input.secretValues);
         const { healthy } = await runtime.waitHealthy(record, Date.now() + RESTART_HEALTH_MS, this.ctx.stopping);
         if (!healthy) {
@@ -127,7 +131,8 @@ export class InstanceKeeper {
         await this.ctx.work.serialize(row.deploymentId, async () => {
           // Moved on meanwhile: the next tick retires it like any leftover.
           if ((await this.activeRevision(row.deploymentId)) !== row.revisionId || this.tearingDown.has(row.deploymentId)) return;
-          this.ctx.traffic.add({ ...record, status: 'running' });
+          // A queue worker takes runs from the queue by itself.
+          if (record.role === 'api') this.ctx.traffic.add({ ...record, status: 'running' });
         });
       } catch (err) {
         log.warn({ err, instanceId: row.id }, 'restarting an instance failed');

@@ -4,7 +4,10 @@ import type { Config } from '@slipway/config';
 import { RegistryRepository, type DataSource } from '@slipway/db';
 import { redactValues, type Logger } from '@slipway/logging';
 import {
+  ArtifactError,
   ContainerInstances,
+  containerStartFailure,
+  instanceLabel,
   lastLines,
   ProcessRuntime,
   type HealthOutcome,
@@ -18,7 +21,10 @@ import {
   type StartInstancesOutcome,
   type TrafficSwitch,
 } from '@slipway/runtime';
-import type { WorkerMetrics } from '@slipway/jobs';
+import { producerConnection, type WorkerMetrics } from '@slipway/jobs';
+import type { Redis } from 'ioredis';
+import { takeAgentRunCounts } from '../metrics/agent-runs.js';
+import { DeploymentMetrics } from '../metrics/deployment-metrics.js';
 import { DeploymentWork } from './deployment-work.js';
 import { launchSpec } from './launch-spec.js';
 import { DISCARD_GRACE_MS, DRAIN_MS, InstanceKeeper, type InstanceContext, type InstanceEvents } from './instances.js';
@@ -71,9 +77,12 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
   private readonly keeper: InstanceKeeper;
   private readonly supervision: Supervision;
   private readonly containers: ContainerInstances | null;
+  private readonly metrics: DeploymentMetrics;
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | null = null;
+  /** The platform Redis, for the agent-server run counters under each deployment's prefix (fails fast: metrics never wait on it). */
+  private redis: Redis | null = null;
 
   constructor(
     config: Readonly<Config>,
@@ -83,7 +92,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     sandbox: Sandbox | null,
     /** Who may call a deployment's serving URL. */
     servingAuth: ServingAuth,
-    metrics?: Pick<WorkerMetrics, 'counter'>,
+    metrics?: Pick<WorkerMetrics, 'counter' | 'registry'>,
     /** Unpacked images (with the sandbox): image revisions run as containers. */
     private readonly images: ImageCache | null = null,
   ) {
@@ -91,15 +100,22 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     this.containers = sandbox && images ? new ContainerInstances(sandbox, path.join(config.dataDir, 'runtime', 'runc')) : null;
     this.runtime = new ProcessRuntime(dataSource, { ...config.runtime, dataDir: config.dataDir, sandbox, containers: this.containers });
     this.lock = new RuntimeLock(dataSource, log);
+    const metricsLog = log.child({ component: 'deployment-metrics' });
+    this.metrics = new DeploymentMetrics(dataSource, this.runtime, metricsLog, metrics?.registry, (deploymentId) => {
+      this.redis ??= producerConnection(config.redisUrl, metricsLog);
+      return takeAgentRunCounts(this.redis, deploymentId);
+    });
+    const deploymentMetrics = this.metrics;
     this.ctx = {
       dataSource,
       runtime: this.runtime,
-      traffic: new Traffic(this.runtime, log, servingAuth),
+      traffic: new Traffic(this.runtime, log, servingAuth, (deploymentId, outcome) => deploymentMetrics.request(deploymentId, outcome)),
       tailers: new Tailers(dataSource, Math.round(config.runtime.logFileMb * 1024 * 1024)),
       work: new DeploymentWork(),
       log,
       stopping: this.stopping.signal,
       events: instanceEvents(metrics),
+      metrics: this.metrics,
     };
     this.keeper = new InstanceKeeper(this.ctx);
     this.supervision = new Supervision(this.ctx, this.keeper, revision);
@@ -121,12 +137,16 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     await this.tick();
     this.timer = setInterval(() => void this.tick(), TICK_MS);
     this.timer.unref();
+    this.metrics.start(() => this.lock.held);
   }
 
   async release(): Promise<void> {
     this.stopping.abort('The deployer is shutting down.');
     clearInterval(this.timer);
     await this.ticking;
+    await this.metrics.stop().catch((err) => this.log.warn({ err }, 'writing the last deployment metrics failed'));
+    await this.redis?.quit().catch(() => undefined);
+    this.redis = null;
     await this.relinquish();
     // Restarts and retirements in progress get a moment; the next owner finishes the rest.
     await this.ctx.work.settle(2_000);
@@ -164,7 +184,11 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     let before: Map<string, InstanceRecord>;
     try {
       await traffic.ensureProxy(deploymentId);
-      before = traffic.replace(deploymentId, instances);
+      // Queue workers run graphs and receive no traffic.
+      before = traffic.replace(
+        deploymentId,
+        instances.filter((i) => i.role === 'api'),
+      );
     } catch (err) {
       done();
       throw err;
@@ -205,7 +229,13 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
 
   async health(deploymentId: string): Promise<InstanceHealth[]> {
     const live = await this.runtime.store.live({ deploymentId });
-    return live.map((r) => ({ id: r.id, revisionId: r.revisionId, index: r.index, healthy: this.ctx.traffic.has(deploymentId, r.id) }));
+    return live.map((r) => ({
+      id: r.id,
+      revisionId: r.revisionId,
+      role: r.role,
+      index: r.index,
+      healthy: r.role === 'queue' ? this.supervision.watching(r.id) : this.ctx.traffic.has(deploymentId, r.id),
+    }));
   }
 
   // ---------------------------------------------------------------- pieces
@@ -217,13 +247,22 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     signal.addEventListener('abort', onAbort, { once: true });
     const launched: InstanceRecord[] = [];
     try {
-      for (let index = 0; index < input.scale && !signal.aborted; index++) {
+      // API instances, then (a revision with queue workers) the workers: the revision is not
+      // deployed until every one of them answers its health probe.
+      const slots = [
+        ...Array.from({ length: input.scale }, (_, index) => ({ role: 'api' as const, index })),
+        ...Array.from({ length: input.queue?.scale ?? 0 }, (_, index) => ({ role: 'queue' as const, index })),
+      ];
+      for (const { role, index } of slots) {
+        if (signal.aborted) break;
         if (this.keeper.tearingDown.has(deploymentId)) throw new Error('The deployment is being deleted.');
-        const { record } = await this.runtime.launch({ ...launchSpec(input), index });
+        const { record } = await this.runtime.launch({ ...launchSpec(input, role), index });
         launched.push(record);
         await this.ctx.tailers.ensure(record, input.secretValues);
       }
-      log(`Started ${launched.length} instance(s) of ${input.artifactRef} (ports ${launched.map((r) => r.port).join(', ')}); waiting for GET /ok.`);
+      const ports = (role: string) => launched.filter((r) => r.role === role).map((r) => r.port).join(', ');
+      const workers = input.queue ? ` and ${input.queue.scale} queue worker(s) (ports ${ports('queue')})` : '';
+      log(`Started ${input.scale} instance(s) of ${input.artifactRef} (ports ${ports('api')})${workers}; waiting for GET /ok.`);
       // One instance failing ends the wait for all of them.
       const outcomes = await Promise.all(
         launched.map(async (record) => {
@@ -233,7 +272,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
         }),
       );
       const failedAt = signal.aborted ? -1 : outcomes.findIndex((o) => !o.healthy);
-      if (signal.aborted || failedAt >= 0 || launched.length < input.scale) {
+      if (signal.aborted || failedAt >= 0 || launched.length < slots.length) {
         const outcome: HealthOutcome = failedAt >= 0 ? outcomes[failedAt]! : { healthy: false, reason: 'aborted' };
         // The log is read before the stop, which would add the siblings' shutdown noise.
         const message = await this.failureMessage(input, launched[Math.max(0, failedAt)], outcome, signal);
@@ -244,10 +283,13 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
         record.status = 'running';
         await this.runtime.store.update(record.id, 'running');
       }
-      log(`All ${launched.length} instance(s) answer their health probe.`);
+      log(`All ${input.scale} instance(s)${input.queue ? ` and ${input.queue.scale} queue worker(s)` : ''} answer their health probe.`);
       return { ok: true, instances: launched };
     } catch (err) {
       await this.keeper.discard(launched);
+      // An instance that can never start (an image whose command cannot be executed) fails the
+      // rollout now; anything else throws, and the reconciler retries the phase.
+      if (err instanceof ArtifactError) return { ok: false, message: redactValues(err.message, input.secretValues) };
       throw err;
     } finally {
       signal.removeEventListener('abort', onAbort);
@@ -303,7 +345,8 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
   }
 
   private async failureMessage(input: StartInstancesInput, failed: InstanceRecord | undefined, outcome: HealthOutcome, signal: AbortSignal): Promise<string> {
-    const which = failed ? `Instance ${failed.index} (port ${failed.port})` : 'The rollout';
+    const label = failed ? instanceLabel(failed) : '';
+    const which = failed ? `${label[0]!.toUpperCase()}${label.slice(1)} (port ${failed.port})` : 'The rollout';
     // Only a dead instance was killed; a live one that never answered is reported as such.
     const exitCause = failed && !outcome.healthy && outcome.reason === 'exited' ? await this.runtime.exitCause(failed, input.limits) : null;
     const reason =
@@ -316,7 +359,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
             : `${which} did not answer GET /ok within the rollout deadline.`;
     const searched = failed ? await lastLines(failed.logPath, START_FAILURE_SEARCH_LINES) : [];
     const lines = searched.slice(-FAILURE_LOG_LINES);
-    const startFailure = searched.findLast((l) => START_FAILURE.test(l));
+    const startFailure = searched.findLast((l) => START_FAILURE.test(l)) ?? (input.image ? containerStartFailure(searched, input.image.config.command) : null);
     const message = lines.length ? `${reason} Last log lines:\n${lines.join('\n')}` : reason;
     return redactValues(startFailure ? `${startFailure}\n${message}` : message, input.secretValues);
   }

@@ -15,11 +15,13 @@ export const SERVING_STRIKES = 3;
  * One supervision pass over every cloud-hosted deployment with a proxy or live instances:
  * re-adopts instances recorded as running (alive and healthy: no new process), restarts dead
  * ones (same artifact, same port when free), probes every serving instance (continuous health:
- * one that stops answering leaves the proxy's targets and is replaced), and stops leftovers of
- * rollouts or retirements that died midway.
+ * one that stops answering leaves the proxy's targets and is replaced; queue workers alike,
+ * without traffic), and stops leftovers of rollouts or retirements that died midway.
  */
 export class Supervision {
   private readonly strikes = new Map<string, number>();
+  /** Queue workers known to answer (they receive no traffic, so Traffic does not know them). */
+  private readonly workers = new Set<string>();
 
   constructor(
     private readonly ctx: InstanceContext,
@@ -44,6 +46,12 @@ export class Supervision {
 
   forget(instanceId: string): void {
     this.strikes.delete(instanceId);
+    this.workers.delete(instanceId);
+  }
+
+  /** Whether a queue worker is known to answer its health probe. */
+  watching(instanceId: string): boolean {
+    return this.workers.has(instanceId);
   }
 
   /** One deployment, read fresh (under its turn, so it never interleaves with a switch). */
@@ -82,15 +90,17 @@ export class Supervision {
         continue;
       }
       await tailers.ensure(row, rev.secretValues);
-      if (traffic.has(deploymentId, row.id)) serving.push({ row, rev });
+      if (row.role === 'queue' ? this.workers.has(row.id) : traffic.has(deploymentId, row.id)) serving.push({ row, rev });
       else await this.readopt(row, rev);
     }
     await Promise.all(serving.map(({ row, rev }) => this.probeServing(row, rev)));
   }
 
-  /** Continuous health of an instance receiving traffic; see SERVING_STRIKES. */
+  /** Continuous health of an instance receiving traffic, or of a queue worker; see SERVING_STRIKES. */
   private async probeServing(row: InstanceRecord, rev: StartInstancesInput): Promise<void> {
-    if (await probeHealth(this.ctx.runtime.instanceHost(row), row.port)) {
+    const healthy = await probeHealth(this.ctx.runtime.instanceHost(row), row.port);
+    this.ctx.metrics.probed(row.id, healthy);
+    if (healthy) {
       this.strikes.delete(row.id);
       return;
     }
@@ -101,16 +111,25 @@ export class Supervision {
     this.strikes.delete(row.id);
     // Out of the proxy's targets now, whether or not a restart may start yet (backoff).
     this.ctx.traffic.remove(row.deploymentId, row.id);
+    this.workers.delete(row.id);
     this.ctx.events('unhealthy', 'unhealthy');
     this.keeper.restart(row, rev, `stopped answering its health probe (${strikes} failures in a row)`, 'unhealthy');
   }
 
-  /** Alive but not known to serve (a deployer restart): re-adopted once it answers. */
+  /**
+   * Alive but not known to serve (a deployer restart, a queue worker a rollout or restart just
+   * started): re-adopted once it answers, an API instance into the proxy's targets.
+   */
   private async readopt(row: InstanceRecord, rev: StartInstancesInput): Promise<void> {
     // Its namespace's DNS relay is this process's to serve now.
     await this.ctx.runtime.adoptNetwork(row).catch((err) => this.ctx.log.warn({ err, instanceId: row.id }, 'could not adopt the network of a running instance'));
     if (await probeHealth(this.ctx.runtime.instanceHost(row), row.port)) {
       this.strikes.delete(row.id);
+      if (row.role === 'queue') {
+        if (!this.workers.has(row.id)) this.ctx.log.info({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, port: row.port }, 'watching a queue worker');
+        this.workers.add(row.id);
+        return;
+      }
       this.ctx.traffic.add(row);
       this.ctx.log.info({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, port: row.port }, 're-adopted a running instance');
       return;

@@ -1,5 +1,5 @@
 import type { Logger } from '@slipway/logging';
-import { ServingProxy, type InstanceRecord, type ProcessRuntime } from '@slipway/runtime';
+import { ServingProxy, type InstanceRecord, type ProcessRuntime, type RequestOutcome } from '@slipway/runtime';
 import type { ServingAuth } from '../serving-auth.js';
 
 /**
@@ -16,6 +16,8 @@ export class Traffic {
     private readonly log: Logger,
     /** Who may call a deployment's serving URL. */
     private readonly auth: ServingAuth,
+    /** Told of every request a deployment's proxy answered (per-deployment metrics). */
+    private readonly onRequest: (deploymentId: string, outcome: RequestOutcome) => void = () => undefined,
   ) {}
 
   /** The instances receiving traffic (a live view: change it through the methods below). */
@@ -58,6 +60,7 @@ export class Traffic {
           port,
           onError: (err, target) => this.log.warn({ err, deploymentId, target }, 'serving proxy: the instance did not answer'),
           authorize: this.auth.forDeployment(deploymentId),
+          onRequest: (outcome) => this.onRequest(deploymentId, outcome),
         });
         await proxy.listen();
         this.proxies.set(deploymentId, proxy);

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
-import { SecretBox } from '@slipway/crypto';
+import type { SecretsCodec } from '@slipway/crypto';
 import { DEPLOYMENT_TEMPLATE_DATABASE, DeploymentCredentialStore, provisionDeploymentDatabase, queryRows, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { workerConnection } from '@slipway/jobs';
@@ -55,7 +55,6 @@ function upstreamOf(url: string, defaultPort: number): Upstream {
 export class DeploymentDataAccess {
   private trust: LocalTrustReport = { postgresPasswordless: null, redisDefaultOpen: null };
   private readonly fronts = new Map<string, Promise<Fronts>>();
-  private readonly box: SecretBox;
   private redisConnection: Redis | null = null;
   private keeper: NodeJS.Timeout | undefined;
   private keeping: Promise<void> | null = null;
@@ -67,12 +66,13 @@ export class DeploymentDataAccess {
   constructor(
     private readonly config: Readonly<Config>,
     private readonly dataSource: DataSource,
+    /** Opens and seals the deployments' store passwords (DeploymentCredentialStore). */
+    private readonly box: SecretsCodec,
     private readonly log: Logger,
     /** The sandbox's network (fronts for every store, on its services address), or null. */
     private readonly sandboxNetwork: { servicesAddress: string } | null = null,
   ) {
     this.frontHost = sandboxNetwork?.servicesAddress ?? LOOPBACK;
-    this.box = new SecretBox(config.secretsKey.key, config.previousSecretsKeys);
   }
 
   /** Probes the servers and reports (every start): a passwordless store is a warning. */

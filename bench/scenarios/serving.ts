@@ -1,0 +1,129 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { load, percentile, type LoadResult } from '../support/measure.js';
+import { freePort } from '../support/processes.js';
+import { atLeast, atMost, type BenchRow } from '../support/report.js';
+import type { BenchStack } from '../support/stack.js';
+import type { DeployedAgent } from './deploy.js';
+import type { BenchOptions } from './options.js';
+
+/** How much later than the instance's own the first byte of a stream may come through the serving URL. */
+const SSE_MARGIN_MS = 5;
+
+/**
+ * Debian's nginx as a plain reverse proxy in front of the same instance: one worker process
+ * (the deployer's proxy is one process too), keep-alive connections to the instance, no
+ * buffering of responses (what a stream needs), no access log (the deployer's proxy writes none).
+ */
+async function startNginx(upstream: string): Promise<{ url: string; stop: () => void }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-nginx-'));
+  const port = await freePort();
+  const { host } = new URL(upstream);
+  writeFileSync(
+    path.join(dir, 'nginx.conf'),
+    `worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream instance { server ${host}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://instance;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`,
+  );
+  const child: ChildProcess = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  for (const deadline = Date.now() + 10_000; ; ) {
+    if ((await fetch(`${url}/ok`).catch(() => null))?.ok) break;
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`nginx did not start (exit ${child.exitCode}); is it installed (apt-get install nginx)?`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    stop: () => {
+      child.kill('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Milliseconds from sending a streamed run until the first byte of its SSE body. */
+function firstByte(base: string, key: string): Promise<number> {
+  const body = JSON.stringify({ assistant_id: 'agent', input: { steps: [] }, stream_mode: ['values'] });
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = request(`${base}/runs/stream`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`${base}/runs/stream answered ${res.statusCode}`));
+      res.once('data', () => resolve(performance.now() - started));
+      res.resume();
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * The serving path: requests to a deployed agent through its serving URL (the deployer's proxy,
+ * key check included) against the same instance straight and behind Debian's nginx. Plain
+ * requests (`GET /info`, answered from memory by the agent server) at 50 connections, the three
+ * ways in turn for three rounds (medians); streamed runs (`POST /runs/stream`) one at a time, the three ways interleaved, timed
+ * to the first byte of the stream.
+ */
+export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o: BenchOptions): Promise<BenchRow[]> {
+  const nginx = await startNginx(agent.instanceUrl);
+  try {
+    const key = stack.key;
+    const bases = [agent.instanceUrl, nginx.url, agent.url];
+    // In rounds (direct, nginx, serving URL, again…), the median of each: a busy spell on a
+    // shared machine then lands on all three instead of on whichever ran during it.
+    const rounds = o.durationSec >= 10 ? 3 : 1;
+    const loads: LoadResult[][] = bases.map(() => []);
+    for (let r = 0; r < rounds; r++) {
+      for (const [k, base] of bases.entries()) {
+        const res = await load({ url: `${base}/info`, headers: { 'x-api-key': key }, connections: 50, durationSec: o.durationSec, warmupSec: r === 0 ? o.warmupSec : 0 });
+        if (res.errors) throw new Error(`${base}/info: ${res.errors} failed requests`);
+        loads[k]!.push(res);
+      }
+    }
+    const [direct, viaNginx, viaUrl] = loads.map((l) => ({ reqPerSec: percentile(l.map((x) => x.reqPerSec), 50), p99: percentile(l.map((x) => x.p99), 50) })) as [
+      Pick<LoadResult, 'reqPerSec' | 'p99'>,
+      Pick<LoadResult, 'reqPerSec' | 'p99'>,
+      Pick<LoadResult, 'reqPerSec' | 'p99'>,
+    ];
+    const nginxShare = viaNginx.reqPerSec / direct.reqPerSec;
+
+    const samples: number[][] = [[], [], []];
+    for (const base of bases) for (let i = 0; i < 3; i++) await firstByte(base, key);
+    for (let i = 0; i < o.streamRuns; i++) for (const [k, base] of bases.entries()) samples[k]!.push(await firstByte(base, key));
+    const [sDirect, sNginx, sUrl] = samples.map((s) => percentile(s, 50)) as [number, number, number];
+
+    return [
+      { ...atLeast('serving: GET /info', 'nginx req/s vs direct', viaNginx.reqPerSec, direct.reqPerSec, 0), target: undefined, met: undefined },
+      { ...atLeast('serving: GET /info', 'serving URL req/s vs direct', viaUrl.reqPerSec, direct.reqPerSec, Number(nginxShare.toFixed(2))), target: `≥ nginx's ${nginxShare.toFixed(2)}` },
+      atMost('serving: GET /info', 'p99, serving URL vs nginx', viaUrl.p99, viaNginx.p99, 1),
+      { ...atMost('serving: GET /info', 'p99, nginx vs direct', viaNginx.p99, direct.p99, Infinity), target: undefined, met: undefined },
+      { ...atMost('serving: SSE first byte', 'p50, nginx vs direct', sNginx, sDirect, Infinity), target: undefined, met: undefined },
+      { ...atMost('serving: SSE first byte', 'p50, serving URL vs direct', sUrl, sDirect, Infinity), target: `≤ baseline + ${SSE_MARGIN_MS} ms`, met: sUrl <= sDirect + SSE_MARGIN_MS },
+    ];
+  } finally {
+    nginx.stop();
+  }
+}

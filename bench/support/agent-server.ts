@@ -1,0 +1,155 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { Registry } from 'prom-client';
+import { ApiKeyCache, RateLimits } from '@slipway/access';
+import { createDatabaseIfMissing, dropDatabaseIfExists } from '@slipway/db';
+import { createLogger } from '@slipway/logging';
+import { ServingProxy } from '@slipway/runtime';
+import { ServingAuth } from '../../services/deployer/src/serving-auth.js';
+import { freePort, startProcess, type BenchProcess } from './processes.js';
+import { databaseUrl, deleteKeys, REDIS, ROOT, SERVER, type BenchStack } from './stack.js';
+
+/** The agent server host (libs/agent-server/host): its program and its own installed dependencies. */
+const HOST = path.join(ROOT, 'libs/agent-server/host');
+
+/** The graph both servers serve: one node, no model, so what is measured is the serving. */
+const GRAPH = `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+const State = Annotation.Root({ n: Annotation({ reducer: (_, b) => b, default: () => 0 }) });
+export const graph = new StateGraph(State).addNode('step', (s) => ({ n: s.n + 1 })).addEdge(START, 'step').addEdge('step', END).compile();
+`;
+
+/**
+ * What the agent-server scenario measures against, all its own: an artifact laid out as the
+ * builder lays one out (the graph config, the graph, the host's dependencies), one Slipway agent
+ * server instance (the host, as the process runtime starts it) on a database of its own and a
+ * Redis prefix of its own, the deployment's serving proxy in front of it (the deployer's
+ * ServingProxy with its ServingAuth: every request's API key checked against the bench stack's
+ * control-plane database, as on a deployment URL), and upstream's own server with its in-memory
+ * storage serving the same graph. `close()` removes it all.
+ */
+export class AgentServerBench {
+  readonly dir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-agent-'));
+  private readonly dbName: string;
+  private readonly prefix: string;
+  host!: BenchProcess;
+  upstream!: BenchProcess;
+  proxy!: ServingProxy;
+  proxyUrl!: string;
+  db!: pg.Pool;
+
+  constructor(private readonly stack: BenchStack) {
+    this.dbName = `${stack.dbName}_agent`;
+    this.prefix = `${stack.prefix}_agent`;
+  }
+
+  get configFile(): string {
+    return path.join(this.dir, 'app/langgraph.json');
+  }
+
+  async start(): Promise<void> {
+    installHostDependencies();
+    this.writeArtifact();
+    const deploymentId = await this.deployment();
+    await createDatabaseIfMissing(SERVER, this.dbName);
+    this.db = new pg.Pool({ connectionString: databaseUrl(this.dbName), max: 4 });
+    const home = path.join(this.dir, 'home');
+    mkdirSync(home);
+    const [hostPort, upstreamPort, proxyPort] = [await freePort(), await freePort(), await freePort()];
+    const common = { NODE_ENV: 'production', HOME: home };
+    this.host = await startProcess(
+      [path.join(HOST, 'server.mjs'), this.configFile],
+      { ...common, PORT: String(hostPort), DATABASE_URI: databaseUrl(this.dbName), REDIS_URI: REDIS, REDIS_PREFIX: this.prefix },
+      hostPort,
+      '/ok',
+    );
+    this.upstream = await startProcess([path.join(ROOT, 'bench/support/upstream-agent-server.mjs'), this.configFile, HOST], { ...common, PORT: String(upstreamPort) }, upstreamPort, '/ok');
+
+    const log = createLogger({ name: 'bench-serving-proxy', level: 'warn' });
+    const auth = new ServingAuth({
+      dataSource: this.stack.dataSource,
+      keys: new ApiKeyCache(this.stack.dataSource, 1_000, log),
+      // Budgets off, as the bench's api runs (one client, one key); the lockout check stays.
+      limits: new RateLimits({
+        settings: { windowSeconds: 60, perKey: 0, perListenerAgent: 0, perAddress: 0, authFailures: 20, authFailureWindowSeconds: 300 },
+        redis: this.stack.redis,
+        keyPrefix: this.stack.prefix,
+        log,
+        registry: new Registry(),
+      }),
+    });
+    this.proxy = new ServingProxy({ host: '127.0.0.1', port: proxyPort, authorize: auth.forDeployment(deploymentId) });
+    this.proxy.setTargets([{ host: '127.0.0.1', port: hostPort }]);
+    await this.proxy.listen();
+    this.proxyUrl = `http://127.0.0.1:${proxyPort}`;
+  }
+
+  /**
+   * Adds `count` threads to the instance's database, each with one finished run and its values,
+   * as runs.wait leaves them, then analyses the tables (a running database's autovacuum would).
+   */
+  async seedThreads(count: number): Promise<string[]> {
+    const { rows } = await this.db.query<{ thread_id: string }>(
+      `WITH t AS (
+         INSERT INTO slipway_agent_threads (thread_id, status, metadata, "values")
+         SELECT gen_random_uuid()::text, 'idle', jsonb_build_object('graph_id', 'agent', 'user', 'u' || (g % 100)), jsonb_build_object('n', g)
+           FROM generate_series(1, $1::int) g
+         RETURNING thread_id)
+       INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, kwargs)
+       SELECT gen_random_uuid()::text, thread_id, 'fe096781-5601-53d2-b2f6-0d3403f7e9ca', 'success', '{"input":{"n":1}}' FROM t
+       RETURNING thread_id`,
+      [count],
+    );
+    await this.db.query('ANALYZE slipway_agent_threads; ANALYZE slipway_agent_runs');
+    return rows.map((r) => r.thread_id);
+  }
+
+  async close(): Promise<void> {
+    await this.proxy?.close().catch(() => {});
+    await Promise.allSettled([this.host?.stop(), this.upstream?.stop()]);
+    await this.db?.end().catch(() => {});
+    await dropDatabaseIfExists(SERVER, this.dbName).catch(() => {});
+    await deleteKeys(this.stack.redis, `${this.prefix}*`);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** `artifact.json` and `app/` as the builder writes them for an agent-server project. */
+  private writeArtifact(): void {
+    const app = path.join(this.dir, 'app');
+    mkdirSync(app);
+    writeFileSync(path.join(app, 'agent.mjs'), GRAPH);
+    writeFileSync(this.configFile, JSON.stringify({ graphs: { agent: './agent.mjs:graph' } }));
+    // The graph imports the host's @langchain/langgraph: one copy, as the builder's install makes it.
+    symlinkSync(path.join(HOST, 'node_modules'), path.join(app, 'node_modules'));
+    const manifest = {
+      version: 1,
+      revision_id: 'bench',
+      commit: null,
+      source: { type: 'upload', object_path: 'bench' },
+      graph_config_path: 'langgraph.json',
+      graphs: { agent: './agent.mjs:graph' },
+      env: null,
+      node_version: null,
+      start: { command: 'node', args: [path.join(HOST, 'server.mjs'), 'langgraph.json'], cwd: '.' },
+      agent_server: { auth_path: null },
+      built_at: new Date().toISOString(),
+    };
+    writeFileSync(path.join(this.dir, 'artifact.json'), JSON.stringify(manifest));
+  }
+
+  /** A deployment of the bench's workspace whose active revision is that artifact: its URL requires a key. */
+  private async deployment(): Promise<string> {
+    const created = await this.stack.request('POST', '/v2/deployments', this.stack.createBody(`agent-bench-${this.stack.id}`));
+    await this.stack.dataSource.query(`UPDATE revisions SET artifact_ref = $2 WHERE id = $1`, [created.latest_revision_id, this.dir]);
+    await this.stack.dataSource.query(`UPDATE deployments SET active_revision_id = $2 WHERE id = $1`, [created.id, created.latest_revision_id]);
+    return created.id;
+  }
+}
+
+/** The host's locked dependencies (package-lock.json), installed once as `pnpm typecheck:agent-server` installs them. */
+function installHostDependencies(): void {
+  if (existsSync(path.join(HOST, 'node_modules/@langchain/langgraph-api/package.json'))) return;
+  execFileSync('npm', ['ci', '--prefix', HOST, '--no-audit', '--no-fund', '--ignore-scripts'], { stdio: 'ignore', timeout: 300_000 });
+}

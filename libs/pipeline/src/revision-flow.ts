@@ -1,0 +1,169 @@
+import type { PipelineTimings } from '@slipway/config';
+import { DeploymentRepository, type EntityManager } from '@slipway/db';
+import { isImageSource, isRevisionTerminal, type DeploymentSource, type DeploymentStatus, type RevisionStatus } from '@slipway/domain';
+import { enqueueInOutbox, type JobName } from '@slipway/jobs';
+import { phaseOf, WORKED_PHASES } from './phases.js';
+import { RevisionRepository } from './revision.repository.js';
+import type { AppliedTransition, RevisionTransitionOptions } from './status-transitions.js';
+
+/**
+ * How revisions move through the pipeline, for every process: admission (start now or wait),
+ * every later status change, and what follows when one ends (activate, promote the newest
+ * waiting revision, skip the older ones).
+ *
+ * Lock order is always deployment row, then revision rows, so concurrent PATCHes, reports and
+ * deletes serialize per deployment instead of deadlocking. Every path that changes a revision's
+ * status takes the deployment lock first (`lockDeployment`, the one `DeploymentRepository.lock`):
+ * `admit`, `transition`, `promoteNext` and `retryPhase` here; the api's delete
+ * (`DeploymentRepository.lockInWorkspace`), a listener's report (its heartbeat included), the
+ * builder's ownership check and retention's artifact prune before their writes. Three writes take
+ * no deployment lock and need none: `RevisionRepository.beat` (the phase guard) and `recordConfig`
+ * (the builder's commit) change no status and run as one autocommit statement that locks only its
+ * revision row and waits for nothing else while holding it, so it cannot close a deadlock cycle;
+ * `onHandOff` is explained below. The partial unique index `revisions_one_in_flight_idx` is the
+ * backstop that makes two started revisions impossible even if this code were wrong.
+ */
+export class RevisionFlow {
+  constructor(private readonly timings: PipelineTimings) {}
+
+  /** The revision rows of `manager`'s transaction, with this pipeline's phase deadlines. */
+  revisions(manager: EntityManager): RevisionRepository {
+    return new RevisionRepository(manager, this.timings);
+  }
+
+  /** Locks the deployment row for the rest of the transaction (`DeploymentRepository.lock`). Null when it is gone. */
+  lockDeployment(manager: EntityManager, deploymentId: string): Promise<{ status: DeploymentStatus } | null> {
+    return new DeploymentRepository(manager).lock(deploymentId);
+  }
+
+  /**
+   * Called in the transaction that inserted `revisionId` (status CREATING): starts it when
+   * nothing else of its deployment is in flight, else parks it as QUEUED.
+   */
+  async admit(manager: EntityManager, deploymentId: string, revisionId: string, requestId?: string): Promise<'started' | 'queued'> {
+    await this.lockDeployment(manager, deploymentId);
+    const revisions = this.revisions(manager);
+    const busy = await revisions.inFlight(deploymentId, revisionId);
+    if (busy) {
+      await revisions.transition(revisionId, 'QUEUED', { from: ['CREATING'], message: `Waiting for revision ${busy} to finish.` });
+      return 'queued';
+    }
+    await this.start(manager, revisionId, requestId);
+    return 'started';
+  }
+
+  /**
+   * `admit` for the first revision of a deployment inserted in this same transaction: nothing
+   * else of it can be in flight, and its row lock is already ours, so it starts at once.
+   */
+  async admitFirst(manager: EntityManager, revisionId: string, requestId?: string): Promise<'started'> {
+    await this.start(manager, revisionId, requestId);
+    return 'started';
+  }
+
+  /**
+   * Every status change after admission: the conditional UPDATE, then the consequences of a
+   * terminal status in the same transaction. Returns null when the revision was not in a
+   * status that allows `to` (someone else moved it first).
+   */
+  async transition(
+    manager: EntityManager,
+    revisionId: string,
+    to: RevisionStatus,
+    options: RevisionTransitionOptions = {},
+  ): Promise<AppliedTransition | null> {
+    const revisions = this.revisions(manager);
+    const deploymentId = await revisions.deploymentOf(revisionId);
+    if (!deploymentId) return null;
+    await this.lockDeployment(manager, deploymentId);
+    const applied = await revisions.transition(revisionId, to, options);
+    if (!applied || !isRevisionTerminal(to)) return applied;
+    if (to === 'DEPLOYED') {
+      await manager.query(
+        `UPDATE deployments SET active_revision_id = $2, last_activity_at = now(), updated_at = now() WHERE id = $1`,
+        [applied.deploymentId, revisionId],
+      );
+    }
+    await this.promoteNext(manager, applied.deploymentId);
+    return applied;
+  }
+
+  /**
+   * Relay hook, run as a batch of jobs is handed to Redis: their revisions leave
+   * CREATING/QUEUED and their phase deadline starts, in one statement per target status.
+   * Conditional: a revision interrupted meanwhile stays interrupted, and its job will find it
+   * terminal and do nothing (retry jobs find their revision already past these statuses).
+   *
+   * The one transition that takes no deployment lock: it is not terminal, so nothing follows
+   * it on the deployment, and the relay holds these row locks across its Redis call — taking
+   * a batch's deployment locks there would stall every PATCH and DELETE of those deployments
+   * meanwhile. It locks revision rows only, in id order, and only those it moves; a started
+   * revision is the only open one of its deployment with a hand-off, so no other writer needs
+   * two of them (Postgres' deadlock detection stays the backstop: the relay then goes row by row).
+   */
+  async onHandOff(manager: EntityManager, jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>): Promise<void> {
+    const revisions = this.revisions(manager);
+    for (const phase of WORKED_PHASES) {
+      const ids = jobs.filter((j) => j.name === phase.job && typeof j.payload.revisionId === 'string').map((j) => j.payload.revisionId as string);
+      await revisions.transitionMany(ids, phase.entry, { from: [...phase.from] });
+    }
+  }
+
+  /** Starts the newest waiting revision when nothing is in flight; older waiting ones are skipped. */
+  async promoteNext(manager: EntityManager, deploymentId: string, requestId?: string): Promise<string | null> {
+    const deployment = await this.lockDeployment(manager, deploymentId);
+    if (!deployment || deployment.status === 'AWAITING_DELETE') return null;
+    const revisions = this.revisions(manager);
+    if (await revisions.inFlight(deploymentId)) return null;
+    const [newest, ...older] = await revisions.waiting(deploymentId);
+    if (!newest) return null;
+    for (const id of older) {
+      await revisions.transition(id, 'SKIPPED', { from: ['QUEUED'], message: `Superseded by revision ${newest}.` });
+    }
+    await this.start(manager, newest, requestId);
+    return newest;
+  }
+
+  /**
+   * Re-enqueues the current phase's job after its worker died (attempt + 1), or fails the
+   * revision once the attempts are used up. Called by the reconciler. The revision is read
+   * under its deployment's lock and its own, and the write is conditional on the status and
+   * attempt read: a worker that reported meanwhile wins, and this retry does nothing.
+   */
+  async retryPhase(manager: EntityManager, revisionId: string, reason: string): Promise<AppliedTransition | null> {
+    const revisions = this.revisions(manager);
+    const deploymentId = await revisions.deploymentOf(revisionId);
+    if (!deploymentId) return null;
+    await this.lockDeployment(manager, deploymentId);
+    const rev = await revisions.lockedPhase(revisionId);
+    const phase = rev && phaseOf(rev.status);
+    // Only a phase worked by a job has a job to retry; the enqueue phase is the relay's.
+    if (!rev || !phase?.job) return null;
+    const guard = { from: [rev.status], attempt: rev.attempt };
+    if (rev.attempt + 1 >= this.timings.maxPhaseAttempts) {
+      return this.transition(manager, revisionId, phase.onFailure, {
+        ...guard,
+        message: `${reason} Gave up after ${rev.attempt + 1} attempts.`,
+      });
+    }
+    const applied = await revisions.transition(revisionId, phase.entry, {
+      ...guard,
+      retry: true,
+      message: `${reason} Retrying.`,
+      set: { heartbeatAt: null },
+    });
+    if (applied) {
+      await enqueueInOutbox(manager, phase.job, { revisionId, attempt: applied.attempt });
+    }
+    return applied;
+  }
+
+  /** Takes the in-flight slot and records the first job in the outbox. */
+  private async start(manager: EntityManager, revisionId: string, requestId?: string): Promise<void> {
+    const row = await this.revisions(manager).start(revisionId);
+    if (!row) throw new Error(`Revision ${revisionId} vanished while starting`);
+    // Images and redeploys of built revisions need no build.
+    const job: JobName = isImageSource(row.source as DeploymentSource) || row.artifactRef ? 'rollout.revision' : 'build.revision';
+    await enqueueInOutbox(manager, job, { revisionId, attempt: row.attempt, ...(requestId ? { requestId } : {}) });
+  }
+}

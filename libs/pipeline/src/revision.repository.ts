@@ -1,0 +1,191 @@
+import { queryRows, Revision, type EntityManager, type Page } from '@slipway/db';
+import { isRevisionTerminal, REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
+import {
+  transitionRevision,
+  writeRevision,
+  writeRevisions,
+  type AppliedTransition,
+  type RevisionTransitionOptions,
+} from './status-transitions.js';
+import type { PhaseBudgets } from './phases.js';
+
+const TERMINAL = [...REVISION_TERMINAL];
+const NO_REVISION = '00000000-0000-0000-0000-000000000000';
+
+/** What a worker's heartbeat found: still its phase, past the phase's deadline, or moved on. */
+export type Heartbeat = 'alive' | 'overdue' | 'moved-on';
+
+/**
+ * Revision rows: named reads, and writes that all go through `writeRevision`, the one
+ * conditional UPDATE (docs/architecture.md, Rules). Nothing else in the product writes the
+ * revision table. `budgets` are the phase deadlines; writes that enter a phase or start a
+ * revision need them.
+ */
+export class RevisionRepository {
+  constructor(
+    private readonly manager: EntityManager,
+    private readonly budgets?: PhaseBudgets,
+  ) {}
+
+  // ---------------------------------------------------------------- reads
+
+  /** A revision of the deployment, or null. */
+  find(deploymentId: string, revisionId: string): Promise<Revision | null> {
+    return this.manager.findOneBy(Revision, { deploymentId, id: revisionId });
+  }
+
+  /** `find`, only when the deployment is of `workspaceId`: one query for a revision GET. */
+  findInWorkspace(workspaceId: string, deploymentId: string, revisionId: string): Promise<Revision | null> {
+    return this.manager
+      .createQueryBuilder(Revision, 'r')
+      .innerJoin('deployments', 'd', 'd.id = r.deployment_id AND d.workspace_id = :workspaceId', { workspaceId })
+      .where('r.id = :revisionId AND r.deployment_id = :deploymentId', { revisionId, deploymentId })
+      .getOne();
+  }
+
+  /** Revisions by id, for presenting deployments with their latest revision's config. */
+  async byIds(ids: Array<string | null>): Promise<Map<string, Revision>> {
+    const wanted = ids.filter((id): id is string => !!id);
+    if (!wanted.length) return new Map();
+    const rows = await this.manager.createQueryBuilder(Revision, 'r').where('r.id IN (:...wanted)', { wanted }).getMany();
+    return new Map(rows.map((r) => [r.id, r]));
+  }
+
+  /** A deployment's revisions, newest first, optionally of some statuses only. */
+  listOfDeployment(deploymentId: string, statuses: string[] | undefined, { limit, offset }: Page): Promise<Revision[]> {
+    const qb = this.manager
+      .createQueryBuilder(Revision, 'r')
+      .where('r.deployment_id = :deploymentId', { deploymentId })
+      .orderBy('r.created_at', 'DESC')
+      .addOrderBy('r.id', 'DESC')
+      .limit(limit)
+      .offset(offset);
+    if (statuses?.length) qb.andWhere('r.status IN (:...statuses)', { statuses });
+    return qb.getMany();
+  }
+
+  /** The deployment a revision belongs to (unlocked: the id never changes), or null. */
+  async deploymentOf(revisionId: string): Promise<string | null> {
+    const [row] = await queryRows<{ deployment_id: string }>(this.manager, `SELECT deployment_id FROM revisions WHERE id = $1`, [revisionId]);
+    return row?.deployment_id ?? null;
+  }
+
+  /**
+   * Status and attempt, row-locked for the rest of the transaction (callers hold the
+   * deployment lock first: the lock order every transition follows).
+   */
+  async lockedPhase(revisionId: string): Promise<{ status: RevisionStatus; attempt: number } | null> {
+    const [row] = await queryRows<{ status: RevisionStatus; attempt: number }>(
+      this.manager,
+      `SELECT status, attempt FROM revisions WHERE id = $1 FOR UPDATE`,
+      [revisionId],
+    );
+    return row ?? null;
+  }
+
+  /** The revision of the deployment holding its in-flight slot (other than `except`), or null. */
+  async inFlight(deploymentId: string, except?: string): Promise<string | null> {
+    const [row] = await queryRows<{ id: string }>(
+      this.manager,
+      `SELECT id FROM revisions
+        WHERE deployment_id = $1 AND started_at IS NOT NULL AND status <> ALL($2::text[]) AND id <> $3
+        LIMIT 1`,
+      [deploymentId, TERMINAL, except ?? NO_REVISION],
+    );
+    return row?.id ?? null;
+  }
+
+  /**
+   * Waiting revisions of the deployment, newest first. "Newest" is the deployment's latest
+   * revision when it waits: PATCHes serialize on the deployment lock, so latest_revision_id
+   * follows commit order, which created_at may not.
+   */
+  async waiting(deploymentId: string): Promise<string[]> {
+    const rows = await queryRows<{ id: string }>(
+      this.manager,
+      `SELECT r.id FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+        WHERE r.deployment_id = $1 AND r.status = 'QUEUED' AND r.started_at IS NULL
+        ORDER BY (r.id = d.latest_revision_id) DESC, r.created_at DESC, r.id DESC`,
+      [deploymentId],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Revisions of the deployment not yet in a terminal status, oldest first. */
+  async openOfDeployment(deploymentId: string): Promise<string[]> {
+    const rows = await queryRows<{ id: string }>(
+      this.manager,
+      `SELECT id FROM revisions WHERE deployment_id = $1 AND status <> ALL($2::text[]) ORDER BY created_at`,
+      [deploymentId, TERMINAL],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  /** A new revision row, CREATING, not started. */
+  /**
+   * Inserts a revision (CREATING) and makes it its deployment's latest, in one statement: the
+   * insert runs as a CTE of the deployment's UPDATE (the foreign key is checked when the
+   * statement ends, when the new row exists). The caller holds the deployment's row lock, or
+   * inserted the deployment in this transaction.
+   */
+  async insertAsLatest(values: Omit<Partial<Revision>, 'status' | 'attempt' | 'startedAt' | 'deadlineAt' | 'heartbeatAt' | 'createdAt'> & { id: string; deploymentId: string }): Promise<void> {
+    const [insert, params] = this.manager
+      .createQueryBuilder()
+      .insert()
+      .into(Revision)
+      .values({
+        ...values,
+        status: 'CREATING',
+        statusMessage: null,
+        // The clock at insert, not the transaction start: inserts happen under the deployment
+        // lock, so this orders revisions as their writes were serialized.
+        createdAt: () => 'clock_timestamp()',
+      })
+      .getQueryAndParameters();
+    await this.manager.query(
+      `WITH inserted AS (${insert} RETURNING id)
+       UPDATE deployments SET latest_revision_id = (SELECT id FROM inserted), last_activity_at = now(), updated_at = now()
+        WHERE id = $${params.length + 1}`,
+      [...params, values.deploymentId],
+    );
+  }
+
+  /** A status change (see `writeRevision`). */
+  transition(revisionId: string, to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<AppliedTransition | null> {
+    return transitionRevision(this.manager, revisionId, to, options, this.budgets);
+  }
+
+  /**
+   * The same non-terminal status change of several revisions in one statement (the relay's
+   * hand-off of a batch); returns the ids that moved.
+   */
+  async transitionMany(revisionIds: readonly string[], to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<string[]> {
+    if (isRevisionTerminal(to)) throw new Error(`A terminal status (${to}) has consequences per revision; use transition`);
+    return (await writeRevisions(this.manager, revisionIds, { ...options, to }, this.budgets)).map((r) => r.revisionId);
+  }
+
+  /**
+   * Takes the deployment's in-flight slot for a waiting (CREATING/QUEUED, not started)
+   * revision; its enqueue deadline starts. Returns what decides its first job, or null.
+   */
+  async start(revisionId: string): Promise<{ source: string; artifactRef: string | null; attempt: number } | null> {
+    const applied = await writeRevision(this.manager, revisionId, { from: ['CREATING', 'QUEUED'], start: true }, this.budgets);
+    return applied && { source: applied.source, artifactRef: applied.artifactRef, attempt: applied.attempt };
+  }
+
+  /**
+   * A worker's (or listener's) heartbeat, while the revision is still in one of `statuses`
+   * (and at `attempt`, when given).
+   */
+  async beat(revisionId: string, statuses: readonly RevisionStatus[], attempt?: number): Promise<Heartbeat> {
+    const applied = await writeRevision(this.manager, revisionId, { from: statuses, attempt, set: { heartbeatAt: new Date() } });
+    return !applied ? 'moved-on' : applied.overdue ? 'overdue' : 'alive';
+  }
+
+  /** Merges `config` into the source_revision_config of a revision still in `statuses` at `attempt`. */
+  async recordConfig(revisionId: string, statuses: readonly RevisionStatus[], attempt: number, config: Record<string, unknown>): Promise<boolean> {
+    return !!(await writeRevision(this.manager, revisionId, { from: statuses, attempt, set: { revisionConfig: config } }));
+  }
+}
