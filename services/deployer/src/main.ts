@@ -7,6 +7,9 @@ import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
 import { runWorkerProcess } from '@slipway/pipeline';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
+import { EmbeddedPlacement } from './placement/embedded-placement.js';
+import { ListenerPlacement } from './placement/listener-placement.js';
+import type { Placements } from './placement/placement.js';
 import { ProcessDriver } from './process-driver/process-driver.js';
 import { provisionDeploymentProcessor } from './provision-deployment.processor.js';
 import { DeploymentDataAccess } from './provisioning/data-access.js';
@@ -56,20 +59,27 @@ runWorkerProcess({
       },
     };
   },
-  workers: ({ config, dataSource, flow, workerRedis, log }) => [
+  workers: ({ config, dataSource, flow, workerRedis, log }) => {
+    // Where each deployment's revisions run: this machine, or a listener's cluster.
+    const placements: Placements = {
+      embedded: new EmbeddedPlacement({ config, dataSource, flow, driver, inputs, dataAccess }),
+      listener: new ListenerPlacement(dataSource, flow),
+    };
+    return [
     createWorker({
       queue: QUEUES.rollouts,
       handlers: {
-        'rollout.revision': rolloutRevisionProcessor(config, dataSource, flow, driver, inputs, dataAccess),
-        'provision.deployment': provisionDeploymentProcessor(dataSource, dataAccess),
-        'teardown.deployment': teardownDeploymentProcessor(config, dataSource, driver, dataAccess),
+        'rollout.revision': rolloutRevisionProcessor(config, dataSource, flow, placements),
+        'provision.deployment': provisionDeploymentProcessor(dataSource, placements),
+        'teardown.deployment': teardownDeploymentProcessor(dataSource, placements),
       },
       connection: workerRedis,
       prefix: config.queuePrefix,
       concurrency: config.deployerConcurrency,
       log,
     }),
-  ],
+    ];
+  },
 }).catch((err) => {
   process.stderr.write(`deployer failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);

@@ -1,6 +1,7 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
 import { Deployment, Revision, type StoredRevisionConfig } from '../entities/index.js';
 import type { Page } from './pagination.js';
+import { queryRows } from '../sql.js';
 import type { DeploymentStatus } from '@slipway/domain';
 
 export const DEPLOYMENT_NAME_UNIQUE = 'deployments_workspace_name_key';
@@ -79,6 +80,26 @@ export class DeploymentRepository {
   async lockInWorkspace(workspaceId: string, id: string): Promise<Deployment | null> {
     const [row] = await this.manager.query(`SELECT id FROM deployments WHERE id = $1 AND workspace_id = $2 FOR UPDATE`, [id, workspaceId]);
     return row ? this.find(workspaceId, id) : null;
+  }
+
+  /** Its status, name and listener (what decides where it runs), or null when it is gone; no lock. */
+  async placementRow(id: string): Promise<{ status: DeploymentStatus; name: string; listenerId: string | null } | null> {
+    const [row] = await queryRows<{ status: DeploymentStatus; name: string; listener_id: string | null }>(
+      this.manager,
+      `SELECT status, name, listener_id FROM deployments WHERE id = $1`,
+      [id],
+    );
+    return row ? { status: row.status, name: row.name, listenerId: row.listener_id } : null;
+  }
+
+  /** Records the database provisioned for it, while it still awaits one. */
+  async recordDatabase(id: string, database: string): Promise<void> {
+    await this.manager.query(`UPDATE deployments SET database_name = $2 WHERE id = $1 AND status = 'AWAITING_DATABASE'`, [id, database]);
+  }
+
+  /** Removes it once torn down; only while AWAITING_DELETE (its revisions cascade). */
+  async removeDeleted(id: string): Promise<void> {
+    await this.manager.query(`DELETE FROM deployments WHERE id = $1 AND status = 'AWAITING_DELETE'`, [id]);
   }
 
   find(workspaceId: string, id: string): Promise<Deployment | null> {

@@ -1,0 +1,38 @@
+import type { DataSource } from '@slipway/db';
+import type { JobContext } from '@slipway/jobs';
+import type { PhaseGuard, RevisionFlow } from '@slipway/pipeline';
+import type { Placement } from './placement.js';
+
+/**
+ * A listener's cluster. Its agent polls the desired state the api renders from the rows
+ * (docs/api.md, Listener agent protocol): a revision DEPLOYING is what it applies, a deployment
+ * AWAITING_DELETE what it removes; its reports end both. The deployer only marks the revision
+ * DEPLOYING; from then on the phase deadline (the reconciler) bounds the wait, not a heartbeat.
+ */
+export class ListenerPlacement implements Placement {
+  readonly kind = 'listener';
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly flow: RevisionFlow,
+  ) {}
+
+  /** The cluster runs the deployment's stores (a StatefulSet in its desired state): only the name is recorded. */
+  async provision(): Promise<void> {}
+
+  async rollout(revisionId: string, guard: PhaseGuard, { log }: JobContext): Promise<void> {
+    guard.stop();
+    const applied = await this.dataSource.transaction((m) =>
+      this.flow.transition(m, revisionId, 'DEPLOYING', {
+        from: ['AWAITING_DEPLOY'],
+        message: 'Published to the listener; waiting for its report.',
+        set: { heartbeatAt: null },
+      }),
+    );
+    log.info({ applied: !!applied }, 'revision published to its listener');
+  }
+
+  async teardown(_deployment: { id: string; name: string }, { log }: JobContext): Promise<void> {
+    log.info('teardown published to the listener; waiting for its report');
+  }
+}
