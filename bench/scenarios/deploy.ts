@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createDatabaseIfMissing, dropDatabaseIfExists } from '@slipway/db';
+import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
 import { killGroup } from '../../test/support/app-processes.js';
 import { freePort } from '../support/processes.js';
 import type { BenchPipeline } from '../support/pipeline.js';
@@ -11,7 +12,6 @@ import { ROOT, type BenchStack } from '../support/stack.js';
 
 /** The LangGraph.js project deployed (a two-node graph, @langchain/langgraph and core, locked). */
 export const AGENT_FIXTURE = path.join(ROOT, 'bench/fixtures/langgraph-agent');
-const HOST = path.join(ROOT, 'libs/agent-server/host');
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 
@@ -51,13 +51,12 @@ async function byHand(stack: BenchStack): Promise<number> {
     await createDatabaseIfMissing(SERVER, dbName);
     const started = performance.now();
     sh('npm', ['ci', '--no-audit', '--no-fund'], app, npmEnv);
-    const host = path.join(app, '.slipway-agent-server');
-    cpSync(HOST, host, { recursive: true, filter: (src) => !src.split(path.sep).includes('node_modules') });
+    const host = await copyAgentServerHost(app);
     sh('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts'], host, npmEnv);
     const port = await freePort();
     const db = new URL(SERVER);
     db.pathname = `/${dbName}`;
-    child = spawn(process.execPath, ['.slipway-agent-server/server.mjs', 'langgraph.json'], {
+    child = spawn(process.execPath, [path.join(host, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
       cwd: app,
       detached: true,
       stdio: 'ignore',

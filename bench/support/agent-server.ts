@@ -8,12 +8,20 @@ import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { createDatabaseIfMissing, dropDatabaseIfExists } from '@slipway/db';
 import { createLogger } from '@slipway/logging';
 import { ServingProxy } from '@slipway/runtime';
+import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
 import { ServingAuth } from '../../services/deployer/src/serving-auth.js';
 import { freePort, startProcess, type BenchProcess } from './processes.js';
 import { databaseUrl, deleteKeys, REDIS, ROOT, SERVER, type BenchStack } from './stack.js';
 
 /** The agent server host (libs/agent-server/host): its program and its own installed dependencies. */
 const HOST = path.join(ROOT, 'libs/agent-server/host');
+
+/** The host compiled as the builder copies it into an artifact, using HOST's installed dependencies. */
+export async function compiledHost(into: string): Promise<string> {
+  const dir = await copyAgentServerHost(into);
+  symlinkSync(path.join(HOST, 'node_modules'), path.join(dir, 'node_modules'));
+  return path.join(dir, AGENT_SERVER_HOST_ENTRY);
+}
 
 /** The graph both servers serve: one node, no model, so what is measured is the serving. */
 const GRAPH = `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
@@ -51,7 +59,8 @@ export class AgentServerBench {
 
   async start(): Promise<void> {
     installHostDependencies();
-    this.writeArtifact();
+    const entry = await compiledHost(this.dir);
+    this.writeArtifact(entry);
     const deploymentId = await this.deployment();
     await createDatabaseIfMissing(SERVER, this.dbName);
     this.db = new pg.Pool({ connectionString: databaseUrl(this.dbName), max: 4 });
@@ -60,7 +69,7 @@ export class AgentServerBench {
     const [hostPort, upstreamPort, proxyPort] = [await freePort(), await freePort(), await freePort()];
     const common = { NODE_ENV: 'production', HOME: home };
     this.host = await startProcess(
-      [path.join(HOST, 'server.mjs'), this.configFile],
+      [entry, this.configFile],
       { ...common, PORT: String(hostPort), DATABASE_URI: databaseUrl(this.dbName), REDIS_URI: REDIS, REDIS_PREFIX: this.prefix },
       hostPort,
       '/ok',
@@ -116,7 +125,7 @@ export class AgentServerBench {
   }
 
   /** `artifact.json` and `app/` as the builder writes them for an agent-server project. */
-  private writeArtifact(): void {
+  private writeArtifact(hostEntry: string): void {
     const app = path.join(this.dir, 'app');
     mkdirSync(app);
     writeFileSync(path.join(app, 'agent.mjs'), GRAPH);
@@ -132,7 +141,7 @@ export class AgentServerBench {
       graphs: { agent: './agent.mjs:graph' },
       env: null,
       node_version: null,
-      start: { command: 'node', args: [path.join(HOST, 'server.mjs'), 'langgraph.json'], cwd: '.' },
+      start: { command: 'node', args: [hostEntry, 'langgraph.json'], cwd: '.' },
       agent_server: { auth_path: null },
       built_at: new Date().toISOString(),
     };

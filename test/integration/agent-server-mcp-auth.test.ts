@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
+import { AGENT_SERVER_HOST_ENTRY, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../support/database.js';
 import { freePort } from '../support/ports.js';
 import { eventually } from '../support/service-process.js';
@@ -64,7 +64,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, [path.join(hostDir, 'server.mjs'), 'langgraph.json'], {
+  server = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
     cwd: root,
     env: { PATH: process.env.PATH!, PORT: String(port), DATABASE_URI: db.url, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: testQueuePrefix('mcpauth') },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -1,4 +1,4 @@
-// The host's storage and lifecycle, once server.mjs has loaded the project's graphs: schema set-up
+// The host's storage and lifecycle, once server.ts has loaded the project's graphs: schema set-up
 // (under one advisory lock), checkpoints and store, the row-level ops, the run queue and the Redis
 // streams, then by role the published server (with or without worker loops, crons and TTL sweeps)
 // or a queue worker (worker.ts), and a draining shutdown on SIGTERM.
