@@ -1,4 +1,5 @@
 import type { DeploymentType } from './deployment-rules.js';
+import { resourceSpecProblem, type InputProblem } from './input-problems.js';
 
 /** CPU in cores (fractions allowed), memory in MB: the numeric part of a resource spec. */
 export interface ResourceSpec {
@@ -110,25 +111,25 @@ export function resolveResourceSpec(input: ResourceSpecInput, type: DeploymentTy
   };
 }
 
-/** Request ≤ limit and min ≤ max, after defaults: problems as `[field, message]` pairs. */
-export function resourceSpecProblems(spec: ResourceSpec): Array<[keyof ResourceSpec, string]> {
-  const problems: Array<[keyof ResourceSpec, string]> = [];
-  const pairs: Array<[keyof ResourceSpec, keyof ResourceSpec, string]> = [
-    ['min_scale', 'max_scale', 'min_scale must not exceed max_scale'],
-    ['queue_min_scale', 'queue_max_scale', 'queue_min_scale must not exceed queue_max_scale'],
-    ['cpu', 'cpu_limit', 'cpu must not exceed cpu_limit'],
-    ['memory_mb', 'memory_limit_mb', 'memory_mb must not exceed memory_limit_mb'],
-    ['queue_cpu', 'queue_cpu_limit', 'queue_cpu must not exceed queue_cpu_limit'],
-    ['queue_memory_mb', 'queue_memory_limit_mb', 'queue_memory_mb must not exceed queue_memory_limit_mb'],
-    ['orchestrator_cpu', 'orchestrator_cpu_limit', 'orchestrator_cpu must not exceed orchestrator_cpu_limit'],
-    ['orchestrator_memory_mb', 'orchestrator_memory_limit_mb', 'orchestrator_memory_mb must not exceed orchestrator_memory_limit_mb'],
-    ['db_cpu', 'db_cpu_limit', 'db_cpu must not exceed db_cpu_limit'],
-    ['db_memory_mb', 'db_memory_limit_mb', 'db_memory_mb must not exceed db_memory_limit_mb'],
-  ];
-  for (const [low, high, message] of pairs) {
-    if ((spec[low] as number) > (spec[high] as number)) problems.push([low, message]);
-  }
-  return problems;
+/** Fields that may not exceed another: every minimum its maximum, every request its limit. */
+export const RESOURCE_SPEC_BOUNDS: ReadonlyArray<readonly [low: keyof ResourceSpec, high: keyof ResourceSpec]> = [
+  ['min_scale', 'max_scale'],
+  ['queue_min_scale', 'queue_max_scale'],
+  ['cpu', 'cpu_limit'],
+  ['memory_mb', 'memory_limit_mb'],
+  ['queue_cpu', 'queue_cpu_limit'],
+  ['queue_memory_mb', 'queue_memory_limit_mb'],
+  ['orchestrator_cpu', 'orchestrator_cpu_limit'],
+  ['orchestrator_memory_mb', 'orchestrator_memory_limit_mb'],
+  ['db_cpu', 'db_cpu_limit'],
+  ['db_memory_mb', 'db_memory_limit_mb'],
+];
+
+/** Request ≤ limit and min ≤ max, after defaults: a `value_error` naming the lower field of each pair out of order. */
+export function resourceSpecProblems(spec: ResourceSpec): InputProblem[] {
+  return RESOURCE_SPEC_BOUNDS.filter(([low, high]) => (spec[low] as number) > (spec[high] as number)).map(([low, high]) =>
+    resourceSpecProblem([low], 'value_error', `Value error, ${low} must not exceed ${high}`),
+  );
 }
 
 /**
@@ -173,23 +174,30 @@ const CEILING_FIELDS: Readonly<Record<keyof ResourceCeilings, ReadonlyArray<keyo
  * `spec` (resolved from `input`) within the ceilings: a value the caller left out is lowered to
  * its ceiling (a limit defaulted to twice its request, the fixed database sizes), so a small
  * ceiling never refuses what nobody asked for; a value the caller gave above its ceiling is a
- * problem naming the ceiling.
+ * `less_than_equal` problem naming the ceiling.
  */
-export function capResourceSpec(
-  input: ResourceSpecInput,
-  spec: ResourceSpec,
-  ceilings: ResourceCeilings,
-): { spec: ResourceSpec; problems: Array<{ field: keyof ResourceSpec; message: string }> } {
+export function capResourceSpec(input: ResourceSpecInput, spec: ResourceSpec, ceilings: ResourceCeilings): { spec: ResourceSpec; problems: InputProblem[] } {
   const capped: Record<string, unknown> = { ...spec };
-  const problems: Array<{ field: keyof ResourceSpec; message: string }> = [];
+  const problems: InputProblem[] = [];
   for (const [name, fields] of Object.entries(CEILING_FIELDS) as Array<[keyof ResourceCeilings, Array<keyof ResourceSpec>]>) {
     const ceiling = ceilings[name];
     for (const field of fields) {
       const value = spec[field] as number;
       if (value <= ceiling) continue;
       if (input[field] == null) capped[field] = ceiling;
-      else problems.push({ field, message: `Input should be less than or equal to ${ceiling} (the server's ceiling ${CEILING_VARIABLES[name]}; ${field} is ${value})` });
+      else problems.push(resourceSpecProblem([field], 'less_than_equal', `Input should be less than or equal to ${ceiling} (the server's ceiling ${CEILING_VARIABLES[name]}; ${field} is ${value})`));
     }
   }
   return { spec: capped as unknown as ResourceSpec, problems };
+}
+
+/** The spec a create or PATCH asks for: every default filled in, within the operator's ceilings. */
+export function resolveResourceSpecWithin(input: ResourceSpecInput, type: DeploymentType | null, ceilings: ResourceCeilings): ResourceSpec {
+  return capResourceSpec(input, resolveResourceSpec(input, type), ceilings).spec;
+}
+
+/** What is wrong with a resource_spec of a create or PATCH: values above a ceiling, then requests above limits and minimums above maximums. */
+export function resourceSpecInputProblems(input: ResourceSpecInput, type: DeploymentType | null, ceilings: ResourceCeilings): InputProblem[] {
+  const { spec, problems } = capResourceSpec(input, resolveResourceSpec(input, type), ceilings);
+  return [...problems, ...resourceSpecProblems(spec)];
 }

@@ -1,16 +1,12 @@
 import type Joi from 'joi';
+import type { InputProblem } from '@slipway/domain';
 
 /** Where a validated value came from; the first element of every `loc` (docs/api.md, Errors). */
 export type Source = 'path' | 'query' | 'body' | 'header';
 
-/** One FastAPI-style validation problem. */
-export interface ValidationIssue {
-  loc: Array<string | number>;
-  msg: string;
-  type: string;
-}
+/** One FastAPI-style validation problem: the shape the domain's input validators return. */
+export type ValidationIssue = InputProblem;
 
-/** 422 carrying every problem of a request at once. */
 /**
  * A 422 lists at most this many issues. Every problem of a request is reported at once, but a
  * body of thousands of wrong array items would otherwise get an answer sixty times its size
@@ -18,6 +14,7 @@ export interface ValidationIssue {
  */
 export const MAX_REPORTED_ISSUES = 100;
 
+/** 422 carrying every problem of a request at once. */
 export class RequestValidationError extends Error {
   readonly status = 422;
   readonly issues: ValidationIssue[];
@@ -26,6 +23,11 @@ export class RequestValidationError extends Error {
     this.name = 'RequestValidationError';
     this.issues = issues.slice(0, MAX_REPORTED_ISSUES);
   }
+}
+
+/** The 422 listing `issues`, when there are any (what a domain validator found). */
+export function refuseInvalid(issues: readonly ValidationIssue[]): void {
+  if (issues.length) throw new RequestValidationError([...issues]);
 }
 
 type Context = Joi.Context & { limit?: unknown; regex?: unknown; valids?: unknown[]; name?: string };

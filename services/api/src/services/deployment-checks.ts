@@ -1,11 +1,11 @@
 /**
- * Checks of deployment writes that read the database (docs/api.md, Deployments): listeners,
- * tracing-project names, immutable fields. Each throws the 4xx that applies.
+ * Checks of deployment writes against what is stored (docs/api.md, Deployments): listeners,
+ * tracing-project names, what a PATCH may change. Each throws the 4xx that applies.
  */
 import { randomUUID } from 'node:crypto';
 import { ListenerRepository, queryRows, type Deployment, type EntityManager, type StoredSourceConfig } from '@slipway/db';
-import { BadRequestError, canonicalSource, ConflictError, IMMUTABLE_SOURCE_CONFIG_FIELDS, NotFoundError, type ResourceSpec } from '@slipway/domain';
-import { RequestValidationError } from '../http/validation-error.js';
+import { BadRequestError, canonicalSource, ConflictError, IMMUTABLE_SOURCE_CONFIG_FIELDS, NotFoundError, patchImageProblems, type ResourceSpec } from '@slipway/domain';
+import { refuseInvalid } from '../http/validation-error.js';
 import type { PatchDeploymentBody } from '../schemas/deployment.schema.js';
 import { podPolicyIssues } from './pod-policy-check.js';
 
@@ -26,8 +26,7 @@ export async function checkListener(manager: EntityManager, workspaceId: string,
       `Namespace '${namespace}' is not one of listener ${listener.id}'s namespaces (${allowed.join(', ') || 'none'}).`,
     );
   }
-  const refused = podPolicyIssues(listener, name, spec);
-  if (refused.length) throw new RequestValidationError(refused);
+  refuseInvalid(podPolicyIssues(listener, name, spec));
 }
 
 /**
@@ -58,8 +57,24 @@ export function nameTaken(name: string, workspaceId: string): ConflictError {
   return new ConflictError(`A deployment or tracing project named '${name}' already exists in workspace ID '${workspaceId}'.`);
 }
 
+/**
+ * What a PATCH of the (locked) deployment may not do, first refusal first: change a deployment
+ * being deleted or an immutable field (400), name an image for a deployment that runs none.
+ */
+export function assertPatchable(deployment: Deployment, body: PatchDeploymentBody): void {
+  if (deployment.status === 'AWAITING_DELETE') {
+    throw new BadRequestError(`Deployment ID ${deployment.id} is being deleted and can no longer be changed.`);
+  }
+  assertImmutables(deployment, body);
+  if (body.revision_source != null && canonicalSource(body.revision_source) === 'internal_docker' && deployment.source !== 'internal_docker') {
+    throw new BadRequestError(`revision_source 'internal_docker' is only for internal_docker deployments; this one's source is ${deployment.source}.`);
+  }
+  // The cross-source rule of create holds for later revisions too: only images carry an image_uri.
+  refuseInvalid(patchImageProblems(deployment.source, body.source_revision_config?.image_uri));
+}
+
 /** docs/api.md, Deployments: changing an immutable field is a 400 naming it; repeating its value is fine. */
-export function assertImmutables(deployment: Deployment, body: PatchDeploymentBody): void {
+function assertImmutables(deployment: Deployment, body: PatchDeploymentBody): void {
   const changed = (field: string) => {
     throw new BadRequestError(`${field} cannot be changed after the deployment is created.`);
   };

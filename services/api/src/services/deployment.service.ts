@@ -17,24 +17,25 @@ import {
   type StoredSourceConfig,
 } from '@slipway/db';
 import {
-  BadRequestError,
   canonicalSource,
-  isImageSource,
-  mergeSecrets,
+  createDeploymentProblems,
+  createDeploymentType,
+  imagePullSecretInputProblems,
   NotFoundError,
   patchCreatesRevision,
-  SECRET_MASK,
+  resolveResourceSpecWithin,
+  resourceSpecInputProblems,
   type ResourceCeilings,
   type SecretEntry,
 } from '@slipway/domain';
 import { enqueueInOutbox } from '@slipway/jobs';
 import { RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
-import { RequestValidationError, type ValidationIssue } from '../http/validation-error.js';
+import { refuseInvalid } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
-import { assertImmutables, assertNoListeners, attachTracingProject, checkListener, nameTaken } from './deployment-checks.js';
+import { assertNoListeners, assertPatchable, attachTracingProject, checkListener, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
-import { assertBuildable, assertPullSecrets, buildConfigOf, defaultRevisionConfig, deploymentTypeFor, issue, resolveSpec, revisionConfigFrom, storedSourceConfig, validateCreate } from './deployment-rules.js';
+import { applySecrets, assertBuildable, buildConfigOf, defaultRevisionConfig, firstRevisionConfig, revisionConfigFrom, storedSourceConfig } from './deployment-rules.js';
 import { assertPodPolicy } from './pod-policy-check.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
@@ -112,11 +113,10 @@ export class DeploymentService {
   async prepareCreate(workspaceId: string, body: CreateDeploymentBody): Promise<CreateDraft> {
     const source = canonicalSource(body.source)!;
     // Every problem of the request in one 422 (docs/api.md, Errors), not only the first check's.
-    const issues: ValidationIssue[] = [];
-    const type = deploymentTypeFor(source, body, issues);
-    const resourceSpec = resolveSpec(body.source_config.resource_spec ?? {}, type, this.ceilings, ['source_config', 'resource_spec'], issues);
-    const revisionConfig = validateCreate(source, body, issues);
-    if (issues.length) throw new RequestValidationError(issues);
+    refuseInvalid(createDeploymentProblems(source, body, this.ceilings));
+    const type = createDeploymentType(source, body);
+    const resourceSpec = resolveResourceSpecWithin(body.source_config.resource_spec ?? {}, type, this.ceilings);
+    const revisionConfig = firstRevisionConfig(source, body.source_revision_config);
     const sourceConfig = storedSourceConfig(body.source_config);
     // ---- repohost (C4): the integration lists the repository; repo_ref defaults to its default branch.
     if (source === 'repohost') {
@@ -130,8 +130,8 @@ export class DeploymentService {
   async create(manager: EntityManager, workspaceId: string, body: CreateDeploymentBody, draft: CreateDraft, requestId?: string): Promise<DeploymentView> {
     const { source, type, resourceSpec, revisionConfig, sourceConfig } = draft;
     // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
-    const secrets = this.mergeSecrets([], body.secrets);
-    assertPullSecrets(source, sourceConfig.listener_id, resourceSpec, secrets);
+    const secrets = applySecrets([], body.secrets);
+    refuseInvalid(imagePullSecretInputProblems(source, sourceConfig.listener_id, resourceSpec, secrets));
     const id = randomUUID();
     if (source === 'external_container') {
       if (sourceConfig.listener_id) await checkListener(manager, workspaceId, sourceConfig, body.name, resourceSpec);
@@ -201,39 +201,24 @@ export class DeploymentService {
     alwaysRevision = false,
   ): Promise<DeploymentView> {
     const deployment = await this.lock(manager, workspaceId, id);
-    if (deployment.status === 'AWAITING_DELETE') {
-      throw new BadRequestError(`Deployment ID ${id} is being deleted and can no longer be changed.`);
-    }
-    assertImmutables(deployment, body);
-    if (body.revision_source != null && canonicalSource(body.revision_source) === 'internal_docker' && deployment.source !== 'internal_docker') {
-      throw new BadRequestError(`revision_source 'internal_docker' is only for internal_docker deployments; this one's source is ${deployment.source}.`);
-    }
-    // The cross-source rule of create holds for later revisions too: only images carry an image_uri.
-    if (!isImageSource(deployment.source) && body.source_revision_config?.image_uri != null) {
-      throw new RequestValidationError([
-        issue(['source_revision_config', 'image_uri'], 'value_error', 'Value error, image_uri is only for external_container and internal_docker deployments'),
-      ]);
-    }
+    assertPatchable(deployment, body);
 
     const input = body.source_config ?? {};
     const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
     for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth'] as const) {
       if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
     }
-    const specIssues: ValidationIssue[] = [];
-    const resourceSpec =
-      input.resource_spec != null
-        ? resolveSpec(input.resource_spec, deployment.deploymentType, this.ceilings, ['source_config', 'resource_spec'], specIssues)
-        : deployment.resourceSpec;
-    if (specIssues.length) throw new RequestValidationError(specIssues);
+    let resourceSpec = deployment.resourceSpec;
     if (input.resource_spec != null) {
+      refuseInvalid(resourceSpecInputProblems(input.resource_spec, deployment.deploymentType, this.ceilings));
+      resourceSpec = resolveResourceSpecWithin(input.resource_spec, deployment.deploymentType, this.ceilings);
       await assertPodPolicy(manager, workspaceId, deployment.listenerId, deployment.name, resourceSpec);
       await this.quotas.assertScale(manager, workspaceId, resourceSpec);
     }
 
     let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
-    if (body.secrets != null) secrets = this.mergeSecrets(secrets, body.secrets);
-    if (body.secrets != null || input.resource_spec != null) assertPullSecrets(deployment.source, deployment.listenerId, resourceSpec, secrets);
+    if (body.secrets != null) secrets = applySecrets(secrets, body.secrets);
+    if (body.secrets != null || input.resource_spec != null) refuseInvalid(imagePullSecretInputProblems(deployment.source, deployment.listenerId, resourceSpec, secrets));
 
     await manager.query(
       `UPDATE deployments SET source_config = $2, resource_spec = $3, secrets_sealed = $4, image_version = $5, secret_names = $6,
@@ -375,17 +360,6 @@ export class DeploymentService {
     if (!this.images) throw new Error('internal_docker revisions need the registry (ImageResolver)');
     const resolved = await this.images.resolveImage(deployment.id, input.image_uri);
     return { imageUri: resolved.imageUri, imageDigest: resolved.digest };
-  }
-
-  /** `incoming` applied to `stored` (C4): a masked value keeps the stored one; one with none to keep → 400. */
-  private mergeSecrets(stored: SecretEntry[], incoming: SecretEntry[]): SecretEntry[] {
-    const merged = mergeSecrets(stored, incoming);
-    if (merged.unknownMasked.length) {
-      throw new BadRequestError(
-        `Secret ${merged.unknownMasked.join(', ')} has the masked value '${SECRET_MASK}' but no stored value to keep; send its real value.`,
-      );
-    }
-    return merged.secrets;
   }
 
   private presentRow({ deployment: d, latestRevisionConfig, tagValueIds, agentServer }: PresentableDeployment): DeploymentView {

@@ -1,10 +1,7 @@
 import { ListenerRepository, type EntityManager, type Listener } from '@slipway/db';
-import type { ResourceSpec } from '@slipway/domain';
+import { resourceSpecProblem, type ResourceSpec } from '@slipway/domain';
 import { podPolicyViolations, type PodPolicy } from '@slipway/runtime';
-import { RequestValidationError, type ValidationIssue } from '../http/validation-error.js';
-
-/** Where a deployment's resource_spec sits in a create or PATCH body. */
-export const RESOURCE_SPEC_LOC = ['body', 'source_config', 'resource_spec'] as const;
+import { refuseInvalid, type ValidationIssue } from '../http/validation-error.js';
 
 /** The relaxations a listener's admin granted its deployments (none by default). */
 export const podPolicyOf = (listener: Pick<Listener, 'computeConfig'>): PodPolicy => (listener.computeConfig.pod_policy ?? {}) as PodPolicy;
@@ -15,11 +12,7 @@ export const podPolicyOf = (listener: Pick<Listener, 'computeConfig'>): PodPolic
  * Kubernetes pod policy).
  */
 export function podPolicyIssues(listener: Pick<Listener, 'computeConfig'>, deploymentName: string, spec: ResourceSpec): ValidationIssue[] {
-  return podPolicyViolations(spec, deploymentName, podPolicyOf(listener)).map((v) => ({
-    loc: [...RESOURCE_SPEC_LOC, ...v.path],
-    msg: `Value error, ${v.message}`,
-    type: 'pod_policy',
-  }));
+  return podPolicyViolations(spec, deploymentName, podPolicyOf(listener)).map((v) => resourceSpecProblem(v.path, 'pod_policy', `Value error, ${v.message}`));
 }
 
 /**
@@ -35,6 +28,5 @@ export async function podPolicyIssuesFor(manager: EntityManager, workspaceId: st
 
 /** PATCH: a 422 for a new resource_spec the listener's policy refuses. */
 export async function assertPodPolicy(manager: EntityManager, workspaceId: string, listenerId: string | null, deploymentName: string, spec: ResourceSpec): Promise<void> {
-  const issues = await podPolicyIssuesFor(manager, workspaceId, listenerId, deploymentName, spec);
-  if (issues.length) throw new RequestValidationError(issues);
+  refuseInvalid(await podPolicyIssuesFor(manager, workspaceId, listenerId, deploymentName, spec));
 }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Config } from '@slipway/config';
 import { DeploymentRepository, RegistryRepository, type DataSource, type PushedBlob } from '@slipway/db';
-import { BadRequestError, NotFoundError, UnauthorizedError, UnavailableError } from '@slipway/domain';
+import { BadRequestError, NotFoundError, UnauthorizedError, UnavailableError, valueError } from '@slipway/domain';
 import { RequestValidationError } from '../http/validation-error.js';
 import {
   deploymentOfRepository,
@@ -132,8 +132,7 @@ export class RegistryService {
    * naming `image_uri`). Returns the digest and the reference pinned to it.
    */
   async resolveImage(deploymentId: string, imageUri: string): Promise<{ digest: string; imageUri: string }> {
-    const refuse = (msg: string) =>
-      new RequestValidationError([{ loc: ['body', 'source_revision_config', 'image_uri'], msg: `Value error, ${msg}`, type: 'value_error' }]);
+    const refuse = (why: string) => new RequestValidationError([valueError(['source_revision_config', 'image_uri'], why)]);
     const ref = parseImageReference(imageUri);
     const prefix = this.registryUrl(deploymentId);
     if (!ref || ref.registry !== this.config.registry.publicAddress || deploymentOfRepository(ref.repository) !== deploymentId) {
