@@ -16,7 +16,6 @@ export {
 } from './revision-reads.js';
 export { deadlineFailure, PHASES, phaseOf, phaseOfJob, WORKED_PHASES, type Phase, type PhaseBudgets, type PhaseName } from './phases.js';
 export type { AppliedTransition, RevisionTransitionOptions, RevisionTransitionSet } from './status-transitions.js';
-export { runWorkerProcess, type WorkerProcessContext, type WorkerProcessSpec } from './worker-process.js';
 export { RetentionRepository } from './retention.repository.js';
 export { RevisionHistoryRepository, type RevisionHistory, type StatusChange } from './revision-history.repository.js';
 export {

@@ -1,12 +1,12 @@
 /**
- * The deployer process: a BullMQ worker on `rollouts` (rollouts, provisioning, teardown) plus
- * the shared maintenance worker. Entry file: `tsx services/deployer/src/main.ts`.
+ * The deployer process: a BullMQ worker on `rollouts` (rollouts, provisioning, teardown), plus
+ * the roles every worker process hosts (listed below). Entry file: `tsx services/deployer/src/main.ts`.
  */
 import path from 'node:path';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
-import { runWorkerProcess } from '@slipway/pipeline';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
+import { healthPortRole, maintenanceRole, outboxRelayRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
 import { ProcessDriver } from './process-driver/process-driver.js';
 import { provisionDeploymentProcessor } from './provision-deployment.processor.js';
 import { DeploymentDataAccess } from './provisioning/data-access.js';
@@ -22,6 +22,8 @@ let dataAccess: DeploymentDataAccess;
 
 runWorkerProcess({
   name: 'deployer',
+  // Hosted beside its own `rollouts` worker (below), as by every worker process.
+  roles: [maintenanceRole, webhookDeliveryRole, outboxRelayRole, healthPortRole],
   onStart: async ({ config, dataSource, log, metrics, secrets }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
     const sandbox = await sandboxForStart(config.sandbox, dataSource, {
