@@ -1,4 +1,5 @@
 export { ArtifactRetention, type PrunedArtifact } from './artifact-retention.js';
+export { capLogLine, LineSplitter, MAX_LOG_LINE_BYTES, type LineSplitterOptions } from './line-splitter.js';
 export { RevisionLogWriter } from './log-writer.js';
 export { PhaseGuard } from './phase-guard.js';
 export { Reconciler, type ReconcileReport } from './reconciler.js';
