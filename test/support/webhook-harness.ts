@@ -2,8 +2,9 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import { secretsCodec } from '@slipway/crypto';
-import { createWebhookWorker, WebhookFanout, workerConnection } from '@slipway/jobs';
+import { workerConnection } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
+import { createWebhookWorker, WebhookFanout } from '@slipway/webhooks';
 import type { TestApi } from './test-api.js';
 
 export interface ReceivedAt {

@@ -4,8 +4,9 @@ import type { RevisionStatus } from '@slipway/domain';
 
 /**
  * Queue names (kebab-case). `builds` is worked by builder processes and `rollouts` by deployer
- * processes; `maintenance` and `webhooks` by every worker process of either kind
- * (worker-process.ts), so one crashed process never stops recovery or deliveries.
+ * processes; `maintenance` and `webhooks` by every worker process of either kind (each main.ts
+ * lists the maintenance and webhook delivery roles of `@slipway/worker`), so one crashed process
+ * never stops recovery or deliveries.
  */
 export const QUEUES = {
   builds: 'builds',

@@ -3,7 +3,3 @@ export * from './connections.js';
 export { enqueueInOutbox, OUTBOX_CHANNEL, type OutboxOptions } from './outbox.js';
 export { OutboxRelay, type HandOffHook, type RelayOptions } from './relay.js';
 export { createWorker, type HandlerMap, type JobContext, type JobHandler } from './worker.js';
-export { collectProcessMetrics, WorkerMetrics } from './worker-metrics.js';
-export { WebhookFanout } from './webhook-fanout.js';
-export { createWebhookWorker, deliverWebhookProcessor, webhookBackoff, type WebhookWorkerOptions } from './deliver-webhook.processor.js';
-export { capLogLine, LineSplitter, MAX_LOG_LINE_BYTES, type LineSplitterOptions } from './line-splitter.js';

@@ -1,4 +1,5 @@
 export { ArtifactRetention, type PrunedArtifact } from './artifact-retention.js';
+export { capLogLine, LineSplitter, MAX_LOG_LINE_BYTES, type LineSplitterOptions } from './line-splitter.js';
 export { RevisionLogWriter } from './log-writer.js';
 export { PhaseGuard } from './phase-guard.js';
 export { Reconciler, type ReconcileReport } from './reconciler.js';
@@ -16,7 +17,6 @@ export {
 } from './revision-reads.js';
 export { deadlineFailure, PHASES, phaseOf, phaseOfJob, WORKED_PHASES, type Phase, type PhaseBudgets, type PhaseName } from './phases.js';
 export type { AppliedTransition, RevisionTransitionOptions, RevisionTransitionSet } from './status-transitions.js';
-export { runWorkerProcess, type WorkerProcessContext, type WorkerProcessSpec } from './worker-process.js';
 export { RetentionRepository } from './retention.repository.js';
 export { RevisionHistoryRepository, type RevisionHistory, type StatusChange } from './revision-history.repository.js';
 export {

@@ -1,7 +1,7 @@
 import { isRowRefused, type DataSource } from '@slipway/db';
 import { toStorableText } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
-import { capLogLine, LineSplitter } from '@slipway/jobs';
+import { capLogLine, LineSplitter } from './line-splitter.js';
 import { RevisionLogRepository, type LogType } from './revision-log.repository.js';
 
 const FLUSH_EVERY_MS = 250;

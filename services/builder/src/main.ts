@@ -1,10 +1,11 @@
 /**
- * The builder process: a BullMQ worker on `builds` (plus the shared maintenance worker).
- * Entry file: `tsx services/builder/src/main.ts`; run more copies to build more in parallel.
+ * The builder process: a BullMQ worker on `builds`, plus the roles every worker process hosts
+ * (listed below). Entry file: `tsx services/builder/src/main.ts`; run more copies to build more
+ * in parallel.
  */
 import { createWorker, QUEUES } from '@slipway/jobs';
-import { runWorkerProcess } from '@slipway/pipeline';
 import { sandboxForStart, type Sandbox } from '@slipway/runtime';
+import { healthPortRole, maintenanceRole, outboxRelayRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
 import { buildRevisionProcessor } from './build-revision.processor.js';
 import { integrationCloneAccess } from './clone-auth.js';
 import { liveBuilds, sweepBuildDirectories } from './sweep-builds.js';
@@ -14,6 +15,8 @@ let sandbox: Sandbox | null = null;
 
 runWorkerProcess({
   name: 'builder',
+  // Hosted beside its own `builds` worker (below), as by every worker process.
+  roles: [maintenanceRole, webhookDeliveryRole, outboxRelayRole, healthPortRole],
   onStart: async ({ config, dataSource, log }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off, which warns
     // at every start (docs/operations.md, Sandbox), exactly as the deployer does.

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
+import { LineSplitter } from '@slipway/pipeline';
 import { handOverSeccomp } from '@slipway/runtime';
-import { LineSplitter } from '@slipway/jobs';
 
 export interface RunCommandOptions {
   /** A shell command line, run as `/bin/sh -c <command>`. */

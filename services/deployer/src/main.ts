@@ -1,12 +1,12 @@
 /**
- * The deployer process: a BullMQ worker on `rollouts` (rollouts, provisioning, teardown) plus
- * the shared maintenance worker. Entry file: `tsx services/deployer/src/main.ts`.
+ * The deployer process: a BullMQ worker on `rollouts` (rollouts, provisioning, teardown), plus
+ * the roles every worker process hosts (listed below). Entry file: `tsx services/deployer/src/main.ts`.
  */
 import path from 'node:path';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
-import { runWorkerProcess } from '@slipway/pipeline';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
+import { healthPortRole, maintenanceRole, outboxRelayRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
 import { EmbeddedPlacement } from './placement/embedded-placement.js';
 import { ListenerPlacement } from './placement/listener-placement.js';
 import type { Placements } from './placement/placement.js';
@@ -25,6 +25,8 @@ let dataAccess: DeploymentDataAccess;
 
 runWorkerProcess({
   name: 'deployer',
+  // Hosted beside its own `rollouts` worker (below), as by every worker process.
+  roles: [maintenanceRole, webhookDeliveryRole, outboxRelayRole, healthPortRole],
   onStart: async ({ config, dataSource, log, metrics, secrets }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
     const sandbox = await sandboxForStart(config.sandbox, dataSource, {

@@ -1,8 +1,9 @@
 import express, { type Request, type RequestHandler, type Router } from 'express';
 import { Histogram, Registry } from 'prom-client';
 import type { DataSource } from '@slipway/db';
-import { collectProcessMetrics, type Queues } from '@slipway/jobs';
+import type { Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
+import { collectProcessMetrics } from '@slipway/worker';
 import { QueueJobsCollector, type QueueJobsCollectorOptions } from './queue-jobs.collector.js';
 import { RevisionEventsCollector, type RevisionEventsCollectorOptions } from './revision-events.collector.js';
 

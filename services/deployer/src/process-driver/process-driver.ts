@@ -21,7 +21,8 @@ import {
   type StartInstancesOutcome,
   type TrafficSwitch,
 } from '@slipway/runtime';
-import { producerConnection, type WorkerMetrics } from '@slipway/jobs';
+import { producerConnection } from '@slipway/jobs';
+import type { WorkerMetrics } from '@slipway/worker';
 import type { Redis } from 'ioredis';
 import { takeAgentRunCounts } from '../metrics/agent-runs.js';
 import { DeploymentMetrics } from '../metrics/deployment-metrics.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EVENTS_CHANNEL, EventRepository, OutboundWebhookRepository, publicEvent, type DataSource, type OutboundWebhook, type PgNotifications, type StoredEvent } from '@slipway/db';
+import { enqueueInOutbox } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
-import { enqueueInOutbox } from './outbox.js';
 
 const WEBHOOKS_PER_PASS = 20;
 const EVENTS_PER_WEBHOOK = 500;

@@ -3,11 +3,10 @@ import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
 import { signWebhook, type SecretsCodec } from '@slipway/crypto';
 import { OutboundWebhookRepository, type DataSource, type PublicEvent } from '@slipway/db';
+import { createWorker, QUEUES, type JobHandler } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { guardedFetch, OutboundError } from '@slipway/net';
-import { QUEUES } from './catalog.js';
 import { slackMessage } from './slack-message.js';
-import { createWorker, type JobHandler } from './worker.js';
 
 /** Deliveries in flight per process: they mostly wait on receivers. */
 const WEBHOOK_CONCURRENCY = 16;

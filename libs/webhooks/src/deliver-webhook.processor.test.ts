@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_CATALOG } from './catalog.js';
+import { JOB_CATALOG } from '@slipway/jobs';
 import { webhookBackoff } from './deliver-webhook.processor.js';
 
 describe('webhook retries', () => {
