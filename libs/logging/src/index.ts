@@ -5,6 +5,7 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger } from 'pino';
+export { collectProcessMetrics } from './process-metrics.js';
 
 /**
  * Paths pino censors. Covers request headers as logged by pino-http, and the field names

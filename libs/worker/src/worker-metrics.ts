@@ -1,17 +1,8 @@
 import type { Job, Worker } from 'bullmq';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '@slipway/logging';
+import { Counter, Histogram, Registry } from 'prom-client';
 
 const DURATION_BUCKETS = [0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800];
-
-/**
- * The Node process defaults (CPU, memory, handles, event-loop lag), prefixed `slipway_`, for every
- * service. prom-client samples event-loop lag with a libuv timer at 10 ms by default: 100 wake-ups
- * a second, about 1 % of a core for an otherwise idle process (measured by `pnpm bench`, idle
- * stack). At 100 ms a lag worth alerting on still shows.
- */
-export function collectProcessMetrics(registry: Registry): void {
-  collectDefaultMetrics({ register: registry, prefix: 'slipway_', eventLoopMonitoringPrecision: 100 });
-}
 
 /**
  * A worker process's own Prometheus metrics: jobs finished per queue, job name and outcome, and

@@ -3,7 +3,7 @@ import { Histogram, Registry } from 'prom-client';
 import type { DataSource } from '@slipway/db';
 import type { Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
-import { collectProcessMetrics } from '@slipway/worker';
+import { collectProcessMetrics } from '@slipway/logging';
 import { QueueJobsCollector, type QueueJobsCollectorOptions } from './queue-jobs.collector.js';
 import { RevisionEventsCollector, type RevisionEventsCollectorOptions } from './revision-events.collector.js';
 
