@@ -5,6 +5,8 @@ export { Reconciler, type ReconcileReport } from './reconciler.js';
 export { Retention, type RetentionReport } from './retention.js';
 export { RevisionFlow } from './revision-flow.js';
 export { RevisionRepository, type Heartbeat } from './revision.repository.js';
+export { DeploymentReads, type PresentableDeployment, type PushTarget } from './deployment-reads.js';
+export { ListenerPoll, type ListenerCheckIn, type ListenerWork } from './listener-poll.js';
 export {
   RevisionReads,
   type BuildRow,

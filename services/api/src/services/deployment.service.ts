@@ -12,7 +12,6 @@ import {
   transitionDeployment,
   type DataSource,
   type EntityManager,
-  type PresentableDeployment,
   type StoredRevisionConfig,
   type StoredSourceConfig,
 } from '@slipway/db';
@@ -28,7 +27,7 @@ import {
   type SecretEntry,
 } from '@slipway/domain';
 import { enqueueInOutbox } from '@slipway/jobs';
-import { RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
+import { DeploymentReads, RevisionRepository, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
 import { RequestValidationError, type ValidationIssue } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
 import { assertImmutables, assertNoListeners, attachTracingProject, checkListener, nameTaken } from './deployment-checks.js';
@@ -66,13 +65,13 @@ export class DeploymentService {
   // ---------------------------------------------------------------- reads
 
   async get(workspaceId: string, id: string, manager: EntityManager = this.dataSource.manager): Promise<DeploymentView> {
-    const row = await new DeploymentRepository(manager).findPresentable(workspaceId, id);
+    const row = await new DeploymentReads(manager).findPresentable(workspaceId, id);
     if (!row) throw NotFoundError.of('Deployment', id);
     return this.presentRow(row);
   }
 
   async list(workspaceId: string, query: ListDeploymentsQuery): Promise<DeploymentView[]> {
-    const rows = await new DeploymentRepository(this.dataSource.manager).list(
+    const rows = await new DeploymentReads(this.dataSource.manager).list(
       workspaceId,
       {
         nameContains: query.name_contains,
