@@ -278,9 +278,9 @@ export class DeploymentService {
     const deployment = await this.lock(manager, workspaceId, id);
     if (deployment.status !== 'AWAITING_DELETE') {
       await transitionDeployment(manager, id, 'AWAITING_DELETE');
-      const revisions = new RevisionRepository(manager);
-      for (const revisionId of await revisions.openOfDeployment(id)) {
-        await revisions.transition(revisionId, 'INTERRUPTED', { message: 'Deployment deleted.' });
+      // Through the flow as every status change; nothing waiting is promoted now (AWAITING_DELETE).
+      for (const revisionId of await new RevisionRepository(manager).openOfDeployment(id)) {
+        await this.flow.transition(manager, revisionId, 'INTERRUPTED', { message: 'Deployment deleted.' });
       }
       await enqueueInOutbox(manager, 'teardown.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
       // Its images can no longer be pushed or pulled with the push tokens it handed out.
