@@ -31,3 +31,5 @@ export {
   type LogType,
   type ScopedLogLine,
 } from './revision-log.repository.js';
+/** For the bench's fixtures only. */
+export { RevisionFixtures } from './fixtures.js';
