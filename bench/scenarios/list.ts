@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createDatabaseIfMissing, createDataSource, DeploymentRepository, dropDatabaseIfExists, runMigrations, type DataSource, type DeploymentFilter } from '@slipway/db';
+import { createDatabaseIfMissing, createDataSource, dropDatabaseIfExists, runMigrations, type DataSource, type DeploymentFilter } from '@slipway/db';
+import { DeploymentReads } from '@slipway/pipeline';
 import { timeInterleaved } from '../support/measure.js';
 import { atMost, type BenchRow } from '../support/report.js';
 import type { BenchOptions } from './options.js';
@@ -117,7 +118,7 @@ export async function listScenario(o: BenchOptions): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
     for (const [label, filter, offset] of CASES) {
       const page = { limit: 20, offset: offset ?? 0 };
-      const query = (f: Fixture) => () => new DeploymentRepository(f.dataSource.manager).list(f.workspaceId, filter(f), page);
+      const query = (f: Fixture) => () => new DeploymentReads(f.dataSource.manager).list(f.workspaceId, filter(f), page);
       const [a, b] = await timeInterleaved([query(small), query(large)], o.listRuns);
       rows.push(atMost(`list: ${label}`, `p99 ${largeRows / 1000}k vs ${smallRows / 1000}k`, b!.p99, a!.p99, 2));
     }

@@ -1,3 +1,5 @@
+import { loadConfig } from '@slipway/config';
+import { RevisionFlow } from '@slipway/pipeline';
 import { load, type LoadResult } from '../support/measure.js';
 import { atLeast, atMost, type BenchRow } from '../support/report.js';
 import type { BenchStack } from '../support/stack.js';
@@ -14,8 +16,7 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
   // A few deployments mid-rollout, so desired state renders real entries (manifests, secrets).
   const deployments = [];
   for (let i = 0; i < 5; i++) deployments.push(await stack.request('POST', '/v2/deployments', stack.createBody(`read-${stack.id}-${i}`)));
-  const ids = deployments.map((d) => d.latest_revision_id as string);
-  await stack.dataSource.query(`UPDATE revisions SET status = 'DEPLOYING' WHERE id = ANY($1)`, [ids]);
+  await startRollouts(stack, deployments);
   const agent = await stack.request('POST', '/v2/api-keys', { description: 'bench agent', role: 'member', listener_id: stack.listenerId });
   const [item] = await stack.dataSource.query(`INSERT INTO raw_items (name, image_uri, secrets) VALUES ('x', 'y', '[]') RETURNING id`);
 
@@ -42,4 +43,21 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
     rows.push(atLeast(name, 'throughput', r.reqPerSec, raw.reqPerSec, 0.5), atMost(name, 'p99', r.p99, raw.p99, 2));
   }
   return rows;
+}
+
+/**
+ * Starts each deployment's rollout as the deployer does for a listener's deployment: once the
+ * relay handed the revision to the rollout queue (AWAITING_DEPLOY), it moves it to DEPLOYING and
+ * leaves it to the agent (a deployer of this stack that took the job already did the same).
+ */
+async function startRollouts(stack: BenchStack, deployments: Array<{ id: string; latest_revision_id: string }>): Promise<void> {
+  const flow = new RevisionFlow(loadConfig(stack.serviceEnv).pipeline);
+  for (const d of deployments) {
+    for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
+      const { status } = await stack.request('GET', `/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`);
+      if (status === 'DEPLOYING') break;
+      if (status === 'AWAITING_DEPLOY' && (await stack.dataSource.transaction((m) => flow.transition(m, d.latest_revision_id, 'DEPLOYING', { from: ['AWAITING_DEPLOY'] })))) break;
+      if (Date.now() > deadline) throw new Error(`revision ${d.latest_revision_id} is still ${status}, not handed to the rollout queue`);
+    }
+  }
 }

@@ -7,6 +7,7 @@ import { Registry } from 'prom-client';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { createDatabaseIfMissing, dropDatabaseIfExists } from '@slipway/db';
 import { createLogger } from '@slipway/logging';
+import { RevisionFixtures } from '@slipway/pipeline';
 import { ServingProxy } from '@slipway/runtime';
 import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
 import { ServingAuth } from '../../services/deployer/src/serving-auth.js';
@@ -151,8 +152,7 @@ export class AgentServerBench {
   /** A deployment of the bench's workspace whose active revision is that artifact: its URL requires a key. */
   private async deployment(): Promise<string> {
     const created = await this.stack.request('POST', '/v2/deployments', this.stack.createBody(`agent-bench-${this.stack.id}`));
-    await this.stack.dataSource.query(`UPDATE revisions SET artifact_ref = $2 WHERE id = $1`, [created.latest_revision_id, this.dir]);
-    await this.stack.dataSource.query(`UPDATE deployments SET active_revision_id = $2 WHERE id = $1`, [created.id, created.latest_revision_id]);
+    await new RevisionFixtures(this.stack.dataSource.manager).serveArtifact(created.id, created.latest_revision_id, this.dir);
     return created.id;
   }
 }

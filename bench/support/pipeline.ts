@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { RevisionFixtures } from '@slipway/pipeline';
 import { CgroupWriter, detectCgroups, removeSandboxPool } from '@slipway/runtime';
 import { killGroup, processesUnder } from '../../test/support/app-processes.js';
 import { freePort, startProcess, type BenchProcess } from './processes.js';
@@ -127,7 +128,7 @@ export class BenchPipeline {
       const cgroups = new CgroupWriter(layout);
       const instances: Array<{ id: string }> = await this.stack.dataSource.query(`SELECT id FROM runtime_processes`).catch(() => []);
       for (const { id } of instances) await cgroups.handle(`i-${id}`).remove().catch(() => {});
-      const builds: Array<{ id: string; attempt: number }> = await this.stack.dataSource.query(`SELECT id, attempt FROM revisions`).catch(() => []);
+      const builds = await new RevisionFixtures(this.stack.dataSource.manager).attempts().catch(() => []);
       for (const r of builds) for (let a = 0; a <= r.attempt; a++) await cgroups.handle(`b-${r.id}-a${a}`).remove().catch(() => {});
       await removeSandboxPool(this.subnet).catch(() => {});
     }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RouteSpec } from '@slipway/api/app';
-import { RevisionLogWriter, RevisionRepository } from '@slipway/pipeline';
+import { RevisionLogWriter } from '@slipway/pipeline';
 import { createListener } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -251,7 +251,7 @@ describe('worker-side text is made storable, never lost', () => {
   it('applies a transition whose status message holds NUL or a lone surrogate, storing it sanitised', async () => {
     const revisionId = await revision();
     const applied = await api.dataSource.transaction((m) =>
-      new RevisionRepository(m).transition(revisionId, 'INTERRUPTED', { message: `app said: ${NUL}oops${LONE_LOW}`, set: { revisionConfig: { note: `x${NUL}`, [`k${LONE_HIGH}`]: 1 } } }),
+      api.flow.transition(m, revisionId, 'INTERRUPTED', { message: `app said: ${NUL}oops${LONE_LOW}`, set: { revisionConfig: { note: `x${NUL}`, [`k${LONE_HIGH}`]: 1 } } }),
     );
     expect(applied).toMatchObject({ revisionId, to: 'INTERRUPTED' });
     const [row] = await api.dataSource.query(`SELECT status, status_message, source_revision_config FROM revisions WHERE id = $1`, [revisionId]);

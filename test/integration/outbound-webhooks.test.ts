@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@slipway/logging';
-import { Reconciler, RevisionRepository } from '@slipway/pipeline';
+import { Reconciler } from '@slipway/pipeline';
 import { createImageDeployment, createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { eventually } from '../support/service-process.js';
@@ -255,7 +255,7 @@ describe('deliveries', () => {
     const d = await createImageDeployment(api, 'wh-slack-escaped', listenerId);
     // A status message is what an agent (or a failing image) says: here it tries Slack's control sequences.
     const message = 'Image pull failed <!channel> see <https://evil.example/login|the fix> & retry';
-    const moved = await new RevisionRepository(api.dataSource.manager).transition(d.latest_revision_id, 'INTERRUPTED', { message });
+    const moved = await api.dataSource.transaction((m) => api.flow.transition(m, d.latest_revision_id, 'INTERRUPTED', { message }));
     expect(moved).not.toBeNull();
     const rs = await eventually(
       () => received.filter((x) => x.path === '/slack-escaped').map((x) => JSON.parse(x.body).text as string),

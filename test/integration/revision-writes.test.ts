@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RevisionRepository } from '@slipway/pipeline';
+import type { RevisionStatus } from '@slipway/domain';
+import { transitionRevision, type RevisionTransitionOptions } from '../../libs/pipeline/src/status-transitions.js';
 import { createRepohostDeployment } from '../support/fixtures.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -50,7 +52,19 @@ async function imageRevision(): Promise<string> {
   return res.body.latest_revision_id;
 }
 
-const tx = <T>(work: (revisions: RevisionRepository) => Promise<T>) => api.dataSource.transaction((m) => work(api.flow.revisions(m)));
+/** The raw status write (internal to libs/pipeline, whose callers reach it through RevisionFlow) beside the repository's writes. */
+interface Writes extends Pick<RevisionRepository, 'beat' | 'recordConfig'> {
+  transition(id: string, to: RevisionStatus, options?: RevisionTransitionOptions): ReturnType<typeof transitionRevision>;
+}
+const tx = <T>(work: (revisions: Writes) => Promise<T>) =>
+  api.dataSource.transaction((m) => {
+    const rows = new RevisionRepository(m);
+    return work({
+      transition: (id, to, options) => transitionRevision(m, id, to, options, api.config.pipeline),
+      beat: (...args) => rows.beat(...args),
+      recordConfig: (...args) => rows.recordConfig(...args),
+    });
+  });
 const near = (ms: number | null, target: number) => expect(Math.abs((ms ?? 0) - target)).toBeLessThan(60_000);
 
 describe('revision writes', () => {

@@ -6,6 +6,8 @@ export { Reconciler, type ReconcileReport } from './reconciler.js';
 export { Retention, type RetentionReport } from './retention.js';
 export { RevisionFlow } from './revision-flow.js';
 export { RevisionRepository, type Heartbeat } from './revision.repository.js';
+export { DeploymentReads, type PresentableDeployment, type PushTarget } from './deployment-reads.js';
+export { ListenerPoll, type ListenerCheckIn, type ListenerWork } from './listener-poll.js';
 export {
   RevisionReads,
   type BuildRow,
@@ -29,3 +31,5 @@ export {
   type LogType,
   type ScopedLogLine,
 } from './revision-log.repository.js';
+/** For the bench's fixtures only. */
+export { RevisionFixtures } from './fixtures.js';

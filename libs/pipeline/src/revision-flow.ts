@@ -4,7 +4,7 @@ import { isImageSource, isRevisionTerminal, type DeploymentSource, type Deployme
 import { enqueueInOutbox, type JobName } from '@slipway/jobs';
 import { phaseOf, WORKED_PHASES } from './phases.js';
 import { RevisionRepository } from './revision.repository.js';
-import type { AppliedTransition, RevisionTransitionOptions } from './status-transitions.js';
+import { transitionRevision, writeRevision, writeRevisions, type AppliedTransition, type RevisionTransitionOptions } from './status-transitions.js';
 
 /**
  * How revisions move through the pipeline, for every process: admission (start now or wait),
@@ -12,23 +12,34 @@ import type { AppliedTransition, RevisionTransitionOptions } from './status-tran
  * waiting revision, skip the older ones).
  *
  * Lock order is always deployment row, then revision rows, so concurrent PATCHes, reports and
- * deletes serialize per deployment instead of deadlocking. Every path that changes a revision's
- * status takes the deployment lock first (`lockDeployment`, the one `DeploymentRepository.lock`):
- * `admit`, `transition`, `promoteNext` and `retryPhase` here; the api's delete
- * (`DeploymentRepository.lockInWorkspace`), a listener's report (its heartbeat included), the
- * builder's ownership check and retention's artifact prune before their writes. Three writes take
- * no deployment lock and need none: `RevisionRepository.beat` (the phase guard) and `recordConfig`
- * (the builder's commit) change no status and run as one autocommit statement that locks only its
- * revision row and waits for nothing else while holding it, so it cannot close a deadlock cycle;
+ * deletes serialize per deployment instead of deadlocking. Every status change is made here (the
+ * status UPDATE is reached through this class only), and each takes the deployment lock first
+ * (`lockDeployment`, the one `DeploymentRepository.lock`): `admit`, `transition`, `promoteNext`
+ * and `retryPhase`; `admitFirst` needs none, its deployment row being one its own transaction
+ * inserted, which no other can see yet. Callers that lock or write revision rows themselves take
+ * the same lock first: a revision's insert (`insertAsLatest`, unless the deployment is the
+ * transaction's own), a listener's report (its heartbeat), the builder's ownership check and
+ * retention's artifact prune. Three writes take no deployment lock and need none:
+ * `RevisionRepository.beat` (the phase guard) and `recordConfig` (the builder's commit) change no
+ * status and run as one autocommit statement that locks only its revision row and waits for
+ * nothing else while holding it, so it cannot close a deadlock cycle;
  * `onHandOff` is explained below. The partial unique index `revisions_one_in_flight_idx` is the
  * backstop that makes two started revisions impossible even if this code were wrong.
  */
 export class RevisionFlow {
   constructor(private readonly timings: PipelineTimings) {}
 
-  /** The revision rows of `manager`'s transaction, with this pipeline's phase deadlines. */
-  revisions(manager: EntityManager): RevisionRepository {
-    return new RevisionRepository(manager, this.timings);
+  /** The revision rows of `manager`'s transaction (reads, and writes that change no status). */
+  private revisions(manager: EntityManager): RevisionRepository {
+    return new RevisionRepository(manager);
+  }
+
+  /**
+   * The status UPDATE (`transitionRevision`), with this pipeline's phase deadlines: the raw
+   * write, which only this class reaches (its callers lock and follow up as `transition` does).
+   */
+  private write(manager: EntityManager, revisionId: string, to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<AppliedTransition | null> {
+    return transitionRevision(manager, revisionId, to, options, this.timings);
   }
 
   /** Locks the deployment row for the rest of the transaction (`DeploymentRepository.lock`). Null when it is gone. */
@@ -42,10 +53,9 @@ export class RevisionFlow {
    */
   async admit(manager: EntityManager, deploymentId: string, revisionId: string, requestId?: string): Promise<'started' | 'queued'> {
     await this.lockDeployment(manager, deploymentId);
-    const revisions = this.revisions(manager);
-    const busy = await revisions.inFlight(deploymentId, revisionId);
+    const busy = await this.revisions(manager).inFlight(deploymentId, revisionId);
     if (busy) {
-      await revisions.transition(revisionId, 'QUEUED', { from: ['CREATING'], message: `Waiting for revision ${busy} to finish.` });
+      await this.write(manager, revisionId, 'QUEUED', { from: ['CREATING'], message: `Waiting for revision ${busy} to finish.` });
       return 'queued';
     }
     await this.start(manager, revisionId, requestId);
@@ -72,11 +82,10 @@ export class RevisionFlow {
     to: RevisionStatus,
     options: RevisionTransitionOptions = {},
   ): Promise<AppliedTransition | null> {
-    const revisions = this.revisions(manager);
-    const deploymentId = await revisions.deploymentOf(revisionId);
+    const deploymentId = await this.revisions(manager).deploymentOf(revisionId);
     if (!deploymentId) return null;
     await this.lockDeployment(manager, deploymentId);
-    const applied = await revisions.transition(revisionId, to, options);
+    const applied = await this.write(manager, revisionId, to, options);
     if (!applied || !isRevisionTerminal(to)) return applied;
     if (to === 'DEPLOYED') {
       await manager.query(
@@ -102,10 +111,10 @@ export class RevisionFlow {
    * two of them (Postgres' deadlock detection stays the backstop: the relay then goes row by row).
    */
   async onHandOff(manager: EntityManager, jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>): Promise<void> {
-    const revisions = this.revisions(manager);
     for (const phase of WORKED_PHASES) {
       const ids = jobs.filter((j) => j.name === phase.job && typeof j.payload.revisionId === 'string').map((j) => j.payload.revisionId as string);
-      await revisions.transitionMany(ids, phase.entry, { from: [...phase.from] });
+      // A phase's entry is never terminal: nothing follows per revision, so one statement moves them all.
+      await writeRevisions(manager, ids, { to: phase.entry, from: [...phase.from] }, this.timings);
     }
   }
 
@@ -118,7 +127,7 @@ export class RevisionFlow {
     const [newest, ...older] = await revisions.waiting(deploymentId);
     if (!newest) return null;
     for (const id of older) {
-      await revisions.transition(id, 'SKIPPED', { from: ['QUEUED'], message: `Superseded by revision ${newest}.` });
+      await this.write(manager, id, 'SKIPPED', { from: ['QUEUED'], message: `Superseded by revision ${newest}.` });
     }
     await this.start(manager, newest, requestId);
     return newest;
@@ -146,7 +155,7 @@ export class RevisionFlow {
         message: `${reason} Gave up after ${rev.attempt + 1} attempts.`,
       });
     }
-    const applied = await revisions.transition(revisionId, phase.entry, {
+    const applied = await this.write(manager, revisionId, phase.entry, {
       ...guard,
       retry: true,
       message: `${reason} Retrying.`,
@@ -158,9 +167,12 @@ export class RevisionFlow {
     return applied;
   }
 
-  /** Takes the in-flight slot and records the first job in the outbox. */
+  /**
+   * Takes the deployment's in-flight slot for a waiting (CREATING/QUEUED, not started) revision,
+   * whose enqueue deadline starts, and records the first job in the outbox.
+   */
   private async start(manager: EntityManager, revisionId: string, requestId?: string): Promise<void> {
-    const row = await this.revisions(manager).start(revisionId);
+    const row = await writeRevision(manager, revisionId, { from: ['CREATING', 'QUEUED'], start: true }, this.timings);
     if (!row) throw new Error(`Revision ${revisionId} vanished while starting`);
     // Images and redeploys of built revisions need no build.
     const job: JobName = isImageSource(row.source as DeploymentSource) || row.artifactRef ? 'rollout.revision' : 'build.revision';

@@ -80,9 +80,10 @@ export interface ServingRow {
 }
 
 /**
- * The named reads of revision rows that the workers, the serving proxy and the listener
- * protocol need, each with its own row type: nothing outside this library writes SQL against
- * `revisions` (docs/architecture.md, Libraries). Reads only; writes go through `RevisionFlow`.
+ * The named reads of revision rows that the workers, the serving proxy, the listener protocol,
+ * the push webhook and the image caches need, each with its own row type: nothing outside this
+ * library writes SQL against `revisions` (docs/architecture.md, Libraries). Reads only; writes
+ * go through `RevisionFlow`.
  */
 export class RevisionReads {
   constructor(private readonly manager: EntityManager) {}
@@ -197,5 +198,58 @@ export class RevisionReads {
       [deploymentId],
     );
     return row ?? null;
+  }
+
+  /**
+   * The revision an earlier delivery with the same host delivery id already created for this
+   * deployment, if any. Asked under the deployment lock, so two copies of one delivery arriving
+   * together cannot both miss each other's revision.
+   */
+  async fromDelivery(integrationId: string, deliveryId: string, deploymentId: string): Promise<string | null> {
+    const [row] = await queryRows<{ id: string }>(
+      this.manager,
+      `SELECT r.id FROM webhook_deliveries w JOIN revisions r ON r.id = ANY(w.revision_ids)
+        WHERE w.integration_id = $1 AND w.delivery_id = $2 AND r.deployment_id = $3
+        LIMIT 1`,
+      [integrationId, deliveryId, deploymentId],
+    );
+    return row?.id ?? null;
+  }
+
+  /**
+   * Image digests some revision of a deployment that is not being deleted runs or may run again
+   * (a redeploy): the container runtime keeps these unpacked and removes the rest.
+   */
+  async imageDigestsInUse(): Promise<Set<string>> {
+    const rows = await queryRows<{ image_digest: string }>(
+      this.manager,
+      `SELECT DISTINCT r.image_digest FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+        WHERE r.image_digest IS NOT NULL AND d.status <> 'AWAITING_DELETE'`,
+    );
+    return new Set(rows.map((r) => r.image_digest));
+  }
+
+  /**
+   * Per existing deployment, the image digests its revisions run or may run again (a redeploy):
+   * what registry garbage collection keeps. A deployment without image revisions maps to an empty set.
+   */
+  async imageDigestsByDeployment(): Promise<Map<string, Set<string>>> {
+    const rows = await queryRows<{ id: string; image_digest: string | null }>(
+      this.manager,
+      `SELECT d.id, r.image_digest FROM deployments d LEFT JOIN revisions r ON r.deployment_id = d.id AND r.image_digest IS NOT NULL`,
+    );
+    const byDeployment = new Map<string, Set<string>>();
+    for (const r of rows) {
+      const digests = byDeployment.get(r.id) ?? new Set<string>();
+      if (r.image_digest) digests.add(r.image_digest);
+      byDeployment.set(r.id, digests);
+    }
+    return byDeployment;
+  }
+
+  /** Whether some revision of the deployment names the digest (asked again right before a deletion). */
+  async deploymentUsesImage(deploymentId: string, digest: string): Promise<boolean> {
+    const rows = await queryRows(this.manager, `SELECT 1 FROM revisions WHERE deployment_id = $1 AND image_digest = $2 LIMIT 1`, [deploymentId, digest]);
+    return rows.length > 0;
   }
 }

@@ -1,13 +1,6 @@
 import { queryRows, Revision, type EntityManager, type Page } from '@slipway/db';
-import { isRevisionTerminal, REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
-import {
-  transitionRevision,
-  writeRevision,
-  writeRevisions,
-  type AppliedTransition,
-  type RevisionTransitionOptions,
-} from './status-transitions.js';
-import type { PhaseBudgets } from './phases.js';
+import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
+import { writeRevision } from './status-transitions.js';
 
 const TERMINAL = [...REVISION_TERMINAL];
 const NO_REVISION = '00000000-0000-0000-0000-000000000000';
@@ -16,16 +9,13 @@ const NO_REVISION = '00000000-0000-0000-0000-000000000000';
 export type Heartbeat = 'alive' | 'overdue' | 'moved-on';
 
 /**
- * Revision rows: named reads, and writes that all go through `writeRevision`, the one
- * conditional UPDATE (docs/architecture.md, Rules). Nothing else in the product writes the
- * revision table. `budgets` are the phase deadlines; writes that enter a phase or start a
- * revision need them.
+ * Revision rows: named reads, the insert, and the writes that change no status, which go
+ * through `writeRevision`, the one conditional UPDATE (docs/architecture.md, Rules). Status
+ * changes and starts are `RevisionFlow`'s alone (under the deployment lock, with what follows
+ * them); nothing else in the product writes the revision table.
  */
 export class RevisionRepository {
-  constructor(
-    private readonly manager: EntityManager,
-    private readonly budgets?: PhaseBudgets,
-  ) {}
+  constructor(private readonly manager: EntityManager) {}
 
   // ---------------------------------------------------------------- reads
 
@@ -123,7 +113,6 @@ export class RevisionRepository {
 
   // ---------------------------------------------------------------- writes
 
-  /** A new revision row, CREATING, not started. */
   /**
    * Inserts a revision (CREATING) and makes it its deployment's latest, in one statement: the
    * insert runs as a CTE of the deployment's UPDATE (the foreign key is checked when the
@@ -150,29 +139,6 @@ export class RevisionRepository {
         WHERE id = $${params.length + 1}`,
       [...params, values.deploymentId],
     );
-  }
-
-  /** A status change (see `writeRevision`). */
-  transition(revisionId: string, to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<AppliedTransition | null> {
-    return transitionRevision(this.manager, revisionId, to, options, this.budgets);
-  }
-
-  /**
-   * The same non-terminal status change of several revisions in one statement (the relay's
-   * hand-off of a batch); returns the ids that moved.
-   */
-  async transitionMany(revisionIds: readonly string[], to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<string[]> {
-    if (isRevisionTerminal(to)) throw new Error(`A terminal status (${to}) has consequences per revision; use transition`);
-    return (await writeRevisions(this.manager, revisionIds, { ...options, to }, this.budgets)).map((r) => r.revisionId);
-  }
-
-  /**
-   * Takes the deployment's in-flight slot for a waiting (CREATING/QUEUED, not started)
-   * revision; its enqueue deadline starts. Returns what decides its first job, or null.
-   */
-  async start(revisionId: string): Promise<{ source: string; artifactRef: string | null; attempt: number } | null> {
-    const applied = await writeRevision(this.manager, revisionId, { from: ['CREATING', 'QUEUED'], start: true }, this.budgets);
-    return applied && { source: applied.source, artifactRef: applied.artifactRef, attempt: applied.attempt };
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Config } from '@slipway/config';
 import { RegistryRepository, type DataSource } from '@slipway/db';
+import { RevisionReads } from '@slipway/pipeline';
 import {
   deploymentOfRepository,
   loadOrCreateSigningKey,
@@ -52,7 +53,8 @@ export async function collectRegistryGarbage(options: RegistryGcOptions): Promis
   const now = options.now ?? new Date();
   const recent = (at: Date) => now.getTime() - at.getTime() < options.graceMs;
   const repo = new RegistryRepository(dataSource.manager);
-  const wanted = await repo.imageDigestsByDeployment();
+  const revisions = new RevisionReads(dataSource.manager);
+  const wanted = await revisions.imageDigestsByDeployment();
   const manifests = await storedManifests(storageDir);
   const keep = (m: StoredManifest) => {
     const deploymentId = deploymentOfRepository(m.repository);
@@ -72,7 +74,7 @@ export async function collectRegistryGarbage(options: RegistryGcOptions): Promis
   for (const m of doomed) {
     // A PATCH since the first read may have made a revision of it: asked again just before.
     const deploymentId = deploymentOfRepository(m.repository)!;
-    if (wanted.has(deploymentId) && (await repo.deploymentUsesImage(deploymentId, m.digest))) {
+    if (wanted.has(deploymentId) && (await revisions.deploymentUsesImage(deploymentId, m.digest))) {
       report.deleted = report.deleted.filter((ref) => ref !== `${m.repository}@${m.digest}`);
       report.kept++;
       continue;

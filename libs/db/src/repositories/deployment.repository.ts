@@ -1,5 +1,5 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
-import { Deployment, Revision, type StoredRevisionConfig } from '../entities/index.js';
+import { Deployment } from '../entities/index.js';
 import type { Page } from './pagination.js';
 import { queryRows } from '../sql.js';
 import type { DeploymentStatus } from '@slipway/domain';
@@ -17,49 +17,13 @@ export interface DeploymentFilter {
   deploymentIds?: string[];
 }
 
-/** A deployment with what the API shows beside it, read in the same query. */
-export interface PresentableDeployment {
-  deployment: Deployment;
-  /** The latest revision's source_revision_config (null without a revision). */
-  latestRevisionConfig: StoredRevisionConfig | null;
-  /** Its tag value ids, oldest tag first. */
-  tagValueIds: string[];
-  /** Whether its active revision (else its latest) was built as an agent server; null: not built. */
-  agentServer: boolean | null;
-}
-
-/**
- * Adds the latest revision's config and the tag value ids to a query of deployments `d` as two
- * correlated subqueries (a primary-key probe and an index range per row), so a GET or a list
- * page is one round trip, not one per table.
- */
-async function presentable(qb: SelectQueryBuilder<Deployment>): Promise<PresentableDeployment[]> {
-  const { entities, raw } = await qb
-    .addSelect('(SELECT r.source_revision_config FROM revisions r WHERE r.id = d.latest_revision_id)', 'latest_revision_config')
-    .addSelect(
-      'ARRAY(SELECT t.tag_value_id::text FROM deployment_tag_values t WHERE t.deployment_id = d.id ORDER BY t.created_at, t.tag_value_id)',
-      'tag_value_ids',
-    )
-    .addSelect(
-      `coalesce(${['d.active_revision_id', 'd.latest_revision_id']
-        .map((id) => `(SELECT (r.source_revision_config->>'agent_server')::boolean FROM revisions r WHERE r.id = ${id})`)
-        .join(', ')})`,
-      'agent_server',
-    )
-    .getRawAndEntities<{ latest_revision_config: StoredRevisionConfig | null; tag_value_ids: string[]; agent_server: boolean | null }>();
-  // No joins: one raw row per entity, in the same order.
-  return entities.map((deployment, i) => ({
-    deployment,
-    latestRevisionConfig: raw[i]!.latest_revision_config,
-    tagValueIds: raw[i]!.tag_value_ids,
-    agentServer: raw[i]!.agent_server,
-  }));
-}
-
 /** Escapes LIKE wildcards so `name_contains=a_b` matches the text `a_b`, not `a` + any + `b`. */
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-/** Deployments and their revisions, always addressed within one workspace. */
+/**
+ * Deployments, always addressed within one workspace. What is read together with their revisions
+ * (the API's presentation, a listener's work) is libs/pipeline's (`DeploymentReads`, `ListenerPoll`).
+ */
 export class DeploymentRepository {
   constructor(private readonly manager: EntityManager) {}
 
@@ -131,16 +95,17 @@ export class DeploymentRepository {
     return (await this.manager.query(`SELECT 1 FROM deployments WHERE workspace_id = $1 AND id = $2`, [workspaceId, id])).length > 0;
   }
 
-  /** `find` with what the API shows beside the row, in one query. */
-  async findPresentable(workspaceId: string, id: string): Promise<PresentableDeployment | null> {
-    const [row] = await presentable(
-      this.manager.createQueryBuilder(Deployment, 'd').where('d.workspace_id = :workspaceId AND d.id = :id', { workspaceId, id }),
-    );
-    return row ?? null;
+  /** The query of one deployment of the workspace (alias `d`), for a read that adds what it shows beside the row. */
+  queryOne(workspaceId: string, id: string): SelectQueryBuilder<Deployment> {
+    return this.manager.createQueryBuilder(Deployment, 'd').where('d.workspace_id = :workspaceId AND d.id = :id', { workspaceId, id });
   }
 
-  /** Every filter of docs/api.md, Deployments, newest first; each filter has its index (migrations 1764400000000-list-indexes, 1764600000100-name-trgm-no-pending-list). */
-  async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<PresentableDeployment[]> {
+  /**
+   * The query of a list page (alias `d`), for a read that adds what it shows beside each row:
+   * every filter of docs/api.md, Deployments, newest first; each filter has its index
+   * (migrations 1764400000000-list-indexes, 1764600000100-name-trgm-no-pending-list).
+   */
+  queryList(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): SelectQueryBuilder<Deployment> {
     const qb = this.manager
       .createQueryBuilder(Deployment, 'd')
       .where('d.workspace_id = :workspaceId', { workspaceId })
@@ -167,31 +132,7 @@ export class DeploymentRepository {
         }),
       );
     }
-    return presentable(qb);
-  }
-
-  /**
-   * A listener's deployments with work for its agent, oldest first: those with a revision
-   * DEPLOYING (returned with it; at most one is in flight) and those AWAITING_DELETE.
-   */
-  async withListenerWork(listenerId: string): Promise<Array<{ deployment: Deployment; deploying: Revision | null }>> {
-    const rows = await this.manager
-      .createQueryBuilder(Deployment, 'd')
-      .leftJoinAndMapOne('d.deploying', Revision, 'r', `r.deployment_id = d.id AND r.status = 'DEPLOYING'`)
-      .where('d.listener_id = :listenerId', { listenerId })
-      // Driven from the few rows with work (by listener and status, and the open revisions'
-      // index), not from every deployment the listener runs: a poll costs what is pending.
-      .andWhere(
-        `d.id IN (SELECT x.id FROM deployments x WHERE x.listener_id = :listenerId AND x.status = 'AWAITING_DELETE'
-                  UNION ALL SELECT o.deployment_id FROM revisions o WHERE o.status = 'DEPLOYING')`,
-      )
-      .orderBy('d.created_at', 'ASC')
-      .addOrderBy('d.id', 'ASC')
-      .getMany();
-    return rows.map((row) => {
-      const { deploying, ...rest } = row as Deployment & { deploying?: Revision };
-      return { deployment: Object.assign(new Deployment(), rest), deploying: deploying ?? null };
-    });
+    return qb;
   }
 
   /** Deployments of `type` across every workspace of the organization. */

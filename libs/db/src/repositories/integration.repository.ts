@@ -1,20 +1,10 @@
 import type { EntityManager } from 'typeorm';
 import { Integration, WebhookDelivery } from '../entities/index.js';
-import { queryRows } from '../sql.js';
 import type { Page } from './pagination.js';
 
 export const INTEGRATION_NAME_UNIQUE = 'integrations_workspace_name_key';
 /** The FK a deployment insert trips when its integration was deleted meanwhile. */
 export const DEPLOYMENT_INTEGRATION_FK = 'deployments_integration_id_fkey';
-
-/** A deployment a push to its integration might build: what the webhook matches on. */
-export interface PushTarget {
-  deploymentId: string;
-  workspaceId: string;
-  repoUrl: string | null;
-  /** The ref of its latest revision: the branch it currently tracks. */
-  repoRef: string | null;
-}
 
 /** Integrations (always addressed within one workspace, except by their own webhook) and their deliveries. */
 export class IntegrationRepository {
@@ -50,25 +40,6 @@ export class IntegrationRepository {
     return (result.affected ?? 0) > 0;
   }
 
-  /**
-   * Live deployments of the integration with `build_on_push` on, with the branch each tracks.
-   * Read outside any lock: the webhook re-checks each one under its deployment lock.
-   */
-  pushTargets(integrationId: string): Promise<PushTarget[]> {
-    return queryRows<PushTarget>(
-      this.manager,
-      `SELECT d.id AS "deploymentId", d.workspace_id AS "workspaceId",
-              d.source_config->>'repo_url' AS "repoUrl", r.source_revision_config->>'repo_ref' AS "repoRef"
-         FROM deployments d
-         LEFT JOIN revisions r ON r.id = d.latest_revision_id
-        WHERE d.integration_id = $1
-          AND d.status <> 'AWAITING_DELETE'
-          AND d.source_config->'build_on_push' = 'true'::jsonb
-        ORDER BY d.created_at, d.id`,
-      [integrationId],
-    );
-  }
-
   // ---------------------------------------------------------------- deliveries
 
   async insertDelivery(delivery: WebhookDelivery): Promise<WebhookDelivery> {
@@ -85,22 +56,6 @@ export class IntegrationRepository {
   /** Records a revision a delivery created, in the transaction that created it. */
   async addDeliveryRevision(id: string, revisionId: string): Promise<void> {
     await this.manager.query(`UPDATE webhook_deliveries SET revision_ids = array_append(revision_ids, $2) WHERE id = $1`, [id, revisionId]);
-  }
-
-  /**
-   * The revision an earlier delivery with the same host delivery id already created for this
-   * deployment, if any. Asked under the deployment lock, so two copies of one delivery arriving
-   * together cannot both miss each other's revision.
-   */
-  async revisionFromDelivery(integrationId: string, deliveryId: string, deploymentId: string): Promise<string | null> {
-    const [row] = await queryRows<{ id: string }>(
-      this.manager,
-      `SELECT r.id FROM webhook_deliveries w JOIN revisions r ON r.id = ANY(w.revision_ids)
-        WHERE w.integration_id = $1 AND w.delivery_id = $2 AND r.deployment_id = $3
-        LIMIT 1`,
-      [integrationId, deliveryId, deploymentId],
-    );
-    return row?.id ?? null;
   }
 
   listDeliveries(integrationId: string, { limit, offset }: Page): Promise<WebhookDelivery[]> {

@@ -53,24 +53,4 @@ export class ListenerRepository {
     const result = await this.manager.delete(Listener, { workspaceId, id });
     return (result.affected ?? 0) > 0;
   }
-
-  /**
-   * An agent's poll: records that the listener was seen and returns what the reconciler marked
-   * UNKNOWN while it was away (its deployments, and its rollouts), in one round trip. The seen
-   * time is written at most once a second: agents poll often, and a write on every poll made each
-   * one wait for the listener's row lock and a WAL flush (silence is judged in minutes).
-   */
-  async checkIn(id: string): Promise<{ unknownDeployments: Array<{ id: string; databaseName: string | null }>; unknownRevisionIds: string[] }> {
-    const rows: Array<{ kind: 'deployment' | 'revision'; id: string; database_name: string | null }> = await this.manager.query(
-      `WITH seen AS (UPDATE listeners SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second'))
-       SELECT 'deployment' AS kind, id, database_name FROM deployments WHERE listener_id = $1 AND status = 'UNKNOWN'
-       UNION ALL
-       SELECT 'revision', r.id, NULL FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
-      [id],
-    );
-    return {
-      unknownDeployments: rows.filter((r) => r.kind === 'deployment').map((r) => ({ id: r.id, databaseName: r.database_name })),
-      unknownRevisionIds: rows.filter((r) => r.kind === 'revision').map((r) => r.id),
-    };
-  }
 }

@@ -64,43 +64,6 @@ export class RegistryRepository {
     );
   }
 
-  /**
-   * Image digests some revision of a deployment that is not being deleted runs or may run again
-   * (a redeploy): the container runtime keeps these unpacked and removes the rest.
-   */
-  async digestsInUse(): Promise<Set<string>> {
-    const rows = await queryRows<{ image_digest: string }>(
-      this.manager,
-      `SELECT DISTINCT r.image_digest FROM revisions r JOIN deployments d ON d.id = r.deployment_id
-        WHERE r.image_digest IS NOT NULL AND d.status <> 'AWAITING_DELETE'`,
-    );
-    return new Set(rows.map((r) => r.image_digest));
-  }
-
-  /**
-   * Per existing deployment, the image digests its revisions run or may run again (a redeploy):
-   * what registry garbage collection keeps. A deployment without image revisions maps to an empty set.
-   */
-  async imageDigestsByDeployment(): Promise<Map<string, Set<string>>> {
-    const rows = await queryRows<{ id: string; image_digest: string | null }>(
-      this.manager,
-      `SELECT d.id, r.image_digest FROM deployments d LEFT JOIN revisions r ON r.deployment_id = d.id AND r.image_digest IS NOT NULL`,
-    );
-    const byDeployment = new Map<string, Set<string>>();
-    for (const r of rows) {
-      const digests = byDeployment.get(r.id) ?? new Set<string>();
-      if (r.image_digest) digests.add(r.image_digest);
-      byDeployment.set(r.id, digests);
-    }
-    return byDeployment;
-  }
-
-  /** Whether some revision of the deployment names the digest (asked again right before a deletion). */
-  async deploymentUsesImage(deploymentId: string, digest: string): Promise<boolean> {
-    const rows = await queryRows(this.manager, `SELECT 1 FROM revisions WHERE deployment_id = $1 AND image_digest = $2 LIMIT 1`, [deploymentId, digest]);
-    return rows.length > 0;
-  }
-
   /** Every counted blob, with when its push was recorded. */
   async countedBlobs(): Promise<{ repository: string; digest: string; createdAt: Date }[]> {
     const rows = await queryRows<{ repository: string; digest: string; created_at: Date }>(this.manager, `SELECT repository, digest, created_at FROM registry_blobs`);

@@ -12,7 +12,6 @@ import {
   transitionDeployment,
   type DataSource,
   type EntityManager,
-  type PresentableDeployment,
   type StoredRevisionConfig,
   type StoredSourceConfig,
 } from '@slipway/db';
@@ -29,7 +28,7 @@ import {
   type SecretEntry,
 } from '@slipway/domain';
 import { enqueueInOutbox } from '@slipway/jobs';
-import { RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
+import { DeploymentReads, RevisionRepository, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
 import { refuseInvalid } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
 import { assertNoListeners, assertPatchable, attachTracingProject, checkListener, nameTaken } from './deployment-checks.js';
@@ -67,13 +66,13 @@ export class DeploymentService {
   // ---------------------------------------------------------------- reads
 
   async get(workspaceId: string, id: string, manager: EntityManager = this.dataSource.manager): Promise<DeploymentView> {
-    const row = await new DeploymentRepository(manager).findPresentable(workspaceId, id);
+    const row = await new DeploymentReads(manager).findPresentable(workspaceId, id);
     if (!row) throw NotFoundError.of('Deployment', id);
     return this.presentRow(row);
   }
 
   async list(workspaceId: string, query: ListDeploymentsQuery): Promise<DeploymentView[]> {
-    const rows = await new DeploymentRepository(this.dataSource.manager).list(
+    const rows = await new DeploymentReads(this.dataSource.manager).list(
       workspaceId,
       {
         nameContains: query.name_contains,
@@ -264,9 +263,9 @@ export class DeploymentService {
     const deployment = await this.lock(manager, workspaceId, id);
     if (deployment.status !== 'AWAITING_DELETE') {
       await transitionDeployment(manager, id, 'AWAITING_DELETE');
-      const revisions = new RevisionRepository(manager);
-      for (const revisionId of await revisions.openOfDeployment(id)) {
-        await revisions.transition(revisionId, 'INTERRUPTED', { message: 'Deployment deleted.' });
+      // Through the flow as every status change; nothing waiting is promoted now (AWAITING_DELETE).
+      for (const revisionId of await new RevisionRepository(manager).openOfDeployment(id)) {
+        await this.flow.transition(manager, revisionId, 'INTERRUPTED', { message: 'Deployment deleted.' });
       }
       await enqueueInOutbox(manager, 'teardown.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
       // Its images can no longer be pushed or pulled with the push tokens it handed out.

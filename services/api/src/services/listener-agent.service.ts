@@ -27,7 +27,7 @@ import {
   type RevisionStatus,
 } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
-import { RevisionLogRepository, RevisionReads, RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
+import { ListenerPoll, RevisionLogRepository, RevisionReads, RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
 import { renderManifests, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
 import { podPolicyOf } from './pod-policy-check.js';
 import type { Principal } from '../auth/principal.js';
@@ -65,7 +65,7 @@ export class ListenerAgentService {
   async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; state: DesiredState | null }> {
     const listener = await this.checkIn(agent, listenerId);
     const manager = this.dataSource.manager;
-    const work = await new DeploymentRepository(manager).withListenerWork(listenerId);
+    const work = await new ListenerPoll(manager).withWork(listenerId);
     const [active, credentials] = await Promise.all([
       new RevisionRepository(manager).byIds(work.filter((w) => w.deployment.status === 'AWAITING_DELETE').map((w) => w.deployment.activeRevisionId)),
       new DeploymentCredentialStore(manager, this.box).credentialsOf(work.map((w) => w.deployment.id)),
@@ -264,10 +264,9 @@ export class ListenerAgentService {
   private async checkIn(agent: Principal, listenerId: string): Promise<Listener> {
     if (agent.listenerId !== listenerId) throw new ForbiddenError(OTHER_LISTENERS_KEY);
     const manager = this.dataSource.manager;
-    const repo = new ListenerRepository(manager);
-    const listener = agent.workspaceId ? await repo.find(agent.workspaceId, listenerId) : null;
+    const listener = agent.workspaceId ? await new ListenerRepository(manager).find(agent.workspaceId, listenerId) : null;
     if (!listener) throw NotFoundError.of('Listener', listenerId);
-    const { unknownDeployments, unknownRevisionIds } = await repo.checkIn(listenerId);
+    const { unknownDeployments, unknownRevisionIds } = await new ListenerPoll(manager).checkIn(listenerId);
     for (const d of unknownDeployments) {
       await transitionDeployment(manager, d.id, d.databaseName ? 'READY' : 'AWAITING_DATABASE', ['UNKNOWN']);
     }

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { DeploymentRepository, IntegrationRepository, isUniqueViolation, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
 import { hasUnstorableCharacter, NotFoundError } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
-import { RevisionRepository } from '@slipway/pipeline';
+import { DeploymentReads, RevisionReads, RevisionRepository } from '@slipway/pipeline';
 import { normalizeRepoUrl } from '@slipway/source';
 import type { DeploymentService } from './deployment.service.js';
 import { presentDelivery, type DeliveryView, type IntegrationService } from './integration.service.js';
@@ -195,7 +195,7 @@ export class WebhookService {
       },
     );
     if (!delivery) return done(409, 'Replayed push refused: this exact signed payload was already received; nothing was built.');
-    const targets = (await new IntegrationRepository(this.dataSource.manager).pushTargets(integration.id)).filter(
+    const targets = (await new DeploymentReads(this.dataSource.manager).pushTargets(integration.id)).filter(
       (t) => t.repoUrl && urls.has(normalizeRepoUrl(t.repoUrl)) && t.repoRef === branch,
     );
     const created: string[] = [];
@@ -217,13 +217,12 @@ export class WebhookService {
           if (deployment.sourceConfig.build_on_push !== true || (latest?.sourceRevisionConfig.repo_ref ?? null) !== branch) {
             return `deployment ${deployment.id} no longer builds ${branch} on push`;
           }
-          const repos = new IntegrationRepository(m);
           if (deliveryId) {
-            const earlier = await repos.revisionFromDelivery(integration.id, deliveryId, deployment.id);
+            const earlier = await new RevisionReads(m).fromDelivery(integration.id, deliveryId, deployment.id);
             if (earlier) return `deployment ${deployment.id} already got revision ${earlier} from delivery ${deliveryId}`;
           }
           const revisionId = await this.deployments.addPushRevision(m, deployment, branch, sha, req.requestId);
-          await repos.addDeliveryRevision(delivery.id, revisionId);
+          await new IntegrationRepository(m).addDeliveryRevision(delivery.id, revisionId);
           return { revisionId };
         });
         if (typeof result === 'string') notes.push(result);

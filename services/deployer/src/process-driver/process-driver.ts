@@ -1,8 +1,9 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@slipway/config';
-import { RegistryRepository, type DataSource } from '@slipway/db';
+import type { DataSource } from '@slipway/db';
 import { redactValues, type Logger } from '@slipway/logging';
+import { RevisionReads } from '@slipway/pipeline';
 import {
   ArtifactError,
   ContainerInstances,
@@ -314,7 +315,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
   private async pruneImages(): Promise<void> {
     if (!this.images || !this.containers) return;
     try {
-      const keep = await new RegistryRepository(this.ctx.dataSource.manager).digestsInUse();
+      const keep = await new RevisionReads(this.ctx.dataSource.manager).imageDigestsInUse();
       for (const digest of await this.containers.digestsInUse(this.images.dir)) keep.add(digest);
       const removed = await this.images.prune(keep);
       if (removed.length) this.log.info({ removed }, 'removed unpacked images no revision uses');
