@@ -132,20 +132,18 @@ describe('langgraphjs deploy (local build) against Slipway', () => {
     expect(`${run.stdout}${run.stderr}`).toContain('was not created by');
   }, 120_000);
 
-  it("external_container without a listener never pulls another deployment's repository of the built-in registry", async () => {
+  it("external_container never names another deployment's repository of the built-in registry: a 422, nothing written", async () => {
     const created = await stand.api.http.post('/v2/deployments', {
       name: 'no-listener-image',
       source: 'external_container',
       source_config: {},
       source_revision_config: { image_uri: `${stand.address}/whatever/web:v1` },
     });
-    expect(created.status, created.text).toBe(201);
-    const revision = await eventually(
-      async () => (await stand.api.http.get(`/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}`)).body,
-      (r) => r.status === 'DEPLOY_FAILED',
-      60_000,
-    );
-    expect(revision.status_message).toContain("Slipway runs images of the built-in registry only from the deployment's own repositories");
-    expect((await stand.api.http.get(`/v2/deployments/${created.body.id}`)).body.active_revision_id).toBeNull();
+    expect(created.status, created.text).toBe(422);
+    expect(created.body.detail).toEqual([
+      expect.objectContaining({ loc: ['body', 'source_revision_config', 'image_uri'], msg: expect.stringContaining("another deployment's repository of the built-in registry") }),
+    ]);
+    const listed = await stand.api.http.get('/v2/deployments?name_contains=no-listener-image');
+    expect(listed.body.resources).toEqual([]);
   }, 90_000);
 });

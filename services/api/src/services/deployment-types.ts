@@ -5,6 +5,8 @@ import type { DeploymentSource, DeploymentType, ResourceSpec, SecretEntry } from
 /** Where `internal_docker` image references are resolved to the digest a revision runs (RegistryService). */
 export interface ImageResolver {
   resolveImage(deploymentId: string, imageUri: string): Promise<{ digest: string; imageUri: string }>;
+  /** Refuses (422) an external_container image in another deployment's repository of the built-in registry. */
+  assertOwnImage(deploymentId: string, imageUri: string): void;
 }
 
 /** What a new revision is made of; everything is snapshotted so the revision never changes. */

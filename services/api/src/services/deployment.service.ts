@@ -290,12 +290,14 @@ export class DeploymentService {
    */
   async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string, firstOfNewDeployment = false): Promise<string> {
     const id = randomUUID();
+    const imageUri = draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null);
+    if (draft.source === 'external_container' && imageUri) this.images?.assertOwnImage(deployment.id, imageUri);
     await new RevisionRepository(manager).insertAsLatest({
       id,
       deploymentId: deployment.id,
       source: draft.source,
       sourceRevisionConfig: draft.sourceRevisionConfig,
-      imageUri: draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null),
+      imageUri,
       imageDigest: draft.imageDigest ?? null,
       artifactRef: draft.artifactRef ?? null,
       resourceSpec: draft.resourceSpec,

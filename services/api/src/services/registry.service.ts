@@ -127,6 +127,23 @@ export class RegistryService {
   }
 
   /**
+   * An `external_container` revision may name the built-in registry only in its deployment's own
+   * repositories: the deployer pulls there with the platform's credential, which reads every
+   * repository, so it refuses any other. Refused here as a 422 naming `image_uri`, rather than
+   * as a DEPLOY_FAILED after the revision was made. Other registries are not this check's concern.
+   */
+  assertOwnImage(deploymentId: string, imageUri: string): void {
+    const ref = parseImageReference(imageUri);
+    if (!ref || ref.registry !== this.config.registry.publicAddress || deploymentOfRepository(ref.repository) === deploymentId) return;
+    throw new RequestValidationError([
+      valueError(
+        ['source_revision_config', 'image_uri'],
+        `names another deployment's repository of the built-in registry (${ref.registry}); images pushed there run only in the internal_docker deployment they were pushed to`,
+      ),
+    ]);
+  }
+
+  /**
    * The digest an `internal_docker` revision will run: `imageUri` must name an image of the
    * deployment's own repositories by tag or digest, and the registry must have it (else 422
    * naming `image_uri`). Returns the digest and the reference pinned to it.
