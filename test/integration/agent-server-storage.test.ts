@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
+import { AGENT_SERVER_HOST_ENTRY, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../support/database.js';
 import { freePort } from '../support/ports.js';
 import { customs, joinAll, slowInput } from '../support/agent-runs.js';
@@ -57,7 +57,7 @@ async function seedLegacyRecords(): Promise<void> {
 }
 
 async function startHost(port: number, redisPrefix: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(hostDir, 'server.mjs'), 'langgraph.json'], {
+  const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
     cwd: root,
     env: { PATH: process.env.PATH!, PORT: String(port), DATABASE_URI: db.url, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: redisPrefix, SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000' },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -205,7 +205,7 @@ describe('agent server start: TTL settings of langgraph.json', () => {
   /** Starts a host on the graph config `config`; resolves with its exit code and stderr once it exits. */
   async function startWith(config: Record<string, unknown>): Promise<{ code: number | null; stderr: string }> {
     writeFileSync(path.join(root, 'ttl-check.json'), JSON.stringify({ graphs: { agent: './src/agent.ts:graph' }, ...config }));
-    const child = spawn(process.execPath, [path.join(hostDir, 'server.mjs'), 'ttl-check.json'], {
+    const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'ttl-check.json'], {
       cwd: root,
       env: { PATH: process.env.PATH!, PORT: String(await freePort()), DATABASE_URI: db.url, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: testQueuePrefix('agent-ttl') },
       stdio: ['ignore', 'ignore', 'pipe'],

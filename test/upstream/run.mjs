@@ -1,7 +1,7 @@
 // Runs the published LangGraph.js server's own API suite (libs/langgraph-api/tests/api.test.mts of
 // langchain-ai/langgraphjs) against the Slipway agent server host, with one or two instances.
 //
-//   node test/upstream/run.mjs <langgraphjs checkout> [--instances 2]
+//   pnpm test:upstream <langgraphjs checkout> [--instances 2]   (tsx: it imports the builder's TypeScript)
 //
 // The suite is not in this repository and not in the npm package (`@langchain/langgraph-api`
 // ships dist/ only): give it a checkout of langgraphjs, at the tag of the pinned server version
@@ -25,6 +25,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+// The host as the builder lays it into an artifact, its TypeScript compiled (run under tsx: `pnpm test:upstream`).
+import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '../..');
@@ -33,7 +35,7 @@ const HOST = path.join(REPO, 'libs/agent-server/host');
 const [checkout, ...rest] = process.argv.slice(2);
 const instances = rest.includes('--instances') ? Number(rest[rest.indexOf('--instances') + 1]) : 1;
 if (!checkout || !existsSync(path.join(checkout, 'libs/langgraph-api/tests/api.test.mts')) || ![1, 2].includes(instances)) {
-  console.error('usage: node test/upstream/run.mjs <langgraphjs checkout> [--instances 1|2]');
+  console.error('usage: pnpm test:upstream <langgraphjs checkout> [--instances 1|2]');
   process.exit(2);
 }
 const pinned = JSON.parse(readFileSync(path.join(HOST, 'package.json'), 'utf8')).dependencies['@langchain/langgraph-api'];
@@ -110,8 +112,8 @@ try {
   writeFileSync(path.join(work, 'vitest.config.mjs'), 'export default { test: { include: ["tests/api.test.mts"], testTimeout: 30_000, hookTimeout: 60_000, fileParallelism: false } };\n');
   sh('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--legacy-peer-deps'], work);
   // The host, installed as the builder installs it into an artifact.
-  cpSync(HOST, path.join(work, 'host'), { recursive: true, filter: (src) => !src.split(path.sep).includes('node_modules') });
-  sh('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts'], path.join(work, 'host'));
+  const hostDir = await copyAgentServerHost(work);
+  sh('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts'], hostDir);
 
   await admin(`CREATE DATABASE ${dbName}`);
   const dbUrl = new URL(adminUrl);
@@ -123,7 +125,7 @@ try {
   writeFileSync(suiteFile, readFileSync(suiteFile, 'utf8').replaceAll('localhost:2024', `localhost:${front}`));
   const ports = instances === 1 ? [front] : [await freePort(), await freePort()];
   for (const port of ports) {
-    const child = spawn(process.execPath, [path.join(work, 'host/server.mjs'), 'langgraph.json'], {
+    const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
       cwd: graphs,
       env: { PATH: process.env.PATH, ...config.env, PORT: String(port), DATABASE_URI: dbUrl.toString(), REDIS_URI: redisUrl, REDIS_PREFIX: `slipway-upstream-${process.pid}:` },
       stdio: ['ignore', 'ignore', 'inherit'],
