@@ -1,13 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { Client } from '@langchain/langgraph-sdk';
+import type { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gitIn, initProject, runningInstances, startDeployedAgent } from '../support/agent-projects.js';
-import type { Pipeline } from '../support/pipeline.js';
+import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
 import { eventually } from '../support/service-process.js';
-import type { TestApi } from '../support/test-api.js';
 
 /**
  * Issue 19: the agent server's crons and TTL sweeps. A one-node LangGraph.js project is deployed
@@ -22,10 +17,7 @@ const PORT_BASE = 38_000 + Math.floor(Math.random() * 2_000);
 const THREAD_TTL_MINUTES = 0.5;
 const STORE_TTL_MINUTES = 0.05;
 
-let pipeline: Pipeline;
-let api: TestApi;
-let reposRoot: string;
-let deploymentId: string;
+let agent: DeployedAgent;
 let url: string;
 let apiKey: string;
 let client: Client;
@@ -34,38 +26,36 @@ let deploymentDb: pg.Client;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const minuteOf = (t: number) => Math.floor(t / 60_000);
 
-beforeAll(async () => {
-  reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-agent-crons-'));
-  const repo = initProject(
-    reposRoot,
-    'cron-agent',
-    { SLIPWAY_AGENT_SERVER_TTL_SWEEP_MS: '1000' },
-    {
-      checkpointer: { ttl: { strategy: 'delete', default_ttl: THREAD_TTL_MINUTES, sweep_interval_minutes: 60 } },
-      store: { ttl: { default_ttl: STORE_TTL_MINUTES, refresh_on_read: false, sweep_interval_minutes: 60 } },
-      ui: { agent: './src/ui.tsx' },
-    },
-  );
-  writeFileSync(
-    path.join(repo, 'src/agent.ts'),
-    `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+const GRAPH = `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 
 export const graph = new StateGraph(Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) }))
   .addNode('only', async () => ({ steps: ['only'] }))
   .addEdge(START, 'only')
   .addEdge('only', END)
   .compile();
-`,
+`;
+
+beforeAll(async () => {
+  agent = await deployAgent(
+    {
+      name: 'cron-agent',
+      files: {
+        'src/agent.ts': GRAPH,
+        'src/ui.tsx': `const Card = (props: { title: string }) => <div className="cron-card">{props.title}</div>;\nexport default { card: Card };\n`,
+      },
+      env: { SLIPWAY_AGENT_SERVER_TTL_SWEEP_MS: '1000' },
+      config: {
+        checkpointer: { ttl: { strategy: 'delete', default_ttl: THREAD_TTL_MINUTES, sweep_interval_minutes: 60 } },
+        store: { ttl: { default_ttl: STORE_TTL_MINUTES, refresh_on_read: false, sweep_interval_minutes: 60 } },
+        ui: { agent: './src/ui.tsx' },
+      },
+    },
+    { portBase: PORT_BASE, minScale: 2 },
   );
-  writeFileSync(path.join(repo, 'src/ui.tsx'), `const Card = (props: { title: string }) => <div className="cron-card">{props.title}</div>;\nexport default { card: Card };\n`);
-  gitIn(repo, 'add', '-A');
-  gitIn(repo, 'commit', '-q', '-m', 'graph');
-  ({ pipeline, deploymentId, url, apiKey } = await startDeployedAgent(reposRoot, repo, PORT_BASE, 2));
-  ({ api } = pipeline);
-  client = new Client({ apiUrl: url, apiKey });
-  expect(await runningInstances(api, deploymentId)).toHaveLength(2);
-  const [row] = await api.dataSource.query('SELECT database_name FROM deployments WHERE id = $1', [deploymentId]);
-  const at = new URL(api.database.url);
+  ({ url, apiKey, client } = agent);
+  expect(await agent.instances()).toHaveLength(2);
+  const [row] = await agent.api.dataSource.query('SELECT database_name FROM deployments WHERE id = $1', [agent.deploymentId]);
+  const at = new URL(agent.api.database.url);
   at.pathname = `/${row.database_name}`;
   deploymentDb = new pg.Client({ connectionString: at.toString() });
   await deploymentDb.connect();
@@ -73,8 +63,7 @@ export const graph = new StateGraph(Annotation.Root({ steps: Annotation<string[]
 
 afterAll(async () => {
   await deploymentDb?.end();
-  await pipeline?.stop();
-  rmSync(reposRoot, { recursive: true, force: true });
+  await agent?.stop();
 }, 120_000);
 
 const countRows = async (sql: string, params: unknown[]) => Number((await deploymentDb.query(`SELECT count(*) AS n FROM ${sql}`, params)).rows[0].n);

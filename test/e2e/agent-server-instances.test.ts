@@ -1,12 +1,7 @@
-import { rmSync } from 'node:fs';
-import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initSlowAgent, redeployStarted, runningInstances, startDeployedAgent, untilDone, type Instance } from '../support/agent-projects.js';
-import { attempts, customs, joinAll, killDuringSecondNode, openRuns, runnerAmong, slowInput, statusOf, type Tick } from '../support/agent-runs.js';
-import type { HttpClient } from '../support/http.js';
-import type { Pipeline } from '../support/pipeline.js';
+import { deployAgent, slowAgent, type DeployedAgent } from '../support/agent-projects.js';
+import { attempts, clientOf, customs, expectNoOpenRuns, expectSucceededWhole, joinAll, killDuringSecondNode, slowInput, statusOf, type Tick } from '../support/agent-runs.js';
 import { eventually } from '../support/service-process.js';
-import type { TestApi } from '../support/test-api.js';
 
 /**
  * Issue 19: the agent server's instances act as one server. A LangGraph.js project whose graph
@@ -18,51 +13,33 @@ import type { TestApi } from '../support/test-api.js';
  */
 const PORT_BASE = 36_000 + Math.floor(Math.random() * 2_000);
 
-let pipeline: Pipeline;
-let api: TestApi;
-let http: HttpClient;
-let reposRoot: string;
-let repo: string;
-let deploymentId: string;
-let shared: Client;
+let agent: DeployedAgent;
 
-const client = (instance: Instance) => new Client({ apiUrl: instance.url });
-const instances = () => runningInstances(api, deploymentId);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The instance running a run (see runnerAmong). */
-const runnerOf = (c: Client, threadId: string, runId: string) => runnerAmong(c, threadId, runId, instances);
-
 beforeAll(async () => {
-  ({ reposRoot, repo } = initSlowAgent('slow-agent'));
-  const deployed = await startDeployedAgent(reposRoot, repo, PORT_BASE, 2);
-  ({ pipeline, deploymentId } = deployed);
-  ({ api, http } = pipeline);
-  shared = new Client({ apiUrl: deployed.url, apiKey: deployed.apiKey });
-  expect(await instances()).toHaveLength(2);
+  agent = await deployAgent(slowAgent('slow-agent'), { portBase: PORT_BASE, minScale: 2 });
+  expect(await agent.instances()).toHaveLength(2);
 }, 420_000);
 
-afterAll(async () => {
-  await pipeline?.stop();
-  rmSync(reposRoot, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => agent?.stop(), 120_000);
 
 describe('agent server instances act as one server', () => {
   it('streams a background run joined through each instance: every event, in order, with the same ids', async () => {
-    const [a, b] = (await instances()).map(client);
-    const thread = await shared.threads.create();
-    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('both', 4, 150));
+    const [a, b] = (await agent.instances()).map(clientOf);
+    const thread = await agent.client.threads.create();
+    const run = await agent.client.runs.create(thread.thread_id, 'agent', slowInput('both', 4, 150));
     const [viaA, viaB] = await Promise.all([joinAll(a!, thread.thread_id, run.run_id), joinAll(b!, thread.thread_id, run.run_id)]);
     const ticks = customs(viaA).map((t) => `${t.node}${t.i}`);
     expect(ticks).toEqual(['first', 'second', 'third'].flatMap((n) => [0, 1, 2, 3].map((i) => `${n}${i}`)));
     expect(viaB).toEqual(viaA);
     expect(viaA.every((e) => typeof e.id === 'string' && e.id.length > 0)).toBe(true);
     expect(new Set(viaA.map((e) => e.id)).size).toBe(viaA.length);
-    expect(await statusOf(shared, thread.thread_id, run.run_id)).toBe('success');
+    expect(await statusOf(agent.client, thread.thread_id, run.run_id)).toBe('success');
   }, 120_000);
 
   it('re-joins with Last-Event-ID on the other instance and gets exactly the missing events', async () => {
-    const [a, b] = (await instances()).map(client);
+    const [a, b] = (await agent.instances()).map(clientOf);
     const thread = await a!.threads.create();
     const run = await a!.runs.create(thread.thread_id, 'agent', { ...slowInput('rejoin', 4, 150), streamResumable: true });
     const head = await joinAll(a!, thread.thread_id, run.run_id, { limit: 5 });
@@ -75,12 +52,12 @@ describe('agent server instances act as one server', () => {
 
   for (const through of ['the instance running the run', 'the other instance'] as const) {
     it(`cancels a run through ${through}: it ends interrupted at once and no event follows`, async () => {
-      const thread = await shared.threads.create();
-      const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('cancel', 40, 100));
-      const runner = await runnerOf(shared, thread.thread_id, run.run_id);
-      const other = (await instances()).find((i) => i.port !== runner.port)!;
-      const canceller = client(through === 'the other instance' ? other : runner);
-      const watcher = client(through === 'the other instance' ? runner : other);
+      const thread = await agent.client.threads.create();
+      const run = await agent.client.runs.create(thread.thread_id, 'agent', slowInput('cancel', 40, 100));
+      const runner = await agent.runnerOf(thread.thread_id, run.run_id);
+      const other = await agent.otherThan(runner);
+      const canceller = clientOf(through === 'the other instance' ? other : runner);
+      const watcher = clientOf(through === 'the other instance' ? runner : other);
       const live: Tick[] = [];
       const watched = joinAll(watcher, thread.thread_id, run.run_id, { until: (events) => (live.push(events.at(-1)!), false) });
       await eventually(async () => live.length, (n) => n >= 5, 20_000, 50);
@@ -99,21 +76,21 @@ describe('agent server instances act as one server', () => {
   }
 
   it('finishes a run on another instance after kill -9 of its own, from its checkpoint', async () => {
-    const thread = await shared.threads.create();
-    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('killed', 12, 250));
-    const runner = await runnerOf(shared, thread.thread_id, run.run_id);
-    const survivor = client((await instances()).find((i) => i.port !== runner.port)!);
+    const thread = await agent.client.threads.create();
+    const run = await agent.client.runs.create(thread.thread_id, 'agent', slowInput('killed', 12, 250));
+    const runner = await agent.runnerOf(thread.thread_id, run.run_id);
+    const survivor = clientOf(await agent.otherThan(runner));
     const resumed = await killDuringSecondNode(survivor, thread.thread_id, run.run_id, runner.pid, 'killed');
     expect(resumed.every((t) => String(t.port) !== String(runner.port))).toBe(true);
     expect((await survivor.threads.get(thread.thread_id)).status).toBe('idle');
   }, 180_000);
 
   it('refuses the writes of a frozen worker whose run was requeued past its lease', async () => {
-    await eventually(instances, (list) => list.length === 2, 120_000, 500); // after the kill above, both serve again
-    const thread = await shared.threads.create();
-    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('frozen', 10, 250));
-    const runner = await runnerOf(shared, thread.thread_id, run.run_id);
-    const survivor = client((await instances()).find((i) => i.port !== runner.port)!);
+    await agent.untilInstances(2); // after the kill above, both serve again
+    const thread = await agent.client.threads.create();
+    const run = await agent.client.runs.create(thread.thread_id, 'agent', slowInput('frozen', 10, 250));
+    const runner = await agent.runnerOf(thread.thread_id, run.run_id);
+    const survivor = clientOf(await agent.otherThan(runner));
     process.kill(-runner.pid, 'SIGSTOP');
     try {
       // Its lease lapses (2 s), the run is requeued and another instance takes it over.
@@ -133,16 +110,13 @@ describe('agent server instances act as one server', () => {
   }, 180_000);
 
   it('leaves no run running or pending after a redeploy during a 20 s run', async () => {
-    await eventually(instances, (list) => list.length === 2, 120_000, 500);
-    const revisionId = await redeployStarted(http, repo, deploymentId);
-    const thread = await shared.threads.create();
-    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('rollout', 27, 250));
-    const rev = await untilDone(http, deploymentId, revisionId);
-    expect(rev.status, rev.status_message).toBe('DEPLOYED');
-    const now = (await instances()).map(client);
-    await eventually(() => statusOf(now[0]!, thread.thread_id, run.run_id), (s) => !['pending', 'running'].includes(s), 90_000, 500);
-    expect(await statusOf(now[0]!, thread.thread_id, run.run_id)).toBe('success');
-    expect((await now[0]!.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['rollout', 'first', 'second', 'third'] });
-    for (const c of now) expect(await openRuns(c)).toEqual([]);
+    await agent.untilInstances(2);
+    const revisionId = await agent.redeployStarted();
+    const thread = await agent.client.threads.create();
+    const run = await agent.client.runs.create(thread.thread_id, 'agent', slowInput('rollout', 27, 250));
+    await agent.expectDeployed(revisionId);
+    const now = (await agent.instances()).map(clientOf);
+    await expectSucceededWhole(now[0]!, thread.thread_id, run.run_id, 'rollout');
+    await expectNoOpenRuns(now);
   }, 420_000);
 });

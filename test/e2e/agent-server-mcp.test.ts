@@ -1,13 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { Client as LangGraphClient } from '@langchain/langgraph-sdk';
+import type { Client as LangGraphClient } from '@langchain/langgraph-sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gitIn, initProject, runningInstances, startDeployedAgent } from '../support/agent-projects.js';
-import type { Pipeline } from '../support/pipeline.js';
+import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
 
 /**
  * Issue 19, item 6: the agent server's MCP endpoint. A LangGraph.js project with two graphs (`echo`,
@@ -18,8 +14,7 @@ import type { Pipeline } from '../support/pipeline.js';
  */
 const PORT_BASE = 36_000 + Math.floor(Math.random() * 2_000);
 
-let pipeline: Pipeline;
-let reposRoot: string;
+let agent: DeployedAgent;
 let url: string;
 let apiKey: string;
 let langgraph: LangGraphClient;
@@ -33,18 +28,7 @@ async function mcpClient(headers: Record<string, string>): Promise<Client> {
 
 const textOf = (result: Record<string, unknown>) => (result.content as Array<{ type: string; text: string }>).map((c) => c.text).join('');
 
-beforeAll(async () => {
-  reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-agent-mcp-'));
-  const repo = initProject(reposRoot, 'mcp-agent', undefined, {
-    graphs: { echo: './src/echo.ts:graph', steps: { path: './src/steps.ts:graph', description: 'Appends its two steps to the steps it is given.' } },
-  });
-  writeFileSync(
-    path.join(repo, 'package.json'),
-    JSON.stringify({ name: 'mcp-agent', private: true, type: 'module', dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0', zod: '4.6.7' } }),
-  );
-  writeFileSync(
-    path.join(repo, 'src/echo.ts'),
-    `import { END, START, StateGraph } from '@langchain/langgraph';
+const ECHO_GRAPH = `import { END, START, StateGraph } from '@langchain/langgraph';
 import { z } from 'zod';
 
 const State = z.object({
@@ -61,11 +45,9 @@ export const graph = new StateGraph(State)
   .addEdge(START, 'echo')
   .addEdge('echo', END)
   .compile();
-`,
-  );
-  writeFileSync(
-    path.join(repo, 'src/steps.ts'),
-    `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+`;
+
+const STEPS_GRAPH = `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 
 export const graph = new StateGraph(Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) }))
   .addNode('first', async () => ({ steps: ['first'] }))
@@ -74,20 +56,28 @@ export const graph = new StateGraph(Annotation.Root({ steps: Annotation<string[]
   .addEdge('first', 'second')
   .addEdge('second', END)
   .compile();
-`,
+`;
+
+beforeAll(async () => {
+  agent = await deployAgent(
+    {
+      name: 'mcp-agent',
+      files: {
+        'package.json': JSON.stringify({ name: 'mcp-agent', private: true, type: 'module', dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0', zod: '4.6.7' } }),
+        'src/echo.ts': ECHO_GRAPH,
+        'src/steps.ts': STEPS_GRAPH,
+      },
+      config: {
+        graphs: { echo: './src/echo.ts:graph', steps: { path: './src/steps.ts:graph', description: 'Appends its two steps to the steps it is given.' } },
+      },
+    },
+    { portBase: PORT_BASE, minScale: 2 },
   );
-  gitIn(repo, 'add', '-A');
-  gitIn(repo, 'commit', '-q', '-m', 'graphs');
-  let deploymentId: string;
-  ({ pipeline, deploymentId, url, apiKey } = await startDeployedAgent(reposRoot, repo, PORT_BASE, 2));
-  expect(await runningInstances(pipeline.api, deploymentId)).toHaveLength(2);
-  langgraph = new LangGraphClient({ apiUrl: url, apiKey });
+  ({ url, apiKey, client: langgraph } = agent);
+  expect(await agent.instances()).toHaveLength(2);
 }, 420_000);
 
-afterAll(async () => {
-  await pipeline?.stop();
-  if (reposRoot) rmSync(reposRoot, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => agent?.stop(), 120_000);
 
 describe('agent servers: the MCP endpoint (/mcp, Streamable HTTP)', () => {
   it('requires a workspace API key, as every route of the deployment', async () => {

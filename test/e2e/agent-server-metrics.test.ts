@@ -1,10 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { Client } from '@langchain/langgraph-sdk';
+import type { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployRepo, gitIn, initProject, untilDone } from '../support/agent-projects.js';
-import { startPipeline, type Pipeline } from '../support/pipeline.js';
+import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -35,44 +31,21 @@ export const graph = new StateGraph(State)
   .compile();
 `;
 
-let reposRoot: string;
-let pipeline: Pipeline;
-let deploymentId: string;
+let agent: DeployedAgent;
 let client: Client;
 
 beforeAll(async () => {
-  reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-run-metrics-'));
-  const repo = initProject(reposRoot, 'run-metrics');
-  writeFileSync(path.join(repo, 'src/agent.ts'), GRAPH);
-  gitIn(repo, 'add', '-A');
-  gitIn(repo, 'commit', '-q', '-m', 'a graph that fails when asked');
-  // The agent-server pipeline's settings with a longer rollout deadline: on a busy two-core
-  // machine an agent-server instance has taken over the usual 2 min to answer its first probe.
-  pipeline = await startPipeline({
-    SLIPWAY_LOCAL_REPOS_ROOT: reposRoot,
-    SLIPWAY_RUNTIME_PORT_MIN: String(PORT_BASE),
-    SLIPWAY_RUNTIME_PORT_MAX: String(PORT_BASE + 999),
-    SLIPWAY_ROLLOUT_DEADLINE_MS: '300000',
-  });
-  const { http } = pipeline;
-  let revisionId: string;
-  ({ deploymentId, revisionId } = await deployRepo(http, reposRoot, repo, 1));
-  const rev = await untilDone(http, deploymentId, revisionId);
-  expect(rev.status, rev.status_message).toBe('DEPLOYED');
-  const key = await http.post('/v2/api-keys', { description: 'sdk' });
-  expect(key.status, key.text).toBe(201);
-  const deployment = (await http.get(`/v2/deployments/${deploymentId}`)).body;
-  expect(deployment.agent_server).toBe(true);
-  client = new Client({ apiUrl: deployment.url, apiKey: key.body.key });
+  // A longer rollout deadline than the usual 2 min: on a busy two-core machine an agent-server
+  // instance has taken over that to answer its first probe.
+  agent = await deployAgent({ name: 'run-metrics', files: { 'src/agent.ts': GRAPH } }, { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 });
+  ({ client } = agent);
+  expect((await agent.http.get(`/v2/deployments/${agent.deploymentId}`)).body.agent_server).toBe(true);
 }, 420_000);
 
-afterAll(async () => {
-  await pipeline?.stop();
-  if (reposRoot) rmSync(reposRoot, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => agent?.stop(), 120_000);
 
 const metrics = async () => {
-  const res = await pipeline.http.get(`/v2/deployments/${deploymentId}/metrics?window=1h`);
+  const res = await agent.http.get(`/v2/deployments/${agent.deploymentId}/metrics?window=1h`);
   expect(res.status, res.text).toBe(200);
   return res.body;
 };

@@ -1,9 +1,6 @@
-import { rmSync } from 'node:fs';
-import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initSlowAgent, runningInstances, startDeployedAgent, type Instance } from '../support/agent-projects.js';
-import { attempts, customs, joinAll, openRuns, runnerAmong, slowInput, statusOf, type Tick } from '../support/agent-runs.js';
-import type { Pipeline } from '../support/pipeline.js';
+import { deployAgent, slowAgent, type DeployedAgent } from '../support/agent-projects.js';
+import { attempts, clientOf, customs, expectNoOpenRuns, joinAll, runnerAmong, slowInput, statusOf, type Tick } from '../support/agent-runs.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -18,43 +15,31 @@ import { eventually } from '../support/service-process.js';
  */
 const PORT_BASE = 42_000 + Math.floor(Math.random() * 2_000);
 
-let pipeline: Pipeline;
-let reposRoot: string;
-let deploymentId: string;
-
-const client = (instance: Instance) => new Client({ apiUrl: instance.url });
-const instances = () => runningInstances(pipeline.api, deploymentId);
+let agent: DeployedAgent;
 
 beforeAll(async () => {
-  let repo: string;
-  ({ reposRoot, repo } = initSlowAgent('multitask-agent'));
-  ({ pipeline, deploymentId } = await startDeployedAgent(reposRoot, repo, PORT_BASE, 2));
-  expect(await instances()).toHaveLength(2);
+  agent = await deployAgent(slowAgent('multitask-agent'), { portBase: PORT_BASE, minScale: 2 });
+  expect(await agent.instances()).toHaveLength(2);
 }, 420_000);
 
-afterAll(async () => {
-  await pipeline?.stop();
-  rmSync(reposRoot, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => agent?.stop(), 120_000);
 
 /**
  * Run 1 (`label`, three nodes of `ticks` × `tickMs`) on a new thread, created through the first
  * instance and running; `other` is a client of the instance not running it.
  */
 async function firstRunAndOther(label: string, ticks: number, tickMs: number) {
-  const [first] = await instances();
-  const a = client(first!);
+  const [first] = await agent.instances();
+  const a = clientOf(first!);
   const thread = await a.threads.create();
   const run = await a.runs.create(thread.thread_id, 'agent', slowInput(label, ticks, tickMs));
-  const runner = await runnerAmong(a, thread.thread_id, run.run_id, instances);
-  const other = client((await instances()).find((i) => i.port !== runner.port)!);
-  return { threadId: thread.thread_id, run, runner: client(runner), other };
+  const runner = await runnerAmong(a, thread.thread_id, run.run_id, agent.instances);
+  const other = clientOf(await agent.otherThan(runner));
+  return { threadId: thread.thread_id, run, runner: clientOf(runner), other };
 }
 
 /** Nothing is left pending or running, on any thread, through either instance. */
-async function expectNoOpenRuns() {
-  for (const c of (await instances()).map(client)) expect(await openRuns(c)).toEqual([]);
-}
+const expectNoneOpen = async () => expectNoOpenRuns((await agent.instances()).map(clientOf));
 
 describe('multitask strategies across agent server instances', () => {
   it('reject: run 2 is refused with 422 through the other instance; run 1 goes on and succeeds; no run 2 exists', async () => {
@@ -68,7 +53,7 @@ describe('multitask strategies across agent server instances', () => {
     expect(customs(events)).toHaveLength(3 * 20);
     expect((await other.threads.getState(threadId)).values).toMatchObject({ steps: ['reject-1', 'first', 'second', 'third'] });
     expect((await runner.runs.list(threadId, { limit: 100 })).map((r) => r.run_id)).toEqual([run.run_id]);
-    await expectNoOpenRuns();
+    await expectNoneOpen();
   }, 180_000);
 
   it('interrupt: run 1 ends interrupted at once, run 2 runs to success, the thread holds run 2 output', async () => {
@@ -90,7 +75,7 @@ describe('multitask strategies across agent server instances', () => {
     expect(steps.slice(-4)).toEqual(['interrupt-2', 'first', 'second', 'third']);
     expect(steps.filter((s) => s === 'first')).toHaveLength(1); // run 1's first node never finished
     expect((await other.threads.get(threadId)).status).toBe('idle');
-    await expectNoOpenRuns();
+    await expectNoneOpen();
   }, 180_000);
 
   it('enqueue: run 2 waits pending while run 1 runs, then runs after it; both succeed in order', async () => {
@@ -124,6 +109,6 @@ describe('multitask strategies across agent server instances', () => {
     // Run 2 was created before run 1 ended, and ended after it.
     expect(Date.parse(late!.created_at)).toBeLessThan(Date.parse(early!.updated_at));
     expect(Date.parse(early!.updated_at)).toBeLessThanOrEqual(Date.parse(late!.updated_at));
-    await expectNoOpenRuns();
+    await expectNoneOpen();
   }, 180_000);
 });

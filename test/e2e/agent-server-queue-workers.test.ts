@@ -1,12 +1,8 @@
-import { readFileSync, rmSync } from 'node:fs';
-import { Client } from '@langchain/langgraph-sdk';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initSlowAgent, redeployStarted, runningInstances, startDeployedAgent, untilDone, type Instance } from '../support/agent-projects.js';
-import { customs, joinAll, killDuringSecondNode, openRuns, runnerAmong, slowInput, statusOf } from '../support/agent-runs.js';
-import type { HttpClient } from '../support/http.js';
-import type { Pipeline } from '../support/pipeline.js';
+import { deployAgent, slowAgent, type DeployedAgent, type Instance } from '../support/agent-projects.js';
+import { customs, expectNoOpenRuns, expectSucceededWhole, joinAll, killDuringSecondNode, slowInput, statusOf } from '../support/agent-runs.js';
 import { eventually } from '../support/service-process.js';
-import type { TestApi } from '../support/test-api.js';
 
 /**
  * Issue 19, queue workers: a LangGraph.js project with slow nodes that emit custom events naming
@@ -20,31 +16,16 @@ import type { TestApi } from '../support/test-api.js';
  */
 const PORT_BASE = 38_000 + Math.floor(Math.random() * 2_000);
 
-let pipeline: Pipeline;
-let api: TestApi;
-let http: HttpClient;
-let reposRoot: string;
-let repo: string;
-let deploymentId: string;
-let shared: Client;
+let agent: DeployedAgent;
 
-const apiInstances = () => runningInstances(api, deploymentId, 'api');
-const workers = () => runningInstances(api, deploymentId, 'queue');
-const runnerOf = (threadId: string, runId: string) => runnerAmong(shared, threadId, runId, workers);
-const bothWorkers = () => eventually(workers, (list) => list.length === 2, 120_000, 500);
+const apiInstances = () => agent.instances('api');
+const workers = () => agent.instances('queue');
 
 beforeAll(async () => {
-  ({ reposRoot, repo } = initSlowAgent('queue-agent'));
-  const deployed = await startDeployedAgent(reposRoot, repo, PORT_BASE, 1, { queue_min_scale: 2, queue_max_scale: 2, queue_memory_mb: 768 });
-  ({ pipeline, deploymentId } = deployed);
-  ({ api, http } = pipeline);
-  shared = new Client({ apiUrl: deployed.url, apiKey: deployed.apiKey });
+  agent = await deployAgent(slowAgent('queue-agent'), { portBase: PORT_BASE, minScale: 1, spec: { queue_min_scale: 2, queue_max_scale: 2, queue_memory_mb: 768 } });
 }, 420_000);
 
-afterAll(async () => {
-  await pipeline?.stop();
-  rmSync(reposRoot, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => agent?.stop(), 120_000);
 
 describe('agent server queue workers', () => {
   it('runs every run on the queue workers (10 loops each) and none on the API instance', async () => {
@@ -59,16 +40,16 @@ describe('agent server queue workers', () => {
 
     const started = await Promise.all(
       Array.from({ length: 6 }, async (_, i) => {
-        const thread = await shared.threads.create();
-        return { thread, run: await shared.runs.create(thread.thread_id, 'agent', slowInput(`q${i}`, 3, 100)) };
+        const thread = await agent.client.threads.create();
+        return { thread, run: await agent.client.runs.create(thread.thread_id, 'agent', slowInput(`q${i}`, 3, 100)) };
       }),
     );
     const ran = new Set<string>();
     for (const { thread, run } of started) {
-      const events = await joinAll(shared, thread.thread_id, run.run_id);
+      const events = await joinAll(agent.client, thread.thread_id, run.run_id);
       expect(customs(events)).toHaveLength(9);
       for (const t of customs(events)) ran.add(String(t.port));
-      expect(await statusOf(shared, thread.thread_id, run.run_id)).toBe('success');
+      expect(await statusOf(agent.client, thread.thread_id, run.run_id)).toBe('success');
     }
     expect([...ran].every((port) => workerPorts.has(port)), `ran on ${[...ran]}`).toBe(true);
     expect(ran.has(String(served!.port))).toBe(false);
@@ -76,7 +57,7 @@ describe('agent server queue workers', () => {
     // What each process says it is (its log is its part of the deploy log).
     expect(readFileSync(served!.logPath, 'utf8')).toContain('no worker loops: queue workers run the graphs');
     for (const w of await workers()) expect(readFileSync(w.logPath, 'utf8')).toContain('queue worker running 10 jobs at once');
-    const deployLog: Array<{ message: string }> = await api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy'`, [
+    const deployLog: Array<{ message: string }> = await agent.api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy'`, [
       served!.revisionId,
     ]);
     expect(deployLog.some((l) => /Started 1 instance\(s\) .* and 2 queue worker\(s\)/.test(l.message))).toBe(true);
@@ -85,11 +66,11 @@ describe('agent server queue workers', () => {
   }, 180_000);
 
   it('finishes a run on the other worker after kill -9 of its own, from its checkpoint', async () => {
-    await bothWorkers();
-    const thread = await shared.threads.create();
-    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('killed', 12, 250));
-    const runner = await runnerOf(thread.thread_id, run.run_id);
-    const resumed = await killDuringSecondNode(shared, thread.thread_id, run.run_id, runner.pid, 'killed');
+    await agent.untilInstances(2, 'queue');
+    const thread = await agent.client.threads.create();
+    const run = await agent.client.runs.create(thread.thread_id, 'agent', slowInput('killed', 12, 250));
+    const runner = await agent.runnerOf(thread.thread_id, run.run_id, 'queue');
+    const resumed = await killDuringSecondNode(agent.client, thread.thread_id, run.run_id, runner.pid, 'killed');
     const apiPorts = (await apiInstances()).map((i) => String(i.port));
     expect(resumed.every((t) => String(t.port) !== String(runner.port) && !apiPorts.includes(String(t.port)))).toBe(true);
     // The killed worker is restarted by the runtime (same row, a new process).
@@ -98,22 +79,19 @@ describe('agent server queue workers', () => {
   }, 240_000);
 
   it('replaces the workers in a redeploy during a run and leaves no run running or pending', async () => {
-    await bothWorkers();
+    await agent.untilInstances(2, 'queue');
     const before = new Set((await workers()).map((w) => w.pid));
-    const revisionId = await redeployStarted(http, repo, deploymentId);
-    const thread = await shared.threads.create();
-    const run = await shared.runs.create(thread.thread_id, 'agent', slowInput('rollout', 27, 250));
-    const rev = await untilDone(http, deploymentId, revisionId);
-    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    const revisionId = await agent.redeployStarted();
+    const thread = await agent.client.threads.create();
+    const run = await agent.client.runs.create(thread.thread_id, 'agent', slowInput('rollout', 27, 250));
+    await agent.expectDeployed(revisionId);
     // Deployed only with its workers up; the old ones go.
     expect((await workers()).filter((w) => w.revisionId === revisionId)).toHaveLength(2);
     const now: Instance[] = await eventually(workers, (list) => list.length === 2 && list.every((w) => w.revisionId === revisionId), 60_000, 250);
     expect(now.some((w) => before.has(w.pid))).toBe(false);
-    await eventually(() => statusOf(shared, thread.thread_id, run.run_id), (s) => !['pending', 'running'].includes(s), 90_000, 500);
-    expect(await statusOf(shared, thread.thread_id, run.run_id)).toBe('success');
-    expect((await shared.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['rollout', 'first', 'second', 'third'] });
+    await expectSucceededWhole(agent.client, thread.thread_id, run.run_id, 'rollout');
     const apiPorts = (await apiInstances()).map((i) => String(i.port));
-    expect(customs(await joinAll(shared, thread.thread_id, run.run_id)).every((t) => !apiPorts.includes(String(t.port)))).toBe(true);
-    expect(await openRuns(shared)).toEqual([]);
+    expect(customs(await joinAll(agent.client, thread.thread_id, run.run_id)).every((t) => !apiPorts.includes(String(t.port)))).toBe(true);
+    await expectNoOpenRuns([agent.client]);
   }, 420_000);
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployRepo as deploy, gitIn, initProject as init, runningInstances, startAgentPipeline, untilDone as done } from '../support/agent-projects.js';
+import { commitProject, deployRepo as deploy, gitIn, initProject, runningInstances, startAgentPipeline, untilDone as done } from '../support/agent-projects.js';
 import type { HttpClient } from '../support/http.js';
 import type { Pipeline } from '../support/pipeline.js';
 import type { TestApi } from '../support/test-api.js';
@@ -52,11 +52,9 @@ export const graph = new StateGraph(State)
   return git('rev-parse', 'HEAD');
 }
 
-const initProject = (name: string) => init(reposRoot, name);
-
 beforeAll(async () => {
   reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-agents-'));
-  repo = initProject('list-agent');
+  repo = initProject(reposRoot, 'list-agent');
   commitGraph('');
 
   pipeline = await startAgentPipeline(reposRoot, PORT_BASE);
@@ -177,14 +175,7 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
   }, 60_000);
 });
 
-describe('agent servers: a graph that throws only when the server starts', () => {
-  it('ends the revision DEPLOY_FAILED with a message that leads with the graph and its error', async () => {
-    // The build's graph check imports the graph without the deployment database; the served
-    // instance has DATABASE_URI, and this graph throws then.
-    const dir = initProject('start-boom-agent');
-    writeFileSync(
-      path.join(dir, 'src/agent.ts'),
-      `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+const START_BOOM_GRAPH = `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 
 if (process.env.DATABASE_URI) throw new Error('boom at start');
 
@@ -193,10 +184,13 @@ export const graph = new StateGraph(Annotation.Root({ steps: Annotation<string[]
   .addEdge(START, 'only')
   .addEdge('only', END)
   .compile();
-`,
-    );
-    gitIn(dir, 'add', '-A');
-    gitIn(dir, 'commit', '-q', '-m', 'boom');
+`;
+
+describe('agent servers: a graph that throws only when the server starts', () => {
+  it('ends the revision DEPLOY_FAILED with a message that leads with the graph and its error', async () => {
+    // The build's graph check imports the graph without the deployment database; the served
+    // instance has DATABASE_URI, and this graph throws then.
+    const dir = commitProject(reposRoot, { name: 'start-boom-agent', files: { 'src/agent.ts': START_BOOM_GRAPH } });
     const { deploymentId, revisionId } = await deployRepo(dir, 1);
     const rev = await untilDone(deploymentId, revisionId);
     expect(rev.status, rev.status_message).toBe('DEPLOY_FAILED');

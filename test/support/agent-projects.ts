@@ -1,9 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@langchain/langgraph-sdk';
 import { expect } from 'vitest';
+import { runnerAmong } from './agent-runs.js';
 import type { HttpClient } from './http.js';
 import { startPipeline, type Pipeline } from './pipeline.js';
 import { eventually } from './service-process.js';
@@ -37,19 +39,35 @@ export function initProject(reposRoot: string, name: string, env?: Record<string
   return dir;
 }
 
-/**
- * A repository `name` in a new directory of local repositories, with the slow fixture graph
- * (test/fixtures/agent-server/slow-graph.ts) committed as its graph `agent`, and run leases of
- * 2 s (lapsed runs move quickly).
- */
-export function initSlowAgent(name: string): { reposRoot: string; repo: string } {
-  const reposRoot = mkdtempSync(path.join(tmpdir(), `slipway-${name}-`));
-  const repo = initProject(reposRoot, name, { SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000' });
-  copyFileSync(fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url)), path.join(repo, 'src/agent.ts'));
-  gitIn(repo, 'add', '-A');
-  gitIn(repo, 'commit', '-q', '-m', 'slow graph');
-  return { reposRoot, repo };
+/** A LangGraph.js project: its files (paths in it → text, over initProject's) and initProject's `env` and `config`. */
+export interface AgentProject {
+  name: string;
+  files: Record<string, string>;
+  env?: Record<string, string>;
+  config?: Record<string, unknown>;
 }
+
+/** Writes `project` as the repository `project.name` under `reposRoot` (see initProject) and commits it; returns its directory. */
+export function commitProject(reposRoot: string, project: AgentProject): string {
+  const dir = initProject(reposRoot, project.name, project.env, project.config);
+  for (const [file, text] of Object.entries(project.files)) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    writeFileSync(path.join(dir, file), text);
+  }
+  gitIn(dir, 'add', '-A');
+  gitIn(dir, 'commit', '-q', '-m', `project ${project.name}`);
+  return dir;
+}
+
+/**
+ * The slow fixture graph (test/fixtures/agent-server/slow-graph.ts) as the graph `agent` of a
+ * project `name`, with run leases of 2 s (lapsed runs move quickly).
+ */
+export const slowAgent = (name: string): AgentProject => ({
+  name,
+  files: { 'src/agent.ts': readFileSync(fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url)), 'utf8') },
+  env: { SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000' },
+});
 
 /**
  * Creates a deployment of the local repository `dir` through a new local integration, with
@@ -107,45 +125,119 @@ export async function runningInstances(api: TestApi, deploymentId: string, role:
   }));
 }
 
-/** The control plane of an agent-server e2e file: local repositories under `reposRoot`, instance ports from `portBase` (1,000 of them). */
-export const startAgentPipeline = (reposRoot: string, portBase: number): Promise<Pipeline> =>
+/**
+ * The control plane of an agent-server e2e file: local repositories under `reposRoot`, instance
+ * ports from `portBase` (1,000 of them), rollouts given `rolloutDeadlineMs`.
+ */
+export const startAgentPipeline = (reposRoot: string, portBase: number, rolloutDeadlineMs = 120_000): Promise<Pipeline> =>
   startPipeline({
     SLIPWAY_LOCAL_REPOS_ROOT: reposRoot,
     SLIPWAY_RUNTIME_PORT_MIN: String(portBase),
     SLIPWAY_RUNTIME_PORT_MAX: String(portBase + 999),
-    SLIPWAY_ROLLOUT_DEADLINE_MS: '120000',
+    SLIPWAY_ROLLOUT_DEADLINE_MS: String(rolloutDeadlineMs),
   });
 
+/** Expects the revision to end DEPLOYED. */
+async function expectDeployed(http: HttpClient, deploymentId: string, revisionId: string): Promise<void> {
+  const rev = await untilDone(http, deploymentId, revisionId);
+  expect(rev.status, rev.status_message).toBe('DEPLOYED');
+}
+
+/** One agent-server e2e file's deployment: its control plane, its repository and its serving side. */
 export interface DeployedAgent {
   pipeline: Pipeline;
+  api: TestApi;
+  http: HttpClient;
+  /** The project's repository. */
+  repo: string;
   deploymentId: string;
   /** The deployment's serving URL. */
   url: string;
   /** A workspace API key for it. */
   apiKey: string;
+  /** An SDK client of the serving URL, with the key. */
+  client: Client;
+  /** The deployment's running instances of `role` (API instances unless told). */
+  instances: (role?: Instance['role']) => Promise<Instance[]>;
+  /** Once `n` instances of `role` run (API instances unless told). */
+  untilInstances: (n: number, role?: Instance['role']) => Promise<Instance[]>;
+  /** The instance of `role` running a run (API instances unless told), seen through the serving URL (see runnerAmong). */
+  runnerOf: (threadId: string, runId: string, role?: Instance['role']) => Promise<Instance>;
+  /** A running API instance other than `instance`. */
+  otherThan: (instance: Instance) => Promise<Instance>;
+  /** Commits a change and redeploys it, once the new revision is DEPLOYING; returns its id (see redeployStarted). */
+  redeployStarted: () => Promise<string>;
+  /** Expects the revision to end DEPLOYED. */
+  expectDeployed: (revisionId: string) => Promise<void>;
+  /** Stops the control plane and the deployment's processes and removes the repository. */
+  stop: () => Promise<void>;
+}
+
+export interface AgentDeployOptions {
+  /** The first of the 1,000 instance ports the file may use. */
+  portBase: number;
+  minScale: number;
+  /** The other `resource_spec` fields. */
+  spec?: Record<string, unknown>;
+  rolloutDeadlineMs?: number;
 }
 
 /**
- * Starts a control plane (see startAgentPipeline), deploys the committed repository `dir` with
- * `minScale` instances (and the other `spec` fields) and mints a key.
+ * Commits `project` to a new directory of local repositories, starts a control plane (see
+ * startAgentPipeline), deploys the project with `minScale` instances, expects it DEPLOYED and
+ * mints a key. A deployment that fails stops what it started.
  */
-export async function startDeployedAgent(reposRoot: string, dir: string, portBase: number, minScale: number, spec: Record<string, unknown> = {}): Promise<DeployedAgent> {
-  const pipeline = await startAgentPipeline(reposRoot, portBase);
-  const { http } = pipeline;
-  const { deploymentId, revisionId } = await deployRepo(http, reposRoot, dir, minScale, spec);
-  const rev = await untilDone(http, deploymentId, revisionId);
-  expect(rev.status, rev.status_message).toBe('DEPLOYED');
-  const key = await http.post('/v2/api-keys', { description: 'sdk' });
-  expect(key.status, key.text).toBe(201);
-  const url = (await http.get(`/v2/deployments/${deploymentId}`)).body.url;
-  return { pipeline, deploymentId, url, apiKey: key.body.key };
+export async function deployAgent(project: AgentProject, options: AgentDeployOptions): Promise<DeployedAgent> {
+  const reposRoot = mkdtempSync(path.join(tmpdir(), `slipway-${project.name}-`));
+  let pipeline: Pipeline | undefined;
+  const stop = async () => {
+    await pipeline?.stop();
+    rmSync(reposRoot, { recursive: true, force: true });
+  };
+  try {
+    const repo = commitProject(reposRoot, project);
+    pipeline = await startAgentPipeline(reposRoot, options.portBase, options.rolloutDeadlineMs);
+    const { api, http } = pipeline;
+    const { deploymentId, revisionId } = await deployRepo(http, reposRoot, repo, options.minScale, options.spec);
+    await expectDeployed(http, deploymentId, revisionId);
+    const key = await http.post('/v2/api-keys', { description: 'sdk' });
+    expect(key.status, key.text).toBe(201);
+    const apiKey: string = key.body.key;
+    const url: string = (await http.get(`/v2/deployments/${deploymentId}`)).body.url;
+    const client = new Client({ apiUrl: url, apiKey });
+    const instances = (role: Instance['role'] = 'api') => runningInstances(api, deploymentId, role);
+    return {
+      pipeline,
+      api,
+      http,
+      repo,
+      deploymentId,
+      url,
+      apiKey,
+      client,
+      instances,
+      untilInstances: (n, role) => eventually(() => instances(role), (list) => list.length === n, 120_000, 500),
+      runnerOf: (threadId, runId, role) => runnerAmong(client, threadId, runId, () => instances(role)),
+      otherThan: async (instance) => {
+        const other = (await instances()).find((i) => i.port !== instance.port);
+        expect(other, `an instance other than the one on port ${instance.port}`).toBeDefined();
+        return other!;
+      },
+      redeployStarted: () => redeployStarted(http, repo, deploymentId),
+      expectDeployed: (revisionId) => expectDeployed(http, deploymentId, revisionId),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 /**
  * Commits a change to the deployment's repository and redeploys it (a PATCH of its ref), once
  * the new revision is `DEPLOYING` (starting instances); returns that revision's id.
  */
-export async function redeployStarted(http: HttpClient, repo: string, deploymentId: string): Promise<string> {
+async function redeployStarted(http: HttpClient, repo: string, deploymentId: string): Promise<string> {
   writeFileSync(path.join(repo, 'README.md'), `redeploy ${Date.now()}\n`);
   gitIn(repo, 'add', '-A');
   gitIn(repo, 'commit', '-q', '-m', 'redeploy');

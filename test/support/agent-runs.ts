@@ -1,4 +1,4 @@
-import type { Client } from '@langchain/langgraph-sdk';
+import { Client } from '@langchain/langgraph-sdk';
 import { expect } from 'vitest';
 import type { Instance } from './agent-projects.js';
 import { eventually } from './service-process.js';
@@ -36,6 +36,9 @@ export const attempts = (events: Tick[]) => events.filter((e) => e.event === 'me
 /** The graph's custom events: which node, which tick, and the PORT of the process that ran it. */
 export const customs = (events: Tick[]) => events.filter((e) => e.event === 'custom').map((e) => e.data as { node: string; i: number; port: string });
 
+/** An SDK client of one instance's own address (no key: it is not behind the serving edge). */
+export const clientOf = (instance: Instance) => new Client({ apiUrl: instance.url });
+
 export const statusOf = async (c: Client, threadId: string, runId: string) => (await c.runs.get(threadId, runId)).status;
 
 /** The process running a run, one of `candidates`: the port in its latest custom event, once there is one. */
@@ -52,6 +55,16 @@ export async function runnerAmong(c: Client, threadId: string, runId: string, ca
   const found = (await candidates()).find((i) => String(i.port) === String(port));
   expect(found, `process on port ${port}`).toBeDefined();
   return found!;
+}
+
+/**
+ * Waits until the run is neither pending nor running, then expects it to have succeeded whole:
+ * its thread's steps are `label` and the three nodes.
+ */
+export async function expectSucceededWhole(c: Client, threadId: string, runId: string, label: string) {
+  await eventually(() => statusOf(c, threadId, runId), (s) => !['pending', 'running'].includes(s), 90_000, 500);
+  expect(await statusOf(c, threadId, runId)).toBe('success');
+  expect((await c.threads.getState(threadId)).values).toMatchObject({ steps: [label, 'first', 'second', 'third'] });
 }
 
 /**
@@ -78,4 +91,9 @@ export async function openRuns(c: Client) {
     open.push(...(await c.runs.list(t.thread_id, { limit: 100 })).filter((r) => r.status === 'pending' || r.status === 'running'));
   }
   return open;
+}
+
+/** Nothing is left pending or running, on any thread, through any of `clients`. */
+export async function expectNoOpenRuns(clients: Client[]) {
+  for (const c of clients) expect(await openRuns(c)).toEqual([]);
 }
