@@ -7,7 +7,7 @@ import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/
 import { NETNS_PROBE_SERVER } from '../support/netns-probe-app.js';
 import { eventually, serviceEnv, startService } from '../support/service-process.js';
 import { nonLoopbackAddress } from '../support/ports.js';
-import { startTestHost, type TestHost } from '../support/test-netns.js';
+import { freeTestNetwork, startTestHost, type TestHost } from '../support/test-netns.js';
 
 /**
  * Each sandbox in a network namespace of its own (issue 24), through the real api, builder and
@@ -58,10 +58,10 @@ async function fronts(deploymentId = app.deploymentId): Promise<{ postgres: numb
 
 beforeAll(async () => {
   // The stand-in hosts exist before any app could send them anything.
-  privateHost = await startTestHost(`172.31.${Math.floor(Math.random() * 250)}.${4 * Math.floor(Math.random() * 60)}`, 5432);
-  publicHost = await startTestHost(`203.0.113.${4 * Math.floor(Math.random() * 60)}`, 443);
-  const quad = () => 4 * Math.floor(Math.random() * 60);
-  for (const network of [`10.150.7.${quad()}`, `192.168.251.${quad()}`, `100.64.9.${quad()}`, `169.254.77.${quad()}`]) otherPrivateHosts.push(await startTestHost(network, 6379));
+  // Each on a /30 none of this machine's own destinations (DNS, the npm registry) sits in.
+  privateHost = await startTestHost(await freeTestNetwork(`172.31.${Math.floor(Math.random() * 250)}`), 5432);
+  publicHost = await startTestHost(await freeTestNetwork('203.0.113'), 443);
+  for (const prefix of ['10.150.7', '192.168.251', '100.64.9', '169.254.77']) otherPrivateHosts.push(await startTestHost(await freeTestNetwork(prefix), 6379));
   stand = await startCodeDeployStand({ SLIPWAY_SANDBOX_ALLOW_CIDRS: ALLOWED });
   for (const service of [stand.services.builder, stand.services.deployer]) expect(service.output()).not.toMatch(/UNSANDBOXED|sandbox is unavailable/i);
   stand.commit('netprobe', nodeApp('netprobe', NETNS_PROBE_SERVER));

@@ -1,5 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
 
 /**
  * A network namespace this test creates to stand in for another host (the compose network's
@@ -14,6 +16,27 @@ export interface TestHost {
 }
 
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
+
+/**
+ * Addresses this machine itself needs to reach: its DNS servers, its default gateway and the npm
+ * registry's addresses (builds install from it). On some machines these sit in the very ranges a
+ * test borrows — here the registry resolves into TEST-NET-3 — and a test host's route to the
+ * same /30 would cut the machine off from them.
+ */
+async function addressesInUse(): Promise<string[]> {
+  const resolvers = readFileSync('/etc/resolv.conf', 'utf8').match(/^nameserver\s+(\S+)/gm)?.map((l) => l.split(/\s+/)[1]!) ?? [];
+  const gateway = /default via (\S+)/.exec(execFileSync('ip', ['-4', 'route', 'show', 'default'], { encoding: 'utf8' }))?.[1];
+  const registry = new URL(process.env.npm_config_registry || 'https://registry.npmjs.org/').hostname;
+  const registryAddresses = (await lookup(registry, { all: true, family: 4 }).catch(() => [])).map((a) => a.address);
+  return [...resolvers, ...(gateway ? [gateway] : []), ...registryAddresses];
+}
+
+/** A random /30 network under `prefix` (three octets) holding none of the addresses this machine needs (see addressesInUse). */
+export async function freeTestNetwork(prefix: string): Promise<string> {
+  const inUse = new Set((await addressesInUse()).filter((a) => a.startsWith(`${prefix}.`)).map((a) => Math.floor(Number(a.split('.')[3]) / 4) * 4));
+  const free = Array.from({ length: 60 }, (_, i) => i * 4).filter((d) => !inUse.has(d));
+  return `${prefix}.${free[Math.floor(Math.random() * free.length)]}`;
+}
 
 /** `network` is a /30's network address (a.b.c.d, d a multiple of 4): .1 the host side, .2 the test host. */
 export async function startTestHost(network: string, port: number): Promise<TestHost> {
