@@ -18,7 +18,14 @@ export * from './entities/index.js';
 export { MIGRATIONS } from './migrations/index.js';
 export { isDataException, isDatabaseUnavailable, isForeignKeyViolation, isRowRefused, isUniqueViolation, sqlStateOf } from './pg-errors.js';
 export { ApiKeyRepository, issueApiKey, type ApiKeyFilter, type IssueApiKeyInput } from './repositories/api-key.repository.js';
-export { DEPLOYMENT_INTEGRATION_FK, INTEGRATION_NAME_UNIQUE, IntegrationRepository } from './repositories/integration.repository.js';
+export { ping, releaseSessionLock, trySessionLock } from './connection.js';
+export {
+  DEPLOYMENT_INTEGRATION_FK,
+  INTEGRATION_NAME_UNIQUE,
+  IntegrationRepository,
+  type CloneIntegration,
+} from './repositories/integration.repository.js';
+export { IdempotencyRepository, type StoredIdempotentResponse } from './repositories/idempotency.repository.js';
 export { LISTENER_COMPUTE_ID_UNIQUE, ListenerRepository, type ListenerChanges } from './repositories/listener.repository.js';
 export {
   OAUTH_PROVIDER_ID_UNIQUE,
@@ -32,9 +39,11 @@ export { transitionDeployment } from './repositories/deployment-status.js';
 export { queryRows } from './sql.js';
 export { fillSecretNames } from './repositories/secret-names.js';
 export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repository.js';
-export { UploadRepository, type UploadRecord } from './repositories/upload.repository.js';
+export { UploadRepository, type UploadRecord, type UploadState } from './repositories/upload.repository.js';
+export { ProcessRuntimeRepository, type ServingState } from './repositories/process-runtime.repository.js';
+export { TracingProjectRepository } from './repositories/tracing-project.repository.js';
 export { DeploymentSlotsRepository, SLOT_SLICE } from './repositories/deployment-slots.repository.js';
-export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter } from './repositories/deployment.repository.js';
+export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type DeploymentPatch } from './repositories/deployment.repository.js';
 export {
   TAG_KEY_UNIQUE,
   TAG_VALUE_UNIQUE,

@@ -20,6 +20,7 @@ export {
 export { deadlineFailure, PHASES, phaseOf, phaseOfJob, WORKED_PHASES, type Phase, type PhaseBudgets, type PhaseName } from './phases.js';
 export type { AppliedTransition, RevisionTransitionOptions, RevisionTransitionSet } from './status-transitions.js';
 export { RetentionRepository } from './retention.repository.js';
+export { RevisionEventReads, type RevisionEventRow } from './revision-event-reads.js';
 export { RevisionHistoryRepository, type RevisionHistory, type StatusChange } from './revision-history.repository.js';
 export {
   REVISION_LOGS_CHANNEL,

@@ -1,18 +1,10 @@
 import type { Config } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
-import { queryRows, type DataSource } from '@slipway/db';
+import { IntegrationRepository, type DataSource } from '@slipway/db';
 import { createRepohostProvider, type CloneProtocol, type ProviderSpec } from '@slipway/source';
 import { BuildError } from './build-steps.js';
 import type { BuildRow } from '@slipway/pipeline';
 import type { CloneAccess } from './build-revision.processor.js';
-
-interface IntegrationRow {
-  id: string;
-  provider: ProviderSpec['provider'];
-  name: string;
-  config: Record<string, unknown>;
-  credentials_sealed: string | null;
-}
 
 /**
  * Clone access for a repohost deployment, from its integration's provider: `checkCloneUrl()`
@@ -23,15 +15,11 @@ interface IntegrationRow {
 export function integrationCloneAccess(config: Readonly<Config>, dataSource: DataSource, secrets: SecretsCodec): (build: BuildRow) => Promise<CloneAccess> {
   return async (build) => {
     if (!build.integration_id) throw new BuildError('The deployment has no integration to clone its repository through.');
-    const [row] = await queryRows<IntegrationRow>(
-      dataSource.manager,
-      `SELECT id, provider, name, config, credentials_sealed FROM integrations WHERE id = $1`,
-      [build.integration_id],
-    );
+    const row = await new IntegrationRepository(dataSource.manager).findForClone(build.integration_id);
     if (!row) throw new BuildError(`The deployment's integration ${build.integration_id} no longer exists.`);
     let credentials: Record<string, unknown> | null;
     try {
-      credentials = row.credentials_sealed ? secrets.openJson<Record<string, unknown>>(row.credentials_sealed, row.id) : null;
+      credentials = row.credentialsSealed ? secrets.openJson<Record<string, unknown>>(row.credentialsSealed, row.id) : null;
     } catch (err) {
       throw new BuildError(`The credentials of integration '${row.name}' could not be decrypted (${(err as Error).message}).`);
     }

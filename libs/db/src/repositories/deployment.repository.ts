@@ -1,10 +1,19 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
-import { Deployment } from '../entities/index.js';
+import { Deployment, type StoredSourceConfig } from '../entities/index.js';
 import type { Page } from './pagination.js';
 import { queryRows } from '../sql.js';
-import type { DeploymentStatus } from '@slipway/domain';
+import type { DeploymentStatus, ResourceSpec } from '@slipway/domain';
 
 export const DEPLOYMENT_NAME_UNIQUE = 'deployments_workspace_name_key';
+
+/** What a PATCH writes to the (locked) deployment row: its config, sealed secrets and their names. */
+export interface DeploymentPatch {
+  sourceConfig: StoredSourceConfig;
+  resourceSpec: ResourceSpec;
+  secretsSealed: string | null;
+  imageVersion: string | null;
+  secretNames: string[];
+}
 
 export interface DeploymentFilter {
   nameContains?: string;
@@ -54,6 +63,39 @@ export class DeploymentRepository {
       [id],
     );
     return row ? { status: row.status, name: row.name, listenerId: row.listener_id } : null;
+  }
+
+  /** Its name and recorded database name (null: the one derived from name and id), or null when it is gone; no lock. */
+  async databaseNaming(id: string): Promise<{ name: string; databaseName: string | null } | null> {
+    const [row] = await queryRows<{ name: string; database_name: string | null }>(
+      this.manager,
+      `SELECT name, database_name FROM deployments WHERE id = $1`,
+      [id],
+    );
+    return row ? { name: row.name, databaseName: row.database_name } : null;
+  }
+
+  /** Writes a PATCH's changes and marks it active now; the caller holds the row `lock`. */
+  async applyPatch(id: string, patch: DeploymentPatch): Promise<void> {
+    await this.manager.query(
+      `UPDATE deployments SET source_config = $2, resource_spec = $3, secrets_sealed = $4, image_version = $5, secret_names = $6,
+              last_activity_at = now(), updated_at = now()
+        WHERE id = $1`,
+      [id, JSON.stringify(patch.sourceConfig), JSON.stringify(patch.resourceSpec), patch.secretsSealed, patch.imageVersion, patch.secretNames],
+    );
+  }
+
+  /** Takes back a redeployed revision's resource spec and secrets, so later PATCHes build on them; the caller holds the row `lock`. */
+  async restoreRevisionConfig(id: string, resourceSpec: ResourceSpec, secretsSealed: string | null, secretNames: string[]): Promise<void> {
+    await this.manager.query(
+      `UPDATE deployments SET resource_spec = $2, secrets_sealed = $3, secret_names = $4, updated_at = now() WHERE id = $1`,
+      [id, JSON.stringify(resourceSpec), secretsSealed, secretNames],
+    );
+  }
+
+  /** Unlinks its tracing project, before that project is deleted. */
+  async detachTracingProject(id: string): Promise<void> {
+    await this.manager.query(`UPDATE deployments SET tracing_project_id = NULL WHERE id = $1`, [id]);
   }
 
   /** Records the database provisioned for it, while it still awaits one. */

@@ -1,10 +1,20 @@
 import type { EntityManager } from 'typeorm';
-import { Integration, WebhookDelivery } from '../entities/index.js';
+import { Integration, WebhookDelivery, type IntegrationConfig, type IntegrationProvider } from '../entities/index.js';
+import { queryRows } from '../sql.js';
 import type { Page } from './pagination.js';
 
 export const INTEGRATION_NAME_UNIQUE = 'integrations_workspace_name_key';
 /** The FK a deployment insert trips when its integration was deleted meanwhile. */
 export const DEPLOYMENT_INTEGRATION_FK = 'deployments_integration_id_fkey';
+
+/** What a build needs of an integration to clone through it; the credentials still sealed (bound to `id`). */
+export interface CloneIntegration {
+  id: string;
+  provider: IntegrationProvider;
+  name: string;
+  config: IntegrationConfig;
+  credentialsSealed: string | null;
+}
 
 /** Integrations (always addressed within one workspace, except by their own webhook) and their deliveries. */
 export class IntegrationRepository {
@@ -23,6 +33,16 @@ export class IntegrationRepository {
   /** Only for the push webhook, which has no workspace until its signature proves the caller. */
   findForWebhook(id: string): Promise<Integration | null> {
     return this.manager.findOneBy(Integration, { id });
+  }
+
+  /** Only for the builder, which reaches it through a deployment: its provider settings and sealed credentials, or null when gone. */
+  async findForClone(id: string): Promise<CloneIntegration | null> {
+    const [row] = await queryRows<{ id: string; provider: IntegrationProvider; name: string; config: IntegrationConfig; credentials_sealed: string | null }>(
+      this.manager,
+      `SELECT id, provider, name, config, credentials_sealed FROM integrations WHERE id = $1`,
+      [id],
+    );
+    return row ? { id: row.id, provider: row.provider, name: row.name, config: row.config, credentialsSealed: row.credentials_sealed } : null;
   }
 
   list(workspaceId: string, { limit, offset }: Page): Promise<Integration[]> {

@@ -16,6 +16,12 @@ export interface BootstrapResult {
 export class TenancyRepository {
   constructor(private readonly manager: EntityManager) {}
 
+  /** Whether the organization exists; any text may be asked (compared as text, so a malformed id is simply absent). */
+  async organizationExists(id: string): Promise<boolean> {
+    const rows = await this.manager.query('SELECT 1 FROM organizations WHERE id::text = $1', [id]);
+    return rows.length > 0;
+  }
+
   findWorkspace(id: string): Promise<Workspace | null> {
     return this.manager.findOneBy(Workspace, { id });
   }

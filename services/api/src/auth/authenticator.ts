@@ -77,8 +77,8 @@ export class Authenticator {
   private async fromJwt(token: string): Promise<Principal | null> {
     const claims = await this.jwt!.verify(token);
     if (!claims) return null;
-    const exists = await this.dataSource.query('SELECT 1 FROM organizations WHERE id::text = $1', [claims.org_id]);
-    if (!exists.length) return null;
+    const tenancy = new TenancyRepository(this.dataSource.manager);
+    if (!(await tenancy.organizationExists(claims.org_id))) return null;
     const principal: Principal = {
       kind: 'jwt',
       keyId: null,
@@ -91,7 +91,7 @@ export class Authenticator {
     };
     if (claims.tenant_id === undefined) return principal;
     if (typeof claims.tenant_id !== 'string' || !UUID.test(claims.tenant_id)) return null;
-    const workspace = await new TenancyRepository(this.dataSource.manager).findWorkspace(claims.tenant_id);
+    const workspace = await tenancy.findWorkspace(claims.tenant_id);
     if (!workspace || workspace.organizationId !== principal.organizationId) throw NotFoundError.of('Workspace', claims.tenant_id);
     return { ...principal, scope: 'workspace', workspaceId: workspace.id };
   }

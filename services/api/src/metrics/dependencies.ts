@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
-import type { DataSource } from '@slipway/db';
+import { ping, type DataSource } from '@slipway/db';
 
 /** How long one probe of a dependency may take before it counts as unreachable. */
 const CHECK_TIMEOUT_MS = 2_000;
@@ -45,7 +45,7 @@ export class DependencyChecks {
 
   async check(): Promise<DependencyReport> {
     const [pg, rd] = await Promise.allSettled([
-      withTimeout(this.dataSource.query('SELECT 1'), 'Postgres'),
+      withTimeout(ping(this.dataSource), 'Postgres'),
       withTimeout(this.redis.ping(), 'Redis'),
     ]);
     const report: DependencyReport = {

@@ -1,6 +1,7 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { DataSource } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
+import { RevisionEventReads, type RevisionEventRow } from '@slipway/pipeline';
 
 /** Rows read per query, and queries per scrape: a backlog is worked off over several scrapes. */
 const BATCH_SIZE = 1_000;
@@ -17,13 +18,6 @@ const MAX_TRACKED_GAPS = 10_000;
 
 /** Buckets for time spent in a revision status: from sub-second queue hops to hour-long builds. */
 const TIME_IN_STATUS_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
-
-interface EventRow {
-  id: string;
-  from_status: string | null;
-  to_status: string;
-  time_in_status_ms: string | null;
-}
 
 export interface RevisionEventsCollectorOptions {
   gapTtlMs?: number;
@@ -58,13 +52,15 @@ export class RevisionEventsCollector {
   private readonly timeInStatus: Histogram<'status'>;
   private readonly gapTtlMs: number;
   private readonly batchSize: number;
+  private readonly events: RevisionEventReads;
 
   constructor(
     registry: Registry,
-    private readonly dataSource: DataSource,
+    dataSource: DataSource,
     private readonly log: Logger,
     options: RevisionEventsCollectorOptions = {},
   ) {
+    this.events = new RevisionEventReads(dataSource.manager);
     this.gapTtlMs = options.gapTtlMs ?? GAP_TTL_MS;
     this.batchSize = options.batchSize ?? BATCH_SIZE;
     this.transitions = new Counter({
@@ -85,17 +81,12 @@ export class RevisionEventsCollector {
   /** Observes the events committed since the last call. Throws if Postgres does not answer. */
   async collect(): Promise<void> {
     if (this.cursor === null) {
-      const [row] = await this.dataSource.query('SELECT coalesce(max(id), 0)::text AS max FROM revision_events');
-      this.cursor = BigInt(row.max);
+      this.cursor = BigInt(await this.events.lastId());
       return;
     }
     await this.collectGaps();
     for (let batch = 0; batch < MAX_BATCHES_PER_SCRAPE; batch++) {
-      const rows: EventRow[] = await this.dataSource.query(
-        `SELECT id::text, from_status, to_status, time_in_status_ms::text
-           FROM revision_events WHERE id > $1::bigint ORDER BY id LIMIT $2`,
-        [this.cursor.toString(), this.batchSize],
-      );
+      const rows = await this.events.after(this.cursor.toString(), this.batchSize);
       for (const row of rows) {
         const id = BigInt(row.id);
         this.rememberGap(this.cursor + 1n, id);
@@ -109,10 +100,7 @@ export class RevisionEventsCollector {
   /** Looks for rows whose ids were skipped, now that their transactions may have committed. */
   private async collectGaps(): Promise<void> {
     if (!this.gaps.size) return;
-    const rows: EventRow[] = await this.dataSource.query(
-      `SELECT id::text, from_status, to_status, time_in_status_ms::text FROM revision_events WHERE id = ANY($1::bigint[])`,
-      [[...this.gaps.keys()].map(String)],
-    );
+    const rows = await this.events.withIds([...this.gaps.keys()].map(String));
     for (const row of rows) {
       this.gaps.delete(BigInt(row.id));
       this.observe(row);
@@ -133,7 +121,7 @@ export class RevisionEventsCollector {
     for (let id = from; id < to; id++) this.gaps.set(id, now);
   }
 
-  private observe(row: EventRow): void {
+  private observe(row: RevisionEventRow): void {
     // The first event of a revision may have no previous status.
     this.transitions.inc({ from: row.from_status ?? 'none', to: row.to_status });
     if (row.from_status !== null && row.time_in_status_ms !== null) {

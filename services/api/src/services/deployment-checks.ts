@@ -3,7 +3,7 @@
  * tracing-project names, what a PATCH may change. Each throws the 4xx that applies.
  */
 import { randomUUID } from 'node:crypto';
-import { ListenerRepository, queryRows, type Deployment, type EntityManager, type StoredSourceConfig } from '@slipway/db';
+import { ListenerRepository, TracingProjectRepository, type Deployment, type EntityManager, type StoredSourceConfig } from '@slipway/db';
 import { BadRequestError, canonicalSource, ConflictError, IMMUTABLE_SOURCE_CONFIG_FIELDS, NotFoundError, patchImageProblems, type ResourceSpec } from '@slipway/domain';
 import { refuseInvalid } from '../http/validation-error.js';
 import type { PatchDeploymentBody } from '../schemas/deployment.schema.js';
@@ -36,20 +36,12 @@ export async function checkListener(manager: EntityManager, workspaceId: string,
 export async function attachTracingProject(manager: EntityManager, workspaceId: string, name: string): Promise<string> {
   // The usual case, a new name, in one round trip. A concurrent create of the same name makes
   // this wait for its commit and then do nothing; the read below then sees its project taken.
+  const projects = new TracingProjectRepository(manager);
   const id = randomUUID();
-  const inserted = await queryRows(
-    manager,
-    `INSERT INTO tracing_projects (id, workspace_id, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING id`,
-    [id, workspaceId, name],
-  );
-  if (inserted.length) return id;
-  const [existing] = await queryRows<{ id: string; deployment_id: string | null }>(
-    manager,
-    `SELECT id, deployment_id FROM tracing_projects WHERE workspace_id = $1 AND name = $2 FOR UPDATE`,
-    [workspaceId, name],
-  );
+  if (await projects.insertIfNameFree(id, workspaceId, name)) return id;
+  const existing = await projects.lockByName(workspaceId, name);
   // Gone again (a concurrent create rolled back): treat as taken rather than guess; a retry wins.
-  if (!existing || existing.deployment_id) throw nameTaken(name, workspaceId);
+  if (!existing || existing.deploymentId) throw nameTaken(name, workspaceId);
   return existing.id;
 }
 

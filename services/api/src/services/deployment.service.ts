@@ -9,6 +9,7 @@ import {
   isUniqueViolation,
   RegistryRepository,
   Revision,
+  TracingProjectRepository,
   transitionDeployment,
   type DataSource,
   type EntityManager,
@@ -219,19 +220,13 @@ export class DeploymentService {
     if (body.secrets != null) secrets = applySecrets(secrets, body.secrets);
     if (body.secrets != null || input.resource_spec != null) refuseInvalid(imagePullSecretInputProblems(deployment.source, deployment.listenerId, resourceSpec, secrets));
 
-    await manager.query(
-      `UPDATE deployments SET source_config = $2, resource_spec = $3, secrets_sealed = $4, image_version = $5, secret_names = $6,
-              last_activity_at = now(), updated_at = now()
-        WHERE id = $1`,
-      [
-        id,
-        JSON.stringify(sourceConfig),
-        JSON.stringify(resourceSpec),
-        this.sealSecrets(secrets, id),
-        body.image_version ?? deployment.imageVersion,
-        secrets.map((s) => s.name),
-      ],
-    );
+    await new DeploymentRepository(manager).applyPatch(id, {
+      sourceConfig,
+      resourceSpec,
+      secretsSealed: this.sealSecrets(secrets, id),
+      imageVersion: body.image_version ?? deployment.imageVersion,
+      secretNames: secrets.map((s) => s.name),
+    });
 
     const revisionInput = body.source_revision_config ?? {};
     const uploadRevision = body.revision_source != null && revisionInput.source_tarball_path != null;
@@ -272,8 +267,8 @@ export class DeploymentService {
       await new RegistryRepository(manager).revokeOfDeployment(id);
     }
     if (deleteTracingProject && deployment.tracingProjectId) {
-      await manager.query(`UPDATE deployments SET tracing_project_id = NULL WHERE id = $1`, [id]);
-      await manager.query(`DELETE FROM tracing_projects WHERE id = $1`, [deployment.tracingProjectId]);
+      await new DeploymentRepository(manager).detachTracingProject(id);
+      await new TracingProjectRepository(manager).delete(deployment.tracingProjectId);
     }
   }
 

@@ -1,9 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { ConflictError } from '@slipway/domain';
-import { queryRows, type DataSource, type EntityManager } from '@slipway/db';
+import { IdempotencyRepository, type DataSource, type EntityManager } from '@slipway/db';
 import type { HandlerResult } from '../http/route.js';
-
-const TTL = "interval '24 hours'";
 
 /**
  * The request a key was first used with: operation, path parameters and canonical body, as an
@@ -41,33 +39,18 @@ export async function withIdempotency(
   run: () => Promise<HandlerResult>,
 ): Promise<HandlerResult> {
   if (!key) return run();
-  await manager.query(`DELETE FROM idempotency_keys WHERE workspace_id = $1 AND key = $2 AND created_at < now() - ${TTL}`, [
-    workspaceId,
-    key,
-  ]);
-  const inserted = await queryRows(
-    manager,
-    `INSERT INTO idempotency_keys (workspace_id, key, request_hash, response_status)
-     VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING RETURNING key`,
-    [workspaceId, key, fingerprint],
-  );
-  if (inserted.length) {
+  const keys = new IdempotencyRepository(manager);
+  await keys.dropExpired(workspaceId, key);
+  if (await keys.claim(workspaceId, key, fingerprint)) {
     const result = await run();
-    await manager.query(
-      `UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE workspace_id = $1 AND key = $2`,
-      [workspaceId, key, result.status, JSON.stringify(result.body ?? null)],
-    );
+    await keys.recordResponse(workspaceId, key, result.status, result.body);
     return result;
   }
-  const [stored] = await queryRows<{ request_hash: string; response_status: number; response_body: unknown }>(
-    manager,
-    `SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE workspace_id = $1 AND key = $2`,
-    [workspaceId, key],
-  );
-  if (!stored || stored.request_hash !== fingerprint) {
+  const stored = await keys.find(workspaceId, key);
+  if (!stored || stored.requestHash !== fingerprint) {
     throw new ConflictError(`Idempotency-Key '${key}' was already used with a different request.`);
   }
-  return { status: stored.response_status, body: stored.response_body ?? undefined, headers: { 'Idempotent-Replayed': 'true' } };
+  return { status: stored.responseStatus, body: stored.responseBody ?? undefined, headers: { 'Idempotent-Replayed': 'true' } };
 }
 
 /** What identifies a request for `Idempotency-Key` purposes. */

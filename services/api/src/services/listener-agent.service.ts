@@ -5,7 +5,6 @@ import {
   DeploymentRepository,
   Listener,
   ListenerRepository,
-  queryRows,
   Revision,
   transitionDeployment,
   type DataSource,
@@ -247,7 +246,7 @@ export class ListenerAgentService {
     if (row.status !== 'AWAITING_DELETE') {
       return rejected(`Deployment ID ${deploymentId} is ${row.status}; only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`);
     }
-    await manager.query(`DELETE FROM deployments WHERE id = $1`, [deploymentId]);
+    await new DeploymentRepository(manager).removeDeleted(deploymentId);
     return { ok: true };
   }
 

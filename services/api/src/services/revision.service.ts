@@ -1,4 +1,4 @@
-import { Revision, type DataSource, type EntityManager, type Page } from '@slipway/db';
+import { DeploymentRepository, Revision, type DataSource, type EntityManager, type Page } from '@slipway/db';
 import { BadRequestError, isImageSource, isRevisionTerminal, NotFoundError, sourceName } from '@slipway/domain';
 import { RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
 import { iso } from '../schemas/common.schema.js';
@@ -83,9 +83,11 @@ export class RevisionService {
       );
     }
     const secrets = this.deployments.revisionSecrets(old);
-    await manager.query(
-      `UPDATE deployments SET resource_spec = $2, secrets_sealed = $3, secret_names = $4, updated_at = now() WHERE id = $1`,
-      [deploymentId, JSON.stringify(old.resourceSpec), this.deployments.sealSecrets(secrets, deploymentId), secrets.map((s) => s.name)],
+    await new DeploymentRepository(manager).restoreRevisionConfig(
+      deploymentId,
+      old.resourceSpec,
+      this.deployments.sealSecrets(secrets, deploymentId),
+      secrets.map((s) => s.name),
     );
     await this.deployments.addRevision(
       manager,

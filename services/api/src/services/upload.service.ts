@@ -5,7 +5,7 @@ import { finished, PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Config } from '@slipway/config';
 import { deriveKey } from '@slipway/crypto';
-import { DeploymentRepository, QuotaRepository, queryRows, type DataSource, type EntityManager } from '@slipway/db';
+import { DeploymentRepository, QuotaRepository, UploadRepository, type DataSource, type EntityManager } from '@slipway/db';
 import { AppError, BadRequestError, ConflictError, NotFoundError, UnauthorizedError } from '@slipway/domain';
 import { inspectArchiveStream, parseUploadObjectPath, uploadFilePath, uploadObjectPath, type UploadObject } from '@slipway/source';
 import type { UploadUrlView } from '../schemas/upload.schema.js';
@@ -66,7 +66,7 @@ export class UploadService {
     const objectPath = uploadObjectPath(deployment.id);
     await this.dataSource.transaction(async (m) => {
       await this.quotas.assertUploadSlot(m, workspaceId);
-      await m.query(`INSERT INTO uploads (object_path, deployment_id) VALUES ($1, $2)`, [objectPath, deployment.id]);
+      await new UploadRepository(m).insert(objectPath, deployment.id);
     });
     const token = this.sign(parseUploadObjectPath(objectPath)!, this.now() + this.config.uploadUrlTtlMs);
     return { upload_url: `${this.config.publicUrl}/v2/uploads/${token}`, object_path: objectPath };
@@ -154,11 +154,7 @@ export class UploadService {
         await new QuotaRepository(m).lockWorkspace(workspaceId);
         await this.quotas.assertUploadBytes(m, workspaceId, size);
         await rename(part, file);
-        await m.query(`UPDATE uploads SET size_bytes = $2, sha256 = $3, completed_at = now() WHERE object_path = $1`, [
-          objectPath,
-          size,
-          hash.digest('hex'),
-        ]);
+        await new UploadRepository(m).complete(objectPath, size, hash.digest('hex'));
       })
       .catch(async (err) => {
         await rm(part, { force: true });
@@ -168,15 +164,10 @@ export class UploadService {
 
   /** The upload row must exist (its deployment not deleted) and not be completed yet. */
   private async assertOpen(manager: EntityManager, objectPath: string, deploymentId: string, lock = false): Promise<void> {
-    const [row] = await queryRows<{ completed_at: Date | null; status: string }>(
-      manager,
-      `SELECT u.completed_at, d.status FROM uploads u JOIN deployments d ON d.id = u.deployment_id
-        WHERE u.object_path = $1 ${lock ? 'FOR UPDATE OF u' : ''}`,
-      [objectPath],
-    );
-    if (!row) throw NotFoundError.of('Deployment', deploymentId);
-    if (row.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
-    if (row.completed_at) throw new ConflictError(`Upload ${objectPath} is already complete; request a new upload URL for another tarball.`);
+    const upload = await new UploadRepository(manager).state(objectPath, lock);
+    if (!upload) throw NotFoundError.of('Deployment', deploymentId);
+    if (upload.deploymentStatus === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
+    if (upload.completedAt) throw new ConflictError(`Upload ${objectPath} is already complete; request a new upload URL for another tarball.`);
   }
 
   private tooLarge(): PayloadTooLargeError {
@@ -218,14 +209,8 @@ function notGzip(): BadRequestError {
  * deployment, so a client cannot point a build at another tenant's tarball or a guessed path.
  */
 export async function assertUploadCompleted(manager: EntityManager, deploymentId: string, objectPath: string): Promise<void> {
-  const rows = await queryRows(
-    manager,
-    // Share-locked until the revision naming it commits: retention never deletes an upload a
-    // revision is being pointed at (it skips locked rows).
-    `SELECT 1 FROM uploads WHERE object_path = $1 AND deployment_id = $2 AND completed_at IS NOT NULL FOR SHARE`,
-    [objectPath, deploymentId],
-  );
-  if (!rows.length) {
+  // Share-locked until the revision naming it commits, so retention cannot delete it meanwhile.
+  if (!(await new UploadRepository(manager).shareCompleted(objectPath, deploymentId))) {
     throw new BadRequestError(
       `Upload ${objectPath} not found for this deployment; request one with POST /v2/deployments/${deploymentId}/upload-url.`,
     );

@@ -1,5 +1,5 @@
 import { appendFile } from 'node:fs/promises';
-import { queryRows, type DataSource } from '@slipway/db';
+import { ProcessRuntimeRepository, type DataSource } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { instanceLabel, type InstanceRecord, type ProcessRuntime, type StartInstancesInput } from '@slipway/runtime';
 import type { DeploymentMetrics } from '../metrics/deployment-metrics.js';
@@ -145,12 +145,7 @@ export class InstanceKeeper {
     });
   }
 
-  private async activeRevision(deploymentId: string): Promise<string | null> {
-    const [d] = await queryRows<{ active_revision_id: string | null }>(
-      this.ctx.dataSource.manager,
-      `SELECT active_revision_id FROM deployments WHERE id = $1 AND status <> 'AWAITING_DELETE'`,
-      [deploymentId],
-    );
-    return d?.active_revision_id ?? null;
+  private activeRevision(deploymentId: string): Promise<string | null> {
+    return new ProcessRuntimeRepository(this.ctx.dataSource.manager).activeRevisionOf(deploymentId);
   }
 }

@@ -1,4 +1,4 @@
-import type { DataSource } from '@slipway/db';
+import { ping, releaseSessionLock, trySessionLock, type DataSource } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 
 /**
@@ -31,7 +31,7 @@ export class RuntimeLock {
   async hold(onLost: () => Promise<void>): Promise<boolean> {
     if (this.runner) {
       try {
-        await this.runner.query('SELECT 1');
+        await ping(this.runner);
         return true;
       } catch (err) {
         this.log.error({ err }, 'lost the runtime lock connection; no longer serving local processes');
@@ -42,8 +42,7 @@ export class RuntimeLock {
     const runner = this.dataSource.createQueryRunner();
     try {
       await runner.connect();
-      const [row] = await runner.query(`SELECT pg_try_advisory_lock($1::int, $2::int) AS locked`, [...RUNTIME_LOCK]);
-      if (row?.locked) {
+      if (await trySessionLock(runner, RUNTIME_LOCK)) {
         this.runner = runner;
         this.log.info('runtime lock held: this deployer runs the local processes');
         return true;
@@ -59,7 +58,7 @@ export class RuntimeLock {
     const runner = this.runner;
     this.runner = null;
     if (!runner) return;
-    await runner.query(`SELECT pg_advisory_unlock($1::int, $2::int)`, [...RUNTIME_LOCK]).catch(() => undefined);
+    await releaseSessionLock(runner, RUNTIME_LOCK).catch(() => undefined);
     await runner.release().catch(() => undefined);
   }
 }

@@ -1,4 +1,4 @@
-import { queryRows } from '@slipway/db';
+import { ProcessRuntimeRepository } from '@slipway/db';
 import { probeHealth, type InstanceRecord, type StartInstancesInput } from '@slipway/runtime';
 import type { InstanceContext, InstanceKeeper } from './instances.js';
 
@@ -30,13 +30,7 @@ export class Supervision {
   ) {}
 
   async pass(): Promise<void> {
-    const deployments = await queryRows<{ id: string }>(
-      this.ctx.dataSource.manager,
-      `SELECT d.id FROM deployments d
-        WHERE d.listener_id IS NULL AND d.status <> 'AWAITING_DELETE'
-          AND (d.serving_port IS NOT NULL OR EXISTS (SELECT 1 FROM runtime_processes p WHERE p.deployment_id = d.id AND p.status <> 'exited'))`,
-    );
-    for (const { id } of deployments) {
+    for (const id of await new ProcessRuntimeRepository(this.ctx.dataSource.manager).supervised()) {
       if (this.ctx.stopping.aborted) return;
       await this.ctx.work
         .serialize(id, () => this.deployment(id))
@@ -58,21 +52,17 @@ export class Supervision {
   private async deployment(deploymentId: string): Promise<void> {
     const { dataSource, traffic, runtime, tailers, log } = this.ctx;
     if (this.keeper.tearingDown.has(deploymentId)) return;
-    const [d] = await queryRows<{ status: string; active_revision_id: string | null; serving_port: number | null }>(
-      dataSource.manager,
-      `SELECT status, active_revision_id, serving_port FROM deployments WHERE id = $1`,
-      [deploymentId],
-    );
+    const d = await new ProcessRuntimeRepository(dataSource.manager).servingState(deploymentId);
     if (!d || d.status === 'AWAITING_DELETE') return;
-    if (d.serving_port) {
-      await traffic.ensureProxy(deploymentId).catch((err) => log.warn({ err, deploymentId, port: d.serving_port }, 'could not open the serving proxy'));
+    if (d.servingPort) {
+      await traffic.ensureProxy(deploymentId).catch((err) => log.warn({ err, deploymentId, port: d.servingPort }, 'could not open the serving proxy'));
     }
     const serving: { row: InstanceRecord; rev: StartInstancesInput }[] = [];
     for (const row of await runtime.store.live({ deploymentId })) {
       if (this.keeper.busy.has(row.id) || this.keeper.rollingOut.has(row.revisionId)) continue;
       // Instances of the active revision are meant to run; anything else is a leftover (an
       // interrupted retirement, a rollout whose deployer died) and is stopped.
-      if (row.revisionId !== d.active_revision_id || row.status === 'stopping') {
+      if (row.revisionId !== d.activeRevisionId || row.status === 'stopping') {
         traffic.remove(deploymentId, row.id);
         this.forget(row.id);
         this.keeper.retire(row, 0);

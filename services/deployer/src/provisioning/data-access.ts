@@ -1,7 +1,14 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
-import { DEPLOYMENT_TEMPLATE_DATABASE, DeploymentCredentialStore, provisionDeploymentDatabase, queryRows, type DataSource } from '@slipway/db';
+import {
+  DEPLOYMENT_TEMPLATE_DATABASE,
+  DeploymentCredentialStore,
+  DeploymentRepository,
+  ProcessRuntimeRepository,
+  provisionDeploymentDatabase,
+  type DataSource,
+} from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { workerConnection } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
@@ -218,13 +225,9 @@ export class DeploymentDataAccess {
   }
 
   private async databaseName(deploymentId: string): Promise<string> {
-    const [d] = await queryRows<{ name: string; database_name: string | null }>(
-      this.dataSource.manager,
-      `SELECT name, database_name FROM deployments WHERE id = $1`,
-      [deploymentId],
-    );
+    const d = await new DeploymentRepository(this.dataSource.manager).databaseNaming(deploymentId);
     if (!d) throw new Error(`Deployment ${deploymentId} is gone.`);
-    return d.database_name ?? deploymentDatabaseName(d.name, deploymentId);
+    return d.databaseName ?? deploymentDatabaseName(d.name, deploymentId);
   }
 
   /**
@@ -235,12 +238,7 @@ export class DeploymentDataAccess {
   keepFronts(isOwner: () => boolean): void {
     const pass = async () => {
       if (!isOwner()) return this.closeAll();
-      const live = await queryRows<{ id: string }>(
-        this.dataSource.manager,
-        `SELECT DISTINCT d.id FROM deployments d JOIN runtime_processes p ON p.deployment_id = d.id
-          WHERE d.listener_id IS NULL AND d.status <> 'AWAITING_DELETE' AND p.status <> 'exited'`,
-      );
-      for (const { id } of live) {
+      for (const id of await new ProcessRuntimeRepository(this.dataSource.manager).withLiveInstances()) {
         await this.ensureFronts(id).catch((err) => this.log.error({ err, deploymentId: id }, 'could not open the data-access fronts'));
       }
     };
