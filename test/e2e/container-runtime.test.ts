@@ -286,11 +286,20 @@ describe('external_container without a listener', () => {
     expect(rev.status_message).toBe('Slipway does not pull images from 127.0.0.1:1: it is a loopback address (SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).');
   }, 90_000);
 
-  it("never uses the platform credential for another deployment's repository of the built-in registry", async () => {
+  it("never uses the platform credential for another deployment's repository of the built-in registry: a 422 on create and PATCH, nothing written", async () => {
     const other = await serving('ctr-victim', '<h1>private</h1>');
-    const rev = await externalRevision('ext-thief', `${other.d.registryUrl}/web:v1`);
-    expect(rev.status).toBe('DEPLOY_FAILED');
-    expect(rev.status_message).toContain("Slipway runs images of the built-in registry only from the deployment's own repositories");
+    const stolen = `${other.d.registryUrl}/web:v1`;
+    const refusal = { loc: ['body', 'source_revision_config', 'image_uri'], msg: expect.stringContaining("another deployment's repository of the built-in registry") };
+    const created = await api().http.post('/v2/deployments', { name: 'ext-thief', source: 'external_container', source_config: {}, source_revision_config: { image_uri: stolen } });
+    expect(created.status, created.text).toBe(422);
+    expect(created.body.detail).toEqual([expect.objectContaining(refusal)]);
+    // A deployment of its own (its image is nowhere: it fails), then PATCHed to the stolen image.
+    const own = await api().http.post('/v2/deployments', { name: 'ext-thief-2', source: 'external_container', source_config: {}, source_revision_config: { image_uri: '127.0.0.1:1/team/web:v1' } });
+    expect(own.status, own.text).toBe(201);
+    const patched = await api().http.patch(`/v2/deployments/${own.body.id}`, { source_revision_config: { image_uri: stolen } });
+    expect(patched.status, patched.text).toBe(422);
+    expect(patched.body.detail).toEqual([expect.objectContaining(refusal)]);
+    expect((await api().http.get(`/v2/deployments/${own.body.id}`)).body.latest_revision_id).toBe(own.body.latest_revision_id);
   }, 120_000);
 });
 
