@@ -410,6 +410,24 @@ describe('GET .../deliveries', () => {
     expect((await api.http.get(`/v1/integrations/repohost/${integrationId}/deliveries`, { key: null })).status).toBe(401);
   });
 
+  it("a delivery racing its integration's delete is a 404, never a 5xx, and nothing is left behind", async () => {
+    const doomed = await createLocalIntegration(api, 'doomed', integrationRoot(api, 'hooks'));
+    const path = `/v1/integrations/repohost/${doomed.id}/webhook`;
+    const deliver = () =>
+      api.http.request('POST', path, { rawBody: '{}', key: null, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID() } });
+    // Deliveries keep arriving while the integration is deleted: each is recorded (401, unsigned)
+    // or finds it gone (404), whichever side of the delete it lands on.
+    const [before, deleted, after] = await Promise.all([
+      Promise.all(Array.from({ length: 30 }, deliver)),
+      api.http.delete(`/v1/integrations/repohost/${doomed.id}`),
+      Promise.all(Array.from({ length: 30 }, deliver)),
+    ]);
+    expect(deleted.status).toBe(204);
+    expect([...before, ...after].map((r) => r.status).filter((status) => status !== 401 && status !== 404)).toEqual([]);
+    expect((await deliver()).status).toBe(404);
+    expect(await api.dataSource.query(`SELECT 1 FROM webhook_deliveries WHERE integration_id = $1`, [doomed.id])).toEqual([]);
+  });
+
   it('the webhook secret never reaches a log line', () => {
     expect(api.logs.text()).toContain('webhook signature rejected');
     expect(api.logs.text()).not.toContain(secret);

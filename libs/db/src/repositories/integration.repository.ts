@@ -67,10 +67,13 @@ export class IntegrationRepository {
     return (await this.manager.findOneBy(WebhookDelivery, { id: delivery.id }))!;
   }
 
-  /** Sets the outcome; `keepDigest` false forgets the payload digest, so the same payload may be delivered again. */
-  async finishDelivery(id: string, statusCode: number, outcome: string, keepDigest = true): Promise<WebhookDelivery> {
+  /**
+   * Sets the outcome; `keepDigest` false forgets the payload digest, so the same payload may be
+   * delivered again. Null when the delivery is gone (its integration was deleted meanwhile).
+   */
+  async finishDelivery(id: string, statusCode: number, outcome: string, keepDigest = true): Promise<WebhookDelivery | null> {
     await this.manager.update(WebhookDelivery, { id }, { statusCode, outcome, ...(keepDigest ? {} : { payloadSha256: null }) });
-    return (await this.manager.findOneBy(WebhookDelivery, { id }))!;
+    return this.manager.findOneBy(WebhookDelivery, { id });
   }
 
   /** Records a revision a delivery created, in the transaction that created it. */

@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { DeploymentRepository, IntegrationRepository, isUniqueViolation, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
+import { DeploymentRepository, IntegrationRepository, isForeignKeyViolation, isUniqueViolation, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
 import { hasUnstorableCharacter, NotFoundError } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
 import { DeploymentReads, RevisionReads, RevisionRepository } from '@slipway/pipeline';
@@ -71,6 +71,9 @@ export function signatureValid(secret: string, rawBody: Buffer, given: string | 
   return timingSafeEqual(expected, Buffer.from(hex, 'hex'));
 }
 
+/** webhook_deliveries.integration_id → integrations (ON DELETE CASCADE). */
+const DELIVERY_INTEGRATION_FK = 'webhook_deliveries_integration_id_fkey';
+
 /**
  * The repohost push webhook (docs/api.md, Integrations). Authenticated only by the HMAC of its body; every
  * delivery is recorded, whatever came of it. A push to a branch makes one revision for each
@@ -96,6 +99,9 @@ export class WebhookService {
     if (!integration) throw NotFoundError.of('Integration', req.integrationId);
     const event = header(req.headers, 'x-github-event') ?? header(req.headers, 'x-gitea-event');
     const deliveryId = header(req.headers, 'x-github-delivery') ?? header(req.headers, 'x-gitea-delivery');
+    // The integration can be deleted between the lookup above and this insert (its deliveries go
+    // with it): the delivery then finds it gone, as one arriving a moment later would.
+    const gone = () => NotFoundError.of('Integration', integration.id);
     const record = (fields: DeliveryFields) =>
       new IntegrationRepository(this.dataSource.manager).insertDelivery(
         Object.assign(new WebhookDelivery(), {
@@ -110,7 +116,9 @@ export class WebhookService {
           receivedAt: () => 'clock_timestamp()',
           ...fields,
         }),
-      );
+      ).catch((err: unknown) => {
+        throw isForeignKeyViolation(err, DELIVERY_INTEGRATION_FK) ? gone() : err;
+      });
     const refuse = async (statusCode: number, outcome: string) => {
       req.body.resume();
       return presentDelivery(await record({ signatureValid: false, statusCode, outcome }));
@@ -152,7 +160,7 @@ export class WebhookService {
         await record({ signatureValid: true, statusCode: 200, outcome: `Event '${event}' ignored: only push events trigger builds.` }),
       );
     }
-    return this.push(integration, req, signed, deliveryId, record);
+    return this.push(integration, req, signed, deliveryId, record, gone);
   }
 
   private async push(
@@ -161,6 +169,7 @@ export class WebhookService {
     signed: { body: unknown; digest: string },
     deliveryId: string | null,
     record: (fields: DeliveryFields) => Promise<WebhookDelivery>,
+    gone: () => NotFoundError,
   ): Promise<DeliveryView> {
     const payload = (signed.body && typeof signed.body === 'object' ? signed.body : {}) as PushPayload;
     // A ref Postgres cannot store (U+0000, a lone surrogate) is no ref at all.
@@ -242,6 +251,8 @@ export class WebhookService {
         : `Push to ${branch} (${short}): no deployment builds this repository's ${branch} on push.`;
     const outcome = notes.length ? `${summary} ${notes.map((n) => `${n[0]!.toUpperCase()}${n.slice(1)}.`).join(' ')}` : summary;
     // A failed push keeps no digest, so the host's re-delivery can retry the deployments that failed.
-    return presentDelivery(await new IntegrationRepository(this.dataSource.manager).finishDelivery(delivery.id, failed ? 500 : 200, outcome, !failed));
+    const finished = await new IntegrationRepository(this.dataSource.manager).finishDelivery(delivery.id, failed ? 500 : 200, outcome, !failed);
+    if (!finished) throw gone();
+    return presentDelivery(finished);
   }
 }
