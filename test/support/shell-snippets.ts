@@ -66,6 +66,7 @@ export class ShellSession {
   private output = '';
   private readonly listeners = new Set<() => void>();
   private count = 0;
+  private closed = false;
 
   constructor(
     private readonly scratch: string,
@@ -79,7 +80,10 @@ export class ShellSession {
     };
     this.child.stdout!.on('data', onData);
     this.child.stderr!.on('data', onData);
-    this.child.on('exit', () => {
+    // 'close', not 'exit': the shell can exit before its last output is read, and a failure
+    // must carry everything the snippet printed.
+    this.child.on('close', () => {
+      this.closed = true;
       for (const l of this.listeners) l();
     });
     this.child.stdin!.write('set -eo pipefail\n');
@@ -102,7 +106,7 @@ export class ShellSession {
       const check = () => {
         const output = this.output.slice(start);
         if (output.includes(marker)) return finish(null);
-        if (this.child.exitCode !== null || this.child.signalCode !== null) {
+        if (this.closed) {
           finish({ snippet, reason: `the shell exited with ${this.child.exitCode ?? this.child.signalCode}`, output });
         }
       };
