@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
-import { closeBrowser, openConsolePage, signInAt } from '../support/console-page.js';
+import { closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
 
 /**
  * A running deployment in the console, through the real api, builder and deployer processes and
@@ -110,6 +110,19 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
       await total.filter({ hasText: new RegExp(`^${sent}$`) }).waitFor({ timeout: 30_000 });
       await panel.getByRole('radio', { name: 'Last hour' }).check();
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-metrics.png'), fullPage: true });
+
+      // Narrowed to a phone's width, the page with its charts never scrolls sideways, and each
+      // chart redraws to the narrow column (not only clipped to it).
+      await w.page.setViewportSize({ width: 375, height: 800 });
+      await expectFitsAfterResize(w.page, 375);
+      for (const title of ['Requests', 'Latency', 'CPU', 'Memory', 'Restarts']) {
+        const canvas = panel.getByRole('img', { name: `${title} chart` }).locator('canvas');
+        const rightEdge = async () => {
+          const box = (await canvas.boundingBox())!;
+          return box.x + box.width;
+        };
+        await expect.poll(rightEdge, { timeout: 2_000 }).toBeLessThanOrEqual(375);
+      }
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();
