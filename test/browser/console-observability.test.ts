@@ -10,7 +10,7 @@ import { closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '
  * A running deployment in the console, through the real api, builder and deployer processes and
  * the sandboxed process runtime: its logs page follows what the instance prints after the
  * rollout (within 2 s), pauses and resumes, filters by instance; its page says whether it serves
- * and draws uPlot charts whose request total equals the requests this test sent.
+ * and draws uPlot charts whose Requests line adds up to the requests this test sent.
  */
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
 
@@ -106,8 +106,15 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
       for (const title of ['Requests', 'Latency', 'CPU', 'Memory', 'Restarts']) {
         await panel.getByRole('img', { name: `${title} chart` }).locator('canvas').waitFor();
       }
+      // The Requests chart's line, summed as uPlot holds it, is the requests sent: what it drew.
+      const requestsChart = panel.getByRole('figure', { name: 'Requests', exact: true });
+      await requestsChart.and(w.page.locator(`[data-total="${sent}"]`)).waitFor({ timeout: 15_000 });
+      expect(Number(await requestsChart.getAttribute('data-total'))).toBe(sent);
       await panel.getByRole('radio', { name: 'Last 24 hours' }).check();
+      await panel.getByLabel('Totals over 24h').waitFor({ timeout: 30_000 });
       await total.filter({ hasText: new RegExp(`^${sent}$`) }).waitFor({ timeout: 30_000 });
+      // Wider steps, the same requests: the 24 h chart's points add up to them too.
+      await requestsChart.and(w.page.locator(`[data-total="${sent}"]`)).waitFor({ timeout: 5_000 });
       await panel.getByRole('radio', { name: 'Last hour' }).check();
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-metrics.png'), fullPage: true });
 
