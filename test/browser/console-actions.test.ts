@@ -176,7 +176,7 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
     }
   }, 60_000);
 
-  it('redeploys an older revision picked from the revision list, and interrupts a running one', async () => {
+  it('redeploys an older revision picked from the revision list, and interrupts a running one after a confirmation', async () => {
     const d = await createImageDeployment(api, 'redeploy-from-list', listenerId, { image: 'registry.example/agent:1' });
     await agentApplies(d.latest_revision_id);
     const second = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: 'registry.example/agent:2' } })).body.latest_revision_id as string;
@@ -195,9 +195,19 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await agentApplies(third);
       await w.page.locator(`li.is-active[data-revision-id="${third}"] [data-status="DEPLOYED"]`).waitFor();
 
-      // A change the agent never applies stays in flight: interrupt it from the page.
+      // A change the agent never applies stays in flight: interrupt it from the page, which asks
+      // first (naming the revision and the one that keeps serving); Cancel leaves it running.
       const fourth = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: 'registry.example/agent:3' } })).body.latest_revision_id as string;
-      await w.page.getByRole('button', { name: 'Interrupt the running revision' }).click();
+      const interrupt = w.page.getByRole('button', { name: 'Interrupt the running revision' });
+      const confirm = w.page.getByRole('dialog', { name: 'Interrupt?' });
+      await interrupt.click();
+      expect(await confirm.innerText()).toContain(`Interrupt revision ${fourth}`);
+      expect(await confirm.innerText()).toContain(`revision ${third} keeps serving`);
+      await confirm.getByRole('button', { name: 'Cancel' }).click();
+      await confirm.waitFor({ state: 'hidden' });
+      expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${fourth}`)).body.status).not.toBe('INTERRUPTED');
+      await interrupt.click();
+      await confirm.getByRole('button', { name: 'Interrupt', exact: true }).click();
       await w.page.getByRole('status').filter({ hasText: `Revision ${fourth} interrupted.` }).waitFor();
       expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${fourth}`)).body.status).toBe('INTERRUPTED');
       expect((await deploymentOf(d.id)).active_revision_id).toBe(third);
