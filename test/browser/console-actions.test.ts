@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import axe from 'axe-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, hasChromium } from '../support/browser.js';
 import { agentApplies as applied, closeBrowser, curlsShown, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
@@ -58,6 +59,16 @@ async function secretsGiven(revisionId: string): Promise<Array<{ name: string; v
   return entries.find((e) => e.revision_id === revisionId)!.secrets;
 }
 
+/** From the deployments list: the create form, filled in for an image this file's listener runs. */
+async function startImageDeployment(page: Page, name: string): Promise<void> {
+  await page.getByRole('link', { name: 'Create a deployment' }).click();
+  await page.getByRole('heading', { name: 'Create a deployment', level: 1 }).waitFor();
+  await page.getByLabel('Name', { exact: true }).fill(name);
+  await page.getByLabel('Source').selectOption('external_container');
+  await page.getByLabel('Image').fill('registry.example/agent:1');
+  await page.getByLabel('Listener').selectOption({ label: computeId });
+}
+
 describe.runIf(hasChromium || browserRequired)('console actions, through the UI only', () => {
   it('creates a deployment from an image, shows a 422 next to its field, then a secret edit rolls out a new revision', async () => {
     const first = `first-${randomUUID()}`;
@@ -65,13 +76,8 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
     const w = await openConsolePage();
     try {
       await signInAt(w.page, consoleUrl(), api.adminKey);
-      await w.page.getByRole('link', { name: 'Create a deployment' }).click();
-      await w.page.getByRole('heading', { name: 'Create a deployment', level: 1 }).waitFor();
       // The form's own check first: a name the API would refuse.
-      await w.page.getByLabel('Name', { exact: true }).fill('Not A Name');
-      await w.page.getByLabel('Source').selectOption('external_container');
-      await w.page.getByLabel('Image').fill('registry.example/agent:1');
-      await w.page.getByLabel('Listener').selectOption({ label: computeId });
+      await startImageDeployment(w.page, 'Not A Name');
       expect(await w.page.getByLabel('Namespace').inputValue()).toBe('agents');
       await w.page.getByRole('button', { name: 'Add a secret' }).click();
       await w.page.getByLabel('Secret name 1').fill('PORT');
@@ -216,6 +222,56 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await w.close();
     }
   }, 90_000);
+
+  it('tags a deployment from the create form, and changes its tag on its page without a new revision', async () => {
+    const w = await openConsolePage();
+    const tagsOf = async (id: string) => (await api.http.get(`/v2/deployments/${id}/tags`)).body.resources.map((t: { key: string; value: string }) => `${t.key}=${t.value}`);
+    try {
+      // A key with two values, made on the workspace page.
+      await signInAt(w.page, `${consoleUrl()}#/workspace`, api.adminKey, 'Tags and quotas');
+      await w.page.getByLabel('New tag key').fill('team');
+      await w.page.getByRole('button', { name: 'Create key' }).click();
+      const card = w.page.locator('li.card', { has: w.page.getByRole('heading', { name: 'team' }) });
+      for (const value of ['search', 'billing']) {
+        await card.getByLabel('New value of team').fill(value);
+        await card.getByRole('button', { name: 'Add value' }).click();
+        await card.getByRole('list', { name: 'Values of team' }).getByText(value).waitFor();
+      }
+
+      await w.page.getByRole('navigation').getByRole('link', { name: 'Deployments' }).click();
+      await startImageDeployment(w.page, 'tagged-in-the-console');
+      await w.page.getByLabel('Tag team').selectOption({ label: 'search' });
+      await w.page.getByRole('button', { name: 'Create deployment' }).click();
+      const created = w.page.getByRole('status').filter({ hasText: 'Created' });
+      await created.waitFor();
+      const [made] = (await api.http.get('/v2/deployments?name=tagged-in-the-console')).body.resources;
+      expect(await tagsOf(made.id)).toEqual(['team=search']);
+      const curls = await curlsShown(w.page);
+      expect(curls[1]).toContain(`curl -X PUT '${api.baseUrl}/v2/deployments/${made.id}/tags'`);
+      await agentApplies(made.latest_revision_id);
+
+      // On its page the edit form shows the tag it carries; another value replaces it in place.
+      await created.getByRole('link', { name: 'tagged-in-the-console' }).click();
+      await w.page.getByRole('heading', { name: 'tagged-in-the-console', level: 1 }).waitFor();
+      await w.page.getByRole('heading', { name: 'Edit configuration, resources and secrets' }).click();
+      const tag = w.page.getByLabel('Tag team');
+      await tag.locator('option', { hasText: 'billing' }).waitFor({ state: 'attached' });
+      expect(await tag.locator('option:checked').innerText()).toBe('search');
+      await tag.selectOption({ label: 'billing' });
+      await w.page.getByRole('button', { name: 'Save and roll out' }).click();
+      await w.page.getByRole('status').filter({ hasText: 'Saved: changed in place, no new revision.' }).waitFor();
+      expect(await tagsOf(made.id)).toEqual(['team=billing']);
+      expect((await deploymentOf(made.id)).latest_revision_id).toBe(made.latest_revision_id);
+
+      // None: the deployment carries no tag.
+      await tag.selectOption({ label: 'None' });
+      await w.page.getByRole('button', { name: 'Save and roll out' }).click();
+      await eventually(() => tagsOf(made.id), (tags) => tags.length === 0);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
 
   const PAGES: Array<[string, string]> = [
     ['#/deployments/new', 'Create a deployment'],
