@@ -15,7 +15,7 @@ import { eventually, serviceEnv, startService, type ServiceProcess } from '../su
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * The console's deployment actions (create, edit, redeploy, interrupt), each done through the UI
+ * The console's deployment actions (create, edit, tag, redeploy, interrupt), each done through the UI
  * only, against the real api (serving the console the test run's global setup builds) and a real
  * deployer process. Image deployments are `external_container` ones: the test plays the listener
  * agent over the agent protocol (it would run in a customer's cluster), so it decides when a
@@ -222,6 +222,70 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await w.close();
     }
   }, 90_000);
+
+  it('edits configuration and resources on a deployment’s page: a new revision for the image and resources, commands in place', async () => {
+    const d = await createImageDeployment(api, 'edited-in-the-console', listenerId, { image: 'registry.example/agent:1' });
+    await agentApplies(d.latest_revision_id);
+    const fixture = await repohostFixture(api);
+    const built = await api.http.post('/v2/deployments', {
+      name: 'commands-in-place',
+      source: 'repohost',
+      source_config: { integration_id: fixture.integrationId, repo_url: fixture.repoUrl, build_on_push: false },
+      source_revision_config: { repo_ref: 'main' },
+    });
+    expect(built.status, built.text).toBe(201);
+    const w = await openConsolePage();
+    try {
+      await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, api.adminKey, 'edited-in-the-console');
+      await w.page.locator(`li.is-active[data-revision-id="${d.latest_revision_id}"]`).waitFor();
+      await w.page.getByRole('heading', { name: 'Edit configuration, resources and secrets' }).click();
+      const form = w.page.getByRole('form', { name: 'Edit configuration, resources and secrets' });
+      await form.getByLabel('Image').fill('registry.example/agent:2');
+      await form.getByLabel('Memory (MB)').fill('512');
+      await form.getByLabel('Minimum instances').fill('3');
+      await form.getByLabel('Maximum instances').fill('2');
+      // The form's own check: nothing is sent while the minimum exceeds the maximum.
+      await form.getByRole('button', { name: 'Save and roll out' }).click();
+      await form.getByText('The minimum is at most the maximum.').waitFor();
+      expect(await form.getByLabel('Minimum instances').getAttribute('aria-invalid')).toBe('true');
+      expect((await deploymentOf(d.id)).latest_revision_id).toBe(d.latest_revision_id);
+
+      await form.getByLabel('Maximum instances').fill('4');
+      await form.getByRole('button', { name: 'Save and roll out' }).click();
+      const saved = w.page.getByRole('status').filter({ hasText: 'rolls out the change' });
+      await saved.waitFor();
+      const after = await deploymentOf(d.id);
+      expect(after.latest_revision_id).not.toBe(d.latest_revision_id);
+      expect(await saved.innerText()).toContain(after.latest_revision_id);
+      expect(after.source_config.resource_spec).toMatchObject({ memory_mb: 512, min_scale: 3, max_scale: 4 });
+      expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${after.latest_revision_id}`)).body.source_revision_config.image_uri).toBe('registry.example/agent:2');
+      const [patch] = await curlsShown(w.page, form);
+      expect(patch).toContain(`curl -X PATCH '${api.baseUrl}/v2/deployments/${d.id}'`);
+      // One PATCH with the image and the whole spec (a PATCH replaces it), the edited fields in it.
+      expect(JSON.parse(/-d '(.*)'$/s.exec(patch)![1]!)).toMatchObject({
+        source_revision_config: { image_uri: 'registry.example/agent:2' },
+        source_config: { resource_spec: { memory_mb: 512, min_scale: 3, max_scale: 4 } },
+      });
+      await agentApplies(after.latest_revision_id);
+      // The page shows what it now runs: the new resources in the configuration's summary.
+      await w.page.getByRole('region', { name: 'Configuration' }).getByText('512 MB, scale 3–4').waitFor();
+
+      // A repository deployment's commands change in place: the next build uses them, no revision now.
+      await w.page.goto(`${consoleUrl()}#/deployments/${built.body.id}`);
+      await w.page.getByRole('heading', { name: 'commands-in-place', level: 1 }).waitFor();
+      await w.page.getByRole('heading', { name: 'Edit configuration, resources and secrets' }).click();
+      await form.getByLabel('Install command').fill('npm ci --omit=dev');
+      await form.getByLabel('Build command').fill('npm run build:prod');
+      await form.getByRole('button', { name: 'Save and roll out' }).click();
+      await w.page.getByRole('status').filter({ hasText: 'Saved: changed in place, no new revision.' }).waitFor();
+      const commands = await deploymentOf(built.body.id);
+      expect(commands.source_config).toMatchObject({ install_command: 'npm ci --omit=dev', build_command: 'npm run build:prod' });
+      expect(commands.latest_revision_id).toBe(built.body.latest_revision_id);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
 
   it('tags a deployment from the create form, and changes its tag on its page without a new revision', async () => {
     const w = await openConsolePage();
