@@ -75,6 +75,7 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
       expect(await log.getByText(`printed ${held}`).count()).toBe(0);
       await w.page.getByRole('button', { name: /^Resume/ }).click();
       await log.getByText(`printed ${held}`).waitFor();
+      await w.page.screenshot({ path: path.join(OUTPUT, 'console-app-logs.png'), fullPage: true });
 
       // The rollout's own lines have no instance: filtering by instance 0 leaves the app's.
       await w.page.getByLabel('Instance').selectOption('0');
@@ -116,6 +117,8 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
       // Wider steps, the same requests: the 24 h chart's points add up to them too.
       await requestsChart.and(w.page.locator(`[data-total="${sent}"]`)).waitFor({ timeout: 5_000 });
       await panel.getByRole('radio', { name: 'Last hour' }).check();
+      // The screenshot shows the hour's charts, not the 24 h ones drawn until the hour's numbers arrive.
+      await panel.getByLabel('Totals over 1h').waitFor({ timeout: 30_000 });
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-metrics.png'), fullPage: true });
 
       // Narrowed to a phone's width, the page with its charts never scrolls sideways, and each
