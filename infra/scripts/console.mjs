@@ -1,39 +1,82 @@
 // The web console (services/console) is a static single-page app the api serves at /console.
 // Its files are built, never committed: `pnpm build`, `npm start` and `npm test` build it when
-// its sources are newer than the last build. Plain Node, no dependencies beyond the console's own.
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+// its inputs changed since the last build. Plain Node, no dependencies beyond the console's own.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT, log, run } from './bootstrap.mjs';
 
 export const CONSOLE_DIR = path.join(ROOT, 'services/console');
 export const CONSOLE_DIST = path.join(CONSOLE_DIR, 'dist');
-const INPUTS = ['app', 'vite.config.ts', 'package.json', 'tsconfig.json'];
+/**
+ * What a build is made from: the console's own files, the workspace library it imports
+ * (@slipway/domain), the lockfile (a dependency's version) and this script.
+ */
+export const CONSOLE_INPUTS = [
+  'services/console/app',
+  'services/console/vite.config.ts',
+  'services/console/package.json',
+  'services/console/tsconfig.json',
+  'libs/domain/src',
+  'libs/domain/package.json',
+  'pnpm-lock.yaml',
+  'infra/scripts/console.mjs',
+];
+/**
+ * The inputs' hash, written into the build it was made from. A dotfile: the api's static
+ * handler never serves those. Contents, not mtimes: a fresh clone, a restored cache or a copy
+ * gives sources and build whatever times it likes, and a build older or newer than its sources
+ * says nothing about whether it was made from them.
+ */
+export const CONSOLE_STAMP = '.sources-sha256';
 
-function newestMtime(file) {
-  const stat = statSync(file);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  return Math.max(stat.mtimeMs, ...readdirSync(file).map((name) => newestMtime(path.join(file, name))));
+/** The files under `rel` (a file or a folder) that a build reads: no dependencies, no tests. */
+function files(root, rel, out) {
+  const full = path.join(root, rel);
+  if (!existsSync(full)) return out;
+  if (!statSync(full).isDirectory()) {
+    out.push(rel);
+    return out;
+  }
+  for (const name of readdirSync(full)) {
+    if (name !== 'node_modules' && !/\.test\.ts$/.test(name)) files(root, path.join(rel, name), out);
+  }
+  return out;
 }
 
-/** True when the build is missing or older than any of its sources. */
-export function consoleIsStale() {
-  const built = path.join(CONSOLE_DIST, 'index.html');
-  if (!existsSync(built)) return true;
-  const sources = Math.max(...INPUTS.map((name) => path.join(CONSOLE_DIR, name)).filter(existsSync).map(newestMtime));
-  return sources > statSync(built).mtimeMs;
+/** The hash of everything the console's build is made from, under `root` (the repository). */
+export function consoleSourcesHash(root = ROOT) {
+  const hash = createHash('sha256');
+  for (const file of CONSOLE_INPUTS.flatMap((input) => files(root, input, [])).sort()) {
+    hash.update(`${file.split(path.sep).join('/')}\0`);
+    hash.update(readFileSync(path.join(root, file)));
+    hash.update('\0');
+  }
+  return hash.digest('hex');
+}
+
+/** True when the build is missing or was not made from the sources as they are now. */
+export function consoleIsStale(root = ROOT) {
+  const dist = path.join(root, 'services/console/dist');
+  if (!existsSync(path.join(dist, 'index.html')) || !existsSync(path.join(dist, CONSOLE_STAMP))) return true;
+  return readFileSync(path.join(dist, CONSOLE_STAMP), 'utf8').trim() !== consoleSourcesHash(root);
 }
 
 /**
  * Type-checks and builds the console into services/console/dist. The build goes to a folder of
  * its own first and replaces dist/ in one rename, so an api serving the old build (a test
- * running meanwhile) never sees a half-written one.
+ * running meanwhile) never sees a half-written one. The inputs are hashed before the build
+ * starts: a source edited while vite runs leaves a stamp that no longer matches, so the next
+ * run builds again.
  */
 export function buildConsole() {
+  const hash = consoleSourcesHash();
   run('pnpm', ['exec', 'tsc', '--noEmit', '-p', 'tsconfig.json'], { cwd: CONSOLE_DIR });
   const fresh = `${CONSOLE_DIST}.${process.pid}.tmp`;
   const old = `${CONSOLE_DIST}.${process.pid}.old`;
   try {
     run('pnpm', ['exec', 'vite', 'build', '--logLevel', 'warn', '--outDir', fresh, '--emptyOutDir'], { cwd: CONSOLE_DIR });
+    writeFileSync(path.join(fresh, CONSOLE_STAMP), `${hash}\n`);
     if (existsSync(CONSOLE_DIST)) renameSync(CONSOLE_DIST, old);
     renameSync(fresh, CONSOLE_DIST);
   } finally {
@@ -43,7 +86,7 @@ export function buildConsole() {
   log(`built ${path.relative(ROOT, CONSOLE_DIST)}`);
 }
 
-/** Builds the console unless its build is current. */
+/** Builds the console unless its build was made from the current sources. */
 export function ensureConsole() {
   if (consoleIsStale()) buildConsole();
 }

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import axe from 'axe-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, hasChromium } from '../support/browser.js';
 import { agentApplies as applied, closeBrowser, curlsShown, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
@@ -14,7 +15,7 @@ import { eventually, serviceEnv, startService, type ServiceProcess } from '../su
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * The console's deployment actions (create, edit, redeploy, interrupt), each done through the UI
+ * The console's deployment actions (create, edit, tag, redeploy, interrupt), each done through the UI
  * only, against the real api (serving the console the test run's global setup builds) and a real
  * deployer process. Image deployments are `external_container` ones: the test plays the listener
  * agent over the agent protocol (it would run in a customer's cluster), so it decides when a
@@ -58,6 +59,16 @@ async function secretsGiven(revisionId: string): Promise<Array<{ name: string; v
   return entries.find((e) => e.revision_id === revisionId)!.secrets;
 }
 
+/** From the deployments list: the create form, filled in for an image this file's listener runs. */
+async function startImageDeployment(page: Page, name: string): Promise<void> {
+  await page.getByRole('link', { name: 'Create a deployment' }).click();
+  await page.getByRole('heading', { name: 'Create a deployment', level: 1 }).waitFor();
+  await page.getByLabel('Name', { exact: true }).fill(name);
+  await page.getByLabel('Source').selectOption('external_container');
+  await page.getByLabel('Image').fill('registry.example/agent:1');
+  await page.getByLabel('Listener').selectOption({ label: computeId });
+}
+
 describe.runIf(hasChromium || browserRequired)('console actions, through the UI only', () => {
   it('creates a deployment from an image, shows a 422 next to its field, then a secret edit rolls out a new revision', async () => {
     const first = `first-${randomUUID()}`;
@@ -65,13 +76,8 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
     const w = await openConsolePage();
     try {
       await signInAt(w.page, consoleUrl(), api.adminKey);
-      await w.page.getByRole('link', { name: 'Create a deployment' }).click();
-      await w.page.getByRole('heading', { name: 'Create a deployment', level: 1 }).waitFor();
       // The form's own check first: a name the API would refuse.
-      await w.page.getByLabel('Name', { exact: true }).fill('Not A Name');
-      await w.page.getByLabel('Source').selectOption('external_container');
-      await w.page.getByLabel('Image').fill('registry.example/agent:1');
-      await w.page.getByLabel('Listener').selectOption({ label: computeId });
+      await startImageDeployment(w.page, 'Not A Name');
       expect(await w.page.getByLabel('Namespace').inputValue()).toBe('agents');
       await w.page.getByRole('button', { name: 'Add a secret' }).click();
       await w.page.getByLabel('Secret name 1').fill('PORT');
@@ -176,7 +182,7 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
     }
   }, 60_000);
 
-  it('redeploys an older revision picked from the revision list, and interrupts a running one', async () => {
+  it('redeploys an older revision picked from the revision list, and interrupts a running one after a confirmation', async () => {
     const d = await createImageDeployment(api, 'redeploy-from-list', listenerId, { image: 'registry.example/agent:1' });
     await agentApplies(d.latest_revision_id);
     const second = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: 'registry.example/agent:2' } })).body.latest_revision_id as string;
@@ -195,9 +201,19 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await agentApplies(third);
       await w.page.locator(`li.is-active[data-revision-id="${third}"] [data-status="DEPLOYED"]`).waitFor();
 
-      // A change the agent never applies stays in flight: interrupt it from the page.
+      // A change the agent never applies stays in flight: interrupt it from the page, which asks
+      // first (naming the revision and the one that keeps serving); Cancel leaves it running.
       const fourth = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: 'registry.example/agent:3' } })).body.latest_revision_id as string;
-      await w.page.getByRole('button', { name: 'Interrupt the running revision' }).click();
+      const interrupt = w.page.getByRole('button', { name: 'Interrupt the running revision' });
+      const confirm = w.page.getByRole('dialog', { name: 'Interrupt?' });
+      await interrupt.click();
+      expect(await confirm.innerText()).toContain(`Interrupt revision ${fourth}`);
+      expect(await confirm.innerText()).toContain(`revision ${third} keeps serving`);
+      await confirm.getByRole('button', { name: 'Cancel' }).click();
+      await confirm.waitFor({ state: 'hidden' });
+      expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${fourth}`)).body.status).not.toBe('INTERRUPTED');
+      await interrupt.click();
+      await confirm.getByRole('button', { name: 'Interrupt', exact: true }).click();
       await w.page.getByRole('status').filter({ hasText: `Revision ${fourth} interrupted.` }).waitFor();
       expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${fourth}`)).body.status).toBe('INTERRUPTED');
       expect((await deploymentOf(d.id)).active_revision_id).toBe(third);
@@ -206,6 +222,120 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await w.close();
     }
   }, 90_000);
+
+  it('edits configuration and resources on a deployment’s page: a new revision for the image and resources, commands in place', async () => {
+    const d = await createImageDeployment(api, 'edited-in-the-console', listenerId, { image: 'registry.example/agent:1' });
+    await agentApplies(d.latest_revision_id);
+    const fixture = await repohostFixture(api);
+    const built = await api.http.post('/v2/deployments', {
+      name: 'commands-in-place',
+      source: 'repohost',
+      source_config: { integration_id: fixture.integrationId, repo_url: fixture.repoUrl, build_on_push: false },
+      source_revision_config: { repo_ref: 'main' },
+    });
+    expect(built.status, built.text).toBe(201);
+    const w = await openConsolePage();
+    try {
+      await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, api.adminKey, 'edited-in-the-console');
+      await w.page.locator(`li.is-active[data-revision-id="${d.latest_revision_id}"]`).waitFor();
+      await w.page.getByRole('heading', { name: 'Edit configuration, resources and secrets' }).click();
+      const form = w.page.getByRole('form', { name: 'Edit configuration, resources and secrets' });
+      await form.getByLabel('Image').fill('registry.example/agent:2');
+      await form.getByLabel('Memory (MB)').fill('512');
+      await form.getByLabel('Minimum instances').fill('3');
+      await form.getByLabel('Maximum instances').fill('2');
+      // The form's own check: nothing is sent while the minimum exceeds the maximum.
+      await form.getByRole('button', { name: 'Save and roll out' }).click();
+      await form.getByText('The minimum is at most the maximum.').waitFor();
+      expect(await form.getByLabel('Minimum instances').getAttribute('aria-invalid')).toBe('true');
+      expect((await deploymentOf(d.id)).latest_revision_id).toBe(d.latest_revision_id);
+
+      await form.getByLabel('Maximum instances').fill('4');
+      await form.getByRole('button', { name: 'Save and roll out' }).click();
+      const saved = w.page.getByRole('status').filter({ hasText: 'rolls out the change' });
+      await saved.waitFor();
+      const after = await deploymentOf(d.id);
+      expect(after.latest_revision_id).not.toBe(d.latest_revision_id);
+      expect(await saved.innerText()).toContain(after.latest_revision_id);
+      expect(after.source_config.resource_spec).toMatchObject({ memory_mb: 512, min_scale: 3, max_scale: 4 });
+      expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${after.latest_revision_id}`)).body.source_revision_config.image_uri).toBe('registry.example/agent:2');
+      const [patch] = await curlsShown(w.page, form);
+      expect(patch).toContain(`curl -X PATCH '${api.baseUrl}/v2/deployments/${d.id}'`);
+      // One PATCH with the image and the whole spec (a PATCH replaces it), the edited fields in it.
+      expect(JSON.parse(/-d '(.*)'$/s.exec(patch)![1]!)).toMatchObject({
+        source_revision_config: { image_uri: 'registry.example/agent:2' },
+        source_config: { resource_spec: { memory_mb: 512, min_scale: 3, max_scale: 4 } },
+      });
+      await agentApplies(after.latest_revision_id);
+      // The page shows what it now runs: the new resources in the configuration's summary.
+      await w.page.getByRole('region', { name: 'Configuration' }).getByText('512 MB, scale 3–4').waitFor();
+
+      // A repository deployment's commands change in place: the next build uses them, no revision now.
+      await w.page.goto(`${consoleUrl()}#/deployments/${built.body.id}`);
+      await w.page.getByRole('heading', { name: 'commands-in-place', level: 1 }).waitFor();
+      await w.page.getByRole('heading', { name: 'Edit configuration, resources and secrets' }).click();
+      await form.getByLabel('Install command').fill('npm ci --omit=dev');
+      await form.getByLabel('Build command').fill('npm run build:prod');
+      await form.getByRole('button', { name: 'Save and roll out' }).click();
+      await w.page.getByRole('status').filter({ hasText: 'Saved: changed in place, no new revision.' }).waitFor();
+      const commands = await deploymentOf(built.body.id);
+      expect(commands.source_config).toMatchObject({ install_command: 'npm ci --omit=dev', build_command: 'npm run build:prod' });
+      expect(commands.latest_revision_id).toBe(built.body.latest_revision_id);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
+
+  it('tags a deployment from the create form, and changes its tag on its page without a new revision', async () => {
+    const w = await openConsolePage();
+    const tagsOf = async (id: string) => (await api.http.get(`/v2/deployments/${id}/tags`)).body.resources.map((t: { key: string; value: string }) => `${t.key}=${t.value}`);
+    try {
+      // A key with two values, made on the workspace page.
+      await signInAt(w.page, `${consoleUrl()}#/workspace`, api.adminKey, 'Tags and quotas');
+      await w.page.getByLabel('New tag key').fill('team');
+      await w.page.getByRole('button', { name: 'Create key' }).click();
+      const card = w.page.locator('li.card', { has: w.page.getByRole('heading', { name: 'team' }) });
+      for (const value of ['search', 'billing']) {
+        await card.getByLabel('New value of team').fill(value);
+        await card.getByRole('button', { name: 'Add value' }).click();
+        await card.getByRole('list', { name: 'Values of team' }).getByText(value).waitFor();
+      }
+
+      await w.page.getByRole('navigation').getByRole('link', { name: 'Deployments' }).click();
+      await startImageDeployment(w.page, 'tagged-in-the-console');
+      await w.page.getByLabel('Tag team').selectOption({ label: 'search' });
+      await w.page.getByRole('button', { name: 'Create deployment' }).click();
+      const created = w.page.getByRole('status').filter({ hasText: 'Created' });
+      await created.waitFor();
+      const [made] = (await api.http.get('/v2/deployments?name=tagged-in-the-console')).body.resources;
+      expect(await tagsOf(made.id)).toEqual(['team=search']);
+      const curls = await curlsShown(w.page);
+      expect(curls[1]).toContain(`curl -X PUT '${api.baseUrl}/v2/deployments/${made.id}/tags'`);
+      await agentApplies(made.latest_revision_id);
+
+      // On its page the edit form shows the tag it carries; another value replaces it in place.
+      await created.getByRole('link', { name: 'tagged-in-the-console' }).click();
+      await w.page.getByRole('heading', { name: 'tagged-in-the-console', level: 1 }).waitFor();
+      await w.page.getByRole('heading', { name: 'Edit configuration, resources and secrets' }).click();
+      const tag = w.page.getByLabel('Tag team');
+      await tag.locator('option', { hasText: 'billing' }).waitFor({ state: 'attached' });
+      expect(await tag.locator('option:checked').innerText()).toBe('search');
+      await tag.selectOption({ label: 'billing' });
+      await w.page.getByRole('button', { name: 'Save and roll out' }).click();
+      await w.page.getByRole('status').filter({ hasText: 'Saved: changed in place, no new revision.' }).waitFor();
+      expect(await tagsOf(made.id)).toEqual(['team=billing']);
+      expect((await deploymentOf(made.id)).latest_revision_id).toBe(made.latest_revision_id);
+
+      // None: the deployment carries no tag.
+      await tag.selectOption({ label: 'None' });
+      await w.page.getByRole('button', { name: 'Save and roll out' }).click();
+      await eventually(() => tagsOf(made.id), (tags) => tags.length === 0);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
 
   const PAGES: Array<[string, string]> = [
     ['#/deployments/new', 'Create a deployment'],

@@ -4,7 +4,7 @@ import axe from 'axe-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
-import { closeBrowser, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
+import { closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
 
 /**
  * An agent deployment's page: built from a graph config through the real api, builder and
@@ -71,7 +71,7 @@ describe.runIf(hasChromium || browserRequired)('an agent deployment’s page', (
       expect(audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)).toEqual([]);
 
       await w.page.setViewportSize({ width: 375, height: 800 });
-      expect(await pageWidth(w.page)).toBeLessThanOrEqual(375);
+      await expectFitsAfterResize(w.page, 375);
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();

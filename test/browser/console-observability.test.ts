@@ -4,13 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
-import { closeBrowser, openConsolePage, signInAt } from '../support/console-page.js';
+import { closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
 
 /**
  * A running deployment in the console, through the real api, builder and deployer processes and
  * the sandboxed process runtime: its logs page follows what the instance prints after the
  * rollout (within 2 s), pauses and resumes, filters by instance; its page says whether it serves
- * and draws uPlot charts whose request total equals the requests this test sent.
+ * and draws uPlot charts whose Requests line adds up to the requests this test sent.
  */
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
 
@@ -75,6 +75,7 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
       expect(await log.getByText(`printed ${held}`).count()).toBe(0);
       await w.page.getByRole('button', { name: /^Resume/ }).click();
       await log.getByText(`printed ${held}`).waitFor();
+      await w.page.screenshot({ path: path.join(OUTPUT, 'console-app-logs.png'), fullPage: true });
 
       // The rollout's own lines have no instance: filtering by instance 0 leaves the app's.
       await w.page.getByLabel('Instance').selectOption('0');
@@ -106,10 +107,32 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
       for (const title of ['Requests', 'Latency', 'CPU', 'Memory', 'Restarts']) {
         await panel.getByRole('img', { name: `${title} chart` }).locator('canvas').waitFor();
       }
+      // The Requests chart's line, summed as uPlot holds it, is the requests sent: what it drew.
+      const requestsChart = panel.getByRole('figure', { name: 'Requests', exact: true });
+      await requestsChart.and(w.page.locator(`[data-total="${sent}"]`)).waitFor({ timeout: 15_000 });
+      expect(Number(await requestsChart.getAttribute('data-total'))).toBe(sent);
       await panel.getByRole('radio', { name: 'Last 24 hours' }).check();
+      await panel.getByLabel('Totals over 24h').waitFor({ timeout: 30_000 });
       await total.filter({ hasText: new RegExp(`^${sent}$`) }).waitFor({ timeout: 30_000 });
+      // Wider steps, the same requests: the 24 h chart's points add up to them too.
+      await requestsChart.and(w.page.locator(`[data-total="${sent}"]`)).waitFor({ timeout: 5_000 });
       await panel.getByRole('radio', { name: 'Last hour' }).check();
+      // The screenshot shows the hour's charts, not the 24 h ones drawn until the hour's numbers arrive.
+      await panel.getByLabel('Totals over 1h').waitFor({ timeout: 30_000 });
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-metrics.png'), fullPage: true });
+
+      // Narrowed to a phone's width, the page with its charts never scrolls sideways, and each
+      // chart redraws to the narrow column (not only clipped to it).
+      await w.page.setViewportSize({ width: 375, height: 800 });
+      await expectFitsAfterResize(w.page, 375);
+      for (const title of ['Requests', 'Latency', 'CPU', 'Memory', 'Restarts']) {
+        const canvas = panel.getByRole('img', { name: `${title} chart` }).locator('canvas');
+        const rightEdge = async () => {
+          const box = (await canvas.boundingBox())!;
+          return box.x + box.width;
+        };
+        await expect.poll(rightEdge, { timeout: 2_000 }).toBeLessThanOrEqual(375);
+      }
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();

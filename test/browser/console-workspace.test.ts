@@ -140,6 +140,7 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       const card = w.page.locator('li.card', { hasText: 'made in the console' });
       await card.waitFor();
       expect(await w.page.content()).not.toContain(key);
+      await w.page.screenshot({ path: path.join(OUTPUT, 'console-api-keys.png'), fullPage: true });
       await card.getByRole('button', { name: /^Revoke key/ }).click();
       const confirm = w.page.getByRole('dialog', { name: 'Revoke key?' });
       await confirm.getByRole('button', { name: 'Cancel' }).click();
@@ -184,6 +185,7 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       await w.page.getByRole('heading', { name: 'Events', level: 1 }).waitFor();
       await eventually(shownIds, (shown) => JSON.stringify(shown) === JSON.stringify(ids));
       expect(await w.page.getByLabel('Deployment ID').inputValue()).toBe(d.id);
+      await w.page.screenshot({ path: path.join(OUTPUT, 'console-events.png'), fullPage: true });
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();

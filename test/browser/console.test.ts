@@ -373,9 +373,10 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       expect(await log.locator('li').count()).toBeGreaterThan(0);
       for (const text of await log.locator('li').allInnerTexts()) expect(text.toLowerCase()).toContain('waiting for');
 
-      // The deployment page can interrupt this running revision.
+      // The deployment page can interrupt this running revision (once confirmed).
       await w.page.goto(`${api.baseUrl}/console/#/deployments/${id}`);
       await w.page.getByRole('button', { name: 'Interrupt the running revision' }).click();
+      await w.page.getByRole('dialog', { name: 'Interrupt?' }).getByRole('button', { name: 'Interrupt', exact: true }).click();
       await w.page.getByRole('status').filter({ hasText: 'interrupted' }).waitFor();
       expect((await revisionOf(id, revisionId)).status).toBe('INTERRUPTED');
       await expectNoSecret(w);

@@ -15,7 +15,7 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * own database, Redis prefix and port, with production's defaults (no NODE_ENV given). The first
  * start compiles the services and runs `node dist/start.js`; the second finds the build current,
  * says so and leaves dist/ alone; a changed source is built again. The console's build (its own
- * mtime check, infra/scripts/console.mjs) is copied along to save the test a vite build.
+ * hash stamp, infra/scripts/console.mjs) is copied along to save the test a vite build.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BUILT = ['services/api/dist/start.js', 'services/builder/dist/start.js', 'services/deployer/dist/start.js', 'services/cli/dist/start.js'];

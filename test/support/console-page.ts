@@ -51,6 +51,15 @@ export async function signInAt(page: Page, url: string, key: string, heading = '
 export const pageWidth = (page: Page) => page.evaluate('document.documentElement.scrollWidth') as Promise<number>;
 
 /**
+ * The page fits `width` after its viewport was narrowed to it. What lays itself out in script
+ * catches up a moment later (uPlot redraws its charts when their ResizeObserver runs, the frame
+ * after the resize), so the width is polled for up to 2 s: an overflow still there by then is real.
+ */
+export async function expectFitsAfterResize(page: Page, width: number): Promise<void> {
+  await expect.poll(() => pageWidth(page), { timeout: 2_000, interval: 100 }).toBeLessThanOrEqual(width);
+}
+
+/**
  * The listener agent's loop once, played by a test (the agent would run in a customer's
  * cluster): waits until the revision is in its desired state, then reports how the rollout went.
  */

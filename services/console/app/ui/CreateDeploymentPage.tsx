@@ -5,6 +5,7 @@ import { ActionOutcome, Field, SelectField, useAction, type CallFn } from './Api
 import { PageHeading, useApi, useLoad } from './common';
 import { ResourcesFields, resourceProblems, resourceSpecOf, type ResourceDraft } from './ResourcesFields';
 import { SecretsEditor, secretProblems, secretsBody, type SecretDraft } from './SecretsEditor';
+import { putTags, TagsFields } from './TagsFields';
 import { uploadSource } from './upload';
 
 const SOURCES = [
@@ -68,6 +69,7 @@ export function CreateDeploymentPage() {
   const [d, setD] = useState<Draft>(EMPTY);
   const [resources, setResources] = useState<ResourceDraft>({});
   const [secrets, setSecrets] = useState<SecretDraft[]>([]);
+  const [tagValueIds, setTagValueIds] = useState<string[]>([]);
   const [file, setFile] = useState<File | null>(null);
   const [created, setCreated] = useState<Deployment | null>(null);
   const choices = useChoices(d.integrationId);
@@ -86,6 +88,7 @@ export function CreateDeploymentPage() {
     if (problems.length) return action.fail('Some fields need attention.', problems);
     const deployment = await action.perform(async (call: CallFn, record) => {
       const made = await call<Deployment>('POST', '/v2/deployments', createBody(d, resources, secrets));
+      if (tagValueIds.length) await putTags(call, made.id, tagValueIds);
       if (d.source !== 'upload' || !file) return made;
       return uploadSource(call, record, made.id, file, d.configPath);
     });
@@ -180,6 +183,7 @@ export function CreateDeploymentPage() {
         )}
         <ResourcesFields draft={resources} onChange={setResources} action={action} />
         <SecretsEditor drafts={secrets} onChange={setSecrets} action={action} />
+        <TagsFields chosen={tagValueIds} onChange={setTagValueIds} action={action} />
         <div>
           <button type="submit" disabled={action.busy}>
             {action.busy ? 'Creating…' : 'Create deployment'}

@@ -4,7 +4,7 @@ import { TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revisi
 import { formatTime } from '../phases';
 import { AgentAccess, isAgentDeployment } from './AgentAccess';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
-import { ActionOutcome, useAction } from './ApiCall';
+import { ActionOutcome, useAction, useConfirm } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
 import { EditDeployment } from './EditDeployment';
 import { RevisionCompare } from './health/RevisionCompare';
@@ -113,6 +113,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const [notice, setNotice] = useState<string | null>(null);
   // Interrupt, roll back and delete: one action of the page, its error and API call shown here.
   const action = useAction();
+  const [confirm, ask] = useConfirm();
 
   if (!data.data) {
     return (
@@ -161,7 +162,16 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
         <RevisionCompare deploymentId={deployment.id} active={active} latest={latest} />
         <div className="actions">
           {running && (
-            <button type="button" onClick={() => interrupt(running)}>
+            <button
+              type="button"
+              onClick={() =>
+                ask(
+                  `Interrupt revision ${running.id} (${running.status})? Its build or rollout is cancelled; ${active ? `revision ${active.id} keeps serving` : 'nothing serves until another revision deploys'}.`,
+                  'Interrupt',
+                  () => interrupt(running),
+                )
+              }
+            >
               Interrupt the running revision
             </button>
           )}
@@ -208,6 +218,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
           data.reload();
         }}
       />
+      {confirm}
       <DeleteDialog
         deployment={deployment}
         open={deleting}

@@ -1,9 +1,10 @@
 import { useMemo, useRef, type FormEvent } from 'react';
 import { apiBase, type Api } from '../api/client';
-import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, FAILED_REVISION_STATUSES, TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision, type TagKey, type TagValue } from '../api/types';
+import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, FAILED_REVISION_STATUSES, TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision } from '../api/types';
 import { ago, formatTime } from '../phases';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
 import { LiveIndicator, useLiveRefresh } from './live';
+import { loadTagChoices } from './TagsFields';
 
 const PAGE_SIZE = 20;
 
@@ -69,14 +70,7 @@ async function loadRows(api: Api, filters: Filters, offset: number, known: Map<s
 
 /** Every tag value of the workspace, labelled `key: value`, for the tag filter. */
 async function loadTagValues(api: Api, signal: AbortSignal): Promise<Array<{ id: string; label: string }>> {
-  const keys = await api.get<Envelope<TagKey>>('/v2/tags/keys', { limit: 100 }, signal);
-  const values = await Promise.all(
-    keys.resources.map(async (key) => {
-      const page = await api.get<Envelope<TagValue>>(`/v2/tags/keys/${key.id}/values`, { limit: 100 }, signal);
-      return page.resources.map((v) => ({ id: v.id, label: `${key.key}: ${v.value}` }));
-    }),
-  );
-  return values.flat();
+  return (await loadTagChoices(api, signal)).flatMap(({ key, values }) => values.map((v) => ({ id: v.id, label: `${key.key}: ${v.value}` })));
 }
 
 function lastActivity(row: Row): string {

@@ -3,6 +3,7 @@ import type { Deployment } from '../api/types';
 import { ActionOutcome, Field, useAction } from './ApiCall';
 import { ResourcesFields, resourceDraftOf, resourceProblems, resourceSpecOf, type ResourceDraft } from './ResourcesFields';
 import { draftsOf, SecretsEditor, secretProblems, secretsBody, type SecretDraft } from './SecretsEditor';
+import { putTags, TagsFields, tagsChanged } from './TagsFields';
 import { uploadSource } from './upload';
 
 /** The fields of `source_revision_config` and `source_config` a PATCH may change, per source. */
@@ -27,7 +28,8 @@ const sameSecrets = (drafts: SecretDraft[], stored: Deployment['secrets']) =>
 /**
  * Changes a deployment with one PATCH: configuration, resources and secrets (write-only). The
  * server makes a new revision when the body carries secrets, a revision field or resources;
- * commands change in place. An upload deployment takes a new tarball instead.
+ * commands change in place. An upload deployment takes a new tarball instead. Tags are set with
+ * a PUT of their own (in place, no new revision).
  */
 export function EditDeployment({ deployment, onDone }: { deployment: Deployment; onDone: (message: string) => void }) {
   const action = useAction();
@@ -41,6 +43,7 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
   const [inPlace, setInPlace] = useState(initial.inPlace);
   const [resources, setResources] = useState<ResourceDraft>(initial.resources);
   const [secrets, setSecrets] = useState<SecretDraft[]>(() => draftsOf(deployment.secrets ?? []));
+  const [tagValueIds, setTagValueIds] = useState<string[]>(deployment.tag_value_ids ?? []);
   const [file, setFile] = useState<File | null>(null);
   const [configPath, setConfigPath] = useState('');
 
@@ -55,10 +58,13 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
     if (JSON.stringify(resources) !== JSON.stringify(initial.resources)) sourceConfig.resource_spec = resourceSpecOf(resources, (deployment.source_config?.resource_spec as Record<string, unknown>) ?? {});
     if (Object.keys(sourceConfig).length) body.source_config = sourceConfig;
     if (!sameSecrets(secrets, deployment.secrets)) body.secrets = secretsBody(secrets);
-    if (!Object.keys(body).length && !file) return action.fail('Nothing changed.');
+    const retag = tagsChanged(tagValueIds, deployment.tag_value_ids ?? []);
+    if (!Object.keys(body).length && !file && !retag) return action.fail('Nothing changed.');
     const updated = await action.perform(async (call, record) => {
       let d = Object.keys(body).length ? await call<Deployment>('PATCH', `/v2/deployments/${deployment.id}`, body) : deployment;
       if (file) d = await uploadSource(call, record, deployment.id, file, configPath);
+      // Tags last (they change in place): a PATCH the API refuses leaves everything as it was.
+      if (retag) await putTags(call, deployment.id, tagValueIds);
       return d;
     });
     if (!updated) return;
@@ -91,6 +97,7 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
         )}
         <ResourcesFields draft={resources} onChange={setResources} action={action} />
         <SecretsEditor drafts={secrets} onChange={setSecrets} action={action} />
+        <TagsFields chosen={tagValueIds} onChange={setTagValueIds} action={action} />
         <div>
           <button type="submit" disabled={action.busy}>
             {action.busy ? 'Saving…' : 'Save and roll out'}

@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Point } from './types';
@@ -12,10 +12,13 @@ export interface ChartLine {
 /**
  * One uPlot time chart of a few lines sharing their steps (gaps bridged and every point marked:
  * a figure measured in one step only still shows). Redrawn when the data changes;
- * resized with its container (so it fits a phone's width).
+ * resized with its container (so it fits a phone's width). With `total` (its first line counts
+ * events per step), the figure says in `data-total` the sum of that line as uPlot holds it: what
+ * the chart drew, for anyone (a test) to check against what happened.
  */
-export function Chart({ title, lines, unit }: { title: string; lines: ChartLine[]; unit: (v: number) => string }) {
+export function Chart({ title, lines, unit, total = false }: { title: string; lines: ChartLine[]; unit: (v: number) => string; total?: boolean }) {
   const box = useRef<HTMLDivElement>(null);
+  const [drawnTotal, setDrawnTotal] = useState<number | null>(null);
   useEffect(() => {
     const el = box.current;
     if (!el || !lines.length) return;
@@ -33,15 +36,16 @@ export function Chart({ title, lines, unit }: { title: string; lines: ChartLine[
       data,
       el,
     );
+    setDrawnTotal(total ? Array.from(plot.data[1] ?? [], (v) => v ?? 0).reduce((sum, v) => sum + v, 0) : null);
     const resize = new ResizeObserver(() => plot.setSize({ width: width(), height: 160 }));
     resize.observe(el);
     return () => {
       resize.disconnect();
       plot.destroy();
     };
-  }, [lines, unit]);
+  }, [lines, unit, total]);
   return (
-    <figure className="metric-chart">
+    <figure className="metric-chart" data-total={drawnTotal ?? undefined}>
       <figcaption>{title}</figcaption>
       <div ref={box} role="img" aria-label={`${title} chart`} />
     </figure>

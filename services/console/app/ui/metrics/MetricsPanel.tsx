@@ -62,12 +62,12 @@ export function MetricsPanel({ deploymentId, runs = false }: { deploymentId: str
     return () => clearInterval(timer);
   }, [reload]);
 
-  const charts = useMemo(() => {
+  const charts = useMemo((): Array<Parameters<typeof Chart>[0]> => {
     const m = metrics.data;
     if (!m) return [];
     const line = (label: string, points: Point[], color: string): ChartLine => ({ label, points, color });
     return [
-      { title: 'Requests', unit: count, lines: [line('requests', m.series.requests, '#2563eb'), line('4xx', m.series.errors_4xx, '#d97706'), line('5xx', m.series.errors_5xx, '#dc2626')] },
+      { title: 'Requests', unit: count, total: true, lines: [line('requests', m.series.requests, '#2563eb'), line('4xx', m.series.errors_4xx, '#d97706'), line('5xx', m.series.errors_5xx, '#dc2626')] },
       {
         title: 'Latency',
         unit: ms,
@@ -105,7 +105,7 @@ export function MetricsPanel({ deploymentId, runs = false }: { deploymentId: str
       {metrics.data && <Totals metrics={metrics.data} runs={runs} />}
       <div className="metric-charts">
         {charts.map((c) => (
-          <Chart key={c.title} title={c.title} lines={c.lines} unit={c.unit} />
+          <Chart key={c.title} {...c} />
         ))}
       </div>
     </section>
