@@ -104,6 +104,22 @@ describe('GET /v2/events', () => {
     expect(all.filter((e) => e.type === 'deployment.created')).toHaveLength(20);
   });
 
+  it('orders ids as numbers, not text: paging across 999 → 1000 skips none', async () => {
+    // Move the sequence just below the next power of ten, so this test's events cross it.
+    const [{ last }] = await api.dataSource.query(`SELECT last_value::int AS last FROM events_id_seq`);
+    const boundary = 10 ** String(Math.max(last, 10)).length;
+    await api.dataSource.query(`SELECT setval('events_id_seq', $1)`, [boundary - 3]);
+    const start = await latestId(api.http);
+    const a = await createImageDeployment(api, 'events-digits-a', listenerId);
+    const b = await createImageDeployment(api, 'events-digits-b', listenerId);
+    const paged = await allEvents(api.http, start, 2);
+    const ids = paged.map((e) => BigInt(e.id));
+    expect(ids.some((id) => id < BigInt(boundary)) && ids.some((id) => id >= BigInt(boundary))).toBe(true);
+    expect([...ids].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))).toEqual(ids);
+    const stored = await api.dataSource.query(`SELECT id::text AS id FROM events WHERE deployment_id = ANY($1) ORDER BY events.id`, [[a.id, b.id]]);
+    expect(paged.map((e) => e.id)).toEqual(stored.map((r: { id: string }) => r.id));
+  });
+
   it('422 for a bad cursor or type', async () => {
     expect((await api.http.get('/v2/events?after=abc')).status).toBe(422);
     expect((await api.http.get('/v2/events?types=nope')).status).toBe(422);

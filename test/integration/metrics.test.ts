@@ -307,4 +307,17 @@ describe('revision transitions from revision_events', () => {
     expect(valueOf(samples, transitions, { from: 'QUEUED', to: 'INTERRUPTED' })).toBe(5);
     expect(valueOf(samples, timeSum, { status: 'QUEUED' })).toBeCloseTo(1.25, 6);
   });
+
+  it('reads ids in numeric order across 999 → 1000, so a batch boundary there skips none', async () => {
+    const registry = new Registry();
+    const logger = createLogger({ name: 'api', level: 'debug', destination: new LogCapture() });
+    const collector = new RevisionEventsCollector(registry, api.dataSource, logger, { batchSize: 2 });
+    const [{ last }] = await api.dataSource.query(`SELECT last_value::int AS last FROM revision_events_id_seq`);
+    const boundary = 10 ** String(Math.max(last, 10)).length;
+    await api.dataSource.query(`SELECT setval('revision_events_id_seq', $1)`, [boundary - 3]);
+    await collector.collect();
+    await insertEvents(Array.from({ length: 6 }, (): Event => ['AWAITING_DEPLOY', 'DEPLOY_FAILED', 100]));
+    await collector.collect();
+    expect(valueOf(parse(await registry.metrics()), transitions, { from: 'AWAITING_DEPLOY', to: 'DEPLOY_FAILED' })).toBe(6);
+  });
 });

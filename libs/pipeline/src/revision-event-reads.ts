@@ -26,8 +26,9 @@ export class RevisionEventReads {
   after(cursor: string, limit: number): Promise<RevisionEventRow[]> {
     return queryRows<RevisionEventRow>(
       this.manager,
+      // The bigint column, not the text output column `id::text` is also named after.
       `SELECT id::text, from_status, to_status, time_in_status_ms::text
-           FROM revision_events WHERE id > $1::bigint ORDER BY id LIMIT $2`,
+           FROM revision_events WHERE id > $1::bigint ORDER BY revision_events.id LIMIT $2`,
       [cursor, limit],
     );
   }

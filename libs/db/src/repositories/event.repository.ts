@@ -48,10 +48,12 @@ export class EventRepository {
     const where = ['workspace_id = $1', 'id > $2::bigint'];
     if (filter.deploymentId) where.push(`deployment_id = $${params.push(filter.deploymentId)}`);
     if (filter.types?.length) where.push(`type = ANY($${params.push(filter.types)}::text[])`);
+    // ORDER BY names the table's bigint column: a bare `id` would be the text output column of the
+    // same name, which sorts '1000' before '999' and would make `after` skip events.
     return queryRows<StoredEvent>(
       this.manager,
       `SELECT id::text AS id, type, created_at, deployment_id, revision_id, data FROM events
-        WHERE ${where.join(' AND ')} ORDER BY id LIMIT $3`,
+        WHERE ${where.join(' AND ')} ORDER BY events.id LIMIT $3`,
       params,
     );
   }
