@@ -42,6 +42,8 @@ describe('the embedded container runtime', () => {
     const digest = (await revision(d.id, v1)).image_digest as string;
     expect(existsSync(path.join(imagesDir(), digest.slice(7), 'bundle', 'rootfs', 'www', 'ok'))).toBe(true);
     expect(await deployLog(v1)).toContain(`Pulled and unpacked image`);
+    // An image without USER: nothing to say about it.
+    expect(await deployLog(v1)).not.toContain("The image's USER");
     // The container's output file is shipped into the deploy log like a process's.
     await eventually(() => deployLog(v1), (log) => log.includes(`starting instance 0 of revision ${v1} (image ${digest})`), 10_000);
   }, 120_000);
@@ -77,6 +79,30 @@ describe('the embedded container runtime', () => {
     expect(environ).toContain('PATH=/bin');
     expect(text).not.toMatch(/\bDATABASE_URL\b|\bREDIS_URL\b|SLIPWAY_/);
   }, 120_000);
+
+  it("an image's USER, root or a non-root uid, is ignored: it runs as the deployment uid, and the deploy log says so", async () => {
+    const d = await createDeployment('ctr-user');
+    for (const [tag, user] of [['root', '0'], ['numeric', '1234:1234']] as const) {
+      const id = await deploy(d, await image(`<h1>${tag}</h1>`, { user }), tag);
+      const rev = await settled(d.id, id);
+      expect(rev.status, `${tag}: ${rev.status_message}`).toBe('DEPLOYED');
+      // Given to the deployment at its first start.
+      const [{ uid }] = await api().dataSource.query(`SELECT sandbox_uid AS uid FROM deployments WHERE id = $1`, [d.id]);
+      expect(uid).toBeGreaterThan(0);
+      const url = await servingUrl(d.id);
+      await eventually(() => get(url), (r) => r?.text === `<h1>${tag}</h1>`, 10_000);
+      const res = await get(`${url}/cgi-bin/whoami`);
+      expect(res?.status, res?.text).toBe(200);
+      expect(res!.text, tag).toContain(`uid=${uid} gid=${uid} groups=${uid}\n`);
+      // The container's init (as the kernel sees it), not only what the CGI reports.
+      const [instance] = (await liveInstances(d.id)).filter((i) => i.revision_id === id);
+      const status = readFileSync(`/proc/${instance!.pid}/status`, 'utf8');
+      expect(status, tag).toMatch(new RegExp(`^Uid:\\s+${uid}\\s+${uid}\\s+${uid}\\s+${uid}$`, 'm'));
+      const log = await deployLog(id);
+      expect(log, tag).toContain(`The image's USER ${user} is ignored: its containers run as the deployment's uid ${uid}.`);
+      expect(log.split("The image's USER").length - 1, `${tag}: said once`).toBe(1);
+    }
+  }, 180_000);
 
   it('v1 → v2 under probing every 100 ms: zero failed requests, then only v2', async () => {
     const { d, url } = await serving('ctr-switch', '<h1>v1</h1>');
