@@ -104,6 +104,25 @@ describe('the embedded container runtime', () => {
     }
   }, 180_000);
 
+  it("the container's stdout and stderr reach the revision's deploy log through the API, marked with the instance", async () => {
+    const d = await createDeployment('ctr-output');
+    const marker = `m${Date.now().toString(36)}`;
+    const script = `echo "out-${marker} from stdout"; echo "err-${marker} from stderr" >&2; exec /bin/busybox httpd -f -p "$PORT" -h /www`;
+    const id = await deploy(d, await image('<h1>chatty</h1>', { cmd: ['/bin/busybox', 'sh', '-c', script] }), 'chatty');
+    const rev = await settled(d.id, id);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    // The API's deploy log, not the table behind it; lines the container printed carry its index.
+    const lines = async () =>
+      (await api().http.get(`/v2/deployments/${d.id}/revisions/${id}/logs?type=deploy&query=${marker}&limit=100`)).body.logs as { message: string; instance?: number }[];
+    const found = await eventually(lines, (l) => l.length >= 2, 15_000, 250);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ message: `out-${marker} from stdout`, instance: 0 }),
+        expect.objectContaining({ message: `err-${marker} from stderr`, instance: 0 }),
+      ]),
+    );
+  }, 120_000);
+
   it('v1 → v2 under probing every 100 ms: zero failed requests, then only v2', async () => {
     const { d, url } = await serving('ctr-switch', '<h1>v1</h1>');
     const failures: string[] = [];
