@@ -188,6 +188,30 @@ describe('the embedded container runtime', () => {
     expect((await liveInstances(d.id)).map((i) => i.revision_id)).toEqual([v1]);
   }, 240_000);
 
+  it('a start runc refuses the same way each time (not an exec failure) fails after bounded attempts with runc\'s words; v1 keeps serving', async () => {
+    const { d, v1, url } = await serving('ctr-runcfail', '<h1>steady</h1>');
+    // /tmp a regular file in the image: runc cannot mount the container's tmpfs there, before
+    // anything of the image runs, every time (a check of the command finds nothing wrong).
+    const bad = await deploy(d, await image('<h1>no-tmp</h1>', { files: { '/tmp': { data: 'not a directory', mode: 0o644 } } }), 'notmp');
+    const rev = await settled(d.id, bad, 60_000);
+    expect(rev.status, rev.status_message).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toMatch(/^The container could not be started \(3 attempts, failing each time\): .*\/tmp.*not a directory/);
+    // Decided within the rollout's first attempt: the reconciler never had to retry the phase.
+    expect(await attempts(bad)).toBe(0);
+    const log = await deployLog(bad);
+    expect(log).toMatch(/The container of instance 0 did not start \(attempt 1 of 3\): .*not a directory; trying again\./);
+    expect(log).toMatch(/The container of instance 0 did not start \(attempt 2 of 3\): .*not a directory; trying again\./);
+    // runc's words once, not the earlier attempts' again.
+    expect(rev.status_message.split('error mounting').length - 1).toBe(1);
+    expect((await get(url))?.text).toBe('<h1>steady</h1>');
+    expect((await api().http.get(`/v2/deployments/${d.id}`)).body.active_revision_id).toBe(v1);
+    expect((await liveInstances(d.id)).map((i) => i.revision_id)).toEqual([v1]);
+    // One instance row, tried three times, its container removed each time.
+    const tried = await api().dataSource.query(`SELECT id, status FROM runtime_processes WHERE revision_id = $1`, [bad]);
+    expect(tried).toEqual([{ id: expect.any(String), status: 'exited' }]);
+    expect((await new Runc(runcRoot()).list()).map((c) => c.id)).not.toContain(`i-${tried[0].id}`);
+  }, 180_000);
+
   it('an image for another architecture fails saying so; v1 keeps serving', async () => {
     const { d, url } = await serving('ctr-arch', '<h1>amd</h1>');
     const bad = await deploy(d, await image('<h1>arm</h1>', { architecture: 's390x' }), 'arm');

@@ -263,7 +263,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
       for (const { role, index } of slots) {
         if (signal.aborted) break;
         if (this.keeper.tearingDown.has(deploymentId)) throw new Error('The deployment is being deleted.');
-        const { record } = await this.runtime.launch({ ...launchSpec(input, role), index });
+        const { record } = await this.runtime.launch({ ...launchSpec(input, role), index, log });
         launched.push(record);
         await this.ctx.tailers.ensure(record, input.secretValues);
       }
