@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '@slipway/db';
-import { PLATFORM_ACCOUNT, registrySecrets } from '@slipway/registry';
+import { PLATFORM_ACCOUNT, registrySecrets, startRegistry } from '@slipway/registry';
 import { createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
 import { startRegistryStand, type RegistryStand } from '../support/registry-stand.js';
@@ -215,6 +215,33 @@ describe('PATCH with revision_source internal_docker', () => {
     }
     expect((await api().http.get(`/v2/deployments/${deploymentId}`)).body.latest_revision_id).toBe(before);
   });
+
+  it('by tag while the registry is down: 503 with Retry-After, nothing written (not the secrets either); the same request succeeds once it is back', async () => {
+    const before = (await api().http.get(`/v2/deployments/${deploymentId}`)).body;
+    const revisions = async () => Number((await api().dataSource.query(`SELECT count(*) AS n FROM revisions WHERE deployment_id = $1`, [deploymentId]))[0].n);
+    const count = await revisions();
+    const body = { revision_source: 'internal_docker', source_revision_config: { image_uri: `${registryUrl}/web:v1` }, secrets: [{ name: 'ADDED_WHILE_DOWN', value: 'x' }] };
+    const headers = { 'idempotency-key': `registry-down-${Date.now()}` };
+    await stand.registry.stop();
+    try {
+      const res = await api().http.patch(`/v2/deployments/${deploymentId}`, body, { headers });
+      expect(res.status, res.text).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(res.body.detail).toMatch(/^The built-in image registry is unavailable, so image_uri could not be resolved to a digest; nothing was changed\. Retry once it is back\. \(.*ECONNREFUSED/);
+      const after = (await api().http.get(`/v2/deployments/${deploymentId}`)).body;
+      expect(after.latest_revision_id).toBe(before.latest_revision_id);
+      expect(after.secrets).toEqual(before.secrets);
+      expect(after.updated_at).toBe(before.updated_at);
+      expect(await revisions()).toBe(count);
+    } finally {
+      stand.registry = await startRegistry(api().config);
+    }
+    // The 503 was not kept under the Idempotency-Key: the same request, sent again, is done now.
+    const again = await api().http.patch(`/v2/deployments/${deploymentId}`, body, { headers });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.latest_revision_id).not.toBe(before.latest_revision_id);
+    expect(again.body.secrets.map((s: { name: string }) => s.name)).toContain('ADDED_WHILE_DOWN');
+  }, 60_000);
 
   it("revision_source internal_docker on another source's deployment: 400", async () => {
     const upload = await api().http.post('/v2/deployments', { name: 'img-upload-patch', source: 'upload', source_config: {}, source_revision_config: {} });
