@@ -1,11 +1,16 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '@slipway/db';
-import { PLATFORM_ACCOUNT, registrySecrets, startRegistry } from '@slipway/registry';
+import { PLATFORM_ACCOUNT, registryAnswers, registrySecrets, startRegistry } from '@slipway/registry';
 import { createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
 import { startRegistryStand, type RegistryStand } from '../support/registry-stand.js';
-import { eventually } from '../support/service-process.js';
-import { startTestApi } from '../support/test-api.js';
+import { freePort } from '../support/ports.js';
+import { eventually, serviceEnv } from '../support/service-process.js';
+import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
  * The built-in registry (docs/api.md, Images and the built-in registry): the real CNCF
@@ -346,4 +351,82 @@ describe('source names', () => {
       await hosted.close();
     }
   });
+});
+
+describe('the registry supervisor (`npm start`)', () => {
+  const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+  /** libs/registry/src/main.ts as `npm start` runs it, for the test api `of`. */
+  function supervise(of: TestApi) {
+    const env = serviceEnv(of, { PORT: String(of.config.port), SLIPWAY_REGISTRY_PORT: String(of.config.registry.port) });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'libs/registry/src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let said = '';
+    child.stderr!.on('data', (b: Buffer) => (said += b.toString()));
+    child.stdout!.on('data', () => undefined);
+    const exited = new Promise((r) => child.once('exit', r));
+    return {
+      said: () => said,
+      /** The docker-registry it started: its one child process. */
+      registryPid: () => Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]),
+      stop: async () => {
+        child.kill('SIGTERM');
+        await exited;
+      },
+    };
+  }
+
+  it('creates the signing key 0600 on first start, restarts a registry that died, and keeps the key across restarts', async () => {
+    // An api of its own: a data dir where no signing key exists yet.
+    const [apiPort, registryPort] = [await freePort(), await freePort()];
+    const own = await startTestApi({ PORT: String(apiPort), SLIPWAY_REGISTRY_PORT: String(registryPort) });
+    const keyFile = own.config.registry.signingKeyFile;
+    const up = () => eventually(() => registryAnswers(own.config.registry.internalUrl), (answers) => answers, 30_000, 250);
+    let supervisor: ReturnType<typeof supervise> | null = null;
+    try {
+      expect(existsSync(keyFile)).toBe(false);
+      supervisor = supervise(own);
+      await up();
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+      const key = readFileSync(keyFile, 'utf8');
+      expect(key).toContain('BEGIN PRIVATE KEY');
+      const created = await own.http.post('/v2/deployments', { name: 'img-supervised', source: 'internal_docker', source_config: { deployment_type: 'dev' }, source_revision_config: {} });
+      expect(created.status, created.text).toBe(201);
+      const t = (await own.http.post(`/v2/deployments/${created.body.id}/push-token`)).body;
+      const push = async (img: OciImage, tag: string) => {
+        const pushed = await skopeoPush(img, `${t.registry_url}/web:${tag}`, `oauth2accesstoken:${t.token}`);
+        expect(pushed.ok, pushed.output).toBe(true);
+      };
+      await push(image, 'before');
+
+      // The registry dies (kill -9): the supervisor starts another, and a push works again.
+      const first = supervisor.registryPid();
+      process.kill(first, 'SIGKILL');
+      await eventually(async () => supervisor!.said(), (said) => /docker-registry exited \(null\); restarting/.test(said), 15_000, 100);
+      await eventually(async () => (await registryAnswers(own.config.registry.internalUrl)) && supervisor!.registryPid() !== first, (ok) => ok, 30_000, 250);
+      await push(other, 'after-crash');
+      expect(readFileSync(keyFile, 'utf8')).toBe(key);
+
+      // The supervisor itself restarts (`npm start` again): the same key, still 0600, and a
+      // registry token signed before the restart is one the new registry still trusts.
+      const login = await own.http.get(`/v2/registry/token?service=slipway-registry&scope=${encodeURIComponent(`repository:${created.body.id}/web:pull`)}`, {
+        key: null,
+        headers: { authorization: basic('oauth2accesstoken', t.token) },
+      });
+      expect(login.status, login.text).toBe(200);
+      await supervisor.stop();
+      supervisor = supervise(own);
+      await up();
+      expect(readFileSync(keyFile, 'utf8')).toBe(key);
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+      const manifest = await fetch(`${own.config.registry.internalUrl}/v2/${created.body.id}/web/manifests/after-crash`, {
+        method: 'HEAD',
+        headers: { authorization: `Bearer ${login.body.token}`, accept: 'application/vnd.oci.image.manifest.v1+json' },
+      });
+      expect(manifest.status).toBe(200);
+      expect(manifest.headers.get('docker-content-digest')).toBe(other.manifestDigest);
+    } finally {
+      await supervisor?.stop();
+      await own.close();
+    }
+  }, 120_000);
 });
