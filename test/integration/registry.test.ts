@@ -1,15 +1,12 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '@slipway/db';
 import { PLATFORM_ACCOUNT, registryAnswers, registrySecrets, startRegistry } from '@slipway/registry';
 import { createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
-import { startRegistryStand, type RegistryStand } from '../support/registry-stand.js';
+import { startRegistryStand, startRegistrySupervisor, type RegistryStand, type RegistrySupervisor } from '../support/registry-stand.js';
 import { freePort } from '../support/ports.js';
-import { eventually, serviceEnv } from '../support/service-process.js';
+import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -354,37 +351,16 @@ describe('source names', () => {
 });
 
 describe('the registry supervisor (`npm start`)', () => {
-  const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-  /** libs/registry/src/main.ts as `npm start` runs it, for the test api `of`. */
-  function supervise(of: TestApi) {
-    const env = serviceEnv(of, { PORT: String(of.config.port), SLIPWAY_REGISTRY_PORT: String(of.config.registry.port) });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'libs/registry/src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let said = '';
-    child.stderr!.on('data', (b: Buffer) => (said += b.toString()));
-    child.stdout!.on('data', () => undefined);
-    const exited = new Promise((r) => child.once('exit', r));
-    return {
-      said: () => said,
-      /** The docker-registry it started: its one child process. */
-      registryPid: () => Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]),
-      stop: async () => {
-        child.kill('SIGTERM');
-        await exited;
-      },
-    };
-  }
-
   it('creates the signing key 0600 on first start, restarts a registry that died, and keeps the key across restarts', async () => {
     // An api of its own: a data dir where no signing key exists yet.
     const [apiPort, registryPort] = [await freePort(), await freePort()];
     const own = await startTestApi({ PORT: String(apiPort), SLIPWAY_REGISTRY_PORT: String(registryPort) });
     const keyFile = own.config.registry.signingKeyFile;
     const up = () => eventually(() => registryAnswers(own.config.registry.internalUrl), (answers) => answers, 30_000, 250);
-    let supervisor: ReturnType<typeof supervise> | null = null;
+    let supervisor: RegistrySupervisor | null = null;
     try {
       expect(existsSync(keyFile)).toBe(false);
-      supervisor = supervise(own);
+      supervisor = startRegistrySupervisor(own);
       await up();
       expect(statSync(keyFile).mode & 0o777).toBe(0o600);
       const key = readFileSync(keyFile, 'utf8');
@@ -414,7 +390,7 @@ describe('the registry supervisor (`npm start`)', () => {
       });
       expect(login.status, login.text).toBe(200);
       await supervisor.stop();
-      supervisor = supervise(own);
+      supervisor = startRegistrySupervisor(own);
       await up();
       expect(readFileSync(keyFile, 'utf8')).toBe(key);
       expect(statSync(keyFile).mode & 0o777).toBe(0o600);
