@@ -42,6 +42,8 @@ describe('the embedded container runtime', () => {
     const digest = (await revision(d.id, v1)).image_digest as string;
     expect(existsSync(path.join(imagesDir(), digest.slice(7), 'bundle', 'rootfs', 'www', 'ok'))).toBe(true);
     expect(await deployLog(v1)).toContain(`Pulled and unpacked image`);
+    // An image without USER: nothing to say about it.
+    expect(await deployLog(v1)).not.toContain("The image's USER");
     // The container's output file is shipped into the deploy log like a process's.
     await eventually(() => deployLog(v1), (log) => log.includes(`starting instance 0 of revision ${v1} (image ${digest})`), 10_000);
   }, 120_000);
@@ -61,7 +63,8 @@ describe('the embedded container runtime', () => {
     // No socket of the host anywhere in its filesystem, nothing of the host's /run, and the
     // host's loopback services are not its loopback.
     expect(text).toMatch(/^sockets: *$/m);
-    expect(text).toMatch(/^run: .*(No such file|^run: *$)/m);
+    // The image has neither /run nor /var/run, and nothing of the host's is mounted there.
+    expect(text).toMatch(/^run: ls: \/run: No such file or directory ls: \/var\/run: No such file or directory *$/m);
     expect(text).toContain('host-postgres: closed');
     // Its environment (PID 1's: CGI scripts get httpd's own): the platform's variables, nothing of the control plane's.
     expect(text).toMatch(/env: .*\bDATABASE_URI\b/);
@@ -76,6 +79,49 @@ describe('the embedded container runtime', () => {
     expect(environ).toContain('MY_TOKEN=sekrit-123');
     expect(environ).toContain('PATH=/bin');
     expect(text).not.toMatch(/\bDATABASE_URL\b|\bREDIS_URL\b|SLIPWAY_/);
+  }, 120_000);
+
+  it("an image's USER, root or a non-root uid, is ignored: it runs as the deployment uid, and the deploy log says so", async () => {
+    const d = await createDeployment('ctr-user');
+    for (const [tag, user] of [['root', '0'], ['numeric', '1234:1234']] as const) {
+      const id = await deploy(d, await image(`<h1>${tag}</h1>`, { user }), tag);
+      const rev = await settled(d.id, id);
+      expect(rev.status, `${tag}: ${rev.status_message}`).toBe('DEPLOYED');
+      // Given to the deployment at its first start.
+      const [{ uid }] = await api().dataSource.query(`SELECT sandbox_uid AS uid FROM deployments WHERE id = $1`, [d.id]);
+      expect(uid).toBeGreaterThan(0);
+      const url = await servingUrl(d.id);
+      await eventually(() => get(url), (r) => r?.text === `<h1>${tag}</h1>`, 10_000);
+      const res = await get(`${url}/cgi-bin/whoami`);
+      expect(res?.status, res?.text).toBe(200);
+      expect(res!.text, tag).toContain(`uid=${uid} gid=${uid} groups=${uid}\n`);
+      // The container's init (as the kernel sees it), not only what the CGI reports.
+      const [instance] = (await liveInstances(d.id)).filter((i) => i.revision_id === id);
+      const status = readFileSync(`/proc/${instance!.pid}/status`, 'utf8');
+      expect(status, tag).toMatch(new RegExp(`^Uid:\\s+${uid}\\s+${uid}\\s+${uid}\\s+${uid}$`, 'm'));
+      const log = await deployLog(id);
+      expect(log, tag).toContain(`The image's USER ${user} is ignored: its containers run as the deployment's uid ${uid}.`);
+      expect(log.split("The image's USER").length - 1, `${tag}: said once`).toBe(1);
+    }
+  }, 180_000);
+
+  it("the container's stdout and stderr reach the revision's deploy log through the API, marked with the instance", async () => {
+    const d = await createDeployment('ctr-output');
+    const marker = `m${Date.now().toString(36)}`;
+    const script = `echo "out-${marker} from stdout"; echo "err-${marker} from stderr" >&2; exec /bin/busybox httpd -f -p "$PORT" -h /www`;
+    const id = await deploy(d, await image('<h1>chatty</h1>', { cmd: ['/bin/busybox', 'sh', '-c', script] }), 'chatty');
+    const rev = await settled(d.id, id);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    // The API's deploy log, not the table behind it; lines the container printed carry its index.
+    const lines = async () =>
+      (await api().http.get(`/v2/deployments/${d.id}/revisions/${id}/logs?type=deploy&query=${marker}&limit=100`)).body.logs as { message: string; instance?: number }[];
+    const found = await eventually(lines, (l) => l.length >= 2, 15_000, 250);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ message: `out-${marker} from stdout`, instance: 0 }),
+        expect.objectContaining({ message: `err-${marker} from stderr`, instance: 0 }),
+      ]),
+    );
   }, 120_000);
 
   it('v1 → v2 under probing every 100 ms: zero failed requests, then only v2', async () => {
@@ -142,6 +188,30 @@ describe('the embedded container runtime', () => {
     }
     expect((await liveInstances(d.id)).map((i) => i.revision_id)).toEqual([v1]);
   }, 240_000);
+
+  it('a start runc refuses the same way each time (not an exec failure) fails after bounded attempts with runc\'s words; v1 keeps serving', async () => {
+    const { d, v1, url } = await serving('ctr-runcfail', '<h1>steady</h1>');
+    // /tmp a regular file in the image: runc cannot mount the container's tmpfs there, before
+    // anything of the image runs, every time (a check of the command finds nothing wrong).
+    const bad = await deploy(d, await image('<h1>no-tmp</h1>', { files: { '/tmp': { data: 'not a directory', mode: 0o644 } } }), 'notmp');
+    const rev = await settled(d.id, bad, 60_000);
+    expect(rev.status, rev.status_message).toBe('DEPLOY_FAILED');
+    expect(rev.status_message).toMatch(/^The container could not be started \(3 attempts, failing each time\): .*\/tmp.*not a directory/);
+    // Decided within the rollout's first attempt: the reconciler never had to retry the phase.
+    expect(await attempts(bad)).toBe(0);
+    const log = await deployLog(bad);
+    expect(log).toMatch(/The container of instance 0 did not start \(attempt 1 of 3\): .*not a directory; trying again\./);
+    expect(log).toMatch(/The container of instance 0 did not start \(attempt 2 of 3\): .*not a directory; trying again\./);
+    // runc's words once, not the earlier attempts' again.
+    expect(rev.status_message.split('error mounting').length - 1).toBe(1);
+    expect((await get(url))?.text).toBe('<h1>steady</h1>');
+    expect((await api().http.get(`/v2/deployments/${d.id}`)).body.active_revision_id).toBe(v1);
+    expect((await liveInstances(d.id)).map((i) => i.revision_id)).toEqual([v1]);
+    // One instance row, tried three times, its container removed each time.
+    const tried = await api().dataSource.query(`SELECT id, status FROM runtime_processes WHERE revision_id = $1`, [bad]);
+    expect(tried).toEqual([{ id: expect.any(String), status: 'exited' }]);
+    expect((await new Runc(runcRoot()).list()).map((c) => c.id)).not.toContain(`i-${tried[0].id}`);
+  }, 180_000);
 
   it('an image for another architecture fails saying so; v1 keeps serving', async () => {
     const { d, url } = await serving('ctr-arch', '<h1>amd</h1>');

@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registryAnswers, startRegistry, sweepRegistry } from '@slipway/registry';
 import { collectRegistryGarbage } from '../../services/cli/src/registry-gc.js';
 import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
-import { startRegistryStand, type RegistryStand } from '../support/registry-stand.js';
+import { startRegistryStand, startRegistrySupervisor, type RegistryStand } from '../support/registry-stand.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 
 /**
@@ -166,14 +166,10 @@ describe('registry garbage collection', () => {
   it('`pnpm slipway registry gc` has the registry supervisor sweep, read-only meanwhile; it serves again after', async () => {
     const d = await createDeployment('gc-cli');
     const digest = await push(d, await image('<h1>cli</h1>'), 'cli');
-    const env = serviceEnv(api(), { PORT: String(api().config.port), SLIPWAY_REGISTRY_PORT: String(api().config.registry.port) });
     // `npm start`'s supervisor in place of the stand's registry.
     await stand.registry.stop();
-    const supervisor = spawn(process.execPath, ['--import', 'tsx', 'libs/registry/src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let said = '';
-    supervisor.stderr!.on('data', (b: Buffer) => (said += b.toString()));
-    supervisor.stdout!.on('data', () => undefined);
-    const exited = new Promise((r) => supervisor.once('exit', r));
+    const supervisor = startRegistrySupervisor(api());
+    const { env } = supervisor;
     try {
       await eventually(() => registryAnswers(api().config.registry.internalUrl), (up) => up, 30_000, 250);
       const out = await new Promise<string>((resolve, reject) =>
@@ -184,14 +180,13 @@ describe('registry garbage collection', () => {
       expect(out).toContain(`deleted ${d.id}/web@${digest}`);
       expect(out).toMatch(/swept: [1-9]\d* bytes freed/);
       expect(existsSync(blobFile(digest))).toBe(false);
-      expect(said).toContain('the registry is read-only meanwhile');
-      expect(said).toContain('registry garbage swept');
+      expect(supervisor.said()).toContain('the registry is read-only meanwhile');
+      expect(supervisor.said()).toContain('registry garbage swept');
       // Serving (read-write) again: a push works.
       expect(await registryAnswers(api().config.registry.internalUrl)).toBe(true);
       await push(d, await image('<h1>after</h1>'), 'after');
     } finally {
-      supervisor.kill('SIGTERM');
-      await exited;
+      await supervisor.stop();
       stand.registry = await startRegistry(api().config);
     }
   }, 180_000);
@@ -207,7 +202,7 @@ describe('registry garbage collection', () => {
       const refused = await skopeoPush(refusedImage, `${d.registryUrl}/web:refused`, `oauth2accesstoken:${d.token}`);
       expect(refused.ok).toBe(false);
       expect(refused.output).toMatch(/read-only|UNSUPPORTED|405/i);
-      const pulled = await new Promise<string>((resolve, reject) =>
+      await new Promise<string>((resolve, reject) =>
         execFile(
           'skopeo',
           ['copy', '--src-tls-verify=false', '--src-creds', `oauth2accesstoken:${d.token}`, `docker://${d.registryUrl}/web@${digest}`, `oci:${scratch}:ro`],
@@ -215,7 +210,9 @@ describe('registry garbage collection', () => {
           (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)),
         ),
       );
-      expect(pulled).toBeDefined();
+      // The pulled layout names exactly the pushed manifest, and holds it.
+      const index = JSON.parse(readFileSync(path.join(scratch, 'index.json'), 'utf8'));
+      expect(index.manifests.map((m: { digest: string }) => m.digest)).toEqual([digest]);
       expect(existsSync(path.join(scratch, 'blobs/sha256', digest.slice(7)))).toBe(true);
     } finally {
       rmSync(scratch, { recursive: true, force: true });

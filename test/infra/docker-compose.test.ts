@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CATALOG_HARDENING } from '@slipway/db';
+import { CATATONIT } from '@slipway/runtime';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -152,10 +153,29 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
       const service = services[name]!;
       expect(service.cap_drop, name).toEqual(['ALL']);
       expect([...service.cap_add].sort(), name).toEqual(['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'NET_ADMIN', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN', 'SYS_CHROOT']);
-      expect(service.security_opt, name).toEqual(['apparmor=unconfined', 'systempaths=unconfined']);
     }
+    expect(services.builder!.security_opt).toEqual(['apparmor=unconfined', 'systempaths=unconfined']);
+    // runc needs keyctl, which Docker's default seccomp profile refuses: the deployer alone goes without it.
+    expect(services.deployer!.security_opt).toEqual(['apparmor=unconfined', 'systempaths=unconfined', 'seccomp=unconfined']);
     // Each granted capability is explained where it is granted.
     const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
     for (const cap of services.builder!.cap_add as string[]) expect(text, cap).toMatch(new RegExp(`- ${cap} # \\S`));
+  });
+});
+
+describe('infra/docker/Dockerfile', () => {
+  /** The Debian packages a stage's apt-get install lines name. */
+  const installed = (stage: string) => {
+    const dockerfile = readFileSync(path.join(ROOT, 'infra/docker/Dockerfile'), 'utf8');
+    const block = dockerfile.split(new RegExp(`^FROM \\S+ AS ${stage}$`, 'm'))[1]!.split(/^FROM /m)[0]!;
+    return [...block.matchAll(/apt-get install -y --no-install-recommends ([^\\\n]+)/g)].flatMap((m) => m[1]!.trim().split(/\s+/));
+  };
+
+  it("gives the deployer what the embedded container runtime runs: runc, skopeo, umoci, catatonit (at Debian's path)", () => {
+    expect(installed('deployer')).toEqual(expect.arrayContaining(['bubblewrap', 'nftables', 'iproute2', 'runc', 'skopeo', 'umoci', 'catatonit']));
+    // The init shown to images without one is Debian's catatonit binary.
+    expect(CATATONIT).toBe('/usr/bin/catatonit');
+    // Only the deployer runs images: the builder gets none of it.
+    expect(installed('builder')).not.toContain('runc');
   });
 });

@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadConfig } from '@slipway/config';
 import { resolveResourceSpec, type DeploymentType, type ResourceSpecInput } from '@slipway/domain';
+import { registryConfiguration } from '@slipway/registry';
 import { renderManifests, type RenderInput } from '@slipway/runtime';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
@@ -45,14 +47,17 @@ describe('infra/k8s/control-plane', () => {
         'Deployment/slipway-api',
         'Deployment/slipway-builder',
         'Deployment/slipway-deployer',
+        'Deployment/slipway-registry',
         'HorizontalPodAutoscaler/slipway-api',
         'Job/slipway-migrate',
         'Namespace/slipway',
         'PersistentVolumeClaim/slipway-data',
+        'PersistentVolumeClaim/slipway-registry',
         'PodDisruptionBudget/slipway-api',
         'PodDisruptionBudget/slipway-builder',
         'PodDisruptionBudget/slipway-deployer',
         'Service/slipway-api',
+        'Service/slipway-registry',
       ].sort(),
     );
     await expectValid(objects);
@@ -65,15 +70,71 @@ describe('infra/k8s/control-plane', () => {
       expect(container.readinessProbe.httpGet.path, name).toBe('/readyz');
     }
     for (const [o, spec] of podSpecs(objects)) {
-      for (const c of spec.containers) {
+      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
         expect(c.resources?.requests?.cpu, `${o.metadata.name}/${c.name}`).toBeDefined();
         expect(c.resources?.requests?.memory, `${o.metadata.name}/${c.name}`).toBeDefined();
-        expect(c.envFrom).toEqual([{ configMapRef: { name: 'slipway-config' } }, { secretRef: { name: 'slipway-secrets' } }]);
         expect(c.env, 'no value in clear in a pod spec').toBeUndefined();
+        // Slipway's own processes read the settings and the Secret; distribution reads only the file written for it.
+        if (c.image === 'registry:2') expect(c.envFrom, `${o.metadata.name}/${c.name}`).toBeUndefined();
+        else expect(c.envFrom, `${o.metadata.name}/${c.name}`).toEqual([{ configMapRef: { name: 'slipway-config' } }, { secretRef: { name: 'slipway-secrets' } }]);
       }
     }
     expect(named('HorizontalPodAutoscaler', 'slipway-api').spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'slipway-api' });
     for (const o of objects) if (o.kind !== 'Namespace') expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('slipway');
+  });
+});
+
+describe('infra/k8s/control-plane: the built-in image registry', () => {
+  const objects = kustomize('infra/k8s/control-plane');
+  const named = (kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name)!;
+  const settings = named('ConfigMap', 'slipway-config') as unknown as { data: Record<string, string> };
+  const deployment = named('Deployment', 'slipway-registry');
+  const pod = deployment.spec.template.spec;
+  const [init] = pod.initContainers;
+  const [registry] = pod.containers;
+  const mountOf = (container: { volumeMounts: { name: string; mountPath: string }[] }, volume: string) =>
+    container.volumeMounts.find((m) => pod.volumes.find((v: { name: string }) => v.name === m.name)?.persistentVolumeClaim?.claimName === volume)?.mountPath;
+  /** What libs/registry renders from these very settings (the init container's `registry-config`). */
+  const rendered = () => {
+    const config = loadConfig({ ...settings.data, DATABASE_URL: 'postgres://u:p@db/slipway', REDIS_URL: 'redis://redis:6379', SLIPWAY_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') });
+    return { config, registry: JSON.parse(registryConfiguration(config, `${config.registry.storageDir}/token-issuer.crt`)) };
+  };
+
+  it('runs distribution on the configuration its init container writes, its images on a volume of its own', () => {
+    const { config, registry: generated } = rendered();
+    expect(deployment.spec.replicas).toBe(1);
+    expect(deployment.spec.strategy).toEqual({ type: 'Recreate' });
+    expect(init.image).toBe('slipway-cli');
+    expect(init.args).toEqual(['node', 'dist/main.js', 'registry-config']);
+    expect(registry.image).toBe('registry:2');
+    // Both see the registry volume where the generated configuration says its files are.
+    expect(registry.args).toEqual(['serve', `${config.registry.storageDir}/config.yml`]);
+    expect(mountOf(init, 'slipway-registry')).toBe(config.registry.storageDir);
+    expect(mountOf(registry, 'slipway-registry')).toBe(config.registry.storageDir);
+    expect(generated.storage.filesystem.rootdirectory.startsWith(`${config.registry.storageDir}/`)).toBe(true);
+    expect(generated.auth.token.rootcertbundle.startsWith(`${config.registry.storageDir}/`)).toBe(true);
+    // The signing key is on the shared data volume, where the api replicas read it; the registry never sees it.
+    expect(config.registry.signingKeyFile.startsWith(`${mountOf(init, 'slipway-data')}/`)).toBe(true);
+    expect(mountOf(registry, 'slipway-data')).toBeUndefined();
+    expect(named('PersistentVolumeClaim', 'slipway-registry').spec.accessModes).toEqual(['ReadWriteOnce']);
+    // The registry runs as the uid that wrote its 0600 files, with nothing more.
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+    expect(registry.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+  });
+
+  it('listens where its Service sends traffic, and Slipway is pointed at that Service and back at the api', () => {
+    const { config, registry: generated } = rendered();
+    const [port] = registry.ports;
+    expect(generated.http.addr).toBe(`0.0.0.0:${port.containerPort}`);
+    const service = named('Service', 'slipway-registry');
+    expect(service.spec.selector).toEqual(deployment.spec.template.metadata.labels);
+    expect(service.spec.ports).toEqual([{ name: 'registry', port: 5000, targetPort: port.name }]);
+    expect(config.registry.internalUrl).toBe(`http://${service.metadata.name}:${service.spec.ports[0].port}`);
+    // Push events reach the api through its Service; token requests go to the public URL.
+    const api = named('Service', 'slipway-api');
+    expect(generated.notifications.endpoints[0].url).toBe(`http://${api.metadata.name}/v2/registry/events`);
+    expect(api.spec.ports[0].port).toBe(80);
+    expect(generated.auth.token.realm).toBe(`${settings.data.SLIPWAY_PUBLIC_URL}/v2/registry/token`);
   });
 });
 

@@ -1,11 +1,13 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '@slipway/db';
-import { PLATFORM_ACCOUNT, registrySecrets } from '@slipway/registry';
+import { PLATFORM_ACCOUNT, registryAnswers, registrySecrets, startRegistry } from '@slipway/registry';
 import { createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
-import { startRegistryStand, type RegistryStand } from '../support/registry-stand.js';
+import { startRegistryStand, startRegistrySupervisor, type RegistryStand, type RegistrySupervisor } from '../support/registry-stand.js';
+import { freePort } from '../support/ports.js';
 import { eventually } from '../support/service-process.js';
-import { startTestApi } from '../support/test-api.js';
+import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
  * The built-in registry (docs/api.md, Images and the built-in registry): the real CNCF
@@ -113,6 +115,9 @@ describe('internal_docker deployments and push tokens', () => {
     expect((await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${d.id}/web:push`])).status).toBe(401);
     const pushed = await skopeoPush(image, `${t.registry_url}/web:v1`, `oauth2accesstoken:${t.token}`);
     expect(pushed.ok).toBe(false);
+    // Refused for its credential: skopeo's words for a 401 from the token endpoint (not, say, a
+    // registry that did not answer).
+    expect(pushed.output).toMatch(/unable to retrieve auth token: invalid username\/password: unauthorized/);
   });
 
   it('without a token the registry refuses a push, and the token endpoint wants credentials', async () => {
@@ -216,6 +221,33 @@ describe('PATCH with revision_source internal_docker', () => {
     expect((await api().http.get(`/v2/deployments/${deploymentId}`)).body.latest_revision_id).toBe(before);
   });
 
+  it('by tag while the registry is down: 503 with Retry-After, nothing written (not the secrets either); the same request succeeds once it is back', async () => {
+    const before = (await api().http.get(`/v2/deployments/${deploymentId}`)).body;
+    const revisions = async () => Number((await api().dataSource.query(`SELECT count(*) AS n FROM revisions WHERE deployment_id = $1`, [deploymentId]))[0].n);
+    const count = await revisions();
+    const body = { revision_source: 'internal_docker', source_revision_config: { image_uri: `${registryUrl}/web:v1` }, secrets: [{ name: 'ADDED_WHILE_DOWN', value: 'x' }] };
+    const headers = { 'idempotency-key': `registry-down-${Date.now()}` };
+    await stand.registry.stop();
+    try {
+      const res = await api().http.patch(`/v2/deployments/${deploymentId}`, body, { headers });
+      expect(res.status, res.text).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(res.body.detail).toMatch(/^The built-in image registry is unavailable, so image_uri could not be resolved to a digest; nothing was changed\. Retry once it is back\. \(.*ECONNREFUSED/);
+      const after = (await api().http.get(`/v2/deployments/${deploymentId}`)).body;
+      expect(after.latest_revision_id).toBe(before.latest_revision_id);
+      expect(after.secrets).toEqual(before.secrets);
+      expect(after.updated_at).toBe(before.updated_at);
+      expect(await revisions()).toBe(count);
+    } finally {
+      stand.registry = await startRegistry(api().config);
+    }
+    // The 503 was not kept under the Idempotency-Key: the same request, sent again, is done now.
+    const again = await api().http.patch(`/v2/deployments/${deploymentId}`, body, { headers });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.latest_revision_id).not.toBe(before.latest_revision_id);
+    expect(again.body.secrets.map((s: { name: string }) => s.name)).toContain('ADDED_WHILE_DOWN');
+  }, 60_000);
+
   it("revision_source internal_docker on another source's deployment: 400", async () => {
     const upload = await api().http.post('/v2/deployments', { name: 'img-upload-patch', source: 'upload', source_config: {}, source_revision_config: {} });
     const res = await api().http.patch(`/v2/deployments/${upload.body.id}`, {
@@ -249,7 +281,11 @@ describe('registry bytes quota', () => {
     expect(push.body.detail).toContain('registry_bytes');
     // Pulling is still allowed.
     expect((await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${id}/web:pull`])).status).toBe(200);
-    expect((await skopeoPush(other, `${t.registry_url}/web:v2`, `oauth2accesstoken:${t.token}`)).ok).toBe(false);
+    // The push fails at its token request, on the 403 just seen (skopeo does not show a 403's
+    // body; the detail naming the quota is checked above).
+    const refused = await skopeoPush(other, `${t.registry_url}/web:v2`, `oauth2accesstoken:${t.token}`);
+    expect(refused.ok).toBe(false);
+    expect(refused.output).toMatch(/Requesting bearer token: invalid status code from registry 403 \(Forbidden\)/);
   }, 60_000);
 });
 
@@ -312,4 +348,61 @@ describe('source names', () => {
       await hosted.close();
     }
   });
+});
+
+describe('the registry supervisor (`npm start`)', () => {
+  it('creates the signing key 0600 on first start, restarts a registry that died, and keeps the key across restarts', async () => {
+    // An api of its own: a data dir where no signing key exists yet.
+    const [apiPort, registryPort] = [await freePort(), await freePort()];
+    const own = await startTestApi({ PORT: String(apiPort), SLIPWAY_REGISTRY_PORT: String(registryPort) });
+    const keyFile = own.config.registry.signingKeyFile;
+    const up = () => eventually(() => registryAnswers(own.config.registry.internalUrl), (answers) => answers, 30_000, 250);
+    let supervisor: RegistrySupervisor | null = null;
+    try {
+      expect(existsSync(keyFile)).toBe(false);
+      supervisor = startRegistrySupervisor(own);
+      await up();
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+      const key = readFileSync(keyFile, 'utf8');
+      expect(key).toContain('BEGIN PRIVATE KEY');
+      const created = await own.http.post('/v2/deployments', { name: 'img-supervised', source: 'internal_docker', source_config: { deployment_type: 'dev' }, source_revision_config: {} });
+      expect(created.status, created.text).toBe(201);
+      const t = (await own.http.post(`/v2/deployments/${created.body.id}/push-token`)).body;
+      const push = async (img: OciImage, tag: string) => {
+        const pushed = await skopeoPush(img, `${t.registry_url}/web:${tag}`, `oauth2accesstoken:${t.token}`);
+        expect(pushed.ok, pushed.output).toBe(true);
+      };
+      await push(image, 'before');
+
+      // The registry dies (kill -9): the supervisor starts another, and a push works again.
+      const first = supervisor.registryPid();
+      process.kill(first, 'SIGKILL');
+      await eventually(async () => supervisor!.said(), (said) => /docker-registry exited \(null\); restarting/.test(said), 15_000, 100);
+      await eventually(async () => (await registryAnswers(own.config.registry.internalUrl)) && supervisor!.registryPid() !== first, (ok) => ok, 30_000, 250);
+      await push(other, 'after-crash');
+      expect(readFileSync(keyFile, 'utf8')).toBe(key);
+
+      // The supervisor itself restarts (`npm start` again): the same key, still 0600, and a
+      // registry token signed before the restart is one the new registry still trusts.
+      const login = await own.http.get(`/v2/registry/token?service=slipway-registry&scope=${encodeURIComponent(`repository:${created.body.id}/web:pull`)}`, {
+        key: null,
+        headers: { authorization: basic('oauth2accesstoken', t.token) },
+      });
+      expect(login.status, login.text).toBe(200);
+      await supervisor.stop();
+      supervisor = startRegistrySupervisor(own);
+      await up();
+      expect(readFileSync(keyFile, 'utf8')).toBe(key);
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+      const manifest = await fetch(`${own.config.registry.internalUrl}/v2/${created.body.id}/web/manifests/after-crash`, {
+        method: 'HEAD',
+        headers: { authorization: `Bearer ${login.body.token}`, accept: 'application/vnd.oci.image.manifest.v1+json' },
+      });
+      expect(manifest.status).toBe(200);
+      expect(manifest.headers.get('docker-content-digest')).toBe(other.manifestDigest);
+    } finally {
+      await supervisor?.stop();
+      await own.close();
+    }
+  }, 120_000);
 });

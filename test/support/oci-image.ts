@@ -30,6 +30,8 @@ export interface BusyboxImageOptions {
   architecture?: string;
   env?: string[];
   workingDir?: string;
+  /** The image config's `User` (`uid`, `uid:gid` or a name; default: none). */
+  user?: string;
   /** More files of the image, by absolute path. */
   files?: Record<string, { data: string | Buffer; mode: number }>;
 }
@@ -89,6 +91,7 @@ export async function buildBusyboxImage(page: string, options: BusyboxImageOptio
         ...(options.cmd === null ? {} : { Cmd: options.cmd ?? HTTPD_CMD }),
         Env: options.env ?? ['PATH=/bin'],
         ...(options.workingDir ? { WorkingDir: options.workingDir } : {}),
+        ...(options.user !== undefined ? { User: options.user } : {}),
         ExposedPorts: { '8080/tcp': {} },
       },
       rootfs: { type: 'layers', diff_ids: [sha256(tarBytes)] },

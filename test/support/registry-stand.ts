@@ -1,6 +1,13 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startRegistry, type RunningRegistry } from '@slipway/registry';
 import { freePort } from './ports.js';
+import { serviceEnv } from './service-process.js';
 import { startTestApi, type TestApi } from './test-api.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
  * A test api and its own real registry (CNCF distribution, `docker-registry`) on ports of this
@@ -36,4 +43,34 @@ export async function startRegistryStand(env: Record<string, string> = {}): Prom
     },
   };
   return stand;
+}
+
+/** `npm start`'s registry supervisor (libs/registry/src/main.ts), running for a test api. */
+export interface RegistrySupervisor {
+  /** Its environment, for other commands of the same installation (`pnpm slipway registry gc`). */
+  env: Record<string, string>;
+  /** What it printed on stderr so far (its JSON log lines). */
+  said: () => string;
+  /** The docker-registry it runs now: its one child process. */
+  registryPid: () => number;
+  stop: () => Promise<void>;
+}
+
+/** Starts the supervisor for `api` (its registry port and storage); it answers once the registry does. */
+export function startRegistrySupervisor(api: TestApi): RegistrySupervisor {
+  const env = serviceEnv(api, { PORT: String(api.config.port), SLIPWAY_REGISTRY_PORT: String(api.config.registry.port) });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'libs/registry/src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let said = '';
+  child.stderr!.on('data', (b: Buffer) => (said += b.toString()));
+  child.stdout!.on('data', () => undefined);
+  const exited = new Promise((r) => child.once('exit', r));
+  return {
+    env,
+    said: () => said,
+    registryPid: () => Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]),
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }

@@ -42,9 +42,18 @@ export class ConflictError extends AppError {
   readonly status = 409;
 }
 
-/** 503: a dependency (Postgres, Redis) is unreachable; nothing was half-written. */
+/**
+ * 503: a dependency (Postgres, Redis, the built-in registry) is unreachable; nothing was
+ * half-written. With `retryAfterSeconds`, the answer carries `Retry-After`.
+ */
 export class UnavailableError extends AppError {
   readonly status = 503;
+  constructor(
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
 }
 
 /** 502: an upstream host (GitHub, Gitea, a local repository root) failed; the message says what it answered. */

@@ -11,6 +11,12 @@ const MANIFEST_TYPES = [
 
 export class RegistryUnavailableError extends Error {}
 
+/** fetch's own message is only `fetch failed`: the cause (`connect ECONNREFUSED …`) says what happened. */
+function networkReason(err: unknown): string {
+  const { message, cause } = err as Error & { cause?: { message?: string } };
+  return cause?.message ? `${message} (${cause.message})` : message;
+}
+
 /**
  * The control plane's reads of its own registry, with pull tokens it signs itself (the same
  * key the registry trusts), so it never needs a password.
@@ -38,7 +44,7 @@ export class RegistryClient {
         redirect: 'error',
       });
     } catch (err) {
-      throw new RegistryUnavailableError(`The image registry at ${this.internalUrl} did not answer: ${(err as Error).message}`);
+      throw new RegistryUnavailableError(`The image registry at ${this.internalUrl} did not answer: ${networkReason(err)}`);
     }
     if (res.status === 404) return null;
     if (!res.ok) throw new RegistryUnavailableError(`The image registry answered ${res.status} for ${repository}:${reference}`);
@@ -64,7 +70,7 @@ export class RegistryClient {
         redirect: 'error',
       });
     } catch (err) {
-      throw new RegistryUnavailableError(`The image registry at ${this.internalUrl} did not answer: ${(err as Error).message}`);
+      throw new RegistryUnavailableError(`The image registry at ${this.internalUrl} did not answer: ${networkReason(err)}`);
     }
     await res.body?.cancel();
     if (res.status === 404) return false;

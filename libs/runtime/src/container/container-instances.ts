@@ -53,6 +53,11 @@ export class ContainerInstances {
     this.runc = new Runc(runcRoot);
   }
 
+  /** The uid every container of the deployment runs as (its sandbox uid), whatever its image's USER says. */
+  uidOf(deploymentId: string): Promise<number> {
+    return this.sandbox.identities.uidOf(deploymentId);
+  }
+
   /** True when the row is a container (its state exists under our root). */
   owns(record: Pick<InstanceRecord, 'id'>): boolean {
     return this.runc.exists(containerId(record));
@@ -67,7 +72,7 @@ export class ContainerInstances {
     const id = containerId(record);
     await this.runc.stop(id, 1_000);
     await this.runc.delete(id);
-    const uid = await this.sandbox.identities.uidOf(spec.deploymentId);
+    const uid = await this.uidOf(spec.deploymentId);
     const net = await this.sandbox.network.attach(id);
     await this.sandbox.network.allowFronts(net.address, spec.frontPorts);
     await onAddress(net.address);

@@ -43,13 +43,14 @@ describe('repositoryOf', () => {
 
 describe('readImageConfig', () => {
   it('joins Entrypoint and Cmd, parses Env and WorkingDir, and notices an init entrypoint', async () => {
-    const { dir, digest } = layout({ architecture: 'amd64', os: 'linux', config: { Entrypoint: ['/sbin/tini', '--'], Cmd: ['node', 'server.js'], Env: ['PATH=/usr/bin', 'A=b=c'], WorkingDir: '/app' } });
+    const { dir, digest } = layout({ architecture: 'amd64', os: 'linux', config: { Entrypoint: ['/sbin/tini', '--'], Cmd: ['node', 'server.js'], Env: ['PATH=/usr/bin', 'A=b=c'], WorkingDir: '/app', User: 'app:app' } });
     expect(await layoutManifestDigest(dir, 'image')).toBe(digest);
     expect(await readImageConfig(dir, digest, 'x64')).toEqual({
       command: ['/sbin/tini', '--', 'node', 'server.js'],
       env: { PATH: '/usr/bin', A: 'b=c' },
       workingDir: '/app',
       hasInit: true,
+      user: 'app:app',
     });
   });
 
@@ -134,7 +135,7 @@ describe('an image command that can never start', () => {
     expect(await resolveInRoot(root, '/bin/server')).toBe(path.join(root, 'usr/bin/server'));
     expect(await resolveInRoot(root, '/../../bin/../bin/server')).toBe(path.join(root, 'usr/bin/server'));
     expect(await resolveInRoot(root, '/bin/sh')).toBeNull();
-    const config = (command: string[]) => ({ command, env: { PATH: '/bin' }, workingDir: '/', hasInit: false });
+    const config = (command: string[]) => ({ command, env: { PATH: '/bin' }, workingDir: '/', hasInit: false, user: null });
     await expect(checkEntrypoint(root, config(['/bin/server']))).rejects.toThrow("The image's command cannot start: /bin/server: its interpreter /bin/sh does not exist in the image.");
     await expect(checkEntrypoint(root, config(['data']))).rejects.toThrow('data: permission denied (no execute bit)');
     await expect(checkEntrypoint(root, config(['nothing']))).rejects.toThrow('nothing: no such file or directory');

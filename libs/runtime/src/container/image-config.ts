@@ -12,6 +12,11 @@ export interface ImageConfig {
   workingDir: string;
   /** True when the image's own entrypoint is an init (tini, dumb-init, catatonit): no init is added. */
   hasInit: boolean;
+  /**
+   * The image's `USER` (`name`, `uid`, `uid:gid`), null when unset. Never used to run anything:
+   * containers run as the deployment's uid; the deploy log says so when an image sets one.
+   */
+  user: string | null;
 }
 
 /** PATH inside a container whose image and deployment set none. */
@@ -64,7 +69,7 @@ export async function readImageConfig(layout: string, manifestDigest: string, ar
   const config = await json<{
     architecture?: string;
     os?: string;
-    config?: { Env?: string[] | null; Entrypoint?: string[] | null; Cmd?: string[] | null; WorkingDir?: string };
+    config?: { Env?: string[] | null; Entrypoint?: string[] | null; Cmd?: string[] | null; WorkingDir?: string; User?: string };
   }>(blobPath(layout, manifest.config.digest), 'config');
   const wanted = OCI_ARCH[arch] ?? arch;
   if ((config.os ?? 'linux') !== 'linux') throw new ImageError(`The image is for ${config.os}; this runtime runs linux/${wanted} images.`);
@@ -79,5 +84,6 @@ export async function readImageConfig(layout: string, manifestDigest: string, ar
     if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
   }
   const workingDir = typeof c.WorkingDir === 'string' && c.WorkingDir.startsWith('/') ? c.WorkingDir : '/';
-  return { command, env, workingDir, hasInit: INITS.test(command[0]!) };
+  const user = typeof c.User === 'string' && c.User.trim() ? c.User.trim() : null;
+  return { command, env, workingDir, hasInit: INITS.test(command[0]!), user };
 }

@@ -97,7 +97,7 @@ export class Runc {
 }
 
 /** runc logs `time="…" level=error msg="…"`: the message. */
-function runcError(text: string): string {
+export function runcError(text: string): string {
   const lines = text.trim().split('\n').filter(Boolean);
   return lines.map((l) => /msg="((?:[^"\\]|\\.)*)"/.exec(l)?.[1]?.replace(/\\"/g, '"') ?? l).join('; ').slice(0, 1_000);
 }

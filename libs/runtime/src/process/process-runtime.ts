@@ -4,12 +4,13 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import type { ContainerImage, ContainerInstances } from '../container/container-instances.js';
 import { ImageError } from '../container/image-config.js';
+import { runcError } from '../container/runc.js';
 import { containerStartFailure } from '../container/start-failure.js';
 import { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment } from '../sandbox/command.js';
 import type { CgroupUsage } from '../sandbox/cgroups.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { handOverSeccomp } from '../sandbox/seccomp.js';
-import type { Artifact } from './artifact.js';
+import { ArtifactError, type Artifact } from './artifact.js';
 import { waitHealthy, type HealthOutcome } from './health.js';
 import { isGroupLeader, isProcessAlive, stopProcessGroup } from './os-process.js';
 import { pickFreePort } from './ports.js';
@@ -47,6 +48,8 @@ export interface LaunchSpec {
   frontPorts?: number[];
   /** Run this image in a container instead of the artifact's start command. */
   image?: ContainerImage;
+  /** A line for the revision's deploy log (a container start tried again); absent: not said. */
+  log?: (line: string, level?: 'info' | 'warn' | 'error') => void;
 }
 
 /** An instance started by this process. */
@@ -61,6 +64,22 @@ const networkOwner = (record: Pick<InstanceRecord, 'id'>) => `i-${record.id}`;
 
 /** How logs name an instance: `instance 0`, `queue worker 1`. */
 export const instanceLabel = (record: Pick<InstanceRecord, 'role' | 'index'>) => `${record.role === 'queue' ? 'queue worker' : 'instance'} ${record.index}`;
+
+/** How each start of an instance begins in its log file. */
+const START_HEADER = '--- slipway: starting';
+
+/** How often `runc run` is tried for one instance start before the failure counts as deterministic. */
+export const CONTAINER_START_ATTEMPTS = 3;
+/** The pause before the second try (twice that before the third). */
+const CONTAINER_START_PAUSE_MS = 1_000;
+
+/**
+ * A container that `runc run` could not start, the same way each of CONTAINER_START_ATTEMPTS
+ * times, for a reason other than its command (launchContainer): the rollout fails with it.
+ */
+export class ContainerStartError extends ArtifactError {
+  override name = 'ContainerStartError';
+}
 
 /** Thrown when the port range has no free port left. */
 export class PortsExhaustedError extends Error {
@@ -184,7 +203,7 @@ export class ProcessRuntime {
     const fd = openSync(logPath, 'a', 0o600);
     let child: ChildProcess;
     try {
-      writeSync(fd, `--- slipway: starting ${instanceLabel(record)} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`);
+      writeSync(fd, `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`);
       // Descriptor 3: the seccomp program, for bubblewrap (sandboxed only).
       const stdio: StdioOptions = ['ignore', fd, fd, ...(command.seccomp ? ['pipe' as const] : [])];
       child = spawn(command.command, command.args, { cwd: command.cwd, detached: true, stdio, env: command.env });
@@ -207,36 +226,59 @@ export class ProcessRuntime {
     return { record, child };
   }
 
-  /** A container instead of a process (ContainerInstances); its init's pid is the row's pid. */
+  /**
+   * A container instead of a process (ContainerInstances); its init's pid is the row's pid.
+   *
+   * A start that fails is classified: a command that cannot be executed is the image's fault and
+   * fails at once (ImageError). Any other failure of `runc run` (a mount the image's root
+   * filesystem cannot take, a cgroup or namespace the kernel refused) may be the machine's for a
+   * moment, so it is tried CONTAINER_START_ATTEMPTS times in all, a short pause between; failing
+   * that often, it is taken as deterministic and fails the rollout with runc's words
+   * (ContainerStartError), rather than throwing to the reconciler, whose retries would only
+   * repeat it and end with a message that no longer says why.
+   */
   private async launchContainer(spec: LaunchSpec, image: ContainerImage, record: InstanceRecord, dir: string): Promise<LaunchedInstance> {
-    if (!this.options.containers) throw new Error('Images need the embedded container runtime, which needs the sandbox (root, runc).');
-    try {
-      record.pid = await this.options.containers.launch(
-        record,
-        {
-          deploymentId: spec.deploymentId,
-          image,
-          env: spec.env,
-          limits: spec.limits ?? {},
-          frontPorts: spec.frontPorts ?? [],
-          deploymentDir: dir,
-          logPath: record.logPath,
-          header: `--- slipway: starting ${instanceLabel(record)} of revision ${spec.revisionId} (image ${image.digest}) on port ${record.port} (${new Date().toISOString()}) ---\n`,
-        },
-        async (address) => {
-          record.address = address;
-          await this.store.update(record.id, 'starting', { address });
-        },
-      );
-    } catch (err) {
-      const lines = await lastLines(record.logPath, 10);
-      // Its namespace, cgroup and runc state go with it; the row ends `exited`.
-      await this.stop(record, 0).catch(() => this.store.update(record.id, 'exited'));
-      // A command that cannot be executed never will be: the image's fault, not worth a retry.
-      const cannot = containerStartFailure(lines, image.config.command);
-      if (cannot) throw new ImageError(cannot);
-      const said = lines.slice(-3).join(' ');
-      throw new Error(`Could not start the container: ${(err as Error).message}${said ? ` (${said})` : ''}`);
+    const containers = this.options.containers;
+    if (!containers) throw new Error('Images need the embedded container runtime, which needs the sandbox (root, runc).');
+    for (let attempt = 1; ; attempt++) {
+      try {
+        record.pid = await containers.launch(
+          record,
+          {
+            deploymentId: spec.deploymentId,
+            image,
+            env: spec.env,
+            limits: spec.limits ?? {},
+            frontPorts: spec.frontPorts ?? [],
+            deploymentDir: dir,
+            logPath: record.logPath,
+            header: `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} (image ${image.digest}) on port ${record.port} (${new Date().toISOString()}) ---\n`,
+          },
+          async (address) => {
+            record.address = address;
+            await this.store.update(record.id, 'starting', { address });
+          },
+        );
+        break;
+      } catch (err) {
+        // This attempt's lines: those after its own header (the file keeps the earlier ones).
+        const all = await lastLines(record.logPath, 30);
+        const lines = all.slice(all.findLastIndex((l) => l.startsWith(START_HEADER)) + 1);
+        // Its namespace, cgroup and runc state go with it; the row ends `exited`.
+        await this.stop(record, 0).catch(() => this.store.update(record.id, 'exited'));
+        // A command that cannot be executed never will be: the image's fault, not worth a retry.
+        const cannot = containerStartFailure(lines, image.config.command);
+        if (cannot) throw new ImageError(cannot);
+        // runc's own error lines (`time="…" level=error msg="…"`), else what was printed last.
+        const said = runcError(lines.filter((l) => /\blevel=(error|fatal)\b/.test(l)).join('\n')) || lines.slice(-3).join(' ');
+        if (attempt >= CONTAINER_START_ATTEMPTS) {
+          throw new ContainerStartError(`The container could not be started (${attempt} attempts, failing each time): ${said || (err as Error).message}`);
+        }
+        spec.log?.(`The container of ${instanceLabel(record)} did not start (attempt ${attempt} of ${CONTAINER_START_ATTEMPTS}): ${said || (err as Error).message}; trying again.`, 'warn');
+        await new Promise((r) => setTimeout(r, CONTAINER_START_PAUSE_MS * attempt));
+        if (!(await this.store.update(record.id, 'starting'))) throw new Error(`Instance ${record.id} is gone.`);
+        record.status = 'starting';
+      }
     }
     await this.store.update(record.id, 'starting', { pid: record.pid });
     return { record, child: null };

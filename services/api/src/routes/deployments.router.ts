@@ -39,6 +39,11 @@ type RevisionParams = { deployment_id: string; revision_id: string };
 const tag = 'Deployments';
 const notFound = { description: 'Deployment (or revision) not found in this workspace' };
 
+/** An `internal_docker` image_uri that cannot be resolved because the built-in registry does not answer. */
+const registryUnavailable = {
+  description: 'An `internal_docker` `image_uri` could not be resolved: the built-in registry does not answer. Nothing was changed; `Retry-After` says when to send it again',
+};
+
 /** `Idempotency-Key` on the writes that create revisions: same key and body within 24 h replays. */
 const idempotencyHeaders = Joi.object({
   'idempotency-key': Joi.string()
@@ -160,6 +165,7 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
         400: { description: 'An immutable field changed, or the deployment is being deleted' },
         403: servingAuthForbidden,
         404: notFound,
+        503: registryUnavailable,
       },
       handler: (ctx) => {
         assertMaySetServingAuth(ctx);
@@ -198,6 +204,7 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
         400: { description: 'An immutable field changed, nothing to build, or the deployment is being deleted' },
         403: servingAuthForbidden,
         404: notFound,
+        503: registryUnavailable,
       },
       handler: (ctx) => {
         assertMaySetServingAuth(ctx);

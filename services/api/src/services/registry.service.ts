@@ -24,6 +24,8 @@ import type { QuotaService } from './quota.service.js';
 /** The user name `docker login -u oauth2accesstoken --password-stdin` sends with a push token. */
 export const PUSH_TOKEN_ACCOUNT = 'oauth2accesstoken';
 const PUSH_TOKEN_PREFIX = 'slwr_';
+/** `Retry-After` of the 503 a PATCH gets while the registry does not answer (the supervisor restarts it within seconds). */
+const REGISTRY_RETRY_AFTER_SECONDS = 5;
 const NOT_INTERNAL_DOCKER = "Push tokens are only available for 'internal_docker' source deployments";
 
 export interface PushTokenView {
@@ -146,7 +148,9 @@ export class RegistryService {
   /**
    * The digest an `internal_docker` revision will run: `imageUri` must name an image of the
    * deployment's own repositories by tag or digest, and the registry must have it (else 422
-   * naming `image_uri`). Returns the digest and the reference pinned to it.
+   * naming `image_uri`). Returns the digest and the reference pinned to it. A registry that does
+   * not answer is a 503 with `Retry-After`: the caller's transaction rolls back, so the PATCH
+   * changed nothing (not its secrets or resource_spec either) and may be sent again as it was.
    */
   async resolveImage(deploymentId: string, imageUri: string): Promise<{ digest: string; imageUri: string }> {
     const refuse = (why: string) => new RequestValidationError([valueError(['source_revision_config', 'image_uri'], why)]);
@@ -160,7 +164,12 @@ export class RegistryService {
     try {
       digest = await this.client.resolve(ref.repository, ref.digest ?? ref.tag!);
     } catch (err) {
-      if (err instanceof RegistryUnavailableError) throw new UnavailableError(err.message);
+      if (err instanceof RegistryUnavailableError) {
+        throw new UnavailableError(
+          `The built-in image registry is unavailable, so image_uri could not be resolved to a digest; nothing was changed. Retry once it is back. (${err.message})`,
+          REGISTRY_RETRY_AFTER_SECONDS,
+        );
+      }
       throw err;
     }
     if (!digest || (ref.digest && digest !== ref.digest)) {

@@ -255,10 +255,15 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
         ...Array.from({ length: input.scale }, (_, index) => ({ role: 'api' as const, index })),
         ...Array.from({ length: input.queue?.scale ?? 0 }, (_, index) => ({ role: 'queue' as const, index })),
       ];
+      // The image's USER is not honoured (a root USER would be root in the sandbox): said once per rollout.
+      const imageUser = input.image?.config.user;
+      if (imageUser && this.containers) {
+        log(`The image's USER ${imageUser} is ignored: its containers run as the deployment's uid ${await this.containers.uidOf(deploymentId)}.`);
+      }
       for (const { role, index } of slots) {
         if (signal.aborted) break;
         if (this.keeper.tearingDown.has(deploymentId)) throw new Error('The deployment is being deleted.');
-        const { record } = await this.runtime.launch({ ...launchSpec(input, role), index });
+        const { record } = await this.runtime.launch({ ...launchSpec(input, role), index, log });
         launched.push(record);
         await this.ctx.tailers.ensure(record, input.secretValues);
       }
