@@ -55,12 +55,6 @@ export {
 export { PgNotifications, type NotificationsLog } from './notifications.js';
 export {
   DeploymentMetricsRepository,
-  METRIC_COUNTERS,
-  METRIC_GAUGES,
-  METRIC_LATENCIES,
-  type InstanceMetrics,
-  type MetricCounter,
-  type MetricName,
   type MetricsBucket,
   type MetricsStep,
 } from './repositories/deployment-metrics.repository.js';

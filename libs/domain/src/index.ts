@@ -1,6 +1,7 @@
 export * from './artifact.js';
 export * from './deployment-rules.js';
 export * from './deployment-input.js';
+export * from './deployment-metrics.js';
 export * from './errors.js';
 export * from './graph-config.js';
 export * from './input-problems.js';

@@ -1,15 +1,6 @@
 import type { EntityManager } from 'typeorm';
+import { METRIC_COUNTERS, METRIC_GAUGES, METRIC_LATENCIES, type InstanceMetrics, type MetricCounter, type MetricName } from '@slipway/domain';
 import { queryRows } from '../sql.js';
-
-/** Counters of a bucket: summed when buckets are merged or a window is totalled. */
-export const METRIC_COUNTERS = ['requests', 'errors_4xx', 'errors_5xx', 'restarts', 'oom_kills', 'runs_started', 'runs_succeeded', 'runs_failed'] as const;
-/** Per-bucket figures of requests or runs (milliseconds): averaged over a step, weighted by their count. */
-export const METRIC_LATENCIES = ['latency_p50_ms', 'latency_p95_ms', 'latency_p99_ms', 'run_duration_p50_ms'] as const;
-/** Samples of the deployment's instances together: CPU averaged over a step, memory at its highest. */
-export const METRIC_GAUGES = ['cpu_percent', 'memory_bytes'] as const;
-
-export type MetricCounter = (typeof METRIC_COUNTERS)[number];
-export type MetricName = MetricCounter | (typeof METRIC_LATENCIES)[number] | (typeof METRIC_GAUGES)[number];
 
 /** One deployment's numbers over one fixed time bucket, as the deployer serving it records them. */
 export type MetricsBucket = { deploymentId: string; bucketAt: Date } & Record<MetricCounter, number> &
@@ -17,21 +8,6 @@ export type MetricsBucket = { deploymentId: string; bucketAt: Date } & Record<Me
 
 /** One step of a window: its start (epoch seconds) and every metric (null: nothing measured). */
 export type MetricsStep = { t: number } & Record<MetricName, number | null>;
-
-/** A live instance as the metrics endpoint shows it. */
-export interface InstanceMetrics {
-  id: string;
-  /** Which of the revision's instances (0-based): the `instance` of its deploy-log lines. */
-  index: number;
-  revision_id: string;
-  status: string;
-  started_at: string;
-  restarts: number;
-  memory_bytes: number | null;
-  cpu_percent: number | null;
-  healthy: boolean | null;
-  last_health_check_at: string | null;
-}
 
 /** Which request count weighs a latency column when steps merge buckets. */
 const WEIGHT: Record<(typeof METRIC_LATENCIES)[number], string> = {

@@ -1,26 +1,9 @@
-import {
-  DeploymentMetricsRepository,
-  DeploymentRepository,
-  METRIC_COUNTERS,
-  METRIC_GAUGES,
-  METRIC_LATENCIES,
-  type DataSource,
-  type InstanceMetrics,
-  type MetricName,
-  type MetricsStep,
-} from '@slipway/db';
-import { NotFoundError } from '@slipway/domain';
+import { DeploymentMetricsRepository, DeploymentRepository, type DataSource, type MetricsStep } from '@slipway/db';
+import { METRIC_COUNTERS, METRIC_GAUGES, METRIC_LATENCIES, NotFoundError, type DeploymentMetricsView as MetricsView, type MetricName } from '@slipway/domain';
 import { RevisionRepository } from '@slipway/pipeline';
 import { METRIC_WINDOWS, type MetricWindow } from '../schemas/deployment-metrics.schema.js';
 
-export interface DeploymentMetricsView {
-  window: MetricWindow;
-  step_seconds: number;
-  series: Record<MetricName, Array<[number, number | null]>>;
-  totals: Record<MetricName, number | null>;
-  instances_expected: number | null;
-  instances: InstanceMetrics[];
-}
+export type DeploymentMetricsView = MetricsView<MetricWindow>;
 
 const WINDOW_SECONDS: Record<MetricWindow, number> = { '1h': 3_600, '6h': 6 * 3_600, '24h': 24 * 3_600 };
 const NAMES: readonly MetricName[] = [...METRIC_COUNTERS, ...METRIC_LATENCIES, ...METRIC_GAUGES];
