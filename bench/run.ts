@@ -10,6 +10,7 @@
  *   pnpm bench --profile dir         also write the api's and the deployer's CPU profiles (.cpuprofile) into dir
  *   pnpm bench --burst 2000          creates in the burst scenario (default 10000)
  *   pnpm bench --only agent          the agent server (runs.wait, serving proxy, reads at 20k)
+ *   pnpm bench --duration 10         seconds per load measurement (e.g. with --quick: quick sizes, full loads)
  *   pnpm bench --build start         the services as `npm start` runs them (default: package, the image's layout)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -42,11 +43,16 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     burst: { type: 'string' },
     build: { type: 'string', default: 'package' },
+    duration: { type: 'string' },
   },
 });
 const build = values.build as BuildMode;
 if (!BUILD_MODES.includes(build)) throw new Error(`unknown --build ${values.build}; one of ${BUILD_MODES.join(', ')}`);
-const options = { ...(values.quick ? QUICK : FULL), ...(values.burst ? { burst: Number(values.burst) } : {}) };
+const options = {
+  ...(values.quick ? QUICK : FULL),
+  ...(values.burst ? { burst: Number(values.burst) } : {}),
+  ...(values.duration ? { durationSec: Number(values.duration) } : {}),
+};
 const only = (values.only?.split(',') ?? SCENARIOS) as Scenario[];
 for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
 
