@@ -5,7 +5,7 @@
  * key and listener), with the in-transaction notifies (outbox insert and event numbering) and the events' per-workspace
  * numbering lock switched off as experiments. Samples the api's backends' wait events meanwhile.
  *
- *   tsx bench/experiments/create-locks.ts [seconds per leg] [rounds]
+ *   [LEGS='name|…'] tsx bench/experiments/create-locks.ts [seconds per leg] [rounds]
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { issueApiKey } from '@slipway/db';
@@ -77,6 +77,25 @@ try {
     return runOnce(seconds);
   };
 
+  const wokenMeanwhile = async <T>(run: () => Promise<T>): Promise<T> => {
+    const waker = await ds.createQueryRunner();
+    await waker.connect();
+    await waker.query(`SET synchronous_commit = off`);
+    let on = true;
+    const loop = (async () => {
+      while (on) {
+        await waker.query(`SELECT pg_catalog.pg_notify('slipway_outbox', '')`);
+        await new Promise((res) => setTimeout(res, 5));
+      }
+    })();
+    try {
+      return await run();
+    } finally {
+      on = false;
+      await loop;
+      await waker.release();
+    }
+  };
   type Leg = { name: string; setup: () => Promise<unknown>; run: () => Promise<{ reqPerSec: number; p50: number; p99: number; errors: number }> };
   const { notify, numberingLock: numbering } = switches;
   const legs: Leg[] = [
@@ -85,12 +104,23 @@ try {
     { name: 'one, no notifies', setup: () => Promise.all([notify(false), numbering(true)]), run: () => load({ ...one, body }) },
     { name: 'one, no numbering lock', setup: () => Promise.all([notify(true), numbering(false)]), run: () => load({ ...one, body }) },
     { name: 'one, neither', setup: () => Promise.all([notify(false), numbering(false)]), run: () => load({ ...one, body }) },
+    // Both locks off, the relay woken as a fix would wake it: after commit, outside the creates'
+    // transactions (here every 5 ms from a connection of its own, synchronous_commit off).
+    { name: 'one, neither, woken after commit', setup: () => Promise.all([notify(false), numbering(false)]), run: () => wokenMeanwhile(() => load({ ...one, body })) },
     { name: 'many, no notifies', setup: () => Promise.all([notify(false), numbering(true)]), run: autocannonMany },
   ];
+  // LEGS='name|name…' runs only those (in that order); a pause between legs lets the relay settle.
+  const chosen = process.env.LEGS?.split('|').map((name) => {
+    const leg = legs.find((l) => l.name === name);
+    if (!leg) throw new Error(`no leg ${name}`);
+    return leg;
+  });
+  if (chosen) legs.splice(0, legs.length, ...chosen);
   const results = new Map<string, Array<{ reqPerSec: number; p50: number; p99: number; waits: Map<string, number> }>>();
   for (let r = 0; r < rounds; r++) {
     for (const leg of legs) {
       await leg.setup();
+      await new Promise((res) => setTimeout(res, 2_000));
       const waits = new Map<string, number>();
       let sampling = true;
       const sampler = (async () => {
