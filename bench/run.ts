@@ -10,6 +10,8 @@
  *   pnpm bench --profile dir         also write the api's and the deployer's CPU profiles (.cpuprofile) into dir
  *   pnpm bench --burst 2000          creates in the burst scenario (default 10000)
  *   pnpm bench --only agent          the agent server (runs.wait, serving proxy, reads at 20k)
+ *   pnpm bench --duration 10         seconds per load measurement (e.g. with --quick: quick sizes, full loads)
+ *   pnpm bench --build start         the services as `npm start` runs them (default: package, the image's layout)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -28,7 +30,7 @@ import { readsScenario } from './scenarios/reads.js';
 import { servingScenario } from './scenarios/serving.js';
 import { BenchPipeline } from './support/pipeline.js';
 import { printTable, type BenchRow } from './support/report.js';
-import { BenchStack, ROOT } from './support/stack.js';
+import { BenchStack, BUILD_MODES, ROOT, type BuildMode } from './support/stack.js';
 
 const SCENARIOS = ['idle', 'deploy', 'serving', 'create', 'reads', 'handoff', 'burst', 'list', 'agent'] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -40,9 +42,17 @@ const { values } = parseArgs({
     out: { type: 'string', default: path.join(ROOT, 'bench/results/latest.json') },
     profile: { type: 'string' },
     burst: { type: 'string' },
+    build: { type: 'string', default: 'package' },
+    duration: { type: 'string' },
   },
 });
-const options = { ...(values.quick ? QUICK : FULL), ...(values.burst ? { burst: Number(values.burst) } : {}) };
+const build = values.build as BuildMode;
+if (!BUILD_MODES.includes(build)) throw new Error(`unknown --build ${values.build}; one of ${BUILD_MODES.join(', ')}`);
+const options = {
+  ...(values.quick ? QUICK : FULL),
+  ...(values.burst ? { burst: Number(values.burst) } : {}),
+  ...(values.duration ? { durationSec: Number(values.duration) } : {}),
+};
 const only = (values.only?.split(',') ?? SCENARIOS) as Scenario[];
 for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
 
@@ -52,7 +62,7 @@ const needsStack = only.some((s) => s !== 'list');
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 // The api reaches Redis through a proxy the burst scenario can cut.
 const proxy = needsStack ? await TcpProxy.start(redisUrl, 6379) : null;
-const stack = needsStack ? new BenchStack() : null;
+const stack = needsStack ? new BenchStack(build) : null;
 try {
   if (stack && proxy) {
     const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
@@ -85,11 +95,12 @@ try {
   await proxy?.close();
 }
 
+console.log(`services: ${build === 'start' ? 'as `npm start` runs them (dist/start.js)' : 'the packaged build (dist/main.js)'}`);
 printTable(rows);
 mkdirSync(path.dirname(values.out!), { recursive: true });
 writeFileSync(
   values.out!,
-  `${JSON.stringify({ started: started.toISOString(), quick: values.quick, machine: { cpus: os.cpus().length, node: process.version }, options, rows }, null, 2)}\n`,
+  `${JSON.stringify({ started: started.toISOString(), quick: values.quick, build, machine: { cpus: os.cpus().length, node: process.version }, options, rows }, null, 2)}\n`,
 );
 console.log(`\nwritten to ${path.relative(process.cwd(), values.out!)}`);
 const missed = rows.filter((r) => r.met === false);

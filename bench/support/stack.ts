@@ -16,6 +16,18 @@ export const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 /** The services a bench stack runs, each as in production. */
 const SERVICES = ['api', 'builder', 'deployer'] as const;
 
+/**
+ * How the services are built and run (`pnpm bench --build`):
+ * - `package`: the production image's layout, `pnpm build --package` (the bundle plus production
+ *   dependencies only) in a temporary directory, `node dist/main.js`;
+ * - `start`: exactly what `npm start` runs (infra/scripts/start.mjs): the entries start-build.mjs
+ *   compiles in the workspace (`services/<name>/dist/start.js`, built only when their sources
+ *   changed since the last build, as a second `npm start` skips it), run from the repository with
+ *   its dependencies and `npm start`'s defaults (NODE_ENV=production, the default log level).
+ */
+export const BUILD_MODES = ['package', 'start'] as const;
+export type BuildMode = (typeof BUILD_MODES)[number];
+
 export function databaseUrl(name: string): string {
   const u = new URL(SERVER);
   u.pathname = `/${name}`;
@@ -43,8 +55,12 @@ export class BenchStack {
   /** Local git repositories a `local` repohost integration lists (bench/support/pipeline.ts). */
   readonly reposRoot = path.join(this.dataDir, 'repos');
   private worker: Worker | null = null;
+  /** `start` mode: the compiled entry of each service, as start-build.mjs names them. */
+  private startEntries: Record<string, string> = {};
   private readonly handed = new Map<string, number>();
   private readonly waiters = new Map<string, (at: number) => void>();
+
+  constructor(readonly build: BuildMode = 'package') {}
 
   /** `nodeArgs` go before the api's entry file (e.g. `--cpu-prof` for `pnpm bench --profile`). */
   async start(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<void> {
@@ -53,8 +69,17 @@ export class BenchStack {
     this.dataSource = createDataSource({ url: databaseUrl(this.dbName), poolSize: 4, applicationName: 'slipway-bench' });
     await this.dataSource.initialize();
     await runMigrations(this.dataSource);
-    // The production layout (as in the image): the bundle plus production dependencies only.
-    execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', path.join(this.dataDir, 'app'), ...SERVICES], { cwd: ROOT, stdio: 'ignore' });
+    if (this.build === 'package') {
+      // The production layout (as in the image): the bundle plus production dependencies only.
+      execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', path.join(this.dataDir, 'app'), ...SERVICES], { cwd: ROOT, stdio: 'ignore' });
+    } else {
+      // What `npm start` does before it runs the services: start-build.mjs's own build and stamp.
+      const script = `import { START_ENTRIES, ensureStartBuild } from './infra/scripts/start-build.mjs';
+        await ensureStartBuild();
+        process.stdout.write(JSON.stringify(Object.fromEntries(Object.entries(START_ENTRIES).map(([k, v]) => [k, v.built]))));`;
+      const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+      this.startEntries = JSON.parse(out);
+    }
     const [apiPort, rawPort] = [await freePort(), await freePort()];
     this.api = await startProcess(
       [...nodeArgs, this.entryOf('api')],
@@ -79,14 +104,23 @@ export class BenchStack {
     this.listenerId = res.id;
   }
 
-  /** The compiled entry file of a service, laid out for production (`node dist/main.js`). */
+  /**
+   * The compiled entry file of a service: laid out for production (`node dist/main.js`), or what
+   * `npm start` runs (`services/<name>/dist/start.js` in the repository).
+   */
   entryOf(service: (typeof SERVICES)[number]): string {
+    if (this.build === 'start') return path.join(ROOT, this.startEntries[service]!);
     return path.join(this.dataDir, 'app', service, 'dist/main.js');
   }
 
-  /** What every Slipway process of this stack runs with (production mode, logging at info). */
+  /**
+   * What every Slipway process of this stack runs with: production mode, logging at info (set
+   * explicitly as a production deployment's environment does; `npm start` leaves it to the
+   * default, which is info too).
+   */
   get serviceEnv(): Record<string, string> {
     return {
+      ...(this.build === 'package' ? { LOG_LEVEL: 'info' } : {}),
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl(this.dbName),
       REDIS_URL: REDIS,
@@ -94,7 +128,6 @@ export class BenchStack {
       SLIPWAY_SECRETS_KEY: this.secretsKey,
       SLIPWAY_DATA_DIR: this.dataDir,
       SLIPWAY_LOCAL_REPOS_ROOT: this.reposRoot,
-      LOG_LEVEL: 'info',
     };
   }
 

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -41,4 +41,21 @@ describe('pnpm bench --quick', () => {
       if (row.target && row.baseline !== undefined) expect(Number.isFinite(row.ratio), `${row.scenario} ${row.metric}`).toBe(true);
     }
   }, 900_000);
+
+  it('runs the services as `npm start` does with --build start', () => {
+    const file = path.join(out, 'bench-start.json');
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--only', 'create', '--build', 'start', '--out', file], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const stderr = run.stderr;
+    const result = JSON.parse(readFileSync(file, 'utf8'));
+    expect(result.build).toBe('start');
+    // start-build.mjs's own build (or its stamp saying the build is current) ran, not the packaging.
+    expect(stderr).toMatch(/built the services in|build is current/);
+    expect(result.rows.filter((r: { scenario: string }) => r.scenario.startsWith('create')).length).toBeGreaterThan(0);
+    for (const row of result.rows) expect(Number.isFinite(row.value), `${row.scenario} ${row.metric}`).toBe(true);
+  }, 360_000);
 });
