@@ -1,8 +1,10 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalIntegration, initRepo, integrationRoot, type LocalRepo } from '../support/git-fixtures.js';
+import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -415,15 +417,20 @@ describe('GET .../deliveries', () => {
     const path = `/v1/integrations/repohost/${doomed.id}/webhook`;
     const deliver = () =>
       api.http.request('POST', path, { rawBody: '{}', key: null, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID() } });
-    // Deliveries keep arriving while the integration is deleted: each is recorded (401, unsigned)
-    // or finds it gone (404), whichever side of the delete it lands on.
-    const [before, deleted, after] = await Promise.all([
-      Promise.all(Array.from({ length: 30 }, deliver)),
-      api.http.delete(`/v1/integrations/repohost/${doomed.id}`),
-      Promise.all(Array.from({ length: 30 }, deliver)),
-    ]);
+    // Deliveries keep arriving, one every 2 ms, while the integration is deleted once the first
+    // is recorded: each is recorded (401, unsigned) or finds it gone (404), whichever side of the
+    // delete (its lookup, its insert, its read-back) it lands on.
+    const paced = Array.from({ length: 60 }, (_, i) => sleep(2 * i).then(deliver));
+    await eventually(
+      () => api.dataSource.query(`SELECT 1 FROM webhook_deliveries WHERE integration_id = $1 LIMIT 1`, [doomed.id]),
+      (rows: unknown[]) => rows.length > 0,
+      10_000,
+      5,
+    );
+    const deleted = await api.http.delete(`/v1/integrations/repohost/${doomed.id}`);
+    const statuses = (await Promise.all(paced)).map((r) => r.status);
     expect(deleted.status).toBe(204);
-    expect([...before, ...after].map((r) => r.status).filter((status) => status !== 401 && status !== 404)).toEqual([]);
+    expect(statuses.filter((status) => status !== 401 && status !== 404)).toEqual([]);
     expect((await deliver()).status).toBe(404);
     expect(await api.dataSource.query(`SELECT 1 FROM webhook_deliveries WHERE integration_id = $1`, [doomed.id])).toEqual([]);
   });

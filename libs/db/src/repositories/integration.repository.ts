@@ -62,9 +62,13 @@ export class IntegrationRepository {
 
   // ---------------------------------------------------------------- deliveries
 
-  async insertDelivery(delivery: WebhookDelivery): Promise<WebhookDelivery> {
+  /**
+   * Records a delivery and reads it back (its clock_timestamp() receipt time). Null when it is
+   * gone by then: its integration was deleted right after the insert, and its deliveries with it.
+   */
+  async insertDelivery(delivery: WebhookDelivery): Promise<WebhookDelivery | null> {
     await this.manager.insert(WebhookDelivery, delivery);
-    return (await this.manager.findOneBy(WebhookDelivery, { id: delivery.id }))!;
+    return this.manager.findOneBy(WebhookDelivery, { id: delivery.id });
   }
 
   /**

@@ -99,8 +99,9 @@ export class WebhookService {
     if (!integration) throw NotFoundError.of('Integration', req.integrationId);
     const event = header(req.headers, 'x-github-event') ?? header(req.headers, 'x-gitea-event');
     const deliveryId = header(req.headers, 'x-github-delivery') ?? header(req.headers, 'x-gitea-delivery');
-    // The integration can be deleted between the lookup above and this insert (its deliveries go
-    // with it): the delivery then finds it gone, as one arriving a moment later would.
+    // The integration can be deleted between the lookup above and this insert, or between the
+    // insert and its read-back (its deliveries go with it): the delivery then finds it gone, as
+    // one arriving a moment later would.
     const gone = () => NotFoundError.of('Integration', integration.id);
     const record = (fields: DeliveryFields) =>
       new IntegrationRepository(this.dataSource.manager).insertDelivery(
@@ -116,9 +117,12 @@ export class WebhookService {
           receivedAt: () => 'clock_timestamp()',
           ...fields,
         }),
-      ).catch((err: unknown) => {
-        throw isForeignKeyViolation(err, DELIVERY_INTEGRATION_FK) ? gone() : err;
-      });
+      ).then(
+        (recorded) => recorded ?? Promise.reject(gone()),
+        (err: unknown) => {
+          throw isForeignKeyViolation(err, DELIVERY_INTEGRATION_FK) ? gone() : err;
+        },
+      );
     const refuse = async (statusCode: number, outcome: string) => {
       req.body.resume();
       return presentDelivery(await record({ signatureValid: false, statusCode, outcome }));
