@@ -11,7 +11,7 @@ import { TenancyRepository } from '@slipway/db';
 import { RevisionLogWriter } from '@slipway/pipeline';
 import { CONSOLE_CSP, CONSOLE_NOT_BUILT, consoleApp } from '../../services/api/src/console/console-app.js';
 import { browserRequired, CHROMIUM, CHROMIUM_ARGS, hasChromium } from '../support/browser.js';
-import { agentApplies as applied } from '../support/console-page.js';
+import { agentApplies as applied, recordPageErrors } from '../support/console-page.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { createLocalIntegration, initRepo, integrationRoot } from '../support/git-fixtures.js';
 import type { HttpClient } from '../support/http.js';
@@ -74,11 +74,9 @@ async function openPage(options: { bypassCSP?: boolean } = {}): Promise<Watched>
   browser ??= await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
   const page = await context.newPage();
-  const errors: string[] = [];
+  const errors = recordPageErrors(page);
   const bodies: string[] = [];
   const reading: Array<Promise<void>> = [];
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  page.on('pageerror', (e) => errors.push(e.message));
   page.on('response', (res) => {
     if (!res.url().startsWith(api.baseUrl) || /event-stream/.test(res.headers()['content-type'] ?? '')) return;
     reading.push(res.text().then((t) => void bodies.push(t), () => {}));

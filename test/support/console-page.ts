@@ -32,10 +32,15 @@ export async function openConsolePage(options: BrowserContextOptions = {}): Prom
   browser ??= await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
   const page = await context.newPage();
+  return { page, errors: recordPageErrors(page), close: () => context.close() };
+}
+
+/** The page's console errors (less the machine's noise above) and uncaught errors, as they come. */
+export function recordPageErrors(page: Page): string[] {
   const errors: string[] = [];
   page.on('console', (m) => m.type() === 'error' && !MACHINE_NOISE.test(m.text()) && errors.push(m.text()));
   page.on('pageerror', (e) => errors.push(e.message));
-  return { page, errors, close: () => context.close() };
+  return errors;
 }
 
 /** Signs in at `url` (the console, or a page that leads to it) and waits for the page's heading. */
