@@ -60,9 +60,19 @@ async function removeSandboxTraces(dataSource: DataSource, config: Readonly<Conf
   await removeSandboxPool(config.sandbox.subnet);
 }
 
-/** A sandbox pool no other test file uses (with overwhelming likelihood): a random /22 of 10.192.0.0/11. */
+/**
+ * The second octets test pools are drawn from: 10.192.0.0/11 less 10.213.0.0/16, the default
+ * pool (SLIPWAY_SANDBOX_SUBNET's default), which `npm start` and the tests that start it use. A
+ * deployer's host rules for a pool drop every packet from inside it that is not for that pool's
+ * own fronts, and an installation keeps them: a test pool inside the default one had its apps'
+ * connections to their own Postgres and Redis fronts dropped, and an agent server then hung at
+ * start waiting for its database.
+ */
+const TEST_POOL_OCTETS = Array.from({ length: 32 }, (_, i) => 192 + i).filter((octet) => octet !== 213);
+
+/** A sandbox pool no other test file uses (with overwhelming likelihood): a random /22 of TEST_POOL_OCTETS. */
 export function testSandboxSubnet(): string {
-  return `10.${192 + randomInt(0, 32)}.${randomInt(0, 64) * 4}.0/22`;
+  return `10.${TEST_POOL_OCTETS[randomInt(0, TEST_POOL_OCTETS.length)]}.${randomInt(0, 64) * 4}.0/22`;
 }
 
 /**
