@@ -30,10 +30,10 @@ export { ArtifactError, parseEnvFile, readArtifact, type Artifact } from './proc
 export { probeHealth, waitHealthy, type HealthOutcome } from './process/health.js';
 export { groupMembers, isProcessAlive, stopProcessGroup } from './process/os-process.js';
 export { isPortFree, pickFreePort } from './process/ports.js';
+export { instanceEnvironment } from './process/instance-environment.js';
+export { lastLines } from './process/instance-log.js';
 export {
-  instanceEnvironment,
   instanceLabel,
-  lastLines,
   PortsExhaustedError,
   ProcessRuntime,
   type LaunchedInstance,

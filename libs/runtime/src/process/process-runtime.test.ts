@@ -5,7 +5,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ArtifactError, parseEnvFile, readArtifact } from './artifact.js';
 import { pickFreePort } from './ports.js';
-import { instanceEnvironment, lastLines } from './process-runtime.js';
+import { instanceEnvironment } from './instance-environment.js';
+import { lastLines } from './instance-log.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'slipway-runtime-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

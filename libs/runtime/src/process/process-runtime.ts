@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { chownSync, closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { open } from 'node:fs/promises';
 import path from 'node:path';
 import type { ContainerImage, ContainerInstances } from '../container/container-instances.js';
 import { ImageError } from '../container/image-config.js';
@@ -12,6 +11,7 @@ import type { Sandbox } from '../sandbox/sandbox.js';
 import { handOverSeccomp } from '../sandbox/seccomp.js';
 import { ArtifactError, type Artifact } from './artifact.js';
 import { waitHealthy, type HealthOutcome } from './health.js';
+import { linesSinceLastStart, START_HEADER } from './instance-log.js';
 import { isGroupLeader, isProcessAlive, stopProcessGroup } from './os-process.js';
 import { pickFreePort } from './ports.js';
 import { ProcessStore, type InstanceRecord, type InstanceRole, type Queryable } from './process-store.js';
@@ -65,9 +65,6 @@ const networkOwner = (record: Pick<InstanceRecord, 'id'>) => `i-${record.id}`;
 /** How logs name an instance: `instance 0`, `queue worker 1`. */
 export const instanceLabel = (record: Pick<InstanceRecord, 'role' | 'index'>) => `${record.role === 'queue' ? 'queue worker' : 'instance'} ${record.index}`;
 
-/** How each start of an instance begins in its log file. */
-const START_HEADER = '--- slipway: starting';
-
 /** How often `runc run` is tried for one instance start before the failure counts as deterministic. */
 export const CONTAINER_START_ATTEMPTS = 3;
 /** The pause before the second try (twice that before the third). */
@@ -84,44 +81,6 @@ export class ContainerStartError extends ArtifactError {
 /** Thrown when the port range has no free port left. */
 export class PortsExhaustedError extends Error {
   override name = 'PortsExhaustedError';
-}
-
-/**
- * An instance's environment, built from scratch. Precedence, lowest first: NODE_ENV=production,
- * the graph config's env, the revision's secrets, then what the platform manages (`data`:
- * DATABASE_URI, REDIS_URI, REDIS_PREFIX, naming the deployment's own role and Redis user; the
- * runtime adds PORT, PATH and HOME), which nothing overrides.
- */
-export function instanceEnvironment(input: {
-  /** The graph config's env (lowest precedence). */
-  base?: Record<string, string>;
-  secrets: ReadonlyArray<{ name: string; value: string }>;
-  /** The deployment's store access (never the control plane's credentials). */
-  data: Readonly<Record<string, string>>;
-}): Record<string, string> {
-  const env: Record<string, string> = { NODE_ENV: 'production', ...input.base };
-  for (const s of input.secrets) env[s.name] = s.value;
-  return { ...env, ...input.data };
-}
-
-/** The last `count` lines of a file (reads at most its last 64 KiB). */
-export async function lastLines(file: string, count: number): Promise<string[]> {
-  let handle;
-  try {
-    handle = await open(file, 'r');
-  } catch {
-    return [];
-  }
-  try {
-    const { size } = await handle.stat();
-    const length = Math.min(size, 64 * 1024);
-    const buffer = Buffer.alloc(length);
-    await handle.read(buffer, 0, length, size - length);
-    const lines = buffer.toString('utf8').split(/\r?\n/).filter((l) => l.trim().length);
-    return lines.slice(-count);
-  } finally {
-    await handle.close();
-  }
 }
 
 /**
@@ -262,8 +221,7 @@ export class ProcessRuntime {
         break;
       } catch (err) {
         // This attempt's lines: those after its own header (the file keeps the earlier ones).
-        const all = await lastLines(record.logPath, 30);
-        const lines = all.slice(all.findLastIndex((l) => l.startsWith(START_HEADER)) + 1);
+        const lines = await linesSinceLastStart(record.logPath);
         // Its namespace, cgroup and runc state go with it; the row ends `exited`.
         await this.stop(record, 0).catch(() => this.store.update(record.id, 'exited'));
         // A command that cannot be executed never will be: the image's fault, not worth a retry.
