@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_SERVER_HOST_ENTRY, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../support/database.js';
 import { freePort } from '../support/ports.js';
-import { customs, joinAll, slowInput } from '../support/agent-runs.js';
+import { attempts, customs, joinAll, slowInput } from '../support/agent-runs.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -157,6 +157,40 @@ describe('agent server storage: one row per record in the deployment database', 
     expect(after.indexScans).toBeGreaterThan(before.indexScans); // the hosts' reads were counted…
     expect(after.whole).toEqual(before.whole); // …and none read a table whole
   }, 120_000);
+});
+
+describe("a run's end and its thread's status", () => {
+  /** The run's and its thread's status, read in one snapshot. */
+  const statuses = async (threadId: string, runId: string) =>
+    (await sql.query(`SELECT r.status AS run, t.status AS thread FROM slipway_agent_runs r JOIN slipway_agent_threads t USING (thread_id) WHERE r.run_id = $1`, [runId]))
+      .rows[0] as { run: string; thread: string };
+
+  it('are one write: while the thread row is locked the run stays running, never success beside a busy thread', async () => {
+    const thread = await clients[0]!.threads.create();
+    const run = await clients[0]!.runs.create(thread.thread_id, 'agent', slowInput('locked', 2, 100));
+    const locker = new pg.Client({ connectionString: db.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM slipway_agent_threads WHERE thread_id = $1 FOR UPDATE', [thread.thread_id]);
+      // The graph finishes (its last tick, 100 ms later its end) while the row is held; for 3 s,
+      // longer than the lease (2 s), the run's end waits for the thread's write.
+      await joinAll(clients[1]!, thread.thread_id, run.run_id, { until: (events) => customs(events).some((t) => t.node === 'third' && t.i === 1) });
+      for (let i = 0; i < 30; i++) {
+        expect(await statuses(thread.thread_id, run.run_id)).toEqual({ run: 'running', thread: 'busy' });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {});
+      await locker.end();
+    }
+    await eventually(() => statuses(thread.thread_id, run.run_id), (s) => s.run !== 'running', 10_000, 20);
+    expect(await statuses(thread.thread_id, run.run_id)).toEqual({ run: 'success', thread: 'idle' });
+    const events = await joinAll(clients[0]!, thread.thread_id, run.run_id);
+    expect(events.map((e) => e.event).filter((e) => e === 'error')).toEqual([]);
+    expect(attempts(events)).toEqual([1]);
+    expect((await clients[0]!.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['locked', 'first', 'second', 'third'] });
+  }, 60_000);
 });
 
 describe('agent server multitask rollback across instances', () => {

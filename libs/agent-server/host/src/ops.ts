@@ -23,8 +23,10 @@ export function createOps(db: Db, queue: RunQueue, streams: RunStreams): Ops {
       logger.warn('Refused a thread status write of a run this instance no longer holds', { run_id: lease.runId, thread_id: threadId });
       return;
     }
-    // Logged, not thrown: it would end the server's worker loop.
-    await setStatus(threadId, options).catch((err) => logger.warn('Could not write a thread status', { thread_id: threadId, error: String(err) }));
+    // With the run's final status, in one transaction. Logged, not thrown: it would end the
+    // server's worker loop (and `finish` still writes the run's status, and its thread's).
+    const write = lease ? queue.writeEnd(lease.runId, (tx) => setStatus(threadId, options, tx)) : setStatus(threadId, options);
+    await write.catch((err) => logger.warn('Could not write a thread status', { thread_id: threadId, error: String(err) }));
   };
   return {
     assistants,

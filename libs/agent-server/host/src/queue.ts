@@ -45,8 +45,13 @@ interface Lease {
   /** Local clock at the claim: the run's duration ends at its final status. */
   claimedAt: number;
   lost: boolean;
-  /** Its end is written (a status, or its deletion after a rollback): no later cancel stops it. */
+  /** Its end is decided (a status, or its deletion after a rollback): no later cancel stops it. */
   ended: boolean;
+  /**
+   * The status its worker ended it with, until written: with its thread's status, in one
+   * transaction (`writeEnd`), so no reader sees the run over while its thread is still busy.
+   */
+  final: string | null;
   controller: AbortController;
 }
 
@@ -153,7 +158,7 @@ export class RunQueue {
     }
     if (!row) return null;
     const controller = new AbortController();
-    this.held.set(row.run_id, { runId: row.run_id, threadId: row.thread_id, token, expiresAt: sentAt + this.options.leaseMs, claimedAt: Date.now(), lost: false, ended: false, controller });
+    this.held.set(row.run_id, { runId: row.run_id, threadId: row.thread_id, token, expiresAt: sentAt + this.options.leaseMs, claimedAt: Date.now(), lost: false, ended: false, final: null, controller });
     const run = toRun(row);
     // Each step's checkpoint is saved before the next step starts (LangGraph's default saves it
     // while the next one runs): a run taken over after its instance died goes on from the last
@@ -191,21 +196,42 @@ export class RunQueue {
   }
 
   /**
-   * Writes the run's status if its lease is still this instance's; false when fenced off. A run a
-   * rollback stopped is deleted instead, whatever the status (the worker reports it as an error).
+   * The worker's final status, if the run's lease is still this instance's (false when fenced
+   * off): held until `writeEnd` writes it with the thread's status. A run a rollback stopped is
+   * deleted instead, whatever the status (the worker reports it as an error).
    */
   async setStatus(runId: string, status: string): Promise<boolean> {
     const lease = this.held.get(runId);
     if (!lease || !this.valid(lease)) return false;
     if (rolledBack(lease)) return this.rollBack(lease);
     lease.ended = true;
-    const { rowCount } = await this.db.query(
-      `UPDATE slipway_agent_runs SET status = $3, updated_at = now(), lease_expires_at = NULL WHERE run_id = $1 AND lease_token = $2 AND status = 'running'`,
-      [runId, lease.token, status],
-    );
-    if (!rowCount) this.lose(lease);
+    lease.final = status;
+    return true;
+  }
+
+  /**
+   * Writes the run's final status, fenced by its token, and in the same transaction its thread's
+   * status (`thread`; without it, the thread's status computed from the run's alone). False when
+   * there is none to write or the lease was no longer this instance's.
+   */
+  async writeEnd(runId: string, thread?: (tx: Tx) => Promise<unknown>): Promise<boolean> {
+    const lease = this.held.get(runId);
+    const status = lease?.final;
+    if (!lease || status == null || lease.lost) return false;
+    const written = await inTransaction(this.db, async (tx) => {
+      const { rowCount } = await tx.query(
+        `UPDATE slipway_agent_runs SET status = $3, updated_at = now(), lease_expires_at = NULL WHERE run_id = $1 AND lease_token = $2 AND status = 'running'`,
+        [runId, lease.token, status],
+      );
+      if (!rowCount) return false;
+      if (thread) await thread(tx);
+      else await tx.query(`UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1', status === 'error' ? `'error'` : `'idle'`)}, updated_at = now() WHERE thread_id = $1`, [lease.threadId]);
+      return true;
+    });
+    lease.final = null;
+    if (!written) this.lose(lease);
     else void this.stats.ended(status, Date.now() - lease.claimedAt);
-    return rowCount === 1;
+    return written;
   }
 
   /**
@@ -232,6 +258,8 @@ export class RunQueue {
   async finish(runId: string): Promise<void> {
     const lease = this.held.get(runId);
     if (!lease) return;
+    // A status its thread's write did not take with it (that write failed or never came).
+    if (lease.final != null) await this.writeEnd(runId).catch((err) => logger.warn('Could not write a run status', { run_id: runId, error: String(err) }));
     this.held.delete(runId);
     if (lease.lost) return;
     // A run whose worker ended without writing its status (it threw past the server's own
@@ -285,7 +313,8 @@ export class RunQueue {
     const renewed = new Set(rows.map((r: { run_id: string }) => r.run_id));
     for (const lease of leases) {
       if (renewed.has(lease.runId)) lease.expiresAt = Math.max(lease.expiresAt, sentAt + this.options.leaseMs);
-      else if (this.held.get(lease.runId) === lease) this.lose(lease);
+      // One whose end was decided meanwhile is no longer `running`: not a lost lease.
+      else if (this.held.get(lease.runId) === lease && !lease.ended) this.lose(lease);
     }
   }
 

@@ -94,13 +94,13 @@ export class PgThreads implements ThreadsRepo {
   }
 
   /** After a run: idle, interrupted (a next node waits), error, or busy while runs are pending. */
-  async setStatus(threadId: string, options: { checkpoint?: CheckpointPayload; exception?: Error }): Promise<void> {
+  async setStatus(threadId: string, options: { checkpoint?: CheckpointPayload; exception?: Error }, db: Pick<Db, 'query'> = this.db): Promise<void> {
     const { checkpoint, exception } = options;
     const interrupts = checkpoint
       ? Object.fromEntries(checkpoint.tasks.filter((task) => task.interrupts).map((task) => [task.id, task.interrupts]))
       : null;
     const fixed = exception != null ? 'error' : checkpoint && checkpoint.next.length > 0 ? 'interrupted' : null;
-    const { rowCount } = await this.db.query(
+    const { rowCount } = await db.query(
       `UPDATE slipway_agent_threads SET updated_at = now(), "values" = $3, interrupts = $4,
               status = coalesce($2, ${threadStatusAfterRun('$1')})
         WHERE thread_id = $1`,
