@@ -39,7 +39,7 @@ const repohost = (name: string, over: { source_config?: object; source_revision_
 
 const post = (body: unknown) => api.http.post('/v2/deployments', body);
 
-async function countRows(table: 'deployments' | 'revisions', where = 'true', params: unknown[] = []): Promise<number> {
+async function countRows(table: 'deployments' | 'revisions' | 'tracing_projects', where = 'true', params: unknown[] = []): Promise<number> {
   const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params);
   return row.n;
 }
@@ -474,6 +474,20 @@ describe('names and tracing projects', () => {
     const results = await Promise.all(Array.from({ length: 5 }, () => post(image('race-name'))));
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
     expect(await countRows('deployments', 'name = $1', ['race-name'])).toBe(1);
+    expect(await countRows('tracing_projects', 'name = $1', ['race-name'])).toBe(1);
+  });
+
+  it("a name whose tracing project belongs to another deployment → 409, and nothing is written", async () => {
+    const owner = await post(image('project-owner'));
+    expect(owner.status).toBe(201);
+    // The project of the name asked for is attached to a deployment of another name.
+    await api.dataSource.query(`UPDATE tracing_projects SET name = 'held-project' WHERE id = $1`, [owner.body.tracing_project_id]);
+    const res = await post(image('held-project'));
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ detail: `A deployment or tracing project named 'held-project' already exists in workspace ID '${api.workspaceId}'.` });
+    expect(await countRows('deployments', 'name = $1', ['held-project'])).toBe(0);
+    const [tp] = await api.dataSource.query(`SELECT deployment_id FROM tracing_projects WHERE id = $1`, [owner.body.tracing_project_id]);
+    expect(tp.deployment_id).toBe(owner.body.id);
   });
 
   it('once the deployment row is gone the name is free again and the surviving tracing project is re-attached', async () => {

@@ -1,10 +1,10 @@
 import type { PipelineTimings } from '@slipway/config';
 import { DeploymentRepository, type EntityManager } from '@slipway/db';
 import { isImageSource, isRevisionTerminal, type DeploymentSource, type DeploymentStatus, type RevisionStatus } from '@slipway/domain';
-import { enqueueInOutbox, type JobName } from '@slipway/jobs';
+import { enqueueAllInOutbox, enqueueInOutbox, outboxJob, type JobName, type OutboxJob } from '@slipway/jobs';
 import { phaseOf, WORKED_PHASES } from './phases.js';
-import { RevisionRepository } from './revision.repository.js';
-import { transitionRevision, writeRevision, writeRevisions, type AppliedTransition, type RevisionTransitionOptions } from './status-transitions.js';
+import { RevisionRepository, type NewRevision } from './revision.repository.js';
+import { startDeadline, transitionRevision, writeRevision, writeRevisions, type AppliedTransition, type RevisionTransitionOptions } from './status-transitions.js';
 
 /**
  * How revisions move through the pipeline, for every process: admission (start now or wait),
@@ -15,7 +15,7 @@ import { transitionRevision, writeRevision, writeRevisions, type AppliedTransiti
  * deletes serialize per deployment instead of deadlocking. Every status change is made here (the
  * status UPDATE is reached through this class only), and each takes the deployment lock first
  * (`lockDeployment`, the one `DeploymentRepository.lock`): `admit`, `transition`, `promoteNext`
- * and `retryPhase`; `admitFirst` needs none, its deployment row being one its own transaction
+ * and `retryPhase`; `insertFirst` needs none, its deployment row being one its own transaction
  * inserted, which no other can see yet. Callers that lock or write revision rows themselves take
  * the same lock first: a revision's insert (`insertAsLatest`, unless the deployment is the
  * transaction's own), a listener's report (its heartbeat), the builder's ownership check and
@@ -63,12 +63,15 @@ export class RevisionFlow {
   }
 
   /**
-   * `admit` for the first revision of a deployment inserted in this same transaction: nothing
-   * else of it can be in flight, and its row lock is already ours, so it starts at once.
+   * Inserts the first revision of a deployment inserted in this same transaction, and admits it:
+   * nothing else of it can be in flight and its row lock is already ours, so it is inserted
+   * started (the insert sets what `start` would) and its first job is recorded after `alongside`
+   * (the deployment's own jobs), in one outbox statement.
    */
-  async admitFirst(manager: EntityManager, revisionId: string, requestId?: string): Promise<'started'> {
-    await this.start(manager, revisionId, requestId);
-    return 'started';
+  async insertFirst(manager: EntityManager, values: NewRevision, requestId?: string, alongside: readonly OutboxJob[] = []): Promise<void> {
+    await this.revisions(manager).insertAsLatest(values, { deadlineAt: startDeadline(this.timings) });
+    const job = firstJob(values.source, values.artifactRef ?? null);
+    await enqueueAllInOutbox(manager, [...alongside, outboxJob(job, { revisionId: values.id, attempt: 0, ...(requestId ? { requestId } : {}) })]);
   }
 
   /**
@@ -174,8 +177,10 @@ export class RevisionFlow {
   private async start(manager: EntityManager, revisionId: string, requestId?: string): Promise<void> {
     const row = await writeRevision(manager, revisionId, { from: ['CREATING', 'QUEUED'], start: true }, this.timings);
     if (!row) throw new Error(`Revision ${revisionId} vanished while starting`);
-    // Images and redeploys of built revisions need no build.
-    const job: JobName = isImageSource(row.source as DeploymentSource) || row.artifactRef ? 'rollout.revision' : 'build.revision';
-    await enqueueInOutbox(manager, job, { revisionId, attempt: row.attempt, ...(requestId ? { requestId } : {}) });
+    await enqueueInOutbox(manager, firstJob(row.source, row.artifactRef), { revisionId, attempt: row.attempt, ...(requestId ? { requestId } : {}) });
   }
 }
+
+/** A started revision's first job: images and redeploys of built revisions need no build. */
+const firstJob = (source: string, artifactRef: string | null): JobName =>
+  isImageSource(source as DeploymentSource) || artifactRef ? 'rollout.revision' : 'build.revision';

@@ -14,6 +14,9 @@ export type Heartbeat = 'alive' | 'overdue' | 'moved-on';
  * changes and starts are `RevisionFlow`'s alone (under the deployment lock, with what follows
  * them); nothing else in the product writes the revision table.
  */
+/** A new revision's row: what its insert is given (status, attempt and clocks are the insert's own). */
+export type NewRevision = Omit<Partial<Revision>, 'status' | 'attempt' | 'startedAt' | 'deadlineAt' | 'heartbeatAt' | 'createdAt'> & { id: string; deploymentId: string; source: string };
+
 export class RevisionRepository {
   constructor(private readonly manager: EntityManager) {}
 
@@ -117,9 +120,10 @@ export class RevisionRepository {
    * Inserts a revision (CREATING) and makes it its deployment's latest, in one statement: the
    * insert runs as a CTE of the deployment's UPDATE (the foreign key is checked when the
    * statement ends, when the new row exists). The caller holds the deployment's row lock, or
-   * inserted the deployment in this transaction.
+   * inserted the deployment in this transaction. `started`: it is inserted started, with that
+   * deadline (`RevisionFlow.insertFirst`).
    */
-  async insertAsLatest(values: Omit<Partial<Revision>, 'status' | 'attempt' | 'startedAt' | 'deadlineAt' | 'heartbeatAt' | 'createdAt'> & { id: string; deploymentId: string }): Promise<void> {
+  async insertAsLatest(values: NewRevision, started?: { deadlineAt: Date }): Promise<void> {
     const [insert, params] = this.manager
       .createQueryBuilder()
       .insert()
@@ -128,6 +132,7 @@ export class RevisionRepository {
         ...values,
         status: 'CREATING',
         statusMessage: null,
+        ...(started && { startedAt: () => 'now()', deadlineAt: started.deadlineAt }),
         // The clock at insert, not the transaction start: inserts happen under the deployment
         // lock, so this orders revisions as their writes were serialized.
         createdAt: () => 'clock_timestamp()',

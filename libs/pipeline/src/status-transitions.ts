@@ -68,6 +68,9 @@ function phaseDeadline(to: RevisionStatus | 'started', budgets: PhaseBudgets | u
   return new Date(Date.now() + ms);
 }
 
+/** When a revision started now must be handed off (its first phase's deadline): `start`'s, or an insert's that starts it. */
+export const startDeadline = (budgets: PhaseBudgets | undefined): Date => phaseDeadline('started', budgets)!;
+
 const COLUMN: Record<Exclude<keyof RevisionTransitionSet, 'revisionConfig'>, string> = {
   heartbeatAt: 'heartbeat_at',
   imageUri: 'image_uri',
@@ -141,7 +144,7 @@ export async function writeRevisions(
       sets.push('deadline_at = NULL');
     }
   }
-  if (write.start) sets.push('started_at = now()', `deadline_at = ${param(phaseDeadline('started', budgets))}::timestamptz`);
+  if (write.start) sets.push('started_at = now()', `deadline_at = ${param(startDeadline(budgets))}::timestamptz`);
   for (const [key, column] of Object.entries(COLUMN) as Array<[keyof typeof COLUMN, string]>) {
     if (write.set && key in write.set) sets.push(`${column} = ${param(write.set[key])}`);
   }

@@ -113,24 +113,38 @@ export class DeploymentRepository {
   }
 
   /**
-   * Inserts a new deployment and links its tracing project to it, in one statement (the insert is
-   * a CTE of the link). The row's defaulted timestamps are set on `deployment`. Constraint
-   * violations (name taken, integration gone) surface as from a plain insert.
+   * Inserts a new deployment with its tracing project, in one statement: a new project of its name
+   * (id `deployment.tracingProjectId`), or the workspace's project of that name that survived a
+   * deleted deployment, re-attached (`tracingProjectId` is then set to its id). False when that
+   * name's project belongs to another deployment: the deployment is inserted without one and the
+   * caller must roll back (409). The project row is locked, so two creates of one name cannot both
+   * take it. The row's defaulted timestamps are set on `deployment`; constraint violations (name
+   * taken, integration gone) surface as from a plain insert.
    */
-  async insertLinkingTracingProject(deployment: Deployment): Promise<void> {
+  async insertWithTracingProject(deployment: Deployment): Promise<boolean> {
     const [insert, params] = this.manager.createQueryBuilder().insert().into(Deployment).values(deployment).getQueryAndParameters();
+    // The deployment's tracing_project_id is the project's id as the project insert returns it.
+    const project = params.indexOf(deployment.tracingProjectId) + 1;
+    const placeholder = new RegExp(`\\$${project}(?!\\d)`, 'g');
+    if (project < 1 || (insert.match(placeholder) ?? []).length !== 1) throw new Error('tracing_project_id is not one parameter of the deployment insert');
+    const n = params.length;
     const [row] = await this.manager.query(
-      `WITH inserted AS (${insert} RETURNING created_at, updated_at, status_changed_at, last_activity_at),
-            linked AS (UPDATE tracing_projects SET deployment_id = $${params.length + 1} WHERE id = $${params.length + 2})
-       SELECT * FROM inserted`,
-      [...params, deployment.id, deployment.tracingProjectId],
+      `WITH project AS (
+         INSERT INTO tracing_projects (id, workspace_id, name, deployment_id) VALUES ($${project}, $${n + 1}, $${n + 2}, $${n + 3})
+         ON CONFLICT (workspace_id, name) DO UPDATE SET deployment_id = EXCLUDED.deployment_id WHERE tracing_projects.deployment_id IS NULL
+         RETURNING id)
+       ${insert.replace(placeholder, '(SELECT id FROM project)')}
+       RETURNING created_at, updated_at, status_changed_at, last_activity_at, tracing_project_id`,
+      [...params, deployment.workspaceId, deployment.name, deployment.id],
     );
     Object.assign(deployment, {
+      tracingProjectId: row.tracing_project_id,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       statusChangedAt: row.status_changed_at,
       lastActivityAt: row.last_activity_at,
     });
+    return row.tracing_project_id != null;
   }
 
   async exists(workspaceId: string, id: string): Promise<boolean> {

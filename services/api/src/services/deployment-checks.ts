@@ -2,8 +2,7 @@
  * Checks of deployment writes against what is stored (docs/api.md, Deployments): listeners,
  * tracing-project names, what a PATCH may change. Each throws the 4xx that applies.
  */
-import { randomUUID } from 'node:crypto';
-import { ListenerRepository, TracingProjectRepository, type Deployment, type EntityManager, type StoredSourceConfig } from '@slipway/db';
+import { ListenerRepository, type Deployment, type EntityManager, type StoredSourceConfig } from '@slipway/db';
 import { BadRequestError, canonicalSource, ConflictError, IMMUTABLE_SOURCE_CONFIG_FIELDS, NotFoundError, patchImageProblems, type ResourceSpec } from '@slipway/domain';
 import { refuseInvalid } from '../http/validation-error.js';
 import type { PatchDeploymentBody } from '../schemas/deployment.schema.js';
@@ -27,22 +26,6 @@ export async function checkListener(manager: EntityManager, workspaceId: string,
     );
   }
   refuseInvalid(podPolicyIssues(listener, name, spec));
-}
-
-/**
- * A tracing project of the same name: created, or re-attached when it survived a deleted
- * deployment. Locked, so two creates of one name cannot both attach it.
- */
-export async function attachTracingProject(manager: EntityManager, workspaceId: string, name: string): Promise<string> {
-  // The usual case, a new name, in one round trip. A concurrent create of the same name makes
-  // this wait for its commit and then do nothing; the read below then sees its project taken.
-  const projects = new TracingProjectRepository(manager);
-  const id = randomUUID();
-  if (await projects.insertIfNameFree(id, workspaceId, name)) return id;
-  const existing = await projects.lockByName(workspaceId, name);
-  // Gone again (a concurrent create rolled back): treat as taken rather than guess; a retry wins.
-  if (!existing || existing.deploymentId) throw nameTaken(name, workspaceId);
-  return existing.id;
 }
 
 export function nameTaken(name: string, workspaceId: string): ConflictError {

@@ -28,11 +28,11 @@ import {
   type ResourceCeilings,
   type SecretEntry,
 } from '@slipway/domain';
-import { enqueueInOutbox } from '@slipway/jobs';
-import { DeploymentReads, RevisionRepository, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
+import { enqueueAllInOutbox, enqueueInOutbox, outboxJob, type OutboxJob } from '@slipway/jobs';
+import { DeploymentReads, RevisionRepository, type NewRevision, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
 import { refuseInvalid } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
-import { assertNoListeners, assertPatchable, attachTracingProject, checkListener, nameTaken } from './deployment-checks.js';
+import { assertNoListeners, assertPatchable, checkListener, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
 import { applySecrets, assertBuildable, buildConfigOf, defaultRevisionConfig, firstRevisionConfig, revisionConfigFrom, storedSourceConfig } from './deployment-rules.js';
@@ -138,7 +138,6 @@ export class DeploymentService {
       else await assertNoListeners(manager, workspaceId);
     }
 
-    const tracingProjectId = await attachTracingProject(manager, workspaceId, body.name);
     const deployment: Deployment = Object.assign(new Deployment(), {
       id,
       workspaceId,
@@ -146,7 +145,7 @@ export class DeploymentService {
       source,
       status: 'AWAITING_DATABASE',
       deploymentType: type,
-      tracingProjectId,
+      tracingProjectId: randomUUID(), // unless one of its name is re-attached (insertWithTracingProject)
       listenerId: sourceConfig.listener_id ?? null,
       integrationId: source === 'repohost' ? sourceConfig.integration_id ?? null : null,
       sourceConfig,
@@ -159,14 +158,14 @@ export class DeploymentService {
       databaseName: null,
     } satisfies Partial<Deployment>);
     try {
-      await new DeploymentRepository(manager).insertLinkingTracingProject(deployment);
+      if (!(await new DeploymentRepository(manager).insertWithTracingProject(deployment))) throw nameTaken(body.name, workspaceId);
     } catch (err) {
       if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw nameTaken(body.name, workspaceId);
       // The integration was deleted after findRepository saw it.
       if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK)) throw NotFoundError.of('Integration', sourceConfig.integration_id!);
       throw err;
     }
-    await enqueueInOutbox(manager, 'provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
+    const provision = outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
 
     // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
     if (revisionConfig) {
@@ -176,7 +175,9 @@ export class DeploymentService {
         resourceSpec,
         secrets,
         buildConfig: buildConfigOf(sourceConfig),
-      }, requestId, true);
+      }, requestId, { alongside: [provision] });
+    } else {
+      await enqueueAllInOutbox(manager, [provision]);
     }
     // Last: the slot it claims stays locked until commit (see assertDeploymentSlot).
     await this.quotas.assertDeploymentSlot(manager, workspaceId, id, resourceSpec);
@@ -281,13 +282,14 @@ export class DeploymentService {
 
   /**
    * Inserts a revision (CREATING) snapshotting `draft`, makes it the latest, and hands it to
-   * the flow, which starts it or queues it behind the one in flight.
+   * the flow, which starts it or queues it behind the one in flight. `first`: the deployment is
+   * this transaction's own insert, and its jobs (`alongside`) are recorded with the revision's.
    */
-  async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string, firstOfNewDeployment = false): Promise<string> {
+  async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string, first?: { alongside: readonly OutboxJob[] }): Promise<string> {
     const id = randomUUID();
     const imageUri = draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null);
     if (draft.source === 'external_container' && imageUri) this.images?.assertOwnImage(deployment.id, imageUri);
-    await new RevisionRepository(manager).insertAsLatest({
+    const row: NewRevision = {
       id,
       deploymentId: deployment.id,
       source: draft.source,
@@ -300,10 +302,14 @@ export class DeploymentService {
       secretNames: draft.secrets.map((s) => s.name),
       buildConfig: draft.buildConfig,
       redeployedFrom: draft.redeployedFrom ?? null,
-    });
+    };
     // A deployment inserted by this transaction has nothing in flight: no lock or check needed.
-    if (firstOfNewDeployment) await this.flow.admitFirst(manager, id, requestId);
-    else await this.flow.admit(manager, deployment.id, id, requestId);
+    if (first) {
+      await this.flow.insertFirst(manager, row, requestId, first.alongside);
+      return id;
+    }
+    await new RevisionRepository(manager).insertAsLatest(row);
+    await this.flow.admit(manager, deployment.id, id, requestId);
     return id;
   }
 
