@@ -4,9 +4,12 @@
  */
 export abstract class AppError extends Error {
   abstract readonly status: number;
-  constructor(message: string) {
+  /** When set, the answer carries `Retry-After` with it: when the caller may try again. */
+  readonly retryAfterSeconds?: number;
+  constructor(message: string, retryAfterSeconds?: number) {
     super(message);
     this.name = new.target.name;
+    if (retryAfterSeconds != null) this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
@@ -48,12 +51,6 @@ export class ConflictError extends AppError {
  */
 export class UnavailableError extends AppError {
   readonly status = 503;
-  constructor(
-    message: string,
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(message);
-  }
 }
 
 /** 502: an upstream host (GitHub, Gitea, a local repository root) failed; the message says what it answered. */
@@ -64,10 +61,8 @@ export class BadGatewayError extends AppError {
 /** 429: a request budget is spent; the caller may retry after `retryAfterSeconds` (`Retry-After`). */
 export class TooManyRequestsError extends AppError {
   readonly status = 429;
-  constructor(
-    message: string,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(message);
+  declare readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message, retryAfterSeconds);
   }
 }

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError, TooManyRequestsError, UnavailableError } from '@slipway/domain';
+import { AppError } from '@slipway/domain';
 import { isDataException, isDatabaseUnavailable, sqlStateOf } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import type { RouteSpec } from './route.js';
@@ -45,8 +45,7 @@ export function errorHandler(): ErrorRequestHandler {
       return;
     }
     if (err instanceof AppError) {
-      if (err instanceof TooManyRequestsError) res.setHeader('Retry-After', String(err.retryAfterSeconds));
-      if (err instanceof UnavailableError && err.retryAfterSeconds) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+      if (err.retryAfterSeconds != null) res.setHeader('Retry-After', String(err.retryAfterSeconds));
       res.status(err.status).json({ detail: err.message });
       return;
     }
