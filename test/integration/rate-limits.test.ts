@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LOCKOUT_RECHECK_MS } from '@slipway/access';
 import { hashApiKey } from '@slipway/crypto';
@@ -91,6 +92,53 @@ describe('per API key, shared by every api replica', () => {
 
   it('counts what it refused in /metrics', async () => {
     expect(await metric(api.http, 'slipway_rate_limited_total{budget="key"}', from('10.9.9.9'))).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe("a busy key's budget, charged in grants", () => {
+  const BUDGET = 400; // grants of up to 8 points (1/50 of the budget)
+  let api: TestApi;
+  let replica: Replica;
+  let monitor: Redis;
+  const calls: string[] = [];
+
+  beforeAll(async () => {
+    api = await startTestApi({ SLIPWAY_RATE_LIMIT_WINDOW_SECONDS: WINDOW, SLIPWAY_RATE_LIMIT_PER_KEY: String(BUDGET) });
+    replica = await startReplica(api);
+    // Every call the api processes make on this file's key budgets (its prefix is this api's
+    // own): one script each, whose inner commands MONITOR also shows.
+    monitor = await new Redis(api.config.redisUrl).monitor();
+    const budgets = `${api.config.queuePrefix}:ratelimit:key:`;
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (/^eval(sha)?$/i.test(args[0] ?? '') && args.some((a) => String(a).startsWith(budgets))) calls.push(args.join(' '));
+    });
+  });
+  afterAll(async () => {
+    monitor?.disconnect();
+    await replica?.close();
+    await api?.close();
+  });
+
+  it('serves a busy key with a Redis call per grant, not per request, and never more than the budget across both replicas', async () => {
+    const key = await api.mintKey({ role: 'member' });
+    const clients = [api.http.as(key), replica.http.as(key)];
+    calls.length = 0;
+    const statuses: number[] = [];
+    // 500 requests, 10 at a time on each replica, both replicas drawing on the one budget.
+    for (let round = 0; round < 25; round += 1) {
+      const batch = await Promise.all(clients.flatMap((c) => Array.from({ length: 10 }, () => c.get('/v2/listeners'))));
+      statuses.push(...batch.map((r) => r.status));
+    }
+    const served = statuses.filter((s) => s === 200).length;
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(served).toBeLessThanOrEqual(BUDGET);
+    // What the other replica held unused when a grant found the budget spent: under a grant each.
+    expect(served).toBeGreaterThanOrEqual(BUDGET - 2 * 7);
+    expect(statuses.slice(-20).every((s) => s === 429)).toBe(true);
+    // A call per request would be 500; a spent budget is refused without asking again.
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.length).toBeLessThan(100);
+    expectRateLimited(await clients[0]!.get('/v2/listeners'));
   });
 });
 

@@ -18,6 +18,30 @@ const LOG_EVERY_MS = 30_000;
  */
 export const LOCKOUT_RECHECK_MS = 1_000;
 const MAX_CLEAR_CREDENTIALS = 10_000;
+/**
+ * A busy caller's requests are charged to the shared count in grants: one Redis call takes up to
+ * this many points (and never more than 1/GRANT_SHARE of the budget) for this process to hand
+ * out without asking again. A grant starts at one point and doubles while the caller keeps
+ * coming back within GRANT_GROWTH_MS.
+ */
+const GRANT_MAX = 16;
+const GRANT_SHARE = 50;
+const GRANT_GROWTH_MS = 1_000;
+const MAX_GRANTS = 10_000;
+
+/** Points this process took from a caller's shared count and has not handed out yet. */
+interface Grant {
+  points: number;
+  /** The end of the window they were taken in: they are worth nothing after it. */
+  until: number;
+  /** The size of the last grant taken, and when: the next one doubles if it comes soon. */
+  size: number;
+  takenAt: number;
+  /** Set while this process asks Redis for a grant: other requests of the caller wait for it. */
+  taking?: Promise<void>;
+  /** The window's budget is spent (a 429 until `until`): no Redis call until then. */
+  spent?: RateLimiterRes;
+}
 
 interface Limiter {
   points: number;
@@ -50,6 +74,7 @@ export class RateLimits {
   private lastLogged = 0;
   /** Credentials with no failed authentications at the last check, and until when that is trusted. */
   private readonly clearUntil = new Map<string, number>();
+  private readonly grants = new Map<string, Grant>();
 
   constructor(private readonly deps: RateLimitsDeps) {
     const { settings, redis, keyPrefix } = deps;
@@ -80,16 +105,53 @@ export class RateLimits {
     });
   }
 
-  /** Charges one request to `id`'s budget; 429 once it is spent. */
+  /**
+   * Charges one request to `id`'s budget; 429 once it is spent. A point comes from this
+   * process's grant for the caller when it holds one, else from a new grant (one Redis call).
+   * Every point handed out was counted in the shared count first, so no window serves more than
+   * the budget across all processes; points a process holds unused are the most a caller may be
+   * refused early by, on another process (under GRANT_MAX, and under 1/GRANT_SHARE of the budget).
+   */
   async consume(budget: Exclude<Budget, 'auth-failures'>, id: string): Promise<void> {
     const limiter = this.limiters.get(budget);
     if (!limiter) return;
-    try {
-      await this.run(limiter, (l) => l.consume(id));
-    } catch (err) {
-      if (err instanceof RateLimiterRes) throw this.refuse(budget, err, 'Too many requests.');
-      throw err;
+    const key = `${budget}:${id}`;
+    for (;;) {
+      const grant = this.grants.get(key);
+      const now = Date.now();
+      if (grant && now < grant.until) {
+        if (grant.spent) throw this.refuse(budget, new RateLimiterRes(0, grant.until - now, limiter.points + 1), 'Too many requests.');
+        if (grant.points > 0) {
+          grant.points -= 1;
+          return;
+        }
+      }
+      if (grant?.taking) {
+        await grant.taking.catch(() => {});
+        continue;
+      }
+      const next = this.nextGrant(key, id, limiter, grant, now);
+      await next.taking;
     }
+  }
+
+  /** Starts taking a grant for `key` from the shared count; `taking` settles once it is held (or found spent). */
+  private nextGrant(key: string, id: string, limiter: Limiter, previous: Grant | undefined, now: number): Grant {
+    const largest = Math.max(1, Math.min(GRANT_MAX, Math.floor(limiter.points / GRANT_SHARE)));
+    const size = previous && now - previous.takenAt < GRANT_GROWTH_MS ? Math.min(largest, previous.size * 2) : 1;
+    if (this.grants.size >= MAX_GRANTS) this.grants.clear(); // their unused points are given up: never more served
+    const grant: Grant = { points: 0, until: 0, size, takenAt: now };
+    grant.taking = this.run(limiter, (l) => l.consume(id, size)).then(
+      (res) => void Object.assign(grant, { points: size, until: Date.now() + res.msBeforeNext }),
+      (err) => {
+        if (!(err instanceof RateLimiterRes)) throw err;
+        // Counted past the budget: what was left of it before this grant is still ours.
+        const left = Math.max(0, Math.min(size, limiter.points - (err.consumedPoints - size)));
+        Object.assign(grant, { points: left, until: Date.now() + err.msBeforeNext, spent: left === 0 ? err : undefined });
+      },
+    ).finally(() => (grant.taking = undefined));
+    this.grants.set(key, grant);
+    return grant;
   }
 
   /**
