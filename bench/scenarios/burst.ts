@@ -27,7 +27,7 @@ export async function burstScenario(stack: BenchStack, o: BenchOptions, proxy: T
     durationSec: 0,
     amount: o.burst,
   });
-  if (created.errors) throw new Error(`burst: ${created.errors} creates failed`);
+  if (created.errors) throw new Error(`burst: ${created.errors} creates failed; the api's last warnings and errors:\n${problemLines(stack.api.output())}`);
   const t0 = performance.now();
   await proxy.restore();
   const deadline = Date.now() + 300_000;
@@ -68,4 +68,13 @@ async function rawBullmq(stack: BenchStack, count: number): Promise<number> {
   await queue.close();
   await deleteKeys(stack.redis, `${prefix}:*`);
   return ms;
+}
+
+/** The api's log lines at warn or above (JSON lines, pino levels 40+), the last few. */
+function problemLines(output: string): string {
+  return output
+    .split('\n')
+    .filter((line) => /"level":(4|5|6)0/.test(line))
+    .slice(-5)
+    .join('\n');
 }

@@ -87,11 +87,12 @@ export class BenchStack {
         ...this.serviceEnv,
         SLIPWAY_BOOTSTRAP_API_KEY: this.key,
         PORT: String(apiPort),
-        // The bench is one client hammering the api with one key: budgets off (0), else it
-        // would measure 429s.
-        SLIPWAY_RATE_LIMIT_PER_KEY: '0',
-        SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '0',
-        SLIPWAY_RATE_LIMIT_PER_ADDRESS: '0',
+        // The bench is one client hammering the api with one key: budgets raised so it never
+        // meets a 429, but on, so every request is charged to its budget in Redis as in
+        // production (their grants included: docs/api.md, Errors).
+        SLIPWAY_RATE_LIMIT_PER_KEY: '1000000000',
+        SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '1000000000',
+        SLIPWAY_RATE_LIMIT_PER_ADDRESS: '1000000000',
         // Scaling scenarios create far more deployments than a workspace's default quota.
         SLIPWAY_QUOTA_DEPLOYMENTS: '100000000',
         SLIPWAY_QUOTA_UPLOADS_PER_DAY: '100000000',

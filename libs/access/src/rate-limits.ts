@@ -12,6 +12,11 @@ export type Budget = 'key' | 'listener-agent' | 'address' | 'auth-failures';
 const STORE_TIMEOUT_MS = 500;
 const LOG_EVERY_MS = 30_000;
 /**
+ * Once Redis failed to answer, checks count locally for this long before Redis is asked again:
+ * an absent Redis holds requests up (STORE_TIMEOUT_MS) about once a second, not on every check.
+ */
+const STORE_RETRY_MS = 1_000;
+/**
  * How long a credential seen with no failed authentications is trusted without asking Redis
  * again: the lockout check then costs no round trip on most requests, and a lockout counted by
  * another process takes effect here within this time.
@@ -64,14 +69,17 @@ export interface RateLimitsDeps {
  * Request budgets (docs/api.md, Errors: 429 with `Retry-After`), counted in Redis so every api replica
  * draws on the same budget. When Redis does not answer (down, or slower than 500 ms) a request
  * is never refused for that: each process falls back to counting on its own, with the same
- * numbers, and says so in `slipway_rate_limit_store_errors_total` and a warning at most every
- * 30 s. Fail-open for availability, still bounded per process.
+ * numbers, for a second before it asks Redis again, and says so in
+ * `slipway_rate_limit_store_errors_total` and a warning at most every 30 s. Fail-open for
+ * availability, still bounded per process.
  */
 export class RateLimits {
   private readonly limiters = new Map<Budget, Limiter>();
   private readonly limited: Counter<'budget'>;
   private readonly storeErrors: Counter;
   private lastLogged = 0;
+  /** Until when Redis is not asked (it just failed to answer). */
+  private storeAwayUntil = 0;
   /** Credentials with no failed authentications at the last check, and until when that is trusted. */
   private readonly clearUntil = new Map<string, number>();
   private readonly grants = new Map<string, Grant>();
@@ -100,7 +108,7 @@ export class RateLimits {
     });
     this.storeErrors = new Counter({
       name: 'slipway_rate_limit_store_errors_total',
-      help: 'Budget checks Redis did not answer; this process counted on its own meanwhile.',
+      help: 'Budget checks this process counted on its own: Redis did not answer them, or had not within the second before.',
       registers: [deps.registry],
     });
   }
@@ -210,6 +218,10 @@ export class RateLimits {
 
   /** Runs `op` on the shared count, or on this process's own when Redis does not answer. */
   private async run<T>(limiter: Limiter, op: (l: RateLimiterAbstract) => Promise<T>): Promise<T> {
+    if (Date.now() < this.storeAwayUntil) {
+      this.storeErrors.inc();
+      return op(limiter.local);
+    }
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`Redis did not answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
@@ -227,6 +239,7 @@ export class RateLimits {
 
   private storeFailed(err: unknown): void {
     this.storeErrors.inc();
+    this.storeAwayUntil = Date.now() + STORE_RETRY_MS;
     const now = Date.now();
     if (now - this.lastLogged < LOG_EVERY_MS) return;
     this.lastLogged = now;
