@@ -28,6 +28,14 @@ export function createOps(db: Db, queue: RunQueue, streams: RunStreams): Ops {
     const write = lease ? queue.writeEnd(lease.runId, (tx) => setStatus(threadId, options, tx)) : setStatus(threadId, options);
     await write.catch((err) => logger.warn('Could not write a thread status', { thread_id: threadId, error: String(err) }));
   };
+  // A run without a thread ends with its temporary thread's deletion, which takes the run's row
+  // with it: its final status is written (and counted) first.
+  const remove = threads.delete.bind(threads);
+  threads.delete = async (threadId, auth) => {
+    const lease = queue.leaseOfThread(threadId);
+    if (lease) await queue.writeEnd(lease.runId).catch((err) => logger.warn('Could not write a run status', { run_id: lease.runId, error: String(err) }));
+    return remove(threadId, auth);
+  };
   return {
     assistants,
     threads,
