@@ -85,7 +85,8 @@ async function dropStale(admin: pg.Client): Promise<void> {
     `SELECT datname FROM pg_database WHERE datname ~ '^slipway_(t|tpl)_[a-z0-9]+'`,
   );
   for (const { datname } of rows) {
-    const stamp = parseInt(datname.split('_')[2] ?? '', 36);
+    // The run id is a base-36 millisecond stamp followed by 6 hex digits (see runId below).
+    const stamp = parseInt((datname.split('_')[2] ?? '').slice(0, -6), 36);
     if (Number.isFinite(stamp) && Date.now() - stamp > STALE_AFTER_MS) {
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
     }
