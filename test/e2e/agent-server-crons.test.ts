@@ -11,7 +11,7 @@ import { eventually } from '../support/service-process.js';
  * and `store.ttl` (items expire after 3 s), and SLIPWAY_AGENT_SERVER_TTL_SWEEP_MS sweeps every
  * second; its `ui` names a generative UI component. The deployment's own database is read directly (as the server's superuser) to see that
  * swept records are gone, not only hidden. Builds install from the npm registry; the cron case
- * waits for two minute boundaries.
+ * fires every 20 s (a six-field schedule, seconds first) and waits for two ticks.
  */
 const PORT_BASE = 38_000 + Math.floor(Math.random() * 2_000);
 const THREAD_TTL_MINUTES = 0.5;
@@ -24,7 +24,10 @@ let client: Client;
 let deploymentDb: pg.Client;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const minuteOf = (t: number) => Math.floor(t / 60_000);
+/** The firing case's schedule: every 20 s, seconds first (the same parser reads five fields). */
+const TICK_MS = 20_000;
+const TICK_SCHEDULE = '*/20 * * * * *';
+const tickOf = (t: number) => Math.floor(t / TICK_MS);
 
 const GRAPH = `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 
@@ -126,7 +129,7 @@ describe('agent server crons and TTLs', () => {
     await expect(client.crons.delete(created.cron_id)).rejects.toMatchObject({ status: 404 });
   }, 60_000);
 
-  it('fires stateless * * * * * crons exactly once per minute across two instances, keeping or deleting their threads', async () => {
+  it('fires stateless crons exactly once per tick across two instances, keeping or deleting their threads', async () => {
     // Runs ever inserted, deleted ones included (the server's statistics): only these crons make
     // runs while this case runs, and the cases before it make none.
     const runsInserted = async () => {
@@ -134,12 +137,12 @@ describe('agent server crons and TTLs', () => {
       return Number(rows[0].n_tup_ins);
     };
     const insertedBefore = await runsInserted();
-    const cron = await client.crons.create('agent', { schedule: '* * * * *', input: { steps: ['tick'] }, onRunCompleted: 'keep' });
+    const cron = await client.crons.create('agent', { schedule: TICK_SCHEDULE, input: { steps: ['tick'] }, onRunCompleted: 'keep' });
     expect(cron).toMatchObject({ thread_id: null, on_run_completed: 'keep' });
-    const deleting = await client.crons.create('agent', { schedule: '* * * * *', input: { steps: ['gone'] } });
+    const deleting = await client.crons.create('agent', { schedule: TICK_SCHEDULE, input: { steps: ['gone'] } });
     expect(deleting).toMatchObject({ thread_id: null, on_run_completed: 'delete' });
     const createdAt = new Date(cron.created_at).getTime();
-    // Each tick runs on a thread of its own, kept 30 s (the TTL): seen by polling every 2 s.
+    // Each tick runs on a thread of its own, kept 30 s (the TTL): seen by polling every second.
     const runsByThread = new Map<string, string[]>();
     const poll = async () => {
       for (const t of await client.threads.search({ metadata: { cron_id: cron.cron_id }, limit: 100 })) {
@@ -147,20 +150,28 @@ describe('agent server crons and TTLs', () => {
         if (runs) runsByThread.set(t.thread_id, runs.map((r) => `${r.run_id}:${r.status}`));
       }
     };
-    // Until two minute boundaries passed and the second tick had 20 s to run; never sampled near a boundary.
-    for (;;) {
+    // Until two ticks passed, stopping 6–12 s after a tick (never near the next one) to delete both.
+    // Polled all along: a kept thread is swept 30 s after its run.
+    let now: number;
+    do {
       await poll();
-      const now = Date.now();
-      if (minuteOf(now) - minuteOf(createdAt) >= 2 && now % 60_000 >= 20_000 && now % 60_000 <= 40_000) break;
-      await sleep(2_000);
-    }
-    const ticks = minuteOf(Date.now()) - minuteOf(createdAt);
-    const deletingTicks = minuteOf(Date.now()) - minuteOf(new Date(deleting.created_at).getTime());
-    await client.crons.delete(cron.cron_id);
-    await client.crons.delete(deleting.cron_id);
+      await sleep(1_000);
+      now = Date.now();
+    } while (tickOf(now) - tickOf(createdAt) < 2 || now % TICK_MS < 6_000 || now % TICK_MS > 12_000);
+    await Promise.all([client.crons.delete(cron.cron_id), client.crons.delete(deleting.cron_id)]);
+    expect(tickOf(Date.now()), 'the deletes reached into the next tick').toBe(tickOf(now));
+    const ticks = tickOf(now) - tickOf(createdAt);
+    const deletingTicks = tickOf(now) - tickOf(new Date(deleting.created_at).getTime());
+    // Every tick's thread, and its run done (the last one may still be running).
+    await eventually(
+      async () => (await poll(), [...runsByThread.values()]),
+      (runs) => runs.length === ticks && runs.every((r) => r.every((run) => run.endsWith(':success'))),
+      20_000,
+      1_000,
+    );
     expect(runsByThread.size).toBe(ticks);
-    // The deleting cron ran as often, and none of its threads is left.
-    expect(await client.threads.search({ metadata: { cron_id: deleting.cron_id } })).toEqual([]);
+    // The deleting cron ran as often, and none of its threads is left once its last run ended.
+    await eventually(() => client.threads.search({ metadata: { cron_id: deleting.cron_id } }), (threads) => threads.length === 0, 20_000, 1_000);
     await eventually(async () => (await runsInserted()) - insertedBefore, (n) => n >= ticks + deletingTicks, 30_000, 1_000);
     await sleep(11_000); // each instance's backends report their counts within 10 s: a duplicate would show by now
     expect((await runsInserted()) - insertedBefore).toBe(ticks + deletingTicks);
