@@ -473,8 +473,15 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       // The key field has focus on arrival; Enter submits.
       await expect.poll(() => w.page.evaluate('document.activeElement?.id')).toBe('key');
       await w.page.keyboard.type(api.adminKey);
+      expect(await w.page.inputValue('#key')).toBe(api.adminKey);
       await w.page.keyboard.press('Enter');
-      await w.page.locator(`tr[data-deployment-id="${id}"]`).waitFor();
+      // On a timeout, say what the page showed instead (a sign-in error, another page).
+      await w.page
+        .locator(`tr[data-deployment-id="${id}"]`)
+        .waitFor()
+        .catch(async (err: Error) => {
+          throw new Error(`${err.message}\nthe page at ${w.page.url()} showed:\n${(await w.page.locator('body').innerText()).slice(0, 2_000)}`);
+        });
       const focused = () => w.page.evaluate('document.activeElement?.textContent');
       for (let i = 0; i < 40 && (await focused()) !== 'keyboard-only'; i++) await w.page.keyboard.press('Tab');
       expect(await focused()).toBe('keyboard-only');
