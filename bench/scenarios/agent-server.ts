@@ -1,5 +1,5 @@
 import { AgentServerBench } from '../support/agent-server.js';
-import { load, percentile, type LoadResult } from '../support/measure.js';
+import { assertNoFailures, load, percentile, type LoadResult } from '../support/measure.js';
 import { atLeast, atMost, type BenchRow } from '../support/report.js';
 import type { BenchStack } from '../support/stack.js';
 import type { BenchOptions } from './options.js';
@@ -33,8 +33,7 @@ export async function agentServerScenario(stack: BenchStack, o: BenchOptions): P
     const upstream = await wait(bench.upstream.url);
     const viaUrl = await wait(bench.proxyUrl, { 'x-api-key': stack.key });
     const direct = await wait(bench.host.url);
-    const failed = ([['upstream', upstream], ['deployment URL', viaUrl], ['instance', direct]] as Array<[string, LoadResult]>).filter(([, r]) => r.errors);
-    if (failed.length) throw new Error(`runs.wait had errors: ${failed.map(([name, r]) => `${name} ${r.errors} of ${r.requests}`).join(', ')}`);
+    assertNoFailures({ 'runs.wait (upstream)': upstream, 'runs.wait (deployment URL)': viaUrl, 'runs.wait (instance)': direct });
 
     const [small, large] = o.agentRecords;
     // Unmeasured reads first at each size: the first ones after the runs.wait load pay for cold

@@ -27,7 +27,11 @@ export async function burstScenario(stack: BenchStack, o: BenchOptions, proxy: T
     durationSec: 0,
     amount: o.burst,
   });
-  if (created.errors) throw new Error(`burst: ${created.errors} creates failed; the api's last warnings and errors:\n${problemLines(stack.api.output())}`);
+  if (created.errors) {
+    throw new Error(
+      `burst: ${created.errors} of ${o.burst} creates failed:\n${created.failures.join('\n')}\nthe api's warnings and errors:\n${problemLines(stack.api.output())}`,
+    );
+  }
   const t0 = performance.now();
   await proxy.restore();
   const deadline = Date.now() + 300_000;
@@ -70,11 +74,11 @@ async function rawBullmq(stack: BenchStack, count: number): Promise<number> {
   return ms;
 }
 
-/** The api's log lines at warn or above (JSON lines, pino levels 40+), the last few. */
+/** The api's log lines at warn or above (JSON lines, pino levels 40+), the last 20. */
 function problemLines(output: string): string {
   return output
     .split('\n')
     .filter((line) => /"level":(4|5|6)0/.test(line))
-    .slice(-5)
+    .slice(-20)
     .join('\n');
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { load } from '../support/measure.js';
+import { assertNoFailures, load } from '../support/measure.js';
 import { atLeast, atMost, bounded, type BenchRow } from '../support/report.js';
 import type { BenchStack } from '../support/stack.js';
 import type { BenchOptions } from './options.js';
@@ -26,7 +26,7 @@ export async function createScenario(stack: BenchStack, o: BenchOptions): Promis
     warmupSec: o.warmupSec,
   }).finally(() => clearInterval(sampler));
   const single = await load({ url: `${stack.api.url}/v2/deployments`, method: 'POST', headers: { 'x-api-key': stack.key }, body, connections: 1, durationSec: o.durationSec });
-  if (api.errors || raw.errors) throw new Error(`create load had errors: api ${api.errors}, raw ${raw.errors}`);
+  assertNoFailures({ 'create (api)': api, 'create (raw insert)': raw, 'create (1 conn)': single });
   return [
     atLeast('create (50 conn)', 'throughput', api.reqPerSec, raw.reqPerSec, 0.25),
     atMost('create (50 conn)', 'p99', api.p99, raw.p99, 3),

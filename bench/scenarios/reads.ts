@@ -1,6 +1,6 @@
 import { loadConfig } from '@slipway/config';
 import { RevisionFlow } from '@slipway/pipeline';
-import { load, type LoadResult } from '../support/measure.js';
+import { assertNoFailures, load, type LoadResult } from '../support/measure.js';
 import { atLeast, atMost, type BenchRow } from '../support/report.js';
 import type { BenchStack } from '../support/stack.js';
 import type { BenchOptions } from './options.js';
@@ -39,7 +39,7 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
   const rows: BenchRow[] = [];
   for (const [name, run] of cases) {
     const r = await run();
-    if (r.errors) throw new Error(`${name}: ${r.errors} failed requests`);
+    assertNoFailures({ [name]: r });
     rows.push(atLeast(name, 'throughput', r.reqPerSec, raw.reqPerSec, 0.5), atMost(name, 'p99', r.p99, raw.p99, 2));
   }
   return rows;

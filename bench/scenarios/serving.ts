@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { load, percentile, type LoadResult } from '../support/measure.js';
+import { assertNoFailures, load, percentile, type LoadResult } from '../support/measure.js';
 import { freePort, startProcess } from '../support/processes.js';
 import { atLeast, atMost, type BenchRow } from '../support/report.js';
 import { databaseUrl, REDIS, ROOT, type BenchStack } from '../support/stack.js';
@@ -137,7 +137,7 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
     for (let r = 0; r < rounds; r++) {
       for (const [k, base] of bases.entries()) {
         const res = await load({ url: `${base}/info`, headers: { 'x-api-key': key }, connections: 50, durationSec: o.durationSec, warmupSec: r === 0 ? o.warmupSec : 0 });
-        if (res.errors) throw new Error(`${base}/info: ${res.errors} failed requests`);
+        assertNoFailures({ [`${base}/info`]: res });
         loads[k]!.push(res);
       }
     }

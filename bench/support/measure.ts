@@ -5,10 +5,14 @@ export interface LoadResult {
   reqPerSec: number;
   p50: number;
   p99: number;
-  /** Responses outside 2xx; a correct run has none. */
+  /** Responses outside 2xx, socket errors and timeouts; a correct run has none. */
   errors: number;
+  /** What the first few of those were (status and body, or the socket error), to say why. */
+  failures: string[];
   requests: number;
 }
+
+const FAILURES_KEPT = 5;
 
 export interface LoadSpec {
   url: string;
@@ -25,8 +29,10 @@ export interface LoadSpec {
 }
 
 function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
+  const failures: string[] = [];
+  const keep = (failure: string) => void (failures.length < FAILURES_KEPT && failures.push(failure));
   return new Promise((resolve, reject) => {
-    autocannon(
+    const instance = autocannon(
       {
         url: spec.url,
         connections: spec.connections,
@@ -36,7 +42,14 @@ function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
         ...(spec.amount ? { amount: spec.amount } : { duration: durationSec }),
         method: spec.method ?? 'GET',
         headers: { ...(spec.body ? { 'content-type': 'application/json' } : {}), ...spec.headers },
-        requests: [{ setupRequest: (req) => (spec.body ? { ...req, body: spec.body() } : req) }],
+        requests: [
+          {
+            setupRequest: (req) => (spec.body ? { ...req, body: spec.body() } : req),
+            onResponse: (status, body) => {
+              if (status >= 400) keep(`HTTP ${status}: ${String(body).slice(0, 300)}`);
+            },
+          },
+        ],
       },
       (err, result) => {
         if (err) return reject(err);
@@ -45,12 +58,22 @@ function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
           p50: result.latency.p50,
           p99: result.latency.p99,
           // A 304 is the answer a conditional poll expects; 1xx and 3xx otherwise never come.
-          errors: result['4xx'] + result['5xx'] + result.errors + result.timeouts,
+          // autocannon counts a timeout among its errors as well as on its own.
+          errors: result['4xx'] + result['5xx'] + result.errors,
+          failures,
           requests: result.requests.total,
         });
       },
     );
+    instance.on('reqError', (err: Error) => keep(`request failed: ${err.message}`));
   });
+}
+
+/** Throws, saying what failed, when any request of the named loads failed. */
+export function assertNoFailures(loads: Record<string, LoadResult>): void {
+  const failed = Object.entries(loads).filter(([, r]) => r.errors);
+  if (!failed.length) return;
+  throw new Error(failed.map(([name, r]) => `${name}: ${r.errors} of ${r.requests} requests failed:\n  ${r.failures.join('\n  ')}`).join('\n'));
 }
 
 /** Warm up, then measure, with autocannon from this process. */
