@@ -1,5 +1,6 @@
 import { spawn, execSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -19,8 +20,8 @@ import { eventually } from '../support/service-process.js';
  * outside: the earlier single-table records moved into the row tables, the database holding one
  * running run per thread, and reads that use indexes only (no table read whole), at 20,000
  * threads and runs and on an idle instance; a running run rolled back from the instance that does
- * not run it gone with its checkpoints; and a start refused, naming the key, on TTL settings of
- * langgraph.json it cannot honour.
+ * not run it gone with its checkpoints; a start refused, naming the key, on TTL settings of
+ * langgraph.json it cannot honour; and a start that says it waits for a database that does not answer.
  */
 const GRAPH = fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url));
 
@@ -235,7 +236,7 @@ describe('agent server multitask rollback across instances', () => {
   }
 });
 
-describe('agent server start: TTL settings of langgraph.json', () => {
+describe('agent server start: its database, and TTL settings of langgraph.json', () => {
   /** Starts a host on the graph config `config`; resolves with its exit code and stderr once it exits. */
   async function startWith(config: Record<string, unknown>): Promise<{ code: number | null; stderr: string }> {
     writeFileSync(path.join(root, 'ttl-check.json'), JSON.stringify({ graphs: { agent: './src/agent.ts:graph' }, ...config }));
@@ -250,6 +251,29 @@ describe('agent server start: TTL settings of langgraph.json', () => {
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     return { code, stderr: stderr.trim() };
   }
+
+  it('says every 5 s that it waits for a database that does not answer, and where it is, never its password', async () => {
+    // Accepts connections and never answers: a database whose packets are lost after connect.
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
+      cwd: root,
+      env: { PATH: process.env.PATH!, PORT: String(await freePort()), DATABASE_URI: `postgres://app:s3cret-pw@127.0.0.1:${port}/silent`, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: testQueuePrefix('agent-wait') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    servers.push(child);
+    let output = '';
+    for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk) => (output += chunk));
+    try {
+      await eventually(() => output, (o) => o.includes(`agent server: still waiting for the deployment database at 127.0.0.1:${port}/silent (`), 30_000, 200);
+      expect(child.exitCode).toBeNull();
+      expect(output).not.toContain('s3cret-pw');
+    } finally {
+      child.kill('SIGKILL');
+      silent.close();
+    }
+  }, 60_000);
 
   it('stops the start with one line naming a TTL setting it cannot honour', async () => {
     const strategy = await startWith({ checkpointer: { ttl: { strategy: 'keep_latest', default_ttl: 60 } } });

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { codeId } from './code-id.js';
 import { mountCronRoutes } from './cron-routes.js';
 import { PgCrons } from './crons.js';
-import { createPool, type Db } from './db.js';
+import { createPool, databaseAddress, firstConnection, type Db } from './db.js';
 import { HOST_APP_SPEC, prepareHostApp } from './http-app.js';
 import { migrateLegacyRecords } from './legacy.js';
 import { graphDescriptions, mountMcpRoute } from './mcp.js';
@@ -90,7 +90,7 @@ export async function startHost(settings: HostSettings, serverOptions: Record<st
   const db = createPool(settings.databaseUri);
   const { saver, store } = createPersistence(db, settings.databaseUri, ttl.store);
   const { deserialize } = await apiModule('storage/persist.mjs');
-  const lock = await db.connect();
+  const lock = await firstConnection(db, databaseAddress(settings.databaseUri));
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [SCHEMA_LOCK]);
     await saver.setup();
