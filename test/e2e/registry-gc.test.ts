@@ -152,7 +152,12 @@ describe('registry garbage collection', () => {
     const doomed = await createDeployment('gc-deleted');
     const orphan = await push(doomed, await image('<h1>orphan</h1>'), 'orphan');
     expect((await api().http.delete(`/v2/deployments/${doomed.id}`)).status).toBeLessThan(300);
-    await eventually(async () => (await api().http.get(`/v2/deployments/${doomed.id}`)).status, (s) => s === 404, 60_000, 500);
+    // The deployer tears it down after provisioning it (one CI run under load took over 60 s):
+    // on a timeout, say where the deployment stood and what the deployer last said.
+    await eventually(async () => (await api().http.get(`/v2/deployments/${doomed.id}`)).status, (s) => s === 404, 120_000, 500).catch(async (err: Error) => {
+      const row = await api().dataSource.query(`SELECT status, database_name FROM deployments WHERE id = $1`, [doomed.id]);
+      throw new Error(`${err.message}\ndeployment: ${JSON.stringify(row[0])}\nthe deployer's last lines:\n${deployer.output().split('\n').slice(-30).join('\n')}`);
+    });
 
     const report = await gc(60 * 60_000);
     expect(report.deleted).toContain(`${doomed.id}/web@${orphan}`);
@@ -161,7 +166,7 @@ describe('registry garbage collection', () => {
     expect(existsSync(blobFile(fresh))).toBe(true);
     const patched = await api().http.patch(`/v2/deployments/${keep.id}`, { revision_source: 'internal_docker', source_revision_config: { image_uri: `${keep.registryUrl}/web:fresh` } });
     expect(patched.status, patched.text).toBe(200);
-  }, 180_000);
+  }, 240_000);
 
   it('`pnpm slipway registry gc` has the registry supervisor sweep, read-only meanwhile; it serves again after', async () => {
     const d = await createDeployment('gc-cli');
