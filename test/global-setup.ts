@@ -79,14 +79,19 @@ async function resolveRedis(stops: Stop[]): Promise<string> {
   return container.getConnectionUrl();
 }
 
+/** A run id is its start time (base-36 milliseconds) followed by this many random bytes in hex. */
+const RUN_SALT_BYTES = 3;
+
+/** When the run `runId` started (ms since the epoch); NaN for an id of another shape. */
+const runStartedAt = (runId: string): number => parseInt(runId.slice(0, -2 * RUN_SALT_BYTES), 36);
+
 /** Drops databases this harness left behind in runs that crashed hours ago. */
 async function dropStale(admin: pg.Client): Promise<void> {
   const { rows } = await admin.query<{ datname: string }>(
     `SELECT datname FROM pg_database WHERE datname ~ '^slipway_(t|tpl)_[a-z0-9]+'`,
   );
   for (const { datname } of rows) {
-    // The run id is a base-36 millisecond stamp followed by 6 hex digits (see runId below).
-    const stamp = parseInt((datname.split('_')[2] ?? '').slice(0, -6), 36);
+    const stamp = runStartedAt(datname.split('_')[2] ?? '');
     if (Number.isFinite(stamp) && Date.now() - stamp > STALE_AFTER_MS) {
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
     }
@@ -100,7 +105,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const stops: Stop[] = [];
   const pgServerUrl = await resolvePostgres(stops);
   const redisUrl = await resolveRedis(stops);
-  const runId = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+  const runId = `${Date.now().toString(36)}${randomBytes(RUN_SALT_BYTES).toString('hex')}`;
   const templateDatabase = `slipway_tpl_${runId}`;
 
   const admin = new pg.Client({ connectionString: pgServerUrl });
