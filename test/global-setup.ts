@@ -4,6 +4,9 @@
  * every test file clones (CREATE DATABASE … TEMPLATE), so files never share state.
  */
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
@@ -18,6 +21,11 @@ declare module 'vitest' {
     redisUrl: string;
     /** Unique per run: prefixes every database and queue key this run creates. */
     runId: string;
+    /**
+     * SLIPWAY_AGENT_SERVER_HOST_CACHE of every test's control plane: the run's builders install
+     * the agent server's dependencies once between them, as builders sharing the setting do.
+     */
+    agentServerHostCache: string;
   }
 }
 
@@ -121,6 +129,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('templateDatabase', templateDatabase);
   project.provide('redisUrl', redisUrl);
   project.provide('runId', runId);
+  const agentServerHostCache = path.join(tmpdir(), `slipway-test-host-${runId}`);
+  project.provide('agentServerHostCache', agentServerHostCache);
 
   return async () => {
     const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
@@ -130,6 +140,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
     }
     await admin.end();
+    rmSync(agentServerHostCache, { recursive: true, force: true });
     for (const stop of stops) await stop();
   };
 }

@@ -89,7 +89,8 @@ export function packageService(name, outDir) {
   // The api serves the console from `console/` beside its bundle (services/api/src/console).
   if (name === 'api') cpSync(CONSOLE_DIST, path.join(target, 'console'), { recursive: true });
   // The builder copies the agent server host into LangGraph.js artifacts from `agent-server-host/`
-  // beside its bundle (services/builder/src/agent-server-host.ts); its dependencies are installed per build.
+  // beside its bundle (services/builder/src/agent-server-host.ts); the builder installs its
+  // dependencies once, at its first agent build (services/builder/src/host-install.ts).
   if (name === 'builder') {
     cpSync(path.join(ROOT, 'libs/agent-server/host'), path.join(target, 'agent-server-host'), {
       recursive: true,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitProject, deployRepo as deploy, gitIn, initProject, runningInstances, startAgentPipeline, untilDone as done } from '../support/agent-projects.js';
-import type { HttpClient } from '../support/http.js';
+import { revisionLogLines, type HttpClient } from '../support/http.js';
 import type { Pipeline } from '../support/pipeline.js';
 import type { TestApi } from '../support/test-api.js';
 
@@ -194,6 +194,11 @@ describe('agent servers: a graph that throws only when the server starts', () =>
     const { deploymentId, revisionId } = await deployRepo(dir, 1);
     const rev = await untilDone(deploymentId, revisionId);
     expect(rev.status, rev.status_message).toBe('DEPLOY_FAILED');
+    // A second deployment's first build: the agent server's dependencies are the builder's one
+    // install (made by the first deployment's build at the latest), copied, not installed again.
+    const log = await revisionLogLines(http, deploymentId, revisionId, 'build');
+    expect(log.find((l) => l.startsWith("Reusing the agent server's installed dependencies")), log.join('\n')).toBeDefined();
+    expect(log).not.toContain('$ npm install --no-audit --no-fund --ignore-scripts');
     expect(rev.status_message.split('\n')[0]).toBe("Graph 'agent' (./src/agent.ts:graph) failed to load at start: Error: boom at start");
     expect(rev.status_message).toContain('exited before it answered GET /ok');
   }, 420_000);

@@ -4,7 +4,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { killGroup, processesUnder } from './app-processes.js';
-import { HttpClient } from './http.js';
+import { HttpClient, revisionLogLines } from './http.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from './service-process.js';
 import { startTestApi, type TestApi } from './test-api.js';
 
@@ -117,17 +117,7 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
       300,
     );
 
-  const logLines = async (deploymentId: string, revisionId: string, type: 'build' | 'deploy') => {
-    const lines: string[] = [];
-    let offset: string | null = '0';
-    while (offset !== null) {
-      const res: { status: number; text: string; body: any } = await http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}&order=asc&limit=1000&offset=${offset}`);
-      if (res.status !== 200) throw new Error(`logs: ${res.status} ${res.text}`);
-      lines.push(...res.body.logs.map((l: { message: string }) => l.message));
-      offset = res.body.next_offset;
-    }
-    return lines;
-  };
+  const logLines = (deploymentId: string, revisionId: string, type: 'build' | 'deploy') => revisionLogLines(http, deploymentId, revisionId, type);
 
   const services = { api: apiProcess, builder, deployer };
   const close = async () => {

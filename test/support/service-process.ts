@@ -39,6 +39,7 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
     SLIPWAY_SANDBOX_ALLOW_CIDRS: api.config.sandbox.allowCidrs.join(','),
     // The builder checks clones of `local` integrations against the same root as the api.
     SLIPWAY_LOCAL_REPOS_ROOT: api.config.localReposRoot,
+    SLIPWAY_AGENT_SERVER_HOST_CACHE: api.config.agentServerHostCache,
     SLIPWAY_OUTBOUND_ALLOW_HOSTS: api.config.outbound.allowHosts.join(','),
     LOG_LEVEL: 'debug',
     SLIPWAY_RECONCILE_INTERVAL_MS: '500',

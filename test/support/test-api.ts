@@ -102,6 +102,7 @@ export async function startTestApi(
     SLIPWAY_DATA_DIR: dataDir,
     // `local` integrations (C8) only see repositories under here: this test's own directory.
     SLIPWAY_LOCAL_REPOS_ROOT: path.join(dataDir, 'repos'),
+    SLIPWAY_AGENT_SERVER_HOST_CACHE: inject('agentServerHostCache'),
     LOG_LEVEL: 'debug',
     PORT: '0',
     ...env,

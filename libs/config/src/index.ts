@@ -40,8 +40,9 @@ export const controlPlaneSettings = {
 type Values = ValuesOf<typeof controlPlaneSettings>;
 
 /** The validated environment. Parts computed from several settings are typed here; the rest comes from the declarations. */
-export interface Config extends Omit<Values, 'publicUrl' | 'secretsKey' | 'jwt' | 'runtime' | 'registry'> {
+export interface Config extends Omit<Values, 'publicUrl' | 'secretsKey' | 'jwt' | 'runtime' | 'registry' | 'agentServerHostCache'> {
   publicUrl: string;
+  agentServerHostCache: string;
   secretsKey: SecretsKey;
   jwt: JwtSettings | null;
   runtime: RuntimeSettings;
@@ -59,6 +60,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     ...values,
     dataDir,
     publicUrl,
+    agentServerHostCache: path.resolve(values.agentServerHostCache ?? path.join(dataDir, 'cache', 'agent-server-host')),
     secretsKey: resolveSecretsKey(values.secretsKey, values.nodeEnv, dataDir),
     jwt: jwtOf(values.jwt),
     runtime: runtimeOf(values.runtime),

@@ -54,6 +54,13 @@ export const serverSettings = {
   ),
   shutdownTimeoutMs: int('SLIPWAY_SHUTDOWN_TIMEOUT_MS', 10_000, 'hard deadline of a graceful shutdown', { min: 100 }),
   builderConcurrency: int('SLIPWAY_BUILDER_CONCURRENCY', 2, 'builds one builder process runs at once', { min: 1, max: 64 }),
+  /** Where builders keep the agent server's installed dependencies; `<data dir>/cache/agent-server-host` when unset (index.ts). */
+  agentServerHostCache: optional(
+    'SLIPWAY_AGENT_SERVER_HOST_CACHE',
+    Joi.string(),
+    "the agent server's installed dependencies, installed once and copied into every LangGraph.js artifact; builders may share it",
+    '`<data dir>/cache/agent-server-host`',
+  ),
   deployerConcurrency: int('SLIPWAY_DEPLOYER_CONCURRENCY', 8, 'rollouts one deployer process runs at once', { min: 1, max: 256 }),
   /** Port of a worker's /healthz and /metrics; 0 turns it off. */
   workerHealthPort: int(

@@ -26,11 +26,12 @@ import {
 } from './build-steps.js';
 import { authPath, checkNodeVersion, detectProjectKind } from './agent-project.js';
 import { fetchSource, type CloneAccess } from './build-source.js';
-import { agentServerStart, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from './agent-server-host.js';
+import { agentServerStart, copyAgentServerHost } from './agent-server-host.js';
 import { assertRealDirectory, SandboxedBuildJail, unsandboxedJail, type BuildJail } from './build-sandbox.js';
 import { BuildQuota } from './build-quota.js';
 import { DependencyCache } from './dependency-cache.js';
 import { checkGraphs } from './graph-check.js';
+import type { AgentServerHostInstall, HostInstallResult } from './host-install.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
 
 export type { CloneAccess } from './build-source.js';
@@ -52,6 +53,8 @@ export interface BuilderDeps {
   cloneAccess: (build: BuildRow) => Promise<CloneAccess>;
   /** Steps run in it as the deployment's uid; null: as the builder's user (docs/operations.md, Sandbox). */
   sandbox: Sandbox | null;
+  /** The agent server's dependencies, installed once for the whole process and copied into each agent artifact. */
+  hostInstall: AgentServerHostInstall;
 }
 
 /** The build stopped because the revision is no longer this attempt's to build. */
@@ -210,7 +213,7 @@ class RevisionBuild {
       // The builder writes into the tree the steps ran in: only into the real directory.
       await assertRealDirectory(sourceRoot, this.paths.work);
       const hostDir = await copyAgentServerHost(sourceRoot);
-      await this.install(AGENT_SERVER_HOST_INSTALL, hostDir, env);
+      await this.installHost(hostDir);
       // An agent server has graphs, so it was read from a graph config file.
       start = agentServerStart(graph.appDir, hostDir, graph.relativePath!, appRel);
     }
@@ -276,6 +279,26 @@ class RevisionBuild {
     await this.runStep('install', command, dir, env);
     await assertRealDirectory(dir, this.paths.work);
     await this.dependencies.save(found.key, dir).catch((err) => this.log.warn({ err }, 'could not keep the installed dependencies'));
+  }
+
+  /**
+   * The agent server's dependencies into its copy at `hostDir`: the builder's one install of
+   * them (AgentServerHostInstall), made now if this is the first agent build to need it.
+   * Counted against the build's disk quota like the rest of the artifact.
+   */
+  private async installHost(hostDir: string): Promise<void> {
+    let result: HostInstallResult | undefined;
+    await this.quota.within("installing the agent server's dependencies", async (signal) => {
+      result = await this.deps.hostInstall.copyInto(hostDir, { signal, onLine: (line) => this.buildLog.line(line) });
+    });
+    const { key, installed } = result!;
+    this.buildLog.line(
+      installed
+        ? `Agent server dependencies installed (${key.slice(0, 12)}); later agent builds reuse them.`
+        : `Reusing the agent server's installed dependencies (${key.slice(0, 12)}).`,
+    );
+    // What the builder copied in becomes the deployment's, like the rest of the tree.
+    await this.jail.prepare();
   }
 
   /**

@@ -98,12 +98,12 @@ export class DependencyCache {
   }
 }
 
-async function isRealDirectory(p: string): Promise<boolean> {
+export async function isRealDirectory(p: string): Promise<boolean> {
   return (await lstat(p).catch(() => null))?.isDirectory() ?? false;
 }
 
 /** `cp -a`: links copied as links (never followed), modes and times kept; far faster than a copy walk in this process. */
-async function copyTree(from: string, to: string): Promise<void> {
+export async function copyTree(from: string, to: string): Promise<void> {
   await run('cp', ['-a', '--reflink=auto', '--', from, to]);
 }
 

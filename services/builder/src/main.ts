@@ -8,6 +8,7 @@ import { sandboxForStart, type Sandbox } from '@slipway/runtime';
 import { healthPortRole, maintenanceRole, outboxRelayRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
 import { buildRevisionProcessor } from './build-revision.processor.js';
 import { integrationCloneAccess } from './clone-auth.js';
+import { AgentServerHostInstall } from './host-install.js';
 import { liveBuilds, sweepBuildDirectories } from './sweep-builds.js';
 
 // Set up before the workers take jobs; null: steps run unsandboxed (the documented opt-out).
@@ -48,6 +49,7 @@ runWorkerProcess({
             secrets,
             cloneAccess: integrationCloneAccess(config, dataSource, secrets),
             sandbox,
+            hostInstall: new AgentServerHostInstall({ root: config.agentServerHostCache, deadlineMs: config.pipeline.buildDeadlineMs }),
           }),
         },
         connection: workerRedis,
