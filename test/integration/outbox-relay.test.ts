@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { Redis } from 'ioredis';
-import { closeQueues, createQueues, OutboxRelay, producerConnection, type HandOffHook, type Queues, type RelayOptions } from '@slipway/jobs';
+import { closeQueues, createQueues, enqueueAllInOutbox, OUTBOX_CHANNEL, OutboxRelay, outboxJob, producerConnection, type HandOffHook, type Queues, type RelayOptions } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
 import { createListener } from '../support/fixtures.js';
 import { LogCapture } from '../support/log-capture.js';
@@ -186,5 +188,48 @@ describe('while Redis refuses jobs', () => {
     } finally {
       await relay.stop();
     }
+  });
+});
+
+describe('the outbox notification', () => {
+  /** Notifications on OUTBOX_CHANNEL seen by a listening connection while `work` runs, plus a moment for late ones. */
+  async function notificationsDuring(work: () => Promise<unknown>): Promise<number> {
+    const client = new pg.Client({ connectionString: api.database.url });
+    client.on('error', () => undefined);
+    await client.connect();
+    let seen = 0;
+    client.on('notification', (n) => {
+      if (n.channel === OUTBOX_CHANNEL) seen++;
+    });
+    try {
+      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      await work();
+      // A notification is sent at commit; this round trip on the listening connection comes after it.
+      await new Promise((r) => setTimeout(r, 200));
+      await client.query('SELECT 1');
+      return seen;
+    } finally {
+      await client.end();
+    }
+  }
+
+  const job = () => outboxJob('provision.deployment', { deploymentId: randomUUID() });
+
+  it('wakes relays once per committed transaction that recorded jobs, a create recording them inside its revision insert too', async () => {
+    expect(await notificationsDuring(() => api.dataSource.transaction((m) => enqueueAllInOutbox(m, [job(), job()])))).toBe(1);
+    expect(await notificationsDuring(() => imageRevisions(1))).toBe(1);
+  });
+
+  it('says nothing for a transaction that rolled back, or that recorded no job', async () => {
+    const rolledBack = notificationsDuring(() =>
+      api.dataSource
+        .transaction(async (m) => {
+          await enqueueAllInOutbox(m, [job()]);
+          throw new Error('rolled back');
+        })
+        .catch(() => undefined),
+    );
+    expect(await rolledBack).toBe(0);
+    expect(await notificationsDuring(() => api.dataSource.transaction((m) => m.query('SELECT 1')))).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 import type { PipelineTimings } from '@slipway/config';
 import { DeploymentRepository, type EntityManager } from '@slipway/db';
 import { isImageSource, isRevisionTerminal, type DeploymentSource, type DeploymentStatus, type RevisionStatus } from '@slipway/domain';
-import { enqueueAllInOutbox, enqueueInOutbox, outboxJob, type JobName, type OutboxJob } from '@slipway/jobs';
+import { enqueueInOutbox, outboxJob, type JobName, type OutboxJob } from '@slipway/jobs';
 import { phaseOf, WORKED_PHASES } from './phases.js';
 import { RevisionRepository, type NewRevision } from './revision.repository.js';
 import { startDeadline, transitionRevision, writeRevision, writeRevisions, type AppliedTransition, type RevisionTransitionOptions } from './status-transitions.js';
@@ -66,12 +66,11 @@ export class RevisionFlow {
    * Inserts the first revision of a deployment inserted in this same transaction, and admits it:
    * nothing else of it can be in flight and its row lock is already ours, so it is inserted
    * started (the insert sets what `start` would) and its first job is recorded after `alongside`
-   * (the deployment's own jobs), in one outbox statement.
+   * (the deployment's own jobs), by the revision's insert itself: one statement in all.
    */
   async insertFirst(manager: EntityManager, values: NewRevision, requestId?: string, alongside: readonly OutboxJob[] = []): Promise<void> {
-    await this.revisions(manager).insertAsLatest(values, { deadlineAt: startDeadline(this.timings) });
-    const job = firstJob(values.source, values.artifactRef ?? null);
-    await enqueueAllInOutbox(manager, [...alongside, outboxJob(job, { revisionId: values.id, attempt: 0, ...(requestId ? { requestId } : {}) })]);
+    const job = outboxJob(firstJob(values.source, values.artifactRef ?? null), { revisionId: values.id, attempt: 0, ...(requestId ? { requestId } : {}) });
+    await this.revisions(manager).insertAsLatest(values, { deadlineAt: startDeadline(this.timings) }, [...alongside, job]);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { queryRows, Revision, type EntityManager, type Page } from '@slipway/db';
 import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
+import { outboxInsert, type OutboxJob } from '@slipway/jobs';
 import { writeRevision } from './status-transitions.js';
 
 const TERMINAL = [...REVISION_TERMINAL];
@@ -121,9 +122,10 @@ export class RevisionRepository {
    * insert runs as a CTE of the deployment's UPDATE (the foreign key is checked when the
    * statement ends, when the new row exists). The caller holds the deployment's row lock, or
    * inserted the deployment in this transaction. `started`: it is inserted started, with that
-   * deadline (`RevisionFlow.insertFirst`).
+   * deadline, and `jobs` are recorded in the outbox by the same statement
+   * (`RevisionFlow.insertFirst`).
    */
-  async insertAsLatest(values: NewRevision, started?: { deadlineAt: Date }): Promise<void> {
+  async insertAsLatest(values: NewRevision, started?: { deadlineAt: Date }, jobs: readonly OutboxJob[] = []): Promise<void> {
     const [insert, params] = this.manager
       .createQueryBuilder()
       .insert()
@@ -138,11 +140,13 @@ export class RevisionRepository {
         createdAt: () => 'clock_timestamp()',
       })
       .getQueryAndParameters();
+    // Jobs are recorded by the same statement, a CTE of their own (which runs unread).
+    const outbox = jobs.length ? outboxInsert(jobs, params.length + 1) : null;
     await this.manager.query(
-      `WITH inserted AS (${insert} RETURNING id)
+      `WITH inserted AS (${insert} RETURNING id)${outbox ? `, jobs AS (${outbox.sql})` : ''}
        UPDATE deployments SET latest_revision_id = (SELECT id FROM inserted), last_activity_at = now(), updated_at = now()
         WHERE id = $${params.length + 1}`,
-      [...params, values.deploymentId],
+      [...params, values.deploymentId, ...(outbox?.params ?? [])],
     );
   }
 

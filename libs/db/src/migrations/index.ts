@@ -19,6 +19,7 @@ import { DeploymentSlots1764800000000 } from './1764800000000-deployment-slots.j
 import { DeploymentSecretNames1764800000100 } from './1764800000100-deployment-secret-names.js';
 import { DeploymentObservability1764800000300 } from './1764800000300-deployment-observability.js';
 import { QueueWorkers1764800000400 } from './1764800000400-queue-workers.js';
+import { OutboxNotify1764800000500 } from './1764800000500-outbox-notify.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -46,4 +47,5 @@ export const MIGRATIONS = [
   DeploymentSecretNames1764800000100,
   DeploymentObservability1764800000300,
   QueueWorkers1764800000400,
+  OutboxNotify1764800000500,
 ];
