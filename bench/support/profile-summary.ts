@@ -1,7 +1,9 @@
 /**
- * `tsx bench/support/profile-summary.ts <file.cpuprofile> [top]`: where a CPU profile's time went,
- * as self time per function and per package (node_modules package, our lib/service, or node
- * internals), so a profile can be read without DevTools.
+ * `tsx bench/support/profile-summary.ts <file.cpuprofile> [top] [from-s to-s]`: where a CPU
+ * profile's time went, as self time per function and per package (node_modules package, our
+ * lib/service, or node internals), so a profile can be read without DevTools. It first prints how
+ * busy the process was in each second of the profile: a bench profile spans the whole run (the
+ * baseline's load, when the api idles, included), so pass the seconds of the load you want read.
  */
 import { readFileSync } from 'node:fs';
 
@@ -16,14 +18,26 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const [file, topArg] = process.argv.slice(2);
-if (!file) throw new Error('usage: profile-summary <file.cpuprofile> [top]');
+const [file, topArg, fromArg, toArg] = process.argv.slice(2);
+if (!file) throw new Error('usage: profile-summary <file.cpuprofile> [top] [from-s to-s]');
 const top = Number(topArg ?? 25);
+const [from, to] = [Number(fromArg ?? 0), Number(toArg ?? Infinity)];
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const self = new Map<number, number>();
-profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+const busy: Array<{ busy: number; all: number }> = [];
+let at = 0;
+profile.samples.forEach((id, i) => {
+  const dt = profile.timeDeltas[i] ?? 0;
+  at += dt;
+  const second = Math.floor(at / 1e6);
+  busy[second] ??= { busy: 0, all: 0 };
+  busy[second].all += dt;
+  if (byId.get(id)!.callFrame.functionName !== '(idle)') busy[second].busy += dt;
+  if (second >= from && second < to) self.set(id, (self.get(id) ?? 0) + dt);
+});
 const total = [...self.values()].reduce((a, b) => a + b, 0);
+console.log(`busy per second: ${busy.map((b, i) => `${i}:${b ? Math.round((100 * b.busy) / b.all) : 0}`).join(' ')}\n`);
 
 function owner(url: string): string {
   if (!url) return '(native/idle)';
@@ -45,7 +59,7 @@ for (const [id, t] of self) {
   pkgs.set(p, (pkgs.get(p) ?? 0) + t);
 }
 const pct = (t: number) => `${((100 * t) / total).toFixed(1).padStart(5)} %`;
-console.log(`total sampled: ${(total / 1e6).toFixed(1)} s\n\nby package (self time):`);
+console.log(`sampled: ${(total / 1e6).toFixed(1)} s${Number.isFinite(to) || from ? ` (seconds ${from} to ${to})` : ''}\n\nby package (self time):`);
 for (const [p, t] of [...pkgs].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(t)}  ${p}`);
 console.log('\nby function (self time):');
 for (const [f, t] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(t)}  ${f}`);
