@@ -43,7 +43,7 @@ export { UploadRepository, type UploadRecord, type UploadState } from './reposit
 export { ProcessRuntimeRepository, type ServingState } from './repositories/process-runtime.repository.js';
 export { TracingProjectRepository } from './repositories/tracing-project.repository.js';
 export { DeploymentSlotsRepository, SLOT_SLICE } from './repositories/deployment-slots.repository.js';
-export { DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type DeploymentPatch } from './repositories/deployment.repository.js';
+export { DEPLOYMENT_LISTENER_FK, DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type DeploymentPatch, type InsertedDeployment } from './repositories/deployment.repository.js';
 export {
   TAG_KEY_UNIQUE,
   TAG_VALUE_UNIQUE,

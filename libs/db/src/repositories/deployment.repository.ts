@@ -1,10 +1,23 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
-import { Deployment, type StoredSourceConfig } from '../entities/index.js';
+import { Deployment, type ComputeConfig, type StoredSourceConfig } from '../entities/index.js';
 import type { Page } from './pagination.js';
 import { queryRows } from '../sql.js';
 import type { DeploymentStatus, ResourceSpec } from '@slipway/domain';
 
 export const DEPLOYMENT_NAME_UNIQUE = 'deployments_workspace_name_key';
+/** A deployment naming a listener id that no listener has. */
+export const DEPLOYMENT_LISTENER_FK = 'deployments_listener_id_fkey';
+
+/** What `insertWithTracingProject` wrote and read. */
+export interface InsertedDeployment {
+  /** False when the name's tracing project belongs to another deployment: the caller rolls back (409). */
+  tracingProject: boolean;
+  /**
+   * The listener the deployment names, as its own workspace has it (null: the workspace has no
+   * listener of that id; the caller rolls back, 404). Absent when it names none.
+   */
+  listener?: { computeConfig: ComputeConfig } | null;
+}
 
 /** What a PATCH writes to the (locked) deployment row: its config, sealed secrets and their names. */
 export interface DeploymentPatch {
@@ -115,26 +128,32 @@ export class DeploymentRepository {
   /**
    * Inserts a new deployment with its tracing project, in one statement: a new project of its name
    * (id `deployment.tracingProjectId`), or the workspace's project of that name that survived a
-   * deleted deployment, re-attached (`tracingProjectId` is then set to its id). False when that
-   * name's project belongs to another deployment: the deployment is inserted without one and the
-   * caller must roll back (409). The project row is locked, so two creates of one name cannot both
-   * take it. The row's defaulted timestamps are set on `deployment`; constraint violations (name
-   * taken, integration gone) surface as from a plain insert.
+   * deleted deployment, re-attached (`tracingProjectId` is then set to its id). Not attached when
+   * that name's project belongs to another deployment: the deployment is inserted without one and
+   * the caller must roll back (409). The project row is locked, so two creates of one name cannot
+   * both take it. The same statement reads the listener the deployment names, if any, for the
+   * caller's checks (a listener of another workspace reads as none). The row's defaulted
+   * timestamps are set on `deployment`; constraint violations (name taken, integration or
+   * listener gone) surface as from a plain insert.
    */
-  async insertWithTracingProject(deployment: Deployment): Promise<boolean> {
+  async insertWithTracingProject(deployment: Deployment): Promise<InsertedDeployment> {
     const [insert, params] = this.manager.createQueryBuilder().insert().into(Deployment).values(deployment).getQueryAndParameters();
     // The deployment's tracing_project_id is the project's id as the project insert returns it.
     const project = params.indexOf(deployment.tracingProjectId) + 1;
     const placeholder = new RegExp(`\\$${project}(?!\\d)`, 'g');
     if (project < 1 || (insert.match(placeholder) ?? []).length !== 1) throw new Error('tracing_project_id is not one parameter of the deployment insert');
     const n = params.length;
+    const listener = deployment.listenerId
+      ? `, (SELECT jsonb_build_object('compute_config', l.compute_config) FROM listeners l
+           WHERE l.id = deployments.listener_id AND l.workspace_id = deployments.workspace_id) AS listener`
+      : '';
     const [row] = await this.manager.query(
       `WITH project AS (
          INSERT INTO tracing_projects (id, workspace_id, name, deployment_id) VALUES ($${project}, $${n + 1}, $${n + 2}, $${n + 3})
          ON CONFLICT (workspace_id, name) DO UPDATE SET deployment_id = EXCLUDED.deployment_id WHERE tracing_projects.deployment_id IS NULL
          RETURNING id)
        ${insert.replace(placeholder, '(SELECT id FROM project)')}
-       RETURNING created_at, updated_at, status_changed_at, last_activity_at, tracing_project_id`,
+       RETURNING created_at, updated_at, status_changed_at, last_activity_at, tracing_project_id${listener}`,
       [...params, deployment.workspaceId, deployment.name, deployment.id],
     );
     Object.assign(deployment, {
@@ -144,7 +163,10 @@ export class DeploymentRepository {
       statusChangedAt: row.status_changed_at,
       lastActivityAt: row.last_activity_at,
     });
-    return row.tracing_project_id != null;
+    return {
+      tracingProject: row.tracing_project_id != null,
+      ...(deployment.listenerId ? { listener: row.listener ? { computeConfig: row.listener.compute_config } : null } : {}),
+    };
   }
 
   async exists(workspaceId: string, id: string): Promise<boolean> {

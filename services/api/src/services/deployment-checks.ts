@@ -2,7 +2,7 @@
  * Checks of deployment writes against what is stored (docs/api.md, Deployments): listeners,
  * tracing-project names, what a PATCH may change. Each throws the 4xx that applies.
  */
-import { ListenerRepository, type Deployment, type EntityManager, type StoredSourceConfig } from '@slipway/db';
+import { ListenerRepository, type Deployment, type EntityManager, type Listener, type StoredSourceConfig } from '@slipway/db';
 import { BadRequestError, canonicalSource, ConflictError, IMMUTABLE_SOURCE_CONFIG_FIELDS, NotFoundError, patchImageProblems, type ResourceSpec } from '@slipway/domain';
 import { refuseInvalid } from '../http/validation-error.js';
 import type { PatchDeploymentBody } from '../schemas/deployment.schema.js';
@@ -14,16 +14,17 @@ export async function assertNoListeners(manager: EntityManager, workspaceId: str
   if (ids.length) throw new BadRequestError(`'source_config.listener_id' is required for workspace with available listener IDs: [${ids.join(', ')}]`);
 }
 
-/** The listener must be of this workspace, the namespace one it serves, and the spec one its pod policy allows. */
-export async function checkListener(manager: EntityManager, workspaceId: string, config: StoredSourceConfig, name: string, spec: ResourceSpec): Promise<void> {
-  const listener = await new ListenerRepository(manager).find(workspaceId, config.listener_id!);
-  if (!listener) throw NotFoundError.of('Listener', config.listener_id!);
+/**
+ * The listener a create names, as the deployment's insert read it (null: no listener of this
+ * workspace has that id): it must exist, serve the namespace, and its pod policy allow the spec.
+ */
+export function assertListenerServes(listener: Pick<Listener, 'computeConfig'> | null, config: StoredSourceConfig, name: string, spec: ResourceSpec): void {
+  const id = config.listener_id!;
+  if (!listener) throw NotFoundError.of('Listener', id);
   const namespace = config.listener_config?.k8s_namespace;
   const allowed = listener.computeConfig.k8s_namespaces;
   if (namespace && allowed && !allowed.includes(namespace)) {
-    throw new BadRequestError(
-      `Namespace '${namespace}' is not one of listener ${listener.id}'s namespaces (${allowed.join(', ') || 'none'}).`,
-    );
+    throw new BadRequestError(`Namespace '${namespace}' is not one of listener ${id}'s namespaces (${allowed.join(', ') || 'none'}).`);
   }
   refuseInvalid(podPolicyIssues(listener, name, spec));
 }

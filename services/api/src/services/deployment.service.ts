@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SecretsCodec } from '@slipway/crypto';
 import {
   Deployment,
+  DEPLOYMENT_LISTENER_FK,
   DEPLOYMENT_NAME_UNIQUE,
   DeploymentRepository,
   DEPLOYMENT_INTEGRATION_FK,
@@ -13,6 +14,7 @@ import {
   transitionDeployment,
   type DataSource,
   type EntityManager,
+  type InsertedDeployment,
   type StoredRevisionConfig,
   type StoredSourceConfig,
 } from '@slipway/db';
@@ -32,7 +34,7 @@ import { enqueueAllInOutbox, enqueueInOutbox, outboxJob, type OutboxJob } from '
 import { DeploymentReads, RevisionRepository, type NewRevision, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
 import { refuseInvalid } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
-import { assertNoListeners, assertPatchable, checkListener, nameTaken } from './deployment-checks.js';
+import { assertListenerServes, assertNoListeners, assertPatchable, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
 import { applySecrets, assertBuildable, buildConfigOf, defaultRevisionConfig, firstRevisionConfig, revisionConfigFrom, storedSourceConfig } from './deployment-rules.js';
@@ -133,10 +135,8 @@ export class DeploymentService {
     const secrets = applySecrets([], body.secrets);
     refuseInvalid(imagePullSecretInputProblems(source, sourceConfig.listener_id, resourceSpec, secrets));
     const id = randomUUID();
-    if (source === 'external_container') {
-      if (sourceConfig.listener_id) await checkListener(manager, workspaceId, sourceConfig, body.name, resourceSpec);
-      else await assertNoListeners(manager, workspaceId);
-    }
+    // With a listener, the deployment's insert reads it (below); without, none may exist.
+    if (source === 'external_container' && !sourceConfig.listener_id) await assertNoListeners(manager, workspaceId);
 
     const deployment: Deployment = Object.assign(new Deployment(), {
       id,
@@ -157,14 +157,19 @@ export class DeploymentService {
       activeRevisionId: null,
       databaseName: null,
     } satisfies Partial<Deployment>);
+    let inserted: InsertedDeployment;
     try {
-      if (!(await new DeploymentRepository(manager).insertWithTracingProject(deployment))) throw nameTaken(body.name, workspaceId);
+      inserted = await new DeploymentRepository(manager).insertWithTracingProject(deployment);
     } catch (err) {
       if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw nameTaken(body.name, workspaceId);
       // The integration was deleted after findRepository saw it.
       if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK)) throw NotFoundError.of('Integration', sourceConfig.integration_id!);
+      if (isForeignKeyViolation(err, DEPLOYMENT_LISTENER_FK)) throw NotFoundError.of('Listener', sourceConfig.listener_id!);
       throw err;
     }
+    // Either refusal rolls the insert back. The listener's comes first, as when it was read first.
+    if (source === 'external_container' && sourceConfig.listener_id) assertListenerServes(inserted.listener ?? null, sourceConfig, body.name, resourceSpec);
+    if (!inserted.tracingProject) throw nameTaken(body.name, workspaceId);
     const provision = outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
 
     // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
