@@ -13,6 +13,7 @@
  *   pnpm bench --duration 10         seconds per load measurement (e.g. with --quick: quick sizes, full loads)
  *   pnpm bench --build start         the services as `npm start` runs them (default: package, the image's layout)
  */
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,6 +56,10 @@ const options = {
 };
 const only = (values.only?.split(',') ?? SCENARIOS) as Scenario[];
 for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
+// Checked before anything is started or created: a missing tool found half-way would leave the run's database behind.
+if (only.includes('serving') && spawnSync('nginx', ['-v'], { stdio: 'ignore' }).error) {
+  throw new Error("the serving scenario puts Debian's nginx in front of an instance, and nginx is not on PATH: apt-get install nginx, or leave it out (--only …)");
+}
 
 const rows: BenchRow[] = [];
 const started = new Date();
