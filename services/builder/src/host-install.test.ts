@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BuildError } from './build-steps.js';
-import { AgentServerHostInstall } from './host-install.js';
+import { AgentServerHostInstall, installEnv } from './host-install.js';
 import { CommandAbortedError } from './run-command.js';
 
 /**
@@ -81,18 +81,30 @@ describe('AgentServerHostInstall', () => {
     expect(entries(root)).toHaveLength(1);
   }, 120_000);
 
-  it("is steered by nothing of the builder's environment: a registry set there is not used", async () => {
+  it("follows the builder's npm settings (a registry set there is used), and nothing else of its environment", async () => {
     const root = path.join(scratch, 'cache-env');
-    const before = process.env.npm_config_registry;
-    process.env.npm_config_registry = 'http://127.0.0.1:9/';
+    const saved = { ...process.env };
+    Object.assign(process.env, { npm_config_registry: 'http://127.0.0.1:9/', npm_config_fetch_retries: '0' });
     try {
-      const dir = target();
-      expect((await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(dir, { signal: never(), onLine: () => undefined })).installed).toBe(true);
-      expect(installed(dir)).toBe(true);
+      const failed = new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(target(), { signal: never(), onLine: () => undefined });
+      await expect(failed).rejects.toThrow(/Installing the agent server's dependencies failed/);
     } finally {
-      if (before === undefined) delete process.env.npm_config_registry;
-      else process.env.npm_config_registry = before;
+      for (const name of ['npm_config_registry', 'npm_config_fetch_retries']) {
+        if (saved[name] === undefined) delete process.env[name];
+        else process.env[name] = saved[name];
+      }
     }
+    const env = installEnv('/stage', '/cache', {
+      HOME: '/nonexistent',
+      DATABASE_URL: 'postgres://secret',
+      SLIPWAY_SECRETS_KEY: 'key',
+      NPM_CONFIG_REGISTRY: 'https://mirror.example/',
+      HTTPS_PROXY: 'http://proxy:3128',
+      NODE_EXTRA_CA_CERTS: '/etc/ca.pem',
+    });
+    expect(Object.keys(env).sort()).toEqual(['CI', 'HOME', 'HTTPS_PROXY', 'LANG', 'NODE_EXTRA_CA_CERTS', 'NPM_CONFIG_REGISTRY', 'PATH', 'npm_config_cache', 'npm_config_update_notifier'].sort());
+    expect(env.HOME).toBe('/stage/home');
+    expect(env.npm_config_cache).toBe('/cache/npm-cache');
   }, 120_000);
 
   it('installs a changed host afresh and drops the old entry; a failed install leaves nothing and is tried again', async () => {

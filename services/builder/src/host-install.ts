@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AGENT_SERVER_HOST_INSTALL, AGENT_SERVER_HOST_SOURCE } from './agent-server-host.js';
@@ -149,13 +150,23 @@ export class AgentServerHostInstall {
   }
 }
 
+/** What of the builder's own environment configures npm: registry, proxy and CA settings. */
+const NPM_SETTINGS = /^(npm_config_.+|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|https?_proxy|no_proxy)$/i;
+
 /**
- * The install's whole environment: the running Node's npm on PATH, a HOME and npm cache of the
- * builder's own. Nothing of the builder's environment (database URL, secrets key) and nothing of
- * any build's.
+ * The install's whole environment: the running Node's npm on PATH, a HOME and npm cache of its
+ * own, and the builder's npm settings (its npm_config_* and proxy and CA variables, and its
+ * user npmrc): an operator's registry mirror, proxy or CA applies to this install as to any npm
+ * run on the machine. Nothing else of the builder's environment (database URL, secrets key),
+ * and nothing of any build's (its secrets, HOME, npm cache), which never reach this module.
  */
-function installEnv(staging: string, root: string): Record<string, string> {
+export function installEnv(staging: string, root: string, builder: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(builder)) if (value !== undefined && NPM_SETTINGS.test(name)) env[name] = value;
+  const userconfig = builder.HOME ? path.join(builder.HOME, '.npmrc') : null;
+  if (userconfig && existsSync(userconfig) && !env.npm_config_userconfig && !env.NPM_CONFIG_USERCONFIG) env.npm_config_userconfig = userconfig;
   return {
+    ...env,
     PATH: [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':'),
     HOME: path.join(staging, 'home'),
     LANG: 'C.UTF-8',
