@@ -44,6 +44,8 @@ export class BenchPipeline {
       SLIPWAY_RATE_LIMIT_PER_KEY: '0',
       SLIPWAY_RATE_LIMIT_PER_ADDRESS: '0',
       ...(process.getuid?.() === 0 ? {} : { SLIPWAY_SANDBOX: 'off' }),
+      // A directory the test suite's builders share (the smoke run); unset, the bench's own data dir.
+      ...(process.env.SLIPWAY_AGENT_SERVER_HOST_CACHE ? { SLIPWAY_AGENT_SERVER_HOST_CACHE: process.env.SLIPWAY_AGENT_SERVER_HOST_CACHE } : {}),
     };
     const worker = async (name: 'builder' | 'deployer', args: string[]) => {
       const port = await freePort();

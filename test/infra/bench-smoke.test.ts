@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 
 /**
  * CI's short smoke run of the benchmark suite (`pnpm bench --quick`): every scenario runs end to
@@ -17,7 +17,9 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 describe('pnpm bench --quick', () => {
   it('runs every scenario and writes a ratio for each target', () => {
     const file = path.join(out, 'bench.json');
-    execFileSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], { cwd: ROOT, stdio: 'pipe', timeout: 840_000 });
+    // The deploy scenario's builder copies the agent server the run's other builders installed.
+    const env = { ...process.env, SLIPWAY_AGENT_SERVER_HOST_CACHE: inject('agentServerHostCache') };
+    execFileSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], { cwd: ROOT, env, stdio: 'pipe', timeout: 840_000 });
     const result = JSON.parse(readFileSync(file, 'utf8'));
     const scenarios = new Set(result.rows.map((r: { scenario: string }) => r.scenario.split(':')[0]!.replace(/ \(.*| of \d+.*/, '')));
     expect([...scenarios].sort()).toEqual(

@@ -1,4 +1,4 @@
-import { spawn, execSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,7 +6,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_SERVER_HOST_ENTRY, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
+import { AGENT_SERVER_HOST_ENTRY } from '../../services/builder/src/agent-server-host.js';
+import { builtAgentServerHost } from '../support/agent-server-host.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../support/database.js';
 import { freePort } from '../support/ports.js';
 import { eventually } from '../support/service-process.js';
@@ -53,8 +54,7 @@ const mcp = async (user: string): Promise<Client> => {
 
 beforeAll(async () => {
   root = mkdtempSync(path.join(tmpdir(), 'slipway-agent-mcp-auth-'));
-  const hostDir = await copyAgentServerHost(root);
-  execSync(AGENT_SERVER_HOST_INSTALL, { cwd: hostDir, stdio: 'ignore' });
+  const hostDir = await builtAgentServerHost(root);
   mkdirSync(path.join(root, 'src'));
   writeFileSync(path.join(root, 'src/echo.ts'), ECHO);
   writeFileSync(path.join(root, 'src/auth.ts'), AUTH);

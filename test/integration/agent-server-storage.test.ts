@@ -1,4 +1,4 @@
-import { spawn, execSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,7 +7,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_SERVER_HOST_ENTRY, AGENT_SERVER_HOST_INSTALL, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
+import { AGENT_SERVER_HOST_ENTRY } from '../../services/builder/src/agent-server-host.js';
+import { builtAgentServerHost } from '../support/agent-server-host.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../support/database.js';
 import { freePort } from '../support/ports.js';
 import { attempts, customs, joinAll, slowInput } from '../support/agent-runs.js';
@@ -84,8 +85,7 @@ async function tableReads(): Promise<{ whole: Record<string, number>; indexScans
 
 beforeAll(async () => {
   root = mkdtempSync(path.join(tmpdir(), 'slipway-agent-storage-'));
-  hostDir = await copyAgentServerHost(root);
-  execSync(AGENT_SERVER_HOST_INSTALL, { cwd: hostDir, stdio: 'ignore' });
+  hostDir = await builtAgentServerHost(root);
   // The project: the fixture graph, resolving @langchain/langgraph from the host's install.
   mkdirSync(path.join(root, 'src'));
   copyFileSync(GRAPH, path.join(root, 'src/agent.ts'));
