@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -7,6 +8,8 @@ export default defineConfig({
     // Each file gets its own database and queue prefix, so files run in parallel safely.
     pool: 'forks',
     maxWorkers: 2,
+    // Minutes-long files first, so none is left to run alone at the end (test/sequencer.ts).
+    sequence: { sequencer: SlowFirstSequencer },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
