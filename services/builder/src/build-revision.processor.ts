@@ -31,8 +31,9 @@ import { assertRealDirectory, SandboxedBuildJail, unsandboxedJail, type BuildJai
 import { BuildQuota } from './build-quota.js';
 import { DependencyCache } from './dependency-cache.js';
 import { checkGraphs } from './graph-check.js';
-import type { AgentServerHostInstall, HostInstallResult } from './host-install.js';
-import { CommandAbortedError, runShellCommand } from './run-command.js';
+import type { AgentServerHostInstall } from './host-install.js';
+import { BuildStepRunner } from './build-step-runner.js';
+import { CommandAbortedError } from './run-command.js';
 
 export type { CloneAccess } from './build-source.js';
 
@@ -98,9 +99,7 @@ class RevisionBuild {
   private readonly quota: BuildQuota;
   private buildLog!: BuildLog;
   private jail!: BuildJail;
-  private readonly dependencies: DependencyCache;
-  /** The dependency cache entries this build used or made: the ones kept once it succeeded. */
-  private readonly dependencyKeys = new Set<string>();
+  private steps!: BuildStepRunner;
 
   constructor(
     private readonly deps: BuilderDeps,
@@ -112,7 +111,6 @@ class RevisionBuild {
     this.paths = buildPaths(deps.config.dataDir, revisionId, attempt, rev.deployment_id);
     this.guard = new PhaseGuard(deps.dataSource, revisionId, ['BUILDING'], deps.config.pipeline, attempt);
     this.quota = new BuildQuota(this.paths, deps.config.sandbox.build.diskMb, this.guard.signal);
-    this.dependencies = DependencyCache.of(deps.config.dataDir, rev.deployment_id);
   }
 
   async run(requestId: string | undefined): Promise<void> {
@@ -140,6 +138,15 @@ class RevisionBuild {
       const trimmed = await this.quota.trimNpmCache();
       if (trimmed) this.buildLog.line(trimmed);
       this.jail = await this.openJail();
+      this.steps = new BuildStepRunner({
+        jail: this.jail,
+        quota: this.quota,
+        buildLog: this.buildLog,
+        dependencies: DependencyCache.of(this.deps.config.dataDir, this.rev.deployment_id),
+        hostInstall: this.deps.hostInstall,
+        workDir: this.paths.work,
+        log: this.log,
+      });
       const { commit, agentServer } = await this.build(secrets);
       conclude = () => this.handToRollout(commit, agentServer, requestId);
     } catch (err) {
@@ -186,13 +193,13 @@ class RevisionBuild {
 
     const env = buildEnv(this.jail, secrets);
     let start: ArtifactManifest['start'] = { command: 'npm', args: ['run', 'start'], cwd: appRel };
-    await this.install(installCommandFor(pkg, this.configured('install_command')), graph.appDir, env);
+    await this.steps.install(installCommandFor(pkg, this.configured('install_command')), graph.appDir, env);
     for (const dir of await dependencyDirs(sourceRoot, graph.appDir, graph.config.dependencies)) {
       const depPkg = (await readPackageJson(dir, `dependency '${path.relative(graph.appDir, dir)}'`))!;
-      await this.install(installCommandFor(depPkg, null), dir, env);
+      await this.steps.install(installCommandFor(depPkg, null), dir, env);
     }
     const buildCommand = buildCommandFor(pkg, this.configured('build_command'));
-    if (buildCommand) await this.runStep('build', buildCommand, graph.appDir, env);
+    if (buildCommand) await this.steps.run('build', buildCommand, graph.appDir, env);
     else this.buildLog.line('No build command and no "build" script: nothing to build.');
     if (kind === 'agent-server') {
       this.buildLog.line(`Checking graphs ${Object.keys(graph.config.graphs).join(', ')}`);
@@ -213,7 +220,7 @@ class RevisionBuild {
       // The builder writes into the tree the steps ran in: only into the real directory.
       await assertRealDirectory(sourceRoot, this.paths.work);
       const hostDir = await copyAgentServerHost(sourceRoot);
-      await this.installHost(hostDir);
+      await this.steps.installHost(hostDir);
       // An agent server has graphs, so it was read from a graph config file.
       start = agentServerStart(graph.appDir, hostDir, graph.relativePath!, appRel);
     }
@@ -235,7 +242,7 @@ class RevisionBuild {
     if (!(await this.deps.dataSource.transaction((m) => this.owned(m)))) throw new OwnershipLost();
     await assertRealDirectory(sourceRoot, this.paths.work);
     await publishArtifact(this.paths, sourceRoot, manifest, this.attempt, this.jail.uid);
-    await this.dependencies.keepOnly(this.dependencyKeys).catch((err) => this.log.warn({ err }, 'could not trim the dependency cache'));
+    await this.steps.keepUsedDependencies();
     // The image URI, not the path: where the control plane keeps its files is none of the build log's business.
     this.buildLog.line(`Artifact ready: ${artifactUri(this.revisionId)}`);
     return { commit, agentServer: kind === 'agent-server' };
@@ -254,79 +261,6 @@ class RevisionBuild {
   private async recordCommit(commit: string): Promise<void> {
     const revisions = new RevisionRepository(this.deps.dataSource.manager);
     if (!(await revisions.recordConfig(this.revisionId, ['BUILDING'], this.attempt, { repo_commit_sha: commit }))) throw new OwnershipLost();
-  }
-
-  /**
-   * An install step, or the reuse of what the deployment's last build installed for the very
-   * same lockfile, package.json and command (DependencyCache); a fresh install is kept for the
-   * next build right after its step, before any later step ran.
-   */
-  private async install(command: string, dir: string, env: Record<string, string>): Promise<void> {
-    const found = await DependencyCache.keyOf(dir, command);
-    if (found.key === null) {
-      await this.runStep('install', command, dir, env);
-      this.buildLog.line(`Dependencies not kept for the next build: ${found.reason}.`);
-      return;
-    }
-    this.dependencyKeys.add(found.key);
-    await assertRealDirectory(dir, this.paths.work);
-    if (await this.dependencies.restore(found.key, dir)) {
-      this.buildLog.line(`Reusing the dependencies installed for this ${found.lockfile} (${found.key.slice(0, 12)}): \`${command}\` skipped.`);
-      // What the builder copied in becomes the deployment's, like the rest of the tree.
-      await this.jail.prepare();
-      return;
-    }
-    await this.runStep('install', command, dir, env);
-    await assertRealDirectory(dir, this.paths.work);
-    await this.dependencies.save(found.key, dir).catch((err) => this.log.warn({ err }, 'could not keep the installed dependencies'));
-  }
-
-  /**
-   * The agent server's dependencies into its copy at `hostDir`: the builder's one install of
-   * them (AgentServerHostInstall), made now if this is the first agent build to need it.
-   * Counted against the build's disk quota like the rest of the artifact.
-   */
-  private async installHost(hostDir: string): Promise<void> {
-    let result: HostInstallResult | undefined;
-    await this.quota.within("installing the agent server's dependencies", async (signal) => {
-      result = await this.deps.hostInstall.copyInto(hostDir, { signal, onLine: (line) => this.buildLog.line(line) });
-    });
-    const { key, installed } = result!;
-    this.buildLog.line(
-      installed
-        ? `Agent server dependencies installed (${key.slice(0, 12)}); later agent builds reuse them.`
-        : `Reusing the agent server's installed dependencies (${key.slice(0, 12)}).`,
-    );
-    // What the builder copied in becomes the deployment's, like the rest of the tree.
-    await this.jail.prepare();
-  }
-
-  /**
-   * Runs one install or build command in the build's jail, watching the disk quota while it
-   * runs and checking it once more after.
-   */
-  private async runStep(step: 'install' | 'build', command: string, cwd: string, env: Record<string, string>): Promise<void> {
-    this.buildLog.line(`$ ${command}`);
-    this.log.info({ step, command: this.buildLog.redact(command), uid: this.jail.uid }, `running the ${step} command`);
-    await this.jail.prepare();
-    await this.quota.within(`the ${step} command \`${command}\``, async (signal) => {
-      const result = await runShellCommand({
-        command,
-        cwd,
-        env,
-        launch: this.jail.launch(command, cwd),
-        signal,
-        onLine: (line) => {
-          if (line.length) this.buildLog.line(line);
-        },
-        backlog: () => this.buildLog.backlog(),
-      });
-      if (result.exitCode !== 0) {
-        const cause = await this.jail.killedBecause();
-        const how = cause ? `was killed: ${cause}` : result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
-        throw new BuildError(`The ${step} command \`${command}\` ${how}.`);
-      }
-    });
   }
 
   /** Steps in the sandbox as the deployment's uid, or as the builder's user when there is none. */
