@@ -48,13 +48,7 @@ export class DependencyCache {
     const scripts = (safeJson(pkgText) as { scripts?: Record<string, unknown> } | null)?.scripts ?? {};
     const own = OWN_INSTALL_SCRIPTS.filter((s) => typeof scripts[s] === 'string');
     if (own.length) return { key: null, reason: `package.json has install scripts (${own.join(', ')})` };
-    const hash = createHash('sha256').update(`${FORMAT}\0${process.version}\0${process.platform}-${process.arch}\0${command}\0`);
-    for (const file of [lock.file, 'package.json', '.npmrc']) {
-      const bytes = await readFile(path.join(dir, file)).catch(() => null);
-      hash.update(`${file}\0${bytes ? bytes.length : -1}\0`);
-      if (bytes) hash.update(bytes);
-    }
-    return { key: hash.digest('hex'), lockfile: lock.file };
+    return { key: await installKey(FORMAT, command, dir, [lock.file, 'package.json', '.npmrc']), lockfile: lock.file };
   }
 
   /**
@@ -96,6 +90,21 @@ export class DependencyCache {
     const names = await readdir(this.root).catch(() => [] as string[]);
     await Promise.all(names.filter((n) => !keys.has(n)).map((n) => rm(path.join(this.root, n), { recursive: true, force: true })));
   }
+}
+
+/**
+ * The digest of what decides an install: `format` (an entry layout's version), the Node version
+ * and platform, the install command, and the bytes of `files` in `dir` (a missing one counts as
+ * missing). Shared by every cache of installed dependencies.
+ */
+export async function installKey(format: string, command: string, dir: string, files: readonly string[]): Promise<string> {
+  const hash = createHash('sha256').update(`${format}\0${process.version}\0${process.platform}-${process.arch}\0${command}\0`);
+  for (const file of files) {
+    const bytes = await readFile(path.join(dir, file)).catch(() => null);
+    hash.update(`${file}\0${bytes ? bytes.length : -1}\0`);
+    if (bytes) hash.update(bytes);
+  }
+  return hash.digest('hex');
 }
 
 export async function isRealDirectory(p: string): Promise<boolean> {

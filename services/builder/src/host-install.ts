@@ -1,10 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AGENT_SERVER_HOST_INSTALL, AGENT_SERVER_HOST_SOURCE } from './agent-server-host.js';
 import { BuildError } from './build-steps.js';
-import { copyTree, isRealDirectory } from './dependency-cache.js';
+import { copyTree, installKey, isRealDirectory } from './dependency-cache.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
 
 /** Bumped when what an entry holds or how it is keyed changes: older entries are then removed. */
@@ -59,14 +59,8 @@ export class AgentServerHostInstall {
   }
 
   /** The entry's key for the host as it is now. */
-  async key(): Promise<string> {
-    const hash = createHash('sha256').update(`${FORMAT}\0${process.version}\0${process.platform}-${process.arch}\0${AGENT_SERVER_HOST_INSTALL}\0`);
-    for (const file of DECIDING_FILES) {
-      const bytes = await readFile(path.join(this.source, file)).catch(() => null);
-      hash.update(`${file}\0${bytes ? bytes.length : -1}\0`);
-      if (bytes) hash.update(bytes);
-    }
-    return hash.digest('hex');
+  key(): Promise<string> {
+    return installKey(FORMAT, AGENT_SERVER_HOST_INSTALL, this.source, DECIDING_FILES);
   }
 
   /**
