@@ -36,13 +36,13 @@ export type { Page } from './repositories/pagination.js';
 export { TenancyRepository, type BootstrapResult } from './repositories/tenancy.repository.js';
 export type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 export { transitionDeployment } from './repositories/deployment-status.js';
-export { queryRows } from './sql.js';
+export { queryRows, runRider, type Rider } from './sql.js';
 export { fillSecretNames } from './repositories/secret-names.js';
 export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repository.js';
 export { UploadRepository, type UploadRecord, type UploadState } from './repositories/upload.repository.js';
 export { ProcessRuntimeRepository, type ServingState } from './repositories/process-runtime.repository.js';
 export { TracingProjectRepository } from './repositories/tracing-project.repository.js';
-export { DeploymentSlotsRepository, SLOT_SLICE } from './repositories/deployment-slots.repository.js';
+export { DeploymentSlotsRepository, SLOT_SLICE, type SlotClaim } from './repositories/deployment-slots.repository.js';
 export { DEPLOYMENT_LISTENER_FK, DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type DeploymentPatch, type InsertedDeployment } from './repositories/deployment.repository.js';
 export {
   TAG_KEY_UNIQUE,

@@ -11,3 +11,21 @@ export async function queryRows<T = Record<string, any>>(manager: EntityManager,
   }
   return result as T[];
 }
+
+/**
+ * Work that rides on another statement as data-modifying CTEs, so both cost one round trip, and
+ * the one value it reads back. `ctes` is a CTE list (`name AS (…), …`) whose parameters are
+ * numbered from `$${offset + 1}`; `value` is a scalar expression over those CTEs, which the
+ * carrying statement returns as its column `rider`. A CTE runs whether or not it is read.
+ */
+export interface Rider<T> {
+  sql(offset: number): { ctes: string; value: string; params: unknown[] };
+  read(value: unknown): T;
+}
+
+/** A rider on its own: its CTEs, then a SELECT of its value. */
+export async function runRider<T>(manager: EntityManager, rider: Rider<T>): Promise<T> {
+  const { ctes, value, params } = rider.sql(0);
+  const [row] = await queryRows<{ rider: unknown }>(manager, `WITH ${ctes} SELECT ${value} AS rider`, params);
+  return rider.read(row?.rider);
+}

@@ -1,5 +1,5 @@
 import type { PipelineTimings } from '@slipway/config';
-import { DeploymentRepository, type EntityManager } from '@slipway/db';
+import { DeploymentRepository, type EntityManager, type Rider } from '@slipway/db';
 import { isImageSource, isRevisionTerminal, type DeploymentSource, type DeploymentStatus, type RevisionStatus } from '@slipway/domain';
 import { enqueueInOutbox, outboxJob, type JobName, type OutboxJob } from '@slipway/jobs';
 import { phaseOf, WORKED_PHASES } from './phases.js';
@@ -66,11 +66,12 @@ export class RevisionFlow {
    * Inserts the first revision of a deployment inserted in this same transaction, and admits it:
    * nothing else of it can be in flight and its row lock is already ours, so it is inserted
    * started (the insert sets what `start` would) and its first job is recorded after `alongside`
-   * (the deployment's own jobs), by the revision's insert itself: one statement in all.
+   * (the deployment's own jobs), by the revision's insert itself, which also carries `rider`
+   * (the create's slot claim) and returns its value: one statement in all.
    */
-  async insertFirst(manager: EntityManager, values: NewRevision, requestId?: string, alongside: readonly OutboxJob[] = []): Promise<void> {
+  async insertFirst<T = undefined>(manager: EntityManager, values: NewRevision, requestId?: string, alongside: readonly OutboxJob[] = [], rider?: Rider<T>): Promise<T> {
     const job = outboxJob(firstJob(values.source, values.artifactRef ?? null), { revisionId: values.id, attempt: 0, ...(requestId ? { requestId } : {}) });
-    await this.revisions(manager).insertAsLatest(values, { deadlineAt: startDeadline(this.timings) }, [...alongside, job]);
+    return this.revisions(manager).insertAsLatest(values, { deadlineAt: startDeadline(this.timings) }, [...alongside, job], rider);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { queryRows, Revision, type EntityManager, type Page } from '@slipway/db';
+import { queryRows, Revision, type EntityManager, type Page, type Rider } from '@slipway/db';
 import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
 import { outboxInsert, type OutboxJob } from '@slipway/jobs';
 import { writeRevision } from './status-transitions.js';
@@ -123,9 +123,9 @@ export class RevisionRepository {
    * statement ends, when the new row exists). The caller holds the deployment's row lock, or
    * inserted the deployment in this transaction. `started`: it is inserted started, with that
    * deadline, and `jobs` are recorded in the outbox by the same statement
-   * (`RevisionFlow.insertFirst`).
+   * (`RevisionFlow.insertFirst`), as is `rider`'s work, whose value it returns.
    */
-  async insertAsLatest(values: NewRevision, started?: { deadlineAt: Date }, jobs: readonly OutboxJob[] = []): Promise<void> {
+  async insertAsLatest<T = undefined>(values: NewRevision, started?: { deadlineAt: Date }, jobs: readonly OutboxJob[] = [], rider?: Rider<T>): Promise<T> {
     const [insert, params] = this.manager
       .createQueryBuilder()
       .insert()
@@ -140,14 +140,21 @@ export class RevisionRepository {
         createdAt: () => 'clock_timestamp()',
       })
       .getQueryAndParameters();
+    const all = [...params, values.deploymentId];
+    const deployment = all.length;
     // Jobs are recorded by the same statement, a CTE of their own (which runs unread).
-    const outbox = jobs.length ? outboxInsert(jobs, params.length + 1) : null;
-    await this.manager.query(
-      `WITH inserted AS (${insert} RETURNING id)${outbox ? `, jobs AS (${outbox.sql})` : ''}
+    const outbox = jobs.length ? outboxInsert(jobs, all.length) : null;
+    all.push(...(outbox?.params ?? []));
+    const ride = rider?.sql(all.length);
+    all.push(...(ride?.params ?? []));
+    const [row] = await queryRows<{ rider: unknown }>(
+      this.manager,
+      `WITH inserted AS (${insert} RETURNING id)${outbox ? `, jobs AS (${outbox.sql})` : ''}${ride ? `, ${ride.ctes}` : ''}
        UPDATE deployments SET latest_revision_id = (SELECT id FROM inserted), last_activity_at = now(), updated_at = now()
-        WHERE id = $${params.length + 1}`,
-      [...params, values.deploymentId, ...(outbox?.params ?? [])],
+        WHERE id = $${deployment}${ride ? ` RETURNING ${ride.value} AS rider` : ''}`,
+      all,
     );
+    return (rider ? rider.read(row?.rider) : undefined) as T;
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { queryRows } from '../sql.js';
+import { queryRows, type Rider } from '../sql.js';
 import { overridesOf, type QuotaOverrides } from './quota.repository.js';
 
 /**
@@ -7,6 +7,12 @@ import { overridesOf, type QuotaOverrides } from './quota.repository.js';
  * a create insert a million rows. Past a slice, the next create lays out the next one.
  */
 export const SLOT_SLICE = 256;
+
+/** What a create's slot claim found: a slot taken, and the workspace's quota overrides. */
+export interface SlotClaim {
+  claimed: boolean;
+  overrides: QuotaOverrides;
+}
 
 /**
  * The workspace deployment quota as slots (migration 1764800000000): a deployment holds one slot
@@ -27,24 +33,33 @@ export class DeploymentSlotsRepository {
 
   /**
    * Claims a free slot for `deploymentId` (inserted by this transaction) when the free rows were
-   * laid out for the quota in force; in the same round trip, the workspace's quota overrides
-   * (a create checks its scale against them). `claimed` false: `layOut` decides.
+   * laid out for the quota in force, and reads the workspace's quota overrides (a create checks
+   * its scale against them): as a rider, so the create's last statement carries it (one round
+   * trip for both). `claimed` false: `layOut` decides.
    */
-  async claim(workspaceId: string, deploymentId: string, defaultQuota: number): Promise<{ claimed: boolean; overrides: QuotaOverrides }> {
-    const [row] = await queryRows<Record<string, unknown> & { claimed_slot: string | null }>(
-      this.manager,
-      `WITH claimed AS (
-         UPDATE deployment_slots SET deployment_id = $2
-          WHERE id = (SELECT s.id FROM deployment_slots s
-                       WHERE s.workspace_id = $1 AND s.deployment_id IS NULL
-                         AND (SELECT deployment_slots_for FROM workspaces WHERE id = $1)
-                             = coalesce((SELECT deployments FROM workspace_quotas WHERE workspace_id = $1), $3::int)
-                       LIMIT 1 FOR UPDATE SKIP LOCKED)
-         RETURNING id)
-       SELECT q.*, (SELECT id FROM claimed) AS claimed_slot FROM (SELECT 1) one LEFT JOIN workspace_quotas q ON q.workspace_id = $1`,
-      [workspaceId, deploymentId, defaultQuota],
-    );
-    return { claimed: row?.claimed_slot != null, overrides: overridesOf(row) };
+  claimRider(workspaceId: string, deploymentId: string, defaultQuota: number): Rider<SlotClaim> {
+    return {
+      sql: (offset) => {
+        const [ws, dep, quota] = [offset + 1, offset + 2, offset + 3].map((n) => `$${n}`);
+        return {
+          ctes: `slot_claimed AS (
+             UPDATE deployment_slots SET deployment_id = ${dep}::uuid
+              WHERE id = (SELECT s.id FROM deployment_slots s
+                           WHERE s.workspace_id = ${ws}::uuid AND s.deployment_id IS NULL
+                             AND (SELECT deployment_slots_for FROM workspaces WHERE id = ${ws}::uuid)
+                                 = coalesce((SELECT deployments FROM workspace_quotas WHERE workspace_id = ${ws}::uuid), ${quota}::int)
+                           LIMIT 1 FOR UPDATE SKIP LOCKED)
+             RETURNING id)`,
+          value: `jsonb_build_object('claimed', EXISTS (SELECT 1 FROM slot_claimed),
+                    'overrides', (SELECT to_jsonb(q) FROM workspace_quotas q WHERE q.workspace_id = ${ws}::uuid))`,
+          params: [workspaceId, deploymentId, defaultQuota],
+        };
+      },
+      read: (value) => {
+        const { claimed, overrides } = (value ?? {}) as { claimed?: boolean; overrides?: Record<string, unknown> | null };
+        return { claimed: claimed === true, overrides: overridesOf(overrides ?? undefined) };
+      },
+    };
   }
 
   /**

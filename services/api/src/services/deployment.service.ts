@@ -10,11 +10,13 @@ import {
   isUniqueViolation,
   RegistryRepository,
   Revision,
+  runRider,
   TracingProjectRepository,
   transitionDeployment,
   type DataSource,
   type EntityManager,
   type InsertedDeployment,
+  type SlotClaim,
   type StoredRevisionConfig,
   type StoredSourceConfig,
 } from '@slipway/db';
@@ -30,7 +32,7 @@ import {
   type ResourceCeilings,
   type SecretEntry,
 } from '@slipway/domain';
-import { enqueueAllInOutbox, enqueueInOutbox, outboxJob, type OutboxJob } from '@slipway/jobs';
+import { enqueueAllInOutbox, enqueueInOutbox, outboxJob } from '@slipway/jobs';
 import { DeploymentReads, RevisionRepository, type NewRevision, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
 import { refuseInvalid } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
@@ -172,20 +174,26 @@ export class DeploymentService {
     if (!inserted.tracingProject) throw nameTaken(body.name, workspaceId);
     const provision = outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
 
+    // The slot claim rides on the last statement, so a claimed slot is locked only until COMMIT.
+    const slot = this.quotas.deploymentSlotClaim(manager, workspaceId, id);
+    let claim: SlotClaim;
     // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
     if (revisionConfig) {
-      deployment.latestRevisionId = await this.addRevision(manager, deployment, {
+      const first = this.revisionRow(deployment, {
         source,
         sourceRevisionConfig: revisionConfig,
         resourceSpec,
         secrets,
         buildConfig: buildConfigOf(sourceConfig),
-      }, requestId, { alongside: [provision] });
+      });
+      // A deployment inserted by this transaction has nothing in flight: no lock or check needed.
+      claim = await this.flow.insertFirst(manager, first, requestId, [provision], slot);
+      deployment.latestRevisionId = first.id;
     } else {
       await enqueueAllInOutbox(manager, [provision]);
+      claim = await runRider(manager, slot);
     }
-    // Last: the slot it claims stays locked until commit (see assertDeploymentSlot).
-    await this.quotas.assertDeploymentSlot(manager, workspaceId, id, resourceSpec);
+    await this.quotas.settleDeploymentSlot(manager, workspaceId, id, resourceSpec, claim);
     // Answered from what this transaction wrote: the insert returned the row's defaults (its
     // timestamps are the transaction's now(), as is the latest-revision update's), a new
     // deployment has no tags, and its latest revision's config is `revisionConfig`.
@@ -287,14 +295,21 @@ export class DeploymentService {
 
   /**
    * Inserts a revision (CREATING) snapshotting `draft`, makes it the latest, and hands it to
-   * the flow, which starts it or queues it behind the one in flight. `first`: the deployment is
-   * this transaction's own insert, and its jobs (`alongside`) are recorded with the revision's.
+   * the flow, which starts it or queues it behind the one in flight.
    */
-  async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string, first?: { alongside: readonly OutboxJob[] }): Promise<string> {
+  async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string): Promise<string> {
+    const row = this.revisionRow(deployment, draft);
+    await new RevisionRepository(manager).insertAsLatest(row);
+    await this.flow.admit(manager, deployment.id, row.id, requestId);
+    return row.id;
+  }
+
+  /** The row of a new revision of `deployment` snapshotting `draft`, its secrets sealed. */
+  private revisionRow(deployment: Deployment, draft: RevisionDraft): NewRevision {
     const id = randomUUID();
     const imageUri = draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null);
     if (draft.source === 'external_container' && imageUri) this.images?.assertOwnImage(deployment.id, imageUri);
-    const row: NewRevision = {
+    return {
       id,
       deploymentId: deployment.id,
       source: draft.source,
@@ -308,14 +323,6 @@ export class DeploymentService {
       buildConfig: draft.buildConfig,
       redeployedFrom: draft.redeployedFrom ?? null,
     };
-    // A deployment inserted by this transaction has nothing in flight: no lock or check needed.
-    if (first) {
-      await this.flow.insertFirst(manager, row, requestId, first.alongside);
-      return id;
-    }
-    await new RevisionRepository(manager).insertAsLatest(row);
-    await this.flow.admit(manager, deployment.id, id, requestId);
-    return id;
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Config } from '@slipway/config';
-import { DeploymentSlotsRepository, QuotaRepository, RegistryRepository, TenancyRepository, type DataSource, type EntityManager } from '@slipway/db';
+import { DeploymentSlotsRepository, QuotaRepository, RegistryRepository, TenancyRepository, type DataSource, type EntityManager, type Rider, type SlotClaim } from '@slipway/db';
 import { NotFoundError, QUOTA_FIELDS, QuotaExceededError, type QuotaName, type Quotas, type ResourceSpec } from '@slipway/domain';
 
 /** `GET/PUT /v2/workspaces/{id}/quotas`: the quotas in force and which of them the workspace overrides. */
@@ -28,19 +28,26 @@ export class QuotaService {
   }
 
   /**
-   * A deployment slot for the deployment this transaction just inserted (`deploymentId`), with a
-   * resource_spec within the workspace's ceilings. Claimed with SKIP LOCKED, so concurrent creates
-   * of a workspace do not wait for each other (DeploymentSlotsRepository); only when no slot is
-   * free, or the quota changed, does this take the workspace lock to lay the slots out again.
-   * Call it last in the create's transaction: a claimed slot stays locked until commit.
+   * The claim of a deployment slot for the deployment this transaction just inserted
+   * (`deploymentId`), as a rider of the create's last statement: claimed with SKIP LOCKED, so
+   * concurrent creates of a workspace do not wait for each other (DeploymentSlotsRepository). A
+   * claimed slot stays locked until commit, so the statement carrying it comes last. Then
+   * `settleDeploymentSlot`.
    */
-  async assertDeploymentSlot(manager: EntityManager, workspaceId: string, deploymentId: string, spec: ResourceSpec): Promise<void> {
-    const slots = new DeploymentSlotsRepository(manager);
-    const { claimed, overrides } = await slots.claim(workspaceId, deploymentId, this.defaults.deployments);
+  deploymentSlotClaim(manager: EntityManager, workspaceId: string, deploymentId: string): Rider<SlotClaim> {
+    return new DeploymentSlotsRepository(manager).claimRider(workspaceId, deploymentId, this.defaults.deployments);
+  }
+
+  /**
+   * What the slot claim found decides: when no slot was free, or the quota changed, this takes
+   * the workspace lock to lay the slots out again, and refuses a create over the quota; then the
+   * resource_spec must be within the workspace's ceilings.
+   */
+  async settleDeploymentSlot(manager: EntityManager, workspaceId: string, deploymentId: string, spec: ResourceSpec, { claimed, overrides }: SlotClaim): Promise<void> {
     const quotas = { ...this.defaults, ...overrides };
     if (!claimed) {
       await new QuotaRepository(manager).lockWorkspace(workspaceId);
-      if (!(await slots.layOut(workspaceId, deploymentId, quotas.deployments))) {
+      if (!(await new DeploymentSlotsRepository(manager).layOut(workspaceId, deploymentId, quotas.deployments))) {
         throw new QuotaExceededError('deployments', quotas.deployments, `this workspace already has ${quotas.deployments} deployments`);
       }
     }
