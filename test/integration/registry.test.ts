@@ -1,4 +1,6 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '@slipway/db';
 import { PLATFORM_ACCOUNT, registryAnswers, registrySecrets, startRegistry } from '@slipway/registry';
@@ -356,7 +358,15 @@ describe('the registry supervisor (`npm start`)', () => {
     const [apiPort, registryPort] = [await freePort(), await freePort()];
     const own = await startTestApi({ PORT: String(apiPort), SLIPWAY_REGISTRY_PORT: String(registryPort) });
     const keyFile = own.config.registry.signingKeyFile;
-    const up = () => eventually(() => registryAnswers(own.config.registry.internalUrl), (answers) => answers, 30_000, 250);
+    // Up: the registry answers and the supervisor saw it answer (a kill before that is a failed
+    // start, which the supervisor also restarts, but says differently).
+    const up = () =>
+      eventually(
+        async () => (await registryAnswers(own.config.registry.internalUrl)) && /registry listening/.test(supervisor!.said()),
+        (ok) => ok,
+        30_000,
+        250,
+      );
     let supervisor: RegistrySupervisor | null = null;
     try {
       expect(existsSync(keyFile)).toBe(false);
@@ -405,4 +415,22 @@ describe('the registry supervisor (`npm start`)', () => {
       await own.close();
     }
   }, 120_000);
+
+  it('restarts a registry that died while starting, before it answered', async () => {
+    // The binary dies at its first `serve` (a crash the supervisor's start sees), then is the real one.
+    const dir = mkdtempSync(path.join(tmpdir(), 'registry-bin-'));
+    const bin = path.join(dir, 'docker-registry');
+    writeFileSync(bin, `#!/bin/sh\nif [ "$1" = serve ] && [ ! -e "${dir}/started" ]; then touch "${dir}/started"; echo 'boom at start' >&2; exit 3; fi\nexec docker-registry "$@"\n`, { mode: 0o755 });
+    const own = await startTestApi({ SLIPWAY_REGISTRY_PORT: String(await freePort()) });
+    const supervisor = startRegistrySupervisor(own, { SLIPWAY_REGISTRY_BIN: bin });
+    try {
+      await eventually(async () => (await registryAnswers(own.config.registry.internalUrl)) && supervisor.said(), (said) => /registry listening/.test(said || ''), 30_000, 250);
+      expect(supervisor.said()).toMatch(/docker-registry exited before answering:\\nboom at start.*; restarting/);
+      expect(existsSync(path.join(dir, 'started'))).toBe(true);
+    } finally {
+      await supervisor.stop();
+      await own.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -56,9 +56,9 @@ export interface RegistrySupervisor {
   stop: () => Promise<void>;
 }
 
-/** Starts the supervisor for `api` (its registry port and storage); it answers once the registry does. */
-export function startRegistrySupervisor(api: TestApi): RegistrySupervisor {
-  const env = serviceEnv(api, { PORT: String(api.config.port), SLIPWAY_REGISTRY_PORT: String(api.config.registry.port) });
+/** Starts the supervisor for `api` (its registry port and storage, and `extra` variables); it answers once the registry does. */
+export function startRegistrySupervisor(api: TestApi, extra: Record<string, string> = {}): RegistrySupervisor {
+  const env = serviceEnv(api, { PORT: String(api.config.port), SLIPWAY_REGISTRY_PORT: String(api.config.registry.port), ...extra });
   const child = spawn(process.execPath, ['--import', 'tsx', 'libs/registry/src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let said = '';
   child.stderr!.on('data', (b: Buffer) => (said += b.toString()));

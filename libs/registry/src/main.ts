@@ -1,7 +1,7 @@
 /**
  * `npm start`'s image registry (docs/operations.md, The image registry): CNCF distribution
  * (`docker-registry`) with the configuration Slipway generates, restarted when it exits on its
- * own (at most 5 times a minute), stopped with this process. SIGUSR2 (sent by `pnpm slipway
+ * own or fails to start (at most 5 times a minute), stopped with this process. SIGUSR2 (sent by `pnpm slipway
  * registry gc`) sweeps its garbage with the registry read-only meanwhile (sweep.ts).
  */
 import { spawnSync } from 'node:child_process';
@@ -39,20 +39,27 @@ async function run(): Promise<void> {
   const withdraw = announceSupervisor(config);
   process.once('exit', withdraw);
   while (!stopping) {
-    current = supervise(await startRegistry(config));
-    say(`registry listening on ${config.registry.host}:${config.registry.port}, storage ${config.registry.storageDir}`);
-    let code = await current.exited;
-    // A sweep stops it and runs its own registries; once it is done, `current` is the one serving.
-    while (sweeping && !stopping) {
-      await sweeping;
-      code = await current.exited;
+    let exit: string;
+    try {
+      current = supervise(await startRegistry(config));
+      say(`registry listening on ${config.registry.host}:${config.registry.port}, storage ${config.registry.storageDir}`);
+      let code = await current.exited;
+      // A sweep stops it and runs its own registries; once it is done, `current` is the one serving.
+      while (sweeping && !stopping) {
+        await sweeping;
+        code = await current.exited;
+      }
+      exit = `docker-registry exited (${code})`;
+    } catch (err) {
+      // Died (or never answered) while starting: a crash like any other, within the same budget.
+      exit = (err as Error).message;
     }
     if (stopping) return;
     const now = Date.now();
     restarts.push(now);
     while (restarts[0]! < now - 60_000) restarts.shift();
-    if (restarts.length > 5) throw new Error(`docker-registry exited ${restarts.length} times within a minute (last exit ${code})`);
-    say(`docker-registry exited (${code}); restarting`);
+    if (restarts.length > 5) throw new Error(`docker-registry failed ${restarts.length} times within a minute; last: ${exit}`);
+    say(`${exit}; restarting`);
     await new Promise((r) => setTimeout(r, 1_000));
   }
 }
