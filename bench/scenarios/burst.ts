@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
 import { TcpProxy } from '../../test/support/tcp-proxy.js';
-import { load } from '../support/measure.js';
+import { assertNoFailures, load } from '../support/measure.js';
 import { atLeast, type BenchRow } from '../support/report.js';
 import { deleteKeys, type BenchStack } from '../support/stack.js';
 import type { BenchOptions } from './options.js';
@@ -27,11 +27,7 @@ export async function burstScenario(stack: BenchStack, o: BenchOptions, proxy: T
     durationSec: 0,
     amount: o.burst,
   });
-  if (created.errors) {
-    throw new Error(
-      `burst: ${created.errors} of ${o.burst} creates failed:\n${created.failures.join('\n')}\nthe api's warnings and errors:\n${problemLines(stack.api.output())}`,
-    );
-  }
+  assertNoFailures({ 'burst: creates': created }, stack.api.problems());
   const t0 = performance.now();
   await proxy.restore();
   const deadline = Date.now() + 300_000;
@@ -72,13 +68,4 @@ async function rawBullmq(stack: BenchStack, count: number): Promise<number> {
   await queue.close();
   await deleteKeys(stack.redis, `${prefix}:*`);
   return ms;
-}
-
-/** The api's log lines at warn or above (JSON lines, pino levels 40+), the last 20. */
-function problemLines(output: string): string {
-  return output
-    .split('\n')
-    .filter((line) => /"level":(4|5|6)0/.test(line))
-    .slice(-20)
-    .join('\n');
 }

@@ -26,7 +26,7 @@ export async function createScenario(stack: BenchStack, o: BenchOptions): Promis
     warmupSec: o.warmupSec,
   }).finally(() => clearInterval(sampler));
   const single = await load({ url: `${stack.api.url}/v2/deployments`, method: 'POST', headers: { 'x-api-key': stack.key }, body, connections: 1, durationSec: o.durationSec });
-  assertNoFailures({ 'create (api)': api, 'create (raw insert)': raw, 'create (1 conn)': single });
+  assertNoFailures({ 'create (api)': api, 'create (raw insert)': raw, 'create (1 conn)': single }, stack.api.problems());
   return [
     atLeast('create (50 conn)', 'throughput', api.reqPerSec, raw.reqPerSec, 0.25),
     atMost('create (50 conn)', 'p99', api.p99, raw.p99, 3),

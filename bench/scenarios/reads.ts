@@ -39,7 +39,7 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
   const rows: BenchRow[] = [];
   for (const [name, run] of cases) {
     const r = await run();
-    assertNoFailures({ [name]: r });
+    assertNoFailures({ [name]: r }, stack.api.problems());
     rows.push(atLeast(name, 'throughput', r.reqPerSec, raw.reqPerSec, 0.5), atMost(name, 'p99', r.p99, raw.p99, 2));
   }
   return rows;

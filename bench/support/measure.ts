@@ -69,11 +69,17 @@ function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
   });
 }
 
-/** Throws, saying what failed, when any request of the named loads failed. */
-export function assertNoFailures(loads: Record<string, LoadResult>): void {
+/**
+ * Throws, saying what failed, when any request of the named loads failed; with `serverProblems`
+ * (the serving process's warnings and errors, `BenchProcess.problems`), those too: where a 500's
+ * cause is.
+ */
+export function assertNoFailures(loads: Record<string, LoadResult>, serverProblems?: string): void {
   const failed = Object.entries(loads).filter(([, r]) => r.errors);
   if (!failed.length) return;
-  throw new Error(failed.map(([name, r]) => `${name}: ${r.errors} of ${r.requests} requests failed:\n  ${r.failures.join('\n  ')}`).join('\n'));
+  const said = failed.map(([name, r]) => `${name}: ${r.errors} of ${r.requests} requests failed:\n  ${r.failures.join('\n  ')}`);
+  if (serverProblems !== undefined) said.push(`its last warnings and errors:\n${serverProblems || '(none)'}`);
+  throw new Error(said.join('\n'));
 }
 
 /** Warm up, then measure, with autocannon from this process. */

@@ -6,8 +6,13 @@ import { createServer } from 'node:net';
 export interface BenchProcess {
   child: ChildProcess;
   url: string;
-  /** Everything it printed so far (for failures). */
+  /** The tail of what it printed (for failures). */
   output: () => string;
+  /**
+   * Its last 20 log lines at warn or above, kept apart from the tail, which a
+   * bench's access log lines overrun within a second.
+   */
+  problems: () => string;
   /** Resident set size now, in MB (Linux /proc). */
   rssMb: () => number;
   stop: () => Promise<void>;
@@ -24,14 +29,24 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** A JSON log line at warn or above: Slipway's services log level labels, pino's default numbers. */
+const PROBLEM = /"level":("(warn|error|fatal)"|[456]0\b)/;
+
 /** Starts `node <args>` with `env`, waits until `GET <url><readyPath>` answers 2xx. */
 export async function startProcess(args: string[], env: Record<string, string>, port: number, readyPath = '/healthz'): Promise<BenchProcess> {
   const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const chunks: string[] = [];
-  // Keep only the tail: a bench logs every request.
+  const problems: string[] = [];
+  let partial = '';
+  // Keep only the tail: a bench logs every request. Warnings and errors are kept apart.
   const keep = (d: Buffer) => {
-    chunks.push(d.toString());
+    const text = d.toString();
+    chunks.push(text);
     if (chunks.length > 200) chunks.splice(0, chunks.length - 200);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) if (PROBLEM.test(line)) problems.push(line);
+    if (problems.length > 20) problems.splice(0, problems.length - 20);
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
@@ -49,6 +64,7 @@ export async function startProcess(args: string[], env: Record<string, string>, 
     child,
     url,
     output,
+    problems: () => problems.join('\n'),
     rssMb: () => {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
