@@ -19,7 +19,9 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * notification). Now 5: the deployment's insert reads the listener it names (a subquery of its
  * RETURNING) for the create's checks, which then run on what it returned. Now 4: the slot claim
  * rides on the revision's statement (a CTE; its value, the claim and the quotas, is that
- * statement's RETURNING), still the last write before COMMIT. Counts the statements
+ * statement's RETURNING), still the last write before COMMIT. A create that finds no free slot
+ * (the first of each slice of 256, or after a quota change) rolls back, lays the slots out in a
+ * transaction of its own, and runs again (services/api/src/services/deployment-slots.ts). Counts the statements
  * of the create's transaction — the api runs in this process, and nothing else of it writes
  * meanwhile (the relay is not started). The
  * budget is today's count: a change that adds round trips to the hot path must say so here.
@@ -84,6 +86,31 @@ describe('statements per create', () => {
     const lastWrite = statements.findLastIndex((s) => /^\s*(INSERT|UPDATE|WITH)/i.test(s));
     expect(claim, statements.join('\n')).toBe(lastWrite);
     expect(statements.length - claim, statements.join('\n')).toBe(2); // the claim, COMMIT
+  });
+
+  it('finding no free slot, rolls back holding no slot lock, lays slots out under the workspace lock alone, and runs again', async () => {
+    // A changed quota: the free slots were laid out for another one, so the claim takes none.
+    const admin = api.http.as(await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' }));
+    expect((await admin.put(`/v2/workspaces/${api.workspaceId}/quotas`, { deployments: 500 })).status).toBe(200);
+    sent.length = 0;
+    expect((await create()).status).toBe(201);
+    const begins = sent.flatMap((s, i) => (/^(START TRANSACTION|BEGIN)/i.test(s) ? [i] : []));
+    const [first, layOut, again] = begins.slice(-3).map((at, i, all) => sent.slice(at, all[i + 1]));
+    const all = sent.join('\n');
+    const workspaceLock = (s: string) => /FROM workspaces WHERE id = \$1 FOR (NO KEY )?UPDATE/.test(s);
+    // The create claimed nothing and waited for nothing: it never asked for the workspace lock.
+    expect(first!.some((s) => /UPDATE deployment_slots/.test(s)), all).toBe(true);
+    expect(first!.filter(workspaceLock), all).toEqual([]);
+    expect(first!.at(-1), all).toMatch(/^ROLLBACK/i);
+    // Laying out: the workspace lock before any other statement, and no deployment written.
+    expect(workspaceLock(layOut![1] ?? ''), all).toBe(true);
+    expect(layOut!.some((s) => /INSERT INTO deployment_slots/.test(s)), all).toBe(true);
+    expect(layOut!.some((s) => /INSERT INTO "?deployments"?/.test(s)), all).toBe(false);
+    expect(layOut!.at(-1), all).toMatch(/^COMMIT/i);
+    // The create again, as any other: its claim takes a slot of the new slice.
+    expect(again!.filter(workspaceLock), all).toEqual([]);
+    expect(again!.length, all).toBeLessThanOrEqual(4);
+    expect(again!.at(-1), all).toMatch(/^COMMIT/i);
   });
 
   it('answers with what a GET of the new deployment returns, though it re-reads nothing', async () => {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SLOT_SLICE } from '@slipway/db';
+import { SLOT_LOW_WATER, SLOT_SLICE } from '@slipway/db';
+import { eventually } from '../support/service-process.js';
 import { otherWorkspaceClient } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -30,6 +31,8 @@ let holding = false;
 /** Held creates still to commit: the last group may be smaller. */
 let toCommit = 0;
 const groups: number[] = [];
+/** ROLLBACKs sent: a create that finds no free slot rolls back and runs again. */
+let rollbacks = 0;
 
 function releaseIfGrouped(force = false) {
   if (!waiting.length || (!force && waiting.length < Math.min(GROUP, toCommit))) return;
@@ -54,9 +57,12 @@ beforeAll(async () => {
         releaseIfGrouped();
       });
     }
-    if (/^ROLLBACK/i.test(text)) claimed.delete(this);
+    if (/^ROLLBACK/i.test(text)) {
+      rollbacks++;
+      claimed.delete(this);
+    }
     const result = send();
-    if (holding && /(UPDATE|INSERT INTO) deployment_slots/.test(text)) void result.then(() => claimed.add(this), () => undefined);
+    if (holding && /UPDATE deployment_slots/.test(text)) void result.then(() => claimed.add(this), () => undefined);
     return result;
   } as typeof original;
 });
@@ -147,6 +153,24 @@ describe('quota changes and deletes', () => {
     await api.dataSource.query(`DELETE FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [workspaceId]);
     expect((await create(client)).status).toBe(201);
     expect(await slots()).toBe(1 + SLOT_SLICE);
+  }, 60_000);
+
+  it('a create that sees the free slots run low has the next slice added after it: no later create finds none', async () => {
+    const { workspaceId, client } = await workspace({ deployments: 1_000_000 });
+    expect((await create(client)).status).toBe(201); // lays out the first slice
+    const free = () => count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [workspaceId]);
+    expect(await free()).toBe(SLOT_SLICE - 1);
+    const before = rollbacks;
+    // A whole slice more, 8 at a time: past SLOT_LOW_WATER free, top-ups add rows as they go.
+    for (let i = 0; i < SLOT_SLICE; i += 8) {
+      expect((await Promise.all(Array.from({ length: 8 }, () => create(client)))).map((r) => r.status)).toEqual(Array(8).fill(201));
+    }
+    // 257 slots taken out of a first slice of 256, and no create found none: rows were added as they went.
+    expect(rollbacks - before, 'creates that found no free slot').toBe(0);
+    expect(await takenSlots(workspaceId)).toBe(1 + SLOT_SLICE);
+    // Never more than a slice free at once, and once the top-ups are done, not below the low water.
+    await eventually(free, (n) => n >= SLOT_LOW_WATER, 10_000, 100);
+    expect(await free()).toBeLessThanOrEqual(SLOT_SLICE);
   }, 60_000);
 
   it('a changed default quota applies to workspaces without an override, and a deleted workspace takes its slots along', async () => {

@@ -42,7 +42,7 @@ export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repos
 export { UploadRepository, type UploadRecord, type UploadState } from './repositories/upload.repository.js';
 export { ProcessRuntimeRepository, type ServingState } from './repositories/process-runtime.repository.js';
 export { TracingProjectRepository } from './repositories/tracing-project.repository.js';
-export { DeploymentSlotsRepository, SLOT_SLICE, type SlotClaim } from './repositories/deployment-slots.repository.js';
+export { DeploymentSlotsRepository, SLOT_LOW_WATER, SLOT_SLICE, type SlotClaim } from './repositories/deployment-slots.repository.js';
 export { DEPLOYMENT_LISTENER_FK, DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type DeploymentPatch, type InsertedDeployment } from './repositories/deployment.repository.js';
 export {
   TAG_KEY_UNIQUE,

@@ -1,4 +1,5 @@
 import { AppError } from './errors.js';
+import type { ResourceSpec } from './resource-spec.js';
 
 /**
  * Per-workspace limits (docs/operations.md, Quotas and retention). The server's defaults come
@@ -49,5 +50,17 @@ export class QuotaExceededError extends AppError {
     what: string,
   ) {
     super(`Quota exceeded: ${what} (quota ${QUOTA_FIELDS[quota]} = ${limit} for this workspace).`);
+  }
+}
+
+/** Throws (403) when `spec` asks for more scale than `quotas` allow. */
+export function assertScaleWithin({ minScale, maxScale }: Quotas, spec: ResourceSpec): void {
+  for (const field of ['min_scale', 'queue_min_scale'] as const) {
+    const value = spec[field];
+    if (typeof value === 'number' && value > minScale) throw new QuotaExceededError('minScale', minScale, `resource_spec.${field} is ${value}`);
+  }
+  for (const field of ['max_scale', 'queue_max_scale'] as const) {
+    const value = spec[field];
+    if (typeof value === 'number' && value > maxScale) throw new QuotaExceededError('maxScale', maxScale, `resource_spec.${field} is ${value}`);
   }
 }

@@ -111,7 +111,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   const flow = new RevisionFlow(config.pipeline);
   const shutdown = new AbortController();
   const integrations = new IntegrationService(dataSource, secrets, config);
-  const quotas = new QuotaService(dataSource, config.quotas);
+  const quotas = new QuotaService(dataSource, config.quotas, logger);
   const registry = new RegistryService(dataSource, config, quotas);
   const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, config.runtime.publicHost, registry, config.sourceNames);
   const revisions = new RevisionService(dataSource, deployments, flow);

@@ -84,8 +84,11 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
         assertMaySetServingAuth(ctx);
         // Outside the transaction: a repohost create asks the forge, which may be slow.
         const draft = await deployments.prepareCreate(workspaceOf(ctx), ctx.body);
-        return writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createDeployment'), async (m) =>
-          created(await deployments.create(m, workspaceOf(ctx), ctx.body, draft, ctx.requestId)),
+        // Again, after a short transaction laying slots out, when no deployment slot was free.
+        return deployments.withDeploymentSlot(workspaceOf(ctx), () =>
+          writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createDeployment'), async (m) =>
+            created(await deployments.create(m, workspaceOf(ctx), ctx.body, draft, ctx.requestId)),
+          ),
         );
       },
     }),

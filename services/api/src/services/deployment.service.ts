@@ -130,7 +130,10 @@ export class DeploymentService {
     return { source, type, resourceSpec, revisionConfig, sourceConfig };
   }
 
-  /** Writes a deployment `prepareCreate` checked, in the caller's transaction. */
+  /**
+   * Writes a deployment `prepareCreate` checked, in the caller's transaction, which
+   * `withDeploymentSlot` runs: a create that finds no free deployment slot rolls back and runs again.
+   */
   async create(manager: EntityManager, workspaceId: string, body: CreateDeploymentBody, draft: CreateDraft, requestId?: string): Promise<DeploymentView> {
     const { source, type, resourceSpec, revisionConfig, sourceConfig } = draft;
     // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
@@ -175,7 +178,7 @@ export class DeploymentService {
     const provision = outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
 
     // The slot claim rides on the last statement, so a claimed slot is locked only until COMMIT.
-    const slot = this.quotas.deploymentSlotClaim(manager, workspaceId, id);
+    const slot = this.quotas.slots.claim(manager, workspaceId, id);
     let claim: SlotClaim;
     // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
     if (revisionConfig) {
@@ -193,11 +196,16 @@ export class DeploymentService {
       await enqueueAllInOutbox(manager, [provision]);
       claim = await runRider(manager, slot);
     }
-    await this.quotas.settleDeploymentSlot(manager, workspaceId, id, resourceSpec, claim);
+    this.quotas.slots.settle(workspaceId, claim, resourceSpec);
     // Answered from what this transaction wrote: the insert returned the row's defaults (its
     // timestamps are the transaction's now(), as is the latest-revision update's), a new
     // deployment has no tags, and its latest revision's config is `revisionConfig`.
     return presentDeployment(deployment, revisionConfig && { sourceRevisionConfig: revisionConfig }, secrets.map((s) => s.name), [], this.runtimeHost, this.sourceNames);
+  }
+
+  /** Runs a create's transaction (`attempt`) until it claims a deployment slot (DeploymentSlots.withSlot). */
+  withDeploymentSlot<T>(workspaceId: string, attempt: () => Promise<T>): Promise<T> {
+    return this.quotas.slots.withSlot(workspaceId, attempt);
   }
 
   // ---------------------------------------------------------------- update

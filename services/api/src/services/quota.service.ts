@@ -1,6 +1,8 @@
 import type { Config } from '@slipway/config';
-import { DeploymentSlotsRepository, QuotaRepository, RegistryRepository, TenancyRepository, type DataSource, type EntityManager, type Rider, type SlotClaim } from '@slipway/db';
-import { NotFoundError, QUOTA_FIELDS, QuotaExceededError, type QuotaName, type Quotas, type ResourceSpec } from '@slipway/domain';
+import { QuotaRepository, RegistryRepository, TenancyRepository, type DataSource, type EntityManager } from '@slipway/db';
+import type { Logger } from '@slipway/logging';
+import { assertScaleWithin, NotFoundError, QUOTA_FIELDS, QuotaExceededError, type QuotaName, type Quotas, type ResourceSpec } from '@slipway/domain';
+import { DeploymentSlots } from './deployment-slots.js';
 
 /** `GET/PUT /v2/workspaces/{id}/quotas`: the quotas in force and which of them the workspace overrides. */
 export interface QuotasView {
@@ -11,52 +13,30 @@ export interface QuotasView {
 
 const snake = (values: Partial<Quotas>) =>
   Object.fromEntries(Object.entries(values).map(([name, value]) => [QUOTA_FIELDS[name as QuotaName], value])) as Record<string, number>;
-
 /**
  * Per-workspace quotas (docs/operations.md, Quotas and retention): checked inside the write's
  * own transaction, with a slot row per deployment or under a lock on the workspace row where a
  * count decides, so racing writes cannot both take the last slot. A refused write answers 403 naming the quota and its value.
  */
 export class QuotaService {
+  /** The deployments quota, as slot rows a create claims. */
+  readonly slots: DeploymentSlots;
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly defaults: Config['quotas'],
-  ) {}
+    log: Logger,
+  ) {
+    this.slots = new DeploymentSlots(dataSource, defaults, log);
+  }
 
   effective(manager: EntityManager, workspaceId: string): Promise<Quotas> {
     return new QuotaRepository(manager).effective(workspaceId, this.defaults);
   }
 
-  /**
-   * The claim of a deployment slot for the deployment this transaction just inserted
-   * (`deploymentId`), as a rider of the create's last statement: claimed with SKIP LOCKED, so
-   * concurrent creates of a workspace do not wait for each other (DeploymentSlotsRepository). A
-   * claimed slot stays locked until commit, so the statement carrying it comes last. Then
-   * `settleDeploymentSlot`.
-   */
-  deploymentSlotClaim(manager: EntityManager, workspaceId: string, deploymentId: string): Rider<SlotClaim> {
-    return new DeploymentSlotsRepository(manager).claimRider(workspaceId, deploymentId, this.defaults.deployments);
-  }
-
-  /**
-   * What the slot claim found decides: when no slot was free, or the quota changed, this takes
-   * the workspace lock to lay the slots out again, and refuses a create over the quota; then the
-   * resource_spec must be within the workspace's ceilings.
-   */
-  async settleDeploymentSlot(manager: EntityManager, workspaceId: string, deploymentId: string, spec: ResourceSpec, { claimed, overrides }: SlotClaim): Promise<void> {
-    const quotas = { ...this.defaults, ...overrides };
-    if (!claimed) {
-      await new QuotaRepository(manager).lockWorkspace(workspaceId);
-      if (!(await new DeploymentSlotsRepository(manager).layOut(workspaceId, deploymentId, quotas.deployments))) {
-        throw new QuotaExceededError('deployments', quotas.deployments, `this workspace already has ${quotas.deployments} deployments`);
-      }
-    }
-    checkScale(quotas, spec);
-  }
-
   /** The scale a resource_spec asks for is within the workspace's ceilings. */
   async assertScale(manager: EntityManager, workspaceId: string, spec: ResourceSpec): Promise<void> {
-    checkScale(await this.effective(manager, workspaceId), spec);
+    assertScaleWithin(await this.effective(manager, workspaceId), spec);
   }
 
   /** Room for one more upload URL in the last 24 hours. */
@@ -113,17 +93,5 @@ export class QuotaService {
     }
     await repo.setOverrides(workspaceId, next);
     return this.view(organizationId, workspaceId);
-  }
-}
-
-/** Throws when `spec` asks for more scale than `quotas` allow. */
-function checkScale({ minScale, maxScale }: Quotas, spec: ResourceSpec): void {
-  for (const field of ['min_scale', 'queue_min_scale'] as const) {
-    const value = spec[field];
-    if (typeof value === 'number' && value > minScale) throw new QuotaExceededError('minScale', minScale, `resource_spec.${field} is ${value}`);
-  }
-  for (const field of ['max_scale', 'queue_max_scale'] as const) {
-    const value = spec[field];
-    if (typeof value === 'number' && value > maxScale) throw new QuotaExceededError('maxScale', maxScale, `resource_spec.${field} is ${value}`);
   }
 }
