@@ -140,7 +140,15 @@ describe('X-Request-Id', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe(id);
     const line = await logLineFor(api.logs, id);
-    expect(line).toMatchObject({ req: { id, method: 'GET', url: '/v2/listeners' }, res: { statusCode: 200 }, level: 'info' });
+    expect(line).toMatchObject({ req: { id, method: 'GET', url: '/v2/listeners' }, res: { statusCode: 200 }, level: 'info', msg: 'request completed' });
+    expect(line.responseTime).toEqual(expect.any(Number));
+  });
+
+  it('logs no line for probes, one for anything else', async () => {
+    for (const path of ['/healthz', '/readyz']) expect((await api.http.get(path, { headers: { 'X-Request-Id': `probe${path.replace('/', '-')}` } })).status).toBe(200);
+    await api.http.get('/v2/listeners', { headers: { 'X-Request-Id': 'after-probes' } });
+    await logLineFor(api.logs, 'after-probes');
+    expect(api.logs.lines().filter((l: any) => /^probe-/.test(l.req?.id ?? ''))).toEqual([]);
   });
 
   it('generates a UUID when none is given, and logs that one', async () => {

@@ -8,7 +8,7 @@ export type { Logger } from 'pino';
 export { collectProcessMetrics } from './process-metrics.js';
 
 /**
- * Paths pino censors. Covers request headers as logged by pino-http, and the field names
+ * Paths pino censors. Covers request headers, should an object carrying them be logged, and the field names
  * this product uses for secrets wherever an object carrying them might be logged.
  */
 export const REDACT_PATHS: readonly string[] = [

@@ -1,7 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import express, { type Express, type Request } from 'express';
+import express, { type Express } from 'express';
 import helmet from 'helmet';
-import { pinoHttp } from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
@@ -14,6 +12,7 @@ import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { CONSOLE_PATH, consoleApp, consoleEntrances } from './console/console-app.js';
+import { accessLog } from './http/access-log.js';
 import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
@@ -99,9 +98,6 @@ export function apiNotifications(config: Readonly<Config>, logger: Logger): PgNo
 
 const UPLOAD_TOKEN_IN_URL = /(\/v2\/uploads\/)[^/?#]+/;
 
-/** Accept a caller's request id only when it is short and plain, so it is safe to log and echo. */
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 /** Builds the Express app. No I/O here: the caller owns connections and listening. */
 export function createApp({ config, dataSource, redis, queues, logger, notifications, extraRoutes = [] }: AppDeps): App {
   const secrets = secretsCodec(config);
@@ -152,22 +148,10 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   const admission = new Admission(authenticator, limits);
 
   app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req, res) => {
-        const given = req.headers['x-request-id'];
-        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      // Only what an operator needs; never headers or bodies, where credentials live.
-      serializers: {
-        // An upload URL's token is a credential (C10): logged as `<token>`.
-        req: (req: Request & { raw?: Request }) => ({ id: req.id, method: req.method, url: req.url.replace(UPLOAD_TOKEN_IN_URL, '$1<token>') }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
+    accessLog(logger, {
+      // An upload URL's token is a credential (C10): logged as `<token>`.
+      redactUrl: (url) => url.replace(UPLOAD_TOKEN_IN_URL, '$1<token>'),
+      ignore: (url) => url === '/healthz' || url === '/readyz' || url === '/metrics',
     }),
   );
   // Byte-stream routes (tarball uploads, push webhooks) come before the JSON parser, which never sees them.
