@@ -14,6 +14,8 @@ export class SlotLayOutNeeded extends Error {
 const SLOT_ATTEMPTS = 8;
 /** After a top-up found no room, the workspace is not topped up again for this long. */
 const FULL_FOR_MS = 30_000;
+/** Workspaces remembered as full at most (then forgotten at once: a top-up too many is harmless). */
+const MAX_REMEMBERED = 10_000;
 
 /**
  * The deployments quota on create (docs/operations.md, Quotas and retention), as slot rows
@@ -87,7 +89,9 @@ export class DeploymentSlots {
   private topUpSoon(workspaceId: string): void {
     if (this.toppingUp.has(workspaceId) || (this.full.get(workspaceId) ?? 0) > Date.now()) return;
     const done = this.underWorkspaceLock(workspaceId, async (slots, quota) => {
-      if (!(await slots.topUp(workspaceId, quota))) this.full.set(workspaceId, Date.now() + FULL_FOR_MS);
+      if (await slots.topUp(workspaceId, quota)) return;
+      if (this.full.size >= MAX_REMEMBERED) this.full.clear();
+      this.full.set(workspaceId, Date.now() + FULL_FOR_MS);
     })
       .catch((err: unknown) => this.log.warn({ err, workspaceId }, 'adding free deployment slots failed; the next create that finds none adds them'))
       .finally(() => this.toppingUp.delete(workspaceId));
