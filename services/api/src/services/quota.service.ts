@@ -13,6 +13,7 @@ export interface QuotasView {
 
 const snake = (values: Partial<Quotas>) =>
   Object.fromEntries(Object.entries(values).map(([name, value]) => [QUOTA_FIELDS[name as QuotaName], value])) as Record<string, number>;
+
 /**
  * Per-workspace quotas (docs/operations.md, Quotas and retention): checked inside the write's
  * own transaction, with a slot row per deployment or under a lock on the workspace row where a
