@@ -37,6 +37,7 @@ export { TenancyRepository, type BootstrapResult } from './repositories/tenancy.
 export type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 export { transitionDeployment } from './repositories/deployment-status.js';
 export { queryRows, runRider, type Rider } from './sql.js';
+export { entityRows, type EntityRows } from './entity-rows.js';
 export { fillSecretNames } from './repositories/secret-names.js';
 export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repository.js';
 export { UploadRepository, type UploadRecord, type UploadState } from './repositories/upload.repository.js';

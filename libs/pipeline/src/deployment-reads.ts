@@ -1,11 +1,12 @@
 import {
+  Deployment,
   DeploymentRepository,
+  entityRows,
   queryRows,
-  type Deployment,
   type DeploymentFilter,
   type EntityManager,
+  type EntityRows,
   type Page,
-  type SelectQueryBuilder,
   type StoredRevisionConfig,
 } from '@slipway/db';
 
@@ -30,32 +31,33 @@ export interface PushTarget {
 }
 
 /**
- * Adds the latest revision's config and the tag value ids to a query of deployments `d` as two
- * correlated subqueries (a primary-key probe and an index range per row), so a GET or a list
- * page is one round trip, not one per table.
+ * What the API shows beside each deployment `d`, as correlated subqueries of the query that reads
+ * it (a primary-key probe or an index range per row), so a GET or a list page is one round trip,
+ * not one per table: the latest revision's config, the tag value ids, and whether its active
+ * revision (else its latest) was built as an agent server.
  */
-async function presentable(qb: SelectQueryBuilder<Deployment>): Promise<PresentableDeployment[]> {
-  const { entities, raw } = await qb
-    .addSelect('(SELECT r.source_revision_config FROM revisions r WHERE r.id = d.latest_revision_id)', 'latest_revision_config')
-    .addSelect(
-      'ARRAY(SELECT t.tag_value_id::text FROM deployment_tag_values t WHERE t.deployment_id = d.id ORDER BY t.created_at, t.tag_value_id)',
-      'tag_value_ids',
-    )
-    .addSelect(
-      `coalesce(${['d.active_revision_id', 'd.latest_revision_id']
-        .map((id) => `(SELECT (r.source_revision_config->>'agent_server')::boolean FROM revisions r WHERE r.id = ${id})`)
-        .join(', ')})`,
-      'agent_server',
-    )
-    .getRawAndEntities<{ latest_revision_config: StoredRevisionConfig | null; tag_value_ids: string[]; agent_server: boolean | null }>();
-  // No joins: one raw row per entity, in the same order.
-  return entities.map((deployment, i) => ({
-    deployment,
-    latestRevisionConfig: raw[i]!.latest_revision_config,
-    tagValueIds: raw[i]!.tag_value_ids,
-    agentServer: raw[i]!.agent_server,
+const BESIDE = [
+  `(SELECT r.source_revision_config FROM revisions r WHERE r.id = d.latest_revision_id) AS latest_revision_config`,
+  `ARRAY(SELECT t.tag_value_id::text FROM deployment_tag_values t WHERE t.deployment_id = d.id ORDER BY t.created_at, t.tag_value_id) AS tag_value_ids`,
+  `coalesce(${['d.active_revision_id', 'd.latest_revision_id']
+    .map((id) => `(SELECT (r.source_revision_config->>'agent_server')::boolean FROM revisions r WHERE r.id = ${id})`)
+    .join(', ')}) AS agent_server`,
+].join(', ');
+
+type BesideColumns = { latest_revision_config: StoredRevisionConfig | null; tag_value_ids: string[]; agent_server: boolean | null };
+
+/** Deployments (`EntityRows`) and what is shown beside them, from raw rows. */
+function presentable(rows: EntityRows<Deployment>, raw: Array<Record<string, unknown> & BesideColumns>): PresentableDeployment[] {
+  return raw.map((r) => ({
+    deployment: rows.read(r),
+    latestRevisionConfig: r.latest_revision_config,
+    tagValueIds: r.tag_value_ids,
+    agentServer: r.agent_server,
   }));
 }
+
+/** The GET's SQL, built once per data source. */
+const presentableById = new WeakMap<object, string>();
 
 /**
  * Deployments read together with what their revisions say, each in one query: the API's
@@ -67,13 +69,25 @@ export class DeploymentReads {
 
   /** A deployment of the workspace with what the API shows beside it, or null. */
   async findPresentable(workspaceId: string, id: string): Promise<PresentableDeployment | null> {
-    const [row] = await presentable(new DeploymentRepository(this.manager).queryOne(workspaceId, id));
+    const rows = this.rows();
+    let sql = presentableById.get(this.manager.connection);
+    if (!sql) {
+      sql = `SELECT ${rows.columns}, ${BESIDE} FROM deployments "d" WHERE "d"."workspace_id" = $1 AND "d"."id" = $2`;
+      presentableById.set(this.manager.connection, sql);
+    }
+    const [row] = presentable(rows, await queryRows(this.manager, sql, [workspaceId, id]));
     return row ?? null;
   }
 
   /** A list page of the workspace's deployments (`DeploymentRepository.queryList`) with what the API shows beside each. */
-  list(workspaceId: string, filter: DeploymentFilter, page: Page): Promise<PresentableDeployment[]> {
-    return presentable(new DeploymentRepository(this.manager).queryList(workspaceId, filter, page));
+  async list(workspaceId: string, filter: DeploymentFilter, page: Page): Promise<PresentableDeployment[]> {
+    // TypeORM builds the filtered query (its select names columns as `entityRows` reads them); its rows are read by hand.
+    const [sql, params] = new DeploymentRepository(this.manager).queryList(workspaceId, filter, page).addSelect(BESIDE).getQueryAndParameters();
+    return presentable(this.rows(), await queryRows(this.manager, sql, params));
+  }
+
+  private rows(): EntityRows<Deployment> {
+    return entityRows(this.manager.connection, Deployment, 'd');
   }
 
   /**

@@ -1,4 +1,4 @@
-import { queryRows, Revision, type EntityManager, type Page, type Rider } from '@slipway/db';
+import { entityRows, queryRows, Revision, type EntityManager, type Page, type Rider } from '@slipway/db';
 import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
 import { outboxInsert, type OutboxJob } from '@slipway/jobs';
 import { writeRevision } from './status-transitions.js';
@@ -29,12 +29,16 @@ export class RevisionRepository {
   }
 
   /** `find`, only when the deployment is of `workspaceId`: one query for a revision GET. */
-  findInWorkspace(workspaceId: string, deploymentId: string, revisionId: string): Promise<Revision | null> {
-    return this.manager
-      .createQueryBuilder(Revision, 'r')
-      .innerJoin('deployments', 'd', 'd.id = r.deployment_id AND d.workspace_id = :workspaceId', { workspaceId })
-      .where('r.id = :revisionId AND r.deployment_id = :deploymentId', { revisionId, deploymentId })
-      .getOne();
+  async findInWorkspace(workspaceId: string, deploymentId: string, revisionId: string): Promise<Revision | null> {
+    // A hot read (CLIs poll it until DEPLOYED): its SQL is written once and its row read by hand.
+    const rows = entityRows(this.manager.connection, Revision, 'r');
+    const [row] = await queryRows(
+      this.manager,
+      `SELECT ${rows.columns} FROM revisions "r" JOIN deployments "d" ON "d"."id" = "r"."deployment_id" AND "d"."workspace_id" = $1
+        WHERE "r"."id" = $2 AND "r"."deployment_id" = $3`,
+      [workspaceId, revisionId, deploymentId],
+    );
+    return row ? rows.read(row) : null;
   }
 
   /** Revisions by id, for presenting deployments with their latest revision's config. */

@@ -173,11 +173,6 @@ export class DeploymentRepository {
     return (await this.manager.query(`SELECT 1 FROM deployments WHERE workspace_id = $1 AND id = $2`, [workspaceId, id])).length > 0;
   }
 
-  /** The query of one deployment of the workspace (alias `d`), for a read that adds what it shows beside the row. */
-  queryOne(workspaceId: string, id: string): SelectQueryBuilder<Deployment> {
-    return this.manager.createQueryBuilder(Deployment, 'd').where('d.workspace_id = :workspaceId AND d.id = :id', { workspaceId, id });
-  }
-
   /**
    * The query of a list page (alias `d`), for a read that adds what it shows beside each row:
    * every filter of docs/api.md, Deployments, newest first; each filter has its index
