@@ -12,7 +12,7 @@ const cache = new WeakMap<DataSource, Map<string, EntityRows<unknown>>>();
 
 /**
  * `EntityRows` of `target` selected under `alias`, made once per data source from the entity's
- * metadata. A hot read (a GET, a list page) builds its SQL once and maps its rows with this:
+ * metadata. A hot read (a GET, a list page) writes its SQL over these columns and maps its rows with this:
  * TypeORM's query builder and its result transformer were a tenth of a read's CPU. Columns only
  * (no relations, no embedded entities).
  */

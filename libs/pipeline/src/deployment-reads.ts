@@ -56,9 +56,6 @@ function presentable(rows: EntityRows<Deployment>, raw: Array<Record<string, unk
   }));
 }
 
-/** The GET's SQL, built once per data source. */
-const presentableById = new WeakMap<object, string>();
-
 /**
  * Deployments read together with what their revisions say, each in one query: the API's
  * presentation of a deployment and of a list page, and the push webhook's targets. The
@@ -70,11 +67,7 @@ export class DeploymentReads {
   /** A deployment of the workspace with what the API shows beside it, or null. */
   async findPresentable(workspaceId: string, id: string): Promise<PresentableDeployment | null> {
     const rows = this.rows();
-    let sql = presentableById.get(this.manager.connection);
-    if (!sql) {
-      sql = `SELECT ${rows.columns}, ${BESIDE} FROM deployments "d" WHERE "d"."workspace_id" = $1 AND "d"."id" = $2`;
-      presentableById.set(this.manager.connection, sql);
-    }
+    const sql = `SELECT ${rows.columns}, ${BESIDE} FROM deployments "d" WHERE "d"."workspace_id" = $1 AND "d"."id" = $2`;
     const [row] = presentable(rows, await queryRows(this.manager, sql, [workspaceId, id]));
     return row ?? null;
   }

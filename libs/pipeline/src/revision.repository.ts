@@ -30,7 +30,7 @@ export class RevisionRepository {
 
   /** `find`, only when the deployment is of `workspaceId`: one query for a revision GET. */
   async findInWorkspace(workspaceId: string, deploymentId: string, revisionId: string): Promise<Revision | null> {
-    // A hot read (CLIs poll it until DEPLOYED): its SQL is written once and its row read by hand.
+    // A hot read (CLIs poll it until DEPLOYED): plain SQL over entityRows' columns, its row read by hand.
     const rows = entityRows(this.manager.connection, Revision, 'r');
     const [row] = await queryRows(
       this.manager,
