@@ -1,5 +1,5 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordStatements } from '../support/statements.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -29,21 +29,18 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
 
 let api: TestApi;
 let listenerId: string;
-const sent: string[] = [];
-const original = pg.Client.prototype.query;
+let recording: ReturnType<typeof recordStatements>;
+let sent: string[];
 
 beforeAll(async () => {
   api = await startTestApi();
   const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'count', compute_config: { k8s_namespaces: null } });
   listenerId = res.body.id;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const config = args[0] as string | { text?: string };
-    sent.push(typeof config === 'string' ? config : config?.text ?? '');
-    return (original as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof original;
+  recording = recordStatements();
+  sent = recording.sent;
 });
 afterAll(async () => {
-  pg.Client.prototype.query = original;
+  recording?.stop();
   await api?.close();
 });
 

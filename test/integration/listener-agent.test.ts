@@ -196,6 +196,26 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     expect((await client.desiredState()).deployments.map((e) => e.deployment_id).sort()).toEqual([d.id, other.id].sort());
   });
 
+  it('gives a deployment without stored credentials (made before they were stored) its passwords on first poll, the same on every poll after', async () => {
+    const listener: string = (await createListener('credentials-cluster', null)).id;
+    const agent = admin.as(await api.mintKey({ listenerId: listener }));
+    const d = await createDeployment('credentials-alpha', listener);
+    await startRollout(d.latest_revision_id);
+    await api.dataSource.query('DELETE FROM deployment_credentials WHERE deployment_id = $1', [d.id]);
+    const databaseUri = async () => {
+      const res = await desiredState(agent, listener);
+      expect(res.status).toBe(200);
+      return entryOf(res, d.id).manifests.find((m: any) => m.kind === 'Secret' && m.metadata.name === 'credentials-alpha-env').stringData.DATABASE_URI;
+    };
+
+    const first = await databaseUri();
+    expect(first).toMatch(/^postgres:\/\/slipway:[A-Za-z0-9_-]{43}@credentials-alpha-db:5432\//);
+    const stored = await api.dataSource.query('SELECT 1 FROM deployment_credentials WHERE deployment_id = $1', [d.id]);
+    expect(stored).toHaveLength(1);
+    // Rendered again from the stored (sealed) row now: the same password.
+    expect(await databaseUri()).toBe(first);
+  });
+
   it("never follows a redirect: a 3xx is an error, and the key never reaches where it points", async () => {
     // Two servers on this machine: a front that redirects every call, and the place it points to.
     const landed: Array<{ url: string; key: string | undefined }> = [];

@@ -36,7 +36,7 @@ export type { Page } from './repositories/pagination.js';
 export { TenancyRepository, type BootstrapResult } from './repositories/tenancy.repository.js';
 export type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 export { transitionDeployment } from './repositories/deployment-status.js';
-export { queryRows, runRider, type Rider } from './sql.js';
+export { preparedRows, queryRows, runRider, type Rider } from './sql.js';
 export { entityRows, type EntityRows } from './entity-rows.js';
 export { fillSecretNames } from './repositories/secret-names.js';
 export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repository.js';
@@ -63,6 +63,7 @@ export { EVENTS_CHANNEL, EventRepository, publicEvent, type EventFilter, type Pu
 export {
   DeploymentCredentialStore,
   type FrontPorts,
+  type SealedCredentials,
   type StoreCredentials,
 } from './repositories/deployment-credentials.repository.js';
 export {

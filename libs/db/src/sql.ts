@@ -1,5 +1,10 @@
 import type { EntityManager } from 'typeorm';
 
+/** What `preparedRows` needs of the pg client under a TypeORM query runner. */
+interface PgClient {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+}
+
 /**
  * Runs raw SQL and returns its rows. TypeORM's postgres driver answers UPDATE/DELETE … RETURNING
  * with `[rows, rowCount]` but SELECT with `rows`; this hides the difference.
@@ -10,6 +15,23 @@ export async function queryRows<T = Record<string, any>>(manager: EntityManager,
     return result[0] as T[];
   }
   return result as T[];
+}
+
+/**
+ * `queryRows` as a named prepared statement: Postgres parses and plans `text` once per connection
+ * (then reuses a generic plan), where an unnamed statement is planned on every call. For a hot
+ * statement whose planning outweighs its execution (the listener agent's poll: 0.8 ms planned,
+ * 0.2 ms run). `name` must always go with the same `text` (pg refuses another text under a name
+ * a connection already prepared). Runs in `manager`'s transaction, if it has one.
+ */
+export async function preparedRows<T = Record<string, any>>(manager: EntityManager, name: string, text: string, params: unknown[]): Promise<T[]> {
+  const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
+  try {
+    const client = (await runner.connect()) as PgClient;
+    return (await client.query({ name, text, values: params })).rows as T[];
+  } finally {
+    if (runner !== manager.queryRunner) await runner.release();
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Deployment, Revision, type EntityManager } from '@slipway/db';
+import { Deployment, entityRows, Listener, preparedRows, Revision, type EntityManager, type SealedCredentials } from '@slipway/db';
 
 /** What a listener's check-in found the reconciler marked UNKNOWN while its agent was away. */
 export interface ListenerCheckIn {
@@ -6,11 +6,38 @@ export interface ListenerCheckIn {
   unknownRevisionIds: string[];
 }
 
-/** A deployment with work for its listener's agent, with its revision DEPLOYING if any. */
+/**
+ * A deployment with work for its listener's agent (a revision DEPLOYING, or AWAITING_DELETE),
+ * with what its entry is rendered from.
+ */
 export interface ListenerWork {
   deployment: Deployment;
+  /** Its revision DEPLOYING, if any (at most one is in flight). */
   deploying: Revision | null;
+  /** The revision that serves a deployment AWAITING_DELETE (what to remove), if any ever did. */
+  active: Revision | null;
+  /** Its store passwords, sealed; null when it has no credentials row yet. */
+  sealed: SealedCredentials | null;
 }
+
+/** What an agent's poll of its desired state reads. */
+export interface ListenerPolled {
+  listener: Listener;
+  /** Whether the reconciler marked any of its deployments or rollouts UNKNOWN (to revive first). */
+  unknown: boolean;
+  work: ListenerWork[];
+}
+
+/**
+ * Ids of listener `$1`'s deployments that may have work: driven from the few rows with work (by
+ * listener and status, and the open revisions' index), not from every deployment the listener
+ * runs, so a poll costs what is pending.
+ */
+const WITH_WORK = `SELECT x.id FROM deployments x WHERE x.listener_id = $1 AND x.status = 'AWAITING_DELETE'
+                   UNION ALL SELECT o.deployment_id FROM revisions o WHERE o.status = 'DEPLOYING'`;
+
+/** Records that listener `$1` was seen, at most once a second (see `checkIn`). */
+const RECORD_SEEN = `UPDATE listeners SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second')`;
 
 /** What a listener agent's poll reads (and the seen time it records), each in one round trip. */
 export class ListenerPoll {
@@ -24,7 +51,7 @@ export class ListenerPoll {
    */
   async checkIn(listenerId: string): Promise<ListenerCheckIn> {
     const rows: Array<{ kind: 'deployment' | 'revision'; id: string; database_name: string | null }> = await this.manager.query(
-      `WITH seen AS (UPDATE listeners SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second'))
+      `WITH seen AS (${RECORD_SEEN})
        SELECT 'deployment' AS kind, id, database_name FROM deployments WHERE listener_id = $1 AND status = 'UNKNOWN'
        UNION ALL
        SELECT 'revision', r.id, NULL FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
@@ -37,26 +64,45 @@ export class ListenerPoll {
   }
 
   /**
-   * A listener's deployments with work for its agent, oldest first: those with a revision
-   * DEPLOYING (returned with it; at most one is in flight) and those AWAITING_DELETE.
+   * An agent's poll of its desired state, in one round trip: the listener (null when it is not
+   * the workspace's), whether anything of it is UNKNOWN, and its deployments with work, oldest first. Records the seen
+   * time as `checkIn` does. It was five round trips (listener, check-in, work, active revisions,
+   * credentials); agents poll every few seconds, most often to hear "unchanged".
    */
-  async withWork(listenerId: string): Promise<ListenerWork[]> {
-    const rows = await this.manager
-      .createQueryBuilder(Deployment, 'd')
-      .leftJoinAndMapOne('d.deploying', Revision, 'r', `r.deployment_id = d.id AND r.status = 'DEPLOYING'`)
-      .where('d.listener_id = :listenerId', { listenerId })
-      // Driven from the few rows with work (by listener and status, and the open revisions'
-      // index), not from every deployment the listener runs: a poll costs what is pending.
-      .andWhere(
-        `d.id IN (SELECT x.id FROM deployments x WHERE x.listener_id = :listenerId AND x.status = 'AWAITING_DELETE'
-                  UNION ALL SELECT o.deployment_id FROM revisions o WHERE o.status = 'DEPLOYING')`,
-      )
-      .orderBy('d.created_at', 'ASC')
-      .addOrderBy('d.id', 'ASC')
-      .getMany();
-    return rows.map((row) => {
-      const { deploying, ...rest } = row as Deployment & { deploying?: Revision };
-      return { deployment: Object.assign(new Deployment(), rest), deploying: deploying ?? null };
-    });
+  async poll(workspaceId: string, listenerId: string): Promise<ListenerPolled | null> {
+    const ds = this.manager.connection;
+    const [l, d, r, a] = [entityRows(ds, Listener, 'l'), entityRows(ds, Deployment, 'd'), entityRows(ds, Revision, 'r'), entityRows(ds, Revision, 'a')];
+    // Prepared: planning this statement took four times as long as running it.
+    const rows = await preparedRows(
+      this.manager,
+      'listener-poll',
+      `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
+       SELECT ${l.columns}, ${d.columns}, ${r.columns}, ${a.columns},
+              c.database_password_sealed AS c_database, c.redis_password_sealed AS c_redis,
+              EXISTS (SELECT 1 FROM deployments u WHERE u.listener_id = l.id AND u.status = 'UNKNOWN')
+              OR EXISTS (SELECT 1 FROM revisions ur JOIN deployments ud ON ud.id = ur.deployment_id
+                          WHERE ud.listener_id = l.id AND ur.status = 'UNKNOWN') AS unknown
+         FROM listeners l
+         LEFT JOIN deployments d ON d.listener_id = l.id AND d.id IN (${WITH_WORK})
+         LEFT JOIN revisions r ON r.deployment_id = d.id AND r.status = 'DEPLOYING'
+         LEFT JOIN revisions a ON a.id = d.active_revision_id AND d.status = 'AWAITING_DELETE'
+         LEFT JOIN deployment_credentials c ON c.deployment_id = d.id
+        WHERE l.id = $1 AND l.workspace_id = $2
+        ORDER BY d.created_at, d.id`,
+      [listenerId, workspaceId],
+    );
+    if (!rows.length) return null;
+    const work: ListenerWork[] = [];
+    for (const row of rows) {
+      // One row per deployment: at most one revision of a deployment is DEPLOYING.
+      if (row.d_id === null || work.at(-1)?.deployment.id === row.d_id) continue;
+      work.push({
+        deployment: d.read(row),
+        deploying: row.r_id === null ? null : r.read(row),
+        active: row.a_id === null ? null : a.read(row),
+        sealed: row.c_database === null ? null : { database: row.c_database, redis: row.c_redis },
+      });
+    }
+    return { listener: l.read(rows[0]), unknown: rows[0].unknown, work };
   }
 }

@@ -1,4 +1,4 @@
-import { entityRows, queryRows, Revision, type EntityManager, type Page, type Rider } from '@slipway/db';
+import { entityRows, preparedRows, queryRows, Revision, type EntityManager, type Page, type Rider } from '@slipway/db';
 import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
 import { outboxInsert, type OutboxJob } from '@slipway/jobs';
 import { writeRevision } from './status-transitions.js';
@@ -30,23 +30,16 @@ export class RevisionRepository {
 
   /** `find`, only when the deployment is of `workspaceId`: one query for a revision GET. */
   async findInWorkspace(workspaceId: string, deploymentId: string, revisionId: string): Promise<Revision | null> {
-    // A hot read (CLIs poll it until DEPLOYED): plain SQL over entityRows' columns, its row read by hand.
+    // A hot read (CLIs poll it until DEPLOYED): plain SQL over entityRows' columns, prepared, its row read by hand.
     const rows = entityRows(this.manager.connection, Revision, 'r');
-    const [row] = await queryRows(
+    const [row] = await preparedRows(
       this.manager,
+      'revision-in-workspace',
       `SELECT ${rows.columns} FROM revisions "r" JOIN deployments "d" ON "d"."id" = "r"."deployment_id" AND "d"."workspace_id" = $1
         WHERE "r"."id" = $2 AND "r"."deployment_id" = $3`,
       [workspaceId, revisionId, deploymentId],
     );
     return row ? rows.read(row) : null;
-  }
-
-  /** Revisions by id, for presenting deployments with their latest revision's config. */
-  async byIds(ids: Array<string | null>): Promise<Map<string, Revision>> {
-    const wanted = ids.filter((id): id is string => !!id);
-    if (!wanted.length) return new Map();
-    const rows = await this.manager.createQueryBuilder(Revision, 'r').where('r.id IN (:...wanted)', { wanted }).getMany();
-    return new Map(rows.map((r) => [r.id, r]));
   }
 
   /** A deployment's revisions, newest first, optionally of some statuses only. */

@@ -15,6 +15,12 @@ export interface FrontPorts {
   redis: number | null;
 }
 
+/** A deployment's store passwords as stored, sealed (read beside other rows, opened by `DeploymentCredentialStore.open`). */
+export interface SealedCredentials {
+  database: string;
+  redis: string;
+}
+
 interface Row {
   database_password_sealed: string;
   redis_password_sealed: string;
@@ -42,29 +48,19 @@ export class DeploymentCredentialStore {
 
   /** The deployment's credentials, generated and stored on first use. Throws when the deployment is gone. */
   async credentials(deploymentId: string): Promise<StoreCredentials> {
-    return this.open(deploymentId, (await this.row(deploymentId)) ?? (await this.create(deploymentId)));
+    return this.open(deploymentId, sealedOf((await this.row(deploymentId)) ?? (await this.create(deploymentId))));
   }
 
-  private open(deploymentId: string, row: Row): StoreCredentials {
+  /** Opens credentials read elsewhere; `null` (the deployment has no row yet) is `credentials`' first use. */
+  async openSealed(deploymentId: string, sealed: SealedCredentials | null): Promise<StoreCredentials> {
+    return sealed ? this.open(deploymentId, sealed) : this.credentials(deploymentId);
+  }
+
+  private open(deploymentId: string, sealed: SealedCredentials): StoreCredentials {
     return {
-      databasePassword: this.box.open(row.database_password_sealed, context(deploymentId, 'database')),
-      redisPassword: this.box.open(row.redis_password_sealed, context(deploymentId, 'redis')),
+      databasePassword: this.box.open(sealed.database, context(deploymentId, 'database')),
+      redisPassword: this.box.open(sealed.redis, context(deploymentId, 'redis')),
     };
-  }
-
-  /** `credentials` of several deployments: one query, plus a first use's insert for any without a row. */
-  async credentialsOf(deploymentIds: readonly string[]): Promise<Map<string, StoreCredentials>> {
-    const out = new Map<string, StoreCredentials>();
-    if (!deploymentIds.length) return out;
-    const rows = await queryRows<Row & { deployment_id: string }>(
-      this.manager,
-      `SELECT deployment_id, database_password_sealed, redis_password_sealed, postgres_front_port, redis_front_port
-         FROM deployment_credentials WHERE deployment_id = ANY($1::uuid[])`,
-      [deploymentIds],
-    );
-    const found = new Map(rows.map((row) => [row.deployment_id, row]));
-    for (const id of deploymentIds) out.set(id, this.open(id, found.get(id) ?? (await this.create(id))));
-    return out;
   }
 
   /** The recorded front ports (both null when none were allocated yet). */
@@ -122,3 +118,5 @@ export class DeploymentCredentialStore {
     return row;
   }
 }
+
+const sealedOf = (row: Row): SealedCredentials => ({ database: row.database_password_sealed, redis: row.redis_password_sealed });

@@ -13,7 +13,7 @@ interface Rendered {
  * The desired state of each listener as last rendered, kept while what it was rendered from is
  * unchanged, and its ETag. Agents poll every few seconds and the answer rarely changes: with
  * `If-None-Match` an unchanged poll is a 304 without a body, and even a full answer is not
- * rendered again (manifests for every entry, secrets opened).
+ * rendered again (manifests for every entry, secrets and store passwords opened).
  *
  * Both digests are HMACs under a key derived from the secrets key: the ETag covers secret values,
  * so it must reveal nothing about them, and every api replica computes the same one.
@@ -27,11 +27,11 @@ export class DesiredStateCache {
   ) {}
 
   /** The rendering of `listenerId` from `inputs`: the cached one when the inputs are the same, else `render()`'s. */
-  get(listenerId: string, inputs: unknown, render: () => DesiredDeployment[]): Rendered {
+  async get(listenerId: string, inputs: unknown, render: () => Promise<DesiredDeployment[]>): Promise<Rendered> {
     const fingerprint = this.digest(JSON.stringify(inputs));
     const cached = this.byListener.get(listenerId);
     if (cached?.fingerprint === fingerprint) return cached;
-    const deployments = render();
+    const deployments = await render();
     const rendered = { fingerprint, etag: `"${this.digest(JSON.stringify(deployments)).slice(0, 32)}"`, deployments };
     this.byListener.delete(listenerId); // re-inserted last: the map's order is least recently rendered first
     if (this.byListener.size >= this.maxListeners) this.byListener.delete(this.byListener.keys().next().value!);

@@ -26,7 +26,7 @@ import {
   type RevisionStatus,
 } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
-import { ListenerPoll, RevisionLogRepository, RevisionReads, RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
+import { ListenerPoll, RevisionLogRepository, RevisionReads, RevisionRepository, type ListenerPolled, type RevisionFlow } from '@slipway/pipeline';
 import { renderManifests, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
 import { podPolicyOf } from './pod-policy-check.js';
 import type { Principal } from '../auth/principal.js';
@@ -62,26 +62,21 @@ export class ListenerAgentService {
    * no other response.
    */
   async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; state: DesiredState | null }> {
-    const listener = await this.checkIn(agent, listenerId);
-    const manager = this.dataSource.manager;
-    const work = await new ListenerPoll(manager).withWork(listenerId);
-    const [active, credentials] = await Promise.all([
-      new RevisionRepository(manager).byIds(work.filter((w) => w.deployment.status === 'AWAITING_DELETE').map((w) => w.deployment.activeRevisionId)),
-      new DeploymentCredentialStore(manager, this.box).credentialsOf(work.map((w) => w.deployment.id)),
-    ]);
+    const { listener, work } = await this.poll(agent, listenerId);
     // Everything the entries are rendered from: the same inputs render the same entries. The
     // listener's seen time changes with every check-in and is not rendered: left out, or every
-    // poll a second apart would render again.
-    const inputs = [{ ...listener, lastSeenAt: null }, work, [...active], [...credentials]];
-    const { etag, deployments } = this.rendered.get(listenerId, inputs, () => {
+    // poll a second apart would render again. Credentials are compared sealed, opened only to render.
+    const inputs = [{ ...listener, lastSeenAt: null }, work];
+    const { etag, deployments } = await this.rendered.get(listenerId, inputs, async () => {
+      const store = new DeploymentCredentialStore(this.dataSource.manager, this.box);
       const entries: DesiredDeployment[] = [];
-      for (const { deployment: d, deploying } of work) {
-        const stores = credentials.get(d.id)!;
+      for (const { deployment: d, deploying, active, sealed } of work) {
+        const credentials = await store.openSealed(d.id, sealed);
         if (d.status === 'AWAITING_DELETE') {
-          entries.push(this.deleteEntry(listener, d, d.activeRevisionId ? active.get(d.activeRevisionId) ?? null : null, stores));
+          entries.push(this.deleteEntry(listener, d, active, credentials));
           continue;
         }
-        const entry = deploying && this.applyEntry(listener, d, deploying, stores);
+        const entry = deploying && this.applyEntry(listener, d, deploying, credentials);
         if (entry) entries.push(entry);
       }
       return entries;
@@ -252,19 +247,42 @@ export class ListenerAgentService {
 
   // ---------------------------------------------------------------- check-in
 
-  /**
-   * Authorizes the agent for this listener, then records that it called in. A listener that
-   * reports again revives what the reconciler marked UNKNOWN while it was silent: deployments
-   * go back to READY when their database is provisioned, else to AWAITING_DATABASE; rollouts
-   * go back to DEPLOYING, so they reappear in the desired state and the agent can finish them
-   * (their phase deadline still bounds them). Each revival is its own conditional change, so a
-   * concurrent DELETE (AWAITING_DELETE, revisions INTERRUPTED) is never overwritten.
-   */
+  /** Authorizes the agent for this listener, then records that it called in (`revive`). */
   private async checkIn(agent: Principal, listenerId: string): Promise<Listener> {
     if (agent.listenerId !== listenerId) throw new ForbiddenError(OTHER_LISTENERS_KEY);
-    const manager = this.dataSource.manager;
-    const listener = agent.workspaceId ? await new ListenerRepository(manager).find(agent.workspaceId, listenerId) : null;
+    const listener = agent.workspaceId ? await new ListenerRepository(this.dataSource.manager).find(agent.workspaceId, listenerId) : null;
     if (!listener) throw NotFoundError.of('Listener', listenerId);
+    await this.revive(listenerId);
+    return listener;
+  }
+
+  /**
+   * The check-in of a desired-state poll, which reads what it renders in the same round trip;
+   * when something was UNKNOWN, it is revived first and read again.
+   */
+  private async poll(agent: Principal, listenerId: string): Promise<ListenerPolled> {
+    if (agent.listenerId !== listenerId) throw new ForbiddenError(OTHER_LISTENERS_KEY);
+    const polls = new ListenerPoll(this.dataSource.manager);
+    const read = () => (agent.workspaceId ? polls.poll(agent.workspaceId, listenerId) : null);
+    let polled = await read();
+    if (polled?.unknown) {
+      await this.revive(listenerId);
+      polled = await read();
+    }
+    if (!polled) throw NotFoundError.of('Listener', listenerId);
+    return polled;
+  }
+
+  /**
+   * Records the check-in. A listener that calls in again revives what the reconciler marked
+   * UNKNOWN while it was silent: deployments go back to READY when their database is provisioned,
+   * else to AWAITING_DATABASE; rollouts go back to DEPLOYING, so they reappear in the desired
+   * state and the agent can finish them (their phase deadline still bounds them). Each revival is
+   * its own conditional change, so a concurrent DELETE (AWAITING_DELETE, revisions INTERRUPTED)
+   * is never overwritten.
+   */
+  private async revive(listenerId: string): Promise<void> {
+    const manager = this.dataSource.manager;
     const { unknownDeployments, unknownRevisionIds } = await new ListenerPoll(manager).checkIn(listenerId);
     for (const d of unknownDeployments) {
       await transitionDeployment(manager, d.id, d.databaseName ? 'READY' : 'AWAITING_DATABASE', ['UNKNOWN']);
@@ -274,7 +292,6 @@ export class ListenerAgentService {
         this.flow.transition(m, id, 'DEPLOYING', { from: ['UNKNOWN'], message: 'The listener is back; waiting for its report.' }),
       );
     }
-    return listener;
   }
 }
 
