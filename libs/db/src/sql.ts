@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 
 /** What `preparedRows` needs of the pg client under a TypeORM query runner. */
@@ -19,19 +20,32 @@ export async function queryRows<T = Record<string, any>>(manager: EntityManager,
 
 /**
  * `queryRows` as a named prepared statement: Postgres parses and plans `text` once per connection
- * (then reuses a generic plan), where an unnamed statement is planned on every call. For a hot
- * statement whose planning outweighs its execution (the listener agent's poll: 0.8 ms planned,
- * 0.2 ms run). `name` must always go with the same `text` (pg refuses another text under a name
- * a connection already prepared). Runs in `manager`'s transaction, if it has one.
+ * (then reuses a generic plan), where an unnamed statement is planned on every call. For hot
+ * statements whose planning weighs against their execution (the listener agent's poll: 0.8 ms
+ * planned, 0.2 ms run). Only for a statement of fixed text (one of a few shapes the code
+ * writes, its values all parameters): each connection keeps every text it prepared. Runs in
+ * `manager`'s transaction, if it has one.
  */
-export async function preparedRows<T = Record<string, any>>(manager: EntityManager, name: string, text: string, params: unknown[]): Promise<T[]> {
+export async function preparedRows<T = Record<string, any>>(manager: EntityManager, text: string, params: unknown[]): Promise<T[]> {
   const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
   try {
     const client = (await runner.connect()) as PgClient;
-    return (await client.query({ name, text, values: params })).rows as T[];
+    return (await client.query({ name: statementName(text), text, values: params })).rows as T[];
   } finally {
     if (runner !== manager.queryRunner) await runner.release();
   }
+}
+
+const names = new Map<string, string>();
+
+/** A prepared statement's name: a digest of its text, so a name never stands for two texts. */
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (!name) {
+    name = `slipway_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+    if (names.size < 1_000) names.set(text, name);
+  }
+  return name;
 }
 
 /**

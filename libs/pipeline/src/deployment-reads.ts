@@ -69,7 +69,7 @@ export class DeploymentReads {
   async findPresentable(workspaceId: string, id: string): Promise<PresentableDeployment | null> {
     const rows = this.rows();
     const sql = `SELECT ${rows.columns}, ${BESIDE} FROM deployments "d" WHERE "d"."workspace_id" = $1 AND "d"."id" = $2`;
-    const [row] = presentable(rows, await preparedRows(this.manager, 'deployment-presentable', sql, [workspaceId, id]));
+    const [row] = presentable(rows, await preparedRows(this.manager, sql, [workspaceId, id]));
     return row ?? null;
   }
 

@@ -75,7 +75,6 @@ export class ListenerPoll {
     // Prepared: planning this statement took four times as long as running it.
     const rows = await preparedRows(
       this.manager,
-      'listener-poll',
       `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
        SELECT ${l.columns}, ${d.columns}, ${r.columns}, ${a.columns},
               c.database_password_sealed AS c_database, c.redis_password_sealed AS c_redis,

@@ -34,7 +34,6 @@ export class RevisionRepository {
     const rows = entityRows(this.manager.connection, Revision, 'r');
     const [row] = await preparedRows(
       this.manager,
-      'revision-in-workspace',
       `SELECT ${rows.columns} FROM revisions "r" JOIN deployments "d" ON "d"."id" = "r"."deployment_id" AND "d"."workspace_id" = $1
         WHERE "r"."id" = $2 AND "r"."deployment_id" = $3`,
       [workspaceId, revisionId, deploymentId],
@@ -144,7 +143,7 @@ export class RevisionRepository {
     all.push(...(outbox?.params ?? []));
     const ride = rider?.sql(all.length);
     all.push(...(ride?.params ?? []));
-    const [row] = await queryRows<{ rider: unknown }>(
+    const [row] = await preparedRows<{ rider: unknown }>(
       this.manager,
       `WITH inserted AS (${insert} RETURNING id)${outbox ? `, jobs AS (${outbox.sql})` : ''}${ride ? `, ${ride.ctes}` : ''}
        UPDATE deployments SET latest_revision_id = (SELECT id FROM inserted), last_activity_at = now(), updated_at = now()

@@ -1,7 +1,7 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
 import { Deployment, type ComputeConfig, type StoredSourceConfig } from '../entities/index.js';
 import type { Page } from './pagination.js';
-import { queryRows } from '../sql.js';
+import { preparedRows, queryRows } from '../sql.js';
 import type { DeploymentStatus, ResourceSpec } from '@slipway/domain';
 
 export const DEPLOYMENT_NAME_UNIQUE = 'deployments_workspace_name_key';
@@ -147,7 +147,8 @@ export class DeploymentRepository {
       ? `, (SELECT jsonb_build_object('compute_config', l.compute_config) FROM listeners l
            WHERE l.id = deployments.listener_id AND l.workspace_id = deployments.workspace_id) AS listener`
       : '';
-    const [row] = await this.manager.query(
+    const [row] = await preparedRows(
+      this.manager,
       `WITH project AS (
          INSERT INTO tracing_projects (id, workspace_id, name, deployment_id) VALUES ($${project}, $${n + 1}, $${n + 2}, $${n + 3})
          ON CONFLICT (workspace_id, name) DO UPDATE SET deployment_id = EXCLUDED.deployment_id WHERE tracing_projects.deployment_id IS NULL
