@@ -67,23 +67,48 @@ describe('statements per read', () => {
 
   const poll = (etag?: string) => agent.get(`/v2/listeners/${listenerId}/desired-state`, { headers: etag ? { 'if-none-match': etag } : {} });
 
-  it('a desired-state poll: the check-in, the listener, its work and its credentials in one statement, answered in full or 304', async () => {
+  /** A poll's first statement (the check-in and the fingerprint of what it renders), and the read of those rows. */
+  const isGlance = (sql: string) => /^\s*WITH seen AS \(UPDATE listeners SET last_seen_at/.test(sql) && /sha256/.test(sql);
+  const isRead = (sql: string) => /c_database/.test(sql) && !isGlance(sql);
+
+  it('a desired-state poll of an unchanged state is one statement (check-in and fingerprint), answered in full or 304', async () => {
+    // The first rendering stores the deployments' credentials (none run a deployer here), which
+    // changes the rows: rendered again once.
+    expect((await poll()).status).toBe(200);
     const full = await statementsOf(() => poll());
-    expect(full, full.join('\n')).toHaveLength(1);
+    expect(full.map(isGlance), full.join('\n')).toEqual([true]);
     const res = await poll();
     expect(res.body.deployments).toHaveLength(3);
     const unchanged = await statementsOf(() => poll(res.headers.get('etag')!), 304);
-    expect(unchanged, unchanged.join('\n')).toHaveLength(1);
-    expect(unchanged[0]).toMatch(/UPDATE listeners SET last_seen_at/);
+    expect(unchanged.map(isGlance), unchanged.join('\n')).toEqual([true]);
   });
 
-  it('a poll that finds something UNKNOWN revives it, then reads again', async () => {
+  it('a changed state is read in one more statement, then rendered', async () => {
+    const before = await poll();
+    await api.dataSource.query(`UPDATE deployments SET name = name || '-x' WHERE id = $1`, [deployment.id]);
+    recording.sent.length = 0;
+    const after = await poll(before.headers.get('etag')!);
+    expect(after.status).toBe(200);
+    expect(after.body.deployments.map((e: { name: string }) => e.name)).toContain('reads-2-x');
+    expect(recording.sent.map((s) => (isGlance(s) ? 'glance' : isRead(s) ? 'read' : s)), recording.sent.join('\n')).toEqual(['glance', 'read']);
+
+    // Any column of any row rendered from counts: the listener's namespaces, a store password.
+    await api.dataSource.query(`UPDATE listeners SET compute_config = '{"k8s_namespaces": ["elsewhere"]}' WHERE id = $1`, [listenerId]);
+    const moved = await poll(after.headers.get('etag')!);
+    expect(moved.status).toBe(200);
+    expect(moved.body.deployments.map((e: { namespace: string }) => e.namespace)).toEqual(['elsewhere', 'elsewhere', 'elsewhere']);
+    await api.dataSource.query(`UPDATE deployment_credentials SET redis_front_port = 1 WHERE deployment_id = $1`, [deployment.id]);
+    recording.sent.length = 0;
+    expect((await poll(moved.headers.get('etag')!)).status).toBe(304); // read again, rendered the same
+    expect(recording.sent.filter(isRead)).toHaveLength(1);
+  });
+
+  it('a poll that finds something UNKNOWN revives it, then looks again', async () => {
     await api.dataSource.query(`UPDATE deployments SET status = 'UNKNOWN' WHERE id = $1`, [deployment.id]);
     recording.sent.length = 0;
     expect((await poll()).status).toBe(200);
     const statements = [...recording.sent];
-    const polls = statements.filter((s) => /FROM listeners l/.test(s));
-    expect(polls, statements.join('\n')).toHaveLength(2);
+    expect(statements.filter(isGlance), statements.join('\n')).toHaveLength(2);
     expect(statements.some((s) => /UPDATE\s+"?deployments"?\s/i.test(s)), statements.join('\n')).toBe(true);
     expect((await api.http.get(`/v2/deployments/${deployment.id}`)).body.status).not.toBe('UNKNOWN');
     expect(await statementsOf(() => poll())).toHaveLength(1);

@@ -20,12 +20,24 @@ export interface ListenerWork {
   sealed: SealedCredentials | null;
 }
 
-/** What an agent's poll of its desired state reads. */
-export interface ListenerPolled {
-  listener: Listener;
+/** What an agent's poll finds first: enough to answer from the last rendering when nothing changed. */
+export interface ListenerGlance {
   /** Whether the reconciler marked any of its deployments or rollouts UNKNOWN (to revive first). */
   unknown: boolean;
+  /** A digest of every row the desired state is rendered from (`ListenerRendering.fingerprint`). */
+  fingerprint: string;
+}
+
+/** What a listener's desired state is rendered from. */
+export interface ListenerRendering {
+  listener: Listener;
+  /** Its deployments with work, oldest first. */
   work: ListenerWork[];
+  /**
+   * A digest of the full text of those rows (the listener's without its seen time), taken in the
+   * same statement: equal fingerprints, equal inputs.
+   */
+  fingerprint: string;
 }
 
 /**
@@ -38,6 +50,26 @@ const WITH_WORK = `SELECT x.id FROM deployments x WHERE x.listener_id = $1 AND x
 
 /** Records that listener `$1` was seen, at most once a second (see `checkIn`). */
 const RECORD_SEEN = `UPDATE listeners SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second')`;
+
+/**
+ * The rows a listener's desired state is rendered from, `$1` the listener and `$2` its workspace:
+ * the listener, and for each deployment with work its revision DEPLOYING (`r`), the revision that
+ * serves it when it is being deleted (`a`), and its sealed store passwords (`c`).
+ */
+const RENDERED_FROM = `FROM listeners l
+         LEFT JOIN deployments d ON d.listener_id = l.id AND d.id IN (${WITH_WORK})
+         LEFT JOIN revisions r ON r.deployment_id = d.id AND r.status = 'DEPLOYING'
+         LEFT JOIN revisions a ON a.id = d.active_revision_id AND d.status = 'AWAITING_DELETE'
+         LEFT JOIN deployment_credentials c ON c.deployment_id = d.id
+        WHERE l.id = $1 AND l.workspace_id = $2`;
+
+/**
+ * The digest of `RENDERED_FROM`'s rows, as their full text: any change to any column changes it.
+ * The listener's seen time is left out (it changes with every check-in and is not rendered).
+ */
+const FINGERPRINT = `(SELECT encode(sha256(convert_to(
+           (to_jsonb(l) - 'last_seen_at')::text || string_agg(ROW(d, r, a, c)::text, E'\\n' ORDER BY d.created_at, d.id), 'UTF8')), 'base64')
+         ${RENDERED_FROM} GROUP BY l.id)`;
 
 /** What a listener agent's poll reads (and the seen time it records), each in one round trip. */
 export class ListenerPoll {
@@ -64,29 +96,36 @@ export class ListenerPoll {
   }
 
   /**
-   * An agent's poll of its desired state, in one round trip: the listener (null when it is not
-   * the workspace's), whether anything of it is UNKNOWN, and its deployments with work, oldest first. Records the seen
-   * time as `checkIn` does. It was five round trips (listener, check-in, work, active revisions,
-   * credentials); agents poll every few seconds, most often to hear "unchanged".
+   * An agent's poll of its desired state, first step: records the seen time as `checkIn` does,
+   * and says whether anything of the listener is UNKNOWN and what the fingerprint of its
+   * desired state's rows is; null when the listener is not the workspace's. One small row: a
+   * poll whose fingerprint is the last rendering's is answered from it (agents poll every few
+   * seconds, most often to hear "unchanged"), without reading or parsing the rows themselves.
+   * Prepared, as `read`: planning these statements took longer than running them.
    */
-  async poll(workspaceId: string, listenerId: string): Promise<ListenerPolled | null> {
-    const ds = this.manager.connection;
-    const [l, d, r, a] = [entityRows(ds, Listener, 'l'), entityRows(ds, Deployment, 'd'), entityRows(ds, Revision, 'r'), entityRows(ds, Revision, 'a')];
-    // Prepared: planning this statement took four times as long as running it.
-    const rows = await preparedRows(
+  async glance(workspaceId: string, listenerId: string): Promise<ListenerGlance | null> {
+    const [row] = await preparedRows<ListenerGlance>(
       this.manager,
       `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
-       SELECT ${l.columns}, ${d.columns}, ${r.columns}, ${a.columns},
-              c.database_password_sealed AS c_database, c.redis_password_sealed AS c_redis,
-              EXISTS (SELECT 1 FROM deployments u WHERE u.listener_id = l.id AND u.status = 'UNKNOWN')
+       SELECT ${FINGERPRINT} AS fingerprint,
+              EXISTS (SELECT 1 FROM deployments u WHERE u.listener_id = $1 AND u.status = 'UNKNOWN')
               OR EXISTS (SELECT 1 FROM revisions ur JOIN deployments ud ON ud.id = ur.deployment_id
-                          WHERE ud.listener_id = l.id AND ur.status = 'UNKNOWN') AS unknown
-         FROM listeners l
-         LEFT JOIN deployments d ON d.listener_id = l.id AND d.id IN (${WITH_WORK})
-         LEFT JOIN revisions r ON r.deployment_id = d.id AND r.status = 'DEPLOYING'
-         LEFT JOIN revisions a ON a.id = d.active_revision_id AND d.status = 'AWAITING_DELETE'
-         LEFT JOIN deployment_credentials c ON c.deployment_id = d.id
-        WHERE l.id = $1 AND l.workspace_id = $2
+                          WHERE ud.listener_id = $1 AND ur.status = 'UNKNOWN') AS unknown
+         FROM listeners WHERE id = $1 AND workspace_id = $2`,
+      [listenerId, workspaceId],
+    );
+    return row ?? null;
+  }
+
+  /** The rows of the listener's desired state and their fingerprint, in one statement; null when the listener is not the workspace's. */
+  async read(workspaceId: string, listenerId: string): Promise<ListenerRendering | null> {
+    const ds = this.manager.connection;
+    const [l, d, r, a] = [entityRows(ds, Listener, 'l'), entityRows(ds, Deployment, 'd'), entityRows(ds, Revision, 'r'), entityRows(ds, Revision, 'a')];
+    const rows = await preparedRows(
+      this.manager,
+      `SELECT ${l.columns}, ${d.columns}, ${r.columns}, ${a.columns},
+              c.database_password_sealed AS c_database, c.redis_password_sealed AS c_redis, ${FINGERPRINT} AS fingerprint
+         ${RENDERED_FROM}
         ORDER BY d.created_at, d.id`,
       [listenerId, workspaceId],
     );
@@ -102,6 +141,6 @@ export class ListenerPoll {
         sealed: row.c_database === null ? null : { database: row.c_database, redis: row.c_redis },
       });
     }
-    return { listener: l.read(rows[0]), unknown: rows[0].unknown, work };
+    return { listener: l.read(rows[0]), work, fingerprint: rows[0].fingerprint };
   }
 }

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { DesiredDeployment } from '@slipway/domain';
 
 interface Rendered {
-  /** Digest of everything the entries were rendered from. */
+  /** The fingerprint of the rows the entries were rendered from (ListenerPoll). */
   fingerprint: string;
   /** Strong ETag of the entries (not of `generated_at`). */
   etag: string;
@@ -10,13 +10,14 @@ interface Rendered {
 }
 
 /**
- * The desired state of each listener as last rendered, kept while what it was rendered from is
- * unchanged, and its ETag. Agents poll every few seconds and the answer rarely changes: with
- * `If-None-Match` an unchanged poll is a 304 without a body, and even a full answer is not
- * rendered again (manifests for every entry, secrets and store passwords opened).
+ * The desired state of each listener as last rendered, with the fingerprint of the rows it was
+ * rendered from, and its ETag. Agents poll every few seconds and the answer rarely changes: a
+ * poll whose rows have the same fingerprint is not rendered again (manifests for every entry,
+ * secrets and store passwords opened), and with `If-None-Match` it is a 304 without a body.
  *
- * Both digests are HMACs under a key derived from the secrets key: the ETag covers secret values,
- * so it must reveal nothing about them, and every api replica computes the same one.
+ * The ETag is an HMAC under a key derived from the secrets key: it covers secret values, so it
+ * must reveal nothing about them, and every api replica computes the same one. Fingerprints stay
+ * in this process.
  */
 export class DesiredStateCache {
   private readonly byListener = new Map<string, Rendered>();
@@ -26,21 +27,20 @@ export class DesiredStateCache {
     private readonly maxListeners = 10_000,
   ) {}
 
-  /** The rendering of `listenerId` from `inputs`: the cached one when the inputs are the same, else `render()`'s. */
-  async get(listenerId: string, inputs: unknown, render: () => Promise<DesiredDeployment[]>): Promise<Rendered> {
-    const fingerprint = this.digest(JSON.stringify(inputs));
+  /** The rendering of `listenerId` kept for rows of this fingerprint, if any. */
+  find(listenerId: string, fingerprint: string): Rendered | undefined {
     const cached = this.byListener.get(listenerId);
-    if (cached?.fingerprint === fingerprint) return cached;
-    const deployments = await render();
-    const rendered = { fingerprint, etag: `"${this.digest(JSON.stringify(deployments)).slice(0, 32)}"`, deployments };
+    return cached?.fingerprint === fingerprint ? cached : undefined;
+  }
+
+  /** Keeps (and returns) `deployments`, rendered for `listenerId` from rows of this fingerprint. */
+  keep(listenerId: string, fingerprint: string, deployments: DesiredDeployment[]): Rendered {
+    const etag = `"${createHmac('sha256', this.key).update(JSON.stringify(deployments)).digest('base64url').slice(0, 32)}"`;
+    const rendered = { fingerprint, etag, deployments };
     this.byListener.delete(listenerId); // re-inserted last: the map's order is least recently rendered first
     if (this.byListener.size >= this.maxListeners) this.byListener.delete(this.byListener.keys().next().value!);
     this.byListener.set(listenerId, rendered);
     return rendered;
-  }
-
-  private digest(text: string): string {
-    return createHmac('sha256', this.key).update(text).digest('base64url');
   }
 }
 

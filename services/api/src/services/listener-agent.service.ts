@@ -26,7 +26,7 @@ import {
   type RevisionStatus,
 } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
-import { ListenerPoll, RevisionLogRepository, RevisionReads, RevisionRepository, type ListenerPolled, type RevisionFlow } from '@slipway/pipeline';
+import { ListenerPoll, RevisionLogRepository, RevisionReads, RevisionRepository, type ListenerGlance, type RevisionFlow } from '@slipway/pipeline';
 import { renderManifests, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
 import { podPolicyOf } from './pod-policy-check.js';
 import type { Principal } from '../auth/principal.js';
@@ -62,26 +62,29 @@ export class ListenerAgentService {
    * no other response.
    */
   async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; state: DesiredState | null }> {
-    const { listener, work } = await this.poll(agent, listenerId);
-    // Everything the entries are rendered from: the same inputs render the same entries. The
-    // listener's seen time changes with every check-in and is not rendered: left out, or every
-    // poll a second apart would render again. Credentials are compared sealed, opened only to render.
-    const inputs = [{ ...listener, lastSeenAt: null }, work];
-    const { etag, deployments } = await this.rendered.get(listenerId, inputs, async () => {
-      const store = new DeploymentCredentialStore(this.dataSource.manager, this.box);
-      const entries: DesiredDeployment[] = [];
-      for (const { deployment: d, deploying, active, sealed } of work) {
-        const credentials = await store.openSealed(d.id, sealed);
-        if (d.status === 'AWAITING_DELETE') {
-          entries.push(this.deleteEntry(listener, d, active, credentials));
-          continue;
-        }
-        const entry = deploying && this.applyEntry(listener, d, deploying, credentials);
-        if (entry) entries.push(entry);
-      }
-      return entries;
-    });
+    const { fingerprint } = await this.glance(agent, listenerId);
+    const { etag, deployments } = this.rendered.find(listenerId, fingerprint) ?? (await this.render(agent, listenerId));
     return { etag, state: matchesEtag(ifNoneMatch, etag) ? null : this.view(listenerId, deployments) };
+  }
+
+  /** Reads the rows of the listener's desired state, renders its entries and keeps them (DesiredStateCache). */
+  private async render(agent: Principal, listenerId: string) {
+    const read = agent.workspaceId ? await new ListenerPoll(this.dataSource.manager).read(agent.workspaceId, listenerId) : null;
+    if (!read) throw NotFoundError.of('Listener', listenerId); // deleted since the glance
+    const { listener, work, fingerprint } = read;
+    const store = new DeploymentCredentialStore(this.dataSource.manager, this.box);
+    const entries: DesiredDeployment[] = [];
+    for (const { deployment: d, deploying, active, sealed } of work) {
+      // Opened only here: the fingerprint covers them sealed.
+      const credentials = await store.openSealed(d.id, sealed);
+      if (d.status === 'AWAITING_DELETE') {
+        entries.push(this.deleteEntry(listener, d, active, credentials));
+        continue;
+      }
+      const entry = deploying && this.applyEntry(listener, d, deploying, credentials);
+      if (entry) entries.push(entry);
+    }
+    return this.rendered.keep(listenerId, fingerprint, entries);
   }
 
   private view(listenerId: string, deployments: DesiredDeployment[]): DesiredState {
@@ -257,20 +260,20 @@ export class ListenerAgentService {
   }
 
   /**
-   * The check-in of a desired-state poll, which reads what it renders in the same round trip;
-   * when something was UNKNOWN, it is revived first and read again.
+   * The check-in of a desired-state poll, which also reads its rows' fingerprint; when something
+   * was UNKNOWN, it is revived first and read again.
    */
-  private async poll(agent: Principal, listenerId: string): Promise<ListenerPolled> {
+  private async glance(agent: Principal, listenerId: string): Promise<ListenerGlance> {
     if (agent.listenerId !== listenerId) throw new ForbiddenError(OTHER_LISTENERS_KEY);
     const polls = new ListenerPoll(this.dataSource.manager);
-    const read = () => (agent.workspaceId ? polls.poll(agent.workspaceId, listenerId) : null);
-    let polled = await read();
-    if (polled?.unknown) {
+    const read = () => (agent.workspaceId ? polls.glance(agent.workspaceId, listenerId) : null);
+    let glance = await read();
+    if (glance?.unknown) {
       await this.revive(listenerId);
-      polled = await read();
+      glance = await read();
     }
-    if (!polled) throw NotFoundError.of('Listener', listenerId);
-    return polled;
+    if (!glance) throw NotFoundError.of('Listener', listenerId);
+    return glance;
   }
 
   /**
