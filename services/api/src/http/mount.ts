@@ -90,7 +90,8 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
       });
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       if (result.stream) return serveEventStream(req, res, result.stream, log, shutdown);
-      if (result.body === undefined) res.status(result.status).end();
+      if (result.json !== undefined) res.status(result.status).type('application/json').send(result.json);
+      else if (result.body === undefined) res.status(result.status).end();
       else res.status(result.status).json(result.body);
     });
   }

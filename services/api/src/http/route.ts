@@ -25,6 +25,8 @@ export interface RequestContext<P = Record<string, string>, Q = Record<string, u
 export interface HandlerResult {
   status: number;
   body?: unknown;
+  /** Set instead of `body`: the body already serialized as JSON (a large answer kept serialized between requests). */
+  json?: string;
   headers?: Record<string, string>;
   /** Set instead of `body` to answer with Server-Sent Events (`status` and `body` are then ignored). */
   stream?: EventStream;

@@ -27,8 +27,8 @@ export function listenerAgentRoutes(agents: ListenerAgentService): RouteSpec[] {
         404: notFound,
       },
       handler: async (ctx) => {
-        const { etag, state } = await agents.desiredState(principalOf(ctx), ctx.params.listener_id, ctx.headers['if-none-match']);
-        return state ? { status: 200, body: state, headers: { ETag: etag } } : { status: 304, headers: { ETag: etag } };
+        const { etag, json } = await agents.desiredState(principalOf(ctx), ctx.params.listener_id, ctx.headers['if-none-match']);
+        return json ? { status: 200, json, headers: { ETag: etag } } : { status: 304, headers: { ETag: etag } };
       },
     }),
     defineRoute<Params, {}, ListenerReport>({

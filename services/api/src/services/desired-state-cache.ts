@@ -6,7 +6,8 @@ interface Rendered {
   fingerprint: string;
   /** Strong ETag of the entries (not of `generated_at`). */
   etag: string;
-  deployments: DesiredDeployment[];
+  /** The entries, serialized once: a full answer writes only its envelope around them. */
+  json: string;
 }
 
 /**
@@ -35,8 +36,9 @@ export class DesiredStateCache {
 
   /** Keeps (and returns) `deployments`, rendered for `listenerId` from rows of this fingerprint. */
   keep(listenerId: string, fingerprint: string, deployments: DesiredDeployment[]): Rendered {
-    const etag = `"${createHmac('sha256', this.key).update(JSON.stringify(deployments)).digest('base64url').slice(0, 32)}"`;
-    const rendered = { fingerprint, etag, deployments };
+    const json = JSON.stringify(deployments);
+    const etag = `"${createHmac('sha256', this.key).update(json).digest('base64url').slice(0, 32)}"`;
+    const rendered = { fingerprint, etag, json };
     this.byListener.delete(listenerId); // re-inserted last: the map's order is least recently rendered first
     if (this.byListener.size >= this.maxListeners) this.byListener.delete(this.byListener.keys().next().value!);
     this.byListener.set(listenerId, rendered);

@@ -61,10 +61,10 @@ export class ListenerAgentService {
    * AWAITING_DELETE (remove it). Secret values of revisions being applied appear here and in
    * no other response.
    */
-  async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; state: DesiredState | null }> {
+  async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; json: string | null }> {
     const { fingerprint } = await this.glance(agent, listenerId);
-    const { etag, deployments } = this.rendered.find(listenerId, fingerprint) ?? (await this.render(agent, listenerId));
-    return { etag, state: matchesEtag(ifNoneMatch, etag) ? null : this.view(listenerId, deployments) };
+    const { etag, json } = this.rendered.find(listenerId, fingerprint) ?? (await this.render(agent, listenerId));
+    return { etag, json: matchesEtag(ifNoneMatch, etag) ? null : this.view(listenerId, json) };
   }
 
   /** Reads the rows of the listener's desired state, renders its entries and keeps them (DesiredStateCache). */
@@ -87,8 +87,10 @@ export class ListenerAgentService {
     return this.rendered.keep(listenerId, fingerprint, entries);
   }
 
-  private view(listenerId: string, deployments: DesiredDeployment[]): DesiredState {
-    return { listener_id: listenerId, generated_at: new Date().toISOString(), deployments };
+  /** The `DesiredState` answer, as JSON around the entries kept serialized (DesiredStateCache). */
+  private view(listenerId: string, deploymentsJson: string): string {
+    const envelope: Omit<DesiredState, 'deployments'> = { listener_id: listenerId, generated_at: new Date().toISOString() };
+    return `${JSON.stringify(envelope).slice(0, -1)},"deployments":${deploymentsJson}}`;
   }
 
   private applyEntry(listener: Listener, d: Deployment, revision: Revision, credentials: StoreCredentials): DesiredDeployment | null {
