@@ -74,10 +74,16 @@ export class DeploymentReads {
   }
 
   /** A list page of the workspace's deployments (`DeploymentRepository.queryList`) with what the API shows beside each. */
-  async list(workspaceId: string, filter: DeploymentFilter, page: Page): Promise<PresentableDeployment[]> {
+  async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<PresentableDeployment[]> {
     // TypeORM builds the filtered query (its select names columns as `entityRows` reads them); its rows are read by hand.
-    const [sql, params] = new DeploymentRepository(this.manager).queryList(workspaceId, filter, page).addSelect(BESIDE).getQueryAndParameters();
-    return presentable(this.rows(), await queryRows(this.manager, sql, params));
+    const [query, filtered] = new DeploymentRepository(this.manager).queryList(workspaceId, filter).addSelect(BESIDE).getQueryAndParameters();
+    const sql = `${query} LIMIT $${filtered.length + 1} OFFSET $${filtered.length + 2}`;
+    const params = [...filtered, limit, offset];
+    // The pages clients poll (all of them, or one name: the deploy CLIs' lookup) are prepared.
+    // Other filters stay planned for their values (a name fragment's selectivity), and their text
+    // varies with the number of ids and tags given.
+    const polled = Object.entries(filter).every(([key, value]) => value === undefined || key === 'name');
+    return presentable(this.rows(), await (polled ? preparedRows : queryRows)(this.manager, sql, params));
   }
 
   private rows(): EntityRows<Deployment> {

@@ -1,6 +1,5 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
 import { Deployment, type ComputeConfig, type StoredSourceConfig } from '../entities/index.js';
-import type { Page } from './pagination.js';
 import { preparedRows, queryRows } from '../sql.js';
 import type { DeploymentStatus, ResourceSpec } from '@slipway/domain';
 
@@ -175,18 +174,17 @@ export class DeploymentRepository {
   }
 
   /**
-   * The query of a list page (alias `d`), for a read that adds what it shows beside each row:
-   * every filter of docs/api.md, Deployments, newest first; each filter has its index
-   * (migrations 1764400000000-list-indexes, 1764600000100-name-trgm-no-pending-list).
+   * The query of the workspace's deployments (alias `d`), for a list page that adds what it shows
+   * beside each row and its LIMIT and OFFSET: every filter of docs/api.md, Deployments, newest
+   * first; each filter has its index (migrations 1764400000000-list-indexes,
+   * 1764600000100-name-trgm-no-pending-list).
    */
-  queryList(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): SelectQueryBuilder<Deployment> {
+  queryList(workspaceId: string, filter: DeploymentFilter): SelectQueryBuilder<Deployment> {
     const qb = this.manager
       .createQueryBuilder(Deployment, 'd')
       .where('d.workspace_id = :workspaceId', { workspaceId })
       .orderBy('d.created_at', 'DESC')
-      .addOrderBy('d.id', 'DESC')
-      .limit(limit)
-      .offset(offset);
+      .addOrderBy('d.id', 'DESC');
     if (filter.nameContains) qb.andWhere(`d.name ILIKE :nameLike ESCAPE '\\'`, { nameLike: `%${likeEscape(filter.nameContains)}%` });
     if (filter.name !== undefined) qb.andWhere('d.name = :name', { name: filter.name });
     if (filter.status) qb.andWhere('d.status = :status', { status: filter.status });
