@@ -17,6 +17,10 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
   const deployments = [];
   for (let i = 0; i < 5; i++) deployments.push(await stack.request('POST', '/v2/deployments', stack.createBody(`read-${stack.id}-${i}`)));
   await startRollouts(stack, deployments);
+  // A full list page, whatever ran before (alone, the reads find only the 5 above): the rest stay
+  // queued for a rollout no deployer takes, so desired state keeps its 5 entries.
+  const [{ count }] = await stack.dataSource.query('SELECT count(*)::int AS count FROM deployments');
+  for (let i = count; i < 20; i++) await stack.request('POST', '/v2/deployments', stack.createBody(`read-${stack.id}-page-${i}`));
   const agent = await stack.request('POST', '/v2/api-keys', { description: 'bench agent', role: 'member', listener_id: stack.listenerId });
   const [item] = await stack.dataSource.query(`INSERT INTO raw_items (name, image_uri, secrets) VALUES ('x', 'y', '[]') RETURNING id`);
 
