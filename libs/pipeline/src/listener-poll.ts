@@ -65,10 +65,11 @@ const RENDERED_FROM = `FROM listeners l
 
 /**
  * The digest of `RENDERED_FROM`'s rows, as their full text: any change to any column changes it.
- * The listener's seen time is left out (it changes with every check-in and is not rendered).
+ * The listener's seen time is left out (it changes with every check-in and is not rendered). In
+ * a fixed order, so the same rows always make the same digest.
  */
 const FINGERPRINT = `(SELECT encode(sha256(convert_to(
-           (to_jsonb(l) - 'last_seen_at')::text || string_agg(ROW(d, r, a, c)::text, E'\\n' ORDER BY d.created_at, d.id), 'UTF8')), 'base64')
+           (to_jsonb(l) - 'last_seen_at')::text || string_agg(ROW(d, r, a, c)::text, E'\\n' ORDER BY d.created_at, d.id, r.id), 'UTF8')), 'base64')
          ${RENDERED_FROM} GROUP BY l.id)`;
 
 /** What a listener agent's poll reads (and the seen time it records), each in one round trip. */
@@ -126,7 +127,7 @@ export class ListenerPoll {
       `SELECT ${l.columns}, ${d.columns}, ${r.columns}, ${a.columns},
               c.database_password_sealed AS c_database, c.redis_password_sealed AS c_redis, ${FINGERPRINT} AS fingerprint
          ${RENDERED_FROM}
-        ORDER BY d.created_at, d.id`,
+        ORDER BY d.created_at, d.id, r.id`,
       [listenerId, workspaceId],
     );
     if (!rows.length) return null;
