@@ -72,6 +72,17 @@ const FINGERPRINT = `(SELECT encode(sha256(convert_to(
            (to_jsonb(l) - 'last_seen_at')::text || string_agg(ROW(d, r, a, c)::text, E'\\n' ORDER BY d.created_at, d.id, r.id), 'UTF8')), 'base64')
          ${RENDERED_FROM} GROUP BY l.id)`;
 
+/**
+ * A poll's first statement (`ListenerPoll.glance`), `$1` the listener and `$2` its workspace: the
+ * check-in, the fingerprint, and whether anything of the listener is UNKNOWN.
+ */
+const GLANCE = `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
+       SELECT ${FINGERPRINT} AS fingerprint,
+              EXISTS (SELECT 1 FROM deployments u WHERE u.listener_id = $1 AND u.status = 'UNKNOWN')
+              OR EXISTS (SELECT 1 FROM revisions ur JOIN deployments ud ON ud.id = ur.deployment_id
+                          WHERE ud.listener_id = $1 AND ur.status = 'UNKNOWN') AS unknown
+         FROM listeners WHERE id = $1 AND workspace_id = $2`;
+
 /** What a listener agent's poll reads (and the seen time it records), each in one round trip. */
 export class ListenerPoll {
   constructor(private readonly manager: EntityManager) {}
@@ -105,16 +116,7 @@ export class ListenerPoll {
    * Prepared, as `read`: planning these statements took longer than running them.
    */
   async glance(workspaceId: string, listenerId: string): Promise<ListenerGlance | null> {
-    const [row] = await preparedRows<ListenerGlance>(
-      this.manager,
-      `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
-       SELECT ${FINGERPRINT} AS fingerprint,
-              EXISTS (SELECT 1 FROM deployments u WHERE u.listener_id = $1 AND u.status = 'UNKNOWN')
-              OR EXISTS (SELECT 1 FROM revisions ur JOIN deployments ud ON ud.id = ur.deployment_id
-                          WHERE ud.listener_id = $1 AND ur.status = 'UNKNOWN') AS unknown
-         FROM listeners WHERE id = $1 AND workspace_id = $2`,
-      [listenerId, workspaceId],
-    );
+    const [row] = await preparedRows<ListenerGlance>(this.manager, GLANCE, [listenerId, workspaceId]);
     return row ?? null;
   }
 

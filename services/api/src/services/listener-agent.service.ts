@@ -268,11 +268,11 @@ export class ListenerAgentService {
   private async glance(agent: Principal, listenerId: string): Promise<ListenerGlance> {
     if (agent.listenerId !== listenerId) throw new ForbiddenError(OTHER_LISTENERS_KEY);
     const polls = new ListenerPoll(this.dataSource.manager);
-    const read = () => (agent.workspaceId ? polls.glance(agent.workspaceId, listenerId) : null);
-    let glance = await read();
+    const look = () => (agent.workspaceId ? polls.glance(agent.workspaceId, listenerId) : null);
+    let glance = await look();
     if (glance?.unknown) {
       await this.revive(listenerId);
-      glance = await read();
+      glance = await look();
     }
     if (!glance) throw NotFoundError.of('Listener', listenerId);
     return glance;
