@@ -170,6 +170,14 @@ describe('loadConfig failures', () => {
     expect(config.sandbox).toMatchObject({ subnet: '10.50.0.0/20', allowCidrs: ['10.1.0.0/16', '192.168.1.5'] });
   });
 
+  it("takes the DNS relay's bounds (default 64 per sandbox, 1024 in all, 16 TCP connections per sandbox) and refuses 0", () => {
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir }).sandbox.dns).toEqual({ maxInflightPerSandbox: 64, maxInflight: 1024, maxTcpClientsPerSandbox: 16 });
+    const env = { SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX: '8', SLIPWAY_DNS_MAX_INFLIGHT: '100', SLIPWAY_DNS_MAX_TCP_CLIENTS_PER_SANDBOX: '2' };
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, ...env }).sandbox.dns).toEqual({ maxInflightPerSandbox: 8, maxInflight: 100, maxTcpClientsPerSandbox: 2 });
+    const err = configErrorOf(() => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_DNS_MAX_INFLIGHT: '0' }));
+    expect(err.problems).toEqual([expect.stringMatching(/SLIPWAY_DNS_MAX_INFLIGHT/)]);
+  });
+
   it('requires the JWKS URL with the JWT issuer', () => {
     const err = configErrorOf(() =>
       loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_JWT_ISSUER: 'https://issuer.example.com' }),

@@ -86,6 +86,31 @@ export const sandboxSettings = {
     "comma-separated IPv4 CIDRs sandboxes may reach although private (a registry on your network); the control plane's Postgres and Redis and this machine stay unreachable",
     { read: listOf, shown: 'none' },
   ),
+  /**
+   * Bounds of the sandboxes' DNS relay (docs/operations.md, Per-tenant bounds): each query in
+   * flight holds one socket of the builder's or deployer's, so one sandbox's flood would
+   * otherwise spend every file descriptor of the process that serves everyone's apps.
+   */
+  dns: {
+    maxInflightPerSandbox: int(
+      'SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX',
+      64,
+      "DNS queries of one sandbox in flight at once (UDP and TCP); past it the relay answers REFUSED at once, opening no socket",
+      { min: 1, max: 65_535 },
+    ),
+    maxInflight: int(
+      'SLIPWAY_DNS_MAX_INFLIGHT',
+      1024,
+      "DNS queries in flight at once through one builder's or deployer's relay, all sandboxes together; past it the relay answers REFUSED at once",
+      { min: 1, max: 65_535 },
+    ),
+    maxTcpClientsPerSandbox: int(
+      'SLIPWAY_DNS_MAX_TCP_CLIENTS_PER_SANDBOX',
+      16,
+      "open TCP connections of one sandbox to its DNS relay; a further one is closed on arrival",
+      { min: 1, max: 1024 },
+    ),
+  },
   /** Limits of every build step (its cgroup) and the disk quota of a build's directory and npm cache. */
   build: {
     memoryMb: int('SLIPWAY_BUILD_MEMORY_MB', 4096, 'memory (MB) of every build step', { min: 64 }),

@@ -69,7 +69,7 @@ export async function setUpSandbox(settings: SandboxSettings, db: Queryable, sto
   });
   const layout = await detectCgroups();
   if (!layout) throw new SandboxUnavailableError('no writable cgroup controllers (v2, or v1 memory/cpu/pids) under /sys/fs/cgroup.');
-  const network = new SandboxNetwork(db, settings.subnet, { allowCidrs: settings.allowCidrs, storeAddresses: await storeAddresses(stores) });
+  const network = new SandboxNetwork(db, settings.subnet, { allowCidrs: settings.allowCidrs, storeAddresses: await storeAddresses(stores) }, settings.dns);
   await network.apply().catch((err) => {
     throw new SandboxUnavailableError(`the sandboxes' network could not be set up (needs CAP_NET_ADMIN and nftables): ${err instanceof Error ? err.message : String(err)}`);
   });

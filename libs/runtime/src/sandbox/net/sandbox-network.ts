@@ -2,7 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Queryable } from '../../process/process-store.js';
 import { SandboxAddresses } from './addresses.js';
-import { DnsRelay } from './dns-relay.js';
+import { DnsRelay, DEFAULT_DNS_RELAY_LIMITS, type DnsRelayLimits } from './dns-relay.js';
 import { egressRules, nft, NFT_TABLE, removeEgressRules, ruleNames, type EgressPolicy } from './egress-rules.js';
 import { createLink, destroyLink, linkExists, namespaceNames, nsPathOf, prepareHost, removeHost, resolvConfOf } from './links.js';
 import { parsePool, slotAddresses, slotOfName, type Pool } from './pool.js';
@@ -43,13 +43,15 @@ export async function storeAddresses(urls: string[]): Promise<string[]> {
 export class SandboxNetwork {
   readonly pool: Pool;
   private readonly addresses: SandboxAddresses;
-  private readonly relay = new DnsRelay();
+  private readonly relay: DnsRelay;
 
   constructor(
     db: Queryable,
     subnet: string,
     private readonly policy: EgressPolicy,
+    dnsLimits: DnsRelayLimits = DEFAULT_DNS_RELAY_LIMITS,
   ) {
+    this.relay = new DnsRelay(undefined, dnsLimits);
     this.pool = parsePool(subnet);
     this.addresses = new SandboxAddresses(db, this.pool);
   }
