@@ -64,3 +64,32 @@ describe('secret names beside the sealed secrets', () => {
     expect(await fillSecretNames(api.dataSource, () => [])).toBe(0);
   });
 });
+
+describe('names npm sets for the scripts it runs', () => {
+  const npmSet = ['COLOR', 'NODE', 'INIT_CWD', 'npm_config_cache', 'npm_package_name'];
+  const refusals = (detail: Array<{ loc: unknown[]; msg: string; type: string }>) => detail.map((d) => [d.loc, d.type, d.msg.replace(/ \(reserved: .*\)$/, '')]);
+  const why = "npm sets it for the scripts it runs (`npm run start`, build steps), so the app would see npm's value, not this one";
+
+  it('are refused on create: 422 naming each with the reason, nothing written', async () => {
+    const name = `npm-names-${randomUUID().slice(0, 8)}`;
+    const res = await api.http.post('/v2/deployments', {
+      name,
+      source: 'external_container',
+      source_config: { listener_id: listenerId },
+      source_revision_config: { image_uri: 'registry.example/a:1' },
+      secrets: [{ name: 'NPM_TOKEN', value: 'kept' }, ...npmSet.map((n) => ({ name: n, value: 'x' }))],
+    });
+    expect(res.status, res.text).toBe(422);
+    expect(refusals(res.body.detail)).toEqual(npmSet.map((n, i) => [['body', 'secrets', i + 1, 'name'], 'value_error', `Value error, '${n}' is a reserved name: ${why}`]));
+    expect(res.body.detail[0].msg).toMatch(/\(reserved: .*COLOR, NODE, INIT_CWD, .*npm_\*\)$/);
+    expect((await api.dataSource.query(`SELECT count(*)::int AS n FROM deployments WHERE name = $1`, [name]))[0].n).toBe(0);
+  });
+
+  it('are refused on PATCH with the same reason, the stored secrets untouched', async () => {
+    const d = await create([{ name: 'NPM_TOKEN', value: 'kept' }]);
+    const res = await api.http.patch(`/v2/deployments/${d.id}`, { secrets: [{ name: 'NPM_TOKEN', value: '********' }, { name: 'COLOR', value: 'blue' }] });
+    expect(res.status, res.text).toBe(422);
+    expect(refusals(res.body.detail)).toEqual([[['body', 'secrets', 1, 'name'], 'value_error', `Value error, 'COLOR' is a reserved name: ${why}`]]);
+    expect(await storedNames(d.id)).toEqual(['NPM_TOKEN']);
+  });
+});

@@ -6,6 +6,7 @@
  * - Loader and interpreter variables, which change how programs load or behave before any of
  *   the app's code runs: the sandbox's wrapper programs (a shell, bubblewrap, run as root) start
  *   with the instance's environment, so these would run code of the app's choosing there.
+ * - What npm sets for the scripts it runs, which would silently replace the secret's value.
  */
 export const RUNTIME_ENV_NAMES: readonly string[] = ['PATH', 'HOME', 'TMPDIR', 'PORT', 'DATABASE_URI', 'REDIS_URI', 'REDIS_PREFIX'];
 
@@ -32,20 +33,45 @@ export const LOADER_ENV_NAMES: readonly string[] = [
 /** Whole families of loader variables (`LD_DEBUG_OUTPUT`, `LD_BIND_NOW`, exported shell functions). */
 export const LOADER_ENV_PREFIXES: readonly string[] = ['LD_', 'BASH_FUNC_'];
 
+/**
+ * What npm sets for every script it runs (`npm run start` starts an app, build steps run npm):
+ * a secret of that name reaches the app as npm's value, not its own (`COLOR` arrives as `0`).
+ * `npm_*` is npm's namespace (`npm_package_*`, `npm_lifecycle_*`, `npm_config_*`); the upper-case
+ * `NPM_CONFIG_*` and `NPM_TOKEN` are configuration npm reads, and stay allowed.
+ */
+export const NPM_ENV_NAMES: readonly string[] = ['COLOR', 'NODE', 'INIT_CWD'];
+
+/** npm's own family (case-sensitive). */
+export const NPM_ENV_PREFIXES: readonly string[] = ['npm_'];
+
 /** Every reserved name, for messages and docs (prefixes shown as `LD_*`). */
-export const RESERVED_SECRET_NAMES: readonly string[] = [...RUNTIME_ENV_NAMES, ...LOADER_ENV_NAMES];
+export const RESERVED_SECRET_NAMES: readonly string[] = [...RUNTIME_ENV_NAMES, ...LOADER_ENV_NAMES, ...NPM_ENV_NAMES];
+
+/** Every reserved family, by prefix. */
+export const RESERVED_SECRET_PREFIXES: readonly string[] = [...LOADER_ENV_PREFIXES, ...NPM_ENV_PREFIXES];
 
 const runtimeNames = new Set(RUNTIME_ENV_NAMES);
 const loaderNames = new Set(LOADER_ENV_NAMES);
+const npmNames = new Set(NPM_ENV_NAMES);
 
 /** Whether `name` changes how programs load (case-sensitive, as environment names are). */
 export function isLoaderEnvName(name: string): boolean {
   return loaderNames.has(name) || LOADER_ENV_PREFIXES.some((p) => name.startsWith(p));
 }
 
+/** Why a secret may not be called `name`, said for the caller; null when it may. */
+export function reservedSecretNameReason(name: string): string | null {
+  if (runtimeNames.has(name)) return 'the runtime sets it for every instance and build step';
+  if (isLoaderEnvName(name)) return "it would change how programs load before the app's code runs, and subvert the sandbox";
+  if (npmNames.has(name) || NPM_ENV_PREFIXES.some((p) => name.startsWith(p))) {
+    return "npm sets it for the scripts it runs (`npm run start`, build steps), so the app would see npm's value, not this one";
+  }
+  return null;
+}
+
 /** Whether a secret may not be called `name`. */
 export function isReservedSecretName(name: string): boolean {
-  return runtimeNames.has(name) || isLoaderEnvName(name);
+  return reservedSecretNameReason(name) !== null;
 }
 
 /** The reserved names among `names`, in order, without duplicates. */

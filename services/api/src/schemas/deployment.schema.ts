@@ -8,9 +8,9 @@ import {
   DEPLOYMENT_STATUSES,
   DEPLOYMENT_TYPES,
   DNS1123_LABEL,
-  isReservedSecretName,
   RESERVED_SECRET_NAMES,
-  LOADER_ENV_PREFIXES,
+  RESERVED_SECRET_PREFIXES,
+  reservedSecretNameReason,
   REVISION_STATUSES,
   SOURCE_ALIASES,
 } from '@slipway/domain';
@@ -43,14 +43,17 @@ const relativePath = Joi.string()
   .pattern(/^(?!\/)(?!.*(^|\/)\.\.(\/|$)).+$/)
   .description('Path inside the repository (relative, no `..`)');
 
-const RESERVED_LIST = [...RESERVED_SECRET_NAMES, ...LOADER_ENV_PREFIXES.map((p) => `${p}*`)].join(', ');
+const RESERVED_LIST = [...RESERVED_SECRET_NAMES, ...RESERVED_SECRET_PREFIXES.map((p) => `${p}*`)].join(', ');
 
-/** Environment names the runtime sets or that would subvert the sandbox are refused (docs/api.md, Secrets). */
+/** Environment names the runtime or npm sets, or that would subvert the sandbox, are refused with the reason (docs/api.md, Secrets). */
 const secretName = Joi.string()
   .max(256)
   .pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)
-  .custom((name: string, helpers) => (isReservedSecretName(name) ? helpers.error('secret.reserved') : name))
-  .messages({ 'secret.reserved': `'{#value}' is a reserved name: the runtime sets it, or it would subvert the sandbox (reserved: ${RESERVED_LIST})` })
+  .custom((name: string, helpers) => {
+    const reason = reservedSecretNameReason(name);
+    return reason ? helpers.error('secret.reserved', { reason }) : name;
+  })
+  .messages({ 'secret.reserved': `'{#value}' is a reserved name: {#reason} (reserved: ${RESERVED_LIST})` })
   .description(`An environment variable name; not one of ${RESERVED_LIST}`);
 
 const secret = Joi.object({
