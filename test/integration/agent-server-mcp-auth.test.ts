@@ -1,16 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_SERVER_HOST_ENTRY } from '../../services/builder/src/agent-server-host.js';
-import { builtAgentServerHost } from '../support/agent-server-host.js';
-import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/ports.js';
-import { eventually } from '../support/service-process.js';
+import { hostProject, type HostedProject } from '../support/agent-server-host.js';
 
 /**
  * The agent server's MCP endpoint under a graph's custom auth (langgraph.json `auth`): the host
@@ -41,9 +33,7 @@ export const auth = new Auth()
   });
 `;
 
-let root: string;
-let db: TestDatabase;
-let server: ChildProcess | undefined;
+let host: HostedProject;
 let base: string;
 
 const mcp = async (user: string): Promise<Client> => {
@@ -53,30 +43,15 @@ const mcp = async (user: string): Promise<Client> => {
 };
 
 beforeAll(async () => {
-  root = mkdtempSync(path.join(tmpdir(), 'slipway-agent-mcp-auth-'));
-  const hostDir = await builtAgentServerHost(root);
-  mkdirSync(path.join(root, 'src'));
-  writeFileSync(path.join(root, 'src/echo.ts'), ECHO);
-  writeFileSync(path.join(root, 'src/auth.ts'), AUTH);
-  writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'mcp-auth-agent', private: true, type: 'module' }));
-  writeFileSync(path.join(root, 'langgraph.json'), JSON.stringify({ graphs: { echo: './src/echo.ts:graph' }, auth: { path: './src/auth.ts:auth' } }));
-  symlinkSync(path.join(hostDir, 'node_modules'), path.join(root, 'node_modules'));
-  db = await createTestDatabase();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
-    cwd: root,
-    env: { PATH: process.env.PATH!, PORT: String(port), DATABASE_URI: db.url, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: testQueuePrefix('mcpauth') },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  host = await hostProject({
+    name: 'mcp-auth-agent',
+    files: { 'src/echo.ts': ECHO, 'src/auth.ts': AUTH },
+    config: { graphs: { echo: './src/echo.ts:graph' }, auth: { path: './src/auth.ts:auth' } },
   });
-  await eventually(() => fetch(`${base}/ok`, { headers: { 'x-user': 'probe' } }).then((r) => r.status, () => 0), (s) => s === 200, 90_000, 250);
+  base = host.url;
 }, 240_000);
 
-afterAll(async () => {
-  server?.kill('SIGKILL');
-  await db?.drop();
-  if (root) rmSync(root, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => host?.stop(), 60_000);
 
 describe("agent server MCP under a graph's custom auth", () => {
   it('refuses a request the auth handler does not authenticate', async () => {

@@ -59,14 +59,41 @@ export function commitProject(reposRoot: string, project: AgentProject): string 
   return dir;
 }
 
+/** The text of `file` in test/fixtures/agent-server. */
+const agentFixture = (file: string) => readFileSync(fileURLToPath(new URL(`../fixtures/agent-server/${file}`, import.meta.url)), 'utf8');
+
 /**
  * The slow fixture graph (test/fixtures/agent-server/slow-graph.ts) as the graph `agent` of a
  * project `name`, with run leases of 2 s (lapsed runs move quickly).
  */
 export const slowAgent = (name: string): AgentProject => ({
   name,
-  files: { 'src/agent.ts': readFileSync(fileURLToPath(new URL('../fixtures/agent-server/slow-graph.ts', import.meta.url)), 'utf8') },
+  files: { 'src/agent.ts': agentFixture('slow-graph.ts') },
   env: { SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000' },
+});
+
+/** The bearer tokens the token-auth handler knows, by user. */
+export const AUTH_TOKENS = { alice: 'Bearer token-alice', bob: 'Bearer token-bob' } as const;
+
+/**
+ * A project `name` behind a custom auth handler (langgraph.json `auth.path`:
+ * test/fixtures/agent-server/token-auth.ts, which knows AUTH_TOKENS and gives each user only
+ * their own threads and crons), whose graph `agent` appends to `ran_as` the identity its run
+ * carries (test/fixtures/agent-server/whoami-graph.ts).
+ */
+export const tokenAuthAgent = (name: string): AgentProject => ({
+  name,
+  files: {
+    'package.json': JSON.stringify({
+      name,
+      private: true,
+      type: 'module',
+      dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0', '@langchain/langgraph-sdk': '1.15.0' },
+    }),
+    'src/agent.ts': agentFixture('whoami-graph.ts'),
+    'src/auth.ts': agentFixture('token-auth.ts'),
+  },
+  config: { auth: { path: './src/auth.ts:auth' } },
 });
 
 /**

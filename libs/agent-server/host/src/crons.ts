@@ -13,7 +13,7 @@ import { json, orderBy, Where } from './rows.js';
 import type { PgRuns } from './runs.js';
 import type { RunStreams } from './streams.js';
 import type { PgThreads } from './threads.js';
-import { handleAuthEvent, isAuthMatching, logger, type AuthContext } from './upstream.js';
+import { applyAuthToRunConfig, handleAuthEvent, isAuthMatching, logger, type AuthContext } from './upstream.js';
 
 /** The fields of a cron create/update that make up each run (the rest describe the schedule). */
 export const RUN_FIELDS = [
@@ -118,8 +118,8 @@ export class PgCrons {
     const { rows: assistant } = await this.db.query('SELECT 1 FROM slipway_agent_assistants WHERE assistant_id = $1', [assistantId]);
     if (!assistant.length) throw new HTTPException(404, { message: `Assistant with ID ${assistantId} not found` });
     const { rows } = await this.db.query(
-      `INSERT INTO slipway_agent_crons (cron_id, assistant_id, thread_id, user_id, schedule, timezone, payload, metadata, on_run_completed, enabled, end_time, next_run_date)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
+      `INSERT INTO slipway_agent_crons (cron_id, assistant_id, thread_id, user_id, schedule, timezone, payload, metadata, on_run_completed, enabled, end_time, next_run_date, auth)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
       [
         randomUUID(),
         assistantId,
@@ -133,6 +133,7 @@ export class PgCrons {
         body.enabled ?? true,
         body.end_time ?? null,
         PgCrons.due(body, new Date()),
+        auth ? json({ user: auth.user, scopes: auth.scopes }) : null,
       ],
     );
     return toCron(rows[0]);
@@ -252,10 +253,12 @@ export class PgCrons {
     const p = row.payload ?? {};
     const runId = uuid7();
     const streamMode = p.stream_mode == null ? ['values'] : Array.isArray(p.stream_mode) ? p.stream_mode : [p.stream_mode];
+    const config = { ...p.config, configurable: { ...p.config?.configurable } };
+    applyAuthToRunConfig(config, row.auth ?? undefined);
     const kwargs = {
       input: p.input,
       command: undefined,
-      config: { ...p.config },
+      config,
       context: p.context,
       stream_mode: streamMode.length ? streamMode : ['values'],
       interrupt_before: p.interrupt_before,

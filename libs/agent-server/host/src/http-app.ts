@@ -1,11 +1,12 @@
 // The host's HTTP layer in front of the published server's routes (its `http.app` hook, which is
-// mounted before them): the routes the host serves itself (crons), /info's flags, and a run's
+// mounted before them): a project's custom auth handler (custom-auth.ts), the routes the host
+// serves itself (crons), /info's flags, and a run's
 // event stream answers with a `Location` naming where to re-join
 // it, so the SDK reconnects (with Last-Event-ID, on any instance) when a connection drops.
 // A project's own `http.app` is mounted behind it, unchanged.
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 
 const RUN_PATH = /^(\/threads\/[^/]+\/runs\/[^/]+|\/runs\/[^/]+)(\/stream)?$/;
 
@@ -16,11 +17,19 @@ export let hostApp: Hono | undefined;
 export const HOST_APP_SPEC = `${fileURLToPath(import.meta.url)}:hostApp`;
 
 /**
- * Builds `hostApp`: the host's own routes (`mount`), then the project's own app (`file:export`,
- * relative to `cwd`). GET /info reports `flags` merged over the published server's.
+ * Builds `hostApp`: `authenticate` (the project's auth handler, if it has one) in front of every
+ * route, the host's own routes (`mount`), then the project's own app (`file:export`, relative to
+ * `cwd`). GET /info reports `flags` merged over the published server's.
  */
-export async function prepareHostApp(projectApp: string | undefined, cwd: string, mount: (app: Hono) => void, flags: Record<string, boolean>): Promise<void> {
+export async function prepareHostApp(
+  projectApp: string | undefined,
+  cwd: string,
+  mount: (app: Hono) => void,
+  flags: Record<string, boolean>,
+  authenticate?: MiddlewareHandler,
+): Promise<void> {
   const app = new Hono();
+  if (authenticate) app.use('*', authenticate);
   app.use('*', async (c, next) => {
     await next();
     if (!c.res.headers.get('content-type')?.startsWith('text/event-stream')) return;

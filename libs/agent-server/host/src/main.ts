@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { codeId } from './code-id.js';
 import { mountCronRoutes } from './cron-routes.js';
 import { PgCrons } from './crons.js';
+import { registerCustomAuth, type AuthConfig } from './custom-auth.js';
 import { createPool, databaseAddress, firstConnection, type Db } from './db.js';
 import { HOST_APP_SPEC, prepareHostApp } from './http-app.js';
 import { migrateLegacyRecords } from './legacy.js';
@@ -171,10 +172,13 @@ async function serve(
     if (cronsServed) mountCronRoutes(app, crons);
     if (mcpServed) mountMcpRoute(app, graphDescriptions(serverOptions.graphs));
   };
-  await prepareHostApp(http.app, serverOptions.cwd as string, mountHostRoutes, { crons: cronsServed, store: !http.disable_store, mcp: mcpServed, a2a: false });
+  // The host's app applies the project's auth handler, not the server (custom-auth.ts): the server is given none.
+  const { auth, ...options } = serverOptions;
+  const authenticate = await registerCustomAuth(auth as AuthConfig | undefined, serverOptions.cwd as string);
+  await prepareHostApp(http.app, serverOptions.cwd as string, mountHostRoutes, { crons: cronsServed, store: !http.disable_store, mcp: mcpServed, a2a: false }, authenticate);
   const { startServer, StartServerSchema } = await import('@langchain/langgraph-api/server');
   const nWorkers = settings.role === 'api' ? 0 : settings.jobsPerWorker;
-  const { host } = await startServer(StartServerSchema.parse({ ...serverOptions, nWorkers, http: { ...http, app: HOST_APP_SPEC } }), { ops });
+  const { host } = await startServer(StartServerSchema.parse({ ...options, nWorkers, http: { ...http, app: HOST_APP_SPEC } }), { ops });
   const cronTimer = setInterval(() => void crons.fireDue().catch((err) => console.error('agent server: cron pass failed:', err.message)), CRON_POLL_MS);
   const stopSweeps = startSweeps(db, ttl);
   return {

@@ -98,6 +98,9 @@ const MIGRATIONS: string[] = [
    CREATE INDEX slipway_agent_crons_assistant ON slipway_agent_crons (assistant_id);
    CREATE INDEX slipway_agent_crons_created ON slipway_agent_crons (created_at, cron_id);
    CREATE INDEX slipway_agent_crons_metadata ON slipway_agent_crons USING gin (metadata jsonb_path_ops);`,
+  // The creator of a cron as the custom auth handler named them ({user, scopes}): each tick's run
+  // carries that identity (config.configurable.langgraph_auth_user), as the creator's own runs do.
+  `ALTER TABLE slipway_agent_crons ADD COLUMN auth jsonb;`,
 ];
 
 /** Creates or migrates the tables; the caller holds the schema lock. Returns the number of steps applied. */

@@ -12,8 +12,9 @@ export const API_DIR = path.dirname(require.resolve('@langchain/langgraph-api/pa
 /** Imports `dist/<file>` of the installed server. */
 export const apiModule = (file: string): Promise<any> => import(pathToFileURL(path.join(API_DIR, 'dist', file)).href);
 
-const [auth, load, logging, serde, checkpoint, store, command] = await Promise.all([
+const [auth, runAuth, load, logging, serde, checkpoint, store, command] = await Promise.all([
   apiModule('auth/index.mjs'),
+  apiModule('utils/run-auth.mjs'),
   apiModule('graph/load.mjs'),
   apiModule('logging.mjs'),
   apiModule('utils/serde.mjs'),
@@ -29,6 +30,8 @@ type AuthFilters = Record<string, unknown> | undefined;
 /** Runs the custom auth handler of `event`: its filters, and the value it may have changed. */
 export const handleAuthEvent: (auth: AuthContext, event: string, value: any) => Promise<[AuthFilters, any]> = auth.handleAuthEvent;
 export const isAuthMatching: (metadata: unknown, filters: AuthFilters) => boolean = auth.isAuthMatching;
+/** Stamps the caller onto a run's config (`configurable.langgraph_auth_user`, `_user_id`, `_permissions`), as POST /runs does. */
+export const applyAuthToRunConfig: (config: { configurable?: Record<string, unknown> }, auth: AuthContext) => string | undefined = runAuth.applyAuthToRunConfig;
 export const getGraph: (graphId: string, config: unknown, options: any) => Promise<any> = load.getGraph;
 /** The assistant id a graph id stands for (an assistant id is returned as is). */
 export const getAssistantId: (assistantOrGraphId: string) => string = load.getAssistantId;
