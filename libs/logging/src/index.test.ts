@@ -155,6 +155,24 @@ describe('createLogger with the platform credentials', () => {
     expect(line.msg).toBe('********://********:********@db is down');
   });
 
+  it('rewrites values only, never field names, however a weak password hides in them', () => {
+    const out = new Capture();
+    const log = createLogger({ name: 'test', destination: out, secrets: ['Pass', 'hunter22'] });
+    log.info({ Passwordless: true, PasswordPolicy: 'Pass', hunter22_host: 'db', nested: { 'Pass': 'x', note: 'Password reset' } }, 'Password of Pass; hunter22x');
+    const [line] = out.lines();
+    expect(Object.keys(line)).toEqual(expect.arrayContaining(['Passwordless', 'PasswordPolicy', 'hunter22_host']));
+    expect(line.PasswordPolicy).toBe('********');
+    expect(line.nested).toEqual({ Pass: 'x', note: 'Password reset' });
+    expect(line.msg).toBe('Password of ********; ********x');
+  });
+
+  it('keeps numbers and literals as they are, so the line stays JSON', () => {
+    const out = new Capture();
+    createLogger({ name: 'test', destination: out, secrets: ['12345678', 'true'] }).info({ pid: 12345678, ok: true, port: '12345678' }, 'started');
+    const [line] = out.lines();
+    expect(line).toMatchObject({ pid: 12345678, ok: true, port: '********' });
+  });
+
   it('without them, lines are written as they are', () => {
     const out = new Capture();
     createLogger({ name: 'test', destination: out }).info(`redis://:${redisPassword}@redis`);
@@ -176,6 +194,13 @@ describe('redactValues', () => {
 
   it('masks the longest value first, so a secret containing another leaks no tail', () => {
     expect(redactValues('pass=hunter2hunter2!', ['hunter2', 'hunter2hunter2!'])).toBe('pass=********');
+  });
+
+  it('masks a value shorter than 8 only as a word of its own, a longer one anywhere', () => {
+    expect(redactValues('Password: Pass, Passwordless=Pass1 (Pass)', ['Pass'])).toBe('Password: ********, Passwordless=Pass1 (********)');
+    expect(redactValues('x=Über1 Über12', ['Über1'])).toBe('x=******** Über12');
+    expect(redactValues('-pw- in a-pw-b', ['-pw-'])).toBe('******** in a********b');
+    expect(redactValues('prefixhunter22suffix', ['hunter22'])).toBe('prefix********suffix');
   });
 
   it('treats values literally, not as patterns', () => {

@@ -84,35 +84,63 @@ function stdoutDestination(): ReturnType<typeof pino.destination> {
   return dest;
 }
 
+/** Secrets shorter than this are never masked (it would shred ordinary text without protecting anything). */
+const MIN_MASKED = 4;
 /**
- * Replaces every occurrence of a known secret value in free text (build output, error
- * messages) with `********`. Values shorter than 4 characters are left alone: masking them would
- * shred ordinary text without protecting anything.
+ * Secrets shorter than this are masked only as a whole word: a weak password such as `Pass`
+ * would otherwise rewrite every `Password` and `Passwordless` of a log.
+ */
+const MIN_MASKED_INSIDE_WORDS = 8;
+const WORD_CHAR = /[\p{L}\p{N}_]/u;
+const escapeRegExp = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** One pattern finding every maskable value, longest first (a secret containing another leaks no tail). */
+function secretPattern(values: Iterable<string>): RegExp | null {
+  const usable = [...new Set(values)].filter((v) => v.length >= MIN_MASKED).sort((a, b) => b.length - a.length);
+  if (!usable.length) return null;
+  const alternatives = usable.map((value) => {
+    if (value.length >= MIN_MASKED_INSIDE_WORDS) return escapeRegExp(value);
+    const before = WORD_CHAR.test(value[0]!) ? '(?<![\\p{L}\\p{N}_])' : '';
+    const after = WORD_CHAR.test(value.at(-1)!) ? '(?![\\p{L}\\p{N}_])' : '';
+    return `${before}${escapeRegExp(value)}${after}`;
+  });
+  return new RegExp(alternatives.join('|'), 'gu');
+}
+
+/**
+ * Replaces each occurrence of a known secret value in free text (build output, error messages)
+ * with `********`. Values shorter than 4 characters are left alone, and values shorter than 8
+ * are masked only where they stand as a word of their own (`abc1` in `x=abc1;`, not in `abc12`).
  */
 export function redactValues(text: string, secretValues: Iterable<string>): string {
-  let out = text;
-  const values = [...secretValues].filter((v) => v.length >= 4).sort((a, b) => b.length - a.length);
-  for (const value of values) out = out.split(value).join('********');
-  return out;
+  const pattern = secretPattern(secretValues);
+  return pattern ? text.replace(pattern, '********') : text;
 }
+
+/** A JSON string literal, and whether a `:` follows it (an object key). */
+const JSON_STRING = /"(?:[^"\\]|\\.)*"(\s*:)?/g;
+
 /**
- * Masks each value in a serialized (JSON) line as it stands there: raw and JSON-escaped (a
- * password with a quote or backslash is written escaped). An object key that is exactly a
- * secret keeps its name (a weak password such as `postgres` would otherwise rename the
- * `postgres` field of every line); anywhere in a value it is masked. Null when there is
- * nothing to mask.
+ * Masks each value in a serialized (JSON) line: only string values are read, decoded (so a
+ * password with a quote or backslash is found as written) and masked as redactValues masks free
+ * text; object keys are never rewritten (a weak password such as `postgres` or `Pass` would
+ * otherwise rename the `postgres` or `Password…` fields of every line), nor are numbers or
+ * literals. Null when there is nothing to mask.
  */
 function lineMasker(secrets: Iterable<string>): ((line: string) => string) | null {
-  const forms = new Set<string>();
-  for (const value of secrets) {
-    if (value.length < 4) continue;
-    forms.add(value);
-    forms.add(JSON.stringify(value).slice(1, -1));
-  }
-  if (forms.size === 0) return null;
-  const longestFirst = [...forms].sort((a, b) => b.length - a.length);
-  const pattern = new RegExp(longestFirst.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
-  return (line) =>
-    line.replace(pattern, (match: string, offset: number) => (line[offset - 1] === '"' && line.startsWith('":', offset + match.length) ? match : '********'));
+  const values = [...secrets].filter((v) => v.length >= MIN_MASKED);
+  const pattern = secretPattern(values);
+  if (!pattern) return null;
+  // A cheap first look (raw and JSON-escaped forms, anywhere) spares most lines the walk.
+  const anywhere = new RegExp([...new Set(values.flatMap((v) => [v, JSON.stringify(v).slice(1, -1)]))].map(escapeRegExp).join('|'));
+  return (line) => {
+    if (!anywhere.test(line)) return line;
+    return line.replace(JSON_STRING, (literal: string, key: string | undefined) => {
+      if (key) return literal;
+      const text = JSON.parse(literal) as string;
+      const masked = text.replace(pattern, '********');
+      return masked === text ? literal : JSON.stringify(masked);
+    });
+  };
 }
 export { installShutdown, type ShutdownStep } from './shutdown.js';
