@@ -301,6 +301,29 @@ describe('the schemas reflect validation', () => {
   });
 });
 
+describe('request body examples (what /docs offers to send)', () => {
+  it('every example is valid against the operation\'s own joi schema', () => {
+    const bodies = new Map(app.routes.map((r) => [`${r.method} ${documentedPath(r.path)}`, r.request?.body]));
+    const examples = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, op]) => {
+        const example = op.requestBody?.content?.['application/json']?.example;
+        return example === undefined ? [] : [{ key: `${method} ${path}`, example }];
+      }),
+    );
+    expect(examples.map((e) => e.key)).toContain('post /v2/deployments');
+    for (const { key, example } of examples) expect(bodies.get(key)!.validate(example, { abortEarly: false }).error?.message, key).toBeUndefined();
+  });
+
+  it('POST /v2/deployments with the example body creates the deployment (201)', async () => {
+    const example = doc.paths['/v2/deployments'].post.requestBody.content['application/json'].example;
+    const res = await api.http.post('/v2/deployments', example);
+    expect(res.status, res.text).toBe(201);
+    expect(res.body).toMatchObject({ name: example.name, source: 'external_container', secrets: [{ name: 'OPENAI_API_KEY', value: '********' }] });
+    const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM deployments WHERE id = $1`, [res.body.id]);
+    expect(row.n).toBe(1);
+  });
+});
+
 describe('docs/reference.md', () => {
   it('is the rendering of this document (regenerate with `pnpm docs:reference`)', () => {
     const file = new URL('../../docs/reference.md', import.meta.url);

@@ -107,9 +107,12 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
     };
     if (route.admin) operation.description = route.admin === 'organization' ? 'Requires an organization admin key.' : 'Requires an admin key.';
     if (body) {
+      const described = body.describe() as { flags?: { presence?: string }; examples?: unknown[] };
+      // The body's own example (joi `.example()`), where Swagger UI takes a request body's sample from.
+      const example = described.examples?.[0];
       operation.requestBody = {
-        required: (body.describe().flags as { presence?: string } | undefined)?.presence === 'required',
-        content: { 'application/json': { schema: joiToJsonSchema(body, schemas) } },
+        required: described.flags?.presence === 'required',
+        content: { 'application/json': { schema: joiToJsonSchema(body, schemas), ...(example === undefined ? {} : { example }) } },
       };
     }
     (paths[toOpenApiPath(route.path)] ??= {})[route.method] = operation;

@@ -103,6 +103,15 @@ export const createDeploymentBody = Joi.object({
   image_version: Joi.string().max(255).allow(null),
 })
   .required()
+  // What /docs offers to send (Swagger UI would otherwise make one up from the schema: `"name": "string"`, made-up ids);
+  // openapi.test.ts posts it, so it stays a request this server accepts.
+  .example({
+    name: 'my-agent',
+    source: 'external_container',
+    source_config: { resource_spec: { min_scale: 1, max_scale: 2, cpu: 1, memory_mb: 1024 } },
+    source_revision_config: { image_uri: 'docker.io/langchain/langgraph-api:3.11' },
+    secrets: [{ name: 'OPENAI_API_KEY', value: 'sk-replace-me' }],
+  })
   .id('CreateDeployment');
 
 export const patchDeploymentBody = Joi.object({
