@@ -38,12 +38,24 @@ export const ceilingSettings = {
   dbConnections: int(CEILING_VARIABLES.dbConnections, 500, 'ceiling of `db_max_connections`; a value left out is lowered to the ceiling', { min: 1 }),
 } satisfies Record<keyof ResourceCeilings, Setting<number>>;
 
+/** Per-deployment bounds on the shared stores (docs/operations.md, Per-tenant bounds). */
 export const deploymentDbSettings = {
-  /** CONNECTION LIMIT of every deployment's database role (docs/operations.md, Deployment databases). */
+  /**
+   * CONNECTION LIMIT of every deployment's database role, and the most connections its Postgres
+   * front relays at once: well below the server's `max_connections` (100 by default), so one app
+   * cannot take every slot.
+   */
   deploymentDbConnectionLimit: int(
     'SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT',
-    100,
-    "`CONNECTION LIMIT` of each deployment's database role",
+    20,
+    "`CONNECTION LIMIT` of each deployment's database role and the most connections its Postgres front relays at once (more: refused with SQLSTATE 53300); well below the server's `max_connections`, so one deployment cannot take every slot",
     { min: 1, max: 10_000 },
+  ),
+  /** The most connections a deployment's Redis front relays at once (Redis ACL users have no limit of their own). */
+  deploymentRedisConnectionLimit: int(
+    'SLIPWAY_DEPLOYMENT_REDIS_CONNECTION_LIMIT',
+    100,
+    "the most connections each deployment's Redis front relays at once (more: refused with `-ERR max number of clients reached`); well below the server's `maxclients`",
+    { min: 1, max: 100_000 },
   ),
 };

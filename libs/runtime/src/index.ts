@@ -76,11 +76,16 @@ export { PostgresFront, startupMessage, type PostgresFrontOptions } from './data
 export { RedisFront, type RedisFrontOptions } from './data-access/redis-front.js';
 export { RespRequestParser } from './data-access/resp-requests.js';
 export {
+  ALLOWED_REDIS_SUBCOMMANDS,
   DataAccessError,
   DENIED_REDIS_COMMANDS,
+  deniedRedisCommand,
+  DEPLOYMENT_REDIS_DB,
+  deploymentKeyspaceUrl,
   deploymentRedisUser,
   dropDeploymentRedisUser,
   ensureDeploymentRedisUser,
   redisHasAcl,
+  removeDeploymentRedisKeys,
 } from './data-access/redis-acl.js';
 export { activeFronts, probeLocalTrust, type LocalTrustReport } from './data-access/trust-probe.js';

@@ -12,6 +12,8 @@ export interface Upstream {
 export abstract class LoopbackFront {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
+  /** Client connections holding a slot (admit): each has, or is about to have, its upstream connection. */
+  private admitted = 0;
 
   constructor(
     private readonly address: { host: string; port: number },
@@ -19,7 +21,8 @@ export abstract class LoopbackFront {
   ) {
     this.server = createServer((socket) => {
       this.track(socket);
-      void this.handle(socket);
+      // The front's error boundary: a handshake that fails in any way costs that connection only.
+      this.handle(socket).catch(() => socket.destroy());
     });
   }
 
@@ -58,6 +61,22 @@ export abstract class LoopbackFront {
       upstream.once('error', reject);
     });
     return upstream;
+  }
+
+  /** Client connections holding a slot now. */
+  get connections(): number {
+    return this.admitted;
+  }
+
+  /**
+   * Takes one of `limit` slots for `client` until it closes (no limit: always); false when all
+   * are taken, or when the client is gone already.
+   */
+  protected admit(client: Socket, limit: number | undefined): boolean {
+    if (client.destroyed || (limit !== undefined && this.admitted >= limit)) return false;
+    this.admitted++;
+    client.once('close', () => this.admitted--);
+    return true;
   }
 
   private track(socket: Socket): void {

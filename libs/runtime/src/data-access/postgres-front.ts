@@ -19,6 +19,8 @@ export interface PostgresFrontOptions {
   role: string;
   database: string;
   password: string;
+  /** The most connections it relays at once (the role's CONNECTION LIMIT); more are refused with 53300. None: no bound. */
+  maxConnections?: number;
   onError?: (err: Error) => void;
 }
 
@@ -39,7 +41,9 @@ function parseBackend(raw: Buffer): BackendMessage {
  * startup message of its own writing (the parameters it checked, nothing else) and relays the
  * server's answers (read with pg-protocol's parser) up to ReadyForQuery, then bytes both ways.
  * An upstream that asks for a password after all gets it (cleartext or md5). A CancelRequest is
- * passed on only for a connection this front relays (its key seen in BackendKeyData).
+ * passed on only for a connection this front relays (its key seen in BackendKeyData). At most
+ * `maxConnections` are relayed at once: one more gets the server's too_many_connections (53300)
+ * from the front itself, so one deployment cannot take every connection slot of the server.
  */
 export class PostgresFront extends LoopbackFront {
   /** "pid:key" of the connections this front relays, for CancelRequests. */
@@ -64,6 +68,11 @@ export class PostgresFront extends LoopbackFront {
       const given = answer.body.subarray(0, Math.max(0, answer.body.indexOf(0)));
       if (answer.type !== 'p' || !equalSecret(given, this.options.password)) {
         return refuse('28P01', `password authentication failed for user "${role}"`);
+      }
+      // Counted once the password matched: a stranger on the machine cannot take the deployment's slots.
+      const { maxConnections } = this.options;
+      if (!this.admit(client, maxConnections)) {
+        return refuse('53300', `too many connections for role "${role}": this deployment may hold at most ${maxConnections} database connections at once`);
       }
       const params = Object.fromEntries(startup.params);
       await this.relay(client, reader, startupMessage({ ...params, user: role, database }));

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { equalSecret } from './equal-secret.js';
 import { LoopbackFront, type Upstream } from './loopback-front.js';
+import { DENIED_REDIS_COMMANDS, deniedRedisCommand } from './redis-acl.js';
 import { encodeCommand, RespProtocolError, RespRequestParser } from './resp-requests.js';
 import { SocketReader } from './socket-reader.js';
 
@@ -12,6 +13,8 @@ export interface RedisFrontOptions {
   /** The deployment's ACL user and its password. */
   username: string;
   password: string;
+  /** The most connections it relays at once; more are answered `-ERR max number of clients reached` and closed. None: no bound. */
+  maxConnections?: number;
   onError?: (err: Error) => void;
 }
 
@@ -22,8 +25,12 @@ export interface RedisFrontOptions {
  */
 const NOAUTH = encodeCommand(['SLIPWAY-FRONT:NOAUTH-authenticate-as-the-deployment-user-first']);
 const SWITCH_REFUSED = encodeCommand(['SLIPWAY-FRONT:refused-only-the-deployment-user-may-authenticate-here']);
+/** Per denied command (DENIED_REDIS_COMMANDS), what is sent upstream in its place: the error names it. */
+const COMMAND_REFUSED = new Map(
+  DENIED_REDIS_COMMANDS.map((name) => [name, encodeCommand([`SLIPWAY-FRONT:NOPERM-deployments-may-not-run-${name.toUpperCase()}`])]),
+);
 
-type Verdict = 'forward' | 'authenticated' | 'refuse-switch' | 'refuse-noauth';
+type Verdict = 'forward' | 'authenticated' | 'refuse-switch' | 'refuse-noauth' | 'refuse-command';
 
 /**
  * A word as the server compares it (strcasecmp on a C string): ASCII case folded, ended by the
@@ -42,8 +49,11 @@ function word(arg: Buffer | undefined): string {
  * RESP): the client must first authenticate as that same user with its password (AUTH or HELLO …
  * AUTH), and any attempt to name another user (AUTH <password> meaning `default`, AUTH other,
  * HELLO with any AUTH option not the deployment's own, RESET, which falls back to `default`) is
- * refused in place: the connection stays the deployment's user. What the user may do is left to
- * its ACL rules.
+ * refused in place: the connection stays the deployment's user. Commands of
+ * DENIED_REDIS_COMMANDS (the same list its ACL rules deny) are refused in place too, so another
+ * tenant's channels and keys stay out of reach even if the ACL were looser; the rest is left to
+ * the ACL rules. At most `maxConnections` client connections are relayed at once (Redis has no
+ * per-user bound): one more is answered as the server answers past `maxclients`, then closed.
  */
 export class RedisFront extends LoopbackFront {
   constructor(private readonly options: RedisFrontOptions) {
@@ -75,11 +85,19 @@ export class RedisFront extends LoopbackFront {
     }
     if (verb === 'reset') return 'refuse-switch';
     if (verb === 'quit') return 'forward';
-    return authenticated ? 'forward' : 'refuse-noauth';
+    if (!authenticated) return 'refuse-noauth';
+    // With no subcommand (or a large command's head ending before it) a denied command is refused whole.
+    return deniedRedisCommand(verb, args.length > 1 ? word(args[1]) : undefined) ? 'refuse-command' : 'forward';
   }
 
   protected async handle(client: Socket): Promise<void> {
     client.pause();
+    // Counted as it connects: each client connection holds an upstream one from the start.
+    const { maxConnections } = this.options;
+    if (!this.admit(client, maxConnections)) {
+      client.end(`-ERR max number of clients reached: this deployment may hold at most ${maxConnections} Redis connections at once\r\n`);
+      return;
+    }
     let upstream: Socket;
     try {
       upstream = await this.openUpstream(client);
@@ -106,6 +124,7 @@ export class RedisFront extends LoopbackFront {
       if (verdict === 'authenticated') authenticated = true;
       if (verdict === 'refuse-switch') out.push(SWITCH_REFUSED);
       else if (verdict === 'refuse-noauth') out.push(NOAUTH);
+      else if (verdict === 'refuse-command') out.push(COMMAND_REFUSED.get(word(args[0]) as (typeof DENIED_REDIS_COMMANDS)[number])!);
       return verdict === 'forward' || verdict === 'authenticated';
     };
     const parser = new RespRequestParser({

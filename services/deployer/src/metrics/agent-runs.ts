@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
-import { deploymentRedisUser } from '@slipway/runtime';
+import { producerConnection } from '@slipway/jobs';
+import type { Logger } from '@slipway/logging';
+import { deploymentKeyspaceUrl, deploymentRedisUser } from '@slipway/runtime';
 
 /**
  * The agent-server host's run counters (libs/agent-server/host/src/run-stats.ts: the key, fields
@@ -77,4 +79,31 @@ export async function takeAgentRunCounts(redis: Redis, deploymentId: string): Pr
   const [err, values] = replies?.[0] ?? [null, null];
   if (err || !Array.isArray(values)) return null;
   return parseRunCounts(values);
+}
+
+/**
+ * Takes deployments' run counters where their instances write them: the deployments' keyspace
+ * (DEPLOYMENT_REDIS_DB of REDIS_URL, whatever database REDIS_URL names for the control plane),
+ * on a connection opened at the first read that fails fast (metrics never wait on Redis): while
+ * it is not connected, a read takes nothing and the counters wait in Redis for the next one.
+ */
+export class AgentRunCountsReader {
+  private redis: Redis | null = null;
+
+  constructor(
+    /** The control plane's REDIS_URL. */
+    private readonly redisUrl: string,
+    private readonly log: Logger,
+  ) {}
+
+  take(deploymentId: string): Promise<AgentRunCounts | null> {
+    this.redis ??= producerConnection(deploymentKeyspaceUrl(this.redisUrl), this.log);
+    if (this.redis.status !== 'ready') return Promise.resolve(null);
+    return takeAgentRunCounts(this.redis, deploymentId);
+  }
+
+  async close(): Promise<void> {
+    await this.redis?.quit().catch(() => undefined);
+    this.redis = null;
+  }
 }

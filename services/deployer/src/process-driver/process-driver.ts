@@ -22,10 +22,8 @@ import {
   type StartInstancesOutcome,
   type TrafficSwitch,
 } from '@slipway/runtime';
-import { producerConnection } from '@slipway/jobs';
 import type { WorkerMetrics } from '@slipway/worker';
-import type { Redis } from 'ioredis';
-import { takeAgentRunCounts } from '../metrics/agent-runs.js';
+import { AgentRunCountsReader } from '../metrics/agent-runs.js';
 import { DeploymentMetrics } from '../metrics/deployment-metrics.js';
 import { DeploymentWork } from './deployment-work.js';
 import { launchSpec } from './launch-spec.js';
@@ -83,8 +81,8 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | null = null;
-  /** The platform Redis, for the agent-server run counters under each deployment's prefix (fails fast: metrics never wait on it). */
-  private redis: Redis | null = null;
+  /** The agent-server run counters under each deployment's prefix, in the deployments' Redis database. */
+  private readonly runCounts: AgentRunCountsReader;
 
   constructor(
     config: Readonly<Config>,
@@ -103,10 +101,8 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     this.runtime = new ProcessRuntime(dataSource, { ...config.runtime, dataDir: config.dataDir, sandbox, containers: this.containers });
     this.lock = new RuntimeLock(dataSource, log);
     const metricsLog = log.child({ component: 'deployment-metrics' });
-    this.metrics = new DeploymentMetrics(dataSource, this.runtime, metricsLog, metrics?.registry, (deploymentId) => {
-      this.redis ??= producerConnection(config.redisUrl, metricsLog);
-      return takeAgentRunCounts(this.redis, deploymentId);
-    });
+    this.runCounts = new AgentRunCountsReader(config.redisUrl, metricsLog);
+    this.metrics = new DeploymentMetrics(dataSource, this.runtime, metricsLog, metrics?.registry, (deploymentId) => this.runCounts.take(deploymentId));
     const deploymentMetrics = this.metrics;
     this.ctx = {
       dataSource,
@@ -147,8 +143,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     clearInterval(this.timer);
     await this.ticking;
     await this.metrics.stop().catch((err) => this.log.warn({ err }, 'writing the last deployment metrics failed'));
-    await this.redis?.quit().catch(() => undefined);
-    this.redis = null;
+    await this.runCounts.close();
     await this.relinquish();
     // Restarts and retirements in progress get a moment; the next owner finishes the rest.
     await this.ctx.work.settle(2_000);

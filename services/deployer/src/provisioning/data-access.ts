@@ -14,12 +14,14 @@ import { workerConnection } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import {
   activeFronts,
+  deploymentKeyspaceUrl,
   deploymentRedisUser,
   dropDeploymentRedisUser,
   ensureDeploymentRedisUser,
   PostgresFront,
   probeLocalTrust,
   RedisFront,
+  removeDeploymentRedisKeys,
   TcpRelay,
   type LocalTrustReport,
   type LoopbackFront,
@@ -107,8 +109,9 @@ export class DeploymentDataAccess {
     return new DeploymentCredentialStore(this.dataSource.manager, this.box).credentials(deploymentId);
   }
 
+  /** On the deployments' keyspace (DEPLOYMENT_REDIS_DB), where teardown removes their keys; ACLs are server-wide. */
   private get redis(): Redis {
-    this.redisConnection ??= workerConnection(this.config.redisUrl, this.log);
+    this.redisConnection ??= workerConnection(deploymentKeyspaceUrl(this.config.redisUrl), this.log);
     return this.redisConnection;
   }
 
@@ -149,7 +152,10 @@ export class DeploymentDataAccess {
     database.password = encodeURIComponent(databasePassword);
     database.pathname = `/${databaseName}`;
 
+    // No database in it: the user may not SELECT, and its keys live in DEPLOYMENT_REDIS_DB (0) either way.
     const redis = fronts.redis ? new URL(`redis://${this.frontHost}:${fronts.redis.port}`) : new URL(this.config.redisUrl);
+    redis.pathname = '';
+    redis.searchParams.delete('db');
     redis.username = encodeURIComponent(user);
     redis.password = encodeURIComponent(redisPassword);
 
@@ -206,13 +212,23 @@ export class DeploymentDataAccess {
     const redis = upstreamOf(this.config.redisUrl, 6379);
     try {
       if (active.postgres) {
-        fronts.postgres = await open('postgres', (port) => new PostgresFront({ host, port, upstream: postgres, role: name, database: name, password: databasePassword, onError }));
+        fronts.postgres = await open('postgres', (port) =>
+          new PostgresFront({ host, port, upstream: postgres, role: name, database: name, password: databasePassword, maxConnections: this.config.deploymentDbConnectionLimit, onError }),
+        );
       } else if (relay) {
         fronts.postgres = await open('postgres', (port) => new TcpRelay({ host, port, upstream: postgres, onError }));
       }
       if (active.redis) {
         fronts.redis = await open('redis', (port) =>
-          new RedisFront({ host, port, upstream: redis, username: deploymentRedisUser(deploymentId), password: redisPassword, onError }),
+          new RedisFront({
+            host,
+            port,
+            upstream: redis,
+            username: deploymentRedisUser(deploymentId),
+            password: redisPassword,
+            maxConnections: this.config.deploymentRedisConnectionLimit,
+            onError,
+          }),
         );
       } else if (relay) {
         fronts.redis = await open('redis', (port) => new TcpRelay({ host, port, upstream: redis, onError }));
@@ -259,10 +275,14 @@ export class DeploymentDataAccess {
     await Promise.allSettled([fronts?.postgres?.close(), fronts?.redis?.close()]);
   }
 
-  /** Teardown: fronts closed, Redis user dropped (its connections cut); the database goes separately. */
+  /**
+   * Teardown: fronts closed, Redis user dropped (its connections cut), then its keys removed (run
+   * counters and all: nothing can write them any more); the database goes separately.
+   */
   async drop(deploymentId: string): Promise<void> {
     await this.closeFronts(deploymentId);
     await dropDeploymentRedisUser(this.redis, deploymentId);
+    await removeDeploymentRedisKeys(this.redis, deploymentId);
   }
 
   /** Closes every front (shutdown, lost runtime lock); the next owner opens them on the same ports. */
