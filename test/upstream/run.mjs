@@ -1,7 +1,8 @@
-// Runs the published LangGraph.js server's own API suite (libs/langgraph-api/tests/api.test.mts of
-// langchain-ai/langgraphjs) against the Slipway agent server host, with one or two instances.
+// Runs a suite of the published LangGraph.js server's own tests (libs/langgraph-api/tests of
+// langchain-ai/langgraphjs) against the Slipway agent server host, with one or two instances:
+// `api` (api.test.mts, the default) or `auth` (auth.test.mts, custom auth).
 //
-//   pnpm test:upstream <langgraphjs checkout> [--instances 2]   (tsx: it imports the builder's TypeScript)
+//   pnpm test:upstream <langgraphjs checkout> [--suite api|auth] [--instances 2]   (tsx: it imports the builder's TypeScript)
 //
 // The suite is not in this repository and not in the npm package (`@langchain/langgraph-api`
 // ships dist/ only): give it a checkout of langgraphjs, at the tag of the pinned server version
@@ -11,19 +12,23 @@
 //
 // What the runner sets up (configuration only): a database of its own and a Redis prefix of its
 // own; the host (libs/agent-server/host, installed as the builder installs it) serving the
-// suite's tests/graphs/langgraph.json with that file's `env` in its environment, as a deployment
-// gets it; and either the one instance or a round-robin proxy in front of two instances (each
-// request to either, as the serving URL spreads them). The suite's one non-configuration
-// adaptation: it calls http://localhost:2024, hard-coded, and port 2024 is not free on every
-// machine, so the copy's `localhost:2024` is replaced by the front's port. It starts its own server when CI is set: the
-// runner unsets CI for it. The cases of skips.json are left out, each with its reason printed.
+// suite's graph config (tests/graphs/langgraph.json, or langgraph.auth.json for `auth`) with
+// that file's `env` in its environment, as a deployment gets it; and either the one instance or
+// a round-robin proxy in front of two instances (each request to either, as the serving URL
+// spreads them). The suites' non-configuration adaptations: they call http://localhost:2024
+// (2025 for `auth`), hard-coded, and those ports are not free on every machine, so the copy's
+// address is replaced by the front's; the auth suite's filter-matching cases import the
+// server's source (`../src/auth/index.mjs`), which is not copied: they get the installed
+// server's dist/auth/index.mjs, the module the host runs. A suite starts its own server when CI
+// is set: the runner unsets CI for it. The cases of skips.json (by suite) are left out, each
+// with its reason printed.
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 // The host as the builder lays it into an artifact, its TypeScript compiled (run under tsx: `pnpm test:upstream`).
 import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.ts';
@@ -32,10 +37,19 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '../..');
 const HOST = path.join(REPO, 'libs/agent-server/host');
 
+/** Each suite: its file in tests/, the graph config it is served with, the address it calls. */
+const SUITES = {
+  api: { file: 'api.test.mts', config: 'langgraph.json', address: 'localhost:2024' },
+  auth: { file: 'auth.test.mts', config: 'langgraph.auth.json', address: 'localhost:2025' },
+};
+
 const [checkout, ...rest] = process.argv.slice(2);
-const instances = rest.includes('--instances') ? Number(rest[rest.indexOf('--instances') + 1]) : 1;
-if (!checkout || !existsSync(path.join(checkout, 'libs/langgraph-api/tests/api.test.mts')) || ![1, 2].includes(instances)) {
-  console.error('usage: pnpm test:upstream <langgraphjs checkout> [--instances 1|2]');
+const option = (name, fallback) => (rest.includes(name) ? rest[rest.indexOf(name) + 1] : fallback);
+const instances = Number(option('--instances', 1));
+const suiteName = option('--suite', 'api');
+const suite = SUITES[suiteName];
+if (!checkout || !suite || !existsSync(path.join(checkout, 'libs/langgraph-api/tests', suite.file)) || ![1, 2].includes(instances)) {
+  console.error('usage: pnpm test:upstream <langgraphjs checkout> [--suite api|auth] [--instances 1|2]');
   process.exit(2);
 }
 const pinned = JSON.parse(readFileSync(path.join(HOST, 'package.json'), 'utf8')).dependencies['@langchain/langgraph-api'];
@@ -109,7 +123,7 @@ try {
       },
     }),
   );
-  writeFileSync(path.join(work, 'vitest.config.mjs'), 'export default { test: { include: ["tests/api.test.mts"], testTimeout: 30_000, hookTimeout: 60_000, fileParallelism: false } };\n');
+  writeFileSync(path.join(work, 'vitest.config.mjs'), `export default { test: { include: ["tests/${suite.file}"], testTimeout: 30_000, hookTimeout: 60_000, fileParallelism: false } };\n`);
   sh('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--legacy-peer-deps'], work);
   // The host, installed as the builder installs it into an artifact.
   const hostDir = await copyAgentServerHost(work);
@@ -119,13 +133,14 @@ try {
   const dbUrl = new URL(adminUrl);
   dbUrl.pathname = `/${dbName}`;
   const graphs = path.join(work, 'tests/graphs');
-  const config = JSON.parse(readFileSync(path.join(graphs, 'langgraph.json'), 'utf8'));
+  const config = JSON.parse(readFileSync(path.join(graphs, suite.config), 'utf8'));
   const front = await freePort();
-  const suiteFile = path.join(work, 'tests/api.test.mts');
-  writeFileSync(suiteFile, readFileSync(suiteFile, 'utf8').replaceAll('localhost:2024', `localhost:${front}`));
+  const suiteFile = path.join(work, 'tests', suite.file);
+  const serverAuth = pathToFileURL(path.join(hostDir, 'node_modules/@langchain/langgraph-api/dist/auth/index.mjs')).href;
+  writeFileSync(suiteFile, readFileSync(suiteFile, 'utf8').replaceAll(suite.address, `localhost:${front}`).replaceAll('"../src/auth/index.mjs"', JSON.stringify(serverAuth)));
   const ports = instances === 1 ? [front] : [await freePort(), await freePort()];
   for (const port of ports) {
-    const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
+    const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), suite.config], {
       cwd: graphs,
       env: { PATH: process.env.PATH, ...config.env, PORT: String(port), DATABASE_URI: dbUrl.toString(), REDIS_URI: redisUrl, REDIS_PREFIX: `slipway-upstream-${process.pid}:` },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -135,15 +150,15 @@ try {
   }
   if (instances === 2) proxy = await roundRobin(front, ports);
 
-  const listed = JSON.parse(readFileSync(path.join(HERE, 'skips.json'), 'utf8'));
+  const listed = JSON.parse(readFileSync(path.join(HERE, 'skips.json'), 'utf8'))[suiteName];
   const skips = { ...listed.always, ...(instances === 2 ? listed.twoInstances : {}) };
   for (const [name, reason] of Object.entries(skips)) console.log(`upstream suite: skipping "${name}": ${reason}`);
   const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const pattern = `^(?!(${Object.keys(skips).map(escape).join('|')})$)`;
   const { CI: _ci, ...env } = process.env;
   // Not execFileSync: the proxy lives in this process and must keep serving meanwhile.
-  const suite = spawn('npx', ['vitest', 'run', '--reporter=verbose', '-t', pattern], { cwd: work, env, stdio: 'inherit' });
-  const code = await new Promise((resolve) => suite.once('exit', resolve));
+  const tests = spawn('npx', ['vitest', 'run', '--reporter=verbose', '-t', pattern], { cwd: work, env, stdio: 'inherit' });
+  const code = await new Promise((resolve) => tests.once('exit', resolve));
   if (code !== 0) throw new Error(`the suite failed (exit ${code})`);
   failed = false;
 } catch (err) {
