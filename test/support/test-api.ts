@@ -9,7 +9,7 @@ import { inject } from 'vitest';
 import { loadConfig, platformCredentials, type Config } from '@slipway/config';
 import { RevisionFlow } from '@slipway/pipeline';
 import { CgroupWriter, detectCgroups, removeSandboxPool } from '@slipway/runtime';
-import { answerClientErrors, apiNotifications, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
+import { apiNotifications, apiServer, createApp, type AppDeps, type RouteSpec } from '@slipway/api/app';
 import { createDataSource, dropDeploymentDatabase, issueApiKey, TenancyRepository, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { closeQueues, createQueues, OutboxRelay, producerConnection, type Queues } from '@slipway/jobs';
@@ -123,8 +123,7 @@ export async function startTestApi(
   const app = createApp({ config, dataSource, redis, queues, logger, notifications, ...options });
   // PORT 0 (the default here) is an ephemeral port; a test that needs absolute URLs on the
   // service (upload URLs, C10) passes a fixed free PORT so the default public URL is right.
-  const server = app.express.listen(config.port, '127.0.0.1');
-  answerClientErrors(server);
+  const server = apiServer(app, logger).listen(config.port, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -231,8 +230,7 @@ export async function startReplica(
     notifications,
     extraRoutes: parts.extraRoutes,
   });
-  const server: Server = app.express.listen(0, '127.0.0.1');
-  answerClientErrors(server);
+  const server: Server = apiServer(app, logger).listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   return {
     http: new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, api.adminKey),

@@ -143,4 +143,5 @@ function lineMasker(secrets: Iterable<string>): ((line: string) => string) | nul
     });
   };
 }
+export { installProcessGuards } from './process-guards.js';
 export { installShutdown, type ShutdownStep } from './shutdown.js';

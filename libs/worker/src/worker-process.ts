@@ -4,7 +4,7 @@ import { loadConfigOrExit, platformCredentials, type Config } from '@slipway/con
 import { secretsCodec, type SecretsCodec } from '@slipway/crypto';
 import { createDataSource, PgNotifications, type DataSource } from '@slipway/db';
 import { closeQueues, createQueues, producerConnection, workerConnection, type Queues } from '@slipway/jobs';
-import { createLogger, installShutdown, type Logger } from '@slipway/logging';
+import { createLogger, installProcessGuards, installShutdown, type Logger } from '@slipway/logging';
 import { RevisionFlow } from '@slipway/pipeline';
 import { WorkerMetrics } from './worker-metrics.js';
 
@@ -72,6 +72,7 @@ export interface WorkerProcessSpec {
 export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   const config = loadConfigOrExit();
   const log = createLogger({ name: spec.name, level: config.logLevel, secrets: platformCredentials(config) });
+  installProcessGuards(log);
   const dataSource = createDataSource({ url: config.databaseUrl, applicationName: `slipway-${spec.name}` });
   // Workers wait out a database that is not up yet instead of crash-looping.
   for (let attempt = 1; ; attempt++) {

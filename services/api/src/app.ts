@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import express, { type Express } from 'express';
 import helmet from 'helmet';
 import swaggerUi from 'swagger-ui-express';
@@ -7,6 +8,7 @@ import { deriveKey, secretsCodec } from '@slipway/crypto';
 import { EVENTS_CHANNEL, PgNotifications, type DataSource } from '@slipway/db';
 import { OUTBOX_CHANNEL, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
+import { serveWithin } from '@slipway/net';
 import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { Authenticator } from './auth/authenticator.js';
@@ -59,7 +61,6 @@ import { RegistryService } from './services/registry.service.js';
 import { REVISION_LOGS_CHANNEL, RevisionFlow } from '@slipway/pipeline';
 
 export type { HandlerResult, RequestContext, RouteSpec } from './http/route.js';
-export { answerClientErrors } from './http/client-errors.js';
 
 export const API_VERSION = '0.1.0';
 /** Self-hosted installs are reached as `<host>/api-host/v2/...` (docs/api.md, Conventions). */
@@ -92,6 +93,19 @@ export interface App {
  * The api process's one LISTEN connection: log and event followers, and the outbox relay. It
  * connects on the first subscription (docs/architecture.md, Events): no I/O before that.
  */
+/**
+ * The api's HTTP server (not yet listening): the app behind the shared error boundary, so a
+ * request no handler expected (CONNECT, one Node's parser refuses, a throw outside express's own
+ * handling) is answered with a `{detail}` body and logged, never fatal.
+ */
+export function apiServer(app: App, logger: Logger): Server {
+  return serveWithin(createServer(), {
+    request: app.express,
+    onError: (err) => logger.error({ err }, 'request failed outside its handler'),
+    failureStatus: 500,
+  });
+}
+
 export function apiNotifications(config: Readonly<Config>, logger: Logger): PgNotifications {
   return new PgNotifications(config.databaseUrl, [REVISION_LOGS_CHANNEL, EVENTS_CHANNEL, OUTBOX_CHANNEL], logger);
 }

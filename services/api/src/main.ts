@@ -6,10 +6,10 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfigOrExit, platformCredentials, type Config } from '@slipway/config';
 import { createDataSource, TenancyRepository, type BootstrapResult } from '@slipway/db';
-import { createLogger, installShutdown, type Logger } from '@slipway/logging';
+import { createLogger, installProcessGuards, installShutdown, type Logger } from '@slipway/logging';
 import { closeQueues, createQueues, OutboxRelay, producerConnection } from '@slipway/jobs';
 import { RevisionFlow } from '@slipway/pipeline';
-import { answerClientErrors, apiNotifications, createApp } from './app.js';
+import { apiNotifications, apiServer, createApp } from './app.js';
 
 export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key';
 
@@ -39,6 +39,7 @@ function reportBootstrap(log: Logger, result: BootstrapResult): void {
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const log = createLogger({ name: 'api', level: config.logLevel, secrets: platformCredentials(config) });
+  installProcessGuards(log);
   if (config.secretsKey.origin === 'generated') {
     log.warn({ dataDir: config.dataDir }, 'SLIPWAY_SECRETS_KEY is not set: generated one into the data dir. Set it explicitly in production.');
   }
@@ -61,10 +62,9 @@ async function main(): Promise<void> {
   const relay = new OutboxRelay(dataSource, queues, log, flow, { notifications });
   relay.start();
   const app = createApp({ config, dataSource, redis, queues, logger: log, notifications });
-  const server = app.express.listen(config.port, config.host, () => {
+  const server = apiServer(app, log).listen(config.port, config.host, () => {
     log.info({ url: `http://${config.host}:${config.port}`, publicUrl: config.publicUrl }, 'api listening');
   });
-  answerClientErrors(server);
   server.on('error', (err) => {
     log.fatal({ err }, 'could not listen');
     process.exit(1);

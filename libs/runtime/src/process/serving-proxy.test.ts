@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServingProxy, type ServingProxyOptions } from './serving-proxy.js';
 
@@ -201,5 +201,114 @@ describe('ServingProxy', () => {
     expect(refused.closed).toBe(true);
     expect(refused.data).toMatch(/^HTTP\/1\.1 400 /);
     expect(refused.data.match(/HTTP\/1\.1/g)).toHaveLength(1);
+  });
+
+  describe('requests that are malformed but legal, or hostile', () => {
+    /** Sends raw bytes (each piece as its own packet) and reads until the proxy closes or a pause. */
+    const raw = (port: number, pieces: string[], waitMs = 600) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(port, HOST);
+        let data = '';
+        const timer = setTimeout(() => (socket.destroy(), resolve(data)), waitMs);
+        socket.on('data', (c) => (data += c));
+        socket.on('close', () => (clearTimeout(timer), resolve(data)));
+        socket.on('error', () => undefined);
+        socket.on('connect', () => pieces.forEach((p, i) => setTimeout(() => socket.writable && socket.write(p, 'latin1'), i * 20)));
+      });
+
+    /** A target that answers each request with what reached it, and switches Upgrades to an echo. */
+    async function echoTarget(): Promise<number> {
+      const server = createServer((req, res) => {
+        const body = JSON.stringify({ url: req.url, headers: req.headers });
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+      });
+      server.on('upgrade', (req, socket) => {
+        socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: echo\r\nconnection: Upgrade\r\n\r\n');
+        socket.write(JSON.stringify({ url: req.url, headers: req.headers }) + '\n');
+        socket.pipe(socket);
+      });
+      await new Promise<void>((resolve) => server.listen(0, HOST, resolve));
+      cleanups.push(() => new Promise((r) => server.close(r)).finally(() => server.closeAllConnections()));
+      return (server.address() as AddressInfo).port;
+    }
+
+    const statusOf = (answer: string) => Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0);
+    /** The first JSON document of an answer's body (one chunk when chunked). */
+    const bodyOf = (answer: string) => {
+      const [head, body] = [answer.slice(0, answer.indexOf('\r\n\r\n')), answer.slice(answer.indexOf('\r\n\r\n') + 4)];
+      return JSON.parse((/transfer-encoding: chunked/i.test(head) ? body.split('\r\n')[1]! : body).split('\n')[0]!);
+    };
+
+    it('answers every shape of request line and Host, and keeps serving (no process-wide failure)', async () => {
+      const faults: Error[] = [];
+      const { proxy } = await startProxy({ onFault: (err) => faults.push(err) });
+      proxy.setTargets([{ host: HOST, port: await echoTarget() }]);
+
+      // HTTP/1.0 without Host: the request that used to end the process.
+      const noHost = await raw(proxy.port, ['GET /ok HTTP/1.0\r\n\r\n']);
+      expect(statusOf(noHost)).toBe(200);
+      expect(bodyOf(noHost).headers).not.toHaveProperty('x-forwarded-host');
+      // The same as an Upgrade.
+      const upgradeNoHost = await raw(proxy.port, ['GET /ws HTTP/1.0\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n']);
+      expect(statusOf(upgradeNoHost)).toBe(101);
+      expect(bodyOf(upgradeNoHost).headers).not.toHaveProperty('x-forwarded-host');
+      // An empty Host, and several.
+      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost:\r\n\r\n']))).toBeLessThan(500);
+      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n']))).toBe(400);
+      // The absolute form reaches the instance as a path.
+      const absolute = await raw(proxy.port, ['GET http://elsewhere.example/a/b?c=1 HTTP/1.1\r\nHost: x\r\n\r\n']);
+      expect(statusOf(absolute)).toBe(200);
+      expect(bodyOf(absolute).url).toBe('/a/b?c=1');
+      expect(statusOf(await raw(proxy.port, ['GET ftp://x/ HTTP/1.1\r\nHost: x\r\n\r\n']))).toBe(400);
+      // OPTIONS * is forwarded; CONNECT is refused.
+      expect(statusOf(await raw(proxy.port, ['OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n']))).toBe(200);
+      expect(statusOf(await raw(proxy.port, ['CONNECT 127.0.0.1:5432 HTTP/1.1\r\nHost: 127.0.0.1:5432\r\n\r\n']))).toBe(405);
+      // Control bytes in headers are refused by the parser; obs-text is passed on as sent.
+      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: a\x01b\r\n\r\n']))).toBe(400);
+      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: caf\xe9\r\n\r\n']))).toBe(200);
+      // A request cut short, and a body that never ends: the connection goes, nothing else.
+      await raw(proxy.port, ['GET /ok HTT'], 100);
+      await raw(proxy.port, ['POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc'], 100);
+
+      expect(faults).toEqual([]);
+      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\n\r\n']))).toBe(200);
+    });
+
+    it('answers 502 for an instance answer Node cannot relay, and keeps serving', async () => {
+      const accepted = new Set<import('node:net').Socket>();
+      const bad = createTcpServer((socket) => {
+        accepted.add(socket);
+        socket.on('error', () => undefined).end('HTTP/1.1 000 Nope\r\ncontent-length: 0\r\n\r\n');
+      });
+      await new Promise<void>((resolve) => bad.listen(0, HOST, resolve));
+      cleanups.push(() => new Promise((r) => (bad.close(r), accepted.forEach((s) => s.destroy()))));
+      const errors: Error[] = [];
+      const { proxy } = await startProxy({ onError: (err) => errors.push(err) });
+      proxy.setTargets([{ host: HOST, port: (bad.address() as AddressInfo).port }]);
+      const answer = await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\n\r\n']);
+      expect(statusOf(answer)).toBe(502);
+      expect(bodyOf(answer).detail).toMatch(/cannot be relayed/);
+      expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/status code/i)]);
+      proxy.setTargets([{ host: HOST, port: await echoTarget() }]);
+      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\n\r\n']))).toBe(200);
+    });
+
+    it('answers a request whose handling throws with 400/502 and reports it, instead of failing the process', async () => {
+      const faults: Error[] = [];
+      // An authorize hook that leaves a target Node refuses to send: forwarding throws.
+      const { proxy } = await startProxy({
+        onFault: (err) => faults.push(err),
+        authorize: async (req) => {
+          if (req.url === '/break') req.url = '/a b';
+          return null;
+        },
+      });
+      proxy.setTargets([{ host: HOST, port: await echoTarget() }]);
+      const answer = await raw(proxy.port, ['GET /break HTTP/1.1\r\nHost: x\r\n\r\n']);
+      expect(statusOf(answer)).toBe(400);
+      expect(bodyOf(answer).detail).toMatch(/cannot be passed on/);
+      expect(faults.map((f) => (f as NodeJS.ErrnoException).code)).toEqual(['ERR_UNESCAPED_CHARACTERS']);
+      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\n\r\n']))).toBe(200);
+    });
   });
 });

@@ -1,5 +1,7 @@
-import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, createServer, request, validateHeaderValue, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { answerSocket, serveWithin } from '@slipway/net';
 
 /** One instance the proxy may send requests to. */
 export interface ProxyTarget {
@@ -12,6 +14,11 @@ export interface ServingProxyOptions {
   port: number;
   /** Warnings (upstream errors); the proxy never logs request contents. */
   onError?: (err: Error, target: ProxyTarget | null) => void;
+  /**
+   * Told of a failure of the proxy's own handling that its error boundary answered (400 or 502):
+   * a bug to fix, never a reason to stop serving every other request.
+   */
+  onFault?: (err: Error) => void;
   /**
    * Decides whether a request may reach the instances, before anything is forwarded: null lets
    * it through (with the headers it left on `req.headers`: only those are forwarded, upgrades
@@ -47,17 +54,48 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'p
 
 const NO_INSTANCE = JSON.stringify({ detail: 'No healthy instance.' });
 
-/** The request headers an instance gets: hop-by-hop ones (and those `Connection` names) dropped, forwarding ones added. */
+/**
+ * The request headers an instance gets: hop-by-hop ones (and those `Connection` names) dropped,
+ * forwarding ones added. Only values Node will send are kept: a request may lack `Host` (HTTP/1.0)
+ * or carry a value Node's parser let in but its client refuses to write.
+ */
 function forwardHeaders(headers: IncomingHttpHeaders, remote: string | undefined): IncomingHttpHeaders {
   const listed = headers.connection ? connectionTokens(headers.connection) : null;
   const out: IncomingHttpHeaders = {};
   for (const name in headers) {
-    if (!HOP_BY_HOP.has(name) && !listed?.includes(name)) out[name] = headers[name];
+    const value = headers[name];
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !listed?.includes(name) && sendable(name, value)) out[name] = value;
   }
-  if (remote) out['x-forwarded-for'] = headers['x-forwarded-for'] ? `${headers['x-forwarded-for']}, ${remote}` : remote;
-  out['x-forwarded-host'] ??= headers.host;
+  if (remote) out['x-forwarded-for'] = typeof out['x-forwarded-for'] === 'string' ? `${out['x-forwarded-for']}, ${remote}` : remote;
+  if (out['x-forwarded-host'] === undefined && typeof out.host === 'string') out['x-forwarded-host'] = out.host;
   out['x-forwarded-proto'] ??= 'http';
   return out;
+}
+
+function sendable(name: string, value: string | string[]): boolean {
+  try {
+    for (const v of [value].flat()) validateHeaderValue(name, v);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The request target as an instance gets it: origin form. A proxy may be sent the absolute form
+ * (`GET http://host/path`, RFC 9112 §3.2.2); its path is what the instance serves. `*` (OPTIONS)
+ * stays as is; anything else that is no path is refused (null).
+ */
+function originForm(url: string | undefined): string | null {
+  if (!url) return null;
+  if (url.startsWith('/') || url === '*') return url;
+  if (!/^https?:\/\//i.test(url)) return null;
+  try {
+    const parsed = new URL(url);
+    return parsed.pathname + parsed.search;
+  } catch {
+    return null;
+  }
 }
 
 function connectionTokens(value: string): string[] {
@@ -102,22 +140,12 @@ export class ServingProxy {
   private readonly sockets = new Set<Socket>();
 
   constructor(private readonly options: ServingProxyOptions) {
-    this.server = createServer((req, res) => {
-      if (this.options.onRequest) this.measure(res, this.options.onRequest);
-      void this.admit(req).then((denial) => {
-        if (!denial) return this.handle(req, res);
-        res.writeHead(denial.status, { 'content-type': 'application/json', ...denial.headers }).end(JSON.stringify({ detail: denial.detail }));
-        req.resume();
-      });
-    });
-    this.server.on('upgrade', (req, socket, head) => {
-      void this.admit(req).then((denial) => {
-        if (!denial) return this.upgrade(req, socket as Socket, head);
-        // Refused: answered and closed, so nothing else is ever read from this connection.
-        const body = JSON.stringify({ detail: denial.detail });
-        const extra = Object.entries(denial.headers ?? {}).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-        socket.end(`HTTP/1.1 ${denial.status} Denied\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`);
-      });
+    // Every handler runs inside the boundary: a request it cannot handle is answered, never fatal.
+    this.server = serveWithin(createServer(), {
+      request: (req, res) => this.serve(req, res),
+      upgrade: (req, socket, head) => this.serveUpgrade(req, socket, head),
+      onError: (err) => this.options.onFault?.(err),
+      failureStatus: 502,
     });
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
@@ -173,6 +201,21 @@ export class ServingProxy {
     clearTimeout(timer);
     for (const agent of this.agents.values()) agent.destroy();
     this.agents.clear();
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.options.onRequest) this.measure(res, this.options.onRequest);
+    const denial = refuseTarget(req) ?? (await this.admit(req));
+    if (!denial) return this.handle(req, res);
+    res.writeHead(denial.status, { 'content-type': 'application/json', ...denial.headers }).end(JSON.stringify({ detail: denial.detail }));
+    req.resume();
+  }
+
+  private async serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const denial = refuseTarget(req) ?? (await this.admit(req));
+    // Refused: answered and closed, so nothing else is ever read from this connection.
+    if (denial) answerSocket(socket, denial.status, denial.detail, denial.headers);
+    else this.upgrade(req, socket as Socket, head);
   }
 
   private measure(res: ServerResponse, report: (outcome: RequestOutcome) => void): void {
@@ -237,7 +280,16 @@ export class ServingProxy {
     res.once('close', onClientGone);
     upstream.once('response', (up) => {
       responded = true;
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, relayedRawHeaders(up.rawHeaders));
+      // An app is as hostile as any client: an answer Node will not write (a status outside
+      // 100-999) is a 502, never an exception in this listener.
+      try {
+        res.writeHead(up.statusCode ?? 502, up.statusMessage, relayedRawHeaders(up.rawHeaders));
+      } catch (err) {
+        up.destroy();
+        this.options.onError?.(err as Error, target);
+        if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'The instance sent an answer that cannot be relayed.' }));
+        return;
+      }
       up.pipe(res);
       up.once('error', () => res.destroy());
     });
@@ -268,12 +320,12 @@ export class ServingProxy {
   private upgrade(req: IncomingMessage, client: Socket, head: Buffer): void {
     const target = this.pick()?.target;
     if (!target) {
-      client.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${NO_INSTANCE.length}\r\n\r\n${NO_INSTANCE}`);
+      answerSocket(client, 503, 'No healthy instance.', { 'retry-after': '1' });
       return;
     }
     const headers = forwardHeaders(req.headers, req.socket.remoteAddress);
     headers.connection = 'Upgrade';
-    headers.upgrade = req.headers.upgrade;
+    if (req.headers.upgrade !== undefined) headers.upgrade = req.headers.upgrade;
     const upstream = request({ host: target.host, port: target.port, method: req.method, path: req.url, headers, agent: false });
     upstream.once('upgrade', (answer, tunnel, upstreamHead) => {
       client.write(statusLine(answer) + rawHeaderLines(answer.rawHeaders) + '\r\n');
@@ -296,8 +348,7 @@ export class ServingProxy {
     });
     upstream.once('error', (err) => {
       this.options.onError?.(err, target);
-      const body = JSON.stringify({ detail: 'The instance did not answer.' });
-      if (client.writable) client.end(`HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+      answerSocket(client, 502, 'The instance did not answer.');
     });
     client.once('error', () => upstream.destroy());
     client.once('close', () => upstream.destroy());
@@ -313,6 +364,23 @@ function rawHeaderLines(raw: string[]): string {
   let out = '';
   for (let i = 0; i < raw.length; i += 2) out += `${raw[i]}: ${raw[i + 1]}\r\n`;
   return out;
+}
+
+const BAD_TARGET: AccessDenial = { status: 400, detail: 'The request target must be a path (or an absolute http URL).' };
+const SEVERAL_HOSTS: AccessDenial = { status: 400, detail: 'The request has more than one Host header.' };
+
+/**
+ * Puts the request target in origin form, or refuses the request before anything reads it: a
+ * target that is no path, or several `Host` lines (RFC 9112 §3.2; Node keeps only the first, and
+ * an app behind may read another).
+ */
+function refuseTarget(req: IncomingMessage): AccessDenial | null {
+  let hosts = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'host' && ++hosts > 1) return SEVERAL_HOSTS;
+  const url = originForm(req.url);
+  if (url === null) return BAD_TARGET;
+  req.url = url;
+  return null;
 }
 
 function key(t: ProxyTarget): string {

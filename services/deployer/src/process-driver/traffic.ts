@@ -59,6 +59,7 @@ export class Traffic {
           host: this.runtime.host,
           port,
           onError: (err, target) => this.log.warn({ err, deploymentId, target }, 'serving proxy: the instance did not answer'),
+          onFault: (err) => this.log.error({ err, deploymentId }, 'serving proxy: a request failed in the proxy itself (answered; kept serving)'),
           authorize: this.auth.forDeployment(deploymentId),
           onRequest: (outcome) => this.onRequest(deploymentId, outcome),
         });
