@@ -96,6 +96,13 @@ describe('ociConfig', () => {
     expect(c.linux.seccomp.syscalls.some((s: { names: string[] }) => s.names.includes('unshare'))).toBe(true);
   });
 
+  it("masks what leaks the host (/sys/firmware, powercap's energy counters, /proc/kcore, …) and shows the init, not a host path, as PID 1", () => {
+    const c = ociConfig(spec) as any;
+    expect(c.linux.maskedPaths).toEqual(expect.arrayContaining(['/sys/firmware', '/sys/devices/virtual/powercap', '/proc/kcore', '/proc/keys']));
+    expect(c.process.args[0]).toBe(INIT_PATH);
+    expect(c.process.args.join(' ')).not.toContain('/data/');
+  });
+
   it('adds no init when the image brings one', () => {
     const c = ociConfig({ ...spec, init: null }) as any;
     expect(c.process.args).toEqual(spec.command);

@@ -34,12 +34,21 @@ export interface SandboxCommandSpec {
   network?: { nsPath: string; resolvConf: string };
 }
 
+/**
+ * Where bubblewrap reads its options (`--args`): not on its command line, because bubblewrap's
+ * own process is PID 1 inside (the reaper), and /proc/1/cmdline would show every host path it
+ * binds (the data dir, the build directory, the namespace's resolv.conf) to the sandbox.
+ */
+const OPTIONS_FD = 4;
+
 /** What every sandbox sees read-only: the system (no /home, /root, /var, /srv, /opt data). */
 const SYSTEM_DIRS = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib64', '/lib32'];
 
 /**
  * The command line that runs `spec.command` sandboxed: a shell (still the caller's uid) joins
- * the cgroups, enters the sandbox's network namespace (when given) and execs bubblewrap, so every process of the sandbox is limited from its first
+ * the cgroups, hands bubblewrap its options through a descriptor (OPTIONS_FD: inside, PID 1's
+ * command line shows no host path), enters the sandbox's network namespace (when given) and
+ * execs bubblewrap, so every process of the sandbox is limited from its first
  * instruction; bubblewrap gives new PID, IPC and UTS namespaces, a tmpfs root with only the
  * system directories (read-only), its own /proc, /dev and /tmp, and the given paths; inside,
  * prlimit sets the open-files limit and setpriv switches to the deployment's uid/gid with no
@@ -63,9 +72,7 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
   for (const dir of parentsOf([...readOnly, ...spec.writable].map((m) => m.to))) binds.push('--perms', '0755', '--dir', dir);
   for (const m of readOnly) binds.push('--ro-bind', m.from, m.to);
   for (const m of spec.writable) binds.push('--bind', m.from, m.to);
-  const bwrap = [
-    ...(spec.network ? ['nsenter', `--net=${spec.network.nsPath}`, '--'] : []),
-    'bwrap',
+  const options = [
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
@@ -79,6 +86,12 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
     ...binds,
     '--chdir',
     spec.cwd,
+  ];
+  const bwrap = [
+    ...(spec.network ? ['nsenter', `--net=${spec.network.nsPath}`, '--'] : []),
+    'bwrap',
+    '--args',
+    String(OPTIONS_FD),
     '--',
     'prlimit',
     `--nofile=${spec.openFiles}:${spec.openFiles}`,
@@ -94,9 +107,20 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
     spec.command,
     ...spec.args,
   ];
-  // $1 = how many cgroup.procs files follow; each gets the shell's pid, then exec (same pid).
-  const join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"';
-  return { command: '/bin/sh', args: ['-c', join, 'slipway-sandbox', String(spec.cgroupProcs.length), ...spec.cgroupProcs, ...bwrap], seccomp: sandboxSeccompBpf() };
+  // $1 = how many cgroup.procs files follow; each gets the shell's pid. Then how many bubblewrap
+  // options follow: written NUL-separated to an unlinked file open as OPTIONS_FD, which bubblewrap
+  // reads (`--args`) and closes. Then exec (same pid).
+  const join = [
+    'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done',
+    `m=$1; shift; f=$(mktemp) || exit 125; exec 5>"$f" ${OPTIONS_FD}<"$f"; rm -f "$f"`,
+    `while [ "$m" -gt 0 ]; do printf '%s\\0' "$1" >&5 || exit 125; shift; m=$((m-1)); done; exec 5>&-`,
+    'exec "$@"',
+  ].join('; ');
+  return {
+    command: '/bin/sh',
+    args: ['-c', join, 'slipway-sandbox', String(spec.cgroupProcs.length), ...spec.cgroupProcs, String(options.length), ...options, ...bwrap],
+    seccomp: sandboxSeccompBpf(),
+  };
 }
 
 /** Where /etc/resolv.conf really is (it may be a link, e.g. into /run/systemd/resolve). */
