@@ -116,7 +116,8 @@ describe('langgraphjs deploy (local build) against Slipway', () => {
     // The deployment serves the image's page.
     const [row] = await stand.api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [d.id]);
     const page = await eventually(
-      () => fetch(`http://127.0.0.1:${row.serving_port}/`).then((r) => r.text(), () => ''),
+      // An internal_docker deployment is an agent server: its serving URL wants a workspace key.
+      () => fetch(`http://127.0.0.1:${row.serving_port}/`, { headers: { 'x-api-key': stand.api.adminKey } }).then((r) => r.text(), () => ''),
       (t) => t === '<h1>cli</h1>',
       20_000,
     );

@@ -143,7 +143,7 @@ describe('registry garbage collection', () => {
     const log = (await api().dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`, [again])).map((r: { message: string }) => r.message).join('\n');
     expect(log).toContain('Pulled and unpacked image');
     const [row] = await api().dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [d.id]);
-    expect(await (await fetch(`http://127.0.0.1:${row.serving_port}/`)).text()).toBe('<h1>used</h1>');
+    expect(await (await fetch(`http://127.0.0.1:${row.serving_port}/`, { headers: { 'x-api-key': api().adminKey } })).text()).toBe('<h1>used</h1>');
   }, 240_000);
 
   it("keeps a push within the grace period; a deleted deployment's images go", async () => {

@@ -32,6 +32,8 @@ export interface BusyboxImageOptions {
   workingDir?: string;
   /** The image config's `User` (`uid`, `uid:gid` or a name; default: none). */
   user?: string;
+  /** The image config's `Labels`. */
+  labels?: Record<string, string>;
   /** More files of the image, by absolute path. */
   files?: Record<string, { data: string | Buffer; mode: number }>;
 }
@@ -92,6 +94,7 @@ export async function buildBusyboxImage(page: string, options: BusyboxImageOptio
         Env: options.env ?? ['PATH=/bin'],
         ...(options.workingDir ? { WorkingDir: options.workingDir } : {}),
         ...(options.user !== undefined ? { User: options.user } : {}),
+        ...(options.labels ? { Labels: options.labels } : {}),
         ExposedPorts: { '8080/tcp': {} },
       },
       rootfs: { type: 'layers', diff_ids: [sha256(tarBytes)] },

@@ -82,9 +82,13 @@ export class RuntimeStand {
     return `http://127.0.0.1:${row.serving_port}`;
   }
 
-  async function get(url: string): Promise<{ status: number; text: string } | null> {
+  /**
+   * GET with the admin key in X-Api-Key unless `headers` say otherwise: an internal_docker
+   * deployment is an agent server, whose serving URL requires a key; one that needs none has it removed.
+   */
+  async function get(url: string, headers: Record<string, string> = { 'x-api-key': api().adminKey }): Promise<{ status: number; text: string } | null> {
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+      const res = await fetch(url, { headers, signal: AbortSignal.timeout(5_000) });
       return { status: res.status, text: await res.text() };
     } catch {
       return null;

@@ -18,7 +18,7 @@ export interface PresentableDeployment {
   latestRevisionConfig: StoredRevisionConfig | null;
   /** Its tag value ids, oldest tag first. */
   tagValueIds: string[];
-  /** Whether its active revision (else its latest) was built as an agent server; null: not built. */
+  /** Whether its active revision (else its latest) is an agent server (built as one, or an agent image); null: not known yet. */
   agentServer: boolean | null;
 }
 
@@ -35,14 +35,15 @@ export interface PushTarget {
  * What the API shows beside each deployment `d`, as correlated subqueries of the query that reads
  * it (a primary-key probe or an index range per row), so a GET or a list page is one round trip,
  * not one per table: the latest revision's config, the tag value ids, and whether its active
- * revision (else its latest) was built as an agent server.
+ * revision (else its latest) is an agent server: built as one, or an image its rollout found to
+ * be one; an `internal_docker` deployment is one from the start (only the deploy CLIs make them).
  */
 const BESIDE = [
   `(SELECT r.source_revision_config FROM revisions r WHERE r.id = d.latest_revision_id) AS latest_revision_config`,
   `ARRAY(SELECT t.tag_value_id::text FROM deployment_tag_values t WHERE t.deployment_id = d.id ORDER BY t.created_at, t.tag_value_id) AS tag_value_ids`,
   `coalesce(${['d.active_revision_id', 'd.latest_revision_id']
     .map((id) => `(SELECT (r.source_revision_config->>'agent_server')::boolean FROM revisions r WHERE r.id = ${id})`)
-    .join(', ')}) AS agent_server`,
+    .join(', ')}, CASE WHEN d.source = 'internal_docker' THEN true END) AS agent_server`,
 ].join(', ');
 
 type BesideColumns = { latest_revision_config: StoredRevisionConfig | null; tag_value_ids: string[]; agent_server: boolean | null };

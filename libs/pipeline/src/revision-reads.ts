@@ -77,6 +77,10 @@ export interface ServingRow {
   organization_id: string;
   serving_auth: string | null;
   artifact_ref: string | null;
+  /** The active revision's source, and what its rollout recorded of an image (absent: not an agent server). */
+  source: string | null;
+  agent_server: boolean | null;
+  agent_server_auth_path: string | null;
 }
 
 /**
@@ -191,7 +195,8 @@ export class RevisionReads {
   async servingOf(deploymentId: string): Promise<ServingRow | null> {
     const [row] = await queryRows<ServingRow>(
       this.manager,
-      `SELECT d.workspace_id, w.organization_id, d.source_config->>'serving_auth' AS serving_auth, r.artifact_ref
+      `SELECT d.workspace_id, w.organization_id, d.source_config->>'serving_auth' AS serving_auth, r.artifact_ref, r.source,
+              (r.source_revision_config->>'agent_server')::boolean AS agent_server, r.source_revision_config->>'agent_server_auth_path' AS agent_server_auth_path
          FROM deployments d JOIN workspaces w ON w.id = d.workspace_id
          LEFT JOIN revisions r ON r.id = d.active_revision_id
         WHERE d.id = $1`,

@@ -23,7 +23,7 @@ export {
 export { CATATONIT, containerId, ContainerInstances, type ContainerImage, type ContainerLaunch } from './container/container-instances.js';
 export { cleanToolError, ImageCache, type CachedImage, type ImageSource } from './container/image-cache.js';
 export { containerStartFailure } from './container/start-failure.js';
-export { ImageError, layoutManifestDigest, readImageConfig, type ImageConfig } from './container/image-config.js';
+export { AGENT_SERVER_LABEL, ImageError, imageAgentServer, layoutManifestDigest, readImageConfig, type ImageConfig } from './container/image-config.js';
 export { INIT_PATH, MAX_OPEN_FILES, ociConfig, type ContainerSpec } from './container/oci-spec.js';
 export { Runc } from './container/runc.js';
 export { ArtifactError, parseEnvFile, readArtifact, type Artifact } from './process/artifact.js';

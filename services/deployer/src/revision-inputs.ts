@@ -3,11 +3,21 @@ import type { SecretsCodec } from '@slipway/crypto';
 import type { DataSource } from '@slipway/db';
 import { deploymentDatabaseName, isImageSource, type DeploymentSource, type SecretEntry } from '@slipway/domain';
 import { RevisionReads, type InstancesRow } from '@slipway/pipeline';
-import { instanceEnvironment, readArtifact, type ImageCache, type StartInstancesInput } from '@slipway/runtime';
+import { imageAgentServer, instanceEnvironment, readArtifact, type ImageCache, type StartInstancesInput } from '@slipway/runtime';
 import { revisionImage } from './revision-image.js';
 import type { DeploymentDataAccess } from './provisioning/data-access.js';
 
 type RevisionRow = InstancesRow;
+
+/**
+ * A revision's runtime input, and (image revisions) whether its image is an agent server, which
+ * the rollout records on the revision for the serving gate and the API (`agent_server`): every
+ * `internal_docker` image (only the deploy CLIs push them, of `langgraph build` images), and an
+ * `external_container` image whose configuration says so (`imageAgentServer`).
+ */
+export interface RevisionInput extends StartInstancesInput {
+  agentServer?: { auth_path: string | null } | null;
+}
 
 /** `min_scale` instances (at least 1), never more than `max_scale`. */
 export function instanceCount(spec: { min_scale?: number; max_scale?: number } | null): number {
@@ -21,7 +31,7 @@ export function instanceCount(spec: { min_scale?: number; max_scale?: number } |
  * revision and kept: a revision never changes. Throws ArtifactError for a bad artifact.
  */
 export class RevisionInputs {
-  private readonly cache = new Map<string, Promise<StartInstancesInput>>();
+  private readonly cache = new Map<string, Promise<RevisionInput>>();
 
   constructor(
     private readonly config: Readonly<Config>,
@@ -32,7 +42,7 @@ export class RevisionInputs {
     private readonly images: ImageCache | null = null,
   ) {}
 
-  get(revisionId: string): Promise<StartInstancesInput> {
+  get(revisionId: string): Promise<RevisionInput> {
     let found = this.cache.get(revisionId);
     if (!found) {
       found = this.load(revisionId);
@@ -42,7 +52,7 @@ export class RevisionInputs {
     return found;
   }
 
-  private async load(revisionId: string): Promise<StartInstancesInput> {
+  private async load(revisionId: string): Promise<RevisionInput> {
     const r = await new RevisionReads(this.dataSource.manager).loadForInstances(revisionId);
     if (!r) throw new Error(`Revision ${revisionId} is gone.`);
     const secrets = this.secrets.openSecrets(r.secrets_sealed, revisionId);
@@ -78,10 +88,11 @@ export class RevisionInputs {
     r: RevisionRow,
     revisionId: string,
     secrets: readonly SecretEntry[],
-  ): Promise<Pick<StartInstancesInput, 'artifactRef' | 'artifact' | 'image' | 'notes'> & { masked?: string[] }> {
+  ): Promise<Pick<RevisionInput, 'artifactRef' | 'artifact' | 'image' | 'notes' | 'agentServer'> & { masked?: string[] }> {
     if (isImageSource(r.source as DeploymentSource)) {
       const { image, notes, masked } = await revisionImage(this.config, this.images, r, secrets);
-      return { artifactRef: r.image_uri ?? image.digest, image, notes, masked };
+      const agentServer = imageAgentServer(image.config) ?? (r.source === 'internal_docker' ? { auth_path: null } : null);
+      return { artifactRef: r.image_uri ?? image.digest, image, notes, masked, agentServer };
     }
     if (!r.artifact_ref) throw new Error(`Revision ${revisionId} has no artifact.`);
     const artifact = await readArtifact(r.artifact_ref);

@@ -117,8 +117,13 @@ export class ServingAuth {
   private async readPolicy(deploymentId: string): Promise<Policy | null> {
     const row = await new RevisionReads(this.deps.dataSource.manager).servingOf(deploymentId);
     if (!row) return null;
-    const manifest = row.artifact_ref ? (await readArtifact(row.artifact_ref)).manifest : null;
-    const agentServer = manifest?.agent_server;
+    // A built revision's artifact says it; an image revision's rollout recorded it (every
+    // internal_docker image is one, even one rolled out before that was recorded).
+    const agentServer = row.artifact_ref
+      ? (await readArtifact(row.artifact_ref)).manifest.agent_server
+      : row.agent_server || row.source === 'internal_docker'
+        ? { auth_path: row.agent_server_auth_path }
+        : null;
     return {
       requireKey: !!agentServer && !agentServer.auth_path && row.serving_auth !== 'none',
       organizationId: row.organization_id,

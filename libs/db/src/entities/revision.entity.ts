@@ -9,6 +9,8 @@ export interface StoredRevisionConfig {
   source_tarball_path?: string | null;
   /** Set by the build: whether the platform serves the project's graphs (the artifact's `agent_server`). */
   agent_server?: boolean;
+  /** Set by an image revision's rollout: the custom auth handler its image names (`LANGGRAPH_AUTH`), null: none. */
+  agent_server_auth_path?: string | null;
 }
 
 /** Build settings snapshotted from the deployment when the revision was made. */

@@ -17,6 +17,8 @@ export interface ImageConfig {
    * containers run as the deployment's uid; the deploy log says so when an image sets one.
    */
   user: string | null;
+  /** The image's `Labels` (absent in a configuration unpacked before they were read). */
+  labels?: Record<string, string>;
 }
 
 /** PATH inside a container whose image and deployment set none. */
@@ -69,7 +71,7 @@ export async function readImageConfig(layout: string, manifestDigest: string, ar
   const config = await json<{
     architecture?: string;
     os?: string;
-    config?: { Env?: string[] | null; Entrypoint?: string[] | null; Cmd?: string[] | null; WorkingDir?: string; User?: string };
+    config?: { Env?: string[] | null; Entrypoint?: string[] | null; Cmd?: string[] | null; WorkingDir?: string; User?: string; Labels?: Record<string, unknown> | null };
   }>(blobPath(layout, manifest.config.digest), 'config');
   const wanted = OCI_ARCH[arch] ?? arch;
   if ((config.os ?? 'linux') !== 'linux') throw new ImageError(`The image is for ${config.os}; this runtime runs linux/${wanted} images.`);
@@ -85,5 +87,32 @@ export async function readImageConfig(layout: string, manifestDigest: string, ar
   }
   const workingDir = typeof c.WorkingDir === 'string' && c.WorkingDir.startsWith('/') ? c.WorkingDir : '/';
   const user = typeof c.User === 'string' && c.User.trim() ? c.User.trim() : null;
-  return { command, env, workingDir, hasInit: INITS.test(command[0]!), user };
+  const labels: Record<string, string> = {};
+  for (const [name, value] of Object.entries(c.Labels ?? {})) if (typeof value === 'string') labels[name] = value;
+  return { command, env, workingDir, hasInit: INITS.test(command[0]!), user, labels };
+}
+
+/** The label that marks an image as a LangGraph agent server when its environment does not say so (docs/api.md, Deployments). */
+export const AGENT_SERVER_LABEL = 'dev.slipway.agent-server';
+
+/**
+ * Whether an image is a LangGraph agent server, and its custom auth handler (`auth_path`, null:
+ * none), as an artifact's manifest says it of a built one; null for any other image.
+ * `langgraph build` (Python and JS) writes the graphs into `LANGSERVE_GRAPHS` and a graph
+ * config's `auth` into `LANGGRAPH_AUTH` (`{"path": …}`); upstream sets no label, so an image
+ * built otherwise says so with the label `dev.slipway.agent-server=true`.
+ */
+export function imageAgentServer(config: Pick<ImageConfig, 'env' | 'labels'>): { auth_path: string | null } | null {
+  if (!config.env.LANGSERVE_GRAPHS && config.labels?.[AGENT_SERVER_LABEL]?.trim().toLowerCase() !== 'true') return null;
+  return { auth_path: authPath(config.env.LANGGRAPH_AUTH) };
+}
+
+function authPath(value: string | undefined): string | null {
+  if (!value) return null;
+  try {
+    const parsed = JSON.parse(value) as { path?: unknown } | null;
+    return typeof parsed?.path === 'string' && parsed.path ? parsed.path : null;
+  } catch {
+    return null;
+  }
 }

@@ -212,7 +212,7 @@ export const deploymentResponse = Joi.object({
     .allow(null)
     .required()
     .description(
-      "Whether the platform serves this deployment's graphs as an agent server (its artifact's agent_server): from the active revision, else the latest; null until a revision is built (and for image deployments)",
+      "Whether this deployment is an agent server, whose serving URL requires a workspace API key unless source_config.serving_auth is 'none': from the active revision, else the latest (a build says it of its artifact; an image's rollout says it of an image with LANGSERVE_GRAPHS in its environment or the label dev.slipway.agent-server=true); always true for internal_docker; null until known (a revision built or an image rolled out)",
     ),
   url: Joi.string().allow(null).required(),
   tag_value_ids: Joi.array().items(uuid()).required(),

@@ -6,10 +6,10 @@ import { deploymentDatabaseName, type RevisionStatus } from '@slipway/domain';
 import type { JobContext } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { RevisionLogWriter, RevisionReads, type PhaseGuard, type RevisionFlow } from '@slipway/pipeline';
-import { ArtifactError, DataAccessError, PortsExhaustedError, type RuntimeDriver, type StartInstancesInput } from '@slipway/runtime';
+import { ArtifactError, DataAccessError, PortsExhaustedError, type RuntimeDriver } from '@slipway/runtime';
 import { parkUntilOwner } from '../park.js';
 import type { DeploymentDataAccess } from '../provisioning/data-access.js';
-import type { RevisionInputs } from '../revision-inputs.js';
+import type { RevisionInput, RevisionInputs } from '../revision-inputs.js';
 import type { Placement } from './placement.js';
 
 export interface EmbeddedPlacementDeps {
@@ -78,7 +78,7 @@ async function rolloutOnDriver(deps: EmbeddedPlacementDeps, revisionId: string, 
   const { config, dataSource, flow, driver, inputs } = deps;
   const fail = (from: RevisionStatus, message: string) =>
     dataSource.transaction((m) => flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: [from], message }));
-  let input: StartInstancesInput;
+  let input: RevisionInput;
   try {
     input = await inputs.get(revisionId);
   } catch (err) {
@@ -86,8 +86,11 @@ async function rolloutOnDriver(deps: EmbeddedPlacementDeps, revisionId: string, 
     await fail('AWAITING_DEPLOY', err.message);
     return;
   }
+  // An image's agent server, recorded before it can serve: the serving gate reads it once the
+  // revision is active, the API shows it (`agent_server`).
+  const set = input.agentServer === undefined ? undefined : { revisionConfig: { agent_server: !!input.agentServer, agent_server_auth_path: input.agentServer?.auth_path ?? null } };
   const deploying = await dataSource.transaction((m) =>
-    flow.transition(m, revisionId, 'DEPLOYING', { from: ['AWAITING_DEPLOY'], message: 'Starting instances; waiting for GET /ok.' }),
+    flow.transition(m, revisionId, 'DEPLOYING', { from: ['AWAITING_DEPLOY'], message: 'Starting instances; waiting for GET /ok.', ...(set ? { set } : {}) }),
   );
   if (!deploying) return;
   const deployLog = new RevisionLogWriter(dataSource, revisionId, 'deploy', input.secretValues);
