@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Runc } from '@slipway/runtime';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startHtpasswdRegistry, type HtpasswdRegistry } from '../support/htpasswd-registry.js';
 import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
@@ -108,6 +109,18 @@ async function everythingSaid(deploymentId: string): Promise<string> {
   return parts.join('\n');
 }
 
+/** The environment of every running container's init (its /proc/<pid>/environ), read from runc's state. */
+async function containerEnvirons(): Promise<string[]> {
+  const root = path.join(api().config.dataDir, 'runtime', 'runc');
+  const out: string[] = [];
+  for (const { id, status } of await new Runc(root).list()) {
+    if (status !== 'running') continue;
+    const { init_process_pid: pid } = JSON.parse(readFileSync(path.join(root, id, 'state.json'), 'utf8')) as { init_process_pid: number };
+    out.push(readFileSync(`/proc/${pid}/environ`, 'latin1').replaceAll('\0', '\n'));
+  }
+  return out;
+}
+
 function expectNoCredential(text: string): void {
   for (const form of leaks()) expect(text).not.toContain(form);
 }
@@ -132,6 +145,14 @@ describe('external_container from a private registry (image_pull_secrets)', () =
     // The secret itself is listed by name, its value masked.
     expect((await api().http.get(`/v2/deployments/${id}`)).body.secrets).toEqual([{ name: 'REGCRED', value: '********' }]);
     expect(v1).toBeTruthy();
+    // The pull credential is the puller's alone: the running image's environment never has it.
+    const environs = await containerEnvirons();
+    expect(environs.length).toBeGreaterThan(0);
+    for (const environ of environs) {
+      expect(environ).toContain('DATABASE_URI=');
+      expect(environ).not.toMatch(/^REGCRED=/m);
+      expectNoCredential(environ);
+    }
   }, 150_000);
 
   it("without a pull secret the anonymous pull fails with the registry's 401 cause", async () => {

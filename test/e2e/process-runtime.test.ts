@@ -73,6 +73,7 @@ process.on('SIGTERM', () => {
 `;
 
 const CRASHER = `console.log('crash-app starting');
+console.error('could not migrate ' + process.env.DATABASE_URI);
 console.error('fatal: the model provider rejected key ' + process.env.MY_SECRET);
 process.exit(1);
 `;
@@ -273,6 +274,8 @@ describe('process runtime (real deployer, real processes)', () => {
     expect(rev.status_message).toContain('crash-app starting');
     expect(rev.status_message).toContain('fatal: the model provider rejected key ********');
     expect(rev.status_message).not.toContain(SECRET);
+    // The deployment's own store password is masked like its secrets.
+    expect(rev.status_message).toMatch(/could not migrate postgres(?:ql)?:\/\/[^:\s]+:\*{8}@/);
 
     expect((await get(`${url}/version`))?.body?.version).toBe('v2');
     expect((await api.http.get(`/v2/deployments/${deploymentId}`)).body.active_revision_id).toBe(v2);

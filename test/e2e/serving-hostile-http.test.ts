@@ -1,5 +1,6 @@
-import { randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TenancyRepository } from '@slipway/db';
 import { killGroup, processesUnder } from '../support/app-processes.js';
 import { addBuiltRevision } from '../support/built-revision.js';
 import { Rng } from '../support/hostile-requests.js';
@@ -57,6 +58,8 @@ let api: TestApi;
 let deployer: ServiceProcess;
 let readyz: string;
 let key: string;
+/** An operator-chosen SLIPWAY_BOOTSTRAP_API_KEY: a workspace admin key without the `slw_` prefix. */
+const operatorKey = `operator-chosen-${randomBytes(16).toString('hex')}`;
 const ports = { agent: 0, plain: 0 };
 
 async function deploy(name: string, agent: boolean): Promise<number> {
@@ -77,6 +80,8 @@ async function deploy(name: string, agent: boolean): Promise<number> {
 beforeAll(async () => {
   api = await startTestApi(ENV);
   api.relay.start();
+  // Registered as the api registers SLIPWAY_BOOTSTRAP_API_KEY at start.
+  expect((await new TenancyRepository(api.dataSource.manager).bootstrap(operatorKey)).registeredConfiguredKey).toBe(true);
   const healthPort = await freePort();
   readyz = `http://127.0.0.1:${healthPort}/readyz`;
   deployer = await startService('deployer', serviceEnv(api, { ...ENV, SLIPWAY_WORKER_HEALTH_PORT: String(healthPort), LOG_LEVEL: 'info' }));
@@ -136,6 +141,37 @@ describe('requests that are malformed but legal', () => {
       expect(ownFailures()).toEqual([]);
     });
   }
+});
+
+describe('credentials never reach user code (issue 32 item 3)', () => {
+  const echoed = async (port: number, headers: Record<string, string>) => {
+    const res = await fetch(`http://127.0.0.1:${port}/echo`, { headers });
+    return { status: res.status, headers: ((await res.json()) as { headers: Record<string, string> }).headers };
+  };
+
+  it("a plain app never sees a Slipway key, with or without the slw_ prefix; its own credentials pass untouched", async () => {
+    const sent: Array<Record<string, string>> = [{ 'x-api-key': operatorKey }, { authorization: `Bearer ${operatorKey}` }, { 'x-api-key': key }, { authorization: `Bearer ${key}` }];
+    for (const headers of sent) {
+      const seen = await echoed(ports.plain, headers);
+      expect(seen.status).toBe(200);
+      expect(seen.headers).not.toHaveProperty('x-api-key');
+      expect(seen.headers).not.toHaveProperty('authorization');
+      expect(JSON.stringify(seen.headers)).not.toContain(operatorKey);
+    }
+    const own = await echoed(ports.plain, { authorization: 'Bearer app-token-123', 'x-api-key': 'app-own-key' });
+    expect(own.headers).toMatchObject({ authorization: 'Bearer app-token-123', 'x-api-key': 'app-own-key' });
+    // A Slipway key in one header and the app's own credential in the other: only the key goes.
+    const mixed = await echoed(ports.plain, { authorization: 'Bearer app-token-123', 'x-api-key': operatorKey });
+    expect(mixed.headers).toMatchObject({ authorization: 'Bearer app-token-123' });
+    expect(mixed.headers).not.toHaveProperty('x-api-key');
+  });
+
+  it('the operator-chosen key still opens an agent deployment, and is removed there too', async () => {
+    const seen = await echoed(ports.agent, { 'x-api-key': operatorKey });
+    expect(seen.status).toBe(200);
+    expect(JSON.stringify(seen.headers)).not.toContain(operatorKey);
+    expect((await echoed(ports.agent, { 'x-api-key': `not-${operatorKey}` })).status).toBe(401);
+  });
 });
 
 describe('raw-HTTP fuzzer', () => {

@@ -64,8 +64,9 @@ export class RevisionInputs {
       revisionId,
       deploymentId: r.deployment_id,
       ...runs,
-      env: instanceEnvironment({ base: runs.artifact?.env ?? imageEnvironment(runs.image?.config.env, data.env.REDIS_PREFIX), secrets, data: data.env }),
-      secretValues: [...secrets.map((s) => s.value), ...masked],
+      env: instanceEnvironment({ base: runs.artifact?.env ?? imageEnvironment(runs.image?.config.env, data.env.REDIS_PREFIX), secrets: appSecrets(secrets, spec), data: data.env }),
+      // The deployment's own store passwords are masked like its secrets wherever logs go.
+      secretValues: [...secrets.map((s) => s.value), ...masked, ...storePasswords(data.env)],
       scale: instanceCount(spec),
       limits: { memoryMb: positive(spec?.memory_mb), cpu: positive(spec?.cpu) },
       ...(spec?.queue_enabled
@@ -98,6 +99,29 @@ export class RevisionInputs {
     const artifact = await readArtifact(r.artifact_ref);
     return { artifactRef: r.artifact_ref, artifact, notes: artifact.warnings.map((line) => ({ line, level: 'warn' as const })) };
   }
+}
+
+/**
+ * The secrets an instance's environment gets: all but those `image_pull_secrets` names. A pull
+ * credential is for the puller only, as on Kubernetes, where pull secrets never reach a container.
+ */
+function appSecrets(secrets: readonly SecretEntry[], spec: { image_pull_secrets?: Array<{ name: string }> } | null): SecretEntry[] {
+  const pull = new Set((spec?.image_pull_secrets ?? []).map((p) => p.name));
+  return secrets.filter((s) => !pull.has(s.name));
+}
+
+/** The passwords in the deployment's store URLs (DATABASE_URI, REDIS_URI): secrets like any other. */
+function storePasswords(env: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  for (const value of Object.values(env)) {
+    try {
+      const password = decodeURIComponent(new URL(value).password);
+      if (password) out.push(password);
+    } catch {
+      // Not a URL: nothing to mask.
+    }
+  }
+  return out;
 }
 
 function positive(value: unknown): number | undefined {

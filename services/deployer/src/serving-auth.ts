@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { addressKey, credentialId, credentialOf, stripCredential, type ApiKeyCache, type RateLimits } from '@slipway/access';
-import { API_KEY_PREFIX } from '@slipway/crypto';
+import { addressKey, credentialId, credentialOf, credentialsIn, SlipwayCredentials, stripCredential, stripOnly, type ApiKeyCache, type RateLimits } from '@slipway/access';
 import type { ApiKey, DataSource } from '@slipway/db';
 import { TooManyRequestsError } from '@slipway/domain';
 import { RevisionReads } from '@slipway/pipeline';
@@ -51,8 +50,11 @@ export interface ServingAuthDeps {
  */
 export class ServingAuth {
   private readonly policies = new Map<string, { policy: Promise<Policy | null>; until: number }>();
+  private readonly slipwayCredentials: SlipwayCredentials;
 
-  constructor(private readonly deps: ServingAuthDeps) {}
+  constructor(private readonly deps: ServingAuthDeps) {
+    this.slipwayCredentials = new SlipwayCredentials(deps.dataSource);
+  }
 
   /** The `authorize` hook of one deployment's serving proxy. */
   forDeployment(deploymentId: string): (req: IncomingMessage) => Promise<AccessDenial | null> {
@@ -73,7 +75,7 @@ export class ServingAuth {
     const policy = await this.policy(deploymentId);
     const credential = credentialOf(req.headers);
     if (!policy?.requireKey) {
-      if (credential?.startsWith(API_KEY_PREFIX)) stripCredential(req.headers, credential);
+      await this.stripSlipwayKeys(req);
       return null;
     }
     const address = addressKey(req.socket.remoteAddress);
@@ -95,6 +97,15 @@ export class ServingAuth {
     if (!opens(row, policy)) return WRONG_KEY;
     stripCredential(req.headers, credential);
     return null;
+  }
+
+  /**
+   * A deployment that needs no key still never sees one: every value in `X-Api-Key` or
+   * `Authorization: Bearer` that authenticates to Slipway (a `slw_` key, or an operator-chosen
+   * bootstrap key without the prefix) is removed; an app's own credentials stay untouched.
+   */
+  private async stripSlipwayKeys(req: IncomingMessage): Promise<void> {
+    for (const credential of credentialsIn(req.headers)) if (await this.slipwayCredentials.isSlipwayKey(credential)) stripOnly(req.headers, credential);
   }
 
   /**

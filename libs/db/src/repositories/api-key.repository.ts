@@ -19,6 +19,19 @@ export class ApiKeyRepository {
   }
 
   /**
+   * The hashes of active keys without Slipway's `slw_` prefix: only an operator-chosen
+   * SLIPWAY_BOOTSTRAP_API_KEY is one. Few rows, read whole, so a caller can recognise such a key
+   * without a lookup per request.
+   */
+  async unprefixedActiveHashes(prefix: string): Promise<string[]> {
+    const rows: Array<{ key_hash: string }> = await this.manager.query(
+      `SELECT key_hash FROM api_keys WHERE revoked_at IS NULL AND left(prefix, length($1)) <> $1`,
+      [prefix],
+    );
+    return rows.map((r) => r.key_hash);
+  }
+
+  /**
    * Records use at most once a minute per key: a write per request would turn every read
    * into a write and serialize concurrent requests of one key on its row lock.
    */
