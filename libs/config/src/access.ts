@@ -101,3 +101,12 @@ export const outboundSettings = {
     { read: (raw?: string) => listOf(raw ?? ''), shown: 'none' },
   ),
 };
+
+/** Open event streams (docs/api.md, Events), counted in Redis across every api process. */
+export const streamSettings = {
+  sseStreamsPerKey: budget(
+    'SLIPWAY_SSE_STREAMS_PER_KEY',
+    20,
+    'open Server-Sent Events streams (`/v2/events/stream`, log follows) per API key (or JWT subject) across every api process; one more gets 429 until one closes',
+  ),
+};

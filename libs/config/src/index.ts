@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import Joi from 'joi';
-import { jwtOf, jwtSettings, outboundSettings, rateLimitSettings, type JwtSettings } from './access.js';
+import { jwtOf, jwtSettings, outboundSettings, rateLimitSettings, streamSettings, type JwtSettings } from './access.js';
 import { ConfigError } from './config-error.js';
 import { secureDataDir } from './data-dir.js';
 import { validateEnvironment } from './environment.js';
@@ -24,6 +24,7 @@ export const controlPlaneSettings = {
   ...derivedInputs,
   ...secretsSettings,
   ...deploymentDbSettings,
+  ...streamSettings,
   jwt: jwtSettings,
   rateLimit: rateLimitSettings,
   outbound: outboundSettings,

@@ -4,7 +4,7 @@
  * is stale (`pnpm docs:configuration` rewrites it).
  */
 import type Joi from 'joi';
-import { jwtSettings, outboundSettings, rateLimitSettings } from './access.js';
+import { jwtSettings, outboundSettings, rateLimitSettings, streamSettings } from './access.js';
 import { agentSettings } from './agent.js';
 import { ceilingSettings, deploymentDbSettings, quotaSettings } from './limits.js';
 import { pipelineSettings, retentionSettings, webhookSettings } from './pipeline.js';
@@ -24,7 +24,7 @@ export interface Chapter {
 export const CONTROL_PLANE_CHAPTERS: Chapter[] = [
   { title: 'Server and stores', settings: { ...serverSettings, ...derivedInputs, ...deploymentDbSettings } },
   { title: 'Secrets', settings: secretsSettings },
-  { title: 'Access', intro: 'Request budgets count per window in Redis, shared by every api replica.', settings: { jwtSettings, rateLimitSettings, outboundSettings } },
+  { title: 'Access', intro: 'Request budgets count per window in Redis, shared by every api replica.', settings: { jwtSettings, rateLimitSettings, streamSettings, outboundSettings } },
   { title: 'Pipeline', intro: 'Phase deadlines, heartbeats and the reconciler (docs/api.md, Statuses).', settings: pipelineSettings },
   { title: 'Outbound webhooks', settings: webhookSettings },
   { title: 'Retention', settings: retentionSettings },

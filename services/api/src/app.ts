@@ -18,6 +18,7 @@ import { accessLog } from './http/access-log.js';
 import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
 import { mountRoutes } from './http/mount.js';
+import { StreamSlots } from './http/stream-slots.js';
 import type { RouteSpec } from './http/route.js';
 import { DependencyChecks } from './metrics/dependencies.js';
 import { LocalTrustCheck } from './metrics/local-trust.js';
@@ -177,7 +178,8 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   const consoleRouter = consoleApp(admission.anonymousMiddleware());
   app.use(consoleEntrances(PATH_PREFIXES));
   const router = express.Router({ strict: false });
-  mountRoutes(router, routes.filter((r) => !r.streamBody), { admission, shutdown: shutdown.signal });
+  const streams = new StreamSlots({ redis, limit: config.sseStreamsPerKey, keyPrefix: config.queuePrefix, log: logger });
+  mountRoutes(router, routes.filter((r) => !r.streamBody), { admission, shutdown: shutdown.signal, streams });
   for (const prefix of PATH_PREFIXES) {
     // serveFiles per mount: the shared `serve` keeps one init script for all setups.
     const docs = { swaggerOptions: { url: `${prefix}/openapi.json` }, customSiteTitle: 'Slipway API' };

@@ -6,6 +6,7 @@ import type { Admission } from './admission.js';
 import type { RequestContext, RouteSpec } from './route.js';
 import { inputIssues, locWithin } from './input-guard.js';
 import { serveEventStream } from './sse.js';
+import type { StreamSlots } from './stream-slots.js';
 import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
 
 /**
@@ -56,6 +57,8 @@ export interface MountDeps {
   admission: Admission;
   /** Aborted at shutdown: ends open event streams. */
   shutdown?: AbortSignal;
+  /** The bound on open event streams per caller (absent: unbounded). */
+  streams?: StreamSlots;
 }
 
 /**
@@ -63,7 +66,7 @@ export interface MountDeps {
  * respond. Handlers get typed, converted values and never touch `req`/`res`; errors flow to the
  * one error middleware.
  */
-export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission, shutdown }: MountDeps): void {
+export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission, shutdown, streams }: MountDeps): void {
   for (const route of routes) {
     // A declared body is required or has a default: a request without one gets a 422 (or the
     // default), and a handler never sees `undefined`.
@@ -89,7 +92,15 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
         ...(route.streamBody ? { bodyStream: req } : {}),
       });
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
-      if (result.stream) return serveEventStream(req, res, result.stream, log, shutdown);
+      if (result.stream) {
+        // The slot is taken before the headers go: past the bound the answer is still a 429.
+        const slot = await streams?.acquire(principal?.keyId ? `key:${principal.keyId}` : `subject:${principal?.subject ?? req.ip}`);
+        try {
+          return await serveEventStream(req, res, result.stream, log, shutdown);
+        } finally {
+          slot?.release();
+        }
+      }
       if (result.json !== undefined) res.status(result.status).type('application/json').send(result.json);
       else if (result.body === undefined) res.status(result.status).end();
       else res.status(result.status).json(result.body);
