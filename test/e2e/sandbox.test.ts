@@ -128,6 +128,14 @@ describe('a hostile app in the process runtime sandbox', () => {
       expect(got.ok, JSON.stringify(got)).toBe(false);
     });
 
+    it("sees no host path in PID 1's command line (bubblewrap's reaper) and no /sys/devices/virtual/powercap", () => {
+      const cmdline = report().proc1Cmdline as Attempt;
+      expect(cmdline.ok, JSON.stringify(cmdline)).toBe(true);
+      expect(cmdline.value).toMatch(/^bwrap --args 4 -- prlimit /);
+      expect(cmdline.value).not.toContain(stand.api.config.dataDir);
+      expect((report().powercap as Attempt).ok).toBe(false);
+    });
+
     it("sees only its own processes in /proc and no worker's environment", () => {
       const scan = report().procScan as { pids: number[] };
       // A PID namespace of its own: a handful of processes (bubblewrap's init, npm, sh, node).

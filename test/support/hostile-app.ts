@@ -155,6 +155,8 @@ async function kernelSurface() {
 async function common(memoryMb) {
   const report = { uid: process.getuid(), env, limits: attempt(() => fs.readFileSync('/proc/self/limits', 'utf8')) };
   report.proc1Environ = attempt(() => fs.readFileSync('/proc/1/environ', 'utf8'));
+  report.proc1Cmdline = attempt(() => fs.readFileSync('/proc/1/cmdline', 'utf8').split('\0').join(' ').trim());
+  report.powercap = attempt(() => fs.readdirSync('/sys/devices/virtual/powercap'));
   report.procScan = scanProc();
   report.workerEnvirons = {};
   for (const pid of targets.workerPids) report.workerEnvirons[pid] = attempt(() => fs.readFileSync('/proc/' + pid + '/environ', 'utf8'));
