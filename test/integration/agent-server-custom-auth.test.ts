@@ -84,4 +84,16 @@ describe("the agent server host under a project's custom auth handler", () => {
       await alice.crons.delete(cron.cron_id);
     }
   }, 60_000);
+
+  it('searches the store with an empty namespace prefix: every namespace, filters applied', async () => {
+    const alice = sdk('Bearer token-alice');
+    await alice.store.putItem(['notes-a'], 'k1', { v: 1, tag: 'x' });
+    await alice.store.putItem(['notes-b', 'deep'], 'k2', { v: 2, tag: 'x' });
+    const all = await alice.store.searchItems([], { limit: 100 });
+    expect(all.items.map((i) => [i.namespace, i.key]).sort()).toEqual(expect.arrayContaining([[['notes-a'], 'k1'], [['notes-b', 'deep'], 'k2']]));
+    const filtered = await alice.store.searchItems([], { filter: { v: 2 }, limit: 100 });
+    expect(filtered.items.map((i) => i.key)).toEqual(['k2']);
+    const found = await alice.store.searchItems([], { query: 'x', limit: 1, offset: 1 });
+    expect(found.items).toHaveLength(1);
+  });
 });

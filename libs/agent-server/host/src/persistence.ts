@@ -5,6 +5,7 @@
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
 import { inTransaction, type Db } from './db.js';
+import { searchEveryNamespace } from './store-search.js';
 import { checkpointer, graphStore } from './upstream.js';
 
 /** Keys of a run's configurable that stay out of checkpoint metadata (as the server's own saver). */
@@ -96,12 +97,24 @@ export function wirePersistence(db: Db, saver: PostgresSaver, pgStore: PostgresS
   });
   Object.assign(graphStore, {
     initialize: async () => ({ flush: async () => {} }),
-    batch: (ops: any) => pgStore.batch(ops),
+    // A search with an empty prefix covers every namespace (the Postgres store refuses one).
+    batch: async (ops: any[]) => {
+      if (!ops.some(isSearchEverywhere)) return pgStore.batch(ops);
+      // In order, one at a time: a put before a search in one batch is seen by it.
+      const results: unknown[] = [];
+      for (const op of ops) results.push(isSearchEverywhere(op) ? await searchEveryNamespace(pgStore, op) : (await pgStore.batch([op]))[0]);
+      return results;
+    },
     get: (...a: any[]) => (pgStore.get as any)(...a),
-    search: (...a: any[]) => (pgStore.search as any)(...a),
+    search: (prefix: string[], options: any = {}) => (prefix.length ? pgStore.search(prefix, options) : searchEveryNamespace(pgStore, options)),
     put: (...a: any[]) => (pgStore.put as any)(...a),
     delete: (...a: any[]) => (pgStore.delete as any)(...a),
     listNamespaces: (...a: any[]) => (pgStore.listNamespaces as any)(...a),
     clear: async () => {},
   });
+}
+
+/** A batch's search operation with an empty namespace prefix. */
+function isSearchEverywhere(op: any): boolean {
+  return Array.isArray(op?.namespacePrefix) && op.namespacePrefix.length === 0;
 }
