@@ -60,6 +60,8 @@ describe('GET/PUT /v2/workspaces/{id}/quotas', () => {
         registry_bytes: 10 * 1024 ** 3,
       },
       overrides: {},
+      // Bytes of images (stored in the registry, unpacked on the deployer): none yet.
+      usage: { registry_bytes: 0, registry_stored_bytes: 0, registry_unpacked_bytes: 0 },
     });
     const set = await orgAdmin.put(`/v2/workspaces/${workspaceId}/quotas`, { deployments: 3, artifacts_kept: 1 });
     expect(set.status, set.text).toBe(200);

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueApiKey } from '@slipway/db';
+import { issueApiKey, RegistryRepository } from '@slipway/db';
 import { PLATFORM_ACCOUNT, registryAnswers, registrySecrets, startRegistry } from '@slipway/registry';
 import { createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
@@ -288,6 +288,42 @@ describe('registry bytes quota', () => {
     const refused = await skopeoPush(other, `${t.registry_url}/web:v2`, `oauth2accesstoken:${t.token}`);
     expect(refused.ok).toBe(false);
     expect(refused.output).toMatch(/Requesting bearer token: invalid status code from registry 403 \(Forbidden\)/);
+  }, 60_000);
+
+  it("counts what the images unpacked to on the deployer's disk, and shows it: a small push that inflates uses up the quota", async () => {
+    const orgAdmin = await issueApiKey(api().dataSource.manager, { organizationId: api().organizationId, workspaceId: null, scope: 'organization', role: 'admin' });
+    const { workspaceId, client } = await otherWorkspaceClient(api(), 'unpacked-space');
+    const created = await client.post('/v2/deployments', { name: 'img-unpacked', source: 'internal_docker', source_config: {}, source_revision_config: {} });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.id;
+    const t = (await client.post(`/v2/deployments/${id}/push-token`)).body;
+    const pushed = await skopeoPush(image, `${t.registry_url}/web:v1`, `oauth2accesstoken:${t.token}`);
+    expect(pushed.ok, pushed.output).toBe(true);
+    const usage = async () => (await api().http.get(`/v2/workspaces/${workspaceId}/quotas`, { key: orgAdmin.key })).body.usage;
+    const stored = (await eventually(usage, (u) => u.registry_stored_bytes > 1_000_000, 20_000)).registry_stored_bytes as number;
+    expect(await usage()).toEqual({ registry_bytes: stored, registry_stored_bytes: stored, registry_unpacked_bytes: 0 });
+    const quota = await api().http.put(`/v2/workspaces/${workspaceId}/quotas`, { registry_bytes: stored + 1_000_000 }, { key: orgAdmin.key });
+    expect(quota.status, quota.text).toBe(200);
+    // Under the quota: push granted, for PUSH_GRANT_TTL_SECONDS only (the quota is checked again
+    // at each token a push fetches); a pull-only token keeps SLIPWAY_REGISTRY_TOKEN_TTL_SECONDS.
+    const granted = await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${id}/web:pull,push`]);
+    expect(granted.status, granted.text).toBe(200);
+    expect(granted.body.expires_in).toBe(60);
+    expect(claimsOf(granted.body.token).exp - claimsOf(granted.body.token).iat).toBe(60);
+    expect((await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${id}/web:pull`])).body.expires_in).toBe(300);
+    // The deployer records what the image unpacked to (here as its ImageCache hook does, see
+    // test/e2e/image-bomb.test.ts for the real one): 5 MB the compressed count does not show.
+    await new RegistryRepository(api().dataSource.manager).recordUnpacked(`${id}/web`, pushed.digest!, id, 5_000_000);
+    expect(await usage()).toEqual({ registry_bytes: stored + 5_000_000, registry_stored_bytes: stored, registry_unpacked_bytes: 5_000_000 });
+    // Only ever raised; the same image in another repository of the workspace counts once.
+    await new RegistryRepository(api().dataSource.manager).recordUnpacked(`${id}/web`, pushed.digest!, id, 10);
+    await new RegistryRepository(api().dataSource.manager).recordUnpacked(`${id}/copy`, pushed.digest!, id, 5_000_000);
+    expect((await usage()).registry_unpacked_bytes).toBe(5_000_000);
+    const push = await tokenRequest(basic('oauth2accesstoken', t.token), [`repository:${id}/web:pull,push`]);
+    expect(push.status).toBe(403);
+    expect(push.body.detail).toContain('registry_bytes');
+    const refused = await skopeoPush(other, `${t.registry_url}/web:v2`, `oauth2accesstoken:${t.token}`);
+    expect(refused.ok).toBe(false);
   }, 60_000);
 });
 

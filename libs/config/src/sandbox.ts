@@ -36,6 +36,13 @@ export const runtimeSettings = {
     "an instance's log file is rotated past this size (one rotated file kept; a stopped instance's files are removed, its output stays in the deploy log)",
     { min: 0.01, max: 10_000 },
   ),
+  /** Counted while a pulled image's layers are inflated, before anything is unpacked (decompression bombs). */
+  imageMaxUnpackedMb: int(
+    'SLIPWAY_IMAGE_MAX_UNPACKED_MB',
+    4096,
+    "the most an image's layers may unpack to on the deployer's disk (MB, counted by inflating them before anything is unpacked); a larger image fails its rollout naming this variable, leaving nothing on disk",
+    { min: 1 },
+  ),
 };
 
 type RuntimeValues = ValuesOf<typeof runtimeSettings>;

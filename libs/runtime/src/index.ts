@@ -21,7 +21,8 @@ export {
   type StoreImages,
 } from './kubernetes/render.js';
 export { CATATONIT, containerId, ContainerInstances, type ContainerImage, type ContainerLaunch } from './container/container-instances.js';
-export { cleanToolError, ImageCache, type CachedImage, type ImageSource } from './container/image-cache.js';
+export { cleanToolError, ImageCache, repositoryOf, type CachedImage, type ImageCacheOptions, type ImageSource, type UnpackMeasure } from './container/image-cache.js';
+export { ImageTooLargeError, unpackedSize, type UnpackBound } from './container/image-size.js';
 export { containerStartFailure } from './container/start-failure.js';
 export { AGENT_SERVER_LABEL, ImageError, imageAgentServer, layoutManifestDigest, readImageConfig, type ImageConfig } from './container/image-config.js';
 export { INIT_PATH, MAX_OPEN_FILES, ociConfig, type ContainerSpec } from './container/oci-spec.js';

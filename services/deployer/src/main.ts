@@ -7,6 +7,7 @@ import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
 import { healthPortRole, maintenanceRole, outboxRelayRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
+import { imageCacheOptions } from './image-sizes.js';
 import { EmbeddedPlacement } from './placement/embedded-placement.js';
 import { ListenerPlacement } from './placement/listener-placement.js';
 import type { Placements } from './placement/placement.js';
@@ -39,7 +40,8 @@ runWorkerProcess({
     dataAccess = new DeploymentDataAccess(config, dataSource, secrets, log.child({ component: 'data-access' }), sandbox?.network ?? null);
     await dataAccess.start();
     // Image revisions run as runc containers in the sandbox; their images are unpacked once per digest.
-    const images = sandbox ? new ImageCache(path.join(config.dataDir, 'images')) : null;
+    // Each image's unpacked size is bounded while it is counted, before umoci writes a byte (image-sizes.ts).
+    const images = sandbox ? new ImageCache(path.join(config.dataDir, 'images'), imageCacheOptions(config, dataSource, log.child({ component: 'images' }))) : null;
     inputs = new RevisionInputs(config, dataSource, secrets, dataAccess, images);
     // Serving URLs check keys and budgets as the api does, in the same Redis (docs/api.md, Deployments).
     const servingRedis = producerConnection(config.redisUrl, log);

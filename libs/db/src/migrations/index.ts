@@ -20,6 +20,7 @@ import { DeploymentSecretNames1764800000100 } from './1764800000100-deployment-s
 import { DeploymentObservability1764800000300 } from './1764800000300-deployment-observability.js';
 import { QueueWorkers1764800000400 } from './1764800000400-queue-workers.js';
 import { OutboxNotify1764800000500 } from './1764800000500-outbox-notify.js';
+import { ImageUnpackedBytes1764800000650 } from './1764800000650-image-unpacked-bytes.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -48,4 +49,5 @@ export const MIGRATIONS = [
   DeploymentObservability1764800000300,
   QueueWorkers1764800000400,
   OutboxNotify1764800000500,
+  ImageUnpackedBytes1764800000650,
 ];

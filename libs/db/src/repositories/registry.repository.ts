@@ -51,7 +51,10 @@ export class RegistryRepository {
     await this.manager.query(`UPDATE registry_push_tokens SET revoked_at = now() WHERE deployment_id = $1 AND revoked_at IS NULL`, [deploymentId]);
   }
 
-  /** Records pushed blobs of deployments that still exist; a repeat of one already recorded is a no-op. */
+  /**
+   * Records pushed blobs of deployments that still exist; a repeat of one already recorded is a
+   * no-op, but for the size of a manifest row the deployer made first (recordUnpacked).
+   */
   async recordBlobs(blobs: readonly PushedBlob[]): Promise<void> {
     if (!blobs.length) return;
     await this.manager.query(
@@ -59,8 +62,23 @@ export class RegistryRepository {
        SELECT b.repository, b.digest, d.id, d.workspace_id, b.size_bytes
          FROM jsonb_to_recordset($1::jsonb) AS b(repository text, digest text, deployment_id uuid, size_bytes bigint)
          JOIN deployments d ON d.id = b.deployment_id
-       ON CONFLICT (repository, digest) DO NOTHING`,
+       ON CONFLICT (repository, digest) DO UPDATE SET size_bytes = EXCLUDED.size_bytes WHERE registry_blobs.size_bytes = 0`,
       [JSON.stringify(blobs.map((b) => ({ repository: b.repository, digest: b.digest, deployment_id: b.deploymentId, size_bytes: b.sizeBytes })))],
+    );
+  }
+
+  /**
+   * What the image `digest` of `repository` unpacks to on a deployer's disk (or, for one refused
+   * past the bound, the bytes counted when the count stopped), on its manifest's row: made
+   * (size 0, for its push event to fill in) if that event is not here yet. Only ever raised: a
+   * refused count is short of the real size, and the same image always counts the same.
+   */
+  async recordUnpacked(repository: string, digest: string, deploymentId: string, unpackedBytes: number): Promise<void> {
+    await this.manager.query(
+      `INSERT INTO registry_blobs (repository, digest, deployment_id, workspace_id, size_bytes, unpacked_bytes)
+       SELECT $1, $2, d.id, d.workspace_id, 0, $4 FROM deployments d WHERE d.id = $3
+       ON CONFLICT (repository, digest) DO UPDATE SET unpacked_bytes = GREATEST(coalesce(registry_blobs.unpacked_bytes, 0), EXCLUDED.unpacked_bytes)`,
+      [repository, digest, deploymentId, unpackedBytes],
     );
   }
 
@@ -82,13 +100,23 @@ export class RegistryRepository {
     return rows.length;
   }
 
-  /** Bytes the workspace's images take in the registry: each distinct blob once. */
-  async workspaceBytes(workspaceId: string): Promise<number> {
-    const [row] = await queryRows<{ n: string }>(
+  /**
+   * Bytes the workspace's images take: each distinct blob once as the registry stores it
+   * (compressed), plus what each distinct image unpacked to on a deployer's disk.
+   */
+  async workspaceUsage(workspaceId: string): Promise<{ storedBytes: number; unpackedBytes: number }> {
+    const [row] = await queryRows<{ stored: string; unpacked: string }>(
       this.manager,
-      `SELECT coalesce(sum(size_bytes), 0) AS n FROM (SELECT DISTINCT ON (digest) size_bytes FROM registry_blobs WHERE workspace_id = $1) b`,
+      `SELECT coalesce(sum(size_bytes), 0) AS stored, coalesce(sum(unpacked_bytes), 0) AS unpacked
+         FROM (SELECT max(size_bytes) AS size_bytes, max(unpacked_bytes) AS unpacked_bytes FROM registry_blobs WHERE workspace_id = $1 GROUP BY digest) b`,
       [workspaceId],
     );
-    return Number(row!.n);
+    return { storedBytes: Number(row!.stored), unpackedBytes: Number(row!.unpacked) };
+  }
+
+  /** What the `registry_bytes` quota counts: workspaceUsage's two parts together. */
+  async workspaceBytes(workspaceId: string): Promise<number> {
+    const { storedBytes, unpackedBytes } = await this.workspaceUsage(workspaceId);
+    return storedBytes + unpackedBytes;
   }
 }

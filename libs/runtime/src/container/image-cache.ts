@@ -5,6 +5,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 
 import path from 'node:path';
 import { checkEntrypoint } from './entrypoint-check.js';
 import { ImageError, layoutManifestDigest, readImageConfig, type ImageConfig } from './image-config.js';
+import { ImageTooLargeError, unpackedSize, type UnpackBound } from './image-size.js';
 
 /** Where an image comes from. */
 export interface ImageSource {
@@ -26,6 +27,26 @@ export interface CachedImage {
   config: ImageConfig;
   /** False: it was already here (no pull). */
   pulled: boolean;
+  /** What its layers unpack to (counted at its pull; null for a copy that was already here). */
+  unpackedBytes: number | null;
+}
+
+/** What a pull learnt of an image's unpacked size: all of it, or (refused) the bytes counted past the bound. */
+export interface UnpackMeasure {
+  source: ImageSource;
+  digest: string;
+  unpackedBytes: number;
+  refused: boolean;
+}
+
+export interface ImageCacheOptions {
+  /** The most bytes an image's layers may unpack to (image-size.ts); none: no bound. */
+  bound?: UnpackBound;
+  /**
+   * Told every measure, before the pull goes on or fails (the registry quota counts unpacked
+   * bytes from it). Its failure is its own: never fails the pull.
+   */
+  onMeasured?: (measure: UnpackMeasure) => Promise<void>;
 }
 
 const REF = 'image';
@@ -63,8 +84,11 @@ export function cleanToolError(text: string): string {
  * Images pulled and unpacked once per manifest digest under `dir` (`<digest hex>/rootfs`,
  * `image.json`), shared read-only by every container of that digest: `skopeo copy` into an OCI
  * layout (which verifies every blob's digest, so a corrupt layer fails here), the configuration
- * checked (platform, something to run), `umoci unpack`, its command checked (entrypoint-check.ts). A half-done pull never looks done: it
- * happens in a scratch directory renamed into place at the end.
+ * checked (platform, something to run), its layers' unpacked size counted against the bound
+ * (image-size.ts: streamed through gunzip with an early stop, so a decompression bomb is refused
+ * before `umoci unpack` writes a byte), `umoci unpack`, its command checked (entrypoint-check.ts).
+ * A half-done pull never looks done: it happens in a scratch directory renamed into place at
+ * the end, and a refused one leaves nothing.
  *
  * A digest is no capability: each unpacked image records (`grants.json`) the repositories it
  * was read from and with which credentials (anonymous, or a keyed fingerprint). A source whose
@@ -76,7 +100,10 @@ export function cleanToolError(text: string): string {
 export class ImageCache {
   private readonly pending = new Map<string, Promise<CachedImage>>();
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    private readonly options: ImageCacheOptions = {},
+  ) {}
 
   ensure(source: ImageSource): Promise<CachedImage> {
     // Never one source's pull answering another's: their repositories or credentials may differ.
@@ -105,7 +132,7 @@ export class ImageCache {
   private async cached(digest: string): Promise<CachedImage | null> {
     const home = this.home(digest);
     const config = await readFile(path.join(home, 'image.json'), 'utf8').catch(() => null);
-    return config ? { digest, rootfs: path.join(home, 'bundle', 'rootfs'), config: JSON.parse(config) as ImageConfig, pulled: false } : null;
+    return config ? { digest, rootfs: path.join(home, 'bundle', 'rootfs'), config: JSON.parse(config) as ImageConfig, pulled: false, unpackedBytes: null } : null;
   }
 
   /** A cached image, for `source` only if its repository and credentials are recorded or the registry confirms them. */
@@ -187,6 +214,7 @@ export class ImageCache {
         return hit;
       }
       const config = await readImageConfig(layout, digest);
+      const unpackedBytes = await this.measure(source, layout, digest);
       const bundle = path.join(scratch, 'bundle');
       await tool('umoci', ['unpack', '--image', `${layout}:${REF}`, bundle]).catch((err: Error) => {
         throw new ImageError(`Unpacking ${source.reference} failed: ${err.message}`);
@@ -205,9 +233,24 @@ export class ImageCache {
         return other;
       }
       await rename(scratch, home);
-      return { digest, rootfs: path.join(home, 'bundle', 'rootfs'), config, pulled: true };
+      return { digest, rootfs: path.join(home, 'bundle', 'rootfs'), config, pulled: true, unpackedBytes };
     } finally {
       await rm(scratch, { recursive: true, force: true });
+    }
+  }
+
+  /** The bytes the image's layers unpack to, reported to onMeasured; past the bound, ImageTooLargeError. */
+  private async measure(source: ImageSource, layout: string, digest: string): Promise<number> {
+    const bound = this.options.bound ?? { maxBytes: Number.MAX_SAFE_INTEGER, variable: 'none' };
+    const report = (unpackedBytes: number, refused: boolean) =>
+      this.options.onMeasured?.({ source, digest, unpackedBytes, refused }).catch(() => undefined);
+    try {
+      const bytes = await unpackedSize(layout, digest, source.reference, bound);
+      await report(bytes, false);
+      return bytes;
+    } catch (err) {
+      if (err instanceof ImageTooLargeError) await report(err.countedBytes, true);
+      throw err;
     }
   }
 

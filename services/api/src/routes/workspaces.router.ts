@@ -23,6 +23,16 @@ const quotasResponse = Joi.object({
   workspace_id: uuid().required(),
   quotas: quotaNumbers.required().description('The quotas in force'),
   overrides: quotaNumbers.required().description("The ones set for this workspace; the others are the server's defaults"),
+  usage: Joi.object({
+    registry_bytes: Joi.number().integer().required().description('What the registry_bytes quota counts: the two below together'),
+    registry_stored_bytes: Joi.number().integer().required().description("Bytes of the workspace's images as the registry stores them (compressed), each blob once"),
+    registry_unpacked_bytes: Joi.number()
+      .integer()
+      .required()
+      .description("Bytes the workspace's images unpacked to on the deployer's disk (an image refused past SLIPWAY_IMAGE_MAX_UNPACKED_MB: the bytes counted before it was refused)"),
+  })
+    .required()
+    .description('What the workspace uses of the quotas that count bytes'),
 }).id('WorkspaceQuotas');
 const workspaceParams = Joi.object({ workspace_id: uuid().required() });
 

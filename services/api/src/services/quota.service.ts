@@ -9,6 +9,8 @@ export interface QuotasView {
   workspace_id: string;
   quotas: Record<string, number>;
   overrides: Record<string, number>;
+  /** What the workspace uses of the quotas that count bytes of images (registry_bytes). */
+  usage: { registry_bytes: number; registry_stored_bytes: number; registry_unpacked_bytes: number };
 }
 
 const snake = (values: Partial<Quotas>) =>
@@ -59,12 +61,15 @@ export class QuotaService {
     }
   }
 
-  /** Room for more images: the workspace's registry blobs are below its `registry_bytes` quota. */
+  /**
+   * Room for more images: the workspace's registry blobs, and what its images unpacked to on the
+   * deployer's disk, are together below its `registry_bytes` quota.
+   */
   async assertRegistryRoom(manager: EntityManager, workspaceId: string): Promise<void> {
     const { registryBytes } = await this.effective(manager, workspaceId);
     const stored = await new RegistryRepository(manager).workspaceBytes(workspaceId);
     if (stored >= registryBytes) {
-      throw new QuotaExceededError('registryBytes', registryBytes, `this workspace's images take ${stored} bytes of the registry`);
+      throw new QuotaExceededError('registryBytes', registryBytes, `this workspace's images take ${stored} bytes (stored in the registry and unpacked on the deployer)`);
     }
   }
 
@@ -80,7 +85,13 @@ export class QuotaService {
     await this.assertVisible(organizationId, workspaceId, ownWorkspaceId);
     const manager = this.dataSource.manager;
     const overrides = await new QuotaRepository(manager).overrides(workspaceId);
-    return { workspace_id: workspaceId, quotas: snake({ ...this.defaults, ...overrides }), overrides: snake(overrides) };
+    const { storedBytes, unpackedBytes } = await new RegistryRepository(manager).workspaceUsage(workspaceId);
+    return {
+      workspace_id: workspaceId,
+      quotas: snake({ ...this.defaults, ...overrides }),
+      overrides: snake(overrides),
+      usage: { registry_bytes: storedBytes + unpackedBytes, registry_stored_bytes: storedBytes, registry_unpacked_bytes: unpackedBytes },
+    };
   }
 
   /** Sets the given overrides (null: back to the default); quotas not named keep theirs. */

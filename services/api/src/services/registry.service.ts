@@ -27,6 +27,13 @@ const PUSH_TOKEN_PREFIX = 'slwr_';
 /** `Retry-After` of the 503 a PATCH gets while the registry does not answer (the supervisor restarts it within seconds). */
 const REGISTRY_RETRY_AFTER_SECONDS = 5;
 const NOT_INTERNAL_DOCKER = "Push tokens are only available for 'internal_docker' source deployments";
+/**
+ * Life of a registry token granting `push`. distribution cannot refuse a push by size (its
+ * notifications come after the fact), so the quota is enforced at the token endpoint: clients
+ * fetch a new token once theirs expires, and each request is checked against the quota again.
+ * The window a token gives past the quota is this long (docs/operations.md, Per-tenant bounds).
+ */
+export const PUSH_GRANT_TTL_SECONDS = 60;
 
 export interface PushTokenView {
   token: string;
@@ -105,7 +112,8 @@ export class RegistryService {
    * The registry's token endpoint: a registry token granting of the requested scopes only what
    * the caller may have. A push token: pull and push of its deployment's repositories (push
    * only while the workspace is under its `registry_bytes` quota); the platform: pull of any
-   * repository. No scope (`docker login`) gets a token granting nothing.
+   * repository. No scope (`docker login`) gets a token granting nothing. A token granting push
+   * lives PUSH_GRANT_TTL_SECONDS at most, so the quota is checked again that often during a push.
    */
   async exchange(authorization: string | undefined, service: string | undefined, scopes: readonly string[]): Promise<RegistryTokenView> {
     if (service !== undefined && service !== REGISTRY_SERVICE) throw new BadRequestError(`Unknown service '${service}'; this issuer signs for '${REGISTRY_SERVICE}'.`);
@@ -123,7 +131,8 @@ export class RegistryService {
     const subject = caller.kind === 'platform' ? PLATFORM_ACCOUNT : `deployment:${caller.deploymentId}`;
     // Never outlives the push token it was exchanged for.
     const left = caller.kind === 'deployment' ? Math.floor((caller.expiresAt.getTime() - Date.now()) / 1000) : Infinity;
-    const ttlSeconds = Math.max(1, Math.min(this.config.registry.tokenTtlSeconds, left));
+    const pushes = access.some((a) => a.actions.includes('push'));
+    const ttlSeconds = Math.max(1, Math.min(this.config.registry.tokenTtlSeconds, pushes ? PUSH_GRANT_TTL_SECONDS : Infinity, left));
     const signed = signRegistryToken(this.key(), { subject, access, ttlSeconds });
     return { token: signed.token, access_token: signed.token, expires_in: signed.expiresIn, issued_at: signed.issuedAt.toISOString() };
   }
