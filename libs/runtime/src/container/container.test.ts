@@ -42,8 +42,12 @@ describe('repositoryOf', () => {
 });
 
 describe('readImageConfig', () => {
-  it('joins Entrypoint and Cmd, parses Env and WorkingDir, and notices an init entrypoint', async () => {
-    const { dir, digest } = layout({ architecture: 'amd64', os: 'linux', config: { Entrypoint: ['/sbin/tini', '--'], Cmd: ['node', 'server.js'], Env: ['PATH=/usr/bin', 'A=b=c'], WorkingDir: '/app', User: 'app:app' } });
+  it('joins Entrypoint and Cmd, parses Env, WorkingDir and Labels, and notices an init entrypoint', async () => {
+    const { dir, digest } = layout({
+      architecture: 'amd64',
+      os: 'linux',
+      config: { Entrypoint: ['/sbin/tini', '--'], Cmd: ['node', 'server.js'], Env: ['PATH=/usr/bin', 'A=b=c'], WorkingDir: '/app', User: 'app:app', Labels: { 'dev.slipway.agent-server': 'true' } },
+    });
     expect(await layoutManifestDigest(dir, 'image')).toBe(digest);
     expect(await readImageConfig(dir, digest, 'x64')).toEqual({
       command: ['/sbin/tini', '--', 'node', 'server.js'],
@@ -51,6 +55,7 @@ describe('readImageConfig', () => {
       workingDir: '/app',
       hasInit: true,
       user: 'app:app',
+      labels: { 'dev.slipway.agent-server': 'true' },
     });
   });
 
