@@ -4,10 +4,10 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '@slipway/crypto';
 import { killGroup, processesUnder } from '../support/app-processes.js';
-import { addBuiltRevision } from '../support/built-revision.js';
+import { deployBuiltApp } from '../support/built-revision.js';
 import { HttpClient } from '../support/http.js';
 import { freePort } from '../support/ports.js';
-import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
+import { serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -72,18 +72,7 @@ beforeAll(async () => {
   apiProcess = await startService('api', serviceEnv(api, { PORT: String(port), HOST: '127.0.0.1', ...LIMITS_ENV }));
   apiUrl = `http://127.0.0.1:${port}`;
 
-  const created = await api.http.post('/v2/deployments', { name: 'echo-agent', source: 'upload', source_config: {}, source_revision_config: {} });
-  expect(created.status, created.text).toBe(201);
-  const deploymentId: string = created.body.id;
-  const revision = await addBuiltRevision(api, deploymentId, ECHO_APP, { agent_server: { auth_path: null } });
-  const settled = await eventually(
-    async () => (await api.http.get(`/v2/deployments/${deploymentId}/revisions/${revision}`)).body,
-    (r) => ['DEPLOYED', 'DEPLOY_FAILED', 'CREATE_FAILED'].includes(r.status),
-    90_000,
-    200,
-  );
-  expect(settled.status, settled.status_message).toBe('DEPLOYED');
-  [{ serving_port: servingPort }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
+  ({ servingPort } = await deployBuiltApp(api, 'echo-agent', ECHO_APP, { agent_server: { auth_path: null } }));
   serving = `http://127.0.0.1:${servingPort}`;
   key = await api.mintKey({ role: 'member' });
 }, 120_000);

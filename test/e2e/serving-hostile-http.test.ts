@@ -2,11 +2,11 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenancyRepository } from '@slipway/db';
 import { killGroup, processesUnder } from '../support/app-processes.js';
-import { addBuiltRevision } from '../support/built-revision.js';
+import { deployBuiltApp } from '../support/built-revision.js';
 import { Rng } from '../support/hostile-requests.js';
 import { freePort } from '../support/ports.js';
 import { exchange, rawRequest, type RawRequest } from '../support/raw-http.js';
-import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
+import { serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -63,18 +63,7 @@ const operatorKey = `operator-chosen-${randomBytes(16).toString('hex')}`;
 const ports = { agent: 0, plain: 0 };
 
 async function deploy(name: string, agent: boolean): Promise<number> {
-  const created = await api.http.post('/v2/deployments', { name, source: 'upload', source_config: {}, source_revision_config: {} });
-  expect(created.status, created.text).toBe(201);
-  const revision = await addBuiltRevision(api, created.body.id, ECHO_APP, agent ? { agent_server: { auth_path: null } } : {});
-  const settled = await eventually(
-    async () => (await api.http.get(`/v2/deployments/${created.body.id}/revisions/${revision}`)).body,
-    (r) => ['DEPLOYED', 'DEPLOY_FAILED', 'CREATE_FAILED'].includes(r.status),
-    90_000,
-    200,
-  );
-  expect(settled.status, settled.status_message).toBe('DEPLOYED');
-  const [{ serving_port }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [created.body.id]);
-  return serving_port;
+  return (await deployBuiltApp(api, name, ECHO_APP, agent ? { agent_server: { auth_path: null } } : {})).servingPort;
 }
 
 beforeAll(async () => {

@@ -3,6 +3,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { secretsCodec } from '@slipway/crypto';
 import type { ArtifactManifest } from '@slipway/domain';
+import { expect } from 'vitest';
+import { eventually } from './service-process.js';
 import type { TestApi } from './test-api.js';
 
 /**
@@ -51,4 +53,30 @@ export async function addBuiltRevision(api: TestApi, deploymentId: string, serve
     await api.flow.admit(m, deploymentId, id);
   });
   return id;
+}
+
+/**
+ * A new `upload` deployment named `name` serving `server` as a built revision, rolled out by the
+ * running deployer: waits for DEPLOYED (fails the test on a failed rollout) and returns the
+ * deployment's serving port.
+ */
+export async function deployBuiltApp(
+  api: TestApi,
+  name: string,
+  server: string,
+  manifest: Partial<ArtifactManifest> = {},
+): Promise<{ deploymentId: string; revisionId: string; servingPort: number }> {
+  const created = await api.http.post('/v2/deployments', { name, source: 'upload', source_config: {}, source_revision_config: {} });
+  expect(created.status, created.text).toBe(201);
+  const deploymentId: string = created.body.id;
+  const revisionId = await addBuiltRevision(api, deploymentId, server, manifest);
+  const settled = await eventually(
+    async () => (await api.http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body,
+    (r) => ['DEPLOYED', 'DEPLOY_FAILED', 'CREATE_FAILED'].includes(r.status),
+    90_000,
+    200,
+  );
+  expect(settled.status, settled.status_message).toBe('DEPLOYED');
+  const [{ serving_port }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
+  return { deploymentId, revisionId, servingPort: serving_port };
 }

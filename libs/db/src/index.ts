@@ -36,6 +36,12 @@ export type { Page } from './repositories/pagination.js';
 export { TenancyRepository, type BootstrapResult } from './repositories/tenancy.repository.js';
 export type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 export { transitionDeployment } from './repositories/deployment-status.js';
+export {
+  ACTIVITY_INTERVAL_MS,
+  DeploymentActivity,
+  DeploymentActivityRepository,
+  type ActivityRecord,
+} from './repositories/deployment-activity.repository.js';
 export { preparedRows, queryRows, runRider, type Rider } from './sql.js';
 export { entityRows, type EntityRows } from './entity-rows.js';
 export { fillSecretNames } from './repositories/secret-names.js';

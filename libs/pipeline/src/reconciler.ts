@@ -1,5 +1,5 @@
 import type { PipelineTimings } from '@slipway/config';
-import { OutboundWebhookRepository, queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
+import { DeploymentActivityRepository, OutboundWebhookRepository, queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { enqueueInOutbox, JOB_CATALOG, type Queues } from '@slipway/jobs';
 import { deadlineFailure, phaseOf } from './phases.js';
@@ -175,13 +175,11 @@ export class Reconciler {
       }
     }
 
-    const idle = await queryRows<{ id: string }>(
-      this.dataSource.manager,
-      `SELECT id FROM deployments WHERE status = 'READY' AND last_activity_at < now() - $1 * interval '1 millisecond' LIMIT 1000`,
-      [this.timings.idleAfterMs],
-    );
-    for (const { id } of idle) {
-      if (await this.tx((m) => transitionDeployment(m, id, 'UNUSED', ['READY']))) report.idled.push(id);
+    // Idle: no redeploy and no activity (DeploymentActivity) for the period. Re-checked under
+    // the row lock, so a request arriving between the list and the change is not lost.
+    const idleAfterMs = this.timings.idleAfterMs;
+    for (const id of await new DeploymentActivityRepository(this.dataSource.manager).idle(idleAfterMs)) {
+      if (await this.tx((m) => new DeploymentActivityRepository(m).markUnused(id, idleAfterMs))) report.idled.push(id);
     }
   }
 

@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@slipway/config';
-import type { DataSource } from '@slipway/db';
+import { DeploymentActivity, type DataSource } from '@slipway/db';
 import { redactValues, type Logger } from '@slipway/logging';
 import { RevisionReads } from '@slipway/pipeline';
 import {
@@ -102,12 +102,22 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     this.lock = new RuntimeLock(dataSource, log);
     const metricsLog = log.child({ component: 'deployment-metrics' });
     this.runCounts = new AgentRunCountsReader(config.redisUrl, metricsLog);
-    this.metrics = new DeploymentMetrics(dataSource, this.runtime, metricsLog, metrics?.registry, (deploymentId) => this.runCounts.take(deploymentId));
+    // Served requests and agent runs are the deployment's activity: they keep it from UNUSED
+    // and bring it back (docs/api.md, Deployment status). Only the owner serves and reads runs.
+    const activity = new DeploymentActivity(dataSource);
+    const active = (deploymentId: string) => {
+      activity.record(deploymentId).catch((err) => log.warn({ err, deploymentId }, 'recording deployment activity failed'));
+    };
+    this.metrics = new DeploymentMetrics(dataSource, this.runtime, metricsLog, metrics?.registry, async (deploymentId) => {
+      const counts = await this.runCounts.take(deploymentId);
+      if (counts) active(deploymentId);
+      return counts;
+    });
     const deploymentMetrics = this.metrics;
     this.ctx = {
       dataSource,
       runtime: this.runtime,
-      traffic: new Traffic(this.runtime, log, servingAuth, (deploymentId, outcome) => deploymentMetrics.request(deploymentId, outcome)),
+      traffic: new Traffic(this.runtime, log, servingAuth, (deploymentId, outcome) => deploymentMetrics.request(deploymentId, outcome), active),
       tailers: new Tailers(dataSource, Math.round(config.runtime.logFileMb * 1024 * 1024)),
       work: new DeploymentWork(),
       log,

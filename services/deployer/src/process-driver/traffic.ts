@@ -1,5 +1,6 @@
 import type { Logger } from '@slipway/logging';
-import { ServingProxy, type InstanceRecord, type ProcessRuntime, type RequestOutcome } from '@slipway/runtime';
+import type { IncomingMessage } from 'node:http';
+import { ServingProxy, type AccessDenial, type InstanceRecord, type ProcessRuntime, type RequestOutcome } from '@slipway/runtime';
 import type { ServingAuth } from '../serving-auth.js';
 
 /**
@@ -18,6 +19,11 @@ export class Traffic {
     private readonly auth: ServingAuth,
     /** Told of every request a deployment's proxy answered (per-deployment metrics). */
     private readonly onRequest: (deploymentId: string, outcome: RequestOutcome) => void = () => undefined,
+    /**
+     * Told of every request (or upgrade) the deployment's proxy let through to its instances,
+     * health probes (`GET /ok`) aside: real use of the deployment (DeploymentActivity).
+     */
+    private readonly onAdmitted: (deploymentId: string) => void = () => undefined,
   ) {}
 
   /** The instances receiving traffic (a live view: change it through the methods below). */
@@ -60,7 +66,7 @@ export class Traffic {
           port,
           onError: (err, target) => this.log.warn({ err, deploymentId, target }, 'serving proxy: the instance did not answer'),
           onFault: (err) => this.log.error({ err, deploymentId }, 'serving proxy: a request failed in the proxy itself (answered; kept serving)'),
-          authorize: this.auth.forDeployment(deploymentId),
+          authorize: this.admitting(deploymentId),
           onRequest: (outcome) => this.onRequest(deploymentId, outcome),
         });
         await proxy.listen();
@@ -90,9 +96,25 @@ export class Traffic {
     await Promise.allSettled(proxies.map((p) => p.close()));
   }
 
+  /** The serving rules of the deployment, telling `onAdmitted` of what they let through. */
+  private admitting(deploymentId: string): (req: IncomingMessage) => Promise<AccessDenial | null> {
+    const authorize = this.auth.forDeployment(deploymentId);
+    return async (req) => {
+      const denial = await authorize(req);
+      // A monitor polling /ok is not use: it would keep an abandoned deployment from UNUSED forever.
+      if (!denial && !isHealthProbe(req)) this.onAdmitted(deploymentId);
+      return denial;
+    };
+  }
+
   private refresh(deploymentId: string): void {
     const proxy = this.proxies.get(deploymentId);
     const serving = this.serving.get(deploymentId);
     proxy?.setTargets([...(serving?.values() ?? [])].map((r) => ({ host: this.runtime.instanceHost(r), port: r.port })));
   }
+}
+
+/** `GET /ok` (any query): what uptime monitors and load balancers call. */
+function isHealthProbe(req: IncomingMessage): boolean {
+  return req.method === 'GET' && (req.url ?? '').split('?')[0] === '/ok';
 }
