@@ -171,11 +171,25 @@ describe('loadConfig failures', () => {
   });
 
   it("takes the DNS relay's bounds (default 64 per sandbox, 1024 in all, 16 TCP connections per sandbox) and refuses 0", () => {
-    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir }).sandbox.dns).toEqual({ maxInflightPerSandbox: 64, maxInflight: 1024, maxTcpClientsPerSandbox: 16 });
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir }).sandbox.dns).toEqual({ servers: [], maxInflightPerSandbox: 64, maxInflight: 1024, maxTcpClientsPerSandbox: 16 });
     const env = { SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX: '8', SLIPWAY_DNS_MAX_INFLIGHT: '100', SLIPWAY_DNS_MAX_TCP_CLIENTS_PER_SANDBOX: '2' };
-    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, ...env }).sandbox.dns).toEqual({ maxInflightPerSandbox: 8, maxInflight: 100, maxTcpClientsPerSandbox: 2 });
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, ...env }).sandbox.dns).toMatchObject({ maxInflightPerSandbox: 8, maxInflight: 100, maxTcpClientsPerSandbox: 2 });
     const err = configErrorOf(() => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_DNS_MAX_INFLIGHT: '0' }));
     expect(err.problems).toEqual([expect.stringMatching(/SLIPWAY_DNS_MAX_INFLIGHT/)]);
+  });
+
+  it("takes the sandboxes' resolvers (none: the host's), each `ip` (port 53) or `ip:port`, and refuses a name or a bad port", () => {
+    const servers = (value: string) => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_SANDBOX_DNS_SERVERS: value }).sandbox.dns.servers;
+    expect(servers(' 10.0.0.53, 127.0.0.1:5353 ,[fd00::53]:54,fd00::1')).toEqual([
+      { host: '10.0.0.53', port: 53 },
+      { host: '127.0.0.1', port: 5353 },
+      { host: 'fd00::53', port: 54 },
+      { host: 'fd00::1', port: 53 },
+    ]);
+    for (const bad of ['dns.example', '10.0.0.53:0', '10.0.0.53:70000', '10.0.0.53:', 'fd00::53:54x']) {
+      const err = configErrorOf(() => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_SANDBOX_DNS_SERVERS: bad }));
+      expect(err.problems, bad).toEqual([expect.stringMatching(/SLIPWAY_SANDBOX_DNS_SERVERS/)]);
+    }
   });
 
   it('requires the JWKS URL with the JWT issuer', () => {

@@ -112,7 +112,7 @@ export type { SecretsKey } from './secrets-key.js';
 export { JWT_ALGORITHMS, type JwtSettings, type RateLimitSettings } from './access.js';
 export type { PipelineTimings, RetentionSettings } from './pipeline.js';
 export type { RegistrySettings } from './registry.js';
-export type { RuntimeSettings, SandboxSettings } from './sandbox.js';
+export type { DnsServer, RuntimeSettings, SandboxSettings } from './sandbox.js';
 export { loadAgentConfig, type AgentConfig } from './agent.js';
 export { secureDataDir } from './data-dir.js';
 export { platformCredentials, urlPasswords } from './credentials.js';

@@ -60,6 +60,21 @@ function isIpv4Cidr(value: string, min: number, max: number): boolean {
 
 const UID_LIMIT = 4_294_967_294;
 
+/** A resolver the sandboxes' DNS relay asks (UDP and TCP). */
+export interface DnsServer {
+  host: string;
+  port: number;
+}
+
+/** `ip`, `ip:port` or `[ipv6]:port` as a resolver (port 53 unless named); null when it is none of them. */
+export function dnsServerOf(value: string): DnsServer | null {
+  const text = value.trim();
+  if (isIP(text)) return { host: text, port: 53 };
+  const [, host, port] = /^\[([^\]]+)\]:(\d{1,5})$/.exec(text) ?? /^([^:]+):(\d{1,5})$/.exec(text) ?? [];
+  if (!host || !isIP(host) || Number(port) < 1 || Number(port) > 65_535) return null;
+  return { host, port: Number(port) };
+}
+
 export const sandboxSettings = {
   /** `auto`: on wherever it can be set up (production refuses to start without); `off`: opt-out. */
   mode: oneOf(
@@ -99,6 +114,17 @@ export const sandboxSettings = {
    * otherwise spend every file descriptor of the process that serves everyone's apps.
    */
   dns: {
+    /** Empty: the host's /etc/resolv.conf nameservers, read where the relay starts. */
+    servers: setting<DnsServer[]>(
+      'SLIPWAY_SANDBOX_DNS_SERVERS',
+      Joi.string()
+        .allow('')
+        .default('')
+        .custom((value: string, helpers) => (listOf(value).every((s) => dnsServerOf(s)) ? value : helpers.error('servers.invalid')))
+        .messages({ 'servers.invalid': '{{#label}} must be a comma-separated list of IP addresses, each optionally with a port (`10.0.0.53`, `10.0.0.53:5353`, `[fd00::53]:53`)' }),
+      "comma-separated resolvers (`ip` or `ip:port`) the sandboxes' DNS relay asks, in order, over UDP and TCP; sandboxes cannot reach them themselves",
+      { read: (value: string) => listOf(value).map((s) => dnsServerOf(s)!), shown: "the host's /etc/resolv.conf nameservers" },
+    ),
     maxInflightPerSandbox: int(
       'SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX',
       64,

@@ -20,7 +20,7 @@ const upstreamTcp = createServer((socket) => {
     socket.write(Buffer.concat([Buffer.from([answer.length >> 8, answer.length & 255]), answer]));
   });
 });
-const relay = new DnsRelay([upstreamAddress]);
+const relay = new DnsRelay([{ host: upstreamAddress, port: 53 }]);
 
 beforeAll(async () => {
   if (!root) return;
@@ -71,6 +71,25 @@ describe('DnsRelay', () => {
     expect(answers).toEqual(['answer:q-one', 'answer:q-two']);
   });
 
+  it('asks a resolver on the port it is given (SLIPWAY_SANDBOX_DNS_SERVERS `ip:port`)', async (ctx) => {
+    if (!root) return ctx.skip('port 53 needs root');
+    const upstream = createSocket('udp4');
+    upstream.on('message', (query, from) => upstream.send(Buffer.concat([Buffer.from('on-port:'), query]), from.port, from.address));
+    await new Promise<void>((resolve) => upstream.bind(0, '127.0.0.1', resolve));
+    const onPort = new DnsRelay([{ host: '127.0.0.1', port: upstream.address().port }]);
+    const served = loop();
+    await onPort.serve(served);
+    const client = createSocket('udp4');
+    const answer = await new Promise<string>((resolve) => {
+      client.once('message', (msg) => resolve(msg.toString()));
+      client.send(Buffer.from('q-port'), 53, served);
+    });
+    client.close();
+    upstream.close();
+    await onPort.close();
+    expect(answer).toBe('on-port:q-port');
+  });
+
   it('stops answering an address it no longer serves', async (ctx) => {
     if (!root) return ctx.skip('port 53 needs root');
     const other = loop();
@@ -109,7 +128,7 @@ describe('DnsRelay bounds', () => {
   const slowTcp = createServer((socket) => socket.on('data', () => upstreamSeen.tcp++));
   const upstreamSeen = { slow: 0, fast: 0, tcp: 0 };
   const limits = { maxInflightPerSandbox: 8, maxInflight: 12, maxTcpClientsPerSandbox: 3 };
-  const bounded = new DnsRelay([slowAddress], limits);
+  const bounded = new DnsRelay([{ host: slowAddress, port: 53 }], limits);
   const [sandboxA, sandboxB, sandboxC] = [loop(), loop(), loop()];
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, bounded.inflight)), 1);

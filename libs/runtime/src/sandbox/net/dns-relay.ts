@@ -1,6 +1,7 @@
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
+import type { DnsServer } from '@slipway/config';
 
 const QUERY_TIMEOUT_MS = 4_000;
 const MAX_TCP_MESSAGE = 65_535;
@@ -47,10 +48,15 @@ export function resolversOf(text: string): string[] {
   return servers.length ? servers : ['127.0.0.1'];
 }
 
+/** The host's /etc/resolv.conf resolvers, on port 53: what the relay asks unless SLIPWAY_SANDBOX_DNS_SERVERS names others. */
+export function hostResolvers(): DnsServer[] {
+  return resolversOf(readFileSync('/etc/resolv.conf', 'utf8')).map((host) => ({ host, port: 53 }));
+}
+
 /** Asks one resolver over UDP; null on timeout or error. */
-function askUdp(server: string, query: Buffer): Promise<Buffer | null> {
+function askUdp(server: DnsServer, query: Buffer): Promise<Buffer | null> {
   return new Promise((resolve) => {
-    const socket = createSocket(isIP(server) === 6 ? 'udp6' : 'udp4');
+    const socket = createSocket(isIP(server.host) === 6 ? 'udp6' : 'udp4');
     const done = (answer: Buffer | null) => {
       clearTimeout(timer);
       socket.close();
@@ -59,14 +65,14 @@ function askUdp(server: string, query: Buffer): Promise<Buffer | null> {
     const timer = setTimeout(() => done(null), QUERY_TIMEOUT_MS);
     socket.once('error', () => done(null));
     socket.once('message', (msg) => done(msg));
-    socket.send(query, 53, server);
+    socket.send(query, server.port, server.host);
   });
 }
 
 /** Asks one resolver over TCP (length-prefixed); null on timeout or error. */
-function askTcp(server: string, query: Buffer): Promise<Buffer | null> {
+function askTcp(server: DnsServer, query: Buffer): Promise<Buffer | null> {
   return new Promise((resolve) => {
-    const socket = connect({ host: server, port: 53 });
+    const socket = connect({ host: server.host, port: server.port });
     let buffered = Buffer.alloc(0);
     const done = (answer: Buffer | null) => {
       socket.destroy();
@@ -86,8 +92,9 @@ function askTcp(server: string, query: Buffer): Promise<Buffer | null> {
 
 /**
  * The sandboxes' resolver: a DNS relay (UDP and TCP, port 53) on each gateway address it is
- * told to serve, passing queries unchanged to the resolvers of the host's /etc/resolv.conf
- * (which a sandbox cannot reach itself: they are private, or Docker's 127.0.0.11). Each process
+ * told to serve, passing queries unchanged to its resolvers — SLIPWAY_SANDBOX_DNS_SERVERS, or the
+ * host's /etc/resolv.conf — which a sandbox cannot reach itself (they are private, or Docker's
+ * 127.0.0.11), asked in order until one answers. Each process
  * that creates or adopts sandboxes serves their gateways.
  *
  * Every query in flight holds one socket of this process (the builder's or deployer's, which
@@ -102,7 +109,7 @@ export class DnsRelay {
   private inflightTotal = 0;
 
   constructor(
-    private readonly resolvers: string[] = resolversOf(readFileSync('/etc/resolv.conf', 'utf8')),
+    private readonly resolvers: DnsServer[] = hostResolvers(),
     private readonly limits: DnsRelayLimits = DEFAULT_DNS_RELAY_LIMITS,
   ) {}
 
@@ -115,7 +122,7 @@ export class DnsRelay {
    * The answer to a query that arrived at `address`: the resolvers', null when none answered,
    * or REFUSED (no socket opened) when that gateway or the whole relay has its bound in flight.
    */
-  private async answer(address: string, query: Buffer, ask: (server: string, q: Buffer) => Promise<Buffer | null>): Promise<Buffer | null> {
+  private async answer(address: string, query: Buffer, ask: (server: DnsServer, q: Buffer) => Promise<Buffer | null>): Promise<Buffer | null> {
     const mine = this.inflightOf.get(address) ?? 0;
     if (mine >= this.limits.maxInflightPerSandbox || this.inflightTotal >= this.limits.maxInflight) return refusedAnswer(query);
     this.inflightOf.set(address, mine + 1);

@@ -2,7 +2,8 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Queryable } from '../../process/process-store.js';
 import { SandboxAddresses } from './addresses.js';
-import { DnsRelay, DEFAULT_DNS_RELAY_LIMITS, type DnsRelayLimits } from './dns-relay.js';
+import type { DnsServer } from '@slipway/config';
+import { DnsRelay, DEFAULT_DNS_RELAY_LIMITS, hostResolvers, type DnsRelayLimits } from './dns-relay.js';
 import { egressRules, nft, NFT_TABLE, removeEgressRules, ruleNames, type EgressPolicy } from './egress-rules.js';
 import { createLink, destroyLink, linkExists, namespaceNames, nsPathOf, prepareHost, removeHost, resolvConfOf } from './links.js';
 import { parsePool, slotAddresses, slotOfName, type Pool } from './pool.js';
@@ -49,9 +50,10 @@ export class SandboxNetwork {
     db: Queryable,
     subnet: string,
     private readonly policy: EgressPolicy,
-    dnsLimits: DnsRelayLimits = DEFAULT_DNS_RELAY_LIMITS,
+    /** The relay's bounds and resolvers (SLIPWAY_SANDBOX_DNS_SERVERS; none named: the host's). */
+    dns: DnsRelayLimits & { servers?: DnsServer[] } = DEFAULT_DNS_RELAY_LIMITS,
   ) {
-    this.relay = new DnsRelay(undefined, dnsLimits);
+    this.relay = new DnsRelay(dns.servers?.length ? dns.servers : hostResolvers(), dns);
     this.pool = parsePool(subnet);
     this.addresses = new SandboxAddresses(db, this.pool);
   }
