@@ -40,6 +40,21 @@ export class NotFoundError extends AppError {
   }
 }
 
+/** 413: a body, or a part of one, is larger than a limit. Nothing was written. */
+export class PayloadTooLargeError extends AppError {
+  readonly status = 413;
+}
+
+/** 415: not a content type or encoding the endpoint reads. */
+export class UnsupportedMediaTypeError extends AppError {
+  readonly status = 415;
+}
+
+/** 422: a body that parsed but holds something unusable (a business-level validation the schemas cannot express). */
+export class UnprocessableError extends AppError {
+  readonly status = 422;
+}
+
 /** 409: a uniqueness clash. */
 export class ConflictError extends AppError {
   readonly status = 409;

@@ -38,6 +38,7 @@ import { workspaceRoutes } from './routes/workspaces.router.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
 import { opsRoutes } from './routes/ops.router.js';
 import { tagRoutes } from './routes/tags.router.js';
+import { tracingRoutes } from './routes/tracing.router.js';
 import { uploadRoutes } from './routes/uploads.router.js';
 import { registryRoutes } from './routes/registry.router.js';
 import { ApiKeyService } from './services/api-key.service.js';
@@ -49,6 +50,7 @@ import { WriteRunner } from './services/idempotency.js';
 import { RevisionService } from './services/revision.service.js';
 import { RevisionHistoryService } from './services/revision-history.service.js';
 import { TagService } from './services/tag.service.js';
+import { TracingService } from './services/tracing.service.js';
 import { ListenerAgentService } from './services/listener-agent.service.js';
 import { DesiredStateCache } from './services/desired-state-cache.js';
 import { ListenerService } from './services/listener.service.js';
@@ -149,6 +151,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     ...revisionHistoryRoutes(new RevisionHistoryService(dataSource)),
     ...deploymentMetricsRoutes(new DeploymentMetricsService(dataSource)),
     ...workspaceRoutes(dataSource, quotas),
+    ...tracingRoutes(new TracingService(dataSource), API_VERSION),
     ...extraRoutes,
   ];
 

@@ -21,6 +21,7 @@ import { DeploymentObservability1764800000300 } from './1764800000300-deployment
 import { QueueWorkers1764800000400 } from './1764800000400-queue-workers.js';
 import { OutboxNotify1764800000500 } from './1764800000500-outbox-notify.js';
 import { ImageUnpackedBytes1764800000650 } from './1764800000650-image-unpacked-bytes.js';
+import { TracingRuns1764900000000 } from './1764900000000-tracing-runs.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -50,4 +51,5 @@ export const MIGRATIONS = [
   QueueWorkers1764800000400,
   OutboxNotify1764800000500,
   ImageUnpackedBytes1764800000650,
+  TracingRuns1764900000000,
 ];

@@ -6,15 +6,10 @@ import { pipeline } from 'node:stream/promises';
 import type { Config } from '@slipway/config';
 import { deriveKey } from '@slipway/crypto';
 import { DeploymentRepository, QuotaRepository, UploadRepository, type DataSource, type EntityManager } from '@slipway/db';
-import { AppError, BadRequestError, ConflictError, NotFoundError, UnauthorizedError } from '@slipway/domain';
+import { BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError, UnauthorizedError } from '@slipway/domain';
 import { inspectArchiveStream, parseUploadObjectPath, uploadFilePath, uploadObjectPath, type UploadObject } from '@slipway/source';
 import type { UploadUrlView } from '../schemas/upload.schema.js';
 import type { QuotaService } from './quota.service.js';
-
-/** 413: the body is larger than the configured limit. */
-export class PayloadTooLargeError extends AppError {
-  readonly status = 413;
-}
 
 const INVALID_TOKEN = 'Invalid or expired upload URL.';
 const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);

@@ -1,0 +1,132 @@
+import type { DataSource } from 'typeorm';
+import { NotFoundError } from '@slipway/domain';
+import { UnprocessableError } from './errors.js';
+import { DEFAULT_INGEST_LIMITS, type IngestLimits } from './limits.js';
+import { TracingProjectStore } from './project.repository.js';
+import { capPayload, promote } from './promote.js';
+import { RunRepository } from './run.repository.js';
+import { mergeFields, type RunFields, type RunOperation } from './run-ops.js';
+
+/** The project runs go to when they name none (LangSmith's default). */
+export const DEFAULT_PROJECT = 'default';
+
+const DAY_MS = 24 * 3600_000;
+const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * Writes run operations: each request's creates and updates, validated whole beforehand, in one
+ * transaction. A create and the updates of the same run may come in any order and in different
+ * requests: an update of a run not created yet is held (`tracing_pending_updates`) and folded in
+ * when the create comes; an update of a stored run is merged into it. Each trace touched gets its
+ * summary row recomputed in the same transaction.
+ */
+export class TracingIngest {
+  /** Days whose partitions this process has seen to exist (created once, then cached). */
+  private readonly partitions = new Set<string>();
+
+  constructor(
+    private readonly dataSource: DataSource,
+    readonly limits: IngestLimits = DEFAULT_INGEST_LIMITS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async write(workspaceId: string, operations: RunOperation[]): Promise<void> {
+    if (!operations.length) return;
+    // Fold the request's own operations per run first: its creates, then its updates, in order.
+    const byRun = new Map<string, { create: RunFields | null; update: RunFields | null }>();
+    for (const { kind, fields } of operations) {
+      const id = fields.id.toLowerCase();
+      const entry = byRun.get(id) ?? { create: null, update: null };
+      if (kind === 'create') entry.create = mergeFields(entry.create, fields);
+      else entry.update = mergeFields(entry.update, fields);
+      byRun.set(id, entry);
+    }
+    const now = this.now();
+    const days = new Set<string>();
+    for (const [id, { create }] of byRun) {
+      if (!create) continue;
+      const start = Date.parse(create.start_time!);
+      if (start < now - this.limits.maxRunAgeMs || start > now + this.limits.maxClockSkewMs) {
+        throw new UnprocessableError(`run ${id}: start_time ${create.start_time} is outside what this server keeps (${Math.round(this.limits.maxRunAgeMs / DAY_MS)} days back, a day ahead).`);
+      }
+      days.add(dayOf(start));
+    }
+    // Today's and tomorrow's partitions are made ahead, so the common write never waits on DDL.
+    days.add(dayOf(now));
+    days.add(dayOf(now + DAY_MS));
+    const missing = [...days].filter((d) => !this.partitions.has(d)).sort();
+    if (missing.length) {
+      // Its own transaction: DDL committed even when the batch is then refused is harmless.
+      await this.dataSource.transaction((m) => new RunRepository(m).ensurePartitions(missing));
+      for (const d of missing) this.partitions.add(d);
+    }
+
+    await this.dataSource.transaction(async (m) => {
+      const runs = new RunRepository(m);
+      const projects = new TracingProjectStore(m);
+      const projectIds = await this.resolveProjects(projects, workspaceId, [...byRun.values()]);
+
+      const keys: string[] = [];
+      for (const [id, { create, update }] of byRun) {
+        keys.push(`run:${id}`);
+        const trace = create?.trace_id ?? update?.trace_id;
+        if (trace) keys.push(`trace:${trace.toLowerCase()}`);
+      }
+      await runs.lock(workspaceId, keys);
+
+      const traces = new Set<string>();
+      for (const [id, { create, update }] of byRun) {
+        const stored = await runs.loadFields(workspaceId, id);
+        const pending = await runs.pendingUpdate(workspaceId, id);
+        if (!create && !stored) {
+          // An update before its create: held until the create comes.
+          await runs.savePendingUpdate(workspaceId, id, mergeFields(pending, update!));
+          continue;
+        }
+        let fields = mergeFields(stored, create ?? ({ id } as RunFields));
+        if (pending) fields = mergeFields(fields, pending);
+        if (update) fields = mergeFields(fields, update);
+        const projectId = this.projectOf(create, stored?.project_id, projectIds);
+        const { payload, truncated } = capPayload(fields, this.limits.maxStoredFieldBytes);
+        const row = promote(workspaceId, projectId, fields, truncated);
+        if (stored) {
+          await runs.deleteRun(workspaceId, id);
+          if (stored.trace_id && stored.trace_id !== row.trace_id) traces.add(stored.trace_id);
+        }
+        await runs.insertRun(row, payload);
+        if (pending) await runs.deletePendingUpdate(workspaceId, id);
+        traces.add(row.trace_id);
+      }
+      await runs.refreshTraces(workspaceId, [...traces]);
+    });
+  }
+
+  /** Project ids by the `session_id:`/`session_name:` each create names; 404 for an id outside the workspace. */
+  private async resolveProjects(
+    projects: TracingProjectStore,
+    workspaceId: string,
+    entries: Array<{ create: RunFields | null }>,
+  ): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const ids = new Set<string>();
+    const names = new Set<string>();
+    for (const { create } of entries) {
+      if (!create) continue;
+      if (create.session_id) ids.add(create.session_id.toLowerCase());
+      else names.add(create.session_name || DEFAULT_PROJECT);
+    }
+    const found = await projects.existing(workspaceId, [...ids]);
+    for (const id of ids) {
+      if (!found.has(id)) throw new NotFoundError(`Project ID ${id} not found.`);
+      out.set(`session_id:${id}`, id);
+    }
+    for (const name of [...names].sort()) out.set(`session_name:${name}`, await projects.idForName(workspaceId, name));
+    return out;
+  }
+
+  private projectOf(create: RunFields | null, stored: string | undefined, projectIds: Map<string, string>): string {
+    if (!create) return stored!;
+    if (create.session_id) return projectIds.get(`session_id:${create.session_id.toLowerCase()}`)!;
+    return projectIds.get(`session_name:${create.session_name || DEFAULT_PROJECT}`)!;
+  }
+}

@@ -1,0 +1,250 @@
+import type { EntityManager } from 'typeorm';
+import type { RunPayload, RunRow } from './promote.js';
+import type { RunFields } from './run-ops.js';
+
+/** Columns of `tracing_runs`, in insert order. */
+const RUN_COLUMNS = [
+  'workspace_id', 'id', 'start_time', 'project_id', 'trace_id', 'parent_run_id', 'dotted_order', 'run_type', 'name', 'status', 'error',
+  'end_time', 'first_token_time', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'model', 'thread_id', 'revision_id', 'run_id',
+  'assistant_id', 'checkpoint_id', 'reference_example_id', 'tags', 'metadata', 'truncated_fields',
+] as const satisfies ReadonlyArray<keyof RunRow>;
+
+const PAYLOAD_COLUMNS = ['inputs', 'outputs', 'events', 'serialized', 'extra'] as const;
+
+/** A stored run: its row and (when asked for) its large fields. */
+export interface StoredRun extends RunRow {
+  received_at: string;
+  updated_at: string;
+  payload?: RunPayload;
+}
+
+/** What `query` selects runs by. Ids and names are already resolved to this workspace. */
+export interface RunQuery {
+  projectIds?: string[] | null;
+  ids?: string[] | null;
+  traceId?: string | null;
+  parentRunId?: string | null;
+  isRoot?: boolean | null;
+  runType?: string | null;
+  error?: boolean | null;
+  startTime?: string | null;
+  endTime?: string | null;
+  /** A compiled condition and its parameters (filter.ts), numbered after this query's own. */
+  filter?: ((params: unknown[]) => string) | null;
+  order: 'asc' | 'desc';
+  /** Runs of one trace come in tree order (dotted order, byte-wise) instead of by start time. */
+  treeOrder: boolean;
+  withPayload: boolean;
+  offset: number;
+  limit: number;
+}
+
+const day = (d: Date) => d.toISOString().slice(0, 10);
+
+/**
+ * The runs store (`tracing_runs`, `tracing_run_payloads`, `tracing_pending_updates`,
+ * `tracing_traces`): every statement tracing issues, named. Writes take the manager of the
+ * caller's transaction; nothing here opens one.
+ */
+export class RunRepository {
+  constructor(private readonly manager: EntityManager) {}
+
+  /**
+   * Creates the daily partitions (runs and payloads) of the given UTC days when missing. DDL
+   * races between api replicas are serialized by one transaction-scoped advisory lock, so two
+   * writers never both try to create the same partition.
+   */
+  async ensurePartitions(days: Iterable<string>): Promise<void> {
+    await this.manager.query(`SELECT pg_advisory_xact_lock(hashtext('slipway:tracing-partitions'))`);
+    for (const d of days) {
+      if (!/^\d{4}-\d\d-\d\d$/.test(d)) throw new Error(`not a day: ${d}`);
+      const from = new Date(`${d}T00:00:00Z`);
+      const to = new Date(from.getTime() + 24 * 3600_000);
+      const suffix = d.replaceAll('-', '');
+      for (const table of ['tracing_runs', 'tracing_run_payloads']) {
+        await this.manager.query(
+          `CREATE TABLE IF NOT EXISTS ${table}_p${suffix} PARTITION OF ${table} FOR VALUES FROM ('${day(from)} 00:00:00+00') TO ('${day(to)} 00:00:00+00')`,
+        );
+      }
+    }
+  }
+
+  /**
+   * Serializes writers of the same runs and traces: transaction-scoped advisory locks, taken in
+   * one sorted order so two batches sharing traces queue instead of deadlocking. A trace's
+   * summary is recomputed under its lock, after every earlier writer of it committed.
+   */
+  async lock(workspaceId: string, keys: Iterable<string>): Promise<void> {
+    const sorted = [...new Set(keys)].sort();
+    if (!sorted.length) return;
+    await this.manager.query(
+      `SELECT pg_advisory_xact_lock(k) FROM (SELECT hashtextextended($1 || ':' || key, 0) AS k FROM unnest($2::text[]) AS key ORDER BY 1) keys`,
+      [workspaceId, sorted],
+    );
+  }
+
+  /** The stored fields of a run, as a create and its updates would carry them (null: unknown). */
+  async loadFields(workspaceId: string, id: string): Promise<(RunFields & { project_id: string }) | null> {
+    const [row] = await this.manager.query(
+      `SELECT r.id, r.project_id, r.trace_id, r.parent_run_id, r.dotted_order, r.name, r.run_type, r.start_time, r.end_time, r.error, r.tags,
+              r.reference_example_id, r.truncated_fields, p.inputs, p.outputs, p.events, p.serialized, p.extra
+         FROM tracing_runs r
+         LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time
+        WHERE r.workspace_id = $1 AND r.id = $2`,
+      [workspaceId, id],
+    );
+    if (!row) return null;
+    const fields: Record<string, unknown> = { session_id: row.project_id };
+    for (const [k, v] of Object.entries(row)) if (v !== null && k !== 'truncated_fields') fields[k] = v instanceof Date ? v.toISOString() : v;
+    return fields as unknown as RunFields & { project_id: string };
+  }
+
+  /** Removes a run (to write it again, possibly in another partition). */
+  async deleteRun(workspaceId: string, id: string): Promise<void> {
+    await this.manager.query(`DELETE FROM tracing_run_payloads WHERE workspace_id = $1 AND run_id = $2`, [workspaceId, id]);
+    await this.manager.query(`DELETE FROM tracing_runs WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  }
+
+  async insertRun(row: RunRow, payload: RunPayload): Promise<void> {
+    const values = RUN_COLUMNS.map((c) => (c === 'metadata' ? (row.metadata == null ? null : JSON.stringify(row.metadata)) : row[c]));
+    await this.manager.query(
+      `INSERT INTO tracing_runs (${RUN_COLUMNS.join(', ')}) VALUES (${RUN_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`,
+      values,
+    );
+    await this.manager.query(
+      `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, project_id, ${PAYLOAD_COLUMNS.join(', ')})
+       VALUES ($1, $2, $3, $4, ${PAYLOAD_COLUMNS.map((_, i) => `$${i + 5}::jsonb`).join(', ')})`,
+      [row.workspace_id, row.id, row.start_time, row.project_id, ...PAYLOAD_COLUMNS.map((c) => (payload[c] === undefined ? null : JSON.stringify(payload[c])))],
+    );
+  }
+
+  /** An update held for a run whose create has not arrived yet. */
+  async pendingUpdate(workspaceId: string, runId: string): Promise<RunFields | null> {
+    const [row] = await this.manager.query(`SELECT patch FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = $2`, [workspaceId, runId]);
+    return row ? (row.patch as RunFields) : null;
+  }
+
+  async savePendingUpdate(workspaceId: string, runId: string, patch: RunFields): Promise<void> {
+    await this.manager.query(
+      `INSERT INTO tracing_pending_updates (workspace_id, run_id, patch) VALUES ($1, $2, $3::jsonb)
+       ON CONFLICT (workspace_id, run_id) DO UPDATE SET patch = EXCLUDED.patch, received_at = now()`,
+      [workspaceId, runId, JSON.stringify(patch)],
+    );
+  }
+
+  async deletePendingUpdate(workspaceId: string, runId: string): Promise<void> {
+    await this.manager.query(`DELETE FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = $2`, [workspaceId, runId]);
+  }
+
+  /**
+   * Recomputes the summary row of each trace from its runs (its root's name, times and status,
+   * counts and token sums). Call under the traces' locks (`lock`), so no concurrent writer's runs
+   * are missed.
+   */
+  async refreshTraces(workspaceId: string, traceIds: string[]): Promise<void> {
+    if (!traceIds.length) return;
+    await this.manager.query(
+      `INSERT INTO tracing_traces AS t (workspace_id, trace_id, project_id, root_run_id, name, start_time, end_time, status, run_count, error_count,
+                                   prompt_tokens, completion_tokens, total_tokens, updated_at)
+       SELECT r.workspace_id, r.trace_id,
+              (array_agg(r.project_id ORDER BY r.dotted_order))[1],
+              (array_agg(r.id) FILTER (WHERE r.parent_run_id IS NULL))[1],
+              (array_agg(r.name) FILTER (WHERE r.parent_run_id IS NULL))[1],
+              min(r.start_time),
+              (array_agg(r.end_time) FILTER (WHERE r.parent_run_id IS NULL))[1],
+              COALESCE((array_agg(r.status) FILTER (WHERE r.parent_run_id IS NULL))[1], 'pending'),
+              count(*), count(*) FILTER (WHERE r.status = 'error'),
+              COALESCE(sum(r.prompt_tokens), 0), COALESCE(sum(r.completion_tokens), 0), COALESCE(sum(r.total_tokens), 0), now()
+         FROM tracing_runs r
+        WHERE r.workspace_id = $1 AND r.trace_id = ANY($2::uuid[])
+        GROUP BY r.workspace_id, r.trace_id
+       ON CONFLICT (workspace_id, trace_id) DO UPDATE SET
+         project_id = EXCLUDED.project_id, root_run_id = EXCLUDED.root_run_id, name = EXCLUDED.name, start_time = EXCLUDED.start_time,
+         end_time = EXCLUDED.end_time, status = EXCLUDED.status, run_count = EXCLUDED.run_count, error_count = EXCLUDED.error_count,
+         prompt_tokens = EXCLUDED.prompt_tokens, completion_tokens = EXCLUDED.completion_tokens, total_tokens = EXCLUDED.total_tokens,
+         updated_at = now()`,
+      [workspaceId, traceIds],
+    );
+  }
+
+  /** One run of the workspace with its large fields and its children's ids, or null. */
+  async get(workspaceId: string, id: string): Promise<(StoredRun & { child_run_ids: string[] }) | null> {
+    const [row] = await this.manager.query(
+      `SELECT r.*, p.inputs, p.outputs, p.events, p.serialized, p.extra,
+              ARRAY(SELECT c.id FROM tracing_runs c WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = r.id ORDER BY c.dotted_order) AS child_run_ids
+         FROM tracing_runs r
+         LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time
+        WHERE r.workspace_id = $1 AND r.id = $2`,
+      [workspaceId, id],
+    );
+    return row ? { ...toStored(row, true), child_run_ids: row.child_run_ids } : null;
+  }
+
+  /** A page of the workspace's runs matching `q`; one more than `limit` tells the caller a next page exists. */
+  async query(workspaceId: string, q: RunQuery): Promise<StoredRun[]> {
+    const params: unknown[] = [workspaceId];
+    const where = ['r.workspace_id = $1'];
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    if (q.projectIds) where.push(`r.project_id = ANY(${p(q.projectIds)}::uuid[])`);
+    if (q.ids) where.push(`r.id = ANY(${p(q.ids)}::uuid[])`);
+    if (q.traceId) where.push(`r.trace_id = ${p(q.traceId)}`);
+    if (q.parentRunId) where.push(`r.parent_run_id = ${p(q.parentRunId)}`);
+    if (q.isRoot === true) where.push('r.parent_run_id IS NULL');
+    if (q.isRoot === false) where.push('r.parent_run_id IS NOT NULL');
+    if (q.runType) where.push(`r.run_type = ${p(q.runType)}`);
+    if (q.error === true) where.push(`r.status = 'error'`);
+    if (q.error === false) where.push(`r.status <> 'error'`);
+    if (q.startTime) where.push(`r.start_time >= ${p(q.startTime)}::timestamptz`);
+    if (q.endTime) where.push(`r.start_time <= ${p(q.endTime)}::timestamptz`);
+    if (q.filter) where.push(q.filter(params));
+    const dir = q.order === 'asc' ? 'ASC' : 'DESC';
+    const order = q.treeOrder ? `r.dotted_order ${dir}` : `r.start_time ${dir}, r.id ${dir}`;
+    const rows = await this.manager.query(
+      `SELECT r.*${q.withPayload ? ', p.inputs, p.outputs, p.events, p.serialized, p.extra' : ''}
+         FROM tracing_runs r
+         ${q.withPayload ? 'LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time' : ''}
+        WHERE ${where.join(' AND ')}
+        ORDER BY ${order}
+        OFFSET ${p(q.offset)} LIMIT ${p(q.limit + 1)}`,
+      params,
+    );
+    return rows.map((row: Record<string, any>) => toStored(row, q.withPayload));
+  }
+
+  /** The ids of the children of these runs, by parent. */
+  async childIds(workspaceId: string, parentIds: string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    if (!parentIds.length) return out;
+    const rows = await this.manager.query(
+      `SELECT parent_run_id, array_agg(id ORDER BY dotted_order) AS ids FROM tracing_runs
+        WHERE workspace_id = $1 AND parent_run_id = ANY($2::uuid[]) GROUP BY parent_run_id`,
+      [workspaceId, parentIds],
+    );
+    for (const r of rows) out.set(r.parent_run_id, r.ids);
+    return out;
+  }
+}
+
+const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : (v as string | null));
+const num = (v: unknown) => (v == null ? null : Number(v));
+
+function toStored(row: Record<string, any>, withPayload: boolean): StoredRun {
+  const stored: StoredRun = {
+    ...(row as RunRow),
+    start_time: iso(row.start_time)!,
+    end_time: iso(row.end_time),
+    first_token_time: iso(row.first_token_time),
+    prompt_tokens: num(row.prompt_tokens),
+    completion_tokens: num(row.completion_tokens),
+    total_tokens: num(row.total_tokens),
+    received_at: iso(row.received_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+  for (const c of PAYLOAD_COLUMNS) delete (stored as any)[c];
+  delete (stored as any).child_run_ids;
+  if (withPayload) stored.payload = Object.fromEntries(PAYLOAD_COLUMNS.map((c) => [c, row[c] ?? null]));
+  return stored;
+}

@@ -1,0 +1,152 @@
+import { defineRoute, ok, workspaceOf, type HandlerResult, type RouteSpec } from '../http/route.js';
+import {
+  ingestAccepted,
+  listProjectsQuery,
+  projectParams,
+  queryRunsBody,
+  queryRunsResponse,
+  runParams,
+  tracingInfoResponse,
+  tracingProject,
+  tracingProjectList,
+  tracingRun,
+  type ListProjectsQuery,
+} from '../schemas/tracing.schema.js';
+import type { TracingService } from '../services/tracing.service.js';
+import type { RunsQueryInput } from '@slipway/tracing';
+
+const tag = 'Tracing';
+/** Where the langsmith client is pointed (its apiUrl / LANGSMITH_ENDPOINT): LangSmith's self-hosted layout. */
+export const TRACING_PREFIX = '/api/v1';
+
+const accepted = (): HandlerResult => ({ status: 202, body: {} });
+const ingestRefusals = {
+  401: { description: 'Invalid or missing API key; nothing was written' },
+  404: { description: 'A run names a project (`session_id`) that is not in this workspace; nothing was written' },
+  413: { description: 'The body, a part or the number of runs is over the ingest limits; nothing was written' },
+  415: { description: 'Not the content type or encoding this endpoint reads; nothing was written' },
+  422: { description: 'Malformed body, a run that is not valid, or text Postgres cannot store (NUL); nothing was written' },
+};
+
+/** The LangSmith-compatible tracing surface (docs/tracing.md): ingest and the reads the SDK makes. */
+export function tracingRoutes(tracing: TracingService, version: string): RouteSpec[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: `${TRACING_PREFIX}/info`,
+      operationId: 'tracingInfo',
+      summary: 'What the LangSmith client reads before it sends runs: endpoints, batch limits, gzip',
+      tag,
+      auth: 'none',
+      responses: { 200: { description: 'Server info', schema: tracingInfoResponse } },
+      handler: () => ok(tracing.info(version)),
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${TRACING_PREFIX}/runs/multipart`,
+      operationId: 'ingestRunsMultipart',
+      summary: 'Ingest run creates and updates as multipart/form-data (parts post.<id>, patch.<id>, post.<id>.inputs, …), gzip or not',
+      tag,
+      auth: 'workspace',
+      streamBody: true,
+      responses: { 202: { description: 'Every run written', schema: ingestAccepted }, ...ingestRefusals },
+      handler: async (ctx) => {
+        await tracing.multipart(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
+        return accepted();
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${TRACING_PREFIX}/runs/batch`,
+      operationId: 'ingestRunsBatch',
+      summary: 'Ingest run creates and updates as JSON: {"post": [...], "patch": [...]}',
+      tag,
+      auth: 'workspace',
+      streamBody: true,
+      responses: { 202: { description: 'Every run written', schema: ingestAccepted }, ...ingestRefusals },
+      handler: async (ctx) => {
+        await tracing.batch(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
+        return accepted();
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${TRACING_PREFIX}/runs`,
+      operationId: 'createRun',
+      summary: 'Create one run (JSON)',
+      tag,
+      auth: 'workspace',
+      streamBody: true,
+      responses: { 202: { description: 'Written', schema: ingestAccepted }, ...ingestRefusals },
+      handler: async (ctx) => {
+        await tracing.create(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
+        return accepted();
+      },
+    }),
+    defineRoute<{ run_id: string }>({
+      method: 'patch',
+      path: `${TRACING_PREFIX}/runs/:run_id`,
+      operationId: 'updateRun',
+      summary: 'Update one run (JSON); an update before its create is kept and merged when the create comes',
+      tag,
+      auth: 'workspace',
+      streamBody: true,
+      request: { params: runParams },
+      responses: { 202: { description: 'Written', schema: ingestAccepted }, ...ingestRefusals },
+      handler: async (ctx) => {
+        await tracing.update(workspaceOf(ctx), ctx.params.run_id, ctx.headers, ctx.bodyStream!);
+        return accepted();
+      },
+    }),
+    defineRoute<{}, ListProjectsQuery>({
+      method: 'get',
+      path: `${TRACING_PREFIX}/sessions`,
+      operationId: 'listTracingProjects',
+      summary: "The workspace's tracing projects, newest first (filter by name, name_contains, id)",
+      tag,
+      auth: 'workspace',
+      request: { query: listProjectsQuery },
+      responses: { 200: { description: 'A page of projects', schema: tracingProjectList } },
+      handler: async (ctx) => {
+        const { name, name_contains, id, limit, offset } = ctx.query;
+        return ok(await tracing.listProjects(workspaceOf(ctx), { name, nameContains: name_contains, ids: id, limit, offset }));
+      },
+    }),
+    defineRoute<{ session_id: string }>({
+      method: 'get',
+      path: `${TRACING_PREFIX}/sessions/:session_id`,
+      operationId: 'getTracingProject',
+      summary: 'A tracing project with its stats',
+      tag,
+      auth: 'workspace',
+      request: { params: projectParams },
+      responses: { 200: { description: 'The project', schema: tracingProject }, 404: { description: 'Project not found in this workspace' } },
+      handler: async (ctx) => ok(await tracing.getProject(workspaceOf(ctx), ctx.params.session_id)),
+    }),
+    defineRoute<{}, {}, RunsQueryInput>({
+      method: 'post',
+      path: `${TRACING_PREFIX}/runs/query`,
+      operationId: 'queryRuns',
+      summary: "Query runs: by project (session), trace (in dotted order), parent, root-ness, type, error, start time and a filter expression",
+      tag,
+      auth: 'workspace',
+      request: { body: queryRunsBody },
+      responses: {
+        200: { description: 'A page of runs and the cursor of the next', schema: queryRunsResponse },
+        422: { description: 'A body or filter this server does not answer' },
+      },
+      handler: async (ctx) => ok(await tracing.queryRuns(workspaceOf(ctx), ctx.body)),
+    }),
+    defineRoute<{ run_id: string }>({
+      method: 'get',
+      path: `${TRACING_PREFIX}/runs/:run_id`,
+      operationId: 'getRun',
+      summary: 'A run with its inputs, outputs and the ids of its children',
+      tag,
+      auth: 'workspace',
+      request: { params: runParams },
+      responses: { 200: { description: 'The run', schema: tracingRun }, 404: { description: 'Run not found in this workspace' } },
+      handler: async (ctx) => ok(await tracing.getRun(workspaceOf(ctx), ctx.params.run_id)),
+    }),
+  ];
+}

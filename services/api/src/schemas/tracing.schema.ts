@@ -1,0 +1,120 @@
+import Joi from 'joi';
+import { uuid } from './common.schema.js';
+
+/** Schemas of the LangSmith-compatible surface under /api/v1 (docs/tracing.md). Field names are LangSmith's. */
+
+export const tracingInfoResponse = Joi.object({
+  version: Joi.string().required(),
+  license_expiration_time: Joi.any().allow(null),
+  batch_ingest_config: Joi.object({
+    use_multipart_endpoint: Joi.boolean(),
+    size_limit_bytes: Joi.number().integer(),
+    size_limit: Joi.number().integer(),
+    scale_up_qsize_trigger: Joi.number().integer(),
+    scale_up_nthreads_limit: Joi.number().integer(),
+    scale_down_nempty_trigger: Joi.number().integer(),
+  }).required(),
+  instance_flags: Joi.object().pattern(Joi.string(), Joi.any()).required(),
+}).id('TracingInfo');
+
+export const ingestAccepted = Joi.object({}).unknown(true).id('TracingIngestAccepted');
+
+export const runParams = Joi.object({ run_id: uuid().required() });
+export const projectParams = Joi.object({ session_id: uuid().required() });
+
+export const listProjectsQuery = Joi.object({
+  name: Joi.string().max(1024),
+  name_contains: Joi.string().max(1024),
+  id: Joi.array().items(uuid()).single().max(100),
+  limit: Joi.number().integer().min(1).max(100).default(100),
+  offset: Joi.number().integer().min(0).max(1_000_000).default(0),
+});
+
+export interface ListProjectsQuery {
+  name?: string;
+  name_contains?: string;
+  id?: string[];
+  limit: number;
+  offset: number;
+}
+
+export const tracingProject = Joi.object({
+  id: uuid().required(),
+  name: Joi.string().required(),
+  tenant_id: uuid().required().description('The workspace'),
+  description: Joi.any().allow(null),
+  start_time: Joi.string().isoDate().required(),
+  end_time: Joi.any().allow(null),
+  extra: Joi.any().allow(null),
+  reference_dataset_id: Joi.any().allow(null),
+  deployment_id: uuid().allow(null).required(),
+  trace_count: Joi.number().integer().required(),
+  run_count: Joi.number().integer().required(),
+  error_rate: Joi.number().allow(null).required(),
+  total_tokens: Joi.number().integer().required(),
+  prompt_tokens: Joi.number().integer().required(),
+  completion_tokens: Joi.number().integer().required(),
+  last_run_start_time: Joi.string().isoDate().allow(null).required(),
+}).id('TracingProject');
+
+export const tracingProjectList = Joi.array().items(tracingProject).id('TracingProjectList');
+
+const time = () => Joi.alternatives(Joi.string().isoDate(), Joi.number().min(0).max(8.64e15)).custom((v) => new Date(v).toISOString());
+
+export const queryRunsBody = Joi.object({
+  session: Joi.array().items(uuid()).max(100).allow(null),
+  id: Joi.array().items(uuid()).max(1000).allow(null),
+  trace: uuid().allow(null),
+  parent_run: uuid().allow(null),
+  is_root: Joi.boolean().allow(null),
+  run_type: Joi.string().max(64).allow(null),
+  error: Joi.boolean().allow(null),
+  start_time: time().allow(null),
+  end_time: time().allow(null),
+  filter: Joi.string().max(4096).allow(null, ''),
+  select: Joi.array().items(Joi.string().max(64)).max(100).allow(null),
+  order: Joi.string().valid('asc', 'desc').allow(null),
+  limit: Joi.number().integer().min(1).max(100).allow(null),
+  cursor: Joi.string().max(64).allow(null),
+})
+  .required()
+  .id('QueryRuns');
+
+export const tracingRun = Joi.object({
+  id: uuid().required(),
+  name: Joi.string().required(),
+  run_type: Joi.string().required(),
+  start_time: Joi.string().isoDate().required(),
+  end_time: Joi.string().isoDate().allow(null).required(),
+  status: Joi.string().valid('success', 'error', 'pending').required(),
+  error: Joi.string().allow(null, '').required(),
+  inputs: Joi.any(),
+  outputs: Joi.any(),
+  events: Joi.any(),
+  extra: Joi.any(),
+  serialized: Joi.any(),
+  tags: Joi.array().items(Joi.string()).required(),
+  session_id: uuid().required().description('The project'),
+  trace_id: uuid().required(),
+  parent_run_id: uuid().allow(null).required(),
+  parent_run_ids: Joi.array().items(uuid()).required(),
+  dotted_order: Joi.string().required(),
+  reference_example_id: uuid().allow(null),
+  prompt_tokens: Joi.number().integer().allow(null).required(),
+  completion_tokens: Joi.number().integer().allow(null).required(),
+  total_tokens: Joi.number().integer().allow(null).required(),
+  prompt_cost: Joi.any().allow(null),
+  completion_cost: Joi.any().allow(null),
+  total_cost: Joi.any().allow(null),
+  first_token_time: Joi.string().isoDate().allow(null).required(),
+  feedback_stats: Joi.any().allow(null),
+  thread_id: Joi.string().allow(null),
+  truncated_fields: Joi.array().items(Joi.string()).required().description('Large fields stored cut (over the per-field cap)'),
+  app_path: Joi.string(),
+  child_run_ids: Joi.array().items(uuid()),
+}).id('TracingRun');
+
+export const queryRunsResponse = Joi.object({
+  runs: Joi.array().items(tracingRun).required(),
+  cursors: Joi.object({ next: Joi.string().allow(null).required() }).required(),
+}).id('QueryRunsResponse');

@@ -1,0 +1,84 @@
+import type { Readable } from 'node:stream';
+import type { DataSource } from '@slipway/db';
+import {
+  batchOperations,
+  BATCH_SIZE_LIMIT,
+  BATCH_SIZE_LIMIT_BYTES,
+  readJsonBody,
+  readMultipartOperations,
+  TracingIngest,
+  TracingReads,
+  validateOperation,
+  type IngestLimits,
+  type ProjectFilter,
+  type RunsQueryInput,
+} from '@slipway/tracing';
+
+type Headers = Record<string, unknown>;
+
+/**
+ * The LangSmith-compatible surface (docs/tracing.md): ingest through @slipway/tracing's
+ * TracingIngest (every request's runs validated whole, then written in one transaction) and its
+ * reads, always within the caller's workspace.
+ */
+export class TracingService {
+  private readonly ingest: TracingIngest;
+  private readonly reads: TracingReads;
+
+  constructor(dataSource: DataSource, limits?: IngestLimits) {
+    this.ingest = new TracingIngest(dataSource, limits);
+    this.reads = new TracingReads(dataSource);
+  }
+
+  /** What the langsmith client reads before it sends: multipart with gzip, and our batch bounds. */
+  info(version: string) {
+    return {
+      version,
+      license_expiration_time: null,
+      batch_ingest_config: {
+        use_multipart_endpoint: true,
+        size_limit_bytes: BATCH_SIZE_LIMIT_BYTES,
+        size_limit: BATCH_SIZE_LIMIT,
+        scale_up_qsize_trigger: 1000,
+        scale_up_nthreads_limit: 16,
+        scale_down_nempty_trigger: 4,
+      },
+      instance_flags: { gzip_body_enabled: true, zstd_compression_enabled: false, dataset_examples_multipart_enabled: false },
+    };
+  }
+
+  async multipart(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
+    await this.ingest.write(workspaceId, await readMultipartOperations(body, headers, this.ingest.limits));
+  }
+
+  async batch(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
+    await this.ingest.write(workspaceId, batchOperations(await readJsonBody(body, headers, this.ingest.limits), this.ingest.limits));
+  }
+
+  async create(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
+    const run = await readJsonBody(body, headers, this.ingest.limits);
+    await this.ingest.write(workspaceId, [validateOperation('create', run, 'body')]);
+  }
+
+  async update(workspaceId: string, runId: string, headers: Headers, body: Readable): Promise<void> {
+    const run = await readJsonBody(body, headers, this.ingest.limits);
+    const fields = run && typeof run === 'object' && !Array.isArray(run) ? { ...run, id: runId } : run;
+    await this.ingest.write(workspaceId, [validateOperation('update', fields, 'body')]);
+  }
+
+  listProjects(workspaceId: string, filter: ProjectFilter) {
+    return this.reads.listProjects(workspaceId, filter);
+  }
+
+  getProject(workspaceId: string, id: string) {
+    return this.reads.getProject(workspaceId, id);
+  }
+
+  queryRuns(workspaceId: string, input: RunsQueryInput) {
+    return this.reads.queryRuns(workspaceId, input);
+  }
+
+  getRun(workspaceId: string, id: string) {
+    return this.reads.getRun(workspaceId, id);
+  }
+}

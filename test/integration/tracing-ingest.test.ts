@@ -1,0 +1,328 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from 'langsmith';
+import { TenancyRepository } from '@slipway/db';
+import { startTestApi, type TestApi } from '../support/test-api.js';
+
+/**
+ * Issue 34, first step: the LangSmith-compatible ingest and reads under /api/v1, driven by the
+ * official `langsmith` client, unchanged, from this process. Its fetch is only observed (which
+ * endpoint, which encoding), except in the fallback test, where it answers multipart with the
+ * 404 a server without that endpoint gives.
+ */
+
+let api: TestApi;
+let apiUrl: string;
+
+interface Seen {
+  method: string;
+  path: string;
+  encoding: string | null;
+  status: number;
+}
+
+/** A langsmith client on the test api, recording what it sent. */
+function client(options: { key?: string; gzip?: boolean; multipart404?: boolean } = {}): { client: Client; seen: Seen[] } {
+  const seen: Seen[] = [];
+  const fetchImplementation = async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(String(input instanceof Request ? input.url : input));
+    const headers = new Headers(init?.headers);
+    const method = init?.method ?? 'GET';
+    if (options.multipart404 && url.pathname.endsWith('/runs/multipart')) {
+      seen.push({ method, path: url.pathname, encoding: headers.get('content-encoding'), status: 404 });
+      return new Response(JSON.stringify({ detail: 'Not Found' }), { status: 404, headers: { 'content-type': 'application/json' } });
+    }
+    const res = await fetch(input, init);
+    seen.push({ method, path: url.pathname, encoding: headers.get('content-encoding'), status: res.status });
+    return res;
+  };
+  // The client reads this once, when it is built: gzip off without touching what /info says.
+  const before = process.env.LANGSMITH_DISABLE_RUN_COMPRESSION;
+  process.env.LANGSMITH_DISABLE_RUN_COMPRESSION = options.gzip === false ? 'true' : 'false';
+  try {
+    const c = new Client({ apiUrl, apiKey: options.key ?? api.adminKey, autoBatchTracing: true, fetchImplementation: fetchImplementation as typeof fetch });
+    return { client: c, seen };
+  } finally {
+    if (before === undefined) delete process.env.LANGSMITH_DISABLE_RUN_COMPRESSION;
+    else process.env.LANGSMITH_DISABLE_RUN_COMPRESSION = before;
+  }
+}
+
+/** `<time>Z<id>`: one dotted-order segment. */
+function segment(at: Date, id: string): string {
+  const iso = at.toISOString();
+  return `${iso.slice(0, 19).replace(/[-:]/g, '')}${iso.slice(20, 23)}000Z${id}`;
+}
+
+/** A trace: a root chain and two llm children, created then ended (four creates, four updates). */
+function trace(project: string) {
+  const t0 = new Date(Date.now() - 5_000);
+  const rootId = randomUUID();
+  const root = { id: rootId, trace_id: rootId, dotted_order: segment(t0, rootId), name: 'agent', run_type: 'chain', start_time: t0.getTime(), inputs: { question: 'hi' }, project_name: project, tags: ['prod'], extra: { metadata: { thread_id: 'th-1', revision_id: 'rev-1', tenant: 'acme' } } };
+  const children = [1, 2].map((n) => {
+    const id = randomUUID();
+    const at = new Date(t0.getTime() + n * 100);
+    return { id, trace_id: rootId, parent_run_id: rootId, dotted_order: `${root.dotted_order}.${segment(at, id)}`, name: `llm-${n}`, run_type: 'llm', start_time: at.getTime(), inputs: { n }, project_name: project, extra: { metadata: { ls_model_name: 'gpt-test' } } };
+  });
+  return { root, children, runs: [root, ...children] };
+}
+
+async function send(c: Client, t: ReturnType<typeof trace>) {
+  for (const run of t.runs) await c.createRun({ ...run });
+  for (const [i, run] of t.children.entries()) {
+    await c.updateRun(run.id, { trace_id: run.trace_id, dotted_order: run.dotted_order, parent_run_id: run.parent_run_id, end_time: Date.now(), outputs: { text: `answer ${i}`, usage_metadata: { input_tokens: 10 + i, output_tokens: 5, total_tokens: 15 + i } } });
+  }
+  await c.updateRun(t.root.id, { trace_id: t.root.id, dotted_order: t.root.dotted_order, end_time: Date.now(), outputs: { answer: 'done' } });
+  await c.flush();
+}
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+const count = async (table: string) => Number((await api.dataSource.query(`SELECT count(*) AS n FROM ${table}`))[0].n);
+
+beforeAll(async () => {
+  api = await startTestApi({ SLIPWAY_RATE_LIMIT_PER_KEY: '100000' });
+  apiUrl = `${api.baseUrl}/api/v1`;
+});
+
+afterAll(async () => {
+  await api?.close();
+});
+
+describe('the langsmith client against /api/v1', () => {
+  it('writes through /runs/multipart with gzip, and the reads find the project and the trace in dotted order', async () => {
+    const { client: c, seen } = client();
+    const t = trace('tracing-gzip');
+    await send(c, t);
+    const multipart = seen.filter((s) => s.path === '/api/v1/runs/multipart');
+    expect(multipart.length).toBeGreaterThan(0);
+    expect(multipart.every((s) => s.status === 202 && s.encoding === 'gzip')).toBe(true);
+    expect(seen.some((s) => s.path === '/api/v1/runs/batch')).toBe(false);
+
+    const projects = await collect(c.listProjects({ name: 'tracing-gzip' }));
+    expect(projects.map((p) => p.name)).toEqual(['tracing-gzip']);
+    const project = await c.readProject({ projectName: 'tracing-gzip' });
+    expect(project).toMatchObject({ id: projects[0]!.id, tenant_id: api.workspaceId, run_count: 3 });
+    expect(await c.readProject({ projectId: project.id })).toMatchObject({ name: 'tracing-gzip' });
+
+    const runs = await collect(c.listRuns({ projectName: 'tracing-gzip', traceId: t.root.id }));
+    expect(runs.map((r) => r.id)).toEqual([t.root.id, t.children[0]!.id, t.children[1]!.id]);
+    expect(runs.map((r) => r.dotted_order)).toEqual([...runs.map((r) => r.dotted_order!)].sort());
+    expect(runs[1]).toMatchObject({ session_id: project.id, status: 'success', prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, parent_run_id: t.root.id, outputs: { text: 'answer 0' } });
+    expect(runs[2]).toMatchObject({ prompt_tokens: 11, total_tokens: 16 });
+    expect(runs[0]).toMatchObject({ status: 'success', inputs: { question: 'hi' }, outputs: { answer: 'done' }, tags: ['prod'] });
+
+    const root = await c.readRun(t.root.id);
+    expect(root).toMatchObject({ id: t.root.id, name: 'agent', session_id: project.id, first_token_time: null });
+    expect([...(root.child_run_ids ?? [])].sort()).toEqual(t.children.map((x) => x.id).sort());
+    const [row] = await api.dataSource.query(`SELECT thread_id, revision_id, model FROM tracing_runs WHERE id = $1`, [t.root.id]);
+    expect(row).toMatchObject({ thread_id: 'th-1', revision_id: 'rev-1', model: null });
+    const [summary] = await api.dataSource.query(`SELECT run_count, total_tokens, status, name FROM tracing_traces WHERE trace_id = $1`, [t.root.id]);
+    expect(summary).toMatchObject({ run_count: 3, total_tokens: '31', status: 'success', name: 'agent' });
+  });
+
+  it('writes through /runs/multipart without gzip', async () => {
+    const { client: c, seen } = client({ gzip: false });
+    const t = trace('tracing-plain');
+    await send(c, t);
+    const multipart = seen.filter((s) => s.path === '/api/v1/runs/multipart');
+    expect(multipart.length).toBeGreaterThan(0);
+    expect(multipart.every((s) => s.status === 202 && s.encoding === null)).toBe(true);
+    const runs = await collect(c.listRuns({ projectName: 'tracing-plain', traceId: t.root.id }));
+    expect(runs).toHaveLength(3);
+    expect(runs.every((r) => r.status === 'success')).toBe(true);
+  });
+
+  it('falls back to /runs/batch when multipart answers 404, and the runs arrive complete', async () => {
+    const { client: c, seen } = client({ gzip: false, multipart404: true });
+    const t = trace('tracing-fallback');
+    await send(c, t);
+    expect(seen.some((s) => s.path === '/api/v1/runs/multipart' && s.status === 404)).toBe(true);
+    expect(seen.filter((s) => s.path === '/api/v1/runs/batch').every((s) => s.status === 202)).toBe(true);
+    const runs = await collect(c.listRuns({ projectName: 'tracing-fallback', traceId: t.root.id }));
+    expect(runs.map((r) => r.id)).toEqual([t.root.id, t.children[0]!.id, t.children[1]!.id]);
+    expect(runs[1]).toMatchObject({ status: 'success', total_tokens: 15, outputs: { text: 'answer 0' } });
+  });
+
+  it('merges a create and its update sent in separate batches, in either order', async () => {
+    const { client: c } = client();
+    const t0 = new Date(Date.now() - 1_000);
+    const [a, b] = [randomUUID(), randomUUID()];
+    const run = (id: string) => ({ id, trace_id: id, dotted_order: segment(t0, id), name: `run-${id.slice(0, 4)}`, run_type: 'chain', start_time: t0.getTime(), inputs: { x: 1 }, project_name: 'tracing-merge' });
+    const update = (id: string) => ({ trace_id: id, dotted_order: segment(t0, id), end_time: Date.now(), outputs: { y: 2 }, error: id === b ? 'boom' : undefined });
+    // Create first, then update.
+    await c.createRun(run(a));
+    await c.flush();
+    await c.updateRun(a, update(a));
+    await c.flush();
+    // Update first: kept until its create comes.
+    await c.updateRun(b, update(b));
+    await c.flush();
+    expect(await count('tracing_pending_updates')).toBe(1);
+    await expect(c.readRun(b)).rejects.toThrow(/404|not found/i);
+    await c.createRun(run(b));
+    await c.flush();
+    expect(await count('tracing_pending_updates')).toBe(0);
+
+    expect(await c.readRun(a)).toMatchObject({ id: a, status: 'success', inputs: { x: 1 }, outputs: { y: 2 }, name: `run-${a.slice(0, 4)}` });
+    expect(await c.readRun(b)).toMatchObject({ id: b, status: 'error', error: 'boom', inputs: { x: 1 }, outputs: { y: 2 } });
+    expect(Number((await api.dataSource.query(`SELECT count(*) AS n FROM tracing_runs WHERE id = ANY($1::uuid[])`, [[a, b]]))[0].n)).toBe(2);
+  });
+
+  it('filters runs: is_root, run_type, error, start_time, has(tags), eq and metadata key/value', async () => {
+    const { client: c } = client();
+    const t = trace('tracing-filters');
+    await send(c, t);
+    const project = await c.readProject({ projectName: 'tracing-filters' });
+    const ids = async (q: Record<string, unknown>) => (await collect(c.listRuns({ projectId: project.id, ...q }))).map((r) => r.id).sort();
+    expect(await ids({ isRoot: true })).toEqual([t.root.id]);
+    expect(await ids({ runType: 'llm' })).toEqual(t.children.map((x) => x.id).sort());
+    expect(await ids({ error: true })).toEqual([]);
+    expect(await ids({ filter: 'has(tags, "prod")' })).toEqual([t.root.id]);
+    expect(await ids({ filter: 'eq(name, "llm-1")' })).toEqual([t.children[0]!.id]);
+    expect(await ids({ filter: 'and(eq(metadata_key, "tenant"), eq(metadata_value, "acme"))' })).toEqual([t.root.id]);
+    expect(await ids({ filter: 'and(eq(metadata_key, "tenant"), eq(metadata_value, "other"))' })).toEqual([]);
+    expect(await ids({ parentRunId: t.root.id })).toEqual(t.children.map((x) => x.id).sort());
+    expect(await ids({ startTime: new Date(Date.now() + 60_000) })).toEqual([]);
+    const bad = await api.http.post('/api/v1/runs/query', { session: [project.id], filter: 'drop(table)' });
+    expect(bad.status).toBe(422);
+  });
+
+  it('answers 404 for an unknown run and project', async () => {
+    const { client: c } = client();
+    await expect(c.readRun(randomUUID())).rejects.toThrow(/404|not found/i);
+    expect((await api.http.get(`/api/v1/runs/${randomUUID()}`)).status).toBe(404);
+    expect((await api.http.get(`/api/v1/sessions/${randomUUID()}`)).status).toBe(404);
+  });
+});
+
+describe('tenancy and refusals', () => {
+  it("shows another workspace's key nothing, not even that a project exists", async () => {
+    const { client: mine } = client();
+    const t = trace('tracing-private');
+    await send(mine, t);
+    const project = await mine.readProject({ projectName: 'tracing-private' });
+    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'tracing-other');
+    const otherKey = await api.mintKey({ workspaceId: other.id, role: 'admin' });
+    const { client: theirs } = client({ key: otherKey });
+    expect(await collect(theirs.listProjects({ name: 'tracing-private' }))).toEqual([]);
+    expect(await collect(theirs.listProjects())).toEqual([]);
+    await expect(theirs.readProject({ projectId: project.id })).rejects.toThrow(/404|not found/i);
+    await expect(theirs.readRun(t.root.id)).rejects.toThrow(/404|not found/i);
+    const query = await api.http.post('/api/v1/runs/query', { session: [project.id], trace: t.root.id }, { key: otherKey });
+    expect(query.status).toBe(200);
+    expect(query.body.runs).toEqual([]);
+    // Their write of a run with the same id goes to their own project and leaves ours alone.
+    const same = { ...t.root, project_name: 'tracing-private', inputs: { question: 'theirs' } };
+    await theirs.createRun(same);
+    await theirs.flush();
+    expect((await mine.readRun(t.root.id)).inputs).toEqual({ question: 'hi' });
+    expect((await theirs.readRun(t.root.id)).inputs).toEqual({ question: 'theirs' });
+    expect((await theirs.readRun(t.root.id)).session_id).not.toBe(project.id);
+  });
+
+  describe('refused bodies write nothing', () => {
+    const boundary = 'slipwayTestBoundary';
+    const part = (name: string, body: string | Buffer) => {
+      const data = Buffer.isBuffer(body) ? body : Buffer.from(body);
+      return Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${data.length}\r\n\r\n`), data, Buffer.from('\r\n')]);
+    };
+    const close = Buffer.from(`--${boundary}--\r\n`);
+    const validRun = (id = randomUUID()) => {
+      const at = new Date();
+      return { id, trace_id: id, dotted_order: segment(at, id), name: 'refused', run_type: 'chain', start_time: at.toISOString(), session_name: 'tracing-refused' };
+    };
+    /**
+     * The status of a multipart POST. Node's client, not fetch: the server answers a body over
+     * the limit before reading the rest and closes, and the answer must be read while the
+     * upload is still cut short (fetch waits to finish sending first).
+     */
+    const post = (body: Buffer, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = http.request(`${apiUrl}/runs/multipart`, {
+          method: 'POST',
+          headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-api-key': api.adminKey, 'content-length': String(body.length), ...headers },
+        });
+        req.on('response', (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, text }));
+        });
+        req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err)));
+        req.end(body);
+      });
+    let before: number;
+
+    beforeAll(async () => {
+      before = await count('tracing_runs');
+    });
+
+    const nothingWritten = async () => {
+      expect(await count('tracing_runs')).toBe(before);
+      expect((await api.dataSource.query(`SELECT count(*) AS n FROM tracing_projects WHERE name = 'tracing-refused'`))[0].n).toBe('0');
+    };
+
+    it('a bad key gets 401', async () => {
+      const run = validRun();
+      const res = await post(Buffer.concat([part(`post.${run.id}`, JSON.stringify(run)), close]), { 'x-api-key': 'slw_not-a-key' });
+      expect(res.status).toBe(401);
+      await nothingWritten();
+    });
+
+    it('a body over the limit gets 413, plain or gzip', async () => {
+      const run = validRun();
+      const huge = Buffer.concat([part(`post.${run.id}`, JSON.stringify(run)), part(`post.${run.id}.inputs`, JSON.stringify({ blob: 'x'.repeat(25 * 1024 * 1024) })), close]);
+      expect((await post(huge)).status).toBe(413);
+      const bomb = gzipSync(huge);
+      expect((await post(bomb, { 'content-encoding': 'gzip' })).status).toBe(413);
+      await nothingWritten();
+    });
+
+    it('malformed multipart gets 422, and the valid runs beside it are not written', async () => {
+      const good = validRun();
+      const goodPart = part(`post.${good.id}`, JSON.stringify(good));
+      for (const body of [
+        Buffer.concat([goodPart]), // no closing boundary
+        Buffer.concat([goodPart, part('post.not-a-uuid', '{}'), close]),
+        Buffer.concat([goodPart, part(`post.${randomUUID()}.inputs`, '{}'), close]), // a field without its run
+        Buffer.concat([goodPart, part(`post.${randomUUID()}`, '{not json'), close]),
+        Buffer.concat([goodPart, Buffer.from(`--${boundary}\r\nno-colon-here\r\n\r\n{}\r\n`), close]),
+        Buffer.concat([goodPart, part(`post.${good.id}.inputs`, '{"a":1}').subarray(0, 40), Buffer.from('\r\n'), close]),
+      ]) {
+        const res = await post(body);
+        expect(res.status, res.text.slice(0, 200)).toBe(422);
+      }
+      expect((await post(gzipSync(goodPart).subarray(0, 10), { 'content-encoding': 'gzip' })).status).toBe(422);
+      expect((await post(Buffer.concat([goodPart, close]), { 'content-type': 'text/plain' })).status).toBe(415);
+      await nothingWritten();
+    });
+
+    it('NUL bytes get 422', async () => {
+      const good = validRun();
+      const bad = validRun();
+      for (const body of [
+        Buffer.concat([part(`post.${good.id}`, JSON.stringify(good)), part(`post.${bad.id}`, JSON.stringify({ ...bad, name: 'a\u0000b' })), close]),
+        Buffer.concat([part(`post.${good.id}`, JSON.stringify(good)), part(`post.${good.id}.inputs`, Buffer.from('{"a":"x\u0000y"}')), close]),
+      ]) {
+        expect((await post(body)).status).toBe(422);
+      }
+      const batch = await api.http.post('/api/v1/runs/batch', { post: [good, { ...bad, inputs: { k: 'v\u0000' } }], patch: [] });
+      expect(batch.status).toBe(422);
+      await nothingWritten();
+    });
+
+    it('a field over the per-field cap is stored cut, and the run says so', async () => {
+      const run = validRun();
+      const res = await post(Buffer.concat([part(`post.${run.id}`, JSON.stringify({ ...run, session_name: 'tracing-cut' })), part(`post.${run.id}.inputs`, JSON.stringify({ blob: 'y'.repeat(2 * 1024 * 1024) })), close]));
+      expect(res.status).toBe(202);
+      const got = await api.http.get(`/api/v1/runs/${run.id}`);
+      expect(got.body).toMatchObject({ truncated_fields: ['inputs'], inputs: { slipway_truncated: true, limit_bytes: 1024 * 1024 } });
+    });
+  });
+});
