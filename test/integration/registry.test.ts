@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -325,6 +326,85 @@ describe('registry bytes quota', () => {
     const refused = await skopeoPush(other, `${t.registry_url}/web:v2`, `oauth2accesstoken:${t.token}`);
     expect(refused.ok).toBe(false);
   }, 60_000);
+});
+
+describe('registry bytes quota, at the registry (push guard)', () => {
+  const storedOf = async (workspaceId: string) =>
+    Number((await api().dataSource.query(`SELECT coalesce(sum(size_bytes), 0) AS n FROM registry_blobs WHERE workspace_id = $1`, [workspaceId]))[0].n);
+
+  it('a push that would pass the quota midway is refused by the registry itself, even with a fresh token; what was refused is not counted; another workspace pushes', async () => {
+    const orgAdmin = await issueApiKey(api().dataSource.manager, { organizationId: api().organizationId, workspaceId: null, scope: 'organization', role: 'admin' });
+    const { workspaceId, client } = await otherWorkspaceClient(api(), 'guard-space');
+    const created = await client.post('/v2/deployments', { name: 'img-guard', source: 'internal_docker', source_config: {}, source_revision_config: {} });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.id;
+    // Room for the busybox image (about 1 MB) and a little more, not for 3 MB of noise on top.
+    expect((await api().http.put(`/v2/workspaces/${workspaceId}/quotas`, { registry_bytes: 2_500_000 }, { key: orgAdmin.key })).status).toBe(200);
+    const t = (await client.post(`/v2/deployments/${id}/push-token`)).body;
+    const first = await skopeoPush(image, `${t.registry_url}/web:v1`, `oauth2accesstoken:${t.token}`);
+    expect(first.ok, first.output).toBe(true);
+    // Counted once its manifest's event is in (the last of the push).
+    await eventually(
+      async () => (await api().dataSource.query(`SELECT 1 FROM registry_blobs WHERE workspace_id = $1 AND digest = $2`, [workspaceId, first.digest])).length,
+      (n) => n > 0,
+      20_000,
+    );
+    const accepted = await storedOf(workspaceId);
+
+    const big = await buildBusyboxImage('<h1>big</h1>', { files: { '/www/noise.bin': { data: randomBytes(3_000_000), mode: 0o644 } } });
+    try {
+      // The token endpoint grants push (the workspace is under its quota): the registry refuses the bytes.
+      const fresh = (await client.post(`/v2/deployments/${id}/push-token`)).body;
+      const granted = await tokenRequest(basic('oauth2accesstoken', fresh.token), [`repository:${id}/web:pull,push`]);
+      expect(granted.status, granted.text).toBe(200);
+      const refused = await skopeoPush(big, `${fresh.registry_url}/web:v2`, `oauth2accesstoken:${fresh.token}`);
+      expect(refused.ok).toBe(false);
+      expect(refused.output).toMatch(/denied: Quota exceeded: .*registry_bytes = 2500000/);
+
+      // A chunked upload (no Content-Length) is counted as it streams and cut off at the quota.
+      const bearer = { authorization: `Bearer ${granted.body.token}` };
+      const registry = api().config.registry.internalUrl;
+      const started = await fetch(`${registry}/v2/${id}/web/blobs/uploads/`, { method: 'POST', headers: bearer });
+      expect(started.status, await started.text()).toBe(202);
+      const location = new URL(started.headers.get('location')!, registry);
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent >= 8_000_000) return controller.close();
+          sent += 65_536;
+          controller.enqueue(randomBytes(65_536));
+        },
+      });
+      const patched = await fetch(location, { method: 'PATCH', headers: { ...bearer, 'content-type': 'application/octet-stream' }, body, duplex: 'half' } as RequestInit).catch(
+        (err: Error) => err,
+      );
+      expect(patched).toBeInstanceOf(Response);
+      const denied = patched as Response;
+      expect(denied.status).toBe(403);
+      const { errors } = (await denied.json()) as { errors: { code: string; message: string }[] };
+      expect(errors[0].code).toBe('DENIED');
+      expect(errors[0].message).toContain('registry_bytes = 2500000');
+
+      // Nothing refused is counted: no blob of the noise's size, at most the small config blob
+      // skopeo may have pushed before the layer was refused; and the manifest never arrived.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const stored = await storedOf(workspaceId);
+      expect(stored).toBeLessThanOrEqual(2_500_000);
+      expect(stored - accepted).toBeLessThan(10_000);
+      const large = await api().dataSource.query(`SELECT digest FROM registry_blobs WHERE workspace_id = $1 AND size_bytes > 2000000`, [workspaceId]);
+      expect(large).toEqual([]);
+      const manifest = await fetch(`${registry}/v2/${id}/web/manifests/v2`, { method: 'HEAD', headers: bearer });
+      expect(manifest.status).toBe(404);
+
+      // Another workspace, under its own quota, pushes the same image meanwhile.
+      const elsewhere = await createInternalDocker('img-guard-elsewhere');
+      const o = await pushToken(elsewhere.id);
+      const pushed = await skopeoPush(big, `${o.registry_url}/web:v1`, `oauth2accesstoken:${o.token}`);
+      expect(pushed.ok, pushed.output).toBe(true);
+    } finally {
+      big.cleanup();
+    }
+  }, 90_000);
 });
 
 describe('external_container without a listener', () => {

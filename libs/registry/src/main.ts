@@ -1,6 +1,8 @@
 /**
  * `npm start`'s image registry (docs/operations.md, The image registry): CNCF distribution
- * (`docker-registry`) with the configuration Slipway generates, restarted when it exits on its
+ * (`docker-registry`) with the configuration Slipway generates, on a unix socket behind the push
+ * guard that holds the registry's address and refuses pushes past `registry_bytes`
+ * (push-guard.ts), restarted when it exits on its
  * own or fails to start (at most 5 times a minute), stopped with this process. SIGUSR2 (sent by `pnpm slipway
  * registry gc`) sweeps its garbage with the registry read-only meanwhile (sweep.ts).
  */
@@ -41,7 +43,7 @@ async function run(): Promise<void> {
   while (!stopping) {
     let exit: string;
     try {
-      current = supervise(await startRegistry(config));
+      current = supervise(await startRegistry(config, { log: say }));
       say(`registry listening on ${config.registry.host}:${config.registry.port}, storage ${config.registry.storageDir}`);
       let code = await current.exited;
       // A sweep stops it and runs its own registries; once it is done, `current` is the one serving.
@@ -69,7 +71,7 @@ process.on('SIGUSR2', () => {
   say('sweeping registry garbage; the registry is read-only meanwhile');
   sweeping = (async () => {
     try {
-      const swept = await sweepRegistry(config, current);
+      const swept = await sweepRegistry(config, current, say);
       if (swept.registry) current = supervise(swept.registry);
       recordSweep(config, { ok: swept.ok, output: swept.output });
       say(swept.ok ? 'registry garbage swept' : swept.output);

@@ -1,5 +1,6 @@
 import { deriveKey } from '@slipway/crypto';
 import type { Config } from '@slipway/config';
+import path from 'node:path';
 import { REGISTRY_ISSUER, REGISTRY_SERVICE } from './token.js';
 
 /** Secrets the registry and the api share, all derived from the secrets key (nothing more to keep). */
@@ -13,6 +14,17 @@ export interface RegistrySecrets {
 }
 
 export const PLATFORM_ACCOUNT = 'slipway-platform';
+
+/**
+ * distribution's own address: a unix socket in its storage dir (0700), so nothing reaches it
+ * but through the push guard on the registry's address (push-guard.ts).
+ */
+export function backendSocket(config: Pick<Config, 'registry'>): string {
+  const socket = path.join(config.registry.storageDir, 'distribution.sock');
+  // sun_path holds 108 bytes with its NUL.
+  if (Buffer.byteLength(socket) > 100) throw new Error(`SLIPWAY_REGISTRY_STORAGE_DIR is too long for the registry's unix socket (${socket})`);
+  return socket;
+}
 
 export function registrySecrets(config: Pick<Config, 'secretsKey'>): RegistrySecrets {
   const derive = (purpose: string) => deriveKey(config.secretsKey.key, purpose).toString('base64url');
@@ -28,10 +40,14 @@ export function registrySecrets(config: Pick<Config, 'secretsKey'>): RegistrySec
  * the data dir, token auth with Slipway as the issuer (nothing is pushed or pulled without a
  * token it signed), and push events posted to the api, which counts registry bytes from them.
  */
-export function registryConfiguration(config: Pick<Config, 'registry' | 'secretsKey'>, certificateFile: string, options: { readOnly?: boolean } = {}): string {
+export function registryConfiguration(
+  config: Pick<Config, 'registry' | 'secretsKey'>,
+  certificateFile: string,
+  options: { readOnly?: boolean; behindGuard?: boolean } = {},
+): string {
   const { registry } = config;
-  const secrets = registrySecrets(config);
   const listenHost = registry.host.includes(':') && !registry.host.startsWith('[') ? `[${registry.host}]` : registry.host;
+  const secrets = registrySecrets(config);
   return JSON.stringify(
     {
       version: '0.1',
@@ -42,7 +58,9 @@ export function registryConfiguration(config: Pick<Config, 'registry' | 'secrets
         // Read-only while garbage is swept (registry-gc.ts): pulls are served, pushes refused.
         maintenance: { uploadpurging: { enabled: true, age: '24h', interval: '1h', dryrun: false }, readonly: { enabled: options.readOnly === true } },
       },
-      http: { addr: `${listenHost}:${registry.port}`, secret: secrets.httpSecret, headers: { 'X-Content-Type-Options': ['nosniff'] } },
+      // Behind `npm start`'s push guard (push-guard.ts), which takes the registry's address, on a
+      // socket only the guard reaches; else (compose, Kubernetes, your own) on the address itself.
+      http: { ...(options.behindGuard ? { net: 'unix', addr: backendSocket(config) } : { addr: `${listenHost}:${registry.port}` }), secret: secrets.httpSecret, headers: { 'X-Content-Type-Options': ['nosniff'] } },
       auth: {
         token: { realm: registry.realm, service: REGISTRY_SERVICE, issuer: REGISTRY_ISSUER, rootcertbundle: certificateFile },
       },

@@ -10,7 +10,7 @@ import { sweepRegistry } from './sweep.js';
  * registry read-only around it), writing the outcome next to it. With no registry running the
  * command sweeps itself; a registry Slipway does not supervise (compose's) is left alone.
  */
-type RegistryConfig = Pick<Config, 'registry' | 'secretsKey'>;
+type RegistryConfig = Pick<Config, 'registry' | 'secretsKey' | 'databaseUrl' | 'quotas'>;
 export interface SweepResult {
   ok: boolean;
   output: string;

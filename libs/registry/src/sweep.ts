@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
-import type { Config } from '@slipway/config';
-import { prepareRegistry, startRegistry, type RunningRegistry } from './registry-process.js';
+import { prepareRegistry, startRegistry, type RegistryProcessConfig, type RunningRegistry } from './registry-process.js';
 
 /** The longest a `garbage-collect` run may take. */
 const SWEEP_TIMEOUT_MS = 30 * 60_000;
@@ -19,11 +18,11 @@ export interface SweepOutcome {
  * for the sweep (pulls keep being served; a push is refused and the client retries) and
  * read-write after it, whether the sweep worked or not. With none running it is run as is.
  */
-export async function sweepRegistry(config: Pick<Config, 'registry' | 'secretsKey'>, current: RunningRegistry | null): Promise<SweepOutcome> {
+export async function sweepRegistry(config: RegistryProcessConfig, current: RunningRegistry | null, log?: (msg: string) => void): Promise<SweepOutcome> {
   let readOnly: RunningRegistry | null = null;
   if (current) {
     await current.stop();
-    readOnly = await startRegistry(config, { readOnly: true });
+    readOnly = await startRegistry(config, { readOnly: true, log });
   }
   const { ok, output } = await new Promise<{ ok: boolean; output: string }>((resolve) =>
     execFile(
@@ -38,5 +37,5 @@ export async function sweepRegistry(config: Pick<Config, 'registry' | 'secretsKe
   );
   if (!readOnly) return { ok, registry: null, output };
   await readOnly.stop();
-  return { ok, registry: await startRegistry(config), output };
+  return { ok, registry: await startRegistry(config, { log }), output };
 }

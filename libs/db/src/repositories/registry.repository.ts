@@ -1,5 +1,7 @@
+import type { Quotas } from '@slipway/domain';
 import type { EntityManager } from 'typeorm';
 import { queryRows } from '../sql.js';
+import { QuotaRepository } from './quota.repository.js';
 
 /** What a valid push token grants: its deployment (and that deployment's workspace). */
 export interface PushTokenGrant {
@@ -118,5 +120,29 @@ export class RegistryRepository {
   async workspaceBytes(workspaceId: string): Promise<number> {
     const { storedBytes, unpackedBytes } = await this.workspaceUsage(workspaceId);
     return storedBytes + unpackedBytes;
+  }
+
+  /**
+   * What the `registry_bytes` quota decides by: the workspace's quota in force and the bytes its
+   * images take (workspaceBytes); and which of `digests` (blobs a push just finished) its counted
+   * blobs already hold. The one read of both the token endpoint and the registry's push guard
+   * (libs/registry/src/push-guard.ts), so the two cannot disagree.
+   */
+  async registryRoom(
+    workspaceId: string,
+    defaults: Quotas,
+    digests: readonly string[] = [],
+  ): Promise<{ quotaBytes: number; usedBytes: number; recordedDigests: string[] }> {
+    const [{ registryBytes }, usedBytes, recorded] = await Promise.all([
+      new QuotaRepository(this.manager).effective(workspaceId, defaults),
+      this.workspaceBytes(workspaceId),
+      digests.length
+        ? queryRows<{ digest: string }>(this.manager, `SELECT DISTINCT digest FROM registry_blobs WHERE workspace_id = $1 AND digest = ANY($2) AND size_bytes > 0`, [
+            workspaceId,
+            digests,
+          ])
+        : Promise.resolve([]),
+    ]);
+    return { quotaBytes: registryBytes, usedBytes, recordedDigests: recorded.map((r) => r.digest) };
   }
 }

@@ -66,10 +66,9 @@ export class QuotaService {
    * deployer's disk, are together below its `registry_bytes` quota.
    */
   async assertRegistryRoom(manager: EntityManager, workspaceId: string): Promise<void> {
-    const { registryBytes } = await this.effective(manager, workspaceId);
-    const stored = await new RegistryRepository(manager).workspaceBytes(workspaceId);
-    if (stored >= registryBytes) {
-      throw new QuotaExceededError('registryBytes', registryBytes, `this workspace's images take ${stored} bytes (stored in the registry and unpacked on the deployer)`);
+    const { quotaBytes, usedBytes } = await new RegistryRepository(manager).registryRoom(workspaceId, this.defaults);
+    if (usedBytes >= quotaBytes) {
+      throw new QuotaExceededError('registryBytes', quotaBytes, `this workspace's images take ${usedBytes} bytes (stored in the registry and unpacked on the deployer)`);
     }
   }
 
