@@ -58,6 +58,7 @@ describe('GET/PUT /v2/workspaces/{id}/quotas', () => {
         log_lines_total: 5_000_000,
         artifacts_kept: 5,
         registry_bytes: 10 * 1024 ** 3,
+        trace_retention_days: 14,
       },
       overrides: {},
       // Bytes of images (stored in the registry, unpacked on the deployer): none yet.

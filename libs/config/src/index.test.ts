@@ -299,6 +299,7 @@ describe('the image registry settings', () => {
     });
     expect(config.sourceNames).toBe('canonical');
     expect(config.quotas.registryBytes).toBe(10 * 1024 ** 3);
+    expect(config.quotas.traceRetentionDays).toBe(14);
   });
 
   it('a wildcard host is reached at loopback; explicit addresses win; bad values are refused', () => {

@@ -28,6 +28,12 @@ export const quotaSettings = {
     'default per-workspace bytes of images in the built-in registry; past it, push tokens get no `push` (403)',
     { min: 0, shown: '10 GiB' },
   ),
+  traceRetentionDays: int(
+    'SLIPWAY_TRACE_RETENTION_DAYS',
+    14,
+    'default days of traces kept per workspace (by run start time); retention drops the daily partitions past the longest window in force and deletes older rows of workspaces with a shorter one',
+    { min: 1, max: 3650 },
+  ),
 } satisfies Record<keyof Quotas, Setting<number>>;
 
 /** The operator's ceilings on any resource_spec (docs/operations.md, Sandbox): over one, create and PATCH answer 422 naming the variable. */

@@ -24,6 +24,8 @@ export interface Quotas {
   artifactsKept: number;
   /** Bytes of images a workspace may keep in the built-in registry; pushes beyond are refused. */
   registryBytes: number;
+  /** Days of traces kept (by run start time); retention drops what is older (docs/tracing.md, Retention). */
+  traceRetentionDays: number;
 }
 
 export type QuotaName = keyof Quotas;
@@ -39,6 +41,7 @@ export const QUOTA_FIELDS: Record<QuotaName, string> = {
   logLinesTotal: 'log_lines_total',
   artifactsKept: 'artifacts_kept',
   registryBytes: 'registry_bytes',
+  traceRetentionDays: 'trace_retention_days',
 };
 
 /** 403: the request would take the workspace past one of its quotas; the message names it and its value. */

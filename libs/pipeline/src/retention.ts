@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Config } from '@slipway/config';
 import { DeploymentRepository, type DataSource } from '@slipway/db';
 import { uploadFilePath } from '@slipway/source';
+import { TracingRetention, type TracingRetentionReport } from '@slipway/tracing';
 import { ArtifactRetention } from './artifact-retention.js';
 import type { Logger } from '@slipway/logging';
 import { RetentionRepository } from './retention.repository.js';
@@ -15,6 +16,8 @@ export interface RetentionReport {
   outboxRowsDeleted: number;
   /** Object paths of uploads removed. */
   uploadsDeleted: string[];
+  /** Traces past their workspace's window: partitions dropped, rows deleted. */
+  traces: TracingRetentionReport;
 }
 
 /**
@@ -27,7 +30,9 @@ export interface RetentionReport {
  *   oldest first;
  * - events older than the configured days, outbox rows sent longer ago than the configured hours;
  * - uploads no revision needs: never completed a day after their URL expired, or completed and
- *   named by no revision for the configured days.
+ *   named by no revision for the configured days;
+ * - traces past their workspace's `trace_retention_days` (TracingRetention, docs/tracing.md):
+ *   whole daily partitions dropped, never a row-by-row delete over the runs tables.
  */
 export class Retention {
   constructor(
@@ -43,8 +48,12 @@ export class Retention {
       eventsDeleted: await this.repo().deleteEventsBefore(this.config.retention.eventsDays),
       outboxRowsDeleted: await this.repo().deleteSentOutboxBefore(this.config.retention.outboxHours),
       uploadsDeleted: await this.uploads(),
+      traces: await new TracingRetention(this.dataSource, this.config.quotas.traceRetentionDays).run(),
     };
-    if (report.artifactsPruned.length || report.logLinesTrimmed || report.eventsDeleted || report.outboxRowsDeleted || report.uploadsDeleted.length) {
+    const { traces } = report;
+    const tracesRemoved = traces.partitionsDropped.length || traces.rowsDeleted || traces.tracesDeleted || traces.pendingUpdatesDeleted;
+    if (traces.daysPostponed.length) this.log.warn({ days: traces.daysPostponed }, 'trace partitions past retention were busy; the next pass drops them');
+    if (report.artifactsPruned.length || report.logLinesTrimmed || report.eventsDeleted || report.outboxRowsDeleted || report.uploadsDeleted.length || tracesRemoved) {
       this.log.info(
         { retention: { ...report, artifactsPruned: report.artifactsPruned.length, uploadsDeleted: report.uploadsDeleted.length } },
         'retention pass removed old data',

@@ -6,3 +6,6 @@ export { validateOperation, type RunFields, type RunOperation } from './run-ops.
 export { DEFAULT_PROJECT, TracingIngest } from './ingest.js';
 export { TracingReads, type RunsQueryInput } from './reads.js';
 export type { ProjectFilter } from './project.repository.js';
+export { TracingRetention, type TracingRetentionOptions, type TracingRetentionReport } from './retention.js';
+export { TracingRetentionRepository } from './retention.repository.js';
+export { TraceRepository, traceView, type TraceRow, type TraceView } from './trace.repository.js';

@@ -28,10 +28,35 @@ export class TracingIngest {
     private readonly dataSource: DataSource,
     readonly limits: IngestLimits = DEFAULT_INGEST_LIMITS,
     private readonly now: () => number = Date.now,
+    /**
+     * Told, after each write commits, the deployments whose tracing projects it wrote runs to
+     * (a trace is activity of its deployment: UNUSED, docs/api.md). Called once per write with
+     * each deployment once, and awaited: it must not throw for what is already committed.
+     */
+    private readonly onDeploymentsWritten?: (deploymentIds: string[]) => Promise<void>,
   ) {}
 
-  async write(workspaceId: string, operations: RunOperation[]): Promise<void> {
-    if (!operations.length) return;
+  /**
+   * Writes the operations; returns the deployments whose projects got runs. A day's partition
+   * this process remembered can have been dropped since by retention (an old `start_time`
+   * within what ingest accepts): the insert then finds no partition, the transaction rolls
+   * back whole, and the write runs once more after making the partitions again.
+   */
+  async write(workspaceId: string, operations: RunOperation[]): Promise<{ deploymentIds: string[] }> {
+    let deploymentIds: string[];
+    try {
+      deploymentIds = await this.writeOnce(workspaceId, operations);
+    } catch (err) {
+      if (!isMissingPartition(err)) throw err;
+      this.partitions.clear();
+      deploymentIds = await this.writeOnce(workspaceId, operations);
+    }
+    if (deploymentIds.length) await this.onDeploymentsWritten?.(deploymentIds);
+    return { deploymentIds };
+  }
+
+  private async writeOnce(workspaceId: string, operations: RunOperation[]): Promise<string[]> {
+    if (!operations.length) return [];
     // Fold the request's own operations per run first: its creates, then its updates, in order.
     const byRun = new Map<string, { create: RunFields | null; update: RunFields | null }>();
     for (const { kind, fields } of operations) {
@@ -61,7 +86,7 @@ export class TracingIngest {
       for (const d of missing) this.partitions.add(d);
     }
 
-    await this.dataSource.transaction(async (m) => {
+    return this.dataSource.transaction(async (m) => {
       const runs = new RunRepository(m);
       const projects = new TracingProjectStore(m);
       const projectIds = await this.resolveProjects(projects, workspaceId, [...byRun.values()]);
@@ -75,6 +100,7 @@ export class TracingIngest {
       await runs.lock(workspaceId, keys);
 
       const traces = new Set<string>();
+      const written = new Set<string>();
       for (const [id, { create, update }] of byRun) {
         const stored = await runs.loadFields(workspaceId, id);
         const pending = await runs.pendingUpdate(workspaceId, id);
@@ -96,8 +122,10 @@ export class TracingIngest {
         await runs.insertRun(row, payload);
         if (pending) await runs.deletePendingUpdate(workspaceId, id);
         traces.add(row.trace_id);
+        written.add(projectId);
       }
       await runs.refreshTraces(workspaceId, [...traces]);
+      return projects.deploymentsOf(workspaceId, [...written]);
     });
   }
 
@@ -129,4 +157,10 @@ export class TracingIngest {
     if (create.session_id) return projectIds.get(`session_id:${create.session_id.toLowerCase()}`)!;
     return projectIds.get(`session_name:${create.session_name || DEFAULT_PROJECT}`)!;
   }
+}
+
+/** Postgres's answer to a row whose partition does not exist (23514, "no partition of relation … found for row"). */
+function isMissingPartition(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '23514' && /no partition of relation/.test(e.message ?? '');
 }

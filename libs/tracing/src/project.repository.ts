@@ -64,6 +64,16 @@ export class TracingProjectStore {
     return new Set(rows.map((r: { id: string }) => r.id));
   }
 
+  /** The deployments these projects of the workspace belong to (projects of no deployment left out). */
+  async deploymentsOf(workspaceId: string, projectIds: string[]): Promise<string[]> {
+    if (!projectIds.length) return [];
+    const rows = await this.manager.query(
+      `SELECT DISTINCT deployment_id FROM tracing_projects WHERE workspace_id = $1 AND id = ANY($2::uuid[]) AND deployment_id IS NOT NULL`,
+      [workspaceId, projectIds],
+    );
+    return rows.map((r: { deployment_id: string }) => r.deployment_id);
+  }
+
   async get(workspaceId: string, id: string): Promise<ProjectRow | null> {
     const [row] = await this.manager.query(`${SELECT_PROJECT} WHERE p.workspace_id = $1 AND p.id = $2`, [workspaceId, id]);
     return row ? toProject(row) : null;

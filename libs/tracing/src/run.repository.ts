@@ -138,14 +138,15 @@ export class RunRepository {
 
   /**
    * Recomputes the summary row of each trace from its runs (its root's name, times and status,
-   * counts and token sums). Call under the traces' locks (`lock`), so no concurrent writer's runs
+   * counts and token sums, the thread and revision of the first run in tree order naming one).
+   * Call under the traces' locks (`lock`), so no concurrent writer's runs
    * are missed.
    */
   async refreshTraces(workspaceId: string, traceIds: string[]): Promise<void> {
     if (!traceIds.length) return;
     await this.manager.query(
       `INSERT INTO tracing_traces AS t (workspace_id, trace_id, project_id, root_run_id, name, start_time, end_time, status, run_count, error_count,
-                                   prompt_tokens, completion_tokens, total_tokens, updated_at)
+                                   prompt_tokens, completion_tokens, total_tokens, thread_id, revision_id, updated_at)
        SELECT r.workspace_id, r.trace_id,
               (array_agg(r.project_id ORDER BY r.dotted_order))[1],
               (array_agg(r.id) FILTER (WHERE r.parent_run_id IS NULL))[1],
@@ -154,7 +155,10 @@ export class RunRepository {
               (array_agg(r.end_time) FILTER (WHERE r.parent_run_id IS NULL))[1],
               COALESCE((array_agg(r.status) FILTER (WHERE r.parent_run_id IS NULL))[1], 'pending'),
               count(*), count(*) FILTER (WHERE r.status = 'error'),
-              COALESCE(sum(r.prompt_tokens), 0), COALESCE(sum(r.completion_tokens), 0), COALESCE(sum(r.total_tokens), 0), now()
+              COALESCE(sum(r.prompt_tokens), 0), COALESCE(sum(r.completion_tokens), 0), COALESCE(sum(r.total_tokens), 0),
+              (array_agg(r.thread_id ORDER BY r.dotted_order) FILTER (WHERE r.thread_id IS NOT NULL))[1],
+              (array_agg(r.revision_id ORDER BY r.dotted_order) FILTER (WHERE r.revision_id IS NOT NULL))[1],
+              now()
          FROM tracing_runs r
         WHERE r.workspace_id = $1 AND r.trace_id = ANY($2::uuid[])
         GROUP BY r.workspace_id, r.trace_id
@@ -162,7 +166,7 @@ export class RunRepository {
          project_id = EXCLUDED.project_id, root_run_id = EXCLUDED.root_run_id, name = EXCLUDED.name, start_time = EXCLUDED.start_time,
          end_time = EXCLUDED.end_time, status = EXCLUDED.status, run_count = EXCLUDED.run_count, error_count = EXCLUDED.error_count,
          prompt_tokens = EXCLUDED.prompt_tokens, completion_tokens = EXCLUDED.completion_tokens, total_tokens = EXCLUDED.total_tokens,
-         updated_at = now()`,
+         thread_id = EXCLUDED.thread_id, revision_id = EXCLUDED.revision_id, updated_at = now()`,
       [workspaceId, traceIds],
     );
   }

@@ -5,7 +5,7 @@ import swaggerUi from 'swagger-ui-express';
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
 import { deriveKey, secretsCodec } from '@slipway/crypto';
-import { EVENTS_CHANNEL, PgNotifications, type DataSource } from '@slipway/db';
+import { DeploymentActivity, EVENTS_CHANNEL, PgNotifications, type DataSource } from '@slipway/db';
 import { OUTBOX_CHANNEL, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { serveWithin } from '@slipway/net';
@@ -30,6 +30,7 @@ import { integrationRoutes } from './routes/integrations.router.js';
 import { listenerAgentRoutes } from './routes/listener-agent.router.js';
 import { listenerRoutes } from './routes/listeners.router.js';
 import { deploymentMetricsRoutes } from './routes/deployment-metrics.router.js';
+import { deploymentTracesRoutes } from './routes/deployment-traces.router.js';
 import { logRoutes } from './routes/logs.router.js';
 import { eventRoutes } from './routes/events.router.js';
 import { outboundWebhookRoutes } from './routes/outbound-webhooks.router.js';
@@ -51,6 +52,7 @@ import { RevisionService } from './services/revision.service.js';
 import { RevisionHistoryService } from './services/revision-history.service.js';
 import { TagService } from './services/tag.service.js';
 import { TracingService } from './services/tracing.service.js';
+import { DeploymentTracesService } from './services/deployment-traces.service.js';
 import { ListenerAgentService } from './services/listener-agent.service.js';
 import { DesiredStateCache } from './services/desired-state-cache.js';
 import { ListenerService } from './services/listener.service.js';
@@ -151,7 +153,8 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     ...revisionHistoryRoutes(new RevisionHistoryService(dataSource)),
     ...deploymentMetricsRoutes(new DeploymentMetricsService(dataSource)),
     ...workspaceRoutes(dataSource, quotas),
-    ...tracingRoutes(new TracingService(dataSource), API_VERSION),
+    ...tracingRoutes(new TracingService(dataSource, undefined, new DeploymentActivity(dataSource), logger), API_VERSION),
+    ...deploymentTracesRoutes(new DeploymentTracesService(dataSource)),
     ...extraRoutes,
   ];
 

@@ -22,6 +22,7 @@ import { QueueWorkers1764800000400 } from './1764800000400-queue-workers.js';
 import { OutboxNotify1764800000500 } from './1764800000500-outbox-notify.js';
 import { ImageUnpackedBytes1764800000650 } from './1764800000650-image-unpacked-bytes.js';
 import { TracingRuns1764900000000 } from './1764900000000-tracing-runs.js';
+import { TracingRetention1764900000100 } from './1764900000100-tracing-retention.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -52,4 +53,5 @@ export const MIGRATIONS = [
   OutboxNotify1764800000500,
   ImageUnpackedBytes1764800000650,
   TracingRuns1764900000000,
+  TracingRetention1764900000100,
 ];

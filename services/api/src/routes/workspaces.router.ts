@@ -16,6 +16,7 @@ const quotaFields = {
   log_lines_total: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER).allow(null).description('Log lines kept in the workspace (oldest trimmed)'),
   artifacts_kept: quotaValue(1000).description("Built artifacts kept per deployment besides the active revision's"),
   registry_bytes: quotaValue(Number.MAX_SAFE_INTEGER).description('Bytes of images kept in the built-in registry; a push beyond is refused'),
+  trace_retention_days: Joi.number().integer().min(1).max(3650).allow(null).description('Days of traces kept (by run start time); retention removes older ones'),
 };
 const quotasBody = Joi.object(quotaFields).min(1).required().id('WorkspaceQuotasUpdate');
 const quotaNumbers = Joi.object(Object.fromEntries(Object.keys(quotaFields).map((k) => [k, Joi.number().integer()])));

@@ -208,6 +208,7 @@ export const deploymentResponse = Joi.object({
   image_version: Joi.string().allow(null).required(),
   tenant_id: uuid().required(),
   tracing_project_id: uuid().allow(null).required(),
+  tracer_session_id: uuid().allow(null).required().description('The same id as tracing_project_id, under the hosted API\'s name (the project of GET /v2/deployments/{id}/traces and of /api/v1/sessions)'),
   agent_server: Joi.boolean()
     .allow(null)
     .required()

@@ -60,6 +60,8 @@ export function presentDeployment(
     image_version: d.imageVersion,
     tenant_id: d.workspaceId,
     tracing_project_id: d.tracingProjectId,
+    // The hosted API's name for the same id (LangSmith calls a project a tracer session).
+    tracer_session_id: d.tracingProjectId,
     agent_server: agentServer,
     url: servingUrl ?? d.sourceConfig.custom_url ?? null,
     tag_value_ids: tagValueIds,

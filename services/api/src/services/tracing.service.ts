@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
-import type { DataSource } from '@slipway/db';
+import type { DataSource, DeploymentActivity } from '@slipway/db';
+import type { Logger } from '@slipway/logging';
 import {
   batchOperations,
   BATCH_SIZE_LIMIT,
@@ -25,8 +26,22 @@ export class TracingService {
   private readonly ingest: TracingIngest;
   private readonly reads: TracingReads;
 
-  constructor(dataSource: DataSource, limits?: IngestLimits) {
-    this.ingest = new TracingIngest(dataSource, limits);
+  /**
+   * `activity`: a trace written to a deployment's project is activity of that deployment (it
+   * keeps it from `UNUSED` and brings it back; docs/api.md, Deployment status), recorded once per
+   * request per deployment, after the runs committed. Throttled (one statement per deployment
+   * a minute per process), so awaiting it costs the answer nothing most of the time.
+   */
+  constructor(dataSource: DataSource, limits?: IngestLimits, activity?: DeploymentActivity, log?: Logger) {
+    const recordActivity = activity
+      ? async (deploymentIds: string[]) => {
+          // The runs are written: a failed activity write is logged, not the client's failure.
+          await Promise.all(
+            deploymentIds.map((id) => activity.record(id).catch((err) => log?.warn({ err, deploymentId: id }, 'recording deployment activity from a trace failed'))),
+          );
+        }
+      : undefined;
+    this.ingest = new TracingIngest(dataSource, limits, undefined, recordActivity);
     this.reads = new TracingReads(dataSource);
   }
 

@@ -1,0 +1,72 @@
+import type { EntityManager } from 'typeorm';
+
+/** A trace's summary row (`tracing_traces`), recomputed from its runs on every write. */
+export interface TraceRow {
+  trace_id: string;
+  project_id: string;
+  root_run_id: string | null;
+  name: string | null;
+  start_time: string;
+  end_time: string | null;
+  status: string;
+  run_count: number;
+  error_count: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  thread_id: string | null;
+  revision_id: string | null;
+}
+
+const iso = (v: unknown) => (v == null ? null : new Date(v as string | Date).toISOString());
+
+/** The trace summaries of a project (never the runs tables: a list reads one row per trace). */
+export class TraceRepository {
+  constructor(private readonly manager: EntityManager) {}
+
+  /** A page of the project's traces, newest first (its start-time index). */
+  async listForProject(workspaceId: string, projectId: string, page: { offset: number; limit: number }): Promise<TraceRow[]> {
+    const rows = await this.manager.query(
+      `SELECT trace_id, project_id, root_run_id, name, start_time, end_time, status, run_count, error_count,
+              prompt_tokens, completion_tokens, total_tokens, thread_id, revision_id
+         FROM tracing_traces
+        WHERE project_id = $1 AND workspace_id = $2
+        ORDER BY start_time DESC, trace_id DESC
+        OFFSET $3 LIMIT $4`,
+      [projectId, workspaceId, page.offset, page.limit],
+    );
+    return rows.map((r: Record<string, unknown>) => ({
+      ...(r as unknown as TraceRow),
+      start_time: iso(r.start_time)!,
+      end_time: iso(r.end_time),
+      run_count: Number(r.run_count),
+      error_count: Number(r.error_count),
+      prompt_tokens: Number(r.prompt_tokens),
+      completion_tokens: Number(r.completion_tokens),
+      total_tokens: Number(r.total_tokens),
+    }));
+  }
+}
+
+/** A trace as `GET /v2/deployments/{id}/traces` shows it (docs/tracing.md). */
+export function traceView(t: TraceRow) {
+  return {
+    trace_id: t.trace_id,
+    root_run_id: t.root_run_id,
+    name: t.name,
+    status: t.status,
+    start_time: t.start_time,
+    end_time: t.end_time,
+    latency: t.end_time ? (Date.parse(t.end_time) - Date.parse(t.start_time)) / 1000 : null,
+    run_count: t.run_count,
+    error_count: t.error_count,
+    prompt_tokens: t.prompt_tokens,
+    completion_tokens: t.completion_tokens,
+    total_tokens: t.total_tokens,
+    thread_id: t.thread_id,
+    revision_id: t.revision_id,
+    session_id: t.project_id,
+  };
+}
+
+export type TraceView = ReturnType<typeof traceView>;
