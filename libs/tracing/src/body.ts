@@ -37,6 +37,11 @@ async function* decoded(body: Readable, encoding: string | undefined, limits: In
 export async function readJsonBody(body: Readable, headers: Record<string, unknown>, limits: IngestLimits): Promise<unknown> {
   const type = String(headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') throw new UnsupportedMediaTypeError('Send application/json.');
+  return parseJson(await readBodyBytes(body, headers, limits), 'body');
+}
+
+/** A whole body's bytes, decoded (gzip) and bounded by `maxBodyBytes`, whatever its content type. */
+export async function readBodyBytes(body: Readable, headers: Record<string, unknown>, limits: IngestLimits): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of decoded(body, headers['content-encoding'] as string | undefined, limits)) {
@@ -44,10 +49,11 @@ export async function readJsonBody(body: Readable, headers: Record<string, unkno
     if (size > limits.maxBodyBytes) throw new PayloadTooLargeError(`The body is larger than ${limits.maxBodyBytes} bytes.`);
     chunks.push(chunk);
   }
-  return parseJson(Buffer.concat(chunks), 'body');
+  return Buffer.concat(chunks);
 }
 
-function parseJson(bytes: Buffer, where: string): unknown {
+/** JSON text → value; 422 naming `where` when it is not JSON (or holds a NUL byte). */
+export function parseJson(bytes: Buffer, where: string): unknown {
   const text = bytes.toString('utf8');
   // A NUL byte is never JSON; U+FFFD means bytes that were not UTF-8 (and Postgres stores neither).
   if (text.includes('\u0000')) throw new UnprocessableError(`${where}: contains a NUL byte.`);

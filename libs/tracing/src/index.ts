@@ -5,6 +5,8 @@ export { batchOperations, readJsonBody, readMultipartOperations } from './body.j
 export { validateOperation, type RunFields, type RunOperation } from './run-ops.js';
 export { DEFAULT_PROJECT, TracingIngest } from './ingest.js';
 export { TracingReads, type RunsQueryInput } from './reads.js';
+export { OtlpTraceIngest } from './otlp-ingest.js';
+export { otlpEncodingOf, runIdOfSpan } from './otlp.js';
 export type { ProjectFilter } from './project.repository.js';
 export { TracingRetention, type TracingRetentionOptions, type TracingRetentionReport } from './retention.js';
 export { TracingRetentionRepository } from './retention.repository.js';

@@ -2,6 +2,8 @@ import { defineRoute, ok, workspaceOf, type HandlerResult, type RouteSpec } from
 import {
   ingestAccepted,
   listProjectsQuery,
+  otlpExportResponse,
+  otlpHeaders,
   projectParams,
   queryRunsBody,
   queryRunsResponse,
@@ -13,7 +15,7 @@ import {
   type ListProjectsQuery,
 } from '../schemas/tracing.schema.js';
 import type { TracingService } from '../services/tracing.service.js';
-import type { RunsQueryInput } from '@slipway/tracing';
+import { otlpEncodingOf, type RunsQueryInput } from '@slipway/tracing';
 
 const tag = 'Tracing';
 /** Where the langsmith client is pointed (its apiUrl / LANGSMITH_ENDPOINT): LangSmith's self-hosted layout. */
@@ -81,6 +83,30 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       handler: async (ctx) => {
         await tracing.create(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
         return accepted();
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${TRACING_PREFIX}/otel/v1/traces`,
+      operationId: 'ingestOtlpTraces',
+      summary:
+        'OTLP/HTTP trace export (application/x-protobuf or application/json, gzip or not): spans become runs of the project named by Langsmith-Project; answers as OTLP does',
+      tag,
+      auth: 'workspace',
+      streamBody: true,
+      request: { headers: otlpHeaders },
+      responses: {
+        200: { description: 'Every span written: `{"partialSuccess":{}}`, or an empty ExportTraceServiceResponse to a protobuf request', schema: otlpExportResponse },
+        ...ingestRefusals,
+        404: { description: 'A span names a project (`langsmith.trace.session_id`) that is not in this workspace; nothing was written' },
+        422: { description: 'Not an ExportTraceServiceRequest, or a span that is not valid (ids, times, parents in a cycle, NUL); nothing was written' },
+      },
+      handler: async (ctx) => {
+        const project = (ctx.headers['langsmith-project'] as string | undefined) ?? null;
+        await tracing.otlpTraces(workspaceOf(ctx), ctx.headers, ctx.bodyStream!, project);
+        // An OTLP client reads the answer in the encoding it sent: an empty protobuf message is zero bytes.
+        if (otlpEncodingOf(ctx.headers) === 'protobuf') return { status: 200, headers: { 'Content-Type': 'application/x-protobuf' } };
+        return ok({ partialSuccess: {} });
       },
     }),
     defineRoute<{ run_id: string }>({

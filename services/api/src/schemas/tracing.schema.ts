@@ -19,6 +19,16 @@ export const tracingInfoResponse = Joi.object({
 
 export const ingestAccepted = Joi.object({}).unknown(true).id('TracingIngestAccepted');
 
+/** `Langsmith-Project`: the project an OTLP export's spans go to (LangSmith's exporter sends it). */
+export const otlpHeaders = Joi.object({
+  'langsmith-project': Joi.string().trim().min(1).max(1024).description('The tracing project of the spans (default: `default`); a span\'s `langsmith.trace.session_name` attribute wins'),
+});
+
+/** OTLP's ExportTraceServiceResponse in the JSON mapping: every span was accepted. */
+export const otlpExportResponse = Joi.object({
+  partialSuccess: Joi.object({}).unknown(true).required(),
+}).id('OtlpExportTraceResponse');
+
 export const runParams = Joi.object({ run_id: uuid().required() });
 export const projectParams = Joi.object({ session_id: uuid().required() });
 

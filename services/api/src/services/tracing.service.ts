@@ -5,6 +5,7 @@ import {
   batchOperations,
   BATCH_SIZE_LIMIT,
   BATCH_SIZE_LIMIT_BYTES,
+  OtlpTraceIngest,
   readJsonBody,
   readMultipartOperations,
   TracingIngest,
@@ -25,6 +26,7 @@ type Headers = Record<string, unknown>;
 export class TracingService {
   private readonly ingest: TracingIngest;
   private readonly reads: TracingReads;
+  private readonly otlpIngest: OtlpTraceIngest;
 
   /**
    * `activity`: a trace written to a deployment's project is activity of that deployment (it
@@ -43,6 +45,7 @@ export class TracingService {
       : undefined;
     this.ingest = new TracingIngest(dataSource, limits, undefined, recordActivity);
     this.reads = new TracingReads(dataSource);
+    this.otlpIngest = new OtlpTraceIngest(dataSource, this.ingest);
   }
 
   /** What the langsmith client reads before it sends: multipart with gzip, and our batch bounds. */
@@ -79,6 +82,11 @@ export class TracingService {
     const run = await readJsonBody(body, headers, this.ingest.limits);
     const fields = run && typeof run === 'object' && !Array.isArray(run) ? { ...run, id: runId } : run;
     await this.ingest.write(workspaceId, [validateOperation('update', fields, 'body')]);
+  }
+
+  /** An OTLP/HTTP trace export (JSON or protobuf); `project` is the `Langsmith-Project` header. */
+  async otlpTraces(workspaceId: string, headers: Headers, body: Readable, project: string | null): Promise<void> {
+    await this.otlpIngest.write(workspaceId, headers, body, project);
   }
 
   listProjects(workspaceId: string, filter: ProjectFilter) {

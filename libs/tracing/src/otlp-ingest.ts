@@ -1,0 +1,64 @@
+import type { Readable } from 'node:stream';
+import type { DataSource } from 'typeorm';
+import type { TracingIngest } from './ingest.js';
+import { readOtlpTraces } from './otlp.js';
+import { RunRepository } from './run.repository.js';
+import { SpanTreeRepository } from './span-tree.repository.js';
+
+/**
+ * OTLP/HTTP trace ingest: the export's spans are written as run creates through TracingIngest
+ * (the same validation, merge and one transaction as every other ingest), then the pieces of
+ * each trace are joined.
+ *
+ * Joining runs in a transaction of its own, after the write commits, under a lock per OTEL trace
+ * id: of two exports holding a parent and its child, whichever joins second sees both rows
+ * (READ COMMITTED), so the child ends under its parent in either arrival order. A process that
+ * dies between the two transactions leaves a piece unjoined until another span of it, or of its
+ * parent, arrives.
+ */
+/**
+ * A piece is not attached under a run whose dotted order is longer than this (what a create may
+ * carry): a client cannot grow a trace's depth, and so its dotted orders, without bound by
+ * sending deeper and deeper chains in turn.
+ */
+const MAX_ATTACH_DOTTED_ORDER = 64 * 1024;
+
+export class OtlpTraceIngest {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly ingest: TracingIngest,
+  ) {}
+
+  /** Decodes, writes and joins one export; `project` is the `Langsmith-Project` header (null: the default project). */
+  async write(workspaceId: string, headers: Record<string, unknown>, body: Readable, project: string | null): Promise<void> {
+    const { operations, otelTraceIds } = await readOtlpTraces(body, headers, this.ingest.limits, project);
+    if (!operations.length) return;
+    await this.ingest.write(workspaceId, operations);
+    await this.dataSource.transaction(async (m) => {
+      const runs = new RunRepository(m);
+      const tree = new SpanTreeRepository(m);
+      await runs.lock(workspaceId, otelTraceIds.map((t) => `otel:${t}`));
+      const traces = new Set<string>();
+      for (const { fields } of operations) {
+        const id = fields.id.toLowerCase();
+        // First the pieces waiting for this run, then this run's own piece (which by then holds
+        // them) under its parent.
+        let self = await tree.placeOf(workspaceId, id);
+        if (!self) continue;
+        for (const child of await tree.waitingFor(workspaceId, id)) {
+          // A piece that holds this run is not put under it (parents sent in a cycle).
+          if (child === id || self.trace_id === child || self.dotted_order.length > MAX_ATTACH_DOTTED_ORDER) continue;
+          await tree.attach(workspaceId, child, self.trace_id, self.dotted_order);
+          traces.add(self.trace_id);
+        }
+        self = (await tree.placeOf(workspaceId, id))!;
+        if (!self.parent_run_id || self.trace_id !== id) continue;
+        const parent = await tree.placeOf(workspaceId, self.parent_run_id);
+        if (!parent || parent.trace_id === id || parent.dotted_order.length > MAX_ATTACH_DOTTED_ORDER) continue;
+        await tree.attach(workspaceId, id, parent.trace_id, parent.dotted_order);
+        traces.add(parent.trace_id);
+      }
+      await runs.refreshTraces(workspaceId, [...traces]);
+    });
+  }
+}
