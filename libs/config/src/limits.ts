@@ -48,12 +48,14 @@ export const ceilingSettings = {
 export const deploymentDbSettings = {
   /**
    * CONNECTION LIMIT of every deployment's database role, and the most connections its Postgres
-   * front relays at once: well below the server's `max_connections` (100 by default), so one app
-   * cannot take every slot.
+   * front relays at once: below the server's `max_connections` (100 by default), so one app
+   * cannot take every slot. Sized for an agent server with one instance and two queue workers
+   * across a rollout: six processes of up to nine connections each (the host's pool of 6, its
+   * store's 2, the schema lock's 1). 20 refused the new revision's workers mid-rollout.
    */
   deploymentDbConnectionLimit: int(
     'SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT',
-    20,
+    60,
     "`CONNECTION LIMIT` of each deployment's database role and the most connections its Postgres front relays at once (more: refused with SQLSTATE 53300); well below the server's `max_connections`, so one deployment cannot take every slot",
     { min: 1, max: 10_000 },
   ),
