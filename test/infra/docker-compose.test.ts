@@ -4,7 +4,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { loadConfig } from '@slipway/config';
 import { CATALOG_HARDENING } from '@slipway/db';
+import { registryConfiguration } from '@slipway/registry';
 import { CATATONIT } from '@slipway/runtime';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -58,6 +60,7 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
       'redis',
       'registry',
       'registry-config',
+      'registry-guard',
     ]);
   });
 
@@ -66,6 +69,36 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     expect(text).toMatch(/registry-config:[\s\S]*?command: \["node", "dist\/main\.js", "registry-config"\]/);
     expect(text).toMatch(/\n  registry:\n    image: registry:2\n    command: \["serve", "\/var\/lib\/slipway\/registry\/config\.yml"\]/);
     expect(text).toMatch(/registry-config:\n\s*condition: service_completed_successfully/);
+  });
+
+  it('puts the push guard in front of registry:2: only the guard is published, distribution listens on its loopback', () => {
+    const { services } = resolved();
+    const registry = services.registry!;
+    const guard = services['registry-guard']!;
+    // distribution publishes nothing and shares the guard's network namespace: no way around the guard.
+    expect(registry.image).toBe('registry:2');
+    expect(registry.ports ?? []).toEqual([]);
+    expect(registry.network_mode).toBe('service:registry-guard');
+    // The guard: the cli image's `registry-guard`, on the registry's address, published on 5000.
+    const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+    const block = text.split(/\n  registry-guard:\n/)[1]!.split(/\n  [a-z-]+:\n/)[0]!;
+    expect(block).toContain('target: cli');
+    expect(guard.command).toEqual(['node', 'dist/main.js', 'registry-guard']);
+    expect(JSON.stringify(guard.ports)).toMatch(/"published":"?5000"?/);
+    expect(JSON.stringify(guard.ports)).toMatch(/"target":5000/);
+    expect(guard.environment.DATABASE_URL).toMatch(/^postgres:\/\//);
+    // Every client (api, deployer, builder) goes through the guard; distribution sits where the guard forwards.
+    for (const name of ['api', 'builder', 'deployer', 'registry-guard', 'registry-config']) {
+      expect(services[name]!.environment.SLIPWAY_REGISTRY_URL, name).toBe(`http://registry-guard:${guard.environment.SLIPWAY_REGISTRY_PORT}`);
+    }
+    const env = services['registry-config']!.environment as Record<string, string>;
+    const config = loadConfig({ ...env, SLIPWAY_DATA_DIR: '/var/lib/slipway' });
+    expect(config.registry.upstreamUrl).toBe('http://127.0.0.1:5001');
+    const generated = JSON.parse(registryConfiguration(config, '/var/lib/slipway/registry/token-issuer.crt'));
+    expect(generated.http.addr).toBe('127.0.0.1:5001');
+    expect(generated.http.addr).not.toBe(`${config.registry.host}:${config.registry.port}`);
+    expect(registry.healthcheck.test.join(' ')).toContain(`http://${generated.http.addr}/v2/`);
+    expect(guard.healthcheck.test.join(' ')).toContain(`http://127.0.0.1:${config.registry.port}/v2/`);
   });
 
   it('runs Redis with noeviction and AOF, and gates the api on a finished migration', () => {

@@ -91,7 +91,8 @@ describe('infra/k8s/control-plane: the built-in image registry', () => {
   const deployment = named('Deployment', 'slipway-registry');
   const pod = deployment.spec.template.spec;
   const [init] = pod.initContainers;
-  const [registry] = pod.containers;
+  const registry = pod.containers.find((c: { name: string }) => c.name === 'registry');
+  const guard = pod.containers.find((c: { name: string }) => c.name === 'registry-guard');
   const mountOf = (container: { volumeMounts: { name: string; mountPath: string }[] }, volume: string) =>
     container.volumeMounts.find((m) => pod.volumes.find((v: { name: string }) => v.name === m.name)?.persistentVolumeClaim?.claimName === volume)?.mountPath;
   /** What libs/registry renders from these very settings (the init container's `registry-config`). */
@@ -122,10 +123,30 @@ describe('infra/k8s/control-plane: the built-in image registry', () => {
     expect(registry.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
   });
 
+  it('puts the push guard in front of distribution: the Service reaches the guard, distribution only the pod\'s loopback', () => {
+    const { config, registry: generated } = rendered();
+    expect(pod.containers.map((c: { name: string }) => c.name).sort()).toEqual(['registry', 'registry-guard']);
+    // The guard: the cli image's `registry-guard`, with the settings and the Secret (DATABASE_URL for quota reads).
+    expect(guard.image).toBe('slipway-cli');
+    expect(guard.args).toEqual(['node', 'dist/main.js', 'registry-guard']);
+    expect(guard.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(guard.volumeMounts).toBeUndefined();
+    const [port] = guard.ports;
+    expect(port.containerPort).toBe(config.registry.port);
+    expect(config.registry.host).toBe('0.0.0.0');
+    // distribution: no port of the pod, on the loopback address the guard forwards to.
+    expect(registry.ports).toBeUndefined();
+    expect(config.registry.upstreamUrl).toBe('http://127.0.0.1:5001');
+    expect(generated.http.addr).toBe('127.0.0.1:5001');
+    for (const probe of [registry.readinessProbe, registry.livenessProbe]) expect(probe.exec.command.join(' ')).toContain(`http://${generated.http.addr}/v2/`);
+    const service = named('Service', 'slipway-registry');
+    expect(service.spec.ports.map((p: { targetPort: string }) => p.targetPort)).toEqual([port.name]);
+  });
+
   it('listens where its Service sends traffic, and Slipway is pointed at that Service and back at the api', () => {
     const { config, registry: generated } = rendered();
-    const [port] = registry.ports;
-    expect(generated.http.addr).toBe(`0.0.0.0:${port.containerPort}`);
+    const [port] = guard.ports;
+    expect(`${config.registry.host}:${port.containerPort}`).toBe(`0.0.0.0:${config.registry.port}`);
     const service = named('Service', 'slipway-registry');
     expect(service.spec.selector).toEqual(deployment.spec.template.metadata.labels);
     expect(service.spec.ports).toEqual([{ name: 'registry', port: 5000, targetPort: port.name }]);

@@ -28,6 +28,12 @@ export const registrySettings = {
     'how the control plane reaches the registry (resolving tags to digests)',
     '`http://<host>:<port>` of the above',
   ),
+  upstreamUrl: optional(
+    'SLIPWAY_REGISTRY_UPSTREAM_URL',
+    Joi.string().uri({ scheme: ['http'] }),
+    "where distribution listens when the push guard runs on its own in front of it (`slipway registry-guard`; compose, Kubernetes): the guard takes the registry's host and port and forwards there",
+    'none: `npm start` puts distribution on a unix socket behind its own guard',
+  ),
   storageDir: optional('SLIPWAY_REGISTRY_STORAGE_DIR', Joi.string(), "the registry's configuration and images", '`<data dir>/registry`'),
   signingKeyFile: optional(
     'SLIPWAY_REGISTRY_SIGNING_KEY_FILE',
@@ -57,11 +63,13 @@ export const registrySettings = {
 type RegistryValues = ValuesOf<typeof registrySettings>;
 
 /** Config's `registry`: every address and path resolved. */
-export interface RegistrySettings extends Omit<RegistryValues, 'publicAddress' | 'internalUrl' | 'storageDir' | 'signingKeyFile' | 'eventsUrl'> {
+export interface RegistrySettings extends Omit<RegistryValues, 'publicAddress' | 'internalUrl' | 'upstreamUrl' | 'storageDir' | 'signingKeyFile' | 'eventsUrl'> {
   /** `host:port` clients push to. */
   publicAddress: string;
   /** How the control plane itself reaches the registry, e.g. `http://127.0.0.1:8130`. */
   internalUrl: string;
+  /** distribution's own address behind a separate push guard (`slipway registry-guard`), e.g. `http://127.0.0.1:5001`; null under `npm start`. */
+  upstreamUrl: string | null;
   storageDir: string;
   signingKeyFile: string;
   /** The registry's `auth.token.realm`: the api route that issues registry tokens. */
@@ -78,6 +86,7 @@ export function registryOf(values: RegistryValues, dataDir: string, publicUrl: s
     ...values,
     publicAddress: values.publicAddress ?? `${reachable}:${port}`,
     internalUrl: (values.internalUrl ?? `http://${reachable}:${port}`).replace(/\/+$/, ''),
+    upstreamUrl: values.upstreamUrl ? values.upstreamUrl.replace(/\/+$/, '') : null,
     storageDir: path.resolve(values.storageDir ?? path.join(dataDir, 'registry')),
     signingKeyFile: path.resolve(values.signingKeyFile ?? path.join(dataDir, 'registry-signing.key')),
     realm: `${publicUrl}/v2/registry/token`,

@@ -126,15 +126,27 @@ export interface PushGuard {
 export interface PushGuardOptions {
   host: string;
   port: number;
-  /** distribution's unix socket. */
-  backendSocket: string;
+  /** distribution's unix socket (`npm start`)... */
+  backendSocket?: string;
+  /** ...or its TCP address (`slipway registry-guard`, SLIPWAY_REGISTRY_UPSTREAM_URL), e.g. `http://127.0.0.1:5001`. */
+  backendUrl?: string;
   rooms: RoomSource;
   log?: (msg: string) => void;
 }
 
+/** Where requests go: distribution's socket, or its host and port. */
+export function backendOf(options: Pick<PushGuardOptions, 'backendSocket' | 'backendUrl'>): { socketPath: string } | { host: string; port: number } {
+  if (options.backendSocket) return { socketPath: options.backendSocket };
+  if (!options.backendUrl) throw new Error('the push guard needs distribution\'s socket or URL');
+  const url = new URL(options.backendUrl);
+  if (url.protocol !== 'http:') throw new Error(`the push guard forwards over plain http, not ${url.protocol} (${options.backendUrl})`);
+  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) };
+}
+
 /** Starts the guard on `host:port`; resolves once it listens (rejects if the address is taken). */
 export async function startPushGuard(options: PushGuardOptions): Promise<PushGuard> {
-  const { rooms, backendSocket } = options;
+  const { rooms } = options;
+  const backend = backendOf(options);
   const log = options.log ?? (() => undefined);
   const ledger = new PushLedger();
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
@@ -169,7 +181,7 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
     return headers;
   };
   const upstream = (req: IncomingMessage, onResponse: (res: IncomingMessage) => void) =>
-    http.request({ agent, socketPath: backendSocket, method: req.method, path: req.url, headers: forwardHeaders(req) }, onResponse);
+    http.request({ agent, ...backend, method: req.method, path: req.url, headers: forwardHeaders(req) }, onResponse);
   const answer = (res: ServerResponse, up: IncomingMessage) => {
     const headers = { ...up.headers };
     for (const h of HOP_BY_HOP) delete headers[h];
@@ -277,7 +289,7 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
 
   /** The refused upload is cancelled at the registry, so what it held does not wait 24 h for the purge. */
   const cancelUpload = (req: IncomingMessage) => {
-    const cancel = http.request({ agent, socketPath: backendSocket, method: 'DELETE', path: req.url, headers: { host: req.headers.host, authorization: req.headers.authorization } }, (r) => {
+    const cancel = http.request({ agent, ...backend, method: 'DELETE', path: req.url, headers: { host: req.headers.host, authorization: req.headers.authorization } }, (r) => {
       r.resume();
       const uuid = uploadRequest('PATCH', new URL(req.url ?? '/', 'http://x').pathname)?.uuid;
       if (uuid) ledger.dropSession(uuid);

@@ -26,6 +26,13 @@ export function backendSocket(config: Pick<Config, 'registry'>): string {
   return socket;
 }
 
+/** distribution's `host:port` when it is not on the socket: SLIPWAY_REGISTRY_UPSTREAM_URL's, else the registry's own. */
+function distributionAddress(registry: Config['registry'], listenHost: string): string {
+  if (!registry.upstreamUrl) return `${listenHost}:${registry.port}`;
+  const url = new URL(registry.upstreamUrl);
+  return `${url.hostname}:${url.port || '80'}`;
+}
+
 export function registrySecrets(config: Pick<Config, 'secretsKey'>): RegistrySecrets {
   const derive = (purpose: string) => deriveKey(config.secretsKey.key, purpose).toString('base64url');
   return {
@@ -59,8 +66,9 @@ export function registryConfiguration(
         maintenance: { uploadpurging: { enabled: true, age: '24h', interval: '1h', dryrun: false }, readonly: { enabled: options.readOnly === true } },
       },
       // Behind `npm start`'s push guard (push-guard.ts), which takes the registry's address, on a
-      // socket only the guard reaches; else (compose, Kubernetes, your own) on the address itself.
-      http: { ...(options.behindGuard ? { net: 'unix', addr: backendSocket(config) } : { addr: `${listenHost}:${registry.port}` }), secret: secrets.httpSecret, headers: { 'X-Content-Type-Options': ['nosniff'] } },
+      // socket only the guard reaches; behind a guard of its own (`slipway registry-guard`: compose,
+      // Kubernetes) on SLIPWAY_REGISTRY_UPSTREAM_URL; else (your own, unguarded) on the address itself.
+      http: { ...(options.behindGuard ? { net: 'unix', addr: backendSocket(config) } : { addr: distributionAddress(registry, listenHost) }), secret: secrets.httpSecret, headers: { 'X-Content-Type-Options': ['nosniff'] } },
       auth: {
         token: { realm: registry.realm, service: REGISTRY_SERVICE, issuer: REGISTRY_ISSUER, rootcertbundle: certificateFile },
       },

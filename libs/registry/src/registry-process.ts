@@ -123,3 +123,27 @@ export async function startRegistry(
     },
   };
 }
+
+/**
+ * The push guard alone, in front of a distribution it does not run (`slipway registry-guard`:
+ * compose, Kubernetes): it listens on the registry's host and port and forwards to
+ * SLIPWAY_REGISTRY_UPSTREAM_URL, where `registry-config` made distribution listen. Quotas are
+ * read from DATABASE_URL, as under `npm start`.
+ */
+export async function startGuardOnly(
+  config: Pick<Config, 'registry' | 'databaseUrl' | 'quotas'>,
+  options: { log?: (msg: string) => void } = {},
+): Promise<PushGuard & { upstreamUrl: string }> {
+  const upstreamUrl = config.registry.upstreamUrl;
+  if (!upstreamUrl) throw new Error('SLIPWAY_REGISTRY_UPSTREAM_URL is not set: the push guard does not know where distribution listens');
+  const rooms = databaseRooms(config);
+  const guard = await startPushGuard({ host: config.registry.host, port: config.registry.port, backendUrl: upstreamUrl, rooms, log: options.log });
+  return {
+    ...guard,
+    upstreamUrl,
+    close: async () => {
+      await guard.close();
+      await rooms.close();
+    },
+  };
+}

@@ -8,11 +8,13 @@
  *   registry-config                     write the built-in registry's configuration (docker-compose's registry:2)
  *   registry gc [--grace-hours <n>] [--dry-run]
  *                                       delete images no revision uses, sweep their blobs (registry-gc.ts)
+ *   registry-guard                      the registry's push guard alone, on the registry's address, in
+ *                                       front of distribution at SLIPWAY_REGISTRY_UPSTREAM_URL (compose, Kubernetes)
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '@slipway/config';
 import { secretsCodec } from '@slipway/crypto';
-import { prepareRegistry, requestSweep } from '@slipway/registry';
+import { prepareRegistry, requestSweep, startGuardOnly } from '@slipway/registry';
 import { collectRegistryGarbage } from './registry-gc.js';
 import {
   ApiKeyRepository,
@@ -33,7 +35,8 @@ const USAGE = `usage:
   slipway keys list [--workspace <id>]
   slipway keys revoke <key-id>
   slipway registry-config
-  slipway registry gc [--grace-hours <n>] [--dry-run]`;
+  slipway registry gc [--grace-hours <n>] [--dry-run]
+  slipway registry-guard`;
 
 class UsageError extends Error {}
 
@@ -152,6 +155,18 @@ async function registry(args: string[]): Promise<void> {
   console.log(report.postponed ?? `swept: ${report.freedBytes} bytes freed; ${report.uncounted} blob(s) no longer counted against registry_bytes`);
 }
 
+/** Runs until SIGTERM/SIGINT: the push guard on the registry's address, distribution behind it (push-guard.ts). */
+async function registryGuard(): Promise<void> {
+  const config = loadConfig();
+  const say = (msg: string) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry-guard', msg })}\n`);
+  const guard = await startGuardOnly(config, { log: say });
+  say(`push guard listening on ${config.registry.host}:${config.registry.port}, in front of distribution at ${guard.upstreamUrl}`);
+  await new Promise<void>((resolve) => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve());
+  });
+  await guard.close();
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   switch (command) {
@@ -161,6 +176,8 @@ async function main(argv: string[]): Promise<void> {
       return keys(args);
     case 'registry':
       return registry(args);
+    case 'registry-guard':
+      return registryGuard();
     case 'registry-config':
       // The signing key (created on first use), its certificate and distribution's config, under the storage dir.
       console.log(prepareRegistry(loadConfig()));
