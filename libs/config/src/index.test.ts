@@ -296,6 +296,7 @@ describe('the image registry settings', () => {
       pushTokenTtlSeconds: 3600,
       tokenTtlSeconds: 300,
       binary: 'docker-registry',
+      upstreamUrl: null,
     });
     expect(config.sourceNames).toBe('canonical');
     expect(config.quotas.registryBytes).toBe(10 * 1024 ** 3);
