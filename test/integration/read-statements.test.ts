@@ -47,12 +47,17 @@ afterAll(async () => {
   await api?.close();
 });
 
-/** The statements sent while `request` is served, after one warm-up call of it. */
+/**
+ * The statements sent while `request` is served, after one warm-up call of it. The API key's
+ * lookup is left out: it is cached for at most a second (SLIPWAY_API_KEY_CACHE_TTL_MS), so on a
+ * loaded machine it may expire between the two calls; it is not the read's cost, and its cache
+ * has tests of its own.
+ */
 async function statementsOf(request: () => Promise<{ status: number }>, status = 200): Promise<string[]> {
   expect((await request()).status).toBe(status);
   recording.sent.length = 0;
   expect((await request()).status).toBe(status);
-  return [...recording.sent];
+  return recording.sent.filter((sql) => !/FROM "api_keys"/.test(sql));
 }
 
 describe('statements per read', () => {
