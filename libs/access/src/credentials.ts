@@ -6,11 +6,14 @@ const single = (value: string | string[] | undefined): string | undefined => (Ar
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** `X-Api-Key`, trimmed; undefined when absent or blank. */
+const apiKeyHeader = (headers: Headers): string | undefined => single(headers['x-api-key'])?.trim() || undefined;
+/** The token of `Authorization: Bearer <token>`. */
+const bearerOf = (headers: Headers): string | undefined => BEARER.exec(single(headers.authorization) ?? '')?.[1];
+
 /** The credential a request carries: `X-Api-Key`, else `Authorization: Bearer`. */
 export function credentialOf(headers: Headers): string | undefined {
-  const apiKey = single(headers['x-api-key'])?.trim();
-  if (apiKey) return apiKey;
-  return BEARER.exec(single(headers.authorization) ?? '')?.[1];
+  return apiKeyHeader(headers) ?? bearerOf(headers);
 }
 
 /**
@@ -20,19 +23,18 @@ export function credentialOf(headers: Headers): string | undefined {
  */
 export function stripCredential(headers: Headers, credential: string): void {
   delete headers['x-api-key'];
-  if (BEARER.exec(single(headers.authorization) ?? '')?.[1] === credential) delete headers.authorization;
+  if (bearerOf(headers) === credential) delete headers.authorization;
 }
 
 /** Every value a request carries where a Slipway key could be: `X-Api-Key` and `Authorization: Bearer`. */
 export function credentialsIn(headers: Headers): string[] {
-  const found = [single(headers['x-api-key'])?.trim(), BEARER.exec(single(headers.authorization) ?? '')?.[1]].filter((c): c is string => !!c);
-  return found.length === 2 && found[0] === found[1] ? [found[0]!] : found;
+  return [...new Set([apiKeyHeader(headers), bearerOf(headers)].filter((c): c is string => !!c))];
 }
 
 /** Removes `credential` from whichever of `X-Api-Key` and `Authorization` carries it; other values stay. */
 export function stripOnly(headers: Headers, credential: string): void {
-  if (single(headers['x-api-key'])?.trim() === credential) delete headers['x-api-key'];
-  if (BEARER.exec(single(headers.authorization) ?? '')?.[1] === credential) delete headers.authorization;
+  if (apiKeyHeader(headers) === credential) delete headers['x-api-key'];
+  if (bearerOf(headers) === credential) delete headers.authorization;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Config } from '@slipway/config';
+import { urlPasswords, type Config } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
 import type { DataSource } from '@slipway/db';
 import { deploymentDatabaseName, isImageSource, type DeploymentSource, type SecretEntry } from '@slipway/domain';
@@ -66,7 +66,7 @@ export class RevisionInputs {
       ...runs,
       env: instanceEnvironment({ base: runs.artifact?.env ?? imageEnvironment(runs.image?.config.env, data.env.REDIS_PREFIX), secrets: appSecrets(secrets, spec), data: data.env }),
       // The deployment's own store passwords are masked like its secrets wherever logs go.
-      secretValues: [...secrets.map((s) => s.value), ...masked, ...storePasswords(data.env)],
+      secretValues: [...secrets.map((s) => s.value), ...masked, ...urlPasswords(data.env.DATABASE_URI), ...urlPasswords(data.env.REDIS_URI)],
       scale: instanceCount(spec),
       limits: { memoryMb: positive(spec?.memory_mb), cpu: positive(spec?.cpu) },
       ...(spec?.queue_enabled
@@ -108,20 +108,6 @@ export class RevisionInputs {
 function appSecrets(secrets: readonly SecretEntry[], spec: { image_pull_secrets?: Array<{ name: string }> } | null): SecretEntry[] {
   const pull = new Set((spec?.image_pull_secrets ?? []).map((p) => p.name));
   return secrets.filter((s) => !pull.has(s.name));
-}
-
-/** The passwords in the deployment's store URLs (DATABASE_URI, REDIS_URI): secrets like any other. */
-function storePasswords(env: Readonly<Record<string, string>>): string[] {
-  const out: string[] = [];
-  for (const value of Object.values(env)) {
-    try {
-      const password = decodeURIComponent(new URL(value).password);
-      if (password) out.push(password);
-    } catch {
-      // Not a URL: nothing to mask.
-    }
-  }
-  return out;
 }
 
 function positive(value: unknown): number | undefined {
