@@ -2,18 +2,24 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
+import type { Run } from 'langsmith/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitProject, deployRepo as deploy, gitIn, initProject, runningInstances, startAgentPipeline, untilDone as done } from '../support/agent-projects.js';
 import { revisionLogLines, type HttpClient } from '../support/http.js';
+import { langsmithClient } from '../support/langsmith.js';
+import { eventually } from '../support/service-process.js';
 import type { Pipeline } from '../support/pipeline.js';
 import type { TestApi } from '../support/test-api.js';
 
 /**
- * Issue 9's whole flow: a plain LangGraph.js project (a two-node StateGraph, no LLM, no server
- * of its own) in a local git repository, deployed by real api, builder and deployer processes
- * and called with the official SDK through the deployment's serving URL. The builds install
- * @langchain/langgraph (the project's) and the agent server's locked dependencies from the npm
- * registry, so this file takes minutes.
+ * Issue 9's whole flow: a plain LangGraph.js project (a two-node StateGraph, no server of its
+ * own; its second node calls a fake chat model that reports token usage, standing in for a
+ * provider's model) in a local git repository, deployed by real api, builder and deployer
+ * processes and called with the official SDK through the deployment's serving URL. Issue 34:
+ * with no tracing configuration at all, every run lands in the deployment's tracing project,
+ * read back with the official `langsmith` client. The builds install @langchain/langgraph (the
+ * project's) and the agent server's locked dependencies from the npm registry, so this file
+ * takes minutes.
  */
 const PORT_BASE = 34_000 + Math.floor(Math.random() * 2_000);
 
@@ -25,11 +31,27 @@ let repo: string;
 
 const git = (...args: string[]) => gitIn(repo, ...args);
 
-/** The graph: `first` then `second`, each appending its name (and the version's tag) to `steps`; `first` throws on a 'boom' step. */
+/**
+ * The graph: `first` then `second`, each appending its name (and the version's tag) to `steps`;
+ * `first` throws on a 'boom' step, `second` asks a fake chat model (11 tokens in, 4 out).
+ */
 function commitGraph(tag: string): string {
   writeFileSync(
     path.join(repo, 'src/agent.ts'),
     `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { AIMessage } from '@langchain/core/messages';
+
+class FakeUsageModel extends BaseChatModel {
+  _llmType() {
+    return 'fake-usage';
+  }
+  async _generate() {
+    const message = new AIMessage({ content: 'pong', usage_metadata: { input_tokens: 11, output_tokens: 4, total_tokens: 15 } });
+    return { generations: [{ text: 'pong', message }] };
+  }
+}
+const model = new FakeUsageModel({});
 
 const State = Annotation.Root({
   steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
@@ -40,7 +62,10 @@ export const graph = new StateGraph(State)
     if (state.steps.includes('boom')) throw new Error('boom requested');
     return { steps: ['first${tag}'] };
   })
-  .addNode('second', async () => ({ steps: ['second${tag}'] }))
+  .addNode('second', async () => {
+    await model.invoke('ping');
+    return { steps: ['second${tag}'] };
+  })
   .addEdge(START, 'first')
   .addEdge('first', 'second')
   .addEdge('second', END)
@@ -69,8 +94,19 @@ afterAll(async () => {
 const deployRepo = (dir: string, minScale: number) => deploy(http, reposRoot, dir, minScale);
 const untilDone = (d: string, r: string) => done(http, d, r);
 
+/** The root runs of `project` (a deployment's name) on `thread`, newest first, as the langsmith client lists them. */
+async function rootRunsOn(key: string, project: string, thread: string): Promise<Run[]> {
+  const runs: Run[] = [];
+  for await (const run of langsmithClient(api.baseUrl, key).listRuns({ projectName: project, isRoot: true })) {
+    if (run.extra?.metadata?.thread_id === thread) runs.push(run);
+  }
+  return runs;
+}
+
 describe('agent servers: a LangGraph.js project served through the LangGraph Server API', () => {
   let deploymentId: string;
+  let deploymentName: string;
+  let firstRevision: string;
   let url: string;
   let client: Client;
   let workspaceKey: string;
@@ -82,10 +118,12 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
   it('builds and deploys a project that has graphs and no server of its own', async () => {
     const created = await deployRepo(repo, 2);
     deploymentId = created.deploymentId;
+    firstRevision = created.revisionId;
     const rev = await untilDone(deploymentId, created.revisionId);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
     const deployment = (await http.get(`/v2/deployments/${deploymentId}`)).body;
     url = deployment.url;
+    deploymentName = deployment.name;
     // Served by the platform's agent server (no start script of its own): the resource says so.
     expect(deployment.agent_server).toBe(true);
     expect((await fetch(`${url}/ok`)).status).toBe(200);
@@ -140,6 +178,30 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect(historyBefore.length).toBeGreaterThan(4);
   }, 60_000);
 
+  it("traces every run into the deployment's tracing project, with no configuration, read back with the langsmith client", async () => {
+    const ls = langsmithClient(api.baseUrl, workspaceKey);
+    const project = await ls.readProject({ projectName: deploymentName });
+    expect(project.id).toBe((await http.get(`/v2/deployments/${deploymentId}`)).body.tracer_session_id);
+    // Both runs of the thread, once the instances' clients have sent them.
+    const roots = await eventually(() => rootRunsOn(workspaceKey, deploymentName, threadId), (r) => r.length >= 2, 60_000, 500);
+    for (const root of roots) {
+      expect(root.extra?.metadata).toMatchObject({ thread_id: threadId, revision_id: firstRevision, graph_id: 'agent', assistant_id: assistantId });
+      expect(root).toMatchObject({ status: 'success', prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 });
+    }
+    // One trace, in the tree's execution order: the graph, its nodes, the model call inside `second`.
+    const trace: Run[] = [];
+    for await (const run of ls.listRuns({ traceId: roots[0]!.trace_id })) trace.push(run);
+    const order = trace.map((r) => r.dotted_order!);
+    expect(order).toEqual([...order].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    expect(trace[0]!.id).toBe(roots[0]!.id);
+    const names = trace.map((r) => r.name);
+    expect(names.indexOf('first')).toBeGreaterThan(0);
+    expect(names.indexOf('second')).toBeGreaterThan(names.indexOf('first'));
+    const llm = trace.find((r) => r.run_type === 'llm')!;
+    expect(llm).toMatchObject({ name: 'FakeUsageModel', prompt_tokens: 11, completion_tokens: 4, total_tokens: 15, status: 'success' });
+    expect(trace.find((r) => r.id === llm.parent_run_id)?.name).toBe('second');
+  }, 90_000);
+
   it('shows a thread created through one instance to the other (min_scale 2)', async () => {
     const instances = await runningInstances(api, deploymentId);
     expect(instances).toHaveLength(2);
@@ -164,6 +226,9 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect(await client.runs.wait(threadId, assistantId, { input: { steps: ['later'] } })).toEqual({
       steps: ['hello', 'first', 'second', 'again', 'first', 'second', 'later', 'first-v2', 'second-v2'],
     });
+    // The new revision's runs say so.
+    const roots = await eventually(() => rootRunsOn(workspaceKey, deploymentName, threadId), (r) => r.length >= 3, 60_000, 500);
+    expect(roots.map((r) => r.extra?.metadata?.revision_id)).toEqual([res.body.latest_revision_id, firstRevision, firstRevision]);
   }, 420_000);
 
   it('returns the error of a run that throws and keeps serving', async () => {

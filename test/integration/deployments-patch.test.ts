@@ -62,6 +62,7 @@ describe('which PATCHes make a new revision', () => {
     ['a source_revision_config field (image_uri)', { source_revision_config: { image_uri: 'registry.example/agent:2.0.0' } }],
     ['a source_revision_config field among nulls', { source_revision_config: { repo_ref: null, graph_config_path: 'graph.json' } }],
     ['resource_spec', { source_config: { resource_spec: { cpu: 2 } } }],
+    ['tracing (the instances\' tracing variables)', { source_config: { tracing: false } }],
     ['an empty secrets list (removes them all)', { secrets: [] }],
   ])('%s → a new revision, queued behind the one in flight', async (_what, body) => {
     const d = await createImage(`rev-yes-${randomUUID().slice(0, 8)}`);
@@ -69,6 +70,7 @@ describe('which PATCHes make a new revision', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.latest_revision_id).not.toBe(d.latest_revision_id);
     expect(await revisionCount(d.id)).toBe(2);
+    expect(res.body.source_config.tracing).toBe((body as { source_config?: { tracing?: boolean } }).source_config?.tracing ?? null);
     const revision = await api.http.get(`/v2/deployments/${d.id}/revisions/${res.body.latest_revision_id}`);
     expect(revision.body).toMatchObject({ status: 'QUEUED', status_message: `Waiting for revision ${d.latest_revision_id} to finish.` });
     // The one in flight is untouched.

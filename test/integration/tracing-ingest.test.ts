@@ -194,6 +194,46 @@ describe('the langsmith client against /api/v1', () => {
     expect(bad.status).toBe(422);
   });
 
+  it("reads a run's tokens with its descendants', as LangSmith does: the root's are the trace's", async () => {
+    const start = new Date(Date.now() - 5_000);
+    const [root, node, llmA, llmB, other] = Array.from({ length: 5 }, () => randomUUID());
+    const rootOrder = segment(start, root!);
+    const nodeOrder = `${rootOrder}.${segment(new Date(start.getTime() + 1), node!)}`;
+    const at = (ms: number) => new Date(start.getTime() + ms).toISOString();
+    const run = (id: string, parent: string | null, dotted: string, type: string, usage?: [number, number]) => ({
+      id,
+      trace_id: root,
+      parent_run_id: parent,
+      dotted_order: dotted,
+      name: type,
+      run_type: type,
+      start_time: at(2),
+      end_time: at(50),
+      session_name: 'tree-tokens',
+      outputs: usage ? { usage_metadata: { input_tokens: usage[0], output_tokens: usage[1], total_tokens: usage[0] + usage[1] } } : { ok: true },
+    });
+    const batch = {
+      post: [
+        run(root!, null, rootOrder, 'chain'),
+        run(node!, root!, nodeOrder, 'chain'),
+        run(llmA!, node!, `${nodeOrder}.${segment(new Date(start.getTime() + 2), llmA!)}`, 'llm', [10, 2]),
+        run(llmB!, node!, `${nodeOrder}.${segment(new Date(start.getTime() + 3), llmB!)}`, 'llm', [5, 1]),
+        run(other!, root!, `${rootOrder}.${segment(new Date(start.getTime() + 4), other!)}`, 'tool'),
+      ],
+    };
+    expect((await api.http.post('/api/v1/runs/batch', batch)).status).toBe(202);
+    const tokens = async (id: string) => {
+      const r = (await api.http.get(`/api/v1/runs/${id}`)).body;
+      return [r.prompt_tokens, r.completion_tokens, r.total_tokens];
+    };
+    expect(await tokens(root!)).toEqual([15, 3, 18]);
+    expect(await tokens(node!)).toEqual([15, 3, 18]);
+    expect(await tokens(llmA!)).toEqual([10, 2, 12]);
+    expect(await tokens(other!)).toEqual([null, null, null]);
+    const listed = (await api.http.post('/api/v1/runs/query', { trace: root, limit: 10 })).body.runs;
+    expect(listed.map((r: { total_tokens: number | null }) => r.total_tokens)).toEqual([18, 18, 12, 6, null]);
+  });
+
   it('answers 404 for an unknown run and project', async () => {
     const { client: c } = client();
     await expect(c.readRun(randomUUID())).rejects.toThrow(/404|not found/i);

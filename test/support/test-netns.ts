@@ -12,8 +12,13 @@ import { readFileSync } from 'node:fs';
 export interface TestHost {
   address: string;
   port: number;
+  /** What the listener printed after `ready`, line by line (a `server` script's record of what it was sent). */
+  output: string[];
   close: () => Promise<void>;
 }
+
+/** The default listener: a TCP server that answers `pong` to every connection. */
+const PONG = `require('node:net').createServer((s) => s.end('pong'))`;
 
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
 
@@ -38,13 +43,18 @@ export async function freeTestNetwork(prefix: string): Promise<string> {
   return `${prefix}.${free[Math.floor(Math.random() * free.length)]}`;
 }
 
-/** `network` is a /30's network address (a.b.c.d, d a multiple of 4): .1 the host side, .2 the test host. */
-export async function startTestHost(network: string, port: number): Promise<TestHost> {
+/**
+ * `network` is a /30's network address (a.b.c.d, d a multiple of 4): .1 the host side, .2 the test
+ * host. `server`: a JavaScript expression for the listener (a `net.Server` or `http.Server`, not
+ * listening yet); whatever it prints to stdout after it listens is kept in `output`.
+ */
+export async function startTestHost(network: string, port: number, server_ = PONG): Promise<TestHost> {
   const parts = network.split('.').map(Number);
   const at = (n: number) => [...parts.slice(0, 3), parts[3]! + n].join('.');
   const id = randomBytes(4).toString('hex');
   const name = `slwtest-${id}`;
   const [outside, inside] = [`to${id}`, `ti${id}`];
+  const output: string[] = [];
   ip('netns', 'add', name);
   let server: ChildProcess | undefined;
   try {
@@ -55,11 +65,24 @@ export async function startTestHost(network: string, port: number): Promise<Test
     ip('-n', name, 'link', 'set', inside, 'up');
     ip('-n', name, 'link', 'set', 'lo', 'up');
     ip('-n', name, 'route', 'add', 'default', 'via', at(1));
-    server = spawn('ip', ['netns', 'exec', name, process.execPath, '-e', `require('node:net').createServer((s) => s.end('pong')).listen(${port}, '${at(2)}', () => console.log('ready'))`], {
+    server = spawn('ip', ['netns', 'exec', name, process.execPath, '-e', `(${server_}).listen(${port}, '${at(2)}', () => console.log('ready'))`], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     await new Promise<void>((resolve, reject) => {
-      server!.stdout!.once('data', () => resolve());
+      let ready = false;
+      let rest = '';
+      server!.stdout!.on('data', (chunk: Buffer) => {
+        rest += chunk.toString('utf8');
+        const lines = rest.split('\n');
+        rest = lines.pop()!;
+        for (const line of lines) {
+          if (ready) output.push(line);
+          else if (line === 'ready') {
+            ready = true;
+            resolve();
+          }
+        }
+      });
       server!.once('exit', (code) => reject(new Error(`test host listener exited (${code})`)));
     });
   } catch (err) {
@@ -71,6 +94,7 @@ export async function startTestHost(network: string, port: number): Promise<Test
   return {
     address: at(2),
     port,
+    output,
     close: async () => {
       server!.kill('SIGKILL');
       await new Promise((r) => setTimeout(r, 100));

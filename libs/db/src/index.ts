@@ -68,6 +68,7 @@ export {
 export { EVENTS_CHANNEL, EventRepository, publicEvent, type EventFilter, type PublicEvent, type StoredEvent } from './repositories/event.repository.js';
 export {
   DeploymentCredentialStore,
+  type FrontKind,
   type FrontPorts,
   type SealedCredentials,
   type StoreCredentials,

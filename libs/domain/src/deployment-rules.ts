@@ -72,17 +72,18 @@ export function mergeSecrets(stored: readonly SecretEntry[], incoming: readonly 
 export interface DeploymentPatchShape {
   secrets?: unknown[] | null;
   source_revision_config?: object | null;
-  source_config?: { resource_spec?: unknown } | null;
+  source_config?: { resource_spec?: unknown; tracing?: unknown } | null;
 }
 
 /**
  * docs/api.md, Deployments: a PATCH makes a new revision exactly when `secrets` is given, any
- * `source_revision_config` field is non-null, or `source_config.resource_spec` is non-null.
+ * `source_revision_config` field is non-null, or `source_config.resource_spec` or
+ * `source_config.tracing` is non-null (both change what instances run with).
  */
 export function patchCreatesRevision(patch: DeploymentPatchShape): boolean {
   if (patch.secrets != null) return true;
   if (patch.source_revision_config && Object.values(patch.source_revision_config).some((v: unknown) => v != null)) return true;
-  return patch.source_config?.resource_spec != null;
+  return patch.source_config?.resource_spec != null || patch.source_config?.tracing != null;
 }
 
 /**

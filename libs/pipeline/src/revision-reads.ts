@@ -49,6 +49,8 @@ export interface InstancesRow {
   secrets_sealed: string | null;
   name: string;
   database_name: string | null;
+  /** `source_config.tracing` (null: not set, tracing on). */
+  tracing: boolean | null;
 }
 
 /** A started, unfinished revision as the reconciler judges it (`openStarted`). */
@@ -126,7 +128,8 @@ export class RevisionReads {
   async loadForInstances(revisionId: string): Promise<InstancesRow | null> {
     const [row] = await queryRows<InstancesRow>(
       this.manager,
-      `SELECT r.deployment_id, r.source, r.image_uri, r.image_digest, r.artifact_ref, r.resource_spec, r.secrets_sealed, d.name, d.database_name
+      `SELECT r.deployment_id, r.source, r.image_uri, r.image_digest, r.artifact_ref, r.resource_spec, r.secrets_sealed, d.name, d.database_name,
+              (d.source_config->>'tracing')::boolean AS tracing
          FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
       [revisionId],
     );

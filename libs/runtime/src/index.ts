@@ -31,7 +31,7 @@ export { ArtifactError, parseEnvFile, readArtifact, type Artifact } from './proc
 export { probeHealth, waitHealthy, type HealthOutcome } from './process/health.js';
 export { groupMembers, isProcessAlive, stopProcessGroup } from './process/os-process.js';
 export { isPortFree, pickFreePort } from './process/ports.js';
-export { instanceEnvironment } from './process/instance-environment.js';
+export { instanceEnvironment, tracingEnvironment } from './process/instance-environment.js';
 export { lastLines } from './process/instance-log.js';
 export {
   instanceLabel,

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { NotFoundError } from '@slipway/domain';
+import { ConflictError, NotFoundError } from '@slipway/domain';
 import { UnprocessableError } from './errors.js';
 import { DEFAULT_INGEST_LIMITS, type IngestLimits } from './limits.js';
 import { TracingProjectStore } from './project.repository.js';
@@ -37,25 +37,29 @@ export class TracingIngest {
   ) {}
 
   /**
-   * Writes the operations; returns the deployments whose projects got runs. A day's partition
+   * Writes the operations; returns the deployments whose projects got runs. `boundTo`: the one
+   * project a writer bound to it may write (a deployment's trace front): every run goes there
+   * whatever project it names, and a request touching a run or trace of any other project is
+   * refused whole (409), so such a writer can neither read nor change another project's runs,
+   * even knowing their ids. Without it (a workspace key), each create names its project. A day's partition
    * this process remembered can have been dropped since by retention (an old `start_time`
    * within what ingest accepts): the insert then finds no partition, the transaction rolls
    * back whole, and the write runs once more after making the partitions again.
    */
-  async write(workspaceId: string, operations: RunOperation[]): Promise<{ deploymentIds: string[] }> {
+  async write(workspaceId: string, operations: RunOperation[], boundTo: string | null = null): Promise<{ deploymentIds: string[] }> {
     let deploymentIds: string[];
     try {
-      deploymentIds = await this.writeOnce(workspaceId, operations);
+      deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
     } catch (err) {
       if (!isMissingPartition(err)) throw err;
       this.partitions.clear();
-      deploymentIds = await this.writeOnce(workspaceId, operations);
+      deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
     }
     if (deploymentIds.length) await this.onDeploymentsWritten?.(deploymentIds);
     return { deploymentIds };
   }
 
-  private async writeOnce(workspaceId: string, operations: RunOperation[]): Promise<string[]> {
+  private async writeOnce(workspaceId: string, operations: RunOperation[], boundTo: string | null): Promise<string[]> {
     if (!operations.length) return [];
     // Fold the request's own operations per run first: its creates, then its updates, in order.
     const byRun = new Map<string, { create: RunFields | null; update: RunFields | null }>();
@@ -89,7 +93,7 @@ export class TracingIngest {
     return this.dataSource.transaction(async (m) => {
       const runs = new RunRepository(m);
       const projects = new TracingProjectStore(m);
-      const projectIds = await this.resolveProjects(projects, workspaceId, [...byRun.values()]);
+      const projectIds = boundTo ? null : await this.resolveProjects(projects, workspaceId, [...byRun.values()]);
 
       const keys: string[] = [];
       for (const [id, { create, update }] of byRun) {
@@ -98,21 +102,34 @@ export class TracingIngest {
         if (trace) keys.push(`trace:${trace.toLowerCase()}`);
       }
       await runs.lock(workspaceId, keys);
+      if (boundTo) {
+        const traceIds = [...byRun.values()].flatMap(({ create, update }) => [create?.trace_id, update?.trace_id]).filter((t): t is string => !!t);
+        const foreign = await runs.tracesOutside(workspaceId, [...new Set(traceIds.map((t) => t.toLowerCase()))], boundTo);
+        if (foreign.length) throw new ConflictError(`trace ${foreign[0]} is not in this writer's project; nothing was written.`);
+      }
 
       const traces = new Set<string>();
       const written = new Set<string>();
       for (const [id, { create, update }] of byRun) {
         const stored = await runs.loadFields(workspaceId, id);
-        const pending = await runs.pendingUpdate(workspaceId, id);
+        if (boundTo && stored && stored.project_id !== boundTo) {
+          throw new ConflictError(`run ${id} is not in this writer's project; nothing was written.`);
+        }
+        const held = await runs.pendingUpdate(workspaceId, id);
         if (!create && !stored) {
           // An update before its create: held until the create comes.
-          await runs.savePendingUpdate(workspaceId, id, mergeFields(pending, update!));
+          if (boundTo && held && held.projectId !== boundTo) {
+            throw new ConflictError(`run ${id} is not in this writer's project; nothing was written.`);
+          }
+          await runs.savePendingUpdate(workspaceId, id, mergeFields(held?.patch ?? null, update!), boundTo);
           continue;
         }
+        const projectId = boundTo ?? this.projectOf(create, stored?.project_id, projectIds!);
+        // A held update is folded in only when written for this run's project, or by a workspace key.
+        const pending = held && (held.projectId === null || held.projectId === projectId) ? held.patch : null;
         let fields = mergeFields(stored, create ?? ({ id } as RunFields));
         if (pending) fields = mergeFields(fields, pending);
         if (update) fields = mergeFields(fields, update);
-        const projectId = this.projectOf(create, stored?.project_id, projectIds);
         const { payload, truncated } = capPayload(fields, this.limits.maxStoredFieldBytes);
         const row = promote(workspaceId, projectId, fields, truncated);
         if (stored) {

@@ -14,7 +14,8 @@ import { SpanTreeRepository } from './span-tree.repository.js';
  * id: of two exports holding a parent and its child, whichever joins second sees both rows
  * (READ COMMITTED), so the child ends under its parent in either arrival order. A process that
  * dies between the two transactions leaves a piece unjoined until another span of it, or of its
- * parent, arrives.
+ * parent, arrives. A piece joins a parent of its own project only: spans never cross projects, so a
+ * writer bound to one project cannot graft runs into another's traces.
  */
 /**
  * A piece is not attached under a run whose dotted order is longer than this (what a create may
@@ -29,11 +30,14 @@ export class OtlpTraceIngest {
     private readonly ingest: TracingIngest,
   ) {}
 
-  /** Decodes, writes and joins one export; `project` is the `Langsmith-Project` header (null: the default project). */
-  async write(workspaceId: string, headers: Record<string, unknown>, body: Readable, project: string | null): Promise<void> {
+  /**
+   * Decodes, writes and joins one export; `project` is the `Langsmith-Project` header (null: the
+   * default project), `boundTo` the one project a bound writer may write (TracingIngest.write).
+   */
+  async write(workspaceId: string, headers: Record<string, unknown>, body: Readable, project: string | null, boundTo: string | null = null): Promise<void> {
     const { operations, otelTraceIds } = await readOtlpTraces(body, headers, this.ingest.limits, project);
     if (!operations.length) return;
-    await this.ingest.write(workspaceId, operations);
+    await this.ingest.write(workspaceId, operations, boundTo);
     await this.dataSource.transaction(async (m) => {
       const runs = new RunRepository(m);
       const tree = new SpanTreeRepository(m);
@@ -48,13 +52,14 @@ export class OtlpTraceIngest {
         for (const child of await tree.waitingFor(workspaceId, id)) {
           // A piece that holds this run is not put under it (parents sent in a cycle).
           if (child === id || self.trace_id === child || self.dotted_order.length > MAX_ATTACH_DOTTED_ORDER) continue;
+          if ((await tree.placeOf(workspaceId, child))?.project_id !== self.project_id) continue;
           await tree.attach(workspaceId, child, self.trace_id, self.dotted_order);
           traces.add(self.trace_id);
         }
         self = (await tree.placeOf(workspaceId, id))!;
         if (!self.parent_run_id || self.trace_id !== id) continue;
         const parent = await tree.placeOf(workspaceId, self.parent_run_id);
-        if (!parent || parent.trace_id === id || parent.dotted_order.length > MAX_ATTACH_DOTTED_ORDER) continue;
+        if (!parent || parent.project_id !== self.project_id || parent.trace_id === id || parent.dotted_order.length > MAX_ATTACH_DOTTED_ORDER) continue;
         await tree.attach(workspaceId, id, parent.trace_id, parent.dotted_order);
         traces.add(parent.trace_id);
       }

@@ -43,12 +43,23 @@ const text = (v: unknown): string | null =>
 const count = (v: unknown): number | null => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : null);
 
 /**
+ * The `usage_metadata` of an LLM result's first message, as LangChain's tracer sends a chat
+ * model's run: `generations[0][0].message`, serialized (`kwargs`) or plain.
+ */
+function messageUsage(out: Record<string, unknown> | null): Record<string, unknown> | null {
+  const generations = out?.generations;
+  const first = Array.isArray(generations) ? (Array.isArray(generations[0]) ? generations[0][0] : generations[0]) : null;
+  const message = obj(obj(first)?.message);
+  return obj(obj(message?.kwargs)?.usage_metadata) ?? obj(message?.usage_metadata);
+}
+
+/**
  * Token counts the way LangChain and the LangSmith SDK report them: `usage_metadata` (in the
- * outputs, or the metadata), or an LLM result's `llm_output.token_usage`.
+ * outputs, the metadata, or an LLM result's message), or an LLM result's `llm_output.token_usage`.
  */
 function tokensOf(outputs: unknown, metadata: Record<string, unknown> | null) {
   const out = obj(outputs);
-  const usage = obj(out?.usage_metadata) ?? obj(metadata?.usage_metadata);
+  const usage = obj(out?.usage_metadata) ?? obj(metadata?.usage_metadata) ?? messageUsage(out);
   if (usage) {
     const prompt = count(usage.input_tokens);
     const completion = count(usage.output_tokens);

@@ -42,6 +42,29 @@ export interface RunQuery {
 const day = (d: Date) => d.toISOString().slice(0, 10);
 
 /**
+ * The tokens a run is read with, as LangSmith reads them: its own and its descendants' (a chain's
+ * tokens are its model calls'). A root takes its trace's summary sums (one row); any other run
+ * sums the runs under it, a range of the trace index (`dotted_order` below its own, in byte
+ * order). Null where neither it nor anything under it counted tokens. Filters compare a run's own.
+ */
+const TREE_TOKENS = {
+  joins: `LEFT JOIN tracing_traces tt ON r.parent_run_id IS NULL AND tt.workspace_id = r.workspace_id AND tt.trace_id = r.trace_id AND tt.root_run_id = r.id
+         LEFT JOIN LATERAL (
+           SELECT sum(c.prompt_tokens) AS prompt, sum(c.completion_tokens) AS completion, sum(c.total_tokens) AS total
+             FROM tracing_runs c
+            WHERE r.parent_run_id IS NOT NULL AND c.workspace_id = r.workspace_id AND c.trace_id = r.trace_id
+              AND c.dotted_order > r.dotted_order || '.' AND c.dotted_order < r.dotted_order || '/'
+         ) below ON true`,
+  columns: ['prompt', 'completion', 'total']
+    .map(
+      (k) => `CASE WHEN tt.trace_id IS NOT NULL AND tt.run_count > 1 AND (r.${k}_tokens IS NOT NULL OR tt.${k}_tokens > 0) THEN tt.${k}_tokens
+              WHEN below.${k} IS NOT NULL THEN COALESCE(r.${k}_tokens, 0) + below.${k}
+              ELSE r.${k}_tokens END AS tree_${k}_tokens`,
+    )
+    .join(', '),
+};
+
+/**
  * The runs store (`tracing_runs`, `tracing_run_payloads`, `tracing_pending_updates`,
  * `tracing_traces`): every statement tracing issues, named. Writes take the manager of the
  * caller's transaction; nothing here opens one.
@@ -118,18 +141,34 @@ export class RunRepository {
     );
   }
 
-  /** An update held for a run whose create has not arrived yet. */
-  async pendingUpdate(workspaceId: string, runId: string): Promise<RunFields | null> {
-    const [row] = await this.manager.query(`SELECT patch FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = $2`, [workspaceId, runId]);
-    return row ? (row.patch as RunFields) : null;
+  /**
+   * An update held for a run whose create has not arrived yet, and the project its writer was
+   * bound to (null: a workspace key, which may write to any project).
+   */
+  async pendingUpdate(workspaceId: string, runId: string): Promise<{ patch: RunFields; projectId: string | null } | null> {
+    const [row] = await this.manager.query(
+      `SELECT patch, project_id FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = $2`,
+      [workspaceId, runId],
+    );
+    return row ? { patch: row.patch as RunFields, projectId: row.project_id ?? null } : null;
   }
 
-  async savePendingUpdate(workspaceId: string, runId: string, patch: RunFields): Promise<void> {
+  async savePendingUpdate(workspaceId: string, runId: string, patch: RunFields, projectId: string | null): Promise<void> {
     await this.manager.query(
-      `INSERT INTO tracing_pending_updates (workspace_id, run_id, patch) VALUES ($1, $2, $3::jsonb)
-       ON CONFLICT (workspace_id, run_id) DO UPDATE SET patch = EXCLUDED.patch, received_at = now()`,
-      [workspaceId, runId, JSON.stringify(patch)],
+      `INSERT INTO tracing_pending_updates (workspace_id, run_id, patch, project_id) VALUES ($1, $2, $3::jsonb, $4)
+       ON CONFLICT (workspace_id, run_id) DO UPDATE SET patch = EXCLUDED.patch, project_id = EXCLUDED.project_id, received_at = now()`,
+      [workspaceId, runId, JSON.stringify(patch), projectId],
     );
+  }
+
+  /** Traces among `traceIds` holding a run outside `projectId`. */
+  async tracesOutside(workspaceId: string, traceIds: string[], projectId: string): Promise<string[]> {
+    if (!traceIds.length) return [];
+    const rows: Array<{ trace_id: string }> = await this.manager.query(
+      `SELECT DISTINCT trace_id FROM tracing_runs WHERE workspace_id = $1 AND trace_id = ANY($2::uuid[]) AND project_id <> $3`,
+      [workspaceId, traceIds, projectId],
+    );
+    return rows.map((r) => r.trace_id);
   }
 
   async deletePendingUpdate(workspaceId: string, runId: string): Promise<void> {
@@ -171,13 +210,14 @@ export class RunRepository {
     );
   }
 
-  /** One run of the workspace with its large fields and its children's ids, or null. */
+  /** One run of the workspace with its large fields, its children's ids and its tree's tokens (TREE_TOKENS), or null. */
   async get(workspaceId: string, id: string): Promise<(StoredRun & { child_run_ids: string[] }) | null> {
     const [row] = await this.manager.query(
-      `SELECT r.*, p.inputs, p.outputs, p.events, p.serialized, p.extra,
+      `SELECT r.*, p.inputs, p.outputs, p.events, p.serialized, p.extra, ${TREE_TOKENS.columns},
               ARRAY(SELECT c.id FROM tracing_runs c WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = r.id ORDER BY c.dotted_order) AS child_run_ids
          FROM tracing_runs r
          LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time
+         ${TREE_TOKENS.joins}
         WHERE r.workspace_id = $1 AND r.id = $2`,
       [workspaceId, id],
     );
@@ -207,9 +247,10 @@ export class RunRepository {
     const dir = q.order === 'asc' ? 'ASC' : 'DESC';
     const order = q.treeOrder ? `r.dotted_order ${dir}` : `r.start_time ${dir}, r.id ${dir}`;
     const rows = await this.manager.query(
-      `SELECT r.*${q.withPayload ? ', p.inputs, p.outputs, p.events, p.serialized, p.extra' : ''}
+      `SELECT r.*${q.withPayload ? ', p.inputs, p.outputs, p.events, p.serialized, p.extra' : ''}, ${TREE_TOKENS.columns}
          FROM tracing_runs r
          ${q.withPayload ? 'LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time' : ''}
+         ${TREE_TOKENS.joins}
         WHERE ${where.join(' AND ')}
         ORDER BY ${order}
         OFFSET ${p(q.offset)} LIMIT ${p(q.limit + 1)}`,
@@ -241,14 +282,15 @@ function toStored(row: Record<string, any>, withPayload: boolean): StoredRun {
     start_time: iso(row.start_time)!,
     end_time: iso(row.end_time),
     first_token_time: iso(row.first_token_time),
-    prompt_tokens: num(row.prompt_tokens),
-    completion_tokens: num(row.completion_tokens),
-    total_tokens: num(row.total_tokens),
+    prompt_tokens: num(row.tree_prompt_tokens ?? row.prompt_tokens),
+    completion_tokens: num(row.tree_completion_tokens ?? row.completion_tokens),
+    total_tokens: num(row.tree_total_tokens ?? row.total_tokens),
     received_at: iso(row.received_at)!,
     updated_at: iso(row.updated_at)!,
   };
   for (const c of PAYLOAD_COLUMNS) delete (stored as any)[c];
   delete (stored as any).child_run_ids;
+  for (const c of ['tree_prompt_tokens', 'tree_completion_tokens', 'tree_total_tokens']) delete (stored as any)[c];
   if (withPayload) stored.payload = Object.fromEntries(PAYLOAD_COLUMNS.map((c) => [c, row[c] ?? null]));
   return stored;
 }

@@ -10,10 +10,13 @@ import type { EntityManager } from 'typeorm';
 export class SpanTreeRepository {
   constructor(private readonly manager: EntityManager) {}
 
-  /** Where a stored run sits: its trace, dotted order and parent (null: not stored). */
-  async placeOf(workspaceId: string, id: string): Promise<{ trace_id: string; dotted_order: string; parent_run_id: string | null } | null> {
+  /** Where a stored run sits: its project, trace, dotted order and parent (null: not stored). */
+  async placeOf(
+    workspaceId: string,
+    id: string,
+  ): Promise<{ project_id: string; trace_id: string; dotted_order: string; parent_run_id: string | null } | null> {
     const [row] = await this.manager.query(
-      `SELECT trace_id, dotted_order, parent_run_id FROM tracing_runs WHERE workspace_id = $1 AND id = $2`,
+      `SELECT project_id, trace_id, dotted_order, parent_run_id FROM tracing_runs WHERE workspace_id = $1 AND id = $2`,
       [workspaceId, id],
     );
     return row ?? null;

@@ -3,7 +3,7 @@ import type { SecretsCodec } from '@slipway/crypto';
 import type { DataSource } from '@slipway/db';
 import { deploymentDatabaseName, isImageSource, type DeploymentSource, type SecretEntry } from '@slipway/domain';
 import { RevisionReads, type InstancesRow } from '@slipway/pipeline';
-import { imageAgentServer, instanceEnvironment, readArtifact, type ImageCache, type StartInstancesInput } from '@slipway/runtime';
+import { imageAgentServer, instanceEnvironment, readArtifact, tracingEnvironment, type ImageCache, type StartInstancesInput } from '@slipway/runtime';
 import { revisionImage } from './revision-image.js';
 import type { DeploymentDataAccess } from './provisioning/data-access.js';
 
@@ -60,13 +60,22 @@ export class RevisionInputs {
     const spec = r.resource_spec;
     // The deployment's own role and Redis user (provisioned again here, so their passwords are current).
     const data = await this.dataAccess.environment(r.deployment_id, r.database_name ?? deploymentDatabaseName(r.name, r.deployment_id));
+    const own = appSecrets(secrets, spec);
+    // Every run the app traces goes to the deployment's tracing project (and to the user's own LangSmith, if set).
+    const tracing = tracingEnvironment({ secrets: own, enabled: r.tracing, front: data.tracing, project: r.name, revisionId });
     return {
       revisionId,
       deploymentId: r.deployment_id,
       ...runs,
-      env: instanceEnvironment({ base: runs.artifact?.env ?? imageEnvironment(runs.image?.config.env, data.env.REDIS_PREFIX), secrets: appSecrets(secrets, spec), data: data.env }),
-      // The deployment's own store passwords are masked like its secrets wherever logs go.
-      secretValues: [...secrets.map((s) => s.value), ...masked, ...urlPasswords(data.env.DATABASE_URI), ...urlPasswords(data.env.REDIS_URI)],
+      env: instanceEnvironment({ base: runs.artifact?.env ?? imageEnvironment(runs.image?.config.env, data.env.REDIS_PREFIX), secrets: own, data: { ...tracing, ...data.env } }),
+      // The deployment's own store passwords and trace credential are masked like its secrets wherever logs go.
+      secretValues: [
+        ...secrets.map((s) => s.value),
+        ...masked,
+        ...urlPasswords(data.env.DATABASE_URI),
+        ...urlPasswords(data.env.REDIS_URI),
+        data.tracing.apiKey,
+      ],
       scale: instanceCount(spec),
       limits: { memoryMb: positive(spec?.memory_mb), cpu: positive(spec?.cpu) },
       ...(spec?.queue_enabled

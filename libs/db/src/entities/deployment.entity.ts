@@ -13,6 +13,8 @@ export interface StoredSourceConfig {
   build_command?: string | null;
   /** Agent servers: 'none' opens the serving URL to anyone; otherwise a workspace API key is required. */
   serving_auth?: 'api_key' | 'none' | null;
+  /** false: instances get no tracing variables (docs/tracing.md); null or true: they trace to the deployment's project. */
+  tracing?: boolean | null;
 }
 
 /** A deployment of an agent server (docs/api.md, Deployments). */

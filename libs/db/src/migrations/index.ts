@@ -23,6 +23,7 @@ import { OutboxNotify1764800000500 } from './1764800000500-outbox-notify.js';
 import { ImageUnpackedBytes1764800000650 } from './1764800000650-image-unpacked-bytes.js';
 import { TracingRuns1764900000000 } from './1764900000000-tracing-runs.js';
 import { TracingRetention1764900000100 } from './1764900000100-tracing-retention.js';
+import { TraceFronts1764900000200 } from './1764900000200-trace-fronts.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -54,4 +55,5 @@ export const MIGRATIONS = [
   ImageUnpackedBytes1764800000650,
   TracingRuns1764900000000,
   TracingRetention1764900000100,
+  TraceFronts1764900000200,
 ];

@@ -13,7 +13,12 @@ export interface StoreCredentials {
 export interface FrontPorts {
   postgres: number | null;
   redis: number | null;
+  trace: number | null;
 }
+
+/** The fronts a deployment may have, by the column their port is recorded in. */
+const FRONT_PORT_COLUMNS = { postgres: 'postgres_front_port', redis: 'redis_front_port', trace: 'trace_front_port' } as const;
+export type FrontKind = keyof typeof FRONT_PORT_COLUMNS;
 
 /** A deployment's store passwords as stored, sealed (read beside other rows, opened by `DeploymentCredentialStore.open`). */
 export interface SealedCredentials {
@@ -26,6 +31,7 @@ interface Row {
   redis_password_sealed: string;
   postgres_front_port: number | null;
   redis_front_port: number | null;
+  trace_front_port: number | null;
 }
 
 /** 32 random bytes: URL-safe, so it goes into a connection URI unescaped. */
@@ -66,16 +72,16 @@ export class DeploymentCredentialStore {
   /** The recorded front ports (both null when none were allocated yet). */
   async frontPorts(deploymentId: string): Promise<FrontPorts> {
     const row = await this.row(deploymentId);
-    return { postgres: row?.postgres_front_port ?? null, redis: row?.redis_front_port ?? null };
+    return { postgres: row?.postgres_front_port ?? null, redis: row?.redis_front_port ?? null, trace: row?.trace_front_port ?? null };
   }
 
   /**
    * Records a front's port unless one is recorded already; returns the port that holds. Throws a
    * unique violation (23505) when another deployment holds `port`.
    */
-  async claimFrontPort(deploymentId: string, front: 'postgres' | 'redis', port: number): Promise<number> {
+  async claimFrontPort(deploymentId: string, front: FrontKind, port: number): Promise<number> {
     await this.credentials(deploymentId);
-    const column = front === 'postgres' ? 'postgres_front_port' : 'redis_front_port';
+    const column = FRONT_PORT_COLUMNS[front];
     const [row] = await queryRows<{ port: number }>(
       this.manager,
       `UPDATE deployment_credentials SET ${column} = coalesce(${column}, $2) WHERE deployment_id = $1 RETURNING ${column} AS port`,
@@ -89,8 +95,9 @@ export class DeploymentCredentialStore {
   async takenFrontPorts(): Promise<Set<number>> {
     const rows = await queryRows<{ port: number }>(
       this.manager,
-      `SELECT postgres_front_port AS port FROM deployment_credentials WHERE postgres_front_port IS NOT NULL
-       UNION SELECT redis_front_port FROM deployment_credentials WHERE redis_front_port IS NOT NULL`,
+      Object.values(FRONT_PORT_COLUMNS)
+        .map((column) => `SELECT ${column} AS port FROM deployment_credentials WHERE ${column} IS NOT NULL`)
+        .join(' UNION '),
     );
     return new Set(rows.map((r) => Number(r.port)));
   }
@@ -98,7 +105,7 @@ export class DeploymentCredentialStore {
   private async row(deploymentId: string): Promise<Row | undefined> {
     const [row] = await queryRows<Row>(
       this.manager,
-      `SELECT database_password_sealed, redis_password_sealed, postgres_front_port, redis_front_port
+      `SELECT database_password_sealed, redis_password_sealed, postgres_front_port, redis_front_port, trace_front_port
          FROM deployment_credentials WHERE deployment_id = $1`,
       [deploymentId],
     );

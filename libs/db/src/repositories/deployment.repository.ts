@@ -87,6 +87,16 @@ export class DeploymentRepository {
     return row ? { name: row.name, databaseName: row.database_name } : null;
   }
 
+  /** Where the deployment's traces go: its workspace and tracing project (null: the deployment is gone). */
+  async tracingTarget(id: string): Promise<{ workspaceId: string; projectId: string | null } | null> {
+    const [row] = await queryRows<{ workspace_id: string; tracing_project_id: string | null }>(
+      this.manager,
+      `SELECT workspace_id, tracing_project_id FROM deployments WHERE id = $1`,
+      [id],
+    );
+    return row ? { workspaceId: row.workspace_id, projectId: row.tracing_project_id } : null;
+  }
+
   /** Writes a PATCH's changes and marks it active now; the caller holds the row `lock`. */
   async applyPatch(id: string, patch: DeploymentPatch): Promise<void> {
     await this.manager.query(

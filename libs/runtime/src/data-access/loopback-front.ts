@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { listenExclusive } from '@slipway/net';
 
 export interface Upstream {
   host: string;
@@ -35,13 +36,7 @@ export abstract class LoopbackFront {
   }
 
   listen(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen({ host: this.address.host, port: this.address.port, exclusive: true }, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
+    return listenExclusive(this.server, this.address.host, this.address.port);
   }
 
   /** Stops listening and cuts every relayed connection. */

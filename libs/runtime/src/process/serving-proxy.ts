@@ -1,7 +1,7 @@
 import { Agent, createServer, request, validateHeaderValue, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { answerSocket, serveWithin } from '@slipway/net';
+import { answerSocket, listenExclusive, serveWithin } from '@slipway/net';
 
 /** One instance the proxy may send requests to. */
 export interface ProxyTarget {
@@ -166,13 +166,7 @@ export class ServingProxy {
   }
 
   listen(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen({ host: this.options.host, port: this.options.port, exclusive: true }, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
+    return listenExclusive(this.server, this.options.host, this.options.port);
   }
 
   /** Replaces the target list atomically. Pools of targets no longer listed lose their idle sockets. */

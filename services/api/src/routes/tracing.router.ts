@@ -102,8 +102,7 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
         422: { description: 'Not an ExportTraceServiceRequest, or a span that is not valid (ids, times, parents in a cycle, NUL); nothing was written' },
       },
       handler: async (ctx) => {
-        const project = (ctx.headers['langsmith-project'] as string | undefined) ?? null;
-        await tracing.otlpTraces(workspaceOf(ctx), ctx.headers, ctx.bodyStream!, project);
+        await tracing.otlpTraces(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
         // An OTLP client reads the answer in the encoding it sent: an empty protobuf message is zero bytes.
         if (otlpEncodingOf(ctx.headers) === 'protobuf') return { status: 200, headers: { 'Content-Type': 'application/x-protobuf' } };
         return ok({ partialSuccess: {} });

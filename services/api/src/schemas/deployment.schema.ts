@@ -82,6 +82,9 @@ const sourceConfigFields = {
     .valid('api_key', 'none')
     .allow(null)
     .description("Who may call an agent server's serving URL: 'api_key' (the default) requires a workspace API key in X-Api-Key; 'none' lets anyone in (only an admin may set it)"),
+  tracing: Joi.boolean()
+    .allow(null)
+    .description("Whether instances send their traces to the deployment's tracing project (LANGSMITH_* variables, docs/tracing.md); false turns it off. Default on; a change rolls out a new revision"),
 };
 
 const sourceRevisionConfigFields = {
@@ -184,6 +187,7 @@ const sourceConfigResponse = Joi.object({
   build_command: Joi.string().allow(null),
   deployment_type: Joi.string().allow(null),
   serving_auth: Joi.string().allow(null),
+  tracing: Joi.boolean().allow(null),
 }).id('SourceConfig');
 
 const sourceRevisionConfigResponse = Joi.object({
@@ -260,6 +264,7 @@ export interface SourceConfigInput {
   build_command?: string | null;
   deployment_type?: string | null;
   serving_auth?: 'api_key' | 'none' | null;
+  tracing?: boolean | null;
 }
 
 export interface SourceRevisionConfigInput {

@@ -50,6 +50,7 @@ export function presentDeployment(
       build_command: d.sourceConfig.build_command ?? null,
       deployment_type: d.deploymentType,
       serving_auth: d.sourceConfig.serving_auth ?? null,
+      tracing: d.sourceConfig.tracing ?? null,
     },
     source_revision_config: presentRevisionConfig(config),
     secrets: secretNames.map((name) => ({ name, value: SECRET_MASK })),

@@ -227,7 +227,7 @@ export class DeploymentService {
 
     const input = body.source_config ?? {};
     const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
-    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth'] as const) {
+    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth', 'tracing'] as const) {
       if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
     }
     let resourceSpec = deployment.resourceSpec;

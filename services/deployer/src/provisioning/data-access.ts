@@ -1,13 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
-import type { SecretsCodec } from '@slipway/crypto';
+import { ingestCredential, type SecretsCodec } from '@slipway/crypto';
 import {
   DEPLOYMENT_TEMPLATE_DATABASE,
+  DeploymentActivity,
   DeploymentCredentialStore,
   DeploymentRepository,
   ProcessRuntimeRepository,
   provisionDeploymentDatabase,
   type DataSource,
+  type FrontKind,
 } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { workerConnection } from '@slipway/jobs';
@@ -27,24 +29,39 @@ import {
   type LoopbackFront,
   type Upstream,
 } from '@slipway/runtime';
+import { TraceIntake } from '@slipway/tracing';
+import { TraceFront } from './trace-front.js';
 
 /** Unsandboxed, fronts listen on loopback only: they are for this machine's apps. */
 const LOOPBACK = '127.0.0.1';
+/** What a trace front's `GET /api/v1/info` says it is. */
+const TRACE_FRONT_VERSION = '0.1.0';
 /** How often the runtime owner checks that every running deployment has its fronts. */
 const KEEP_FRONTS_MS = 2_000;
+/** Trace batches of one deployment written at once by its trace front; past it, 429 (docs/operations.md, Per-tenant bounds). */
+export const TRACE_FRONT_MAX_IN_FLIGHT = 4;
 
-/** What an instance gets to reach its stores, and the local ports it needs for that. */
+/** What an instance gets to reach its stores and its trace front, and the local ports it needs for that. */
 export interface DataEnvironment {
   env: { DATABASE_URI: string; REDIS_URI: string; REDIS_PREFIX: string };
+  /** Its trace front's `/api/v1` (LANGSMITH_ENDPOINT) and the deployment's trace-ingest credential (LANGSMITH_API_KEY). */
+  tracing: { endpoint: string; apiKey: string };
   /** Ports of its fronts: what its sandboxed instances may connect to on the host. */
   frontPorts: number[];
 }
 
-/** Per store: a gate (passwordless store), a plain relay (sandboxed, store demands passwords), or none. */
+/**
+ * Per store: a gate (passwordless store), a plain relay (sandboxed, store demands passwords), or
+ * none; and the deployment's trace front, always.
+ */
 interface Fronts {
   postgres: PostgresFront | TcpRelay | null;
   redis: RedisFront | TcpRelay | null;
+  trace: TraceFront | null;
 }
+
+/** What every front is to its keeper: something that listens on a port and closes. */
+type Front = Pick<LoopbackFront, 'listen' | 'close' | 'port'>;
 
 function upstreamOf(url: string, defaultPort: number): Upstream {
   const u = new URL(url);
@@ -59,6 +76,7 @@ function upstreamOf(url: string, defaultPort: number): Upstream {
  * role and user through. With the sandbox, instances live in network namespaces that reach no
  * store: every store gets a front (a plain relay where the store demands passwords itself) on
  * the sandbox network's services address (`frontHost`); unsandboxed, fronts listen on loopback.
+ * Beside them, each deployment's trace front (TraceFront), where its instances send their traces.
  * Probes the servers at every start and says what it found.
  */
 export class DeploymentDataAccess {
@@ -71,6 +89,8 @@ export class DeploymentDataAccess {
 
   /** Where fronts listen. */
   private readonly frontHost: string;
+  /** What every trace front writes through: the api's own intake. */
+  private readonly traceIntake: TraceIntake;
 
   constructor(
     private readonly config: Readonly<Config>,
@@ -82,6 +102,11 @@ export class DeploymentDataAccess {
     private readonly sandboxNetwork: { servicesAddress: string } | null = null,
   ) {
     this.frontHost = sandboxNetwork?.servicesAddress ?? LOOPBACK;
+    const activity = new DeploymentActivity(dataSource);
+    // A trace is activity of its deployment (UNUSED); the runs are written whatever that write does.
+    this.traceIntake = new TraceIntake(dataSource, undefined, async (ids) => {
+      await Promise.all(ids.map((id) => activity.record(id).catch((err) => log.warn({ err, deploymentId: id }, 'recording deployment activity from a trace failed'))));
+    });
   }
 
   /** Probes the servers and reports (every start): a passwordless store is a warning. */
@@ -159,8 +184,13 @@ export class DeploymentDataAccess {
     redis.username = encodeURIComponent(user);
     redis.password = encodeURIComponent(redisPassword);
 
-    const frontPorts = [fronts.postgres?.port, fronts.redis?.port].filter((p): p is number => p !== undefined);
-    return { env: { DATABASE_URI: database.toString(), REDIS_URI: redis.toString(), REDIS_PREFIX: user }, frontPorts };
+    const trace = fronts.trace!;
+    const frontPorts = [fronts.postgres?.port, fronts.redis?.port, trace.port].filter((p): p is number => p !== undefined);
+    return {
+      env: { DATABASE_URI: database.toString(), REDIS_URI: redis.toString(), REDIS_PREFIX: user },
+      tracing: { endpoint: `http://${this.frontHost}:${trace.port}/api/v1`, apiKey: ingestCredential(this.config.secretsKey.key, deploymentId) },
+      frontPorts,
+    };
   }
 
   /**
@@ -180,14 +210,13 @@ export class DeploymentDataAccess {
   private async openFronts(deploymentId: string, databaseName?: string): Promise<Fronts> {
     const active = this.frontsActive;
     const relay = this.sandboxNetwork !== null;
-    if (!active.postgres && !active.redis && !relay) return { postgres: null, redis: null };
     const store = new DeploymentCredentialStore(this.dataSource.manager, this.box);
     const name = databaseName ?? (await this.databaseName(deploymentId));
     const { databasePassword, redisPassword } = await store.credentials(deploymentId);
     const recorded = await store.frontPorts(deploymentId);
     const onError = (err: Error) => this.log.warn({ err, deploymentId }, 'data-access front: a connection failed');
 
-    const open = async <F extends LoopbackFront>(kind: 'postgres' | 'redis', make: (port: number) => F): Promise<F> => {
+    const open = async <F extends Front>(kind: FrontKind, make: (port: number) => F): Promise<F> => {
       let front = make(recorded[kind] ?? 0);
       try {
         await front.listen();
@@ -206,7 +235,7 @@ export class DeploymentDataAccess {
       this.log.info({ deploymentId, port: front.port }, `${kind} front listening`);
       return front;
     };
-    const fronts: Fronts = { postgres: null, redis: null };
+    const fronts: Fronts = { postgres: null, redis: null, trace: null };
     const host = this.frontHost;
     const postgres = upstreamOf(this.config.databaseUrl, 5432);
     const redis = upstreamOf(this.config.redisUrl, 6379);
@@ -233,11 +262,29 @@ export class DeploymentDataAccess {
       } else if (relay) {
         fronts.redis = await open('redis', (port) => new TcpRelay({ host, port, upstream: redis, onError }));
       }
+      fronts.trace = await open('trace', (port) => this.traceFront(deploymentId, host, port));
     } catch (err) {
-      await Promise.allSettled([fronts.postgres?.close(), fronts.redis?.close()]);
+      await Promise.allSettled([fronts.postgres?.close(), fronts.redis?.close(), fronts.trace?.close()]);
       throw err;
     }
     return fronts;
+  }
+
+  private traceFront(deploymentId: string, host: string, port: number): TraceFront {
+    return new TraceFront({
+      host,
+      port,
+      deploymentId,
+      target: async () => {
+        const t = await new DeploymentRepository(this.dataSource.manager).tracingTarget(deploymentId);
+        return t?.projectId ? { workspaceId: t.workspaceId, projectId: t.projectId } : null;
+      },
+      intake: this.traceIntake,
+      secretsKeys: [this.config.secretsKey.key, ...this.config.previousSecretsKeys],
+      maxInFlight: TRACE_FRONT_MAX_IN_FLIGHT,
+      version: TRACE_FRONT_VERSION,
+      onError: (err) => this.log.warn({ err, deploymentId }, 'trace front: a request failed'),
+    });
   }
 
   private async databaseName(deploymentId: string): Promise<string> {
@@ -272,7 +319,7 @@ export class DeploymentDataAccess {
   async closeFronts(deploymentId: string): Promise<void> {
     const fronts = await this.fronts.get(deploymentId)?.catch(() => null);
     this.fronts.delete(deploymentId);
-    await Promise.allSettled([fronts?.postgres?.close(), fronts?.redis?.close()]);
+    await Promise.allSettled([fronts?.postgres?.close(), fronts?.redis?.close(), fronts?.trace?.close()]);
   }
 
   /**
