@@ -6,9 +6,10 @@ import type { Run } from 'langsmith/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitProject, deployRepo as deploy, gitIn, initProject, runningInstances, startAgentPipeline, untilDone as done } from '../support/agent-projects.js';
 import { revisionLogLines, type HttpClient } from '../support/http.js';
-import { langsmithClient } from '../support/langsmith.js';
+import { LANGSMITH_STAND_IN, langsmithClient, standInRequests } from '../support/langsmith.js';
 import { eventually } from '../support/service-process.js';
 import type { Pipeline } from '../support/pipeline.js';
+import { freeTestNetwork, startTestHost, type TestHost } from '../support/test-netns.js';
 import type { TestApi } from '../support/test-api.js';
 
 /**
@@ -17,9 +18,11 @@ import type { TestApi } from '../support/test-api.js';
  * provider's model) in a local git repository, deployed by real api, builder and deployer
  * processes and called with the official SDK through the deployment's serving URL. Issue 34:
  * with no tracing configuration at all, every run lands in the deployment's tracing project,
- * read back with the official `langsmith` client. The builds install @langchain/langgraph (the
- * project's) and the agent server's locked dependencies from the npm registry, so this file
- * takes minutes.
+ * read back with the official `langsmith` client; with a LangSmith key of the user's own, runs go
+ * to their LangSmith too (a stand-in: an HTTP server in a network namespace of its own, on a
+ * TEST-NET-2 address the sandbox is told to allow, since a remote service cannot exist here). The
+ * builds install @langchain/langgraph (the project's) and the agent server's locked dependencies
+ * from the npm registry, so this file takes minutes.
  */
 const PORT_BASE = 34_000 + Math.floor(Math.random() * 2_000);
 
@@ -28,6 +31,8 @@ let api: TestApi;
 let http: HttpClient;
 let reposRoot: string;
 let repo: string;
+/** The user's own LangSmith. */
+let ownLangsmith: TestHost;
 
 const git = (...args: string[]) => gitIn(repo, ...args);
 
@@ -82,12 +87,14 @@ beforeAll(async () => {
   repo = initProject(reposRoot, 'list-agent');
   commitGraph('');
 
-  pipeline = await startAgentPipeline(reposRoot, PORT_BASE);
+  ownLangsmith = await startTestHost(await freeTestNetwork('198.51.100'), 8080, LANGSMITH_STAND_IN);
+  pipeline = await startAgentPipeline(reposRoot, PORT_BASE, undefined, { SLIPWAY_SANDBOX_ALLOW_CIDRS: '198.51.100.0/24' });
   ({ api, http } = pipeline);
 }, 90_000);
 
 afterAll(async () => {
   await pipeline?.stop();
+  await ownLangsmith?.close();
   rmSync(reposRoot, { recursive: true, force: true });
 }, 120_000);
 
@@ -212,9 +219,16 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect((await two!.threads.get(created.thread_id)).metadata).toMatchObject({ via: 'one' });
   }, 60_000);
 
-  it('keeps the thread, its state and its history across a new commit, and continues it', async () => {
+  it('keeps the thread, its state and its history across a new commit, and continues it; traces go to the user\'s own LangSmith too', async () => {
     const sha = commitGraph('-v2');
-    const res = await http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
+    const own = `http://${ownLangsmith.address}:${ownLangsmith.port}`;
+    const res = await http.patch(`/v2/deployments/${deploymentId}`, {
+      source_revision_config: { repo_ref: 'main' },
+      secrets: [
+        { name: 'LANGSMITH_API_KEY', value: 'lsv2_own_key' },
+        { name: 'LANGSMITH_ENDPOINT', value: own },
+      ],
+    });
     expect(res.status, res.text).toBe(200);
     const rev = await untilDone(deploymentId, res.body.latest_revision_id);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
@@ -226,9 +240,17 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect(await client.runs.wait(threadId, assistantId, { input: { steps: ['later'] } })).toEqual({
       steps: ['hello', 'first', 'second', 'again', 'first', 'second', 'later', 'first-v2', 'second-v2'],
     });
-    // The new revision's runs say so.
+    // The new revision's runs say so, and the user's own LangSmith got them too, with their key.
     const roots = await eventually(() => rootRunsOn(workspaceKey, deploymentName, threadId), (r) => r.length >= 3, 60_000, 500);
     expect(roots.map((r) => r.extra?.metadata?.revision_id)).toEqual([res.body.latest_revision_id, firstRevision, firstRevision]);
+    const theirs = await eventually(
+      () => standInRequests(ownLangsmith.output).filter((r) => r.method !== 'GET'),
+      // Run ids differ per write target (the client remaps them per project); the metadata names the thread and revision.
+      (requests) => requests.some((r) => r.ids.includes(threadId) && r.ids.includes(res.body.latest_revision_id)),
+      30_000,
+      250,
+    );
+    expect(theirs.every((r) => r.key === 'lsv2_own_key')).toBe(true);
   }, 420_000);
 
   it('returns the error of a run that throws and keeps serving', async () => {

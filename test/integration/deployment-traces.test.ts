@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenancyRepository } from '@slipway/db';
-import { langsmithClient, sendTrace } from '../support/langsmith.js';
+import { randomUUID } from 'node:crypto';
+import { dottedSegment, langsmithClient, sendTrace } from '../support/langsmith.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -85,6 +86,37 @@ describe('GET /v2/deployments/{id}/traces', () => {
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ detail: `Deployment ID ${d.id} not found.` });
     expect((await api.http.get(`/v2/deployments/${crypto.randomUUID()}/traces`)).status).toBe(404);
+  });
+});
+
+describe('GET /v2/deployments/{id}/metrics: traces per revision', () => {
+  it('compares the revisions its traces name: counts, errors, latency percentiles and tokens, newest first', async () => {
+    const d = await deployment();
+    const client = langsmithClient(api.baseUrl, api.adminKey);
+    const now = Date.now();
+    await sendTrace(client, d.name, { start: new Date(now - 50_000), latencyMs: 1_000, metadata: { revision_id: 'rev-old' } });
+    await sendTrace(client, d.name, { start: new Date(now - 40_000), latencyMs: 3_000, metadata: { revision_id: 'rev-old' } });
+    await sendTrace(client, d.name, { start: new Date(now - 20_000), latencyMs: 500, metadata: { revision_id: 'rev-new' } });
+    // A failed trace of the new revision, and one that names none.
+    const failed = randomUUID();
+    const at = new Date(now - 10_000);
+    const batch = await api.http.post('/api/v1/runs/batch', {
+      post: [{ id: failed, trace_id: failed, dotted_order: dottedSegment(at, failed), name: 'agent', run_type: 'chain', start_time: at.toISOString(), end_time: new Date(now - 9_000).toISOString(), error: 'boom', session_name: d.name, extra: { metadata: { revision_id: 'rev-new' } } }],
+    });
+    expect(batch.status).toBe(202);
+    await sendTrace(client, d.name, { start: new Date(now - 5_000), latencyMs: 100 });
+    // An old trace, outside the hour.
+    await sendTrace(client, d.name, { start: new Date(now - 2 * 3_600_000), latencyMs: 100, metadata: { revision_id: 'rev-ancient' } });
+
+    const res = await api.http.get(`/v2/deployments/${d.id}/metrics?window=1h`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.traces_by_revision).toEqual([
+      { revision_id: null, traces: 1, errors: 0, latency_p50_ms: 100, latency_p95_ms: 100, prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, last_trace_at: new Date(now - 5_000).toISOString() },
+      { revision_id: 'rev-new', traces: 2, errors: 1, latency_p50_ms: 750, latency_p95_ms: 975, prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, last_trace_at: at.toISOString() },
+      { revision_id: 'rev-old', traces: 2, errors: 0, latency_p50_ms: 2_000, latency_p95_ms: 2_900, prompt_tokens: 14, completion_tokens: 6, total_tokens: 20, last_trace_at: new Date(now - 40_000).toISOString() },
+    ]);
+    const day = await api.http.get(`/v2/deployments/${d.id}/metrics?window=24h`);
+    expect(day.body.traces_by_revision.map((r: { revision_id: string | null }) => r.revision_id)).toEqual([null, 'rev-new', 'rev-old', 'rev-ancient']);
   });
 });
 

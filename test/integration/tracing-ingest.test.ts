@@ -357,6 +357,26 @@ describe('tenancy and refusals', () => {
       await nothingWritten();
     });
 
+    it('a 10,000-deep tree gets 422 past the depth kept, writing nothing of the refused request', async () => {
+      // One chain, root first, sent as the client would in batches: each run's dotted order holds its whole path.
+      const start = Date.now() - 60_000;
+      const ids = Array.from({ length: 10_000 }, () => randomUUID());
+      let dotted = '';
+      const runs = ids.map((id, i) => {
+        dotted = `${dotted ? `${dotted}.` : ''}${segment(new Date(start + i), id)}`;
+        return { ...validRun(id), trace_id: ids[0], parent_run_id: i ? ids[i - 1] : null, dotted_order: dotted, start_time: new Date(start + i).toISOString() };
+      });
+      const kept = runs.findIndex((r) => r.dotted_order.length > 2_560);
+      expect(kept).toBeGreaterThan(30);
+      // Deeper runs beside valid ones: the whole request is refused, saying why.
+      const refused = await api.http.post('/api/v1/runs/batch', { post: runs.slice(0, kept + 5) });
+      expect(refused.status).toBe(422);
+      expect(refused.body.detail).toMatch(/dotted_order.*longer than 2560 characters/);
+      const deepest = await api.http.post('/api/v1/runs/batch', { post: runs.slice(-20) });
+      expect(deepest.status).toBe(422);
+      await nothingWritten();
+    });
+
     it('a field over the per-field cap is stored cut, and the run says so', async () => {
       const run = validRun();
       const res = await post(Buffer.concat([part(`post.${run.id}`, JSON.stringify({ ...run, session_name: 'tracing-cut' })), part(`post.${run.id}.inputs`, JSON.stringify({ blob: 'y'.repeat(2 * 1024 * 1024) })), close]));

@@ -156,12 +156,13 @@ export async function runningInstances(api: TestApi, deploymentId: string, role:
  * The control plane of an agent-server e2e file: local repositories under `reposRoot`, instance
  * ports from `portBase` (1,000 of them), rollouts given `rolloutDeadlineMs`.
  */
-export const startAgentPipeline = (reposRoot: string, portBase: number, rolloutDeadlineMs = 120_000): Promise<Pipeline> =>
+export const startAgentPipeline = (reposRoot: string, portBase: number, rolloutDeadlineMs = 120_000, env: Record<string, string> = {}): Promise<Pipeline> =>
   startPipeline({
     SLIPWAY_LOCAL_REPOS_ROOT: reposRoot,
     SLIPWAY_RUNTIME_PORT_MIN: String(portBase),
     SLIPWAY_RUNTIME_PORT_MAX: String(portBase + 999),
     SLIPWAY_ROLLOUT_DEADLINE_MS: String(rolloutDeadlineMs),
+    ...env,
   });
 
 /** Expects the revision to end DEPLOYED. */

@@ -35,3 +35,25 @@ export async function sendTrace(
   await client.flush();
   return { traceId, childId };
 }
+
+/**
+ * A stand-in for a user's own LangSmith (a remote service that cannot exist on this machine), as
+ * a `startTestHost` listener (test/support/test-netns.ts): answers `GET …/info` with no flags (so
+ * clients send plain bodies) and every write with 202, and prints one JSON line per request:
+ * `{method, path, key, ids}`, `ids` being the run ids its body names.
+ */
+export const LANGSMITH_STAND_IN = `require('node:http').createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    let body = Buffer.concat(chunks);
+    if (req.headers['content-encoding'] === 'gzip') body = require('node:zlib').gunzipSync(body);
+    const ids = [...new Set(body.toString('latin1').match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g) || [])];
+    console.log(JSON.stringify({ method: req.method, path: req.url, key: req.headers['x-api-key'] || null, ids }));
+    res.writeHead(req.url.endsWith('/info') ? 200 : 202, { 'content-type': 'application/json' }).end('{}');
+  });
+})`;
+
+/** What a LANGSMITH_STAND_IN was sent, request by request. */
+export const standInRequests = (output: string[]): Array<{ method: string; path: string; key: string | null; ids: string[] }> =>
+  output.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));

@@ -32,6 +32,23 @@ export interface InstanceMetrics {
   last_health_check_at: string | null;
 }
 
+/** A revision's traces over the window (its runs' `metadata.revision_id`), from the trace summaries. */
+export interface RevisionTraceRollup {
+  /** The revision the traces name (null: traces that name none). */
+  revision_id: string | null;
+  traces: number;
+  /** Traces whose root ended in an error. */
+  errors: number;
+  /** Of the traces that ended: median and 95th percentile of root latency, milliseconds (null: none ended). */
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** When the newest of them started. */
+  last_trace_at: string;
+}
+
 /** The response, for the window `W` (the api's joi schema lists the windows it serves). */
 export interface DeploymentMetricsView<W extends string = string> {
   window: W;
@@ -40,4 +57,6 @@ export interface DeploymentMetricsView<W extends string = string> {
   totals: Record<MetricName, number | null>;
   instances_expected: number | null;
   instances: InstanceMetrics[];
+  /** The deployment's traces over the window per revision, newest first (at most 20 revisions). */
+  traces_by_revision: RevisionTraceRollup[];
 }

@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import type { TracingIngest } from './ingest.js';
 import { readOtlpTraces } from './otlp.js';
 import { RunRepository } from './run.repository.js';
+import { MAX_DOTTED_ORDER_CHARS } from './run-ops.js';
 import { SpanTreeRepository } from './span-tree.repository.js';
 
 /**
@@ -17,13 +18,6 @@ import { SpanTreeRepository } from './span-tree.repository.js';
  * parent, arrives. A piece joins a parent of its own project only: spans never cross projects, so a
  * writer bound to one project cannot graft runs into another's traces.
  */
-/**
- * A piece is not attached under a run whose dotted order is longer than this (what a create may
- * carry): a client cannot grow a trace's depth, and so its dotted orders, without bound by
- * sending deeper and deeper chains in turn.
- */
-const MAX_ATTACH_DOTTED_ORDER = 64 * 1024;
-
 export class OtlpTraceIngest {
   constructor(
     private readonly dataSource: DataSource,
@@ -51,19 +45,31 @@ export class OtlpTraceIngest {
         if (!self) continue;
         for (const child of await tree.waitingFor(workspaceId, id)) {
           // A piece that holds this run is not put under it (parents sent in a cycle).
-          if (child === id || self.trace_id === child || self.dotted_order.length > MAX_ATTACH_DOTTED_ORDER) continue;
+          if (child === id || self.trace_id === child) continue;
           if ((await tree.placeOf(workspaceId, child))?.project_id !== self.project_id) continue;
+          if (!(await fits(tree, workspaceId, self.dotted_order, child))) continue;
           await tree.attach(workspaceId, child, self.trace_id, self.dotted_order);
           traces.add(self.trace_id);
         }
         self = (await tree.placeOf(workspaceId, id))!;
         if (!self.parent_run_id || self.trace_id !== id) continue;
         const parent = await tree.placeOf(workspaceId, self.parent_run_id);
-        if (!parent || parent.project_id !== self.project_id || parent.trace_id === id || parent.dotted_order.length > MAX_ATTACH_DOTTED_ORDER) continue;
+        if (!parent || parent.project_id !== self.project_id || parent.trace_id === id) continue;
+        if (!(await fits(tree, workspaceId, parent.dotted_order, id))) continue;
         await tree.attach(workspaceId, id, parent.trace_id, parent.dotted_order);
         traces.add(parent.trace_id);
       }
       await runs.refreshTraces(workspaceId, [...traces]);
     });
   }
+}
+
+/**
+ * Whether the piece rooted at `pieceRoot` may go under a run placed at `parentDotted`: no run of
+ * it may end up with a dotted order longer than a create may carry (MAX_DOTTED_ORDER_CHARS), so a
+ * client cannot grow a trace without bound by sending deeper and deeper chains in turn. A piece
+ * that does not fit stays a trace of its own.
+ */
+async function fits(tree: SpanTreeRepository, workspaceId: string, parentDotted: string, pieceRoot: string): Promise<boolean> {
+  return parentDotted.length + 1 + (await tree.longestDottedOrder(workspaceId, pieceRoot)) <= MAX_DOTTED_ORDER_CHARS;
 }

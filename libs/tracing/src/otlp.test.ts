@@ -54,11 +54,13 @@ describe('spansToOperations', () => {
     expect(() => operations(exportOf([1, 2], (n) => (n === 1 ? 2 : 1)))).toThrow(/cycle/);
   });
 
-  it('places a chain as long as the span limit without recursing', () => {
-    const ids = Array.from({ length: DEFAULT_INGEST_LIMITS.maxOperations }, (_, i) => i + 1);
-    const fields = operations(exportOf(ids, (n) => (n === 1 ? null : n - 1)));
+  it('places a chain as deep as a run may be, and refuses one as long as the span limit without recursing', () => {
+    const deep = Array.from({ length: 40 }, (_, i) => i + 1);
+    const fields = operations(exportOf(deep, (n) => (n === 1 ? null : n - 1)));
     expect(fields.every((f) => f.trace_id === runIdOfSpan(hex(1)))).toBe(true);
-    expect(fields.at(-1)!.dotted_order!.split('.')).toHaveLength(ids.length);
+    expect(fields.at(-1)!.dotted_order!.split('.')).toHaveLength(deep.length);
+    const longest = Array.from({ length: DEFAULT_INGEST_LIMITS.maxOperations }, (_, i) => i + 1);
+    expect(() => operations(exportOf(longest, (n) => (n === 1 ? null : n - 1)))).toThrow(/longer than 2560 characters/);
   });
 
   it('refuses more spans than the limit', () => {

@@ -47,13 +47,22 @@ function toIsoTime(value: string | number): string {
   return date.toISOString();
 }
 
+/**
+ * The longest dotted order stored: a run about 40 levels deep (each level is a 60-character
+ * segment). A trace's runs are read in tree order through an index on the dotted order, and a
+ * btree entry holds at most ~2.7 kB, so a deeper run is refused (422) rather than failing the write.
+ */
+export const MAX_DOTTED_ORDER_CHARS = 2_560;
+
 const SEGMENT = /^(\d{8}T\d{6}\d{6})Z([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 
 const runFields = Joi.object({
   id: uuid().required(),
   trace_id: uuid(),
   parent_run_id: uuid().allow(null),
-  dotted_order: Joi.string().max(64 * 1024),
+  dotted_order: Joi.string()
+    .max(MAX_DOTTED_ORDER_CHARS)
+    .messages({ 'string.max': `"dotted_order" is longer than ${MAX_DOTTED_ORDER_CHARS} characters: runs are kept at most about 40 levels deep` }),
   name: Joi.string().max(1024),
   run_type: Joi.string().max(64),
   start_time: time(),

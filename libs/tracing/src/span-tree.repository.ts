@@ -31,6 +31,15 @@ export class SpanTreeRepository {
     return rows.map((r) => r.id);
   }
 
+  /** The length of the longest dotted order in the piece rooted at `rootId` (what attaching it lengthens). */
+  async longestDottedOrder(workspaceId: string, rootId: string): Promise<number> {
+    const [row] = await this.manager.query(
+      `SELECT COALESCE(max(length(dotted_order)), 0) AS longest FROM tracing_runs WHERE workspace_id = $1 AND trace_id = $2`,
+      [workspaceId, rootId],
+    );
+    return Number(row.longest);
+  }
+
   /** Moves the piece rooted at `rootId` under a parent placed at (`traceId`, `parentDotted`); drops the piece's summary row. */
   async attach(workspaceId: string, rootId: string, traceId: string, parentDotted: string): Promise<void> {
     await this.manager.query(

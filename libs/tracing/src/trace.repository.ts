@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import type { RevisionTraceRollup } from '@slipway/domain';
 
 /** A trace's summary row (`tracing_traces`), recomputed from its runs on every write. */
 export interface TraceRow {
@@ -46,6 +47,38 @@ export class TraceRepository {
       total_tokens: Number(r.total_tokens),
     }));
   }
+}
+
+/** Revisions a rollup lists at most (the newest traced). */
+const ROLLUP_REVISIONS = 20;
+
+/** Per revision, the project's traces that started since a time (its start-time index). */
+export async function revisionRollups(manager: EntityManager, workspaceId: string, projectId: string, since: Date): Promise<RevisionTraceRollup[]> {
+  const rows: Array<Record<string, unknown>> = await manager.query(
+    `SELECT revision_id, count(*) AS traces, count(*) FILTER (WHERE status = 'error') AS errors,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM end_time - start_time) * 1000) FILTER (WHERE end_time IS NOT NULL) AS p50,
+            percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM end_time - start_time) * 1000) FILTER (WHERE end_time IS NOT NULL) AS p95,
+            sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens, sum(total_tokens) AS total_tokens,
+            max(start_time) AS last_trace_at
+       FROM tracing_traces
+      WHERE project_id = $1 AND workspace_id = $2 AND start_time >= $3
+      GROUP BY revision_id
+      ORDER BY max(start_time) DESC
+      LIMIT ${ROLLUP_REVISIONS}`,
+    [projectId, workspaceId, since],
+  );
+  const ms = (v: unknown) => (v == null ? null : Math.round(Number(v) * 10) / 10);
+  return rows.map((r) => ({
+    revision_id: (r.revision_id as string | null) ?? null,
+    traces: Number(r.traces),
+    errors: Number(r.errors),
+    latency_p50_ms: ms(r.p50),
+    latency_p95_ms: ms(r.p95),
+    prompt_tokens: Number(r.prompt_tokens),
+    completion_tokens: Number(r.completion_tokens),
+    total_tokens: Number(r.total_tokens),
+    last_trace_at: iso(r.last_trace_at)!,
+  }));
 }
 
 /** A trace as `GET /v2/deployments/{id}/traces` shows it (docs/tracing.md). */

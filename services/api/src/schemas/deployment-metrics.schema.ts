@@ -59,4 +59,20 @@ export const deploymentMetricsResponse = Joi.object({
       }).id('InstanceMetrics'),
     )
     .required(),
+  traces_by_revision: Joi.array()
+    .items(
+      Joi.object({
+        revision_id: Joi.string().allow(null).required().description("The revision its traces name (their runs' metadata.revision_id, which deployed instances set); null: traces naming none"),
+        traces: Joi.number().integer().required(),
+        errors: Joi.number().integer().required().description('Traces whose root ended in an error'),
+        latency_p50_ms: number().description('Median root latency of the traces that ended, milliseconds'),
+        latency_p95_ms: number().description('95th percentile root latency, milliseconds'),
+        prompt_tokens: Joi.number().integer().required(),
+        completion_tokens: Joi.number().integer().required(),
+        total_tokens: Joi.number().integer().required(),
+        last_trace_at: timestamp().required().description('When the newest of them started'),
+      }).id('RevisionTraceRollup'),
+    )
+    .required()
+    .description("The deployment's traces that started in the window, per revision, newest first (at most 20 revisions): compare error rate, latency and tokens across a rollout"),
 }).id('DeploymentMetrics');

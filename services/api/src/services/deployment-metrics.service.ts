@@ -1,6 +1,7 @@
 import { DeploymentMetricsRepository, DeploymentRepository, type DataSource, type MetricsStep } from '@slipway/db';
 import { METRIC_COUNTERS, METRIC_GAUGES, METRIC_LATENCIES, NotFoundError, type DeploymentMetricsView as MetricsView, type MetricName } from '@slipway/domain';
 import { RevisionRepository } from '@slipway/pipeline';
+import { revisionRollups } from '@slipway/tracing';
 import { METRIC_WINDOWS, type MetricWindow } from '../schemas/deployment-metrics.schema.js';
 
 export type DeploymentMetricsView = MetricsView<MetricWindow>;
@@ -39,10 +40,11 @@ export class DeploymentMetricsService {
     const now = Math.floor(Date.now() / 1000);
     const first = Math.floor((now - WINDOW_SECONDS[window]) / step) * step + step;
     const repo = new DeploymentMetricsRepository(manager);
-    const [steps, instances, active] = await Promise.all([
+    const [steps, instances, active, traces] = await Promise.all([
       repo.steps(deploymentId, new Date(first * 1000), step),
       repo.instances(deploymentId),
       deployment.activeRevisionId ? new RevisionRepository(manager).find(deploymentId, deployment.activeRevisionId) : Promise.resolve(null),
+      deployment.tracingProjectId ? revisionRollups(manager, workspaceId, deployment.tracingProjectId, new Date((now - WINDOW_SECONDS[window]) * 1000)) : Promise.resolve([]),
     ]);
     const byStart = new Map(steps.map((s) => [s.t, s]));
     const series = Object.fromEntries(NAMES.map((n) => [n, [] as Array<[number, number | null]>])) as DeploymentMetricsView['series'];
@@ -63,6 +65,7 @@ export class DeploymentMetricsService {
       totals,
       instances_expected: active ? (active.resourceSpec.min_scale ?? 1) : null,
       instances,
+      traces_by_revision: traces,
     };
   }
 }
