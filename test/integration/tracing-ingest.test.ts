@@ -267,6 +267,26 @@ describe('tenancy and refusals', () => {
     expect((await theirs.readRun(t.root.id)).session_id).not.toBe(project.id);
   });
 
+  it("throttles one workspace's flood with 429 and Retry-After while another workspace's ingest goes through", async () => {
+    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'tracing-calm');
+    const otherKey = await api.mintKey({ workspaceId: other.id, role: 'admin' });
+    const runs = () =>
+      Array.from({ length: 100 }, () => {
+        const id = randomUUID();
+        const at = new Date(Date.now() - 1_000);
+        return { id, trace_id: id, dotted_order: segment(at, id), name: 'flood', run_type: 'chain', start_time: at.toISOString(), session_name: 'tracing-flood', inputs: { pad: 'x'.repeat(2_000) } };
+      });
+    const send = (key: string) =>
+      fetch(`${apiUrl}/runs/batch`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ post: runs() }) });
+    const flood = await Promise.all(Array.from({ length: 48 }, () => send(api.adminKey)));
+    const calm = await send(otherKey);
+    const statuses = flood.map((r) => r.status);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 202 || s === 429)).toBe(true);
+    expect(flood.find((r) => r.status === 429)!.headers.get('retry-after')).toBe('1');
+    expect(calm.status).toBe(202);
+  });
+
   describe('refused bodies write nothing', () => {
     const boundary = 'slipwayTestBoundary';
     const part = (name: string, body: string | Buffer) => {

@@ -6,6 +6,7 @@ export { validateOperation, type RunFields, type RunOperation } from './run-ops.
 export { DEFAULT_PROJECT, TracingIngest } from './ingest.js';
 export { TracingReads, type RunsQueryInput } from './reads.js';
 export { OtlpTraceIngest } from './otlp-ingest.js';
+export { IngestSlots } from './ingest-slots.js';
 export { ingestEndpointOf, TraceIntake, type IngestEndpoint, type IntakeScope } from './intake.js';
 export { otlpEncodingOf, runIdOfSpan } from './otlp.js';
 export type { ProjectFilter } from './project.repository.js';

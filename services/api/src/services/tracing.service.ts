@@ -1,9 +1,12 @@
 import type { Readable } from 'node:stream';
 import type { DataSource, DeploymentActivity } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
-import { TraceIntake, TracingReads, type IngestLimits, type ProjectFilter, type RunsQueryInput } from '@slipway/tracing';
+import { IngestSlots, TraceIntake, TracingReads, type IngestLimits, type ProjectFilter, type RunsQueryInput } from '@slipway/tracing';
 
 type Headers = Record<string, unknown>;
+
+/** Ingest requests of one workspace written at once by one api process; past it, 429 (docs/operations.md, Per-tenant bounds). */
+export const INGEST_SLOTS_PER_WORKSPACE = 16;
 
 /**
  * The LangSmith-compatible surface (docs/tracing.md): ingest through @slipway/tracing's
@@ -13,6 +16,7 @@ type Headers = Record<string, unknown>;
 export class TracingService {
   private readonly intake: TraceIntake;
   private readonly reads: TracingReads;
+  private readonly slots = new IngestSlots(INGEST_SLOTS_PER_WORKSPACE);
 
   /**
    * `activity`: a trace written to a deployment's project is activity of that deployment (it
@@ -39,24 +43,24 @@ export class TracingService {
   }
 
   multipart(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.intake.multipart({ workspaceId }, headers, body);
+    return this.slots.run(workspaceId, () => this.intake.multipart({ workspaceId }, headers, body));
   }
 
   batch(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.intake.batch({ workspaceId }, headers, body);
+    return this.slots.run(workspaceId, () => this.intake.batch({ workspaceId }, headers, body));
   }
 
   create(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.intake.create({ workspaceId }, headers, body);
+    return this.slots.run(workspaceId, () => this.intake.create({ workspaceId }, headers, body));
   }
 
   update(workspaceId: string, runId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.intake.update({ workspaceId }, runId, headers, body);
+    return this.slots.run(workspaceId, () => this.intake.update({ workspaceId }, runId, headers, body));
   }
 
   /** An OTLP/HTTP trace export (JSON or protobuf), into the project its `Langsmith-Project` header names. */
   otlpTraces(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.intake.otlp({ workspaceId }, headers, body);
+    return this.slots.run(workspaceId, () => this.intake.otlp({ workspaceId }, headers, body));
   }
 
   listProjects(workspaceId: string, filter: ProjectFilter) {

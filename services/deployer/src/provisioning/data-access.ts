@@ -29,7 +29,7 @@ import {
   type LoopbackFront,
   type Upstream,
 } from '@slipway/runtime';
-import { TraceIntake } from '@slipway/tracing';
+import { IngestSlots, TraceIntake } from '@slipway/tracing';
 import { TraceFront } from './trace-front.js';
 
 /** Unsandboxed, fronts listen on loopback only: they are for this machine's apps. */
@@ -91,6 +91,8 @@ export class DeploymentDataAccess {
   private readonly frontHost: string;
   /** What every trace front writes through: the api's own intake. */
   private readonly traceIntake: TraceIntake;
+  /** Each deployment's trace-ingest slots. */
+  private readonly traceSlots = new IngestSlots(TRACE_FRONT_MAX_IN_FLIGHT);
 
   constructor(
     private readonly config: Readonly<Config>,
@@ -281,7 +283,7 @@ export class DeploymentDataAccess {
       },
       intake: this.traceIntake,
       secretsKeys: [this.config.secretsKey.key, ...this.config.previousSecretsKeys],
-      maxInFlight: TRACE_FRONT_MAX_IN_FLIGHT,
+      slots: this.traceSlots,
       version: TRACE_FRONT_VERSION,
       onError: (err) => this.log.warn({ err, deploymentId }, 'trace front: a request failed'),
     });

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { isIngestCredential } from '@slipway/crypto';
 import { AppError } from '@slipway/domain';
 import { listenExclusive, serveWithin } from '@slipway/net';
-import { ingestEndpointOf, otlpEncodingOf, TraceIntake } from '@slipway/tracing';
+import { ingestEndpointOf, otlpEncodingOf, TraceIntake, type IngestSlots } from '@slipway/tracing';
 
 /** Where the langsmith client sends (its `LANGSMITH_ENDPOINT` ends with it), as on the api. */
 const PREFIX = '/api/v1';
@@ -20,8 +20,8 @@ export interface TraceFrontOptions {
   intake: TraceIntake;
   /** The secrets key and the rotated-out ones: the credential is checked under each. */
   secretsKeys: readonly Buffer[];
-  /** Ingest requests of this deployment written at once; past it, 429 with Retry-After. */
-  maxInFlight: number;
+  /** Ingest requests written at once, per deployment; past it, 429 with Retry-After (shared by every front of the process). */
+  slots: IngestSlots;
   /** Answered in `GET /api/v1/info`. */
   version: string;
   onError: (err: Error) => void;
@@ -34,13 +34,12 @@ export interface TraceFrontOptions {
  * ingest endpoints only (`GET /info`, runs multipart, batch, create, update, OTLP traces) through
  * the api's own intake (TraceIntake), and writes every run into the deployment's tracing project
  * whatever project it names: the key it takes is the deployment's trace-ingest credential, which
- * opens nothing else anywhere. Reads and anything else are 404; a flood gets 429 once
- * `maxInFlight` requests are being written, so one deployment's traces never hold up another's.
+ * opens nothing else anywhere. Reads and anything else are 404; a flood gets 429 once the
+ * deployment's `slots` are taken, so one deployment's traces never hold up another's.
  */
 export class TraceFront {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
-  private inFlight = 0;
   private target: Promise<{ workspaceId: string; projectId: string } | null> | null = null;
 
   constructor(private readonly options: TraceFrontOptions) {
@@ -88,19 +87,15 @@ export class TraceFront {
     }
     const target = await this.targetOf();
     if (!target) return refuse(res, 404, 'This deployment has no tracing project.');
-    if (this.inFlight >= this.options.maxInFlight) {
-      return refuse(res, 429, `This deployment has ${this.inFlight} trace batches being written; send again shortly.`, { 'retry-after': '1' });
-    }
-    this.inFlight++;
     try {
-      await this.options.intake.receive(route.endpoint, { workspaceId: target.workspaceId, boundTo: target.projectId }, req.headers, req, route.runId);
+      await this.options.slots.run(this.options.deploymentId, () =>
+        this.options.intake.receive(route.endpoint, { workspaceId: target.workspaceId, boundTo: target.projectId }, req.headers, req, route.runId),
+      );
     } catch (err) {
       if (err instanceof AppError) {
         return refuse(res, err.status, err.message, err.retryAfterSeconds != null ? { 'retry-after': String(err.retryAfterSeconds) } : {});
       }
       throw err;
-    } finally {
-      this.inFlight--;
     }
     if (route.endpoint !== 'otlp') return answer(res, 202, {});
     // An OTLP client reads the answer in the encoding it sent: an empty protobuf message is zero bytes.
