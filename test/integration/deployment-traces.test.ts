@@ -118,6 +118,27 @@ describe('GET /v2/deployments/{id}/metrics: traces per revision', () => {
     const day = await api.http.get(`/v2/deployments/${d.id}/metrics?window=24h`);
     expect(day.body.traces_by_revision.map((r: { revision_id: string | null }) => r.revision_id)).toEqual([null, 'rev-new', 'rev-old', 'rev-ancient']);
   });
+
+  it('puts the last hour of each revision on /metrics', async () => {
+    const d = await deployment();
+    const client = langsmithClient(api.baseUrl, api.adminKey);
+    const now = Date.now();
+    await sendTrace(client, d.name, { start: new Date(now - 30_000), latencyMs: 1_000, metadata: { revision_id: 'rev-a' } });
+    await sendTrace(client, d.name, { start: new Date(now - 20_000), latencyMs: 3_000, metadata: { revision_id: 'rev-a' } });
+    // The first scrape of this api process: it reads the rollups (later ones within 30 s reuse them).
+    const text = await (await fetch(`${api.baseUrl}/metrics`)).text();
+    const sample = (name: string, labels: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`deployment="${d.id}"`) && l.includes(labels));
+      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    expect(sample('slipway_deployment_traces', 'status="ok"')).toBe(2);
+    expect(sample('slipway_deployment_traces', 'status="error"')).toBe(0);
+    expect(sample('slipway_deployment_trace_latency_seconds', 'quantile="0.5"')).toBe(2);
+    expect(sample('slipway_deployment_trace_latency_seconds', 'quantile="0.95"')).toBe(2.9);
+    expect(sample('slipway_deployment_trace_tokens', 'kind="prompt"')).toBe(14);
+    expect(sample('slipway_deployment_trace_tokens', 'kind="completion"')).toBe(6);
+    expect(text).toContain(`revision="rev-a"`);
+  });
 });
 
 describe('a trace is activity of its deployment', () => {

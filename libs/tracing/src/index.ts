@@ -12,4 +12,4 @@ export { otlpEncodingOf, runIdOfSpan } from './otlp.js';
 export type { ProjectFilter } from './project.repository.js';
 export { TracingRetention, type TracingRetentionOptions, type TracingRetentionReport } from './retention.js';
 export { TracingRetentionRepository } from './retention.repository.js';
-export { revisionRollups, TraceRepository, traceView, type TraceRow, type TraceView } from './trace.repository.js';
+export { deploymentRollups, revisionRollups, TraceRepository, traceView, type TraceRow, type TraceView } from './trace.repository.js';

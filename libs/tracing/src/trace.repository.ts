@@ -49,26 +49,42 @@ export class TraceRepository {
   }
 }
 
-/** Revisions a rollup lists at most (the newest traced). */
+/** Revisions a deployment's rollup lists at most (the newest traced). */
 const ROLLUP_REVISIONS = 20;
+/** Series the installation-wide rollup reads at most (what `/metrics` can carry). */
+const ROLLUP_SERIES = 2_000;
 
-/** Per revision, the project's traces that started since a time (its start-time index). */
-export async function revisionRollups(manager: EntityManager, workspaceId: string, projectId: string, since: Date): Promise<RevisionTraceRollup[]> {
+/** One rollup row: a revision's traces, and (installation-wide) its deployment's id. */
+type RollupRow = RevisionTraceRollup & { deployment_id: string | null };
+
+/**
+ * Traces that started since a time, per revision (and per deployment): the summary rows only, by
+ * their start-time indexes. `project`: one deployment's project (its metrics); without it, every
+ * deployment's project in the installation (`/metrics`).
+ */
+async function rollups(manager: EntityManager, since: Date, project: { workspaceId: string; projectId: string } | null): Promise<RollupRow[]> {
+  const params: unknown[] = [since];
+  let where = 't.start_time >= $1';
+  if (project) {
+    params.push(project.projectId, project.workspaceId);
+    where += ' AND t.project_id = $2 AND t.workspace_id = $3';
+  }
   const rows: Array<Record<string, unknown>> = await manager.query(
-    `SELECT revision_id, count(*) AS traces, count(*) FILTER (WHERE status = 'error') AS errors,
-            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM end_time - start_time) * 1000) FILTER (WHERE end_time IS NOT NULL) AS p50,
-            percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM end_time - start_time) * 1000) FILTER (WHERE end_time IS NOT NULL) AS p95,
-            sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens, sum(total_tokens) AS total_tokens,
-            max(start_time) AS last_trace_at
-       FROM tracing_traces
-      WHERE project_id = $1 AND workspace_id = $2 AND start_time >= $3
-      GROUP BY revision_id
-      ORDER BY max(start_time) DESC
-      LIMIT ${ROLLUP_REVISIONS}`,
-    [projectId, workspaceId, since],
+    `SELECT p.deployment_id, t.revision_id, count(*) AS traces, count(*) FILTER (WHERE t.status = 'error') AS errors,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.end_time - t.start_time) * 1000) FILTER (WHERE t.end_time IS NOT NULL) AS p50,
+            percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM t.end_time - t.start_time) * 1000) FILTER (WHERE t.end_time IS NOT NULL) AS p95,
+            sum(t.prompt_tokens) AS prompt_tokens, sum(t.completion_tokens) AS completion_tokens, sum(t.total_tokens) AS total_tokens,
+            max(t.start_time) AS last_trace_at
+       FROM tracing_traces t JOIN tracing_projects p ON p.id = t.project_id
+      WHERE ${where}${project ? '' : ' AND p.deployment_id IS NOT NULL'}
+      GROUP BY p.deployment_id, t.revision_id
+      ORDER BY max(t.start_time) DESC
+      LIMIT ${project ? ROLLUP_REVISIONS : ROLLUP_SERIES}`,
+    params,
   );
   const ms = (v: unknown) => (v == null ? null : Math.round(Number(v) * 10) / 10);
   return rows.map((r) => ({
+    deployment_id: (r.deployment_id as string | null) ?? null,
     revision_id: (r.revision_id as string | null) ?? null,
     traces: Number(r.traces),
     errors: Number(r.errors),
@@ -79,6 +95,16 @@ export async function revisionRollups(manager: EntityManager, workspaceId: strin
     total_tokens: Number(r.total_tokens),
     last_trace_at: iso(r.last_trace_at)!,
   }));
+}
+
+/** A deployment's traces that started since a time, per revision, newest first (its metrics' `traces_by_revision`). */
+export async function revisionRollups(manager: EntityManager, workspaceId: string, projectId: string, since: Date): Promise<RevisionTraceRollup[]> {
+  return (await rollups(manager, since, { workspaceId, projectId })).map(({ deployment_id: _, ...rollup }) => rollup);
+}
+
+/** Every deployment's traces that started since a time, per deployment and revision (`/metrics`). */
+export async function deploymentRollups(manager: EntityManager, since: Date): Promise<Array<RevisionTraceRollup & { deployment_id: string }>> {
+  return (await rollups(manager, since, null)) as Array<RevisionTraceRollup & { deployment_id: string }>;
 }
 
 /** A trace as `GET /v2/deployments/{id}/traces` shows it (docs/tracing.md). */

@@ -6,6 +6,7 @@ import type { Logger } from '@slipway/logging';
 import { collectProcessMetrics } from '@slipway/logging';
 import { QueueJobsCollector, type QueueJobsCollectorOptions } from './queue-jobs.collector.js';
 import { RevisionEventsCollector, type RevisionEventsCollectorOptions } from './revision-events.collector.js';
+import { TraceRollupsCollector } from './trace-rollups.collector.js';
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /**
@@ -67,8 +68,8 @@ function routeLabel(req: Request, prefixes: readonly string[], mounts: readonly 
 
 /**
  * Prometheus metrics of one api app (docs/api.md, Operational endpoints): request durations, queue sizes, revision
- * transitions (from `revision_events`, so the workers' transitions count too) and the Node
- * process defaults, all prefixed `slipway_`.
+ * transitions (from `revision_events`, so the workers' transitions count too), each deployment's
+ * traces of the last hour per revision, and the Node process defaults, all prefixed `slipway_`.
  */
 export function createMetrics(deps: MetricsDeps): Metrics {
   const { dataSource, queues, logger, prefixes, mounts } = deps;
@@ -84,6 +85,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   });
   const queueJobs = new QueueJobsCollector(registry, queues, logger, deps.queueJobs);
   const revisionEvents = new RevisionEventsCollector(registry, dataSource, logger, deps.revisionEvents);
+  const traceRollups = new TraceRollupsCollector(registry, dataSource);
 
   const httpMiddleware: RequestHandler = (req, res, next) => {
     const end = httpDuration.startTimer();
@@ -94,6 +96,7 @@ export function createMetrics(deps: MetricsDeps): Metrics {
   };
 
   let revisionEventsFailing = false;
+  let traceRollupsFailing = false;
   let inFlight: Promise<void> | null = null;
   /**
    * One collection at a time: concurrent scrapes share it, so the revision-events cursor is
@@ -101,12 +104,14 @@ export function createMetrics(deps: MetricsDeps): Metrics {
    */
   const collect = (): Promise<void> =>
     (inFlight ??= (async () => {
-      const [, events] = await Promise.allSettled([queueJobs.collect(), revisionEvents.collect()]);
+      const [, events, traces] = await Promise.allSettled([queueJobs.collect(), revisionEvents.collect(), traceRollups.collect()]);
       // A scrape answers even when Postgres does not: the counters just do not move meanwhile.
       if (events.status === 'rejected' && !revisionEventsFailing) {
         logger.warn({ err: events.reason }, 'could not read revision_events for /metrics');
       }
       revisionEventsFailing = events.status === 'rejected';
+      if (traces.status === 'rejected' && !traceRollupsFailing) logger.warn({ err: traces.reason }, 'could not read the trace rollups for /metrics');
+      traceRollupsFailing = traces.status === 'rejected';
     })().finally(() => {
       inFlight = null;
     }));
