@@ -28,6 +28,8 @@ export interface Deployment {
   url: string | null;
   /** Whether the platform serves its graphs as an agent server (null: nothing built yet). */
   agent_server?: boolean | null;
+  /** Its tracing project (docs/tracing.md): the \`session\` its runs are queried by. */
+  tracer_session_id?: string | null;
   tag_value_ids: string[];
   created_at: string;
   updated_at: string;
@@ -164,4 +166,49 @@ export interface WebhookDelivery {
   updated_at: string;
   event: WorkspaceEvent;
   attempts: Array<{ round: number; attempt: number; attempted_at: string; duration_ms: number; response_status: number | null; error: string | null }>;
+}
+
+/** A trace's summary row (`GET /v2/deployments/{id}/traces`, docs/tracing.md). */
+export interface TraceSummary {
+  trace_id: string;
+  root_run_id: string | null;
+  name: string | null;
+  status: 'success' | 'error' | 'pending';
+  start_time: string;
+  end_time: string | null;
+  /** Seconds; null while pending. */
+  latency: number | null;
+  run_count: number;
+  error_count: number;
+  total_tokens: number;
+  thread_id: string | null;
+  revision_id: string | null;
+}
+
+/** A run as `POST /api/v1/runs/query` and `GET /api/v1/runs/{id}` answer it (LangSmith's fields). */
+export interface TracedRun {
+  id: string;
+  trace_id: string;
+  name: string;
+  run_type: string;
+  status: 'success' | 'error' | 'pending';
+  error: string | null;
+  start_time: string;
+  end_time: string | null;
+  parent_run_id: string | null;
+  dotted_order: string;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  /** A parent's include its descendants'. */
+  total_tokens: number | null;
+  thread_id?: string | null;
+  inputs?: unknown;
+  outputs?: unknown;
+  events?: unknown[];
+  extra?: { metadata?: Record<string, unknown> } & Record<string, unknown>;
+}
+
+export interface RunsPage {
+  runs: TracedRun[];
+  cursors: { next: string | null };
 }

@@ -3,7 +3,7 @@ import type { Api } from '../api/client';
 import { TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision, type RevisionHistory } from '../api/types';
 import { formatTime } from '../phases';
 import { AgentAccess, isAgentDeployment } from './AgentAccess';
-import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
+import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useHashRoute, useLoad } from './common';
 import { ActionOutcome, useAction, useConfirm } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
 import { EditDeployment } from './EditDeployment';
@@ -12,6 +12,7 @@ import { LiveIndicator, useLiveRefresh } from './live';
 import { MetricsPanel } from './metrics/MetricsPanel';
 import { PhaseChart } from './PhaseChart';
 import { Timeline } from './Timeline';
+import { TracesTab, tracesHref } from './traces/TracesTab';
 
 const HISTORY_SIZE = 50;
 
@@ -90,6 +91,20 @@ function ConfigList({ deployment }: { deployment: Deployment }) {
   );
 }
 
+/** The page's two views; the address says which (`?tab=traces`), so a reload keeps it. */
+function DeploymentTabs({ deploymentId, traces }: { deploymentId: string; traces: boolean }) {
+  return (
+    <nav aria-label="Deployment views" className="tabs">
+      <a href={`#/deployments/${deploymentId}`} aria-current={traces ? undefined : 'page'}>
+        Overview
+      </a>
+      <a href={tracesHref(deploymentId)} aria-current={traces ? 'page' : undefined}>
+        Traces
+      </a>
+    </nav>
+  );
+}
+
 /** Secret names only: the API never returns values, and the console shows a mask. */
 function Secrets({ secrets }: { secrets: Deployment['secrets'] }) {
   if (!secrets?.length) return <p>No secrets.</p>;
@@ -107,6 +122,8 @@ function Secrets({ secrets }: { secrets: Deployment['secrets'] }) {
 export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const api = useApi();
   const data = useLoad((signal) => loadDeployment(api, deploymentId, signal), [api, deploymentId]);
+  const { query } = useHashRoute();
+  const traces = query.get('tab') === 'traces';
   const live = useLiveRefresh(data.reload, (e) => e.deployment_id === deploymentId);
   const [rollbackOf, setRollbackOf] = useState<Revision | null>(null);
   const [deleting, setDeleting] = useState(false);
@@ -136,12 +153,27 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
     }
   };
 
-  return (
+  const heading = (
     <>
       <p className="crumbs">
         <a href="#/">Deployments</a> / {deployment.name}
       </p>
       <PageHeading>{deployment.name}</PageHeading>
+      <DeploymentTabs deploymentId={deployment.id} traces={traces} />
+    </>
+  );
+  if (traces) {
+    return (
+      <>
+        {heading}
+        <TracesTab deployment={deployment} query={query} />
+      </>
+    );
+  }
+
+  return (
+    <>
+      {heading}
       <LiveIndicator {...live} />
       <ErrorText error={data.error} />
       {notice && (
