@@ -79,6 +79,17 @@ describe('the embedded container runtime', () => {
     expect(environ).toContain('MY_TOKEN=sekrit-123');
     expect(environ).toContain('PATH=/bin');
     expect(text).not.toMatch(/\bDATABASE_URL\b|\bREDIS_URL\b|SLIPWAY_/);
+    // Tracing with no configuration: the container reaches its deployment's trace front, and a
+    // run it sends there lands in the deployment's tracing project.
+    expect(environ).toContain('LANGSMITH_TRACING=true');
+    expect(environ).toContain("LANGSMITH_PROJECT=ctr-whoami");
+    expect(environ).toContain(`LANGCHAIN_REVISION_ID=${instance!.revision_id}`);
+    expect(text).toMatch(/trace-info: .*"use_multipart_endpoint":true/);
+    const run = /trace-run: ([0-9a-f-]{36})/.exec(text)?.[1];
+    expect(run, text).toBeDefined();
+    const stored = await api().http.get(`/api/v1/runs/${run}`);
+    expect(stored.status, stored.text).toBe(200);
+    expect(stored.body).toMatchObject({ name: 'from-container', session_id: (await api().http.get(`/v2/deployments/${d.id}`)).body.tracer_session_id });
   }, 120_000);
 
   it("an image's USER, root or a non-root uid, is ignored: it runs as the deployment uid, and the deploy log says so", async () => {

@@ -51,9 +51,12 @@ async function instance(deploymentId = app.deploymentId): Promise<{ address: str
   return row;
 }
 
-async function fronts(deploymentId = app.deploymentId): Promise<{ postgres: number; redis: number }> {
-  const [row] = await stand.api.dataSource.query(`SELECT postgres_front_port, redis_front_port FROM deployment_credentials WHERE deployment_id = $1`, [deploymentId]);
-  return { postgres: Number(row.postgres_front_port), redis: Number(row.redis_front_port) };
+async function fronts(deploymentId = app.deploymentId): Promise<{ postgres: number; redis: number; trace: number }> {
+  const [row] = await stand.api.dataSource.query(
+    `SELECT postgres_front_port, redis_front_port, trace_front_port FROM deployment_credentials WHERE deployment_id = $1`,
+    [deploymentId],
+  );
+  return { postgres: Number(row.postgres_front_port), redis: Number(row.redis_front_port), trace: Number(row.trace_front_port) };
 }
 
 beforeAll(async () => {
@@ -146,12 +149,13 @@ describe('a sandbox network namespace per app', () => {
   });
 
   it('reaches no address of the host but its fronts, and its own namespace only through them', async () => {
-    const { postgres } = await fronts();
+    const { postgres, trace } = await fronts();
     const frontHost = (await ask('/env')).database.split(':')[0];
     expect(frontHost).toBe(stand.api.config.sandbox.subnet.replace(/\.0\/\d+$/, '.1'));
     // Its own front answers (asked again for a while: one probe's 2 s can pass unanswered on a loaded machine).
     const reached = await eventually(async () => (await ask(`/connect?host=${frontHost}&port=${postgres}`)).result as string, (r) => /^connected/.test(r), 15_000, 250);
     expect(reached).toMatch(/^connected/);
+    expect((await ask(`/connect?host=${frontHost}&port=${trace}`)).result).toMatch(/^connected/);
     const apiPort = Number(new URL(stand.apiUrl).port);
     const { address } = await instance();
     const gateway = address.replace(/\d+$/, (n) => String(Number(n) - 1));
@@ -190,6 +194,8 @@ describe('a sandbox network namespace per app', () => {
     const frontHost = (await ask('/env')).database.split(':')[0];
     expect((await ask(`/connect?host=${frontHost}&port=${theirs.postgres}`)).result).toBe('timeout');
     expect((await ask(`/connect?host=${frontHost}&port=${theirs.redis}`)).result).toBe('timeout');
+    // Nor its trace front: a sandbox's traces reach only its own deployment's project.
+    expect((await ask(`/connect?host=${frontHost}&port=${theirs.trace}`)).result).toBe('timeout');
   });
 
   it('reaches an allow-listed public-shaped address', async () => {

@@ -52,6 +52,14 @@ echo "rootfs-writable: $(touch /bin/x 2>/dev/null && echo yes || echo no)"
 echo "tmp-writable: $(touch /tmp/x 2>/dev/null && echo yes || echo no)"
 echo "host-postgres: $(nc -w 2 127.0.0.1 5432 </dev/null >/dev/null 2>&1 && echo open || echo closed)"
 tr '\\0' '\\n' </proc/1/environ | sed 's/=.*//' | sort | tr '\\n' ' ' | sed 's/^/env: /'
+echo
+# The trace front its LANGSMITH_* variables name (PID 1's environment: CGI scripts get httpd's own).
+setting() { tr '\\0' '\\n' </proc/1/environ | sed -n "s/^$1=//p"; }
+run=$(cat /proc/sys/kernel/random/uuid)
+echo "trace-info: $(wget -q -O - "$(setting LANGSMITH_ENDPOINT)/info" 2>&1 | head -c 300)"
+wget -q -O /dev/null --header "x-api-key: $(setting LANGSMITH_API_KEY)" --header 'content-type: application/json' \\
+  --post-data "{\\"id\\":\\"$run\\",\\"name\\":\\"from-container\\",\\"run_type\\":\\"chain\\",\\"start_time\\":$(date +%s)000}" \\
+  "$(setting LANGSMITH_ENDPOINT)/runs" 2>&1 && echo "trace-run: $run" || echo "trace-run: refused"
 `;
 
 export async function buildBusyboxImage(page: string, options: BusyboxImageOptions = {}): Promise<OciImage> {
@@ -59,7 +67,7 @@ export async function buildBusyboxImage(page: string, options: BusyboxImageOptio
   const root = path.join(work, 'rootfs');
   for (const dir of ['bin', 'www/cgi-bin']) mkdirSync(path.join(root, dir), { recursive: true });
   copyFileSync(BUSYBOX, path.join(root, 'bin/busybox'));
-  for (const applet of ['httpd', 'sh', 'id', 'grep', 'ls', 'tr', 'find', 'touch', 'nc', 'env', 'sed', 'sort']) symlinkSync('busybox', path.join(root, `bin/${applet}`));
+  for (const applet of ['httpd', 'sh', 'id', 'grep', 'ls', 'tr', 'find', 'touch', 'nc', 'env', 'sed', 'sort', 'wget', 'cat', 'date', 'head']) symlinkSync('busybox', path.join(root, `bin/${applet}`));
   writeFileSync(path.join(root, 'www/index.html'), page);
   writeFileSync(path.join(root, 'www/ok'), 'ok\n');
   writeFileSync(path.join(root, 'www/cgi-bin/whoami'), WHOAMI, { mode: 0o755 });
