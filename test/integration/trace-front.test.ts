@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from 'langsmith';
 import { ingestCredential } from '@slipway/crypto';
@@ -6,6 +7,8 @@ import { secretsCodec } from '@slipway/crypto';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
 import { DeploymentDataAccess, TRACE_FRONT_MAX_IN_FLIGHT } from '../../services/deployer/src/provisioning/data-access.js';
+import { TRACE_FRONT_MAX_CONNECTIONS } from '../../services/deployer/src/provisioning/trace-front.js';
+import { eventually } from '../support/service-process.js';
 import { dropDeploymentStores } from '../support/deployment-stores.js';
 import { dottedSegment, langsmithClient, sendTrace } from '../support/langsmith.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -176,6 +179,33 @@ describe("a deployment's trace front", () => {
     await ws.createRun({ ...early, project_name: beta.name, start_time: Date.parse(early.start_time) });
     await ws.flush();
     expect((await api.http.get(`/api/v1/runs/${early.id}`)).body).toMatchObject({ session_id: beta.projectId, outputs: null });
+  });
+
+  it('holds at most a bounded number of connections per deployment, closing the rest on arrival', async () => {
+    const { port, hostname } = new URL(alpha.endpoint);
+    const open: Socket[] = [];
+    let closed = 0;
+    try {
+      for (let i = 0; i < TRACE_FRONT_MAX_CONNECTIONS + 10; i++) {
+        const socket = connect(Number(port), hostname);
+        socket.on('error', () => undefined);
+        socket.once('close', () => closed++);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        open.push(socket);
+      }
+      // The server closes those past the bound as it accepts them; the others stay open.
+      // (Connections this process's fetch keeps alive to the front count too: at least 10 are refused.)
+      await eventually(() => closed, (n) => n >= 10, 5_000, 50);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(open.length - closed).toBeLessThanOrEqual(TRACE_FRONT_MAX_CONNECTIONS);
+      expect(open.length - closed).toBeGreaterThan(TRACE_FRONT_MAX_CONNECTIONS - 5);
+      // Another deployment's front is not affected.
+      expect((await fetch(`${beta.endpoint}/info`)).status).toBe(200);
+    } finally {
+      for (const s of open) s.destroy();
+    }
+    // Once they are gone, its own instances get in again.
+    await eventually(async () => (await fetch(`${alpha.endpoint}/info`).catch(() => null))?.status, (s) => s === 200, 5_000, 100);
   });
 
   it("throttles one deployment's flood with 429 and Retry-After while another's ingest goes through", async () => {

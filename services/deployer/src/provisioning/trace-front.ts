@@ -9,6 +9,12 @@ import { ingestEndpointOf, otlpEncodingOf, TraceIntake, type IngestSlots } from 
 const PREFIX = '/api/v1';
 /** A request whose headers or body take longer than this is cut: a slow client holds no slot for long. */
 const REQUEST_TIMEOUT_MS = 60_000;
+/**
+ * Open connections one deployment may hold to its trace front; more are closed on arrival, so
+ * an app cannot spend the deployer's file descriptors, which every tenant shares. The langsmith
+ * client keeps a few keep-alive connections.
+ */
+export const TRACE_FRONT_MAX_CONNECTIONS = 32;
 
 export interface TraceFrontOptions {
   host: string;
@@ -47,6 +53,7 @@ export class TraceFront {
       request: (req, res) => this.handle(req, res),
       onError: (err) => options.onError(err),
     });
+    this.server.maxConnections = TRACE_FRONT_MAX_CONNECTIONS;
     this.server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
