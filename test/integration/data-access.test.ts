@@ -358,7 +358,14 @@ describe('sealed credentials', () => {
     try {
       await next.start();
       const again = await next.environment(a.id, a.database);
-      expect(again).toEqual(envA);
+      expect({ ...again, tracing: again.tracing.endpoint }).toEqual({ ...envA, tracing: envA.tracing.endpoint });
+      // The trace-ingest credential is minted under the current key; instances started with the
+      // one minted under the previous key keep tracing until their next rollout.
+      expect(again.tracing.apiKey).not.toBe(envA.tracing.apiKey);
+      for (const key of [envA.tracing.apiKey, again.tracing.apiKey]) {
+        const res = await fetch(`${again.tracing.endpoint}/runs/batch`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: '{"post":[]}' });
+        expect(res.status).toBe(202);
+      }
       const own = pgClient(again.env.DATABASE_URI);
       await own.connect();
       expect((await own.query('SELECT count(*)::int AS n FROM notes')).rows[0]).toEqual({ n: 0 });
