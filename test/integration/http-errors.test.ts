@@ -5,7 +5,7 @@ import { generateApiKey } from '@slipway/crypto';
 import { createDataSource } from '@slipway/db';
 import type { HttpClient } from '../support/http.js';
 import type { LogCapture } from '../support/log-capture.js';
-import { MAX_REPORTED_ISSUES } from '../../services/api/src/http/validation-error.js';
+import { MAX_REPORTED_ISSUES } from '@slipway/domain';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { startReplica, startTestApi, type Replica, type TestApi } from '../support/test-api.js';
 

@@ -47,7 +47,7 @@ import { DeploymentService } from './services/deployment.service.js';
 import { IntegrationService } from './services/integration.service.js';
 import { QuotaService } from './services/quota.service.js';
 import { WebhookService } from './services/webhook.service.js';
-import { WriteRunner } from './services/idempotency.js';
+import { WriteRunner } from './http/idempotency.js';
 import { RevisionService } from './services/revision.service.js';
 import { RevisionHistoryService } from './services/revision-history.service.js';
 import { TagService } from './services/tag.service.js';

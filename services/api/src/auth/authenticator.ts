@@ -2,8 +2,8 @@ import Joi from 'joi';
 import { TenancyRepository, type DataSource } from '@slipway/db';
 import { hashApiKey } from '@slipway/crypto';
 import { credentialOf, type ApiKeyCache } from '@slipway/access';
-import { ForbiddenError, NotFoundError, UnauthorizedError } from '@slipway/domain';
-import { RequestValidationError, issuesFromJoi } from '../http/validation-error.js';
+import { ForbiddenError, NotFoundError, RequestValidationError, UnauthorizedError } from '@slipway/domain';
+import { issuesFromJoi } from '../http/validation-error.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt-verifier.js';
 import { isOrganizationAdmin, type AdminRequirement, type AuthRequirement, type Principal } from './principal.js';
 

@@ -1,10 +1,10 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError } from '@slipway/domain';
+import { AppError, RequestValidationError } from '@slipway/domain';
 import { isDataException, isDatabaseUnavailable, sqlStateOf } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import type { RouteSpec } from './route.js';
 import { UNSUPPORTED_CHARACTER_MSG } from './input-guard.js';
-import { RequestValidationError, type Source, type ValidationIssue } from './validation-error.js';
+import { type Source, type ValidationIssue } from './validation-error.js';
 
 interface BodyParserError {
   type?: string;

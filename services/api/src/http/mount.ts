@@ -7,7 +7,8 @@ import type { RequestContext, RouteSpec } from './route.js';
 import { inputIssues, locWithin } from './input-guard.js';
 import { serveEventStream } from './sse.js';
 import type { StreamSlots } from './stream-slots.js';
-import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
+import { issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
+import { RequestValidationError } from '@slipway/domain';
 
 /**
  * Unknown fields are ignored, never rejected (docs/api.md, Conventions): real clients send extras. They are

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
 import type { AdminRequirement, AuthRequirement, Principal } from '../auth/principal.js';
-import type { EventStream } from './sse.js';
+import type { EventStream } from '../services/event-sink.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 

@@ -1,15 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Logger } from '@slipway/logging';
-
-/** Where a streaming handler writes Server-Sent Events. */
-export interface EventSink {
-  /** One event; `data` is sent as one line of JSON. */
-  send(event: { id?: string; event?: string; data: unknown }): void;
-  /** Aborted when the client goes away: stop reading and return. */
-  readonly signal: AbortSignal;
-}
-
-export type EventStream = (sink: EventSink) => Promise<void>;
+import type { EventSink, EventStream } from '../services/event-sink.js';
 
 /** A comment line this often keeps proxies and browsers from timing the stream out (docs/api.md, Events). */
 export const HEARTBEAT_MS = 15_000;

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { describe, expect, it } from 'vitest';
-import { RequestValidationError, issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
+import { issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
+import { RequestValidationError } from '@slipway/domain';
 
 /** Validates as the router does (every problem, no label quoting) and maps the result. */
 function issues(schema: Joi.Schema, value: unknown, source: Source = 'body'): ValidationIssue[] {

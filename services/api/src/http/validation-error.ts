@@ -7,29 +7,6 @@ export type Source = 'path' | 'query' | 'body' | 'header';
 /** One FastAPI-style validation problem: the shape the domain's input validators return. */
 export type ValidationIssue = InputProblem;
 
-/**
- * A 422 lists at most this many issues. Every problem of a request is reported at once, but a
- * body of thousands of wrong array items would otherwise get an answer sixty times its size
- * (two issues of ~150 bytes per item).
- */
-export const MAX_REPORTED_ISSUES = 100;
-
-/** 422 carrying every problem of a request at once. */
-export class RequestValidationError extends Error {
-  readonly status = 422;
-  readonly issues: ValidationIssue[];
-  constructor(issues: ValidationIssue[]) {
-    super('Request validation failed');
-    this.name = 'RequestValidationError';
-    this.issues = issues.slice(0, MAX_REPORTED_ISSUES);
-  }
-}
-
-/** The 422 listing `issues`, when there are any (what a domain validator found). */
-export function refuseInvalid(issues: readonly ValidationIssue[]): void {
-  if (issues.length) throw new RequestValidationError([...issues]);
-}
-
 type Context = Joi.Context & { limit?: unknown; regex?: unknown; valids?: unknown[]; name?: string };
 
 const quote = (v: unknown): string => (typeof v === 'string' ? `'${v}'` : String(v));

@@ -22,7 +22,7 @@ import {
   type PatchDeploymentBody,
 } from '../schemas/deployment.schema.js';
 import type { DeploymentService } from '../services/deployment.service.js';
-import type { IdempotencyInput, WriteRunner } from '../services/idempotency.js';
+import type { IdempotencyInput, WriteRunner } from '../http/idempotency.js';
 import type { RevisionService } from '../services/revision.service.js';
 
 type DeploymentParams = { deployment_id: string };

@@ -3,8 +3,16 @@
  * tracing-project names, what a PATCH may change. Each throws the 4xx that applies.
  */
 import { ListenerRepository, type Deployment, type EntityManager, type Listener, type StoredSourceConfig } from '@slipway/db';
-import { BadRequestError, canonicalSource, ConflictError, IMMUTABLE_SOURCE_CONFIG_FIELDS, NotFoundError, patchImageProblems, type ResourceSpec } from '@slipway/domain';
-import { refuseInvalid } from '../http/validation-error.js';
+import {
+  BadRequestError,
+  canonicalSource,
+  ConflictError,
+  IMMUTABLE_SOURCE_CONFIG_FIELDS,
+  NotFoundError,
+  patchImageProblems,
+  refuseInvalid,
+  type ResourceSpec,
+} from '@slipway/domain';
 import type { PatchDeploymentBody } from '../schemas/deployment.schema.js';
 import { podPolicyIssues } from './pod-policy-check.js';
 

@@ -4,8 +4,16 @@
  * meet are the domain's (`createDeploymentProblems` and its neighbours).
  */
 import type { StoredRevisionConfig, StoredSourceConfig } from '@slipway/db';
-import { BadRequestError, isImageSource, mergeSecrets, revisionImageProblems, SECRET_MASK, type DeploymentSource, type SecretEntry } from '@slipway/domain';
-import { refuseInvalid } from '../http/validation-error.js';
+import {
+  BadRequestError,
+  type DeploymentSource,
+  isImageSource,
+  mergeSecrets,
+  refuseInvalid,
+  revisionImageProblems,
+  SECRET_MASK,
+  type SecretEntry,
+} from '@slipway/domain';
 import type { SourceConfigInput, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
 
 const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';

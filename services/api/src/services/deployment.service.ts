@@ -27,14 +27,14 @@ import {
   imagePullSecretInputProblems,
   NotFoundError,
   patchCreatesRevision,
+  refuseInvalid,
   resolveResourceSpecWithin,
-  resourceSpecInputProblems,
   type ResourceCeilings,
+  resourceSpecInputProblems,
   type SecretEntry,
 } from '@slipway/domain';
 import { enqueueAllInOutbox, enqueueInOutbox, outboxJob } from '@slipway/jobs';
 import { DeploymentReads, RevisionRepository, type NewRevision, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
-import { refuseInvalid } from '../http/validation-error.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
 import { assertListenerServes, assertNoListeners, assertPatchable, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';

@@ -1,5 +1,5 @@
 import { EVENTS_CHANNEL, EventRepository, publicEvent, type DataSource, type PgNotifications } from '@slipway/db';
-import type { EventSink } from '../http/sse.js';
+import type { EventSink } from './event-sink.js';
 import type { EventFilters } from '../schemas/event.schema.js';
 
 /** The API shape of an event (docs/api.md, Events). */

@@ -1,6 +1,6 @@
 import { DeploymentRepository, EVENTS_CHANNEL, type DataSource, type PgNotifications } from '@slipway/db';
 import { isRevisionTerminal, NotFoundError, type RevisionStatus } from '@slipway/domain';
-import type { EventSink } from '../http/sse.js';
+import type { EventSink } from './event-sink.js';
 import type { LogFilters, LogsBody, LogTypeInput, WorkspaceLogsQuery } from '../schemas/log.schema.js';
 import { REVISION_LOGS_CHANNEL, RevisionLogRepository, RevisionRepository, type LogFilter, type LogScope, type ScopedLogLine } from '@slipway/pipeline';
 

@@ -1,5 +1,5 @@
 import { checkOutboundUrl, OutboundError, type OutboundPolicy } from '@slipway/net';
-import { RequestValidationError } from '../http/validation-error.js';
+import { RequestValidationError } from '@slipway/domain';
 
 /**
  * The SSRF rules for a URL the server will fetch (docs/api.md, Integrations): https to a public

@@ -1,7 +1,6 @@
 import { ListenerRepository, type EntityManager, type Listener } from '@slipway/db';
-import { resourceSpecProblem, type ResourceSpec } from '@slipway/domain';
+import { refuseInvalid, resourceSpecProblem, type InputProblem, type ResourceSpec } from '@slipway/domain';
 import { podPolicyViolations, type PodPolicy } from '@slipway/runtime';
-import { refuseInvalid, type ValidationIssue } from '../http/validation-error.js';
 
 /** The relaxations a listener's admin granted its deployments (none by default). */
 export const podPolicyOf = (listener: Pick<Listener, 'computeConfig'>): PodPolicy => (listener.computeConfig.pod_policy ?? {}) as PodPolicy;
@@ -11,7 +10,7 @@ export const podPolicyOf = (listener: Pick<Listener, 'computeConfig'>): PodPolic
  * field, each `loc` pointing into resource_spec (docs/api.md, Errors; docs/operations.md,
  * Kubernetes pod policy).
  */
-export function podPolicyIssues(listener: Pick<Listener, 'computeConfig'>, deploymentName: string, spec: ResourceSpec): ValidationIssue[] {
+export function podPolicyIssues(listener: Pick<Listener, 'computeConfig'>, deploymentName: string, spec: ResourceSpec): InputProblem[] {
   return podPolicyViolations(spec, deploymentName, podPolicyOf(listener)).map((v) => resourceSpecProblem(v.path, 'pod_policy', `Value error, ${v.message}`));
 }
 
@@ -19,7 +18,7 @@ export function podPolicyIssues(listener: Pick<Listener, 'computeConfig'>, deplo
  * What the policy of the deployment's listener refuses in `spec`. Deployments without a listener
  * do not render to Kubernetes and are not checked.
  */
-export async function podPolicyIssuesFor(manager: EntityManager, workspaceId: string, listenerId: string | null, deploymentName: string, spec: ResourceSpec): Promise<ValidationIssue[]> {
+export async function podPolicyIssuesFor(manager: EntityManager, workspaceId: string, listenerId: string | null, deploymentName: string, spec: ResourceSpec): Promise<InputProblem[]> {
   if (!listenerId) return [];
   const listener = await new ListenerRepository(manager).find(workspaceId, listenerId);
   // A deployment's listener cannot go away while the deployment lives (ON DELETE RESTRICT).

@@ -1,8 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Config } from '@slipway/config';
 import { DeploymentRepository, RegistryRepository, type DataSource, type PushedBlob } from '@slipway/db';
-import { BadRequestError, NotFoundError, UnauthorizedError, UnavailableError, valueError } from '@slipway/domain';
-import { RequestValidationError } from '../http/validation-error.js';
+import { BadRequestError, NotFoundError, RequestValidationError, UnauthorizedError, UnavailableError, valueError } from '@slipway/domain';
 import {
   deploymentOfRepository,
   parseImageReference,

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { ConflictError } from '@slipway/domain';
 import { IdempotencyRepository, type DataSource, type EntityManager } from '@slipway/db';
-import type { HandlerResult } from '../http/route.js';
+import type { HandlerResult } from './route.js';
 
 /**
  * The request a key was first used with: operation, path parameters and canonical body, as an
