@@ -10,6 +10,7 @@
  *   pnpm bench --profile dir         also write the api's and the deployer's CPU profiles (.cpuprofile) into dir
  *   pnpm bench --burst 2000          creates in the burst scenario (default 10000)
  *   pnpm bench --only agent          the agent server (runs.wait, serving proxy, reads at 20k)
+ *   pnpm bench --only tracing        trace ingest (/api/v1/runs/multipart) and trace lists at 1M runs
  *   pnpm bench --duration 10         seconds per load measurement (e.g. with --quick: quick sizes, full loads)
  *   pnpm bench --build start         the services as `npm start` runs them (default: package, the image's layout)
  */
@@ -29,11 +30,12 @@ import { listScenario } from './scenarios/list.js';
 import { FULL, QUICK } from './scenarios/options.js';
 import { readsScenario } from './scenarios/reads.js';
 import { servingScenario } from './scenarios/serving.js';
+import { tracingIngestScenario, tracingListScenario } from './scenarios/tracing.js';
 import { BenchPipeline } from './support/pipeline.js';
 import { printTable, type BenchRow } from './support/report.js';
 import { BenchStack, BUILD_MODES, ROOT, type BuildMode } from './support/stack.js';
 
-const SCENARIOS = ['idle', 'deploy', 'serving', 'create', 'reads', 'handoff', 'burst', 'list', 'agent'] as const;
+const SCENARIOS = ['idle', 'deploy', 'serving', 'create', 'reads', 'handoff', 'burst', 'list', 'agent', 'tracing'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -87,6 +89,7 @@ try {
     }
     if (only.includes('create')) rows.push(...(await createScenario(stack, options)));
     if (only.includes('reads')) rows.push(...(await readsScenario(stack, options)));
+    if (only.includes('tracing')) rows.push(...(await tracingIngestScenario(stack, options)));
     await stack.startWorker();
     if (only.includes('handoff')) rows.push(...(await handoffScenario(stack, options)));
     if (only.includes('burst')) rows.push(...(await burstScenario(stack, options, proxy)));
@@ -95,6 +98,8 @@ try {
     if (only.includes('agent')) rows.push(...(await agentServerScenario(stack, options)));
   }
   if (only.includes('list')) rows.push(...(await listScenario(options)));
+  // Its own database, after the stack's scenarios: filling a million runs competes with nothing measured.
+  if (only.includes('tracing')) rows.push(...(await tracingListScenario(options)));
 } finally {
   await stack?.close();
   await proxy?.close();

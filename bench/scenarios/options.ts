@@ -33,6 +33,10 @@ export interface BenchOptions {
    * second, as a worker polls the queue), none for a timed load.
    */
   agentWaits?: number;
+  /** Runs of the small and the large project the trace lists are timed on (tracing scenario). */
+  tracingRuns: [number, number];
+  /** Timed calls per trace-list query and size. */
+  tracingListRuns: number;
 }
 
 export const FULL: BenchOptions = {
@@ -48,6 +52,8 @@ export const FULL: BenchOptions = {
   byHand: true,
   agentRecords: [2_000, 20_000],
   agentReads: 1_000,
+  tracingRuns: [10_000, 1_000_000],
+  tracingListRuns: 300,
 };
 export const QUICK: BenchOptions = {
   durationSec: 1,
@@ -63,4 +69,6 @@ export const QUICK: BenchOptions = {
   agentRecords: [200, 2_000],
   agentReads: 20,
   agentWaits: 30,
+  tracingRuns: [1_000, 20_000],
+  tracingListRuns: 50,
 };

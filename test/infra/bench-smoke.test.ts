@@ -36,6 +36,8 @@ describe('pnpm bench --quick', () => {
         'list',
         'list deployments',
         'serving',
+        'trace ingest',
+        'trace list',
       ].sort(),
     );
     for (const row of result.rows) {

@@ -106,51 +106,71 @@ export class RunRepository {
     );
   }
 
-  /** The stored fields of a run, as a create and its updates would carry them (null: unknown). */
-  async loadFields(workspaceId: string, id: string): Promise<(RunFields & { project_id: string }) | null> {
-    const [row] = await this.manager.query(
+  /** The stored fields of these runs, as a create and its updates would carry them, by id (unknown ids absent). */
+  async loadFields(workspaceId: string, ids: string[]): Promise<Map<string, RunFields & { project_id: string }>> {
+    const out = new Map<string, RunFields & { project_id: string }>();
+    if (!ids.length) return out;
+    const rows: Array<Record<string, unknown>> = await this.manager.query(
       `SELECT r.id, r.project_id, r.trace_id, r.parent_run_id, r.dotted_order, r.name, r.run_type, r.start_time, r.end_time, r.error, r.tags,
               r.reference_example_id, r.truncated_fields, p.inputs, p.outputs, p.events, p.serialized, p.extra
          FROM tracing_runs r
          LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time
-        WHERE r.workspace_id = $1 AND r.id = $2`,
-      [workspaceId, id],
+        WHERE r.workspace_id = $1 AND r.id = ANY($2::uuid[])`,
+      [workspaceId, ids],
     );
-    if (!row) return null;
-    const fields: Record<string, unknown> = { session_id: row.project_id };
-    for (const [k, v] of Object.entries(row)) if (v !== null && k !== 'truncated_fields') fields[k] = v instanceof Date ? v.toISOString() : v;
-    return fields as unknown as RunFields & { project_id: string };
+    for (const row of rows) {
+      const fields: Record<string, unknown> = { session_id: row.project_id };
+      for (const [k, v] of Object.entries(row)) if (v !== null && k !== 'truncated_fields') fields[k] = v instanceof Date ? v.toISOString() : v;
+      out.set(String(row.id), fields as unknown as RunFields & { project_id: string });
+    }
+    return out;
   }
 
-  /** Removes a run (to write it again, possibly in another partition). */
-  async deleteRun(workspaceId: string, id: string): Promise<void> {
-    await this.manager.query(`DELETE FROM tracing_run_payloads WHERE workspace_id = $1 AND run_id = $2`, [workspaceId, id]);
-    await this.manager.query(`DELETE FROM tracing_runs WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  /** Removes runs (to write them again, possibly in other partitions). */
+  async deleteRuns(workspaceId: string, ids: string[]): Promise<void> {
+    if (!ids.length) return;
+    await this.manager.query(`DELETE FROM tracing_run_payloads WHERE workspace_id = $1 AND run_id = ANY($2::uuid[])`, [workspaceId, ids]);
+    await this.manager.query(`DELETE FROM tracing_runs WHERE workspace_id = $1 AND id = ANY($2::uuid[])`, [workspaceId, ids]);
   }
 
-  async insertRun(row: RunRow, payload: RunPayload): Promise<void> {
-    const values = RUN_COLUMNS.map((c) => (c === 'metadata' ? (row.metadata == null ? null : JSON.stringify(row.metadata)) : row[c]));
-    await this.manager.query(
-      `INSERT INTO tracing_runs (${RUN_COLUMNS.join(', ')}) VALUES (${RUN_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`,
-      values,
+  /** Inserts runs and their large fields: one statement each for all of them. */
+  async insertRuns(runs: ReadonlyArray<{ row: RunRow; payload: RunPayload }>): Promise<void> {
+    if (!runs.length) return;
+    const params: unknown[] = [];
+    const tuple = (values: unknown[], casts: string[] = []) =>
+      `(${values.map((v, i) => {
+        params.push(v);
+        return `$${params.length}${casts[i] ?? ''}`;
+      }).join(', ')})`;
+    const runValues = runs.map(({ row }) => tuple(RUN_COLUMNS.map((c) => (c === 'metadata' ? (row.metadata == null ? null : JSON.stringify(row.metadata)) : row[c]))));
+    await this.manager.query(`INSERT INTO tracing_runs (${RUN_COLUMNS.join(', ')}) VALUES ${runValues.join(', ')}`, params);
+    params.length = 0;
+    const jsonb = PAYLOAD_COLUMNS.map(() => '::jsonb');
+    const payloadValues = runs.map(({ row, payload }) =>
+      tuple(
+        [row.workspace_id, row.id, row.start_time, row.project_id, ...PAYLOAD_COLUMNS.map((c) => (payload[c] === undefined ? null : JSON.stringify(payload[c])))],
+        ['', '', '', '', ...jsonb],
+      ),
     );
     await this.manager.query(
-      `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, project_id, ${PAYLOAD_COLUMNS.join(', ')})
-       VALUES ($1, $2, $3, $4, ${PAYLOAD_COLUMNS.map((_, i) => `$${i + 5}::jsonb`).join(', ')})`,
-      [row.workspace_id, row.id, row.start_time, row.project_id, ...PAYLOAD_COLUMNS.map((c) => (payload[c] === undefined ? null : JSON.stringify(payload[c])))],
+      `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, project_id, ${PAYLOAD_COLUMNS.join(', ')}) VALUES ${payloadValues.join(', ')}`,
+      params,
     );
   }
 
   /**
-   * An update held for a run whose create has not arrived yet, and the project its writer was
-   * bound to (null: a workspace key, which may write to any project).
+   * Updates held for runs whose creates had not arrived yet, by run id, with the project each
+   * writer was bound to (null: a workspace key, which may write to any project).
    */
-  async pendingUpdate(workspaceId: string, runId: string): Promise<{ patch: RunFields; projectId: string | null } | null> {
-    const [row] = await this.manager.query(
-      `SELECT patch, project_id FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = $2`,
-      [workspaceId, runId],
+  async pendingUpdates(workspaceId: string, ids: string[]): Promise<Map<string, { patch: RunFields; projectId: string | null }>> {
+    const out = new Map<string, { patch: RunFields; projectId: string | null }>();
+    if (!ids.length) return out;
+    const rows: Array<{ run_id: string; patch: RunFields; project_id: string | null }> = await this.manager.query(
+      `SELECT run_id, patch, project_id FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = ANY($2::uuid[])`,
+      [workspaceId, ids],
     );
-    return row ? { patch: row.patch as RunFields, projectId: row.project_id ?? null } : null;
+    for (const r of rows) out.set(String(r.run_id), { patch: r.patch, projectId: r.project_id ?? null });
+    return out;
   }
 
   async savePendingUpdate(workspaceId: string, runId: string, patch: RunFields, projectId: string | null): Promise<void> {
@@ -171,8 +191,9 @@ export class RunRepository {
     return rows.map((r) => r.trace_id);
   }
 
-  async deletePendingUpdate(workspaceId: string, runId: string): Promise<void> {
-    await this.manager.query(`DELETE FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = $2`, [workspaceId, runId]);
+  async deletePendingUpdates(workspaceId: string, ids: string[]): Promise<void> {
+    if (!ids.length) return;
+    await this.manager.query(`DELETE FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = ANY($2::uuid[])`, [workspaceId, ids]);
   }
 
   /**
@@ -232,7 +253,10 @@ export class RunRepository {
       params.push(v);
       return `$${params.length}`;
     };
-    if (q.projectIds) where.push(`r.project_id = ANY(${p(q.projectIds)}::uuid[])`);
+    // One project as `=`: Postgres reads the (project, start_time) index in order and stops at the
+    // page; `= ANY(array)` makes it find and sort every run of the project first.
+    if (q.projectIds?.length === 1) where.push(`r.project_id = ${p(q.projectIds[0])}::uuid`);
+    else if (q.projectIds) where.push(`r.project_id = ANY(${p(q.projectIds)}::uuid[])`);
     if (q.ids) where.push(`r.id = ANY(${p(q.ids)}::uuid[])`);
     if (q.traceId) where.push(`r.trace_id = ${p(q.traceId)}`);
     if (q.parentRunId) where.push(`r.parent_run_id = ${p(q.parentRunId)}`);
