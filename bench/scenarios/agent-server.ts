@@ -12,8 +12,10 @@ const WAIT_BODY = JSON.stringify({ assistant_id: 'agent', input: { n: 1 } });
  * The agent server (bench/support/agent-server.ts): stateless `POST /runs/wait` (what
  * `client.runs.wait(null, …)` sends) at 10 connections through the deployment URL (the serving
  * proxy, key checked) against the same graph on upstream's in-memory server; the serving proxy
- * against calling the instance directly; and `GET /threads/{id}` at the large record count
- * against the small one (threads with a run each, on the instance directly).
+ * against calling the instance directly; the instance tracing every run into the deployment's
+ * project (through a trace front, as deployed) against the same instance without tracing; and
+ * `GET /threads/{id}` at the large record count against the small one (threads with a run each,
+ * on the instance directly).
  */
 export async function agentServerScenario(stack: BenchStack, o: BenchOptions): Promise<BenchRow[]> {
   const bench = new AgentServerBench(stack);
@@ -33,7 +35,13 @@ export async function agentServerScenario(stack: BenchStack, o: BenchOptions): P
     const upstream = await wait(bench.upstream.url);
     const viaUrl = await wait(bench.proxyUrl, { 'x-api-key': stack.key });
     const direct = await wait(bench.host.url);
-    assertNoFailures({ 'runs.wait (upstream)': upstream, 'runs.wait (deployment URL)': viaUrl, 'runs.wait (instance)': direct });
+    const traced = await wait(bench.traced.url);
+    assertNoFailures({ 'runs.wait (upstream)': upstream, 'runs.wait (deployment URL)': viaUrl, 'runs.wait (instance)': direct, 'runs.wait (traced)': traced });
+    // Tracing really was on: the client sends in the background, so the runs arrive shortly after.
+    for (const deadline = Date.now() + 30_000; (await bench.tracedRuns()) === 0; ) {
+      if (Date.now() > deadline) throw new Error('the traced instance sent no run to its trace front within 30 s');
+      await new Promise((r) => setTimeout(r, 250));
+    }
 
     const [small, large] = o.agentRecords;
     // Unmeasured reads first at each size: the first ones after the runs.wait load pay for cold
@@ -66,6 +74,8 @@ export async function agentServerScenario(stack: BenchStack, o: BenchOptions): P
       atMost(proxyVsInstance, 'p99', viaUrl.p99, direct.p99, 1.5),
       { scenario: proxyVsInstance, metric: 'p50', value: viaUrl.p50, unit: 'ms', baseline: direct.p50, ratio: viaUrl.p50 / direct.p50 },
       atMost('agent server: GET /threads/{id}', `p95 ${large} vs ${small} threads`, atLarge, atSmall, 1.5),
+      atMost('agent server: runs.wait, traced vs not', 'p50', traced.p50, direct.p50, 1.1),
+      { scenario: 'agent server: runs.wait, traced vs not', metric: 'throughput', value: traced.reqPerSec, unit: 'req/s', baseline: direct.reqPerSec, ratio: traced.reqPerSec / direct.reqPerSec },
     ];
   } finally {
     await bench.close();

@@ -1,15 +1,20 @@
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
+import { ingestCredential } from '@slipway/crypto';
 import { createDatabaseIfMissing, dropDatabaseIfExists } from '@slipway/db';
 import { createLogger } from '@slipway/logging';
 import { RevisionFixtures } from '@slipway/pipeline';
 import { ServingProxy } from '@slipway/runtime';
+import { IngestSlots, TraceIntake } from '@slipway/tracing';
 import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
+import { TRACE_FRONT_MAX_IN_FLIGHT } from '../../services/deployer/src/provisioning/data-access.js';
+import { TraceFront } from '../../services/deployer/src/provisioning/trace-front.js';
 import { ServingAuth } from '../../services/deployer/src/serving-auth.js';
 import { freePort, startProcess, type BenchProcess } from './processes.js';
 import { databaseUrl, deleteKeys, REDIS, ROOT, SERVER, type BenchStack } from './stack.js';
@@ -37,14 +42,21 @@ export const graph = new StateGraph(State).addNode('step', (s) => ({ n: s.n + 1 
  * Redis prefix of its own, the deployment's serving proxy in front of it (the deployer's
  * ServingProxy with its ServingAuth: every request's API key checked against the bench stack's
  * control-plane database, as on a deployment URL), and upstream's own server with its in-memory
- * storage serving the same graph. `close()` removes it all.
+ * storage serving the same graph. And a second instance of it, tracing as deployed instances
+ * do: its LangSmith variables point at a trace front (the deployer's TraceFront) writing into
+ * the deployment's tracing project. `close()` removes it all.
  */
 export class AgentServerBench {
   readonly dir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-agent-'));
   private readonly dbName: string;
   private readonly prefix: string;
   host!: BenchProcess;
+  /** The same server with tracing on, on a database and Redis prefix of its own. */
+  traced!: BenchProcess;
   upstream!: BenchProcess;
+  front!: TraceFront;
+  /** The bench deployment's tracing project: where the traced instance's runs land. */
+  tracingProjectId!: string;
   proxy!: ServingProxy;
   proxyUrl!: string;
   db!: pg.Pool;
@@ -76,6 +88,7 @@ export class AgentServerBench {
       '/ok',
     );
     this.upstream = await startProcess([path.join(ROOT, 'bench/support/upstream-agent-server.mjs'), this.configFile, HOST], { ...common, PORT: String(upstreamPort) }, upstreamPort, '/ok');
+    this.traced = await this.startTraced(entry, deploymentId, common);
 
     const log = createLogger({ name: 'bench-serving-proxy', level: 'warn' });
     const auth = new ServingAuth({
@@ -116,11 +129,60 @@ export class AgentServerBench {
     return rows.map((r) => r.thread_id);
   }
 
+  /** Runs the traced instance wrote to the deployment's project so far. */
+  async tracedRuns(): Promise<number> {
+    const [row] = await this.stack.dataSource.query(`SELECT count(*)::int AS n FROM tracing_runs WHERE project_id = $1`, [this.tracingProjectId]);
+    return row.n;
+  }
+
+  /** The traced instance and its trace front, as the deployer gives a deployed instance both. */
+  private async startTraced(entry: string, deploymentId: string, common: Record<string, string>): Promise<BenchProcess> {
+    const [{ workspace_id: workspaceId, tracing_project_id: projectId, name }] = await this.stack.dataSource.query(
+      `SELECT workspace_id, tracing_project_id, name FROM deployments WHERE id = $1`,
+      [deploymentId],
+    );
+    this.tracingProjectId = projectId;
+    const secretsKey = randomBytes(32);
+    this.front = new TraceFront({
+      host: '127.0.0.1',
+      port: await freePort(),
+      deploymentId,
+      target: async () => ({ workspaceId, projectId }),
+      intake: new TraceIntake(this.stack.dataSource),
+      secretsKeys: [secretsKey],
+      slots: new IngestSlots(TRACE_FRONT_MAX_IN_FLIGHT),
+      version: 'bench',
+      onError: (err) => console.error('trace front:', err),
+    });
+    await this.front.listen();
+    await createDatabaseIfMissing(SERVER, `${this.dbName}_traced`);
+    const port = await freePort();
+    return startProcess(
+      [entry, this.configFile],
+      {
+        ...common,
+        PORT: String(port),
+        DATABASE_URI: databaseUrl(`${this.dbName}_traced`),
+        REDIS_URI: REDIS,
+        REDIS_PREFIX: `${this.prefix}_traced`,
+        LANGSMITH_TRACING: 'true',
+        LANGSMITH_ENDPOINT: `http://127.0.0.1:${this.front.port}/api/v1`,
+        LANGSMITH_API_KEY: ingestCredential(secretsKey, deploymentId),
+        LANGSMITH_PROJECT: name,
+        LANGCHAIN_REVISION_ID: 'bench',
+      },
+      port,
+      '/ok',
+    );
+  }
+
   async close(): Promise<void> {
     await this.proxy?.close().catch(() => {});
-    await Promise.allSettled([this.host?.stop(), this.upstream?.stop()]);
+    await Promise.allSettled([this.host?.stop(), this.traced?.stop(), this.upstream?.stop()]);
+    await this.front?.close().catch(() => {});
     await this.db?.end().catch(() => {});
     await dropDatabaseIfExists(SERVER, this.dbName).catch(() => {});
+    await dropDatabaseIfExists(SERVER, `${this.dbName}_traced`).catch(() => {});
     await deleteKeys(this.stack.redis, `${this.prefix}*`);
     rmSync(this.dir, { recursive: true, force: true });
   }
