@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ArtifactError } from '../process/artifact.js';
+import { ArtifactError } from '../shared-types.js';
 
 /** What of an OCI image's configuration the container runtime uses. */
 export interface ImageConfig {

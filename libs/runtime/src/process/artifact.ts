@@ -1,6 +1,9 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ARTIFACT_APP_DIR, ARTIFACT_MANIFEST_FILE, type ArtifactManifest } from '@slipway/domain';
+import { ArtifactError } from '../shared-types.js';
+
+export { ArtifactError };
 
 /** A readable artifact (see `ArtifactManifest` in @slipway/domain for the layout). */
 export interface Artifact {
@@ -14,10 +17,6 @@ export interface Artifact {
   warnings: string[];
 }
 
-/** Thrown when an artifact directory is missing or malformed; the message says what is wrong. */
-export class ArtifactError extends Error {
-  override name = 'ArtifactError';
-}
 
 /** `KEY=value` lines as dotenv writes them: comments, `export `, quotes, `\n` in double quotes. */
 export function parseEnvFile(text: string): Record<string, string> {

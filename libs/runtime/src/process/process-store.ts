@@ -1,42 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import type { InstanceRecord, InstanceRole, InstanceStatus, Queryable } from '../shared-types.js';
 
-/**
- * Anything that runs SQL: a TypeORM DataSource or EntityManager fits. The runtime needs only
- * this, so it stays free of the persistence library.
- */
-export interface Queryable {
-  query(sql: string, params?: unknown[]): Promise<any>;
-}
+export type { InstanceRecord, InstanceRole, InstanceStatus, Queryable };
 
 /** TypeORM answers `UPDATE … RETURNING` with `[rows, count]` and SELECT with `rows`. */
 async function rows<T>(db: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
   const result: unknown = await db.query(sql, params);
   if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') return result[0] as T[];
   return result as T[];
-}
-
-export type InstanceStatus = 'starting' | 'running' | 'stopping' | 'exited';
-
-/**
- * An API instance serves the deployment's traffic; a queue worker (a revision whose
- * `resource_spec.queue_enabled` holds) runs an agent server's graphs and receives no traffic.
- */
-export type InstanceRole = 'api' | 'queue';
-
-/** One `runtime_processes` row: a server process of a revision, on this machine. */
-export interface InstanceRecord {
-  id: string;
-  deploymentId: string;
-  revisionId: string;
-  role: InstanceRole;
-  /** Which of the revision's instances of its role (0-based); part of the log file name. */
-  index: number;
-  pid: number | null;
-  port: number;
-  status: InstanceStatus;
-  logPath: string;
-  /** Where it is reached: its sandbox's address (null: the runtime host, unsandboxed). */
-  address: string | null;
 }
 
 /** An instance's latest numbers, as the deployer samples them. */

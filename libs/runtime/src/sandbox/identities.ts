@@ -1,4 +1,4 @@
-import type { Queryable } from '../process/process-store.js';
+import type { Queryable } from '../shared-types.js';
 
 /** Thrown when every uid of the range is taken. */
 export class UidsExhaustedError extends Error {

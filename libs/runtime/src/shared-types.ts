@@ -1,0 +1,41 @@
+/**
+ * What the runtime's parts share: the floor below `process/`, `container/` and `sandbox/`, which
+ * import from here and never from each other for these.
+ */
+
+/**
+ * Anything that runs SQL: a TypeORM DataSource or EntityManager fits. The runtime needs only
+ * this, so it stays free of the persistence library.
+ */
+export interface Queryable {
+  query(sql: string, params?: unknown[]): Promise<any>;
+}
+
+export type InstanceStatus = 'starting' | 'running' | 'stopping' | 'exited';
+
+/**
+ * An API instance serves the deployment's traffic; a queue worker (a revision whose
+ * `resource_spec.queue_enabled` holds) runs an agent server's graphs and receives no traffic.
+ */
+export type InstanceRole = 'api' | 'queue';
+
+/** One `runtime_processes` row: a server process of a revision, on this machine. */
+export interface InstanceRecord {
+  id: string;
+  deploymentId: string;
+  revisionId: string;
+  role: InstanceRole;
+  /** Which of the revision's instances of its role (0-based); part of the log file name. */
+  index: number;
+  pid: number | null;
+  port: number;
+  status: InstanceStatus;
+  logPath: string;
+  /** Where it is reached: its sandbox's address (null: the runtime host, unsandboxed). */
+  address: string | null;
+}
+
+/** Thrown when an artifact directory is missing or malformed; the message says what is wrong. */
+export class ArtifactError extends Error {
+  override name = 'ArtifactError';
+}
