@@ -158,6 +158,16 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect(((await withKey.json()) as unknown[])[0]).toMatchObject({ graph_id: 'agent' });
     // Health needs no key.
     expect((await fetch(`${url}/ok`)).status).toBe(200);
+    // A browser's CORS preflight carries no key by design: the server answers its CORS policy, so
+    // a page elsewhere (LangGraph Studio) can send the keyed request. An OPTIONS that is no preflight is refused.
+    const preflight = await fetch(`${url}/assistants/search`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://smith.langchain.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-api-key' },
+    });
+    expect(preflight.status).toBeLessThan(300);
+    expect(preflight.headers.get('access-control-allow-origin')).toMatch(/^(\*|https:\/\/smith\.langchain\.com)$/);
+    expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('x-api-key');
+    expect((await fetch(`${url}/assistants/search`, { method: 'OPTIONS' })).status).toBe(401);
   });
 
   it('finds the graph assistant, runs a thread to completion and streams the node updates in order', async () => {

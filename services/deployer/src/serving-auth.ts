@@ -39,7 +39,10 @@ export interface ServingAuthDeps {
  * Bearer`), as the hosted platform does. A deployment opts out with `source_config.serving_auth:
  * "none"` (admins only); a project whose graph config names a custom auth handler (`auth.path`)
  * is left to that handler; an app with its own server authenticates its callers itself. A plain
- * `GET /ok` (no Upgrade) is always open and free: it says nothing.
+ * `GET /ok` (no Upgrade) is always open and free: it says nothing. A browser's CORS preflight
+ * (`OPTIONS` with `Origin` and `Access-Control-Request-Method`, no Upgrade) carries no credential
+ * by design: it goes through without a key, charged to the client address, so the app answers
+ * its CORS policy and a browser page (LangGraph Studio, the console) can then send the keyed request.
  *
  * Every request is checked on its own, keep-alive or not, Upgrade included, exactly as the api
  * checks one: the credential's lockout first, then the key (cached at most a second, so a revoke
@@ -79,6 +82,11 @@ export class ServingAuth {
       return null;
     }
     const address = addressKey(req.socket.remoteAddress);
+    if (isCorsPreflight(req)) {
+      await this.deps.limits.consume('address', address);
+      await this.stripSlipwayKeys(req);
+      return null;
+    }
     if (!credential) {
       await this.deps.limits.consume('address', address);
       return MISSING_KEY;
@@ -148,8 +156,18 @@ function opens(key: ApiKey, policy: Policy): boolean {
   return key.listenerId === null && key.organizationId === policy.organizationId && (key.workspaceId === null || key.workspaceId === policy.workspaceId);
 }
 
+/** No Upgrade asked for: the request cannot turn the connection into a tunnel. */
+function noUpgrade(req: IncomingMessage): boolean {
+  return req.headers.upgrade === undefined && !/(^|,)\s*upgrade\s*(,|$)/i.test(String(req.headers.connection ?? ''));
+}
+
+/** A browser's CORS preflight: `OPTIONS` with `Origin` and `Access-Control-Request-Method`, no Upgrade. */
+function isCorsPreflight(req: IncomingMessage): boolean {
+  return req.method === 'OPTIONS' && typeof req.headers.origin === 'string' && typeof req.headers['access-control-request-method'] === 'string' && noUpgrade(req);
+}
+
 /** `GET /ok` as a health check sends it: no Upgrade, so it cannot turn the connection into a tunnel. */
 function isPublicProbe(req: IncomingMessage): boolean {
   if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/ok') return false;
-  return req.headers.upgrade === undefined && !/(^|,)\s*upgrade\s*(,|$)/i.test(String(req.headers.connection ?? ''));
+  return noUpgrade(req);
 }
