@@ -1,5 +1,5 @@
 /**
- * Experiment (bench/README.md, "What bounds a create at commit"): the commit-time locks of a
+ * Experiment (bench/history.md, "What bounds a create at commit"): the commit-time locks of a
  * create in Postgres alone, no api. 10 clients each commit, in a loop, what a create's locks are
  * about: one event (numbered at commit by the deferred trigger under the per-workspace lock, and
  * announced) and one outbox row with its notify. Variants interleaved in rounds: one workspace

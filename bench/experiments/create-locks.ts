@@ -1,5 +1,5 @@
 /**
- * Experiment (bench/README.md, "What bounds a create at commit"): what bounds concurrent creates
+ * Experiment (bench/history.md, "What bounds a create at commit"): what bounds concurrent creates
  * at commit. Interleaved rounds of `POST /v2/deployments` at 50 connections against one stack
  * (the packaged build): all in one workspace vs spread over 50 (each request to the next one's
  * key and listener), with the in-transaction notifies (outbox insert and event numbering) and the events' per-workspace

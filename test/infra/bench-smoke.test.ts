@@ -8,7 +8,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 /**
  * CI's short smoke run of the benchmark suite (`pnpm bench --quick`): every scenario runs end to
  * end against the real api and writes its ratios. It asserts that each measurement was made,
- * never how fast anything was (these machines are shared; bench/README.md has real runs).
+ * never how fast anything was (these machines are shared; bench/README.md and bench/history.md have real runs).
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const out = mkdtempSync(path.join(tmpdir(), 'slipway-bench-smoke-'));
