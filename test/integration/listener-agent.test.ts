@@ -138,6 +138,26 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     expect(env.stringData.DATABASE_URI).toMatch(/^postgres:\/\/slipway:[^@]+@agent-alpha-db:5432\/slipway_d_agent_alpha_[0-9a-f]{8}$/);
     // The value sits in the Secret only, never in a workload.
     expect(JSON.stringify(manifests.filter((m) => m.kind !== 'Secret'))).not.toContain(SECRET);
+    // Tracing, as on Slipway's own runtime: its pods send to the api's /api/v1 (no trace front
+    // reaches a cluster) with the deployment's trace-ingest credential, which writes only there.
+    expect(env.stringData).toMatchObject({
+      LANGSMITH_TRACING: 'true',
+      LANGSMITH_ENDPOINT: `${api.config.publicUrl}/api/v1`,
+      LANGSMITH_PROJECT: 'agent-alpha',
+      LANGCHAIN_REVISION_ID: alpha.latest_revision_id,
+    });
+    expect(env.stringData.LANGSMITH_API_KEY).toMatch(/^slwt_/);
+    const id = randomUUID();
+    const at = new Date(Date.now() - 1_000).toISOString();
+    const start = `${at.slice(0, 19).replace(/[-:]/g, '')}${at.slice(20, 23)}000Z${id}`;
+    const sent = await fetch(`${api.baseUrl}/api/v1/runs/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': env.stringData.LANGSMITH_API_KEY },
+      body: JSON.stringify({ post: [{ id, trace_id: id, dotted_order: start, name: 'pod-run', run_type: 'chain', start_time: at, session_name: 'elsewhere' }] }),
+    });
+    expect(sent.status).toBe(202);
+    expect((await api.http.get(`/api/v1/runs/${id}`)).body.session_id).toBe(alpha.tracing_project_id);
+    expect(JSON.stringify(manifests.filter((m) => m.kind !== 'Secret'))).not.toContain(env.stringData.LANGSMITH_API_KEY);
 
     // Another listener's agent sees none of it.
     const other = await desiredState(agentB, listenerB);

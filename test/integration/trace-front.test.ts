@@ -134,14 +134,26 @@ describe("a deployment's trace front", () => {
     expect((await api.http.get(`/api/v1/runs/${run.id}`)).status).toBe(404);
   });
 
-  it('is refused everywhere else: the api (ingest, reads, /v2) and the reads at the front', async () => {
+  it("opens nothing else: at the api, only ingest into its own project (what a listener's pods use); reads and /v2 refuse it", async () => {
     const asKey = { 'x-api-key': alpha.apiKey };
-    const run = runCreate(alpha.name);
-    const ingest = await fetch(`${api.baseUrl}/api/v1/runs/batch`, { method: 'POST', headers: { ...asKey, 'content-type': 'application/json' }, body: JSON.stringify({ post: [run] }) });
-    expect(ingest.status).toBe(401);
+    const batch = (key: string, body: unknown) =>
+      fetch(`${api.baseUrl}/api/v1/runs/batch`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    // At the api's ingest it writes into its deployment's project, whatever project the run names.
+    const run = runCreate(beta.name);
+    expect((await batch(alpha.apiKey, { post: [run] })).status).toBe(202);
+    expect((await api.http.get(`/api/v1/runs/${run.id}`)).body.session_id).toBe(alpha.projectId);
+    // A credential naming another deployment with this one's MAC, or a cut one: 401, nothing written.
+    const forged = alpha.apiKey.replace(alpha.id.replaceAll('-', ''), beta.id.replaceAll('-', ''));
+    for (const key of [forged, alpha.apiKey.slice(0, -3)]) {
+      const other = runCreate(beta.name);
+      expect((await batch(key, { post: [other] })).status).toBe(401);
+      expect((await api.http.get(`/api/v1/runs/${other.id}`)).status).toBe(404);
+    }
+    // Every other door refuses it.
     expect((await fetch(`${api.baseUrl}/api/v1/sessions`, { headers: asKey })).status).toBe(401);
+    expect((await fetch(`${api.baseUrl}/api/v1/runs/${run.id}`, { headers: asKey })).status).toBe(401);
+    expect((await fetch(`${api.baseUrl}/api/v1/runs/query`, { method: 'POST', headers: { ...asKey, 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
     expect((await fetch(`${api.baseUrl}/v2/deployments`, { headers: asKey })).status).toBe(401);
-    expect((await api.http.get(`/api/v1/runs/${run.id}`)).status).toBe(404);
     for (const [method, path] of [['GET', '/sessions'], ['POST', '/runs/query'], ['GET', `/runs/${randomUUID()}`], ['GET', '/'], ['POST', '/datasets']]) {
       const res = await fetch(`${alpha.endpoint}${path}`, { method, headers: { ...asKey, 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{}' } : {}) });
       expect(res.status, `${method} ${path}`).toBe(404);

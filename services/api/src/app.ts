@@ -17,6 +17,7 @@ import { CONSOLE_PATH, consoleApp, consoleEntrances } from './console/console-ap
 import { accessLog } from './http/access-log.js';
 import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
+import { TraceWriters } from './auth/trace-writers.js';
 import { mountRoutes } from './http/mount.js';
 import { StreamSlots } from './http/stream-slots.js';
 import type { RouteSpec } from './http/route.js';
@@ -140,7 +141,12 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     ...opsRoutes({ dependencies, localTrust: new LocalTrustCheck(config.databaseUrl, config.redisUrl), openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }, logger),
     ...apiKeyRoutes(new ApiKeyService(dataSource, apiKeyCache)),
     ...listenerRoutes(new ListenerService(dataSource)),
-    ...listenerAgentRoutes(new ListenerAgentService(dataSource, flow, secrets, new DesiredStateCache(deriveKey(config.secretsKey.key, 'desired-state-etag')))),
+    ...listenerAgentRoutes(
+      new ListenerAgentService(dataSource, flow, secrets, new DesiredStateCache(deriveKey(config.secretsKey.key, 'desired-state-etag')), {
+        apiUrl: config.publicUrl,
+        secretsKey: config.secretsKey.key,
+      }),
+    ),
     ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
@@ -177,7 +183,8 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   );
   // Byte-stream routes (tarball uploads, push webhooks) come before the JSON parser, which never sees them.
   const streamRouter = express.Router({ strict: false });
-  mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { admission });
+  const traceWriters = new TraceWriters(dataSource, [config.secretsKey.key, ...config.previousSecretsKeys], limits);
+  mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { admission, traceWriters });
   for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
   app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
 

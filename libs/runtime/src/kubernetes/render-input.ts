@@ -27,6 +27,8 @@ export interface RenderInput {
   resourceSpec: ResourceSpec;
   /** Name and value of each secret; values land in the env Secret and nowhere else. */
   secrets: readonly SecretEntry[];
+  /** Variables the platform sets (tracing, `tracingEnvironment`): over the secrets, in the env Secret too. */
+  environment?: Readonly<Record<string, string>>;
   /** Name of the deployment's own Postgres database. */
   databaseName: string;
   credentials: StoreCredentials;

@@ -129,13 +129,14 @@ function credentialsSecret(input: RenderInput, names: ObjectNames): V1Secret {
   };
 }
 
-/** The server's environment: the deployment's secrets plus where its own stores live. */
+/** The server's environment: the deployment's secrets, the platform's variables (tracing) and where its own stores live. */
 function envSecret(input: RenderInput, names: ObjectNames): V1Secret {
   const user = encodeURIComponent(POSTGRES_USER);
   const dbPassword = encodeURIComponent(input.credentials.databasePassword);
   const redisPassword = encodeURIComponent(input.credentials.redisPassword);
   const values: Record<string, string> = {};
   for (const secret of input.secrets) values[secret.name] = secret.value;
+  Object.assign(values, input.environment);
   // Ours win over a user secret of the same name: the server must reach its own stores.
   values.DATABASE_URI = `postgres://${user}:${dbPassword}@${names.db}:${POSTGRES_PORT}/${encodeURIComponent(input.databaseName)}`;
   values.REDIS_URI = `redis://:${redisPassword}@${names.redis}:${REDIS_PORT}/0`;

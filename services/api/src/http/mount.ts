@@ -2,6 +2,7 @@ import type { Request, Response, Router } from 'express';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
 import { isDatabaseUnavailable } from '@slipway/db';
+import { TraceWriters, type TraceWriter } from '../auth/trace-writers.js';
 import type { Admission } from './admission.js';
 import type { RequestContext, RouteSpec } from './route.js';
 import { inputIssues, locWithin } from './input-guard.js';
@@ -60,6 +61,8 @@ export interface MountDeps {
   shutdown?: AbortSignal;
   /** The bound on open event streams per caller (absent: unbounded). */
   streams?: StreamSlots;
+  /** Trace-ingest credentials, on `traceIngest` routes (absent: refused like any unknown key). */
+  traceWriters?: TraceWriters;
 }
 
 /**
@@ -67,7 +70,7 @@ export interface MountDeps {
  * respond. Handlers get typed, converted values and never touch `req`/`res`; errors flow to the
  * one error middleware.
  */
-export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission, shutdown, streams }: MountDeps): void {
+export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission, shutdown, streams, traceWriters }: MountDeps): void {
   for (const route of routes) {
     // A declared body is required or has a default: a request without one gets a 422 (or the
     // default), and a handler never sees `undefined`.
@@ -78,7 +81,9 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
     router[route.method](route.path, async (req: Request, res: Response) => {
       if (route.streamBody) res.setHeader('Connection', 'close');
       let principal = null;
-      if (route.auth === 'none') await admission.anonymous(req);
+      let traceWriter: TraceWriter | undefined;
+      if (route.traceIngest && traceWriters && TraceWriters.presents(req)) traceWriter = await traceWriters.identify(req);
+      else if (route.auth === 'none') await admission.anonymous(req);
       // A probe answers whatever the database does: a credential that cannot be checked now
       // (the database is away) only costs the caller the admin's details.
       else if (route.auth === 'probe') principal = await admission.identify(req).catch((err) => (isDatabaseUnavailable(err) ? null : Promise.reject(err)));
@@ -91,6 +96,7 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
         requestId: String(req.id),
         log,
         ...(route.streamBody ? { bodyStream: req } : {}),
+        ...(traceWriter ? { traceWriter } : {}),
       });
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       if (result.stream) {

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type Joi from 'joi';
 import type { Logger } from '@slipway/logging';
 import type { AdminRequirement, AuthRequirement, Principal } from '../auth/principal.js';
+import type { TraceWriter } from '../auth/trace-writers.js';
 import type { EventStream } from '../services/event-sink.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -19,6 +20,8 @@ export interface RequestContext<P = Record<string, string>, Q = Record<string, u
   headers: Record<string, any>;
   /** The unparsed request body, on `streamBody` routes only. */
   bodyStream?: Readable;
+  /** On `traceIngest` routes called with a trace-ingest credential instead of a key: the one project it may write. */
+  traceWriter?: TraceWriter;
 }
 
 /** A handler's answer. `body` undefined with 204 sends no body. */
@@ -69,6 +72,11 @@ export interface RouteSpec<P = any, Q = any, B = any> {
    * refused body is not drained into a kept-alive connection.
    */
   streamBody?: boolean;
+  /**
+   * Trace ingest: besides the credentials `auth` names, the route takes a deployment's
+   * trace-ingest credential (TraceWriters), binding the request to that deployment's project.
+   */
+  traceIngest?: boolean;
   handler: (ctx: RequestContext<P, Q, B>) => Promise<HandlerResult> | HandlerResult;
 }
 

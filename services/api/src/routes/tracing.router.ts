@@ -1,4 +1,4 @@
-import { defineRoute, ok, workspaceOf, type HandlerResult, type RouteSpec } from '../http/route.js';
+import { defineRoute, ok, workspaceOf, type HandlerResult, type RequestContext, type RouteSpec } from '../http/route.js';
 import {
   ingestAccepted,
   listProjectsQuery,
@@ -15,13 +15,20 @@ import {
   type ListProjectsQuery,
 } from '../schemas/tracing.schema.js';
 import type { TracingService } from '../services/tracing.service.js';
-import { otlpEncodingOf, type RunsQueryInput } from '@slipway/tracing';
+import { otlpEncodingOf, type IntakeScope, type RunsQueryInput } from '@slipway/tracing';
 
 const tag = 'Tracing';
 /** Where the langsmith client is pointed (its apiUrl / LANGSMITH_ENDPOINT): LangSmith's self-hosted layout. */
 export const TRACING_PREFIX = '/api/v1';
 
 const accepted = (): HandlerResult => ({ status: 202, body: {} });
+
+/**
+ * Who writes: the caller's workspace, or, with a deployment's trace-ingest credential (pods a
+ * trace front cannot serve), that deployment's project only.
+ */
+const scopeOf = (ctx: RequestContext<any, any, any>): IntakeScope =>
+  ctx.traceWriter ? { workspaceId: ctx.traceWriter.workspaceId, boundTo: ctx.traceWriter.projectId } : { workspaceId: workspaceOf(ctx) };
 const ingestRefusals = {
   401: { description: 'Invalid or missing API key; nothing was written' },
   404: { description: 'A run names a project (`session_id`) that is not in this workspace; nothing was written' },
@@ -51,9 +58,10 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       tag,
       auth: 'workspace',
       streamBody: true,
+      traceIngest: true,
       responses: { 202: { description: 'Every run written', schema: ingestAccepted }, ...ingestRefusals },
       handler: async (ctx) => {
-        await tracing.multipart(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
+        await tracing.multipart(scopeOf(ctx), ctx.headers, ctx.bodyStream!);
         return accepted();
       },
     }),
@@ -65,9 +73,10 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       tag,
       auth: 'workspace',
       streamBody: true,
+      traceIngest: true,
       responses: { 202: { description: 'Every run written', schema: ingestAccepted }, ...ingestRefusals },
       handler: async (ctx) => {
-        await tracing.batch(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
+        await tracing.batch(scopeOf(ctx), ctx.headers, ctx.bodyStream!);
         return accepted();
       },
     }),
@@ -79,9 +88,10 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       tag,
       auth: 'workspace',
       streamBody: true,
+      traceIngest: true,
       responses: { 202: { description: 'Written', schema: ingestAccepted }, ...ingestRefusals },
       handler: async (ctx) => {
-        await tracing.create(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
+        await tracing.create(scopeOf(ctx), ctx.headers, ctx.bodyStream!);
         return accepted();
       },
     }),
@@ -94,6 +104,7 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       tag,
       auth: 'workspace',
       streamBody: true,
+      traceIngest: true,
       request: { headers: otlpHeaders },
       responses: {
         200: { description: 'Every span written: `{"partialSuccess":{}}`, or an empty ExportTraceServiceResponse to a protobuf request', schema: otlpExportResponse },
@@ -102,7 +113,7 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
         422: { description: 'Not an ExportTraceServiceRequest, or a span that is not valid (ids, times, parents in a cycle, NUL); nothing was written' },
       },
       handler: async (ctx) => {
-        await tracing.otlpTraces(workspaceOf(ctx), ctx.headers, ctx.bodyStream!);
+        await tracing.otlpTraces(scopeOf(ctx), ctx.headers, ctx.bodyStream!);
         // An OTLP client reads the answer in the encoding it sent: an empty protobuf message is zero bytes.
         if (otlpEncodingOf(ctx.headers) === 'protobuf') return { status: 200, headers: { 'Content-Type': 'application/x-protobuf' } };
         return ok({ partialSuccess: {} });
@@ -116,10 +127,11 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       tag,
       auth: 'workspace',
       streamBody: true,
+      traceIngest: true,
       request: { params: runParams },
       responses: { 202: { description: 'Written', schema: ingestAccepted }, ...ingestRefusals },
       handler: async (ctx) => {
-        await tracing.update(workspaceOf(ctx), ctx.params.run_id, ctx.headers, ctx.bodyStream!);
+        await tracing.update(scopeOf(ctx), ctx.params.run_id, ctx.headers, ctx.bodyStream!);
         return accepted();
       },
     }),

@@ -1,4 +1,4 @@
-import type { SecretsCodec } from '@slipway/crypto';
+import { ingestCredential, type SecretsCodec } from '@slipway/crypto';
 import {
   Deployment,
   DeploymentCredentialStore,
@@ -27,7 +27,7 @@ import {
 } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
 import { ListenerPoll, RevisionLogRepository, RevisionReads, RevisionRepository, type ListenerGlance, type RevisionFlow } from '@slipway/pipeline';
-import { renderManifests, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
+import { renderManifests, tracingEnvironment, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
 import { podPolicyOf } from './pod-policy-check.js';
 import type { Principal } from '../auth/principal.js';
 import { matchesEtag, type DesiredStateCache } from './desired-state-cache.js';
@@ -52,6 +52,11 @@ export class ListenerAgentService {
     /** Opens revisions' secrets and the deployments' sealed store passwords (DeploymentCredentialStore). */
     private readonly box: SecretsCodec,
     private readonly rendered: DesiredStateCache,
+    /**
+     * Where a listener's pods send their traces (the api's `/api/v1`: no trace front reaches a
+     * cluster) and the key their trace-ingest credential is derived under; null: no tracing.
+     */
+    private readonly tracing: { apiUrl: string; secretsKey: Buffer } | null = null,
   ) {}
 
   // ---------------------------------------------------------------- desired state
@@ -144,6 +149,15 @@ export class ListenerAgentService {
       // Resolved again so a snapshot written before a field existed still renders completely.
       resourceSpec: resolveResourceSpec(revision.resourceSpec, d.deploymentType),
       secrets,
+      environment: this.tracing
+        ? tracingEnvironment({
+            secrets,
+            enabled: d.sourceConfig.tracing ?? null,
+            front: { endpoint: `${this.tracing.apiUrl}/api/v1`, apiKey: ingestCredential(this.tracing.secretsKey, d.id) },
+            project: d.name,
+            revisionId: revision.id,
+          })
+        : {},
       databaseName: d.databaseName ?? deploymentDatabaseName(d.name, d.id),
       credentials,
       customUrl: d.sourceConfig.custom_url ?? null,

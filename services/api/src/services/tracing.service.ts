@@ -1,11 +1,14 @@
 import type { Readable } from 'node:stream';
 import type { DataSource, DeploymentActivity } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
-import { IngestSlots, TraceIntake, TracingReads, type IngestLimits, type ProjectFilter, type RunsQueryInput } from '@slipway/tracing';
+import { IngestSlots, TraceIntake, TracingReads, type IngestLimits, type IntakeScope, type ProjectFilter, type RunsQueryInput } from '@slipway/tracing';
 
 type Headers = Record<string, unknown>;
 
-/** Ingest requests of one workspace written at once by one api process; past it, 429 (docs/operations.md, Per-tenant bounds). */
+/** Whose ingest slots a request takes: its workspace's, or (a trace-ingest credential) its deployment project's. */
+const writerOf = (scope: IntakeScope) => scope.boundTo ?? scope.workspaceId;
+
+/** Ingest requests of one writer written at once by one api process; past it, 429 (docs/operations.md, Per-tenant bounds). */
 export const INGEST_SLOTS_PER_WORKSPACE = 16;
 
 /**
@@ -42,25 +45,25 @@ export class TracingService {
     return TraceIntake.info(version);
   }
 
-  multipart(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.slots.run(workspaceId, () => this.intake.multipart({ workspaceId }, headers, body));
+  multipart(scope: IntakeScope, headers: Headers, body: Readable): Promise<void> {
+    return this.slots.run(writerOf(scope), () => this.intake.multipart(scope, headers, body));
   }
 
-  batch(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.slots.run(workspaceId, () => this.intake.batch({ workspaceId }, headers, body));
+  batch(scope: IntakeScope, headers: Headers, body: Readable): Promise<void> {
+    return this.slots.run(writerOf(scope), () => this.intake.batch(scope, headers, body));
   }
 
-  create(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.slots.run(workspaceId, () => this.intake.create({ workspaceId }, headers, body));
+  create(scope: IntakeScope, headers: Headers, body: Readable): Promise<void> {
+    return this.slots.run(writerOf(scope), () => this.intake.create(scope, headers, body));
   }
 
-  update(workspaceId: string, runId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.slots.run(workspaceId, () => this.intake.update({ workspaceId }, runId, headers, body));
+  update(scope: IntakeScope, runId: string, headers: Headers, body: Readable): Promise<void> {
+    return this.slots.run(writerOf(scope), () => this.intake.update(scope, runId, headers, body));
   }
 
   /** An OTLP/HTTP trace export (JSON or protobuf), into the project its `Langsmith-Project` header names. */
-  otlpTraces(workspaceId: string, headers: Headers, body: Readable): Promise<void> {
-    return this.slots.run(workspaceId, () => this.intake.otlp({ workspaceId }, headers, body));
+  otlpTraces(scope: IntakeScope, headers: Headers, body: Readable): Promise<void> {
+    return this.slots.run(writerOf(scope), () => this.intake.otlp(scope, headers, body));
   }
 
   listProjects(workspaceId: string, filter: ProjectFilter) {
