@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createDatabaseIfMissing, createDataSource, dropDatabaseIfExists, runMigrations, type DataSource } from '@slipway/db';
-import { TraceRepository, TracingReads } from '@slipway/tracing';
+import { RunRepository, TraceRepository, TracingReads } from '@slipway/tracing';
 import { percentile, timeInterleaved } from '../support/measure.js';
 import { atLeast, atMost, type BenchRow } from '../support/report.js';
 import { databaseUrl, SERVER, type BenchStack } from '../support/stack.js';
@@ -46,17 +46,11 @@ async function scratch(kind: string, poolSize: number): Promise<Scratch> {
   }
 }
 
-/** The daily partitions of both runs tables, as `RunRepository.ensurePartitions` makes them. */
+/** The daily partitions of both runs tables from `fromMs` to `toMs`, made as ingest makes them. */
 async function ensurePartitions(dataSource: DataSource, fromMs: number, toMs: number): Promise<void> {
-  for (let d = Math.floor(fromMs / DAY_MS) * DAY_MS; d <= toMs; d += DAY_MS) {
-    const day = new Date(d).toISOString().slice(0, 10);
-    const next = new Date(d + DAY_MS).toISOString().slice(0, 10);
-    for (const table of ['tracing_runs', 'tracing_run_payloads']) {
-      await dataSource.query(
-        `CREATE TABLE IF NOT EXISTS ${table}_p${day.replaceAll('-', '')} PARTITION OF ${table} FOR VALUES FROM ('${day} 00:00:00+00') TO ('${next} 00:00:00+00')`,
-      );
-    }
-  }
+  const days: string[] = [];
+  for (let d = Math.floor(fromMs / DAY_MS) * DAY_MS; d <= toMs; d += DAY_MS) days.push(new Date(d).toISOString().slice(0, 10));
+  await dataSource.transaction((m) => new RunRepository(m).ensurePartitions(days));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -47,6 +47,11 @@ export function isIngestCredential(candidate: string | undefined, secretsKeys: r
 
 const compact = (deploymentId: string) => deploymentId.toLowerCase().replaceAll('-', '');
 
+/** The MAC key derived from each secrets key, once: credentials are checked on every ingest request. */
+const macKeys = new WeakMap<Buffer, Buffer>();
+
 function mac(secretsKey: Buffer, deploymentId: string): Buffer {
-  return createHmac('sha256', deriveKey(secretsKey, PURPOSE)).update(deploymentId.toLowerCase()).digest();
+  let key = macKeys.get(secretsKey);
+  if (!key) macKeys.set(secretsKey, (key = deriveKey(secretsKey, PURPOSE)));
+  return createHmac('sha256', key).update(deploymentId.toLowerCase()).digest();
 }

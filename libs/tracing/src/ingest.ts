@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError } from '@slipway/domain';
 import { UnprocessableError } from './errors.js';
 import { DEFAULT_INGEST_LIMITS, type IngestLimits } from './limits.js';
 import { TracingProjectStore } from './project.repository.js';
-import { capPayload, promote } from './promote.js';
+import { capPayload, promote, type RunPayload, type RunRow } from './promote.js';
 import { RunRepository } from './run.repository.js';
 import { mergeFields, type RunFields, type RunOperation } from './run-ops.js';
 
@@ -105,7 +105,7 @@ export class TracingIngest {
       if (boundTo) {
         const traceIds = [...byRun.values()].flatMap(({ create, update }) => [create?.trace_id, update?.trace_id]).filter((t): t is string => !!t);
         const foreign = await runs.tracesOutside(workspaceId, [...new Set(traceIds.map((t) => t.toLowerCase()))], boundTo);
-        if (foreign.length) throw new ConflictError(`trace ${foreign[0]} is not in this writer's project; nothing was written.`);
+        if (foreign.length) throw notTheWritersProject('trace', foreign[0]!);
       }
 
       const traces = new Set<string>();
@@ -115,18 +115,15 @@ export class TracingIngest {
       const [storedRuns, heldUpdates] = await Promise.all([runs.loadFields(workspaceId, ids), runs.pendingUpdates(workspaceId, ids)]);
       const replaced: string[] = [];
       const absorbed: string[] = [];
-      const inserts: Array<{ row: ReturnType<typeof promote>; payload: ReturnType<typeof capPayload>['payload'] }> = [];
+      const inserts: Array<{ row: RunRow; payload: RunPayload }> = [];
       for (const [id, { create, update }] of byRun) {
         const stored = storedRuns.get(id) ?? null;
-        if (boundTo && stored && stored.project_id !== boundTo) {
-          throw new ConflictError(`run ${id} is not in this writer's project; nothing was written.`);
-        }
         const held = heldUpdates.get(id) ?? null;
+        // A bound writer touches neither a stored run of another project nor an update held for one.
+        const owner = stored ? stored.project_id : !create && held ? held.projectId : boundTo;
+        if (boundTo && owner !== boundTo) throw notTheWritersProject('run', id);
         if (!create && !stored) {
           // An update before its create: held until the create comes.
-          if (boundTo && held && held.projectId !== boundTo) {
-            throw new ConflictError(`run ${id} is not in this writer's project; nothing was written.`);
-          }
           await runs.savePendingUpdate(workspaceId, id, mergeFields(held?.patch ?? null, update!), boundTo);
           continue;
         }
@@ -183,6 +180,11 @@ export class TracingIngest {
     if (create.session_id) return projectIds.get(`session_id:${create.session_id.toLowerCase()}`)!;
     return projectIds.get(`session_name:${create.session_name || DEFAULT_PROJECT}`)!;
   }
+}
+
+/** 409: a bound writer named a run or trace of another project (TracingIngest.write). */
+function notTheWritersProject(kind: 'run' | 'trace', id: string): ConflictError {
+  return new ConflictError(`${kind} ${id} is not in this writer's project; nothing was written.`);
 }
 
 /** Postgres's answer to a row whose partition does not exist (23514, "no partition of relation … found for row"). */

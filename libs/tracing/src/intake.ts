@@ -8,6 +8,9 @@ import { validateOperation } from './run-ops.js';
 
 type Headers = Record<string, unknown>;
 
+/** What is logged when recording a trace's deployment activity fails (the runs are written regardless). */
+export const TRACE_ACTIVITY_FAILED = 'recording deployment activity from a trace failed';
+
 /** Who writes: a workspace (a workspace key), optionally bound to one of its projects (a deployment's trace front). */
 export interface IntakeScope {
   workspaceId: string;

@@ -43,10 +43,9 @@ export class OtlpTraceIngest {
         // them) under its parent.
         let self = await tree.placeOf(workspaceId, id);
         if (!self) continue;
-        for (const child of await tree.waitingFor(workspaceId, id)) {
+        for (const child of await tree.waitingFor(workspaceId, id, self.project_id)) {
           // A piece that holds this run is not put under it (parents sent in a cycle).
           if (child === id || self.trace_id === child) continue;
-          if ((await tree.placeOf(workspaceId, child))?.project_id !== self.project_id) continue;
           if (!(await fits(tree, workspaceId, self.dotted_order, child))) continue;
           await tree.attach(workspaceId, child, self.trace_id, self.dotted_order);
           traces.add(self.trace_id);

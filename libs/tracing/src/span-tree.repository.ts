@@ -22,11 +22,11 @@ export class SpanTreeRepository {
     return row ?? null;
   }
 
-  /** The provisional roots waiting for `parentId`. */
-  async waitingFor(workspaceId: string, parentId: string): Promise<string[]> {
+  /** The provisional roots of project `projectId` waiting for `parentId` (pieces never join across projects). */
+  async waitingFor(workspaceId: string, parentId: string, projectId: string): Promise<string[]> {
     const rows: Array<{ id: string }> = await this.manager.query(
-      `SELECT id FROM tracing_runs WHERE workspace_id = $1 AND parent_run_id = $2 AND trace_id = id`,
-      [workspaceId, parentId],
+      `SELECT id FROM tracing_runs WHERE workspace_id = $1 AND parent_run_id = $2 AND trace_id = id AND project_id = $3`,
+      [workspaceId, parentId, projectId],
     );
     return rows.map((r) => r.id);
   }

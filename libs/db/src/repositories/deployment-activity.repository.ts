@@ -78,7 +78,8 @@ export type ActivityRecord = 'throttled' | 'unchanged' | 'recorded' | 'revived';
  * deployment goes back to `READY` through the deployment status transition.
  *
  * Called from: the deployer's serving proxies (services/deployer/src/process-driver/traffic.ts,
- * admitted requests) and its run-count reads (process-driver.ts). One instance per process.
+ * admitted requests) and its run-count reads (process-driver.ts); trace ingest (`recordAll`, the
+ * api's `/api/v1` and the deployer's trace fronts).
  */
 export class DeploymentActivity {
   private readonly written = new Map<string, number>();
@@ -101,6 +102,14 @@ export class DeploymentActivity {
     if (status !== 'UNUSED') return status ? 'recorded' : 'unchanged';
     const from = await transitionDeployment(this.dataSource.manager, deploymentId, 'READY', ['UNUSED']);
     return from ? 'revived' : 'recorded';
+  }
+
+  /**
+   * Records each deployment's activity after work that is already done (runs written): a failure
+   * goes to `onError`, never to the caller, whose work stands.
+   */
+  async recordAll(deploymentIds: readonly string[], onError: (err: unknown, deploymentId: string) => void): Promise<void> {
+    await Promise.all(deploymentIds.map((id) => this.record(id).catch((err) => onError(err, id))));
   }
 
   /** Forgets what this process wrote (tests). */

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { InstanceRecord } from '../shared-types.js';
+import type { InstanceRecord } from '../instance-types.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { DEFAULT_PATH, type ImageConfig } from './image-config.js';
 import { ociConfig } from './oci-spec.js';

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ArtifactError } from '../shared-types.js';
+import { ArtifactError } from '../instance-types.js';
 
 /** What of an OCI image's configuration the container runtime uses. */
 export interface ImageConfig {

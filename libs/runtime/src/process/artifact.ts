@@ -1,7 +1,7 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ARTIFACT_APP_DIR, ARTIFACT_MANIFEST_FILE, type ArtifactManifest } from '@slipway/domain';
-import { ArtifactError } from '../shared-types.js';
+import { ArtifactError } from '../instance-types.js';
 
 export { ArtifactError };
 

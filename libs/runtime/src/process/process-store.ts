@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { InstanceRecord, InstanceRole, InstanceStatus, Queryable } from '../shared-types.js';
+import type { InstanceRecord, InstanceRole, InstanceStatus, Queryable } from '../instance-types.js';
 
 export type { InstanceRecord, InstanceRole, InstanceStatus, Queryable };
 

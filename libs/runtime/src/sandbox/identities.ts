@@ -1,4 +1,4 @@
-import type { Queryable } from '../shared-types.js';
+import type { Queryable } from '../instance-types.js';
 
 /** Thrown when every uid of the range is taken. */
 export class UidsExhaustedError extends Error {

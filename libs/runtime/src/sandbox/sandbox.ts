@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { SandboxSettings as ConfiguredSandbox } from '@slipway/config';
-import type { Queryable } from '../shared-types.js';
+import type { Queryable } from '../instance-types.js';
 import { CgroupWriter, detectCgroups, type Cgroup, type CgroupLimits } from './cgroups.js';
 import { SandboxIdentities } from './identities.js';
 import { removeLegacyUidRules } from './net/egress-rules.js';

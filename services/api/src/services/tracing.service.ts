@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { DataSource, DeploymentActivity } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
-import { IngestSlots, TraceIntake, TracingReads, type IngestLimits, type IntakeScope, type ProjectFilter, type RunsQueryInput } from '@slipway/tracing';
+import { IngestSlots, TRACE_ACTIVITY_FAILED, TraceIntake, TracingReads, type IngestLimits, type IntakeScope, type ProjectFilter, type RunsQueryInput } from '@slipway/tracing';
 
 type Headers = Record<string, unknown>;
 
@@ -28,14 +28,7 @@ export class TracingService {
    * a minute per process), so awaiting it costs the answer nothing most of the time.
    */
   constructor(dataSource: DataSource, limits?: IngestLimits, activity?: DeploymentActivity, log?: Logger) {
-    const recordActivity = activity
-      ? async (deploymentIds: string[]) => {
-          // The runs are written: a failed activity write is logged, not the client's failure.
-          await Promise.all(
-            deploymentIds.map((id) => activity.record(id).catch((err) => log?.warn({ err, deploymentId: id }, 'recording deployment activity from a trace failed'))),
-          );
-        }
-      : undefined;
+    const recordActivity = activity && ((ids: string[]) => activity.recordAll(ids, (err, deploymentId) => log?.warn({ err, deploymentId }, TRACE_ACTIVITY_FAILED)));
     this.intake = new TraceIntake(dataSource, limits, recordActivity);
     this.reads = new TracingReads(dataSource);
   }

@@ -29,7 +29,7 @@ import {
   type LoopbackFront,
   type Upstream,
 } from '@slipway/runtime';
-import { IngestSlots, TraceIntake } from '@slipway/tracing';
+import { IngestSlots, TRACE_ACTIVITY_FAILED, TraceIntake } from '@slipway/tracing';
 import { TraceFront } from './trace-front.js';
 
 /** Unsandboxed, fronts listen on loopback only: they are for this machine's apps. */
@@ -106,9 +106,7 @@ export class DeploymentDataAccess {
     this.frontHost = sandboxNetwork?.servicesAddress ?? LOOPBACK;
     const activity = new DeploymentActivity(dataSource);
     // A trace is activity of its deployment (UNUSED); the runs are written whatever that write does.
-    this.traceIntake = new TraceIntake(dataSource, undefined, async (ids) => {
-      await Promise.all(ids.map((id) => activity.record(id).catch((err) => log.warn({ err, deploymentId: id }, 'recording deployment activity from a trace failed'))));
-    });
+    this.traceIntake = new TraceIntake(dataSource, undefined, (ids) => activity.recordAll(ids, (err, deploymentId) => log.warn({ err, deploymentId }, TRACE_ACTIVITY_FAILED)));
   }
 
   /** Probes the servers and reports (every start): a passwordless store is a warning. */

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../shared-types.js';
+import type { Queryable } from '../../instance-types.js';
 import { intToIpv4, ipv4ToInt, pickSlot, slotOf, type Pool } from './pool.js';
 
 /** Thrown when every address of the pool is taken. */

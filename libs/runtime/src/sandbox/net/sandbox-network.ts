@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { Queryable } from '../../shared-types.js';
+import type { Queryable } from '../../instance-types.js';
 import { SandboxAddresses } from './addresses.js';
 import type { DnsServer } from '@slipway/config';
 import { DnsRelay, DEFAULT_DNS_RELAY_LIMITS, hostResolvers, type DnsRelayLimits } from './dns-relay.js';
