@@ -129,6 +129,9 @@ export class BenchStack {
       SLIPWAY_SECRETS_KEY: this.secretsKey,
       SLIPWAY_DATA_DIR: this.dataDir,
       SLIPWAY_LOCAL_REPOS_ROOT: this.reposRoot,
+      // The stack runs no edge yet: deployments' `url`s are their serving ports, which the
+      // serving scenario measures.
+      SLIPWAY_EDGE_HTTP_PORT: 'off',
     };
   }
 

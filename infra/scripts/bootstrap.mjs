@@ -128,6 +128,33 @@ export function ensureSandboxTools() {
   );
 }
 
+/**
+ * Deployments answer at `<name>.localhost` on the edge by default. Browsers and curl resolve
+ * `*.localhost` themselves, but Node (the SDK, the CLIs) asks the system, and Debian's resolver
+ * does not know those names unless nss-myhostname is in /etc/nsswitch.conf: installed as root
+ * (its package adds it there), otherwise the log says exactly what to do.
+ */
+export function ensureLocalNames(appsDomain = process.env.SLIPWAY_APPS_DOMAIN ?? 'localhost') {
+  if (appsDomain !== 'localhost' || process.platform !== 'linux' || resolvesLocalNames()) return;
+  if (process.getuid?.() === 0 && has('apt-get', ['--version'])) {
+    log('`*.localhost` does not resolve on this machine: apt-get install libnss-myhostname');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    if (!aptUpdated) run('apt-get', ['update', '-qq'], { env });
+    aptUpdated = true;
+    run('apt-get', ['install', '-y', '-qq', 'libnss-myhostname'], { env });
+    if (resolvesLocalNames()) return;
+  }
+  log(
+    '`<name>.localhost` (where deployments answer) does not resolve for programs on this machine: ' +
+      "install libnss-myhostname and make the hosts line of /etc/nsswitch.conf read 'hosts: files myhostname dns', " +
+      'or set SLIPWAY_APPS_DOMAIN to a domain whose wildcard record points here',
+  );
+}
+
+function resolvesLocalNames() {
+  return spawnSync('getent', ['hosts', 'slipway-probe.localhost'], { stdio: 'ignore' }).status === 0;
+}
+
 /** The registry `npm start` runs and the tools `npm test` pushes test images with (installed as root when missing). */
 export function ensureRegistryTools() {
   ensureDebianTools(REGISTRY_TOOLS, 'registry tools', 'the built-in image registry cannot start (set SLIPWAY_REGISTRY=off when you run one yourself) and images cannot run');

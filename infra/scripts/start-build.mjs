@@ -22,6 +22,7 @@ export const START_ENTRIES = {
   api: entry('services/api'),
   builder: entry('services/builder'),
   deployer: entry('services/deployer'),
+  edge: entry('services/edge'),
   registry: entry('libs/registry'),
 };
 

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { ROOT, ensureDependencies, ensurePnpm, ensureRegistryTools, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
+import { ROOT, ensureDependencies, ensurePnpm, ensureLocalNames, ensureRegistryTools, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
 import { ensureConsole } from './console.mjs';
 import { localKeys } from './local-keys.mjs';
 
@@ -21,6 +21,7 @@ ensureDependencies();
 const { START_ENTRIES, ensureStartBuild } = await import('./start-build.mjs');
 await ensureServices();
 ensureSandboxTools();
+ensureLocalNames();
 if (process.env.SLIPWAY_REGISTRY !== 'off') ensureRegistryTools();
 ensureConsole();
 if (!dev) await ensureStartBuild();
@@ -50,7 +51,13 @@ run(migrate, [...migrateArgs, 'migrate', '--create-database'], { env });
  * One entry file per service (docs/architecture.md, Processes), and the built-in image registry
  * (CNCF distribution, supervised by its own entry) unless SLIPWAY_REGISTRY=off.
  */
-const SERVICES = ['api', 'builder', 'deployer', ...(process.env.SLIPWAY_REGISTRY === 'off' ? [] : ['registry'])];
+const SERVICES = [
+  'api',
+  'builder',
+  'deployer',
+  ...(env.SLIPWAY_EDGE_HTTP_PORT === 'off' ? [] : ['edge']),
+  ...(process.env.SLIPWAY_REGISTRY === 'off' ? [] : ['registry']),
+];
 
 const children = new Map();
 let stopping = false;

@@ -1,13 +1,14 @@
 // `npm test` / `pnpm test`: every test, on a fresh machine too. Installs what is missing,
 // makes sure Postgres/Redis answer (unless DATABASE_URL/REDIS_URL point elsewhere), type-checks,
 // then runs vitest. Extra arguments go to vitest (`npm test -- test/integration/listeners.test.ts`).
-import { ensureDependencies, ensurePnpm, ensureRegistryTools, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
+import { ensureDependencies, ensurePnpm, ensureLocalNames, ensureRegistryTools, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
 import { ensureConsole } from './console.mjs';
 
 ensurePnpm();
 ensureDependencies();
 await ensureServices();
 ensureSandboxTools();
+ensureLocalNames();
 ensureRegistryTools();
 ensureConsole();
 log('type-checking');

@@ -55,6 +55,7 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
       'api',
       'builder',
       'deployer',
+      'edge',
       'migrate',
       'postgres',
       'redis',
@@ -127,7 +128,7 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     expect(dockerfile).not.toMatch(/tsx/);
     const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
     expect(text).not.toMatch(/tsx|src\/main\.ts/);
-    const targets = { migrate: 'cli', api: 'api', builder: 'builder', deployer: 'deployer' };
+    const targets = { migrate: 'cli', api: 'api', builder: 'builder', deployer: 'deployer', edge: 'edge' };
     for (const [service, target] of Object.entries(targets)) {
       const block = text.split(new RegExp(`\\n  ${service}:\\n`))[1]!.split(/\n  [a-z]+:\n/)[0]!;
       expect(block, service).toContain(`target: ${target}`);
@@ -152,7 +153,7 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     expect(text).not.toMatch(/POSTGRES_PASSWORD: (?!\$\{)/);
     expect(text).not.toMatch(/postgres:\/\/[^:]+:(?!\$\{)[^@]*@/);
     expect(services.postgres!.environment.POSTGRES_PASSWORD).toBe(REQUIRED.SLIPWAY_POSTGRES_PASSWORD);
-    for (const service of ['migrate', 'api', 'builder', 'deployer']) {
+    for (const service of ['migrate', 'api', 'builder', 'deployer', 'edge']) {
       const env = services[service]!.environment;
       expect(env.DATABASE_URL, service).toBe(`postgres://slipway:${REQUIRED.SLIPWAY_DB_PASSWORD}@postgres:5432/slipway`);
       expect(env.REDIS_URL, service).toBe(`redis://:${REQUIRED.SLIPWAY_REDIS_PASSWORD}@redis:6379/0`);

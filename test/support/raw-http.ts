@@ -42,7 +42,7 @@ function target(rng: Rng): string {
   }
 }
 
-function hostHeaders(rng: Rng): string[] {
+function hostHeaders(rng: Rng, host: string): string[] {
   switch (rng.int(14)) {
     case 0:
       return [];
@@ -53,7 +53,7 @@ function hostHeaders(rng: Rng): string[] {
     case 3:
       return [`Host: ${rng.pick(['x\x01y', 'caf\xe9', 'a b', '[::1', ':::', 'x'.repeat(300), '127.0.0.1:99999'])}`];
     default:
-      return ['Host: serving.local'];
+      return [`Host: ${host}`];
   }
 }
 
@@ -149,7 +149,7 @@ function body(rng: Rng, headers: string[], hostile: boolean): string {
  * One generated request: usually one, sometimes two pipelined, sometimes cut short. About half
  * have hostile headers or framing; the rest are ordinary enough to get past Node's parser.
  */
-export function rawRequest(rng: Rng, key: string): RawRequest {
+export function rawRequest(rng: Rng, key: string, host = 'serving.local'): RawRequest {
   const count = rng.chance(0.1) ? 2 : 1;
   let text = '';
   const summaries: string[] = [];
@@ -157,7 +157,7 @@ export function rawRequest(rng: Rng, key: string): RawRequest {
     const method = rng.pick(rng.chance(0.9) ? METHODS : ODD_METHODS);
     const line = `${method} ${target(rng)} ${rng.pick(rng.chance(0.9) ? VERSIONS : ODD_VERSIONS)}`;
     const hostile = rng.chance(0.5);
-    const headers = [...hostHeaders(rng), ...otherHeaders(rng, key, hostile)];
+    const headers = [...hostHeaders(rng, host), ...otherHeaders(rng, key, hostile)];
     const payload = method === 'GET' && rng.chance(0.7) ? '' : body(rng, headers, hostile);
     const eol = rng.chance(0.05) ? rng.pick(['\n', '\r', '\r\r\n']) : '\r\n';
     text += [line, ...headers].join(eol) + eol + eol + payload;

@@ -5,7 +5,7 @@ import type { TestApi } from './test-api.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export type ServiceName = 'api' | 'builder' | 'deployer' | 'listener-agent';
+export type ServiceName = 'api' | 'builder' | 'deployer' | 'listener-agent' | 'edge';
 
 export interface ServiceProcess {
   name: ServiceName;
@@ -48,6 +48,9 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
     // a live worker look dead.
     SLIPWAY_HEARTBEAT_STALE_MS: '4000',
     SLIPWAY_SHUTDOWN_TIMEOUT_MS: '5000',
+    // As the test's api (test-api.ts): `url`s name serving ports unless the test runs an edge.
+    SLIPWAY_EDGE_HTTP_PORT: api.config.edge.httpPort === null ? 'off' : String(api.config.edge.httpPort),
+    SLIPWAY_APPS_DOMAIN: api.config.edge.appsDomain,
     ...overrides,
   };
 }
@@ -102,7 +105,7 @@ export async function startService(name: ServiceName, env: Record<string, string
       await exited;
     },
   };
-  await waitFor(name === 'api' ? /api listening/ : new RegExp(`${name} started`), readyTimeoutMs);
+  await waitFor(name === 'api' ? /api listening/ : name === 'edge' ? /edge listening/ : new RegExp(`${name} started`), readyTimeoutMs);
   return service;
 }
 

@@ -105,6 +105,8 @@ export async function startTestApi(
     SLIPWAY_AGENT_SERVER_HOST_CACHE: inject('agentServerHostCache'),
     LOG_LEVEL: 'debug',
     PORT: '0',
+    // Deployments' `url`s name their serving ports unless a test runs an edge (test/e2e/edge.test.ts).
+    SLIPWAY_EDGE_HTTP_PORT: 'off',
     ...env,
   });
   const logs = new LogCapture();

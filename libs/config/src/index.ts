@@ -8,6 +8,7 @@ import path from 'node:path';
 import Joi from 'joi';
 import { jwtOf, jwtSettings, outboundSettings, rateLimitSettings, streamSettings, type JwtSettings } from './access.js';
 import { ConfigError } from './config-error.js';
+import { edgeSettings } from './edge.js';
 import { secureDataDir } from './data-dir.js';
 import { validateEnvironment } from './environment.js';
 import { ceilingSettings, deploymentDbSettings, quotaSettings } from './limits.js';
@@ -36,6 +37,7 @@ export const controlPlaneSettings = {
   ceilings: ceilingSettings,
   sandbox: sandboxSettings,
   registry: registrySettings,
+  edge: edgeSettings,
 };
 
 type Values = ValuesOf<typeof controlPlaneSettings>;
@@ -50,7 +52,7 @@ export interface Config extends Omit<Values, 'publicUrl' | 'secretsKey' | 'jwt' 
   registry: RegistrySettings;
 }
 
-const schema = Joi.object(schemaKeysOf(controlPlaneSettings)).and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL').unknown(true);
+const schema = Joi.object(schemaKeysOf(controlPlaneSettings)).and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL').and('SLIPWAY_TLS_CERT_FILE', 'SLIPWAY_TLS_KEY_FILE').unknown(true);
 
 /** Parses an environment into a frozen Config. Pure apart from the dev secrets-key file. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
@@ -112,6 +114,7 @@ export type { SecretsKey } from './secrets-key.js';
 export { JWT_ALGORITHMS, type JwtSettings, type RateLimitSettings } from './access.js';
 export type { PipelineTimings, RetentionSettings } from './pipeline.js';
 export type { RegistrySettings } from './registry.js';
+export type { EdgeSettings } from './edge.js';
 export type { DnsServer, RuntimeSettings, SandboxSettings } from './sandbox.js';
 export { loadAgentConfig, type AgentConfig } from './agent.js';
 export { secureDataDir } from './data-dir.js';

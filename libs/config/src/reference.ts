@@ -8,6 +8,7 @@ import { jwtSettings, outboundSettings, rateLimitSettings, streamSettings } from
 import { agentSettings } from './agent.js';
 import { ceilingSettings, deploymentDbSettings, quotaSettings } from './limits.js';
 import { pipelineSettings, retentionSettings, webhookSettings } from './pipeline.js';
+import { edgeSettings } from './edge.js';
 import { registrySettings } from './registry.js';
 import { runtimeSettings, sandboxSettings } from './sandbox.js';
 import { secretsSettings } from './secrets-key.js';
@@ -29,6 +30,11 @@ export const CONTROL_PLANE_CHAPTERS: Chapter[] = [
   { title: 'Outbound webhooks', settings: webhookSettings },
   { title: 'Retention', settings: retentionSettings },
   { title: 'Runtime', settings: runtimeSettings },
+  {
+    title: 'Edge',
+    intro: 'The one entry point for every cloud-hosted deployment, by name (docs/operations.md, The edge).',
+    settings: edgeSettings,
+  },
   { title: 'Sandbox', intro: 'docs/operations.md, Sandbox, explains the isolation these tune.', settings: sandboxSettings },
   {
     title: 'Quotas and ceilings',

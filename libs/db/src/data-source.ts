@@ -35,6 +35,27 @@ export function createDataSource({ url, applicationName = 'slipway', poolSize = 
   return new DataSource(options);
 }
 
+/**
+ * Connects `dataSource`, waiting out a database that is not up yet (a service started beside
+ * it) instead of crash-looping: every `delayMs`, at most `attempts` times, each miss a warning.
+ */
+export async function initializeWhenReachable(
+  dataSource: DataSource,
+  log: { warn: (obj: object, msg: string) => void },
+  { attempts = 30, delayMs = 2_000 }: { attempts?: number; delayMs?: number } = {},
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await dataSource.initialize();
+      return;
+    } catch (err) {
+      if (attempt >= attempts) throw err;
+      log.warn({ err, attempt }, 'database not reachable yet; retrying');
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+  }
+}
+
 /** Runs pending migrations; returns the names it applied. */
 export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   const applied = await dataSource.runMigrations({ transaction: 'each' });

@@ -1,6 +1,7 @@
 export {
   createDatabaseIfMissing,
   createDataSource,
+  initializeWhenReachable,
   dropDatabaseIfExists,
   ensureDatabase,
   runMigrations,
@@ -48,6 +49,7 @@ export { fillSecretNames } from './repositories/secret-names.js';
 export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repository.js';
 export { UploadRepository, type UploadRecord, type UploadState } from './repositories/upload.repository.js';
 export { ProcessRuntimeRepository, type ServingState } from './repositories/process-runtime.repository.js';
+export { EDGE_ROUTES_CHANNEL, EdgeRouteRepository, type EdgeRoute } from './repositories/edge-route.repository.js';
 export { TracingProjectRepository } from './repositories/tracing-project.repository.js';
 export { DeploymentSlotsRepository, SLOT_LOW_WATER, SLOT_SLICE, type SlotClaim } from './repositories/deployment-slots.repository.js';
 export { DEPLOYMENT_LISTENER_FK, DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type DeploymentPatch, type InsertedDeployment } from './repositories/deployment.repository.js';

@@ -5,4 +5,4 @@
 export { addressRefusal, hostAllowed, type OutboundPolicy } from './address-policy.js';
 export { checkOutboundUrl, guardedFetch, OutboundError, type GuardedFetchOptions, type GuardedResponse, type OutboundErrorCode } from './guarded-fetch.js';
 export { answerClientErrors, answerSocket, serveWithin, type HttpBoundary } from './http-boundary.js';
-export { listenExclusive } from './listen.js';
+export { listenExclusive, ServerLifecycle } from './listen.js';

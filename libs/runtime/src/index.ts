@@ -43,6 +43,19 @@ export {
 } from './process/process-runtime.js';
 export { ProcessStore, type InstanceRecord, type InstanceRole, type InstanceSample, type InstanceStatus, type Queryable } from './process/process-store.js';
 export { ServingProxy, type AccessDenial, type ProxyTarget, type RequestOutcome, type ServingProxyOptions } from './process/serving-proxy.js';
+export {
+  answerDenial,
+  clientAddress,
+  EDGE_CLIENT_HEADER,
+  EDGE_TOKEN_HEADER,
+  forwardHeaders,
+  forwardRequest,
+  forwardUpgrade,
+  hostLines,
+  refuseTarget,
+  refuseUpgrade,
+  UpstreamPool,
+} from './process/forwarding.js';
 export type {
   InstanceHealth,
   RuntimeDriver,

@@ -2,7 +2,7 @@ import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { loadConfigOrExit, platformCredentials, type Config } from '@slipway/config';
 import { secretsCodec, type SecretsCodec } from '@slipway/crypto';
-import { createDataSource, PgNotifications, type DataSource } from '@slipway/db';
+import { createDataSource, initializeWhenReachable, PgNotifications, type DataSource } from '@slipway/db';
 import { closeQueues, createQueues, producerConnection, workerConnection, type Queues } from '@slipway/jobs';
 import { createLogger, installProcessGuards, installShutdown, type Logger } from '@slipway/logging';
 import { RevisionFlow } from '@slipway/pipeline';
@@ -75,16 +75,7 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   installProcessGuards(log);
   const dataSource = createDataSource({ url: config.databaseUrl, applicationName: `slipway-${spec.name}` });
   // Workers wait out a database that is not up yet instead of crash-looping.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await dataSource.initialize();
-      break;
-    } catch (err) {
-      if (attempt >= 30) throw err;
-      log.warn({ err, attempt }, 'database not reachable yet; retrying');
-      await new Promise((r) => setTimeout(r, 2_000));
-    }
-  }
+  await initializeWhenReachable(dataSource, log);
   const producerRedis = producerConnection(config.redisUrl, log);
   const workerRedis = workerConnection(config.redisUrl, log);
   const queues = createQueues(producerRedis, config.queuePrefix, log);

@@ -45,6 +45,7 @@ import { uploadRoutes } from './routes/uploads.router.js';
 import { registryRoutes } from './routes/registry.router.js';
 import { ApiKeyService } from './services/api-key.service.js';
 import { DeploymentService } from './services/deployment.service.js';
+import { ServingUrls } from './services/serving-url.js';
 import { IntegrationService } from './services/integration.service.js';
 import { QuotaService } from './services/quota.service.js';
 import { WebhookService } from './services/webhook.service.js';
@@ -129,7 +130,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   const integrations = new IntegrationService(dataSource, secrets, config);
   const quotas = new QuotaService(dataSource, config.quotas, logger);
   const registry = new RegistryService(dataSource, config, quotas);
-  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, config.runtime.publicHost, registry, config.sourceNames);
+  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, new ServingUrls(config), registry, config.sourceNames);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.

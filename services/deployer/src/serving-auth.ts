@@ -3,7 +3,7 @@ import { addressKey, credentialId, credentialOf, credentialsIn, SlipwayCredentia
 import type { ApiKey, DataSource } from '@slipway/db';
 import { TooManyRequestsError } from '@slipway/domain';
 import { RevisionReads } from '@slipway/pipeline';
-import { readArtifact, type AccessDenial } from '@slipway/runtime';
+import { clientAddress, readArtifact, type AccessDenial } from '@slipway/runtime';
 
 /** How long a deployment's policy is reused: a change of `serving_auth` takes effect within this. */
 const POLICY_TTL_MS = 10_000;
@@ -81,7 +81,7 @@ export class ServingAuth {
       await this.stripSlipwayKeys(req);
       return null;
     }
-    const address = addressKey(req.socket.remoteAddress);
+    const address = addressKey(clientAddress(req));
     if (isCorsPreflight(req)) {
       await this.deps.limits.consume('address', address);
       await this.stripSlipwayKeys(req);

@@ -80,6 +80,13 @@ export class Deployment {
   @Column({ type: 'integer', nullable: true })
   servingPort!: number | null;
 
+  /**
+   * Its DNS label at the edge (`<edge_name>.<apps domain>`), unique in the installation; chosen by
+   * the database as the row is inserted (migration 1765000000000-edge-names), never written here.
+   */
+  @Column({ type: 'text', nullable: true, insert: false, update: false })
+  edgeName!: string | null;
+
   @Column({ type: 'timestamptz', default: () => 'now()' })
   statusChangedAt!: Date;
 

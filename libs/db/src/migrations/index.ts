@@ -24,6 +24,7 @@ import { ImageUnpackedBytes1764800000650 } from './1764800000650-image-unpacked-
 import { TracingRuns1764900000000 } from './1764900000000-tracing-runs.js';
 import { TracingRetention1764900000100 } from './1764900000100-tracing-retention.js';
 import { TraceFronts1764900000200 } from './1764900000200-trace-fronts.js';
+import { EdgeNames1765000000000 } from './1765000000000-edge-names.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -56,4 +57,5 @@ export const MIGRATIONS = [
   TracingRuns1764900000000,
   TracingRetention1764900000100,
   TraceFronts1764900000200,
+  EdgeNames1765000000000,
 ];

@@ -163,7 +163,7 @@ export class DeploymentRepository {
          ON CONFLICT (workspace_id, name) DO UPDATE SET deployment_id = EXCLUDED.deployment_id WHERE tracing_projects.deployment_id IS NULL
          RETURNING id)
        ${insert.replace(placeholder, '(SELECT id FROM project)')}
-       RETURNING created_at, updated_at, status_changed_at, last_activity_at, tracing_project_id${listener}`,
+       RETURNING created_at, updated_at, status_changed_at, last_activity_at, tracing_project_id, edge_name${listener}`,
       [...params, deployment.workspaceId, deployment.name, deployment.id],
     );
     Object.assign(deployment, {
@@ -172,6 +172,7 @@ export class DeploymentRepository {
       updatedAt: row.updated_at,
       statusChangedAt: row.status_changed_at,
       lastActivityAt: row.last_activity_at,
+      edgeName: row.edge_name,
     });
     return {
       tracingProject: row.tracing_project_id != null,

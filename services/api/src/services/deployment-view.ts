@@ -1,6 +1,7 @@
 import type { Deployment, Revision, StoredRevisionConfig } from '@slipway/db';
-import { isSelfHosted, SECRET_MASK, sourceName } from '@slipway/domain';
+import { SECRET_MASK, sourceName } from '@slipway/domain';
 import { iso } from '../schemas/common.schema.js';
+import type { ServingUrls } from './serving-url.js';
 
 /** How responses name sources (`SLIPWAY_SOURCE_NAMES`, docs/api.md, Deployments). */
 export type SourceNames = 'canonical' | 'hosted';
@@ -18,22 +19,21 @@ export function presentRevisionConfig(c: StoredRevisionConfig) {
 
 /**
  * The API shape of a deployment (docs/api.md, Deployments). Secret values never leave: they are masked.
- * A cloud-hosted deployment's `url` is where the process runtime serves it (`runtimeHost` and
- * its serving port); its `custom_url` shows that same URL until the user sets one of their own.
+ * A cloud-hosted deployment's `url` is where it answers (ServingUrls: its name at the edge); its
+ * `custom_url` shows that same URL until the user sets one of their own.
  */
 export function presentDeployment(
   d: Deployment,
   latest: Pick<Revision, 'sourceRevisionConfig'> | null,
   secretNames: string[],
   tagValueIds: string[],
-  runtimeHost?: string,
+  urls?: ServingUrls,
   names: SourceNames = 'canonical',
   /** Whether the serving (else latest) revision was built as an agent server; null: none built. */
   agentServer: boolean | null = null,
 ) {
   const config = latest?.sourceRevisionConfig ?? {};
-  const host = runtimeHost?.includes(':') ? `[${runtimeHost}]` : runtimeHost;
-  const servingUrl = !isSelfHosted(d.source) && d.servingPort && host ? `http://${host}:${d.servingPort}` : null;
+  const servingUrl = urls?.of(d) ?? null;
   return {
     id: d.id,
     name: d.name,

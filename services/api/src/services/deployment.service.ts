@@ -43,6 +43,7 @@ import { applySecrets, assertBuildable, buildConfigOf, defaultRevisionConfig, fi
 import { assertPodPolicy } from './pod-policy-check.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
+import type { ServingUrls } from './serving-url.js';
 
 export { presentDeployment, type DeploymentView } from './deployment-view.js';
 
@@ -61,8 +62,8 @@ export class DeploymentService {
     private readonly repositories: RepositoryCatalog,
     private readonly quotas: QuotaService,
     private readonly ceilings: ResourceCeilings,
-    /** The host in cloud-hosted deployments' serving URLs (`config.runtime.publicHost`). */
-    private readonly runtimeHost?: string,
+    /** Where cloud-hosted deployments answer (their `url`). */
+    private readonly urls?: ServingUrls,
     private readonly images?: ImageResolver,
     /** How responses name sources (`config.sourceNames`). */
     readonly sourceNames: SourceNames = 'canonical',
@@ -200,7 +201,7 @@ export class DeploymentService {
     // Answered from what this transaction wrote: the insert returned the row's defaults (its
     // timestamps are the transaction's now(), as is the latest-revision update's), a new
     // deployment has no tags, and its latest revision's config is `revisionConfig`.
-    return presentDeployment(deployment, revisionConfig && { sourceRevisionConfig: revisionConfig }, secrets.map((s) => s.name), [], this.runtimeHost, this.sourceNames);
+    return presentDeployment(deployment, revisionConfig && { sourceRevisionConfig: revisionConfig }, secrets.map((s) => s.name), [], this.urls, this.sourceNames);
   }
 
   /** Runs a create's transaction (`attempt`) until it claims a deployment slot (DeploymentSlots.withSlot). */
@@ -387,6 +388,6 @@ export class DeploymentService {
   private presentRow({ deployment: d, latestRevisionConfig, tagValueIds, agentServer }: PresentableDeployment): DeploymentView {
     // Rows from before secret_names (until `slipway migrate` filled them) show what their box holds.
     const names = d.secretNames ?? this.openSecrets(d.secretsSealed, d.id).map((s) => s.name);
-    return presentDeployment(d, latestRevisionConfig && { sourceRevisionConfig: latestRevisionConfig }, names, tagValueIds, this.runtimeHost, this.sourceNames, agentServer);
+    return presentDeployment(d, latestRevisionConfig && { sourceRevisionConfig: latestRevisionConfig }, names, tagValueIds, this.urls, this.sourceNames, agentServer);
   }
 }

@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@slipway/config';
+import { edgeToken, isEdgeToken } from '@slipway/crypto';
 import { DeploymentActivity, type DataSource } from '@slipway/db';
 import { redactValues, type Logger } from '@slipway/logging';
 import { RevisionReads } from '@slipway/pipeline';
@@ -114,10 +115,18 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
       return counts;
     });
     const deploymentMetrics = this.metrics;
+    const edgeTokens = [config.secretsKey.key, ...config.previousSecretsKeys].map(edgeToken);
     this.ctx = {
       dataSource,
       runtime: this.runtime,
-      traffic: new Traffic(this.runtime, log, servingAuth, (deploymentId, outcome) => deploymentMetrics.request(deploymentId, outcome), active),
+      traffic: new Traffic(
+        this.runtime,
+        log,
+        servingAuth,
+        (deploymentId, outcome) => deploymentMetrics.request(deploymentId, outcome),
+        active,
+        (token) => isEdgeToken(token, edgeTokens),
+      ),
       tailers: new Tailers(dataSource, Math.round(config.runtime.logFileMb * 1024 * 1024)),
       work: new DeploymentWork(),
       log,

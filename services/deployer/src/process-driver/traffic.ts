@@ -24,6 +24,8 @@ export class Traffic {
      * health probes (`GET /ok`) aside: real use of the deployment (DeploymentActivity).
      */
     private readonly onAdmitted: (deploymentId: string) => void = () => undefined,
+    /** Whether a request carries the edge's token (it then names its client's address and scheme). */
+    private readonly trustsEdge?: (token: string | undefined) => boolean,
   ) {}
 
   /** The instances receiving traffic (a live view: change it through the methods below). */
@@ -68,6 +70,7 @@ export class Traffic {
           onFault: (err) => this.log.error({ err, deploymentId }, 'serving proxy: a request failed in the proxy itself (answered; kept serving)'),
           authorize: this.admitting(deploymentId),
           onRequest: (outcome) => this.onRequest(deploymentId, outcome),
+          trustsEdge: this.trustsEdge,
         });
         await proxy.listen();
         this.proxies.set(deploymentId, proxy);

@@ -1,0 +1,43 @@
+/**
+ * The edge (docs/configuration.md, Edge; docs/operations.md, The edge): the one entry point that
+ * serves every cloud-hosted deployment at a name of the apps domain.
+ */
+import Joi from 'joi';
+import { optional, setting, text, type ValuesOf } from './setting.js';
+
+const port = Joi.number().integer().min(1).max(65_535);
+
+/** A port, or `off`: the edge does not listen there. */
+const portOrOff = (env: string, fallback: number, doc: string) =>
+  setting<number | null>(env, Joi.alternatives(port, Joi.string().valid('off')).default(fallback), doc, { read: (raw) => (raw === 'off' ? null : Number(raw)) });
+
+export const edgeSettings = {
+  httpPort: portOrOff(
+    'SLIPWAY_EDGE_HTTP_PORT',
+    8180,
+    "the edge's HTTP port (80 in the compose file and on Kubernetes); `off`: no edge, and a deployment's `url` is its serving port on the runtime host, as before the edge",
+  ),
+  httpsPort: portOrOff('SLIPWAY_EDGE_HTTPS_PORT', 8443, "the edge's HTTPS port (443 in the compose file and on Kubernetes); `off`: no TLS"),
+  host: text('SLIPWAY_EDGE_HOST', '0.0.0.0', 'the interface the edge listens on'),
+  appsDomain: setting<string>(
+    'SLIPWAY_APPS_DOMAIN',
+    Joi.string().hostname().lowercase().default('localhost'),
+    'every cloud-hosted deployment answers at `<name>.<this domain>` (a wildcard DNS record `*.<domain>` must point at the edge; `localhost` works on the machine itself)',
+  ),
+  publicPort: optional<number>(
+    'SLIPWAY_APPS_PUBLIC_PORT',
+    port,
+    "the port in deployments' URLs when an outer proxy listens on another port than the edge (80/443 are left out of URLs)",
+    "the edge's port",
+  ),
+  upstreamHost: optional(
+    'SLIPWAY_EDGE_UPSTREAM_HOST',
+    Joi.string().hostname(),
+    "where the edge reaches deployments' serving proxies (the deployer's host: `deployer` in the compose file)",
+    'the runtime host (loopback when it binds all interfaces)',
+  ),
+  tlsCertFile: optional('SLIPWAY_TLS_CERT_FILE', Joi.string(), 'a PEM certificate chain (leaf first) the edge serves for the apps domain (a wildcard `*.<domain>` certificate)', 'none'),
+  tlsKeyFile: optional('SLIPWAY_TLS_KEY_FILE', Joi.string(), "that certificate's private key (PEM)", 'none'),
+};
+
+export type EdgeSettings = ValuesOf<typeof edgeSettings>;

@@ -1,0 +1,34 @@
+import type { Config } from '@slipway/config';
+import type { Deployment } from '@slipway/db';
+import { isSelfHosted } from '@slipway/domain';
+
+/**
+ * Where a cloud-hosted deployment answers (docs/api.md, Deployments; docs/operations.md, The
+ * edge): `<edge name>.<apps domain>` at the edge, https when the edge has a certificate for the
+ * apps domain, with the port unless it is the scheme's own (or `SLIPWAY_APPS_PUBLIC_PORT` behind
+ * an outer proxy). With the edge turned off (`SLIPWAY_EDGE_HTTP_PORT=off`): the deployment's
+ * serving port on the runtime's public host. Self-hosted deployments (listeners) have none here.
+ */
+export class ServingUrls {
+  private readonly origin: ((label: string) => string) | null;
+
+  constructor(private readonly config: Pick<Config, 'edge' | 'runtime'>) {
+    const { edge } = config;
+    if (edge.httpPort === null) {
+      this.origin = null;
+      return;
+    }
+    const tls = edge.httpsPort !== null && edge.tlsCertFile !== undefined;
+    const scheme = tls ? 'https' : 'http';
+    const port = edge.publicPort ?? (tls ? edge.httpsPort! : edge.httpPort);
+    const suffix = `.${edge.appsDomain}${port === (tls ? 443 : 80) ? '' : `:${port}`}`;
+    this.origin = (label) => `${scheme}://${label}${suffix}`;
+  }
+
+  of(d: Pick<Deployment, 'source' | 'servingPort' | 'edgeName'>): string | null {
+    if (isSelfHosted(d.source)) return null;
+    if (this.origin) return d.edgeName ? this.origin(d.edgeName) : null;
+    const host = this.config.runtime.publicHost;
+    return d.servingPort ? `http://${host.includes(':') ? `[${host}]` : host}:${d.servingPort}` : null;
+  }
+}

@@ -1,0 +1,157 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { SecureContextOptions } from 'node:tls';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '@slipway/logging';
+import { ServerLifecycle, serveWithin } from '@slipway/net';
+import {
+  answerDenial,
+  EDGE_CLIENT_HEADER,
+  EDGE_TOKEN_HEADER,
+  forwardHeaders,
+  forwardRequest,
+  forwardUpgrade,
+  hostLines,
+  refuseTarget,
+  refuseUpgrade,
+  type AccessDenial,
+} from '@slipway/runtime';
+import type { Destination, RouteTable } from './route-table.js';
+
+const NO_HOST: AccessDenial = { status: 400, detail: 'The request has no Host header.' };
+/** Names nothing: an unknown host must not tell a prober which names exist elsewhere. */
+const UNKNOWN_HOST: AccessDenial = { status: 404, detail: 'Not found.' };
+
+export interface EdgeServerOptions {
+  host: string;
+  port: number;
+  /** `<name>.<this>` is a deployment's host. */
+  appsDomain: string;
+  routes: RouteTable;
+  /** The edge's token (x-slipway-edge), which lets a serving proxy take the client address the edge names. */
+  token: string;
+  log: Logger;
+  /** This listener speaks TLS with this certificate (and its key). */
+  tls?: SecureContextOptions;
+  /** A plain listener whose apps-domain requests are sent to HTTPS on this port (308): the edge has a certificate. */
+  redirectToHttpsPort?: number;
+}
+
+/**
+ * One listener of the edge (its HTTP or its HTTPS port): routes each request
+ * by its host to the deployment's serving proxy, which applies the serving rules (keys, budgets,
+ * stripping, the traffic switch). Requests with no or several `Host` headers get 400, unknown
+ * hosts 404, `CONNECT` 405 and a cut or malformed request its 400 from the boundary; none of them
+ * can stop the edge.
+ */
+export class EdgeServer {
+  private readonly server: Server;
+  private readonly lifecycle: ServerLifecycle;
+  private readonly suffix: string;
+  private readonly scheme: 'http' | 'https';
+
+  constructor(private readonly options: EdgeServerOptions) {
+    this.suffix = `.${options.appsDomain}`;
+    this.scheme = options.tls ? 'https' : 'http';
+    // An https.Server is an http.Server as far as requests go (its 'request' and 'upgrade' events are the same).
+    const server = options.tls ? (createTlsServer(options.tls) as unknown as Server) : createServer();
+    this.server = serveWithin(server, {
+      request: (req, res) => this.serve(req, res),
+      upgrade: (req, socket, head) => this.serveUpgrade(req, socket, head),
+      onError: (err) => options.log.error({ err }, 'edge: a request failed in the edge itself (answered; kept serving)'),
+      failureStatus: 502,
+    });
+    this.lifecycle = new ServerLifecycle(this.server, options.host, options.port);
+    // Streams (SSE) stay open as long as the app keeps them.
+    this.server.requestTimeout = 0;
+  }
+
+  get port(): number {
+    return this.lifecycle.port;
+  }
+
+  listen(): Promise<void> {
+    return this.lifecycle.listen();
+  }
+
+  /** A new certificate for new connections (open ones keep theirs): a renewed file. */
+  setCertificate(tls: SecureContextOptions): void {
+    (this.server as unknown as { setSecureContext(o: SecureContextOptions): void }).setSecureContext(tls);
+  }
+
+  close(graceMs = 1_000): Promise<void> {
+    return this.lifecycle.close(graceMs);
+  }
+
+  private serve(req: IncomingMessage, res: ServerResponse): void {
+    const routed = this.route(req);
+    if ('status' in routed) return answerDenial(req, res, routed);
+    if (this.options.redirectToHttpsPort !== undefined) return this.redirect(req, res);
+    forwardRequest(req, res, routed.pool, this.headers(req), this.upstreamError(routed));
+  }
+
+  private serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const routed = this.route(req);
+    if ('status' in routed) return refuseUpgrade(socket, routed);
+    if (this.options.redirectToHttpsPort !== undefined) return refuseUpgrade(socket, { status: 400, detail: 'Use https.' });
+    forwardUpgrade(req, socket as Socket, head, routed.pool, this.headers(req), this.upstreamError(routed));
+  }
+
+  /** The destination of a request, or why it has none. An absolute-form target names the host itself (RFC 9112 §3.2.2). */
+  private route(req: IncomingMessage): Destination | AccessDenial {
+    if (hostLines(req) === 0 && !/^https?:\/\//i.test(req.url ?? '')) return NO_HOST;
+    const absolute = absoluteHost(req.url);
+    const denial = refuseTarget(req);
+    if (denial) return denial;
+    if (absolute) req.headers.host = absolute;
+    const host = hostname(req.headers.host);
+    if (!host?.endsWith(this.suffix)) return UNKNOWN_HOST;
+    const label = host.slice(0, -this.suffix.length);
+    return (!label.includes('.') && this.options.routes.lookup(label)) || UNKNOWN_HOST;
+  }
+
+  /** 308 to the same host and path over HTTPS (the method and body are kept by the client). */
+  private redirect(req: IncomingMessage, res: ServerResponse): void {
+    const port = this.options.redirectToHttpsPort;
+    const host = hostname(req.headers.host)!;
+    const location = `https://${host}${port === 443 ? '' : `:${port}`}${req.url ?? '/'}`;
+    const body = JSON.stringify({ detail: `Served over https: ${location}` });
+    res.writeHead(308, { location, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+    req.resume();
+  }
+
+  /** What the serving proxy gets: the forwarding headers, the client address and the edge's token (set here, whatever the client sent). */
+  private headers(req: IncomingMessage) {
+    const address = req.socket.remoteAddress;
+    const headers = forwardHeaders(req.headers, { address, proto: this.scheme });
+    if (typeof req.headers.host === 'string') headers['x-forwarded-host'] = req.headers.host;
+    headers[EDGE_TOKEN_HEADER] = this.options.token;
+    if (address) headers[EDGE_CLIENT_HEADER] = address;
+    else delete headers[EDGE_CLIENT_HEADER];
+    return headers;
+  }
+
+  private upstreamError(destination: Destination) {
+    return (err: Error) => this.options.log.warn({ err, deploymentId: destination.deploymentId }, "edge: the deployment's serving proxy did not answer");
+  }
+}
+
+/** The host of an absolute-form target (`GET http://host/path`), else null. */
+function absoluteHost(url: string | undefined): string | null {
+  if (!url || !/^https?:\/\//i.test(url)) return null;
+  try {
+    return new URL(url).host || null;
+  } catch {
+    return null;
+  }
+}
+
+/** The host a `Host` value names, lower case, without its port or a trailing dot; null when it is no host. */
+export function hostname(value: string | undefined): string | null {
+  if (!value) return null;
+  const text = value.trim().toLowerCase();
+  const host = text.startsWith('[') ? text.slice(0, text.indexOf(']') + 1) : text.replace(/:\d*$/, '');
+  if (!host || host.length > 253) return null;
+  return host.endsWith('.') ? host.slice(0, -1) : host;
+}

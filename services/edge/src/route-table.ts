@@ -1,0 +1,81 @@
+import { EdgeRouteRepository, type DataSource, type EdgeRoute } from '@slipway/db';
+import type { Logger } from '@slipway/logging';
+import { UpstreamPool } from '@slipway/runtime';
+
+/** A full read of every route this often, whatever the notifications said (a safety net: they can be lost). */
+export const FULL_READ_MS = 60_000;
+
+/** One name the edge serves: the deployment's serving proxy, through one keep-alive pool. */
+export interface Destination {
+  deploymentId: string;
+  /** Empty until the deployment has a serving port (the edge answers 503 then). */
+  pool: UpstreamPool;
+}
+
+/**
+ * The edge's routing table: each deployment's name (its `edge_name`) to its serving proxy on the
+ * runtime host. Read whole at start, then one deployment again on each notification of a change
+ * (`slipway_edge_routes`), whole again whenever the notification connection comes back and
+ * every FULL_READ_MS. A lookup never waits on the database.
+ */
+export class RouteTable {
+  private readonly byName = new Map<string, Destination>();
+  private readonly nameOf = new Map<string, string>();
+
+  constructor(
+    private readonly dataSource: DataSource,
+    /** Where serving proxies listen (the runtime host; loopback for a wildcard bind). */
+    private readonly runtimeHost: string,
+    private readonly log: Logger,
+  ) {}
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  lookup(edgeName: string): Destination | undefined {
+    return this.byName.get(edgeName);
+  }
+
+  /** Reads every route again: names gone since are dropped. */
+  async readAll(): Promise<void> {
+    const routes = await new EdgeRouteRepository(this.dataSource.manager).all();
+    const seen = new Set<string>();
+    for (const route of routes) {
+      seen.add(route.deploymentId);
+      this.apply(route.deploymentId, route);
+    }
+    for (const id of [...this.nameOf.keys()]) if (!seen.has(id)) this.apply(id, null);
+  }
+
+  /** Reads one deployment's route again (its name, port, or its end). */
+  async readOne(deploymentId: string): Promise<void> {
+    this.apply(deploymentId, await new EdgeRouteRepository(this.dataSource.manager).one(deploymentId));
+  }
+
+  close(): void {
+    for (const destination of this.byName.values()) destination.pool.destroy();
+    this.byName.clear();
+    this.nameOf.clear();
+  }
+
+  private apply(deploymentId: string, route: EdgeRoute | null): void {
+    const before = this.nameOf.get(deploymentId);
+    let destination = before === undefined ? undefined : this.byName.get(before);
+    if (before !== undefined && before !== route?.edgeName) {
+      this.byName.delete(before);
+      this.nameOf.delete(deploymentId);
+      if (!route) destination?.pool.destroy();
+    }
+    if (!route) return;
+    destination ??= { deploymentId, pool: new UpstreamPool() };
+    const targets = route.servingPort ? [{ host: this.runtimeHost, port: route.servingPort }] : [];
+    const current = destination.pool.current;
+    if (current.length !== targets.length || current[0]?.port !== targets[0]?.port) {
+      destination.pool.setTargets(targets);
+      this.log.debug({ deploymentId, edgeName: route.edgeName, servingPort: route.servingPort }, 'edge route');
+    }
+    this.byName.set(route.edgeName, destination);
+    this.nameOf.set(deploymentId, route.edgeName);
+  }
+}
