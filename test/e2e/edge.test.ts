@@ -7,8 +7,10 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EdgeRouteRepository } from '@slipway/db';
 import { killGroup, processesUnder } from '../support/app-processes.js';
 import { addBuiltRevision, deployBuiltApp } from '../support/built-revision.js';
+import { startDnsStub, type DnsStub } from '../support/dns-stub.js';
 import { Rng } from '../support/hostile-requests.js';
 import { freePort } from '../support/ports.js';
 import { exchange, rawRequest } from '../support/raw-http.js';
@@ -46,6 +48,7 @@ let deployer: ServiceProcess;
 let edge: ServiceProcess;
 let edgePort: number;
 let key: string;
+let dns: DnsStub;
 const apps = { plain: { id: '', url: '', host: '' }, agent: { id: '', url: '', host: '' } };
 
 beforeAll(async () => {
@@ -54,8 +57,10 @@ beforeAll(async () => {
   api = await startTestApi({ ...RUNTIME_ENV, ...EDGE_ENV });
   api.relay.start();
   deployer = await startService('deployer', serviceEnv(api, { ...RUNTIME_ENV, ...LIMITS_ENV }));
+  // The public DNS a custom domain's owner publishes its verification record in.
+  dns = await startDnsStub();
   // Started before any deployment exists: every route below reaches it as a change, not at start.
-  edge = await startService('edge', serviceEnv(api, RUNTIME_ENV));
+  edge = await startService('edge', serviceEnv(api, { ...RUNTIME_ENV, SLIPWAY_DOMAIN_DNS_SERVERS: dns.server, SLIPWAY_DOMAIN_VERIFY_INTERVAL_MS: '500' }));
   for (const [which, manifest] of [['plain', { agent_server: undefined }], ['agent', { agent_server: { auth_path: null } }]] as const) {
     const { deploymentId } = await deployBuiltApp(api, `edge-${which}`, echoApp('v1'), manifest);
     const view = (await api.http.get(`/v2/deployments/${deploymentId}`)).body;
@@ -66,6 +71,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await edge?.stop();
+  await dns?.stop();
   await deployer?.stop('SIGKILL');
   if (api) for (const p of processesUnder(api.config.dataDir)) killGroup(p.pgrp);
   await api?.close();
@@ -232,6 +238,60 @@ describe('what the edge refuses', () => {
   }, 600_000);
 });
 
+describe('custom domains', () => {
+  /** What the edge answers for `host` (its Host header), straight to the edge's port. */
+  const at = async (host: string, urlPath = '/') => {
+    const data = await raw(`GET ${urlPath} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    const body = data.slice(data.indexOf('\r\n\r\n') + 4);
+    return { status: statusOf(data), body };
+  };
+  const domains = async (id: string) => (await api.http.get(`/v2/deployments/${id}/domains`)).body.resources as any[];
+
+  it('a claimed host is not routed until its TXT record proves it, then it is, without a restart', async () => {
+    const host = `shop-${randomInt(1e9)}.example.test`;
+    const claimed = await api.http.post(`/v2/deployments/${apps.plain.id}/domains`, { host });
+    expect(claimed.status, claimed.text).toBe(201);
+    expect((await at(host)).status).toBe(404);
+    // A record with another value proves nothing: still pending, the error says what was found.
+    await dns.setTxt(claimed.body.verification.name, 'slw-verify-someone-else');
+    const pending = await eventually(
+      () => domains(apps.plain.id),
+      (all) => /does not hold/.test(all[0]?.error ?? ''),
+      15_000,
+      200,
+    );
+    expect(pending[0].state).toBe('pending_verification');
+    expect((await at(host)).status).toBe(404);
+
+    await dns.setTxt(claimed.body.verification.name, claimed.body.verification.value);
+    const verified = await eventually(
+      () => domains(apps.plain.id),
+      (all) => all[0]?.state === 'active',
+      15_000,
+      200,
+    );
+    expect(verified[0]).toMatchObject({ host, error: null, verification: null });
+    const routed = await eventually(
+      () => at(host, '/custom'),
+      (a) => a.status === 200,
+      10_000,
+      100,
+    );
+    expect(JSON.parse(routed.body)).toMatchObject({ url: '/custom', headers: { host } });
+    const events = (await api.http.get(`/v2/events?deployment_id=${apps.plain.id}&types=domain.state_changed`)).body.resources;
+    expect(events.at(-1)).toMatchObject({ data: { host, from: 'pending_verification', to: 'active' } });
+
+    // Released: no longer routed.
+    expect((await api.http.delete(`/v2/deployments/${apps.plain.id}/domains/${host}`)).status).toBe(204);
+    await eventually(
+      () => at(host),
+      (a) => a.status === 404,
+      10_000,
+      100,
+    );
+  }, 60_000);
+});
+
 describe("with the operator's certificate", () => {
   let tlsEdge: ServiceProcess;
   let ports: { http: number; https: number };
@@ -314,6 +374,26 @@ describe('changes reach the edge without a restart', () => {
     expect(seen.filter((s) => s.status !== 200)).toEqual([]);
     expect(seen.some((s) => s.version === 'v1')).toBe(true);
   }, 150_000);
+
+  it("follows the runtime owner's announced address (a standby deployer's takeover)", async () => {
+    const owners = new EdgeRouteRepository(api.dataSource.manager);
+    expect(await owners.ownerAddress()).toBe('127.0.0.1');
+    // Announced elsewhere (nothing of this machine listens on 127.0.0.9): requests fail there.
+    await owners.recordOwner('127.0.0.9');
+    await eventually(
+      async () => (await get(`${apps.plain.url}/moved`)).status,
+      (s) => s === 502,
+      10_000,
+      100,
+    );
+    await owners.recordOwner('127.0.0.1');
+    await eventually(
+      async () => (await get(`${apps.plain.url}/back`)).status,
+      (s) => s === 200,
+      10_000,
+      100,
+    );
+  });
 
   it('a deleted deployment loses its name at the edge', async () => {
     expect((await api.http.delete(`/v2/deployments/${apps.agent.id}`)).status).toBe(204);

@@ -47,6 +47,7 @@ describe('infra/k8s/control-plane', () => {
         'Deployment/slipway-api',
         'Deployment/slipway-builder',
         'Deployment/slipway-deployer',
+        'Deployment/slipway-edge',
         'Deployment/slipway-registry',
         'HorizontalPodAutoscaler/slipway-api',
         'Job/slipway-migrate',
@@ -56,7 +57,9 @@ describe('infra/k8s/control-plane', () => {
         'PodDisruptionBudget/slipway-api',
         'PodDisruptionBudget/slipway-builder',
         'PodDisruptionBudget/slipway-deployer',
+        'PodDisruptionBudget/slipway-edge',
         'Service/slipway-api',
+        'Service/slipway-edge',
         'Service/slipway-registry',
       ].sort(),
     );
@@ -73,7 +76,8 @@ describe('infra/k8s/control-plane', () => {
       for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
         expect(c.resources?.requests?.cpu, `${o.metadata.name}/${c.name}`).toBeDefined();
         expect(c.resources?.requests?.memory, `${o.metadata.name}/${c.name}`).toBeDefined();
-        expect(c.env, 'no value in clear in a pod spec').toBeUndefined();
+        // No value in clear in a pod spec: only what Kubernetes fills in (the pod's own IP).
+        for (const e of c.env ?? []) expect(e.valueFrom?.fieldRef, `${o.metadata.name}/${c.name} ${e.name}`).toBeDefined();
         // Slipway's own processes read the settings and the Secret; distribution reads only the file written for it.
         if (c.image === 'registry:2') expect(c.envFrom, `${o.metadata.name}/${c.name}`).toBeUndefined();
         else expect(c.envFrom, `${o.metadata.name}/${c.name}`).toEqual([{ configMapRef: { name: 'slipway-config' } }, { secretRef: { name: 'slipway-secrets' } }]);
@@ -81,6 +85,27 @@ describe('infra/k8s/control-plane', () => {
     }
     expect(named('HorizontalPodAutoscaler', 'slipway-api').spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'slipway-api' });
     for (const o of objects) if (o.kind !== 'Namespace') expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('slipway');
+  });
+});
+
+describe('infra/k8s/control-plane: the edge', () => {
+  const objects = kustomize('infra/k8s/control-plane');
+  const named = (kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name)!;
+  const settings = (named('ConfigMap', 'slipway-config') as unknown as { data: Record<string, string> }).data;
+
+  it('serves 80 and 443 through a LoadBalancer, unprivileged, at the address the runtime owner announces', () => {
+    const config = loadConfig({ ...settings, DATABASE_URL: 'postgres://u:p@db/slipway', REDIS_URL: 'redis://redis:6379', SLIPWAY_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') });
+    expect([config.edge.httpPort, config.edge.httpsPort]).toEqual([80, 443]);
+    const pod = named('Deployment', 'slipway-edge').spec.template.spec;
+    const [edge] = pod.containers;
+    expect(edge.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([80, 443]);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] });
+    expect(edge.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(named('Service', 'slipway-edge').spec).toMatchObject({ type: 'LoadBalancer', ports: [{ port: 80 }, { port: 443 }] });
+    // The deployer's proxies bind the pod's interfaces, and it announces the pod's IP to the edges.
+    expect(config.runtime.host).toBe('0.0.0.0');
+    const [deployer] = named('Deployment', 'slipway-deployer').spec.template.spec.containers;
+    expect(deployer.env).toEqual([{ name: 'SLIPWAY_RUNTIME_ADVERTISE_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }]);
   });
 });
 

@@ -232,6 +232,8 @@ export async function deployAgent(project: AgentProject, options: AgentDeployOpt
     expect(key.status, key.text).toBe(201);
     const apiKey: string = key.body.key;
     const url: string = (await http.get(`/v2/deployments/${deploymentId}`)).body.url;
+    // The SDK calls the deployment at its name at the edge, resolved through the system.
+    expect(url).toBe(`http://${project.name}.localhost:${api.config.edge.httpPort}`);
     const client = new Client({ apiUrl: url, apiKey });
     const instances = (role: Instance['role'] = 'api') => runningInstances(api, deploymentId, role);
     return {

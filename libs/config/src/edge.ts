@@ -3,6 +3,7 @@
  * serves every cloud-hosted deployment at a name of the apps domain.
  */
 import Joi from 'joi';
+import { trustProxyOf } from './server.js';
 import { optional, setting, text, type ValuesOf } from './setting.js';
 
 const port = Joi.number().integer().min(1).max(65_535);
@@ -36,8 +37,27 @@ export const edgeSettings = {
     "where the edge reaches deployments' serving proxies (the deployer's host: `deployer` in the compose file)",
     'the runtime host (loopback when it binds all interfaces)',
   ),
+  trustProxy: setting<boolean | number | string>(
+    'SLIPWAY_EDGE_TRUST_PROXY',
+    Joi.string().default('false'),
+    "proxies in front of the edge whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (budgets and lockouts count per client address): `false` (the edge is the front door), `true`, a hop count, or addresses/subnets (`10.0.0.0/8`)",
+    { read: trustProxyOf },
+  ),
   tlsCertFile: optional('SLIPWAY_TLS_CERT_FILE', Joi.string(), 'a PEM certificate chain (leaf first) the edge serves for the apps domain (a wildcard `*.<domain>` certificate)', 'none'),
   tlsKeyFile: optional('SLIPWAY_TLS_KEY_FILE', Joi.string(), "that certificate's private key (PEM)", 'none'),
+  acmeDirectoryUrl: optional(
+    'SLIPWAY_ACME_DIRECTORY_URL',
+    Joi.string().uri({ scheme: ['https', 'http'] }),
+    "an ACME (RFC 8555) directory, e.g. Let's Encrypt's `https://acme-v02.api.letsencrypt.org/directory`: the edge obtains and renews a certificate for each deployment's host itself (HTTP-01 on its HTTP port, which must be reachable as port 80 of the host)",
+    'none: no ACME',
+  ),
+  acmeEmail: optional('SLIPWAY_ACME_EMAIL', Joi.string().email({ tlds: false }), "the contact address of the edge's ACME account (the CA's expiry and policy mail)", 'none'),
+  acmeCaFile: optional(
+    'SLIPWAY_ACME_CA_FILE',
+    Joi.string(),
+    "a PEM root certificate trusted, besides the public ones, for the ACME directory's own HTTPS (a private CA, or a test server such as pebble)",
+    'none',
+  ),
 };
 
 export type EdgeSettings = ValuesOf<typeof edgeSettings>;

@@ -8,6 +8,7 @@ import path from 'node:path';
 import Joi from 'joi';
 import { jwtOf, jwtSettings, outboundSettings, rateLimitSettings, streamSettings, type JwtSettings } from './access.js';
 import { ConfigError } from './config-error.js';
+import { domainSettings } from './domains.js';
 import { edgeSettings } from './edge.js';
 import { secureDataDir } from './data-dir.js';
 import { validateEnvironment } from './environment.js';
@@ -38,6 +39,7 @@ export const controlPlaneSettings = {
   sandbox: sandboxSettings,
   registry: registrySettings,
   edge: edgeSettings,
+  domains: domainSettings,
 };
 
 type Values = ValuesOf<typeof controlPlaneSettings>;

@@ -8,6 +8,7 @@ import { jwtSettings, outboundSettings, rateLimitSettings, streamSettings } from
 import { agentSettings } from './agent.js';
 import { ceilingSettings, deploymentDbSettings, quotaSettings } from './limits.js';
 import { pipelineSettings, retentionSettings, webhookSettings } from './pipeline.js';
+import { domainSettings } from './domains.js';
 import { edgeSettings } from './edge.js';
 import { registrySettings } from './registry.js';
 import { runtimeSettings, sandboxSettings } from './sandbox.js';
@@ -35,6 +36,7 @@ export const CONTROL_PLANE_CHAPTERS: Chapter[] = [
     intro: 'The one entry point for every cloud-hosted deployment, by name (docs/operations.md, The edge).',
     settings: edgeSettings,
   },
+  { title: 'Custom domains', intro: 'docs/api.md, Domains.', settings: domainSettings },
   { title: 'Sandbox', intro: 'docs/operations.md, Sandbox, explains the isolation these tune.', settings: sandboxSettings },
   {
     title: 'Quotas and ceilings',

@@ -22,6 +22,12 @@ export const runtimeSettings = {
     "the host in deployments' `url`",
     'the runtime host (`127.0.0.1` when it binds all interfaces)',
   ),
+  advertiseHost: optional(
+    'SLIPWAY_RUNTIME_ADVERTISE_HOST',
+    Joi.string().hostname(),
+    "where the edge reaches this deployer's serving proxies once it owns the runtime (`deployer` in the compose file, the pod's IP on Kubernetes)",
+    'the runtime host (loopback when it binds all interfaces)',
+  ),
   portMin: int(
     'SLIPWAY_RUNTIME_PORT_MIN',
     20_000,
@@ -46,11 +52,17 @@ export const runtimeSettings = {
 };
 
 type RuntimeValues = ValuesOf<typeof runtimeSettings>;
-export type RuntimeSettings = Omit<RuntimeValues, 'publicHost'> & { publicHost: string };
+export type RuntimeSettings = Omit<RuntimeValues, 'publicHost' | 'advertiseHost'> & { publicHost: string; advertiseHost: string };
+
+const LOOPBACK_OF: Record<string, string> = { '0.0.0.0': '127.0.0.1', '::': '::1' };
 
 /** The runtime part as Config's `runtime`: the public host defaults to the bind host, loopback for a wildcard. */
 export function runtimeOf(values: RuntimeValues): RuntimeSettings {
-  return { ...values, publicHost: values.publicHost ?? (['0.0.0.0', '::'].includes(values.host) ? '127.0.0.1' : values.host) };
+  return {
+    ...values,
+    publicHost: values.publicHost ?? (['0.0.0.0', '::'].includes(values.host) ? '127.0.0.1' : values.host),
+    advertiseHost: values.advertiseHost ?? LOOPBACK_OF[values.host] ?? values.host,
+  };
 }
 
 function isIpv4Cidr(value: string, min: number, max: number): boolean {
@@ -73,6 +85,20 @@ export function dnsServerOf(value: string): DnsServer | null {
   const [, host, port] = /^\[([^\]]+)\]:(\d{1,5})$/.exec(text) ?? /^([^:]+):(\d{1,5})$/.exec(text) ?? [];
   if (!host || !isIP(host) || Number(port) < 1 || Number(port) > 65_535) return null;
   return { host, port: Number(port) };
+}
+
+/** A comma-separated list of resolvers; empty (the default): the host's /etc/resolv.conf nameservers. */
+export function dnsServers(env: string, doc: string) {
+  return setting<DnsServer[]>(
+    env,
+    Joi.string()
+      .allow('')
+      .default('')
+      .custom((value: string, helpers) => (listOf(value).every((s) => dnsServerOf(s)) ? value : helpers.error('servers.invalid')))
+      .messages({ 'servers.invalid': '{{#label}} must be a comma-separated list of IP addresses, each optionally with a port (`10.0.0.53`, `10.0.0.53:5353`, `[fd00::53]:53`)' }),
+    doc,
+    { read: (value: string) => listOf(value).map((s) => dnsServerOf(s)!), shown: "the host's /etc/resolv.conf nameservers" },
+  );
 }
 
 export const sandboxSettings = {
@@ -115,15 +141,9 @@ export const sandboxSettings = {
    */
   dns: {
     /** Empty: the host's /etc/resolv.conf nameservers, read where the relay starts. */
-    servers: setting<DnsServer[]>(
+    servers: dnsServers(
       'SLIPWAY_SANDBOX_DNS_SERVERS',
-      Joi.string()
-        .allow('')
-        .default('')
-        .custom((value: string, helpers) => (listOf(value).every((s) => dnsServerOf(s)) ? value : helpers.error('servers.invalid')))
-        .messages({ 'servers.invalid': '{{#label}} must be a comma-separated list of IP addresses, each optionally with a port (`10.0.0.53`, `10.0.0.53:5353`, `[fd00::53]:53`)' }),
       "comma-separated resolvers (`ip` or `ip:port`) the sandboxes' DNS relay asks, in order, over UDP and TCP; sandboxes cannot reach them themselves",
-      { read: (value: string) => listOf(value).map((s) => dnsServerOf(s)!), shown: "the host's /etc/resolv.conf nameservers" },
     ),
     maxInflightPerSandbox: int(
       'SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX',

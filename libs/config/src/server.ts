@@ -9,7 +9,7 @@ import { int, oneOf, optional, setting, text } from './setting.js';
 export type NodeEnv = 'development' | 'test' | 'production';
 
 /** `true`/`false`, a hop count, or addresses and subnets (`loopback, 10.0.0.0/8`), as Express takes them. */
-function trustProxyOf(value: string): boolean | number | string {
+export function trustProxyOf(value: string): boolean | number | string {
   if (value === 'true' || value === 'false') return value === 'true';
   return /^\d+$/.test(value) ? Number(value) : value;
 }

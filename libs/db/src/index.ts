@@ -50,6 +50,7 @@ export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repos
 export { UploadRepository, type UploadRecord, type UploadState } from './repositories/upload.repository.js';
 export { ProcessRuntimeRepository, type ServingState } from './repositories/process-runtime.repository.js';
 export { EDGE_ROUTES_CHANNEL, EdgeRouteRepository, type EdgeRoute } from './repositories/edge-route.repository.js';
+export { DeploymentDomainRepository, stateOnceVerified, type DeploymentDomain, type DomainClaim, type DomainState } from './repositories/deployment-domain.repository.js';
 export { TracingProjectRepository } from './repositories/tracing-project.repository.js';
 export { DeploymentSlotsRepository, SLOT_LOW_WATER, SLOT_SLICE, type SlotClaim } from './repositories/deployment-slots.repository.js';
 export { DEPLOYMENT_LISTENER_FK, DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type DeploymentPatch, type InsertedDeployment } from './repositories/deployment.repository.js';
@@ -89,3 +90,11 @@ export {
   type OutboundDelivery,
 } from './repositories/outbound-webhook.repository.js';
 export { RegistryRepository, type PushedBlob, type PushTokenGrant } from './repositories/registry.repository.js';
+export {
+  EdgeCertificateRepository,
+  type AcmeAccount,
+  type CertificateRecord,
+  type DueCertificate,
+  type IssuedCertificate,
+  type StoredCertificate,
+} from './repositories/edge-certificate.repository.js';

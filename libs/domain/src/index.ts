@@ -13,3 +13,4 @@ export * from './storable-text.js';
 export * from './quotas.js';
 export * from './listener-protocol.js';
 export * from './pull-secrets.js';
+export { domainHost, reservedHostReason } from './domain-hosts.js';

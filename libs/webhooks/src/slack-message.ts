@@ -18,6 +18,8 @@ export function describeEvent(e: PublicEvent): string {
       return `New ${revision} (${d.status}).`;
     case 'revision.status_changed':
       return `${revision[0]!.toUpperCase()}${revision.slice(1)}: ${d.from} → ${d.to}.${str(d.status_message) ? ` ${d.status_message}` : ''}`;
+    case 'domain.state_changed':
+      return `Domain ${d.host} of deployment ${e.deployment_id}: ${d.from} → ${d.to}.${str(d.error) ? ` ${d.error}` : ''}`;
     case 'webhook.test':
       return `Test delivery for webhook ${d.webhook_id}, sent by ${d.requested_by}.`;
     default:

@@ -40,12 +40,14 @@ import { workspaceRoutes } from './routes/workspaces.router.js';
 import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
 import { opsRoutes } from './routes/ops.router.js';
 import { tagRoutes } from './routes/tags.router.js';
+import { domainRoutes } from './routes/domains.router.js';
 import { tracingRoutes } from './routes/tracing.router.js';
 import { uploadRoutes } from './routes/uploads.router.js';
 import { registryRoutes } from './routes/registry.router.js';
 import { ApiKeyService } from './services/api-key.service.js';
 import { DeploymentService } from './services/deployment.service.js';
 import { ServingUrls } from './services/serving-url.js';
+import { DomainClaims, DomainService } from './services/domain.service.js';
 import { IntegrationService } from './services/integration.service.js';
 import { QuotaService } from './services/quota.service.js';
 import { WebhookService } from './services/webhook.service.js';
@@ -130,7 +132,8 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   const integrations = new IntegrationService(dataSource, secrets, config);
   const quotas = new QuotaService(dataSource, config.quotas, logger);
   const registry = new RegistryService(dataSource, config, quotas);
-  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, new ServingUrls(config), registry, config.sourceNames);
+  const domainClaims = new DomainClaims(config);
+  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, new ServingUrls(config), registry, config.sourceNames, domainClaims);
   const revisions = new RevisionService(dataSource, deployments, flow);
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
@@ -151,6 +154,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
+    ...domainRoutes(new DomainService(dataSource, domainClaims)),
     ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
     ...uploadRoutes(new UploadService(dataSource, config, quotas)),
     ...registryRoutes(registry),

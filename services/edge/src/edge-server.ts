@@ -17,6 +17,7 @@ import {
   refuseUpgrade,
   type AccessDenial,
 } from '@slipway/runtime';
+import { clientReader, type Client } from './client-of.js';
 import type { Destination, RouteTable } from './route-table.js';
 
 const NO_HOST: AccessDenial = { status: 400, detail: 'The request has no Host header.' };
@@ -32,10 +33,18 @@ export interface EdgeServerOptions {
   /** The edge's token (x-slipway-edge), which lets a serving proxy take the client address the edge names. */
   token: string;
   log: Logger;
-  /** This listener speaks TLS with this certificate (and its key). */
+  /** This listener speaks TLS: the operator's certificate (the default) and/or an SNICallback choosing one per host. */
   tls?: SecureContextOptions;
-  /** A plain listener whose apps-domain requests are sent to HTTPS on this port (308): the edge has a certificate. */
+  /**
+   * A plain listener's requests for a host with a certificate in place are sent to HTTPS on this
+   * port (308); `hasCertificate` says which hosts have one.
+   */
   redirectToHttpsPort?: number;
+  hasCertificate?: (host: string) => Promise<boolean>;
+  /** `SLIPWAY_EDGE_TRUST_PROXY`: proxies in front of the edge whose forwarding headers are believed. */
+  trustProxy?: boolean | number | string;
+  /** Answers ACME HTTP-01 challenges (before any routing or redirect); true when the request was one. */
+  answerChallenge?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 }
 
 /**
@@ -50,10 +59,12 @@ export class EdgeServer {
   private readonly lifecycle: ServerLifecycle;
   private readonly suffix: string;
   private readonly scheme: 'http' | 'https';
+  private readonly clientOf: (req: IncomingMessage) => Client;
 
   constructor(private readonly options: EdgeServerOptions) {
     this.suffix = `.${options.appsDomain}`;
     this.scheme = options.tls ? 'https' : 'http';
+    this.clientOf = clientReader(options.trustProxy ?? false, this.scheme);
     // An https.Server is an http.Server as far as requests go (its 'request' and 'upgrade' events are the same).
     const server = options.tls ? (createTlsServer(options.tls) as unknown as Server) : createServer();
     this.server = serveWithin(server, {
@@ -84,18 +95,26 @@ export class EdgeServer {
     return this.lifecycle.close(graceMs);
   }
 
-  private serve(req: IncomingMessage, res: ServerResponse): void {
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.options.answerChallenge && (await this.options.answerChallenge(req, res))) return;
     const routed = this.route(req);
     if ('status' in routed) return answerDenial(req, res, routed);
-    if (this.options.redirectToHttpsPort !== undefined) return this.redirect(req, res);
+    if (await this.toHttps(req)) return this.redirect(req, res);
     forwardRequest(req, res, routed.pool, this.headers(req), this.upstreamError(routed));
   }
 
-  private serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  private async serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const routed = this.route(req);
     if ('status' in routed) return refuseUpgrade(socket, routed);
-    if (this.options.redirectToHttpsPort !== undefined) return refuseUpgrade(socket, { status: 400, detail: 'Use https.' });
+    if (await this.toHttps(req)) return refuseUpgrade(socket, { status: 400, detail: 'This host is served over https.' });
     forwardUpgrade(req, socket as Socket, head, routed.pool, this.headers(req), this.upstreamError(routed));
+  }
+
+  /** A plain request for a host whose certificate is in place goes to HTTPS. */
+  private async toHttps(req: IncomingMessage): Promise<boolean> {
+    if (this.options.redirectToHttpsPort === undefined) return false;
+    const host = hostname(req.headers.host);
+    return !!host && (!this.options.hasCertificate || (await this.options.hasCertificate(host)));
   }
 
   /** The destination of a request, or why it has none. An absolute-form target names the host itself (RFC 9112 §3.2.2). */
@@ -106,7 +125,8 @@ export class EdgeServer {
     if (denial) return denial;
     if (absolute) req.headers.host = absolute;
     const host = hostname(req.headers.host);
-    if (!host?.endsWith(this.suffix)) return UNKNOWN_HOST;
+    if (!host) return UNKNOWN_HOST;
+    if (!host.endsWith(this.suffix)) return this.options.routes.lookupHost(host) ?? UNKNOWN_HOST;
     const label = host.slice(0, -this.suffix.length);
     return (!label.includes('.') && this.options.routes.lookup(label)) || UNKNOWN_HOST;
   }
@@ -123,8 +143,10 @@ export class EdgeServer {
 
   /** What the serving proxy gets: the forwarding headers, the client address and the edge's token (set here, whatever the client sent). */
   private headers(req: IncomingMessage) {
-    const address = req.socket.remoteAddress;
-    const headers = forwardHeaders(req.headers, { address, proto: this.scheme });
+    const { address, proto, forwardedFor } = this.clientOf(req);
+    // The chain so far is the edge's to state (clientReader): what a client sent in these headers is replaced.
+    const { 'x-forwarded-for': _for, 'x-forwarded-proto': _proto, ...rest } = req.headers;
+    const headers = forwardHeaders(rest, { address: forwardedFor, proto });
     if (typeof req.headers.host === 'string') headers['x-forwarded-host'] = req.headers.host;
     headers[EDGE_TOKEN_HEADER] = this.options.token;
     if (address) headers[EDGE_CLIENT_HEADER] = address;

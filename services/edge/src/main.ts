@@ -6,13 +6,14 @@
  */
 import { loadConfigOrExit, platformCredentials } from '@slipway/config';
 import { edgeToken } from '@slipway/crypto';
-import { createDataSource, EDGE_ROUTES_CHANNEL, initializeWhenReachable, PgNotifications } from '@slipway/db';
+import { createDataSource, EDGE_ROUTES_CHANNEL, initializeWhenReachable, PgNotifications, stateOnceVerified } from '@slipway/db';
 import { createLogger, installProcessGuards, installShutdown } from '@slipway/logging';
+import { answerAcmeChallenge } from './acme/challenge-responder.js';
+import { automaticCertificates } from './acme/automatic-certificates.js';
 import { CertificateFiles } from './certificate-files.js';
+import { DomainVerifier } from './domain-verifier.js';
 import { EdgeServer } from './edge-server.js';
 import { FULL_READ_MS, RouteTable } from './route-table.js';
-
-const WILDCARDS: Record<string, string> = { '0.0.0.0': '127.0.0.1', '::': '::1' };
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
@@ -24,11 +25,18 @@ async function main(): Promise<void> {
   }
   const dataSource = createDataSource({ url: config.databaseUrl, applicationName: 'slipway-edge', poolSize: 4 });
   await initializeWhenReachable(dataSource, log);
-  const routes = new RouteTable(dataSource, config.edge.upstreamHost ?? WILDCARDS[config.runtime.host] ?? config.runtime.host, log);
+  const routes = new RouteTable(dataSource, config.edge.upstreamHost ?? null, config.runtime.advertiseHost, log);
+  // Certificates through ACME, when configured (acme/automatic-certificates.ts).
+  const acme = config.edge.httpsPort !== null && config.edge.acmeDirectoryUrl ? automaticCertificates(config, dataSource, routes, log) : null;
   const notifications = new PgNotifications(config.databaseUrl, [EDGE_ROUTES_CHANNEL], log);
   const readAll = () => routes.readAll().catch((err) => log.warn({ err }, 'edge: reading the routes failed (kept the ones it had)'));
   notifications.subscribe(EDGE_ROUTES_CHANNEL, (deploymentId) => {
-    routes.readOne(deploymentId).catch((err) => log.warn({ err, deploymentId }, 'edge: reading a route failed (kept the one it had)'));
+    if (deploymentId === 'owner') return void routes.readOwner().catch((err) => log.warn({ err }, 'edge: reading the runtime owner failed (kept the one it had)'));
+    routes.readOne(deploymentId).then(
+      // A host verified or added, a certificate to renew: the keeper looks at once.
+      () => void acme?.keeper.poke(),
+      (err) => log.warn({ err, deploymentId }, 'edge: reading a route failed (kept the one it had)'),
+    );
   });
   // Changes made while the connection was down were not heard: read everything again.
   notifications.onConnectionChange((connected) => connected && void readAll());
@@ -36,15 +44,40 @@ async function main(): Promise<void> {
   const timer = setInterval(() => void readAll(), FULL_READ_MS);
   timer.unref();
 
-  const common = { host: config.edge.host, appsDomain: config.edge.appsDomain, routes, token: edgeToken(config.secretsKey.key), log };
-  const certificate = config.edge.httpsPort !== null && config.edge.tlsCertFile && config.edge.tlsKeyFile ? new CertificateFiles(config.edge.tlsCertFile, config.edge.tlsKeyFile) : null;
-  const https = certificate ? new EdgeServer({ ...common, port: config.edge.httpsPort!, tls: certificate.read() }) : null;
-  const http = new EdgeServer({ ...common, port: config.edge.httpPort, redirectToHttpsPort: https ? (config.edge.publicPort ?? config.edge.httpsPort!) : undefined });
+  if (config.domains.verification === 'off') {
+    log.warn('SLIPWAY_DOMAIN_VERIFICATION=off: a custom domain is routed as soon as a workspace claims it, without proof that the workspace controls it');
+  }
+  const verifier = new DomainVerifier({
+    dataSource,
+    dnsServers: config.domains.dnsServers,
+    everyMs: config.domains.verifyEveryMs,
+    verifiedState: stateOnceVerified(!!config.edge.acmeDirectoryUrl),
+    log,
+  });
+  verifier.start();
+
+  const common = { host: config.edge.host, appsDomain: config.edge.appsDomain, routes, token: edgeToken(config.secretsKey.key), trustProxy: config.edge.trustProxy, log };
+  const operator = config.edge.httpsPort !== null && config.edge.tlsCertFile && config.edge.tlsKeyFile ? new CertificateFiles(config.edge.tlsCertFile, config.edge.tlsKeyFile) : null;
+  const suffix = `.${config.edge.appsDomain}`;
+  // The operator's certificate covers the apps domain's names; ACME's, each host it was issued for.
+  const hasCertificate = async (host: string) => (!!operator && host.endsWith(suffix)) || (!!acme && (await acme.keeper.secureContextFor(host)) !== null);
+  const https =
+    operator || acme
+      ? new EdgeServer({ ...common, port: config.edge.httpsPort!, tls: { ...operator?.read(), ...(acme ? { SNICallback: acme.keeper.sniCallback() } : {}) } })
+      : null;
+  const http = new EdgeServer({
+    ...common,
+    port: config.edge.httpPort,
+    redirectToHttpsPort: https ? (config.edge.publicPort ?? config.edge.httpsPort!) : undefined,
+    hasCertificate,
+    answerChallenge: acme ? (req, res) => answerAcmeChallenge(req, res, acme.repo) : undefined,
+  });
   await http.listen();
   await https?.listen();
+  acme?.keeper.start();
   // A renewed certificate file (certbot, an operator) is taken for new connections within a minute.
-  const renewals = certificate && https ? certificate.watch((tls) => https.setCertificate(tls), log) : null;
-  log.info({ host: config.edge.host, port: http.port, httpsPort: https?.port ?? null, appsDomain: config.edge.appsDomain, routes: routes.size }, 'edge listening');
+  const renewals = operator && https ? operator.watch((tls) => https.setCertificate(tls), log) : null;
+  log.info({ host: config.edge.host, port: http.port, httpsPort: https?.port ?? null, acme: !!acme, appsDomain: config.edge.appsDomain, routes: routes.size }, 'edge listening');
 
   installShutdown(
     log,
@@ -53,7 +86,7 @@ async function main(): Promise<void> {
         name: 'edge',
         run: () => {
           if (renewals) clearInterval(renewals);
-          return Promise.all([http.close(), https?.close()]);
+          return Promise.all([http.close(), https?.close(), verifier.stop(), acme?.keeper.stop()]);
         },
       },
       { name: 'notifications', run: () => notifications.close() },

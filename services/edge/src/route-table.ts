@@ -13,32 +13,67 @@ export interface Destination {
 }
 
 /**
- * The edge's routing table: each deployment's name (its `edge_name`) to its serving proxy on the
- * runtime host. Read whole at start, then one deployment again on each notification of a change
+ * The edge's routing table: each deployment's name (its `edge_name`) and verified custom domains
+ * to its serving proxy on the runtime host. Read whole at start, then one deployment again on each notification of a change
  * (`slipway_edge_routes`), whole again whenever the notification connection comes back and
  * every FULL_READ_MS. A lookup never waits on the database.
  */
 export class RouteTable {
   private readonly byName = new Map<string, Destination>();
   private readonly nameOf = new Map<string, string>();
+  /** Verified custom domains, and each deployment's. */
+  private readonly byHost = new Map<string, Destination>();
+  private readonly hostsOf = new Map<string, readonly string[]>();
+
+  /** Where serving proxies are reached: the runtime owner's address, unless the operator fixed one. */
+  private runtimeHost: string;
 
   constructor(
     private readonly dataSource: DataSource,
-    /** Where serving proxies listen (the runtime host; loopback for a wildcard bind). */
-    private readonly runtimeHost: string,
+    /** `SLIPWAY_EDGE_UPSTREAM_HOST`: always this host; null: the runtime owner's address. */
+    private readonly fixedHost: string | null,
+    /** Before any deployer announced itself. */
+    fallbackHost: string,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.runtimeHost = fixedHost ?? fallbackHost;
+  }
 
   get size(): number {
     return this.byName.size;
   }
 
+  /** The deployment of a name under the apps domain. */
   lookup(edgeName: string): Destination | undefined {
     return this.byName.get(edgeName);
   }
 
-  /** Reads every route again: names gone since are dropped. */
+  /** The deployment of a verified custom domain. */
+  lookupHost(host: string): Destination | undefined {
+    return this.byHost.get(host);
+  }
+
+  /** Every verified custom domain routed now. */
+  get customHosts(): string[] {
+    return [...this.byHost.keys()];
+  }
+
+  /** Reads the runtime owner's address again; every destination follows a change. */
+  async readOwner(): Promise<void> {
+    if (this.fixedHost) return;
+    const address = await new EdgeRouteRepository(this.dataSource.manager).ownerAddress();
+    if (!address || address === this.runtimeHost) return;
+    this.log.info({ from: this.runtimeHost, to: address }, 'edge: the runtime moved; serving proxies are reached at its new owner');
+    this.runtimeHost = address;
+    for (const destination of this.byName.values()) {
+      const port = destination.pool.current[0]?.port;
+      if (port) destination.pool.setTargets([{ host: address, port }]);
+    }
+  }
+
+  /** Reads every route (and the runtime owner) again: names gone since are dropped. */
   async readAll(): Promise<void> {
+    await this.readOwner();
     const routes = await new EdgeRouteRepository(this.dataSource.manager).all();
     const seen = new Set<string>();
     for (const route of routes) {
@@ -57,6 +92,8 @@ export class RouteTable {
     for (const destination of this.byName.values()) destination.pool.destroy();
     this.byName.clear();
     this.nameOf.clear();
+    this.byHost.clear();
+    this.hostsOf.clear();
   }
 
   private apply(deploymentId: string, route: EdgeRoute | null): void {
@@ -67,11 +104,15 @@ export class RouteTable {
       this.nameOf.delete(deploymentId);
       if (!route) destination?.pool.destroy();
     }
+    for (const host of this.hostsOf.get(deploymentId) ?? []) this.byHost.delete(host);
+    this.hostsOf.delete(deploymentId);
     if (!route) return;
     destination ??= { deploymentId, pool: new UpstreamPool() };
+    for (const host of route.hosts) this.byHost.set(host, destination);
+    if (route.hosts.length) this.hostsOf.set(deploymentId, route.hosts);
     const targets = route.servingPort ? [{ host: this.runtimeHost, port: route.servingPort }] : [];
     const current = destination.pool.current;
-    if (current.length !== targets.length || current[0]?.port !== targets[0]?.port) {
+    if (current.length !== targets.length || current[0]?.port !== targets[0]?.port || current[0]?.host !== targets[0]?.host) {
       destination.pool.setTargets(targets);
       this.log.debug({ deploymentId, edgeName: route.edgeName, servingPort: route.servingPort }, 'edge route');
     }

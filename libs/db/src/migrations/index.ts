@@ -25,6 +25,9 @@ import { TracingRuns1764900000000 } from './1764900000000-tracing-runs.js';
 import { TracingRetention1764900000100 } from './1764900000100-tracing-retention.js';
 import { TraceFronts1764900000200 } from './1764900000200-trace-fronts.js';
 import { EdgeNames1765000000000 } from './1765000000000-edge-names.js';
+import { DeploymentDomains1765000000100 } from './1765000000100-deployment-domains.js';
+import { EdgeCertificates1765000000200 } from './1765000000200-edge-certificates.js';
+import { RuntimeOwner1765000000300 } from './1765000000300-runtime-owner.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -58,4 +61,7 @@ export const MIGRATIONS = [
   TracingRetention1764900000100,
   TraceFronts1764900000200,
   EdgeNames1765000000000,
+  DeploymentDomains1765000000100,
+  EdgeCertificates1765000000200,
+  RuntimeOwner1765000000300,
 ];

@@ -7,6 +7,7 @@ export const EVENT_TYPES = [
   'deployment.deleted',
   'revision.created',
   'revision.status_changed',
+  'domain.state_changed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

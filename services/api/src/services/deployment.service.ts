@@ -8,6 +8,7 @@ import {
   DEPLOYMENT_INTEGRATION_FK,
   isForeignKeyViolation,
   isUniqueViolation,
+  DeploymentDomainRepository,
   RegistryRepository,
   Revision,
   runRider,
@@ -44,6 +45,7 @@ import { assertPodPolicy } from './pod-policy-check.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
 import type { ServingUrls } from './serving-url.js';
+import type { DomainClaims } from './domain.service.js';
 
 export { presentDeployment, type DeploymentView } from './deployment-view.js';
 
@@ -67,6 +69,8 @@ export class DeploymentService {
     private readonly images?: ImageResolver,
     /** How responses name sources (`config.sourceNames`). */
     readonly sourceNames: SourceNames = 'canonical',
+    /** `source_config.custom_url` claims its host on Slipway's own runtime (docs/api.md, Domains). */
+    private readonly domains?: DomainClaims,
   ) {}
 
   // ---------------------------------------------------------------- reads
@@ -176,6 +180,7 @@ export class DeploymentService {
     // Either refusal rolls the insert back. The listener's comes first, as when it was read first.
     if (source === 'external_container' && sourceConfig.listener_id) assertListenerServes(inserted.listener ?? null, sourceConfig, body.name, resourceSpec);
     if (!inserted.tracingProject) throw nameTaken(body.name, workspaceId);
+    await this.domains?.followCustomUrl(manager, deployment, sourceConfig.custom_url);
     const provision = outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
 
     // The slot claim rides on the last statement, so a claimed slot is locked only until COMMIT.
@@ -243,6 +248,7 @@ export class DeploymentService {
     if (body.secrets != null) secrets = applySecrets(secrets, body.secrets);
     if (body.secrets != null || input.resource_spec != null) refuseInvalid(imagePullSecretInputProblems(deployment.source, deployment.listenerId, resourceSpec, secrets));
 
+    if (input.custom_url != null && input.custom_url !== deployment.sourceConfig.custom_url) await this.domains?.followCustomUrl(manager, deployment, input.custom_url);
     await new DeploymentRepository(manager).applyPatch(id, {
       sourceConfig,
       resourceSpec,
@@ -288,6 +294,8 @@ export class DeploymentService {
       await enqueueInOutbox(manager, 'teardown.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
       // Its images can no longer be pushed or pulled with the push tokens it handed out.
       await new RegistryRepository(manager).revokeOfDeployment(id);
+      // Its hosts are free for another deployment at once.
+      await new DeploymentDomainRepository(manager).releaseAll(id);
     }
     if (deleteTracingProject && deployment.tracingProjectId) {
       await new DeploymentRepository(manager).detachTracingProject(id);

@@ -22,6 +22,12 @@ describe('ServingUrls', () => {
     expect(urls({ ...tls, SLIPWAY_EDGE_HTTPS_PORT: '443' }).of(cloud)).toBe('https://my-agent.apps.example.com');
   });
 
+  it('is https when the edge obtains certificates through ACME, except for localhost names', () => {
+    const acme = { SLIPWAY_ACME_DIRECTORY_URL: 'https://acme.example.com/dir', SLIPWAY_EDGE_HTTPS_PORT: '443' };
+    expect(urls({ ...acme, SLIPWAY_APPS_DOMAIN: 'apps.example.com' }).of(cloud)).toBe('https://my-agent.apps.example.com');
+    expect(urls(acme).of(cloud)).toBe('http://my-agent.localhost:8180');
+  });
+
   it('with the edge off, is the serving port on the runtime host; nothing for self-hosted deployments', () => {
     expect(urls({ SLIPWAY_EDGE_HTTP_PORT: 'off' }).of(cloud)).toBe('http://127.0.0.1:20123');
     expect(urls({ SLIPWAY_EDGE_HTTP_PORT: 'off' }).of({ ...cloud, servingPort: null })).toBeNull();

@@ -35,6 +35,22 @@ export interface Deployment {
   updated_at: string;
 }
 
+/** A custom domain's state (docs/api.md, Domains). */
+export type DomainState = 'pending_verification' | 'issuing' | 'active' | 'failed';
+
+/** A custom domain of a deployment (`GET /v2/deployments/{id}/domains`). */
+export interface DeploymentDomain {
+  host: string;
+  state: DomainState;
+  /** Why it is not active yet: the TXT record not found, or the ACME error. */
+  error: string | null;
+  /** The DNS record that proves control of the host, until it is found; then null. */
+  verification: { type: 'TXT'; name: string; value: string } | null;
+  /** The host of the deployment's `source_config.custom_url`. */
+  from_custom_url: boolean;
+  created_at: string;
+}
+
 export interface Revision {
   id: string;
   deployment_id: string;

@@ -6,6 +6,7 @@ import { AgentAccess, isAgentDeployment } from './AgentAccess';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useHashRoute, useLoad } from './common';
 import { ActionOutcome, useAction, useConfirm } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
+import { DomainsSection } from './DomainsSection';
 import { EditDeployment } from './EditDeployment';
 import { RevisionCompare } from './health/RevisionCompare';
 import { LiveIndicator, useLiveRefresh } from './live';
@@ -213,6 +214,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
           </button>
         </div>
       </section>
+      <DomainsSection deployment={deployment} />
       {deployment.url && <MetricsPanel deploymentId={deployment.id} runs={deployment.agent_server === true} />}
       {isAgentDeployment(deployment, active) && <AgentAccess deployment={deployment as Deployment & { url: string }} />}
       <section aria-labelledby="config-title">

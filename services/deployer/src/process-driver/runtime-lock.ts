@@ -18,6 +18,8 @@ export class RuntimeLock {
   constructor(
     private readonly dataSource: DataSource,
     private readonly log: Logger,
+    /** Runs each time this deployer takes the lock (before it serves): announcing where it is. */
+    private readonly onTaken: () => Promise<void> = async () => undefined,
   ) {}
 
   get held(): boolean {
@@ -45,6 +47,7 @@ export class RuntimeLock {
       if (await trySessionLock(runner, RUNTIME_LOCK)) {
         this.runner = runner;
         this.log.info('runtime lock held: this deployer runs the local processes');
+        await this.onTaken().catch((err) => this.log.error({ err }, 'could not announce this deployer as the runtime owner (edges keep the address they had)'));
         return true;
       }
     } catch (err) {
