@@ -17,6 +17,7 @@ export interface DeploymentCreateInput {
     repo_url?: string | null;
     listener_id?: string | null;
     resource_spec?: Record<string, unknown> | null;
+    previews?: unknown;
   };
   source_revision_config: { image_uri?: string | null; source_tarball_path?: string | null };
 }
@@ -54,6 +55,7 @@ function sourceFieldProblems(source: DeploymentSource, body: DeploymentCreateInp
   const onlyRepohost = () => {
     forbidden(['source_config', 'integration_id'], sc.integration_id, 'is only for repohost deployments');
     forbidden(['source_config', 'repo_url'], sc.repo_url, 'is only for repohost deployments');
+    forbidden(['source_config', 'previews'], sc.previews, 'is only for repohost deployments (a preview builds a pull request)');
   };
   if (source === 'repohost') {
     required(['source_config', 'integration_id'], sc.integration_id, 'for repohost deployments');

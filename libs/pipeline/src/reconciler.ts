@@ -1,7 +1,8 @@
 import type { PipelineTimings } from '@slipway/config';
-import { DeploymentActivityRepository, OutboundWebhookRepository, queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
+import { DeploymentActivityRepository, OutboundWebhookRepository, PreviewRepository, queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { enqueueInOutbox, JOB_CATALOG, type Queues } from '@slipway/jobs';
+import { beginDeploymentDelete } from './deployment-deletion.js';
 import { deadlineFailure, phaseOf } from './phases.js';
 import { RevisionReads, type OpenRevision } from './revision-reads.js';
 import type { RevisionFlow } from './revision-flow.js';
@@ -21,6 +22,8 @@ export interface ReconcileReport {
   teardownsForced: string[];
   teardownsRequeued: string[];
   idled: string[];
+  /** Previews past their `expires_at`, whose delete started. */
+  previewsExpired: string[];
   /** Outbound webhook deliveries still pending whose job was gone, enqueued again. */
   webhookDeliveriesRequeued: string[];
 }
@@ -57,6 +60,7 @@ export class Reconciler {
       teardownsForced: [],
       teardownsRequeued: [],
       idled: [],
+      previewsExpired: [],
       webhookDeliveriesRequeued: [],
     };
     await this.revisions(report);
@@ -173,6 +177,15 @@ export class Reconciler {
       if (await this.requeueIfLost(name, d.id)) {
         (name === 'teardown.deployment' ? report.teardownsRequeued : report.reprovisioned).push(d.id);
       }
+    }
+
+    // Previews past their expiry go as any delete does, said `expired` in their event; checked
+    // again under the row lock, so a rollout that extended one meanwhile keeps it.
+    for (const id of await new PreviewRepository(this.dataSource.manager).expired()) {
+      const ended = await this.tx(
+        async (m) => (await new PreviewRepository(m).lockIfExpired(id)) && (await beginDeploymentDelete(m, this.flow, id, { previewReason: 'expired' })),
+      );
+      if (ended) report.previewsExpired.push(id);
     }
 
     // Idle: no redeploy and no activity (DeploymentActivity) for the period. Re-checked under

@@ -20,6 +20,10 @@ export function describeEvent(e: PublicEvent): string {
       return `${revision[0]!.toUpperCase()}${revision.slice(1)}: ${d.from} → ${d.to}.${str(d.status_message) ? ` ${d.status_message}` : ''}`;
     case 'domain.state_changed':
       return `Domain ${d.host} of deployment ${e.deployment_id}: ${d.from} → ${d.to}.${str(d.error) ? ` ${d.error}` : ''}`;
+    case 'preview.created':
+      return `Preview ${deployment} of pull request #${d.number} created.`;
+    case 'preview.deleted':
+      return `Preview ${deployment} of pull request #${d.number} deleted (${d.reason}).`;
     case 'webhook.test':
       return `Test delivery for webhook ${d.webhook_id}, sent by ${d.requested_by}.`;
     default:

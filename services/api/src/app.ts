@@ -41,6 +41,7 @@ import { oauthProviderRoutes } from './routes/oauth-providers.router.js';
 import { opsRoutes } from './routes/ops.router.js';
 import { tagRoutes } from './routes/tags.router.js';
 import { domainRoutes } from './routes/domains.router.js';
+import { previewRoutes } from './routes/previews.router.js';
 import { tracingRoutes } from './routes/tracing.router.js';
 import { uploadRoutes } from './routes/uploads.router.js';
 import { registryRoutes } from './routes/registry.router.js';
@@ -48,6 +49,7 @@ import { ApiKeyService } from './services/api-key.service.js';
 import { DeploymentService } from './services/deployment.service.js';
 import { ServingUrls } from './services/serving-url.js';
 import { DomainClaims, DomainService } from './services/domain.service.js';
+import { PreviewService } from './services/preview.service.js';
 import { IntegrationService } from './services/integration.service.js';
 import { QuotaService } from './services/quota.service.js';
 import { WebhookService } from './services/webhook.service.js';
@@ -155,6 +157,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
     ...domainRoutes(new DomainService(dataSource, domainClaims)),
+    ...previewRoutes(new PreviewService(dataSource, deployments, flow)),
     ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
     ...uploadRoutes(new UploadService(dataSource, config, quotas)),
     ...registryRoutes(registry),

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { DeploymentSource, DeploymentStatus, DeploymentType, ResourceSpec } from '@slipway/domain';
+import type { DeploymentSource, DeploymentStatus, DeploymentType, ResourceSpec, ResourceSpecInput } from '@slipway/domain';
 
 /** `source_config` as stored, minus `resource_spec` (its own column, fully resolved). */
 export interface StoredSourceConfig {
@@ -15,6 +15,23 @@ export interface StoredSourceConfig {
   serving_auth?: 'api_key' | 'none' | null;
   /** false: instances get no tracing variables (docs/tracing.md); null or true: they trace to the deployment's project. */
   tracing?: boolean | null;
+  /** Previews per pull request (repohost only; docs/api.md, Previews). */
+  previews?: PreviewSettings | null;
+}
+
+/** What a preview deployment records of its pull request. */
+export interface PreviewRecord {
+  pull_request: { number: number; head_ref: string; head_sha: string | null; url: string | null };
+}
+
+/** A parent's `source_config.previews` (docs/api.md, Previews). */
+export interface PreviewSettings {
+  enabled: boolean;
+  ttl_hours: number;
+  database: 'empty' | 'copy';
+  max_active: number;
+  /** Overrides of the parent's resource_spec. */
+  resource_spec?: ResourceSpecInput | null;
 }
 
 /** A deployment of an agent server (docs/api.md, Deployments). */
@@ -86,6 +103,17 @@ export class Deployment {
    */
   @Column({ type: 'text', nullable: true, insert: false, update: false })
   edgeName!: string | null;
+
+  /** A preview's parent deployment (docs/api.md, Previews); null for any other deployment. */
+  @Column({ type: 'uuid', nullable: true, insert: false, update: false })
+  previewOf!: string | null;
+
+  /** A preview's pull request. */
+  @Column({ type: 'jsonb', nullable: true, insert: false, update: false })
+  preview!: PreviewRecord | null;
+
+  @Column({ type: 'timestamptz', nullable: true, insert: false, update: false })
+  previewExpiresAt!: Date | null;
 
   @Column({ type: 'timestamptz', default: () => 'now()' })
   statusChangedAt!: Date;

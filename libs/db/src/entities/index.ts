@@ -10,7 +10,7 @@ import { TracingProject } from './tracing-project.entity.js';
 import { Workspace } from './workspace.entity.js';
 
 export { ApiKey, type ApiKeyRole, type ApiKeyScope } from './api-key.entity.js';
-export { Deployment, type StoredSourceConfig } from './deployment.entity.js';
+export { Deployment, type PreviewRecord, type PreviewSettings, type StoredSourceConfig } from './deployment.entity.js';
 export { Integration, WebhookDelivery, type IntegrationConfig, type IntegrationProvider } from './integration.entity.js';
 export { Listener, type ComputeConfig } from './listener.entity.js';
 export { OAuthProvider } from './oauth-provider.entity.js';

@@ -28,6 +28,7 @@ import { EdgeNames1765000000000 } from './1765000000000-edge-names.js';
 import { DeploymentDomains1765000000100 } from './1765000000100-deployment-domains.js';
 import { EdgeCertificates1765000000200 } from './1765000000200-edge-certificates.js';
 import { RuntimeOwner1765000000300 } from './1765000000300-runtime-owner.js';
+import { Previews1765000000400 } from './1765000000400-previews.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -64,4 +65,5 @@ export const MIGRATIONS = [
   DeploymentDomains1765000000100,
   EdgeCertificates1765000000200,
   RuntimeOwner1765000000300,
+  Previews1765000000400,
 ];

@@ -36,6 +36,8 @@ export interface DeploymentFilter {
   imageVersion?: string;
   deploymentType?: string;
   deploymentIds?: string[];
+  isPreview?: boolean;
+  previewOf?: string;
 }
 
 /** Escapes LIKE wildcards so `name_contains=a_b` matches the text `a_b`, not `a` + any + `b`. */
@@ -205,6 +207,8 @@ export class DeploymentRepository {
     if (filter.imageVersion !== undefined) qb.andWhere('d.image_version = :imageVersion', { imageVersion: filter.imageVersion });
     if (filter.deploymentType) qb.andWhere('d.deployment_type = :deploymentType', { deploymentType: filter.deploymentType });
     if (filter.deploymentIds?.length) qb.andWhere('d.id IN (:...deploymentIds)', { deploymentIds: filter.deploymentIds });
+    if (filter.isPreview !== undefined) qb.andWhere(filter.isPreview ? 'd.preview IS NOT NULL' : 'd.preview IS NULL');
+    if (filter.previewOf) qb.andWhere('d.preview_of = :previewOf', { previewOf: filter.previewOf });
     if (filter.tagValueIds?.length) {
       // Carrying ALL the given values: one semi-join per value, which the planner can run either
       // way round — from deployment_tag_values_value_idx for a rare value, or along the page

@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import type { PreviewSettings } from '@slipway/db';
 import {
   DEPLOYMENT_NAME,
   HOSTED_SOURCE_NAMES,
@@ -67,6 +68,20 @@ const listenerConfig = Joi.object({
   k8s_namespace: Joi.string().max(63).pattern(DNS1123_LABEL).allow(null),
 }).allow(null);
 
+/** A repohost parent's previews per pull request (docs/api.md, Previews). */
+const previewSettings = Joi.object({
+  enabled: Joi.boolean().default(true),
+  ttl_hours: Joi.number().integer().min(1).max(720).default(72).description('A preview is torn down this long after its last rollout'),
+  database: Joi.string()
+    .valid('empty')
+    .default('empty')
+    .messages({ 'any.only': "{{#label}} must be 'empty': each preview gets an empty database of its own ('copy' is not supported yet)" }),
+  max_active: Joi.number().integer().min(1).max(50).default(5).description('Past this, a new preview replaces the least recently used one'),
+  resource_spec: resourceSpec.allow(null).description("Overrides of the parent's resource_spec for its previews"),
+})
+  .allow(null)
+  .id('PreviewSettings');
+
 const sourceConfigFields = {
   integration_id: uuid().allow(null),
   repo_url: Joi.string().max(2048).allow(null),
@@ -85,6 +100,7 @@ const sourceConfigFields = {
   tracing: Joi.boolean()
     .allow(null)
     .description("Whether instances send their traces to the deployment's tracing project (LANGSMITH_* variables, docs/tracing.md); false turns it off. Default on; a change rolls out a new revision"),
+  previews: previewSettings,
 };
 
 const sourceRevisionConfigFields = {
@@ -165,6 +181,8 @@ export const listDeploymentsQuery = Joi.object({
   image_version: Joi.string().max(255),
   deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES),
   deployment_ids: commaList(uuid()),
+  is_preview: Joi.boolean().description('true: only previews of pull requests; false: no previews (default: both)'),
+  preview_of: uuid().description("Only the previews of this deployment"),
 })
   // A filter this server does not implement (e.g. agent_id) is a 422 naming it, never silently ignored.
   .unknown(false);
@@ -188,6 +206,13 @@ const sourceConfigResponse = Joi.object({
   deployment_type: Joi.string().allow(null),
   serving_auth: Joi.string().allow(null),
   tracing: Joi.boolean().allow(null),
+  previews: Joi.object({
+    enabled: Joi.boolean(),
+    ttl_hours: Joi.number().integer(),
+    database: Joi.string(),
+    max_active: Joi.number().integer(),
+    resource_spec: Joi.object().unknown(true).allow(null),
+  }).allow(null),
 }).id('SourceConfig');
 
 const sourceRevisionConfigResponse = Joi.object({
@@ -220,6 +245,19 @@ export const deploymentResponse = Joi.object({
       "Whether this deployment is an agent server, whose serving URL requires a workspace API key unless source_config.serving_auth is 'none': from the active revision, else the latest (a build says it of its artifact; an image's rollout says it of an image with LANGSERVE_GRAPHS in its environment or the label dev.slipway.agent-server=true); always true for internal_docker; null until known (a revision built or an image rolled out)",
     ),
   url: Joi.string().allow(null).required(),
+  is_preview: Joi.boolean().required().description("A preview of a pull request of another deployment (docs/api.md, Previews)"),
+  preview: Joi.object({
+    parent_id: uuid().allow(null).required(),
+    pull_request: Joi.object({
+      number: Joi.number().integer().required(),
+      head_ref: Joi.string().required(),
+      head_sha: Joi.string().allow(null).required(),
+      url: Joi.string().allow(null).required(),
+    }).required(),
+    expires_at: timestamp().allow(null).required(),
+  })
+    .allow(null)
+    .required(),
   tag_value_ids: Joi.array().items(uuid()).required(),
   created_at: timestamp().required(),
   updated_at: timestamp().required(),
@@ -265,6 +303,7 @@ export interface SourceConfigInput {
   deployment_type?: string | null;
   serving_auth?: 'api_key' | 'none' | null;
   tracing?: boolean | null;
+  previews?: PreviewSettings | null;
 }
 
 export interface SourceRevisionConfigInput {
@@ -308,4 +347,6 @@ export interface ListDeploymentsQuery {
   image_version?: string;
   deployment_type?: string;
   deployment_ids?: string[];
+  is_preview?: boolean;
+  preview_of?: string;
 }

@@ -8,6 +8,8 @@ export const EVENT_TYPES = [
   'revision.created',
   'revision.status_changed',
   'domain.state_changed',
+  'preview.created',
+  'preview.deleted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -11,6 +11,7 @@ import {
   NotFoundError,
   patchImageProblems,
   refuseInvalid,
+  UnprocessableError,
   type ResourceSpec,
 } from '@slipway/domain';
 import type { PatchDeploymentBody } from '../schemas/deployment.schema.js';
@@ -55,6 +56,9 @@ export function assertPatchable(deployment: Deployment, body: PatchDeploymentBod
   }
   // The cross-source rule of create holds for later revisions too: only images carry an image_uri.
   refuseInvalid(patchImageProblems(deployment.source, body.source_revision_config?.image_uri));
+  if (body.source_config?.previews != null && (deployment.source !== 'repohost' || deployment.previewOf !== null)) {
+    throw new UnprocessableError('source_config.previews is only for repohost deployments that are not previews themselves.');
+  }
 }
 
 /** docs/api.md, Deployments: changing an immutable field is a 400 naming it; repeating its value is fine. */

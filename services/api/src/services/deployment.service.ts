@@ -8,12 +8,9 @@ import {
   DEPLOYMENT_INTEGRATION_FK,
   isForeignKeyViolation,
   isUniqueViolation,
-  DeploymentDomainRepository,
-  RegistryRepository,
   Revision,
   runRider,
   TracingProjectRepository,
-  transitionDeployment,
   type DataSource,
   type EntityManager,
   type InsertedDeployment,
@@ -34,8 +31,8 @@ import {
   resourceSpecInputProblems,
   type SecretEntry,
 } from '@slipway/domain';
-import { enqueueAllInOutbox, enqueueInOutbox, outboxJob } from '@slipway/jobs';
-import { DeploymentReads, RevisionRepository, type NewRevision, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
+import { enqueueAllInOutbox, outboxJob } from '@slipway/jobs';
+import { beginDeploymentDelete, DeploymentReads, RevisionRepository, type NewRevision, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
 import { assertListenerServes, assertNoListeners, assertPatchable, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
@@ -93,6 +90,8 @@ export class DeploymentService {
         imageVersion: query.image_version,
         deploymentType: query.deployment_type,
         deploymentIds: query.deployment_ids,
+        isPreview: query.is_preview,
+        previewOf: query.preview_of,
       },
       query,
     );
@@ -233,7 +232,7 @@ export class DeploymentService {
 
     const input = body.source_config ?? {};
     const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
-    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth', 'tracing'] as const) {
+    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth', 'tracing', 'previews'] as const) {
       if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
     }
     let resourceSpec = deployment.resourceSpec;
@@ -285,18 +284,7 @@ export class DeploymentService {
    */
   async delete(manager: EntityManager, workspaceId: string, id: string, deleteTracingProject: boolean, requestId?: string): Promise<void> {
     const deployment = await this.lock(manager, workspaceId, id);
-    if (deployment.status !== 'AWAITING_DELETE') {
-      await transitionDeployment(manager, id, 'AWAITING_DELETE');
-      // Through the flow as every status change; nothing waiting is promoted now (AWAITING_DELETE).
-      for (const revisionId of await new RevisionRepository(manager).openOfDeployment(id)) {
-        await this.flow.transition(manager, revisionId, 'INTERRUPTED', { message: 'Deployment deleted.' });
-      }
-      await enqueueInOutbox(manager, 'teardown.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
-      // Its images can no longer be pushed or pulled with the push tokens it handed out.
-      await new RegistryRepository(manager).revokeOfDeployment(id);
-      // Its hosts are free for another deployment at once.
-      await new DeploymentDomainRepository(manager).releaseAll(id);
-    }
+    await beginDeploymentDelete(manager, this.flow, id, { requestId });
     if (deleteTracingProject && deployment.tracingProjectId) {
       await new DeploymentRepository(manager).detachTracingProject(id);
       await new TracingProjectRepository(manager).delete(deployment.tracingProjectId);

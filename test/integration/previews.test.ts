@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@slipway/logging';
+import { Reconciler } from '@slipway/pipeline';
+import { repohostFixture, type RepohostFixture } from '../support/git-fixtures.js';
+import { startTestApi, type TestApi } from '../support/test-api.js';
+
+/**
+ * Previews through the API (docs/api.md, Previews), against the real api and database with a
+ * `local` integration over a real git repository: each preview a deployment of its own made from
+ * its parent, found and filtered as previews, replaced past `max_active`, torn down by DELETE,
+ * by its parent's delete and by the reconciler past `expires_at` (time moved in the database),
+ * with an event for each. Building and serving a preview is the pipeline's, as for any create.
+ */
+let api: TestApi;
+let repo: RepohostFixture;
+let reconciler: Reconciler;
+
+beforeAll(async () => {
+  api = await startTestApi({ SLIPWAY_EDGE_HTTP_PORT: '18180' });
+  repo = await repohostFixture(api);
+  reconciler = new Reconciler(api.dataSource, api.queues, api.flow, api.config.pipeline, createLogger({ name: 'previews-test', level: 'silent' }));
+}, 60_000);
+
+afterAll(async () => {
+  await api?.close();
+});
+
+async function parent(previews: Record<string, unknown> | null = { enabled: true, ttl_hours: 24, max_active: 2 }, name = `app-${randomUUID().slice(0, 6)}`) {
+  const res = await api.http.post('/v2/deployments', {
+    name,
+    source: 'repohost',
+    source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, deployment_type: 'dev', previews, install_command: 'npm ci' },
+    source_revision_config: {},
+    secrets: [{ name: 'OPENAI_API_KEY', value: 'sk-parent' }],
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body as { id: string; name: string; tracing_project_id: string };
+}
+
+const open = (parentId: string, body: Record<string, unknown>) => api.http.post(`/v2/deployments/${parentId}/previews`, body);
+const events = async (type: string) => (await api.http.get(`/v2/events?types=${type}&limit=100`)).body.resources as any[];
+
+describe('opening a preview', () => {
+  it("is a deployment of its own, made from the parent's source, build and secrets, at the pull request's head", async () => {
+    const p = await parent();
+    const res = await open(p.id, { ref: 'feature/login', number: 7, url: 'https://forge.example/pulls/7' });
+    expect(res.status, res.text).toBe(201);
+    const preview = res.body;
+    expect(preview).toMatchObject({
+      name: `${p.name}-pr-7`,
+      is_preview: true,
+      source: 'repohost',
+      source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, install_command: 'npm ci', previews: null },
+      source_revision_config: { repo_ref: 'feature/login' },
+      secrets: [{ name: 'OPENAI_API_KEY', value: '********' }],
+      preview: { parent_id: p.id, pull_request: { number: 7, head_ref: 'feature/login', head_sha: null, url: 'https://forge.example/pulls/7' } },
+    });
+    expect(preview.id).not.toBe(p.id);
+    expect(preview.tracing_project_id).not.toBe(p.tracing_project_id);
+    expect(preview.url).toBe(`http://${p.name}-pr-7.localhost:18180`);
+    expect(preview.latest_revision_id).toBeTruthy();
+    const expires = Date.parse(preview.preview.expires_at);
+    expect(Math.abs(expires - (Date.now() + 24 * 3600_000))).toBeLessThan(60_000);
+    // The secret's value is the parent's, sealed for the preview.
+    const [sealed] = await api.dataSource.query(`SELECT secrets_sealed FROM deployments WHERE id = $1`, [preview.id]);
+    expect(sealed.secrets_sealed).not.toContain('sk-parent');
+    expect((await events('preview.created')).find((e) => e.deployment_id === preview.id)?.data).toEqual({ name: preview.name, parent_id: p.id, number: 7 });
+  });
+
+  it('opening it again rolls the new head out in the same preview and extends its life', async () => {
+    const p = await parent();
+    const first = (await open(p.id, { ref: 'feature', number: 3 })).body;
+    await api.dataSource.query(`UPDATE deployments SET preview_expires_at = now() + interval '1 hour' WHERE id = $1`, [first.id]);
+    const again = await open(p.id, { ref: 'feature-2', number: 3 });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.id).toBe(first.id);
+    expect(again.body.latest_revision_id).not.toBe(first.latest_revision_id);
+    expect(again.body.source_revision_config.repo_ref).toBe('feature-2');
+    expect(again.body.preview.pull_request.head_ref).toBe('feature-2');
+    expect(Date.parse(again.body.preview.expires_at)).toBeGreaterThan(Date.now() + 23 * 3600_000);
+  });
+
+  it('numbers a preview opened without one, and keeps a long parent name within the limit', async () => {
+    const long = `l${randomUUID().replaceAll('-', '')}${'x'.repeat(40)}`.slice(0, 63);
+    const p = await parent(undefined, long);
+    const a = (await open(p.id, { ref: 'a' })).body;
+    const b = (await open(p.id, { ref: 'b' })).body;
+    expect([a.preview.pull_request.number, b.preview.pull_request.number]).toEqual([1, 2]);
+    expect(a.name.length).toBeLessThanOrEqual(63);
+    expect(a.name).toMatch(/-[0-9a-f]{4}-pr-1$/);
+  });
+
+  it('is refused where previews are off (409), for a preview itself (422), and on other sources', async () => {
+    const off = await parent(null);
+    expect((await open(off.id, { ref: 'x' })).status).toBe(409);
+    const on = await parent();
+    const preview = (await open(on.id, { ref: 'x' })).body;
+    expect((await open(preview.id, { ref: 'y' })).status).toBe(422);
+    const upload = await api.http.post('/v2/deployments', {
+      name: `u-${randomUUID().slice(0, 6)}`,
+      source: 'internal_source',
+      source_config: { deployment_type: 'dev', previews: { enabled: true } },
+      source_revision_config: {},
+    });
+    expect(upload.status).toBe(422);
+    expect(upload.text).toContain('previews');
+    const copy = await api.http.post('/v2/deployments', {
+      name: `c-${randomUUID().slice(0, 6)}`,
+      source: 'repohost',
+      source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, previews: { enabled: true, database: 'copy' } },
+      source_revision_config: {},
+    });
+    expect(copy.status).toBe(422);
+    expect(copy.text).toContain('database');
+  });
+});
+
+describe('finding previews', () => {
+  it('lists a parent’s previews, and filters the deployment list by is_preview', async () => {
+    const p = await parent();
+    const preview = (await open(p.id, { ref: 'f', number: 11 })).body;
+    expect((await api.http.get(`/v2/deployments/${p.id}/previews`)).body.resources.map((d: any) => d.id)).toEqual([preview.id]);
+    const only = (await api.http.get('/v2/deployments?is_preview=true&limit=100')).body.resources.map((d: any) => d.id);
+    expect(only).toContain(preview.id);
+    expect(only).not.toContain(p.id);
+    const none = (await api.http.get('/v2/deployments?is_preview=false&limit=100')).body.resources.map((d: any) => d.id);
+    expect(none).toContain(p.id);
+    expect(none).not.toContain(preview.id);
+    // The default list shows both, each saying what it is.
+    const all = (await api.http.get(`/v2/deployments?deployment_ids=${p.id},${preview.id}`)).body.resources;
+    expect(all.map((d: any) => [d.id, d.is_preview]).sort()).toEqual([[p.id, false], [preview.id, true]].sort());
+  });
+});
+
+describe('ending previews', () => {
+  const deleted = async (id: string) => (await events('preview.deleted')).find((e) => e.deployment_id === id)?.data.reason;
+  const status = async (id: string) => (await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [id]))[0]?.status;
+
+  it('past max_active, the least recently active preview goes first', async () => {
+    const p = await parent({ enabled: true, max_active: 2 });
+    const first = (await open(p.id, { ref: 'a', number: 1 })).body;
+    const second = (await open(p.id, { ref: 'b', number: 2 })).body;
+    await api.dataSource.query(`UPDATE deployments SET last_activity_at = now() - interval '1 day' WHERE id = $1`, [second.id]);
+    const third = (await open(p.id, { ref: 'c', number: 3 })).body;
+    expect(await status(second.id)).toBe('AWAITING_DELETE');
+    expect(await deleted(second.id)).toBe('max_active');
+    expect(await status(first.id)).not.toBe('AWAITING_DELETE');
+    expect(await status(third.id)).not.toBe('AWAITING_DELETE');
+  });
+
+  it('DELETE …/previews/{number} starts its delete; an unknown number is 404', async () => {
+    const p = await parent();
+    const preview = (await open(p.id, { ref: 'a', number: 5 })).body;
+    expect((await api.http.delete(`/v2/deployments/${p.id}/previews/5`)).status).toBe(204);
+    expect(await status(preview.id)).toBe('AWAITING_DELETE');
+    expect(await deleted(preview.id)).toBe('api');
+    expect((await api.http.delete(`/v2/deployments/${p.id}/previews/99`)).status).toBe(404);
+    // While it is being torn down, the number cannot be opened again.
+    expect((await open(p.id, { ref: 'a', number: 5 })).status).toBe(409);
+  });
+
+  it("the parent's delete takes its previews with it", async () => {
+    const p = await parent();
+    const preview = (await open(p.id, { ref: 'a', number: 1 })).body;
+    expect((await api.http.delete(`/v2/deployments/${p.id}`)).status).toBe(204);
+    expect(await status(preview.id)).toBe('AWAITING_DELETE');
+    expect(await deleted(preview.id)).toBe('parent_deleted');
+  });
+
+  it('the reconciler tears a preview down past expires_at, and only then', async () => {
+    const p = await parent();
+    const [stale, fresh] = [(await open(p.id, { ref: 'a', number: 1 })).body, (await open(p.id, { ref: 'b', number: 2 })).body];
+    await api.dataSource.query(`UPDATE deployments SET preview_expires_at = now() - interval '1 second' WHERE id = $1`, [stale.id]);
+    const report = await reconciler.run();
+    expect(report.previewsExpired).toContain(stale.id);
+    expect(report.previewsExpired).not.toContain(fresh.id);
+    expect(await status(stale.id)).toBe('AWAITING_DELETE');
+    expect(await deleted(stale.id)).toBe('expired');
+    expect(await status(fresh.id)).not.toBe('AWAITING_DELETE');
+  });
+});
