@@ -33,6 +33,27 @@ export interface Deployment {
   tag_value_ids: string[];
   created_at: string;
   updated_at: string;
+  /** A preview of a pull request of another deployment (docs/api.md, Previews); absent on older servers. */
+  is_preview?: boolean;
+  /** What it previews (null for a deployment that is not a preview). */
+  preview?: DeploymentPreview | null;
+}
+
+/** A repohost deployment's `source_config.previews` (docs/api.md, Previews). */
+export interface PreviewSettings {
+  enabled?: boolean;
+  ttl_hours?: number;
+  database?: string;
+  max_active?: number;
+  resource_spec?: Record<string, unknown> | null;
+}
+
+/** A preview deployment's `preview`: its parent, the pull request it builds, when it is torn down. */
+export interface DeploymentPreview {
+  /** Null once the parent itself is gone. */
+  parent_id: string | null;
+  pull_request: { number: number; head_ref: string; head_sha: string | null; url: string | null };
+  expires_at: string | null;
 }
 
 /** A custom domain's state (docs/api.md, Domains). */

@@ -12,6 +12,7 @@ import { RevisionCompare } from './health/RevisionCompare';
 import { LiveIndicator, useLiveRefresh } from './live';
 import { MetricsPanel } from './metrics/MetricsPanel';
 import { PhaseChart } from './PhaseChart';
+import { PreviewOf, PreviewsSection } from './PreviewsSection';
 import { Timeline } from './Timeline';
 import { TracesTab, tracesHref } from './traces/TracesTab';
 
@@ -160,6 +161,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
         <a href="#/">Deployments</a> / {deployment.name}
       </p>
       <PageHeading>{deployment.name}</PageHeading>
+      <PreviewOf deployment={deployment} />
       <DeploymentTabs deploymentId={deployment.id} traces={traces} />
     </>
   );
@@ -215,6 +217,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
         </div>
       </section>
       <DomainsSection deployment={deployment} />
+      <PreviewsSection deployment={deployment} />
       {deployment.url && <MetricsPanel deploymentId={deployment.id} runs={deployment.agent_server === true} />}
       {isAgentDeployment(deployment, active) && <AgentAccess deployment={deployment as Deployment & { url: string }} />}
       <section aria-labelledby="config-title">
