@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@slipway/logging';
 import { Reconciler } from '@slipway/pipeline';
@@ -178,5 +178,82 @@ describe('ending previews', () => {
     expect(await status(stale.id)).toBe('AWAITING_DELETE');
     expect(await deleted(stale.id)).toBe('expired');
     expect(await status(fresh.id)).not.toBe('AWAITING_DELETE');
+  });
+});
+
+describe('driven by the forge: signed pull_request deliveries', () => {
+  const sign = (raw: string) => `sha256=${createHmac('sha256', repo.webhookSecret).update(raw).digest('hex')}`;
+  const deliver = (payload: unknown, signature?: string | null) => {
+    const raw = JSON.stringify(payload);
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID() };
+    const sig = signature === undefined ? sign(raw) : signature;
+    if (sig !== null) headers['x-hub-signature-256'] = sig;
+    return api.http.request('POST', `/v1/integrations/repohost/${repo.integrationId}/webhook`, { rawBody: raw, key: null, headers });
+  };
+  /** A GitHub-shaped pull_request event of the fixture repository, from its own branch unless `fromFork`. */
+  const event = (action: string, number: number, ref: string, sha: string, fromFork = false) => {
+    const base = { full_name: 'hooks/agent', clone_url: repo.repoUrl, html_url: repo.repoUrl };
+    return {
+      action,
+      number,
+      pull_request: {
+        number,
+        html_url: `https://forge.example/hooks/agent/pull/${number}`,
+        head: { ref, sha, repo: fromFork ? { full_name: 'someone/agent', clone_url: 'https://forge.example/someone/agent.git' } : base },
+        base: { ref: 'main', repo: base },
+      },
+      repository: base,
+    };
+  };
+  const previewOf = async (parentId: string, number: number) =>
+    ((await api.http.get(`/v2/deployments/${parentId}/previews`)).body.resources as any[]).find((d) => d.preview.pull_request.number === number);
+
+  it('opened opens the preview at the head, synchronize rolls the new head out, closed tears it down', async () => {
+    const p = await parent();
+    const opened = await deliver(event('opened', 41, 'feat/x', 'a'.repeat(40)));
+    expect(opened.status, opened.text).toBe(200);
+    expect(opened.body.outcome).toMatch(/Pull request #41 opened: preview .*-pr-41 opened/);
+    const preview = await previewOf(p.id, 41);
+    expect(preview.preview.pull_request).toEqual({ number: 41, head_ref: 'feat/x', head_sha: 'a'.repeat(40), url: 'https://forge.example/hooks/agent/pull/41' });
+
+    const synced = await deliver(event('synchronize', 41, 'feat/x', 'b'.repeat(40)));
+    expect(synced.body.outcome).toMatch(/rolling out/);
+    const after = await previewOf(p.id, 41);
+    expect(after.id).toBe(preview.id);
+    expect(after.latest_revision_id).not.toBe(preview.latest_revision_id);
+    expect(after.preview.pull_request.head_sha).toBe('b'.repeat(40));
+
+    const closed = await deliver(event('closed', 41, 'feat/x', 'b'.repeat(40)));
+    expect(closed.body.outcome).toMatch(/torn down/);
+    const [row] = await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [preview.id]);
+    expect(row.status).toBe('AWAITING_DELETE');
+    expect((await events('preview.deleted')).find((e) => e.deployment_id === preview.id)?.data.reason).toBe('closed');
+  });
+
+  it('a pull request from a fork builds nothing', async () => {
+    const p = await parent();
+    const res = await deliver(event('opened', 42, 'evil', 'c'.repeat(40), true));
+    expect(res.status).toBe(200);
+    expect(res.body.outcome).toContain('fork');
+    expect(await previewOf(p.id, 42)).toBeUndefined();
+  });
+
+  it('an unsigned or mis-signed delivery is refused and recorded, building nothing', async () => {
+    const p = await parent();
+    expect((await deliver(event('opened', 43, 'feat/y', 'd'.repeat(40)), null)).status).toBe(401);
+    expect((await deliver(event('opened', 43, 'feat/y', 'd'.repeat(40)), `sha256=${'0'.repeat(64)}`)).status).toBe(401);
+    expect(await previewOf(p.id, 43)).toBeUndefined();
+    const deliveries = (await api.http.get(`/v1/integrations/repohost/${repo.integrationId}/deliveries?limit=5`)).body.resources;
+    expect(deliveries.slice(0, 2).map((d: any) => [d.event, d.signature_valid, d.status_code])).toEqual([
+      ['pull_request', false, 401],
+      ['pull_request', false, 401],
+    ]);
+  });
+
+  it('the same signed delivery twice is refused as a replay', async () => {
+    await parent();
+    const payload = event('opened', 44, 'feat/z', 'e'.repeat(40));
+    expect((await deliver(payload)).status).toBe(200);
+    expect((await deliver(payload)).status).toBe(409);
   });
 });

@@ -215,7 +215,7 @@ describe('events', () => {
     const before = await counts();
     const res = await send({ action: 'opened', issue: { number: 7 } }, { event: 'issues' });
     expect(res.status).toBe(200);
-    expect(res.body.outcome).toBe("Event 'issues' ignored: only push events trigger builds.");
+    expect(res.body.outcome).toBe("Event 'issues' ignored: only push and pull_request events do anything.");
     expect(await counts()).toEqual(before);
   });
 

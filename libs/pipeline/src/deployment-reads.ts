@@ -109,4 +109,17 @@ export class DeploymentReads {
       [integrationId],
     );
   }
+
+  /** The deployments of an integration that open previews of pull requests (`source_config.previews.enabled`), not previews themselves. */
+  previewParents(integrationId: string): Promise<Array<{ deploymentId: string; workspaceId: string; repoUrl: string | null }>> {
+    return queryRows(
+      this.manager,
+      `SELECT d.id AS "deploymentId", d.workspace_id AS "workspaceId", d.source_config->>'repo_url' AS "repoUrl"
+         FROM deployments d
+        WHERE d.integration_id = $1 AND d.status <> 'AWAITING_DELETE' AND d.preview_of IS NULL
+          AND d.source_config->'previews'->'enabled' = 'true'::jsonb
+        ORDER BY d.created_at, d.id`,
+      [integrationId],
+    );
+  }
 }

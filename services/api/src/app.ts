@@ -50,6 +50,7 @@ import { DeploymentService } from './services/deployment.service.js';
 import { ServingUrls } from './services/serving-url.js';
 import { DomainClaims, DomainService } from './services/domain.service.js';
 import { PreviewService } from './services/preview.service.js';
+import { PullRequestPreviews } from './services/pull-request-previews.js';
 import { IntegrationService } from './services/integration.service.js';
 import { QuotaService } from './services/quota.service.js';
 import { WebhookService } from './services/webhook.service.js';
@@ -137,6 +138,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   const domainClaims = new DomainClaims(config);
   const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, new ServingUrls(config), registry, config.sourceNames, domainClaims);
   const revisions = new RevisionService(dataSource, deployments, flow);
+  const previews = new PreviewService(dataSource, deployments, flow);
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
   const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH, CONSOLE_PATH] });
@@ -157,8 +159,8 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
     ...domainRoutes(new DomainService(dataSource, domainClaims)),
-    ...previewRoutes(new PreviewService(dataSource, deployments, flow)),
-    ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments) }),
+    ...previewRoutes(previews),
+    ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments, Date.now, new PullRequestPreviews(dataSource, previews)) }),
     ...uploadRoutes(new UploadService(dataSource, config, quotas)),
     ...registryRoutes(registry),
     ...logRoutes(new LogService(dataSource, notifications)),

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { DeploymentRepository, PreviewRepository, type DataSource, type Deployment, type EntityManager, type PreviewSettings } from '@slipway/db';
 import { ConflictError, DEPLOYMENT_NAME_MAX, NotFoundError, UnprocessableError } from '@slipway/domain';
-import { beginDeploymentDelete, RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
+import { beginDeploymentDelete, RevisionRepository, type PreviewEndReason, type RevisionFlow } from '@slipway/pipeline';
 import type { CreateDeploymentBody, PatchDeploymentBody } from '../schemas/deployment.schema.js';
 import type { DeploymentService, DeploymentView } from './deployment.service.js';
 
@@ -76,14 +76,14 @@ export class PreviewService {
     return this.deployments.list(workspaceId, { limit: 100, offset: 0, preview_of: parentId });
   }
 
-  /** Starts the delete of the pull request's preview (its `preview.deleted` event says `api`). */
-  async close(workspaceId: string, parentId: string, number: number, requestId?: string): Promise<void> {
+  /** Starts the delete of the pull request's preview (its `preview.deleted` event says why: `api`, or `closed` for a closed pull request). */
+  async close(workspaceId: string, parentId: string, number: number, requestId?: string, reason: PreviewEndReason = 'api'): Promise<void> {
     await this.deployments.assertExists(workspaceId, parentId);
     await this.dataSource.transaction(async (m) => {
       const found = await new PreviewRepository(m).byNumber(parentId, number);
       if (!found) throw new NotFoundError(`No preview of pull request ${number} for deployment ${parentId}.`);
       await this.deployments.lock(m, workspaceId, found.id);
-      await beginDeploymentDelete(m, this.flow, found.id, { requestId, previewReason: 'api' });
+      await beginDeploymentDelete(m, this.flow, found.id, { requestId, previewReason: reason });
     });
   }
 

@@ -7,6 +7,7 @@ import { DeploymentReads, RevisionReads, RevisionRepository } from '@slipway/pip
 import { normalizeRepoUrl } from '@slipway/source';
 import type { DeploymentService } from './deployment.service.js';
 import { presentDelivery, type DeliveryView, type IntegrationService } from './integration.service.js';
+import type { PullRequestPreviews } from './pull-request-previews.js';
 
 export const INVALID_SIGNATURE = 'Invalid webhook signature.';
 /** A deleted branch arrives as a push whose `after` is the null object id. */
@@ -87,6 +88,8 @@ export class WebhookService {
     private readonly integrations: IntegrationService,
     private readonly deployments: DeploymentService,
     private readonly now: () => number = Date.now,
+    /** `pull_request` deliveries open and close previews (docs/api.md, Previews). */
+    private readonly pullRequests?: PullRequestPreviews,
   ) {}
 
   /**
@@ -159,12 +162,32 @@ export class WebhookService {
     if (!event) {
       return presentDelivery(await record({ signatureValid: true, statusCode: 400, outcome: 'Missing X-GitHub-Event (or X-Gitea-Event) header.' }));
     }
+    if (event === 'pull_request' && this.pullRequests) return this.pullRequest(integration, req, signed, record, gone);
     if (event !== 'push') {
       return presentDelivery(
-        await record({ signatureValid: true, statusCode: 200, outcome: `Event '${event}' ignored: only push events trigger builds.` }),
+        await record({ signatureValid: true, statusCode: 200, outcome: `Event '${event}' ignored: only push and pull_request events do anything.` }),
       );
     }
     return this.push(integration, req, signed, deliveryId, record, gone);
+  }
+
+  /** A signed `pull_request` delivery, refused as a replay like a push (its digest is unique), then handed to the previews. */
+  private async pullRequest(
+    integration: Integration,
+    req: WebhookRequest,
+    signed: { body: unknown; digest: string },
+    record: (fields: DeliveryFields) => Promise<WebhookDelivery>,
+    gone: () => NotFoundError,
+  ): Promise<DeliveryView> {
+    const delivery = await record({ signatureValid: true, statusCode: PROCESSING, outcome: 'Processing.', payloadSha256: signed.digest }).catch((err) => {
+      if (isUniqueViolation(err, 'webhook_deliveries_payload_key')) return null;
+      throw err;
+    });
+    if (!delivery) return presentDelivery(await record({ signatureValid: true, statusCode: 409, outcome: 'Replayed delivery refused: this exact signed payload was already received.' }));
+    const result = await this.pullRequests!.handle(integration, signed.body, req.requestId, req.log);
+    const finished = await new IntegrationRepository(this.dataSource.manager).finishDelivery(delivery.id, result.statusCode, result.outcome, result.statusCode < 500);
+    if (!finished) throw gone();
+    return presentDelivery(finished);
   }
 
   private async push(

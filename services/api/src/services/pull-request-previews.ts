@@ -1,0 +1,97 @@
+import type { Integration } from '@slipway/db';
+import { AppError, NotFoundError } from '@slipway/domain';
+import type { Logger } from '@slipway/logging';
+import { DeploymentReads } from '@slipway/pipeline';
+import { normalizeRepoUrl } from '@slipway/source';
+import type { DataSource } from '@slipway/db';
+import type { PreviewService } from './preview.service.js';
+
+/** What a `pull_request` delivery came to: the delivery's status and outcome (docs/api.md, Integrations). */
+export interface PullRequestOutcome {
+  statusCode: number;
+  outcome: string;
+  ref: string | null;
+}
+
+interface RepoShape {
+  full_name?: unknown;
+  clone_url?: unknown;
+  html_url?: unknown;
+  url?: unknown;
+}
+
+interface PullRequestPayload {
+  action?: unknown;
+  number?: unknown;
+  pull_request?: { number?: unknown; html_url?: unknown; head?: { ref?: unknown; sha?: unknown; repo?: RepoShape | null } | null; base?: { repo?: RepoShape | null } | null } | null;
+  repository?: RepoShape | null;
+}
+
+const OPENING = new Set(['opened', 'reopened', 'synchronize']);
+const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
+const urlsOf = (repo: RepoShape | null | undefined) =>
+  new Set([repo?.clone_url, repo?.html_url, repo?.url].filter((u): u is string => typeof u === 'string' && u !== '').map(normalizeRepoUrl));
+
+/**
+ * Previews driven by the forge (docs/api.md, Previews): a signed `pull_request` delivery of an
+ * integration opens (`opened`, `reopened`) or rolls out (`synchronize`) the preview of every
+ * deployment of that repository with previews on, at the pull request's head, and `closed`
+ * tears them down. A pull request from a fork builds nothing: fork code never builds on its own.
+ * Other actions are recorded and ignored. The delivery's signature and replay checks are the
+ * push webhook's (WebhookService), done before this runs.
+ */
+export class PullRequestPreviews {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly previews: PreviewService,
+  ) {}
+
+  async handle(integration: Integration, body: unknown, requestId: string, log: Logger): Promise<PullRequestOutcome> {
+    const payload = (body && typeof body === 'object' ? body : {}) as PullRequestPayload;
+    const action = str(payload.action);
+    const pr = payload.pull_request ?? null;
+    const number = typeof payload.number === 'number' ? payload.number : typeof pr?.number === 'number' ? pr.number : null;
+    const ref = str(pr?.head?.ref);
+    const done = (statusCode: number, outcome: string): PullRequestOutcome => ({ statusCode, outcome, ref: ref ? `refs/heads/${ref}` : null });
+    if (!action || number === null || !Number.isInteger(number) || number < 1 || !pr) return done(400, 'The pull_request payload has no action, number or pull_request.');
+    if (!OPENING.has(action) && action !== 'closed') return done(200, `Pull request #${number} ${action}: nothing to do for previews.`);
+    const base = urlsOf(pr.base?.repo ?? payload.repository);
+    if (!base.size) return done(400, 'The pull_request payload names no repository.');
+    const parents = (await new DeploymentReads(this.dataSource.manager).previewParents(integration.id)).filter((p) => p.repoUrl && base.has(normalizeRepoUrl(p.repoUrl)));
+    if (!parents.length) return done(200, `Pull request #${number}: no deployment of this repository has previews on.`);
+
+    const notes: string[] = [];
+    let failed = false;
+    for (const parent of parents) {
+      try {
+        if (action === 'closed') {
+          await this.previews.close(parent.workspaceId, parent.deploymentId, number, requestId, 'closed').then(
+            () => notes.push(`preview of deployment ${parent.deploymentId} torn down`),
+            (err) => (err instanceof NotFoundError ? notes.push(`deployment ${parent.deploymentId} had no preview`) : Promise.reject(err)),
+          );
+          continue;
+        }
+        const headRepo = pr.head?.repo;
+        const fork = !headRepo || str(headRepo.full_name) !== str((pr.base?.repo ?? payload.repository)?.full_name);
+        if (fork) {
+          notes.push(`not built for deployment ${parent.deploymentId}: the pull request comes from a fork (${str(headRepo?.full_name) ?? 'a deleted repository'}), whose code never builds on its own`);
+          continue;
+        }
+        if (!ref) return done(400, 'The pull_request payload has no head ref.');
+        const { view, created } = await this.previews.open(
+          parent.workspaceId,
+          parent.deploymentId,
+          { ref, number, head_sha: str(pr.head?.sha)?.match(/^[0-9a-f]{7,64}$/) ? str(pr.head?.sha) : null, url: str(pr.html_url) },
+          requestId,
+        );
+        notes.push(`preview ${view.name} ${created ? 'opened' : 'rolling out'} (revision ${view.latest_revision_id})`);
+      } catch (err) {
+        failed = true;
+        log.error({ err, deploymentId: parent.deploymentId, number }, 'pull_request webhook could not update a preview');
+        // The client's mistakes and limits (a quota, a name) are said; anything else is logged only.
+        notes.push(`deployment ${parent.deploymentId} failed: ${err instanceof AppError ? err.message : 'internal error (a re-delivery retries it)'}`);
+      }
+    }
+    return done(failed ? 500 : 200, `Pull request #${number} ${action}: ${notes.join('; ')}.`);
+  }
+}
