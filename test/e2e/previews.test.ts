@@ -1,0 +1,89 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
+import { eventually } from '../support/service-process.js';
+
+/**
+ * A preview end to end (docs/api.md, Previews): the real api, builder and deployer build a pull
+ * request's branch from a local git repository into a deployment of its own, which serves the
+ * branch's code at its own URL with a database of its own, while the parent keeps serving its
+ * branch; closing the preview removes it, its database and its credentials.
+ */
+const server = (branch: string) => `require('node:http').createServer((req, res) => {
+  if (req.url === '/ok') return res.end('ok');
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ branch: ${JSON.stringify(branch)}, database: new URL(process.env.DATABASE_URI).pathname.slice(1) }));
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+const APP = 'previewed-app';
+
+let stand: CodeDeployStand;
+
+beforeAll(async () => {
+  stand = await startCodeDeployStand();
+}, 120_000);
+
+afterAll(async () => {
+  await stand?.close();
+}, 60_000);
+
+const files = (branch: string) => ({
+  'package.json': JSON.stringify({ name: APP, version: '1.0.0', private: true, scripts: { start: 'node server.js' } }),
+  'server.js': server(branch),
+});
+
+async function served(deploymentId: string): Promise<{ branch: string; database: string }> {
+  const { url } = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body;
+  const res = await fetch(`${url}/which`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as { branch: string; database: string };
+}
+
+describe('a preview of a pull request', () => {
+  it("serves the branch's code at its own URL with its own database, and goes away whole when closed", async () => {
+    stand.commit(APP, files('main'));
+    const repo = path.join(stand.api.config.localReposRoot, APP);
+    const git = (...args: string[]) => execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' });
+    git('checkout', '-q', '-b', 'feature');
+    stand.commit(APP, files('feature'));
+    git('checkout', '-q', 'main');
+
+    const listed = (await stand.http.get('/v1/integrations/repohost')).body;
+    const integration_id: string = (Array.isArray(listed) ? listed : listed.resources)[0].id;
+    const created = await stand.http.post('/v2/deployments', {
+      name: APP,
+      source: 'repohost',
+      source_config: { integration_id, repo_url: `file://${repo}`, previews: { enabled: true, ttl_hours: 1 } },
+      source_revision_config: {},
+    });
+    expect(created.status, created.text).toBe(201);
+    const parentId: string = created.body.id;
+    expect((await stand.untilDone(parentId, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+
+    const opened = await stand.http.post(`/v2/deployments/${parentId}/previews`, { ref: 'feature', number: 7 });
+    expect(opened.status, opened.text).toBe(201);
+    const previewId: string = opened.body.id;
+    const revision = await stand.untilDone(previewId, opened.body.latest_revision_id);
+    expect(revision.status, revision.status_message).toBe('DEPLOYED');
+    expect(revision.source_revision_config.repo_ref).toBe('feature');
+
+    const [parentServes, previewServes] = [await served(parentId), await served(previewId)];
+    expect(parentServes.branch).toBe('main');
+    expect(previewServes.branch).toBe('feature');
+    expect(previewServes.database).not.toBe(parentServes.database);
+
+    expect((await stand.http.delete(`/v2/deployments/${parentId}/previews/7`)).status).toBe(204);
+    await eventually(
+      async () => (await stand.http.get(`/v2/deployments/${previewId}`)).status,
+      (s) => s === 404,
+      60_000,
+      500,
+    );
+    const databases = await stand.api.dataSource.query(`SELECT datname FROM pg_database WHERE datname = $1`, [previewServes.database]);
+    expect(databases).toEqual([]);
+    expect(await stand.api.dataSource.query(`SELECT 1 FROM deployment_credentials WHERE deployment_id = $1`, [previewId])).toEqual([]);
+    // The parent never noticed.
+    expect(await served(parentId)).toEqual(parentServes);
+  }, 360_000);
+});
