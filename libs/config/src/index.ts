@@ -120,4 +120,5 @@ export type { EdgeSettings } from './edge.js';
 export type { DnsServer, RuntimeSettings, SandboxSettings } from './sandbox.js';
 export { loadAgentConfig, type AgentConfig } from './agent.js';
 export { secureDataDir } from './data-dir.js';
+export { ServingUrls, type ServedDeployment } from './serving-urls.js';
 export { platformCredentials, urlPasswords } from './credentials.js';

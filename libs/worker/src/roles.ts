@@ -5,6 +5,7 @@ import { createWorker, JOB_CATALOG, OUTBOX_CHANNEL, OutboxRelay, QUEUES, type Qu
 import type { Logger } from '@slipway/logging';
 import { Reconciler, Retention } from '@slipway/pipeline';
 import { createWebhookWorker, WebhookFanout } from '@slipway/webhooks';
+import { PreviewFeedback } from './preview-feedback.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 import type { WorkerRole } from './worker-process.js';
 
@@ -47,6 +48,19 @@ export const webhookDeliveryRole: WorkerRole = {
     const fanout = new WebhookFanout(dataSource, log, config.webhooks.fanoutPollMs, notifications);
     fanout.start();
     return { name: 'webhook fan-out', stop: () => fanout.stop() };
+  },
+};
+
+/**
+ * Pull requests told about their previews (commit statuses, one comment): hosted by every
+ * worker process; each preview's report is locked, so one process tells it once.
+ */
+export const previewFeedbackRole: WorkerRole = {
+  name: 'preview feedback',
+  start: async ({ config, dataSource, secrets, log }) => {
+    const feedback = new PreviewFeedback(config, dataSource, secrets, log.child({ component: 'preview-feedback' }));
+    feedback.start();
+    return { name: 'preview feedback', stop: () => feedback.stop() };
   },
 };
 

@@ -1,7 +1,8 @@
 import type { Config } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
-import { IntegrationRepository, type DataSource } from '@slipway/db';
-import { createRepohostProvider, type CloneProtocol, type ProviderSpec } from '@slipway/source';
+import type { DataSource } from '@slipway/db';
+import type { CloneProtocol } from '@slipway/source';
+import { IntegrationUnavailable, integrationProvider } from '@slipway/worker';
 import { BuildError } from './build-steps.js';
 import type { BuildRow } from '@slipway/pipeline';
 import type { CloneAccess } from './build-revision.processor.js';
@@ -15,16 +16,11 @@ import type { CloneAccess } from './build-revision.processor.js';
 export function integrationCloneAccess(config: Readonly<Config>, dataSource: DataSource, secrets: SecretsCodec): (build: BuildRow) => Promise<CloneAccess> {
   return async (build) => {
     if (!build.integration_id) throw new BuildError('The deployment has no integration to clone its repository through.');
-    const row = await new IntegrationRepository(dataSource.manager).findForClone(build.integration_id);
-    if (!row) throw new BuildError(`The deployment's integration ${build.integration_id} no longer exists.`);
-    let credentials: Record<string, unknown> | null;
-    try {
-      credentials = row.credentialsSealed ? secrets.openJson<Record<string, unknown>>(row.credentialsSealed, row.id) : null;
-    } catch (err) {
-      throw new BuildError(`The credentials of integration '${row.name}' could not be decrypted (${(err as Error).message}).`);
-    }
-    const spec = { provider: row.provider, name: row.name, config: row.config, credentials } as ProviderSpec;
-    const provider = createRepohostProvider(spec, { localReposRoot: config.localReposRoot, outbound: config.outbound });
+    const found = await integrationProvider(config, dataSource, secrets, build.integration_id).catch((err: Error) => {
+      throw err instanceof IntegrationUnavailable ? new BuildError(err.message) : err;
+    });
+    if (!found) throw new BuildError(`The deployment's integration ${build.integration_id} no longer exists.`);
+    const { name, provider } = found;
     let protocol: CloneProtocol;
     try {
       protocol = await provider.checkCloneUrl(build.source_config.repo_url ?? '');
@@ -34,7 +30,7 @@ export function integrationCloneAccess(config: Readonly<Config>, dataSource: Dat
     try {
       return { auth: await provider.cloneAuth(), protocol };
     } catch (err) {
-      throw new BuildError(`Could not get clone credentials from integration '${row.name}': ${(err as Error).message}`);
+      throw new BuildError(`Could not get clone credentials from integration '${name}': ${(err as Error).message}`);
     }
   };
 }

@@ -5,7 +5,7 @@
  */
 import { createWorker, QUEUES } from '@slipway/jobs';
 import { sandboxForStart, type Sandbox } from '@slipway/runtime';
-import { healthPortRole, maintenanceRole, outboxRelayRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
+import { healthPortRole, maintenanceRole, outboxRelayRole, previewFeedbackRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
 import { buildRevisionProcessor } from './build-revision.processor.js';
 import { integrationCloneAccess } from './clone-auth.js';
 import { AgentServerHostInstall } from './host-install.js';
@@ -17,7 +17,7 @@ let sandbox: Sandbox | null = null;
 runWorkerProcess({
   name: 'builder',
   // Hosted beside its own `builds` worker (below), as by every worker process.
-  roles: [maintenanceRole, webhookDeliveryRole, outboxRelayRole, healthPortRole],
+  roles: [maintenanceRole, webhookDeliveryRole, outboxRelayRole, previewFeedbackRole, healthPortRole],
   onStart: async ({ config, dataSource, log }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off, which warns
     // at every start (docs/operations.md, Sandbox), exactly as the deployer does.

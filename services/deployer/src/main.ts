@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
-import { healthPortRole, maintenanceRole, outboxRelayRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
+import { healthPortRole, maintenanceRole, outboxRelayRole, previewFeedbackRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
 import { imageCacheOptions } from './image-sizes.js';
 import { EmbeddedPlacement } from './placement/embedded-placement.js';
 import { ListenerPlacement } from './placement/listener-placement.js';
@@ -27,7 +27,7 @@ let dataAccess: DeploymentDataAccess;
 runWorkerProcess({
   name: 'deployer',
   // Hosted beside its own `rollouts` worker (below), as by every worker process.
-  roles: [maintenanceRole, webhookDeliveryRole, outboxRelayRole, healthPortRole],
+  roles: [maintenanceRole, webhookDeliveryRole, outboxRelayRole, previewFeedbackRole, healthPortRole],
   onStart: async ({ config, dataSource, log, metrics, secrets }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
     const sandbox = await sandboxForStart(config.sandbox, dataSource, {

@@ -22,6 +22,8 @@ export interface StoredSourceConfig {
 /** What a preview deployment records of its pull request. */
 export interface PreviewRecord {
   pull_request: { number: number; head_ref: string; head_sha: string | null; url: string | null };
+  /** The forge's `owner/name` of the pull request's repository, when a forge opened it: where its statuses and comment go. */
+  repository?: string | null;
 }
 
 /** A parent's `source_config.previews` (docs/api.md, Previews). */

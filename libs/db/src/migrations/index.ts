@@ -29,6 +29,7 @@ import { DeploymentDomains1765000000100 } from './1765000000100-deployment-domai
 import { EdgeCertificates1765000000200 } from './1765000000200-edge-certificates.js';
 import { RuntimeOwner1765000000300 } from './1765000000300-runtime-owner.js';
 import { Previews1765000000400 } from './1765000000400-previews.js';
+import { PreviewFeedback1765000000500 } from './1765000000500-preview-feedback.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -66,4 +67,5 @@ export const MIGRATIONS = [
   EdgeCertificates1765000000200,
   RuntimeOwner1765000000300,
   Previews1765000000400,
+  PreviewFeedback1765000000500,
 ];

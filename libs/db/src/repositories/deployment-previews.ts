@@ -2,6 +2,25 @@ import type { EntityManager } from 'typeorm';
 import type { PreviewRecord } from '../entities/deployment.entity.js';
 import { queryRows } from '../sql.js';
 
+/** What a pull request is told of its preview: pending while it builds and rolls out, then success or failure. */
+export type FeedbackState = 'pending' | 'success' | 'failure';
+
+/** A forge-opened preview whose latest revision's state the pull request has not been told yet. */
+export interface FeedbackDue {
+  deploymentId: string;
+  parentId: string;
+  parentName: string;
+  integrationId: string | null;
+  preview: PreviewRecord;
+  source: string;
+  servingPort: number | null;
+  edgeName: string | null;
+  revisionId: string;
+  status: string;
+  statusMessage: string | null;
+  state: FeedbackState;
+}
+
 /** A preview of a parent, as its life cycle needs it. */
 export interface PreviewRow {
   id: string;
@@ -97,5 +116,75 @@ export class PreviewRepository {
   /** Whether a deployment of this name exists in the workspace. */
   async nameTaken(workspaceId: string, name: string): Promise<boolean> {
     return (await queryRows(this.manager, `SELECT 1 FROM deployments WHERE workspace_id = $1 AND name = $2`, [workspaceId, name])).length > 0;
+  }
+
+  /** Forge-opened previews whose latest revision's state differs from what was last reported, due for an attempt. */
+  async feedbackDue(limit = 20): Promise<FeedbackDue[]> {
+    const rows = await queryRows<Record<string, any>>(
+      this.manager,
+      `WITH latest AS (
+         SELECT d.id, d.preview_of, p.name AS parent_name, d.integration_id, d.preview, d.source, d.serving_port, d.edge_name,
+                r.id AS revision_id, r.status, r.status_message,
+                CASE WHEN r.status = 'DEPLOYED' THEN 'success'
+                     WHEN r.status IN ('BUILD_FAILED', 'DEPLOY_FAILED', 'CREATE_FAILED', 'INTERRUPTED') THEN 'failure'
+                     ELSE 'pending' END AS state
+           FROM deployments d
+           JOIN deployments p ON p.id = d.preview_of
+           JOIN revisions r ON r.id = d.latest_revision_id
+          WHERE d.preview_of IS NOT NULL AND d.preview ? 'repository' AND d.preview->>'repository' IS NOT NULL AND d.status <> 'AWAITING_DELETE')
+       SELECT l.* FROM latest l LEFT JOIN preview_feedback f ON f.deployment_id = l.id
+        WHERE f.deployment_id IS NULL
+           OR ((f.reported_revision IS DISTINCT FROM l.revision_id OR f.reported_state IS DISTINCT FROM l.state) AND f.next_attempt_at <= now())
+        LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => ({
+      deploymentId: r.id,
+      parentId: r.preview_of,
+      parentName: r.parent_name,
+      integrationId: r.integration_id,
+      preview: r.preview,
+      source: r.source,
+      servingPort: r.serving_port,
+      edgeName: r.edge_name,
+      revisionId: r.revision_id,
+      status: r.status,
+      statusMessage: r.status_message,
+      state: r.state,
+    }));
+  }
+
+  /** Makes sure the preview has its feedback row (the lock of its reports), outside any transaction. */
+  async ensureFeedbackRow(deploymentId: string): Promise<void> {
+    await this.manager.query(`INSERT INTO preview_feedback (deployment_id) VALUES ($1) ON CONFLICT DO NOTHING`, [deploymentId]);
+  }
+
+  /** Locks the preview's feedback row, or false when another worker is reporting it now. */
+  async lockFeedback(deploymentId: string): Promise<boolean> {
+    return (await queryRows(this.manager, `SELECT 1 FROM preview_feedback WHERE deployment_id = $1 FOR UPDATE SKIP LOCKED`, [deploymentId])).length > 0;
+  }
+
+  /** Told: this revision in this state. */
+  async reported(deploymentId: string, revisionId: string, state: FeedbackState): Promise<void> {
+    await this.manager.query(
+      `UPDATE preview_feedback SET reported_revision = $2, reported_state = $3, attempts = 0, last_error = NULL, next_attempt_at = now(), updated_at = now() WHERE deployment_id = $1`,
+      [deploymentId, revisionId, state],
+    );
+  }
+
+  /**
+   * The forge could not be told: kept with its error and tried again after a backoff (30 s
+   * doubling); after `maxAttempts`, that state is given up (marked reported, the error kept).
+   */
+  async reportFailed(deploymentId: string, revisionId: string, state: FeedbackState, error: string, maxAttempts: number): Promise<void> {
+    await this.manager.query(
+      `UPDATE preview_feedback
+          SET attempts = attempts + 1, last_error = $4, updated_at = now(),
+              next_attempt_at = now() + make_interval(secs => 30 * power(2, least(attempts, 8))),
+              reported_revision = CASE WHEN attempts + 1 >= $5 THEN $2::uuid ELSE reported_revision END,
+              reported_state = CASE WHEN attempts + 1 >= $5 THEN $3 ELSE reported_state END
+        WHERE deployment_id = $1`,
+      [deploymentId, revisionId, state, error.slice(0, 1000), maxAttempts],
+    );
   }
 }

@@ -1,5 +1,6 @@
 import { checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, requestJson, sameOrigin, trimSlashes } from './http.js';
-import { ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { forgeFeedback } from './pull-request-feedback.js';
+import { ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type PullRequestFeedback, type RepohostProvider, type RepositoryEntry } from './types.js';
 
 const HOST = 'Gitea';
 const LIMIT = 50;
@@ -18,10 +19,14 @@ export interface GiteaProviderOptions extends HttpProviderOptions {
 export class GiteaProvider implements RepohostProvider {
   private readonly base: string;
   private readonly timeoutMs: number;
+  readonly feedback: PullRequestFeedback;
 
   constructor(private readonly options: GiteaProviderOptions) {
     this.base = trimSlashes(options.apiUrl).replace(/\/api\/v1$/, '');
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.feedback = forgeFeedback(`${this.base}/api/v1`, (req) =>
+      requestJson({ ...req, host: HOST, headers: { Accept: 'application/json', Authorization: `token ${options.token}` }, timeoutMs: this.timeoutMs, outbound: options.outbound }),
+    );
   }
 
   async listRepositories(): Promise<RepositoryEntry[]> {

@@ -1,7 +1,8 @@
 import { createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, requestJson, sameOrigin, trimSlashes } from './http.js';
-import { ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { forgeFeedback } from './pull-request-feedback.js';
+import { ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type PullRequestFeedback, type RepohostProvider, type RepositoryEntry } from './types.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 const HOST = 'GitHub';
@@ -33,10 +34,14 @@ export class GitHubProvider implements RepohostProvider {
   private readonly apiUrl: string;
   private readonly timeoutMs: number;
   private installationToken: { token: string; expiresAt: number } | null = null;
+  readonly feedback: PullRequestFeedback;
 
   constructor(private readonly options: GitHubProviderOptions) {
     this.apiUrl = trimSlashes(options.apiUrl ?? GITHUB_API_URL);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.feedback = forgeFeedback(this.apiUrl, async (req) =>
+      requestJson({ ...req, host: HOST, headers: this.headers(`Bearer ${await this.accessToken()}`), timeoutMs: this.timeoutMs, outbound: this.options.outbound }),
+    );
   }
 
   async listRepositories(): Promise<RepositoryEntry[]> {

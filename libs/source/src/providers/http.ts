@@ -18,9 +18,11 @@ export interface HostResponse {
 export interface HostRequest {
   /** The host's display name in errors ("GitHub", "Gitea"). */
   host: string;
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'PATCH';
   url: string;
   headers: Record<string, string>;
+  /** Sent as JSON. */
+  json?: unknown;
   timeoutMs: number;
   /** Where the URL may lead (SSRF guard); default https to public addresses only. */
   outbound?: OutboundPolicy;
@@ -58,7 +60,8 @@ export async function requestJson(req: HostRequest): Promise<HostResponse> {
     // checks every resolved address, pins the connection to it and follows no redirect.
     res = await guardedFetch(req.url, {
       method,
-      headers: req.headers,
+      headers: req.json === undefined ? req.headers : { ...req.headers, 'Content-Type': 'application/json' },
+      ...(req.json === undefined ? {} : { body: JSON.stringify(req.json) }),
       timeoutMs: req.timeoutMs,
       maxBodyBytes: MAX_RESPONSE_BYTES,
       policy: req.outbound ?? STRICT_OUTBOUND,

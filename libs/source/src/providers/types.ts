@@ -37,6 +37,28 @@ export interface RepohostProvider {
    * protocol git may then use; throws ProviderError saying why otherwise.
    */
   checkCloneUrl(url: string): Promise<CloneProtocol>;
+  /** Statuses and comments on pull requests; absent for hosts without pull requests (local). */
+  readonly feedback?: PullRequestFeedback;
+}
+
+/** A commit status as forges show it beside a pull request's head. */
+export interface CommitStatus {
+  state: 'pending' | 'success' | 'failure';
+  /** Where the status links (the preview's URL, or its page in the console). */
+  targetUrl: string | null;
+  /** One line (forges cut it at 140 characters). */
+  description: string;
+  /** The status's name on the pull request (one per deployment). */
+  context: string;
+}
+
+/**
+ * What Slipway says on a pull request (docs/api.md, Previews): a commit status on its head, and
+ * one comment it edits in place (found again by `marker`, a hidden line in its body).
+ */
+export interface PullRequestFeedback {
+  setCommitStatus(repository: string, sha: string, status: CommitStatus): Promise<void>;
+  upsertComment(repository: string, number: number, marker: string, body: string): Promise<void>;
 }
 
 /** The only transport git is allowed for one clone (GIT_ALLOW_PROTOCOL). */

@@ -1,7 +1,7 @@
+import type { ServingUrls } from '@slipway/config';
 import type { Deployment, Revision, StoredRevisionConfig } from '@slipway/db';
 import { SECRET_MASK, sourceName } from '@slipway/domain';
 import { iso } from '../schemas/common.schema.js';
-import type { ServingUrls } from './serving-url.js';
 
 /** How responses name sources (`SLIPWAY_SOURCE_NAMES`, docs/api.md, Deployments). */
 export type SourceNames = 'canonical' | 'hosted';

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ServingUrls } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
 import {
   Deployment,
@@ -41,7 +42,6 @@ import { applySecrets, assertBuildable, buildConfigOf, defaultRevisionConfig, fi
 import { assertPodPolicy } from './pod-policy-check.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
-import type { ServingUrls } from './serving-url.js';
 import type { DomainClaims } from './domain.service.js';
 
 export { presentDeployment, type DeploymentView } from './deployment-view.js';

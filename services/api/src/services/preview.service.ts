@@ -11,6 +11,8 @@ export interface PreviewInput {
   number?: number;
   head_sha?: string | null;
   url?: string | null;
+  /** The forge's `owner/name` (a pull_request delivery): statuses and a comment go there. */
+  repository?: string | null;
 }
 
 /**
@@ -46,7 +48,7 @@ export class PreviewService {
     const settings = parent.sourceConfig.previews!;
     const repo = new PreviewRepository(this.dataSource.manager);
     const number = input.number ?? (await repo.nextNumber(parent.id));
-    const record = { pull_request: { number, head_ref: input.ref, head_sha: input.head_sha ?? null, url: input.url ?? null } };
+    const record = { pull_request: { number, head_ref: input.ref, head_sha: input.head_sha ?? null, url: input.url ?? null }, repository: input.repository ?? null };
     const existing = await repo.byNumber(parent.id, number);
     if (existing?.deleting) throw new ConflictError(`The preview of pull request ${number} is being deleted; open it again once it is gone.`);
     if (existing) {

@@ -81,7 +81,13 @@ export class PullRequestPreviews {
         const { view, created } = await this.previews.open(
           parent.workspaceId,
           parent.deploymentId,
-          { ref, number, head_sha: str(pr.head?.sha)?.match(/^[0-9a-f]{7,64}$/) ? str(pr.head?.sha) : null, url: str(pr.html_url) },
+          {
+            ref,
+            number,
+            head_sha: str(pr.head?.sha)?.match(/^[0-9a-f]{7,64}$/) ? str(pr.head?.sha) : null,
+            url: str(pr.html_url),
+            repository: str((pr.base?.repo ?? payload.repository)?.full_name),
+          },
           requestId,
         );
         notes.push(`preview ${view.name} ${created ? 'opened' : 'rolling out'} (revision ${view.latest_revision_id})`);

@@ -1,6 +1,12 @@
-import type { Config } from '@slipway/config';
-import type { Deployment } from '@slipway/db';
-import { isSelfHosted } from '@slipway/domain';
+import { isSelfHosted, type DeploymentSource } from '@slipway/domain';
+import type { Config } from './index.js';
+
+/** What a deployment's URL is made of. */
+export interface ServedDeployment {
+  source: DeploymentSource;
+  servingPort: number | null;
+  edgeName: string | null;
+}
 
 /**
  * Where a cloud-hosted deployment answers (docs/api.md, Deployments; docs/operations.md, The
@@ -26,7 +32,7 @@ export class ServingUrls {
     this.origin = (label) => `${scheme}://${label}${suffix}`;
   }
 
-  of(d: Pick<Deployment, 'source' | 'servingPort' | 'edgeName'>): string | null {
+  of(d: ServedDeployment): string | null {
     if (isSelfHosted(d.source)) return null;
     if (this.origin) return d.edgeName ? this.origin(d.edgeName) : null;
     const host = this.config.runtime.publicHost;

@@ -1,6 +1,6 @@
-import { loadConfig } from '@slipway/config';
+import { loadConfig } from './index.js';
 import { describe, expect, it } from 'vitest';
-import { ServingUrls } from './serving-url.js';
+import { ServingUrls } from './serving-urls.js';
 
 const urls = (env: Record<string, string>) => new ServingUrls(loadConfig({ NODE_ENV: 'test', SLIPWAY_SECRETS_KEY: Buffer.alloc(32, 1).toString('base64'), ...env }));
 const cloud = { source: 'upload' as const, servingPort: 20_123, edgeName: 'my-agent' };

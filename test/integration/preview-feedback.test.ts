@@ -1,0 +1,166 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secretsCodec } from '@slipway/crypto';
+import { createLogger } from '@slipway/logging';
+import { PreviewFeedback } from '@slipway/worker';
+import { startTestApi, type TestApi } from '../support/test-api.js';
+
+/**
+ * What a pull request is told about its preview (docs/api.md, Previews): commit statuses on its
+ * head and one comment edited in place, through a `github` integration's REST API. The forge is
+ * a stand-in (an HTTP server in this test serving the GitHub routes the provider calls —
+ * repositories, statuses, issue comments — and recording them), since no GitHub can exist on this
+ * machine. The api, database and PreviewFeedback are real; revisions are moved to DEPLOYED and
+ * BUILD_FAILED in the database, standing in for the builder and deployer.
+ */
+const REPO = 'hooks/agent';
+const CLONE_URL = 'http://127.0.0.1:9/hooks/agent.git';
+
+interface Recorded {
+  method: string;
+  path: string;
+  body: any;
+}
+
+let api: TestApi;
+let forge: Server;
+let forgeUrl: string;
+let failing = false;
+const calls: Recorded[] = [];
+const comments: Array<{ id: number; body: string }> = [];
+let integration: { id: string; webhook_secret: string };
+let feedback: PreviewFeedback;
+
+function readBody(req: IncomingMessage): Promise<any> {
+  return new Promise((resolve) => {
+    let text = '';
+    req.on('data', (c) => (text += c));
+    req.on('end', () => resolve(text ? JSON.parse(text) : null));
+  });
+}
+
+beforeAll(async () => {
+  forge = createServer(async (req, res) => {
+    const body = await readBody(req);
+    const path = (req.url ?? '').split('?')[0]!;
+    calls.push({ method: req.method!, path, body });
+    const json = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+    if (path === '/user/repos') return json(200, [{ id: 1, name: 'agent', owner: { login: 'hooks' }, clone_url: CLONE_URL, default_branch: 'main' }]);
+    if (failing) return json(502, { message: 'forge is down' });
+    if (req.method === 'POST' && /^\/repos\/hooks\/agent\/statuses\/[0-9a-f]+$/.test(path)) return json(201, { id: calls.length });
+    if (req.method === 'GET' && path === '/repos/hooks/agent/issues/12/comments') return json(200, comments);
+    if (req.method === 'POST' && path === '/repos/hooks/agent/issues/12/comments') {
+      comments.push({ id: comments.length + 100, body: body.body });
+      return json(201, comments.at(-1));
+    }
+    const edit = /^\/repos\/hooks\/agent\/issues\/comments\/(\d+)$/.exec(path);
+    if (req.method === 'PATCH' && edit) {
+      const comment = comments.find((c) => c.id === Number(edit[1]))!;
+      comment.body = body.body;
+      return json(200, comment);
+    }
+    json(404, { message: 'Not Found' });
+  });
+  await new Promise<void>((resolve) => forge.listen(0, '127.0.0.1', resolve));
+  forgeUrl = `http://127.0.0.1:${(forge.address() as AddressInfo).port}`;
+  api = await startTestApi({ SLIPWAY_OUTBOUND_ALLOW_HOSTS: '127.0.0.1', SLIPWAY_EDGE_HTTP_PORT: '18180' });
+  const created = await api.http.post('/v1/integrations/repohost', { provider: 'github', name: 'gh', config: { api_url: forgeUrl, token: 'ghp_standin' } });
+  expect(created.status, created.text).toBe(201);
+  integration = created.body;
+  feedback = new PreviewFeedback(api.config, api.dataSource, secretsCodec(api.config), createLogger({ name: 'feedback-test', level: 'silent' }));
+}, 60_000);
+
+afterAll(async () => {
+  await api?.close();
+  await new Promise((r) => forge?.close(r));
+});
+
+const sign = (raw: string) => `sha256=${createHmac('sha256', integration.webhook_secret).update(raw).digest('hex')}`;
+function deliver(action: string, sha: string) {
+  const repo = { full_name: REPO, clone_url: CLONE_URL, html_url: CLONE_URL };
+  const raw = JSON.stringify({ action, number: 12, pull_request: { number: 12, html_url: `${forgeUrl}/hooks/agent/pull/12`, head: { ref: 'feature', sha, repo }, base: { ref: 'main', repo } }, repository: repo });
+  return api.http.request('POST', `/v1/integrations/repohost/${integration.id}/webhook`, {
+    rawBody: raw,
+    key: null,
+    headers: { 'content-type': 'application/json', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': sign(raw) },
+  });
+}
+
+const statuses = () => calls.filter((c) => c.method === 'POST' && c.path.includes('/statuses/'));
+
+describe('commit statuses and one comment on the pull request', () => {
+  it('pending while the preview builds, success with its URL, failure with the reason; one comment, edited', async () => {
+    const parent = await api.http.post('/v2/deployments', {
+      name: `gh-app-${randomUUID().slice(0, 6)}`,
+      source: 'repohost',
+      source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
+      source_revision_config: {},
+    });
+    expect(parent.status, parent.text).toBe(201);
+    const first = 'a'.repeat(40);
+    expect((await deliver('opened', first)).body.outcome).toMatch(/opened/);
+    const preview = (await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0];
+
+    expect(await feedback.runOnce()).toBe(1);
+    expect(statuses().at(-1)).toMatchObject({ path: `/repos/hooks/agent/statuses/${first}`, body: { state: 'pending', context: `slipway/${parent.body.name}` } });
+    expect(comments).toHaveLength(1);
+    // Nothing changed: nothing told again.
+    expect(await feedback.runOnce()).toBe(0);
+
+    await api.dataSource.query(`UPDATE revisions SET status = 'DEPLOYED' WHERE id = $1`, [preview.latest_revision_id]);
+    expect(await feedback.runOnce()).toBe(1);
+    expect(statuses().at(-1)!.body).toMatchObject({ state: 'success', target_url: preview.url, description: 'Preview deployed' });
+    expect(comments).toHaveLength(1);
+    expect(comments[0]!.body).toContain(`URL: ${preview.url}`);
+    expect(comments[0]!.body).toContain(`<!-- slipway-preview:${parent.body.id} -->`);
+
+    // A new head: pending on it, then a failed build says why.
+    const second = 'b'.repeat(40);
+    await deliver('synchronize', second);
+    const rolled = (await api.http.get(`/v2/deployments/${preview.id}`)).body;
+    await feedback.runOnce();
+    expect(statuses().at(-1)).toMatchObject({ path: `/repos/hooks/agent/statuses/${second}`, body: { state: 'pending' } });
+    await api.dataSource.query(`UPDATE revisions SET status = 'BUILD_FAILED', status_message = 'npm ci failed: missing package-lock.json' WHERE id = $1`, [rolled.latest_revision_id]);
+    await feedback.runOnce();
+    expect(statuses().at(-1)!.body).toMatchObject({ state: 'failure', description: 'npm ci failed: missing package-lock.json' });
+    expect(comments).toHaveLength(1);
+    expect(comments[0]!.body).toContain('failed');
+    expect(comments[0]!.body).toContain('npm ci failed: missing package-lock.json');
+  });
+
+  it('a forge that fails is recorded and tried again later; the preview is untouched', async () => {
+    const parent = await api.http.post('/v2/deployments', {
+      name: `gh-down-${randomUUID().slice(0, 6)}`,
+      source: 'repohost',
+      source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
+      source_revision_config: {},
+    });
+    failing = true;
+    try {
+      await deliver('reopened', 'c'.repeat(40));
+      // Every preview of the repository is due; the forge answers 502 to each.
+      expect(await feedback.runOnce()).toBe(0);
+      const [row] = await api.dataSource.query(
+        `SELECT f.attempts, f.last_error, f.next_attempt_at > now() AS later FROM preview_feedback f JOIN deployments d ON d.id = f.deployment_id WHERE d.preview_of = $1`,
+        [parent.body.id],
+      );
+      expect(row).toMatchObject({ attempts: 1, later: true });
+      expect(row.last_error).toContain('forge is down');
+      const preview = (await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0];
+      expect(preview.status).not.toBe('AWAITING_DELETE');
+      // The forge is back, but the preview is not due again until its backoff passed; then it is told.
+      failing = false;
+      const toldC = () => statuses().filter((s) => s.path.endsWith('c'.repeat(40)) && s.body.state === 'pending').length;
+      const tries = toldC();
+      await feedback.runOnce();
+      expect(toldC()).toBe(tries);
+      await api.dataSource.query(`UPDATE preview_feedback SET next_attempt_at = now() WHERE deployment_id = $1`, [preview.id]);
+      await feedback.runOnce();
+      expect(toldC()).toBe(tries + 1);
+    } finally {
+      failing = false;
+    }
+  });
+});
