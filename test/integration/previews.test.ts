@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@slipway/logging';
 import { Reconciler } from '@slipway/pipeline';
@@ -12,6 +15,7 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * by its parent's delete and by the reconciler past `expires_at` (time moved in the database),
  * with an event for each. Building and serving a preview is the pipeline's, as for any create.
  */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 let api: TestApi;
 let repo: RepohostFixture;
 let reconciler: Reconciler;
@@ -256,4 +260,41 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect((await deliver(payload)).status).toBe(200);
     expect((await deliver(payload)).status).toBe(409);
   });
+});
+
+describe('`slipway preview` for CI scripts without a forge', () => {
+  const cli = (...args: string[]) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', 'services/cli/src/main.ts', 'preview', ...args],
+        { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', SLIPWAY_URL: api.http.baseUrl, SLIPWAY_API_KEY: api.adminKey }, timeout: 60_000 },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
+    });
+
+  it('creates, lists and deletes a preview by the parent’s name, printing JSON', async () => {
+    const p = await parent();
+    const created = await cli('create', p.name, '--ref', 'feature/cli', '--number', '21');
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ name: `${p.name}-pr-21`, number: 21, ref: 'feature/cli' });
+    const listed = await cli('list', p.id);
+    expect(JSON.parse(listed.stdout).map((d: any) => d.number)).toEqual([21]);
+    const deleted = await cli('delete', p.name, '21');
+    expect(JSON.parse(deleted.stdout)).toEqual({ deleted: 21 });
+    expect((await api.dataSource.query(`SELECT status FROM deployments WHERE name = $1`, [`${p.name}-pr-21`]))[0].status).toBe('AWAITING_DELETE');
+  }, 120_000);
+
+  it('says what is wrong: no --ref (usage, exit 2), an unknown deployment, previews off (the api’s detail, exit 1)', async () => {
+    const p = await parent(null);
+    const noRef = await cli('create', p.name);
+    expect(noRef.code).toBe(2);
+    expect(noRef.stderr).toContain('--ref');
+    const unknown = await cli('create', 'no-such-deployment', '--ref', 'x');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("no deployment named 'no-such-deployment'");
+    const off = await cli('create', p.name, '--ref', 'x');
+    expect(off.code).toBe(1);
+    expect(off.stderr).toMatch(/409 Previews are not turned on/);
+  }, 120_000);
 });

@@ -10,11 +10,13 @@
  *                                       delete images no revision uses, sweep their blobs (registry-gc.ts)
  *   registry-guard                      the registry's push guard alone, on the registry's address, in
  *                                       front of distribution at SLIPWAY_REGISTRY_UPSTREAM_URL (compose, Kubernetes)
+ *   preview create|list|delete          a deployment's previews through the api (SLIPWAY_URL, SLIPWAY_API_KEY; preview.ts)
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '@slipway/config';
 import { secretsCodec } from '@slipway/crypto';
 import { prepareRegistry, requestSweep, startGuardOnly } from '@slipway/registry';
+import { preview, PreviewUsageError } from './preview.js';
 import { collectRegistryGarbage } from './registry-gc.js';
 import {
   ApiKeyRepository,
@@ -36,7 +38,10 @@ const USAGE = `usage:
   slipway keys revoke <key-id>
   slipway registry-config
   slipway registry gc [--grace-hours <n>] [--dry-run]
-  slipway registry-guard`;
+  slipway registry-guard
+  slipway preview create <deployment> --ref <branch> [--number <n>] [--wait]
+  slipway preview list <deployment>
+  slipway preview delete <deployment> <number>`;
 
 class UsageError extends Error {}
 
@@ -178,6 +183,8 @@ async function main(argv: string[]): Promise<void> {
       return registry(args);
     case 'registry-guard':
       return registryGuard();
+    case 'preview':
+      return preview(args);
     case 'registry-config':
       // The signing key (created on first use), its certificate and distribution's config, under the storage dir.
       console.log(prepareRegistry(loadConfig()));
@@ -188,7 +195,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err) => {
-  if (err instanceof UsageError || err instanceof ConfigError) {
+  if (err instanceof UsageError || err instanceof ConfigError || err instanceof PreviewUsageError) {
     console.error(err.message);
     process.exit(2);
   }
