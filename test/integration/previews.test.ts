@@ -234,12 +234,30 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect((await events('preview.deleted')).find((e) => e.deployment_id === preview.id)?.data.reason).toBe('closed');
   });
 
-  it('a pull request from a fork builds nothing', async () => {
+  it("a pull request from a fork builds nothing until an admin approves its head, which then builds that commit", async () => {
     const p = await parent();
     const res = await deliver(event('opened', 42, 'evil', 'c'.repeat(40), true));
     expect(res.status).toBe(200);
     expect(res.body.outcome).toContain('fork');
+    expect(res.body.outcome).toContain(`/v2/deployments/${p.id}/previews/42/approve`);
     expect(await previewOf(p.id, 42)).toBeUndefined();
+    // A new head replaces the one waiting; a member cannot approve.
+    await deliver(event('synchronize', 42, 'evil', 'f'.repeat(40), true));
+    const member = api.http.as(await api.mintKey({ role: 'member' }));
+    expect((await member.post(`/v2/deployments/${p.id}/previews/42/approve`, {})).status).toBe(403);
+    const approved = await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, {});
+    expect(approved.status, approved.text).toBe(201);
+    expect(approved.body.preview.pull_request).toMatchObject({ number: 42, head_ref: 'evil', head_sha: 'f'.repeat(40) });
+    expect(approved.body.source_revision_config).toMatchObject({ repo_ref: 'evil', repo_commit_sha: 'f'.repeat(40) });
+    // Approved once: nothing waits any more.
+    expect((await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, {})).status).toBe(404);
+  });
+
+  it('a fork’s pull request closed while waiting leaves nothing waiting', async () => {
+    const p = await parent();
+    await deliver(event('opened', 45, 'evil', 'c'.repeat(40), true));
+    await deliver(event('closed', 45, 'evil', 'c'.repeat(40), true));
+    expect((await api.http.post(`/v2/deployments/${p.id}/previews/45/approve`, {})).status).toBe(404);
   });
 
   it('an unsigned or mis-signed delivery is refused and recorded, building nothing', async () => {

@@ -50,7 +50,7 @@ export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repos
 export { UploadRepository, type UploadRecord, type UploadState } from './repositories/upload.repository.js';
 export { ProcessRuntimeRepository, type ServingState } from './repositories/process-runtime.repository.js';
 export { EDGE_ROUTES_CHANNEL, EdgeRouteRepository, type EdgeRoute } from './repositories/edge-route.repository.js';
-export { PreviewRepository, type FeedbackDue, type FeedbackState, type PreviewRow } from './repositories/deployment-previews.js';
+export { PreviewRepository, type FeedbackDue, type FeedbackState, type PreviewRequest, type PreviewRow } from './repositories/deployment-previews.js';
 export { DeploymentDomainRepository, stateOnceVerified, type DeploymentDomain, type DomainClaim, type DomainState } from './repositories/deployment-domain.repository.js';
 export { TracingProjectRepository } from './repositories/tracing-project.repository.js';
 export { DeploymentSlotsRepository, SLOT_LOW_WATER, SLOT_SLICE, type SlotClaim } from './repositories/deployment-slots.repository.js';

@@ -30,6 +30,7 @@ import { EdgeCertificates1765000000200 } from './1765000000200-edge-certificates
 import { RuntimeOwner1765000000300 } from './1765000000300-runtime-owner.js';
 import { Previews1765000000400 } from './1765000000400-previews.js';
 import { PreviewFeedback1765000000500 } from './1765000000500-preview-feedback.js';
+import { PreviewRequests1765000000600 } from './1765000000600-preview-requests.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -68,4 +69,5 @@ export const MIGRATIONS = [
   RuntimeOwner1765000000300,
   Previews1765000000400,
   PreviewFeedback1765000000500,
+  PreviewRequests1765000000600,
 ];

@@ -21,6 +21,16 @@ export interface FeedbackDue {
   state: FeedbackState;
 }
 
+/** A fork's pull request waiting for approval. */
+export interface PreviewRequest {
+  number: number;
+  headRef: string;
+  headSha: string;
+  url: string | null;
+  repository: string | null;
+  forkRepository: string | null;
+}
+
 /** A preview of a parent, as its life cycle needs it. */
 export interface PreviewRow {
   id: string;
@@ -186,5 +196,23 @@ export class PreviewRepository {
         WHERE deployment_id = $1`,
       [deploymentId, revisionId, state, error.slice(0, 1000), maxAttempts],
     );
+  }
+
+  /** Records (or replaces, for a new head) a fork's pull request waiting for approval. */
+  async requestApproval(parentId: string, request: PreviewRequest): Promise<void> {
+    await this.manager.query(
+      `INSERT INTO preview_requests (parent_id, number, head_ref, head_sha, url, repository, fork_repository) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (parent_id, number) DO UPDATE SET head_ref = EXCLUDED.head_ref, head_sha = EXCLUDED.head_sha, url = EXCLUDED.url,
+         repository = EXCLUDED.repository, fork_repository = EXCLUDED.fork_repository, received_at = now()`,
+      [parentId, request.number, request.headRef, request.headSha, request.url, request.repository, request.forkRepository],
+    );
+  }
+
+  /** Takes (removes and returns) the request waiting for approval, or null. */
+  async takeRequest(parentId: string, number: number): Promise<PreviewRequest | null> {
+    const [row] = await queryRows<Record<string, any>>(this.manager, `DELETE FROM preview_requests WHERE parent_id = $1 AND number = $2 RETURNING *`, [parentId, number]);
+    return row
+      ? { number: row.number, headRef: row.head_ref, headSha: row.head_sha, url: row.url, repository: row.repository, forkRepository: row.fork_repository }
+      : null;
   }
 }

@@ -46,6 +46,27 @@ export function previewRoutes(previews: PreviewService): RouteSpec[] {
       },
     }),
     defineRoute<PreviewParams>({
+      method: 'post',
+      path: '/v2/deployments/:deployment_id/previews/:number/approve',
+      operationId: 'approvePreview',
+      summary: "Approve a fork's pull request waiting for it: its preview builds the head commit it was opened (or last pushed) with",
+      tag,
+      auth: 'workspace',
+      admin: true,
+      request: { params: previewParams },
+      responses: {
+        201: { description: 'The preview opened', schema: deploymentResponse },
+        200: { description: 'The existing preview, rolling out the approved head', schema: deploymentResponse },
+        403: { description: 'Admins only' },
+        404: { description: 'No such deployment, or no pull request of it waiting for approval' },
+        409: { description: 'Previews are off, or the deployment is being deleted' },
+      },
+      handler: async (ctx) => {
+        const { view, created: isNew } = await previews.approve(workspaceOf(ctx), ctx.params.deployment_id, ctx.params.number, ctx.requestId);
+        return isNew ? created(view) : ok(view);
+      },
+    }),
+    defineRoute<PreviewParams>({
       method: 'delete',
       path: '/v2/deployments/:deployment_id/previews/:number',
       operationId: 'closePreview',

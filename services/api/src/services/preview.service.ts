@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { DeploymentRepository, PreviewRepository, type DataSource, type Deployment, type EntityManager, type PreviewSettings } from '@slipway/db';
+import { DeploymentRepository, PreviewRepository, type DataSource, type Deployment, type EntityManager, type PreviewRequest, type PreviewSettings } from '@slipway/db';
 import { ConflictError, DEPLOYMENT_NAME_MAX, NotFoundError, UnprocessableError } from '@slipway/domain';
 import { beginDeploymentDelete, RevisionRepository, type PreviewEndReason, type RevisionFlow } from '@slipway/pipeline';
 import type { CreateDeploymentBody, PatchDeploymentBody } from '../schemas/deployment.schema.js';
@@ -53,8 +53,9 @@ export class PreviewService {
     if (existing?.deleting) throw new ConflictError(`The preview of pull request ${number} is being deleted; open it again once it is gone.`);
     if (existing) {
       const view = await this.dataSource.transaction(async (m) => {
-        // The branch's current head is built (the builder records its commit in the revision).
-        await this.deployments.patch(m, workspaceId, existing.id, { source_revision_config: { repo_ref: input.ref } } as PatchDeploymentBody, requestId, true);
+        // The pull request's head commit when known (else the branch's current head, which the builder records).
+        const revision = { repo_ref: input.ref, repo_commit_sha: input.head_sha ?? null };
+        await this.deployments.patch(m, workspaceId, existing.id, { source_revision_config: revision } as PatchDeploymentBody, requestId, true);
         await new PreviewRepository(m).mark(existing.id, parent.id, record, settings.ttl_hours);
         return this.deployments.get(workspaceId, existing.id, m);
       });
@@ -73,6 +74,26 @@ export class PreviewService {
     return { view, created: true };
   }
 
+  /** A fork's pull request waits for an admin: recorded (a new head replaces the one waiting), nothing built. */
+  async awaitApproval(workspaceId: string, parentId: string, request: PreviewRequest): Promise<void> {
+    await this.parent(this.dataSource.manager, workspaceId, parentId);
+    await new PreviewRepository(this.dataSource.manager).requestApproval(parentId, request);
+  }
+
+  /** An admin approves the fork's head waiting for it: its preview opens (or rolls out) at that commit. */
+  async approve(workspaceId: string, parentId: string, number: number, requestId?: string): Promise<{ view: DeploymentView; created: boolean }> {
+    await this.parent(this.dataSource.manager, workspaceId, parentId);
+    const request = await new PreviewRepository(this.dataSource.manager).takeRequest(parentId, number);
+    if (!request) throw new NotFoundError(`No pull request ${number} of deployment ${parentId} is waiting for approval.`);
+    try {
+      return await this.open(workspaceId, parentId, { ref: request.headRef, number, head_sha: request.headSha, url: request.url, repository: request.repository }, requestId);
+    } catch (err) {
+      // Not opened: still waiting, as before.
+      await new PreviewRepository(this.dataSource.manager).requestApproval(parentId, request);
+      throw err;
+    }
+  }
+
   async list(workspaceId: string, parentId: string): Promise<DeploymentView[]> {
     await this.deployments.assertExists(workspaceId, parentId);
     return this.deployments.list(workspaceId, { limit: 100, offset: 0, preview_of: parentId });
@@ -82,7 +103,9 @@ export class PreviewService {
   async close(workspaceId: string, parentId: string, number: number, requestId?: string, reason: PreviewEndReason = 'api'): Promise<void> {
     await this.deployments.assertExists(workspaceId, parentId);
     await this.dataSource.transaction(async (m) => {
+      const waiting = await new PreviewRepository(m).takeRequest(parentId, number);
       const found = await new PreviewRepository(m).byNumber(parentId, number);
+      if (!found && waiting) return;
       if (!found) throw new NotFoundError(`No preview of pull request ${number} for deployment ${parentId}.`);
       await this.deployments.lock(m, workspaceId, found.id);
       await beginDeploymentDelete(m, this.flow, found.id, { requestId, previewReason: reason });
@@ -128,6 +151,7 @@ export class PreviewService {
       },
       source_revision_config: {
         repo_ref: input.ref,
+        repo_commit_sha: input.head_sha ?? null,
         graph_config_path: latest?.sourceRevisionConfig.graph_config_path ?? null,
       },
       secrets: this.deployments.openSecrets(parent.secretsSealed, parent.id),

@@ -73,8 +73,15 @@ export class PullRequestPreviews {
         }
         const headRepo = pr.head?.repo;
         const fork = !headRepo || str(headRepo.full_name) !== str((pr.base?.repo ?? payload.repository)?.full_name);
+        const sha = str(pr.head?.sha)?.match(/^[0-9a-f]{7,64}$/) ? str(pr.head?.sha) : null;
         if (fork) {
-          notes.push(`not built for deployment ${parent.deploymentId}: the pull request comes from a fork (${str(headRepo?.full_name) ?? 'a deleted repository'}), whose code never builds on its own`);
+          // Fork code never builds on its own: an admin approves this head (POST …/previews/{number}/approve).
+          if (!ref || !sha) return done(400, 'The pull_request payload has no head ref or commit.');
+          const repository = str((pr.base?.repo ?? payload.repository)?.full_name);
+          await this.previews.awaitApproval(parent.workspaceId, parent.deploymentId, { number, headRef: ref, headSha: sha, url: str(pr.html_url), repository, forkRepository: str(headRepo?.full_name) });
+          notes.push(
+            `not built for deployment ${parent.deploymentId}: the pull request comes from a fork (${str(headRepo?.full_name) ?? 'a deleted repository'}); waiting for an admin's POST /v2/deployments/${parent.deploymentId}/previews/${number}/approve`,
+          );
           continue;
         }
         if (!ref) return done(400, 'The pull_request payload has no head ref.');
@@ -84,7 +91,7 @@ export class PullRequestPreviews {
           {
             ref,
             number,
-            head_sha: str(pr.head?.sha)?.match(/^[0-9a-f]{7,64}$/) ? str(pr.head?.sha) : null,
+            head_sha: sha,
             url: str(pr.html_url),
             repository: str((pr.base?.repo ?? payload.repository)?.full_name),
           },
