@@ -57,15 +57,26 @@ const options = {
   ...(values.duration ? { durationSec: Number(values.duration) } : {}),
 };
 const only = (values.only?.split(',') ?? SCENARIOS) as Scenario[];
+/** Every scenario but the list (its own databases) runs against the stack. */
+function needsStackFor(scenarios: Scenario[]): boolean {
+  return scenarios.some((s) => s !== 'list');
+}
 for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
 // Checked before anything is started or created: a missing tool found half-way would leave the run's database behind.
 if (only.includes('serving') && spawnSync('nginx', ['-v'], { stdio: 'ignore' }).error) {
   throw new Error("the serving scenario puts Debian's nginx in front of an instance, and nginx is not on PATH: apt-get install nginx, or leave it out (--only …)");
 }
+if (only.includes('serving') && spawnSync('caddy', ['version'], { stdio: 'ignore' }).error) {
+  throw new Error("the serving scenario compares the edge's HTTPS with Debian's caddy terminating TLS, and caddy is not on PATH: apt-get install caddy, or leave it out (--only …)");
+}
+// The stack's edge serves a self-signed certificate made with openssl (bench/support/stack.ts).
+if (needsStackFor(only) && spawnSync('openssl', ['version'], { stdio: 'ignore' }).error) {
+  throw new Error('the bench stack makes its edge a certificate with openssl, which is not on PATH: apt-get install openssl');
+}
 
 const rows: BenchRow[] = [];
 const started = new Date();
-const needsStack = only.some((s) => s !== 'list');
+const needsStack = needsStackFor(only);
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 // The api reaches Redis through a proxy the burst scenario can cut.
 const proxy = needsStack ? await TcpProxy.start(redisUrl, 6379) : null;

@@ -18,8 +18,10 @@ const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 /** The deployment the scenario leaves running (the serving scenario measures it). */
 export interface DeployedAgent {
   deploymentId: string;
-  /** Its serving URL (the deployer's proxy). */
+  /** Its `url`: the edge, `https://<name>.bench.test:<port>` (bench/support/stack.ts). */
   url: string;
+  /** Its serving URL: the deployer's proxy on the deployment's serving port, read from the database. */
+  servingUrl: string;
   /** Its instance's own address. */
   instanceUrl: string;
 }
@@ -145,6 +147,6 @@ export async function deployScenario(
   ];
   return {
     rows: measure ? rows : [],
-    agent: { deploymentId, url, instanceUrl: await pipeline.instanceUrl(deploymentId) },
+    agent: { deploymentId, url, servingUrl: await pipeline.servingUrl(deploymentId), instanceUrl: await pipeline.instanceUrl(deploymentId) },
   };
 }

@@ -26,6 +26,13 @@ export interface LoadSpec {
   amount?: number;
   /** Seconds of the same load first, not measured (JIT, pools, plans). */
   warmupSec?: number;
+  /**
+   * An https `url`'s TLS server name (SNI), when the url names an address (the Host goes in
+   * `headers`). autocannon never checks the server's certificate (it connects with
+   * `rejectUnauthorized: false` whatever it is given): the bench's are self-signed, and checked
+   * once apart (serving.ts).
+   */
+  servername?: string;
 }
 
 function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
@@ -35,6 +42,7 @@ function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
     const instance = autocannon(
       {
         url: spec.url,
+        ...(spec.servername ? { servername: spec.servername } : {}),
         connections: spec.connections,
         // A request is measured however long it takes (a shared, loaded machine); autocannon's
         // default of 10 s would count a slow answer as an error.

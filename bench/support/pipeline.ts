@@ -101,6 +101,16 @@ export class BenchPipeline {
     }
   }
 
+  /**
+   * The deployment's serving port on the runtime host (the bench's default, 127.0.0.1): its
+   * deployer's serving proxy, which the edge forwards to.
+   */
+  async servingUrl(deploymentId: string): Promise<string> {
+    const [row] = await this.stack.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
+    if (!row?.serving_port) throw new Error(`deployment ${deploymentId} has no serving port`);
+    return `http://127.0.0.1:${row.serving_port}`;
+  }
+
   /** Where the deployment's one running instance answers itself (its sandbox address). */
   async instanceUrl(deploymentId: string): Promise<string> {
     const [row] = await this.stack.dataSource.query(

@@ -32,8 +32,8 @@ export function freePort(): Promise<number> {
 /** A JSON log line at warn or above: Slipway's services log level labels, pino's default numbers. */
 const PROBLEM = /"level":("(warn|error|fatal)"|[456]0\b)/;
 
-/** Starts `node <args>` with `env`, waits until `GET <url><readyPath>` answers 2xx. */
-export async function startProcess(args: string[], env: Record<string, string>, port: number, readyPath = '/healthz'): Promise<BenchProcess> {
+/** Starts `node <args>` with `env`, waits until `GET <url><readyPath>` answers 2xx (or `readyStatus`). */
+export async function startProcess(args: string[], env: Record<string, string>, port: number, readyPath = '/healthz', readyStatus?: number): Promise<BenchProcess> {
   const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const chunks: string[] = [];
   const problems: string[] = [];
@@ -56,7 +56,8 @@ export async function startProcess(args: string[], env: Record<string, string>, 
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}:\n${output()}`);
     const res = await fetch(url + readyPath).catch(() => null);
-    if (res?.ok) break;
+    await res?.arrayBuffer().catch(() => {});
+    if (res && (readyStatus === undefined ? res.ok : res.status === readyStatus)) break;
     if (Date.now() > deadline) throw new Error(`${args.join(' ')} did not answer ${readyPath}:\n${output()}`);
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,21 @@ export const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@
 export const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 
 /** The services a bench stack runs, each as in production. */
-const SERVICES = ['api', 'builder', 'deployer'] as const;
+const SERVICES = ['api', 'builder', 'deployer', 'edge'] as const;
+
+/**
+ * The apps domain of the bench's edge: deployments answer at `<name>.bench.test` on the edge's
+ * ports of 127.0.0.1 (nothing resolves the name: clients connect to 127.0.0.1 and send it as the
+ * Host and the TLS server name).
+ */
+export const APPS_DOMAIN = 'bench.test';
+
+/** The stack's certificate for `*.bench.test`, self-signed, and its key (PEM files), served by the edge and by the peers it is compared with. */
+export interface BenchCertificate {
+  certFile: string;
+  keyFile: string;
+  cert: Buffer;
+}
 
 /**
  * How the services are built and run (`pnpm bench --build`):
@@ -37,7 +51,7 @@ export function databaseUrl(name: string): string {
 /**
  * Everything one bench run measures against, all its own: a migrated database, a BullMQ prefix,
  * the real services (compiled, `node dist/main.js`, NODE_ENV=production, logging at info as in
- * production; the api started here, the workers by the idle scenario) and the raw baseline
+ * production; the api and the edge started here, the workers by the idle scenario) and the raw baseline
  * server, each as its own process. `close()` removes it all.
  */
 export class BenchStack {
@@ -50,6 +64,10 @@ export class BenchStack {
   dataSource!: DataSource;
   api!: BenchProcess;
   raw!: BenchProcess;
+  /** The edge, as `npm start` runs it: HTTP and HTTPS (the stack's certificate) on ports of 127.0.0.1. */
+  edge!: BenchProcess;
+  edgePorts!: { http: number; https: number };
+  certificate!: BenchCertificate;
   listenerId!: string;
   readonly dataDir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-'));
   /** Local git repositories a `local` repohost integration lists (bench/support/pipeline.ts). */
@@ -80,6 +98,9 @@ export class BenchStack {
       const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
       this.startEntries = JSON.parse(out);
     }
+    this.certificate = selfSignedCertificate(path.join(this.dataDir, 'tls'));
+    // Chosen before any service starts: every one of them names the deployments' `url`s from them.
+    this.edgePorts = { http: await freePort(), https: await freePort() };
     const [apiPort, rawPort] = [await freePort(), await freePort()];
     this.api = await startProcess(
       [...nodeArgs, this.entryOf('api')],
@@ -101,6 +122,8 @@ export class BenchStack {
       apiPort,
     );
     this.raw = await startProcess(['--import', 'tsx', path.join(ROOT, 'bench/support/raw-server.ts')], { DATABASE_URL: databaseUrl(this.dbName), PORT: String(rawPort) }, rawPort);
+    // The edge has no health path: it is up when its HTTP port answers (404 for a host that names no deployment).
+    this.edge = await startProcess([this.entryOf('edge')], this.serviceEnv, this.edgePorts.http, '/', 404);
     const res = await this.request('POST', '/v2/listeners', { compute_type: 'k8s', compute_id: `bench-${this.id}`, compute_config: { k8s_namespaces: ['bench'] } });
     this.listenerId = res.id;
   }
@@ -129,9 +152,15 @@ export class BenchStack {
       SLIPWAY_SECRETS_KEY: this.secretsKey,
       SLIPWAY_DATA_DIR: this.dataDir,
       SLIPWAY_LOCAL_REPOS_ROOT: this.reposRoot,
-      // The stack runs no edge yet: deployments' `url`s are their serving ports, which the
-      // serving scenario measures.
-      SLIPWAY_EDGE_HTTP_PORT: 'off',
+      // The edge as users run it, with the operator's certificate: deployments' `url`s are
+      // `https://<name>.bench.test:<https port>`. The serving scenario reads their serving ports
+      // from the database (what its "serving URL" rows measure) and measures the edge beside them.
+      SLIPWAY_EDGE_HOST: '127.0.0.1',
+      SLIPWAY_EDGE_HTTP_PORT: String(this.edgePorts.http),
+      SLIPWAY_EDGE_HTTPS_PORT: String(this.edgePorts.https),
+      SLIPWAY_APPS_DOMAIN: APPS_DOMAIN,
+      SLIPWAY_TLS_CERT_FILE: this.certificate.certFile,
+      SLIPWAY_TLS_KEY_FILE: this.certificate.keyFile,
     };
   }
 
@@ -210,13 +239,27 @@ export class BenchStack {
 
   async close(): Promise<void> {
     await this.worker?.close().catch(() => {});
-    await Promise.allSettled([this.api?.stop(), this.raw?.stop()]);
+    await Promise.allSettled([this.api?.stop(), this.raw?.stop(), this.edge?.stop()]);
     await this.dataSource?.destroy().catch(() => {});
     await dropDatabaseIfExists(SERVER, this.dbName).catch(() => {});
     await deleteKeys(this.redis, `${this.prefix}:*`);
     this.redis.disconnect();
     rmSync(this.dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A self-signed certificate for `*.bench.test` (and `bench.test`), made with openssl: an ECDSA
+ * P-256 key, the kind Caddy and Let's Encrypt issue by default. The same pair is served by the
+ * edge, nginx and Caddy, so a handshake costs each of them the same signature.
+ */
+function selfSignedCertificate(dir: string): BenchCertificate {
+  mkdirSync(dir, { recursive: true });
+  const [certFile, keyFile] = [path.join(dir, 'cert.pem'), path.join(dir, 'key.pem')];
+  const args = ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', `/CN=*.${APPS_DOMAIN}`];
+  args.push('-addext', `subjectAltName=DNS:*.${APPS_DOMAIN},DNS:${APPS_DOMAIN}`, '-keyout', keyFile, '-out', certFile);
+  execFileSync('openssl', args, { stdio: 'ignore' });
+  return { certFile, keyFile, cert: readFileSync(certFile) };
 }
 
 /** Deletes this run's keys only (the Redis is shared: never FLUSHDB). */
