@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
 import { eventually } from '../support/service-process.js';
@@ -32,6 +33,19 @@ const files = (branch: string) => ({
   'package.json': JSON.stringify({ name: APP, version: '1.0.0', private: true, scripts: { start: 'node server.js' } }),
   'server.js': server(branch),
 });
+
+/** A statement in one of the server's databases, as the control plane's own (superuser) user of this test server. */
+async function query(database: string, sql: string, params: unknown[] = []): Promise<any[]> {
+  const url = new URL(stand.api.database.url);
+  url.pathname = `/${database}`;
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
 
 async function served(deploymentId: string): Promise<{ branch: string; database: string }> {
   const { url } = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body;
@@ -85,5 +99,41 @@ describe('a preview of a pull request', () => {
     expect(await stand.api.dataSource.query(`SELECT 1 FROM deployment_credentials WHERE deployment_id = $1`, [previewId])).toEqual([]);
     // The parent never noticed.
     expect(await served(parentId)).toEqual(parentServes);
+  }, 360_000);
+
+  it("with database: copy, a preview starts from the parent's rows, and its writes never reach the parent", async () => {
+    const name = `${APP}-copy`;
+    stand.commit(name, files('main'));
+    const repo = path.join(stand.api.config.localReposRoot, name);
+    const listed = (await stand.http.get('/v1/integrations/repohost')).body;
+    const integration_id: string = (Array.isArray(listed) ? listed : listed.resources)[0].id;
+    const created = await stand.http.post('/v2/deployments', {
+      name,
+      source: 'repohost',
+      source_config: { integration_id, repo_url: `file://${repo}`, previews: { enabled: true, database: 'copy' } },
+      source_revision_config: {},
+    });
+    expect(created.status, created.text).toBe(201);
+    const parentId: string = created.body.id;
+    expect((await stand.untilDone(parentId, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    const parentDb = (await served(parentId)).database;
+    // What the parent's app wrote, as its own role (the table is its role's, as an app's would be).
+    const inParent = (sql: string, params: unknown[] = []) => query(parentDb, sql, params);
+    await inParent(`CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL)`);
+    await inParent(`ALTER TABLE notes OWNER TO "${parentDb}"`);
+    await inParent(`INSERT INTO notes (body) VALUES ('from the parent')`);
+
+    const opened = await stand.http.post(`/v2/deployments/${parentId}/previews`, { ref: 'main', number: 3 });
+    expect(opened.status, opened.text).toBe(201);
+    const revision = await stand.untilDone(opened.body.id, opened.body.latest_revision_id);
+    expect(revision.status, revision.status_message).toBe('DEPLOYED');
+    const previewDb = (await served(opened.body.id)).database;
+    expect(previewDb).not.toBe(parentDb);
+    const inPreview = (sql: string, params: unknown[] = []) => query(previewDb, sql, params);
+    expect((await inPreview(`SELECT body FROM notes ORDER BY id`)).map((r) => r.body)).toEqual(['from the parent']);
+    // The copy belongs to the preview's own role.
+    expect((await inPreview(`SELECT tableowner FROM pg_tables WHERE tablename = 'notes'`))[0].tableowner).toBe(previewDb);
+    await inPreview(`INSERT INTO notes (body) VALUES ('from the preview')`);
+    expect((await inParent(`SELECT body FROM notes ORDER BY id`)).map((r) => r.body)).toEqual(['from the parent']);
   }, 360_000);
 });

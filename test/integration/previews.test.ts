@@ -109,14 +109,14 @@ describe('opening a preview', () => {
     });
     expect(upload.status).toBe(422);
     expect(upload.text).toContain('previews');
-    const copy = await api.http.post('/v2/deployments', {
+    const unknownMode = await api.http.post('/v2/deployments', {
       name: `c-${randomUUID().slice(0, 6)}`,
       source: 'repohost',
-      source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, previews: { enabled: true, database: 'copy' } },
+      source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, previews: { enabled: true, database: 'snapshot' } },
       source_revision_config: {},
     });
-    expect(copy.status).toBe(422);
-    expect(copy.text).toContain('database');
+    expect(unknownMode.status).toBe(422);
+    expect(unknownMode.text).toContain('database');
   });
 });
 

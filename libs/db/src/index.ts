@@ -9,9 +9,11 @@ export {
 } from './data-source.js';
 export {
   CATALOG_HARDENING,
+  copyDeploymentDatabase,
   DEPLOYMENT_TEMPLATE_DATABASE,
   dropDeploymentDatabase,
   provisionDeploymentDatabase,
+  type DatabaseCopy,
   type DeploymentDatabaseOptions,
   type ProvisionedDatabase,
 } from './deployment-database.js';

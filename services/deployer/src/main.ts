@@ -74,7 +74,7 @@ runWorkerProcess({
       queue: QUEUES.rollouts,
       handlers: {
         'rollout.revision': rolloutRevisionProcessor(config, dataSource, flow, placements),
-        'provision.deployment': provisionDeploymentProcessor(dataSource, placements),
+        'provision.deployment': provisionDeploymentProcessor(dataSource, placements, config.databaseUrl),
         'teardown.deployment': teardownDeploymentProcessor(dataSource, placements),
       },
       connection: workerRedis,

@@ -33,7 +33,7 @@ export function rolloutRevisionProcessor(
     const guard = new PhaseGuard(dataSource, revisionId, ['AWAITING_DEPLOY', 'DEPLOYING'], config.pipeline, attempt);
     await guard.start();
     try {
-      if (rev.deployment_status === 'AWAITING_DATABASE' && !(await provisionOrFail(placements, dataSource, flow, rev.deployment_id, revisionId, log))) return;
+      if (rev.deployment_status === 'AWAITING_DATABASE' && !(await provisionOrFail(config, placements, dataSource, flow, rev.deployment_id, revisionId, log))) return;
       await placementOf(placements, { listenerId: rev.listener_id }).rollout(revisionId, guard, { job, log });
     } finally {
       guard.stop();
@@ -46,6 +46,7 @@ export function rolloutRevisionProcessor(
  * without ACLs) fails the revision with that reason instead of retrying. False: failed.
  */
 async function provisionOrFail(
+  config: Readonly<Config>,
   placements: Placements,
   dataSource: DataSource,
   flow: RevisionFlow,
@@ -54,7 +55,7 @@ async function provisionOrFail(
   log: JobContext['log'],
 ): Promise<boolean> {
   try {
-    await provisionDeployment(placements, dataSource, deploymentId, log);
+    await provisionDeployment(placements, dataSource, deploymentId, log, config.databaseUrl);
     return true;
   } catch (err) {
     if (!(err instanceof DataAccessError)) throw err;

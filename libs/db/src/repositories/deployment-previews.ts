@@ -215,4 +215,15 @@ export class PreviewRepository {
       ? { number: row.number, headRef: row.head_ref, headSha: row.head_sha, url: row.url, repository: row.repository, forkRepository: row.fork_repository }
       : null;
   }
+
+  /** The database a new preview copies (its parent's, when the parent's previews say `database: "copy"` and it has one), or null. */
+  async copySource(previewId: string): Promise<string | null> {
+    const [row] = await queryRows<{ database_name: string | null }>(
+      this.manager,
+      `SELECT p.database_name FROM deployments d JOIN deployments p ON p.id = d.preview_of
+        WHERE d.id = $1 AND p.source_config->'previews'->>'database' = 'copy'`,
+      [previewId],
+    );
+    return row?.database_name ?? null;
+  }
 }

@@ -73,9 +73,9 @@ const previewSettings = Joi.object({
   enabled: Joi.boolean().default(true),
   ttl_hours: Joi.number().integer().min(1).max(720).default(72).description('A preview is torn down this long after its last rollout'),
   database: Joi.string()
-    .valid('empty')
+    .valid('empty', 'copy')
     .default('empty')
-    .messages({ 'any.only': "{{#label}} must be 'empty': each preview gets an empty database of its own ('copy' is not supported yet)" }),
+    .description("'empty': each preview gets an empty database of its own; 'copy': a copy of the parent's, made when the preview is created"),
   max_active: Joi.number().integer().min(1).max(50).default(5).description('Past this, a new preview replaces the least recently used one'),
   resource_spec: resourceSpec.allow(null).description("Overrides of the parent's resource_spec for its previews"),
 })
