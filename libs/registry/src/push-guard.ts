@@ -193,16 +193,29 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5' });
     res.end(registryError('UNAVAILABLE', `the image registry is restarting; retry (${err.message})`));
   };
-  /** Answers 403 DENIED without forwarding another byte, then drops the rest of the body for a while. */
+  /**
+   * Answers 403 DENIED without forwarding another byte. The rest of the body is read and dropped
+   * first (for at most DRAIN_MS): answering and closing while the client still writes would reset
+   * the connection, and the client would report a broken pipe instead of this answer.
+   */
   const deny = (req: IncomingMessage, res: ServerResponse, message: string) => {
-    if (!res.headersSent) {
+    const answer = () => {
+      if (res.headersSent) return;
       res.writeHead(403, { 'content-type': 'application/json', connection: 'close' });
       res.end(registryError('DENIED', message));
-    }
+    };
+    if (req.complete) return answer();
     req.resume();
-    const timer = setTimeout(() => req.socket.destroy(), DRAIN_MS);
+    const timer = setTimeout(() => {
+      answer();
+      // A client still sending after the drain period is cut off.
+      setTimeout(() => req.socket.destroy(), 1_000).unref();
+    }, DRAIN_MS);
     timer.unref();
-    req.once('end', () => clearTimeout(timer));
+    req.once('end', () => {
+      clearTimeout(timer);
+      answer();
+    });
   };
 
   const passThrough = (req: IncomingMessage, res: ServerResponse) => {
