@@ -28,6 +28,8 @@ let api: TestApi;
 let forge: Server;
 let forgeUrl: string;
 let failing = false;
+/** What the stand-in says of pull request 12: open, closed, or no such pull request. */
+let prState: 'open' | 'closed' | 'gone' = 'open';
 const calls: Recorded[] = [];
 const comments: Array<{ id: number; body: string }> = [];
 let integration: { id: string; webhook_secret: string };
@@ -49,6 +51,7 @@ beforeAll(async () => {
     const json = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
     if (path === '/user/repos') return json(200, [{ id: 1, name: 'agent', owner: { login: 'hooks' }, clone_url: CLONE_URL, default_branch: 'main' }]);
     if (failing) return json(502, { message: 'forge is down' });
+    if (req.method === 'GET' && path === '/repos/hooks/agent/pulls/12') return prState === 'gone' ? json(404, { message: 'Not Found' }) : json(200, { number: 12, state: prState });
     if (req.method === 'POST' && /^\/repos\/hooks\/agent\/statuses\/[0-9a-f]+$/.test(path)) return json(201, { id: calls.length });
     if (req.method === 'GET' && path === '/repos/hooks/agent/issues/12/comments') return json(200, comments);
     if (req.method === 'POST' && path === '/repos/hooks/agent/issues/12/comments') {
@@ -69,7 +72,7 @@ beforeAll(async () => {
   const created = await api.http.post('/v1/integrations/repohost', { provider: 'github', name: 'gh', config: { api_url: forgeUrl, token: 'ghp_standin' } });
   expect(created.status, created.text).toBe(201);
   integration = created.body;
-  feedback = new PreviewFeedback(api.config, api.dataSource, secretsCodec(api.config), createLogger({ name: 'feedback-test', level: 'silent' }));
+  feedback = new PreviewFeedback(api.config, api.dataSource, secretsCodec(api.config), createLogger({ name: 'feedback-test', level: 'silent' }), api.flow);
 }, 60_000);
 
 afterAll(async () => {
@@ -162,5 +165,30 @@ describe('commit statuses and one comment on the pull request', () => {
     } finally {
       failing = false;
     }
+  });
+
+  it('a preview whose pull request closed without a delivery is torn down by the check of open pull requests', async () => {
+    const parent = await api.http.post('/v2/deployments', {
+      name: `gh-missed-${randomUUID().slice(0, 6)}`,
+      source: 'repohost',
+      source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
+      source_revision_config: {},
+    });
+    await deliver('opened', 'd'.repeat(40));
+    const preview = (await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0];
+    prState = 'open';
+    expect(await feedback.closeClosed()).not.toContain(preview.id);
+    failing = true;
+    try {
+      // A forge that cannot answer leaves the preview alone.
+      expect(await feedback.closeClosed()).not.toContain(preview.id);
+    } finally {
+      failing = false;
+    }
+    prState = 'closed';
+    expect(await feedback.closeClosed()).toContain(preview.id);
+    const [row] = await api.dataSource.query(`SELECT status, preview_end_reason FROM deployments WHERE id = $1`, [preview.id]);
+    expect(row).toEqual({ status: 'AWAITING_DELETE', preview_end_reason: 'closed' });
+    prState = 'open';
   });
 });

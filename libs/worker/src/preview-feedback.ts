@@ -3,6 +3,7 @@ import type { SecretsCodec } from '@slipway/crypto';
 import { PreviewRepository, type DataSource, type FeedbackDue } from '@slipway/db';
 import type { DeploymentSource } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
+import { beginDeploymentDelete, type RevisionFlow } from '@slipway/pipeline';
 import type { CommitStatus } from '@slipway/source';
 import { integrationProvider } from './integration-provider.js';
 
@@ -10,6 +11,8 @@ import { integrationProvider } from './integration-provider.js';
 const EVERY_MS = 3_000;
 /** A state the forge would not take after this many tries is given up (its error kept). */
 const MAX_ATTEMPTS = 5;
+/** How often the forge is asked whether each preview's pull request is still open (a missed `closed` delivery). */
+const OPEN_CHECK_MS = 10 * 60_000;
 
 const WORDS = { pending: 'building', success: 'deployed', failure: 'failed' } as const;
 
@@ -23,6 +26,7 @@ const WORDS = { pending: 'building', success: 'deployed', failure: 'failed' } as
  */
 export class PreviewFeedback {
   private timer: NodeJS.Timeout | undefined;
+  private openCheck: NodeJS.Timeout | undefined;
   private running: Promise<number> | null = null;
   private readonly urls: ServingUrls;
 
@@ -31,6 +35,8 @@ export class PreviewFeedback {
     private readonly dataSource: DataSource,
     private readonly secrets: SecretsCodec,
     private readonly log: Logger,
+    /** Tears down previews whose pull request closed (the reconciler's delete). */
+    private readonly flow: RevisionFlow,
   ) {
     this.urls = new ServingUrls(config);
   }
@@ -38,11 +44,38 @@ export class PreviewFeedback {
   start(): void {
     this.timer = setInterval(() => void this.runOnce(), EVERY_MS);
     this.timer.unref();
+    this.openCheck = setInterval(() => void this.closeClosed().catch((err) => this.log.warn({ err }, 'preview feedback: checking open pull requests failed')), OPEN_CHECK_MS);
+    this.openCheck.unref();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.openCheck);
     await this.running;
+  }
+
+  /**
+   * Asks the forge whether each forge-opened preview's pull request is still open, and tears down
+   * those whose pull request closed (or is gone) although no `closed` delivery arrived. A forge
+   * that cannot be asked leaves the preview as it is. Returns the previews torn down.
+   */
+  async closeClosed(): Promise<string[]> {
+    const closed: string[] = [];
+    for (const preview of await new PreviewRepository(this.dataSource.manager).forgeOpened()) {
+      if (!preview.integrationId) continue;
+      let state: 'open' | 'closed' | 'gone';
+      try {
+        const feedback = (await integrationProvider(this.config, this.dataSource, this.secrets, preview.integrationId))?.provider.feedback;
+        if (!feedback) continue;
+        state = await feedback.pullRequestState(preview.repository, preview.number);
+      } catch (err) {
+        this.log.warn({ err, deploymentId: preview.id }, 'preview feedback: the forge could not say whether the pull request is open');
+        continue;
+      }
+      if (state === 'open') continue;
+      if (await this.dataSource.transaction((m) => beginDeploymentDelete(m, this.flow, preview.id, { previewReason: 'closed' }))) closed.push(preview.id);
+    }
+    return closed;
   }
 
   /** One pass (never two at once): the number of states reported. */

@@ -57,8 +57,8 @@ export const webhookDeliveryRole: WorkerRole = {
  */
 export const previewFeedbackRole: WorkerRole = {
   name: 'preview feedback',
-  start: async ({ config, dataSource, secrets, log }) => {
-    const feedback = new PreviewFeedback(config, dataSource, secrets, log.child({ component: 'preview-feedback' }));
+  start: async ({ config, dataSource, secrets, log, flow }) => {
+    const feedback = new PreviewFeedback(config, dataSource, secrets, log.child({ component: 'preview-feedback' }), flow);
     feedback.start();
     return { name: 'preview feedback', stop: () => feedback.stop() };
   },

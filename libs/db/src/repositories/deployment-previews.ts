@@ -226,4 +226,16 @@ export class PreviewRepository {
     );
     return row?.database_name ?? null;
   }
+
+  /** Previews a forge opened and not being deleted: what the check of still-open pull requests looks at. */
+  async forgeOpened(limit = 200): Promise<Array<{ id: string; integrationId: string | null; repository: string; number: number }>> {
+    const rows = await queryRows<{ id: string; integration_id: string | null; repository: string; number: number }>(
+      this.manager,
+      `SELECT id, integration_id, preview->>'repository' AS repository, (preview->'pull_request'->>'number')::int AS number
+         FROM deployments WHERE preview_of IS NOT NULL AND preview ? 'repository' AND preview->>'repository' IS NOT NULL AND status <> 'AWAITING_DELETE'
+        ORDER BY created_at LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => ({ id: r.id, integrationId: r.integration_id, repository: r.repository, number: Number(r.number) }));
+  }
 }

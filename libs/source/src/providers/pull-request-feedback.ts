@@ -1,5 +1,5 @@
 import { requestJson, type HostRequest } from './http.js';
-import type { CommitStatus, PullRequestFeedback } from './types.js';
+import { ProviderError, type CommitStatus, type PullRequestFeedback } from './types.js';
 
 /** How far comment pages are read looking for ours: a pull request with more is a rare one. */
 const COMMENT_PAGES = 10;
@@ -42,6 +42,17 @@ export function forgeFeedback(apiBase: string, request: (req: Omit<HostRequest, 
         if (comments.length < PER_PAGE) break;
       }
       await request({ method: 'POST', url: `${base}/${number}/comments`, json: { body: text } });
+    },
+
+    async pullRequestState(repository: string, number: number): Promise<'open' | 'closed' | 'gone'> {
+      try {
+        const { body } = await request({ url: `${apiBase}/repos/${repoPath(repository)}/pulls/${number}` });
+        const state = (body as { state?: unknown } | null)?.state;
+        return state === 'open' ? 'open' : 'closed';
+      } catch (err) {
+        if (err instanceof ProviderError && (err.upstreamStatus === 404 || err.upstreamStatus === 410)) return 'gone';
+        throw err;
+      }
     },
   };
 }

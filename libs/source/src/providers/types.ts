@@ -59,6 +59,8 @@ export interface CommitStatus {
 export interface PullRequestFeedback {
   setCommitStatus(repository: string, sha: string, status: CommitStatus): Promise<void>;
   upsertComment(repository: string, number: number, marker: string, body: string): Promise<void>;
+  /** Whether the pull request is still open (its preview's reason to exist); `gone` when the forge no longer has it. */
+  pullRequestState(repository: string, number: number): Promise<'open' | 'closed' | 'gone'>;
 }
 
 /** The only transport git is allowed for one clone (GIT_ALLOW_PROTOCOL). */
