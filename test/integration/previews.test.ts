@@ -253,6 +253,14 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect((await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, {})).status).toBe(404);
   });
 
+  it('a payload that does not name both repositories is taken for a fork’s', async () => {
+    const p = await parent();
+    const payload = event('opened', 46, 'nameless', 'c'.repeat(40));
+    for (const repo of [payload.pull_request.head.repo, payload.pull_request.base.repo, payload.repository]) delete (repo as { full_name?: string }).full_name;
+    expect((await deliver(payload)).body.outcome).toContain('fork');
+    expect(await previewOf(p.id, 46)).toBeUndefined();
+  });
+
   it('a fork’s pull request closed while waiting leaves nothing waiting', async () => {
     const p = await parent();
     await deliver(event('opened', 45, 'evil', 'c'.repeat(40), true));

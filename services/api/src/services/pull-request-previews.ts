@@ -72,7 +72,9 @@ export class PullRequestPreviews {
           continue;
         }
         const headRepo = pr.head?.repo;
-        const fork = !headRepo || str(headRepo.full_name) !== str((pr.base?.repo ?? payload.repository)?.full_name);
+        // Unless the payload names both repositories and they are the same, the head is a fork's (the safe side).
+        const baseName = str((pr.base?.repo ?? payload.repository)?.full_name);
+        const fork = !headRepo || !baseName || str(headRepo.full_name) !== baseName;
         const sha = str(pr.head?.sha)?.match(/^[0-9a-f]{7,64}$/) ? str(pr.head?.sha) : null;
         if (fork) {
           // Fork code never builds on its own: an admin approves this head (POST …/previews/{number}/approve).
