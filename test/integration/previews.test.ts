@@ -3,6 +3,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secretsCodec } from '@slipway/crypto';
 import { createLogger } from '@slipway/logging';
 import { Reconciler } from '@slipway/pipeline';
 import { repohostFixture, type RepohostFixture } from '../support/git-fixtures.js';
@@ -117,6 +118,40 @@ describe('opening a preview', () => {
     });
     expect(unknownMode.status).toBe(422);
     expect(unknownMode.text).toContain('database');
+  });
+});
+
+describe("the parent's secret overrides for its previews", () => {
+  it('are stored sealed and shown masked, replace the parent’s value of their name in each preview, and keep their value when sent masked', async () => {
+    const p = await parent({ enabled: true, secrets: [{ name: 'OPENAI_API_KEY', value: 'sk-preview-only' }, { name: 'PREVIEW_ONLY', value: 'yes' }] });
+    const shown = (await api.http.get(`/v2/deployments/${p.id}`)).body.source_config.previews;
+    expect(shown.secrets).toEqual([
+      { name: 'OPENAI_API_KEY', value: '********' },
+      { name: 'PREVIEW_ONLY', value: '********' },
+    ]);
+    const [row] = await api.dataSource.query(`SELECT source_config::text AS text FROM deployments WHERE id = $1`, [p.id]);
+    expect(row.text).not.toContain('sk-preview-only');
+    expect(row.text).not.toContain('"yes"');
+
+    const preview = (await open(p.id, { ref: 'f', number: 1 })).body;
+    const secretsOf = async (id: string) => {
+      const [d] = await api.dataSource.query(`SELECT secrets_sealed FROM deployments WHERE id = $1`, [id]);
+      return Object.fromEntries(secretsCodec(api.config).openSecrets(d.secrets_sealed, id).map((x) => [x.name, x.value]));
+    };
+    expect(await secretsOf(preview.id)).toEqual({ OPENAI_API_KEY: 'sk-preview-only', PREVIEW_ONLY: 'yes' });
+    expect(await secretsOf(p.id)).toEqual({ OPENAI_API_KEY: 'sk-parent' });
+
+    // A GET → edit → PATCH round trip: the masked value keeps the stored one, a new one replaces.
+    const patched = await api.http.patch(`/v2/deployments/${p.id}`, {
+      source_config: { previews: { ...shown, secrets: [{ name: 'OPENAI_API_KEY', value: '********' }, { name: 'PREVIEW_ONLY', value: 'again' }] } },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    const next = (await open(p.id, { ref: 'g', number: 2 })).body;
+    expect(await secretsOf(next.id)).toEqual({ OPENAI_API_KEY: 'sk-preview-only', PREVIEW_ONLY: 'again' });
+    // A masked value with nothing stored under its name is refused, naming it.
+    const unknown = await api.http.patch(`/v2/deployments/${p.id}`, { source_config: { previews: { enabled: true, secrets: [{ name: 'NEW_ONE', value: '********' }] } } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.text).toContain('NEW_ONE');
   });
 });
 

@@ -34,6 +34,9 @@ export interface PreviewSettings {
   max_active: number;
   /** Overrides of the parent's resource_spec. */
   resource_spec?: ResourceSpecInput | null;
+  /** Overrides of the parent's secrets: their names, and their values sealed (context `<id>:previews`), never in clear. */
+  secret_names?: string[];
+  secrets_sealed?: string | null;
 }
 
 /** A deployment of an agent server (docs/api.md, Deployments). */

@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import type { PreviewSettings } from '@slipway/db';
+import type { PreviewSettingsInput } from '../services/preview-settings.js';
 import {
   DEPLOYMENT_NAME,
   HOSTED_SOURCE_NAMES,
@@ -78,6 +78,12 @@ const previewSettings = Joi.object({
     .description("'empty': each preview gets an empty database of its own; 'copy': a copy of the parent's, made when the preview is created"),
   max_active: Joi.number().integer().min(1).max(50).default(5).description('Past this, a new preview replaces the least recently used one'),
   resource_spec: resourceSpec.allow(null).description("Overrides of the parent's resource_spec for its previews"),
+  secrets: Joi.array()
+    .items(secret)
+    .unique('name')
+    .max(100)
+    .allow(null)
+    .description("Overrides of the parent's secrets for its previews (by name); stored sealed, shown masked; a masked value keeps the stored one"),
 })
   .allow(null)
   .id('PreviewSettings');
@@ -212,6 +218,7 @@ const sourceConfigResponse = Joi.object({
     database: Joi.string(),
     max_active: Joi.number().integer(),
     resource_spec: Joi.object().unknown(true).allow(null),
+    secrets: Joi.array().items(Joi.object({ name: Joi.string(), value: Joi.string().valid('********') })),
   }).allow(null),
 }).id('SourceConfig');
 
@@ -303,7 +310,7 @@ export interface SourceConfigInput {
   deployment_type?: string | null;
   serving_auth?: 'api_key' | 'none' | null;
   tracing?: boolean | null;
-  previews?: PreviewSettings | null;
+  previews?: PreviewSettingsInput | null;
 }
 
 export interface SourceRevisionConfigInput {

@@ -2,6 +2,7 @@ import type { ServingUrls } from '@slipway/config';
 import type { Deployment, Revision, StoredRevisionConfig } from '@slipway/db';
 import { SECRET_MASK, sourceName } from '@slipway/domain';
 import { iso } from '../schemas/common.schema.js';
+import { presentPreviewSettings } from './preview-settings.js';
 
 /** How responses name sources (`SLIPWAY_SOURCE_NAMES`, docs/api.md, Deployments). */
 export type SourceNames = 'canonical' | 'hosted';
@@ -51,7 +52,7 @@ export function presentDeployment(
       deployment_type: d.deploymentType,
       serving_auth: d.sourceConfig.serving_auth ?? null,
       tracing: d.sourceConfig.tracing ?? null,
-      previews: d.sourceConfig.previews ?? null,
+      previews: presentPreviewSettings(d.sourceConfig.previews),
     },
     source_revision_config: presentRevisionConfig(config),
     secrets: secretNames.map((name) => ({ name, value: SECRET_MASK })),

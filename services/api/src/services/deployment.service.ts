@@ -40,6 +40,7 @@ import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } fro
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
 import { applySecrets, assertBuildable, buildConfigOf, defaultRevisionConfig, firstRevisionConfig, revisionConfigFrom, storedSourceConfig } from './deployment-rules.js';
 import { assertPodPolicy } from './pod-policy-check.js';
+import { previewSecretOverrides, storedPreviewSettings } from './preview-settings.js';
 import type { QuotaService } from './quota.service.js';
 import { assertUploadCompleted } from './upload.service.js';
 import type { DomainClaims } from './domain.service.js';
@@ -139,11 +140,12 @@ export class DeploymentService {
    * `withDeploymentSlot` runs: a create that finds no free deployment slot rolls back and runs again.
    */
   async create(manager: EntityManager, workspaceId: string, body: CreateDeploymentBody, draft: CreateDraft, requestId?: string): Promise<DeploymentView> {
-    const { source, type, resourceSpec, revisionConfig, sourceConfig } = draft;
+    const { source, type, resourceSpec, revisionConfig } = draft;
     // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
     const secrets = applySecrets([], body.secrets);
-    refuseInvalid(imagePullSecretInputProblems(source, sourceConfig.listener_id, resourceSpec, secrets));
     const id = randomUUID();
+    const sourceConfig = { ...draft.sourceConfig, previews: storedPreviewSettings(body.source_config.previews, null, this.secrets, id) };
+    refuseInvalid(imagePullSecretInputProblems(source, sourceConfig.listener_id, resourceSpec, secrets));
     // With a listener, the deployment's insert reads it (below); without, none may exist.
     if (source === 'external_container' && !sourceConfig.listener_id) await assertNoListeners(manager, workspaceId);
 
@@ -232,9 +234,10 @@ export class DeploymentService {
 
     const input = body.source_config ?? {};
     const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
-    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth', 'tracing', 'previews'] as const) {
+    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth', 'tracing'] as const) {
       if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
     }
+    if (input.previews != null) sourceConfig.previews = storedPreviewSettings(input.previews, deployment.sourceConfig.previews, this.secrets, id);
     let resourceSpec = deployment.resourceSpec;
     if (input.resource_spec != null) {
       refuseInvalid(resourceSpecInputProblems(input.resource_spec, deployment.deploymentType, this.ceilings));
@@ -356,6 +359,11 @@ export class DeploymentService {
 
   openSecrets(sealed: string | null, context: string): SecretEntry[] {
     return this.secrets.openSecrets(sealed, context);
+  }
+
+  /** A parent's secret overrides for its previews, opened. */
+  previewOverrides(parent: Deployment): SecretEntry[] {
+    return previewSecretOverrides(parent.sourceConfig.previews, this.secrets, parent.id);
   }
 
   // ---------------------------------------------------------------- helpers

@@ -15,6 +15,12 @@ export interface PreviewInput {
   repository?: string | null;
 }
 
+/** `base` with each override replacing the secret of its name, or added. */
+function withOverrides(base: Array<{ name: string; value: string }>, overrides: Array<{ name: string; value: string }>) {
+  const names = new Set(overrides.map((o) => o.name));
+  return [...base.filter((s) => !names.has(s.name)), ...overrides];
+}
+
 /**
  * `<parent>-pr-<number>`; when that is longer than a name may be, or taken in the workspace, the
  * parent part is cut and a short hash of the parent's id added (the `preview` object is what
@@ -154,7 +160,8 @@ export class PreviewService {
         repo_commit_sha: input.head_sha ?? null,
         graph_config_path: latest?.sourceRevisionConfig.graph_config_path ?? null,
       },
-      secrets: this.deployments.openSecrets(parent.secretsSealed, parent.id),
+      // The parent's secrets, then its preview overrides (by name).
+      secrets: withOverrides(this.deployments.openSecrets(parent.secretsSealed, parent.id), this.deployments.previewOverrides(parent)),
     } as CreateDeploymentBody;
   }
 }
