@@ -101,7 +101,7 @@ describe('a preview of a pull request', () => {
     expect(await served(parentId)).toEqual(parentServes);
   }, 360_000);
 
-  it("with database: copy, a preview starts from the parent's rows, and its writes never reach the parent", async () => {
+  it("with database: copy, a preview starts from the parent's rows (its crons paused), and its writes never reach the parent", async () => {
     const name = `${APP}-copy`;
     stand.commit(name, files('main'));
     const repo = path.join(stand.api.config.localReposRoot, name);
@@ -122,6 +122,10 @@ describe('a preview of a pull request', () => {
     await inParent(`CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL)`);
     await inParent(`ALTER TABLE notes OWNER TO "${parentDb}"`);
     await inParent(`INSERT INTO notes (body) VALUES ('from the parent')`);
+    // A schedule of the parent's agent server (the host's crons table, its columns this test needs).
+    await inParent(`CREATE TABLE slipway_agent_crons (cron_id text PRIMARY KEY, enabled boolean NOT NULL DEFAULT true, updated_at timestamptz NOT NULL DEFAULT now())`);
+    await inParent(`ALTER TABLE slipway_agent_crons OWNER TO "${parentDb}"`);
+    await inParent(`INSERT INTO slipway_agent_crons (cron_id) VALUES ('nightly')`);
 
     const opened = await stand.http.post(`/v2/deployments/${parentId}/previews`, { ref: 'main', number: 3 });
     expect(opened.status, opened.text).toBe(201);
@@ -135,5 +139,8 @@ describe('a preview of a pull request', () => {
     expect((await inPreview(`SELECT tableowner FROM pg_tables WHERE tablename = 'notes'`))[0].tableowner).toBe(previewDb);
     await inPreview(`INSERT INTO notes (body) VALUES ('from the preview')`);
     expect((await inParent(`SELECT body FROM notes ORDER BY id`)).map((r) => r.body)).toEqual(['from the parent']);
+    // The parent's schedule is in the preview, paused; the parent's own keeps running.
+    expect(await inPreview(`SELECT cron_id, enabled FROM slipway_agent_crons`)).toEqual([{ cron_id: 'nightly', enabled: false }]);
+    expect(await inParent(`SELECT cron_id, enabled FROM slipway_agent_crons`)).toEqual([{ cron_id: 'nightly', enabled: true }]);
   }, 360_000);
 });

@@ -164,3 +164,23 @@ export async function copyDeploymentDatabase(url: string, from: string, to: stri
   if (restored !== 0) throw new Error(`pg_restore into ${to} failed (${restored === -1 ? 'pg_restore is not installed' : `exit ${restored}`}): ${errors.restore.trim()}`);
   return { ms: Math.round(performance.now() - started), bytes };
 }
+
+/**
+ * After a copy (a preview's `database: "copy"`): the agent server's crons copied from the parent
+ * are paused (`enabled = false`), so a preview never fires the parent's schedules on its own; a
+ * user resumes one with a PATCH of the cron. Nothing happens in a database without crons.
+ * Returns how many were paused.
+ */
+export async function pauseCopiedCrons(url: string, database: string): Promise<number> {
+  const target = new URL(url);
+  target.pathname = `/${encodeURIComponent(database)}`;
+  const client = new pg.Client({ connectionString: target.toString() });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ crons: string | null }>(`SELECT to_regclass('slipway_agent_crons')::text AS crons`);
+    if (!rows[0]?.crons) return 0;
+    return (await client.query(`UPDATE slipway_agent_crons SET enabled = false, updated_at = now() WHERE enabled`)).rowCount ?? 0;
+  } finally {
+    await client.end();
+  }
+}

@@ -12,6 +12,7 @@ export {
   copyDeploymentDatabase,
   DEPLOYMENT_TEMPLATE_DATABASE,
   dropDeploymentDatabase,
+  pauseCopiedCrons,
   provisionDeploymentDatabase,
   type DatabaseCopy,
   type DeploymentDatabaseOptions,

@@ -1,4 +1,4 @@
-import { copyDeploymentDatabase, DeploymentRepository, PreviewRepository, transitionDeployment, type DataSource } from '@slipway/db';
+import { copyDeploymentDatabase, DeploymentRepository, pauseCopiedCrons, PreviewRepository, transitionDeployment, type DataSource } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import type { JobHandler } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
@@ -19,7 +19,9 @@ export async function provisionDeployment(placements: Placements, dataSource: Da
   const source = await new PreviewRepository(dataSource.manager).copySource(deploymentId);
   if (source) {
     const copy = await copyDeploymentDatabase(databaseUrl, source, database);
-    log.info({ deploymentId, from: source, ms: copy.ms, bytes: copy.bytes }, "preview database copied from its parent's");
+    // The parent's schedules must not fire from the preview: its crons start paused.
+    const paused = await pauseCopiedCrons(databaseUrl, database);
+    log.info({ deploymentId, from: source, ms: copy.ms, bytes: copy.bytes, pausedCrons: paused }, "preview database copied from its parent's");
   }
   return dataSource.transaction(async (m) => {
     await new DeploymentRepository(m).recordDatabase(deploymentId, database);
