@@ -3,6 +3,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
 import { startForgeStandIn, type ForgeStandIn } from '../support/forge-stand-in.js';
@@ -22,7 +23,7 @@ const REPO = 'hooks/agent';
 const server = (version: string) => `require('node:http').createServer((req, res) => {
   if (req.url === '/ok') return res.end('ok');
   res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ version: ${JSON.stringify(version)}, database: new URL(process.env.DATABASE_URI).pathname.slice(1) }));
+  res.end(JSON.stringify({ version: ${JSON.stringify(version)}, database: new URL(process.env.DATABASE_URI).pathname.slice(1), redisPrefix: process.env.REDIS_PREFIX }));
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
@@ -79,11 +80,11 @@ function deliver(action: string, sha: string) {
   });
 }
 
-async function served(deploymentId: string): Promise<{ version: string; database: string }> {
+async function served(deploymentId: string): Promise<{ version: string; database: string; redisPrefix: string }> {
   const { url } = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body;
   const res = await fetch(`${url}/which`);
   expect(res.status).toBe(200);
-  return (await res.json()) as { version: string; database: string };
+  return (await res.json()) as { version: string; database: string; redisPrefix: string };
 }
 
 const statusesOn = (sha: string) => forge.calls.filter((c) => c.method === 'POST' && c.path === `/repos/${REPO}/statuses/${sha}`).map((c) => c.body);
@@ -143,7 +144,40 @@ describe('a pull request on the forge', () => {
     );
     expect(forge.comments.size).toBe(1);
 
-    expect((await deliver('closed', second)).body.outcome).toMatch(/torn down/);
+    // A push that does not build: a failure status with the reason, and the preview and parent keep serving.
+    writeFileSync(path.join(work, 'package.json'), '{ this is not json');
+    git('add', '-A');
+    git('commit', '-q', '-m', 'broken');
+    git('push', '-q', 'origin', 'HEAD');
+    const broken = git('rev-parse', 'HEAD');
+    await deliver('synchronize', broken);
+    const failedRevision = (await stand.http.get(`/v2/deployments/${preview.id}`)).body.latest_revision_id;
+    const failed = await stand.untilDone(preview.id, failedRevision);
+    expect(failed.status).not.toBe('DEPLOYED');
+    await eventually(
+      () => statusesOn(broken),
+      (s) => s.some((b) => b.state === 'failure'),
+      30_000,
+      250,
+    );
+    expect(statusesOn(broken).find((b) => b.state === 'failure')!.description).toBe(failed.status_message.slice(0, 140));
+    expect((await served(preview.id)).version).toBe('feature v2');
+    expect((await served(parentId)).version).toBe('main');
+
+    // What the preview keeps in Redis goes with it.
+    const redis = new Redis(stand.api.config.redisUrl, { maxRetriesPerRequest: null });
+    try {
+      await redis.set(`${onPreview.redisPrefix}:probe`, '1');
+      expect((await deliver('closed', broken)).body.outcome).toMatch(/torn down/);
+      await eventually(
+        () => redis.keys(`${onPreview.redisPrefix}*`),
+        (keys) => keys.length === 0,
+        60_000,
+        500,
+      );
+    } finally {
+      redis.disconnect();
+    }
     await eventually(
       async () => (await stand.http.get(`/v2/deployments/${preview.id}`)).status,
       (s) => s === 404,
