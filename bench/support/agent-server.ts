@@ -77,6 +77,9 @@ export class AgentServerBench {
     const deploymentId = await this.deployment();
     await createDatabaseIfMissing(SERVER, this.dbName);
     this.db = new pg.Pool({ connectionString: databaseUrl(this.dbName), max: 4 });
+    // An idle connection the server ends (its database dropped at close, a session ended from
+    // outside) is an error on the pool with no request waiting: noted, never the bench's crash.
+    this.db.on('error', (err) => console.warn(`[bench] agent database connection ended: ${err.message}`));
     const home = path.join(this.dir, 'home');
     mkdirSync(home);
     const [hostPort, upstreamPort, proxyPort] = [await freePort(), await freePort(), await freePort()];
