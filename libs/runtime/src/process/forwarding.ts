@@ -220,6 +220,9 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, pool: 
   }
   const { target, agent } = upstreamTarget;
   const bodyless = !hasBody(req);
+  // A body of unknown length goes on chunked: Node's client frames a streamed body that way by
+  // default for POST and PUT only, and would send a TRACE's, OPTIONS' or DELETE's bytes unframed.
+  if (!bodyless && headers['content-length'] === undefined) headers['transfer-encoding'] = 'chunked';
   const upstream = request({ host: target.host, port: target.port, method: req.method, path: req.url, headers, agent });
   let responded = false;
   // The client went away: stop talking to the upstream as well.
