@@ -153,6 +153,8 @@ describe("a deployment's trace front", () => {
     expect((await fetch(`${api.baseUrl}/api/v1/sessions`, { headers: asKey })).status).toBe(401);
     expect((await fetch(`${api.baseUrl}/api/v1/runs/${run.id}`, { headers: asKey })).status).toBe(401);
     expect((await fetch(`${api.baseUrl}/api/v1/runs/query`, { method: 'POST', headers: { ...asKey, 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
+    expect((await fetch(`${api.baseUrl}/api/v2/runs/query`, { method: 'POST', headers: { ...asKey, 'content-type': 'application/json' }, body: JSON.stringify({ project_ids: [alpha.projectId] }) })).status).toBe(401);
+    expect((await fetch(`${api.baseUrl}/api/v2/runs/${run.id}?project_id=${alpha.projectId}`, { headers: asKey })).status).toBe(401);
     expect((await fetch(`${api.baseUrl}/v2/deployments`, { headers: asKey })).status).toBe(401);
     for (const [method, path] of [['GET', '/sessions'], ['POST', '/runs/query'], ['GET', `/runs/${randomUUID()}`], ['GET', '/'], ['POST', '/datasets']]) {
       const res = await fetch(`${alpha.endpoint}${path}`, { method, headers: { ...asKey, 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{}' } : {}) });

@@ -5,6 +5,7 @@ export { batchOperations, readJsonBody, readMultipartOperations } from './body.j
 export { validateOperation, type RunFields, type RunOperation } from './run-ops.js';
 export { DEFAULT_PROJECT, TracingIngest } from './ingest.js';
 export { TracingReads, type RunsQueryInput } from './reads.js';
+export { RUN_SELECT_FIELDS, UNSUPPORTED_V2, type RunSelectField, type RunsQueryV2Input } from './reads-v2.js';
 export { OtlpTraceIngest } from './otlp-ingest.js';
 export { IngestSlots } from './ingest-slots.js';
 export { ingestEndpointOf, TRACE_ACTIVITY_FAILED, TraceIntake, type IngestEndpoint, type IntakeScope } from './intake.js';

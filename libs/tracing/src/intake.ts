@@ -18,6 +18,9 @@ export interface IntakeScope {
   boundTo?: string | null;
 }
 
+/** The LangSmith server version whose ingest and run reads (`/api/v1`, `/api/v2/runs`) this server answers. */
+export const LANGSMITH_API_LEVEL = '0.16.0';
+
 /** The ingest endpoints, under `/api/v1`, as the langsmith client and OTLP exporters call them. */
 export type IngestEndpoint = 'multipart' | 'batch' | 'create' | 'update' | 'otlp';
 
@@ -53,10 +56,15 @@ export class TraceIntake {
     this.otlpIngest = new OtlpTraceIngest(dataSource, this.ingest);
   }
 
-  /** What the langsmith client reads before it sends (`GET /info`): multipart with gzip, and our batch bounds. */
+  /**
+   * What the langsmith client reads before it sends (`GET /info`): multipart with gzip, and our
+   * batch bounds. `version` is the LangSmith API level whose endpoints this server answers (the
+   * client warns before `client.runs` calls to a server below 0.16); Slipway's own is beside it.
+   */
   static info(version: string) {
     return {
-      version,
+      version: LANGSMITH_API_LEVEL,
+      slipway_version: version,
       license_expiration_time: null,
       batch_ingest_config: {
         use_multipart_endpoint: true,

@@ -3,6 +3,7 @@ import { NotFoundError } from '@slipway/domain';
 import { UnprocessableError } from './errors.js';
 import { compileFilter } from './filter.js';
 import { TracingProjectStore, type ProjectFilter, type ProjectRow } from './project.repository.js';
+import { cursorAfter, needsPayload, positionOf, runViewV2, UNSUPPORTED_V2, type RunSelectField, type RunsQueryV2Input } from './reads-v2.js';
 import { ancestorsOf } from './run-ops.js';
 import { RunRepository, type StoredRun } from './run.repository.js';
 
@@ -111,9 +112,7 @@ export class TracingReads {
     const offset = input.cursor ? cursorOffset(input.cursor) : 0;
     const limit = Math.min(input.limit ?? PAGE, PAGE);
     const select = input.select ?? null;
-    const filter = input.filter?.trim();
-    // Compiled now, so a bad filter is a 422 before any query runs.
-    if (filter) compileFilter(filter, []);
+    const filter = compiled(input.filter);
     const repo = new RunRepository(this.dataSource.manager);
     const rows = await repo.query(workspaceId, {
       projectIds: input.session ?? null,
@@ -125,7 +124,7 @@ export class TracingReads {
       error: input.error ?? null,
       startTime: input.start_time ?? null,
       endTime: input.end_time ?? null,
-      filter: filter ? (params) => compileFilter(filter, params) : null,
+      filter,
       order: input.order ?? (input.trace ? 'asc' : 'desc'),
       treeOrder: Boolean(input.trace),
       withPayload: !select || select.some((f) => PAYLOAD_FIELDS.includes(f)),
@@ -139,6 +138,59 @@ export class TracingReads {
       cursors: { next: rows.length > limit ? `o${offset + limit}` : null },
     };
   }
+
+  /**
+   * `POST /api/v2/runs/query`: runs of the given projects started in `[min_start_time, max_start_time]`
+   * (default: the last day), newest first, or one trace's runs in tree order; only `id` and the
+   * selected fields; keyset pages (`next_cursor`).
+   */
+  async queryRunsV2(workspaceId: string, input: RunsQueryV2Input) {
+    const unsupported = UNSUPPORTED_V2.filter((k) => input[k] !== undefined);
+    if (unsupported.length) throw new UnprocessableError(`${unsupported.join(', ')}: not supported by this server (it keeps no datasets, feedback or AI search).`);
+    const treeOrder = Boolean(input.trace_id);
+    const selects = input.selects ?? [];
+    const limit = Math.min(input.page_size ?? PAGE, PAGE);
+    const now = Date.now();
+    const repo = new RunRepository(this.dataSource.manager);
+    const rows = await repo.query(workspaceId, {
+      projectIds: input.project_ids,
+      ids: input.ids ?? null,
+      traceId: input.trace_id ?? null,
+      isRoot: input.is_root ?? null,
+      runType: input.run_type ?? null,
+      error: input.has_error ?? null,
+      startTime: input.min_start_time ?? new Date(now - 24 * 3600_000).toISOString(),
+      endTime: input.max_start_time ?? new Date(now).toISOString(),
+      filter: compiled(input.filter),
+      traceFilter: compiled(input.trace_filter),
+      treeFilter: compiled(input.tree_filter),
+      subtreeTokens: input.include_subtree_usage ?? false,
+      after: input.cursor ? positionOf(input.cursor, treeOrder) : null,
+      order: treeOrder ? 'asc' : 'desc',
+      treeOrder,
+      withPayload: needsPayload(selects),
+      offset: 0,
+      limit,
+    });
+    const page = rows.slice(0, limit);
+    return { items: page.map((r) => runViewV2(r, selects)), next_cursor: rows.length > limit ? cursorAfter(page[page.length - 1]!, treeOrder) : null };
+  }
+
+  /** `GET /api/v2/runs/{id}`: one run of one project, `id` and the selected fields; its own tokens. */
+  async getRunV2(workspaceId: string, id: string, projectId: string, selects: RunSelectField[]) {
+    const run = await new RunRepository(this.dataSource.manager).get(workspaceId, id, { projectId, subtreeTokens: false });
+    if (!run) throw NotFoundError.of('Run', id);
+    return runViewV2(run, selects);
+  }
+
+}
+
+/** A filter expression compiled now (a bad one is a 422 before any query runs), then per query. */
+function compiled(filter: string | null | undefined): ((params: unknown[]) => string) | null {
+  const f = filter?.trim();
+  if (!f) return null;
+  compileFilter(f, []);
+  return (params) => compileFilter(f, params);
 }
 
 function cursorOffset(cursor: string): number {

@@ -31,6 +31,14 @@ export interface RunQuery {
   endTime?: string | null;
   /** A compiled condition and its parameters (filter.ts), numbered after this query's own. */
   filter?: ((params: unknown[]) => string) | null;
+  /** Only runs of traces whose root matches this compiled condition. */
+  traceFilter?: ((params: unknown[]) => string) | null;
+  /** Only runs of traces holding at least one run that matches this compiled condition. */
+  treeFilter?: ((params: unknown[]) => string) | null;
+  /** Tokens read with the run's descendants' (TREE_TOKENS; the default), or the run's own. */
+  subtreeTokens?: boolean;
+  /** Keyset paging: the page starts after this run (by start time and id, or by dotted order in tree order). */
+  after?: RunPosition | null;
   order: 'asc' | 'desc';
   /** Runs of one trace come in tree order (dotted order, byte-wise) instead of by start time. */
   treeOrder: boolean;
@@ -38,6 +46,9 @@ export interface RunQuery {
   offset: number;
   limit: number;
 }
+
+/** Where a page ended: the last run's start time and id, or its dotted order when runs come in tree order. */
+export type RunPosition = { startTime: string; id: string } | { dottedOrder: string };
 
 const day = (d: Date) => d.toISOString().slice(0, 10);
 
@@ -231,16 +242,20 @@ export class RunRepository {
     );
   }
 
-  /** One run of the workspace with its large fields, its children's ids and its tree's tokens (TREE_TOKENS), or null. */
-  async get(workspaceId: string, id: string): Promise<(StoredRun & { child_run_ids: string[] }) | null> {
+  /**
+   * One run of the workspace with its large fields, its children's ids and its tree's tokens
+   * (TREE_TOKENS, unless `subtreeTokens` is false), or null. With `projectId`, only a run of that project.
+   */
+  async get(workspaceId: string, id: string, options: { projectId?: string; subtreeTokens?: boolean } = {}): Promise<(StoredRun & { child_run_ids: string[] }) | null> {
+    const tree = options.subtreeTokens !== false;
     const [row] = await this.manager.query(
-      `SELECT r.*, p.inputs, p.outputs, p.events, p.serialized, p.extra, ${TREE_TOKENS.columns},
+      `SELECT r.*, p.inputs, p.outputs, p.events, p.serialized, p.extra${tree ? `, ${TREE_TOKENS.columns}` : ''},
               ARRAY(SELECT c.id FROM tracing_runs c WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = r.id ORDER BY c.dotted_order) AS child_run_ids
          FROM tracing_runs r
          LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time
-         ${TREE_TOKENS.joins}
-        WHERE r.workspace_id = $1 AND r.id = $2`,
-      [workspaceId, id],
+         ${tree ? TREE_TOKENS.joins : ''}
+        WHERE r.workspace_id = $1 AND r.id = $2${options.projectId ? ' AND r.project_id = $3' : ''}`,
+      options.projectId ? [workspaceId, id, options.projectId] : [workspaceId, id],
     );
     return row ? { ...toStored(row, true), child_run_ids: row.child_run_ids } : null;
   }
@@ -268,13 +283,25 @@ export class RunRepository {
     if (q.startTime) where.push(`r.start_time >= ${p(q.startTime)}::timestamptz`);
     if (q.endTime) where.push(`r.start_time <= ${p(q.endTime)}::timestamptz`);
     if (q.filter) where.push(q.filter(params));
+    // The trace and tree filters read other runs of the same traces: an uncorrelated subquery
+    // whose own `r` (the alias compiled filters name) is the candidate root or tree member.
+    const traces = (condition: string) =>
+      `r.trace_id IN (SELECT r.trace_id FROM tracing_runs r WHERE r.workspace_id = $1${
+        q.projectIds ? ` AND r.project_id = ANY(${p(q.projectIds)}::uuid[])` : ''
+      } AND ${condition})`;
+    if (q.traceFilter) where.push(traces(`r.parent_run_id IS NULL AND ${q.traceFilter(params)}`));
+    if (q.treeFilter) where.push(traces(q.treeFilter(params)));
     const dir = q.order === 'asc' ? 'ASC' : 'DESC';
+    const cmp = q.order === 'asc' ? '>' : '<';
+    if (q.after && 'dottedOrder' in q.after) where.push(`r.dotted_order ${cmp} ${p(q.after.dottedOrder)}`);
+    else if (q.after) where.push(`(r.start_time, r.id) ${cmp} (${p(q.after.startTime)}::timestamptz, ${p(q.after.id)}::uuid)`);
     const order = q.treeOrder ? `r.dotted_order ${dir}` : `r.start_time ${dir}, r.id ${dir}`;
+    const tree = q.subtreeTokens !== false;
     const rows = await this.manager.query(
-      `SELECT r.*${q.withPayload ? ', p.inputs, p.outputs, p.events, p.serialized, p.extra' : ''}, ${TREE_TOKENS.columns}
+      `SELECT r.*${q.withPayload ? ', p.inputs, p.outputs, p.events, p.serialized, p.extra' : ''}${tree ? `, ${TREE_TOKENS.columns}` : ''}
          FROM tracing_runs r
          ${q.withPayload ? 'LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time' : ''}
-         ${TREE_TOKENS.joins}
+         ${tree ? TREE_TOKENS.joins : ''}
         WHERE ${where.join(' AND ')}
         ORDER BY ${order}
         OFFSET ${p(q.offset)} LIMIT ${p(q.limit + 1)}`,

@@ -7,6 +7,11 @@ import {
   projectParams,
   queryRunsBody,
   queryRunsResponse,
+  queryRunsV2Body,
+  queryRunsV2Response,
+  runV2,
+  runV2Query,
+  type RunV2Query,
   runParams,
   tracingInfoResponse,
   tracingProject,
@@ -15,11 +20,13 @@ import {
   type ListProjectsQuery,
 } from '../schemas/tracing.schema.js';
 import type { TracingService } from '../services/tracing.service.js';
-import { otlpEncodingOf, type IntakeScope, type RunsQueryInput } from '@slipway/tracing';
+import { otlpEncodingOf, type IntakeScope, type RunsQueryInput, type RunsQueryV2Input } from '@slipway/tracing';
 
 const tag = 'Tracing';
 /** Where the langsmith client is pointed (its apiUrl / LANGSMITH_ENDPOINT): LangSmith's self-hosted layout. */
 export const TRACING_PREFIX = '/api/v1';
+/** The newer reads of the same clients (`client.runs.query()`, `client.runs.retrieve()`), beside it. */
+export const TRACING_V2_PREFIX = '/api/v2';
 
 const accepted = (): HandlerResult => ({ status: 202, body: {} });
 
@@ -184,6 +191,31 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       request: { params: runParams },
       responses: { 200: { description: 'The run', schema: tracingRun }, 404: { description: 'Run not found in this workspace' } },
       handler: async (ctx) => ok(await tracing.getRun(workspaceOf(ctx), ctx.params.run_id)),
+    }),
+    defineRoute<{}, {}, RunsQueryV2Input>({
+      method: 'post',
+      path: `${TRACING_V2_PREFIX}/runs/query`,
+      operationId: 'queryRunsV2',
+      summary: 'Query runs of projects, newest first in a time window (default the last day), or one trace in tree order; only the selected fields',
+      tag,
+      auth: 'workspace',
+      request: { body: queryRunsV2Body },
+      responses: {
+        200: { description: 'A page of runs (`id` and the selected fields) and the cursor of the next', schema: queryRunsV2Response },
+        422: { description: 'A filter this server does not answer, a cursor it did not give, or a dataset, feedback or AI-search query (not kept here)' },
+      },
+      handler: async (ctx) => ok(await tracing.queryRunsV2(workspaceOf(ctx), ctx.body)),
+    }),
+    defineRoute<{ run_id: string }, RunV2Query>({
+      method: 'get',
+      path: `${TRACING_V2_PREFIX}/runs/:run_id`,
+      operationId: 'getRunV2',
+      summary: "One run of a project: `id` and the selected fields (its own tokens)",
+      tag,
+      auth: 'workspace',
+      request: { params: runParams, query: runV2Query },
+      responses: { 200: { description: 'The run', schema: runV2 }, 404: { description: 'No such run in that project of this workspace' } },
+      handler: async (ctx) => ok(await tracing.getRunV2(workspaceOf(ctx), ctx.params.run_id, ctx.query.project_id, ctx.query.selects ?? [])),
     }),
   ];
 }

@@ -1,10 +1,12 @@
 import Joi from 'joi';
+import { RUN_SELECT_FIELDS, type RunSelectField } from '@slipway/tracing';
 import { uuid } from './common.schema.js';
 
 /** Schemas of the LangSmith-compatible surface under /api/v1 (docs/tracing.md). Field names are LangSmith's. */
 
 export const tracingInfoResponse = Joi.object({
-  version: Joi.string().required(),
+  version: Joi.string().required().description('The LangSmith API level answered here (the langsmith client compares it)'),
+  slipway_version: Joi.string().required(),
   license_expiration_time: Joi.any().allow(null),
   batch_ingest_config: Joi.object({
     use_multipart_endpoint: Joi.boolean(),
@@ -128,3 +130,50 @@ export const queryRunsResponse = Joi.object({
   runs: Joi.array().items(tracingRun).required(),
   cursors: Joi.object({ next: Joi.string().allow(null).required() }).required(),
 }).id('QueryRunsResponse');
+
+/** `/api/v2` (langsmith 0.12's `client.runs`): fields chosen by `selects`, upper-case names. */
+const selectField = () => Joi.string().valid(...RUN_SELECT_FIELDS);
+const instant = () => Joi.string().isoDate().max(64);
+
+export const queryRunsV2Body = Joi.object({
+  project_ids: Joi.array().items(uuid()).min(1).max(100).required().description('The tracing projects to read (this server keeps no datasets)'),
+  ids: Joi.array().items(uuid()).max(1000),
+  trace_id: uuid().description('Only this trace\'s runs, in tree order (dotted order)'),
+  is_root: Joi.boolean(),
+  run_type: Joi.string().max(64),
+  has_error: Joi.boolean(),
+  min_start_time: instant().description('Default: a day ago'),
+  max_start_time: instant().description('Default: now'),
+  filter: Joi.string().max(4096).allow(''),
+  trace_filter: Joi.string().max(4096).allow('').description('Runs of traces whose root matches'),
+  tree_filter: Joi.string().max(4096).allow('').description('Runs of traces with any run that matches'),
+  include_subtree_usage: Joi.boolean().description('Tokens with the run\'s descendants\' (default false: its own)'),
+  selects: Joi.array().items(selectField()).max(RUN_SELECT_FIELDS.length).unique().description('The fields of each run (only `id` when none)'),
+  page_size: Joi.number().integer().min(1).max(100),
+  cursor: Joi.string().max(8192),
+  reference_dataset_id: uuid().description('Not supported here: 422'),
+  reference_examples: Joi.array().items(uuid()).max(1000).description('Not supported here: 422'),
+  ai_search: Joi.string().max(8192).description('Not supported here: 422'),
+  min_feedback_modified_at: instant().description('Not supported here: 422'),
+  max_feedback_modified_at: instant().description('Not supported here: 422'),
+})
+  .required()
+  .id('QueryRunsV2');
+
+export const runV2Query = Joi.object({
+  project_id: uuid().required().description('The project that holds the run'),
+  selects: Joi.array().items(selectField()).single().max(RUN_SELECT_FIELDS.length).unique(),
+  start_time: instant().description('Accepted and not needed'),
+});
+
+export interface RunV2Query {
+  project_id: string;
+  selects?: RunSelectField[];
+}
+
+export const runV2 = Joi.object({ id: uuid().required() }).unknown(true).description('`id` and the selected fields, lower-case').id('TracingRunV2');
+
+export const queryRunsV2Response = Joi.object({
+  items: Joi.array().items(runV2).required(),
+  next_cursor: Joi.string().allow(null).required().description('The `cursor` of the next page; null on the last'),
+}).id('QueryRunsV2Response');

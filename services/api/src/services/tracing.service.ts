@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { DataSource, DeploymentActivity } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
-import { IngestSlots, TRACE_ACTIVITY_FAILED, TraceIntake, TracingReads, type IngestLimits, type IntakeScope, type ProjectFilter, type RunsQueryInput } from '@slipway/tracing';
+import { IngestSlots, TRACE_ACTIVITY_FAILED, TraceIntake, TracingReads, type IngestLimits, type IntakeScope, type ProjectFilter, type RunSelectField, type RunsQueryInput, type RunsQueryV2Input } from '@slipway/tracing';
 
 type Headers = Record<string, unknown>;
 
@@ -73,5 +73,13 @@ export class TracingService {
 
   getRun(workspaceId: string, id: string) {
     return this.reads.getRun(workspaceId, id);
+  }
+
+  queryRunsV2(workspaceId: string, input: RunsQueryV2Input) {
+    return this.reads.queryRunsV2(workspaceId, input);
+  }
+
+  getRunV2(workspaceId: string, id: string, projectId: string, selects: RunSelectField[]) {
+    return this.reads.getRunV2(workspaceId, id, projectId, selects);
   }
 }
