@@ -359,3 +359,35 @@ describe('`slipway preview` for CI scripts without a forge', () => {
     expect(off.stderr).toMatch(/409 Previews are not turned on/);
   }, 120_000);
 });
+
+describe("the published deploy CLI (@langchain/langgraph-cli's own lookup and calls, unchanged) never adopts a preview", () => {
+  it('finds the parent by its name, not its previews; named by a preview’s own name, its upload and image roll-outs are refused (400)', async () => {
+    const { HostBackendClient } = await import('@langchain/langgraph-cli/dist/cli/utils/host-backend.mjs' as string);
+    const { findDeploymentIdByName } = await import('@langchain/langgraph-cli/dist/cli/utils/deploy-helpers.mjs' as string);
+    const p = await parent();
+    const preview = (await open(p.id, { ref: 'feature/cli-lookup', number: 31 })).body;
+    const client = new HostBackendClient(api.http.baseUrl, api.adminKey);
+    // `langgraphjs deploy --name <parent>`: the list by name_contains holds the preview too; the lookup takes the parent.
+    const listed = await client.listDeployments(p.name);
+    expect(listed.resources.map((d: { name: string }) => d.name).sort()).toEqual([p.name, preview.name].sort());
+    expect(findDeploymentIdByName(listed, p.name)).toBe(p.id);
+    // `--name <parent>-pr-31`: the lookup finds the preview, and every way the CLI would roll out onto
+    // it is refused, saying why: a preview is a repohost deployment (its pull request drives it),
+    // and the CLI only uploads sources and pushes images.
+    expect(findDeploymentIdByName(await client.listDeployments(preview.name), preview.name)).toBe(preview.id);
+    const before = (await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id]))[0].n;
+    for (const call of [
+      () => client.requestUploadUrl(preview.id),
+      () => client.requestPushToken(preview.id),
+      () => client.updateDeployment(preview.id, 'registry.example/app@sha256:' + 'a'.repeat(64)),
+      () => client.updateDeploymentInternalSource(preview.id, { sourceTarballPath: `uploads/${preview.id}/x.tar.gz`, configPath: 'langgraph.json' }),
+    ]) {
+      const err = await call().then(() => null, (e: { statusCode?: number; message: string }) => e);
+      expect(err?.statusCode).toBe(400);
+      expect(err?.message).toMatch(/has source repohost|only available for 'internal_docker'|this one's source is repohost|not found for this deployment/);
+    }
+    expect((await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id]))[0].n).toBe(before);
+    // The parent itself still takes what its source takes.
+    expect((await api.http.patch(`/v2/deployments/${p.id}`, { source_revision_config: { repo_ref: 'main' } })).status).toBe(200);
+  });
+});
