@@ -13,7 +13,7 @@ import { addBuiltRevision, deployBuiltApp } from '../support/built-revision.js';
 import { startDnsStub, type DnsStub } from '../support/dns-stub.js';
 import { Rng } from '../support/hostile-requests.js';
 import { freePort } from '../support/ports.js';
-import { exchange, rawRequest } from '../support/raw-http.js';
+import { exchange, rawRequest, sendRaw } from '../support/raw-http.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -91,23 +91,7 @@ async function get(url: string, headers: Record<string, string> = {}) {
 }
 
 /** Raw bytes to the edge on a new connection; what came back once the edge closed or went quiet. */
-function raw(text: string, waitMs = 2_000, localAddress = '127.0.0.1'): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ port: edgePort, host: '127.0.0.1', localAddress });
-    let data = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve(data);
-    }, waitMs);
-    socket.on('data', (c) => (data += c.toString('latin1')));
-    socket.on('error', () => undefined);
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve(data);
-    });
-    socket.on('connect', () => socket.write(text));
-  });
-}
+const raw = async (text: string, waitMs = 2_000): Promise<string> => (await sendRaw(edgePort, text, { waitMs })).data;
 
 /** A keyless request to the agent through the edge from `localAddress` (a loopback address of its own). */
 function fromAddress(localAddress: string): Promise<number> {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
+import { jsonServer, nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
 
 /**
  * Issue 22's "a plain Node app fails its first deploy", as a new user meets it: a repository with
@@ -7,12 +7,7 @@ import { startCodeDeployStand, type CodeDeployStand } from '../support/code-depl
  * create through the real api, builder and deployer to DEPLOYED and answers at its serving URL.
  * Such an app authenticates its callers itself (docs/api.md, Serving URLs): no key is sent.
  */
-const SERVER = `require('node:http').createServer((req, res) => {
-  if (req.url === '/ok') return res.end('ok');
-  res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ app: 'plain', path: req.url, port: process.env.PORT }));
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
+const SERVER = jsonServer({ app: "'plain'", path: 'req.url', port: 'process.env.PORT' });
 
 let stand: CodeDeployStand;
 
@@ -26,10 +21,7 @@ afterAll(async () => {
 
 describe('a plain Node app (a start script, no langgraph.json)', () => {
   it('deploys on its first try and serves through its URL', async () => {
-    stand.commit('plain-node-app', {
-      'package.json': JSON.stringify({ name: 'plain-node-app', version: '1.0.0', private: true, scripts: { start: 'node server.js' } }),
-      'server.js': SERVER,
-    });
+    stand.commit('plain-node-app', nodeApp('plain-node-app', SERVER, { graphConfig: false }));
     const { deploymentId, revisionId } = await stand.deploy('plain-node-app');
     const revision = await stand.untilDone(deploymentId, revisionId);
     expect(revision.status, revision.status_message).toBe('DEPLOYED');

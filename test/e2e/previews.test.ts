@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
+import { jsonServer, nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -11,12 +11,6 @@ import { eventually } from '../support/service-process.js';
  * branch's code at its own URL with a database of its own, while the parent keeps serving its
  * branch; closing the preview removes it, its database and its credentials.
  */
-const server = (branch: string) => `require('node:http').createServer((req, res) => {
-  if (req.url === '/ok') return res.end('ok');
-  res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ branch: ${JSON.stringify(branch)}, database: new URL(process.env.DATABASE_URI).pathname.slice(1) }));
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
 const APP = 'previewed-app';
 
 let stand: CodeDeployStand;
@@ -29,10 +23,8 @@ afterAll(async () => {
   await stand?.close();
 }, 60_000);
 
-const files = (branch: string) => ({
-  'package.json': JSON.stringify({ name: APP, version: '1.0.0', private: true, scripts: { start: 'node server.js' } }),
-  'server.js': server(branch),
-});
+const files = (branch: string) =>
+  nodeApp(APP, jsonServer({ branch: JSON.stringify(branch), database: 'new URL(process.env.DATABASE_URI).pathname.slice(1)' }), { graphConfig: false });
 
 /** A statement in one of the server's databases, as the control plane's own (superuser) user of this test server. */
 async function query(database: string, sql: string, params: unknown[] = []): Promise<any[]> {

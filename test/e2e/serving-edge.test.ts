@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '@slipway/crypto';
 import { killGroup, processesUnder } from '../support/app-processes.js';
 import { deployBuiltApp } from '../support/built-revision.js';
 import { HttpClient } from '../support/http.js';
 import { freePort } from '../support/ports.js';
+import { sendRaw } from '../support/raw-http.js';
 import { serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -108,36 +108,7 @@ function send(agent: Agent, path: string, headers: Record<string, string> = {}):
 }
 
 /** Writes raw bytes on a new connection and collects everything the proxy sends until it closes (or `waitMs` passes). */
-function raw(bytes: string[], waitMs = 3_000, gapMs = 300): Promise<{ data: string; closedByServer: boolean }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(servingPort, '127.0.0.1');
-    let data = '';
-    let closedByServer = false;
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve({ data, closedByServer });
-    }, waitMs);
-    socket.on('data', (c) => (data += c.toString()));
-    socket.on('end', () => {
-      closedByServer = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ data, closedByServer });
-    });
-    socket.on('error', (err) => {
-      // Writing after the proxy closed is what a refused connection looks like.
-      if ((err as NodeJS.ErrnoException).code === 'EPIPE' || (err as NodeJS.ErrnoException).code === 'ECONNRESET') return;
-      clearTimeout(timer);
-      reject(err);
-    });
-    socket.once('connect', async () => {
-      for (const [i, chunk] of bytes.entries()) {
-        if (i > 0) await new Promise((r) => setTimeout(r, gapMs));
-        if (!socket.destroyed && socket.writable) socket.write(chunk);
-      }
-    });
-  });
-}
+const raw = (bytes: string[], waitMs = 3_000) => sendRaw(servingPort, bytes, { waitMs });
 
 /** Every request the app has received (asked with a valid key, so this is its true list). */
 async function seenByApp(): Promise<Array<{ url: string; headers: IncomingHttpHeaders; upgrade?: boolean }>> {

@@ -1,8 +1,9 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { secretsCodec } from '@slipway/crypto';
+import { IntegrationRepository } from '@slipway/db';
 import { createLogger } from '@slipway/logging';
 import { PreviewFeedback } from '@slipway/worker';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -190,5 +191,26 @@ describe('commit statuses and one comment on the pull request', () => {
     const [row] = await api.dataSource.query(`SELECT status, preview_end_reason FROM deployments WHERE id = $1`, [preview.id]);
     expect(row).toEqual({ status: 'AWAITING_DELETE', preview_end_reason: 'closed' });
     prState = 'open';
+  });
+
+  it("opens an integration's provider once per pass, however many of its previews are due", async () => {
+    // The earlier previews of pull request 12 were torn down (closed): two parents of its repository, two new previews.
+    for (const n of [1, 2]) {
+      const parent = await api.http.post('/v2/deployments', {
+        name: `gh-many${n}-${randomUUID().slice(0, 6)}`,
+        source: 'repohost',
+        source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
+        source_revision_config: {},
+      });
+      expect(parent.status, parent.text).toBe(201);
+    }
+    await deliver('reopened', 'e'.repeat(40));
+    const opened = vi.spyOn(IntegrationRepository.prototype, 'findForClone');
+    try {
+      expect(await feedback.runOnce()).toBeGreaterThanOrEqual(2);
+      expect(opened.mock.calls.filter(([id]) => id === integration.id)).toHaveLength(1);
+    } finally {
+      opened.mockRestore();
+    }
   });
 });

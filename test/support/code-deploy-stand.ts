@@ -131,13 +131,32 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
   return { api, apiUrl, http, services, commit, deploy, untilDone, logLines, close };
 }
 
-/** A minimal Node app repository: `npm start` runs `server.js`. */
-export function nodeApp(name: string, server: string): Record<string, string> {
+/**
+ * A minimal Node app repository: `npm start` runs `server.js`. With a `langgraph.json` (an agent
+ * server) unless `graphConfig` is false (a plain app).
+ */
+export function nodeApp(name: string, server: string, { graphConfig = true } = {}): Record<string, string> {
   return {
     'package.json': JSON.stringify({ name, version: '1.0.0', private: true, scripts: { start: 'node server.js' } }),
-    'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './server.js:graph' }, dependencies: ['.'] }),
+    ...(graphConfig ? { 'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './server.js:graph' }, dependencies: ['.'] }) } : {}),
     'server.js': server,
   };
+}
+
+/**
+ * The `server.js` of a small app on `PORT`: `/ok` answers `ok`, any other path a JSON object of
+ * `fields`, each a JavaScript expression the app evaluates per request (`req` is the request).
+ */
+export function jsonServer(fields: Record<string, string>): string {
+  const object = Object.entries(fields)
+    .map(([name, expression]) => `${JSON.stringify(name)}: ${expression}`)
+    .join(', ');
+  return `require('node:http').createServer((req, res) => {
+  if (req.url === '/ok') return res.end('ok');
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ ${object} }));
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
 }
 
 /** Hits `url` every `everyMs` until stopped; keeps every answer that was not a 200 (status or error). */

@@ -249,3 +249,45 @@ export function exchange(port: number, request: RawRequest, { quietMs = 1_000, t
     });
   });
 }
+
+export interface RawReply {
+  /** Every byte that came back (latin1). */
+  data: string;
+  /** The server ended the connection (rather than the client giving up after `waitMs`). */
+  closedByServer: boolean;
+}
+
+/**
+ * Writes `pieces` on a new connection to `port`, `gapMs` apart, and collects everything that comes
+ * back until the server closes or `waitMs` passes (then the client closes). A write refused
+ * because the server already closed (EPIPE, ECONNRESET) is part of the answer, not an error.
+ */
+export function sendRaw(port: number, pieces: string | readonly string[], { waitMs = 3_000, gapMs = 300 } = {}): Promise<RawReply> {
+  const chunks = typeof pieces === 'string' ? [pieces] : pieces;
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let data = '';
+    let closedByServer = false;
+    const timer = setTimeout(() => socket.destroy(), waitMs);
+    socket.on('data', (c: Buffer) => (data += c.toString('latin1')));
+    socket.on('end', () => {
+      closedByServer = true;
+      socket.destroy();
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE' || err.code === 'ECONNRESET') return;
+      clearTimeout(timer);
+      reject(err);
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ data, closedByServer });
+    });
+    socket.once('connect', async () => {
+      for (const [i, chunk] of chunks.entries()) {
+        if (i > 0) await new Promise((r) => setTimeout(r, gapMs));
+        if (!socket.destroyed && socket.writable) socket.write(chunk);
+      }
+    });
+  });
+}

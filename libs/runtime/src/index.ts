@@ -55,6 +55,7 @@ export {
   refuseTarget,
   refuseUpgrade,
   UpstreamPool,
+  type HeaderEdits,
 } from './process/forwarding.js';
 export type {
   InstanceHealth,

@@ -2,7 +2,7 @@ import { ServingUrls, type Config } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
 import { PreviewRepository, type DataSource, type FeedbackDue } from '@slipway/db';
 import type { DeploymentSource } from '@slipway/domain';
-import type { Logger } from '@slipway/logging';
+import { PeriodicPass, type Logger } from '@slipway/logging';
 import { beginDeploymentDelete, type RevisionFlow } from '@slipway/pipeline';
 import type { CommitStatus } from '@slipway/source';
 import { integrationProvider } from './integration-provider.js';
@@ -16,6 +16,9 @@ const OPEN_CHECK_MS = 10 * 60_000;
 
 const WORDS = { pending: 'building', success: 'deployed', failure: 'failed' } as const;
 
+/** The integrations' providers opened during one pass, by integration id (null: the integration is gone). */
+type PassProviders = Map<string, Awaited<ReturnType<typeof integrationProvider>>>;
+
 /**
  * Tells pull requests about their previews (docs/api.md, Previews): for each preview a forge
  * opened, a commit status on the pull request's head (pending while its latest revision builds
@@ -25,9 +28,14 @@ const WORDS = { pending: 'building', success: 'deployed', failure: 'failed' } as
  * tried again with backoff, and never fails the preview.
  */
 export class PreviewFeedback {
-  private timer: NodeJS.Timeout | undefined;
   private openCheck: NodeJS.Timeout | undefined;
-  private running: Promise<number> | null = null;
+  private readonly passes = new PeriodicPass<number>({
+    run: () => this.pass(),
+    onError: (err) => {
+      this.log.warn({ err }, 'preview feedback: a pass failed (tried again at the next)');
+      return 0;
+    },
+  });
   private readonly urls: ServingUrls;
 
   constructor(
@@ -42,16 +50,14 @@ export class PreviewFeedback {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.runOnce(), EVERY_MS);
-    this.timer.unref();
+    this.passes.every(EVERY_MS);
     this.openCheck = setInterval(() => void this.closeClosed().catch((err) => this.log.warn({ err }, 'preview feedback: checking open pull requests failed')), OPEN_CHECK_MS);
     this.openCheck.unref();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
     clearInterval(this.openCheck);
-    await this.running;
+    await this.passes.stop();
   }
 
   /**
@@ -61,11 +67,12 @@ export class PreviewFeedback {
    */
   async closeClosed(): Promise<string[]> {
     const closed: string[] = [];
+    const providers: PassProviders = new Map();
     for (const preview of await new PreviewRepository(this.dataSource.manager).forgeOpened()) {
       if (!preview.integrationId) continue;
       let state: 'open' | 'closed' | 'gone';
       try {
-        const feedback = (await integrationProvider(this.config, this.dataSource, this.secrets, preview.integrationId))?.provider.feedback;
+        const feedback = await this.feedbackOf(preview.integrationId, providers);
         if (!feedback) continue;
         state = await feedback.pullRequestState(preview.repository, preview.number);
       } catch (err) {
@@ -78,26 +85,21 @@ export class PreviewFeedback {
     return closed;
   }
 
-  /** One pass (never two at once): the number of states reported. */
+  /** One pass (never two at once: one asked for during a pass waits for it): the number of states reported. */
   runOnce(): Promise<number> {
-    this.running ??= this.pass()
-      .catch((err) => {
-        this.log.warn({ err }, 'preview feedback: a pass failed (tried again at the next)');
-        return 0;
-      })
-      .finally(() => (this.running = null));
-    return this.running;
+    return this.passes.trigger();
   }
 
   private async pass(): Promise<number> {
     let told = 0;
+    const providers: PassProviders = new Map();
     for (const due of await new PreviewRepository(this.dataSource.manager).feedbackDue()) {
       await new PreviewRepository(this.dataSource.manager).ensureFeedbackRow(due.deploymentId);
       const done = await this.dataSource.transaction(async (m) => {
         const previews = new PreviewRepository(m);
         if (!(await previews.lockFeedback(due.deploymentId))) return false;
         try {
-          await this.tell(due);
+          await this.tell(due, providers);
           await previews.reported(due.deploymentId, due.revisionId, due.state);
           return true;
         } catch (err) {
@@ -111,10 +113,18 @@ export class PreviewFeedback {
     return told;
   }
 
-  private async tell(due: FeedbackDue): Promise<void> {
+  /**
+   * The forge feedback of an integration's provider, opened once per pass however many previews
+   * the integration has (one that could not be opened is tried again for the next preview).
+   */
+  private async feedbackOf(integrationId: string, providers: PassProviders) {
+    if (!providers.has(integrationId)) providers.set(integrationId, await integrationProvider(this.config, this.dataSource, this.secrets, integrationId));
+    return providers.get(integrationId)?.provider.feedback;
+  }
+
+  private async tell(due: FeedbackDue, providers: PassProviders): Promise<void> {
     if (!due.integrationId) return;
-    const found = await integrationProvider(this.config, this.dataSource, this.secrets, due.integrationId);
-    const feedback = found?.provider.feedback;
+    const feedback = await this.feedbackOf(due.integrationId, providers);
     if (!feedback) return;
     const repository = due.preview.repository!;
     const url = this.urls.of({ source: due.source as DeploymentSource, servingPort: due.servingPort, edgeName: due.edgeName });

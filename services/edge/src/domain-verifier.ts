@@ -1,7 +1,7 @@
 import { Resolver } from 'node:dns/promises';
 import type { DnsServer } from '@slipway/config';
 import { DeploymentDomainRepository, type DataSource, type DeploymentDomain, type DomainState } from '@slipway/db';
-import type { Logger } from '@slipway/logging';
+import { PeriodicPass, type Logger } from '@slipway/logging';
 
 /** The TXT record that proves a workspace controls a host (docs/api.md, Domains). */
 export const verificationRecord = (host: string) => `_slipway-challenge.${host}`;
@@ -25,31 +25,27 @@ export interface DomainVerifierOptions {
  */
 export class DomainVerifier {
   private readonly resolver = new Resolver({ timeout: 3_000, tries: 2 });
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | null = null;
+  private readonly passes = new PeriodicPass<void>({
+    run: () => this.verifyDue(),
+    onError: (err) => this.options.log.warn({ err }, 'edge: verifying domains failed (tried again at the next pass)'),
+  });
 
   constructor(private readonly options: DomainVerifierOptions) {
     if (options.dnsServers.length) this.resolver.setServers(options.dnsServers.map((s) => (s.host.includes(':') ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`)));
   }
 
   start(): void {
-    const tick = Math.min(this.options.everyMs, 5_000);
-    this.timer = setInterval(() => void this.pass(), tick);
-    this.timer.unref();
+    this.passes.every(Math.min(this.options.everyMs, 5_000));
     void this.pass();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.passes.stop();
   }
 
-  /** One look at every domain due (never two passes at once). */
+  /** One look at every domain due (never two passes at once: one asked for during a pass waits for it). */
   pass(): Promise<void> {
-    this.running ??= this.verifyDue()
-      .catch((err) => this.options.log.warn({ err }, 'edge: verifying domains failed (tried again at the next pass)'))
-      .finally(() => (this.running = null));
-    return this.running;
+    return this.passes.trigger();
   }
 
   private async verifyDue(): Promise<void> {

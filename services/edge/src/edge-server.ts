@@ -20,6 +20,9 @@ import {
 import { clientReader, type Client } from './client-of.js';
 import type { Destination, RouteTable } from './route-table.js';
 
+/** Request headers the edge states itself (or leaves out), whatever the client sent. */
+const EDGE_OMITS = ['x-forwarded-for', 'x-forwarded-proto', EDGE_CLIENT_HEADER];
+
 const NO_HOST: AccessDenial = { status: 400, detail: 'The request has no Host header.' };
 /** Names nothing: an unknown host must not tell a prober which names exist elsewhere. */
 const UNKNOWN_HOST: AccessDenial = { status: 404, detail: 'Not found.' };
@@ -144,14 +147,19 @@ export class EdgeServer {
   /** What the serving proxy gets: the forwarding headers, the client address and the edge's token (set here, whatever the client sent). */
   private headers(req: IncomingMessage) {
     const { address, proto, forwardedFor } = this.clientOf(req);
-    // The chain so far is the edge's to state (clientReader): what a client sent in these headers is replaced.
-    const { 'x-forwarded-for': _for, 'x-forwarded-proto': _proto, ...rest } = req.headers;
-    const headers = forwardHeaders(rest, { address: forwardedFor, proto });
-    if (typeof req.headers.host === 'string') headers['x-forwarded-host'] = req.headers.host;
-    headers[EDGE_TOKEN_HEADER] = this.options.token;
-    if (address) headers[EDGE_CLIENT_HEADER] = address;
-    else delete headers[EDGE_CLIENT_HEADER];
-    return headers;
+    return forwardHeaders(
+      req.headers,
+      { address: forwardedFor, proto },
+      {
+        // The chain so far is the edge's to state (clientReader): what a client sent in these headers is replaced.
+        omit: EDGE_OMITS,
+        set: {
+          'x-forwarded-host': typeof req.headers.host === 'string' ? req.headers.host : undefined,
+          [EDGE_TOKEN_HEADER]: this.options.token,
+          [EDGE_CLIENT_HEADER]: address || undefined,
+        },
+      },
+    );
   }
 
   private upstreamError(destination: Destination) {

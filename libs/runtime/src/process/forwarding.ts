@@ -43,22 +43,35 @@ const IDLE_SOCKET_MS = 4_000;
 
 const NO_INSTANCE = JSON.stringify({ detail: 'No healthy instance.' });
 
+/** A forwarder's own changes to the headers it forwards, made in `forwardHeaders`' one copy. */
+export interface HeaderEdits {
+  /** Request headers (lower case) never copied: the forwarder states them itself, or not at all. */
+  omit?: readonly string[];
+  /** Set once the forwarding headers are added, over whatever is there; an undefined value sets nothing. */
+  set?: Readonly<Record<string, string | undefined>>;
+}
+
 /**
  * The request headers an upstream gets: hop-by-hop ones (and those `Connection` names) dropped,
- * forwarding ones added. Only values Node will send are kept: a request may lack `Host` (HTTP/1.0)
- * or carry a value Node's parser let in but its client refuses to write.
+ * forwarding ones added, then the caller's `edits`. Only values Node will send are kept: a request
+ * may lack `Host` (HTTP/1.0) or carry a value Node's parser let in but its client refuses to write.
  */
-export function forwardHeaders(headers: IncomingHttpHeaders, via: Forwarded): IncomingHttpHeaders {
+export function forwardHeaders(headers: IncomingHttpHeaders, via: Forwarded, edits?: HeaderEdits): IncomingHttpHeaders {
   const listed = headers.connection ? connectionTokens(headers.connection) : null;
+  const omit = edits?.omit;
   const out: IncomingHttpHeaders = {};
   for (const name in headers) {
     const value = headers[name];
-    if (value !== undefined && !HOP_BY_HOP.has(name) && !listed?.includes(name) && sendable(name, value)) out[name] = value;
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !listed?.includes(name) && !omit?.includes(name) && sendable(name, value)) out[name] = value;
   }
   if (via.address && !via.appended) out['x-forwarded-for'] = typeof out['x-forwarded-for'] === 'string' ? `${out['x-forwarded-for']}, ${via.address}` : via.address;
   if (out['x-forwarded-host'] === undefined && typeof out.host === 'string') out['x-forwarded-host'] = out.host;
   if (via.proto === 'keep') out['x-forwarded-proto'] ??= 'http';
   else out['x-forwarded-proto'] = via.proto;
+  for (const name in edits?.set) {
+    const value = edits.set[name];
+    if (value !== undefined) out[name] = value;
+  }
   return out;
 }
 

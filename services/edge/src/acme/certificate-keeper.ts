@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { SecretsCodec } from '@slipway/crypto';
 import type { DueCertificate, EdgeCertificateRepository } from '@slipway/db';
-import type { Logger } from '@slipway/logging';
+import { PeriodicPass, type Logger } from '@slipway/logging';
 import type { IssuedPair } from './acme-issuer.js';
 
 export type CertificateState = 'issuing' | 'active' | 'failed';
@@ -68,10 +68,11 @@ export class CertificateKeeper {
   private readonly holder: string;
   private readonly contexts = new Map<string, Cached>();
   private readonly missing = new Map<string, number>();
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = false;
+  private readonly passes = new PeriodicPass<void>({
+    run: () => this.pass(),
+    onError: (err) => this.options.log.warn({ err }, 'edge: a certificate pass failed (tries again at the next)'),
+    rerun: true,
+  });
 
   constructor(private readonly options: CertificateKeeperOptions) {
     this.holder = options.holder ?? `edge-${randomBytes(6).toString('hex')}`;
@@ -79,38 +80,24 @@ export class CertificateKeeper {
 
   /** Runs a first pass now, then every `intervalMs`. */
   start(): void {
-    if (this.timer || this.stopped) return;
-    this.poke();
-    this.timer = setInterval(() => this.poke(), this.options.intervalMs ?? 60_000);
-    this.timer.unref();
+    if (this.passes.ticking || this.stopped) return;
+    void this.poke();
+    this.passes.every(this.options.intervalMs ?? 60_000);
   }
 
   /** Runs a pass soon (a new host, a test); passes never overlap: one asked for during a pass runs after it. */
   poke(): Promise<void> {
     if (this.stopped) return Promise.resolve();
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = (async () => {
-      try {
-        do {
-          this.again = false;
-          await this.pass().catch((err) => this.options.log.warn({ err }, 'edge: a certificate pass failed (tries again at the next)'));
-        } while (this.again && !this.stopped);
-      } finally {
-        this.running = null;
-      }
-    })();
-    return this.running;
+    return this.passes.trigger();
   }
 
   /** Stops the timer and waits for the pass under way. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.passes.stop();
+  }
+
+  private get stopped(): boolean {
+    return this.passes.stopped;
   }
 
   /**
