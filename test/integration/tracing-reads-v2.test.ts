@@ -97,7 +97,7 @@ describe("langsmith's client.runs against /api/v2", () => {
     const runs = await all(client.runs.query({ project_ids: [projectId], trace_id: a.root.id, selects: [...selects], page_size: 1 }));
     expect(runs.map((r) => r.id)).toEqual([a.root.id, a.llm.id, a.tool.id]);
     expect(runs.map((r) => r.dotted_order)).toEqual([a.root.dotted_order, a.llm.dotted_order, a.tool.dotted_order]);
-    expect(runs[0]).toMatchObject({ name: 'agent-a', run_type: 'chain', status: 'SUCCESS', is_root: true, parent_run_ids: [], total_tokens: null, inputs: { q: 'agent-a' }, latency_seconds: 1 });
+    expect(runs[0]).toMatchObject({ name: 'agent-a', run_type: 'CHAIN', status: 'SUCCESS', is_root: true, parent_run_ids: [], total_tokens: null, inputs: { q: 'agent-a' }, latency_seconds: 1 });
     expect(runs[1]).toMatchObject({ status: 'SUCCESS', is_root: false, parent_run_ids: [a.root.id], prompt_tokens: 10, total_tokens: 15 });
     expect(runs[2]).toMatchObject({ status: 'ERROR', error: 'boom', thread_id: 'th-tool' });
     // Fields not selected are not sent.
@@ -133,7 +133,7 @@ describe("langsmith's client.runs against /api/v2", () => {
     expect(await names({ tree_filter: 'eq(name, "tool")' })).toEqual(['agent-a', 'llm-1', 'tool']);
     expect(await names({ filter: 'has(tags, "prod")' })).toEqual(['agent-a']);
     expect(await names({ has_error: true })).toEqual(['tool']);
-    expect(await names({ run_type: 'llm', max_start_time: ago(55_000) })).toEqual(['llm-1']);
+    expect(await names({ run_type: 'LLM', max_start_time: ago(55_000) })).toEqual(['llm-1']);
   });
 
   it('retrieves one run of a project with its own tokens; another project, an unknown id or another workspace: 404', async () => {
@@ -167,7 +167,7 @@ describe("langsmith's client.runs against /api/v2", () => {
   });
 
   it("advertises the LangSmith API level the client checks before client.runs, and Slipway's own version beside it", async () => {
-    const info = await (await fetch(`${api.baseUrl}/api/v1/info`)).json();
+    const info = (await (await fetch(`${api.baseUrl}/api/v1/info`)).json()) as { version: string; slipway_version: string };
     expect(info.version).toBe('0.16.0');
     expect(info.slipway_version).toEqual(expect.any(String));
   });

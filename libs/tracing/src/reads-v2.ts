@@ -4,8 +4,8 @@ import type { RunPosition, StoredRun } from './run.repository.js';
 
 /**
  * LangSmith's second read surface (`/api/v2/runs…`), which `langsmith` 0.12's `client.runs.query()`
- * and `client.runs.retrieve()` call: fields are chosen by `selects` (only `id` when none), status is
- * upper case, pages are keyset cursors.
+ * and `client.runs.retrieve()` call: fields are chosen by `selects` (only `id` when none), status and
+ * run type are upper case, pages are keyset cursors.
  */
 
 /** Every field `selects` may name (LangSmith's RunSelectField). */
@@ -65,7 +65,7 @@ const metadataOf = (r: StoredRun) => r.metadata ?? ((r.payload?.extra as { metad
 const SELECT_VALUE: Record<RunSelectField, (r: StoredRun) => unknown> = {
   ID: (r) => r.id,
   NAME: (r) => r.name,
-  RUN_TYPE: (r) => r.run_type,
+  RUN_TYPE: (r) => r.run_type.toUpperCase(),
   STATUS: (r) => r.status.toUpperCase(),
   START_TIME: (r) => r.start_time,
   END_TIME: (r) => r.end_time,

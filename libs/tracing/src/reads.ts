@@ -157,7 +157,7 @@ export class TracingReads {
       ids: input.ids ?? null,
       traceId: input.trace_id ?? null,
       isRoot: input.is_root ?? null,
-      runType: input.run_type ?? null,
+      runType: input.run_type?.toLowerCase() ?? null,
       error: input.has_error ?? null,
       startTime: input.min_start_time ?? new Date(now - 24 * 3600_000).toISOString(),
       endTime: input.max_start_time ?? new Date(now).toISOString(),
