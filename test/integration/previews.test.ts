@@ -288,6 +288,29 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect((await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, {})).status).toBe(404);
   });
 
+  it("the parent's approval label, added on the forge, approves the fork's head that waits, and no other", async () => {
+    const p = await parent({ enabled: true, max_active: 5 });
+    expect((await api.http.get(`/v2/deployments/${p.id}`)).body.source_config.previews.approval_label).toBe('preview-approved');
+    const off = await parent({ enabled: true, max_active: 5, approval_label: null });
+    const labeled = (sha: string, name: string) => ({ ...event('labeled', 47, 'fork-branch', sha, true), label: { name } });
+    const opened = await deliver(event('opened', 47, 'fork-branch', 'd'.repeat(40), true));
+    expect(opened.body.outcome).toContain("or the label 'preview-approved'");
+    // Another label, or the right one on a head older than the one waiting: nothing builds.
+    expect((await deliver(labeled('d'.repeat(40), 'bug'))).status).toBe(200);
+    await deliver(event('synchronize', 47, 'fork-branch', 'e'.repeat(40), true));
+    const stale = await deliver(labeled('d'.repeat(40), 'preview-approved'));
+    expect(stale.body.outcome).toContain(`nothing waiting at ${'d'.repeat(40)}`);
+    expect(await previewOf(p.id, 47)).toBeUndefined();
+    // The label on the head that waits builds that commit; where label approval is off, nothing.
+    const approved = await deliver(labeled('e'.repeat(40), 'preview-approved'));
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.body.outcome).toContain("approved by label 'preview-approved'");
+    const preview = await previewOf(p.id, 47);
+    expect(preview.source_revision_config).toMatchObject({ repo_ref: 'fork-branch', repo_commit_sha: 'e'.repeat(40) });
+    expect(await previewOf(off.id, 47)).toBeUndefined();
+    expect((await api.http.post(`/v2/deployments/${off.id}/previews/47/approve`, {})).status).toBe(201);
+  });
+
   it('a payload that does not name both repositories is taken for a fork’s', async () => {
     const p = await parent();
     const payload = event('opened', 46, 'nameless', 'c'.repeat(40));

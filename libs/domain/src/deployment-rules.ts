@@ -94,3 +94,10 @@ export function deploymentDatabaseName(name: string, deploymentId: string): stri
   const hash = createHash('sha256').update(deploymentId).digest('hex').slice(0, 8);
   return `slipway_d_${name.replace(/-/g, '_').slice(0, 40)}_${hash}`;
 }
+
+/**
+ * The forge label that approves a fork's pull request for a preview when a previews setting names
+ * none (`source_config.previews.approval_label`; null turns label approval off). Adding a label
+ * takes write access on the forge, which a fork's author lacks.
+ */
+export const DEFAULT_APPROVAL_LABEL = 'preview-approved';

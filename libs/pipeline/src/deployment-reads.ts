@@ -8,6 +8,7 @@ import {
   type EntityManager,
   type EntityRows,
   type Page,
+  type PreviewSettings,
   type StoredRevisionConfig,
 } from '@slipway/db';
 
@@ -111,10 +112,10 @@ export class DeploymentReads {
   }
 
   /** The deployments of an integration that open previews of pull requests (`source_config.previews.enabled`), not previews themselves. */
-  previewParents(integrationId: string): Promise<Array<{ deploymentId: string; workspaceId: string; repoUrl: string | null }>> {
+  previewParents(integrationId: string): Promise<Array<{ deploymentId: string; workspaceId: string; repoUrl: string | null; previews: PreviewSettings }>> {
     return queryRows(
       this.manager,
-      `SELECT d.id AS "deploymentId", d.workspace_id AS "workspaceId", d.source_config->>'repo_url' AS "repoUrl"
+      `SELECT d.id AS "deploymentId", d.workspace_id AS "workspaceId", d.source_config->>'repo_url' AS "repoUrl", d.source_config->'previews' AS previews
          FROM deployments d
         WHERE d.integration_id = $1 AND d.status <> 'AWAITING_DELETE' AND d.preview_of IS NULL
           AND d.source_config->'previews'->'enabled' = 'true'::jsonb

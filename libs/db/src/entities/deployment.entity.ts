@@ -32,6 +32,11 @@ export interface PreviewSettings {
   ttl_hours: number;
   database: 'empty' | 'copy';
   max_active: number;
+  /**
+   * The forge label whose adding approves a fork's waiting head (as an admin's approve does); null:
+   * only admins approve. Absent in settings stored before it existed: DEFAULT_APPROVAL_LABEL.
+   */
+  approval_label?: string | null;
   /** Overrides of the parent's resource_spec. */
   resource_spec?: ResourceSpecInput | null;
   /** Overrides of the parent's secrets: their names, and their values sealed (context `<id>:previews`), never in clear. */

@@ -208,9 +208,13 @@ export class PreviewRepository {
     );
   }
 
-  /** Takes (removes and returns) the request waiting for approval, or null. */
-  async takeRequest(parentId: string, number: number): Promise<PreviewRequest | null> {
-    const [row] = await queryRows<Record<string, any>>(this.manager, `DELETE FROM preview_requests WHERE parent_id = $1 AND number = $2 RETURNING *`, [parentId, number]);
+  /** Takes (removes and returns) the request waiting for approval (only at `headSha`, when given), or null. */
+  async takeRequest(parentId: string, number: number, headSha?: string): Promise<PreviewRequest | null> {
+    const [row] = await queryRows<Record<string, any>>(
+      this.manager,
+      `DELETE FROM preview_requests WHERE parent_id = $1 AND number = $2${headSha ? ' AND head_sha = $3' : ''} RETURNING *`,
+      headSha ? [parentId, number, headSha] : [parentId, number],
+    );
     return row
       ? { number: row.number, headRef: row.head_ref, headSha: row.head_sha, url: row.url, repository: row.repository, forkRepository: row.fork_repository }
       : null;

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import type { PreviewSettingsInput } from '../services/preview-settings.js';
 import {
+  DEFAULT_APPROVAL_LABEL,
   DEPLOYMENT_NAME,
   HOSTED_SOURCE_NAMES,
   DEPLOYMENT_NAME_MAX,
@@ -77,6 +78,13 @@ const previewSettings = Joi.object({
     .default('empty')
     .description("'empty': each preview gets an empty database of its own; 'copy': a copy of the parent's, made when the preview is created"),
   max_active: Joi.number().integer().min(1).max(50).default(5).description('Past this, a new preview replaces the least recently used one'),
+  approval_label: Joi.string()
+    .trim()
+    .min(1)
+    .max(50)
+    .allow(null)
+    .default(DEFAULT_APPROVAL_LABEL)
+    .description("The forge label whose adding approves a fork's pull request at its current head (null: only an admin's approve)"),
   resource_spec: resourceSpec.allow(null).description("Overrides of the parent's resource_spec for its previews"),
   secrets: Joi.array()
     .items(secret)
@@ -217,6 +225,7 @@ const sourceConfigResponse = Joi.object({
     ttl_hours: Joi.number().integer(),
     database: Joi.string(),
     max_active: Joi.number().integer(),
+    approval_label: Joi.string().allow(null),
     resource_spec: Joi.object().unknown(true).allow(null),
     secrets: Joi.array().items(Joi.object({ name: Joi.string(), value: Joi.string().valid('********') })),
   }).allow(null),

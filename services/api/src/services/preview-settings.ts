@@ -1,6 +1,6 @@
 import type { SecretsCodec, NamedSecret } from '@slipway/crypto';
 import type { PreviewSettings } from '@slipway/db';
-import { SECRET_MASK } from '@slipway/domain';
+import { DEFAULT_APPROVAL_LABEL, SECRET_MASK } from '@slipway/domain';
 import { applySecrets } from './deployment-rules.js';
 
 /** `source_config.previews` as a client sends it: secret overrides with their values. */
@@ -37,5 +37,9 @@ export function previewSecretOverrides(stored: PreviewSettings | null | undefine
 export function presentPreviewSettings(stored: PreviewSettings | null | undefined) {
   if (!stored) return null;
   const { secret_names: names, secrets_sealed: _sealed, ...settings } = stored;
-  return { ...settings, secrets: (names ?? []).map((name) => ({ name, value: SECRET_MASK })) };
+  return { ...settings, approval_label: approvalLabelOf(stored), secrets: (names ?? []).map((name) => ({ name, value: SECRET_MASK })) };
 }
+
+/** The label that approves a fork's pull request under these settings (settings stored before the field: the default). */
+export const approvalLabelOf = (stored: Pick<PreviewSettings, 'approval_label'>): string | null =>
+  stored.approval_label === undefined ? DEFAULT_APPROVAL_LABEL : stored.approval_label;

@@ -86,11 +86,15 @@ export class PreviewService {
     await new PreviewRepository(this.dataSource.manager).requestApproval(parentId, request);
   }
 
-  /** An admin approves the fork's head waiting for it: its preview opens (or rolls out) at that commit. */
-  async approve(workspaceId: string, parentId: string, number: number, requestId?: string): Promise<{ view: DeploymentView; created: boolean }> {
+  /**
+   * An admin (or the approval label) approves the fork's head waiting for it: its preview opens (or
+   * rolls out) at that commit. With `headSha`, only if that is the head waiting: a label added
+   * before a newer push approves nothing newer.
+   */
+  async approve(workspaceId: string, parentId: string, number: number, requestId?: string, headSha?: string): Promise<{ view: DeploymentView; created: boolean }> {
     await this.parent(this.dataSource.manager, workspaceId, parentId);
-    const request = await new PreviewRepository(this.dataSource.manager).takeRequest(parentId, number);
-    if (!request) throw new NotFoundError(`No pull request ${number} of deployment ${parentId} is waiting for approval.`);
+    const request = await new PreviewRepository(this.dataSource.manager).takeRequest(parentId, number, headSha);
+    if (!request) throw new NotFoundError(`No pull request ${number} of deployment ${parentId} is waiting for approval${headSha ? ` at ${headSha}` : ''}.`);
     try {
       return await this.open(workspaceId, parentId, { ref: request.headRef, number, head_sha: request.headSha, url: request.url, repository: request.repository }, requestId);
     } catch (err) {

@@ -4,6 +4,7 @@ import type { Logger } from '@slipway/logging';
 import { DeploymentReads } from '@slipway/pipeline';
 import { normalizeRepoUrl } from '@slipway/source';
 import type { DataSource } from '@slipway/db';
+import { approvalLabelOf } from './preview-settings.js';
 import type { PreviewService } from './preview.service.js';
 
 /** What a `pull_request` delivery came to: the delivery's status and outcome (docs/api.md, Integrations). */
@@ -23,6 +24,7 @@ interface RepoShape {
 interface PullRequestPayload {
   action?: unknown;
   number?: unknown;
+  label?: { name?: unknown } | null;
   pull_request?: { number?: unknown; html_url?: unknown; head?: { ref?: unknown; sha?: unknown; repo?: RepoShape | null } | null; base?: { repo?: RepoShape | null } | null } | null;
   repository?: RepoShape | null;
 }
@@ -36,8 +38,10 @@ const urlsOf = (repo: RepoShape | null | undefined) =>
  * Previews driven by the forge (docs/api.md, Previews): a signed `pull_request` delivery of an
  * integration opens (`opened`, `reopened`) or rolls out (`synchronize`) the preview of every
  * deployment of that repository with previews on, at the pull request's head, and `closed`
- * tears them down. A pull request from a fork builds nothing: fork code never builds on its own.
- * Other actions are recorded and ignored. The delivery's signature and replay checks are the
+ * tears them down. A pull request from a fork builds nothing: fork code never builds on its own;
+ * an admin's approve, or `labeled` with the parent's approval label (adding a label takes write
+ * access to the repository), builds the head that is waiting — the head the labelled event names,
+ * never a newer one. Other actions are recorded and ignored. The delivery's signature and replay checks are the
  * push webhook's (WebhookService), done before this runs.
  */
 export class PullRequestPreviews {
@@ -54,7 +58,7 @@ export class PullRequestPreviews {
     const ref = str(pr?.head?.ref);
     const done = (statusCode: number, outcome: string): PullRequestOutcome => ({ statusCode, outcome, ref: ref ? `refs/heads/${ref}` : null });
     if (!action || number === null || !Number.isInteger(number) || number < 1 || !pr) return done(400, 'The pull_request payload has no action, number or pull_request.');
-    if (!OPENING.has(action) && action !== 'closed') return done(200, `Pull request #${number} ${action}: nothing to do for previews.`);
+    if (!OPENING.has(action) && action !== 'closed' && action !== 'labeled') return done(200, `Pull request #${number} ${action}: nothing to do for previews.`);
     const base = urlsOf(pr.base?.repo ?? payload.repository);
     if (!base.size) return done(400, 'The pull_request payload names no repository.');
     const parents = (await new DeploymentReads(this.dataSource.manager).previewParents(integration.id)).filter((p) => p.repoUrl && base.has(normalizeRepoUrl(p.repoUrl)));
@@ -64,6 +68,19 @@ export class PullRequestPreviews {
     let failed = false;
     for (const parent of parents) {
       try {
+        if (action === 'labeled') {
+          const label = str(payload.label?.name);
+          const sha = str(pr.head?.sha);
+          if (!label || label !== approvalLabelOf(parent.previews) || !sha) {
+            notes.push(`deployment ${parent.deploymentId}: not its approval label`);
+            continue;
+          }
+          await this.previews.approve(parent.workspaceId, parent.deploymentId, number, requestId, sha).then(
+            ({ view }) => notes.push(`approved by label '${label}': preview ${view.name} at ${sha}`),
+            (err) => (err instanceof NotFoundError ? notes.push(`deployment ${parent.deploymentId}: nothing waiting at ${sha}`) : Promise.reject(err)),
+          );
+          continue;
+        }
         if (action === 'closed') {
           await this.previews.close(parent.workspaceId, parent.deploymentId, number, requestId, 'closed').then(
             () => notes.push(`preview of deployment ${parent.deploymentId} torn down`),
@@ -77,12 +94,14 @@ export class PullRequestPreviews {
         const fork = !headRepo || !baseName || str(headRepo.full_name) !== baseName;
         const sha = str(pr.head?.sha)?.match(/^[0-9a-f]{7,64}$/) ? str(pr.head?.sha) : null;
         if (fork) {
-          // Fork code never builds on its own: an admin approves this head (POST …/previews/{number}/approve).
+          // Fork code never builds on its own: an admin approves this head (POST …/previews/{number}/approve), or the approval label.
           if (!ref || !sha) return done(400, 'The pull_request payload has no head ref or commit.');
           const repository = str((pr.base?.repo ?? payload.repository)?.full_name);
           await this.previews.awaitApproval(parent.workspaceId, parent.deploymentId, { number, headRef: ref, headSha: sha, url: str(pr.html_url), repository, forkRepository: str(headRepo?.full_name) });
           notes.push(
-            `not built for deployment ${parent.deploymentId}: the pull request comes from a fork (${str(headRepo?.full_name) ?? 'a deleted repository'}); waiting for an admin's POST /v2/deployments/${parent.deploymentId}/previews/${number}/approve`,
+            `not built for deployment ${parent.deploymentId}: the pull request comes from a fork (${str(headRepo?.full_name) ?? 'a deleted repository'}); waiting for an admin's POST /v2/deployments/${parent.deploymentId}/previews/${number}/approve${
+              approvalLabelOf(parent.previews) ? ` or the label '${approvalLabelOf(parent.previews)}'` : ''
+            }`,
           );
           continue;
         }
