@@ -154,6 +154,13 @@ describe('commit statuses and one comment on the pull request', () => {
       expect(row.last_error).toContain('forge is down');
       const preview = (await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0];
       expect(preview.status).not.toBe('AWAITING_DELETE');
+      // Said in the API and in the events (the console's Events page, webhooks), not only in a log.
+      expect(preview.preview.feedback).toMatchObject({ reported_state: null, attempts: 1, last_error: expect.stringContaining('forge is down') });
+      const failures = async () =>
+        ((await api.http.get(`/v2/events?types=preview.feedback_failed&deployment_id=${preview.id}`)).body.resources as Array<{ data: Record<string, unknown> }>).map((e) => e.data);
+      expect(await failures()).toEqual([
+        { name: preview.name, parent_id: parent.body.id, number: 12, state: 'pending', error: expect.stringContaining('forge is down'), attempt: 1, given_up: false },
+      ]);
       // The forge is back, but the preview is not due again until its backoff passed; then it is told.
       failing = false;
       const toldC = () => statuses().filter((s) => s.path.endsWith('c'.repeat(40)) && s.body.state === 'pending').length;
@@ -163,6 +170,8 @@ describe('commit statuses and one comment on the pull request', () => {
       await api.dataSource.query(`UPDATE preview_feedback SET next_attempt_at = now() WHERE deployment_id = $1`, [preview.id]);
       await feedback.runOnce();
       expect(toldC()).toBe(tries + 1);
+      expect((await api.http.get(`/v2/deployments/${preview.id}`)).body.preview.feedback).toMatchObject({ reported_state: 'pending', attempts: 0, last_error: null });
+      expect(await failures()).toHaveLength(1);
     } finally {
       failing = false;
     }

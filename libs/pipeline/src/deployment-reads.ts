@@ -21,6 +21,17 @@ export interface PresentableDeployment {
   tagValueIds: string[];
   /** Whether its active revision (else its latest) is an agent server (built as one, or an agent image); null: not known yet. */
   agentServer: boolean | null;
+  /** A forge-opened preview's feedback to its pull request (what was last told, the last failure); null otherwise. */
+  previewFeedback: PreviewFeedbackState | null;
+}
+
+/** What a preview last told its pull request, and the forge's last refusal (`preview_feedback`). */
+export interface PreviewFeedbackState {
+  reported_state: 'pending' | 'success' | 'failure' | null;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: string;
+  updated_at: string;
 }
 
 /** A deployment a push to its integration might build: what the webhook matches on. */
@@ -45,9 +56,16 @@ const BESIDE = [
   `coalesce(${['d.active_revision_id', 'd.latest_revision_id']
     .map((id) => `(SELECT (r.source_revision_config->>'agent_server')::boolean FROM revisions r WHERE r.id = ${id})`)
     .join(', ')}, CASE WHEN d.source = 'internal_docker' THEN true END) AS agent_server`,
+  `CASE WHEN d.preview_of IS NOT NULL THEN (SELECT jsonb_build_object('reported_state', f.reported_state, 'attempts', f.attempts, 'last_error', f.last_error,
+     'next_attempt_at', f.next_attempt_at, 'updated_at', f.updated_at) FROM preview_feedback f WHERE f.deployment_id = d.id) END AS preview_feedback`,
 ].join(', ');
 
-type BesideColumns = { latest_revision_config: StoredRevisionConfig | null; tag_value_ids: string[]; agent_server: boolean | null };
+type BesideColumns = {
+  latest_revision_config: StoredRevisionConfig | null;
+  tag_value_ids: string[];
+  agent_server: boolean | null;
+  preview_feedback: PreviewFeedbackState | null;
+};
 
 /** Deployments (`EntityRows`) and what is shown beside them, from raw rows. */
 function presentable(rows: EntityRows<Deployment>, raw: Array<Record<string, unknown> & BesideColumns>): PresentableDeployment[] {
@@ -56,6 +74,7 @@ function presentable(rows: EntityRows<Deployment>, raw: Array<Record<string, unk
     latestRevisionConfig: r.latest_revision_config,
     tagValueIds: r.tag_value_ids,
     agentServer: r.agent_server,
+    previewFeedback: r.preview_feedback,
   }));
 }
 

@@ -7,7 +7,7 @@ export { Retention, type RetentionReport } from './retention.js';
 export { RevisionFlow } from './revision-flow.js';
 export { beginDeploymentDelete, type PreviewEndReason } from './deployment-deletion.js';
 export { RevisionRepository, type Heartbeat, type NewRevision } from './revision.repository.js';
-export { DeploymentReads, type PresentableDeployment, type PushTarget } from './deployment-reads.js';
+export { DeploymentReads, type PresentableDeployment, type PreviewFeedbackState, type PushTarget } from './deployment-reads.js';
 export { ListenerPoll, type ListenerCheckIn, type ListenerGlance, type ListenerRendering, type ListenerWork } from './listener-poll.js';
 export {
   RevisionReads,

@@ -24,6 +24,8 @@ export function describeEvent(e: PublicEvent): string {
       return `Preview ${deployment} of pull request #${d.number} created.`;
     case 'preview.deleted':
       return `Preview ${deployment} of pull request #${d.number} deleted (${d.reason}).`;
+    case 'preview.feedback_failed':
+      return `Preview ${deployment}: the forge refused its ${d.state} status for pull request #${d.number} (attempt ${d.attempt}${d.given_up ? ', given up' : ''}): ${d.error}`;
     case 'webhook.test':
       return `Test delivery for webhook ${d.webhook_id}, sent by ${d.requested_by}.`;
     default:

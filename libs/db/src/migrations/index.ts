@@ -31,6 +31,7 @@ import { RuntimeOwner1765000000300 } from './1765000000300-runtime-owner.js';
 import { Previews1765000000400 } from './1765000000400-previews.js';
 import { PreviewFeedback1765000000500 } from './1765000000500-preview-feedback.js';
 import { PreviewRequests1765000000600 } from './1765000000600-preview-requests.js';
+import { PreviewFeedbackEvents1765000000700 } from './1765000000700-preview-feedback-events.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -70,4 +71,5 @@ export const MIGRATIONS = [
   Previews1765000000400,
   PreviewFeedback1765000000500,
   PreviewRequests1765000000600,
+  PreviewFeedbackEvents1765000000700,
 ];

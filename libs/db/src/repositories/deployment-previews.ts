@@ -189,7 +189,7 @@ export class PreviewRepository {
   async reportFailed(deploymentId: string, revisionId: string, state: FeedbackState, error: string, maxAttempts: number): Promise<void> {
     await this.manager.query(
       `UPDATE preview_feedback
-          SET attempts = attempts + 1, last_error = $4, updated_at = now(),
+          SET attempts = attempts + 1, last_error = $4, failed_state = $3, updated_at = now(),
               next_attempt_at = now() + make_interval(secs => 30 * power(2, least(attempts, 8))),
               reported_revision = CASE WHEN attempts + 1 >= $5 THEN $2::uuid ELSE reported_revision END,
               reported_state = CASE WHEN attempts + 1 >= $5 THEN $3 ELSE reported_state END

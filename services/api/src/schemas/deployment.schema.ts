@@ -271,6 +271,16 @@ export const deploymentResponse = Joi.object({
       url: Joi.string().allow(null).required(),
     }).required(),
     expires_at: timestamp().allow(null).required(),
+    feedback: Joi.object({
+      reported_state: Joi.string().valid('pending', 'success', 'failure').allow(null).required().description('What the pull request was last told (its commit status)'),
+      attempts: Joi.number().integer().required().description('Failed attempts at telling the current state (given up after 5)'),
+      last_error: Joi.string().allow(null).required().description("The forge's last refusal, kept until a report goes through"),
+      next_attempt_at: timestamp().required(),
+      updated_at: timestamp().required(),
+    })
+      .allow(null)
+      .required()
+      .description('A forge-opened preview: what Slipway last told its pull request; null for others (and before the first report)'),
   })
     .allow(null)
     .required(),

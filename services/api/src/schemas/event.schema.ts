@@ -10,6 +10,7 @@ export const EVENT_TYPES = [
   'domain.state_changed',
   'preview.created',
   'preview.deleted',
+  'preview.feedback_failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

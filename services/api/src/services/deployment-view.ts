@@ -1,6 +1,7 @@
 import type { ServingUrls } from '@slipway/config';
 import type { Deployment, Revision, StoredRevisionConfig } from '@slipway/db';
 import { SECRET_MASK, sourceName } from '@slipway/domain';
+import type { PreviewFeedbackState } from '@slipway/pipeline';
 import { iso } from '../schemas/common.schema.js';
 import { presentPreviewSettings } from './preview-settings.js';
 
@@ -32,6 +33,8 @@ export function presentDeployment(
   names: SourceNames = 'canonical',
   /** Whether the serving (else latest) revision was built as an agent server; null: none built. */
   agentServer: boolean | null = null,
+  /** A forge-opened preview's feedback to its pull request. */
+  feedback: PreviewFeedbackState | null = null,
 ) {
   const config = latest?.sourceRevisionConfig ?? {};
   const servingUrl = urls?.of(d) ?? null;
@@ -68,7 +71,20 @@ export function presentDeployment(
     agent_server: agentServer,
     url: servingUrl ?? d.sourceConfig.custom_url ?? null,
     is_preview: d.preview != null,
-    preview: d.preview ? { parent_id: d.previewOf, pull_request: d.preview.pull_request, expires_at: iso(d.previewExpiresAt) } : null,
+    preview: d.preview
+      ? {
+          parent_id: d.previewOf,
+          pull_request: d.preview.pull_request,
+          expires_at: iso(d.previewExpiresAt),
+          feedback: feedback && {
+            reported_state: feedback.reported_state,
+            attempts: feedback.attempts,
+            last_error: feedback.last_error,
+            next_attempt_at: new Date(feedback.next_attempt_at).toISOString(),
+            updated_at: new Date(feedback.updated_at).toISOString(),
+          },
+        }
+      : null,
     tag_value_ids: tagValueIds,
     created_at: iso(d.createdAt)!,
     updated_at: iso(d.updatedAt)!,

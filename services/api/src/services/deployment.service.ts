@@ -389,9 +389,10 @@ export class DeploymentService {
     return { imageUri: resolved.imageUri, imageDigest: resolved.digest };
   }
 
-  private presentRow({ deployment: d, latestRevisionConfig, tagValueIds, agentServer }: PresentableDeployment): DeploymentView {
+  private presentRow({ deployment: d, latestRevisionConfig, tagValueIds, agentServer, previewFeedback }: PresentableDeployment): DeploymentView {
     // Rows from before secret_names (until `slipway migrate` filled them) show what their box holds.
     const names = d.secretNames ?? this.openSecrets(d.secretsSealed, d.id).map((s) => s.name);
-    return presentDeployment(d, latestRevisionConfig && { sourceRevisionConfig: latestRevisionConfig }, names, tagValueIds, this.urls, this.sourceNames, agentServer);
+    const latest = latestRevisionConfig && { sourceRevisionConfig: latestRevisionConfig };
+    return presentDeployment(d, latest, names, tagValueIds, this.urls, this.sourceNames, agentServer, previewFeedback);
   }
 }
