@@ -13,7 +13,7 @@ import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
-import { CONSOLE_PATH, consoleApp, consoleEntrances } from './console/console-app.js';
+import { CONSOLE_PATH, consoleApp, consoleCsp, consoleEntrances } from './console/console-app.js';
 import { accessLog } from './http/access-log.js';
 import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
@@ -197,7 +197,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
   app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
 
-  const consoleRouter = consoleApp(admission.anonymousMiddleware());
+  const consoleRouter = consoleApp(admission.anonymousMiddleware(), consoleCsp(config));
   app.use(consoleEntrances(PATH_PREFIXES));
   const router = express.Router({ strict: false });
   const streams = new StreamSlots({ redis, limit: config.sseStreamsPerKey, keyPrefix: config.queuePrefix, log: logger });

@@ -11,10 +11,12 @@ import { WebhooksPage } from './WebhooksPage';
 import { WorkspacePage } from './WorkspacePage';
 import { LogsPage } from './LogsPage';
 import { SignIn } from './SignIn';
+import { ThreadPage } from './agent/ThreadPage';
 import { ThemeToggle } from './theme';
 
 const UUID = '[0-9a-fA-F-]{36}';
 const DEPLOYMENT = new RegExp(`^/deployments/(${UUID})$`);
+const THREAD = new RegExp(`^/deployments/(${UUID})/threads/([^/?]+)$`);
 const LOGS = new RegExp(`^/deployments/(${UUID})/revisions/(${UUID})/logs$`);
 
 /** Pages that manage the workspace's other resources (one component each). */
@@ -53,6 +55,7 @@ export function App() {
   let page;
   let m: RegExpMatchArray | null;
   if ((m = route.match(LOGS))) page = <LogsPage key={route} deploymentId={m[1]} revisionId={m[2]} query={query} />;
+  else if ((m = route.match(THREAD))) page = <ThreadPage key={route} deploymentId={m[1]} threadId={decodeURIComponent(m[2]!)} />;
   else if ((m = route.match(DEPLOYMENT))) page = <DeploymentPage key={route} deploymentId={m[1]} />;
   else if (route === '/listeners') page = <ListenersPage />;
   else if (route === '/deployments/new') page = <CreateDeploymentPage />;

@@ -3,6 +3,8 @@ import type { Api } from '../api/client';
 import { TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision, type RevisionHistory } from '../api/types';
 import { formatTime } from '../phases';
 import { AgentAccess, isAgentDeployment } from './AgentAccess';
+import { agentHref } from './agent/agent';
+import { AgentTab } from './agent/AgentTab';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useHashRoute, useLoad } from './common';
 import { ActionOutcome, useAction, useConfirm } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
@@ -93,16 +95,24 @@ function ConfigList({ deployment }: { deployment: Deployment }) {
   );
 }
 
-/** The page's two views; the address says which (`?tab=traces`), so a reload keeps it. */
-function DeploymentTabs({ deploymentId, traces }: { deploymentId: string; traces: boolean }) {
+type Tab = 'overview' | 'traces' | 'agent';
+
+/** The page's views; the address says which (`?tab=traces`), so a reload keeps it. Agent only for agent deployments. */
+function DeploymentTabs({ deploymentId, tab, agent }: { deploymentId: string; tab: Tab; agent: boolean }) {
+  const current = (t: Tab) => (tab === t ? 'page' : undefined);
   return (
     <nav aria-label="Deployment views" className="tabs">
-      <a href={`#/deployments/${deploymentId}`} aria-current={traces ? undefined : 'page'}>
+      <a href={`#/deployments/${deploymentId}`} aria-current={current('overview')}>
         Overview
       </a>
-      <a href={tracesHref(deploymentId)} aria-current={traces ? 'page' : undefined}>
+      <a href={tracesHref(deploymentId)} aria-current={current('traces')}>
         Traces
       </a>
+      {agent && (
+        <a href={agentHref(deploymentId)} aria-current={current('agent')}>
+          Agent
+        </a>
+      )}
     </nav>
   );
 }
@@ -125,7 +135,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const api = useApi();
   const data = useLoad((signal) => loadDeployment(api, deploymentId, signal), [api, deploymentId]);
   const { query } = useHashRoute();
-  const traces = query.get('tab') === 'traces';
+  const tabAsked = query.get('tab');
   const live = useLiveRefresh(data.reload, (e) => e.deployment_id === deploymentId);
   const [rollbackOf, setRollbackOf] = useState<Revision | null>(null);
   const [deleting, setDeleting] = useState(false);
@@ -146,6 +156,8 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const active = revisions.find((r) => r.id === deployment.active_revision_id) ?? null;
   const latest = revisions.find((r) => r.id === deployment.latest_revision_id) ?? null;
   const running = latest && !TERMINAL_REVISION_STATUSES.includes(latest.status) ? latest : null;
+  const agent = isAgentDeployment(deployment, active);
+  const tab: Tab = tabAsked === 'traces' ? 'traces' : tabAsked === 'agent' && agent ? 'agent' : 'overview';
 
   const interrupt = async (revision: Revision) => {
     setNotice(null);
@@ -162,14 +174,22 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
       </p>
       <PageHeading>{deployment.name}</PageHeading>
       <PreviewOf deployment={deployment} />
-      <DeploymentTabs deploymentId={deployment.id} traces={traces} />
+      <DeploymentTabs deploymentId={deployment.id} tab={tab} agent={agent} />
     </>
   );
-  if (traces) {
+  if (tab === 'traces') {
     return (
       <>
         {heading}
-        <TracesTab deployment={deployment} query={query} />
+        <TracesTab deployment={deployment} query={query} agentUrl={agent ? deployment.url : null} />
+      </>
+    );
+  }
+  if (tab === 'agent') {
+    return (
+      <>
+        {heading}
+        <AgentTab deployment={deployment as Deployment & { url: string }} query={query} />
       </>
     );
   }
@@ -219,7 +239,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
       <DomainsSection deployment={deployment} />
       <PreviewsSection deployment={deployment} />
       {deployment.url && <MetricsPanel deploymentId={deployment.id} runs={deployment.agent_server === true} />}
-      {isAgentDeployment(deployment, active) && <AgentAccess deployment={deployment as Deployment & { url: string }} />}
+      {agent && <AgentAccess deployment={deployment as Deployment & { url: string }} />}
       <section aria-labelledby="config-title">
         <h2 id="config-title">Configuration</h2>
         <ConfigList deployment={deployment} />

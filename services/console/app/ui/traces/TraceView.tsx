@@ -1,7 +1,10 @@
+import type { AgentApi } from '../../api/agent';
 import type { Api } from '../../api/client';
 import type { TracedRun } from '../../api/types';
 import { formatTime } from '../../phases';
 import { CopyButton } from '../ApiCall';
+import { ForkRun } from '../agent/ForkRun';
+import { GraphPath } from '../agent/GraphPath';
 import { ErrorText, useApi, useLoad } from '../common';
 import { seconds, tokens } from './format';
 import { loadTraceRuns, metadataText, runSeconds } from './load';
@@ -79,7 +82,15 @@ function Json({ label, value }: { label: string; value: unknown }) {
   );
 }
 
-function RunDetails({ runId, threadHref }: { runId: string; threadHref: (threadId: string) => string }) {
+/** Where a run's thread leads: its traces, and (on an agent deployment) the thread itself. */
+interface ThreadLinks {
+  threadHref: (threadId: string) => string;
+  /** The deployment's agent, when its URL speaks the LangGraph Server API. */
+  agent: AgentApi | null;
+  threadPageHref: (threadId: string) => string;
+}
+
+function RunDetails({ runId, threadHref, agent, threadPageHref }: { runId: string } & ThreadLinks) {
   const api = useApi();
   const run = useLoad((signal) => api.get<TracedRun>(`/api/v1/runs/${runId}`, undefined, signal), [api, runId]);
   if (!run.data) return run.error ? <ErrorText error={run.error} /> : <p role="status">Loading the run…</p>;
@@ -119,12 +130,18 @@ function RunDetails({ runId, threadHref }: { runId: string; threadHref: (threadI
           <div className="wide">
             <dt>Thread</dt>
             <dd>
-              {/* The console has no thread view: the id to copy, and this thread's other traces. */}
-              <code>{threadId}</code> <CopyButton text={threadId} label="Copy thread id" /> <a href={threadHref(threadId)}>Traces of this thread</a>
+              <code>{threadId}</code> <CopyButton text={threadId} label="Copy thread id" />{' '}
+              {agent && (
+                <>
+                  <a href={threadPageHref(threadId)}>Open thread</a>{' '}
+                </>
+              )}
+              <a href={threadHref(threadId)}>Traces of this thread</a>
             </dd>
           </div>
         )}
       </dl>
+      {agent && <ForkRun agent={agent} run={r} threadPageHref={threadPageHref} />}
       {r.error && (
         <>
           <h4>Error</h4>
@@ -140,6 +157,9 @@ function RunDetails({ runId, threadHref }: { runId: string; threadHref: (threadI
   );
 }
 
+/** A run of a LangGraph agent server: its metadata names the assistant or graph that ran. */
+const isGraphRun = (run: TracedRun) => !!(metadataText(run, 'assistant_id') ?? metadataText(run, 'graph_id'));
+
 async function loadTrace(api: Api, traceId: string, signal: AbortSignal) {
   const { runs, complete } = await loadTraceRuns(api, traceId, signal);
   return { placed: placeRuns(runs), complete };
@@ -154,15 +174,13 @@ export function TraceView({
   runId,
   runHref,
   listHref,
-  threadHref,
+  ...links
 }: {
   traceId: string;
   runId: string | null;
   runHref: (runId: string) => string;
   listHref: string;
-  /** The list of one thread's traces. */
-  threadHref: (threadId: string) => string;
-}) {
+} & ThreadLinks) {
   const api = useApi();
   const trace = useLoad((signal) => loadTrace(api, traceId, signal), [api, traceId]);
   const root = trace.data?.placed[0]?.run;
@@ -184,8 +202,9 @@ export function TraceView({
             <TraceStatus status={root.status} /> {trace.data.placed.length} runs, {seconds(runSeconds(root))}, started {formatTime(root.start_time)}
           </p>
           {!trace.data.complete && <p className="note">Only the first {trace.data.placed.length} runs are shown.</p>}
+          {links.agent && isGraphRun(root) && <GraphPath agent={links.agent} root={root} runs={trace.data.placed.map((p) => p.run)} />}
           <Waterfall placed={trace.data.placed} selectedId={selected!} runHref={runHref} />
-          {selected && <RunDetails key={selected} runId={selected} threadHref={threadHref} />}
+          {selected && <RunDetails key={selected} runId={selected} {...links} />}
         </>
       )}
     </section>

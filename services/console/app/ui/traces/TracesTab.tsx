@@ -1,4 +1,5 @@
 import type { Deployment } from '../../api/types';
+import { threadPageHref, useAgentApi } from '../agent/agent';
 import { navigate } from '../common';
 import { filtersFromQuery, filtersToQuery, NO_FILTERS } from './filters';
 import { RevisionTraces } from './RevisionTraces';
@@ -14,9 +15,12 @@ export function tracesHref(deploymentId: string, query: Record<string, string> =
 /**
  * A deployment's traces (docs/console.md, Traces): the list with its filters and the revisions
  * compared, or one trace (`trace=<id>`, its selected run as `run=<id>`). Everything it shows is
- * in the address, so a reload or a shared link opens the same view.
+ * in the address, so a reload or a shared link opens the same view. With `agentUrl` (a deployment
+ * that speaks the LangGraph Server API), a graph run's trace shows the path it took on the graph,
+ * and its runs lead to their thread and can be forked.
  */
-export function TracesTab({ deployment, query }: { deployment: Deployment; query: URLSearchParams }) {
+export function TracesTab({ deployment, query, agentUrl }: { deployment: Deployment; query: URLSearchParams; agentUrl: string | null }) {
+  const agent = useAgentApi(agentUrl);
   const filters = filtersFromQuery(query);
   const filterQuery = filtersToQuery(filters);
   const href = (extra: Record<string, string> = {}) => tracesHref(deployment.id, { ...filterQuery, ...extra });
@@ -31,6 +35,8 @@ export function TracesTab({ deployment, query }: { deployment: Deployment; query
         runHref={(runId) => href({ trace: traceId, run: runId })}
         listHref={href()}
         threadHref={(thread) => tracesHref(deployment.id, filtersToQuery({ ...NO_FILTERS, thread }))}
+        agent={agent}
+        threadPageHref={(thread) => threadPageHref(deployment.id, thread)}
       />
     );
   }

@@ -1,0 +1,183 @@
+/**
+ * A deployment's own LangGraph Server API, called from the browser at the deployment's URL with
+ * the signed-in user's key in `X-Api-Key`, as LangGraph Studio does: the serving proxy takes the
+ * workspace key (and strips it before the app sees it), the agent server answers the browser's
+ * CORS preflight. Plain `fetch`, the few calls the console makes (paths and bodies as the
+ * official SDK sends them).
+ */
+import { ApiError, detailText } from './client';
+
+export type ThreadStatus = 'idle' | 'busy' | 'interrupted' | 'error';
+
+export interface Interrupt {
+  value?: unknown;
+  id?: string;
+}
+
+export interface Thread {
+  thread_id: string;
+  created_at: string;
+  updated_at: string;
+  status: ThreadStatus;
+  metadata: Record<string, unknown> | null;
+  values?: unknown;
+  /** Pending interrupts by task id. */
+  interrupts?: Record<string, Interrupt[]>;
+}
+
+export interface Checkpoint {
+  thread_id?: string;
+  checkpoint_ns?: string;
+  checkpoint_id: string;
+}
+
+export interface ThreadTask {
+  id: string;
+  name: string;
+  interrupts?: Interrupt[];
+}
+
+export interface ThreadState {
+  values: unknown;
+  next: string[];
+  checkpoint: Checkpoint | null;
+  parent_checkpoint?: Checkpoint | null;
+  metadata: Record<string, unknown> | null;
+  created_at: string | null;
+  tasks?: ThreadTask[];
+}
+
+export interface AgentRun {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  created_at: string;
+  status: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface GraphNode {
+  id: string | number;
+  name?: string;
+  type?: string;
+  data?: unknown;
+}
+
+export interface GraphEdge {
+  source: string | number;
+  target: string | number;
+  conditional?: boolean;
+  data?: unknown;
+}
+
+export interface AgentGraph {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+}
+
+/** What a run is started with: an input, a resume command, a checkpoint to fork from. */
+export interface RunRequest {
+  assistant_id: string;
+  input?: unknown;
+  command?: { resume: unknown };
+  checkpoint_id?: string;
+}
+
+const segment = encodeURIComponent;
+
+export class AgentApi {
+  constructor(
+    /** The deployment's URL (no trailing slash). */
+    readonly url: string,
+    private readonly key: string,
+  ) {}
+
+  async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(this.url.replace(/\/$/, '') + path, {
+        method,
+        headers: { 'X-Api-Key': this.key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+        credentials: 'omit',
+        cache: 'no-store',
+      });
+    } catch (err) {
+      if ((err as Error).name === 'AbortError') throw err;
+      throw new ApiError(0, `The deployment at ${this.url} could not be reached from this browser (is it running, and does its CORS policy allow this page?).`);
+    }
+    const text = await res.text();
+    let parsed: unknown = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = null;
+    }
+    if (!res.ok) {
+      const message = (parsed as { message?: unknown } | null)?.message;
+      throw new ApiError(res.status, typeof message === 'string' && message ? message : detailText(res.status, parsed));
+    }
+    return parsed as T;
+  }
+
+  /** Threads, newest first (`status` '' for any). */
+  searchThreads(options: { status: string; limit: number; offset: number }, signal?: AbortSignal): Promise<Thread[]> {
+    return this.request('POST', '/threads/search', {
+      limit: options.limit,
+      offset: options.offset,
+      sort_by: 'updated_at',
+      sort_order: 'desc',
+      ...(options.status ? { status: options.status } : {}),
+    }, signal);
+  }
+
+  thread(threadId: string, signal?: AbortSignal): Promise<Thread> {
+    return this.request('GET', `/threads/${segment(threadId)}`, undefined, signal);
+  }
+
+  state(threadId: string, signal?: AbortSignal): Promise<ThreadState> {
+    return this.request('GET', `/threads/${segment(threadId)}/state`, undefined, signal);
+  }
+
+  /** The thread's checkpoints, newest first. */
+  history(threadId: string, limit: number, signal?: AbortSignal): Promise<ThreadState[]> {
+    return this.request('POST', `/threads/${segment(threadId)}/history`, { limit }, signal);
+  }
+
+  runs(threadId: string, limit: number, signal?: AbortSignal): Promise<AgentRun[]> {
+    return this.request('GET', `/threads/${segment(threadId)}/runs?limit=${limit}`, undefined, signal);
+  }
+
+  /** A new run on the thread (in the background: it answers once the run is created). */
+  createRun(threadId: string, run: RunRequest): Promise<AgentRun> {
+    return this.request('POST', `/threads/${segment(threadId)}/runs`, run);
+  }
+
+  graph(assistantId: string, signal?: AbortSignal): Promise<AgentGraph> {
+    return this.request('GET', `/assistants/${segment(assistantId)}/graph`, undefined, signal);
+  }
+}
+
+/** The interrupts a thread waits on, from its state's tasks (or the thread's own map). */
+export function pendingInterrupts(state: ThreadState | null, thread: Thread | null): Interrupt[] {
+  const fromTasks = (state?.tasks ?? []).flatMap((t) => t.interrupts ?? []);
+  if (fromTasks.length) return fromTasks;
+  return Object.values(thread?.interrupts ?? {}).flat();
+}
+
+/**
+ * Text typed as JSON, parsed; empty text is `undefined` when `optional`. Throws an Error in words
+ * when it is no JSON.
+ */
+export function parseJsonInput(text: string, optional: boolean): unknown {
+  if (!text.trim()) {
+    if (optional) return undefined;
+    throw new Error('Type a JSON value (a string needs its quotes: "yes").');
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new Error(`That is no JSON: ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,84 @@
+import { useId, useState, type FormEvent } from 'react';
+import { parseJsonInput, type AgentApi, type Interrupt } from '../../api/agent';
+import { ErrorText } from '../common';
+import { jsonText } from './agent';
+
+/**
+ * What an interrupted thread waits on (each interrupt's value), and the answer: a new run on the
+ * thread with `command: {resume: <the JSON typed>}`.
+ */
+export function ThreadInterrupts({
+  agent,
+  threadId,
+  assistantId,
+  interrupts,
+  onResumed,
+}: {
+  agent: AgentApi;
+  threadId: string;
+  assistantId: string | null;
+  interrupts: Interrupt[];
+  onResumed: (message: string) => void;
+}) {
+  const id = useId();
+  const [text, setText] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(null);
+    if (!assistantId) return setError('The thread names no assistant to resume it with.');
+    let resume: unknown;
+    try {
+      resume = parseJsonInput(text, false);
+    } catch (err) {
+      return setError((err as Error).message);
+    }
+    setBusy(true);
+    try {
+      const run = await agent.createRun(threadId, { assistant_id: assistantId, command: { resume } });
+      setText('');
+      onResumed(`Resumed: run ${run.run_id} started.`);
+    } catch (err) {
+      setError(`The deployment refused to resume the thread: ${(err as Error).message}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-labelledby="interrupts-title" className="interrupts">
+      <h2 id="interrupts-title">Waiting for a human</h2>
+      <ol className="cards">
+        {interrupts.map((interrupt, i) => (
+          <li key={interrupt.id ?? i} className="card">
+            <pre className="json" role="region" aria-label={`Interrupt ${i + 1} value`} tabIndex={0}>
+              {jsonText(interrupt.value)}
+            </pre>
+          </li>
+        ))}
+      </ol>
+      <form className="form" onSubmit={submit} aria-label="Resume the thread">
+        <div className="field">
+          <label htmlFor={`${id}-resume`}>Resume with (JSON)</label>
+          <textarea
+            id={`${id}-resume`}
+            rows={3}
+            value={text}
+            spellCheck={false}
+            aria-describedby={`${id}-hint`}
+            onChange={(e) => setText(e.target.value)}
+          />
+          <span id={`${id}-hint`} className="hint">
+            The value <code>interrupt()</code> returns in the graph: any JSON, such as <code>{'{"approved": true}'}</code> or <code>"yes"</code>.
+          </span>
+        </div>
+        <div className="actions">
+          <button type="submit" disabled={busy}>
+            {busy ? 'Resuming…' : 'Resume'}
+          </button>
+        </div>
+        <ErrorText error={error} />
+      </form>
+    </section>
+  );
+}

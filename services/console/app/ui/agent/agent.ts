@@ -1,0 +1,46 @@
+/**
+ * What the Agent views share: their addresses, and the client of a deployment's own URL with
+ * the signed-in user's key (the browser calls it directly, as LangGraph Studio does).
+ */
+import { useMemo } from 'react';
+import { AgentApi, type ThreadStatus } from '../../api/agent';
+import { useApi } from '../common';
+
+/** The deployment page's Agent tab, with its thread filters (empty values left out). */
+export function agentHref(deploymentId: string, query: Record<string, string | number> = {}): string {
+  const params = new URLSearchParams(
+    Object.entries<string | number>({ tab: 'agent', ...query })
+      .filter(([, v]) => v !== '' && v !== 0)
+      .map(([k, v]) => [k, String(v)]),
+  );
+  return `#/deployments/${deploymentId}?${params}`;
+}
+
+/** One thread of a deployment's agent. */
+export const threadPageHref = (deploymentId: string, threadId: string) => `#/deployments/${deploymentId}/threads/${encodeURIComponent(threadId)}`;
+
+/** The client of `url` (a deployment's), or null when it has none. */
+export function useAgentApi(url: string | null | undefined): AgentApi | null {
+  const api = useApi();
+  return useMemo(() => (url ? new AgentApi(url, api.session.key) : null), [url, api.session.key]);
+}
+
+/** The statuses a thread has, in the words the list shows. */
+export const THREAD_STATUSES: ReadonlyArray<readonly [ThreadStatus | '', string]> = [
+  ['', 'any'],
+  ['idle', 'idle'],
+  ['busy', 'busy'],
+  ['interrupted', 'interrupted (waiting for a human)'],
+  ['error', 'error'],
+];
+
+/** A status badge for a thread or an agent run. */
+export function threadBadgeKind(status: string): string {
+  if (status === 'idle' || status === 'success') return 'ok';
+  if (status === 'error' || status === 'timeout') return 'failed';
+  if (['interrupted', 'busy', 'pending', 'running'].includes(status)) return 'progress';
+  return 'ended';
+}
+
+/** A value, pretty-printed (none for nothing). */
+export const jsonText = (value: unknown) => (value === undefined || value === null ? 'none' : JSON.stringify(value, null, 2));

@@ -1,0 +1,241 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import axe from 'axe-core';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
+import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
+import { closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
+import { eventually } from '../support/service-process.js';
+
+/**
+ * A deployed agent seen from the console (docs/console.md, Agent): a LangGraph.js graph whose
+ * `ask_human` node calls `interrupt()`, built and served through the real api, builder, deployer
+ * and edge, traced into the deployment's project as every run is. In Chromium, under the
+ * console's own Content-Security-Policy, the page calls the deployment's URL (its name at the
+ * edge, another origin) with the signed-in key: the inbox of threads waiting for a human, a
+ * thread resumed with typed JSON, a trace's path drawn on the graph, and a fork from a node's
+ * checkpoint. The agent server's installs come from the run's shared cache (about 30 s alone).
+ */
+const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
+const PORT_BASE = 44_000 + Math.floor(Math.random() * 2_000);
+
+const GRAPH = `import { Annotation, END, START, StateGraph, interrupt } from '@langchain/langgraph';
+
+const State = Annotation.Root({
+  steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  answer: Annotation<unknown>(),
+});
+
+export const graph = new StateGraph(State)
+  .addNode('plan', async () => ({ steps: ['plan'] }))
+  .addNode('ask_human', async () => {
+    const answer = interrupt({ question: 'Ship the plan?' });
+    return { steps: ['ask_human'], answer };
+  })
+  .addNode('act', async () => ({ steps: ['act'] }))
+  .addEdge(START, 'plan')
+  .addEdge('plan', 'ask_human')
+  .addEdge('ask_human', 'act')
+  .addEdge('act', END)
+  .compile();
+`;
+
+let agent: DeployedAgent;
+let deployment: { id: string; name: string };
+/** The thread the graph interrupted, and one that never ran (idle). */
+let waiting: string;
+let idle: string;
+/** The trace of the run that stopped at `ask_human`, and its `plan` node run. */
+let traceId: string;
+let planRunId: string;
+/** The checkpoint `plan` ran from (the one a fork from `plan` starts at). */
+let beforePlan: string;
+
+interface QueriedRun {
+  id: string;
+  name: string;
+  trace_id: string;
+  parent_run_id: string | null;
+  extra?: { metadata?: Record<string, unknown> };
+}
+
+beforeAll(async () => {
+  mkdirSync(OUTPUT, { recursive: true });
+  agent = await deployAgent({ name: 'hitl-agent', files: { 'src/agent.ts': GRAPH } }, { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 });
+  const { client, http } = agent;
+  const d = (await http.get(`/v2/deployments/${agent.deploymentId}`)).body;
+  deployment = { id: d.id, name: d.name };
+  idle = (await client.threads.create()).thread_id;
+  waiting = (await client.threads.create()).thread_id;
+  await client.runs.wait(waiting, 'agent', { input: { steps: ['go'] } });
+  expect((await client.threads.get(waiting)).status).toBe('interrupted');
+  beforePlan = (await client.threads.getHistory(waiting, { limit: 10 })).find((s) => s.tasks.some((t) => t.name === 'plan'))!.checkpoint.checkpoint_id!;
+  // The run's trace, once the instance's tracer sent its node runs.
+  const runs = await eventually(
+    async () => (await http.post('/api/v1/runs/query', { session: [d.tracer_session_id], limit: 100 })).body.runs as QueriedRun[],
+    (list) => list.some((r) => r.name === 'ask_human' && r.extra?.metadata?.thread_id === waiting),
+    60_000,
+    300,
+  );
+  const plan = runs.find((r) => r.name === 'plan' && r.extra?.metadata?.thread_id === waiting)!;
+  planRunId = plan.id;
+  traceId = plan.trace_id;
+}, 600_000);
+
+afterAll(async () => {
+  await closeBrowser();
+  await agent?.stop();
+}, 120_000);
+
+const consoleUrl = (hash: string) => `${agent.http.baseUrl}/console/#${hash}`;
+
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(axe.source);
+  const audit = (await page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
+  return audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
+/** The thread ids the Agent tab lists, top to bottom. */
+const listedThreads = (page: Page) => page.locator('tr[data-thread-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-thread-id')));
+
+/** The graph's nodes as drawn: each one's place(s) in the path, '' when not visited. */
+const drawnOrder = (page: Page) =>
+  page.locator('svg.graph [data-node]').evaluateAll((nodes) => Object.fromEntries(nodes.map((n) => [n.getAttribute('data-node'), n.getAttribute('data-order') ?? ''])));
+
+describe.runIf(hasChromium || browserRequired)('a deployed agent in the console', () => {
+  beforeAll(() => {
+    expect(hasChromium, `Chromium must be installed at ${CHROMIUM} (apt-get install -y chromium)`).toBe(true);
+  });
+
+  it('lists the threads waiting for a human, shows what one waits on and resumes it with typed JSON', async () => {
+    const w = await openConsolePage();
+    const { page } = w;
+    try {
+      await signInAt(page, consoleUrl(`/deployments/${deployment.id}`), agent.apiKey, deployment.name);
+      await page.getByRole('navigation', { name: 'Deployment views' }).getByRole('link', { name: 'Agent' }).click();
+      await page.getByRole('heading', { name: 'Threads', level: 2 }).waitFor();
+      // Every thread, newest first (asked of the deployment's URL, another origin, under the page's policy).
+      await expect.poll(() => listedThreads(page), { timeout: 10_000 }).toEqual([waiting, idle]);
+      await page.getByRole('link', { name: 'Waiting for a human' }).click();
+      await page.getByRole('heading', { name: 'Waiting for a human', level: 2 }).waitFor();
+      await expect.poll(() => listedThreads(page), { timeout: 10_000 }).toEqual([waiting]);
+      expect(page.url()).toContain('status=interrupted');
+      const row = page.locator(`tr[data-thread-id="${waiting}"]`);
+      expect(await row.innerText()).toContain('Ship the plan?');
+      await page.screenshot({ path: path.join(OUTPUT, 'console-agent-inbox.png'), fullPage: true });
+
+      await row.getByRole('link', { name: `Thread ${waiting}` }).click();
+      await page.getByRole('heading', { name: `Thread ${waiting}`, level: 1 }).waitFor();
+      expect(page.url()).toContain(`#/deployments/${deployment.id}/threads/${waiting}`);
+      await expect.poll(() => page.getByLabel('Thread status: interrupted').count()).toBe(1);
+      const interrupt = page.getByRole('region', { name: 'Interrupt 1 value' });
+      expect(JSON.parse(await interrupt.innerText())).toEqual({ question: 'Ship the plan?' });
+      expect(JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText())).toEqual({ steps: ['go', 'plan'] });
+      const traces = page.getByRole('link', { name: 'Traces of this thread' });
+      expect(await traces.getAttribute('href')).toBe(`#/deployments/${deployment.id}?tab=traces&thread=${waiting}`);
+
+      // No JSON, no run: the form says why.
+      await page.getByLabel('Resume with (JSON)').fill('{approved: yes}');
+      await page.getByRole('button', { name: 'Resume' }).click();
+      await page.getByRole('alert').filter({ hasText: 'That is no JSON' }).waitFor();
+      expect(await agent.client.runs.list(waiting)).toHaveLength(1);
+
+      await page.getByLabel('Resume with (JSON)').fill('{"approved": true, "note": "ship it"}');
+      await page.getByRole('button', { name: 'Resume' }).click();
+      await page.getByRole('status').filter({ hasText: /^Resumed: run / }).waitFor();
+      await page.getByLabel('Thread status: idle').waitFor({ timeout: 20_000 });
+      await expect
+        .poll(async () => JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText()), { timeout: 10_000 })
+        .toEqual({ steps: ['go', 'plan', 'ask_human', 'act'], answer: { approved: true, note: 'ship it' } });
+      expect(await page.getByRole('heading', { name: 'Waiting for a human' }).count()).toBe(0);
+      expect(await page.getByRole('table', { name: 'Runs of this thread, newest first' }).locator('tbody tr').count()).toBe(2);
+      expect((await agent.client.threads.getState(waiting)).values).toMatchObject({ answer: { approved: true, note: 'ship it' } });
+
+      // The inbox is empty now.
+      await page.goto(consoleUrl(`/deployments/${deployment.id}?tab=agent&status=interrupted`));
+      await page.getByText('No thread is waiting for a human.').waitFor();
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 90_000);
+
+  it('draws the path a traced run took on the graph, opens its thread, and forks a run from a node’s checkpoint', async () => {
+    const w = await openConsolePage();
+    const { page } = w;
+    try {
+      await signInAt(page, consoleUrl(`/deployments/${deployment.id}?tab=traces`), agent.apiKey, deployment.name);
+      await page.locator(`tr[data-trace-id="${traceId}"] a`).click();
+      const graph = page.getByRole('group', { name: /^Graph agent/ });
+      await graph.waitFor();
+      // Every node of the graph, the visited ones numbered in the order the trace ran them.
+      expect(await drawnOrder(page)).toEqual({ __start__: '1', plan: '2', ask_human: '3', act: '', __end__: '' });
+      expect(await graph.getByRole('img', { name: 'plan: visited 2nd' }).count()).toBe(1);
+      expect(await graph.getByRole('img', { name: 'act: not visited' }).count()).toBe(1);
+      expect(await page.getByRole('list', { name: 'Nodes visited, in order' }).getByRole('listitem').allInnerTexts()).toEqual(['__start__', 'plan', 'ask_human']);
+      await page.screenshot({ path: path.join(OUTPUT, 'console-agent-graph-path.png'), fullPage: true });
+
+      await page.locator(`li[data-run-id="${planRunId}"] a`).click();
+      const details = page.getByRole('region', { name: /^Run plan/ });
+      await details.waitFor();
+      await details.getByRole('link', { name: 'Open thread' }).click();
+      await page.getByRole('heading', { name: `Thread ${waiting}`, level: 1 }).waitFor();
+      await page.getByLabel('Thread status: idle').waitFor();
+      const historyBefore = (await agent.client.threads.getHistory(waiting, { limit: 50 })).length;
+      await expect.poll(() => page.getByRole('list', { name: 'Checkpoint history' }).getByRole('listitem').count()).toBe(historyBefore);
+
+      await page.goBack();
+      await details.getByRole('button', { name: 'Fork from here' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Fork from here' });
+      // The confirmation names the checkpoint `plan` ran from; Cancel does nothing.
+      await dialog.locator('code', { hasText: beforePlan }).waitFor();
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      expect(await agent.client.runs.list(waiting)).toHaveLength(2);
+      await details.getByRole('button', { name: 'Fork from here' }).click();
+      await dialog.locator('code', { hasText: beforePlan }).waitFor();
+      await dialog.getByRole('button', { name: 'Fork', exact: true }).click();
+      const forked = details.getByRole('status').filter({ hasText: /^Forked: run / });
+      await forked.waitFor();
+      expect(await forked.innerText()).toContain(beforePlan);
+      await forked.getByRole('link', { name: 'See it on the thread' }).click();
+      await page.getByRole('heading', { name: `Thread ${waiting}`, level: 1 }).waitFor();
+      // The fork ran `plan` again from before it, and stopped at the human again: a branch beside the resumed one.
+      await page.getByLabel('Thread status: interrupted').waitFor({ timeout: 20_000 });
+      await expect
+        .poll(async () => JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText()), { timeout: 10_000 })
+        .toEqual({ steps: ['go', 'plan'] });
+      await expect.poll(() => page.getByRole('list', { name: 'Checkpoint history' }).getByRole('listitem').count()).toBeGreaterThan(historyBefore);
+      expect(await agent.client.runs.list(waiting)).toHaveLength(3);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 90_000);
+
+  it('passes an axe audit in dark mode and fits a 375 px screen: the inbox, a thread and a trace’s graph', async () => {
+    // Only to inject axe does this page bypass the console's policy (the tests above run under it).
+    const w = await openConsolePage({ colorScheme: 'dark', bypassCSP: true });
+    const { page } = w;
+    try {
+      await signInAt(page, consoleUrl(`/deployments/${deployment.id}?tab=agent&status=interrupted`), agent.apiKey, deployment.name);
+      await page.locator(`tr[data-thread-id="${waiting}"]`).waitFor();
+      expect(await axeViolations(page)).toEqual([]);
+      await page.goto(consoleUrl(`/deployments/${deployment.id}/threads/${waiting}`));
+      await page.getByRole('region', { name: 'Interrupt 1 value' }).waitFor();
+      expect(await axeViolations(page)).toEqual([]);
+      await page.setViewportSize({ width: 375, height: 800 });
+      await expectFitsAfterResize(page, 375);
+      await page.screenshot({ path: path.join(OUTPUT, 'console-agent-thread-mobile-dark.png'), fullPage: true });
+      await page.goto(consoleUrl(`/deployments/${deployment.id}?tab=traces&trace=${traceId}&run=${planRunId}`));
+      await page.locator('svg.graph [data-node="plan"]').waitFor();
+      await expectFitsAfterResize(page, 375);
+      await page.setViewportSize({ width: 1280, height: 900 });
+      expect(await axeViolations(page)).toEqual([]);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
+});
