@@ -270,6 +270,43 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect((await client.threads.get(thread.thread_id)).status).toBe('error');
     expect((await fetch(`${url}/ok`)).status).toBe(200);
   }, 60_000);
+
+  it("a pull request's preview serves the branch with threads and a store of its own: none crosses to the parent, or back", async () => {
+    // The pull request's branch, with the parent's branch left where it is.
+    git('checkout', '-q', '-b', 'feature/pr-5');
+    const prSha = commitGraph('-pr');
+    git('checkout', '-q', 'main');
+    const enabled = await http.patch(`/v2/deployments/${deploymentId}`, { source_config: { previews: { enabled: true, max_active: 1, resource_spec: { min_scale: 1, max_scale: 1 } } } });
+    expect(enabled.status, enabled.text).toBe(200);
+    const parentThreads = async () => (await client.threads.search({ limit: 100 })).map((t) => t.thread_id).sort();
+    const parentBefore = await parentThreads();
+    const stateOfParent = (await client.threads.getState(threadId)).values;
+
+    const opened = await http.post(`/v2/deployments/${deploymentId}/previews`, { ref: 'feature/pr-5', number: 5 });
+    expect(opened.status, opened.text).toBe(201);
+    const rev = await untilDone(opened.body.id, opened.body.latest_revision_id);
+    expect(rev.status, rev.status_message).toBe('DEPLOYED');
+    expect(rev.source_revision_config.repo_commit_sha).toBe(prSha);
+    const preview = (await http.get(`/v2/deployments/${opened.body.id}`)).body;
+    const previewClient = new Client({ apiUrl: preview.url, apiKey: workspaceKey });
+
+    // The preview runs the branch's graph on a thread of its own.
+    const mine = await previewClient.threads.create({ metadata: { on: 'preview' } });
+    expect(await previewClient.runs.wait(mine.thread_id, 'agent', { input: { steps: ['pr'] } })).toEqual({ steps: ['pr', 'first-pr', 'second-pr'] });
+    await previewClient.store.putItem(['isolation'], 'seen', { by: 'preview' });
+    // Nothing of it on the parent; nothing of the parent on the preview.
+    await expect(client.threads.get(mine.thread_id)).rejects.toThrow(/404|not found/i);
+    await expect(previewClient.threads.get(threadId)).rejects.toThrow(/404|not found/i);
+    expect((await previewClient.threads.search({ limit: 100 })).map((t) => t.thread_id)).toEqual([mine.thread_id]);
+    expect(await client.store.getItem(['isolation'], 'seen')).toBeNull();
+    // A thread made on the parent meanwhile stays the parent's.
+    const theirs = await client.threads.create({ metadata: { on: 'parent' } });
+    await expect(previewClient.threads.get(theirs.thread_id)).rejects.toThrow(/404|not found/i);
+    expect(await parentThreads()).toEqual([...parentBefore, theirs.thread_id].sort());
+    expect((await client.threads.getState(threadId)).values).toEqual(stateOfParent);
+
+    expect((await http.delete(`/v2/deployments/${deploymentId}/previews/5`)).status).toBe(204);
+  }, 420_000);
 });
 
 const START_BOOM_GRAPH = `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
