@@ -71,9 +71,9 @@ function mountedRoutesOf(app: App): { routes: MountedRoute[]; middleware: Mounte
   return { routes, middleware };
 }
 
-/** `/api-host/v2/x/:id` → `/v2/x/{id}`; the prefix is a server of the document, not a path. */
+/** `/api-host/v2/x/:id` (or a named wildcard `*rest`) → `/v2/x/{id}`; the prefix is a server of the document, not a path. */
 function documentedPath(path: string): string {
-  return path.replace(/^\/api-host(?=\/)/, '').replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+  return path.replace(/^\/api-host(?=\/)/, '').replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
 }
 
 function collectRefs(value: unknown, out: string[] = []): string[] {
@@ -182,8 +182,8 @@ describe('every mounted route is documented', () => {
     const checked: string[] = [];
     for (const { method, path } of mounted.routes) {
       const where = `${method.toUpperCase()} ${path}`;
-      // Express 5 wildcards and optional groups would need more than `:param` → `{param}`.
-      expect(path, where).not.toMatch(/[*{}?]/);
+      // Optional groups and unnamed wildcards would need more than `:param` (or `*param`) → `{param}`.
+      expect(path, where).not.toMatch(/[{}?]|\*(?![A-Za-z0-9_])/);
       const operation = doc.paths[documentedPath(path)]?.[method];
       expect(operation, `${where} is missing from /openapi.json`).toBeDefined();
 
@@ -192,7 +192,7 @@ describe('every mounted route is documented', () => {
       expect(spec.hidden, where).toBeFalsy();
       const parameters: Array<{ name: string; in: string; required?: boolean; schema?: unknown }> = operation.parameters ?? [];
 
-      for (const [, name] of path.matchAll(/:([A-Za-z0-9_]+)/g)) {
+      for (const [, name] of path.matchAll(/[:*]([A-Za-z0-9_]+)/g)) {
         const param = parameters.find((p) => p.in === 'path' && p.name === name);
         expect(param, `${where}: path parameter ${name}`).toMatchObject({ required: true, schema: expect.any(Object) });
       }

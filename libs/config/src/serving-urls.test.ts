@@ -38,12 +38,4 @@ describe('ServingUrls', () => {
     expect(() => urls({ SLIPWAY_TLS_CERT_FILE: '/etc/cert.pem' })).toThrow(/SLIPWAY_TLS_KEY_FILE/);
     expect(() => urls({ SLIPWAY_EDGE_HTTP_PORT: 'none' })).toThrow(/SLIPWAY_EDGE_HTTP_PORT/);
   });
-  it('names every origin it can answer as one policy source: the apps domain at the edge, any port of the runtime host without it', () => {
-    expect(urls({}).originsSource).toBe('http://*.localhost:8180');
-    expect(urls({ SLIPWAY_APPS_DOMAIN: 'apps.example.com', SLIPWAY_EDGE_HTTP_PORT: '80' }).originsSource).toBe('http://*.apps.example.com');
-    const tls = { SLIPWAY_TLS_CERT_FILE: '/etc/cert.pem', SLIPWAY_TLS_KEY_FILE: '/etc/key.pem', SLIPWAY_APPS_DOMAIN: 'apps.example.com', SLIPWAY_EDGE_HTTPS_PORT: '443' };
-    expect(urls(tls).originsSource).toBe('https://*.apps.example.com');
-    expect(urls({ SLIPWAY_EDGE_HTTP_PORT: 'off' }).originsSource).toBe('http://127.0.0.1:*');
-    expect(urls({ SLIPWAY_EDGE_HTTP_PORT: 'off', SLIPWAY_RUNTIME_HOST: '::1' }).originsSource).toBe('http://[::1]:*');
-  });
 });

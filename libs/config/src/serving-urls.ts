@@ -17,16 +17,11 @@ export interface ServedDeployment {
  */
 export class ServingUrls {
   private readonly origin: ((label: string) => string) | null;
-  /** Every origin `of` can answer, as one Content-Security-Policy source expression. */
-  readonly originsSource: string;
 
   constructor(private readonly config: Pick<Config, 'edge' | 'runtime'>) {
     const { edge } = config;
     if (edge.httpPort === null) {
       this.origin = null;
-      // Any serving port of the runtime host: ports are handed out as deployments come and go.
-      const host = config.runtime.publicHost;
-      this.originsSource = `http://${host.includes(':') ? `[${host}]` : host}:*`;
       return;
     }
     // HTTPS once the edge has a certificate for the names: the operator's, or ACME's (never for localhost).
@@ -35,7 +30,6 @@ export class ServingUrls {
     const port = edge.publicPort ?? (tls ? edge.httpsPort! : edge.httpPort);
     const suffix = `.${edge.appsDomain}${port === (tls ? 443 : 80) ? '' : `:${port}`}`;
     this.origin = (label) => `${scheme}://${label}${suffix}`;
-    this.originsSource = this.origin('*');
   }
 
   of(d: ServedDeployment): string | null {

@@ -73,6 +73,11 @@ export class BadGatewayError extends AppError {
   readonly status = 502;
 }
 
+/** 504: an upstream host (a deployed app) did not answer in time. */
+export class GatewayTimeoutError extends AppError {
+  readonly status = 504;
+}
+
 /** 429: a request budget is spent; the caller may retry after `retryAfterSeconds` (`Retry-After`). */
 export class TooManyRequestsError extends AppError {
   readonly status = 429;

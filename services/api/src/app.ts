@@ -4,7 +4,7 @@ import helmet from 'helmet';
 import swaggerUi from 'swagger-ui-express';
 import type { Redis } from 'ioredis';
 import { ServingUrls, type Config } from '@slipway/config';
-import { deriveKey, secretsCodec } from '@slipway/crypto';
+import { deriveKey, edgeToken, secretsCodec } from '@slipway/crypto';
 import { DeploymentActivity, EVENTS_CHANNEL, PgNotifications, type DataSource } from '@slipway/db';
 import { OUTBOX_CHANNEL, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
@@ -13,7 +13,7 @@ import { BULL_BOARD_PATH, bullBoardApp } from './admin/bull-board.js';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { Authenticator } from './auth/authenticator.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
-import { CONSOLE_PATH, consoleApp, consoleCsp, consoleEntrances } from './console/console-app.js';
+import { CONSOLE_PATH, consoleApp, consoleEntrances } from './console/console-app.js';
 import { accessLog } from './http/access-log.js';
 import { Admission } from './http/admission.js';
 import { errorHandler, notFoundHandler } from './http/errors.middleware.js';
@@ -42,6 +42,8 @@ import { opsRoutes } from './routes/ops.router.js';
 import { tagRoutes } from './routes/tags.router.js';
 import { domainRoutes } from './routes/domains.router.js';
 import { previewRoutes } from './routes/previews.router.js';
+import { agentGatewayRoutes } from './routes/agent-gateway.router.js';
+import { AgentGateway } from './services/agent-gateway.js';
 import { tracingRoutes } from './routes/tracing.router.js';
 import { uploadRoutes } from './routes/uploads.router.js';
 import { registryRoutes } from './routes/registry.router.js';
@@ -138,6 +140,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, new ServingUrls(config), registry, config.sourceNames, domainClaims);
   const revisions = new RevisionService(dataSource, deployments, flow);
   const previews = new PreviewService(dataSource, deployments, flow);
+  const agentGateway = new AgentGateway(dataSource, { upstreamHost: config.edge.upstreamHost ?? null, fallbackHost: config.runtime.advertiseHost, edgeToken: edgeToken(config.secretsKey.key) });
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
   const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH, CONSOLE_PATH] });
@@ -159,6 +162,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     ...tagRoutes(new TagService(dataSource, deployments)),
     ...domainRoutes(new DomainService(dataSource, domainClaims)),
     ...previewRoutes(previews),
+    ...agentGatewayRoutes(agentGateway),
     ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments, Date.now, new PullRequestPreviews(dataSource, previews)) }),
     ...uploadRoutes(new UploadService(dataSource, config, quotas)),
     ...registryRoutes(registry),
@@ -197,7 +201,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
   app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
 
-  const consoleRouter = consoleApp(admission.anonymousMiddleware(), consoleCsp(config));
+  const consoleRouter = consoleApp(admission.anonymousMiddleware());
   app.use(consoleEntrances(PATH_PREFIXES));
   const router = express.Router({ strict: false });
   const streams = new StreamSlots({ redis, limit: config.sseStreamsPerKey, keyPrefix: config.queuePrefix, log: logger });
@@ -218,6 +222,7 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     routes,
     close: async () => {
       shutdown.abort();
+      agentGateway.close();
     },
   };
 }

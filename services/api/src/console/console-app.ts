@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ServingUrls, type Config } from '@slipway/config';
 import express, { type RequestHandler, type Router } from 'express';
 
 export const CONSOLE_PATH = '/console';
@@ -41,26 +40,21 @@ export function consoleEntrances(prefixes: readonly string[]): RequestHandler {
 /**
  * The console's own policy, stricter than the rest of the service: only its own scripts, styles
  * and API calls (no inline script or style element, no CDN, no eval), never framed. React sets
- * inline styles through the DOM, which this policy allows. Its one opening: `connect-src` also
- * names where deployments are served (`ServingUrls`: the apps domain at the edge, or any port of
- * the runtime host with the edge off), since the Agent section calls a deployment's own URL
- * from the browser, with the user's key, as LangGraph Studio does.
+ * inline styles through the DOM, which this policy allows.
  */
-export function consoleCsp(config: Pick<Config, 'edge' | 'runtime'>): string {
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self'",
-    `connect-src 'self' ${new ServingUrls(config).originsSource}`,
-    "font-src 'self'",
-    "manifest-src 'self'",
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-    "object-src 'none'",
-  ].join('; ');
-}
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "manifest-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "object-src 'none'",
+].join('; ');
 
 export const CONSOLE_NOT_BUILT = 'The console is not built: run `pnpm build` (npm start and npm test build it too).';
 
@@ -76,14 +70,14 @@ export function consoleDirectory(): string | null {
 }
 
 /**
- * Serves the built single-page console under `csp` (consoleCsp). Its files need no key: the page
- * asks for one and sends it on its own API calls. Hashed assets are cached for good, index.html
- * never (so a new build is picked up at once).
+ * Serves the built single-page console. Its files need no key: the page asks for one and sends
+ * it on its own API calls. Hashed assets are cached for good, index.html never (so a new build
+ * is picked up at once).
  */
-export function consoleApp(anonymous: RequestHandler, csp: string, dir: string | null = consoleDirectory()): Router {
+export function consoleApp(anonymous: RequestHandler, dir: string | null = consoleDirectory()): Router {
   const router = express.Router();
   router.use(anonymous, (_req, res, next) => {
-    res.setHeader('Content-Security-Policy', csp);
+    res.setHeader('Content-Security-Policy', CONSOLE_CSP);
     res.setHeader('Referrer-Policy', 'no-referrer');
     next();
   });

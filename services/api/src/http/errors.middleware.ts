@@ -92,7 +92,10 @@ export function errorHandler(): ErrorRequestHandler {
 
 /** A route path (`/v2/x/:id`) as a regex matching it with or without the `/api-host` prefix. */
 export function routePattern(path: string): RegExp {
-  const escaped = path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:([A-Za-z0-9_]+)/g, '[^/]+');
+  const escaped = path
+    .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    .replace(/:([A-Za-z0-9_]+)/g, '[^/]+')
+    .replace(/\\\*([A-Za-z0-9_]+)/g, '.+');
   return new RegExp(`^(?:/api-host)?${escaped}/?$`);
 }
 

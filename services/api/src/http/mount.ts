@@ -95,6 +95,7 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
         principal,
         requestId: String(req.id),
         log,
+        clientAddress: req.ip ?? req.socket.remoteAddress,
         ...(route.streamBody ? { bodyStream: req } : {}),
         ...(traceWriter ? { traceWriter } : {}),
       });

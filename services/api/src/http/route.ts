@@ -18,6 +18,8 @@ export interface RequestContext<P = Record<string, string>, Q = Record<string, u
   log: Logger;
   /** Raw request headers, plus the validated ones of `request.headers` (converted values). */
   headers: Record<string, any>;
+  /** The caller's address (`req.ip`: X-Forwarded-For only from trusted proxies). */
+  clientAddress?: string;
   /** The unparsed request body, on `streamBody` routes only. */
   bodyStream?: Readable;
   /** On `traceIngest` routes called with a trace-ingest credential instead of a key: the one project it may write. */

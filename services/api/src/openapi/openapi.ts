@@ -49,7 +49,7 @@ const errorResponse = (description: string) => ({
 });
 
 /** Express `:param` → OpenAPI `{param}`. */
-export const toOpenApiPath = (path: string): string => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+export const toOpenApiPath = (path: string): string => path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
 
 /**
  * Builds the OpenAPI 3.1 document from the same route specs that mount and validate the API,

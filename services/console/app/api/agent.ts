@@ -1,9 +1,10 @@
 /**
- * A deployment's own LangGraph Server API, called from the browser at the deployment's URL with
- * the signed-in user's key in `X-Api-Key`, as LangGraph Studio does: the serving proxy takes the
- * workspace key (and strips it before the app sees it), the agent server answers the browser's
- * CORS preflight. Plain `fetch`, the few calls the console makes (paths and bodies as the
- * official SDK sends them).
+ * A deployment's own LangGraph Server API, called through the api's gateway
+ * (`/v2/deployments/{id}/agent/<path>`) with the signed-in user's key in `X-Api-Key`: the api
+ * forwards the call to the deployment's serving proxy, which checks the key again and strips it
+ * before the app sees it, and passes back only the agent's JSON. The browser never calls an app's
+ * origin. Plain `fetch`, the few calls the console makes (paths and bodies as the official SDK
+ * sends them).
  */
 import { ApiError, detailText } from './client';
 
@@ -87,7 +88,7 @@ const segment = encodeURIComponent;
 
 export class AgentApi {
   constructor(
-    /** The deployment's URL (no trailing slash). */
+    /** The gateway's base for one deployment (`<api>/v2/deployments/<id>/agent`, no trailing slash). */
     readonly url: string,
     private readonly key: string,
   ) {}
@@ -105,7 +106,7 @@ export class AgentApi {
       });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
-      throw new ApiError(0, `The deployment at ${this.url} could not be reached from this browser (is it running, and does its CORS policy allow this page?).`);
+      throw new ApiError(0, 'The Slipway API could not be reached from this browser.');
     }
     const text = await res.text();
     let parsed: unknown = null;
@@ -115,6 +116,7 @@ export class AgentApi {
       parsed = null;
     }
     if (!res.ok) {
+      // The agent says what went wrong in `message` (LangGraph's errors), the gateway in `detail`.
       const message = (parsed as { message?: unknown } | null)?.message;
       throw new ApiError(res.status, typeof message === 'string' && message ? message : detailText(res.status, parsed));
     }

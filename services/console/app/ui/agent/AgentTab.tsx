@@ -79,10 +79,10 @@ function StatusFilter({ deploymentId, status }: { deploymentId: string; status: 
 /**
  * A deployment's Agent tab (docs/console.md, Agent): its threads, newest first, a page at a time,
  * filtered by status (`?tab=agent&status=interrupted` is the inbox of threads waiting for a
- * human). The browser asks the deployment's own URL, with the user's key.
+ * human). Read from the deployment's agent through the api, with the user's key.
  */
 export function AgentTab({ deployment, query }: { deployment: Deployment & { url: string }; query: URLSearchParams }) {
-  const agent = useAgentApi(deployment.url) as AgentApi;
+  const agent = useAgentApi(deployment.id, true) as AgentApi;
   const status = query.get('status') ?? '';
   const offset = Math.max(0, Number(query.get('offset')) || 0);
   // One more than a page: whether there is a next page, without counting them all.
@@ -93,7 +93,7 @@ export function AgentTab({ deployment, query }: { deployment: Deployment & { url
     <section aria-labelledby="threads-title" className="agent-threads">
       <h2 id="threads-title">{title}</h2>
       <p className="hint">
-        Read from the deployment itself (<code>{deployment.url}</code>) by this browser, with your API key, as LangGraph Studio does.
+        Read from the deployment's agent through Slipway's API, with your API key (as a call to <code>{deployment.url}</code> would be).
       </p>
       <StatusFilter deploymentId={deployment.id} status={status} />
       <ErrorText error={threads.error} />

@@ -118,12 +118,12 @@ function ThreadView({ agent, deploymentId, threadId }: { agent: AgentApi; deploy
 /**
  * One thread of a deployment's agent (`#/deployments/<id>/threads/<thread id>`, docs/console.md,
  * Agent): its status, state, pending interrupts (resumed here), checkpoints and runs, read by the
- * browser from the deployment's URL with the user's key.
+ * api from the deployment's agent with the user's key.
  */
 export function ThreadPage({ deploymentId, threadId }: { deploymentId: string; threadId: string }) {
   const api = useApi();
   const deployment = useLoad((signal) => api.get<Deployment>(`/v2/deployments/${deploymentId}`, undefined, signal), [api, deploymentId]);
-  const agent = useAgentApi(deployment.data?.url);
+  const agent = useAgentApi(deploymentId, Boolean(deployment.data?.url));
   const d = deployment.data;
   return (
     <>

@@ -1,6 +1,6 @@
 /**
- * What the Agent views share: their addresses, and the client of a deployment's own URL with
- * the signed-in user's key (the browser calls it directly, as LangGraph Studio does).
+ * What the Agent views share: their addresses, and the client of a deployment's agent, reached
+ * through the api (`/v2/deployments/{id}/agent/…`) with the signed-in user's key.
  */
 import { useMemo } from 'react';
 import { AgentApi, type ThreadStatus } from '../../api/agent';
@@ -19,10 +19,13 @@ export function agentHref(deploymentId: string, query: Record<string, string | n
 /** One thread of a deployment's agent. */
 export const threadPageHref = (deploymentId: string, threadId: string) => `#/deployments/${deploymentId}/threads/${encodeURIComponent(threadId)}`;
 
-/** The client of `url` (a deployment's), or null when it has none. */
-export function useAgentApi(url: string | null | undefined): AgentApi | null {
+/** The client of a deployment's agent, or null when it has none to call (`served` false: no URL yet). */
+export function useAgentApi(deploymentId: string | null | undefined, served: boolean): AgentApi | null {
   const api = useApi();
-  return useMemo(() => (url ? new AgentApi(url, api.session.key) : null), [url, api.session.key]);
+  return useMemo(
+    () => (deploymentId && served ? new AgentApi(`${api.base}/v2/deployments/${deploymentId}/agent`, api.session.key) : null),
+    [api.base, deploymentId, served, api.session.key],
+  );
 }
 
 /** The statuses a thread has, in the words the list shows. */

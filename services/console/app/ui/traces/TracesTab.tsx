@@ -20,7 +20,7 @@ export function tracesHref(deploymentId: string, query: Record<string, string> =
  * and its runs lead to their thread and can be forked.
  */
 export function TracesTab({ deployment, query, agentUrl }: { deployment: Deployment; query: URLSearchParams; agentUrl: string | null }) {
-  const agent = useAgentApi(agentUrl);
+  const agent = useAgentApi(deployment.id, agentUrl !== null);
   const filters = filtersFromQuery(query);
   const filterQuery = filtersToQuery(filters);
   const href = (extra: Record<string, string> = {}) => tracesHref(deployment.id, { ...filterQuery, ...extra });
