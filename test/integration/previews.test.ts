@@ -261,8 +261,11 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect(after.id).toBe(preview.id);
     expect(after.latest_revision_id).not.toBe(preview.latest_revision_id);
     expect(after.preview.pull_request.head_sha).toBe('b'.repeat(40));
+    // Gitea spells a new head `synchronized`.
+    expect((await deliver(event('synchronized', 41, 'feat/x', '9'.repeat(40)))).body.outcome).toMatch(/rolling out/);
+    expect((await previewOf(p.id, 41)).preview.pull_request.head_sha).toBe('9'.repeat(40));
 
-    const closed = await deliver(event('closed', 41, 'feat/x', 'b'.repeat(40)));
+    const closed = await deliver(event('closed', 41, 'feat/x', '9'.repeat(40)));
     expect(closed.body.outcome).toMatch(/torn down/);
     const [row] = await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [preview.id]);
     expect(row.status).toBe('AWAITING_DELETE');
@@ -309,6 +312,18 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect(preview.source_revision_config).toMatchObject({ repo_ref: 'fork-branch', repo_commit_sha: 'e'.repeat(40) });
     expect(await previewOf(off.id, 47)).toBeUndefined();
     expect((await api.http.post(`/v2/deployments/${off.id}/previews/47/approve`, {})).status).toBe(201);
+
+    // Gitea: `label_updated` (under the same pull_request event), with the pull request's labels as they now are.
+    await deliver(event('opened', 48, 'fork-gitea', '1'.repeat(40), true));
+    const gitea = (labels: string[]) => {
+      const e = event('label_updated', 48, 'fork-gitea', '1'.repeat(40), true);
+      return { ...e, pull_request: { ...e.pull_request, labels: labels.map((name) => ({ name })) } };
+    };
+    expect((await deliver(gitea(['bug']))).body.outcome).toContain('not its approval label');
+    expect(await previewOf(p.id, 48)).toBeUndefined();
+    const viaGitea = await deliver(gitea(['bug', 'preview-approved']));
+    expect(viaGitea.body.outcome).toContain("approved by label 'preview-approved'");
+    expect((await previewOf(p.id, 48)).source_revision_config.repo_commit_sha).toBe('1'.repeat(40));
   });
 
   it('a payload that does not name both repositories is taken for a fork’s', async () => {

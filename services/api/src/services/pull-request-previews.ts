@@ -25,11 +25,19 @@ interface PullRequestPayload {
   action?: unknown;
   number?: unknown;
   label?: { name?: unknown } | null;
-  pull_request?: { number?: unknown; html_url?: unknown; head?: { ref?: unknown; sha?: unknown; repo?: RepoShape | null } | null; base?: { repo?: RepoShape | null } | null } | null;
+  pull_request?: { number?: unknown; html_url?: unknown; labels?: unknown; head?: { ref?: unknown; sha?: unknown; repo?: RepoShape | null } | null; base?: { repo?: RepoShape | null } | null } | null;
   repository?: RepoShape | null;
 }
 
-const OPENING = new Set(['opened', 'reopened', 'synchronize']);
+/** GitHub says `synchronize` for a new head, Gitea (under the same `pull_request` event) `synchronized`. */
+const OPENING = new Set(['opened', 'reopened', 'synchronize', 'synchronized']);
+
+/** The labels a label delivery brings: GitHub's `label` added, or Gitea's pull request labels as they now are. */
+function labelsAdded(payload: PullRequestPayload, action: string): string[] {
+  if (action === 'labeled') return [str(payload.label?.name)].filter((l): l is string => l !== null);
+  const labels = Array.isArray(payload.pull_request?.labels) ? (payload.pull_request!.labels as Array<{ name?: unknown }>) : [];
+  return labels.map((l) => str(l?.name)).filter((l): l is string => l !== null);
+}
 const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
 const urlsOf = (repo: RepoShape | null | undefined) =>
   new Set([repo?.clone_url, repo?.html_url, repo?.url].filter((u): u is string => typeof u === 'string' && u !== '').map(normalizeRepoUrl));
@@ -58,7 +66,9 @@ export class PullRequestPreviews {
     const ref = str(pr?.head?.ref);
     const done = (statusCode: number, outcome: string): PullRequestOutcome => ({ statusCode, outcome, ref: ref ? `refs/heads/${ref}` : null });
     if (!action || number === null || !Number.isInteger(number) || number < 1 || !pr) return done(400, 'The pull_request payload has no action, number or pull_request.');
-    if (!OPENING.has(action) && action !== 'closed' && action !== 'labeled') return done(200, `Pull request #${number} ${action}: nothing to do for previews.`);
+    // GitHub says `labeled` with the label added; Gitea `label_updated` with the pull request's labels.
+    const labelAction = action === 'labeled' || action === 'label_updated';
+    if (!OPENING.has(action) && action !== 'closed' && !labelAction) return done(200, `Pull request #${number} ${action}: nothing to do for previews.`);
     const base = urlsOf(pr.base?.repo ?? payload.repository);
     if (!base.size) return done(400, 'The pull_request payload names no repository.');
     const parents = (await new DeploymentReads(this.dataSource.manager).previewParents(integration.id)).filter((p) => p.repoUrl && base.has(normalizeRepoUrl(p.repoUrl)));
@@ -68,10 +78,10 @@ export class PullRequestPreviews {
     let failed = false;
     for (const parent of parents) {
       try {
-        if (action === 'labeled') {
-          const label = str(payload.label?.name);
+        if (labelAction) {
+          const label = approvalLabelOf(parent.previews);
           const sha = str(pr.head?.sha);
-          if (!label || label !== approvalLabelOf(parent.previews) || !sha) {
+          if (!label || !labelsAdded(payload, action).includes(label) || !sha) {
             notes.push(`deployment ${parent.deploymentId}: not its approval label`);
             continue;
           }
