@@ -1,4 +1,4 @@
-import { queryRows, type EntityManager } from '@slipway/db';
+import { DeploymentRepository, queryRows, type EntityManager } from '@slipway/db';
 import { REVISION_STATUSES } from '@slipway/domain';
 import { writeRevision } from './status-transitions.js';
 
@@ -12,7 +12,7 @@ export class RevisionFixtures {
   /** Makes the revision its deployment's active one, serving the prebuilt artifact directory `artifactRef`. */
   async serveArtifact(deploymentId: string, revisionId: string, artifactRef: string): Promise<void> {
     await writeRevision(this.manager, revisionId, { from: REVISION_STATUSES, set: { artifactRef } });
-    await this.manager.query(`UPDATE deployments SET active_revision_id = $2 WHERE id = $1`, [deploymentId, revisionId]);
+    await new DeploymentRepository(this.manager).setFixtureActiveRevision(deploymentId, revisionId);
   }
 
   /** Every revision's id and attempt: what a build's cgroups are named by (`b-<revision>-a<attempt>`). */

@@ -1,5 +1,5 @@
 import type { PipelineTimings } from '@slipway/config';
-import { DeploymentActivityRepository, OutboundWebhookRepository, PreviewRepository, queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
+import { DeploymentActivityRepository, DeploymentRepository, OutboundWebhookRepository, PreviewRepository, queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { enqueueInOutbox, JOB_CATALOG, type Queues } from '@slipway/jobs';
 import { beginDeploymentDelete } from './deployment-deletion.js';
@@ -167,7 +167,7 @@ export class Reconciler {
       if (d.status === 'AWAITING_DELETE' && d.listener_id) {
         // Only the listener can confirm its cluster is clean; past the deadline we stop waiting.
         if (d.overdue) {
-          await this.tx((m) => m.query(`DELETE FROM deployments WHERE id = $1 AND status = 'AWAITING_DELETE'`, [d.id]));
+          await this.tx((m) => new DeploymentRepository(m).removeDeleted(d.id));
           this.log.warn({ deploymentId: d.id, listenerId: d.listener_id }, 'listener never confirmed teardown; deployment removed');
           report.teardownsForced.push(d.id);
         }

@@ -91,10 +91,7 @@ export class RevisionFlow {
     const applied = await this.write(manager, revisionId, to, options);
     if (!applied || !isRevisionTerminal(to)) return applied;
     if (to === 'DEPLOYED') {
-      await manager.query(
-        `UPDATE deployments SET active_revision_id = $2, last_activity_at = now(), updated_at = now() WHERE id = $1`,
-        [applied.deploymentId, revisionId],
-      );
+      await new DeploymentRepository(manager).activateRevision(applied.deploymentId, revisionId);
     }
     await this.promoteNext(manager, applied.deploymentId);
     return applied;

@@ -1,4 +1,4 @@
-import { entityRows, preparedRows, queryRows, Revision, type EntityManager, type Page, type Rider } from '@slipway/db';
+import { DeploymentRepository, entityRows, preparedRows, queryRows, Revision, type EntityManager, type Page, type Rider } from '@slipway/db';
 import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
 import { outboxInsert, type OutboxJob } from '@slipway/jobs';
 import { writeRevision } from './status-transitions.js';
@@ -115,8 +115,9 @@ export class RevisionRepository {
 
   /**
    * Inserts a revision (CREATING) and makes it its deployment's latest, in one statement: the
-   * insert runs as a CTE of the deployment's UPDATE (the foreign key is checked when the
-   * statement ends, when the new row exists). The caller holds the deployment's row lock, or
+   * insert runs as a CTE of the deployment's UPDATE, whose text is its owner's
+   * (`DeploymentRepository.latestRevisionSql`); the foreign key is checked when the statement
+   * ends, when the new row exists. The caller holds the deployment's row lock, or
    * inserted the deployment in this transaction. `started`: it is inserted started, with that
    * deadline, and `jobs` are recorded in the outbox by the same statement
    * (`RevisionFlow.insertFirst`), as is `rider`'s work, whose value it returns.
@@ -146,8 +147,7 @@ export class RevisionRepository {
     const [row] = await preparedRows<{ rider: unknown }>(
       this.manager,
       `WITH inserted AS (${insert} RETURNING id)${outbox ? `, jobs AS (${outbox.sql})` : ''}${ride ? `, ${ride.ctes}` : ''}
-       UPDATE deployments SET latest_revision_id = (SELECT id FROM inserted), last_activity_at = now(), updated_at = now()
-        WHERE id = $${deployment}${ride ? ` RETURNING ${ride.value} AS rider` : ''}`,
+       ${DeploymentRepository.latestRevisionSql(deployment)}${ride ? ` RETURNING ${ride.value} AS rider` : ''}`,
       all,
     );
     return (rider ? rider.read(row?.rider) : undefined) as T;

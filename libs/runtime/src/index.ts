@@ -41,7 +41,7 @@ export {
   type LaunchSpec,
   type ProcessRuntimeOptions,
 } from './process/process-runtime.js';
-export { ProcessStore, type InstanceRecord, type InstanceRole, type InstanceSample, type InstanceStatus, type Queryable } from './process/process-store.js';
+export { ProcessStore, type DeploymentRuntimeWrites, type InstanceRecord, type InstanceRole, type InstanceSample, type InstanceStatus, type Queryable } from './process/process-store.js';
 export { ServingProxy, type AccessDenial, type ProxyTarget, type RequestOutcome, type ServingProxyOptions } from './process/serving-proxy.js';
 export {
   answerDenial,

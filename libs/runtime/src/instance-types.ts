@@ -11,6 +11,19 @@ export interface Queryable {
   query(sql: string, params?: unknown[]): Promise<any>;
 }
 
+/**
+ * The runtime's writes of `deployments`, of the columns it keeps: the process runtime's serving
+ * port and the sandbox's uid. Their SQL is libs/db's, the one writer of that row
+ * (`DeploymentRepository.claimServingPort`, `claimSandboxUid`); the services hand a
+ * `DeploymentRepository` in, so the runtime still imports nothing of libs/db.
+ */
+export interface DeploymentRuntimeWrites {
+  /** Records `port` as the deployment's serving port unless it has one; a port taken meanwhile rejects (23505). */
+  claimServingPort(deploymentId: string, port: number): Promise<void>;
+  /** Records `uid` as the deployment's sandbox uid if its uid is still `previous`; a uid taken meanwhile rejects (23505). */
+  claimSandboxUid(deploymentId: string, uid: number, previous: number | null): Promise<void>;
+}
+
 export type InstanceStatus = 'starting' | 'running' | 'stopping' | 'exited';
 
 /**

@@ -3,6 +3,7 @@
  * (listed below). Entry file: `tsx services/builder/src/main.ts`; run more copies to build more
  * in parallel.
  */
+import { DeploymentRepository } from '@slipway/db';
 import { createWorker, QUEUES } from '@slipway/jobs';
 import { sandboxForStart, type Sandbox } from '@slipway/runtime';
 import { healthPortRole, maintenanceRole, outboxRelayRole, previewFeedbackRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
@@ -21,7 +22,7 @@ runWorkerProcess({
   onStart: async ({ config, dataSource, log }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off, which warns
     // at every start (docs/operations.md, Sandbox), exactly as the deployer does.
-    sandbox = await sandboxForStart(config.sandbox, dataSource, {
+    sandbox = await sandboxForStart(config.sandbox, dataSource, new DeploymentRepository(dataSource.manager), {
       production: config.nodeEnv === 'production',
       warn: (m) => log.warn(m),
       stores: [config.databaseUrl, config.redisUrl],

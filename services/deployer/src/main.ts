@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
+import { DeploymentRepository } from '@slipway/db';
 import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
 import { healthPortRole, maintenanceRole, outboxRelayRole, previewFeedbackRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
@@ -30,7 +31,7 @@ runWorkerProcess({
   roles: [maintenanceRole, webhookDeliveryRole, outboxRelayRole, previewFeedbackRole, healthPortRole],
   onStart: async ({ config, dataSource, log, metrics, secrets }) => {
     // Production refuses to start without the sandbox unless SLIPWAY_SANDBOX=off (docs/operations.md, Sandbox).
-    const sandbox = await sandboxForStart(config.sandbox, dataSource, {
+    const sandbox = await sandboxForStart(config.sandbox, dataSource, new DeploymentRepository(dataSource.manager), {
       production: config.nodeEnv === 'production',
       warn: (m) => log.warn(m),
       stores: [config.databaseUrl, config.redisUrl],

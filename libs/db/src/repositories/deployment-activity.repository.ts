@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { DeploymentStatus } from '@slipway/domain';
-import { preparedRows, queryRows } from '../sql.js';
+import { queryRows } from '../sql.js';
+import { DeploymentRepository } from './deployment.repository.js';
 import { transitionDeployment } from './deployment-status.js';
 
 /** A deployment's activity is written at most this often (per process, and across processes by the UPDATE). */
@@ -10,8 +11,9 @@ const MAX_REMEMBERED = 50_000;
 
 /**
  * `deployments.last_activity_at`: when the deployment was last used or changed. Creating,
- * patching or redeploying it sets it (revision.repository.ts, revision-flow.ts,
- * deployment.repository.ts), and so does real activity through `DeploymentActivity.record`, so
+ * patching or redeploying it sets it (`DeploymentRepository`'s writes that revision.repository.ts,
+ * revision-flow.ts and the api's PATCH call), and so does real activity through
+ * `DeploymentActivity.record` (`DeploymentRepository.touchActivity`), so
  * the column is max(last redeploy, last activity) and the idle reaper reads only it.
  *
  * No index covers `last_activity_at`, on purpose: an unindexed column keeps every activity write
@@ -19,24 +21,6 @@ const MAX_REMEMBERED = 50_000;
  */
 export class DeploymentActivityRepository {
   constructor(private readonly manager: EntityManager) {}
-
-  /**
-   * Moves `last_activity_at` to now unless it moved within `intervalMs` (another process, or a
-   * redeploy, already did), and always when the deployment is `UNUSED` (it must come back).
-   * One conditional UPDATE; the deployment's status when it wrote, null when it did not.
-   */
-  async touch(deploymentId: string, intervalMs = ACTIVITY_INTERVAL_MS): Promise<DeploymentStatus | null> {
-    // A deployment being deleted is not brought back to anything; its activity no longer matters.
-    const rows = await preparedRows<{ status: DeploymentStatus }>(
-      this.manager,
-      `UPDATE deployments SET last_activity_at = now()
-        WHERE id = $1 AND status <> 'AWAITING_DELETE'
-          AND (last_activity_at < now() - $2 * interval '1 millisecond' OR status = 'UNUSED')
-        RETURNING status`,
-      [deploymentId, intervalMs],
-    );
-    return rows[0]?.status ?? null;
-  }
 
   /** READY deployments without activity for `idleAfterMs` (candidates; `markUnused` decides). */
   async idle(idleAfterMs: number, limit = 1000): Promise<string[]> {
@@ -98,7 +82,7 @@ export class DeploymentActivity {
     // Taken before the statement, and kept when it fails: concurrent requests and a database
     // outage both cost one statement per interval, never one per request.
     this.remember(deploymentId, at);
-    const status = await new DeploymentActivityRepository(this.dataSource.manager).touch(deploymentId, this.intervalMs);
+    const status = await new DeploymentRepository(this.dataSource.manager).touchActivity(deploymentId, this.intervalMs);
     if (status !== 'UNUSED') return status ? 'recorded' : 'unchanged';
     const from = await transitionDeployment(this.dataSource.manager, deploymentId, 'READY', ['UNUSED']);
     return from ? 'revived' : 'recorded';

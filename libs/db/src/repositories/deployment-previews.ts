@@ -41,7 +41,8 @@ export interface PreviewRow {
 
 /**
  * The previews of a parent deployment (docs/api.md, Previews): preview rows are deployments with
- * `preview_of` set (migration 1765000000400); these are their named reads and writes.
+ * `preview_of` set (migration 1765000000400); these are their named reads. Their writes are the
+ * deployment row's, `DeploymentRepository`'s (`markPreview`, `markPreviewEnding`).
  */
 export class PreviewRepository {
   constructor(private readonly manager: EntityManager) {}
@@ -76,30 +77,6 @@ export class PreviewRepository {
       [parentId],
     );
     return Number(row!.n);
-  }
-
-  /** Makes `id` the parent's preview of this pull request, expiring `ttlHours` from now (a rollout extends it). */
-  async mark(id: string, parentId: string, record: PreviewRecord, ttlHours: number): Promise<void> {
-    await this.manager.query(`UPDATE deployments SET preview_of = $2, preview = $3, preview_expires_at = now() + make_interval(hours => $4) WHERE id = $1`, [
-      id,
-      parentId,
-      JSON.stringify(record),
-      ttlHours,
-    ]);
-  }
-
-  /**
-   * Records why a preview's delete starts (for its `preview.deleted` event; nothing for a
-   * deployment that is no preview); false when its delete started already.
-   */
-  async markEnding(id: string, reason: string): Promise<boolean> {
-    const rows = await queryRows(
-      this.manager,
-      `UPDATE deployments SET preview_end_reason = CASE WHEN preview_of IS NULL THEN NULL ELSE $2 END
-        WHERE id = $1 AND status <> 'AWAITING_DELETE' RETURNING id`,
-      [id, reason],
-    );
-    return rows.length > 0;
   }
 
   /** The parent's previews not being deleted, locked (the parent's delete takes them along). */

@@ -2,7 +2,14 @@ import type { EntityManager } from 'typeorm';
 import { deploymentSourcesOf, type DeploymentStatus } from '@slipway/domain';
 import { queryRows } from '../sql.js';
 
-/** The deployment status change: the same conditional pattern over the deployment table. */
+/**
+ * THE deployment status change: every write of `deployments.status` after its insert is this one
+ * conditional UPDATE (locking the row, moving only from a status that `deploymentSourcesOf(to)`
+ * allows, narrowed by `from`); it returns the status it moved from, null when it did not move.
+ * Every other write of the row is a named method of `DeploymentRepository`
+ * (deployment.repository.ts); test/infra/deployments-writes.test.ts allows SQL writes of
+ * `deployments` only in these two files.
+ */
 export async function transitionDeployment(
   manager: EntityManager,
   deploymentId: string,

@@ -1,5 +1,5 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
-import { Deployment, type ComputeConfig, type StoredSourceConfig } from '../entities/index.js';
+import { Deployment, type ComputeConfig, type PreviewRecord, type StoredSourceConfig } from '../entities/index.js';
 import { preparedRows, queryRows } from '../sql.js';
 import type { DeploymentStatus, ResourceSpec } from '@slipway/domain';
 
@@ -46,6 +46,11 @@ const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 /**
  * Deployments, always addressed within one workspace. What is read together with their revisions
  * (the API's presentation, a listener's work) is libs/pipeline's (`DeploymentReads`, `ListenerPoll`).
+ *
+ * THE writer of the `deployments` row: every INSERT, UPDATE and DELETE of it is a named method
+ * here, except a status change, which is `transitionDeployment`'s (deployment-status.ts), the one
+ * conditional update of `status`. Other repositories, libs/pipeline and libs/runtime (handed one
+ * as `DeploymentRuntimeWrites`) call these; test/infra/deployments-writes.test.ts keeps it so.
  */
 export class DeploymentRepository {
   constructor(private readonly manager: EntityManager) {}
@@ -130,6 +135,105 @@ export class DeploymentRepository {
   /** Removes it once torn down; only while AWAITING_DELETE (its revisions cascade). */
   async removeDeleted(id: string): Promise<void> {
     await this.manager.query(`DELETE FROM deployments WHERE id = $1 AND status = 'AWAITING_DELETE'`, [id]);
+  }
+
+  /** Marks it changed now (its tags were replaced); the caller holds the row `lock`. */
+  async markUpdated(id: string): Promise<void> {
+    await this.manager.query(`UPDATE deployments SET updated_at = now() WHERE id = $1`, [id]);
+  }
+
+  /** Makes the revision that just reached DEPLOYED its active one, active now (`RevisionFlow.transition`, under the row `lock`). */
+  async activateRevision(id: string, revisionId: string): Promise<void> {
+    await this.manager.query(
+      `UPDATE deployments SET active_revision_id = $2, last_activity_at = now(), updated_at = now() WHERE id = $1`,
+      [id, revisionId],
+    );
+  }
+
+  /** Points `active_revision_id` at the revision and nothing else: for the bench's fixtures only (`RevisionFixtures`). */
+  async setFixtureActiveRevision(id: string, revisionId: string): Promise<void> {
+    await this.manager.query(`UPDATE deployments SET active_revision_id = $2 WHERE id = $1`, [id, revisionId]);
+  }
+
+  /**
+   * The deployment's part of `RevisionRepository.insertAsLatest`'s one statement, which ends
+   * with it: points `latest_revision_id` at the revision its CTE `inserted` returned and marks
+   * the deployment active now. `deployment` is the number of the parameter holding its id.
+   */
+  static latestRevisionSql(deployment: number): string {
+    return `UPDATE deployments SET latest_revision_id = (SELECT id FROM inserted), last_activity_at = now(), updated_at = now()
+        WHERE id = $${deployment}`;
+  }
+
+  /**
+   * Moves `last_activity_at` to now unless it moved within `intervalMs` (another process, or a
+   * redeploy, already did), and always when the deployment is `UNUSED` (it must come back); never
+   * for one being deleted. One conditional UPDATE (`DeploymentActivity.record`); the deployment's
+   * status when it wrote, null when it did not.
+   */
+  async touchActivity(id: string, intervalMs: number): Promise<DeploymentStatus | null> {
+    const rows = await preparedRows<{ status: DeploymentStatus }>(
+      this.manager,
+      `UPDATE deployments SET last_activity_at = now()
+        WHERE id = $1 AND status <> 'AWAITING_DELETE'
+          AND (last_activity_at < now() - $2 * interval '1 millisecond' OR status = 'UNUSED')
+        RETURNING status`,
+      [id, intervalMs],
+    );
+    return rows[0]?.status ?? null;
+  }
+
+  /** Makes it the parent's preview of this pull request, expiring `ttlHours` from now (a rollout extends it). */
+  async markPreview(id: string, parentId: string, record: PreviewRecord, ttlHours: number): Promise<void> {
+    await this.manager.query(`UPDATE deployments SET preview_of = $2, preview = $3, preview_expires_at = now() + make_interval(hours => $4) WHERE id = $1`, [
+      id,
+      parentId,
+      JSON.stringify(record),
+      ttlHours,
+    ]);
+  }
+
+  /**
+   * Records why a preview's delete starts (for its `preview.deleted` event; nothing for a
+   * deployment that is no preview); false when its delete started already.
+   */
+  async markPreviewEnding(id: string, reason: string): Promise<boolean> {
+    const rows = await queryRows(
+      this.manager,
+      `UPDATE deployments SET preview_end_reason = CASE WHEN preview_of IS NULL THEN NULL ELSE $2 END
+        WHERE id = $1 AND status <> 'AWAITING_DELETE' RETURNING id`,
+      [id, reason],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Fills `secret_names` of a batch of rows (`fillSecretNames`): each row's names, where it still
+   * has none and its sealed secrets are still the ones the names were read from.
+   */
+  async fillSecretNames(batch: ReadonlyArray<{ id: string; sealed: string; names: string[] }>): Promise<void> {
+    await this.manager.query(
+      `UPDATE deployments d SET secret_names = ARRAY(SELECT jsonb_array_elements_text(v.names))
+         FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS v(id, sealed, names)
+        WHERE d.id = v.id AND d.secret_names IS NULL AND d.secrets_sealed = v.sealed`,
+      [batch.map((r) => r.id), batch.map((r) => r.sealed), batch.map((r) => JSON.stringify(r.names))],
+    );
+  }
+
+  /**
+   * Records `port` as its serving port unless it has one (the process runtime's `ProcessStore`).
+   * The unique index on `serving_port` rejects a port another deployment took meanwhile.
+   */
+  async claimServingPort(id: string, port: number): Promise<void> {
+    await this.manager.query(`UPDATE deployments SET serving_port = $2 WHERE id = $1 AND serving_port IS NULL`, [id, port]);
+  }
+
+  /**
+   * Records `uid` as its sandbox uid if its uid is still `previous` (the sandbox's
+   * `SandboxIdentities`). The unique index on `sandbox_uid` rejects a uid another deployment took meanwhile.
+   */
+  async claimSandboxUid(id: string, uid: number, previous: number | null): Promise<void> {
+    await this.manager.query(`UPDATE deployments SET sandbox_uid = $2 WHERE id = $1 AND sandbox_uid IS NOT DISTINCT FROM $3::integer`, [id, uid, previous]);
   }
 
   find(workspaceId: string, id: string): Promise<Deployment | null> {

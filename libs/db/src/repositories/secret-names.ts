@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { queryRows } from '../sql.js';
+import { DeploymentRepository } from './deployment.repository.js';
 
 const BATCH = 500;
 
@@ -20,12 +21,8 @@ export async function fillSecretNames(dataSource: DataSource, namesOf: (sealed: 
     );
     if (!rows.length) return filled;
     after = rows[rows.length - 1]!.id;
-    const names = rows.map((r) => JSON.stringify(namesOf(r.secrets_sealed, r.id)));
-    await dataSource.query(
-      `UPDATE deployments d SET secret_names = ARRAY(SELECT jsonb_array_elements_text(v.names))
-         FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) AS v(id, sealed, names)
-        WHERE d.id = v.id AND d.secret_names IS NULL AND d.secrets_sealed = v.sealed`,
-      [rows.map((r) => r.id), rows.map((r) => r.secrets_sealed), names],
+    await new DeploymentRepository(dataSource.manager).fillSecretNames(
+      rows.map((r) => ({ id: r.id, sealed: r.secrets_sealed, names: namesOf(r.secrets_sealed, r.id) })),
     );
     filled += rows.length;
   }

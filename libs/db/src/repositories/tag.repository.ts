@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { TagKey, TagValue } from '../entities/index.js';
 import { queryRows } from '../sql.js';
+import { DeploymentRepository } from './deployment.repository.js';
 import type { Page } from './pagination.js';
 
 export const TAG_KEY_UNIQUE = 'tag_keys_workspace_key_key';
@@ -133,6 +134,6 @@ export class TagRepository {
         [deploymentId, tagValueIds],
       );
     }
-    await this.manager.query(`UPDATE deployments SET updated_at = now() WHERE id = $1`, [deploymentId]);
+    await new DeploymentRepository(this.manager).markUpdated(deploymentId);
   }
 }

@@ -14,7 +14,7 @@ import { waitHealthy, type HealthOutcome } from './health.js';
 import { linesSinceLastStart, START_HEADER } from './instance-log.js';
 import { isGroupLeader, isProcessAlive, stopProcessGroup } from './os-process.js';
 import { pickFreePort } from './ports.js';
-import { ProcessStore, type InstanceRecord, type InstanceRole, type Queryable } from './process-store.js';
+import { ProcessStore, type DeploymentRuntimeWrites, type InstanceRecord, type InstanceRole, type Queryable } from './process-store.js';
 
 export interface ProcessRuntimeOptions {
   /** Where instances and serving proxies listen (`SLIPWAY_RUNTIME_HOST`). */
@@ -27,6 +27,8 @@ export interface ProcessRuntimeOptions {
   sandbox?: Sandbox | null;
   /** The embedded container runtime (needs the sandbox); null: images cannot run here. */
   containers?: ContainerInstances | null;
+  /** Where the serving port is recorded (libs/db's `DeploymentRepository`). */
+  deployments: DeploymentRuntimeWrites;
 }
 
 export interface LaunchSpec {
@@ -101,7 +103,7 @@ export class ProcessRuntime {
     db: Queryable,
     private readonly options: ProcessRuntimeOptions,
   ) {
-    this.store = new ProcessStore(db);
+    this.store = new ProcessStore(db, options.deployments);
   }
 
   get host(): string {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { InstanceRecord, InstanceRole, InstanceStatus, Queryable } from '../instance-types.js';
+import type { DeploymentRuntimeWrites, InstanceRecord, InstanceRole, InstanceStatus, Queryable } from '../instance-types.js';
 
-export type { InstanceRecord, InstanceRole, InstanceStatus, Queryable };
+export type { DeploymentRuntimeWrites, InstanceRecord, InstanceRole, InstanceStatus, Queryable };
 
 /** TypeORM answers `UPDATE … RETURNING` with `[rows, count]` and SELECT with `rows`. */
 async function rows<T>(db: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -46,9 +46,15 @@ const toRecord = (r: Row): InstanceRecord => ({
 
 const COLUMNS = 'id, deployment_id, revision_id, role, pid, port, status, log_path, address';
 
-/** The process runtime's bookkeeping in Postgres, so a restarted deployer can re-adopt its processes. */
+/**
+ * The process runtime's bookkeeping in Postgres, so a restarted deployer can re-adopt its
+ * processes. Its write of `deployments` (the serving port) goes through `deployments`.
+ */
 export class ProcessStore {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    private readonly deployments: DeploymentRuntimeWrites,
+  ) {}
 
   /** Ports recorded as in use: live instances and every deployment's serving port. */
   async takenPorts(): Promise<Set<number>> {
@@ -145,7 +151,7 @@ export class ProcessStore {
    * on `serving_port` rejects a port another deployment took meanwhile (the caller retries).
    */
   async claimServingPort(deploymentId: string, port: number): Promise<number | null> {
-    await this.db.query(`UPDATE deployments SET serving_port = $2 WHERE id = $1 AND serving_port IS NULL`, [deploymentId, port]);
+    await this.deployments.claimServingPort(deploymentId, port);
     return this.servingPort(deploymentId);
   }
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../instance-types.js';
+import type { DeploymentRuntimeWrites, Queryable } from '../instance-types.js';
 
 /** Thrown when every uid of the range is taken. */
 export class UidsExhaustedError extends Error {
@@ -13,11 +13,13 @@ export function pickUid(min: number, max: number, taken: ReadonlySet<number>): n
 
 /**
  * One uid (and gid, the same number) per deployment, from the configured range, recorded in
- * `deployments.sandbox_uid` (unique), so builder and deployer agree and a uid is never shared.
+ * `deployments.sandbox_uid` (unique, written through `deployments`), so builder and deployer
+ * agree and a uid is never shared.
  */
 export class SandboxIdentities {
   constructor(
     private readonly db: Queryable,
+    private readonly deployments: DeploymentRuntimeWrites,
     private readonly min: number,
     private readonly max: number,
   ) {}
@@ -34,7 +36,7 @@ export class SandboxIdentities {
       const uid = pickUid(this.min, this.max, new Set(taken.map((t) => Number(t.sandbox_uid))));
       if (uid === null) throw new UidsExhaustedError(`No free sandbox uid left in ${this.min}-${this.max}.`);
       try {
-        await this.db.query(`UPDATE deployments SET sandbox_uid = $2 WHERE id = $1 AND sandbox_uid IS NOT DISTINCT FROM $3::integer`, [deploymentId, uid, row.sandbox_uid]);
+        await this.deployments.claimSandboxUid(deploymentId, uid, row.sandbox_uid);
       } catch (err) {
         // Another deployment took it first (unique index): pick again.
         if ((err as { code?: string }).code !== '23505') throw err;

@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { SandboxSettings as ConfiguredSandbox } from '@slipway/config';
-import type { Queryable } from '../instance-types.js';
+import type { DeploymentRuntimeWrites, Queryable } from '../instance-types.js';
 import { CgroupWriter, detectCgroups, type Cgroup, type CgroupLimits } from './cgroups.js';
 import { SandboxIdentities } from './identities.js';
 import { removeLegacyUidRules } from './net/egress-rules.js';
@@ -29,10 +29,11 @@ export class Sandbox {
   constructor(
     readonly settings: SandboxSettings,
     db: Queryable,
+    deployments: DeploymentRuntimeWrites,
     readonly cgroups: CgroupWriter,
     readonly network: SandboxNetwork,
   ) {
-    this.identities = new SandboxIdentities(db, settings.uidMin, settings.uidMax);
+    this.identities = new SandboxIdentities(db, deployments, settings.uidMin, settings.uidMax);
   }
 
   /** A fresh cgroup with the limits (memory defaulting to the configured one). */
@@ -48,9 +49,10 @@ export class Sandbox {
 /**
  * Checks root, the tools, writable cgroups and nftables, then prepares the sandboxes' network
  * (forwarding, the services address, the rules; `stores`: the control plane's DATABASE_URL and
- * REDIS_URL, whose addresses no sandbox may reach).
+ * REDIS_URL, whose addresses no sandbox may reach; `deployments`: where each deployment's uid is
+ * recorded, libs/db's `DeploymentRepository`).
  */
-export async function setUpSandbox(settings: SandboxSettings, db: Queryable, stores: string[] = []): Promise<Sandbox> {
+export async function setUpSandbox(settings: SandboxSettings, db: Queryable, deployments: DeploymentRuntimeWrites, stores: string[] = []): Promise<Sandbox> {
   if (process.getuid?.() !== 0) throw new SandboxUnavailableError('the sandbox needs root (it switches to per-deployment uids and writes cgroups).');
   for (const [tool, args] of [
     ['bwrap', ['--version']],
@@ -74,7 +76,7 @@ export async function setUpSandbox(settings: SandboxSettings, db: Queryable, sto
     throw new SandboxUnavailableError(`the sandboxes' network could not be set up (needs CAP_NET_ADMIN and nftables): ${err instanceof Error ? err.message : String(err)}`);
   });
   await removeLegacyUidRules(settings.uidMin, settings.uidMax);
-  return new Sandbox(settings, db, new CgroupWriter(layout), network);
+  return new Sandbox(settings, db, deployments, new CgroupWriter(layout), network);
 }
 
 /** bubblewrap loads the sandbox's seccomp program and runs a command under it (an old bwrap or kernel fails here, not at the first build). */
@@ -97,6 +99,7 @@ function checkSeccomp(): Promise<void> {
 export async function sandboxForStart(
   settings: SandboxSettings,
   db: Queryable,
+  deployments: DeploymentRuntimeWrites,
   { production, warn, stores = [] }: { production: boolean; warn: (message: string) => void; stores?: string[] },
 ): Promise<Sandbox | null> {
   const unsafe = 'USER CODE RUNS UNSANDBOXED: builds and apps run as this process\'s user and can read its environment, files and credentials.';
@@ -105,7 +108,7 @@ export async function sandboxForStart(
     return null;
   }
   try {
-    return await setUpSandbox(settings, db, stores);
+    return await setUpSandbox(settings, db, deployments, stores);
   } catch (err) {
     if (!(err instanceof SandboxUnavailableError)) throw err;
     if (production) {

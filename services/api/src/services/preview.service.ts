@@ -62,7 +62,7 @@ export class PreviewService {
         // The pull request's head commit when known (else the branch's current head, which the builder records).
         const revision = { repo_ref: input.ref, repo_commit_sha: input.head_sha ?? null };
         await this.deployments.patch(m, workspaceId, existing.id, { source_revision_config: revision } as PatchDeploymentBody, requestId, true);
-        await new PreviewRepository(m).mark(existing.id, parent.id, record, settings.ttl_hours);
+        await new DeploymentRepository(m).markPreview(existing.id, parent.id, record, settings.ttl_hours);
         return this.deployments.get(workspaceId, existing.id, m);
       });
       return { view, created: false };
@@ -73,7 +73,7 @@ export class PreviewService {
       this.dataSource.transaction(async (m) => {
         await this.makeRoom(m, parent.id, settings.max_active, requestId);
         const made = await this.deployments.create(m, workspaceId, body, draft, requestId);
-        await new PreviewRepository(m).mark(made.id, parent.id, record, settings.ttl_hours);
+        await new DeploymentRepository(m).markPreview(made.id, parent.id, record, settings.ttl_hours);
         return this.deployments.get(workspaceId, made.id, m);
       }),
     );

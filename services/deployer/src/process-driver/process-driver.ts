@@ -2,7 +2,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '@slipway/config';
 import { edgeToken, isEdgeToken } from '@slipway/crypto';
-import { DeploymentActivity, EdgeRouteRepository, type DataSource } from '@slipway/db';
+import { DeploymentActivity, DeploymentRepository, EdgeRouteRepository, type DataSource } from '@slipway/db';
 import { redactValues, type Logger } from '@slipway/logging';
 import { RevisionReads } from '@slipway/pipeline';
 import {
@@ -99,7 +99,13 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
   ) {
     // runc's state under the data dir: containers outlive the deployer and the next one finds them.
     this.containers = sandbox && images ? new ContainerInstances(sandbox, path.join(config.dataDir, 'runtime', 'runc')) : null;
-    this.runtime = new ProcessRuntime(dataSource, { ...config.runtime, dataDir: config.dataDir, sandbox, containers: this.containers });
+    this.runtime = new ProcessRuntime(dataSource, {
+      ...config.runtime,
+      dataDir: config.dataDir,
+      sandbox,
+      containers: this.containers,
+      deployments: new DeploymentRepository(dataSource.manager),
+    });
     // The edges send each deployment's requests to its serving proxy here (docs/operations.md, The edge).
     this.lock = new RuntimeLock(dataSource, log, () => new EdgeRouteRepository(dataSource.manager).recordOwner(config.runtime.advertiseHost));
     const metricsLog = log.child({ component: 'deployment-metrics' });
