@@ -243,6 +243,9 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     const rev = await untilDone(deploymentId, res.body.latest_revision_id);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
     expect(rev.source_revision_config.repo_commit_sha).toBe(sha);
+    // The build's checkout says what the commit is and who made it; the revision, why it exists.
+    expect(rev.source_revision_config).toMatchObject({ repo_commit_message: 'graph -v2', repo_commit_author: 't' });
+    expect(rev.trigger).toBe('patch');
 
     expect((await client.threads.get(threadId)).metadata).toMatchObject({ owner: 'e2e' });
     expect((await client.threads.getState(threadId)).values).toEqual(stateBefore);
@@ -286,7 +289,8 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect(opened.status, opened.text).toBe(201);
     const rev = await untilDone(opened.body.id, opened.body.latest_revision_id);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
-    expect(rev.source_revision_config.repo_commit_sha).toBe(prSha);
+    expect(rev.source_revision_config).toMatchObject({ repo_commit_sha: prSha, repo_commit_message: 'graph -pr' });
+    expect(rev.trigger).toBe('preview');
     const preview = (await http.get(`/v2/deployments/${opened.body.id}`)).body;
     const previewClient = new Client({ apiUrl: preview.url, apiKey: workspaceKey });
 

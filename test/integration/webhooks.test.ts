@@ -251,6 +251,8 @@ describe('push', () => {
       const revision = (await api.http.get(`/v2/deployments/${d[name]}/revisions/${deployment.latest_revision_id}`)).body;
       expect(revision.source_revision_config).toMatchObject({ repo_ref: 'main', repo_commit_sha: after, graph_config_path: 'langgraph.json' });
       expect(revision.source).toBe('repohost');
+      // Made by Slipway, set off by the push, saying so.
+      expect(revision).toMatchObject({ trigger: 'push', created_by: { kind: 'system', id: integrationId, name: 'push to main' } });
       // Behind the first revision, still in flight: the flow queued it (one in flight per deployment).
       expect(revision.status).toBe('QUEUED');
     }

@@ -13,4 +13,5 @@ export * from './storable-text.js';
 export * from './quotas.js';
 export * from './listener-protocol.js';
 export * from './pull-secrets.js';
+export * from './revision-origin.js';
 export { domainHost, reservedHostReason } from './domain-hosts.js';

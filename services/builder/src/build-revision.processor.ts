@@ -4,7 +4,7 @@ import { UnrecoverableError } from 'bullmq';
 import type { Config } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
 import type { DataSource, EntityManager } from '@slipway/db';
-import { artifactUri, GraphConfigError, isRevisionTerminal, type ArtifactManifest, type SecretEntry } from '@slipway/domain';
+import { artifactUri, GraphConfigError, isRevisionTerminal, toStorableText, type ArtifactManifest, type SecretEntry } from '@slipway/domain';
 import { enqueueInOutbox, type JobHandler } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { PhaseGuard, RevisionLogWriter, RevisionReads, RevisionRepository, type BuildRow, type RevisionFlow } from '@slipway/pipeline';
@@ -165,11 +165,11 @@ class RevisionBuild {
   private async build(secrets: SecretEntry[]): Promise<{ commit: string | null; agentServer: boolean }> {
     const { signal } = this.guard;
     const config = this.rev.source_revision_config ?? {};
-    const { sourceRoot, commit, where, manifestSource } = await fetchSource(
+    const { sourceRoot, commit, commitMessage, commitAuthor, where, manifestSource } = await fetchSource(
       { rev: this.rev, paths: this.paths, log: this.buildLog, config: this.deps.config, manager: this.deps.dataSource.manager, cloneAccess: this.deps.cloneAccess },
       signal,
     );
-    if (commit) await this.recordCommit(commit);
+    if (commit) await this.recordCommit(commit, commitMessage ?? '', commitAuthor ?? '');
     await this.quota.check('after fetching the source');
 
     const graphConfigPath = config.graph_config_path || DEFAULT_GRAPH_CONFIG_PATH;
@@ -257,10 +257,14 @@ class RevisionBuild {
     return (key in snapshot ? snapshot[key] : this.rev.source_config?.[key]) ?? null;
   }
 
-  /** Stores the resolved commit while the build runs (a retry then builds the same commit). */
-  private async recordCommit(commit: string): Promise<void> {
+  /**
+   * Stores the resolved commit while the build runs (a retry then builds the same commit), with
+   * its message and author's name (the repository's text, made storable), which the API shows.
+   */
+  private async recordCommit(commit: string, message: string, author: string): Promise<void> {
     const revisions = new RevisionRepository(this.deps.dataSource.manager);
-    if (!(await revisions.recordConfig(this.revisionId, ['BUILDING'], this.attempt, { repo_commit_sha: commit }))) throw new OwnershipLost();
+    const described = { repo_commit_sha: commit, repo_commit_message: toStorableText(message) || null, repo_commit_author: toStorableText(author) || null };
+    if (!(await revisions.recordConfig(this.revisionId, ['BUILDING'], this.attempt, described))) throw new OwnershipLost();
   }
 
   /** Steps in the sandbox as the deployment's uid, or as the builder's user when there is none. */

@@ -28,8 +28,10 @@ export interface SourceInputs {
 
 export interface FetchedSource {
   sourceRoot: string;
-  /** The commit checked out; null for an upload. */
+  /** The commit checked out, with its message and author's name; null for an upload. */
   commit: string | null;
+  commitMessage?: string;
+  commitAuthor?: string;
   /** Where the source came from, for messages. */
   where: string;
   manifestSource: ArtifactManifest['source'];
@@ -58,6 +60,8 @@ export async function fetchSource({ rev, paths, log, config, manager, cloneAcces
     return {
       sourceRoot: fetched.dir,
       commit: fetched.commit,
+      commitMessage: fetched.message,
+      commitAuthor: fetched.author,
       where: `${display} ${ref ? `'${ref}'` : 'default branch'} (commit ${fetched.commit.slice(0, 12)})`,
       manifestSource: { type: 'repohost', repo_url: display, ref },
     };

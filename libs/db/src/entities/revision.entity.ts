@@ -1,11 +1,14 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { DeploymentSource, ResourceSpec, RevisionStatus } from '@slipway/domain';
+import type { DeploymentSource, ResourceSpec, RevisionActor, RevisionStatus, RevisionTrigger } from '@slipway/domain';
 
 export interface StoredRevisionConfig {
   repo_ref?: string | null;
   graph_config_path?: string | null;
   image_uri?: string | null;
   repo_commit_sha?: string | null;
+  /** Set by the build from its checkout: the commit's message (cut) and its author's name. */
+  repo_commit_message?: string | null;
+  repo_commit_author?: string | null;
   source_tarball_path?: string | null;
   /** Set by the build: whether the platform serves the project's graphs (the artifact's `agent_server`). */
   agent_server?: boolean;
@@ -71,6 +74,14 @@ export class Revision {
 
   @Column({ type: 'uuid', nullable: true })
   redeployedFrom!: string | null;
+
+  /** Why it exists (null: made before this was recorded). */
+  @Column({ type: 'text', nullable: true })
+  trigger!: RevisionTrigger | null;
+
+  /** Who made it (null: made before this was recorded). */
+  @Column({ type: 'jsonb', nullable: true })
+  createdBy!: RevisionActor | null;
 
   /** Set when the revision took the deployment's in-flight slot. */
   @Column({ type: 'timestamptz', nullable: true })

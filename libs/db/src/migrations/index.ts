@@ -32,6 +32,7 @@ import { Previews1765000000400 } from './1765000000400-previews.js';
 import { PreviewFeedback1765000000500 } from './1765000000500-preview-feedback.js';
 import { PreviewRequests1765000000600 } from './1765000000600-preview-requests.js';
 import { PreviewFeedbackEvents1765000000700 } from './1765000000700-preview-feedback-events.js';
+import { RevisionOrigin1765000000800 } from './1765000000800-revision-origin.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -72,4 +73,5 @@ export const MIGRATIONS = [
   PreviewFeedback1765000000500,
   PreviewRequests1765000000600,
   PreviewFeedbackEvents1765000000700,
+  RevisionOrigin1765000000800,
 ];

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SourceFetchError } from './exec-tool.js';
-import { displayGitUrl, fetchGitRepository } from './git.js';
+import { displayGitUrl, fetchGitRepository, MAX_COMMIT_MESSAGE } from './git.js';
 
 /** Real repositories in a temp dir, made with the git CLI. */
 let tmp: string;
@@ -48,9 +48,22 @@ describe('fetchGitRepository', () => {
   it('clones a branch shallowly and reports its commit', async () => {
     const dir = target();
     const fetched = await fetchGitRepository({ url, ref: 'feature', dir });
-    expect(fetched).toEqual({ dir, commit: shas.feature });
+    expect(fetched).toEqual({ dir, commit: shas.feature, message: 'feature work', author: 'Test' });
     expect(read(dir)).toBe('feature');
     expect(git(dir, 'rev-parse', '--is-shallow-repository')).toBe('true');
+  });
+
+  it("reports the commit's whole message, cut at MAX_COMMIT_MESSAGE, and its author's name", async () => {
+    const repo = path.join(tmp, 'described');
+    mkdirSync(repo);
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(repo, 'f'), 'x');
+    git(repo, 'add', 'f');
+    execFileSync('git', ['-c', 'user.name=Ada Lovelace', '-c', 'user.email=ada@example.com', 'commit', '-q', '-m', 'Fix the planner', '-m', 'It looped.\nTwice.'], { cwd: repo });
+    expect(await fetchGitRepository({ url: `file://${repo}`, ref: 'main', dir: target() })).toMatchObject({ message: 'Fix the planner\n\nIt looped.\nTwice.', author: 'Ada Lovelace' });
+    writeFileSync(path.join(repo, 'f'), 'y');
+    git(repo, 'commit', '-q', '-a', '-m', 'z'.repeat(MAX_COMMIT_MESSAGE + 500));
+    expect((await fetchGitRepository({ url: `file://${repo}`, ref: 'main', dir: target() })).message).toBe('z'.repeat(MAX_COMMIT_MESSAGE));
   });
 
   it('clones the default branch when no ref is given, and accepts refs/heads/ names', async () => {

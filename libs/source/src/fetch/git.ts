@@ -35,7 +35,13 @@ export interface FetchedGit {
   dir: string;
   /** The resolved commit (`git rev-parse HEAD`). */
   commit: string;
+  /** Its message (at most MAX_COMMIT_MESSAGE characters) and its author's name, as the repository says. */
+  message: string;
+  author: string;
 }
+
+/** A commit message is kept to this many characters (a repository's text, shown in the API and the console). */
+export const MAX_COMMIT_MESSAGE = 2_000;
 
 const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/i;
 const SHORT_SHA = /^[0-9a-f]{7,39}$/i;
@@ -87,7 +93,26 @@ export async function fetchGitRepository(options: GitFetchOptions): Promise<Fetc
   if (sha && commit.toLowerCase() !== sha.toLowerCase()) {
     throw new SourceFetchError(`Fetched commit ${commit} of ${display}, not the requested ${sha}.`);
   }
-  return { dir, commit };
+  return { dir, commit, ...(await describeHead(git)) };
+}
+
+/**
+ * HEAD's author name and message. Only said, never needed: a commit git cannot describe within
+ * its output bound (a hostile repository's giant message) reads as empty, and the build goes on.
+ */
+async function describeHead(git: Git): Promise<{ message: string; author: string }> {
+  let described: string;
+  try {
+    // Author name, then the raw message, split by a NUL (which neither can hold).
+    described = (await git.run(['log', '-1', '--no-show-signature', '--format=%an%x00%B', 'HEAD'], 'Git log')).stdout;
+  } catch {
+    return { message: '', author: '' };
+  }
+  const split = described.indexOf('\0');
+  return {
+    author: (split < 0 ? '' : described.slice(0, split)).trim().slice(0, 200),
+    message: (split < 0 ? described : described.slice(split + 1)).trim().slice(0, MAX_COMMIT_MESSAGE),
+  };
 }
 
 function checkUrl(url: string): string {

@@ -65,6 +65,7 @@ export class Authenticator {
       role: row.role,
       workspaceId: row.workspaceId,
       listenerId: row.listenerId,
+      name: row.description ? row.description.slice(0, 200) : null,
     };
   }
 
@@ -88,6 +89,7 @@ export class Authenticator {
       role: claims.role === 'admin' ? 'admin' : 'member',
       workspaceId: null,
       listenerId: null,
+      name: (typeof claims.name === 'string' ? claims.name : typeof claims.email === 'string' ? claims.email : null)?.slice(0, 200) ?? null,
     };
     if (claims.tenant_id === undefined) return principal;
     if (typeof claims.tenant_id !== 'string' || !UUID.test(claims.tenant_id)) return null;

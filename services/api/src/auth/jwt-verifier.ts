@@ -6,6 +6,9 @@ export interface JwtClaims {
   org_id: string;
   tenant_id?: string;
   role?: string;
+  /** Shown as who made a revision (else `email`, else nothing). */
+  name?: unknown;
+  email?: unknown;
 }
 
 /**

@@ -15,6 +15,8 @@ export interface Principal {
   workspaceId: string | null;
   /** Set for a listener agent's key (docs/api.md, Listener agent protocol). */
   listenerId: string | null;
+  /** How it is shown as an actor: the key's description, or the token's `name` (else its `email`). */
+  name: string | null;
 }
 
 /** Which credentials a route accepts. */

@@ -8,6 +8,7 @@ import type { RequestContext, RouteSpec } from './route.js';
 import { inputIssues, locWithin } from './input-guard.js';
 import { serveEventStream } from './sse.js';
 import type { StreamSlots } from './stream-slots.js';
+import { actingAs, actorOf } from '../services/request-actor.js';
 import { issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
 import { RequestValidationError } from '@slipway/domain';
 
@@ -90,7 +91,7 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
       else principal = await admission.authenticate(req, route.auth, route.admin ?? false);
       const inputs = validateRequest(route, req);
       const log = (req as Request & { log: Logger }).log;
-      const result = await route.handler({
+      const result = await actingAs(actorOf(principal), () => route.handler({
         ...inputs,
         principal,
         requestId: String(req.id),
@@ -98,7 +99,7 @@ export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admi
         clientAddress: req.ip ?? req.socket.remoteAddress,
         ...(route.streamBody ? { bodyStream: req } : {}),
         ...(traceWriter ? { traceWriter } : {}),
-      });
+      }));
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       if (result.stream) {
         // The slot is taken before the headers go: past the bound the answer is still a 429.

@@ -212,7 +212,7 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       handler: (ctx) => {
         assertMaySetServingAuth(ctx);
         return writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createRevision'), async (m) => {
-          const deployment = await deployments.patch(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.body, ctx.requestId, true);
+          const deployment = await deployments.patch(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.body, ctx.requestId, 'api_revision');
           return created(await revisions.getIn(m, deployment.id, deployment.latest_revision_id!));
         });
       },

@@ -2,6 +2,7 @@ import Joi from 'joi';
 import type { PreviewSettingsInput } from '../services/preview-settings.js';
 import {
   DEFAULT_APPROVAL_LABEL,
+  REVISION_TRIGGERS,
   DEPLOYMENT_NAME,
   HOSTED_SOURCE_NAMES,
   DEPLOYMENT_NAME_MAX,
@@ -236,6 +237,8 @@ const sourceRevisionConfigResponse = Joi.object({
   graph_config_path: Joi.string().allow(null),
   image_uri: Joi.string().allow(null),
   repo_commit_sha: Joi.string().allow(null),
+  repo_commit_message: Joi.string().allow(null, '').description("The built commit's message (its first 2,000 characters), from the build's checkout"),
+  repo_commit_author: Joi.string().allow(null, '').description("The built commit's author's name"),
   source_tarball_path: Joi.string().allow(null),
 }).id('SourceRevisionConfig');
 
@@ -306,6 +309,19 @@ export const revisionResponse = Joi.object({
   resource_spec: resourceSpec.required(),
   secrets: Joi.array().items(Joi.object({ name: Joi.string() })).required().description('Names only'),
   redeployed_from: uuid().allow(null).required(),
+  trigger: Joi.string()
+    .valid(...REVISION_TRIGGERS)
+    .allow(null)
+    .required()
+    .description('Why it exists: create, patch, push, upload (a source tarball), image_push (a built-in registry image), redeploy, preview, api_revision (POST …/revisions); null for revisions made before this was recorded'),
+  created_by: Joi.object({
+    kind: Joi.string().valid('api_key', 'user', 'system').required(),
+    id: Joi.string().allow(null).required(),
+    name: Joi.string().allow(null).required(),
+  })
+    .allow(null)
+    .required()
+    .description("Who made it: an API key (its id and description), a user (its token's subject and name), or Slipway (what set it off: a push, a pull request)"),
   artifact_pruned_at: timestamp()
     .allow(null)
     .required()

@@ -31,6 +31,11 @@ export function revisionConfigFrom(input: SourceRevisionConfigInput, base: Store
   if (input.image_uri != null) merged.image_uri = input.image_uri;
   if (input.repo_commit_sha != null) merged.repo_commit_sha = input.repo_commit_sha;
   if (input.source_tarball_path != null) merged.source_tarball_path = input.source_tarball_path;
+  // The message and author describe the commit built: another commit (or one to resolve) has its own.
+  if ((merged.repo_commit_sha ?? null) !== (base.repo_commit_sha ?? null)) {
+    delete merged.repo_commit_message;
+    delete merged.repo_commit_author;
+  }
   return merged;
 }
 

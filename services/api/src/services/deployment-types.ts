@@ -1,6 +1,6 @@
 /** The shapes DeploymentService works with and the ports it is given (docs/api.md, Deployments). */
 import type { StoredRevisionConfig, StoredSourceConfig } from '@slipway/db';
-import type { DeploymentSource, DeploymentType, ResourceSpec, SecretEntry } from '@slipway/domain';
+import type { DeploymentSource, DeploymentType, ResourceSpec, RevisionActor, RevisionTrigger, SecretEntry } from '@slipway/domain';
 
 /** Where `internal_docker` image references are resolved to the digest a revision runs (RegistryService). */
 export interface ImageResolver {
@@ -11,6 +11,10 @@ export interface ImageResolver {
 
 /** What a new revision is made of; everything is snapshotted so the revision never changes. */
 export interface RevisionDraft {
+  /** Why the revision exists (docs/api.md, Revisions). */
+  trigger: RevisionTrigger;
+  /** Who made it; unset: the request's caller (request-actor.ts), else Slipway. */
+  createdBy?: RevisionActor;
   source: DeploymentSource;
   sourceRevisionConfig: StoredRevisionConfig;
   resourceSpec: ResourceSpec;

@@ -15,6 +15,8 @@ export function presentRevisionConfig(c: StoredRevisionConfig) {
     graph_config_path: c.graph_config_path ?? null,
     image_uri: c.image_uri ?? null,
     repo_commit_sha: c.repo_commit_sha ?? null,
+    repo_commit_message: c.repo_commit_message ?? null,
+    repo_commit_author: c.repo_commit_author ?? null,
     source_tarball_path: c.source_tarball_path ?? null,
   };
 }

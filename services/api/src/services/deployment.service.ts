@@ -30,8 +30,10 @@ import {
   resolveResourceSpecWithin,
   type ResourceCeilings,
   resourceSpecInputProblems,
+  systemActor,
   type SecretEntry,
 } from '@slipway/domain';
+import { currentActor } from './request-actor.js';
 import { enqueueAllInOutbox, outboxJob } from '@slipway/jobs';
 import { beginDeploymentDelete, DeploymentReads, RevisionRepository, type NewRevision, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
@@ -139,7 +141,14 @@ export class DeploymentService {
    * Writes a deployment `prepareCreate` checked, in the caller's transaction, which
    * `withDeploymentSlot` runs: a create that finds no free deployment slot rolls back and runs again.
    */
-  async create(manager: EntityManager, workspaceId: string, body: CreateDeploymentBody, draft: CreateDraft, requestId?: string): Promise<DeploymentView> {
+  async create(
+    manager: EntityManager,
+    workspaceId: string,
+    body: CreateDeploymentBody,
+    draft: CreateDraft,
+    requestId?: string,
+    trigger: 'create' | 'preview' = 'create',
+  ): Promise<DeploymentView> {
     const { source, type, resourceSpec, revisionConfig } = draft;
     // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
     const secrets = applySecrets([], body.secrets);
@@ -190,6 +199,7 @@ export class DeploymentService {
     // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
     if (revisionConfig) {
       const first = this.revisionRow(deployment, {
+        trigger,
         source,
         sourceRevisionConfig: revisionConfig,
         resourceSpec,
@@ -218,8 +228,8 @@ export class DeploymentService {
   // ---------------------------------------------------------------- update
 
   /**
-   * PATCH, or with `alwaysRevision` the `POST .../revisions` of docs/api.md, Deployments: the same body,
-   * but a new revision is made even when no revision field changed.
+   * PATCH, or with a `revisionTrigger` the `POST .../revisions` of docs/api.md, Deployments (or a
+   * preview's rollout): the same body, but a new revision is made even when no revision field changed.
    */
   async patch(
     manager: EntityManager,
@@ -227,7 +237,7 @@ export class DeploymentService {
     id: string,
     body: PatchDeploymentBody,
     requestId?: string,
-    alwaysRevision = false,
+    revisionTrigger: 'api_revision' | 'preview' | null = null,
   ): Promise<DeploymentView> {
     const deployment = await this.lock(manager, workspaceId, id);
     assertPatchable(deployment, body);
@@ -263,11 +273,12 @@ export class DeploymentService {
     const uploadRevision = body.revision_source != null && revisionInput.source_tarball_path != null;
     // Only a completed upload of this very deployment may be built (C10), never a guessed path.
     if (revisionInput.source_tarball_path != null) await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
-    if (alwaysRevision || patchCreatesRevision(body) || uploadRevision) {
+    if (revisionTrigger || patchCreatesRevision(body) || uploadRevision) {
       const latest = await this.latestRevision(manager, deployment);
       const revisionConfig = revisionConfigFrom(revisionInput, latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source));
       assertBuildable(deployment.source, revisionConfig);
       await this.addRevision(manager, deployment, {
+        trigger: revisionTrigger ?? (uploadRevision ? 'upload' : body.revision_source === 'internal_docker' && revisionInput.image_uri != null ? 'image_push' : 'patch'),
         source: deployment.source,
         sourceRevisionConfig: revisionConfig,
         resourceSpec,
@@ -330,6 +341,8 @@ export class DeploymentService {
       secretNames: draft.secrets.map((s) => s.name),
       buildConfig: draft.buildConfig,
       redeployedFrom: draft.redeployedFrom ?? null,
+      trigger: draft.trigger,
+      createdBy: draft.createdBy ?? currentActor(),
     };
   }
 
@@ -340,6 +353,8 @@ export class DeploymentService {
    */
   async addPushRevision(manager: EntityManager, deployment: Deployment, branch: string, sha: string, requestId?: string): Promise<string> {
     return this.addRevision(manager, deployment, {
+      trigger: 'push',
+      createdBy: systemActor(`push to ${branch}`, deployment.integrationId),
       source: deployment.source,
       sourceRevisionConfig: await this.nextRevisionConfig(manager, deployment, { repo_ref: branch, repo_commit_sha: sha }),
       resourceSpec: deployment.resourceSpec,

@@ -61,7 +61,7 @@ export class PreviewService {
       const view = await this.dataSource.transaction(async (m) => {
         // The pull request's head commit when known (else the branch's current head, which the builder records).
         const revision = { repo_ref: input.ref, repo_commit_sha: input.head_sha ?? null };
-        await this.deployments.patch(m, workspaceId, existing.id, { source_revision_config: revision } as PatchDeploymentBody, requestId, true);
+        await this.deployments.patch(m, workspaceId, existing.id, { source_revision_config: revision } as PatchDeploymentBody, requestId, 'preview');
         await new DeploymentRepository(m).markPreview(existing.id, parent.id, record, settings.ttl_hours);
         return this.deployments.get(workspaceId, existing.id, m);
       });
@@ -72,7 +72,7 @@ export class PreviewService {
     const view = await this.deployments.withDeploymentSlot(workspaceId, () =>
       this.dataSource.transaction(async (m) => {
         await this.makeRoom(m, parent.id, settings.max_active, requestId);
-        const made = await this.deployments.create(m, workspaceId, body, draft, requestId);
+        const made = await this.deployments.create(m, workspaceId, body, draft, requestId, 'preview');
         await new DeploymentRepository(m).markPreview(made.id, parent.id, record, settings.ttl_hours);
         return this.deployments.get(workspaceId, made.id, m);
       }),

@@ -1,10 +1,11 @@
 import type { Integration } from '@slipway/db';
-import { AppError, NotFoundError } from '@slipway/domain';
+import { AppError, NotFoundError, systemActor } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
 import { DeploymentReads } from '@slipway/pipeline';
 import { normalizeRepoUrl } from '@slipway/source';
 import type { DataSource } from '@slipway/db';
 import { approvalLabelOf } from './preview-settings.js';
+import { actingAs } from './request-actor.js';
 import type { PreviewService } from './preview.service.js';
 
 /** What a `pull_request` delivery came to: the delivery's status and outcome (docs/api.md, Integrations). */
@@ -58,7 +59,14 @@ export class PullRequestPreviews {
     private readonly previews: PreviewService,
   ) {}
 
-  async handle(integration: Integration, body: unknown, requestId: string, log: Logger): Promise<PullRequestOutcome> {
+  /** The delivery's outcome; the revisions it makes are Slipway's, set off by the pull request (`created_by`). */
+  handle(integration: Integration, body: unknown, requestId: string, log: Logger): Promise<PullRequestOutcome> {
+    const number = (body as PullRequestPayload | null)?.number;
+    const actor = systemActor(typeof number === 'number' ? `pull request #${number}` : 'pull request', integration.id);
+    return actingAs(actor, () => this.respond(integration, body, requestId, log));
+  }
+
+  private async respond(integration: Integration, body: unknown, requestId: string, log: Logger): Promise<PullRequestOutcome> {
     const payload = (body && typeof body === 'object' ? body : {}) as PullRequestPayload;
     const action = str(payload.action);
     const pr = payload.pull_request ?? null;

@@ -23,6 +23,8 @@ export function presentRevision(r: Revision, names: SourceNames = 'canonical') {
     resource_spec: r.resourceSpec,
     secrets: r.secretNames.map((name) => ({ name })),
     redeployed_from: r.redeployedFrom,
+    trigger: r.trigger,
+    created_by: r.createdBy,
     artifact_pruned_at: iso(r.artifactPrunedAt),
     created_at: iso(r.createdAt)!,
     updated_at: iso(r.updatedAt)!,
@@ -93,6 +95,7 @@ export class RevisionService {
       manager,
       deployment,
       {
+        trigger: 'redeploy',
         source: old.source,
         sourceRevisionConfig: old.sourceRevisionConfig,
         resourceSpec: old.resourceSpec,
