@@ -76,6 +76,28 @@ export interface AgentGraph {
   edges: GraphEdge[];
 }
 
+export interface Assistant {
+  assistant_id: string;
+  graph_id: string;
+  name?: string;
+  version?: number;
+  description?: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Cron {
+  cron_id: string;
+  assistant_id: string;
+  thread_id?: string | null;
+  schedule: string;
+  timezone?: string | null;
+  enabled?: boolean;
+  next_run_date?: string | null;
+  end_time?: string | null;
+  created_at: string;
+}
+
 /** What a run is started with: an input, a resume command, a checkpoint to fork from. */
 export interface RunRequest {
   assistant_id: string;
@@ -91,6 +113,8 @@ export class AgentApi {
     /** The gateway's base for one deployment (`<api>/v2/deployments/<id>/agent`, no trailing slash). */
     readonly url: string,
     private readonly key: string,
+    /** The credential a graph with its own auth handler expects (sent as its `Authorization`), if the user gave one. */
+    private readonly agentCredential: string | null = null,
   ) {}
 
   async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
@@ -98,7 +122,11 @@ export class AgentApi {
     try {
       res = await fetch(this.url.replace(/\/$/, '') + path, {
         method,
-        headers: { 'X-Api-Key': this.key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+        headers: {
+          'X-Api-Key': this.key,
+          ...(this.agentCredential ? { 'X-Agent-Authorization': this.agentCredential } : {}),
+          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,
         credentials: 'omit',
@@ -158,6 +186,34 @@ export class AgentApi {
 
   graph(assistantId: string, signal?: AbortSignal): Promise<AgentGraph> {
     return this.request('GET', `/assistants/${segment(assistantId)}/graph`, undefined, signal);
+  }
+
+  deleteThread(threadId: string): Promise<unknown> {
+    return this.request('DELETE', `/threads/${segment(threadId)}`);
+  }
+
+  /** Assistants, most recently updated first. */
+  searchAssistants(limit: number, signal?: AbortSignal): Promise<Assistant[]> {
+    return this.request('POST', '/assistants/search', { limit, offset: 0, sort_by: 'updated_at', sort_order: 'desc' }, signal);
+  }
+
+  /** An assistant's versions, newest first. */
+  assistantVersions(assistantId: string, signal?: AbortSignal): Promise<Assistant[]> {
+    return this.request('POST', `/assistants/${segment(assistantId)}/versions`, { limit: 20 }, signal);
+  }
+
+  /** Scheduled runs (crons), soonest first. */
+  searchCrons(limit: number, signal?: AbortSignal): Promise<Cron[]> {
+    return this.request('POST', '/runs/crons/search', { limit, offset: 0, sort_by: 'next_run_date', sort_order: 'asc' }, signal);
+  }
+
+  /** Pauses (`enabled` false) or resumes a cron. */
+  setCronEnabled(cronId: string, enabled: boolean): Promise<Cron> {
+    return this.request('PATCH', `/runs/crons/${segment(cronId)}`, { enabled });
+  }
+
+  deleteCron(cronId: string): Promise<unknown> {
+    return this.request('DELETE', `/runs/crons/${segment(cronId)}`);
   }
 }
 

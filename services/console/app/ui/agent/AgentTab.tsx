@@ -1,9 +1,20 @@
+import { useState } from 'react';
 import type { AgentApi, Thread } from '../../api/agent';
 import type { Deployment } from '../../api/types';
 import { formatTime } from '../../phases';
 import { ErrorText, navigate, useLoad } from '../common';
 import { agentHref, THREAD_STATUSES, threadPageHref, useAgentApi } from './agent';
+import { AgentCredential } from './AgentCredential';
+import { AssistantsView } from './AssistantsView';
+import { CronsView } from './CronsView';
 import { ThreadStatus } from './ThreadStatus';
+
+/** The Agent tab's views, by their `view` in the address (threads when none). */
+const VIEWS = [
+  ['threads', 'Threads'],
+  ['assistants', 'Assistants'],
+  ['crons', 'Crons'],
+] as const;
 
 const PAGE_SIZE = 20;
 
@@ -77,12 +88,34 @@ function StatusFilter({ deploymentId, status }: { deploymentId: string; status: 
 }
 
 /**
- * A deployment's Agent tab (docs/console.md, Agent): its threads, newest first, a page at a time,
- * filtered by status (`?tab=agent&status=interrupted` is the inbox of threads waiting for a
- * human). Read from the deployment's agent through the api, with the user's key.
+ * A deployment's Agent tab (docs/console.md, Agent): its threads (the default view), assistants
+ * and crons, read from the deployment's agent through the api with the user's key (and the
+ * agent's own credential, when the user gave one).
  */
 export function AgentTab({ deployment, query }: { deployment: Deployment & { url: string }; query: URLSearchParams }) {
-  const agent = useAgentApi(deployment.id, true) as AgentApi;
+  const [credentialVersion, setCredentialVersion] = useState(0);
+  const agent = useAgentApi(deployment.id, true, credentialVersion) as AgentApi;
+  const view = query.get('view') ?? 'threads';
+  return (
+    <>
+      <nav className="subtabs" aria-label="Agent views">
+        {VIEWS.map(([id, label]) => (
+          <a key={id} href={agentHref(deployment.id, id === 'threads' ? {} : { view: id })} aria-current={view === id ? 'page' : undefined}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      <AgentCredential deploymentId={deployment.id} onChange={() => setCredentialVersion((v) => v + 1)} />
+      {view === 'assistants' ? <AssistantsView agent={agent} /> : view === 'crons' ? <CronsView agent={agent} /> : <ThreadsView agent={agent} deployment={deployment} query={query} />}
+    </>
+  );
+}
+
+/**
+ * The agent's threads, newest first, a page at a time, filtered by status
+ * (`?tab=agent&status=interrupted` is the inbox of threads waiting for a human).
+ */
+function ThreadsView({ agent, deployment, query }: { agent: AgentApi; deployment: Deployment & { url: string }; query: URLSearchParams }) {
   const status = query.get('status') ?? '';
   const offset = Math.max(0, Number(query.get('offset')) || 0);
   // One more than a page: whether there is a next page, without counting them all.

@@ -16,7 +16,7 @@ function edgePath(from: PlacedNode, to: PlacedNode, back: boolean): string {
   return `M ${from.x} ${from.y + NODE_HEIGHT / 2} L ${to.x} ${to.y - NODE_HEIGHT / 2 - 3}`;
 }
 
-function GraphSvg({ layout, path, label }: { layout: GraphLayout; path: string[]; label: string }) {
+export function GraphSvg({ layout, path, label }: { layout: GraphLayout; path: string[]; label: string }) {
   const arrow = `arrow-${useId().replace(/:/g, '')}`;
   const order = visitOrder(path);
   const byId = new Map(layout.nodes.map((n) => [n.id, n]));

@@ -7,6 +7,7 @@ import { ErrorText, PageHeading, useApi, useLoad } from '../common';
 import { filtersToQuery, NO_FILTERS } from '../traces/filters';
 import { tracesHref } from '../traces/TracesTab';
 import { agentHref, jsonText, useAgentApi } from './agent';
+import { DeleteThread } from './DeleteThread';
 import { CheckpointHistory, ThreadRuns } from './ThreadHistory';
 import { ThreadInterrupts } from './ThreadInterrupts';
 import { ThreadStatus } from './ThreadStatus';
@@ -111,6 +112,9 @@ function ThreadView({ agent, deploymentId, threadId }: { agent: AgentApi; deploy
       </section>
       <CheckpointHistory history={history} />
       <ThreadRuns runs={runs} />
+      <div className="page-actions">
+        <DeleteThread agent={agent} deploymentId={deploymentId} threadId={threadId} />
+      </div>
     </>
   );
 }

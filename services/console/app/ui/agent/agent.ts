@@ -19,12 +19,35 @@ export function agentHref(deploymentId: string, query: Record<string, string | n
 /** One thread of a deployment's agent. */
 export const threadPageHref = (deploymentId: string, threadId: string) => `#/deployments/${deploymentId}/threads/${encodeURIComponent(threadId)}`;
 
+/** Where the agent credential the user gave for a deployment is kept: this tab's sessionStorage, as the key is. */
+const credentialSlot = (deploymentId: string) => `slipway.agent-credential.${deploymentId}`;
+
+/** The credential the user gave for a deployment's own auth handler, or null. */
+export function agentCredential(deploymentId: string): string | null {
+  try {
+    return sessionStorage.getItem(credentialSlot(deploymentId));
+  } catch {
+    return null;
+  }
+}
+
+/** Keeps (or, empty, forgets) the credential for a deployment's own auth handler. */
+export function setAgentCredential(deploymentId: string, value: string): void {
+  try {
+    if (value) sessionStorage.setItem(credentialSlot(deploymentId), value);
+    else sessionStorage.removeItem(credentialSlot(deploymentId));
+  } catch {
+    // Storage refused (private mode): the credential lasts as long as the page.
+  }
+}
+
 /** The client of a deployment's agent, or null when it has none to call (`served` false: no URL yet). */
-export function useAgentApi(deploymentId: string | null | undefined, served: boolean): AgentApi | null {
+export function useAgentApi(deploymentId: string | null | undefined, served: boolean, credentialVersion = 0): AgentApi | null {
   const api = useApi();
   return useMemo(
-    () => (deploymentId && served ? new AgentApi(`${api.base}/v2/deployments/${deploymentId}/agent`, api.session.key) : null),
-    [api.base, deploymentId, served, api.session.key],
+    () => (deploymentId && served ? new AgentApi(`${api.base}/v2/deployments/${deploymentId}/agent`, api.session.key, agentCredential(deploymentId)) : null),
+    // credentialVersion: a new credential given makes a new client.
+    [api.base, deploymentId, served, api.session.key, credentialVersion],
   );
 }
 
