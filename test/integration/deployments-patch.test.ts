@@ -114,6 +114,8 @@ describe('which PATCHes make a new revision', () => {
       graph_config_path: 'agents/graph.json',
       image_uri: null,
       repo_commit_sha: null,
+      repo_commit_message: null,
+      repo_commit_author: null,
       source_tarball_path: null,
     });
     expect(res.body.source_revision_config.graph_config_path).toBe('agents/graph.json');
