@@ -97,10 +97,21 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await w.page.getByLabel('Secret name 1').fill('OPENAI_API_KEY');
       await w.page.getByLabel('Value of secret OPENAI_API_KEY').fill(first);
       await w.page.getByRole('button', { name: 'Create deployment' }).click();
+      // Created: the form is gone, the new deployment's page is open with its first revision's log
+      // (an image has no build: its deploy log), the create call still shown there.
+      await w.page.getByRole('heading', { name: 'made-in-the-console', level: 1 }).waitFor();
       const created = w.page.getByRole('status').filter({ hasText: 'Created' });
       await created.waitFor();
-      await w.page.screenshot({ path: path.join(OUTPUT, 'console-create.png'), fullPage: true });
       const [made] = (await api.http.get('/v2/deployments?name=made-in-the-console')).body.resources;
+      expect(new URL(w.page.url()).hash).toBe(`#/deployments/${made.id}?log=latest`);
+      expect(await w.page.getByLabel('Name', { exact: true }).count()).toBe(0);
+      const firstLog = w.page.getByRole('region', { name: `Log of revision ${made.latest_revision_id.slice(0, 8)}` });
+      await firstLog.getByRole('log', { name: 'deploy log' }).waitFor();
+      expect(await firstLog.getByRole('radio', { name: 'Deploy' }).isChecked()).toBe(true);
+      expect(await firstLog.getByRole('link', { name: 'Open in the log view' }).getAttribute('href')).toBe(
+        `#/deployments/${made.id}/revisions/${made.latest_revision_id}/logs?type=deploy`,
+      );
+      await w.page.screenshot({ path: path.join(OUTPUT, 'console-create.png'), fullPage: true });
       expect(made).toMatchObject({ source: 'external_container', source_config: { listener_id: listenerId, listener_config: { k8s_namespace: 'agents' } }, secrets: [{ name: 'OPENAI_API_KEY' }] });
       expect(await secretsGiven(made.latest_revision_id)).toEqual([{ name: 'OPENAI_API_KEY', value: first }]);
       // The call as curl: method, URL, the key as a variable, the body without the secret's value.
@@ -113,8 +124,6 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await agentApplies(made.latest_revision_id);
 
       // Edit the secret on the deployment's page: a new revision rolls out with the new value.
-      await created.getByRole('link', { name: 'made-in-the-console' }).click();
-      await w.page.getByRole('heading', { name: 'made-in-the-console', level: 1 }).waitFor();
       await w.page.locator(`li.is-active[data-revision-id="${made.latest_revision_id}"]`).waitFor();
       await w.page.getByRole('heading', { name: 'Edit configuration, resources and secrets' }).click();
       await w.page.getByLabel('New value of OPENAI_API_KEY').fill(second);
@@ -151,8 +160,13 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await w.page.getByLabel('Repository').selectOption(fixture.repoUrl);
       await w.page.getByLabel('Git ref').fill('main');
       await w.page.getByRole('button', { name: 'Create deployment' }).click();
+      await w.page.getByRole('heading', { name: 'from-a-repository', level: 1 }).waitFor();
       await w.page.getByRole('status').filter({ hasText: 'Created' }).waitFor();
       const [repo] = (await api.http.get('/v2/deployments?name=from-a-repository')).body.resources;
+      // Built here: its first revision's build log is open on the page.
+      const buildLog = w.page.getByRole('region', { name: `Log of revision ${repo.latest_revision_id.slice(0, 8)}` });
+      await buildLog.getByRole('log', { name: 'build log' }).waitFor();
+      expect(await buildLog.getByRole('radio', { name: 'Build' }).isChecked()).toBe(true);
       expect(repo).toMatchObject({ source: 'repohost', source_config: { integration_id: fixture.integrationId, repo_url: fixture.repoUrl }, source_revision_config: { repo_ref: 'main' } });
       expect(repo.latest_revision_id).toEqual(expect.any(String));
 
@@ -166,6 +180,7 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       const tarball = craftTarball([{ path: 'langgraph.json', body: '{"graphs":{"agent":"./agent.js:graph"}}' }]);
       await w.page.getByLabel('Source tarball (.tar.gz)').setInputFiles({ name: 'project.tar.gz', mimeType: 'application/gzip', buffer: tarball });
       await w.page.getByRole('button', { name: 'Create deployment' }).click();
+      await w.page.getByRole('heading', { name: 'from-an-upload', level: 1 }).waitFor();
       await w.page.getByRole('status').filter({ hasText: 'Created' }).waitFor();
       const [upload] = (await api.http.get('/v2/deployments?name=from-an-upload')).body.resources;
       expect(upload.source).toBe('upload');
@@ -314,8 +329,7 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       expect(curls[1]).toContain(`curl -X PUT '${api.baseUrl}/v2/deployments/${made.id}/tags'`);
       await agentApplies(made.latest_revision_id);
 
-      // On its page the edit form shows the tag it carries; another value replaces it in place.
-      await created.getByRole('link', { name: 'tagged-in-the-console' }).click();
+      // On its page (where the create form led) the edit form shows the tag it carries; another value replaces it in place.
       await w.page.getByRole('heading', { name: 'tagged-in-the-console', level: 1 }).waitFor();
       await w.page.getByRole('heading', { name: 'Edit configuration, resources and secrets' }).click();
       const tag = w.page.getByLabel('Tag team');

@@ -4,18 +4,33 @@ import axe from 'axe-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
+import type { Page } from 'playwright-core';
 import { closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
 
 /**
- * An agent deployment's page: built from a graph config through the real api, builder and
- * deployer processes (a small app with a langgraph.json, served on this machine), it offers the
- * LangGraph Studio link for its URL and a copyable SDK snippet that says where the key goes,
- * with the user's key only when asked for.
+ * Who gets the agent panel. A small app with a langgraph.json whose own start script serves it,
+ * built and deployed through the real api, builder and deployer processes (served on this
+ * machine), is a plain app to the API (`agent_server: false`): no panel, no Agent tab. The same
+ * page with the API's answer saying `agent_server: true` (the browser's copy of that one answer
+ * rewritten, as a real agent server's build takes minutes) offers the LangGraph Studio link for
+ * its URL and a copyable SDK snippet that says where the key goes, with the user's key only when
+ * asked for; `null` (not known yet) shows nothing.
  */
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
 
 let stand: CodeDeployStand;
-let deployment: { id: string; name: string; url: string };
+let deployment: { id: string; name: string; url: string; agent_server: boolean | null };
+
+/** The page sees `agent_server` as `value` in the API's answers for this deployment (the rest as the API sent it). */
+async function apiSays(page: Page, value: boolean | null) {
+  await page.route(
+    (url) => url.pathname.endsWith(`/v2/deployments/${deployment.id}`),
+    async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, json: { ...(await response.json()), agent_server: value } });
+    },
+  );
+}
 
 beforeAll(async () => {
   stand = await startCodeDeployStand();
@@ -25,7 +40,7 @@ beforeAll(async () => {
   expect(revision.status, revision.status_message).toBe('DEPLOYED');
   const d = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body;
   expect(d.url).toMatch(/^http:\/\//);
-  deployment = { id: d.id, name: d.name, url: d.url };
+  deployment = { id: d.id, name: d.name, url: d.url, agent_server: d.agent_server };
 }, 300_000);
 
 afterAll(async () => {
@@ -33,18 +48,48 @@ afterAll(async () => {
   await stand?.close();
 });
 
-describe.runIf(hasChromium || browserRequired)('an agent deployment’s page', () => {
+describe.runIf(hasChromium || browserRequired)('the agent panel of a deployment’s page', () => {
   beforeAll(() => {
     expect(hasChromium, `Chromium must be installed at ${CHROMIUM} (apt-get install -y chromium)`).toBe(true);
   });
+
+  it('shows a plain app (agent_server: false) and one not known yet (null) no agent panel and no Agent tab', async () => {
+    // Its own start script serves it: the API says it is no agent server.
+    expect(deployment.agent_server).toBe(false);
+    const w = await openConsolePage();
+    try {
+      await signInAt(w.page, `${stand.apiUrl}/console/#/deployments/${deployment.id}`, stand.api.adminKey, deployment.name);
+      await w.page.getByRole('region', { name: 'Overview' }).waitFor();
+      expect(await w.page.getByRole('region', { name: 'Use this agent' }).count()).toBe(0);
+      expect(await w.page.getByRole('link', { name: 'Open in LangGraph Studio' }).count()).toBe(0);
+      const tabs = w.page.getByRole('navigation', { name: 'Deployment views' });
+      expect(await tabs.getByRole('link').allInnerTexts()).toEqual(['Overview', 'Traces']);
+      // Asked for by address, the Agent tab is not there either: the overview shows.
+      await w.page.goto(`${stand.apiUrl}/console/#/deployments/${deployment.id}?tab=agent`);
+      await w.page.getByRole('region', { name: 'Overview' }).waitFor();
+      expect(await tabs.getByRole('link', { name: 'Agent' }).count()).toBe(0);
+
+      await apiSays(w.page, null);
+      await w.page.reload();
+      await w.page.getByRole('region', { name: 'Overview' }).waitFor();
+      expect(await w.page.getByRole('region', { name: 'Use this agent' }).count()).toBe(0);
+      expect(await tabs.getByRole('link', { name: 'Agent' }).count()).toBe(0);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
 
   it('links to LangGraph Studio for its URL and offers an SDK snippet with the URL, the key only when asked', async () => {
     const key = stand.api.adminKey;
     // Only to inject axe (WCAG checks of the new section) does this page bypass the policy.
     const w = await openConsolePage({ permissions: ['clipboard-read', 'clipboard-write'], bypassCSP: true });
     try {
+      await apiSays(w.page, true);
       await signInAt(w.page, `${stand.apiUrl}/console/#/deployments/${deployment.id}`, key, deployment.name);
       const section = w.page.getByRole('region', { name: 'Use this agent' });
+      await section.waitFor();
+      expect(await w.page.getByRole('navigation', { name: 'Deployment views' }).getByRole('link').allInnerTexts()).toEqual(['Overview', 'Traces', 'Agent']);
       const studio = section.getByRole('link', { name: 'Open in LangGraph Studio' });
       expect(await studio.getAttribute('href')).toBe(`https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(deployment.url)}`);
 

@@ -174,6 +174,8 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     const w = await openConsolePage();
     try {
       await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, api.adminKey, 'deleted-then-listed');
+      // The destructive action looks it: filled with the theme's failure colour.
+      expect(await w.page.getByRole('button', { name: 'Delete deployment' }).evaluate((b) => (globalThis as unknown as { getComputedStyle: (e: typeof b) => { backgroundColor: string } }).getComputedStyle(b).backgroundColor)).toBe('rgb(185, 28, 28)');
       await w.page.getByRole('button', { name: 'Delete deployment' }).click();
       const dialog = w.page.getByRole('dialog', { name: 'Delete deleted-then-listed' });
       await dialog.getByLabel('Deployment name').fill('deleted-then-listed');
@@ -221,22 +223,32 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
       await w.page.locator(`tr[data-deployment-id="${d.id}"]`).waitFor();
       expect(await w.page.evaluate('document.documentElement.dataset.theme')).toBe('dark');
       expect(await background()).toBe('rgb(3, 7, 18)');
-      const toggle = w.page.getByRole('button', { name: 'Dark mode' });
-      expect(await toggle.getAttribute('aria-pressed')).toBe('true');
+      // The toggle says what it does: dark is on, so it offers light (an action: no aria-pressed).
+      const toggle = w.page.locator('button.theme-toggle');
+      expect(await toggle.innerText()).toBe('Light mode');
+      expect(await w.page.getByRole('button', { name: 'Dark mode' }).count()).toBe(0);
+      expect(await toggle.getAttribute('aria-pressed')).toBeNull();
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-dark.png'), fullPage: true });
       await w.page.evaluate(axe.source);
       const audit = (await w.page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
       expect(audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)).toEqual([]);
       expect(audit.passes.map((p) => p.id)).toContain('color-contrast');
+      // Buttons have weights, in the theme's colours: the form's main action primary, the rest secondary.
+      const background_of = (name: string) => w.page.getByRole('button', { name, exact: true }).evaluate((b) => (globalThis as unknown as { getComputedStyle: (e: typeof b) => { backgroundColor: string } }).getComputedStyle(b).backgroundColor);
+      expect(await background_of('Apply filters')).toBe('rgb(147, 197, 253)');
+      expect(await background_of('Previous page')).toBe('rgb(17, 24, 39)');
 
       // Nothing stored until the user picks; then the pick wins over the system's, across reloads.
       expect(await w.page.evaluate('localStorage.length')).toBe(0);
-      await toggle.click();
+      await w.page.getByRole('button', { name: 'Light mode' }).click();
       expect(await background()).toBe('rgb(249, 250, 251)');
+      expect(await toggle.innerText()).toBe('Dark mode');
+      expect(await background_of('Apply filters')).toBe('rgb(29, 78, 216)');
+      expect(await background_of('Previous page')).toBe('rgb(255, 255, 255)');
       await w.page.reload();
       await w.page.getByRole('heading', { name: 'Deployments', level: 1 }).waitFor();
       expect(await w.page.evaluate('document.documentElement.dataset.theme')).toBe('light');
-      expect(await w.page.getByRole('button', { name: 'Dark mode' }).getAttribute('aria-pressed')).toBe('false');
+      expect(await w.page.getByRole('button', { name: 'Dark mode' }).getAttribute('aria-pressed')).toBeNull();
       expect(await w.page.evaluate("localStorage.getItem('slipway.console.theme')")).toBe('light');
       expect(w.errors).toEqual([]);
     } finally {

@@ -164,26 +164,34 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       const rows = w.page.locator('table.events tbody tr');
       const shownIds = () => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-event-id')));
       const other = await createImageDeployment(api, 'other-eventful', listenerId);
-      // Unfiltered: both deployments' events, the newer ones appended as they happen.
+      // Unfiltered: both deployments' events, named (not by id), the newer ones added on top as they happen.
+      const named = (name: string) => rows.getByRole('link', { name, exact: true });
       await eventually(
-        async () => rows.allInnerTexts(),
-        (texts) => texts.some((t) => t.includes(d.id.slice(0, 8))) && texts.some((t) => t.includes(other.id.slice(0, 8))),
+        async () => [await named('eventful').count(), await named('other-eventful').count()],
+        ([mine, theirs]) => mine! > 0 && theirs! > 0,
       );
+      expect(await named('other-eventful').first().getAttribute('href')).toBe(`#/deployments/${other.id}`);
+      const unfiltered = (await shownIds()) as string[];
+      expect(unfiltered).toEqual([...unfiltered].sort((a, b) => (BigInt(b) > BigInt(a) ? 1 : -1)));
       await w.page.getByLabel('Deployment ID').fill(d.id);
       await w.page.getByRole('button', { name: 'Filter' }).click();
       expect(w.page.url()).toContain(`#/events?deployment_id=${d.id}`);
       const ids = (await api.http.get(`/v2/events?deployment_id=${d.id}&limit=100`)).body.resources.map((e: { id: string }) => e.id);
       expect(ids.length).toBeGreaterThanOrEqual(3);
-      await eventually(shownIds, (shown) => JSON.stringify(shown) === JSON.stringify(ids));
-      // In the API's order (ids in commit order), which the equality above checks.
+      const newestFirst = [...ids].reverse();
+      await eventually(shownIds, (shown) => JSON.stringify(shown) === JSON.stringify(newestFirst));
+      // Newest first (the API's commit order reversed), which the equality above checks.
       const texts = await rows.allInnerTexts();
       expect(texts.some((t) => /deployment\.created/.test(t))).toBe(true);
-      expect(texts.some((t) => /revision\.status_changed/.test(t) && /DEPLOYED/.test(t))).toBe(true);
-      expect(texts.every((t) => !t.includes(other.id.slice(0, 8)))).toBe(true);
+      // A status change carries no name: the page looks the deployment up and names it.
+      const deployed = rows.filter({ hasText: /revision\.status_changed/ }).filter({ hasText: /DEPLOYED/ });
+      expect(await deployed.count()).toBeGreaterThan(0);
+      expect(await deployed.first().getByRole('link', { name: 'eventful', exact: true }).getAttribute('href')).toBe(`#/deployments/${d.id}`);
+      expect(texts.every((t) => !t.includes(d.id.slice(0, 8)) && !t.includes('other-eventful'))).toBe(true);
       // The filter is in the address: a reload keeps it.
       await w.page.reload();
       await w.page.getByRole('heading', { name: 'Events', level: 1 }).waitFor();
-      await eventually(shownIds, (shown) => JSON.stringify(shown) === JSON.stringify(ids));
+      await eventually(shownIds, (shown) => JSON.stringify(shown) === JSON.stringify(newestFirst));
       expect(await w.page.getByLabel('Deployment ID').inputValue()).toBe(d.id);
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-events.png'), fullPage: true });
       expect(w.errors).toEqual([]);
@@ -218,6 +226,15 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
 
       // Quotas: this is a workspace admin key; the API's refusal shows, nothing changes.
       const before = (await api.http.get(`/v2/workspaces/${api.workspaceId}/quotas`)).body;
+      // Sizes read in human units, the exact number of bytes in the title; what is typed is converted too.
+      const uploadBytes = before.quotas.upload_bytes as number;
+      expect(uploadBytes).toBeGreaterThan(1024);
+      const uploadHint = w.page.locator('.field', { has: w.page.getByLabel('Upload size (bytes)') }).locator('.hint');
+      expect(await uploadHint.innerText()).toMatch(/^In force: \d+(\.\d+)? (KiB|MiB|GiB)$/);
+      expect(await uploadHint.locator('[title]').getAttribute('title')).toBe(`${uploadBytes.toLocaleString('en')} bytes`);
+      await w.page.getByLabel('Upload size (bytes)').fill('1536');
+      expect(await uploadHint.innerText()).toMatch(/; entered: 1\.5 KiB$/);
+      await w.page.getByLabel('Upload size (bytes)').fill('');
       await w.page.getByLabel('Deployments', { exact: true }).fill('7');
       await w.page.getByRole('button', { name: 'Save quotas' }).click();
       await w.page.getByRole('alert').filter({ hasText: /admin/i }).waitFor();

@@ -246,8 +246,12 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       await row.waitFor({ timeout: 15_000 });
       expect(await row.getByRole('link', { name: 'live-table' }).getAttribute('href')).toBe(`#/deployments/${id}`);
       await expect.poll(() => row.locator('.latest-status .badge').getAttribute('data-status'), { timeout: 15_000 }).toMatch(/AWAITING_DEPLOY|DEPLOYING|DEPLOYED/);
+      // Nothing serves yet: the deployment's status is not the API's bare READY but what is going on.
+      const status = row.locator('td[data-label="Status"]');
+      expect(await status.innerText()).toBe('Building…');
       await agentApplies(revisionId);
       await expect.poll(() => row.locator('.active-status .badge').getAttribute('data-status'), { timeout: 15_000 }).toBe('DEPLOYED');
+      await expect.poll(() => status.innerText()).toBe('READY');
       expect(await w.page.evaluate('window.unreloaded')).toBe(true);
       // The event that moved the revision to DEPLOYED reached the page over the stream…
       const deployed = (await api.http.get(`/v2/events?limit=100&deployment_id=${id}&types=revision.status_changed`)).body.resources.find(
@@ -295,7 +299,7 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
   it('shows the timeline and rolls back through the UI: the old revision’s artifact becomes active', async () => {
     const { id, revisionId: first } = await createDeployment('roll-back-me', 'registry.example/agent:1');
     await agentApplies(first);
-    const patched = await api.http.patch(`/v2/deployments/${id}`, { source_revision_config: { image_uri: 'registry.example/agent:2' } });
+    const patched = await api.http.patch(`/v2/deployments/${id}`, { source_revision_config: { image_uri: 'registry.example/agent:2' }, secrets: [{ name: 'OPENAI_API_KEY', value: '********' }, { name: 'EXTRA_FLAG', value: 'on' }] });
     const second = patched.body.latest_revision_id as string;
     await agentApplies(second);
     expect((await deploymentOf(id)).active_revision_id).toBe(second);
@@ -312,6 +316,11 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       expect(await firstItem.locator('.statuses').innerText()).toContain('AWAITING_DEPLOY → DEPLOYING → DEPLOYED');
       expect(await firstItem.locator('.durations').innerText()).toMatch(/Deploying\s*\d/);
       expect(await timeline.locator(`li[data-revision-id="${second}"] .tag-active`).innerText()).toBe('active');
+      // Each revision says why it exists and who made it; the one no longer serving says so.
+      expect(await firstItem.locator('.revision-story').innerText()).toMatch(/^Created with the deployment by key/);
+      expect(await timeline.locator(`li[data-revision-id="${second}"] .revision-story`).innerText()).toMatch(/^Settings changed by key/);
+      expect(await firstItem.locator('.tag-superseded').innerText()).toBe('superseded');
+      expect(await timeline.locator(`li[data-revision-id="${second}"] .tag-superseded`).count()).toBe(0);
       expect(await w.page.getByRole('img', { name: /Phase durations of 2 revisions/ }).count()).toBe(1);
       // Secrets by name only.
       expect(await w.page.getByRole('list', { name: 'Secrets (values hidden)' }).innerText()).toContain('OPENAI_API_KEY');
@@ -321,6 +330,8 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       const changes = dialog.getByRole('table', { name: 'What changes' });
       const image = changes.getByRole('row', { name: /Image \/ artifact/ });
       expect(await image.innerText()).toMatch(/registry\.example\/agent:2\s+registry\.example\/agent:1/);
+      // The secret the rollback takes away, by name (values are never shown).
+      expect(await changes.getByRole('row', { name: /Secrets removed/ }).innerText()).toMatch(/EXTRA_FLAG\s+—/);
       await dialog.getByRole('button', { name: 'Roll back' }).click();
       await dialog.waitFor({ state: 'hidden' });
 
@@ -334,6 +345,17 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       // The page follows by itself: the new revision shows as the active one.
       await timeline.locator(`li[data-revision-id="${rollback}"] .tag-active`).waitFor({ timeout: 15_000 });
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-deployment.png'), fullPage: true });
+      // The serving revision's Logs link opens its deploy (runtime) log; a replaced one's, its build log.
+      await timeline.getByRole('link', { name: `Logs of revision ${rollback.slice(0, 8)}` }).click();
+      await w.page.getByRole('log', { name: 'deploy log' }).waitFor();
+      expect(await w.page.getByRole('radio', { name: 'Deploy' }).isChecked()).toBe(true);
+      await w.page.goBack();
+      await timeline.getByRole('link', { name: `Logs of revision ${first.slice(0, 8)}` }).click();
+      await w.page.getByRole('log', { name: 'build log' }).waitFor();
+      expect(await w.page.getByRole('radio', { name: 'Build' }).isChecked()).toBe(true);
+      await w.page.goBack();
+      const latestLogs = w.page.getByRole('link', { name: 'Logs of the latest revision' });
+      expect(await latestLogs.getAttribute('href')).toBe(`#/deployments/${id}/revisions/${rollback}/logs?type=deploy`);
       await expectNoSecret(w);
       expect(w.errors).toEqual([]);
     } finally {
@@ -388,13 +410,23 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
 
   it('says why a revision failed, in the timeline and in the table', async () => {
     const { id, revisionId } = await createDeployment('fails-to-roll-out');
-    await agentApplies(revisionId, 'DEPLOY_FAILED', 'pods crash-looping: exit code 3');
+    const trace = ['    at Server.listen (node:net:1234:5)', '    at main (/app/server.js:10:3)'];
+    await agentApplies(revisionId, 'DEPLOY_FAILED', ['pods crash-looping: exit code 3', ...trace].join('\n'));
     const w = await openPage();
     try {
       await signIn(w.page);
       const row = w.page.locator(`tr[data-deployment-id="${id}"]`);
       await expect.poll(() => row.locator('.latest-status').innerText(), { timeout: 15_000 }).toMatch(/DEPLOY_FAILED\s+.*pods crash-looping: exit code 3/);
+      // The stack trace is not a wall of text in the cell: its first line, the rest one click away.
+      const message = row.locator('.latest-status details');
+      expect(await row.locator('.latest-status').innerText()).not.toContain('at Server.listen');
+      await message.locator('summary').click();
+      expect(await message.locator('pre').innerText()).toContain(trace[1]!.trim());
+      // No revision serves (the only one failed): never READY.
+      expect(await row.locator('td[data-label="Status"]').innerText()).toBe('No revision serving yet');
       await row.getByRole('link', { name: 'fails-to-roll-out' }).click();
+      await w.page.getByRole('heading', { name: 'fails-to-roll-out', level: 1 }).waitFor();
+      expect(await w.page.getByRole('region', { name: 'Overview' }).innerText()).toMatch(/Status: No revision serving yet\n/);
       const item = w.page.locator(`li[data-revision-id="${revisionId}"]`);
       await item.waitFor();
       expect(await item.locator('.failure').innerText()).toMatch(/^Why: .*pods crash-looping: exit code 3/);

@@ -20,6 +20,9 @@ const PHASE_OF: Partial<Record<RevisionStatus, Phase>> = {
   DEPLOYING: 'deploying',
 };
 
+/** Whether a revision in `status` is still on its way (queued, building or rolling out). */
+export const inProgress = (status: RevisionStatus | null | undefined): boolean => !!status && PHASE_OF[status] !== undefined;
+
 export type PhaseDurations = Record<Phase, number | null>;
 
 /**

@@ -83,9 +83,15 @@ export interface Revision {
   resource_spec: Record<string, unknown>;
   secrets: Array<{ name: string }>;
   redeployed_from: string | null;
+  /** Why it exists (null: made before this was recorded). */
+  trigger?: RevisionTrigger | null;
+  /** Who made it (null: made before this was recorded). */
+  created_by?: { kind: 'api_key' | 'user' | 'system'; id: string | null; name: string | null } | null;
   created_at: string;
   updated_at: string;
 }
+
+export type RevisionTrigger = 'create' | 'patch' | 'push' | 'upload' | 'image_push' | 'redeploy' | 'preview' | 'api_revision';
 
 export interface StatusChange {
   from: RevisionStatus | null;

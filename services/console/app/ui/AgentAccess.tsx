@@ -1,20 +1,18 @@
 import { useState } from 'react';
-import type { Deployment, Revision } from '../api/types';
+import type { Deployment } from '../api/types';
 import { useApi } from './common';
 
 /** The public LangGraph Studio, pointed at a deployment's URL. */
 export const studioUrl = (deploymentUrl: string) => `https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(deploymentUrl)}`;
 
 /**
- * Whether the deployment's URL speaks the LangGraph Server API. Known when the platform serves its
- * graphs (`agent_server: true`). Otherwise a guess from the active revision: a LangGraph project
- * (built from a graph config) whose own start script serves it reports `agent_server: false` and
- * may still speak the API; images deployed as they are (`external_container`) do not.
+ * Whether the deployment's URL speaks the LangGraph Server API: only when the API says so
+ * (`agent_server: true`, the platform serves its graphs) and it has a URL. `false` (a plain app,
+ * an image run as it is, a project whose own start script serves it) and `null` (not known yet:
+ * nothing built or rolled out) show no agent panel, Agent tab or Studio link.
  */
-export function isAgentDeployment(deployment: Deployment, active: Revision | null): boolean {
-  if (!deployment.url) return false;
-  if (deployment.agent_server === true) return true;
-  return !!active?.source_revision_config?.graph_config_path && deployment.source !== 'external_container';
+export function isAgentDeployment(deployment: Deployment): boolean {
+  return !!deployment.url && deployment.agent_server === true;
 }
 
 const KEY_VARIABLE = 'SLIPWAY_API_KEY';
@@ -66,7 +64,7 @@ export function AgentAccess({ deployment }: { deployment: Deployment & { url: st
         <code>{snippet}</code>
       </pre>
       <div className="actions">
-        <button type="button" onClick={copy}>
+        <button type="button" className="secondary" onClick={copy}>
           Copy snippet
         </button>
         <label>

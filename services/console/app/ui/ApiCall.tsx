@@ -3,7 +3,7 @@
  * a `curl` command that does the same (the key as `$SLIPWAY_API_KEY`, secret values never), and
  * shows the API's refusal in words, each 422 problem next to the field it names.
  */
-import { useCallback, useId, useState, type ReactNode } from 'react';
+import { useCallback, useId, useRef, useState, type ReactNode } from 'react';
 import { ApiError, type FieldIssue } from '../api/client';
 import { Dialog, ErrorText, useApi } from './common';
 
@@ -61,6 +61,8 @@ export interface Action {
   error: string | null;
   issues: FieldIssue[];
   calls: ApiCall[];
+  /** The calls of the last `perform` so far, read now (not as of the last render). */
+  recorded: () => ApiCall[];
   /** Runs `steps` (a user's one action); each `call` it makes is recorded. Resolves to its result, or null when it failed. */
   perform: <T>(steps: (call: CallFn, record: (c: ApiCall) => void) => Promise<T>) => Promise<T | null>;
   /** The 422 messages for `field` and what lies under it (`secrets` covers `secrets.0.name`). */
@@ -73,10 +75,15 @@ export interface Action {
 export function useAction(): Action {
   const api = useApi();
   const [state, setState] = useState<{ busy: boolean; error: string | null; issues: FieldIssue[]; calls: ApiCall[] }>({ busy: false, error: null, issues: [], calls: [] });
+  const recorded = useRef<ApiCall[]>([]);
   const perform = useCallback(
     async <T,>(steps: (call: CallFn, record: (c: ApiCall) => void) => Promise<T>): Promise<T | null> => {
       setState({ busy: true, error: null, issues: [], calls: [] });
-      const record = (c: ApiCall) => setState((s) => ({ ...s, calls: [...s.calls, c] }));
+      recorded.current = [];
+      const record = (c: ApiCall) => {
+        recorded.current = [...recorded.current, c];
+        setState((s) => ({ ...s, calls: [...s.calls, c] }));
+      };
       const call: CallFn = (method, path, body) => {
         // A POST always carries a body (`{}` at least), as Api.post sends it.
         const sent = body ?? (method === 'POST' ? {} : undefined);
@@ -101,6 +108,7 @@ export function useAction(): Action {
       .join('; ') || undefined;
   return {
     ...state,
+    recorded: () => recorded.current,
     perform,
     issueFor,
     fail: (error, issues = []) => setState((s) => ({ ...s, error, issues, calls: [] })),
@@ -121,7 +129,7 @@ export function CopyButton({ text, label }: { text: string; label: string }) {
   };
   return (
     <>
-      <button type="button" onClick={copy}>
+      <button type="button" className="secondary" onClick={copy}>
         {label}
       </button>{' '}
       <span role="status">{copied}</span>
@@ -161,7 +169,7 @@ type FieldProps = {
   /** The API's name for it (`source_config.repo_url`): 422 problems there show here. */
   name: string;
   action: Action;
-  hint?: string;
+  hint?: ReactNode;
 };
 
 /**
@@ -207,7 +215,7 @@ export function useConfirm(): [ReactNode, (question: string, yes: string, then: 
         >
           {asked?.yes}
         </button>
-        <button type="button" onClick={() => setAsked(null)}>
+        <button type="button" className="secondary" onClick={() => setAsked(null)}>
           Cancel
         </button>
       </div>

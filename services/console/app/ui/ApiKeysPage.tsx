@@ -44,7 +44,7 @@ function CreateKey({ onCreated }: { onCreated: () => void }) {
         onChange={setScope}
       />
       <div>
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" className="primary" disabled={action.busy}>
           {action.busy ? 'Creating…' : 'Create key'}
         </button>
       </div>

@@ -87,7 +87,7 @@ export function App() {
         </nav>
         <span className="workspace">{session?.tenantId ? `Workspace ${session.tenantId}` : 'Workspace of this key'}</span>
         <ThemeToggle />
-        <button type="button" onClick={signOut}>
+        <button type="button" className="secondary" onClick={signOut}>
           Sign out
         </button>
       </header>

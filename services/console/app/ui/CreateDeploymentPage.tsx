@@ -2,7 +2,8 @@ import { useState, type FormEvent } from 'react';
 import type { Deployment, Envelope, Integration, Listener, Repository } from '../api/types';
 import { DEPLOYMENT_TYPES } from '../api/types';
 import { ActionOutcome, Field, SelectField, useAction, type CallFn } from './ApiCall';
-import { PageHeading, useApi, useLoad } from './common';
+import { navigate, PageHeading, useApi, useLoad } from './common';
+import { handOverCreated } from './JustCreated';
 import { ResourcesFields, resourceProblems, resourceSpecOf, type ResourceDraft } from './ResourcesFields';
 import { SecretsEditor, secretProblems, secretsBody, type SecretDraft } from './SecretsEditor';
 import { putTags, TagsFields } from './TagsFields';
@@ -71,14 +72,12 @@ export function CreateDeploymentPage() {
   const [secrets, setSecrets] = useState<SecretDraft[]>([]);
   const [tagValueIds, setTagValueIds] = useState<string[]>([]);
   const [file, setFile] = useState<File | null>(null);
-  const [created, setCreated] = useState<Deployment | null>(null);
   const choices = useChoices(d.integrationId);
   const set = (patch: Partial<Draft>) => setD({ ...d, ...patch });
   const listener = choices.listeners.find((l) => l.id === d.listenerId);
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    setCreated(null);
     const problems = [...secretProblems(secrets), ...resourceProblems(resources)];
     if (!NAME.test(d.name) || d.name.length < 3 || d.name.length > 63) problems.push({ field: 'name', message: 'Lowercase letters, digits and -, 3–63 characters, starting with a letter and not ending with -.' });
     if (d.source === 'repohost' && !d.integrationId) problems.push({ field: 'source_config.integration_id', message: 'Pick an integration.' });
@@ -92,7 +91,10 @@ export function CreateDeploymentPage() {
       if (d.source !== 'upload' || !file) return made;
       return uploadSource(call, record, made.id, file, d.configPath);
     });
-    if (deployment) setCreated(deployment);
+    if (!deployment) return;
+    // The form's work is done: on to the new deployment's page, its first revision's log open there.
+    handOverCreated({ deployment, calls: action.recorded() });
+    navigate(`/deployments/${deployment.id}`, { log: 'latest' });
   };
 
   return (
@@ -185,18 +187,11 @@ export function CreateDeploymentPage() {
         <SecretsEditor drafts={secrets} onChange={setSecrets} action={action} />
         <TagsFields chosen={tagValueIds} onChange={setTagValueIds} action={action} />
         <div>
-          <button type="submit" disabled={action.busy}>
+          <button type="submit" className="primary" disabled={action.busy}>
             {action.busy ? 'Creating…' : 'Create deployment'}
           </button>
         </div>
-        <ActionOutcome action={action}>
-          {created && (
-            <p className="notice" role="status">
-              Created <a href={`#/deployments/${created.id}`}>{created.name}</a>
-              {created.latest_revision_id ? `: revision ${created.latest_revision_id} is on its way.` : ': push an image to roll out its first revision.'}
-            </p>
-          )}
-        </ActionOutcome>
+        <ActionOutcome action={action} />
       </form>
     </>
   );

@@ -3,22 +3,46 @@ import type { Deployment, Revision } from '../api/types';
 import type { Action } from './ApiCall';
 import { Dialog, ErrorText, short } from './common';
 
-/** The fields a rollback changes: the active revision's values against the chosen one's. */
+/** A commit as people read it: its short sha and its message's first line. */
+const commitWords = (r: Revision) => {
+  const sha = r.source_revision_config?.repo_commit_sha;
+  if (!sha) return null;
+  const message = r.source_revision_config?.repo_commit_message?.split('\n')[0];
+  return message ? `${sha.slice(0, 10)} “${message}”` : sha.slice(0, 10);
+};
+
+/** Resources in words (`min_scale 1, cpu 0.5`), nested values flattened to `key.sub`. */
+function resourceWords(spec: Record<string, unknown>, prefix = ''): string[] {
+  return Object.entries(spec ?? {}).flatMap(([k, v]) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? resourceWords(v as Record<string, unknown>, `${prefix}${k}.`) : v == null ? [] : [`${prefix}${k} ${String(v)}`],
+  );
+}
+
+/** The secret names one revision has that the other has not (values are never shown, nor known here). */
+const namesOnly = (of: Revision, without: Revision | null) => {
+  const others = new Set(without?.secrets.map((s) => s.name) ?? []);
+  return of.secrets.map((s) => s.name).filter((n) => !others.has(n)).sort().join(', ');
+};
+
+/** The fields a rollback changes, in words: the active revision's values against the chosen one's. */
 export function rollbackChanges(active: Revision | null, target: Revision): Array<{ field: string; now: string; after: string }> {
-  const show = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+  const show = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : String(v));
   const fields: Array<[string, (r: Revision) => unknown]> = [
     ['Revision', (r) => r.id],
     ['Image / artifact', (r) => r.image_uri],
     ['Git ref', (r) => r.source_revision_config?.repo_ref],
-    ['Commit', (r) => r.source_revision_config?.repo_commit_sha],
+    ['Commit', commitWords],
     ['Image requested', (r) => r.source_revision_config?.image_uri],
     ['Config file', (r) => r.source_revision_config?.graph_config_path],
-    ['Resources', (r) => r.resource_spec],
-    ['Secret names', (r) => r.secrets.map((s) => s.name).sort().join(', ')],
+    ['Resources', (r) => resourceWords(r.resource_spec).join(', ')],
   ];
-  return fields
-    .map(([field, read]) => ({ field, now: active ? show(read(active)) : '—', after: show(read(target)) }))
-    .filter((c) => c.now !== c.after);
+  const rows = fields.map(([field, read]) => ({ field, now: active ? show(read(active)) : '—', after: show(read(target)) })).filter((c) => c.now !== c.after);
+  // Secrets by name: which the rollback brings back, which it removes.
+  const added = namesOnly(target, active);
+  const removed = active ? namesOnly(active, target) : '';
+  if (added) rows.push({ field: 'Secrets added', now: '—', after: added });
+  if (removed) rows.push({ field: 'Secrets removed', now: removed, after: '—' });
+  return rows;
 }
 
 /** Redeploys an earlier revision (no rebuild), after showing what will change. */
@@ -63,7 +87,7 @@ export function RollbackDialog(props: { deployment: Deployment; target: Revision
       )}
       <ErrorText error={action.error} />
       <div className="dialog-buttons">
-        <button type="button" onClick={confirm} disabled={action.busy}>
+        <button type="button" className="primary" onClick={confirm} disabled={action.busy}>
           {action.busy ? 'Rolling back…' : 'Roll back'}
         </button>
         <button type="button" onClick={props.onClose}>
@@ -96,7 +120,7 @@ export function DeleteDialog(props: { deployment: Deployment; open: boolean; act
           <button type="submit" className="danger" disabled={typed !== deployment.name}>
             Delete
           </button>
-          <button type="button" onClick={props.onClose}>
+          <button type="button" className="secondary" onClick={props.onClose}>
             Cancel
           </button>
         </div>

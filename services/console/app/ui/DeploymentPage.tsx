@@ -10,11 +10,14 @@ import { ActionOutcome, useAction, useConfirm } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
 import { DomainsSection } from './DomainsSection';
 import { EditDeployment } from './EditDeployment';
+import { CreatedNotice, LatestLog } from './JustCreated';
+import { defaultLogType } from './LogView';
 import { RevisionCompare } from './health/RevisionCompare';
 import { LiveIndicator, useLiveRefresh } from './live';
 import { MetricsPanel } from './metrics/MetricsPanel';
 import { PhaseChart } from './PhaseChart';
 import { PreviewOf, PreviewsSection } from './PreviewsSection';
+import { ServingStatus } from './serving';
 import { Timeline } from './Timeline';
 import { TracesTab, tracesHref } from './traces/TracesTab';
 
@@ -53,7 +56,6 @@ function ConfigList({ deployment }: { deployment: Deployment }) {
   const entries: Array<[string, unknown]> = [
     ['Source', deployment.source],
     ['Type', deployment.deployment_type],
-    ['Status', deployment.status],
     ['Integration', config.integration_id],
     ['Repository', config.repo_url],
     ['Listener', config.listener_id],
@@ -156,7 +158,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const active = revisions.find((r) => r.id === deployment.active_revision_id) ?? null;
   const latest = revisions.find((r) => r.id === deployment.latest_revision_id) ?? null;
   const running = latest && !TERMINAL_REVISION_STATUSES.includes(latest.status) ? latest : null;
-  const agent = isAgentDeployment(deployment, active);
+  const agent = isAgentDeployment(deployment);
   const tab: Tab = tabAsked === 'traces' ? 'traces' : tabAsked === 'agent' && agent ? 'agent' : 'overview';
 
   const interrupt = async (revision: Revision) => {
@@ -198,6 +200,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
     <>
       {heading}
       <LiveIndicator {...live} />
+      <CreatedNotice deploymentId={deployment.id} />
       <ErrorText error={data.error} />
       {notice && (
         <p className="notice" role="status">
@@ -208,6 +211,8 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
       <section aria-labelledby="overview-title" className="overview">
         <h2 id="overview-title">Overview</h2>
         <p>
+          Status: <ServingStatus deployment={deployment} latest={latest} label="Deployment" />
+          <br />
           Serving URL: {deployment.url ? <a className="url" href={deployment.url}>{deployment.url}</a> : 'none yet'}
           <br />
           Active revision: {active ? <code>{active.id}</code> : 'none'} <StatusBadge status={active?.status} label="Active revision" />
@@ -219,6 +224,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
           {running && (
             <button
               type="button"
+              className="danger"
               onClick={() =>
                 ask(
                   `Interrupt revision ${running.id} (${running.status})? Its build or rollout is cancelled; ${active ? `revision ${active.id} keeps serving` : 'nothing serves until another revision deploys'}.`,
@@ -230,12 +236,13 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
               Interrupt the running revision
             </button>
           )}
-          {latest && <a href={`#/deployments/${deployment.id}/revisions/${latest.id}/logs`}>Logs of the latest revision</a>}
+          {latest && <a href={`#/deployments/${deployment.id}/revisions/${latest.id}/logs?type=${defaultLogType(latest, deployment.active_revision_id)}`}>Logs of the latest revision</a>}
           <button type="button" className="danger" onClick={() => (action.reset(), setDeleting(true))} disabled={deployment.status === 'AWAITING_DELETE'}>
             Delete deployment
           </button>
         </div>
       </section>
+      {latest && query.get('log') === 'latest' && <LatestLog deployment={deployment} latest={latest} />}
       <DomainsSection deployment={deployment} />
       <PreviewsSection deployment={deployment} />
       {deployment.url && <MetricsPanel deploymentId={deployment.id} runs={deployment.agent_server === true} />}

@@ -4,6 +4,7 @@ import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, FAILED_REVISION_STATUSES, TERMIN
 import { ago, formatTime } from '../phases';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
 import { LiveIndicator, useLiveRefresh } from './live';
+import { Clipped, ServingStatus } from './serving';
 import { loadTagChoices } from './TagsFields';
 
 const PAGE_SIZE = 20;
@@ -138,7 +139,9 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
             ))}
           </select>
         </label>
-        <button type="submit">Apply filters</button>
+        <button type="submit" className="primary">
+          Apply filters
+        </button>
       </form>
       <ErrorText error={list.error ?? tags.error} />
       {list.data && rows.length === 0 && offset === 0 ? (
@@ -169,14 +172,14 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
                 {row.deployment.deployment_type ? ` (${row.deployment.deployment_type})` : ''}
               </td>
               <td data-label="Status">
-                <StatusBadge status={row.deployment.status} />
+                <ServingStatus deployment={row.deployment} latest={row.latest} />
               </td>
               <td data-label="Active revision" className="active-status">
                 <StatusBadge status={row.active?.status} label="Active revision" />
               </td>
               <td data-label="Latest revision" className="latest-status">
                 <StatusBadge status={row.latest?.status} label="Latest revision" />
-                {row.latest?.status_message && FAILED_REVISION_STATUSES.includes(row.latest.status) && <span className="message">{row.latest.status_message}</span>}
+                {row.latest?.status_message && FAILED_REVISION_STATUSES.includes(row.latest.status) && <Clipped className="message" text={row.latest.status_message} />}
               </td>
               <td data-label="URL">{row.deployment.url ? <a href={row.deployment.url}>{row.deployment.url}</a> : '—'}</td>
               <td data-label="Last activity">
@@ -191,10 +194,10 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
       </div>
       )}
       <nav className="pager" aria-label="Pages of deployments">
-        <button type="button" disabled={offset === 0} onClick={() => go(filters, Math.max(0, offset - PAGE_SIZE))}>
+        <button type="button" className="secondary" disabled={offset === 0} onClick={() => go(filters, Math.max(0, offset - PAGE_SIZE))}>
           Previous page
         </button>
-        <button type="button" disabled={rows.length < PAGE_SIZE} onClick={() => go(filters, list.data?.next ?? offset + PAGE_SIZE)}>
+        <button type="button" className="secondary" disabled={rows.length < PAGE_SIZE} onClick={() => go(filters, list.data?.next ?? offset + PAGE_SIZE)}>
           Next page
         </button>
       </nav>

@@ -117,7 +117,7 @@ function Domains({ deploymentId }: { deploymentId: string }) {
           hint="A host name such as agent.example.com"
           render={(ids) => <input {...ids} required maxLength={2048} autoComplete="off" spellCheck={false} value={host} onChange={(e) => setHost(e.target.value)} />}
         />
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" className="primary" disabled={action.busy}>
           Add domain
         </button>
       </form>

@@ -99,7 +99,7 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
         <SecretsEditor drafts={secrets} onChange={setSecrets} action={action} />
         <TagsFields chosen={tagValueIds} onChange={setTagValueIds} action={action} />
         <div>
-          <button type="submit" disabled={action.busy}>
+          <button type="submit" className="primary" disabled={action.busy}>
             {action.busy ? 'Saving…' : 'Save and roll out'}
           </button>
         </div>

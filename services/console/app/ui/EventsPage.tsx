@@ -1,10 +1,17 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { EVENT_TYPES, type WorkspaceEvent } from '../api/types';
 import { formatTime } from '../phases';
 import { ErrorText, navigate, PageHeading, short, useApi } from './common';
+import { useDeploymentNames } from './deploymentNames';
 import { LiveIndicator, useLiveRefresh } from './live';
+import { Clipped } from './serving';
 
 const PAGE = 100;
+/** Pages read in one go (to reach the newest events); past that, a button reads on. */
+const PAGES_AT_ONCE = 10;
+
+/** Event ids grow in commit order: newest first is the larger id first. */
+const newestFirst = (a: WorkspaceEvent, b: WorkspaceEvent) => (BigInt(b.id) > BigInt(a.id) ? 1 : BigInt(b.id) < BigInt(a.id) ? -1 : 0);
 
 /** What an event says, in words. */
 function summary(e: WorkspaceEvent): string {
@@ -16,8 +23,10 @@ function summary(e: WorkspaceEvent): string {
 }
 
 /**
- * The workspace's events (`GET /v2/events`), oldest first from the cursor in the address (`after`),
- * a page at a time; newer ones are appended as they happen. Filters live in the address too.
+ * The workspace's events (`GET /v2/events`), newest first. The API pages forward from a cursor
+ * (`after`, from the address when given): the page reads on to the newest (up to
+ * PAGES_AT_ONCE pages, then a button reads further), and new events appear on top as they
+ * happen. Each names its deployment (linked). Filters live in the address too.
  */
 export function EventsPage({ query }: { query: URLSearchParams }) {
   const api = useApi();
@@ -36,20 +45,25 @@ export function EventsPage({ query }: { query: URLSearchParams }) {
     if (busy.current) return;
     busy.current = true;
     try {
-      const page = await api.get<{ resources: WorkspaceEvent[]; offset: string | null }>('/v2/events', {
-        after: cursor.current,
-        limit: PAGE,
-        deployment_id: deploymentId || undefined,
-        types: type || undefined,
-      });
-      // The cursor only moves forward, and an event already shown is never added twice, whatever
-      // order overlapping reads (the first page, a live refresh) answer in.
-      if (page.offset && BigInt(page.offset) > BigInt(cursor.current || '0')) cursor.current = page.offset;
-      setEvents((old) => {
-        const shown = new Set(old.map((e) => e.id));
-        return [...old, ...page.resources.filter((e) => !shown.has(e.id))];
-      });
-      setFull(page.resources.length === PAGE);
+      let full = false;
+      for (let read = 0; read < PAGES_AT_ONCE; read++) {
+        const page = await api.get<{ resources: WorkspaceEvent[]; offset: string | null }>('/v2/events', {
+          after: cursor.current,
+          limit: PAGE,
+          deployment_id: deploymentId || undefined,
+          types: type || undefined,
+        });
+        // The cursor only moves forward, and an event already shown is never added twice, whatever
+        // order overlapping reads (the first page, a live refresh) answer in.
+        if (page.offset && BigInt(page.offset) > BigInt(cursor.current || '0')) cursor.current = page.offset;
+        setEvents((old) => {
+          const shown = new Set(old.map((e) => e.id));
+          return [...old, ...page.resources.filter((e) => !shown.has(e.id))];
+        });
+        full = page.resources.length === PAGE;
+        if (!full) break;
+      }
+      setFull(full);
       setError(null);
     } catch (err) {
       setError((err as Error).message);
@@ -60,6 +74,8 @@ export function EventsPage({ query }: { query: URLSearchParams }) {
   }, [api, deploymentId, type]);
 
   useEffect(() => void more(), [more]);
+  const shown = useMemo(() => [...events].sort(newestFirst), [events]);
+  const names = useDeploymentNames(api, events);
   const live = useLiveRefresh(more, (e) => (!deploymentId || e.deployment_id === deploymentId) && (!type || e.type === type));
 
   return (
@@ -86,14 +102,16 @@ export function EventsPage({ query }: { query: URLSearchParams }) {
             ))}
           </select>
         </label>
-        <button type="submit">Filter</button>
+        <button type="submit" className="primary">
+          Filter
+        </button>
       </form>
       <ErrorText error={error} />
       {loaded && !events.length && !error && <p className="empty-state">No events{deploymentId || type ? ' match these filters' : ' yet: creating a deployment makes the first'}.</p>}
       {events.length > 0 && (
         <div className="table-scroll">
           <table className="events">
-            <caption>Events, oldest first; new ones are added as they happen.</caption>
+            <caption>Events, newest first; new ones appear at the top as they happen.</caption>
             <thead>
               <tr>
                 <th scope="col">When</th>
@@ -103,14 +121,20 @@ export function EventsPage({ query }: { query: URLSearchParams }) {
               </tr>
             </thead>
             <tbody>
-              {events.map((e) => (
+              {shown.map((e) => (
                 <tr key={e.id} data-event-id={e.id}>
                   <td>
                     <time dateTime={e.created_at}>{formatTime(e.created_at)}</time>
                   </td>
                   <th scope="row">{e.type}</th>
                   <td>
-                    {e.deployment_id ? <a href={`#/deployments/${e.deployment_id}`}>{short(e.deployment_id)}</a> : '—'}
+                    {e.deployment_id ? (
+                      <a href={`#/deployments/${e.deployment_id}`} title={`Deployment ${e.deployment_id}`}>
+                        {names.get(e.deployment_id) ?? short(e.deployment_id)}
+                      </a>
+                    ) : (
+                      '—'
+                    )}
                     {e.revision_id && (
                       <>
                         {' / '}
@@ -118,7 +142,9 @@ export function EventsPage({ query }: { query: URLSearchParams }) {
                       </>
                     )}
                   </td>
-                  <td>{summary(e)}</td>
+                  <td>
+                    <Clipped text={summary(e)} />
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -127,8 +153,8 @@ export function EventsPage({ query }: { query: URLSearchParams }) {
       )}
       {full && (
         <p className="pager">
-          <button type="button" onClick={() => void more()}>
-            Load later events
+          <button type="button" className="secondary" onClick={() => void more()}>
+            Load newer events
           </button>
         </p>
       )}

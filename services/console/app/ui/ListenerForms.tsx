@@ -39,7 +39,7 @@ export function CreateListener({ onCreated }: { onCreated: () => void }) {
       <Field label="Compute ID" name="compute_id" action={action} hint="Your cluster's name, unique in the workspace." render={(ids) => <input {...ids} required maxLength={253} value={computeId} onChange={(e) => setComputeId(e.target.value)} />} />
       <NamespacesField value={namespaces} onChange={setNamespaces} action={action} />
       <div>
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" className="primary" disabled={action.busy}>
           Register
         </button>
       </div>
@@ -67,7 +67,7 @@ export function ListenerActions({ listener, onChanged }: { listener: Listener; o
   return (
     <>
       <div className="actions">
-        <button type="button" aria-expanded={editing} onClick={() => setEditing(!editing)} aria-label={`Edit listener ${listener.compute_id}`}>
+        <button type="button" className="secondary" aria-expanded={editing} onClick={() => setEditing(!editing)} aria-label={`Edit listener ${listener.compute_id}`}>
           Edit
         </button>
         <button
@@ -84,7 +84,7 @@ export function ListenerActions({ listener, onChanged }: { listener: Listener; o
           <NamespacesField value={namespaces} onChange={setNamespaces} action={action} />
           <Field label="Version" name="version" action={action} render={(ids) => <input {...ids} value={version} onChange={(e) => setVersion(e.target.value)} />} />
           <div>
-            <button type="submit" disabled={action.busy}>
+            <button type="submit" className="primary" disabled={action.busy}>
               Save
             </button>
           </div>

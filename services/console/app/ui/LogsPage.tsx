@@ -1,19 +1,11 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
-import { followLog, type LiveMode } from '../api/live';
-import { TERMINAL_REVISION_STATUSES, type Deployment, type LogEntry, type Revision } from '../api/types';
-import { formatTime } from '../phases';
+import type { Deployment, Revision } from '../api/types';
 import { ErrorText, PageHeading, short, StatusBadge, useApi, useLoad } from './common';
-import { LiveIndicator, useLiveRefresh } from './live';
-
-const LEVELS = ['debug', 'info', 'warn', 'error'];
-
-/** Log ids are increasing integers (as strings): order them numerically. */
-const byId = (a: LogEntry, b: LogEntry) => (a.id.length - b.id.length) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+import { useLiveRefresh } from './live';
+import { defaultLogType, isServing, LogView } from './LogView';
 
 /**
- * A revision's build or deploy log, followed live: through the rollout and, for the active
- * revision, afterwards too (its instances' output). Filters by level, instance and text; Pause
- * holds new lines back (counted) until Resume. `query` may preselect `type` and `level`.
+ * A revision's log on a page of its own. `query` may preselect `type` and `level`; without a
+ * `type`, the serving revision opens on its deploy (runtime) log, any other on its build log.
  */
 export function LogsPage({ deploymentId, revisionId, query }: { deploymentId: string; revisionId: string; query?: URLSearchParams }) {
   const api = useApi();
@@ -28,72 +20,11 @@ export function LogsPage({ deploymentId, revisionId, query }: { deploymentId: st
     [api, deploymentId, revisionId],
   );
   useLiveRefresh(info.reload, (e) => e.revision_id === revisionId);
-  const [type, setType] = useState<'build' | 'deploy'>(query?.get('type') === 'deploy' ? 'deploy' : 'build');
-  const [paused, setPaused] = useState(false);
-  const follow = !paused;
-  const held = useRef<LogEntry[]>([]);
-  const [heldCount, setHeldCount] = useState(0);
-  const [level, setLevel] = useState(query?.get('level') ?? '');
-  const [instance, setInstance] = useState('');
-  const [search, setSearch] = useState('');
-  const [lines, setLines] = useState<LogEntry[]>([]);
-  const [mode, setMode] = useState<LiveMode>('connecting');
-  const [error, setError] = useState<string | null>(null);
+  const asked = query?.get('type');
   const status = info.data?.revision.status;
-  const running = useRef(true);
+  const active = info.data?.deployment.active_revision_id ?? null;
   // The active revision runs on after its rollout: its instances' output keeps coming.
-  const serving = status === 'DEPLOYED' && info.data?.deployment.active_revision_id === revisionId;
-  running.current = !status || !TERMINAL_REVISION_STATUSES.includes(status) || (type === 'deploy' && serving);
-  const pausedRef = useRef(paused);
-  pausedRef.current = paused;
-  const bottom = useRef<HTMLDivElement>(null);
-
-  useEffect(() => {
-    setLines([]);
-    setError(null);
-    const seen = new Set<string>();
-    return followLog(api, {
-      deploymentId,
-      revisionId,
-      type,
-      onLines: (fresh) => {
-        const added = fresh.filter((l) => !seen.has(l.id));
-        added.forEach((l) => seen.add(l.id));
-        if (!added.length) return;
-        if (pausedRef.current) {
-          held.current.push(...added);
-          setHeldCount(held.current.length);
-        } else setLines((old) => [...old, ...added].sort(byId));
-      },
-      onMode: setMode,
-      onError: setError,
-      keepFollowing: () => running.current,
-    });
-  }, [api, deploymentId, revisionId, type]);
-
-  const resume = () => {
-    const lines = held.current;
-    held.current = [];
-    setHeldCount(0);
-    setPaused(false);
-    if (lines.length) setLines((old) => [...old, ...lines].sort(byId));
-  };
-  const instances = useMemo(() => [...new Set(lines.map((l) => l.instance).filter((i): i is number => typeof i === 'number'))].sort((a, b) => a - b), [lines]);
-
-  const shown = useMemo(() => {
-    const needle = search.trim().toLowerCase();
-    return lines.filter(
-      (l) =>
-        (!level || l.level === level) &&
-        (instance === '' || (instance === 'none' ? l.instance == null : l.instance === Number(instance))) &&
-        (!needle || l.message.toLowerCase().includes(needle)),
-    );
-  }, [lines, level, instance, search]);
-
-  useEffect(() => {
-    if (follow) bottom.current?.scrollIntoView({ block: 'end' });
-  }, [shown.length, follow]);
-
+  const serving = !!info.data && isServing(info.data.revision, active);
   return (
     <>
       <p className="crumbs">
@@ -104,74 +35,19 @@ export function LogsPage({ deploymentId, revisionId, query }: { deploymentId: st
       <p>
         Revision status: <StatusBadge status={status} />
       </p>
-      <ErrorText error={info.error ?? error} />
-      <form className="filters" onSubmit={(e) => e.preventDefault()} aria-label="Log view">
-        <fieldset>
-          <legend>Log</legend>
-          {(['build', 'deploy'] as const).map((t) => (
-            <label key={t}>
-              <input type="radio" name="type" value={t} checked={type === t} onChange={() => setType(t)} /> {t === 'build' ? 'Build' : 'Deploy'}
-            </label>
-          ))}
-        </fieldset>
-        {paused ? (
-          <button type="button" onClick={resume}>
-            Resume{heldCount ? ` (${heldCount} new line${heldCount === 1 ? '' : 's'})` : ''}
-          </button>
-        ) : (
-          <button type="button" onClick={() => setPaused(true)}>
-            Pause
-          </button>
-        )}
-        <label>
-          Level
-          <select value={level} onChange={(e) => setLevel(e.target.value)}>
-            <option value="">All levels</option>
-            {LEVELS.map((l) => (
-              <option key={l}>{l}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Instance
-          <select value={instance} onChange={(e) => setInstance(e.target.value)}>
-            <option value="">All instances</option>
-            {instances.map((i) => (
-              <option key={i} value={String(i)}>
-                instance {i}
-              </option>
-            ))}
-            <option value="none">The rollout's own lines</option>
-          </select>
-        </label>
-        <label>
-          Search
-          <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
-        </label>
-      </form>
-      <LiveIndicator mode={follow && running.current ? mode : 'polling'} />
-      {serving && type === 'deploy' && <p className="hint">This revision serves: its instances' output appears as they print it.</p>}
-      <div className="log" role="log" aria-label={`${type} log`} tabIndex={0}>
-        {shown.length === 0 ? (
-          <p className="empty">{lines.length ? 'No line matches.' : 'No lines yet.'}</p>
-        ) : (
-          <ol>
-            {shown.map((l) => (
-              <li key={l.id} className={`level-${l.level}`}>
-                <time dateTime={l.timestamp} title={formatTime(l.timestamp)}>
-                  {l.timestamp.slice(11, 23)}
-                </time>{' '}
-                <span className="level">{l.level}</span>
-                {typeof l.instance === 'number' ? <span className="instance"> [{l.instance}]</span> : null} <span className="text">{l.message}</span>
-              </li>
-            ))}
-          </ol>
-        )}
-        <div ref={bottom} />
-      </div>
-      <p className="hint">
-        {shown.length} of {lines.length} lines shown.
-      </p>
+      <ErrorText error={info.error} />
+      {info.data || info.error ? (
+        <LogView
+          deploymentId={deploymentId}
+          revisionId={revisionId}
+          status={status}
+          serving={serving}
+          initialType={asked === 'deploy' || asked === 'build' ? asked : info.data ? defaultLogType(info.data.revision, active) : 'build'}
+          initialLevel={query?.get('level') ?? ''}
+        />
+      ) : (
+        <p role="status">Loading…</p>
+      )}
     </>
   );
 }

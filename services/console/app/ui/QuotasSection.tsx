@@ -14,6 +14,29 @@ const QUOTAS: Array<[string, string]> = [
   ['artifacts_kept', 'Built artifacts kept per deployment'],
 ];
 
+/** Quotas counted in bytes: shown in KiB / MiB / GiB, the exact number in the title. */
+const BYTES = new Set(['upload_bytes']);
+const UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+/** 52428800 → "50 MiB", 1536 → "1.5 KiB", 512 → "512 bytes". */
+export function formatBytes(n: number): string {
+  let value = n;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  const shown = unit === 0 || Number.isInteger(value) ? String(value) : value.toFixed(value < 10 ? 2 : 1).replace(/\.?0+$/, '');
+  return `${shown} ${UNITS[unit]}`;
+}
+
+/** A quota's value in words: bytes in human units (exact value in the title), counts as they are. */
+function QuotaValue({ name, value }: { name: string; value: number | undefined }) {
+  if (value == null) return <>—</>;
+  if (!BYTES.has(name)) return <>{value}</>;
+  return <span title={`${value.toLocaleString('en')} bytes`}>{formatBytes(value)}</span>;
+}
+
 interface Quotas {
   workspace_id: string;
   quotas: Record<string, number>;
@@ -60,12 +83,21 @@ export function QuotasSection() {
               label={label}
               name={k}
               action={action}
-              hint={`In force: ${current.quotas[k] ?? '—'}`}
+              hint={
+                <>
+                  In force: <QuotaValue name={k} value={current.quotas[k]} />
+                  {BYTES.has(k) && values[k] && Number.isFinite(Number(values[k])) ? (
+                    <>
+                      ; entered: <QuotaValue name={k} value={Number(values[k])} />
+                    </>
+                  ) : null}
+                </>
+              }
               render={(ids) => <input {...ids} type="number" min="0" step="1" value={values[k] ?? ''} onChange={(e) => setDraft({ ...values, [k]: e.target.value })} />}
             />
           ))}
           <div>
-            <button type="submit" disabled={action.busy}>
+            <button type="submit" className="primary" disabled={action.busy}>
               Save quotas
             </button>
           </div>

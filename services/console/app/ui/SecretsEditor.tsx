@@ -82,6 +82,7 @@ export function SecretsEditor({ drafts, onChange, action }: { drafts: SecretDraf
             )}
             <button
               type="button"
+              className="secondary"
               aria-label={d.removed ? `Keep ${d.name}` : `Remove ${d.name || `secret ${i + 1}`}`}
               onClick={() => (d.stored ? set(i, { removed: !d.removed, value: '' }) : onChange(drafts.filter((_, j) => j !== i)))}
             >
@@ -92,7 +93,7 @@ export function SecretsEditor({ drafts, onChange, action }: { drafts: SecretDraf
         );
       })}
       <div>
-        <button type="button" onClick={() => onChange([...drafts, { name: '', value: '', stored: false, removed: false }])}>
+        <button type="button" className="secondary" onClick={() => onChange([...drafts, { name: '', value: '', stored: false, removed: false }])}>
           Add a secret
         </button>
       </div>

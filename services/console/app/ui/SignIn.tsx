@@ -74,7 +74,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
           </>
         )}
         <ErrorText error={error} />
-        <button type="submit" disabled={busy}>
+        <button type="submit" className="primary" disabled={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>

@@ -39,7 +39,7 @@ function TagValues({ tagKey }: { tagKey: TagKey }) {
       </ul>
       <form className="inline-form" onSubmit={add}>
         <Field label={`New value of ${tagKey.key}`} name="value" action={action} render={(ids) => <input {...ids} required maxLength={255} value={value} onChange={(e) => setValue(e.target.value)} />} />
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" className="primary" disabled={action.busy}>
           Add value
         </button>
       </form>
@@ -75,7 +75,7 @@ export function TagsSection() {
       <p className="hint">Keys and values to attach to deployments and filter the list by.</p>
       <form className="inline-form" onSubmit={create}>
         <Field label="New tag key" name="key" action={action} hint="Letters, digits and _ . : -" render={(ids) => <input {...ids} required maxLength={100} value={key} onChange={(e) => setKey(e.target.value)} />} />
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" className="primary" disabled={action.busy}>
           Create key
         </button>
       </form>
@@ -88,15 +88,15 @@ export function TagsSection() {
             {renaming?.id === k.id ? (
               <form className="inline-form" onSubmit={rename}>
                 <Field label={`New name of ${k.key}`} name="key" action={action} render={(ids) => <input {...ids} required value={renaming.key} onChange={(e) => setRenaming({ id: k.id, key: e.target.value })} />} />
-                <button type="submit">Rename</button>
-                <button type="button" onClick={() => setRenaming(null)}>
+                <button type="submit" className="primary">Rename</button>
+                <button type="button" className="secondary" onClick={() => setRenaming(null)}>
                   Cancel
                 </button>
               </form>
             ) : (
               <div className="card-head">
                 <h3>{k.key}</h3>
-                <button type="button" onClick={() => setRenaming({ id: k.id, key: k.key })}>
+                <button type="button" className="secondary" onClick={() => setRenaming({ id: k.id, key: k.key })}>
                   Rename
                 </button>
                 <button

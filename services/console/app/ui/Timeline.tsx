@@ -2,10 +2,12 @@ import type { Deployment, Revision, RevisionHistory } from '../api/types';
 import { FAILED_REVISION_STATUSES, TERMINAL_REVISION_STATUSES } from '../api/types';
 import { formatDuration, formatTime, PHASE_LABELS, PHASES, phaseDurations } from '../phases';
 import { short, StatusBadge } from './common';
+import { RevisionStory } from './RevisionStory';
 
 /**
- * The revisions, newest first: each with the statuses it went through and how long each phase
- * took, its status_message where it failed, and the way back to it (rollback).
+ * The revisions, newest first: each with why it exists, who made it and the commit it built, the
+ * statuses it went through and how long each phase took, its status_message where it failed,
+ * and the way back to it (rollback). A DEPLOYED revision that no longer serves says so.
  */
 export function Timeline(props: { deployment: Deployment; revisions: Revision[]; histories: Map<string, RevisionHistory>; onRollback: (r: Revision) => void }) {
   const { deployment, revisions, histories } = props;
@@ -18,6 +20,8 @@ export function Timeline(props: { deployment: Deployment; revisions: Revision[];
         const isActive = revision.id === deployment.active_revision_id;
         const failed = FAILED_REVISION_STATUSES.includes(revision.status) || revision.status === 'INTERRUPTED';
         const canRollBack = !isActive && revision.status === 'DEPLOYED';
+        // Deployed once, replaced since: not what serves now.
+        const superseded = canRollBack;
         // Any other ended revision with an artifact can be redeployed too (one never built: 400).
         const canRedeploy = !isActive && !canRollBack && TERMINAL_REVISION_STATUSES.includes(revision.status) && !!revision.image_uri;
         return (
@@ -26,6 +30,7 @@ export function Timeline(props: { deployment: Deployment; revisions: Revision[];
               <StatusBadge status={revision.status} />
               <code title={revision.id}>{short(revision.id)}</code>
               {isActive && <span className="tag-active">active</span>}
+              {superseded && <span className="tag-superseded">superseded</span>}
               <time dateTime={revision.created_at}>{formatTime(revision.created_at)}</time>
               {revision.redeployed_from && (
                 <span className="note">
@@ -33,6 +38,7 @@ export function Timeline(props: { deployment: Deployment; revisions: Revision[];
                 </span>
               )}
             </div>
+            <RevisionStory revision={revision} />
             {history && history.changes.length > 0 && (
               <p className="statuses" aria-label="Statuses in order">
                 {history.changes.map((c, i) => (

@@ -70,7 +70,7 @@ function CreateWebhook({ onCreated }: { onCreated: () => void }) {
         onChange={setFormat}
       />
       <div>
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" className="primary" disabled={action.busy}>
           {action.busy ? 'Creating…' : 'Create webhook'}
         </button>
       </div>
@@ -112,10 +112,10 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
   return (
     <section aria-label={`Deliveries of ${webhook.url}`}>
       <div className="actions">
-        <button type="button" disabled={test.busy} onClick={() => test.perform((call) => call('POST', `/v2/webhooks/${webhook.id}/test`)).then(reload)}>
+        <button type="button" className="secondary" disabled={test.busy} onClick={() => test.perform((call) => call('POST', `/v2/webhooks/${webhook.id}/test`)).then(reload)}>
           {test.busy ? 'Sending…' : 'Send test delivery'}
         </button>
-        <button type="button" onClick={reload}>
+        <button type="button" className="secondary" onClick={reload}>
           Refresh deliveries
         </button>
       </div>
@@ -166,6 +166,7 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
                     <td>
                       <button
                         type="button"
+                        className="secondary"
                         disabled={d.status === 'pending' || redeliver.busy}
                         aria-label={`Redeliver event ${d.event_id}`}
                         onClick={() => redeliver.perform((call) => call('POST', `/v2/webhooks/${webhook.id}/deliveries/${d.id}/redeliver`)).then(reload)}
@@ -211,7 +212,7 @@ export function WebhooksPage() {
                 {h.description && <span>{h.description}</span>}
               </div>
               <div className="actions">
-                <button type="button" aria-expanded={open === h.id} onClick={() => setOpen(open === h.id ? null : h.id)}>
+                <button type="button" className="secondary" aria-expanded={open === h.id} onClick={() => setOpen(open === h.id ? null : h.id)}>
                   {open === h.id ? 'Hide deliveries' : 'Deliveries'}
                 </button>
                 <button

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 
 export type Theme = 'light' | 'dark';
 
@@ -30,11 +30,23 @@ export function applyStoredTheme(): void {
   });
 }
 
-/** A switch between light and dark, starting from the picked theme or the system's; remembered. */
+/**
+ * A switch between light and dark, starting from the picked theme or the system's; remembered.
+ * It says what it does ("Light mode" while dark is on). A label that changes with the state
+ * makes it an action, not an on/off switch, so it carries no aria-pressed (which would announce
+ * "Light mode, pressed" while the page is dark).
+ */
 export function ThemeToggle() {
   const [theme, setTheme] = useState<Theme>(() => (document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light'));
+  const next: Theme = theme === 'dark' ? 'light' : 'dark';
+  // While nothing is picked the page follows the system's theme: so does the label.
+  useEffect(() => {
+    const media = window.matchMedia?.('(prefers-color-scheme: dark)');
+    const follow = () => setTheme(document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light');
+    media?.addEventListener?.('change', follow);
+    return () => media?.removeEventListener?.('change', follow);
+  }, []);
   const toggle = () => {
-    const next: Theme = theme === 'dark' ? 'light' : 'dark';
     document.documentElement.dataset.theme = next;
     try {
       localStorage.setItem(THEME_KEY, next);
@@ -44,8 +56,8 @@ export function ThemeToggle() {
     setTheme(next);
   };
   return (
-    <button type="button" className="theme-toggle" aria-pressed={theme === 'dark'} onClick={toggle}>
-      Dark mode
+    <button type="button" className="theme-toggle secondary" data-theme-now={theme} title={`Switch to ${next} mode`} onClick={toggle}>
+      {next === 'dark' ? 'Dark mode' : 'Light mode'}
     </button>
   );
 }

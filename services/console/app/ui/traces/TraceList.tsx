@@ -64,7 +64,7 @@ function FilterForm({ filters, onApply }: { filters: TraceFilters; onApply: (f: 
         Metadata value
         <input {...field('metaValue')} spellCheck={false} />
       </label>
-      <button type="submit">Apply filters</button>
+      <button type="submit" className="primary">Apply filters</button>
     </form>
   );
 }
@@ -165,7 +165,7 @@ export function TraceList({
           <TraceTable rows={rows} traceHref={traceHref} />
           {next && (
             <div className="pager">
-              <button type="button" onClick={loadMore} disabled={more.busy}>
+              <button type="button" className="secondary" onClick={loadMore} disabled={more.busy}>
                 {more.busy ? 'Loading…' : 'Load more'}
               </button>
             </div>
