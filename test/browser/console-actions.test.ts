@@ -158,7 +158,7 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await w.page.getByLabel('Name', { exact: true }).fill('from-a-repository');
       await w.page.getByLabel('Integration').selectOption({ label: 'fixture-repos (local)' });
       await w.page.getByLabel('Repository').selectOption(fixture.repoUrl);
-      await w.page.getByLabel('Git ref').fill('main');
+      await w.page.getByLabel('Branch').selectOption('main');
       await w.page.getByRole('button', { name: 'Create deployment' }).click();
       await w.page.getByRole('heading', { name: 'from-a-repository', level: 1 }).waitFor();
       await w.page.getByRole('status').filter({ hasText: 'Created' }).waitFor();

@@ -363,6 +363,52 @@ describe('GET .../repos of a local integration', () => {
   });
 });
 
+describe('GET .../branches of a local integration repository', () => {
+  let integrationId: string;
+  let repo: Awaited<ReturnType<typeof initRepo>>;
+  let featureSha: string;
+  const branches = (url: string, client?: HttpClient) =>
+    get(`/v1/integrations/repohost/${integrationId}/branches?repo_url=${encodeURIComponent(url)}`, client);
+
+  beforeAll(async () => {
+    const root = integrationRoot(api, 'branching');
+    repo = await initRepo(path.join(root, 'svc'));
+    await git(['-C', repo.path, 'checkout', '-q', '-b', 'feature/x']);
+    writeFileSync(path.join(repo.path, 'x.txt'), 'x');
+    await git(['-C', repo.path, 'add', '--all']);
+    await git(['-C', repo.path, 'commit', '--quiet', '--no-gpg-sign', '-m', 'feature x', '--date', '2030-01-01T00:00:00Z']);
+    featureSha = await git(['-C', repo.path, 'rev-parse', 'HEAD']);
+    await git(['-C', repo.path, 'checkout', '-q', 'main']);
+    integrationId = (await createLocalIntegration(api, 'branching', root)).id;
+  });
+
+  it('lists every branch with its commit, the default branch first', async () => {
+    const url = `file://${realpathSync(repo.path)}`;
+    const res = await branches(url);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual([
+      { name: 'main', commit_sha: repo.sha, is_default: true },
+      { name: 'feature/x', commit_sha: featureSha, is_default: false },
+    ]);
+    expect((await branches(`${url}.git/`)).body).toEqual(res.body);
+  });
+
+  it('a repository the integration does not list → 404; no path outside the root is read', async () => {
+    for (const url of [`file://${realpathSync(outside)}/secret-repo`, `file://${realpathSync(repo.path)}/../../..`, 'https://example.com/a/b']) {
+      const res = await branches(url);
+      expect(res.status, url).toBe(404);
+      expect(res.body.detail).toContain('is not one of the repositories of integration');
+    }
+  });
+
+  it('needs repo_url (422); another workspace → 404 Integration', async () => {
+    expect((await get(`/v1/integrations/repohost/${integrationId}/branches`)).status).toBe(422);
+    const res = await branches(`file://${realpathSync(repo.path)}`, other);
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ detail: `Integration ID ${integrationId} not found.` });
+  });
+});
+
 describe('repohost deployments name a repository of an integration of the workspace (C4)', () => {
   let integrationId: string;
   let repoUrl: string;

@@ -148,6 +148,25 @@ describe('github with a token', () => {
     expect(api.logs.text()).not.toContain(token);
   });
 
+  it("lists a repository's branches (GET /repos/{owner}/{repo}/branches), the default branch first", async () => {
+    const host = await replay('github', 'token');
+    const token = newToken('ghp');
+    const id = await integration('gh-branches', 'github', { api_url: host.base, token });
+    const url = 'https://github.com/acme-robotics/research-agent.git';
+    const res = await api.http.get(`/v1/integrations/repohost/${id}/branches?repo_url=${encodeURIComponent(url)}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual([
+      { name: 'develop', commit_sha: '9f2c4e1a7b3d5c6e8f0a1b2c3d4e5f6a7b8c9d0e', is_default: true },
+      { name: 'feature/tool-calls', commit_sha: '1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d', is_default: false },
+    ]);
+    expect(host.requests.at(-1)!.url).toBe('/repos/acme-robotics/research-agent/branches?per_page=100');
+    expect(host.requests.at(-1)!.headers.authorization).toBe(`Bearer ${token}`);
+    // A repository GitHub did not list is never asked about.
+    const before = host.requests.length;
+    expect((await api.http.get(`/v1/integrations/repohost/${id}/branches?repo_url=${encodeURIComponent('https://github.com/acme-robotics/secret.git')}`)).status).toBe(404);
+    expect(host.requests.slice(before).every((r) => r.url.startsWith('/user/repos'))).toBe(true);
+  });
+
   it('a rejected token → 502 saying the token was rejected and what GitHub said, never the token', async () => {
     const host = await replay('github', 'bad-token');
     const token = newToken('ghp');
@@ -309,6 +328,25 @@ describe('gitea', () => {
     ]);
     expect(host.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /api/v1/user/repos?limit=50&page=1', 'GET /api/v1/user/repos?limit=50&page=2']);
     for (const r of host.requests) expect(r.headers.authorization).toBe(`token ${token}`);
+  });
+
+  it("lists a repository's branches (GET /api/v1/repos/{owner}/{repo}/branches), the default branch first", async () => {
+    const host = await replay('gitea', 'token');
+    const token = newToken('gta');
+    const id = await integration('gitea-branches', 'gitea', { api_url: host.base, token });
+    const url = 'https://gitea.acme.internal/platform/eval-harness.git';
+    const res = await api.http.get(`/v1/integrations/repohost/${id}/branches?repo_url=${encodeURIComponent(url)}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual([
+      { name: 'trunk', commit_sha: 'deadbeefdeadbeefdeadbeefdeadbeefdeadbeef', is_default: true },
+      { name: 'feature/eval-v2', commit_sha: 'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00', is_default: false },
+    ]);
+    expect(host.requests.at(-1)!.url).toBe('/api/v1/repos/platform/eval-harness/branches?limit=50&page=1');
+    expect(host.requests.at(-1)!.headers.authorization).toBe(`token ${token}`);
+    // The host failing on the branches (not recorded for this repository: 404) → 502 with its words.
+    const failed = await api.http.get(`/v1/integrations/repohost/${id}/branches?repo_url=${encodeURIComponent('https://gitea.acme.internal/jdoe/scratch.git')}`);
+    expect(failed.status).toBe(502);
+    expect(failed.body.detail).toContain('Not Found');
   });
 
   it('an api_url given with /api/v1 is the same instance', async () => {

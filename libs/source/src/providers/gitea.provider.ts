@@ -1,6 +1,6 @@
-import { checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, requestJson, sameOrigin, trimSlashes } from './http.js';
+import { branchFrom, checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, repoPathOf, requestJson, sameOrigin, trimSlashes } from './http.js';
 import { forgeFeedback } from './pull-request-feedback.js';
-import { ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type PullRequestFeedback, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { MAX_BRANCHES, ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type PullRequestFeedback, type RepohostProvider, type RepositoryBranch, type RepositoryEntry } from './types.js';
 
 const HOST = 'Gitea';
 const LIMIT = 50;
@@ -34,14 +34,7 @@ export class GiteaProvider implements RepohostProvider {
     let url: string | null = this.pageUrl(1);
     for (let page = 1; url; page++) {
       if (page > MAX_PAGES) throw new ProviderError(`${HOST} paged past ${MAX_PAGES} pages of repositories; stopped.`);
-      const res = await requestJson({
-        host: HOST,
-        url,
-        headers: { Accept: 'application/json', Authorization: `token ${this.options.token}` },
-        timeoutMs: this.timeoutMs,
-        outbound: this.options.outbound,
-        unauthorized: 'the token was rejected',
-      });
+      const res = await this.get(url);
       if (!Array.isArray(res.body)) throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of repositories.`);
       for (const item of res.body) out.push(entryFrom(HOST, item));
       const link = res.headers.get('link');
@@ -50,6 +43,31 @@ export class GiteaProvider implements RepohostProvider {
       else url = !link && res.body.length >= LIMIT ? this.pageUrl(page + 1) : null;
     }
     return out;
+  }
+
+  /** `GET /api/v1/repos/{owner}/{repo}/branches`, pages of LIMIT until MAX_BRANCHES or a short page. */
+  async listBranches(repoUrl: string): Promise<RepositoryBranch[]> {
+    const out: RepositoryBranch[] = [];
+    for (let page = 1; out.length < MAX_BRANCHES; page++) {
+      const url = `${this.base}/api/v1/repos/${repoPathOf(HOST, repoUrl)}/branches?limit=${LIMIT}&page=${page}`;
+      const res = await this.get(url);
+      if (!Array.isArray(res.body)) throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of branches.`);
+      for (const item of res.body) out.push(branchFrom(HOST, item));
+      if (res.body.length < LIMIT) break;
+    }
+    return out.slice(0, MAX_BRANCHES);
+  }
+
+  /** A GET of Gitea's API with the token. */
+  private get(url: string) {
+    return requestJson({
+      host: HOST,
+      url,
+      headers: { Accept: 'application/json', Authorization: `token ${this.options.token}` },
+      timeoutMs: this.timeoutMs,
+      outbound: this.options.outbound,
+      unauthorized: 'the token was rejected',
+    });
   }
 
   checkCloneUrl(url: string): Promise<CloneProtocol> {

@@ -1,8 +1,8 @@
 import { createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, requestJson, sameOrigin, trimSlashes } from './http.js';
+import { branchFrom, checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, repoPathOf, requestJson, sameOrigin, trimSlashes } from './http.js';
 import { forgeFeedback } from './pull-request-feedback.js';
-import { ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type PullRequestFeedback, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { MAX_BRANCHES, ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type PullRequestFeedback, type RepohostProvider, type RepositoryBranch, type RepositoryEntry } from './types.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 const HOST = 'GitHub';
@@ -68,6 +68,21 @@ export class GitHubProvider implements RepohostProvider {
       url = next ? sameOrigin(HOST, this.apiUrl, next) : null;
     }
     return out;
+  }
+
+  /** `GET /repos/{owner}/{repo}/branches`: one page of up to 100 (GitHub's own order, by name). */
+  async listBranches(repoUrl: string): Promise<RepositoryBranch[]> {
+    const url = `${this.apiUrl}/repos/${repoPathOf(HOST, repoUrl)}/branches?per_page=${MAX_BRANCHES}`;
+    const res = await requestJson({
+      host: HOST,
+      url,
+      headers: this.headers(`Bearer ${await this.accessToken()}`),
+      timeoutMs: this.timeoutMs,
+      outbound: this.options.outbound,
+      unauthorized: 'appId' in this.options.auth ? 'the installation token was rejected' : 'the token was rejected',
+    });
+    if (!Array.isArray(res.body)) throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of branches.`);
+    return res.body.slice(0, MAX_BRANCHES).map((item) => branchFrom(HOST, item));
   }
 
   checkCloneUrl(url: string): Promise<CloneProtocol> {

@@ -1,5 +1,5 @@
 import { checkOutboundUrl, guardedFetch, OutboundError, type GuardedResponse, type OutboundPolicy } from '@slipway/net';
-import { ProviderError, type CloneProtocol } from './types.js';
+import { ProviderError, type CloneProtocol, type RepositoryBranch } from './types.js';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Enough for 10 000 repositories at 100 a page; a host that pages on forever is a bug there. */
@@ -138,6 +138,28 @@ export function entryFrom(host: string, raw: unknown) {
 }
 
 export const trimSlashes = (url: string) => url.replace(/\/+$/, '');
+
+/** `owner/name` of a hosted repository's clone URL (its last two path segments, `.git` dropped), URL-encoded for an API path. */
+export function repoPathOf(host: string, url: string): string {
+  let parts: string[];
+  try {
+    parts = new URL(url).pathname.replace(/\.git$/i, '').split('/').filter(Boolean);
+  } catch {
+    parts = [];
+  }
+  if (parts.length < 2) throw new ProviderError(`${host} repository URL ${url} does not name an owner and a repository.`);
+  return parts.slice(-2).map(encodeURIComponent).join('/');
+}
+
+/** Host branch JSON (`{name, commit: {sha}}` on GitHub, `{name, commit: {id}}` on Gitea) → a RepositoryBranch. */
+export function branchFrom(host: string, raw: unknown): RepositoryBranch {
+  const r = raw as { name?: unknown; commit?: { sha?: unknown; id?: unknown } | null };
+  const sha = r?.commit?.sha ?? r?.commit?.id;
+  if (!r || typeof r.name !== 'string' || typeof sha !== 'string') {
+    throw new ProviderError(`${host} answered with a branch that lacks name or commit.`);
+  }
+  return { name: r.name, commit_sha: sha };
+}
 
 /**
  * A github/gitea clone URL must name the integration's own host: the `api_url`'s host, or for

@@ -8,6 +8,7 @@ export { appJwt, GITHUB_API_URL, GitHubProvider, type GitHubAuth, type GitHubPro
 export { normalizeRepoUrl } from './repo-url.js';
 export { isWithin, LocalProvider, localRepositoryId, type LocalProviderOptions } from './local.provider.js';
 export {
+  MAX_BRANCHES,
   PROVIDERS,
   ProviderError,
   type CloneAuth,
@@ -17,6 +18,7 @@ export {
   type PullRequestFeedback,
   type ProviderKind,
   type RepohostProvider,
+  type RepositoryBranch,
   type RepositoryEntry,
 } from './types.js';
 

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { access, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ProviderError, type CloneAuth, type CloneProtocol, type RepohostProvider, type RepositoryEntry } from './types.js';
+import { MAX_BRANCHES, ProviderError, type CloneAuth, type CloneProtocol, type RepohostProvider, type RepositoryBranch, type RepositoryEntry } from './types.js';
 import { fileURLToPath } from 'node:url';
 
 const run = promisify(execFile);
@@ -96,6 +96,29 @@ export class LocalProvider implements RepohostProvider {
       for (const entry of batch) if (entry) found.push(entry);
     }
     return found.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * The repository's branches, most recently committed first. `repoUrl` must be a `file://`
+   * URL of a repository inside the root (the same check as a clone), so no path escapes it.
+   */
+  async listBranches(repoUrl: string): Promise<RepositoryBranch[]> {
+    await this.checkCloneUrl(repoUrl);
+    const gitDir = await gitDirOf(fileURLToPath(repoUrl));
+    if (!gitDir) throw new ProviderError(`${repoUrl} is not a git repository.`);
+    let out: string;
+    try {
+      out = await git(gitDir, ['for-each-ref', '--sort=-committerdate', `--count=${MAX_BRANCHES}`, '--format=%(refname:lstrip=2)%09%(objectname)', 'refs/heads']);
+    } catch (err) {
+      throw new ProviderError(`git could not list the branches of ${repoUrl}: ${(err as Error).message.split('\n')[0]}`);
+    }
+    return out
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => {
+        const [name, sha] = line.split('\t');
+        return { name: name!, commit_sha: sha! };
+      });
   }
 
   async cloneAuth(): Promise<CloneAuth | null> {

@@ -10,6 +10,16 @@ export interface RepositoryEntry {
   default_branch: string;
 }
 
+/** One branch of a repository, as a host lists it (whether it is the default is the caller's to mark). */
+export interface RepositoryBranch {
+  name: string;
+  /** The full sha of the commit the branch points at. */
+  commit_sha: string;
+}
+
+/** The most branches one listing returns. */
+export const MAX_BRANCHES = 100;
+
 /**
  * How to authenticate a `git clone` of one of a provider's repositories.
  *
@@ -25,6 +35,11 @@ export type CloneAuth = { type: 'http-header'; header: string } | { type: 'url';
 export interface RepohostProvider {
   /** Every repository the integration can deploy from. Throws `ProviderError` when the host fails. */
   listRepositories(): Promise<RepositoryEntry[]>;
+  /**
+   * Up to MAX_BRANCHES branches of one of `listRepositories()`'s repositories (`repoUrl` is its
+   * `url`), most recently committed first where the host says. Throws `ProviderError` when the host fails.
+   */
+  listBranches(repoUrl: string): Promise<RepositoryBranch[]>;
   /**
    * Credentials for cloning, or null when none are needed (local repositories). Async because a
    * GitHub App first exchanges its JWT for a short-lived installation token.

@@ -1,6 +1,8 @@
 import { created, defineRoute, noContent, ok, workspaceOf, type RouteSpec } from '../http/route.js';
 import { envelope, type PaginationQuery } from '../schemas/common.schema.js';
 import {
+  branchesQuery,
+  branchList,
   createdIntegrationResponse,
   createIntegrationBody,
   deliveryList,
@@ -97,6 +99,21 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
     }),
     listRepos('/v1/integrations/repohost/:integration_id/repos', 'listRepohostRepositories', 'List the repositories of an integration'),
     listRepos('/v1/integrations/github/:integration_id/repos', 'listGithubRepositories', 'List the repositories of an integration (alias)'),
+    defineRoute<Params, { repo_url: string }>({
+      method: 'get',
+      path: '/v1/integrations/repohost/:integration_id/branches',
+      operationId: 'listRepohostBranches',
+      summary: "List up to 100 branches of one of an integration's repositories, the default branch first",
+      tag,
+      auth: 'workspace',
+      request: { params: integrationParams, query: branchesQuery },
+      responses: {
+        200: { description: 'Branches, each with the commit it points at', schema: branchList },
+        404: { description: 'Integration not found in this workspace, or the repository is not one it lists' },
+        502: hostFailed,
+      },
+      handler: async (ctx) => ok(await integrations.branches(workspaceOf(ctx), ctx.params.integration_id, ctx.query.repo_url)),
+    }),
     defineRoute<Params>({
       method: 'post',
       path: '/v1/integrations/repohost/:integration_id/webhook',

@@ -127,6 +127,18 @@ export const repositoryEntry = Joi.object({
 
 export const repositoryList = Joi.array().items(repositoryEntry).id('RepositoryList');
 
+export const branchesQuery = Joi.object({
+  repo_url: Joi.string().min(1).max(2048).required().description('A repository `url` from GET .../repos'),
+});
+
+export const branchEntry = Joi.object({
+  name: Joi.string().required().description('Use as `source_revision_config.repo_ref`'),
+  commit_sha: Joi.string().required().description('The commit the branch points at now'),
+  is_default: Joi.boolean().required().description("Whether this is the repository's default branch (listed first)"),
+}).id('RepositoryBranch');
+
+export const branchList = Joi.array().items(branchEntry).max(100).id('RepositoryBranchList');
+
 /** The headers a push webhook reads (documented; any value is accepted, the signature decides). */
 export const webhookHeaders = Joi.object({
   'x-hub-signature-256': Joi.string().description('`sha256=<hex HMAC-SHA256 of the raw body under the webhook secret>`'),

@@ -19,10 +19,12 @@ import { BadGatewayError, BadRequestError, ConflictError, NotFoundError } from '
 import {
   createRepohostProvider,
   isWithin,
+  MAX_BRANCHES,
   normalizeRepoUrl,
   ProviderError,
   type ProviderSpec,
   type RepohostProvider,
+  type RepositoryBranch,
   type RepositoryEntry,
 } from '@slipway/source';
 import { checkOutboundField } from './outbound-url.js';
@@ -164,6 +166,26 @@ export class IntegrationService implements RepositoryCatalog {
       );
     }
     return entry;
+  }
+
+  /**
+   * Up to 100 branches of one of the integration's repositories, its default branch first. A
+   * repository the integration does not list is not found (404), so no URL reaches the host unchecked.
+   */
+  async branches(workspaceId: string, id: string, repoUrl: string): Promise<Array<RepositoryBranch & { is_default: boolean }>> {
+    const integration = await this.load(workspaceId, id);
+    const wanted = normalizeRepoUrl(repoUrl);
+    const entry = (await this.listFromHost(integration)).find((r) => normalizeRepoUrl(r.url) === wanted);
+    if (!entry) throw new NotFoundError(`Repository ${repoUrl} is not one of the repositories of integration ID ${id}.`);
+    let branches: RepositoryBranch[];
+    try {
+      branches = await this.provider(integration).listBranches(entry.url);
+    } catch (err) {
+      if (err instanceof ProviderError) throw new BadGatewayError(err.message);
+      throw err;
+    }
+    const marked = branches.map((b) => ({ ...b, is_default: b.name === entry.default_branch }));
+    return [...marked.filter((b) => b.is_default), ...marked.filter((b) => !b.is_default)].slice(0, MAX_BRANCHES);
   }
 
   /** The push webhook's view of an integration: no workspace is known until the signature checks out. */

@@ -136,7 +136,22 @@ export interface Integration {
   id: string;
   provider: string;
   name: string;
+  /** Where the host sends push and pull request events. */
+  webhook_url?: string;
   created_at?: string;
+}
+
+/** The create answer: the webhook secret is in it and nowhere else, ever. */
+export interface CreatedIntegration extends Integration {
+  webhook_url: string;
+  webhook_secret: string;
+}
+
+/** One branch of a repository (`GET …/branches`). */
+export interface Branch {
+  name: string;
+  commit_sha: string;
+  is_default: boolean;
 }
 
 export interface Repository {

@@ -37,9 +37,12 @@ export function curlOf(call: ApiCall): string {
   return lines.join(' \\\n  ');
 }
 
+/** An integration's credentials (`config.token`, `config.private_key`): never shown in a curl command. */
+const WRITE_ONLY = ['token', 'private_key'];
+
 /**
  * A body as the curl command shows it: a secret's value (any `secrets` list, at any depth)
- * becomes a placeholder naming it. `********`, which keeps the stored value, stays.
+ * and a credential become placeholders naming them. `********`, which keeps the stored value, stays.
  */
 export function withoutSecretValues(body: unknown): unknown {
   if (Array.isArray(body)) return body.map(withoutSecretValues);
@@ -49,7 +52,9 @@ export function withoutSecretValues(body: unknown): unknown {
       k,
       k === 'secrets' && Array.isArray(v)
         ? v.map((s: { name?: string; value?: string }) => (s.value === '********' ? s : { ...s, value: `<value of ${s.name ?? 'the secret'}>` }))
-        : withoutSecretValues(v),
+        : WRITE_ONLY.includes(k) && typeof v === 'string'
+          ? `<your ${k}>`
+          : withoutSecretValues(v),
     ]),
   );
 }

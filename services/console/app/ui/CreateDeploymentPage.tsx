@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import type { Deployment, Envelope, Integration, Listener, Repository } from '../api/types';
+import type { Branch, Deployment, Envelope, Integration, Listener, Repository } from '../api/types';
 import { DEPLOYMENT_TYPES } from '../api/types';
 import { ActionOutcome, Field, SelectField, useAction, type CallFn } from './ApiCall';
 import { navigate, PageHeading, useApi, useLoad } from './common';
@@ -26,6 +26,7 @@ interface Draft {
   integrationId: string;
   repoUrl: string;
   repoRef: string;
+  buildOnPush: boolean;
   configPath: string;
   installCommand: string;
   buildCommand: string;
@@ -34,9 +35,9 @@ interface Draft {
   namespace: string;
 }
 
-const EMPTY: Draft = { name: '', source: 'repohost', deploymentType: 'dev', integrationId: '', repoUrl: '', repoRef: '', configPath: '', installCommand: '', buildCommand: '', imageUri: '', listenerId: '', namespace: '' };
+const EMPTY: Draft = { name: '', source: 'repohost', deploymentType: 'dev', integrationId: '', repoUrl: '', repoRef: '', buildOnPush: false, configPath: '', installCommand: '', buildCommand: '', imageUri: '', listenerId: '', namespace: '' };
 
-const given = (o: Record<string, string | null | undefined | Record<string, unknown>>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== '' && v !== null && v !== undefined));
+const given = (o: Record<string, string | boolean | null | undefined | Record<string, unknown>>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== '' && v !== null && v !== undefined));
 
 /** The create body for `draft` (uploads: the deployment only; the source follows). */
 function createBody(d: Draft, resources: ResourceDraft, secrets: SecretDraft[]) {
@@ -46,6 +47,7 @@ function createBody(d: Draft, resources: ResourceDraft, secrets: SecretDraft[]) 
     deployment_type: cloud ? d.deploymentType : undefined,
     resource_spec: resource_spec ?? undefined,
     ...(d.source === 'repohost' ? { integration_id: d.integrationId, repo_url: d.repoUrl, install_command: d.installCommand, build_command: d.buildCommand } : {}),
+    ...(d.source === 'repohost' ? { build_on_push: d.buildOnPush } : {}),
     ...(d.source === 'external_container' ? { listener_id: d.listenerId, listener_config: d.namespace ? { k8s_namespace: d.namespace } : undefined } : {}),
   });
   const source_revision_config =
@@ -54,15 +56,27 @@ function createBody(d: Draft, resources: ResourceDraft, secrets: SecretDraft[]) 
 }
 
 /** Integrations, their repositories and the listeners: what the form offers to pick from. */
-function useChoices(integrationId: string) {
+function useChoices(integrationId: string, repoUrl: string) {
   const api = useApi();
   const integrations = useLoad((signal) => api.get<Envelope<Integration>>('/v1/integrations/repohost', { limit: 100 }, signal), [api]);
   const repos = useLoad(
     (signal) => (integrationId ? api.get<Repository[]>(`/v1/integrations/repohost/${integrationId}/repos`, undefined, signal) : Promise.resolve([])),
     [api, integrationId],
   );
+  const branches = useLoad(
+    (signal) =>
+      integrationId && repoUrl ? api.get<Branch[]>(`/v1/integrations/repohost/${integrationId}/branches`, { repo_url: repoUrl }, signal) : Promise.resolve([] as Branch[]),
+    [api, integrationId, repoUrl],
+  );
   const listeners = useLoad((signal) => api.get<Envelope<Listener>>('/v2/listeners', { limit: 100 }, signal), [api]);
-  return { integrations: integrations.data?.resources ?? [], repos: repos.data ?? [], reposError: repos.error, listeners: listeners.data?.resources ?? [] };
+  return {
+    integrations: integrations.data?.resources ?? [],
+    repos: repos.data ?? [],
+    reposError: repos.error,
+    branches: branches.data ?? [],
+    branchesError: branches.error,
+    listeners: listeners.data?.resources ?? [],
+  };
 }
 
 export function CreateDeploymentPage() {
@@ -72,8 +86,10 @@ export function CreateDeploymentPage() {
   const [secrets, setSecrets] = useState<SecretDraft[]>([]);
   const [tagValueIds, setTagValueIds] = useState<string[]>([]);
   const [file, setFile] = useState<File | null>(null);
-  const choices = useChoices(d.integrationId);
+  const choices = useChoices(d.integrationId, d.repoUrl);
   const set = (patch: Partial<Draft>) => setD({ ...d, ...patch });
+  // The default branch is preselected until another is picked.
+  const repoRef = d.repoRef || choices.branches.find((b) => b.is_default)?.name || '';
   const listener = choices.listeners.find((l) => l.id === d.listenerId);
 
   const submit = async (e: FormEvent) => {
@@ -86,7 +102,7 @@ export function CreateDeploymentPage() {
     if (d.source === 'external_container' && !d.imageUri) problems.push({ field: 'source_revision_config.image_uri', message: 'Give the image to run.' });
     if (problems.length) return action.fail('Some fields need attention.', problems);
     const deployment = await action.perform(async (call: CallFn, record) => {
-      const made = await call<Deployment>('POST', '/v2/deployments', createBody(d, resources, secrets));
+      const made = await call<Deployment>('POST', '/v2/deployments', createBody({ ...d, repoRef }, resources, secrets));
       if (tagValueIds.length) await putTags(call, made.id, tagValueIds);
       if (d.source !== 'upload' || !file) return made;
       return uploadSource(call, record, made.id, file, d.configPath);
@@ -126,7 +142,7 @@ export function CreateDeploymentPage() {
               hint={choices.integrations.length ? undefined : 'No integrations yet: an admin adds one (POST /v1/integrations/repohost).'}
               value={d.integrationId}
               options={[['', 'Pick one'], ...choices.integrations.map((i) => [i.id, `${i.name} (${i.provider})`] as const)]}
-              onChange={(integrationId) => set({ integrationId, repoUrl: '' })}
+              onChange={(integrationId) => set({ integrationId, repoUrl: '', repoRef: '' })}
             />
             <SelectField
               label="Repository"
@@ -136,9 +152,24 @@ export function CreateDeploymentPage() {
               value={d.repoUrl}
               disabled={!d.integrationId}
               options={[['', 'Pick one'], ...choices.repos.map((r) => [r.url, `${r.owner}/${r.name}`] as const)]}
-              onChange={(repoUrl) => set({ repoUrl })}
+              onChange={(repoUrl) => set({ repoUrl, repoRef: '' })}
             />
-            <Field label="Git ref" name="source_revision_config.repo_ref" action={action} hint="Branch, tag or commit; empty: the default branch." render={(ids) => <input {...ids} value={d.repoRef} onChange={(e) => set({ repoRef: e.target.value })} />} />
+            <SelectField
+              label="Branch"
+              name="source_revision_config.repo_ref"
+              action={action}
+              hint={choices.branchesError ?? 'Builds its newest commit; the default branch is preselected.'}
+              value={repoRef}
+              disabled={!d.repoUrl}
+              options={[['', d.repoUrl ? 'The default branch' : 'Pick a repository first'], ...choices.branches.map((b) => [b.name, b.is_default ? `${b.name} (default)` : b.name] as const)]}
+              onChange={(ref) => set({ repoRef: ref })}
+            />
+            <div className="field">
+              <label>
+                <input type="checkbox" checked={d.buildOnPush} onChange={(e) => set({ buildOnPush: e.target.checked })} /> Build on push
+              </label>
+              <span className="hint">A push to the branch builds and deploys it (the integration's webhook must be set up on the host).</span>
+            </div>
             <Field label="Install command" name="source_config.install_command" action={action} render={(ids) => <input {...ids} value={d.installCommand} onChange={(e) => set({ installCommand: e.target.value })} />} />
             <Field label="Build command" name="source_config.build_command" action={action} render={(ids) => <input {...ids} value={d.buildCommand} onChange={(e) => set({ buildCommand: e.target.value })} />} />
           </>

@@ -8,6 +8,7 @@ import { AgentTab } from './agent/AgentTab';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useHashRoute, useLoad } from './common';
 import { ActionOutcome, useAction, useConfirm } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
+import { DeployFromRepository, isRepohost } from './DeployFromRepository';
 import { DomainsSection } from './DomainsSection';
 import { EditDeployment } from './EditDeployment';
 import { CreatedNotice, LatestLog } from './JustCreated';
@@ -242,6 +243,16 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
           </button>
         </div>
       </section>
+      {isRepohost(deployment) && (
+        <DeployFromRepository
+          deployment={deployment}
+          latest={latest}
+          onDone={(message) => {
+            setNotice(message);
+            data.reload();
+          }}
+        />
+      )}
       {latest && query.get('log') === 'latest' && <LatestLog deployment={deployment} latest={latest} />}
       <DomainsSection deployment={deployment} />
       <PreviewsSection deployment={deployment} />

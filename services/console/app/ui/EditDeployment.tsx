@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import type { Deployment } from '../api/types';
 import { ActionOutcome, Field, useAction } from './ApiCall';
+import { BuildOnPushField, isRepohost } from './DeployFromRepository';
 import { ResourcesFields, resourceDraftOf, resourceProblems, resourceSpecOf, type ResourceDraft } from './ResourcesFields';
 import { draftsOf, SecretsEditor, secretProblems, secretsBody, type SecretDraft } from './SecretsEditor';
 import { putTags, TagsFields, tagsChanged } from './TagsFields';
@@ -46,6 +47,8 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
   const [tagValueIds, setTagValueIds] = useState<string[]>(deployment.tag_value_ids ?? []);
   const [file, setFile] = useState<File | null>(null);
   const [configPath, setConfigPath] = useState('');
+  const storedBuildOnPush = deployment.source_config?.build_on_push === true;
+  const [buildOnPush, setBuildOnPush] = useState(storedBuildOnPush);
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -55,6 +58,7 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
     const changedRevision = Object.fromEntries(Object.entries(revision).filter(([k, v]) => v !== initial.revision[k] && v !== ''));
     if (Object.keys(changedRevision).length) body.source_revision_config = changedRevision;
     const sourceConfig: Record<string, unknown> = Object.fromEntries(Object.entries(inPlace).filter(([k, v]) => v !== initial.inPlace[k]).map(([k, v]) => [k, v || null]));
+    if (buildOnPush !== storedBuildOnPush) sourceConfig.build_on_push = buildOnPush;
     if (JSON.stringify(resources) !== JSON.stringify(initial.resources)) sourceConfig.resource_spec = resourceSpecOf(resources, (deployment.source_config?.resource_spec as Record<string, unknown>) ?? {});
     if (Object.keys(sourceConfig).length) body.source_config = sourceConfig;
     if (!sameSecrets(secrets, deployment.secrets)) body.secrets = secretsBody(secrets);
@@ -89,6 +93,7 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
         {(IN_PLACE_FIELDS[source] ?? []).map(([k, label]) => (
           <Field key={k} label={label} name={`source_config.${k}`} action={action} hint="Changes in place (the next build uses it)." render={(ids) => <input {...ids} value={inPlace[k] ?? ''} onChange={(e) => setInPlace({ ...inPlace, [k]: e.target.value })} />} />
         ))}
+        {isRepohost(deployment) && <BuildOnPushField deployment={deployment} checked={buildOnPush} onChange={setBuildOnPush} />}
         {source === 'upload' && (
           <>
             <Field label="New source tarball (.tar.gz)" name="source_tarball" action={action} render={(ids) => <input {...ids} type="file" accept=".tar.gz,.tgz,application/gzip" onChange={(e) => setFile(e.target.files?.[0] ?? null)} />} />

@@ -2,6 +2,7 @@ import type { Api } from '../api/client';
 import type { Envelope, Integration, Listener, Repository } from '../api/types';
 import { ago, formatTime } from '../phases';
 import { ErrorText, PageHeading, useApi, useLoad } from './common';
+import { ConnectIntegration, TestConnection } from './IntegrationForms';
 import { CreateListener, ListenerActions } from './ListenerForms';
 
 /** A listener that has not called in for this long is marked stale. */
@@ -33,7 +34,7 @@ export function ListenersPage() {
         <h2 id="listeners-title">Listeners</h2>
         <ErrorText error={listeners.error} />
         <CreateListener onCreated={listeners.reload} />
-        <div className="table-scroll">
+        <div className="table-scroll" role="region" aria-label="Listeners, scrollable" tabIndex={0}>
         <table>
           <caption>Agents in your clusters; one that has not called in for {STALE_AFTER_MS / 60_000} minutes is stale.</caption>
           <thead>
@@ -76,12 +77,19 @@ export function ListenersPage() {
       <section aria-labelledby="integrations-title">
         <h2 id="integrations-title">Integrations</h2>
         <ErrorText error={integrations.error} />
+        <ConnectIntegration onCreated={integrations.reload} />
         {(integrations.data ?? []).length === 0 && !integrations.error && <p>No integrations.</p>}
         {(integrations.data ?? []).map(({ integration, repos, error }) => (
           <article key={integration.id} className="integration" aria-labelledby={`int-${integration.id}`}>
             <h3 id={`int-${integration.id}`}>
               {integration.name} <span className="note">({integration.provider})</span>
             </h3>
+            {integration.webhook_url && (
+              <p className="hint">
+                Webhook URL <code>{integration.webhook_url}</code>
+              </p>
+            )}
+            <TestConnection integration={integration} />
             <ErrorText error={error} />
             {repos.length ? (
               <ul>
