@@ -26,8 +26,12 @@ async function apiSays(page: Page, value: boolean | null) {
   await page.route(
     (url) => url.pathname.endsWith(`/v2/deployments/${deployment.id}`),
     async (route) => {
-      const response = await route.fetch();
-      await route.fulfill({ response, json: { ...(await response.json()), agent_server: value } });
+      try {
+        const response = await route.fetch();
+        await route.fulfill({ response, json: { ...(await response.json()), agent_server: value } });
+      } catch {
+        // The page closed while this answer was on its way (the live view polls): nobody waits for it.
+      }
     },
   );
 }
