@@ -7,6 +7,8 @@ import { clientAddress, readArtifact, type AccessDenial } from '@slipway/runtime
 
 /** How long a deployment's policy is reused: a change of `serving_auth` takes effect within this. */
 const POLICY_TTL_MS = 10_000;
+/** After a failed re-read, how long the last policy read is kept before the next try. */
+const POLICY_RETRY_MS = 1_000;
 const MAX_CACHED = 10_000;
 
 /** Who may call a deployment's serving URL. */
@@ -52,7 +54,7 @@ export interface ServingAuthDeps {
  * and a Slipway key sent to a deployment that needs none is removed as well.
  */
 export class ServingAuth {
-  private readonly policies = new Map<string, { policy: Promise<Policy | null>; until: number }>();
+  private readonly policies = new Map<string, { policy: Promise<Policy | null>; until: number; last?: Policy | null }>();
   private readonly slipwayCredentials: SlipwayCredentials;
 
   constructor(private readonly deps: ServingAuthDeps) {
@@ -118,17 +120,32 @@ export class ServingAuth {
 
   /**
    * The deployment's policy, read at most once per POLICY_TTL_MS: concurrent requests while it
-   * is read share the one read (a burst of new connections is one query, not one each).
+   * is read share the one read (a burst of new connections is one query, not one each). A
+   * re-read that fails (Postgres slow or away) keeps the policy last read, tried again after
+   * POLICY_RETRY_MS: a serving deployment keeps serving under its known rules rather than
+   * answering 503 to everyone while a refresh fails. Only a policy never read fails the request.
    */
   private policy(deploymentId: string): Promise<Policy | null> {
     const cached = this.policies.get(deploymentId);
     if (cached && cached.until > Date.now()) return cached.policy;
     if (this.policies.size >= MAX_CACHED) this.policies.clear();
-    const entry = { policy: this.readPolicy(deploymentId), until: Infinity };
+    const known = cached && 'last' in cached ? { policy: cached.last! } : null;
+    const read = this.readPolicy(deploymentId);
+    const entry: { policy: Promise<Policy | null>; until: number; last?: Policy | null } = {
+      policy: known ? read.catch(() => known.policy) : read,
+      until: Infinity,
+      ...(known ? { last: known.policy } : {}),
+    };
     this.policies.set(deploymentId, entry);
-    entry.policy.then(
-      () => (entry.until = Date.now() + POLICY_TTL_MS),
-      () => this.policies.get(deploymentId) === entry && this.policies.delete(deploymentId),
+    read.then(
+      (policy) => {
+        entry.last = policy;
+        entry.until = Date.now() + POLICY_TTL_MS;
+      },
+      () => {
+        if (known) entry.until = Date.now() + POLICY_RETRY_MS;
+        else if (this.policies.get(deploymentId) === entry) this.policies.delete(deploymentId);
+      },
     );
     return entry.policy;
   }
