@@ -1,12 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import axe from 'axe-core';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
-import { closeBrowser, curlsShown, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
+import { axeViolations, closeBrowser, curlsShown, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -39,9 +38,7 @@ function commit(message: string, files: Record<string, string>): string {
 }
 
 async function expectAccessible(page: Page) {
-  await page.evaluate(axe.source);
-  const audit = (await page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
-  expect(audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)).toEqual([]);
+  expect(await axeViolations(page)).toEqual([]);
 }
 
 beforeAll(async () => {

@@ -1,12 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import axe from 'axe-core';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
-import { closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
+import { axeViolations, closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -90,12 +89,6 @@ afterAll(async () => {
 }, 120_000);
 
 const consoleUrl = (hash: string) => `${agent.http.baseUrl}/console/#${hash}`;
-
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(axe.source);
-  const audit = (await page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
-  return audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-}
 
 /** The thread ids the Agent tab lists, top to bottom. */
 const listedThreads = (page: Page) => page.locator('tr[data-thread-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-thread-id')));

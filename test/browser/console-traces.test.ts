@@ -2,11 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import axe from 'axe-core';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
-import { agentApplies, closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
+import { axeViolations, agentApplies, closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { dottedSegment, langsmithClient, sendTrace } from '../support/langsmith.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
@@ -121,12 +120,6 @@ async function applyFilters(page: Page, fields: { status?: string; key?: string;
 /** Waits until the list shows exactly `ids`, in that order. */
 async function expectListed(page: Page, ids: string[]): Promise<void> {
   await expect.poll(() => listed(page), { timeout: 10_000 }).toEqual(ids);
-}
-
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(axe.source);
-  const audit = (await page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
-  return audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
 describe.runIf(hasChromium || browserRequired)('a deployment’s Traces tab in Chromium', () => {

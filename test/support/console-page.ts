@@ -1,3 +1,4 @@
+import axe from 'axe-core';
 import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { CHROMIUM, CHROMIUM_ARGS } from './browser.js';
@@ -87,4 +88,14 @@ export async function curlsShown(page: Page, within = page.locator('main')): Pro
     texts.push(await calls.nth(i).getByLabel('The call as a curl command').innerText());
   }
   return texts;
+}
+
+/**
+ * axe-core's WCAG 2 A and AA violations on the page, as `rule (selectors)` lines. Injecting axe
+ * needs a page opened with `bypassCSP: true` (the console's policy allows no foreign script).
+ */
+export async function axeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(axe.source);
+  const audit = (await page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
+  return audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }

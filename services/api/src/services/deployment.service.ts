@@ -16,7 +16,6 @@ import {
   type EntityManager,
   type InsertedDeployment,
   type SlotClaim,
-  type StoredRevisionConfig,
   type StoredSourceConfig,
 } from '@slipway/db';
 import {
@@ -33,10 +32,10 @@ import {
   systemActor,
   type SecretEntry,
 } from '@slipway/domain';
-import { currentActor } from './request-actor.js';
+import { RevisionRows } from './revision-rows.js';
 import { enqueueAllInOutbox, outboxJob } from '@slipway/jobs';
-import { beginDeploymentDelete, DeploymentReads, RevisionRepository, type NewRevision, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
-import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody, SourceRevisionConfigInput } from '../schemas/deployment.schema.js';
+import { beginDeploymentDelete, DeploymentReads, RevisionRepository, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
+import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody } from '../schemas/deployment.schema.js';
 import { assertListenerServes, assertNoListeners, assertPatchable, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
@@ -71,7 +70,12 @@ export class DeploymentService {
     readonly sourceNames: SourceNames = 'canonical',
     /** `source_config.custom_url` claims its host on Slipway's own runtime (docs/api.md, Domains). */
     private readonly domains?: DomainClaims,
-  ) {}
+  ) {
+    this.rows = new RevisionRows(secrets, images);
+  }
+
+  /** How a new revision's row, config and image are made from a draft. */
+  private readonly rows: RevisionRows;
 
   // ---------------------------------------------------------------- reads
 
@@ -198,7 +202,7 @@ export class DeploymentService {
     let claim: SlotClaim;
     // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
     if (revisionConfig) {
-      const first = this.revisionRow(deployment, {
+      const first = this.rows.row(deployment, {
         trigger,
         source,
         sourceRevisionConfig: revisionConfig,
@@ -274,7 +278,7 @@ export class DeploymentService {
     // Only a completed upload of this very deployment may be built (C10), never a guessed path.
     if (revisionInput.source_tarball_path != null) await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
     if (revisionTrigger || patchCreatesRevision(body) || uploadRevision) {
-      const latest = await this.latestRevision(manager, deployment);
+      const latest = await this.rows.latest(manager, deployment);
       const revisionConfig = revisionConfigFrom(revisionInput, latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source));
       assertBuildable(deployment.source, revisionConfig);
       await this.addRevision(manager, deployment, {
@@ -284,7 +288,7 @@ export class DeploymentService {
         resourceSpec,
         secrets,
         buildConfig: buildConfigOf(sourceConfig),
-        ...(deployment.source === 'internal_docker' ? await this.internalImage(deployment, revisionInput, latest) : {}),
+        ...(deployment.source === 'internal_docker' ? await this.rows.internalImage(deployment, revisionInput, latest) : {}),
       }, requestId);
     }
     return this.get(workspaceId, id, manager);
@@ -317,33 +321,10 @@ export class DeploymentService {
    * the flow, which starts it or queues it behind the one in flight.
    */
   async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string): Promise<string> {
-    const row = this.revisionRow(deployment, draft);
+    const row = this.rows.row(deployment, draft);
     await new RevisionRepository(manager).insertAsLatest(row);
     await this.flow.admit(manager, deployment.id, row.id, requestId);
     return row.id;
-  }
-
-  /** The row of a new revision of `deployment` snapshotting `draft`, its secrets sealed. */
-  private revisionRow(deployment: Deployment, draft: RevisionDraft): NewRevision {
-    const id = randomUUID();
-    const imageUri = draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null);
-    if (draft.source === 'external_container' && imageUri) this.images?.assertOwnImage(deployment.id, imageUri);
-    return {
-      id,
-      deploymentId: deployment.id,
-      source: draft.source,
-      sourceRevisionConfig: draft.sourceRevisionConfig,
-      imageUri,
-      imageDigest: draft.imageDigest ?? null,
-      artifactRef: draft.artifactRef ?? null,
-      resourceSpec: draft.resourceSpec,
-      secretsSealed: this.sealSecrets(draft.secrets, id),
-      secretNames: draft.secrets.map((s) => s.name),
-      buildConfig: draft.buildConfig,
-      redeployedFrom: draft.redeployedFrom ?? null,
-      trigger: draft.trigger,
-      createdBy: draft.createdBy ?? currentActor(),
-    };
   }
 
   /**
@@ -356,7 +337,7 @@ export class DeploymentService {
       trigger: 'push',
       createdBy: systemActor(`push to ${branch}`, deployment.integrationId),
       source: deployment.source,
-      sourceRevisionConfig: await this.nextRevisionConfig(manager, deployment, { repo_ref: branch, repo_commit_sha: sha }),
+      sourceRevisionConfig: await this.rows.nextConfig(manager, deployment, { repo_ref: branch, repo_commit_sha: sha }),
       resourceSpec: deployment.resourceSpec,
       secrets: this.openSecrets(deployment.secretsSealed, deployment.id),
       buildConfig: buildConfigOf(deployment.sourceConfig),
@@ -382,27 +363,6 @@ export class DeploymentService {
   }
 
   // ---------------------------------------------------------------- helpers
-
-  /** A new revision's config: the latest revision's (or the source's defaults), with `input` applied. */
-  private async nextRevisionConfig(manager: EntityManager, deployment: Deployment, input: SourceRevisionConfigInput): Promise<StoredRevisionConfig> {
-    const latest = await this.latestRevision(manager, deployment);
-    return revisionConfigFrom(input, latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source));
-  }
-
-  private async latestRevision(manager: EntityManager, deployment: Deployment): Promise<Revision | null> {
-    return deployment.latestRevisionId ? new RevisionRepository(manager).find(deployment.id, deployment.latestRevisionId) : null;
-  }
-
-  /**
-   * The image an internal_docker revision runs: a new `image_uri` resolved to its digest now (so
-   * a tag moved later changes nothing), or else the latest revision's digest.
-   */
-  private async internalImage(deployment: Deployment, input: SourceRevisionConfigInput, latest: Revision | null): Promise<Pick<RevisionDraft, 'imageUri' | 'imageDigest'>> {
-    if (input.image_uri == null) return { imageUri: latest?.imageUri ?? null, imageDigest: latest?.imageDigest ?? null };
-    if (!this.images) throw new Error('internal_docker revisions need the registry (ImageResolver)');
-    const resolved = await this.images.resolveImage(deployment.id, input.image_uri);
-    return { imageUri: resolved.imageUri, imageDigest: resolved.digest };
-  }
 
   private presentRow({ deployment: d, latestRevisionConfig, tagValueIds, agentServer, previewFeedback }: PresentableDeployment): DeploymentView {
     // Rows from before secret_names (until `slipway migrate` filled them) show what their box holds.

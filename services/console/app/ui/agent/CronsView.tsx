@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import type { AgentApi, Cron } from '../../api/agent';
 import { formatTime } from '../../phases';
+import { useAction } from '../ApiCall';
 import { Dialog, ErrorText, useLoad } from '../common';
 
 /** A cron's row: its schedule, what it runs, when next, and pause/resume and delete. */
@@ -32,25 +33,18 @@ function CronRow({ cron, onPause, onDelete, busy }: { cron: Cron; onPause: () =>
 /** The agent's scheduled runs (docs/console.md, Agent): listed soonest first, paused or resumed, deleted after a confirmation. */
 export function CronsView({ agent }: { agent: AgentApi }) {
   const crons = useLoad((signal) => agent.searchCrons(100, signal), [agent]);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const action = useAction();
+  const busy = action.busy;
   const [deleting, setDeleting] = useState<Cron | null>(null);
-  const act = async (work: () => Promise<unknown>) => {
-    setBusy(true);
-    setError(null);
-    try {
+  const act = (work: () => Promise<unknown>) =>
+    action.perform(async () => {
       await work();
       crons.reload();
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <section aria-labelledby="crons-title">
       <h2 id="crons-title">Crons</h2>
-      <ErrorText error={crons.error ?? error} />
+      <ErrorText error={crons.error ?? action.error} />
       {!crons.data ? (
         !crons.error && <p role="status">Loading crons…</p>
       ) : !crons.data.length ? (

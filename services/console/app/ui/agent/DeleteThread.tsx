@@ -1,22 +1,18 @@
 import { useState } from 'react';
 import type { AgentApi } from '../../api/agent';
+import { useAction } from '../ApiCall';
 import { Dialog, ErrorText, navigate } from '../common';
 
 /** Deletes a thread (its state, checkpoints and runs) after a confirmation, then goes back to the threads. */
 export function DeleteThread({ agent, deploymentId, threadId }: { agent: AgentApi; deploymentId: string; threadId: string }) {
   const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const action = useAction();
   const remove = async () => {
-    setBusy(true);
-    setError(null);
-    try {
+    const deleted = await action.perform(async () => {
       await agent.deleteThread(threadId);
-      navigate(`/deployments/${deploymentId}`, { tab: 'agent' });
-    } catch (err) {
-      setError((err as Error).message);
-      setBusy(false);
-    }
+      return true;
+    });
+    if (deleted) navigate(`/deployments/${deploymentId}`, { tab: 'agent' });
   };
   return (
     <>
@@ -27,10 +23,10 @@ export function DeleteThread({ agent, deploymentId, threadId }: { agent: AgentAp
         <p>
           Thread <code>{threadId}</code> goes with its state, checkpoints and runs, for good. Its traces stay.
         </p>
-        <ErrorText error={error} />
+        <ErrorText error={action.error} />
         <div className="dialog-buttons">
-          <button type="button" className="danger" disabled={busy} onClick={remove}>
-            {busy ? 'Deleting…' : 'Delete the thread'}
+          <button type="button" className="danger" disabled={action.busy} onClick={remove}>
+            {action.busy ? 'Deleting…' : 'Delete the thread'}
           </button>
           <button type="button" className="secondary" onClick={() => setOpen(false)}>
             Cancel
