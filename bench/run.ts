@@ -35,7 +35,18 @@ import { BenchPipeline } from './support/pipeline.js';
 import { printTable, type BenchRow } from './support/report.js';
 import { BenchStack, BUILD_MODES, ROOT, type BuildMode } from './support/stack.js';
 
-const SCENARIOS = ['idle', 'deploy', 'serving', 'create', 'reads', 'handoff', 'burst', 'list', 'agent', 'tracing'] as const;
+const SCENARIOS = [
+  'idle',
+  'deploy',
+  'serving',
+  'create',
+  'reads',
+  'handoff',
+  'burst',
+  'list',
+  'agent',
+  'tracing',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -61,17 +72,24 @@ const only = (values.only?.split(',') ?? SCENARIOS) as Scenario[];
 function needsStackFor(scenarios: Scenario[]): boolean {
   return scenarios.some((s) => s !== 'list');
 }
-for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
+for (const s of only)
+  if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
 // Checked before anything is started or created: a missing tool found half-way would leave the run's database behind.
 if (only.includes('serving') && spawnSync('nginx', ['-v'], { stdio: 'ignore' }).error) {
-  throw new Error("the serving scenario puts Debian's nginx in front of an instance, and nginx is not on PATH: apt-get install nginx, or leave it out (--only …)");
+  throw new Error(
+    "the serving scenario puts Debian's nginx in front of an instance, and nginx is not on PATH: apt-get install nginx, or leave it out (--only …)",
+  );
 }
 if (only.includes('serving') && spawnSync('caddy', ['version'], { stdio: 'ignore' }).error) {
-  throw new Error("the serving scenario compares the edge's HTTPS with Debian's caddy terminating TLS, and caddy is not on PATH: apt-get install caddy, or leave it out (--only …)");
+  throw new Error(
+    "the serving scenario compares the edge's HTTPS with Debian's caddy terminating TLS, and caddy is not on PATH: apt-get install caddy, or leave it out (--only …)",
+  );
 }
 // The stack's edge serves a self-signed certificate made with openssl (bench/support/stack.ts).
 if (needsStackFor(only) && spawnSync('openssl', ['version'], { stdio: 'ignore' }).error) {
-  throw new Error('the bench stack makes its edge a certificate with openssl, which is not on PATH: apt-get install openssl');
+  throw new Error(
+    'the bench stack makes its edge a certificate with openssl, which is not on PATH: apt-get install openssl',
+  );
 }
 
 const rows: BenchRow[] = [];
@@ -116,7 +134,9 @@ try {
   await proxy?.close();
 }
 
-console.log(`services: ${build === 'start' ? 'as `npm start` runs them (dist/start.js)' : 'the packaged build (dist/main.js)'}`);
+console.log(
+  `services: ${build === 'start' ? 'as `npm start` runs them (dist/start.js)' : 'the packaged build (dist/main.js)'}`,
+);
 printTable(rows);
 mkdirSync(path.dirname(values.out!), { recursive: true });
 writeFileSync(
@@ -125,4 +145,5 @@ writeFileSync(
 );
 console.log(`\nwritten to ${path.relative(process.cwd(), values.out!)}`);
 const missed = rows.filter((r) => r.met === false);
-if (missed.length) console.log(`${missed.length} target(s) not met: ${missed.map((r) => `${r.scenario} ${r.metric}`).join('; ')}`);
+if (missed.length)
+  console.log(`${missed.length} target(s) not met: ${missed.map((r) => `${r.scenario} ${r.metric}`).join('; ')}`);

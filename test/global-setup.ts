@@ -51,7 +51,12 @@ async function postgresAnswers(url: string): Promise<boolean> {
 }
 
 async function redisAnswers(url: string): Promise<boolean> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2_000,
+  });
   redis.on('error', () => {});
   try {
     await redis.connect();
@@ -120,7 +125,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await admin.connect();
   await dropStale(admin);
   await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(templateDatabase)}`);
-  const ds = createDataSource({ url: withDatabase(pgServerUrl, templateDatabase), applicationName: 'slipway-test-setup', poolSize: 1 });
+  const ds = createDataSource({
+    url: withDatabase(pgServerUrl, templateDatabase),
+    applicationName: 'slipway-test-setup',
+    poolSize: 1,
+  });
   await ds.initialize();
   await runMigrations(ds);
   await ds.destroy();

@@ -71,7 +71,8 @@ try {
     }
   }
   console.log('\nmedians');
-  for (const [name, xs] of results) console.log(`${name.padEnd(18)} ${[...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(0)} commits/s`);
+  for (const [name, xs] of results)
+    console.log(`${name.padEnd(18)} ${[...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(0)} commits/s`);
   await Promise.all(clients.map((c) => c.end()));
 } finally {
   await ds.destroy();

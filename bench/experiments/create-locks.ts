@@ -23,19 +23,34 @@ try {
   const ds = stack.dataSource;
   const switches = await installSwitches(ds, stack.dbName);
   // The api's pool connected before: reconnect them so they take the search_path.
-  await ds.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name <> 'slipway-bench' AND pid <> pg_backend_pid()`);
+  await ds.query(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name <> 'slipway-bench' AND pid <> pg_backend_pid()`,
+  );
   await new Promise((r) => setTimeout(r, 500));
   // Other workspaces of the bench's organization, each with an admin key and a listener.
   const [{ organization_id: org }] = await ds.query(`SELECT organization_id FROM workspaces LIMIT 1`);
   const others: Array<{ key: string; listener: string }> = [];
   for (let i = 0; i < WORKSPACES; i++) {
     const ws = randomUUID();
-    await ds.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, $3)`, [ws, org, `bench-ws-${i}`]);
-    const { key } = await issueApiKey(ds.manager, { organizationId: org, workspaceId: ws, scope: 'workspace', role: 'admin' });
+    await ds.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, $3)`, [
+      ws,
+      org,
+      `bench-ws-${i}`,
+    ]);
+    const { key } = await issueApiKey(ds.manager, {
+      organizationId: org,
+      workspaceId: ws,
+      scope: 'workspace',
+      role: 'admin',
+    });
     const res = await fetch(`${stack.api.url}/v2/listeners`, {
       method: 'POST',
       headers: { 'x-api-key': key, 'content-type': 'application/json' },
-      body: JSON.stringify({ compute_type: 'k8s', compute_id: `bench-${i}`, compute_config: { k8s_namespaces: ['bench'] } }),
+      body: JSON.stringify({
+        compute_type: 'k8s',
+        compute_id: `bench-${i}`,
+        compute_config: { k8s_namespaces: ['bench'] },
+      }),
     });
     if (!res.ok) throw new Error(`listener: ${res.status} ${await res.text()}`);
     others.push({ key, listener: ((await res.json()) as { id: string }).id });
@@ -43,7 +58,14 @@ try {
 
   let n = 0;
   const tag = randomBytes(2).toString('hex');
-  const one = { url: `${stack.api.url}/v2/deployments`, method: 'POST' as const, headers: { 'x-api-key': stack.key }, connections: 50, durationSec: seconds, warmupSec: 1 };
+  const one = {
+    url: `${stack.api.url}/v2/deployments`,
+    method: 'POST' as const,
+    headers: { 'x-api-key': stack.key },
+    connections: 50,
+    durationSec: seconds,
+    warmupSec: 1,
+  };
   const body = () => JSON.stringify(stack.createBody(`c${tag}-${n++}`));
   // Many workspaces: each request goes to the next workspace (its key and its listener).
   let w = 0;
@@ -70,7 +92,14 @@ try {
             ],
           },
           (err: Error | null, r: any) =>
-            err ? reject(err) : resolve({ reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r['4xx'] + r['5xx'] + r.errors + r.timeouts }),
+            err
+              ? reject(err)
+              : resolve({
+                  reqPerSec: r.requests.average,
+                  p50: r.latency.p50,
+                  p99: r.latency.p99,
+                  errors: r['4xx'] + r['5xx'] + r.errors + r.timeouts,
+                }),
         ),
       );
     await runOnce(1);
@@ -96,17 +125,41 @@ try {
       await waker.release();
     }
   };
-  type Leg = { name: string; setup: () => Promise<unknown>; run: () => Promise<{ reqPerSec: number; p50: number; p99: number; errors: number }> };
+  type Leg = {
+    name: string;
+    setup: () => Promise<unknown>;
+    run: () => Promise<{ reqPerSec: number; p50: number; p99: number; errors: number }>;
+  };
   const { notify, numberingLock: numbering } = switches;
   const legs: Leg[] = [
-    { name: 'one workspace', setup: () => Promise.all([notify(true), numbering(true)]), run: () => load({ ...one, body }) },
+    {
+      name: 'one workspace',
+      setup: () => Promise.all([notify(true), numbering(true)]),
+      run: () => load({ ...one, body }),
+    },
     { name: 'many workspaces', setup: () => Promise.all([notify(true), numbering(true)]), run: autocannonMany },
-    { name: 'one, no notifies', setup: () => Promise.all([notify(false), numbering(true)]), run: () => load({ ...one, body }) },
-    { name: 'one, no numbering lock', setup: () => Promise.all([notify(true), numbering(false)]), run: () => load({ ...one, body }) },
-    { name: 'one, neither', setup: () => Promise.all([notify(false), numbering(false)]), run: () => load({ ...one, body }) },
+    {
+      name: 'one, no notifies',
+      setup: () => Promise.all([notify(false), numbering(true)]),
+      run: () => load({ ...one, body }),
+    },
+    {
+      name: 'one, no numbering lock',
+      setup: () => Promise.all([notify(true), numbering(false)]),
+      run: () => load({ ...one, body }),
+    },
+    {
+      name: 'one, neither',
+      setup: () => Promise.all([notify(false), numbering(false)]),
+      run: () => load({ ...one, body }),
+    },
     // Both locks off, the relay woken as a fix would wake it: after commit, outside the creates'
     // transactions (here every 5 ms from a connection of its own, synchronous_commit off).
-    { name: 'one, neither, woken after commit', setup: () => Promise.all([notify(false), numbering(false)]), run: () => wokenMeanwhile(() => load({ ...one, body })) },
+    {
+      name: 'one, neither, woken after commit',
+      setup: () => Promise.all([notify(false), numbering(false)]),
+      run: () => wokenMeanwhile(() => load({ ...one, body })),
+    },
     { name: 'many, no notifies', setup: () => Promise.all([notify(false), numbering(true)]), run: autocannonMany },
   ];
   // LEGS='name|name…' runs only those (in that order); a pause between legs lets the relay settle.
@@ -141,7 +194,9 @@ try {
       const list = results.get(leg.name) ?? [];
       list.push({ ...res, waits });
       results.set(leg.name, list);
-      console.log(`round ${r + 1} ${leg.name.padEnd(24)} ${res.reqPerSec.toFixed(1).padStart(7)} req/s  p50 ${res.p50} ms  p99 ${res.p99} ms`);
+      console.log(
+        `round ${r + 1} ${leg.name.padEnd(24)} ${res.reqPerSec.toFixed(1).padStart(7)} req/s  p50 ${res.p50} ms  p99 ${res.p99} ms`,
+      );
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -151,8 +206,18 @@ try {
     for (const l of list) for (const [k, v] of l.waits) waits.set(k, (waits.get(k) ?? 0) + v);
     const samples = waits.get('(samples)') ?? 1;
     waits.delete('(samples)');
-    const top = [...waits].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k} ${(v / samples).toFixed(2)}`).join(', ');
-    console.log(`${name.padEnd(24)} ${median(list.map((l) => l.reqPerSec)).toFixed(1).padStart(7)} req/s  p50 ${median(list.map((l) => l.p50))} ms  p99 ${median(list.map((l) => l.p99))} ms  | ${top}`);
+    const top = [...waits]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 6)
+      .map(([k, v]) => `${k} ${(v / samples).toFixed(2)}`)
+      .join(', ');
+    console.log(
+      `${name.padEnd(24)} ${median(list.map((l) => l.reqPerSec))
+        .toFixed(1)
+        .padStart(
+          7,
+        )} req/s  p50 ${median(list.map((l) => l.p50))} ms  p99 ${median(list.map((l) => l.p99))} ms  | ${top}`,
+    );
   }
 } finally {
   await stack.close();

@@ -36,7 +36,12 @@ export async function agentServerScenario(stack: BenchStack, o: BenchOptions): P
     const viaUrl = await wait(bench.proxyUrl, { 'x-api-key': stack.key });
     const direct = await wait(bench.host.url);
     const traced = await wait(bench.traced.url);
-    assertNoFailures({ 'runs.wait (upstream)': upstream, 'runs.wait (deployment URL)': viaUrl, 'runs.wait (instance)': direct, 'runs.wait (traced)': traced });
+    assertNoFailures({
+      'runs.wait (upstream)': upstream,
+      'runs.wait (deployment URL)': viaUrl,
+      'runs.wait (instance)': direct,
+      'runs.wait (traced)': traced,
+    });
     // Tracing really was on: the client sends in the background, so the runs arrive shortly after.
     for (const deadline = Date.now() + 30_000; (await bench.tracedRuns()) === 0; ) {
       if (Date.now() > deadline) throw new Error('the traced instance sent no run to its trace front within 30 s');
@@ -69,13 +74,34 @@ export async function agentServerScenario(stack: BenchStack, o: BenchOptions): P
     return [
       atLeast(urlVsUpstream, 'throughput', viaUrl.reqPerSec, upstream.reqPerSec, 0.5),
       atMost(urlVsUpstream, 'p99', viaUrl.p99, upstream.p99, 3),
-      { scenario: urlVsUpstream, metric: 'p50', value: viaUrl.p50, unit: 'ms', baseline: upstream.p50, ratio: viaUrl.p50 / upstream.p50 },
+      {
+        scenario: urlVsUpstream,
+        metric: 'p50',
+        value: viaUrl.p50,
+        unit: 'ms',
+        baseline: upstream.p50,
+        ratio: viaUrl.p50 / upstream.p50,
+      },
       atLeast(proxyVsInstance, 'throughput', viaUrl.reqPerSec, direct.reqPerSec, 0.8),
       atMost(proxyVsInstance, 'p99', viaUrl.p99, direct.p99, 1.5),
-      { scenario: proxyVsInstance, metric: 'p50', value: viaUrl.p50, unit: 'ms', baseline: direct.p50, ratio: viaUrl.p50 / direct.p50 },
+      {
+        scenario: proxyVsInstance,
+        metric: 'p50',
+        value: viaUrl.p50,
+        unit: 'ms',
+        baseline: direct.p50,
+        ratio: viaUrl.p50 / direct.p50,
+      },
       atMost('agent server: GET /threads/{id}', `p95 ${large} vs ${small} threads`, atLarge, atSmall, 1.5),
       atMost('agent server: runs.wait, traced vs not', 'p50', traced.p50, direct.p50, 1.1),
-      { scenario: 'agent server: runs.wait, traced vs not', metric: 'throughput', value: traced.reqPerSec, unit: 'req/s', baseline: direct.reqPerSec, ratio: traced.reqPerSec / direct.reqPerSec },
+      {
+        scenario: 'agent server: runs.wait, traced vs not',
+        metric: 'throughput',
+        value: traced.reqPerSec,
+        unit: 'req/s',
+        baseline: direct.reqPerSec,
+        ratio: traced.reqPerSec / direct.reqPerSec,
+      },
     ];
   } finally {
     await bench.close();

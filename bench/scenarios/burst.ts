@@ -32,7 +32,8 @@ export async function burstScenario(stack: BenchStack, o: BenchOptions, proxy: T
   await proxy.restore();
   const deadline = Date.now() + 300_000;
   while (stack.handedCount - before < o.burst) {
-    if (Date.now() > deadline) throw new Error(`burst: only ${stack.handedCount - before} of ${o.burst} handed over after 5 min`);
+    if (Date.now() > deadline)
+      throw new Error(`burst: only ${stack.handedCount - before} of ${o.burst} handed over after 5 min`);
     await new Promise((r) => setTimeout(r, 20));
   }
   const drainMs = performance.now() - t0;
@@ -42,7 +43,14 @@ export async function burstScenario(stack: BenchStack, o: BenchOptions, proxy: T
   return [
     { scenario: `burst of ${o.burst} creates`, metric: 'creates', value: created.reqPerSec, unit: 'req/s' },
     { scenario: `burst of ${o.burst} creates`, metric: 'first job after restore', value: firstMs, unit: 'ms' },
-    atLeast(`burst of ${o.burst} creates`, 'drain rate', (o.burst / drainMs) * 1000, (o.burst / rawMs) * 1000, 0.5, 'jobs/s'),
+    atLeast(
+      `burst of ${o.burst} creates`,
+      'drain rate',
+      (o.burst / drainMs) * 1000,
+      (o.burst / rawMs) * 1000,
+      0.5,
+      'jobs/s',
+    ),
   ];
 }
 
@@ -53,7 +61,11 @@ async function rawBullmq(stack: BenchStack, count: number): Promise<number> {
   let done = 0;
   let finished!: () => void;
   const all = new Promise<void>((r) => (finished = r));
-  const worker = new Worker('raw', async () => void (++done === count && finished()), { connection: stack.redis, prefix, concurrency: 50 });
+  const worker = new Worker('raw', async () => void (++done === count && finished()), {
+    connection: stack.redis,
+    prefix,
+    concurrency: 50,
+  });
   await worker.waitUntilReady();
   const t0 = performance.now();
   let next = 0;

@@ -30,10 +30,14 @@ export interface DeployedAgent {
 function projectFiles(change = ''): Record<string, string> {
   const config = JSON.parse(readFileSync(path.join(AGENT_FIXTURE, 'langgraph.json'), 'utf8'));
   const agent = readFileSync(path.join(AGENT_FIXTURE, 'src/agent.ts'), 'utf8');
-  return { 'langgraph.json': JSON.stringify({ ...config, node_version: process.versions.node.split('.')[0] }), 'src/agent.ts': agent + change };
+  return {
+    'langgraph.json': JSON.stringify({ ...config, node_version: process.versions.node.split('.')[0] }),
+    'src/agent.ts': agent + change,
+  };
 }
 
-const sh = (cmd: string, args: string[], cwd: string, env: Record<string, string>) => execFileSync(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: 'ignore' });
+const sh = (cmd: string, args: string[], cwd: string, env: Record<string, string>) =>
+  execFileSync(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: 'ignore' });
 
 /**
  * The same project done by hand, as one would on a server: `npm ci`, the agent server's own
@@ -62,7 +66,14 @@ async function byHand(stack: BenchStack): Promise<number> {
       cwd: app,
       detached: true,
       stdio: 'ignore',
-      env: { PATH: process.env.PATH ?? '', HOME: dir, PORT: String(port), DATABASE_URI: db.toString(), REDIS_URI: REDIS, REDIS_PREFIX: `${stack.prefix}:byhand` },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: dir,
+        PORT: String(port),
+        DATABASE_URI: db.toString(),
+        REDIS_URI: REDIS,
+        REDIS_PREFIX: `${stack.prefix}:byhand`,
+      },
     });
     for (const deadline = performance.now() + 300_000; ; ) {
       const res = await fetch(`http://127.0.0.1:${port}/ok`).catch(() => null);
@@ -86,7 +97,10 @@ async function phases(stack: BenchStack, revisionId: string): Promise<{ build: n
     [revisionId],
   );
   const at = (status: string) => events.find((e) => e.to_status === status)?.at.getTime() ?? Number.NaN;
-  return { build: (at('AWAITING_DEPLOY') - at('BUILDING')) / 1000, rollout: (at('DEPLOYED') - at('AWAITING_DEPLOY')) / 1000 };
+  return {
+    build: (at('AWAITING_DEPLOY') - at('BUILDING')) / 1000,
+    rollout: (at('DEPLOYED') - at('AWAITING_DEPLOY')) / 1000,
+  };
 }
 
 /**
@@ -136,17 +150,54 @@ export async function deployScenario(
   const s = (ms: number) => ms / 1000;
   const rows: BenchRow[] = [
     hand === undefined
-      ? { scenario: 'deploy latency', metric: 'first deploy (no by-hand baseline in this run)', value: s(first), unit: 's' }
-      : { ...atMost('deploy latency', 'first deploy vs npm ci + start by hand', s(first), s(hand), Infinity, 's'), target: undefined, met: undefined },
+      ? {
+          scenario: 'deploy latency',
+          metric: 'first deploy (no by-hand baseline in this run)',
+          value: s(first),
+          unit: 's',
+        }
+      : {
+          ...atMost('deploy latency', 'first deploy vs npm ci + start by hand', s(first), s(hand), Infinity, 's'),
+          target: undefined,
+          met: undefined,
+        },
     atMost('deploy latency', 'code-only redeploy vs first deploy', s(again), s(first), 0.3, 's'),
     ...(other === undefined
       ? []
-      : [{ ...atMost('deploy latency', "another deployment's first deploy vs the first (agent server installed)", s(other), s(first), Infinity, 's'), target: undefined, met: undefined }]),
-    { scenario: 'deploy latency', metric: 'first deploy: build, rollout', value: p1.build, unit: `s, ${p1.rollout.toFixed(1)} s` },
-    { scenario: 'deploy latency', metric: 'redeploy: build, rollout', value: p2.build, unit: `s, ${p2.rollout.toFixed(1)} s` },
+      : [
+          {
+            ...atMost(
+              'deploy latency',
+              "another deployment's first deploy vs the first (agent server installed)",
+              s(other),
+              s(first),
+              Infinity,
+              's',
+            ),
+            target: undefined,
+            met: undefined,
+          },
+        ]),
+    {
+      scenario: 'deploy latency',
+      metric: 'first deploy: build, rollout',
+      value: p1.build,
+      unit: `s, ${p1.rollout.toFixed(1)} s`,
+    },
+    {
+      scenario: 'deploy latency',
+      metric: 'redeploy: build, rollout',
+      value: p2.build,
+      unit: `s, ${p2.rollout.toFixed(1)} s`,
+    },
   ];
   return {
     rows: measure ? rows : [],
-    agent: { deploymentId, url, servingUrl: await pipeline.servingUrl(deploymentId), instanceUrl: await pipeline.instanceUrl(deploymentId) },
+    agent: {
+      deploymentId,
+      url,
+      servingUrl: await pipeline.servingUrl(deploymentId),
+      instanceUrl: await pipeline.instanceUrl(deploymentId),
+    },
   };
 }

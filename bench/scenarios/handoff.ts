@@ -26,6 +26,11 @@ export async function handoffScenario(stack: BenchStack, o: BenchOptions): Promi
     bounded('create → handed to worker', 'p50', percentile(samples, 50), 15, 'ms'),
     { scenario: 'create → handed to worker', metric: 'p99', value: percentile(samples, 99), unit: 'ms' },
     // Where the time goes: the create's own answer, and the hand-off after it (relay, Redis, worker).
-    { scenario: 'create → handed to worker', metric: 'p50 of the create alone', value: percentile(answered, 50), unit: 'ms' },
+    {
+      scenario: 'create → handed to worker',
+      metric: 'p50 of the create alone',
+      value: percentile(answered, 50),
+      unit: 'ms',
+    },
   ];
 }

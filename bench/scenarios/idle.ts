@@ -17,7 +17,9 @@ function cpuSeconds(pid: number): number {
 }
 
 async function transactions(stack: BenchStack): Promise<number> {
-  const [row] = await stack.dataSource.query(`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`);
+  const [row] = await stack.dataSource.query(
+    `SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`,
+  );
   return Number(row.n);
 }
 
@@ -53,7 +55,11 @@ export async function idleScenario(stack: BenchStack, o: BenchOptions): Promise<
       bounded('idle stack', `${n} CPU`, ((cpuSeconds(p.child.pid!) - cpu0[n]!) / seconds) * 100, 2, '%'),
     );
     const total = rows.reduce((sum, r) => sum + r.value, 0);
-    return [...rows, bounded('idle stack', 'all three CPU', total, 2, '%'), { scenario: 'idle stack', metric: 'database transactions', value: tx / seconds, unit: '/s' }];
+    return [
+      ...rows,
+      bounded('idle stack', 'all three CPU', total, 2, '%'),
+      { scenario: 'idle stack', metric: 'database transactions', value: tx / seconds, unit: '/s' },
+    ];
   } finally {
     await Promise.allSettled(workers.map((w) => w.stop()));
   }

@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { createDatabaseIfMissing, createDataSource, dropDatabaseIfExists, runMigrations, type DataSource, type DeploymentFilter } from '@slipway/db';
+import {
+  createDatabaseIfMissing,
+  createDataSource,
+  dropDatabaseIfExists,
+  runMigrations,
+  type DataSource,
+  type DeploymentFilter,
+} from '@slipway/db';
 import { DeploymentReads } from '@slipway/pipeline';
 import { timeInterleaved } from '../support/measure.js';
 import { atMost, type BenchRow } from '../support/report.js';
@@ -33,7 +40,9 @@ async function fixture(rows: number): Promise<Fixture> {
   await dataSource.initialize();
   await runMigrations(dataSource);
   const q = (sql: string, params: unknown[] = []) => dataSource.query(sql, params);
-  const [{ id: org }] = await q(`INSERT INTO organizations (id, name) VALUES (gen_random_uuid(), 'bench') RETURNING id`);
+  const [{ id: org }] = await q(
+    `INSERT INTO organizations (id, name) VALUES (gen_random_uuid(), 'bench') RETURNING id`,
+  );
   const workspaces: Array<{ id: string }> = await q(
     `INSERT INTO workspaces (id, organization_id, name) SELECT gen_random_uuid(), $1, 'ws' || g FROM generate_series(0, 9) g RETURNING id`,
     [org],
@@ -59,7 +68,10 @@ async function fixture(rows: number): Promise<Fixture> {
        FROM generate_series(0, 2 * $1 - 1) g`,
     [rows, ws, listener],
   );
-  const [{ id: key }] = await q(`INSERT INTO tag_keys (id, workspace_id, key) VALUES (gen_random_uuid(), $1, 'team') RETURNING id`, [ws]);
+  const [{ id: key }] = await q(
+    `INSERT INTO tag_keys (id, workspace_id, key) VALUES (gen_random_uuid(), $1, 'team') RETURNING id`,
+    [ws],
+  );
   const values: Array<{ id: string }> = await q(
     `INSERT INTO tag_values (id, tag_key_id, value) VALUES (gen_random_uuid(), $1, 'common'), (gen_random_uuid(), $1, 'rare') RETURNING id`,
     [key],
@@ -73,7 +85,9 @@ async function fixture(rows: number): Promise<Fixture> {
     [ws, commonTag, rareTag, rows],
   );
   await q('ANALYZE');
-  const someIds = (await q(`SELECT id FROM deployments WHERE workspace_id = $1 ORDER BY random() LIMIT 5`, [ws])).map((r: { id: string }) => r.id);
+  const someIds = (await q(`SELECT id FROM deployments WHERE workspace_id = $1 ORDER BY random() LIMIT 5`, [ws])).map(
+    (r: { id: string }) => r.id,
+  );
   return {
     dataSource,
     workspaceId: ws,
@@ -118,7 +132,8 @@ export async function listScenario(o: BenchOptions): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
     for (const [label, filter, offset] of CASES) {
       const page = { limit: 20, offset: offset ?? 0 };
-      const query = (f: Fixture) => () => new DeploymentReads(f.dataSource.manager).list(f.workspaceId, filter(f), page);
+      const query = (f: Fixture) => () =>
+        new DeploymentReads(f.dataSource.manager).list(f.workspaceId, filter(f), page);
       const [a, b] = await timeInterleaved([query(small), query(large)], o.listRuns);
       rows.push(atMost(`list: ${label}`, `p99 ${largeRows / 1000}k vs ${smallRows / 1000}k`, b!.p99, a!.p99, 2));
     }

@@ -36,7 +36,10 @@ const endpointOf = (t: Target): TlsEndpoint => {
   return { host: u.hostname, port: Number(u.port), servername: servernameOf(t) ?? u.hostname };
 };
 /** A name under the apps domain for a peer (nothing resolves it: it is the Host and SNI sent to 127.0.0.1). */
-const peerTarget = (url: string, label: string): Target => ({ url, host: `${label}.${APPS_DOMAIN}:${new URL(url).port}` });
+const peerTarget = (url: string, label: string): Target => ({
+  url,
+  host: `${label}.${APPS_DOMAIN}:${new URL(url).port}`,
+});
 /** A deployment's `url` at the edge (`https://<name>.bench.test:<port>`), reached at 127.0.0.1. */
 const edgeTarget = (url: string): Target => {
   const u = new URL(url);
@@ -47,7 +50,13 @@ const edgeTarget = (url: string): Target => {
 const httpsAgent = new HttpsAgent({ keepAlive: true, rejectUnauthorized: false });
 
 /** One request to `target`; resolves with its response (the body is for the caller to read or drop). */
-function send(target: Target, method: string, urlPath: string, headers: Record<string, string | number>, body?: string): Promise<IncomingMessage> {
+function send(
+  target: Target,
+  method: string,
+  urlPath: string,
+  headers: Record<string, string | number>,
+  body?: string,
+): Promise<IncomingMessage> {
   const https = target.url.startsWith('https:');
   const options = {
     method,
@@ -73,10 +82,16 @@ async function statusOf(target: Target, urlPath: string, headers: Record<string,
 }
 
 /** Waits until `GET /ok` through a proxy just started answers 200 (from the instance behind it). */
-async function waitUntilUp(name: string, target: Target, child: ChildProcess, output: () => string = () => ''): Promise<void> {
+async function waitUntilUp(
+  name: string,
+  target: Target,
+  child: ChildProcess,
+  output: () => string = () => '',
+): Promise<void> {
   for (const deadline = Date.now() + 10_000; ; ) {
     if ((await statusOf(target, '/ok')) === 200) return;
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start (exit ${child.exitCode}):\n${output().slice(-2000)}`);
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`${name} did not start (exit ${child.exitCode}):\n${output().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -89,7 +104,10 @@ async function waitUntilUp(name: string, target: Target, child: ChildProcess, ou
  * the original method and URI in headers) to that key check, and the key is removed before the
  * instance sees it: what a deployer-driven nginx in place of the Node proxy would have to do.
  */
-async function startNginx(upstream: string, options: { authUrl?: string; tls?: BenchCertificate } = {}): Promise<{ target: Target; stop: () => void }> {
+async function startNginx(
+  upstream: string,
+  options: { authUrl?: string; tls?: BenchCertificate } = {},
+): Promise<{ target: Target; stop: () => void }> {
   const { authUrl, tls } = options;
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-nginx-'));
   const port = await freePort();
@@ -168,7 +186,10 @@ http {
  * (no HTTP/3 listener), responses flushed as they come (streams). One process with
  * GOMAXPROCS=1: one core's worth of Go, as nginx has one worker and the edge one event loop.
  */
-async function startCaddy(upstream: string, tls: BenchCertificate): Promise<{ target: Target; stop: () => Promise<void> }> {
+async function startCaddy(
+  upstream: string,
+  tls: BenchCertificate,
+): Promise<{ target: Target; stop: () => Promise<void> }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-caddy-'));
   const port = await freePort();
   const config = {
@@ -205,7 +226,13 @@ async function startCaddy(upstream: string, tls: BenchCertificate): Promise<{ ta
   const output: string[] = [];
   const child: ChildProcess = spawn('caddy', ['run', '--config', path.join(dir, 'caddy.json')], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: path.join(dir, 'data'), XDG_CONFIG_HOME: path.join(dir, 'config'), GOMAXPROCS: '1' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: dir,
+      XDG_DATA_HOME: path.join(dir, 'data'),
+      XDG_CONFIG_HOME: path.join(dir, 'config'),
+      GOMAXPROCS: '1',
+    },
   });
   const keep = (d: Buffer) => void (output.push(d.toString()), output.length > 50 && output.shift());
   child.stdout!.on('data', keep);
@@ -229,7 +256,13 @@ async function startCaddy(upstream: string, tls: BenchCertificate): Promise<{ ta
 async function firstByte(target: Target, key: string): Promise<number> {
   const body = JSON.stringify({ assistant_id: 'agent', input: { steps: [] }, stream_mode: ['values'] });
   const started = performance.now();
-  const res = await send(target, 'POST', '/runs/stream', { 'content-type': 'application/json', 'x-api-key': key, 'content-length': Buffer.byteLength(body) }, body);
+  const res = await send(
+    target,
+    'POST',
+    '/runs/stream',
+    { 'content-type': 'application/json', 'x-api-key': key, 'content-length': Buffer.byteLength(body) },
+    body,
+  );
   if (res.statusCode !== 200) {
     res.resume();
     throw new Error(`${target.host ?? target.url}/runs/stream answered ${res.statusCode}`);
@@ -258,7 +291,14 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
   const authPort = await freePort();
   const authServer = await startProcess(
     ['--import', 'tsx', path.join(ROOT, 'bench/support/auth-request-server.ts')],
-    { NODE_ENV: 'production', PORT: String(authPort), DATABASE_URL: databaseUrl(stack.dbName), REDIS_URL: REDIS, SLIPWAY_QUEUE_PREFIX: stack.prefix, DEPLOYMENT_ID: agent.deploymentId },
+    {
+      NODE_ENV: 'production',
+      PORT: String(authPort),
+      DATABASE_URL: databaseUrl(stack.dbName),
+      REDIS_URL: REDIS,
+      SLIPWAY_QUEUE_PREFIX: stack.prefix,
+      DEPLOYMENT_ID: agent.deploymentId,
+    },
     authPort,
   );
   const stops: Array<() => unknown> = [() => authServer.stop()];
@@ -271,7 +311,10 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
     stops.push(nginxTls.stop);
     const caddy = await startCaddy(agent.instanceUrl, stack.certificate);
     stops.push(caddy.stop);
-    if (!agent.url.startsWith('https:')) throw new Error(`the deployment's url ${agent.url} is not the edge's https (bench/support/stack.ts starts it with a certificate)`);
+    if (!agent.url.startsWith('https:'))
+      throw new Error(
+        `the deployment's url ${agent.url} is not the edge's https (bench/support/stack.ts starts it with a certificate)`,
+      );
     const edge = edgeTarget(agent.url);
 
     const key = stack.key;
@@ -283,8 +326,10 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
     }
     // Each TLS endpoint serves the stack's certificate for the name asked, over the same TLS version.
     const protocols = new Set<string>();
-    for (const t of [nginxTls.target, caddy.target, edge]) protocols.add(await checkedHandshake(endpointOf(t), stack.certificate.cert));
-    if (protocols.size !== 1) throw new Error(`the TLS endpoints agreed different versions: ${[...protocols].join(', ')}`);
+    for (const t of [nginxTls.target, caddy.target, edge])
+      protocols.add(await checkedHandshake(endpointOf(t), stack.certificate.cert));
+    if (protocols.size !== 1)
+      throw new Error(`the TLS endpoints agreed different versions: ${[...protocols].join(', ')}`);
 
     const ways = {
       direct: { url: agent.instanceUrl },
@@ -300,7 +345,10 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
     // again…), the median of each: a busy spell on a shared machine then lands on all of them
     // instead of on whichever ran during it.
     const rounds = o.durationSec >= 10 ? 3 : 1;
-    const loads = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as Record<keyof typeof ways, LoadResult[]>;
+    const loads = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as Record<
+      keyof typeof ways,
+      LoadResult[]
+    >;
     for (let r = 0; r < rounds; r++) {
       for (const name of names) {
         const t: Target = ways[name];
@@ -318,15 +366,31 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
     }
     type Measured = Pick<LoadResult, 'reqPerSec' | 'p99'>;
     const m = Object.fromEntries(
-      names.map((n) => [n, { reqPerSec: percentile(loads[n].map((x) => x.reqPerSec), 50), p99: percentile(loads[n].map((x) => x.p99), 50) }]),
+      names.map((n) => [
+        n,
+        {
+          reqPerSec: percentile(
+            loads[n].map((x) => x.reqPerSec),
+            50,
+          ),
+          p99: percentile(
+            loads[n].map((x) => x.p99),
+            50,
+          ),
+        },
+      ]),
     ) as Record<keyof typeof ways, Measured>;
     const { direct, nginx: viaNginx, serving: viaUrl, nginxAuth: viaNginxAuth } = m;
     const nginxShare = viaNginx.reqPerSec / direct.reqPerSec;
 
     const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<keyof typeof ways, number[]>;
     for (const name of names) for (let i = 0; i < 3; i++) await firstByte(ways[name], key);
-    for (let i = 0; i < o.streamRuns; i++) for (const name of names) samples[name].push(await firstByte(ways[name], key));
-    const sse = Object.fromEntries(names.map((n) => [n, percentile(samples[n], 50)])) as Record<keyof typeof ways, number>;
+    for (let i = 0; i < o.streamRuns; i++)
+      for (const name of names) samples[name].push(await firstByte(ways[name], key));
+    const sse = Object.fromEntries(names.map((n) => [n, percentile(samples[n], 50)])) as Record<
+      keyof typeof ways,
+      number
+    >;
 
     // Full TLS handshakes, the three TLS endpoints in turn, in rounds (medians).
     const tlsWays = ['nginxTls', 'caddy', 'edge'] as const;
@@ -334,11 +398,15 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
     for (let r = 0; r < rounds; r++) {
       for (const name of tlsWays) {
         const res = await handshakesPerSecond(endpointOf(ways[name]), HANDSHAKE_CLIENTS, o.durationSec);
-        if (res.failed) throw new Error(`TLS handshakes with ${name}: ${res.failed} failed:\n  ${res.failures.join('\n  ')}`);
+        if (res.failed)
+          throw new Error(`TLS handshakes with ${name}: ${res.failed} failed:\n  ${res.failures.join('\n  ')}`);
         handshakes[name].push(res.perSec);
       }
     }
-    const hs = Object.fromEntries(tlsWays.map((n) => [n, percentile(handshakes[n], 50)])) as Record<(typeof tlsWays)[number], number>;
+    const hs = Object.fromEntries(tlsWays.map((n) => [n, percentile(handshakes[n], 50)])) as Record<
+      (typeof tlsWays)[number],
+      number
+    >;
 
     const untargeted = (row: BenchRow): BenchRow => ({ ...row, target: undefined, met: undefined });
     // The edge's targets are the better of its two peers: the higher share of direct, the lower p99.
@@ -355,24 +423,69 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
 
     return [
       untargeted(atLeast('serving: GET /info', 'nginx req/s vs direct', viaNginx.reqPerSec, direct.reqPerSec, 0)),
-      { ...atLeast('serving: GET /info', 'serving URL req/s vs direct', viaUrl.reqPerSec, direct.reqPerSec, Number(nginxShare.toFixed(2))), target: `≥ nginx's ${nginxShare.toFixed(2)}` },
+      {
+        ...atLeast(
+          'serving: GET /info',
+          'serving URL req/s vs direct',
+          viaUrl.reqPerSec,
+          direct.reqPerSec,
+          Number(nginxShare.toFixed(2)),
+        ),
+        target: `≥ nginx's ${nginxShare.toFixed(2)}`,
+      },
       atMost('serving: GET /info', 'p99, serving URL vs nginx', viaUrl.p99, viaNginx.p99, 1),
       untargeted(atMost('serving: GET /info', 'p99, nginx vs direct', viaNginx.p99, direct.p99, Infinity)),
       untargeted(atMost('serving: SSE first byte', 'p50, nginx vs direct', sse.nginx, sse.direct, Infinity)),
-      { ...atMost('serving: SSE first byte', 'p50, serving URL vs direct', sse.serving, sse.direct, Infinity), target: `≤ baseline + ${SSE_MARGIN_MS} ms`, met: sse.serving <= sse.direct + SSE_MARGIN_MS },
+      {
+        ...atMost('serving: SSE first byte', 'p50, serving URL vs direct', sse.serving, sse.direct, Infinity),
+        target: `≤ baseline + ${SSE_MARGIN_MS} ms`,
+        met: sse.serving <= sse.direct + SSE_MARGIN_MS,
+      },
       // The alternative to the Node proxy, measured beside it (no target: it informs the choice).
-      untargeted(atLeast('serving: GET /info', 'nginx + auth_request req/s vs direct', viaNginxAuth.reqPerSec, direct.reqPerSec, 0)),
-      untargeted(atLeast('serving: GET /info', 'serving URL req/s vs nginx + auth_request', viaUrl.reqPerSec, viaNginxAuth.reqPerSec, 0)),
-      untargeted(atMost('serving: GET /info', 'p99, serving URL vs nginx + auth_request', viaUrl.p99, viaNginxAuth.p99, Infinity)),
-      untargeted(atMost('serving: SSE first byte', 'p50, nginx + auth_request vs direct', sse.nginxAuth, sse.direct, Infinity)),
+      untargeted(
+        atLeast(
+          'serving: GET /info',
+          'nginx + auth_request req/s vs direct',
+          viaNginxAuth.reqPerSec,
+          direct.reqPerSec,
+          0,
+        ),
+      ),
+      untargeted(
+        atLeast(
+          'serving: GET /info',
+          'serving URL req/s vs nginx + auth_request',
+          viaUrl.reqPerSec,
+          viaNginxAuth.reqPerSec,
+          0,
+        ),
+      ),
+      untargeted(
+        atMost(
+          'serving: GET /info',
+          'p99, serving URL vs nginx + auth_request',
+          viaUrl.p99,
+          viaNginxAuth.p99,
+          Infinity,
+        ),
+      ),
+      untargeted(
+        atMost('serving: SSE first byte', 'p50, nginx + auth_request vs direct', sse.nginxAuth, sse.direct, Infinity),
+      ),
       // Over HTTPS: the deployment's url at the edge (TLS, the edge, the serving proxy with its key
       // check, the instance) against nginx and Caddy terminating TLS straight to the instance.
       untargeted(atLeast(HTTPS, 'nginx (TLS) req/s vs direct', m.nginxTls.reqPerSec, direct.reqPerSec, 0)),
       untargeted(atLeast(HTTPS, 'Caddy (TLS) req/s vs direct', m.caddy.reqPerSec, direct.reqPerSec, 0)),
-      { ...atLeast(HTTPS, 'edge req/s vs direct', m.edge.reqPerSec, direct.reqPerSec, Number(share.toFixed(2))), target: `≥ ${bestShare.name}'s ${share.toFixed(2)}` },
+      {
+        ...atLeast(HTTPS, 'edge req/s vs direct', m.edge.reqPerSec, direct.reqPerSec, Number(share.toFixed(2))),
+        target: `≥ ${bestShare.name}'s ${share.toFixed(2)}`,
+      },
       untargeted(atMost(HTTPS, 'p99, nginx (TLS) vs direct', m.nginxTls.p99, direct.p99, Infinity)),
       untargeted(atMost(HTTPS, 'p99, Caddy (TLS) vs direct', m.caddy.p99, direct.p99, Infinity)),
-      { ...atMost(HTTPS, `p99, edge vs the better peer (${bestP99.name})`, m.edge.p99, bestP99.p99, 1), target: `≤ ${bestP99.name}'s` },
+      {
+        ...atMost(HTTPS, `p99, edge vs the better peer (${bestP99.name})`, m.edge.p99, bestP99.p99, 1),
+        target: `≤ ${bestP99.name}'s`,
+      },
       untargeted(atLeast(HTTPS, 'edge req/s vs serving URL', m.edge.reqPerSec, viaUrl.reqPerSec, 0)),
       untargeted(atMost(HTTPS_SSE, 'p50, nginx (TLS) vs direct', sse.nginxTls, sse.direct, Infinity)),
       untargeted(atMost(HTTPS_SSE, 'p50, Caddy (TLS) vs direct', sse.caddy, sse.direct, Infinity)),

@@ -1,5 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createDatabaseIfMissing, createDataSource, dropDatabaseIfExists, runMigrations, type DataSource } from '@slipway/db';
+import {
+  createDatabaseIfMissing,
+  createDataSource,
+  dropDatabaseIfExists,
+  runMigrations,
+  type DataSource,
+} from '@slipway/db';
 import { RunRepository, TraceRepository, TracingReads } from '@slipway/tracing';
 import { percentile, timeInterleaved } from '../support/measure.js';
 import { atLeast, atMost, type BenchRow } from '../support/report.js';
@@ -35,10 +41,20 @@ async function scratch(kind: string, poolSize: number): Promise<Scratch> {
     await dataSource.initialize();
     await runMigrations(dataSource);
     const q = (sql: string, params: unknown[] = []) => dataSource.query(sql, params);
-    const [{ id: org }] = await q(`INSERT INTO organizations (id, name) VALUES (gen_random_uuid(), 'bench') RETURNING id`);
-    const [{ id: workspaceId }] = await q(`INSERT INTO workspaces (id, organization_id, name) VALUES (gen_random_uuid(), $1, 'bench') RETURNING id`, [org]);
+    const [{ id: org }] = await q(
+      `INSERT INTO organizations (id, name) VALUES (gen_random_uuid(), 'bench') RETURNING id`,
+    );
+    const [{ id: workspaceId }] = await q(
+      `INSERT INTO workspaces (id, organization_id, name) VALUES (gen_random_uuid(), $1, 'bench') RETURNING id`,
+      [org],
+    );
     const project = async (projectName: string) =>
-      (await q(`INSERT INTO tracing_projects (id, workspace_id, name) VALUES (gen_random_uuid(), $1, $2) RETURNING id`, [workspaceId, projectName]))[0].id as string;
+      (
+        await q(
+          `INSERT INTO tracing_projects (id, workspace_id, name) VALUES (gen_random_uuid(), $1, $2) RETURNING id`,
+          [workspaceId, projectName],
+        )
+      )[0].id as string;
     return { dataSource, workspaceId, project, drop };
   } catch (err) {
     await drop().catch(() => {});
@@ -49,7 +65,8 @@ async function scratch(kind: string, poolSize: number): Promise<Scratch> {
 /** The daily partitions of both runs tables from `fromMs` to `toMs`, made as ingest makes them. */
 async function ensurePartitions(dataSource: DataSource, fromMs: number, toMs: number): Promise<void> {
   const days: string[] = [];
-  for (let d = Math.floor(fromMs / DAY_MS) * DAY_MS; d <= toMs; d += DAY_MS) days.push(new Date(d).toISOString().slice(0, 10));
+  for (let d = Math.floor(fromMs / DAY_MS) * DAY_MS; d <= toMs; d += DAY_MS)
+    days.push(new Date(d).toISOString().slice(0, 10));
   await dataSource.transaction((m) => new RunRepository(m).ensurePartitions(days));
 }
 
@@ -58,7 +75,28 @@ async function ensurePartitions(dataSource: DataSource, fromMs: number, toMs: nu
 
 /** Word-like text, sliced at random to give payloads of varied sizes. */
 const FILLER = (() => {
-  const words = ['the', 'agent', 'called', 'search', 'with', 'a', 'query', 'about', 'deployment', 'latency', 'and', 'then', 'summarised', 'results', 'for', 'user', 'tokens', 'graph', 'node', 'state'];
+  const words = [
+    'the',
+    'agent',
+    'called',
+    'search',
+    'with',
+    'a',
+    'query',
+    'about',
+    'deployment',
+    'latency',
+    'and',
+    'then',
+    'summarised',
+    'results',
+    'for',
+    'user',
+    'tokens',
+    'graph',
+    'node',
+    'state',
+  ];
   const out: string[] = [];
   for (let i = 0; i < 4_000; i++) out.push(words[Math.floor(Math.random() * words.length)]!);
   return out.join(' ');
@@ -76,7 +114,12 @@ const segment = (ms: number, id: string) => {
 };
 
 const MODEL = 'gpt-4o-mini';
-const message = (type: 'HumanMessage' | 'AIMessage', kwargs: Record<string, unknown>) => ({ lc: 1, type: 'constructor', id: ['langchain_core', 'messages', type], kwargs });
+const message = (type: 'HumanMessage' | 'AIMessage', kwargs: Record<string, unknown>) => ({
+  lc: 1,
+  type: 'constructor',
+  id: ['langchain_core', 'messages', type],
+  kwargs,
+});
 
 /** One run as the client sends it, and its row and payload as the store keeps them (for the raw baseline). */
 interface GeneratedRun {
@@ -114,11 +157,25 @@ function traceRuns(project: string, workspaceId: string, projectId: string, star
       assistant_id: 'agent',
       graph_id: 'agent',
       revision_id: revision,
-      ...(kind === 'root' ? {} : { langgraph_node: ['agent', 'tools', 'respond'][Math.floor((k - 1) / 3)], langgraph_step: Math.floor((k - 1) / 3) + 1 }),
-      ...(kind === 'llm' ? { ls_provider: 'openai', ls_model_name: MODEL, ls_model_type: 'chat', ls_temperature: 0 } : {}),
+      ...(kind === 'root'
+        ? {}
+        : {
+            langgraph_node: ['agent', 'tools', 'respond'][Math.floor((k - 1) / 3)],
+            langgraph_step: Math.floor((k - 1) / 3) + 1,
+          }),
+      ...(kind === 'llm'
+        ? { ls_provider: 'openai', ls_model_name: MODEL, ls_model_type: 'chat', ls_temperature: 0 }
+        : {}),
     };
     const extra = {
-      runtime: { sdk: 'langsmith-js', sdk_version: '0.3.0', library: 'langsmith', platform: 'linux', runtime: 'nodejs', runtime_version: process.version },
+      runtime: {
+        sdk: 'langsmith-js',
+        sdk_version: '0.3.0',
+        library: 'langsmith',
+        platform: 'linux',
+        runtime: 'nodejs',
+        runtime_version: process.version,
+      },
       metadata,
       ...(kind === 'llm' ? { invocation_params: { model: MODEL, temperature: 0, stream: false } } : {}),
     };
@@ -129,7 +186,9 @@ function traceRuns(project: string, workspaceId: string, projectId: string, star
       const [input, output] = [200 + Math.floor(Math.random() * 800), 20 + Math.floor(Math.random() * 200)];
       tokens = [input, output, input + output];
       const answer = text(400, 1500);
-      inputs = { messages: [[message('HumanMessage', { content: question, additional_kwargs: {}, response_metadata: {} })]] };
+      inputs = {
+        messages: [[message('HumanMessage', { content: question, additional_kwargs: {}, response_metadata: {} })]],
+      };
       outputs = {
         generations: [
           [
@@ -141,7 +200,11 @@ function traceRuns(project: string, workspaceId: string, projectId: string, star
                 content: answer,
                 tool_calls: [],
                 usage_metadata: { input_tokens: input, output_tokens: output, total_tokens: input + output },
-                response_metadata: { model_name: MODEL, finish_reason: 'stop', tokenUsage: { promptTokens: input, completionTokens: output, totalTokens: input + output } },
+                response_metadata: {
+                  model_name: MODEL,
+                  finish_reason: 'stop',
+                  tokenUsage: { promptTokens: input, completionTokens: output, totalTokens: input + output },
+                },
               }),
             },
           ],
@@ -153,9 +216,21 @@ function traceRuns(project: string, workspaceId: string, projectId: string, star
       outputs = { output: text(1000, 3500) };
     } else {
       inputs = { messages: [{ role: 'user', content: question }] };
-      outputs = { messages: [{ role: 'user', content: question }, { role: 'assistant', content: text(400, 2000) }] };
+      outputs = {
+        messages: [
+          { role: 'user', content: question },
+          { role: 'assistant', content: text(400, 2000) },
+        ],
+      };
     }
-    const name = kind === 'root' ? 'LangGraph' : kind === 'node' ? String(metadata.langgraph_node) : kind === 'llm' ? 'ChatOpenAI' : 'search';
+    const name =
+      kind === 'root'
+        ? 'LangGraph'
+        : kind === 'node'
+          ? String(metadata.langgraph_node)
+          : kind === 'llm'
+            ? 'ChatOpenAI'
+            : 'search';
     const runType = kind === 'root' || kind === 'node' ? 'chain' : kind;
     const start = new Date(startOf(k)).toISOString();
     const end = new Date(startOf(k) + duration).toISOString();
@@ -177,9 +252,32 @@ function traceRuns(project: string, workspaceId: string, projectId: string, star
     };
     // tracing_runs' columns (RunRepository's RUN_COLUMNS), as the api would promote them.
     const row = [
-      workspaceId, id, start, projectId, traceId, parent === null ? null : ids[parent], orders[k], runType, name, 'success', null,
-      end, null, tokens?.[0] ?? null, tokens?.[1] ?? null, tokens?.[2] ?? null, kind === 'llm' ? MODEL : null, thread, revision, graphRun,
-      'agent', null, null, tags, JSON.stringify(metadata), [],
+      workspaceId,
+      id,
+      start,
+      projectId,
+      traceId,
+      parent === null ? null : ids[parent],
+      orders[k],
+      runType,
+      name,
+      'success',
+      null,
+      end,
+      null,
+      tokens?.[0] ?? null,
+      tokens?.[1] ?? null,
+      tokens?.[2] ?? null,
+      kind === 'llm' ? MODEL : null,
+      thread,
+      revision,
+      graphRun,
+      'agent',
+      null,
+      null,
+      tags,
+      JSON.stringify(metadata),
+      [],
     ];
     return { wire, row, payload: { inputs, outputs, extra } };
   });
@@ -188,7 +286,10 @@ function traceRuns(project: string, workspaceId: string, projectId: string, star
 /** A batch of whole traces started within the last hour. */
 function batch(project: string, workspaceId: string, projectId: string): GeneratedRun[] {
   const runs: GeneratedRun[] = [];
-  while (runs.length < BATCH) runs.push(...traceRuns(project, workspaceId, projectId, Date.now() - 120_000 - Math.floor(Math.random() * 3_000_000)));
+  while (runs.length < BATCH)
+    runs.push(
+      ...traceRuns(project, workspaceId, projectId, Date.now() - 120_000 - Math.floor(Math.random() * 3_000_000)),
+    );
   return runs;
 }
 
@@ -201,7 +302,13 @@ function multipartBody(runs: GeneratedRun[]): Buffer {
   const chunks: Buffer[] = [];
   const part = (name: string, value: unknown) => {
     const data = Buffer.from(JSON.stringify(value));
-    chunks.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${data.length}\r\n\r\n`), data, Buffer.from('\r\n'));
+    chunks.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${data.length}\r\n\r\n`,
+      ),
+      data,
+      Buffer.from('\r\n'),
+    );
   };
   for (const { wire } of runs) {
     const { inputs, outputs, ...run } = wire;
@@ -217,14 +324,30 @@ const RUN_COLUMN_NAMES =
   'workspace_id, id, start_time, project_id, trace_id, parent_run_id, dotted_order, run_type, name, status, error, end_time, first_token_time, ' +
   'prompt_tokens, completion_tokens, total_tokens, model, thread_id, revision_id, run_id, assistant_id, checkpoint_id, reference_example_id, tags, metadata, truncated_fields';
 const placeholders = (rows: number, cols: number) =>
-  Array.from({ length: rows }, (_, r) => `(${Array.from({ length: cols }, (_, c) => `$${r * cols + c + 1}`).join(', ')})`).join(', ');
+  Array.from(
+    { length: rows },
+    (_, r) => `(${Array.from({ length: cols }, (_, c) => `$${r * cols + c + 1}`).join(', ')})`,
+  ).join(', ');
 
 /** The baseline: the same batch as two bare multi-row INSERTs (runs, payloads) in one transaction. */
 async function rawInsert(dataSource: DataSource, runs: GeneratedRun[]): Promise<void> {
   const cols = runs[0]!.row.length;
-  const payloads = runs.flatMap(({ row, payload }) => [row[0], row[1], row[2], row[3], JSON.stringify(payload.inputs), JSON.stringify(payload.outputs), null, null, JSON.stringify(payload.extra)]);
+  const payloads = runs.flatMap(({ row, payload }) => [
+    row[0],
+    row[1],
+    row[2],
+    row[3],
+    JSON.stringify(payload.inputs),
+    JSON.stringify(payload.outputs),
+    null,
+    null,
+    JSON.stringify(payload.extra),
+  ]);
   await dataSource.transaction(async (m) => {
-    await m.query(`INSERT INTO tracing_runs (${RUN_COLUMN_NAMES}) VALUES ${placeholders(runs.length, cols)}`, runs.flatMap((r) => r.row));
+    await m.query(
+      `INSERT INTO tracing_runs (${RUN_COLUMN_NAMES}) VALUES ${placeholders(runs.length, cols)}`,
+      runs.flatMap((r) => r.row),
+    );
     await m.query(
       `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, project_id, inputs, outputs, events, serialized, extra) VALUES ${placeholders(runs.length, 9)}`,
       payloads,
@@ -233,7 +356,10 @@ async function rawInsert(dataSource: DataSource, runs: GeneratedRun[]): Promise<
 }
 
 /** `SENDERS` loops sending batches for `sec` seconds; runs/s over the whole time, and each batch's ms. */
-async function drive(sec: number, send: () => Promise<void>): Promise<{ runsPerSec: number; latencies: number[]; batches: number }> {
+async function drive(
+  sec: number,
+  send: () => Promise<void>,
+): Promise<{ runsPerSec: number; latencies: number[]; batches: number }> {
   const latencies: number[] = [];
   const started = performance.now();
   const deadline = started + sec * 1000;
@@ -253,7 +379,11 @@ async function drive(sec: number, send: () => Promise<void>): Promise<{ runsPerS
   // Every sender stopped before the first failure is thrown (the database is dropped next).
   const failure = senders.find((s) => s.status === 'rejected');
   if (failure) throw failure.reason;
-  return { runsPerSec: (latencies.length * BATCH) / ((performance.now() - started) / 1000), latencies, batches: latencies.length };
+  return {
+    runsPerSec: (latencies.length * BATCH) / ((performance.now() - started) / 1000),
+    latencies,
+    batches: latencies.length,
+  };
 }
 
 /**
@@ -281,7 +411,10 @@ export async function tracingIngestScenario(stack: BenchStack, o: BenchOptions):
         body,
       });
       const answer = await res.text();
-      if (res.status !== 202) throw new Error(`POST /api/v1/runs/multipart → ${res.status} ${answer.slice(0, 300)}\nthe api's last warnings and errors:\n${stack.api.problems() || '(none)'}`);
+      if (res.status !== 202)
+        throw new Error(
+          `POST /api/v1/runs/multipart → ${res.status} ${answer.slice(0, 300)}\nthe api's last warnings and errors:\n${stack.api.problems() || '(none)'}`,
+        );
       sent += BATCH;
     };
     if (o.warmupSec) await drive(o.warmupSec, apiSend);
@@ -295,7 +428,9 @@ export async function tracingIngestScenario(stack: BenchStack, o: BenchOptions):
       [project],
     );
     if (stored?.runs !== sent || stored?.traces !== sent / TRACE_RUNS) {
-      throw new Error(`the api accepted ${sent} runs (${sent / TRACE_RUNS} traces) but stored ${stored?.runs} runs and ${stored?.traces} whole traces`);
+      throw new Error(
+        `the api accepted ${sent} runs (${sent / TRACE_RUNS} traces) but stored ${stored?.runs} runs and ${stored?.traces} whole traces`,
+      );
     }
     const scenario = `trace ingest (${SENDERS} senders, ${BATCH}-run batches)`;
     const [apiP50, rawP50] = [percentile(api.latencies, 50), percentile(baseline.latencies, 50)];
@@ -319,9 +454,16 @@ const SPAN_MS = 7 * DAY_MS;
  * over the last `SPAN_MS` (newest first: trace 0 is the newest), with small payloads, a failing
  * tool run in one trace of 50, and one summary row per trace.
  */
-async function fillProject(dataSource: DataSource, workspaceId: string, projectId: string, runs: number, newest: Date): Promise<void> {
+async function fillProject(
+  dataSource: DataSource,
+  workspaceId: string,
+  projectId: string,
+  runs: number,
+  newest: Date,
+): Promise<void> {
   const stepMs = SPAN_MS / (runs / TRACE_RUNS);
-  const seg = (k: string) => `to_char((ts + (${k}) * interval '150 milliseconds') AT TIME ZONE 'UTC', 'YYYYMMDD"T"HH24MISSUS') || 'Z' || md5($2::text || ':' || t || ':' || (${k}))::uuid::text`;
+  const seg = (k: string) =>
+    `to_char((ts + (${k}) * interval '150 milliseconds') AT TIME ZONE 'UTC', 'YYYYMMDD"T"HH24MISSUS') || 'Z' || md5($2::text || ':' || t || ':' || (${k}))::uuid::text`;
   await dataSource.query(
     `INSERT INTO tracing_runs (workspace_id, id, start_time, project_id, trace_id, parent_run_id, dotted_order, run_type, name, status, error, end_time,
                                prompt_tokens, completion_tokens, total_tokens, model, thread_id, revision_id, run_id, assistant_id, tags, metadata)
@@ -394,7 +536,8 @@ export async function tracingListScenario(o: BenchOptions): Promise<BenchRow[]> 
     };
     const listRoots = (project: string) => async () => {
       const { runs } = await reads.queryRuns(db.workspaceId, { session: [project], is_root: true, limit: 20 });
-      if (runs.length !== 20 || runs.some((r) => r.parent_run_id !== null)) throw new Error(`runs/query returned ${runs.length} runs, not 20 roots`);
+      if (runs.length !== 20 || runs.some((r) => r.parent_run_id !== null))
+        throw new Error(`runs/query returned ${runs.length} runs, not 20 roots`);
     };
     const label = `p99 ${largeRuns / 1000}k vs ${smallRuns / 1000}k runs`;
     const [ts, tl] = await timeInterleaved([listTraces(small), listTraces(large)], o.tracingListRuns);

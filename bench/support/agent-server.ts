@@ -86,11 +86,22 @@ export class AgentServerBench {
     const common = { NODE_ENV: 'production', HOME: home };
     this.host = await startProcess(
       [entry, this.configFile],
-      { ...common, PORT: String(hostPort), DATABASE_URI: databaseUrl(this.dbName), REDIS_URI: REDIS, REDIS_PREFIX: this.prefix },
+      {
+        ...common,
+        PORT: String(hostPort),
+        DATABASE_URI: databaseUrl(this.dbName),
+        REDIS_URI: REDIS,
+        REDIS_PREFIX: this.prefix,
+      },
       hostPort,
       '/ok',
     );
-    this.upstream = await startProcess([path.join(ROOT, 'bench/support/upstream-agent-server.mjs'), this.configFile, HOST], { ...common, PORT: String(upstreamPort) }, upstreamPort, '/ok');
+    this.upstream = await startProcess(
+      [path.join(ROOT, 'bench/support/upstream-agent-server.mjs'), this.configFile, HOST],
+      { ...common, PORT: String(upstreamPort) },
+      upstreamPort,
+      '/ok',
+    );
     this.traced = await this.startTraced(entry, deploymentId, common);
 
     const log = createLogger({ name: 'bench-serving-proxy', level: 'warn' });
@@ -99,7 +110,14 @@ export class AgentServerBench {
       keys: new ApiKeyCache(this.stack.dataSource, 1_000, log),
       // Budgets off, as the bench's api runs (one client, one key); the lockout check stays.
       limits: new RateLimits({
-        settings: { windowSeconds: 60, perKey: 0, perListenerAgent: 0, perAddress: 0, authFailures: 20, authFailureWindowSeconds: 300 },
+        settings: {
+          windowSeconds: 60,
+          perKey: 0,
+          perListenerAgent: 0,
+          perAddress: 0,
+          authFailures: 20,
+          authFailureWindowSeconds: 300,
+        },
         redis: this.stack.redis,
         keyPrefix: this.stack.prefix,
         log,
@@ -134,12 +152,19 @@ export class AgentServerBench {
 
   /** Runs the traced instance wrote to the deployment's project so far. */
   async tracedRuns(): Promise<number> {
-    const [row] = await this.stack.dataSource.query(`SELECT count(*)::int AS n FROM tracing_runs WHERE project_id = $1`, [this.tracingProjectId]);
+    const [row] = await this.stack.dataSource.query(
+      `SELECT count(*)::int AS n FROM tracing_runs WHERE project_id = $1`,
+      [this.tracingProjectId],
+    );
     return row.n;
   }
 
   /** The traced instance and its trace front, as the deployer gives a deployed instance both. */
-  private async startTraced(entry: string, deploymentId: string, common: Record<string, string>): Promise<BenchProcess> {
+  private async startTraced(
+    entry: string,
+    deploymentId: string,
+    common: Record<string, string>,
+  ): Promise<BenchProcess> {
     const [{ workspace_id: workspaceId, tracing_project_id: projectId, name }] = await this.stack.dataSource.query(
       `SELECT workspace_id, tracing_project_id, name FROM deployments WHERE id = $1`,
       [deploymentId],
@@ -216,8 +241,16 @@ export class AgentServerBench {
 
   /** A deployment of the bench's workspace whose active revision is that artifact: its URL requires a key. */
   private async deployment(): Promise<string> {
-    const created = await this.stack.request('POST', '/v2/deployments', this.stack.createBody(`agent-bench-${this.stack.id}`));
-    await new RevisionFixtures(this.stack.dataSource.manager).serveArtifact(created.id, created.latest_revision_id, this.dir);
+    const created = await this.stack.request(
+      'POST',
+      '/v2/deployments',
+      this.stack.createBody(`agent-bench-${this.stack.id}`),
+    );
+    await new RevisionFixtures(this.stack.dataSource.manager).serveArtifact(
+      created.id,
+      created.latest_revision_id,
+      this.dir,
+    );
     return created.id;
   }
 }
@@ -225,5 +258,8 @@ export class AgentServerBench {
 /** The host's locked dependencies (package-lock.json), installed once as `pnpm typecheck:agent-server` installs them. */
 function installHostDependencies(): void {
   if (existsSync(path.join(HOST, 'node_modules/@langchain/langgraph-api/package.json'))) return;
-  execFileSync('npm', ['ci', '--prefix', HOST, '--no-audit', '--no-fund', '--ignore-scripts'], { stdio: 'ignore', timeout: 300_000 });
+  execFileSync('npm', ['ci', '--prefix', HOST, '--no-audit', '--no-fund', '--ignore-scripts'], {
+    stdio: 'ignore',
+    timeout: 300_000,
+  });
 }

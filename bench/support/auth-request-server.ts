@@ -31,7 +31,14 @@ const auth = new ServingAuth({
   // The deployer's settings: keys cached for at most SLIPWAY_API_KEY_CACHE_TTL_MS's default.
   keys: new ApiKeyCache(dataSource, 500, log),
   limits: new RateLimits({
-    settings: { windowSeconds: 60, perKey: 0, perListenerAgent: 0, perAddress: 0, authFailures: 20, authFailureWindowSeconds: 300 },
+    settings: {
+      windowSeconds: 60,
+      perKey: 0,
+      perListenerAgent: 0,
+      perAddress: 0,
+      authFailures: 20,
+      authFailureWindowSeconds: 300,
+    },
     redis,
     keyPrefix: env('SLIPWAY_QUEUE_PREFIX'),
     log,

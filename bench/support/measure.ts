@@ -85,7 +85,9 @@ function run(spec: LoadSpec, durationSec: number): Promise<LoadResult> {
 export function assertNoFailures(loads: Record<string, LoadResult>, serverProblems?: string): void {
   const failed = Object.entries(loads).filter(([, r]) => r.errors);
   if (!failed.length) return;
-  const said = failed.map(([name, r]) => `${name}: ${r.errors} of ${r.requests} requests failed:\n  ${r.failures.join('\n  ')}`);
+  const said = failed.map(
+    ([name, r]) => `${name}: ${r.errors} of ${r.requests} requests failed:\n  ${r.failures.join('\n  ')}`,
+  );
   if (serverProblems !== undefined) said.push(`its last warnings and errors:\n${serverProblems || '(none)'}`);
   throw new Error(said.join('\n'));
 }
@@ -108,7 +110,10 @@ export function percentile(samples: number[], p: number): number {
  * calls of each. The calls alternate (a, b, a, b, …) so a noisy spell on a shared machine lands on
  * every side alike instead of on whichever was being timed then.
  */
-export async function timeInterleaved(fns: Array<() => Promise<unknown>>, runs: number): Promise<Array<{ p50: number; p99: number }>> {
+export async function timeInterleaved(
+  fns: Array<() => Promise<unknown>>,
+  runs: number,
+): Promise<Array<{ p50: number; p99: number }>> {
   for (const fn of fns) for (let i = 0; i < 3; i++) await fn();
   const samples: number[][] = fns.map(() => []);
   for (let i = 0; i < runs; i++) {

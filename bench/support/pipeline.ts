@@ -45,14 +45,24 @@ export class BenchPipeline {
       SLIPWAY_RATE_LIMIT_PER_ADDRESS: '0',
       ...(process.getuid?.() === 0 ? {} : { SLIPWAY_SANDBOX: 'off' }),
       // A directory the test suite's builders share (the smoke run); unset, the bench's own data dir.
-      ...(process.env.SLIPWAY_AGENT_SERVER_HOST_CACHE ? { SLIPWAY_AGENT_SERVER_HOST_CACHE: process.env.SLIPWAY_AGENT_SERVER_HOST_CACHE } : {}),
+      ...(process.env.SLIPWAY_AGENT_SERVER_HOST_CACHE
+        ? { SLIPWAY_AGENT_SERVER_HOST_CACHE: process.env.SLIPWAY_AGENT_SERVER_HOST_CACHE }
+        : {}),
     };
     const worker = async (name: 'builder' | 'deployer', args: string[]) => {
       const port = await freePort();
-      return startProcess([...args, this.stack.entryOf(name)], { ...env, SLIPWAY_WORKER_HEALTH_PORT: String(port) }, port);
+      return startProcess(
+        [...args, this.stack.entryOf(name)],
+        { ...env, SLIPWAY_WORKER_HEALTH_PORT: String(port) },
+        port,
+      );
     };
     [this.builder, this.deployer] = await Promise.all([worker('builder', []), worker('deployer', deployerArgs)]);
-    const integration = await this.stack.request('POST', '/v1/integrations/repohost', { provider: 'local', name: 'bench', config: { root: this.reposRoot } });
+    const integration = await this.stack.request('POST', '/v1/integrations/repohost', {
+      provider: 'local',
+      name: 'bench',
+      config: { root: this.reposRoot },
+    });
     this.integrationId = integration.id;
   }
 
@@ -66,7 +76,10 @@ export class BenchPipeline {
       mkdirSync(path.dirname(path.join(repo, file)), { recursive: true });
       writeFileSync(path.join(repo, file), text);
     }
-    const git = (...args: string[]) => execFileSync('git', ['-C', repo, '-c', 'user.name=b', '-c', 'user.email=b@example.com', ...args], { encoding: 'utf8' }).trim();
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-C', repo, '-c', 'user.name=b', '-c', 'user.email=b@example.com', ...args], {
+        encoding: 'utf8',
+      }).trim();
     git('add', '-A');
     git('commit', '-q', '--allow-empty', '-m', 'bench');
     return git('rev-parse', 'HEAD');
@@ -77,7 +90,11 @@ export class BenchPipeline {
     const d = await this.stack.request('POST', '/v2/deployments', {
       name,
       source: 'repohost',
-      source_config: { integration_id: this.integrationId, repo_url: `file://${path.join(this.reposRoot, name)}`, build_on_push: false },
+      source_config: {
+        integration_id: this.integrationId,
+        repo_url: `file://${path.join(this.reposRoot, name)}`,
+        build_on_push: false,
+      },
       source_revision_config: {},
     });
     return { deploymentId: d.id, revisionId: d.latest_revision_id };
@@ -85,7 +102,9 @@ export class BenchPipeline {
 
   /** A new revision from the branch head (a redeploy after a commit); returns its id. */
   async redeploy(deploymentId: string): Promise<string> {
-    const d = await this.stack.request('PATCH', `/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
+    const d = await this.stack.request('PATCH', `/v2/deployments/${deploymentId}`, {
+      source_revision_config: { repo_ref: 'main' },
+    });
     return d.latest_revision_id;
   }
 
@@ -95,7 +114,10 @@ export class BenchPipeline {
     for (;;) {
       const r = await this.stack.request('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}`);
       if (r.status === 'DEPLOYED') return;
-      if (FINAL.includes(r.status)) throw new Error(`revision ${revisionId} ended ${r.status}: ${r.status_message}\n${this.builder.output().slice(-2000)}`);
+      if (FINAL.includes(r.status))
+        throw new Error(
+          `revision ${revisionId} ended ${r.status}: ${r.status_message}\n${this.builder.output().slice(-2000)}`,
+        );
       if (Date.now() > deadline) throw new Error(`revision ${revisionId} still ${r.status} after ${timeoutMs} ms`);
       await new Promise((res) => setTimeout(res, 100));
     }
@@ -106,7 +128,9 @@ export class BenchPipeline {
    * deployer's serving proxy, which the edge forwards to.
    */
   async servingUrl(deploymentId: string): Promise<string> {
-    const [row] = await this.stack.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
+    const [row] = await this.stack.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [
+      deploymentId,
+    ]);
     if (!row?.serving_port) throw new Error(`deployment ${deploymentId} has no serving port`);
     return `http://127.0.0.1:${row.serving_port}`;
   }
@@ -126,10 +150,15 @@ export class BenchPipeline {
    * services and removes what their sandboxes left. The deployer writes its CPU profile as it exits.
    */
   async close(): Promise<void> {
-    const ids: Array<{ id: string }> = await this.stack.dataSource.query(`SELECT id FROM deployments WHERE source = 'repohost'`).catch(() => []);
+    const ids: Array<{ id: string }> = await this.stack.dataSource
+      .query(`SELECT id FROM deployments WHERE source = 'repohost'`)
+      .catch(() => []);
     await Promise.allSettled(ids.map(({ id }) => this.stack.request('DELETE', `/v2/deployments/${id}`)));
     for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
-      const [left] = await this.stack.dataSource.query(`SELECT count(*)::int AS n FROM deployments WHERE id = ANY($1)`, [ids.map((r) => r.id)]);
+      const [left] = await this.stack.dataSource.query(
+        `SELECT count(*)::int AS n FROM deployments WHERE id = ANY($1)`,
+        [ids.map((r) => r.id)],
+      );
       if (!left.n) break;
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -138,10 +167,21 @@ export class BenchPipeline {
     const layout = process.getuid?.() === 0 ? await detectCgroups() : null;
     if (layout) {
       const cgroups = new CgroupWriter(layout);
-      const instances: Array<{ id: string }> = await this.stack.dataSource.query(`SELECT id FROM runtime_processes`).catch(() => []);
-      for (const { id } of instances) await cgroups.handle(`i-${id}`).remove().catch(() => {});
+      const instances: Array<{ id: string }> = await this.stack.dataSource
+        .query(`SELECT id FROM runtime_processes`)
+        .catch(() => []);
+      for (const { id } of instances)
+        await cgroups
+          .handle(`i-${id}`)
+          .remove()
+          .catch(() => {});
       const builds = await new RevisionFixtures(this.stack.dataSource.manager).attempts().catch(() => []);
-      for (const r of builds) for (let a = 0; a <= r.attempt; a++) await cgroups.handle(`b-${r.id}-a${a}`).remove().catch(() => {});
+      for (const r of builds)
+        for (let a = 0; a <= r.attempt; a++)
+          await cgroups
+            .handle(`b-${r.id}-a${a}`)
+            .remove()
+            .catch(() => {});
       await removeSandboxPool(this.subnet).catch(() => {});
     }
   }

@@ -33,8 +33,17 @@ export function freePort(): Promise<number> {
 const PROBLEM = /"level":("(warn|error|fatal)"|[456]0\b)/;
 
 /** Starts `node <args>` with `env`, waits until `GET <url><readyPath>` answers 2xx (or `readyStatus`). */
-export async function startProcess(args: string[], env: Record<string, string>, port: number, readyPath = '/healthz', readyStatus?: number): Promise<BenchProcess> {
-  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startProcess(
+  args: string[],
+  env: Record<string, string>,
+  port: number,
+  readyPath = '/healthz',
+  readyStatus?: number,
+): Promise<BenchProcess> {
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const chunks: string[] = [];
   const problems: string[] = [];
   let partial = '';

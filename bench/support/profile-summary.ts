@@ -67,7 +67,9 @@ for (const [id, t] of self) {
   pkgs.set(p, (pkgs.get(p) ?? 0) + t);
 }
 const pct = (t: number) => `${((100 * t) / total).toFixed(1).padStart(5)} %`;
-console.log(`sampled: ${(total / 1e6).toFixed(1)} s${Number.isFinite(to) || from ? ` (seconds ${from} to ${to})` : ''}\n\nby package (self time):`);
+console.log(
+  `sampled: ${(total / 1e6).toFixed(1)} s${Number.isFinite(to) || from ? ` (seconds ${from} to ${to})` : ''}\n\nby package (self time):`,
+);
 for (const [p, t] of [...pkgs].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(t)}  ${p}`);
 console.log('\nby function (self time):');
 for (const [f, t] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(t)}  ${f}`);

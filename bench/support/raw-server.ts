@@ -29,14 +29,28 @@ const ItemSchema = new EntitySchema<Item>({
 });
 
 const body = Joi.object({
-  name: Joi.string().pattern(/^[a-z][a-z0-9-]*[a-z0-9]$/).min(3).max(63).required(),
+  name: Joi.string()
+    .pattern(/^[a-z][a-z0-9-]*[a-z0-9]$/)
+    .min(3)
+    .max(63)
+    .required(),
   source: Joi.string().valid('external_container').required(),
   source_config: Joi.object({ listener_id: Joi.string().uuid().required() }).unknown(true).required(),
-  source_revision_config: Joi.object({ image_uri: Joi.string().max(512).required() }).unknown(true).required(),
-  secrets: Joi.array().items(Joi.object({ name: Joi.string().required(), value: Joi.string().required() })).default([]),
+  source_revision_config: Joi.object({ image_uri: Joi.string().max(512).required() })
+    .unknown(true)
+    .required(),
+  secrets: Joi.array()
+    .items(Joi.object({ name: Joi.string().required(), value: Joi.string().required() }))
+    .default([]),
 }).unknown(true);
 
-const dataSource = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, entities: [ItemSchema], synchronize: false, extra: { max: 10 } });
+const dataSource = new DataSource({
+  type: 'postgres',
+  url: process.env.DATABASE_URL,
+  entities: [ItemSchema],
+  synchronize: false,
+  extra: { max: 10 },
+});
 await dataSource.initialize();
 await dataSource.query(
   `CREATE TABLE IF NOT EXISTS raw_items (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text NOT NULL, image_uri text NOT NULL,

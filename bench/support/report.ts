@@ -18,7 +18,15 @@ const fmt = (n: number | undefined, digits = 1) => (n === undefined || Number.is
 export function printTable(rows: BenchRow[]): void {
   const lines = [['scenario', 'metric', 'value', 'baseline', 'ratio', 'target', 'met']];
   for (const r of rows) {
-    lines.push([r.scenario, r.metric, `${fmt(r.value)} ${r.unit}`, r.baseline === undefined ? '—' : `${fmt(r.baseline)} ${r.unit}`, fmt(r.ratio, 2), r.target ?? '—', r.met === undefined ? '—' : r.met ? 'yes' : 'NO']);
+    lines.push([
+      r.scenario,
+      r.metric,
+      `${fmt(r.value)} ${r.unit}`,
+      r.baseline === undefined ? '—' : `${fmt(r.baseline)} ${r.unit}`,
+      fmt(r.ratio, 2),
+      r.target ?? '—',
+      r.met === undefined ? '—' : r.met ? 'yes' : 'NO',
+    ]);
   }
   const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
   for (const [i, l] of lines.entries()) {
@@ -28,13 +36,27 @@ export function printTable(rows: BenchRow[]): void {
 }
 
 /** A throughput row: higher is better, `min` is the least acceptable ratio. */
-export function atLeast(scenario: string, metric: string, value: number, baseline: number, min: number, unit = 'req/s'): BenchRow {
+export function atLeast(
+  scenario: string,
+  metric: string,
+  value: number,
+  baseline: number,
+  min: number,
+  unit = 'req/s',
+): BenchRow {
   const ratio = value / baseline;
   return { scenario, metric, value, unit, baseline, ratio, target: `≥ ${min} × baseline`, met: ratio >= min };
 }
 
 /** A latency row: lower is better, `max` is the largest acceptable multiple of the baseline. */
-export function atMost(scenario: string, metric: string, value: number, baseline: number, max: number, unit = 'ms'): BenchRow {
+export function atMost(
+  scenario: string,
+  metric: string,
+  value: number,
+  baseline: number,
+  max: number,
+  unit = 'ms',
+): BenchRow {
   const ratio = value / baseline;
   return { scenario, metric, value, unit, baseline, ratio, target: `≤ ${max} × baseline`, met: ratio <= max };
 }

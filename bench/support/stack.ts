@@ -6,7 +6,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createDatabaseIfMissing, createDataSource, dropDatabaseIfExists, runMigrations, type DataSource } from '@slipway/db';
+import {
+  createDatabaseIfMissing,
+  createDataSource,
+  dropDatabaseIfExists,
+  runMigrations,
+  type DataSource,
+} from '@slipway/db';
 import { freePort, startProcess, type BenchProcess } from './processes.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -84,18 +90,30 @@ export class BenchStack {
   async start(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<void> {
     mkdirSync(this.reposRoot, { recursive: true });
     await createDatabaseIfMissing(SERVER, this.dbName);
-    this.dataSource = createDataSource({ url: databaseUrl(this.dbName), poolSize: 4, applicationName: 'slipway-bench' });
+    this.dataSource = createDataSource({
+      url: databaseUrl(this.dbName),
+      poolSize: 4,
+      applicationName: 'slipway-bench',
+    });
     await this.dataSource.initialize();
     await runMigrations(this.dataSource);
     if (this.build === 'package') {
       // The production layout (as in the image): the bundle plus production dependencies only.
-      execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', path.join(this.dataDir, 'app'), ...SERVICES], { cwd: ROOT, stdio: 'ignore' });
+      execFileSync(
+        process.execPath,
+        ['infra/scripts/build.mjs', '--package', path.join(this.dataDir, 'app'), ...SERVICES],
+        { cwd: ROOT, stdio: 'ignore' },
+      );
     } else {
       // What `npm start` does before it runs the services: start-build.mjs's own build and stamp.
       const script = `import { START_ENTRIES, ensureStartBuild } from './infra/scripts/start-build.mjs';
         await ensureStartBuild();
         process.stdout.write(JSON.stringify(Object.fromEntries(Object.entries(START_ENTRIES).map(([k, v]) => [k, v.built]))));`;
-      const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+      const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       this.startEntries = JSON.parse(out);
     }
     this.certificate = selfSignedCertificate(path.join(this.dataDir, 'tls'));
@@ -121,10 +139,18 @@ export class BenchStack {
       },
       apiPort,
     );
-    this.raw = await startProcess(['--import', 'tsx', path.join(ROOT, 'bench/support/raw-server.ts')], { DATABASE_URL: databaseUrl(this.dbName), PORT: String(rawPort) }, rawPort);
+    this.raw = await startProcess(
+      ['--import', 'tsx', path.join(ROOT, 'bench/support/raw-server.ts')],
+      { DATABASE_URL: databaseUrl(this.dbName), PORT: String(rawPort) },
+      rawPort,
+    );
     // The edge has no health path: it is up when its HTTP port answers (404 for a host that names no deployment).
     this.edge = await startProcess([this.entryOf('edge')], this.serviceEnv, this.edgePorts.http, '/', 404);
-    const res = await this.request('POST', '/v2/listeners', { compute_type: 'k8s', compute_id: `bench-${this.id}`, compute_config: { k8s_namespaces: ['bench'] } });
+    const res = await this.request('POST', '/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: `bench-${this.id}`,
+      compute_config: { k8s_namespaces: ['bench'] },
+    });
     this.listenerId = res.id;
   }
 
@@ -176,7 +202,9 @@ export class BenchStack {
         headers: { 'x-api-key': this.key, ...idempotency, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
       });
-    const res = await send().catch((err: { cause?: { code?: string } }) => (err.cause?.code === 'UND_ERR_SOCKET' ? send() : Promise.reject(err)));
+    const res = await send().catch((err: { cause?: { code?: string } }) =>
+      err.cause?.code === 'UND_ERR_SOCKET' ? send() : Promise.reject(err),
+    );
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${urlPath} → ${res.status} ${text}`);
     return text ? JSON.parse(text) : undefined;
@@ -217,7 +245,10 @@ export class BenchStack {
     const at = this.handed.get(revisionId);
     if (at !== undefined) return Promise.resolve(at);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`revision ${revisionId} was not handed over within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`revision ${revisionId} was not handed over within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.waiters.set(revisionId, (t) => {
         clearTimeout(timer);
         this.waiters.delete(revisionId);
@@ -256,7 +287,19 @@ export class BenchStack {
 function selfSignedCertificate(dir: string): BenchCertificate {
   mkdirSync(dir, { recursive: true });
   const [certFile, keyFile] = [path.join(dir, 'cert.pem'), path.join(dir, 'key.pem')];
-  const args = ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', `/CN=*.${APPS_DOMAIN}`];
+  const args = [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    `/CN=*.${APPS_DOMAIN}`,
+  ];
   args.push('-addext', `subjectAltName=DNS:*.${APPS_DOMAIN},DNS:${APPS_DOMAIN}`, '-keyout', keyFile, '-out', certFile);
   execFileSync('openssl', args, { stdio: 'ignore' });
   return { certFile, keyFile, cert: readFileSync(certFile) };

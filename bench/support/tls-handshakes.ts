@@ -60,7 +60,11 @@ export interface HandshakeResult {
  * the Node client's own handshake work is not the one bound of the count. A socket error is
  * counted apart (a correct run has none).
  */
-export async function handshakesPerSecond(endpoint: TlsEndpoint, connections: number, seconds: number): Promise<HandshakeResult> {
+export async function handshakesPerSecond(
+  endpoint: TlsEndpoint,
+  connections: number,
+  seconds: number,
+): Promise<HandshakeResult> {
   const threads = Math.max(1, Math.min(2, cpus().length));
   const results = await Promise.all(
     Array.from(
@@ -75,7 +79,11 @@ export async function handshakesPerSecond(endpoint: TlsEndpoint, connections: nu
     ),
   );
   // Each thread's count over its own time (from its first connection to its last handshake's end).
-  return { perSec: results.reduce((n, r) => n + r.done / r.elapsed, 0), failed: results.reduce((n, r) => n + r.failed, 0), failures: results.flatMap((r) => r.failures).slice(0, 5) };
+  return {
+    perSec: results.reduce((n, r) => n + r.done / r.elapsed, 0),
+    failed: results.reduce((n, r) => n + r.failed, 0),
+    failures: results.flatMap((r) => r.failures).slice(0, 5),
+  };
 }
 
 /**
@@ -84,12 +92,20 @@ export async function handshakesPerSecond(endpoint: TlsEndpoint, connections: nu
  */
 export function checkedHandshake(endpoint: TlsEndpoint, ca: Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: endpoint.host, port: endpoint.port, servername: endpoint.servername, ca, rejectUnauthorized: true });
+    const socket = connect({
+      host: endpoint.host,
+      port: endpoint.port,
+      servername: endpoint.servername,
+      ca,
+      rejectUnauthorized: true,
+    });
     socket.once('secureConnect', () => {
       const protocol = socket.getProtocol() ?? 'unknown';
       socket.end();
       resolve(protocol);
     });
-    socket.once('error', (err) => reject(new Error(`TLS to ${endpoint.servername} at ${endpoint.host}:${endpoint.port}: ${err.message}`)));
+    socket.once('error', (err) =>
+      reject(new Error(`TLS to ${endpoint.servername} at ${endpoint.host}:${endpoint.port}: ${err.message}`)),
+    );
   });
 }

@@ -70,7 +70,9 @@ export async function ensureServices(env = process.env) {
   ];
   if (!needed.some(Boolean)) return;
   if (!has('bash')) throw new Error('bash is needed to start local Postgres/Redis');
-  run('bash', ['infra/scripts/ensure-services.sh'], { env: { ...env, PG_PORT: String(pgPort), REDIS_PORT: String(redisPort) } });
+  run('bash', ['infra/scripts/ensure-services.sh'], {
+    env: { ...env, PG_PORT: String(pgPort), REDIS_PORT: String(redisPort) },
+  });
 }
 
 /** The Debian packages behind each sandbox tool (docs/operations.md, Sandbox): [command, the arguments that prove it runs, package]. */
@@ -121,11 +123,7 @@ function ensureDebianTools(tools, what, missingMeans) {
  * they then run unsandboxed, with a warning).
  */
 export function ensureSandboxTools() {
-  ensureDebianTools(
-    SANDBOX_TOOLS,
-    'sandbox tools',
-    'builds and apps will run unsandboxed outside production',
-  );
+  ensureDebianTools(SANDBOX_TOOLS, 'sandbox tools', 'builds and apps will run unsandboxed outside production');
 }
 
 /**
@@ -157,5 +155,9 @@ function resolvesLocalNames() {
 
 /** The registry `npm start` runs and the tools `npm test` pushes test images with (installed as root when missing). */
 export function ensureRegistryTools() {
-  ensureDebianTools(REGISTRY_TOOLS, 'registry tools', 'the built-in image registry cannot start (set SLIPWAY_REGISTRY=off when you run one yourself) and images cannot run');
+  ensureDebianTools(
+    REGISTRY_TOOLS,
+    'registry tools',
+    'the built-in image registry cannot start (set SLIPWAY_REGISTRY=off when you run one yourself) and images cannot run',
+  );
 }

@@ -19,7 +19,9 @@ import { CONSOLE_DIST, ensureConsole } from './console.mjs';
 /** Every service with an entry file: services/<name>/src/main.ts. */
 export function serviceNames() {
   const dir = path.join(ROOT, 'services');
-  return readdirSync(dir).filter((name) => existsSync(path.join(dir, name, 'src/main.ts'))).sort();
+  return readdirSync(dir)
+    .filter((name) => existsSync(path.join(dir, name, 'src/main.ts')))
+    .sort();
 }
 
 /**
@@ -35,7 +37,12 @@ function externalNpmPackages(inWorkspace) {
       b.onResolve({ filter: /^[^./]/ }, async (args) => {
         if (args.path.startsWith('@slipway/') || args.pluginData?.inner) return undefined;
         if (!inWorkspace) return { path: args.path, external: true };
-        const found = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: { inner: true } });
+        const found = await b.resolve(args.path, {
+          kind: args.kind,
+          resolveDir: args.resolveDir,
+          importer: args.importer,
+          pluginData: { inner: true },
+        });
         return { path: found.errors.length || found.external ? args.path : found.path, external: true };
       });
     },
@@ -63,7 +70,9 @@ export async function buildEntry(entry, out, { inWorkspace = false } = {}) {
     plugins: [externalNpmPackages(inWorkspace)],
     logLevel: 'warning',
     // An ESM bundle has no `require`; bundled CommonJS-style code may still call it.
-    banner: { js: "import { createRequire as __slipwayRequire } from 'node:module'; const require = __slipwayRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __slipwayRequire } from 'node:module'; const require = __slipwayRequire(import.meta.url);",
+    },
   });
   log(`built ${path.relative(ROOT, outfile)}`);
   return outfile;
@@ -79,7 +88,16 @@ export function packageService(name, outDir) {
   rmSync(target, { recursive: true, force: true });
   const result = spawnSync(
     'pnpm',
-    ['--filter', `@slipway/${name}`, 'deploy', '--prod', '--legacy', '--config.node-linker=hoisted', '--prefer-offline', target],
+    [
+      '--filter',
+      `@slipway/${name}`,
+      'deploy',
+      '--prod',
+      '--legacy',
+      '--config.node-linker=hoisted',
+      '--prefer-offline',
+      target,
+    ],
     { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
   );
   if (result.error) throw result.error;

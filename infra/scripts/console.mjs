@@ -75,7 +75,9 @@ export function buildConsole() {
   const fresh = `${CONSOLE_DIST}.${process.pid}.tmp`;
   const old = `${CONSOLE_DIST}.${process.pid}.old`;
   try {
-    run('pnpm', ['exec', 'vite', 'build', '--logLevel', 'warn', '--outDir', fresh, '--emptyOutDir'], { cwd: CONSOLE_DIR });
+    run('pnpm', ['exec', 'vite', 'build', '--logLevel', 'warn', '--outDir', fresh, '--emptyOutDir'], {
+      cwd: CONSOLE_DIR,
+    });
     writeFileSync(path.join(fresh, CONSOLE_STAMP), `${hash}\n`);
     if (existsSync(CONSOLE_DIST)) renameSync(CONSOLE_DIST, old);
     renameSync(fresh, CONSOLE_DIST);

@@ -33,7 +33,8 @@ export function localKeys(env) {
     const secrets = keptValue(path.join(dataDir, 'secrets.key'), () => randomBytes(32).toString('base64'));
     keys.SLIPWAY_SECRETS_KEY = secrets.value;
     fresh = secrets.created;
-    if (fresh) log(`generated SLIPWAY_SECRETS_KEY into ${path.join(dataDir, 'secrets.key')}; set it explicitly in production`);
+    if (fresh)
+      log(`generated SLIPWAY_SECRETS_KEY into ${path.join(dataDir, 'secrets.key')}; set it explicitly in production`);
   }
   const bootstrapFile = path.join(dataDir, 'bootstrap-api-key');
   if (!env.SLIPWAY_BOOTSTRAP_API_KEY && (fresh || existsSync(bootstrapFile))) {
@@ -41,7 +42,9 @@ export function localKeys(env) {
     keys.SLIPWAY_BOOTSTRAP_API_KEY = bootstrap.value;
     // Shown once, on stdout (never the log stream), as the api shows a key it generates.
     if (bootstrap.created) {
-      process.stdout.write(`\n======== Slipway bootstrap admin API key ========\n  ${bootstrap.value}\n  (saved to ${bootstrapFile}; delete that file once you have stored the key)\n\n`);
+      process.stdout.write(
+        `\n======== Slipway bootstrap admin API key ========\n  ${bootstrap.value}\n  (saved to ${bootstrapFile}; delete that file once you have stored the key)\n\n`,
+      );
     }
   }
   return keys;

@@ -8,7 +8,17 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { ROOT, ensureDependencies, ensurePnpm, ensureLocalNames, ensureRegistryTools, ensureSandboxTools, ensureServices, log, run } from './bootstrap.mjs';
+import {
+  ROOT,
+  ensureDependencies,
+  ensurePnpm,
+  ensureLocalNames,
+  ensureRegistryTools,
+  ensureSandboxTools,
+  ensureServices,
+  log,
+  run,
+} from './bootstrap.mjs';
 import { ensureConsole } from './console.mjs';
 import { localKeys } from './local-keys.mjs';
 
@@ -41,7 +51,14 @@ if (!dev && !process.env.NODE_ENV && !env.SLIPWAY_SANDBOX && process.getuid?.() 
 function command(name) {
   const entry = START_ENTRIES[name];
   if (!dev) return [process.execPath, [entry.built]];
-  return [process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), ...(name === 'cli' ? [] : ['watch', '--clear-screen=false']), entry.source]];
+  return [
+    process.execPath,
+    [
+      path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'),
+      ...(name === 'cli' ? [] : ['watch', '--clear-screen=false']),
+      entry.source,
+    ],
+  ];
 }
 
 const [migrate, migrateArgs] = command('cli');
@@ -91,7 +108,9 @@ function announceConsole(stdout) {
     announced = true;
     log(`console: ${publicUrl}/  (sign in with the API key; the API is under ${publicUrl}/v2)`);
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    log(`started in ${seconds} s (${dev ? 'sources under tsx watch' : 'compiled, NODE_ENV=' + env.NODE_ENV}): API ${publicUrl}/v2, console ${publicUrl}/`);
+    log(
+      `started in ${seconds} s (${dev ? 'sources under tsx watch' : 'compiled, NODE_ENV=' + env.NODE_ENV}): API ${publicUrl}/v2, console ${publicUrl}/`,
+    );
   });
 }
 

@@ -14,14 +14,19 @@ if (!/^\d+$/.test(major ?? '') || !command) {
   process.exit(2);
 }
 const arch = { x64: 'x64', arm64: 'arm64' }[process.arch];
-if (process.platform !== 'linux' || !arch) throw new Error(`no Node.js package for ${process.platform}-${process.arch}`);
+if (process.platform !== 'linux' || !arch)
+  throw new Error(`no Node.js package for ${process.platform}-${process.arch}`);
 const pkg = `node-linux-${arch}`;
 const prefix = path.join(os.homedir(), '.cache', 'slipway', `node-${major}`);
 const bin = path.join(prefix, 'node_modules', pkg, 'bin');
 if (!existsSync(path.join(bin, 'node'))) {
   log(`installing Node.js ${major} (${pkg}@${major}) into ${prefix}`);
   mkdirSync(prefix, { recursive: true });
-  const installed = spawnSync('npm', ['install', '--prefix', prefix, '--no-save', '--no-fund', '--no-audit', `${pkg}@${major}`], { stdio: 'inherit' });
+  const installed = spawnSync(
+    'npm',
+    ['install', '--prefix', prefix, '--no-save', '--no-fund', '--no-audit', `${pkg}@${major}`],
+    { stdio: 'inherit' },
+  );
   if (installed.status !== 0) process.exit(installed.status ?? 1);
 }
 const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` };

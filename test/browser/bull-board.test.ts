@@ -34,7 +34,11 @@ beforeAll(async () => {
   // Even with the admin role, a listener agent's key may call nothing but the agent endpoints.
   listenerKey = await api.mintKey({ role: 'admin', listenerId: listener.body.id });
   // Something for the board to show: a delayed build nothing consumes (no worker on this prefix).
-  await api.queues.builds.add('build.revision', { revisionId: randomUUID(), attempt: 0 }, { delay: 3_600_000, jobId: `build-board-${randomUUID()}` });
+  await api.queues.builds.add(
+    'build.revision',
+    { revisionId: randomUUID(), attempt: 0 },
+    { delay: 3_600_000, jobId: `build-board-${randomUUID()}` },
+  );
 });
 afterAll(async () => {
   await api?.close();
@@ -42,7 +46,12 @@ afterAll(async () => {
 
 describe('/admin/queues over HTTP', () => {
   it('answers 401 with a Basic challenge and the contract body without credentials', async () => {
-    for (const path of ['/admin/queues', '/api-host/admin/queues', '/admin/queues/api/queues', '/admin/queues/static/images/logo.svg']) {
+    for (const path of [
+      '/admin/queues',
+      '/api-host/admin/queues',
+      '/admin/queues/api/queues',
+      '/admin/queues/static/images/logo.svg',
+    ]) {
       const res = await api.http.get(path, { key: null });
       expect(res.status, path).toBe(401);
       expect(res.headers.get('www-authenticate'), path).toBe(BASIC_CHALLENGE);
@@ -51,7 +60,11 @@ describe('/admin/queues over HTTP', () => {
   });
 
   it('answers 401 with the challenge for a wrong key, however it is sent', async () => {
-    const wrong: Array<Record<string, string>> = [{ 'x-api-key': 'slw_nope' }, { authorization: 'Bearer slw_nope' }, { authorization: basic('admin', 'slw_nope') }];
+    const wrong: Array<Record<string, string>> = [
+      { 'x-api-key': 'slw_nope' },
+      { authorization: 'Bearer slw_nope' },
+      { authorization: basic('admin', 'slw_nope') },
+    ];
     for (const headers of wrong) {
       const res = await api.http.get('/admin/queues', { key: null, headers });
       expect(res.status, JSON.stringify(headers)).toBe(401);
@@ -80,15 +93,19 @@ describe('/admin/queues over HTTP', () => {
       expect(res.headers.get('www-authenticate')).toBeNull();
       expect(res.text).not.toContain('builds');
     }
-    expect(ORGANIZATION_ADMIN_ONLY).toBe('This operation requires an organization admin: an organization-scoped admin API key.');
+    expect(ORGANIZATION_ADMIN_ONLY).toBe(
+      'This operation requires an organization admin: an organization-scoped admin API key.',
+    );
     const pause = await api.http.put('/admin/queues/api/queues/builds/pause', undefined, { key: api.adminKey });
     expect(pause.status).toBe(403);
     expect(await api.queues.builds.isPaused()).toBe(false);
   });
 
-  it('may not be framed, and sends helmet\'s protections, like every other page', async () => {
+  it("may not be framed, and sends helmet's protections, like every other page", async () => {
     for (const path of ['/admin/queues', '/api-host/admin/queues', '/docs/', '/v2/listeners', '/healthz']) {
-      const res = await api.http.get(path, { key: path.startsWith('/admin') || path.startsWith('/api-host') ? adminKey : api.adminKey });
+      const res = await api.http.get(path, {
+        key: path.startsWith('/admin') || path.startsWith('/api-host') ? adminKey : api.adminKey,
+      });
       expect(res.status, path).toBe(200);
       expect(res.headers.get('x-frame-options'), path).toBe('DENY');
       const csp = res.headers.get('content-security-policy') ?? '';
@@ -120,7 +137,10 @@ describe('/admin/queues over HTTP', () => {
   });
 
   it('links a board reached under /api-host to /api-host', async () => {
-    const page = await api.http.get('/api-host/admin/queues', { key: null, headers: { authorization: basic('admin', adminKey) } });
+    const page = await api.http.get('/api-host/admin/queues', {
+      key: null,
+      headers: { authorization: basic('admin', adminKey) },
+    });
     expect(page.status).toBe(200);
     expect(page.text).toContain('<base href="/api-host/admin/queues/"');
     expect(page.headers.get('x-powered-by')).toBeNull();
@@ -174,7 +194,10 @@ describe.runIf(hasChromium || required)('Bull Board in Chromium', () => {
   });
 
   /** A fresh browser with its own profile directory for each case, so nothing carries over. */
-  async function withBrowser(options: Parameters<typeof chromium.launchPersistentContext>[1], use: (page: Page, context: BrowserContext) => Promise<void>) {
+  async function withBrowser(
+    options: Parameters<typeof chromium.launchPersistentContext>[1],
+    use: (page: Page, context: BrowserContext) => Promise<void>,
+  ) {
     const profile = mkdtempSync(path.join(tmpdir(), 'slipway-chromium-'));
     const launch: LaunchOptions = { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS };
     const context = await chromium.launchPersistentContext(profile, { ...launch, ...options });
@@ -189,7 +212,11 @@ describe.runIf(hasChromium || required)('Bull Board in Chromium', () => {
   /** Queue names in the sidebar once the app has rendered them (Google Fonts never load here). */
   async function sidebarQueues(page: Page): Promise<string[]> {
     await page.waitForSelector('#bull-board-sidebar nav a[title="builds"]', { timeout: 15_000 });
-    return (await page.locator('#bull-board-sidebar nav a[title]').evaluateAll((links) => links.map((a) => a.getAttribute('title')!))).sort();
+    return (
+      await page
+        .locator('#bull-board-sidebar nav a[title]')
+        .evaluateAll((links) => links.map((a) => a.getAttribute('title')!))
+    ).sort();
   }
 
   it('renders every queue for an admin key sent as a header', async () => {
@@ -209,7 +236,9 @@ describe.runIf(hasChromium || required)('Bull Board in Chromium', () => {
       const res = await page.goto(`${api.baseUrl}/api-host/admin/queues`);
       expect(res?.status()).toBe(200);
       expect(await sidebarQueues(page)).toEqual(QUEUE_NAMES);
-      expect(await page.locator('#bull-board-sidebar nav a[title="rollouts"]').getAttribute('href')).toBe('/api-host/admin/queues/queue/rollouts');
+      expect(await page.locator('#bull-board-sidebar nav a[title="rollouts"]').getAttribute('href')).toBe(
+        '/api-host/admin/queues/queue/rollouts',
+      );
       // Into a queue and back: the board's own navigation keeps the credentials.
       await page.locator('#bull-board-sidebar nav a[title="builds"]').click();
       await page.waitForURL(/\/api-host\/admin\/queues\/queue\/builds/);
@@ -275,7 +304,10 @@ describe.runIf(hasChromium || required)('Bull Board in Chromium', () => {
       });
       const res = await page.goto(`${api.baseUrl}/docs/`);
       expect(res?.status()).toBe(200);
-      await page.locator('.swagger-ui .information-container .title').filter({ hasText: 'Slipway' }).waitFor({ timeout: 15_000 });
+      await page
+        .locator('.swagger-ui .information-container .title')
+        .filter({ hasText: 'Slipway' })
+        .waitFor({ timeout: 15_000 });
       await page.locator('.opblock-summary-path[data-path="/v2/deployments"]').first().waitFor({ timeout: 15_000 });
       expect(blocked).toEqual([]);
     });

@@ -6,7 +6,14 @@ import axe from 'axe-core';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, hasChromium } from '../support/browser.js';
-import { agentApplies as applied, closeBrowser, curlsShown, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
+import {
+  agentApplies as applied,
+  closeBrowser,
+  curlsShown,
+  openConsolePage,
+  pageWidth,
+  signInAt,
+} from '../support/console-page.js';
 import { craftTarball } from '../support/crafted-tarball.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { repohostFixture } from '../support/git-fixtures.js';
@@ -53,7 +60,11 @@ const deploymentOf = async (id: string) => (await api.http.get(`/v2/deployments/
 /** The secret values the agent is handed for `revisionId` (the only place values are readable). */
 async function secretsGiven(revisionId: string): Promise<Array<{ name: string; value: string }>> {
   const entries = await eventually(
-    async () => (await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as Array<{ revision_id: string; secrets: Array<{ name: string; value: string }> }>,
+    async () =>
+      (await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as Array<{
+        revision_id: string;
+        secrets: Array<{ name: string; value: string }>;
+      }>,
     (es) => es.some((e) => e.revision_id === revisionId),
   );
   return entries.find((e) => e.revision_id === revisionId)!.secrets;
@@ -112,7 +123,11 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
         `#/deployments/${made.id}/revisions/${made.latest_revision_id}/logs?type=deploy`,
       );
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-create.png'), fullPage: true });
-      expect(made).toMatchObject({ source: 'external_container', source_config: { listener_id: listenerId, listener_config: { k8s_namespace: 'agents' } }, secrets: [{ name: 'OPENAI_API_KEY' }] });
+      expect(made).toMatchObject({
+        source: 'external_container',
+        source_config: { listener_id: listenerId, listener_config: { k8s_namespace: 'agents' } },
+        secrets: [{ name: 'OPENAI_API_KEY' }],
+      });
       expect(await secretsGiven(made.latest_revision_id)).toEqual([{ name: 'OPENAI_API_KEY', value: first }]);
       // The call as curl: method, URL, the key as a variable, the body without the secret's value.
       const [curl] = await curlsShown(w.page);
@@ -134,11 +149,16 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       expect(after.latest_revision_id).not.toBe(made.latest_revision_id);
       expect(await saved.innerText()).toContain(after.latest_revision_id);
       expect(await secretsGiven(after.latest_revision_id)).toEqual([{ name: 'OPENAI_API_KEY', value: second }]);
-      const [patch] = await curlsShown(w.page, w.page.getByRole('form', { name: 'Edit configuration, resources and secrets' }));
+      const [patch] = await curlsShown(
+        w.page,
+        w.page.getByRole('form', { name: 'Edit configuration, resources and secrets' }),
+      );
       expect(patch).toContain(`curl -X PATCH '${api.baseUrl}/v2/deployments/${made.id}'`);
       expect(patch).toContain('"secrets":[{"name":"OPENAI_API_KEY","value":"<value of OPENAI_API_KEY>"}]');
       await agentApplies(after.latest_revision_id);
-      await w.page.locator(`li.is-active[data-revision-id="${after.latest_revision_id}"] [data-status="DEPLOYED"]`).waitFor();
+      await w.page
+        .locator(`li.is-active[data-revision-id="${after.latest_revision_id}"] [data-status="DEPLOYED"]`)
+        .waitFor();
       // The values typed went to the API only: nowhere on the page.
       const html = await w.page.content();
       expect(html).not.toContain(first);
@@ -167,7 +187,11 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       const buildLog = w.page.getByRole('region', { name: `Log of revision ${repo.latest_revision_id.slice(0, 8)}` });
       await buildLog.getByRole('log', { name: 'build log' }).waitFor();
       expect(await buildLog.getByRole('radio', { name: 'Build' }).isChecked()).toBe(true);
-      expect(repo).toMatchObject({ source: 'repohost', source_config: { integration_id: fixture.integrationId, repo_url: fixture.repoUrl }, source_revision_config: { repo_ref: 'main' } });
+      expect(repo).toMatchObject({
+        source: 'repohost',
+        source_config: { integration_id: fixture.integrationId, repo_url: fixture.repoUrl },
+        source_revision_config: { repo_ref: 'main' },
+      });
       expect(repo.latest_revision_id).toEqual(expect.any(String));
 
       // An upload: create, signed URL, PUT of the file, then the PATCH that makes a revision of it.
@@ -178,7 +202,9 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await w.page.getByLabel('Name', { exact: true }).fill('from-an-upload');
       await w.page.getByLabel('Source').selectOption('upload');
       const tarball = craftTarball([{ path: 'langgraph.json', body: '{"graphs":{"agent":"./agent.js:graph"}}' }]);
-      await w.page.getByLabel('Source tarball (.tar.gz)').setInputFiles({ name: 'project.tar.gz', mimeType: 'application/gzip', buffer: tarball });
+      await w.page
+        .getByLabel('Source tarball (.tar.gz)')
+        .setInputFiles({ name: 'project.tar.gz', mimeType: 'application/gzip', buffer: tarball });
       await w.page.getByRole('button', { name: 'Create deployment' }).click();
       await w.page.getByRole('heading', { name: 'from-an-upload', level: 1 }).waitFor();
       await w.page.getByRole('status').filter({ hasText: 'Created' }).waitFor();
@@ -200,7 +226,11 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
   it('redeploys an older revision picked from the revision list, and interrupts a running one after a confirmation', async () => {
     const d = await createImageDeployment(api, 'redeploy-from-list', listenerId, { image: 'registry.example/agent:1' });
     await agentApplies(d.latest_revision_id);
-    const second = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: 'registry.example/agent:2' } })).body.latest_revision_id as string;
+    const second = (
+      await api.http.patch(`/v2/deployments/${d.id}`, {
+        source_revision_config: { image_uri: 'registry.example/agent:2' },
+      })
+    ).body.latest_revision_id as string;
     await agentApplies(second);
     const w = await openConsolePage();
     try {
@@ -210,15 +240,24 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await dialog.getByRole('button', { name: 'Roll back', exact: true }).click();
       await w.page.getByRole('status').filter({ hasText: 'Rolling back' }).waitFor();
       const third = (await deploymentOf(d.id)).latest_revision_id as string;
-      expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${third}`)).body).toMatchObject({ redeployed_from: d.latest_revision_id, image_uri: 'registry.example/agent:1' });
+      expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${third}`)).body).toMatchObject({
+        redeployed_from: d.latest_revision_id,
+        image_uri: 'registry.example/agent:1',
+      });
       const [redeploy] = await curlsShown(w.page);
-      expect(redeploy).toContain(`curl -X POST '${api.baseUrl}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/redeploy'`);
+      expect(redeploy).toContain(
+        `curl -X POST '${api.baseUrl}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/redeploy'`,
+      );
       await agentApplies(third);
       await w.page.locator(`li.is-active[data-revision-id="${third}"] [data-status="DEPLOYED"]`).waitFor();
 
       // A change the agent never applies stays in flight: interrupt it from the page, which asks
       // first (naming the revision and the one that keeps serving); Cancel leaves it running.
-      const fourth = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: 'registry.example/agent:3' } })).body.latest_revision_id as string;
+      const fourth = (
+        await api.http.patch(`/v2/deployments/${d.id}`, {
+          source_revision_config: { image_uri: 'registry.example/agent:3' },
+        })
+      ).body.latest_revision_id as string;
       const interrupt = w.page.getByRole('button', { name: 'Interrupt the running revision' });
       const confirm = w.page.getByRole('dialog', { name: 'Interrupt?' });
       await interrupt.click();
@@ -229,7 +268,10 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${fourth}`)).body.status).not.toBe('INTERRUPTED');
       await interrupt.click();
       await confirm.getByRole('button', { name: 'Interrupt', exact: true }).click();
-      await w.page.getByRole('status').filter({ hasText: `Revision ${fourth} interrupted.` }).waitFor();
+      await w.page
+        .getByRole('status')
+        .filter({ hasText: `Revision ${fourth} interrupted.` })
+        .waitFor();
       expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${fourth}`)).body.status).toBe('INTERRUPTED');
       expect((await deploymentOf(d.id)).active_revision_id).toBe(third);
       expect(w.errors).toEqual([]);
@@ -239,7 +281,9 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
   }, 90_000);
 
   it('edits configuration and resources on a deployment’s page: a new revision for the image and resources, commands in place', async () => {
-    const d = await createImageDeployment(api, 'edited-in-the-console', listenerId, { image: 'registry.example/agent:1' });
+    const d = await createImageDeployment(api, 'edited-in-the-console', listenerId, {
+      image: 'registry.example/agent:1',
+    });
     await agentApplies(d.latest_revision_id);
     const fixture = await repohostFixture(api);
     const built = await api.http.post('/v2/deployments', {
@@ -273,7 +317,10 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       expect(after.latest_revision_id).not.toBe(d.latest_revision_id);
       expect(await saved.innerText()).toContain(after.latest_revision_id);
       expect(after.source_config.resource_spec).toMatchObject({ memory_mb: 512, min_scale: 3, max_scale: 4 });
-      expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${after.latest_revision_id}`)).body.source_revision_config.image_uri).toBe('registry.example/agent:2');
+      expect(
+        (await api.http.get(`/v2/deployments/${d.id}/revisions/${after.latest_revision_id}`)).body
+          .source_revision_config.image_uri,
+      ).toBe('registry.example/agent:2');
       const [patch] = await curlsShown(w.page, form);
       expect(patch).toContain(`curl -X PATCH '${api.baseUrl}/v2/deployments/${d.id}'`);
       // One PATCH with the image and the whole spec (a PATCH replaces it), the edited fields in it.
@@ -294,7 +341,10 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       await form.getByRole('button', { name: 'Save and roll out' }).click();
       await w.page.getByRole('status').filter({ hasText: 'Saved: changed in place, no new revision.' }).waitFor();
       const commands = await deploymentOf(built.body.id);
-      expect(commands.source_config).toMatchObject({ install_command: 'npm ci --omit=dev', build_command: 'npm run build:prod' });
+      expect(commands.source_config).toMatchObject({
+        install_command: 'npm ci --omit=dev',
+        build_command: 'npm run build:prod',
+      });
       expect(commands.latest_revision_id).toBe(built.body.latest_revision_id);
       expect(w.errors).toEqual([]);
     } finally {
@@ -304,7 +354,10 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
 
   it('tags a deployment from the create form, and changes its tag on its page without a new revision', async () => {
     const w = await openConsolePage();
-    const tagsOf = async (id: string) => (await api.http.get(`/v2/deployments/${id}/tags`)).body.resources.map((t: { key: string; value: string }) => `${t.key}=${t.value}`);
+    const tagsOf = async (id: string) =>
+      (await api.http.get(`/v2/deployments/${id}/tags`)).body.resources.map(
+        (t: { key: string; value: string }) => `${t.key}=${t.value}`,
+      );
     try {
       // A key with two values, made on the workspace page.
       await signInAt(w.page, `${consoleUrl()}#/workspace`, api.adminKey, 'Tags and quotas');
@@ -344,7 +397,10 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
       // None: the deployment carries no tag.
       await tag.selectOption({ label: 'None' });
       await w.page.getByRole('button', { name: 'Save and roll out' }).click();
-      await eventually(() => tagsOf(made.id), (tags) => tags.length === 0);
+      await eventually(
+        () => tagsOf(made.id),
+        (tags) => tags.length === 0,
+      );
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();
@@ -369,8 +425,12 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
         await dark.page.getByRole('heading', { name: heading, level: 1 }).waitFor();
         await dark.page.waitForLoadState('networkidle');
         await dark.page.evaluate(axe.source);
-        const audit = (await dark.page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
-        expect(audit.violations.map((v) => `${hash}: ${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)).toEqual([]);
+        const audit = (await dark.page.evaluate(
+          "axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })",
+        )) as axe.AxeResults;
+        expect(
+          audit.violations.map((v) => `${hash}: ${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+        ).toEqual([]);
         expect(audit.passes.map((p) => p.id)).toContain('color-contrast');
       }
       expect(dark.errors).toEqual([]);
@@ -385,7 +445,10 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
         await phone.page.getByRole('heading', { name: heading, level: 1 }).waitFor();
         await phone.page.waitForLoadState('networkidle');
         expect(await pageWidth(phone.page), hash).toBeLessThanOrEqual(375);
-        await phone.page.screenshot({ path: path.join(OUTPUT, `console-mobile-${hash.slice(2).replace(/\W+/g, '-')}.png`), fullPage: true });
+        await phone.page.screenshot({
+          path: path.join(OUTPUT, `console-mobile-${hash.slice(2).replace(/\W+/g, '-')}.png`),
+          fullPage: true,
+        });
       }
       expect(phone.errors).toEqual([]);
     } finally {

@@ -38,7 +38,13 @@ async function apiSays(page: Page, value: boolean | null) {
 
 beforeAll(async () => {
   stand = await startCodeDeployStand();
-  stand.commit('studio-agent', nodeApp('studio-agent', `require('node:http').createServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1');\n`));
+  stand.commit(
+    'studio-agent',
+    nodeApp(
+      'studio-agent',
+      `require('node:http').createServer((req, res) => res.end('ok')).listen(Number(process.env.PORT), '127.0.0.1');\n`,
+    ),
+  );
   const { deploymentId, revisionId } = await stand.deploy('studio-agent');
   const revision = await stand.untilDone(deploymentId, revisionId);
   expect(revision.status, revision.status_message).toBe('DEPLOYED');
@@ -62,7 +68,12 @@ describe.runIf(hasChromium || browserRequired)('the agent panel of a deploymentâ
     expect(deployment.agent_server).toBe(false);
     const w = await openConsolePage();
     try {
-      await signInAt(w.page, `${stand.apiUrl}/console/#/deployments/${deployment.id}`, stand.api.adminKey, deployment.name);
+      await signInAt(
+        w.page,
+        `${stand.apiUrl}/console/#/deployments/${deployment.id}`,
+        stand.api.adminKey,
+        deployment.name,
+      );
       await w.page.getByRole('region', { name: 'Overview' }).waitFor();
       expect(await w.page.getByRole('region', { name: 'Use this agent' }).count()).toBe(0);
       expect(await w.page.getByRole('link', { name: 'Open in LangGraph Studio' }).count()).toBe(0);
@@ -93,9 +104,13 @@ describe.runIf(hasChromium || browserRequired)('the agent panel of a deploymentâ
       await signInAt(w.page, `${stand.apiUrl}/console/#/deployments/${deployment.id}`, key, deployment.name);
       const section = w.page.getByRole('region', { name: 'Use this agent' });
       await section.waitFor();
-      expect(await w.page.getByRole('navigation', { name: 'Deployment views' }).getByRole('link').allInnerTexts()).toEqual(['Overview', 'Traces', 'Agent']);
+      expect(
+        await w.page.getByRole('navigation', { name: 'Deployment views' }).getByRole('link').allInnerTexts(),
+      ).toEqual(['Overview', 'Traces', 'Agent']);
       const studio = section.getByRole('link', { name: 'Open in LangGraph Studio' });
-      expect(await studio.getAttribute('href')).toBe(`https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(deployment.url)}`);
+      expect(await studio.getAttribute('href')).toBe(
+        `https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(deployment.url)}`,
+      );
 
       const snippet = section.getByLabel('SDK snippet');
       const text = await snippet.innerText();

@@ -18,7 +18,9 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * cluster) where a rollout must finish. Screenshots go to test/browser/output/.
  */
 /** The published deploy CLI's own function for its "View status" link, as it runs after a deploy (the package ships no types). */
-const { getDeploymentStatusUrl } = (await import('@langchain/langgraph-cli/dist/cli/utils/deploy-helpers.mjs' as string)) as {
+const { getDeploymentStatusUrl } = (await import(
+  '@langchain/langgraph-cli/dist/cli/utils/deploy-helpers.mjs' as string
+)) as {
   getDeploymentStatusUrl: (deployment: unknown, deploymentId: string, hostUrl: string) => string | null;
 };
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
@@ -43,7 +45,11 @@ afterAll(async () => {
 });
 
 const create = async (name: string) =>
-  (await createImageDeployment(api, name, listenerId, { image: 'registry.example/agent:1' })) as unknown as { id: string; name: string; tenant_id: string };
+  (await createImageDeployment(api, name, listenerId, { image: 'registry.example/agent:1' })) as unknown as {
+    id: string;
+    name: string;
+    tenant_id: string;
+  };
 const consoleUrl = () => `${api.baseUrl}/console/`;
 
 describe('the console’s entrances over HTTP', () => {
@@ -175,14 +181,26 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     try {
       await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, api.adminKey, 'deleted-then-listed');
       // The destructive action looks it: filled with the theme's failure colour.
-      expect(await w.page.getByRole('button', { name: 'Delete deployment' }).evaluate((b) => (globalThis as unknown as { getComputedStyle: (e: typeof b) => { backgroundColor: string } }).getComputedStyle(b).backgroundColor)).toBe('rgb(185, 28, 28)');
+      expect(
+        await w.page
+          .getByRole('button', { name: 'Delete deployment' })
+          .evaluate(
+            (b) =>
+              (
+                globalThis as unknown as { getComputedStyle: (e: typeof b) => { backgroundColor: string } }
+              ).getComputedStyle(b).backgroundColor,
+          ),
+      ).toBe('rgb(185, 28, 28)');
       await w.page.getByRole('button', { name: 'Delete deployment' }).click();
       const dialog = w.page.getByRole('dialog', { name: 'Delete deleted-then-listed' });
       await dialog.getByLabel('Deployment name').fill('deleted-then-listed');
       await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
       await w.page.getByRole('heading', { name: 'Deployments', level: 1 }).waitFor();
       expect(new URL(w.page.url()).hash).toBe('#/');
-      await eventually(() => api.http.get(`/v2/deployments/${d.id}`), (res) => res.status === 404 || res.body.status === 'AWAITING_DELETE');
+      await eventually(
+        () => api.http.get(`/v2/deployments/${d.id}`),
+        (res) => res.status === 404 || res.body.status === 'AWAITING_DELETE',
+      );
       expect(await w.page.getByRole('alert').count()).toBe(0);
       expect(w.errors).toEqual([]);
     } finally {
@@ -234,7 +252,15 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
       expect(audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)).toEqual([]);
       expect(audit.passes.map((p) => p.id)).toContain('color-contrast');
       // Buttons have weights, in the theme's colours: the form's main action primary, the rest secondary.
-      const background_of = (name: string) => w.page.getByRole('button', { name, exact: true }).evaluate((b) => (globalThis as unknown as { getComputedStyle: (e: typeof b) => { backgroundColor: string } }).getComputedStyle(b).backgroundColor);
+      const background_of = (name: string) =>
+        w.page
+          .getByRole('button', { name, exact: true })
+          .evaluate(
+            (b) =>
+              (
+                globalThis as unknown as { getComputedStyle: (e: typeof b) => { backgroundColor: string } }
+              ).getComputedStyle(b).backgroundColor,
+          );
       expect(await background_of('Apply filters')).toBe('rgb(147, 197, 253)');
       expect(await background_of('Previous page')).toBe('rgb(17, 24, 39)');
 
@@ -282,9 +308,13 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
 
   it('shows the whole rollback table on a phone: the dialog fits the screen and its table scrolls', async () => {
     const long = (n: number) => `registry.example/team-with-a-long-name/agent-with-a-long-name:${'v'.repeat(40)}${n}`;
-    const d = (await createImageDeployment(api, 'rollback-on-a-phone', listenerId, { image: long(1) })) as unknown as { id: string; latest_revision_id: string };
+    const d = (await createImageDeployment(api, 'rollback-on-a-phone', listenerId, { image: long(1) })) as unknown as {
+      id: string;
+      latest_revision_id: string;
+    };
     await agentApplies(agent, listenerId, d.latest_revision_id);
-    const second = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: long(2) } })).body.latest_revision_id as string;
+    const second = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: long(2) } }))
+      .body.latest_revision_id as string;
     await agentApplies(agent, listenerId, second);
     const w = await openConsolePage({ viewport: { width: 375, height: 700 }, isMobile: true, hasTouch: true });
     try {
@@ -298,7 +328,10 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
       expect(box.x).toBeGreaterThanOrEqual(0);
       expect(box.x + box.width).toBeLessThanOrEqual(375);
       // The last column, cut off before, scrolls into view inside the dialog.
-      const after = table.getByRole('row', { name: /Image \/ artifact/ }).getByRole('cell').last();
+      const after = table
+        .getByRole('row', { name: /Image \/ artifact/ })
+        .getByRole('cell')
+        .last();
       expect(await after.innerText()).toBe(long(1));
       await after.scrollIntoViewIfNeeded();
       const cell = (await after.boundingBox())!;

@@ -46,7 +46,12 @@ async function deployment(): Promise<{ id: string; name: string }> {
   return res.body;
 }
 
-const domainsOf = async (id: string) => (await api.http.get(`/v2/deployments/${id}/domains`)).body.resources as Array<{ host: string; state: string; verification: { name: string; value: string } | null }>;
+const domainsOf = async (id: string) =>
+  (await api.http.get(`/v2/deployments/${id}/domains`)).body.resources as Array<{
+    host: string;
+    state: string;
+    verification: { name: string; value: string } | null;
+  }>;
 
 describe.runIf(hasChromium || browserRequired)('the Domains section of a deployment’s page', () => {
   beforeAll(() => {
@@ -68,7 +73,11 @@ describe.runIf(hasChromium || browserRequired)('the Domains section of a deploym
       const card = section.locator(`li[data-host="${HOST}"]`);
       await card.getByText('Waiting for DNS proof').waitFor();
       const [claimed] = await domainsOf(a.id);
-      expect(claimed).toMatchObject({ host: HOST, state: 'pending_verification', verification: { name: `_slipway-challenge.${HOST}` } });
+      expect(claimed).toMatchObject({
+        host: HOST,
+        state: 'pending_verification',
+        verification: { name: `_slipway-challenge.${HOST}` },
+      });
       const { name, value } = claimed!.verification!;
       const codes = await card.locator('dd code').allInnerTexts();
       expect(codes).toEqual(['TXT', name, value]);
@@ -116,9 +125,15 @@ describe.runIf(hasChromium || browserRequired)('the Domains section of a deploym
       await card.getByText('Waiting for DNS proof').waitFor();
       // What the edge writes after a look that found nothing shows as a line of its own.
       const notYet = `No TXT record ${name} was found yet (ENOTFOUND).`;
-      await api.dataSource.query(`UPDATE deployment_domains SET error = $2, checked_at = now() WHERE host = $1`, [HOST, notYet]);
+      await api.dataSource.query(`UPDATE deployment_domains SET error = $2, checked_at = now() WHERE host = $1`, [
+        HOST,
+        notYet,
+      ]);
       await card.locator('p').filter({ hasText: notYet }).waitFor({ timeout: 15_000 });
-      await api.dataSource.query(`UPDATE deployment_domains SET verified_at = now(), state = 'active', error = NULL WHERE host = $1`, [HOST]);
+      await api.dataSource.query(
+        `UPDATE deployment_domains SET verified_at = now(), state = 'active', error = NULL WHERE host = $1`,
+        [HOST],
+      );
       await card.getByText('Active', { exact: true }).waitFor({ timeout: 15_000 });
       expect(await card.getByRole('link', { name: HOST }).getAttribute('href')).toBe(`https://${HOST}`);
       expect(await card.locator('dd').count()).toBe(0);

@@ -39,7 +39,9 @@ beforeAll(async () => {
   mkdirSync(OUTPUT, { recursive: true });
   stand = await startCodeDeployStand();
   stand.commit('watched', nodeApp('watched', SERVER));
-  ({ deploymentId, revisionId } = await stand.deploy('watched', { resourceSpec: { memory_mb: 256, min_scale: 1, max_scale: 1 } }));
+  ({ deploymentId, revisionId } = await stand.deploy('watched', {
+    resourceSpec: { memory_mb: 256, min_scale: 1, max_scale: 1 },
+  }));
   const revision = await stand.untilDone(deploymentId, revisionId);
   expect(revision.status, revision.status_message).toBe('DEPLOYED');
   url = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body.url;
@@ -58,7 +60,12 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
   it('follows a line the running app prints within 2 s; pauses, resumes and filters by instance', async () => {
     const w = await openConsolePage();
     try {
-      await signInAt(w.page, `${stand.apiUrl}/console/#/deployments/${deploymentId}/revisions/${revisionId}/logs?type=deploy`, stand.api.adminKey, `Logs of revision ${revisionId.slice(0, 8)}`);
+      await signInAt(
+        w.page,
+        `${stand.apiUrl}/console/#/deployments/${deploymentId}/revisions/${revisionId}/logs?type=deploy`,
+        stand.api.adminKey,
+        `Logs of revision ${revisionId.slice(0, 8)}`,
+      );
       const log = w.page.getByRole('log', { name: 'deploy log' });
       await log.getByText('watched app listening').waitFor({ timeout: 30_000 });
       await w.page.getByText('live', { exact: false }).first().waitFor();
@@ -96,7 +103,10 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
     try {
       await signInAt(w.page, `${stand.apiUrl}/console/#/deployments/${deploymentId}`, stand.api.adminKey, 'watched');
       const panel = w.page.getByRole('region', { name: 'Health and metrics' });
-      await panel.getByRole('status', { name: 'Serving status' }).filter({ hasText: 'Serving: 1 of 1 instance up' }).waitFor({ timeout: 30_000 });
+      await panel
+        .getByRole('status', { name: 'Serving status' })
+        .filter({ hasText: 'Serving: 1 of 1 instance up' })
+        .waitFor({ timeout: 30_000 });
       // Buckets are written once over; the panel re-reads every 10 s.
       // (Waited for through a locator: the console's policy forbids evaluating strings in the page.)
       const total = panel.locator('[data-metric="requests"]');
@@ -105,7 +115,10 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
       expect(await panel.locator('[data-metric="errors_4xx"]').innerText()).toBe('2');
       // uPlot drew each chart on a canvas, with its legend.
       for (const title of ['Requests', 'Latency', 'CPU', 'Memory', 'Restarts']) {
-        await panel.getByRole('img', { name: `${title} chart` }).locator('canvas').waitFor();
+        await panel
+          .getByRole('img', { name: `${title} chart` })
+          .locator('canvas')
+          .waitFor();
       }
       // The Requests chart's line, summed as uPlot holds it, is the requests sent: what it drew.
       const requestsChart = panel.getByRole('figure', { name: 'Requests', exact: true });
@@ -142,7 +155,9 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
   it('says in one line why the latest revision failed, links to its error lines, and shows what differs from the serving one', async () => {
     // A new commit whose server exits at once: its rollout fails, the first revision keeps serving.
     stand.commit('watched', { 'server.js': `console.error('boom: missing CONFIG_PATH'); process.exit(3);\n` });
-    const patched = await stand.http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
+    const patched = await stand.http.patch(`/v2/deployments/${deploymentId}`, {
+      source_revision_config: { repo_ref: 'main' },
+    });
     expect(patched.status, patched.text).toBe(200);
     const failedId: string = patched.body.latest_revision_id;
     const failed = await stand.untilDone(deploymentId, failedId);
@@ -153,7 +168,9 @@ describe.runIf(hasChromium || browserRequired)('a running deployment in the cons
       const line = w.page.getByRole('alert', { name: 'Latest revision failed' });
       await line.waitFor({ timeout: 15_000 });
       const text = await line.innerText();
-      expect(text).toContain(`Revision ${failedId.slice(0, 8)} deploy failed: ${failed.status_message.split('\n')[0].replace(/ Last log lines:$/, '')}`);
+      expect(text).toContain(
+        `Revision ${failedId.slice(0, 8)} deploy failed: ${failed.status_message.split('\n')[0].replace(/ Last log lines:$/, '')}`,
+      );
       expect(text).toContain(`revision ${revisionId.slice(0, 8)} keeps serving`);
       // Only the commit differs between the serving revision and the failed one.
       const table = w.page.getByRole('table', { name: 'Active and latest revision' });

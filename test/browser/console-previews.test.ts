@@ -43,7 +43,11 @@ interface PreviewBody {
   name: string;
   url: string | null;
   status: string;
-  preview: { parent_id: string; pull_request: { number: number; head_ref: string; url: string | null }; expires_at: string };
+  preview: {
+    parent_id: string;
+    pull_request: { number: number; head_ref: string; url: string | null };
+    expires_at: string;
+  };
 }
 
 /** A repohost deployment over the fixture repository; nothing builds here (no worker runs). */
@@ -64,7 +68,8 @@ async function open(parentId: string, body: Record<string, unknown>): Promise<Pr
   return res.body;
 }
 
-const previewsOf = async (id: string) => (await api.http.get(`/v2/deployments/${id}/previews`)).body.resources as PreviewBody[];
+const previewsOf = async (id: string) =>
+  (await api.http.get(`/v2/deployments/${id}/previews`)).body.resources as PreviewBody[];
 
 describe.runIf(hasChromium || browserRequired)('the Previews section of a deployment’s page', () => {
   beforeAll(() => {
@@ -84,11 +89,17 @@ describe.runIf(hasChromium || browserRequired)('the Previews section of a deploy
       const card8 = section.locator('li[data-number="8"]');
       await card7.waitFor();
       await card8.waitFor();
-      expect(await section.locator('li[data-number]').evaluateAll((cards) => cards.map((c) => c.getAttribute('data-number')))).toEqual(['8', '7']);
+      expect(
+        await section
+          .locator('li[data-number]')
+          .evaluateAll((cards) => cards.map((c) => c.getAttribute('data-number'))),
+      ).toEqual(['8', '7']);
 
       // #7: its number links to the pull request; branch, commit (none resolved yet), status, URL, expiry, its page.
       expect(await card7.getByRole('heading', { level: 3 }).innerText()).toBe('Pull request #7');
-      expect(await card7.getByRole('link', { name: '#7', exact: true }).getAttribute('href')).toBe('https://forge.example/pulls/7');
+      expect(await card7.getByRole('link', { name: '#7', exact: true }).getAttribute('href')).toBe(
+        'https://forge.example/pulls/7',
+      );
       expect(await card7.locator('dd code').first().innerText()).toBe('feature/login');
       expect(await card7.locator('div').filter({ hasText: 'Commit' }).locator('dd').innerText()).toBe('—');
       expect(await card7.locator('.badge').getAttribute('data-status')).toBe(seven.status);
@@ -98,13 +109,17 @@ describe.runIf(hasChromium || browserRequired)('the Previews section of a deploy
       expect(await expiry.innerText()).toMatch(/^expires in [23] days$/);
       expect(await expiry.getAttribute('datetime')).toBe(seven.preview.expires_at);
       expect(await expiry.getAttribute('title')).toBeTruthy();
-      expect(await card7.getByRole('link', { name: seven.name, exact: true }).getAttribute('href')).toBe(`#/deployments/${seven.id}`);
+      expect(await card7.getByRole('link', { name: seven.name, exact: true }).getAttribute('href')).toBe(
+        `#/deployments/${seven.id}`,
+      );
 
       // #8: opened without a URL, so its number is plain text.
       expect(await card8.getByRole('heading', { level: 3 }).innerText()).toBe('Pull request #8');
       expect(await card8.getByRole('link', { name: '#8', exact: true }).count()).toBe(0);
       expect(await card8.locator('dd code').first().innerText()).toBe('fix/typo');
-      expect(await card8.getByRole('link', { name: eight.name, exact: true }).getAttribute('href')).toBe(`#/deployments/${eight.id}`);
+      expect(await card8.getByRole('link', { name: eight.name, exact: true }).getAttribute('href')).toBe(
+        `#/deployments/${eight.id}`,
+      );
 
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-previews.png'), fullPage: true });
       await w.page.evaluate(axe.source);
@@ -117,9 +132,13 @@ describe.runIf(hasChromium || browserRequired)('the Previews section of a deploy
       const line = w.page.locator('.preview-of');
       const back = line.getByRole('link', { name: p.name, exact: true });
       await back.waitFor();
-      expect(await line.innerText()).toMatch(new RegExp(`^Preview of pull request #7 of ${p.name} \\(expires in [23] days\\)\\.$`));
+      expect(await line.innerText()).toMatch(
+        new RegExp(`^Preview of pull request #7 of ${p.name} \\(expires in [23] days\\)\\.$`),
+      );
       expect(await back.getAttribute('href')).toBe(`#/deployments/${p.id}`);
-      expect(await line.getByRole('link', { name: '#7', exact: true }).getAttribute('href')).toBe('https://forge.example/pulls/7');
+      expect(await line.getByRole('link', { name: '#7', exact: true }).getAttribute('href')).toBe(
+        'https://forge.example/pulls/7',
+      );
       expect(await w.page.getByRole('heading', { name: 'Previews', exact: true }).count()).toBe(0);
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-preview-page.png'), fullPage: true });
       await back.click();
@@ -137,10 +156,16 @@ describe.runIf(hasChromium || browserRequired)('the Previews section of a deploy
         [8, true],
         [7, false],
       ]);
-      expect(await card8.getByRole('button', { name: 'Tear down the preview of pull request #8' }).isDisabled()).toBe(true);
-      expect(await card8.locator('div').filter({ hasText: 'Expiry' }).locator('dd').innerText()).toBe('being torn down');
+      expect(await card8.getByRole('button', { name: 'Tear down the preview of pull request #8' }).isDisabled()).toBe(
+        true,
+      );
+      expect(await card8.locator('div').filter({ hasText: 'Expiry' }).locator('dd').innerText()).toBe(
+        'being torn down',
+      );
       expect(await card7.locator('.badge').getAttribute('data-status')).not.toBe('AWAITING_DELETE');
-      expect(await card7.getByRole('button', { name: 'Tear down the preview of pull request #7' }).isDisabled()).toBe(false);
+      expect(await card7.getByRole('button', { name: 'Tear down the preview of pull request #7' }).isDisabled()).toBe(
+        false,
+      );
       const curls = await curlsShown(w.page, section);
       expect(curls.at(-1)).toContain(`curl -X DELETE '${api.baseUrl}/v2/deployments/${p.id}/previews/8'`);
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-previews-torn-down.png'), fullPage: true });
@@ -170,7 +195,13 @@ describe.runIf(hasChromium || browserRequired)('the Previews section of a deploy
       await w.page.getByRole('heading', { name: 'Configuration', exact: true, level: 2 }).waitFor();
       // The section reads the (empty) list before deciding: give it the time a read takes.
       await expect
-        .poll(() => w.page.evaluate((id) => performance.getEntriesByType('resource').some((e) => e.name.endsWith(`/v2/deployments/${id}/previews`)), off.id))
+        .poll(() =>
+          w.page.evaluate(
+            (id) =>
+              performance.getEntriesByType('resource').some((e) => e.name.endsWith(`/v2/deployments/${id}/previews`)),
+            off.id,
+          ),
+        )
         .toBe(true);
       await w.page.waitForTimeout(200);
       expect(await w.page.getByRole('heading', { name: 'Previews', exact: true }).count()).toBe(0);

@@ -5,7 +5,13 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
-import { axeViolations, closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
+import {
+  axeViolations,
+  closeBrowser,
+  expectFitsAfterResize,
+  openConsolePage,
+  signInAt,
+} from '../support/console-page.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -62,7 +68,10 @@ interface QueriedRun {
 
 beforeAll(async () => {
   mkdirSync(OUTPUT, { recursive: true });
-  agent = await deployAgent({ name: 'hitl-agent', files: { 'src/agent.ts': GRAPH } }, { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 });
+  agent = await deployAgent(
+    { name: 'hitl-agent', files: { 'src/agent.ts': GRAPH } },
+    { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 },
+  );
   const { client, http } = agent;
   const d = (await http.get(`/v2/deployments/${agent.deploymentId}`)).body;
   deployment = { id: d.id, name: d.name };
@@ -70,10 +79,13 @@ beforeAll(async () => {
   waiting = (await client.threads.create()).thread_id;
   await client.runs.wait(waiting, 'agent', { input: { steps: ['go'] } });
   expect((await client.threads.get(waiting)).status).toBe('interrupted');
-  beforePlan = (await client.threads.getHistory(waiting, { limit: 10 })).find((s) => s.tasks.some((t) => t.name === 'plan'))!.checkpoint.checkpoint_id!;
+  beforePlan = (await client.threads.getHistory(waiting, { limit: 10 })).find((s) =>
+    s.tasks.some((t) => t.name === 'plan'),
+  )!.checkpoint.checkpoint_id!;
   // The run's trace, once the instance's tracer sent its node runs.
   const runs = await eventually(
-    async () => (await http.post('/api/v1/runs/query', { session: [d.tracer_session_id], limit: 100 })).body.runs as QueriedRun[],
+    async () =>
+      (await http.post('/api/v1/runs/query', { session: [d.tracer_session_id], limit: 100 })).body.runs as QueriedRun[],
     (list) => list.some((r) => r.name === 'ask_human' && r.extra?.metadata?.thread_id === waiting),
     60_000,
     300,
@@ -91,11 +103,16 @@ afterAll(async () => {
 const consoleUrl = (hash: string) => `${agent.http.baseUrl}/console/#${hash}`;
 
 /** The thread ids the Agent tab lists, top to bottom. */
-const listedThreads = (page: Page) => page.locator('tr[data-thread-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-thread-id')));
+const listedThreads = (page: Page) =>
+  page.locator('tr[data-thread-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-thread-id')));
 
 /** The graph's nodes as drawn: each one's place(s) in the path, '' when not visited. */
 const drawnOrder = (page: Page) =>
-  page.locator('svg.graph [data-node]').evaluateAll((nodes) => Object.fromEntries(nodes.map((n) => [n.getAttribute('data-node'), n.getAttribute('data-order') ?? ''])));
+  page
+    .locator('svg.graph [data-node]')
+    .evaluateAll((nodes) =>
+      Object.fromEntries(nodes.map((n) => [n.getAttribute('data-node'), n.getAttribute('data-order') ?? ''])),
+    );
 
 describe.runIf(hasChromium || browserRequired)('a deployed agent in the console', () => {
   beforeAll(() => {
@@ -125,7 +142,9 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
       await expect.poll(() => page.getByLabel('Thread status: interrupted').count()).toBe(1);
       const interrupt = page.getByRole('region', { name: 'Interrupt 1 value' });
       expect(JSON.parse(await interrupt.innerText())).toEqual({ question: 'Ship the plan?' });
-      expect(JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText())).toEqual({ steps: ['go', 'plan'] });
+      expect(JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText())).toEqual({
+        steps: ['go', 'plan'],
+      });
       const traces = page.getByRole('link', { name: 'Traces of this thread' });
       expect(await traces.getAttribute('href')).toBe(`#/deployments/${deployment.id}?tab=traces&thread=${waiting}`);
 
@@ -137,14 +156,23 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
 
       await page.getByLabel('Resume with (JSON)').fill('{"approved": true, "note": "ship it"}');
       await page.getByRole('button', { name: 'Resume' }).click();
-      await page.getByRole('status').filter({ hasText: /^Resumed: run / }).waitFor();
+      await page
+        .getByRole('status')
+        .filter({ hasText: /^Resumed: run / })
+        .waitFor();
       await page.getByLabel('Thread status: idle').waitFor({ timeout: 20_000 });
       await expect
-        .poll(async () => JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText()), { timeout: 10_000 })
+        .poll(async () => JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText()), {
+          timeout: 10_000,
+        })
         .toEqual({ steps: ['go', 'plan', 'ask_human', 'act'], answer: { approved: true, note: 'ship it' } });
       expect(await page.getByRole('heading', { name: 'Waiting for a human' }).count()).toBe(0);
-      expect(await page.getByRole('table', { name: 'Runs of this thread, newest first' }).locator('tbody tr').count()).toBe(2);
-      expect((await agent.client.threads.getState(waiting)).values).toMatchObject({ answer: { approved: true, note: 'ship it' } });
+      expect(
+        await page.getByRole('table', { name: 'Runs of this thread, newest first' }).locator('tbody tr').count(),
+      ).toBe(2);
+      expect((await agent.client.threads.getState(waiting)).values).toMatchObject({
+        answer: { approved: true, note: 'ship it' },
+      });
 
       // The inbox is empty now.
       await page.goto(consoleUrl(`/deployments/${deployment.id}?tab=agent&status=interrupted`));
@@ -167,7 +195,9 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
       expect(await drawnOrder(page)).toEqual({ __start__: '1', plan: '2', ask_human: '3', act: '', __end__: '' });
       expect(await graph.getByRole('img', { name: 'plan: visited 2nd' }).count()).toBe(1);
       expect(await graph.getByRole('img', { name: 'act: not visited' }).count()).toBe(1);
-      expect(await page.getByRole('list', { name: 'Nodes visited, in order' }).getByRole('listitem').allInnerTexts()).toEqual(['__start__', 'plan', 'ask_human']);
+      expect(
+        await page.getByRole('list', { name: 'Nodes visited, in order' }).getByRole('listitem').allInnerTexts(),
+      ).toEqual(['__start__', 'plan', 'ask_human']);
       await page.screenshot({ path: path.join(OUTPUT, 'console-agent-graph-path.png'), fullPage: true });
 
       await page.locator(`li[data-run-id="${planRunId}"] a`).click();
@@ -177,7 +207,9 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
       await page.getByRole('heading', { name: `Thread ${waiting}`, level: 1 }).waitFor();
       await page.getByLabel('Thread status: idle').waitFor();
       const historyBefore = (await agent.client.threads.getHistory(waiting, { limit: 50 })).length;
-      await expect.poll(() => page.getByRole('list', { name: 'Checkpoint history' }).getByRole('listitem').count()).toBe(historyBefore);
+      await expect
+        .poll(() => page.getByRole('list', { name: 'Checkpoint history' }).getByRole('listitem').count())
+        .toBe(historyBefore);
 
       await page.goBack();
       await details.getByRole('button', { name: 'Fork from here' }).click();
@@ -197,9 +229,13 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
       // The fork ran `plan` again from before it, and stopped at the human again: a branch beside the resumed one.
       await page.getByLabel('Thread status: interrupted').waitFor({ timeout: 20_000 });
       await expect
-        .poll(async () => JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText()), { timeout: 10_000 })
+        .poll(async () => JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText()), {
+          timeout: 10_000,
+        })
         .toEqual({ steps: ['go', 'plan'] });
-      await expect.poll(() => page.getByRole('list', { name: 'Checkpoint history' }).getByRole('listitem').count()).toBeGreaterThan(historyBefore);
+      await expect
+        .poll(() => page.getByRole('list', { name: 'Checkpoint history' }).getByRole('listitem').count())
+        .toBeGreaterThan(historyBefore);
       expect(await agent.client.runs.list(waiting)).toHaveLength(3);
       expect(w.errors).toEqual([]);
     } finally {
@@ -212,7 +248,12 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
     const w = await openConsolePage({ colorScheme: 'dark', bypassCSP: true });
     const { page } = w;
     try {
-      await signInAt(page, consoleUrl(`/deployments/${deployment.id}?tab=agent&status=interrupted`), agent.apiKey, deployment.name);
+      await signInAt(
+        page,
+        consoleUrl(`/deployments/${deployment.id}?tab=agent&status=interrupted`),
+        agent.apiKey,
+        deployment.name,
+      );
       await page.locator(`tr[data-thread-id="${waiting}"]`).waitFor();
       expect(await axeViolations(page)).toEqual([]);
       await page.goto(consoleUrl(`/deployments/${deployment.id}/threads/${waiting}`));
@@ -237,19 +278,29 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
     // Its own data: a yearly cron (it never fires during the test) and a thread to delete.
     const cron = await client.crons.create('agent', { schedule: '0 0 1 1 *', input: { steps: ['yearly'] } });
     const doomed = (await client.threads.create({ metadata: { purpose: 'delete-me' } })).thread_id;
-    const enabledOf = async () => (await client.crons.search({ limit: 100 })).find((c) => c.cron_id === cron.cron_id)?.enabled;
+    const enabledOf = async () =>
+      (await client.crons.search({ limit: 100 })).find((c) => c.cron_id === cron.cron_id)?.enabled;
     const w = await openConsolePage();
     const { page } = w;
     try {
-      await signInAt(page, consoleUrl(`/deployments/${deployment.id}?tab=agent&view=assistants`), agent.apiKey, deployment.name);
+      await signInAt(
+        page,
+        consoleUrl(`/deployments/${deployment.id}?tab=agent&view=assistants`),
+        agent.apiKey,
+        deployment.name,
+      );
       await page.getByRole('heading', { name: 'Assistants', level: 2 }).waitFor();
       await page.getByRole('button', { name: 'agent', exact: true }).click();
-      await expect.poll(() => page.getByRole('list', { name: 'Versions of agent, newest first' }).innerText(), { timeout: 10_000 }).toContain('version 1');
+      await expect
+        .poll(() => page.getByRole('list', { name: 'Versions of agent, newest first' }).innerText(), {
+          timeout: 10_000,
+        })
+        .toContain('version 1');
       const graph = page.getByRole('group', { name: 'Graph agent' });
       await graph.waitFor();
-      expect(await graph.locator('[data-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-node')).sort())).toEqual(
-        ['__end__', '__start__', 'act', 'ask_human', 'plan'],
-      );
+      expect(
+        await graph.locator('[data-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-node')).sort()),
+      ).toEqual(['__end__', '__start__', 'act', 'ask_human', 'plan']);
 
       await page.getByRole('navigation', { name: 'Agent views' }).getByRole('link', { name: 'Crons' }).click();
       const row = page.locator(`tr[data-cron-id="${cron.cron_id}"]`);

@@ -5,7 +5,14 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
-import { axeViolations, agentApplies, closeBrowser, expectFitsAfterResize, openConsolePage, signInAt } from '../support/console-page.js';
+import {
+  axeViolations,
+  agentApplies,
+  closeBrowser,
+  expectFitsAfterResize,
+  openConsolePage,
+  signInAt,
+} from '../support/console-page.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { dottedSegment, langsmithClient, sendTrace } from '../support/langsmith.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
@@ -36,7 +43,8 @@ const TRICKY = 'acme "west" \\ branch';
 
 /** The failed trace, written as one batch (the client's fallback): the error on the root, tokens on the llm. */
 async function sendFailedTrace(projectName: string, at: Date): Promise<void> {
-  const order = (parentOrder: string | null, ms: number, id: string) => `${parentOrder ? `${parentOrder}.` : ''}${dottedSegment(new Date(at.getTime() + ms), id)}`;
+  const order = (parentOrder: string | null, ms: number, id: string) =>
+    `${parentOrder ? `${parentOrder}.` : ''}${dottedSegment(new Date(at.getTime() + ms), id)}`;
   const rootOrder = order(null, 0, tree.root);
   const planOrder = order(rootOrder, 100, tree.plan);
   const time = (ms: number) => new Date(at.getTime() + ms).toISOString();
@@ -55,7 +63,18 @@ async function sendFailedTrace(projectName: string, at: Date): Promise<void> {
         error: ERROR_TEXT,
         extra: { metadata: { revision_id: active, thread_id: 'thread-failed', customer: 'globex' } },
       },
-      { ...common, id: tree.plan, parent_run_id: tree.root, dotted_order: planOrder, name: 'plan', run_type: 'chain', start_time: time(100), end_time: time(900), inputs: {}, outputs: { step: 'lookup' } },
+      {
+        ...common,
+        id: tree.plan,
+        parent_run_id: tree.root,
+        dotted_order: planOrder,
+        name: 'plan',
+        run_type: 'chain',
+        start_time: time(100),
+        end_time: time(900),
+        inputs: {},
+        outputs: { step: 'lookup' },
+      },
       {
         ...common,
         id: tree.model,
@@ -84,16 +103,42 @@ beforeAll(async () => {
   active = created.latest_revision_id;
   await agentApplies(agent, listenerId, active);
   deployment = await eventually(
-    async () => (await api.http.get(`/v2/deployments/${created.id}`)).body as { id: string; name: string; active_revision_id: string | null },
+    async () =>
+      (await api.http.get(`/v2/deployments/${created.id}`)).body as {
+        id: string;
+        name: string;
+        active_revision_id: string | null;
+      },
     (d) => d.active_revision_id === active,
   );
 
   const client = langsmithClient(api.baseUrl, api.adminKey);
   const now = Date.now();
   const at = (secondsAgo: number) => new Date(now - secondsAgo * 1_000);
-  traces.oldFirst = (await sendTrace(client, deployment.name, { start: at(50), latencyMs: 1_500, name: 'old-answer', metadata: { revision_id: earlier, thread_id: 'thread-1', customer: TRICKY } })).traceId;
-  traces.oldSecond = (await sendTrace(client, deployment.name, { start: at(40), latencyMs: 3_000, name: 'slow-answer', metadata: { revision_id: earlier, thread_id: 'thread-1', customer: 'acme' } })).traceId;
-  traces.activeOk = (await sendTrace(client, deployment.name, { start: at(30), latencyMs: 500, name: 'new-answer', metadata: { revision_id: active, thread_id: 'thread-2', customer: 'acme' } })).traceId;
+  traces.oldFirst = (
+    await sendTrace(client, deployment.name, {
+      start: at(50),
+      latencyMs: 1_500,
+      name: 'old-answer',
+      metadata: { revision_id: earlier, thread_id: 'thread-1', customer: TRICKY },
+    })
+  ).traceId;
+  traces.oldSecond = (
+    await sendTrace(client, deployment.name, {
+      start: at(40),
+      latencyMs: 3_000,
+      name: 'slow-answer',
+      metadata: { revision_id: earlier, thread_id: 'thread-1', customer: 'acme' },
+    })
+  ).traceId;
+  traces.activeOk = (
+    await sendTrace(client, deployment.name, {
+      start: at(30),
+      latencyMs: 500,
+      name: 'new-answer',
+      metadata: { revision_id: active, thread_id: 'thread-2', customer: 'acme' },
+    })
+  ).traceId;
   await sendFailedTrace(deployment.name, at(20));
   traces.failed = tree.root;
 }, 120_000);
@@ -106,10 +151,14 @@ afterAll(async () => {
 
 const tracesUrl = () => `${api.baseUrl}/console/#/deployments/${deployment.id}?tab=traces`;
 /** The trace ids the list shows, top to bottom. */
-const listed = (page: Page) => page.locator('tr[data-trace-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-trace-id')));
+const listed = (page: Page) =>
+  page.locator('tr[data-trace-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-trace-id')));
 
 /** Applies the filter form as a person would: each field set, then the button. */
-async function applyFilters(page: Page, fields: { status?: string; key?: string; value?: string; latency?: string }): Promise<void> {
+async function applyFilters(
+  page: Page,
+  fields: { status?: string; key?: string; value?: string; latency?: string },
+): Promise<void> {
   await page.getByLabel('Trace status').selectOption(fields.status ?? '');
   await page.getByLabel('Metadata key').fill(fields.key ?? '');
   await page.getByLabel('Metadata value').fill(fields.value ?? '');
@@ -146,7 +195,10 @@ describe.runIf(hasChromium || browserRequired)('a deployment’s Traces tab in C
 
       await applyFilters(page, { status: 'error' });
       await expectListed(page, [traces.failed]);
-      expect(Object.fromEntries(new URLSearchParams(new URL(page.url()).hash.split('?')[1]))).toEqual({ tab: 'traces', status: 'error' });
+      expect(Object.fromEntries(new URLSearchParams(new URL(page.url()).hash.split('?')[1]))).toEqual({
+        tab: 'traces',
+        status: 'error',
+      });
       await applyFilters(page, { key: 'customer', value: 'acme' });
       await expectListed(page, [traces.activeOk, traces.oldSecond]);
       // Quotes and a backslash in a value reach the filter escaped, and match that value only.
@@ -179,7 +231,11 @@ describe.runIf(hasChromium || browserRequired)('a deployment’s Traces tab in C
       const waterfall = page.getByRole('list', { name: 'Runs of this trace, in tree order' });
       await waterfall.waitFor();
       const runs = waterfall.locator('li');
-      expect(await runs.evaluateAll((items) => items.map((li) => [li.getAttribute('data-run-id'), li.getAttribute('data-depth')]))).toEqual([
+      expect(
+        await runs.evaluateAll((items) =>
+          items.map((li) => [li.getAttribute('data-run-id'), li.getAttribute('data-depth')]),
+        ),
+      ).toEqual([
         [tree.root, '0'],
         [tree.plan, '1'],
         [tree.model, '2'],
@@ -189,15 +245,27 @@ describe.runIf(hasChromium || browserRequired)('a deployment’s Traces tab in C
       expect(await page.getByRole('region', { name: 'Error', exact: true }).innerText()).toBe(ERROR_TEXT);
       const details = page.getByRole('region', { name: /^Run failing-agent/ });
       expect(await details.innerText()).toContain('thread-failed');
-      expect(await details.getByRole('region', { name: 'Inputs', exact: true }).innerText()).toContain('"question": "where is my order?"');
+      expect(await details.getByRole('region', { name: 'Inputs', exact: true }).innerText()).toContain(
+        '"question": "where is my order?"',
+      );
 
       await runs.nth(2).getByRole('link').click();
       const model = page.getByRole('region', { name: /^Run model/ });
       await model.waitFor();
       const facts = Object.fromEntries(
-        await model.locator('dl > div').evaluateAll((divs) => divs.map((d) => [d.querySelector('dt')!.textContent, d.querySelector('dd')!.textContent])),
+        await model
+          .locator('dl > div')
+          .evaluateAll((divs) =>
+            divs.map((d) => [d.querySelector('dt')!.textContent, d.querySelector('dd')!.textContent]),
+          ),
       );
-      expect(facts).toMatchObject({ Type: 'llm', 'Prompt tokens': '120', 'Completion tokens': '30', 'Total tokens': '150', Duration: '0.50 s' });
+      expect(facts).toMatchObject({
+        Type: 'llm',
+        'Prompt tokens': '120',
+        'Completion tokens': '30',
+        'Total tokens': '150',
+        Duration: '0.50 s',
+      });
       expect(await model.getByRole('region', { name: 'Error', exact: true }).count()).toBe(0);
       // The selected run is in the address too.
       expect(new URLSearchParams(new URL(page.url()).hash.split('?')[1]).get('run')).toBe(tree.model);
@@ -218,7 +286,16 @@ describe.runIf(hasChromium || browserRequired)('a deployment’s Traces tab in C
     const roots = Array.from({ length: 21 }, (_, i) => {
       const id = randomUUID();
       const at = new Date(now - (i + 1) * 1_000);
-      return { id, trace_id: id, dotted_order: dottedSegment(at, id), name: `call-${i}`, run_type: 'chain', start_time: at.toISOString(), end_time: new Date(at.getTime() + 100).toISOString(), session_name: name };
+      return {
+        id,
+        trace_id: id,
+        dotted_order: dottedSegment(at, id),
+        name: `call-${i}`,
+        run_type: 'chain',
+        start_time: at.toISOString(),
+        end_time: new Date(at.getTime() + 100).toISOString(),
+        session_name: name,
+      };
     });
     expect((await api.http.post('/api/v1/runs/batch', { post: roots })).status).toBe(202);
     const w = await openConsolePage();
@@ -228,9 +305,15 @@ describe.runIf(hasChromium || browserRequired)('a deployment’s Traces tab in C
       // Unfiltered, the deployment's trace list pages by offset; filtered, the runs query by cursor.
       for (const status of ['', 'success']) {
         await applyFilters(page, { status });
-        await expectListed(page, roots.slice(0, 20).map((r) => r.id));
+        await expectListed(
+          page,
+          roots.slice(0, 20).map((r) => r.id),
+        );
         await page.getByRole('button', { name: 'Load more' }).click();
-        await expectListed(page, roots.map((r) => r.id));
+        await expectListed(
+          page,
+          roots.map((r) => r.id),
+        );
         expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
       }
       expect(w.errors).toEqual([]);

@@ -4,7 +4,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, hasChromium } from '../support/browser.js';
-import { agentApplies as applied, closeBrowser, curlsShown, openConsolePage, signInAt } from '../support/console-page.js';
+import {
+  agentApplies as applied,
+  closeBrowser,
+  curlsShown,
+  openConsolePage,
+  signInAt,
+} from '../support/console-page.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
@@ -65,7 +71,10 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       const secret = (await w.page.getByLabel("The webhook's signing secret").innerText()).trim();
       expect(secret).toMatch(/^whsec_/);
       const [hook] = (await api.http.get('/v2/webhooks')).body.resources;
-      expect(hook).toMatchObject({ url: receiver.url, event_types: expect.arrayContaining(['deployment.created', 'revision.status_changed']) });
+      expect(hook).toMatchObject({
+        url: receiver.url,
+        event_types: expect.arrayContaining(['deployment.created', 'revision.status_changed']),
+      });
 
       // An event happens; the deployer delivers it to the receiver.
       const d = await createImageDeployment(api, 'hooked', listenerId);
@@ -95,7 +104,9 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       expect(signed(again[1]!)).toBe(true);
       const curls = await curlsShown(w.page, card);
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-webhooks.png'), fullPage: true });
-      expect(curls[0]).toContain(`curl -X POST '${api.baseUrl}/v2/webhooks/${hook.id}/deliveries/${delivered[0]!.headers['webhook-id']}/redeliver'`);
+      expect(curls[0]).toContain(
+        `curl -X POST '${api.baseUrl}/v2/webhooks/${hook.id}/deliveries/${delivered[0]!.headers['webhook-id']}/redeliver'`,
+      );
       expect(curls[0]).toContain("-d '{}'");
 
       // A test delivery: one signed `webhook.test` POST to this webhook, and the history, which
@@ -115,7 +126,9 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       expect(await testRow.getByRole('rowheader').innerText()).toContain('webhook.test');
       const testCall = card.locator('details.api-call').first();
       await testCall.locator('summary').click();
-      expect(await testCall.getByLabel('The call as a curl command').innerText()).toContain(`curl -X POST '${api.baseUrl}/v2/webhooks/${hook.id}/test'`);
+      expect(await testCall.getByLabel('The call as a curl command').innerText()).toContain(
+        `curl -X POST '${api.baseUrl}/v2/webhooks/${hook.id}/test'`,
+      );
       expect(w.errors.filter((e) => !/status of 422/.test(e))).toEqual([]);
     } finally {
       await w.close();
@@ -176,7 +189,9 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       await w.page.getByLabel('Deployment ID').fill(d.id);
       await w.page.getByRole('button', { name: 'Filter' }).click();
       expect(w.page.url()).toContain(`#/events?deployment_id=${d.id}`);
-      const ids = (await api.http.get(`/v2/events?deployment_id=${d.id}&limit=100`)).body.resources.map((e: { id: string }) => e.id);
+      const ids = (await api.http.get(`/v2/events?deployment_id=${d.id}&limit=100`)).body.resources.map(
+        (e: { id: string }) => e.id,
+      );
       expect(ids.length).toBeGreaterThanOrEqual(3);
       const newestFirst = [...ids].reverse();
       await eventually(shownIds, (shown) => JSON.stringify(shown) === JSON.stringify(newestFirst));
@@ -186,7 +201,9 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       // A status change carries no name: the page looks the deployment up and names it.
       const deployed = rows.filter({ hasText: /revision\.status_changed/ }).filter({ hasText: /DEPLOYED/ });
       expect(await deployed.count()).toBeGreaterThan(0);
-      expect(await deployed.first().getByRole('link', { name: 'eventful', exact: true }).getAttribute('href')).toBe(`#/deployments/${d.id}`);
+      expect(await deployed.first().getByRole('link', { name: 'eventful', exact: true }).getAttribute('href')).toBe(
+        `#/deployments/${d.id}`,
+      );
       expect(texts.every((t) => !t.includes(d.id.slice(0, 8)) && !t.includes('other-eventful'))).toBe(true);
       // The filter is in the address: a reload keeps it.
       await w.page.reload();
@@ -212,7 +229,9 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       await card.getByRole('list', { name: 'Values of team' }).getByText('search').waitFor();
       const [key] = (await api.http.get('/v2/tags/keys')).body.resources;
       expect(key.key).toBe('team');
-      expect((await api.http.get(`/v2/tags/keys/${key.id}/values`)).body.resources.map((v: { value: string }) => v.value)).toEqual(['search']);
+      expect(
+        (await api.http.get(`/v2/tags/keys/${key.id}/values`)).body.resources.map((v: { value: string }) => v.value),
+      ).toEqual(['search']);
       const squad = w.page.locator(`li[data-tag-key-id="${key.id}"]`);
       await squad.getByRole('button', { name: 'Rename' }).click();
       await squad.getByLabel('New name of team').fill('squad');
@@ -220,7 +239,10 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       await squad.getByRole('heading', { name: 'squad' }).waitFor();
       expect((await api.http.get(`/v2/tags/keys/${key.id}`)).body.key).toBe('squad');
       await squad.getByRole('button', { name: 'Delete tag key squad' }).click();
-      await w.page.getByRole('dialog', { name: 'Delete tag key?' }).getByRole('button', { name: 'Delete tag key' }).click();
+      await w.page
+        .getByRole('dialog', { name: 'Delete tag key?' })
+        .getByRole('button', { name: 'Delete tag key' })
+        .click();
       await squad.waitFor({ state: 'detached' });
       expect((await api.http.get('/v2/tags/keys')).body.resources).toEqual([]);
 
@@ -231,7 +253,9 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       expect(uploadBytes).toBeGreaterThan(1024);
       const uploadHint = w.page.locator('.field', { has: w.page.getByLabel('Upload size (bytes)') }).locator('.hint');
       expect(await uploadHint.innerText()).toMatch(/^In force: \d+(\.\d+)? (KiB|MiB|GiB)$/);
-      expect(await uploadHint.locator('[title]').getAttribute('title')).toBe(`${uploadBytes.toLocaleString('en')} bytes`);
+      expect(await uploadHint.locator('[title]').getAttribute('title')).toBe(
+        `${uploadBytes.toLocaleString('en')} bytes`,
+      );
       await w.page.getByLabel('Upload size (bytes)').fill('1536');
       expect(await uploadHint.innerText()).toMatch(/; entered: 1\.5 KiB$/);
       await w.page.getByLabel('Upload size (bytes)').fill('');
@@ -246,10 +270,15 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       await w.page.getByRole('button', { name: 'Register' }).click();
       const row = w.page.getByRole('row', { name: /cluster-from-the-console/ });
       await row.waitFor();
-      const made = (await api.http.get('/v2/listeners?limit=100')).body.resources.find((l: { compute_id: string }) => l.compute_id === 'cluster-from-the-console');
+      const made = (await api.http.get('/v2/listeners?limit=100')).body.resources.find(
+        (l: { compute_id: string }) => l.compute_id === 'cluster-from-the-console',
+      );
       expect(made.compute_config.k8s_namespaces).toEqual(['apps', 'jobs']);
       await row.getByRole('button', { name: 'Delete listener cluster-from-the-console' }).click();
-      await w.page.getByRole('dialog', { name: 'Delete listener?' }).getByRole('button', { name: 'Delete listener' }).click();
+      await w.page
+        .getByRole('dialog', { name: 'Delete listener?' })
+        .getByRole('button', { name: 'Delete listener' })
+        .click();
       await row.waitFor({ state: 'detached' });
       expect((await api.http.get(`/v2/listeners/${made.id}`)).status).toBe(404);
       expect(w.errors.filter((e) => !/status of 403/.test(e))).toEqual([]);
@@ -257,7 +286,6 @@ describe.runIf(hasChromium || browserRequired)('the console’s workspace pages,
       await w.close();
     }
   }, 60_000);
-
 });
 
 mkdirSync(OUTPUT, { recursive: true });

@@ -51,14 +51,19 @@ afterAll(async () => {
 
 /** A deployment of `image` whose first revision the deployer hands to the (test-played) agent. */
 async function createDeployment(name: string, image = 'registry.example/agent:1') {
-  const d = await createImageDeployment(api, name, listenerId, { image, secrets: [{ name: 'OPENAI_API_KEY', value: SECRET }] });
+  const d = await createImageDeployment(api, name, listenerId, {
+    image,
+    secrets: [{ name: 'OPENAI_API_KEY', value: SECRET }],
+  });
   return { id: d.id, revisionId: d.latest_revision_id };
 }
 
-const agentApplies = (revisionId: string, status?: 'DEPLOYED' | 'DEPLOY_FAILED', message?: string) => applied(agent, listenerId, revisionId, status, message);
+const agentApplies = (revisionId: string, status?: 'DEPLOYED' | 'DEPLOY_FAILED', message?: string) =>
+  applied(agent, listenerId, revisionId, status, message);
 
 const deploymentOf = async (id: string) => (await api.http.get(`/v2/deployments/${id}`)).body;
-const revisionOf = async (id: string, revisionId: string) => (await api.http.get(`/v2/deployments/${id}/revisions/${revisionId}`)).body;
+const revisionOf = async (id: string, revisionId: string) =>
+  (await api.http.get(`/v2/deployments/${id}/revisions/${revisionId}`)).body;
 
 interface Watched {
   page: Page;
@@ -79,7 +84,12 @@ async function openPage(options: { bypassCSP?: boolean } = {}): Promise<Watched>
   const reading: Array<Promise<void>> = [];
   page.on('response', (res) => {
     if (!res.url().startsWith(api.baseUrl) || /event-stream/.test(res.headers()['content-type'] ?? '')) return;
-    reading.push(res.text().then((t) => void bodies.push(t), () => {}));
+    reading.push(
+      res.text().then(
+        (t) => void bodies.push(t),
+        () => {},
+      ),
+    );
   });
   return {
     page,
@@ -145,7 +155,10 @@ describe('/console over HTTP', () => {
 
 describe('/console without a build', () => {
   it('answers 503 saying how to build it, under the same policy', async () => {
-    const app = express().use('/console', consoleApp((_req, _res, next) => next(), null));
+    const app = express().use(
+      '/console',
+      consoleApp((_req, _res, next) => next(), null),
+    );
     const server = app.listen(0, '127.0.0.1');
     await new Promise<void>((resolve) => server.once('listening', resolve));
     try {
@@ -173,7 +186,11 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       await w.page.getByRole('button', { name: 'Sign in' }).click();
       await w.page.getByRole('heading', { name: 'Deployments', level: 1 }).waitFor();
       expect(w.page.url()).not.toContain(api.adminKey);
-      expect(await w.page.evaluate("({ session: sessionStorage.getItem('slipway.console.apiKey'), local: localStorage.length })")).toEqual({
+      expect(
+        await w.page.evaluate(
+          "({ session: sessionStorage.getItem('slipway.console.apiKey'), local: localStorage.length })",
+        ),
+      ).toEqual({
         session: api.adminKey,
         local: 0,
       });
@@ -186,7 +203,10 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
 
   it('asks an organization-scoped key to pick one of its workspaces, with the API’s message', async () => {
     const orgKey = await api.mintKey({ scope: 'organization', workspaceId: null, role: 'member' });
-    const staging = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'console-staging');
+    const staging = await new TenancyRepository(api.dataSource.manager).createWorkspace(
+      api.organizationId,
+      'console-staging',
+    );
     const w = await openPage();
     try {
       await signIn(w.page, orgKey);
@@ -194,7 +214,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       const workspace = w.page.getByLabel('Workspace');
       await workspace.waitFor();
       const options = await workspace.locator('option').allInnerTexts();
-      expect(options).toEqual(expect.arrayContaining([`default (${api.workspaceId})`, `console-staging (${staging.id})`]));
+      expect(options).toEqual(
+        expect.arrayContaining([`default (${api.workspaceId})`, `console-staging (${staging.id})`]),
+      );
       await workspace.selectOption(api.workspaceId);
       await w.page.getByRole('button', { name: 'Sign in' }).click();
       await w.page.getByRole('heading', { name: 'Deployments', level: 1 }).waitFor();
@@ -214,7 +236,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       const row = w.page.locator(`tr[data-deployment-id="${id}"]`);
       await row.waitFor({ timeout: 15_000 });
       await agentApplies(revisionId);
-      await expect.poll(() => row.locator('.active-status .badge').getAttribute('data-status'), { timeout: 15_000 }).toBe('DEPLOYED');
+      await expect
+        .poll(() => row.locator('.active-status .badge').getAttribute('data-status'), { timeout: 15_000 })
+        .toBe('DEPLOYED');
       // Nothing came over a stream: the refreshes did it.
       expect(await w.page.locator('p.live').getAttribute('data-last-event-id')).toBeNull();
     } finally {
@@ -225,7 +249,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
   it('lists a deployment created through the API and shows it reach DEPLOYED live, without a reload', async () => {
     const key = await api.http.post('/v2/tags/keys', { key: `team-${randomUUID().slice(0, 8)}` });
     const [mine, other] = await Promise.all(
-      ['agents', 'billing'].map(async (value) => (await api.http.post(`/v2/tags/keys/${key.body.id}/values`, { value })).body.id as string),
+      ['agents', 'billing'].map(
+        async (value) => (await api.http.post(`/v2/tags/keys/${key.body.id}/values`, { value })).body.id as string,
+      ),
     );
     const w = await openPage();
     try {
@@ -245,20 +271,26 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       const row = w.page.locator(`tr[data-deployment-id="${id}"]`);
       await row.waitFor({ timeout: 15_000 });
       expect(await row.getByRole('link', { name: 'live-table' }).getAttribute('href')).toBe(`#/deployments/${id}`);
-      await expect.poll(() => row.locator('.latest-status .badge').getAttribute('data-status'), { timeout: 15_000 }).toMatch(/AWAITING_DEPLOY|DEPLOYING|DEPLOYED/);
+      await expect
+        .poll(() => row.locator('.latest-status .badge').getAttribute('data-status'), { timeout: 15_000 })
+        .toMatch(/AWAITING_DEPLOY|DEPLOYING|DEPLOYED/);
       // Nothing serves yet: the deployment's status is not the API's bare READY but what is going on.
       const status = row.locator('td[data-label="Status"]');
       expect(await status.innerText()).toBe('Building…');
       await agentApplies(revisionId);
-      await expect.poll(() => row.locator('.active-status .badge').getAttribute('data-status'), { timeout: 15_000 }).toBe('DEPLOYED');
+      await expect
+        .poll(() => row.locator('.active-status .badge').getAttribute('data-status'), { timeout: 15_000 })
+        .toBe('DEPLOYED');
       await expect.poll(() => status.innerText()).toBe('READY');
       expect(await w.page.evaluate('window.unreloaded')).toBe(true);
       // The event that moved the revision to DEPLOYED reached the page over the stream…
-      const deployed = (await api.http.get(`/v2/events?limit=100&deployment_id=${id}&types=revision.status_changed`)).body.resources.find(
-        (e: any) => e.revision_id === revisionId && e.data.to === 'DEPLOYED',
-      );
+      const deployed = (
+        await api.http.get(`/v2/events?limit=100&deployment_id=${id}&types=revision.status_changed`)
+      ).body.resources.find((e: any) => e.revision_id === revisionId && e.data.to === 'DEPLOYED');
       expect(deployed).toBeDefined();
-      await expect.poll(async () => BigInt((await indicator.getAttribute('data-last-event-id')) ?? '0') >= BigInt(deployed.id)).toBe(true);
+      await expect
+        .poll(async () => BigInt((await indicator.getAttribute('data-last-event-id')) ?? '0') >= BigInt(deployed.id))
+        .toBe(true);
       // …and the page never fell back to polling meanwhile.
       expect(((await w.page.evaluate('window.modes')) as string[]).filter((m) => m !== 'live')).toEqual([]);
       expect(await indicator.innerText()).toBe('Live: updates as events arrive');
@@ -299,7 +331,13 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
   it('shows the timeline and rolls back through the UI: the old revision’s artifact becomes active', async () => {
     const { id, revisionId: first } = await createDeployment('roll-back-me', 'registry.example/agent:1');
     await agentApplies(first);
-    const patched = await api.http.patch(`/v2/deployments/${id}`, { source_revision_config: { image_uri: 'registry.example/agent:2' }, secrets: [{ name: 'OPENAI_API_KEY', value: '********' }, { name: 'EXTRA_FLAG', value: 'on' }] });
+    const patched = await api.http.patch(`/v2/deployments/${id}`, {
+      source_revision_config: { image_uri: 'registry.example/agent:2' },
+      secrets: [
+        { name: 'OPENAI_API_KEY', value: '********' },
+        { name: 'EXTRA_FLAG', value: 'on' },
+      ],
+    });
     const second = patched.body.latest_revision_id as string;
     await agentApplies(second);
     expect((await deploymentOf(id)).active_revision_id).toBe(second);
@@ -318,12 +356,16 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       expect(await timeline.locator(`li[data-revision-id="${second}"] .tag-active`).innerText()).toBe('active');
       // Each revision says why it exists and who made it; the one no longer serving says so.
       expect(await firstItem.locator('.revision-story').innerText()).toMatch(/^Created with the deployment by key/);
-      expect(await timeline.locator(`li[data-revision-id="${second}"] .revision-story`).innerText()).toMatch(/^Settings changed by key/);
+      expect(await timeline.locator(`li[data-revision-id="${second}"] .revision-story`).innerText()).toMatch(
+        /^Settings changed by key/,
+      );
       expect(await firstItem.locator('.tag-superseded').innerText()).toBe('superseded');
       expect(await timeline.locator(`li[data-revision-id="${second}"] .tag-superseded`).count()).toBe(0);
       expect(await w.page.getByRole('img', { name: /Phase durations of 2 revisions/ }).count()).toBe(1);
       // Secrets by name only.
-      expect(await w.page.getByRole('list', { name: 'Secrets (values hidden)' }).innerText()).toContain('OPENAI_API_KEY');
+      expect(await w.page.getByRole('list', { name: 'Secrets (values hidden)' }).innerText()).toContain(
+        'OPENAI_API_KEY',
+      );
 
       await firstItem.getByRole('button', { name: `Roll back to revision ${first.slice(0, 8)}` }).click();
       const dialog = w.page.getByRole('dialog', { name: `Roll back to revision ${first.slice(0, 8)}` });
@@ -335,13 +377,23 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       await dialog.getByRole('button', { name: 'Roll back' }).click();
       await dialog.waitFor({ state: 'hidden' });
 
-      const third = await eventually(() => deploymentOf(id), (d) => d.latest_revision_id !== second);
+      const third = await eventually(
+        () => deploymentOf(id),
+        (d) => d.latest_revision_id !== second,
+      );
       const rollback = third.latest_revision_id as string;
       expect((await revisionOf(id, rollback)).redeployed_from).toBe(first);
       await agentApplies(rollback);
-      const after = await eventually(() => deploymentOf(id), (d) => d.active_revision_id === rollback);
+      const after = await eventually(
+        () => deploymentOf(id),
+        (d) => d.active_revision_id === rollback,
+      );
       const active = await revisionOf(id, after.active_revision_id);
-      expect(active).toMatchObject({ status: 'DEPLOYED', redeployed_from: first, image_uri: (await revisionOf(id, first)).image_uri });
+      expect(active).toMatchObject({
+        status: 'DEPLOYED',
+        redeployed_from: first,
+        image_uri: (await revisionOf(id, first)).image_uri,
+      });
       // The page follows by itself: the new revision shows as the active one.
       await timeline.locator(`li[data-revision-id="${rollback}"] .tag-active`).waitFor({ timeout: 15_000 });
       await w.page.screenshot({ path: path.join(OUTPUT, 'console-deployment.png'), fullPage: true });
@@ -365,7 +417,10 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
 
   it('follows a running revision’s log: a line written after the page opened appears; level and text filter it', async () => {
     const { id, revisionId } = await createDeployment('log-follow');
-    await eventually(() => revisionOf(id, revisionId), (r) => r.status === 'DEPLOYING');
+    await eventually(
+      () => revisionOf(id, revisionId),
+      (r) => r.status === 'DEPLOYING',
+    );
     const w = await openPage();
     try {
       await signIn(w.page);
@@ -398,7 +453,10 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       // The deployment page can interrupt this running revision (once confirmed).
       await w.page.goto(`${api.baseUrl}/console/#/deployments/${id}`);
       await w.page.getByRole('button', { name: 'Interrupt the running revision' }).click();
-      await w.page.getByRole('dialog', { name: 'Interrupt?' }).getByRole('button', { name: 'Interrupt', exact: true }).click();
+      await w.page
+        .getByRole('dialog', { name: 'Interrupt?' })
+        .getByRole('button', { name: 'Interrupt', exact: true })
+        .click();
       await w.page.getByRole('status').filter({ hasText: 'interrupted' }).waitFor();
       expect((await revisionOf(id, revisionId)).status).toBe('INTERRUPTED');
       await expectNoSecret(w);
@@ -416,7 +474,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
     try {
       await signIn(w.page);
       const row = w.page.locator(`tr[data-deployment-id="${id}"]`);
-      await expect.poll(() => row.locator('.latest-status').innerText(), { timeout: 15_000 }).toMatch(/DEPLOY_FAILED\s+.*pods crash-looping: exit code 3/);
+      await expect
+        .poll(() => row.locator('.latest-status').innerText(), { timeout: 15_000 })
+        .toMatch(/DEPLOY_FAILED\s+.*pods crash-looping: exit code 3/);
       // The stack trace is not a wall of text in the cell: its first line, the rest one click away.
       const message = row.locator('.latest-status details');
       expect(await row.locator('.latest-status').innerText()).not.toContain('at Server.listen');
@@ -426,7 +486,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       expect(await row.locator('td[data-label="Status"]').innerText()).toBe('No revision serving yet');
       await row.getByRole('link', { name: 'fails-to-roll-out' }).click();
       await w.page.getByRole('heading', { name: 'fails-to-roll-out', level: 1 }).waitFor();
-      expect(await w.page.getByRole('region', { name: 'Overview' }).innerText()).toMatch(/Status: No revision serving yet\n/);
+      expect(await w.page.getByRole('region', { name: 'Overview' }).innerText()).toMatch(
+        /Status: No revision serving yet\n/,
+      );
       const item = w.page.locator(`li[data-revision-id="${revisionId}"]`);
       await item.waitFor();
       expect(await item.locator('.failure').innerText()).toMatch(/^Why: .*pods crash-looping: exit code 3/);
@@ -452,7 +514,10 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       expect((await api.http.get(`/v2/deployments/${id}`)).status).toBe(200);
       await dialog.getByLabel('Deployment name').fill('delete-me');
       await confirm.click();
-      await eventually(() => api.http.get(`/v2/deployments/${id}`), (res) => res.status === 404 || res.body.status === 'AWAITING_DELETE');
+      await eventually(
+        () => api.http.get(`/v2/deployments/${id}`),
+        (res) => res.status === 404 || res.body.status === 'AWAITING_DELETE',
+      );
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();
@@ -465,7 +530,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       await signIn(w.page);
       const missing = randomUUID();
       await w.page.goto(`${api.baseUrl}/console/#/deployments/${missing}`);
-      await expect.poll(() => w.page.getByRole('alert').innerText(), { timeout: 15_000 }).toBe(`Deployment ID ${missing} not found.`);
+      await expect
+        .poll(() => w.page.getByRole('alert').innerText(), { timeout: 15_000 })
+        .toBe(`Deployment ID ${missing} not found.`);
       expect(w.errors.filter((e) => !/status of 404/.test(e))).toEqual([]);
     } finally {
       await w.close();
@@ -473,7 +540,11 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
   }, 60_000);
 
   it('lists listeners with last_seen_at (stale ones marked) and integrations with their repositories', async () => {
-    const quiet = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: `quiet-${randomUUID()}`, compute_config: { k8s_namespaces: null } });
+    const quiet = await api.http.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: `quiet-${randomUUID()}`,
+      compute_config: { k8s_namespaces: null },
+    });
     expect(quiet.status).toBe(201);
     await agent.get(`/v2/listeners/${listenerId}/desired-state`);
     const root = integrationRoot(api, 'console-repos');
@@ -514,7 +585,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
         .locator(`tr[data-deployment-id="${id}"]`)
         .waitFor()
         .catch(async (err: Error) => {
-          throw new Error(`${err.message}\nthe page at ${w.page.url()} showed:\n${(await w.page.locator('body').innerText()).slice(0, 2_000)}`);
+          throw new Error(
+            `${err.message}\nthe page at ${w.page.url()} showed:\n${(await w.page.locator('body').innerText()).slice(0, 2_000)}`,
+          );
         });
       const focused = () => w.page.evaluate('document.activeElement?.textContent');
       for (let i = 0; i < 40 && (await focused()) !== 'keyboard-only'; i++) await w.page.keyboard.press('Tab');
@@ -536,11 +609,17 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
     try {
       const audit = async (page: string) => {
         await w.page.evaluate(axe.source);
-        const result = (await w.page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
-        const found = result.violations.map((v) => `${page}: ${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+        const result = (await w.page.evaluate(
+          "axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })",
+        )) as axe.AxeResults;
+        const found = result.violations.map(
+          (v) => `${page}: ${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`,
+        );
         expect(found).toEqual([]);
         // axe did run: it checked things and found them right (labels among them).
-        expect(result.passes.map((p) => p.id)).toEqual(expect.arrayContaining(page === 'sign-in' ? ['label'] : ['document-title']));
+        expect(result.passes.map((p) => p.id)).toEqual(
+          expect.arrayContaining(page === 'sign-in' ? ['label'] : ['document-title']),
+        );
       };
       await w.page.goto(`${api.baseUrl}/console/`);
       await w.page.getByLabel('API key').waitFor();

@@ -22,7 +22,8 @@ async function read(chunks: string[]): Promise<StreamMessage[]> {
 
 describe('readEventStream', () => {
   it('hands over each event with its id and type, whatever the chunk boundaries', async () => {
-    const text = 'id: 41\nevent: revision.status_changed\ndata: {"to":"DEPLOYED"}\n\n: keep-alive\n\nid: 42\ndata: {"a":1}\n\n';
+    const text =
+      'id: 41\nevent: revision.status_changed\ndata: {"to":"DEPLOYED"}\n\n: keep-alive\n\nid: 42\ndata: {"a":1}\n\n';
     const whole = await read([text]);
     expect(whole).toEqual([
       { id: '41', event: 'revision.status_changed', data: '{"to":"DEPLOYED"}' },

@@ -57,7 +57,9 @@ beforeAll(async () => {
   );
   ({ url, apiKey, client } = agent);
   expect(await agent.instances()).toHaveLength(2);
-  const [row] = await agent.api.dataSource.query('SELECT database_name FROM deployments WHERE id = $1', [agent.deploymentId]);
+  const [row] = await agent.api.dataSource.query('SELECT database_name FROM deployments WHERE id = $1', [
+    agent.deploymentId,
+  ]);
   const at = new URL(agent.api.database.url);
   at.pathname = `/${row.database_name}`;
   deploymentDb = new pg.Client({ connectionString: at.toString() });
@@ -69,13 +71,18 @@ afterAll(async () => {
   await agent?.stop();
 }, 120_000);
 
-const countRows = async (sql: string, params: unknown[]) => Number((await deploymentDb.query(`SELECT count(*) AS n FROM ${sql}`, params)).rows[0].n);
+const countRows = async (sql: string, params: unknown[]) =>
+  Number((await deploymentDb.query(`SELECT count(*) AS n FROM ${sql}`, params)).rows[0].n);
 
 describe('agent server crons and TTLs', () => {
   it('/info reports crons and the store as served', async () => {
     const res = await fetch(`${url}/info`, { headers: { 'x-api-key': apiKey } });
     expect(res.status).toBe(200);
-    expect(((await res.json()) as { flags: Record<string, boolean> }).flags).toMatchObject({ assistants: true, crons: true, store: true });
+    expect(((await res.json()) as { flags: Record<string, boolean> }).flags).toMatchObject({
+      assistants: true,
+      crons: true,
+      store: true,
+    });
   });
 
   it('serves the generative UI components named by langgraph.json ui', async () => {
@@ -86,7 +93,9 @@ describe('agent server crons and TTLs', () => {
     const bundle = await fetch(`${url}/ui/agent/entrypoint.js`, { headers });
     expect(bundle.status).toBe(200);
     expect(await bundle.text()).toContain('cron-card');
-    expect((await fetch(`${url}/ui/nobody`, { method: 'POST', headers, body: JSON.stringify({ name: 'card' }) })).status).toBe(404);
+    expect(
+      (await fetch(`${url}/ui/nobody`, { method: 'POST', headers, body: JSON.stringify({ name: 'card' }) })).status,
+    ).toBe(404);
   });
 
   it('creates, searches, counts, updates and deletes a thread cron', async () => {
@@ -99,7 +108,12 @@ describe('agent server crons and TTLs', () => {
       metadata: { suite: 'round-trip' },
       endTime,
     });
-    expect(created).toMatchObject({ thread_id: thread.thread_id, schedule: '0 3 * * *', metadata: { suite: 'round-trip' }, payload: { input: { steps: ['cron'] } } });
+    expect(created).toMatchObject({
+      thread_id: thread.thread_id,
+      schedule: '0 3 * * *',
+      metadata: { suite: 'round-trip' },
+      payload: { input: { steps: ['cron'] } },
+    });
     expect(new Date(created.end_time!).toISOString()).toBe(endTime);
     // 03:00 in Paris is 01:00 or 02:00 UTC, within the next day.
     const next = new Date(created.next_run_date);
@@ -113,15 +127,30 @@ describe('agent server crons and TTLs', () => {
     expect(await client.crons.count({ metadata: { suite: 'round-trip' } })).toBe(1);
     expect(await client.crons.count({ metadata: { suite: 'nobody' } })).toBe(0);
 
-    const paused = await client.crons.update(created.cron_id, { schedule: '*/10 * * * *', enabled: false, metadata: { paused: true } });
-    expect(paused).toMatchObject({ schedule: '*/10 * * * *', enabled: false, next_run_date: null, metadata: { suite: 'round-trip', paused: true } });
+    const paused = await client.crons.update(created.cron_id, {
+      schedule: '*/10 * * * *',
+      enabled: false,
+      metadata: { paused: true },
+    });
+    expect(paused).toMatchObject({
+      schedule: '*/10 * * * *',
+      enabled: false,
+      next_run_date: null,
+      metadata: { suite: 'round-trip', paused: true },
+    });
     const resumed = await client.crons.update(created.cron_id, { enabled: true, endTime: null });
     expect(resumed.end_time).toBeNull();
     expect(new Date(resumed.next_run_date!).getUTCMinutes() % 10).toBe(0);
-    expect((await client.crons.search({ threadId: thread.thread_id, enabled: true }))[0]!.schedule).toBe('*/10 * * * *');
+    expect((await client.crons.search({ threadId: thread.thread_id, enabled: true }))[0]!.schedule).toBe(
+      '*/10 * * * *',
+    );
 
-    await expect(client.crons.createForThread(thread.thread_id, 'agent', { schedule: 'every day' })).rejects.toMatchObject({ status: 400 });
-    await expect(client.crons.createForThread('00000000-0000-4000-8000-000000000000', 'agent', { schedule: '* * * * *' })).rejects.toMatchObject({ status: 404 });
+    await expect(
+      client.crons.createForThread(thread.thread_id, 'agent', { schedule: 'every day' }),
+    ).rejects.toMatchObject({ status: 400 });
+    await expect(
+      client.crons.createForThread('00000000-0000-4000-8000-000000000000', 'agent', { schedule: '* * * * *' }),
+    ).rejects.toMatchObject({ status: 404 });
 
     await client.crons.delete(created.cron_id);
     expect(await client.crons.count({ threadId: thread.thread_id })).toBe(0);
@@ -133,11 +162,17 @@ describe('agent server crons and TTLs', () => {
     // Runs ever inserted, deleted ones included (the server's statistics): only these crons make
     // runs while this case runs, and the cases before it make none.
     const runsInserted = async () => {
-      const { rows } = await deploymentDb.query(`SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'slipway_agent_runs'`);
+      const { rows } = await deploymentDb.query(
+        `SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'slipway_agent_runs'`,
+      );
       return Number(rows[0].n_tup_ins);
     };
     const insertedBefore = await runsInserted();
-    const cron = await client.crons.create('agent', { schedule: TICK_SCHEDULE, input: { steps: ['tick'] }, onRunCompleted: 'keep' });
+    const cron = await client.crons.create('agent', {
+      schedule: TICK_SCHEDULE,
+      input: { steps: ['tick'] },
+      onRunCompleted: 'keep',
+    });
     expect(cron).toMatchObject({ thread_id: null, on_run_completed: 'keep' });
     const deleting = await client.crons.create('agent', { schedule: TICK_SCHEDULE, input: { steps: ['gone'] } });
     expect(deleting).toMatchObject({ thread_id: null, on_run_completed: 'delete' });
@@ -147,7 +182,11 @@ describe('agent server crons and TTLs', () => {
     const poll = async () => {
       for (const t of await client.threads.search({ metadata: { cron_id: cron.cron_id }, limit: 100 })) {
         const runs = await client.runs.list(t.thread_id).catch(() => null); // swept meanwhile
-        if (runs) runsByThread.set(t.thread_id, runs.map((r) => `${r.run_id}:${r.status}`));
+        if (runs)
+          runsByThread.set(
+            t.thread_id,
+            runs.map((r) => `${r.run_id}:${r.status}`),
+          );
       }
     };
     // Until two ticks passed, stopping 6–12 s after a tick (never near the next one) to delete both.
@@ -171,8 +210,18 @@ describe('agent server crons and TTLs', () => {
     );
     expect(runsByThread.size).toBe(ticks);
     // The deleting cron ran as often, and none of its threads is left once its last run ended.
-    await eventually(() => client.threads.search({ metadata: { cron_id: deleting.cron_id } }), (threads) => threads.length === 0, 20_000, 1_000);
-    await eventually(async () => (await runsInserted()) - insertedBefore, (n) => n >= ticks + deletingTicks, 30_000, 1_000);
+    await eventually(
+      () => client.threads.search({ metadata: { cron_id: deleting.cron_id } }),
+      (threads) => threads.length === 0,
+      20_000,
+      1_000,
+    );
+    await eventually(
+      async () => (await runsInserted()) - insertedBefore,
+      (n) => n >= ticks + deletingTicks,
+      30_000,
+      1_000,
+    );
     await sleep(11_000); // each instance's backends report their counts within 10 s: a duplicate would show by now
     expect((await runsInserted()) - insertedBefore).toBe(ticks + deletingTicks);
     for (const [threadId, runs] of runsByThread) {
@@ -183,12 +232,18 @@ describe('agent server crons and TTLs', () => {
 
   it('sweeps a thread idle past checkpointer.ttl with its checkpoints, and not a younger one', async () => {
     const old = await client.threads.create();
-    expect(await client.runs.wait(old.thread_id, 'agent', { input: { steps: ['old'] } })).toEqual({ steps: ['old', 'only'] });
+    expect(await client.runs.wait(old.thread_id, 'agent', { input: { steps: ['old'] } })).toEqual({
+      steps: ['old', 'only'],
+    });
     expect(await countRows('checkpoints WHERE thread_id = $1', [old.thread_id])).toBeGreaterThan(0);
     await sleep(12_000);
     const young = await client.threads.create();
     await eventually(
-      () => client.threads.get(old.thread_id).then(() => 200, (err) => err.status as number),
+      () =>
+        client.threads.get(old.thread_id).then(
+          () => 200,
+          (err) => err.status as number,
+        ),
       (s) => s === 404,
       60_000,
       500,
@@ -202,10 +257,18 @@ describe('agent server crons and TTLs', () => {
   it('sweeps a store item past store.ttl from the database', async () => {
     const namespace = ['ttl', `n${Date.now()}`];
     await client.store.putItem(namespace, 'k', { v: 1 });
-    const row = await deploymentDb.query('SELECT expires_at FROM store WHERE namespace_path = $1 AND key = $2', [namespace.join(':'), 'k']);
+    const row = await deploymentDb.query('SELECT expires_at FROM store WHERE namespace_path = $1 AND key = $2', [
+      namespace.join(':'),
+      'k',
+    ]);
     expect(row.rows).toHaveLength(1);
     expect(row.rows[0].expires_at).not.toBeNull();
-    await eventually(() => countRows('store WHERE namespace_path = $1', [namespace.join(':')]), (n) => n === 0, 30_000, 500);
+    await eventually(
+      () => countRows('store WHERE namespace_path = $1', [namespace.join(':')]),
+      (n) => n === 0,
+      30_000,
+      500,
+    );
     expect(await client.store.getItem(namespace, 'k')).toBeNull();
   }, 60_000);
 });

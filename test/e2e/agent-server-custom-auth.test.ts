@@ -17,7 +17,8 @@ const PORT_BASE = 42_000 + Math.floor(Math.random() * 2_000);
 
 let agent: DeployedAgent;
 
-const as = (authorization: string) => new Client({ apiUrl: agent.url, apiKey: null, defaultHeaders: { authorization } });
+const as = (authorization: string) =>
+  new Client({ apiUrl: agent.url, apiKey: null, defaultHeaders: { authorization } });
 const input = { ran_as: [] as string[] };
 type State = typeof input;
 
@@ -32,8 +33,14 @@ describe('an agent with a custom auth handler', () => {
   it('serves /ok and /info to anyone, and nothing else without the handler saying yes', async () => {
     for (const route of ['/ok', '/info']) expect((await fetch(`${agent.url}${route}`)).status).toBe(200);
     // No credential, a wrong one, and a Slipway key (taken off before the handler, which then sees none).
-    for (const headers of [{}, { authorization: 'Bearer token-mallory' }, { 'x-api-key': agent.apiKey }] as Array<Record<string, string>>) {
-      const res = await fetch(`${agent.url}/threads/search`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' });
+    for (const headers of [{}, { authorization: 'Bearer token-mallory' }, { 'x-api-key': agent.apiKey }] as Array<
+      Record<string, string>
+    >) {
+      const res = await fetch(`${agent.url}/threads/search`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: '{}',
+      });
       expect(`${res.status} ${await res.text()}`).toBe('401 token-auth: unknown or missing bearer token');
     }
     await expect(as('Bearer token-mallory').runs.wait(null, 'agent', { input })).rejects.toMatchObject({ status: 401 });
@@ -56,11 +63,19 @@ describe('an agent with a custom auth handler', () => {
     const thread = await alice.threads.create();
     const run = await alice.runs.create(thread.thread_id, 'agent', { input });
     for (const instance of await agent.instances()) {
-      const direct = new Client({ apiUrl: instance.url, apiKey: null, defaultHeaders: { authorization: AUTH_TOKENS.alice } });
+      const direct = new Client({
+        apiUrl: instance.url,
+        apiKey: null,
+        defaultHeaders: { authorization: AUTH_TOKENS.alice },
+      });
       await direct.runs.join(thread.thread_id, run.run_id);
       expect((await direct.threads.getState<State>(thread.thread_id)).values).toEqual({ ran_as: ['alice'] });
       await expect(
-        new Client({ apiUrl: instance.url, apiKey: null, defaultHeaders: { authorization: AUTH_TOKENS.bob } }).runs.join(thread.thread_id, run.run_id),
+        new Client({
+          apiUrl: instance.url,
+          apiKey: null,
+          defaultHeaders: { authorization: AUTH_TOKENS.bob },
+        }).runs.join(thread.thread_id, run.run_id),
       ).rejects.toMatchObject({ status: 404 });
     }
   }, 60_000);
@@ -72,7 +87,12 @@ describe('an agent with a custom auth handler', () => {
     try {
       expect((await alice.crons.search({ threadId: thread.thread_id })).map((c) => c.cron_id)).toEqual([cron.cron_id]);
       expect(await as(AUTH_TOKENS.bob).crons.search({ threadId: thread.thread_id })).toEqual([]);
-      const state = await eventually(() => alice.threads.getState<State>(thread.thread_id), (s) => !!s.values?.ran_as?.length, 30_000, 250);
+      const state = await eventually(
+        () => alice.threads.getState<State>(thread.thread_id),
+        (s) => !!s.values?.ran_as?.length,
+        30_000,
+        250,
+      );
       expect(new Set(state.values.ran_as)).toEqual(new Set(['alice']));
     } finally {
       await alice.crons.delete(cron.cron_id);

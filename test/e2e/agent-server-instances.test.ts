@@ -1,6 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployAgent, slowAgent, type DeployedAgent } from '../support/agent-projects.js';
-import { attempts, clientOf, customs, expectNoOpenRuns, expectSucceededWhole, joinAll, killDuringSecondNode, slowInput, statusOf, type Tick } from '../support/agent-runs.js';
+import {
+  attempts,
+  clientOf,
+  customs,
+  expectNoOpenRuns,
+  expectSucceededWhole,
+  joinAll,
+  killDuringSecondNode,
+  slowInput,
+  statusOf,
+  type Tick,
+} from '../support/agent-runs.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -29,7 +40,10 @@ describe('agent server instances act as one server', () => {
     const [a, b] = (await agent.instances()).map(clientOf);
     const thread = await agent.client.threads.create();
     const run = await agent.client.runs.create(thread.thread_id, 'agent', slowInput('both', 4, 150));
-    const [viaA, viaB] = await Promise.all([joinAll(a!, thread.thread_id, run.run_id), joinAll(b!, thread.thread_id, run.run_id)]);
+    const [viaA, viaB] = await Promise.all([
+      joinAll(a!, thread.thread_id, run.run_id),
+      joinAll(b!, thread.thread_id, run.run_id),
+    ]);
     const ticks = customs(viaA).map((t) => `${t.node}${t.i}`);
     expect(ticks).toEqual(['first', 'second', 'third'].flatMap((n) => [0, 1, 2, 3].map((i) => `${n}${i}`)));
     expect(viaB).toEqual(viaA);
@@ -41,7 +55,10 @@ describe('agent server instances act as one server', () => {
   it('re-joins with Last-Event-ID on the other instance and gets exactly the missing events', async () => {
     const [a, b] = (await agent.instances()).map(clientOf);
     const thread = await a!.threads.create();
-    const run = await a!.runs.create(thread.thread_id, 'agent', { ...slowInput('rejoin', 4, 150), streamResumable: true });
+    const run = await a!.runs.create(thread.thread_id, 'agent', {
+      ...slowInput('rejoin', 4, 150),
+      streamResumable: true,
+    });
     const head = await joinAll(a!, thread.thread_id, run.run_id, { limit: 5 });
     expect(head).toHaveLength(5);
     const rest = await joinAll(b!, thread.thread_id, run.run_id, { lastEventId: head.at(-1)!.id });
@@ -59,11 +76,23 @@ describe('agent server instances act as one server', () => {
       const canceller = clientOf(through === 'the other instance' ? other : runner);
       const watcher = clientOf(through === 'the other instance' ? runner : other);
       const live: Tick[] = [];
-      const watched = joinAll(watcher, thread.thread_id, run.run_id, { until: (events) => (live.push(events.at(-1)!), false) });
-      await eventually(async () => live.length, (n) => n >= 5, 20_000, 50);
+      const watched = joinAll(watcher, thread.thread_id, run.run_id, {
+        until: (events) => (live.push(events.at(-1)!), false),
+      });
+      await eventually(
+        async () => live.length,
+        (n) => n >= 5,
+        20_000,
+        50,
+      );
       const seenAtCancel = live.length;
       await canceller.runs.cancel(thread.thread_id, run.run_id);
-      await eventually(() => statusOf(canceller, thread.thread_id, run.run_id), (s) => s === 'interrupted', 1_000, 50);
+      await eventually(
+        () => statusOf(canceller, thread.thread_id, run.run_id),
+        (s) => s === 'interrupted',
+        1_000,
+        50,
+      );
       const events = await watched; // the stream ends with the run
       // Nothing after the cancel but what was already on its way: the run stops within the 1 s the
       // cancel is allowed, and ticks are 100 ms apart (of the 40 it would emit, 30 never come).
@@ -94,14 +123,23 @@ describe('agent server instances act as one server', () => {
     process.kill(-runner.pid, 'SIGSTOP');
     try {
       // Its lease lapses (2 s), the run is requeued and another instance takes it over.
-      const seen = await joinAll(survivor, thread.thread_id, run.run_id, { until: (events) => attempts(events).length === 2 });
+      const seen = await joinAll(survivor, thread.thread_id, run.run_id, {
+        until: (events) => attempts(events).length === 2,
+      });
       expect(attempts(seen)).toEqual([1, 2]);
     } finally {
       process.kill(-runner.pid, 'SIGCONT');
     }
-    await eventually(() => statusOf(survivor, thread.thread_id, run.run_id), (s) => s === 'success', 60_000, 250);
+    await eventually(
+      () => statusOf(survivor, thread.thread_id, run.run_id),
+      (s) => s === 'success',
+      60_000,
+      250,
+    );
     await sleep(3_000); // what the thawed worker would still have written
-    expect((await survivor.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['frozen', 'first', 'second', 'third'] });
+    expect((await survivor.threads.getState(thread.thread_id)).values).toMatchObject({
+      steps: ['frozen', 'first', 'second', 'third'],
+    });
     const events = await joinAll(survivor, thread.thread_id, run.run_id);
     const takeover = events.findIndex((e) => e.event === 'metadata' && e.data.attempt === 2);
     expect(takeover).toBeGreaterThan(0);

@@ -26,7 +26,8 @@ async function mcpClient(headers: Record<string, string>): Promise<Client> {
   return client;
 }
 
-const textOf = (result: Record<string, unknown>) => (result.content as Array<{ type: string; text: string }>).map((c) => c.text).join('');
+const textOf = (result: Record<string, unknown>) =>
+  (result.content as Array<{ type: string; text: string }>).map((c) => c.text).join('');
 
 const ECHO_GRAPH = `import { END, START, StateGraph } from '@langchain/langgraph';
 import { z } from 'zod';
@@ -63,12 +64,20 @@ beforeAll(async () => {
     {
       name: 'mcp-agent',
       files: {
-        'package.json': JSON.stringify({ name: 'mcp-agent', private: true, type: 'module', dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0', zod: '4.6.7' } }),
+        'package.json': JSON.stringify({
+          name: 'mcp-agent',
+          private: true,
+          type: 'module',
+          dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0', zod: '4.6.7' },
+        }),
         'src/echo.ts': ECHO_GRAPH,
         'src/steps.ts': STEPS_GRAPH,
       },
       config: {
-        graphs: { echo: './src/echo.ts:graph', steps: { path: './src/steps.ts:graph', description: 'Appends its two steps to the steps it is given.' } },
+        graphs: {
+          echo: './src/echo.ts:graph',
+          steps: { path: './src/steps.ts:graph', description: 'Appends its two steps to the steps it is given.' },
+        },
       },
     },
     { portBase: PORT_BASE, minScale: 2 },
@@ -81,19 +90,37 @@ afterAll(() => agent?.stop(), 120_000);
 
 describe('agent servers: the MCP endpoint (/mcp, Streamable HTTP)', () => {
   it('requires a workspace API key, as every route of the deployment', async () => {
-    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    };
     const post = (headers: Record<string, string>) =>
-      fetch(`${url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(initialize) });
+      fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(initialize),
+      });
     expect((await post({})).status).toBe(401);
     expect((await post({ 'x-api-key': 'slw_not-a-key-of-anyone' })).status).toBe(401);
     // The official client gives up at once, naming the status.
-    await expect(mcpClient({})).rejects.toMatchObject({ code: 401, message: expect.stringContaining('requires an API key') });
+    await expect(mcpClient({})).rejects.toMatchObject({
+      code: 401,
+      message: expect.stringContaining('requires an API key'),
+    });
 
     const answer = await post({ 'x-api-key': apiKey });
     expect(answer.status).toBe(200);
-    expect(await answer.json()).toMatchObject({ jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18', capabilities: { tools: {} } } });
+    expect(await answer.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { protocolVersion: '2025-06-18', capabilities: { tools: {} } },
+    });
     // Stateless: no session to open a stream on or to end.
-    expect((await fetch(`${url}/mcp`, { headers: { 'x-api-key': apiKey, accept: 'text/event-stream' } })).status).toBe(405);
+    expect((await fetch(`${url}/mcp`, { headers: { 'x-api-key': apiKey, accept: 'text/event-stream' } })).status).toBe(
+      405,
+    );
   });
 
   it('says in /info that it serves MCP and not A2A', async () => {
@@ -140,7 +167,9 @@ describe('agent servers: the MCP endpoint (/mcp, Streamable HTTP)', () => {
       await client.close();
     }
     // Stateless runs: their temporary threads are gone.
-    expect((await langgraph.threads.search({ limit: 1000 })).map((t) => t.thread_id).sort()).toEqual(threadsBefore.map((t) => t.thread_id).sort());
+    expect((await langgraph.threads.search({ limit: 1000 })).map((t) => t.thread_id).sort()).toEqual(
+      threadsBefore.map((t) => t.thread_id).sort(),
+    );
   }, 120_000);
 
   it("answers a graph's failure as a tool error and an unknown tool as invalid params", async () => {

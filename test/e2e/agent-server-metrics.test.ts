@@ -37,7 +37,10 @@ let client: Client;
 beforeAll(async () => {
   // A longer rollout deadline than the usual 2 min: on a busy two-core machine an agent-server
   // instance has taken over that to answer its first probe.
-  agent = await deployAgent({ name: 'run-metrics', files: { 'src/agent.ts': GRAPH } }, { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 });
+  agent = await deployAgent(
+    { name: 'run-metrics', files: { 'src/agent.ts': GRAPH } },
+    { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 },
+  );
   ({ client } = agent);
   expect((await agent.http.get(`/v2/deployments/${agent.deploymentId}`)).body.agent_server).toBe(true);
 }, 420_000);
@@ -59,7 +62,8 @@ describe("an agent server's runs in its deployment metrics", () => {
 
     const SUCCEEDED = 3;
     // Without a thread: the run's row is deleted once it ends.
-    for (let i = 0; i < SUCCEEDED - 1; i++) expect(await client.runs.wait(null, 'agent', { input: { ms: 120 } })).toMatchObject({ done: true });
+    for (let i = 0; i < SUCCEEDED - 1; i++)
+      expect(await client.runs.wait(null, 'agent', { input: { ms: 120 } })).toMatchObject({ done: true });
     const thread = await client.threads.create();
     expect(await client.runs.wait(thread.thread_id, 'agent', { input: { ms: 120 } })).toMatchObject({ done: true });
     const failing = await client.threads.create();
@@ -69,7 +73,12 @@ describe("an agent server's runs in its deployment metrics", () => {
     const RUNS = SUCCEEDED + 1;
 
     // Counted by the instance, read by the deployer every 5 s, stored once its 10 s bucket is over.
-    const body = await eventually(metrics, (b) => b.totals.runs_succeeded + b.totals.runs_failed >= RUNS, 60_000, 1_000);
+    const body = await eventually(
+      metrics,
+      (b) => b.totals.runs_succeeded + b.totals.runs_failed >= RUNS,
+      60_000,
+      1_000,
+    );
     expect(body.totals.runs_started).toBe(RUNS);
     expect(body.totals.runs_succeeded).toBe(SUCCEEDED);
     expect(body.totals.runs_failed).toBe(1);

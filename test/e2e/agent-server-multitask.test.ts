@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployAgent, slowAgent, type DeployedAgent } from '../support/agent-projects.js';
-import { attempts, clientOf, customs, expectNoOpenRuns, joinAll, runnerAmong, slowInput, statusOf, type Tick } from '../support/agent-runs.js';
+import {
+  attempts,
+  clientOf,
+  customs,
+  expectNoOpenRuns,
+  joinAll,
+  runnerAmong,
+  slowInput,
+  statusOf,
+  type Tick,
+} from '../support/agent-runs.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -44,14 +54,24 @@ const expectNoneOpen = async () => expectNoOpenRuns((await agent.instances()).ma
 describe('multitask strategies across agent server instances', () => {
   it('reject: run 2 is refused with 422 through the other instance; run 1 goes on and succeeds; no run 2 exists', async () => {
     const { threadId, run, runner, other } = await firstRunAndOther('reject-1', 20, 200);
-    const refused = other.runs.create(threadId, 'agent', { ...slowInput('reject-2', 1, 10), multitaskStrategy: 'reject' });
+    const refused = other.runs.create(threadId, 'agent', {
+      ...slowInput('reject-2', 1, 10),
+      multitaskStrategy: 'reject',
+    });
     await expect(refused).rejects.toMatchObject({ status: 422 });
-    await eventually(() => statusOf(other, threadId, run.run_id), (s) => s === 'success', 120_000, 250);
+    await eventually(
+      () => statusOf(other, threadId, run.run_id),
+      (s) => s === 'success',
+      120_000,
+      250,
+    );
     // Run 1 went on uninterrupted: every tick of every node, one start, its own input alone.
     const events = await joinAll(other, threadId, run.run_id);
     expect(attempts(events)).toEqual([1]);
     expect(customs(events)).toHaveLength(3 * 20);
-    expect((await other.threads.getState(threadId)).values).toMatchObject({ steps: ['reject-1', 'first', 'second', 'third'] });
+    expect((await other.threads.getState(threadId)).values).toMatchObject({
+      steps: ['reject-1', 'first', 'second', 'third'],
+    });
     expect((await runner.runs.list(threadId, { limit: 100 })).map((r) => r.run_id)).toEqual([run.run_id]);
     await expectNoneOpen();
   }, 180_000);
@@ -60,16 +80,34 @@ describe('multitask strategies across agent server instances', () => {
     const { threadId, run, runner, other } = await firstRunAndOther('interrupt-1', 40, 100);
     const live: Tick[] = [];
     const watched = joinAll(runner, threadId, run.run_id, { until: (events) => (live.push(events.at(-1)!), false) });
-    await eventually(async () => live.length, (n) => n >= 5, 60_000, 50);
-    const second = await other.runs.create(threadId, 'agent', { ...slowInput('interrupt-2', 3, 50), multitaskStrategy: 'interrupt' });
+    await eventually(
+      async () => live.length,
+      (n) => n >= 5,
+      60_000,
+      50,
+    );
+    const second = await other.runs.create(threadId, 'agent', {
+      ...slowInput('interrupt-2', 3, 50),
+      multitaskStrategy: 'interrupt',
+    });
     const seenAtCreate = live.length;
     const events = await watched; // run 1's stream ends with it
     // Its cancel was sent before the create answered: of run 1's 40 ticks (100 ms apart, all in its
     // first node) no more than the 1 s a cancel may take follow, and its later nodes never start.
     expect(events.length - seenAtCreate).toBeLessThanOrEqual(10);
     expect(customs(events).every((t) => t.node === 'first')).toBe(true);
-    await eventually(() => statusOf(other, threadId, run.run_id), (s) => s === 'interrupted', 30_000, 100);
-    await eventually(() => statusOf(runner, threadId, second.run_id), (s) => s === 'success', 120_000, 250);
+    await eventually(
+      () => statusOf(other, threadId, run.run_id),
+      (s) => s === 'interrupted',
+      30_000,
+      100,
+    );
+    await eventually(
+      () => statusOf(runner, threadId, second.run_id),
+      (s) => s === 'success',
+      120_000,
+      250,
+    );
     expect(customs(await joinAll(runner, threadId, second.run_id))).toHaveLength(3 * 3);
     const { steps } = (await runner.threads.getState(threadId)).values as { steps: string[] };
     expect(steps.slice(-4)).toEqual(['interrupt-2', 'first', 'second', 'third']);
@@ -80,7 +118,10 @@ describe('multitask strategies across agent server instances', () => {
 
   it('enqueue: run 2 waits pending while run 1 runs, then runs after it; both succeed in order', async () => {
     const { threadId, run, runner, other } = await firstRunAndOther('enqueue-1', 8, 200);
-    const second = await other.runs.create(threadId, 'agent', { ...slowInput('enqueue-2', 3, 50), multitaskStrategy: 'enqueue' });
+    const second = await other.runs.create(threadId, 'agent', {
+      ...slowInput('enqueue-2', 3, 50),
+      multitaskStrategy: 'enqueue',
+    });
     expect(second.status).toBe('pending');
     // Run 2 read before run 1: whenever run 1 was still running, run 2 had not started yet.
     const samples: Array<{ first: string; second: string }> = [];
@@ -98,7 +139,12 @@ describe('multitask strategies across agent server instances', () => {
     const whileFirstRan = samples.filter((s) => s.first === 'running');
     expect(whileFirstRan.length).toBeGreaterThan(0);
     expect(whileFirstRan.every((s) => s.second === 'pending')).toBe(true);
-    await eventually(() => statusOf(other, threadId, second.run_id), (s) => s === 'success', 120_000, 250);
+    await eventually(
+      () => statusOf(other, threadId, second.run_id),
+      (s) => s === 'success',
+      120_000,
+      250,
+    );
     expect(await statusOf(other, threadId, run.run_id)).toBe('success');
     // Both ran whole, run 2 after run 1 (the state's reducer appends in the order nodes finished).
     expect((await other.threads.getState(threadId)).values).toMatchObject({

@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployAgent, slowAgent, type DeployedAgent, type Instance } from '../support/agent-projects.js';
-import { customs, expectNoOpenRuns, expectSucceededWhole, joinAll, killDuringSecondNode, slowInput, statusOf } from '../support/agent-runs.js';
+import {
+  customs,
+  expectNoOpenRuns,
+  expectSucceededWhole,
+  joinAll,
+  killDuringSecondNode,
+  slowInput,
+  statusOf,
+} from '../support/agent-runs.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -22,7 +30,11 @@ const apiInstances = () => agent.instances('api');
 const workers = () => agent.instances('queue');
 
 beforeAll(async () => {
-  agent = await deployAgent(slowAgent('queue-agent'), { portBase: PORT_BASE, minScale: 1, spec: { queue_min_scale: 2, queue_max_scale: 2, queue_memory_mb: 768 } });
+  agent = await deployAgent(slowAgent('queue-agent'), {
+    portBase: PORT_BASE,
+    minScale: 1,
+    spec: { queue_min_scale: 2, queue_max_scale: 2, queue_memory_mb: 768 },
+  });
 }, 420_000);
 
 afterAll(() => agent?.stop(), 120_000);
@@ -51,18 +63,25 @@ describe('agent server queue workers', () => {
       for (const t of customs(events)) ran.add(String(t.port));
       expect(await statusOf(agent.client, thread.thread_id, run.run_id)).toBe('success');
     }
-    expect([...ran].every((port) => workerPorts.has(port)), `ran on ${[...ran]}`).toBe(true);
+    expect(
+      [...ran].every((port) => workerPorts.has(port)),
+      `ran on ${[...ran]}`,
+    ).toBe(true);
     expect(ran.has(String(served!.port))).toBe(false);
 
     // What each process says it is (its log is its part of the deploy log).
     expect(readFileSync(served!.logPath, 'utf8')).toContain('no worker loops: queue workers run the graphs');
-    for (const w of await workers()) expect(readFileSync(w.logPath, 'utf8')).toContain('queue worker running 10 jobs at once');
-    const deployLog: Array<{ message: string }> = await agent.api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy'`, [
-      served!.revisionId,
-    ]);
+    for (const w of await workers())
+      expect(readFileSync(w.logPath, 'utf8')).toContain('queue worker running 10 jobs at once');
+    const deployLog: Array<{ message: string }> = await agent.api.dataSource.query(
+      `SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy'`,
+      [served!.revisionId],
+    );
     expect(deployLog.some((l) => /Started 1 instance\(s\) .* and 2 queue worker\(s\)/.test(l.message))).toBe(true);
     expect(deployLog.some((l) => l.message.includes('--- slipway: starting queue worker 1 of revision'))).toBe(true);
-    expect(deployLog.some((l) => l.message === 'All 1 instance(s) and 2 queue worker(s) answer their health probe.')).toBe(true);
+    expect(
+      deployLog.some((l) => l.message === 'All 1 instance(s) and 2 queue worker(s) answer their health probe.'),
+    ).toBe(true);
   }, 180_000);
 
   it('finishes a run on the other worker after kill -9 of its own, from its checkpoint', async () => {
@@ -72,9 +91,16 @@ describe('agent server queue workers', () => {
     const runner = await agent.runnerOf(thread.thread_id, run.run_id, 'queue');
     const resumed = await killDuringSecondNode(agent.client, thread.thread_id, run.run_id, runner.pid, 'killed');
     const apiPorts = (await apiInstances()).map((i) => String(i.port));
-    expect(resumed.every((t) => String(t.port) !== String(runner.port) && !apiPorts.includes(String(t.port)))).toBe(true);
+    expect(resumed.every((t) => String(t.port) !== String(runner.port) && !apiPorts.includes(String(t.port)))).toBe(
+      true,
+    );
     // The killed worker is restarted by the runtime (same row, a new process).
-    const restarted = await eventually(workers, (list) => list.length === 2 && list.every((w) => w.pid !== runner.pid), 120_000, 500);
+    const restarted = await eventually(
+      workers,
+      (list) => list.length === 2 && list.every((w) => w.pid !== runner.pid),
+      120_000,
+      500,
+    );
     expect(restarted.map((w) => w.port)).toContain(runner.port);
   }, 240_000);
 
@@ -87,11 +113,20 @@ describe('agent server queue workers', () => {
     await agent.expectDeployed(revisionId);
     // Deployed only with its workers up; the old ones go.
     expect((await workers()).filter((w) => w.revisionId === revisionId)).toHaveLength(2);
-    const now: Instance[] = await eventually(workers, (list) => list.length === 2 && list.every((w) => w.revisionId === revisionId), 60_000, 250);
+    const now: Instance[] = await eventually(
+      workers,
+      (list) => list.length === 2 && list.every((w) => w.revisionId === revisionId),
+      60_000,
+      250,
+    );
     expect(now.some((w) => before.has(w.pid))).toBe(false);
     await expectSucceededWhole(agent.client, thread.thread_id, run.run_id, 'rollout');
     const apiPorts = (await apiInstances()).map((i) => String(i.port));
-    expect(customs(await joinAll(agent.client, thread.thread_id, run.run_id)).every((t) => !apiPorts.includes(String(t.port)))).toBe(true);
+    expect(
+      customs(await joinAll(agent.client, thread.thread_id, run.run_id)).every(
+        (t) => !apiPorts.includes(String(t.port)),
+      ),
+    ).toBe(true);
     await expectNoOpenRuns([agent.client]);
   }, 420_000);
 });

@@ -4,7 +4,15 @@ import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import type { Run } from 'langsmith/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitProject, deployRepo as deploy, gitIn, initProject, runningInstances, startAgentPipeline, untilDone as done } from '../support/agent-projects.js';
+import {
+  commitProject,
+  deployRepo as deploy,
+  gitIn,
+  initProject,
+  runningInstances,
+  startAgentPipeline,
+  untilDone as done,
+} from '../support/agent-projects.js';
 import { revisionLogLines, type HttpClient } from '../support/http.js';
 import { LANGSMITH_STAND_IN, langsmithClient, standInRequests } from '../support/langsmith.js';
 import { eventually } from '../support/service-process.js';
@@ -88,7 +96,9 @@ beforeAll(async () => {
   commitGraph('');
 
   ownLangsmith = await startTestHost(await freeTestNetwork('198.51.100'), 8080, LANGSMITH_STAND_IN);
-  pipeline = await startAgentPipeline(reposRoot, PORT_BASE, undefined, { SLIPWAY_SANDBOX_ALLOW_CIDRS: '198.51.100.0/24' });
+  pipeline = await startAgentPipeline(reposRoot, PORT_BASE, undefined, {
+    SLIPWAY_SANDBOX_ALLOW_CIDRS: '198.51.100.0/24',
+  });
   ({ api, http } = pipeline);
 }, 90_000);
 
@@ -142,13 +152,23 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
 
   it('requires a workspace API key at the serving URL', async () => {
     const search = (headers: Record<string, string>) =>
-      fetch(`${url}/assistants/search`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' });
+      fetch(`${url}/assistants/search`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: '{}',
+      });
     const without = await search({});
     expect(without.status).toBe(401);
-    expect(await without.json()).toEqual({ detail: "This deployment requires an API key of its workspace in the 'X-Api-Key' header." });
+    expect(await without.json()).toEqual({
+      detail: "This deployment requires an API key of its workspace in the 'X-Api-Key' header.",
+    });
     expect((await search({ 'x-api-key': 'slw_not-a-key-of-anyone' })).status).toBe(401);
     // A listener agent's key belongs to the workspace but opens only the agent protocol.
-    const listener = await http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'serving-auth-check', compute_config: { k8s_namespaces: null } });
+    const listener = await http.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: 'serving-auth-check',
+      compute_config: { k8s_namespaces: null },
+    });
     expect(listener.status, listener.text).toBe(201);
     const listenerKey = await http.post('/v2/api-keys', { description: 'agent', listener_id: listener.body.id });
     expect(listenerKey.status, listenerKey.text).toBe(201);
@@ -162,7 +182,11 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     // a page elsewhere (LangGraph Studio) can send the keyed request. An OPTIONS that is no preflight is refused.
     const preflight = await fetch(`${url}/assistants/search`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://smith.langchain.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-api-key' },
+      headers: {
+        origin: 'https://smith.langchain.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,x-api-key',
+      },
     });
     expect(preflight.status).toBeLessThan(300);
     expect(preflight.headers.get('access-control-allow-origin')).toMatch(/^(\*|https:\/\/smith\.langchain\.com)$/);
@@ -178,10 +202,15 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
 
     const thread = await client.threads.create({ metadata: { owner: 'e2e' } });
     threadId = thread.thread_id;
-    expect(await client.runs.wait(threadId, assistantId, { input: { steps: ['hello'] } })).toEqual({ steps: ['hello', 'first', 'second'] });
+    expect(await client.runs.wait(threadId, assistantId, { input: { steps: ['hello'] } })).toEqual({
+      steps: ['hello', 'first', 'second'],
+    });
 
     const updates: Array<[string, unknown]> = [];
-    for await (const chunk of client.runs.stream(threadId, assistantId, { input: { steps: ['again'] }, streamMode: 'updates' })) {
+    for await (const chunk of client.runs.stream(threadId, assistantId, {
+      input: { steps: ['again'] },
+      streamMode: 'updates',
+    })) {
       if (chunk.event === 'updates') updates.push([chunk.event, chunk.data]);
     }
     expect(updates).toEqual([
@@ -200,9 +229,19 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     const project = await ls.readProject({ projectName: deploymentName });
     expect(project.id).toBe((await http.get(`/v2/deployments/${deploymentId}`)).body.tracer_session_id);
     // Both runs of the thread, once the instances' clients have sent them.
-    const roots = await eventually(() => rootRunsOn(workspaceKey, deploymentName, threadId), (r) => r.length >= 2, 60_000, 500);
+    const roots = await eventually(
+      () => rootRunsOn(workspaceKey, deploymentName, threadId),
+      (r) => r.length >= 2,
+      60_000,
+      500,
+    );
     for (const root of roots) {
-      expect(root.extra?.metadata).toMatchObject({ thread_id: threadId, revision_id: firstRevision, graph_id: 'agent', assistant_id: assistantId });
+      expect(root.extra?.metadata).toMatchObject({
+        thread_id: threadId,
+        revision_id: firstRevision,
+        graph_id: 'agent',
+        assistant_id: assistantId,
+      });
       expect(root).toMatchObject({ status: 'success', prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 });
     }
     // One trace, in the tree's execution order: the graph, its nodes, the model call inside `second`.
@@ -215,7 +254,13 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect(names.indexOf('first')).toBeGreaterThan(0);
     expect(names.indexOf('second')).toBeGreaterThan(names.indexOf('first'));
     const llm = trace.find((r) => r.run_type === 'llm')!;
-    expect(llm).toMatchObject({ name: 'FakeUsageModel', prompt_tokens: 11, completion_tokens: 4, total_tokens: 15, status: 'success' });
+    expect(llm).toMatchObject({
+      name: 'FakeUsageModel',
+      prompt_tokens: 11,
+      completion_tokens: 4,
+      total_tokens: 15,
+      status: 'success',
+    });
     expect(trace.find((r) => r.id === llm.parent_run_id)?.name).toBe('second');
   }, 90_000);
 
@@ -224,12 +269,14 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect(instances).toHaveLength(2);
     const [one, two] = instances.map((i) => new Client({ apiUrl: i.url }));
     const created = await one!.threads.create({ metadata: { via: 'one' } });
-    expect(await two!.runs.wait(created.thread_id, 'agent', { input: { steps: ['x'] } })).toEqual({ steps: ['x', 'first', 'second'] });
+    expect(await two!.runs.wait(created.thread_id, 'agent', { input: { steps: ['x'] } })).toEqual({
+      steps: ['x', 'first', 'second'],
+    });
     expect((await one!.threads.getState(created.thread_id)).values).toEqual({ steps: ['x', 'first', 'second'] });
     expect((await two!.threads.get(created.thread_id)).metadata).toMatchObject({ via: 'one' });
   }, 60_000);
 
-  it('keeps the thread, its state and its history across a new commit, and continues it; traces go to the user\'s own LangSmith too', async () => {
+  it("keeps the thread, its state and its history across a new commit, and continues it; traces go to the user's own LangSmith too", async () => {
     const sha = commitGraph('-v2');
     const own = `http://${ownLangsmith.address}:${ownLangsmith.port}`;
     const res = await http.patch(`/v2/deployments/${deploymentId}`, {
@@ -254,8 +301,17 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
       steps: ['hello', 'first', 'second', 'again', 'first', 'second', 'later', 'first-v2', 'second-v2'],
     });
     // The new revision's runs say so, and the user's own LangSmith got them too, with their key.
-    const roots = await eventually(() => rootRunsOn(workspaceKey, deploymentName, threadId), (r) => r.length >= 3, 60_000, 500);
-    expect(roots.map((r) => r.extra?.metadata?.revision_id)).toEqual([res.body.latest_revision_id, firstRevision, firstRevision]);
+    const roots = await eventually(
+      () => rootRunsOn(workspaceKey, deploymentName, threadId),
+      (r) => r.length >= 3,
+      60_000,
+      500,
+    );
+    expect(roots.map((r) => r.extra?.metadata?.revision_id)).toEqual([
+      res.body.latest_revision_id,
+      firstRevision,
+      firstRevision,
+    ]);
     const theirs = await eventually(
       () => standInRequests(ownLangsmith.output).filter((r) => r.method !== 'GET'),
       // Run ids differ per write target (the client remaps them per project); the metadata names the thread and revision.
@@ -268,7 +324,9 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
 
   it('returns the error of a run that throws and keeps serving', async () => {
     const thread = await client.threads.create();
-    await expect(client.runs.wait(thread.thread_id, assistantId, { input: { steps: ['boom'] } })).rejects.toThrow('boom requested');
+    await expect(client.runs.wait(thread.thread_id, assistantId, { input: { steps: ['boom'] } })).rejects.toThrow(
+      'boom requested',
+    );
     expect((await client.runs.list(thread.thread_id))[0]).toMatchObject({ status: 'error' });
     expect((await client.threads.get(thread.thread_id)).status).toBe('error');
     expect((await fetch(`${url}/ok`)).status).toBe(200);
@@ -279,7 +337,9 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     git('checkout', '-q', '-b', 'feature/pr-5');
     const prSha = commitGraph('-pr');
     git('checkout', '-q', 'main');
-    const enabled = await http.patch(`/v2/deployments/${deploymentId}`, { source_config: { previews: { enabled: true, max_active: 1, resource_spec: { min_scale: 1, max_scale: 1 } } } });
+    const enabled = await http.patch(`/v2/deployments/${deploymentId}`, {
+      source_config: { previews: { enabled: true, max_active: 1, resource_spec: { min_scale: 1, max_scale: 1 } } },
+    });
     expect(enabled.status, enabled.text).toBe(200);
     const parentThreads = async () => (await client.threads.search({ limit: 100 })).map((t) => t.thread_id).sort();
     const parentBefore = await parentThreads();
@@ -296,7 +356,9 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
 
     // The preview runs the branch's graph on a thread of its own.
     const mine = await previewClient.threads.create({ metadata: { on: 'preview' } });
-    expect(await previewClient.runs.wait(mine.thread_id, 'agent', { input: { steps: ['pr'] } })).toEqual({ steps: ['pr', 'first-pr', 'second-pr'] });
+    expect(await previewClient.runs.wait(mine.thread_id, 'agent', { input: { steps: ['pr'] } })).toEqual({
+      steps: ['pr', 'first-pr', 'second-pr'],
+    });
     await previewClient.store.putItem(['isolation'], 'seen', { by: 'preview' });
     // Nothing of it on the parent; nothing of the parent on the preview.
     await expect(client.threads.get(mine.thread_id)).rejects.toThrow(/404|not found/i);
@@ -335,9 +397,14 @@ describe('agent servers: a graph that throws only when the server starts', () =>
     // A second deployment's first build: the agent server's dependencies are the builder's one
     // install (made by the first deployment's build at the latest), copied, not installed again.
     const log = await revisionLogLines(http, deploymentId, revisionId, 'build');
-    expect(log.find((l) => l.startsWith("Reusing the agent server's installed dependencies")), log.join('\n')).toBeDefined();
+    expect(
+      log.find((l) => l.startsWith("Reusing the agent server's installed dependencies")),
+      log.join('\n'),
+    ).toBeDefined();
     expect(log).not.toContain('$ npm install --no-audit --no-fund --ignore-scripts');
-    expect(rev.status_message.split('\n')[0]).toBe("Graph 'agent' (./src/agent.ts:graph) failed to load at start: Error: boom at start");
+    expect(rev.status_message.split('\n')[0]).toBe(
+      "Graph 'agent' (./src/agent.ts:graph) failed to load at start: Error: boom at start",
+    );
     expect(rev.status_message).toContain('exited before it answered GET /ok');
   }, 420_000);
 });

@@ -18,10 +18,15 @@ let otherHttp: HttpClient;
 beforeAll(async () => {
   api = await startTestApi();
   const port = await freePort();
-  other = await startService('api', serviceEnv(api, { PORT: String(port), HOST: '127.0.0.1',
-    // The test keeps using the revoked key on purpose: no lockout for failed authentications.
-    SLIPWAY_RATE_LIMIT_AUTH_FAILURES: '0',
-  }));
+  other = await startService(
+    'api',
+    serviceEnv(api, {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      // The test keeps using the revoked key on purpose: no lockout for failed authentications.
+      SLIPWAY_RATE_LIMIT_AUTH_FAILURES: '0',
+    }),
+  );
   otherHttp = new HttpClient(`http://127.0.0.1:${port}`, api.adminKey);
 }, 60_000);
 
@@ -34,7 +39,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('API key revocation across api processes', () => {
   it('refuses a key revoked through one process on the other within a second, despite its cache', async () => {
-    const { body: created, status } = await api.http.post('/v2/api-keys', { description: 'revoked elsewhere', scope: 'workspace', role: 'member' });
+    const { body: created, status } = await api.http.post('/v2/api-keys', {
+      description: 'revoked elsewhere',
+      scope: 'workspace',
+      role: 'member',
+    });
     expect(status).toBe(201);
     const key: string = created.key;
 

@@ -50,7 +50,12 @@ try postgres 'node -e "const s=require(\\"net\\").connect(5432,\\"127.0.0.1\\");
 `;
 
 const FILES: Record<string, string> = {
-  'package.json': JSON.stringify({ name: 'sandboxed-agent', version: '1.0.0', private: true, scripts: { build: 'node build.js', start: 'node dist/server.js' } }),
+  'package.json': JSON.stringify({
+    name: 'sandboxed-agent',
+    version: '1.0.0',
+    private: true,
+    scripts: { build: 'node build.js', start: 'node dist/server.js' },
+  }),
   'build.js': "require('fs').mkdirSync('dist',{recursive:true});require('fs').writeFileSync('dist/server.js','');\n",
   'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './dist/graph.js:graph' } }),
   'probe.sh': PROBE,
@@ -68,17 +73,29 @@ async function createBuild(name: string, buildCommand: string, secrets: Array<{ 
   return { deploymentId: res.body.id as string, revisionId: res.body.latest_revision_id as string };
 }
 
-const revisionRow = async (id: string) => (await api.dataSource.query(`SELECT status, status_message FROM revisions WHERE id = $1`, [id]))[0];
+const revisionRow = async (id: string) =>
+  (await api.dataSource.query(`SELECT status, status_message FROM revisions WHERE id = $1`, [id]))[0];
 
-const settle = (id: string) => eventually(() => revisionRow(id), (r) => ['AWAITING_DEPLOY', 'BUILD_FAILED', 'INTERRUPTED'].includes(r.status), BUILD_TIMEOUT_MS, 200);
-
-const buildLogs = async (id: string): Promise<string[]> =>
-  (await api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'build' ORDER BY id`, [id])).map(
-    (r: { message: string }) => r.message,
+const settle = (id: string) =>
+  eventually(
+    () => revisionRow(id),
+    (r) => ['AWAITING_DEPLOY', 'BUILD_FAILED', 'INTERRUPTED'].includes(r.status),
+    BUILD_TIMEOUT_MS,
+    200,
   );
 
+const buildLogs = async (id: string): Promise<string[]> =>
+  (
+    await api.dataSource.query(
+      `SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'build' ORDER BY id`,
+      [id],
+    )
+  ).map((r: { message: string }) => r.message);
+
 const sandboxUid = async (deploymentId: string): Promise<number> =>
-  Number((await api.dataSource.query(`SELECT sandbox_uid FROM deployments WHERE id = $1`, [deploymentId]))[0].sandbox_uid);
+  Number(
+    (await api.dataSource.query(`SELECT sandbox_uid FROM deployments WHERE id = $1`, [deploymentId]))[0].sandbox_uid,
+  );
 
 /** The line `<attempt>: …` the probe printed. */
 const attempt = (logs: string[], name: string): string => {
@@ -138,7 +155,12 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
   it('a build step reads nothing of the control plane or of another deployment', async () => {
     // Another deployment's build, still running (its directory exists) while the probe runs.
     const other = await createBuild('other-build', `echo ${OTHER_MARKER} > marker.txt; echo other-ready; sleep 120`);
-    await eventually(() => buildLogs(other.revisionId), (lines) => lines.includes('other-ready'), BUILD_TIMEOUT_MS, 200);
+    await eventually(
+      () => buildLogs(other.revisionId),
+      (lines) => lines.includes('other-ready'),
+      BUILD_TIMEOUT_MS,
+      200,
+    );
     const otherBuild = path.join(api.config.dataDir, 'builds', `${other.revisionId}-a0`);
     expect(statSync(otherBuild).uid).toBe(await sandboxUid(other.deploymentId));
 
@@ -158,7 +180,14 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
     expect(attempt(logs, 'builder-environ')).toMatch(/No such file or directory/);
     expect(attempt(logs, 'init-environ')).toMatch(/Permission denied/);
     expect(Number(attempt(logs, 'process-count'))).toBeLessThan(20);
-    for (const name of ['secrets-key', 'bootstrap-key', 'data-dir', 'other-build-dir', 'other-build-file', 'other-artifact']) {
+    for (const name of [
+      'secrets-key',
+      'bootstrap-key',
+      'data-dir',
+      'other-build-dir',
+      'other-build-file',
+      'other-artifact',
+    ]) {
       expect(attempt(logs, name), name).toMatch(/No such file or directory/);
     }
     // The seccomp filter: no user namespace (the kernel would allow one to any uid otherwise).
@@ -167,12 +196,20 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
 
     // Nothing of the control plane's appears in anything the step printed.
     const everything = logs.join('\n') + (row.status_message ?? '');
-    for (const value of [api.database.url, api.config.redisUrl, api.config.secretsKey.key.toString('base64'), KEY_FILE_TEXT, OTHER_MARKER]) {
+    for (const value of [
+      api.database.url,
+      api.config.redisUrl,
+      api.config.secretsKey.key.toString('base64'),
+      KEY_FILE_TEXT,
+      OTHER_MARKER,
+    ]) {
       expect(everything).not.toContain(value);
     }
     expect(everything).not.toMatch(/DATABASE_URL=|REDIS_URL=|SLIPWAY_SECRETS_KEY=/);
 
-    const stop = await api.http.post(`/v2/deployments/${other.deploymentId}/revisions/${other.revisionId}/interruption`);
+    const stop = await api.http.post(
+      `/v2/deployments/${other.deploymentId}/revisions/${other.revisionId}/interruption`,
+    );
     expect(stop.status, stop.text).toBe(200);
   });
 
@@ -182,7 +219,9 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
     expect(row.status_message).toMatch(
-      new RegExp(`^The build exceeded its disk quota of ${DISK_MB} MB \\(SLIPWAY_BUILD_DISK_MB\\): its build directory and npm cache held \\d+ MB after the build command \`${command}\`\\.`),
+      new RegExp(
+        `^The build exceeded its disk quota of ${DISK_MB} MB \\(SLIPWAY_BUILD_DISK_MB\\): its build directory and npm cache held \\d+ MB after the build command \`${command}\`\\.`,
+      ),
     );
   });
 
@@ -201,7 +240,9 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
     const { revisionId } = await createBuild('memory-hog', command);
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toContain(`The build command \`${command}\` was killed: out of memory (limit ${MEMORY_MB} MB).`);
+    expect(row.status_message).toContain(
+      `The build command \`${command}\` was killed: out of memory (limit ${MEMORY_MB} MB).`,
+    );
   });
 });
 
@@ -209,7 +250,8 @@ describe('builder start policy', () => {
   /** A PATH with git and sh but no bubblewrap: the sandbox cannot be set up. */
   function pathWithoutBwrap(): { dir: string; remove: () => void } {
     const dir = mkdtempSync(path.join(tmpdir(), 'slipway-no-bwrap-'));
-    for (const tool of ['sh', 'git', 'setpriv', 'prlimit', 'nft', 'du', 'chown']) symlinkSync(`/usr/bin/${tool}`, path.join(dir, tool));
+    for (const tool of ['sh', 'git', 'setpriv', 'prlimit', 'nft', 'du', 'chown'])
+      symlinkSync(`/usr/bin/${tool}`, path.join(dir, tool));
     return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
   }
 
@@ -222,7 +264,9 @@ describe('builder start policy', () => {
         (e: Error) => e,
       );
       expect(err?.message).toMatch(/builder exited before printing/);
-      expect(err?.message).toMatch(/Refusing to start in production without the sandbox: ('bwrap' is not installed|the sandbox needs root)/);
+      expect(err?.message).toMatch(
+        /Refusing to start in production without the sandbox: ('bwrap' is not installed|the sandbox needs root)/,
+      );
       expect(err?.message).toContain('set SLIPWAY_SANDBOX=off to run unsandboxed (unsafe)');
     } finally {
       bin.remove();
@@ -233,7 +277,10 @@ describe('builder start policy', () => {
     const bin = pathWithoutBwrap();
     let optedOut: ServiceProcess | undefined;
     try {
-      optedOut = await startService('builder', serviceEnv(api, { NODE_ENV: 'production', PATH: bin.dir, SLIPWAY_SANDBOX: 'off' }));
+      optedOut = await startService(
+        'builder',
+        serviceEnv(api, { NODE_ENV: 'production', PATH: bin.dir, SLIPWAY_SANDBOX: 'off' }),
+      );
       expect(optedOut.output()).toMatch(/"level":"warn".*SLIPWAY_SANDBOX=off\. USER CODE RUNS UNSANDBOXED/);
     } finally {
       await optedOut?.stop();

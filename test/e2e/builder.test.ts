@@ -30,17 +30,33 @@ let repoUrl: string;
 const heads: Record<string, string> = {};
 
 const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], {
+    cwd,
+    encoding: 'utf8',
+  }).trim();
 
 const APP_FILES: Record<string, string> = {
-  'package.json': JSON.stringify({ name: 'tiny-agent', version: '1.0.0', private: true, scripts: { build: 'node build.js', start: 'node dist/server.js' } }, null, 2),
+  'package.json': JSON.stringify(
+    {
+      name: 'tiny-agent',
+      version: '1.0.0',
+      private: true,
+      scripts: { build: 'node build.js', start: 'node dist/server.js' },
+    },
+    null,
+    2,
+  ),
   'build.js': [
     "const fs = require('fs');",
     "fs.mkdirSync('dist', { recursive: true });",
     "fs.writeFileSync('dist/server.js', \"require('http').createServer((q, s) => s.end('ok')).listen(process.env.PORT || 8000);\\n\");",
     "console.log('built dist/server.js');",
   ].join('\n'),
-  'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './dist/graph.js:graph' }, dependencies: ['.'] }),
+  'langgraph.json': JSON.stringify({
+    node_version: '20',
+    graphs: { agent: './dist/graph.js:graph' },
+    dependencies: ['.'],
+  }),
 };
 
 /** A node_version the graph config accepts that is not the running one. */
@@ -68,30 +84,45 @@ function makeRepository(): string {
   git(repo, 'commit', '-q', '-m', 'no graph config');
   heads.noConfig = git(repo, 'rev-parse', 'HEAD');
   git(repo, 'checkout', '-q', '-b', 'nothing-to-serve');
-  writeFileSync(path.join(repo, 'package.json'), JSON.stringify({ name: 'tiny-agent', scripts: { build: 'node build.js' } }));
+  writeFileSync(
+    path.join(repo, 'package.json'),
+    JSON.stringify({ name: 'tiny-agent', scripts: { build: 'node build.js' } }),
+  );
   git(repo, 'commit', '-q', '-am', 'no graph config, no start script');
 
   git(repo, 'checkout', '-q', 'main');
   git(repo, 'checkout', '-q', '-b', 'bad-config');
-  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ graphs: { agent: 'no-export' }, node_version: '16' }));
+  writeFileSync(
+    path.join(repo, 'langgraph.json'),
+    JSON.stringify({ graphs: { agent: 'no-export' }, node_version: '16' }),
+  );
   git(repo, 'commit', '-q', '-am', 'bad graph config');
 
   git(repo, 'checkout', '-q', 'main');
   git(repo, 'checkout', '-q', '-b', 'no-start');
-  writeFileSync(path.join(repo, 'package.json'), JSON.stringify({ name: 'tiny-agent', scripts: { build: 'node build.js' } }));
+  writeFileSync(
+    path.join(repo, 'package.json'),
+    JSON.stringify({ name: 'tiny-agent', scripts: { build: 'node build.js' } }),
+  );
   git(repo, 'commit', '-q', '-am', 'no start script');
 
   git(repo, 'checkout', '-q', 'main');
   git(repo, 'checkout', '-q', '-b', 'python');
   git(repo, 'rm', '-q', 'package.json', 'build.js');
-  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ graphs: { agent: './agent.py:graph' }, dependencies: ['.'] }));
+  writeFileSync(
+    path.join(repo, 'langgraph.json'),
+    JSON.stringify({ graphs: { agent: './agent.py:graph' }, dependencies: ['.'] }),
+  );
   writeFileSync(path.join(repo, 'agent.py'), 'graph = None\n');
   git(repo, 'add', '.');
   git(repo, 'commit', '-q', '-m', 'a python graph');
 
   git(repo, 'checkout', '-q', 'main');
   git(repo, 'checkout', '-q', '-b', 'other-node');
-  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ node_version: OTHER_NODE_MAJOR, graphs: { agent: './dist/graph.js:graph' } }));
+  writeFileSync(
+    path.join(repo, 'langgraph.json'),
+    JSON.stringify({ node_version: OTHER_NODE_MAJOR, graphs: { agent: './dist/graph.js:graph' } }),
+  );
   git(repo, 'commit', '-q', '-am', 'another node major');
   git(repo, 'checkout', '-q', 'main');
   for (const [branch, files] of Object.entries(BROKEN_GRAPH_PROJECTS)) graphProjectBranch(repo, branch, files);
@@ -104,10 +135,16 @@ function makeRepository(): string {
  * its path and export, and the cause. None needs a dependency, so the install works offline.
  */
 /** A project whose one graph, `agent`, is the export `graph` of `file`, holding `source`. */
-const graphProject = (file: string, source: string) => ({ 'langgraph.json': JSON.stringify({ graphs: { agent: `./${file}:graph` } }), [file]: source });
+const graphProject = (file: string, source: string) => ({
+  'langgraph.json': JSON.stringify({ graphs: { agent: `./${file}:graph` } }),
+  [file]: source,
+});
 
 const BROKEN_GRAPH_PROJECTS: Record<string, Record<string, string>> = {
-  'graph-missing-export': graphProject('src/agent.mjs', 'export const grpah = { nodes: {} };\nexport const helper = 1;\n'),
+  'graph-missing-export': graphProject(
+    'src/agent.mjs',
+    'export const grpah = { nodes: {} };\nexport const helper = 1;\n',
+  ),
   'graph-syntax-error': graphProject('src/agent.ts', 'export const graph: unknown = {\n  nodes: [1, 2\n};\n'),
   'graph-not-a-graph': graphProject('src/agent.mjs', 'export const graph = { name: "agent", nodes: ["first"] };\n'),
   'graph-throws-at-import': graphProject(
@@ -118,13 +155,19 @@ const BROKEN_GRAPH_PROJECTS: Record<string, Record<string, string>> = {
     'src/agent.mjs',
     'import { StateGraph } from "@langchain/langgraph-not-installed";\nexport const graph = new StateGraph({});\n',
   ),
-  'graph-config-not-json': { ...graphProject('src/agent.mjs', 'export const graph = null;\n'), 'langgraph.json': '{"graphs": {"agent": "./src/agent.mjs:graph"},\n' },
+  'graph-config-not-json': {
+    ...graphProject('src/agent.mjs', 'export const graph = null;\n'),
+    'langgraph.json': '{"graphs": {"agent": "./src/agent.mjs:graph"},\n',
+  },
 };
 
 function graphProjectBranch(repo: string, branch: string, files: Record<string, string>): void {
   git(repo, 'checkout', '-q', '-b', branch, 'main');
   git(repo, 'rm', '-q', 'build.js');
-  writeFiles(repo, { 'package.json': JSON.stringify({ name: 'graph-agent', private: true, type: 'module' }), ...files });
+  writeFiles(repo, {
+    'package.json': JSON.stringify({ name: 'graph-agent', private: true, type: 'module' }),
+    ...files,
+  });
   git(repo, 'add', '.');
   git(repo, 'commit', '-q', '-m', branch);
   git(repo, 'checkout', '-q', 'main');
@@ -139,7 +182,10 @@ interface SourceDeploymentOptions {
 }
 
 /** A repohost deployment of the test repository, created over the API; returns its id and first revision's id. */
-async function createSourceDeployment(name: string, options: SourceDeploymentOptions = {}): Promise<{ deploymentId: string; revisionId: string }> {
+async function createSourceDeployment(
+  name: string,
+  options: SourceDeploymentOptions = {},
+): Promise<{ deploymentId: string; revisionId: string }> {
   const res = await api.http.post('/v2/deployments', {
     name,
     source: 'repohost',
@@ -149,7 +195,10 @@ async function createSourceDeployment(name: string, options: SourceDeploymentOpt
       ...(options.installCommand ? { install_command: options.installCommand } : {}),
       ...(options.buildCommand ? { build_command: options.buildCommand } : {}),
     },
-    source_revision_config: { repo_ref: options.ref ?? 'main', ...(options.graphConfigPath ? { graph_config_path: options.graphConfigPath } : {}) },
+    source_revision_config: {
+      repo_ref: options.ref ?? 'main',
+      ...(options.graphConfigPath ? { graph_config_path: options.graphConfigPath } : {}),
+    },
     secrets: options.secrets ?? [],
   });
   expect(res.status, res.text).toBe(201);
@@ -165,12 +214,20 @@ const revisionRow = async (id: string) =>
   )[0];
 
 const settle = (id: string, statuses = ['AWAITING_DEPLOY', 'BUILD_FAILED', 'INTERRUPTED']) =>
-  eventually(() => revisionRow(id), (r) => statuses.includes(r.status), BUILD_TIMEOUT_MS, 200);
+  eventually(
+    () => revisionRow(id),
+    (r) => statuses.includes(r.status),
+    BUILD_TIMEOUT_MS,
+    200,
+  );
 
 const buildLogs = async (id: string): Promise<string[]> =>
-  (await api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'build' ORDER BY id`, [id])).map(
-    (r: { message: string }) => r.message,
-  );
+  (
+    await api.dataSource.query(
+      `SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'build' ORDER BY id`,
+      [id],
+    )
+  ).map((r: { message: string }) => r.message);
 
 /** Alive and not a zombie (an orphan the init process has not reaped yet is gone for our purpose). */
 function alive(pid: number): boolean {
@@ -204,13 +261,24 @@ function hostPidsOf(argv: string[]): number[] {
 async function startSleepingBuild(name: string): Promise<{ deploymentId: string; revisionId: string; pid: number }> {
   const duration = `30.${randomInt(100_000, 999_999)}`;
   const ids = await createSourceDeployment(name, { buildCommand: `sleep ${duration} & echo "sleep-pid $!"; wait` });
-  await eventually(() => buildLogs(ids.revisionId), (lines) => lines.some((l) => l.startsWith('sleep-pid ')), BUILD_TIMEOUT_MS, 100);
-  const [pid] = await eventually(async () => hostPidsOf(['sleep', duration]), (pids) => pids.length === 1, 10_000, 100);
+  await eventually(
+    () => buildLogs(ids.revisionId),
+    (lines) => lines.some((l) => l.startsWith('sleep-pid ')),
+    BUILD_TIMEOUT_MS,
+    100,
+  );
+  const [pid] = await eventually(
+    async () => hostPidsOf(['sleep', duration]),
+    (pids) => pids.length === 1,
+    10_000,
+    100,
+  );
   expect(alive(pid!)).toBe(true);
   return { ...ids, pid: pid! };
 }
 
-const buildDirOf = (revisionId: string, attempt = 0) => path.join(api.config.dataDir, 'builds', `${revisionId}-a${attempt}`);
+const buildDirOf = (revisionId: string, attempt = 0) =>
+  path.join(api.config.dataDir, 'builds', `${revisionId}-a${attempt}`);
 
 beforeAll(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'slipway-builder-e2e-'));
@@ -261,22 +329,37 @@ describe('builder: repohost builds', () => {
     expect(existsSync(buildDirOf(revisionId))).toBe(false);
 
     const logs = await buildLogs(revisionId);
-    expect(logs).toEqual(expect.arrayContaining(['$ npm install --no-audit --no-fund', '$ npm run build', 'built dist/server.js']));
+    expect(logs).toEqual(
+      expect.arrayContaining(['$ npm install --no-audit --no-fund', '$ npm run build', 'built dist/server.js']),
+    );
 
     // The rollout job: in the outbox and handed to Redis, with the attempt the row carries.
-    const [outbox] = await api.dataSource.query(`SELECT job_id, payload FROM outbox WHERE job_name = 'rollout.revision' AND payload->>'revisionId' = $1`, [
-      revisionId,
-    ]);
+    const [outbox] = await api.dataSource.query(
+      `SELECT job_id, payload FROM outbox WHERE job_name = 'rollout.revision' AND payload->>'revisionId' = $1`,
+      [revisionId],
+    );
     expect(outbox).toMatchObject({ job_id: `rollout-${revisionId}-a0`, payload: { revisionId, attempt: 0 } });
-    const job = await eventually(() => api.queues.rollouts.getJob(`rollout-${revisionId}-a0`), (j) => !!j, 10_000);
+    const job = await eventually(
+      () => api.queues.rollouts.getJob(`rollout-${revisionId}-a0`),
+      (j) => !!j,
+      10_000,
+    );
     expect(job!.data).toMatchObject({ revisionId, attempt: 0 });
-    const events = await api.dataSource.query(`SELECT from_status, to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`, [revisionId]);
-    expect(events.map((e: any) => `${e.from_status}>${e.to_status}`)).toEqual(['CREATING>AWAITING_BUILD', 'AWAITING_BUILD>BUILDING', 'BUILDING>AWAITING_DEPLOY']);
+    const events = await api.dataSource.query(
+      `SELECT from_status, to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`,
+      [revisionId],
+    );
+    expect(events.map((e: any) => `${e.from_status}>${e.to_status}`)).toEqual([
+      'CREATING>AWAITING_BUILD',
+      'AWAITING_BUILD>BUILDING',
+      'BUILDING>AWAITING_DEPLOY',
+    ]);
   });
 
   it('redacts the revision secrets from the build log and gives build commands a clean environment', async () => {
     const { revisionId } = await createSourceDeployment('secret-echo', {
-      buildCommand: 'echo "token is $MY_SECRET"; echo "key=${SLIPWAY_SECRETS_KEY:-unset} db=${DATABASE_URL:-unset} ci=$CI"; npm run build',
+      buildCommand:
+        'echo "token is $MY_SECRET"; echo "key=${SLIPWAY_SECRETS_KEY:-unset} db=${DATABASE_URL:-unset} ci=$CI"; npm run build',
       secrets: [{ name: 'MY_SECRET', value: SECRET }],
     });
     const row = await settle(revisionId);
@@ -294,7 +377,9 @@ describe('builder: repohost builds', () => {
     });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toContain('The install command `echo preparing; echo "exploded with $MY_SECRET" >&2; exit 3` exited with code 3.');
+    expect(row.status_message).toContain(
+      'The install command `echo preparing; echo "exploded with $MY_SECRET" >&2; exit 3` exited with code 3.',
+    );
     expect(row.status_message).toMatch(/Last log lines:\n(.*\n)*preparing\nexploded with \*{8}$/);
     expect(row.status_message).not.toContain(SECRET);
     expect(row.artifact_ref).toBeNull();
@@ -308,49 +393,74 @@ describe('builder: repohost builds', () => {
     const { revisionId } = await createSourceDeployment('plain-app', { ref: 'no-config' });
     const row = await settle(revisionId);
     expect(row.status, row.status_message).toBe('AWAITING_DEPLOY');
-    const manifest = JSON.parse(readFileSync(path.join(api.config.dataDir, 'artifacts', revisionId, 'artifact.json'), 'utf8'));
-    expect(manifest).toMatchObject({ graph_config_path: null, graphs: {}, start: { command: 'npm', args: ['run', 'start'], cwd: '.' } });
+    const manifest = JSON.parse(
+      readFileSync(path.join(api.config.dataDir, 'artifacts', revisionId, 'artifact.json'), 'utf8'),
+    );
+    expect(manifest).toMatchObject({
+      graph_config_path: null,
+      graphs: {},
+      start: { command: 'npm', args: ['run', 'start'], cwd: '.' },
+    });
     expect(manifest.agent_server).toBeUndefined();
-    expect(await buildLogs(revisionId)).toContain(`No graph config file (langgraph.json) at ${repoUrl} 'no-config' (commit ${heads.noConfig!.slice(0, 12)}): a plain app.`);
+    expect(await buildLogs(revisionId)).toContain(
+      `No graph config file (langgraph.json) at ${repoUrl} 'no-config' (commit ${heads.noConfig!.slice(0, 12)}): a plain app.`,
+    );
   });
 
   it('fails a project with neither a graph config file nor a start script, saying what to add', async () => {
     const { revisionId } = await createSourceDeployment('nothing-to-serve', { ref: 'nothing-to-serve' });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toMatch(/^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and package\.json has no "start" script\. Add a "start" script/);
+    expect(row.status_message).toMatch(
+      /^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and package\.json has no "start" script\. Add a "start" script/,
+    );
     expect(row.status_message).toContain('{"graphs": {"agent": "./src/agent.ts:graph"}}');
     // The commit was resolved before the project was read, so it is recorded all the same.
     expect(row.source_revision_config.repo_commit_sha).toMatch(/^[0-9a-f]{40}$/);
   });
 
   it('fails when a graph config file it was told to use is missing, saying where it looked', async () => {
-    const { revisionId } = await createSourceDeployment('named-graph-config', { ref: 'no-config', graphConfigPath: 'agents/langgraph.json' });
+    const { revisionId } = await createSourceDeployment('named-graph-config', {
+      ref: 'no-config',
+      graphConfigPath: 'agents/langgraph.json',
+    });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toMatch(new RegExp(`^Graph config file 'agents/langgraph\\.json' not found at ${repoUrl} 'no-config' \\(commit [0-9a-f]{12}\\)\\.`));
+    expect(row.status_message).toMatch(
+      new RegExp(
+        `^Graph config file 'agents/langgraph\\.json' not found at ${repoUrl} 'no-config' \\(commit [0-9a-f]{12}\\)\\.`,
+      ),
+    );
   });
 
   it('fails with every problem of an invalid graph config', async () => {
     const { revisionId } = await createSourceDeployment('bad-graph-config', { ref: 'bad-config' });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toMatch(/^Graph config file 'langgraph\.json' is invalid: "graphs\.agent" must be an import string .*; "node_version" must be one of/);
+    expect(row.status_message).toMatch(
+      /^Graph config file 'langgraph\.json' is invalid: "graphs\.agent" must be an import string .*; "node_version" must be one of/,
+    );
   });
 
   it('serves a project without a start script as an agent server, and fails when its graph file is missing', async () => {
     const { revisionId } = await createSourceDeployment('no-start-script', { ref: 'no-start' });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toMatch(/^Graph 'agent' \(\.\/dist\/graph\.js:graph\) cannot be served: the file \.\/dist\/graph\.js does not exist/);
-    expect(await buildLogs(revisionId)).toContain('No "start" script: the graphs are served by the LangGraph.js agent server.');
+    expect(row.status_message).toMatch(
+      /^Graph 'agent' \(\.\/dist\/graph\.js:graph\) cannot be served: the file \.\/dist\/graph\.js does not exist/,
+    );
+    expect(await buildLogs(revisionId)).toContain(
+      'No "start" script: the graphs are served by the LangGraph.js agent server.',
+    );
   });
 
   it('refuses a Python graph project saying Python agent servers are not available', async () => {
     const { revisionId } = await createSourceDeployment('python-graph', { ref: 'python' });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toMatch(/^Graph 'agent' \(\.\/agent\.py:graph\) is a Python graph, and Python agent servers are not available in this installation/);
+    expect(row.status_message).toMatch(
+      /^Graph 'agent' \(\.\/agent\.py:graph\) is a Python graph, and Python agent servers are not available in this installation/,
+    );
   });
 
   describe('a graph project that is broken ends BUILD_FAILED naming the graph and the cause', () => {
@@ -365,13 +475,17 @@ describe('builder: repohost builds', () => {
 
     it('a missing export: names the export and lists those the module has', async () => {
       const { message, logs } = await failureOf('graph-missing-export');
-      expect(message).toBe(`Graph 'agent' (./src/agent.mjs:graph) cannot be served: ./src/agent.mjs has no export named "graph" (its exports: grpah, helper).`);
+      expect(message).toBe(
+        `Graph 'agent' (./src/agent.mjs:graph) cannot be served: ./src/agent.mjs has no export named "graph" (its exports: grpah, helper).`,
+      );
       expect(logs).toContain('Checking graphs agent');
     });
 
     it('a syntax error in a TypeScript graph file: the compiler says where', async () => {
       const { message } = await failureOf('graph-syntax-error');
-      expect(message).toMatch(/^Graph 'agent' \(\.\/src\/agent\.ts:graph\) cannot be served: importing \.\/src\/agent\.ts failed: it does not compile: src\/agent\.ts:3:0: Expected "\]" but found "\}"\.$/);
+      expect(message).toMatch(
+        /^Graph 'agent' \(\.\/src\/agent\.ts:graph\) cannot be served: importing \.\/src\/agent\.ts failed: it does not compile: src\/agent\.ts:3:0: Expected "\]" but found "\}"\.$/,
+      );
     });
 
     it('an export that is not a graph: says what it is', async () => {
@@ -383,12 +497,16 @@ describe('builder: repohost builds', () => {
 
     it('a module that throws at import: its error', async () => {
       const { message } = await failureOf('graph-throws-at-import');
-      expect(message).toBe(`Graph 'agent' (./src/agent.mjs:graph) cannot be served: importing ./src/agent.mjs failed: MODEL_ENDPOINT is not set.`);
+      expect(message).toBe(
+        `Graph 'agent' (./src/agent.mjs:graph) cannot be served: importing ./src/agent.mjs failed: MODEL_ENDPOINT is not set.`,
+      );
     });
 
     it('an import of a package that is not installed: names the package', async () => {
       const { message } = await failureOf('graph-broken-import');
-      expect(message).toMatch(/^Graph 'agent' \(\.\/src\/agent\.mjs:graph\) cannot be served: importing \.\/src\/agent\.mjs failed: Cannot find package '@langchain\/langgraph-not-installed'/);
+      expect(message).toMatch(
+        /^Graph 'agent' \(\.\/src\/agent\.mjs:graph\) cannot be served: importing \.\/src\/agent\.mjs failed: Cannot find package '@langchain\/langgraph-not-installed'/,
+      );
     });
 
     it('a langgraph.json that is not JSON: says so before anything is installed', async () => {
@@ -402,7 +520,11 @@ describe('builder: repohost builds', () => {
     const { revisionId } = await createSourceDeployment('other-node', { ref: 'other-node' });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toMatch(new RegExp(`^The graph config asks for node_version "${OTHER_NODE_MAJOR}", but this installation runs Node\\.js `));
+    expect(row.status_message).toMatch(
+      new RegExp(
+        `^The graph config asks for node_version "${OTHER_NODE_MAJOR}", but this installation runs Node\\.js `,
+      ),
+    );
   });
 
   it('fails at fetch when the branch does not exist', async () => {
@@ -418,29 +540,60 @@ describe('builder: stopping a running build', () => {
     const { deploymentId, revisionId, pid } = await startSleepingBuild('interrupted-build');
     const res = await api.http.post(`/v2/deployments/${deploymentId}/revisions/${revisionId}/interruption`);
     expect(res.status, res.text).toBe(200);
-    await eventually(async () => alive(pid), (up) => !up, 15_000, 100);
+    await eventually(
+      async () => alive(pid),
+      (up) => !up,
+      15_000,
+      100,
+    );
     const row = await revisionRow(revisionId);
     expect(row.status).toBe('INTERRUPTED');
     expect(row.status_message).toBe('Interrupted by request.');
-    await eventually(async () => existsSync(buildDirOf(revisionId)), (present) => !present, 10_000);
+    await eventually(
+      async () => existsSync(buildDirOf(revisionId)),
+      (present) => !present,
+      10_000,
+    );
     expect(existsSync(path.join(api.config.dataDir, 'artifacts', revisionId))).toBe(false);
-    await eventually(() => buildLogs(revisionId), (lines) => lines.some((l) => l.startsWith('Build stopped:')), 10_000);
+    await eventually(
+      () => buildLogs(revisionId),
+      (lines) => lines.some((l) => l.startsWith('Build stopped:')),
+      10_000,
+    );
   });
 
   it('fails the build past its deadline and kills the process group', async () => {
     const { revisionId, pid } = await startSleepingBuild('overdue-build');
-    await api.dataSource.query(`UPDATE revisions SET deadline_at = now() - interval '1 second' WHERE id = $1`, [revisionId]);
-    await eventually(async () => alive(pid), (up) => !up, 15_000, 100);
+    await api.dataSource.query(`UPDATE revisions SET deadline_at = now() - interval '1 second' WHERE id = $1`, [
+      revisionId,
+    ]);
+    await eventually(
+      async () => alive(pid),
+      (up) => !up,
+      15_000,
+      100,
+    );
     const row = await settle(revisionId, ['BUILD_FAILED']);
-    expect(row.status_message).toMatch(/^The build exceeded its deadline of 30 min\.\nLast log lines:\n(.*\n)*sleep-pid \d+$/);
-    await eventually(async () => existsSync(buildDirOf(revisionId)), (present) => !present, 10_000);
+    expect(row.status_message).toMatch(
+      /^The build exceeded its deadline of 30 min\.\nLast log lines:\n(.*\n)*sleep-pid \d+$/,
+    );
+    await eventually(
+      async () => existsSync(buildDirOf(revisionId)),
+      (present) => !present,
+      10_000,
+    );
   });
 });
 
 describe('builder: uploaded tarballs', () => {
   /** An upload deployment without a revision (docs/api.md, Uploads and the deploy CLIs), then a PATCH naming its tarball. */
   async function uploadRevision(name: string, store: (objectPath: string, deploymentId: string) => Promise<void>) {
-    const created = await api.http.post('/v2/deployments', { name, source: 'internal_source', source_config: {}, source_revision_config: {} });
+    const created = await api.http.post('/v2/deployments', {
+      name,
+      source: 'internal_source',
+      source_config: {},
+      source_revision_config: {},
+    });
     expect(created.status, created.text).toBe(201);
     const deploymentId = created.body.id;
     const objectPath = uploadObjectPath(deploymentId);
@@ -454,7 +607,10 @@ describe('builder: uploaded tarballs', () => {
   }
 
   const recordUpload = (objectPath: string, deploymentId: string) =>
-    api.dataSource.query(`INSERT INTO uploads (object_path, deployment_id, completed_at) VALUES ($1, $2, now())`, [objectPath, deploymentId]);
+    api.dataSource.query(`INSERT INTO uploads (object_path, deployment_id, completed_at) VALUES ($1, $2, now())`, [
+      objectPath,
+      deploymentId,
+    ]);
 
   it('builds the uploaded source (single top-level directory) into an artifact', async () => {
     const { revisionId, objectPath } = await uploadRevision('built-from-upload', async (objectPath, deploymentId) => {
@@ -470,7 +626,11 @@ describe('builder: uploaded tarballs', () => {
     const artifact = path.join(api.config.dataDir, 'artifacts', revisionId);
     expect(existsSync(path.join(artifact, 'app/dist/server.js'))).toBe(true);
     const manifest = JSON.parse(readFileSync(path.join(artifact, 'artifact.json'), 'utf8'));
-    expect(manifest).toMatchObject({ commit: null, source: { type: 'upload', object_path: objectPath }, start: { cwd: '.' } });
+    expect(manifest).toMatchObject({
+      commit: null,
+      source: { type: 'upload', object_path: objectPath },
+      start: { cwd: '.' },
+    });
     expect(row.source_revision_config.repo_commit_sha ?? null).toBeNull();
   });
 
@@ -492,7 +652,9 @@ describe('builder: uploaded tarballs', () => {
     });
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toContain("The source tarball was refused: symlink 'agent/esc' points outside the archive (up/../..)");
+    expect(row.status_message).toContain(
+      "The source tarball was refused: symlink 'agent/esc' points outside the archive (up/../..)",
+    );
     expect(readdirSync(box).every((name) => name.endsWith('.tar.gz'))).toBe(true);
   });
 
@@ -500,8 +662,10 @@ describe('builder: uploaded tarballs', () => {
     const { revisionId, objectPath } = await uploadRevision('upload-missing', recordUpload);
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message.startsWith(
-      `The source tarball '${objectPath}' is missing on the server; upload the source again (POST /v2/deployments/{id}/upload-url).`,
-    )).toBe(true);
+    expect(
+      row.status_message.startsWith(
+        `The source tarball '${objectPath}' is missing on the server; upload the source again (POST /v2/deployments/{id}/upload-url).`,
+      ),
+    ).toBe(true);
   });
 });

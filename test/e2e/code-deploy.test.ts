@@ -55,9 +55,17 @@ beforeAll(async () => {
   execFileSync('git', ['init', '-q', '-b', 'main', repo]);
   writeFileSync(
     path.join(repo, 'package.json'),
-    JSON.stringify({ name: 'support-agent', version: '1.0.0', private: true, scripts: { start: 'node server.js', build: "node -e \"require('fs').writeFileSync('build.txt','built')\"" } }),
+    JSON.stringify({
+      name: 'support-agent',
+      version: '1.0.0',
+      private: true,
+      scripts: { start: 'node server.js', build: "node -e \"require('fs').writeFileSync('build.txt','built')\"" },
+    }),
   );
-  writeFileSync(path.join(repo, 'langgraph.json'), JSON.stringify({ node_version: '20', graphs: { agent: './server.js:graph' }, dependencies: ['.'] }));
+  writeFileSync(
+    path.join(repo, 'langgraph.json'),
+    JSON.stringify({ node_version: '20', graphs: { agent: './server.js:graph' }, dependencies: ['.'] }),
+  );
   commitApp('v1');
 
   const env = {
@@ -71,7 +79,10 @@ beforeAll(async () => {
   api = await startTestApi(env);
   const port = await freePort();
   [apiProcess, builder, deployer] = await Promise.all([
-    startService('api', serviceEnv(api, { ...env, PORT: String(port), HOST: '127.0.0.1', SLIPWAY_BOOTSTRAP_API_KEY: api.adminKey })),
+    startService(
+      'api',
+      serviceEnv(api, { ...env, PORT: String(port), HOST: '127.0.0.1', SLIPWAY_BOOTSTRAP_API_KEY: api.adminKey }),
+    ),
     startService('builder', serviceEnv(api, env)),
     startService('deployer', serviceEnv(api, env)),
   ]);
@@ -87,8 +98,19 @@ afterAll(async () => {
 
 const revisionOf = async (d: string, r: string) => (await http.get(`/v2/deployments/${d}/revisions/${r}`)).body;
 const untilDone = (d: string, r: string) =>
-  eventually(() => revisionOf(d, r), (x) => ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'CREATE_FAILED', 'INTERRUPTED'].includes(x.status), 120_000, 250);
-const info = async (url: string) => (await (await fetch(`${url}/info`)).json()) as { version: string; secret: boolean; database: boolean; built: boolean };
+  eventually(
+    () => revisionOf(d, r),
+    (x) => ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'CREATE_FAILED', 'INTERRUPTED'].includes(x.status),
+    120_000,
+    250,
+  );
+const info = async (url: string) =>
+  (await (await fetch(`${url}/info`)).json()) as {
+    version: string;
+    secret: boolean;
+    database: boolean;
+    built: boolean;
+  };
 
 describe('code deploys: repohost → build → process runtime', () => {
   let deploymentId: string;
@@ -96,12 +118,21 @@ describe('code deploys: repohost → build → process runtime', () => {
   let url: string;
 
   it('lists the repository through a local integration and deploys it', async () => {
-    const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: 'acme', config: { root: reposRoot } });
+    const integration = await http.post('/v1/integrations/repohost', {
+      provider: 'local',
+      name: 'acme',
+      config: { root: reposRoot },
+    });
     expect(integration.status, integration.text).toBe(201);
     const repos = await http.get(`/v1/integrations/repohost/${integration.body.id}/repos`);
     expect(repos.status).toBe(200);
     const entry = repos.body.find((r: any) => r.name === 'support-agent');
-    expect(entry).toMatchObject({ host_integration_id: integration.body.id, owner: 'acme', default_branch: 'main', url: `file://${repo}` });
+    expect(entry).toMatchObject({
+      host_integration_id: integration.body.id,
+      owner: 'acme',
+      default_branch: 'main',
+      url: `file://${repo}`,
+    });
 
     const created = await http.post('/v2/deployments', {
       name: 'support-agent',
@@ -150,13 +181,17 @@ describe('code deploys: repohost → build → process runtime', () => {
   });
 
   it('redeploys the first revision without a rebuild and serves v1 again', async () => {
-    const buildsBefore = await api.dataSource.query(`SELECT count(*)::int AS n FROM revision_events WHERE to_status = 'BUILDING'`);
+    const buildsBefore = await api.dataSource.query(
+      `SELECT count(*)::int AS n FROM revision_events WHERE to_status = 'BUILDING'`,
+    );
     const res = await http.post(`/v2/deployments/${deploymentId}/revisions/${firstRevision}/redeploy`);
     expect(res.status).toBe(200);
     const rev = await untilDone(deploymentId, res.body.latest_revision_id);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
     expect(rev.redeployed_from).toBe(firstRevision);
-    const buildsAfter = await api.dataSource.query(`SELECT count(*)::int AS n FROM revision_events WHERE to_status = 'BUILDING'`);
+    const buildsAfter = await api.dataSource.query(
+      `SELECT count(*)::int AS n FROM revision_events WHERE to_status = 'BUILDING'`,
+    );
     expect(buildsAfter[0].n).toBe(buildsBefore[0].n);
     expect((await info(url)).version).toBe('v1');
   });
@@ -199,16 +234,25 @@ describe('code deploys: repohost → build → process runtime', () => {
     expect(deployer.output()).not.toContain(SECRET);
     const logs = await api.dataSource.query(`SELECT message FROM revision_logs WHERE message LIKE $1`, [`%${SECRET}%`]);
     expect(logs).toEqual([]);
-    const payloads = await api.dataSource.query(`SELECT payload::text AS p FROM outbox WHERE payload::text LIKE $1`, [`%${SECRET}%`]);
+    const payloads = await api.dataSource.query(`SELECT payload::text AS p FROM outbox WHERE payload::text LIKE $1`, [
+      `%${SECRET}%`,
+    ]);
     expect(payloads).toEqual([]);
   });
 
-  it('delete stops the app and removes its files (artifacts, its builds\' npm cache)', async () => {
-    const revisions: Array<{ id: string }> = await api.dataSource.query(`SELECT id FROM revisions WHERE deployment_id = $1`, [deploymentId]);
+  it("delete stops the app and removes its files (artifacts, its builds' npm cache)", async () => {
+    const revisions: Array<{ id: string }> = await api.dataSource.query(
+      `SELECT id FROM revisions WHERE deployment_id = $1`,
+      [deploymentId],
+    );
     const cache = path.join(api.config.dataDir, 'cache', 'npm', deploymentId);
     expect(existsSync(cache)).toBe(true);
     expect((await http.delete(`/v2/deployments/${deploymentId}`)).status).toBe(204);
-    await eventually(async () => (await http.get(`/v2/deployments/${deploymentId}`)).status, (s) => s === 404, 30_000);
+    await eventually(
+      async () => (await http.get(`/v2/deployments/${deploymentId}`)).status,
+      (s) => s === 404,
+      30_000,
+    );
     await expect(fetch(`${url}/ok`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
     expect(existsSync(cache)).toBe(false);
     for (const r of revisions) expect(existsSync(path.join(api.config.dataDir, 'artifacts', r.id))).toBe(false);

@@ -30,13 +30,22 @@ function stampTarball(version: string): Buffer {
 /** The app's files at `version` of the code and of the stamp dependency, with the lockfile npm makes for them. */
 function appFiles(code: string, stampVersion: string): Record<string, string | Buffer> {
   const tarball = `vendor/stamp-${stampVersion}.tgz`;
-  const pkg = { name: 'deps-app', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { stamp: `file:${tarball}` } };
+  const pkg = {
+    name: 'deps-app',
+    version: '1.0.0',
+    private: true,
+    scripts: { start: 'node server.js' },
+    dependencies: { stamp: `file:${tarball}` },
+  };
   const dir = mkdtempSync(path.join(scratch, 'lock-'));
   mkdirSync(path.join(dir, 'vendor'));
   const tgz = stampTarball(stampVersion);
   writeFileSync(path.join(dir, tarball), tgz);
   writeFileSync(path.join(dir, 'package.json'), JSON.stringify(pkg));
-  execFileSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--offline'], { cwd: dir, stdio: 'ignore' });
+  execFileSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--offline'], {
+    cwd: dir,
+    stdio: 'ignore',
+  });
   const lock = readFileSync(path.join(dir, 'package-lock.json'), 'utf8');
   return {
     'package.json': JSON.stringify(pkg),
@@ -71,7 +80,9 @@ async function served(deploymentId: string): Promise<{ code: string; stamp: stri
 
 /** Rebuilds from the branch head; returns the revision once deployed and its build log. */
 async function redeploy(deploymentId: string): Promise<{ log: string[] }> {
-  const res = await stand.http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
+  const res = await stand.http.patch(`/v2/deployments/${deploymentId}`, {
+    source_revision_config: { repo_ref: 'main' },
+  });
   expect(res.status, res.text).toBe(200);
   const rev = await stand.untilDone(deploymentId, res.body.latest_revision_id);
   expect(rev.status, rev.status_message).toBe('DEPLOYED');

@@ -28,7 +28,10 @@ let key: string;
 beforeAll(async () => {
   api = await startTestApi(RUNTIME_ENV);
   api.relay.start();
-  deployer = await startService('deployer', serviceEnv(api, { ...RUNTIME_ENV, SLIPWAY_WORKER_HEALTH_PORT: String(await freePort()) }));
+  deployer = await startService(
+    'deployer',
+    serviceEnv(api, { ...RUNTIME_ENV, SLIPWAY_WORKER_HEALTH_PORT: String(await freePort()) }),
+  );
   // An agent server: its serving URL wants a workspace key, so a refused request can be sent.
   const deployed = await deployBuiltApp(api, 'busy-agent', APP, { agent_server: { auth_path: null } });
   deploymentId = deployed.deploymentId;
@@ -43,12 +46,20 @@ afterAll(async () => {
 }, 60_000);
 
 const state = async (): Promise<{ status: string; idle_days: number }> =>
-  (await api.dataSource.query(`SELECT status, extract(epoch FROM now() - last_activity_at)::float / 86400 AS idle_days FROM deployments WHERE id = $1`, [deploymentId]))[0];
+  (
+    await api.dataSource.query(
+      `SELECT status, extract(epoch FROM now() - last_activity_at)::float / 86400 AS idle_days FROM deployments WHERE id = $1`,
+      [deploymentId],
+    )
+  )[0];
 
 describe('activity through the serving URL', () => {
   it('an admitted request brings an UNUSED deployment back to READY; a refused one and /ok do not count', async () => {
     // 60 days without a redeploy or a request: the reaper made it UNUSED.
-    await api.dataSource.query(`UPDATE deployments SET status = 'UNUSED', last_activity_at = now() - interval '60 days' WHERE id = $1`, [deploymentId]);
+    await api.dataSource.query(
+      `UPDATE deployments SET status = 'UNUSED', last_activity_at = now() - interval '60 days' WHERE id = $1`,
+      [deploymentId],
+    );
 
     expect((await fetch(`${serving}/ok`)).status).toBe(200);
     expect((await fetch(`${serving}/threads`)).status).toBe(401);
@@ -64,10 +75,14 @@ describe('activity through the serving URL', () => {
     expect(after.idle_days * 86_400).toBeLessThan(10);
 
     // Within the minute another request writes nothing (the throttle): the timestamp stays.
-    const [{ at }] = await api.dataSource.query(`SELECT last_activity_at AS at FROM deployments WHERE id = $1`, [deploymentId]);
+    const [{ at }] = await api.dataSource.query(`SELECT last_activity_at AS at FROM deployments WHERE id = $1`, [
+      deploymentId,
+    ]);
     expect((await fetch(`${serving}/again`, { headers: { 'x-api-key': key } })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 500));
-    const [{ at: later }] = await api.dataSource.query(`SELECT last_activity_at AS at FROM deployments WHERE id = $1`, [deploymentId]);
+    const [{ at: later }] = await api.dataSource.query(`SELECT last_activity_at AS at FROM deployments WHERE id = $1`, [
+      deploymentId,
+    ]);
     expect(later).toEqual(at);
   }, 60_000);
 });

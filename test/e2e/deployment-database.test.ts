@@ -42,7 +42,10 @@ describe('deployment databases', () => {
     expect(res.body.latest_revision_id).toBeNull();
     const name = deploymentDatabaseName('db-owner', res.body.id);
 
-    const ready = await eventually(async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).body, (d) => d.status === 'READY').catch((err) => {
+    const ready = await eventually(
+      async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).body,
+      (d) => d.status === 'READY',
+    ).catch((err) => {
       throw new Error(`${err.message}\ndeployer output:\n${deployer.output()}`);
     });
     expect(ready.status).toBe('READY');
@@ -58,7 +61,9 @@ describe('deployment databases', () => {
     );
     expect(owner.owner).toBe(name);
     const box = secretsCodec(api.config);
-    const { databasePassword } = await new DeploymentCredentialStore(api.dataSource.manager, box).credentials(res.body.id);
+    const { databasePassword } = await new DeploymentCredentialStore(api.dataSource.manager, box).credentials(
+      res.body.id,
+    );
     const as = (database: string) => {
       const u = new URL(api.database.url);
       u.username = name;
@@ -75,11 +80,17 @@ describe('deployment databases', () => {
     await own.end();
     // Not even a connection to the control plane's database (PUBLIC lost CONNECT on it).
     await expect(as(api.database.name).connect()).rejects.toThrow(/permission denied|CONNECT privilege/);
-    const [role] = await api.dataSource.query(`SELECT rolsuper, rolcreatedb, rolcreaterole, rolconnlimit FROM pg_roles WHERE rolname = $1`, [name]);
+    const [role] = await api.dataSource.query(
+      `SELECT rolsuper, rolcreatedb, rolcreaterole, rolconnlimit FROM pg_roles WHERE rolname = $1`,
+      [name],
+    );
     expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolconnlimit: 7 });
 
     expect((await api.http.delete(`/v2/deployments/${res.body.id}`)).status).toBe(204);
-    await eventually(async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).status, (s) => s === 404);
+    await eventually(
+      async () => (await api.http.get(`/v2/deployments/${res.body.id}`)).status,
+      (s) => s === 404,
+    );
     expect(await databaseExists(name)).toBe(false);
     expect(await api.dataSource.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [name])).toEqual([]);
     // The tracing project outlives the deployment, and the name is free again.

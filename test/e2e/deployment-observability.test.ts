@@ -50,7 +50,9 @@ beforeAll(async () => {
   metricsPort = await freePort();
   stand = await startCodeDeployStand({}, { SLIPWAY_WORKER_HEALTH_PORT: String(metricsPort) });
   stand.commit('observed', nodeApp('observed', SERVER));
-  ({ deploymentId, revisionId } = await stand.deploy('observed', { resourceSpec: { memory_mb: MEMORY_MB, min_scale: 1, max_scale: 1 } }));
+  ({ deploymentId, revisionId } = await stand.deploy('observed', {
+    resourceSpec: { memory_mb: MEMORY_MB, min_scale: 1, max_scale: 1 },
+  }));
   const rev = await stand.untilDone(deploymentId, revisionId);
   expect(rev.status, rev.status_message).toBe('DEPLOYED');
   const deployment = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body;
@@ -65,9 +67,12 @@ afterAll(async () => {
 
 describe("a running deployment's live log and metrics", () => {
   it('follows what a running instance prints after the rollout ended, within 2 s, and stays open', async () => {
-    const follow = new SseClient(`${stand.apiUrl}/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=deploy&follow=true`, {
-      'x-api-key': stand.api.adminKey,
-    });
+    const follow = new SseClient(
+      `${stand.apiUrl}/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=deploy&follow=true`,
+      {
+        'x-api-key': stand.api.adminKey,
+      },
+    );
     try {
       await follow.until((events) => events.some((e) => e.data.message === 'observed app listening'), 30_000);
       const marker = `m-${Date.now()}`;
@@ -88,7 +93,12 @@ describe("a running deployment's live log and metrics", () => {
     for (let i = 0; i < OK; i++) expect((await hit('/')).status).toBe(200);
     for (let i = 0; i < MISSING; i++) expect((await hit('/missing')).status).toBe(404);
     // Buckets are written once they are over (10 s, then within 5 s).
-    const body = await eventually(() => metrics(), (b) => b.totals.requests >= sent, 60_000, 1_000);
+    const body = await eventually(
+      () => metrics(),
+      (b) => b.totals.requests >= sent,
+      60_000,
+      1_000,
+    );
     expect(body.totals.requests).toBe(sent);
     expect(body.totals.errors_4xx).toBe(MISSING);
     expect(body.totals.errors_5xx).toBe(0);
@@ -102,34 +112,68 @@ describe("a running deployment's live log and metrics", () => {
     const withSamples = await eventually(
       () => metrics(),
       // The live sample comes first; the totals once a bucket holding one is written.
-      (b) => b.instances.length === 1 && b.instances[0].memory_bytes > 0 && b.instances[0].cpu_percent !== null && b.instances[0].healthy === true && b.totals.memory_bytes > 0,
+      (b) =>
+        b.instances.length === 1 &&
+        b.instances[0].memory_bytes > 0 &&
+        b.instances[0].cpu_percent !== null &&
+        b.instances[0].healthy === true &&
+        b.totals.memory_bytes > 0,
       60_000,
       1_000,
     );
     const [instance] = withSamples.instances;
-    expect(instance).toMatchObject({ index: 0, revision_id: revisionId, status: 'running', restarts: 0, healthy: true });
+    expect(instance).toMatchObject({
+      index: 0,
+      revision_id: revisionId,
+      status: 'running',
+      restarts: 0,
+      healthy: true,
+    });
     expect(instance.memory_bytes).toBeLessThanOrEqual(MEMORY_MB * 1024 * 1024);
     expect(Date.parse(instance.last_health_check_at)).toBeGreaterThan(Date.now() - 60_000);
     expect(withSamples.totals.memory_bytes).toBeGreaterThan(0);
 
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    expect(text).toContain(`slipway_deployment_requests_total{deployment="${deploymentId}",status_class="4xx",service="deployer"} ${MISSING}`);
-    expect(text).toMatch(new RegExp(`slipway_deployment_instance_memory_bytes\\{deployment="${deploymentId}",instance="${instance.id}"[^}]*\\} [1-9]`));
+    expect(text).toContain(
+      `slipway_deployment_requests_total{deployment="${deploymentId}",status_class="4xx",service="deployer"} ${MISSING}`,
+    );
+    expect(text).toMatch(
+      new RegExp(
+        `slipway_deployment_instance_memory_bytes\\{deployment="${deploymentId}",instance="${instance.id}"[^}]*\\} [1-9]`,
+      ),
+    );
   }, 120_000);
 
   it('shows an instance killed for running out of memory as an OOM kill and a restart', async () => {
     expect((await hit('/hog')).status).toBe(200);
-    const body = await eventually(() => metrics(), (b) => b.totals.oom_kills >= 1, 120_000, 1_000);
+    const body = await eventually(
+      () => metrics(),
+      (b) => b.totals.oom_kills >= 1,
+      120_000,
+      1_000,
+    );
     expect(body.totals.oom_kills).toBe(1);
     expect(body.totals.restarts).toBe(1);
     expect(sum(body.series.oom_kills)).toBe(1);
-    const counted = await eventually(() => metrics(), (b) => b.totals.requests >= sent, 60_000, 1_000);
+    const counted = await eventually(
+      () => metrics(),
+      (b) => b.totals.requests >= sent,
+      60_000,
+      1_000,
+    );
     expect(counted.totals.requests).toBe(sent);
-    const after = await eventually(() => metrics(), (b) => b.instances[0]?.restarts === 1, 60_000, 1_000);
+    const after = await eventually(
+      () => metrics(),
+      (b) => b.instances[0]?.restarts === 1,
+      60_000,
+      1_000,
+    );
     expect(after.instances).toHaveLength(1);
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(text).toContain(`slipway_deployment_oom_kills_total{deployment="${deploymentId}",service="deployer"} 1`);
-    expect(text).toContain(`slipway_deployment_restarts_total{deployment="${deploymentId}",reason="out_of_memory",service="deployer"} 1`);
+    expect(text).toContain(
+      `slipway_deployment_restarts_total{deployment="${deploymentId}",reason="out_of_memory",service="deployer"} 1`,
+    );
     // The 24 h window holds the same numbers in longer steps.
     const day = await metrics('24h');
     expect(day.step_seconds).toBe(600);

@@ -90,7 +90,12 @@ function standInResolver(socket: Socket, seen: { ok: number; slowAt: number[] })
     let end = 12;
     const labels: string[] = [];
     while (end < query.length && query[end] !== 0) {
-      labels.push(query.subarray(end + 1, end + 1 + query[end]!).toString().toLowerCase());
+      labels.push(
+        query
+          .subarray(end + 1, end + 1 + query[end]!)
+          .toString()
+          .toLowerCase(),
+      );
       end += 1 + query[end]!;
     }
     end += 1 + 4;
@@ -118,7 +123,12 @@ let neighbourUrl: string;
 
 /** A new upload deployment serving `server`, rolled out by the deployer; its serving URL. */
 async function deploy(name: string, server: string): Promise<string> {
-  const created = await api.http.post('/v2/deployments', { name, source: 'upload', source_config: {}, source_revision_config: {} });
+  const created = await api.http.post('/v2/deployments', {
+    name,
+    source: 'upload',
+    source_config: {},
+    source_revision_config: {},
+  });
   expect(created.status, created.text).toBe(201);
   const revision = await addBuiltRevision(api, created.body.id, server);
   const settled = await eventually(
@@ -128,7 +138,9 @@ async function deploy(name: string, server: string): Promise<string> {
     200,
   );
   expect(settled.status, settled.status_message).toBe('DEPLOYED');
-  const [{ serving_port }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [created.body.id]);
+  const [{ serving_port }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [
+    created.body.id,
+  ]);
   return `http://127.0.0.1:${serving_port}`;
 }
 
@@ -141,11 +153,18 @@ beforeAll(async () => {
   deployerHealth = `http://127.0.0.1:${healthPort}`;
   deployer = await startService(
     'deployer',
-    serviceEnv(api, { ...RUNTIME_ENV, SLIPWAY_WORKER_HEALTH_PORT: String(healthPort), SLIPWAY_SANDBOX_DNS_SERVERS: `127.0.0.1:${resolver.address().port}` }),
+    serviceEnv(api, {
+      ...RUNTIME_ENV,
+      SLIPWAY_WORKER_HEALTH_PORT: String(healthPort),
+      SLIPWAY_SANDBOX_DNS_SERVERS: `127.0.0.1:${resolver.address().port}`,
+    }),
   );
   // Unsandboxed there is no relay to flood: fail, as the other sandbox end-to-end tests do.
   expect(deployer.output()).not.toMatch(/UNSANDBOXED|sandbox is unavailable/i);
-  [floodUrl, neighbourUrl] = await Promise.all([deploy('dns-flooder', FLOOD_APP), deploy('dns-neighbour', RESOLVE_APP)]);
+  [floodUrl, neighbourUrl] = await Promise.all([
+    deploy('dns-flooder', FLOOD_APP),
+    deploy('dns-neighbour', RESOLVE_APP),
+  ]);
 }, 150_000);
 
 afterAll(async () => {
@@ -156,7 +175,10 @@ afterAll(async () => {
 }, 60_000);
 
 const getJson = async (url: string) => {
-  const res = await fetch(url, { signal: AbortSignal.timeout(5_000) }).catch((err: Error) => ({ status: 0, json: async () => ({ error: err.message }) }));
+  const res = await fetch(url, { signal: AbortSignal.timeout(5_000) }).catch((err: Error) => ({
+    status: 0,
+    json: async () => ({ error: err.message }),
+  }));
   return { status: res.status, body: (await res.json().catch(() => null)) as any };
 };
 
@@ -168,18 +190,37 @@ describe('a DNS flood from one sandbox', () => {
     expect(upstreamSeen.ok).toBeGreaterThan(0);
 
     const floodStarted = Date.now();
-    const floodDone = fetch(`${floodUrl}/flood?seconds=${FLOOD_SECONDS}`, { signal: AbortSignal.timeout((FLOOD_SECONDS + 20) * 1000) }).then((r) => r.json());
+    const floodDone = fetch(`${floodUrl}/flood?seconds=${FLOOD_SECONDS}`, {
+      signal: AbortSignal.timeout((FLOOD_SECONDS + 20) * 1000),
+    }).then((r) => r.json());
     const probes: Array<{ at: number; serving: number; resolve: any; ready: number }> = [];
     while (Date.now() - floodStarted < FLOOD_SECONDS * 1000) {
-      const [serving, resolve, ready] = await Promise.all([getJson(`${neighbourUrl}/ok`), getJson(`${neighbourUrl}/resolve`), getJson(`${deployerHealth}/readyz`)]);
-      probes.push({ at: Date.now() - floodStarted, serving: serving.status, resolve: resolve.body, ready: ready.status });
+      const [serving, resolve, ready] = await Promise.all([
+        getJson(`${neighbourUrl}/ok`),
+        getJson(`${neighbourUrl}/resolve`),
+        getJson(`${deployerHealth}/readyz`),
+      ]);
+      probes.push({
+        at: Date.now() - floodStarted,
+        serving: serving.status,
+        resolve: resolve.body,
+        ready: ready.status,
+      });
       await new Promise((r) => setTimeout(r, 100));
     }
-    const flood = (await floodDone) as { nameserver: string; sent: number; refused: number; otherAnswers: number; sendErrors: number };
+    const flood = (await floodDone) as {
+      nameserver: string;
+      sent: number;
+      refused: number;
+      otherAnswers: number;
+      sendErrors: number;
+    };
 
     // B served and resolved every time, each answer well inside one try; the deployer stayed ready.
     expect(probes.length).toBeGreaterThan(FLOOD_SECONDS * 2);
-    expect(probes.filter((p) => p.serving !== 200 || p.ready !== 200 || !p.resolve?.addresses?.includes(OK_ADDRESS))).toEqual([]);
+    expect(
+      probes.filter((p) => p.serving !== 200 || p.ready !== 200 || !p.resolve?.addresses?.includes(OK_ADDRESS)),
+    ).toEqual([]);
     expect(Math.max(...probes.map((p) => p.resolve.ms))).toBeLessThan(RESOLVE_TIMEOUT_MS);
 
     // A sent thousands; past its bound the relay refused them at once, and none got an answer otherwise.

@@ -68,20 +68,41 @@ afterAll(async () => {
   await pebble?.stop();
 }, 60_000);
 
-const domainOf = async () => ((await api.http.get(`/v2/deployments/${deploymentId}/domains`)).body.resources as any[]).find((d) => d.host === HOST);
+const domainOf = async () =>
+  ((await api.http.get(`/v2/deployments/${deploymentId}/domains`)).body.resources as any[]).find(
+    (d) => d.host === HOST,
+  );
 
 /** A request over HTTPS on a new connection, by SNI, trusting pebble's root only. */
-function overHttps(urlPath: string): Promise<{ status: number; body: string; serial: string; chain: X509Certificate[] }> {
+function overHttps(
+  urlPath: string,
+): Promise<{ status: number; body: string; serial: string; chain: X509Certificate[] }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: ports.https, path: urlPath, servername: HOST, headers: { host: HOST }, ca: rootPem, agent: false }, (res) => {
-      const socket = res.socket as import('node:tls').TLSSocket;
-      const leaf = socket.getPeerX509Certificate()!;
-      const chain: X509Certificate[] = [];
-      for (let c: X509Certificate | undefined = leaf; c && chain.length < 5 && !chain.some((x) => x.fingerprint256 === c!.fingerprint256); c = c.issuerCertificate) chain.push(c);
-      let body = '';
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body, serial: leaf.serialNumber, chain }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: ports.https,
+        path: urlPath,
+        servername: HOST,
+        headers: { host: HOST },
+        ca: rootPem,
+        agent: false,
+      },
+      (res) => {
+        const socket = res.socket as import('node:tls').TLSSocket;
+        const leaf = socket.getPeerX509Certificate()!;
+        const chain: X509Certificate[] = [];
+        for (
+          let c: X509Certificate | undefined = leaf;
+          c && chain.length < 5 && !chain.some((x) => x.fingerprint256 === c!.fingerprint256);
+          c = c.issuerCertificate
+        )
+          chain.push(c);
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body, serial: leaf.serialNumber, chain }));
+      },
+    );
     req.once('error', reject);
     req.end();
   });
@@ -100,13 +121,18 @@ function servedSerial(): Promise<string> {
 
 /** Makes the edge renew HOST now: its certificate past two thirds, and a change told to the edges (as a route change is). */
 async function renewNow(): Promise<void> {
-  await api.dataSource.query(`UPDATE edge_certificates SET renew_after = now(), next_attempt_at = now() WHERE host = $1`, [HOST]);
+  await api.dataSource.query(
+    `UPDATE edge_certificates SET renew_after = now(), next_attempt_at = now() WHERE host = $1`,
+    [HOST],
+  );
   await api.dataSource.query(`SELECT pg_notify('slipway_edge_routes', $1)`, [deploymentId]);
 }
 
 describe('a custom_url with automatic certificates', () => {
   it('is verified by its TXT record, gets a certificate chained to the CA root, and is served over HTTPS by SNI', async () => {
-    const patched = await api.http.patch(`/v2/deployments/${deploymentId}`, { source_config: { custom_url: `https://${HOST}` } });
+    const patched = await api.http.patch(`/v2/deployments/${deploymentId}`, {
+      source_config: { custom_url: `https://${HOST}` },
+    });
     expect(patched.status, patched.text).toBe(200);
     const pending = await domainOf();
     expect(pending).toMatchObject({ state: 'pending_verification', from_custom_url: true });
@@ -122,7 +148,9 @@ describe('a custom_url with automatic certificates', () => {
     expect(leaf!.checkHost(HOST)).toBe(HOST);
     expect(leaf!.checkIssued(intermediate!)).toBe(true);
     expect(intermediate!.checkIssued(new X509Certificate(rootPem))).toBe(true);
-    const events = (await api.http.get(`/v2/events?deployment_id=${deploymentId}&types=domain.state_changed`)).body.resources.map((e: any) => e.data.to);
+    const events = (
+      await api.http.get(`/v2/events?deployment_id=${deploymentId}&types=domain.state_changed`)
+    ).body.resources.map((e: any) => e.data.to);
     expect(events).toEqual(['issuing', 'active']);
   }, 90_000);
 
@@ -135,7 +163,9 @@ describe('a custom_url with automatic certificates', () => {
       socket.write(`GET /a?b=1 HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
     });
     expect(data).toMatch(/^HTTP\/1\.1 308 /);
-    expect(data).toMatch(new RegExp(`\\r\\nlocation: https://${HOST.replaceAll('.', '\\.')}:${ports.https}/a\\?b=1\\r\\n`, 'i'));
+    expect(data).toMatch(
+      new RegExp(`\\r\\nlocation: https://${HOST.replaceAll('.', '\\.')}:${ports.https}/a\\?b=1\\r\\n`, 'i'),
+    );
   });
 
   it('a renewal swaps the certificate without a failed request', async () => {
@@ -144,7 +174,12 @@ describe('a custom_url with automatic certificates', () => {
     const answers: number[] = [];
     const probing = (async () => {
       while (!stop) {
-        answers.push(await overHttps('/probe').then((a) => a.status, () => 0));
+        answers.push(
+          await overHttps('/probe').then(
+            (a) => a.status,
+            () => 0,
+          ),
+        );
         await new Promise((r) => setTimeout(r, 50));
       }
     })();

@@ -60,8 +60,18 @@ beforeAll(async () => {
   // The public DNS a custom domain's owner publishes its verification record in.
   dns = await startDnsStub();
   // Started before any deployment exists: every route below reaches it as a change, not at start.
-  edge = await startService('edge', serviceEnv(api, { ...RUNTIME_ENV, SLIPWAY_DOMAIN_DNS_SERVERS: dns.server, SLIPWAY_DOMAIN_VERIFY_INTERVAL_MS: '500' }));
-  for (const [which, manifest] of [['plain', { agent_server: undefined }], ['agent', { agent_server: { auth_path: null } }]] as const) {
+  edge = await startService(
+    'edge',
+    serviceEnv(api, {
+      ...RUNTIME_ENV,
+      SLIPWAY_DOMAIN_DNS_SERVERS: dns.server,
+      SLIPWAY_DOMAIN_VERIFY_INTERVAL_MS: '500',
+    }),
+  );
+  for (const [which, manifest] of [
+    ['plain', { agent_server: undefined }],
+    ['agent', { agent_server: { auth_path: null } }],
+  ] as const) {
     const { deploymentId } = await deployBuiltApp(api, `edge-${which}`, echoApp('v1'), manifest);
     const view = (await api.http.get(`/v2/deployments/${deploymentId}`)).body;
     apps[which] = { id: deploymentId, url: view.url, host: new URL(view.url).host };
@@ -96,10 +106,20 @@ const raw = async (text: string, waitMs = 2_000): Promise<string> => (await send
 /** A keyless request to the agent through the edge from `localAddress` (a loopback address of its own). */
 function fromAddress(localAddress: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: edgePort, path: '/threads', localAddress, headers: { host: apps.agent.host }, agent: false }, (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: edgePort,
+        path: '/threads',
+        localAddress,
+        headers: { host: apps.agent.host },
+        agent: false,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      },
+    );
     req.once('error', reject);
     req.end();
   });
@@ -124,7 +144,11 @@ describe('names', () => {
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ version: 'v1', url: '/hello?x=1' });
     // The app sees its public name and scheme, and never the edge's own headers.
-    expect(answer.body.headers).toMatchObject({ host: apps.plain.host, 'x-forwarded-host': apps.plain.host, 'x-forwarded-proto': 'http' });
+    expect(answer.body.headers).toMatchObject({
+      host: apps.plain.host,
+      'x-forwarded-host': apps.plain.host,
+      'x-forwarded-proto': 'http',
+    });
     expect(Object.keys(answer.body.headers).filter((h) => h.startsWith('x-slipway'))).toEqual([]);
   });
 
@@ -144,13 +168,22 @@ describe('names', () => {
     expect(first[PER_ADDRESS]).toBe(429);
     expect(await fromAddress('127.0.0.3')).toBe(401);
     // Straight to the serving port, naming another client address without the edge's token: still this socket's budget.
-    const [{ serving_port: port }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [apps.agent.id]);
+    const [{ serving_port: port }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [
+      apps.agent.id,
+    ]);
     const forged: number[] = [];
     for (let i = 0; i <= PER_ADDRESS; i++) {
       forged.push(
         await new Promise<number>((resolve, reject) => {
           const req = request(
-            { host: '127.0.0.1', port, path: '/threads', localAddress: '127.0.0.4', agent: false, headers: { 'x-slipway-edge': 'forged', 'x-slipway-client-address': `10.9.9.${i}` } },
+            {
+              host: '127.0.0.1',
+              port,
+              path: '/threads',
+              localAddress: '127.0.0.4',
+              agent: false,
+              headers: { 'x-slipway-edge': 'forged', 'x-slipway-client-address': `10.9.9.${i}` },
+            },
             (res) => {
               res.resume();
               resolve(res.statusCode!);
@@ -167,7 +200,12 @@ describe('names', () => {
 
 describe('what the edge refuses', () => {
   it('an unknown host gets 404 naming nothing', async () => {
-    for (const host of ['nobody.localhost', `x.${apps.plain.host}`, 'example.com', apps.plain.host.replace('edge-plain', 'edge-plain-ffffff')]) {
+    for (const host of [
+      'nobody.localhost',
+      `x.${apps.plain.host}`,
+      'example.com',
+      apps.plain.host.replace('edge-plain', 'edge-plain-ffffff'),
+    ]) {
       const data = await raw(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
       expect(statusOf(data), host).toBe(404);
       expect(data.slice(data.indexOf('\r\n\r\n') + 4)).toBe('{"detail":"Not found."}');
@@ -176,15 +214,24 @@ describe('what the edge refuses', () => {
 
   it('no Host (HTTP/1.0) and two Host headers get 400, CONNECT 405, and the edge keeps serving', async () => {
     expect(statusOf(await raw('GET /ok HTTP/1.0\r\n\r\n'))).toBe(400);
-    expect(statusOf(await raw(`GET / HTTP/1.1\r\nHost: ${apps.plain.host}\r\nHost: ${apps.agent.host}\r\n\r\n`))).toBe(400);
-    expect(statusOf(await raw(`CONNECT ${apps.plain.host}:443 HTTP/1.1\r\nHost: ${apps.plain.host}\r\n\r\n`))).toBe(405);
+    expect(statusOf(await raw(`GET / HTTP/1.1\r\nHost: ${apps.plain.host}\r\nHost: ${apps.agent.host}\r\n\r\n`))).toBe(
+      400,
+    );
+    expect(statusOf(await raw(`CONNECT ${apps.plain.host}:443 HTTP/1.1\r\nHost: ${apps.plain.host}\r\n\r\n`))).toBe(
+      405,
+    );
     await stillServes();
   });
 
   it('an absolute-form target is routed by its own host, and reaches the app as a path', async () => {
-    const data = await raw(`GET http://${apps.plain.host}/abs?q=1 HTTP/1.1\r\nHost: nobody.localhost\r\nConnection: close\r\n\r\n`);
+    const data = await raw(
+      `GET http://${apps.plain.host}/abs?q=1 HTTP/1.1\r\nHost: nobody.localhost\r\nConnection: close\r\n\r\n`,
+    );
     expect(statusOf(data)).toBe(200);
-    expect(JSON.parse(data.slice(data.indexOf('\r\n\r\n') + 4))).toMatchObject({ url: '/abs?q=1', headers: { host: apps.plain.host } });
+    expect(JSON.parse(data.slice(data.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      url: '/abs?q=1',
+      headers: { host: apps.plain.host },
+    });
   });
 
   it('a request cut mid-headers or mid-body leaves the edge serving', async () => {
@@ -196,7 +243,9 @@ describe('what the edge refuses', () => {
   it(`${FUZZ_REQUESTS} generated raw requests: no 5xx, no crash, nothing left hanging`, async () => {
     console.log(`[edge raw fuzz] seed ${FUZZ_SEED} (SLIPWAY_RAW_FUZZ_SEED=${FUZZ_SEED} repeats it)`);
     const rng = new Rng(FUZZ_SEED);
-    const requests = Array.from({ length: FUZZ_REQUESTS }, () => rawRequest(rng, key, rng.chance(0.3) ? apps.agent.host : apps.plain.host));
+    const requests = Array.from({ length: FUZZ_REQUESTS }, () =>
+      rawRequest(rng, key, rng.chance(0.3) ? apps.agent.host : apps.plain.host),
+    );
     const failures: string[] = [];
     let timedOut = 0;
     let ok = 0;
@@ -213,7 +262,8 @@ describe('what the edge refuses', () => {
       }
     };
     await Promise.all(Array.from({ length: 8 }, lane));
-    if (failures.length) console.log(`[edge raw fuzz] ${failures.length} answers of 5xx:\n${failures.slice(0, 10).join('\n')}`);
+    if (failures.length)
+      console.log(`[edge raw fuzz] ${failures.length} answers of 5xx:\n${failures.slice(0, 10).join('\n')}`);
     expect(failures.slice(0, 10)).toEqual([]);
     expect(timedOut).toBe(0);
     // Most requests got past the parser into the edge and on to the apps.
@@ -262,7 +312,8 @@ describe('custom domains', () => {
       100,
     );
     expect(JSON.parse(routed.body)).toMatchObject({ url: '/custom', headers: { host } });
-    const events = (await api.http.get(`/v2/events?deployment_id=${apps.plain.id}&types=domain.state_changed`)).body.resources;
+    const events = (await api.http.get(`/v2/events?deployment_id=${apps.plain.id}&types=domain.state_changed`)).body
+      .resources;
     expect(events.at(-1)).toMatchObject({ data: { host, from: 'pending_verification', to: 'active' } });
 
     // Released: no longer routed.
@@ -284,12 +335,41 @@ describe("with the operator's certificate", () => {
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'edge-tls-'));
     const [cert, key] = [path.join(dir, 'cert.pem'), path.join(dir, 'key.pem')];
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=apps', '-addext', 'subjectAltName=DNS:*.localhost,DNS:edge-plain.localhost', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=apps',
+        '-addext',
+        'subjectAltName=DNS:*.localhost,DNS:edge-plain.localhost',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
     ca = readFileSync(cert);
     ports = { http: await freePort(), https: await freePort() };
     tlsEdge = await startService(
       'edge',
-      serviceEnv(api, { ...RUNTIME_ENV, SLIPWAY_EDGE_HTTP_PORT: String(ports.http), SLIPWAY_EDGE_HTTPS_PORT: String(ports.https), SLIPWAY_EDGE_HOST: '127.0.0.1', SLIPWAY_TLS_CERT_FILE: cert, SLIPWAY_TLS_KEY_FILE: key }),
+      serviceEnv(api, {
+        ...RUNTIME_ENV,
+        SLIPWAY_EDGE_HTTP_PORT: String(ports.http),
+        SLIPWAY_EDGE_HTTPS_PORT: String(ports.https),
+        SLIPWAY_EDGE_HOST: '127.0.0.1',
+        SLIPWAY_TLS_CERT_FILE: cert,
+        SLIPWAY_TLS_KEY_FILE: key,
+      }),
     );
   }, 60_000);
 
@@ -301,11 +381,23 @@ describe("with the operator's certificate", () => {
   const overTls = (host: string, urlPath: string) =>
     new Promise<{ status: number; body: string }>((resolve, reject) => {
       const listed = host === 'edge-plain.localhost' ? {} : { checkServerIdentity: () => undefined };
-      const req = tlsRequest({ host: '127.0.0.1', port: ports.https, path: urlPath, servername: host, headers: { host: `${host}:${ports.https}` }, ca, agent: false, ...listed }, (res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      });
+      const req = tlsRequest(
+        {
+          host: '127.0.0.1',
+          port: ports.https,
+          path: urlPath,
+          servername: host,
+          headers: { host: `${host}:${ports.https}` },
+          ca,
+          agent: false,
+          ...listed,
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
       req.once('error', reject);
       req.end();
     });
@@ -326,7 +418,9 @@ describe("with the operator's certificate", () => {
       socket.write(`GET /a/b?c=1 HTTP/1.1\r\nHost: edge-plain.localhost:${ports.http}\r\nConnection: close\r\n\r\n`);
     });
     expect(statusOf(data)).toBe(308);
-    expect(data).toMatch(new RegExp(`\\r\\nlocation: https://edge-plain\\.localhost:${ports.https}/a/b\\?c=1\\r\\n`, 'i'));
+    expect(data).toMatch(
+      new RegExp(`\\r\\nlocation: https://edge-plain\\.localhost:${ports.https}/a/b\\?c=1\\r\\n`, 'i'),
+    );
   });
 });
 

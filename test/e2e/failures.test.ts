@@ -12,7 +12,11 @@ const TERMINAL = [...REVISION_TERMINAL];
 const ROLLOUT_DEADLINE_MS = '15000';
 
 async function createListener(api: TestApi, computeId: string): Promise<string> {
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: computeId, compute_config: { k8s_namespaces: null } });
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: computeId,
+    compute_config: { k8s_namespaces: null },
+  });
   expect(res.status).toBe(201);
   return res.body.id;
 }
@@ -25,7 +29,10 @@ const imageBody = (name: string, listenerId: string, tag = '1') => ({
 });
 
 async function revisionRow(api: TestApi, id: string) {
-  const [row] = await api.dataSource.query(`SELECT status, status_message, attempt, heartbeat_at FROM revisions WHERE id = $1`, [id]);
+  const [row] = await api.dataSource.query(
+    `SELECT status, status_message, attempt, heartbeat_at FROM revisions WHERE id = $1`,
+    [id],
+  );
   return row;
 }
 
@@ -54,7 +61,10 @@ describe('kill -9 of the deployer during a rollout', () => {
   async function killDeployerMidRollout(deploymentName: string): Promise<{ deploymentId: string; revisionId: string }> {
     const listenerId = await createListener(api, `${deploymentName}-cluster`);
     const { body: d } = await api.http.post('/v2/deployments', imageBody(deploymentName, listenerId));
-    await eventually(() => revisionRow(api, d.latest_revision_id), (r) => r.status === 'AWAITING_DEPLOY');
+    await eventually(
+      () => revisionRow(api, d.latest_revision_id),
+      (r) => r.status === 'AWAITING_DEPLOY',
+    );
 
     const blocker = new pg.Client({ connectionString: api.database.url });
     await blocker.connect();
@@ -62,7 +72,10 @@ describe('kill -9 of the deployer during a rollout', () => {
     await blocker.query('SELECT id FROM deployments WHERE id = $1 FOR UPDATE', [d.id]);
     const deployer = await startService('deployer', env());
     spawned.push(deployer);
-    await eventually(() => revisionRow(api, d.latest_revision_id), (r) => r.heartbeat_at !== null);
+    await eventually(
+      () => revisionRow(api, d.latest_revision_id),
+      (r) => r.heartbeat_at !== null,
+    );
     deployer.child.kill('SIGKILL');
     expect((await deployer.exited).signal).toBe('SIGKILL');
     await blocker.query('ROLLBACK');
@@ -74,7 +87,11 @@ describe('kill -9 of the deployer during a rollout', () => {
     const { revisionId } = await killDeployerMidRollout('killed-then-restarted');
     expect((await revisionRow(api, revisionId)).status).toBe('AWAITING_DEPLOY');
     spawned.push(await startService('deployer', env()));
-    const row = await eventually(() => revisionRow(api, revisionId), (r) => r.status === 'DEPLOYING', 30_000);
+    const row = await eventually(
+      () => revisionRow(api, revisionId),
+      (r) => r.status === 'DEPLOYING',
+      30_000,
+    );
     expect(row.attempt).toBe(1);
     const retries = await api.dataSource.query(
       `SELECT message FROM revision_events WHERE revision_id = $1 AND from_status = 'AWAITING_DEPLOY' AND to_status = 'AWAITING_DEPLOY'`,
@@ -82,7 +99,11 @@ describe('kill -9 of the deployer during a rollout', () => {
     );
     expect(retries).toEqual([{ message: 'The deployer working on this revision stopped responding. Retrying.' }]);
     // No agent reports in this test: the rollout deadline ends it, with a message saying so.
-    const done = await eventually(() => revisionRow(api, revisionId), (r) => TERMINAL.includes(r.status), 40_000);
+    const done = await eventually(
+      () => revisionRow(api, revisionId),
+      (r) => TERMINAL.includes(r.status),
+      40_000,
+    );
     expect(done.status).toBe('DEPLOY_FAILED');
     expect(done.status_message).toMatch(/deadline/);
   }, 90_000);
@@ -90,7 +111,11 @@ describe('kill -9 of the deployer during a rollout', () => {
   it('ends the revision in a terminal status even with no deployer left', async () => {
     for (const s of spawned) await s.stop('SIGKILL');
     const { revisionId } = await killDeployerMidRollout('killed-for-good');
-    const done = await eventually(() => revisionRow(api, revisionId), (r) => TERMINAL.includes(r.status), 40_000);
+    const done = await eventually(
+      () => revisionRow(api, revisionId),
+      (r) => TERMINAL.includes(r.status),
+      40_000,
+    );
     expect(done.status).toBe('DEPLOY_FAILED');
     expect(done.status_message).toMatch(/deadline|stopped responding/);
   }, 90_000);
@@ -150,9 +175,16 @@ describe('Redis unreachable', () => {
     expect(await rollouts.getJob(jobId)).toBeUndefined();
 
     await proxy.restore();
-    const job = await eventually(() => rollouts.getJob(jobId), (j) => !!j, 40_000);
+    const job = await eventually(
+      () => rollouts.getJob(jobId),
+      (j) => !!j,
+      40_000,
+    );
     expect(job!.data).toMatchObject({ revisionId, attempt: 0 });
-    await eventually(() => revisionRow(api, revisionId), (r) => r.status === 'AWAITING_DEPLOY');
+    await eventually(
+      () => revisionRow(api, revisionId),
+      (r) => r.status === 'AWAITING_DEPLOY',
+    );
     const [sent] = await api.dataSource.query(`SELECT sent_at FROM outbox WHERE job_id = $1`, [jobId]);
     expect(sent.sent_at).not.toBeNull();
   }, 60_000);
@@ -188,7 +220,9 @@ describe('50 concurrent PATCHes to one deployment', () => {
     })();
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: `registry.example/patch-storm:${i + 2}` } }),
+        api.http.patch(`/v2/deployments/${d.id}`, {
+          source_revision_config: { image_uri: `registry.example/patch-storm:${i + 2}` },
+        }),
       ),
     );
     sampling = false;
@@ -197,14 +231,19 @@ describe('50 concurrent PATCHes to one deployment', () => {
     expect(maxInFlight).toBe(1);
 
     const statuses = async () =>
-      (await api.dataSource.query(`SELECT id, status, started_at FROM revisions WHERE deployment_id = $1 ORDER BY created_at, id`, [d.id])) as any[];
+      (await api.dataSource.query(
+        `SELECT id, status, started_at FROM revisions WHERE deployment_id = $1 ORDER BY created_at, id`,
+        [d.id],
+      )) as any[];
     let rows = await statuses();
     expect(rows).toHaveLength(51);
     expect(rows.filter((r) => r.started_at !== null).map((r) => r.id)).toEqual([first]);
     expect(rows.slice(1).every((r) => r.status === 'QUEUED')).toBe(true);
 
     // The first one ends: exactly the newest waiting revision starts, all older waiting ones are skipped.
-    const ended = await api.dataSource.transaction((m) => api.flow.transition(m, first, 'INTERRUPTED', { message: 'test: ended' }));
+    const ended = await api.dataSource.transaction((m) =>
+      api.flow.transition(m, first, 'INTERRUPTED', { message: 'test: ended' }),
+    );
     expect(ended).toMatchObject({ from: 'CREATING', to: 'INTERRUPTED' });
     const { body: latest } = await api.http.get(`/v2/deployments/${d.id}`);
     rows = await statuses();
@@ -218,7 +257,9 @@ describe('50 concurrent PATCHes to one deployment', () => {
   it('is guarded by Postgres itself: a second started revision violates the unique index', async () => {
     const listenerId = await createListener(api, 'index-guard');
     const { body: d } = await api.http.post('/v2/deployments', imageBody('index-guard', listenerId));
-    await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: 'registry.example/index-guard:2' } });
+    await api.http.patch(`/v2/deployments/${d.id}`, {
+      source_revision_config: { image_uri: 'registry.example/index-guard:2' },
+    });
     const { body: after } = await api.http.get(`/v2/deployments/${d.id}`);
     await expect(
       api.dataSource.query(`UPDATE revisions SET started_at = now() WHERE id = $1`, [after.latest_revision_id]),

@@ -85,7 +85,8 @@ describe('docs/guide.md and README.md', () => {
         run.push(snippet);
       }
       // SLIPWAY_GUIDE_TRANSCRIPT=<file> keeps what the guide printed, to compare with its comments.
-      if (process.env.SLIPWAY_GUIDE_TRANSCRIPT) writeFileSync(process.env.SLIPWAY_GUIDE_TRANSCRIPT, session.transcript());
+      if (process.env.SLIPWAY_GUIDE_TRANSCRIPT)
+        writeFileSync(process.env.SLIPWAY_GUIDE_TRANSCRIPT, session.transcript());
       expect(run.length).toBe(snippets.filter((s) => !s.noRun).length);
     }, 600_000);
   });

@@ -41,7 +41,12 @@ const NO_KEY = {};
 const deploymentOf = async (id: string) => (await api().http.get(`/v2/deployments/${id}`)).body;
 
 /** An external_container deployment of `page` pushed to the password-protected registry, DEPLOYED; its serving URL. */
-async function external(name: string, page: string, options: Parameters<typeof image>[1], sourceConfig: Record<string, unknown> = {}) {
+async function external(
+  name: string,
+  page: string,
+  options: Parameters<typeof image>[1],
+  sourceConfig: Record<string, unknown> = {},
+) {
   const uri = `${registry.address}/team/${name}:v1`;
   const pushed = await skopeoPush(await image(page, options), uri, `${USER}:${PASSWORD}`);
   expect(pushed.ok, pushed.output).toBe(true);
@@ -60,7 +65,11 @@ async function external(name: string, page: string, options: Parameters<typeof i
 
 /** The page with a key, once the new revision serves (the gate's policy is reused up to 10 s). */
 async function keyed(url: string, page: string) {
-  await eventually(() => get(url), (r) => r?.text === page, 20_000);
+  await eventually(
+    () => get(url),
+    (r) => r?.text === page,
+    20_000,
+  );
 }
 
 describe('agent images on the embedded container runtime', () => {
@@ -100,13 +109,17 @@ describe('agent images on the embedded container runtime', () => {
   }, 180_000);
 
   it('an external_container image labelled dev.slipway.agent-server=true is one as well', async () => {
-    const { url } = await external('ext-labelled', '<h1>labelled</h1>', { labels: { 'dev.slipway.agent-server': 'true' } });
+    const { url } = await external('ext-labelled', '<h1>labelled</h1>', {
+      labels: { 'dev.slipway.agent-server': 'true' },
+    });
     await keyed(url, '<h1>labelled</h1>');
     expect((await get(url, NO_KEY))?.status).toBe(401);
   }, 180_000);
 
   it('an agent image naming its own auth handler (LANGGRAPH_AUTH) is left to that handler', async () => {
-    const { url } = await external('ext-own-auth', '<h1>own auth</h1>', { env: ['PATH=/bin', GRAPHS, 'LANGGRAPH_AUTH={"path":"/deps/app/auth.py:auth"}'] });
+    const { url } = await external('ext-own-auth', '<h1>own auth</h1>', {
+      env: ['PATH=/bin', GRAPHS, 'LANGGRAPH_AUTH={"path":"/deps/app/auth.py:auth"}'],
+    });
     await keyed(url, '<h1>own auth</h1>');
     expect((await get(url, NO_KEY))?.text).toBe('<h1>own auth</h1>');
   }, 180_000);

@@ -25,20 +25,27 @@ const { api, imagesDir } = runtime;
 beforeAll(() => runtime.start(), 90_000);
 afterAll(() => runtime.close(), 120_000);
 
-async function usage(): Promise<{ registry_bytes: number; registry_stored_bytes: number; registry_unpacked_bytes: number }> {
+async function usage(): Promise<{
+  registry_bytes: number;
+  registry_stored_bytes: number;
+  registry_unpacked_bytes: number;
+}> {
   const res = await api().http.get(`/v2/workspaces/${api().workspaceId}/quotas`);
   expect(res.status, res.text).toBe(200);
   return res.body.usage;
 }
 
 describe('image decompression bombs', () => {
-  it("are refused before they are unpacked, leaving nothing on disk; the quota counts what images unpack to", async () => {
+  it('are refused before they are unpacked, leaving nothing on disk; the quota counts what images unpack to', async () => {
     const { d, v1, url } = await serving('bomb-target', '<h1>still here</h1>');
     const v1Digest = (await revision(d.id, v1)).image_digest as string;
     // The image that was unpacked counts its unpacked bytes (busybox: a couple of MB) besides the compressed ones.
     const before = await eventually(usage, (u) => u.registry_unpacked_bytes > MB, 10_000);
     expect(before.registry_bytes).toBe(before.registry_stored_bytes + before.registry_unpacked_bytes);
-    const [row] = await api().dataSource.query(`SELECT unpacked_bytes FROM registry_blobs WHERE repository = $1 AND digest = $2`, [`${d.id}/web`, v1Digest]);
+    const [row] = await api().dataSource.query(
+      `SELECT unpacked_bytes FROM registry_blobs WHERE repository = $1 AND digest = $2`,
+      [`${d.id}/web`, v1Digest],
+    );
     expect(Number(row.unpacked_bytes)).toBe(before.registry_unpacked_bytes);
 
     // 64 MB of zeros: a layer of well under 1 MB compressed, four times the lowered bound once inflated.
@@ -46,7 +53,9 @@ describe('image decompression bombs', () => {
     const v2 = await deploy(d, bomb, 'bomb');
     const failed = await settled(d.id, v2);
     expect(failed.status).toBe('DEPLOY_FAILED');
-    expect(failed.status_message).toMatch(/^Image \S+@sha256:[0-9a-f]{64} unpacks to more than 16 MB .*\(SLIPWAY_IMAGE_MAX_UNPACKED_MB=16\); nothing of it was unpacked/);
+    expect(failed.status_message).toMatch(
+      /^Image \S+@sha256:[0-9a-f]{64} unpacks to more than 16 MB .*\(SLIPWAY_IMAGE_MAX_UNPACKED_MB=16\); nothing of it was unpacked/,
+    );
     const bombDigest = failed.image_digest as string;
     // The compressed push was small (busybox and 64 KB of gzipped zeros): the registry's bytes alone never saw it coming.
     expect((await usage()).registry_stored_bytes - before.registry_stored_bytes).toBeLessThan(2 * MB);
@@ -56,7 +65,10 @@ describe('image decompression bombs', () => {
     const after = await eventually(usage, (u) => u.registry_unpacked_bytes > before.registry_unpacked_bytes, 10_000);
     expect(after.registry_unpacked_bytes - before.registry_unpacked_bytes).toBeGreaterThan(16 * MB);
     expect(after.registry_unpacked_bytes - before.registry_unpacked_bytes).toBeLessThan(32 * MB);
-    const [bombRow] = await api().dataSource.query(`SELECT unpacked_bytes FROM registry_blobs WHERE repository = $1 AND digest = $2`, [`${d.id}/web`, bombDigest]);
+    const [bombRow] = await api().dataSource.query(
+      `SELECT unpacked_bytes FROM registry_blobs WHERE repository = $1 AND digest = $2`,
+      [`${d.id}/web`, bombDigest],
+    );
     expect(Number(bombRow.unpacked_bytes)).toBeGreaterThan(16 * MB);
     // The old version kept serving.
     expect((await get(url))?.text).toBe('<h1>still here</h1>');

@@ -26,7 +26,11 @@ beforeAll(async () => {
     startService('builder', serviceEnv(api)),
     startService('deployer', serviceEnv(api, { SLIPWAY_WORKER_HEALTH_PORT: String(deployerHealthPort) })),
   ]);
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'prod-eu', compute_config: { k8s_namespaces: ['agents'] } });
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: 'prod-eu',
+    compute_config: { k8s_namespaces: ['agents'] },
+  });
   listenerId = res.body.id;
   agent = api.http.as(await api.mintKey({ listenerId }));
 }, 60_000);
@@ -46,7 +50,12 @@ interface DesiredEntry {
 }
 
 /** One agent loop: wait until the desired state holds an entry for this revision, then report. */
-async function agentApplies(deploymentId: string, revisionId: string, status: 'DEPLOYED' | 'DEPLOY_FAILED' = 'DEPLOYED', message = 'rolled out') {
+async function agentApplies(
+  deploymentId: string,
+  revisionId: string,
+  status: 'DEPLOYED' | 'DEPLOY_FAILED' = 'DEPLOYED',
+  message = 'rolled out',
+) {
   const entry = await eventually(
     async () => {
       const res = await agent.get(`/v2/listeners/${listenerId}/desired-state`);
@@ -56,14 +65,19 @@ async function agentApplies(deploymentId: string, revisionId: string, status: 'D
     (e) => !!e,
   );
   expect(entry!.deployment_id).toBe(deploymentId);
-  const report = await agent.post(`/v2/listeners/${listenerId}/reports`, { revisions: [{ revision_id: revisionId, status, message }] });
+  const report = await agent.post(`/v2/listeners/${listenerId}/reports`, {
+    revisions: [{ revision_id: revisionId, status, message }],
+  });
   expect(report.status).toBe(200);
   return entry!;
 }
 
 /** The value of one Prometheus sample with exactly these labels (in any order), or NaN. */
 function sample(text: string, name: string, labels: Record<string, string>): number {
-  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(',');
+  const wanted = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .sort()
+    .join(',');
   for (const line of text.split('\n')) {
     const m = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
     if (m?.[1] === name && m[2]!.split(',').sort().join(',') === wanted) return Number(m[3]);
@@ -75,7 +89,9 @@ const revisionOf = async (deploymentId: string, revisionId: string) =>
   (await api.http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
 const deploymentOf = async (id: string) => (await api.http.get(`/v2/deployments/${id}`)).body;
 const patchImage = async (id: string, tag: string) => {
-  const res = await api.http.patch(`/v2/deployments/${id}`, { source_revision_config: { image_uri: `registry.example/agent:${tag}` } });
+  const res = await api.http.patch(`/v2/deployments/${id}`, {
+    source_revision_config: { image_uri: `registry.example/agent:${tag}` },
+  });
   expect(res.status).toBe(200);
   return res.body.latest_revision_id as string;
 };
@@ -103,9 +119,15 @@ describe('external_container deployment through the listener runtime', () => {
 
     const rev = await revisionOf(deploymentId, firstRevision);
     expect(rev.status).toBe('DEPLOYED');
-    const d = await eventually(() => deploymentOf(deploymentId), (x) => x.status === 'READY');
+    const d = await eventually(
+      () => deploymentOf(deploymentId),
+      (x) => x.status === 'READY',
+    );
     expect(d.active_revision_id).toBe(firstRevision);
-    const history = await api.dataSource.query(`SELECT to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`, [firstRevision]);
+    const history = await api.dataSource.query(
+      `SELECT to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`,
+      [firstRevision],
+    );
     expect(history.map((h: any) => h.to_status)).toEqual(['AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED']);
 
     // The deployer process exports its own job metrics on its health port.
@@ -117,19 +139,30 @@ describe('external_container deployment through the listener runtime', () => {
 
   it('makes a new revision on PATCH only in the contract cases', async () => {
     const before = (await api.http.get(`/v2/deployments/${deploymentId}/revisions?limit=100`)).body.resources.length;
-    const noRevision = await api.http.patch(`/v2/deployments/${deploymentId}`, { source_config: { build_on_push: true } });
+    const noRevision = await api.http.patch(`/v2/deployments/${deploymentId}`, {
+      source_config: { build_on_push: true },
+    });
     expect(noRevision.body.latest_revision_id).toBe(firstRevision);
     const second = await patchImage(deploymentId, '2');
     expect(second).not.toBe(firstRevision);
-    expect((await api.http.get(`/v2/deployments/${deploymentId}/revisions?limit=100`)).body.resources).toHaveLength(before + 1);
+    expect((await api.http.get(`/v2/deployments/${deploymentId}/revisions?limit=100`)).body.resources).toHaveLength(
+      before + 1,
+    );
     await agentApplies(deploymentId, second);
     expect((await deploymentOf(deploymentId)).active_revision_id).toBe(second);
   });
 
   it('queues revisions behind the one in flight; all but the newest end SKIPPED', async () => {
     const inFlight = await patchImage(deploymentId, '3');
-    await eventually(() => revisionOf(deploymentId, inFlight), (r) => r.status === 'DEPLOYING');
-    const waiting = [await patchImage(deploymentId, '4'), await patchImage(deploymentId, '5'), await patchImage(deploymentId, '6')];
+    await eventually(
+      () => revisionOf(deploymentId, inFlight),
+      (r) => r.status === 'DEPLOYING',
+    );
+    const waiting = [
+      await patchImage(deploymentId, '4'),
+      await patchImage(deploymentId, '5'),
+      await patchImage(deploymentId, '6'),
+    ];
     for (const id of waiting) expect((await revisionOf(deploymentId, id)).status).toBe('QUEUED');
 
     await agentApplies(deploymentId, inFlight);
@@ -152,14 +185,21 @@ describe('external_container deployment through the listener runtime', () => {
     expect(entry.image_uri).toBe('registry.example/agent:1');
     expect(entry.secrets).toEqual([{ name: 'OPENAI_API_KEY', value: SECRET }]);
     const rev = await revisionOf(deploymentId, rollback);
-    expect(rev).toMatchObject({ status: 'DEPLOYED', redeployed_from: firstRevision, image_uri: 'registry.example/agent:1' });
+    expect(rev).toMatchObject({
+      status: 'DEPLOYED',
+      redeployed_from: firstRevision,
+      image_uri: 'registry.example/agent:1',
+    });
     expect((await deploymentOf(deploymentId)).active_revision_id).toBe(rollback);
   });
 
   it('interruption leaves the previous active revision serving', async () => {
     const active = (await deploymentOf(deploymentId)).active_revision_id;
     const doomed = await patchImage(deploymentId, 'broken');
-    await eventually(() => revisionOf(deploymentId, doomed), (r) => r.status === 'DEPLOYING');
+    await eventually(
+      () => revisionOf(deploymentId, doomed),
+      (r) => r.status === 'DEPLOYING',
+    );
     const res = await api.http.post(`/v2/deployments/${deploymentId}/revisions/${doomed}/interruption`);
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('INTERRUPTED');
@@ -167,7 +207,9 @@ describe('external_container deployment through the listener runtime', () => {
     const desired = await agent.get(`/v2/listeners/${listenerId}/desired-state`);
     expect(desired.body.deployments.find((e: DesiredEntry) => e.revision_id === doomed)).toBeUndefined();
     // A late report for the interrupted revision is rejected, not applied.
-    const late = await agent.post(`/v2/listeners/${listenerId}/reports`, { revisions: [{ revision_id: doomed, status: 'DEPLOYED' }] });
+    const late = await agent.post(`/v2/listeners/${listenerId}/reports`, {
+      revisions: [{ revision_id: doomed, status: 'DEPLOYED' }],
+    });
     expect(late.body.rejected.map((r: any) => r.revision_id)).toEqual([doomed]);
     expect((await revisionOf(deploymentId, doomed)).status).toBe('INTERRUPTED');
   });
@@ -186,7 +228,10 @@ describe('external_container deployment through the listener runtime', () => {
     expect((await api.http.delete(`/v2/deployments/${deploymentId}`)).status).toBe(204);
     expect((await deploymentOf(deploymentId)).status).toBe('AWAITING_DELETE');
     const entry = await eventually(
-      async () => ((await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as DesiredEntry[]).find((e) => e.deployment_id === deploymentId),
+      async () =>
+        ((await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as DesiredEntry[]).find(
+          (e) => e.deployment_id === deploymentId,
+        ),
       (e) => !!e,
     );
     expect(entry!.action).toBe('delete');

@@ -42,7 +42,11 @@ function writeApp(version: string): void {
   mkdirSync(path.join(project, 'src'), { recursive: true });
   writeFileSync(
     path.join(project, 'package.json'),
-    JSON.stringify({ name: 'cli-agent', version: '1.0.0', private: true, scripts: { start: 'node src/server.js' } }, null, 2),
+    JSON.stringify(
+      { name: 'cli-agent', version: '1.0.0', private: true, scripts: { start: 'node src/server.js' } },
+      null,
+      2,
+    ),
   );
   writeFileSync(path.join(project, 'src/agent.js'), `exports.graph = { name: 'agent' };\n`);
   writeFileSync(
@@ -88,7 +92,11 @@ function cli(args: string[], timeoutMs = 240_000): Promise<CliResult> {
     const { child, out } = spawnCli(args);
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`langgraphjs ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}\n${diagnostics()}`));
+      reject(
+        new Error(
+          `langgraphjs ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}\n${diagnostics()}`,
+        ),
+      );
     }, timeoutMs);
     child.on('error', (err) => {
       clearTimeout(timer);
@@ -116,7 +124,9 @@ async function revisionReport(deploymentId: string): Promise<string> {
        FROM revisions r WHERE r.deployment_id = $1 ORDER BY r.created_at`,
     [deploymentId],
   );
-  return rows.map((r: any) => `revision ${r.id} ${r.status}: ${r.status_message}\n${r.log_tail ?? '(no log lines)'}`).join('\n');
+  return rows
+    .map((r: any) => `revision ${r.id} ${r.status}: ${r.status_message}\n${r.log_tail ?? '(no log lines)'}`)
+    .join('\n');
 }
 
 async function explain(r: CliResult): Promise<string> {
@@ -137,7 +147,10 @@ beforeAll(async () => {
   api = await startTestApi({ PORT: String(port), ...runtime });
   expect(api.baseUrl).toBe(api.config.publicUrl);
   api.relay.start();
-  [builder, deployer] = await Promise.all([startService('builder', serviceEnv(api, runtime)), startService('deployer', serviceEnv(api, runtime))]);
+  [builder, deployer] = await Promise.all([
+    startService('builder', serviceEnv(api, runtime)),
+    startService('deployer', serviceEnv(api, runtime)),
+  ]);
   project = mkdtempSync(path.join(tmpdir(), 'slipway-cli-project-'));
   home = mkdtempSync(path.join(tmpdir(), 'slipway-cli-home-'));
   writeApp('v1');
@@ -159,7 +172,11 @@ async function tearDownApps(): Promise<void> {
   const [d] = await api.dataSource.query(`SELECT id FROM deployments WHERE name = $1`, [NAME]);
   if (d) {
     await api.http.delete(`/v2/deployments/${d.id}`);
-    await eventually(async () => (await api.http.get(`/v2/deployments/${d.id}`)).status, (s) => s === 404, 30_000).catch(() => undefined);
+    await eventually(
+      async () => (await api.http.get(`/v2/deployments/${d.id}`)).status,
+      (s) => s === 404,
+      30_000,
+    ).catch(() => undefined);
   }
   for (const p of processesUnder(api.config.dataDir)) killGroup(p.pgrp);
 }
@@ -169,7 +186,17 @@ describe('langgraphjs deploy (published CLI) against Slipway', () => {
   let firstRevision: string;
 
   it('creates the deployment, uploads the source and waits until the revision is DEPLOYED', async () => {
-    const run = await cli(['deploy', '--remote', '--no-input', '--verbose', ...host(), '--name', NAME, '--config', path.join(project, 'langgraph.json')]);
+    const run = await cli([
+      'deploy',
+      '--remote',
+      '--no-input',
+      '--verbose',
+      ...host(),
+      '--name',
+      NAME,
+      '--config',
+      path.join(project, 'langgraph.json'),
+    ]);
     // Read what was created first, so the later tests (list, revisions, logs) run even when the
     // rollout of this one fails.
     const list = await api.http.get(`/v2/deployments?name=${NAME}`);
@@ -188,7 +215,9 @@ describe('langgraphjs deploy (published CLI) against Slipway', () => {
     expect(revision.source_revision_config.graph_config_path).toBe('langgraph.json');
     const objectPath = revision.source_revision_config.source_tarball_path;
     expect(parseUploadObjectPath(objectPath)?.deploymentId).toBe(deploymentId);
-    const [upload] = await api.dataSource.query(`SELECT size_bytes, completed_at FROM uploads WHERE object_path = $1`, [objectPath]);
+    const [upload] = await api.dataSource.query(`SELECT size_bytes, completed_at FROM uploads WHERE object_path = $1`, [
+      objectPath,
+    ]);
     expect(Number(upload.size_bytes)).toBeGreaterThan(0);
     expect(upload.completed_at).not.toBeNull();
 
@@ -207,7 +236,10 @@ describe('langgraphjs deploy (published CLI) against Slipway', () => {
     expect(d.latest_revision_id).not.toBe(firstRevision);
     expect(d.active_revision_id).toBe(d.latest_revision_id);
     expect(await (await fetch(d.url)).text()).toBe('v2');
-    const uploads = await api.dataSource.query(`SELECT count(*)::int AS n FROM uploads WHERE deployment_id = $1 AND completed_at IS NOT NULL`, [deploymentId]);
+    const uploads = await api.dataSource.query(
+      `SELECT count(*)::int AS n FROM uploads WHERE deployment_id = $1 AND completed_at IS NOT NULL`,
+      [deploymentId],
+    );
     expect(uploads[0].n).toBe(2);
   }, 300_000);
 
@@ -223,7 +255,9 @@ describe('langgraphjs deploy (published CLI) against Slipway', () => {
   it('deploy revisions list shows both revisions, the newest DEPLOYED', async () => {
     const run = await cli(['deploy', 'revisions', 'list', deploymentId, ...host()], 60_000);
     expect(run.code, await explain(run)).toBe(0);
-    const rows = run.stdout.split('\n').filter((l) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\s/.test(l));
+    const rows = run.stdout
+      .split('\n')
+      .filter((l) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\s/.test(l));
     expect(rows).toHaveLength(2);
     const latest = (await api.http.get(`/v2/deployments/${deploymentId}`)).body.latest_revision_id;
     expect(rows[0]).toMatch(new RegExp(`^${latest}\\s+DEPLOYED\\s`));
@@ -231,9 +265,15 @@ describe('langgraphjs deploy (published CLI) against Slipway', () => {
   }, 90_000);
 
   it('deploy logs --type build reads the build log through POST .../build_logs', async () => {
-    const lines = await api.http.post(`/v1/projects/${deploymentId}/revisions/${firstRevision}/build_logs`, { order: 'asc', limit: 5 });
+    const lines = await api.http.post(`/v1/projects/${deploymentId}/revisions/${firstRevision}/build_logs`, {
+      order: 'asc',
+      limit: 5,
+    });
     expect(lines.body.logs.length, 'the builder wrote no build log lines').toBeGreaterThan(0);
-    const run = await cli(['deploy', 'logs', '--type', 'build', '--deployment-id', deploymentId, '--revision-id', firstRevision, ...host()], 60_000);
+    const run = await cli(
+      ['deploy', 'logs', '--type', 'build', '--deployment-id', deploymentId, '--revision-id', firstRevision, ...host()],
+      60_000,
+    );
     expect(run.code, await explain(run)).toBe(0);
     expect(run.stdout).toContain(lines.body.logs[0].message);
 
@@ -251,7 +291,12 @@ describe('langgraphjs deploy (published CLI) against Slipway', () => {
       for (let i = 1; i <= 3; i++) {
         const marker = `follow-marker-${i}-${Date.now()}`;
         await logs.append(active, 'deploy', [{ level: 'info', message: marker }]);
-        await eventually(async () => printed(marker), (n) => n > 0, 20_000, 200);
+        await eventually(
+          async () => printed(marker),
+          (n) => n > 0,
+          20_000,
+          200,
+        );
         expect(printed(marker), out.stdout).toBe(1);
       }
       const order = [...out.stdout.matchAll(/follow-marker-(\d)-/g)].map((m) => m[1]);

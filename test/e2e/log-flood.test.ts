@@ -38,7 +38,8 @@ describe('a newline-free flood on stdout', () => {
   it("keeps 64 KiB of the line, drops the rest with a count, and the deployer's memory bounded; every deployment keeps serving", async () => {
     const flood = await stand.deploy('flood');
     const calm = await stand.deploy('calm');
-    for (const d of [flood, calm]) expect((await stand.untilDone(d.deploymentId, d.revisionId)).status).toBe('DEPLOYED');
+    for (const d of [flood, calm])
+      expect((await stand.untilDone(d.deploymentId, d.revisionId)).status).toBe('DEPLOYED');
     const urlOf = async (id: string) => (await stand.http.get(`/v2/deployments/${id}`)).body.url as string;
     const [floodUrl, calmUrl] = [await urlOf(flood.deploymentId), await urlOf(calm.deploymentId)];
 
@@ -61,8 +62,11 @@ describe('a newline-free flood on stdout', () => {
       clearInterval(sampler);
     }
     peak = Math.max(peak, deployerRss());
-    console.log(`deployer RSS before the flood ${(before / 2 ** 20).toFixed(0)} MB, peak ${(peak / 2 ** 20).toFixed(0)} MB`);
+    console.log(
+      `deployer RSS before the flood ${(before / 2 ** 20).toFixed(0)} MB, peak ${(peak / 2 ** 20).toFixed(0)} MB`,
+    );
     expect(peak - before, `deployer RSS ${before} → peak ${peak}`).toBeLessThan(RSS_GROWTH_BOUND);
-    for (const url of [floodUrl, calmUrl]) expect((await fetch(url, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
+    for (const url of [floodUrl, calmUrl])
+      expect((await fetch(url, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
   }, 420_000);
 });

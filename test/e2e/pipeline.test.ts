@@ -11,8 +11,15 @@ let listenerId: string;
 beforeAll(async () => {
   api = await startTestApi();
   api.relay.start();
-  [builder, deployer] = await Promise.all([startService('builder', serviceEnv(api)), startService('deployer', serviceEnv(api))]);
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'e2e', compute_config: { k8s_namespaces: ['agents'] } });
+  [builder, deployer] = await Promise.all([
+    startService('builder', serviceEnv(api)),
+    startService('deployer', serviceEnv(api)),
+  ]);
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: 'e2e',
+    compute_config: { k8s_namespaces: ['agents'] },
+  });
   listenerId = res.body.id;
 }, 60_000);
 
@@ -32,14 +39,24 @@ describe('pipeline with real builder and deployer processes', () => {
       source_config: { listener_id: listenerId },
       source_revision_config: { image_uri: 'registry.example/agent:1' },
     });
-    const rev = await eventually(() => revisionOf(d.id, d.latest_revision_id), (r) => r.status === 'DEPLOYING');
+    const rev = await eventually(
+      () => revisionOf(d.id, d.latest_revision_id),
+      (r) => r.status === 'DEPLOYING',
+    );
     expect(rev.status_message).toMatch(/listener/);
-    const deployment = await eventually(async () => (await api.http.get(`/v2/deployments/${d.id}`)).body, (x) => x.status === 'READY');
+    const deployment = await eventually(
+      async () => (await api.http.get(`/v2/deployments/${d.id}`)).body,
+      (x) => x.status === 'READY',
+    );
     expect(deployment.active_revision_id).toBeNull();
-    const events = await api.dataSource.query(`SELECT from_status, to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`, [
-      d.latest_revision_id,
+    const events = await api.dataSource.query(
+      `SELECT from_status, to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`,
+      [d.latest_revision_id],
+    );
+    expect(events.map((e: any) => `${e.from_status}>${e.to_status}`)).toEqual([
+      'CREATING>AWAITING_DEPLOY',
+      'AWAITING_DEPLOY>DEPLOYING',
     ]);
-    expect(events.map((e: any) => `${e.from_status}>${e.to_status}`)).toEqual(['CREATING>AWAITING_DEPLOY', 'AWAITING_DEPLOY>DEPLOYING']);
   });
 
   it('fails a source build that cannot fetch its ref, saying what and where', async () => {
@@ -50,7 +67,10 @@ describe('pipeline with real builder and deployer processes', () => {
       source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl },
       source_revision_config: { repo_ref: 'no-such-branch' },
     });
-    const rev = await eventually(() => revisionOf(d.id, d.latest_revision_id), (r) => r.status === 'BUILD_FAILED');
+    const rev = await eventually(
+      () => revisionOf(d.id, d.latest_revision_id),
+      (r) => r.status === 'BUILD_FAILED',
+    );
     expect(rev.status_message).toMatch(new RegExp(`^Branch or tag 'no-such-branch' not found in ${repo.repoUrl}\\.`));
     expect(rev.source_revision_config.repo_commit_sha).toBeNull();
     const redeploy = await api.http.post(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/redeploy`);

@@ -25,7 +25,11 @@ describe('a plain Node app (a start script, no langgraph.json)', () => {
     const { deploymentId, revisionId } = await stand.deploy('plain-node-app');
     const revision = await stand.untilDone(deploymentId, revisionId);
     expect(revision.status, revision.status_message).toBe('DEPLOYED');
-    expect(await stand.logLines(deploymentId, revisionId, 'build')).toEqual(expect.arrayContaining([expect.stringMatching(/^No graph config file \(langgraph\.json\) at .*: a plain app\.$/)]));
+    expect(await stand.logLines(deploymentId, revisionId, 'build')).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^No graph config file \(langgraph\.json\) at .*: a plain app\.$/),
+      ]),
+    );
 
     const deployment = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body;
     expect(deployment).toMatchObject({ status: 'READY', active_revision_id: revisionId, agent_server: false });

@@ -32,10 +32,16 @@ let stand: CodeDeployStand;
 let work: string;
 let integration: { id: string; webhook_secret: string };
 
-const git = (...args: string[]) => execFileSync('git', ['-C', work, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
+const git = (...args: string[]) =>
+  execFileSync('git', ['-C', work, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+    encoding: 'utf8',
+  }).trim();
 /** Commits the app at `version` on the current branch and pushes it to the forge; returns the commit. */
 function commitAndPush(version: string): string {
-  writeFileSync(path.join(work, 'package.json'), JSON.stringify({ name: 'agent', version: '1.0.0', private: true, scripts: { start: 'node server.js' } }));
+  writeFileSync(
+    path.join(work, 'package.json'),
+    JSON.stringify({ name: 'agent', version: '1.0.0', private: true, scripts: { start: 'node server.js' } }),
+  );
   writeFileSync(path.join(work, 'server.js'), server(version));
   git('add', '-A');
   git('commit', '-q', '-m', version);
@@ -54,7 +60,11 @@ beforeAll(async () => {
   git('remote', 'add', 'origin', bare);
   commitAndPush('main');
   stand = await startCodeDeployStand({ SLIPWAY_OUTBOUND_ALLOW_HOSTS: '127.0.0.1' });
-  const created = await stand.http.post('/v1/integrations/repohost', { provider: 'github', name: 'forge', config: { api_url: forge.url, token: 'ghp_standin' } });
+  const created = await stand.http.post('/v1/integrations/repohost', {
+    provider: 'github',
+    name: 'forge',
+    config: { api_url: forge.url, token: 'ghp_standin' },
+  });
   expect(created.status, created.text).toBe(201);
   integration = created.body;
 }, 180_000);
@@ -67,7 +77,17 @@ afterAll(async () => {
 
 function deliver(action: string, sha: string) {
   const repo = { full_name: REPO, clone_url: `${forge.url}/${REPO}.git`, html_url: `${forge.url}/${REPO}` };
-  const raw = JSON.stringify({ action, number: 7, pull_request: { number: 7, html_url: `${forge.url}/${REPO}/pull/7`, head: { ref: 'feature', sha, repo }, base: { ref: 'main', repo } }, repository: repo });
+  const raw = JSON.stringify({
+    action,
+    number: 7,
+    pull_request: {
+      number: 7,
+      html_url: `${forge.url}/${REPO}/pull/7`,
+      head: { ref: 'feature', sha, repo },
+      base: { ref: 'main', repo },
+    },
+    repository: repo,
+  });
   return stand.http.request('POST', `/v1/integrations/repohost/${integration.id}/webhook`, {
     rawBody: raw,
     key: null,
@@ -87,14 +107,19 @@ async function served(deploymentId: string): Promise<{ version: string; database
   return (await res.json()) as { version: string; database: string; redisPrefix: string };
 }
 
-const statusesOn = (sha: string) => forge.calls.filter((c) => c.method === 'POST' && c.path === `/repos/${REPO}/statuses/${sha}`).map((c) => c.body);
+const statusesOn = (sha: string) =>
+  forge.calls.filter((c) => c.method === 'POST' && c.path === `/repos/${REPO}/statuses/${sha}`).map((c) => c.body);
 
 describe('a pull request on the forge', () => {
   it('gets a preview at its head with a success status and one comment, a rollout per push, and loses it when closed', async () => {
     const created = await stand.http.post('/v2/deployments', {
       name: 'forged',
       source: 'repohost',
-      source_config: { integration_id: integration.id, repo_url: `${forge.url}/${REPO}.git`, previews: { enabled: true } },
+      source_config: {
+        integration_id: integration.id,
+        repo_url: `${forge.url}/${REPO}.git`,
+        previews: { enabled: true },
+      },
       source_revision_config: {},
     });
     expect(created.status, created.text).toBe(201);
@@ -124,7 +149,10 @@ describe('a pull request on the forge', () => {
       30_000,
       250,
     );
-    expect(statusesOn(first).find((b) => b.state === 'success')).toMatchObject({ target_url: previewUrl, context: 'slipway/forged' });
+    expect(statusesOn(first).find((b) => b.state === 'success')).toMatchObject({
+      target_url: previewUrl,
+      context: 'slipway/forged',
+    });
     expect(forge.comments.size).toBe(1);
     expect([...forge.comments.values()][0]!.body).toContain(previewUrl);
 
@@ -160,7 +188,9 @@ describe('a pull request on the forge', () => {
       30_000,
       250,
     );
-    expect(statusesOn(broken).find((b) => b.state === 'failure')!.description).toBe(failed.status_message.slice(0, 140));
+    expect(statusesOn(broken).find((b) => b.state === 'failure')!.description).toBe(
+      failed.status_message.slice(0, 140),
+    );
     expect((await served(preview.id)).version).toBe('feature v2');
     expect((await served(parentId)).version).toBe('main');
 
@@ -184,7 +214,9 @@ describe('a pull request on the forge', () => {
       60_000,
       500,
     );
-    expect(await stand.api.dataSource.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [onPreview.database])).toEqual([]);
+    expect(
+      await stand.api.dataSource.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [onPreview.database]),
+    ).toEqual([]);
     // The parent never changed: its code, its database.
     expect(await served(parentId)).toEqual(parent);
   }, 600_000);

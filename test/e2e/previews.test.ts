@@ -24,7 +24,11 @@ afterAll(async () => {
 }, 60_000);
 
 const files = (branch: string) =>
-  nodeApp(APP, jsonServer({ branch: JSON.stringify(branch), database: 'new URL(process.env.DATABASE_URI).pathname.slice(1)' }), { graphConfig: false });
+  nodeApp(
+    APP,
+    jsonServer({ branch: JSON.stringify(branch), database: 'new URL(process.env.DATABASE_URI).pathname.slice(1)' }),
+    { graphConfig: false },
+  );
 
 /** A statement in one of the server's databases, as the control plane's own (superuser) user of this test server. */
 async function query(database: string, sql: string, params: unknown[] = []): Promise<any[]> {
@@ -50,7 +54,10 @@ describe('a preview of a pull request', () => {
   it("serves the branch's code at its own URL with its own database, and goes away whole when closed", async () => {
     stand.commit(APP, files('main'));
     const repo = path.join(stand.api.config.localReposRoot, APP);
-    const git = (...args: string[]) => execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' });
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+        encoding: 'utf8',
+      });
     git('checkout', '-q', '-b', 'feature');
     stand.commit(APP, files('feature'));
     git('checkout', '-q', 'main');
@@ -86,9 +93,13 @@ describe('a preview of a pull request', () => {
       60_000,
       500,
     );
-    const databases = await stand.api.dataSource.query(`SELECT datname FROM pg_database WHERE datname = $1`, [previewServes.database]);
+    const databases = await stand.api.dataSource.query(`SELECT datname FROM pg_database WHERE datname = $1`, [
+      previewServes.database,
+    ]);
     expect(databases).toEqual([]);
-    expect(await stand.api.dataSource.query(`SELECT 1 FROM deployment_credentials WHERE deployment_id = $1`, [previewId])).toEqual([]);
+    expect(
+      await stand.api.dataSource.query(`SELECT 1 FROM deployment_credentials WHERE deployment_id = $1`, [previewId]),
+    ).toEqual([]);
     // The parent never noticed.
     expect(await served(parentId)).toEqual(parentServes);
   }, 360_000);
@@ -115,7 +126,9 @@ describe('a preview of a pull request', () => {
     await inParent(`ALTER TABLE notes OWNER TO "${parentDb}"`);
     await inParent(`INSERT INTO notes (body) VALUES ('from the parent')`);
     // A schedule of the parent's agent server (the host's crons table, its columns this test needs).
-    await inParent(`CREATE TABLE slipway_agent_crons (cron_id text PRIMARY KEY, enabled boolean NOT NULL DEFAULT true, updated_at timestamptz NOT NULL DEFAULT now())`);
+    await inParent(
+      `CREATE TABLE slipway_agent_crons (cron_id text PRIMARY KEY, enabled boolean NOT NULL DEFAULT true, updated_at timestamptz NOT NULL DEFAULT now())`,
+    );
     await inParent(`ALTER TABLE slipway_agent_crons OWNER TO "${parentDb}"`);
     await inParent(`INSERT INTO slipway_agent_crons (cron_id) VALUES ('nightly')`);
 
@@ -128,11 +141,17 @@ describe('a preview of a pull request', () => {
     const inPreview = (sql: string, params: unknown[] = []) => query(previewDb, sql, params);
     expect((await inPreview(`SELECT body FROM notes ORDER BY id`)).map((r) => r.body)).toEqual(['from the parent']);
     // The copy belongs to the preview's own role.
-    expect((await inPreview(`SELECT tableowner FROM pg_tables WHERE tablename = 'notes'`))[0].tableowner).toBe(previewDb);
+    expect((await inPreview(`SELECT tableowner FROM pg_tables WHERE tablename = 'notes'`))[0].tableowner).toBe(
+      previewDb,
+    );
     await inPreview(`INSERT INTO notes (body) VALUES ('from the preview')`);
     expect((await inParent(`SELECT body FROM notes ORDER BY id`)).map((r) => r.body)).toEqual(['from the parent']);
     // The parent's schedule is in the preview, paused; the parent's own keeps running.
-    expect(await inPreview(`SELECT cron_id, enabled FROM slipway_agent_crons`)).toEqual([{ cron_id: 'nightly', enabled: false }]);
-    expect(await inParent(`SELECT cron_id, enabled FROM slipway_agent_crons`)).toEqual([{ cron_id: 'nightly', enabled: true }]);
+    expect(await inPreview(`SELECT cron_id, enabled FROM slipway_agent_crons`)).toEqual([
+      { cron_id: 'nightly', enabled: false },
+    ]);
+    expect(await inParent(`SELECT cron_id, enabled FROM slipway_agent_crons`)).toEqual([
+      { cron_id: 'nightly', enabled: true },
+    ]);
   }, 360_000);
 });

@@ -40,7 +40,6 @@ afterAll(async () => {
   await api?.close();
 }, 60_000);
 
-
 // ------------------------------------------------------------------ artifacts
 
 const SERVER = (version: string) => `import http from 'node:http';
@@ -164,7 +163,9 @@ describe('process runtime (real deployer, real processes)', () => {
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
 
     const d = (await api.http.get(`/v2/deployments/${deploymentId}`)).body;
-    const [row] = await api.dataSource.query(`SELECT serving_port, database_name FROM deployments WHERE id = $1`, [deploymentId]);
+    const [row] = await api.dataSource.query(`SELECT serving_port, database_name FROM deployments WHERE id = $1`, [
+      deploymentId,
+    ]);
     expect(row.serving_port).toBeGreaterThanOrEqual(PORT_MIN);
     expect(row.serving_port).toBeLessThanOrEqual(PORT_MIN + 99);
     url = `http://127.0.0.1:${row.serving_port}`;
@@ -184,11 +185,15 @@ describe('process runtime (real deployer, real processes)', () => {
     });
     // As root (CI, this harness) the sandbox is on: the app runs as the deployment's own uid.
     if (process.getuid?.() === 0) {
-      const [{ sandbox_uid }] = await api.dataSource.query(`SELECT sandbox_uid FROM deployments WHERE id = $1`, [deploymentId]);
+      const [{ sandbox_uid }] = await api.dataSource.query(`SELECT sandbox_uid FROM deployments WHERE id = $1`, [
+        deploymentId,
+      ]);
       expect(sandbox_uid).toBeGreaterThanOrEqual(api.config.sandbox.uidMin);
       expect(version?.body.uid).toBe(sandbox_uid);
     }
-    const [db] = await api.dataSource.query(`SELECT 1 AS found FROM pg_database WHERE datname = $1`, [row.database_name]);
+    const [db] = await api.dataSource.query(`SELECT 1 AS found FROM pg_database WHERE datname = $1`, [
+      row.database_name,
+    ]);
     expect(db?.found).toBe(1);
 
     const rows = await processRows(deploymentId);
@@ -229,9 +234,18 @@ describe('process runtime (real deployer, real processes)', () => {
       v2 = await addBuiltRevision(deploymentId, SERVER('v2'));
       const rev = await untilSettled(deploymentId, v2);
       expect(rev.status, rev.status_message).toBe('DEPLOYED');
-      await eventually(() => get(`${url}/version`), (r) => r?.body?.version === 'v2', 10_000);
+      await eventually(
+        () => get(`${url}/version`),
+        (r) => r?.body?.version === 'v2',
+        10_000,
+      );
       // v1 gets SIGTERM after the drain; its process group must be gone, its row exited.
-      await eventually(async () => isProcessAlive(before!.pid), (alive) => !alive, 20_000, 200);
+      await eventually(
+        async () => isProcessAlive(before!.pid),
+        (alive) => !alive,
+        20_000,
+        200,
+      );
       await eventually(
         async () => (await processRows(deploymentId)).find((r) => r.id === before!.id)?.status,
         (s) => s === 'exited',
@@ -287,9 +301,16 @@ describe('process runtime (real deployer, real processes)', () => {
   }, 90_000);
 
   it('stops an instance that never gets healthy when its revision is interrupted; v2 keeps serving', async () => {
-    const sick = await addBuiltRevision(deploymentId, SERVER('sick').replace(`if (req.url === '/ok') return res.writeHead(200`, `if (req.url === '/ok') return res.writeHead(503`));
+    const sick = await addBuiltRevision(
+      deploymentId,
+      SERVER('sick').replace(
+        `if (req.url === '/ok') return res.writeHead(200`,
+        `if (req.url === '/ok') return res.writeHead(503`,
+      ),
+    );
     const starting = await eventually(
-      async () => (await processRows(deploymentId)).filter((r) => r.revision_id === sick && r.pid && isProcessAlive(r.pid)),
+      async () =>
+        (await processRows(deploymentId)).filter((r) => r.revision_id === sick && r.pid && isProcessAlive(r.pid)),
       (rows) => rows.length === 1,
       30_000,
       200,
@@ -297,14 +318,28 @@ describe('process runtime (real deployer, real processes)', () => {
     expect((await revisionOf(deploymentId, sick)).status).toBe('DEPLOYING');
     const res = await api.http.post(`/v2/deployments/${deploymentId}/revisions/${sick}/interruption`);
     expect(res.status).toBe(200);
-    await eventually(async () => isProcessAlive(starting[0]!.pid), (alive) => !alive, 20_000, 200);
-    await eventually(async () => (await processRows(deploymentId)).find((r) => r.id === starting[0]!.id)?.status, (s) => s === 'exited', 10_000, 200);
+    await eventually(
+      async () => isProcessAlive(starting[0]!.pid),
+      (alive) => !alive,
+      20_000,
+      200,
+    );
+    await eventually(
+      async () => (await processRows(deploymentId)).find((r) => r.id === starting[0]!.id)?.status,
+      (s) => s === 'exited',
+      10_000,
+      200,
+    );
     expect((await revisionOf(deploymentId, sick)).status).toBe('INTERRUPTED');
     expect((await get(`${url}/version`))?.body?.version).toBe('v2');
   }, 60_000);
 
   it('copies instance output into the deploy log of its revision, secrets masked', async () => {
-    const logs = await eventually(() => deployLogs(v2), (l) => l.some((m) => m.includes('probe-app v2 listening on')), 10_000);
+    const logs = await eventually(
+      () => deployLogs(v2),
+      (l) => l.some((m) => m.includes('probe-app v2 listening on')),
+      10_000,
+    );
     expect(logs.some((m) => m.includes('probe-app v2 starting with MY_SECRET=********'))).toBe(true);
     expect(logs.some((m) => m.includes('All 1 instance(s) answer their health probe.'))).toBe(true);
     expect(logs.join('\n')).not.toContain(SECRET);
@@ -312,7 +347,9 @@ describe('process runtime (real deployer, real processes)', () => {
     const res = await api.http.get(`/v2/deployments/${deploymentId}/revisions/${v2}/logs?type=deploy&limit=1000`);
     if (res.status !== 404) {
       expect(res.status).toBe(200);
-      expect(res.body.logs.some((l: { message: string }) => l.message.includes('probe-app v2 listening on'))).toBe(true);
+      expect(res.body.logs.some((l: { message: string }) => l.message.includes('probe-app v2 listening on'))).toBe(
+        true,
+      );
     }
     // v1's output ends with its shutdown, copied after it stopped.
     expect(await deployLogs(v1)).toEqual(expect.arrayContaining([expect.stringContaining('probe-app v1 stopping')]));
@@ -327,13 +364,19 @@ describe('process runtime (real deployer, real processes)', () => {
       30_000,
       200,
     );
-    const served = await eventually(() => get(`${url}/version`), (r) => r?.status === 200, 15_000);
+    const served = await eventually(
+      () => get(`${url}/version`),
+      (r) => r?.status === 200,
+      15_000,
+    );
     expect(served?.body).toMatchObject({ version: 'v2' });
     expect(after!.port).toBe(before!.port);
     // The restart is marked in the deploy log, followed by the new process's output.
     const logs = await eventually(
       () => deployLogs(v2),
-      (l) => l.findIndex((m) => m.includes('exited; restarting')) >= 0 && l.filter((m) => m.includes('probe-app v2 listening on')).length >= 2,
+      (l) =>
+        l.findIndex((m) => m.includes('exited; restarting')) >= 0 &&
+        l.filter((m) => m.includes('probe-app v2 listening on')).length >= 2,
       10_000,
     );
     const marker = logs.findIndex((m) => m.includes('exited; restarting'));
@@ -347,7 +390,11 @@ describe('process runtime (real deployer, real processes)', () => {
     expect((await deployer.exited).code).toBe(0);
     expect(isProcessAlive(instance!.pid)).toBe(true);
     deployer = await startService('deployer', serviceEnv(api, RUNTIME_ENV));
-    await eventually(() => get(`${url}/version`), (r) => r?.body?.version === 'v2', 20_000);
+    await eventually(
+      () => get(`${url}/version`),
+      (r) => r?.body?.version === 'v2',
+      20_000,
+    );
 
     deployer.child.kill('SIGKILL');
     await deployer.exited;
@@ -358,7 +405,11 @@ describe('process runtime (real deployer, real processes)', () => {
     expect(isProcessAlive(instance!.pid)).toBe(true);
 
     deployer = await startService('deployer', serviceEnv(api, RUNTIME_ENV));
-    await eventually(() => get(`${url}/version`), (r) => r?.body?.version === 'v2', 20_000);
+    await eventually(
+      () => get(`${url}/version`),
+      (r) => r?.body?.version === 'v2',
+      20_000,
+    );
     // Re-adopted, not restarted: same row, same pid, nothing else running.
     await new Promise((r) => setTimeout(r, 3_000));
     const live = (await processRows(deploymentId)).filter((r) => r.status !== 'exited');
@@ -369,8 +420,17 @@ describe('process runtime (real deployer, real processes)', () => {
     const v3 = await addBuiltRevision(deploymentId, SERVER('v3'));
     const rev = await untilSettled(deploymentId, v3);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
-    await eventually(() => get(`${url}/version`), (r) => r?.body?.version === 'v3', 10_000);
-    await eventually(async () => isProcessAlive(instance!.pid), (alive) => !alive, 20_000, 200);
+    await eventually(
+      () => get(`${url}/version`),
+      (r) => r?.body?.version === 'v3',
+      10_000,
+    );
+    await eventually(
+      async () => isProcessAlive(instance!.pid),
+      (alive) => !alive,
+      20_000,
+      200,
+    );
   }, 120_000);
 
   it('a second deployer stands by without touching processes and takes over when the owner dies', async () => {
@@ -381,7 +441,11 @@ describe('process runtime (real deployer, real processes)', () => {
       const v4 = await addBuiltRevision(deploymentId, SERVER('v4'));
       const rev = await untilSettled(deploymentId, v4);
       expect(rev.status, rev.status_message).toBe('DEPLOYED');
-      await eventually(() => get(`${url}/version`), (r) => r?.body?.version === 'v4', 10_000);
+      await eventually(
+        () => get(`${url}/version`),
+        (r) => r?.body?.version === 'v4',
+        10_000,
+      );
       await eventually(
         async () => (await processRows(deploymentId)).filter((r) => r.status !== 'exited'),
         (live) => live.length === 1 && live[0]!.revision_id === v4,
@@ -393,7 +457,11 @@ describe('process runtime (real deployer, real processes)', () => {
       deployer.child.kill('SIGKILL');
       await deployer.exited;
       await standby.waitFor(/runtime lock held/, 15_000);
-      await eventually(() => get(`${url}/version`), (r) => r?.body?.version === 'v4', 15_000);
+      await eventually(
+        () => get(`${url}/version`),
+        (r) => r?.body?.version === 'v4',
+        15_000,
+      );
       const live = (await processRows(deploymentId)).filter((r) => r.status !== 'exited');
       expect(live).toHaveLength(1);
       expect(new Set(processesUnder(api.config.dataDir).map((p) => p.pgrp))).toEqual(new Set([live[0]!.pid]));
@@ -404,14 +472,22 @@ describe('process runtime (real deployer, real processes)', () => {
 
   it('DELETE stops the processes, drops the database and closes the URL', async () => {
     const rows = await processRows(deploymentId);
-    const [{ database_name: database }] = await api.dataSource.query(`SELECT database_name FROM deployments WHERE id = $1`, [deploymentId]);
-    const artifacts = (await api.dataSource.query(`SELECT id FROM revisions WHERE deployment_id = $1`, [deploymentId])).map((r: any) =>
-      path.join(api.config.dataDir, 'artifacts', r.id),
+    const [{ database_name: database }] = await api.dataSource.query(
+      `SELECT database_name FROM deployments WHERE id = $1`,
+      [deploymentId],
     );
+    const artifacts = (
+      await api.dataSource.query(`SELECT id FROM revisions WHERE deployment_id = $1`, [deploymentId])
+    ).map((r: any) => path.join(api.config.dataDir, 'artifacts', r.id));
     expect(artifacts.some((dir: string) => existsSync(dir))).toBe(true);
     const res = await api.http.delete(`/v2/deployments/${deploymentId}`);
     expect(res.status).toBe(204);
-    await eventually(async () => (await api.http.get(`/v2/deployments/${deploymentId}`)).status, (s) => s === 404, 30_000, 200);
+    await eventually(
+      async () => (await api.http.get(`/v2/deployments/${deploymentId}`)).status,
+      (s) => s === 404,
+      30_000,
+      200,
+    );
 
     expect(rows.filter((r) => isProcessAlive(r.pid))).toEqual([]);
     expect(processesUnder(api.config.dataDir)).toEqual([]);

@@ -17,7 +17,11 @@ import { eventually, serviceEnv, startService, type ServiceProcess } from '../su
  * pushed with skopeo; nothing is pulled from anywhere else. Needs root, runc, skopeo, umoci.
  */
 const PORT_MIN = 36_000 + Math.floor(Math.random() * 900);
-const RUNTIME_ENV = { SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN), SLIPWAY_RUNTIME_PORT_MAX: String(PORT_MIN + 49), SLIPWAY_ROLLOUT_DEADLINE_MS: '60000' };
+const RUNTIME_ENV = {
+  SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN),
+  SLIPWAY_RUNTIME_PORT_MAX: String(PORT_MIN + 49),
+  SLIPWAY_ROLLOUT_DEADLINE_MS: '60000',
+};
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -29,13 +33,21 @@ const api = () => stand.api;
 beforeAll(async () => {
   stand = await startRegistryStand(RUNTIME_ENV);
   stand.api.relay.start();
-  deployer = await startService('deployer', serviceEnv(stand.api, { ...RUNTIME_ENV, SLIPWAY_REGISTRY_PORT: String(stand.api.config.registry.port) }));
+  deployer = await startService(
+    'deployer',
+    serviceEnv(stand.api, { ...RUNTIME_ENV, SLIPWAY_REGISTRY_PORT: String(stand.api.config.registry.port) }),
+  );
 }, 90_000);
 
 afterAll(async () => {
   const list = (await api()?.http.get('/v2/deployments?limit=100'))?.body?.resources ?? [];
   for (const d of list) await api().http.delete(`/v2/deployments/${d.id}`);
-  await eventually(async () => (await api().http.get('/v2/deployments?limit=100')).body.resources.length, (n) => n === 0, 60_000, 500).catch(() => undefined);
+  await eventually(
+    async () => (await api().http.get('/v2/deployments?limit=100')).body.resources.length,
+    (n) => n === 0,
+    60_000,
+    500,
+  ).catch(() => undefined);
   await deployer?.stop();
   await stand?.close();
   for (const image of images) image.cleanup();
@@ -48,7 +60,12 @@ async function image(page: string): Promise<OciImage> {
 }
 
 async function createDeployment(name: string) {
-  const res = await api().http.post('/v2/deployments', { name, source: 'internal_docker', source_config: { deployment_type: 'dev' }, source_revision_config: {} });
+  const res = await api().http.post('/v2/deployments', {
+    name,
+    source: 'internal_docker',
+    source_config: { deployment_type: 'dev' },
+    source_revision_config: {},
+  });
   expect(res.status, res.text).toBe(201);
   const t = await api().http.post(`/v2/deployments/${res.body.id}/push-token`);
   expect(t.status, t.text).toBe(200);
@@ -77,7 +94,9 @@ const layerOf = (img: OciImage) => {
   return manifest.layers[0].digest as string;
 };
 const counted = async (repository: string) =>
-  (await api().dataSource.query(`SELECT digest FROM registry_blobs WHERE repository = $1`, [repository])).map((r: { digest: string }) => r.digest) as string[];
+  (await api().dataSource.query(`SELECT digest FROM registry_blobs WHERE repository = $1`, [repository])).map(
+    (r: { digest: string }) => r.digest,
+  ) as string[];
 
 /** One gc run against the stand's registry (its sweep restarts that registry read-only and back). */
 function gc(graceMs: number) {
@@ -96,12 +115,19 @@ function gc(graceMs: number) {
 describe('registry garbage collection', () => {
   it('deletes an image no revision runs, frees its blobs and its quota bytes; the deployed image still pulls and redeploys', async () => {
     const d = await createDeployment('gc-two');
-    const [used, unused, latest] = [await image('<h1>used</h1>'), await image('<h1>unused</h1>'), await image('<h1>latest</h1>')];
+    const [used, unused, latest] = [
+      await image('<h1>used</h1>'),
+      await image('<h1>unused</h1>'),
+      await image('<h1>latest</h1>'),
+    ];
     const usedDigest = await push(d, used, 'used');
     const unusedDigest = await push(d, unused, 'unused');
     const latestDigest = await push(d, latest, 'latest');
     const deploy = async (digest: string) => {
-      const patched = await api().http.patch(`/v2/deployments/${d.id}`, { revision_source: 'internal_docker', source_revision_config: { image_uri: `${d.registryUrl}/web@${digest}` } });
+      const patched = await api().http.patch(`/v2/deployments/${d.id}`, {
+        revision_source: 'internal_docker',
+        source_revision_config: { image_uri: `${d.registryUrl}/web@${digest}` },
+      });
       expect(patched.status, patched.text).toBe(200);
       const id = patched.body.latest_revision_id as string;
       expect((await settled(d.id, id)).status).toBe('DEPLOYED');
@@ -112,7 +138,11 @@ describe('registry garbage collection', () => {
     await deploy(latestDigest);
     const repository = `${d.id}/web`;
     // Both pushes are counted (the registry's events) before the run.
-    await eventually(() => counted(repository), (c) => c.includes(layerOf(used)) && c.includes(layerOf(unused)), 20_000);
+    await eventually(
+      () => counted(repository),
+      (c) => c.includes(layerOf(used)) && c.includes(layerOf(unused)),
+      20_000,
+    );
 
     const report = await gc(0);
     expect(report.deleted).toEqual([`${repository}@${unusedDigest}`]);
@@ -127,23 +157,50 @@ describe('registry garbage collection', () => {
     expect(left).not.toContain(layerOf(unused));
     expect(left).not.toContain(unusedDigest);
     // The tag went with it: PATCHing to it is refused now.
-    const gone = await api().http.patch(`/v2/deployments/${d.id}`, { revision_source: 'internal_docker', source_revision_config: { image_uri: `${d.registryUrl}/web:unused` } });
+    const gone = await api().http.patch(`/v2/deployments/${d.id}`, {
+      revision_source: 'internal_docker',
+      source_revision_config: { image_uri: `${d.registryUrl}/web:unused` },
+    });
     expect(gone.status, gone.text).toBe(422);
 
     // A machine without the unpacked image (v1's container is gone by now): the redeploy pulls it again.
-    await eventually(async () => (await api().dataSource.query(`SELECT 1 FROM runtime_processes WHERE revision_id = $1 AND status <> 'exited'`, [v1])).length, (n) => n === 0, 60_000, 500);
+    await eventually(
+      async () =>
+        (
+          await api().dataSource.query(
+            `SELECT 1 FROM runtime_processes WHERE revision_id = $1 AND status <> 'exited'`,
+            [v1],
+          )
+        ).length,
+      (n) => n === 0,
+      60_000,
+      500,
+    );
     const unpacked = path.join(api().config.dataDir, 'images', usedDigest.slice(7));
-    await eventually(async () => existsSync(unpacked), (here) => here, 10_000);
+    await eventually(
+      async () => existsSync(unpacked),
+      (here) => here,
+      10_000,
+    );
     rmSync(unpacked, { recursive: true, force: true });
     const redeploy = await api().http.post(`/v2/deployments/${d.id}/revisions/${v1}/redeploy`);
     expect(redeploy.status, redeploy.text).toBe(200);
     const again = redeploy.body.latest_revision_id as string;
     const rev = await settled(d.id, again);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
-    const log = (await api().dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`, [again])).map((r: { message: string }) => r.message).join('\n');
+    const log = (
+      await api().dataSource.query(
+        `SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`,
+        [again],
+      )
+    )
+      .map((r: { message: string }) => r.message)
+      .join('\n');
     expect(log).toContain('Pulled and unpacked image');
     const [row] = await api().dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [d.id]);
-    expect(await (await fetch(`http://127.0.0.1:${row.serving_port}/`, { headers: { 'x-api-key': api().adminKey } })).text()).toBe('<h1>used</h1>');
+    expect(
+      await (await fetch(`http://127.0.0.1:${row.serving_port}/`, { headers: { 'x-api-key': api().adminKey } })).text(),
+    ).toBe('<h1>used</h1>');
   }, 240_000);
 
   it("keeps a push within the grace period; a deleted deployment's images go", async () => {
@@ -154,9 +211,18 @@ describe('registry garbage collection', () => {
     expect((await api().http.delete(`/v2/deployments/${doomed.id}`)).status).toBeLessThan(300);
     // The deployer tears it down after provisioning it (one CI run under load took over 60 s):
     // on a timeout, say where the deployment stood and what the deployer last said.
-    await eventually(async () => (await api().http.get(`/v2/deployments/${doomed.id}`)).status, (s) => s === 404, 120_000, 500).catch(async (err: Error) => {
-      const row = await api().dataSource.query(`SELECT status, database_name FROM deployments WHERE id = $1`, [doomed.id]);
-      throw new Error(`${err.message}\ndeployment: ${JSON.stringify(row[0])}\nthe deployer's last lines:\n${deployer.output().split('\n').slice(-30).join('\n')}`);
+    await eventually(
+      async () => (await api().http.get(`/v2/deployments/${doomed.id}`)).status,
+      (s) => s === 404,
+      120_000,
+      500,
+    ).catch(async (err: Error) => {
+      const row = await api().dataSource.query(`SELECT status, database_name FROM deployments WHERE id = $1`, [
+        doomed.id,
+      ]);
+      throw new Error(
+        `${err.message}\ndeployment: ${JSON.stringify(row[0])}\nthe deployer's last lines:\n${deployer.output().split('\n').slice(-30).join('\n')}`,
+      );
     });
 
     const report = await gc(60 * 60_000);
@@ -164,7 +230,10 @@ describe('registry garbage collection', () => {
     expect(report.deleted).not.toContain(`${keep.id}/web@${fresh}`);
     expect(existsSync(blobFile(orphan))).toBe(false);
     expect(existsSync(blobFile(fresh))).toBe(true);
-    const patched = await api().http.patch(`/v2/deployments/${keep.id}`, { revision_source: 'internal_docker', source_revision_config: { image_uri: `${keep.registryUrl}/web:fresh` } });
+    const patched = await api().http.patch(`/v2/deployments/${keep.id}`, {
+      revision_source: 'internal_docker',
+      source_revision_config: { image_uri: `${keep.registryUrl}/web:fresh` },
+    });
     expect(patched.status, patched.text).toBe(200);
   }, 240_000);
 
@@ -176,10 +245,18 @@ describe('registry garbage collection', () => {
     const supervisor = startRegistrySupervisor(api());
     const { env } = supervisor;
     try {
-      await eventually(() => registryAnswers(api().config.registry.internalUrl), (up) => up, 30_000, 250);
+      await eventually(
+        () => registryAnswers(api().config.registry.internalUrl),
+        (up) => up,
+        30_000,
+        250,
+      );
       const out = await new Promise<string>((resolve, reject) =>
-        execFile(process.execPath, ['--import', 'tsx', 'services/cli/src/main.ts', 'registry', 'gc', '--grace-hours', '0'], { cwd: ROOT, env, timeout: 120_000 }, (err, stdout, stderr) =>
-          err ? reject(new Error(`${err.message}\n${stdout}${stderr}`)) : resolve(stdout),
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', 'services/cli/src/main.ts', 'registry', 'gc', '--grace-hours', '0'],
+          { cwd: ROOT, env, timeout: 120_000 },
+          (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}${stderr}`)) : resolve(stdout)),
         ),
       );
       expect(out).toContain(`deleted ${d.id}/web@${digest}`);
@@ -210,7 +287,14 @@ describe('registry garbage collection', () => {
       await new Promise<string>((resolve, reject) =>
         execFile(
           'skopeo',
-          ['copy', '--src-tls-verify=false', '--src-creds', `oauth2accesstoken:${d.token}`, `docker://${d.registryUrl}/web@${digest}`, `oci:${scratch}:ro`],
+          [
+            'copy',
+            '--src-tls-verify=false',
+            '--src-creds',
+            `oauth2accesstoken:${d.token}`,
+            `docker://${d.registryUrl}/web@${digest}`,
+            `oci:${scratch}:ro`,
+          ],
           { timeout: 60_000 },
           (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)),
         ),

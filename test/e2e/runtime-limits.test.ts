@@ -39,7 +39,10 @@ let metricsPort: number;
 
 beforeAll(async () => {
   metricsPort = await freePort();
-  stand = await startCodeDeployStand({}, { SLIPWAY_WORKER_HEALTH_PORT: String(metricsPort), SLIPWAY_RUNTIME_LOG_FILE_MB: String(LOG_FILE_MB) });
+  stand = await startCodeDeployStand(
+    {},
+    { SLIPWAY_WORKER_HEALTH_PORT: String(metricsPort), SLIPWAY_RUNTIME_LOG_FILE_MB: String(LOG_FILE_MB) },
+  );
   stand.commit('memhog', nodeApp('memhog', SERVER));
   stand.commit('limits', nodeApp('limits', SERVER));
 }, 120_000);
@@ -49,15 +52,19 @@ afterAll(async () => {
 }, 60_000);
 
 const running = (deploymentId: string) =>
-  stand.api.dataSource.query(`SELECT id, pid, port, log_path FROM runtime_processes WHERE deployment_id = $1 AND status = 'running' ORDER BY started_at`, [deploymentId]) as Promise<
-    Array<{ id: string; pid: number | null; port: number; log_path: string }>
-  >;
+  stand.api.dataSource.query(
+    `SELECT id, pid, port, log_path FROM runtime_processes WHERE deployment_id = $1 AND status = 'running' ORDER BY started_at`,
+    [deploymentId],
+  ) as Promise<Array<{ id: string; pid: number | null; port: number; log_path: string }>>;
 
 const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
 
 describe('resource_spec and health in the sandboxed process runtime', () => {
   it('fails a rollout whose instance runs out of memory with the reason and the limit', async () => {
-    const { deploymentId, revisionId } = await stand.deploy('memhog', { resourceSpec: { memory_mb: MEMORY_MB }, secrets: { HOG_AT_START: '1' } });
+    const { deploymentId, revisionId } = await stand.deploy('memhog', {
+      resourceSpec: { memory_mb: MEMORY_MB },
+      secrets: { HOG_AT_START: '1' },
+    });
     const rev = await stand.untilDone(deploymentId, revisionId);
     expect(rev.status).toBe('DEPLOY_FAILED');
     expect(rev.status_message).toContain(`out of memory (limit ${MEMORY_MB} MB)`);
@@ -70,7 +77,9 @@ describe('resource_spec and health in the sandboxed process runtime', () => {
   let url: string;
 
   it('runs min_scale instances', async () => {
-    ({ deploymentId, revisionId } = await stand.deploy('limits', { resourceSpec: { memory_mb: MEMORY_MB, cpu: 0.5, min_scale: 2, max_scale: 2 } }));
+    ({ deploymentId, revisionId } = await stand.deploy('limits', {
+      resourceSpec: { memory_mb: MEMORY_MB, cpu: 0.5, min_scale: 2, max_scale: 2 },
+    }));
     const rev = await stand.untilDone(deploymentId, revisionId);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
     url = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body.url;
@@ -95,8 +104,15 @@ describe('resource_spec and health in the sandboxed process runtime', () => {
       500,
     );
     expect(after.map((r) => r.id).sort()).toEqual(before.map((r) => r.id).sort());
-    await eventually(async () => (await fetch(`${url}/`)).status, (s) => s === 200, 60_000, 500);
-    expect(await metrics()).toMatch(/slipway_runtime_instance_events_total\{[^}]*event="restarted"[^}]*reason="out_of_memory"[^}]*\} [1-9]/);
+    await eventually(
+      async () => (await fetch(`${url}/`)).status,
+      (s) => s === 200,
+      60_000,
+      500,
+    );
+    expect(await metrics()).toMatch(
+      /slipway_runtime_instance_events_total\{[^}]*event="restarted"[^}]*reason="out_of_memory"[^}]*\} [1-9]/,
+    );
   }, 300_000);
 
   it('replaces an instance that stops answering its health probe; the proxy keeps serving from the healthy one', async () => {
@@ -115,8 +131,15 @@ describe('resource_spec and health in the sandboxed process runtime', () => {
     }
     const text = await metrics();
     expect(text).toMatch(/slipway_runtime_instance_events_total\{[^}]*event="unhealthy"[^}]*\} [1-9]/);
-    expect(text).toMatch(/slipway_runtime_instance_events_total\{[^}]*event="restarted"[^}]*reason="unhealthy"[^}]*\} [1-9]/);
-    await eventually(() => running(deploymentId), (rows) => rows.length === 2 && rows.every((r) => r.pid), 120_000, 500);
+    expect(text).toMatch(
+      /slipway_runtime_instance_events_total\{[^}]*event="restarted"[^}]*reason="unhealthy"[^}]*\} [1-9]/,
+    );
+    await eventually(
+      () => running(deploymentId),
+      (rows) => rows.length === 2 && rows.every((r) => r.pid),
+      120_000,
+      500,
+    );
   }, 300_000);
 
   it("rotates an instance's log file past its cap; the deploy log keeps every line", async () => {

@@ -46,8 +46,13 @@ function hostAnswer(host: string, port: number, send: string): Promise<string> {
   });
 }
 
-async function instance(deploymentId = app.deploymentId): Promise<{ address: string; port: number; pid: number; id: string }> {
-  const [row] = await stand.api.dataSource.query(`SELECT id, address, port, pid FROM runtime_processes WHERE deployment_id = $1 AND status = 'running'`, [deploymentId]);
+async function instance(
+  deploymentId = app.deploymentId,
+): Promise<{ address: string; port: number; pid: number; id: string }> {
+  const [row] = await stand.api.dataSource.query(
+    `SELECT id, address, port, pid FROM runtime_processes WHERE deployment_id = $1 AND status = 'running'`,
+    [deploymentId],
+  );
   return row;
 }
 
@@ -56,7 +61,11 @@ async function fronts(deploymentId = app.deploymentId): Promise<{ postgres: numb
     `SELECT postgres_front_port, redis_front_port, trace_front_port FROM deployment_credentials WHERE deployment_id = $1`,
     [deploymentId],
   );
-  return { postgres: Number(row.postgres_front_port), redis: Number(row.redis_front_port), trace: Number(row.trace_front_port) };
+  return {
+    postgres: Number(row.postgres_front_port),
+    redis: Number(row.redis_front_port),
+    trace: Number(row.trace_front_port),
+  };
 }
 
 beforeAll(async () => {
@@ -64,9 +73,11 @@ beforeAll(async () => {
   // Each on a /30 none of this machine's own destinations (DNS, the npm registry) sits in.
   privateHost = await startTestHost(await freeTestNetwork(`172.31.${Math.floor(Math.random() * 250)}`), 5432);
   publicHost = await startTestHost(await freeTestNetwork('203.0.113'), 443);
-  for (const prefix of ['10.150.7', '192.168.251', '100.64.9', '169.254.77']) otherPrivateHosts.push(await startTestHost(await freeTestNetwork(prefix), 6379));
+  for (const prefix of ['10.150.7', '192.168.251', '100.64.9', '169.254.77'])
+    otherPrivateHosts.push(await startTestHost(await freeTestNetwork(prefix), 6379));
   stand = await startCodeDeployStand({ SLIPWAY_SANDBOX_ALLOW_CIDRS: ALLOWED });
-  for (const service of [stand.services.builder, stand.services.deployer]) expect(service.output()).not.toMatch(/UNSANDBOXED|sandbox is unavailable/i);
+  for (const service of [stand.services.builder, stand.services.deployer])
+    expect(service.output()).not.toMatch(/UNSANDBOXED|sandbox is unavailable/i);
   stand.commit('netprobe', nodeApp('netprobe', NETNS_PROBE_SERVER));
   const d = await stand.deploy('netprobe');
   const rev = await stand.untilDone(d.deploymentId, d.revisionId);
@@ -74,12 +85,19 @@ beforeAll(async () => {
   app = { deploymentId: d.deploymentId, url: (await stand.http.get(`/v2/deployments/${d.deploymentId}`)).body.url };
   // Its build installs a real package: DNS and the npm registry from a build's namespace.
   const neighbourApp = nodeApp('neighbour', NETNS_PROBE_SERVER);
-  neighbourApp['package.json'] = JSON.stringify({ ...JSON.parse(neighbourApp['package.json']!), dependencies: { 'is-number': '7.0.0' } });
+  neighbourApp['package.json'] = JSON.stringify({
+    ...JSON.parse(neighbourApp['package.json']!),
+    dependencies: { 'is-number': '7.0.0' },
+  });
   stand.commit('neighbour', neighbourApp);
   const n = await stand.deploy('neighbour');
   const nRev = await stand.untilDone(n.deploymentId, n.revisionId);
   expect(nRev.status, nRev.status_message).toBe('DEPLOYED');
-  neighbour = { deploymentId: n.deploymentId, revisionId: n.revisionId, url: (await stand.http.get(`/v2/deployments/${n.deploymentId}`)).body.url };
+  neighbour = {
+    deploymentId: n.deploymentId,
+    revisionId: n.revisionId,
+    url: (await stand.http.get(`/v2/deployments/${n.deploymentId}`)).body.url,
+  };
 }, 400_000);
 
 afterAll(async () => {
@@ -132,14 +150,29 @@ describe('a sandbox network namespace per app', () => {
     // A namespace whose instance is gone (a stop that never finished), for the next deployer to reap.
     const leftover = await leftoverNamespace();
     stand.services.deployer = await startService('deployer', serviceEnv(stand.api, standEnv()));
-    await eventually(async () => (await fetch(`${app.url}/ok`).catch(() => null))?.status, (s) => s === 200, 30_000, 200);
+    await eventually(
+      async () => (await fetch(`${app.url}/ok`).catch(() => null))?.status,
+      (s) => s === 200,
+      30_000,
+      200,
+    );
     expect(stand.services.deployer.output()).toMatch(/re-adopted a running instance/);
     expect(stand.services.deployer.output()).not.toMatch(/cannot listen on its recorded port/);
     expect(await hostAnswer(frontHost, redis, 'PING\r\n')).toMatch(/^-/);
     // The same process, at the same namespace address.
     expect(await instance()).toEqual(before);
-    await eventually(async () => existsSync(leftover.nsPath), (exists) => !exists, 10_000, 200);
-    await eventually(() => stand.api.dataSource.query(`SELECT owner FROM sandbox_networks WHERE owner = $1`, [leftover.owner]), (rows) => rows.length === 0, 10_000, 200);
+    await eventually(
+      async () => existsSync(leftover.nsPath),
+      (exists) => !exists,
+      10_000,
+      200,
+    );
+    await eventually(
+      () => stand.api.dataSource.query(`SELECT owner FROM sandbox_networks WHERE owner = $1`, [leftover.owner]),
+      (rows) => rows.length === 0,
+      10_000,
+      200,
+    );
     expect(existsSync(`/sys/class/net/slw${ipHex(leftover.address, -2)}`)).toBe(false);
   }, 90_000);
 
@@ -153,13 +186,19 @@ describe('a sandbox network namespace per app', () => {
     const frontHost = (await ask('/env')).database.split(':')[0];
     expect(frontHost).toBe(stand.api.config.sandbox.subnet.replace(/\.0\/\d+$/, '.1'));
     // Its own front answers (asked again for a while: one probe's 2 s can pass unanswered on a loaded machine).
-    const reached = await eventually(async () => (await ask(`/connect?host=${frontHost}&port=${postgres}`)).result as string, (r) => /^connected/.test(r), 15_000, 250);
+    const reached = await eventually(
+      async () => (await ask(`/connect?host=${frontHost}&port=${postgres}`)).result as string,
+      (r) => /^connected/.test(r),
+      15_000,
+      250,
+    );
     expect(reached).toMatch(/^connected/);
     expect((await ask(`/connect?host=${frontHost}&port=${trace}`)).result).toMatch(/^connected/);
     const apiPort = Number(new URL(stand.apiUrl).port);
     const { address } = await instance();
     const gateway = address.replace(/\d+$/, (n) => String(Number(n) - 1));
-    for (const host of [frontHost, gateway]) expect((await ask(`/connect?host=${host}&port=${apiPort}`)).result).toBe('timeout');
+    for (const host of [frontHost, gateway])
+      expect((await ask(`/connect?host=${host}&port=${apiPort}`)).result).toBe('timeout');
     // 127.0.0.1 inside is the namespace's own loopback: the host's api is not there.
     expect((await ask(`/connect?host=127.0.0.1&port=${apiPort}`)).result).toBe('ECONNREFUSED');
   });
@@ -211,20 +250,38 @@ describe('a sandbox network namespace per app', () => {
     expect(existsSync(nsPath)).toBe(true);
     expect(existsSync(`/sys/class/net/slw${ipHex(gone.address, -2)}`)).toBe(true);
     expect((await stand.http.delete(`/v2/deployments/${d.deploymentId}`)).status).toBe(204);
-    await eventually(async () => existsSync(nsPath), (exists) => !exists, 60_000, 300);
+    await eventually(
+      async () => existsSync(nsPath),
+      (exists) => !exists,
+      60_000,
+      300,
+    );
     expect(existsSync(`/sys/class/net/slw${ipHex(gone.address, -2)}`)).toBe(false);
     // The address is given back after the links are gone.
-    const held = async () => (await stand.api.dataSource.query(`SELECT host(address) AS address FROM sandbox_networks`)).map((h: { address: string }) => h.address);
+    const held = async () =>
+      (await stand.api.dataSource.query(`SELECT host(address) AS address FROM sandbox_networks`)).map(
+        (h: { address: string }) => h.address,
+      );
     await eventually(held, (addresses) => !addresses.includes(gone.address), 10_000, 200);
   }, 180_000);
 
-  it("a starting builder removes the namespace of a build that no longer runs (its builder died)", async () => {
+  it('a starting builder removes the namespace of a build that no longer runs (its builder died)', async () => {
     await stand.services.builder.stop();
     const leftover = await leftoverNamespace(`b-${randomUUID()}-a1`);
     stand.services.builder = await startService('builder', serviceEnv(stand.api, standEnv()));
-    await eventually(async () => existsSync(leftover.nsPath), (exists) => !exists, 20_000, 200);
+    await eventually(
+      async () => existsSync(leftover.nsPath),
+      (exists) => !exists,
+      20_000,
+      200,
+    );
     expect(existsSync(`/sys/class/net/slw${ipHex(leftover.address, -2)}`)).toBe(false);
-    await eventually(() => stand.api.dataSource.query(`SELECT owner FROM sandbox_networks WHERE owner = $1`, [leftover.owner]), (rows) => rows.length === 0, 10_000, 200);
+    await eventually(
+      () => stand.api.dataSource.query(`SELECT owner FROM sandbox_networks WHERE owner = $1`, [leftover.owner]),
+      (rows) => rows.length === 0,
+      10_000,
+      200,
+    );
     expect(stand.services.builder.output()).toMatch(/removed network namespaces left by interrupted builds/);
   }, 60_000);
 
@@ -241,7 +298,9 @@ describe('a sandbox network namespace per app', () => {
   it('resolves names through the DNS relay on its gateway', async () => {
     const { address } = await instance();
     const gateway = address.replace(/\d+$/, (n) => String(Number(n) - 1));
-    expect(readFileSync(`/etc/netns/slipway-${ipHex(address, -2)}/resolv.conf`, 'utf8')).toBe(`nameserver ${gateway}\n`);
+    expect(readFileSync(`/etc/netns/slipway-${ipHex(address, -2)}/resolv.conf`, 'utf8')).toBe(
+      `nameserver ${gateway}\n`,
+    );
     expect((await ask('/resolve?name=localhost')).address).toBe('127.0.0.1');
     const resolved = await ask('/resolve?name=registry.npmjs.org');
     expect(resolved.address, JSON.stringify(resolved)).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
@@ -249,8 +308,13 @@ describe('a sandbox network namespace per app', () => {
 });
 
 /** A namespace held by an instance id no row knows (attached with the runtime's own layer). */
-async function leftoverNamespace(owner = `i-${randomUUID()}`): Promise<{ owner: string; nsPath: string; address: string }> {
-  const network = new SandboxNetwork(stand.api.dataSource, stand.api.config.sandbox.subnet, { allowCidrs: [], storeAddresses: [] });
+async function leftoverNamespace(
+  owner = `i-${randomUUID()}`,
+): Promise<{ owner: string; nsPath: string; address: string }> {
+  const network = new SandboxNetwork(stand.api.dataSource, stand.api.config.sandbox.subnet, {
+    allowCidrs: [],
+    storeAddresses: [],
+  });
   const attached = await network.attach(owner);
   await network.close();
   expect(existsSync(attached.nsPath)).toBe(true);
@@ -260,7 +324,11 @@ async function leftoverNamespace(owner = `i-${randomUUID()}`): Promise<{ owner: 
 
 function standEnv(): Record<string, string> {
   const { runtime } = stand.api.config;
-  return { SLIPWAY_RUNTIME_PORT_MIN: String(runtime.portMin), SLIPWAY_RUNTIME_PORT_MAX: String(runtime.portMax), SLIPWAY_ROLLOUT_DEADLINE_MS: '90000' };
+  return {
+    SLIPWAY_RUNTIME_PORT_MIN: String(runtime.portMin),
+    SLIPWAY_RUNTIME_PORT_MAX: String(runtime.portMax),
+    SLIPWAY_ROLLOUT_DEADLINE_MS: '90000',
+  };
 }
 
 /** The 8 hex digits of `address` + `delta` (namespace names). */

@@ -34,7 +34,11 @@ beforeAll(async () => {
     SLIPWAY_BUILD_MEMORY_MB: String(BUILD_MEMORY_MB),
   });
   const { api } = stand;
-  crown = { databaseUrl: api.database.url, redisUrl: api.config.redisUrl, secretsKey: api.config.secretsKey.key.toString('base64') };
+  crown = {
+    databaseUrl: api.database.url,
+    redisUrl: api.config.redisUrl,
+    secretsKey: api.config.secretsKey.key.toString('base64'),
+  };
   // What a development install keeps in its data dir: canaries the app must not read.
   for (const [file, text] of [
     ['secrets.key', crown.secretsKey],
@@ -49,11 +53,15 @@ beforeAll(async () => {
   const f = await stand.deploy('friendly');
   const fRev = await stand.untilDone(f.deploymentId, f.revisionId);
   expect(fRev.status, fRev.status_message).toBe('DEPLOYED');
-  const [proc] = await api.dataSource.query(`SELECT pid FROM runtime_processes WHERE deployment_id = $1 AND status = 'running'`, [f.deploymentId]);
+  const [proc] = await api.dataSource.query(
+    `SELECT pid FROM runtime_processes WHERE deployment_id = $1 AND status = 'running'`,
+    [f.deploymentId],
+  );
   friendly = { ...f, url: (await stand.http.get(`/v2/deployments/${f.deploymentId}`)).body.url, pid: Number(proc.pid) };
 
   // Never run the hostile app unconfined (it would reach this machine's shared Postgres and Redis).
-  for (const service of [stand.services.builder, stand.services.deployer]) expect(service.output()).not.toMatch(/UNSANDBOXED|sandbox is unavailable/i);
+  for (const service of [stand.services.builder, stand.services.deployer])
+    expect(service.output()).not.toMatch(/UNSANDBOXED|sandbox is unavailable/i);
   const dbUrl = new URL(api.database.url);
   stand.commit(
     'hostile',
@@ -64,7 +72,12 @@ beforeAll(async () => {
       otherDb: deploymentDatabaseName('friendly', f.deploymentId),
       controlDb: dbUrl.pathname.slice(1),
       superuser: decodeURIComponent(dbUrl.username) || 'postgres',
-      workerPids: [stand.services.api.child.pid!, stand.services.builder.child.pid!, stand.services.deployer.child.pid!, process.pid],
+      workerPids: [
+        stand.services.api.child.pid!,
+        stand.services.builder.child.pid!,
+        stand.services.deployer.child.pid!,
+        process.pid,
+      ],
       memoryMb: MEMORY_MB,
       buildMemoryMb: BUILD_MEMORY_MB,
     }),
@@ -116,11 +129,14 @@ describe('a hostile app in the process runtime sandbox', () => {
     it('runs as its own unprivileged uid with an environment built from scratch', () => {
       expect(report().uid).toBeGreaterThanOrEqual(stand.api.config.sandbox.uidMin);
       expect(report().uid).toBeLessThanOrEqual(stand.api.config.sandbox.uidMax);
-      for (const name of ['DATABASE_URL', 'REDIS_URL', 'SLIPWAY_SECRETS_KEY', 'SLIPWAY_BOOTSTRAP_API_KEY']) expect(report().env).not.toHaveProperty(name);
+      for (const name of ['DATABASE_URL', 'REDIS_URL', 'SLIPWAY_SECRETS_KEY', 'SLIPWAY_BOOTSTRAP_API_KEY'])
+        expect(report().env).not.toHaveProperty(name);
     });
 
     it('runs with the open-files limit', () => {
-      expect((report().limits as Attempt).value).toMatch(new RegExp(`Max open files\\s+${OPEN_FILES}\\s+${OPEN_FILES}\\s`));
+      expect((report().limits as Attempt).value).toMatch(
+        new RegExp(`Max open files\\s+${OPEN_FILES}\\s+${OPEN_FILES}\\s`),
+      );
     });
 
     it('cannot read /proc/1/environ', () => {
@@ -142,7 +158,8 @@ describe('a hostile app in the process runtime sandbox', () => {
       expect(scan.pids.length).toBeLessThan(20);
       const workers = Object.entries(report().workerEnvirons as Record<string, Attempt>);
       expect(workers).toHaveLength(4);
-      for (const [pid, got] of workers) expect(got.ok, `worker pid ${pid}: ${JSON.stringify(got).slice(0, 200)}`).toBe(false);
+      for (const [pid, got] of workers)
+        expect(got.ok, `worker pid ${pid}: ${JSON.stringify(got).slice(0, 200)}`).toBe(false);
     });
 
     it("cannot read the data dir's secrets.key or bootstrap key", () => {
@@ -180,7 +197,14 @@ describe('a hostile app in the process runtime sandbox', () => {
       const kernel = report().kernel as Record<string, Attempt>;
       expect(kernel.seccompStatus.value).toBe('Seccomp:\t2');
       const zero = '0000000000000000';
-      expect(kernel.privileges.value).toEqual([`CapInh:\t${zero}`, `CapPrm:\t${zero}`, `CapEff:\t${zero}`, `CapBnd:\t${zero}`, `CapAmb:\t${zero}`, 'NoNewPrivs:\t1']);
+      expect(kernel.privileges.value).toEqual([
+        `CapInh:\t${zero}`,
+        `CapPrm:\t${zero}`,
+        `CapEff:\t${zero}`,
+        `CapBnd:\t${zero}`,
+        `CapAmb:\t${zero}`,
+        'NoNewPrivs:\t1',
+      ]);
     });
 
     it('cannot create a user namespace (unshare -U, unshare -Ur)', () => {

@@ -67,7 +67,10 @@ beforeAll(async () => {
   api.relay.start();
   const healthPort = await freePort();
   deployerHealth = `http://127.0.0.1:${healthPort}`;
-  deployer = await startService('deployer', serviceEnv(api, { ...RUNTIME_ENV, ...LIMITS_ENV, SLIPWAY_WORKER_HEALTH_PORT: String(healthPort) }));
+  deployer = await startService(
+    'deployer',
+    serviceEnv(api, { ...RUNTIME_ENV, ...LIMITS_ENV, SLIPWAY_WORKER_HEALTH_PORT: String(healthPort) }),
+  );
   const port = await freePort();
   apiProcess = await startService('api', serviceEnv(api, { PORT: String(port), HOST: '127.0.0.1', ...LIMITS_ENV }));
   apiUrl = `http://127.0.0.1:${port}`;
@@ -100,7 +103,14 @@ function send(agent: Agent, path: string, headers: Record<string, string> = {}):
     const req = request({ host: '127.0.0.1', port: servingPort, path, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString(), reused: req.reusedSocket }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString(),
+          reused: req.reusedSocket,
+        }),
+      );
     });
     req.once('error', reject);
     req.end();
@@ -176,7 +186,13 @@ describe('the serving edge', () => {
       agent.destroy();
     }
 
-    const { data } = await raw([`GET /socket HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n`, 'ping-after-switch'], 1_500);
+    const { data } = await raw(
+      [
+        `GET /socket HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n`,
+        'ping-after-switch',
+      ],
+      1_500,
+    );
     expect(statusLines(data)).toEqual(['HTTP/1.1 101']);
     expect(data).toContain('"headers"');
     expect(data).not.toContain(key);
@@ -227,17 +243,21 @@ describe('the serving edge', () => {
     expect(refusedAt).not.toBeNull();
     expect(refusedAt!).toBeLessThanOrEqual(deadline);
     // Once refused, it stays refused.
-    for (let i = 0; i < 3; i++) expect([401, 429]).toContain((await fetch(`${serving}/echo`, { headers: { 'x-api-key': doomed } })).status);
+    for (let i = 0; i < 3; i++)
+      expect([401, 429]).toContain((await fetch(`${serving}/echo`, { headers: { 'x-api-key': doomed } })).status);
   });
 
   it('locks a key that keeps failing on the serving path, while a valid key from the same address still gets in', async () => {
     const wrong = `slw_${randomUUID()}`;
     // 401, or 429 once this address (loopback, shared by every case here) has failed often enough.
-    for (let i = 0; i < FAILURES; i++) expect([401, 429]).toContain((await fetch(`${serving}/echo`, { headers: { 'x-api-key': wrong } })).status);
+    for (let i = 0; i < FAILURES; i++)
+      expect([401, 429]).toContain((await fetch(`${serving}/echo`, { headers: { 'x-api-key': wrong } })).status);
     const locked = await fetch(`${serving}/echo`, { headers: { 'x-api-key': wrong } });
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(((await locked.json()) as { detail: string }).detail).toMatch(/^Too many failed authentications with this credential/);
+    expect(((await locked.json()) as { detail: string }).detail).toMatch(
+      /^Too many failed authentications with this credential/,
+    );
     expect((await fetch(`${serving}/echo`, { headers: { 'x-api-key': key } })).status).toBe(200);
   });
 });
@@ -250,15 +270,25 @@ describe('the api edge (a real api process)', () => {
   it('lets a member set serving_auth "api_key" but not "none" (403); an admin may', async () => {
     const member = new HttpClient(apiUrl, await api.mintKey({ role: 'member' }));
     const admin = new HttpClient(apiUrl, api.adminKey);
-    const body = (name: string, servingAuth: string) => ({ name, source: 'upload', source_config: { serving_auth: servingAuth }, source_revision_config: {} });
+    const body = (name: string, servingAuth: string) => ({
+      name,
+      source: 'upload',
+      source_config: { serving_auth: servingAuth },
+      source_revision_config: {},
+    });
 
     const refused = await member.post('/v2/deployments', body(`open-${randomUUID().slice(0, 8)}`, 'none'));
     expect(refused.status, refused.text).toBe(403);
     expect(refused.body.detail).toMatch(/admin/);
     const mine = await member.post('/v2/deployments', body(`keyed-${randomUUID().slice(0, 8)}`, 'api_key'));
     expect(mine.status, mine.text).toBe(201);
-    expect((await member.patch(`/v2/deployments/${mine.body.id}`, { source_config: { serving_auth: 'none' } })).status).toBe(403);
-    expect((await member.post(`/v2/deployments/${mine.body.id}/revisions`, { source_config: { serving_auth: 'none' } })).status).toBe(403);
+    expect(
+      (await member.patch(`/v2/deployments/${mine.body.id}`, { source_config: { serving_auth: 'none' } })).status,
+    ).toBe(403);
+    expect(
+      (await member.post(`/v2/deployments/${mine.body.id}/revisions`, { source_config: { serving_auth: 'none' } }))
+        .status,
+    ).toBe(403);
     expect((await member.get(`/v2/deployments/${mine.body.id}`)).body.source_config.serving_auth).toBe('api_key');
 
     const opened = await admin.patch(`/v2/deployments/${mine.body.id}`, { source_config: { serving_auth: 'none' } });
@@ -293,10 +323,13 @@ describe('the api edge (a real api process)', () => {
   it('still serves a valid key from an address locked out by failed authentications', async () => {
     const http = new HttpClient(apiUrl, null);
     const attacker = from('198.51.100.70');
-    for (let i = 0; i < FAILURES; i++) expect((await http.get('/v2/listeners', { key: `slw_${randomUUID()}`, headers: attacker })).status).toBe(401);
+    for (let i = 0; i < FAILURES; i++)
+      expect((await http.get('/v2/listeners', { key: `slw_${randomUUID()}`, headers: attacker })).status).toBe(401);
     const locked = await http.get('/v2/listeners', { key: `slw_${randomUUID()}`, headers: attacker });
     expect(locked.status).toBe(429);
     expect(locked.body.detail).toMatch(/^Too many failed authentications from this address/);
-    expect((await http.get('/v2/listeners', { key: await api.mintKey({ role: 'member' }), headers: attacker })).status).toBe(200);
+    expect(
+      (await http.get('/v2/listeners', { key: await api.mintKey({ role: 'member' }), headers: attacker })).status,
+    ).toBe(200);
   });
 });

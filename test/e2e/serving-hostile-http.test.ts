@@ -70,10 +70,15 @@ beforeAll(async () => {
   api = await startTestApi(ENV);
   api.relay.start();
   // Registered as the api registers SLIPWAY_BOOTSTRAP_API_KEY at start.
-  expect((await new TenancyRepository(api.dataSource.manager).bootstrap(operatorKey)).registeredConfiguredKey).toBe(true);
+  expect((await new TenancyRepository(api.dataSource.manager).bootstrap(operatorKey)).registeredConfiguredKey).toBe(
+    true,
+  );
   const healthPort = await freePort();
   readyz = `http://127.0.0.1:${healthPort}/readyz`;
-  deployer = await startService('deployer', serviceEnv(api, { ...ENV, SLIPWAY_WORKER_HEALTH_PORT: String(healthPort), LOG_LEVEL: 'info' }));
+  deployer = await startService(
+    'deployer',
+    serviceEnv(api, { ...ENV, SLIPWAY_WORKER_HEALTH_PORT: String(healthPort), LOG_LEVEL: 'info' }),
+  );
   [ports.agent, ports.plain] = await Promise.all([deploy('hostile-agent', true), deploy('hostile-plain', false)]);
   key = await api.mintKey({ role: 'member' });
 }, 180_000);
@@ -107,16 +112,40 @@ function ownFailures(): string[] {
 describe('requests that are malformed but legal', () => {
   const SHAPES: Array<[string, RawRequest, (statuses: number[]) => void]> = [
     ['HTTP/1.0 without Host', bytes('GET /ok HTTP/1.0\r\n\r\n'), (s) => expect(s).toEqual([200])],
-    ['HTTP/1.0 without Host, not a probe', bytes('GET /threads HTTP/1.0\r\n\r\n'), (s) => expect(s[0]).toBeLessThan(500)],
-    ['an HTTP/1.0 Upgrade without Host', bytes('GET /ws HTTP/1.0\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n'), (s) => expect(s[0]).toBeLessThan(500)],
+    [
+      'HTTP/1.0 without Host, not a probe',
+      bytes('GET /threads HTTP/1.0\r\n\r\n'),
+      (s) => expect(s[0]).toBeLessThan(500),
+    ],
+    [
+      'an HTTP/1.0 Upgrade without Host',
+      bytes('GET /ws HTTP/1.0\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n'),
+      (s) => expect(s[0]).toBeLessThan(500),
+    ],
     ['an empty Host', bytes('GET /ok HTTP/1.1\r\nHost:\r\n\r\n'), (s) => expect(s).toEqual([200])],
     ['several Hosts', bytes('GET /ok HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'), (s) => expect(s[0]).toBe(400)],
-    ['the absolute form', bytes('GET http://elsewhere.example/ok HTTP/1.1\r\nHost: x\r\n\r\n'), (s) => expect(s).toEqual([200])],
-    ['CONNECT', bytes('CONNECT 127.0.0.1:5432 HTTP/1.1\r\nHost: 127.0.0.1:5432\r\n\r\n'), (s) => expect(s).toEqual([405])],
+    [
+      'the absolute form',
+      bytes('GET http://elsewhere.example/ok HTTP/1.1\r\nHost: x\r\n\r\n'),
+      (s) => expect(s).toEqual([200]),
+    ],
+    [
+      'CONNECT',
+      bytes('CONNECT 127.0.0.1:5432 HTTP/1.1\r\nHost: 127.0.0.1:5432\r\n\r\n'),
+      (s) => expect(s).toEqual([405]),
+    ],
     ['OPTIONS *', bytes('OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n'), (s) => expect(s[0]).toBeLessThan(500)],
     ['a request cut short', bytes('GET /ok HTTP/1.1\r\nHo'), (s) => expect(s.every((x) => x < 500)).toBe(true)],
-    ['control bytes in X-Forwarded-Host', bytes('GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: a\x01b\r\n\r\n'), (s) => expect(s).toEqual([400])],
-    ['obs-text in X-Forwarded-Host', bytes('GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: caf\xe9\r\n\r\n'), (s) => expect(s).toEqual([200])],
+    [
+      'control bytes in X-Forwarded-Host',
+      bytes('GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: a\x01b\r\n\r\n'),
+      (s) => expect(s).toEqual([400]),
+    ],
+    [
+      'obs-text in X-Forwarded-Host',
+      bytes('GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: caf\xe9\r\n\r\n'),
+      (s) => expect(s).toEqual([200]),
+    ],
   ];
 
   for (const [name, request, check] of SHAPES) {
@@ -138,8 +167,13 @@ describe('credentials never reach user code (issue 32 item 3)', () => {
     return { status: res.status, headers: ((await res.json()) as { headers: Record<string, string> }).headers };
   };
 
-  it("a plain app never sees a Slipway key, with or without the slw_ prefix; its own credentials pass untouched", async () => {
-    const sent: Array<Record<string, string>> = [{ 'x-api-key': operatorKey }, { authorization: `Bearer ${operatorKey}` }, { 'x-api-key': key }, { authorization: `Bearer ${key}` }];
+  it('a plain app never sees a Slipway key, with or without the slw_ prefix; its own credentials pass untouched', async () => {
+    const sent: Array<Record<string, string>> = [
+      { 'x-api-key': operatorKey },
+      { authorization: `Bearer ${operatorKey}` },
+      { 'x-api-key': key },
+      { authorization: `Bearer ${key}` },
+    ];
     for (const headers of sent) {
       const seen = await echoed(ports.plain, headers);
       expect(seen.status).toBe(200);
@@ -167,7 +201,10 @@ describe('raw-HTTP fuzzer', () => {
   it(`${REQUESTS} generated requests: no crash, no 5xx, nothing left hanging`, async () => {
     console.log(`[raw-http fuzz] seed ${SEED} (SLIPWAY_RAW_FUZZ_SEED=${SEED} repeats it), ${REQUESTS} requests`);
     const rng = new Rng(SEED);
-    const requests = Array.from({ length: REQUESTS }, () => ({ request: rawRequest(rng, key), port: rng.chance(0.3) ? ports.agent : ports.plain }));
+    const requests = Array.from({ length: REQUESTS }, () => ({
+      request: rawRequest(rng, key),
+      port: rng.chance(0.3) ? ports.agent : ports.plain,
+    }));
     const failures: string[] = [];
     const tally = new Map<string, number>();
     const statuses = new Map<number, number>();
@@ -188,7 +225,9 @@ describe('raw-HTTP fuzzer', () => {
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, lane));
-    console.log(`[raw-http fuzz] answers by status ${JSON.stringify(Object.fromEntries(statuses))}; ${timedOut} connections left open`);
+    console.log(
+      `[raw-http fuzz] answers by status ${JSON.stringify(Object.fromEntries(statuses))}; ${timedOut} connections left open`,
+    );
     expect(failures.slice(0, 10)).toEqual([]);
     // A connection the proxy left open is a resource one client could hold for ever.
     expect(timedOut).toBe(0);

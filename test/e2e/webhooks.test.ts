@@ -54,7 +54,11 @@ describe('webhook deliveries by the worker processes', () => {
       (rs) => rs.length === 1,
     );
     expect(signatureOk(two[0]!, hook.secret)).toBe(true);
-    expect(JSON.parse(two[0]!.body)).toMatchObject({ type: 'deployment.created', deployment_id: second.id, data: { name: 'e2e-hook-2' } });
+    expect(JSON.parse(two[0]!.body)).toMatchObject({
+      type: 'deployment.created',
+      deployment_id: second.id,
+      data: { name: 'e2e-hook-2' },
+    });
     const deliveries = await eventually(
       async () => (await api.http.get(`/v2/webhooks/${hook.id}/deliveries`)).body.resources as any[],
       (ds) => ds.length === 2 && ds.every((d) => d.status === 'succeeded'),

@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AGENT_SERVER_HOST_DIR, AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
+import {
+  AGENT_SERVER_HOST_DIR,
+  AGENT_SERVER_HOST_ENTRY,
+  copyAgentServerHost,
+} from '../../services/builder/src/agent-server-host.js';
 
 /**
  * The agent server host (libs/agent-server/host) is TypeScript. The builder compiles it into

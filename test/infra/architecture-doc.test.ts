@@ -21,7 +21,13 @@ describe('docs/architecture.md', () => {
   });
 
   it('names only functions, classes and methods that are in the code', () => {
-    const names = [...new Set(quoted.map((t) => /^([A-Za-z_]\w*)(\(\))?$/.exec(t)?.[1]).filter((t): t is string => !!t && /[a-z][A-Z]|^[A-Z][a-z]+[A-Z]/.test(t)))];
+    const names = [
+      ...new Set(
+        quoted
+          .map((t) => /^([A-Za-z_]\w*)(\(\))?$/.exec(t)?.[1])
+          .filter((t): t is string => !!t && /[a-z][A-Z]|^[A-Z][a-z]+[A-Z]/.test(t)),
+      ),
+    ];
     expect(names.length).toBeGreaterThan(15);
     const inCode = (name: string) => {
       try {

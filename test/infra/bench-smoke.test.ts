@@ -19,9 +19,16 @@ describe('pnpm bench --quick', () => {
     const file = path.join(out, 'bench.json');
     // The deploy scenario's builder copies the agent server the run's other builders installed.
     const env = { ...process.env, SLIPWAY_AGENT_SERVER_HOST_CACHE: inject('agentServerHostCache') };
-    execFileSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], { cwd: ROOT, env, stdio: 'pipe', timeout: 840_000 });
+    execFileSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], {
+      cwd: ROOT,
+      env,
+      stdio: 'pipe',
+      timeout: 840_000,
+    });
     const result = JSON.parse(readFileSync(file, 'utf8'));
-    const scenarios = new Set(result.rows.map((r: { scenario: string }) => r.scenario.split(':')[0]!.replace(/ \(.*| of \d+.*/, '')));
+    const scenarios = new Set(
+      result.rows.map((r: { scenario: string }) => r.scenario.split(':')[0]!.replace(/ \(.*| of \d+.*/, '')),
+    );
     expect([...scenarios].sort()).toEqual(
       [
         'GET deployment',
@@ -42,17 +49,22 @@ describe('pnpm bench --quick', () => {
     );
     for (const row of result.rows) {
       expect(Number.isFinite(row.value), `${row.scenario} ${row.metric}`).toBe(true);
-      if (row.target && row.baseline !== undefined) expect(Number.isFinite(row.ratio), `${row.scenario} ${row.metric}`).toBe(true);
+      if (row.target && row.baseline !== undefined)
+        expect(Number.isFinite(row.ratio), `${row.scenario} ${row.metric}`).toBe(true);
     }
   }, 900_000);
 
   it('runs the services as `npm start` does with --build start', () => {
     const file = path.join(out, 'bench-start.json');
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--only', 'create', '--build', 'start', '--out', file], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 300_000,
-    });
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'bench/run.ts', '--quick', '--only', 'create', '--build', 'start', '--out', file],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 300_000,
+      },
+    );
     expect(run.status, run.stderr).toBe(0);
     const stderr = run.stderr;
     const result = JSON.parse(readFileSync(file, 'utf8'));

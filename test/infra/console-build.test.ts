@@ -1,4 +1,14 @@
-import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +35,10 @@ beforeAll(() => {
   ensureConsole();
   copy = mkdtempSync(path.join(tmpdir(), 'slipway-console-build-'));
   for (const input of [...CONSOLE_INPUTS, 'services/console/dist']) {
-    cpSync(path.join(ROOT, input), path.join(copy, input), { recursive: true, filter: (src) => !src.split(path.sep).includes('node_modules') });
+    cpSync(path.join(ROOT, input), path.join(copy, input), {
+      recursive: true,
+      filter: (src) => !src.split(path.sep).includes('node_modules'),
+    });
   }
   for (const file of allFiles(copy)) utimesSync(file, CHECKOUT, CHECKOUT);
 }, 120_000);

@@ -18,17 +18,25 @@ const OWNER = `${REPOSITORIES}/deployment.repository.ts`;
 const STATUS_OWNER = `${REPOSITORIES}/deployment-status.ts`;
 
 /** Raw SQL writing `deployments` (any spacing, any case; `deployments_…` and other tables are not it). */
-const SQL_WRITE = /\b(?:UPDATE(?:\s+ONLY)?|INSERT\s+INTO|DELETE\s+FROM|MERGE\s+INTO|TRUNCATE(?:\s+TABLE)?)\s+(?:public\.)?"?deployments"?(?![\w"])/gi;
+const SQL_WRITE =
+  /\b(?:UPDATE(?:\s+ONLY)?|INSERT\s+INTO|DELETE\s+FROM|MERGE\s+INTO|TRUNCATE(?:\s+TABLE)?)\s+(?:public\.)?"?deployments"?(?![\w"])/gi;
 /** TypeORM writes of the `Deployment` entity. */
-const ENTITY_WRITE = /\.(?:insert|update|upsert|delete|save|remove|softDelete|softRemove|increment|decrement)\(\s*Deployment\b|\.into\(\s*Deployment\b|getRepository\(\s*Deployment\b/g;
+const ENTITY_WRITE =
+  /\.(?:insert|update|upsert|delete|save|remove|softDelete|softRemove|increment|decrement)\(\s*Deployment\b|\.into\(\s*Deployment\b|getRepository\(\s*Deployment\b/g;
 
 const SOURCE = /\.(?:[cm]?[jt]sx?|sql)$/;
 const EXCLUDED = (file: string) =>
-  file.startsWith('libs/db/src/migrations/') || /\.test\.[cm]?[jt]sx?$/.test(file) || /(^|\/)(__tests__|node_modules)\//.test(file);
+  file.startsWith('libs/db/src/migrations/') ||
+  /\.test\.[cm]?[jt]sx?$/.test(file) ||
+  /(^|\/)(__tests__|node_modules)\//.test(file);
 
 /** Source files under libs/ and services/, tracked or new (not ignored). */
 function sourceFiles(): string[] {
-  const out = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '--', 'libs', 'services'], { cwd: ROOT, encoding: 'utf8' });
+  const out = execFileSync(
+    'git',
+    ['ls-files', '--cached', '--others', '--exclude-standard', '--', 'libs', 'services'],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
   return [...new Set(out.split('\n'))].filter((f) => SOURCE.test(f) && !EXCLUDED(f));
 }
 
@@ -36,7 +44,8 @@ function sourceFiles(): string[] {
 function writesIn(file: string, text: string): string[] {
   const found: string[] = [];
   for (const pattern of [SQL_WRITE, ENTITY_WRITE]) {
-    for (const m of text.matchAll(pattern)) found.push(`${file}:${text.slice(0, m.index).split('\n').length}: ${m[0].replace(/\s+/g, ' ')}`);
+    for (const m of text.matchAll(pattern))
+      found.push(`${file}:${text.slice(0, m.index).split('\n').length}: ${m[0].replace(/\s+/g, ' ')}`);
   }
   return found;
 }
@@ -53,7 +62,9 @@ describe('writes of the deployments row', () => {
   it('are in DeploymentRepository and transitionDeployment only', () => {
     const files = sourceFiles();
     expect(files.length).toBeGreaterThan(100);
-    const elsewhere = files.filter((f) => f !== OWNER && f !== STATUS_OWNER).flatMap((f) => writesIn(f, readSource(f) ?? ''));
+    const elsewhere = files
+      .filter((f) => f !== OWNER && f !== STATUS_OWNER)
+      .flatMap((f) => writesIn(f, readSource(f) ?? ''));
     expect(elsewhere).toEqual([]);
   });
 

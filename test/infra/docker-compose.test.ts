@@ -68,7 +68,9 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
   it('runs registry:2 on the configuration the cli generates into the shared data dir', () => {
     const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
     expect(text).toMatch(/registry-config:[\s\S]*?command: \["node", "dist\/main\.js", "registry-config"\]/);
-    expect(text).toMatch(/\n  registry:\n    image: registry:2\n    command: \["serve", "\/var\/lib\/slipway\/registry\/config\.yml"\]/);
+    expect(text).toMatch(
+      /\n  registry:\n    image: registry:2\n    command: \["serve", "\/var\/lib\/slipway\/registry\/config\.yml"\]/,
+    );
     expect(text).toMatch(/registry-config:\n\s*condition: service_completed_successfully/);
   });
 
@@ -90,7 +92,9 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     expect(guard.environment.DATABASE_URL).toMatch(/^postgres:\/\//);
     // Every client (api, deployer, builder) goes through the guard; distribution sits where the guard forwards.
     for (const name of ['api', 'builder', 'deployer', 'registry-guard', 'registry-config']) {
-      expect(services[name]!.environment.SLIPWAY_REGISTRY_URL, name).toBe(`http://registry-guard:${guard.environment.SLIPWAY_REGISTRY_PORT}`);
+      expect(services[name]!.environment.SLIPWAY_REGISTRY_URL, name).toBe(
+        `http://registry-guard:${guard.environment.SLIPWAY_REGISTRY_PORT}`,
+      );
     }
     const env = services['registry-config']!.environment as Record<string, string>;
     const config = loadConfig({ ...env, SLIPWAY_DATA_DIR: '/var/lib/slipway' });
@@ -155,7 +159,9 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     expect(services.postgres!.environment.POSTGRES_PASSWORD).toBe(REQUIRED.SLIPWAY_POSTGRES_PASSWORD);
     for (const service of ['migrate', 'api', 'builder', 'deployer', 'edge']) {
       const env = services[service]!.environment;
-      expect(env.DATABASE_URL, service).toBe(`postgres://slipway:${REQUIRED.SLIPWAY_DB_PASSWORD}@postgres:5432/slipway`);
+      expect(env.DATABASE_URL, service).toBe(
+        `postgres://slipway:${REQUIRED.SLIPWAY_DB_PASSWORD}@postgres:5432/slipway`,
+      );
       expect(env.REDIS_URL, service).toBe(`redis://:${REQUIRED.SLIPWAY_REDIS_PASSWORD}@redis:6379/0`);
     }
     // The services never use the superuser.
@@ -169,7 +175,7 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     expect(redis.environment.REDISCLI_AUTH).toBe(REQUIRED.SLIPWAY_REDIS_PASSWORD);
   });
 
-  it('makes the control-plane role CREATEDB CREATEROLE, not a superuser, and the hardened template with the code\'s statements', () => {
+  it("makes the control-plane role CREATEDB CREATEROLE, not a superuser, and the hardened template with the code's statements", () => {
     const postgres = resolved().services.postgres!;
     expect(JSON.stringify(postgres.volumes)).toContain('/docker-entrypoint-initdb.d/');
     const init = readFileSync(path.join(ROOT, 'infra/postgres/init-slipway.sh'), 'utf8');
@@ -186,11 +192,26 @@ describe.runIf(compose || required)('docker-compose.yml', () => {
     for (const name of ['builder', 'deployer']) {
       const service = services[name]!;
       expect(service.cap_drop, name).toEqual(['ALL']);
-      expect([...service.cap_add].sort(), name).toEqual(['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'NET_ADMIN', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN', 'SYS_CHROOT']);
+      expect([...service.cap_add].sort(), name).toEqual([
+        'CHOWN',
+        'DAC_OVERRIDE',
+        'FOWNER',
+        'KILL',
+        'NET_ADMIN',
+        'SETGID',
+        'SETPCAP',
+        'SETUID',
+        'SYS_ADMIN',
+        'SYS_CHROOT',
+      ]);
     }
     expect(services.builder!.security_opt).toEqual(['apparmor=unconfined', 'systempaths=unconfined']);
     // runc needs keyctl, which Docker's default seccomp profile refuses: the deployer alone goes without it.
-    expect(services.deployer!.security_opt).toEqual(['apparmor=unconfined', 'systempaths=unconfined', 'seccomp=unconfined']);
+    expect(services.deployer!.security_opt).toEqual([
+      'apparmor=unconfined',
+      'systempaths=unconfined',
+      'seccomp=unconfined',
+    ]);
     // Each granted capability is explained where it is granted.
     const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
     for (const cap of services.builder!.cap_add as string[]) expect(text, cap).toMatch(new RegExp(`- ${cap} # \\S`));
@@ -202,11 +223,15 @@ describe('infra/docker/Dockerfile', () => {
   const installed = (stage: string) => {
     const dockerfile = readFileSync(path.join(ROOT, 'infra/docker/Dockerfile'), 'utf8');
     const block = dockerfile.split(new RegExp(`^FROM \\S+ AS ${stage}$`, 'm'))[1]!.split(/^FROM /m)[0]!;
-    return [...block.matchAll(/apt-get install -y --no-install-recommends ([^\\\n]+)/g)].flatMap((m) => m[1]!.trim().split(/\s+/));
+    return [...block.matchAll(/apt-get install -y --no-install-recommends ([^\\\n]+)/g)].flatMap((m) =>
+      m[1]!.trim().split(/\s+/),
+    );
   };
 
   it("gives the deployer what the embedded container runtime runs: runc, skopeo, umoci, catatonit (at Debian's path)", () => {
-    expect(installed('deployer')).toEqual(expect.arrayContaining(['bubblewrap', 'nftables', 'iproute2', 'runc', 'skopeo', 'umoci', 'catatonit']));
+    expect(installed('deployer')).toEqual(
+      expect.arrayContaining(['bubblewrap', 'nftables', 'iproute2', 'runc', 'skopeo', 'umoci', 'catatonit']),
+    );
     // The init shown to images without one is Debian's catatonit binary.
     expect(CATATONIT).toBe('/usr/bin/catatonit');
     // Only the deployer runs images: the builder gets none of it.

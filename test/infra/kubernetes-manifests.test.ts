@@ -22,7 +22,15 @@ const SECRET = 'sk-schema-secret-3c9e1a77';
 const DB_PASSWORD = 'pg-password-5b1f0d9e7a';
 const REDIS_PASSWORD = 'redis-password-82c4e6f1b0';
 
-type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; spec?: any; rules?: any[]; roleRef?: any; subjects?: any[] };
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: any;
+  rules?: any[];
+  roleRef?: any;
+  subjects?: any[];
+};
 
 function kustomize(dir: string): Obj[] {
   const out = execFileSync('kubectl', ['kustomize', path.join(ROOT, dir)], { encoding: 'utf8' });
@@ -34,7 +42,8 @@ async function expectValid(objects: object[]): Promise<void> {
   expect(problems).toEqual([]);
 }
 
-const podSpecs = (objects: Obj[]) => objects.flatMap((o) => (o.spec?.template?.spec ? [[o, o.spec.template.spec] as const] : []));
+const podSpecs = (objects: Obj[]) =>
+  objects.flatMap((o) => (o.spec?.template?.spec ? [[o, o.spec.template.spec] as const] : []));
 
 describe('infra/k8s/control-plane', () => {
   const objects = kustomize('infra/k8s/control-plane');
@@ -77,14 +86,24 @@ describe('infra/k8s/control-plane', () => {
         expect(c.resources?.requests?.cpu, `${o.metadata.name}/${c.name}`).toBeDefined();
         expect(c.resources?.requests?.memory, `${o.metadata.name}/${c.name}`).toBeDefined();
         // No value in clear in a pod spec: only what Kubernetes fills in (the pod's own IP).
-        for (const e of c.env ?? []) expect(e.valueFrom?.fieldRef, `${o.metadata.name}/${c.name} ${e.name}`).toBeDefined();
+        for (const e of c.env ?? [])
+          expect(e.valueFrom?.fieldRef, `${o.metadata.name}/${c.name} ${e.name}`).toBeDefined();
         // Slipway's own processes read the settings and the Secret; distribution reads only the file written for it.
         if (c.image === 'registry:2') expect(c.envFrom, `${o.metadata.name}/${c.name}`).toBeUndefined();
-        else expect(c.envFrom, `${o.metadata.name}/${c.name}`).toEqual([{ configMapRef: { name: 'slipway-config' } }, { secretRef: { name: 'slipway-secrets' } }]);
+        else
+          expect(c.envFrom, `${o.metadata.name}/${c.name}`).toEqual([
+            { configMapRef: { name: 'slipway-config' } },
+            { secretRef: { name: 'slipway-secrets' } },
+          ]);
       }
     }
-    expect(named('HorizontalPodAutoscaler', 'slipway-api').spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'slipway-api' });
-    for (const o of objects) if (o.kind !== 'Namespace') expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('slipway');
+    expect(named('HorizontalPodAutoscaler', 'slipway-api').spec.scaleTargetRef).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: 'slipway-api',
+    });
+    for (const o of objects)
+      if (o.kind !== 'Namespace') expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('slipway');
   });
 });
 
@@ -94,18 +113,31 @@ describe('infra/k8s/control-plane: the edge', () => {
   const settings = (named('ConfigMap', 'slipway-config') as unknown as { data: Record<string, string> }).data;
 
   it('serves 80 and 443 through a LoadBalancer, unprivileged, at the address the runtime owner announces', () => {
-    const config = loadConfig({ ...settings, DATABASE_URL: 'postgres://u:p@db/slipway', REDIS_URL: 'redis://redis:6379', SLIPWAY_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') });
+    const config = loadConfig({
+      ...settings,
+      DATABASE_URL: 'postgres://u:p@db/slipway',
+      REDIS_URL: 'redis://redis:6379',
+      SLIPWAY_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    });
     expect([config.edge.httpPort, config.edge.httpsPort]).toEqual([80, 443]);
     const pod = named('Deployment', 'slipway-edge').spec.template.spec;
     const [edge] = pod.containers;
     expect(edge.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([80, 443]);
-    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] });
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }],
+    });
     expect(edge.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
-    expect(named('Service', 'slipway-edge').spec).toMatchObject({ type: 'LoadBalancer', ports: [{ port: 80 }, { port: 443 }] });
+    expect(named('Service', 'slipway-edge').spec).toMatchObject({
+      type: 'LoadBalancer',
+      ports: [{ port: 80 }, { port: 443 }],
+    });
     // The deployer's proxies bind the pod's interfaces, and it announces the pod's IP to the edges.
     expect(config.runtime.host).toBe('0.0.0.0');
     const [deployer] = named('Deployment', 'slipway-deployer').spec.template.spec.containers;
-    expect(deployer.env).toEqual([{ name: 'SLIPWAY_RUNTIME_ADVERTISE_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }]);
+    expect(deployer.env).toEqual([
+      { name: 'SLIPWAY_RUNTIME_ADVERTISE_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    ]);
   });
 });
 
@@ -119,11 +151,21 @@ describe('infra/k8s/control-plane: the built-in image registry', () => {
   const registry = pod.containers.find((c: { name: string }) => c.name === 'registry');
   const guard = pod.containers.find((c: { name: string }) => c.name === 'registry-guard');
   const mountOf = (container: { volumeMounts: { name: string; mountPath: string }[] }, volume: string) =>
-    container.volumeMounts.find((m) => pod.volumes.find((v: { name: string }) => v.name === m.name)?.persistentVolumeClaim?.claimName === volume)?.mountPath;
+    container.volumeMounts.find(
+      (m) => pod.volumes.find((v: { name: string }) => v.name === m.name)?.persistentVolumeClaim?.claimName === volume,
+    )?.mountPath;
   /** What libs/registry renders from these very settings (the init container's `registry-config`). */
   const rendered = () => {
-    const config = loadConfig({ ...settings.data, DATABASE_URL: 'postgres://u:p@db/slipway', REDIS_URL: 'redis://redis:6379', SLIPWAY_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') });
-    return { config, registry: JSON.parse(registryConfiguration(config, `${config.registry.storageDir}/token-issuer.crt`)) };
+    const config = loadConfig({
+      ...settings.data,
+      DATABASE_URL: 'postgres://u:p@db/slipway',
+      REDIS_URL: 'redis://redis:6379',
+      SLIPWAY_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    });
+    return {
+      config,
+      registry: JSON.parse(registryConfiguration(config, `${config.registry.storageDir}/token-issuer.crt`)),
+    };
   };
 
   it('runs distribution on the configuration its init container writes, its images on a volume of its own', () => {
@@ -148,7 +190,7 @@ describe('infra/k8s/control-plane: the built-in image registry', () => {
     expect(registry.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
   });
 
-  it('puts the push guard in front of distribution: the Service reaches the guard, distribution only the pod\'s loopback', () => {
+  it("puts the push guard in front of distribution: the Service reaches the guard, distribution only the pod's loopback", () => {
     const { config, registry: generated } = rendered();
     expect(pod.containers.map((c: { name: string }) => c.name).sort()).toEqual(['registry', 'registry-guard']);
     // The guard: the cli image's `registry-guard`, with the settings and the Secret (DATABASE_URL for quota reads).
@@ -163,7 +205,8 @@ describe('infra/k8s/control-plane: the built-in image registry', () => {
     expect(registry.ports).toBeUndefined();
     expect(config.registry.upstreamUrl).toBe('http://127.0.0.1:5001');
     expect(generated.http.addr).toBe('127.0.0.1:5001');
-    for (const probe of [registry.readinessProbe, registry.livenessProbe]) expect(probe.exec.command.join(' ')).toContain(`http://${generated.http.addr}/v2/`);
+    for (const probe of [registry.readinessProbe, registry.livenessProbe])
+      expect(probe.exec.command.join(' ')).toContain(`http://${generated.http.addr}/v2/`);
     const service = named('Service', 'slipway-registry');
     expect(service.spec.ports.map((p: { targetPort: string }) => p.targetPort)).toEqual([port.name]);
   });
@@ -190,7 +233,12 @@ describe('infra/k8s/agent', () => {
   const TARGET_NS = 'slipway-deployments';
   const roles = objects.filter((o) => o.kind === 'Role');
   const role = roles[0]!;
-  const allowed = (group: string, resource: string) => new Set((role.rules ?? []).filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r) => r.verbs));
+  const allowed = (group: string, resource: string) =>
+    new Set(
+      (role.rules ?? [])
+        .filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource))
+        .flatMap((r) => r.verbs),
+    );
 
   it('renders with kubectl kustomize and validates against the Kubernetes schemas', async () => {
     expect(objects.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`).sort()).toEqual(
@@ -208,7 +256,8 @@ describe('infra/k8s/agent', () => {
   });
 
   it('runs the agent in its own namespace, apart from where it deploys, with rights only in the target namespace', () => {
-    for (const kind of ['Deployment', 'ServiceAccount', 'ConfigMap']) expect(objects.find((o) => o.kind === kind)!.metadata.namespace, kind).toBe(AGENT_NS);
+    for (const kind of ['Deployment', 'ServiceAccount', 'ConfigMap'])
+      expect(objects.find((o) => o.kind === kind)!.metadata.namespace, kind).toBe(AGENT_NS);
     // No right at all in its own namespace (its key's Secret is there), none cluster-wide.
     expect(objects.some((o) => o.kind.startsWith('Cluster'))).toBe(false);
     expect(roles.map((r) => r.metadata.namespace)).toEqual([TARGET_NS]);
@@ -219,7 +268,10 @@ describe('infra/k8s/agent', () => {
     const deployment = objects.find((o) => o.kind === 'Deployment')!;
     expect(deployment.spec.template.spec.serviceAccountName).toBe('slipway-agent');
     expect(deployment.spec.replicas).toBe(1);
-    expect(deployment.spec.template.spec.containers[0].envFrom).toEqual([{ configMapRef: { name: 'slipway-agent' } }, { secretRef: { name: 'slipway-agent' } }]);
+    expect(deployment.spec.template.spec.containers[0].envFrom).toEqual([
+      { configMapRef: { name: 'slipway-agent' } },
+      { secretRef: { name: 'slipway-agent' } },
+    ]);
   });
 
   it('enforces Pod Security Standards restricted in both namespaces, and the agent pod meets it', () => {
@@ -234,7 +286,9 @@ describe('infra/k8s/agent', () => {
     for (const { apiVersion, kind } of MANAGED_KINDS) {
       const group = apiVersion.includes('/') ? apiVersion.split('/')[0]! : '';
       const verbs = [...allowed(group, plural(kind))].sort();
-      expect(verbs, kind).toEqual(kind === 'PersistentVolumeClaim' ? ['delete', 'list'] : ['delete', 'get', 'list', 'patch']);
+      expect(verbs, kind).toEqual(
+        kind === 'PersistentVolumeClaim' ? ['delete', 'list'] : ['delete', 'get', 'list', 'patch'],
+      );
     }
     expect([...allowed('', 'pods')]).toEqual(['list']);
     expect([...allowed('', 'pods/log')]).toEqual(['get']);
@@ -244,7 +298,11 @@ describe('infra/k8s/agent', () => {
 });
 
 describe('render.ts output', () => {
-  const input = (deploymentType: DeploymentType | null, spec: ResourceSpecInput, customUrl: string | null = null): RenderInput => ({
+  const input = (
+    deploymentType: DeploymentType | null,
+    spec: ResourceSpecInput,
+    customUrl: string | null = null,
+  ): RenderInput => ({
     deploymentId: '4f0c2a8e-1b7d-4e95-a3c6-8d2e0f9b7a15',
     deploymentName: 'schema-check-agent',
     revisionId: '9a7e3c1d-5b2f-4c08-b6d4-e1f0a2c3d4b5',
@@ -268,7 +326,10 @@ describe('render.ts output', () => {
     annotations: { 'prometheus.io/scrape': 'true' },
     service_account_name: 'agent-runner',
     image_pull_secrets: [{ name: 'registry-credentials' }],
-    volumes: [{ name: 'cache', emptyDir: {} }, { name: 'config', configMap: { name: 'agent-config' } }],
+    volumes: [
+      { name: 'cache', emptyDir: {} },
+      { name: 'config', configMap: { name: 'agent-config' } },
+    ],
     volume_mounts: [{ name: 'cache', mountPath: '/cache' }],
     init_containers: [{ name: 'migrate', image: 'registry.example/migrate:1', command: ['migrate'] }],
     sidecars: [
@@ -283,43 +344,54 @@ describe('render.ts output', () => {
     ['self-hosted, every resource_spec field', input(null, full, 'http://agent.internal')],
   ];
 
-  it.each(cases)('%s: every object validates against the Kubernetes schemas and meets Pod Security Standards restricted', async (_name, renderInput) => {
-    const objects = renderManifests(renderInput);
-    expect(objects.length).toBeGreaterThanOrEqual(7);
-    await expectValid(objects);
-    expect(objects.flatMap((o) => restrictedViolations(o))).toEqual([]);
-  });
+  it.each(cases)(
+    '%s: every object validates against the Kubernetes schemas and meets Pod Security Standards restricted',
+    async (_name, renderInput) => {
+      const objects = renderManifests(renderInput);
+      expect(objects.length).toBeGreaterThanOrEqual(7);
+      await expectValid(objects);
+      expect(objects.flatMap((o) => restrictedViolations(o))).toEqual([]);
+    },
+  );
 
-  it.each(cases)('%s: secret values live in Secret objects only, and pods take them by reference', (_name, renderInput) => {
-    const objects = renderManifests(renderInput) as unknown as Obj[];
-    const secrets = objects.filter((o) => o.kind === 'Secret');
-    expect(JSON.stringify(secrets)).toContain(SECRET);
-    const others = JSON.stringify(objects.filter((o) => o.kind !== 'Secret'));
-    for (const value of [SECRET, DB_PASSWORD, REDIS_PASSWORD]) expect(others).not.toContain(value);
-    for (const [o, spec] of podSpecs(objects)) {
-      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-        for (const e of c.env ?? []) {
-          // Plain values only for settings that are not secret; secrets come through secretKeyRef.
-          if (e.value !== undefined) expect(['PORT', 'SLIPWAY_ROLE', 'PGDATA'], `${o.metadata.name}/${c.name} ${e.name}`).toContain(e.name);
-          else expect(e.valueFrom?.secretKeyRef, `${o.metadata.name}/${c.name} ${e.name}`).toBeDefined();
+  it.each(cases)(
+    '%s: secret values live in Secret objects only, and pods take them by reference',
+    (_name, renderInput) => {
+      const objects = renderManifests(renderInput) as unknown as Obj[];
+      const secrets = objects.filter((o) => o.kind === 'Secret');
+      expect(JSON.stringify(secrets)).toContain(SECRET);
+      const others = JSON.stringify(objects.filter((o) => o.kind !== 'Secret'));
+      for (const value of [SECRET, DB_PASSWORD, REDIS_PASSWORD]) expect(others).not.toContain(value);
+      for (const [o, spec] of podSpecs(objects)) {
+        for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+          for (const e of c.env ?? []) {
+            // Plain values only for settings that are not secret; secrets come through secretKeyRef.
+            if (e.value !== undefined)
+              expect(['PORT', 'SLIPWAY_ROLE', 'PGDATA'], `${o.metadata.name}/${c.name} ${e.name}`).toContain(e.name);
+            else expect(e.valueFrom?.secretKeyRef, `${o.metadata.name}/${c.name} ${e.name}`).toBeDefined();
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   it('a schema violation is reported, so the check can fail', async () => {
     const [first] = renderManifests(cases[1]![1]);
     const broken = { ...first!, kind: 'Deployment', apiVersion: 'apps/v1', spec: { replicas: 'two' } };
     expect((await schemaViolations(broken)).join('\n')).toMatch(/replicas|selector|template/);
-    expect(await schemaViolations({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).toEqual(['example.com/v1 Widget w: unknown to the Kubernetes schemas']);
+    expect(await schemaViolations({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).toEqual([
+      'example.com/v1 Widget w: unknown to the Kubernetes schemas',
+    ]);
     // A misspelt field passes the OpenAPI schemas (they allow extra properties) but the API
     // server's strict field validation refuses it, and server-side apply would drop it.
     const misspelt = structuredClone(renderManifests(cases[1]![1]).find((o) => o.kind === 'Deployment')!) as any;
     misspelt.spec.template.spec.containers[0].imagePullPolicyy = 'Always';
     misspelt.spec.strategy = { ...misspelt.spec.strategy, rollingUpdate: { maxSurge: 1, maxUnavailabl: 0 } };
-    expect((await schemaViolations(misspelt)).sort()).toEqual([
-      `apps/v1 Deployment ${misspelt.metadata.name}: .spec.template.spec.containers[0]: unknown field "imagePullPolicyy"`,
-      `apps/v1 Deployment ${misspelt.metadata.name}: .spec.strategy.rollingUpdate: unknown field "maxUnavailabl"`,
-    ].sort());
+    expect((await schemaViolations(misspelt)).sort()).toEqual(
+      [
+        `apps/v1 Deployment ${misspelt.metadata.name}: .spec.template.spec.containers[0]: unknown field "imagePullPolicyy"`,
+        `apps/v1 Deployment ${misspelt.metadata.name}: .spec.strategy.rollingUpdate: unknown field "maxUnavailabl"`,
+      ].sort(),
+    );
   });
 });

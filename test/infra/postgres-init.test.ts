@@ -18,7 +18,11 @@ import { freePort } from '../support/ports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The newest installed server's binaries (Debian: /usr/lib/postgresql/<major>/bin). */
-const majors = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+const majors = existsSync('/usr/lib/postgresql')
+  ? readdirSync('/usr/lib/postgresql')
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a))
+  : [];
 const BIN = `/usr/lib/postgresql/${majors[0] ?? 'none'}/bin`;
 const usable = process.getuid?.() === 0 && existsSync(`${BIN}/initdb`);
 
@@ -28,18 +32,36 @@ const DB_PASSWORD = 'init-test-control-plane-pw';
 let dir: string;
 let port: number;
 const asPostgres = (cmd: string, args: string[], env: Record<string, string> = {}) =>
-  execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-const url = (user: string, password: string, database: string) => `postgres://${user}:${password}@127.0.0.1:${port}/${database}`;
+  execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+const url = (user: string, password: string, database: string) =>
+  `postgres://${user}:${password}@127.0.0.1:${port}/${database}`;
 
 beforeAll(async () => {
   if (!usable) return;
   dir = mkdtempSync(path.join(tmpdir(), 'slipway-pginit-'));
-  chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })));
+  chownSync(
+    dir,
+    Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })),
+    Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })),
+  );
   port = await freePort();
   const pwfile = path.join(dir, 'pw');
   asPostgres('sh', ['-c', `printf '%s' "$PW" > ${pwfile}`], { PW: SUPERUSER_PASSWORD });
   asPostgres(`${BIN}/initdb`, ['-D', `${dir}/data`, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwfile}`]);
-  asPostgres(`${BIN}/pg_ctl`, ['-D', `${dir}/data`, '-w', '-l', `${dir}/log`, '-o', `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir}`, 'start']);
+  asPostgres(`${BIN}/pg_ctl`, [
+    '-D',
+    `${dir}/data`,
+    '-w',
+    '-l',
+    `${dir}/log`,
+    '-o',
+    `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir}`,
+    'start',
+  ]);
   // As the postgres image does: the script, as the superuser, with the image's variables.
   asPostgres('sh', [path.join(ROOT, 'infra/postgres/init-slipway.sh')], {
     POSTGRES_USER: 'postgres',
@@ -72,11 +94,25 @@ async function query(connection: string, sql: string): Promise<any[]> {
 
 describe.skipIf(!usable)('infra/postgres/init-slipway.sh', () => {
   it('makes the control plane role with CREATEDB and CREATEROLE only, its database, and the template', async () => {
-    const [role] = await query(url('slipway', DB_PASSWORD, 'slipway'), `SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls FROM pg_roles WHERE rolname = current_user`);
-    expect(role).toEqual({ rolsuper: false, rolcreatedb: true, rolcreaterole: true, rolreplication: false, rolbypassrls: false });
-    const [template] = await query(url('slipway', DB_PASSWORD, 'slipway'), `SELECT datistemplate, datallowconn FROM pg_database WHERE datname = 'slipway_deployment_template'`);
+    const [role] = await query(
+      url('slipway', DB_PASSWORD, 'slipway'),
+      `SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls FROM pg_roles WHERE rolname = current_user`,
+    );
+    expect(role).toEqual({
+      rolsuper: false,
+      rolcreatedb: true,
+      rolcreaterole: true,
+      rolreplication: false,
+      rolbypassrls: false,
+    });
+    const [template] = await query(
+      url('slipway', DB_PASSWORD, 'slipway'),
+      `SELECT datistemplate, datallowconn FROM pg_database WHERE datname = 'slipway_deployment_template'`,
+    );
     expect(template).toEqual({ datistemplate: true, datallowconn: false });
-    await expect(query(url('slipway', 'wrong-password', 'slipway'), 'SELECT 1')).rejects.toThrow(/password authentication failed/);
+    await expect(query(url('slipway', 'wrong-password', 'slipway'), 'SELECT 1')).rejects.toThrow(
+      /password authentication failed/,
+    );
   });
 
   it('lets that role run every migration and provision a deployment database whose role lists nothing', async () => {
@@ -87,24 +123,42 @@ describe.skipIf(!usable)('infra/postgres/init-slipway.sh', () => {
     } finally {
       await dataSource.destroy();
     }
-    const result = await provisionDeploymentDatabase(url('slipway', DB_PASSWORD, 'slipway'), 'slw_init_dep', 'dep-password-1', { connectionLimit: 5 });
+    const result = await provisionDeploymentDatabase(
+      url('slipway', DB_PASSWORD, 'slipway'),
+      'slw_init_dep',
+      'dep-password-1',
+      { connectionLimit: 5 },
+    );
     expect(result).toEqual({ catalogHidden: true });
     const own = url('slw_init_dep', 'dep-password-1', 'slw_init_dep');
-    for (const sql of ['SELECT datname FROM pg_database', 'SELECT rolname FROM pg_roles', 'SELECT pg_get_userbyid(10)']) {
+    for (const sql of [
+      'SELECT datname FROM pg_database',
+      'SELECT rolname FROM pg_roles',
+      'SELECT pg_get_userbyid(10)',
+    ]) {
       await expect(query(own, sql), sql).rejects.toThrow(/permission denied/);
     }
     expect(await query(own, 'CREATE TABLE t (x int); INSERT INTO t VALUES (1); SELECT x FROM t')).toEqual([{ x: 1 }]);
-    await expect(query(url('slw_init_dep', 'dep-password-1', 'slipway'), 'SELECT 1')).rejects.toThrow(/permission denied for database/);
+    await expect(query(url('slw_init_dep', 'dep-password-1', 'slipway'), 'SELECT 1')).rejects.toThrow(
+      /permission denied for database/,
+    );
   });
 
   it('lets that role drop a deployment database and its role again, sessions and all', async () => {
-    await provisionDeploymentDatabase(url('slipway', DB_PASSWORD, 'slipway'), 'slw_init_gone', 'dep-password-2', { connectionLimit: 5 });
+    await provisionDeploymentDatabase(url('slipway', DB_PASSWORD, 'slipway'), 'slw_init_gone', 'dep-password-2', {
+      connectionLimit: 5,
+    });
     const session = new pg.Client({ connectionString: url('slw_init_gone', 'dep-password-2', 'slw_init_gone') });
     await session.connect();
     session.on('error', () => undefined); // terminated by the drop
     await dropDeploymentDatabase(url('slipway', DB_PASSWORD, 'slipway'), 'slw_init_gone');
     await session.end().catch(() => undefined);
     const control = url('slipway', DB_PASSWORD, 'slipway');
-    expect(await query(control, `SELECT datname FROM pg_database WHERE datname = 'slw_init_gone' UNION ALL SELECT rolname FROM pg_roles WHERE rolname = 'slw_init_gone'`)).toEqual([]);
+    expect(
+      await query(
+        control,
+        `SELECT datname FROM pg_database WHERE datname = 'slw_init_gone' UNION ALL SELECT rolname FROM pg_roles WHERE rolname = 'slw_init_gone'`,
+      ),
+    ).toEqual([]);
   });
 });

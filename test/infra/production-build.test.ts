@@ -42,7 +42,10 @@ const productionEnv = (extra: Record<string, string> = {}) => ({
 
 beforeAll(() => {
   out = mkdtempSync(path.join(tmpdir(), 'slipway-prod-'));
-  execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', out, 'cli', 'api', 'listener-agent'], { cwd: ROOT, stdio: 'pipe' });
+  execFileSync(process.execPath, ['infra/scripts/build.mjs', '--package', out, 'cli', 'api', 'listener-agent'], {
+    cwd: ROOT,
+    stdio: 'pipe',
+  });
 }, 240_000);
 
 afterAll(async () => {
@@ -74,7 +77,11 @@ describe('production build', () => {
     expect(migrated).toMatch(/applied: /);
 
     const port = await freePort();
-    const child = spawn(process.execPath, ['dist/main.js'], { cwd: path.join(out, 'api'), env: productionEnv({ PORT: String(port) }), stdio: 'pipe' });
+    const child = spawn(process.execPath, ['dist/main.js'], {
+      cwd: path.join(out, 'api'),
+      env: productionEnv({ PORT: String(port) }),
+      stdio: 'pipe',
+    });
     api = child;
     let output = '';
     child.stdout!.on('data', (d) => (output += d));
@@ -93,7 +100,11 @@ describe('production build', () => {
     const readiness = (await ready!.json()) as { details: { data_access: object } };
     expect(readiness).toMatchObject({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
     // The bundle carries the local-trust probe too: apps' access to the stores is reported.
-    expect(Object.keys(readiness.details.data_access).sort()).toEqual(['fronts_active', 'postgres_passwordless', 'redis_default_user_open']);
+    expect(Object.keys(readiness.details.data_access).sort()).toEqual([
+      'fronts_active',
+      'postgres_passwordless',
+      'redis_default_user_open',
+    ]);
     const listeners = await fetch(`${base}/v2/listeners`, { headers: { 'X-Api-Key': bootstrapKey } });
     expect(listeners.status).toBe(200);
     expect(await listeners.json()).toEqual({ resources: [], offset: 0 });
@@ -105,14 +116,38 @@ describe('production build', () => {
     // The packaged listener agent checks in with that api (its poll is the listener's heartbeat),
     // talking to a Kubernetes API (the protocol-level stand-in of test/support/kube-stand-in).
     const headers = { 'X-Api-Key': bootstrapKey, 'Content-Type': 'application/json' };
-    const listener = await (await fetch(`${base}/v2/listeners`, { method: 'POST', headers, body: JSON.stringify({ compute_type: 'k8s', compute_id: 'prod-check', compute_config: { k8s_namespaces: ['agents'] } }) })).json() as { id: string };
-    const key = await (await fetch(`${base}/v2/api-keys`, { method: 'POST', headers, body: JSON.stringify({ description: 'agent', listener_id: listener.id }) })).json() as { key: string };
+    const listener = (await (
+      await fetch(`${base}/v2/listeners`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          compute_type: 'k8s',
+          compute_id: 'prod-check',
+          compute_config: { k8s_namespaces: ['agents'] },
+        }),
+      })
+    ).json()) as { id: string };
+    const key = (await (
+      await fetch(`${base}/v2/api-keys`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ description: 'agent', listener_id: listener.id }),
+      })
+    ).json()) as { key: string };
     const k8s = await startKubeStandIn();
     const kubeconfig = path.join(out, 'kubeconfig');
     writeFileSync(kubeconfig, k8s.kubeconfig('agents'));
     const agent = spawn(process.execPath, ['dist/main.js'], {
       cwd: path.join(out, 'listener-agent'),
-      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', SLIPWAY_API_URL: base, SLIPWAY_LISTENER_ID: listener.id, SLIPWAY_API_KEY: key.key, KUBECONFIG: kubeconfig, SLIPWAY_AGENT_POLL_INTERVAL_MS: '200' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        NODE_ENV: 'production',
+        SLIPWAY_API_URL: base,
+        SLIPWAY_LISTENER_ID: listener.id,
+        SLIPWAY_API_KEY: key.key,
+        KUBECONFIG: kubeconfig,
+        SLIPWAY_AGENT_POLL_INTERVAL_MS: '200',
+      },
       stdio: 'pipe',
     });
     let agentOutput = '';
@@ -120,8 +155,16 @@ describe('production build', () => {
     agent.stderr!.on('data', (d) => (agentOutput += d));
     try {
       let seen: string | null = null;
-      for (const until = Date.now() + 30_000; !seen && Date.now() < until && agent.exitCode === null; await new Promise((r) => setTimeout(r, 250))) {
-        seen = ((await (await fetch(`${base}/v2/listeners/${listener.id}`, { headers })).json()) as { last_seen_at: string | null }).last_seen_at;
+      for (
+        const until = Date.now() + 30_000;
+        !seen && Date.now() < until && agent.exitCode === null;
+        await new Promise((r) => setTimeout(r, 250))
+      ) {
+        seen = (
+          (await (await fetch(`${base}/v2/listeners/${listener.id}`, { headers })).json()) as {
+            last_seen_at: string | null;
+          }
+        ).last_seen_at;
       }
       expect(seen, agentOutput).not.toBeNull();
       expect(agentOutput).toMatch(/listener-agent started/);

@@ -18,21 +18,32 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * hash stamp, infra/scripts/console.mjs) is copied along to save the test a vite build.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BUILT = ['services/api/dist/start.js', 'services/builder/dist/start.js', 'services/deployer/dist/start.js', 'services/cli/dist/start.js'];
+const BUILT = [
+  'services/api/dist/start.js',
+  'services/builder/dist/start.js',
+  'services/deployer/dist/start.js',
+  'services/cli/dist/start.js',
+];
 let api: TestApi;
 let copy: string;
 
 beforeAll(async () => {
   api = await startTestApi();
   copy = mkdtempSync(path.join(tmpdir(), 'slipway-start-'));
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' }).split('\0');
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  }).split('\0');
   for (const file of files.filter(Boolean)) {
     if (!existsSync(path.join(ROOT, file))) continue;
     mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
     cpSync(path.join(ROOT, file), path.join(copy, file), { preserveTimestamps: true });
   }
   execFileSync(process.execPath, ['infra/scripts/console.mjs'], { cwd: ROOT, stdio: 'ignore' });
-  cpSync(path.join(ROOT, 'services/console/dist'), path.join(copy, 'services/console/dist'), { recursive: true, preserveTimestamps: true });
+  cpSync(path.join(ROOT, 'services/console/dist'), path.join(copy, 'services/console/dist'), {
+    recursive: true,
+    preserveTimestamps: true,
+  });
 }, 240_000);
 
 afterAll(async () => {
@@ -43,9 +54,20 @@ afterAll(async () => {
 /** Runs `npm start`'s script in the copy until it says it started, then stops it; returns what it printed. */
 async function startOnce(): Promise<string> {
   const port = await freePort();
-  const env = serviceEnv(api, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SLIPWAY_REGISTRY: 'off', SLIPWAY_SANDBOX: 'off' });
+  const env = serviceEnv(api, {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    SLIPWAY_REGISTRY: 'off',
+    SLIPWAY_SANDBOX: 'off',
+  });
   delete (env as Record<string, string | undefined>).NODE_ENV;
-  const child = spawn(process.execPath, ['infra/scripts/start.mjs'], { cwd: copy, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, ['infra/scripts/start.mjs'], {
+    cwd: copy,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
@@ -53,10 +75,17 @@ async function startOnce(): Promise<string> {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`not started in 180 s:\n${output.slice(-3000)}`)), 180_000);
       child.stderr.on('data', () => /\[slipway\] started in/.test(output) && (clearTimeout(timer), resolve()));
-      child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`start.mjs exited (${code}):\n${output.slice(-3000)}`))));
+      child.once(
+        'exit',
+        (code) => (clearTimeout(timer), reject(new Error(`start.mjs exited (${code}):\n${output.slice(-3000)}`))),
+      );
     });
     expect(output).toContain(`[slipway] started in`);
-    expect(output).toMatch(new RegExp(`compiled, NODE_ENV=production\\): API http://127\\.0\\.0\\.1:${port}/v2, console http://127\\.0\\.0\\.1:${port}/`));
+    expect(output).toMatch(
+      new RegExp(
+        `compiled, NODE_ENV=production\\): API http://127\\.0\\.0\\.1:${port}/v2, console http://127\\.0\\.0\\.1:${port}/`,
+      ),
+    );
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(ready.status).toBe(200);
     return output;

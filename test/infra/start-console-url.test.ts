@@ -41,7 +41,7 @@ describe('npm start', () => {
         const timer = setTimeout(() => reject(new Error(`no console line in 120 s:\n${stderr.slice(-2000)}`)), 120_000);
         const check = () => {
           const found = /^\[slipway\] console: (\S+)/m.exec(stderr);
-          if (found) (clearTimeout(timer), resolve(found[1]!));
+          if (found) clearTimeout(timer), resolve(found[1]!);
         };
         child.stderr.on('data', check);
         child.once('exit', (code) => reject(new Error(`start.mjs exited (${code}):\n${stderr.slice(-2000)}`)));

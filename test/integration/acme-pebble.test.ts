@@ -15,7 +15,11 @@ import { createDataSource, EdgeCertificateRepository, type DataSource } from '@s
 import { createLogger } from '@slipway/logging';
 import { AcmeIssuer } from '../../services/edge/src/acme/acme-issuer.js';
 import { answerAcmeChallenge } from '../../services/edge/src/acme/challenge-responder.js';
-import { CertificateKeeper, type CertificateIssuer, type CertificateState } from '../../services/edge/src/acme/certificate-keeper.js';
+import {
+  CertificateKeeper,
+  type CertificateIssuer,
+  type CertificateState,
+} from '../../services/edge/src/acme/certificate-keeper.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { startPebble, type Pebble } from '../support/pebble.js';
 
@@ -65,7 +69,15 @@ const counting = new IssuanceTally();
 let keeper: CertificateKeeper;
 
 function newIssuer(): AcmeIssuer {
-  return new AcmeIssuer({ directoryUrl: pebble.directoryUrl, caFile: pebble.caFile, email: 'ops@example.test', codec, repo, pollMinMs: 100, pollMaxMs: 1_000 });
+  return new AcmeIssuer({
+    directoryUrl: pebble.directoryUrl,
+    caFile: pebble.caFile,
+    email: 'ops@example.test',
+    codec,
+    repo,
+    pollMinMs: 100,
+    pollMaxMs: 1_000,
+  });
 }
 
 function newKeeper(issuer: CertificateIssuer, holder: string): CertificateKeeper {
@@ -84,16 +96,19 @@ function newKeeper(issuer: CertificateIssuer, holder: string): CertificateKeeper
 /** The chain a TLS client gets for `servername` from the SNICallback-served listener, leaf first. */
 function servedChain(servername: string): Promise<X509Certificate[]> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port: (tlsServer.address() as AddressInfo).port, servername, ca: rootPem }, () => {
-      // The peer's certificate, then the ones it sent after it, as the client linked them.
-      const chain: X509Certificate[] = [];
-      for (let cert = socket.getPeerX509Certificate(); cert && chain.length < 5; cert = cert.issuerCertificate) {
-        if (chain.some((c) => c.fingerprint256 === cert!.fingerprint256)) break;
-        chain.push(cert);
-      }
-      socket.end();
-      resolve(chain);
-    });
+    const socket = connect(
+      { host: '127.0.0.1', port: (tlsServer.address() as AddressInfo).port, servername, ca: rootPem },
+      () => {
+        // The peer's certificate, then the ones it sent after it, as the client linked them.
+        const chain: X509Certificate[] = [];
+        for (let cert = socket.getPeerX509Certificate(); cert && chain.length < 5; cert = cert.issuerCertificate) {
+          if (chain.some((c) => c.fingerprint256 === cert!.fingerprint256)) break;
+          chain.push(cert);
+        }
+        socket.end();
+        resolve(chain);
+      },
+    );
     socket.once('error', reject);
   });
 }
@@ -142,7 +157,9 @@ describe('ACME certificates against pebble', () => {
 
     const stored = await repo.stored(HOST);
     expect(stored).not.toBeNull();
-    const [leaf, intermediate] = stored!.certPem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!.map((p) => new X509Certificate(p));
+    const [leaf, intermediate] = stored!.certPem
+      .match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!
+      .map((p) => new X509Certificate(p));
     const root = new X509Certificate(rootPem);
     expect(leaf!.checkHost(HOST)).toBe(HOST);
     expect(leaf!.checkIssued(intermediate!)).toBe(true);
@@ -152,7 +169,9 @@ describe('ACME certificates against pebble', () => {
     expect(leaf!.publicKey.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
     // Renewal at two thirds of the lifetime; the key is sealed, bound to the host.
     const lifetime = stored!.notAfter.getTime() - new Date(leaf!.validFrom).getTime();
-    expect(Math.abs(stored!.renewAfter.getTime() - (new Date(leaf!.validFrom).getTime() + (lifetime * 2) / 3))).toBeLessThan(2_000);
+    expect(
+      Math.abs(stored!.renewAfter.getTime() - (new Date(leaf!.validFrom).getTime() + (lifetime * 2) / 3)),
+    ).toBeLessThan(2_000);
     expect(stored!.keySealed).not.toContain('PRIVATE KEY');
     expect(() => codec.open(stored!.keySealed, 'other.example.test')).toThrow();
 

@@ -27,11 +27,22 @@ beforeAll(async () => {
     req.on('end', () => {
       seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
       const path = req.url!.split('?')[0];
-      if (path === '/threads/html') return res.writeHead(200, { 'content-type': 'text/html' }).end('<script>steal()</script>');
-      if (path === '/threads/fake-json') return res.writeHead(200, { 'content-type': 'application/json' }).end('<script>steal()</script>');
-      if (path === '/threads/huge') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ pad: 'x'.repeat(9 * 1024 * 1024) }));
-      if (path === '/threads/missing') return res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Thread not found"}');
-      res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': 'session=evil; Path=/', 'x-evil': '1', 'access-control-allow-origin': '*' });
+      if (path === '/threads/html')
+        return res.writeHead(200, { 'content-type': 'text/html' }).end('<script>steal()</script>');
+      if (path === '/threads/fake-json')
+        return res.writeHead(200, { 'content-type': 'application/json' }).end('<script>steal()</script>');
+      if (path === '/threads/huge')
+        return res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ pad: 'x'.repeat(9 * 1024 * 1024) }));
+      if (path === '/threads/missing')
+        return res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Thread not found"}');
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'set-cookie': 'session=evil; Path=/',
+        'x-evil': '1',
+        'access-control-allow-origin': '*',
+      });
       res.end(JSON.stringify({ ok: true, method: req.method, url: req.url, body: body ? JSON.parse(body) : null }));
     });
   });
@@ -54,7 +65,8 @@ async function deploymentServedAt(port: number | null): Promise<string> {
     source_revision_config: { image_uri: 'registry.example/agent:1' },
   });
   expect(res.status, res.text).toBe(201);
-  if (port !== null) await api.dataSource.query(`UPDATE deployments SET serving_port = $2 WHERE id = $1`, [res.body.id, port]);
+  if (port !== null)
+    await api.dataSource.query(`UPDATE deployments SET serving_port = $2 WHERE id = $1`, [res.body.id, port]);
   return res.body.id;
 }
 
@@ -69,11 +81,20 @@ describe('/v2/deployments/{id}/agent', () => {
     seen.length = 0;
     const res = await fetch(`${api.baseUrl}/v2/deployments/${id}/agent/threads/search?limit=5&tag=a&tag=b`, {
       method: 'POST',
-      headers: { 'x-api-key': api.adminKey, 'content-type': 'application/json', 'x-agent-authorization': 'Bearer own-token' },
+      headers: {
+        'x-api-key': api.adminKey,
+        'content-type': 'application/json',
+        'x-agent-authorization': 'Bearer own-token',
+      },
       body: JSON.stringify({ status: 'interrupted' }),
     });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ok: true, method: 'POST', url: '/threads/search?limit=5&tag=a&tag=b', body: { status: 'interrupted' } });
+    expect(await res.json()).toEqual({
+      ok: true,
+      method: 'POST',
+      url: '/threads/search?limit=5&tag=a&tag=b',
+      body: { status: 'interrupted' },
+    });
     // None of the app's headers reach the console's origin.
     expect(res.headers.get('set-cookie')).toBeNull();
     expect(res.headers.get('x-evil')).toBeNull();
@@ -101,7 +122,8 @@ describe('/v2/deployments/{id}/agent', () => {
 
   it('goes nowhere but the LangGraph Server API paths, and to nothing of another workspace', async () => {
     seen.length = 0;
-    for (const path of ['admin', 'ok', 'docs', '..%2Fthreads']) expect((await api.http.get(`/v2/deployments/${id}/agent/${path}`)).status, path).toBe(404);
+    for (const path of ['admin', 'ok', 'docs', '..%2Fthreads'])
+      expect((await api.http.get(`/v2/deployments/${id}/agent/${path}`)).status, path).toBe(404);
     expect(seen).toEqual([]);
     const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'gw-other');
     const theirs = await api.mintKey({ workspaceId: other.id, role: 'admin' });

@@ -5,7 +5,12 @@ import { secretsCodec } from '@slipway/crypto';
 import { createLogger } from '@slipway/logging';
 import { deploymentKeyspaceUrl, deploymentRedisUser } from '@slipway/runtime';
 import { DURATION_BOUNDS_MS, RUN_STATS_KEY, RunStats } from '../../libs/agent-server/host/src/run-stats.js';
-import { AgentRunCountsReader, MAX_PER_READ, RUN_DURATION_BOUNDS_MS, takeAgentRunCounts } from '../../services/deployer/src/metrics/agent-runs.js';
+import {
+  AgentRunCountsReader,
+  MAX_PER_READ,
+  RUN_DURATION_BOUNDS_MS,
+  takeAgentRunCounts,
+} from '../../services/deployer/src/metrics/agent-runs.js';
 import { DeploymentDataAccess } from '../../services/deployer/src/provisioning/data-access.js';
 import { createDeploymentRow, dropDeploymentStores } from '../support/deployment-stores.js';
 import { eventually } from '../support/service-process.js';
@@ -68,7 +73,14 @@ describe('agent-server run counts', () => {
     expect(await redis.exists(list.key)).toBe(0);
 
     const garbage = newDeployment();
-    await redis.hset(garbage.key, { started: '-5', success: '1e99', error: '99999999999', timeout: 'x'.repeat(1000), d2: '3', extra: '7' });
+    await redis.hset(garbage.key, {
+      started: '-5',
+      success: '1e99',
+      error: '99999999999',
+      timeout: 'x'.repeat(1000),
+      d2: '3',
+      extra: '7',
+    });
     const counts = await takeAgentRunCounts(redis, garbage.id);
     expect(counts?.started).toBe(0);
     expect(counts?.outcomes).toEqual({ success: 0, error: MAX_PER_READ, interrupted: 0, timeout: 0 });
@@ -114,7 +126,8 @@ describe('agent-server run counts with REDIS_URL naming another database', () =>
   }, 60_000);
 
   afterAll(async () => {
-    for (const d of made) await keyspace?.del(`${deploymentRedisUser(d.id)}:${RUN_STATS_KEY}`, `${deploymentRedisUser(d.id)}:other`);
+    for (const d of made)
+      await keyspace?.del(`${deploymentRedisUser(d.id)}:${RUN_STATS_KEY}`, `${deploymentRedisUser(d.id)}:other`);
     for (const c of clients) c.disconnect();
     keyspace?.disconnect();
     await reader?.close();
@@ -131,7 +144,14 @@ describe('agent-server run counts with REDIS_URL naming another database', () =>
     await d.stats.ended('success', 120);
     await d.stats.ended('timeout', 70_000);
     // The reader's first read opens its connection (and takes nothing until it is up).
-    expect(await eventually(() => reader.take(d.id), (counts) => counts !== null, 10_000, 50)).toEqual({
+    expect(
+      await eventually(
+        () => reader.take(d.id),
+        (counts) => counts !== null,
+        10_000,
+        50,
+      ),
+    ).toEqual({
       started: 2,
       outcomes: { success: 1, error: 0, interrupted: 0, timeout: 1 },
       durations: [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0],

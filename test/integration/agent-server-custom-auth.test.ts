@@ -14,7 +14,8 @@ import { eventually } from '../support/service-process.js';
  */
 let host: HostedProject;
 
-const sdk = (authorization: string) => new Client({ apiUrl: host.url, apiKey: null, defaultHeaders: { authorization } });
+const sdk = (authorization: string) =>
+  new Client({ apiUrl: host.url, apiKey: null, defaultHeaders: { authorization } });
 const input = { ran_as: [] as string[] };
 
 beforeAll(async () => {
@@ -45,7 +46,12 @@ describe("the agent server host under a project's custom auth handler", () => {
       ['GET', '/threads/00000000-0000-4000-8000-000000000000/runs/00000000-0000-4000-8000-000000000001/stream'],
       ['POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }],
     ];
-    const credentials: Array<Record<string, string>> = [{}, { authorization: 'Bearer token-mallory' }, { authorization: 'token-alice' }, { 'x-auth-scheme': 'langsmith' }];
+    const credentials: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Bearer token-mallory' },
+      { authorization: 'token-alice' },
+      { 'x-auth-scheme': 'langsmith' },
+    ];
     for (const [method, route, body] of routes) {
       for (const credential of credentials) {
         const res = await fetch(`${host.url}${route}`, {
@@ -78,7 +84,12 @@ describe("the agent server host under a project's custom auth handler", () => {
     const cron = await alice.crons.createForThread(thread.thread_id, 'agent', { schedule: '* * * * * *', input });
     try {
       await expect(sdk(AUTH_TOKENS.bob).crons.search({ threadId: thread.thread_id })).resolves.toEqual([]);
-      const state = await eventually(() => alice.threads.getState<typeof input>(thread.thread_id), (s) => !!s.values?.ran_as?.length, 30_000, 250);
+      const state = await eventually(
+        () => alice.threads.getState<typeof input>(thread.thread_id),
+        (s) => !!s.values?.ran_as?.length,
+        30_000,
+        250,
+      );
       expect(new Set(state.values.ran_as)).toEqual(new Set(['alice']));
     } finally {
       await alice.crons.delete(cron.cron_id);
@@ -90,7 +101,12 @@ describe("the agent server host under a project's custom auth handler", () => {
     await alice.store.putItem(['notes-a'], 'k1', { v: 1, tag: 'x' });
     await alice.store.putItem(['notes-b', 'deep'], 'k2', { v: 2, tag: 'x' });
     const all = await alice.store.searchItems([], { limit: 100 });
-    expect(all.items.map((i) => [i.namespace, i.key]).sort()).toEqual(expect.arrayContaining([[['notes-a'], 'k1'], [['notes-b', 'deep'], 'k2']]));
+    expect(all.items.map((i) => [i.namespace, i.key]).sort()).toEqual(
+      expect.arrayContaining([
+        [['notes-a'], 'k1'],
+        [['notes-b', 'deep'], 'k2'],
+      ]),
+    );
     const filtered = await alice.store.searchItems([], { filter: { v: 2 }, limit: 100 });
     expect(filtered.items.map((i) => i.key)).toEqual(['k2']);
     const found = await alice.store.searchItems([], { query: 'x', limit: 1, offset: 1 });

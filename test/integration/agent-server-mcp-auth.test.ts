@@ -38,7 +38,9 @@ let base: string;
 
 const mcp = async (user: string): Promise<Client> => {
   const client = new Client({ name: 'auth-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { 'x-user': user } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { 'x-user': user } } }),
+  );
   return client;
 };
 
@@ -77,8 +79,13 @@ describe("agent server MCP under a graph's custom auth", () => {
       expect((await alice.listTools()).tools.map((t) => t.name)).toEqual(['alice_echo']);
       // The graph's own assistant has no owner: nobody's tool. Bob has none.
       expect((await bob.listTools()).tools).toEqual([]);
-      expect((await alice.callTool({ name: 'alice_echo', arguments: { text: 'hi' } })).structuredContent).toEqual({ text: 'hi', reply: 'hi!' });
-      await expect(bob.callTool({ name: 'alice_echo', arguments: { text: 'hi' } })).rejects.toMatchObject({ code: ErrorCode.InvalidParams });
+      expect((await alice.callTool({ name: 'alice_echo', arguments: { text: 'hi' } })).structuredContent).toEqual({
+        text: 'hi',
+        reply: 'hi!',
+      });
+      await expect(bob.callTool({ name: 'alice_echo', arguments: { text: 'hi' } })).rejects.toMatchObject({
+        code: ErrorCode.InvalidParams,
+      });
     } finally {
       await Promise.all([alice.close(), bob.close()]);
     }

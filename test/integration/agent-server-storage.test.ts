@@ -42,30 +42,86 @@ const SEEDED_SQL = (prefix: string) => `'${prefix}-0000-4000-8000-' || lpad(i::t
 
 /** Writes records the way the single-table host did: superjson text, one row per record. */
 async function seedLegacyRecords(): Promise<void> {
-  const { serialize } = await import(pathToFileURL(path.join(hostDir, 'node_modules/@langchain/langgraph-api/dist/storage/persist.mjs')).href);
+  const { serialize } = await import(
+    pathToFileURL(path.join(hostDir, 'node_modules/@langchain/langgraph-api/dist/storage/persist.mjs')).href
+  );
   const at = new Date('2026-01-02T03:04:05Z');
-  const assistant = { assistant_id: 'legacy-assistant', graph_id: 'agent', name: 'legacy', description: null, config: {}, context: {}, metadata: { from: 'legacy' }, version: 1, created_at: at, updated_at: at };
-  const run = (id: string, status: string) => ({ run_id: id, thread_id: LEGACY_THREAD, assistant_id: 'legacy-assistant', status, metadata: {}, kwargs: { input: { steps: ['old'] } }, multitask_strategy: 'reject', created_at: at, updated_at: at });
+  const assistant = {
+    assistant_id: 'legacy-assistant',
+    graph_id: 'agent',
+    name: 'legacy',
+    description: null,
+    config: {},
+    context: {},
+    metadata: { from: 'legacy' },
+    version: 1,
+    created_at: at,
+    updated_at: at,
+  };
+  const run = (id: string, status: string) => ({
+    run_id: id,
+    thread_id: LEGACY_THREAD,
+    assistant_id: 'legacy-assistant',
+    status,
+    metadata: {},
+    kwargs: { input: { steps: ['old'] } },
+    multitask_strategy: 'reject',
+    created_at: at,
+    updated_at: at,
+  });
   const records: Array<[string, string, unknown]> = [
     ['assistants', 'legacy-assistant', assistant],
     ['assistant_versions', 'legacy-assistant:1', { ...assistant }],
-    ['threads', LEGACY_THREAD, { thread_id: LEGACY_THREAD, status: 'busy', metadata: { owner: 'legacy', graph_id: 'agent' }, config: {}, values: { steps: ['old'] }, created_at: at, updated_at: at }],
+    [
+      'threads',
+      LEGACY_THREAD,
+      {
+        thread_id: LEGACY_THREAD,
+        status: 'busy',
+        metadata: { owner: 'legacy', graph_id: 'agent' },
+        config: {},
+        values: { steps: ['old'] },
+        created_at: at,
+        updated_at: at,
+      },
+    ],
     ['runs', '0190c5d1-0000-7000-8000-0000000000a1', run('0190c5d1-0000-7000-8000-0000000000a1', 'success')],
     ['runs', '0190c5d1-0000-7000-8000-0000000000a2', run('0190c5d1-0000-7000-8000-0000000000a2', 'running')],
   ];
   await sql.query(`CREATE TABLE slipway_agent_records (kind text NOT NULL, id text NOT NULL, data text NOT NULL, owner text, claimed_at timestamptz, PRIMARY KEY (kind, id));
                    CREATE TABLE slipway_agent_records_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version bigint NOT NULL)`);
-  for (const [kind, id, value] of records) await sql.query('INSERT INTO slipway_agent_records (kind, id, data) VALUES ($1, $2, $3)', [kind, id, serialize(value)]);
+  for (const [kind, id, value] of records)
+    await sql.query('INSERT INTO slipway_agent_records (kind, id, data) VALUES ($1, $2, $3)', [
+      kind,
+      id,
+      serialize(value),
+    ]);
 }
 
 async function startHost(port: number, redisPrefix: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
     cwd: root,
-    env: { PATH: process.env.PATH!, PORT: String(port), DATABASE_URI: db.url, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: redisPrefix, SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000' },
+    env: {
+      PATH: process.env.PATH!,
+      PORT: String(port),
+      DATABASE_URI: db.url,
+      REDIS_URI: 'redis://127.0.0.1:6379',
+      REDIS_PREFIX: redisPrefix,
+      SLIPWAY_AGENT_SERVER_RUN_LEASE_MS: '2000',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   servers.push(child);
-  await eventually(() => fetch(`http://127.0.0.1:${port}/ok`).then((r) => r.status, () => 0), (s) => s === 200, 90_000, 250);
+  await eventually(
+    () =>
+      fetch(`http://127.0.0.1:${port}/ok`).then(
+        (r) => r.status,
+        () => 0,
+      ),
+    (s) => s === 200,
+    90_000,
+    250,
+  );
   return child;
 }
 
@@ -89,7 +145,10 @@ beforeAll(async () => {
   // The project: the fixture graph, resolving @langchain/langgraph from the host's install.
   mkdirSync(path.join(root, 'src'));
   copyFileSync(GRAPH, path.join(root, 'src/agent.ts'));
-  writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'storage-agent', private: true, type: 'module' }));
+  writeFileSync(
+    path.join(root, 'package.json'),
+    JSON.stringify({ name: 'storage-agent', private: true, type: 'module' }),
+  );
   writeFileSync(path.join(root, 'langgraph.json'), JSON.stringify({ graphs: { agent: './src/agent.ts:graph' } }));
   symlinkSync(path.join(hostDir, 'node_modules'), path.join(root, 'node_modules'));
   db = await createTestDatabase();
@@ -117,17 +176,31 @@ describe('agent server storage: one row per record in the deployment database', 
     const runs = await one!.runs.list(LEGACY_THREAD);
     expect(Object.fromEntries(runs.map((r) => [r.run_id.slice(-2), r.status]))).toEqual({ a1: 'success', a2: 'error' });
     expect((await one!.assistants.get('legacy-assistant')).metadata).toEqual({ from: 'legacy' });
-    expect((await sql.query(`SELECT to_regclass('slipway_agent_records') AS t, to_regclass('slipway_agent_records_version') AS v`)).rows[0]).toEqual({ t: null, v: null });
+    expect(
+      (
+        await sql.query(
+          `SELECT to_regclass('slipway_agent_records') AS t, to_regclass('slipway_agent_records_version') AS v`,
+        )
+      ).rows[0],
+    ).toEqual({ t: null, v: null });
     // The thread takes runs again.
-    expect(await one!.runs.wait(LEGACY_THREAD, 'agent', { input: { steps: ['new'], ticks: 1, tick_ms: 1 } })).toMatchObject({ steps: ['new', 'first', 'second', 'third'] });
+    expect(
+      await one!.runs.wait(LEGACY_THREAD, 'agent', { input: { steps: ['new'], ticks: 1, tick_ms: 1 } }),
+    ).toMatchObject({ steps: ['new', 'first', 'second', 'third'] });
   }, 60_000);
 
   it('holds one running run per thread in the database itself', async () => {
     const thread = await clients[0]!.threads.create();
     const insert = (id: string) =>
-      sql.query(`INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status) VALUES ($1, $2, 'x', 'running')`, [id, thread.thread_id]);
+      sql.query(
+        `INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status) VALUES ($1, $2, 'x', 'running')`,
+        [id, thread.thread_id],
+      );
     await insert('manual-run-1');
-    await expect(insert('manual-run-2')).rejects.toMatchObject({ code: '23505', constraint: 'slipway_agent_runs_one_running' });
+    await expect(insert('manual-run-2')).rejects.toMatchObject({
+      code: '23505',
+      constraint: 'slipway_agent_runs_one_running',
+    });
     await sql.query(`DELETE FROM slipway_agent_runs WHERE run_id = 'manual-run-1'`);
   });
 
@@ -146,11 +219,15 @@ describe('agent server storage: one row per record in the deployment database', 
     expect((await one!.threads.get(seeded(777))).metadata).toEqual({ tenant: 't77', n: 777 });
     const tenant = await two!.threads.search({ metadata: { tenant: 't7' }, limit: 5 });
     expect(tenant.map((t) => t.thread_id)).toEqual([7, 107, 207, 307, 407].map((i) => seeded(i)));
-    expect((await one!.threads.search({ metadata: { tenant: 't0' }, limit: 3, sortOrder: 'asc' })).map((t) => t.thread_id)).toEqual([20000, 19900, 19800].map((i) => seeded(i)));
+    expect(
+      (await one!.threads.search({ metadata: { tenant: 't0' }, limit: 3, sortOrder: 'asc' })).map((t) => t.thread_id),
+    ).toEqual([20000, 19900, 19800].map((i) => seeded(i)));
     expect((await one!.threads.search({ limit: 2 })).map((t) => t.thread_id)).toHaveLength(2);
     expect((await two!.runs.list(seeded(42))).map((r) => r.run_id)).toEqual([seeded(42, '11111111')]);
     const fresh = await one!.threads.create({ metadata: { tenant: 'fresh' } });
-    expect(await two!.runs.wait(fresh.thread_id, 'agent', { input: { steps: ['x'], ticks: 1, tick_ms: 1 } })).toMatchObject({ steps: ['x', 'first', 'second', 'third'] });
+    expect(
+      await two!.runs.wait(fresh.thread_id, 'agent', { input: { steps: ['x'], ticks: 1, tick_ms: 1 } }),
+    ).toMatchObject({ steps: ['x', 'first', 'second', 'third'] });
     // Then idle: workers polling the queue, heartbeats, sweepers.
     await new Promise((r) => setTimeout(r, 4_000));
     await new Promise((r) => setTimeout(r, 11_000));
@@ -163,8 +240,12 @@ describe('agent server storage: one row per record in the deployment database', 
 describe("a run's end and its thread's status", () => {
   /** The run's and its thread's status, read in one snapshot. */
   const statuses = async (threadId: string, runId: string) =>
-    (await sql.query(`SELECT r.status AS run, t.status AS thread FROM slipway_agent_runs r JOIN slipway_agent_threads t USING (thread_id) WHERE r.run_id = $1`, [runId]))
-      .rows[0] as { run: string; thread: string };
+    (
+      await sql.query(
+        `SELECT r.status AS run, t.status AS thread FROM slipway_agent_runs r JOIN slipway_agent_threads t USING (thread_id) WHERE r.run_id = $1`,
+        [runId],
+      )
+    ).rows[0] as { run: string; thread: string };
 
   it('are one write: while the thread row is locked the run stays running, never success beside a busy thread', async () => {
     const thread = await clients[0]!.threads.create();
@@ -176,7 +257,9 @@ describe("a run's end and its thread's status", () => {
       await locker.query('SELECT 1 FROM slipway_agent_threads WHERE thread_id = $1 FOR UPDATE', [thread.thread_id]);
       // The graph finishes (its last tick, 100 ms later its end) while the row is held; for 3 s,
       // longer than the lease (2 s), the run's end waits for the thread's write.
-      await joinAll(clients[1]!, thread.thread_id, run.run_id, { until: (events) => customs(events).some((t) => t.node === 'third' && t.i === 1) });
+      await joinAll(clients[1]!, thread.thread_id, run.run_id, {
+        until: (events) => customs(events).some((t) => t.node === 'third' && t.i === 1),
+      });
       for (let i = 0; i < 30; i++) {
         expect(await statuses(thread.thread_id, run.run_id)).toEqual({ run: 'running', thread: 'busy' });
         await new Promise((r) => setTimeout(r, 100));
@@ -185,26 +268,40 @@ describe("a run's end and its thread's status", () => {
       await locker.query('ROLLBACK').catch(() => {});
       await locker.end();
     }
-    await eventually(() => statuses(thread.thread_id, run.run_id), (s) => s.run !== 'running', 10_000, 20);
+    await eventually(
+      () => statuses(thread.thread_id, run.run_id),
+      (s) => s.run !== 'running',
+      10_000,
+      20,
+    );
     expect(await statuses(thread.thread_id, run.run_id)).toEqual({ run: 'success', thread: 'idle' });
     const events = await joinAll(clients[0]!, thread.thread_id, run.run_id);
     expect(events.map((e) => e.event).filter((e) => e === 'error')).toEqual([]);
     expect(attempts(events)).toEqual([1]);
-    expect((await clients[0]!.threads.getState(thread.thread_id)).values).toMatchObject({ steps: ['locked', 'first', 'second', 'third'] });
+    expect((await clients[0]!.threads.getState(thread.thread_id)).values).toMatchObject({
+      steps: ['locked', 'first', 'second', 'third'],
+    });
   }, 60_000);
 });
 
 describe('agent server multitask rollback across instances', () => {
   /** Checkpoints of the thread, per run that wrote them. */
   const checkpointRuns = async (threadId: string) =>
-    (await sql.query(`SELECT DISTINCT metadata->>'run_id' AS run_id FROM checkpoints WHERE thread_id = $1`, [threadId])).rows.map((r) => r.run_id as string);
+    (
+      await sql.query(`SELECT DISTINCT metadata->>'run_id' AS run_id FROM checkpoints WHERE thread_id = $1`, [threadId])
+    ).rows.map((r) => r.run_id as string);
 
-  for (const how of ['a second run with multitask_strategy rollback', 'cancel with action=rollback, then a second run'] as const) {
+  for (const how of [
+    'a second run with multitask_strategy rollback',
+    'cancel with action=rollback, then a second run',
+  ] as const) {
     it(`deletes a running run rolled back through the other instance by ${how}, and the second run runs on a clean thread`, async () => {
       const thread = await clients[0]!.threads.create();
       const first = await clients[0]!.runs.create(thread.thread_id, 'agent', slowInput('doomed', 10, 100));
       // Once its second node runs, its first node's checkpoint is written and the port says who runs it.
-      const head = await joinAll(clients[0]!, thread.thread_id, first.run_id, { until: (events) => customs(events).some((t) => t.node === 'second') });
+      const head = await joinAll(clients[0]!, thread.thread_id, first.run_id, {
+        until: (events) => customs(events).some((t) => t.node === 'second'),
+      });
       const runner = customs(head).at(-1)!.port;
       const index = ports.findIndex((p) => String(p) === runner);
       expect(index).toBeGreaterThanOrEqual(0);
@@ -215,10 +312,20 @@ describe('agent server multitask rollback across instances', () => {
       const input = { input: { steps: ['kept'], ticks: 1, tick_ms: 1 } };
       let second: string;
       if (how === 'a second run with multitask_strategy rollback') {
-        second = (await other.runs.create(thread.thread_id, 'agent', { ...input, multitaskStrategy: 'rollback' })).run_id;
+        second = (await other.runs.create(thread.thread_id, 'agent', { ...input, multitaskStrategy: 'rollback' }))
+          .run_id;
       } else {
         await other.runs.cancel(thread.thread_id, first.run_id, false, 'rollback');
-        await eventually(() => other.runs.get(thread.thread_id, first.run_id).then(() => 200, (err) => err.status), (s) => s === 404, 20_000, 100);
+        await eventually(
+          () =>
+            other.runs.get(thread.thread_id, first.run_id).then(
+              () => 200,
+              (err) => err.status,
+            ),
+          (s) => s === 404,
+          20_000,
+          100,
+        );
         second = (await other.runs.create(thread.thread_id, 'agent', input)).run_id;
       }
       await other.runs.join(thread.thread_id, second);
@@ -229,7 +336,11 @@ describe('agent server multitask rollback across instances', () => {
       await expect(other.runs.get(thread.thread_id, first.run_id)).rejects.toMatchObject({ status: 404 });
       await expect(owner.runs.get(thread.thread_id, first.run_id)).rejects.toMatchObject({ status: 404 });
       expect(await checkpointRuns(thread.thread_id)).toEqual([second]);
-      expect((await owner.threads.getState(thread.thread_id)).values).toEqual({ steps: ['kept', 'first', 'second', 'third'], ticks: 1, tick_ms: 1 });
+      expect((await owner.threads.getState(thread.thread_id)).values).toEqual({
+        steps: ['kept', 'first', 'second', 'third'],
+        ticks: 1,
+        tick_ms: 1,
+      });
       expect((await owner.runs.list(thread.thread_id)).map((r) => [r.run_id, r.status])).toEqual([[second, 'success']]);
       expect((await owner.threads.get(thread.thread_id)).status).toBe('idle');
     }, 90_000);
@@ -239,10 +350,19 @@ describe('agent server multitask rollback across instances', () => {
 describe('agent server start: its database, and TTL settings of langgraph.json', () => {
   /** Starts a host on the graph config `config`; resolves with its exit code and stderr once it exits. */
   async function startWith(config: Record<string, unknown>): Promise<{ code: number | null; stderr: string }> {
-    writeFileSync(path.join(root, 'ttl-check.json'), JSON.stringify({ graphs: { agent: './src/agent.ts:graph' }, ...config }));
+    writeFileSync(
+      path.join(root, 'ttl-check.json'),
+      JSON.stringify({ graphs: { agent: './src/agent.ts:graph' }, ...config }),
+    );
     const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'ttl-check.json'], {
       cwd: root,
-      env: { PATH: process.env.PATH!, PORT: String(await freePort()), DATABASE_URI: db.url, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: testQueuePrefix('agent-ttl') },
+      env: {
+        PATH: process.env.PATH!,
+        PORT: String(await freePort()),
+        DATABASE_URI: db.url,
+        REDIS_URI: 'redis://127.0.0.1:6379',
+        REDIS_PREFIX: testQueuePrefix('agent-ttl'),
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     servers.push(child);
@@ -259,14 +379,25 @@ describe('agent server start: its database, and TTL settings of langgraph.json',
     const port = (silent.address() as AddressInfo).port;
     const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
       cwd: root,
-      env: { PATH: process.env.PATH!, PORT: String(await freePort()), DATABASE_URI: `postgres://app:s3cret-pw@127.0.0.1:${port}/silent`, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: testQueuePrefix('agent-wait') },
+      env: {
+        PATH: process.env.PATH!,
+        PORT: String(await freePort()),
+        DATABASE_URI: `postgres://app:s3cret-pw@127.0.0.1:${port}/silent`,
+        REDIS_URI: 'redis://127.0.0.1:6379',
+        REDIS_PREFIX: testQueuePrefix('agent-wait'),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     servers.push(child);
     let output = '';
     for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk) => (output += chunk));
     try {
-      await eventually(() => output, (o) => o.includes(`agent server: still waiting for the deployment database at 127.0.0.1:${port}/silent (`), 30_000, 200);
+      await eventually(
+        () => output,
+        (o) => o.includes(`agent server: still waiting for the deployment database at 127.0.0.1:${port}/silent (`),
+        30_000,
+        200,
+      );
       expect(child.exitCode).toBeNull();
       expect(output).not.toContain('s3cret-pw');
     } finally {
@@ -278,9 +409,13 @@ describe('agent server start: its database, and TTL settings of langgraph.json',
   it('stops the start with one line naming a TTL setting it cannot honour', async () => {
     const strategy = await startWith({ checkpointer: { ttl: { strategy: 'keep_latest', default_ttl: 60 } } });
     expect(strategy.code).toBe(1);
-    expect(strategy.stderr.split('\n').at(-1)).toBe(`langgraph.json: checkpointer.ttl.strategy 'keep_latest' is not supported (only "delete")`);
+    expect(strategy.stderr.split('\n').at(-1)).toBe(
+      `langgraph.json: checkpointer.ttl.strategy 'keep_latest' is not supported (only "delete")`,
+    );
     const negative = await startWith({ store: { ttl: { default_ttl: -1 } } });
     expect(negative.code).toBe(1);
-    expect(negative.stderr.split('\n').at(-1)).toBe('langgraph.json: store.ttl.default_ttl must be a positive number of minutes');
+    expect(negative.stderr.split('\n').at(-1)).toBe(
+      'langgraph.json: store.ttl.default_ttl must be a positive number of minutes',
+    );
   }, 60_000);
 });

@@ -44,7 +44,10 @@ const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').diges
 /** Every key this file has seen in full, so list responses can be checked for all of them. */
 const keysSeen: string[] = [];
 
-async function createKey(body: Record<string, unknown>, options: { key?: string; headers?: Record<string, string> } = {}) {
+async function createKey(
+  body: Record<string, unknown>,
+  options: { key?: string; headers?: Record<string, string> } = {},
+) {
   const res = await api.http.post('/v2/api-keys', body, options);
   if (res.status === 201) keysSeen.push(res.body.key);
   return res;
@@ -89,7 +92,10 @@ describe('POST /v2/api-keys', () => {
       key_hash: sha256(key),
       revoked_at: null,
     });
-    const [{ whole }] = await api.dataSource.query('SELECT row_to_json(k)::text AS whole FROM api_keys k WHERE id = $1', [res.body.id]);
+    const [{ whole }] = await api.dataSource.query(
+      'SELECT row_to_json(k)::text AS whole FROM api_keys k WHERE id = $1',
+      [res.body.id],
+    );
     expect(whole).not.toContain(key);
     expect(whole).not.toContain(key.slice(12));
 
@@ -152,7 +158,10 @@ describe('POST /v2/api-keys', () => {
     expect(res.body).toEqual({ detail: `Listener ID ${unknown} not found.` });
 
     // A listener of another workspace is just as unknown here.
-    const otherWorkspace = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'second');
+    const otherWorkspace = await new TenancyRepository(api.dataSource.manager).createWorkspace(
+      api.organizationId,
+      'second',
+    );
     const otherAdmin = await api.mintKey({ workspaceId: otherWorkspace.id, role: 'admin' });
     const { body: foreign } = await api.http.post(
       '/v2/listeners',
@@ -173,8 +182,17 @@ describe('POST /v2/api-keys', () => {
     });
     const res = await createKey({ listener_id: listener.id, role: 'admin', description: 'agent' });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ scope: 'workspace', role: 'member', listener_id: listener.id, tenant_id: api.workspaceId });
-    expect(await rowById(res.body.id)).toMatchObject({ listener_id: listener.id, role: 'member', workspace_id: api.workspaceId });
+    expect(res.body).toMatchObject({
+      scope: 'workspace',
+      role: 'member',
+      listener_id: listener.id,
+      tenant_id: api.workspaceId,
+    });
+    expect(await rowById(res.body.id)).toMatchObject({
+      listener_id: listener.id,
+      role: 'member',
+      workspace_id: api.workspaceId,
+    });
 
     for (const [method, path] of [
       ['GET', '/v2/listeners'],
@@ -242,7 +260,9 @@ describe('DELETE /v2/api-keys/{id}', () => {
   it('answers 422 for a malformed id and 404 for an unknown one', async () => {
     const bad = await api.http.delete('/v2/api-keys/not-a-uuid');
     expect(bad.status).toBe(422);
-    expect(bad.body).toEqual({ detail: [{ loc: ['path', 'api_key_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }] });
+    expect(bad.body).toEqual({
+      detail: [{ loc: ['path', 'api_key_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }],
+    });
     const id = randomUUID();
     const unknown = await api.http.delete(`/v2/api-keys/${id}`);
     expect(unknown.status).toBe(404);
@@ -266,7 +286,10 @@ describe('who may manage keys', () => {
       ['GET', '/v2/api-keys'],
       ['DELETE', `/v2/api-keys/${target.id}`],
     ] as const) {
-      const res = await api.http.request(method, path, { key: member, body: method === 'POST' ? { role: 'admin' } : undefined });
+      const res = await api.http.request(method, path, {
+        key: member,
+        body: method === 'POST' ? { role: 'admin' } : undefined,
+      });
       expect(res.status, `${method} ${path}`).toBe(403);
       expect(res.body).toEqual(ADMIN_ONLY);
     }
@@ -287,7 +310,10 @@ describe('who may manage keys', () => {
   });
 
   it("confines a workspace admin to its workspace's keys", async () => {
-    const workspace = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'confined');
+    const workspace = await new TenancyRepository(api.dataSource.manager).createWorkspace(
+      api.organizationId,
+      'confined',
+    );
     const otherAdmin = await api.mintKey({ workspaceId: workspace.id, role: 'admin' });
     const { body: mine } = await createKey({ description: 'home workspace' });
 
@@ -305,12 +331,24 @@ describe('who may manage keys', () => {
 
     const orgKey = await createKey({ scope: 'organization', description: 'org member' }, { key: orgAdmin });
     expect(orgKey.status).toBe(201);
-    expect(orgKey.body).toMatchObject({ scope: 'organization', role: 'member', tenant_id: null, organization_id: api.organizationId });
-    expect(await rowById(orgKey.body.id)).toMatchObject({ scope: 'organization', workspace_id: null, key_hash: sha256(orgKey.body.key) });
+    expect(orgKey.body).toMatchObject({
+      scope: 'organization',
+      role: 'member',
+      tenant_id: null,
+      organization_id: api.organizationId,
+    });
+    expect(await rowById(orgKey.body.id)).toMatchObject({
+      scope: 'organization',
+      workspace_id: null,
+      key_hash: sha256(orgKey.body.key),
+    });
     // The new org-scoped key works on organization routes, and on workspace routes with X-Tenant-Id.
     expect((await api.http.get('/v2/auth/providers', { key: orgKey.body.key })).status).toBe(200);
     expect((await api.http.get('/v2/listeners', { key: orgKey.body.key })).body).toEqual(ORG_SCOPED);
-    expect((await api.http.get('/v2/listeners', { key: orgKey.body.key, headers: { 'X-Tenant-Id': api.workspaceId } })).status).toBe(200);
+    expect(
+      (await api.http.get('/v2/listeners', { key: orgKey.body.key, headers: { 'X-Tenant-Id': api.workspaceId } }))
+        .status,
+    ).toBe(200);
 
     // A workspace key needs the workspace named.
     const unnamed = await api.http.post('/v2/api-keys', { scope: 'workspace' }, { key: orgAdmin });
@@ -320,7 +358,11 @@ describe('who may manage keys', () => {
     expect(named.status).toBe(201);
     expect(named.body).toMatchObject({ scope: 'workspace', role: 'admin', tenant_id: api.workspaceId });
 
-    const agent = await api.http.post('/v2/api-keys', { scope: 'organization', listener_id: randomUUID() }, { key: orgAdmin });
+    const agent = await api.http.post(
+      '/v2/api-keys',
+      { scope: 'organization', listener_id: randomUUID() },
+      { key: orgAdmin },
+    );
     expect(agent.status).toBe(400);
     expect(agent.body).toEqual({ detail: 'A listener agent key must be workspace-scoped.' });
 
@@ -380,8 +422,18 @@ describe('the keys CLI', () => {
     expect([admin.code, member.code]).toEqual([0, 0]);
     const adminOut = lastJsonLine(admin.stdout);
     const memberOut = lastJsonLine(member.stdout);
-    expect(adminOut).toEqual({ id: expect.stringMatching(UUID), key: expect.stringMatching(/^slw_/), scope: 'workspace', role: 'admin' });
-    expect(memberOut).toEqual({ id: expect.stringMatching(UUID), key: expect.stringMatching(/^slw_/), scope: 'workspace', role: 'member' });
+    expect(adminOut).toEqual({
+      id: expect.stringMatching(UUID),
+      key: expect.stringMatching(/^slw_/),
+      scope: 'workspace',
+      role: 'admin',
+    });
+    expect(memberOut).toEqual({
+      id: expect.stringMatching(UUID),
+      key: expect.stringMatching(/^slw_/),
+      scope: 'workspace',
+      role: 'member',
+    });
     keysSeen.push(adminOut.key, memberOut.key);
     expect(await rowById(adminOut.id)).toMatchObject({
       workspace_id: api.workspaceId,
@@ -389,7 +441,11 @@ describe('the keys CLI', () => {
       key_hash: sha256(adminOut.key),
       revoked_at: null,
     });
-    expect(await rowById(memberOut.id)).toMatchObject({ role: 'member', description: 'from the cli', key_hash: sha256(memberOut.key) });
+    expect(await rowById(memberOut.id)).toMatchObject({
+      role: 'member',
+      description: 'from the cli',
+      key_hash: sha256(memberOut.key),
+    });
 
     // Both keys work over HTTP, each as what it is.
     const asAdmin = await api.http.get('/v2/api-keys', { key: adminOut.key });
@@ -399,7 +455,10 @@ describe('the keys CLI', () => {
     expect((await api.http.get('/v2/api-keys', { key: memberOut.key })).body).toEqual(ADMIN_ONLY);
 
     // Listing races the revoke of the member key, so it only asserts on the admin key.
-    const [listed, revoked] = await Promise.all([slipway('keys', 'list', '--json'), slipway('keys', 'revoke', memberOut.id)]);
+    const [listed, revoked] = await Promise.all([
+      slipway('keys', 'list', '--json'),
+      slipway('keys', 'revoke', memberOut.id),
+    ]);
     expect(listed.code).toBe(0);
     const rows = lastJsonLine(listed.stdout);
     expect(rows.map((r: any) => r.id)).toContain(adminOut.id);
@@ -412,7 +471,12 @@ describe('the keys CLI', () => {
     expect(revoked.code).toBe(0);
     expect(revoked.stdout).toContain(`revoked ${memberOut.id}`);
     // The CLI revokes in its own process: the api's brief key cache lets it lapse within a second.
-    const refused = await eventually(() => api.http.get('/v2/listeners', { key: memberOut.key }), (r) => r.status === 401, 1_000, 50);
+    const refused = await eventually(
+      () => api.http.get('/v2/listeners', { key: memberOut.key }),
+      (r) => r.status === 401,
+      1_000,
+      50,
+    );
     expect(refused.body).toEqual(UNAUTHORIZED);
     expect((await rowById(memberOut.id))!.revoked_at).toBeInstanceOf(Date);
     expect((await api.http.get('/v2/listeners', { key: adminOut.key })).status).toBe(200);

@@ -12,12 +12,18 @@ const ORG_SCOPED = {
   detail: "This API key is org-scoped and requires workspace specification. Please provide 'X-Tenant-Id' header.",
 };
 const ADMIN_ONLY = { detail: 'This operation requires an admin API key.' };
-const ORGANIZATION_ADMIN_ONLY = { detail: 'This operation requires an organization admin: an organization-scoped admin API key.' };
+const ORGANIZATION_ADMIN_ONLY = {
+  detail: 'This operation requires an organization admin: an organization-scoped admin API key.',
+};
 const LISTENER_KEY_REFUSED = {
   detail: 'This API key belongs to a listener agent and can only call the listener agent endpoints.',
 };
 
-const listenerBody = (computeId: string) => ({ compute_type: 'k8s', compute_id: computeId, compute_config: { k8s_namespaces: null } });
+const listenerBody = (computeId: string) => ({
+  compute_type: 'k8s',
+  compute_id: computeId,
+  compute_config: { k8s_namespaces: null },
+});
 const providerBody = (providerId: string) => ({
   provider_id: providerId,
   name: providerId,
@@ -28,7 +34,9 @@ const providerBody = (providerId: string) => ({
 });
 
 async function keyRow(api: TestApi, key: string) {
-  const [row] = await api.dataSource.query('SELECT id, last_used_at, revoked_at FROM api_keys WHERE key_hash = $1', [hashApiKey(key)]);
+  const [row] = await api.dataSource.query('SELECT id, last_used_at, revoked_at FROM api_keys WHERE key_hash = $1', [
+    hashApiKey(key),
+  ]);
   return row as { id: string; last_used_at: Date | null; revoked_at: Date | null };
 }
 
@@ -82,7 +90,10 @@ describe('API keys (C3)', () => {
 
   it('accepts the key as a Bearer token', async () => {
     for (const scheme of ['Bearer', 'bearer']) {
-      const res = await api.http.get('/v2/listeners', { key: null, headers: { authorization: `${scheme} ${api.adminKey}` } });
+      const res = await api.http.get('/v2/listeners', {
+        key: null,
+        headers: { authorization: `${scheme} ${api.adminKey}` },
+      });
       expect(res.status, scheme).toBe(200);
       expect(res.body).toEqual({ resources: expect.any(Array), offset: expect.any(Number) });
     }
@@ -128,7 +139,10 @@ describe('API keys (C3)', () => {
         ['POST', '/v2/listeners'],
         ['GET', `/v2/listeners/${randomUUID()}`],
       ] as const) {
-        const res = await api.http.request(method, path, { key: orgKey, body: method === 'POST' ? listenerBody('x') : undefined });
+        const res = await api.http.request(method, path, {
+          key: orgKey,
+          body: method === 'POST' ? listenerBody('x') : undefined,
+        });
         expect(res.status, `${method} ${path}`).toBe(403);
         expect(res.body).toEqual(ORG_SCOPED);
       }
@@ -156,7 +170,9 @@ describe('API keys (C3)', () => {
       for (const value of ['not-a-uuid', '1234']) {
         const res = await api.http.get('/v2/listeners', { key: orgKey, headers: { 'X-Tenant-Id': value } });
         expect(res.status, value).toBe(422);
-        expect(res.body).toEqual({ detail: [{ loc: ['header', 'x-tenant-id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }] });
+        expect(res.body).toEqual({
+          detail: [{ loc: ['header', 'x-tenant-id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }],
+        });
       }
     });
 
@@ -172,7 +188,10 @@ describe('API keys (C3)', () => {
         expect(res.status).toBe(404);
         expect(res.body).toEqual({ detail: `Workspace ID ${id} not found.` });
       }
-      const direct = await api.http.get(`/v2/listeners/${theirs.id}`, { key: orgKey, headers: { 'X-Tenant-Id': foreign.id } });
+      const direct = await api.http.get(`/v2/listeners/${theirs.id}`, {
+        key: orgKey,
+        headers: { 'X-Tenant-Id': foreign.id },
+      });
       expect(direct.status).toBe(404);
       expect(direct.text).not.toContain('foreign');
     });
@@ -210,7 +229,10 @@ describe('API keys (C3)', () => {
       ['GET', '/v2/api-keys'],
       ['POST', '/v2/api-keys'],
     ] as const) {
-      const res = await api.http.request(method, path, { key: agentKey, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+      const res = await api.http.request(method, path, {
+        key: agentKey,
+        body: method === 'GET' || method === 'DELETE' ? undefined : {},
+      });
       expect(res.status, `${method} ${path}`).toBe(403);
       expect(res.body).toEqual(LISTENER_KEY_REFUSED);
     }
@@ -289,8 +311,19 @@ describe('JWT bearer tokens (C3)', () => {
 
   /** A token valid for this install; each option (null: leave the claim out) breaks one thing. */
   function sign(options: TokenOptions = {}): Promise<string> {
-    const { claims = {}, issuer = ISSUER, audience = AUDIENCE, subject = 'user-1', expiresIn = '5m', key = signingKey, kid = KID, alg = 'RS256' } = options;
-    const jwt = new SignJWT({ org_id: api.organizationId, ...claims }).setProtectedHeader({ alg, kid }).setIssuer(issuer);
+    const {
+      claims = {},
+      issuer = ISSUER,
+      audience = AUDIENCE,
+      subject = 'user-1',
+      expiresIn = '5m',
+      key = signingKey,
+      kid = KID,
+      alg = 'RS256',
+    } = options;
+    const jwt = new SignJWT({ org_id: api.organizationId, ...claims })
+      .setProtectedHeader({ alg, kid })
+      .setIssuer(issuer);
     if (subject) jwt.setSubject(subject);
     if (audience) jwt.setAudience(audience);
     if (options.issuedAt !== null) jwt.setIssuedAt(options.issuedAt);
@@ -298,7 +331,6 @@ describe('JWT bearer tokens (C3)', () => {
     if (expiresIn !== null) jwt.setExpirationTime(expiresIn);
     return jwt.sign(key);
   }
-
 
   it('accepts a valid token with org_id and tenant_id', async () => {
     const { body: listener } = await api.http.post('/v2/listeners', listenerBody('jwt-visible'));
@@ -313,7 +345,10 @@ describe('JWT bearer tokens (C3)', () => {
     const res = await api.http.get('/v2/listeners', bearer(token));
     expect(res.status).toBe(403);
     expect(res.body).toEqual(ORG_SCOPED);
-    const named = await api.http.get('/v2/listeners', { ...bearer(token), headers: { ...bearer(token).headers, 'X-Tenant-Id': api.workspaceId } });
+    const named = await api.http.get('/v2/listeners', {
+      ...bearer(token),
+      headers: { ...bearer(token).headers, 'X-Tenant-Id': api.workspaceId },
+    });
     expect(named.status).toBe(200);
     expect((await api.http.get('/v2/auth/providers', bearer(token))).status).toBe(200);
   });
@@ -321,13 +356,25 @@ describe('JWT bearer tokens (C3)', () => {
   it('binds a token with tenant_id to that workspace: another X-Tenant-Id gets 403', async () => {
     const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'jwt-second');
     const token = await sign({ claims: { tenant_id: api.workspaceId, role: 'admin' } });
-    const headers = (tenant: string) => ({ ...bearer(token), headers: { authorization: `Bearer ${token}`, 'X-Tenant-Id': tenant } });
+    const headers = (tenant: string) => ({
+      ...bearer(token),
+      headers: { authorization: `Bearer ${token}`, 'X-Tenant-Id': tenant },
+    });
     // Whether or not the workspace exists: the token itself says it may not go there.
     for (const tenant of [other.id, randomUUID()]) {
-      for (const [method, path] of [['GET', '/v2/listeners'], ['POST', '/v2/listeners'], ['GET', '/v2/deployments']] as const) {
-        const res = await api.http.request(method, path, { ...headers(tenant), body: method === 'POST' ? listenerBody('jwt-elsewhere') : undefined });
+      for (const [method, path] of [
+        ['GET', '/v2/listeners'],
+        ['POST', '/v2/listeners'],
+        ['GET', '/v2/deployments'],
+      ] as const) {
+        const res = await api.http.request(method, path, {
+          ...headers(tenant),
+          body: method === 'POST' ? listenerBody('jwt-elsewhere') : undefined,
+        });
         expect(res.status, `${method} ${path}`).toBe(403);
-        expect(res.body).toEqual({ detail: `This token is scoped to workspace ${api.workspaceId} and cannot act in another workspace.` });
+        expect(res.body).toEqual({
+          detail: `This token is scoped to workspace ${api.workspaceId} and cannot act in another workspace.`,
+        });
       }
     }
     expect(await api.dataSource.query(`SELECT 1 FROM listeners WHERE compute_id = 'jwt-elsewhere'`)).toEqual([]);
@@ -336,14 +383,25 @@ describe('JWT bearer tokens (C3)', () => {
   });
 
   it("keeps a workspace-bound admin token to its workspace: no organization-wide keys, no other workspace's keys", async () => {
-    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'jwt-keys-other');
+    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(
+      api.organizationId,
+      'jwt-keys-other',
+    );
     const theirKey = await api.mintKey({ workspaceId: other.id, role: 'admin', description: 'other workspace' });
-    const [{ id: theirKeyId }] = await api.dataSource.query(`SELECT id FROM api_keys WHERE workspace_id = $1`, [other.id]);
+    const [{ id: theirKeyId }] = await api.dataSource.query(`SELECT id FROM api_keys WHERE workspace_id = $1`, [
+      other.id,
+    ]);
     const token = await sign({ claims: { tenant_id: api.workspaceId, role: 'admin' } });
 
-    const orgWide = await api.http.post('/v2/api-keys', { description: 'escalate', scope: 'organization', role: 'admin' }, bearer(token));
+    const orgWide = await api.http.post(
+      '/v2/api-keys',
+      { description: 'escalate', scope: 'organization', role: 'admin' },
+      bearer(token),
+    );
     expect(orgWide.status).toBe(403);
-    expect(orgWide.body).toEqual({ detail: 'Only an organization-scoped admin key can create organization-scoped keys.' });
+    expect(orgWide.body).toEqual({
+      detail: 'Only an organization-scoped admin key can create organization-scoped keys.',
+    });
     expect(await api.dataSource.query(`SELECT 1 FROM api_keys WHERE description = 'escalate'`)).toEqual([]);
 
     const listed = await api.http.get('/v2/api-keys', bearer(token));
@@ -352,10 +410,16 @@ describe('JWT bearer tokens (C3)', () => {
     expect(listed.body.every((k: any) => k.tenant_id === api.workspaceId)).toBe(true);
     const revoke = await api.http.delete(`/v2/api-keys/${theirKeyId}`, bearer(token));
     expect(revoke.status).toBe(404);
-    expect((await api.http.get('/v2/listeners', { key: theirKey, headers: { 'X-Tenant-Id': other.id } })).status).toBe(200);
+    expect((await api.http.get('/v2/listeners', { key: theirKey, headers: { 'X-Tenant-Id': other.id } })).status).toBe(
+      200,
+    );
 
     // Its own workspace it administers as before.
-    const own = await api.http.post('/v2/api-keys', { description: 'ws key by jwt', scope: 'workspace', role: 'member' }, bearer(token));
+    const own = await api.http.post(
+      '/v2/api-keys',
+      { description: 'ws key by jwt', scope: 'workspace', role: 'member' },
+      bearer(token),
+    );
     expect(own.status).toBe(201);
     expect(own.body.tenant_id).toBe(api.workspaceId);
 
@@ -370,7 +434,11 @@ describe('JWT bearer tokens (C3)', () => {
 
   it('lets an organization admin token (no tenant_id) do organization-wide things', async () => {
     const token = await sign({ claims: { role: 'admin' } });
-    const key = await api.http.post('/v2/api-keys', { description: 'org key by jwt', scope: 'organization', role: 'member' }, bearer(token));
+    const key = await api.http.post(
+      '/v2/api-keys',
+      { description: 'org key by jwt', scope: 'organization', role: 'member' },
+      bearer(token),
+    );
     expect(key.status).toBe(201);
     expect(key.body).toMatchObject({ scope: 'organization', tenant_id: null });
     expect((await api.http.get('/admin/queues/api/queues', bearer(token))).status).toBe(200);
@@ -390,7 +458,9 @@ describe('JWT bearer tokens (C3)', () => {
        VALUES ($1, $2, $3, 'workspace', 'member', 'aaaa.bbb', encode(sha256($4::bytea), 'hex'))`,
       [randomUUID(), api.organizationId, api.workspaceId, dotted],
     );
-    expect((await api.http.get('/v2/listeners', { key: null, headers: { authorization: `Bearer ${dotted}` } })).status).toBe(200);
+    expect(
+      (await api.http.get('/v2/listeners', { key: null, headers: { authorization: `Bearer ${dotted}` } })).status,
+    ).toBe(200);
     expect((await api.http.get('/v2/listeners', { key: dotted })).status).toBe(200);
   });
 
@@ -407,23 +477,47 @@ describe('JWT bearer tokens (C3)', () => {
     const cases: Record<string, string> = {
       expired: await sign({ claims: { tenant_id: api.workspaceId }, expiresIn: now - 60 }),
       'signed by another key (same kid)': await sign({ claims: { tenant_id: api.workspaceId }, key: otherKey }),
-      'signed by another key (unknown kid)': await sign({ claims: { tenant_id: api.workspaceId }, key: otherKey, kid: 'other' }),
+      'signed by another key (unknown kid)': await sign({
+        claims: { tenant_id: api.workspaceId },
+        key: otherKey,
+        kid: 'other',
+      }),
       'wrong issuer': await sign({ claims: { tenant_id: api.workspaceId }, issuer: 'https://evil.test' }),
       'unknown organization': await sign({ claims: { org_id: randomUUID(), tenant_id: api.workspaceId } }),
       'org_id not a string': await sign({ claims: { org_id: 42 as unknown as string } }),
-      'not yet valid': await sign({ claims: { tenant_id: api.workspaceId }, notBefore: now + 600, expiresIn: now + 1200 }),
+      'not yet valid': await sign({
+        claims: { tenant_id: api.workspaceId },
+        notBefore: now + 600,
+        expiresIn: now + 1200,
+      }),
       'without sub': await sign({ claims: { tenant_id: api.workspaceId }, subject: null }),
       'without aud': await sign({ claims: { tenant_id: api.workspaceId }, audience: null }),
-      'for another audience': await sign({ claims: { tenant_id: api.workspaceId }, audience: 'https://other-service.test' }),
+      'for another audience': await sign({
+        claims: { tenant_id: api.workspaceId },
+        audience: 'https://other-service.test',
+      }),
       'without iat': await sign({ claims: { tenant_id: api.workspaceId }, issuedAt: null }),
       'issued longer ago than the maximum age, though not expired': await sign({
         claims: { tenant_id: api.workspaceId },
         issuedAt: now - MAX_AGE_SECONDS - 120,
         expiresIn: now + 3_600,
       }),
-      'issued in the future': await sign({ claims: { tenant_id: api.workspaceId }, issuedAt: now + 600, expiresIn: now + 1_200 }),
-      'signed with an algorithm not allowed (ES256, key published)': await sign({ claims: { tenant_id: api.workspaceId }, key: ecKey, kid: EC_KID, alg: 'ES256' }),
-      'HMAC with a guessable secret': await sign({ claims: { tenant_id: api.workspaceId }, alg: 'HS256', key: new TextEncoder().encode('secret') }),
+      'issued in the future': await sign({
+        claims: { tenant_id: api.workspaceId },
+        issuedAt: now + 600,
+        expiresIn: now + 1_200,
+      }),
+      'signed with an algorithm not allowed (ES256, key published)': await sign({
+        claims: { tenant_id: api.workspaceId },
+        key: ecKey,
+        kid: EC_KID,
+        alg: 'ES256',
+      }),
+      'HMAC with a guessable secret': await sign({
+        claims: { tenant_id: api.workspaceId },
+        alg: 'HS256',
+        key: new TextEncoder().encode('secret'),
+      }),
       'tenant_id not a UUID': await sign({ claims: { tenant_id: 'default' } }),
     };
     const valid = await sign({ claims: { tenant_id: api.workspaceId } });
@@ -445,21 +539,32 @@ describe('JWT bearer tokens (C3)', () => {
     const member = await api.http.post('/v2/auth/providers', providerBody('by-jwt-member'), bearer(await sign()));
     expect(member.status).toBe(403);
     expect(member.body).toEqual(ORGANIZATION_ADMIN_ONLY);
-    const memberKeys = await api.http.get('/v2/api-keys', bearer(await sign({ claims: { tenant_id: api.workspaceId } })));
+    const memberKeys = await api.http.get(
+      '/v2/api-keys',
+      bearer(await sign({ claims: { tenant_id: api.workspaceId } })),
+    );
     expect(memberKeys.status).toBe(403);
     expect(memberKeys.body).toEqual(ADMIN_ONLY);
     expect(await api.dataSource.query(`SELECT 1 FROM oauth_providers WHERE provider_id = 'by-jwt-member'`)).toEqual([]);
 
-    const admin = await api.http.post('/v2/auth/providers', providerBody('by-jwt-admin'), bearer(await sign({ claims: { role: 'admin' } })));
+    const admin = await api.http.post(
+      '/v2/auth/providers',
+      providerBody('by-jwt-admin'),
+      bearer(await sign({ claims: { role: 'admin' } })),
+    );
     expect(admin.status).toBe(201);
     expect(admin.body).toMatchObject({ provider_id: 'by-jwt-admin', organization_id: api.organizationId });
-    const [row] = await api.dataSource.query(`SELECT organization_id FROM oauth_providers WHERE provider_id = 'by-jwt-admin'`);
+    const [row] = await api.dataSource.query(
+      `SELECT organization_id FROM oauth_providers WHERE provider_id = 'by-jwt-admin'`,
+    );
     expect(row).toEqual({ organization_id: api.organizationId });
   });
 
   it('still accepts API keys, in both headers', async () => {
     expect((await api.http.get('/v2/listeners')).status).toBe(200);
-    expect((await api.http.get('/v2/listeners', { key: null, headers: { authorization: `Bearer ${api.adminKey}` } })).status).toBe(200);
+    expect(
+      (await api.http.get('/v2/listeners', { key: null, headers: { authorization: `Bearer ${api.adminKey}` } })).status,
+    ).toBe(200);
   });
 
   it('never logs a token', () => {

@@ -34,7 +34,11 @@ let sent: string[];
 
 beforeAll(async () => {
   api = await startTestApi();
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'count', compute_config: { k8s_namespaces: null } });
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: 'count',
+    compute_config: { k8s_namespaces: null },
+  });
   listenerId = res.body.id;
   recording = recordStatements();
   sent = recording.sent;
@@ -78,7 +82,10 @@ describe('statements per create', () => {
 
   it('claims a deployment slot last, with SKIP LOCKED and no workspace lock: creates of a workspace do not wait for each other', async () => {
     const statements = await transactionOf(async () => expect((await create()).status).toBe(201));
-    expect(statements.filter((s) => /FROM workspaces WHERE id = \$1 FOR (NO KEY )?UPDATE/.test(s)), statements.join('\n')).toEqual([]);
+    expect(
+      statements.filter((s) => /FROM workspaces WHERE id = \$1 FOR (NO KEY )?UPDATE/.test(s)),
+      statements.join('\n'),
+    ).toEqual([]);
     const claim = statements.findIndex((s) => /UPDATE deployment_slots/.test(s) && /FOR UPDATE SKIP LOCKED/.test(s));
     const lastWrite = statements.findLastIndex((s) => /^\s*(INSERT|UPDATE|WITH)/i.test(s));
     expect(claim, statements.join('\n')).toBe(lastWrite);
@@ -96,13 +103,22 @@ describe('statements per create', () => {
     const all = sent.join('\n');
     const workspaceLock = (s: string) => /FROM workspaces WHERE id = \$1 FOR (NO KEY )?UPDATE/.test(s);
     // The create claimed nothing and waited for nothing: it never asked for the workspace lock.
-    expect(first!.some((s) => /UPDATE deployment_slots/.test(s)), all).toBe(true);
+    expect(
+      first!.some((s) => /UPDATE deployment_slots/.test(s)),
+      all,
+    ).toBe(true);
     expect(first!.filter(workspaceLock), all).toEqual([]);
     expect(first!.at(-1), all).toMatch(/^ROLLBACK/i);
     // Laying out: the workspace lock before any other statement, and no deployment written.
     expect(workspaceLock(layOut![1] ?? ''), all).toBe(true);
-    expect(layOut!.some((s) => /INSERT INTO deployment_slots/.test(s)), all).toBe(true);
-    expect(layOut!.some((s) => /INSERT INTO "?deployments"?/.test(s)), all).toBe(false);
+    expect(
+      layOut!.some((s) => /INSERT INTO deployment_slots/.test(s)),
+      all,
+    ).toBe(true);
+    expect(
+      layOut!.some((s) => /INSERT INTO "?deployments"?/.test(s)),
+      all,
+    ).toBe(false);
     expect(layOut!.at(-1), all).toMatch(/^COMMIT/i);
     // The create again, as any other: its claim takes a slot of the new slice.
     expect(again!.filter(workspaceLock), all).toEqual([]);
@@ -116,14 +132,21 @@ describe('statements per create', () => {
       source: 'external_container',
       source_config: { listener_id: listenerId, resource_spec: { min_scale: 1 } },
       source_revision_config: { image_uri: 'registry.example/a:2' },
-      secrets: [{ name: 'B_TOKEN', value: 'b' }, { name: 'A_TOKEN', value: 'a' }],
+      secrets: [
+        { name: 'B_TOKEN', value: 'b' },
+        { name: 'A_TOKEN', value: 'a' },
+      ],
       image_version: '1.2.3',
     });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const read = await api.http.get(`/v2/deployments/${created.body.id}`);
     expect(read.status).toBe(200);
     // The status may have moved on since (the pipeline runs); everything else is as written.
-    expect({ ...created.body, status: null, updated_at: null }).toEqual({ ...read.body, status: null, updated_at: null });
+    expect({ ...created.body, status: null, updated_at: null }).toEqual({
+      ...read.body,
+      status: null,
+      updated_at: null,
+    });
     expect(created.body.latest_revision_id).toEqual(expect.any(String));
     expect(Date.parse(created.body.created_at)).toBeGreaterThan(Date.now() - 60_000);
   });

@@ -42,7 +42,12 @@ let own: { id: string; database: string; env: DataEnvironment['env'] };
 let other: { id: string; database: string; env: DataEnvironment['env'] };
 
 async function deployment(name: string) {
-  const res = await api.http.post('/v2/deployments', { name, source: 'internal_source', source_config: { deployment_type: 'dev' }, source_revision_config: {} });
+  const res = await api.http.post('/v2/deployments', {
+    name,
+    source: 'internal_source',
+    source_config: { deployment_type: 'dev' },
+    source_revision_config: {},
+  });
   expect(res.status, res.text).toBe(201);
   const d = { id: res.body.id as string, database: deploymentDatabaseName(name, res.body.id) };
   made.push(d);
@@ -50,9 +55,16 @@ async function deployment(name: string) {
 }
 
 beforeAll(async () => {
-  console.log(`front fuzz seed: ${SEED} (reproduce: SLIPWAY_FRONT_FUZZ_SEED=${SEED} pnpm exec vitest run test/integration/data-access-fuzz.test.ts)`);
+  console.log(
+    `front fuzz seed: ${SEED} (reproduce: SLIPWAY_FRONT_FUZZ_SEED=${SEED} pnpm exec vitest run test/integration/data-access-fuzz.test.ts)`,
+  );
   api = await startTestApi();
-  access = new DeploymentDataAccess(api.config, api.dataSource, secretsCodec(api.config), createLogger({ name: 'front-fuzz', level: 'silent' }));
+  access = new DeploymentDataAccess(
+    api.config,
+    api.dataSource,
+    secretsCodec(api.config),
+    createLogger({ name: 'front-fuzz', level: 'silent' }),
+  );
   await access.start();
   own = await deployment('fuzz-own');
   other = await deployment('fuzz-other');
@@ -102,7 +114,10 @@ describe('Redis front, fuzzed', () => {
         return [verb(rng, 'AUTH'), rng.pick([password(own.env.REDIS_URI), 'x', ''])];
       case 2: {
         const options: string[] = [];
-        for (let i = rng.int(4); i > 0; i--) options.push(...(rng.chance(0.7) ? [verb(rng, 'AUTH'), ...creds()] : [verb(rng, 'SETNAME'), `n${rng.hex(2)}`]));
+        for (let i = rng.int(4); i > 0; i--)
+          options.push(
+            ...(rng.chance(0.7) ? [verb(rng, 'AUTH'), ...creds()] : [verb(rng, 'SETNAME'), `n${rng.hex(2)}`]),
+          );
         return [verb(rng, 'HELLO'), rng.pick(['2', '3', '2']), ...options];
       }
       case 3:
@@ -110,7 +125,10 @@ describe('Redis front, fuzzed', () => {
       case 4:
         return ['SET', `${own.env.REDIS_PREFIX}:k${rng.int(5)}`, rng.hex(rng.int(40))];
       case 5:
-        return [rng.pick(['GET', 'PING', 'ECHO', 'SET']), rng.pick(['unprefixed', `${own.env.REDIS_PREFIX}:k1`, 'a b', '"q"', "it's"])];
+        return [
+          rng.pick(['GET', 'PING', 'ECHO', 'SET']),
+          rng.pick(['unprefixed', `${own.env.REDIS_PREFIX}:k1`, 'a b', '"q"', "it's"]),
+        ];
       default:
         return [verb(rng, 'AUTH'), ownUser(), password(own.env.REDIS_URI)];
     }
@@ -181,7 +199,11 @@ describe('Redis front, fuzzed', () => {
     // The streams were read at all: most probes got an answer.
     expect(answered).toBeGreaterThan(STREAMS);
     // The front still serves an ordinary client.
-    const redis = new Redis(own.env.REDIS_URI, { maxRetriesPerRequest: 0, retryStrategy: () => null, enableReadyCheck: false });
+    const redis = new Redis(own.env.REDIS_URI, {
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      enableReadyCheck: false,
+    });
     try {
       expect(await redis.call('ACL', 'WHOAMI')).toBe(ownUser());
     } finally {
@@ -200,7 +222,8 @@ describe('inline splitting, against the Redis server itself', () => {
       socket.on('data', (c: Buffer) => {
         text += c.toString('latin1');
         const bulk = /^\$(\d+)\r\n/.exec(text);
-        if ((text[0] === '-' && text.endsWith('\r\n')) || (bulk && text.length >= bulk[0].length + Number(bulk[1]) + 2)) resolve();
+        if ((text[0] === '-' && text.endsWith('\r\n')) || (bulk && text.length >= bulk[0].length + Number(bulk[1]) + 2))
+          resolve();
       });
       socket.on('close', () => resolve());
       socket.on('error', () => resolve());
@@ -217,12 +240,18 @@ describe('inline splitting, against the Redis server itself', () => {
     const alphabet = ['a', 'b', '"', "'", '\\', 'x', '4', 'f', 'n', ' ', '\t', '\v', '\r', 'é'];
     const mismatches: string[] = [];
     for (let n = 0; n < STREAMS; n++) {
-      const token = Array.from({ length: 1 + rng.int(10) }, () => (rng.chance(0.02) ? '\0' : rng.pick(alphabet))).join('');
+      const token = Array.from({ length: 1 + rng.int(10) }, () => (rng.chance(0.02) ? '\0' : rng.pick(alphabet))).join(
+        '',
+      );
       const line = Buffer.from(`ECHO ${token}`, 'latin1');
       const commands: Buffer[][] = [];
       let refused = '';
       try {
-        new RespRequestParser({ command: (a) => void commands.push(a), begin: () => false, bytes: () => undefined }).push(Buffer.concat([line, Buffer.from('\r\n')]));
+        new RespRequestParser({
+          command: (a) => void commands.push(a),
+          begin: () => false,
+          bytes: () => undefined,
+        }).push(Buffer.concat([line, Buffer.from('\r\n')]));
       } catch (err) {
         refused = (err as Error).message;
       }
@@ -236,7 +265,10 @@ describe('inline splitting, against the Redis server itself', () => {
           : args!.length !== 2
             ? /^-ERR wrong number of arguments/.test(answer)
             : answer === `$${args![1]!.length}\r\n${args![1]!.toString('latin1')}\r\n`;
-      if (!fine) mismatches.push(`${JSON.stringify(token)}: front ${refused || JSON.stringify(args?.map((a) => a.toString('latin1')))} server ${JSON.stringify(answer)}`);
+      if (!fine)
+        mismatches.push(
+          `${JSON.stringify(token)}: front ${refused || JSON.stringify(args?.map((a) => a.toString('latin1')))} server ${JSON.stringify(answer)}`,
+        );
     }
     expect(mismatches, `seed ${SEED}`).toEqual([]);
   }, 120_000);
@@ -292,18 +324,34 @@ describe('Postgres front, fuzzed', () => {
       const params: Record<string, string> = {};
       params.user = rng.pick([role, role, role, other.database, 'postgres', `${role}\u0000`, role.toUpperCase()]);
       if (rng.chance(0.8)) params.database = rng.pick([role, role, other.database, 'postgres', api.database.name]);
-      if (rng.chance(0.3)) params.options = rng.pick(['-c role=postgres', '-c search_path=public', '-c ro\\le=postgres', '--session_authorization=postgres', '-c statement_timeout=5s']);
-      if (rng.chance(0.15)) params[rng.pick(['role', 'ROLE', 'session_authorization', 'replication', 'application_name'])] = 'postgres';
+      if (rng.chance(0.3))
+        params.options = rng.pick([
+          '-c role=postgres',
+          '-c search_path=public',
+          '-c ro\\le=postgres',
+          '--session_authorization=postgres',
+          '-c statement_timeout=5s',
+        ]);
+      if (rng.chance(0.15))
+        params[rng.pick(['role', 'ROLE', 'session_authorization', 'replication', 'application_name'])] = 'postgres';
       // The first session is an ordinary one, so some session always gets in whatever the seed
       // (about 1 in 8 generated ones does: with few streams, none might).
       const ordinary = n === 0;
       if (ordinary) for (const k of Object.keys(params)) delete params[k];
       if (ordinary) Object.assign(params, { user: role, database: role });
       let startup = startupMessage(params);
-      if (!ordinary && rng.chance(0.05)) startup = Buffer.concat([startup.subarray(0, 4), startup.subarray(4, 8), Buffer.from('user\0postgres\0user\0'), startup.subarray(8)]);
+      if (!ordinary && rng.chance(0.05))
+        startup = Buffer.concat([
+          startup.subarray(0, 4),
+          startup.subarray(4, 8),
+          Buffer.from('user\0postgres\0user\0'),
+          startup.subarray(8),
+        ]);
       if (!ordinary && rng.chance(0.03)) startup.writeInt32BE(rng.pick([0, 3, 99_999, -1]), 0);
       const requests = rng.int(3);
-      const preamble = Array.from({ length: requests }, () => (rng.chance(0.5) ? serialize.requestSsl() : Buffer.from([0, 0, 0, 8, 4, 0xd2, 0x16, 0x30])));
+      const preamble = Array.from({ length: requests }, () =>
+        rng.chance(0.5) ? serialize.requestSsl() : Buffer.from([0, 0, 0, 8, 4, 0xd2, 0x16, 0x30]),
+      );
       const { socket, next } = session(port, requests);
       await new Promise((r) => socket.once('connect', r).once('error', r));
       for (const packet of chunk(rng, Buffer.concat([...preamble, startup]))) socket.write(packet);
@@ -317,13 +365,24 @@ describe('Postgres front, fuzzed', () => {
       if (message?.name === 'readyForQuery') {
         ready += 1;
         if (!goodPassword) failures.push(`session ${n}: in with a wrong password (${JSON.stringify(params)})`);
-        if (rng.chance(0.5)) socket.write(serialize.query(rng.pick(['SET ROLE postgres', 'SET SESSION AUTHORIZATION postgres', `SET ROLE "${other.database}"`, 'RESET ROLE'])));
+        if (rng.chance(0.5))
+          socket.write(
+            serialize.query(
+              rng.pick([
+                'SET ROLE postgres',
+                'SET SESSION AUTHORIZATION postgres',
+                `SET ROLE "${other.database}"`,
+                'RESET ROLE',
+              ]),
+            ),
+          );
         socket.write(serialize.query('SELECT current_user, session_user'));
         let row: string[] | null = null;
         for (let m = await next(); m && !(m.name === 'readyForQuery' && row); m = await next()) {
           if (m.name === 'dataRow') row = (m as unknown as { fields: string[] }).fields;
         }
-        if (row?.[0] !== role || row?.[1] !== role) failures.push(`session ${n}: ${JSON.stringify(row)} (${JSON.stringify(params)})`);
+        if (row?.[0] !== role || row?.[1] !== role)
+          failures.push(`session ${n}: ${JSON.stringify(row)} (${JSON.stringify(params)})`);
       }
       socket.destroy();
     }

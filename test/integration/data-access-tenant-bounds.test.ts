@@ -65,7 +65,11 @@ function pgClient(uri: string): pg.Client {
   return client;
 }
 
-const refusal = (promise: Promise<unknown>) => promise.then((value) => `allowed: ${JSON.stringify(value)}`, (err: Error) => err.message);
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    (value) => `allowed: ${JSON.stringify(value)}`,
+    (err: Error) => err.message,
+  );
 
 /** Commands that would show one tenant another's channels or the server's keyspace. */
 const PEEKS: string[][] = [
@@ -90,7 +94,10 @@ const PEEKS: string[][] = [
 ];
 
 beforeAll(async () => {
-  api = await startTestApi({ SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT: String(DB_LIMIT), SLIPWAY_DEPLOYMENT_REDIS_CONNECTION_LIMIT: String(REDIS_LIMIT) });
+  api = await startTestApi({
+    SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT: String(DB_LIMIT),
+    SLIPWAY_DEPLOYMENT_REDIS_CONNECTION_LIMIT: String(REDIS_LIMIT),
+  });
   access = new DeploymentDataAccess(api.config, api.dataSource, secretsCodec(api.config), log);
   await access.start();
   expect(access.frontsActive).toEqual({ postgres: true, redis: true });
@@ -141,7 +148,9 @@ describe("another tenant's Redis channels and the server's keyspace", () => {
     for (const command of PEEKS) {
       expect(await refusal(front.call(command[0]!, ...command.slice(1))), command.join(' ')).toMatch(/NOPERM/);
     }
-    expect(await refusal(front.call('PUBSUB', 'CHANNELS'))).toMatch(/SLIPWAY-FRONT:NOPERM-deployments-may-not-run-PUBSUB/);
+    expect(await refusal(front.call('PUBSUB', 'CHANNELS'))).toMatch(
+      /SLIPWAY-FRONT:NOPERM-deployments-may-not-run-PUBSUB/,
+    );
     // Its own work goes on, and the subcommands client libraries send while connecting pass.
     expect(await front.set(`${envB.env.REDIS_PREFIX}:k`, 'v')).toBe('OK');
     expect(await front.call('CLIENT', 'SETNAME', 'bounds-test')).toBe('OK');
@@ -191,7 +200,9 @@ describe("another tenant's Redis channels and the server's keyspace", () => {
       const front = redisClient(envB.env.REDIS_URI);
       await front.connect();
       for (const command of PEEKS) {
-        expect(await refusal(front.call(command[0]!, ...command.slice(1))), command.join(' ')).toMatch(/SLIPWAY-FRONT:NOPERM/);
+        expect(await refusal(front.call(command[0]!, ...command.slice(1))), command.join(' ')).toMatch(
+          /SLIPWAY-FRONT:NOPERM/,
+        );
       }
     } finally {
       // Provisioning resets the user to its rules (as before every rollout).
@@ -205,7 +216,8 @@ describe("another tenant's Redis channels and the server's keyspace", () => {
 
 describe('connections per deployment', () => {
   it("the role's CONNECTION LIMIT is the configured bound, also for a role made under an older, higher one", async () => {
-    const limitOf = async (role: string) => (await api.dataSource.query(`SELECT rolconnlimit FROM pg_roles WHERE rolname = $1`, [role]))[0]?.rolconnlimit;
+    const limitOf = async (role: string) =>
+      (await api.dataSource.query(`SELECT rolconnlimit FROM pg_roles WHERE rolname = $1`, [role]))[0]?.rolconnlimit;
     expect(await limitOf(a.database)).toBe(DB_LIMIT);
     const older: Readonly<Config> = { ...api.config, deploymentDbConnectionLimit: 100 };
     await new DeploymentDataAccess(older, api.dataSource, secretsCodec(older), log).provision(b.id, b.database);
@@ -222,9 +234,14 @@ describe('connections per deployment', () => {
       held.push(client);
     }
     const over = pgClient(envA.env.DATABASE_URI);
-    const err = await over.connect().then(() => null, (e: { code?: string; message: string }) => e);
+    const err = await over.connect().then(
+      () => null,
+      (e: { code?: string; message: string }) => e,
+    );
     expect(err?.code).toBe('53300');
-    expect(err?.message).toMatch(new RegExp(`too many connections for role "${a.database}": this deployment may hold at most ${DB_LIMIT}`));
+    expect(err?.message).toMatch(
+      new RegExp(`too many connections for role "${a.database}": this deployment may hold at most ${DB_LIMIT}`),
+    );
 
     const other = pgClient(envB.env.DATABASE_URI);
     await other.connect();
@@ -236,7 +253,10 @@ describe('connections per deployment', () => {
     const again = await eventually(
       async () => {
         const client = pgClient(envA.env.DATABASE_URI);
-        return client.connect().then(() => client, () => null);
+        return client.connect().then(
+          () => client,
+          () => null,
+        );
       },
       (client) => client !== null,
       10_000,
@@ -248,7 +268,12 @@ describe('connections per deployment', () => {
 
   it("Redis: A's connections through its front are refused past the bound, B's front still answers", async () => {
     const front = (await access.ensureFronts(a.id)).redis as RedisFront;
-    await eventually(() => front.connections, (n) => n === 0, 5_000, 50);
+    await eventually(
+      () => front.connections,
+      (n) => n === 0,
+      5_000,
+      50,
+    );
     const held: Redis[] = [];
     for (let i = 0; i < REDIS_LIMIT; i++) {
       const client = redisClient(envA.env.REDIS_URI);
@@ -258,9 +283,16 @@ describe('connections per deployment', () => {
     }
     // One more: the front answers at once, as the server does past `maxclients`, and closes.
     expect(front.connections).toBe(REDIS_LIMIT);
-    const { text, closed } = await sendInPieces(Number(new URL(envA.env.REDIS_URI).port), [resp('PING')], 'never', 1_000);
+    const { text, closed } = await sendInPieces(
+      Number(new URL(envA.env.REDIS_URI).port),
+      [resp('PING')],
+      'never',
+      1_000,
+    );
     expect(closed).toBe(true);
-    expect(text).toBe(`-ERR max number of clients reached: this deployment may hold at most ${REDIS_LIMIT} Redis connections at once\r\n`);
+    expect(text).toBe(
+      `-ERR max number of clients reached: this deployment may hold at most ${REDIS_LIMIT} Redis connections at once\r\n`,
+    );
     const over = redisClient(envA.env.REDIS_URI);
     expect(await refusal(over.connect().then(() => over.ping()))).not.toMatch(/^allowed/);
 
@@ -273,7 +305,13 @@ describe('connections per deployment', () => {
     const again = await eventually(
       async () => {
         const client = redisClient(envA.env.REDIS_URI);
-        return client.connect().then(() => client.ping()).then(() => client, () => null);
+        return client
+          .connect()
+          .then(() => client.ping())
+          .then(
+            () => client,
+            () => null,
+          );
       },
       (client) => client !== null,
       10_000,

@@ -116,7 +116,7 @@ describe('trust detection', () => {
   });
 });
 
-describe('a deployment\'s Redis user', () => {
+describe("a deployment's Redis user", () => {
   it('is named in REDIS_URI, works under its own prefix and nowhere else', async () => {
     expect(new URL(envA.env.REDIS_URI).username).toBe(deploymentRedisUser(a.id));
     expect(envA.env.REDIS_URI).not.toContain(api.config.redisUrl);
@@ -133,8 +133,27 @@ describe('a deployment\'s Redis user', () => {
   it('may not run administrative or dangerous commands', async () => {
     const redis = redisClient(envA.env.REDIS_URI);
     await redis.connect();
-    for (const command of [['FLUSHALL'], ['FLUSHDB'], ['CONFIG', 'GET', '*'], ['KEYS', '*'], ['SCAN', '0'], ['EVAL', 'return 1', '0'], ['SCRIPT', 'FLUSH'], ['DEBUG', 'SLEEP', '0'], ['ACL', 'LIST'], ['MONITOR'], ['CLIENT', 'KILL', 'TYPE', 'normal'], ['SHUTDOWN'], ['SAVE'], ['BGSAVE'], ['REPLICAOF', 'NO', 'ONE'], ['MODULE', 'LIST']]) {
-      await expect(redis.call(command[0]!, ...command.slice(1)), command.join(' ')).rejects.toThrow(/NOPERM|DEBUG command not allowed/);
+    for (const command of [
+      ['FLUSHALL'],
+      ['FLUSHDB'],
+      ['CONFIG', 'GET', '*'],
+      ['KEYS', '*'],
+      ['SCAN', '0'],
+      ['EVAL', 'return 1', '0'],
+      ['SCRIPT', 'FLUSH'],
+      ['DEBUG', 'SLEEP', '0'],
+      ['ACL', 'LIST'],
+      ['MONITOR'],
+      ['CLIENT', 'KILL', 'TYPE', 'normal'],
+      ['SHUTDOWN'],
+      ['SAVE'],
+      ['BGSAVE'],
+      ['REPLICAOF', 'NO', 'ONE'],
+      ['MODULE', 'LIST'],
+    ]) {
+      await expect(redis.call(command[0]!, ...command.slice(1)), command.join(' ')).rejects.toThrow(
+        /NOPERM|DEBUG command not allowed/,
+      );
     }
     // Its own key survived all of it.
     expect(await redis.get(`${envA.env.REDIS_PREFIX}:greeting`)).toBe('hello');
@@ -157,7 +176,9 @@ describe('a deployment\'s Redis user', () => {
     expect(await redis.get(`${envA.env.REDIS_PREFIX}:greeting`)).toBe('hello');
     await expect(redis.flushall()).rejects.toThrow(/NOPERM/);
     // Another deployment's credentials do not open this front either.
-    await expect(redis.call('AUTH', deploymentRedisUser(b.id), passwordOf(envB.env.REDIS_URI))).rejects.toThrow(/slipway-front:refused/i);
+    await expect(redis.call('AUTH', deploymentRedisUser(b.id), passwordOf(envB.env.REDIS_URI))).rejects.toThrow(
+      /slipway-front:refused/i,
+    );
 
     // Without AUTH nothing runs; pipelined replies stay in order.
     const [noAuth, ping] = await rawRedis(front, '*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n', 2);
@@ -191,8 +212,17 @@ describe('the Redis front reads every command as the server does', () => {
     expect(access.frontsActive.redis).toBe(true);
   });
 
-  it('HELLO 3 AUTH <own> <password> AUTH default x: refused, still the deployment\'s user', async () => {
-    const hello = resp('HELLO', '3', 'AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI), 'AUTH', 'default', 'x');
+  it("HELLO 3 AUTH <own> <password> AUTH default x: refused, still the deployment's user", async () => {
+    const hello = resp(
+      'HELLO',
+      '3',
+      'AUTH',
+      deploymentRedisUser(a.id),
+      passwordOf(envA.env.REDIS_URI),
+      'AUTH',
+      'default',
+      'x',
+    );
     expect(await whoAfter([hello])).toEqual(own());
   });
 
@@ -221,13 +251,20 @@ describe('the Redis front reads every command as the server does', () => {
   });
 
   it('every byte in its own packet: still read as commands, the switch still refused', async () => {
-    const attack = Buffer.concat([resp('HELLO', '3', 'AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI), 'AUTH', 'default', 'x'), Buffer.from('"AUTH" default x\r\n')]);
+    const attack = Buffer.concat([
+      resp('HELLO', '3', 'AUTH', deploymentRedisUser(a.id), passwordOf(envA.env.REDIS_URI), 'AUTH', 'default', 'x'),
+      Buffer.from('"AUTH" default x\r\n'),
+    ]);
     expect(await whoAfter([attack], true)).toEqual(own());
   });
 
   it('an absurd bulk length is refused at once (nothing awaited), a large value streams through', async () => {
     const port = Number(new URL(envA.env.REDIS_URI).port);
-    const refused = await sendInPieces(port, [ownAuth(), Buffer.from('*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$99999999999\r\n')], 'never');
+    const refused = await sendInPieces(
+      port,
+      [ownAuth(), Buffer.from('*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$99999999999\r\n')],
+      'never',
+    );
     expect(refused.closed).toBe(true);
     expect(refused.text).toMatch(/protocol-error:invalid-bulk-length/);
     const redis = redisClient(envA.env.REDIS_URI);
@@ -241,13 +278,19 @@ describe('the Redis front reads every command as the server does', () => {
   });
 });
 
-describe('a deployment\'s Postgres role', () => {
+describe("a deployment's Postgres role", () => {
   it('reaches its own database with DATABASE_URI and nothing else', async () => {
     const own = pgClient(envA.env.DATABASE_URI);
     await own.connect();
     await own.query('CREATE TABLE notes (id int)');
-    expect((await own.query('SELECT current_user AS u, current_database() AS d')).rows[0]).toEqual({ u: a.database, d: a.database });
-    const [role] = await api.dataSource.query(`SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication FROM pg_roles WHERE rolname = $1`, [a.database]);
+    expect((await own.query('SELECT current_user AS u, current_database() AS d')).rows[0]).toEqual({
+      u: a.database,
+      d: a.database,
+    });
+    const [role] = await api.dataSource.query(
+      `SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication FROM pg_roles WHERE rolname = $1`,
+      [a.database],
+    );
     expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolreplication: false });
     // The control plane's database and another deployment's: refused whichever way it connects.
     await expect(pgClient(envA.env.DATABASE_URI, { database: api.database.name }).connect()).rejects.toThrow();
@@ -265,10 +308,25 @@ describe('a deployment\'s Postgres role', () => {
 
   it('through the front: a wrong password, another role or the superuser is refused', async () => {
     if (!access.frontsActive.postgres) return; // Postgres demands passwords here: no front in between.
-    await expect(pgClient(envA.env.DATABASE_URI, { password: 'wrong' }).connect()).rejects.toThrow(/password authentication failed/);
-    await expect(pgClient(envA.env.DATABASE_URI, { user: b.database, password: passwordOf(envB.env.DATABASE_URI), database: b.database }).connect()).rejects.toThrow(/Only role/);
-    await expect(pgClient(envA.env.DATABASE_URI, { user: 'postgres', database: 'postgres' }).connect()).rejects.toThrow(/Only role/);
-    await expect(pgClient(envA.env.DATABASE_URI, { user: new URL(api.config.databaseUrl).username || 'root', database: a.database }).connect()).rejects.toThrow(/Only role/);
+    await expect(pgClient(envA.env.DATABASE_URI, { password: 'wrong' }).connect()).rejects.toThrow(
+      /password authentication failed/,
+    );
+    await expect(
+      pgClient(envA.env.DATABASE_URI, {
+        user: b.database,
+        password: passwordOf(envB.env.DATABASE_URI),
+        database: b.database,
+      }).connect(),
+    ).rejects.toThrow(/Only role/);
+    await expect(pgClient(envA.env.DATABASE_URI, { user: 'postgres', database: 'postgres' }).connect()).rejects.toThrow(
+      /Only role/,
+    );
+    await expect(
+      pgClient(envA.env.DATABASE_URI, {
+        user: new URL(api.config.databaseUrl).username || 'root',
+        database: a.database,
+      }).connect(),
+    ).rejects.toThrow(/Only role/);
   });
 });
 
@@ -293,11 +351,19 @@ describe('the Postgres front', () => {
     expect(await rawStartup({ user: a.database, database: 'postgres' })).toMatch(/^E.*Only role/s);
     expect(await rawStartup({ user: b.database })).toMatch(/^E.*Only role/s);
     expect(await rawStartup({ ...own, replication: 'database' })).toMatch(/Replication connections are not allowed/);
-    for (const setting of [{ options: '-c role=postgres' }, { options: '-c ro\\le=postgres' }, { options: '--SESSION_AUTHORIZATION=postgres' }, { role: 'postgres' }, { Role: 'postgres' }] as Array<Record<string, string>>) {
+    for (const setting of [
+      { options: '-c role=postgres' },
+      { options: '-c ro\\le=postgres' },
+      { options: '--SESSION_AUTHORIZATION=postgres' },
+      { role: 'postgres' },
+      { Role: 'postgres' },
+    ] as Array<Record<string, string>>) {
       expect(await rawStartup({ ...own, ...setting }), JSON.stringify(setting)).toMatch(/^E.*may not set a role/s);
     }
     // The packet's own parameters are all that count: a client's ordinary settings still pass.
-    expect(await rawStartup({ ...own, application_name: 'app', options: '-c statement_timeout=5s' })).toMatch(/^R\0\0\0\x08\0\0\0\x03/);
+    expect(await rawStartup({ ...own, application_name: 'app', options: '-c statement_timeout=5s' })).toMatch(
+      /^R\0\0\0\x08\0\0\0\x03/,
+    );
   });
 
   it("SET ROLE and SET SESSION AUTHORIZATION fail on the role's own privileges; it stays itself", async () => {
@@ -306,7 +372,10 @@ describe('the Postgres front', () => {
     await expect(own.query('SET ROLE postgres')).rejects.toThrow(/permission denied/);
     await expect(own.query('SET SESSION AUTHORIZATION postgres')).rejects.toThrow(/permission denied/);
     await expect(own.query(`SET ROLE "${b.database}"`)).rejects.toThrow(/permission denied|does not exist/);
-    expect((await own.query('SELECT current_user AS c, session_user AS s')).rows[0]).toEqual({ c: a.database, s: a.database });
+    expect((await own.query('SELECT current_user AS c, session_user AS s')).rows[0]).toEqual({
+      c: a.database,
+      s: a.database,
+    });
   });
 
   it('passes a CancelRequest on for a connection it relays', async () => {
@@ -343,7 +412,10 @@ describe('sealed credentials', () => {
     expect(before.databasePassword).toBe(passwordOf(envA.env.DATABASE_URI));
     expect(before.redisPassword).toBe(passwordOf(envA.env.REDIS_URI));
     expect(before.databasePassword).not.toBe((await store.credentials(b.id)).databasePassword);
-    const [row] = await api.dataSource.query(`SELECT database_password_sealed, redis_password_sealed FROM deployment_credentials WHERE deployment_id = $1`, [a.id]);
+    const [row] = await api.dataSource.query(
+      `SELECT database_password_sealed, redis_password_sealed FROM deployment_credentials WHERE deployment_id = $1`,
+      [a.id],
+    );
     expect(JSON.stringify(row)).not.toContain(before.databasePassword);
     expect(JSON.stringify(row)).not.toContain(before.redisPassword);
 
@@ -363,7 +435,11 @@ describe('sealed credentials', () => {
       // one minted under the previous key keep tracing until their next rollout.
       expect(again.tracing.apiKey).not.toBe(envA.tracing.apiKey);
       for (const key of [envA.tracing.apiKey, again.tracing.apiKey]) {
-        const res = await fetch(`${again.tracing.endpoint}/runs/batch`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: '{"post":[]}' });
+        const res = await fetch(`${again.tracing.endpoint}/runs/batch`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': key },
+          body: '{"post":[]}',
+        });
         expect(res.status).toBe(202);
       }
       const own = pgClient(again.env.DATABASE_URI);

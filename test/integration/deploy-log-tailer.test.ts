@@ -28,9 +28,12 @@ afterAll(async () => {
 });
 
 const deployLines = async () =>
-  ((await api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`, [revisionId])) as { message: string }[]).map(
-    (r) => r.message,
-  );
+  (
+    (await api.dataSource.query(
+      `SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`,
+      [revisionId],
+    )) as { message: string }[]
+  ).map((r) => r.message);
 
 describe('DeployLogTailer', () => {
   it('rotates the file past its cap (one rotated file) and copies every line into the deploy log', async () => {
@@ -42,7 +45,12 @@ describe('DeployLogTailer', () => {
     // Written in bursts, as an app does, with the tailer polling in between.
     for (let burst = 0; burst < 5; burst++) {
       appendFileSync(file, Array.from({ length: 60 }, (_, i) => `line ${burst * 60 + i} ${'x'.repeat(60)}\n`).join(''));
-      await eventually(async () => statSync(file).size, (size) => size < cap, 20_000, 50);
+      await eventually(
+        async () => statSync(file).size,
+        (size) => size < cap,
+        20_000,
+        50,
+      );
     }
     expect(existsSync(`${file}.1`)).toBe(true);
     await tailer.stop();

@@ -16,8 +16,18 @@ let listenerId: string;
 
 beforeAll(async () => {
   api = await startTestApi();
-  reconciler = new Reconciler(api.dataSource, api.queues, api.flow, api.config.pipeline, createLogger({ name: 'activity-test', level: 'silent' }));
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'activity', compute_config: { k8s_namespaces: null } });
+  reconciler = new Reconciler(
+    api.dataSource,
+    api.queues,
+    api.flow,
+    api.config.pipeline,
+    createLogger({ name: 'activity-test', level: 'silent' }),
+  );
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: 'activity',
+    compute_config: { k8s_namespaces: null },
+  });
   listenerId = res.body.id;
 });
 afterAll(async () => {
@@ -48,7 +58,12 @@ async function age(id: string, daysAgo: number, status?: string): Promise<void> 
 }
 
 const row = async (id: string): Promise<{ status: string; idle_seconds: number; last_activity_at: Date }> =>
-  (await api.dataSource.query(`SELECT status, last_activity_at, extract(epoch FROM now() - last_activity_at)::float AS idle_seconds FROM deployments WHERE id = $1`, [id]))[0];
+  (
+    await api.dataSource.query(
+      `SELECT status, last_activity_at, extract(epoch FROM now() - last_activity_at)::float AS idle_seconds FROM deployments WHERE id = $1`,
+      [id],
+    )
+  )[0];
 
 describe('UNUSED from real activity', () => {
   it('a deployment redeployed long ago but active recently never turns UNUSED', async () => {
@@ -77,7 +92,11 @@ describe('UNUSED from real activity', () => {
     const repository = new DeploymentActivityRepository(api.dataSource.manager);
     expect(await repository.idle(api.config.pipeline.idleAfterMs, 100_000)).toContain(id);
     expect(await new DeploymentActivity(api.dataSource).record(id)).toBe('recorded');
-    expect(await api.dataSource.transaction((m) => new DeploymentActivityRepository(m).markUnused(id, api.config.pipeline.idleAfterMs))).toBe(false);
+    expect(
+      await api.dataSource.transaction((m) =>
+        new DeploymentActivityRepository(m).markUnused(id, api.config.pipeline.idleAfterMs),
+      ),
+    ).toBe(false);
     expect((await row(id)).status).toBe('READY');
   });
 
@@ -137,7 +156,10 @@ describe('UNUSED from real activity', () => {
     expect((await row(id)).last_activity_at).toEqual(first);
 
     // A minute later (in the row and on the clock) it writes again, once.
-    await api.dataSource.query(`UPDATE deployments SET last_activity_at = last_activity_at - interval '61 seconds' WHERE id = $1`, [id]);
+    await api.dataSource.query(
+      `UPDATE deployments SET last_activity_at = last_activity_at - interval '61 seconds' WHERE id = $1`,
+      [id],
+    );
     const aged = (await row(id)).last_activity_at;
     clock += 61_000;
     expect(await activity.record(id)).toBe('recorded');

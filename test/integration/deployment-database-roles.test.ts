@@ -31,7 +31,11 @@ async function connectAs(user: string, database: string): Promise<pg.Client> {
   return client;
 }
 
-const sqlState = (promise: Promise<unknown>) => promise.then(() => 'ok', (err: { code?: string }) => err.code ?? String(err));
+const sqlState = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'ok',
+    (err: { code?: string }) => err.code ?? String(err),
+  );
 
 beforeAll(async () => {
   controlPlane = await createTestDatabase();
@@ -40,10 +44,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const db of made.databases) await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(db)} WITH IS_TEMPLATE false`).catch(() => undefined);
+  for (const db of made.databases)
+    await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(db)} WITH IS_TEMPLATE false`).catch(() => undefined);
   for (const db of made.databases) await dropDeploymentDatabase(controlPlane.url, db).catch(() => undefined);
-  for (const db of made.databases) await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(db)} WITH (FORCE)`).catch(() => undefined);
-  for (const role of made.roles) await admin.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(role)}`).catch(() => undefined);
+  for (const db of made.databases)
+    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(db)} WITH (FORCE)`).catch(() => undefined);
+  for (const role of made.roles)
+    await admin.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(role)}`).catch(() => undefined);
   await admin?.end();
   await controlPlane?.drop();
 });
@@ -90,7 +97,10 @@ async function ownDatabaseWorks(client: pg.Client, role: string): Promise<void> 
   await client.query(`INSERT INTO threads VALUES ('t1', '{"a":1}')`);
   expect((await client.query('SELECT data FROM threads')).rows).toEqual([{ data: { a: 1 } }]);
   expect((await client.query('SELECT pg_advisory_lock(1), current_user AS who')).rows[0].who).toBe(role);
-  expect((await client.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name = 'threads'`)).rows[0].n).toBe(1);
+  expect(
+    (await client.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name = 'threads'`))
+      .rows[0].n,
+  ).toBe(1);
 }
 
 describe('a deployment database provisioned by a superuser control-plane user', () => {
@@ -102,7 +112,9 @@ describe('a deployment database provisioned by a superuser control-plane user', 
     expect(result).toEqual({ catalogHidden: true });
     await expectHiddenAndUsable(db);
     // The revocations live in that database only: the control plane's catalog is as it was.
-    const [acl] = (await admin.query(`SELECT relacl::text AS acl FROM pg_class WHERE oid = 'pg_catalog.pg_database'::regclass`)).rows;
+    const [acl] = (
+      await admin.query(`SELECT relacl::text AS acl FROM pg_class WHERE oid = 'pg_catalog.pg_database'::regclass`)
+    ).rows;
     expect(acl.acl).toContain('=r/');
   });
 
@@ -117,7 +129,9 @@ describe('a deployment database provisioned by a superuser control-plane user', 
     }
     // Re-provisioning resets the limit to the configured one.
     await provisionDeploymentDatabase(controlPlane.url, db, 'pw-unused-here', { connectionLimit: 7 });
-    expect((await admin.query('SELECT rolconnlimit FROM pg_roles WHERE rolname = $1', [db])).rows[0].rolconnlimit).toBe(7);
+    expect((await admin.query('SELECT rolconnlimit FROM pg_roles WHERE rolname = $1', [db])).rows[0].rolconnlimit).toBe(
+      7,
+    );
   });
 });
 
@@ -157,8 +171,12 @@ describe('a deployment database provisioned by a control-plane role with only CR
     const db = name('tp');
     made.databases.push(db);
     made.roles.push(db);
-    expect(await provisionDeploymentDatabase(cpUrl(), db, 'pw', { connectionLimit: 2, template })).toEqual({ catalogHidden: true });
-    const [owner] = (await admin.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [db])).rows;
+    expect(await provisionDeploymentDatabase(cpUrl(), db, 'pw', { connectionLimit: 2, template })).toEqual({
+      catalogHidden: true,
+    });
+    const [owner] = (
+      await admin.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [db])
+    ).rows;
     expect(owner.owner).toBe(db);
     await expectHiddenAndUsable(db);
   });
@@ -167,7 +185,9 @@ describe('a deployment database provisioned by a control-plane role with only CR
     const db = name('nt');
     made.databases.push(db);
     made.roles.push(db);
-    expect(await provisionDeploymentDatabase(cpUrl(), db, 'pw', { connectionLimit: 2, template: name('missing') })).toEqual({ catalogHidden: false });
+    expect(
+      await provisionDeploymentDatabase(cpUrl(), db, 'pw', { connectionLimit: 2, template: name('missing') }),
+    ).toEqual({ catalogHidden: false });
     const client = await connectAs(db, db);
     try {
       expect(await sqlState(client.query('SELECT datname FROM pg_database'))).toBe('ok');

@@ -48,7 +48,7 @@ beforeAll(async () => {
   orgAdmin = api.http.as(await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' }));
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     const config = args[0] as string | { text?: string };
-    const text = typeof config === 'string' ? config : config?.text ?? '';
+    const text = typeof config === 'string' ? config : (config?.text ?? '');
     const send = () => (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
     if (holding && /^COMMIT/i.test(text) && claimed.has(this)) {
       return new Promise((resolve, reject) => {
@@ -62,7 +62,11 @@ beforeAll(async () => {
       claimed.delete(this);
     }
     const result = send();
-    if (holding && /UPDATE deployment_slots/.test(text)) void result.then(() => claimed.add(this), () => undefined);
+    if (holding && /UPDATE deployment_slots/.test(text))
+      void result.then(
+        () => claimed.add(this),
+        () => undefined,
+      );
     return result;
   } as typeof original;
 });
@@ -77,7 +81,8 @@ afterAll(async () => {
 
 async function workspace(quotas: Record<string, number> = {}) {
   const ws = await otherWorkspaceClient(api, `slots-${randomUUID().slice(0, 8)}`);
-  if (Object.keys(quotas).length) expect((await orgAdmin.put(`/v2/workspaces/${ws.workspaceId}/quotas`, quotas)).status).toBe(200);
+  if (Object.keys(quotas).length)
+    expect((await orgAdmin.put(`/v2/workspaces/${ws.workspaceId}/quotas`, quotas)).status).toBe(200);
   return ws;
 }
 
@@ -90,8 +95,12 @@ const create = (client: HttpClient) =>
   });
 
 const count = async (sql: string, params: unknown[]) => Number((await api.dataSource.query(sql, params))[0].n);
-const deployments = (workspaceId: string) => count(`SELECT count(*) AS n FROM deployments WHERE workspace_id = $1`, [workspaceId]);
-const takenSlots = (workspaceId: string) => count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NOT NULL`, [workspaceId]);
+const deployments = (workspaceId: string) =>
+  count(`SELECT count(*) AS n FROM deployments WHERE workspace_id = $1`, [workspaceId]);
+const takenSlots = (workspaceId: string) =>
+  count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NOT NULL`, [
+    workspaceId,
+  ]);
 
 describe('concurrent creates of one workspace', () => {
   it('50 creates hold their slots uncommitted together, in groups, instead of one after another', async () => {
@@ -150,7 +159,9 @@ describe('quota changes and deletes', () => {
     const slots = () => count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1`, [workspaceId]);
     expect(await slots()).toBe(SLOT_SLICE);
     // The slice used up (its free rows gone), one more create lays out the next one.
-    await api.dataSource.query(`DELETE FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [workspaceId]);
+    await api.dataSource.query(`DELETE FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [
+      workspaceId,
+    ]);
     expect((await create(client)).status).toBe(201);
     expect(await slots()).toBe(1 + SLOT_SLICE);
   }, 60_000);
@@ -158,12 +169,17 @@ describe('quota changes and deletes', () => {
   it('a create that sees the free slots run low has the next slice added after it: no later create finds none', async () => {
     const { workspaceId, client } = await workspace({ deployments: 1_000_000 });
     expect((await create(client)).status).toBe(201); // lays out the first slice
-    const free = () => count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [workspaceId]);
+    const free = () =>
+      count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [
+        workspaceId,
+      ]);
     expect(await free()).toBe(SLOT_SLICE - 1);
     const before = rollbacks;
     // A whole slice more, 8 at a time: past SLOT_LOW_WATER free, top-ups add rows as they go.
     for (let i = 0; i < SLOT_SLICE; i += 8) {
-      expect((await Promise.all(Array.from({ length: 8 }, () => create(client)))).map((r) => r.status)).toEqual(Array(8).fill(201));
+      expect((await Promise.all(Array.from({ length: 8 }, () => create(client)))).map((r) => r.status)).toEqual(
+        Array(8).fill(201),
+      );
     }
     // 257 slots taken out of a first slice of 256, and no create found none: rows were added as they went.
     expect(rollbacks - before, 'creates that found no free slot').toBe(0);
@@ -179,10 +195,16 @@ describe('quota changes and deletes', () => {
     expect(await count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1`, [workspaceId])).toBe(100);
     // As if the configured default had been 1000 (5 more free slots) and is 100 now: the slots no longer match the quota in force.
     await api.dataSource.query(`UPDATE workspaces SET deployment_slots_for = 1000 WHERE id = $1`, [workspaceId]);
-    await api.dataSource.query(`INSERT INTO deployment_slots (workspace_id) SELECT $1 FROM generate_series(1, 5)`, [workspaceId]);
+    await api.dataSource.query(`INSERT INTO deployment_slots (workspace_id) SELECT $1 FROM generate_series(1, 5)`, [
+      workspaceId,
+    ]);
     expect((await create(client)).status).toBe(201);
     // Laid out again for the default in force (100): 2 taken, 98 free.
-    expect(await count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [workspaceId])).toBe(98);
+    expect(
+      await count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [
+        workspaceId,
+      ]),
+    ).toBe(98);
     await api.dataSource.query(`DELETE FROM workspaces WHERE id = $1`, [workspaceId]);
     expect(await count(`SELECT count(*) AS n FROM deployment_slots WHERE workspace_id = $1`, [workspaceId])).toBe(0);
   }, 60_000);

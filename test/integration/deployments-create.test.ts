@@ -29,7 +29,10 @@ const image = (name: string, over: { source_config?: object; source_revision_con
   ...over.top,
 });
 
-const repohost = (name: string, over: { source_config?: object; source_revision_config?: object; top?: object } = {}) => ({
+const repohost = (
+  name: string,
+  over: { source_config?: object; source_revision_config?: object; top?: object } = {},
+) => ({
   name,
   source: 'repohost',
   source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, ...over.source_config },
@@ -39,7 +42,11 @@ const repohost = (name: string, over: { source_config?: object; source_revision_
 
 const post = (body: unknown) => api.http.post('/v2/deployments', body);
 
-async function countRows(table: 'deployments' | 'revisions' | 'tracing_projects', where = 'true', params: unknown[] = []): Promise<number> {
+async function countRows(
+  table: 'deployments' | 'revisions' | 'tracing_projects',
+  where = 'true',
+  params: unknown[] = [],
+): Promise<number> {
   const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params);
   return row.n;
 }
@@ -130,48 +137,98 @@ describe('source and required fields', () => {
   });
 
   it('external_container needs image_uri', async () => {
-    const res = await post({ name: 'ext-missing', source: 'external_container', source_config: {}, source_revision_config: {} });
+    const res = await post({
+      name: 'ext-missing',
+      source: 'external_container',
+      source_config: {},
+      source_revision_config: {},
+    });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
-      detail: [{ loc: ['body', 'source_revision_config', 'image_uri'], msg: 'Field required for external_container deployments', type: 'missing' }],
+      detail: [
+        {
+          loc: ['body', 'source_revision_config', 'image_uri'],
+          msg: 'Field required for external_container deployments',
+          type: 'missing',
+        },
+      ],
     });
     expect(await countRows('deployments', 'name = $1', ['ext-missing'])).toBe(0);
   });
 
   it('external_container without listener_id in a workspace with listeners: 400 listing them, nothing written', async () => {
-    const res = await post({ name: 'ext-no-listener', source: 'external_container', source_config: {}, source_revision_config: { image_uri: 'registry.example/a:1' } });
+    const res = await post({
+      name: 'ext-no-listener',
+      source: 'external_container',
+      source_config: {},
+      source_revision_config: { image_uri: 'registry.example/a:1' },
+    });
     expect(res.status, res.text).toBe(400);
-    expect(res.body.detail).toBe(`'source_config.listener_id' is required for workspace with available listener IDs: [${listenerId}]`);
+    expect(res.body.detail).toBe(
+      `'source_config.listener_id' is required for workspace with available listener IDs: [${listenerId}]`,
+    );
     expect(await countRows('deployments', 'name = $1', ['ext-no-listener'])).toBe(0);
   });
 
   it('repohost needs integration_id and repo_url', async () => {
-    const res = await post({ name: 'repo-missing', source: 'repohost', source_config: { integration_id: null }, source_revision_config: {} });
+    const res = await post({
+      name: 'repo-missing',
+      source: 'repohost',
+      source_config: { integration_id: null },
+      source_revision_config: {},
+    });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
       detail: [
-        { loc: ['body', 'source_config', 'integration_id'], msg: 'Field required for repohost deployments', type: 'missing' },
+        {
+          loc: ['body', 'source_config', 'integration_id'],
+          msg: 'Field required for repohost deployments',
+          type: 'missing',
+        },
         { loc: ['body', 'source_config', 'repo_url'], msg: 'Field required for repohost deployments', type: 'missing' },
       ],
     });
   });
 
   it('refuses fields of another source', async () => {
-    const repo = await post(repohost('repo-cross', { source_config: { listener_id: listenerId }, source_revision_config: { image_uri: 'x/y:1' } }));
+    const repo = await post(
+      repohost('repo-cross', {
+        source_config: { listener_id: listenerId },
+        source_revision_config: { image_uri: 'x/y:1' },
+      }),
+    );
     expect(repo.status).toBe(422);
     expect(repo.body).toEqual({
       detail: [
-        { loc: ['body', 'source_config', 'listener_id'], msg: 'Value error, listener_id is only for external_container deployments', type: 'value_error' },
-        { loc: ['body', 'source_revision_config', 'image_uri'], msg: 'Value error, image_uri is only for external_container deployments', type: 'value_error' },
+        {
+          loc: ['body', 'source_config', 'listener_id'],
+          msg: 'Value error, listener_id is only for external_container deployments',
+          type: 'value_error',
+        },
+        {
+          loc: ['body', 'source_revision_config', 'image_uri'],
+          msg: 'Value error, image_uri is only for external_container deployments',
+          type: 'value_error',
+        },
       ],
     });
 
-    const ext = await post(image('ext-cross', { source_config: { integration_id: randomUUID(), repo_url: 'https://git.example/a/b' } }));
+    const ext = await post(
+      image('ext-cross', { source_config: { integration_id: randomUUID(), repo_url: 'https://git.example/a/b' } }),
+    );
     expect(ext.status).toBe(422);
     expect(ext.body).toEqual({
       detail: [
-        { loc: ['body', 'source_config', 'integration_id'], msg: 'Value error, integration_id is only for repohost deployments', type: 'value_error' },
-        { loc: ['body', 'source_config', 'repo_url'], msg: 'Value error, repo_url is only for repohost deployments', type: 'value_error' },
+        {
+          loc: ['body', 'source_config', 'integration_id'],
+          msg: 'Value error, integration_id is only for repohost deployments',
+          type: 'value_error',
+        },
+        {
+          loc: ['body', 'source_config', 'repo_url'],
+          msg: 'Value error, repo_url is only for repohost deployments',
+          type: 'value_error',
+        },
       ],
     });
   });
@@ -199,7 +256,13 @@ describe('source and required fields', () => {
     const res = await post(image('ext-typed', over));
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
-      detail: [{ loc, msg: 'Value error, deployment_type must be null for external_container deployments', type: 'value_error' }],
+      detail: [
+        {
+          loc,
+          msg: 'Value error, deployment_type must be null for external_container deployments',
+          type: 'value_error',
+        },
+      ],
     });
   });
 
@@ -231,8 +294,16 @@ describe('resource_spec validation', () => {
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
       detail: [
-        { loc: ['body', 'source_config', 'resource_spec', 'min_scale'], msg: 'Value error, min_scale must not exceed max_scale', type: 'value_error' },
-        { loc: ['body', 'source_config', 'resource_spec', 'cpu'], msg: 'Value error, cpu must not exceed cpu_limit', type: 'value_error' },
+        {
+          loc: ['body', 'source_config', 'resource_spec', 'min_scale'],
+          msg: 'Value error, min_scale must not exceed max_scale',
+          type: 'value_error',
+        },
+        {
+          loc: ['body', 'source_config', 'resource_spec', 'cpu'],
+          msg: 'Value error, cpu must not exceed cpu_limit',
+          type: 'value_error',
+        },
       ],
     });
   });
@@ -241,7 +312,11 @@ describe('resource_spec validation', () => {
     const res = await post(withSpec('spec-mem', { memory_mb: 4096, memory_limit_mb: 1024 }));
     expect(res.status).toBe(422);
     expect(res.body.detail).toEqual([
-      { loc: ['body', 'source_config', 'resource_spec', 'memory_mb'], msg: 'Value error, memory_mb must not exceed memory_limit_mb', type: 'value_error' },
+      {
+        loc: ['body', 'source_config', 'resource_spec', 'memory_mb'],
+        msg: 'Value error, memory_mb must not exceed memory_limit_mb',
+        type: 'value_error',
+      },
     ]);
   });
 
@@ -250,8 +325,16 @@ describe('resource_spec validation', () => {
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
       detail: [
-        { loc: ['body', 'source_config', 'resource_spec', 'max_scale'], msg: 'Input should be greater than or equal to 1', type: 'greater_than_equal' },
-        { loc: ['body', 'source_config', 'resource_spec', 'cpu'], msg: 'Input should be greater than 0', type: 'greater_than' },
+        {
+          loc: ['body', 'source_config', 'resource_spec', 'max_scale'],
+          msg: 'Input should be greater than or equal to 1',
+          type: 'greater_than_equal',
+        },
+        {
+          loc: ['body', 'source_config', 'resource_spec', 'cpu'],
+          msg: 'Input should be greater than 0',
+          type: 'greater_than',
+        },
         {
           loc: ['body', 'source_config', 'resource_spec', 'memory_mb'],
           msg: 'Input should be a valid integer, got a number with a fractional part',
@@ -262,18 +345,30 @@ describe('resource_spec validation', () => {
   });
 
   it('a container without image → missing at its image; without name → missing at its name', async () => {
-    const res = await post(withSpec('spec-container', { sidecars: [{ name: 'log-shipper' }], init_containers: [{ image: 'busybox:1' }] }));
+    const res = await post(
+      withSpec('spec-container', { sidecars: [{ name: 'log-shipper' }], init_containers: [{ image: 'busybox:1' }] }),
+    );
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
       detail: [
-        { loc: ['body', 'source_config', 'resource_spec', 'init_containers', 0, 'name'], msg: 'Field required', type: 'missing' },
-        { loc: ['body', 'source_config', 'resource_spec', 'sidecars', 0, 'image'], msg: 'Field required', type: 'missing' },
+        {
+          loc: ['body', 'source_config', 'resource_spec', 'init_containers', 0, 'name'],
+          msg: 'Field required',
+          type: 'missing',
+        },
+        {
+          loc: ['body', 'source_config', 'resource_spec', 'sidecars', 0, 'image'],
+          msg: 'Field required',
+          type: 'missing',
+        },
       ],
     });
   });
 
   it('fractional CPU and given fields are kept; the rest is defaulted from them', async () => {
-    const res = await post(withSpec('spec-ok', { cpu: 0.25, memory_mb: 300, max_scale: 3, sidecars: [{ name: 'log', image: 'busybox:1' }] }));
+    const res = await post(
+      withSpec('spec-ok', { cpu: 0.25, memory_mb: 300, max_scale: 3, sidecars: [{ name: 'log', image: 'busybox:1' }] }),
+    );
     expect(res.status).toBe(201);
     expect(res.body.source_config.resource_spec).toEqual({
       ...specFor(0.25, 300, 1, 3),
@@ -295,7 +390,9 @@ describe('secrets validation', () => {
       }),
     );
     expect(res.status).toBe(422);
-    expect(res.body).toEqual({ detail: [{ loc: ['body', 'secrets', 1], msg: 'Value error, list items must be unique', type: 'value_error' }] });
+    expect(res.body).toEqual({
+      detail: [{ loc: ['body', 'secrets', 1], msg: 'Value error, list items must be unique', type: 'value_error' }],
+    });
   });
 
   it.each(['1TOKEN', 'MY-TOKEN', 'has space', ''])('name %j → 422 at its name', async (name) => {
@@ -304,7 +401,10 @@ describe('secrets validation', () => {
     expect(res.body.detail).toEqual([
       {
         loc: ['body', 'secrets', 0, 'name'],
-        msg: name === '' ? 'String should have at least 1 character' : "String should match pattern '^[A-Za-z_][A-Za-z0-9_]*$'",
+        msg:
+          name === ''
+            ? 'String should have at least 1 character'
+            : "String should match pattern '^[A-Za-z_][A-Za-z0-9_]*$'",
         type: name === '' ? 'string_too_short' : 'string_pattern_mismatch',
       },
     ]);
@@ -330,15 +430,28 @@ describe('secrets validation', () => {
     expect(detail.map((d) => d.loc)).toEqual([1, 2, 3, 4, 5].map((i) => ['body', 'secrets', i, 'name']));
     expect(detail.map((d) => d.type)).toEqual(Array(5).fill('value_error'));
     for (const [i, name] of ['LD_PRELOAD', 'NODE_OPTIONS', 'PATH', 'DATABASE_URI', 'LD_AUDIT_ANYTHING'].entries()) {
-      expect(detail[i]!.msg).toMatch(new RegExp(`^Value error, '${name}' is a reserved name: .* \\(reserved: PATH, HOME, .*LD_\\*`));
+      expect(detail[i]!.msg).toMatch(
+        new RegExp(`^Value error, '${name}' is a reserved name: .* \\(reserved: PATH, HOME, .*LD_\\*`),
+      );
     }
     expect(await countRows('deployments', 'name = $1', ['reserved-secrets'])).toBe(0);
   });
 
   it('a masked value on create → 400 (there is no stored value to keep), nothing written', async () => {
-    const res = await post(image('masked-create', { top: { secrets: [{ name: 'OK', value: 'real' }, { name: 'COPIED', value: '********' }] } }));
+    const res = await post(
+      image('masked-create', {
+        top: {
+          secrets: [
+            { name: 'OK', value: 'real' },
+            { name: 'COPIED', value: '********' },
+          ],
+        },
+      }),
+    );
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ detail: "Secret COPIED has the masked value '********' but no stored value to keep; send its real value." });
+    expect(res.body).toEqual({
+      detail: "Secret COPIED has the masked value '********' but no stored value to keep; send its real value.",
+    });
     expect(await countRows('deployments', 'name = $1', ['masked-create'])).toBe(0);
   });
 
@@ -359,20 +472,31 @@ describe('aliases and defaults', () => {
     expect(res.body).toMatchObject({
       source: 'repohost',
       deployment_type: 'dev',
-      source_config: { deployment_type: 'dev', integration_id: repo.integrationId, repo_url: repo.repoUrl, listener_id: null },
+      source_config: {
+        deployment_type: 'dev',
+        integration_id: repo.integrationId,
+        repo_url: repo.repoUrl,
+        listener_id: null,
+      },
       source_revision_config: { repo_ref: 'main', graph_config_path: 'langgraph.json', image_uri: null },
       url: null,
       tag_value_ids: [],
     });
     expect(res.body.source_config.resource_spec).toEqual(specFor(1, 1024, 1, 1));
-    const [revision] = await api.dataSource.query(`SELECT source, status FROM revisions WHERE id = $1`, [res.body.latest_revision_id]);
+    const [revision] = await api.dataSource.query(`SELECT source, status FROM revisions WHERE id = $1`, [
+      res.body.latest_revision_id,
+    ]);
     expect(revision).toEqual({ source: 'repohost', status: 'CREATING' });
-    const jobs = await api.dataSource.query(`SELECT job_name FROM outbox WHERE payload->>'revisionId' = $1`, [res.body.latest_revision_id]);
+    const jobs = await api.dataSource.query(`SELECT job_name FROM outbox WHERE payload->>'revisionId' = $1`, [
+      res.body.latest_revision_id,
+    ]);
     expect(jobs).toEqual([{ job_name: 'build.revision' }]);
   });
 
   it('langgraph_config_path is accepted as graph_config_path', async () => {
-    const res = await post(repohost('lg-alias', { source_revision_config: { langgraph_config_path: 'agents/langgraph.json' } }));
+    const res = await post(
+      repohost('lg-alias', { source_revision_config: { langgraph_config_path: 'agents/langgraph.json' } }),
+    );
     expect(res.status).toBe(201);
     expect(res.body.source_revision_config.graph_config_path).toBe('agents/langgraph.json');
     const revision = await api.http.get(`/v2/deployments/${res.body.id}/revisions/${res.body.latest_revision_id}`);
@@ -388,7 +512,9 @@ describe('aliases and defaults', () => {
     expect(res.status).toBe(201);
     expect(res.body.deployment_type).toBe(type);
     expect(res.body.source_config.resource_spec).toEqual(spec);
-    const [revision] = await api.dataSource.query(`SELECT resource_spec FROM revisions WHERE id = $1`, [res.body.latest_revision_id]);
+    const [revision] = await api.dataSource.query(`SELECT resource_spec FROM revisions WHERE id = $1`, [
+      res.body.latest_revision_id,
+    ]);
     expect(revision.resource_spec).toEqual(spec);
   });
 
@@ -396,26 +522,50 @@ describe('aliases and defaults', () => {
     const res = await post(repohost('typed-in-config', { source_config: { deployment_type: 'prod' } }));
     expect(res.status).toBe(201);
     expect(res.body.deployment_type).toBe('prod');
-    expect(res.body.source_config.resource_spec).toMatchObject({ cpu: 2, memory_mb: 2048, min_scale: 2, max_scale: 10 });
+    expect(res.body.source_config.resource_spec).toMatchObject({
+      cpu: 2,
+      memory_mb: 2048,
+      min_scale: 2,
+      max_scale: 10,
+    });
   });
 
-  it.each(['internal_source', 'upload'])('%s without a tarball → upload deployment with latest_revision_id null (C10)', async (source) => {
-    const name = `cli-${source.replace('_', '-')}`;
-    const res = await post({
-      name,
-      source,
-      source_config: { deployment_type: 'dev_free' },
-      source_revision_config: { langgraph_config_path: 'langgraph.json' },
-    });
-    expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ name, source: 'upload', deployment_type: 'dev_free', latest_revision_id: null, active_revision_id: null });
-    expect(await countRows('revisions', 'deployment_id = $1', [res.body.id])).toBe(0);
-    const jobs = await api.dataSource.query(`SELECT job_name, payload FROM outbox WHERE payload->>'deploymentId' = $1`, [res.body.id]);
-    expect(jobs).toEqual([{ job_name: 'provision.deployment', payload: { deploymentId: res.body.id, requestId: expect.any(String) } }]);
-  });
+  it.each(['internal_source', 'upload'])(
+    '%s without a tarball → upload deployment with latest_revision_id null (C10)',
+    async (source) => {
+      const name = `cli-${source.replace('_', '-')}`;
+      const res = await post({
+        name,
+        source,
+        source_config: { deployment_type: 'dev_free' },
+        source_revision_config: { langgraph_config_path: 'langgraph.json' },
+      });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({
+        name,
+        source: 'upload',
+        deployment_type: 'dev_free',
+        latest_revision_id: null,
+        active_revision_id: null,
+      });
+      expect(await countRows('revisions', 'deployment_id = $1', [res.body.id])).toBe(0);
+      const jobs = await api.dataSource.query(
+        `SELECT job_name, payload FROM outbox WHERE payload->>'deploymentId' = $1`,
+        [res.body.id],
+      );
+      expect(jobs).toEqual([
+        { job_name: 'provision.deployment', payload: { deploymentId: res.body.id, requestId: expect.any(String) } },
+      ]);
+    },
+  );
 
   it('unknown body fields are ignored', async () => {
-    const res = await post({ ...image('extras'), tracked_packages: ['x'], route_through_gateway: true, source_config: { listener_id: listenerId, shiny: 1 } });
+    const res = await post({
+      ...image('extras'),
+      tracked_packages: ['x'],
+      route_through_gateway: true,
+      source_config: { listener_id: listenerId, shiny: 1 },
+    });
     expect(res.status).toBe(201);
     expect(res.body.source_config).not.toHaveProperty('shiny');
   });
@@ -431,21 +581,33 @@ describe('listeners', () => {
 
   it("another workspace's listener → 404, and nothing is written", async () => {
     const otherWorkspaceId = randomUUID();
-    await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [otherWorkspaceId, api.organizationId]);
+    await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [
+      otherWorkspaceId,
+      api.organizationId,
+    ]);
     const otherKey = await api.mintKey({ workspaceId: otherWorkspaceId, role: 'admin' });
     const other = new HttpClient(api.baseUrl, otherKey);
-    const theirs = await other.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'their-cluster', compute_config: { k8s_namespaces: null } });
+    const theirs = await other.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: 'their-cluster',
+      compute_config: { k8s_namespaces: null },
+    });
     expect(theirs.status).toBe(201);
 
     const res = await post(image('ext-foreign-listener', { source_config: { listener_id: theirs.body.id } }));
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ detail: `Listener ID ${theirs.body.id} not found.` });
     expect(await countRows('deployments', 'name = $1', ['ext-foreign-listener'])).toBe(0);
-    const [tp] = await api.dataSource.query(`SELECT count(*)::int AS n FROM tracing_projects WHERE name = 'ext-foreign-listener'`);
+    const [tp] = await api.dataSource.query(
+      `SELECT count(*)::int AS n FROM tracing_projects WHERE name = 'ext-foreign-listener'`,
+    );
     expect(tp.n).toBe(0);
 
     // And the other workspace, using its own listener, is fine; the name is per workspace.
-    const ok = await other.post('/v2/deployments', image('ext-foreign-listener', { source_config: { listener_id: theirs.body.id } }));
+    const ok = await other.post(
+      '/v2/deployments',
+      image('ext-foreign-listener', { source_config: { listener_id: theirs.body.id } }),
+    );
     expect(ok.status).toBe(201);
     expect(ok.body.tenant_id).toBe(otherWorkspaceId);
     expect((await api.http.get(`/v2/deployments/${ok.body.id}`)).status).toBe(404);
@@ -454,7 +616,9 @@ describe('listeners', () => {
   it('a namespace the listener does not serve → 400; one it serves → 201', async () => {
     const bad = await post(image('ext-bad-ns', { source_config: { listener_config: { k8s_namespace: 'prod' } } }));
     expect(bad.status).toBe(400);
-    expect(bad.body).toEqual({ detail: `Namespace 'prod' is not one of listener ${listenerId}'s namespaces (agents, staging).` });
+    expect(bad.body).toEqual({
+      detail: `Namespace 'prod' is not one of listener ${listenerId}'s namespaces (agents, staging).`,
+    });
     const good = await post(image('ext-good-ns', { source_config: { listener_config: { k8s_namespace: 'staging' } } }));
     expect(good.status).toBe(201);
     expect(good.body.source_config.listener_config).toEqual({ k8s_namespace: 'staging' });
@@ -466,7 +630,9 @@ describe('names and tracing projects', () => {
     expect((await post(image('taken'))).status).toBe(201);
     const dup = await post(repohost('taken'));
     expect(dup.status).toBe(409);
-    expect(dup.body).toEqual({ detail: `A deployment or tracing project named 'taken' already exists in workspace ID '${api.workspaceId}'.` });
+    expect(dup.body).toEqual({
+      detail: `A deployment or tracing project named 'taken' already exists in workspace ID '${api.workspaceId}'.`,
+    });
     expect(await countRows('deployments', 'name = $1', ['taken'])).toBe(1);
   });
 
@@ -477,16 +643,22 @@ describe('names and tracing projects', () => {
     expect(await countRows('tracing_projects', 'name = $1', ['race-name'])).toBe(1);
   });
 
-  it("a name whose tracing project belongs to another deployment → 409, and nothing is written", async () => {
+  it('a name whose tracing project belongs to another deployment → 409, and nothing is written', async () => {
     const owner = await post(image('project-owner'));
     expect(owner.status).toBe(201);
     // The project of the name asked for is attached to a deployment of another name.
-    await api.dataSource.query(`UPDATE tracing_projects SET name = 'held-project' WHERE id = $1`, [owner.body.tracing_project_id]);
+    await api.dataSource.query(`UPDATE tracing_projects SET name = 'held-project' WHERE id = $1`, [
+      owner.body.tracing_project_id,
+    ]);
     const res = await post(image('held-project'));
     expect(res.status).toBe(409);
-    expect(res.body).toEqual({ detail: `A deployment or tracing project named 'held-project' already exists in workspace ID '${api.workspaceId}'.` });
+    expect(res.body).toEqual({
+      detail: `A deployment or tracing project named 'held-project' already exists in workspace ID '${api.workspaceId}'.`,
+    });
     expect(await countRows('deployments', 'name = $1', ['held-project'])).toBe(0);
-    const [tp] = await api.dataSource.query(`SELECT deployment_id FROM tracing_projects WHERE id = $1`, [owner.body.tracing_project_id]);
+    const [tp] = await api.dataSource.query(`SELECT deployment_id FROM tracing_projects WHERE id = $1`, [
+      owner.body.tracing_project_id,
+    ]);
     expect(tp.deployment_id).toBe(owner.body.id);
   });
 
@@ -495,7 +667,9 @@ describe('names and tracing projects', () => {
     expect(first.status).toBe(201);
     const tracingProjectId = first.body.tracing_project_id;
     expect(tracingProjectId).toEqual(expect.any(String));
-    const [tp] = await api.dataSource.query(`SELECT name, deployment_id FROM tracing_projects WHERE id = $1`, [tracingProjectId]);
+    const [tp] = await api.dataSource.query(`SELECT name, deployment_id FROM tracing_projects WHERE id = $1`, [
+      tracingProjectId,
+    ]);
     expect(tp).toEqual({ name: 'reborn', deployment_id: first.body.id });
 
     // Teardown finished: the row is gone (what the deployer does at the end of teardown).
@@ -506,7 +680,9 @@ describe('names and tracing projects', () => {
     expect(second.status).toBe(201);
     expect(second.body.id).not.toBe(first.body.id);
     expect(second.body.tracing_project_id).toBe(tracingProjectId);
-    const [after] = await api.dataSource.query(`SELECT deployment_id FROM tracing_projects WHERE id = $1`, [tracingProjectId]);
+    const [after] = await api.dataSource.query(`SELECT deployment_id FROM tracing_projects WHERE id = $1`, [
+      tracingProjectId,
+    ]);
     expect(after.deployment_id).toBe(second.body.id);
   });
 });

@@ -16,7 +16,11 @@ let tier: { gold: string };
 
 beforeAll(async () => {
   api = await startTestApi();
-  const listener = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'list-cluster', compute_config: { k8s_namespaces: null } });
+  const listener = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: 'list-cluster',
+    compute_config: { k8s_namespaces: null },
+  });
   listenerId = listener.body.id;
   const repo = await repohostFixture(api);
 
@@ -50,7 +54,9 @@ beforeAll(async () => {
     ids[name] = res.body.id;
   }
   // Statuses the pipeline would set: READY after provisioning; one deletion in progress.
-  await api.dataSource.query(`UPDATE deployments SET status = 'READY' WHERE id = ANY($1::uuid[])`, [[ids['self-beta'], ids['cloud-prod']]]);
+  await api.dataSource.query(`UPDATE deployments SET status = 'READY' WHERE id = ANY($1::uuid[])`, [
+    [ids['self-beta'], ids['cloud-prod']],
+  ]);
   expect((await api.http.delete(`/v2/deployments/${ids['cloud-free']}`)).status).toBe(204);
 
   // Tags: self-alpha carries team=search and tier=gold; cloud-alpha team=search; cloud-prod team=billing.
@@ -90,7 +96,11 @@ describe('order and envelope', () => {
     expect(res.body.offset).toBe(order.length);
     // Items are full deployments, secrets masked and tags attached.
     const alpha = res.body.resources.find((d: any) => d.name === 'self-alpha');
-    expect(alpha).toMatchObject({ id: ids['self-alpha'], source: 'external_container', tag_value_ids: [team.search, tier.gold].sort() });
+    expect(alpha).toMatchObject({
+      id: ids['self-alpha'],
+      source: 'external_container',
+      tag_value_ids: [team.search, tier.gold].sort(),
+    });
   });
 
   it('pages with limit/offset; offset = request offset + number returned', async () => {
@@ -123,7 +133,10 @@ describe('order and envelope', () => {
 
   it("never lists another workspace's deployments", async () => {
     const otherWorkspaceId = randomUUID();
-    await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [otherWorkspaceId, api.organizationId]);
+    await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [
+      otherWorkspaceId,
+      api.organizationId,
+    ]);
     const other = new HttpClient(api.baseUrl, await api.mintKey({ workspaceId: otherWorkspaceId }));
     expect((await other.get('/v2/deployments')).body).toEqual({ resources: [], offset: 0 });
     expect((await other.get(`/v2/deployments?deployment_ids=${ids['self-alpha']}`)).body.resources).toEqual([]);
@@ -161,7 +174,9 @@ describe('filters', () => {
 
   it('remote_reconciled: true = listener-reconciled (self-hosted), false = the others', async () => {
     expect(await names('?remote_reconciled=true')).toEqual(newestFirst('self-alpha', 'self-beta'));
-    expect(await names('?remote_reconciled=false')).toEqual(newestFirst('cloud-alpha', 'cloud-prod', 'cloud-free', 'axb-name'));
+    expect(await names('?remote_reconciled=false')).toEqual(
+      newestFirst('cloud-alpha', 'cloud-prod', 'cloud-free', 'axb-name'),
+    );
   });
 
   it('tag_value_ids: deployments carrying ALL the given values', async () => {
@@ -171,7 +186,9 @@ describe('filters', () => {
     expect(await names(`?tag_value_ids=${team.search},${team.billing}`)).toEqual([]);
     expect(await names(`?tag_value_ids=${team.billing}`)).toEqual(['cloud-prod']);
     // A repeated id counts once; an id nobody carries matches nothing.
-    expect(await names(`?tag_value_ids=${team.search},${team.search}`)).toEqual(newestFirst('self-alpha', 'cloud-alpha'));
+    expect(await names(`?tag_value_ids=${team.search},${team.search}`)).toEqual(
+      newestFirst('self-alpha', 'cloud-alpha'),
+    );
     expect(await names(`?tag_value_ids=${randomUUID()}`)).toEqual([]);
   });
 
@@ -188,14 +205,20 @@ describe('filters', () => {
   });
 
   it('deployment_ids: any of the given ids', async () => {
-    expect(await names(`?deployment_ids=${ids['self-alpha']},${ids['cloud-prod']}`)).toEqual(newestFirst('self-alpha', 'cloud-prod'));
+    expect(await names(`?deployment_ids=${ids['self-alpha']},${ids['cloud-prod']}`)).toEqual(
+      newestFirst('self-alpha', 'cloud-prod'),
+    );
     expect(await names(`?deployment_ids=${ids['axb-name']}`)).toEqual(['axb-name']);
     expect(await names(`?deployment_ids=${randomUUID()}`)).toEqual([]);
   });
 
   it('filters combine (AND), and paging applies after filtering', async () => {
-    expect(await names(`?remote_reconciled=false&name_contains=cloud&status=AWAITING_DATABASE`)).toEqual(['cloud-alpha']);
-    expect(await names(`?tag_value_ids=${team.search}&image_version=1.0&remote_reconciled=true`)).toEqual(['self-alpha']);
+    expect(await names(`?remote_reconciled=false&name_contains=cloud&status=AWAITING_DATABASE`)).toEqual([
+      'cloud-alpha',
+    ]);
+    expect(await names(`?tag_value_ids=${team.search}&image_version=1.0&remote_reconciled=true`)).toEqual([
+      'self-alpha',
+    ]);
     const page = await api.http.get('/v2/deployments?name_contains=alpha&limit=1&offset=1');
     expect(page.body.resources.map((d: any) => d.name)).toEqual(['self-alpha']);
     expect(page.body.offset).toBe(2);
@@ -206,8 +229,18 @@ describe('query validation → 422', () => {
   it.each([
     ['limit=0', ['query', 'limit'], 'greater_than_equal', 'Input should be greater than or equal to 1'],
     ['limit=101', ['query', 'limit'], 'less_than_equal', 'Input should be less than or equal to 100'],
-    ['limit=abc', ['query', 'limit'], 'int_parsing', 'Input should be a valid integer, unable to parse string as an integer'],
-    ['limit=1.5', ['query', 'limit'], 'int_from_float', 'Input should be a valid integer, got a number with a fractional part'],
+    [
+      'limit=abc',
+      ['query', 'limit'],
+      'int_parsing',
+      'Input should be a valid integer, unable to parse string as an integer',
+    ],
+    [
+      'limit=1.5',
+      ['query', 'limit'],
+      'int_from_float',
+      'Input should be a valid integer, got a number with a fractional part',
+    ],
     ['offset=-1', ['query', 'offset'], 'greater_than_equal', 'Input should be greater than or equal to 0'],
     [
       'status=BOGUS',
@@ -217,8 +250,18 @@ describe('query validation → 422', () => {
     ],
     ['deployment_type=staging', ['query', 'deployment_type'], 'enum', "Input should be 'dev_free', 'dev' or 'prod'"],
     ['deployment_ids=not-a-uuid', ['query', 'deployment_ids', 0], 'uuid_parsing', 'Input should be a valid UUID'],
-    [`tag_value_ids=${'00000000-0000-4000-8000-000000000000'},nope`, ['query', 'tag_value_ids', 1], 'uuid_parsing', 'Input should be a valid UUID'],
-    ['remote_reconciled=maybe', ['query', 'remote_reconciled'], 'bool_parsing', 'Input should be a valid boolean, unable to interpret input'],
+    [
+      `tag_value_ids=${'00000000-0000-4000-8000-000000000000'},nope`,
+      ['query', 'tag_value_ids', 1],
+      'uuid_parsing',
+      'Input should be a valid UUID',
+    ],
+    [
+      'remote_reconciled=maybe',
+      ['query', 'remote_reconciled'],
+      'bool_parsing',
+      'Input should be a valid boolean, unable to interpret input',
+    ],
   ])('%s', async (query, loc, type, msg) => {
     const res = await api.http.get(`/v2/deployments?${query}`);
     expect(res.status).toBe(422);

@@ -28,7 +28,11 @@ async function createImage(name: string, extra: Record<string, unknown> = {}) {
   const res = await api.http.post('/v2/deployments', {
     name,
     source: 'external_container',
-    source_config: { listener_id: listenerId, listener_config: { k8s_namespace: 'agents' }, resource_spec: { cpu: 0.5, max_scale: 3 } },
+    source_config: {
+      listener_id: listenerId,
+      listener_config: { k8s_namespace: 'agents' },
+      resource_spec: { cpu: 0.5, max_scale: 3 },
+    },
     source_revision_config: { image_uri: 'registry.example/agent:1.0.0' },
     secrets: [
       { name: 'OPENAI_API_KEY', value: 'sk-patch-first-value' },
@@ -43,14 +47,19 @@ async function createImage(name: string, extra: Record<string, unknown> = {}) {
 const createRepohost = (name: string) => createRepohostDeployment(api, name);
 
 async function revisionCount(deploymentId: string): Promise<number> {
-  const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [deploymentId]);
+  const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [
+    deploymentId,
+  ]);
   return row.n;
 }
 
 const patch = (id: string, body: unknown) => api.http.patch(`/v2/deployments/${id}`, body);
 
 /** The stored secrets of a deployment (or revision): opening the sealed column as the product does. */
-async function storedSecrets(table: 'deployments' | 'revisions', id: string): Promise<Array<{ name: string; value: string }>> {
+async function storedSecrets(
+  table: 'deployments' | 'revisions',
+  id: string,
+): Promise<Array<{ name: string; value: string }>> {
   const [row] = await api.dataSource.query(`SELECT secrets_sealed FROM ${table} WHERE id = $1`, [id]);
   if (!row.secrets_sealed) return [];
   return JSON.parse(secretsCodec(api.config).open(row.secrets_sealed, id));
@@ -59,10 +68,16 @@ async function storedSecrets(table: 'deployments' | 'revisions', id: string): Pr
 describe('which PATCHes make a new revision', () => {
   it.each([
     ['secrets', { secrets: [{ name: 'NEW_ONE', value: 'v' }] }],
-    ['a source_revision_config field (image_uri)', { source_revision_config: { image_uri: 'registry.example/agent:2.0.0' } }],
-    ['a source_revision_config field among nulls', { source_revision_config: { repo_ref: null, graph_config_path: 'graph.json' } }],
+    [
+      'a source_revision_config field (image_uri)',
+      { source_revision_config: { image_uri: 'registry.example/agent:2.0.0' } },
+    ],
+    [
+      'a source_revision_config field among nulls',
+      { source_revision_config: { repo_ref: null, graph_config_path: 'graph.json' } },
+    ],
     ['resource_spec', { source_config: { resource_spec: { cpu: 2 } } }],
-    ['tracing (the instances\' tracing variables)', { source_config: { tracing: false } }],
+    ["tracing (the instances' tracing variables)", { source_config: { tracing: false } }],
     ['an empty secrets list (removes them all)', { secrets: [] }],
   ])('%s → a new revision, queued behind the one in flight', async (_what, body) => {
     const d = await createImage(`rev-yes-${randomUUID().slice(0, 8)}`);
@@ -70,20 +85,39 @@ describe('which PATCHes make a new revision', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.latest_revision_id).not.toBe(d.latest_revision_id);
     expect(await revisionCount(d.id)).toBe(2);
-    expect(res.body.source_config.tracing).toBe((body as { source_config?: { tracing?: boolean } }).source_config?.tracing ?? null);
+    expect(res.body.source_config.tracing).toBe(
+      (body as { source_config?: { tracing?: boolean } }).source_config?.tracing ?? null,
+    );
     const revision = await api.http.get(`/v2/deployments/${d.id}/revisions/${res.body.latest_revision_id}`);
-    expect(revision.body).toMatchObject({ status: 'QUEUED', status_message: `Waiting for revision ${d.latest_revision_id} to finish.` });
+    expect(revision.body).toMatchObject({
+      status: 'QUEUED',
+      status_message: `Waiting for revision ${d.latest_revision_id} to finish.`,
+    });
     // The one in flight is untouched.
-    expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`)).body.status).toBe('CREATING');
+    expect((await api.http.get(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}`)).body.status).toBe(
+      'CREATING',
+    );
   });
 
   it.each([
     ['build_on_push', { source_config: { build_on_push: true } }, { source_config: { build_on_push: true } }],
-    ['custom_url', { source_config: { custom_url: 'https://agent.example.com' } }, { url: 'https://agent.example.com', source_config: { custom_url: 'https://agent.example.com' } }],
-    ['install_command', { source_config: { install_command: 'pip install -e .' } }, { source_config: { install_command: 'pip install -e .' } }],
+    [
+      'custom_url',
+      { source_config: { custom_url: 'https://agent.example.com' } },
+      { url: 'https://agent.example.com', source_config: { custom_url: 'https://agent.example.com' } },
+    ],
+    [
+      'install_command',
+      { source_config: { install_command: 'pip install -e .' } },
+      { source_config: { install_command: 'pip install -e .' } },
+    ],
     ['build_command', { source_config: { build_command: 'make' } }, { source_config: { build_command: 'make' } }],
     ['image_version', { image_version: '3.1.4' }, { image_version: '3.1.4' }],
-    ['an all-null source_revision_config', { source_revision_config: { image_uri: null, repo_ref: null, graph_config_path: null } }, {}],
+    [
+      'an all-null source_revision_config',
+      { source_revision_config: { image_uri: null, repo_ref: null, graph_config_path: null } },
+      {},
+    ],
     ['null secrets and resource_spec', { secrets: null, source_config: { resource_spec: null } }, {}],
     ['an empty body', {}, {}],
   ])('%s → changed without a new revision', async (_what, body, expected) => {
@@ -101,7 +135,11 @@ describe('which PATCHes make a new revision', () => {
     const d = await createImage('keeps-config');
     await patch(d.id, { source_config: { custom_url: 'https://a.example.com', build_command: 'make' } });
     const res = await patch(d.id, { source_config: { build_on_push: false } });
-    expect(res.body.source_config).toMatchObject({ custom_url: 'https://a.example.com', build_command: 'make', build_on_push: false });
+    expect(res.body.source_config).toMatchObject({
+      custom_url: 'https://a.example.com',
+      build_command: 'make',
+      build_on_push: false,
+    });
   });
 
   it('the new revision snapshots the merged config: changed fields new, the rest from the latest revision', async () => {
@@ -128,8 +166,16 @@ describe('resource_spec on PATCH', () => {
     expect(d.source_config.resource_spec).toMatchObject({ cpu: 0.5, cpu_limit: 1, max_scale: 3, memory_mb: 1024 });
     const res = await patch(d.id, { source_config: { resource_spec: { memory_mb: 2048 } } });
     expect(res.status).toBe(200);
-    expect(res.body.source_config.resource_spec).toMatchObject({ cpu: 1, cpu_limit: 2, max_scale: 1, memory_mb: 2048, memory_limit_mb: 4096 });
-    const [revision] = await api.dataSource.query(`SELECT resource_spec FROM revisions WHERE id = $1`, [res.body.latest_revision_id]);
+    expect(res.body.source_config.resource_spec).toMatchObject({
+      cpu: 1,
+      cpu_limit: 2,
+      max_scale: 1,
+      memory_mb: 2048,
+      memory_limit_mb: 4096,
+    });
+    const [revision] = await api.dataSource.query(`SELECT resource_spec FROM revisions WHERE id = $1`, [
+      res.body.latest_revision_id,
+    ]);
     expect(revision.resource_spec).toEqual(res.body.source_config.resource_spec);
   });
 
@@ -138,10 +184,18 @@ describe('resource_spec on PATCH', () => {
     const res = await patch(d.id, { source_config: { resource_spec: { min_scale: 5, max_scale: 2 } } });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
-      detail: [{ loc: ['body', 'source_config', 'resource_spec', 'min_scale'], msg: 'Value error, min_scale must not exceed max_scale', type: 'value_error' }],
+      detail: [
+        {
+          loc: ['body', 'source_config', 'resource_spec', 'min_scale'],
+          msg: 'Value error, min_scale must not exceed max_scale',
+          type: 'value_error',
+        },
+      ],
     });
     expect(await revisionCount(d.id)).toBe(1);
-    expect((await api.http.get(`/v2/deployments/${d.id}`)).body.source_config.resource_spec).toEqual(d.source_config.resource_spec);
+    expect((await api.http.get(`/v2/deployments/${d.id}`)).body.source_config.resource_spec).toEqual(
+      d.source_config.resource_spec,
+    );
   });
 });
 
@@ -153,7 +207,11 @@ describe('immutable fields', () => {
     ['integration_id', { source_config: { integration_id: randomUUID() } }, 'source_config.integration_id'],
     ['repo_url', { source_config: { repo_url: 'https://git.example/other' } }, 'source_config.repo_url'],
     ['listener_id', { source_config: { listener_id: randomUUID() } }, 'source_config.listener_id'],
-    ['listener_config', { source_config: { listener_config: { k8s_namespace: 'other' } } }, 'source_config.listener_config'],
+    [
+      'listener_config',
+      { source_config: { listener_config: { k8s_namespace: 'other' } } },
+      'source_config.listener_config',
+    ],
     ['deployment_type', { deployment_type: 'prod' }, 'deployment_type'],
     ['deployment_type in source_config', { source_config: { deployment_type: 'dev' } }, 'deployment_type'],
   ])('changing %s → 400 naming it, nothing written', async (_what, body, field) => {
@@ -162,7 +220,10 @@ describe('immutable fields', () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ detail: `${field} cannot be changed after the deployment is created.` });
     expect(await revisionCount(d.id)).toBe(1);
-    expect((await api.http.get(`/v2/deployments/${d.id}`)).body.secrets.map((s: any) => s.name)).toEqual(['OPENAI_API_KEY', 'DB_PASSWORD']);
+    expect((await api.http.get(`/v2/deployments/${d.id}`)).body.secrets.map((s: any) => s.name)).toEqual([
+      'OPENAI_API_KEY',
+      'DB_PASSWORD',
+    ]);
   });
 
   it('repeating the stored values (aliases included) is fine', async () => {
@@ -171,7 +232,12 @@ describe('immutable fields', () => {
       name: 'immut-same',
       source: 'external_docker',
       deployment_type: null,
-      source_config: { listener_id: listenerId, listener_config: { k8s_namespace: 'agents' }, integration_id: null, repo_url: null },
+      source_config: {
+        listener_id: listenerId,
+        listener_config: { k8s_namespace: 'agents' },
+        integration_id: null,
+        repo_url: null,
+      },
     });
     expect(res.status, res.text).toBe(200);
     expect(res.body.latest_revision_id).toBe(d.latest_revision_id);
@@ -181,7 +247,11 @@ describe('immutable fields', () => {
       name: 'immut-same-repo',
       source: 'github',
       deployment_type: 'dev',
-      source_config: { integration_id: r.source_config.integration_id, repo_url: r.source_config.repo_url, deployment_type: 'dev' },
+      source_config: {
+        integration_id: r.source_config.integration_id,
+        repo_url: r.source_config.repo_url,
+        deployment_type: 'dev',
+      },
     });
     expect(ok.status, ok.text).toBe(200);
   });
@@ -191,7 +261,13 @@ describe('immutable fields', () => {
     const res = await patch(r.id, { source_revision_config: { image_uri: 'registry.example/other:1' } });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({
-      detail: [{ loc: ['body', 'source_revision_config', 'image_uri'], msg: 'Value error, image_uri is only for external_container and internal_docker deployments', type: 'value_error' }],
+      detail: [
+        {
+          loc: ['body', 'source_revision_config', 'image_uri'],
+          msg: 'Value error, image_uri is only for external_container and internal_docker deployments',
+          type: 'value_error',
+        },
+      ],
     });
     expect(await revisionCount(r.id)).toBe(1);
   });
@@ -212,7 +288,9 @@ describe('secrets on PATCH', () => {
       { name: 'OPENAI_API_KEY', value: MASK },
       { name: 'DB_PASSWORD', value: MASK },
     ]);
-    const res = await patch(d.id, { secrets: [...got.body.secrets, { name: 'NEW_TOKEN', value: 'brand-new-token-value' }] });
+    const res = await patch(d.id, {
+      secrets: [...got.body.secrets, { name: 'NEW_TOKEN', value: 'brand-new-token-value' }],
+    });
     expect(res.status).toBe(200);
     expect(res.body.secrets).toEqual([
       { name: 'OPENAI_API_KEY', value: MASK },
@@ -240,9 +318,16 @@ describe('secrets on PATCH', () => {
 
   it('a masked value for a name with no stored value → 400, nothing changed', async () => {
     const d = await createImage('secrets-unknown-mask');
-    const res = await patch(d.id, { secrets: [{ name: 'OPENAI_API_KEY', value: MASK }, { name: 'NEVER_SET', value: MASK }] });
+    const res = await patch(d.id, {
+      secrets: [
+        { name: 'OPENAI_API_KEY', value: MASK },
+        { name: 'NEVER_SET', value: MASK },
+      ],
+    });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ detail: `Secret NEVER_SET has the masked value '${MASK}' but no stored value to keep; send its real value.` });
+    expect(res.body).toEqual({
+      detail: `Secret NEVER_SET has the masked value '${MASK}' but no stored value to keep; send its real value.`,
+    });
     expect(await revisionCount(d.id)).toBe(1);
     expect(await storedSecrets('deployments', d.id)).toEqual([
       { name: 'OPENAI_API_KEY', value: 'sk-patch-first-value' },
@@ -252,7 +337,12 @@ describe('secrets on PATCH', () => {
 
   it('a reserved name (LD_PRELOAD, NODE_OPTIONS, …) → 422 naming it, nothing changed', async () => {
     const d = await createImage('secrets-reserved');
-    const res = await patch(d.id, { secrets: [{ name: 'OPENAI_API_KEY', value: MASK }, { name: 'NODE_OPTIONS', value: '--require /tmp/evil.js' }] });
+    const res = await patch(d.id, {
+      secrets: [
+        { name: 'OPENAI_API_KEY', value: MASK },
+        { name: 'NODE_OPTIONS', value: '--require /tmp/evil.js' },
+      ],
+    });
     expect(res.status).toBe(422);
     expect(res.body.detail).toHaveLength(1);
     expect(res.body.detail[0]).toMatchObject({ loc: ['body', 'secrets', 1, 'name'], type: 'value_error' });
@@ -263,7 +353,13 @@ describe('secrets on PATCH', () => {
 
   it('secret names are validated as on create', async () => {
     const d = await createImage('secrets-bad-name');
-    const res = await patch(d.id, { secrets: [{ name: 'A', value: '1' }, { name: 'A', value: '2' }, { name: '9x', value: '3' }] });
+    const res = await patch(d.id, {
+      secrets: [
+        { name: 'A', value: '1' },
+        { name: 'A', value: '2' },
+        { name: '9x', value: '3' },
+      ],
+    });
     expect(res.status).toBe(422);
     expect(res.body.detail.map((i: any) => [i.loc, i.type])).toEqual([
       [['body', 'secrets', 2, 'name'], 'string_pattern_mismatch'],
@@ -300,9 +396,10 @@ describe('queueing and addressing', () => {
     });
     expect(created.body.latest_revision_id).toBeNull();
     // A finished upload of this deployment, as PUT /v2/uploads/{token} records it.
-    await api.dataSource.query(`INSERT INTO uploads (object_path, deployment_id, completed_at) VALUES ('uploads/abc.tar.gz', $1, now())`, [
-      created.body.id,
-    ]);
+    await api.dataSource.query(
+      `INSERT INTO uploads (object_path, deployment_id, completed_at) VALUES ('uploads/abc.tar.gz', $1, now())`,
+      [created.body.id],
+    );
     const res = await patch(created.body.id, {
       revision_source: 'internal_source',
       source_revision_config: { source_tarball_path: 'uploads/abc.tar.gz', langgraph_config_path: 'langgraph.json' },
@@ -325,6 +422,8 @@ describe('queueing and addressing', () => {
     expect(res.body).toEqual({ detail: `Deployment ID ${missing} not found.` });
     const bad = await patch('nope', {});
     expect(bad.status).toBe(422);
-    expect(bad.body).toEqual({ detail: [{ loc: ['path', 'deployment_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }] });
+    expect(bad.body).toEqual({
+      detail: [{ loc: ['path', 'deployment_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }],
+    });
   });
 });

@@ -15,7 +15,11 @@ let api: TestApi;
 let other: { workspaceId: string; client: HttpClient };
 
 beforeAll(async () => {
-  api = await startTestApi({ SLIPWAY_EDGE_HTTP_PORT: '18180', SLIPWAY_APPS_DOMAIN: 'apps.example.test', SLIPWAY_PUBLIC_URL: 'https://slipway.example.test' });
+  api = await startTestApi({
+    SLIPWAY_EDGE_HTTP_PORT: '18180',
+    SLIPWAY_APPS_DOMAIN: 'apps.example.test',
+    SLIPWAY_PUBLIC_URL: 'https://slipway.example.test',
+  });
   other = await otherWorkspaceClient(api, `domains-${randomUUID().slice(0, 8)}`);
 }, 60_000);
 
@@ -36,16 +40,23 @@ async function deployment(client: HttpClient = api.http, sourceConfig: Record<st
   return res.body as { id: string; latest_revision_id: string | null };
 }
 
-const domains = async (id: string, client: HttpClient = api.http) => (await client.get(`/v2/deployments/${id}/domains`)).body.resources as any[];
+const domains = async (id: string, client: HttpClient = api.http) =>
+  (await client.get(`/v2/deployments/${id}/domains`)).body.resources as any[];
 
 describe('claiming a host', () => {
   it('is pending verification, with the TXT record to publish, and listed', async () => {
     const d = await deployment();
     const name = host();
-    const res = await api.http.post(`/v2/deployments/${d.id}/domains`, { host: `https://${name.toUpperCase()}:443/some/path` });
+    const res = await api.http.post(`/v2/deployments/${d.id}/domains`, {
+      host: `https://${name.toUpperCase()}:443/some/path`,
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({ host: name, state: 'pending_verification', error: null, from_custom_url: false });
-    expect(res.body.verification).toEqual({ type: 'TXT', name: `_slipway-challenge.${name}`, value: expect.stringMatching(/^slw-verify-/) });
+    expect(res.body.verification).toEqual({
+      type: 'TXT',
+      name: `_slipway-challenge.${name}`,
+      value: expect.stringMatching(/^slw-verify-/),
+    });
     expect(await domains(d.id)).toEqual([res.body]);
     // Claiming it again is no error: the deployment holds it.
     const again = await api.http.post(`/v2/deployments/${d.id}/domains`, { host: name });
@@ -59,7 +70,9 @@ describe('claiming a host', () => {
     expect((await api.http.post(`/v2/deployments/${a.id}/domains`, { host: name })).status).toBe(201);
     const same = await api.http.post(`/v2/deployments/${b.id}/domains`, { host: name });
     expect(same.status).toBe(409);
-    const elsewhere = await other.client.post(`/v2/deployments/${c.id}/domains`, { host: name.replace('agent', 'AGENT') });
+    const elsewhere = await other.client.post(`/v2/deployments/${c.id}/domains`, {
+      host: name.replace('agent', 'AGENT'),
+    });
     expect(elsewhere.status).toBe(409);
     // The refusal names no deployment.
     expect(elsewhere.text).not.toContain(a.id);
@@ -68,7 +81,14 @@ describe('claiming a host', () => {
 
   it('refuses what is no domain (400) and the hosts that are nobody’s (422)', async () => {
     const d = await deployment();
-    for (const bad of ['127.0.0.1', 'localhost-only', 'bad_label.example.com', '-x.example.com', '[::1]', 'a'.repeat(64) + '.example.com']) {
+    for (const bad of [
+      '127.0.0.1',
+      'localhost-only',
+      'bad_label.example.com',
+      '-x.example.com',
+      '[::1]',
+      'a'.repeat(64) + '.example.com',
+    ]) {
       expect((await api.http.post(`/v2/deployments/${d.id}/domains`, { host: bad })).status, bad).toBe(400);
     }
     for (const reserved of ['x.localhost', 'apps.example.test', 'someone.apps.example.test', 'slipway.example.test']) {
@@ -109,9 +129,13 @@ describe('source_config.custom_url', () => {
   it('claims its host at create, moves with a PATCH, and never makes a revision', async () => {
     const first = host('custom');
     const d = await deployment(api.http, { custom_url: `https://${first}` });
-    expect(await domains(d.id)).toEqual([expect.objectContaining({ host: first, from_custom_url: true, state: 'pending_verification' })]);
+    expect(await domains(d.id)).toEqual([
+      expect.objectContaining({ host: first, from_custom_url: true, state: 'pending_verification' }),
+    ]);
     const second = host('custom');
-    const patched = await api.http.patch(`/v2/deployments/${d.id}`, { source_config: { custom_url: `https://${second}/` } });
+    const patched = await api.http.patch(`/v2/deployments/${d.id}`, {
+      source_config: { custom_url: `https://${second}/` },
+    });
     expect(patched.status, patched.text).toBe(200);
     expect(patched.body.latest_revision_id).toBe(d.latest_revision_id);
     expect(patched.body.source_config.custom_url).toBe(`https://${second}/`);
@@ -132,7 +156,10 @@ describe('source_config.custom_url', () => {
     expect(res.status).toBe(409);
     expect((await api.dataSource.query(`SELECT count(*)::int AS n FROM deployments`))[0].n).toBe(before);
     const b = await deployment(other.client);
-    expect((await other.client.patch(`/v2/deployments/${b.id}`, { source_config: { custom_url: `https://${name}` } })).status).toBe(409);
+    expect(
+      (await other.client.patch(`/v2/deployments/${b.id}`, { source_config: { custom_url: `https://${name}` } }))
+        .status,
+    ).toBe(409);
   });
 
   it('a custom_url whose host cannot be a domain (an IP address) is kept and claims nothing', async () => {
@@ -148,8 +175,16 @@ describe('events', () => {
     const name = host();
     await api.http.post(`/v2/deployments/${d.id}/domains`, { host: name });
     // What the edge does once the TXT record is found.
-    await api.dataSource.query(`UPDATE deployment_domains SET verified_at = now(), state = 'active' WHERE host = $1`, [name]);
+    await api.dataSource.query(`UPDATE deployment_domains SET verified_at = now(), state = 'active' WHERE host = $1`, [
+      name,
+    ]);
     const events = (await api.http.get(`/v2/events?deployment_id=${d.id}&types=domain.state_changed`)).body.resources;
-    expect(events).toEqual([expect.objectContaining({ type: 'domain.state_changed', deployment_id: d.id, data: { host: name, from: 'pending_verification', to: 'active', error: null } })]);
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: 'domain.state_changed',
+        deployment_id: d.id,
+        data: { host: name, from: 'pending_verification', to: 'active', error: null },
+      }),
+    ]);
   });
 });

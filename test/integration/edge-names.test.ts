@@ -21,7 +21,12 @@ afterAll(async () => {
 });
 
 const create = (client: HttpClient, name: string) =>
-  client.post('/v2/deployments', { name, source: 'internal_source', source_config: { deployment_type: 'dev' }, source_revision_config: {} });
+  client.post('/v2/deployments', {
+    name,
+    source: 'internal_source',
+    source_config: { deployment_type: 'dev' },
+    source_revision_config: {},
+  });
 
 const labelOf = (url: string) => new URL(url).hostname.replace(/\.apps\.example\.test$/, '');
 
@@ -52,7 +57,9 @@ describe('edge names', () => {
 
   it('concurrent creates of one name in several workspaces all succeed, each with its own label', async () => {
     const name = `race-${randomUUID().slice(0, 6)}`;
-    const clients = await Promise.all(Array.from({ length: 5 }, (_, i) => otherWorkspaceClient(api, `race-${i}-${randomUUID().slice(0, 6)}`)));
+    const clients = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => otherWorkspaceClient(api, `race-${i}-${randomUUID().slice(0, 6)}`)),
+    );
     const created = await Promise.all(clients.map(({ client }) => create(client, name)));
     for (const c of created) expect(c.status, c.text).toBe(201);
     const labels = created.map((c) => labelOf(c.body.url));

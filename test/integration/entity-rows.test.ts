@@ -22,12 +22,19 @@ describe('entityRows', () => {
       source: 'internal_source',
       source_config: { deployment_type: 'dev', resource_spec: { min_scale: 1 } },
       source_revision_config: {},
-      secrets: [{ name: 'B', value: 'b' }, { name: 'A', value: 'a' }],
+      secrets: [
+        { name: 'B', value: 'b' },
+        { name: 'A', value: 'a' },
+      ],
       image_version: '1.0.0',
     });
     expect(created.status, created.text).toBe(201);
     const rows = entityRows(api.dataSource, Deployment, 'd');
-    const [raw] = await queryRows(api.dataSource.manager, `SELECT ${rows.columns} FROM deployments "d" WHERE "d"."id" = $1`, [created.body.id]);
+    const [raw] = await queryRows(
+      api.dataSource.manager,
+      `SELECT ${rows.columns} FROM deployments "d" WHERE "d"."id" = $1`,
+      [created.body.id],
+    );
     const byHand = rows.read(raw!);
     const byTypeorm = await api.dataSource.manager.findOneByOrFail(Deployment, { id: created.body.id });
     expect(byHand).toBeInstanceOf(Deployment);
@@ -38,7 +45,11 @@ describe('entityRows', () => {
     // Made once per data source and alias.
     expect(entityRows(api.dataSource, Deployment, 'd')).toBe(rows);
     // A revision too: its sealed secrets, build config, timestamps and nullable ids.
-    const listener = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'rows', compute_config: { k8s_namespaces: null } });
+    const listener = await api.http.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: 'rows',
+      compute_config: { k8s_namespaces: null },
+    });
     const image = await api.http.post('/v2/deployments', {
       name: 'rows-image',
       source: 'external_container',
@@ -48,7 +59,13 @@ describe('entityRows', () => {
     });
     expect(image.status, image.text).toBe(201);
     const revisions = entityRows(api.dataSource, Revision, 'r');
-    const [rawRevision] = await queryRows(api.dataSource.manager, `SELECT ${revisions.columns} FROM revisions "r" WHERE "r"."id" = $1`, [image.body.latest_revision_id]);
-    expect(revisions.read(rawRevision!)).toEqual(await api.dataSource.manager.findOneByOrFail(Revision, { id: image.body.latest_revision_id }));
+    const [rawRevision] = await queryRows(
+      api.dataSource.manager,
+      `SELECT ${revisions.columns} FROM revisions "r" WHERE "r"."id" = $1`,
+      [image.body.latest_revision_id],
+    );
+    expect(revisions.read(rawRevision!)).toEqual(
+      await api.dataSource.manager.findOneByOrFail(Revision, { id: image.body.latest_revision_id }),
+    );
   });
 });

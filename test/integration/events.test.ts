@@ -62,11 +62,18 @@ describe('GET /v2/events', () => {
     expect(types.at(-1)).toBe('deployment.deleted');
     expect(events[0].data).toEqual({ name: 'events-life', status: 'AWAITING_DATABASE' });
     const interrupted = events.find((e) => e.type === 'revision.status_changed' && e.data.to === 'INTERRUPTED');
-    expect(interrupted).toMatchObject({ revision_id: d.latest_revision_id, data: { status_message: 'Interrupted by request.' } });
-    expect(events.find((e) => e.type === 'deployment.status_changed')?.data).toEqual({ from: 'AWAITING_DATABASE', to: 'AWAITING_DELETE' });
+    expect(interrupted).toMatchObject({
+      revision_id: d.latest_revision_id,
+      data: { status_message: 'Interrupted by request.' },
+    });
+    expect(events.find((e) => e.type === 'deployment.status_changed')?.data).toEqual({
+      from: 'AWAITING_DATABASE',
+      to: 'AWAITING_DELETE',
+    });
     // Every revision status change is there, chained from its previous status.
     const revisionChanges = events.filter((e) => e.type === 'revision.status_changed');
-    for (let i = 1; i < revisionChanges.length; i++) expect(revisionChanges[i].data.from).toBe(revisionChanges[i - 1].data.to);
+    for (let i = 1; i < revisionChanges.length; i++)
+      expect(revisionChanges[i].data.from).toBe(revisionChanges[i - 1].data.to);
   });
 
   it('pages with after and limit; filters by deployment and type; another workspace sees none of it', async () => {
@@ -86,7 +93,9 @@ describe('GET /v2/events', () => {
     const start = await latestId(api.http);
     let writing = true;
     const writes = (async () => {
-      await Promise.all(Array.from({ length: 20 }, (_, i) => createImageDeployment(api, `events-burst-${i}`, listenerId)));
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) => createImageDeployment(api, `events-burst-${i}`, listenerId)),
+      );
       writing = false;
     })();
     const seen: any[] = [];
@@ -116,7 +125,10 @@ describe('GET /v2/events', () => {
     const ids = paged.map((e) => BigInt(e.id));
     expect(ids.some((id) => id < BigInt(boundary)) && ids.some((id) => id >= BigInt(boundary))).toBe(true);
     expect([...ids].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))).toEqual(ids);
-    const stored = await api.dataSource.query(`SELECT id::text AS id FROM events WHERE deployment_id = ANY($1) ORDER BY events.id`, [[a.id, b.id]]);
+    const stored = await api.dataSource.query(
+      `SELECT id::text AS id FROM events WHERE deployment_id = ANY($1) ORDER BY events.id`,
+      [[a.id, b.id]],
+    );
     expect(paged.map((e) => e.id)).toEqual(stored.map((r: { id: string }) => r.id));
   });
 
@@ -127,7 +139,10 @@ describe('GET /v2/events', () => {
     await late.connect();
     await late.startTransaction();
     try {
-      await late.query(`INSERT INTO events (workspace_id, type, data) VALUES ($1, 'deployment.created', '{"name":"late"}')`, [api.workspaceId]);
+      await late.query(
+        `INSERT INTO events (workspace_id, type, data) VALUES ($1, 'deployment.created', '{"name":"late"}')`,
+        [api.workspaceId],
+      );
       const early = await createImageDeployment(api, 'events-commit-early', listenerId);
       const before = await allEvents(api.http, start);
       expect(before.some((e) => e.deployment_id === early.id)).toBe(true);
@@ -175,7 +190,9 @@ describe('GET /v2/events/stream', () => {
     await resumed.until((e) => e.length >= missed.length);
     expect(resumed.events.map((e) => e.id)).toEqual(missed.map((e) => e.id));
     await api.http.request('DELETE', `/v2/deployments/${d.id}`);
-    await resumed.until((e) => e.some((x) => x.event === 'deployment.status_changed' && x.data.data.to === 'AWAITING_DELETE'));
+    await resumed.until((e) =>
+      e.some((x) => x.event === 'deployment.status_changed' && x.data.data.to === 'AWAITING_DELETE'),
+    );
     const ids = resumed.events.map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
     resumed.close();
@@ -185,7 +202,13 @@ describe('GET /v2/events/stream', () => {
     const theirs = new SseClient(`${api.baseUrl}/v2/events/stream?after=0`, { 'x-api-key': foreignKey });
     const d = await createImageDeployment(api, 'events-private', listenerId);
     // A marker of their own, so the stream is known to have caught up.
-    const theirListener = (await foreign.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'y', compute_config: { k8s_namespaces: null } })).body.id;
+    const theirListener = (
+      await foreign.post('/v2/listeners', {
+        compute_type: 'k8s',
+        compute_id: 'y',
+        compute_config: { k8s_namespaces: null },
+      })
+    ).body.id;
     const marker = await createImageDeployment(foreign, 'events-theirs', theirListener);
     await theirs.until((e) => e.some((x) => x.data.deployment_id === marker.id));
     expect(theirs.events.filter((e) => e.data.deployment_id === d.id)).toEqual([]);

@@ -38,7 +38,21 @@ const PLANTED_CLIENT_SECRET = `fuzz-client-${randomBytes(12).toString('hex')}`;
 const STACK_TRACE = /\bat (?:async )?[\w$.<>[\] ]*\(?(?:file:\/\/|\/|node:)[^)\s]*:\d+:\d+|node_modules/;
 const DATABASE_TEXT =
   /QueryFailedError|TypeORM|EntityMetadata|invalid input syntax for|violates (?:unique|foreign key|not-null|check) constraint|duplicate key value|syntax error at or near|relation "[^"]*" does not exist|column "[^"]*"|SQLSTATE|ECONNREFUSED|pg-protocol|unterminated quoted/i;
-const MOUNTS = ['/docs/', '/docs/swagger-ui-init.js', '/metrics', '/admin/queues', '/admin/queues/api/queues', '/admin/queues/api/queues/builds/pause', '/admin/queues/api/redis/stats', '/console', '/console/', '/console/assets', '/', '/o/t/host/deployments/00000000-0000-4000-8000-000000000000', '/o/t/host/deployments'];
+const MOUNTS = [
+  '/docs/',
+  '/docs/swagger-ui-init.js',
+  '/metrics',
+  '/admin/queues',
+  '/admin/queues/api/queues',
+  '/admin/queues/api/queues/builds/pause',
+  '/admin/queues/api/redis/stats',
+  '/console',
+  '/console/',
+  '/console/assets',
+  '/',
+  '/o/t/host/deployments/00000000-0000-4000-8000-000000000000',
+  '/o/t/host/deployments',
+];
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'PROPFIND', 'TRACE'];
 /** Mostly valid, with hostile text in free-text fields: gets past validation into the handlers. */
 const NEAR_VALID = { breakRate: 0.01, taintRate: 0.4 };
@@ -99,7 +113,12 @@ beforeAll(async () => {
     secrets: [{ name: 'PLANTED', value: PLANTED_SECRET }],
   });
   expect(image.status, image.text).toBe(201);
-  const upload = await api.http.post('/v2/deployments', { name: 'fuzz-upload', source: 'internal_source', source_config: {}, source_revision_config: {} });
+  const upload = await api.http.post('/v2/deployments', {
+    name: 'fuzz-upload',
+    source: 'internal_source',
+    source_config: {},
+    source_revision_config: {},
+  });
   expect(upload.status, upload.text).toBe(201);
   const uploadUrl = await api.http.post(`/v2/deployments/${upload.body.id}/upload-url`);
   expect(uploadUrl.status, uploadUrl.text).toBe(200);
@@ -150,7 +169,14 @@ beforeAll(async () => {
     { name: 'jwt-shaped', headers: { authorization: 'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.' } },
   ];
   agentCredentials = { name: 'listener agent', headers: { 'x-api-key': agentKey } };
-  secrets = [PLANTED_SECRET, PLANTED_CLIENT_SECRET, api.config.secretsKey.key.toString('base64'), api.adminKey, orgAdminKey, agentKey];
+  secrets = [
+    PLANTED_SECRET,
+    PLANTED_CLIENT_SECRET,
+    api.config.secretsKey.key.toString('base64'),
+    api.adminKey,
+    orgAdminKey,
+    agentKey,
+  ];
 });
 
 afterAll(async () => {
@@ -165,10 +191,12 @@ function generate(n: number, route: RouteSpec | null, rng: Rng): FuzzRequest {
   if (rng.chance(0.05)) headers['x-tenant-id'] = headerSafe(rng);
   if (rng.chance(0.05)) headers['x-request-id'] = headerSafe(rng);
   if (rng.chance(0.05)) headers['idempotency-key'] = headerSafe(rng);
-  if (rng.chance(0.03)) headers['x-forwarded-for'] = rng.pick(['::1', '2001:db8::1', 'not-an-ip', '1.2.3.4, 5.6.7.8', '']);
+  if (rng.chance(0.03))
+    headers['x-forwarded-for'] = rng.pick(['::1', '2001:db8::1', 'not-an-ip', '1.2.3.4, 5.6.7.8', '']);
 
   if (!route) {
-    const path = rng.pick(MOUNTS) + (rng.chance(0.3) ? `/${percentEncode(rng.pick(HOSTILE_STRINGS).slice(0, 200))}` : '');
+    const path =
+      rng.pick(MOUNTS) + (rng.chance(0.3) ? `/${percentEncode(rng.pick(HOSTILE_STRINGS).slice(0, 200))}` : '');
     const method = rng.chance(0.7) ? 'GET' : rng.pick(METHODS);
     return { n, route: 'mounts', method, path: (rng.chance(0.1) ? '/api-host' : '') + path, headers };
   }
@@ -218,7 +246,18 @@ function pathSegment(name: string, rng: Rng): string {
   const roll = rng.next();
   if (roll < 0.55 && known[name]?.length) return percentEncode(rng.pick(known[name]!));
   if (roll < 0.7) return rng.uuid();
-  if (roll < 0.8) return rng.pick(['%00', '%ED%A0%80', '%', '%G0', '%C0%AE%C0%AE', '..%2f..%2f', '%252e', '%E2%80%AE', '%F0%9F%98%80']);
+  if (roll < 0.8)
+    return rng.pick([
+      '%00',
+      '%ED%A0%80',
+      '%',
+      '%G0',
+      '%C0%AE%C0%AE',
+      '..%2f..%2f',
+      '%252e',
+      '%E2%80%AE',
+      '%F0%9F%98%80',
+    ]);
   const value = rng.pick(HOSTILE_STRINGS).slice(0, 2_000);
   return value === '' ? 'x' : percentEncode(value);
 }
@@ -227,10 +266,13 @@ function queryString(route: RouteSpec, rng: Rng): string {
   const pairs: Array<[string, string]> = [];
   const query = described(route.request?.query);
   if (query && rng.chance(0.8)) {
-    const values = valueFor(query, rng, known, rng.chance(0.5) ? NEAR_VALID : HOSTILE) as Record<string, unknown> | unknown;
+    const values = valueFor(query, rng, known, rng.chance(0.5) ? NEAR_VALID : HOSTILE) as
+      | Record<string, unknown>
+      | unknown;
     if (values && typeof values === 'object' && !Array.isArray(values)) {
       for (const [key, value] of Object.entries(values)) {
-        for (const item of Array.isArray(value) ? value.slice(0, 5) : [value]) pairs.push([key, typeof item === 'string' ? item : JSON.stringify(item) ?? '']);
+        for (const item of Array.isArray(value) ? value.slice(0, 5) : [value])
+          pairs.push([key, typeof item === 'string' ? item : (JSON.stringify(item) ?? '')]);
       }
     }
   }
@@ -252,7 +294,15 @@ function send(request: FuzzRequest): Promise<FuzzResponse> {
     const req = http.request(
       // A connection each: a kept-alive socket the server has just closed (after refusing a body)
       // would fail the next request on the client side, which says nothing about the server.
-      { host: url.hostname, port: url.port, method: request.method, path: request.path, headers: request.headers, agent: false, timeout: 30_000 },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        agent: false,
+        timeout: 30_000,
+      },
       (res) => {
         // A stream (events, followed logs) that the server accepted stays open: its status and
         // headers are the answer; the stream itself is the SSE tests' business.
@@ -267,7 +317,13 @@ function send(request: FuzzRequest): Promise<FuzzResponse> {
           size += chunk.length;
           if (size <= 4_000_000) chunks.push(chunk);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
         res.on('error', cut);
       },
     );
@@ -278,7 +334,8 @@ function send(request: FuzzRequest): Promise<FuzzResponse> {
     const size = request.body?.length ?? 0;
     const unread = size > 1_000_000 || (size > 0 && (request.method === 'GET' || request.method === 'HEAD'));
     function cut(err: NodeJS.ErrnoException): void {
-      if (unread && (err.code === 'EPIPE' || err.code === 'ECONNRESET' || err.message === 'aborted')) resolve({ status: 0, contentType: '', text: '' });
+      if (unread && (err.code === 'EPIPE' || err.code === 'ECONNRESET' || err.message === 'aborted'))
+        resolve({ status: 0, contentType: '', text: '' });
       else reject(err);
     }
     req.on('error', cut);
@@ -291,7 +348,8 @@ function problemsOf(request: FuzzRequest, response: FuzzResponse): string[] {
   const problems: string[] = [];
   if (response.status >= 500) problems.push(`status ${response.status}`);
   if (STACK_TRACE.test(response.text)) problems.push('stack trace in body');
-  if (DATABASE_TEXT.test(response.text)) problems.push(`database/ORM text in body: ${DATABASE_TEXT.exec(response.text)![0]}`);
+  if (DATABASE_TEXT.test(response.text))
+    problems.push(`database/ORM text in body: ${DATABASE_TEXT.exec(response.text)![0]}`);
   for (const secret of secrets) if (response.text.includes(secret)) problems.push('a planted secret in body');
   const isApiRoute = request.route !== 'mounts';
   if (isApiRoute && response.status >= 400 && request.method !== 'HEAD' && response.status !== 0) {
@@ -308,13 +366,16 @@ function problemsOf(request: FuzzRequest, response: FuzzResponse): string[] {
 
 describe(`fuzzing every route (seed ${SEED})`, () => {
   it(`answers ${REQUESTS} hostile requests without a 5xx, a leak or a crash`, { timeout: 180_000 }, async () => {
-    console.log(`fuzz seed: ${SEED} (reproduce: SLIPWAY_FUZZ_SEED=${SEED} pnpm exec vitest run test/integration/fuzz.test.ts)`);
+    console.log(
+      `fuzz seed: ${SEED} (reproduce: SLIPWAY_FUZZ_SEED=${SEED} pnpm exec vitest run test/integration/fuzz.test.ts)`,
+    );
     const rng = new Rng(SEED);
     const routes = [...api.routes];
     expect(routes.length).toBeGreaterThan(40);
     const requests: FuzzRequest[] = [];
     let k = 0;
-    for (let n = 0; n < REQUESTS; n += 1) requests.push(generate(n, n % 40 === 39 ? null : routes[k++ % routes.length]!, rng));
+    for (let n = 0; n < REQUESTS; n += 1)
+      requests.push(generate(n, n % 40 === 39 ? null : routes[k++ % routes.length]!, rng));
 
     const failures: string[] = [];
     const byStatus = new Map<number, number>();
@@ -324,7 +385,11 @@ describe(`fuzzing every route (seed ${SEED})`, () => {
       Array.from({ length: CONCURRENCY }, async () => {
         while (next < requests.length) {
           const request = requests[next++]!;
-          const response = await send(request).catch((err: Error) => ({ status: -1, contentType: '', text: `client error: ${err.message}` }));
+          const response = await send(request).catch((err: Error) => ({
+            status: -1,
+            contentType: '',
+            text: `client error: ${err.message}`,
+          }));
           byStatus.set(response.status, (byStatus.get(response.status) ?? 0) + 1);
           byRoute.set(request.route, (byRoute.get(request.route) ?? 0) + 1);
           const problems = response.status === -1 ? [response.text] : problemsOf(request, response);
@@ -337,20 +402,36 @@ describe(`fuzzing every route (seed ${SEED})`, () => {
         }
       }),
     );
-    console.log(`fuzz: ${requests.length} requests, statuses ${JSON.stringify(Object.fromEntries([...byStatus].sort()))}`);
+    console.log(
+      `fuzz: ${requests.length} requests, statuses ${JSON.stringify(Object.fromEntries([...byStatus].sort()))}`,
+    );
 
     // Every declared route got its share (the mounted UIs too).
     const share = Math.floor(k / routes.length);
-    for (const route of routes) expect(byRoute.get(`${route.method.toUpperCase()} ${route.path}`), route.path).toBeGreaterThanOrEqual(share);
+    for (const route of routes)
+      expect(byRoute.get(`${route.method.toUpperCase()} ${route.path}`), route.path).toBeGreaterThanOrEqual(share);
     expect(byRoute.get('mounts')).toBe(REQUESTS - k);
-    expect(failures, `seed ${SEED}: ${failures.length} bad answers, first ones:\n${failures.slice(0, 15).join('\n')}`).toEqual([]);
+    expect(
+      failures,
+      `seed ${SEED}: ${failures.length} bad answers, first ones:\n${failures.slice(0, 15).join('\n')}`,
+    ).toEqual([]);
 
     // Nothing crashed or hid a bug behind a 4xx, nothing polluted the process, and it still serves.
-    const unhandled = api.logs.lines().filter((l: any) => l.msg === 'unhandled error' || l.msg === 'error after response started');
-    expect(unhandled.map((l: any) => l.err?.message), `seed ${SEED}`).toEqual([]);
+    const unhandled = api.logs
+      .lines()
+      .filter((l: any) => l.msg === 'unhandled error' || l.msg === 'error after response started');
+    expect(
+      unhandled.map((l: any) => l.err?.message),
+      `seed ${SEED}`,
+    ).toEqual([]);
     // The 422 safety net behind validation never had to act: validation caught everything first.
-    const refused = api.logs.lines().filter((l: any) => l.msg === 'the database refused a value that passed validation');
-    expect(refused.map((l: any) => `${l.req?.method ?? ''} ${l.req?.url ?? ''}: ${l.err?.message}`), `seed ${SEED}`).toEqual([]);
+    const refused = api.logs
+      .lines()
+      .filter((l: any) => l.msg === 'the database refused a value that passed validation');
+    expect(
+      refused.map((l: any) => `${l.req?.method ?? ''} ${l.req?.url ?? ''}: ${l.err?.message}`),
+      `seed ${SEED}`,
+    ).toEqual([]);
     expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(prototypeBefore);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     const ready = await api.http.get('/readyz');

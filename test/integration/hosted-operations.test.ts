@@ -9,7 +9,8 @@ let api: TestApi;
 let listenerId: string;
 let foreign: HttpClient;
 
-const imageDeployment = (client: HttpClient, name: string, listener = listenerId) => createImageDeployment(client, name, listener);
+const imageDeployment = (client: HttpClient, name: string, listener = listenerId) =>
+  createImageDeployment(client, name, listener);
 
 async function uploadDeployment(client: HttpClient, name: string, deploymentType: string) {
   const res = await client.post('/v2/deployments', {
@@ -41,7 +42,9 @@ describe('POST /v2/deployments/{id}/revisions', () => {
     expect(res.body.source_revision_config.image_uri).toBe('registry.example/agent:1');
     expect((await api.http.get(`/v2/deployments/${d.id}`)).body.latest_revision_id).toBe(res.body.id);
 
-    const withImage = await api.http.post(`/v2/deployments/${d.id}/revisions`, { source_revision_config: { image_uri: 'registry.example/agent:2' } });
+    const withImage = await api.http.post(`/v2/deployments/${d.id}/revisions`, {
+      source_revision_config: { image_uri: 'registry.example/agent:2' },
+    });
     expect(withImage.status, withImage.text).toBe(201);
     expect(withImage.body.source_revision_config.image_uri).toBe('registry.example/agent:2');
     const list = await api.http.get(`/v2/deployments/${d.id}/revisions`);
@@ -82,12 +85,19 @@ describe('DELETE /v2/deployments?deployment_ids=…', () => {
     const res = await api.http.request('DELETE', `/v2/deployments?deployment_ids=${a.id}&deployment_ids=${b.id}`);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({});
-    for (const id of [a.id, b.id]) expect((await api.http.get(`/v2/deployments/${id}`)).body.status).toBe('AWAITING_DELETE');
+    for (const id of [a.id, b.id])
+      expect((await api.http.get(`/v2/deployments/${id}`)).body.status).toBe('AWAITING_DELETE');
   });
 
   it('207 with a result per id for mixed ids; another workspace’s deployment is a 404 entry and survives', async () => {
     const mine = await imageDeployment(api.http, 'ops-bulk-mine');
-    const foreignListener = (await foreign.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'other', compute_config: { k8s_namespaces: null } })).body.id;
+    const foreignListener = (
+      await foreign.post('/v2/listeners', {
+        compute_type: 'k8s',
+        compute_id: 'other',
+        compute_config: { k8s_namespaces: null },
+      })
+    ).body.id;
     const theirs = await imageDeployment(foreign, 'ops-bulk-theirs', foreignListener);
     const missing = randomUUID();
     const res = await api.http.request('DELETE', `/v2/deployments?deployment_ids=${mine.id},${theirs.id},${missing}`);
@@ -130,7 +140,9 @@ describe('remote_reconciled on the revision list', () => {
   it('keeps the revisions of a listener-reconciled deployment for true, none for false', async () => {
     const d = await imageDeployment(api.http, 'ops-remote');
     const path = `/v2/deployments/${d.id}/revisions`;
-    expect((await api.http.get(`${path}?remote_reconciled=true`)).body.resources.map((r: any) => r.id)).toEqual([d.latest_revision_id]);
+    expect((await api.http.get(`${path}?remote_reconciled=true`)).body.resources.map((r: any) => r.id)).toEqual([
+      d.latest_revision_id,
+    ]);
     expect((await api.http.get(`${path}?remote_reconciled=false`)).body.resources).toEqual([]);
   });
 });
@@ -138,7 +150,10 @@ describe('remote_reconciled on the revision list', () => {
 describe('OpenAPI', () => {
   it('documents every new operation', async () => {
     const doc = (await api.http.get('/openapi.json')).body;
-    const ops = Object.values(doc.paths as Record<string, Record<string, any>>).flatMap((p) => Object.values(p).map((o) => o.operationId));
-    for (const id of ['createRevision', 'interruptRevisionAlias', 'deleteDeployments', 'getFreeDeploymentCount']) expect(ops).toContain(id);
+    const ops = Object.values(doc.paths as Record<string, Record<string, any>>).flatMap((p) =>
+      Object.values(p).map((o) => o.operationId),
+    );
+    for (const id of ['createRevision', 'interruptRevisionAlias', 'deleteDeployments', 'getFreeDeploymentCount'])
+      expect(ops).toContain(id);
   });
 });

@@ -51,13 +51,18 @@ afterAll(async () => {
   await api?.close();
 });
 
-const count = async (table: string) => (await api.dataSource.query(`SELECT count(*)::int AS n FROM ${table}`))[0].n as number;
+const count = async (table: string) =>
+  (await api.dataSource.query(`SELECT count(*)::int AS n FROM ${table}`))[0].n as number;
 
 describe('request validation refuses unstorable strings (422 string_unsupported_character)', () => {
   it('in a body value, with every other problem of the request, writing nothing', async () => {
     const before = await count('listeners');
     for (const bad of [`a${NUL}b`, `x${LONE_HIGH}`, `${LONE_LOW}y`, `${LONE_LOW}${LONE_HIGH}`]) {
-      const res = await api.http.post('/v2/listeners', { compute_type: 'nope', compute_id: bad, compute_config: { k8s_namespaces: null } });
+      const res = await api.http.post('/v2/listeners', {
+        compute_type: 'nope',
+        compute_id: bad,
+        compute_config: { k8s_namespaces: null },
+      });
       expect(res.status, JSON.stringify(bad)).toBe(422);
       expect(res.body.detail).toEqual([
         unsupported('body', 'compute_id'),
@@ -69,7 +74,11 @@ describe('request validation refuses unstorable strings (422 string_unsupported_
 
   it('accepts a well-formed surrogate pair and other unusual but storable text', async () => {
     const id = `emoji-😀-ü-\u200b-\u202e-${randomUUID()}`;
-    const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: id, compute_config: { k8s_namespaces: null } });
+    const res = await api.http.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: id,
+      compute_config: { k8s_namespaces: null },
+    });
     expect(res.status).toBe(201);
     expect(res.body.compute_id).toBe(id);
     const [row] = await api.dataSource.query(`SELECT compute_id FROM listeners WHERE id = $1`, [res.body.id]);
@@ -144,7 +153,9 @@ describe('request validation refuses unstorable strings (422 string_unsupported_
         type: 'too_deep',
       },
     ]);
-    const arrays = await api.http.request('POST', '/v2/listeners', { rawBody: '['.repeat(200_000) + ']'.repeat(200_000) });
+    const arrays = await api.http.request('POST', '/v2/listeners', {
+      rawBody: '['.repeat(200_000) + ']'.repeat(200_000),
+    });
     expect(arrays.status).toBe(422);
     expect((await api.http.get('/readyz')).status).toBe(200);
   });
@@ -185,7 +196,9 @@ describe('worker-side text is made storable, never lost', () => {
     return res.body.latest_revision_id;
   }
   const logRows = async (revisionId: string) =>
-    (await api.dataSource.query(`SELECT level, message FROM revision_logs WHERE revision_id = $1 ORDER BY id`, [revisionId])) as Array<{
+    (await api.dataSource.query(`SELECT level, message FROM revision_logs WHERE revision_id = $1 ORDER BY id`, [
+      revisionId,
+    ])) as Array<{
       level: string;
       message: string;
     }>;
@@ -206,8 +219,12 @@ describe('worker-side text is made storable, never lost', () => {
       { level: 'in\uFFFDfo', message: 'done' },
     ]);
     // And it is readable through the API.
-    const [{ deployment_id }] = await api.dataSource.query(`SELECT deployment_id FROM revisions WHERE id = $1`, [revisionId]);
-    const res = await api.http.get(`/v2/deployments/${deployment_id}/revisions/${revisionId}/logs?type=deploy&order=asc`);
+    const [{ deployment_id }] = await api.dataSource.query(`SELECT deployment_id FROM revisions WHERE id = $1`, [
+      revisionId,
+    ]);
+    const res = await api.http.get(
+      `/v2/deployments/${deployment_id}/revisions/${revisionId}/logs?type=deploy&order=asc`,
+    );
     expect(res.status).toBe(200);
     expect(res.body.logs.map((l: any) => l.message)).toContain('binary \uFFFD\uFFFD junk');
   });
@@ -228,7 +245,12 @@ describe('worker-side text is made storable, never lost', () => {
       await writer.close();
       writer.line('four');
       await writer.close();
-      expect((await logRows(revisionId)).map((r) => r.message)).toEqual(['one', 'three', '[1 log line could not be stored]', 'four']);
+      expect((await logRows(revisionId)).map((r) => r.message)).toEqual([
+        'one',
+        'three',
+        '[1 log line could not be stored]',
+        'four',
+      ]);
     } finally {
       await api.dataSource.query(`DROP TRIGGER refuse_poison ON revision_logs; DROP FUNCTION refuse_poison();`);
     }
@@ -251,14 +273,23 @@ describe('worker-side text is made storable, never lost', () => {
   it('applies a transition whose status message holds NUL or a lone surrogate, storing it sanitised', async () => {
     const revisionId = await revision();
     const applied = await api.dataSource.transaction((m) =>
-      api.flow.transition(m, revisionId, 'INTERRUPTED', { message: `app said: ${NUL}oops${LONE_LOW}`, set: { revisionConfig: { note: `x${NUL}`, [`k${LONE_HIGH}`]: 1 } } }),
+      api.flow.transition(m, revisionId, 'INTERRUPTED', {
+        message: `app said: ${NUL}oops${LONE_LOW}`,
+        set: { revisionConfig: { note: `x${NUL}`, [`k${LONE_HIGH}`]: 1 } },
+      }),
     );
     expect(applied).toMatchObject({ revisionId, to: 'INTERRUPTED' });
-    const [row] = await api.dataSource.query(`SELECT status, status_message, source_revision_config FROM revisions WHERE id = $1`, [revisionId]);
+    const [row] = await api.dataSource.query(
+      `SELECT status, status_message, source_revision_config FROM revisions WHERE id = $1`,
+      [revisionId],
+    );
     expect(row.status).toBe('INTERRUPTED');
     expect(row.status_message).toBe('app said: \uFFFDoops\uFFFD');
     expect(row.source_revision_config).toMatchObject({ note: 'x\uFFFD', 'k\uFFFD': 1 });
-    const [event] = await api.dataSource.query(`SELECT message FROM revision_events WHERE revision_id = $1 AND to_status = 'INTERRUPTED'`, [revisionId]);
+    const [event] = await api.dataSource.query(
+      `SELECT message FROM revision_events WHERE revision_id = $1 AND to_status = 'INTERRUPTED'`,
+      [revisionId],
+    );
     expect(event.message).toBe('app said: \uFFFDoops\uFFFD');
   });
 });

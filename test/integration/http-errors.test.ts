@@ -13,7 +13,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const SECRET = 'secret internals xyz';
 
 /** pino-http writes its line when the response finishes, which can be just after the client reads it. */
-async function logLineFor(logs: LogCapture, requestId: string, match: (line: any) => boolean = () => true): Promise<any> {
+async function logLineFor(
+  logs: LogCapture,
+  requestId: string,
+  match: (line: any) => boolean = () => true,
+): Promise<any> {
   return vi.waitFor(
     () => {
       const line = logs.lines().find((l: any) => l.req?.id === requestId && match(l));
@@ -42,18 +46,22 @@ afterAll(async () => {
 });
 
 describe('unknown routes and methods', () => {
-  it.each(['/nope', '/api-host/nope', '/v2/nothing-here', '/api-host/v2/nothing-here', '/v2/listeners/a/b', '/api-hostx/healthz'])(
-    '%s answers 404 Not Found, with or without a key',
-    async (path) => {
-      for (const key of [api.adminKey, null]) {
-        const res = await api.http.get(path, { key });
-        expect(res.status).toBe(404);
-        expect(res.body).toEqual({ detail: 'Not Found' });
-        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-        expect(res.headers.get('x-request-id')).toMatch(UUID);
-      }
-    },
-  );
+  it.each([
+    '/nope',
+    '/api-host/nope',
+    '/v2/nothing-here',
+    '/api-host/v2/nothing-here',
+    '/v2/listeners/a/b',
+    '/api-hostx/healthz',
+  ])('%s answers 404 Not Found, with or without a key', async (path) => {
+    for (const key of [api.adminKey, null]) {
+      const res = await api.http.get(path, { key });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ detail: 'Not Found' });
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(res.headers.get('x-request-id')).toMatch(UUID);
+    }
+  });
 
   it.each([
     ['DELETE', '/v2/listeners', 'GET HEAD POST'],
@@ -66,7 +74,12 @@ describe('unknown routes and methods', () => {
     const res = await api.http.request(method, path, { key: null });
     expect(res.status).toBe(405);
     expect(res.body).toEqual({ detail: 'Method Not Allowed' });
-    const allowed = res.headers.get('allow')?.split(',').map((m) => m.trim()).sort().join(' ');
+    const allowed = res.headers
+      .get('allow')
+      ?.split(',')
+      .map((m) => m.trim())
+      .sort()
+      .join(' ');
     expect(allowed).toBe(allow);
   });
 
@@ -82,7 +95,10 @@ describe('malformed JSON', () => {
     ['POST', '/api-host/v2/api-keys', 'application/json'],
     ['PATCH', `/v2/listeners/${randomUUID()}`, 'application/merge-patch+json'],
   ])('%s %s (%s) answers 422 json_invalid', async (method, path, type) => {
-    const res = await api.http.request(method, path, { rawBody: '{"compute_type": ', headers: { 'content-type': type } });
+    const res = await api.http.request(method, path, {
+      rawBody: '{"compute_type": ',
+      headers: { 'content-type': type },
+    });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({ detail: [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }] });
   });
@@ -112,7 +128,9 @@ describe('body size limit', () => {
       expect(res.body).toEqual({ detail: expect.stringContaining('2048') });
       expect(Object.keys(res.body)).toEqual(['detail']);
     }
-    const [{ count }] = await small.dataSource.query(`SELECT count(*)::int AS count FROM listeners WHERE compute_id = 'too-big'`);
+    const [{ count }] = await small.dataSource.query(
+      `SELECT count(*)::int AS count FROM listeners WHERE compute_id = 'too-big'`,
+    );
     expect(count).toBe(0);
   });
 
@@ -129,7 +147,14 @@ describe('body size limit', () => {
   it('keeps the default limit (1 MiB) elsewhere', async () => {
     expect(api.config.bodyLimitBytes).toBe(1024 * 1024);
     const namespaces = Array.from({ length: 200 }, (_, i) => `namespace-${i}`);
-    expect((await api.http.post('/v2/listeners', listenerBody('default-limit', { compute_config: { k8s_namespaces: namespaces } }))).status).toBe(201);
+    expect(
+      (
+        await api.http.post(
+          '/v2/listeners',
+          listenerBody('default-limit', { compute_config: { k8s_namespaces: namespaces } }),
+        )
+      ).status,
+    ).toBe(201);
   });
 });
 
@@ -140,12 +165,20 @@ describe('X-Request-Id', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe(id);
     const line = await logLineFor(api.logs, id);
-    expect(line).toMatchObject({ req: { id, method: 'GET', url: '/v2/listeners' }, res: { statusCode: 200 }, level: 'info', msg: 'request completed' });
+    expect(line).toMatchObject({
+      req: { id, method: 'GET', url: '/v2/listeners' },
+      res: { statusCode: 200 },
+      level: 'info',
+      msg: 'request completed',
+    });
     expect(line.responseTime).toEqual(expect.any(Number));
   });
 
   it('logs no line for probes, one for anything else', async () => {
-    for (const path of ['/healthz', '/readyz']) expect((await api.http.get(path, { headers: { 'X-Request-Id': `probe${path.replace('/', '-')}` } })).status).toBe(200);
+    for (const path of ['/healthz', '/readyz'])
+      expect((await api.http.get(path, { headers: { 'X-Request-Id': `probe${path.replace('/', '-')}` } })).status).toBe(
+        200,
+      );
     await api.http.get('/v2/listeners', { headers: { 'X-Request-Id': 'after-probes' } });
     await logLineFor(api.logs, 'after-probes');
     expect(api.logs.lines().filter((l: any) => /^probe-/.test(l.req?.id ?? ''))).toEqual([]);
@@ -184,21 +217,39 @@ describe('credentials never reach the log', () => {
   it('keeps X-Api-Key, Bearer tokens, wrong keys and newly created keys out of the log', async () => {
     const wrongKey = `slw_test_${randomBytes(24).toString('base64url')}`;
     const ids: string[] = [];
-    const send = async (method: string, path: string, options: Parameters<HttpClient['request']>[2], status: number) => {
+    const send = async (
+      method: string,
+      path: string,
+      options: Parameters<HttpClient['request']>[2],
+      status: number,
+    ) => {
       const id = `creds-${ids.length}`;
       ids.push(id);
-      const res = await api.http.request(method, path, { ...options, headers: { ...options?.headers, 'X-Request-Id': id } });
+      const res = await api.http.request(method, path, {
+        ...options,
+        headers: { ...options?.headers, 'X-Request-Id': id },
+      });
       expect(res.status, `${method} ${path} (${id})`).toBe(status);
       return res;
     };
 
     await send('GET', '/v2/listeners', {}, 200);
     await send('GET', '/v2/listeners', { key: null, headers: { Authorization: `Bearer ${api.adminKey}` } }, 200);
-    await send('POST', '/v2/listeners', { key: null, headers: { Authorization: `Bearer ${api.adminKey}` }, body: listenerBody('bearer') }, 201);
+    await send(
+      'POST',
+      '/v2/listeners',
+      { key: null, headers: { Authorization: `Bearer ${api.adminKey}` }, body: listenerBody('bearer') },
+      201,
+    );
     await send('GET', '/v2/listeners', { key: wrongKey }, 401);
     await send('GET', '/v2/listeners', { key: null, headers: { Authorization: `Bearer ${wrongKey}` } }, 401);
     await send('GET', '/v2/listeners', { headers: { 'X-Tenant-Id': 'not-a-uuid' } }, 422);
-    const created = await send('POST', '/v2/api-keys', { body: { description: 'log test', scope: 'workspace', role: 'member' } }, 201);
+    const created = await send(
+      'POST',
+      '/v2/api-keys',
+      { body: { description: 'log test', scope: 'workspace', role: 'member' } },
+      201,
+    );
     const newKey: string = created.body.key;
     expect(newKey.length).toBeGreaterThanOrEqual(32);
     await send('GET', '/v2/listeners', { key: newKey }, 200);
@@ -282,7 +333,11 @@ describe('503: a dependency is down', () => {
   /** An app whose own DataSource reaches the test database through a faulty proxy. */
   async function appBehindProxy(): Promise<{ app: Replica; proxy: TcpProxy; close: () => Promise<void> }> {
     const proxy = await TcpProxy.start(api.database.url, 5432);
-    const dataSource = createDataSource({ url: proxy.urlFor(api.database.url), applicationName: 'slipway-test-outage', poolSize: 2 });
+    const dataSource = createDataSource({
+      url: proxy.urlFor(api.database.url),
+      applicationName: 'slipway-test-outage',
+      poolSize: 2,
+    });
     await dataSource.initialize();
     const app = await startReplica(api, { dataSource });
     expect((await app.http.get('/readyz')).status).toBe(200);
@@ -315,7 +370,11 @@ describe('503: a dependency is down', () => {
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ status: 'unavailable' });
     const line = app.logs.lines().find((l: any) => /^not ready/.test(String(l.msg)));
-    expect(line).toMatchObject({ level: 'error', msg: 'not ready: Postgres unreachable', checks: { postgres: 'unreachable', redis: 'ok' } });
+    expect(line).toMatchObject({
+      level: 'error',
+      msg: 'not ready: Postgres unreachable',
+      checks: { postgres: 'unreachable', redis: 'ok' },
+    });
   });
 
   it('an authenticated route answers 503 (not 500), with Retry-After, and writes nothing', async () => {
@@ -324,7 +383,10 @@ describe('503: a dependency is down', () => {
       ['POST', '/v2/listeners', listenerBody('during-outage')],
       ['GET', '/api-host/v2/auth/providers', undefined],
     ] as const) {
-      const res = await app.http.request(method, path, { body, headers: { 'X-Request-Id': `outage-${method}-${path.length}` } });
+      const res = await app.http.request(method, path, {
+        body,
+        headers: { 'X-Request-Id': `outage-${method}-${path.length}` },
+      });
       expect(res.status, `${method} ${path}`).toBe(503);
       expect(res.body).toEqual({ detail: expect.any(String) });
       expect(res.body.detail).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/);
@@ -332,7 +394,9 @@ describe('503: a dependency is down', () => {
     }
     const line = await logLineFor(app.logs, `outage-GET-${'/v2/listeners'.length}`, (l) => l.err);
     expect(line).toMatchObject({ level: 'error', msg: 'database unavailable', err: { code: 'ECONNREFUSED' } });
-    const [{ count }] = await api.dataSource.query(`SELECT count(*)::int AS count FROM listeners WHERE compute_id = 'during-outage'`);
+    const [{ count }] = await api.dataSource.query(
+      `SELECT count(*)::int AS count FROM listeners WHERE compute_id = 'during-outage'`,
+    );
     expect(count).toBe(0);
   });
 
@@ -409,10 +473,16 @@ describe('probes', () => {
   it('/readyz shows its checks and details to an admin only', async () => {
     const admin = await api.http.get('/readyz');
     expect(admin.status).toBe(200);
-    expect(admin.body).toMatchObject({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' }, details: { data_access: expect.any(Object) } });
+    expect(admin.body).toMatchObject({
+      status: 'ok',
+      checks: { postgres: 'ok', redis: 'ok' },
+      details: { data_access: expect.any(Object) },
+    });
     const member = await api.http.get('/readyz', { key: await api.mintKey({ role: 'member' }) });
     expect(member.body).toEqual({ status: 'ok' });
-    const orgMember = await api.http.get('/readyz', { key: await api.mintKey({ role: 'member', scope: 'organization', workspaceId: null }) });
+    const orgMember = await api.http.get('/readyz', {
+      key: await api.mintKey({ role: 'member', scope: 'organization', workspaceId: null }),
+    });
     expect(orgMember.body).toEqual({ status: 'ok' });
     // A credential sent to a probe is checked like anywhere else.
     expect((await api.http.get('/readyz', { key: 'slw_not-a-key' })).status).toBe(401);

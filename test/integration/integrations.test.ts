@@ -26,7 +26,10 @@ beforeAll(async () => {
   api = await startTestApi();
   member = api.http.as(await api.mintKey({ role: 'member' }));
   otherWorkspaceId = randomUUID();
-  await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [otherWorkspaceId, api.organizationId]);
+  await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [
+    otherWorkspaceId,
+    api.organizationId,
+  ]);
   other = api.http.as(await api.mintKey({ workspaceId: otherWorkspaceId, role: 'admin' }));
   outside = realpathSync(mkdtempSync(path.join(tmpdir(), 'slipway-outside-')));
   await initRepo(path.join(outside, 'secret-repo'));
@@ -38,7 +41,9 @@ afterAll(async () => {
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const RSA_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+const RSA_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  .privateKey.export({ type: 'pkcs1', format: 'pem' })
+  .toString();
 
 /**
  * Every credential any test sends (and every webhook secret the api hands out), so the last
@@ -91,7 +96,12 @@ describe('POST /v1/integrations/repohost', () => {
       updated_at: expect.stringMatching(ISO),
     });
     const row = (await rowOf(id))!;
-    expect(row).toMatchObject({ workspace_id: api.workspaceId, provider: 'local', name: 'create-local', config: { root: realpathSync(root) } });
+    expect(row).toMatchObject({
+      workspace_id: api.workspaceId,
+      provider: 'local',
+      name: 'create-local',
+      config: { root: realpathSync(root) },
+    });
     expect(row.credentials_sealed).toBeNull();
     expect(row.webhook_secret_sealed).not.toContain(res.body.webhook_secret);
     expect(box().open(row.webhook_secret_sealed, id)).toBe(res.body.webhook_secret);
@@ -120,10 +130,19 @@ describe('POST /v1/integrations/repohost', () => {
     const res = await create({
       provider: 'github',
       name: 'gh-app',
-      config: { api_url: 'https://ghe.acme.example/api/v3', app_id: 1234567, installation_id: '57219034', private_key: RSA_KEY },
+      config: {
+        api_url: 'https://ghe.acme.example/api/v3',
+        app_id: 1234567,
+        installation_id: '57219034',
+        private_key: RSA_KEY,
+      },
     });
     expect(res.status, res.text).toBe(201);
-    expect(res.body.config).toEqual({ api_url: 'https://ghe.acme.example/api/v3', app_id: 1234567, installation_id: 57219034 });
+    expect(res.body.config).toEqual({
+      api_url: 'https://ghe.acme.example/api/v3',
+      app_id: 1234567,
+      installation_id: 57219034,
+    });
     const row = (await rowOf(res.body.id))!;
     expect(JSON.stringify(row.config)).not.toContain('PRIVATE KEY');
     expect(JSON.parse(box().open(row.credentials_sealed, res.body.id))).toEqual({ private_key: RSA_KEY });
@@ -131,35 +150,74 @@ describe('POST /v1/integrations/repohost', () => {
 
   it('gitea with a token', async () => {
     const secret = token('gitea');
-    const res = await create({ provider: 'gitea', name: 'gitea-main', config: { api_url: 'https://gitea.acme.example', token: secret } });
+    const res = await create({
+      provider: 'gitea',
+      name: 'gitea-main',
+      config: { api_url: 'https://gitea.acme.example', token: secret },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body.config).toEqual({ api_url: 'https://gitea.acme.example' });
-    expect(JSON.parse(box().open((await rowOf(res.body.id))!.credentials_sealed, res.body.id))).toEqual({ token: secret });
+    expect(JSON.parse(box().open((await rowOf(res.body.id))!.credentials_sealed, res.body.id))).toEqual({
+      token: secret,
+    });
   });
 
   it.each([
-    ['nothing', {}, [[['body', 'provider'], 'missing'], [['body', 'name'], 'missing']]],
+    [
+      'nothing',
+      {},
+      [
+        [['body', 'provider'], 'missing'],
+        [['body', 'name'], 'missing'],
+      ],
+    ],
     ['an unknown provider', { provider: 'bitbucket', name: 'bb', config: {} }, [[['body', 'provider'], 'enum']]],
-    ['a name with spaces', { provider: 'local', name: 'my repos', config: { root: '/srv' } }, [[['body', 'name'], 'string_pattern_mismatch']]],
+    [
+      'a name with spaces',
+      { provider: 'local', name: 'my repos', config: { root: '/srv' } },
+      [[['body', 'name'], 'string_pattern_mismatch']],
+    ],
     ['local without root', { provider: 'local', name: 'l1', config: {} }, [[['body', 'config', 'root'], 'missing']]],
-    ['local with a relative root', { provider: 'local', name: 'l2', config: { root: 'repos/here' } }, [[['body', 'config', 'root'], 'value_error']]],
+    [
+      'local with a relative root',
+      { provider: 'local', name: 'l2', config: { root: 'repos/here' } },
+      [[['body', 'config', 'root'], 'value_error']],
+    ],
     ['local without config', { provider: 'local', name: 'l3' }, [[['body', 'config'], 'missing']]],
-    ['github with neither token nor App', { provider: 'github', name: 'g1', config: {} }, [[['body', 'config'], 'value_error']]],
-    ['github with a token and an App', { provider: 'github', name: 'g2', config: { token: 'x', app_id: 1, installation_id: 2, private_key: 'k' } }, [
-      [['body', 'config', 'private_key'], 'value_error'],
-      [['body', 'config'], 'value_error'],
-    ]],
-    ['a GitHub App without installation_id', { provider: 'github', name: 'g3', config: { app_id: 1, private_key: 'RSA' } }, [
-      [['body', 'config', 'private_key'], 'value_error'],
-      [['body', 'config'], 'value_error'],
-    ]],
-    ['a plain-http api_url off loopback', { provider: 'gitea', name: 't1', config: { api_url: 'http://gitea.acme.example', token: 'x' } }, [
-      [['body', 'config', 'api_url'], 'value_error'],
-    ]],
-    ['gitea without api_url and token', { provider: 'gitea', name: 't2', config: {} }, [
-      [['body', 'config', 'api_url'], 'missing'],
-      [['body', 'config', 'token'], 'missing'],
-    ]],
+    [
+      'github with neither token nor App',
+      { provider: 'github', name: 'g1', config: {} },
+      [[['body', 'config'], 'value_error']],
+    ],
+    [
+      'github with a token and an App',
+      { provider: 'github', name: 'g2', config: { token: 'x', app_id: 1, installation_id: 2, private_key: 'k' } },
+      [
+        [['body', 'config', 'private_key'], 'value_error'],
+        [['body', 'config'], 'value_error'],
+      ],
+    ],
+    [
+      'a GitHub App without installation_id',
+      { provider: 'github', name: 'g3', config: { app_id: 1, private_key: 'RSA' } },
+      [
+        [['body', 'config', 'private_key'], 'value_error'],
+        [['body', 'config'], 'value_error'],
+      ],
+    ],
+    [
+      'a plain-http api_url off loopback',
+      { provider: 'gitea', name: 't1', config: { api_url: 'http://gitea.acme.example', token: 'x' } },
+      [[['body', 'config', 'api_url'], 'value_error']],
+    ],
+    [
+      'gitea without api_url and token',
+      { provider: 'gitea', name: 't2', config: {} },
+      [
+        [['body', 'config', 'api_url'], 'missing'],
+        [['body', 'config', 'token'], 'missing'],
+      ],
+    ],
   ])('%s → 422 listing every problem, nothing stored', async (_case, body, expected) => {
     const before = (await api.dataSource.query('SELECT count(*)::int AS n FROM integrations'))[0].n;
     const res = await create(body);
@@ -169,7 +227,11 @@ describe('POST /v1/integrations/repohost', () => {
   });
 
   it('a private key that is not PEM is refused without being quoted', async () => {
-    const res = await create({ provider: 'github', name: 'bad-key', config: { app_id: 9, installation_id: 9, private_key: 'not-a-key-7f3e9c' } });
+    const res = await create({
+      provider: 'github',
+      name: 'bad-key',
+      config: { app_id: 9, installation_id: 9, private_key: 'not-a-key-7f3e9c' },
+    });
     expect(res.status).toBe(422);
     expect(res.body.detail).toEqual([
       { loc: ['body', 'config', 'private_key'], msg: expect.stringContaining('PEM'), type: 'value_error' },
@@ -213,7 +275,9 @@ describe('POST /v1/integrations/repohost', () => {
     expect((await create({ provider: 'local', name: 'dup', config: { root } })).status).toBe(201);
     const res = await create({ provider: 'local', name: 'dup', config: { root } });
     expect(res.status).toBe(409);
-    expect(res.body).toEqual({ detail: `An integration named 'dup' already exists in workspace ID '${api.workspaceId}'.` });
+    expect(res.body).toEqual({
+      detail: `An integration named 'dup' already exists in workspace ID '${api.workspaceId}'.`,
+    });
   });
 
   it('members can read but not create or delete (admin keys only)', async () => {
@@ -228,7 +292,15 @@ describe('POST /v1/integrations/repohost', () => {
   });
 
   it('needs a key', async () => {
-    expect((await api.http.post('/v1/integrations/repohost', { provider: 'local', name: 'x', config: { root: '/' } }, { key: null })).status).toBe(401);
+    expect(
+      (
+        await api.http.post(
+          '/v1/integrations/repohost',
+          { provider: 'local', name: 'x', config: { root: '/' } },
+          { key: null },
+        )
+      ).status,
+    ).toBe(401);
     expect((await api.http.get('/v1/integrations/repohost', { key: null })).status).toBe(401);
   });
 });
@@ -274,7 +346,9 @@ describe('GET and DELETE /v1/integrations/repohost', () => {
 
     const refused = await api.http.delete(`/v1/integrations/repohost/${integration.id}`);
     expect(refused.status).toBe(400);
-    expect(refused.body).toEqual({ detail: `Integration ID ${integration.id} is still used by deployments; delete them first.` });
+    expect(refused.body).toEqual({
+      detail: `Integration ID ${integration.id} is still used by deployments; delete them first.`,
+    });
     expect(await rowOf(integration.id)).toBeDefined();
 
     // Teardown finished: the deployment row is gone (what the deployer does at the end).
@@ -315,7 +389,14 @@ describe('GET .../repos of a local integration', () => {
         url: `file://${real}/billing-service.git`,
         default_branch: 'trunk',
       },
-      { host_integration_id: integrationId, id: expect.any(Number), name: 'web-app', owner: 'listing', url: `file://${real}/web-app`, default_branch: 'main' },
+      {
+        host_integration_id: integrationId,
+        id: expect.any(Number),
+        name: 'web-app',
+        owner: 'listing',
+        url: `file://${real}/web-app`,
+        default_branch: 'main',
+      },
     ]);
     for (const entry of res.body) {
       expect(Number.isInteger(entry.id)).toBe(true);
@@ -348,7 +429,11 @@ describe('GET .../repos of a local integration', () => {
     rmSync(gone, { recursive: true });
     const res = await get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status).toBe(502);
-    expect(res.body).toEqual({ detail: expect.stringContaining(`Cannot read the repositories directory ${realpathSync(api.config.localReposRoot)}/vanishing (ENOENT)`) });
+    expect(res.body).toEqual({
+      detail: expect.stringContaining(
+        `Cannot read the repositories directory ${realpathSync(api.config.localReposRoot)}/vanishing (ENOENT)`,
+      ),
+    });
   });
 
   it('a root swapped for a symlink to outside after creation → 502, nothing listed', async () => {
@@ -376,7 +461,17 @@ describe('GET .../branches of a local integration repository', () => {
     await git(['-C', repo.path, 'checkout', '-q', '-b', 'feature/x']);
     writeFileSync(path.join(repo.path, 'x.txt'), 'x');
     await git(['-C', repo.path, 'add', '--all']);
-    await git(['-C', repo.path, 'commit', '--quiet', '--no-gpg-sign', '-m', 'feature x', '--date', '2030-01-01T00:00:00Z']);
+    await git([
+      '-C',
+      repo.path,
+      'commit',
+      '--quiet',
+      '--no-gpg-sign',
+      '-m',
+      'feature x',
+      '--date',
+      '2030-01-01T00:00:00Z',
+    ]);
     featureSha = await git(['-C', repo.path, 'rev-parse', 'HEAD']);
     await git(['-C', repo.path, 'checkout', '-q', 'main']);
     integrationId = (await createLocalIntegration(api, 'branching', root)).id;
@@ -394,7 +489,11 @@ describe('GET .../branches of a local integration repository', () => {
   });
 
   it('a repository the integration does not list → 404; no path outside the root is read', async () => {
-    for (const url of [`file://${realpathSync(outside)}/secret-repo`, `file://${realpathSync(repo.path)}/../../..`, 'https://example.com/a/b']) {
+    for (const url of [
+      `file://${realpathSync(outside)}/secret-repo`,
+      `file://${realpathSync(repo.path)}/../../..`,
+      'https://example.com/a/b',
+    ]) {
       const res = await branches(url);
       expect(res.status, url).toBe(404);
       expect(res.body.detail).toContain('is not one of the repositories of integration');
@@ -419,8 +518,18 @@ describe('repohost deployments name a repository of an integration of the worksp
     integrationId = (await createLocalIntegration(api, 'c4', root)).id;
   });
 
-  const deploy = (name: string, sourceConfig: Record<string, unknown>, revisionConfig: Record<string, unknown> = {}, client = api.http) =>
-    client.post('/v2/deployments', { name, source: 'repohost', source_config: sourceConfig, source_revision_config: revisionConfig });
+  const deploy = (
+    name: string,
+    sourceConfig: Record<string, unknown>,
+    revisionConfig: Record<string, unknown> = {},
+    client = api.http,
+  ) =>
+    client.post('/v2/deployments', {
+      name,
+      source: 'repohost',
+      source_config: sourceConfig,
+      source_revision_config: revisionConfig,
+    });
 
   it('repo_ref defaults to the repository default branch; integration_id is stored for the foreign key', async () => {
     const res = await deploy('c4-default-ref', { integration_id: integrationId, repo_url: repoUrl });
@@ -429,12 +538,18 @@ describe('repohost deployments name a repository of an integration of the worksp
     expect(res.body.source_config).toMatchObject({ integration_id: integrationId, repo_url: repoUrl });
     const [row] = await api.dataSource.query('SELECT integration_id FROM deployments WHERE id = $1', [res.body.id]);
     expect(row.integration_id).toBe(integrationId);
-    const [revision] = await api.dataSource.query('SELECT source_revision_config FROM revisions WHERE id = $1', [res.body.latest_revision_id]);
+    const [revision] = await api.dataSource.query('SELECT source_revision_config FROM revisions WHERE id = $1', [
+      res.body.latest_revision_id,
+    ]);
     expect(revision.source_revision_config.repo_ref).toBe('stable');
   });
 
   it('an explicit repo_ref is kept', async () => {
-    const res = await deploy('c4-explicit-ref', { integration_id: integrationId, repo_url: repoUrl }, { repo_ref: 'feature/x' });
+    const res = await deploy(
+      'c4-explicit-ref',
+      { integration_id: integrationId, repo_url: repoUrl },
+      { repo_ref: 'feature/x' },
+    );
     expect(res.status, res.text).toBe(201);
     expect(res.body.source_revision_config.repo_ref).toBe('feature/x');
   });
@@ -458,12 +573,17 @@ describe('repohost deployments name a repository of an integration of the worksp
     const url = `file://${outside}/secret-repo`;
     const res = await deploy('c4-unlisted', { integration_id: integrationId, repo_url: url });
     expect(res.status).toBe(400);
-    expect(res.body.detail).toContain(`Repository ${url} is not one of the repositories of integration ID ${integrationId}`);
+    expect(res.body.detail).toContain(
+      `Repository ${url} is not one of the repositories of integration ID ${integrationId}`,
+    );
     expect(await api.dataSource.query(`SELECT id FROM deployments WHERE name = 'c4-unlisted'`)).toEqual([]);
   });
 
   it('the listed url matches with or without a trailing .git or slash', async () => {
-    const res = await deploy('c4-spelling', { integration_id: integrationId, repo_url: `${repoUrl.replace(/\.git$/, '')}/` });
+    const res = await deploy('c4-spelling', {
+      integration_id: integrationId,
+      repo_url: `${repoUrl.replace(/\.git$/, '')}/`,
+    });
     expect(res.status, res.text).toBe(201);
   });
 });
@@ -480,7 +600,10 @@ describe('tenant isolation', () => {
     expect((await other.delete(`/v1/integrations/repohost/${mine.id}`)).status).toBe(404);
     expect(await rowOf(mine.id)).toBeDefined();
     expect((await get('/v1/integrations/repohost', other)).body).toEqual({ resources: [], offset: 0 });
-    const theirs = await create({ provider: 'local', name: 'isolated', config: { root: integrationRoot(api, 'isolated') } }, other);
+    const theirs = await create(
+      { provider: 'local', name: 'isolated', config: { root: integrationRoot(api, 'isolated') } },
+      other,
+    );
     expect(theirs.status).toBe(201);
     expect(theirs.body.tenant_id).toBe(otherWorkspaceId);
   });

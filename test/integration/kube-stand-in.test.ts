@@ -28,13 +28,28 @@ const deployment = (ns: string, image: string, replicas = 1): V1Deployment => ({
   spec: {
     replicas,
     selector: { matchLabels: { app: 'web' } },
-    template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'server', image, envFrom: [{ secretRef: { name: 'web-env' } }] }] } },
+    template: {
+      metadata: { labels: { app: 'web' } },
+      spec: { containers: [{ name: 'server', image, envFrom: [{ secretRef: { name: 'web-env' } }] }] },
+    },
   },
 });
-const secret = (ns: string) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'web-env', namespace: ns }, stringData: { TOKEN: 'tok-123456' } });
-const apply = (obj: any, manager = 'slipway', force = true) => objects.patch(obj, undefined, undefined, manager, force, PatchStrategy.ServerSideApply);
-const readDeployment = (ns: string) => objects.read({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: ns } }) as Promise<V1Deployment>;
-const rolledOut = (d: V1Deployment) => d.status?.conditions?.some((c) => c.type === 'Progressing' && c.reason === 'NewReplicaSetAvailable') ?? false;
+const secret = (ns: string) => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name: 'web-env', namespace: ns },
+  stringData: { TOKEN: 'tok-123456' },
+});
+const apply = (obj: any, manager = 'slipway', force = true) =>
+  objects.patch(obj, undefined, undefined, manager, force, PatchStrategy.ServerSideApply);
+const readDeployment = (ns: string) =>
+  objects.read({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web', namespace: ns },
+  }) as Promise<V1Deployment>;
+const rolledOut = (d: V1Deployment) =>
+  d.status?.conditions?.some((c) => c.type === 'Progressing' && c.reason === 'NewReplicaSetAvailable') ?? false;
 
 beforeAll(async () => {
   k8s = await startKubeStandIn({ podStartMs: 50, msPerDeadlineSecond: 2 });
@@ -69,7 +84,9 @@ describe('Kubernetes API stand-in', () => {
     expect((await apply(secret(ns))).metadata!.resourceVersion).toBe(secretFirst.metadata!.resourceVersion);
     const patches = k8s.requests.filter((r) => r.method === 'PATCH' && r.path.includes(`/namespaces/${ns}/`));
     expect(patches).toHaveLength(5);
-    expect(patches.every((r) => r.contentType === 'application/apply-patch+yaml' && r.fieldManager === 'slipway')).toBe(true);
+    expect(patches.every((r) => r.contentType === 'application/apply-patch+yaml' && r.fieldManager === 'slipway')).toBe(
+      true,
+    );
   });
 
   it('refuses a conflicting apply of another manager unless forced', async () => {
@@ -92,10 +109,19 @@ describe('Kubernetes API stand-in', () => {
     await apply(secret(ns));
     await apply(deployment(ns, 'img:1', 2));
     const done = await eventually(() => readDeployment(ns), rolledOut);
-    expect(done.status).toMatchObject({ readyReplicas: 2, updatedReplicas: 2, observedGeneration: done.metadata!.generation });
+    expect(done.status).toMatchObject({
+      readyReplicas: 2,
+      updatedReplicas: 2,
+      observedGeneration: done.metadata!.generation,
+    });
     const pods = await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=web' });
     expect(pods.items).toHaveLength(2);
-    const log = await core.readNamespacedPodLog({ namespace: ns, name: pods.items[0]!.metadata!.name!, container: 'server', timestamps: true });
+    const log = await core.readNamespacedPodLog({
+      namespace: ns,
+      name: pods.items[0]!.metadata!.name!,
+      container: 'server',
+      timestamps: true,
+    });
     expect(log).toMatch(/^\S+Z starting img:1\n/);
     expect(log).toContain('TOKEN=tok-123456');
 
@@ -105,8 +131,13 @@ describe('Kubernetes API stand-in', () => {
       () => core.listNamespacedPod({ namespace: ns, labelSelector: 'app=web' }),
       (l) => l.items.some((p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff'),
     );
-    expect(failing.items.filter((p) => p.status?.containerStatuses?.[0]?.ready).map((p) => p.spec!.containers[0]!.image)).toEqual(['img:1', 'img:1']);
-    const stuck = await eventually(() => readDeployment(ns), (d) => d.status?.conditions?.some((c) => c.reason === 'ProgressDeadlineExceeded') ?? false);
+    expect(
+      failing.items.filter((p) => p.status?.containerStatuses?.[0]?.ready).map((p) => p.spec!.containers[0]!.image),
+    ).toEqual(['img:1', 'img:1']);
+    const stuck = await eventually(
+      () => readDeployment(ns),
+      (d) => d.status?.conditions?.some((c) => c.reason === 'ProgressDeadlineExceeded') ?? false,
+    );
     expect(stuck.status!.availableReplicas).toBe(2);
   });
 
@@ -116,11 +147,51 @@ describe('Kubernetes API stand-in', () => {
     await apply(deployment(ns, 'img:1', 1));
     await eventually(() => readDeployment(ns), rolledOut);
     const inNs = () => k8s.store.all().filter((o) => o.metadata.namespace === ns);
-    expect(inNs().map((o) => o.kind).sort()).toEqual(['Deployment', 'Pod', 'ReplicaSet', 'Secret']);
-    expect((await objects.list('apps/v1', 'Deployment', ns, undefined, undefined, undefined, undefined, 'app=web,tier in (api)')).items).toHaveLength(1);
-    expect((await objects.list('apps/v1', 'Deployment', ns, undefined, undefined, undefined, undefined, 'app=web,tier!=api')).items).toHaveLength(0);
-    expect((await objects.list('apps/v1', 'Deployment', ns, undefined, undefined, undefined, undefined, 'app.kubernetes.io/name=web')).items).toHaveLength(1);
-    await objects.delete({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: ns } }, undefined, undefined, undefined, undefined, 'Background');
+    expect(
+      inNs()
+        .map((o) => o.kind)
+        .sort(),
+    ).toEqual(['Deployment', 'Pod', 'ReplicaSet', 'Secret']);
+    expect(
+      (
+        await objects.list(
+          'apps/v1',
+          'Deployment',
+          ns,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          'app=web,tier in (api)',
+        )
+      ).items,
+    ).toHaveLength(1);
+    expect(
+      (await objects.list('apps/v1', 'Deployment', ns, undefined, undefined, undefined, undefined, 'app=web,tier!=api'))
+        .items,
+    ).toHaveLength(0);
+    expect(
+      (
+        await objects.list(
+          'apps/v1',
+          'Deployment',
+          ns,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          'app.kubernetes.io/name=web',
+        )
+      ).items,
+    ).toHaveLength(1);
+    await objects.delete(
+      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: ns } },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      'Background',
+    );
     await expect(readDeployment(ns)).rejects.toMatchObject({ code: 404 });
     expect(inNs().map((o) => o.kind)).toEqual(['Secret']);
   });

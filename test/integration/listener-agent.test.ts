@@ -25,7 +25,11 @@ const otherResponses: string[] = [];
 
 /** A client that keeps what it was answered. */
 class RecordingClient extends HttpClient {
-  override async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
+  override async request<T = any>(
+    method: string,
+    path: string,
+    options: RequestOptions = {},
+  ): Promise<HttpResponse<T>> {
     const res = await super.request<T>(method, path, options);
     if (!path.endsWith('/desired-state')) otherResponses.push(res.text);
     return res;
@@ -57,12 +61,20 @@ afterAll(async () => {
 // ------------------------------------------------------------------ helpers
 
 async function createListener(computeId: string, namespaces: string[] | null) {
-  const res = await admin.post('/v2/listeners', { compute_type: 'k8s', compute_id: computeId, compute_config: { k8s_namespaces: namespaces } });
+  const res = await admin.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: computeId,
+    compute_config: { k8s_namespaces: namespaces },
+  });
   expect(res.status).toBe(201);
   return res.body;
 }
 
-async function createDeployment(name: string, listenerId: string, extra: { namespace?: string; secret?: string; resource_spec?: object } = {}) {
+async function createDeployment(
+  name: string,
+  listenerId: string,
+  extra: { namespace?: string; secret?: string; resource_spec?: object } = {},
+) {
   const res = await admin.post('/v2/deployments', {
     name,
     source: 'external_container',
@@ -87,21 +99,30 @@ async function startRollout(revisionId: string): Promise<void> {
 }
 
 async function getRevisionRow(id: string) {
-  const [row] = await api.dataSource.query('SELECT status, status_message, heartbeat_at FROM revisions WHERE id = $1', [id]);
+  const [row] = await api.dataSource.query('SELECT status, status_message, heartbeat_at FROM revisions WHERE id = $1', [
+    id,
+  ]);
   return row as { status: string; status_message: string | null; heartbeat_at: Date | null };
 }
 
 const getDeployment = (id: string) => admin.get(`/v2/deployments/${id}`);
-const getRevision = (deploymentId: string, revisionId: string) => admin.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`);
-const desiredState = (client: HttpClient, listenerId: string) => client.get(`/v2/listeners/${listenerId}/desired-state`);
-const report = (client: HttpClient, listenerId: string, body: unknown) => client.post(`/v2/listeners/${listenerId}/reports`, body);
-const entryOf = (res: HttpResponse, deploymentId: string) => res.body.deployments.find((d: any) => d.deployment_id === deploymentId);
+const getRevision = (deploymentId: string, revisionId: string) =>
+  admin.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`);
+const desiredState = (client: HttpClient, listenerId: string) =>
+  client.get(`/v2/listeners/${listenerId}/desired-state`);
+const report = (client: HttpClient, listenerId: string, body: unknown) =>
+  client.post(`/v2/listeners/${listenerId}/reports`, body);
+const entryOf = (res: HttpResponse, deploymentId: string) =>
+  res.body.deployments.find((d: any) => d.deployment_id === deploymentId);
 
 // ------------------------------------------------------------------ tests
 
 describe('GET /v2/listeners/{listener_id}/desired-state', () => {
-  it("shows the agent its deployment once the revision is DEPLOYING, with secret values and manifests", async () => {
-    const alpha = await createDeployment('agent-alpha', listenerA, { namespace: 'staging', resource_spec: { cpu: 0.5, min_scale: 1, max_scale: 3 } });
+  it('shows the agent its deployment once the revision is DEPLOYING, with secret values and manifests', async () => {
+    const alpha = await createDeployment('agent-alpha', listenerA, {
+      namespace: 'staging',
+      resource_spec: { cpu: 0.5, min_scale: 1, max_scale: 3 },
+    });
     await api.relay.drain();
     // Published only once the deployer moves it to DEPLOYING: AWAITING_DEPLOY is not for the agent yet.
     expect((await desiredState(agentA, listenerA)).body.deployments).toEqual([]);
@@ -128,14 +149,21 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     const server = manifests.find((m) => m.kind === 'Deployment' && m.metadata.name === 'agent-alpha');
     expect(server.spec.replicas).toBe(1);
     expect(server.spec.template.metadata.labels['slipway.dev/revision-id']).toBe(alpha.latest_revision_id);
-    expect(server.spec.template.spec.containers[0]).toMatchObject({ image: 'registry.example/agent:1.0.0', resources: { requests: { cpu: '500m' } } });
-    expect(manifests.find((m) => m.kind === 'HorizontalPodAutoscaler' && m.metadata.name === 'agent-alpha').spec).toMatchObject({
+    expect(server.spec.template.spec.containers[0]).toMatchObject({
+      image: 'registry.example/agent:1.0.0',
+      resources: { requests: { cpu: '500m' } },
+    });
+    expect(
+      manifests.find((m) => m.kind === 'HorizontalPodAutoscaler' && m.metadata.name === 'agent-alpha').spec,
+    ).toMatchObject({
       minReplicas: 1,
       maxReplicas: 3,
     });
     const env = manifests.find((m) => m.kind === 'Secret' && m.metadata.name === 'agent-alpha-env');
     expect(env.stringData.OPENAI_API_KEY).toBe(SECRET);
-    expect(env.stringData.DATABASE_URI).toMatch(/^postgres:\/\/slipway:[^@]+@agent-alpha-db:5432\/slipway_d_agent_alpha_[0-9a-f]{8}$/);
+    expect(env.stringData.DATABASE_URI).toMatch(
+      /^postgres:\/\/slipway:[^@]+@agent-alpha-db:5432\/slipway_d_agent_alpha_[0-9a-f]{8}$/,
+    );
     // The value sits in the Secret only, never in a workload.
     expect(JSON.stringify(manifests.filter((m) => m.kind !== 'Secret'))).not.toContain(SECRET);
     // Tracing, as on Slipway's own runtime: its pods send to the api's /api/v1 (no trace front
@@ -153,11 +181,25 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     const sent = await fetch(`${api.baseUrl}/api/v1/runs/batch`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': env.stringData.LANGSMITH_API_KEY },
-      body: JSON.stringify({ post: [{ id, trace_id: id, dotted_order: start, name: 'pod-run', run_type: 'chain', start_time: at, session_name: 'elsewhere' }] }),
+      body: JSON.stringify({
+        post: [
+          {
+            id,
+            trace_id: id,
+            dotted_order: start,
+            name: 'pod-run',
+            run_type: 'chain',
+            start_time: at,
+            session_name: 'elsewhere',
+          },
+        ],
+      }),
     });
     expect(sent.status).toBe(202);
     expect((await api.http.get(`/api/v1/runs/${id}`)).body.session_id).toBe(alpha.tracing_project_id);
-    expect(JSON.stringify(manifests.filter((m) => m.kind !== 'Secret'))).not.toContain(env.stringData.LANGSMITH_API_KEY);
+    expect(JSON.stringify(manifests.filter((m) => m.kind !== 'Secret'))).not.toContain(
+      env.stringData.LANGSMITH_API_KEY,
+    );
 
     // Another listener's agent sees none of it.
     const other = await desiredState(agentB, listenerB);
@@ -169,7 +211,8 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
   it('answers an unchanged desired state with 304 when the agent names its ETag, and a changed one in full with a new ETag', async () => {
     const listener: string = (await createListener('etag-cluster', null)).id;
     const agent = admin.as(await api.mintKey({ listenerId: listener }));
-    const poll = (etag?: string) => agent.get(`/v2/listeners/${listener}/desired-state`, { headers: etag ? { 'if-none-match': etag } : {} });
+    const poll = (etag?: string) =>
+      agent.get(`/v2/listeners/${listener}/desired-state`, { headers: etag ? { 'if-none-match': etag } : {} });
 
     const empty = await poll();
     expect(empty.status).toBe(200);
@@ -180,7 +223,9 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     expect(unchanged.text).toBe('');
     expect(unchanged.headers.get('etag')).toBe(emptyTag);
     // A 304 is still a check-in.
-    const [{ last_seen_at: seen }] = await api.dataSource.query('SELECT last_seen_at FROM listeners WHERE id = $1', [listener]);
+    const [{ last_seen_at: seen }] = await api.dataSource.query('SELECT last_seen_at FROM listeners WHERE id = $1', [
+      listener,
+    ]);
     expect(seen).not.toBeNull();
 
     const d = await createDeployment('etag-alpha', listener);
@@ -195,10 +240,14 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     expect(tag).not.toContain(SECRET);
 
     // A change to what the entry renders from (a new secret value rolled out) changes it.
-    const patched = await admin.patch(`/v2/deployments/${d.id}`, { secrets: [{ name: 'OPENAI_API_KEY', value: NEW_SECRET }] });
+    const patched = await admin.patch(`/v2/deployments/${d.id}`, {
+      secrets: [{ name: 'OPENAI_API_KEY', value: NEW_SECRET }],
+    });
     expect(patched.status).toBe(200);
     // The first rollout finishes, so the new revision (queued behind it) starts.
-    expect(await api.dataSource.transaction((m) => api.flow.transition(m, d.latest_revision_id, 'DEPLOYED'))).not.toBeNull();
+    expect(
+      await api.dataSource.transaction((m) => api.flow.transition(m, d.latest_revision_id, 'DEPLOYED')),
+    ).not.toBeNull();
     await startRollout(patched.body.latest_revision_id);
     const rolled = await poll(tag);
     expect(rolled.status).toBe(200);
@@ -207,13 +256,20 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
 
     // The agent's client sends its ETag back and keeps what it has on a 304 (the same object,
     // not a parse of a new body), and takes a changed state in full.
-    const client = new ControlPlaneClient({ apiUrl: api.baseUrl, listenerId: listener, apiKey: await api.mintKey({ listenerId: listener }), requestTimeoutMs: 10_000 } as AgentConfig);
+    const client = new ControlPlaneClient({
+      apiUrl: api.baseUrl,
+      listenerId: listener,
+      apiKey: await api.mintKey({ listenerId: listener }),
+      requestTimeoutMs: 10_000,
+    } as AgentConfig);
     const first = await client.desiredState();
     expect(first.deployments.map((e) => e.deployment_id)).toEqual([d.id]);
     expect(await client.desiredState()).toBe(first);
     const other = await createDeployment('etag-beta', listener);
     await startRollout(other.latest_revision_id);
-    expect((await client.desiredState()).deployments.map((e) => e.deployment_id).sort()).toEqual([d.id, other.id].sort());
+    expect((await client.desiredState()).deployments.map((e) => e.deployment_id).sort()).toEqual(
+      [d.id, other.id].sort(),
+    );
   });
 
   it('gives a deployment without stored credentials (made before they were stored) its passwords on first poll, the same on every poll after', async () => {
@@ -225,7 +281,9 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     const databaseUri = async () => {
       const res = await desiredState(agent, listener);
       expect(res.status).toBe(200);
-      return entryOf(res, d.id).manifests.find((m: any) => m.kind === 'Secret' && m.metadata.name === 'credentials-alpha-env').stringData.DATABASE_URI;
+      return entryOf(res, d.id).manifests.find(
+        (m: any) => m.kind === 'Secret' && m.metadata.name === 'credentials-alpha-env',
+      ).stringData.DATABASE_URI;
     };
 
     const first = await databaseUri();
@@ -236,12 +294,14 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     expect(await databaseUri()).toBe(first);
   });
 
-  it("never follows a redirect: a 3xx is an error, and the key never reaches where it points", async () => {
+  it('never follows a redirect: a 3xx is an error, and the key never reaches where it points', async () => {
     // Two servers on this machine: a front that redirects every call, and the place it points to.
     const landed: Array<{ url: string; key: string | undefined }> = [];
     const target = createServer((req, res) => {
       landed.push({ url: req.url!, key: req.headers['x-api-key'] as string | undefined });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"listener_id":"x","generated_at":"x","deployments":[]}');
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end('{"listener_id":"x","generated_at":"x","deployments":[]}');
     });
     await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
     const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
@@ -260,8 +320,13 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
         requestTimeoutMs: 5_000,
       } as AgentConfig);
       await expect(client.desiredState()).rejects.toThrow(/HTTP 302 redirect refused/);
-      await expect(client.report({ revisions: [], deleted_deployments: [], logs: [] })).rejects.toThrow(/HTTP 307 redirect refused/);
-      expect(seenByFront).toEqual([`GET /v2/listeners/${listenerA}/desired-state`, `POST /v2/listeners/${listenerA}/reports`]);
+      await expect(client.report({ revisions: [], deleted_deployments: [], logs: [] })).rejects.toThrow(
+        /HTTP 307 redirect refused/,
+      );
+      expect(seenByFront).toEqual([
+        `GET /v2/listeners/${listenerA}/desired-state`,
+        `POST /v2/listeners/${listenerA}/reports`,
+      ]);
       expect(landed).toEqual([]);
     } finally {
       await new Promise((r) => front.close(r));
@@ -312,10 +377,15 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
   it('DEPLOYED activates the revision; the same report again is rejected (terminal)', async () => {
     alpha = (await getDeployment((await admin.get('/v2/deployments?name=agent-alpha')).body.resources[0].id)).body;
     firstRevision = alpha.latest_revision_id;
-    const res = await report(agentA, listenerA, { revisions: [{ revision_id: firstRevision, status: 'DEPLOYED', message: 'rolled out' }] });
+    const res = await report(agentA, listenerA, {
+      revisions: [{ revision_id: firstRevision, status: 'DEPLOYED', message: 'rolled out' }],
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ applied: [firstRevision], deleted: [], rejected: [] });
-    expect((await getRevision(alpha.id, firstRevision)).body).toMatchObject({ status: 'DEPLOYED', status_message: 'Listener reported: rolled out' });
+    expect((await getRevision(alpha.id, firstRevision)).body).toMatchObject({
+      status: 'DEPLOYED',
+      status_message: 'Listener reported: rolled out',
+    });
     expect((await getDeployment(alpha.id)).body.active_revision_id).toBe(firstRevision);
     expect(entryOf(await desiredState(agentA, listenerA), alpha.id)).toBeUndefined();
 
@@ -324,7 +394,9 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
     expect(again.body).toEqual({
       applied: [],
       deleted: [],
-      rejected: [{ revision_id: firstRevision, reason: `Revision ID ${firstRevision} is DEPLOYED; it cannot move to DEPLOYED.` }],
+      rejected: [
+        { revision_id: firstRevision, reason: `Revision ID ${firstRevision} is DEPLOYED; it cannot move to DEPLOYED.` },
+      ],
     });
     expect((await getRevision(alpha.id, firstRevision)).body.status_message).toBe('Listener reported: rolled out');
   });
@@ -344,14 +416,23 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
       applied: [],
       deleted: [],
       rejected: [
-        { revision_id: bravo.latest_revision_id, reason: `Revision ID ${bravo.latest_revision_id} is not a revision of a deployment of listener ID ${listenerA}.` },
-        { revision_id: unknown, reason: `Revision ID ${unknown} is not a revision of a deployment of listener ID ${listenerA}.` },
+        {
+          revision_id: bravo.latest_revision_id,
+          reason: `Revision ID ${bravo.latest_revision_id} is not a revision of a deployment of listener ID ${listenerA}.`,
+        },
+        {
+          revision_id: unknown,
+          reason: `Revision ID ${unknown} is not a revision of a deployment of listener ID ${listenerA}.`,
+        },
       ],
     });
     expect((await getRevisionRow(bravo.latest_revision_id)).status).toBe('DEPLOYING');
     expect((await getDeployment(bravo.id)).body.active_revision_id).toBeNull();
     // Its own agent still sees it to apply.
-    expect(entryOf(await desiredState(agentB, listenerB), bravo.id)).toMatchObject({ action: 'apply', namespace: 'default' });
+    expect(entryOf(await desiredState(agentB, listenerB), bravo.id)).toMatchObject({
+      action: 'apply',
+      namespace: 'default',
+    });
   });
 
   it("stores shipped pod log lines as the revision's deploy logs, secret values redacted, and only for its own revisions", async () => {
@@ -367,31 +448,50 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
     const logs = await admin.get(`/v2/deployments/${alpha.id}/revisions/${firstRevision}/logs?type=deploy`);
     expect(logs.status).toBe(200);
     const lines = (logs.body.logs ?? logs.body).map((l: any) => [l.level, l.message]);
-    expect(lines).toEqual(expect.arrayContaining([['info', 'starting registry.example/agent:1.0.0'], ['error', 'loaded setting OPENAI_API_KEY=********']]));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        ['info', 'starting registry.example/agent:1.0.0'],
+        ['error', 'loaded setting OPENAI_API_KEY=********'],
+      ]),
+    );
     expect(JSON.stringify(logs.body)).not.toContain(SECRET);
 
-    const bad = await report(agentA, listenerA, { logs: [{ revision_id: firstRevision, level: 'loud', message: 'x' }] });
+    const bad = await report(agentA, listenerA, {
+      logs: [{ revision_id: firstRevision, level: 'loud', message: 'x' }],
+    });
     expect(bad.status).toBe(422);
   });
 
   it('DEPLOY_FAILED records the message (secret values redacted) and keeps the previous revision serving', async () => {
-    const patched = await admin.patch(`/v2/deployments/${alpha.id}`, { secrets: [{ name: 'OPENAI_API_KEY', value: NEW_SECRET }] });
+    const patched = await admin.patch(`/v2/deployments/${alpha.id}`, {
+      secrets: [{ name: 'OPENAI_API_KEY', value: NEW_SECRET }],
+    });
     expect(patched.status).toBe(200);
     const second = patched.body.latest_revision_id;
     expect(second).not.toBe(firstRevision);
     await startRollout(second);
 
     const published = entryOf(await desiredState(agentA, listenerA), alpha.id);
-    expect(published).toMatchObject({ action: 'apply', revision_id: second, secrets: [{ name: 'OPENAI_API_KEY', value: NEW_SECRET }] });
+    expect(published).toMatchObject({
+      action: 'apply',
+      revision_id: second,
+      secrets: [{ name: 'OPENAI_API_KEY', value: NEW_SECRET }],
+    });
 
     const res = await report(agentA, listenerA, {
       revisions: [{ revision_id: second, status: 'DEPLOY_FAILED', message: `CrashLoopBackOff: bad key ${NEW_SECRET}` }],
     });
     expect(res.body).toEqual({ applied: [second], deleted: [], rejected: [] });
     const revision = await getRevision(alpha.id, second);
-    expect(revision.body).toMatchObject({ status: 'DEPLOY_FAILED', status_message: 'Listener reported: CrashLoopBackOff: bad key ********' });
+    expect(revision.body).toMatchObject({
+      status: 'DEPLOY_FAILED',
+      status_message: 'Listener reported: CrashLoopBackOff: bad key ********',
+    });
     expect(revision.text).not.toContain(NEW_SECRET);
-    expect((await getDeployment(alpha.id)).body).toMatchObject({ active_revision_id: firstRevision, latest_revision_id: second });
+    expect((await getDeployment(alpha.id)).body).toMatchObject({
+      active_revision_id: firstRevision,
+      latest_revision_id: second,
+    });
   });
 
   it('DEPLOYING while deploying is a heartbeat; a revision queued behind the rollout starts when the agent reports it done', async () => {
@@ -399,15 +499,22 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
     const first = charlie.latest_revision_id;
     await startRollout(first);
 
-    const beat = await report(agentA, listenerA, { revisions: [{ revision_id: first, status: 'DEPLOYING', message: 'pulling image' }] });
+    const beat = await report(agentA, listenerA, {
+      revisions: [{ revision_id: first, status: 'DEPLOYING', message: 'pulling image' }],
+    });
     expect(beat.body).toEqual({ applied: [first], deleted: [], rejected: [] });
     expect(await getRevisionRow(first)).toMatchObject({ status: 'DEPLOYING', heartbeat_at: expect.any(Date) });
 
-    const patched = await admin.patch(`/v2/deployments/${charlie.id}`, { source_revision_config: { image_uri: 'registry.example/agent:2.0.0' } });
+    const patched = await admin.patch(`/v2/deployments/${charlie.id}`, {
+      source_revision_config: { image_uri: 'registry.example/agent:2.0.0' },
+    });
     const queued = patched.body.latest_revision_id;
     expect((await getRevisionRow(queued)).status).toBe('QUEUED');
     // The agent keeps seeing the revision in flight, not the queued one.
-    expect(entryOf(await desiredState(agentA, listenerA), charlie.id)).toMatchObject({ revision_id: first, namespace: 'agents' });
+    expect(entryOf(await desiredState(agentA, listenerA), charlie.id)).toMatchObject({
+      revision_id: first,
+      namespace: 'agents',
+    });
 
     const done = await report(agentA, listenerA, { revisions: [{ revision_id: first, status: 'DEPLOYED' }] });
     expect(done.body.applied).toEqual([first]);
@@ -450,12 +557,19 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
           deployment_id: charlie.id,
           reason: `Deployment ID ${charlie.id} is AWAITING_DATABASE; only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`,
         },
-        { deployment_id: bravo.id, reason: `Deployment ID ${bravo.id} is not a deployment of listener ID ${listenerA}.` },
+        {
+          deployment_id: bravo.id,
+          reason: `Deployment ID ${bravo.id} is not a deployment of listener ID ${listenerA}.`,
+        },
       ],
     });
     expect((await getDeployment(alpha.id)).status).toBe(404);
-    expect(await api.dataSource.query('SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1', [alpha.id])).toEqual([{ n: 0 }]);
-    const [project] = await api.dataSource.query('SELECT name, deployment_id FROM tracing_projects WHERE id = $1', [alpha.tracing_project_id]);
+    expect(
+      await api.dataSource.query('SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1', [alpha.id]),
+    ).toEqual([{ n: 0 }]);
+    const [project] = await api.dataSource.query('SELECT name, deployment_id FROM tracing_projects WHERE id = $1', [
+      alpha.tracing_project_id,
+    ]);
     expect(project).toEqual({ name: 'agent-alpha', deployment_id: null });
     expect((await getDeployment(charlie.id)).status).toBe(200);
     expect((await getDeployment(bravo.id)).status).toBe(200);
@@ -479,9 +593,14 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
       manifests: [],
     });
     // An interrupted revision stays interrupted whatever the agent says.
-    const late = await report(agentA, listenerA, { revisions: [{ revision_id: delta.latest_revision_id, status: 'DEPLOYED' }] });
+    const late = await report(agentA, listenerA, {
+      revisions: [{ revision_id: delta.latest_revision_id, status: 'DEPLOYED' }],
+    });
     expect(late.body.rejected).toEqual([
-      { revision_id: delta.latest_revision_id, reason: `Revision ID ${delta.latest_revision_id} is INTERRUPTED; it cannot move to DEPLOYED.` },
+      {
+        revision_id: delta.latest_revision_id,
+        reason: `Revision ID ${delta.latest_revision_id} is INTERRUPTED; it cannot move to DEPLOYED.`,
+      },
     ]);
     expect((await report(agentA, listenerA, { deleted_deployments: [delta.id] })).body.deleted).toEqual([delta.id]);
   });
@@ -497,9 +616,13 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
       ['body.revisions.0.status', 'enum'],
       ['body.deleted_deployments.0', 'uuid_parsing'],
     ]);
-    const tooMany = await report(agentA, listenerA, { deleted_deployments: Array.from({ length: 501 }, () => randomUUID()) });
+    const tooMany = await report(agentA, listenerA, {
+      deleted_deployments: Array.from({ length: 501 }, () => randomUUID()),
+    });
     expect(tooMany.status).toBe(422);
-    expect(tooMany.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'deleted_deployments'], type: 'too_long' })]);
+    expect(tooMany.body.detail).toEqual([
+      expect.objectContaining({ loc: ['body', 'deleted_deployments'], type: 'too_long' }),
+    ]);
   });
 });
 
@@ -508,9 +631,12 @@ describe('listener check-in', () => {
     const charlie = (await admin.get('/v2/deployments?name=agent-charlie')).body.resources[0];
     const echo = await createDeployment('agent-echo', listenerA);
     const bravo = (await admin.get('/v2/deployments?name=agent-bravo')).body.resources[0];
-    await api.dataSource.query(`UPDATE deployments SET database_name = 'slipway_d_agent_echo_x' WHERE id = $1`, [echo.id]);
+    await api.dataSource.query(`UPDATE deployments SET database_name = 'slipway_d_agent_echo_x' WHERE id = $1`, [
+      echo.id,
+    ]);
     // What the reconciler does to a silent listener's deployments.
-    for (const id of [charlie.id, echo.id, bravo.id]) expect(await transitionDeployment(api.dataSource.manager, id, 'UNKNOWN')).not.toBeNull();
+    for (const id of [charlie.id, echo.id, bravo.id])
+      expect(await transitionDeployment(api.dataSource.manager, id, 'UNKNOWN')).not.toBeNull();
 
     expect((await desiredState(agentA, listenerA)).status).toBe(200);
     expect((await getDeployment(charlie.id)).body.status).toBe('AWAITING_DATABASE');
@@ -528,12 +654,21 @@ describe('listener check-in', () => {
     // What the reconciler does when the listener goes silent mid-rollout.
     await api.dataSource.transaction(async (m) => {
       expect(await transitionDeployment(m, foxtrot.id, 'UNKNOWN')).not.toBeNull();
-      expect(await api.flow.transition(m, revisionId, 'UNKNOWN', { message: 'The listener stopped reporting.' })).not.toBeNull();
+      expect(
+        await api.flow.transition(m, revisionId, 'UNKNOWN', { message: 'The listener stopped reporting.' }),
+      ).not.toBeNull();
     });
 
     const res = await desiredState(agentA, listenerA);
-    expect(entryOf(res, foxtrot.id)).toMatchObject({ action: 'apply', revision_id: revisionId, secrets: [{ name: 'OPENAI_API_KEY', value: SECRET }] });
-    expect(await getRevisionRow(revisionId)).toMatchObject({ status: 'DEPLOYING', status_message: 'The listener is back; waiting for its report.' });
+    expect(entryOf(res, foxtrot.id)).toMatchObject({
+      action: 'apply',
+      revision_id: revisionId,
+      secrets: [{ name: 'OPENAI_API_KEY', value: SECRET }],
+    });
+    expect(await getRevisionRow(revisionId)).toMatchObject({
+      status: 'DEPLOYING',
+      status_message: 'The listener is back; waiting for its report.',
+    });
     expect((await getDeployment(foxtrot.id)).body.status).toBe('AWAITING_DATABASE');
 
     const done = await report(agentA, listenerA, { revisions: [{ revision_id: revisionId, status: 'DEPLOYED' }] });
@@ -557,9 +692,15 @@ describe('documentation and secrecy', () => {
     const desired = doc.paths['/v2/listeners/{listener_id}/desired-state'].get;
     expect(schemaOf(desired, '200')).toEqual({ $ref: '#/components/schemas/ListenerDesiredState' });
     const reports = doc.paths['/v2/listeners/{listener_id}/reports'].post;
-    expect(reports.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ListenerReport' });
+    expect(reports.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/ListenerReport',
+    });
     expect(schemaOf(reports, '200')).toEqual({ $ref: '#/components/schemas/ListenerReportResult' });
-    expect(doc.components.schemas.RevisionReport.properties.status.enum).toEqual(['DEPLOYING', 'DEPLOYED', 'DEPLOY_FAILED']);
+    expect(doc.components.schemas.RevisionReport.properties.status.enum).toEqual([
+      'DEPLOYING',
+      'DEPLOYED',
+      'DEPLOY_FAILED',
+    ]);
     expect(doc.components.schemas.DesiredDeployment.required).toEqual(
       expect.arrayContaining(['deployment_id', 'namespace', 'revision_id', 'action', 'secrets', 'manifests']),
     );

@@ -33,12 +33,18 @@ describe('POST /v2/listeners', () => {
     });
     expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(res.body.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    const [row] = await api.dataSource.query('SELECT workspace_id, compute_id FROM listeners WHERE id = $1', [res.body.id]);
+    const [row] = await api.dataSource.query('SELECT workspace_id, compute_id FROM listeners WHERE id = $1', [
+      res.body.id,
+    ]);
     expect(row).toEqual({ workspace_id: api.workspaceId, compute_id: 'cluster-create' });
   });
 
   it('ignores unknown fields and accepts null namespaces', async () => {
-    const res = await api.http.post('/v2/listeners', { ...body('cluster-extra'), compute_config: { k8s_namespaces: null }, surprise: 1 });
+    const res = await api.http.post('/v2/listeners', {
+      ...body('cluster-extra'),
+      compute_config: { k8s_namespaces: null },
+      surprise: 1,
+    });
     expect(res.status).toBe(201);
     expect(res.body.compute_config).toEqual({ k8s_namespaces: null, pod_policy: null });
     expect(res.body).not.toHaveProperty('surprise');
@@ -92,9 +98,13 @@ describe('POST /v2/listeners', () => {
   });
 
   it('lets exactly one of two concurrent creates win', async () => {
-    const results = await Promise.all(Array.from({ length: 8 }, () => api.http.post('/v2/listeners', body('cluster-race'))));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => api.http.post('/v2/listeners', body('cluster-race'))),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
-    const [{ count }] = await api.dataSource.query(`SELECT count(*)::int AS count FROM listeners WHERE compute_id = 'cluster-race'`);
+    const [{ count }] = await api.dataSource.query(
+      `SELECT count(*)::int AS count FROM listeners WHERE compute_id = 'cluster-race'`,
+    );
     expect(count).toBe(1);
   });
 });
@@ -151,11 +161,18 @@ describe('GET/PATCH/PUT/DELETE /v2/listeners/{id}', () => {
     expect(patched.body).toMatchObject({ version: '2.0.0', compute_config: { k8s_namespaces: ['default', 'agents'] } });
     expect(Date.parse(patched.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(created.updated_at));
 
-    const patchedConfig = await api.http.patch(path, { compute_config: { k8s_namespaces: ['prod'] }, compute_id: 'cluster-life' });
+    const patchedConfig = await api.http.patch(path, {
+      compute_config: { k8s_namespaces: ['prod'] },
+      compute_id: 'cluster-life',
+    });
     expect(patchedConfig.status).toBe(200);
     expect(patchedConfig.body).toMatchObject({ version: '2.0.0', compute_config: { k8s_namespaces: ['prod'] } });
 
-    const put = await api.http.put(path, { compute_type: 'k8s', compute_id: 'cluster-life', compute_config: { k8s_namespaces: ['x'] } });
+    const put = await api.http.put(path, {
+      compute_type: 'k8s',
+      compute_id: 'cluster-life',
+      compute_config: { k8s_namespaces: ['x'] },
+    });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ version: null, compute_config: { k8s_namespaces: ['x'] } });
     expect((await api.http.get(path)).body).toEqual(put.body);
@@ -184,8 +201,14 @@ describe('GET/PATCH/PUT/DELETE /v2/listeners/{id}', () => {
     const { body: created } = await api.http.post('/v2/listeners', body('cluster-validate'));
     const put = await api.http.put(`/v2/listeners/${created.id}`, { version: '1' });
     expect(put.status).toBe(422);
-    expect(put.body.detail.map((d: any) => d.loc.join('.'))).toEqual(['body.compute_type', 'body.compute_id', 'body.compute_config']);
-    const patch = await api.http.patch(`/v2/listeners/${created.id}`, { compute_config: { k8s_namespaces: ['UPPER'] } });
+    expect(put.body.detail.map((d: any) => d.loc.join('.'))).toEqual([
+      'body.compute_type',
+      'body.compute_id',
+      'body.compute_config',
+    ]);
+    const patch = await api.http.patch(`/v2/listeners/${created.id}`, {
+      compute_config: { k8s_namespaces: ['UPPER'] },
+    });
     expect(patch.status).toBe(422);
     expect(patch.body.detail[0].loc).toEqual(['body', 'compute_config', 'k8s_namespaces', 0]);
   });
@@ -226,7 +249,9 @@ describe('listener writes are admin-only', () => {
       const res = await member.request(method, target, { body: payload });
       expect([res.status, res.body], method).toEqual([403, ADMIN_ONLY]);
     }
-    expect((await api.dataSource.query(`SELECT 1 FROM listeners WHERE compute_id = 'cluster-by-member'`)).length).toBe(0);
+    expect((await api.dataSource.query(`SELECT 1 FROM listeners WHERE compute_id = 'cluster-by-member'`)).length).toBe(
+      0,
+    );
     const read = await member.get(path);
     expect(read.status).toBe(200);
     expect(read.body).toEqual(created);
@@ -239,9 +264,15 @@ describe('listener writes are admin-only', () => {
     const path = `/v2/listeners/${created.id}`;
     for (const config of [{ k8s_namespaces: null }, {}, { k8s_namespaces: ['default', 'agents', 'kube-system'] }]) {
       expect((await member.patch(path, { compute_config: config })).status, JSON.stringify(config)).toBe(403);
-      expect((await member.put(path, body('cluster-widen', { compute_config: config }))).status, JSON.stringify(config)).toBe(403);
+      expect(
+        (await member.put(path, body('cluster-widen', { compute_config: config }))).status,
+        JSON.stringify(config),
+      ).toBe(403);
     }
-    expect((await api.http.get(path)).body.compute_config).toEqual({ k8s_namespaces: ['default', 'agents'], pod_policy: null });
+    expect((await api.http.get(path)).body.compute_config).toEqual({
+      k8s_namespaces: ['default', 'agents'],
+      pod_policy: null,
+    });
     const widened = await api.http.patch(path, { compute_config: { k8s_namespaces: null } });
     expect([widened.status, widened.body.compute_config]).toEqual([200, { k8s_namespaces: null, pod_policy: null }]);
   });
@@ -250,13 +281,25 @@ describe('listener writes are admin-only', () => {
     const member = api.http.as(await api.mintKey({ role: 'member' }));
     const { body: created } = await api.http.post('/v2/listeners', body('cluster-policy'));
     const path = `/v2/listeners/${created.id}`;
-    const policy = { volume_types: ['persistentVolumeClaim', 'csi'], namespace_config_refs: true, service_account: false, ingress_annotations: true };
-    expect((await member.patch(path, { compute_config: { k8s_namespaces: ['agents'], pod_policy: policy } })).status).toBe(403);
+    const policy = {
+      volume_types: ['persistentVolumeClaim', 'csi'],
+      namespace_config_refs: true,
+      service_account: false,
+      ingress_annotations: true,
+    };
+    expect(
+      (await member.patch(path, { compute_config: { k8s_namespaces: ['agents'], pod_policy: policy } })).status,
+    ).toBe(403);
     const set = await api.http.patch(path, { compute_config: { k8s_namespaces: ['agents'], pod_policy: policy } });
     expect([set.status, set.body.compute_config]).toEqual([200, { k8s_namespaces: ['agents'], pod_policy: policy }]);
-    expect((await api.dataSource.query('SELECT compute_config FROM listeners WHERE id = $1', [created.id]))[0].compute_config.pod_policy).toEqual(policy);
+    expect(
+      (await api.dataSource.query('SELECT compute_config FROM listeners WHERE id = $1', [created.id]))[0].compute_config
+        .pod_policy,
+    ).toEqual(policy);
 
-    const bad = await api.http.patch(path, { compute_config: { pod_policy: { volume_types: ['hostPath', 'nfs'], privileged: true, service_account: 'yes' } } });
+    const bad = await api.http.patch(path, {
+      compute_config: { pod_policy: { volume_types: ['hostPath', 'nfs'], privileged: true, service_account: 'yes' } },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.detail.map((d: any) => d.loc.join('.'))).toEqual([
       'body.compute_config.pod_policy.volume_types.0',

@@ -15,12 +15,17 @@ let listenerId: string;
 let foreign: HttpClient;
 let logs: RevisionLogRepository;
 
-const imageDeployment = (client: HttpClient, name: string, listener = listenerId) => createImageDeployment(client, name, listener);
+const imageDeployment = (client: HttpClient, name: string, listener = listenerId) =>
+  createImageDeployment(client, name, listener);
 
 /** Pins the timestamps of a revision's lines: message → ISO time. */
 async function pinTimes(revisionId: string, times: Record<string, string>) {
   for (const [message, at] of Object.entries(times)) {
-    await api.dataSource.query(`UPDATE revision_logs SET created_at = $3 WHERE revision_id = $1 AND message = $2`, [revisionId, message, at]);
+    await api.dataSource.query(`UPDATE revision_logs SET created_at = $3 WHERE revision_id = $1 AND message = $2`, [
+      revisionId,
+      message,
+      at,
+    ]);
   }
 }
 
@@ -77,7 +82,12 @@ describe('log filters', () => {
   it('start_time is inclusive, end_time exclusive', async () => {
     const res = await api.http.get(path('start_time=2026-11-01T10:00:01.000Z&end_time=2026-11-01T10:00:03.000Z'));
     expect(messages(res.body)).toEqual(['slow start', 'Crash: boom']);
-    expect(messages((await api.http.get(path('start_time=2026-11-01T10:00:03.000Z'))).body)).toEqual(['tie a', 'tie b', 'tie c', 'last']);
+    expect(messages((await api.http.get(path('start_time=2026-11-01T10:00:03.000Z'))).body)).toEqual([
+      'tie a',
+      'tie b',
+      'tie c',
+      'last',
+    ]);
     expect(messages((await api.http.get(path('end_time=2026-11-01T10:00:00.000Z'))).body)).toEqual([]);
   });
 
@@ -87,7 +97,9 @@ describe('log filters', () => {
       const seen: string[] = [];
       let offset = '';
       for (let i = 0; i < 10; i++) {
-        const res = await api.http.get(path(`order=${order}&limit=1&start_time=2026-11-01T10:00:03.000Z${offset ? `&offset=${offset}` : ''}`));
+        const res = await api.http.get(
+          path(`order=${order}&limit=1&start_time=2026-11-01T10:00:03.000Z${offset ? `&offset=${offset}` : ''}`),
+        );
         expect(res.status, res.text).toBe(200);
         if (!res.body.logs.length) break;
         seen.push(...messages(res.body));
@@ -120,7 +132,13 @@ describe('GET /v2/deployment-logs', () => {
   it("lists the workspace's lines with deployment, revision and type; never another workspace's", async () => {
     const a = await imageDeployment(api.http, 'wide-a');
     const b = await imageDeployment(api.http, 'wide-b');
-    const theirListener = (await foreign.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'x', compute_config: { k8s_namespaces: null } })).body.id;
+    const theirListener = (
+      await foreign.post('/v2/listeners', {
+        compute_type: 'k8s',
+        compute_id: 'x',
+        compute_config: { k8s_namespaces: null },
+      })
+    ).body.id;
     const theirs = await imageDeployment(foreign, 'wide-theirs', theirListener);
     await logs.append(a.latest_revision_id, 'build', [{ level: 'info', message: 'wide-marker a build' }]);
     await logs.append(b.latest_revision_id, 'deploy', [{ level: 'error', message: 'wide-marker b deploy' }]);
@@ -132,11 +150,15 @@ describe('GET /v2/deployment-logs', () => {
       ['wide-marker a build', a.id, a.latest_revision_id, 'build'],
       ['wide-marker b deploy', b.id, b.latest_revision_id, 'deploy'],
     ]);
-    expect(messages((await api.http.get(`/v2/deployment-logs?query=wide-marker&deployment_id=${b.id}`)).body)).toEqual(['wide-marker b deploy']);
-    expect(messages((await api.http.get(`/v2/deployment-logs?query=wide-marker&revision_id=${a.latest_revision_id}`)).body)).toEqual([
-      'wide-marker a build',
+    expect(messages((await api.http.get(`/v2/deployment-logs?query=wide-marker&deployment_id=${b.id}`)).body)).toEqual([
+      'wide-marker b deploy',
     ]);
-    expect(messages((await api.http.get('/v2/deployment-logs?query=wide-marker&type=deploy&order=desc')).body)).toEqual(['wide-marker b deploy']);
+    expect(
+      messages((await api.http.get(`/v2/deployment-logs?query=wide-marker&revision_id=${a.latest_revision_id}`)).body),
+    ).toEqual(['wide-marker a build']);
+    expect(messages((await api.http.get('/v2/deployment-logs?query=wide-marker&type=deploy&order=desc')).body)).toEqual(
+      ['wide-marker b deploy'],
+    );
     expect(messages((await foreign.get('/v2/deployment-logs?query=wide-marker')).body)).toEqual(['wide-marker theirs']);
     expect(messages((await api.http.get(`/v2/deployment-logs?deployment_id=${theirs.id}`)).body)).toEqual([]);
   });
@@ -153,7 +175,11 @@ describe('following by polling with start_time', () => {
       let n = 0;
       while (n < TOTAL) {
         const size = Math.min(TOTAL - n, 1 + (n % 23));
-        await logs.append(d.latest_revision_id, 'deploy', Array.from({ length: size }, (_, i) => ({ level: 'info', message: `line ${n + i}` })));
+        await logs.append(
+          d.latest_revision_id,
+          'deploy',
+          Array.from({ length: size }, (_, i) => ({ level: 'info', message: `line ${n + i}` })),
+        );
         n += size;
       }
       writing = false;
@@ -166,7 +192,11 @@ describe('following by polling with start_time', () => {
       let startTime: string | undefined;
       for (;;) {
         const finished = !writing;
-        const res = await api.http.post(path, { order: 'asc', limit: 100, ...(startTime ? { start_time: startTime } : {}) });
+        const res = await api.http.post(path, {
+          order: 'asc',
+          limit: 100,
+          ...(startTime ? { start_time: startTime } : {}),
+        });
         expect(res.status, res.text).toBe(200);
         const fresh = res.body.logs.filter((l: any) => !seen.has(l.id));
         for (const l of fresh) {
@@ -184,7 +214,11 @@ describe('following by polling with start_time', () => {
       let offset: string | undefined;
       for (;;) {
         const finished = !writing;
-        const res = await api.http.post(path, { order: 'asc', limit: 100, ...(startTime ? { start_time: startTime, offset } : {}) });
+        const res = await api.http.post(path, {
+          order: 'asc',
+          limit: 100,
+          ...(startTime ? { start_time: startTime, offset } : {}),
+        });
         expect(res.status, res.text).toBe(200);
         printed.push(...messages(res.body));
         if (res.body.logs.length) {
@@ -248,9 +282,12 @@ describe('GET …/logs?follow=true (Server-Sent Events)', () => {
       { level: 'error', message: 'loud' },
     ]);
     await api.http.post(`/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/interruption`);
-    const follow = new SseClient(`${api.baseUrl}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/logs?type=deploy&follow=true&level=error`, {
-      'x-api-key': api.adminKey,
-    });
+    const follow = new SseClient(
+      `${api.baseUrl}/v2/deployments/${d.id}/revisions/${d.latest_revision_id}/logs?type=deploy&follow=true&level=error`,
+      {
+        'x-api-key': api.adminKey,
+      },
+    );
     await follow.done;
     expect(follow.events.map((e) => e.data.message ?? e.event)).toEqual(['loud', 'end']);
 
@@ -266,7 +303,10 @@ describe('GET …/logs?follow=true (Server-Sent Events)', () => {
     await api.dataSource.query(`UPDATE revisions SET status = 'DEPLOYED' WHERE id = $1`, [rid]);
     await api.dataSource.query(`UPDATE deployments SET active_revision_id = $2 WHERE id = $1`, [d.id, rid]);
     await logs.append(rid, 'deploy', [{ level: 'info', message: 'rolled out' }], 0);
-    const follow = new SseClient(`${api.baseUrl}/v2/deployments/${d.id}/revisions/${rid}/logs?type=deploy&follow=true`, { 'x-api-key': api.adminKey });
+    const follow = new SseClient(
+      `${api.baseUrl}/v2/deployments/${d.id}/revisions/${rid}/logs?type=deploy&follow=true`,
+      { 'x-api-key': api.adminKey },
+    );
     await follow.until((e) => e.length >= 1);
     // Printed by instance 1 after the rollout: it still comes, on the same stream.
     await logs.append(rid, 'deploy', [{ level: 'info', message: 'a request later' }], 1);
@@ -278,7 +318,10 @@ describe('GET …/logs?follow=true (Server-Sent Events)', () => {
     expect(follow.ended).toBe(false);
     // Another revision serves now: the stream ends.
     await api.dataSource.query(`UPDATE deployments SET active_revision_id = NULL WHERE id = $1`, [d.id]);
-    await api.dataSource.query(`SELECT pg_notify('slipway_events', workspace_id::text) FROM deployments WHERE id = $1`, [d.id]);
+    await api.dataSource.query(
+      `SELECT pg_notify('slipway_events', workspace_id::text) FROM deployments WHERE id = $1`,
+      [d.id],
+    );
     await follow.done;
     expect(follow.events.at(-1)).toMatchObject({ event: 'end', data: { revision_id: rid, status: 'DEPLOYED' } });
   });
@@ -291,13 +334,18 @@ describe('GET …/logs?follow=true (Server-Sent Events)', () => {
     const one = await api.http.get(`/v2/deployments/${d.id}/revisions/${rid}/logs?type=deploy&instance=1`);
     expect(messages(one.body)).toEqual(['from one']);
 
-    const wide = new SseClient(`${api.baseUrl}/v2/deployment-logs?follow=true&deployment_id=${d.id}&instance=0`, { 'x-api-key': api.adminKey });
+    const wide = new SseClient(`${api.baseUrl}/v2/deployment-logs?follow=true&deployment_id=${d.id}&instance=0`, {
+      'x-api-key': api.adminKey,
+    });
     await wide.until((e) => e.length >= 1);
     await logs.append(rid, 'deploy', [{ level: 'info', message: 'later from one' }], 1);
     await logs.append(rid, 'deploy', [{ level: 'info', message: 'later from zero' }], 0);
     const events = await wide.until((e) => e.length >= 2);
     expect(events.map((e) => e.data.message)).toEqual(['from zero', 'later from zero']);
-    expect(events[1]).toMatchObject({ id: events[1]!.data.id, data: { deployment_id: d.id, revision_id: rid, type: 'deploy', instance: 0 } });
+    expect(events[1]).toMatchObject({
+      id: events[1]!.data.id,
+      data: { deployment_id: d.id, revision_id: rid, type: 'deploy', instance: 0 },
+    });
     // Ended revisions or not, it stays open.
     await api.http.post(`/v2/deployments/${d.id}/revisions/${rid}/interruption`);
     await new Promise((r) => setTimeout(r, 500));

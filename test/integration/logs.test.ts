@@ -35,7 +35,9 @@ beforeAll(async () => {
   const d = await imageDeployment('logs-main');
   deploymentId = d.id;
   first = d.latest_revision_id;
-  const patched = await api.http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { image_uri: 'registry.example/agent:2' } });
+  const patched = await api.http.patch(`/v2/deployments/${deploymentId}`, {
+    source_revision_config: { image_uri: 'registry.example/agent:2' },
+  });
   expect(patched.status, patched.text).toBe(200);
   second = patched.body.latest_revision_id;
   expect(second).not.toBe(first);
@@ -49,8 +51,16 @@ beforeAll(async () => {
   }
 
   const otherWorkspace = randomUUID();
-  await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'logs-other')`, [otherWorkspace, api.organizationId]);
-  const { key } = await issueApiKey(api.dataSource.manager, { organizationId: api.organizationId, workspaceId: otherWorkspace, scope: 'workspace', role: 'admin' });
+  await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'logs-other')`, [
+    otherWorkspace,
+    api.organizationId,
+  ]);
+  const { key } = await issueApiKey(api.dataSource.manager, {
+    organizationId: api.organizationId,
+    workspaceId: otherWorkspace,
+    scope: 'workspace',
+    role: 'admin',
+  });
   foreign = api.http.as(key);
 });
 afterAll(async () => {
@@ -95,20 +105,29 @@ describe('GET /v2/deployments/{id}/revisions/{rid}/logs', () => {
 
   it('type=deploy gives the deploy lines; desc gives them newest first', async () => {
     expect(messages((await api.http.get(revisionLogsPath(first, 'type=deploy'))).body)).toEqual(DEPLOY);
-    expect(messages((await api.http.get(revisionLogsPath(first, 'type=build&order=desc'))).body)).toEqual([...BUILD].reverse());
-    expect(messages((await api.http.get(revisionLogsPath(second, 'type=deploy&order=desc'))).body)).toEqual([...DEPLOY_SECOND].reverse());
+    expect(messages((await api.http.get(revisionLogsPath(first, 'type=build&order=desc'))).body)).toEqual(
+      [...BUILD].reverse(),
+    );
+    expect(messages((await api.http.get(revisionLogsPath(second, 'type=deploy&order=desc'))).body)).toEqual(
+      [...DEPLOY_SECOND].reverse(),
+    );
     expect((await api.http.get(revisionLogsPath(second, 'type=build'))).body).toEqual({ logs: [], next_offset: null });
   });
 
-  it.each(['asc', 'desc'] as const)('pages through every line in %s order with next_offset until null', async (order) => {
-    const pages = await allPages(async (offset) => {
-      const res = await api.http.get(revisionLogsPath(first, `limit=2&order=${order}${offset ? `&offset=${offset}` : ''}`));
-      expect(res.status, res.text).toBe(200);
-      return res.body;
-    });
-    expect(pages.map((p) => p.logs.length)).toEqual([2, 2, 1, 0]);
-    expect(pages.flatMap(messages)).toEqual(order === 'asc' ? BUILD : [...BUILD].reverse());
-  });
+  it.each(['asc', 'desc'] as const)(
+    'pages through every line in %s order with next_offset until null',
+    async (order) => {
+      const pages = await allPages(async (offset) => {
+        const res = await api.http.get(
+          revisionLogsPath(first, `limit=2&order=${order}${offset ? `&offset=${offset}` : ''}`),
+        );
+        expect(res.status, res.text).toBe(200);
+        return res.body;
+      });
+      expect(pages.map((p) => p.logs.length)).toEqual([2, 2, 1, 0]);
+      expect(pages.flatMap(messages)).toEqual(order === 'asc' ? BUILD : [...BUILD].reverse());
+    },
+  );
 
   it('validates limit (1..1000), type, order and offset → 422', async () => {
     const cases: Array<[string, string[]]> = [
@@ -122,7 +141,10 @@ describe('GET /v2/deployments/{id}/revisions/{rid}/logs', () => {
     for (const [query, loc] of cases) {
       const res = await api.http.get(revisionLogsPath(first, query));
       expect(res.status, query).toBe(422);
-      expect(res.body.detail.map((d: any) => d.loc), query).toEqual([loc]);
+      expect(
+        res.body.detail.map((d: any) => d.loc),
+        query,
+      ).toEqual([loc]);
     }
     expect((await api.http.get(revisionLogsPath(first, 'limit=1000'))).status).toBe(200);
     expect(messages((await api.http.get(revisionLogsPath(first, 'limit=1'))).body)).toEqual([BUILD[0]]);
@@ -175,7 +197,9 @@ describe('POST /v1/projects/{id}/revisions/{rid}/build_logs and deploy_logs (CLI
     expect(pages.flatMap(messages)).toEqual(BUILD);
     // A line appended later is picked up after the last cursor, without repeating the others.
     const last = pages.at(-2).next_offset;
-    await new RevisionLogRepository(api.dataSource.manager).append(first, 'build', [{ level: 'info', message: 'late line' }]);
+    await new RevisionLogRepository(api.dataSource.manager).append(first, 'build', [
+      { level: 'info', message: 'late line' },
+    ]);
     try {
       const more = await buildLogs({ order: 'asc', limit: 50, offset: last });
       expect(messages(more.body)).toEqual(['late line']);
@@ -188,7 +212,13 @@ describe('POST /v1/projects/{id}/revisions/{rid}/build_logs and deploy_logs (CLI
     const bare = await api.http.request('POST', `/v1/projects/${deploymentId}/revisions/${first}/build_logs`);
     expect(bare.status, bare.text).toBe(200);
     expect(messages(bare.body)).toEqual(BUILD);
-    const extras = await buildLogs({ limit: 2, tracked: true, level: null, query: null, start_time: '2026-01-01T00:00:00Z' });
+    const extras = await buildLogs({
+      limit: 2,
+      tracked: true,
+      level: null,
+      query: null,
+      start_time: '2026-01-01T00:00:00Z',
+    });
     expect(messages(extras.body)).toEqual(BUILD.slice(0, 2));
     expect(messages((await buildLogs({ level: 'ERROR', query: 'npm' })).body)).toEqual([]);
     expect(messages((await buildLogs({ level: 'WARN' })).body)).toEqual(['added 0 packages']);
@@ -213,7 +243,10 @@ describe('POST /v1/projects/{id}/revisions/{rid}/build_logs and deploy_logs (CLI
   });
 
   it('deploy_logs of a revision gives its deploy lines', async () => {
-    const res = await api.http.post(`/v1/projects/${deploymentId}/revisions/${first}/deploy_logs`, { order: 'asc', limit: 100 });
+    const res = await api.http.post(`/v1/projects/${deploymentId}/revisions/${first}/deploy_logs`, {
+      order: 'asc',
+      limit: 100,
+    });
     expect(res.status, res.text).toBe(200);
     expect(messages(res.body)).toEqual(DEPLOY);
   });
@@ -235,7 +268,8 @@ describe('POST /v1/projects/{id}/revisions/{rid}/build_logs and deploy_logs (CLI
 });
 
 describe('POST /v1/projects/{id}/deploy_logs (no revision)', () => {
-  const deployLogs = (id = deploymentId, client: HttpClient = api.http) => client.post(`/v1/projects/${id}/deploy_logs`, { order: 'asc', limit: 100 });
+  const deployLogs = (id = deploymentId, client: HttpClient = api.http) =>
+    client.post(`/v1/projects/${id}/deploy_logs`, { order: 'asc', limit: 100 });
   const setActive = (revisionId: string | null) =>
     api.dataSource.query(`UPDATE deployments SET active_revision_id = $2 WHERE id = $1`, [deploymentId, revisionId]);
 
@@ -251,7 +285,12 @@ describe('POST /v1/projects/{id}/deploy_logs (no revision)', () => {
   });
 
   it('a deployment without revisions has no lines; unknown or foreign → 404', async () => {
-    const created = await api.http.post('/v2/deployments', { name: 'logs-empty', source: 'internal_source', source_config: {}, source_revision_config: {} });
+    const created = await api.http.post('/v2/deployments', {
+      name: 'logs-empty',
+      source: 'internal_source',
+      source_config: {},
+      source_revision_config: {},
+    });
     expect(created.body.latest_revision_id).toBeNull();
     const empty = await deployLogs(created.body.id);
     expect(empty.status).toBe(200);

@@ -25,7 +25,8 @@ function parse(text: string): Sample[] {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$/.exec(line);
     expect(match, `unparseable metrics line: ${line}`).not.toBeNull();
     const labels: Record<string, string> = {};
-    for (const [, key, value] of match![2]?.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g) ?? []) labels[key!] = value!;
+    for (const [, key, value] of match![2]?.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g) ?? [])
+      labels[key!] = value!;
     samples.push({ name: match![1]!, labels, value: Number(match![3]) });
   }
   return samples;
@@ -71,7 +72,8 @@ const INSERT_EVENT = `INSERT INTO revision_events (revision_id, deployment_id, f
 
 async function insertEvents(events: Event[]): Promise<void> {
   const { deploymentId, revisionId } = await revision();
-  for (const [from, to, ms] of events) await api.dataSource.query(INSERT_EVENT, [revisionId, deploymentId, from, to, ms]);
+  for (const [from, to, ms] of events)
+    await api.dataSource.query(INSERT_EVENT, [revisionId, deploymentId, from, to, ms]);
 }
 
 beforeAll(async () => {
@@ -155,12 +157,27 @@ describe('queue gauges', () => {
     const samples = await scrape();
     for (const queue of ['builds', 'rollouts', 'maintenance', 'webhooks']) {
       expect(valueOf(samples, 'slipway_queue_up', { queue })).toBe(1);
-      const states = samples.filter((s) => s.name === 'slipway_queue_jobs' && s.labels.queue === queue).map((s) => s.labels.state);
-      expect(states.sort()).toEqual(['active', 'completed', 'delayed', 'failed', 'paused', 'prioritized', 'waiting', 'waiting-children']);
+      const states = samples
+        .filter((s) => s.name === 'slipway_queue_jobs' && s.labels.queue === queue)
+        .map((s) => s.labels.state);
+      expect(states.sort()).toEqual([
+        'active',
+        'completed',
+        'delayed',
+        'failed',
+        'paused',
+        'prioritized',
+        'waiting',
+        'waiting-children',
+      ]);
     }
 
     // A delayed job nothing will consume (no worker runs on this file's prefix).
-    const job = await api.queues.builds.add('build.revision', { revisionId: randomUUID(), attempt: 0 }, { delay: 3_600_000, jobId: `build-metrics-${randomUUID()}` });
+    const job = await api.queues.builds.add(
+      'build.revision',
+      { revisionId: randomUUID(), attempt: 0 },
+      { delay: 3_600_000, jobId: `build-metrics-${randomUUID()}` },
+    );
     const after = await scrape();
     expect(valueOf(after, 'slipway_queue_jobs', { queue: 'builds', state: 'delayed' })).toBe(1);
     expect(valueOf(after, 'slipway_queue_jobs', { queue: 'rollouts', state: 'delayed' })).toBe(0);
@@ -172,7 +189,11 @@ describe('queue gauges', () => {
     const rollouts = api.queues.rollouts;
     await rollouts.pause();
     try {
-      await rollouts.add('rollout.revision', { revisionId: randomUUID(), attempt: 0 }, { jobId: `rollout-metrics-${randomUUID()}` });
+      await rollouts.add(
+        'rollout.revision',
+        { revisionId: randomUUID(), attempt: 0 },
+        { jobId: `rollout-metrics-${randomUUID()}` },
+      );
       const paused = await scrape();
       expect(valueOf(paused, 'slipway_queue_jobs', { queue: 'rollouts', state: 'paused' })).toBe(1);
       expect(valueOf(paused, 'slipway_queue_jobs', { queue: 'rollouts', state: 'waiting' })).toBe(0);
@@ -190,13 +211,21 @@ describe('queue gauges', () => {
     // Nothing listens on port 1: every connection attempt is refused.
     const deadRedis = producerConnection('redis://127.0.0.1:1', logger);
     const deadQueues = createQueues(deadRedis, api.config.queuePrefix, logger);
-    const app = createApp({ config: api.config, dataSource: api.dataSource, redis: deadRedis, queues: deadQueues, logger, notifications: apiNotifications(api.config, logger) });
+    const app = createApp({
+      config: api.config,
+      dataSource: api.dataSource,
+      redis: deadRedis,
+      queues: deadQueues,
+      logger,
+      notifications: apiNotifications(api.config, logger),
+    });
     const server: Server = app.express.listen(0, '127.0.0.1');
     try {
       await new Promise<void>((resolve) => server.once('listening', resolve));
       const http = new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, null);
       const samples = await scrape(http);
-      for (const queue of ['builds', 'rollouts', 'maintenance', 'webhooks']) expect(valueOf(samples, 'slipway_queue_up', { queue })).toBe(0);
+      for (const queue of ['builds', 'rollouts', 'maintenance', 'webhooks'])
+        expect(valueOf(samples, 'slipway_queue_up', { queue })).toBe(0);
       expect(samples.filter((s) => s.name === 'slipway_queue_jobs')).toEqual([]);
       // The rest of the scrape is intact.
       expect(samples.some((s) => s.name === 'slipway_process_cpu_user_seconds_total')).toBe(true);
@@ -223,7 +252,8 @@ describe('revision transitions from revision_events', () => {
       [null, 'CREATING', null],
     ]);
     const after = await scrape();
-    const delta = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels);
+    const delta = (name: string, labels: Record<string, string>) =>
+      valueOf(after, name, labels) - valueOf(before, name, labels);
 
     expect(delta(transitions, { from: 'AWAITING_BUILD', to: 'BUILDING' })).toBe(2);
     expect(delta(transitions, { from: 'BUILDING', to: 'AWAITING_DEPLOY' })).toBe(1);
@@ -240,7 +270,9 @@ describe('revision transitions from revision_events', () => {
     const again = await scrape();
     const same = { from: 'AWAITING_BUILD', to: 'BUILDING' };
     expect(valueOf(again, transitions, same)).toBe(valueOf(after, transitions, same));
-    expect(valueOf(again, timeCount, { status: 'AWAITING_BUILD' })).toBe(valueOf(after, timeCount, { status: 'AWAITING_BUILD' }));
+    expect(valueOf(again, timeCount, { status: 'AWAITING_BUILD' })).toBe(
+      valueOf(after, timeCount, { status: 'AWAITING_BUILD' }),
+    );
   });
 
   it('counts a row whose transaction commits after a later id was already read', async () => {
@@ -280,7 +312,14 @@ describe('revision transitions from revision_events', () => {
     const logger = createLogger({ name: 'api', level: 'debug', destination: new LogCapture() });
     const redis = producerConnection(api.config.redisUrl, logger);
     const queues = createQueues(redis, api.config.queuePrefix, logger);
-    const app = createApp({ config: api.config, dataSource: api.dataSource, redis, queues, logger, notifications: apiNotifications(api.config, logger) });
+    const app = createApp({
+      config: api.config,
+      dataSource: api.dataSource,
+      redis,
+      queues,
+      logger,
+      notifications: apiNotifications(api.config, logger),
+    });
     const server: Server = app.express.listen(0, '127.0.0.1');
     try {
       await new Promise<void>((resolve) => server.once('listening', resolve));
@@ -318,6 +357,8 @@ describe('revision transitions from revision_events', () => {
     await collector.collect();
     await insertEvents(Array.from({ length: 6 }, (): Event => ['AWAITING_DEPLOY', 'DEPLOY_FAILED', 100]));
     await collector.collect();
-    expect(valueOf(parse(await registry.metrics()), transitions, { from: 'AWAITING_DEPLOY', to: 'DEPLOY_FAILED' })).toBe(6);
+    expect(
+      valueOf(parse(await registry.metrics()), transitions, { from: 'AWAITING_DEPLOY', to: 'DEPLOY_FAILED' }),
+    ).toBe(6);
   });
 });

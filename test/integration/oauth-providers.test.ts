@@ -17,7 +17,9 @@ afterAll(async () => {
   await api?.close();
 });
 
-const ORGANIZATION_ADMIN_ONLY = { detail: 'This operation requires an organization admin: an organization-scoped admin API key.' };
+const ORGANIZATION_ADMIN_ONLY = {
+  detail: 'This operation requires an organization admin: an organization-scoped admin API key.',
+};
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -90,9 +92,10 @@ describe('POST /v2/auth/providers', () => {
     // Bound to its row: the ciphertext does not open under another row's id.
     expect(() => secretsCodec(api.config).open(row.client_secret_sealed, randomUUID())).toThrow();
     // The plaintext is in no column at all.
-    const [{ whole }] = await api.dataSource.query('SELECT row_to_json(p)::text AS whole FROM oauth_providers p WHERE id = $1', [
-      row.id,
-    ]);
+    const [{ whole }] = await api.dataSource.query(
+      'SELECT row_to_json(p)::text AS whole FROM oauth_providers p WHERE id = $1',
+      [row.id],
+    );
     expect(whole).not.toContain(payload.client_secret);
   });
 
@@ -105,7 +108,11 @@ describe('POST /v2/auth/providers', () => {
     expectNoSecret(res);
     expect(res.body).toMatchObject({ uses_pkce: true, code_challenge_method: 'plain', provider_type: 'oidc' });
     expect(res.body).not.toHaveProperty('surprise');
-    expect(await rowOf(res.body.id)).toMatchObject({ uses_pkce: true, code_challenge_method: 'plain', provider_type: 'oidc' });
+    expect(await rowOf(res.body.id)).toMatchObject({
+      uses_pkce: true,
+      code_challenge_method: 'plain',
+      provider_type: 'oidc',
+    });
   });
 
   it('allows plain http only for loopback hosts', async () => {
@@ -114,7 +121,10 @@ describe('POST /v2/auth/providers', () => {
       ['local-name', 'http://localhost:9000'],
       ['local-v6', 'http://[::1]:9000'],
     ]) {
-      const res = await admin.post('/v2/auth/providers', body(providerId, { auth_url: `${host}/authorize`, token_url: `${host}/token` }));
+      const res = await admin.post(
+        '/v2/auth/providers',
+        body(providerId, { auth_url: `${host}/authorize`, token_url: `${host}/token` }),
+      );
       expect(res.status, host).toBe(201);
       expect(res.body).toMatchObject({ auth_url: `${host}/authorize`, token_url: `${host}/token` });
     }
@@ -162,7 +172,9 @@ describe('POST /v2/auth/providers', () => {
     expect(insecure.msg).toMatch(/https/);
     const method = res.body.detail.find((d: any) => d.loc[1] === 'code_challenge_method');
     expect(method.msg).toBe("Input should be 'S256' or 'plain'");
-    const [{ count }] = await api.dataSource.query(`SELECT count(*)::int AS count FROM oauth_providers WHERE provider_id = 'has space'`);
+    const [{ count }] = await api.dataSource.query(
+      `SELECT count(*)::int AS count FROM oauth_providers WHERE provider_id = 'has space'`,
+    );
     expect(count).toBe(0);
   });
 
@@ -174,7 +186,10 @@ describe('POST /v2/auth/providers', () => {
     ['another scheme', 'ftp://idp.example.com/token', 'url_scheme'],
     ['a URL with an impossible port', 'https://idp.example.com:99999/token', 'url_parsing'],
   ])('rejects %s as token_url', async (_what, url, type) => {
-    const res = await admin.post('/v2/auth/providers', body(`bad-url-${randomBytes(3).toString('hex')}`, { token_url: url }));
+    const res = await admin.post(
+      '/v2/auth/providers',
+      body(`bad-url-${randomBytes(3).toString('hex')}`, { token_url: url }),
+    );
     expect(res.status).toBe(422);
     expect(res.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'token_url'], type })]);
   });
@@ -192,7 +207,9 @@ describe('POST /v2/auth/providers', () => {
 
   it('rejects a malformed JSON body without echoing or logging it', async () => {
     const secret = newSecret();
-    const res = await api.http.request('POST', '/v2/auth/providers', { rawBody: `{"provider_id":"x","client_secret":"${secret}",` });
+    const res = await api.http.request('POST', '/v2/auth/providers', {
+      rawBody: `{"provider_id":"x","client_secret":"${secret}",`,
+    });
     expect(res.status).toBe(422);
     expect(res.body).toEqual({ detail: [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }] });
     expectNoSecret(res);
@@ -213,9 +230,12 @@ describe('POST /v2/auth/providers', () => {
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
     for (const r of results) {
       expectNoSecret(r);
-      if (r.status === 409) expect(r.body).toEqual({ detail: "OAuth provider with provider ID 'race' already exists." });
+      if (r.status === 409)
+        expect(r.body).toEqual({ detail: "OAuth provider with provider ID 'race' already exists." });
     }
-    const [{ count }] = await api.dataSource.query(`SELECT count(*)::int AS count FROM oauth_providers WHERE provider_id = 'race'`);
+    const [{ count }] = await api.dataSource.query(
+      `SELECT count(*)::int AS count FROM oauth_providers WHERE provider_id = 'race'`,
+    );
     expect(count).toBe(1);
   });
 });
@@ -230,9 +250,10 @@ describe('GET /v2/auth/providers', () => {
     const ids = res.body.map((p: any) => p.provider_id);
     expect(ids).toContain('list-1');
     expect(ids.indexOf('list-2')).toBeLessThan(ids.indexOf('list-1'));
-    const [{ count }] = await api.dataSource.query('SELECT count(*)::int AS count FROM oauth_providers WHERE organization_id = $1', [
-      api.organizationId,
-    ]);
+    const [{ count }] = await api.dataSource.query(
+      'SELECT count(*)::int AS count FROM oauth_providers WHERE organization_id = $1',
+      [api.organizationId],
+    );
     expect(res.body).toHaveLength(count);
     for (const p of res.body) expect(Object.keys(p)).not.toContain('client_secret');
   });
@@ -259,7 +280,9 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
   it('validates the path parameter', async () => {
     const res = await api.http.get(`/v2/auth/providers/${'p'.repeat(201)}`);
     expect(res.status).toBe(422);
-    expect(res.body.detail).toEqual([expect.objectContaining({ loc: ['path', 'provider_id'], type: 'string_too_long' })]);
+    expect(res.body.detail).toEqual([
+      expect.objectContaining({ loc: ['path', 'provider_id'], type: 'string_too_long' }),
+    ]);
   });
 
   it('answers 404 with the contract text for an unknown provider', async () => {
@@ -273,7 +296,10 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
   });
 
   it('patches: null leaves required fields, clears nullable ones', async () => {
-    const { body: created } = await admin.post('/v2/auth/providers', body('patchy', { provider_type: 'oidc', uses_pkce: true }));
+    const { body: created } = await admin.post(
+      '/v2/auth/providers',
+      body('patchy', { provider_type: 'oidc', uses_pkce: true }),
+    );
     const path = '/v2/auth/providers/patchy';
 
     const unchanged = await admin.patch(path, {});
@@ -364,7 +390,9 @@ describe('GET/PATCH/DELETE /v2/auth/providers/{provider_id}', () => {
     const missing = await admin.request('PATCH', '/v2/auth/providers/strict');
     expect(missing.status).toBe(422);
     expect(missing.body.detail).toEqual([expect.objectContaining({ loc: ['body'], type: 'missing' })]);
-    const row = await api.dataSource.query(`SELECT auth_url, code_challenge_method FROM oauth_providers WHERE provider_id = 'strict'`);
+    const row = await api.dataSource.query(
+      `SELECT auth_url, code_challenge_method FROM oauth_providers WHERE provider_id = 'strict'`,
+    );
     expect(row).toEqual([{ auth_url: 'https://idp.example.com/oauth2/authorize', code_challenge_method: 'S256' }]);
   });
 
@@ -392,14 +420,21 @@ describe('organization isolation', () => {
   it("never shows or changes another organization's providers", async () => {
     const { body: mine } = await admin.post('/v2/auth/providers', body('shared-name'));
     const { organization } = await new TenancyRepository(api.dataSource.manager).createOrganization('other');
-    const otherKey = await api.mintKey({ organizationId: organization.id, workspaceId: null, scope: 'organization', role: 'admin' });
+    const otherKey = await api.mintKey({
+      organizationId: organization.id,
+      workspaceId: null,
+      scope: 'organization',
+      role: 'admin',
+    });
     const other = api.http.as(otherKey);
 
     const list = await other.get('/v2/auth/providers');
     expect(list.status).toBe(200);
     expect(list.body).toEqual([]);
     for (const ref of ['shared-name', mine.id]) {
-      expect((await other.get(`/v2/auth/providers/${ref}`)).body).toEqual({ detail: `OAuth provider ID ${ref} not found.` });
+      expect((await other.get(`/v2/auth/providers/${ref}`)).body).toEqual({
+        detail: `OAuth provider ID ${ref} not found.`,
+      });
       expect((await other.patch(`/v2/auth/providers/${ref}`, { name: 'hijacked' })).status).toBe(404);
       expect((await other.delete(`/v2/auth/providers/${ref}`)).status).toBe(404);
     }
@@ -430,7 +465,9 @@ describe('workspace admins', () => {
       expect(res.body).toEqual(ORGANIZATION_ADMIN_ONLY);
     }
     expect(await rowOf(created.id)).toMatchObject({ name: 'Provider org-owned' });
-    expect(await api.dataSource.query(`SELECT 1 FROM oauth_providers WHERE provider_id = 'by-workspace-admin'`)).toEqual([]);
+    expect(
+      await api.dataSource.query(`SELECT 1 FROM oauth_providers WHERE provider_id = 'by-workspace-admin'`),
+    ).toEqual([]);
   });
 });
 
@@ -470,7 +507,10 @@ describe('member keys', () => {
       ['PATCH', '/v2/auth/providers/x'],
       ['DELETE', '/v2/auth/providers/x'],
     ] as const) {
-      const res = await api.http.request(method, path, { key: null, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+      const res = await api.http.request(method, path, {
+        key: null,
+        body: method === 'GET' || method === 'DELETE' ? undefined : {},
+      });
       expect(res.status, `${method} ${path}`).toBe(401);
       expect(res.body).toEqual({ detail: 'Invalid or missing API key.' });
     }

@@ -100,7 +100,14 @@ beforeAll(async () => {
   // A second app built exactly as the harness builds it, so its router can be walked.
   const logger = createLogger({ name: 'api', level: 'debug', destination: new LogCapture() });
   redis = producerConnection(api.config.redisUrl, logger);
-  app = createApp({ config: api.config, dataSource: api.dataSource, redis, queues: api.queues, logger, notifications: apiNotifications(api.config, logger) });
+  app = createApp({
+    config: api.config,
+    dataSource: api.dataSource,
+    redis,
+    queues: api.queues,
+    logger,
+    notifications: apiNotifications(api.config, logger),
+  });
   server = app.express.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   http = new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, null);
@@ -167,7 +174,14 @@ describe('every mounted route is documented', () => {
     // Anything mounted on a path other than `/` without being a route is a known UI.
     const onPaths = mounted.middleware.filter((m) => m.path !== '/');
     expect(onPaths.map((m) => m.path)).toEqual(
-      expect.arrayContaining(['/docs', '/api-host/docs', '/admin/queues', '/api-host/admin/queues', '/metrics', '/api-host/metrics']),
+      expect.arrayContaining([
+        '/docs',
+        '/api-host/docs',
+        '/admin/queues',
+        '/api-host/admin/queues',
+        '/metrics',
+        '/api-host/metrics',
+      ]),
     );
     for (const m of onPaths) expect(isUiMount(m.path), `${m.name} at ${m.path}`).toBe(true);
   });
@@ -190,18 +204,25 @@ describe('every mounted route is documented', () => {
       const spec = app.routes.find((r) => r.method === method && r.path === path.replace(/^\/api-host(?=\/)/, ''))!;
       expect(spec, `${where} has a route spec`).toBeDefined();
       expect(spec.hidden, where).toBeFalsy();
-      const parameters: Array<{ name: string; in: string; required?: boolean; schema?: unknown }> = operation.parameters ?? [];
+      const parameters: Array<{ name: string; in: string; required?: boolean; schema?: unknown }> =
+        operation.parameters ?? [];
 
       for (const [, name] of path.matchAll(/[:*]([A-Za-z0-9_]+)/g)) {
         const param = parameters.find((p) => p.in === 'path' && p.name === name);
         expect(param, `${where}: path parameter ${name}`).toMatchObject({ required: true, schema: expect.any(Object) });
       }
       for (const name of Object.keys((spec.request?.query?.describe() as any)?.keys ?? {})) {
-        expect(parameters.find((p) => p.in === 'query' && p.name === name), `${where}: query parameter ${name}`).toBeDefined();
+        expect(
+          parameters.find((p) => p.in === 'query' && p.name === name),
+          `${where}: query parameter ${name}`,
+        ).toBeDefined();
       }
 
       if (spec.request?.body) {
-        expect(operation.requestBody?.content?.['application/json']?.schema, `${where}: request body schema`).toBeDefined();
+        expect(
+          operation.requestBody?.content?.['application/json']?.schema,
+          `${where}: request body schema`,
+        ).toBeDefined();
       } else {
         expect(operation.requestBody, `${where}: no body is accepted`).toBeUndefined();
       }
@@ -212,10 +233,16 @@ describe('every mounted route is documented', () => {
       for (const status of successes) {
         const response = operation.responses[status];
         if (status === '204') expect(response.content, `${where} 204 has no body`).toBeUndefined();
-        else expect(response.content?.[spec.responses[Number(status)]?.contentType ?? 'application/json']?.schema, `${where} ${status} schema`).toBeDefined();
+        else
+          expect(
+            response.content?.[spec.responses[Number(status)]?.contentType ?? 'application/json']?.schema,
+            `${where} ${status} schema`,
+          ).toBeDefined();
       }
 
-      expect(operation.security, where).toEqual(spec.auth === 'none' ? [] : expect.arrayContaining([{ ApiKey: [] }, { BearerAuth: [] }]));
+      expect(operation.security, where).toEqual(
+        spec.auth === 'none' ? [] : expect.arrayContaining([{ ApiKey: [] }, { BearerAuth: [] }]),
+      );
       checked.push(where);
     }
     expect(checked.length).toBe(mounted.routes.length);
@@ -224,7 +251,8 @@ describe('every mounted route is documented', () => {
   it('documents nothing that is not mounted', () => {
     const mountedKeys = new Set(mounted.routes.map((r) => `${r.method} ${documentedPath(r.path)}`));
     for (const [path, operations] of Object.entries<Record<string, unknown>>(doc.paths)) {
-      for (const method of Object.keys(operations)) expect(mountedKeys, `${method} ${path}`).toContain(`${method} ${path}`);
+      for (const method of Object.keys(operations))
+        expect(mountedKeys, `${method} ${path}`).toContain(`${method} ${path}`);
     }
   });
 
@@ -255,7 +283,9 @@ describe('limits and roles', () => {
 
   it('says which operations need an organization admin', () => {
     expect(doc.paths['/v2/auth/providers'].post.description).toBe('Requires an organization admin key.');
-    expect(doc.paths['/v2/auth/providers/{provider_id}'].delete.description).toBe('Requires an organization admin key.');
+    expect(doc.paths['/v2/auth/providers/{provider_id}'].delete.description).toBe(
+      'Requires an organization admin key.',
+    );
     expect(doc.paths['/v2/api-keys'].post.description).toBe('Requires an admin key.');
   });
 });
@@ -270,7 +300,10 @@ describe('the schemas reflect validation', () => {
       required: false,
       schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
     });
-    expect(params.find((p: any) => p.name === 'offset')).toMatchObject({ in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } });
+    expect(params.find((p: any) => p.name === 'offset')).toMatchObject({
+      in: 'query',
+      schema: { type: 'integer', minimum: 0, default: 0 },
+    });
   });
 
   it('documents the required fields of CreateListener and the DNS-1123 namespace pattern', () => {
@@ -294,7 +327,9 @@ describe('the schemas reflect validation', () => {
 
   it('documents path ids as UUIDs and list responses as envelopes', () => {
     const get = doc.paths['/v2/listeners/{listener_id}'].get;
-    expect(get.parameters).toEqual([{ name: 'listener_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }]);
+    expect(get.parameters).toEqual([
+      { name: 'listener_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } },
+    ]);
     const list = schemaOf(doc.paths['/v2/listeners'].get.responses['200'].content['application/json'].schema);
     expect(list.required).toEqual(['resources', 'offset']);
     expect(list.properties.resources.items).toEqual({ $ref: '#/components/schemas/Listener' });
@@ -302,7 +337,7 @@ describe('the schemas reflect validation', () => {
 });
 
 describe('request body examples (what /docs offers to send)', () => {
-  it('every example is valid against the operation\'s own joi schema', () => {
+  it("every example is valid against the operation's own joi schema", () => {
     const bodies = new Map(app.routes.map((r) => [`${r.method} ${documentedPath(r.path)}`, r.request?.body]));
     const examples = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
       Object.entries(item).flatMap(([method, op]) => {
@@ -311,14 +346,19 @@ describe('request body examples (what /docs offers to send)', () => {
       }),
     );
     expect(examples.map((e) => e.key)).toContain('post /v2/deployments');
-    for (const { key, example } of examples) expect(bodies.get(key)!.validate(example, { abortEarly: false }).error?.message, key).toBeUndefined();
+    for (const { key, example } of examples)
+      expect(bodies.get(key)!.validate(example, { abortEarly: false }).error?.message, key).toBeUndefined();
   });
 
   it('POST /v2/deployments with the example body creates the deployment (201)', async () => {
     const example = doc.paths['/v2/deployments'].post.requestBody.content['application/json'].example;
     const res = await api.http.post('/v2/deployments', example);
     expect(res.status, res.text).toBe(201);
-    expect(res.body).toMatchObject({ name: example.name, source: 'external_container', secrets: [{ name: 'OPENAI_API_KEY', value: '********' }] });
+    expect(res.body).toMatchObject({
+      name: example.name,
+      source: 'external_container',
+      secrets: [{ name: 'OPENAI_API_KEY', value: '********' }],
+    });
     const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM deployments WHERE id = $1`, [res.body.id]);
     expect(row.n).toBe(1);
   });

@@ -55,7 +55,9 @@ afterAll(async () => {
 /** Verifies a request the way a receiver following Standard Webhooks does. */
 function verify(r: Received, secret: string): boolean {
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const expected = createHmac('sha256', key).update(`${r.headers['webhook-id']}.${r.headers['webhook-timestamp']}.${r.body}`).digest('base64');
+  const expected = createHmac('sha256', key)
+    .update(`${r.headers['webhook-id']}.${r.headers['webhook-timestamp']}.${r.body}`)
+    .digest('base64');
   return String(r.headers['webhook-signature']).split(' ').includes(`v1,${expected}`);
 }
 
@@ -63,7 +65,17 @@ describe('/v2/webhooks', () => {
   it('creates with the secret shown once; reads, patches and deletes; another workspace and a member key cannot touch it', async () => {
     const hook = await createWebhook('/crud', { description: 'ops channel' });
     expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    expect(Object.keys(hook).sort()).toEqual(['created_at', 'deployment_ids', 'description', 'event_types', 'format', 'id', 'secret', 'updated_at', 'url']);
+    expect(Object.keys(hook).sort()).toEqual([
+      'created_at',
+      'deployment_ids',
+      'description',
+      'event_types',
+      'format',
+      'id',
+      'secret',
+      'updated_at',
+      'url',
+    ]);
     expect(hook.format).toBe('standard');
     const [row] = await api.dataSource.query(`SELECT secret_sealed FROM outbound_webhooks WHERE id = $1`, [hook.id]);
     expect(row.secret_sealed).not.toContain(hook.secret.slice(6));
@@ -75,7 +87,10 @@ describe('/v2/webhooks', () => {
     expect(list.body.resources.map((w: any) => w.id)).toContain(hook.id);
     expect(list.text).not.toContain(hook.secret);
 
-    const patched = await api.http.patch(`/v2/webhooks/${hook.id}`, { event_types: ['revision.status_changed'], description: null });
+    const patched = await api.http.patch(`/v2/webhooks/${hook.id}`, {
+      event_types: ['revision.status_changed'],
+      description: null,
+    });
     expect(patched.status, patched.text).toBe(200);
     expect(patched.body).toMatchObject({ event_types: ['revision.status_changed'], description: null, url: hook.url });
 
@@ -83,7 +98,9 @@ describe('/v2/webhooks', () => {
     expect((await foreign.request('DELETE', `/v2/webhooks/${hook.id}`)).status).toBe(404);
     expect((await foreign.get('/v2/webhooks')).body.resources).toEqual([]);
     const member = api.http.as(await api.mintKey({ role: 'member' }));
-    expect((await member.post('/v2/webhooks', { url: `${receiverUrl}/x`, event_types: ['deployment.created'] })).status).toBe(403);
+    expect(
+      (await member.post('/v2/webhooks', { url: `${receiverUrl}/x`, event_types: ['deployment.created'] })).status,
+    ).toBe(403);
     // No body at all is a 422 naming the body, not a crash in the handler.
     const bodiless = await api.http.request('POST', '/v2/webhooks');
     expect(bodiless.status).toBe(422);
@@ -101,7 +118,13 @@ describe('/v2/webhooks', () => {
   });
 
   it('refuses private, loopback, link-local and plain-http targets that are not allow-listed (422 naming url)', async () => {
-    for (const url of ['https://10.1.2.3/hook', 'https://169.254.169.254/latest', 'https://[::1]/x', 'http://example.com/hook', 'ftp://example.com/x']) {
+    for (const url of [
+      'https://10.1.2.3/hook',
+      'https://169.254.169.254/latest',
+      'https://[::1]/x',
+      'http://example.com/hook',
+      'ftp://example.com/x',
+    ]) {
       const res = await api.http.post('/v2/webhooks', { url, event_types: ['deployment.created'] });
       expect(res.status, url).toBe(422);
       expect(JSON.stringify(res.body.detail)).toContain('url');
@@ -119,7 +142,10 @@ describe('deliveries', () => {
   it('signs each delivery (Standard Webhooks), sends only subscribed types of the chosen deployments, and nothing from before the webhook', async () => {
     const before = await createImageDeployment(api, 'wh-before', listenerId);
     const other = await createImageDeployment(api, 'wh-other', listenerId);
-    const hook = await createWebhook('/signed', { event_types: ['deployment.created', 'revision.created'], deployment_ids: null });
+    const hook = await createWebhook('/signed', {
+      event_types: ['deployment.created', 'revision.created'],
+      deployment_ids: null,
+    });
     const scoped = await createWebhook('/scoped', { event_types: ['deployment.deleted'], deployment_ids: [other.id] });
     const d = await createImageDeployment(api, 'wh-signed', listenerId);
     await api.http.request('DELETE', `/v2/deployments/${other.id}`);
@@ -133,7 +159,12 @@ describe('deliveries', () => {
     for (const r of mine) {
       expect(verify(r, hook.secret)).toBe(true);
       // Another first character (1 in 64 secrets already starts with any given one).
-      expect(verify(r, hook.secret.replace(/^whsec_(.)/, (_: string, c: string) => `whsec_${c === 'A' ? 'B' : 'A'}`))).toBe(false);
+      expect(
+        verify(
+          r,
+          hook.secret.replace(/^whsec_(.)/, (_: string, c: string) => `whsec_${c === 'A' ? 'B' : 'A'}`),
+        ),
+      ).toBe(false);
       expect(r.headers['content-type']).toBe('application/json');
       expect(r.headers['content-length']).toBe(String(Buffer.byteLength(r.body)));
       expect(r.headers['transfer-encoding']).toBeUndefined();
@@ -149,7 +180,9 @@ describe('deliveries', () => {
       () => received.filter((r) => r.path === '/scoped'),
       (rs) => rs.length >= 1,
     );
-    expect(scopedGot.map((r) => JSON.parse(r.body))).toMatchObject([{ type: 'deployment.deleted', deployment_id: other.id }]);
+    expect(scopedGot.map((r) => JSON.parse(r.body))).toMatchObject([
+      { type: 'deployment.deleted', deployment_id: other.id },
+    ]);
     expect(verify(scopedGot[0]!, scoped.secret)).toBe(true);
 
     const listed = await eventually(
@@ -196,7 +229,9 @@ describe('deliveries', () => {
     expect(all[3]!.headers['webhook-id']).toBe(delivery.id);
     expect(all[3]!.body).toBe(all[0]!.body);
 
-    expect((await api.http.post(`/v2/webhooks/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`)).status).toBe(404);
+    expect(
+      (await api.http.post(`/v2/webhooks/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`)).status,
+    ).toBe(404);
     expect((await foreign.post(`/v2/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`)).status).toBe(404);
     await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
   });
@@ -255,14 +290,18 @@ describe('deliveries', () => {
     const d = await createImageDeployment(api, 'wh-slack-escaped', listenerId);
     // A status message is what an agent (or a failing image) says: here it tries Slack's control sequences.
     const message = 'Image pull failed <!channel> see <https://evil.example/login|the fix> & retry';
-    const moved = await api.dataSource.transaction((m) => api.flow.transition(m, d.latest_revision_id, 'INTERRUPTED', { message }));
+    const moved = await api.dataSource.transaction((m) =>
+      api.flow.transition(m, d.latest_revision_id, 'INTERRUPTED', { message }),
+    );
     expect(moved).not.toBeNull();
     const rs = await eventually(
       () => received.filter((x) => x.path === '/slack-escaped').map((x) => JSON.parse(x.body).text as string),
       (texts) => texts.some((t) => t.includes('INTERRUPTED')),
     );
     const text = rs.find((t) => t.includes('INTERRUPTED'))!;
-    expect(text).toContain('Image pull failed &lt;!channel&gt; see &lt;https://evil.example/login|the fix&gt; &amp; retry');
+    expect(text).toContain(
+      'Image pull failed &lt;!channel&gt; see &lt;https://evil.example/login|the fix&gt; &amp; retry',
+    );
     expect(text).not.toMatch(/[<>]/);
     await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
   });
@@ -278,7 +317,11 @@ describe('deliveries', () => {
     expect(pending.status).toBe('pending');
     // Its own job would retry for a day; one with a single attempt shows the end at once (the
     // first job's later attempts then find the round over and do nothing).
-    await api.queues.webhooks.add('deliver.webhook', { deliveryId: pending.id, round: 0 }, { attempts: 1, jobId: `webhook-${pending.id}-single` });
+    await api.queues.webhooks.add(
+      'deliver.webhook',
+      { deliveryId: pending.id, round: 0 },
+      { attempts: 1, jobId: `webhook-${pending.id}-single` },
+    );
     const [failed] = await eventually(
       () => deliveries(hook.id),
       (ds) => ds[0].status === 'failed',
@@ -295,9 +338,26 @@ describe('deliveries', () => {
     await api.dataSource.query(
       `INSERT INTO outbound_deliveries (id, webhook_id, event_id, event_type, payload, updated_at)
        VALUES ($1, $2, 1, 'deployment.created', $3, now() - interval '10 minutes')`,
-      [deliveryId, hook.id, JSON.stringify({ id: '1', type: 'deployment.created', created_at: new Date().toISOString(), deployment_id: null, revision_id: null, data: {} })],
+      [
+        deliveryId,
+        hook.id,
+        JSON.stringify({
+          id: '1',
+          type: 'deployment.created',
+          created_at: new Date().toISOString(),
+          deployment_id: null,
+          revision_id: null,
+          data: {},
+        }),
+      ],
     );
-    const reconciler = new Reconciler(api.dataSource, api.queues, api.flow, api.config.pipeline, createLogger({ name: 'reconciler', level: 'error' }));
+    const reconciler = new Reconciler(
+      api.dataSource,
+      api.queues,
+      api.flow,
+      api.config.pipeline,
+      createLogger({ name: 'reconciler', level: 'error' }),
+    );
     expect((await reconciler.run()).webhookDeliveriesRequeued).toEqual([deliveryId]);
     const [delivery] = await eventually(
       () => deliveries(hook.id),

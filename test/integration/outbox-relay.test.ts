@@ -3,7 +3,18 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { Redis } from 'ioredis';
-import { closeQueues, createQueues, enqueueAllInOutbox, OUTBOX_CHANNEL, OutboxRelay, outboxJob, producerConnection, type HandOffHook, type Queues, type RelayOptions } from '@slipway/jobs';
+import {
+  closeQueues,
+  createQueues,
+  enqueueAllInOutbox,
+  OUTBOX_CHANNEL,
+  OutboxRelay,
+  outboxJob,
+  producerConnection,
+  type HandOffHook,
+  type Queues,
+  type RelayOptions,
+} from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
 import { createListener } from '../support/fixtures.js';
 import { LogCapture } from '../support/log-capture.js';
@@ -54,7 +65,8 @@ async function imageRevisions(count: number): Promise<string[]> {
   return ids;
 }
 
-const pending = async (): Promise<number> => Number((await api.dataSource.query(`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL`))[0].n);
+const pending = async (): Promise<number> =>
+  Number((await api.dataSource.query(`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL`))[0].n);
 
 /** The real hand-off, recording every job it is given, the batch sizes, and how many batches overlapped. */
 function recording() {
@@ -80,9 +92,11 @@ function recording() {
   return { hook, handed, batches, maxInFlight: () => maxInFlight };
 }
 
-const ready = (redis: Redis) => (redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => redis.once('ready', () => resolve())));
+const ready = (redis: Redis) =>
+  redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => redis.once('ready', () => resolve()));
 
-const relayOf = (hook: HandOffHook, options: RelayOptions, queues: Queues = api.queues) => new OutboxRelay(api.dataSource, queues, logger, { onHandOff: hook }, options);
+const relayOf = (hook: HandOffHook, options: RelayOptions, queues: Queues = api.queues) =>
+  new OutboxRelay(api.dataSource, queues, logger, { onHandOff: hook }, options);
 
 describe('a backlog', () => {
   it('drains in growing batches, several at once: every row sent exactly once, every revision handed on once', async () => {
@@ -111,7 +125,9 @@ describe('a backlog', () => {
       [revisions],
     );
     expect(moved).toHaveLength(30);
-    expect(moved.filter((r: { status: string; events: number }) => r.status !== 'AWAITING_DEPLOY' || r.events !== 1)).toEqual([]);
+    expect(
+      moved.filter((r: { status: string; events: number }) => r.status !== 'AWAITING_DEPLOY' || r.events !== 1),
+    ).toEqual([]);
   });
 
   it('two relays draining at once (two processes) never hand the same row twice', async () => {
@@ -154,7 +170,9 @@ describe('while Redis refuses jobs', () => {
   it('the backlog waits in order; once Redis takes jobs again every row goes out, the one backing off too, and a bad row is parked', async () => {
     await api.relay.drain();
     await backlog(100);
-    await api.dataSource.query(`INSERT INTO outbox (queue, job_name, job_id, payload) VALUES ('rollouts', 'no.such.job', 'bad-1', '{}')`);
+    await api.dataSource.query(
+      `INSERT INTO outbox (queue, job_name, job_id, payload) VALUES ('rollouts', 'no.such.job', 'bad-1', '{}')`,
+    );
     await backlog(100);
     const relay = relayOf(recording().hook, { batchSize: 20, maxBatchSize: 80, concurrency: 3 }, queues);
 
@@ -166,25 +184,47 @@ describe('while Redis refuses jobs', () => {
     expect(waiting[0]).toMatchObject({ attempts: 1, backing_off: true });
     expect(waiting.slice(1).filter((r: { attempts: number }) => r.attempts !== 0)).toEqual([]);
     // As after a long outage: its backoff has grown to the longest.
-    await api.dataSource.query(`UPDATE outbox SET available_at = now() + interval '30 seconds' WHERE id = $1`, [waiting[0].id]);
+    await api.dataSource.query(`UPDATE outbox SET available_at = now() + interval '30 seconds' WHERE id = $1`, [
+      waiting[0].id,
+    ]);
 
     await proxy.restore();
     await ready(redis);
     await relay.drain();
     const after = await rows();
-    expect(after.filter((r: { sent: boolean; job_name: string }) => !r.sent && r.job_name !== 'no.such.job')).toEqual([]);
-    expect(after.find((r: { job_name: string }) => r.job_name === 'no.such.job')).toMatchObject({ sent: false, parked: true, last_error: 'unknown job name' });
+    expect(after.filter((r: { sent: boolean; job_name: string }) => !r.sent && r.job_name !== 'no.such.job')).toEqual(
+      [],
+    );
+    expect(after.find((r: { job_name: string }) => r.job_name === 'no.such.job')).toMatchObject({
+      sent: false,
+      parked: true,
+      last_error: 'unknown job name',
+    });
   });
 
   it('a running relay goes again as soon as the connection is back, not at its next poll', async () => {
     await backlog(300);
     await proxy.refuse();
-    const relay = relayOf(recording().hook, { batchSize: 20, maxBatchSize: 80, pollMs: 60_000, idlePollMs: 60_000 }, queues);
+    const relay = relayOf(
+      recording().hook,
+      { batchSize: 20, maxBatchSize: 80, pollMs: 60_000, idlePollMs: 60_000 },
+      queues,
+    );
     relay.start();
     try {
-      await expect.poll(async () => (await rows()).filter((r: { attempts: number; sent: boolean }) => !r.sent && r.attempts > 0).length).toBeGreaterThan(0);
+      await expect
+        .poll(
+          async () =>
+            (await rows()).filter((r: { attempts: number; sent: boolean }) => !r.sent && r.attempts > 0).length,
+        )
+        .toBeGreaterThan(0);
       await proxy.restore();
-      await expect.poll(async () => (await rows()).filter((r: { sent: boolean; parked: boolean }) => !r.sent && !r.parked).length, { timeout: 10_000 }).toBe(0);
+      await expect
+        .poll(
+          async () => (await rows()).filter((r: { sent: boolean; parked: boolean }) => !r.sent && !r.parked).length,
+          { timeout: 10_000 },
+        )
+        .toBe(0);
     } finally {
       await relay.stop();
     }
@@ -216,7 +256,9 @@ describe('the outbox notification', () => {
   const job = () => outboxJob('provision.deployment', { deploymentId: randomUUID() });
 
   it('wakes relays once per committed transaction that recorded jobs, a create recording them inside its revision insert too', async () => {
-    expect(await notificationsDuring(() => api.dataSource.transaction((m) => enqueueAllInOutbox(m, [job(), job()])))).toBe(1);
+    expect(
+      await notificationsDuring(() => api.dataSource.transaction((m) => enqueueAllInOutbox(m, [job(), job()]))),
+    ).toBe(1);
     expect(await notificationsDuring(() => imageRevisions(1))).toBe(1);
   });
 

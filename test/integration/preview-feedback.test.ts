@@ -49,11 +49,17 @@ beforeAll(async () => {
     const body = await readBody(req);
     const path = (req.url ?? '').split('?')[0]!;
     calls.push({ method: req.method!, path, body });
-    const json = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-    if (path === '/user/repos') return json(200, [{ id: 1, name: 'agent', owner: { login: 'hooks' }, clone_url: CLONE_URL, default_branch: 'main' }]);
+    const json = (status: number, value: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+    if (path === '/user/repos')
+      return json(200, [
+        { id: 1, name: 'agent', owner: { login: 'hooks' }, clone_url: CLONE_URL, default_branch: 'main' },
+      ]);
     if (failing) return json(502, { message: 'forge is down' });
-    if (req.method === 'GET' && path === '/repos/hooks/agent/pulls/12') return prState === 'gone' ? json(404, { message: 'Not Found' }) : json(200, { number: 12, state: prState });
-    if (req.method === 'POST' && /^\/repos\/hooks\/agent\/statuses\/[0-9a-f]+$/.test(path)) return json(201, { id: calls.length });
+    if (req.method === 'GET' && path === '/repos/hooks/agent/pulls/12')
+      return prState === 'gone' ? json(404, { message: 'Not Found' }) : json(200, { number: 12, state: prState });
+    if (req.method === 'POST' && /^\/repos\/hooks\/agent\/statuses\/[0-9a-f]+$/.test(path))
+      return json(201, { id: calls.length });
     if (req.method === 'GET' && path === '/repos/hooks/agent/issues/12/comments') return json(200, comments);
     if (req.method === 'POST' && path === '/repos/hooks/agent/issues/12/comments') {
       comments.push({ id: comments.length + 100, body: body.body });
@@ -70,10 +76,20 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => forge.listen(0, '127.0.0.1', resolve));
   forgeUrl = `http://127.0.0.1:${(forge.address() as AddressInfo).port}`;
   api = await startTestApi({ SLIPWAY_OUTBOUND_ALLOW_HOSTS: '127.0.0.1', SLIPWAY_EDGE_HTTP_PORT: '18180' });
-  const created = await api.http.post('/v1/integrations/repohost', { provider: 'github', name: 'gh', config: { api_url: forgeUrl, token: 'ghp_standin' } });
+  const created = await api.http.post('/v1/integrations/repohost', {
+    provider: 'github',
+    name: 'gh',
+    config: { api_url: forgeUrl, token: 'ghp_standin' },
+  });
   expect(created.status, created.text).toBe(201);
   integration = created.body;
-  feedback = new PreviewFeedback(api.config, api.dataSource, secretsCodec(api.config), createLogger({ name: 'feedback-test', level: 'silent' }), api.flow);
+  feedback = new PreviewFeedback(
+    api.config,
+    api.dataSource,
+    secretsCodec(api.config),
+    createLogger({ name: 'feedback-test', level: 'silent' }),
+    api.flow,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -84,11 +100,26 @@ afterAll(async () => {
 const sign = (raw: string) => `sha256=${createHmac('sha256', integration.webhook_secret).update(raw).digest('hex')}`;
 function deliver(action: string, sha: string) {
   const repo = { full_name: REPO, clone_url: CLONE_URL, html_url: CLONE_URL };
-  const raw = JSON.stringify({ action, number: 12, pull_request: { number: 12, html_url: `${forgeUrl}/hooks/agent/pull/12`, head: { ref: 'feature', sha, repo }, base: { ref: 'main', repo } }, repository: repo });
+  const raw = JSON.stringify({
+    action,
+    number: 12,
+    pull_request: {
+      number: 12,
+      html_url: `${forgeUrl}/hooks/agent/pull/12`,
+      head: { ref: 'feature', sha, repo },
+      base: { ref: 'main', repo },
+    },
+    repository: repo,
+  });
   return api.http.request('POST', `/v1/integrations/repohost/${integration.id}/webhook`, {
     rawBody: raw,
     key: null,
-    headers: { 'content-type': 'application/json', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': sign(raw) },
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'pull_request',
+      'x-github-delivery': randomUUID(),
+      'x-hub-signature-256': sign(raw),
+    },
   });
 }
 
@@ -108,14 +139,21 @@ describe('commit statuses and one comment on the pull request', () => {
     const preview = (await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0];
 
     expect(await feedback.runOnce()).toBe(1);
-    expect(statuses().at(-1)).toMatchObject({ path: `/repos/hooks/agent/statuses/${first}`, body: { state: 'pending', context: `slipway/${parent.body.name}` } });
+    expect(statuses().at(-1)).toMatchObject({
+      path: `/repos/hooks/agent/statuses/${first}`,
+      body: { state: 'pending', context: `slipway/${parent.body.name}` },
+    });
     expect(comments).toHaveLength(1);
     // Nothing changed: nothing told again.
     expect(await feedback.runOnce()).toBe(0);
 
     await api.dataSource.query(`UPDATE revisions SET status = 'DEPLOYED' WHERE id = $1`, [preview.latest_revision_id]);
     expect(await feedback.runOnce()).toBe(1);
-    expect(statuses().at(-1)!.body).toMatchObject({ state: 'success', target_url: preview.url, description: 'Preview deployed' });
+    expect(statuses().at(-1)!.body).toMatchObject({
+      state: 'success',
+      target_url: preview.url,
+      description: 'Preview deployed',
+    });
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain(`URL: ${preview.url}`);
     expect(comments[0]!.body).toContain(`<!-- slipway-preview:${parent.body.id} -->`);
@@ -125,10 +163,19 @@ describe('commit statuses and one comment on the pull request', () => {
     await deliver('synchronize', second);
     const rolled = (await api.http.get(`/v2/deployments/${preview.id}`)).body;
     await feedback.runOnce();
-    expect(statuses().at(-1)).toMatchObject({ path: `/repos/hooks/agent/statuses/${second}`, body: { state: 'pending' } });
-    await api.dataSource.query(`UPDATE revisions SET status = 'BUILD_FAILED', status_message = 'npm ci failed: missing package-lock.json' WHERE id = $1`, [rolled.latest_revision_id]);
+    expect(statuses().at(-1)).toMatchObject({
+      path: `/repos/hooks/agent/statuses/${second}`,
+      body: { state: 'pending' },
+    });
+    await api.dataSource.query(
+      `UPDATE revisions SET status = 'BUILD_FAILED', status_message = 'npm ci failed: missing package-lock.json' WHERE id = $1`,
+      [rolled.latest_revision_id],
+    );
     await feedback.runOnce();
-    expect(statuses().at(-1)!.body).toMatchObject({ state: 'failure', description: 'npm ci failed: missing package-lock.json' });
+    expect(statuses().at(-1)!.body).toMatchObject({
+      state: 'failure',
+      description: 'npm ci failed: missing package-lock.json',
+    });
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain('failed');
     expect(comments[0]!.body).toContain('npm ci failed: missing package-lock.json');
@@ -155,22 +202,44 @@ describe('commit statuses and one comment on the pull request', () => {
       const preview = (await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0];
       expect(preview.status).not.toBe('AWAITING_DELETE');
       // Said in the API and in the events (the console's Events page, webhooks), not only in a log.
-      expect(preview.preview.feedback).toMatchObject({ reported_state: null, attempts: 1, last_error: expect.stringContaining('forge is down') });
+      expect(preview.preview.feedback).toMatchObject({
+        reported_state: null,
+        attempts: 1,
+        last_error: expect.stringContaining('forge is down'),
+      });
       const failures = async () =>
-        ((await api.http.get(`/v2/events?types=preview.feedback_failed&deployment_id=${preview.id}`)).body.resources as Array<{ data: Record<string, unknown> }>).map((e) => e.data);
+        (
+          (await api.http.get(`/v2/events?types=preview.feedback_failed&deployment_id=${preview.id}`)).body
+            .resources as Array<{ data: Record<string, unknown> }>
+        ).map((e) => e.data);
       expect(await failures()).toEqual([
-        { name: preview.name, parent_id: parent.body.id, number: 12, state: 'pending', error: expect.stringContaining('forge is down'), attempt: 1, given_up: false },
+        {
+          name: preview.name,
+          parent_id: parent.body.id,
+          number: 12,
+          state: 'pending',
+          error: expect.stringContaining('forge is down'),
+          attempt: 1,
+          given_up: false,
+        },
       ]);
       // The forge is back, but the preview is not due again until its backoff passed; then it is told.
       failing = false;
-      const toldC = () => statuses().filter((s) => s.path.endsWith('c'.repeat(40)) && s.body.state === 'pending').length;
+      const toldC = () =>
+        statuses().filter((s) => s.path.endsWith('c'.repeat(40)) && s.body.state === 'pending').length;
       const tries = toldC();
       await feedback.runOnce();
       expect(toldC()).toBe(tries);
-      await api.dataSource.query(`UPDATE preview_feedback SET next_attempt_at = now() WHERE deployment_id = $1`, [preview.id]);
+      await api.dataSource.query(`UPDATE preview_feedback SET next_attempt_at = now() WHERE deployment_id = $1`, [
+        preview.id,
+      ]);
       await feedback.runOnce();
       expect(toldC()).toBe(tries + 1);
-      expect((await api.http.get(`/v2/deployments/${preview.id}`)).body.preview.feedback).toMatchObject({ reported_state: 'pending', attempts: 0, last_error: null });
+      expect((await api.http.get(`/v2/deployments/${preview.id}`)).body.preview.feedback).toMatchObject({
+        reported_state: 'pending',
+        attempts: 0,
+        last_error: null,
+      });
       expect(await failures()).toHaveLength(1);
     } finally {
       failing = false;
@@ -197,7 +266,9 @@ describe('commit statuses and one comment on the pull request', () => {
     }
     prState = 'closed';
     expect(await feedback.closeClosed()).toContain(preview.id);
-    const [row] = await api.dataSource.query(`SELECT status, preview_end_reason FROM deployments WHERE id = $1`, [preview.id]);
+    const [row] = await api.dataSource.query(`SELECT status, preview_end_reason FROM deployments WHERE id = $1`, [
+      preview.id,
+    ]);
     expect(row).toEqual({ status: 'AWAITING_DELETE', preview_end_reason: 'closed' });
     prState = 'open';
   });

@@ -24,18 +24,33 @@ let reconciler: Reconciler;
 beforeAll(async () => {
   api = await startTestApi({ SLIPWAY_EDGE_HTTP_PORT: '18180' });
   repo = await repohostFixture(api);
-  reconciler = new Reconciler(api.dataSource, api.queues, api.flow, api.config.pipeline, createLogger({ name: 'previews-test', level: 'silent' }));
+  reconciler = new Reconciler(
+    api.dataSource,
+    api.queues,
+    api.flow,
+    api.config.pipeline,
+    createLogger({ name: 'previews-test', level: 'silent' }),
+  );
 }, 60_000);
 
 afterAll(async () => {
   await api?.close();
 });
 
-async function parent(previews: Record<string, unknown> | null = { enabled: true, ttl_hours: 24, max_active: 2 }, name = `app-${randomUUID().slice(0, 6)}`) {
+async function parent(
+  previews: Record<string, unknown> | null = { enabled: true, ttl_hours: 24, max_active: 2 },
+  name = `app-${randomUUID().slice(0, 6)}`,
+) {
   const res = await api.http.post('/v2/deployments', {
     name,
     source: 'repohost',
-    source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, deployment_type: 'dev', previews, install_command: 'npm ci' },
+    source_config: {
+      integration_id: repo.integrationId,
+      repo_url: repo.repoUrl,
+      deployment_type: 'dev',
+      previews,
+      install_command: 'npm ci',
+    },
     source_revision_config: {},
     secrets: [{ name: 'OPENAI_API_KEY', value: 'sk-parent' }],
   });
@@ -43,8 +58,10 @@ async function parent(previews: Record<string, unknown> | null = { enabled: true
   return res.body as { id: string; name: string; tracing_project_id: string };
 }
 
-const open = (parentId: string, body: Record<string, unknown>) => api.http.post(`/v2/deployments/${parentId}/previews`, body);
-const events = async (type: string) => (await api.http.get(`/v2/events?types=${type}&limit=100`)).body.resources as any[];
+const open = (parentId: string, body: Record<string, unknown>) =>
+  api.http.post(`/v2/deployments/${parentId}/previews`, body);
+const events = async (type: string) =>
+  (await api.http.get(`/v2/events?types=${type}&limit=100`)).body.resources as any[];
 
 describe('opening a preview', () => {
   it("is a deployment of its own, made from the parent's source, build and secrets, at the pull request's head", async () => {
@@ -56,10 +73,18 @@ describe('opening a preview', () => {
       name: `${p.name}-pr-7`,
       is_preview: true,
       source: 'repohost',
-      source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, install_command: 'npm ci', previews: null },
+      source_config: {
+        integration_id: repo.integrationId,
+        repo_url: repo.repoUrl,
+        install_command: 'npm ci',
+        previews: null,
+      },
       source_revision_config: { repo_ref: 'feature/login' },
       secrets: [{ name: 'OPENAI_API_KEY', value: '********' }],
-      preview: { parent_id: p.id, pull_request: { number: 7, head_ref: 'feature/login', head_sha: null, url: 'https://forge.example/pulls/7' } },
+      preview: {
+        parent_id: p.id,
+        pull_request: { number: 7, head_ref: 'feature/login', head_sha: null, url: 'https://forge.example/pulls/7' },
+      },
     });
     expect(preview.id).not.toBe(p.id);
     expect(preview.tracing_project_id).not.toBe(p.tracing_project_id);
@@ -70,13 +95,19 @@ describe('opening a preview', () => {
     // The secret's value is the parent's, sealed for the preview.
     const [sealed] = await api.dataSource.query(`SELECT secrets_sealed FROM deployments WHERE id = $1`, [preview.id]);
     expect(sealed.secrets_sealed).not.toContain('sk-parent');
-    expect((await events('preview.created')).find((e) => e.deployment_id === preview.id)?.data).toEqual({ name: preview.name, parent_id: p.id, number: 7 });
+    expect((await events('preview.created')).find((e) => e.deployment_id === preview.id)?.data).toEqual({
+      name: preview.name,
+      parent_id: p.id,
+      number: 7,
+    });
   });
 
   it('opening it again rolls the new head out in the same preview and extends its life', async () => {
     const p = await parent();
     const first = (await open(p.id, { ref: 'feature', number: 3 })).body;
-    await api.dataSource.query(`UPDATE deployments SET preview_expires_at = now() + interval '1 hour' WHERE id = $1`, [first.id]);
+    await api.dataSource.query(`UPDATE deployments SET preview_expires_at = now() + interval '1 hour' WHERE id = $1`, [
+      first.id,
+    ]);
     const again = await open(p.id, { ref: 'feature-2', number: 3 });
     expect(again.status, again.text).toBe(200);
     expect(again.body.id).toBe(first.id);
@@ -113,7 +144,11 @@ describe('opening a preview', () => {
     const unknownMode = await api.http.post('/v2/deployments', {
       name: `c-${randomUUID().slice(0, 6)}`,
       source: 'repohost',
-      source_config: { integration_id: repo.integrationId, repo_url: repo.repoUrl, previews: { enabled: true, database: 'snapshot' } },
+      source_config: {
+        integration_id: repo.integrationId,
+        repo_url: repo.repoUrl,
+        previews: { enabled: true, database: 'snapshot' },
+      },
       source_revision_config: {},
     });
     expect(unknownMode.status).toBe(422);
@@ -123,33 +158,55 @@ describe('opening a preview', () => {
 
 describe("the parent's secret overrides for its previews", () => {
   it('are stored sealed and shown masked, replace the parent’s value of their name in each preview, and keep their value when sent masked', async () => {
-    const p = await parent({ enabled: true, secrets: [{ name: 'OPENAI_API_KEY', value: 'sk-preview-only' }, { name: 'PREVIEW_ONLY', value: 'yes' }] });
+    const p = await parent({
+      enabled: true,
+      secrets: [
+        { name: 'OPENAI_API_KEY', value: 'sk-preview-only' },
+        { name: 'PREVIEW_ONLY', value: 'yes' },
+      ],
+    });
     const shown = (await api.http.get(`/v2/deployments/${p.id}`)).body.source_config.previews;
     expect(shown.secrets).toEqual([
       { name: 'OPENAI_API_KEY', value: '********' },
       { name: 'PREVIEW_ONLY', value: '********' },
     ]);
-    const [row] = await api.dataSource.query(`SELECT source_config::text AS text FROM deployments WHERE id = $1`, [p.id]);
+    const [row] = await api.dataSource.query(`SELECT source_config::text AS text FROM deployments WHERE id = $1`, [
+      p.id,
+    ]);
     expect(row.text).not.toContain('sk-preview-only');
     expect(row.text).not.toContain('"yes"');
 
     const preview = (await open(p.id, { ref: 'f', number: 1 })).body;
     const secretsOf = async (id: string) => {
       const [d] = await api.dataSource.query(`SELECT secrets_sealed FROM deployments WHERE id = $1`, [id]);
-      return Object.fromEntries(secretsCodec(api.config).openSecrets(d.secrets_sealed, id).map((x) => [x.name, x.value]));
+      return Object.fromEntries(
+        secretsCodec(api.config)
+          .openSecrets(d.secrets_sealed, id)
+          .map((x) => [x.name, x.value]),
+      );
     };
     expect(await secretsOf(preview.id)).toEqual({ OPENAI_API_KEY: 'sk-preview-only', PREVIEW_ONLY: 'yes' });
     expect(await secretsOf(p.id)).toEqual({ OPENAI_API_KEY: 'sk-parent' });
 
     // A GET → edit → PATCH round trip: the masked value keeps the stored one, a new one replaces.
     const patched = await api.http.patch(`/v2/deployments/${p.id}`, {
-      source_config: { previews: { ...shown, secrets: [{ name: 'OPENAI_API_KEY', value: '********' }, { name: 'PREVIEW_ONLY', value: 'again' }] } },
+      source_config: {
+        previews: {
+          ...shown,
+          secrets: [
+            { name: 'OPENAI_API_KEY', value: '********' },
+            { name: 'PREVIEW_ONLY', value: 'again' },
+          ],
+        },
+      },
     });
     expect(patched.status, patched.text).toBe(200);
     const next = (await open(p.id, { ref: 'g', number: 2 })).body;
     expect(await secretsOf(next.id)).toEqual({ OPENAI_API_KEY: 'sk-preview-only', PREVIEW_ONLY: 'again' });
     // A masked value with nothing stored under its name is refused, naming it.
-    const unknown = await api.http.patch(`/v2/deployments/${p.id}`, { source_config: { previews: { enabled: true, secrets: [{ name: 'NEW_ONE', value: '********' }] } } });
+    const unknown = await api.http.patch(`/v2/deployments/${p.id}`, {
+      source_config: { previews: { enabled: true, secrets: [{ name: 'NEW_ONE', value: '********' }] } },
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.text).toContain('NEW_ONE');
   });
@@ -159,28 +216,41 @@ describe('finding previews', () => {
   it('lists a parent’s previews, and filters the deployment list by is_preview', async () => {
     const p = await parent();
     const preview = (await open(p.id, { ref: 'f', number: 11 })).body;
-    expect((await api.http.get(`/v2/deployments/${p.id}/previews`)).body.resources.map((d: any) => d.id)).toEqual([preview.id]);
+    expect((await api.http.get(`/v2/deployments/${p.id}/previews`)).body.resources.map((d: any) => d.id)).toEqual([
+      preview.id,
+    ]);
     const only = (await api.http.get('/v2/deployments?is_preview=true&limit=100')).body.resources.map((d: any) => d.id);
     expect(only).toContain(preview.id);
     expect(only).not.toContain(p.id);
-    const none = (await api.http.get('/v2/deployments?is_preview=false&limit=100')).body.resources.map((d: any) => d.id);
+    const none = (await api.http.get('/v2/deployments?is_preview=false&limit=100')).body.resources.map(
+      (d: any) => d.id,
+    );
     expect(none).toContain(p.id);
     expect(none).not.toContain(preview.id);
     // The default list shows both, each saying what it is.
     const all = (await api.http.get(`/v2/deployments?deployment_ids=${p.id},${preview.id}`)).body.resources;
-    expect(all.map((d: any) => [d.id, d.is_preview]).sort()).toEqual([[p.id, false], [preview.id, true]].sort());
+    expect(all.map((d: any) => [d.id, d.is_preview]).sort()).toEqual(
+      [
+        [p.id, false],
+        [preview.id, true],
+      ].sort(),
+    );
   });
 });
 
 describe('ending previews', () => {
-  const deleted = async (id: string) => (await events('preview.deleted')).find((e) => e.deployment_id === id)?.data.reason;
-  const status = async (id: string) => (await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [id]))[0]?.status;
+  const deleted = async (id: string) =>
+    (await events('preview.deleted')).find((e) => e.deployment_id === id)?.data.reason;
+  const status = async (id: string) =>
+    (await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [id]))[0]?.status;
 
   it('past max_active, the least recently active preview goes first', async () => {
     const p = await parent({ enabled: true, max_active: 2 });
     const first = (await open(p.id, { ref: 'a', number: 1 })).body;
     const second = (await open(p.id, { ref: 'b', number: 2 })).body;
-    await api.dataSource.query(`UPDATE deployments SET last_activity_at = now() - interval '1 day' WHERE id = $1`, [second.id]);
+    await api.dataSource.query(`UPDATE deployments SET last_activity_at = now() - interval '1 day' WHERE id = $1`, [
+      second.id,
+    ]);
     const third = (await open(p.id, { ref: 'c', number: 3 })).body;
     expect(await status(second.id)).toBe('AWAITING_DELETE');
     expect(await deleted(second.id)).toBe('max_active');
@@ -209,8 +279,14 @@ describe('ending previews', () => {
 
   it('the reconciler tears a preview down past expires_at, and only then', async () => {
     const p = await parent();
-    const [stale, fresh] = [(await open(p.id, { ref: 'a', number: 1 })).body, (await open(p.id, { ref: 'b', number: 2 })).body];
-    await api.dataSource.query(`UPDATE deployments SET preview_expires_at = now() - interval '1 second' WHERE id = $1`, [stale.id]);
+    const [stale, fresh] = [
+      (await open(p.id, { ref: 'a', number: 1 })).body,
+      (await open(p.id, { ref: 'b', number: 2 })).body,
+    ];
+    await api.dataSource.query(
+      `UPDATE deployments SET preview_expires_at = now() - interval '1 second' WHERE id = $1`,
+      [stale.id],
+    );
     const report = await reconciler.run();
     expect(report.previewsExpired).toContain(stale.id);
     expect(report.previewsExpired).not.toContain(fresh.id);
@@ -224,10 +300,18 @@ describe('driven by the forge: signed pull_request deliveries', () => {
   const sign = (raw: string) => `sha256=${createHmac('sha256', repo.webhookSecret).update(raw).digest('hex')}`;
   const deliver = (payload: unknown, signature?: string | null) => {
     const raw = JSON.stringify(payload);
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID() };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-github-event': 'pull_request',
+      'x-github-delivery': randomUUID(),
+    };
     const sig = signature === undefined ? sign(raw) : signature;
     if (sig !== null) headers['x-hub-signature-256'] = sig;
-    return api.http.request('POST', `/v1/integrations/repohost/${repo.integrationId}/webhook`, { rawBody: raw, key: null, headers });
+    return api.http.request('POST', `/v1/integrations/repohost/${repo.integrationId}/webhook`, {
+      rawBody: raw,
+      key: null,
+      headers,
+    });
   };
   /** A GitHub-shaped pull_request event of the fixture repository, from its own branch unless `fromFork`. */
   const event = (action: string, number: number, ref: string, sha: string, fromFork = false) => {
@@ -238,14 +322,20 @@ describe('driven by the forge: signed pull_request deliveries', () => {
       pull_request: {
         number,
         html_url: `https://forge.example/hooks/agent/pull/${number}`,
-        head: { ref, sha, repo: fromFork ? { full_name: 'someone/agent', clone_url: 'https://forge.example/someone/agent.git' } : base },
+        head: {
+          ref,
+          sha,
+          repo: fromFork ? { full_name: 'someone/agent', clone_url: 'https://forge.example/someone/agent.git' } : base,
+        },
         base: { ref: 'main', repo: base },
       },
       repository: base,
     };
   };
   const previewOf = async (parentId: string, number: number) =>
-    ((await api.http.get(`/v2/deployments/${parentId}/previews`)).body.resources as any[]).find((d) => d.preview.pull_request.number === number);
+    ((await api.http.get(`/v2/deployments/${parentId}/previews`)).body.resources as any[]).find(
+      (d) => d.preview.pull_request.number === number,
+    );
 
   it('opened opens the preview at the head, synchronize rolls the new head out, closed tears it down', async () => {
     const p = await parent();
@@ -253,7 +343,12 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect(opened.status, opened.text).toBe(200);
     expect(opened.body.outcome).toMatch(/Pull request #41 opened: preview .*-pr-41 opened/);
     const preview = await previewOf(p.id, 41);
-    expect(preview.preview.pull_request).toEqual({ number: 41, head_ref: 'feat/x', head_sha: 'a'.repeat(40), url: 'https://forge.example/hooks/agent/pull/41' });
+    expect(preview.preview.pull_request).toEqual({
+      number: 41,
+      head_ref: 'feat/x',
+      head_sha: 'a'.repeat(40),
+      url: 'https://forge.example/hooks/agent/pull/41',
+    });
 
     const synced = await deliver(event('synchronize', 41, 'feat/x', 'b'.repeat(40)));
     expect(synced.body.outcome).toMatch(/rolling out/);
@@ -272,7 +367,7 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect((await events('preview.deleted')).find((e) => e.deployment_id === preview.id)?.data.reason).toBe('closed');
   });
 
-  it("a pull request from a fork builds nothing until an admin approves its head, which then builds that commit", async () => {
+  it('a pull request from a fork builds nothing until an admin approves its head, which then builds that commit', async () => {
     const p = await parent();
     const res = await deliver(event('opened', 42, 'evil', 'c'.repeat(40), true));
     expect(res.status).toBe(200);
@@ -285,7 +380,11 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect((await member.post(`/v2/deployments/${p.id}/previews/42/approve`, {})).status).toBe(403);
     const approved = await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, {});
     expect(approved.status, approved.text).toBe(201);
-    expect(approved.body.preview.pull_request).toMatchObject({ number: 42, head_ref: 'evil', head_sha: 'f'.repeat(40) });
+    expect(approved.body.preview.pull_request).toMatchObject({
+      number: 42,
+      head_ref: 'evil',
+      head_sha: 'f'.repeat(40),
+    });
     expect(approved.body.source_revision_config).toMatchObject({ repo_ref: 'evil', repo_commit_sha: 'f'.repeat(40) });
     // Approved once: nothing waits any more.
     expect((await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, {})).status).toBe(404);
@@ -293,9 +392,14 @@ describe('driven by the forge: signed pull_request deliveries', () => {
 
   it("the parent's approval label, added on the forge, approves the fork's head that waits, and no other", async () => {
     const p = await parent({ enabled: true, max_active: 5 });
-    expect((await api.http.get(`/v2/deployments/${p.id}`)).body.source_config.previews.approval_label).toBe('preview-approved');
+    expect((await api.http.get(`/v2/deployments/${p.id}`)).body.source_config.previews.approval_label).toBe(
+      'preview-approved',
+    );
     const off = await parent({ enabled: true, max_active: 5, approval_label: null });
-    const labeled = (sha: string, name: string) => ({ ...event('labeled', 47, 'fork-branch', sha, true), label: { name } });
+    const labeled = (sha: string, name: string) => ({
+      ...event('labeled', 47, 'fork-branch', sha, true),
+      label: { name },
+    });
     const opened = await deliver(event('opened', 47, 'fork-branch', 'd'.repeat(40), true));
     expect(opened.body.outcome).toContain("or the label 'preview-approved'");
     // Another label, or the right one on a head older than the one waiting: nothing builds.
@@ -329,7 +433,8 @@ describe('driven by the forge: signed pull_request deliveries', () => {
   it('a payload that does not name both repositories is taken for a fork’s', async () => {
     const p = await parent();
     const payload = event('opened', 46, 'nameless', 'c'.repeat(40));
-    for (const repo of [payload.pull_request.head.repo, payload.pull_request.base.repo, payload.repository]) delete (repo as { full_name?: string }).full_name;
+    for (const repo of [payload.pull_request.head.repo, payload.pull_request.base.repo, payload.repository])
+      delete (repo as { full_name?: string }).full_name;
     expect((await deliver(payload)).body.outcome).toContain('fork');
     expect(await previewOf(p.id, 46)).toBeUndefined();
   });
@@ -346,7 +451,8 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect((await deliver(event('opened', 43, 'feat/y', 'd'.repeat(40)), null)).status).toBe(401);
     expect((await deliver(event('opened', 43, 'feat/y', 'd'.repeat(40)), `sha256=${'0'.repeat(64)}`)).status).toBe(401);
     expect(await previewOf(p.id, 43)).toBeUndefined();
-    const deliveries = (await api.http.get(`/v1/integrations/repohost/${repo.integrationId}/deliveries?limit=5`)).body.resources;
+    const deliveries = (await api.http.get(`/v1/integrations/repohost/${repo.integrationId}/deliveries?limit=5`)).body
+      .resources;
     expect(deliveries.slice(0, 2).map((d: any) => [d.event, d.signature_valid, d.status_code])).toEqual([
       ['pull_request', false, 401],
       ['pull_request', false, 401],
@@ -367,7 +473,16 @@ describe('`slipway preview` for CI scripts without a forge', () => {
       execFile(
         process.execPath,
         ['--import', 'tsx', 'services/cli/src/main.ts', 'preview', ...args],
-        { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', SLIPWAY_URL: api.http.baseUrl, SLIPWAY_API_KEY: api.adminKey }, timeout: 60_000 },
+        {
+          cwd: ROOT,
+          env: {
+            PATH: process.env.PATH ?? '',
+            HOME: process.env.HOME ?? '/tmp',
+            SLIPWAY_URL: api.http.baseUrl,
+            SLIPWAY_API_KEY: api.adminKey,
+          },
+          timeout: 60_000,
+        },
         (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );
     });
@@ -381,7 +496,9 @@ describe('`slipway preview` for CI scripts without a forge', () => {
     expect(JSON.parse(listed.stdout).map((d: any) => d.number)).toEqual([21]);
     const deleted = await cli('delete', p.name, '21');
     expect(JSON.parse(deleted.stdout)).toEqual({ deleted: 21 });
-    expect((await api.dataSource.query(`SELECT status FROM deployments WHERE name = $1`, [`${p.name}-pr-21`]))[0].status).toBe('AWAITING_DELETE');
+    expect(
+      (await api.dataSource.query(`SELECT status FROM deployments WHERE name = $1`, [`${p.name}-pr-21`]))[0].status,
+    ).toBe('AWAITING_DELETE');
   }, 120_000);
 
   it('says what is wrong: no --ref (usage, exit 2), an unknown deployment, previews off (the api’s detail, exit 1)', async () => {
@@ -401,7 +518,9 @@ describe('`slipway preview` for CI scripts without a forge', () => {
 describe("the published deploy CLI (@langchain/langgraph-cli's own lookup and calls, unchanged) never adopts a preview", () => {
   it('finds the parent by its name, not its previews; named by a preview’s own name, its upload and image roll-outs are refused (400)', async () => {
     const { HostBackendClient } = await import('@langchain/langgraph-cli/dist/cli/utils/host-backend.mjs' as string);
-    const { findDeploymentIdByName } = await import('@langchain/langgraph-cli/dist/cli/utils/deploy-helpers.mjs' as string);
+    const { findDeploymentIdByName } = await import(
+      '@langchain/langgraph-cli/dist/cli/utils/deploy-helpers.mjs' as string
+    );
     const p = await parent();
     const preview = (await open(p.id, { ref: 'feature/cli-lookup', number: 31 })).body;
     const client = new HostBackendClient(api.http.baseUrl, api.adminKey);
@@ -413,19 +532,35 @@ describe("the published deploy CLI (@langchain/langgraph-cli's own lookup and ca
     // it is refused, saying why: a preview is a repohost deployment (its pull request drives it),
     // and the CLI only uploads sources and pushes images.
     expect(findDeploymentIdByName(await client.listDeployments(preview.name), preview.name)).toBe(preview.id);
-    const before = (await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id]))[0].n;
+    const before = (
+      await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id])
+    )[0].n;
     for (const call of [
       () => client.requestUploadUrl(preview.id),
       () => client.requestPushToken(preview.id),
       () => client.updateDeployment(preview.id, 'registry.example/app@sha256:' + 'a'.repeat(64)),
-      () => client.updateDeploymentInternalSource(preview.id, { sourceTarballPath: `uploads/${preview.id}/x.tar.gz`, configPath: 'langgraph.json' }),
+      () =>
+        client.updateDeploymentInternalSource(preview.id, {
+          sourceTarballPath: `uploads/${preview.id}/x.tar.gz`,
+          configPath: 'langgraph.json',
+        }),
     ]) {
-      const err = await call().then(() => null, (e: { statusCode?: number; message: string }) => e);
+      const err = await call().then(
+        () => null,
+        (e: { statusCode?: number; message: string }) => e,
+      );
       expect(err?.statusCode).toBe(400);
-      expect(err?.message).toMatch(/has source repohost|only available for 'internal_docker'|this one's source is repohost|not found for this deployment/);
+      expect(err?.message).toMatch(
+        /has source repohost|only available for 'internal_docker'|this one's source is repohost|not found for this deployment/,
+      );
     }
-    expect((await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id]))[0].n).toBe(before);
+    expect(
+      (await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id]))[0]
+        .n,
+    ).toBe(before);
     // The parent itself still takes what its source takes.
-    expect((await api.http.patch(`/v2/deployments/${p.id}`, { source_revision_config: { repo_ref: 'main' } })).status).toBe(200);
+    expect(
+      (await api.http.patch(`/v2/deployments/${p.id}`, { source_revision_config: { repo_ref: 'main' } })).status,
+    ).toBe(200);
   });
 });

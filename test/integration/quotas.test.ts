@@ -15,7 +15,11 @@ let api: TestApi;
 let orgAdmin: HttpClient;
 
 beforeAll(async () => {
-  api = await startTestApi({ SLIPWAY_QUOTA_DEPLOYMENTS: '50', SLIPWAY_QUOTA_UPLOADS_PER_DAY: '40', SLIPWAY_PUBLIC_URL: 'http://quota.test' });
+  api = await startTestApi({
+    SLIPWAY_QUOTA_DEPLOYMENTS: '50',
+    SLIPWAY_QUOTA_UPLOADS_PER_DAY: '40',
+    SLIPWAY_PUBLIC_URL: 'http://quota.test',
+  });
   orgAdmin = api.http.as(await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' }));
 });
 afterAll(async () => {
@@ -96,7 +100,9 @@ describe('deployments', () => {
     for (let i = 0; i < 2; i++) expect((await uploadDeployment(client)).status).toBe(201);
     const refused = await uploadDeployment(client);
     expect(refused.status).toBe(403);
-    expect(refused.body).toEqual({ detail: 'Quota exceeded: this workspace already has 2 deployments (quota deployments = 2 for this workspace).' });
+    expect(refused.body).toEqual({
+      detail: 'Quota exceeded: this workspace already has 2 deployments (quota deployments = 2 for this workspace).',
+    });
     expect(await count(`SELECT count(*) AS n FROM deployments WHERE workspace_id = $1`, [workspaceId])).toBe(2);
     await orgAdmin.put(`/v2/workspaces/${workspaceId}/quotas`, { deployments: 3 });
     expect((await uploadDeployment(client)).status).toBe(201);
@@ -115,13 +121,19 @@ describe('scale ceilings', () => {
     const { client } = await workspace({ min_scale: 2, max_scale: 4 });
     const tooMany = await uploadDeployment(client, { resource_spec: { min_scale: 1, max_scale: 5 } });
     expect(tooMany.status).toBe(403);
-    expect(tooMany.body).toEqual({ detail: 'Quota exceeded: resource_spec.max_scale is 5 (quota max_scale = 4 for this workspace).' });
+    expect(tooMany.body).toEqual({
+      detail: 'Quota exceeded: resource_spec.max_scale is 5 (quota max_scale = 4 for this workspace).',
+    });
 
     const created = await uploadDeployment(client, { resource_spec: { min_scale: 2, max_scale: 4 } });
     expect(created.status, created.text).toBe(201);
-    const patched = await client.patch(`/v2/deployments/${created.body.id}`, { source_config: { resource_spec: { min_scale: 3, max_scale: 4 } } });
+    const patched = await client.patch(`/v2/deployments/${created.body.id}`, {
+      source_config: { resource_spec: { min_scale: 3, max_scale: 4 } },
+    });
     expect(patched.status).toBe(403);
-    expect(patched.body).toEqual({ detail: 'Quota exceeded: resource_spec.min_scale is 3 (quota min_scale = 2 for this workspace).' });
+    expect(patched.body).toEqual({
+      detail: 'Quota exceeded: resource_spec.min_scale is 3 (quota min_scale = 2 for this workspace).',
+    });
     const after = await client.get(`/v2/deployments/${created.body.id}`);
     expect(after.body.source_config.resource_spec).toMatchObject({ min_scale: 2, max_scale: 4 });
     expect(after.body.latest_revision_id).toBeNull();
@@ -136,18 +148,26 @@ describe('uploads', () => {
     const refused = await client.post(`/v2/deployments/${d.body.id}/upload-url`);
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({
-      detail: 'Quota exceeded: this workspace requested 2 upload URLs in the last 24 hours (quota uploads_per_day = 2 for this workspace).',
+      detail:
+        'Quota exceeded: this workspace requested 2 upload URLs in the last 24 hours (quota uploads_per_day = 2 for this workspace).',
     });
     expect(await count(`SELECT count(*) AS n FROM uploads WHERE deployment_id = $1`, [d.body.id])).toBe(2);
   });
 
   it('an upload that would take the stored bytes past upload_bytes → 403 before it is read; nothing kept', async () => {
-    const body = craftTarball([{ path: 'agent/langgraph.json', body: '{}' }, { path: 'agent/data.txt', body: randomUUID().repeat(50) }]);
+    const body = craftTarball([
+      { path: 'agent/langgraph.json', body: '{}' },
+      { path: 'agent/data.txt', body: randomUUID().repeat(50) },
+    ]);
     const { workspaceId, client } = await workspace({ upload_bytes: body.length + 10 });
     const d = await uploadDeployment(client);
     const put = async () => {
       const url = (await client.post(`/v2/deployments/${d.body.id}/upload-url`)).body.upload_url as string;
-      const res = await fetch(`${api.baseUrl}${new URL(url).pathname}`, { method: 'PUT', headers: { 'content-type': 'application/gzip' }, body });
+      const res = await fetch(`${api.baseUrl}${new URL(url).pathname}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/gzip' },
+        body,
+      });
       return { status: res.status, body: await res.json().catch(() => null) };
     };
     expect((await put()).status).toBe(200);

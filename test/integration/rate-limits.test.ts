@@ -18,7 +18,11 @@ import { startReplica, startTestApi, type Replica, type TestApi } from '../suppo
 const WINDOW = '60';
 const from = (address: string) => ({ 'X-Forwarded-For': address });
 
-function expectRateLimited(res: HttpResponse, detail: RegExp = /^Too many requests\. Retry in \d+ seconds?\.$/, windowSeconds = Number(WINDOW)): void {
+function expectRateLimited(
+  res: HttpResponse,
+  detail: RegExp = /^Too many requests\. Retry in \d+ seconds?\.$/,
+  windowSeconds = Number(WINDOW),
+): void {
   expect(res.status, res.text).toBe(429);
   expect(res.body).toEqual({ detail: expect.stringMatching(detail) });
   const retryAfter = Number(res.headers.get('retry-after'));
@@ -58,7 +62,11 @@ describe('per API key, shared by every api replica', () => {
     // Each replica has served only half the budget: only a shared count refuses now.
     for (const client of clients) expectRateLimited(await client.get('/v2/listeners'));
     // Refused writes write nothing.
-    const create = await clients[0]!.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'limited', compute_config: { k8s_namespaces: null } });
+    const create = await clients[0]!.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: 'limited',
+      compute_config: { k8s_namespaces: null },
+    });
     expectRateLimited(create);
     expect(await api.dataSource.query(`SELECT 1 FROM listeners WHERE compute_id = 'limited'`)).toEqual([]);
   });
@@ -91,7 +99,9 @@ describe('per API key, shared by every api replica', () => {
   });
 
   it('counts what it refused in /metrics', async () => {
-    expect(await metric(api.http, 'slipway_rate_limited_total{budget="key"}', from('10.9.9.9'))).toBeGreaterThanOrEqual(3);
+    expect(await metric(api.http, 'slipway_rate_limited_total{budget="key"}', from('10.9.9.9'))).toBeGreaterThanOrEqual(
+      3,
+    );
   });
 });
 
@@ -110,7 +120,8 @@ describe("a busy key's budget, charged in grants", () => {
     monitor = await new Redis(api.config.redisUrl).monitor();
     const budgets = `${api.config.queuePrefix}:ratelimit:key:`;
     monitor.on('monitor', (_time: string, args: string[]) => {
-      if (/^eval(sha)?$/i.test(args[0] ?? '') && args.some((a) => String(a).startsWith(budgets))) calls.push(args.join(' '));
+      if (/^eval(sha)?$/i.test(args[0] ?? '') && args.some((a) => String(a).startsWith(budgets)))
+        calls.push(args.join(' '));
     });
   });
   afterAll(async () => {
@@ -153,7 +164,11 @@ describe('listener agents poll on a larger budget', () => {
       SLIPWAY_RATE_LIMIT_PER_KEY: '4',
       SLIPWAY_RATE_LIMIT_PER_LISTENER_AGENT: '12',
     });
-    const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'agent-budget', compute_config: { k8s_namespaces: null } });
+    const res = await api.http.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: 'agent-budget',
+      compute_config: { k8s_namespaces: null },
+    });
     listenerId = res.body.id;
     agentKey = await api.mintKey({ listenerId });
   });
@@ -212,7 +227,9 @@ describe('per client address without credentials, and failed authentications', (
 
   it('counts an IPv6 client by its /64', async () => {
     for (let i = 0; i < PER_ADDRESS; i += 1) {
-      expect((await api.http.get('/openapi.json', { key: null, headers: from(`2001:db8:1:2::${i + 1}`) })).status).toBe(200);
+      expect((await api.http.get('/openapi.json', { key: null, headers: from(`2001:db8:1:2::${i + 1}`) })).status).toBe(
+        200,
+      );
     }
     expectRateLimited(await api.http.get('/openapi.json', { key: null, headers: from('2001:db8:1:2:ffff::9') }));
     expect((await api.http.get('/openapi.json', { key: null, headers: from('2001:db8:1:3::1') })).status).toBe(200);
@@ -231,7 +248,10 @@ describe('per client address without credentials, and failed authentications', (
       expect(res.status, path).toBe(401);
     }
     const lockedOut = /^Too many failed authentications from this address\. Retry in \d+ seconds?\.$/;
-    const locked = await api.http.get('/v2/listeners', { key: null, headers: { ...attacker, 'x-api-key': `slw_${randomUUID()}` } });
+    const locked = await api.http.get('/v2/listeners', {
+      key: null,
+      headers: { ...attacker, 'x-api-key': `slw_${randomUUID()}` },
+    });
     expectRateLimited(locked, lockedOut, 300);
     // The failure window's, not the request window's.
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(60);
@@ -246,11 +266,17 @@ describe('per client address without credentials, and failed authentications', (
     const [{ id }] = await api.dataSource.query(`SELECT id FROM api_keys WHERE key_hash = $1`, [hashApiKey(revoked)]);
     expect((await api.http.delete(`/v2/api-keys/${id}`)).status).toBe(204);
     for (let i = 0; i < FAILURES; i += 1) {
-      expect((await api.http.get('/v2/listeners', { key: revoked, headers: from(`198.51.100.${40 + i}`) })).status).toBe(401);
+      expect(
+        (await api.http.get('/v2/listeners', { key: revoked, headers: from(`198.51.100.${40 + i}`) })).status,
+      ).toBe(401);
     }
     const lockedOut = /^Too many failed authentications with this credential\. Retry in \d+ seconds?\.$/;
     // Counted per credential: a new address does not start it afresh.
-    expectRateLimited(await api.http.get('/v2/listeners', { key: revoked, headers: from('198.51.100.49') }), lockedOut, 300);
+    expectRateLimited(
+      await api.http.get('/v2/listeners', { key: revoked, headers: from('198.51.100.49') }),
+      lockedOut,
+      300,
+    );
     // Only that credential: the addresses it failed from, each under its own budget, still serve other keys.
     expect((await api.http.get('/v2/listeners', { headers: from('198.51.100.40') })).status).toBe(200);
   });
@@ -265,11 +291,23 @@ describe('per client address without credentials, and failed authentications', (
         const res = await replica.http.get('/v2/listeners', { key: wrong, headers: from(`198.51.100.${30 + i}`) });
         expect(res.status).toBe(401);
       }
-      expectRateLimited(await replica.http.get('/v2/listeners', { key: wrong }), /^Too many failed authentications with this credential/, 300);
-      await vi.waitFor(async () => expectRateLimited(await api.http.get('/v2/listeners', { key: wrong }), /^Too many failed authentications with this credential/, 300), {
-        timeout: LOCKOUT_RECHECK_MS + 1_000,
-        interval: 100,
-      });
+      expectRateLimited(
+        await replica.http.get('/v2/listeners', { key: wrong }),
+        /^Too many failed authentications with this credential/,
+        300,
+      );
+      await vi.waitFor(
+        async () =>
+          expectRateLimited(
+            await api.http.get('/v2/listeners', { key: wrong }),
+            /^Too many failed authentications with this credential/,
+            300,
+          ),
+        {
+          timeout: LOCKOUT_RECHECK_MS + 1_000,
+          interval: 100,
+        },
+      );
     } finally {
       await replica.close();
     }
@@ -287,7 +325,10 @@ describe('with Redis away', () => {
     proxy = await TcpProxy.start(api.config.redisUrl, 6379);
     replica = await startReplica(api, { redisUrl: proxy.urlFor(api.config.redisUrl) });
     // Up through the proxy first, so the outage is one that happens to a running api.
-    await vi.waitFor(async () => expect((await replica.http.get('/readyz', { key: null })).status).toBe(200), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect((await replica.http.get('/readyz', { key: null })).status).toBe(200), {
+      timeout: 10_000,
+      interval: 100,
+    });
   });
   afterAll(async () => {
     await replica?.close();

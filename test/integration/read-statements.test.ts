@@ -20,7 +20,13 @@ let recording: ReturnType<typeof recordStatements>;
 
 beforeAll(async () => {
   api = await startTestApi();
-  listenerId = (await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'reads', compute_config: { k8s_namespaces: null } })).body.id;
+  listenerId = (
+    await api.http.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: 'reads',
+      compute_config: { k8s_namespaces: null },
+    })
+  ).body.id;
   agent = api.http.as(await api.mintKey({ listenerId }));
   for (let i = 0; i < 3; i++) {
     const res = await api.http.post('/v2/deployments', {
@@ -35,7 +41,9 @@ beforeAll(async () => {
   }
   // Every rollout under way (what the deployer does once the relay queued it): desired state has entries to render.
   await api.relay.drain();
-  const queued: Array<{ id: string }> = await api.dataSource.query(`SELECT id FROM revisions WHERE status = 'AWAITING_DEPLOY'`);
+  const queued: Array<{ id: string }> = await api.dataSource.query(
+    `SELECT id FROM revisions WHERE status = 'AWAITING_DEPLOY'`,
+  );
   expect(queued).toHaveLength(3);
   for (const { id } of queued) {
     expect(await api.dataSource.transaction((m) => api.flow.transition(m, id, 'DEPLOYING'))).not.toBeNull();
@@ -63,17 +71,23 @@ async function statementsOf(request: () => Promise<{ status: number }>, status =
 describe('statements per read', () => {
   it.each([
     ['GET deployment', () => api.http.get(`/v2/deployments/${deployment.id}`), 1],
-    ['GET revision', () => api.http.get(`/v2/deployments/${deployment.id}/revisions/${deployment.latest_revision_id}`), 1],
+    [
+      'GET revision',
+      () => api.http.get(`/v2/deployments/${deployment.id}/revisions/${deployment.latest_revision_id}`),
+      1,
+    ],
     ['a list page', () => api.http.get('/v2/deployments?limit=20'), 1],
   ] as const)('%s', async (_name, request, budget) => {
     const statements = await statementsOf(request);
     expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(budget);
   });
 
-  const poll = (etag?: string) => agent.get(`/v2/listeners/${listenerId}/desired-state`, { headers: etag ? { 'if-none-match': etag } : {} });
+  const poll = (etag?: string) =>
+    agent.get(`/v2/listeners/${listenerId}/desired-state`, { headers: etag ? { 'if-none-match': etag } : {} });
 
   /** A poll's first statement (the check-in and the fingerprint of what it renders), and the read of those rows. */
-  const isGlance = (sql: string) => /^\s*WITH seen AS \(UPDATE listeners SET last_seen_at/.test(sql) && /sha256/.test(sql);
+  const isGlance = (sql: string) =>
+    /^\s*WITH seen AS \(UPDATE listeners SET last_seen_at/.test(sql) && /sha256/.test(sql);
   const isRead = (sql: string) => /c_database/.test(sql) && !isGlance(sql);
 
   it('a desired-state poll of an unchanged state is one statement (check-in and fingerprint), answered in full or 304', async () => {
@@ -95,14 +109,26 @@ describe('statements per read', () => {
     const after = await poll(before.headers.get('etag')!);
     expect(after.status).toBe(200);
     expect(after.body.deployments.map((e: { name: string }) => e.name)).toContain('reads-2-x');
-    expect(recording.sent.map((s) => (isGlance(s) ? 'glance' : isRead(s) ? 'read' : s)), recording.sent.join('\n')).toEqual(['glance', 'read']);
+    expect(
+      recording.sent.map((s) => (isGlance(s) ? 'glance' : isRead(s) ? 'read' : s)),
+      recording.sent.join('\n'),
+    ).toEqual(['glance', 'read']);
 
     // Any column of any row rendered from counts: the listener's namespaces, a store password.
-    await api.dataSource.query(`UPDATE listeners SET compute_config = '{"k8s_namespaces": ["elsewhere"]}' WHERE id = $1`, [listenerId]);
+    await api.dataSource.query(
+      `UPDATE listeners SET compute_config = '{"k8s_namespaces": ["elsewhere"]}' WHERE id = $1`,
+      [listenerId],
+    );
     const moved = await poll(after.headers.get('etag')!);
     expect(moved.status).toBe(200);
-    expect(moved.body.deployments.map((e: { namespace: string }) => e.namespace)).toEqual(['elsewhere', 'elsewhere', 'elsewhere']);
-    await api.dataSource.query(`UPDATE deployment_credentials SET redis_front_port = 1 WHERE deployment_id = $1`, [deployment.id]);
+    expect(moved.body.deployments.map((e: { namespace: string }) => e.namespace)).toEqual([
+      'elsewhere',
+      'elsewhere',
+      'elsewhere',
+    ]);
+    await api.dataSource.query(`UPDATE deployment_credentials SET redis_front_port = 1 WHERE deployment_id = $1`, [
+      deployment.id,
+    ]);
     recording.sent.length = 0;
     expect((await poll(moved.headers.get('etag')!)).status).toBe(304); // read again, rendered the same
     expect(recording.sent.filter(isRead)).toHaveLength(1);
@@ -114,7 +140,10 @@ describe('statements per read', () => {
     expect((await poll()).status).toBe(200);
     const statements = [...recording.sent];
     expect(statements.filter(isGlance), statements.join('\n')).toHaveLength(2);
-    expect(statements.some((s) => /UPDATE\s+"?deployments"?\s/i.test(s)), statements.join('\n')).toBe(true);
+    expect(
+      statements.some((s) => /UPDATE\s+"?deployments"?\s/i.test(s)),
+      statements.join('\n'),
+    ).toBe(true);
     expect((await api.http.get(`/v2/deployments/${deployment.id}`)).body.status).not.toBe('UNKNOWN');
     expect(await statementsOf(() => poll())).toHaveLength(1);
   });

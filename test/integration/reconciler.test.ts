@@ -13,8 +13,18 @@ let listenerId: string;
 
 beforeAll(async () => {
   api = await startTestApi();
-  reconciler = new Reconciler(api.dataSource, api.queues, api.flow, api.config.pipeline, createLogger({ name: 'reconciler-test', level: 'silent' }));
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'reconcile', compute_config: { k8s_namespaces: null } });
+  reconciler = new Reconciler(
+    api.dataSource,
+    api.queues,
+    api.flow,
+    api.config.pipeline,
+    createLogger({ name: 'reconciler-test', level: 'silent' }),
+  );
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: 'reconcile',
+    compute_config: { k8s_namespaces: null },
+  });
   listenerId = res.body.id;
 });
 afterAll(async () => {
@@ -33,8 +43,10 @@ async function imageDeployment(): Promise<{ id: string; revisionId: string }> {
   return { id: res.body.id, revisionId: res.body.latest_revision_id };
 }
 
-const revision = async (id: string) => (await api.dataSource.query(`SELECT status, status_message, attempt FROM revisions WHERE id = $1`, [id]))[0];
-const deployment = async (id: string) => (await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [id]))[0];
+const revision = async (id: string) =>
+  (await api.dataSource.query(`SELECT status, status_message, attempt FROM revisions WHERE id = $1`, [id]))[0];
+const deployment = async (id: string) =>
+  (await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [id]))[0];
 
 describe('Reconciler', () => {
   it.each([
@@ -43,7 +55,10 @@ describe('Reconciler', () => {
     ['DEPLOYING', 'DEPLOY_FAILED', /did not become healthy within its deadline of 10 min/],
   ])('fails a %s revision past its deadline as %s', async (status, expected, message) => {
     const { revisionId } = await imageDeployment();
-    await api.dataSource.query(`UPDATE revisions SET status = $2, deadline_at = now() - interval '1 second' WHERE id = $1`, [revisionId, status]);
+    await api.dataSource.query(
+      `UPDATE revisions SET status = $2, deadline_at = now() - interval '1 second' WHERE id = $1`,
+      [revisionId, status],
+    );
     const report = await reconciler.run();
     expect(report.timedOut).toContain(revisionId);
     const row = await revision(revisionId);
@@ -59,9 +74,15 @@ describe('Reconciler', () => {
 
   it('fails a build past its deadline as BUILD_FAILED', async () => {
     const { revisionId } = await imageDeployment();
-    await api.dataSource.query(`UPDATE revisions SET status = 'BUILDING', deadline_at = now() - interval '1 second' WHERE id = $1`, [revisionId]);
+    await api.dataSource.query(
+      `UPDATE revisions SET status = 'BUILDING', deadline_at = now() - interval '1 second' WHERE id = $1`,
+      [revisionId],
+    );
     await reconciler.run();
-    expect(await revision(revisionId)).toMatchObject({ status: 'BUILD_FAILED', status_message: expect.stringMatching(/build did not finish/) });
+    expect(await revision(revisionId)).toMatchObject({
+      status: 'BUILD_FAILED',
+      status_message: expect.stringMatching(/build did not finish/),
+    });
   });
 
   it('re-enqueues a phase whose job vanished, then gives up after the attempts', async () => {
@@ -71,21 +92,31 @@ describe('Reconciler', () => {
     for (let attempt = 0; attempt < api.config.pipeline.maxPhaseAttempts; attempt++) {
       // The job is lost (e.g. Redis lost it) and the phase has been quiet for a while.
       await api.queues.rollouts.obliterate({ force: true });
-      await api.dataSource.query(`UPDATE revisions SET status_changed_at = now() - interval '1 hour', heartbeat_at = NULL WHERE id = $1`, [revisionId]);
+      await api.dataSource.query(
+        `UPDATE revisions SET status_changed_at = now() - interval '1 hour', heartbeat_at = NULL WHERE id = $1`,
+        [revisionId],
+      );
       await reconciler.run();
       await api.relay.drain();
     }
     const row = await revision(revisionId);
     expect(row.status).toBe('DEPLOY_FAILED');
     expect(row.status_message).toMatch(/stopped responding\. Gave up after 3 attempts/);
-    const events = await api.dataSource.query(`SELECT from_status, to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`, [revisionId]);
-    expect(events.filter((e: any) => e.from_status === 'AWAITING_DEPLOY' && e.to_status === 'AWAITING_DEPLOY')).toHaveLength(2);
+    const events = await api.dataSource.query(
+      `SELECT from_status, to_status FROM revision_events WHERE revision_id = $1 ORDER BY id`,
+      [revisionId],
+    );
+    expect(
+      events.filter((e: any) => e.from_status === 'AWAITING_DEPLOY' && e.to_status === 'AWAITING_DEPLOY'),
+    ).toHaveLength(2);
   });
 
   it('leaves a phase alone while its job waits for a worker', async () => {
     const { revisionId } = await imageDeployment();
     await api.relay.drain();
-    await api.dataSource.query(`UPDATE revisions SET status_changed_at = now() - interval '1 hour' WHERE id = $1`, [revisionId]);
+    await api.dataSource.query(`UPDATE revisions SET status_changed_at = now() - interval '1 hour' WHERE id = $1`, [
+      revisionId,
+    ]);
     const report = await reconciler.run();
     expect(report.retried).not.toContain(revisionId);
     expect(await revision(revisionId)).toMatchObject({ status: 'AWAITING_DEPLOY', attempt: 0 });
@@ -95,17 +126,25 @@ describe('Reconciler', () => {
     const { id, revisionId } = await imageDeployment();
     await api.dataSource.query(`UPDATE deployments SET status = 'READY' WHERE id = $1`, [id]);
     await api.dataSource.query(`UPDATE revisions SET status = 'DEPLOYING' WHERE id = $1`, [revisionId]);
-    await api.dataSource.query(`UPDATE listeners SET last_seen_at = now() - interval '1 hour' WHERE id = $1`, [listenerId]);
+    await api.dataSource.query(`UPDATE listeners SET last_seen_at = now() - interval '1 hour' WHERE id = $1`, [
+      listenerId,
+    ]);
     const report = await reconciler.run();
     expect(report.unknownListenerDeployments).toContain(id);
     expect((await deployment(id)).status).toBe('UNKNOWN');
-    expect(await revision(revisionId)).toMatchObject({ status: 'UNKNOWN', status_message: expect.stringMatching(/listener stopped reporting/) });
+    expect(await revision(revisionId)).toMatchObject({
+      status: 'UNKNOWN',
+      status_message: expect.stringMatching(/listener stopped reporting/),
+    });
     await api.dataSource.query(`UPDATE listeners SET last_seen_at = now() WHERE id = $1`, [listenerId]);
   });
 
   it('marks a deployment idle past the configured period UNUSED', async () => {
     const { id } = await imageDeployment();
-    await api.dataSource.query(`UPDATE deployments SET status = 'READY', last_activity_at = now() - interval '60 days' WHERE id = $1`, [id]);
+    await api.dataSource.query(
+      `UPDATE deployments SET status = 'READY', last_activity_at = now() - interval '60 days' WHERE id = $1`,
+      [id],
+    );
     const report = await reconciler.run();
     expect(report.idled).toContain(id);
     expect((await deployment(id)).status).toBe('UNUSED');
@@ -114,19 +153,25 @@ describe('Reconciler', () => {
   it('re-enqueues provisioning whose job is gone', async () => {
     const { id } = await imageDeployment();
     await api.dataSource.query(`DELETE FROM outbox WHERE job_id = $1`, [`provision-${id}`]);
-    await api.dataSource.query(`UPDATE deployments SET status_changed_at = now() - interval '1 hour' WHERE id = $1`, [id]);
+    await api.dataSource.query(`UPDATE deployments SET status_changed_at = now() - interval '1 hour' WHERE id = $1`, [
+      id,
+    ]);
     const report = await reconciler.run();
     expect(report.reprovisioned).toContain(id);
-    const rows = await api.dataSource.query(`SELECT job_name FROM outbox WHERE job_id = $1 AND sent_at IS NULL`, [`provision-${id}`]);
+    const rows = await api.dataSource.query(`SELECT job_name FROM outbox WHERE job_id = $1 AND sent_at IS NULL`, [
+      `provision-${id}`,
+    ]);
     expect(rows).toEqual([{ job_name: 'provision.deployment' }]);
   });
 
-  it("removes a listener deployment whose teardown the listener never confirmed, after the deadline", async () => {
+  it('removes a listener deployment whose teardown the listener never confirmed, after the deadline', async () => {
     const { id } = await imageDeployment();
     expect((await api.http.delete(`/v2/deployments/${id}`)).status).toBe(204);
     await reconciler.run();
     expect((await api.http.get(`/v2/deployments/${id}`)).status).toBe(200);
-    await api.dataSource.query(`UPDATE deployments SET status_changed_at = now() - interval '1 day' WHERE id = $1`, [id]);
+    await api.dataSource.query(`UPDATE deployments SET status_changed_at = now() - interval '1 day' WHERE id = $1`, [
+      id,
+    ]);
     const report = await reconciler.run();
     expect(report.teardownsForced).toContain(id);
     expect((await api.http.get(`/v2/deployments/${id}`)).status).toBe(404);
@@ -145,9 +190,18 @@ describe('Reconciler housekeeping', () => {
          VALUES (gen_random_uuid(), $1, $2, 200, $3, now() - $4::interval) RETURNING outcome`,
         [integrationId, valid, `${valid ? 'signed' : 'unsigned'} ${age}`, age],
       );
-    for (const [valid, age] of [[false, '2 days'], [false, '1 hour'], [true, '2 days'], [true, '31 days']] as const) await insert(valid, age);
+    for (const [valid, age] of [
+      [false, '2 days'],
+      [false, '1 hour'],
+      [true, '2 days'],
+      [true, '31 days'],
+    ] as const)
+      await insert(valid, age);
     await reconciler.run();
-    const left = await api.dataSource.query(`SELECT outcome FROM webhook_deliveries WHERE integration_id = $1 ORDER BY outcome`, [integrationId]);
+    const left = await api.dataSource.query(
+      `SELECT outcome FROM webhook_deliveries WHERE integration_id = $1 ORDER BY outcome`,
+      [integrationId],
+    );
     expect(left.map((r: any) => r.outcome)).toEqual(['signed 2 days', 'unsigned 1 hour']);
   });
 });

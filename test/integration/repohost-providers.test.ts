@@ -73,7 +73,9 @@ class ReplayHost {
   }
 
   private fill(value: string): string {
-    return value.replace(/\{(\w+)\}/g, (_m, name: string) => (name === 'base' ? this.base : (this.vars[name] ?? `{${name}}`)));
+    return value.replace(/\{(\w+)\}/g, (_m, name: string) =>
+      name === 'base' ? this.base : (this.vars[name] ?? `{${name}}`),
+    );
   }
 
   async stop(): Promise<void> {
@@ -105,7 +107,11 @@ afterAll(async () => {
 const newToken = (prefix: string) => `${prefix}_${randomBytes(18).toString('hex')}`;
 const fixture = (host: string, file: string) => JSON.parse(readFileSync(path.join(FIXTURES, host, file), 'utf8'));
 
-async function integration(name: string, provider: 'github' | 'gitea', config: Record<string, unknown>): Promise<string> {
+async function integration(
+  name: string,
+  provider: 'github' | 'gitea',
+  config: Record<string, unknown>,
+): Promise<string> {
   const res = await api.http.post('/v1/integrations/repohost', { provider, name, config });
   expect(res.status, res.text).toBe(201);
   return res.body.id;
@@ -136,9 +142,19 @@ describe('github with a token', () => {
         url: 'https://github.com/acme-robotics/research-agent.git',
         default_branch: 'develop',
       },
-      { host_integration_id: id, id: 698812004, name: 'dotfiles', owner: 'octo-dev', url: 'https://github.com/octo-dev/dotfiles.git', default_branch: 'master' },
+      {
+        host_integration_id: id,
+        id: 698812004,
+        name: 'dotfiles',
+        owner: 'octo-dev',
+        url: 'https://github.com/octo-dev/dotfiles.git',
+        default_branch: 'master',
+      },
     ]);
-    expect(host.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /user/repos?per_page=100&page=1', 'GET /user/repos?per_page=100&page=2']);
+    expect(host.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
+      'GET /user/repos?per_page=100&page=1',
+      'GET /user/repos?per_page=100&page=2',
+    ]);
     for (const r of host.requests) {
       expect(r.headers.authorization).toBe(`Bearer ${token}`);
       expect(r.headers.accept).toBe('application/vnd.github+json');
@@ -163,7 +179,13 @@ describe('github with a token', () => {
     expect(host.requests.at(-1)!.headers.authorization).toBe(`Bearer ${token}`);
     // A repository GitHub did not list is never asked about.
     const before = host.requests.length;
-    expect((await api.http.get(`/v1/integrations/repohost/${id}/branches?repo_url=${encodeURIComponent('https://github.com/acme-robotics/secret.git')}`)).status).toBe(404);
+    expect(
+      (
+        await api.http.get(
+          `/v1/integrations/repohost/${id}/branches?repo_url=${encodeURIComponent('https://github.com/acme-robotics/secret.git')}`,
+        )
+      ).status,
+    ).toBe(404);
     expect(host.requests.slice(before).every((r) => r.url.startsWith('/user/repos'))).toBe(true);
   });
 
@@ -174,7 +196,8 @@ describe('github with a token', () => {
     const res = await api.http.get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status).toBe(502);
     expect(res.body).toEqual({
-      detail: 'GitHub answered 401 Unauthorized to GET /user/repos?per_page=100&page=1: the token was rejected ("Bad credentials").',
+      detail:
+        'GitHub answered 401 Unauthorized to GET /user/repos?per_page=100&page=1: the token was rejected ("Bad credentials").',
     });
     expect(res.text).not.toContain(token);
   });
@@ -248,12 +271,20 @@ describe('github with a token', () => {
   it('clones authenticate with HTTP Basic x-access-token (what GitHub git endpoints accept)', async () => {
     const token = newToken('ghp');
     const auth = await new GitHubProvider({ auth: { token } }).cloneAuth();
-    expect(auth).toEqual({ type: 'http-header', header: `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}` });
+    expect(auth).toEqual({
+      type: 'http-header',
+      header: `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
+    });
   });
 
   it('a host that does not answer fails after the timeout with a clear error', async () => {
     const host = await replay('github', 'token', {}, true);
-    const provider = new GitHubProvider({ apiUrl: host.base, auth: { token: newToken('ghp') }, timeoutMs: 300, outbound: LOOPBACK });
+    const provider = new GitHubProvider({
+      apiUrl: host.base,
+      auth: { token: newToken('ghp') },
+      timeoutMs: 300,
+      outbound: LOOPBACK,
+    });
     const started = Date.now();
     const failure = await provider.listRepositories().catch((err) => err);
     expect(failure).toBeInstanceOf(ProviderError);
@@ -269,7 +300,12 @@ describe('github as an App', () => {
 
   it('signs an RS256 JWT, exchanges it for an installation token, and lists /installation/repositories with it', async () => {
     const host = await replay('github', 'app');
-    const id = await integration('gh-app', 'github', { api_url: host.base, app_id: 1234567, installation_id: 57219034, private_key: pem });
+    const id = await integration('gh-app', 'github', {
+      api_url: host.base,
+      app_id: 1234567,
+      installation_id: 57219034,
+      private_key: pem,
+    });
     const res = await api.http.get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status, res.text).toBe(200);
     expect(res.body.map((r: any) => [r.id, r.name, r.owner, r.url, r.default_branch])).toEqual([
@@ -289,26 +325,40 @@ describe('github as an App', () => {
     // GitHub refuses App JWTs that live more than 10 minutes.
     expect(payload.exp! - payload.iat!).toBeLessThanOrEqual(600);
     expect(payload.exp!).toBeGreaterThan(now);
-    expect(host.requests[1]!.headers.authorization).toBe(`Bearer ${fixture('github', 'installation-access-token.json').token}`);
+    expect(host.requests[1]!.headers.authorization).toBe(
+      `Bearer ${fixture('github', 'installation-access-token.json').token}`,
+    );
   });
 
   it('clones with the installation token; the token is exchanged once while it is fresh', async () => {
     const host = await replay('github', 'app');
-    const provider = new GitHubProvider({ apiUrl: host.base, auth: { appId: 1234567, installationId: 57219034, privateKey: pem }, outbound: LOOPBACK });
+    const provider = new GitHubProvider({
+      apiUrl: host.base,
+      auth: { appId: 1234567, installationId: 57219034, privateKey: pem },
+      outbound: LOOPBACK,
+    });
     await provider.listRepositories();
     const auth = await provider.cloneAuth();
     const installationToken = fixture('github', 'installation-access-token.json').token;
-    expect(auth).toEqual({ type: 'http-header', header: `Authorization: Basic ${Buffer.from(`x-access-token:${installationToken}`).toString('base64')}` });
+    expect(auth).toEqual({
+      type: 'http-header',
+      header: `Authorization: Basic ${Buffer.from(`x-access-token:${installationToken}`).toString('base64')}`,
+    });
     expect(host.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
   });
 
   it("GitHub refusing the App's JWT → 502 saying to check app_id and private_key", async () => {
     const host = await replay('github', 'bad-app-key');
-    const id = await integration('gh-app-bad', 'github', { api_url: host.base, app_id: 1234567, installation_id: 57219034, private_key: pem });
+    const id = await integration('gh-app-bad', 'github', {
+      api_url: host.base,
+      app_id: 1234567,
+      installation_id: 57219034,
+      private_key: pem,
+    });
     const res = await api.http.get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status).toBe(502);
     expect(res.body.detail).toBe(
-      "GitHub answered 401 Unauthorized to POST /app/installations/57219034/access_tokens: the GitHub App's JWT was rejected (check app_id and private_key) (\"A JSON web token could not be decoded\").",
+      'GitHub answered 401 Unauthorized to POST /app/installations/57219034/access_tokens: the GitHub App\'s JWT was rejected (check app_id and private_key) ("A JSON web token could not be decoded").',
     );
     expect(res.text).not.toContain('PRIVATE KEY');
   });
@@ -322,11 +372,35 @@ describe('gitea', () => {
     const res = await api.http.get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual([
-      { host_integration_id: id, id: 41, name: 'triage-agent', owner: 'platform', url: 'https://gitea.acme.internal/platform/triage-agent.git', default_branch: 'main' },
-      { host_integration_id: id, id: 44, name: 'eval-harness', owner: 'platform', url: 'https://gitea.acme.internal/platform/eval-harness.git', default_branch: 'trunk' },
-      { host_integration_id: id, id: 58, name: 'scratch', owner: 'jdoe', url: 'https://gitea.acme.internal/jdoe/scratch.git', default_branch: 'main' },
+      {
+        host_integration_id: id,
+        id: 41,
+        name: 'triage-agent',
+        owner: 'platform',
+        url: 'https://gitea.acme.internal/platform/triage-agent.git',
+        default_branch: 'main',
+      },
+      {
+        host_integration_id: id,
+        id: 44,
+        name: 'eval-harness',
+        owner: 'platform',
+        url: 'https://gitea.acme.internal/platform/eval-harness.git',
+        default_branch: 'trunk',
+      },
+      {
+        host_integration_id: id,
+        id: 58,
+        name: 'scratch',
+        owner: 'jdoe',
+        url: 'https://gitea.acme.internal/jdoe/scratch.git',
+        default_branch: 'main',
+      },
     ]);
-    expect(host.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /api/v1/user/repos?limit=50&page=1', 'GET /api/v1/user/repos?limit=50&page=2']);
+    expect(host.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
+      'GET /api/v1/user/repos?limit=50&page=1',
+      'GET /api/v1/user/repos?limit=50&page=2',
+    ]);
     for (const r of host.requests) expect(r.headers.authorization).toBe(`token ${token}`);
   });
 
@@ -344,14 +418,20 @@ describe('gitea', () => {
     expect(host.requests.at(-1)!.url).toBe('/api/v1/repos/platform/eval-harness/branches?limit=50&page=1');
     expect(host.requests.at(-1)!.headers.authorization).toBe(`token ${token}`);
     // The host failing on the branches (not recorded for this repository: 404) → 502 with its words.
-    const failed = await api.http.get(`/v1/integrations/repohost/${id}/branches?repo_url=${encodeURIComponent('https://gitea.acme.internal/jdoe/scratch.git')}`);
+    const failed = await api.http.get(
+      `/v1/integrations/repohost/${id}/branches?repo_url=${encodeURIComponent('https://gitea.acme.internal/jdoe/scratch.git')}`,
+    );
     expect(failed.status).toBe(502);
     expect(failed.body.detail).toContain('Not Found');
   });
 
   it('an api_url given with /api/v1 is the same instance', async () => {
     const host = await replay('gitea', 'token');
-    const repos = await new GiteaProvider({ apiUrl: `${host.base}/api/v1/`, token: newToken('gta'), outbound: LOOPBACK }).listRepositories();
+    const repos = await new GiteaProvider({
+      apiUrl: `${host.base}/api/v1/`,
+      token: newToken('gta'),
+      outbound: LOOPBACK,
+    }).listRepositories();
     expect(repos).toHaveLength(3);
     expect(host.requests[0]!.url).toBe('/api/v1/user/repos?limit=50&page=1');
   });
@@ -363,7 +443,8 @@ describe('gitea', () => {
     const res = await api.http.get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status).toBe(502);
     expect(res.body).toEqual({
-      detail: 'Gitea answered 401 Unauthorized to GET /api/v1/user/repos?limit=50&page=1: the token was rejected ("user does not exist [uid: 0, name: ]").',
+      detail:
+        'Gitea answered 401 Unauthorized to GET /api/v1/user/repos?limit=50&page=1: the token was rejected ("user does not exist [uid: 0, name: ]").',
     });
     expect(res.text).not.toContain(token);
   });
@@ -373,7 +454,9 @@ describe('gitea', () => {
     const id = await integration('gitea-wrong-url', 'gitea', { api_url: host.base, token: newToken('gta') });
     const res = await api.http.get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status).toBe(502);
-    expect(res.body.detail).toBe('Gitea answered 404 Not Found to GET /api/v1/user/repos?limit=50&page=1 ("Not Found").');
+    expect(res.body.detail).toBe(
+      'Gitea answered 404 Not Found to GET /api/v1/user/repos?limit=50&page=1 ("Not Found").',
+    );
   });
 
   it('an answer that is not JSON (an SSO login page in front of the API) → 502 saying so', async () => {
@@ -381,7 +464,9 @@ describe('gitea', () => {
     const id = await integration('gitea-behind-sso', 'gitea', { api_url: host.base, token: newToken('gta') });
     const res = await api.http.get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status).toBe(502);
-    expect(res.body.detail).toBe('Gitea answered GET /api/v1/user/repos?limit=50&page=1 with 200 and a body that is not JSON.');
+    expect(res.body.detail).toBe(
+      'Gitea answered GET /api/v1/user/repos?limit=50&page=1 with 200 and a body that is not JSON.',
+    );
   });
 
   it('clones authenticate with the token as the HTTP Basic password', async () => {

@@ -49,7 +49,11 @@ async function uploadDeployment(client: HttpClient): Promise<string> {
 }
 
 /** A finished revision with a real artifact directory (or the given ref), `minutesAgo` old. */
-async function builtRevision(deploymentId: string, minutesAgo: number, artifactRef?: string): Promise<{ id: string; ref: string }> {
+async function builtRevision(
+  deploymentId: string,
+  minutesAgo: number,
+  artifactRef?: string,
+): Promise<{ id: string; ref: string }> {
   const id = randomUUID();
   const ref = artifactRef ?? path.join(api.config.dataDir, 'artifacts', id);
   if (!artifactRef) {
@@ -59,7 +63,14 @@ async function builtRevision(deploymentId: string, minutesAgo: number, artifactR
   await api.dataSource.query(
     `INSERT INTO revisions (id, deployment_id, status, source, source_revision_config, artifact_ref, image_uri, resource_spec, created_at)
      VALUES ($1, $2, 'DEPLOYED', 'upload', $3, $4, $5, '{"min_scale":1,"max_scale":1}', now() - make_interval(mins => $6))`,
-    [id, deploymentId, JSON.stringify({ source_tarball_path: `uploads/${deploymentId}/x.tar.gz` }), ref, `artifact://${id}`, minutesAgo],
+    [
+      id,
+      deploymentId,
+      JSON.stringify({ source_tarball_path: `uploads/${deploymentId}/x.tar.gz` }),
+      ref,
+      `artifact://${id}`,
+      minutesAgo,
+    ],
   );
   return { id, ref };
 }
@@ -76,7 +87,10 @@ describe('artifacts', () => {
     // r3 redeployed r1: it rolled out r1's artifact.
     const r3 = await builtRevision(deploymentId, 20, r1.ref);
     const r4 = await builtRevision(deploymentId, 10);
-    await api.dataSource.query(`UPDATE deployments SET active_revision_id = $2, latest_revision_id = $2 WHERE id = $1`, [deploymentId, r4.id]);
+    await api.dataSource.query(
+      `UPDATE deployments SET active_revision_id = $2, latest_revision_id = $2 WHERE id = $1`,
+      [deploymentId, r4.id],
+    );
     const report = await retention.run();
 
     expect(report.artifactsPruned).toContain(r2.id);
@@ -88,7 +102,9 @@ describe('artifacts', () => {
     expect((await revisionRow(r1.id)).artifact_ref).toBe(r1.ref);
 
     // A second pass has nothing more to do for this deployment.
-    expect((await retention.run()).artifactsPruned.filter((id) => [r1, r2, r3, r4].some((r) => r.id === id))).toEqual([]);
+    expect((await retention.run()).artifactsPruned.filter((id) => [r1, r2, r3, r4].some((r) => r.id === id))).toEqual(
+      [],
+    );
   });
 
   it('a redeploy of a pruned revision rebuilds it; one whose artifact is kept rolls out directly', async () => {
@@ -97,18 +113,26 @@ describe('artifacts', () => {
     const old = await builtRevision(deploymentId, 30);
     const recent = await builtRevision(deploymentId, 20);
     const active = await builtRevision(deploymentId, 10);
-    await api.dataSource.query(`UPDATE deployments SET active_revision_id = $2, latest_revision_id = $2 WHERE id = $1`, [deploymentId, active.id]);
+    await api.dataSource.query(
+      `UPDATE deployments SET active_revision_id = $2, latest_revision_id = $2 WHERE id = $1`,
+      [deploymentId, active.id],
+    );
     await retention.run();
     expect((await revisionRow(old.id)).artifact_ref).toBeNull();
     const shown = await client.get(`/v2/deployments/${deploymentId}/revisions/${old.id}`);
     expect(shown.body.artifact_pruned_at).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
-    expect((await client.get(`/v2/deployments/${deploymentId}/revisions/${recent.id}`)).body.artifact_pruned_at).toBeNull();
+    expect(
+      (await client.get(`/v2/deployments/${deploymentId}/revisions/${recent.id}`)).body.artifact_pruned_at,
+    ).toBeNull();
 
     const redeployed = await client.post(`/v2/deployments/${deploymentId}/revisions/${old.id}/redeploy`);
     expect(redeployed.status, redeployed.text).toBe(200);
     const rebuilt = redeployed.body.latest_revision_id as string;
     expect(rebuilt).not.toBe(old.id);
-    const [row] = await api.dataSource.query(`SELECT artifact_ref, redeployed_from, image_uri FROM revisions WHERE id = $1`, [rebuilt]);
+    const [row] = await api.dataSource.query(
+      `SELECT artifact_ref, redeployed_from, image_uri FROM revisions WHERE id = $1`,
+      [rebuilt],
+    );
     expect(row).toEqual({ artifact_ref: null, redeployed_from: old.id, image_uri: null });
     const jobs = await api.dataSource.query(`SELECT job_name FROM outbox WHERE payload->>'revisionId' = $1`, [rebuilt]);
     expect(jobs).toEqual([{ job_name: 'build.revision' }]);
@@ -116,7 +140,9 @@ describe('artifacts', () => {
     // The kept one needs no build (it waits behind the rebuild, one revision in flight per deployment).
     const direct = await client.post(`/v2/deployments/${deploymentId}/revisions/${recent.id}/redeploy`);
     expect(direct.status, direct.text).toBe(200);
-    const [directRow] = await api.dataSource.query(`SELECT artifact_ref FROM revisions WHERE id = $1`, [direct.body.latest_revision_id]);
+    const [directRow] = await api.dataSource.query(`SELECT artifact_ref FROM revisions WHERE id = $1`, [
+      direct.body.latest_revision_id,
+    ]);
     expect(directRow.artifact_ref).toBe(recent.ref);
   });
 
@@ -135,11 +161,15 @@ describe('artifacts', () => {
 
 describe('log lines', () => {
   async function lines(revisionId: string, n: number, prefix: string) {
-    const values = Array.from({ length: n }, (_, i) => `('${revisionId}', 'build', 'info', '${prefix} ${i}')`).join(', ');
+    const values = Array.from({ length: n }, (_, i) => `('${revisionId}', 'build', 'info', '${prefix} ${i}')`).join(
+      ', ',
+    );
     await api.dataSource.query(`INSERT INTO revision_logs (revision_id, type, level, message) VALUES ${values}`);
   }
   const messages = async (revisionId: string) =>
-    (await api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 ORDER BY id`, [revisionId])).map((r: { message: string }) => r.message);
+    (
+      await api.dataSource.query(`SELECT message FROM revision_logs WHERE revision_id = $1 ORDER BY id`, [revisionId])
+    ).map((r: { message: string }) => r.message);
 
   it('keeps the newest log_lines_per_revision of each revision, then the newest log_lines_total of the workspace', async () => {
     const { client } = await workspace({ log_lines_per_revision: 10, log_lines_total: 15 });
@@ -186,13 +216,20 @@ describe('events and outbox rows', () => {
       [webhookId],
     );
     const report = await retention.run();
-    const deliveries = await api.dataSource.query(`SELECT event_type FROM outbound_deliveries WHERE webhook_id = $1 ORDER BY event_id`, [webhookId]);
+    const deliveries = await api.dataSource.query(
+      `SELECT event_type FROM outbound_deliveries WHERE webhook_id = $1 ORDER BY event_id`,
+      [webhookId],
+    );
     expect(deliveries.map((r: { event_type: string }) => r.event_type)).toEqual(['old.pending', 'new.failed']);
     expect(report.eventsDeleted).toBeGreaterThanOrEqual(1);
-    expect((await api.dataSource.query(`SELECT type FROM events WHERE workspace_id = $1`, [workspaceId])).map((r: { type: string }) => r.type)).toEqual([
-      'new.event',
+    expect(
+      (await api.dataSource.query(`SELECT type FROM events WHERE workspace_id = $1`, [workspaceId])).map(
+        (r: { type: string }) => r.type,
+      ),
+    ).toEqual(['new.event']);
+    const left = await api.dataSource.query(`SELECT job_id FROM outbox WHERE job_id LIKE $1 ORDER BY job_id`, [
+      `${tag}-%`,
     ]);
-    const left = await api.dataSource.query(`SELECT job_id FROM outbox WHERE job_id LIKE $1 ORDER BY job_id`, [`${tag}-%`]);
     expect(left.map((r: { job_id: string }) => r.job_id)).toEqual([`${tag}-new`, `${tag}-unsent`]);
   });
 
@@ -223,13 +260,20 @@ describe('events and outbox rows', () => {
     ]);
 
     const report = await retention.run();
-    expect([...report.uploadsDeleted].filter((p) => p.includes(deploymentId)).sort()).toEqual([abandoned.objectPath, unused.objectPath].sort());
+    expect([...report.uploadsDeleted].filter((p) => p.includes(deploymentId)).sort()).toEqual(
+      [abandoned.objectPath, unused.objectPath].sort(),
+    );
     expect(existsSync(`${abandoned.file}.part`)).toBe(false);
     expect(existsSync(unused.file)).toBe(false);
     for (const kept of [used, recent]) expect(existsSync(kept.file)).toBe(true);
     expect(existsSync(`${inProgress.file}.part`)).toBe(true);
-    const left = await api.dataSource.query(`SELECT object_path FROM uploads WHERE deployment_id = $1 ORDER BY object_path`, [deploymentId]);
-    expect(left.map((r: { object_path: string }) => r.object_path)).toEqual([used.objectPath, recent.objectPath, inProgress.objectPath].sort());
+    const left = await api.dataSource.query(
+      `SELECT object_path FROM uploads WHERE deployment_id = $1 ORDER BY object_path`,
+      [deploymentId],
+    );
+    expect(left.map((r: { object_path: string }) => r.object_path)).toEqual(
+      [used.objectPath, recent.objectPath, inProgress.objectPath].sort(),
+    );
   });
 
   it('is a catalog job on the maintenance queue', () => {

@@ -38,7 +38,9 @@ describe('GET /v2/deployments/{id}/revision-history', () => {
     await move(first, 'DEPLOYING');
     await new Promise((r) => setTimeout(r, 30));
     await move(first, 'DEPLOY_FAILED', 'pods never became ready');
-    const patched = await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: 'registry.example/agent:2' } });
+    const patched = await api.http.patch(`/v2/deployments/${d.id}`, {
+      source_revision_config: { image_uri: 'registry.example/agent:2' },
+    });
     const second = patched.body.latest_revision_id as string;
 
     const res = await history(d.id);

@@ -29,7 +29,8 @@ afterAll(async () => {
 });
 
 const as = () => api.http.as(key);
-const revision = async (deploymentId: string, revisionId: string) => (await as().get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
+const revision = async (deploymentId: string, revisionId: string) =>
+  (await as().get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
 
 describe('trigger and created_by', () => {
   it('names the create, a PATCH, POST …/revisions and a redeploy, each made by the calling key', async () => {
@@ -59,7 +60,11 @@ describe('trigger and created_by', () => {
     const redeployed = await api.http.post(`/v2/deployments/${id}/revisions/${first}/redeploy`, {});
     expect(redeployed.status, redeployed.text).toBeLessThan(300);
     const rolledBack = (await as().get(`/v2/deployments/${id}`)).body.latest_revision_id;
-    expect(await revision(id, rolledBack)).toMatchObject({ trigger: 'redeploy', redeployed_from: first, created_by: { kind: 'api_key', name: expect.any(String) } });
+    expect(await revision(id, rolledBack)).toMatchObject({
+      trigger: 'redeploy',
+      redeployed_from: first,
+      created_by: { kind: 'api_key', name: expect.any(String) },
+    });
     expect((await revision(id, rolledBack)).created_by.id).not.toBe(keyId);
   });
 
@@ -72,12 +77,19 @@ describe('trigger and created_by', () => {
     });
     const opened = await as().post(`/v2/deployments/${parent.body.id}/previews`, { ref: 'feature/x', number: 3 });
     expect(opened.status, opened.text).toBe(201);
-    expect(await revision(opened.body.id, opened.body.latest_revision_id)).toMatchObject({ trigger: 'preview', created_by: { kind: 'api_key', id: keyId } });
+    expect(await revision(opened.body.id, opened.body.latest_revision_id)).toMatchObject({
+      trigger: 'preview',
+      created_by: { kind: 'api_key', id: keyId },
+    });
 
     const raw = JSON.stringify({
       action: 'synchronize',
       number: 3,
-      pull_request: { number: 3, head: { ref: 'feature/x', sha: 'a'.repeat(40), repo: { full_name: 'hooks/agent', clone_url: repo.repoUrl } }, base: { repo: { full_name: 'hooks/agent', clone_url: repo.repoUrl } } },
+      pull_request: {
+        number: 3,
+        head: { ref: 'feature/x', sha: 'a'.repeat(40), repo: { full_name: 'hooks/agent', clone_url: repo.repoUrl } },
+        base: { repo: { full_name: 'hooks/agent', clone_url: repo.repoUrl } },
+      },
       repository: { full_name: 'hooks/agent', clone_url: repo.repoUrl },
     });
     const headers = {
@@ -86,10 +98,17 @@ describe('trigger and created_by', () => {
       'x-github-delivery': randomUUID(),
       'x-hub-signature-256': `sha256=${createHmac('sha256', repo.webhookSecret).update(raw).digest('hex')}`,
     };
-    const delivered = await api.http.request('POST', `/v1/integrations/repohost/${repo.integrationId}/webhook`, { rawBody: raw, key: null, headers });
+    const delivered = await api.http.request('POST', `/v1/integrations/repohost/${repo.integrationId}/webhook`, {
+      rawBody: raw,
+      key: null,
+      headers,
+    });
     expect(delivered.status, delivered.text).toBe(200);
     const rolled = (await as().get(`/v2/deployments/${opened.body.id}`)).body.latest_revision_id;
     expect(rolled).not.toBe(opened.body.latest_revision_id);
-    expect(await revision(opened.body.id, rolled)).toMatchObject({ trigger: 'preview', created_by: { kind: 'system', id: repo.integrationId, name: 'pull request #3' } });
+    expect(await revision(opened.body.id, rolled)).toMatchObject({
+      trigger: 'preview',
+      created_by: { kind: 'system', id: repo.integrationId, name: 'pull request #3' },
+    });
   });
 });

@@ -16,7 +16,11 @@ let listenerId: string;
 
 beforeAll(async () => {
   api = await startTestApi();
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'writes', compute_config: { k8s_namespaces: null } });
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: 'writes',
+    compute_config: { k8s_namespaces: null },
+  });
   listenerId = res.body.id;
 });
 afterAll(async () => {
@@ -54,7 +58,11 @@ async function imageRevision(): Promise<string> {
 
 /** The raw status write (internal to libs/pipeline, whose callers reach it through RevisionFlow) beside the repository's writes. */
 interface Writes extends Pick<RevisionRepository, 'beat' | 'recordConfig'> {
-  transition(id: string, to: RevisionStatus, options?: RevisionTransitionOptions): ReturnType<typeof transitionRevision>;
+  transition(
+    id: string,
+    to: RevisionStatus,
+    options?: RevisionTransitionOptions,
+  ): ReturnType<typeof transitionRevision>;
 }
 const tx = <T>(work: (revisions: Writes) => Promise<T>) =>
   api.dataSource.transaction((m) => {
@@ -110,7 +118,9 @@ describe('revision writes', () => {
     await api.relay.drain();
     const before = await row(id);
 
-    const retried = await tx((r) => r.transition(id, 'AWAITING_DEPLOY', { from: ['AWAITING_DEPLOY'], attempt: 0, retry: true, message: 'again' }));
+    const retried = await tx((r) =>
+      r.transition(id, 'AWAITING_DEPLOY', { from: ['AWAITING_DEPLOY'], attempt: 0, retry: true, message: 'again' }),
+    );
     expect(retried).toMatchObject({ from: 'AWAITING_DEPLOY', to: 'AWAITING_DEPLOY', attempt: 1 });
     expect(await row(id)).toMatchObject({ status: 'AWAITING_DEPLOY', attempt: 1, deadline_ms: before.deadline_ms });
 
@@ -125,7 +135,10 @@ describe('revision writes', () => {
     await tx((r) => r.transition(id, 'DEPLOY_FAILED', { message: 'no' }));
     expect(await row(id)).toMatchObject({ status: 'DEPLOY_FAILED', attempt: 1, deadline_ms: null });
 
-    const events = await api.dataSource.query(`SELECT from_status, to_status, message FROM revision_events WHERE revision_id = $1 ORDER BY id`, [id]);
+    const events = await api.dataSource.query(
+      `SELECT from_status, to_status, message FROM revision_events WHERE revision_id = $1 ORDER BY id`,
+      [id],
+    );
     expect(events).toContainEqual({ from_status: 'AWAITING_DEPLOY', to_status: 'AWAITING_DEPLOY', message: 'again' });
   });
 
@@ -147,7 +160,10 @@ describe('revision writes', () => {
     const rollout = await row(id);
     expect(rollout).toMatchObject({ status: 'AWAITING_DEPLOY', attempt: 0, heartbeat_at: null });
     near(rollout.deadline_ms, Date.now() + api.config.pipeline.rolloutDeadlineMs);
-    const [config] = await api.dataSource.query(`SELECT source_revision_config->>'repo_commit_sha' AS sha FROM revisions WHERE id = $1`, [id]);
+    const [config] = await api.dataSource.query(
+      `SELECT source_revision_config->>'repo_commit_sha' AS sha FROM revisions WHERE id = $1`,
+      [id],
+    );
     expect(config.sha).toBe('abc');
   });
 });

@@ -13,7 +13,11 @@ let listenerId: string;
 
 beforeAll(async () => {
   api = await startTestApi();
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'rev-cluster', compute_config: { k8s_namespaces: null } });
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: 'rev-cluster',
+    compute_config: { k8s_namespaces: null },
+  });
   listenerId = res.body.id;
 });
 afterAll(async () => {
@@ -47,7 +51,8 @@ async function deployImage(revisionId: string): Promise<void> {
   await move(revisionId, 'DEPLOYED');
 }
 
-const getRevision = (deploymentId: string, revisionId: string) => api.http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`);
+const getRevision = (deploymentId: string, revisionId: string) =>
+  api.http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`);
 const redeploy = (deploymentId: string, revisionId: string, headers?: Record<string, string>) =>
   api.http.post(`/v2/deployments/${deploymentId}/revisions/${revisionId}/redeploy`, undefined, { headers });
 const interrupt = (deploymentId: string, revisionId: string) =>
@@ -63,7 +68,9 @@ describe('GET /v2/deployments/{id}/revisions', () => {
     // r2 starts (nothing in flight), r3 and r4 queue behind it.
     const ids = [d.latest_revision_id];
     for (const tag of ['2', '3', '4']) {
-      const res = await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: `registry.example/agent:${tag}` } });
+      const res = await api.http.patch(`/v2/deployments/${d.id}`, {
+        source_revision_config: { image_uri: `registry.example/agent:${tag}` },
+      });
       ids.push(res.body.latest_revision_id);
     }
     revs = ids;
@@ -177,7 +184,9 @@ describe('POST .../redeploy', () => {
     expect(res.body).toEqual({
       detail: `Revision ID ${d.latest_revision_id} was never built (status AWAITING_BUILD); there is no artifact to redeploy.`,
     });
-    const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [d.id]);
+    const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [
+      d.id,
+    ]);
     expect(row.n).toBe(1);
   });
 
@@ -199,7 +208,10 @@ describe('POST .../redeploy', () => {
     expect(r3).not.toBe(r1);
     expect(r3).not.toBe(r2);
     // r2 keeps serving until r3 is rolled out.
-    expect(res.body).toMatchObject({ active_revision_id: r2, source_revision_config: { image_uri: 'registry.example/agent:1.0.0' } });
+    expect(res.body).toMatchObject({
+      active_revision_id: r2,
+      source_revision_config: { image_uri: 'registry.example/agent:1.0.0' },
+    });
     // The deployment's config follows the redeployed snapshot.
     expect(res.body.source_config.resource_spec.cpu).toBe(0.5);
     expect(res.body.secrets).toEqual([{ name: 'API_TOKEN', value: '********' }]);
@@ -229,7 +241,9 @@ describe('POST .../redeploy', () => {
     const r1 = d.latest_revision_id;
     await api.relay.drain();
     await move(r1, 'BUILDING');
-    await move(r1, 'AWAITING_DEPLOY', { set: { artifactRef: 'registry.local/redeploy-built@sha256:abc', imageUri: 'registry.local/redeploy-built:r1' } });
+    await move(r1, 'AWAITING_DEPLOY', {
+      set: { artifactRef: 'registry.local/redeploy-built@sha256:abc', imageUri: 'registry.local/redeploy-built:r1' },
+    });
     await move(r1, 'DEPLOYING');
     await move(r1, 'DEPLOYED');
 
@@ -237,7 +251,11 @@ describe('POST .../redeploy', () => {
     expect(res.status, res.text).toBe(200);
     const r2 = res.body.latest_revision_id;
     const fresh = (await getRevision(d.id, r2)).body;
-    expect(fresh).toMatchObject({ redeployed_from: r1, image_uri: 'registry.local/redeploy-built:r1', source: 'repohost' });
+    expect(fresh).toMatchObject({
+      redeployed_from: r1,
+      image_uri: 'registry.local/redeploy-built:r1',
+      source: 'repohost',
+    });
     const jobs = await api.dataSource.query(`SELECT job_name FROM outbox WHERE payload->>'revisionId' = $1`, [r2]);
     expect(jobs).toEqual([{ job_name: 'rollout.revision' }]);
   });
@@ -246,13 +264,18 @@ describe('POST .../redeploy', () => {
     const d = await createImage('redeploy-queued');
     const res = await redeploy(d.id, d.latest_revision_id);
     expect(res.status).toBe(200);
-    expect((await getRevision(d.id, res.body.latest_revision_id)).body).toMatchObject({ status: 'QUEUED', redeployed_from: d.latest_revision_id });
+    expect((await getRevision(d.id, res.body.latest_revision_id)).body).toMatchObject({
+      status: 'QUEUED',
+      redeployed_from: d.latest_revision_id,
+    });
   });
 
   it('unknown deployment or revision → 404', async () => {
     const d = await createImage('redeploy-404');
     const missing = randomUUID();
-    expect((await redeploy(missing, d.latest_revision_id)).body).toEqual({ detail: `Deployment ID ${missing} not found.` });
+    expect((await redeploy(missing, d.latest_revision_id)).body).toEqual({
+      detail: `Deployment ID ${missing} not found.`,
+    });
     const res = await redeploy(d.id, missing);
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ detail: `Revision ID ${missing} not found.` });
@@ -295,16 +318,20 @@ describe('POST .../interruption', () => {
     const r3 = (await api.http.patch(`/v2/deployments/${d.id}`, { secrets: [] })).body.latest_revision_id;
     await api.relay.drain();
     expect((await interrupt(d.id, r1)).status).toBe(200);
-    const statuses = (await api.http.get(`/v2/deployments/${d.id}/revisions`)).body.resources.map((r: any) => [r.id, r.status]);
+    const statuses = (await api.http.get(`/v2/deployments/${d.id}/revisions`)).body.resources.map((r: any) => [
+      r.id,
+      r.status,
+    ]);
     // r3 holds the slot now: its job is in the outbox; it leaves QUEUED when the job reaches Redis.
     expect(statuses).toEqual([
       [r3, 'QUEUED'],
       [r2, 'SKIPPED'],
       [r1, 'INTERRUPTED'],
     ]);
-    const jobs = await api.dataSource.query(`SELECT payload->>'revisionId' AS id FROM outbox WHERE payload->>'revisionId' = ANY($1) AND sent_at IS NULL`, [
-      [r1, r2, r3],
-    ]);
+    const jobs = await api.dataSource.query(
+      `SELECT payload->>'revisionId' AS id FROM outbox WHERE payload->>'revisionId' = ANY($1) AND sent_at IS NULL`,
+      [[r1, r2, r3]],
+    );
     expect(jobs).toEqual([{ id: r3 }]);
     await api.relay.drain();
     expect((await getRevision(d.id, r3)).body.status).toBe('AWAITING_DEPLOY');
@@ -316,11 +343,15 @@ describe('POST .../interruption', () => {
     await deployImage(d.latest_revision_id);
     const res = await interrupt(d.id, d.latest_revision_id);
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ detail: `Revision ID ${d.latest_revision_id} is already DEPLOYED; only a revision in progress can be interrupted.` });
+    expect(res.body).toEqual({
+      detail: `Revision ID ${d.latest_revision_id} is already DEPLOYED; only a revision in progress can be interrupted.`,
+    });
     const again = await createImage('interrupt-twice');
     expect((await interrupt(again.id, again.latest_revision_id)).status).toBe(200);
     const twice = await interrupt(again.id, again.latest_revision_id);
     expect(twice.status).toBe(400);
-    expect(twice.body).toEqual({ detail: `Revision ID ${again.latest_revision_id} is already INTERRUPTED; only a revision in progress can be interrupted.` });
+    expect(twice.body).toEqual({
+      detail: `Revision ID ${again.latest_revision_id} is already INTERRUPTED; only a revision in progress can be interrupted.`,
+    });
   });
 });

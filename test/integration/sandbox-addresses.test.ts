@@ -33,13 +33,17 @@ describe('sandbox address allocation', () => {
     const owners = Array.from({ length: 15 }, (_, i) => `i-race-${i}`);
     // Six "processes" (each its own allocator) claim at once, every owner twice.
     const allocators = Array.from({ length: 6 }, () => new SandboxAddresses(db, pool));
-    const claims = await Promise.all([...owners, ...owners].map((owner, i) => allocators[i % 6]!.claim(owner).then((slot) => ({ owner, slot }))));
+    const claims = await Promise.all(
+      [...owners, ...owners].map((owner, i) => allocators[i % 6]!.claim(owner).then((slot) => ({ owner, slot }))),
+    );
     const byOwner = new Map<string, Set<number>>();
     for (const { owner, slot } of claims) byOwner.set(owner, (byOwner.get(owner) ?? new Set()).add(slot));
     for (const [owner, slots] of byOwner) expect(slots.size, owner).toBe(1);
     const slots = [...byOwner.values()].map((s) => [...s][0]!);
     expect(new Set(slots).size).toBe(15);
-    const rows = await db.query(`SELECT host(address) AS address, owner FROM sandbox_networks WHERE owner LIKE 'i-race-%'`);
+    const rows = await db.query(
+      `SELECT host(address) AS address, owner FROM sandbox_networks WHERE owner LIKE 'i-race-%'`,
+    );
     expect(rows).toHaveLength(15);
     for (const row of rows) expect(row.address).toBe(slotAddresses(pool, slots[owners.indexOf(row.owner)]!).address);
   });

@@ -25,12 +25,18 @@ afterAll(async () => {
 async function stream(key: string): Promise<SseClient> {
   const s = new SseClient(`${api.baseUrl}/v2/events/stream`, { 'x-api-key': key });
   open.push(s);
-  await eventually(async () => s.comments > 0 || s.ended, (ok) => ok, 10_000, 50);
+  await eventually(
+    async () => s.comments > 0 || s.ended,
+    (ok) => ok,
+    10_000,
+    50,
+  );
   expect(s.status).toBe(200);
   return s;
 }
 
-const refused = (key: string, path = '/v2/events/stream') => fetch(`${api.baseUrl}${path}`, { headers: { 'x-api-key': key, accept: 'text/event-stream' } });
+const refused = (key: string, path = '/v2/events/stream') =>
+  fetch(`${api.baseUrl}${path}`, { headers: { 'x-api-key': key, accept: 'text/event-stream' } });
 
 describe('open event streams per API key', () => {
   it(`opens ${BOUND}, refuses one more with 429, frees a slot when one closes; another key is unaffected`, async () => {
@@ -45,9 +51,17 @@ describe('open event streams per API key', () => {
     expect(body.detail).toContain(`At most ${BOUND} event streams`);
     expect(body.detail).toContain('SLIPWAY_SSE_STREAMS_PER_KEY');
     // A log follow is a stream too: the same bound.
-    const d = await api.http.post('/v2/deployments', { name: 'sse-bound', source: 'external_container', source_config: {}, source_revision_config: { image_uri: 'registry.example/a:1' } });
+    const d = await api.http.post('/v2/deployments', {
+      name: 'sse-bound',
+      source: 'external_container',
+      source_config: {},
+      source_revision_config: { image_uri: 'registry.example/a:1' },
+    });
     expect(d.status, d.text).toBe(201);
-    const follow = await refused(key, `/v2/deployments/${d.body.id}/revisions/${d.body.latest_revision_id}/logs?type=deploy&follow=true`);
+    const follow = await refused(
+      key,
+      `/v2/deployments/${d.body.id}/revisions/${d.body.latest_revision_id}/logs?type=deploy&follow=true`,
+    );
     expect(follow.status).toBe(429);
     await follow.body?.cancel();
 

@@ -38,7 +38,13 @@ class StandInForge {
   }
 
   private answer(res: ServerResponse): void {
-    const repo = { id: 7, name: 'agent', owner: { login: 'acme' }, clone_url: 'https://gitea.acme.example/acme/agent.git', default_branch: 'main' };
+    const repo = {
+      id: 7,
+      name: 'agent',
+      owner: { login: 'acme' },
+      clone_url: 'https://gitea.acme.example/acme/agent.git',
+      default_branch: 'main',
+    };
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify([repo]));
   }
 
@@ -61,7 +67,8 @@ afterAll(async () => {
   await Promise.all([strict?.close(), allowing?.close(), forge?.stop()]);
 });
 
-const integrationCount = async (api: TestApi) => (await api.dataSource.query('SELECT count(*)::int AS n FROM integrations'))[0].n;
+const integrationCount = async (api: TestApi) =>
+  (await api.dataSource.query('SELECT count(*)::int AS n FROM integrations'))[0].n;
 
 describe('api_url at create', () => {
   it.each([
@@ -77,17 +84,31 @@ describe('api_url at create', () => {
   ])('gitea api_url as %s → 422 naming the field, nothing stored, no request made', async (_case, url, why) => {
     const before = await integrationCount(strict);
     const seen = forge.requests.length;
-    const res = await strict.http.post('/v1/integrations/repohost', { provider: 'gitea', name: 'internal', config: { api_url: url(), token: 'tok' } });
+    const res = await strict.http.post('/v1/integrations/repohost', {
+      provider: 'gitea',
+      name: 'internal',
+      config: { api_url: url(), token: 'tok' },
+    });
     expect(res.status, res.text).toBe(422);
-    expect(res.body.detail).toEqual([{ loc: ['body', 'config', 'api_url'], msg: expect.stringContaining(why), type: 'value_error' }]);
+    expect(res.body.detail).toEqual([
+      { loc: ['body', 'config', 'api_url'], msg: expect.stringContaining(why), type: 'value_error' },
+    ]);
     expect(await integrationCount(strict)).toBe(before);
     expect(forge.requests.length).toBe(seen);
   });
 
   it('github api_url too; an allow-listed host is accepted over http', async () => {
-    const refused = await strict.http.post('/v1/integrations/repohost', { provider: 'github', name: 'gh', config: { api_url: 'https://192.168.1.10/api/v3', token: 'tok' } });
+    const refused = await strict.http.post('/v1/integrations/repohost', {
+      provider: 'github',
+      name: 'gh',
+      config: { api_url: 'https://192.168.1.10/api/v3', token: 'tok' },
+    });
     expect(refused.status).toBe(422);
-    const accepted = await allowing.http.post('/v1/integrations/repohost', { provider: 'gitea', name: 'allowed', config: { api_url: forge.base, token: 'tok' } });
+    const accepted = await allowing.http.post('/v1/integrations/repohost', {
+      provider: 'gitea',
+      name: 'allowed',
+      config: { api_url: forge.base, token: 'tok' },
+    });
     expect(accepted.status, accepted.text).toBe(201);
     expect((await strict.http.get('/readyz')).status).toBe(200);
   });
@@ -95,10 +116,17 @@ describe('api_url at create', () => {
 
 describe('api_url at fetch time', () => {
   it('a stored api_url that now leads to loopback is refused before any request (502 saying why)', async () => {
-    const created = await strict.http.post('/v1/integrations/repohost', { provider: 'gitea', name: 'rebound', config: { api_url: 'https://gitea.acme.example', token: 'tok' } });
+    const created = await strict.http.post('/v1/integrations/repohost', {
+      provider: 'gitea',
+      name: 'rebound',
+      config: { api_url: 'https://gitea.acme.example', token: 'tok' },
+    });
     expect(created.status, created.text).toBe(201);
     // As if its DNS now answered 127.0.0.1, or the row predates the check.
-    await strict.dataSource.query(`UPDATE integrations SET config = jsonb_set(config, '{api_url}', to_jsonb($2::text)) WHERE id = $1`, [created.body.id, forge.base]);
+    await strict.dataSource.query(
+      `UPDATE integrations SET config = jsonb_set(config, '{api_url}', to_jsonb($2::text)) WHERE id = $1`,
+      [created.body.id, forge.base],
+    );
     const seen = forge.requests.length;
     const res = await strict.http.get(`/v1/integrations/repohost/${created.body.id}/repos`);
     expect(res.status).toBe(502);
@@ -110,7 +138,11 @@ describe('api_url at fetch time', () => {
 
 describe('a slow forge', () => {
   it('ten creates waiting on it hold no database connection: /readyz and other requests keep answering', async () => {
-    const integration = await allowing.http.post('/v1/integrations/repohost', { provider: 'gitea', name: 'slow', config: { api_url: forge.base, token: 'tok' } });
+    const integration = await allowing.http.post('/v1/integrations/repohost', {
+      provider: 'gitea',
+      name: 'slow',
+      config: { api_url: forge.base, token: 'tok' },
+    });
     expect(integration.status, integration.text).toBe(201);
     forge.slow = true;
     const seen = forge.requests.length;
@@ -129,7 +161,11 @@ describe('a slow forge', () => {
       const [ready, list, listeners] = await Promise.all([
         allowing.http.get('/readyz'),
         allowing.http.get('/v2/deployments'),
-        allowing.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'while-forge-is-slow', compute_config: { k8s_namespaces: null } }),
+        allowing.http.post('/v2/listeners', {
+          compute_type: 'k8s',
+          compute_id: 'while-forge-is-slow',
+          compute_config: { k8s_namespaces: null },
+        }),
       ]);
       expect(ready.status, ready.text).toBe(200);
       expect(list.status, list.text).toBe(200);

@@ -14,9 +14,18 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 beforeAll(async () => {
   api = await startTestApi();
-  listenerId = (await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: 'tags-cluster', compute_config: { k8s_namespaces: null } })).body.id;
+  listenerId = (
+    await api.http.post('/v2/listeners', {
+      compute_type: 'k8s',
+      compute_id: 'tags-cluster',
+      compute_config: { k8s_namespaces: null },
+    })
+  ).body.id;
   otherWorkspaceId = randomUUID();
-  await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [otherWorkspaceId, api.organizationId]);
+  await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [
+    otherWorkspaceId,
+    api.organizationId,
+  ]);
   other = api.http.as(await api.mintKey({ workspaceId: otherWorkspaceId }));
 });
 afterAll(async () => {
@@ -66,7 +75,10 @@ describe('tag keys', () => {
     expect(patched.body).toMatchObject({ id, key: 'environment', description: '' });
     const descOnly = await api.http.patch(`/v2/tags/keys/${id}`, { description: 'Stage' });
     expect(descOnly.body).toMatchObject({ key: 'environment', description: 'Stage' });
-    expect((await api.http.patch(`/v2/tags/keys/${id}`, {})).body).toMatchObject({ key: 'environment', description: 'Stage' });
+    expect((await api.http.patch(`/v2/tags/keys/${id}`, {})).body).toMatchObject({
+      key: 'environment',
+      description: 'Stage',
+    });
 
     const deleted = await api.http.delete(`/v2/tags/keys/${id}`);
     expect(deleted.status).toBe(204);
@@ -93,7 +105,11 @@ describe('tag keys', () => {
     expect(page.body).toMatchObject({ resources: [{ key: 'list.b' }], offset: 2 });
     const bad = await other.get('/v2/tags/keys?limit=0');
     expect(bad.status).toBe(422);
-    expect(bad.body).toEqual({ detail: [{ loc: ['query', 'limit'], msg: 'Input should be greater than or equal to 1', type: 'greater_than_equal' }] });
+    expect(bad.body).toEqual({
+      detail: [
+        { loc: ['query', 'limit'], msg: 'Input should be greater than or equal to 1', type: 'greater_than_equal' },
+      ],
+    });
   });
 
   it.each([
@@ -161,7 +177,9 @@ describe('tag keys', () => {
     expect((await api.http.get('/v2/tags/keys', { key: null })).status).toBe(401);
     const res = await api.http.get('/v2/tags/keys/not-a-uuid');
     expect(res.status).toBe(422);
-    expect(res.body).toEqual({ detail: [{ loc: ['path', 'tag_key_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }] });
+    expect(res.body).toEqual({
+      detail: [{ loc: ['path', 'tag_key_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }],
+    });
   });
 });
 
@@ -183,14 +201,20 @@ describe('tag values', () => {
     expect(list.status).toBe(200);
     expect(list.body.resources.map((v: any) => v.value)).toEqual(['ap-south', 'eu-west', 'us-east']);
     expect(list.body.offset).toBe(3);
-    expect((await api.http.get(`/v2/tags/keys/${keyId}/values?limit=2&offset=2`)).body).toMatchObject({ resources: [{ value: 'us-east' }], offset: 3 });
+    expect((await api.http.get(`/v2/tags/keys/${keyId}/values?limit=2&offset=2`)).body).toMatchObject({
+      resources: [{ value: 'us-east' }],
+      offset: 3,
+    });
 
     const deleted = await api.http.delete(`/v2/tags/keys/${keyId}/values/${res.body.id}`);
     expect(deleted.status).toBe(204);
     const again = await api.http.delete(`/v2/tags/keys/${keyId}/values/${res.body.id}`);
     expect(again.status).toBe(404);
     expect(again.body).toEqual({ detail: `Tag value ID ${res.body.id} not found.` });
-    expect((await api.http.get(`/v2/tags/keys/${keyId}/values`)).body.resources.map((v: any) => v.value)).toEqual(['ap-south', 'eu-west']);
+    expect((await api.http.get(`/v2/tags/keys/${keyId}/values`)).body.resources.map((v: any) => v.value)).toEqual([
+      'ap-south',
+      'eu-west',
+    ]);
   });
 
   it('a value is unique per key (409), free under another key', async () => {
@@ -206,9 +230,13 @@ describe('tag values', () => {
   it('value validation → 422', async () => {
     const keyId = await createKey('valid');
     const empty = await api.http.post(`/v2/tags/keys/${keyId}/values`, { value: '' });
-    expect(empty.body).toEqual({ detail: [{ loc: ['body', 'value'], msg: 'String should have at least 1 character', type: 'string_too_short' }] });
+    expect(empty.body).toEqual({
+      detail: [{ loc: ['body', 'value'], msg: 'String should have at least 1 character', type: 'string_too_short' }],
+    });
     const long = await api.http.post(`/v2/tags/keys/${keyId}/values`, { value: 'v'.repeat(256) });
-    expect(long.body).toEqual({ detail: [{ loc: ['body', 'value'], msg: 'String should have at most 255 characters', type: 'string_too_long' }] });
+    expect(long.body).toEqual({
+      detail: [{ loc: ['body', 'value'], msg: 'String should have at most 255 characters', type: 'string_too_long' }],
+    });
     const missing = await api.http.post(`/v2/tags/keys/${keyId}/values`, {});
     expect(missing.body).toEqual({ detail: [{ loc: ['body', 'value'], msg: 'Field required', type: 'missing' }] });
   });
@@ -243,7 +271,8 @@ describe('a deployment’s tags', () => {
     gold = await createValue(tier, 'gold');
   });
 
-  const put = (deploymentId: string, tag_value_ids: unknown) => api.http.put(`/v2/deployments/${deploymentId}/tags`, { tag_value_ids });
+  const put = (deploymentId: string, tag_value_ids: unknown) =>
+    api.http.put(`/v2/deployments/${deploymentId}/tags`, { tag_value_ids });
 
   it('PUT replaces the set; GET lists {tag_key_id, key, tag_value_id, value} by key; the deployment shows the ids', async () => {
     const id = await createDeployment('tagged-one');
@@ -257,12 +286,18 @@ describe('a deployment’s tags', () => {
     ];
     expect(res.body).toEqual({ resources: expected, offset: 2 });
     expect((await api.http.get(`/v2/deployments/${id}/tags`)).body).toEqual({ resources: expected, offset: 2 });
-    expect((await api.http.get(`/v2/deployments/${id}/tags?limit=1&offset=1`)).body).toEqual({ resources: [expected[1]], offset: 2 });
+    expect((await api.http.get(`/v2/deployments/${id}/tags?limit=1&offset=1`)).body).toEqual({
+      resources: [expected[1]],
+      offset: 2,
+    });
     expect((await api.http.get(`/v2/deployments/${id}`)).body.tag_value_ids).toEqual([search, gold].sort());
 
     // Replacing, not adding: billing replaces search, gold is dropped.
     const replaced = await put(id, [billing]);
-    expect(replaced.body).toEqual({ resources: [{ tag_key_id: team, key: 'dep.team', tag_value_id: billing, value: 'billing' }], offset: 1 });
+    expect(replaced.body).toEqual({
+      resources: [{ tag_key_id: team, key: 'dep.team', tag_value_id: billing, value: 'billing' }],
+      offset: 1,
+    });
     expect((await api.http.get(`/v2/deployments/${id}`)).body.tag_value_ids).toEqual([billing]);
 
     const cleared = await put(id, []);
@@ -306,9 +341,13 @@ describe('a deployment’s tags', () => {
       detail: [{ loc: ['body', 'tag_value_ids', 0], msg: 'Input should be a valid UUID', type: 'uuid_parsing' }],
     });
     expect((await put(id, [gold, gold])).body).toEqual({
-      detail: [{ loc: ['body', 'tag_value_ids', 1], msg: 'Value error, list items must be unique', type: 'value_error' }],
+      detail: [
+        { loc: ['body', 'tag_value_ids', 1], msg: 'Value error, list items must be unique', type: 'value_error' },
+      ],
     });
-    expect((await put(id, 'x')).body).toEqual({ detail: [{ loc: ['body', 'tag_value_ids'], msg: 'Input should be a valid list', type: 'list_type' }] });
+    expect((await put(id, 'x')).body).toEqual({
+      detail: [{ loc: ['body', 'tag_value_ids'], msg: 'Input should be a valid list', type: 'list_type' }],
+    });
   });
 
   it('unknown or foreign deployment → 404', async () => {
@@ -337,7 +376,9 @@ describe('a deployment’s tags', () => {
     expect((await api.http.get(`/v2/deployments/${a}`)).body.tag_value_ids).toEqual([gold]);
     expect((await api.http.delete(`/v2/tags/keys/${color}`)).status).toBe(204);
     expect((await api.http.get(`/v2/deployments/${b}`)).body.tag_value_ids).toEqual([]);
-    const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM tag_values WHERE tag_key_id = $1`, [color]);
+    const [row] = await api.dataSource.query(`SELECT count(*)::int AS n FROM tag_values WHERE tag_key_id = $1`, [
+      color,
+    ]);
     expect(row.n).toBe(0);
   });
 
@@ -348,7 +389,9 @@ describe('a deployment’s tags', () => {
     await put(two, [search]);
     // Other tests of this file tag deployments too: look only at this test's two.
     const names = async (ids: string[]) =>
-      (await api.http.get(`/v2/deployments?name_contains=filter-&tag_value_ids=${ids.join(',')}`)).body.resources.map((d: any) => d.name);
+      (await api.http.get(`/v2/deployments?name_contains=filter-&tag_value_ids=${ids.join(',')}`)).body.resources.map(
+        (d: any) => d.name,
+      );
     expect(await names([search])).toEqual(['filter-two', 'filter-one']);
     expect(await names([search, gold])).toEqual(['filter-one']);
     expect(await names([gold, billing])).toEqual([]);

@@ -24,7 +24,10 @@ interface Seen {
 }
 
 /** A langsmith client on the test api, recording what it sent. */
-function client(options: { key?: string; gzip?: boolean; multipart404?: boolean } = {}): { client: Client; seen: Seen[] } {
+function client(options: { key?: string; gzip?: boolean; multipart404?: boolean } = {}): {
+  client: Client;
+  seen: Seen[];
+} {
   const seen: Seen[] = [];
   const fetchImplementation = async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input instanceof Request ? input.url : input));
@@ -32,7 +35,10 @@ function client(options: { key?: string; gzip?: boolean; multipart404?: boolean 
     const method = init?.method ?? 'GET';
     if (options.multipart404 && url.pathname.endsWith('/runs/multipart')) {
       seen.push({ method, path: url.pathname, encoding: headers.get('content-encoding'), status: 404 });
-      return new Response(JSON.stringify({ detail: 'Not Found' }), { status: 404, headers: { 'content-type': 'application/json' } });
+      return new Response(JSON.stringify({ detail: 'Not Found' }), {
+        status: 404,
+        headers: { 'content-type': 'application/json' },
+      });
     }
     const res = await fetch(input, init);
     seen.push({ method, path: url.pathname, encoding: headers.get('content-encoding'), status: res.status });
@@ -42,7 +48,12 @@ function client(options: { key?: string; gzip?: boolean; multipart404?: boolean 
   const before = process.env.LANGSMITH_DISABLE_RUN_COMPRESSION;
   process.env.LANGSMITH_DISABLE_RUN_COMPRESSION = options.gzip === false ? 'true' : 'false';
   try {
-    const c = new Client({ apiUrl, apiKey: options.key ?? api.adminKey, autoBatchTracing: true, fetchImplementation: fetchImplementation as typeof fetch });
+    const c = new Client({
+      apiUrl,
+      apiKey: options.key ?? api.adminKey,
+      autoBatchTracing: true,
+      fetchImplementation: fetchImplementation as typeof fetch,
+    });
     return { client: c, seen };
   } finally {
     if (before === undefined) delete process.env.LANGSMITH_DISABLE_RUN_COMPRESSION;
@@ -60,11 +71,33 @@ function segment(at: Date, id: string): string {
 function trace(project: string) {
   const t0 = new Date(Date.now() - 5_000);
   const rootId = randomUUID();
-  const root = { id: rootId, trace_id: rootId, dotted_order: segment(t0, rootId), name: 'agent', run_type: 'chain', start_time: t0.getTime(), inputs: { question: 'hi' }, project_name: project, tags: ['prod'], extra: { metadata: { thread_id: 'th-1', revision_id: 'rev-1', tenant: 'acme' } } };
+  const root = {
+    id: rootId,
+    trace_id: rootId,
+    dotted_order: segment(t0, rootId),
+    name: 'agent',
+    run_type: 'chain',
+    start_time: t0.getTime(),
+    inputs: { question: 'hi' },
+    project_name: project,
+    tags: ['prod'],
+    extra: { metadata: { thread_id: 'th-1', revision_id: 'rev-1', tenant: 'acme' } },
+  };
   const children = [1, 2].map((n) => {
     const id = randomUUID();
     const at = new Date(t0.getTime() + n * 100);
-    return { id, trace_id: rootId, parent_run_id: rootId, dotted_order: `${root.dotted_order}.${segment(at, id)}`, name: `llm-${n}`, run_type: 'llm', start_time: at.getTime(), inputs: { n }, project_name: project, extra: { metadata: { ls_model_name: 'gpt-test' } } };
+    return {
+      id,
+      trace_id: rootId,
+      parent_run_id: rootId,
+      dotted_order: `${root.dotted_order}.${segment(at, id)}`,
+      name: `llm-${n}`,
+      run_type: 'llm',
+      start_time: at.getTime(),
+      inputs: { n },
+      project_name: project,
+      extra: { metadata: { ls_model_name: 'gpt-test' } },
+    };
   });
   return { root, children, runs: [root, ...children] };
 }
@@ -72,9 +105,23 @@ function trace(project: string) {
 async function send(c: Client, t: ReturnType<typeof trace>) {
   for (const run of t.runs) await c.createRun({ ...run });
   for (const [i, run] of t.children.entries()) {
-    await c.updateRun(run.id, { trace_id: run.trace_id, dotted_order: run.dotted_order, parent_run_id: run.parent_run_id, end_time: Date.now(), outputs: { text: `answer ${i}`, usage_metadata: { input_tokens: 10 + i, output_tokens: 5, total_tokens: 15 + i } } });
+    await c.updateRun(run.id, {
+      trace_id: run.trace_id,
+      dotted_order: run.dotted_order,
+      parent_run_id: run.parent_run_id,
+      end_time: Date.now(),
+      outputs: {
+        text: `answer ${i}`,
+        usage_metadata: { input_tokens: 10 + i, output_tokens: 5, total_tokens: 15 + i },
+      },
+    });
   }
-  await c.updateRun(t.root.id, { trace_id: t.root.id, dotted_order: t.root.dotted_order, end_time: Date.now(), outputs: { answer: 'done' } });
+  await c.updateRun(t.root.id, {
+    trace_id: t.root.id,
+    dotted_order: t.root.dotted_order,
+    end_time: Date.now(),
+    outputs: { answer: 'done' },
+  });
   await c.flush();
 }
 
@@ -114,16 +161,34 @@ describe('the langsmith client against /api/v1', () => {
     const runs = await collect(c.listRuns({ projectName: 'tracing-gzip', traceId: t.root.id }));
     expect(runs.map((r) => r.id)).toEqual([t.root.id, t.children[0]!.id, t.children[1]!.id]);
     expect(runs.map((r) => r.dotted_order)).toEqual([...runs.map((r) => r.dotted_order!)].sort());
-    expect(runs[1]).toMatchObject({ session_id: project.id, status: 'success', prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, parent_run_id: t.root.id, outputs: { text: 'answer 0' } });
+    expect(runs[1]).toMatchObject({
+      session_id: project.id,
+      status: 'success',
+      prompt_tokens: 10,
+      completion_tokens: 5,
+      total_tokens: 15,
+      parent_run_id: t.root.id,
+      outputs: { text: 'answer 0' },
+    });
     expect(runs[2]).toMatchObject({ prompt_tokens: 11, total_tokens: 16 });
-    expect(runs[0]).toMatchObject({ status: 'success', inputs: { question: 'hi' }, outputs: { answer: 'done' }, tags: ['prod'] });
+    expect(runs[0]).toMatchObject({
+      status: 'success',
+      inputs: { question: 'hi' },
+      outputs: { answer: 'done' },
+      tags: ['prod'],
+    });
 
     const root = await c.readRun(t.root.id);
     expect(root).toMatchObject({ id: t.root.id, name: 'agent', session_id: project.id, first_token_time: null });
     expect([...(root.child_run_ids ?? [])].sort()).toEqual(t.children.map((x) => x.id).sort());
-    const [row] = await api.dataSource.query(`SELECT thread_id, revision_id, model FROM tracing_runs WHERE id = $1`, [t.root.id]);
+    const [row] = await api.dataSource.query(`SELECT thread_id, revision_id, model FROM tracing_runs WHERE id = $1`, [
+      t.root.id,
+    ]);
     expect(row).toMatchObject({ thread_id: 'th-1', revision_id: 'rev-1', model: null });
-    const [summary] = await api.dataSource.query(`SELECT run_count, total_tokens, status, name FROM tracing_traces WHERE trace_id = $1`, [t.root.id]);
+    const [summary] = await api.dataSource.query(
+      `SELECT run_count, total_tokens, status, name FROM tracing_traces WHERE trace_id = $1`,
+      [t.root.id],
+    );
     expect(summary).toMatchObject({ run_count: 3, total_tokens: '31', status: 'success', name: 'agent' });
   });
 
@@ -154,8 +219,23 @@ describe('the langsmith client against /api/v1', () => {
     const { client: c } = client();
     const t0 = new Date(Date.now() - 1_000);
     const [a, b] = [randomUUID(), randomUUID()];
-    const run = (id: string) => ({ id, trace_id: id, dotted_order: segment(t0, id), name: `run-${id.slice(0, 4)}`, run_type: 'chain', start_time: t0.getTime(), inputs: { x: 1 }, project_name: 'tracing-merge' });
-    const update = (id: string) => ({ trace_id: id, dotted_order: segment(t0, id), end_time: Date.now(), outputs: { y: 2 }, error: id === b ? 'boom' : undefined });
+    const run = (id: string) => ({
+      id,
+      trace_id: id,
+      dotted_order: segment(t0, id),
+      name: `run-${id.slice(0, 4)}`,
+      run_type: 'chain',
+      start_time: t0.getTime(),
+      inputs: { x: 1 },
+      project_name: 'tracing-merge',
+    });
+    const update = (id: string) => ({
+      trace_id: id,
+      dotted_order: segment(t0, id),
+      end_time: Date.now(),
+      outputs: { y: 2 },
+      error: id === b ? 'boom' : undefined,
+    });
     // Create first, then update.
     await c.createRun(run(a));
     await c.flush();
@@ -170,9 +250,26 @@ describe('the langsmith client against /api/v1', () => {
     await c.flush();
     expect(await count('tracing_pending_updates')).toBe(0);
 
-    expect(await c.readRun(a)).toMatchObject({ id: a, status: 'success', inputs: { x: 1 }, outputs: { y: 2 }, name: `run-${a.slice(0, 4)}` });
-    expect(await c.readRun(b)).toMatchObject({ id: b, status: 'error', error: 'boom', inputs: { x: 1 }, outputs: { y: 2 } });
-    expect(Number((await api.dataSource.query(`SELECT count(*) AS n FROM tracing_runs WHERE id = ANY($1::uuid[])`, [[a, b]]))[0].n)).toBe(2);
+    expect(await c.readRun(a)).toMatchObject({
+      id: a,
+      status: 'success',
+      inputs: { x: 1 },
+      outputs: { y: 2 },
+      name: `run-${a.slice(0, 4)}`,
+    });
+    expect(await c.readRun(b)).toMatchObject({
+      id: b,
+      status: 'error',
+      error: 'boom',
+      inputs: { x: 1 },
+      outputs: { y: 2 },
+    });
+    expect(
+      Number(
+        (await api.dataSource.query(`SELECT count(*) AS n FROM tracing_runs WHERE id = ANY($1::uuid[])`, [[a, b]]))[0]
+          .n,
+      ),
+    ).toBe(2);
   });
 
   it('filters runs: is_root, run_type, error, start_time, has(tags), eq and metadata key/value', async () => {
@@ -180,7 +277,8 @@ describe('the langsmith client against /api/v1', () => {
     const t = trace('tracing-filters');
     await send(c, t);
     const project = await c.readProject({ projectName: 'tracing-filters' });
-    const ids = async (q: Record<string, unknown>) => (await collect(c.listRuns({ projectId: project.id, ...q }))).map((r) => r.id).sort();
+    const ids = async (q: Record<string, unknown>) =>
+      (await collect(c.listRuns({ projectId: project.id, ...q }))).map((r) => r.id).sort();
     expect(await ids({ isRoot: true })).toEqual([t.root.id]);
     expect(await ids({ runType: 'llm' })).toEqual(t.children.map((x) => x.id).sort());
     expect(await ids({ error: true })).toEqual([]);
@@ -210,7 +308,9 @@ describe('the langsmith client against /api/v1', () => {
       start_time: at(2),
       end_time: at(50),
       session_name: 'tree-tokens',
-      outputs: usage ? { usage_metadata: { input_tokens: usage[0], output_tokens: usage[1], total_tokens: usage[0] + usage[1] } } : { ok: true },
+      outputs: usage
+        ? { usage_metadata: { input_tokens: usage[0], output_tokens: usage[1], total_tokens: usage[0] + usage[1] } }
+        : { ok: true },
     });
     const batch = {
       post: [
@@ -248,14 +348,21 @@ describe('tenancy and refusals', () => {
     const t = trace('tracing-private');
     await send(mine, t);
     const project = await mine.readProject({ projectName: 'tracing-private' });
-    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'tracing-other');
+    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(
+      api.organizationId,
+      'tracing-other',
+    );
     const otherKey = await api.mintKey({ workspaceId: other.id, role: 'admin' });
     const { client: theirs } = client({ key: otherKey });
     expect(await collect(theirs.listProjects({ name: 'tracing-private' }))).toEqual([]);
     expect(await collect(theirs.listProjects())).toEqual([]);
     await expect(theirs.readProject({ projectId: project.id })).rejects.toThrow(/404|not found/i);
     await expect(theirs.readRun(t.root.id)).rejects.toThrow(/404|not found/i);
-    const query = await api.http.post('/api/v1/runs/query', { session: [project.id], trace: t.root.id }, { key: otherKey });
+    const query = await api.http.post(
+      '/api/v1/runs/query',
+      { session: [project.id], trace: t.root.id },
+      { key: otherKey },
+    );
     expect(query.status).toBe(200);
     expect(query.body.runs).toEqual([]);
     // Their write of a run with the same id goes to their own project and leaves ours alone.
@@ -268,16 +375,32 @@ describe('tenancy and refusals', () => {
   });
 
   it("throttles one workspace's flood with 429 and Retry-After while another workspace's ingest goes through", async () => {
-    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(api.organizationId, 'tracing-calm');
+    const other = await new TenancyRepository(api.dataSource.manager).createWorkspace(
+      api.organizationId,
+      'tracing-calm',
+    );
     const otherKey = await api.mintKey({ workspaceId: other.id, role: 'admin' });
     const runs = () =>
       Array.from({ length: 100 }, () => {
         const id = randomUUID();
         const at = new Date(Date.now() - 1_000);
-        return { id, trace_id: id, dotted_order: segment(at, id), name: 'flood', run_type: 'chain', start_time: at.toISOString(), session_name: 'tracing-flood', inputs: { pad: 'x'.repeat(2_000) } };
+        return {
+          id,
+          trace_id: id,
+          dotted_order: segment(at, id),
+          name: 'flood',
+          run_type: 'chain',
+          start_time: at.toISOString(),
+          session_name: 'tracing-flood',
+          inputs: { pad: 'x'.repeat(2_000) },
+        };
       });
     const send = (key: string) =>
-      fetch(`${apiUrl}/runs/batch`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ post: runs() }) });
+      fetch(`${apiUrl}/runs/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': key },
+        body: JSON.stringify({ post: runs() }),
+      });
     const flood = await Promise.all(Array.from({ length: 48 }, () => send(api.adminKey)));
     const calm = await send(otherKey);
     const statuses = flood.map((r) => r.status);
@@ -291,12 +414,26 @@ describe('tenancy and refusals', () => {
     const boundary = 'slipwayTestBoundary';
     const part = (name: string, body: string | Buffer) => {
       const data = Buffer.isBuffer(body) ? body : Buffer.from(body);
-      return Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${data.length}\r\n\r\n`), data, Buffer.from('\r\n')]);
+      return Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${data.length}\r\n\r\n`,
+        ),
+        data,
+        Buffer.from('\r\n'),
+      ]);
     };
     const close = Buffer.from(`--${boundary}--\r\n`);
     const validRun = (id = randomUUID()) => {
       const at = new Date();
-      return { id, trace_id: id, dotted_order: segment(at, id), name: 'refused', run_type: 'chain', start_time: at.toISOString(), session_name: 'tracing-refused' };
+      return {
+        id,
+        trace_id: id,
+        dotted_order: segment(at, id),
+        name: 'refused',
+        run_type: 'chain',
+        start_time: at.toISOString(),
+        session_name: 'tracing-refused',
+      };
     };
     /**
      * The status of a multipart POST. Node's client, not fetch: the server answers a body over
@@ -307,14 +444,21 @@ describe('tenancy and refusals', () => {
       new Promise<{ status: number; text: string }>((resolve, reject) => {
         const req = http.request(`${apiUrl}/runs/multipart`, {
           method: 'POST',
-          headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-api-key': api.adminKey, 'content-length': String(body.length), ...headers },
+          headers: {
+            'content-type': `multipart/form-data; boundary=${boundary}`,
+            'x-api-key': api.adminKey,
+            'content-length': String(body.length),
+            ...headers,
+          },
         });
         req.on('response', (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString()));
           res.on('end', () => resolve({ status: res.statusCode!, text }));
         });
-        req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err)));
+        req.on('error', (err: NodeJS.ErrnoException) =>
+          err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err),
+        );
         req.end(body);
       });
     let before: number;
@@ -325,19 +469,27 @@ describe('tenancy and refusals', () => {
 
     const nothingWritten = async () => {
       expect(await count('tracing_runs')).toBe(before);
-      expect((await api.dataSource.query(`SELECT count(*) AS n FROM tracing_projects WHERE name = 'tracing-refused'`))[0].n).toBe('0');
+      expect(
+        (await api.dataSource.query(`SELECT count(*) AS n FROM tracing_projects WHERE name = 'tracing-refused'`))[0].n,
+      ).toBe('0');
     };
 
     it('a bad key gets 401', async () => {
       const run = validRun();
-      const res = await post(Buffer.concat([part(`post.${run.id}`, JSON.stringify(run)), close]), { 'x-api-key': 'slw_not-a-key' });
+      const res = await post(Buffer.concat([part(`post.${run.id}`, JSON.stringify(run)), close]), {
+        'x-api-key': 'slw_not-a-key',
+      });
       expect(res.status).toBe(401);
       await nothingWritten();
     });
 
     it('a body over the limit gets 413, plain or gzip', async () => {
       const run = validRun();
-      const huge = Buffer.concat([part(`post.${run.id}`, JSON.stringify(run)), part(`post.${run.id}.inputs`, JSON.stringify({ blob: 'x'.repeat(25 * 1024 * 1024) })), close]);
+      const huge = Buffer.concat([
+        part(`post.${run.id}`, JSON.stringify(run)),
+        part(`post.${run.id}.inputs`, JSON.stringify({ blob: 'x'.repeat(25 * 1024 * 1024) })),
+        close,
+      ]);
       expect((await post(huge)).status).toBe(413);
       const bomb = gzipSync(huge);
       expect((await post(bomb, { 'content-encoding': 'gzip' })).status).toBe(413);
@@ -353,7 +505,12 @@ describe('tenancy and refusals', () => {
         Buffer.concat([goodPart, part(`post.${randomUUID()}.inputs`, '{}'), close]), // a field without its run
         Buffer.concat([goodPart, part(`post.${randomUUID()}`, '{not json'), close]),
         Buffer.concat([goodPart, Buffer.from(`--${boundary}\r\nno-colon-here\r\n\r\n{}\r\n`), close]),
-        Buffer.concat([goodPart, part(`post.${good.id}.inputs`, '{"a":1}').subarray(0, 40), Buffer.from('\r\n'), close]),
+        Buffer.concat([
+          goodPart,
+          part(`post.${good.id}.inputs`, '{"a":1}').subarray(0, 40),
+          Buffer.from('\r\n'),
+          close,
+        ]),
       ]) {
         const res = await post(body);
         expect(res.status, res.text.slice(0, 200)).toBe(422);
@@ -367,12 +524,23 @@ describe('tenancy and refusals', () => {
       const good = validRun();
       const bad = validRun();
       for (const body of [
-        Buffer.concat([part(`post.${good.id}`, JSON.stringify(good)), part(`post.${bad.id}`, JSON.stringify({ ...bad, name: 'a\u0000b' })), close]),
-        Buffer.concat([part(`post.${good.id}`, JSON.stringify(good)), part(`post.${good.id}.inputs`, Buffer.from('{"a":"x\u0000y"}')), close]),
+        Buffer.concat([
+          part(`post.${good.id}`, JSON.stringify(good)),
+          part(`post.${bad.id}`, JSON.stringify({ ...bad, name: 'a\u0000b' })),
+          close,
+        ]),
+        Buffer.concat([
+          part(`post.${good.id}`, JSON.stringify(good)),
+          part(`post.${good.id}.inputs`, Buffer.from('{"a":"x\u0000y"}')),
+          close,
+        ]),
       ]) {
         expect((await post(body)).status).toBe(422);
       }
-      const batch = await api.http.post('/api/v1/runs/batch', { post: [good, { ...bad, inputs: { k: 'v\u0000' } }], patch: [] });
+      const batch = await api.http.post('/api/v1/runs/batch', {
+        post: [good, { ...bad, inputs: { k: 'v\u0000' } }],
+        patch: [],
+      });
       expect(batch.status).toBe(422);
       await nothingWritten();
     });
@@ -384,7 +552,13 @@ describe('tenancy and refusals', () => {
       let dotted = '';
       const runs = ids.map((id, i) => {
         dotted = `${dotted ? `${dotted}.` : ''}${segment(new Date(start + i), id)}`;
-        return { ...validRun(id), trace_id: ids[0], parent_run_id: i ? ids[i - 1] : null, dotted_order: dotted, start_time: new Date(start + i).toISOString() };
+        return {
+          ...validRun(id),
+          trace_id: ids[0],
+          parent_run_id: i ? ids[i - 1] : null,
+          dotted_order: dotted,
+          start_time: new Date(start + i).toISOString(),
+        };
       });
       const kept = runs.findIndex((r) => r.dotted_order.length > 2_560);
       expect(kept).toBeGreaterThan(30);
@@ -399,10 +573,19 @@ describe('tenancy and refusals', () => {
 
     it('a field over the per-field cap is stored cut, and the run says so', async () => {
       const run = validRun();
-      const res = await post(Buffer.concat([part(`post.${run.id}`, JSON.stringify({ ...run, session_name: 'tracing-cut' })), part(`post.${run.id}.inputs`, JSON.stringify({ blob: 'y'.repeat(2 * 1024 * 1024) })), close]));
+      const res = await post(
+        Buffer.concat([
+          part(`post.${run.id}`, JSON.stringify({ ...run, session_name: 'tracing-cut' })),
+          part(`post.${run.id}.inputs`, JSON.stringify({ blob: 'y'.repeat(2 * 1024 * 1024) })),
+          close,
+        ]),
+      );
       expect(res.status).toBe(202);
       const got = await api.http.get(`/api/v1/runs/${run.id}`);
-      expect(got.body).toMatchObject({ truncated_fields: ['inputs'], inputs: { slipway_truncated: true, limit_bytes: 1024 * 1024 } });
+      expect(got.body).toMatchObject({
+        truncated_fields: ['inputs'],
+        inputs: { slipway_truncated: true, limit_bytes: 1024 * 1024 },
+      });
     });
   });
 });

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from 'langsmith';
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { runIdOfSpan } from '@slipway/tracing';
@@ -53,7 +59,14 @@ function recording(exporter: SpanExporter): { exporter: SpanExporter; results: n
 function emitTree(provider: BasicTracerProvider) {
   const tracer = provider.getTracer('slipway-test');
   const under = (parent: Span) => trace.setSpan(context.active(), parent);
-  const root = tracer.startSpan('agent', { attributes: { 'langsmith.span.kind': 'chain', 'langsmith.metadata.thread_id': 'th-otel', 'langsmith.metadata.tenant': 'acme', 'input.value': '{"question":"weather?"}' } });
+  const root = tracer.startSpan('agent', {
+    attributes: {
+      'langsmith.span.kind': 'chain',
+      'langsmith.metadata.thread_id': 'th-otel',
+      'langsmith.metadata.tenant': 'acme',
+      'input.value': '{"question":"weather?"}',
+    },
+  });
   const chat = tracer.startSpan(
     'chat gpt-test',
     {
@@ -71,10 +84,21 @@ function emitTree(provider: BasicTracerProvider) {
     under(root),
   );
   chat.end();
-  const tool = tracer.startSpan('search', { attributes: { 'gen_ai.operation.name': 'execute_tool', 'input.value': 'weather in Paris' } }, under(root));
+  const tool = tracer.startSpan(
+    'search',
+    { attributes: { 'gen_ai.operation.name': 'execute_tool', 'input.value': 'weather in Paris' } },
+    under(root),
+  );
   const inner = tracer.startSpan(
     'summarize',
-    { attributes: { 'gen_ai.operation.name': 'text_completion', 'gen_ai.request.model': 'small-test', 'gen_ai.usage.prompt_tokens': 3, 'gen_ai.usage.completion_tokens': 2 } },
+    {
+      attributes: {
+        'gen_ai.operation.name': 'text_completion',
+        'gen_ai.request.model': 'small-test',
+        'gen_ai.usage.prompt_tokens': 3,
+        'gen_ai.usage.completion_tokens': 2,
+      },
+    },
     under(tool),
   );
   inner.end();
@@ -93,7 +117,14 @@ async function expectTree(project: string, ids: ReturnType<typeof emitTree>) {
   const byId = new Map(runs.map((r) => [r.id, r]));
   expect([...byId.keys()].sort()).toEqual([ids.root, ids.chat, ids.tool, ids.inner].sort());
   expect(runs[0]!.id).toBe(ids.root);
-  expect(byId.get(ids.root)).toMatchObject({ name: 'agent', run_type: 'chain', trace_id: ids.root, status: 'success', inputs: { question: 'weather?' }, outputs: { answer: 'sunny' } });
+  expect(byId.get(ids.root)).toMatchObject({
+    name: 'agent',
+    run_type: 'chain',
+    trace_id: ids.root,
+    status: 'success',
+    inputs: { question: 'weather?' },
+    outputs: { answer: 'sunny' },
+  });
   expect(byId.get(ids.root)!.parent_run_id ?? null).toBeNull();
   expect(byId.get(ids.chat)).toMatchObject({
     name: 'chat gpt-test',
@@ -106,24 +137,60 @@ async function expectTree(project: string, ids: ReturnType<typeof emitTree>) {
     inputs: { messages: [{ role: 'user', content: 'weather?' }] },
     outputs: { choices: [{ role: 'assistant', content: 'let me look' }] },
   });
-  expect(byId.get(ids.tool)).toMatchObject({ run_type: 'tool', parent_run_id: ids.root, status: 'error', error: 'search backend down', inputs: { input: 'weather in Paris' } });
-  expect(byId.get(ids.inner)).toMatchObject({ run_type: 'llm', parent_run_id: ids.tool, trace_id: ids.root, prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 });
+  expect(byId.get(ids.tool)).toMatchObject({
+    run_type: 'tool',
+    parent_run_id: ids.root,
+    status: 'error',
+    error: 'search backend down',
+    inputs: { input: 'weather in Paris' },
+  });
+  expect(byId.get(ids.inner)).toMatchObject({
+    run_type: 'llm',
+    parent_run_id: ids.tool,
+    trace_id: ids.root,
+    prompt_tokens: 3,
+    completion_tokens: 2,
+    total_tokens: 5,
+  });
   expect(byId.get(ids.inner)!.dotted_order!.startsWith(`${byId.get(ids.tool)!.dotted_order}.`)).toBe(true);
 
   const root = await c.readRun(ids.root);
   expect([...(root.child_run_ids ?? [])].sort()).toEqual([ids.chat, ids.tool].sort());
   expect(root.extra?.metadata).toMatchObject({ thread_id: 'th-otel', tenant: 'acme' });
-  const models = await api.dataSource.query(`SELECT id, model, thread_id FROM tracing_runs WHERE id = ANY($1::uuid[])`, [[ids.chat, ids.inner, ids.root]]);
-  expect(Object.fromEntries(models.map((m: { id: string; model: string | null }) => [m.id, m.model]))).toEqual({ [ids.chat]: 'gpt-test-2026', [ids.inner]: 'small-test', [ids.root]: null });
-  const [summary] = await api.dataSource.query(`SELECT root_run_id, run_count, error_count, total_tokens, status, name FROM tracing_traces WHERE trace_id = $1`, [ids.root]);
-  expect(summary).toMatchObject({ root_run_id: ids.root, run_count: 4, error_count: 1, total_tokens: '24', status: 'success', name: 'agent' });
+  const models = await api.dataSource.query(
+    `SELECT id, model, thread_id FROM tracing_runs WHERE id = ANY($1::uuid[])`,
+    [[ids.chat, ids.inner, ids.root]],
+  );
+  expect(Object.fromEntries(models.map((m: { id: string; model: string | null }) => [m.id, m.model]))).toEqual({
+    [ids.chat]: 'gpt-test-2026',
+    [ids.inner]: 'small-test',
+    [ids.root]: null,
+  });
+  const [summary] = await api.dataSource.query(
+    `SELECT root_run_id, run_count, error_count, total_tokens, status, name FROM tracing_traces WHERE trace_id = $1`,
+    [ids.root],
+  );
+  expect(summary).toMatchObject({
+    root_run_id: ids.root,
+    run_count: 4,
+    error_count: 1,
+    total_tokens: '24',
+    status: 'success',
+    name: 'agent',
+  });
   // No piece of the trace is left on its own.
-  expect(await api.dataSource.query(`SELECT trace_id FROM tracing_traces WHERE trace_id = ANY($1::uuid[])`, [[ids.chat, ids.tool, ids.inner]])).toEqual([]);
+  expect(
+    await api.dataSource.query(`SELECT trace_id FROM tracing_traces WHERE trace_id = ANY($1::uuid[])`, [
+      [ids.chat, ids.tool, ids.inner],
+    ]),
+  ).toEqual([]);
 }
 
 describe('OTLP/HTTP exporters against /api/v1/otel/v1/traces', () => {
   it('JSON, one span per export as each ends (children before their parents): the runs form one trace', async () => {
-    const { exporter, results } = recording(new JsonExporter({ url: otlpUrl(), headers: { 'x-api-key': api.adminKey, 'Langsmith-Project': 'otlp-json' } }));
+    const { exporter, results } = recording(
+      new JsonExporter({ url: otlpUrl(), headers: { 'x-api-key': api.adminKey, 'Langsmith-Project': 'otlp-json' } }),
+    );
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
     const ids = emitTree(provider);
     await provider.forceFlush();
@@ -134,7 +201,11 @@ describe('OTLP/HTTP exporters against /api/v1/otel/v1/traces', () => {
 
   it('protobuf with gzip, the whole tree in one export', async () => {
     const { exporter, results } = recording(
-      new ProtoExporter({ url: otlpUrl(), compression: 'gzip' as never, headers: { 'x-api-key': api.adminKey, 'Langsmith-Project': 'otlp-proto' } }),
+      new ProtoExporter({
+        url: otlpUrl(),
+        compression: 'gzip' as never,
+        headers: { 'x-api-key': api.adminKey, 'Langsmith-Project': 'otlp-proto' },
+      }),
     );
     const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
     const ids = emitTree(provider);
@@ -145,10 +216,18 @@ describe('OTLP/HTTP exporters against /api/v1/otel/v1/traces', () => {
   });
 
   it('answers as OTLP does: {"partialSuccess":{}} to JSON, an empty message to protobuf', async () => {
-    const json = await fetch(otlpUrl(), { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': api.adminKey }, body: '{"resourceSpans":[]}' });
+    const json = await fetch(otlpUrl(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': api.adminKey },
+      body: '{"resourceSpans":[]}',
+    });
     expect(json.status).toBe(200);
     expect(await json.json()).toEqual({ partialSuccess: {} });
-    const proto = await fetch(otlpUrl(), { method: 'POST', headers: { 'content-type': 'application/x-protobuf', 'x-api-key': api.adminKey }, body: new Uint8Array() });
+    const proto = await fetch(otlpUrl(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-protobuf', 'x-api-key': api.adminKey },
+      body: new Uint8Array(),
+    });
     expect(proto.status).toBe(200);
     expect(proto.headers.get('content-type')).toMatch(/^application\/x-protobuf/);
     expect((await proto.arrayBuffer()).byteLength).toBe(0);
@@ -176,7 +255,10 @@ describe('OTLP/HTTP exporters against /api/v1/otel/v1/traces', () => {
                   attributes: [
                     { key: 'langsmith.metadata.big', value: { intValue: '9007199254740993' } },
                     { key: 'gen_ai.usage.input_tokens', value: { intValue: '4' } },
-                    { key: 'langsmith.span.tags', value: { arrayValue: { values: [{ stringValue: 'a' }, { stringValue: 'b' }] } } },
+                    {
+                      key: 'langsmith.span.tags',
+                      value: { arrayValue: { values: [{ stringValue: 'a' }, { stringValue: 'b' }] } },
+                    },
                   ],
                   status: {},
                 },
@@ -186,11 +268,24 @@ describe('OTLP/HTTP exporters against /api/v1/otel/v1/traces', () => {
         },
       ],
     };
-    const res = await fetch(otlpUrl(), { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': api.adminKey }, body: JSON.stringify(body) });
+    const res = await fetch(otlpUrl(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': api.adminKey },
+      body: JSON.stringify(body),
+    });
     expect(res.status).toBe(200);
     const run = await new Client({ apiUrl, apiKey: api.adminKey }).readRun(runIdOfSpan(spanId));
-    expect(run).toMatchObject({ name: 'plain', run_type: 'chain', tags: ['a', 'b'], prompt_tokens: 4, extra: { metadata: { big: '9007199254740993' } } });
-    const [project] = await api.dataSource.query(`SELECT p.name FROM tracing_runs r JOIN tracing_projects p ON p.id = r.project_id WHERE r.id = $1`, [run.id]);
+    expect(run).toMatchObject({
+      name: 'plain',
+      run_type: 'chain',
+      tags: ['a', 'b'],
+      prompt_tokens: 4,
+      extra: { metadata: { big: '9007199254740993' } },
+    });
+    const [project] = await api.dataSource.query(
+      `SELECT p.name FROM tracing_runs r JOIN tracing_projects p ON p.id = r.project_id WHERE r.id = $1`,
+      [run.id],
+    );
     expect(project.name).toBe('default');
   });
 });
@@ -202,12 +297,34 @@ describe('refusals write nothing', () => {
   });
   const nothingWritten = async () => {
     expect(await count('tracing_runs')).toBe(before);
-    expect((await api.dataSource.query(`SELECT count(*) AS n FROM tracing_projects WHERE name = 'otlp-refused'`))[0].n).toBe('0');
+    expect(
+      (await api.dataSource.query(`SELECT count(*) AS n FROM tracing_projects WHERE name = 'otlp-refused'`))[0].n,
+    ).toBe('0');
   };
   const post = (body: string | Uint8Array, type: string, key = api.adminKey) =>
-    fetch(otlpUrl(), { method: 'POST', headers: { 'content-type': type, 'x-api-key': key, 'langsmith-project': 'otlp-refused' }, body });
+    fetch(otlpUrl(), {
+      method: 'POST',
+      headers: { 'content-type': type, 'x-api-key': key, 'langsmith-project': 'otlp-refused' },
+      body,
+    });
   const span = (over: Record<string, unknown> = {}) => ({
-    resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8), name: 'x', startTimeUnixNano: String(BigInt(Date.now()) * 1_000_000n), ...over }] }] }],
+    resourceSpans: [
+      {
+        scopeSpans: [
+          {
+            spans: [
+              {
+                traceId: 'ab'.repeat(16),
+                spanId: 'cd'.repeat(8),
+                name: 'x',
+                startTimeUnixNano: String(BigInt(Date.now()) * 1_000_000n),
+                ...over,
+              },
+            ],
+          },
+        ],
+      },
+    ],
   });
 
   it('a bad key gets 401', async () => {
@@ -221,11 +338,18 @@ describe('refusals write nothing', () => {
     expect((await post(JSON.stringify(span({ traceId: 'xyz' })), 'application/json')).status).toBe(422);
     expect((await post(JSON.stringify(span({ startTimeUnixNano: undefined })), 'application/json')).status).toBe(422);
     expect((await post(JSON.stringify(span({ name: 'nul\u0000' })), 'application/json')).status).toBe(422);
-    expect((await post(new Uint8Array([0x0a, 0xff, 0xff, 0xff, 0x0f, 0x01]), 'application/x-protobuf')).status).toBe(422);
+    expect((await post(new Uint8Array([0x0a, 0xff, 0xff, 0xff, 0x0f, 0x01]), 'application/x-protobuf')).status).toBe(
+      422,
+    );
     expect((await post(JSON.stringify(span()), 'text/plain')).status).toBe(415);
     // One bad span among good ones refuses the export whole.
     const mixed = span();
-    (mixed.resourceSpans[0]!.scopeSpans[0]!.spans as unknown[]).push({ traceId: 'ab'.repeat(16), spanId: '00', name: 'bad', startTimeUnixNano: '1' });
+    (mixed.resourceSpans[0]!.scopeSpans[0]!.spans as unknown[]).push({
+      traceId: 'ab'.repeat(16),
+      spanId: '00',
+      name: 'bad',
+      startTimeUnixNano: '1',
+    });
     expect((await post(JSON.stringify(mixed), 'application/json')).status).toBe(422);
     await nothingWritten();
   });

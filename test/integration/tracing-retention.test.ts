@@ -22,7 +22,11 @@ let retention: Retention;
 beforeAll(async () => {
   api = await startTestApi({ SLIPWAY_RATE_LIMIT_PER_KEY: '100000' });
   orgAdmin = api.http.as(await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' }));
-  retention = new Retention(api.dataSource, api.config, createLogger({ name: 'tracing-retention-test', level: 'silent' }));
+  retention = new Retention(
+    api.dataSource,
+    api.config,
+    createLogger({ name: 'tracing-retention-test', level: 'silent' }),
+  );
 });
 afterAll(async () => {
   await api?.close();
@@ -30,11 +34,15 @@ afterAll(async () => {
 
 const ago = (days: number) => new Date(Date.now() - days * DAY);
 const partition = (table: string, at: Date) => `${table}_p${at.toISOString().slice(0, 10).replaceAll('-', '')}`;
-const exists = async (name: string) => (await api.dataSource.query(`SELECT to_regclass($1) IS NOT NULL AS ok`, [name]))[0].ok as boolean;
+const exists = async (name: string) =>
+  (await api.dataSource.query(`SELECT to_regclass($1) IS NOT NULL AS ok`, [name]))[0].ok as boolean;
 const children = async (table: string): Promise<string[]> =>
-  (await api.dataSource.query(`SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass`, [table])).map(
-    (r: { relname: string }) => r.relname,
-  );
+  (
+    await api.dataSource.query(
+      `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass`,
+      [table],
+    )
+  ).map((r: { relname: string }) => r.relname);
 /** Rows of the trace's two runs in the runs and payloads tables (4 when all there). */
 const runsOf = async ({ traceId, childId }: { traceId: string; childId: string }) => {
   const [row] = await api.dataSource.query(
@@ -43,7 +51,8 @@ const runsOf = async ({ traceId, childId }: { traceId: string; childId: string }
   );
   return Number(row.n);
 };
-const summaryOf = async (traceId: string) => (await api.dataSource.query(`SELECT count(*) AS n FROM tracing_traces WHERE trace_id = $1`, [traceId]))[0].n === '1';
+const summaryOf = async (traceId: string) =>
+  (await api.dataSource.query(`SELECT count(*) AS n FROM tracing_traces WHERE trace_id = $1`, [traceId]))[0].n === '1';
 
 async function workspaceWithWindow(days: number) {
   const ws = await otherWorkspaceClient(api, `traces-${randomUUID().slice(0, 8)}`);
@@ -92,14 +101,24 @@ describe('tracing retention', () => {
       expect(await summaryOf(t.traceId)).toBe(true);
     }
     expect(traces.tracesDeleted).toBe(2);
-    const held = (await api.dataSource.query(`SELECT run_id FROM tracing_pending_updates WHERE run_id = ANY($1::uuid[])`, [[staleHeld, freshHeld]])).map((r: { run_id: string }) => r.run_id);
+    const held = (
+      await api.dataSource.query(`SELECT run_id FROM tracing_pending_updates WHERE run_id = ANY($1::uuid[])`, [
+        [staleHeld, freshHeld],
+      ])
+    ).map((r: { run_id: string }) => r.run_id);
     expect(held).toEqual([freshHeld]);
     // Reads go on over the partitions left.
     expect((await api.http.get(`/api/v1/runs/${a10.traceId}`)).status).toBe(200);
     expect((await b.http.get(`/api/v1/runs/${b5.traceId}`)).status).toBe(404);
 
     // A second pass finds nothing more to do.
-    expect((await retention.run()).traces).toEqual({ partitionsDropped: [], daysPostponed: [], rowsDeleted: 0, tracesDeleted: 0, pendingUpdatesDeleted: 0 });
+    expect((await retention.run()).traces).toEqual({
+      partitionsDropped: [],
+      daysPostponed: [],
+      rowsDeleted: 0,
+      tracesDeleted: 0,
+      pendingUpdatesDeleted: 0,
+    });
   });
 
   it('keeps a day a longer override still needs, deleting only the rows of shorter windows; a dropped day can be written again', async () => {
@@ -114,7 +133,10 @@ describe('tracing retention', () => {
 
     const { traces } = await retention.run();
 
-    expect(traces.partitionsDropped.sort()).toEqual([partition('tracing_run_payloads', ago(28)), partition('tracing_runs', ago(28))]);
+    expect(traces.partitionsDropped.sort()).toEqual([
+      partition('tracing_run_payloads', ago(28)),
+      partition('tracing_runs', ago(28)),
+    ]);
     expect(await exists(partition('tracing_runs', ago(20)))).toBe(true);
     expect(await runsOf(a20)).toBe(0);
     expect(await summaryOf(a20.traceId)).toBe(false);

@@ -27,7 +27,10 @@ afterAll(async () => {
 
 /** A small source archive (.tar.gz), as the CLI's is. */
 const tarball = (text = `source ${randomUUID()}`) =>
-  craftTarball([{ path: 'agent/langgraph.json', body: '{"graphs": {}}' }, { path: 'agent/notes.txt', body: text.repeat(20) }]);
+  craftTarball([
+    { path: 'agent/langgraph.json', body: '{"graphs": {}}' },
+    { path: 'agent/notes.txt', body: text.repeat(20) },
+  ]);
 
 /** The URL on this test server that `uploadUrl` (built on PUBLIC_URL) names. */
 const local = (uploadUrl: string) => {
@@ -39,7 +42,11 @@ const local = (uploadUrl: string) => {
 async function put(url: string, body: Buffer) {
   const res = await fetch(url, {
     method: 'PUT',
-    headers: { 'Content-Type': 'application/gzip', 'Content-Length': String(body.length), 'X-Goog-Content-Length-Range': '0,209715200' },
+    headers: {
+      'Content-Type': 'application/gzip',
+      'Content-Length': String(body.length),
+      'X-Goog-Content-Length-Range': '0,209715200',
+    },
     body,
   });
   const text = await res.text();
@@ -78,7 +85,12 @@ async function uploadUrl(deploymentId: string): Promise<{ upload_url: string; ob
 }
 
 const uploadRow = async (objectPath: string) =>
-  (await api.dataSource.query(`SELECT deployment_id, size_bytes, sha256, completed_at FROM uploads WHERE object_path = $1`, [objectPath]))[0];
+  (
+    await api.dataSource.query(
+      `SELECT deployment_id, size_bytes, sha256, completed_at FROM uploads WHERE object_path = $1`,
+      [objectPath],
+    )
+  )[0];
 
 /** Every file under the deployment's upload directory (finished or partial). */
 const filesOf = (deploymentId: string) => {
@@ -108,7 +120,9 @@ describe('create without a tarball (C10)', () => {
       source_revision_config: { source_tarball_path: `uploads/${randomUUID()}/${randomUUID()}.tar.gz` },
     });
     expect(res.status, res.text).toBe(422);
-    expect(res.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'source_revision_config', 'source_tarball_path'], type: 'value_error' })]);
+    expect(res.body.detail).toEqual([
+      expect.objectContaining({ loc: ['body', 'source_revision_config', 'source_tarball_path'], type: 'value_error' }),
+    ]);
     expect(await api.dataSource.query(`SELECT id FROM deployments WHERE name = 'up-guessed'`)).toEqual([]);
   });
 });
@@ -121,7 +135,12 @@ describe('POST /v2/deployments/{id}/upload-url', () => {
     expect(Object.keys(res.body).sort()).toEqual(['object_path', 'upload_url']);
     expect(res.body.upload_url).toMatch(/^http:\/\/slipway\.test:8124\/api-host\/v2\/uploads\/[A-Za-z0-9_-]{40,}$/);
     expect(res.body.object_path).toMatch(new RegExp(`^uploads/${d.id}/[0-9a-f-]{36}\\.tar\\.gz$`));
-    expect(await uploadRow(res.body.object_path)).toEqual({ deployment_id: d.id, size_bytes: null, sha256: null, completed_at: null });
+    expect(await uploadRow(res.body.object_path)).toEqual({
+      deployment_id: d.id,
+      size_bytes: null,
+      sha256: null,
+      completed_at: null,
+    });
     // Each call is a new object with its own URL.
     const again = await uploadUrl(d.id);
     expect(again.object_path).not.toBe(res.body.object_path);
@@ -140,11 +159,21 @@ describe('POST /v2/deployments/{id}/upload-url', () => {
     );
 
     const missing = randomUUID();
-    expect((await api.http.post(`/v2/deployments/${missing}/upload-url`)).body).toEqual({ detail: `Deployment ID ${missing} not found.` });
+    expect((await api.http.post(`/v2/deployments/${missing}/upload-url`)).body).toEqual({
+      detail: `Deployment ID ${missing} not found.`,
+    });
 
     const otherWorkspace = randomUUID();
-    await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'uploads-other')`, [otherWorkspace, api.organizationId]);
-    const { key } = await issueApiKey(api.dataSource.manager, { organizationId: api.organizationId, workspaceId: otherWorkspace, scope: 'workspace', role: 'admin' });
+    await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'uploads-other')`, [
+      otherWorkspace,
+      api.organizationId,
+    ]);
+    const { key } = await issueApiKey(api.dataSource.manager, {
+      organizationId: api.organizationId,
+      workspaceId: otherWorkspace,
+      scope: 'workspace',
+      role: 'admin',
+    });
     const foreign = await api.http.as(key).post(`/v2/deployments/${d.id}/upload-url`);
     expect(foreign.status).toBe(404);
     expect(foreign.body).toEqual({ detail: `Deployment ID ${d.id} not found.` });
@@ -165,7 +194,10 @@ describe('PUT /v2/uploads/{token}', () => {
     expect(readFileSync(file).equals(body)).toBe(true);
     expect(filesOf(d.id)).toEqual([path.basename(file)]);
     const row = await uploadRow(url.object_path);
-    expect(row).toMatchObject({ size_bytes: String(body.length), sha256: createHash('sha256').update(body).digest('hex') });
+    expect(row).toMatchObject({
+      size_bytes: String(body.length),
+      sha256: createHash('sha256').update(body).digest('hex'),
+    });
     expect(row.completed_at).toBeInstanceOf(Date);
 
     const again = await put(local(url.upload_url), tarball('other'));
@@ -195,7 +227,14 @@ describe('PUT /v2/uploads/{token}', () => {
     const base = local(url.upload_url).slice(0, -token.length);
     // Flip one character in the middle (ids) and at the end (MAC): either breaks the signature.
     const flip = (t: string, i: number) => t.slice(0, i) + (t[i] === 'A' ? 'B' : 'A') + t.slice(i + 1);
-    for (const bad of [flip(token, 10), flip(token, token.length - 2), token.slice(0, -4), `${token}AAAA`, 'abc', '!!!']) {
+    for (const bad of [
+      flip(token, 10),
+      flip(token, token.length - 2),
+      token.slice(0, -4),
+      `${token}AAAA`,
+      'abc',
+      '!!!',
+    ]) {
       const res = await put(base + encodeURIComponent(bad), tarball());
       expect(res.status, bad).toBe(401);
       expect(res.body).toEqual(INVALID);
@@ -230,7 +269,11 @@ describe('PUT /v2/uploads/{token}', () => {
     });
     expect(res.status).toBe(413);
     expect(JSON.parse(res.text)).toEqual({ detail: `The upload is larger than the limit of ${MAX_BYTES} bytes.` });
-    await eventually(async () => filesOf(d.id), (files) => files.length === 0, 5_000);
+    await eventually(
+      async () => filesOf(d.id),
+      (files) => files.length === 0,
+      5_000,
+    );
     expect((await uploadRow(url.object_path)).completed_at).toBeNull();
   });
 
@@ -247,21 +290,46 @@ describe('PUT /v2/uploads/{token}', () => {
   });
 
   it.each([
-    ['a symlink escape through another link (up -> ., esc -> up/..)', [{ path: 'up', type: 'SymbolicLink', linkpath: '.' }, { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' }], "symlink 'esc' points outside the archive (up/..)"],
-    ['an absolute name', [{ path: '/etc/cron.d/evil', body: '* * * * * root sh' }], "'/etc/cron.d/evil' points outside its directory"],
+    [
+      'a symlink escape through another link (up -> ., esc -> up/..)',
+      [
+        { path: 'up', type: 'SymbolicLink', linkpath: '.' },
+        { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' },
+      ],
+      "symlink 'esc' points outside the archive (up/..)",
+    ],
+    [
+      'an absolute name',
+      [{ path: '/etc/cron.d/evil', body: '* * * * * root sh' }],
+      "'/etc/cron.d/evil' points outside its directory",
+    ],
     ['a .. name', [{ path: 'agent/../../evil.sh', body: 'x' }], "'agent/../../evil.sh' points outside its directory"],
-    ['a hard link to a host file', [{ path: 'agent/passwd', type: 'Link', linkpath: '/etc/passwd' }], "hard link 'agent/passwd' does not point to a file of the archive (/etc/passwd)"],
-    ['a device', [{ path: 'agent/null', type: 'CharacterDevice' }], "'agent/null' is a character device; only files, directories and links are allowed"],
-  ] as Array<[string, CraftedEntry[], string]>)('an archive with %s → 400 naming the entry, nothing kept, the URL stays usable', async (_case, entries, problem) => {
-    const d = await uploadDeployment();
-    const url = await uploadUrl(d.id);
-    const res = await put(local(url.upload_url), craftTarball([{ path: 'agent/langgraph.json', body: '{}' }, ...entries]));
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ detail: `The source tarball was refused: ${problem}.` });
-    expect(filesOf(d.id)).toEqual([]);
-    expect((await uploadRow(url.object_path)).completed_at).toBeNull();
-    expect((await put(local(url.upload_url), tarball())).status).toBe(200);
-  });
+    [
+      'a hard link to a host file',
+      [{ path: 'agent/passwd', type: 'Link', linkpath: '/etc/passwd' }],
+      "hard link 'agent/passwd' does not point to a file of the archive (/etc/passwd)",
+    ],
+    [
+      'a device',
+      [{ path: 'agent/null', type: 'CharacterDevice' }],
+      "'agent/null' is a character device; only files, directories and links are allowed",
+    ],
+  ] as Array<[string, CraftedEntry[], string]>)(
+    'an archive with %s → 400 naming the entry, nothing kept, the URL stays usable',
+    async (_case, entries, problem) => {
+      const d = await uploadDeployment();
+      const url = await uploadUrl(d.id);
+      const res = await put(
+        local(url.upload_url),
+        craftTarball([{ path: 'agent/langgraph.json', body: '{}' }, ...entries]),
+      );
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ detail: `The source tarball was refused: ${problem}.` });
+      expect(filesOf(d.id)).toEqual([]);
+      expect((await uploadRow(url.object_path)).completed_at).toBeNull();
+      expect((await put(local(url.upload_url), tarball())).status).toBe(200);
+    },
+  );
 
   it('gzip data that is not a tar archive → 400', async () => {
     const d = await uploadDeployment();
@@ -283,7 +351,11 @@ describe('PUT /v2/uploads/{token}', () => {
       await released;
       req.end(body.subarray(10));
     });
-    await eventually(async () => filesOf(d.id), (files) => files.some((f) => f.endsWith('.part')), 5_000);
+    await eventually(
+      async () => filesOf(d.id),
+      (files) => files.some((f) => f.endsWith('.part')),
+      5_000,
+    );
     const second = await put(local(url.upload_url), tarball('racer'));
     expect(second.status).toBe(409);
     expect(second.body.detail).toBe('An upload to this URL is already in progress.');
@@ -295,12 +367,23 @@ describe('PUT /v2/uploads/{token}', () => {
   it('a client that disconnects mid-upload leaves no partial file, and the URL can be retried', async () => {
     const d = await uploadDeployment();
     const url = await uploadUrl(d.id);
-    const req = http.request(local(url.upload_url), { method: 'PUT', headers: { 'Content-Type': 'application/gzip', 'Content-Length': '60000' } });
+    const req = http.request(local(url.upload_url), {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/gzip', 'Content-Length': '60000' },
+    });
     req.on('error', () => undefined);
     req.write(Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.alloc(1000)]));
-    await eventually(async () => filesOf(d.id), (files) => files.some((f) => f.endsWith('.part')), 5_000);
+    await eventually(
+      async () => filesOf(d.id),
+      (files) => files.some((f) => f.endsWith('.part')),
+      5_000,
+    );
     req.destroy();
-    await eventually(async () => filesOf(d.id), (files) => files.length === 0, 5_000);
+    await eventually(
+      async () => filesOf(d.id),
+      (files) => files.length === 0,
+      5_000,
+    );
     expect((await uploadRow(url.object_path)).completed_at).toBeNull();
     expect((await put(local(url.upload_url), tarball())).status).toBe(200);
   });
@@ -316,7 +399,12 @@ describe('expiry', () => {
   });
 
   it('an expired upload URL → 401', async () => {
-    const d = await shortLived.http.post('/v2/deployments', { name: 'up-expiring', source: 'upload', source_config: {}, source_revision_config: {} });
+    const d = await shortLived.http.post('/v2/deployments', {
+      name: 'up-expiring',
+      source: 'upload',
+      source_config: {},
+      source_revision_config: {},
+    });
     const url = (await shortLived.http.post(`/v2/deployments/${d.body.id}/upload-url`)).body;
     // PORT is 0 here, so the public URL names no real port: use the path on the test server.
     const target = `${shortLived.baseUrl}${new URL(url.upload_url).pathname}`;
@@ -324,7 +412,9 @@ describe('expiry', () => {
     const res = await put(target, tarball());
     expect(res.status).toBe(401);
     expect(res.body).toEqual(INVALID);
-    const [row] = await shortLived.dataSource.query(`SELECT completed_at FROM uploads WHERE object_path = $1`, [url.object_path]);
+    const [row] = await shortLived.dataSource.query(`SELECT completed_at FROM uploads WHERE object_path = $1`, [
+      url.object_path,
+    ]);
     expect(row.completed_at).toBeNull();
   });
 });
@@ -338,7 +428,8 @@ describe('PATCH with revision_source internal_source', () => {
   const notFound = (id: string, objectPath: string) => ({
     detail: `Upload ${objectPath} not found for this deployment; request one with POST /v2/deployments/${id}/upload-url.`,
   });
-  const revisionCount = async (id: string) => (await api.dataSource.query(`SELECT id FROM revisions WHERE deployment_id = $1`, [id])).length;
+  const revisionCount = async (id: string) =>
+    (await api.dataSource.query(`SELECT id FROM revisions WHERE deployment_id = $1`, [id])).length;
 
   it('an unknown, unfinished or foreign object path → 400, and no revision', async () => {
     const d = await uploadDeployment();
@@ -361,7 +452,10 @@ describe('PATCH with revision_source internal_source', () => {
     const res = await patch(d.id, object_path);
     expect(res.status, res.text).toBe(200);
     expect(res.body.latest_revision_id).toEqual(expect.any(String));
-    expect(res.body.source_revision_config).toMatchObject({ source_tarball_path: object_path, graph_config_path: 'agent/langgraph.json' });
+    expect(res.body.source_revision_config).toMatchObject({
+      source_tarball_path: object_path,
+      graph_config_path: 'agent/langgraph.json',
+    });
     const revision = await api.http.get(`/v2/deployments/${d.id}/revisions/${res.body.latest_revision_id}`);
     expect(revision.body).toMatchObject({
       source: 'upload',
@@ -373,7 +467,9 @@ describe('PATCH with revision_source internal_source', () => {
   it('also checks a tarball path given without revision_source', async () => {
     const d = await uploadDeployment();
     const objectPath = `uploads/${d.id}/${randomUUID()}.tar.gz`;
-    const res = await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { source_tarball_path: objectPath } });
+    const res = await api.http.patch(`/v2/deployments/${d.id}`, {
+      source_revision_config: { source_tarball_path: objectPath },
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual(notFound(d.id, objectPath));
   });
@@ -393,7 +489,14 @@ describe('object paths resolve only inside the data dir', () => {
     const id = randomUUID();
     const good = `uploads/${id}/${randomUUID()}.tar.gz`;
     expect(uploadFilePath(dataDir, good)).toBe(path.join(dataDir, good));
-    for (const bad of ['../etc/passwd', `/uploads/${id}/x.tar.gz`, `uploads/${id}/../../secrets.key`, `uploads/${id}/${id}.tar.gz/..`, `uploads/x/${id}.tar.gz`, '']) {
+    for (const bad of [
+      '../etc/passwd',
+      `/uploads/${id}/x.tar.gz`,
+      `uploads/${id}/../../secrets.key`,
+      `uploads/${id}/${id}.tar.gz/..`,
+      `uploads/x/${id}.tar.gz`,
+      '',
+    ]) {
       expect(() => uploadFilePath(dataDir, bad), bad).toThrow();
     }
   });
@@ -403,9 +506,15 @@ describe('object paths resolve only inside the data dir', () => {
  * A PUT over node:http so the test controls the body as it streams (chunked, slow, cut off);
  * resolves with the response even when the server answers before the body is finished.
  */
-function rawPut(url: string, send: (req: http.ClientRequest) => Promise<void>): Promise<{ status: number; text: string }> {
+function rawPut(
+  url: string,
+  send: (req: http.ClientRequest) => Promise<void>,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'PUT', headers: { 'Content-Type': 'application/gzip', 'Transfer-Encoding': 'chunked' } });
+    const req = http.request(url, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/gzip', 'Transfer-Encoding': 'chunked' },
+    });
     const timer = setTimeout(() => reject(new Error('no response within 10 s')), 10_000);
     req.on('response', (res) => {
       const chunks: Buffer[] = [];

@@ -28,18 +28,28 @@ afterAll(async () => {
   await api?.close();
 });
 
-const createWebhook = (path: string, eventTypes = ['deployment.created']) => harness.createWebhook(path, { event_types: eventTypes });
+const createWebhook = (path: string, eventTypes = ['deployment.created']) =>
+  harness.createWebhook(path, { event_types: eventTypes });
 const deliveries = (webhookId: string) => harness.deliveries(webhookId);
 const at = (path: string) => harness.received.filter((r) => r.path === path);
 
 describe('POST /v2/webhooks/{id}/test', () => {
   it('sends that webhook alone one signed webhook.test delivery, listed as succeeded, redeliverable, and kept out of the event feed', async () => {
     const hook = await createWebhook('/tested');
-    const bystander = await createWebhook('/bystander', ['deployment.created', 'deployment.deleted', 'revision.status_changed']);
+    const bystander = await createWebhook('/bystander', [
+      'deployment.created',
+      'deployment.deleted',
+      'revision.status_changed',
+    ]);
 
     const res = await api.http.post(`/v2/webhooks/${hook.id}/test`);
     expect(res.status, res.text).toBe(202);
-    expect(res.body).toMatchObject({ webhook_id: hook.id, event_type: 'webhook.test', status: 'pending', attempts: [] });
+    expect(res.body).toMatchObject({
+      webhook_id: hook.id,
+      event_type: 'webhook.test',
+      status: 'pending',
+      attempts: [],
+    });
     const deliveryId = res.body.id as string;
 
     const [delivery] = await eventually(
@@ -96,7 +106,8 @@ describe('POST /v2/webhooks/{id}/test', () => {
       (ds) => ds.length === 1 && ds[0].attempts.length >= 2,
     );
     expect(delivery.status).toBe('pending');
-    for (const a of delivery.attempts) expect(a).toMatchObject({ round: 0, response_status: 500, error: 'answered 500' });
+    for (const a of delivery.attempts)
+      expect(a).toMatchObject({ round: 0, response_status: 500, error: 'answered 500' });
     const got = at('/broken');
     expect(got.length).toBeGreaterThanOrEqual(2);
     for (const r of got) {

@@ -53,7 +53,14 @@ function pushPayload(repo: LocalRepo, ref: string, after = sha(), extra: Record<
     forced: false,
     base_ref: null,
     compare: `https://github.com/hooks/${name}/compare/abc...def`,
-    commits: [{ id: after, message: 'Tune the agent prompt', timestamp: '2026-11-21T10:00:00Z', author: { name: 'Octo Cat', email: 'octocat@example.com' } }],
+    commits: [
+      {
+        id: after,
+        message: 'Tune the agent prompt',
+        timestamp: '2026-11-21T10:00:00Z',
+        author: { name: 'Octo Cat', email: 'octocat@example.com' },
+      },
+    ],
     head_commit: { id: after, message: 'Tune the agent prompt' },
     ...extra,
   };
@@ -66,7 +73,10 @@ interface SendOptions {
   headers?: Record<string, string>;
 }
 
-function send(payload: unknown, { event = 'push', delivery = randomUUID(), signature, headers = {} }: SendOptions = {}) {
+function send(
+  payload: unknown,
+  { event = 'push', delivery = randomUUID(), signature, headers = {} }: SendOptions = {},
+) {
   const raw = typeof payload === 'string' ? payload : JSON.stringify(payload);
   const h: Record<string, string> = { 'content-type': 'application/json', ...headers };
   if (event !== null) h['x-github-event'] = event;
@@ -77,9 +87,10 @@ function send(payload: unknown, { event = 'push', delivery = randomUUID(), signa
 }
 
 async function revisionsOf(deploymentId: string) {
-  return api.dataSource.query(`SELECT id, source_revision_config FROM revisions WHERE deployment_id = $1 ORDER BY created_at`, [deploymentId]) as Promise<
-    Array<{ id: string; source_revision_config: Record<string, unknown> }>
-  >;
+  return api.dataSource.query(
+    `SELECT id, source_revision_config FROM revisions WHERE deployment_id = $1 ORDER BY created_at`,
+    [deploymentId],
+  ) as Promise<Array<{ id: string; source_revision_config: Record<string, unknown> }>>;
 }
 
 async function counts(): Promise<Record<string, number>> {
@@ -151,7 +162,14 @@ describe('signature', () => {
     expect(await counts()).toEqual(before);
     const rows = await api.dataSource.query(`SELECT * FROM webhook_deliveries WHERE delivery_id = $1`, [delivery]);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ integration_id: integrationId, signature_valid: false, status_code: 401, event: 'push', ref: null, revision_ids: [] });
+    expect(rows[0]).toMatchObject({
+      integration_id: integrationId,
+      signature_valid: false,
+      status_code: 401,
+      event: 'push',
+      ref: null,
+      revision_ids: [],
+    });
   });
 
   it('the signature is checked before any parsing: unsigned malformed JSON → 401 (not a parse error), signed → 400', async () => {
@@ -165,7 +183,13 @@ describe('signature', () => {
     expect(signed.body).toEqual({ detail: 'The payload is not valid JSON.' });
     const [row] = await api.dataSource.query(`SELECT * FROM webhook_deliveries WHERE delivery_id = $1`, [delivery]);
     // Recorded without anything from the body.
-    expect(row).toMatchObject({ signature_valid: false, status_code: 401, ref: null, payload_sha256: null, revision_ids: [] });
+    expect(row).toMatchObject({
+      signature_valid: false,
+      status_code: 401,
+      ref: null,
+      payload_sha256: null,
+      revision_ids: [],
+    });
   });
 
   it('an unknown integration → 404, nothing recorded', async () => {
@@ -178,7 +202,9 @@ describe('signature', () => {
     });
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ detail: `Integration ID ${missing} not found.` });
-    expect(await api.dataSource.query(`SELECT id FROM webhook_deliveries WHERE integration_id = $1`, [missing])).toEqual([]);
+    expect(
+      await api.dataSource.query(`SELECT id FROM webhook_deliveries WHERE integration_id = $1`, [missing]),
+    ).toEqual([]);
   });
 
   it('the signature covers the exact bytes: re-formatted JSON with the same meaning is refused', async () => {
@@ -194,12 +220,20 @@ describe('signature', () => {
     const res = await api.http.request('POST', hookPath(), {
       rawBody: body,
       key: null,
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'push', 'x-github-delivery': delivery, 'x-hub-signature-256': sign(body) },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-github-event': 'push',
+        'x-github-delivery': delivery,
+        'x-hub-signature-256': sign(body),
+      },
     });
     expect(res.status).toBe(415);
     expect(res.body.detail).toMatch(/application\/json/);
     expect(await counts()).toEqual(before);
-    expect((await api.dataSource.query(`SELECT status_code FROM webhook_deliveries WHERE delivery_id = $1`, [delivery]))[0].status_code).toBe(415);
+    expect(
+      (await api.dataSource.query(`SELECT status_code FROM webhook_deliveries WHERE delivery_id = $1`, [delivery]))[0]
+        .status_code,
+    ).toBe(415);
   });
 });
 
@@ -207,7 +241,14 @@ describe('events', () => {
   it('ping → 200 "pong", recorded', async () => {
     const res = await send({ zen: 'Keep it logically awesome.', hook_id: 501234 }, { event: 'ping' });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ integration_id: integrationId, event: 'ping', signature_valid: true, status_code: 200, outcome: 'pong', revision_ids: [] });
+    expect(res.body).toMatchObject({
+      integration_id: integrationId,
+      event: 'ping',
+      signature_valid: true,
+      status_code: 200,
+      outcome: 'pong',
+      revision_ids: [],
+    });
     expect(await deliveryRow(res.body.id)).toMatchObject({ outcome: 'pong', signature_valid: true });
   });
 
@@ -230,7 +271,12 @@ describe('push', () => {
   it('to the tracked branch → exactly one new revision per deployment that builds on push from that repository and branch', async () => {
     const before = await counts();
     const latestBefore = Object.fromEntries(
-      await Promise.all(Object.entries(d).map(async ([name, id]) => [name, (await api.http.get(`/v2/deployments/${id}`)).body.latest_revision_id])),
+      await Promise.all(
+        Object.entries(d).map(async ([name, id]) => [
+          name,
+          (await api.http.get(`/v2/deployments/${id}`)).body.latest_revision_id,
+        ]),
+      ),
     );
     const after = sha();
     const res = await send(pushPayload(service, 'refs/heads/main', after));
@@ -248,11 +294,19 @@ describe('push', () => {
     for (const name of ['track-a', 'track-b']) {
       const deployment = (await api.http.get(`/v2/deployments/${d[name]}`)).body;
       expect(res.body.revision_ids).toContain(deployment.latest_revision_id);
-      const revision = (await api.http.get(`/v2/deployments/${d[name]}/revisions/${deployment.latest_revision_id}`)).body;
-      expect(revision.source_revision_config).toMatchObject({ repo_ref: 'main', repo_commit_sha: after, graph_config_path: 'langgraph.json' });
+      const revision = (await api.http.get(`/v2/deployments/${d[name]}/revisions/${deployment.latest_revision_id}`))
+        .body;
+      expect(revision.source_revision_config).toMatchObject({
+        repo_ref: 'main',
+        repo_commit_sha: after,
+        graph_config_path: 'langgraph.json',
+      });
       expect(revision.source).toBe('repohost');
       // Made by Slipway, set off by the push, saying so.
-      expect(revision).toMatchObject({ trigger: 'push', created_by: { kind: 'system', id: integrationId, name: 'push to main' } });
+      expect(revision).toMatchObject({
+        trigger: 'push',
+        created_by: { kind: 'system', id: integrationId, name: 'push to main' },
+      });
       // Behind the first revision, still in flight: the flow queued it (one in flight per deployment).
       expect(revision.status).toBe('QUEUED');
     }
@@ -273,9 +327,14 @@ describe('push', () => {
 
     const again = await send(payload, { delivery });
     expect(again.status, again.text).toBe(409);
-    expect(again.body).toEqual({ detail: 'Replayed push refused: this exact signed payload was already received; nothing was built.' });
+    expect(again.body).toEqual({
+      detail: 'Replayed push refused: this exact signed payload was already received; nothing was built.',
+    });
     expect(await counts()).toEqual(before);
-    const rows = await api.dataSource.query(`SELECT status_code, signature_valid FROM webhook_deliveries WHERE delivery_id = $1 ORDER BY received_at`, [delivery]);
+    const rows = await api.dataSource.query(
+      `SELECT status_code, signature_valid FROM webhook_deliveries WHERE delivery_id = $1 ORDER BY received_at`,
+      [delivery],
+    );
     expect(rows).toEqual([
       { status_code: 200, signature_valid: true },
       { status_code: 409, signature_valid: true },
@@ -296,7 +355,8 @@ describe('push', () => {
     expect(replay.body.detail).toMatch(/^Replayed push refused/);
     expect(await counts()).toEqual(before);
     const deployment = (await api.http.get(`/v2/deployments/${d['track-a']}`)).body;
-    const revision = (await api.http.get(`/v2/deployments/${d['track-a']}/revisions/${deployment.latest_revision_id}`)).body;
+    const revision = (await api.http.get(`/v2/deployments/${d['track-a']}/revisions/${deployment.latest_revision_id}`))
+      .body;
     expect(revision.source_revision_config.repo_commit_sha).toBe(newerPayload.after);
   });
 
@@ -310,7 +370,10 @@ describe('push', () => {
       `Replayed push refused: it was pushed on ${new Date(pushedAt * 1000).toISOString()}, longer ago than the 7-day replay window.`,
     );
     expect(await counts()).toEqual(before);
-    const fresh = await send({ ...payload, repository: { ...payload.repository, pushed_at: Math.floor(Date.now() / 1000) } });
+    const fresh = await send({
+      ...payload,
+      repository: { ...payload.repository, pushed_at: Math.floor(Date.now() / 1000) },
+    });
     expect(fresh.status, fresh.text).toBe(200);
     expect(fresh.body.revision_ids).toHaveLength(2);
   });
@@ -333,7 +396,9 @@ describe('push', () => {
     const feature = await send(pushPayload(service, 'refs/heads/feature-x'));
     expect(feature.status).toBe(200);
     expect(feature.body.outcome).toMatch(/no deployment builds this repository's feature-x on push/);
-    const deleted = await send(pushPayload(service, 'refs/heads/main', '0000000000000000000000000000000000000000', { deleted: true }));
+    const deleted = await send(
+      pushPayload(service, 'refs/heads/main', '0000000000000000000000000000000000000000', { deleted: true }),
+    );
     expect(deleted.status).toBe(200);
     expect(deleted.body.outcome).toBe('Branch main was deleted; nothing to build.');
     for (const res of [tag, feature, deleted]) expect(res.body.revision_ids).toEqual([]);
@@ -350,13 +415,23 @@ describe('push', () => {
   it('Gitea-style headers and a payload naming the repository by html_url only', async () => {
     const before = await counts();
     const after = sha();
-    const payload = { ref: 'refs/heads/main', before: sha(), after, repository: { id: 44, name: 'other-service', html_url: otherService.url.replace(/\.git$/, '') } };
+    const payload = {
+      ref: 'refs/heads/main',
+      before: sha(),
+      after,
+      repository: { id: 44, name: 'other-service', html_url: otherService.url.replace(/\.git$/, '') },
+    };
     const raw = JSON.stringify(payload);
     const delivery = randomUUID();
     const res = await api.http.request('POST', hookPath(), {
       rawBody: raw,
       key: null,
-      headers: { 'content-type': 'application/json', 'x-gitea-event': 'push', 'x-gitea-delivery': delivery, 'x-hub-signature-256': sign(raw) },
+      headers: {
+        'content-type': 'application/json',
+        'x-gitea-event': 'push',
+        'x-gitea-delivery': delivery,
+        'x-hub-signature-256': sign(raw),
+      },
     });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ event: 'push', delivery_id: delivery });
@@ -368,7 +443,9 @@ describe('push', () => {
     const doomed = await deploy('doomed', service, true);
     const switchedOff = await deploy('switched-off', service, true);
     expect((await api.http.delete(`/v2/deployments/${doomed.id}`)).status).toBe(204);
-    expect((await api.http.patch(`/v2/deployments/${switchedOff.id}`, { source_config: { build_on_push: false } })).status).toBe(200);
+    expect(
+      (await api.http.patch(`/v2/deployments/${switchedOff.id}`, { source_config: { build_on_push: false } })).status,
+    ).toBe(200);
     const before = await counts();
     const res = await send(pushPayload(service, 'refs/heads/main'));
     expect(res.body.revision_ids).toHaveLength(2);
@@ -378,7 +455,11 @@ describe('push', () => {
 
 describe('GET .../deliveries', () => {
   it('lists every delivery newest first in the envelope, invalid ones included', async () => {
-    const total = (await api.dataSource.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE integration_id = $1`, [integrationId]))[0].n;
+    const total = (
+      await api.dataSource.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE integration_id = $1`, [
+        integrationId,
+      ])
+    )[0].n;
     const ping = await send({ zen: 'newest' }, { event: 'ping' });
     const page = await api.http.get(`/v1/integrations/repohost/${integrationId}/deliveries?limit=3`);
     expect(page.status).toBe(200);
@@ -408,17 +489,26 @@ describe('GET .../deliveries', () => {
     const member = api.http.as(await api.mintKey({ role: 'member' }));
     expect((await member.get(`/v1/integrations/repohost/${integrationId}/deliveries`)).status).toBe(200);
     const otherWorkspace = randomUUID();
-    await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [otherWorkspace, api.organizationId]);
+    await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, 'other')`, [
+      otherWorkspace,
+      api.organizationId,
+    ]);
     const other = api.http.as(await api.mintKey({ workspaceId: otherWorkspace }));
     expect((await other.get(`/v1/integrations/repohost/${integrationId}/deliveries`)).status).toBe(404);
-    expect((await api.http.get(`/v1/integrations/repohost/${integrationId}/deliveries`, { key: null })).status).toBe(401);
+    expect((await api.http.get(`/v1/integrations/repohost/${integrationId}/deliveries`, { key: null })).status).toBe(
+      401,
+    );
   });
 
   it("a delivery racing its integration's delete is a 404, never a 5xx, and nothing is left behind", async () => {
     const doomed = await createLocalIntegration(api, 'doomed', integrationRoot(api, 'hooks'));
     const path = `/v1/integrations/repohost/${doomed.id}/webhook`;
     const deliver = () =>
-      api.http.request('POST', path, { rawBody: '{}', key: null, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID() } });
+      api.http.request('POST', path, {
+        rawBody: '{}',
+        key: null,
+        headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID() },
+      });
     // Deliveries keep arriving, one every 2 ms, while the integration is deleted once the first
     // is recorded: each is recorded (401, unsigned) or finds it gone (404), whichever side of the
     // delete (its lookup, its insert, its read-back) it lands on.
@@ -434,7 +524,9 @@ describe('GET .../deliveries', () => {
     expect(deleted.status).toBe(204);
     expect(statuses.filter((status) => status !== 401 && status !== 404)).toEqual([]);
     expect((await deliver()).status).toBe(404);
-    expect(await api.dataSource.query(`SELECT 1 FROM webhook_deliveries WHERE integration_id = $1`, [doomed.id])).toEqual([]);
+    expect(
+      await api.dataSource.query(`SELECT 1 FROM webhook_deliveries WHERE integration_id = $1`, [doomed.id]),
+    ).toEqual([]);
   });
 
   it('the webhook secret never reaches a log line', () => {
@@ -477,16 +569,24 @@ describe('large push payloads', () => {
     });
     expect(status).toBe(413);
     expect(JSON.parse(body)).toEqual({ detail: `The payload is larger than the limit of ${25 * 1024 * 1024} bytes.` });
-    const [row] = await api.dataSource.query(`SELECT status_code, signature_valid, ref FROM webhook_deliveries WHERE delivery_id = $1`, [delivery]);
+    const [row] = await api.dataSource.query(
+      `SELECT status_code, signature_valid, ref FROM webhook_deliveries WHERE delivery_id = $1`,
+      [delivery],
+    );
     expect(row).toEqual({ status_code: 413, signature_valid: false, ref: null });
   });
 
   it('accepts a signed push far above the global JSON body limit (GitHub sends up to 25 MB)', async () => {
     // ~3 MB of commit messages: three times the default 1 MB limit of every other route.
-    const commits = Array.from({ length: 300 }, (_, i) => ({ id: sha(), message: `commit ${i} ${'x'.repeat(10_000)}` }));
+    const commits = Array.from({ length: 300 }, (_, i) => ({
+      id: sha(),
+      message: `commit ${i} ${'x'.repeat(10_000)}`,
+    }));
     const res = await send(pushPayload(service, 'refs/heads/no-deployment-tracks-this', sha(), { commits }));
     expect(res.status, res.text).toBe(200);
-    const other = await api.http.request('POST', '/v2/listeners', { rawBody: JSON.stringify({ padding: 'x'.repeat(3_000_000) }) });
+    const other = await api.http.request('POST', '/v2/listeners', {
+      rawBody: JSON.stringify({ padding: 'x'.repeat(3_000_000) }),
+    });
     expect(other.status).toBe(413);
   });
 });

@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 describe('GET /v2/workspaces', () => {
-  it("lists every workspace of the organization to an organization-scoped key, without X-Tenant-Id", async () => {
+  it('lists every workspace of the organization to an organization-scoped key, without X-Tenant-Id', async () => {
     const orgKey = await api.mintKey({ scope: 'organization', workspaceId: null, role: 'member' });
     const res = await api.http.as(orgKey).get('/v2/workspaces');
     expect(res.status, res.text).toBe(200);
@@ -35,7 +35,9 @@ describe('GET /v2/workspaces', () => {
   it('shows a workspace-scoped key its own workspace only', async () => {
     const res = await api.http.get('/v2/workspaces');
     expect(res.status).toBe(200);
-    expect(res.body.resources).toEqual([{ id: api.workspaceId, name: 'default', created_at: expect.stringMatching(/Z$/) }]);
+    expect(res.body.resources).toEqual([
+      { id: api.workspaceId, name: 'default', created_at: expect.stringMatching(/Z$/) },
+    ]);
     expect((await api.http.get('/v2/workspaces?offset=1')).body).toEqual({ resources: [], offset: 1 });
   });
 

@@ -18,23 +18,41 @@ import type { TestApi } from './test-api.js';
 
 /** Runs git in `dir` with a fixed identity; returns trimmed stdout. */
 export const gitIn = (dir: string, ...args: string[]) =>
-  execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
+  execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+    encoding: 'utf8',
+  }).trim();
 
 /**
  * A git repository `name` under `reposRoot` with a LangGraph.js project whose graph `agent` is
  * ./src/agent.ts:graph (not written or committed yet); `env` and the keys of `config` go into its graph config.
  */
-export function initProject(reposRoot: string, name: string, env?: Record<string, string>, config: Record<string, unknown> = {}): string {
+export function initProject(
+  reposRoot: string,
+  name: string,
+  env?: Record<string, string>,
+  config: Record<string, unknown> = {},
+): string {
   const dir = path.join(reposRoot, name);
   mkdirSync(path.join(dir, 'src'), { recursive: true });
   execFileSync('git', ['init', '-q', '-b', 'main', dir]);
   writeFileSync(
     path.join(dir, 'package.json'),
-    JSON.stringify({ name, private: true, type: 'module', dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' } }),
+    JSON.stringify({
+      name,
+      private: true,
+      type: 'module',
+      dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' },
+    }),
   );
   writeFileSync(
     path.join(dir, 'langgraph.json'),
-    JSON.stringify({ node_version: process.versions.node.split('.')[0], graphs: { agent: './src/agent.ts:graph' }, dependencies: ['.'], ...(env ? { env } : {}), ...config }),
+    JSON.stringify({
+      node_version: process.versions.node.split('.')[0],
+      graphs: { agent: './src/agent.ts:graph' },
+      dependencies: ['.'],
+      ...(env ? { env } : {}),
+      ...config,
+    }),
   );
   return dir;
 }
@@ -60,7 +78,8 @@ export function commitProject(reposRoot: string, project: AgentProject): string 
 }
 
 /** The text of `file` in test/fixtures/agent-server. */
-const agentFixture = (file: string) => readFileSync(fileURLToPath(new URL(`../fixtures/agent-server/${file}`, import.meta.url)), 'utf8');
+const agentFixture = (file: string) =>
+  readFileSync(fileURLToPath(new URL(`../fixtures/agent-server/${file}`, import.meta.url)), 'utf8');
 
 /**
  * The slow fixture graph (test/fixtures/agent-server/slow-graph.ts) as the graph `agent` of a
@@ -88,7 +107,11 @@ export const tokenAuthAgent = (name: string): AgentProject => ({
       name,
       private: true,
       type: 'module',
-      dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0', '@langchain/langgraph-sdk': '1.15.0' },
+      dependencies: {
+        '@langchain/langgraph': '1.7.3',
+        '@langchain/core': '1.4.0',
+        '@langchain/langgraph-sdk': '1.15.0',
+      },
     }),
     'src/agent.ts': agentFixture('whoami-graph.ts'),
     'src/auth.ts': agentFixture('token-auth.ts'),
@@ -107,12 +130,20 @@ export async function deployRepo(
   minScale: number,
   spec: Record<string, unknown> = {},
 ): Promise<{ deploymentId: string; revisionId: string }> {
-  const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: path.basename(dir), config: { root: reposRoot } });
+  const integration = await http.post('/v1/integrations/repohost', {
+    provider: 'local',
+    name: path.basename(dir),
+    config: { root: reposRoot },
+  });
   expect(integration.status, integration.text).toBe(201);
   const created = await http.post('/v2/deployments', {
     name: path.basename(dir),
     source: 'repohost',
-    source_config: { integration_id: integration.body.id, repo_url: `file://${dir}`, resource_spec: { min_scale: minScale, max_scale: minScale, ...spec } },
+    source_config: {
+      integration_id: integration.body.id,
+      repo_url: `file://${dir}`,
+      resource_spec: { min_scale: minScale, max_scale: minScale, ...spec },
+    },
     source_revision_config: {},
   });
   expect(created.status, created.text).toBe(201);
@@ -123,7 +154,12 @@ const FINAL = ['DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'CREATE_FAILED', 'IN
 
 /** The revision once it reached a final status. */
 export const untilDone = (http: HttpClient, d: string, r: string) =>
-  eventually(async () => (await http.get(`/v2/deployments/${d}/revisions/${r}`)).body, (x) => FINAL.includes(x.status), 400_000, 500);
+  eventually(
+    async () => (await http.get(`/v2/deployments/${d}/revisions/${r}`)).body,
+    (x) => FINAL.includes(x.status),
+    400_000,
+    500,
+  );
 
 export interface Instance {
   pid: number;
@@ -137,7 +173,11 @@ export interface Instance {
 }
 
 /** The deployment's running instances of `role` (API instances unless told), straight from the runtime's table, by port. */
-export async function runningInstances(api: TestApi, deploymentId: string, role: Instance['role'] = 'api'): Promise<Instance[]> {
+export async function runningInstances(
+  api: TestApi,
+  deploymentId: string,
+  role: Instance['role'] = 'api',
+): Promise<Instance[]> {
   const rows: Array<Record<string, any>> = await api.dataSource.query(
     `SELECT * FROM runtime_processes WHERE deployment_id = $1 AND status = 'running' AND role = $2 ORDER BY port`,
     [deploymentId, role],
@@ -156,7 +196,12 @@ export async function runningInstances(api: TestApi, deploymentId: string, role:
  * The control plane of an agent-server e2e file: local repositories under `reposRoot`, instance
  * ports from `portBase` (1,000 of them), rollouts given `rolloutDeadlineMs`.
  */
-export const startAgentPipeline = (reposRoot: string, portBase: number, rolloutDeadlineMs = 120_000, env: Record<string, string> = {}): Promise<Pipeline> =>
+export const startAgentPipeline = (
+  reposRoot: string,
+  portBase: number,
+  rolloutDeadlineMs = 120_000,
+  env: Record<string, string> = {},
+): Promise<Pipeline> =>
   startPipeline({
     SLIPWAY_LOCAL_REPOS_ROOT: reposRoot,
     SLIPWAY_RUNTIME_PORT_MIN: String(portBase),
@@ -246,7 +291,13 @@ export async function deployAgent(project: AgentProject, options: AgentDeployOpt
       apiKey,
       client,
       instances,
-      untilInstances: (n, role) => eventually(() => instances(role), (list) => list.length === n, 120_000, 500),
+      untilInstances: (n, role) =>
+        eventually(
+          () => instances(role),
+          (list) => list.length === n,
+          120_000,
+          500,
+        ),
       runnerOf: (threadId, runId, role) => runnerAmong(client, threadId, runId, () => instances(role)),
       otherThan: async (instance) => {
         const other = (await instances()).find((i) => i.port !== instance.port);
@@ -274,6 +325,11 @@ async function redeployStarted(http: HttpClient, repo: string, deploymentId: str
   const res = await http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
   expect(res.status, res.text).toBe(200);
   const revisionId = res.body.latest_revision_id;
-  await eventually(async () => (await http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body.status, (s) => s === 'DEPLOYING', 300_000, 250);
+  await eventually(
+    async () => (await http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body.status,
+    (s) => s === 'DEPLOYING',
+    300_000,
+    250,
+  );
   return revisionId;
 }

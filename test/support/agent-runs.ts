@@ -15,13 +15,21 @@ export interface Tick {
 }
 
 /** Input of a run whose three nodes each take `ticks` × `tickMs`. */
-export const slowInput = (label: string, ticks: number, tickMs: number) => ({ input: { steps: [label], ticks, tick_ms: tickMs }, streamMode: ['custom' as const] });
+export const slowInput = (label: string, ticks: number, tickMs: number) => ({
+  input: { steps: [label], ticks, tick_ms: tickMs },
+  streamMode: ['custom' as const],
+});
 
 /**
  * Every event of a run through `c`, from its start (or after `lastEventId`), until the run's
  * stream ends; early once `limit` events came or `until` holds for those so far.
  */
-export async function joinAll(c: Client, threadId: string, runId: string, options: { lastEventId?: string; limit?: number; until?: (events: Tick[]) => boolean } = {}) {
+export async function joinAll(
+  c: Client,
+  threadId: string,
+  runId: string,
+  options: { lastEventId?: string; limit?: number; until?: (events: Tick[]) => boolean } = {},
+) {
   const events: Tick[] = [];
   for await (const chunk of c.runs.joinStream(threadId, runId, { lastEventId: options.lastEventId })) {
     events.push(chunk as Tick);
@@ -31,18 +39,26 @@ export async function joinAll(c: Client, threadId: string, runId: string, option
 }
 
 /** The attempt of each start of the run (one `metadata` event per claim). */
-export const attempts = (events: Tick[]) => events.filter((e) => e.event === 'metadata').map((e) => e.data.attempt as number);
+export const attempts = (events: Tick[]) =>
+  events.filter((e) => e.event === 'metadata').map((e) => e.data.attempt as number);
 
 /** The graph's custom events: which node, which tick, and the PORT of the process that ran it. */
-export const customs = (events: Tick[]) => events.filter((e) => e.event === 'custom').map((e) => e.data as { node: string; i: number; port: string });
+export const customs = (events: Tick[]) =>
+  events.filter((e) => e.event === 'custom').map((e) => e.data as { node: string; i: number; port: string });
 
 /** An SDK client of one instance's own address (no key: it is not behind the serving edge). */
 export const clientOf = (instance: Instance) => new Client({ apiUrl: instance.url });
 
-export const statusOf = async (c: Client, threadId: string, runId: string) => (await c.runs.get(threadId, runId)).status;
+export const statusOf = async (c: Client, threadId: string, runId: string) =>
+  (await c.runs.get(threadId, runId)).status;
 
 /** The process running a run, one of `candidates`: the port in its latest custom event, once there is one. */
-export async function runnerAmong(c: Client, threadId: string, runId: string, candidates: () => Promise<Instance[]>): Promise<Instance> {
+export async function runnerAmong(
+  c: Client,
+  threadId: string,
+  runId: string,
+  candidates: () => Promise<Instance[]>,
+): Promise<Instance> {
   const port = await eventually(
     async () => {
       const seen = customs(await joinAll(c, threadId, runId, { limit: 2 }));
@@ -62,7 +78,12 @@ export async function runnerAmong(c: Client, threadId: string, runId: string, ca
  * its thread's steps are `label` and the three nodes.
  */
 export async function expectSucceededWhole(c: Client, threadId: string, runId: string, label: string) {
-  await eventually(() => statusOf(c, threadId, runId), (s) => !['pending', 'running'].includes(s), 90_000, 500);
+  await eventually(
+    () => statusOf(c, threadId, runId),
+    (s) => !['pending', 'running'].includes(s),
+    90_000,
+    500,
+  );
   expect(await statusOf(c, threadId, runId)).toBe('success');
   expect((await c.threads.getState(threadId)).values).toMatchObject({ steps: [label, 'first', 'second', 'third'] });
 }
@@ -75,7 +96,12 @@ export async function expectSucceededWhole(c: Client, threadId: string, runId: s
 export async function killDuringSecondNode(c: Client, threadId: string, runId: string, pid: number, label: string) {
   await joinAll(c, threadId, runId, { until: (events) => customs(events).some((t) => t.node === 'second') });
   process.kill(-pid, 'SIGKILL');
-  await eventually(() => statusOf(c, threadId, runId), (s) => s === 'success', 60_000, 250);
+  await eventually(
+    () => statusOf(c, threadId, runId),
+    (s) => s === 'success',
+    60_000,
+    250,
+  );
   expect((await c.threads.getState(threadId)).values).toMatchObject({ steps: [label, 'first', 'second', 'third'] });
   const events = await joinAll(c, threadId, runId);
   expect(attempts(events)).toEqual([1, 2]);
@@ -88,7 +114,11 @@ export async function killDuringSecondNode(c: Client, threadId: string, runId: s
 export async function openRuns(c: Client) {
   const open = [];
   for (const t of await c.threads.search({ limit: 100 })) {
-    open.push(...(await c.runs.list(t.thread_id, { limit: 100 })).filter((r) => r.status === 'pending' || r.status === 'running'));
+    open.push(
+      ...(await c.runs.list(t.thread_id, { limit: 100 })).filter(
+        (r) => r.status === 'pending' || r.status === 'running',
+      ),
+    );
   }
   return open;
 }

@@ -56,11 +56,25 @@ export async function hostProject(project: AgentProject, readyMs = 90_000): Prom
     const url = `http://127.0.0.1:${port}`;
     server = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), 'langgraph.json'], {
       cwd: root,
-      env: { PATH: process.env.PATH!, ...project.env, PORT: String(port), DATABASE_URI: db.url, REDIS_URI: 'redis://127.0.0.1:6379', REDIS_PREFIX: testQueuePrefix(project.name) },
+      env: {
+        PATH: process.env.PATH!,
+        ...project.env,
+        PORT: String(port),
+        DATABASE_URI: db.url,
+        REDIS_URI: 'redis://127.0.0.1:6379',
+        REDIS_PREFIX: testQueuePrefix(project.name),
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     const exited = new Promise<number>((resolve) => server!.once('exit', () => resolve(-1)));
-    const status = () => Promise.race([exited, fetch(`${url}/ok`).then((r) => r.status, () => 0)]);
+    const status = () =>
+      Promise.race([
+        exited,
+        fetch(`${url}/ok`).then(
+          (r) => r.status,
+          () => 0,
+        ),
+      ]);
     const ready = await eventually(status, (s) => s === 200 || s === -1, readyMs, 250);
     if (ready !== 200) throw new Error(`the host serving ${project.name} exited before GET /ok answered`);
     return { url, db, stop };

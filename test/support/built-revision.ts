@@ -12,12 +12,23 @@ import type { TestApi } from './test-api.js';
  * artifact layout (a node app started with `npm run start`), entering the pipeline the way the
  * api adds one (row + RevisionFlow.admit + outbox). For tests of the deployer and what it serves.
  */
-export function writeArtifact(api: TestApi, revisionId: string, server: string, manifest: Partial<ArtifactManifest> = {}): string {
+export function writeArtifact(
+  api: TestApi,
+  revisionId: string,
+  server: string,
+  manifest: Partial<ArtifactManifest> = {},
+): string {
   const dir = path.join(api.config.dataDir, 'artifacts', revisionId);
   mkdirSync(path.join(dir, 'app'), { recursive: true });
   writeFileSync(
     path.join(dir, 'app', 'package.json'),
-    JSON.stringify({ name: 'probe-app', version: '1.0.0', private: true, type: 'module', scripts: { start: 'node server.mjs' } }),
+    JSON.stringify({
+      name: 'probe-app',
+      version: '1.0.0',
+      private: true,
+      type: 'module',
+      scripts: { start: 'node server.mjs' },
+    }),
   );
   writeFileSync(path.join(dir, 'app', 'server.mjs'), server);
   writeFileSync(
@@ -37,17 +48,34 @@ export function writeArtifact(api: TestApi, revisionId: string, server: string, 
 }
 
 /** A built revision of `deploymentId` running `server`; returns its id. */
-export async function addBuiltRevision(api: TestApi, deploymentId: string, server: string, manifest: Partial<ArtifactManifest> = {}): Promise<string> {
+export async function addBuiltRevision(
+  api: TestApi,
+  deploymentId: string,
+  server: string,
+  manifest: Partial<ArtifactManifest> = {},
+): Promise<string> {
   const box = secretsCodec(api.config);
   const id = randomUUID();
   const artifact = writeArtifact(api, id, server, manifest);
   await api.dataSource.transaction(async (m) => {
-    const [d] = await m.query(`SELECT resource_spec, secrets_sealed FROM deployments WHERE id = $1 FOR UPDATE`, [deploymentId]);
-    const secrets: Array<{ name: string; value: string }> = d.secrets_sealed ? JSON.parse(box.open(d.secrets_sealed, deploymentId)) : [];
+    const [d] = await m.query(`SELECT resource_spec, secrets_sealed FROM deployments WHERE id = $1 FOR UPDATE`, [
+      deploymentId,
+    ]);
+    const secrets: Array<{ name: string; value: string }> = d.secrets_sealed
+      ? JSON.parse(box.open(d.secrets_sealed, deploymentId))
+      : [];
     await m.query(
       `INSERT INTO revisions (id, deployment_id, status, source, artifact_ref, image_uri, resource_spec, secrets_sealed, secret_names, created_at)
        VALUES ($1, $2, 'CREATING', 'upload', $3, $4, $5, $6, $7, clock_timestamp())`,
-      [id, deploymentId, artifact, `artifact://${id}`, JSON.stringify(d.resource_spec), box.seal(JSON.stringify(secrets), id), secrets.map((s) => s.name)],
+      [
+        id,
+        deploymentId,
+        artifact,
+        `artifact://${id}`,
+        JSON.stringify(d.resource_spec),
+        box.seal(JSON.stringify(secrets), id),
+        secrets.map((s) => s.name),
+      ],
     );
     await m.query(`UPDATE deployments SET latest_revision_id = $2 WHERE id = $1`, [deploymentId, id]);
     await api.flow.admit(m, deploymentId, id);
@@ -66,7 +94,12 @@ export async function deployBuiltApp(
   server: string,
   manifest: Partial<ArtifactManifest> = {},
 ): Promise<{ deploymentId: string; revisionId: string; servingPort: number }> {
-  const created = await api.http.post('/v2/deployments', { name, source: 'upload', source_config: {}, source_revision_config: {} });
+  const created = await api.http.post('/v2/deployments', {
+    name,
+    source: 'upload',
+    source_config: {},
+    source_revision_config: {},
+  });
   expect(created.status, created.text).toBe(201);
   const deploymentId: string = created.body.id;
   const revisionId = await addBuiltRevision(api, deploymentId, server, manifest);
@@ -77,6 +110,8 @@ export async function deployBuiltApp(
     200,
   );
   expect(settled.status, settled.status_message).toBe('DEPLOYED');
-  const [{ serving_port }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
+  const [{ serving_port }] = await api.dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [
+    deploymentId,
+  ]);
   return { deploymentId, revisionId, servingPort: serving_port };
 }

@@ -49,7 +49,10 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function startCodeDeployStand(env: Record<string, string> = {}, deployerEnv: Record<string, string> = {}): Promise<CodeDeployStand> {
+export async function startCodeDeployStand(
+  env: Record<string, string> = {},
+  deployerEnv: Record<string, string> = {},
+): Promise<CodeDeployStand> {
   const reposRoot = mkdtempSync(path.join(tmpdir(), 'slipway-repos-'));
   const portBase = 33_000 + Math.floor(Math.random() * 60) * 100;
   const common = {
@@ -62,7 +65,10 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
   const api = await startTestApi(common);
   const port = await freePort();
   const started = await Promise.allSettled([
-    startService('api', serviceEnv(api, { ...common, PORT: String(port), HOST: '127.0.0.1', SLIPWAY_BOOTSTRAP_API_KEY: api.adminKey })),
+    startService(
+      'api',
+      serviceEnv(api, { ...common, PORT: String(port), HOST: '127.0.0.1', SLIPWAY_BOOTSTRAP_API_KEY: api.adminKey }),
+    ),
     startService('builder', serviceEnv(api, common)),
     startService('deployer', serviceEnv(api, { ...common, ...deployerEnv })),
   ]);
@@ -74,10 +80,18 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
     rmSync(reposRoot, { recursive: true, force: true });
     throw failed.reason;
   }
-  const [apiProcess, builder, deployer] = started.map((s) => (s as PromiseFulfilledResult<ServiceProcess>).value) as [ServiceProcess, ServiceProcess, ServiceProcess];
+  const [apiProcess, builder, deployer] = started.map((s) => (s as PromiseFulfilledResult<ServiceProcess>).value) as [
+    ServiceProcess,
+    ServiceProcess,
+    ServiceProcess,
+  ];
   const apiUrl = `http://127.0.0.1:${port}`;
   const http = new HttpClient(apiUrl, api.adminKey);
-  const integration = await http.post('/v1/integrations/repohost', { provider: 'local', name: 'acme', config: { root: reposRoot } });
+  const integration = await http.post('/v1/integrations/repohost', {
+    provider: 'local',
+    name: 'acme',
+    config: { root: reposRoot },
+  });
   if (integration.status !== 201) throw new Error(`integration: ${integration.status} ${integration.text}`);
   const integrationId: string = integration.body.id;
 
@@ -117,7 +131,8 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
       300,
     );
 
-  const logLines = (deploymentId: string, revisionId: string, type: 'build' | 'deploy') => revisionLogLines(http, deploymentId, revisionId, type);
+  const logLines = (deploymentId: string, revisionId: string, type: 'build' | 'deploy') =>
+    revisionLogLines(http, deploymentId, revisionId, type);
 
   const services = { api: apiProcess, builder, deployer };
   const close = async () => {
@@ -138,7 +153,15 @@ export async function startCodeDeployStand(env: Record<string, string> = {}, dep
 export function nodeApp(name: string, server: string, { graphConfig = true } = {}): Record<string, string> {
   return {
     'package.json': JSON.stringify({ name, version: '1.0.0', private: true, scripts: { start: 'node server.js' } }),
-    ...(graphConfig ? { 'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './server.js:graph' }, dependencies: ['.'] }) } : {}),
+    ...(graphConfig
+      ? {
+          'langgraph.json': JSON.stringify({
+            node_version: '20',
+            graphs: { agent: './server.js:graph' },
+            dependencies: ['.'],
+          }),
+        }
+      : {}),
     'server.js': server,
   };
 }

@@ -69,12 +69,24 @@ export async function expectFitsAfterResize(page: Page, width: number): Promise<
  * The listener agent's loop once, played by a test (the agent would run in a customer's
  * cluster): waits until the revision is in its desired state, then reports how the rollout went.
  */
-export async function agentApplies(agent: HttpClient, listenerId: string, revisionId: string, status: 'DEPLOYED' | 'DEPLOY_FAILED' = 'DEPLOYED', message = 'rolled out') {
+export async function agentApplies(
+  agent: HttpClient,
+  listenerId: string,
+  revisionId: string,
+  status: 'DEPLOYED' | 'DEPLOY_FAILED' = 'DEPLOYED',
+  message = 'rolled out',
+) {
   await eventually(
-    async () => (await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as Array<{ revision_id: string; action: string }>,
+    async () =>
+      (await agent.get(`/v2/listeners/${listenerId}/desired-state`)).body.deployments as Array<{
+        revision_id: string;
+        action: string;
+      }>,
     (entries) => entries.some((e) => e.revision_id === revisionId && e.action === 'apply'),
   );
-  const report = await agent.post(`/v2/listeners/${listenerId}/reports`, { revisions: [{ revision_id: revisionId, status, message }] });
+  const report = await agent.post(`/v2/listeners/${listenerId}/reports`, {
+    revisions: [{ revision_id: revisionId, status, message }],
+  });
   expect(report.status).toBe(200);
   expect(report.body.rejected ?? []).toEqual([]);
 }

@@ -26,7 +26,22 @@ export async function startDnsStub(): Promise<DnsStub> {
   const logs: string[] = [];
   const child: ChildProcess = spawn(
     'pebble-challtestsrv',
-    ['-defaultIPv4', '127.0.0.1', '-defaultIPv6', '', '-management', `127.0.0.1:${managementPort}`, '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', ''],
+    [
+      '-defaultIPv4',
+      '127.0.0.1',
+      '-defaultIPv6',
+      '',
+      '-management',
+      `127.0.0.1:${managementPort}`,
+      '-dns01',
+      `127.0.0.1:${dnsPort}`,
+      '-http01',
+      '',
+      '-https01',
+      '',
+      '-tlsalpn01',
+      '',
+    ],
     { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   child.stdout!.on('data', (d: Buffer) => logs.push(d.toString()));
@@ -75,10 +90,18 @@ export function stopChild(child: ChildProcess): Promise<void> {
 function post(url: string, body: unknown): Promise<void> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = request(url, { method: 'POST', timeout: 5_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${url}: ${res.statusCode}`))));
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        timeout: 5_000,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${url}: ${res.statusCode}`))));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`${url}: timed out`)));
     req.on('error', reject);
     req.end(data);

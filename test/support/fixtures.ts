@@ -6,8 +6,16 @@ import { repohostFixture } from './git-fixtures.js';
 import type { TestApi } from './test-api.js';
 
 /** Registers a k8s listener over the API; returns its id. */
-export async function createListener(api: TestApi, computeId: string, namespaces: string[] | null = ['agents', 'staging']): Promise<string> {
-  const res = await api.http.post('/v2/listeners', { compute_type: 'k8s', compute_id: computeId, compute_config: { k8s_namespaces: namespaces } });
+export async function createListener(
+  api: TestApi,
+  computeId: string,
+  namespaces: string[] | null = ['agents', 'staging'],
+): Promise<string> {
+  const res = await api.http.post('/v2/listeners', {
+    compute_type: 'k8s',
+    compute_id: computeId,
+    compute_config: { k8s_namespaces: namespaces },
+  });
   expect(res.status, res.text).toBe(201);
   return res.body.id;
 }
@@ -52,9 +60,21 @@ export async function createImageDeployment(
 }
 
 /** A second workspace of the test organization, with an admin client of its own (tenancy checks). */
-export async function otherWorkspaceClient(api: TestApi, name: string): Promise<{ workspaceId: string; key: string; client: HttpClient }> {
+export async function otherWorkspaceClient(
+  api: TestApi,
+  name: string,
+): Promise<{ workspaceId: string; key: string; client: HttpClient }> {
   const workspaceId = randomUUID();
-  await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, $3)`, [workspaceId, api.organizationId, name]);
-  const { key } = await issueApiKey(api.dataSource.manager, { organizationId: api.organizationId, workspaceId, scope: 'workspace', role: 'admin' });
+  await api.dataSource.query(`INSERT INTO workspaces (id, organization_id, name) VALUES ($1, $2, $3)`, [
+    workspaceId,
+    api.organizationId,
+    name,
+  ]);
+  const { key } = await issueApiKey(api.dataSource.manager, {
+    organizationId: api.organizationId,
+    workspaceId,
+    scope: 'workspace',
+    role: 'admin',
+  });
   return { workspaceId, key, client: api.http.as(key) };
 }

@@ -50,7 +50,8 @@ export async function startForgeStandIn(repos: string[]): Promise<ForgeStandIn> 
 
   const server: Server = createServer(async (req, res) => {
     const [pathname, query = ''] = (req.url ?? '/').split('?');
-    const json = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+    const json = (status: number, value: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
     // git smart HTTP: handed to git http-backend (CGI), body streamed both ways.
     if (/^\/[\w.-]+\/[\w.-]+\.git\//.test(pathname!)) {
       calls.push({ method: req.method!, path: pathname!, body: null });
@@ -63,7 +64,9 @@ export async function startForgeStandIn(repos: string[]): Promise<ForgeStandIn> 
           QUERY_STRING: query,
           REQUEST_METHOD: req.method,
           CONTENT_TYPE: req.headers['content-type'] ?? '',
-          ...(req.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: String(req.headers['content-encoding']) } : {}),
+          ...(req.headers['content-encoding']
+            ? { HTTP_CONTENT_ENCODING: String(req.headers['content-encoding']) }
+            : {}),
           ...(req.headers['git-protocol'] ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
           REMOTE_ADDR: req.socket.remoteAddress ?? '',
         },
@@ -99,14 +102,25 @@ export async function startForgeStandIn(repos: string[]): Promise<ForgeStandIn> 
     if (pathname === '/user/repos') {
       return json(
         200,
-        repos.map((full, i) => ({ id: i + 1, name: full.split('/')[1], owner: { login: full.split('/')[0] }, clone_url: `${url}/${full}.git`, default_branch: 'main' })),
+        repos.map((full, i) => ({
+          id: i + 1,
+          name: full.split('/')[1],
+          owner: { login: full.split('/')[0] },
+          clone_url: `${url}/${full}.git`,
+          default_branch: 'main',
+        })),
       );
     }
     let m: RegExpExecArray | null;
-    if (req.method === 'POST' && /^\/repos\/[\w.-]+\/[\w.-]+\/statuses\/[0-9a-f]+$/.test(pathname!)) return json(201, { id: calls.length });
+    if (req.method === 'POST' && /^\/repos\/[\w.-]+\/[\w.-]+\/statuses\/[0-9a-f]+$/.test(pathname!))
+      return json(201, { id: calls.length });
     if ((m = /^\/repos\/[\w.-]+\/[\w.-]+\/issues\/(\d+)\/comments$/.exec(pathname!))) {
       const issue = Number(m[1]);
-      if (req.method === 'GET') return json(200, [...comments].filter(([, c]) => c.issue === issue).map(([id, c]) => ({ id, body: c.body })));
+      if (req.method === 'GET')
+        return json(
+          200,
+          [...comments].filter(([, c]) => c.issue === issue).map(([id, c]) => ({ id, body: c.body })),
+        );
       const id = nextComment++;
       comments.set(id, { issue, body: body.body });
       return json(201, { id, body: body.body });
@@ -117,7 +131,8 @@ export async function startForgeStandIn(repos: string[]): Promise<ForgeStandIn> 
       comment.body = body.body;
       return json(200, { id: Number(m[1]), body: comment.body });
     }
-    if ((m = /^\/repos\/[\w.-]+\/[\w.-]+\/pulls\/(\d+)$/.exec(pathname!))) return json(200, { number: Number(m[1]), state: pullStates.get(Number(m[1])) ?? 'open' });
+    if ((m = /^\/repos\/[\w.-]+\/[\w.-]+\/pulls\/(\d+)$/.exec(pathname!)))
+      return json(200, { number: Number(m[1]), state: pullStates.get(Number(m[1])) ?? 'open' });
     json(404, { message: 'Not Found' });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -47,7 +47,10 @@ const DEFAULT_FILES = {
 };
 
 /** `git init`s `dir` with one commit on `branch` (default `main`). */
-export async function initRepo(dir: string, { branch = 'main', bare = false, files = DEFAULT_FILES }: RepoOptions = {}): Promise<LocalRepo> {
+export async function initRepo(
+  dir: string,
+  { branch = 'main', bare = false, files = DEFAULT_FILES }: RepoOptions = {},
+): Promise<LocalRepo> {
   if (bare) {
     const work = mkdtempSync(path.join(tmpdir(), 'slipway-work-'));
     try {
@@ -105,7 +108,13 @@ export function repohostFixture(api: TestApi): Promise<RepohostFixture> {
       const root = integrationRoot(api, 'fixture-repos');
       const repo = await initRepo(path.join(root, 'agent'));
       const integration = await createLocalIntegration(api, 'fixture-repos', root);
-      return { integrationId: integration.id, repoUrl: repo.url, defaultBranch: repo.defaultBranch, webhookSecret: integration.webhook_secret, repo };
+      return {
+        integrationId: integration.id,
+        repoUrl: repo.url,
+        defaultBranch: repo.defaultBranch,
+        webhookSecret: integration.webhook_secret,
+        repo,
+      };
     })();
     perApi.set(api, fixture);
   }

@@ -29,8 +29,17 @@ export interface HostileTargets {
 
 export function hostileAppFiles(targets: HostileTargets): Record<string, string> {
   return {
-    'package.json': JSON.stringify({ name: 'hostile', version: '1.0.0', private: true, scripts: { build: 'node build-attack.js', start: 'node server.js' } }),
-    'langgraph.json': JSON.stringify({ node_version: '20', graphs: { agent: './server.js:graph' }, dependencies: ['.'] }),
+    'package.json': JSON.stringify({
+      name: 'hostile',
+      version: '1.0.0',
+      private: true,
+      scripts: { build: 'node build-attack.js', start: 'node server.js' },
+    }),
+    'langgraph.json': JSON.stringify({
+      node_version: '20',
+      graphs: { agent: './server.js:graph' },
+      dependencies: ['.'],
+    }),
     'targets.json': JSON.stringify(targets),
     'attacks.js': ATTACKS,
     'build-attack.js': BUILD,

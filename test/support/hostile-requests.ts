@@ -129,7 +129,20 @@ export const HOSTILE_STRINGS: readonly string[] = [
 ];
 
 const HOSTILE_NUMBERS: readonly number[] = [
-  -1, 0, -0, 1.5, 0.1, 2 ** 31, 2 ** 31 - 1, -(2 ** 31) - 1, 2 ** 53 + 2, Number.MAX_SAFE_INTEGER, 1e21, 1e308, -1e308, 5e-324,
+  -1,
+  0,
+  -0,
+  1.5,
+  0.1,
+  2 ** 31,
+  2 ** 31 - 1,
+  -(2 ** 31) - 1,
+  2 ** 53 + 2,
+  Number.MAX_SAFE_INTEGER,
+  1e21,
+  1e308,
+  -1e308,
+  5e-324,
 ];
 
 /** Keys that pollute prototypes or confuse naive merges and query builders. */
@@ -154,7 +167,21 @@ export const HOSTILE_KEYS: readonly string[] = [
 export type Known = Record<string, readonly string[]>;
 
 /** Strings tried, in order, against a `pattern` rule before giving up on pleasing it. */
-const PATTERN_CANDIDATES = ['fuzz-app', 'abc', 'a1', 'x-1', 'ABC_1', 'main', '1.0.0', 'S256', 'agents', 'build', 'info', 'a', '1'];
+const PATTERN_CANDIDATES = [
+  'fuzz-app',
+  'abc',
+  'a1',
+  'x-1',
+  'ABC_1',
+  'main',
+  '1.0.0',
+  'S256',
+  'agents',
+  'build',
+  'info',
+  'a',
+  '1',
+];
 
 interface Described {
   type: string;
@@ -190,13 +217,16 @@ export function hostileValue(rng: Rng, depth = 0): unknown {
       return depth > 2 ? [] : Array.from({ length: rng.int(4) }, () => hostileValue(rng, depth + 1));
     case 6: {
       const o: Record<string, unknown> = {};
-      if (depth <= 2) for (let i = rng.int(3); i >= 0; i -= 1) setOwn(o, rng.pick(HOSTILE_KEYS), hostileValue(rng, depth + 1));
+      if (depth <= 2)
+        for (let i = rng.int(3); i >= 0; i -= 1) setOwn(o, rng.pick(HOSTILE_KEYS), hostileValue(rng, depth + 1));
       return o;
     }
     case 7:
       return deepValue(rng.pick([20, 31, 33, 200]));
     case 8:
-      return rng.chance(0.5) ? Array.from({ length: 20_000 }, (_, i) => i) : Object.fromEntries(Array.from({ length: 3_000 }, (_, i) => [`k${i}`, i]));
+      return rng.chance(0.5)
+        ? Array.from({ length: 20_000 }, (_, i) => i)
+        : Object.fromEntries(Array.from({ length: 3_000 }, (_, i) => [`k${i}`, i]));
     default:
       return rng.pick(['', 0, [], {}]);
   }
@@ -220,13 +250,32 @@ export interface Breakage {
 }
 
 /** Payloads a free-text field may carry and still be a string. */
-const TAINTS: readonly string[] = ['\u0000', 'a\u0000', '\ud800', '\udc00x', "'; --", '%_\\', '😀', '\u202e', '\u0001\u001b', ' '.repeat(3), 'A'.repeat(5_000)];
+const TAINTS: readonly string[] = [
+  '\u0000',
+  'a\u0000',
+  '\ud800',
+  '\udc00x',
+  "'; --",
+  '%_\\',
+  '😀',
+  '\u202e',
+  '\u0001\u001b',
+  ' '.repeat(3),
+  'A'.repeat(5_000),
+];
 
 /**
  * A value `described` accepts, as far as a generic walk can tell, preferring `known` real
  * values for fields of those names; then broken here and there as `breakage` says.
  */
-export function valueFor(described: Described | undefined, rng: Rng, known: Known, breakage: Breakage, field = '', depth = 0): unknown {
+export function valueFor(
+  described: Described | undefined,
+  rng: Rng,
+  known: Known,
+  breakage: Breakage,
+  field = '',
+  depth = 0,
+): unknown {
   if (rng.chance(breakage.breakRate)) return hostileValue(rng);
   if (!described) return rng.pick(['abc', 1, true]);
   if (known[field]?.length && rng.chance(0.8)) return rng.pick(known[field]!);
@@ -241,14 +290,19 @@ export function valueFor(described: Described | undefined, rng: Rng, known: Know
         }
       }
       if (!described.keys && described.patterns?.length && depth < 6) {
-        for (let i = rng.int(3); i > 0; i -= 1) setOwn(out, `k${rng.hex(2)}`, valueFor(described.patterns[0]!.rule, rng, known, breakage, '', depth + 1));
+        for (let i = rng.int(3); i > 0; i -= 1)
+          setOwn(out, `k${rng.hex(2)}`, valueFor(described.patterns[0]!.rule, rng, known, breakage, '', depth + 1));
       }
       if (rng.chance(breakage.breakRate)) setOwn(out, rng.pick(HOSTILE_KEYS), hostileValue(rng));
       return out;
     }
     case 'array': {
       const item = described.items?.length ? rng.pick(described.items) : undefined;
-      return depth > 6 ? [] : Array.from({ length: rng.int(3) + (ruleOf(described, 'min')?.limit ?? 0) }, () => valueFor(item, rng, known, breakage, field, depth + 1));
+      return depth > 6
+        ? []
+        : Array.from({ length: rng.int(3) + (ruleOf(described, 'min')?.limit ?? 0) }, () =>
+            valueFor(item, rng, known, breakage, field, depth + 1),
+          );
     }
     case 'alternatives': {
       const match = described.matches?.length ? rng.pick(described.matches) : undefined;
@@ -258,7 +312,9 @@ export function valueFor(described: Described | undefined, rng: Rng, known: Know
       const min = ruleOf(described, 'min')?.limit ?? 0;
       const max = ruleOf(described, 'max')?.limit ?? min + 10;
       const n = min + rng.next() * (Math.min(max, min + 10) - min);
-      return ruleOf(described, 'integer') !== undefined || described.rules?.some((r) => r.name === 'integer') ? Math.round(n) : n;
+      return ruleOf(described, 'integer') !== undefined || described.rules?.some((r) => r.name === 'integer')
+        ? Math.round(n)
+        : n;
     }
     case 'boolean':
       return rng.chance(0.5);
@@ -268,7 +324,8 @@ export function valueFor(described: Described | undefined, rng: Rng, known: Know
       return plausibleString(described, rng, breakage.taintRate);
     default: {
       const branch = described.whens?.[0];
-      if (branch && depth < 8) return valueFor(rng.chance(0.5) ? branch.then : branch.otherwise, rng, known, breakage, field, depth);
+      if (branch && depth < 8)
+        return valueFor(rng.chance(0.5) ? branch.then : branch.otherwise, rng, known, breakage, field, depth);
       return rng.pick(['abc', 1, true, null]);
     }
   }
@@ -276,7 +333,8 @@ export function valueFor(described: Described | undefined, rng: Rng, known: Know
 
 function plausibleString(described: Described, rng: Rng, taintRate: number): string {
   if (described.rules?.some((r) => r.name === 'guid')) return rng.uuid();
-  if (described.rules?.some((r) => r.name === 'uri')) return rng.pick(['https://example.com/x', 'https://idp.example.com/token', 'http://127.0.0.1:1/']);
+  if (described.rules?.some((r) => r.name === 'uri'))
+    return rng.pick(['https://example.com/x', 'https://idp.example.com/token', 'http://127.0.0.1:1/']);
   if (described.rules?.some((r) => r.name === 'isoDate')) return new Date(Date.UTC(2026, 0, 1)).toISOString();
   const pattern = ruleOf(described, 'pattern')?.regex as string | undefined;
   if (pattern) {

@@ -51,11 +51,16 @@ export async function startHtpasswdRegistry(username: string, password: string):
   };
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const status = await fetch(`http://127.0.0.1:${port}/v2/`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.status, () => 0);
+    const status = await fetch(`http://127.0.0.1:${port}/v2/`, { signal: AbortSignal.timeout(1_000) }).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 401) break;
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop();
-      throw new Error(`docker-registry with htpasswd did not answer 401 on 127.0.0.1:${port} (status ${status}):\n${out.slice(-4000)}`);
+      throw new Error(
+        `docker-registry with htpasswd did not answer 401 on 127.0.0.1:${port} (status ${status}):\n${out.slice(-4000)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -64,11 +64,18 @@ export class HttpClient {
 }
 
 /** Every line of a revision's `build` or `deploy` log, oldest first, following next_offset to the end. */
-export async function revisionLogLines(http: HttpClient, deploymentId: string, revisionId: string, type: 'build' | 'deploy'): Promise<string[]> {
+export async function revisionLogLines(
+  http: HttpClient,
+  deploymentId: string,
+  revisionId: string,
+  type: 'build' | 'deploy',
+): Promise<string[]> {
   const lines: string[] = [];
   let offset: string | null = '0';
   while (offset !== null) {
-    const res: HttpResponse = await http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}&order=asc&limit=1000&offset=${offset}`);
+    const res: HttpResponse = await http.get(
+      `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}&order=asc&limit=1000&offset=${offset}`,
+    );
     if (res.status !== 200) throw new Error(`logs: ${res.status} ${res.text}`);
     lines.push(...res.body.logs.map((l: { message: string }) => l.message));
     offset = res.body.next_offset;

@@ -42,10 +42,15 @@ const modelName = (apiVersion: string, kind: string) => {
   return `${version[0]!.toUpperCase()}${version.slice(1)}${kind}`;
 };
 
-export async function schemaViolations(object: { apiVersion?: string; kind?: string; metadata?: { name?: string } }): Promise<string[]> {
+export async function schemaViolations(object: {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string };
+}): Promise<string[]> {
   const { apiVersion, kind } = object;
   const label = `${apiVersion} ${kind} ${object.metadata?.name ?? '(unnamed)'}`;
-  if (!apiVersion || !kind || !/^[A-Za-z0-9.\-/]+$/.test(apiVersion) || !/^[A-Za-z]+$/.test(kind)) return [`${label}: no apiVersion or kind`];
+  if (!apiVersion || !kind || !/^[A-Za-z0-9.\-/]+$/.test(apiVersion) || !/^[A-Za-z]+$/.test(kind))
+    return [`${label}: no apiVersion or kind`];
   let Model: new (data: unknown) => { validate(): void };
   try {
     // require, not import(): one module per kind, chosen at run time (the bundler cannot list them).

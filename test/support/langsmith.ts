@@ -28,10 +28,39 @@ export async function sendTrace(
   const rootOrder = dottedSegment(start, traceId);
   const childOrder = `${rootOrder}.${dottedSegment(new Date(start.getTime() + 10), childId)}`;
   const common = { trace_id: traceId, project_name: project };
-  await client.createRun({ ...common, id: traceId, dotted_order: rootOrder, name: options.name ?? 'agent', run_type: 'chain', start_time: start.getTime(), inputs: { q: 'hi' }, extra: { metadata: options.metadata ?? {} } });
-  await client.createRun({ ...common, id: childId, parent_run_id: traceId, dotted_order: childOrder, name: 'llm', run_type: 'llm', start_time: start.getTime() + 10, inputs: {} });
-  await client.updateRun(childId, { trace_id: traceId, parent_run_id: traceId, dotted_order: childOrder, end_time: end.getTime() - 10, outputs: { usage_metadata: { input_tokens: 7, output_tokens: 3, total_tokens: 10 } } });
-  await client.updateRun(traceId, { trace_id: traceId, dotted_order: rootOrder, end_time: end.getTime(), outputs: { a: 'done' } });
+  await client.createRun({
+    ...common,
+    id: traceId,
+    dotted_order: rootOrder,
+    name: options.name ?? 'agent',
+    run_type: 'chain',
+    start_time: start.getTime(),
+    inputs: { q: 'hi' },
+    extra: { metadata: options.metadata ?? {} },
+  });
+  await client.createRun({
+    ...common,
+    id: childId,
+    parent_run_id: traceId,
+    dotted_order: childOrder,
+    name: 'llm',
+    run_type: 'llm',
+    start_time: start.getTime() + 10,
+    inputs: {},
+  });
+  await client.updateRun(childId, {
+    trace_id: traceId,
+    parent_run_id: traceId,
+    dotted_order: childOrder,
+    end_time: end.getTime() - 10,
+    outputs: { usage_metadata: { input_tokens: 7, output_tokens: 3, total_tokens: 10 } },
+  });
+  await client.updateRun(traceId, {
+    trace_id: traceId,
+    dotted_order: rootOrder,
+    end_time: end.getTime(),
+    outputs: { a: 'done' },
+  });
   await client.flush();
   return { traceId, childId };
 }
@@ -55,5 +84,7 @@ export const LANGSMITH_STAND_IN = `require('node:http').createServer((req, res) 
 })`;
 
 /** What a LANGSMITH_STAND_IN was sent, request by request. */
-export const standInRequests = (output: string[]): Array<{ method: string; path: string; key: string | null; ids: string[] }> =>
+export const standInRequests = (
+  output: string[],
+): Array<{ method: string; path: string; key: string | null; ids: string[] }> =>
   output.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));

@@ -1,6 +1,15 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -67,7 +76,25 @@ export async function buildBusyboxImage(page: string, options: BusyboxImageOptio
   const root = path.join(work, 'rootfs');
   for (const dir of ['bin', 'www/cgi-bin']) mkdirSync(path.join(root, dir), { recursive: true });
   copyFileSync(BUSYBOX, path.join(root, 'bin/busybox'));
-  for (const applet of ['httpd', 'sh', 'id', 'grep', 'ls', 'tr', 'find', 'touch', 'nc', 'env', 'sed', 'sort', 'wget', 'cat', 'date', 'head']) symlinkSync('busybox', path.join(root, `bin/${applet}`));
+  for (const applet of [
+    'httpd',
+    'sh',
+    'id',
+    'grep',
+    'ls',
+    'tr',
+    'find',
+    'touch',
+    'nc',
+    'env',
+    'sed',
+    'sort',
+    'wget',
+    'cat',
+    'date',
+    'head',
+  ])
+    symlinkSync('busybox', path.join(root, `bin/${applet}`));
   writeFileSync(path.join(root, 'www/index.html'), page);
   writeFileSync(path.join(root, 'www/ok'), 'ok\n');
   writeFileSync(path.join(root, 'www/cgi-bin/whoami'), WHOAMI, { mode: 0o755 });
@@ -122,7 +149,13 @@ export async function buildBusyboxImage(page: string, options: BusyboxImageOptio
     path.join(dir, 'index.json'),
     JSON.stringify({
       schemaVersion: 2,
-      manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifestBlob, annotations: { 'org.opencontainers.image.ref.name': 'latest' } }],
+      manifests: [
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          ...manifestBlob,
+          annotations: { 'org.opencontainers.image.ref.name': 'latest' },
+        },
+      ],
     }),
   );
   writeFileSync(path.join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
@@ -152,7 +185,16 @@ export interface PushResult {
  */
 export function skopeoPush(image: OciImage, destination: string, credentials: string | null): Promise<PushResult> {
   const digestFile = path.join(image.dir, '..', `digest-${Date.now()}-${Math.random().toString(36).slice(2)}`);
-  const args = ['copy', '--preserve-digests', '--dest-tls-verify=false', '--digestfile', digestFile, ...(credentials ? ['--dest-creds', credentials] : ['--dest-no-creds']), `oci:${image.dir}:latest`, `docker://${destination}`];
+  const args = [
+    'copy',
+    '--preserve-digests',
+    '--dest-tls-verify=false',
+    '--digestfile',
+    digestFile,
+    ...(credentials ? ['--dest-creds', credentials] : ['--dest-no-creds']),
+    `oci:${image.dir}:latest`,
+    `docker://${destination}`,
+  ];
   return new Promise((resolve) => {
     execFile('skopeo', args, { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
       if (err) return resolve({ ok: false, digest: null, output: `${stdout}${stderr}${err.message}` });

@@ -49,9 +49,23 @@ export async function startPebble(options: PebbleOptions): Promise<Pebble> {
   execFileSync(
     'openssl',
     [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2',
-      '-subj', '/CN=pebble test listener', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
-      '-keyout', keyFile, '-out', caFile,
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=pebble test listener',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      '-keyout',
+      keyFile,
+      '-out',
+      caFile,
     ],
     { stdio: 'ignore', timeout: 10_000 },
   );
@@ -77,7 +91,11 @@ export async function startPebble(options: PebbleOptions): Promise<Pebble> {
   const logs: string[] = [];
   const children: ChildProcess[] = [];
   const run = (command: string, args: string[], env: Record<string, string> = {}) => {
-    const child = spawn(command, args, { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout!.on('data', (d: Buffer) => logs.push(d.toString()));
     child.stderr!.on('data', (d: Buffer) => logs.push(d.toString()));
     child.on('error', (err) => logs.push(`${command}: ${err.message}\n`));
@@ -98,7 +116,10 @@ export async function startPebble(options: PebbleOptions): Promise<Pebble> {
       PEBBLE_AUTHZREUSE: '0',
     });
     const agent = new Agent({ ca: readFileSync(caFile) });
-    await waitFor(() => get(`https://127.0.0.1:${acmePort}/dir`, agent), () => logs.join(''));
+    await waitFor(
+      () => get(`https://127.0.0.1:${acmePort}/dir`, agent),
+      () => logs.join(''),
+    );
     return {
       directoryUrl: `https://127.0.0.1:${acmePort}/dir`,
       caFile,
@@ -133,7 +154,11 @@ function get(url: string, agent: Agent): Promise<string> {
     const req = request(url, { agent, timeout: 5_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${url}: ${res.statusCode}`))));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve(Buffer.concat(chunks).toString())
+          : reject(new Error(`${url}: ${res.statusCode}`)),
+      );
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`${url}: timed out`)));

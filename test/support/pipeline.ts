@@ -29,7 +29,10 @@ export async function startPipeline(given: Record<string, string>): Promise<Pipe
   const env = { SLIPWAY_EDGE_HTTP_PORT: String(await freePort()), SLIPWAY_EDGE_HOST: '127.0.0.1', ...given };
   const api = await startTestApi(env);
   const port = await freePort();
-  const apiProcess = await startService('api', serviceEnv(api, { ...env, PORT: String(port), HOST: '127.0.0.1', SLIPWAY_BOOTSTRAP_API_KEY: api.adminKey }));
+  const apiProcess = await startService(
+    'api',
+    serviceEnv(api, { ...env, PORT: String(port), HOST: '127.0.0.1', SLIPWAY_BOOTSTRAP_API_KEY: api.adminKey }),
+  );
   const [builder, deployer, edge] = await Promise.all([
     startService('builder', serviceEnv(api, env)),
     startService('deployer', serviceEnv(api, env)),

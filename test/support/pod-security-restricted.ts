@@ -11,7 +11,16 @@
 
 type Json = Record<string, any>;
 
-const RESTRICTED_VOLUMES = new Set(['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim', 'projected', 'secret']);
+const RESTRICTED_VOLUMES = new Set([
+  'configMap',
+  'csi',
+  'downwardAPI',
+  'emptyDir',
+  'ephemeral',
+  'persistentVolumeClaim',
+  'projected',
+  'secret',
+]);
 const SAFE_SYSCTLS = new Set([
   'kernel.shm_rmid_forced',
   'net.ipv4.ip_local_port_range',
@@ -33,7 +42,10 @@ function podOf(object: Json): { meta: Json; spec: Json } | null {
     case 'Pod':
       return { meta: object.metadata ?? {}, spec: object.spec ?? {} };
     case 'CronJob':
-      return { meta: object.spec?.jobTemplate?.spec?.template?.metadata ?? {}, spec: object.spec?.jobTemplate?.spec?.template?.spec ?? {} };
+      return {
+        meta: object.spec?.jobTemplate?.spec?.template?.metadata ?? {},
+        spec: object.spec?.jobTemplate?.spec?.template?.spec ?? {},
+      };
     case 'Deployment':
     case 'StatefulSet':
     case 'DaemonSet':
@@ -57,26 +69,36 @@ export function restrictedViolations(object: Json): string[] {
   const containers: Array<[string, Json]> = [
     ...(spec.initContainers ?? []).map((c: Json, i: number) => [`initContainers[${i}] ${c.name}`, c] as [string, Json]),
     ...(spec.containers ?? []).map((c: Json, i: number) => [`containers[${i}] ${c.name}`, c] as [string, Json]),
-    ...(spec.ephemeralContainers ?? []).map((c: Json, i: number) => [`ephemeralContainers[${i}] ${c.name}`, c] as [string, Json]),
+    ...(spec.ephemeralContainers ?? []).map(
+      (c: Json, i: number) => [`ephemeralContainers[${i}] ${c.name}`, c] as [string, Json],
+    ),
   ];
 
   // ---- baseline
-  for (const field of ['hostNetwork', 'hostPID', 'hostIPC'] as const) if (spec[field] === true) refuse('host namespaces', `spec.${field}`);
-  if (podSc.windowsOptions?.hostProcess === true) refuse('HostProcess', 'spec.securityContext.windowsOptions.hostProcess');
+  for (const field of ['hostNetwork', 'hostPID', 'hostIPC'] as const)
+    if (spec[field] === true) refuse('host namespaces', `spec.${field}`);
+  if (podSc.windowsOptions?.hostProcess === true)
+    refuse('HostProcess', 'spec.securityContext.windowsOptions.hostProcess');
   for (const v of spec.volumes ?? []) {
     if (v.hostPath) refuse('HostPath volumes', `volume ${v.name}`);
     const source = Object.keys(v).find((k) => k !== 'name');
-    if (!source || !RESTRICTED_VOLUMES.has(source)) refuse('volume types', `volume ${v.name} (${source ?? 'no source'})`);
+    if (!source || !RESTRICTED_VOLUMES.has(source))
+      refuse('volume types', `volume ${v.name} (${source ?? 'no source'})`);
   }
   for (const [key, value] of Object.entries(meta.annotations ?? {})) {
-    if (key.startsWith('container.apparmor.security.beta.kubernetes.io/') && value !== 'runtime/default' && !String(value).startsWith('localhost/')) {
+    if (
+      key.startsWith('container.apparmor.security.beta.kubernetes.io/') &&
+      value !== 'runtime/default' &&
+      !String(value).startsWith('localhost/')
+    ) {
       refuse('AppArmor', `annotation ${key}`);
     }
   }
   for (const s of podSc.sysctls ?? []) if (!SAFE_SYSCTLS.has(s.name)) refuse('sysctls', `sysctl ${s.name}`);
   checkSeLinux(podSc.seLinuxOptions, 'spec.securityContext', refuse);
   checkAppArmor(podSc.appArmorProfile, 'spec.securityContext', refuse);
-  if (podSc.seccompProfile?.type !== undefined && !SECCOMP_OK.has(podSc.seccompProfile.type)) refuse('seccomp', 'spec.securityContext.seccompProfile');
+  if (podSc.seccompProfile?.type !== undefined && !SECCOMP_OK.has(podSc.seccompProfile.type))
+    refuse('seccomp', 'spec.securityContext.seccompProfile');
   if (podSc.runAsUser === 0) refuse('running as non-root user', 'spec.securityContext.runAsUser');
 
   for (const [where, c] of containers) {
@@ -89,14 +111,17 @@ export function restrictedViolations(object: Json): string[] {
     checkAppArmor(sc.appArmorProfile, where, refuse);
 
     // ---- restricted
-    if (sc.allowPrivilegeEscalation !== false) refuse('privilege escalation (allowPrivilegeEscalation must be false)', where);
-    if (sc.runAsNonRoot === false || (sc.runAsNonRoot !== true && podSc.runAsNonRoot !== true)) refuse('running as non-root (runAsNonRoot must be true)', where);
+    if (sc.allowPrivilegeEscalation !== false)
+      refuse('privilege escalation (allowPrivilegeEscalation must be false)', where);
+    if (sc.runAsNonRoot === false || (sc.runAsNonRoot !== true && podSc.runAsNonRoot !== true))
+      refuse('running as non-root (runAsNonRoot must be true)', where);
     if (sc.runAsUser === 0) refuse('running as non-root user', where);
     const seccomp = sc.seccompProfile?.type ?? podSc.seccompProfile?.type;
     if (!SECCOMP_OK.has(seccomp)) refuse('seccomp (RuntimeDefault or Localhost)', where);
     const drop: string[] = sc.capabilities?.drop ?? [];
     if (!drop.includes('ALL')) refuse('capabilities (drop ALL)', where);
-    for (const cap of sc.capabilities?.add ?? []) if (cap !== 'NET_BIND_SERVICE') refuse('capabilities (add only NET_BIND_SERVICE)', `${where} adds ${cap}`);
+    for (const cap of sc.capabilities?.add ?? [])
+      if (cap !== 'NET_BIND_SERVICE') refuse('capabilities (add only NET_BIND_SERVICE)', `${where} adds ${cap}`);
   }
   return out;
 }

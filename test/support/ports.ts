@@ -25,7 +25,11 @@ export function nonLoopbackAddress(): string | null {
  * Whether a TCP connection to `host:port` opens: `refused` (a reset), `timeout` (dropped: no
  * answer within `timeoutMs`), or another error's code.
  */
-export function tryConnect(host: string, port: number, timeoutMs = 1_500): Promise<'connected' | 'refused' | 'timeout' | string> {
+export function tryConnect(
+  host: string,
+  port: number,
+  timeoutMs = 1_500,
+): Promise<'connected' | 'refused' | 'timeout' | string> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });
     const done = (outcome: string) => {
@@ -34,6 +38,8 @@ export function tryConnect(host: string, port: number, timeoutMs = 1_500): Promi
     };
     socket.setTimeout(timeoutMs, () => done('timeout'));
     socket.once('connect', () => done('connected'));
-    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? err.message)));
+    socket.once('error', (err: NodeJS.ErrnoException) =>
+      done(err.code === 'ECONNREFUSED' ? 'refused' : (err.code ?? err.message)),
+    );
   });
 }

@@ -34,7 +34,16 @@ function target(rng: Rng): string {
     case 3:
       return '/' + 'a'.repeat(rng.int(20_000));
     case 4:
-      return rng.pick(['//double', '/%00', '/..%2f..%2fetc/passwd', '/a%zz', '/\xff\xfe', '/a b', '/#frag', '/?' + '&'.repeat(500)]);
+      return rng.pick([
+        '//double',
+        '/%00',
+        '/..%2f..%2fetc/passwd',
+        '/a%zz',
+        '/\xff\xfe',
+        '/a b',
+        '/#frag',
+        '/?' + '&'.repeat(500),
+      ]);
     case 5:
       return '/' + rng.hex(rng.int(12));
     default:
@@ -87,13 +96,17 @@ function otherHeaders(rng: Rng, key: string, hostile: boolean): string[] {
         out.push(`X-Forwarded-For: ${rng.pick(['1.2.3.4', 'x\x00y', '', '1.1.1.1, 2.2.2.2'])}`);
         break;
       case 2:
-        out.push(`Connection: ${rng.pick(['Upgrade', 'close', 'keep-alive', 'x-api-key, Upgrade', 'host', 'te, trailer', ''])}`);
+        out.push(
+          `Connection: ${rng.pick(['Upgrade', 'close', 'keep-alive', 'x-api-key, Upgrade', 'host', 'te, trailer', ''])}`,
+        );
         break;
       case 3:
         out.push(`Upgrade: ${rng.pick(['websocket', 'echo', 'h2c', '', 'x\x01'])}`);
         break;
       case 4:
-        out.push(`Transfer-Encoding: ${rng.pick(['chunked', 'gzip, chunked', 'chunked, chunked', 'identity', 'xchunked'])}`);
+        out.push(
+          `Transfer-Encoding: ${rng.pick(['chunked', 'gzip, chunked', 'chunked, chunked', 'identity', 'xchunked'])}`,
+        );
         break;
       case 5:
         out.push(`Content-Length: ${rng.pick(['0', '5', '-1', '99999999999999999999', ' 3', '3, 4', 'abc'])}`);
@@ -135,7 +148,9 @@ function body(rng: Rng, headers: string[], hostile: boolean): string {
     }
     case 1:
       headers.push('Transfer-Encoding: chunked');
-      return hostile ? rng.pick(['zz\r\nxx\r\n', '5\r\nhel', 'ffffffffffffffff\r\n']) : rng.pick(['5\r\nhello\r\n0\r\n\r\n', '0\r\n\r\n', '5;ext=1\r\nhello\r\n0\r\nTrailer: x\r\n\r\n']);
+      return hostile
+        ? rng.pick(['zz\r\nxx\r\n', '5\r\nhel', 'ffffffffffffffff\r\n'])
+        : rng.pick(['5\r\nhello\r\n0\r\n\r\n', '0\r\n\r\n', '5;ext=1\r\nhello\r\n0\r\nTrailer: x\r\n\r\n']);
     case 2:
       // Both framings: a smuggling attempt.
       headers.push('Content-Length: 4', 'Transfer-Encoding: chunked');
@@ -210,7 +225,11 @@ export function holdsWholeResponse(data: string, headRequest: boolean): boolean 
  * a whole response arrived, or the server said nothing for `quietMs` after the last byte (it may
  * be waiting for a body that never comes); the server must then close within `timeoutMs`.
  */
-export function exchange(port: number, request: RawRequest, { quietMs = 1_000, timeoutMs = 3_000 } = {}): Promise<RawExchange> {
+export function exchange(
+  port: number,
+  request: RawRequest,
+  { quietMs = 1_000, timeoutMs = 3_000 } = {},
+): Promise<RawExchange> {
   const headRequest = request.pieces[0]?.subarray(0, 5).toString('latin1') === 'HEAD ';
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
@@ -237,7 +256,11 @@ export function exchange(port: number, request: RawRequest, { quietMs = 1_000, t
     socket.on('close', () => {
       clearTimeout(quiet);
       clearTimeout(deadline);
-      resolve({ statuses: [...data.matchAll(/(?:^|\r\n)HTTP\/1\.[01] (\d{3}) /g)].map((m) => Number(m[1])), data, timedOut });
+      resolve({
+        statuses: [...data.matchAll(/(?:^|\r\n)HTTP\/1\.[01] (\d{3}) /g)].map((m) => Number(m[1])),
+        data,
+        timedOut,
+      });
     });
     socket.on('connect', async () => {
       for (const piece of request.pieces) {
@@ -262,7 +285,11 @@ export interface RawReply {
  * back until the server closes or `waitMs` passes (then the client closes). A write refused
  * because the server already closed (EPIPE, ECONNRESET) is part of the answer, not an error.
  */
-export function sendRaw(port: number, pieces: string | readonly string[], { waitMs = 3_000, gapMs = 300 } = {}): Promise<RawReply> {
+export function sendRaw(
+  port: number,
+  pieces: string | readonly string[],
+  { waitMs = 3_000, gapMs = 300 } = {},
+): Promise<RawReply> {
   const chunks = typeof pieces === 'string' ? [pieces] : pieces;
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');

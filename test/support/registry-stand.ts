@@ -58,8 +58,16 @@ export interface RegistrySupervisor {
 
 /** Starts the supervisor for `api` (its registry port and storage, and `extra` variables); it answers once the registry does. */
 export function startRegistrySupervisor(api: TestApi, extra: Record<string, string> = {}): RegistrySupervisor {
-  const env = serviceEnv(api, { PORT: String(api.config.port), SLIPWAY_REGISTRY_PORT: String(api.config.registry.port), ...extra });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'libs/registry/src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = serviceEnv(api, {
+    PORT: String(api.config.port),
+    SLIPWAY_REGISTRY_PORT: String(api.config.registry.port),
+    ...extra,
+  });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'libs/registry/src/main.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let said = '';
   child.stderr!.on('data', (b: Buffer) => (said += b.toString()));
   child.stdout!.on('data', () => undefined);
@@ -67,7 +75,8 @@ export function startRegistrySupervisor(api: TestApi, extra: Record<string, stri
   return {
     env,
     said: () => said,
-    registryPid: () => Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]),
+    registryPid: () =>
+      Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]),
     stop: async () => {
       child.kill('SIGTERM');
       await exited;

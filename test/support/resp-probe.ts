@@ -20,7 +20,12 @@ export const whoamiProbe = (nonce: string) => Buffer.concat([resp('ACL', 'WHOAMI
  * `lastNonce` arrives, the connection closes, or nothing more came for `quietMs` after the last
  * piece was sent (a stream that left a command unfinished waits for bytes that never come).
  */
-export async function sendInPieces(port: number, pieces: Buffer[], lastNonce: string, quietMs = 2_000): Promise<{ text: string; closed: boolean }> {
+export async function sendInPieces(
+  port: number,
+  pieces: Buffer[],
+  lastNonce: string,
+  quietMs = 2_000,
+): Promise<{ text: string; closed: boolean }> {
   const socket = connect({ host: '127.0.0.1', port });
   socket.setNoDelay(true);
   let text = '';

@@ -56,7 +56,11 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
 }
 
 /** Starts `services/<name>/src/main.ts` as its own process (as in production) and waits until it is up. */
-export async function startService(name: ServiceName, env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServiceProcess> {
+export async function startService(
+  name: ServiceName,
+  env: Record<string, string>,
+  readyTimeoutMs = 60_000,
+): Promise<ServiceProcess> {
   // `node --import tsx`, not the tsx CLI: the CLI runs the program in a child process, so a
   // SIGKILL would hit only the wrapper and leave the real service running.
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, `services/${name}/src/main.ts`)], {
@@ -83,9 +87,13 @@ export async function startService(name: ServiceName, env: Record<string, string
     new Promise<void>((resolve, reject) => {
       const check = () => {
         if (pattern.test(output())) return done(resolve);
-        if (child.exitCode !== null || child.signalCode !== null) done(() => reject(new Error(`${name} exited before printing ${pattern}:\n${output()}`)));
+        if (child.exitCode !== null || child.signalCode !== null)
+          done(() => reject(new Error(`${name} exited before printing ${pattern}:\n${output()}`)));
       };
-      const timer = setTimeout(() => done(() => reject(new Error(`${name} did not print ${pattern} within ${timeoutMs} ms:\n${output()}`))), timeoutMs);
+      const timer = setTimeout(
+        () => done(() => reject(new Error(`${name} did not print ${pattern} within ${timeoutMs} ms:\n${output()}`))),
+        timeoutMs,
+      );
       const done = (fn: () => void) => {
         clearTimeout(timer);
         waiters.delete(check);
@@ -105,18 +113,27 @@ export async function startService(name: ServiceName, env: Record<string, string
       await exited;
     },
   };
-  await waitFor(name === 'api' ? /api listening/ : name === 'edge' ? /edge listening/ : new RegExp(`${name} started`), readyTimeoutMs);
+  await waitFor(
+    name === 'api' ? /api listening/ : name === 'edge' ? /edge listening/ : new RegExp(`${name} started`),
+    readyTimeoutMs,
+  );
   return service;
 }
 
 /** Polls `probe` until it returns a value that `done` accepts; fails with the last value seen. */
-export async function eventually<T>(probe: () => Promise<T> | T, done: (value: T) => boolean, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T> | T,
+  done: (value: T) => boolean,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T;
   for (;;) {
     last = await probe();
     if (done(last)) return last;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -7,7 +7,22 @@ import { ShellSession, shellSnippets } from './shell-snippets.js';
 /** The guide test's two parts on their own: what counts as a snippet, and when one fails. */
 describe('shellSnippets', () => {
   it('takes sh and bash blocks in order, skips other languages, keeps no-run reasons', () => {
-    const md = ['# t', '```sh', 'echo one', '```', '```ts', '```sh', '```', '```bash no-run needs a cluster', 'kubectl get pods', '```', '```bash', 'echo two', 'echo three', '```'].join('\n');
+    const md = [
+      '# t',
+      '```sh',
+      'echo one',
+      '```',
+      '```ts',
+      '```sh',
+      '```',
+      '```bash no-run needs a cluster',
+      'kubectl get pods',
+      '```',
+      '```bash',
+      'echo two',
+      'echo three',
+      '```',
+    ].join('\n');
     expect(shellSnippets(md)).toEqual([
       { line: 2, code: 'echo one' },
       { line: 8, code: 'kubectl get pods', noRun: 'needs a cluster' },

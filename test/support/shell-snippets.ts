@@ -39,7 +39,8 @@ export function shellSnippets(markdown: string): Snippet[] {
     const snippet: Snippet = { line: i + 1, code: lines.slice(i + 1, end).join('\n') };
     if (info) {
       const noRun = /^no-run(?:\s+(.*))?$/.exec(info);
-      if (!noRun) throw new Error(`line ${i + 1}: unknown info string '${info}' (only 'no-run <reason>' is understood)`);
+      if (!noRun)
+        throw new Error(`line ${i + 1}: unknown info string '${info}' (only 'no-run <reason>' is understood)`);
       if (!noRun[1]?.trim()) throw new Error(`line ${i + 1}: a no-run block must say why it is not run`);
       snippet.noRun = noRun[1].trim();
     }
@@ -73,7 +74,12 @@ export class ShellSession {
     env: Record<string, string>,
     cwd: string,
   ) {
-    this.child = spawn('bash', ['--noprofile', '--norc'], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    this.child = spawn('bash', ['--noprofile', '--norc'], {
+      cwd,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     const onData = (data: Buffer) => {
       this.output += data.toString();
       for (const l of this.listeners) l();
@@ -110,7 +116,10 @@ export class ShellSession {
           finish({ snippet, reason: `the shell exited with ${this.child.exitCode ?? this.child.signalCode}`, output });
         }
       };
-      const timer = setTimeout(() => finish({ snippet, reason: `still running after ${timeoutMs} ms`, output: this.output.slice(start) }), timeoutMs);
+      const timer = setTimeout(
+        () => finish({ snippet, reason: `still running after ${timeoutMs} ms`, output: this.output.slice(start) }),
+        timeoutMs,
+      );
       this.listeners.add(check);
       check();
     });

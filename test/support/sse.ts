@@ -43,7 +43,10 @@ export class SseClient {
 
   private async run(url: string, headers: Record<string, string>): Promise<void> {
     try {
-      const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: this.aborter.signal });
+      const res = await fetch(url, {
+        headers: { accept: 'text/event-stream', ...headers },
+        signal: this.aborter.signal,
+      });
       this.status = res.status;
       this.headers = res.headers;
       if (!res.body) return;

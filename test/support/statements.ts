@@ -10,7 +10,7 @@ export function recordStatements(): { sent: string[]; stop: () => void } {
   const original = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     const config = args[0] as string | { text?: string };
-    sent.push(typeof config === 'string' ? config : config?.text ?? '');
+    sent.push(typeof config === 'string' ? config : (config?.text ?? ''));
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof original;
   return { sent, stop: () => void (pg.Client.prototype.query = original) };

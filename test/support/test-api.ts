@@ -53,7 +53,9 @@ async function removeSandboxTraces(dataSource: DataSource, config: Readonly<Conf
   const cgroups = new CgroupWriter(layout);
   const instances = await dataSource.query(`SELECT id FROM runtime_processes`).catch(() => [] as { id: string }[]);
   for (const { id } of instances as { id: string }[]) await cgroups.handle(`i-${id}`).remove();
-  const revisions = await dataSource.query(`SELECT id, attempt FROM revisions`).catch(() => [] as { id: string; attempt: number }[]);
+  const revisions = await dataSource
+    .query(`SELECT id, attempt FROM revisions`)
+    .catch(() => [] as { id: string; attempt: number }[]);
   for (const r of revisions as { id: string; attempt: number }[]) {
     for (let a = 0; a <= r.attempt; a++) await cgroups.handle(`b-${r.id}-a${a}`).remove();
   }
@@ -110,7 +112,12 @@ export async function startTestApi(
     ...env,
   });
   const logs = new LogCapture();
-  const logger = createLogger({ name: 'api', level: config.logLevel, destination: logs, secrets: platformCredentials(config) });
+  const logger = createLogger({
+    name: 'api',
+    level: config.logLevel,
+    destination: logs,
+    secrets: platformCredentials(config),
+  });
   const dataSource = createDataSource({ url: database.url, applicationName: 'slipway-test-api', poolSize: 5 });
   await dataSource.initialize();
   const tenancy = await new TenancyRepository(dataSource.manager).bootstrap(config.bootstrapApiKey);
@@ -218,7 +225,12 @@ export async function startReplica(
   parts: { dataSource?: DataSource; redisUrl?: string; extraRoutes?: RouteSpec[] } = {},
 ): Promise<Replica> {
   const logs = new LogCapture();
-  const logger = createLogger({ name: 'api', level: 'debug', destination: logs, secrets: platformCredentials(api.config) });
+  const logger = createLogger({
+    name: 'api',
+    level: 'debug',
+    destination: logs,
+    secrets: platformCredentials(api.config),
+  });
   const redis = producerConnection(parts.redisUrl ?? api.config.redisUrl, logger);
   // The producer connection has no offline queue: wait until it is up, unless it is meant to be down.
   if (!parts.redisUrl) await waitForReady(redis, 10_000);

@@ -29,8 +29,13 @@ const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
  * same /30 would cut the machine off from them.
  */
 async function addressesInUse(): Promise<string[]> {
-  const resolvers = readFileSync('/etc/resolv.conf', 'utf8').match(/^nameserver\s+(\S+)/gm)?.map((l) => l.split(/\s+/)[1]!) ?? [];
-  const gateway = /default via (\S+)/.exec(execFileSync('ip', ['-4', 'route', 'show', 'default'], { encoding: 'utf8' }))?.[1];
+  const resolvers =
+    readFileSync('/etc/resolv.conf', 'utf8')
+      .match(/^nameserver\s+(\S+)/gm)
+      ?.map((l) => l.split(/\s+/)[1]!) ?? [];
+  const gateway = /default via (\S+)/.exec(
+    execFileSync('ip', ['-4', 'route', 'show', 'default'], { encoding: 'utf8' }),
+  )?.[1];
   const registry = new URL(process.env.npm_config_registry || 'https://registry.npmjs.org/').hostname;
   const registryAddresses = (await lookup(registry, { all: true, family: 4 }).catch(() => [])).map((a) => a.address);
   return [...resolvers, ...(gateway ? [gateway] : []), ...registryAddresses];
@@ -38,7 +43,11 @@ async function addressesInUse(): Promise<string[]> {
 
 /** A random /30 network under `prefix` (three octets) holding none of the addresses this machine needs (see addressesInUse). */
 export async function freeTestNetwork(prefix: string): Promise<string> {
-  const inUse = new Set((await addressesInUse()).filter((a) => a.startsWith(`${prefix}.`)).map((a) => Math.floor(Number(a.split('.')[3]) / 4) * 4));
+  const inUse = new Set(
+    (await addressesInUse())
+      .filter((a) => a.startsWith(`${prefix}.`))
+      .map((a) => Math.floor(Number(a.split('.')[3]) / 4) * 4),
+  );
   const free = Array.from({ length: 60 }, (_, i) => i * 4).filter((d) => !inUse.has(d));
   return `${prefix}.${free[Math.floor(Math.random() * free.length)]}`;
 }
@@ -65,9 +74,20 @@ export async function startTestHost(network: string, port: number, server_ = PON
     ip('-n', name, 'link', 'set', inside, 'up');
     ip('-n', name, 'link', 'set', 'lo', 'up');
     ip('-n', name, 'route', 'add', 'default', 'via', at(1));
-    server = spawn('ip', ['netns', 'exec', name, process.execPath, '-e', `(${server_}).listen(${port}, '${at(2)}', () => console.log('ready'))`], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    server = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        name,
+        process.execPath,
+        '-e',
+        `(${server_}).listen(${port}, '${at(2)}', () => console.log('ready'))`,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     await new Promise<void>((resolve, reject) => {
       let ready = false;
       let rest = '';

@@ -31,7 +31,10 @@ export interface WebhookHarness {
  * every request with its path (answered by `respond`, once the body is read), the fan-out, the
  * outbox relay and the `webhooks` worker on real Redis. The api must allow-list 127.0.0.1.
  */
-export async function startWebhookHarness(api: TestApi, respond: (path: string, res: ServerResponse) => void): Promise<WebhookHarness> {
+export async function startWebhookHarness(
+  api: TestApi,
+  respond: (path: string, res: ServerResponse) => void,
+): Promise<WebhookHarness> {
   const received: ReceivedAt[] = [];
   const receiver: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -45,7 +48,13 @@ export async function startWebhookHarness(api: TestApi, respond: (path: string, 
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   const log = createLogger({ name: 'webhooks-test', level: 'error' });
   const workerRedis = workerConnection(api.config.redisUrl, log);
-  const worker = createWebhookWorker({ config: api.config, dataSource: api.dataSource, connection: workerRedis, secrets: secretsCodec(api.config), log });
+  const worker = createWebhookWorker({
+    config: api.config,
+    dataSource: api.dataSource,
+    connection: workerRedis,
+    secrets: secretsCodec(api.config),
+    log,
+  });
   const fanout = new WebhookFanout(api.dataSource, log, 50);
   fanout.start();
   api.relay.start();
@@ -54,7 +63,11 @@ export async function startWebhookHarness(api: TestApi, respond: (path: string, 
     received,
     fanout,
     createWebhook: async (path, body = {}) => {
-      const res = await api.http.post('/v2/webhooks', { url: `${receiverUrl}${path}`, event_types: ['deployment.created'], ...body });
+      const res = await api.http.post('/v2/webhooks', {
+        url: `${receiverUrl}${path}`,
+        event_types: ['deployment.created'],
+        ...body,
+      });
       expect(res.status, res.text).toBe(201);
       return res.body;
     },

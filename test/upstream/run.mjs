@@ -48,13 +48,21 @@ const option = (name, fallback) => (rest.includes(name) ? rest[rest.indexOf(name
 const instances = Number(option('--instances', 1));
 const suiteName = option('--suite', 'api');
 const suite = SUITES[suiteName];
-if (!checkout || !suite || !existsSync(path.join(checkout, 'libs/langgraph-api/tests', suite.file)) || ![1, 2].includes(instances)) {
+if (
+  !checkout ||
+  !suite ||
+  !existsSync(path.join(checkout, 'libs/langgraph-api/tests', suite.file)) ||
+  ![1, 2].includes(instances)
+) {
   console.error('usage: pnpm test:upstream <langgraphjs checkout> [--suite api|auth] [--instances 1|2]');
   process.exit(2);
 }
-const pinned = JSON.parse(readFileSync(path.join(HOST, 'package.json'), 'utf8')).dependencies['@langchain/langgraph-api'];
+const pinned = JSON.parse(readFileSync(path.join(HOST, 'package.json'), 'utf8')).dependencies[
+  '@langchain/langgraph-api'
+];
 const suiteVersion = JSON.parse(readFileSync(path.join(checkout, 'libs/langgraph-api/package.json'), 'utf8')).version;
-if (suiteVersion !== pinned) console.warn(`upstream suite: the checkout's suite is of ${suiteVersion}, the host serves ${pinned}`);
+if (suiteVersion !== pinned)
+  console.warn(`upstream suite: the checkout's suite is of ${suiteVersion}, the host serves ${pinned}`);
 
 const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: 'inherit' });
 const children = [];
@@ -83,7 +91,13 @@ async function freePort() {
 
 async function untilUp(port) {
   for (let i = 0; i < 360; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/ok`).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(`http://127.0.0.1:${port}/ok`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 500));
   }
   throw new Error(`the host on port ${port} did not come up`);
@@ -93,15 +107,26 @@ async function untilUp(port) {
 function roundRobin(port, targets) {
   let next = 0;
   const server = http.createServer((req, res) => {
-    const up = http.request({ host: '127.0.0.1', port: targets[next++ % targets.length], path: req.url, method: req.method, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode, answer.headers);
-      answer.pipe(res);
-    });
+    const up = http.request(
+      {
+        host: '127.0.0.1',
+        port: targets[next++ % targets.length],
+        path: req.url,
+        method: req.method,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      },
+    );
     up.on('error', (err) => res.writeHead(502).end(String(err)));
     res.on('close', () => up.destroy());
     req.pipe(up);
   });
-  return new Promise((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve(server)));
+  return new Promise((resolve, reject) =>
+    server.once('error', reject).listen(port, '127.0.0.1', () => resolve(server)),
+  );
 }
 
 let failed = true;
@@ -118,12 +143,26 @@ try {
       private: true,
       type: 'module',
       dependencies: {
-        ...pick('@langchain/core', '@langchain/langgraph', '@langchain/langgraph-sdk', '@langchain/langgraph-checkpoint', 'tsx'),
-        hono: '4.13.5', jose: '6.1.3', postgres: '3.4.7', 'wait-port': '1.1.0', zod: '4.6.7', vitest: '4.1.12',
+        ...pick(
+          '@langchain/core',
+          '@langchain/langgraph',
+          '@langchain/langgraph-sdk',
+          '@langchain/langgraph-checkpoint',
+          'tsx',
+        ),
+        hono: '4.13.5',
+        jose: '6.1.3',
+        postgres: '3.4.7',
+        'wait-port': '1.1.0',
+        zod: '4.6.7',
+        vitest: '4.1.12',
       },
     }),
   );
-  writeFileSync(path.join(work, 'vitest.config.mjs'), `export default { test: { include: ["tests/${suite.file}"], testTimeout: 30_000, hookTimeout: 60_000, fileParallelism: false } };\n`);
+  writeFileSync(
+    path.join(work, 'vitest.config.mjs'),
+    `export default { test: { include: ["tests/${suite.file}"], testTimeout: 30_000, hookTimeout: 60_000, fileParallelism: false } };\n`,
+  );
   sh('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--legacy-peer-deps'], work);
   // The host, installed as the builder installs it into an artifact.
   const hostDir = await copyAgentServerHost(work);
@@ -136,13 +175,27 @@ try {
   const config = JSON.parse(readFileSync(path.join(graphs, suite.config), 'utf8'));
   const front = await freePort();
   const suiteFile = path.join(work, 'tests', suite.file);
-  const serverAuth = pathToFileURL(path.join(hostDir, 'node_modules/@langchain/langgraph-api/dist/auth/index.mjs')).href;
-  writeFileSync(suiteFile, readFileSync(suiteFile, 'utf8').replaceAll(suite.address, `localhost:${front}`).replaceAll('"../src/auth/index.mjs"', JSON.stringify(serverAuth)));
+  const serverAuth = pathToFileURL(
+    path.join(hostDir, 'node_modules/@langchain/langgraph-api/dist/auth/index.mjs'),
+  ).href;
+  writeFileSync(
+    suiteFile,
+    readFileSync(suiteFile, 'utf8')
+      .replaceAll(suite.address, `localhost:${front}`)
+      .replaceAll('"../src/auth/index.mjs"', JSON.stringify(serverAuth)),
+  );
   const ports = instances === 1 ? [front] : [await freePort(), await freePort()];
   for (const port of ports) {
     const child = spawn(process.execPath, [path.join(hostDir, AGENT_SERVER_HOST_ENTRY), suite.config], {
       cwd: graphs,
-      env: { PATH: process.env.PATH, ...config.env, PORT: String(port), DATABASE_URI: dbUrl.toString(), REDIS_URI: redisUrl, REDIS_PREFIX: `slipway-upstream-${process.pid}:` },
+      env: {
+        PATH: process.env.PATH,
+        ...config.env,
+        PORT: String(port),
+        DATABASE_URI: dbUrl.toString(),
+        REDIS_URI: redisUrl,
+        REDIS_PREFIX: `slipway-upstream-${process.pid}:`,
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     children.push(child);
@@ -157,7 +210,11 @@ try {
   const pattern = `^(?!(${Object.keys(skips).map(escape).join('|')})$)`;
   const { CI: _ci, ...env } = process.env;
   // Not execFileSync: the proxy lives in this process and must keep serving meanwhile.
-  const tests = spawn('npx', ['vitest', 'run', '--reporter=verbose', '-t', pattern], { cwd: work, env, stdio: 'inherit' });
+  const tests = spawn('npx', ['vitest', 'run', '--reporter=verbose', '-t', pattern], {
+    cwd: work,
+    env,
+    stdio: 'inherit',
+  });
   const code = await new Promise((resolve) => tests.once('exit', resolve));
   if (code !== 0) throw new Error(`the suite failed (exit ${code})`);
   failed = false;
@@ -167,7 +224,9 @@ try {
   proxy?.close();
   for (const child of children) child.kill('SIGKILL');
   await new Promise((r) => setTimeout(r, 500));
-  await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((err) => console.error(`upstream suite: could not drop ${dbName}: ${err.message}`));
+  await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((err) =>
+    console.error(`upstream suite: could not drop ${dbName}: ${err.message}`),
+  );
   rmSync(work, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);

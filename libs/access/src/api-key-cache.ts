@@ -79,7 +79,8 @@ export class ApiKeyCache {
   private sweep(): void {
     if (this.entries.size < 1_000) return;
     const now = this.now();
-    for (const [hash, entry] of this.entries) if (entry.freshUntil !== 0 && entry.freshUntil <= now) this.entries.delete(hash);
+    for (const [hash, entry] of this.entries)
+      if (entry.freshUntil !== 0 && entry.freshUntil <= now) this.entries.delete(hash);
     for (const [id, at] of this.touchedAt) if (at <= now - TOUCH_EVERY_MS) this.touchedAt.delete(id);
   }
 

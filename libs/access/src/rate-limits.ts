@@ -92,11 +92,19 @@ export class RateLimits {
       address: { points: settings.perAddress, duration: settings.windowSeconds },
       'auth-failures': { points: settings.authFailures, duration: settings.authFailureWindowSeconds },
     };
-    for (const [budget, { points, duration }] of Object.entries(budgets) as Array<[Budget, { points: number; duration: number }]>) {
+    for (const [budget, { points, duration }] of Object.entries(budgets) as Array<
+      [Budget, { points: number; duration: number }]
+    >) {
       if (points <= 0) continue;
       this.limiters.set(budget, {
         points,
-        shared: new RateLimiterRedis({ storeClient: redis, keyPrefix: `${keyPrefix}:ratelimit:${budget}`, points, duration, rejectIfRedisNotReady: true }),
+        shared: new RateLimiterRedis({
+          storeClient: redis,
+          keyPrefix: `${keyPrefix}:ratelimit:${budget}`,
+          points,
+          duration,
+          rejectIfRedisNotReady: true,
+        }),
         local: new RateLimiterMemory({ keyPrefix: budget, points, duration }),
       });
     }
@@ -128,7 +136,8 @@ export class RateLimits {
       const grant = this.grants.get(key);
       const now = Date.now();
       if (grant && now < grant.until) {
-        if (grant.spent) throw this.refuse(budget, new RateLimiterRes(0, grant.until - now, limiter.points + 1), 'Too many requests.');
+        if (grant.spent)
+          throw this.refuse(budget, new RateLimiterRes(0, grant.until - now, limiter.points + 1), 'Too many requests.');
         if (grant.points > 0) {
           grant.points -= 1;
           return;
@@ -149,15 +158,21 @@ export class RateLimits {
     const size = previous && now - previous.takenAt < GRANT_GROWTH_MS ? Math.min(largest, previous.size * 2) : 1;
     if (this.grants.size >= MAX_GRANTS) this.grants.clear(); // their unused points are given up: never more served
     const grant: Grant = { points: 0, until: 0, size, takenAt: now };
-    grant.taking = this.run(limiter, (l) => l.consume(id, size)).then(
-      (res) => void Object.assign(grant, { points: size, until: Date.now() + res.msBeforeNext }),
-      (err) => {
-        if (!(err instanceof RateLimiterRes)) throw err;
-        // Counted past the budget: what was left of it before this grant is still ours.
-        const left = Math.max(0, Math.min(size, limiter.points - (err.consumedPoints - size)));
-        Object.assign(grant, { points: left, until: Date.now() + err.msBeforeNext, spent: left === 0 ? err : undefined });
-      },
-    ).finally(() => (grant.taking = undefined));
+    grant.taking = this.run(limiter, (l) => l.consume(id, size))
+      .then(
+        (res) => void Object.assign(grant, { points: size, until: Date.now() + res.msBeforeNext }),
+        (err) => {
+          if (!(err instanceof RateLimiterRes)) throw err;
+          // Counted past the budget: what was left of it before this grant is still ours.
+          const left = Math.max(0, Math.min(size, limiter.points - (err.consumedPoints - size)));
+          Object.assign(grant, {
+            points: left,
+            until: Date.now() + err.msBeforeNext,
+            spent: left === 0 ? err : undefined,
+          });
+        },
+      )
+      .finally(() => (grant.taking = undefined));
     this.grants.set(key, grant);
     return grant;
   }
@@ -193,8 +208,11 @@ export class RateLimits {
     const limiter = this.limiters.get('auth-failures');
     if (!limiter) return null;
     this.clearUntil.delete(credentialId);
-    const [byCredential, byAddress] = await Promise.all([credentialKey(credentialId), `address:${address}`].map((id) => this.countFailure(limiter, id)));
-    if (byCredential) return this.refuse('auth-failures', byCredential, 'Too many failed authentications with this credential.');
+    const [byCredential, byAddress] = await Promise.all(
+      [credentialKey(credentialId), `address:${address}`].map((id) => this.countFailure(limiter, id)),
+    );
+    if (byCredential)
+      return this.refuse('auth-failures', byCredential, 'Too many failed authentications with this credential.');
     if (byAddress) return this.refuse('auth-failures', byAddress, 'Too many failed authentications from this address.');
     return null;
   }
@@ -224,7 +242,10 @@ export class RateLimits {
     }
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`Redis did not answer within ${STORE_TIMEOUT_MS} ms`)),
+        STORE_TIMEOUT_MS,
+      );
     });
     try {
       return await Promise.race([op(limiter.shared), timeout]);

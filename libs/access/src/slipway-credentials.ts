@@ -28,7 +28,9 @@ export class SlipwayCredentials {
   private unprefixed(): Promise<ReadonlySet<string>> {
     if (!this.hashes || this.now() - this.readAt > REFRESH_MS) {
       this.readAt = this.now();
-      const read = new ApiKeyRepository(this.dataSource.manager).unprefixedActiveHashes(API_KEY_PREFIX).then((h) => new Set(h));
+      const read = new ApiKeyRepository(this.dataSource.manager)
+        .unprefixedActiveHashes(API_KEY_PREFIX)
+        .then((h) => new Set(h));
       // A failed read is not kept: the next request asks again.
       read.catch(() => this.hashes === read && (this.hashes = null));
       this.hashes = read;

@@ -23,19 +23,26 @@ describe('loadAgentConfig', () => {
       shutdownTimeoutMs: 10_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
-    expect(loadAgentConfig({ ...valid, KUBECONFIG: '/etc/kube/config', SLIPWAY_AGENT_POLL_INTERVAL_MS: '' }).kubeconfigPath).toBe('/etc/kube/config');
+    expect(
+      loadAgentConfig({ ...valid, KUBECONFIG: '/etc/kube/config', SLIPWAY_AGENT_POLL_INTERVAL_MS: '' }).kubeconfigPath,
+    ).toBe('/etc/kube/config');
   });
 
   it('lists every bad key at once', () => {
     let error: unknown;
     try {
-      loadAgentConfig({ SLIPWAY_API_URL: 'ftp://x', SLIPWAY_LISTENER_ID: 'not-a-uuid', SLIPWAY_AGENT_POLL_INTERVAL_MS: '5' });
+      loadAgentConfig({
+        SLIPWAY_API_URL: 'ftp://x',
+        SLIPWAY_LISTENER_ID: 'not-a-uuid',
+        SLIPWAY_AGENT_POLL_INTERVAL_MS: '5',
+      });
     } catch (err) {
       error = err;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems.join('\n');
-    for (const key of ['SLIPWAY_API_URL', 'SLIPWAY_LISTENER_ID', 'SLIPWAY_API_KEY', 'SLIPWAY_AGENT_POLL_INTERVAL_MS']) expect(problems).toContain(key);
+    for (const key of ['SLIPWAY_API_URL', 'SLIPWAY_LISTENER_ID', 'SLIPWAY_API_KEY', 'SLIPWAY_AGENT_POLL_INTERVAL_MS'])
+      expect(problems).toContain(key);
   });
 
   it('refuses a plain http URL off loopback unless SLIPWAY_AGENT_ALLOW_INSECURE_HTTP is true', () => {
@@ -52,7 +59,13 @@ describe('loadAgentConfig', () => {
     expect(refused('http://10.0.0.5:8124')).toMatch(/https/);
     expect(refused('http://slipway.example.com', { SLIPWAY_AGENT_ALLOW_INSECURE_HTTP: 'false' })).toMatch(/https/);
     // Loopback never leaves the machine (or the pod): always allowed, like https.
-    for (const url of ['http://127.0.0.1:8124', 'http://127.9.8.7', 'http://localhost:8124/', 'http://[::1]:8124', 'https://slipway.example.com']) {
+    for (const url of [
+      'http://127.0.0.1:8124',
+      'http://127.9.8.7',
+      'http://localhost:8124/',
+      'http://[::1]:8124',
+      'https://slipway.example.com',
+    ]) {
       expect(refused(url), url).toBeNull();
     }
     expect(refused('http://127.0.0.1.example.com')).toMatch(/https/);

@@ -17,20 +17,35 @@ export const agentSettings = {
    */
   apiUrl: setting<string>(
     'SLIPWAY_API_URL',
-    Joi.string().uri({ scheme: ['http', 'https'] }).required(),
+    Joi.string()
+      .uri({ scheme: ['http', 'https'] })
+      .required(),
     "the api's base URL; `https`, or plain `http` only to a loopback host (`127.0.0.0/8`, `::1`, `localhost`). The agent never follows a redirect (a 3xx is an error: its key is never re-sent elsewhere), so name the api's final URL",
     { read: (raw: string) => raw.replace(/\/+$/, '') },
   ),
   listenerId: setting<string>('SLIPWAY_LISTENER_ID', Joi.string().guid().required(), 'the listener this agent serves'),
   /** An API key bound to this listener (`slipway keys create --listener <id>`). */
-  apiKey: setting<string>('SLIPWAY_API_KEY', Joi.string().min(20).max(256).pattern(/^\S+$/).required(), 'a key bound to that listener'),
+  apiKey: setting<string>(
+    'SLIPWAY_API_KEY',
+    Joi.string().min(20).max(256).pattern(/^\S+$/).required(),
+    'a key bound to that listener',
+  ),
   /** Path of a kubeconfig; null means in-cluster (the pod's service account). */
-  kubeconfigPath: setting<string | null>('KUBECONFIG', Joi.string(), "a kubeconfig file; unset, the pod's service account is used", {
-    read: (raw) => raw ?? null,
-    shown: 'unset: in-cluster',
-  }),
+  kubeconfigPath: setting<string | null>(
+    'KUBECONFIG',
+    Joi.string(),
+    "a kubeconfig file; unset, the pod's service account is used",
+    {
+      read: (raw) => raw ?? null,
+      shown: 'unset: in-cluster',
+    },
+  ),
   /** Pause between polls while connected; every poll is also the listener's heartbeat. */
-  pollIntervalMs: ms('SLIPWAY_AGENT_POLL_INTERVAL_MS', 5_000, 'pause between polls (each is also the listener\'s heartbeat)'),
+  pollIntervalMs: ms(
+    'SLIPWAY_AGENT_POLL_INTERVAL_MS',
+    5_000,
+    "pause between polls (each is also the listener's heartbeat)",
+  ),
   /** Ceiling of the backoff while the control plane is unreachable. */
   maxBackoffMs: ms('SLIPWAY_AGENT_MAX_BACKOFF_MS', 60_000, 'longest pause while the api is unreachable'),
   /** Deadline of one call to the control plane. */

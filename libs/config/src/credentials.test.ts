@@ -23,6 +23,12 @@ describe('platformCredentials', () => {
         previousSecretsKeys: [previous],
         bootstrapApiKey: 'slw_bootstrap-key-value',
       }),
-    ).toEqual(['db-secret', 'redis-secret', key.toString('base64'), previous.toString('base64'), 'slw_bootstrap-key-value']);
+    ).toEqual([
+      'db-secret',
+      'redis-secret',
+      key.toString('base64'),
+      previous.toString('base64'),
+      'slw_bootstrap-key-value',
+    ]);
   });
 });

@@ -23,7 +23,9 @@ export function urlPasswords(url: string): string[] {
  * DATABASE_URL and REDIS_URL, the secrets keys (current and previous, as configured: base64)
  * and the bootstrap API key. The logger masks them in every line (createLogger's `secrets`).
  */
-export function platformCredentials(config: Pick<Config, 'databaseUrl' | 'redisUrl' | 'secretsKey' | 'previousSecretsKeys' | 'bootstrapApiKey'>): string[] {
+export function platformCredentials(
+  config: Pick<Config, 'databaseUrl' | 'redisUrl' | 'secretsKey' | 'previousSecretsKeys' | 'bootstrapApiKey'>,
+): string[] {
   return [
     ...urlPasswords(config.databaseUrl),
     ...urlPasswords(config.redisUrl),

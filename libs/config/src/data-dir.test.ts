@@ -26,7 +26,8 @@ describe('secureDataDir', () => {
     const elsewhere = path.join(root, 'elsewhere');
     mkdirSync(elsewhere);
     symlinkSync(elsewhere, path.join(dir, 'builds'));
-    for (const p of [dir, path.join(dir, 'artifacts'), path.join(dir, 'uploads'), path.join(dir, 'repos'), elsewhere]) chmodSync(p, 0o755);
+    for (const p of [dir, path.join(dir, 'artifacts'), path.join(dir, 'uploads'), path.join(dir, 'repos'), elsewhere])
+      chmodSync(p, 0o755);
     for (const f of ['secrets.key', 'bootstrap-api-key']) chmodSync(path.join(dir, f), 0o644);
 
     const tightened = secureDataDir(dir);

@@ -13,7 +13,10 @@ export const domainSettings = {
     'dns',
     '`dns`: a custom domain is routed once the TXT record `_slipway-challenge.<host>` holds its verification token; `off`: at once, for closed networks and tests (any workspace may then claim any free host; warned at start)',
   ),
-  dnsServers: dnsServers('SLIPWAY_DOMAIN_DNS_SERVERS', 'comma-separated resolvers (`ip` or `ip:port`) the edge asks for verification TXT records'),
+  dnsServers: dnsServers(
+    'SLIPWAY_DOMAIN_DNS_SERVERS',
+    'comma-separated resolvers (`ip` or `ip:port`) the edge asks for verification TXT records',
+  ),
   verifyEveryMs: setting<number>(
     'SLIPWAY_DOMAIN_VERIFY_INTERVAL_MS',
     Joi.number().integer().min(500).default(30_000),

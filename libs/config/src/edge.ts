@@ -10,7 +10,9 @@ const port = Joi.number().integer().min(1).max(65_535);
 
 /** A port, or `off`: the edge does not listen there. */
 const portOrOff = (env: string, fallback: number, doc: string) =>
-  setting<number | null>(env, Joi.alternatives(port, Joi.string().valid('off')).default(fallback), doc, { read: (raw) => (raw === 'off' ? null : Number(raw)) });
+  setting<number | null>(env, Joi.alternatives(port, Joi.string().valid('off')).default(fallback), doc, {
+    read: (raw) => (raw === 'off' ? null : Number(raw)),
+  });
 
 export const edgeSettings = {
   httpPort: portOrOff(
@@ -18,7 +20,11 @@ export const edgeSettings = {
     8180,
     "the edge's HTTP port (80 in the compose file and on Kubernetes); `off`: no edge, and a deployment's `url` is its serving port on the runtime host, as before the edge",
   ),
-  httpsPort: portOrOff('SLIPWAY_EDGE_HTTPS_PORT', 8443, "the edge's HTTPS port (443 in the compose file and on Kubernetes); `off`: no TLS"),
+  httpsPort: portOrOff(
+    'SLIPWAY_EDGE_HTTPS_PORT',
+    8443,
+    "the edge's HTTPS port (443 in the compose file and on Kubernetes); `off`: no TLS",
+  ),
   host: text('SLIPWAY_EDGE_HOST', '0.0.0.0', 'the interface the edge listens on'),
   appsDomain: setting<string>(
     'SLIPWAY_APPS_DOMAIN',
@@ -40,10 +46,15 @@ export const edgeSettings = {
   trustProxy: setting<boolean | number | string>(
     'SLIPWAY_EDGE_TRUST_PROXY',
     Joi.string().default('false'),
-    "proxies in front of the edge whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (budgets and lockouts count per client address): `false` (the edge is the front door), `true`, a hop count, or addresses/subnets (`10.0.0.0/8`)",
+    'proxies in front of the edge whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (budgets and lockouts count per client address): `false` (the edge is the front door), `true`, a hop count, or addresses/subnets (`10.0.0.0/8`)',
     { read: trustProxyOf },
   ),
-  tlsCertFile: optional('SLIPWAY_TLS_CERT_FILE', Joi.string(), 'a PEM certificate chain (leaf first) the edge serves for the apps domain (a wildcard `*.<domain>` certificate)', 'none'),
+  tlsCertFile: optional(
+    'SLIPWAY_TLS_CERT_FILE',
+    Joi.string(),
+    'a PEM certificate chain (leaf first) the edge serves for the apps domain (a wildcard `*.<domain>` certificate)',
+    'none',
+  ),
   tlsKeyFile: optional('SLIPWAY_TLS_KEY_FILE', Joi.string(), "that certificate's private key (PEM)", 'none'),
   acmeDirectoryUrl: optional(
     'SLIPWAY_ACME_DIRECTORY_URL',
@@ -51,7 +62,12 @@ export const edgeSettings = {
     "an ACME (RFC 8555) directory, e.g. Let's Encrypt's `https://acme-v02.api.letsencrypt.org/directory`: the edge obtains and renews a certificate for each deployment's host itself (HTTP-01 on its HTTP port, which must be reachable as port 80 of the host)",
     'none: no ACME',
   ),
-  acmeEmail: optional('SLIPWAY_ACME_EMAIL', Joi.string().email({ tlds: false }), "the contact address of the edge's ACME account (the CA's expiry and policy mail)", 'none'),
+  acmeEmail: optional(
+    'SLIPWAY_ACME_EMAIL',
+    Joi.string().email({ tlds: false }),
+    "the contact address of the edge's ACME account (the CA's expiry and policy mail)",
+    'none',
+  ),
   acmeCaFile: optional(
     'SLIPWAY_ACME_CA_FILE',
     Joi.string(),

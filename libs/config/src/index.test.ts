@@ -73,10 +73,17 @@ describe('loadConfig defaults', () => {
       publicUrl: 'https://slipway.example.com',
       dataDir: dir,
       bodyLimitBytes: 2048,
-      jwt: { issuer: 'https://issuer.example.com', jwksUrl: 'https://issuer.example.com/.well-known/jwks.json', audience: null },
+      jwt: {
+        issuer: 'https://issuer.example.com',
+        jwksUrl: 'https://issuer.example.com/.well-known/jwks.json',
+        audience: null,
+      },
     });
     // Every asymmetric algorithm by default, and a day's maximum token age.
-    expect(config.jwt).toMatchObject({ algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'], maxTokenAgeSeconds: 86_400 });
+    expect(config.jwt).toMatchObject({
+      algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'],
+      maxTokenAgeSeconds: 86_400,
+    });
     expect(config.previousSecretsKeys.map((b) => b.toString('base64'))).toEqual(previous);
   });
 });
@@ -112,11 +119,23 @@ describe('security settings', () => {
       SLIPWAY_JWT_MAX_AGE_SECONDS: '600',
       SLIPWAY_TRUST_PROXY: '2',
     });
-    expect(config.rateLimit).toEqual({ windowSeconds: 10, perKey: 5, perListenerAgent: 0, perAddress: 7, authFailures: 3, authFailureWindowSeconds: 120 });
+    expect(config.rateLimit).toEqual({
+      windowSeconds: 10,
+      perKey: 5,
+      perListenerAgent: 0,
+      perAddress: 7,
+      authFailures: 3,
+      authFailureWindowSeconds: 120,
+    });
     expect(config.jwt).toMatchObject({ audience: 'slipway', algorithms: ['ES256', 'EdDSA'], maxTokenAgeSeconds: 600 });
     expect(config.trustProxy).toBe(2);
-    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_TRUST_PROXY: 'false' }).trustProxy).toBe(false);
-    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy).toBe('loopback, 10.0.0.0/8');
+    expect(
+      loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_TRUST_PROXY: 'false' }).trustProxy,
+    ).toBe(false);
+    expect(
+      loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_TRUST_PROXY: 'loopback, 10.0.0.0/8' })
+        .trustProxy,
+    ).toBe('loopback, 10.0.0.0/8');
   });
 
   it.each([
@@ -136,11 +155,20 @@ describe('security settings', () => {
 describe('loadConfig failures', () => {
   it('lists every bad key at once', () => {
     const err = configErrorOf(() =>
-      loadConfig({ PORT: 'abc', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', SLIPWAY_SECRETS_KEY: 'short', SLIPWAY_DATA_DIR: dir }),
+      loadConfig({
+        PORT: 'abc',
+        DATABASE_URL: 'mysql://x',
+        LOG_LEVEL: 'loud',
+        SLIPWAY_SECRETS_KEY: 'short',
+        SLIPWAY_DATA_DIR: dir,
+      }),
     );
     expect(err.problems).toHaveLength(4);
     for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'SLIPWAY_SECRETS_KEY']) {
-      expect(err.problems.filter((p) => p.includes(name)), name).toHaveLength(1);
+      expect(
+        err.problems.filter((p) => p.includes(name)),
+        name,
+      ).toHaveLength(1);
       expect(err.message).toContain(name);
     }
   });
@@ -165,21 +193,46 @@ describe('loadConfig failures', () => {
   });
 
   it('takes the sandbox pool and the allow-list (default: 10.213.0.0/16, nothing allowed)', () => {
-    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir }).sandbox).toMatchObject({ subnet: '10.213.0.0/16', allowCidrs: [] });
-    const config = loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_SANDBOX_SUBNET: '10.50.0.0/20', SLIPWAY_SANDBOX_ALLOW_CIDRS: ' 10.1.0.0/16, 192.168.1.5 ' });
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir }).sandbox).toMatchObject({
+      subnet: '10.213.0.0/16',
+      allowCidrs: [],
+    });
+    const config = loadConfig({
+      SLIPWAY_SECRETS_KEY: key(),
+      SLIPWAY_DATA_DIR: dir,
+      SLIPWAY_SANDBOX_SUBNET: '10.50.0.0/20',
+      SLIPWAY_SANDBOX_ALLOW_CIDRS: ' 10.1.0.0/16, 192.168.1.5 ',
+    });
     expect(config.sandbox).toMatchObject({ subnet: '10.50.0.0/20', allowCidrs: ['10.1.0.0/16', '192.168.1.5'] });
   });
 
   it("takes the DNS relay's bounds (default 64 per sandbox, 1024 in all, 16 TCP connections per sandbox) and refuses 0", () => {
-    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir }).sandbox.dns).toEqual({ servers: [], maxInflightPerSandbox: 64, maxInflight: 1024, maxTcpClientsPerSandbox: 16 });
-    const env = { SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX: '8', SLIPWAY_DNS_MAX_INFLIGHT: '100', SLIPWAY_DNS_MAX_TCP_CLIENTS_PER_SANDBOX: '2' };
-    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, ...env }).sandbox.dns).toMatchObject({ maxInflightPerSandbox: 8, maxInflight: 100, maxTcpClientsPerSandbox: 2 });
-    const err = configErrorOf(() => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_DNS_MAX_INFLIGHT: '0' }));
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir }).sandbox.dns).toEqual({
+      servers: [],
+      maxInflightPerSandbox: 64,
+      maxInflight: 1024,
+      maxTcpClientsPerSandbox: 16,
+    });
+    const env = {
+      SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX: '8',
+      SLIPWAY_DNS_MAX_INFLIGHT: '100',
+      SLIPWAY_DNS_MAX_TCP_CLIENTS_PER_SANDBOX: '2',
+    };
+    expect(loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, ...env }).sandbox.dns).toMatchObject({
+      maxInflightPerSandbox: 8,
+      maxInflight: 100,
+      maxTcpClientsPerSandbox: 2,
+    });
+    const err = configErrorOf(() =>
+      loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_DNS_MAX_INFLIGHT: '0' }),
+    );
     expect(err.problems).toEqual([expect.stringMatching(/SLIPWAY_DNS_MAX_INFLIGHT/)]);
   });
 
   it("takes the sandboxes' resolvers (none: the host's), each `ip` (port 53) or `ip:port`, and refuses a name or a bad port", () => {
-    const servers = (value: string) => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_SANDBOX_DNS_SERVERS: value }).sandbox.dns.servers;
+    const servers = (value: string) =>
+      loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_SANDBOX_DNS_SERVERS: value }).sandbox.dns
+        .servers;
     expect(servers(' 10.0.0.53, 127.0.0.1:5353 ,[fd00::53]:54,fd00::1')).toEqual([
       { host: '10.0.0.53', port: 53 },
       { host: '127.0.0.1', port: 5353 },
@@ -187,14 +240,20 @@ describe('loadConfig failures', () => {
       { host: 'fd00::1', port: 53 },
     ]);
     for (const bad of ['dns.example', '10.0.0.53:0', '10.0.0.53:70000', '10.0.0.53:', 'fd00::53:54x']) {
-      const err = configErrorOf(() => loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_SANDBOX_DNS_SERVERS: bad }));
+      const err = configErrorOf(() =>
+        loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_SANDBOX_DNS_SERVERS: bad }),
+      );
       expect(err.problems, bad).toEqual([expect.stringMatching(/SLIPWAY_SANDBOX_DNS_SERVERS/)]);
     }
   });
 
   it('requires the JWKS URL with the JWT issuer', () => {
     const err = configErrorOf(() =>
-      loadConfig({ SLIPWAY_SECRETS_KEY: key(), SLIPWAY_DATA_DIR: dir, SLIPWAY_JWT_ISSUER: 'https://issuer.example.com' }),
+      loadConfig({
+        SLIPWAY_SECRETS_KEY: key(),
+        SLIPWAY_DATA_DIR: dir,
+        SLIPWAY_JWT_ISSUER: 'https://issuer.example.com',
+      }),
     );
     expect(err.problems.join()).toMatch(/SLIPWAY_JWT_JWKS_URL/);
   });
@@ -276,7 +335,9 @@ describe('process runtime hosts', () => {
     expect(runtime({})).toMatchObject({ host: '127.0.0.1', publicHost: '127.0.0.1' });
     expect(runtime({ SLIPWAY_RUNTIME_HOST: '10.1.2.3' }).publicHost).toBe('10.1.2.3');
     expect(runtime({ SLIPWAY_RUNTIME_HOST: '0.0.0.0' }).publicHost).toBe('127.0.0.1');
-    expect(runtime({ SLIPWAY_RUNTIME_HOST: '0.0.0.0', SLIPWAY_RUNTIME_PUBLIC_HOST: 'agents.example.com' }).publicHost).toBe('agents.example.com');
+    expect(
+      runtime({ SLIPWAY_RUNTIME_HOST: '0.0.0.0', SLIPWAY_RUNTIME_PUBLIC_HOST: 'agents.example.com' }).publicHost,
+    ).toBe('agents.example.com');
   });
 });
 
@@ -312,10 +373,20 @@ describe('the image registry settings', () => {
       SLIPWAY_PUBLIC_URL: 'https://slipway.example/',
       SLIPWAY_SOURCE_NAMES: 'hosted',
     });
-    expect(config.registry).toMatchObject({ internalUrl: 'http://127.0.0.1:8130', publicAddress: 'registry.example:443', realm: 'https://slipway.example/v2/registry/token' });
+    expect(config.registry).toMatchObject({
+      internalUrl: 'http://127.0.0.1:8130',
+      publicAddress: 'registry.example:443',
+      realm: 'https://slipway.example/v2/registry/token',
+    });
     expect(config.sourceNames).toBe('hosted');
     const err = configErrorOf(() =>
-      loadConfig({ SLIPWAY_DATA_DIR: dir, SLIPWAY_SECRETS_KEY: key(), SLIPWAY_PUSH_TOKEN_TTL_SECONDS: '5', SLIPWAY_SOURCE_NAMES: 'other', SLIPWAY_REGISTRY_PUBLIC_ADDRESS: 'http://x/y' }),
+      loadConfig({
+        SLIPWAY_DATA_DIR: dir,
+        SLIPWAY_SECRETS_KEY: key(),
+        SLIPWAY_PUSH_TOKEN_TTL_SECONDS: '5',
+        SLIPWAY_SOURCE_NAMES: 'other',
+        SLIPWAY_REGISTRY_PUBLIC_ADDRESS: 'http://x/y',
+      }),
     );
     expect(err.message).toMatch(/SLIPWAY_PUSH_TOKEN_TTL_SECONDS/);
     expect(err.message).toMatch(/SLIPWAY_SOURCE_NAMES/);

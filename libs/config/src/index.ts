@@ -45,7 +45,8 @@ export const controlPlaneSettings = {
 type Values = ValuesOf<typeof controlPlaneSettings>;
 
 /** The validated environment. Parts computed from several settings are typed here; the rest comes from the declarations. */
-export interface Config extends Omit<Values, 'publicUrl' | 'secretsKey' | 'jwt' | 'runtime' | 'registry' | 'agentServerHostCache'> {
+export interface Config
+  extends Omit<Values, 'publicUrl' | 'secretsKey' | 'jwt' | 'runtime' | 'registry' | 'agentServerHostCache'> {
   publicUrl: string;
   agentServerHostCache: string;
   secretsKey: SecretsKey;
@@ -54,7 +55,10 @@ export interface Config extends Omit<Values, 'publicUrl' | 'secretsKey' | 'jwt' 
   registry: RegistrySettings;
 }
 
-const schema = Joi.object(schemaKeysOf(controlPlaneSettings)).and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL').and('SLIPWAY_TLS_CERT_FILE', 'SLIPWAY_TLS_KEY_FILE').unknown(true);
+const schema = Joi.object(schemaKeysOf(controlPlaneSettings))
+  .and('SLIPWAY_JWT_ISSUER', 'SLIPWAY_JWT_JWKS_URL')
+  .and('SLIPWAY_TLS_CERT_FILE', 'SLIPWAY_TLS_KEY_FILE')
+  .unknown(true);
 
 /** Parses an environment into a frozen Config. Pure apart from the dev secrets-key file. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {

@@ -9,13 +9,40 @@ const GIB = 1024 ** 3;
 
 /** Default per-workspace quotas (docs/operations.md, Quotas and retention). */
 export const quotaSettings = {
-  deployments: int('SLIPWAY_QUOTA_DEPLOYMENTS', 100, 'default per-workspace quota of deployments (403 above)', { min: 0 }),
-  minScale: int('SLIPWAY_QUOTA_MIN_SCALE', 10, 'default highest `min_scale` (and `queue_min_scale`) a resource_spec may ask for', { min: 0, max: 1000 }),
-  maxScale: int('SLIPWAY_QUOTA_MAX_SCALE', 20, 'default highest `max_scale` (and `queue_max_scale`) a resource_spec may ask for', { min: 1, max: 1000 }),
-  uploadsPerDay: int('SLIPWAY_QUOTA_UPLOADS_PER_DAY', 200, 'default upload URLs a workspace may request per 24 hours', { min: 0 }),
-  uploadBytes: int('SLIPWAY_QUOTA_UPLOAD_BYTES', 10 * GIB, 'default bytes of uploads a workspace may keep stored', { min: 0, shown: '10 GiB' }),
-  logLinesPerRevision: int('SLIPWAY_QUOTA_LOG_LINES_PER_REVISION', 50_000, 'log lines kept per revision (retention trims the oldest)', { min: 100 }),
-  logLinesTotal: int('SLIPWAY_QUOTA_LOG_LINES_TOTAL', 5_000_000, 'log lines kept per workspace (retention trims the oldest)', { min: 100 }),
+  deployments: int('SLIPWAY_QUOTA_DEPLOYMENTS', 100, 'default per-workspace quota of deployments (403 above)', {
+    min: 0,
+  }),
+  minScale: int(
+    'SLIPWAY_QUOTA_MIN_SCALE',
+    10,
+    'default highest `min_scale` (and `queue_min_scale`) a resource_spec may ask for',
+    { min: 0, max: 1000 },
+  ),
+  maxScale: int(
+    'SLIPWAY_QUOTA_MAX_SCALE',
+    20,
+    'default highest `max_scale` (and `queue_max_scale`) a resource_spec may ask for',
+    { min: 1, max: 1000 },
+  ),
+  uploadsPerDay: int('SLIPWAY_QUOTA_UPLOADS_PER_DAY', 200, 'default upload URLs a workspace may request per 24 hours', {
+    min: 0,
+  }),
+  uploadBytes: int('SLIPWAY_QUOTA_UPLOAD_BYTES', 10 * GIB, 'default bytes of uploads a workspace may keep stored', {
+    min: 0,
+    shown: '10 GiB',
+  }),
+  logLinesPerRevision: int(
+    'SLIPWAY_QUOTA_LOG_LINES_PER_REVISION',
+    50_000,
+    'log lines kept per revision (retention trims the oldest)',
+    { min: 100 },
+  ),
+  logLinesTotal: int(
+    'SLIPWAY_QUOTA_LOG_LINES_TOTAL',
+    5_000_000,
+    'log lines kept per workspace (retention trims the oldest)',
+    { min: 100 },
+  ),
   artifactsKept: int(
     'SLIPWAY_QUOTA_ARTIFACTS_KEPT',
     5,
@@ -38,10 +65,20 @@ export const quotaSettings = {
 
 /** The operator's ceilings on any resource_spec (docs/operations.md, Sandbox): over one, create and PATCH answer 422 naming the variable. */
 export const ceilingSettings = {
-  memoryMb: int(CEILING_VARIABLES.memoryMb, 16_384, 'ceiling of the memory (MB) of every container a resource_spec asks for', { min: 64 }),
+  memoryMb: int(
+    CEILING_VARIABLES.memoryMb,
+    16_384,
+    'ceiling of the memory (MB) of every container a resource_spec asks for',
+    { min: 64 },
+  ),
   cpu: num(CEILING_VARIABLES.cpu, 8, 'ceiling of the CPUs of every container a resource_spec asks for', { min: 0.1 }),
   diskGi: int(CEILING_VARIABLES.diskGi, 100, 'ceiling of `db_storage_gi`', { min: 1 }),
-  dbConnections: int(CEILING_VARIABLES.dbConnections, 500, 'ceiling of `db_max_connections`; a value left out is lowered to the ceiling', { min: 1 }),
+  dbConnections: int(
+    CEILING_VARIABLES.dbConnections,
+    500,
+    'ceiling of `db_max_connections`; a value left out is lowered to the ceiling',
+    { min: 1 },
+  ),
 } satisfies Record<keyof ResourceCeilings, Setting<number>>;
 
 /** Per-deployment bounds on the shared stores (docs/operations.md, Per-tenant bounds). */

@@ -15,8 +15,9 @@ describe('docs/configuration.md', () => {
     expect([...documented].sort()).toEqual([...envNames(controlPlaneSettings)].sort());
   });
 
-  it('gives every setting, the agent\'s too, a meaning', () => {
-    for (const s of [...settingsOf(controlPlaneSettings), ...settingsOf(AGENT_CHAPTER.settings)]) expect(s.doc.length, s.env).toBeGreaterThan(10);
+  it("gives every setting, the agent's too, a meaning", () => {
+    for (const s of [...settingsOf(controlPlaneSettings), ...settingsOf(AGENT_CHAPTER.settings)])
+      expect(s.doc.length, s.env).toBeGreaterThan(10);
   });
 
   it('is current with the declarations', () => {

@@ -26,8 +26,16 @@ export interface Chapter {
 export const CONTROL_PLANE_CHAPTERS: Chapter[] = [
   { title: 'Server and stores', settings: { ...serverSettings, ...derivedInputs, ...deploymentDbSettings } },
   { title: 'Secrets', settings: secretsSettings },
-  { title: 'Access', intro: 'Request budgets count per window in Redis, shared by every api replica.', settings: { jwtSettings, rateLimitSettings, streamSettings, outboundSettings } },
-  { title: 'Pipeline', intro: 'Phase deadlines, heartbeats and the reconciler (docs/api.md, Statuses).', settings: pipelineSettings },
+  {
+    title: 'Access',
+    intro: 'Request budgets count per window in Redis, shared by every api replica.',
+    settings: { jwtSettings, rateLimitSettings, streamSettings, outboundSettings },
+  },
+  {
+    title: 'Pipeline',
+    intro: 'Phase deadlines, heartbeats and the reconciler (docs/api.md, Statuses).',
+    settings: pipelineSettings,
+  },
   { title: 'Outbound webhooks', settings: webhookSettings },
   { title: 'Retention', settings: retentionSettings },
   { title: 'Runtime', settings: runtimeSettings },
@@ -37,7 +45,11 @@ export const CONTROL_PLANE_CHAPTERS: Chapter[] = [
     settings: edgeSettings,
   },
   { title: 'Custom domains', intro: 'docs/api.md, Domains.', settings: domainSettings },
-  { title: 'Sandbox', intro: 'docs/operations.md, Sandbox, explains the isolation these tune.', settings: sandboxSettings },
+  {
+    title: 'Sandbox',
+    intro: 'docs/operations.md, Sandbox, explains the isolation these tune.',
+    settings: sandboxSettings,
+  },
   {
     title: 'Quotas and ceilings',
     intro: 'Quotas are per-workspace defaults, overridable per workspace (docs/operations.md, Quotas and retention).',
@@ -90,7 +102,15 @@ function row(s: Setting<unknown>): string {
 }
 
 function chapter({ title, intro, settings }: Chapter): string {
-  return [`## ${title}`, '', ...(intro ? [intro, ''] : []), '| variable | default | values | meaning |', '|---|---|---|---|', ...settingsOf(settings).map(row), ''].join('\n');
+  return [
+    `## ${title}`,
+    '',
+    ...(intro ? [intro, ''] : []),
+    '| variable | default | values | meaning |',
+    '|---|---|---|---|',
+    ...settingsOf(settings).map(row),
+    '',
+  ].join('\n');
 }
 
 /** The whole of docs/configuration.md. */

@@ -34,7 +34,12 @@ export const registrySettings = {
     "where distribution listens when the push guard runs on its own in front of it (`slipway registry-guard`; compose, Kubernetes): the guard takes the registry's host and port and forwards there",
     'none: `npm start` puts distribution on a unix socket behind its own guard',
   ),
-  storageDir: optional('SLIPWAY_REGISTRY_STORAGE_DIR', Joi.string(), "the registry's configuration and images", '`<data dir>/registry`'),
+  storageDir: optional(
+    'SLIPWAY_REGISTRY_STORAGE_DIR',
+    Joi.string(),
+    "the registry's configuration and images",
+    '`<data dir>/registry`',
+  ),
   signingKeyFile: optional(
     'SLIPWAY_REGISTRY_SIGNING_KEY_FILE',
     Joi.string(),
@@ -54,16 +59,25 @@ export const registrySettings = {
     'how long a push token (`POST /v2/deployments/{id}/push-token`) is valid (60 s to 7 days)',
     { min: 60, max: 7 * 24 * 3600 },
   ),
-  tokenTtlSeconds: int('SLIPWAY_REGISTRY_TOKEN_TTL_SECONDS', 300, 'how long a registry token (the JWT the registry checks on each request) is valid', {
-    min: 60,
-    max: 3600,
-  }),
+  tokenTtlSeconds: int(
+    'SLIPWAY_REGISTRY_TOKEN_TTL_SECONDS',
+    300,
+    'how long a registry token (the JWT the registry checks on each request) is valid',
+    {
+      min: 60,
+      max: 3600,
+    },
+  ),
 };
 
 type RegistryValues = ValuesOf<typeof registrySettings>;
 
 /** Config's `registry`: every address and path resolved. */
-export interface RegistrySettings extends Omit<RegistryValues, 'publicAddress' | 'internalUrl' | 'upstreamUrl' | 'storageDir' | 'signingKeyFile' | 'eventsUrl'> {
+export interface RegistrySettings
+  extends Omit<
+    RegistryValues,
+    'publicAddress' | 'internalUrl' | 'upstreamUrl' | 'storageDir' | 'signingKeyFile' | 'eventsUrl'
+  > {
   /** `host:port` clients push to. */
   publicAddress: string;
   /** How the control plane itself reaches the registry, e.g. `http://127.0.0.1:8130`. */
@@ -81,7 +95,11 @@ const ANY_ADDRESS = new Set(['0.0.0.0', '::', '[::]']);
 
 export function registryOf(values: RegistryValues, dataDir: string, publicUrl: string): RegistrySettings {
   const { host, port } = values;
-  const reachable = ANY_ADDRESS.has(host) ? '127.0.0.1' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const reachable = ANY_ADDRESS.has(host)
+    ? '127.0.0.1'
+    : host.includes(':') && !host.startsWith('[')
+      ? `[${host}]`
+      : host;
   return {
     ...values,
     publicAddress: values.publicAddress ?? `${reachable}:${port}`,

@@ -34,7 +34,10 @@ export const runtimeSettings = {
     'lowest port for deployed apps and serving proxies; sandboxed, an app listens inside its own network namespace (never on the host), so only its serving proxy and health probes reach it',
     { min: 1024, max: 65535 },
   ),
-  portMax: int('SLIPWAY_RUNTIME_PORT_MAX', 29_999, 'highest port for deployed apps and serving proxies', { min: 1024, max: 65535 }),
+  portMax: int('SLIPWAY_RUNTIME_PORT_MAX', 29_999, 'highest port for deployed apps and serving proxies', {
+    min: 1024,
+    max: 65535,
+  }),
   /** An instance's log file is rotated past this size (one rotated file is kept). */
   logFileMb: num(
     'SLIPWAY_RUNTIME_LOG_FILE_MB',
@@ -52,7 +55,10 @@ export const runtimeSettings = {
 };
 
 type RuntimeValues = ValuesOf<typeof runtimeSettings>;
-export type RuntimeSettings = Omit<RuntimeValues, 'publicHost' | 'advertiseHost'> & { publicHost: string; advertiseHost: string };
+export type RuntimeSettings = Omit<RuntimeValues, 'publicHost' | 'advertiseHost'> & {
+  publicHost: string;
+  advertiseHost: string;
+};
 
 const LOOPBACK_OF: Record<string, string> = { '0.0.0.0': '127.0.0.1', '::': '::1' };
 
@@ -94,10 +100,18 @@ export function dnsServers(env: string, doc: string) {
     Joi.string()
       .allow('')
       .default('')
-      .custom((value: string, helpers) => (listOf(value).every((s) => dnsServerOf(s)) ? value : helpers.error('servers.invalid')))
-      .messages({ 'servers.invalid': '{{#label}} must be a comma-separated list of IP addresses, each optionally with a port (`10.0.0.53`, `10.0.0.53:5353`, `[fd00::53]:53`)' }),
+      .custom((value: string, helpers) =>
+        listOf(value).every((s) => dnsServerOf(s)) ? value : helpers.error('servers.invalid'),
+      )
+      .messages({
+        'servers.invalid':
+          '{{#label}} must be a comma-separated list of IP addresses, each optionally with a port (`10.0.0.53`, `10.0.0.53:5353`, `[fd00::53]:53`)',
+      }),
     doc,
-    { read: (value: string) => listOf(value).map((s) => dnsServerOf(s)!), shown: "the host's /etc/resolv.conf nameservers" },
+    {
+      read: (value: string) => listOf(value).map((s) => dnsServerOf(s)!),
+      shown: "the host's /etc/resolv.conf nameservers",
+    },
   );
 }
 
@@ -109,11 +123,22 @@ export const sandboxSettings = {
     'auto',
     '`auto`: builds and apps run sandboxed (production refuses to start without the sandbox); `off`: the explicit, unsafe opt-out, warned about at every start',
   ),
-  uidMin: int('SLIPWAY_SANDBOX_UID_MIN', 200_000, 'lowest uid (one per deployment) sandboxed builds and apps run as', { min: 1000, max: UID_LIMIT }),
-  uidMax: int('SLIPWAY_SANDBOX_UID_MAX', 265_535, 'highest such uid (raised to the lowest if below it)', { min: 1000, max: UID_LIMIT }),
+  uidMin: int('SLIPWAY_SANDBOX_UID_MIN', 200_000, 'lowest uid (one per deployment) sandboxed builds and apps run as', {
+    min: 1000,
+    max: UID_LIMIT,
+  }),
+  uidMax: int('SLIPWAY_SANDBOX_UID_MAX', 265_535, 'highest such uid (raised to the lowest if below it)', {
+    min: 1000,
+    max: UID_LIMIT,
+  }),
   pidsMax: int('SLIPWAY_SANDBOX_PIDS_MAX', 512, 'processes per app instance', { min: 16 }),
   openFiles: int('SLIPWAY_SANDBOX_OPEN_FILES', 4096, 'open files per app instance', { min: 64 }),
-  defaultMemoryMb: int('SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB', 1024, 'memory (MB) of an app instance when `resource_spec` sets none', { min: 16 }),
+  defaultMemoryMb: int(
+    'SLIPWAY_SANDBOX_DEFAULT_MEMORY_MB',
+    1024,
+    'memory (MB) of an app instance when `resource_spec` sets none',
+    { min: 16 },
+  ),
   /** The IPv4 pool of the sandboxes' network namespaces (a /30 each). */
   subnet: setting<string>(
     'SLIPWAY_SANDBOX_SUBNET',
@@ -129,8 +154,12 @@ export const sandboxSettings = {
     Joi.string()
       .allow('')
       .default('')
-      .custom((value: string, helpers) => (listOf(value).every((c) => isIpv4Cidr(c, 0, 32)) ? value : helpers.error('cidrs.invalid')))
-      .messages({ 'cidrs.invalid': '{{#label}} must be a comma-separated list of IPv4 CIDRs (sandboxes have no IPv6 route)' }),
+      .custom((value: string, helpers) =>
+        listOf(value).every((c) => isIpv4Cidr(c, 0, 32)) ? value : helpers.error('cidrs.invalid'),
+      )
+      .messages({
+        'cidrs.invalid': '{{#label}} must be a comma-separated list of IPv4 CIDRs (sandboxes have no IPv6 route)',
+      }),
     "comma-separated IPv4 CIDRs sandboxes may reach although private (a registry on your network); the control plane's Postgres and Redis and this machine stay unreachable",
     { read: listOf, shown: 'none' },
   ),
@@ -148,7 +177,7 @@ export const sandboxSettings = {
     maxInflightPerSandbox: int(
       'SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX',
       64,
-      "DNS queries of one sandbox in flight at once (UDP and TCP); past it the relay answers REFUSED at once, opening no socket",
+      'DNS queries of one sandbox in flight at once (UDP and TCP); past it the relay answers REFUSED at once, opening no socket',
       { min: 1, max: 65_535 },
     ),
     maxInflight: int(
@@ -160,7 +189,7 @@ export const sandboxSettings = {
     maxTcpClientsPerSandbox: int(
       'SLIPWAY_DNS_MAX_TCP_CLIENTS_PER_SANDBOX',
       16,
-      "open TCP connections of one sandbox to its DNS relay; a further one is closed on arrival",
+      'open TCP connections of one sandbox to its DNS relay; a further one is closed on arrival',
       { min: 1, max: 1024 },
     ),
   },
@@ -169,9 +198,14 @@ export const sandboxSettings = {
     memoryMb: int('SLIPWAY_BUILD_MEMORY_MB', 4096, 'memory (MB) of every build step', { min: 64 }),
     cpu: num('SLIPWAY_BUILD_CPU', 2, 'CPUs of every build step (0: no limit)', { min: 0 }),
     pidsMax: int('SLIPWAY_BUILD_PIDS_MAX', 1024, 'processes of every build step', { min: 16 }),
-    diskMb: int('SLIPWAY_BUILD_DISK_MB', 4096, "disk quota of a build's directory and its deployment's npm cache; past it the build fails saying so", {
-      min: 16,
-    }),
+    diskMb: int(
+      'SLIPWAY_BUILD_DISK_MB',
+      4096,
+      "disk quota of a build's directory and its deployment's npm cache; past it the build fails saying so",
+      {
+        min: 16,
+      },
+    ),
   },
 };
 

@@ -17,7 +17,12 @@ export function trustProxyOf(value: string): boolean | number | string {
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const serverSettings = {
-  nodeEnv: oneOf<NodeEnv>('NODE_ENV', ['development', 'test', 'production'], 'development', '`production` makes `SLIPWAY_SECRETS_KEY` mandatory'),
+  nodeEnv: oneOf<NodeEnv>(
+    'NODE_ENV',
+    ['development', 'test', 'production'],
+    'development',
+    '`production` makes `SLIPWAY_SECRETS_KEY` mandatory',
+  ),
   host: text('HOST', '127.0.0.1', 'interface the api listens on (`0.0.0.0` in containers)'),
   port: int('PORT', 8124, 'HTTP port of the api', { min: 0, max: 65535 }),
   databaseUrl: setting<string>(
@@ -27,9 +32,21 @@ export const serverSettings = {
       .default('postgres://postgres:postgres@127.0.0.1:5432/slipway'),
     'Postgres; `npm start` creates the database if missing',
   ),
-  redisUrl: setting<string>('REDIS_URL', Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379/0'), 'Redis for the job queues'),
+  redisUrl: setting<string>(
+    'REDIS_URL',
+    Joi.string()
+      .uri({ scheme: ['redis', 'rediss'] })
+      .default('redis://127.0.0.1:6379/0'),
+    'Redis for the job queues',
+  ),
   /** Prefix of every BullMQ key this deployment owns; tests use one per file. */
-  queuePrefix: setting<string>('SLIPWAY_QUEUE_PREFIX', Joi.string().pattern(/^[A-Za-z0-9_-]+$/).default('slipway'), 'prefix of every Redis key Slipway owns'),
+  queuePrefix: setting<string>(
+    'SLIPWAY_QUEUE_PREFIX',
+    Joi.string()
+      .pattern(/^[A-Za-z0-9_-]+$/)
+      .default('slipway'),
+    'prefix of every Redis key Slipway owns',
+  ),
   bootstrapApiKey: setting<string | null>(
     'SLIPWAY_BOOTSTRAP_API_KEY',
     Joi.string().min(20).max(256).pattern(/^\S+$/),
@@ -53,7 +70,10 @@ export const serverSettings = {
     { read: trustProxyOf },
   ),
   shutdownTimeoutMs: int('SLIPWAY_SHUTDOWN_TIMEOUT_MS', 10_000, 'hard deadline of a graceful shutdown', { min: 100 }),
-  builderConcurrency: int('SLIPWAY_BUILDER_CONCURRENCY', 2, 'builds one builder process runs at once', { min: 1, max: 64 }),
+  builderConcurrency: int('SLIPWAY_BUILDER_CONCURRENCY', 2, 'builds one builder process runs at once', {
+    min: 1,
+    max: 64,
+  }),
   /** Where builders keep the agent server's installed dependencies; `<data dir>/cache/agent-server-host` when unset (index.ts). */
   agentServerHostCache: optional(
     'SLIPWAY_AGENT_SERVER_HOST_CACHE',
@@ -61,7 +81,10 @@ export const serverSettings = {
     "the agent server's installed dependencies, installed once and copied into every LangGraph.js artifact; builders may share it",
     '`<data dir>/cache/agent-server-host`',
   ),
-  deployerConcurrency: int('SLIPWAY_DEPLOYER_CONCURRENCY', 8, 'rollouts one deployer process runs at once', { min: 1, max: 256 }),
+  deployerConcurrency: int('SLIPWAY_DEPLOYER_CONCURRENCY', 8, 'rollouts one deployer process runs at once', {
+    min: 1,
+    max: 256,
+  }),
   /** Port of a worker's /healthz and /metrics; 0 turns it off. */
   workerHealthPort: int(
     'SLIPWAY_WORKER_HEALTH_PORT',
@@ -77,7 +100,10 @@ export const serverSettings = {
     { read: (raw: string) => path.resolve(raw) },
   ),
   /** Largest accepted source tarball (docs/api.md, Uploads and the deploy CLIs: 200 MB). */
-  uploadMaxBytes: int('SLIPWAY_UPLOAD_MAX_BYTES', 200 * 1024 * 1024, 'largest source tarball (413 above)', { min: 1024, shown: '200 MiB' }),
+  uploadMaxBytes: int('SLIPWAY_UPLOAD_MAX_BYTES', 200 * 1024 * 1024, 'largest source tarball (413 above)', {
+    min: 1024,
+    shown: '200 MiB',
+  }),
   /** How long a signed upload URL stays valid (docs/api.md, Uploads and the deploy CLIs). */
   uploadUrlTtlMs: int('SLIPWAY_UPLOAD_URL_TTL_MS', 60 * 60_000, 'how long an upload URL stays valid', { min: 50 }),
   /** `hosted`: responses name sources as the hosted control plane does (docs/api.md, Deployments). */
@@ -100,6 +126,6 @@ export const derivedInputs = {
   dataDir: text(
     'SLIPWAY_DATA_DIR',
     './.slipway',
-    'local state: the generated secrets key, the bootstrap key file, builds, artifacts, uploads (0700, the control plane\'s alone)',
+    "local state: the generated secrets key, the bootstrap key file, builds, artifacts, uploads (0700, the control plane's alone)",
   ),
 };

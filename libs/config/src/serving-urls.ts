@@ -25,7 +25,12 @@ export class ServingUrls {
       return;
     }
     // HTTPS once the edge has a certificate for the names: the operator's, or ACME's (never for localhost).
-    const tls = edge.httpsPort !== null && (edge.tlsCertFile !== undefined || (edge.acmeDirectoryUrl !== undefined && edge.appsDomain !== 'localhost' && !edge.appsDomain.endsWith('.localhost')));
+    const tls =
+      edge.httpsPort !== null &&
+      (edge.tlsCertFile !== undefined ||
+        (edge.acmeDirectoryUrl !== undefined &&
+          edge.appsDomain !== 'localhost' &&
+          !edge.appsDomain.endsWith('.localhost')));
     const scheme = tls ? 'https' : 'http';
     const port = edge.publicPort ?? (tls ? edge.httpsPort! : edge.httpPort);
     const suffix = `.${edge.appsDomain}${port === (tls ? 443 : 80) ? '' : `:${port}`}`;

@@ -17,6 +17,8 @@ describe('settings', () => {
   });
 
   it('refuse two declarations of one variable', () => {
-    expect(() => schemaKeysOf(group, { again: int('T_PORT', 1, 'the same variable again') })).toThrow('T_PORT is declared twice');
+    expect(() => schemaKeysOf(group, { again: int('T_PORT', 1, 'the same variable again') })).toThrow(
+      'T_PORT is declared twice',
+    );
   });
 });

@@ -55,20 +55,38 @@ export const num = (env: string, fallback: number, doc: string, bounds: Bounds =
   setting<number>(env, bounded(Joi.number(), bounds).default(fallback), doc, { shown: bounds.shown });
 
 /** A duration in milliseconds (at least 50). */
-export const ms = (env: string, fallback: number, doc: string, shown?: string): Setting<number> => int(env, fallback, doc, { min: 50, shown });
+export const ms = (env: string, fallback: number, doc: string, shown?: string): Setting<number> =>
+  int(env, fallback, doc, { min: 50, shown });
 
 /** A string with a default. */
-export const text = (env: string, fallback: string, doc: string): Setting<string> => setting<string>(env, Joi.string().default(fallback), doc);
+export const text = (env: string, fallback: string, doc: string): Setting<string> =>
+  setting<string>(env, Joi.string().default(fallback), doc);
 
 /** One of a few words. */
-export const oneOf = <const V extends string>(env: string, values: readonly V[], fallback: V, doc: string): Setting<V> =>
-  setting<V>(env, Joi.string().valid(...values).default(fallback), doc);
+export const oneOf = <const V extends string>(
+  env: string,
+  values: readonly V[],
+  fallback: V,
+  doc: string,
+): Setting<V> =>
+  setting<V>(
+    env,
+    Joi.string()
+      .valid(...values)
+      .default(fallback),
+    doc,
+  );
 
 /** An optional value: `undefined` when unset. */
-export const optional = <T = string>(env: string, rule: Joi.Schema, doc: string, shown?: string): Setting<T | undefined> =>
-  setting<T | undefined>(env, rule, doc, { shown });
+export const optional = <T = string>(
+  env: string,
+  rule: Joi.Schema,
+  doc: string,
+  shown?: string,
+): Setting<T | undefined> => setting<T | undefined>(env, rule, doc, { shown });
 
-const isSetting = (entry: Setting<unknown> | Group): entry is Setting<unknown> => typeof (entry as Setting<unknown>).env === 'string' && 'rule' in entry;
+const isSetting = (entry: Setting<unknown> | Group): entry is Setting<unknown> =>
+  typeof (entry as Setting<unknown>).env === 'string' && 'rule' in entry;
 
 /** Every setting of a group, depth first, in declaration order. */
 export function settingsOf(group: Group): Setting<unknown>[] {
@@ -88,6 +106,7 @@ export function schemaKeysOf(...groups: Group[]): Record<string, Joi.Schema> {
 /** A group's Config values from a validated environment. */
 export function valuesOf<G extends Group>(group: G, validated: Record<string, unknown>): ValuesOf<G> {
   const out: Record<string, unknown> = {};
-  for (const [key, entry] of Object.entries(group)) out[key] = isSetting(entry) ? entry.read(validated[entry.env]) : valuesOf(entry, validated);
+  for (const [key, entry] of Object.entries(group))
+    out[key] = isSetting(entry) ? entry.read(validated[entry.env]) : valuesOf(entry, validated);
   return out as ValuesOf<G>;
 }

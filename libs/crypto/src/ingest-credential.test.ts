@@ -1,7 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { API_KEY_PREFIX } from './api-key.js';
-import { ingestCredential, ingestCredentialDeployment, INGEST_CREDENTIAL_PREFIX, isIngestCredential } from './ingest-credential.js';
+import {
+  ingestCredential,
+  ingestCredentialDeployment,
+  INGEST_CREDENTIAL_PREFIX,
+  isIngestCredential,
+} from './ingest-credential.js';
 
 describe('trace-ingest credentials', () => {
   const key = randomBytes(32);
@@ -36,7 +41,15 @@ describe('trace-ingest credentials', () => {
     const other = randomUUID();
     const forged = credential.replace(deployment.replaceAll('-', ''), other.replaceAll('-', ''));
     expect(isIngestCredential(forged, [key], other)).toBe(false);
-    for (const bad of [undefined, '', INGEST_CREDENTIAL_PREFIX, credential.slice(0, -2), `${credential}A`, credential.replace(INGEST_CREDENTIAL_PREFIX, API_KEY_PREFIX), '\u0000'.repeat(40)]) {
+    for (const bad of [
+      undefined,
+      '',
+      INGEST_CREDENTIAL_PREFIX,
+      credential.slice(0, -2),
+      `${credential}A`,
+      credential.replace(INGEST_CREDENTIAL_PREFIX, API_KEY_PREFIX),
+      '\u0000'.repeat(40),
+    ]) {
       expect(isIngestCredential(bad, [key], deployment), String(bad)).toBe(false);
     }
   });

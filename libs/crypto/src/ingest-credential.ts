@@ -32,7 +32,11 @@ export function ingestCredentialDeployment(candidate: string | undefined): strin
  * Whether `candidate` is the deployment's credential under any of `secretsKeys` (the current
  * key and the rotated-out ones, so instances started before a rotation keep tracing).
  */
-export function isIngestCredential(candidate: string | undefined, secretsKeys: readonly Buffer[], deploymentId: string): boolean {
+export function isIngestCredential(
+  candidate: string | undefined,
+  secretsKeys: readonly Buffer[],
+  deploymentId: string,
+): boolean {
   if (ingestCredentialDeployment(candidate) !== deploymentId.toLowerCase()) return false;
   // After `slwt_`, the 32 hex digits of the id and `_` (the MAC's own alphabet has `_` in it).
   const given = Buffer.from(candidate!.slice(INGEST_CREDENTIAL_PREFIX.length + 33), 'base64url');

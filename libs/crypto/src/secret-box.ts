@@ -41,7 +41,13 @@ export class SecretBox {
     cipher.setAAD(Buffer.from(context, 'utf8'));
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     const tag = cipher.getAuthTag();
-    return [VERSION, this.currentId, iv.toString('base64url'), tag.toString('base64url'), ciphertext.toString('base64url')].join(':');
+    return [
+      VERSION,
+      this.currentId,
+      iv.toString('base64url'),
+      tag.toString('base64url'),
+      ciphertext.toString('base64url'),
+    ].join(':');
   }
 
   open(sealed: string, context = ''): string {

@@ -12,7 +12,11 @@ export interface CreateDataSourceOptions {
 }
 
 /** A DataSource over our entities and migrations. Schema changes only ever go through migrations. */
-export function createDataSource({ url, applicationName = 'slipway', poolSize = 10 }: CreateDataSourceOptions): DataSource {
+export function createDataSource({
+  url,
+  applicationName = 'slipway',
+  poolSize = 10,
+}: CreateDataSourceOptions): DataSource {
   const options: DataSourceOptions = {
     type: 'postgres',
     url,

@@ -53,28 +53,41 @@ export interface ProvisionedDatabase {
  * Idempotent: an existing role gets its password, attributes and limit reset, an existing
  * database its owner. Needs CREATEDB and CREATEROLE (or superuser) on the control-plane user.
  */
-export async function provisionDeploymentDatabase(url: string, name: string, password: string, options: DeploymentDatabaseOptions): Promise<ProvisionedDatabase> {
+export async function provisionDeploymentDatabase(
+  url: string,
+  name: string,
+  password: string,
+  options: DeploymentDatabaseOptions,
+): Promise<ProvisionedDatabase> {
   const client = await maintenanceClient(url);
   const role = pg.escapeIdentifier(name);
   let superuser = false;
   let hasTemplate = false;
   const templateName = options.template ?? DEPLOYMENT_TEMPLATE_DATABASE;
   try {
-    superuser = (await client.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_roles WHERE rolname = current_user')).rows[0]?.rolsuper === true;
+    superuser =
+      (await client.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_roles WHERE rolname = current_user')).rows[0]
+        ?.rolsuper === true;
     const { rowCount: hasRole } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
     const limit = `CONNECTION LIMIT ${Math.trunc(options.connectionLimit)}`;
     const literal = client.escapeLiteral(password);
     const alter = `ALTER ROLE ${role} WITH ${UNPRIVILEGED_ALTER} ${limit} PASSWORD ${literal}`;
-    await client.query(hasRole ? alter : `CREATE ROLE ${role} WITH ${UNPRIVILEGED} ${limit} PASSWORD ${literal}`).catch((err: { code?: string }) => {
-      if (err.code === '42710') return client.query(alter); // created meanwhile
-      if (err.code === '42501') {
-        throw new Error(`The control-plane database user may not create roles; grant it CREATEROLE so each deployment gets its own (${name}).`);
-      }
-      throw err;
-    });
+    await client
+      .query(hasRole ? alter : `CREATE ROLE ${role} WITH ${UNPRIVILEGED} ${limit} PASSWORD ${literal}`)
+      .catch((err: { code?: string }) => {
+        if (err.code === '42710') return client.query(alter); // created meanwhile
+        if (err.code === '42501') {
+          throw new Error(
+            `The control-plane database user may not create roles; grant it CREATEROLE so each deployment gets its own (${name}).`,
+          );
+        }
+        throw err;
+      });
     // PostgreSQL 15: only a member of a role may make it a database's owner (a superuser is all roles).
     if (!superuser) await client.query(`GRANT ${role} TO CURRENT_USER`);
-    hasTemplate = !!(await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [templateName])).rowCount;
+    hasTemplate = !!(
+      await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [templateName])
+    ).rowCount;
     const { rowCount: hasDb } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (!hasDb) {
       const template = hasTemplate ? ` TEMPLATE ${pg.escapeIdentifier(templateName)}` : '';
@@ -86,7 +99,8 @@ export async function provisionDeploymentDatabase(url: string, name: string, pas
     await client.query(`REVOKE ALL ON DATABASE ${role} FROM PUBLIC`);
     // Only databases this installation made: its own and its deployments' (the server may host others).
     const controlPlane = decodeURIComponent(new URL(url).pathname.slice(1));
-    if (controlPlane) await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${pg.escapeIdentifier(controlPlane)} FROM PUBLIC`);
+    if (controlPlane)
+      await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${pg.escapeIdentifier(controlPlane)} FROM PUBLIC`);
   } finally {
     await client.end();
   }
@@ -146,8 +160,15 @@ export async function copyDeploymentDatabase(url: string, from: string, to: stri
     PGCONNECT_TIMEOUT: '10',
   };
   const started = performance.now();
-  const dump = spawn('pg_dump', ['--format=custom', '--no-owner', '--no-acl', `--dbname=${from}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const restore = spawn('pg_restore', ['--clean', '--if-exists', '--no-owner', '--no-acl', '--exit-on-error', `--role=${to}`, `--dbname=${to}`], { env, stdio: ['pipe', 'ignore', 'pipe'] });
+  const dump = spawn('pg_dump', ['--format=custom', '--no-owner', '--no-acl', `--dbname=${from}`], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const restore = spawn(
+    'pg_restore',
+    ['--clean', '--if-exists', '--no-owner', '--no-acl', '--exit-on-error', `--role=${to}`, `--dbname=${to}`],
+    { env, stdio: ['pipe', 'ignore', 'pipe'] },
+  );
   let bytes = 0;
   dump.stdout.on('data', (c: Buffer) => (bytes += c.length));
   dump.stdout.pipe(restore.stdin);
@@ -160,8 +181,14 @@ export async function copyDeploymentDatabase(url: string, from: string, to: stri
       child.once('close', (code) => resolve(code));
     });
   const [dumped, restored] = await Promise.all([exited(dump), exited(restore)]);
-  if (dumped !== 0) throw new Error(`pg_dump of ${from} failed (${dumped === -1 ? 'pg_dump is not installed' : `exit ${dumped}`}): ${errors.dump.trim()}`);
-  if (restored !== 0) throw new Error(`pg_restore into ${to} failed (${restored === -1 ? 'pg_restore is not installed' : `exit ${restored}`}): ${errors.restore.trim()}`);
+  if (dumped !== 0)
+    throw new Error(
+      `pg_dump of ${from} failed (${dumped === -1 ? 'pg_dump is not installed' : `exit ${dumped}`}): ${errors.dump.trim()}`,
+    );
+  if (restored !== 0)
+    throw new Error(
+      `pg_restore into ${to} failed (${restored === -1 ? 'pg_restore is not installed' : `exit ${restored}`}): ${errors.restore.trim()}`,
+    );
   return { ms: Math.round(performance.now() - started), bytes };
 }
 
@@ -177,9 +204,14 @@ export async function pauseCopiedCrons(url: string, database: string): Promise<n
   const client = new pg.Client({ connectionString: target.toString() });
   await client.connect();
   try {
-    const { rows } = await client.query<{ crons: string | null }>(`SELECT to_regclass('slipway_agent_crons')::text AS crons`);
+    const { rows } = await client.query<{ crons: string | null }>(
+      `SELECT to_regclass('slipway_agent_crons')::text AS crons`,
+    );
     if (!rows[0]?.crons) return 0;
-    return (await client.query(`UPDATE slipway_agent_crons SET enabled = false, updated_at = now() WHERE enabled`)).rowCount ?? 0;
+    return (
+      (await client.query(`UPDATE slipway_agent_crons SET enabled = false, updated_at = now() WHERE enabled`))
+        .rowCount ?? 0
+    );
   } finally {
     await client.end();
   }

@@ -16,14 +16,19 @@ const cache = new WeakMap<DataSource, Map<string, EntityRows<unknown>>>();
  * TypeORM's query builder and its result transformer were a tenth of a read's CPU. Columns only
  * (no relations, no embedded entities).
  */
-export function entityRows<T extends ObjectLiteral>(dataSource: DataSource, target: EntityTarget<T>, alias: string): EntityRows<T> {
+export function entityRows<T extends ObjectLiteral>(
+  dataSource: DataSource,
+  target: EntityTarget<T>,
+  alias: string,
+): EntityRows<T> {
   const metadata = dataSource.getMetadata(target);
   const key = `${metadata.name}:${alias}`;
   let byKey = cache.get(dataSource);
   if (!byKey) cache.set(dataSource, (byKey = new Map()));
   const known = byKey.get(key);
   if (known) return known as EntityRows<T>;
-  if (metadata.embeddeds.length) throw new Error(`${metadata.name} has embedded entities, which entityRows does not read`);
+  if (metadata.embeddeds.length)
+    throw new Error(`${metadata.name} has embedded entities, which entityRows does not read`);
   const driver = dataSource.driver;
   const columns = metadata.columns.map((c) => ({ column: c, as: `${alias}_${c.databaseName}` }));
   const rows: EntityRows<T> = {

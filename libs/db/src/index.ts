@@ -20,8 +20,20 @@ export {
 } from './deployment-database.js';
 export * from './entities/index.js';
 export { MIGRATIONS } from './migrations/index.js';
-export { isDataException, isDatabaseUnavailable, isForeignKeyViolation, isRowRefused, isUniqueViolation, sqlStateOf } from './pg-errors.js';
-export { ApiKeyRepository, issueApiKey, type ApiKeyFilter, type IssueApiKeyInput } from './repositories/api-key.repository.js';
+export {
+  isDataException,
+  isDatabaseUnavailable,
+  isForeignKeyViolation,
+  isRowRefused,
+  isUniqueViolation,
+  sqlStateOf,
+} from './pg-errors.js';
+export {
+  ApiKeyRepository,
+  issueApiKey,
+  type ApiKeyFilter,
+  type IssueApiKeyInput,
+} from './repositories/api-key.repository.js';
 export { ping, releaseSessionLock, trySessionLock } from './connection.js';
 export {
   DEPLOYMENT_INTEGRATION_FK,
@@ -30,7 +42,11 @@ export {
   type CloneIntegration,
 } from './repositories/integration.repository.js';
 export { IdempotencyRepository, type StoredIdempotentResponse } from './repositories/idempotency.repository.js';
-export { LISTENER_COMPUTE_ID_UNIQUE, ListenerRepository, type ListenerChanges } from './repositories/listener.repository.js';
+export {
+  LISTENER_COMPUTE_ID_UNIQUE,
+  ListenerRepository,
+  type ListenerChanges,
+} from './repositories/listener.repository.js';
 export {
   OAUTH_PROVIDER_ID_UNIQUE,
   OAuthProviderRepository,
@@ -53,11 +69,35 @@ export { QuotaRepository, type QuotaOverrides } from './repositories/quota.repos
 export { UploadRepository, type UploadRecord, type UploadState } from './repositories/upload.repository.js';
 export { ProcessRuntimeRepository, type ServingState } from './repositories/process-runtime.repository.js';
 export { EDGE_ROUTES_CHANNEL, EdgeRouteRepository, type EdgeRoute } from './repositories/edge-route.repository.js';
-export { PreviewRepository, type FeedbackDue, type FeedbackState, type PreviewRequest, type PreviewRow } from './repositories/deployment-previews.js';
-export { DeploymentDomainRepository, stateOnceVerified, type DeploymentDomain, type DomainClaim, type DomainState } from './repositories/deployment-domain.repository.js';
+export {
+  PreviewRepository,
+  type FeedbackDue,
+  type FeedbackState,
+  type PreviewRequest,
+  type PreviewRow,
+} from './repositories/deployment-previews.js';
+export {
+  DeploymentDomainRepository,
+  stateOnceVerified,
+  type DeploymentDomain,
+  type DomainClaim,
+  type DomainState,
+} from './repositories/deployment-domain.repository.js';
 export { TracingProjectRepository } from './repositories/tracing-project.repository.js';
-export { DeploymentSlotsRepository, SLOT_LOW_WATER, SLOT_SLICE, type SlotClaim } from './repositories/deployment-slots.repository.js';
-export { DEPLOYMENT_LISTENER_FK, DEPLOYMENT_NAME_UNIQUE, DeploymentRepository, type DeploymentFilter, type DeploymentPatch, type InsertedDeployment } from './repositories/deployment.repository.js';
+export {
+  DeploymentSlotsRepository,
+  SLOT_LOW_WATER,
+  SLOT_SLICE,
+  type SlotClaim,
+} from './repositories/deployment-slots.repository.js';
+export {
+  DEPLOYMENT_LISTENER_FK,
+  DEPLOYMENT_NAME_UNIQUE,
+  DeploymentRepository,
+  type DeploymentFilter,
+  type DeploymentPatch,
+  type InsertedDeployment,
+} from './repositories/deployment.repository.js';
 export {
   TAG_KEY_UNIQUE,
   TAG_VALUE_UNIQUE,
@@ -72,7 +112,14 @@ export {
   type MetricsBucket,
   type MetricsStep,
 } from './repositories/deployment-metrics.repository.js';
-export { EVENTS_CHANNEL, EventRepository, publicEvent, type EventFilter, type PublicEvent, type StoredEvent } from './repositories/event.repository.js';
+export {
+  EVENTS_CHANNEL,
+  EventRepository,
+  publicEvent,
+  type EventFilter,
+  type PublicEvent,
+  type StoredEvent,
+} from './repositories/event.repository.js';
 export {
   DeploymentCredentialStore,
   type FrontKind,

@@ -51,7 +51,11 @@ export class PgNotifications {
    * Resolves when one of the channels carries a payload equal to its value (or accepted by its
    * predicate), after `ms`, or on abort: whichever comes first. The caller reads again in every case.
    */
-  wait(wanted: Record<string, string | ((payload: string) => boolean)>, ms: number, signal: AbortSignal): Promise<void> {
+  wait(
+    wanted: Record<string, string | ((payload: string) => boolean)>,
+    ms: number,
+    signal: AbortSignal,
+  ): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -60,7 +64,12 @@ export class PgNotifications {
         resolve();
       };
       const timer = setTimeout(done, ms);
-      const unsubscribers = Object.entries(wanted).map(([channel, value]) => this.subscribe(channel, (payload) => (typeof value === 'function' ? value(payload) : payload === value) && done()));
+      const unsubscribers = Object.entries(wanted).map(([channel, value]) =>
+        this.subscribe(
+          channel,
+          (payload) => (typeof value === 'function' ? value(payload) : payload === value) && done(),
+        ),
+      );
       signal.addEventListener('abort', done);
       if (signal.aborted) done();
     });

@@ -70,5 +70,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const { code } = pgFields(err);
   if (code && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08') || /^57P0[1-3]$/.test(code))) return true;
   const message = (err as Error)?.message ?? '';
-  return /Connection terminated|timeout exceeded when trying to connect|Connection refused|connect ECONNREFUSED|Driver not Connected/i.test(message);
+  return /Connection terminated|timeout exceeded when trying to connect|Connection refused|connect ECONNREFUSED|Driver not Connected/i.test(
+    message,
+  );
 }

@@ -10,7 +10,11 @@ interface PgClient {
  * Runs raw SQL and returns its rows. TypeORM's postgres driver answers UPDATE/DELETE … RETURNING
  * with `[rows, rowCount]` but SELECT with `rows`; this hides the difference.
  */
-export async function queryRows<T = Record<string, any>>(manager: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
+export async function queryRows<T = Record<string, any>>(
+  manager: EntityManager,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const result: unknown = await manager.query(sql, params);
   if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') {
     return result[0] as T[];
@@ -26,7 +30,11 @@ export async function queryRows<T = Record<string, any>>(manager: EntityManager,
  * writes, its values all parameters): each connection keeps every text it prepared. Runs in
  * `manager`'s transaction, if it has one.
  */
-export async function preparedRows<T = Record<string, any>>(manager: EntityManager, text: string, params: unknown[]): Promise<T[]> {
+export async function preparedRows<T = Record<string, any>>(
+  manager: EntityManager,
+  text: string,
+  params: unknown[],
+): Promise<T[]> {
   const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
   try {
     const client = (await runner.connect()) as PgClient;

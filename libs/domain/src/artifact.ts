@@ -20,9 +20,7 @@ export interface ArtifactManifest {
   revision_id: string;
   /** The commit built (repohost), or null (uploaded tarball). */
   commit: string | null;
-  source:
-    | { type: 'repohost'; repo_url: string; ref: string | null }
-    | { type: 'upload'; object_path: string };
+  source: { type: 'repohost'; repo_url: string; ref: string | null } | { type: 'upload'; object_path: string };
   /** Path of the graph config file, relative to `app/`; null for a plain app that has none. */
   graph_config_path: string | null;
   /** Graph name → import string, relative to `start.cwd` (none for a plain app). */

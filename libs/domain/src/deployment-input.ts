@@ -3,10 +3,21 @@
  * what a request must and must not carry for its source, within the operator's ceilings. Each
  * validator returns every problem it finds as the api's 422 lists them, none when valid.
  */
-import { isImageSource, isSelfHosted, type DeploymentSource, type DeploymentType, type SecretEntry } from './deployment-rules.js';
+import {
+  isImageSource,
+  isSelfHosted,
+  type DeploymentSource,
+  type DeploymentType,
+  type SecretEntry,
+} from './deployment-rules.js';
 import { bodyProblem, valueError, resourceSpecProblem, type InputProblem } from './input-problems.js';
 import { pullSecretProblems } from './pull-secrets.js';
-import { resourceSpecInputProblems, type ResourceCeilings, type ResourceSpec, type ResourceSpecInput } from './resource-spec.js';
+import {
+  resourceSpecInputProblems,
+  type ResourceCeilings,
+  type ResourceSpec,
+  type ResourceSpecInput,
+} from './resource-spec.js';
 
 /** The fields of a create body these rules read (its schema has checked their types). */
 export interface DeploymentCreateInput {
@@ -55,7 +66,11 @@ function sourceFieldProblems(source: DeploymentSource, body: DeploymentCreateInp
   const onlyRepohost = () => {
     forbidden(['source_config', 'integration_id'], sc.integration_id, 'is only for repohost deployments');
     forbidden(['source_config', 'repo_url'], sc.repo_url, 'is only for repohost deployments');
-    forbidden(['source_config', 'previews'], sc.previews, 'is only for repohost deployments (a preview builds a pull request)');
+    forbidden(
+      ['source_config', 'previews'],
+      sc.previews,
+      'is only for repohost deployments (a preview builds a pull request)',
+    );
   };
   if (source === 'repohost') {
     required(['source_config', 'integration_id'], sc.integration_id, 'for repohost deployments');
@@ -70,11 +85,18 @@ function sourceFieldProblems(source: DeploymentSource, body: DeploymentCreateInp
     // Neither an integration nor a repository (C4), nor a listener.
     forbidden(['source_config', 'listener_id'], sc.listener_id, 'is only for external_container deployments');
     onlyRepohost();
-    const imageWhy = source === 'internal_docker' ? 'is set by a PATCH after pushing the image (POST /v2/deployments/{id}/push-token)' : 'is only for external_container deployments';
+    const imageWhy =
+      source === 'internal_docker'
+        ? 'is set by a PATCH after pushing the image (POST /v2/deployments/{id}/push-token)'
+        : 'is only for external_container deployments';
     forbidden(IMAGE_URI, src.image_uri, imageWhy);
   }
   // An upload belongs to a deployment, so none can exist yet: a path here could only be guessed (C10).
-  forbidden(['source_revision_config', 'source_tarball_path'], src.source_tarball_path, 'is set by a PATCH after uploading through POST /v2/deployments/{id}/upload-url');
+  forbidden(
+    ['source_revision_config', 'source_tarball_path'],
+    src.source_tarball_path,
+    'is set by a PATCH after uploading through POST /v2/deployments/{id}/upload-url',
+  );
   return problems;
 }
 
@@ -82,10 +104,18 @@ function sourceFieldProblems(source: DeploymentSource, body: DeploymentCreateInp
  * Every problem of a create body at once (docs/api.md, Errors), in this order: its deployment
  * type, its resource_spec against defaults and `ceilings`, then its source fields.
  */
-export function createDeploymentProblems(source: DeploymentSource, body: DeploymentCreateInput, ceilings: ResourceCeilings): InputProblem[] {
+export function createDeploymentProblems(
+  source: DeploymentSource,
+  body: DeploymentCreateInput,
+  ceilings: ResourceCeilings,
+): InputProblem[] {
   return [
     ...deploymentTypeProblems(source, body),
-    ...resourceSpecInputProblems((body.source_config.resource_spec ?? {}) as ResourceSpecInput, createDeploymentType(source, body), ceilings),
+    ...resourceSpecInputProblems(
+      (body.source_config.resource_spec ?? {}) as ResourceSpecInput,
+      createDeploymentType(source, body),
+      ceilings,
+    ),
     ...sourceFieldProblems(source, body),
   ];
 }

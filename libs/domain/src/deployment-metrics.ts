@@ -5,7 +5,16 @@
  */
 
 /** Counters of a bucket: summed when buckets are merged or a window is totalled. */
-export const METRIC_COUNTERS = ['requests', 'errors_4xx', 'errors_5xx', 'restarts', 'oom_kills', 'runs_started', 'runs_succeeded', 'runs_failed'] as const;
+export const METRIC_COUNTERS = [
+  'requests',
+  'errors_4xx',
+  'errors_5xx',
+  'restarts',
+  'oom_kills',
+  'runs_started',
+  'runs_succeeded',
+  'runs_failed',
+] as const;
 /** Per-bucket figures of requests or runs (milliseconds): averaged over a step, weighted by their count. */
 export const METRIC_LATENCIES = ['latency_p50_ms', 'latency_p95_ms', 'latency_p99_ms', 'run_duration_p50_ms'] as const;
 /** Samples of the deployment's instances together: CPU averaged over a step, memory at its highest. */

@@ -28,7 +28,8 @@ export const sourceName = (source: DeploymentSource, names: 'canonical' | 'hoste
   names === 'hosted' ? HOSTED_SOURCE_NAMES[source] : source;
 
 /** Sources whose revisions run an image (no build): pulled from elsewhere, or pushed to the built-in registry. */
-export const isImageSource = (source: DeploymentSource): boolean => source === 'external_container' || source === 'internal_docker';
+export const isImageSource = (source: DeploymentSource): boolean =>
+  source === 'external_container' || source === 'internal_docker';
 
 export function canonicalSource(value: string): DeploymentSource | undefined {
   if ((DEPLOYMENT_SOURCES as readonly string[]).includes(value)) return value as DeploymentSource;
@@ -57,7 +58,10 @@ export interface SecretEntry {
  * entry whose value is the mask keeps the stored value of that name (GET → edit → PATCH works).
  * Returns the names masked but not stored, which the caller must refuse.
  */
-export function mergeSecrets(stored: readonly SecretEntry[], incoming: readonly SecretEntry[]): { secrets: SecretEntry[]; unknownMasked: string[] } {
+export function mergeSecrets(
+  stored: readonly SecretEntry[],
+  incoming: readonly SecretEntry[],
+): { secrets: SecretEntry[]; unknownMasked: string[] } {
   const byName = new Map(stored.map((s) => [s.name, s.value]));
   const unknownMasked: string[] = [];
   const secrets = incoming.map(({ name, value }) => {
@@ -82,7 +86,8 @@ export interface DeploymentPatchShape {
  */
 export function patchCreatesRevision(patch: DeploymentPatchShape): boolean {
   if (patch.secrets != null) return true;
-  if (patch.source_revision_config && Object.values(patch.source_revision_config).some((v: unknown) => v != null)) return true;
+  if (patch.source_revision_config && Object.values(patch.source_revision_config).some((v: unknown) => v != null))
+    return true;
   return patch.source_config?.resource_spec != null || patch.source_config?.tracing != null;
 }
 

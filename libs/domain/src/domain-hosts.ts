@@ -33,7 +33,8 @@ export function domainHost(input: string): string | null {
  */
 export function reservedHostReason(host: string, appsDomain: string, reserved: readonly string[]): string | null {
   if (host === 'localhost' || host.endsWith('.localhost')) return `'${host}' is a name of the machine itself`;
-  if (host === appsDomain || host.endsWith(`.${appsDomain}`)) return `'${host}' is under the apps domain (${appsDomain}), where deployments answer by name`;
+  if (host === appsDomain || host.endsWith(`.${appsDomain}`))
+    return `'${host}' is under the apps domain (${appsDomain}), where deployments answer by name`;
   if (reserved.includes(host)) return `'${host}' is the control plane's own host`;
   return null;
 }

@@ -34,7 +34,12 @@ describe('graph config (langgraph.json)', () => {
   });
 
   it('lists every problem, each naming its key', () => {
-    const problems = problemsOf({ graphs: { agent: 'no-export-here', ok: 'a.js:g', bad: 3 }, node_version: '18', dependencies: 'x', env: 5 });
+    const problems = problemsOf({
+      graphs: { agent: 'no-export-here', ok: 'a.js:g', bad: 3 },
+      node_version: '18',
+      dependencies: 'x',
+      env: 5,
+    });
     expect(problems).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/"graphs\.agent" must be an import string '<file>:<export>'/),
@@ -60,6 +65,8 @@ describe('graph config (langgraph.json)', () => {
   });
 
   it('says so when the file is not JSON', () => {
-    expect(() => parseGraphConfig('{"graphs": ', 'langgraph.json')).toThrow(/^Graph config file 'langgraph\.json' is not valid JSON \(/);
+    expect(() => parseGraphConfig('{"graphs": ', 'langgraph.json')).toThrow(
+      /^Graph config file 'langgraph\.json' is not valid JSON \(/,
+    );
   });
 });

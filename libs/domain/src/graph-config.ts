@@ -14,7 +14,9 @@ const schema = Joi.object({
       Joi.string(),
       Joi.alternatives()
         .try(importString, Joi.object({ path: importString.required(), description: Joi.string() }).unknown(true))
-        .messages({ 'alternatives.types': `{{#label}} must be an import string '<file>:<export>' or an object with a 'path'` }),
+        .messages({
+          'alternatives.types': `{{#label}} must be an import string '<file>:<export>' or an object with a 'path'`,
+        }),
     )
     .min(1)
     .required()
@@ -29,7 +31,9 @@ const schema = Joi.object({
   // A number (`20`) is what people write too; it means the same.
   node_version: Joi.alternatives()
     .try(Joi.string().valid(...GRAPH_NODE_VERSIONS), Joi.number().valid(...GRAPH_NODE_VERSIONS.map(Number)))
-    .messages({ 'alternatives.match': `{{#label}} must be one of ${GRAPH_NODE_VERSIONS.map((v) => `"${v}"`).join(', ')}` }),
+    .messages({
+      'alternatives.match': `{{#label}} must be one of ${GRAPH_NODE_VERSIONS.map((v) => `"${v}"`).join(', ')}`,
+    }),
   python_version: Joi.string(),
   dockerfile_lines: Joi.array().items(Joi.string()),
   docker_compose_file: Joi.string(),
@@ -74,7 +78,10 @@ export function validateGraphConfig(input: unknown, fileName = 'langgraph.json')
     throw new GraphConfigError(`Graph config file '${fileName}' is invalid: ${problems.join('; ')}.`, problems);
   }
   const graphs = Object.fromEntries(
-    Object.entries(value.graphs as Record<string, string | { path: string }>).map(([name, g]) => [name, typeof g === 'string' ? g : g.path]),
+    Object.entries(value.graphs as Record<string, string | { path: string }>).map(([name, g]) => [
+      name,
+      typeof g === 'string' ? g : g.path,
+    ]),
   );
   const config: GraphConfig = { ...value, graphs };
   if (value.node_version !== undefined) config.node_version = String(value.node_version);

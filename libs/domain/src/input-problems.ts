@@ -34,10 +34,15 @@ export function refuseInvalid(problems: readonly InputProblem[]): void {
 }
 
 /** A problem of the request body at `loc` (below `body`). */
-export const bodyProblem = (loc: ReadonlyArray<string | number>, type: string, msg: string): InputProblem => ({ loc: ['body', ...loc], msg, type });
+export const bodyProblem = (loc: ReadonlyArray<string | number>, type: string, msg: string): InputProblem => ({
+  loc: ['body', ...loc],
+  msg,
+  type,
+});
 
 /** pydantic's `value_error`: a rule of the field's own refused the value, said in `why`. */
-export const valueError = (loc: ReadonlyArray<string | number>, why: string): InputProblem => bodyProblem(loc, 'value_error', `Value error, ${why}`);
+export const valueError = (loc: ReadonlyArray<string | number>, why: string): InputProblem =>
+  bodyProblem(loc, 'value_error', `Value error, ${why}`);
 
 /** Where a deployment's resource_spec sits in a create or PATCH body. */
 export const RESOURCE_SPEC_LOC = ['source_config', 'resource_spec'] as const;

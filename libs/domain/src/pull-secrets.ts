@@ -18,11 +18,17 @@ export interface PullSecretProblem {
   message: string;
 }
 
-type Parsed = { kind: 'any'; credential: RegistryCredential } | { kind: 'hosts'; auths: Map<string, RegistryCredential> };
+type Parsed =
+  | { kind: 'any'; credential: RegistryCredential }
+  | { kind: 'hosts'; auths: Map<string, RegistryCredential> };
 
 /** Docker Hub's aliases are one registry; a key may carry a scheme or path (`https://index.docker.io/v1/`). */
 function registryKey(host: string): string {
-  const bare = host.trim().toLowerCase().replace(/^[a-z]+:\/\//, '').replace(/\/.*$/, '');
+  const bare = host
+    .trim()
+    .toLowerCase()
+    .replace(/^[a-z]+:\/\//, '')
+    .replace(/\/.*$/, '');
   return ['index.docker.io', 'registry-1.docker.io', 'registry.hub.docker.com'].includes(bare) ? 'docker.io' : bare;
 }
 
@@ -57,7 +63,8 @@ function parsePullSecret(value: string): Parsed | string {
     const map = new Map<string, RegistryCredential>();
     for (const [host, entry] of Object.entries(auths)) {
       const credential = userPassword(entry);
-      if (!credential) return `has no usable "auth" or "username"/"password" for ${JSON.stringify(host.slice(0, 100))} in "auths"`;
+      if (!credential)
+        return `has no usable "auth" or "username"/"password" for ${JSON.stringify(host.slice(0, 100))} in "auths"`;
       map.set(registryKey(host), credential);
     }
     return { kind: 'hosts', auths: map };
@@ -70,7 +77,10 @@ function parsePullSecret(value: string): Parsed | string {
  * What is wrong with `refs` given the deployment's `secrets`: a name no secret has, or a value
  * in neither format. Empty when every named secret can be used.
  */
-export function pullSecretProblems(refs: ReadonlyArray<{ name: string }>, secrets: readonly SecretEntry[]): PullSecretProblem[] {
+export function pullSecretProblems(
+  refs: ReadonlyArray<{ name: string }>,
+  secrets: readonly SecretEntry[],
+): PullSecretProblem[] {
   const problems: PullSecretProblem[] = [];
   refs.forEach(({ name }, index) => {
     const secret = secrets.find((s) => s.name === name);
@@ -89,7 +99,11 @@ export function pullSecretProblems(refs: ReadonlyArray<{ name: string }>, secret
  * registry (the pull is anonymous, as Kubernetes ignores pull secrets of other registries).
  * Throws the first problem of `pullSecretProblems`.
  */
-export function pullCredential(refs: ReadonlyArray<{ name: string }>, secrets: readonly SecretEntry[], registry: string): RegistryCredential | null {
+export function pullCredential(
+  refs: ReadonlyArray<{ name: string }>,
+  secrets: readonly SecretEntry[],
+  registry: string,
+): RegistryCredential | null {
   const [problem] = pullSecretProblems(refs, secrets);
   if (problem) throw new Error(`resource_spec.image_pull_secrets[${problem.index}].name: ${problem.message}.`);
   const key = registryKey(registry);

@@ -60,10 +60,12 @@ export class QuotaExceededError extends AppError {
 export function assertScaleWithin({ minScale, maxScale }: Quotas, spec: ResourceSpec): void {
   for (const field of ['min_scale', 'queue_min_scale'] as const) {
     const value = spec[field];
-    if (typeof value === 'number' && value > minScale) throw new QuotaExceededError('minScale', minScale, `resource_spec.${field} is ${value}`);
+    if (typeof value === 'number' && value > minScale)
+      throw new QuotaExceededError('minScale', minScale, `resource_spec.${field} is ${value}`);
   }
   for (const field of ['max_scale', 'queue_max_scale'] as const) {
     const value = spec[field];
-    if (typeof value === 'number' && value > maxScale) throw new QuotaExceededError('maxScale', maxScale, `resource_spec.${field} is ${value}`);
+    if (typeof value === 'number' && value > maxScale)
+      throw new QuotaExceededError('maxScale', maxScale, `resource_spec.${field} is ${value}`);
   }
 }

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { RESOURCE_SPEC_BOUNDS, capResourceSpec, resolveResourceSpec, resolveResourceSpecWithin, resourceSpecInputProblems, resourceSpecProblems, type ResourceCeilings } from './resource-spec.js';
+import {
+  RESOURCE_SPEC_BOUNDS,
+  capResourceSpec,
+  resolveResourceSpec,
+  resolveResourceSpecWithin,
+  resourceSpecInputProblems,
+  resourceSpecProblems,
+  type ResourceCeilings,
+} from './resource-spec.js';
 
 describe('resolveResourceSpec: queue workers', () => {
   it('are off unless queue_min_scale is given, and the queue sizes follow the API ones', () => {
@@ -15,7 +23,10 @@ describe('resolveResourceSpec: queue workers', () => {
   it('follow queue_enabled when it is given: a spec read back and sent again keeps its mode', () => {
     const readBack = resolveResourceSpec({}, 'prod');
     expect(resolveResourceSpec(readBack, 'prod')).toEqual(readBack);
-    expect(resolveResourceSpec({ queue_enabled: true }, 'dev')).toMatchObject({ queue_enabled: true, queue_min_scale: 1 });
+    expect(resolveResourceSpec({ queue_enabled: true }, 'dev')).toMatchObject({
+      queue_enabled: true,
+      queue_min_scale: 1,
+    });
   });
 });
 
@@ -39,7 +50,13 @@ describe('resource_spec of a create or PATCH', () => {
   });
 
   it('refuses a value given above its ceiling, naming the ceiling', () => {
-    expect(resourceSpecInputProblems({ memory_mb: 5000, memory_limit_mb: 6000, cpu: 1, db_storage_gi: 60, db_max_connections: 100 }, 'dev', CEILINGS)).toEqual([
+    expect(
+      resourceSpecInputProblems(
+        { memory_mb: 5000, memory_limit_mb: 6000, cpu: 1, db_storage_gi: 60, db_max_connections: 100 },
+        'dev',
+        CEILINGS,
+      ),
+    ).toEqual([
       {
         loc: specLoc('memory_mb'),
         msg: "Input should be less than or equal to 4096 (the server's ceiling SLIPWAY_MAX_MEMORY_MB; memory_mb is 5000)",
@@ -56,21 +73,37 @@ describe('resource_spec of a create or PATCH', () => {
         type: 'less_than_equal',
       },
     ]);
-    expect(capResourceSpec({ cpu: 8 }, resolveResourceSpec({ cpu: 8 }, 'dev'), CEILINGS).problems.map((p) => p.loc.at(-1))).toEqual(['cpu']);
+    expect(
+      capResourceSpec({ cpu: 8 }, resolveResourceSpec({ cpu: 8 }, 'dev'), CEILINGS).problems.map((p) => p.loc.at(-1)),
+    ).toEqual(['cpu']);
   });
 
   it('refuses a request above its limit and a minimum above its maximum, after defaults', () => {
-    expect(resourceSpecInputProblems({ min_scale: 3, max_scale: 2, cpu: 2, cpu_limit: 1, queue_min_scale: 4, queue_max_scale: 1 }, 'dev', CEILINGS)).toEqual([
+    expect(
+      resourceSpecInputProblems(
+        { min_scale: 3, max_scale: 2, cpu: 2, cpu_limit: 1, queue_min_scale: 4, queue_max_scale: 1 },
+        'dev',
+        CEILINGS,
+      ),
+    ).toEqual([
       { loc: specLoc('min_scale'), msg: 'Value error, min_scale must not exceed max_scale', type: 'value_error' },
-      { loc: specLoc('queue_min_scale'), msg: 'Value error, queue_min_scale must not exceed queue_max_scale', type: 'value_error' },
+      {
+        loc: specLoc('queue_min_scale'),
+        msg: 'Value error, queue_min_scale must not exceed queue_max_scale',
+        type: 'value_error',
+      },
       { loc: specLoc('cpu'), msg: 'Value error, cpu must not exceed cpu_limit', type: 'value_error' },
     ]);
     // Every `<x>_limit` bounds its `<x>`, every `<x>max_scale` its `<x>min_scale`.
-    const limits = Object.keys(resolveResourceSpec({}, 'dev')).filter((f) => f.endsWith('_limit') || f.endsWith('_limit_mb') || f.endsWith('max_scale'));
+    const limits = Object.keys(resolveResourceSpec({}, 'dev')).filter(
+      (f) => f.endsWith('_limit') || f.endsWith('_limit_mb') || f.endsWith('max_scale'),
+    );
     expect(RESOURCE_SPEC_BOUNDS.map(([, high]) => high).sort()).toEqual(limits.sort());
     for (const [low, high] of RESOURCE_SPEC_BOUNDS) {
       const spec = { ...resolveResourceSpec({}, 'dev'), [low]: 2, [high]: 1 };
-      expect(resourceSpecProblems(spec), low).toEqual([{ loc: specLoc(low), msg: `Value error, ${low} must not exceed ${high}`, type: 'value_error' }]);
+      expect(resourceSpecProblems(spec), low).toEqual([
+        { loc: specLoc(low), msg: `Value error, ${low} must not exceed ${high}`, type: 'value_error' },
+      ]);
     }
   });
 

@@ -127,8 +127,8 @@ export const RESOURCE_SPEC_BOUNDS: ReadonlyArray<readonly [low: keyof ResourceSp
 
 /** Request ≤ limit and min ≤ max, after defaults: a `value_error` naming the lower field of each pair out of order. */
 export function resourceSpecProblems(spec: ResourceSpec): InputProblem[] {
-  return RESOURCE_SPEC_BOUNDS.filter(([low, high]) => (spec[low] as number) > (spec[high] as number)).map(([low, high]) =>
-    resourceSpecProblem([low], 'value_error', `Value error, ${low} must not exceed ${high}`),
+  return RESOURCE_SPEC_BOUNDS.filter(([low, high]) => (spec[low] as number) > (spec[high] as number)).map(
+    ([low, high]) => resourceSpecProblem([low], 'value_error', `Value error, ${low} must not exceed ${high}`),
   );
 }
 
@@ -165,7 +165,16 @@ const CEILING_FIELDS: Readonly<Record<keyof ResourceCeilings, ReadonlyArray<keyo
     'db_memory_mb',
     'db_memory_limit_mb',
   ],
-  cpu: ['cpu', 'cpu_limit', 'queue_cpu', 'queue_cpu_limit', 'orchestrator_cpu', 'orchestrator_cpu_limit', 'db_cpu', 'db_cpu_limit'],
+  cpu: [
+    'cpu',
+    'cpu_limit',
+    'queue_cpu',
+    'queue_cpu_limit',
+    'orchestrator_cpu',
+    'orchestrator_cpu_limit',
+    'db_cpu',
+    'db_cpu_limit',
+  ],
   diskGi: ['db_storage_gi'],
   dbConnections: ['db_max_connections'],
 };
@@ -176,28 +185,49 @@ const CEILING_FIELDS: Readonly<Record<keyof ResourceCeilings, ReadonlyArray<keyo
  * ceiling never refuses what nobody asked for; a value the caller gave above its ceiling is a
  * `less_than_equal` problem naming the ceiling.
  */
-export function capResourceSpec(input: ResourceSpecInput, spec: ResourceSpec, ceilings: ResourceCeilings): { spec: ResourceSpec; problems: InputProblem[] } {
+export function capResourceSpec(
+  input: ResourceSpecInput,
+  spec: ResourceSpec,
+  ceilings: ResourceCeilings,
+): { spec: ResourceSpec; problems: InputProblem[] } {
   const capped: Record<string, unknown> = { ...spec };
   const problems: InputProblem[] = [];
-  for (const [name, fields] of Object.entries(CEILING_FIELDS) as Array<[keyof ResourceCeilings, Array<keyof ResourceSpec>]>) {
+  for (const [name, fields] of Object.entries(CEILING_FIELDS) as Array<
+    [keyof ResourceCeilings, Array<keyof ResourceSpec>]
+  >) {
     const ceiling = ceilings[name];
     for (const field of fields) {
       const value = spec[field] as number;
       if (value <= ceiling) continue;
       if (input[field] == null) capped[field] = ceiling;
-      else problems.push(resourceSpecProblem([field], 'less_than_equal', `Input should be less than or equal to ${ceiling} (the server's ceiling ${CEILING_VARIABLES[name]}; ${field} is ${value})`));
+      else
+        problems.push(
+          resourceSpecProblem(
+            [field],
+            'less_than_equal',
+            `Input should be less than or equal to ${ceiling} (the server's ceiling ${CEILING_VARIABLES[name]}; ${field} is ${value})`,
+          ),
+        );
     }
   }
   return { spec: capped as unknown as ResourceSpec, problems };
 }
 
 /** The spec a create or PATCH asks for: every default filled in, within the operator's ceilings. */
-export function resolveResourceSpecWithin(input: ResourceSpecInput, type: DeploymentType | null, ceilings: ResourceCeilings): ResourceSpec {
+export function resolveResourceSpecWithin(
+  input: ResourceSpecInput,
+  type: DeploymentType | null,
+  ceilings: ResourceCeilings,
+): ResourceSpec {
   return capResourceSpec(input, resolveResourceSpec(input, type), ceilings).spec;
 }
 
 /** What is wrong with a resource_spec of a create or PATCH: values above a ceiling, then requests above limits and minimums above maximums. */
-export function resourceSpecInputProblems(input: ResourceSpecInput, type: DeploymentType | null, ceilings: ResourceCeilings): InputProblem[] {
+export function resourceSpecInputProblems(
+  input: ResourceSpecInput,
+  type: DeploymentType | null,
+  ceilings: ResourceCeilings,
+): InputProblem[] {
   const { spec, problems } = capResourceSpec(input, resolveResourceSpec(input, type), ceilings);
   return [...problems, ...resourceSpecProblems(spec)];
 }

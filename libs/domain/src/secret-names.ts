@@ -8,7 +8,15 @@
  *   with the instance's environment, so these would run code of the app's choosing there.
  * - What npm sets for the scripts it runs, which would silently replace the secret's value.
  */
-export const RUNTIME_ENV_NAMES: readonly string[] = ['PATH', 'HOME', 'TMPDIR', 'PORT', 'DATABASE_URI', 'REDIS_URI', 'REDIS_PREFIX'];
+export const RUNTIME_ENV_NAMES: readonly string[] = [
+  'PATH',
+  'HOME',
+  'TMPDIR',
+  'PORT',
+  'DATABASE_URI',
+  'REDIS_URI',
+  'REDIS_PREFIX',
+];
 
 /** Loader and interpreter variables (see above); every `LD_*` and `BASH_FUNC_*` too. */
 export const LOADER_ENV_NAMES: readonly string[] = [
@@ -62,7 +70,8 @@ export function isLoaderEnvName(name: string): boolean {
 /** Why a secret may not be called `name`, said for the caller; null when it may. */
 export function reservedSecretNameReason(name: string): string | null {
   if (runtimeNames.has(name)) return 'the runtime sets it for every instance and build step';
-  if (isLoaderEnvName(name)) return "it would change how programs load before the app's code runs, and subvert the sandbox";
+  if (isLoaderEnvName(name))
+    return "it would change how programs load before the app's code runs, and subvert the sandbox";
   if (npmNames.has(name) || NPM_ENV_PREFIXES.some((p) => name.startsWith(p))) {
     return "npm sets it for the scripts it runs (`npm run start`, build steps), so the app would see npm's value, not this one";
   }

@@ -26,7 +26,9 @@ describe('revision status machine', () => {
   });
 
   it('allows interruption from every non-terminal status', () => {
-    expect(revisionSourcesOf('INTERRUPTED').sort()).toEqual(REVISION_STATUSES.filter((s) => !REVISION_TERMINAL.has(s)).sort());
+    expect(revisionSourcesOf('INTERRUPTED').sort()).toEqual(
+      REVISION_STATUSES.filter((s) => !REVISION_TERMINAL.has(s)).sort(),
+    );
   });
 
   it('follows the contract order for a build', () => {

@@ -82,7 +82,11 @@ export interface CatalogEntry<N extends JobName> {
 export const WEBHOOK_ATTEMPTS = 15;
 
 const requestId = Joi.string().max(128);
-const revisionJob = Joi.object({ revisionId: Joi.string().guid().required(), attempt: Joi.number().integer().min(0).required(), requestId });
+const revisionJob = Joi.object({
+  revisionId: Joi.string().guid().required(),
+  attempt: Joi.number().integer().min(0).required(),
+  requestId,
+});
 const deploymentJob = Joi.object({ deploymentId: Joi.string().guid().required(), requestId });
 
 /**
@@ -164,4 +168,6 @@ export function jobsOf(queue: QueueName): JobName[] {
 }
 
 /** The jobs whose hand-off moves their revision on (the catalog's `handOff` entries). */
-export const HAND_OFF_JOBS: readonly JobName[] = (Object.keys(JOB_CATALOG) as JobName[]).filter((n) => JOB_CATALOG[n].handOff);
+export const HAND_OFF_JOBS: readonly JobName[] = (Object.keys(JOB_CATALOG) as JobName[]).filter(
+  (n) => JOB_CATALOG[n].handOff,
+);

@@ -48,7 +48,12 @@ export function createQueues(connection: Redis, prefix: string, log: Logger): Qu
     queue.on('error', (err) => log.warn({ err, queue: name }, 'queue error'));
     return queue;
   };
-  return { builds: make(QUEUES.builds), rollouts: make(QUEUES.rollouts), maintenance: make(QUEUES.maintenance), webhooks: make(QUEUES.webhooks) };
+  return {
+    builds: make(QUEUES.builds),
+    rollouts: make(QUEUES.rollouts),
+    maintenance: make(QUEUES.maintenance),
+    webhooks: make(QUEUES.webhooks),
+  };
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {

@@ -26,7 +26,12 @@ export function outboxJob<N extends JobName>(name: N, payload: JobPayloads[N], o
  * Records a job in the outbox, inside the caller's transaction: the job exists exactly when the
  * business rows that call for it commit. The relay hands it to BullMQ later.
  */
-export function enqueueInOutbox<N extends JobName>(manager: EntityManager, name: N, payload: JobPayloads[N], options: OutboxOptions = {}): Promise<void> {
+export function enqueueInOutbox<N extends JobName>(
+  manager: EntityManager,
+  name: N,
+  payload: JobPayloads[N],
+  options: OutboxOptions = {},
+): Promise<void> {
   return enqueueAllInOutbox(manager, [outboxJob(name, payload, options)]);
 }
 
@@ -49,7 +54,13 @@ export function outboxInsert(jobs: readonly OutboxJob[], paramOffset = 0): { sql
   const params: unknown[] = [];
   const rows = jobs.map((job) => {
     const entry = JOB_CATALOG[job.name];
-    params.push(entry.queue, job.name, (entry.jobId as (p: unknown) => string)(job.payload), JSON.stringify(job.payload), job.delayMs);
+    params.push(
+      entry.queue,
+      job.name,
+      (entry.jobId as (p: unknown) => string)(job.payload),
+      JSON.stringify(job.payload),
+      job.delayMs,
+    );
     const at = paramOffset + params.length - 5;
     return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5})`;
   });

@@ -18,7 +18,10 @@ interface OutboxRow {
  * Called in the relay's transaction just before a batch of jobs goes to Redis (e.g. CREATING →
  * AWAITING_BUILD); rolled back if Redis refuses them.
  */
-export type HandOffHook = (manager: EntityManager, jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>) => Promise<void>;
+export type HandOffHook = (
+  manager: EntityManager,
+  jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>,
+) => Promise<void>;
 
 export interface RelayOptions {
   /** Rows per batch when there is no backlog (a wake-up's few rows go out at once). */
@@ -170,9 +173,13 @@ export class OutboxRelay {
   };
 
   /** The producer connection the queues share (they are all made on one), if it is an ioredis client. */
-  private redis(): { on: (event: 'ready', fn: () => void) => unknown; off: (event: 'ready', fn: () => void) => unknown } | undefined {
+  private redis():
+    | { on: (event: 'ready', fn: () => void) => unknown; off: (event: 'ready', fn: () => void) => unknown }
+    | undefined {
     const connection = Object.values(this.queues)[0]?.opts.connection as { on?: unknown; off?: unknown } | undefined;
-    return typeof connection?.on === 'function' && typeof connection.off === 'function' ? (connection as ReturnType<OutboxRelay['redis']>) : undefined;
+    return typeof connection?.on === 'function' && typeof connection.off === 'function'
+      ? (connection as ReturnType<OutboxRelay['redis']>)
+      : undefined;
   }
 
   private schedule(delay: number): void {
@@ -213,7 +220,10 @@ export class OutboxRelay {
         const known = rows.filter((row): row is OutboxRow & { job_name: JobName } => isJobName(row.job_name));
         if (known.length < rows.length) throw new Error('an outbox row names no known job');
         if (!rows.length) return 0;
-        await this.handOff.onHandOff(manager, known.map((row) => ({ name: row.job_name, payload: row.payload })));
+        await this.handOff.onHandOff(
+          manager,
+          known.map((row) => ({ name: row.job_name, payload: row.payload })),
+        );
         const byQueue = new Map<QueueName, typeof known>();
         for (const row of known) {
           const queue = JOB_CATALOG[row.job_name].queue;
@@ -223,13 +233,17 @@ export class OutboxRelay {
         }
         await Promise.all(
           [...byQueue].map(([queue, batch]) =>
-            this.queues[queue].addBulk(batch.map((row) => ({ name: row.job_name, data: row.payload, opts: jobOptions(row.job_name, row) }))),
+            this.queues[queue].addBulk(
+              batch.map((row) => ({ name: row.job_name, data: row.payload, opts: jobOptions(row.job_name, row) })),
+            ),
           ),
         );
         if (this.refused) {
           // Redis takes jobs again: rows backing off from its refusals are due now, not after
           // their backoff (up to 30 s) — a burst absorbed during an outage drains at once.
-          await manager.query(`UPDATE outbox SET available_at = now() WHERE sent_at IS NULL AND attempts > 0 AND available_at > now() AND available_at < 'infinity'`);
+          await manager.query(
+            `UPDATE outbox SET available_at = now() WHERE sent_at IS NULL AND attempts > 0 AND available_at > now() AND available_at < 'infinity'`,
+          );
           this.refused = false;
         }
         return rows.length;
@@ -260,7 +274,11 @@ export class OutboxRelay {
     // UPDATE … RETURNING keeps no order: hand over in id order (ids are bigints, as strings).
     if (markSent) rows.sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     // After a refusal, keep polling while rows wait out their backoff.
-    this.backlog = this.backlog && rows.length === 0 && (await manager.query(`SELECT 1 FROM outbox WHERE sent_at IS NULL AND available_at < 'infinity' LIMIT 1`)).length > 0;
+    this.backlog =
+      this.backlog &&
+      rows.length === 0 &&
+      (await manager.query(`SELECT 1 FROM outbox WHERE sent_at IS NULL AND available_at < 'infinity' LIMIT 1`)).length >
+        0;
     return rows;
   }
 
@@ -283,7 +301,10 @@ export class OutboxRelay {
 
   private async relayOne(manager: EntityManager, row: OutboxRow): Promise<boolean> {
     if (!isJobName(row.job_name)) {
-      await manager.query(`UPDATE outbox SET last_error = $2, available_at = 'infinity' WHERE id = $1`, [row.id, 'unknown job name']);
+      await manager.query(`UPDATE outbox SET last_error = $2, available_at = 'infinity' WHERE id = $1`, [
+        row.id,
+        'unknown job name',
+      ]);
       this.log.error({ outboxId: row.id, jobName: row.job_name }, 'outbox row names no known job; parked');
       return true;
     }

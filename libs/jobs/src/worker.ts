@@ -30,7 +30,15 @@ export interface CreateWorkerOptions<Q extends QueueName> {
  * before a handler runs. Stalled jobs are not re-run by BullMQ (`maxStalledCount: 0`): the
  * reconciler, which sees the database, decides whether the revision's phase is retried.
  */
-export function createWorker<Q extends QueueName>({ queue, handlers, connection, prefix, concurrency, log, options }: CreateWorkerOptions<Q>): Worker {
+export function createWorker<Q extends QueueName>({
+  queue,
+  handlers,
+  connection,
+  prefix,
+  concurrency,
+  log,
+  options,
+}: CreateWorkerOptions<Q>): Worker {
   const expected = jobsOf(queue).sort();
   const given = Object.keys(handlers).sort();
   if (expected.join() !== given.join()) {
@@ -40,7 +48,8 @@ export function createWorker<Q extends QueueName>({ queue, handlers, connection,
   const worker = new Worker(
     queue,
     async (job) => {
-      if (!isJobName(job.name) || !table[job.name]) throw new UnrecoverableError(`No handler for job ${job.name} on ${queue}`);
+      if (!isJobName(job.name) || !table[job.name])
+        throw new UnrecoverableError(`No handler for job ${job.name} on ${queue}`);
       let payload: JobPayloads[keyof JobPayloads];
       try {
         payload = parsePayload(job.name, job.data);
@@ -48,12 +57,27 @@ export function createWorker<Q extends QueueName>({ queue, handlers, connection,
         throw new UnrecoverableError((err as Error).message);
       }
       const ids = payload as Partial<Record<'revisionId' | 'deploymentId' | 'requestId', string>>;
-      const jobLog = log.child({ jobId: job.id, job: job.name, revisionId: ids.revisionId, deploymentId: ids.deploymentId, requestId: ids.requestId });
+      const jobLog = log.child({
+        jobId: job.id,
+        job: job.name,
+        revisionId: ids.revisionId,
+        deploymentId: ids.deploymentId,
+        requestId: ids.requestId,
+      });
       jobLog.debug('job started');
       await table[job.name]!(payload, { job, log: jobLog });
       jobLog.debug('job done');
     },
-    { connection, prefix, concurrency, maxStalledCount: 0, stalledInterval: 15_000, lockDuration: 30_000, autorun: true, ...options },
+    {
+      connection,
+      prefix,
+      concurrency,
+      maxStalledCount: 0,
+      stalledInterval: 15_000,
+      lockDuration: 30_000,
+      autorun: true,
+      ...options,
+    },
   );
   worker.on('error', (err) => log.warn({ err, queue }, 'worker error'));
   worker.on('failed', (job, err) => log.warn({ err, queue, jobId: job?.id, job: job?.name }, 'job failed'));

@@ -41,7 +41,12 @@ describe('createLogger', () => {
     log.info({
       req: {
         method: 'GET',
-        headers: { 'x-api-key': 'slw_key_value_1', authorization: 'Bearer token-value-2', cookie: 'sid=cookie-3', 'x-tenant-id': 'ws-1' },
+        headers: {
+          'x-api-key': 'slw_key_value_1',
+          authorization: 'Bearer token-value-2',
+          cookie: 'sid=cookie-3',
+          'x-tenant-id': 'ws-1',
+        },
       },
       res: { headers: { 'set-cookie': 'sid=cookie-4' } },
     });
@@ -54,7 +59,8 @@ describe('createLogger', () => {
     });
     expect(line.res.headers['set-cookie']).toBe('[REDACTED]');
     expect(line.req.method).toBe('GET');
-    for (const secret of ['slw_key_value_1', 'token-value-2', 'cookie-3', 'cookie-4']) expect(out.text()).not.toContain(secret);
+    for (const secret of ['slw_key_value_1', 'token-value-2', 'cookie-3', 'cookie-4'])
+      expect(out.text()).not.toContain(secret);
   });
 
   it('redacts bare headers objects (as passed to outbound clients)', () => {
@@ -72,7 +78,12 @@ describe('createLogger', () => {
     });
     const [line] = out.lines();
     expect(line.provider).toEqual({ provider_id: 'github', client_id: 'public-id', client_secret: '[REDACTED]' });
-    expect(line.body).toEqual({ clientSecret: '[REDACTED]', api_key: '[REDACTED]', password: '[REDACTED]', token: '[REDACTED]' });
+    expect(line.body).toEqual({
+      clientSecret: '[REDACTED]',
+      api_key: '[REDACTED]',
+      password: '[REDACTED]',
+      token: '[REDACTED]',
+    });
     expect(line.created).toEqual({ id: 'k1', key: '[REDACTED]' });
   });
 
@@ -140,7 +151,13 @@ describe('createLogger with the platform credentials', () => {
     log.warn({ target: { url: `postgres://slipway:${dbPassword}@db/slipway`, note: 'kept' } }, 'db');
     log.error({ err: new Error(`auth failed for ${redisPassword}`), key: 'c2VjcmV0cy1rZXktYmFzZTY0' }, 'boom');
     const text = out.text();
-    for (const secret of [redisPassword, 'c2VjcmV0cy1rZXktYmFzZTY0', dbPassword, JSON.stringify(dbPassword).slice(1, -1)]) expect(text).not.toContain(secret);
+    for (const secret of [
+      redisPassword,
+      'c2VjcmV0cy1rZXktYmFzZTY0',
+      dbPassword,
+      JSON.stringify(dbPassword).slice(1, -1),
+    ])
+      expect(text).not.toContain(secret);
     const lines = out.lines();
     expect(lines[0].msg).toBe('connecting to redis://:********@redis:6379/0');
     expect(lines[1].target).toEqual({ url: 'postgres://slipway:********@db/slipway', note: 'kept' });
@@ -149,7 +166,10 @@ describe('createLogger with the platform credentials', () => {
 
   it('keeps a field named like a weak password (postgres), masking it in every value', () => {
     const out = new Capture();
-    createLogger({ name: 'test', destination: out, secrets: ['postgres'] }).error({ checks: { postgres: 'unreachable', redis: 'ok' } }, 'postgres://postgres:postgres@db is down');
+    createLogger({ name: 'test', destination: out, secrets: ['postgres'] }).error(
+      { checks: { postgres: 'unreachable', redis: 'ok' } },
+      'postgres://postgres:postgres@db is down',
+    );
     const [line] = out.lines();
     expect(line.checks).toEqual({ postgres: 'unreachable', redis: 'ok' });
     expect(line.msg).toBe('********://********:********@db is down');
@@ -158,7 +178,15 @@ describe('createLogger with the platform credentials', () => {
   it('rewrites values only, never field names, however a weak password hides in them', () => {
     const out = new Capture();
     const log = createLogger({ name: 'test', destination: out, secrets: ['Pass', 'hunter22'] });
-    log.info({ Passwordless: true, PasswordPolicy: 'Pass', hunter22_host: 'db', nested: { 'Pass': 'x', note: 'Password reset' } }, 'Password of Pass; hunter22x');
+    log.info(
+      {
+        Passwordless: true,
+        PasswordPolicy: 'Pass',
+        hunter22_host: 'db',
+        nested: { Pass: 'x', note: 'Password reset' },
+      },
+      'Password of Pass; hunter22x',
+    );
     const [line] = out.lines();
     expect(Object.keys(line)).toEqual(expect.arrayContaining(['Passwordless', 'PasswordPolicy', 'hunter22_host']));
     expect(line.PasswordPolicy).toBe('********');
@@ -168,7 +196,10 @@ describe('createLogger with the platform credentials', () => {
 
   it('keeps numbers and literals as they are, so the line stays JSON', () => {
     const out = new Capture();
-    createLogger({ name: 'test', destination: out, secrets: ['12345678', 'true'] }).info({ pid: 12345678, ok: true, port: '12345678' }, 'started');
+    createLogger({ name: 'test', destination: out, secrets: ['12345678', 'true'] }).info(
+      { pid: 12345678, ok: true, port: '12345678' },
+      'started',
+    );
     const [line] = out.lines();
     expect(line).toMatchObject({ pid: 12345678, ok: true, port: '********' });
   });
@@ -197,7 +228,9 @@ describe('redactValues', () => {
   });
 
   it('masks a value shorter than 8 only as a word of its own, a longer one anywhere', () => {
-    expect(redactValues('Password: Pass, Passwordless=Pass1 (Pass)', ['Pass'])).toBe('Password: ********, Passwordless=Pass1 (********)');
+    expect(redactValues('Password: Pass, Passwordless=Pass1 (Pass)', ['Pass'])).toBe(
+      'Password: ********, Passwordless=Pass1 (********)',
+    );
     expect(redactValues('x=Über1 Über12', ['Über1'])).toBe('x=******** Über12');
     expect(redactValues('-pw- in a-pw-b', ['-pw-'])).toBe('******** in a********b');
     expect(redactValues('prefixhunter22suffix', ['hunter22'])).toBe('prefix********suffix');

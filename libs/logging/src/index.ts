@@ -132,7 +132,9 @@ function lineMasker(secrets: Iterable<string>): ((line: string) => string) | nul
   const pattern = secretPattern(values);
   if (!pattern) return null;
   // A cheap first look (raw and JSON-escaped forms, anywhere) spares most lines the walk.
-  const anywhere = new RegExp([...new Set(values.flatMap((v) => [v, JSON.stringify(v).slice(1, -1)]))].map(escapeRegExp).join('|'));
+  const anywhere = new RegExp(
+    [...new Set(values.flatMap((v) => [v, JSON.stringify(v).slice(1, -1)]))].map(escapeRegExp).join('|'),
+  );
   return (line) => {
     if (!anywhere.test(line)) return line;
     return line.replace(JSON_STRING, (literal: string, key: string | undefined) => {

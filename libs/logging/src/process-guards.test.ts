@@ -12,7 +12,11 @@ function run(body: string) {
     installProcessGuards(pino({ base: null }));
     ${body}
   `;
-  return spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000, cwd: fileURLToPath(new URL('.', import.meta.url)) });
+  return spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    cwd: fileURLToPath(new URL('.', import.meta.url)),
+  });
 }
 
 describe('installProcessGuards', () => {

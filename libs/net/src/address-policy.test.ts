@@ -26,9 +26,12 @@ describe('addressRefusal', () => {
     expect(addressRefusal(address, none)).toContain(name);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '140.82.112.3', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e'])('allows the public address %s', (address) => {
-    expect(addressRefusal(address, none)).toBeNull();
-  });
+  it.each(['8.8.8.8', '1.1.1.1', '140.82.112.3', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e'])(
+    'allows the public address %s',
+    (address) => {
+      expect(addressRefusal(address, none)).toBeNull();
+    },
+  );
 
   it('allows addresses inside allow-listed IPs and ranges only', () => {
     const policy = { allowHosts: ['127.0.0.1', '10.0.0.0/8', 'fd00::/8', 'gitea.internal'] };

@@ -14,7 +14,9 @@ beforeAll(async () => {
     if (req.url === '/redirect') return void res.writeHead(302, { Location: `${base}/secret` }).end();
     if (req.url === '/big') return void res.end(Buffer.alloc(64 * 1024, 'a'));
     if (req.url === '/hang') return; // never answers
-    res.writeHead(200, { 'Content-Type': 'application/json', 'X-Seen-Host': String(req.headers.host) }).end('{"ok":true}');
+    res
+      .writeHead(200, { 'Content-Type': 'application/json', 'X-Seen-Host': String(req.headers.host) })
+      .end('{"ok":true}');
   });
   server.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
@@ -26,7 +28,11 @@ afterAll(async () => {
 });
 
 const allowLocal = { allowHosts: ['127.0.0.1'] };
-const refusal = (p: Promise<unknown>) => p.then(() => null, (err: OutboundError) => ({ code: err.code, message: err.message }));
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (err: OutboundError) => ({ code: err.code, message: err.message }),
+  );
 
 describe('guardedFetch', () => {
   it('fetches an allow-listed host over http', async () => {
@@ -38,16 +44,30 @@ describe('guardedFetch', () => {
   it('refuses loopback, private and metadata addresses before connecting', async () => {
     const before = hits.length;
     const https = base.replace('http:', 'https:');
-    expect(await refusal(guardedFetch(`${https}/ok`, { policy: { allowHosts: [] } }))).toMatchObject({ code: 'refused', message: expect.stringContaining('loopback') });
-    expect(await refusal(guardedFetch(`${base}/ok`, { policy: { allowHosts: [] } }))).toMatchObject({ code: 'refused', message: expect.stringContaining('https') });
-    expect(await refusal(guardedFetch('https://169.254.169.254/latest/meta-data/', { policy: { allowHosts: [] } }))).toMatchObject({ code: 'refused' });
-    expect(await refusal(guardedFetch('https://[::ffff:127.0.0.1]/', { policy: { allowHosts: [] } }))).toMatchObject({ code: 'refused' });
+    expect(await refusal(guardedFetch(`${https}/ok`, { policy: { allowHosts: [] } }))).toMatchObject({
+      code: 'refused',
+      message: expect.stringContaining('loopback'),
+    });
+    expect(await refusal(guardedFetch(`${base}/ok`, { policy: { allowHosts: [] } }))).toMatchObject({
+      code: 'refused',
+      message: expect.stringContaining('https'),
+    });
+    expect(
+      await refusal(guardedFetch('https://169.254.169.254/latest/meta-data/', { policy: { allowHosts: [] } })),
+    ).toMatchObject({ code: 'refused' });
+    expect(await refusal(guardedFetch('https://[::ffff:127.0.0.1]/', { policy: { allowHosts: [] } }))).toMatchObject({
+      code: 'refused',
+    });
     expect(await refusal(guardedFetch('https://localhost/', { policy: { allowHosts: [] } }))).toMatchObject({
       code: 'refused',
       message: expect.stringMatching(/localhost resolves to/),
     });
-    expect(await refusal(guardedFetch('file:///etc/passwd', { policy: allowLocal }))).toMatchObject({ code: 'refused' });
-    expect(await refusal(guardedFetch(`http://user:pw@127.0.0.1:1/`, { policy: allowLocal }))).toMatchObject({ code: 'refused' });
+    expect(await refusal(guardedFetch('file:///etc/passwd', { policy: allowLocal }))).toMatchObject({
+      code: 'refused',
+    });
+    expect(await refusal(guardedFetch(`http://user:pw@127.0.0.1:1/`, { policy: allowLocal }))).toMatchObject({
+      code: 'refused',
+    });
     expect(hits.length).toBe(before);
   });
 
@@ -58,8 +78,12 @@ describe('guardedFetch', () => {
   });
 
   it('caps the body and the time', async () => {
-    expect(await refusal(guardedFetch(`${base}/big`, { policy: allowLocal, maxBodyBytes: 1024 }))).toMatchObject({ code: 'too_large' });
-    expect(await refusal(guardedFetch(`${base}/hang`, { policy: allowLocal, timeoutMs: 300 }))).toMatchObject({ code: 'timeout' });
+    expect(await refusal(guardedFetch(`${base}/big`, { policy: allowLocal, maxBodyBytes: 1024 }))).toMatchObject({
+      code: 'too_large',
+    });
+    expect(await refusal(guardedFetch(`${base}/hang`, { policy: allowLocal, timeoutMs: 300 }))).toMatchObject({
+      code: 'timeout',
+    });
     // Still serving afterwards.
     expect((await guardedFetch(`${base}/ok`, { policy: allowLocal })).status).toBe(200);
   });
@@ -73,7 +97,11 @@ describe('guardedFetch', () => {
 
 describe('checkOutboundUrl', () => {
   it('accepts an https URL whose name does not resolve (left to fetch time) only when not resolving', async () => {
-    await expect(checkOutboundUrl('https://gitea.acme.example', { allowHosts: [] }, { resolve: false })).resolves.toMatchObject({ addresses: [] });
-    expect(await refusal(checkOutboundUrl('https://gitea.acme.example', { allowHosts: [] }))).toMatchObject({ code: 'unreachable' });
+    await expect(
+      checkOutboundUrl('https://gitea.acme.example', { allowHosts: [] }, { resolve: false }),
+    ).resolves.toMatchObject({ addresses: [] });
+    expect(await refusal(checkOutboundUrl('https://gitea.acme.example', { allowHosts: [] }))).toMatchObject({
+      code: 'unreachable',
+    });
   });
 });

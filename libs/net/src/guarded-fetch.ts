@@ -74,7 +74,9 @@ export async function checkOutboundUrl(
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowed)) {
     throw new OutboundError(
       'refused',
-      url.protocol === 'http:' ? `must use https (plain http only to allow-listed hosts; ${host} is not one)` : `must use https, not ${url.protocol}`,
+      url.protocol === 'http:'
+        ? `must use https (plain http only to allow-listed hosts; ${host} is not one)`
+        : `must use https, not ${url.protocol}`,
     );
   }
   if (url.username || url.password) throw new OutboundError('refused', 'must not carry credentials in the URL');
@@ -95,11 +97,19 @@ export async function checkOutboundUrl(
 }
 
 /** The address, or OutboundError(refused) naming why it may not be reached. */
-function checked(address: string, host: string, policy: OutboundPolicy, hostIsAllowed: boolean): { address: string; family: 4 | 6 } {
+function checked(
+  address: string,
+  host: string,
+  policy: OutboundPolicy,
+  hostIsAllowed: boolean,
+): { address: string; family: 4 | 6 } {
   const refusal = hostIsAllowed ? null : addressRefusal(address, policy);
   if (refusal) {
     const via = address === host ? '' : ` (${host} resolves to ${address})`;
-    throw new OutboundError('refused', `must not point at ${refusal}${via}; allow-list the host in SLIPWAY_OUTBOUND_ALLOW_HOSTS to permit it`);
+    throw new OutboundError(
+      'refused',
+      `must not point at ${refusal}${via}; allow-list the host in SLIPWAY_OUTBOUND_ALLOW_HOSTS to permit it`,
+    );
   }
   return { address, family: isIP(address) === 6 ? 6 : 4 };
 }
@@ -125,7 +135,10 @@ export async function guardedFetch(raw: string, options: GuardedFetchOptions): P
       reject(
         options.signal?.aborted
           ? options.signal.reason
-          : new OutboundError('timeout', `${describe(raw)} did not answer within ${Math.round(timeoutMs / 100) / 10} s`),
+          : new OutboundError(
+              'timeout',
+              `${describe(raw)} did not answer within ${Math.round(timeoutMs / 100) / 10} s`,
+            ),
       );
     if (signal.aborted) fail();
     else signal.addEventListener('abort', fail, { once: true });
@@ -139,34 +152,52 @@ async function exchange(raw: string, options: GuardedFetchOptions, signal: Abort
   const target = addresses[0]!;
   // Pinned: whatever name the socket looks up, it gets the checked address.
   const pinned: LookupFunction = (_hostname, opts, callback) => {
-    if ((opts as { all?: boolean }).all) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [target]);
+    if ((opts as { all?: boolean }).all)
+      (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [target]);
     else callback(null, target.address, target.family);
   };
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise<GuardedResponse>((resolve, reject) => {
-    const req = send(url, { method: options.method ?? 'GET', headers: options.headers, lookup: pinned, signal, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > maxBody) {
-          // Settled first: destroying the stream makes it report a broken-off answer too.
-          reject(new OutboundError('too_large', `${describe(raw)} answered with a body over ${maxBody} bytes`));
-          res.destroy();
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: toHeaders(res.headers), body: Buffer.concat(chunks) }),
-      );
-      res.on('error', (err) => reject(new OutboundError('unreachable', `${describe(raw)} broke off its answer (${err.message})`)));
-      res.on('aborted', () => reject(new OutboundError('unreachable', `${describe(raw)} broke off its answer`)));
-    });
+    const req = send(
+      url,
+      { method: options.method ?? 'GET', headers: options.headers, lookup: pinned, signal, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBody) {
+            // Settled first: destroying the stream makes it report a broken-off answer too.
+            reject(new OutboundError('too_large', `${describe(raw)} answered with a body over ${maxBody} bytes`));
+            res.destroy();
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            statusText: res.statusMessage ?? '',
+            headers: toHeaders(res.headers),
+            body: Buffer.concat(chunks),
+          }),
+        );
+        res.on('error', (err) =>
+          reject(new OutboundError('unreachable', `${describe(raw)} broke off its answer (${err.message})`)),
+        );
+        res.on('aborted', () => reject(new OutboundError('unreachable', `${describe(raw)} broke off its answer`)));
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (err.name === 'AbortError') return; // the deadline (or the caller) already answered
-      reject(new OutboundError('unreachable', `could not reach ${url.origin} (${err.code ?? err.message})`, err.code ?? err.message));
+      reject(
+        new OutboundError(
+          'unreachable',
+          `could not reach ${url.origin} (${err.code ?? err.message})`,
+          err.code ?? err.message,
+        ),
+      );
     });
     req.end(options.body);
   });

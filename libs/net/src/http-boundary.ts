@@ -20,11 +20,18 @@ export interface HttpBoundary {
 }
 
 /** Error codes of Node refusing what came from the client (a header value, a path, a method). */
-const CLIENT_INPUT_ERRORS = new Set(['ERR_HTTP_INVALID_HEADER_VALUE', 'ERR_INVALID_CHAR', 'ERR_INVALID_HTTP_TOKEN', 'ERR_UNESCAPED_CHARACTERS', 'ERR_INVALID_URL']);
+const CLIENT_INPUT_ERRORS = new Set([
+  'ERR_HTTP_INVALID_HEADER_VALUE',
+  'ERR_INVALID_CHAR',
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_UNESCAPED_CHARACTERS',
+  'ERR_INVALID_URL',
+]);
 
 /** Installs `boundary` on `server` (made with no request listener of its own). */
 export function serveWithin(server: Server, boundary: HttpBoundary): Server {
-  const statusOf = (err: unknown) => (CLIENT_INPUT_ERRORS.has((err as NodeJS.ErrnoException)?.code ?? '') ? 400 : (boundary.failureStatus ?? 500));
+  const statusOf = (err: unknown) =>
+    CLIENT_INPUT_ERRORS.has((err as NodeJS.ErrnoException)?.code ?? '') ? 400 : (boundary.failureStatus ?? 500);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     contain(
       () => boundary.request(req, res),
@@ -75,7 +82,9 @@ function contain(run: () => unknown, fail: (err: Error) => void): void {
 }
 
 function detailOf(status: number): string {
-  return status === 400 ? 'The request could not be forwarded: it carries a value that cannot be passed on.' : 'The request failed; try again.';
+  return status === 400
+    ? 'The request could not be forwarded: it carries a value that cannot be passed on.'
+    : 'The request failed; try again.';
 }
 
 function answerResponse(res: ServerResponse, status: number): void {
@@ -83,11 +92,18 @@ function answerResponse(res: ServerResponse, status: number): void {
     res.destroy();
     return;
   }
-  res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify({ detail: detailOf(status) }));
+  res
+    .writeHead(status, { 'content-type': 'application/json', connection: 'close' })
+    .end(JSON.stringify({ detail: detailOf(status) }));
 }
 
 /** A complete answer on a raw socket (upgrades, CONNECT), then the connection is closed. */
-export function answerSocket(socket: Duplex, status: number, detail: string, headers: Record<string, string> = {}): void {
+export function answerSocket(
+  socket: Duplex,
+  status: number,
+  detail: string,
+  headers: Record<string, string> = {},
+): void {
   if (!socket.writable) {
     socket.destroy();
     return;

@@ -3,6 +3,13 @@
  * server-side request forgery. See `guarded-fetch.ts` for the rules.
  */
 export { addressRefusal, hostAllowed, type OutboundPolicy } from './address-policy.js';
-export { checkOutboundUrl, guardedFetch, OutboundError, type GuardedFetchOptions, type GuardedResponse, type OutboundErrorCode } from './guarded-fetch.js';
+export {
+  checkOutboundUrl,
+  guardedFetch,
+  OutboundError,
+  type GuardedFetchOptions,
+  type GuardedResponse,
+  type OutboundErrorCode,
+} from './guarded-fetch.js';
 export { answerClientErrors, answerSocket, serveWithin, type HttpBoundary } from './http-boundary.js';
 export { listenExclusive, ServerLifecycle } from './listen.js';

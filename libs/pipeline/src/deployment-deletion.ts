@@ -1,4 +1,11 @@
-import { DeploymentDomainRepository, DeploymentRepository, PreviewRepository, RegistryRepository, transitionDeployment, type EntityManager } from '@slipway/db';
+import {
+  DeploymentDomainRepository,
+  DeploymentRepository,
+  PreviewRepository,
+  RegistryRepository,
+  transitionDeployment,
+  type EntityManager,
+} from '@slipway/db';
 import { enqueueInOutbox } from '@slipway/jobs';
 import type { RevisionFlow } from './revision-flow.js';
 import { RevisionRepository } from './revision.repository.js';
@@ -20,16 +27,21 @@ export async function beginDeploymentDelete(
   deploymentId: string,
   options: { requestId?: string; previewReason?: PreviewEndReason } = {},
 ): Promise<boolean> {
-  if (!(await new DeploymentRepository(manager).markPreviewEnding(deploymentId, options.previewReason ?? 'api'))) return false;
+  if (!(await new DeploymentRepository(manager).markPreviewEnding(deploymentId, options.previewReason ?? 'api')))
+    return false;
   await transitionDeployment(manager, deploymentId, 'AWAITING_DELETE');
   // Through the flow as every status change; nothing waiting is promoted now (AWAITING_DELETE).
   for (const revisionId of await new RevisionRepository(manager).openOfDeployment(deploymentId)) {
     await flow.transition(manager, revisionId, 'INTERRUPTED', { message: 'Deployment deleted.' });
   }
-  await enqueueInOutbox(manager, 'teardown.deployment', { deploymentId, ...(options.requestId ? { requestId: options.requestId } : {}) });
+  await enqueueInOutbox(manager, 'teardown.deployment', {
+    deploymentId,
+    ...(options.requestId ? { requestId: options.requestId } : {}),
+  });
   // Its images can no longer be pushed or pulled with the push tokens it handed out.
   await new RegistryRepository(manager).revokeOfDeployment(deploymentId);
   await new DeploymentDomainRepository(manager).releaseAll(deploymentId);
-  for (const id of await new PreviewRepository(manager).lockActiveIds(deploymentId)) await beginDeploymentDelete(manager, flow, id, { requestId: options.requestId, previewReason: 'parent_deleted' });
+  for (const id of await new PreviewRepository(manager).lockActiveIds(deploymentId))
+    await beginDeploymentDelete(manager, flow, id, { requestId: options.requestId, previewReason: 'parent_deleted' });
   return true;
 }

@@ -68,7 +68,10 @@ type BesideColumns = {
 };
 
 /** Deployments (`EntityRows`) and what is shown beside them, from raw rows. */
-function presentable(rows: EntityRows<Deployment>, raw: Array<Record<string, unknown> & BesideColumns>): PresentableDeployment[] {
+function presentable(
+  rows: EntityRows<Deployment>,
+  raw: Array<Record<string, unknown> & BesideColumns>,
+): PresentableDeployment[] {
   return raw.map((r) => ({
     deployment: rows.read(r),
     latestRevisionConfig: r.latest_revision_config,
@@ -97,7 +100,10 @@ export class DeploymentReads {
   /** A list page of the workspace's deployments (`DeploymentRepository.queryList`) with what the API shows beside each. */
   async list(workspaceId: string, filter: DeploymentFilter, { limit, offset }: Page): Promise<PresentableDeployment[]> {
     // TypeORM builds the filtered query (its select names columns as `entityRows` reads them); its rows are read by hand.
-    const [query, filtered] = new DeploymentRepository(this.manager).queryList(workspaceId, filter).addSelect(BESIDE).getQueryAndParameters();
+    const [query, filtered] = new DeploymentRepository(this.manager)
+      .queryList(workspaceId, filter)
+      .addSelect(BESIDE)
+      .getQueryAndParameters();
     const sql = `${query} LIMIT $${filtered.length + 1} OFFSET $${filtered.length + 2}`;
     const params = [...filtered, limit, offset];
     // The pages clients poll (all of them, or one name: the deploy CLIs' lookup) are prepared.
@@ -131,7 +137,9 @@ export class DeploymentReads {
   }
 
   /** The deployments of an integration that open previews of pull requests (`source_config.previews.enabled`), not previews themselves. */
-  previewParents(integrationId: string): Promise<Array<{ deploymentId: string; workspaceId: string; repoUrl: string | null; previews: PreviewSettings }>> {
+  previewParents(
+    integrationId: string,
+  ): Promise<Array<{ deploymentId: string; workspaceId: string; repoUrl: string | null; previews: PreviewSettings }>> {
     return queryRows(
       this.manager,
       `SELECT d.id AS "deploymentId", d.workspace_id AS "workspaceId", d.source_config->>'repo_url' AS "repoUrl", d.source_config->'previews' AS previews

@@ -7,8 +7,19 @@ export { Retention, type RetentionReport } from './retention.js';
 export { RevisionFlow } from './revision-flow.js';
 export { beginDeploymentDelete, type PreviewEndReason } from './deployment-deletion.js';
 export { RevisionRepository, type Heartbeat, type NewRevision } from './revision.repository.js';
-export { DeploymentReads, type PresentableDeployment, type PreviewFeedbackState, type PushTarget } from './deployment-reads.js';
-export { ListenerPoll, type ListenerCheckIn, type ListenerGlance, type ListenerRendering, type ListenerWork } from './listener-poll.js';
+export {
+  DeploymentReads,
+  type PresentableDeployment,
+  type PreviewFeedbackState,
+  type PushTarget,
+} from './deployment-reads.js';
+export {
+  ListenerPoll,
+  type ListenerCheckIn,
+  type ListenerGlance,
+  type ListenerRendering,
+  type ListenerWork,
+} from './listener-poll.js';
 export {
   RevisionReads,
   type BuildRow,
@@ -18,7 +29,16 @@ export {
   type RolloutRow,
   type ServingRow,
 } from './revision-reads.js';
-export { deadlineFailure, PHASES, phaseOf, phaseOfJob, WORKED_PHASES, type Phase, type PhaseBudgets, type PhaseName } from './phases.js';
+export {
+  deadlineFailure,
+  PHASES,
+  phaseOf,
+  phaseOfJob,
+  WORKED_PHASES,
+  type Phase,
+  type PhaseBudgets,
+  type PhaseName,
+} from './phases.js';
 export type { AppliedTransition, RevisionTransitionOptions, RevisionTransitionSet } from './status-transitions.js';
 export { RetentionRepository } from './retention.repository.js';
 export { RevisionEventReads, type RevisionEventRow } from './revision-event-reads.js';

@@ -1,4 +1,12 @@
-import { Deployment, entityRows, Listener, preparedRows, Revision, type EntityManager, type SealedCredentials } from '@slipway/db';
+import {
+  Deployment,
+  entityRows,
+  Listener,
+  preparedRows,
+  Revision,
+  type EntityManager,
+  type SealedCredentials,
+} from '@slipway/db';
 
 /** What a listener's check-in found the reconciler marked UNKNOWN while its agent was away. */
 export interface ListenerCheckIn {
@@ -94,15 +102,18 @@ export class ListenerPoll {
    * one wait for the listener's row lock and a WAL flush (silence is judged in minutes).
    */
   async checkIn(listenerId: string): Promise<ListenerCheckIn> {
-    const rows: Array<{ kind: 'deployment' | 'revision'; id: string; database_name: string | null }> = await this.manager.query(
-      `WITH seen AS (${RECORD_SEEN})
+    const rows: Array<{ kind: 'deployment' | 'revision'; id: string; database_name: string | null }> =
+      await this.manager.query(
+        `WITH seen AS (${RECORD_SEEN})
        SELECT 'deployment' AS kind, id, database_name FROM deployments WHERE listener_id = $1 AND status = 'UNKNOWN'
        UNION ALL
        SELECT 'revision', r.id, NULL FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
-      [listenerId],
-    );
+        [listenerId],
+      );
     return {
-      unknownDeployments: rows.filter((r) => r.kind === 'deployment').map((r) => ({ id: r.id, databaseName: r.database_name })),
+      unknownDeployments: rows
+        .filter((r) => r.kind === 'deployment')
+        .map((r) => ({ id: r.id, databaseName: r.database_name })),
       unknownRevisionIds: rows.filter((r) => r.kind === 'revision').map((r) => r.id),
     };
   }
@@ -123,7 +134,12 @@ export class ListenerPoll {
   /** The rows of the listener's desired state and their fingerprint, in one statement; null when the listener is not the workspace's. */
   async read(workspaceId: string, listenerId: string): Promise<ListenerRendering | null> {
     const ds = this.manager.connection;
-    const [l, d, r, a] = [entityRows(ds, Listener, 'l'), entityRows(ds, Deployment, 'd'), entityRows(ds, Revision, 'r'), entityRows(ds, Revision, 'a')];
+    const [l, d, r, a] = [
+      entityRows(ds, Listener, 'l'),
+      entityRows(ds, Deployment, 'd'),
+      entityRows(ds, Revision, 'r'),
+      entityRows(ds, Revision, 'a'),
+    ];
     const rows = await preparedRows(
       this.manager,
       `SELECT ${l.columns}, ${d.columns}, ${r.columns}, ${a.columns},

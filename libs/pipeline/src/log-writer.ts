@@ -83,7 +83,10 @@ export class RevisionLogWriter {
 
   /** Queues a line already capped (by capLogLine or a LineSplitter). */
   private append(message: string, level: string): void {
-    this.pending.push({ level: toStorableText(level), message: toStorableText(redactValues(message, this.secretValues)) });
+    this.pending.push({
+      level: toStorableText(level),
+      message: toStorableText(redactValues(message, this.secretValues)),
+    });
     this.schedule();
   }
 
@@ -107,7 +110,10 @@ export class RevisionLogWriter {
       this.pending = [...unsent, ...this.pending];
       if (this.pending.length > MAX_PENDING) {
         const dropped = this.pending.length - MAX_PENDING;
-        this.pending = [{ level: 'warn', message: `[${dropped} log lines lost: the log store was unavailable]` }, ...this.pending.slice(dropped)];
+        this.pending = [
+          { level: 'warn', message: `[${dropped} log lines lost: the log store was unavailable]` },
+          ...this.pending.slice(dropped),
+        ];
       }
       this.schedule();
     });

@@ -50,7 +50,11 @@ export class PhaseGuard {
   private async beat(): Promise<void> {
     if (this.controller.signal.aborted) return;
     try {
-      const beat = await new RevisionRepository(this.dataSource.manager).beat(this.revisionId, this.statuses, this.attempt);
+      const beat = await new RevisionRepository(this.dataSource.manager).beat(
+        this.revisionId,
+        this.statuses,
+        this.attempt,
+      );
       if (beat === 'moved-on') this.controller.abort('The revision was interrupted or moved on by another process.');
       else if (beat === 'overdue') this.controller.abort('The phase deadline passed.');
     } catch {

@@ -43,8 +43,12 @@ describe('phase declaration', () => {
         expect(failure.message.trim().length).toBeGreaterThan(20);
       }
     }
-    expect(deadlineFailure('BUILDING', budgets).message).toBe('The build did not finish within its deadline of 30 min.');
-    expect(deadlineFailure('UNKNOWN', budgets).message).toBe('The rollout did not become healthy within its deadline of 45 s.');
+    expect(deadlineFailure('BUILDING', budgets).message).toBe(
+      'The build did not finish within its deadline of 30 min.',
+    );
+    expect(deadlineFailure('UNKNOWN', budgets).message).toBe(
+      'The rollout did not become healthy within its deadline of 45 s.',
+    );
     expect(deadlineFailure('QUEUED', budgets).message).toContain('within 2 min');
   });
 
@@ -55,7 +59,10 @@ describe('phase declaration', () => {
   it('gives every phase a positive budget under the default configuration', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'slipway-phases-'));
     try {
-      const { pipeline } = loadConfig({ SLIPWAY_SECRETS_KEY: randomBytes(32).toString('base64'), SLIPWAY_DATA_DIR: dir });
+      const { pipeline } = loadConfig({
+        SLIPWAY_SECRETS_KEY: randomBytes(32).toString('base64'),
+        SLIPWAY_DATA_DIR: dir,
+      });
       for (const phase of PHASES) expect(pipeline[phase.budget], phase.name).toBeGreaterThan(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -63,7 +70,11 @@ describe('phase declaration', () => {
   });
 
   it('puts every open status in exactly one phase', () => {
-    for (const status of REVISION_ACTIVE_PHASES) expect(PHASES.filter((p) => p.statuses.includes(status)), status).toHaveLength(1);
+    for (const status of REVISION_ACTIVE_PHASES)
+      expect(
+        PHASES.filter((p) => p.statuses.includes(status)),
+        status,
+      ).toHaveLength(1);
     for (const phase of PHASES) for (const status of phase.statuses) expect(isRevisionTerminal(status)).toBe(false);
   });
 

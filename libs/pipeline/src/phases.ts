@@ -56,7 +56,8 @@ export const PHASES: readonly Phase[] = [
     entry: 'CREATING',
     onSuccess: 'AWAITING_BUILD',
     onFailure: 'CREATE_FAILED',
-    failureMessage: (ms) => `The revision could not be handed to the job queue within ${minutes(ms)} (is Redis reachable?).`,
+    failureMessage: (ms) =>
+      `The revision could not be handed to the job queue within ${minutes(ms)} (is Redis reachable?).`,
     budget: 'enqueueDeadlineMs',
     // Images and redeploys of built revisions skip the build (RevisionFlow.start).
     next: 'build',
@@ -98,7 +99,10 @@ export function phaseOfJob(job: JobName): Phase | undefined {
 export const WORKED_PHASES: readonly Phase[] = PHASES.filter((p) => p.job);
 
 /** Where a revision in `status` goes when its phase's deadline passes, and the message saying so. */
-export function deadlineFailure(status: RevisionStatus, budgets: PhaseBudgets): { to: RevisionStatus; message: string } {
+export function deadlineFailure(
+  status: RevisionStatus,
+  budgets: PhaseBudgets,
+): { to: RevisionStatus; message: string } {
   const phase = phaseOf(status) ?? PHASES[PHASES.length - 1]!;
   return { to: phase.onFailure, message: phase.failureMessage(budgets[phase.budget]) };
 }

@@ -1,5 +1,14 @@
 import type { PipelineTimings } from '@slipway/config';
-import { DeploymentActivityRepository, DeploymentRepository, OutboundWebhookRepository, PreviewRepository, queryRows, transitionDeployment, type DataSource, type EntityManager } from '@slipway/db';
+import {
+  DeploymentActivityRepository,
+  DeploymentRepository,
+  OutboundWebhookRepository,
+  PreviewRepository,
+  queryRows,
+  transitionDeployment,
+  type DataSource,
+  type EntityManager,
+} from '@slipway/db';
 import type { Logger } from '@slipway/logging';
 import { enqueueInOutbox, JOB_CATALOG, type Queues } from '@slipway/jobs';
 import { beginDeploymentDelete } from './deployment-deletion.js';
@@ -143,7 +152,9 @@ export class Reconciler {
         if (!(await transitionDeployment(m, id, 'UNKNOWN'))) return;
         report.unknownListenerDeployments.push(id);
         for (const revisionId of await new RevisionReads(m).deployingOf(id)) {
-          await this.flow.transition(m, revisionId, 'UNKNOWN', { message: 'The listener stopped reporting; waiting for it to come back.' });
+          await this.flow.transition(m, revisionId, 'UNKNOWN', {
+            message: 'The listener stopped reporting; waiting for it to come back.',
+          });
         }
       });
     }
@@ -168,7 +179,10 @@ export class Reconciler {
         // Only the listener can confirm its cluster is clean; past the deadline we stop waiting.
         if (d.overdue) {
           await this.tx((m) => new DeploymentRepository(m).removeDeleted(d.id));
-          this.log.warn({ deploymentId: d.id, listenerId: d.listener_id }, 'listener never confirmed teardown; deployment removed');
+          this.log.warn(
+            { deploymentId: d.id, listenerId: d.listener_id },
+            'listener never confirmed teardown; deployment removed',
+          );
           report.teardownsForced.push(d.id);
         }
         continue;
@@ -183,7 +197,9 @@ export class Reconciler {
     // again under the row lock, so a rollout that extended one meanwhile keeps it.
     for (const id of await new PreviewRepository(this.dataSource.manager).expired()) {
       const ended = await this.tx(
-        async (m) => (await new PreviewRepository(m).lockIfExpired(id)) && (await beginDeploymentDelete(m, this.flow, id, { previewReason: 'expired' })),
+        async (m) =>
+          (await new PreviewRepository(m).lockIfExpired(id)) &&
+          (await beginDeploymentDelete(m, this.flow, id, { previewReason: 'expired' })),
       );
       if (ended) report.previewsExpired.push(id);
     }
@@ -197,7 +213,10 @@ export class Reconciler {
   }
 
   /** Re-enqueues a deployment job whose job is gone or failed; a pending or running one is left alone. */
-  private async requeueIfLost(name: 'provision.deployment' | 'teardown.deployment', deploymentId: string): Promise<boolean> {
+  private async requeueIfLost(
+    name: 'provision.deployment' | 'teardown.deployment',
+    deploymentId: string,
+  ): Promise<boolean> {
     const entry = JOB_CATALOG[name];
     const job = await this.queues[entry.queue].getJob(entry.jobId({ deploymentId }));
     const state = job ? await job.getState() : 'missing';

@@ -9,7 +9,9 @@ export class RetentionRepository {
   constructor(private readonly manager: EntityManager) {}
 
   /** Revisions with more log lines than they may keep, and how many they may keep. */
-  async revisionsOverLogQuota(defaults: Pick<Quotas, 'logLinesPerRevision'>): Promise<Array<{ revisionId: string; kept: number }>> {
+  async revisionsOverLogQuota(
+    defaults: Pick<Quotas, 'logLinesPerRevision'>,
+  ): Promise<Array<{ revisionId: string; kept: number }>> {
     const rows = await this.overLogQuota('l.revision_id', 'log_lines_per_revision', defaults.logLinesPerRevision);
     return rows.map((r) => ({ revisionId: r.owner, kept: r.kept }));
   }
@@ -25,7 +27,9 @@ export class RetentionRepository {
   }
 
   /** Workspaces whose log lines together exceed what they may keep, with the excess. */
-  async workspacesOverLogQuota(defaults: Pick<Quotas, 'logLinesTotal'>): Promise<Array<{ workspaceId: string; excess: number }>> {
+  async workspacesOverLogQuota(
+    defaults: Pick<Quotas, 'logLinesTotal'>,
+  ): Promise<Array<{ workspaceId: string; excess: number }>> {
     const rows = await this.overLogQuota('d.workspace_id', 'log_lines_total', defaults.logLinesTotal);
     return rows.map((r) => ({ workspaceId: r.owner, excess: r.count - r.kept }));
   }
@@ -96,16 +100,22 @@ export class RetentionRepository {
 
   /** Events, and finished outbound webhook deliveries (with their attempts), older than `days`; returns the events deleted. */
   async deleteEventsBefore(days: number): Promise<number> {
-    await this.manager.query(`DELETE FROM outbound_deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => $1)`, [days]);
-    const [, count] = (await this.manager.query(`DELETE FROM events WHERE created_at < now() - make_interval(days => $1)`, [days])) as [unknown, number];
+    await this.manager.query(
+      `DELETE FROM outbound_deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => $1)`,
+      [days],
+    );
+    const [, count] = (await this.manager.query(
+      `DELETE FROM events WHERE created_at < now() - make_interval(days => $1)`,
+      [days],
+    )) as [unknown, number];
     return count ?? 0;
   }
 
   async deleteSentOutboxBefore(hours: number): Promise<number> {
-    const [, count] = (await this.manager.query(`DELETE FROM outbox WHERE sent_at < now() - make_interval(hours => $1)`, [hours])) as [
-      unknown,
-      number,
-    ];
+    const [, count] = (await this.manager.query(
+      `DELETE FROM outbox WHERE sent_at < now() - make_interval(hours => $1)`,
+      [hours],
+    )) as [unknown, number];
     return count ?? 0;
   }
 }

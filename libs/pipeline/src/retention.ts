@@ -51,11 +51,29 @@ export class Retention {
       traces: await new TracingRetention(this.dataSource, this.config.quotas.traceRetentionDays).run(),
     };
     const { traces } = report;
-    const tracesRemoved = traces.partitionsDropped.length || traces.rowsDeleted || traces.tracesDeleted || traces.pendingUpdatesDeleted;
-    if (traces.daysPostponed.length) this.log.warn({ days: traces.daysPostponed }, 'trace partitions past retention were busy; the next pass drops them');
-    if (report.artifactsPruned.length || report.logLinesTrimmed || report.eventsDeleted || report.outboxRowsDeleted || report.uploadsDeleted.length || tracesRemoved) {
+    const tracesRemoved =
+      traces.partitionsDropped.length || traces.rowsDeleted || traces.tracesDeleted || traces.pendingUpdatesDeleted;
+    if (traces.daysPostponed.length)
+      this.log.warn(
+        { days: traces.daysPostponed },
+        'trace partitions past retention were busy; the next pass drops them',
+      );
+    if (
+      report.artifactsPruned.length ||
+      report.logLinesTrimmed ||
+      report.eventsDeleted ||
+      report.outboxRowsDeleted ||
+      report.uploadsDeleted.length ||
+      tracesRemoved
+    ) {
       this.log.info(
-        { retention: { ...report, artifactsPruned: report.artifactsPruned.length, uploadsDeleted: report.uploadsDeleted.length } },
+        {
+          retention: {
+            ...report,
+            artifactsPruned: report.artifactsPruned.length,
+            uploadsDeleted: report.uploadsDeleted.length,
+          },
+        },
         'retention pass removed old data',
       );
     }
@@ -69,7 +87,9 @@ export class Retention {
   private async artifacts(): Promise<string[]> {
     const pruned: string[] = [];
     const root = path.join(this.config.dataDir, 'artifacts');
-    for (const deploymentId of await new ArtifactRetention(this.dataSource.manager).deploymentsOverArtifactQuota(this.config.quotas)) {
+    for (const deploymentId of await new ArtifactRetention(this.dataSource.manager).deploymentsOverArtifactQuota(
+      this.config.quotas,
+    )) {
       const gone = await this.dataSource.transaction(async (m) => {
         // The lock a redeploy takes: it either copied the ref already (and the ref is kept) or
         // sees it gone and rebuilds.
@@ -89,7 +109,9 @@ export class Retention {
   /** Uploads no revision needs (abandoned, or unused for days): rows first, then files (and any `.part`). */
   private async uploads(): Promise<string[]> {
     const abandonedSeconds = Math.ceil(this.config.uploadUrlTtlMs / 1000) + 24 * 3600;
-    const gone = await this.dataSource.transaction((m) => new RetentionRepository(m).pruneUploads(abandonedSeconds, this.config.retention.uploadsUnusedDays));
+    const gone = await this.dataSource.transaction((m) =>
+      new RetentionRepository(m).pruneUploads(abandonedSeconds, this.config.retention.uploadsUnusedDays),
+    );
     for (const objectPath of gone) {
       const file = uploadFilePath(this.config.dataDir, objectPath);
       await rm(file, { force: true });

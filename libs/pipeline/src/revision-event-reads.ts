@@ -18,7 +18,10 @@ export class RevisionEventReads {
 
   /** The highest id so far, 0 when there are none; as text. */
   async lastId(): Promise<string> {
-    const [row] = await queryRows<{ max: string }>(this.manager, 'SELECT coalesce(max(id), 0)::text AS max FROM revision_events');
+    const [row] = await queryRows<{ max: string }>(
+      this.manager,
+      'SELECT coalesce(max(id), 0)::text AS max FROM revision_events',
+    );
     return row.max;
   }
 

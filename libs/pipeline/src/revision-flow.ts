@@ -1,10 +1,23 @@
 import type { PipelineTimings } from '@slipway/config';
 import { DeploymentRepository, type EntityManager, type Rider } from '@slipway/db';
-import { isImageSource, isRevisionTerminal, type DeploymentSource, type DeploymentStatus, type RevisionStatus } from '@slipway/domain';
+import {
+  isImageSource,
+  isRevisionTerminal,
+  type DeploymentSource,
+  type DeploymentStatus,
+  type RevisionStatus,
+} from '@slipway/domain';
 import { enqueueInOutbox, outboxJob, type JobName, type OutboxJob } from '@slipway/jobs';
 import { phaseOf, WORKED_PHASES } from './phases.js';
 import { RevisionRepository, type NewRevision } from './revision.repository.js';
-import { startDeadline, transitionRevision, writeRevision, writeRevisions, type AppliedTransition, type RevisionTransitionOptions } from './status-transitions.js';
+import {
+  startDeadline,
+  transitionRevision,
+  writeRevision,
+  writeRevisions,
+  type AppliedTransition,
+  type RevisionTransitionOptions,
+} from './status-transitions.js';
 
 /**
  * How revisions move through the pipeline, for every process: admission (start now or wait),
@@ -38,7 +51,12 @@ export class RevisionFlow {
    * The status UPDATE (`transitionRevision`), with this pipeline's phase deadlines: the raw
    * write, which only this class reaches (its callers lock and follow up as `transition` does).
    */
-  private write(manager: EntityManager, revisionId: string, to: RevisionStatus, options: RevisionTransitionOptions = {}): Promise<AppliedTransition | null> {
+  private write(
+    manager: EntityManager,
+    revisionId: string,
+    to: RevisionStatus,
+    options: RevisionTransitionOptions = {},
+  ): Promise<AppliedTransition | null> {
     return transitionRevision(manager, revisionId, to, options, this.timings);
   }
 
@@ -51,11 +69,19 @@ export class RevisionFlow {
    * Called in the transaction that inserted `revisionId` (status CREATING): starts it when
    * nothing else of its deployment is in flight, else parks it as QUEUED.
    */
-  async admit(manager: EntityManager, deploymentId: string, revisionId: string, requestId?: string): Promise<'started' | 'queued'> {
+  async admit(
+    manager: EntityManager,
+    deploymentId: string,
+    revisionId: string,
+    requestId?: string,
+  ): Promise<'started' | 'queued'> {
     await this.lockDeployment(manager, deploymentId);
     const busy = await this.revisions(manager).inFlight(deploymentId, revisionId);
     if (busy) {
-      await this.write(manager, revisionId, 'QUEUED', { from: ['CREATING'], message: `Waiting for revision ${busy} to finish.` });
+      await this.write(manager, revisionId, 'QUEUED', {
+        from: ['CREATING'],
+        message: `Waiting for revision ${busy} to finish.`,
+      });
       return 'queued';
     }
     await this.start(manager, revisionId, requestId);
@@ -69,9 +95,24 @@ export class RevisionFlow {
    * (the deployment's own jobs), by the revision's insert itself, which also carries `rider`
    * (the create's slot claim) and returns its value: one statement in all.
    */
-  async insertFirst<T = undefined>(manager: EntityManager, values: NewRevision, requestId?: string, alongside: readonly OutboxJob[] = [], rider?: Rider<T>): Promise<T> {
-    const job = outboxJob(firstJob(values.source, values.artifactRef ?? null), { revisionId: values.id, attempt: 0, ...(requestId ? { requestId } : {}) });
-    return this.revisions(manager).insertAsLatest(values, { deadlineAt: startDeadline(this.timings) }, [...alongside, job], rider);
+  async insertFirst<T = undefined>(
+    manager: EntityManager,
+    values: NewRevision,
+    requestId?: string,
+    alongside: readonly OutboxJob[] = [],
+    rider?: Rider<T>,
+  ): Promise<T> {
+    const job = outboxJob(firstJob(values.source, values.artifactRef ?? null), {
+      revisionId: values.id,
+      attempt: 0,
+      ...(requestId ? { requestId } : {}),
+    });
+    return this.revisions(manager).insertAsLatest(
+      values,
+      { deadlineAt: startDeadline(this.timings) },
+      [...alongside, job],
+      rider,
+    );
   }
 
   /**
@@ -110,9 +151,14 @@ export class RevisionFlow {
    * revision is the only open one of its deployment with a hand-off, so no other writer needs
    * two of them (Postgres' deadlock detection stays the backstop: the relay then goes row by row).
    */
-  async onHandOff(manager: EntityManager, jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>): Promise<void> {
+  async onHandOff(
+    manager: EntityManager,
+    jobs: ReadonlyArray<{ name: JobName; payload: Record<string, unknown> }>,
+  ): Promise<void> {
     for (const phase of WORKED_PHASES) {
-      const ids = jobs.filter((j) => j.name === phase.job && typeof j.payload.revisionId === 'string').map((j) => j.payload.revisionId as string);
+      const ids = jobs
+        .filter((j) => j.name === phase.job && typeof j.payload.revisionId === 'string')
+        .map((j) => j.payload.revisionId as string);
       // A phase's entry is never terminal: nothing follows per revision, so one statement moves them all.
       await writeRevisions(manager, ids, { to: phase.entry, from: [...phase.from] }, this.timings);
     }
@@ -174,7 +220,11 @@ export class RevisionFlow {
   private async start(manager: EntityManager, revisionId: string, requestId?: string): Promise<void> {
     const row = await writeRevision(manager, revisionId, { from: ['CREATING', 'QUEUED'], start: true }, this.timings);
     if (!row) throw new Error(`Revision ${revisionId} vanished while starting`);
-    await enqueueInOutbox(manager, firstJob(row.source, row.artifactRef), { revisionId, attempt: row.attempt, ...(requestId ? { requestId } : {}) });
+    await enqueueInOutbox(manager, firstJob(row.source, row.artifactRef), {
+      revisionId,
+      attempt: row.attempt,
+      ...(requestId ? { requestId } : {}),
+    });
   }
 }
 

@@ -32,7 +32,12 @@ export class RevisionHistoryRepository {
       status: RevisionStatus;
       status_message: string | null;
       created_at: Date;
-      changes: Array<{ from: RevisionStatus | null; to: RevisionStatus; at: string; ms: string | number | null }> | null;
+      changes: Array<{
+        from: RevisionStatus | null;
+        to: RevisionStatus;
+        at: string;
+        ms: string | number | null;
+      }> | null;
     }>(
       this.manager,
       `SELECT r.id, r.status, r.status_message, r.created_at,

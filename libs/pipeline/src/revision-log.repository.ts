@@ -60,7 +60,12 @@ export class RevisionLogRepository {
   constructor(private readonly manager: EntityManager) {}
 
   /** Appends lines in order; followers are told (on commit) through REVISION_LOGS_CHANNEL. */
-  async append(revisionId: string, type: LogType, lines: Array<{ level: string; message: string }>, instance: number | null = null): Promise<void> {
+  async append(
+    revisionId: string,
+    type: LogType,
+    lines: Array<{ level: string; message: string }>,
+    instance: number | null = null,
+  ): Promise<void> {
     if (!lines.length) return;
     await this.manager.query(
       `WITH ins AS (
@@ -77,7 +82,11 @@ export class RevisionLogRepository {
    * One page in (timestamp, id) order, `asc` or `desc`, continuing after the cursor; `next` is
    * the cursor of the next page when more lines exist already.
    */
-  async page(scope: LogScope, filter: LogFilter, { limit, after, order }: LogPage): Promise<{ lines: ScopedLogLine[]; next: string | null }> {
+  async page(
+    scope: LogScope,
+    filter: LogFilter,
+    { limit, after, order }: LogPage,
+  ): Promise<{ lines: ScopedLogLine[]; next: string | null }> {
     const params: unknown[] = [];
     const p = (value: unknown) => `$${params.push(value)}`;
     const where: string[] = [];
@@ -110,7 +119,16 @@ export class RevisionLogRepository {
       );
     }
     const dir = order === 'asc' ? 'ASC' : 'DESC';
-    const rows = await queryRows<{ id: string; created_at: Date; level: string; message: string; instance: number | null; deployment_id: string; revision_id: string; type: LogType }>(
+    const rows = await queryRows<{
+      id: string;
+      created_at: Date;
+      level: string;
+      message: string;
+      instance: number | null;
+      deployment_id: string;
+      revision_id: string;
+      type: LogType;
+    }>(
       this.manager,
       `SELECT l.id, l.created_at, l.level, l.message, l.instance, r.deployment_id, l.revision_id, l.type
          FROM ${from} WHERE ${where.join(' AND ')}

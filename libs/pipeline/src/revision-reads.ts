@@ -1,4 +1,10 @@
-import { queryRows, type BuildConfig, type EntityManager, type StoredRevisionConfig, type StoredSourceConfig } from '@slipway/db';
+import {
+  queryRows,
+  type BuildConfig,
+  type EntityManager,
+  type StoredRevisionConfig,
+  type StoredSourceConfig,
+} from '@slipway/db';
 import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
 
 const TERMINAL = [...REVISION_TERMINAL];
@@ -138,13 +144,21 @@ export class RevisionReads {
 
   /** The deadline of the revision's current phase, or null (none, or the revision is gone). */
   async deadlineOf(revisionId: string): Promise<Date | null> {
-    const [row] = await queryRows<{ deadline_at: Date | null }>(this.manager, `SELECT deadline_at FROM revisions WHERE id = $1`, [revisionId]);
+    const [row] = await queryRows<{ deadline_at: Date | null }>(
+      this.manager,
+      `SELECT deadline_at FROM revisions WHERE id = $1`,
+      [revisionId],
+    );
     return row?.deadline_at ? new Date(row.deadline_at) : null;
   }
 
   /** The revision's status, or null when it is gone. */
   async statusOf(revisionId: string): Promise<RevisionStatus | null> {
-    const [row] = await queryRows<{ status: RevisionStatus }>(this.manager, `SELECT status FROM revisions WHERE id = $1`, [revisionId]);
+    const [row] = await queryRows<{ status: RevisionStatus }>(
+      this.manager,
+      `SELECT status FROM revisions WHERE id = $1`,
+      [revisionId],
+    );
     return row?.status ?? null;
   }
 
@@ -169,13 +183,19 @@ export class RevisionReads {
 
   /** The ids of every revision of the deployment. */
   async idsOfDeployment(deploymentId: string): Promise<string[]> {
-    const rows = await queryRows<{ id: string }>(this.manager, `SELECT id FROM revisions WHERE deployment_id = $1`, [deploymentId]);
+    const rows = await queryRows<{ id: string }>(this.manager, `SELECT id FROM revisions WHERE deployment_id = $1`, [
+      deploymentId,
+    ]);
     return rows.map((r) => r.id);
   }
 
   /** The deployment's revisions in DEPLOYING (waiting on its listener). */
   async deployingOf(deploymentId: string): Promise<string[]> {
-    const rows = await queryRows<{ id: string }>(this.manager, `SELECT id FROM revisions WHERE deployment_id = $1 AND status = 'DEPLOYING'`, [deploymentId]);
+    const rows = await queryRows<{ id: string }>(
+      this.manager,
+      `SELECT id FROM revisions WHERE deployment_id = $1 AND status = 'DEPLOYING'`,
+      [deploymentId],
+    );
     return rows.map((r) => r.id);
   }
 
@@ -257,7 +277,11 @@ export class RevisionReads {
 
   /** Whether some revision of the deployment names the digest (asked again right before a deletion). */
   async deploymentUsesImage(deploymentId: string, digest: string): Promise<boolean> {
-    const rows = await queryRows(this.manager, `SELECT 1 FROM revisions WHERE deployment_id = $1 AND image_digest = $2 LIMIT 1`, [deploymentId, digest]);
+    const rows = await queryRows(
+      this.manager,
+      `SELECT 1 FROM revisions WHERE deployment_id = $1 AND image_digest = $2 LIMIT 1`,
+      [deploymentId, digest],
+    );
     return rows.length > 0;
   }
 }

@@ -1,4 +1,13 @@
-import { DeploymentRepository, entityRows, preparedRows, queryRows, Revision, type EntityManager, type Page, type Rider } from '@slipway/db';
+import {
+  DeploymentRepository,
+  entityRows,
+  preparedRows,
+  queryRows,
+  Revision,
+  type EntityManager,
+  type Page,
+  type Rider,
+} from '@slipway/db';
 import { REVISION_TERMINAL, type RevisionStatus } from '@slipway/domain';
 import { outboxInsert, type OutboxJob } from '@slipway/jobs';
 import { writeRevision } from './status-transitions.js';
@@ -16,7 +25,10 @@ export type Heartbeat = 'alive' | 'overdue' | 'moved-on';
  * them); nothing else in the product writes the revision table.
  */
 /** A new revision's row: what its insert is given (status, attempt and clocks are the insert's own). */
-export type NewRevision = Omit<Partial<Revision>, 'status' | 'attempt' | 'startedAt' | 'deadlineAt' | 'heartbeatAt' | 'createdAt'> & { id: string; deploymentId: string; source: string };
+export type NewRevision = Omit<
+  Partial<Revision>,
+  'status' | 'attempt' | 'startedAt' | 'deadlineAt' | 'heartbeatAt' | 'createdAt'
+> & { id: string; deploymentId: string; source: string };
 
 export class RevisionRepository {
   constructor(private readonly manager: EntityManager) {}
@@ -56,7 +68,11 @@ export class RevisionRepository {
 
   /** The deployment a revision belongs to (unlocked: the id never changes), or null. */
   async deploymentOf(revisionId: string): Promise<string | null> {
-    const [row] = await queryRows<{ deployment_id: string }>(this.manager, `SELECT deployment_id FROM revisions WHERE id = $1`, [revisionId]);
+    const [row] = await queryRows<{ deployment_id: string }>(
+      this.manager,
+      `SELECT deployment_id FROM revisions WHERE id = $1`,
+      [revisionId],
+    );
     return row?.deployment_id ?? null;
   }
 
@@ -122,7 +138,12 @@ export class RevisionRepository {
    * deadline, and `jobs` are recorded in the outbox by the same statement
    * (`RevisionFlow.insertFirst`), as is `rider`'s work, whose value it returns.
    */
-  async insertAsLatest<T = undefined>(values: NewRevision, started?: { deadlineAt: Date }, jobs: readonly OutboxJob[] = [], rider?: Rider<T>): Promise<T> {
+  async insertAsLatest<T = undefined>(
+    values: NewRevision,
+    started?: { deadlineAt: Date },
+    jobs: readonly OutboxJob[] = [],
+    rider?: Rider<T>,
+  ): Promise<T> {
     const [insert, params] = this.manager
       .createQueryBuilder()
       .insert()
@@ -158,12 +179,25 @@ export class RevisionRepository {
    * (and at `attempt`, when given).
    */
   async beat(revisionId: string, statuses: readonly RevisionStatus[], attempt?: number): Promise<Heartbeat> {
-    const applied = await writeRevision(this.manager, revisionId, { from: statuses, attempt, set: { heartbeatAt: new Date() } });
+    const applied = await writeRevision(this.manager, revisionId, {
+      from: statuses,
+      attempt,
+      set: { heartbeatAt: new Date() },
+    });
     return !applied ? 'moved-on' : applied.overdue ? 'overdue' : 'alive';
   }
 
   /** Merges `config` into the source_revision_config of a revision still in `statuses` at `attempt`. */
-  async recordConfig(revisionId: string, statuses: readonly RevisionStatus[], attempt: number, config: Record<string, unknown>): Promise<boolean> {
-    return !!(await writeRevision(this.manager, revisionId, { from: statuses, attempt, set: { revisionConfig: config } }));
+  async recordConfig(
+    revisionId: string,
+    statuses: readonly RevisionStatus[],
+    attempt: number,
+    config: Record<string, unknown>,
+  ): Promise<boolean> {
+    return !!(await writeRevision(this.manager, revisionId, {
+      from: statuses,
+      attempt,
+      set: { revisionConfig: config },
+    }));
   }
 }

@@ -139,7 +139,9 @@ export async function writeRevisions(
       // Entering the phase restarts its attempts and its clock; moving within it keeps both.
       const within = `prev.status = ANY(${param(phase.statuses)}::text[])`;
       sets.push(`attempt = CASE WHEN ${within} THEN r.attempt ELSE 0 END`);
-      sets.push(`deadline_at = CASE WHEN ${within} THEN r.deadline_at ELSE ${param(phaseDeadline(to, budgets))}::timestamptz END`);
+      sets.push(
+        `deadline_at = CASE WHEN ${within} THEN r.deadline_at ELSE ${param(phaseDeadline(to, budgets))}::timestamptz END`,
+      );
     } else if (isRevisionTerminal(to)) {
       sets.push('deadline_at = NULL');
     }
@@ -149,11 +151,14 @@ export async function writeRevisions(
     if (write.set && key in write.set) sets.push(`${column} = ${param(write.set[key])}`);
   }
   if (write.set?.revisionConfig) {
-    sets.push(`source_revision_config = r.source_revision_config || ${param(JSON.stringify(toStorableValue(write.set.revisionConfig)))}::jsonb`);
+    sets.push(
+      `source_revision_config = r.source_revision_config || ${param(JSON.stringify(toStorableValue(write.set.revisionConfig)))}::jsonb`,
+    );
   }
   if (!sets.length) return [];
   // A heartbeat alone is no change of the revision a reader would care about.
-  if (to || write.start || Object.keys(write.set ?? {}).some((k) => k !== 'heartbeatAt')) sets.push('updated_at = now()');
+  if (to || write.start || Object.keys(write.set ?? {}).some((k) => k !== 'heartbeatAt'))
+    sets.push('updated_at = now()');
 
   const rows = await queryRows<{
     id: string;
@@ -212,5 +217,13 @@ export async function transitionRevision(
   budgets?: PhaseBudgets,
 ): Promise<AppliedTransition | null> {
   const applied = await writeRevision(manager, revisionId, { ...options, to }, budgets);
-  return applied && { revisionId: applied.revisionId, deploymentId: applied.deploymentId, from: applied.from, to, attempt: applied.attempt };
+  return (
+    applied && {
+      revisionId: applied.revisionId,
+      deploymentId: applied.deploymentId,
+      from: applied.from,
+      to,
+      attempt: applied.attempt,
+    }
+  );
 }

@@ -44,10 +44,13 @@ export class RegistryClient {
         redirect: 'error',
       });
     } catch (err) {
-      throw new RegistryUnavailableError(`The image registry at ${this.internalUrl} did not answer: ${networkReason(err)}`);
+      throw new RegistryUnavailableError(
+        `The image registry at ${this.internalUrl} did not answer: ${networkReason(err)}`,
+      );
     }
     if (res.status === 404) return null;
-    if (!res.ok) throw new RegistryUnavailableError(`The image registry answered ${res.status} for ${repository}:${reference}`);
+    if (!res.ok)
+      throw new RegistryUnavailableError(`The image registry answered ${res.status} for ${repository}:${reference}`);
     return res.headers.get('docker-content-digest');
   }
 
@@ -70,11 +73,16 @@ export class RegistryClient {
         redirect: 'error',
       });
     } catch (err) {
-      throw new RegistryUnavailableError(`The image registry at ${this.internalUrl} did not answer: ${networkReason(err)}`);
+      throw new RegistryUnavailableError(
+        `The image registry at ${this.internalUrl} did not answer: ${networkReason(err)}`,
+      );
     }
     await res.body?.cancel();
     if (res.status === 404) return false;
-    if (res.status !== 202) throw new RegistryUnavailableError(`The image registry answered ${res.status} to deleting ${repository}@${digest}`);
+    if (res.status !== 202)
+      throw new RegistryUnavailableError(
+        `The image registry answered ${res.status} to deleting ${repository}@${digest}`,
+      );
     return true;
   }
 }

@@ -1,7 +1,28 @@
 export { RegistryClient, RegistryUnavailableError } from './client.js';
-export { backendSocket, PLATFORM_ACCOUNT, registryConfiguration, registrySecrets, type RegistrySecrets } from './registry-config.js';
-export { prepareRegistry, registryAnswers, startGuardOnly, startRegistry, type RegistryProcessConfig, type RunningRegistry } from './registry-process.js';
-export { backendOf, PushLedger, startPushGuard, uploadRequest, type PushGuard, type RegistryRoom, type RoomSource } from './push-guard.js';
+export {
+  backendSocket,
+  PLATFORM_ACCOUNT,
+  registryConfiguration,
+  registrySecrets,
+  type RegistrySecrets,
+} from './registry-config.js';
+export {
+  prepareRegistry,
+  registryAnswers,
+  startGuardOnly,
+  startRegistry,
+  type RegistryProcessConfig,
+  type RunningRegistry,
+} from './registry-process.js';
+export {
+  backendOf,
+  PushLedger,
+  startPushGuard,
+  uploadRequest,
+  type PushGuard,
+  type RegistryRoom,
+  type RoomSource,
+} from './push-guard.js';
 export { deploymentOfRepository, parseImageReference, repositoryPrefix, type ImageReference } from './repositories.js';
 export { libtrustKeyId, loadOrCreateSigningKey, selfSignedCertificate } from './signing-key.js';
 export {

@@ -13,7 +13,8 @@ import { sweepRegistry } from './sweep.js';
 import { announceSupervisor, recordSweep } from './sweep-request.js';
 
 const config = loadConfigOrExit();
-const say = (msg: string) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry', msg })}\n`);
+const say = (msg: string) =>
+  process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry', msg })}\n`);
 
 let current: RunningRegistry | null = null;
 let stopping = false;
@@ -29,13 +30,17 @@ function supervise(registry: RunningRegistry): RunningRegistry {
 
 async function run(): Promise<void> {
   if (await registryAnswers(config.registry.internalUrl)) {
-    say(`a registry already answers at ${config.registry.internalUrl}; not starting another (it must use Slipway's token auth)`);
+    say(
+      `a registry already answers at ${config.registry.internalUrl}; not starting another (it must use Slipway's token auth)`,
+    );
     return;
   }
   // Missing (not root, so not installed): the rest of Slipway runs; only image pushes fail.
   const probe = spawnSync(config.registry.binary, ['--version'], { stdio: 'ignore' });
   if (probe.error || probe.status !== 0) {
-    say(`${config.registry.binary} does not run (${probe.error?.message ?? `exit ${probe.status}`}): no image registry, pushes will fail. Install Debian's docker-registry, or set SLIPWAY_REGISTRY=off`);
+    say(
+      `${config.registry.binary} does not run (${probe.error?.message ?? `exit ${probe.status}`}): no image registry, pushes will fail. Install Debian's docker-registry, or set SLIPWAY_REGISTRY=off`,
+    );
     return;
   }
   const withdraw = announceSupervisor(config);
@@ -44,7 +49,9 @@ async function run(): Promise<void> {
     let exit: string;
     try {
       current = supervise(await startRegistry(config, { log: say }));
-      say(`registry listening on ${config.registry.host}:${config.registry.port}, storage ${config.registry.storageDir}`);
+      say(
+        `registry listening on ${config.registry.host}:${config.registry.port}, storage ${config.registry.storageDir}`,
+      );
       let code = await current.exited;
       // A sweep stops it and runs its own registries; once it is done, `current` is the one serving.
       while (sweeping && !stopping) {
@@ -60,7 +67,8 @@ async function run(): Promise<void> {
     const now = Date.now();
     restarts.push(now);
     while (restarts[0]! < now - 60_000) restarts.shift();
-    if (restarts.length > 5) throw new Error(`docker-registry failed ${restarts.length} times within a minute; last: ${exit}`);
+    if (restarts.length > 5)
+      throw new Error(`docker-registry failed ${restarts.length} times within a minute; last: ${exit}`);
     say(`${exit}; restarting`);
     await new Promise((r) => setTimeout(r, 1_000));
   }

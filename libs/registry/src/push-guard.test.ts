@@ -7,10 +7,26 @@ const repo = '0b0e7f2c-3f0a-4c57-9a7e-2f4d3c1b5a69/web';
 
 describe('uploadRequest', () => {
   it('names the requests that bring bytes, and nothing else', () => {
-    expect(uploadRequest('POST', `/v2/${repo}/blobs/uploads/`)).toEqual({ kind: 'start', repository: repo, uuid: null });
-    expect(uploadRequest('PATCH', `/v2/${repo}/blobs/uploads/abc`)).toEqual({ kind: 'chunk', repository: repo, uuid: 'abc' });
-    expect(uploadRequest('PUT', `/v2/${repo}/blobs/uploads/abc`)).toEqual({ kind: 'finish', repository: repo, uuid: 'abc' });
-    expect(uploadRequest('PUT', `/v2/${repo}/manifests/v1`)).toEqual({ kind: 'manifest', repository: repo, uuid: null });
+    expect(uploadRequest('POST', `/v2/${repo}/blobs/uploads/`)).toEqual({
+      kind: 'start',
+      repository: repo,
+      uuid: null,
+    });
+    expect(uploadRequest('PATCH', `/v2/${repo}/blobs/uploads/abc`)).toEqual({
+      kind: 'chunk',
+      repository: repo,
+      uuid: 'abc',
+    });
+    expect(uploadRequest('PUT', `/v2/${repo}/blobs/uploads/abc`)).toEqual({
+      kind: 'finish',
+      repository: repo,
+      uuid: 'abc',
+    });
+    expect(uploadRequest('PUT', `/v2/${repo}/manifests/v1`)).toEqual({
+      kind: 'manifest',
+      repository: repo,
+      uuid: null,
+    });
     for (const [method, path] of [
       ['GET', `/v2/${repo}/blobs/uploads/abc`],
       ['DELETE', `/v2/${repo}/blobs/uploads/abc`],
@@ -64,7 +80,8 @@ describe('startPushGuard with a TCP upstream (`slipway registry-guard`)', () => 
       req.on('end', () => {
         seen.push({ method: req.method!, url: req.url!, bytes, host: req.headers.host });
         if (req.url === '/v2/') return void res.writeHead(401).end();
-        if (req.method === 'POST') return void res.writeHead(202, { 'docker-upload-uuid': 'u1', location: `${req.url}u1`, range: '0-0' }).end();
+        if (req.method === 'POST')
+          return void res.writeHead(202, { 'docker-upload-uuid': 'u1', location: `${req.url}u1`, range: '0-0' }).end();
         if (req.method === 'PATCH') return void res.writeHead(202, { range: `0-${bytes - 1}` }).end();
         res.writeHead(204).end();
       });
@@ -75,7 +92,12 @@ describe('startPushGuard with a TCP upstream (`slipway registry-guard`)', () => 
       workspaceOf: async () => 'ws-1',
       room: async () => ({ quotaBytes: 1_000, usedBytes: 400, recordedDigests: [] }),
     };
-    const guard = await startPushGuard({ host: '127.0.0.1', port: 0, backendUrl: `http://127.0.0.1:${upstreamPort}`, rooms });
+    const guard = await startPushGuard({
+      host: '127.0.0.1',
+      port: 0,
+      backendUrl: `http://127.0.0.1:${upstreamPort}`,
+      rooms,
+    });
     const base = `http://127.0.0.1:${(guard.server.address() as AddressInfo).port}`;
     const auth = { authorization: 'Bearer t' };
     try {
@@ -83,11 +105,19 @@ describe('startPushGuard with a TCP upstream (`slipway registry-guard`)', () => 
       const start = await fetch(`${base}/v2/${repo}/blobs/uploads/`, { method: 'POST', headers: auth });
       expect(start.status).toBe(202);
       expect(start.headers.get('docker-upload-uuid')).toBe('u1');
-      const fits = await fetch(`${base}/v2/${repo}/blobs/uploads/u1`, { method: 'PATCH', headers: auth, body: Buffer.alloc(500) });
+      const fits = await fetch(`${base}/v2/${repo}/blobs/uploads/u1`, {
+        method: 'PATCH',
+        headers: auth,
+        body: Buffer.alloc(500),
+      });
       expect(fits.status).toBe(202);
       expect(guard.ledger.pending('ws-1')).toBe(500);
       // 400 stored + 500 in the upload + 200 more > 1000.
-      const over = await fetch(`${base}/v2/${repo}/blobs/uploads/u1`, { method: 'PATCH', headers: auth, body: Buffer.alloc(200) });
+      const over = await fetch(`${base}/v2/${repo}/blobs/uploads/u1`, {
+        method: 'PATCH',
+        headers: auth,
+        body: Buffer.alloc(200),
+      });
       expect(over.status).toBe(403);
       expect(((await over.json()) as { errors: { code: string }[] }).errors[0]!.code).toBe('DENIED');
       await new Promise((r) => setTimeout(r, 100));

@@ -43,7 +43,10 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'upgrade', '
 type Kind = 'start' | 'chunk' | 'finish' | 'manifest';
 
 /** Which upload request this is, and of which repository; null for anything else. */
-export function uploadRequest(method: string, pathname: string): { kind: Kind; repository: string; uuid: string | null } | null {
+export function uploadRequest(
+  method: string,
+  pathname: string,
+): { kind: Kind; repository: string; uuid: string | null } | null {
   const upload = UPLOAD.exec(pathname);
   if (upload) {
     const uuid = upload[2] || null;
@@ -135,11 +138,14 @@ export interface PushGuardOptions {
 }
 
 /** Where requests go: distribution's socket, or its host and port. */
-export function backendOf(options: Pick<PushGuardOptions, 'backendSocket' | 'backendUrl'>): { socketPath: string } | { host: string; port: number } {
+export function backendOf(
+  options: Pick<PushGuardOptions, 'backendSocket' | 'backendUrl'>,
+): { socketPath: string } | { host: string; port: number } {
   if (options.backendSocket) return { socketPath: options.backendSocket };
-  if (!options.backendUrl) throw new Error('the push guard needs distribution\'s socket or URL');
+  if (!options.backendUrl) throw new Error("the push guard needs distribution's socket or URL");
   const url = new URL(options.backendUrl);
-  if (url.protocol !== 'http:') throw new Error(`the push guard forwards over plain http, not ${url.protocol} (${options.backendUrl})`);
+  if (url.protocol !== 'http:')
+    throw new Error(`the push guard forwards over plain http, not ${url.protocol} (${options.backendUrl})`);
   return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) };
 }
 
@@ -224,7 +230,13 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
     req.pipe(up);
   };
 
-  const guard = async (req: IncomingMessage, res: ServerResponse, kind: Kind, workspaceId: string, uuid: string | null) => {
+  const guard = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    kind: Kind,
+    workspaceId: string,
+    uuid: string | null,
+  ) => {
     const { quotaBytes, usedBytes } = await roomOf(workspaceId);
     const quotaMessage = (incoming: number) =>
       `Quota exceeded: this push would take the workspace's images past ${quotaBytes} bytes: ${usedBytes} stored and unpacked, ` +
@@ -253,8 +265,10 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
     const up = upstream(req, (r) => {
       const status = r.statusCode ?? 0;
       if (release() && status >= 200 && status < 300) {
-        const digest = typeof r.headers['docker-content-digest'] === 'string' ? r.headers['docker-content-digest'] : null;
-        const id = uuid ?? (typeof r.headers['docker-upload-uuid'] === 'string' ? r.headers['docker-upload-uuid'] : null);
+        const digest =
+          typeof r.headers['docker-content-digest'] === 'string' ? r.headers['docker-content-digest'] : null;
+        const id =
+          uuid ?? (typeof r.headers['docker-upload-uuid'] === 'string' ? r.headers['docker-upload-uuid'] : null);
         if (kind === 'manifest' || status === 201) {
           // Finished: a manifest, a blob (PUT, or a monolithic POST); what its upload held moves with it.
           ledger.finished(workspaceId, digest, (uuid ? ledger.sessionBytes(uuid) : 0) + streamed);
@@ -263,7 +277,11 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
           // distribution's `Range: 0-<last>` is what the upload holds now, whatever a retried chunk re-sent.
           // (`0-0` is both empty and one byte.)
           const range = /^0-(\d+)$/.exec(String(r.headers.range ?? ''));
-          ledger.setSession(id, workspaceId, range && range[1] !== '0' ? Number(range[1]) + 1 : ledger.sessionBytes(id) + streamed);
+          ledger.setSession(
+            id,
+            workspaceId,
+            range && range[1] !== '0' ? Number(range[1]) + 1 : ledger.sessionBytes(id) + streamed,
+          );
         }
       }
       answer(res, r);
@@ -281,7 +299,9 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
           refused = true;
           release();
           up.destroy();
-          log(`refused a push to ${req.url?.split('?')[0]} of workspace ${workspaceId} over its registry_bytes quota (${quotaBytes} bytes)`);
+          log(
+            `refused a push to ${req.url?.split('?')[0]} of workspace ${workspaceId} over its registry_bytes quota (${quotaBytes} bytes)`,
+          );
           if (uuid) cancelUpload(req);
           return deny(req, res, quotaMessage(streamed));
         }
@@ -302,11 +322,20 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
 
   /** The refused upload is cancelled at the registry, so what it held does not wait 24 h for the purge. */
   const cancelUpload = (req: IncomingMessage) => {
-    const cancel = http.request({ agent, ...backend, method: 'DELETE', path: req.url, headers: { host: req.headers.host, authorization: req.headers.authorization } }, (r) => {
-      r.resume();
-      const uuid = uploadRequest('PATCH', new URL(req.url ?? '/', 'http://x').pathname)?.uuid;
-      if (uuid) ledger.dropSession(uuid);
-    });
+    const cancel = http.request(
+      {
+        agent,
+        ...backend,
+        method: 'DELETE',
+        path: req.url,
+        headers: { host: req.headers.host, authorization: req.headers.authorization },
+      },
+      (r) => {
+        r.resume();
+        const uuid = uploadRequest('PATCH', new URL(req.url ?? '/', 'http://x').pathname)?.uuid;
+        if (uuid) ledger.dropSession(uuid);
+      },
+    );
     cancel.on('error', () => undefined);
     cancel.end();
   };
@@ -328,13 +357,12 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
       const deploymentId = upload && req.headers.authorization ? deploymentOfRepository(upload.repository) : null;
       if (!upload || !deploymentId) return passThrough(req, res);
       req.pause();
-      workspaceOf(deploymentId).then(
-        (workspaceId) => {
+      workspaceOf(deploymentId)
+        .then((workspaceId) => {
           if (!workspaceId) return passThrough(req, res);
           return guard(req, res, upload.kind, workspaceId, upload.uuid);
-        },
-        fail,
-      ).catch(fail);
+        }, fail)
+        .catch(fail);
     } catch (err) {
       fail(err as Error);
     }

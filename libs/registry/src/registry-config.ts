@@ -22,7 +22,8 @@ export const PLATFORM_ACCOUNT = 'slipway-platform';
 export function backendSocket(config: Pick<Config, 'registry'>): string {
   const socket = path.join(config.registry.storageDir, 'distribution.sock');
   // sun_path holds 108 bytes with its NUL.
-  if (Buffer.byteLength(socket) > 100) throw new Error(`SLIPWAY_REGISTRY_STORAGE_DIR is too long for the registry's unix socket (${socket})`);
+  if (Buffer.byteLength(socket) > 100)
+    throw new Error(`SLIPWAY_REGISTRY_STORAGE_DIR is too long for the registry's unix socket (${socket})`);
   return socket;
 }
 
@@ -53,7 +54,8 @@ export function registryConfiguration(
   options: { readOnly?: boolean; behindGuard?: boolean } = {},
 ): string {
   const { registry } = config;
-  const listenHost = registry.host.includes(':') && !registry.host.startsWith('[') ? `[${registry.host}]` : registry.host;
+  const listenHost =
+    registry.host.includes(':') && !registry.host.startsWith('[') ? `[${registry.host}]` : registry.host;
   const secrets = registrySecrets(config);
   return JSON.stringify(
     {
@@ -63,14 +65,28 @@ export function registryConfiguration(
         filesystem: { rootdirectory: `${registry.storageDir}/storage` },
         delete: { enabled: true },
         // Read-only while garbage is swept (registry-gc.ts): pulls are served, pushes refused.
-        maintenance: { uploadpurging: { enabled: true, age: '24h', interval: '1h', dryrun: false }, readonly: { enabled: options.readOnly === true } },
+        maintenance: {
+          uploadpurging: { enabled: true, age: '24h', interval: '1h', dryrun: false },
+          readonly: { enabled: options.readOnly === true },
+        },
       },
       // Behind `npm start`'s push guard (push-guard.ts), which takes the registry's address, on a
       // socket only the guard reaches; behind a guard of its own (`slipway registry-guard`: compose,
       // Kubernetes) on SLIPWAY_REGISTRY_UPSTREAM_URL; else (your own, unguarded) on the address itself.
-      http: { ...(options.behindGuard ? { net: 'unix', addr: backendSocket(config) } : { addr: distributionAddress(registry, listenHost) }), secret: secrets.httpSecret, headers: { 'X-Content-Type-Options': ['nosniff'] } },
+      http: {
+        ...(options.behindGuard
+          ? { net: 'unix', addr: backendSocket(config) }
+          : { addr: distributionAddress(registry, listenHost) }),
+        secret: secrets.httpSecret,
+        headers: { 'X-Content-Type-Options': ['nosniff'] },
+      },
       auth: {
-        token: { realm: registry.realm, service: REGISTRY_SERVICE, issuer: REGISTRY_ISSUER, rootcertbundle: certificateFile },
+        token: {
+          realm: registry.realm,
+          service: REGISTRY_SERVICE,
+          issuer: REGISTRY_ISSUER,
+          rootcertbundle: certificateFile,
+        },
       },
       notifications: {
         endpoints: [

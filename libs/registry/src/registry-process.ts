@@ -38,7 +38,10 @@ function backendAnswers(socketPath: string): Promise<boolean> {
  * signing key is created on first use) and returns the config file. Generated every start, so
  * a changed variable takes effect on restart.
  */
-export function prepareRegistry(config: Pick<Config, 'registry' | 'secretsKey'>, options: { readOnly?: boolean; behindGuard?: boolean } = {}): string {
+export function prepareRegistry(
+  config: Pick<Config, 'registry' | 'secretsKey'>,
+  options: { readOnly?: boolean; behindGuard?: boolean } = {},
+): string {
   const dir = config.registry.storageDir;
   mkdirSync(path.join(dir, 'storage'), { recursive: true, mode: 0o700 });
   const key = loadOrCreateSigningKey(config.registry.signingKeyFile);
@@ -99,11 +102,19 @@ export async function startRegistry(
   const rooms = databaseRooms(config);
   let guard: PushGuard;
   try {
-    guard = await startPushGuard({ host: config.registry.host, port: config.registry.port, backendSocket: socket, rooms, log: options.log });
+    guard = await startPushGuard({
+      host: config.registry.host,
+      port: config.registry.port,
+      backendSocket: socket,
+      rooms,
+      log: options.log,
+    });
   } catch (err) {
     child.kill('SIGKILL');
     await exited;
-    throw new Error(`the registry's push guard could not listen on ${config.registry.host}:${config.registry.port}: ${(err as Error).message}`);
+    throw new Error(
+      `the registry's push guard could not listen on ${config.registry.host}:${config.registry.port}: ${(err as Error).message}`,
+    );
   }
   // distribution dying takes the guard with it: the address refuses connections, as before, until the supervisor restarts both.
   void exited.then(() => guard.close().then(rooms.close));
@@ -135,9 +146,18 @@ export async function startGuardOnly(
   options: { log?: (msg: string) => void } = {},
 ): Promise<PushGuard & { upstreamUrl: string }> {
   const upstreamUrl = config.registry.upstreamUrl;
-  if (!upstreamUrl) throw new Error('SLIPWAY_REGISTRY_UPSTREAM_URL is not set: the push guard does not know where distribution listens');
+  if (!upstreamUrl)
+    throw new Error(
+      'SLIPWAY_REGISTRY_UPSTREAM_URL is not set: the push guard does not know where distribution listens',
+    );
   const rooms = databaseRooms(config);
-  const guard = await startPushGuard({ host: config.registry.host, port: config.registry.port, backendUrl: upstreamUrl, rooms, log: options.log });
+  const guard = await startPushGuard({
+    host: config.registry.host,
+    port: config.registry.port,
+    backendUrl: upstreamUrl,
+    rooms,
+    log: options.log,
+  });
   return {
     ...guard,
     upstreamUrl,

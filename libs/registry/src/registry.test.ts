@@ -10,7 +10,12 @@ describe('libtrust key id', () => {
   it('is base32 of the first 30 bytes of SHA-256(SPKI DER), 12 groups of 4', () => {
     // A fixed P-256 public key. Its SPKI's SHA-256 is 8e2b446b…; the id below was computed apart
     // with Python's base64.b32encode (distribution accepting such ids: test/integration/registry.test.ts).
-    const jwk = { kty: 'EC', crv: 'P-256', x: 'WKn-ZIGevcwGIyyrzFoZNBdaq9_TsqzGl96oc0CWuis', y: 'y77t-RvAHRKTsSGdIYUfweuOvwrvDD-Q3Hv5J0fSKbE' };
+    const jwk = {
+      kty: 'EC',
+      crv: 'P-256',
+      x: 'WKn-ZIGevcwGIyyrzFoZNBdaq9_TsqzGl96oc0CWuis',
+      y: 'y77t-RvAHRKTsSGdIYUfweuOvwrvDD-Q3Hv5J0fSKbE',
+    };
     const key = createPublicKey({ key: jwk, format: 'jwk' });
     const id = libtrustKeyId(key);
     expect(id).toBe('RYVU:I2ZO:DIMN:4K36:646F:3AH7:UQCZ:RAXY:GEY5:T3EC:FWLS:GREH');
@@ -33,20 +38,38 @@ describe('token-issuer certificate', () => {
 describe('registry tokens', () => {
   it('carry kid, a string aud and a raw r||s ES256 signature', () => {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const { token } = signRegistryToken(privateKey, { subject: 's', access: [{ type: 'repository', name: `${ID}/web`, actions: ['pull'] }], ttlSeconds: 60 });
+    const { token } = signRegistryToken(privateKey, {
+      subject: 's',
+      access: [{ type: 'repository', name: `${ID}/web`, actions: ['pull'] }],
+      ttlSeconds: 60,
+    });
     const [h, c, sig] = token.split('.');
     const header = JSON.parse(Buffer.from(h!, 'base64url').toString());
     const claims = JSON.parse(Buffer.from(c!, 'base64url').toString());
     expect(header).toEqual({ typ: 'JWT', alg: 'ES256', kid: libtrustKeyId(privateKey) });
-    expect(claims).toMatchObject({ iss: 'slipway', aud: 'slipway-registry', sub: 's', access: [{ type: 'repository', name: `${ID}/web`, actions: ['pull'] }] });
+    expect(claims).toMatchObject({
+      iss: 'slipway',
+      aud: 'slipway-registry',
+      sub: 's',
+      access: [{ type: 'repository', name: `${ID}/web`, actions: ['pull'] }],
+    });
     expect(claims.exp - claims.iat).toBe(60);
     const signature = Buffer.from(sig!, 'base64url');
     expect(signature).toHaveLength(64);
-    expect(verify('sha256', Buffer.from(`${h}.${c}`), { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature)).toBe(true);
+    expect(verify('sha256', Buffer.from(`${h}.${c}`), { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature)).toBe(
+      true,
+    );
   });
 
   it('scopes parse from repeated and space-separated values; names may hold a host port', () => {
-    expect(parseScopes([`repository:${ID}/web:pull,push`, 'repository:a/b:pull registry:catalog:*', 'repository:host:5000/x:pull', 'junk'])).toEqual([
+    expect(
+      parseScopes([
+        `repository:${ID}/web:pull,push`,
+        'repository:a/b:pull registry:catalog:*',
+        'repository:host:5000/x:pull',
+        'junk',
+      ]),
+    ).toEqual([
       { type: 'repository', name: `${ID}/web`, actions: ['pull', 'push'] },
       { type: 'repository', name: 'a/b', actions: ['pull'] },
       { type: 'registry', name: 'catalog', actions: ['*'] },
@@ -59,15 +82,31 @@ describe('repositories of a deployment', () => {
   it('are <deployment id>/<one segment> only', () => {
     expect(deploymentOfRepository(`${ID}/web`)).toBe(ID);
     expect(deploymentOfRepository(`${ID}/web-app_2.x`)).toBe(ID);
-    for (const name of [ID, `${ID}/a/b`, `${ID}/`, `${ID}/Web`, `x${ID}/web`, 'library/web', `${ID}/-web`]) expect(deploymentOfRepository(name), name).toBeNull();
+    for (const name of [ID, `${ID}/a/b`, `${ID}/`, `${ID}/Web`, `x${ID}/web`, 'library/web', `${ID}/-web`])
+      expect(deploymentOfRepository(name), name).toBeNull();
   });
 
   it('image references parse by tag or digest', () => {
     const digest = `sha256:${'a'.repeat(64)}`;
-    expect(parseImageReference(`127.0.0.1:8130/${ID}/web:v1`)).toEqual({ registry: '127.0.0.1:8130', repository: `${ID}/web`, tag: 'v1', digest: null });
-    expect(parseImageReference(`127.0.0.1:8130/${ID}/web@${digest}`)).toEqual({ registry: '127.0.0.1:8130', repository: `${ID}/web`, tag: null, digest });
+    expect(parseImageReference(`127.0.0.1:8130/${ID}/web:v1`)).toEqual({
+      registry: '127.0.0.1:8130',
+      repository: `${ID}/web`,
+      tag: 'v1',
+      digest: null,
+    });
+    expect(parseImageReference(`127.0.0.1:8130/${ID}/web@${digest}`)).toEqual({
+      registry: '127.0.0.1:8130',
+      repository: `${ID}/web`,
+      tag: null,
+      digest,
+    });
     expect(parseImageReference(`127.0.0.1:8130/${ID}/web`)).toMatchObject({ tag: 'latest' });
-    for (const bad of ['web', `127.0.0.1:8130/${ID}/web@sha256:short`, `127.0.0.1:8130/${ID}/Web:v1`, `127.0.0.1:8130/${ID}/web:bad tag`]) {
+    for (const bad of [
+      'web',
+      `127.0.0.1:8130/${ID}/web@sha256:short`,
+      `127.0.0.1:8130/${ID}/Web:v1`,
+      `127.0.0.1:8130/${ID}/web:bad tag`,
+    ]) {
       expect(parseImageReference(bad), bad).toBeNull();
     }
   });

@@ -7,7 +7,9 @@ import type { RoomSource } from './push-guard.js';
  * (RegistryRepository.registryRoom, the token endpoint's read). A small pool of its own,
  * connected on first use, so a registry that only serves pulls never opens one.
  */
-export function databaseRooms(config: Pick<Config, 'databaseUrl' | 'quotas'>): RoomSource & { close: () => Promise<void> } {
+export function databaseRooms(
+  config: Pick<Config, 'databaseUrl' | 'quotas'>,
+): RoomSource & { close: () => Promise<void> } {
   let dataSource: DataSource | null = null;
   let ready: Promise<DataSource> | null = null;
   const manager = async () => {
@@ -23,7 +25,8 @@ export function databaseRooms(config: Pick<Config, 'databaseUrl' | 'quotas'>): R
   };
   return {
     workspaceOf: async (deploymentId) => new QuotaRepository(await manager()).workspaceOfDeployment(deploymentId),
-    room: async (workspaceId, digests) => new RegistryRepository(await manager()).registryRoom(workspaceId, config.quotas, digests),
+    room: async (workspaceId, digests) =>
+      new RegistryRepository(await manager()).registryRoom(workspaceId, config.quotas, digests),
     close: async () => {
       if (dataSource?.isInitialized) await dataSource.destroy();
     },

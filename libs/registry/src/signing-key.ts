@@ -59,7 +59,8 @@ export function libtrustKeyId(key: KeyObject): string {
 
 const der = (tag: number, content: Buffer): Buffer => {
   const n = content.length;
-  const length = n < 0x80 ? Buffer.from([n]) : n < 0x100 ? Buffer.from([0x81, n]) : Buffer.from([0x82, n >> 8, n & 0xff]);
+  const length =
+    n < 0x80 ? Buffer.from([n]) : n < 0x100 ? Buffer.from([0x81, n]) : Buffer.from([0x82, n >> 8, n & 0xff]);
   return Buffer.concat([Buffer.from([tag]), length, content]);
 };
 const seq = (...parts: Buffer[]) => der(0x30, Buffer.concat(parts));
@@ -69,14 +70,32 @@ const utcTime = (date: Date) => der(0x17, Buffer.from(date.toISOString().replace
 const commonName = (cn: string) => seq(der(0x31, seq(oid('550403'), der(0x0c, Buffer.from(cn)))));
 
 /** A self-signed certificate (PEM) of `key`'s public key, valid from `notBefore` for ten years. */
-export function selfSignedCertificate(key: KeyObject, cn = 'slipway registry token issuer', notBefore = new Date(Date.now() - 86_400_000)): string {
+export function selfSignedCertificate(
+  key: KeyObject,
+  cn = 'slipway registry token issuer',
+  notBefore = new Date(Date.now() - 86_400_000),
+): string {
   const spki = createPublicKey(key).export({ type: 'spki', format: 'der' });
-  const serial = der(0x02, Buffer.concat([Buffer.from([0x01]), createHash('sha256').update(spki).digest().subarray(0, 15)]));
+  const serial = der(
+    0x02,
+    Buffer.concat([Buffer.from([0x01]), createHash('sha256').update(spki).digest().subarray(0, 15)]),
+  );
   const notAfter = new Date(notBefore.getTime() + 3650 * 86_400_000);
   const name = commonName(cn);
-  const tbs = seq(der(0xa0, der(0x02, Buffer.from([2]))), serial, ECDSA_WITH_SHA256, name, seq(utcTime(notBefore), utcTime(notAfter)), name, spki);
+  const tbs = seq(
+    der(0xa0, der(0x02, Buffer.from([2]))),
+    serial,
+    ECDSA_WITH_SHA256,
+    name,
+    seq(utcTime(notBefore), utcTime(notAfter)),
+    name,
+    spki,
+  );
   const signature = sign('sha256', tbs, key); // DER-encoded ECDSA, as X.509 wants
   const cert = seq(tbs, ECDSA_WITH_SHA256, der(0x03, Buffer.concat([Buffer.from([0]), signature])));
-  const b64 = cert.toString('base64').match(/.{1,64}/g)!.join('\n');
+  const b64 = cert
+    .toString('base64')
+    .match(/.{1,64}/g)!
+    .join('\n');
   return `-----BEGIN CERTIFICATE-----\n${b64}\n-----END CERTIFICATE-----\n`;
 }

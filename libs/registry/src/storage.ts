@@ -41,10 +41,15 @@ export async function storedManifests(storageDir: string): Promise<StoredManifes
   return found;
 }
 
-const blobData = (storageDir: string, digest: string) => path.join(v2(storageDir), 'blobs', 'sha256', digest.slice(7, 9), digest.slice(7), 'data');
+const blobData = (storageDir: string, digest: string) =>
+  path.join(v2(storageDir), 'blobs', 'sha256', digest.slice(7, 9), digest.slice(7), 'data');
 
 /** The manifest's own digest and every blob it names (config, layers; an index's manifests and theirs). */
-export async function manifestBlobs(storageDir: string, digest: string, seen = new Set<string>()): Promise<Set<string>> {
+export async function manifestBlobs(
+  storageDir: string,
+  digest: string,
+  seen = new Set<string>(),
+): Promise<Set<string>> {
   if (seen.has(digest) || !/^sha256:[0-9a-f]{64}$/.test(digest)) return seen;
   seen.add(digest);
   const text = await readFile(blobData(storageDir, digest), 'utf8').catch(() => null);
@@ -55,8 +60,10 @@ export async function manifestBlobs(storageDir: string, digest: string, seen = n
   } catch {
     return seen;
   }
-  for (const d of [manifest.config?.digest, ...(manifest.layers ?? []).map((l) => l.digest)]) if (typeof d === 'string') seen.add(d);
-  for (const m of manifest.manifests ?? []) if (typeof m.digest === 'string') await manifestBlobs(storageDir, m.digest, seen);
+  for (const d of [manifest.config?.digest, ...(manifest.layers ?? []).map((l) => l.digest)])
+    if (typeof d === 'string') seen.add(d);
+  for (const m of manifest.manifests ?? [])
+    if (typeof m.digest === 'string') await manifestBlobs(storageDir, m.digest, seen);
   return seen;
 }
 

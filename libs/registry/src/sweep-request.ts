@@ -54,7 +54,10 @@ function lastSweep(config: RegistryConfig): SweepResult | null {
 }
 
 /** Has the sweep run (see above) and resolves with its outcome. */
-export async function requestSweep(config: RegistryConfig, timeoutMs = 35 * 60_000): Promise<Omit<SweepResult, 'finishedAt'>> {
+export async function requestSweep(
+  config: RegistryConfig,
+  timeoutMs = 35 * 60_000,
+): Promise<Omit<SweepResult, 'finishedAt'>> {
   const pid = supervisorPid(config);
   if (pid === null) {
     if (await registryAnswers(config.registry.internalUrl)) {
@@ -73,7 +76,11 @@ export async function requestSweep(config: RegistryConfig, timeoutMs = 35 * 60_0
     await new Promise((r) => setTimeout(r, 250));
     const result = lastSweep(config);
     if (result && result.finishedAt >= asked) return { ok: result.ok, output: result.output };
-    if (supervisorPid(config) === null) return { ok: false, output: `The registry supervisor (pid ${pid}) exited before the sweep finished.` };
+    if (supervisorPid(config) === null)
+      return { ok: false, output: `The registry supervisor (pid ${pid}) exited before the sweep finished.` };
   }
-  return { ok: false, output: `The registry supervisor (pid ${pid}) did not finish the sweep within ${Math.round(timeoutMs / 1000)} s.` };
+  return {
+    ok: false,
+    output: `The registry supervisor (pid ${pid}) did not finish the sweep within ${Math.round(timeoutMs / 1000)} s.`,
+  };
 }

@@ -1,5 +1,10 @@
 import { execFile } from 'node:child_process';
-import { prepareRegistry, startRegistry, type RegistryProcessConfig, type RunningRegistry } from './registry-process.js';
+import {
+  prepareRegistry,
+  startRegistry,
+  type RegistryProcessConfig,
+  type RunningRegistry,
+} from './registry-process.js';
 
 /** The longest a `garbage-collect` run may take. */
 const SWEEP_TIMEOUT_MS = 30 * 60_000;
@@ -18,7 +23,11 @@ export interface SweepOutcome {
  * for the sweep (pulls keep being served; a push is refused and the client retries) and
  * read-write after it, whether the sweep worked or not. With none running it is run as is.
  */
-export async function sweepRegistry(config: RegistryProcessConfig, current: RunningRegistry | null, log?: (msg: string) => void): Promise<SweepOutcome> {
+export async function sweepRegistry(
+  config: RegistryProcessConfig,
+  current: RunningRegistry | null,
+  log?: (msg: string) => void,
+): Promise<SweepOutcome> {
   let readOnly: RunningRegistry | null = null;
   if (current) {
     await current.stop();
@@ -31,7 +40,11 @@ export async function sweepRegistry(config: RegistryProcessConfig, current: Runn
       { encoding: 'utf8', timeout: SWEEP_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const text = `${stdout}${stderr}`.trim().split('\n').slice(-20).join('\n');
-        resolve(err ? { ok: false, output: `${config.registry.binary} garbage-collect failed: ${text || err.message}` } : { ok: true, output: text });
+        resolve(
+          err
+            ? { ok: false, output: `${config.registry.binary} garbage-collect failed: ${text || err.message}` }
+            : { ok: true, output: text },
+        );
       },
     ),
   );

@@ -33,7 +33,14 @@ export function parseScopes(values: readonly string[]): RequestedScope[] {
       const first = entry.indexOf(':');
       const last = entry.lastIndexOf(':');
       if (first < 0 || last === first) continue;
-      scopes.push({ type: entry.slice(0, first), name: entry.slice(first + 1, last), actions: entry.slice(last + 1).split(',').filter(Boolean) });
+      scopes.push({
+        type: entry.slice(0, first),
+        name: entry.slice(first + 1, last),
+        actions: entry
+          .slice(last + 1)
+          .split(',')
+          .filter(Boolean),
+      });
     }
   }
   return scopes;

@@ -55,7 +55,9 @@ export interface RuntimeInstance {
   index: number;
 }
 
-export type StartInstancesOutcome<I extends RuntimeInstance> = { ok: true; instances: I[] } | { ok: false; message: string };
+export type StartInstancesOutcome<I extends RuntimeInstance> =
+  | { ok: true; instances: I[] }
+  | { ok: false; message: string };
 
 /**
  * Traffic moved to new instances, pending the caller's decision: `confirm` once the revision is

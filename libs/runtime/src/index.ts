@@ -20,11 +20,32 @@ export {
   type RenderInput,
   type StoreImages,
 } from './kubernetes/render.js';
-export { CATATONIT, containerId, ContainerInstances, type ContainerImage, type ContainerLaunch } from './container/container-instances.js';
-export { cleanToolError, ImageCache, repositoryOf, type CachedImage, type ImageCacheOptions, type ImageSource, type UnpackMeasure } from './container/image-cache.js';
+export {
+  CATATONIT,
+  containerId,
+  ContainerInstances,
+  type ContainerImage,
+  type ContainerLaunch,
+} from './container/container-instances.js';
+export {
+  cleanToolError,
+  ImageCache,
+  repositoryOf,
+  type CachedImage,
+  type ImageCacheOptions,
+  type ImageSource,
+  type UnpackMeasure,
+} from './container/image-cache.js';
 export { ImageTooLargeError, unpackedSize, type UnpackBound } from './container/image-size.js';
 export { containerStartFailure } from './container/start-failure.js';
-export { AGENT_SERVER_LABEL, ImageError, imageAgentServer, layoutManifestDigest, readImageConfig, type ImageConfig } from './container/image-config.js';
+export {
+  AGENT_SERVER_LABEL,
+  ImageError,
+  imageAgentServer,
+  layoutManifestDigest,
+  readImageConfig,
+  type ImageConfig,
+} from './container/image-config.js';
 export { INIT_PATH, MAX_OPEN_FILES, ociConfig, type ContainerSpec } from './container/oci-spec.js';
 export { Runc } from './container/runc.js';
 export { ArtifactError, parseEnvFile, readArtifact, type Artifact } from './process/artifact.js';
@@ -41,8 +62,22 @@ export {
   type LaunchSpec,
   type ProcessRuntimeOptions,
 } from './process/process-runtime.js';
-export { ProcessStore, type DeploymentRuntimeWrites, type InstanceRecord, type InstanceRole, type InstanceSample, type InstanceStatus, type Queryable } from './process/process-store.js';
-export { ServingProxy, type AccessDenial, type ProxyTarget, type RequestOutcome, type ServingProxyOptions } from './process/serving-proxy.js';
+export {
+  ProcessStore,
+  type DeploymentRuntimeWrites,
+  type InstanceRecord,
+  type InstanceRole,
+  type InstanceSample,
+  type InstanceStatus,
+  type Queryable,
+} from './process/process-store.js';
+export {
+  ServingProxy,
+  type AccessDenial,
+  type ProxyTarget,
+  type RequestOutcome,
+  type ServingProxyOptions,
+} from './process/serving-proxy.js';
 export {
   answerDenial,
   clientAddress,
@@ -66,8 +101,21 @@ export type {
   StartInstancesOutcome,
   TrafficSwitch,
 } from './driver.js';
-export { CgroupWriter, detectCgroups, type Cgroup, type CgroupLayout, type CgroupLimits, type CgroupUsage } from './sandbox/cgroups.js';
-export { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment, type Mount, type SandboxCommandSpec } from './sandbox/command.js';
+export {
+  CgroupWriter,
+  detectCgroups,
+  type Cgroup,
+  type CgroupLayout,
+  type CgroupLimits,
+  type CgroupUsage,
+} from './sandbox/cgroups.js';
+export {
+  SANDBOX_PATHS,
+  sandboxCommand,
+  sandboxEnvironment,
+  type Mount,
+  type SandboxCommandSpec,
+} from './sandbox/command.js';
 export {
   handOverSeccomp,
   ociSeccomp,
@@ -83,8 +131,19 @@ export { pickUid, SandboxIdentities, UidsExhaustedError } from './sandbox/identi
 export { DnsRelay, resolversOf } from './sandbox/net/dns-relay.js';
 export { DENIED_RANGES, egressRules, NFT_TABLE } from './sandbox/net/egress-rules.js';
 export { parsePool, slotAddresses, type Pool } from './sandbox/net/pool.js';
-export { removeSandboxPool, SandboxNetwork, storeAddresses, type SandboxAttachment } from './sandbox/net/sandbox-network.js';
-export { Sandbox, sandboxForStart, SandboxUnavailableError, setUpSandbox, type SandboxSettings } from './sandbox/sandbox.js';
+export {
+  removeSandboxPool,
+  SandboxNetwork,
+  storeAddresses,
+  type SandboxAttachment,
+} from './sandbox/net/sandbox-network.js';
+export {
+  Sandbox,
+  sandboxForStart,
+  SandboxUnavailableError,
+  setUpSandbox,
+  type SandboxSettings,
+} from './sandbox/sandbox.js';
 export type { LoopbackFront, Upstream } from './data-access/loopback-front.js';
 export { TcpRelay } from './data-access/tcp-relay.js';
 export { PostgresFront, startupMessage, type PostgresFrontOptions } from './data-access/postgres-front.js';

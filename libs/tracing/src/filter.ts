@@ -143,7 +143,8 @@ function param(params: unknown[], value: unknown): string {
 function compile(node: Node, params: unknown[]): string {
   const { fn, args } = node;
   if (fn === 'and' || fn === 'or') {
-    if (!args.length || args.some((a) => !isNode(a))) throw new UnprocessableError(`filter: ${fn}() takes expressions.`);
+    if (!args.length || args.some((a) => !isNode(a)))
+      throw new UnprocessableError(`filter: ${fn}() takes expressions.`);
     const parts: string[] = [];
     const nodes = args as Node[];
     for (let k = 0; k < nodes.length; k += 1) {
@@ -163,7 +164,15 @@ function compile(node: Node, params: unknown[]): string {
   }
   if (fn === 'has') {
     const [field, value] = args;
-    if (args.length !== 2 || !field || isNode(field) || field.ident !== 'tags' || !value || isNode(value) || typeof value.value !== 'string') {
+    if (
+      args.length !== 2 ||
+      !field ||
+      isNode(field) ||
+      field.ident !== 'tags' ||
+      !value ||
+      isNode(value) ||
+      typeof value.value !== 'string'
+    ) {
       throw new UnprocessableError('filter: has() takes tags and a string: has(tags, "x").');
     }
     return `(${param(params, value.value)} = ANY(r.tags))`;
@@ -183,7 +192,8 @@ function compile(node: Node, params: unknown[]): string {
   }
   if (value.value === null) {
     const column = TEXT_FIELDS[name] ?? NUMBER_FIELDS[name] ?? TIME_FIELDS[name];
-    if (!column || (fn !== 'eq' && fn !== 'neq')) throw new UnprocessableError(`filter: ${fn}(${name}, null) is not supported.`);
+    if (!column || (fn !== 'eq' && fn !== 'neq'))
+      throw new UnprocessableError(`filter: ${fn}(${name}, null) is not supported.`);
     return `(${column} IS ${fn === 'eq' ? '' : 'NOT '}NULL)`;
   }
   if (TEXT_FIELDS[name]) {
@@ -197,7 +207,8 @@ function compile(node: Node, params: unknown[]): string {
   }
   if (TIME_FIELDS[name]) {
     const t = new Date(value.value as string);
-    if (typeof value.value !== 'string' || Number.isNaN(t.getTime())) throw new UnprocessableError(`filter: ${name} is compared with a time.`);
+    if (typeof value.value !== 'string' || Number.isNaN(t.getTime()))
+      throw new UnprocessableError(`filter: ${name} is compared with a time.`);
     return `(${TIME_FIELDS[name]} ${op} ${param(params, t.toISOString())}::timestamptz)`;
   }
   throw new UnprocessableError(`filter: the field ${name} is not supported.`);
@@ -206,6 +217,16 @@ function compile(node: Node, params: unknown[]): string {
 /** The string of `eq(<field>, "…")`, or null when the node is not that. */
 function metadataArg(node: Node, field: string): string | null {
   const [f, v] = node.args;
-  if (node.fn !== 'eq' || node.args.length !== 2 || !f || isNode(f) || f.ident !== field || !v || isNode(v) || typeof v.value !== 'string') return null;
+  if (
+    node.fn !== 'eq' ||
+    node.args.length !== 2 ||
+    !f ||
+    isNode(f) ||
+    f.ident !== field ||
+    !v ||
+    isNode(v) ||
+    typeof v.value !== 'string'
+  )
+    return null;
   return v.value;
 }

@@ -8,10 +8,23 @@ export { TracingReads, type RunsQueryInput } from './reads.js';
 export { RUN_SELECT_FIELDS, UNSUPPORTED_V2, type RunSelectField, type RunsQueryV2Input } from './reads-v2.js';
 export { OtlpTraceIngest } from './otlp-ingest.js';
 export { IngestSlots } from './ingest-slots.js';
-export { ingestEndpointOf, TRACE_ACTIVITY_FAILED, TraceIntake, type IngestEndpoint, type IntakeScope } from './intake.js';
+export {
+  ingestEndpointOf,
+  TRACE_ACTIVITY_FAILED,
+  TraceIntake,
+  type IngestEndpoint,
+  type IntakeScope,
+} from './intake.js';
 export { otlpEncodingOf, runIdOfSpan } from './otlp.js';
 export type { ProjectFilter } from './project.repository.js';
 export { TracingRetention, type TracingRetentionOptions, type TracingRetentionReport } from './retention.js';
 export { TracingRetentionRepository } from './retention.repository.js';
 export { RunRepository } from './run.repository.js';
-export { deploymentRollups, revisionRollups, TraceRepository, traceView, type TraceRow, type TraceView } from './trace.repository.js';
+export {
+  deploymentRollups,
+  revisionRollups,
+  TraceRepository,
+  traceView,
+  type TraceRow,
+  type TraceView,
+} from './trace.repository.js';

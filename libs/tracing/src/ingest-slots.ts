@@ -15,7 +15,10 @@ export class IngestSlots {
   async run<T>(key: string, write: () => Promise<T>): Promise<T> {
     const taken = this.busy.get(key) ?? 0;
     if (taken >= this.limit) {
-      throw new TooManyRequestsError(`${taken} trace ingest requests of this writer are being written; send again shortly.`, 1);
+      throw new TooManyRequestsError(
+        `${taken} trace ingest requests of this writer are being written; send again shortly.`,
+        1,
+      );
     }
     this.busy.set(key, taken + 1);
     try {

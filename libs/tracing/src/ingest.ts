@@ -46,7 +46,11 @@ export class TracingIngest {
    * within what ingest accepts): the insert then finds no partition, the transaction rolls
    * back whole, and the write runs once more after making the partitions again.
    */
-  async write(workspaceId: string, operations: RunOperation[], boundTo: string | null = null): Promise<{ deploymentIds: string[] }> {
+  async write(
+    workspaceId: string,
+    operations: RunOperation[],
+    boundTo: string | null = null,
+  ): Promise<{ deploymentIds: string[] }> {
     let deploymentIds: string[];
     try {
       deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
@@ -76,7 +80,9 @@ export class TracingIngest {
       if (!create) continue;
       const start = Date.parse(create.start_time!);
       if (start < now - this.limits.maxRunAgeMs || start > now + this.limits.maxClockSkewMs) {
-        throw new UnprocessableError(`run ${id}: start_time ${create.start_time} is outside what this server keeps (${Math.round(this.limits.maxRunAgeMs / DAY_MS)} days back, a day ahead).`);
+        throw new UnprocessableError(
+          `run ${id}: start_time ${create.start_time} is outside what this server keeps (${Math.round(this.limits.maxRunAgeMs / DAY_MS)} days back, a day ahead).`,
+        );
       }
       days.add(dayOf(start));
     }
@@ -103,8 +109,14 @@ export class TracingIngest {
       }
       await runs.lock(workspaceId, keys);
       if (boundTo) {
-        const traceIds = [...byRun.values()].flatMap(({ create, update }) => [create?.trace_id, update?.trace_id]).filter((t): t is string => !!t);
-        const foreign = await runs.tracesOutside(workspaceId, [...new Set(traceIds.map((t) => t.toLowerCase()))], boundTo);
+        const traceIds = [...byRun.values()]
+          .flatMap(({ create, update }) => [create?.trace_id, update?.trace_id])
+          .filter((t): t is string => !!t);
+        const foreign = await runs.tracesOutside(
+          workspaceId,
+          [...new Set(traceIds.map((t) => t.toLowerCase()))],
+          boundTo,
+        );
         if (foreign.length) throw notTheWritersProject('trace', foreign[0]!);
       }
 
@@ -112,7 +124,10 @@ export class TracingIngest {
       const written = new Set<string>();
       // Every run's stored fields and held update in two statements, the writes in four (at most).
       const ids = [...byRun.keys()];
-      const [storedRuns, heldUpdates] = await Promise.all([runs.loadFields(workspaceId, ids), runs.pendingUpdates(workspaceId, ids)]);
+      const [storedRuns, heldUpdates] = await Promise.all([
+        runs.loadFields(workspaceId, ids),
+        runs.pendingUpdates(workspaceId, ids),
+      ]);
       const replaced: string[] = [];
       const absorbed: string[] = [];
       const inserts: Array<{ row: RunRow; payload: RunPayload }> = [];

@@ -36,7 +36,10 @@ const ENDPOINTS: ReadonlyArray<{ method: string; path: RegExp; endpoint: IngestE
 export function ingestEndpointOf(method: string, path: string): { endpoint: IngestEndpoint; runId?: string } | null {
   for (const e of ENDPOINTS) {
     const match = e.method === method.toUpperCase() ? e.path.exec(path) : null;
-    if (match) return match[1] === undefined ? { endpoint: e.endpoint } : { endpoint: e.endpoint, runId: decodeURIComponent(match[1]) };
+    if (match)
+      return match[1] === undefined
+        ? { endpoint: e.endpoint }
+        : { endpoint: e.endpoint, runId: decodeURIComponent(match[1]) };
   }
   return null;
 }
@@ -51,7 +54,11 @@ export class TraceIntake {
   private readonly otlpIngest: OtlpTraceIngest;
 
   /** `onDeploymentsWritten`: see TracingIngest (a trace is activity of its deployment). */
-  constructor(dataSource: DataSource, limits: IngestLimits = DEFAULT_INGEST_LIMITS, onDeploymentsWritten?: (deploymentIds: string[]) => Promise<void>) {
+  constructor(
+    dataSource: DataSource,
+    limits: IngestLimits = DEFAULT_INGEST_LIMITS,
+    onDeploymentsWritten?: (deploymentIds: string[]) => Promise<void>,
+  ) {
     this.ingest = new TracingIngest(dataSource, limits, undefined, onDeploymentsWritten);
     this.otlpIngest = new OtlpTraceIngest(dataSource, this.ingest);
   }
@@ -74,12 +81,22 @@ export class TraceIntake {
         scale_up_nthreads_limit: 16,
         scale_down_nempty_trigger: 4,
       },
-      instance_flags: { gzip_body_enabled: true, zstd_compression_enabled: false, dataset_examples_multipart_enabled: false },
+      instance_flags: {
+        gzip_body_enabled: true,
+        zstd_compression_enabled: false,
+        dataset_examples_multipart_enabled: false,
+      },
     };
   }
 
   /** Reads and writes one request to `endpoint` (`runId`: the update's path id). */
-  receive(endpoint: IngestEndpoint, scope: IntakeScope, headers: Headers, body: Readable, runId?: string): Promise<void> {
+  receive(
+    endpoint: IngestEndpoint,
+    scope: IntakeScope,
+    headers: Headers,
+    body: Readable,
+    runId?: string,
+  ): Promise<void> {
     switch (endpoint) {
       case 'multipart':
         return this.multipart(scope, headers, body);
@@ -99,7 +116,11 @@ export class TraceIntake {
   }
 
   async batch({ workspaceId, boundTo = null }: IntakeScope, headers: Headers, body: Readable): Promise<void> {
-    await this.ingest.write(workspaceId, batchOperations(await readJsonBody(body, headers, this.ingest.limits), this.ingest.limits), boundTo);
+    await this.ingest.write(
+      workspaceId,
+      batchOperations(await readJsonBody(body, headers, this.ingest.limits), this.ingest.limits),
+      boundTo,
+    );
   }
 
   async create({ workspaceId, boundTo = null }: IntakeScope, headers: Headers, body: Readable): Promise<void> {
@@ -107,7 +128,12 @@ export class TraceIntake {
     await this.ingest.write(workspaceId, [validateOperation('create', run, 'body')], boundTo);
   }
 
-  async update({ workspaceId, boundTo = null }: IntakeScope, runId: string, headers: Headers, body: Readable): Promise<void> {
+  async update(
+    { workspaceId, boundTo = null }: IntakeScope,
+    runId: string,
+    headers: Headers,
+    body: Readable,
+  ): Promise<void> {
     const run = await readJsonBody(body, headers, this.ingest.limits);
     const fields = run && typeof run === 'object' && !Array.isArray(run) ? { ...run, id: runId } : run;
     await this.ingest.write(workspaceId, [validateOperation('update', fields, 'body')], boundTo);

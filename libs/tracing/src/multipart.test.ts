@@ -21,17 +21,43 @@ function rng(seed: number) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]! };
+  return {
+    next,
+    int: (n: number) => Math.floor(next() * n),
+    pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]!,
+  };
 }
 
-const LIMITS: MultipartLimits = { maxBodyBytes: 1 << 20, maxPartBytes: 64 << 10, maxPartHeaderBytes: 1024, maxParts: 50 };
+const LIMITS: MultipartLimits = {
+  maxBodyBytes: 1 << 20,
+  maxPartBytes: 64 << 10,
+  maxPartHeaderBytes: 1024,
+  maxParts: 50,
+};
 const BOUNDARY = '----LangSmithFormBoundaryq1w2e3';
-const NASTY = ['\r\n', '--', `--${BOUNDARY}`, `\r\n--${BOUNDARY.slice(0, -1)}`, '\r\n\r\n', 'Content-Type: x', '\u0000', '"', '\r', '\n'];
+const NASTY = [
+  '\r\n',
+  '--',
+  `--${BOUNDARY}`,
+  `\r\n--${BOUNDARY.slice(0, -1)}`,
+  '\r\n\r\n',
+  'Content-Type: x',
+  '\u0000',
+  '"',
+  '\r',
+  '\n',
+];
 
 function body(r: ReturnType<typeof rng>, parts: MultipartPart[], preamble = ''): Buffer {
   const chunks: Buffer[] = [Buffer.from(preamble)];
   for (const p of parts) {
-    chunks.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${p.name}"\r\n${p.contentType ? `Content-Type: ${p.contentType}\r\n` : ''}\r\n`), p.data, Buffer.from('\r\n'));
+    chunks.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${p.name}"\r\n${p.contentType ? `Content-Type: ${p.contentType}\r\n` : ''}\r\n`,
+      ),
+      p.data,
+      Buffer.from('\r\n'),
+    );
   }
   chunks.push(Buffer.from(`--${BOUNDARY}--${r.next() < 0.3 ? '\r\nepilogue' : '\r\n'}`));
   return Buffer.concat(chunks);
@@ -49,7 +75,11 @@ function randomPart(r: ReturnType<typeof rng>): MultipartPart {
   const data = Buffer.concat(pieces);
   // A part never contains its own delimiter (the client picks a boundary absent from the data).
   const safe = data.includes(`\r\n--${BOUNDARY}`) ? Buffer.from('safe') : data;
-  return { name: `post.${r.int(1e6)}.inputs`, contentType: r.next() < 0.8 ? `application/json; length=${safe.length}` : '', data: safe };
+  return {
+    name: `post.${r.int(1e6)}.inputs`,
+    contentType: r.next() < 0.8 ? `application/json; length=${safe.length}` : '',
+    data: safe,
+  };
 }
 
 function parse(bytes: Buffer, r: ReturnType<typeof rng>): MultipartPart[] {
@@ -77,7 +107,12 @@ describe(`the multipart parser (seed ${SEED})`, () => {
     const r = rng(SEED + 1);
     const outcomes = { parsed: 0, refused: 0 };
     for (let round = 0; round < 500; round += 1) {
-      const bytes = Buffer.from(body(r, Array.from({ length: 1 + r.int(4) }, () => randomPart(r))));
+      const bytes = Buffer.from(
+        body(
+          r,
+          Array.from({ length: 1 + r.int(4) }, () => randomPart(r)),
+        ),
+      );
       const mutations = 1 + r.int(4);
       let mutated: Buffer = bytes;
       for (let m = 0; m < mutations; m += 1) {
@@ -103,12 +138,23 @@ describe(`the multipart parser (seed ${SEED})`, () => {
     const r = rng(SEED + 2);
     const big = { name: 'post.1', contentType: '', data: Buffer.alloc(LIMITS.maxPartBytes + 1, 0x61) };
     expect(() => parse(body(r, [big]), r)).toThrow(/part is larger/);
-    const many = Array.from({ length: LIMITS.maxParts + 1 }, (_, i) => ({ name: `post.${i}`, contentType: '', data: Buffer.from('{}') }));
+    const many = Array.from({ length: LIMITS.maxParts + 1 }, (_, i) => ({
+      name: `post.${i}`,
+      contentType: '',
+      data: Buffer.from('{}'),
+    }));
     expect(() => parse(body(r, many), r)).toThrow(/more than 50 parts/);
-    expect(() => parse(Buffer.from(`--${BOUNDARY}\r\n${'X-Long: y\r\n'.repeat(200)}`), r)).toThrow(/headers are larger/);
+    expect(() => parse(Buffer.from(`--${BOUNDARY}\r\n${'X-Long: y\r\n'.repeat(200)}`), r)).toThrow(
+      /headers are larger/,
+    );
     const parser = new MultipartParser(BOUNDARY, LIMITS);
     expect(() => {
-      for (let i = 0; i < 20; i += 1) parser.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="post.${i}"\r\n\r\n${'a'.repeat(60 << 10)}\r\n`));
+      for (let i = 0; i < 20; i += 1)
+        parser.push(
+          Buffer.from(
+            `--${BOUNDARY}\r\nContent-Disposition: form-data; name="post.${i}"\r\n\r\n${'a'.repeat(60 << 10)}\r\n`,
+          ),
+        );
     }).toThrow(/body is larger/);
   });
 

@@ -64,10 +64,13 @@ export class MultipartParser {
 
   push(chunk: Uint8Array): void {
     this.total += chunk.byteLength;
-    if (this.total > this.limits.maxBodyBytes) throw new PayloadTooLargeError(`The body is larger than ${this.limits.maxBodyBytes} bytes.`);
+    if (this.total > this.limits.maxBodyBytes)
+      throw new PayloadTooLargeError(`The body is larger than ${this.limits.maxBodyBytes} bytes.`);
     if (this.state === 'done') return;
     // Outside a part's body `buffer` holds a few header bytes at most; in a body it is empty.
-    this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.buffer = this.buffer.length
+      ? Buffer.concat([this.buffer, chunk])
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     this.advance();
   }
 
@@ -88,7 +91,8 @@ export class MultipartParser {
     const end = at < 0 ? Math.max(0, window.length - (this.delimiter.length - 1)) : at;
     if (end > 0) this.body.push(window.subarray(0, end));
     this.bodyLength += end;
-    if (this.bodyLength > this.limits.maxPartBytes) throw new PayloadTooLargeError(`A part is larger than ${this.limits.maxPartBytes} bytes.`);
+    if (this.bodyLength > this.limits.maxPartBytes)
+      throw new PayloadTooLargeError(`A part is larger than ${this.limits.maxPartBytes} bytes.`);
     if (at < 0) {
       // A copy: the tail must not pin the whole chunk it was cut from.
       this.tail = Buffer.from(window.subarray(end));
@@ -109,7 +113,8 @@ export class MultipartParser {
         // The first delimiter may open the body without the CRLF before it: search with a virtual one.
         const at = Buffer.concat([CRLF, this.buffer]).indexOf(this.delimiter);
         if (at < 0) {
-          if (this.buffer.length > this.limits.maxPartHeaderBytes) throw new UnprocessableError('No multipart boundary where the body starts.');
+          if (this.buffer.length > this.limits.maxPartHeaderBytes)
+            throw new UnprocessableError('No multipart boundary where the body starts.');
           return;
         }
         this.buffer = this.buffer.subarray(at - CRLF.length + this.delimiter.length);
@@ -126,19 +131,23 @@ export class MultipartParser {
         while (i < this.buffer.length && (this.buffer[i] === 0x20 || this.buffer[i] === 0x09)) i += 1;
         if (i > 64) throw new UnprocessableError('Malformed multipart delimiter line.');
         if (this.buffer.length < i + 2) return;
-        if (this.buffer[i] !== 0x0d || this.buffer[i + 1] !== 0x0a) throw new UnprocessableError('Malformed multipart delimiter line.');
+        if (this.buffer[i] !== 0x0d || this.buffer[i + 1] !== 0x0a)
+          throw new UnprocessableError('Malformed multipart delimiter line.');
         this.buffer = this.buffer.subarray(i + 2);
         this.state = 'headers';
       } else if (this.state === 'headers') {
         // A part without headers: its blank line comes at once.
         const end = this.buffer.subarray(0, 2).equals(CRLF) ? -2 : this.buffer.indexOf(HEADER_END);
         if (end === -1) {
-          if (this.buffer.length > this.limits.maxPartHeaderBytes) throw new PayloadTooLargeError(`A part's headers are larger than ${this.limits.maxPartHeaderBytes} bytes.`);
+          if (this.buffer.length > this.limits.maxPartHeaderBytes)
+            throw new PayloadTooLargeError(`A part's headers are larger than ${this.limits.maxPartHeaderBytes} bytes.`);
           return;
         }
-        if (end > this.limits.maxPartHeaderBytes) throw new PayloadTooLargeError(`A part's headers are larger than ${this.limits.maxPartHeaderBytes} bytes.`);
+        if (end > this.limits.maxPartHeaderBytes)
+          throw new PayloadTooLargeError(`A part's headers are larger than ${this.limits.maxPartHeaderBytes} bytes.`);
         this.current = parseHeaders(end < 0 ? '' : this.buffer.subarray(0, end).toString('latin1'));
-        if (this.parts.length >= this.limits.maxParts) throw new PayloadTooLargeError(`The body has more than ${this.limits.maxParts} parts.`);
+        if (this.parts.length >= this.limits.maxParts)
+          throw new PayloadTooLargeError(`The body has more than ${this.limits.maxParts} parts.`);
         this.buffer = this.buffer.subarray(end < 0 ? 2 : end + HEADER_END.length);
         this.body = [];
         this.bodyLength = 0;
@@ -177,7 +186,11 @@ function dispositionName(value: string): string | null {
 }
 
 /** Feeds a whole stream through a parser. */
-export async function parseMultipart(source: AsyncIterable<Uint8Array>, boundary: string, limits: MultipartLimits): Promise<MultipartPart[]> {
+export async function parseMultipart(
+  source: AsyncIterable<Uint8Array>,
+  boundary: string,
+  limits: MultipartLimits,
+): Promise<MultipartPart[]> {
   const parser = new MultipartParser(boundary, limits);
   for await (const chunk of source) parser.push(chunk);
   return parser.end();

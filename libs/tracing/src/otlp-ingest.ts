@@ -28,14 +28,23 @@ export class OtlpTraceIngest {
    * Decodes, writes and joins one export; `project` is the `Langsmith-Project` header (null: the
    * default project), `boundTo` the one project a bound writer may write (TracingIngest.write).
    */
-  async write(workspaceId: string, headers: Record<string, unknown>, body: Readable, project: string | null, boundTo: string | null = null): Promise<void> {
+  async write(
+    workspaceId: string,
+    headers: Record<string, unknown>,
+    body: Readable,
+    project: string | null,
+    boundTo: string | null = null,
+  ): Promise<void> {
     const { operations, otelTraceIds } = await readOtlpTraces(body, headers, this.ingest.limits, project);
     if (!operations.length) return;
     await this.ingest.write(workspaceId, operations, boundTo);
     await this.dataSource.transaction(async (m) => {
       const runs = new RunRepository(m);
       const tree = new SpanTreeRepository(m);
-      await runs.lock(workspaceId, otelTraceIds.map((t) => `otel:${t}`));
+      await runs.lock(
+        workspaceId,
+        otelTraceIds.map((t) => `otel:${t}`),
+      );
       const traces = new Set<string>();
       for (const { fields } of operations) {
         const id = fields.id.toLowerCase();
@@ -69,6 +78,11 @@ export class OtlpTraceIngest {
  * client cannot grow a trace without bound by sending deeper and deeper chains in turn. A piece
  * that does not fit stays a trace of its own.
  */
-async function fits(tree: SpanTreeRepository, workspaceId: string, parentDotted: string, pieceRoot: string): Promise<boolean> {
+async function fits(
+  tree: SpanTreeRepository,
+  workspaceId: string,
+  parentDotted: string,
+  pieceRoot: string,
+): Promise<boolean> {
   return parentDotted.length + 1 + (await tree.longestDottedOrder(workspaceId, pieceRoot)) <= MAX_DOTTED_ORDER_CHARS;
 }

@@ -27,7 +27,8 @@ function exportOf(ids: number[], parent: (n: number) => number | null) {
   };
 }
 
-const operations = (body: unknown) => spansToOperations(normalizeRequest(body, DEFAULT_INGEST_LIMITS), null).operations.map((o) => o.fields);
+const operations = (body: unknown) =>
+  spansToOperations(normalizeRequest(body, DEFAULT_INGEST_LIMITS), null).operations.map((o) => o.fields);
 
 describe('spansToOperations', () => {
   it("maps ids as the langsmith client does, and places each span under its export's topmost ancestor", () => {
@@ -41,12 +42,15 @@ describe('spansToOperations', () => {
     expect(byName.s5!.dotted_order!.startsWith(`${byName.s1!.dotted_order}.`)).toBe(true);
     expect(byName.s3).toMatchObject({ parent_run_id: runIdOfSpan(hex(2)), trace_id: runIdOfSpan(hex(3)) });
     expect(byName.s3!.dotted_order!.split('.')).toHaveLength(1);
-    expect(byName.s4).toMatchObject({ trace_id: runIdOfSpan(hex(3)), dotted_order: expect.stringMatching(new RegExp(`^${byName.s3!.dotted_order}\\.`)) });
+    expect(byName.s4).toMatchObject({
+      trace_id: runIdOfSpan(hex(3)),
+      dotted_order: expect.stringMatching(new RegExp(`^${byName.s3!.dotted_order}\\.`)),
+    });
   });
 
   it('keeps microseconds in the dotted order', () => {
     const [f] = operations(exportOf([7], () => null));
-    const micros = String((now + 7000n) / 1000n % 1_000_000n).padStart(6, '0');
+    const micros = String(((now + 7000n) / 1000n) % 1_000_000n).padStart(6, '0');
     expect(f!.dotted_order).toMatch(new RegExp(`^\\d{8}T\\d{6}${micros}Z`));
   });
 

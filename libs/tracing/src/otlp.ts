@@ -20,7 +20,10 @@ export type OtlpEncoding = 'json' | 'protobuf';
 
 /** The content types an OTLP/HTTP exporter sends. */
 export function otlpEncodingOf(headers: Record<string, unknown>): OtlpEncoding {
-  const type = String(headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = String(headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim()
+    .toLowerCase();
   if (type === 'application/json') return 'json';
   if (type === 'application/x-protobuf' || type === 'application/protobuf') return 'protobuf';
   throw new UnsupportedMediaTypeError('Send application/x-protobuf or application/json (OTLP/HTTP).');
@@ -33,7 +36,12 @@ export interface OtlpSpansRequest {
 }
 
 /** Reads, decodes and maps a whole export; a malformed body or span refuses all of it (nothing is written). */
-export async function readOtlpTraces(body: Readable, headers: Record<string, unknown>, limits: IngestLimits, project: string | null): Promise<OtlpSpansRequest> {
+export async function readOtlpTraces(
+  body: Readable,
+  headers: Record<string, unknown>,
+  limits: IngestLimits,
+  project: string | null,
+): Promise<OtlpSpansRequest> {
   const encoding = otlpEncodingOf(headers);
   const bytes = await readBodyBytes(body, headers, limits);
   let request: unknown;
@@ -67,13 +75,20 @@ export interface OtlpSpan {
 const bad = (where: string, what: string): never => {
   throw new UnprocessableError(`${where}: ${what}.`);
 };
-const obj = (v: unknown): Record<string, unknown> | null => (v && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array) ? (v as Record<string, unknown>) : null);
-const list = (v: unknown, where: string): unknown[] => (v === undefined || v === null ? [] : Array.isArray(v) ? v : bad(where, 'expected an array'));
+const obj = (v: unknown): Record<string, unknown> | null =>
+  v && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array) ? (v as Record<string, unknown>) : null;
+const list = (v: unknown, where: string): unknown[] =>
+  v === undefined || v === null ? [] : Array.isArray(v) ? v : bad(where, 'expected an array');
 
 /** An id: bytes (protobuf) or hex (the JSON mapping), `bytes` long; empty means none. */
 function idOf(v: unknown, bytes: number, where: string): string | null {
   if (v === undefined || v === null || v === '') return null;
-  const hex = v instanceof Uint8Array ? Buffer.from(v).toString('hex') : typeof v === 'string' ? v.toLowerCase() : bad(where, 'expected a hex id');
+  const hex =
+    v instanceof Uint8Array
+      ? Buffer.from(v).toString('hex')
+      : typeof v === 'string'
+        ? v.toLowerCase()
+        : bad(where, 'expected a hex id');
   if (hex.length === 0) return null;
   if (!new RegExp(`^[0-9a-f]{${bytes * 2}}$`).test(hex)) bad(where, `expected ${bytes} bytes of hex`);
   if (/^0+$/.test(hex)) return null;
@@ -83,7 +98,8 @@ function idOf(v: unknown, bytes: number, where: string): string | null {
 /** A fixed64 time in nanoseconds (a decimal string, or a number, in the JSON mapping). */
 function nanosOf(v: unknown, where: string): bigint | null {
   if (v === undefined || v === null) return null;
-  if ((typeof v !== 'string' || !/^\d{1,20}$/.test(v)) && !(typeof v === 'number' && Number.isSafeInteger(v) && v >= 0)) bad(where, 'expected unsigned nanoseconds');
+  if ((typeof v !== 'string' || !/^\d{1,20}$/.test(v)) && !(typeof v === 'number' && Number.isSafeInteger(v) && v >= 0))
+    bad(where, 'expected unsigned nanoseconds');
   const n = BigInt(v as string | number);
   return n === 0n ? null : n;
 }
@@ -93,8 +109,10 @@ function anyValue(v: unknown, where: string, depth = 0): unknown {
   if (depth > 32) bad(where, 'values nested too deep');
   const value = obj(v);
   if (!value) return v === undefined || v === null ? null : bad(where, 'expected an AnyValue object');
-  if ('stringValue' in value) return typeof value.stringValue === 'string' ? value.stringValue : bad(where, 'stringValue is not a string');
-  if ('boolValue' in value) return typeof value.boolValue === 'boolean' ? value.boolValue : bad(where, 'boolValue is not a boolean');
+  if ('stringValue' in value)
+    return typeof value.stringValue === 'string' ? value.stringValue : bad(where, 'stringValue is not a string');
+  if ('boolValue' in value)
+    return typeof value.boolValue === 'boolean' ? value.boolValue : bad(where, 'boolValue is not a boolean');
   if ('intValue' in value) {
     const i = value.intValue;
     if (typeof i === 'number' && Number.isInteger(i)) return i;
@@ -103,13 +121,22 @@ function anyValue(v: unknown, where: string, depth = 0): unknown {
   }
   if ('doubleValue' in value) {
     const d = value.doubleValue;
-    return typeof d === 'number' ? d : typeof d === 'string' && ['NaN', 'Infinity', '-Infinity'].includes(d) ? d : bad(where, 'doubleValue is not a number');
+    return typeof d === 'number'
+      ? d
+      : typeof d === 'string' && ['NaN', 'Infinity', '-Infinity'].includes(d)
+        ? d
+        : bad(where, 'doubleValue is not a number');
   }
   if ('bytesValue' in value) {
     const b = value.bytesValue;
-    return b instanceof Uint8Array ? Buffer.from(b).toString('base64') : typeof b === 'string' ? b : bad(where, 'bytesValue is not base64');
+    return b instanceof Uint8Array
+      ? Buffer.from(b).toString('base64')
+      : typeof b === 'string'
+        ? b
+        : bad(where, 'bytesValue is not base64');
   }
-  if ('arrayValue' in value) return list(obj(value.arrayValue)?.values, where).map((x) => anyValue(x, where, depth + 1));
+  if ('arrayValue' in value)
+    return list(obj(value.arrayValue)?.values, where).map((x) => anyValue(x, where, depth + 1));
   if ('kvlistValue' in value) return attributesOf(obj(value.kvlistValue)?.values, where, depth + 1);
   return null;
 }
@@ -136,11 +163,13 @@ export function normalizeRequest(request: unknown, limits: IngestLimits): OtlpSp
       const scope = obj(scopeSpans.scope) ?? {};
       list(scopeSpans.spans, `resourceSpans[${i}].scopeSpans[${j}].spans`).forEach((s, k) => {
         const where = `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]`;
-        if (spans.length >= limits.maxOperations) throw new PayloadTooLargeError(`More than ${limits.maxOperations} spans in one request.`);
+        if (spans.length >= limits.maxOperations)
+          throw new PayloadTooLargeError(`More than ${limits.maxOperations} spans in one request.`);
         const span = obj(s) ?? bad(where, 'expected an object');
         const traceId = idOf(span.traceId, 16, `${where}.traceId`) ?? bad(where, 'traceId is required');
         const spanId = idOf(span.spanId, 8, `${where}.spanId`) ?? bad(where, 'spanId is required');
-        const startNs = nanosOf(span.startTimeUnixNano, `${where}.startTimeUnixNano`) ?? bad(where, 'startTimeUnixNano is required');
+        const startNs =
+          nanosOf(span.startTimeUnixNano, `${where}.startTimeUnixNano`) ?? bad(where, 'startTimeUnixNano is required');
         const status = obj(span.status) ?? {};
         if (span.name !== undefined && typeof span.name !== 'string') bad(where, 'name is not a string');
         spans.push({
@@ -160,14 +189,22 @@ export function normalizeRequest(request: unknown, limits: IngestLimits): OtlpSp
               attributes: attributesOf(event.attributes, `${where}.events[${n}].attributes`),
             };
           }),
-          status: { code: typeof status.code === 'number' ? status.code : 0, message: typeof status.message === 'string' ? status.message : '' },
+          status: {
+            code: typeof status.code === 'number' ? status.code : 0,
+            message: typeof status.message === 'string' ? status.message : '',
+          },
           resource,
-          scope: { name: typeof scope.name === 'string' ? scope.name : undefined, version: typeof scope.version === 'string' ? scope.version : undefined },
+          scope: {
+            name: typeof scope.name === 'string' ? scope.name : undefined,
+            version: typeof scope.version === 'string' ? scope.version : undefined,
+          },
         });
       });
     });
   });
-  const invalid = unstorable(spans.map((s) => ({ ...s, startNs: null, endNs: null, events: s.events.map((e) => ({ ...e, timeNs: null })) })));
+  const invalid = unstorable(
+    spans.map((s) => ({ ...s, startNs: null, endNs: null, events: s.events.map((e) => ({ ...e, timeNs: null })) })),
+  );
   if (invalid) bad('body', invalid);
   return spans;
 }
@@ -265,10 +302,12 @@ function runOf(span: OtlpSpan, project: string | null): RunFields & { parent_run
   const a = span.attributes;
   const id = runIdOfSpan(span.spanId);
   const metadata: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(a)) if (key.startsWith('langsmith.metadata.')) metadata[key.slice('langsmith.metadata.'.length)] = value;
+  for (const [key, value] of Object.entries(a))
+    if (key.startsWith('langsmith.metadata.')) metadata[key.slice('langsmith.metadata.'.length)] = value;
   const requestModel = typeof a['gen_ai.request.model'] === 'string' ? a['gen_ai.request.model'] : undefined;
   const responseModel = typeof a['gen_ai.response.model'] === 'string' ? a['gen_ai.response.model'] : undefined;
-  if ((responseModel ?? requestModel) && metadata.ls_model_name === undefined) metadata.ls_model_name = responseModel ?? requestModel;
+  if ((responseModel ?? requestModel) && metadata.ls_model_name === undefined)
+    metadata.ls_model_name = responseModel ?? requestModel;
   const provider = a['gen_ai.provider.name'] ?? a['gen_ai.system'];
   if (typeof provider === 'string' && metadata.ls_provider === undefined) metadata.ls_provider = provider;
   const usage = usageOf(a);
@@ -297,12 +336,24 @@ function runOf(span: OtlpSpan, project: string | null): RunFields & { parent_run
   return {
     id,
     parent_run_id: parent || null,
-    name: typeof a['langsmith.trace.name'] === 'string' && a['langsmith.trace.name'] ? a['langsmith.trace.name'] : span.name,
+    name:
+      typeof a['langsmith.trace.name'] === 'string' && a['langsmith.trace.name']
+        ? a['langsmith.trace.name']
+        : span.name,
     run_type: runTypeOf(a),
     start_time: isoOf(span.startNs),
     end_time: span.endNs ? isoOf(span.endNs) : null,
     ...(error ? { error } : {}),
-    ...(tags === undefined ? {} : { tags: Array.isArray(tags) ? tags.map(String) : String(tags).split(',').map((t) => t.trim()).filter(Boolean) }),
+    ...(tags === undefined
+      ? {}
+      : {
+          tags: Array.isArray(tags)
+            ? tags.map(String)
+            : String(tags)
+                .split(',')
+                .map((t) => t.trim())
+                .filter(Boolean),
+        }),
     ...(typeof sessionId === 'string' && UUID.test(sessionId)
       ? { session_id: sessionId }
       : { session_name: typeof sessionName === 'string' && sessionName ? sessionName : project }),
@@ -331,8 +382,16 @@ function runOf(span: OtlpSpan, project: string | null): RunFields & { parent_run
  * has no parent, else a provisional root to be attached once its parent is stored.
  */
 export function spansToOperations(spans: OtlpSpan[], project: string | null): OtlpSpansRequest {
-  const runs = new Map<string, { fields: RunFields & { parent_run_id: string | null }; startNs: bigint; otelTrace: string }>();
-  for (const span of spans) runs.set(runIdOfSpan(span.spanId), { fields: runOf(span, project), startNs: span.startNs, otelTrace: span.traceId });
+  const runs = new Map<
+    string,
+    { fields: RunFields & { parent_run_id: string | null }; startNs: bigint; otelTrace: string }
+  >();
+  for (const span of spans)
+    runs.set(runIdOfSpan(span.spanId), {
+      fields: runOf(span, project),
+      startNs: span.startNs,
+      otelTrace: span.traceId,
+    });
 
   const placed = new Map<string, { trace: string; dotted: string }>();
   const place = (id: string): { trace: string; dotted: string } => {

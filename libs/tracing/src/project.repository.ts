@@ -53,14 +53,20 @@ export class TracingProjectStore {
       `INSERT INTO tracing_projects (id, workspace_id, name) VALUES ($1, $2, $3) ON CONFLICT (workspace_id, name) DO NOTHING`,
       [randomUUID(), workspaceId, name],
     );
-    const [row] = await this.manager.query(`SELECT id FROM tracing_projects WHERE workspace_id = $1 AND name = $2`, [workspaceId, name]);
+    const [row] = await this.manager.query(`SELECT id FROM tracing_projects WHERE workspace_id = $1 AND name = $2`, [
+      workspaceId,
+      name,
+    ]);
     return row.id;
   }
 
   /** Which of these ids are projects of the workspace. */
   async existing(workspaceId: string, ids: string[]): Promise<Set<string>> {
     if (!ids.length) return new Set();
-    const rows = await this.manager.query(`SELECT id FROM tracing_projects WHERE workspace_id = $1 AND id = ANY($2::uuid[])`, [workspaceId, ids]);
+    const rows = await this.manager.query(
+      `SELECT id FROM tracing_projects WHERE workspace_id = $1 AND id = ANY($2::uuid[])`,
+      [workspaceId, ids],
+    );
     return new Set(rows.map((r: { id: string }) => r.id));
   }
 
@@ -75,7 +81,10 @@ export class TracingProjectStore {
   }
 
   async get(workspaceId: string, id: string): Promise<ProjectRow | null> {
-    const [row] = await this.manager.query(`${SELECT_PROJECT} WHERE p.workspace_id = $1 AND p.id = $2`, [workspaceId, id]);
+    const [row] = await this.manager.query(`${SELECT_PROJECT} WHERE p.workspace_id = $1 AND p.id = $2`, [
+      workspaceId,
+      id,
+    ]);
     return row ? toProject(row) : null;
   }
 
@@ -85,7 +94,8 @@ export class TracingProjectStore {
     const where = ['p.workspace_id = $1'];
     if (filter.ids?.length) where.push(`p.id = ANY($${params.push(filter.ids)}::uuid[])`);
     if (filter.name !== undefined) where.push(`p.name = $${params.push(filter.name)}`);
-    if (filter.nameContains !== undefined) where.push(`strpos(lower(p.name), lower($${params.push(filter.nameContains)})) > 0`);
+    if (filter.nameContains !== undefined)
+      where.push(`strpos(lower(p.name), lower($${params.push(filter.nameContains)})) > 0`);
     const rows = await this.manager.query(
       `${SELECT_PROJECT} WHERE ${where.join(' AND ')} ORDER BY p.created_at DESC, p.id DESC OFFSET $${params.push(filter.offset)} LIMIT $${params.push(filter.limit)}`,
       params,

@@ -37,9 +37,14 @@ const MAX_PROMOTED_TEXT = 512;
 /** Metadata is kept on the row (for filters) when its JSON is at most this long. */
 const MAX_ROW_METADATA_BYTES = 16 * 1024;
 
-const obj = (v: unknown): Record<string, unknown> | null => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+const obj = (v: unknown): Record<string, unknown> | null =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 const text = (v: unknown): string | null =>
-  typeof v === 'string' ? v.slice(0, MAX_PROMOTED_TEXT) : typeof v === 'number' || typeof v === 'boolean' ? String(v) : null;
+  typeof v === 'string'
+    ? v.slice(0, MAX_PROMOTED_TEXT)
+    : typeof v === 'number' || typeof v === 'boolean'
+      ? String(v)
+      : null;
 const count = (v: unknown): number | null => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : null);
 
 /**
@@ -48,7 +53,11 @@ const count = (v: unknown): number | null => (typeof v === 'number' && Number.is
  */
 function messageUsage(out: Record<string, unknown> | null): Record<string, unknown> | null {
   const generations = out?.generations;
-  const first = Array.isArray(generations) ? (Array.isArray(generations[0]) ? generations[0][0] : generations[0]) : null;
+  const first = Array.isArray(generations)
+    ? Array.isArray(generations[0])
+      ? generations[0][0]
+      : generations[0]
+    : null;
   const message = obj(obj(first)?.message);
   return obj(obj(message?.kwargs)?.usage_metadata) ?? obj(message?.usage_metadata);
 }
@@ -78,7 +87,8 @@ function firstTokenTime(events: unknown): string | null {
   if (!Array.isArray(events)) return null;
   for (const e of events) {
     const event = obj(e);
-    if (event?.name === 'new_token' && typeof event.time === 'string' && !Number.isNaN(Date.parse(event.time))) return new Date(event.time).toISOString();
+    if (event?.name === 'new_token' && typeof event.time === 'string' && !Number.isNaN(Date.parse(event.time)))
+      return new Date(event.time).toISOString();
   }
   return null;
 }

@@ -10,12 +10,52 @@ import type { RunPosition, StoredRun } from './run.repository.js';
 
 /** Every field `selects` may name (LangSmith's RunSelectField). */
 export const RUN_SELECT_FIELDS = [
-  'ID', 'NAME', 'RUN_TYPE', 'STATUS', 'START_TIME', 'END_TIME', 'LATENCY_SECONDS', 'FIRST_TOKEN_TIME', 'ERROR', 'ERROR_PREVIEW',
-  'EXTRA', 'METADATA', 'EVENTS', 'INPUTS', 'INPUTS_PREVIEW', 'OUTPUTS', 'OUTPUTS_PREVIEW', 'MANIFEST', 'PARENT_RUN_IDS', 'PROJECT_ID',
-  'TRACE_ID', 'THREAD_ID', 'DOTTED_ORDER', 'IS_ROOT', 'REFERENCE_EXAMPLE_ID', 'REFERENCE_DATASET_ID', 'TOTAL_TOKENS', 'PROMPT_TOKENS',
-  'COMPLETION_TOKENS', 'TOTAL_COST', 'PROMPT_COST', 'COMPLETION_COST', 'PROMPT_TOKEN_DETAILS', 'COMPLETION_TOKEN_DETAILS',
-  'PROMPT_COST_DETAILS', 'COMPLETION_COST_DETAILS', 'PRICE_MODEL_ID', 'TAGS', 'APP_PATH', 'ATTACHMENTS', 'THREAD_EVALUATION_TIME',
-  'IS_IN_DATASET', 'LAST_QUEUED_AT', 'SHARE_URL', 'FEEDBACK_STATS', 'LS_USER_ID',
+  'ID',
+  'NAME',
+  'RUN_TYPE',
+  'STATUS',
+  'START_TIME',
+  'END_TIME',
+  'LATENCY_SECONDS',
+  'FIRST_TOKEN_TIME',
+  'ERROR',
+  'ERROR_PREVIEW',
+  'EXTRA',
+  'METADATA',
+  'EVENTS',
+  'INPUTS',
+  'INPUTS_PREVIEW',
+  'OUTPUTS',
+  'OUTPUTS_PREVIEW',
+  'MANIFEST',
+  'PARENT_RUN_IDS',
+  'PROJECT_ID',
+  'TRACE_ID',
+  'THREAD_ID',
+  'DOTTED_ORDER',
+  'IS_ROOT',
+  'REFERENCE_EXAMPLE_ID',
+  'REFERENCE_DATASET_ID',
+  'TOTAL_TOKENS',
+  'PROMPT_TOKENS',
+  'COMPLETION_TOKENS',
+  'TOTAL_COST',
+  'PROMPT_COST',
+  'COMPLETION_COST',
+  'PROMPT_TOKEN_DETAILS',
+  'COMPLETION_TOKEN_DETAILS',
+  'PROMPT_COST_DETAILS',
+  'COMPLETION_COST_DETAILS',
+  'PRICE_MODEL_ID',
+  'TAGS',
+  'APP_PATH',
+  'ATTACHMENTS',
+  'THREAD_EVALUATION_TIME',
+  'IS_IN_DATASET',
+  'LAST_QUEUED_AT',
+  'SHARE_URL',
+  'FEEDBACK_STATS',
+  'LS_USER_ID',
 ] as const;
 export type RunSelectField = (typeof RUN_SELECT_FIELDS)[number];
 
@@ -45,10 +85,25 @@ export interface RunsQueryV2Input {
 }
 
 /** Body fields of the v2 query this server does not answer: datasets, feedback and AI search are not kept here. */
-export const UNSUPPORTED_V2 = ['reference_dataset_id', 'reference_examples', 'ai_search', 'min_feedback_modified_at', 'max_feedback_modified_at'] as const;
+export const UNSUPPORTED_V2 = [
+  'reference_dataset_id',
+  'reference_examples',
+  'ai_search',
+  'min_feedback_modified_at',
+  'max_feedback_modified_at',
+] as const;
 
 /** Selected fields that need a run's large fields (its payload row). */
-const PAYLOAD_SELECTS = new Set<RunSelectField>(['EXTRA', 'METADATA', 'EVENTS', 'INPUTS', 'INPUTS_PREVIEW', 'OUTPUTS', 'OUTPUTS_PREVIEW', 'MANIFEST']);
+const PAYLOAD_SELECTS = new Set<RunSelectField>([
+  'EXTRA',
+  'METADATA',
+  'EVENTS',
+  'INPUTS',
+  'INPUTS_PREVIEW',
+  'OUTPUTS',
+  'OUTPUTS_PREVIEW',
+  'MANIFEST',
+]);
 export const needsPayload = (selects: readonly RunSelectField[]) => selects.some((s) => PAYLOAD_SELECTS.has(s));
 
 const PREVIEW_CHARS = 200;
@@ -58,8 +113,10 @@ function preview(v: unknown): string | null {
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS - 1)}…` : text;
 }
 
-const latencySeconds = (r: StoredRun) => (r.end_time ? (Date.parse(r.end_time) - Date.parse(r.start_time)) / 1000 : null);
-const metadataOf = (r: StoredRun) => r.metadata ?? ((r.payload?.extra as { metadata?: Record<string, unknown> } | null)?.metadata ?? null);
+const latencySeconds = (r: StoredRun) =>
+  r.end_time ? (Date.parse(r.end_time) - Date.parse(r.start_time)) / 1000 : null;
+const metadataOf = (r: StoredRun) =>
+  r.metadata ?? (r.payload?.extra as { metadata?: Record<string, unknown> } | null)?.metadata ?? null;
 
 /** What each select reads off a stored run; fields this store does not keep (costs, feedback, datasets) read null. */
 const SELECT_VALUE: Record<RunSelectField, (r: StoredRun) => unknown> = {
@@ -120,7 +177,9 @@ export function runViewV2(r: StoredRun, selects: readonly RunSelectField[]): Rec
 
 /** The cursor of the page after `last`: its position (times are kept to the millisecond), opaque to the caller. */
 export function cursorAfter(last: StoredRun, treeOrder: boolean): string {
-  const position: RunPosition = treeOrder ? { dottedOrder: last.dotted_order } : { startTime: last.start_time, id: last.id };
+  const position: RunPosition = treeOrder
+    ? { dottedOrder: last.dotted_order }
+    : { startTime: last.start_time, id: last.id };
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 
@@ -136,8 +195,23 @@ export function positionOf(cursor: string, treeOrder: boolean): RunPosition {
     parsed = null;
   }
   const p = parsed as Record<string, unknown> | null;
-  if (treeOrder && p && typeof p.dottedOrder === 'string' && p.dottedOrder.length <= 4096 && !p.dottedOrder.includes('\0')) return { dottedOrder: p.dottedOrder };
-  if (!treeOrder && p && typeof p.startTime === 'string' && INSTANT.test(p.startTime) && !Number.isNaN(Date.parse(p.startTime)) && typeof p.id === 'string' && UUID.test(p.id)) {
+  if (
+    treeOrder &&
+    p &&
+    typeof p.dottedOrder === 'string' &&
+    p.dottedOrder.length <= 4096 &&
+    !p.dottedOrder.includes('\0')
+  )
+    return { dottedOrder: p.dottedOrder };
+  if (
+    !treeOrder &&
+    p &&
+    typeof p.startTime === 'string' &&
+    INSTANT.test(p.startTime) &&
+    !Number.isNaN(Date.parse(p.startTime)) &&
+    typeof p.id === 'string' &&
+    UUID.test(p.id)
+  ) {
     return { startTime: p.startTime, id: p.id };
   }
   throw new UnprocessableError('cursor: not a cursor this server gave for this query.');

@@ -3,7 +3,15 @@ import { NotFoundError } from '@slipway/domain';
 import { UnprocessableError } from './errors.js';
 import { compileFilter } from './filter.js';
 import { TracingProjectStore, type ProjectFilter, type ProjectRow } from './project.repository.js';
-import { cursorAfter, needsPayload, positionOf, runViewV2, UNSUPPORTED_V2, type RunSelectField, type RunsQueryV2Input } from './reads-v2.js';
+import {
+  cursorAfter,
+  needsPayload,
+  positionOf,
+  runViewV2,
+  UNSUPPORTED_V2,
+  type RunSelectField,
+  type RunsQueryV2Input,
+} from './reads-v2.js';
 import { ancestorsOf } from './run-ops.js';
 import { RunRepository, type StoredRun } from './run.repository.js';
 
@@ -39,7 +47,15 @@ export function runView(r: StoredRun, childRunIds?: string[]) {
     end_time: r.end_time,
     status: r.status,
     error: r.error,
-    ...(r.payload ? { inputs: r.payload.inputs ?? {}, outputs: r.payload.outputs ?? null, events: r.payload.events ?? [], extra: r.payload.extra ?? {}, serialized: r.payload.serialized ?? null } : {}),
+    ...(r.payload
+      ? {
+          inputs: r.payload.inputs ?? {},
+          outputs: r.payload.outputs ?? null,
+          events: r.payload.events ?? [],
+          extra: r.payload.extra ?? {},
+          serialized: r.payload.serialized ?? null,
+        }
+      : {}),
     tags: r.tags,
     session_id: r.project_id,
     trace_id: r.trace_id,
@@ -132,7 +148,12 @@ export class TracingReads {
       limit,
     });
     const page = rows.slice(0, limit);
-    const children = select?.includes('child_run_ids') ? await repo.childIds(workspaceId, page.map((r) => r.id)) : null;
+    const children = select?.includes('child_run_ids')
+      ? await repo.childIds(
+          workspaceId,
+          page.map((r) => r.id),
+        )
+      : null;
     return {
       runs: page.map((r) => runView(r, children ? (children.get(r.id) ?? []) : undefined)),
       cursors: { next: rows.length > limit ? `o${offset + limit}` : null },
@@ -146,7 +167,10 @@ export class TracingReads {
    */
   async queryRunsV2(workspaceId: string, input: RunsQueryV2Input) {
     const unsupported = UNSUPPORTED_V2.filter((k) => input[k] !== undefined);
-    if (unsupported.length) throw new UnprocessableError(`${unsupported.join(', ')}: not supported by this server (it keeps no datasets, feedback or AI search).`);
+    if (unsupported.length)
+      throw new UnprocessableError(
+        `${unsupported.join(', ')}: not supported by this server (it keeps no datasets, feedback or AI search).`,
+      );
     const treeOrder = Boolean(input.trace_id);
     const selects = input.selects ?? [];
     const limit = Math.min(input.page_size ?? PAGE, PAGE);
@@ -173,16 +197,21 @@ export class TracingReads {
       limit,
     });
     const page = rows.slice(0, limit);
-    return { items: page.map((r) => runViewV2(r, selects)), next_cursor: rows.length > limit ? cursorAfter(page[page.length - 1]!, treeOrder) : null };
+    return {
+      items: page.map((r) => runViewV2(r, selects)),
+      next_cursor: rows.length > limit ? cursorAfter(page[page.length - 1]!, treeOrder) : null,
+    };
   }
 
   /** `GET /api/v2/runs/{id}`: one run of one project, `id` and the selected fields; its own tokens. */
   async getRunV2(workspaceId: string, id: string, projectId: string, selects: RunSelectField[]) {
-    const run = await new RunRepository(this.dataSource.manager).get(workspaceId, id, { projectId, subtreeTokens: false });
+    const run = await new RunRepository(this.dataSource.manager).get(workspaceId, id, {
+      projectId,
+      subtreeTokens: false,
+    });
     if (!run) throw NotFoundError.of('Run', id);
     return runViewV2(run, selects);
   }
-
 }
 
 /** A filter expression compiled now (a bad one is a 422 before any query runs), then per query. */

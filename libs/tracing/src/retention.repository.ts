@@ -82,7 +82,8 @@ export class TracingRetentionRepository {
    * (those of workspaces with a window shorter than the longest); in batches. Returns how many.
    */
   async deletePastWindow(partition: string, defaultDays: number, now: Date, before: Date): Promise<number> {
-    if (!/^tracing_(runs|run_payloads)_p\d{8}$/.test(partition)) throw new Error(`not a tracing partition: ${partition}`);
+    if (!/^tracing_(runs|run_payloads)_p\d{8}$/.test(partition))
+      throw new Error(`not a tracing partition: ${partition}`);
     return this.deletePast(partition, 'start_time', defaultDays, now, before);
   }
 
@@ -100,7 +101,13 @@ export class TracingRetentionRepository {
   }
 
   /** Rows of `table` whose `column` is before `now` less their workspace's window, in batches of BATCH. */
-  private async deletePast(table: string, column: 'start_time' | 'received_at', defaultDays: number, now: Date, before: Date): Promise<number> {
+  private async deletePast(
+    table: string,
+    column: 'start_time' | 'received_at',
+    defaultDays: number,
+    now: Date,
+    before: Date,
+  ): Promise<number> {
     const sql = `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(
        SELECT x.ctid FROM ${table} x
         WHERE x.${column} < $3::timestamptz AND x.${column} < $2::timestamptz - make_interval(days => ${windowOf('x')}) LIMIT ${BATCH}))`;

@@ -51,7 +51,13 @@ export class TracingRetention {
     const now = new Date(this.now());
     const repo = new TracingRetentionRepository(this.dataSource.manager);
     const { longest, shortest } = await repo.windows(this.defaultDays);
-    const report: TracingRetentionReport = { partitionsDropped: [], daysPostponed: [], rowsDeleted: 0, tracesDeleted: 0, pendingUpdatesDeleted: 0 };
+    const report: TracingRetentionReport = {
+      partitionsDropped: [],
+      daysPostponed: [],
+      rowsDeleted: 0,
+      tracesDeleted: 0,
+      pendingUpdatesDeleted: 0,
+    };
 
     // A day [d, d+1) is wholly past every window when its end is at or before now - longest.
     const dropBefore = now.getTime() - longest * DAY_MS;
@@ -59,7 +65,11 @@ export class TracingRetention {
     const startOf = (day: string) => Date.parse(`${day}T00:00:00Z`);
     for (const day of new Set(partitions.filter((p) => startOf(p.day) + DAY_MS <= dropBefore).map((p) => p.day))) {
       try {
-        report.partitionsDropped.push(...(await this.dataSource.transaction((m) => new TracingRetentionRepository(m).dropDay(day, this.lockTimeoutMs))));
+        report.partitionsDropped.push(
+          ...(await this.dataSource.transaction((m) =>
+            new TracingRetentionRepository(m).dropDay(day, this.lockTimeoutMs),
+          )),
+        );
       } catch (err) {
         // lock_not_available: a long read (or a writer) holds the table; the next pass retries.
         if ((err as { code?: string }).code !== '55P03') throw err;

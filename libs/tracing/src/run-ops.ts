@@ -62,12 +62,16 @@ const runFields = Joi.object({
   parent_run_id: uuid().allow(null),
   dotted_order: Joi.string()
     .max(MAX_DOTTED_ORDER_CHARS)
-    .messages({ 'string.max': `"dotted_order" is longer than ${MAX_DOTTED_ORDER_CHARS} characters: runs are kept at most about 40 levels deep` }),
+    .messages({
+      'string.max': `"dotted_order" is longer than ${MAX_DOTTED_ORDER_CHARS} characters: runs are kept at most about 40 levels deep`,
+    }),
   name: Joi.string().max(1024),
   run_type: Joi.string().max(64),
   start_time: time(),
   end_time: time().allow(null),
-  error: Joi.string().allow('', null).max(1024 * 1024),
+  error: Joi.string()
+    .allow('', null)
+    .max(1024 * 1024),
   tags: Joi.array().items(Joi.string().max(1024)).max(1000).allow(null),
   session_id: uuid().allow(null),
   session_name: Joi.string().max(1024).allow(null),
@@ -79,7 +83,12 @@ const runFields = Joi.object({
   extra: Joi.any(),
 }).unknown(true);
 
-const VALIDATE: Joi.ValidationOptions = { abortEarly: true, convert: true, stripUnknown: true, errors: { wrap: { label: false } } };
+const VALIDATE: Joi.ValidationOptions = {
+  abortEarly: true,
+  convert: true,
+  stripUnknown: true,
+  errors: { wrap: { label: false } },
+};
 
 /** Deeper than this, a value is refused: what jsonb and JSON.stringify can take comfortably. */
 const MAX_DEPTH = 64;
@@ -119,7 +128,8 @@ export function validateOperation(kind: RunOperation['kind'], raw: unknown, wher
   const fields = value as RunFields;
   if (kind === 'create') {
     for (const required of ['name', 'run_type', 'start_time'] as const) {
-      if (fields[required] == null) throw new UnprocessableError(`${where}: "${required}" is required to create a run.`);
+      if (fields[required] == null)
+        throw new UnprocessableError(`${where}: "${required}" is required to create a run.`);
     }
     if (fields.trace_id == null && fields.dotted_order == null && fields.parent_run_id == null) {
       // A root run sent without tracing context (POST /runs from a plain client): it is its own trace.
@@ -146,18 +156,22 @@ function checkDottedOrder(fields: RunFields, where: string): void {
   const segments = fields.dotted_order!.split('.');
   const parsed = segments.map((s) => SEGMENT.exec(s));
   if (parsed.some((m) => !m)) throw new UnprocessableError(`${where}: "dotted_order" is not a dotted order.`);
-  if (parsed.at(-1)![2]!.toLowerCase() !== fields.id.toLowerCase()) throw new UnprocessableError(`${where}: "dotted_order" does not end with the run's id.`);
+  if (parsed.at(-1)![2]!.toLowerCase() !== fields.id.toLowerCase())
+    throw new UnprocessableError(`${where}: "dotted_order" does not end with the run's id.`);
   if (fields.trace_id && parsed[0]![2]!.toLowerCase() !== fields.trace_id.toLowerCase()) {
     throw new UnprocessableError(`${where}: "dotted_order" does not start with the trace id.`);
   }
-  if (Number.isNaN(startOfDottedOrder(fields.dotted_order!).getTime())) throw new UnprocessableError(`${where}: "dotted_order" has an impossible time.`);
+  if (Number.isNaN(startOfDottedOrder(fields.dotted_order!).getTime()))
+    throw new UnprocessableError(`${where}: "dotted_order" has an impossible time.`);
 }
 
 /** The run's own start time, as its dotted order's last segment records it (to the microsecond, cut to ms). */
 export function startOfDottedOrder(dotted: string): Date {
   const t = SEGMENT.exec(dotted.slice(dotted.lastIndexOf('.') + 1))?.[1];
   if (!t) return new Date(NaN);
-  return new Date(`${t.slice(0, 4)}-${t.slice(4, 6)}-${t.slice(6, 8)}T${t.slice(9, 11)}:${t.slice(11, 13)}:${t.slice(13, 15)}.${t.slice(15, 18)}Z`);
+  return new Date(
+    `${t.slice(0, 4)}-${t.slice(4, 6)}-${t.slice(6, 8)}T${t.slice(9, 11)}:${t.slice(11, 13)}:${t.slice(13, 15)}.${t.slice(15, 18)}Z`,
+  );
 }
 
 /** The ids of the runs above this one, from its dotted order (root first). */
@@ -182,7 +196,10 @@ export function mergeFields(earlier: RunFields | null, later: RunFields): RunFie
     if (value === undefined) continue;
     if (key === 'extra' && plain(value) && plain(out.extra)) {
       const before = out.extra;
-      const metadata = plain(before.metadata) && plain(value.metadata) ? { ...before.metadata, ...value.metadata } : (value.metadata ?? before.metadata);
+      const metadata =
+        plain(before.metadata) && plain(value.metadata)
+          ? { ...before.metadata, ...value.metadata }
+          : (value.metadata ?? before.metadata);
       out.extra = { ...before, ...value, ...(metadata === undefined ? {} : { metadata }) };
     } else out[key] = value;
   }

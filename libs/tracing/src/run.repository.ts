@@ -4,9 +4,32 @@ import type { RunFields } from './run-ops.js';
 
 /** Columns of `tracing_runs`, in insert order. */
 const RUN_COLUMNS = [
-  'workspace_id', 'id', 'start_time', 'project_id', 'trace_id', 'parent_run_id', 'dotted_order', 'run_type', 'name', 'status', 'error',
-  'end_time', 'first_token_time', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'model', 'thread_id', 'revision_id', 'run_id',
-  'assistant_id', 'checkpoint_id', 'reference_example_id', 'tags', 'metadata', 'truncated_fields',
+  'workspace_id',
+  'id',
+  'start_time',
+  'project_id',
+  'trace_id',
+  'parent_run_id',
+  'dotted_order',
+  'run_type',
+  'name',
+  'status',
+  'error',
+  'end_time',
+  'first_token_time',
+  'prompt_tokens',
+  'completion_tokens',
+  'total_tokens',
+  'model',
+  'thread_id',
+  'revision_id',
+  'run_id',
+  'assistant_id',
+  'checkpoint_id',
+  'reference_example_id',
+  'tags',
+  'metadata',
+  'truncated_fields',
 ] as const satisfies ReadonlyArray<keyof RunRow>;
 
 const PAYLOAD_COLUMNS = ['inputs', 'outputs', 'events', 'serialized', 'extra'] as const;
@@ -68,7 +91,9 @@ const TREE_TOKENS = {
          ) below ON true`,
   columns: ['prompt', 'completion', 'total']
     .map(
-      (k) => `CASE WHEN tt.trace_id IS NOT NULL AND tt.run_count > 1 AND (r.${k}_tokens IS NOT NULL OR tt.${k}_tokens > 0) THEN tt.${k}_tokens
+      (
+        k,
+      ) => `CASE WHEN tt.trace_id IS NOT NULL AND tt.run_count > 1 AND (r.${k}_tokens IS NOT NULL OR tt.${k}_tokens > 0) THEN tt.${k}_tokens
               WHEN below.${k} IS NOT NULL THEN COALESCE(r.${k}_tokens, 0) + below.${k}
               ELSE r.${k}_tokens END AS tree_${k}_tokens`,
     )
@@ -131,7 +156,8 @@ export class RunRepository {
     );
     for (const row of rows) {
       const fields: Record<string, unknown> = { session_id: row.project_id };
-      for (const [k, v] of Object.entries(row)) if (v !== null && k !== 'truncated_fields') fields[k] = v instanceof Date ? v.toISOString() : v;
+      for (const [k, v] of Object.entries(row))
+        if (v !== null && k !== 'truncated_fields') fields[k] = v instanceof Date ? v.toISOString() : v;
       out.set(String(row.id), fields as unknown as RunFields & { project_id: string });
     }
     return out;
@@ -140,8 +166,14 @@ export class RunRepository {
   /** Removes runs (to write them again, possibly in other partitions). */
   async deleteRuns(workspaceId: string, ids: string[]): Promise<void> {
     if (!ids.length) return;
-    await this.manager.query(`DELETE FROM tracing_run_payloads WHERE workspace_id = $1 AND run_id = ANY($2::uuid[])`, [workspaceId, ids]);
-    await this.manager.query(`DELETE FROM tracing_runs WHERE workspace_id = $1 AND id = ANY($2::uuid[])`, [workspaceId, ids]);
+    await this.manager.query(`DELETE FROM tracing_run_payloads WHERE workspace_id = $1 AND run_id = ANY($2::uuid[])`, [
+      workspaceId,
+      ids,
+    ]);
+    await this.manager.query(`DELETE FROM tracing_runs WHERE workspace_id = $1 AND id = ANY($2::uuid[])`, [
+      workspaceId,
+      ids,
+    ]);
   }
 
   /** Inserts runs and their large fields: one statement each for all of them. */
@@ -149,17 +181,34 @@ export class RunRepository {
     if (!runs.length) return;
     const params: unknown[] = [];
     const tuple = (values: unknown[], casts: string[] = []) =>
-      `(${values.map((v, i) => {
-        params.push(v);
-        return `$${params.length}${casts[i] ?? ''}`;
-      }).join(', ')})`;
-    const runValues = runs.map(({ row }) => tuple(RUN_COLUMNS.map((c) => (c === 'metadata' ? (row.metadata == null ? null : JSON.stringify(row.metadata)) : row[c]))));
-    await this.manager.query(`INSERT INTO tracing_runs (${RUN_COLUMNS.join(', ')}) VALUES ${runValues.join(', ')}`, params);
+      `(${values
+        .map((v, i) => {
+          params.push(v);
+          return `$${params.length}${casts[i] ?? ''}`;
+        })
+        .join(', ')})`;
+    const runValues = runs.map(({ row }) =>
+      tuple(
+        RUN_COLUMNS.map((c) =>
+          c === 'metadata' ? (row.metadata == null ? null : JSON.stringify(row.metadata)) : row[c],
+        ),
+      ),
+    );
+    await this.manager.query(
+      `INSERT INTO tracing_runs (${RUN_COLUMNS.join(', ')}) VALUES ${runValues.join(', ')}`,
+      params,
+    );
     params.length = 0;
     const jsonb = PAYLOAD_COLUMNS.map(() => '::jsonb');
     const payloadValues = runs.map(({ row, payload }) =>
       tuple(
-        [row.workspace_id, row.id, row.start_time, row.project_id, ...PAYLOAD_COLUMNS.map((c) => (payload[c] === undefined ? null : JSON.stringify(payload[c])))],
+        [
+          row.workspace_id,
+          row.id,
+          row.start_time,
+          row.project_id,
+          ...PAYLOAD_COLUMNS.map((c) => (payload[c] === undefined ? null : JSON.stringify(payload[c]))),
+        ],
         ['', '', '', '', ...jsonb],
       ),
     );
@@ -173,7 +222,10 @@ export class RunRepository {
    * Updates held for runs whose creates had not arrived yet, by run id, with the project each
    * writer was bound to (null: a workspace key, which may write to any project).
    */
-  async pendingUpdates(workspaceId: string, ids: string[]): Promise<Map<string, { patch: RunFields; projectId: string | null }>> {
+  async pendingUpdates(
+    workspaceId: string,
+    ids: string[],
+  ): Promise<Map<string, { patch: RunFields; projectId: string | null }>> {
     const out = new Map<string, { patch: RunFields; projectId: string | null }>();
     if (!ids.length) return out;
     const rows: Array<{ run_id: string; patch: RunFields; project_id: string | null }> = await this.manager.query(
@@ -184,7 +236,12 @@ export class RunRepository {
     return out;
   }
 
-  async savePendingUpdate(workspaceId: string, runId: string, patch: RunFields, projectId: string | null): Promise<void> {
+  async savePendingUpdate(
+    workspaceId: string,
+    runId: string,
+    patch: RunFields,
+    projectId: string | null,
+  ): Promise<void> {
     await this.manager.query(
       `INSERT INTO tracing_pending_updates (workspace_id, run_id, patch, project_id) VALUES ($1, $2, $3::jsonb, $4)
        ON CONFLICT (workspace_id, run_id) DO UPDATE SET patch = EXCLUDED.patch, project_id = EXCLUDED.project_id, received_at = now()`,
@@ -204,7 +261,10 @@ export class RunRepository {
 
   async deletePendingUpdates(workspaceId: string, ids: string[]): Promise<void> {
     if (!ids.length) return;
-    await this.manager.query(`DELETE FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = ANY($2::uuid[])`, [workspaceId, ids]);
+    await this.manager.query(
+      `DELETE FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = ANY($2::uuid[])`,
+      [workspaceId, ids],
+    );
   }
 
   /**
@@ -246,7 +306,11 @@ export class RunRepository {
    * One run of the workspace with its large fields, its children's ids and its tree's tokens
    * (TREE_TOKENS, unless `subtreeTokens` is false), or null. With `projectId`, only a run of that project.
    */
-  async get(workspaceId: string, id: string, options: { projectId?: string; subtreeTokens?: boolean } = {}): Promise<(StoredRun & { child_run_ids: string[] }) | null> {
+  async get(
+    workspaceId: string,
+    id: string,
+    options: { projectId?: string; subtreeTokens?: boolean } = {},
+  ): Promise<(StoredRun & { child_run_ids: string[] }) | null> {
     const tree = options.subtreeTokens !== false;
     const [row] = await this.manager.query(
       `SELECT r.*, p.inputs, p.outputs, p.events, p.serialized, p.extra${tree ? `, ${TREE_TOKENS.columns}` : ''},
@@ -294,7 +358,8 @@ export class RunRepository {
     const dir = q.order === 'asc' ? 'ASC' : 'DESC';
     const cmp = q.order === 'asc' ? '>' : '<';
     if (q.after && 'dottedOrder' in q.after) where.push(`r.dotted_order ${cmp} ${p(q.after.dottedOrder)}`);
-    else if (q.after) where.push(`(r.start_time, r.id) ${cmp} (${p(q.after.startTime)}::timestamptz, ${p(q.after.id)}::uuid)`);
+    else if (q.after)
+      where.push(`(r.start_time, r.id) ${cmp} (${p(q.after.startTime)}::timestamptz, ${p(q.after.id)}::uuid)`);
     const order = q.treeOrder ? `r.dotted_order ${dir}` : `r.start_time ${dir}, r.id ${dir}`;
     const tree = q.subtreeTokens !== false;
     const rows = await this.manager.query(

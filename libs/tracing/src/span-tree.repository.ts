@@ -46,6 +46,9 @@ export class SpanTreeRepository {
       `UPDATE tracing_runs SET trace_id = $3, dotted_order = $4 || '.' || dotted_order WHERE workspace_id = $1 AND trace_id = $2`,
       [workspaceId, rootId, traceId, parentDotted],
     );
-    await this.manager.query(`DELETE FROM tracing_traces WHERE workspace_id = $1 AND trace_id = $2`, [workspaceId, rootId]);
+    await this.manager.query(`DELETE FROM tracing_traces WHERE workspace_id = $1 AND trace_id = $2`, [
+      workspaceId,
+      rootId,
+    ]);
   }
 }

@@ -26,7 +26,11 @@ export class TraceRepository {
   constructor(private readonly manager: EntityManager) {}
 
   /** A page of the project's traces, newest first (its start-time index). */
-  async listForProject(workspaceId: string, projectId: string, page: { offset: number; limit: number }): Promise<TraceRow[]> {
+  async listForProject(
+    workspaceId: string,
+    projectId: string,
+    page: { offset: number; limit: number },
+  ): Promise<TraceRow[]> {
     const rows = await this.manager.query(
       `SELECT trace_id, project_id, root_run_id, name, start_time, end_time, status, run_count, error_count,
               prompt_tokens, completion_tokens, total_tokens, thread_id, revision_id
@@ -62,7 +66,11 @@ type RollupRow = RevisionTraceRollup & { deployment_id: string | null };
  * their start-time indexes. `project`: one deployment's project (its metrics); without it, every
  * deployment's project in the installation (`/metrics`).
  */
-async function rollups(manager: EntityManager, since: Date, project: { workspaceId: string; projectId: string } | null): Promise<RollupRow[]> {
+async function rollups(
+  manager: EntityManager,
+  since: Date,
+  project: { workspaceId: string; projectId: string } | null,
+): Promise<RollupRow[]> {
   const params: unknown[] = [since];
   let where = 't.start_time >= $1';
   if (project) {
@@ -98,12 +106,20 @@ async function rollups(manager: EntityManager, since: Date, project: { workspace
 }
 
 /** A deployment's traces that started since a time, per revision, newest first (its metrics' `traces_by_revision`). */
-export async function revisionRollups(manager: EntityManager, workspaceId: string, projectId: string, since: Date): Promise<RevisionTraceRollup[]> {
+export async function revisionRollups(
+  manager: EntityManager,
+  workspaceId: string,
+  projectId: string,
+  since: Date,
+): Promise<RevisionTraceRollup[]> {
   return (await rollups(manager, since, { workspaceId, projectId })).map(({ deployment_id: _, ...rollup }) => rollup);
 }
 
 /** Every deployment's traces that started since a time, per deployment and revision (`/metrics`). */
-export async function deploymentRollups(manager: EntityManager, since: Date): Promise<Array<RevisionTraceRollup & { deployment_id: string }>> {
+export async function deploymentRollups(
+  manager: EntityManager,
+  since: Date,
+): Promise<Array<RevisionTraceRollup & { deployment_id: string }>> {
   return (await rollups(manager, since, null)) as Array<RevisionTraceRollup & { deployment_id: string }>;
 }
 

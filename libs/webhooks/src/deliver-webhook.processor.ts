@@ -76,7 +76,13 @@ export function deliverWebhookProcessor(
       error = withoutPath(err.message, target.url);
       refused = err.code === 'refused';
     }
-    await repo.recordAttempt(delivery.id, { round, attempt, duration_ms: Math.round(performance.now() - started), response_status: status, error });
+    await repo.recordAttempt(delivery.id, {
+      round,
+      attempt,
+      duration_ms: Math.round(performance.now() - started),
+      response_status: status,
+      error,
+    });
     if (!error) {
       await repo.finish(delivery.id, round, 'succeeded');
       return;
@@ -117,7 +123,8 @@ export function createWebhookWorker({ config, dataSource, connection, secrets, l
   // forever: that would block redelivery. `finish` only ends the round still running.
   worker.on('failed', (job, err) => {
     if (!job || job.name !== 'deliver.webhook') return;
-    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(err.message);
+    const final =
+      err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(err.message);
     const { deliveryId, round } = job.data as { deliveryId?: unknown; round?: unknown };
     if (!final || typeof deliveryId !== 'string' || typeof round !== 'number') return;
     new OutboundWebhookRepository(dataSource.manager)

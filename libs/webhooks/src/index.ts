@@ -1,2 +1,7 @@
-export { createWebhookWorker, deliverWebhookProcessor, webhookBackoff, type WebhookWorkerOptions } from './deliver-webhook.processor.js';
+export {
+  createWebhookWorker,
+  deliverWebhookProcessor,
+  webhookBackoff,
+  type WebhookWorkerOptions,
+} from './deliver-webhook.processor.js';
 export { WebhookFanout } from './webhook-fanout.js';

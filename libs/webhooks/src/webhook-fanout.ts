@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { EVENTS_CHANNEL, EventRepository, OutboundWebhookRepository, publicEvent, type DataSource, type OutboundWebhook, type PgNotifications, type StoredEvent } from '@slipway/db';
+import {
+  EVENTS_CHANNEL,
+  EventRepository,
+  OutboundWebhookRepository,
+  publicEvent,
+  type DataSource,
+  type OutboundWebhook,
+  type PgNotifications,
+  type StoredEvent,
+} from '@slipway/db';
 import { enqueueInOutbox } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 
@@ -7,7 +16,8 @@ const WEBHOOKS_PER_PASS = 20;
 const EVENTS_PER_WEBHOOK = 500;
 
 const matches = (w: OutboundWebhook, e: StoredEvent) =>
-  w.event_types.includes(e.type) && (!w.deployment_ids || (e.deployment_id !== null && w.deployment_ids.includes(e.deployment_id)));
+  w.event_types.includes(e.type) &&
+  (!w.deployment_ids || (e.deployment_id !== null && w.deployment_ids.includes(e.deployment_id)));
 
 /**
  * Turns events into webhook deliveries (docs/architecture.md, Events). In one transaction per
@@ -85,7 +95,13 @@ export class WebhookFanout {
         const batch = await events.after(webhook.workspace_id, webhook.last_event_id, EVENTS_PER_WEBHOOK);
         const wanted = batch.filter((e) => matches(webhook, e));
         const ids = await hooks.insertDeliveries(
-          wanted.map((e) => ({ id: randomUUID(), webhookId: webhook.id, eventId: e.id, eventType: e.type, payload: publicEvent(e) })),
+          wanted.map((e) => ({
+            id: randomUUID(),
+            webhookId: webhook.id,
+            eventId: e.id,
+            eventType: e.type,
+            payload: publicEvent(e),
+          })),
         );
         for (const deliveryId of ids) await enqueueInOutbox(manager, 'deliver.webhook', { deliveryId, round: 0 });
         written += ids.length;

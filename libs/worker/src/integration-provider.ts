@@ -22,10 +22,17 @@ export async function integrationProvider(
   if (!row) return null;
   let credentials: Record<string, unknown> | null;
   try {
-    credentials = row.credentialsSealed ? secrets.openJson<Record<string, unknown>>(row.credentialsSealed, row.id) : null;
+    credentials = row.credentialsSealed
+      ? secrets.openJson<Record<string, unknown>>(row.credentialsSealed, row.id)
+      : null;
   } catch (err) {
-    throw new IntegrationUnavailable(`The credentials of integration '${row.name}' could not be decrypted (${(err as Error).message}).`);
+    throw new IntegrationUnavailable(
+      `The credentials of integration '${row.name}' could not be decrypted (${(err as Error).message}).`,
+    );
   }
   const spec = { provider: row.provider, name: row.name, config: row.config, credentials } as ProviderSpec;
-  return { name: row.name, provider: createRepohostProvider(spec, { localReposRoot: config.localReposRoot, outbound: config.outbound }) };
+  return {
+    name: row.name,
+    provider: createRepohostProvider(spec, { localReposRoot: config.localReposRoot, outbound: config.outbound }),
+  };
 }

@@ -51,7 +51,13 @@ export class PreviewFeedback {
 
   start(): void {
     this.passes.every(EVERY_MS);
-    this.openCheck = setInterval(() => void this.closeClosed().catch((err) => this.log.warn({ err }, 'preview feedback: checking open pull requests failed')), OPEN_CHECK_MS);
+    this.openCheck = setInterval(
+      () =>
+        void this.closeClosed().catch((err) =>
+          this.log.warn({ err }, 'preview feedback: checking open pull requests failed'),
+        ),
+      OPEN_CHECK_MS,
+    );
     this.openCheck.unref();
   }
 
@@ -76,11 +82,19 @@ export class PreviewFeedback {
         if (!feedback) continue;
         state = await feedback.pullRequestState(preview.repository, preview.number);
       } catch (err) {
-        this.log.warn({ err, deploymentId: preview.id }, 'preview feedback: the forge could not say whether the pull request is open');
+        this.log.warn(
+          { err, deploymentId: preview.id },
+          'preview feedback: the forge could not say whether the pull request is open',
+        );
         continue;
       }
       if (state === 'open') continue;
-      if (await this.dataSource.transaction((m) => beginDeploymentDelete(m, this.flow, preview.id, { previewReason: 'closed' }))) closed.push(preview.id);
+      if (
+        await this.dataSource.transaction((m) =>
+          beginDeploymentDelete(m, this.flow, preview.id, { previewReason: 'closed' }),
+        )
+      )
+        closed.push(preview.id);
     }
     return closed;
   }
@@ -103,8 +117,17 @@ export class PreviewFeedback {
           await previews.reported(due.deploymentId, due.revisionId, due.state);
           return true;
         } catch (err) {
-          this.log.warn({ err, deploymentId: due.deploymentId }, 'preview feedback: the forge could not be told (tried again later)');
-          await previews.reportFailed(due.deploymentId, due.revisionId, due.state, (err as Error).message, MAX_ATTEMPTS);
+          this.log.warn(
+            { err, deploymentId: due.deploymentId },
+            'preview feedback: the forge could not be told (tried again later)',
+          );
+          await previews.reportFailed(
+            due.deploymentId,
+            due.revisionId,
+            due.state,
+            (err as Error).message,
+            MAX_ATTEMPTS,
+          );
           return false;
         }
       });
@@ -118,7 +141,11 @@ export class PreviewFeedback {
    * the integration has (one that could not be opened is tried again for the next preview).
    */
   private async feedbackOf(integrationId: string, providers: PassProviders) {
-    if (!providers.has(integrationId)) providers.set(integrationId, await integrationProvider(this.config, this.dataSource, this.secrets, integrationId));
+    if (!providers.has(integrationId))
+      providers.set(
+        integrationId,
+        await integrationProvider(this.config, this.dataSource, this.secrets, integrationId),
+      );
     return providers.get(integrationId)?.provider.feedback;
   }
 
@@ -127,7 +154,11 @@ export class PreviewFeedback {
     const feedback = await this.feedbackOf(due.integrationId, providers);
     if (!feedback) return;
     const repository = due.preview.repository!;
-    const url = this.urls.of({ source: due.source as DeploymentSource, servingPort: due.servingPort, edgeName: due.edgeName });
+    const url = this.urls.of({
+      source: due.source as DeploymentSource,
+      servingPort: due.servingPort,
+      edgeName: due.edgeName,
+    });
     const console = `${this.config.publicUrl}/console/#/deployments/${due.deploymentId}`;
     const sha = due.preview.pull_request.head_sha;
     if (sha) await feedback.setCommitStatus(repository, sha, this.status(due, url, console));
@@ -136,15 +167,29 @@ export class PreviewFeedback {
       '',
       ...(url && due.state === 'success' ? [`- URL: ${url}`] : []),
       `- Console: ${console}`,
-      ...(due.state === 'failure' && due.statusMessage ? ['', `> ${due.statusMessage.replace(/\n/g, '\n> ').slice(0, 2000)}`] : []),
+      ...(due.state === 'failure' && due.statusMessage
+        ? ['', `> ${due.statusMessage.replace(/\n/g, '\n> ').slice(0, 2000)}`]
+        : []),
     ];
-    await feedback.upsertComment(repository, due.preview.pull_request.number, `<!-- slipway-preview:${due.parentId} -->`, lines.join('\n'));
+    await feedback.upsertComment(
+      repository,
+      due.preview.pull_request.number,
+      `<!-- slipway-preview:${due.parentId} -->`,
+      lines.join('\n'),
+    );
   }
 
   private status(due: FeedbackDue, url: string | null, console: string): CommitStatus {
     const context = `slipway/${due.parentName}`;
-    if (due.state === 'success') return { state: 'success', targetUrl: url ?? console, description: 'Preview deployed', context };
-    if (due.state === 'failure') return { state: 'failure', targetUrl: console, description: due.statusMessage ?? `Preview ${due.status}`, context };
+    if (due.state === 'success')
+      return { state: 'success', targetUrl: url ?? console, description: 'Preview deployed', context };
+    if (due.state === 'failure')
+      return {
+        state: 'failure',
+        targetUrl: console,
+        description: due.statusMessage ?? `Preview ${due.status}`,
+        context,
+      };
     return { state: 'pending', targetUrl: console, description: `Building the preview (${due.status})`, context };
   }
 }

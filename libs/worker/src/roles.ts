@@ -43,7 +43,9 @@ export const maintenanceRole: WorkerRole = {
 export const webhookDeliveryRole: WorkerRole = {
   name: 'webhooks',
   channels: [EVENTS_CHANNEL],
-  workers: ({ config, dataSource, workerRedis, secrets, log }) => [createWebhookWorker({ config, dataSource, connection: workerRedis, secrets, log })],
+  workers: ({ config, dataSource, workerRedis, secrets, log }) => [
+    createWebhookWorker({ config, dataSource, connection: workerRedis, secrets, log }),
+  ],
   start: async ({ config, dataSource, log, notifications }) => {
     const fanout = new WebhookFanout(dataSource, log, config.webhooks.fanoutPollMs, notifications);
     fanout.start();
@@ -58,7 +60,13 @@ export const webhookDeliveryRole: WorkerRole = {
 export const previewFeedbackRole: WorkerRole = {
   name: 'preview feedback',
   start: async ({ config, dataSource, secrets, log, flow }) => {
-    const feedback = new PreviewFeedback(config, dataSource, secrets, log.child({ component: 'preview-feedback' }), flow);
+    const feedback = new PreviewFeedback(
+      config,
+      dataSource,
+      secrets,
+      log.child({ component: 'preview-feedback' }),
+      flow,
+    );
     feedback.start();
     return { name: 'preview feedback', stop: () => feedback.stop() };
   },
@@ -131,9 +139,12 @@ function startHealthServer(port: number, dataSource: DataSource, metrics: Worker
         () => true,
         () => false,
       );
-      if (ok !== wasReady) log[ok ? 'info' : 'warn'](ok ? 'health port: ready again' : 'health port: not ready, Postgres unreachable');
+      if (ok !== wasReady)
+        log[ok ? 'info' : 'warn'](ok ? 'health port: ready again' : 'health port: not ready, Postgres unreachable');
       wasReady = ok;
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(ok ? '{"status":"ok"}' : '{"status":"unavailable"}');
+      res
+        .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
+        .end(ok ? '{"status":"ok"}' : '{"status":"unavailable"}');
       return;
     }
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');

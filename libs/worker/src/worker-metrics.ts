@@ -37,7 +37,11 @@ export class WorkerMetrics {
    * A counter of this process's own (e.g. the deployer's runtime events), registered beside the
    * job metrics so `/metrics` serves it too.
    */
-  counter<L extends string>(name: string, help: string, labelNames: readonly L[]): { inc(labels: Record<L, string>): void } {
+  counter<L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+  ): { inc(labels: Record<L, string>): void } {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
 
@@ -47,7 +51,8 @@ export class WorkerMetrics {
       if (!job) return;
       const labels = { queue: worker.name, job: job.name, outcome };
       this.finished.inc(labels);
-      if (job.processedOn) this.duration.observe(labels, Math.max(0, (job.finishedOn ?? Date.now()) - job.processedOn) / 1000);
+      if (job.processedOn)
+        this.duration.observe(labels, Math.max(0, (job.finishedOn ?? Date.now()) - job.processedOn) / 1000);
     };
     worker.on('completed', (job) => record(job, 'completed'));
     worker.on('failed', (job) => record(job, 'failed'));

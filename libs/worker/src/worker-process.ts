@@ -81,7 +81,16 @@ export async function runWorkerProcess(spec: WorkerProcessSpec): Promise<void> {
   const queues = createQueues(producerRedis, config.queuePrefix, log);
   const flow = new RevisionFlow(config.pipeline);
   const metrics = new WorkerMetrics(spec.name);
-  const ctx: WorkerProcessContext = { config, log, dataSource, queues, workerRedis, flow, metrics, secrets: secretsCodec(config) };
+  const ctx: WorkerProcessContext = {
+    config,
+    log,
+    dataSource,
+    queues,
+    workerRedis,
+    flow,
+    metrics,
+    secrets: secretsCodec(config),
+  };
 
   const started = (await spec.onStart?.(ctx)) ?? null;
   const workers = [...spec.workers(ctx), ...spec.roles.flatMap((role) => role.workers?.(ctx) ?? [])];

@@ -126,7 +126,15 @@ export function apiNotifications(config: Readonly<Config>, logger: Logger): PgNo
 const UPLOAD_TOKEN_IN_URL = /(\/v2\/uploads\/)[^/?#]+/;
 
 /** Builds the Express app. No I/O here: the caller owns connections and listening. */
-export function createApp({ config, dataSource, redis, queues, logger, notifications, extraRoutes = [] }: AppDeps): App {
+export function createApp({
+  config,
+  dataSource,
+  redis,
+  queues,
+  logger,
+  notifications,
+  extraRoutes = [],
+}: AppDeps): App {
   const secrets = secretsCodec(config);
   const apiKeyCache = new ApiKeyCache(dataSource, config.apiKeyCacheTtlMs, logger);
   const authenticator = new Authenticator(dataSource, config.jwt ? new JwtVerifier(config.jwt) : null, apiKeyCache);
@@ -137,33 +145,80 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   const quotas = new QuotaService(dataSource, config.quotas, logger);
   const registry = new RegistryService(dataSource, config, quotas);
   const domainClaims = new DomainClaims(config);
-  const deployments = new DeploymentService(dataSource, secrets, flow, integrations, quotas, config.ceilings, new ServingUrls(config), registry, config.sourceNames, domainClaims);
+  const deployments = new DeploymentService(
+    dataSource,
+    secrets,
+    flow,
+    integrations,
+    quotas,
+    config.ceilings,
+    new ServingUrls(config),
+    registry,
+    config.sourceNames,
+    domainClaims,
+  );
   const revisions = new RevisionService(dataSource, deployments, flow);
   const previews = new PreviewService(dataSource, deployments, flow);
-  const agentGateway = new AgentGateway(dataSource, { upstreamHost: config.edge.upstreamHost ?? null, fallbackHost: config.runtime.advertiseHost, edgeToken: edgeToken(config.secretsKey.key) });
+  const agentGateway = new AgentGateway(dataSource, {
+    upstreamHost: config.edge.upstreamHost ?? null,
+    fallbackHost: config.runtime.advertiseHost,
+    edgeToken: edgeToken(config.secretsKey.key),
+  });
 
   // Mounted sub-apps answer everything under their path, and are not JSON API routes.
-  const metrics = createMetrics({ dataSource, queues, logger, prefixes: PATH_PREFIXES, mounts: ['/docs', '/metrics', BULL_BOARD_PATH, CONSOLE_PATH] });
+  const metrics = createMetrics({
+    dataSource,
+    queues,
+    logger,
+    prefixes: PATH_PREFIXES,
+    mounts: ['/docs', '/metrics', BULL_BOARD_PATH, CONSOLE_PATH],
+  });
   const dependencies = new DependencyChecks(dataSource, redis, metrics.registry);
 
   let document: Record<string, unknown> | undefined;
   const routes: RouteSpec[] = [
-    ...opsRoutes({ dependencies, localTrust: new LocalTrustCheck(config.databaseUrl, config.redisUrl), openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))) }, logger),
+    ...opsRoutes(
+      {
+        dependencies,
+        localTrust: new LocalTrustCheck(config.databaseUrl, config.redisUrl),
+        openApiDocument: () => (document ??= buildOpenApiDocument(routes, openApiInfo(config))),
+      },
+      logger,
+    ),
     ...apiKeyRoutes(new ApiKeyService(dataSource, apiKeyCache)),
     ...listenerRoutes(new ListenerService(dataSource)),
     ...listenerAgentRoutes(
-      new ListenerAgentService(dataSource, flow, secrets, new DesiredStateCache(deriveKey(config.secretsKey.key, 'desired-state-etag')), {
-        apiUrl: config.publicUrl,
-        secretsKey: config.secretsKey.key,
-      }),
+      new ListenerAgentService(
+        dataSource,
+        flow,
+        secrets,
+        new DesiredStateCache(deriveKey(config.secretsKey.key, 'desired-state-etag')),
+        {
+          apiUrl: config.publicUrl,
+          secretsKey: config.secretsKey.key,
+        },
+      ),
     ),
-    ...deploymentRoutes({ deployments, revisions, writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')) }),
+    ...deploymentRoutes({
+      deployments,
+      revisions,
+      writes: new WriteRunner(dataSource, deriveKey(config.secretsKey.key, 'idempotency-fingerprint')),
+    }),
     ...oauthProviderRoutes(new OAuthProviderService(dataSource, secrets)),
     ...tagRoutes(new TagService(dataSource, deployments)),
     ...domainRoutes(new DomainService(dataSource, domainClaims)),
     ...previewRoutes(previews),
     ...agentGatewayRoutes(agentGateway),
-    ...integrationRoutes({ integrations, webhooks: new WebhookService(dataSource, integrations, deployments, Date.now, new PullRequestPreviews(dataSource, previews)) }),
+    ...integrationRoutes({
+      integrations,
+      webhooks: new WebhookService(
+        dataSource,
+        integrations,
+        deployments,
+        Date.now,
+        new PullRequestPreviews(dataSource, previews),
+      ),
+    }),
     ...uploadRoutes(new UploadService(dataSource, config, quotas)),
     ...registryRoutes(registry),
     ...logRoutes(new LogService(dataSource, notifications)),
@@ -172,7 +227,10 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
     ...revisionHistoryRoutes(new RevisionHistoryService(dataSource)),
     ...deploymentMetricsRoutes(new DeploymentMetricsService(dataSource)),
     ...workspaceRoutes(dataSource, quotas),
-    ...tracingRoutes(new TracingService(dataSource, undefined, new DeploymentActivity(dataSource), logger), API_VERSION),
+    ...tracingRoutes(
+      new TracingService(dataSource, undefined, new DeploymentActivity(dataSource), logger),
+      API_VERSION,
+    ),
     ...deploymentTracesRoutes(new DeploymentTracesService(dataSource)),
     ...extraRoutes,
   ];
@@ -184,7 +242,13 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
 
   app.use(metrics.httpMiddleware);
   app.use(securityHeaders());
-  const limits = new RateLimits({ settings: config.rateLimit, redis, keyPrefix: config.queuePrefix, log: logger, registry: metrics.registry });
+  const limits = new RateLimits({
+    settings: config.rateLimit,
+    redis,
+    keyPrefix: config.queuePrefix,
+    log: logger,
+    registry: metrics.registry,
+  });
   const admission = new Admission(authenticator, limits);
 
   app.use(
@@ -197,19 +261,37 @@ export function createApp({ config, dataSource, redis, queues, logger, notificat
   // Byte-stream routes (tarball uploads, push webhooks) come before the JSON parser, which never sees them.
   const streamRouter = express.Router({ strict: false });
   const traceWriters = new TraceWriters(dataSource, [config.secretsKey.key, ...config.previousSecretsKeys], limits);
-  mountRoutes(streamRouter, routes.filter((r) => r.streamBody), { admission, traceWriters });
+  mountRoutes(
+    streamRouter,
+    routes.filter((r) => r.streamBody),
+    { admission, traceWriters },
+  );
   for (const prefix of PATH_PREFIXES) app.use(prefix || '/', streamRouter);
   app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
 
   const consoleRouter = consoleApp(admission.anonymousMiddleware());
   app.use(consoleEntrances(PATH_PREFIXES));
   const router = express.Router({ strict: false });
-  const streams = new StreamSlots({ redis, limit: config.sseStreamsPerKey, keyPrefix: config.queuePrefix, log: logger });
-  mountRoutes(router, routes.filter((r) => !r.streamBody), { admission, shutdown: shutdown.signal, streams });
+  const streams = new StreamSlots({
+    redis,
+    limit: config.sseStreamsPerKey,
+    keyPrefix: config.queuePrefix,
+    log: logger,
+  });
+  mountRoutes(
+    router,
+    routes.filter((r) => !r.streamBody),
+    { admission, shutdown: shutdown.signal, streams },
+  );
   for (const prefix of PATH_PREFIXES) {
     // serveFiles per mount: the shared `serve` keeps one init script for all setups.
     const docs = { swaggerOptions: { url: `${prefix}/openapi.json` }, customSiteTitle: 'Slipway API' };
-    app.use(`${prefix}/docs`, admission.anonymousMiddleware(), swaggerUi.serveFiles(undefined, docs), swaggerUi.setup(undefined, docs));
+    app.use(
+      `${prefix}/docs`,
+      admission.anonymousMiddleware(),
+      swaggerUi.serveFiles(undefined, docs),
+      swaggerUi.setup(undefined, docs),
+    );
     app.use(`${prefix}/metrics`, admission.anonymousMiddleware(), metrics.router);
     app.use(`${prefix}${BULL_BOARD_PATH}`, bullBoardApp({ queues, admission, prefix }));
     app.use(`${prefix}${CONSOLE_PATH}`, consoleRouter);

@@ -41,7 +41,10 @@ async function main(): Promise<void> {
   const log = createLogger({ name: 'api', level: config.logLevel, secrets: platformCredentials(config) });
   installProcessGuards(log);
   if (config.secretsKey.origin === 'generated') {
-    log.warn({ dataDir: config.dataDir }, 'SLIPWAY_SECRETS_KEY is not set: generated one into the data dir. Set it explicitly in production.');
+    log.warn(
+      { dataDir: config.dataDir },
+      'SLIPWAY_SECRETS_KEY is not set: generated one into the data dir. Set it explicitly in production.',
+    );
   }
 
   const dataSource = createDataSource({ url: config.databaseUrl, applicationName: 'slipway-api' });

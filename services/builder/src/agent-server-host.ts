@@ -13,7 +13,9 @@ import type { ArtifactManifest } from '@slipway/domain';
  * services/builder/dist) it is the library's.
  */
 const PACKAGED_HOST = fileURLToPath(new URL('../agent-server-host/', import.meta.url));
-export const AGENT_SERVER_HOST_SOURCE = existsSync(PACKAGED_HOST) ? PACKAGED_HOST : fileURLToPath(new URL('../../../libs/agent-server/host/', import.meta.url));
+export const AGENT_SERVER_HOST_SOURCE = existsSync(PACKAGED_HOST)
+  ? PACKAGED_HOST
+  : fileURLToPath(new URL('../../../libs/agent-server/host/', import.meta.url));
 
 /** Where the host goes in the source tree (and so in the artifact's app/). */
 export const AGENT_SERVER_HOST_DIR = '.slipway-agent-server';
@@ -36,7 +38,11 @@ export async function copyAgentServerHost(sourceRoot: string): Promise<string> {
   const skipped = new Set(['node_modules', 'src', 'dist']);
   await cp(AGENT_SERVER_HOST_SOURCE, target, {
     recursive: true,
-    filter: (src) => !path.relative(AGENT_SERVER_HOST_SOURCE, src).split(path.sep).some((part) => skipped.has(part)),
+    filter: (src) =>
+      !path
+        .relative(AGENT_SERVER_HOST_SOURCE, src)
+        .split(path.sep)
+        .some((part) => skipped.has(part)),
   });
   await compileAgentServerHost(path.join(AGENT_SERVER_HOST_SOURCE, 'src'), path.join(target, 'dist'));
   return target;
@@ -51,7 +57,9 @@ export async function copyAgentServerHost(sourceRoot: string): Promise<string> {
 export async function compileAgentServerHost(srcDir: string, outDir: string): Promise<void> {
   const { transform } = await import('esbuild');
   await mkdir(outDir, { recursive: true });
-  const modules = (await readdir(srcDir)).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.endsWith('.test.ts'));
+  const modules = (await readdir(srcDir)).filter(
+    (f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.endsWith('.test.ts'),
+  );
   await Promise.all(
     modules.map(async (file) => {
       const source = await readFile(path.join(srcDir, file), 'utf8');
@@ -62,6 +70,15 @@ export async function compileAgentServerHost(srcDir: string, outDir: string): Pr
 }
 
 /** The start command of an agent-server artifact: the host, given the graph config file, in its directory. */
-export function agentServerStart(appDir: string, hostDir: string, graphConfigFile: string, cwd: string): ArtifactManifest['start'] {
-  return { command: 'node', args: [path.relative(appDir, path.join(hostDir, AGENT_SERVER_HOST_ENTRY)), path.basename(graphConfigFile)], cwd };
+export function agentServerStart(
+  appDir: string,
+  hostDir: string,
+  graphConfigFile: string,
+  cwd: string,
+): ArtifactManifest['start'] {
+  return {
+    command: 'node',
+    args: [path.relative(appDir, path.join(hostDir, AGENT_SERVER_HOST_ENTRY)), path.basename(graphConfigFile)],
+    cwd,
+  };
 }

@@ -59,7 +59,12 @@ export class BuildQuota {
 
   /** A quota overrun (by the watch's abort, or a check) as the BuildError users read; anything else as it was. */
   private error(err: unknown, watched: AbortSignal | null, when: string): unknown {
-    const exceeded = err instanceof DiskQuotaExceeded ? err : watched?.aborted && !this.cancelled.aborted ? (watched.reason as DiskQuotaExceeded) : null;
+    const exceeded =
+      err instanceof DiskQuotaExceeded
+        ? err
+        : watched?.aborted && !this.cancelled.aborted
+          ? (watched.reason as DiskQuotaExceeded)
+          : null;
     if (!exceeded) return err;
     return new BuildError(
       `The build exceeded its disk quota of ${mb(exceeded.limitBytes)} MB (SLIPWAY_BUILD_DISK_MB): its build directory and npm cache held ${mb(exceeded.usedBytes)} MB ${when}.`,

@@ -4,10 +4,24 @@ import { UnrecoverableError } from 'bullmq';
 import type { Config } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
 import type { DataSource, EntityManager } from '@slipway/db';
-import { artifactUri, GraphConfigError, isRevisionTerminal, toStorableText, type ArtifactManifest, type SecretEntry } from '@slipway/domain';
+import {
+  artifactUri,
+  GraphConfigError,
+  isRevisionTerminal,
+  toStorableText,
+  type ArtifactManifest,
+  type SecretEntry,
+} from '@slipway/domain';
 import { enqueueInOutbox, type JobHandler } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
-import { PhaseGuard, RevisionLogWriter, RevisionReads, RevisionRepository, type BuildRow, type RevisionFlow } from '@slipway/pipeline';
+import {
+  PhaseGuard,
+  RevisionLogWriter,
+  RevisionReads,
+  RevisionRepository,
+  type BuildRow,
+  type RevisionFlow,
+} from '@slipway/pipeline';
 import type { Sandbox } from '@slipway/runtime';
 import { SourceFetchError } from '@slipway/source';
 import {
@@ -82,7 +96,11 @@ export function buildRevisionProcessor(deps: BuilderDeps): JobHandler<'build.rev
       return;
     }
     const claimed = await deps.dataSource.transaction((m) =>
-      deps.flow.transition(m, revisionId, 'BUILDING', { from: ['AWAITING_BUILD'], message: 'Building.', set: { heartbeatAt: new Date() } }),
+      deps.flow.transition(m, revisionId, 'BUILDING', {
+        from: ['AWAITING_BUILD'],
+        message: 'Building.',
+        set: { heartbeatAt: new Date() },
+      }),
     );
     if (!claimed) {
       log.info({ status: rev.status }, 'revision was not waiting for a build; nothing to do');
@@ -123,7 +141,12 @@ class RevisionBuild {
       secretsProblem = `The revision's secrets could not be decrypted (${(err as Error).message}); was SLIPWAY_SECRETS_KEY changed?`;
     }
     this.buildLog = new BuildLog(
-      new RevisionLogWriter(this.deps.dataSource, this.revisionId, 'build', secrets.map((s) => s.value)),
+      new RevisionLogWriter(
+        this.deps.dataSource,
+        this.revisionId,
+        'build',
+        secrets.map((s) => s.value),
+      ),
       secrets.map((s) => s.value),
     );
 
@@ -155,7 +178,9 @@ class RevisionBuild {
     this.guard.stop();
     await this.jail?.release().catch((err) => this.log.warn({ err }, 'could not remove the build cgroup'));
     await this.buildLog.close().catch((err) => this.log.warn({ err }, 'could not write the last build log lines'));
-    await rm(this.paths.work, { recursive: true, force: true }).catch((err) => this.log.warn({ err }, 'could not remove the build directory'));
+    await rm(this.paths.work, { recursive: true, force: true }).catch((err) =>
+      this.log.warn({ err }, 'could not remove the build directory'),
+    );
     const failure = await conclude();
     // The revision is marked failed once (by `conclude`); the job fails too, so queue dashboards show why.
     if (failure) throw new UnrecoverableError(failure);
@@ -166,14 +191,23 @@ class RevisionBuild {
     const { signal } = this.guard;
     const config = this.rev.source_revision_config ?? {};
     const { sourceRoot, commit, commitMessage, commitAuthor, where, manifestSource } = await fetchSource(
-      { rev: this.rev, paths: this.paths, log: this.buildLog, config: this.deps.config, manager: this.deps.dataSource.manager, cloneAccess: this.deps.cloneAccess },
+      {
+        rev: this.rev,
+        paths: this.paths,
+        log: this.buildLog,
+        config: this.deps.config,
+        manager: this.deps.dataSource.manager,
+        cloneAccess: this.deps.cloneAccess,
+      },
       signal,
     );
     if (commit) await this.recordCommit(commit, commitMessage ?? '', commitAuthor ?? '');
     await this.quota.check('after fetching the source');
 
     const graphConfigPath = config.graph_config_path || DEFAULT_GRAPH_CONFIG_PATH;
-    const graph = await loadGraphConfig(sourceRoot, graphConfigPath, where, { optional: graphConfigPath === DEFAULT_GRAPH_CONFIG_PATH });
+    const graph = await loadGraphConfig(sourceRoot, graphConfigPath, where, {
+      optional: graphConfigPath === DEFAULT_GRAPH_CONFIG_PATH,
+    });
     this.buildLog.line(
       graph.relativePath === null
         ? `No graph config file (${graphConfigPath}) at ${where}: a plain app.`
@@ -263,19 +297,34 @@ class RevisionBuild {
    */
   private async recordCommit(commit: string, message: string, author: string): Promise<void> {
     const revisions = new RevisionRepository(this.deps.dataSource.manager);
-    const described = { repo_commit_sha: commit, repo_commit_message: toStorableText(message) || null, repo_commit_author: toStorableText(author) || null };
-    if (!(await revisions.recordConfig(this.revisionId, ['BUILDING'], this.attempt, described))) throw new OwnershipLost();
+    const described = {
+      repo_commit_sha: commit,
+      repo_commit_message: toStorableText(message) || null,
+      repo_commit_author: toStorableText(author) || null,
+    };
+    if (!(await revisions.recordConfig(this.revisionId, ['BUILDING'], this.attempt, described)))
+      throw new OwnershipLost();
   }
 
   /** Steps in the sandbox as the deployment's uid, or as the builder's user when there is none. */
   private async openJail(): Promise<BuildJail> {
     const { sandbox, config } = this.deps;
     if (!sandbox) return unsandboxedJail(this.paths);
-    return SandboxedBuildJail.open(sandbox, this.rev.deployment_id, `b-${this.revisionId}-a${this.attempt}`, config.sandbox.build, this.paths);
+    return SandboxedBuildJail.open(
+      sandbox,
+      this.rev.deployment_id,
+      `b-${this.revisionId}-a${this.attempt}`,
+      config.sandbox.build,
+      this.paths,
+    );
   }
 
   /** BUILDING → AWAITING_DEPLOY and the rollout job, in one transaction. Never a failure to report: null. */
-  private async handToRollout(commit: string | null, agentServer: boolean, requestId: string | undefined): Promise<null> {
+  private async handToRollout(
+    commit: string | null,
+    agentServer: boolean,
+    requestId: string | undefined,
+  ): Promise<null> {
     const { flow } = this.deps;
     const handed = await this.deps.dataSource.transaction(async (m) => {
       if (!(await this.owned(m))) return false;
@@ -284,12 +333,21 @@ class RevisionBuild {
         message: `Built ${commit ? `commit ${commit.slice(0, 12)}` : 'the uploaded source'}; waiting for the deployer.`,
         // Whether the platform serves the project's graphs (the artifact's `agent_server`): the
         // deployment resource says so (`agent_server`), and a redeploy copies it with the config.
-        set: { artifactRef: this.paths.artifact, imageUri: artifactUri(this.revisionId), heartbeatAt: null, revisionConfig: { agent_server: agentServer } },
+        set: {
+          artifactRef: this.paths.artifact,
+          imageUri: artifactUri(this.revisionId),
+          heartbeatAt: null,
+          revisionConfig: { agent_server: agentServer },
+        },
       });
       if (!applied) return false;
       // Entering the rollout phase restarted `attempt` at 0 (its full retry budget), so the job
       // id (rollout-<id>-a0) matches what the rollout processor and the reconciler derive from the row.
-      await enqueueInOutbox(m, 'rollout.revision', { revisionId: this.revisionId, attempt: applied.attempt, ...(requestId ? { requestId } : {}) });
+      await enqueueInOutbox(m, 'rollout.revision', {
+        revisionId: this.revisionId,
+        attempt: applied.attempt,
+        ...(requestId ? { requestId } : {}),
+      });
       return true;
     });
     if (!handed) {
@@ -315,7 +373,9 @@ class RevisionBuild {
   /** Marks the revision BUILD_FAILED (if it is still ours); returns the message, or null when someone else moved it. */
   private async failWith(message: string): Promise<string | null> {
     const applied = await this.deps.dataSource.transaction(async (m) =>
-      (await this.owned(m)) ? this.deps.flow.transition(m, this.revisionId, 'BUILD_FAILED', { from: ['BUILDING'], message }) : null,
+      (await this.owned(m))
+        ? this.deps.flow.transition(m, this.revisionId, 'BUILD_FAILED', { from: ['BUILDING'], message })
+        : null,
     );
     return applied ? message : null;
   }
@@ -328,7 +388,9 @@ class RevisionBuild {
   /** Writes why the build failed to its log now; the returned step marks the revision BUILD_FAILED. */
   private failed(err: unknown): () => Promise<string | null> {
     const known = err instanceof BuildError || err instanceof SourceFetchError || err instanceof GraphConfigError;
-    const what = known ? (err as Error).message : `The build failed unexpectedly: ${(err as Error)?.message ?? String(err)}`;
+    const what = known
+      ? (err as Error).message
+      : `The build failed unexpectedly: ${(err as Error)?.message ?? String(err)}`;
     if (!known) this.log.error({ err }, 'build failed unexpectedly');
     const message = this.withTail(what);
     this.buildLog.line(`Build failed: ${what}`, 'error');
@@ -346,8 +408,11 @@ class RevisionBuild {
    */
   private stopped(err: unknown): () => Promise<string | null> {
     const reason = this.guard.reason ?? 'the revision moved on';
-    if (!(err instanceof CommandAbortedError || err instanceof OwnershipLost)) this.log.debug({ err }, 'step ended by the abort');
-    const message = this.withTail(`The build exceeded its deadline of ${minutes(this.deps.config.pipeline.buildDeadlineMs)}.`);
+    if (!(err instanceof CommandAbortedError || err instanceof OwnershipLost))
+      this.log.debug({ err }, 'step ended by the abort');
+    const message = this.withTail(
+      `The build exceeded its deadline of ${minutes(this.deps.config.pipeline.buildDeadlineMs)}.`,
+    );
     this.buildLog.line(`Build stopped: ${reason}`, 'warn');
     return async () => {
       const failed = this.guard.signal.aborted ? await this.failWith(message) : null;

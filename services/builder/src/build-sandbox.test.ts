@@ -49,7 +49,11 @@ describe('unsandboxedJail', () => {
     const jail = unsandboxedJail({ home: '/d/home', npmCache: '/d/cache' });
     expect(jail.uid).toBeNull();
     expect(jail.inside('/d/source/app')).toBe('/d/source/app');
-    expect(jail.launch('npm ci', '/d/source/app')).toEqual({ command: '/bin/sh', args: ['-c', 'npm ci'], cwd: '/d/source/app' });
+    expect(jail.launch('npm ci', '/d/source/app')).toEqual({
+      command: '/bin/sh',
+      args: ['-c', 'npm ci'],
+      cwd: '/d/source/app',
+    });
   });
 });
 
@@ -61,7 +65,9 @@ describe('assertRealDirectory', () => {
     symlinkSync('/etc', path.join(work, 'linked'));
     await expect(assertRealDirectory(path.join(work, 'linked'), work)).rejects.toBeInstanceOf(BuildStepTampered);
     symlinkSync(path.join(work, 'source'), path.join(work, 'via'));
-    await expect(assertRealDirectory(path.join(work, 'via', 'app'), work)).rejects.toThrow(/'app' is no longer a real directory of the build/);
+    await expect(assertRealDirectory(path.join(work, 'via', 'app'), work)).rejects.toThrow(
+      /'app' is no longer a real directory of the build/,
+    );
     await expect(assertRealDirectory(path.join(work, 'missing'), work)).rejects.toBeInstanceOf(BuildStepTampered);
   });
 });

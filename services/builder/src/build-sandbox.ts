@@ -89,9 +89,19 @@ export class SandboxedBuildJail implements BuildJail {
     this.home = this.inside(paths.home);
   }
 
-  static async open(sandbox: Sandbox, deploymentId: string, cgroupName: string, limits: BuildLimits, paths: BuildPaths): Promise<SandboxedBuildJail> {
+  static async open(
+    sandbox: Sandbox,
+    deploymentId: string,
+    cgroupName: string,
+    limits: BuildLimits,
+    paths: BuildPaths,
+  ): Promise<SandboxedBuildJail> {
     const uid = await sandbox.identities.uidOf(deploymentId);
-    const cgroup = await sandbox.cgroups.create(cgroupName, { memoryMb: limits.memoryMb, cpu: limits.cpu, pids: limits.pidsMax });
+    const cgroup = await sandbox.cgroups.create(cgroupName, {
+      memoryMb: limits.memoryMb,
+      cpu: limits.cpu,
+      pids: limits.pidsMax,
+    });
     const net = await sandbox.network.attach(cgroupName).catch(async (err) => {
       await cgroup.remove();
       throw err;
@@ -101,7 +111,8 @@ export class SandboxedBuildJail implements BuildJail {
 
   inside(outside: string): string {
     const rel = path.relative(this.paths.work, outside);
-    if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) throw new Error(`${outside} is not in the build directory.`);
+    if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel))
+      throw new Error(`${outside} is not in the build directory.`);
     return path.posix.join(SANDBOX_PATHS.build, rel.split(path.sep).join('/'));
   }
 
@@ -171,6 +182,8 @@ export async function assertRealDirectory(dir: string, under: string): Promise<v
 /** A step replaced a directory the builder works in with something else (a symlink). */
 export class BuildStepTampered extends BuildError {
   constructor(readonly dir: string) {
-    super(`'${path.basename(dir)}' is no longer a real directory of the build (a link, or replaced by a build step); the build cannot continue.`);
+    super(
+      `'${path.basename(dir)}' is no longer a real directory of the build (a link, or replaced by a build step); the build cannot continue.`,
+    );
   }
 }

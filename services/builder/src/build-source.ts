@@ -7,7 +7,14 @@ import type { Config } from '@slipway/config';
 import { UploadRepository, type EntityManager } from '@slipway/db';
 import type { ArtifactManifest } from '@slipway/domain';
 import type { BuildRow } from '@slipway/pipeline';
-import { displayGitUrl, extractTarball, fetchGitRepository, uploadFilePath, type CloneAuth, type CloneProtocol } from '@slipway/source';
+import {
+  displayGitUrl,
+  extractTarball,
+  fetchGitRepository,
+  uploadFilePath,
+  type CloneAuth,
+  type CloneProtocol,
+} from '@slipway/source';
 import { BuildError, type BuildLog, type BuildPaths } from './build-steps.js';
 
 /** What one clone may use: credentials, and the only protocol git is allowed. */
@@ -37,7 +44,10 @@ export interface FetchedSource {
   manifestSource: ArtifactManifest['source'];
 }
 
-export async function fetchSource({ rev, paths, log, config, manager, cloneAccess }: SourceInputs, signal: AbortSignal): Promise<FetchedSource> {
+export async function fetchSource(
+  { rev, paths, log, config, manager, cloneAccess }: SourceInputs,
+  signal: AbortSignal,
+): Promise<FetchedSource> {
   const revisionConfig = rev.source_revision_config ?? {};
   if (rev.source === 'repohost') {
     const repoUrl = rev.source_config.repo_url;
@@ -71,16 +81,32 @@ export async function fetchSource({ rev, paths, log, config, manager, cloneAcces
     const archive = await uploadedTarball(manager, config.dataDir, rev.deployment_id, objectPath);
     log.line(`Extracting the uploaded source ${objectPath}`);
     // Ten times the upload limit: room for any real source tree, not for a gzip bomb.
-    const { root, entries } = await extractTarball({ archive, dir: paths.source, signal, maxUncompressedBytes: 10 * config.uploadMaxBytes });
+    const { root, entries } = await extractTarball({
+      archive,
+      dir: paths.source,
+      signal,
+      maxUncompressedBytes: 10 * config.uploadMaxBytes,
+    });
     log.line(`Extracted ${entries} entries`);
-    return { sourceRoot: root, commit: null, where: 'the uploaded source', manifestSource: { type: 'upload', object_path: objectPath! } };
+    return {
+      sourceRoot: root,
+      commit: null,
+      where: 'the uploaded source',
+      manifestSource: { type: 'upload', object_path: objectPath! },
+    };
   }
   throw new BuildError(`Revisions of ${rev.source} deployments are not built from source.`);
 }
 
 /** The file of an uploaded tarball: known in `uploads` for this deployment, and present under the data dir. */
-async function uploadedTarball(manager: EntityManager, dataDir: string, deploymentId: string, objectPath: string | null): Promise<string> {
-  if (!objectPath) throw new BuildError('This revision has no source tarball (source_revision_config.source_tarball_path is empty).');
+async function uploadedTarball(
+  manager: EntityManager,
+  dataDir: string,
+  deploymentId: string,
+  objectPath: string | null,
+): Promise<string> {
+  if (!objectPath)
+    throw new BuildError('This revision has no source tarball (source_revision_config.source_tarball_path is empty).');
   const upload = await new UploadRepository(manager).find(objectPath);
   const again = 'upload the source again (POST /v2/deployments/{id}/upload-url).';
   if (!upload || upload.deploymentId !== deploymentId) {
@@ -93,7 +119,9 @@ async function uploadedTarball(manager: EntityManager, dataDir: string, deployme
     throw new BuildError(`'${objectPath}' is not an upload object path; ${again}`);
   }
   if (!existsSync(file)) {
-    throw new BuildError(`The source tarball '${objectPath}' ${upload.completedAt ? 'is missing on the server' : 'was never completely uploaded'}; ${again}`);
+    throw new BuildError(
+      `The source tarball '${objectPath}' ${upload.completedAt ? 'is missing on the server' : 'was never completely uploaded'}; ${again}`,
+    );
   }
   return file;
 }

@@ -46,14 +46,18 @@ export class BuildStepRunner {
     this.dependencyKeys.add(found.key);
     await assertRealDirectory(dir, this.ctx.workDir);
     if (await this.ctx.dependencies.restore(found.key, dir)) {
-      this.ctx.buildLog.line(`Reusing the dependencies installed for this ${found.lockfile} (${found.key.slice(0, 12)}): \`${command}\` skipped.`);
+      this.ctx.buildLog.line(
+        `Reusing the dependencies installed for this ${found.lockfile} (${found.key.slice(0, 12)}): \`${command}\` skipped.`,
+      );
       // What the builder copied in becomes the deployment's, like the rest of the tree.
       await this.ctx.jail.prepare();
       return;
     }
     await this.run('install', command, dir, env);
     await assertRealDirectory(dir, this.ctx.workDir);
-    await this.ctx.dependencies.save(found.key, dir).catch((err) => this.ctx.log.warn({ err }, 'could not keep the installed dependencies'));
+    await this.ctx.dependencies
+      .save(found.key, dir)
+      .catch((err) => this.ctx.log.warn({ err }, 'could not keep the installed dependencies'));
   }
 
   /**
@@ -82,7 +86,10 @@ export class BuildStepRunner {
    */
   async run(step: 'install' | 'build', command: string, cwd: string, env: Record<string, string>): Promise<void> {
     this.ctx.buildLog.line(`$ ${command}`);
-    this.ctx.log.info({ step, command: this.ctx.buildLog.redact(command), uid: this.ctx.jail.uid }, `running the ${step} command`);
+    this.ctx.log.info(
+      { step, command: this.ctx.buildLog.redact(command), uid: this.ctx.jail.uid },
+      `running the ${step} command`,
+    );
     await this.ctx.jail.prepare();
     await this.ctx.quota.within(`the ${step} command \`${command}\``, async (signal) => {
       const result = await runShellCommand({
@@ -98,7 +105,11 @@ export class BuildStepRunner {
       });
       if (result.exitCode !== 0) {
         const cause = await this.ctx.jail.killedBecause();
-        const how = cause ? `was killed: ${cause}` : result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
+        const how = cause
+          ? `was killed: ${cause}`
+          : result.exitCode !== null
+            ? `exited with code ${result.exitCode}`
+            : `was killed by ${result.signal}`;
         throw new BuildError(`The ${step} command \`${command}\` ${how}.`);
       }
     });
@@ -106,6 +117,8 @@ export class BuildStepRunner {
 
   /** After a successful build: the deployment's cache keeps only the entries this build used. */
   async keepUsedDependencies(): Promise<void> {
-    await this.ctx.dependencies.keepOnly(this.dependencyKeys).catch((err) => this.ctx.log.warn({ err }, 'could not trim the dependency cache'));
+    await this.ctx.dependencies
+      .keepOnly(this.dependencyKeys)
+      .catch((err) => this.ctx.log.warn({ err }, 'could not trim the dependency cache'));
   }
 }

@@ -110,7 +110,15 @@ export function buildEnv(
   for (const s of secrets) if (!isReservedSecretName(s.name)) own[s.name] = s.value;
   return sandboxEnvironment(own, {
     home: where.home,
-    path: [path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'],
+    path: [
+      path.dirname(process.execPath),
+      '/usr/local/sbin',
+      '/usr/local/bin',
+      '/usr/sbin',
+      '/usr/bin',
+      '/sbin',
+      '/bin',
+    ],
     extra: { LANG: 'C.UTF-8', npm_config_cache: where.npmCache, npm_config_update_notifier: 'false', CI: 'true' },
   });
 }
@@ -151,15 +159,29 @@ export interface LoadedGraphConfig {
  * missing file makes a plain app at the source root: no graphs, served by its own `start`
  * script if it has one (agent-project.ts decides). A path the caller named must exist.
  */
-export async function loadGraphConfig(sourceRoot: string, configPath: string, where: string, { optional = false } = {}): Promise<LoadedGraphConfig> {
+export async function loadGraphConfig(
+  sourceRoot: string,
+  configPath: string,
+  where: string,
+  { optional = false } = {},
+): Promise<LoadedGraphConfig> {
   const file = await resolveInside(sourceRoot, configPath, 'graph_config_path');
-  const isFile = file ? await stat(file).then((s) => s.isFile(), () => false) : false;
+  const isFile = file
+    ? await stat(file).then(
+        (s) => s.isFile(),
+        () => false,
+      )
+    : false;
   if (!file || !isFile) {
     if (optional) return { config: { graphs: {} }, appDir: sourceRoot, relativePath: null };
     throw new BuildError(`Graph config file '${configPath}' not found at ${where}.`);
   }
   const config = parseGraphConfig(await readFile(file, 'utf8'), configPath);
-  return { config, appDir: path.dirname(file), relativePath: path.relative(sourceRoot, file).split(path.sep).join('/') };
+  return {
+    config,
+    appDir: path.dirname(file),
+    relativePath: path.relative(sourceRoot, file).split(path.sep).join('/'),
+  };
 }
 
 export interface PackageInfo {
@@ -186,9 +208,15 @@ export async function readPackageJson(appDir: string, appLabel: string): Promise
   } catch (err) {
     throw new BuildError(`package.json in ${appLabel} is not valid JSON (${(err as Error).message}).`);
   }
-  const scripts = (pkg && typeof pkg.scripts === 'object' && pkg.scripts !== null ? pkg.scripts : {}) as Record<string, unknown>;
+  const scripts = (pkg && typeof pkg.scripts === 'object' && pkg.scripts !== null ? pkg.scripts : {}) as Record<
+    string,
+    unknown
+  >;
   return {
-    scripts: Object.fromEntries(Object.entries(scripts).filter(([, v]) => typeof v === 'string')) as Record<string, string>,
+    scripts: Object.fromEntries(Object.entries(scripts).filter(([, v]) => typeof v === 'string')) as Record<
+      string,
+      string
+    >,
     packageManager: typeof pkg?.packageManager === 'string' ? pkg.packageManager : null,
     lockfile: await findLockfile(appDir),
   };
@@ -215,7 +243,13 @@ export function buildCommandFor(pkg: PackageInfo, configured: string | null | un
  * The artifacts root stays the control plane's (0700); the artifact itself (0700) belongs to
  * `uid`, the deployment's, when the build ran sandboxed.
  */
-export async function publishArtifact(paths: BuildPaths, sourceRoot: string, manifest: ArtifactManifest, attempt: number, uid: number | null): Promise<void> {
+export async function publishArtifact(
+  paths: BuildPaths,
+  sourceRoot: string,
+  manifest: ArtifactManifest,
+  attempt: number,
+  uid: number | null,
+): Promise<void> {
   await mkdir(paths.artifactsRoot, { recursive: true, mode: 0o700 });
   const staging = path.join(paths.artifactsRoot, `.${manifest.revision_id}-a${attempt}.partial`);
   await rm(staging, { recursive: true, force: true });
@@ -228,7 +262,10 @@ export async function publishArtifact(paths: BuildPaths, sourceRoot: string, man
     await cp(sourceRoot, app, { recursive: true, verbatimSymlinks: true });
   }
   await rm(path.join(app, '.git'), { recursive: true, force: true });
-  await writeFile(path.join(staging, ARTIFACT_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx', mode: 0o644 });
+  await writeFile(path.join(staging, ARTIFACT_MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, {
+    flag: 'wx',
+    mode: 0o644,
+  });
   if (uid !== null) await chown(staging, uid, uid);
   await rm(paths.artifact, { recursive: true, force: true });
   await rename(staging, paths.artifact);
@@ -239,15 +276,27 @@ export async function publishArtifact(paths: BuildPaths, sourceRoot: string, man
  * local package (a directory with a package.json, inside the source) whose dependencies are
  * installed too. npm packages belong in package.json, not here.
  */
-export async function dependencyDirs(sourceRoot: string, appDir: string, dependencies: readonly string[] | undefined): Promise<string[]> {
+export async function dependencyDirs(
+  sourceRoot: string,
+  appDir: string,
+  dependencies: readonly string[] | undefined,
+): Promise<string[]> {
   const dirs: string[] = [];
   for (const dep of dependencies ?? []) {
     if (!dep.startsWith('.') && !dep.startsWith('/')) {
-      throw new BuildError(`Dependency '${dep}' in the graph config is not a path: list local packages ('.', './packages/tools') there, npm packages in package.json.`);
+      throw new BuildError(
+        `Dependency '${dep}' in the graph config is not a path: list local packages ('.', './packages/tools') there, npm packages in package.json.`,
+      );
     }
     const rel = path.relative(sourceRoot, path.resolve(appDir, dep));
     const dir = await resolveInside(sourceRoot, rel || '.', `Dependency '${dep}'`);
-    if (!dir || !(await stat(path.join(dir, 'package.json')).then((s) => s.isFile(), () => false))) {
+    if (
+      !dir ||
+      !(await stat(path.join(dir, 'package.json')).then(
+        (s) => s.isFile(),
+        () => false,
+      ))
+    ) {
       throw new BuildError(`Dependency '${dep}' in the graph config is not a directory with a package.json.`);
     }
     if (path.resolve(dir) !== path.resolve(appDir) && !dirs.includes(dir)) dirs.push(dir);

@@ -13,9 +13,14 @@ import type { CloneAccess } from './build-revision.processor.js';
  * host) then `cloneAuth()` (a token header for github/gitea, nothing for local). Credentials
  * are sealed with the integration id as context, as the api stores them.
  */
-export function integrationCloneAccess(config: Readonly<Config>, dataSource: DataSource, secrets: SecretsCodec): (build: BuildRow) => Promise<CloneAccess> {
+export function integrationCloneAccess(
+  config: Readonly<Config>,
+  dataSource: DataSource,
+  secrets: SecretsCodec,
+): (build: BuildRow) => Promise<CloneAccess> {
   return async (build) => {
-    if (!build.integration_id) throw new BuildError('The deployment has no integration to clone its repository through.');
+    if (!build.integration_id)
+      throw new BuildError('The deployment has no integration to clone its repository through.');
     const found = await integrationProvider(config, dataSource, secrets, build.integration_id).catch((err: Error) => {
       throw err instanceof IntegrationUnavailable ? new BuildError(err.message) : err;
     });

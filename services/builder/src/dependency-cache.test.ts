@@ -31,16 +31,30 @@ const LOCK = JSON.stringify({ lockfileVersion: 3, packages: { 'node_modules/dep'
 describe('DependencyCache', () => {
   it('keys an install by its lockfile, package.json and command; none without a lockfile or with own install scripts', async () => {
     const a = await DependencyCache.keyOf(app({ 'package.json': PKG, 'package-lock.json': LOCK }), 'npm ci');
-    const same = await DependencyCache.keyOf(app({ 'package.json': PKG, 'package-lock.json': LOCK, 'agent.ts': 'changed code' }), 'npm ci');
-    const otherLock = await DependencyCache.keyOf(app({ 'package.json': PKG, 'package-lock.json': LOCK.replace('1.0.0', '1.0.1') }), 'npm ci');
-    const otherCommand = await DependencyCache.keyOf(app({ 'package.json': PKG, 'package-lock.json': LOCK }), 'npm ci --omit=dev');
+    const same = await DependencyCache.keyOf(
+      app({ 'package.json': PKG, 'package-lock.json': LOCK, 'agent.ts': 'changed code' }),
+      'npm ci',
+    );
+    const otherLock = await DependencyCache.keyOf(
+      app({ 'package.json': PKG, 'package-lock.json': LOCK.replace('1.0.0', '1.0.1') }),
+      'npm ci',
+    );
+    const otherCommand = await DependencyCache.keyOf(
+      app({ 'package.json': PKG, 'package-lock.json': LOCK }),
+      'npm ci --omit=dev',
+    );
     expect(a.key).toMatch(/^[0-9a-f]{64}$/);
     expect(same.key).toBe(a.key);
     expect(otherLock.key).not.toBe(a.key);
     expect(otherCommand.key).not.toBe(a.key);
-    expect(await DependencyCache.keyOf(app({ 'package.json': PKG }), 'npm install')).toEqual({ key: null, reason: 'no lockfile' });
+    expect(await DependencyCache.keyOf(app({ 'package.json': PKG }), 'npm install')).toEqual({
+      key: null,
+      reason: 'no lockfile',
+    });
     const scripted = JSON.stringify({ name: 'a', scripts: { postinstall: 'prisma generate' } });
-    expect((await DependencyCache.keyOf(app({ 'package.json': scripted, 'package-lock.json': LOCK }), 'npm ci')).key).toBeNull();
+    expect(
+      (await DependencyCache.keyOf(app({ 'package.json': scripted, 'package-lock.json': LOCK }), 'npm ci')).key,
+    ).toBeNull();
   });
 
   it('restores what was saved under the key, and only for that key', async () => {

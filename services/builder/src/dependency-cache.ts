@@ -60,7 +60,8 @@ export class DependencyCache {
     if (!(await isRealDirectory(entry))) return false;
     const target = path.join(dir, 'node_modules');
     await rm(target, { recursive: true, force: true });
-    if (await isRealDirectory(path.join(entry, 'node_modules'))) await copyTree(path.join(entry, 'node_modules'), target);
+    if (await isRealDirectory(path.join(entry, 'node_modules')))
+      await copyTree(path.join(entry, 'node_modules'), target);
     return true;
   }
 
@@ -88,7 +89,9 @@ export class DependencyCache {
   /** Removes every entry but `keys` (and leftovers of interrupted saves). */
   async keepOnly(keys: ReadonlySet<string>): Promise<void> {
     const names = await readdir(this.root).catch(() => [] as string[]);
-    await Promise.all(names.filter((n) => !keys.has(n)).map((n) => rm(path.join(this.root, n), { recursive: true, force: true })));
+    await Promise.all(
+      names.filter((n) => !keys.has(n)).map((n) => rm(path.join(this.root, n), { recursive: true, force: true })),
+    );
   }
 }
 
@@ -97,8 +100,15 @@ export class DependencyCache {
  * and platform, the install command, and the bytes of `files` in `dir` (a missing one counts as
  * missing). Shared by every cache of installed dependencies.
  */
-export async function installKey(format: string, command: string, dir: string, files: readonly string[]): Promise<string> {
-  const hash = createHash('sha256').update(`${format}\0${process.version}\0${process.platform}-${process.arch}\0${command}\0`);
+export async function installKey(
+  format: string,
+  command: string,
+  dir: string,
+  files: readonly string[],
+): Promise<string> {
+  const hash = createHash('sha256').update(
+    `${format}\0${process.version}\0${process.platform}-${process.arch}\0${command}\0`,
+  );
   for (const file of files) {
     const bytes = await readFile(path.join(dir, file)).catch(() => null);
     hash.update(`${file}\0${bytes ? bytes.length : -1}\0`);

@@ -15,10 +15,12 @@ export async function diskUsage(dirs: readonly string[]): Promise<number> {
   // `du` rather than a walk in this process: a node_modules tree has tens of thousands of
   // entries, and du walks them without holding up the worker's event loop. Unreadable entries
   // (exit 1) still leave a total.
-  const { stdout } = await run('du', ['-s', '-x', '-B1', '--', ...present], { maxBuffer: 1024 * 1024 }).catch((err: { stdout?: string }) => {
-    if (typeof err.stdout === 'string' && err.stdout.trim()) return { stdout: err.stdout };
-    throw err;
-  });
+  const { stdout } = await run('du', ['-s', '-x', '-B1', '--', ...present], { maxBuffer: 1024 * 1024 }).catch(
+    (err: { stdout?: string }) => {
+      if (typeof err.stdout === 'string' && err.stdout.trim()) return { stdout: err.stdout };
+      throw err;
+    },
+  );
   return stdout
     .split('\n')
     .map((line) => Number(line.split('\t')[0]))

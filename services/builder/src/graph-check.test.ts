@@ -16,7 +16,7 @@ let work: string;
 
 const FILES: Record<string, string> = {
   'package.json': JSON.stringify({ name: 'g', type: 'module' }),
-  'src/good.ts': "const n: number = 1;\nexport const graph = { builder: { nodes: n }, invoke: async () => ({}) };\n",
+  'src/good.ts': 'const n: number = 1;\nexport const graph = { builder: { nodes: n }, invoke: async () => ({}) };\n',
   'src/factory.mjs': 'export const make = async () => ({ builder: {}, invoke() {} });\n',
   'src/plain.mjs': 'export const graph = { hello: "world" };\nexport const other = 1;\n',
   'src/throws.ts': "throw new Error('no API key at import');\n",
@@ -51,19 +51,21 @@ const check = (graphs: Record<string, string>, lines: string[] = []) =>
 describe('checkGraphs', () => {
   it('accepts compiled graphs, StateGraphs and graph factories, TypeScript included', async () => {
     const lines: string[] = [];
-    await expect(check({ a: './src/good.ts:graph', b: './src/factory.mjs:make', c: './src/noisy.mjs:graph' }, lines)).resolves.toBeUndefined();
+    await expect(
+      check({ a: './src/good.ts:graph', b: './src/factory.mjs:make', c: './src/noisy.mjs:graph' }, lines),
+    ).resolves.toBeUndefined();
     expect(lines).toContain('hello from the graph');
   });
 
   it('names the graph, path and export of a missing export', async () => {
     await expect(check({ a: './src/good.ts:graph', agent: './src/plain.mjs:grpah' })).rejects.toThrow(
-      "Graph 'agent' (./src/plain.mjs:grpah) cannot be served: ./src/plain.mjs has no export named \"grpah\" (its exports: graph, other).",
+      'Graph \'agent\' (./src/plain.mjs:grpah) cannot be served: ./src/plain.mjs has no export named "grpah" (its exports: graph, other).',
     );
   });
 
   it('refuses an export that is not a graph', async () => {
     await expect(check({ agent: './src/plain.mjs:graph' })).rejects.toThrow(
-      "Graph 'agent' (./src/plain.mjs:graph) cannot be served: the export \"graph\" of ./src/plain.mjs is not a graph (a StateGraph, compiled or not): it is an object (Object).",
+      'Graph \'agent\' (./src/plain.mjs:graph) cannot be served: the export "graph" of ./src/plain.mjs is not a graph (a StateGraph, compiled or not): it is an object (Object).',
     );
   });
 
@@ -74,7 +76,9 @@ describe('checkGraphs', () => {
   });
 
   it('reports a broken import', async () => {
-    await expect(check({ agent: './src/broken.js:graph' })).rejects.toThrow(/^Graph 'agent' \(\.\/src\/broken\.js:graph\) cannot be served: importing \.\/src\/broken\.js failed: Cannot find module/);
+    await expect(check({ agent: './src/broken.js:graph' })).rejects.toThrow(
+      /^Graph 'agent' \(\.\/src\/broken\.js:graph\) cannot be served: importing \.\/src\/broken\.js failed: Cannot find module/,
+    );
   });
 
   it('reports a TypeScript file that does not compile with the compiler error and where it is', async () => {
@@ -84,6 +88,8 @@ describe('checkGraphs', () => {
   });
 
   it('reports a missing file', async () => {
-    await expect(check({ agent: './src/nope.ts:graph' })).rejects.toThrow("Graph 'agent' (./src/nope.ts:graph) cannot be served: the file ./src/nope.ts does not exist (after install and build).");
+    await expect(check({ agent: './src/nope.ts:graph' })).rejects.toThrow(
+      "Graph 'agent' (./src/nope.ts:graph) cannot be served: the file ./src/nope.ts does not exist (after install and build).",
+    );
   });
 });

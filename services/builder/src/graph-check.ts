@@ -107,7 +107,15 @@ export async function checkGraphs(options: GraphCheckOptions): Promise<void> {
   await writeFile(program, CHECK_PROGRAM, { flag: 'wx', mode: 0o644 });
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   const timeout = AbortSignal.timeout(CHECK_TIMEOUT_MS);
-  const command = ['node', '--import', quote(tsx), quote(jail.inside(program)), quote(jail.inside(options.appDir)), quote(JSON.stringify(options.graphs)), quote(jail.inside(out))].join(' ');
+  const command = [
+    'node',
+    '--import',
+    quote(tsx),
+    quote(jail.inside(program)),
+    quote(jail.inside(options.appDir)),
+    quote(JSON.stringify(options.graphs)),
+    quote(jail.inside(out)),
+  ].join(' ');
   await jail.prepare();
   let result;
   try {
@@ -121,7 +129,9 @@ export async function checkGraphs(options: GraphCheckOptions): Promise<void> {
     });
   } catch (err) {
     if (err instanceof CommandAbortedError && timeout.aborted && !options.signal.aborted) {
-      throw new BuildError(`Checking the graphs took longer than ${CHECK_TIMEOUT_MS / 1000} s: does a graph module wait for something at import?`);
+      throw new BuildError(
+        `Checking the graphs took longer than ${CHECK_TIMEOUT_MS / 1000} s: does a graph module wait for something at import?`,
+      );
     }
     throw err;
   }
@@ -130,8 +140,14 @@ export async function checkGraphs(options: GraphCheckOptions): Promise<void> {
     results = JSON.parse(await readResult(out)) as GraphCheckResult[];
   } catch {
     const cause = await jail.killedBecause();
-    const how = cause ? `was killed: ${cause}` : result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
-    throw new BuildError(`Checking the graphs failed: loading them ${how} before every graph was checked (see the build log).`);
+    const how = cause
+      ? `was killed: ${cause}`
+      : result.exitCode !== null
+        ? `exited with code ${result.exitCode}`
+        : `was killed by ${result.signal}`;
+    throw new BuildError(
+      `Checking the graphs failed: loading them ${how} before every graph was checked (see the build log).`,
+    );
   }
   const broken = results.find((r) => r.problem);
   if (broken) throw new BuildError(`Graph '${broken.id}' (${broken.spec}) cannot be served: ${broken.problem}.`);

@@ -1,5 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,8 +28,14 @@ const DEP = 'is-number';
 function hostSource(name: string, dependencies: Record<string, string>): string {
   const dir = path.join(scratch, name);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, dependencies }));
-  execFileSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'ignore' });
+  writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({ name, version: '1.0.0', private: true, dependencies }),
+  );
+  execFileSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], {
+    cwd: dir,
+    stdio: 'ignore',
+  });
   return dir;
 }
 
@@ -41,7 +57,10 @@ describe('AgentServerHostInstall', () => {
     const root = path.join(scratch, 'cache-once');
     const lines: string[] = [];
     const first = target();
-    const made = await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(first, { signal: never(), onLine: (l) => lines.push(l) });
+    const made = await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(first, {
+      signal: never(),
+      onLine: (l) => lines.push(l),
+    });
     expect(made.installed).toBe(true);
     expect(lines[0]).toBe('$ npm install --no-audit --no-fund --ignore-scripts');
     expect(installed(first)).toBe(true);
@@ -51,7 +70,10 @@ describe('AgentServerHostInstall', () => {
     writeFileSync(path.join(root, made.key, 'node_modules', 'marker'), 'from the entry');
     const again: string[] = [];
     const second = target();
-    const reused = await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(second, { signal: never(), onLine: (l) => again.push(l) });
+    const reused = await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(second, {
+      signal: never(),
+      onLine: (l) => again.push(l),
+    });
     expect(reused).toEqual({ key: made.key, installed: false });
     expect(again).toEqual([]);
     expect(readFileSync(path.join(second, 'node_modules', 'marker'), 'utf8')).toBe('from the entry');
@@ -66,7 +88,9 @@ describe('AgentServerHostInstall', () => {
     const lines: string[][] = [[], [], []];
     const cancel = new AbortController();
     // The second build is cancelled at once: whichever of the three started the install.
-    const calls = dirs.map((dir, i) => host.copyInto(dir, { signal: i === 1 ? cancel.signal : never(), onLine: (l) => lines[i]!.push(l) }));
+    const calls = dirs.map((dir, i) =>
+      host.copyInto(dir, { signal: i === 1 ? cancel.signal : never(), onLine: (l) => lines[i]!.push(l) }),
+    );
     cancel.abort(new Error('build cancelled'));
     const [a, b, c] = await Promise.allSettled(calls);
     expect(b.status).toBe('rejected');
@@ -75,7 +99,9 @@ describe('AgentServerHostInstall', () => {
     expect(c.status).toBe('fulfilled');
     // One install ran, for one of them; the other two waited for it.
     const ran = lines.filter((l) => l[0] === '$ npm install --no-audit --no-fund --ignore-scripts');
-    const waited = lines.filter((l) => l.length === 1 && l[0] === 'Another build is installing the agent server’s dependencies: waiting for it.');
+    const waited = lines.filter(
+      (l) => l.length === 1 && l[0] === 'Another build is installing the agent server’s dependencies: waiting for it.',
+    );
     expect([ran.length, waited.length]).toEqual([1, 2]);
     expect(installed(dirs[0]!) && installed(dirs[2]!)).toBe(true);
     expect(entries(root)).toHaveLength(1);
@@ -86,7 +112,10 @@ describe('AgentServerHostInstall', () => {
     const saved = { ...process.env };
     Object.assign(process.env, { npm_config_registry: 'http://127.0.0.1:9/', npm_config_fetch_retries: '0' });
     try {
-      const failed = new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(target(), { signal: never(), onLine: () => undefined });
+      const failed = new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(target(), {
+        signal: never(),
+        onLine: () => undefined,
+      });
       await expect(failed).rejects.toThrow(/Installing the agent server's dependencies failed/);
     } finally {
       for (const name of ['npm_config_registry', 'npm_config_fetch_retries']) {
@@ -102,28 +131,51 @@ describe('AgentServerHostInstall', () => {
       HTTPS_PROXY: 'http://proxy:3128',
       NODE_EXTRA_CA_CERTS: '/etc/ca.pem',
     });
-    expect(Object.keys(env).sort()).toEqual(['CI', 'HOME', 'HTTPS_PROXY', 'LANG', 'NODE_EXTRA_CA_CERTS', 'NPM_CONFIG_REGISTRY', 'PATH', 'npm_config_cache', 'npm_config_update_notifier'].sort());
+    expect(Object.keys(env).sort()).toEqual(
+      [
+        'CI',
+        'HOME',
+        'HTTPS_PROXY',
+        'LANG',
+        'NODE_EXTRA_CA_CERTS',
+        'NPM_CONFIG_REGISTRY',
+        'PATH',
+        'npm_config_cache',
+        'npm_config_update_notifier',
+      ].sort(),
+    );
     expect(env.HOME).toBe('/stage/home');
     expect(env.npm_config_cache).toBe('/cache/npm-cache');
   }, 120_000);
 
   it('installs a changed host afresh and drops the old entry; a failed install leaves nothing and is tried again', async () => {
     const root = path.join(scratch, 'cache-change');
-    const old = await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(target(), { signal: never(), onLine: () => undefined });
+    const old = await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(target(), {
+      signal: never(),
+      onLine: () => undefined,
+    });
 
     const broken = path.join(scratch, 'host-broken');
     mkdirSync(broken, { recursive: true });
-    writeFileSync(path.join(broken, 'package.json'), JSON.stringify({ name: 'host-broken', version: '1.0.0', dependencies: { [DEP]: '999.0.0' } }));
+    writeFileSync(
+      path.join(broken, 'package.json'),
+      JSON.stringify({ name: 'host-broken', version: '1.0.0', dependencies: { [DEP]: '999.0.0' } }),
+    );
     writeFileSync(path.join(broken, 'package-lock.json'), '{}');
     const failing = new AgentServerHostInstall({ root, source: broken, deadlineMs: 120_000 });
     await expect(failing.copyInto(target(), { signal: never(), onLine: () => undefined })).rejects.toThrow(BuildError);
-    await expect(failing.copyInto(target(), { signal: never(), onLine: () => undefined })).rejects.toThrow(/Installing the agent server's dependencies failed/);
+    await expect(failing.copyInto(target(), { signal: never(), onLine: () => undefined })).rejects.toThrow(
+      /Installing the agent server's dependencies failed/,
+    );
     // Neither a partial entry nor the loss of the working one.
     expect(entries(root)).toEqual([old.key]);
 
     const changed = hostSource('host-b', { [DEP]: '7.0.0', 'is-odd': '3.0.1' });
     const dir = target();
-    const now = await new AgentServerHostInstall({ root, source: changed, deadlineMs: 120_000 }).copyInto(dir, { signal: never(), onLine: () => undefined });
+    const now = await new AgentServerHostInstall({ root, source: changed, deadlineMs: 120_000 }).copyInto(dir, {
+      signal: never(),
+      onLine: () => undefined,
+    });
     expect(now.installed).toBe(true);
     expect(now.key).not.toBe(old.key);
     expect(existsSync(path.join(dir, 'node_modules', 'is-odd'))).toBe(true);
@@ -136,7 +188,10 @@ describe('AgentServerHostInstall', () => {
     writeFileSync(path.join(outside, 'keep'), 'host file');
     const dir = target();
     symlinkSync(outside, path.join(dir, 'node_modules'));
-    await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(dir, { signal: never(), onLine: () => undefined });
+    await new AgentServerHostInstall({ root, source, deadlineMs: 120_000 }).copyInto(dir, {
+      signal: never(),
+      onLine: () => undefined,
+    });
     expect(lstatSync(path.join(dir, 'node_modules')).isDirectory()).toBe(true);
     expect(readdirSync(outside)).toEqual(['keep']);
   }, 120_000);

@@ -69,7 +69,10 @@ export class AgentServerHostInstall {
    * gets the install's output when this call runs it; `signal` stops this call's wait, never
    * an install other builds wait for too.
    */
-  async copyInto(hostDir: string, how: { signal: AbortSignal; onLine: (line: string) => void }): Promise<HostInstallResult> {
+  async copyInto(
+    hostDir: string,
+    how: { signal: AbortSignal; onLine: (line: string) => void },
+  ): Promise<HostInstallResult> {
     const key = await this.key();
     const entry = path.join(this.options.root, key);
     let installed = false;
@@ -97,7 +100,8 @@ export class AgentServerHostInstall {
     const staging = path.join(root, `.${key}.${randomBytes(4).toString('hex')}.partial`);
     try {
       await mkdir(path.join(staging, 'home'), { recursive: true, mode: 0o700 });
-      for (const file of DECIDING_FILES) await copyFile(path.join(this.source, file), path.join(staging, file)).catch(ignoreMissing);
+      for (const file of DECIDING_FILES)
+        await copyFile(path.join(this.source, file), path.join(staging, file)).catch(ignoreMissing);
       onLine(`$ ${AGENT_SERVER_HOST_INSTALL}`);
       const result = await runShellCommand({
         command: AGENT_SERVER_HOST_INSTALL,
@@ -108,15 +112,21 @@ export class AgentServerHostInstall {
           if (line.length) onLine(line);
         },
       }).catch((err: unknown) => {
-        if (err instanceof CommandAbortedError) throw new BuildError(`Installing the agent server's dependencies took longer than ${Math.round(deadlineMs / 1000)} s.`);
+        if (err instanceof CommandAbortedError)
+          throw new BuildError(
+            `Installing the agent server's dependencies took longer than ${Math.round(deadlineMs / 1000)} s.`,
+          );
         throw err;
       });
       if (result.exitCode !== 0) {
         const how = result.exitCode !== null ? `exited with code ${result.exitCode}` : `was killed by ${result.signal}`;
-        throw new BuildError(`Installing the agent server's dependencies failed: \`${AGENT_SERVER_HOST_INSTALL}\` ${how}.`);
+        throw new BuildError(
+          `Installing the agent server's dependencies failed: \`${AGENT_SERVER_HOST_INSTALL}\` ${how}.`,
+        );
       }
       // An install that made no node_modules is no entry: every copy would fail.
-      if (!(await isRealDirectory(path.join(staging, 'node_modules')))) throw new BuildError("Installing the agent server's dependencies made no node_modules.");
+      if (!(await isRealDirectory(path.join(staging, 'node_modules'))))
+        throw new BuildError("Installing the agent server's dependencies made no node_modules.");
       await rm(path.join(staging, 'home'), { recursive: true, force: true });
       await rename(staging, path.join(root, key)).catch(async (err: NodeJS.ErrnoException) => {
         // Another process's install got there first: the same tree, from the same files.
@@ -154,11 +164,17 @@ const NPM_SETTINGS = /^(npm_config_.+|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT
  * run on the machine. Nothing else of the builder's environment (database URL, secrets key),
  * and nothing of any build's (its secrets, HOME, npm cache), which never reach this module.
  */
-export function installEnv(staging: string, root: string, builder: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function installEnv(
+  staging: string,
+  root: string,
+  builder: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(builder)) if (value !== undefined && NPM_SETTINGS.test(name)) env[name] = value;
+  for (const [name, value] of Object.entries(builder))
+    if (value !== undefined && NPM_SETTINGS.test(name)) env[name] = value;
   const userconfig = builder.HOME ? path.join(builder.HOME, '.npmrc') : null;
-  if (userconfig && existsSync(userconfig) && !env.npm_config_userconfig && !env.NPM_CONFIG_USERCONFIG) env.npm_config_userconfig = userconfig;
+  if (userconfig && existsSync(userconfig) && !env.npm_config_userconfig && !env.NPM_CONFIG_USERCONFIG)
+    env.npm_config_userconfig = userconfig;
   return {
     ...env,
     PATH: [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':'),

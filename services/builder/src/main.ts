@@ -6,7 +6,14 @@
 import { DeploymentRepository } from '@slipway/db';
 import { createWorker, QUEUES } from '@slipway/jobs';
 import { sandboxForStart, type Sandbox } from '@slipway/runtime';
-import { healthPortRole, maintenanceRole, outboxRelayRole, previewFeedbackRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
+import {
+  healthPortRole,
+  maintenanceRole,
+  outboxRelayRole,
+  previewFeedbackRole,
+  runWorkerProcess,
+  webhookDeliveryRole,
+} from '@slipway/worker';
 import { buildRevisionProcessor } from './build-revision.processor.js';
 import { integrationCloneAccess } from './clone-auth.js';
 import { AgentServerHostInstall } from './host-install.js';
@@ -33,7 +40,9 @@ runWorkerProcess({
     for (const name of removed) await sandbox?.cgroups.handle(`b-${name}`).remove();
     if (removed.length) log.info({ removed }, 'removed build directories left by interrupted builds');
     // …and their network namespaces (every `b-…` holder whose build is not running).
-    const reaped = await sandbox?.network.reap('b-', async (owner) => (await liveBuilds(dataSource, [owner.slice(2)])).has(owner.slice(2)));
+    const reaped = await sandbox?.network.reap('b-', async (owner) =>
+      (await liveBuilds(dataSource, [owner.slice(2)])).has(owner.slice(2)),
+    );
     if (reaped?.length) log.info({ reaped }, 'removed network namespaces left by interrupted builds');
     const network = sandbox?.network;
     return network ? { name: 'sandbox network', stop: () => network.close() } : undefined;
@@ -50,7 +59,10 @@ runWorkerProcess({
             secrets,
             cloneAccess: integrationCloneAccess(config, dataSource, secrets),
             sandbox,
-            hostInstall: new AgentServerHostInstall({ root: config.agentServerHostCache, deadlineMs: config.pipeline.buildDeadlineMs }),
+            hostInstall: new AgentServerHostInstall({
+              root: config.agentServerHostCache,
+              deadlineMs: config.pipeline.buildDeadlineMs,
+            }),
           }),
         },
         connection: workerRedis,

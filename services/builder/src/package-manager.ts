@@ -19,7 +19,13 @@ const LOCKFILES: ReadonlyArray<[string, PackageManager]> = [
 /** The lockfile in `appDir` and the package manager it belongs to, the first found in LOCKFILES' order. */
 export async function findLockfile(appDir: string): Promise<{ file: string; manager: PackageManager } | null> {
   for (const [file, manager] of LOCKFILES) {
-    if (await stat(path.join(appDir, file)).then((s) => s.isFile(), () => false)) return { file, manager };
+    if (
+      await stat(path.join(appDir, file)).then(
+        (s) => s.isFile(),
+        () => false,
+      )
+    )
+      return { file, manager };
   }
   return null;
 }

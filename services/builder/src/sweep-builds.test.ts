@@ -26,7 +26,10 @@ describe('sweepBuildDirectories', () => {
     );
     const building = randomUUID();
     const failed = randomUUID();
-    for (const [id, status, attempt] of [[building, 'BUILDING', 1], [failed, 'BUILD_FAILED', 0]] as const) {
+    for (const [id, status, attempt] of [
+      [building, 'BUILDING', 1],
+      [failed, 'BUILD_FAILED', 0],
+    ] as const) {
       await api.dataSource.query(
         `INSERT INTO revisions (id, deployment_id, status, source, resource_spec, attempt) VALUES ($1, $2, $3, 'upload', '{}', $4)`,
         [id, deploymentId, status, attempt],

@@ -114,7 +114,10 @@ async function keys(args: string[]): Promise<void> {
           description: values.description,
         });
         if (values.json) console.log(JSON.stringify({ id: row.id, key, scope: row.scope, role: row.role }));
-        else console.log(`created ${row.scope} ${row.role} key ${row.id}\n\n  ${key}\n\nStore it now: it is not shown again.`);
+        else
+          console.log(
+            `created ${row.scope} ${row.role} key ${row.id}\n\n  ${key}\n\nStore it now: it is not shown again.`,
+          );
         return;
       }
       case 'list': {
@@ -127,7 +130,11 @@ async function keys(args: string[]): Promise<void> {
           return;
         }
         for (const r of rows) {
-          console.log([r.id, r.prefix + '…', r.scope, r.role, r.workspaceId ?? '-', r.listenerId ?? '-', r.description].join('\t'));
+          console.log(
+            [r.id, r.prefix + '…', r.scope, r.role, r.workspaceId ?? '-', r.listenerId ?? '-', r.description].join(
+              '\t',
+            ),
+          );
         }
         return;
       }
@@ -147,25 +154,43 @@ async function keys(args: string[]): Promise<void> {
 async function registry(args: string[]): Promise<void> {
   const [action, ...rest] = args;
   if (action !== 'gc') throw new UsageError(USAGE);
-  const { values } = parseArgs({ args: rest, options: { 'grace-hours': { type: 'string', default: '24' }, 'dry-run': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    args: rest,
+    options: { 'grace-hours': { type: 'string', default: '24' }, 'dry-run': { type: 'boolean', default: false } },
+  });
   const graceHours = Number(values['grace-hours']);
-  if (!Number.isFinite(graceHours) || graceHours < 0) throw new UsageError('--grace-hours must be a number of hours, 0 or more');
+  if (!Number.isFinite(graceHours) || graceHours < 0)
+    throw new UsageError('--grace-hours must be a number of hours, 0 or more');
   const config = loadConfig();
   const report = await withDataSource((dataSource) =>
-    collectRegistryGarbage({ dataSource, config, graceMs: graceHours * 3_600_000, dryRun: values['dry-run'], sweep: () => requestSweep(config) }),
+    collectRegistryGarbage({
+      dataSource,
+      config,
+      graceMs: graceHours * 3_600_000,
+      dryRun: values['dry-run'],
+      sweep: () => requestSweep(config),
+    }),
   );
   for (const ref of report.deleted) console.log(`${values['dry-run'] ? 'would delete' : 'deleted'} ${ref}`);
-  console.log(`${report.deleted.length} manifest(s) ${values['dry-run'] ? 'to delete' : 'deleted'}, ${report.kept} kept`);
+  console.log(
+    `${report.deleted.length} manifest(s) ${values['dry-run'] ? 'to delete' : 'deleted'}, ${report.kept} kept`,
+  );
   if (values['dry-run']) return;
-  console.log(report.postponed ?? `swept: ${report.freedBytes} bytes freed; ${report.uncounted} blob(s) no longer counted against registry_bytes`);
+  console.log(
+    report.postponed ??
+      `swept: ${report.freedBytes} bytes freed; ${report.uncounted} blob(s) no longer counted against registry_bytes`,
+  );
 }
 
 /** Runs until SIGTERM/SIGINT: the push guard on the registry's address, distribution behind it (push-guard.ts). */
 async function registryGuard(): Promise<void> {
   const config = loadConfig();
-  const say = (msg: string) => process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry-guard', msg })}\n`);
+  const say = (msg: string) =>
+    process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry-guard', msg })}\n`);
   const guard = await startGuardOnly(config, { log: say });
-  say(`push guard listening on ${config.registry.host}:${config.registry.port}, in front of distribution at ${guard.upstreamUrl}`);
+  say(
+    `push guard listening on ${config.registry.host}:${config.registry.port}, in front of distribution at ${guard.upstreamUrl}`,
+  );
   await new Promise<void>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve());
   });

@@ -37,45 +37,76 @@ async function call(access: ApiAccess, method: string, path: string, body?: unkn
 /** A deployment named by id or by name (exact, in the key's workspace). */
 async function deploymentId(access: ApiAccess, idOrName: string): Promise<string> {
   if (/^[0-9a-f-]{36}$/i.test(idOrName)) return idOrName;
-  const found = (await call(access, 'GET', `/v2/deployments?name=${encodeURIComponent(idOrName)}&is_preview=false`)).resources as Array<{ id: string }>;
+  const found = (await call(access, 'GET', `/v2/deployments?name=${encodeURIComponent(idOrName)}&is_preview=false`))
+    .resources as Array<{ id: string }>;
   if (!found.length) throw new Error(`no deployment named '${idOrName}'`);
   return found[0]!.id;
 }
 
-const summary = (d: any) => ({ id: d.id, name: d.name, number: d.preview?.pull_request?.number ?? null, ref: d.preview?.pull_request?.head_ref ?? null, status: d.status, url: d.url, expires_at: d.preview?.expires_at ?? null });
+const summary = (d: any) => ({
+  id: d.id,
+  name: d.name,
+  number: d.preview?.pull_request?.number ?? null,
+  ref: d.preview?.pull_request?.head_ref ?? null,
+  status: d.status,
+  url: d.url,
+  expires_at: d.preview?.expires_at ?? null,
+});
 
 /**
  * `slipway preview create|list|delete` (docs/api.md, Previews): previews from a CI job without a
  * forge, through the api (SLIPWAY_URL, SLIPWAY_API_KEY). `create --wait` waits for the preview's
  * revision and exits 1 unless it is DEPLOYED. Output is JSON, one value, for scripts.
  */
-export async function preview(args: string[], out: (line: string) => void = console.log, access = apiAccess()): Promise<void> {
+export async function preview(
+  args: string[],
+  out: (line: string) => void = console.log,
+  access = apiAccess(),
+): Promise<void> {
   const [action, ...rest] = args;
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { ref: { type: 'string' }, number: { type: 'string' }, wait: { type: 'boolean', default: false }, 'timeout-seconds': { type: 'string', default: '900' } },
+    options: {
+      ref: { type: 'string' },
+      number: { type: 'string' },
+      wait: { type: 'boolean', default: false },
+      'timeout-seconds': { type: 'string', default: '900' },
+    },
   });
   const [target, numberArg] = positionals;
-  if (!target) throw new PreviewUsageError('usage: slipway preview create <deployment> --ref <branch> [--number <n>] [--wait] | list <deployment> | delete <deployment> <number>');
+  if (!target)
+    throw new PreviewUsageError(
+      'usage: slipway preview create <deployment> --ref <branch> [--number <n>] [--wait] | list <deployment> | delete <deployment> <number>',
+    );
   const parent = await deploymentId(access, target);
   switch (action) {
     case 'create': {
       if (!values.ref) throw new PreviewUsageError('slipway preview create needs --ref <branch>');
       const number = values.number === undefined ? undefined : Number(values.number);
-      if (number !== undefined && (!Number.isInteger(number) || number < 1)) throw new PreviewUsageError('--number must be a positive whole number');
-      let made = await call(access, 'POST', `/v2/deployments/${parent}/previews`, { ref: values.ref, ...(number ? { number } : {}) });
+      if (number !== undefined && (!Number.isInteger(number) || number < 1))
+        throw new PreviewUsageError('--number must be a positive whole number');
+      let made = await call(access, 'POST', `/v2/deployments/${parent}/previews`, {
+        ref: values.ref,
+        ...(number ? { number } : {}),
+      });
       if (values.wait) {
         const deadline = Date.now() + Number(values['timeout-seconds']) * 1000;
         for (;;) {
           const revision = await call(access, 'GET', `/v2/deployments/${made.id}/revisions/${made.latest_revision_id}`);
           if (TERMINAL.has(revision.status)) {
             made = await call(access, 'GET', `/v2/deployments/${made.id}`);
-            out(JSON.stringify({ ...summary(made), revision: { id: revision.id, status: revision.status, status_message: revision.status_message } }));
+            out(
+              JSON.stringify({
+                ...summary(made),
+                revision: { id: revision.id, status: revision.status, status_message: revision.status_message },
+              }),
+            );
             if (revision.status !== 'DEPLOYED') process.exitCode = 1;
             return;
           }
-          if (Date.now() > deadline) throw new Error(`the preview's revision is still ${revision.status} after ${values['timeout-seconds']} s`);
+          if (Date.now() > deadline)
+            throw new Error(`the preview's revision is still ${revision.status} after ${values['timeout-seconds']} s`);
           await new Promise((r) => setTimeout(r, 2_000));
         }
       }
@@ -83,11 +114,16 @@ export async function preview(args: string[], out: (line: string) => void = cons
       return;
     }
     case 'list':
-      out(JSON.stringify(((await call(access, 'GET', `/v2/deployments/${parent}/previews`)).resources as unknown[]).map(summary)));
+      out(
+        JSON.stringify(
+          ((await call(access, 'GET', `/v2/deployments/${parent}/previews`)).resources as unknown[]).map(summary),
+        ),
+      );
       return;
     case 'delete': {
       const number = Number(numberArg);
-      if (!Number.isInteger(number) || number < 1) throw new PreviewUsageError('usage: slipway preview delete <deployment> <number>');
+      if (!Number.isInteger(number) || number < 1)
+        throw new PreviewUsageError('usage: slipway preview delete <deployment> <number>');
       await call(access, 'DELETE', `/v2/deployments/${parent}/previews/${number}`);
       out(JSON.stringify({ deleted: number }));
       return;

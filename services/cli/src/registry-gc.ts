@@ -64,13 +64,23 @@ export async function collectRegistryGarbage(options: RegistryGcOptions): Promis
     return !!digests && (digests.has(m.digest) || recent(m.pushedAt));
   };
   const doomed = manifests.filter((m) => !keep(m));
-  const report: RegistryGcReport = { deleted: doomed.map((m) => `${m.repository}@${m.digest}`), kept: manifests.length - doomed.length, postponed: null, sweepOutput: '', freedBytes: 0, uncounted: 0 };
+  const report: RegistryGcReport = {
+    deleted: doomed.map((m) => `${m.repository}@${m.digest}`),
+    kept: manifests.length - doomed.length,
+    postponed: null,
+    sweepOutput: '',
+    freedBytes: 0,
+    uncounted: 0,
+  };
   if (options.dryRun) return report;
 
   const named = await referencedBlobs(storageDir, manifests);
   const counted = await repo.countedBlobs();
   const inFlight = counted.filter((b) => recent(b.createdAt) && !named.get(b.repository)?.has(b.digest));
-  const client = new RegistryClient(config.registry.internalUrl, loadOrCreateSigningKey(config.registry.signingKeyFile));
+  const client = new RegistryClient(
+    config.registry.internalUrl,
+    loadOrCreateSigningKey(config.registry.signingKeyFile),
+  );
   for (const m of doomed) {
     // A PATCH since the first read may have made a revision of it: asked again just before.
     const deploymentId = deploymentOfRepository(m.repository)!;
@@ -94,13 +104,18 @@ export async function collectRegistryGarbage(options: RegistryGcOptions): Promis
   }
   const remaining = await referencedBlobs(storageDir, await storedManifests(storageDir));
   const keepInFlight = new Set(inFlight.map((b) => `${b.repository}@${b.digest}`));
-  const gone = counted.filter((b) => !remaining.get(b.repository)?.has(b.digest) && !keepInFlight.has(`${b.repository}@${b.digest}`));
+  const gone = counted.filter(
+    (b) => !remaining.get(b.repository)?.has(b.digest) && !keepInFlight.has(`${b.repository}@${b.digest}`),
+  );
   report.uncounted = await repo.forgetBlobs(gone);
   return report;
 }
 
 /** Per repository, every blob its manifests name (their own digests included). */
-async function referencedBlobs(storageDir: string, manifests: readonly StoredManifest[]): Promise<Map<string, Set<string>>> {
+async function referencedBlobs(
+  storageDir: string,
+  manifests: readonly StoredManifest[],
+): Promise<Map<string, Set<string>>> {
   const byRepository = new Map<string, Set<string>>();
   for (const m of manifests) {
     const set = byRepository.get(m.repository) ?? new Set<string>();

@@ -21,7 +21,8 @@ const PHASE_OF: Partial<Record<RevisionStatus, Phase>> = {
 };
 
 /** Whether a revision in `status` is still on its way (queued, building or rolling out). */
-export const inProgress = (status: RevisionStatus | null | undefined): boolean => !!status && PHASE_OF[status] !== undefined;
+export const inProgress = (status: RevisionStatus | null | undefined): boolean =>
+  !!status && PHASE_OF[status] !== undefined;
 
 export type PhaseDurations = Record<Phase, number | null>;
 

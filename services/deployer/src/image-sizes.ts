@@ -13,7 +13,11 @@ const MB = 1024 * 1024;
  * bytes inflated before it was refused). Images of other registries are bounded the same, but no
  * quota of Slipway's holds them.
  */
-export function imageCacheOptions(config: Pick<Config, 'registry' | 'runtime'>, dataSource: DataSource, log: Logger): ImageCacheOptions {
+export function imageCacheOptions(
+  config: Pick<Config, 'registry' | 'runtime'>,
+  dataSource: DataSource,
+  log: Logger,
+): ImageCacheOptions {
   const internalHost = new URL(config.registry.internalUrl).host;
   return {
     bound: { maxBytes: config.runtime.imageMaxUnpackedMb * MB, variable: 'SLIPWAY_IMAGE_MAX_UNPACKED_MB' },

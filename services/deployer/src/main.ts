@@ -7,7 +7,14 @@ import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { DeploymentRepository } from '@slipway/db';
 import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
-import { healthPortRole, maintenanceRole, outboxRelayRole, previewFeedbackRole, runWorkerProcess, webhookDeliveryRole } from '@slipway/worker';
+import {
+  healthPortRole,
+  maintenanceRole,
+  outboxRelayRole,
+  previewFeedbackRole,
+  runWorkerProcess,
+  webhookDeliveryRole,
+} from '@slipway/worker';
 import { imageCacheOptions } from './image-sizes.js';
 import { EmbeddedPlacement } from './placement/embedded-placement.js';
 import { ListenerPlacement } from './placement/listener-placement.js';
@@ -38,20 +45,46 @@ runWorkerProcess({
     });
     // Probes Postgres and Redis for passwordless local access and reports it, at every start;
     // with the sandbox, fronts listen on its network's services address.
-    dataAccess = new DeploymentDataAccess(config, dataSource, secrets, log.child({ component: 'data-access' }), sandbox?.network ?? null);
+    dataAccess = new DeploymentDataAccess(
+      config,
+      dataSource,
+      secrets,
+      log.child({ component: 'data-access' }),
+      sandbox?.network ?? null,
+    );
     await dataAccess.start();
     // Image revisions run as runc containers in the sandbox; their images are unpacked once per digest.
     // Each image's unpacked size is bounded while it is counted, before umoci writes a byte (image-sizes.ts).
-    const images = sandbox ? new ImageCache(path.join(config.dataDir, 'images'), imageCacheOptions(config, dataSource, log.child({ component: 'images' }))) : null;
+    const images = sandbox
+      ? new ImageCache(
+          path.join(config.dataDir, 'images'),
+          imageCacheOptions(config, dataSource, log.child({ component: 'images' })),
+        )
+      : null;
     inputs = new RevisionInputs(config, dataSource, secrets, dataAccess, images);
     // Serving URLs check keys and budgets as the api does, in the same Redis (docs/api.md, Deployments).
     const servingRedis = producerConnection(config.redisUrl, log);
     const servingAuth = new ServingAuth({
       dataSource,
       keys: new ApiKeyCache(dataSource, config.apiKeyCacheTtlMs, log),
-      limits: new RateLimits({ settings: config.rateLimit, redis: servingRedis, keyPrefix: config.queuePrefix, log, registry: metrics.registry }),
+      limits: new RateLimits({
+        settings: config.rateLimit,
+        redis: servingRedis,
+        keyPrefix: config.queuePrefix,
+        log,
+        registry: metrics.registry,
+      }),
     });
-    driver = new ProcessDriver(config, dataSource, log.child({ component: 'process-runtime' }), (id) => inputs.get(id), sandbox, servingAuth, metrics, images);
+    driver = new ProcessDriver(
+      config,
+      dataSource,
+      log.child({ component: 'process-runtime' }),
+      (id) => inputs.get(id),
+      sandbox,
+      servingAuth,
+      metrics,
+      images,
+    );
     await driver.adopt();
     // Adopted instances find their fronts on the recorded ports; only the runtime's owner keeps them.
     dataAccess.keepFronts(() => driver.isOwner);
@@ -71,18 +104,18 @@ runWorkerProcess({
       listener: new ListenerPlacement(dataSource, flow),
     };
     return [
-    createWorker({
-      queue: QUEUES.rollouts,
-      handlers: {
-        'rollout.revision': rolloutRevisionProcessor(config, dataSource, flow, placements),
-        'provision.deployment': provisionDeploymentProcessor(dataSource, placements, config.databaseUrl),
-        'teardown.deployment': teardownDeploymentProcessor(dataSource, placements),
-      },
-      connection: workerRedis,
-      prefix: config.queuePrefix,
-      concurrency: config.deployerConcurrency,
-      log,
-    }),
+      createWorker({
+        queue: QUEUES.rollouts,
+        handlers: {
+          'rollout.revision': rolloutRevisionProcessor(config, dataSource, flow, placements),
+          'provision.deployment': provisionDeploymentProcessor(dataSource, placements, config.databaseUrl),
+          'teardown.deployment': teardownDeploymentProcessor(dataSource, placements),
+        },
+        connection: workerRedis,
+        prefix: config.queuePrefix,
+        concurrency: config.deployerConcurrency,
+        log,
+      }),
     ];
   },
 }).catch((err) => {

@@ -1,4 +1,11 @@
-import { copyDeploymentDatabase, DeploymentRepository, pauseCopiedCrons, PreviewRepository, transitionDeployment, type DataSource } from '@slipway/db';
+import {
+  copyDeploymentDatabase,
+  DeploymentRepository,
+  pauseCopiedCrons,
+  PreviewRepository,
+  transitionDeployment,
+  type DataSource,
+} from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import type { JobHandler } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
@@ -10,7 +17,13 @@ import { placementOf, type Placements } from './placement/placement.js';
  * parent's data (a retry copies again over a partial copy), then the name is recorded. Idempotent: creating an existing
  * database is a no-op, the transition is conditional.
  */
-export async function provisionDeployment(placements: Placements, dataSource: DataSource, deploymentId: string, log: Logger, databaseUrl: string): Promise<boolean> {
+export async function provisionDeployment(
+  placements: Placements,
+  dataSource: DataSource,
+  deploymentId: string,
+  log: Logger,
+  databaseUrl: string,
+): Promise<boolean> {
   const d = await new DeploymentRepository(dataSource.manager).placementRow(deploymentId);
   if (!d || d.status !== 'AWAITING_DATABASE') return false;
   const database = deploymentDatabaseName(d.name, deploymentId);
@@ -21,7 +34,10 @@ export async function provisionDeployment(placements: Placements, dataSource: Da
     const copy = await copyDeploymentDatabase(databaseUrl, source, database);
     // The parent's schedules must not fire from the preview: its crons start paused.
     const paused = await pauseCopiedCrons(databaseUrl, database);
-    log.info({ deploymentId, from: source, ms: copy.ms, bytes: copy.bytes, pausedCrons: paused }, "preview database copied from its parent's");
+    log.info(
+      { deploymentId, from: source, ms: copy.ms, bytes: copy.bytes, pausedCrons: paused },
+      "preview database copied from its parent's",
+    );
   }
   return dataSource.transaction(async (m) => {
     await new DeploymentRepository(m).recordDatabase(deploymentId, database);
@@ -29,7 +45,11 @@ export async function provisionDeployment(placements: Placements, dataSource: Da
   });
 }
 
-export function provisionDeploymentProcessor(dataSource: DataSource, placements: Placements, databaseUrl: string): JobHandler<'provision.deployment'> {
+export function provisionDeploymentProcessor(
+  dataSource: DataSource,
+  placements: Placements,
+  databaseUrl: string,
+): JobHandler<'provision.deployment'> {
   return async ({ deploymentId }, { log }) => {
     await provisionDeployment(placements, dataSource, deploymentId, log, databaseUrl);
   };

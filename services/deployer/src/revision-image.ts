@@ -27,13 +27,29 @@ type ImageConfigPart = Pick<Config, 'registry' | 'secretsKey' | 'outbound'>;
  * SLIPWAY_OUTBOUND_ALLOW_HOSTS lists it (as for every user-supplied URL), with the credential
  * for its host among the revision's `image_pull_secrets` (its `secrets`), else anonymously.
  */
-export async function imageSource(config: ImageConfigPart, row: RevisionImageRow, secrets: readonly SecretEntry[] = []): Promise<ImageSource & { masked: string[] }> {
+export async function imageSource(
+  config: ImageConfigPart,
+  row: RevisionImageRow,
+  secrets: readonly SecretEntry[] = [],
+): Promise<ImageSource & { masked: string[] }> {
   const ref = row.image_uri ? parseImageReference(row.image_uri) : null;
-  if (!ref) throw new ImageError(`The revision's image_uri '${row.image_uri ?? ''}' is not an image reference (<registry host>/<repository>:<tag> or @sha256:<digest>).`);
+  if (!ref)
+    throw new ImageError(
+      `The revision's image_uri '${row.image_uri ?? ''}' is not an image reference (<registry host>/<repository>:<tag> or @sha256:<digest>).`,
+    );
   if (ref.registry !== config.registry.publicAddress) {
-    const source = await foreignSource(config.outbound, ref.registry, `${ref.repository}${ref.digest ? `@${ref.digest}` : `:${ref.tag ?? 'latest'}`}`, ref.digest);
+    const source = await foreignSource(
+      config.outbound,
+      ref.registry,
+      `${ref.repository}${ref.digest ? `@${ref.digest}` : `:${ref.tag ?? 'latest'}`}`,
+      ref.digest,
+    );
     const found = foreignCredential(row, secrets, ref.registry);
-    return { ...source, credentials: found && `${found.username}:${found.password}`, masked: found ? credentialForms(found) : [] };
+    return {
+      ...source,
+      credentials: found && `${found.username}:${found.password}`,
+      masked: found ? credentialForms(found) : [],
+    };
   }
   if (deploymentOfRepository(ref.repository) !== row.deployment_id) {
     throw new ImageError(
@@ -52,7 +68,11 @@ export async function imageSource(config: ImageConfigPart, row: RevisionImageRow
 }
 
 /** The credential for `registry` among the revision's pull secrets; a secret that cannot be used fails the revision. */
-function foreignCredential(row: RevisionImageRow, secrets: readonly SecretEntry[], registry: string): RegistryCredential | null {
+function foreignCredential(
+  row: RevisionImageRow,
+  secrets: readonly SecretEntry[],
+  registry: string,
+): RegistryCredential | null {
   try {
     return pullCredential(row.resource_spec?.image_pull_secrets ?? [], secrets, registry);
   } catch (err) {
@@ -61,7 +81,12 @@ function foreignCredential(row: RevisionImageRow, secrets: readonly SecretEntry[
 }
 
 /** An image of another registry, only where outbound requests may go (credentials: none yet). */
-async function foreignSource(policy: OutboundPolicy, registry: string, path: string, digest: string | null): Promise<ImageSource> {
+async function foreignSource(
+  policy: OutboundPolicy,
+  registry: string,
+  path: string,
+  digest: string | null,
+): Promise<ImageSource> {
   const host = registry.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
   const allowed = hostAllowed(host, policy);
   if (!allowed) {
@@ -69,7 +94,10 @@ async function foreignSource(policy: OutboundPolicy, registry: string, path: str
     if (!addresses.length) throw new ImageError(`Pulling ${registry}/${path} failed: ${host} does not resolve.`);
     for (const address of addresses) {
       const refusal = addressRefusal(address, policy);
-      if (refusal) throw new ImageError(`Slipway does not pull images from ${registry}: it is ${refusal} (SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).`);
+      if (refusal)
+        throw new ImageError(
+          `Slipway does not pull images from ${registry}: it is ${refusal} (SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).`,
+        );
     }
   }
   return { reference: `${registry}/${path}`, digest, credentials: null, tlsVerify: !allowed };
@@ -85,10 +113,15 @@ export async function revisionImage(
   row: RevisionImageRow,
   secrets: readonly SecretEntry[] = [],
 ): Promise<{ image: CachedImage; notes: { line: string; level: 'info' }[]; masked: string[] }> {
-  if (!images) throw new ImageError('Images run in the embedded container runtime, which needs the sandbox (root, runc, cgroups); this deployer runs without it.');
+  if (!images)
+    throw new ImageError(
+      'Images run in the embedded container runtime, which needs the sandbox (root, runc, cgroups); this deployer runs without it.',
+    );
   const { masked, ...source } = await imageSource(config, row, secrets);
   const image = await images.ensure(source).catch((err: Error) => {
-    throw err instanceof ImageError ? new ImageError(redactValues(err.message, [...masked, ...secrets.map((s) => s.value)])) : err;
+    throw err instanceof ImageError
+      ? new ImageError(redactValues(err.message, [...masked, ...secrets.map((s) => s.value)]))
+      : err;
   });
   const line = image.pulled
     ? `Pulled and unpacked image ${row.image_uri} (${image.digest}).`

@@ -3,7 +3,14 @@ import type { SecretsCodec } from '@slipway/crypto';
 import type { DataSource } from '@slipway/db';
 import { deploymentDatabaseName, isImageSource, type DeploymentSource, type SecretEntry } from '@slipway/domain';
 import { RevisionReads, type InstancesRow } from '@slipway/pipeline';
-import { imageAgentServer, instanceEnvironment, readArtifact, tracingEnvironment, type ImageCache, type StartInstancesInput } from '@slipway/runtime';
+import {
+  imageAgentServer,
+  instanceEnvironment,
+  readArtifact,
+  tracingEnvironment,
+  type ImageCache,
+  type StartInstancesInput,
+} from '@slipway/runtime';
 import { revisionImage } from './revision-image.js';
 import type { DeploymentDataAccess } from './provisioning/data-access.js';
 
@@ -59,15 +66,28 @@ export class RevisionInputs {
     const { masked = [], ...runs } = await this.whatRuns(r, revisionId, secrets);
     const spec = r.resource_spec;
     // The deployment's own role and Redis user (provisioned again here, so their passwords are current).
-    const data = await this.dataAccess.environment(r.deployment_id, r.database_name ?? deploymentDatabaseName(r.name, r.deployment_id));
+    const data = await this.dataAccess.environment(
+      r.deployment_id,
+      r.database_name ?? deploymentDatabaseName(r.name, r.deployment_id),
+    );
     const own = appSecrets(secrets, spec);
     // Every run the app traces goes to the deployment's tracing project (and to the user's own LangSmith, if set).
-    const tracing = tracingEnvironment({ secrets: own, enabled: r.tracing, front: data.tracing, project: r.name, revisionId });
+    const tracing = tracingEnvironment({
+      secrets: own,
+      enabled: r.tracing,
+      front: data.tracing,
+      project: r.name,
+      revisionId,
+    });
     return {
       revisionId,
       deploymentId: r.deployment_id,
       ...runs,
-      env: instanceEnvironment({ base: runs.artifact?.env ?? imageEnvironment(runs.image?.config.env, data.env.REDIS_PREFIX), secrets: own, data: { ...tracing, ...data.env } }),
+      env: instanceEnvironment({
+        base: runs.artifact?.env ?? imageEnvironment(runs.image?.config.env, data.env.REDIS_PREFIX),
+        secrets: own,
+        data: { ...tracing, ...data.env },
+      }),
       // The deployment's own store passwords and trace credential are masked like its secrets wherever logs go.
       secretValues: [
         ...secrets.map((s) => s.value),
@@ -98,15 +118,22 @@ export class RevisionInputs {
     r: RevisionRow,
     revisionId: string,
     secrets: readonly SecretEntry[],
-  ): Promise<Pick<RevisionInput, 'artifactRef' | 'artifact' | 'image' | 'notes' | 'agentServer'> & { masked?: string[] }> {
+  ): Promise<
+    Pick<RevisionInput, 'artifactRef' | 'artifact' | 'image' | 'notes' | 'agentServer'> & { masked?: string[] }
+  > {
     if (isImageSource(r.source as DeploymentSource)) {
       const { image, notes, masked } = await revisionImage(this.config, this.images, r, secrets);
-      const agentServer = imageAgentServer(image.config) ?? (r.source === 'internal_docker' ? { auth_path: null } : null);
+      const agentServer =
+        imageAgentServer(image.config) ?? (r.source === 'internal_docker' ? { auth_path: null } : null);
       return { artifactRef: r.image_uri ?? image.digest, image, notes, masked, agentServer };
     }
     if (!r.artifact_ref) throw new Error(`Revision ${revisionId} has no artifact.`);
     const artifact = await readArtifact(r.artifact_ref);
-    return { artifactRef: r.artifact_ref, artifact, notes: artifact.warnings.map((line) => ({ line, level: 'warn' as const })) };
+    return {
+      artifactRef: r.artifact_ref,
+      artifact,
+      notes: artifact.warnings.map((line) => ({ line, level: 'warn' as const })),
+    };
   }
 }
 
@@ -114,7 +141,10 @@ export class RevisionInputs {
  * The secrets an instance's environment gets: all but those `image_pull_secrets` names. A pull
  * credential is for the puller only, as on Kubernetes, where pull secrets never reach a container.
  */
-function appSecrets(secrets: readonly SecretEntry[], spec: { image_pull_secrets?: Array<{ name: string }> } | null): SecretEntry[] {
+function appSecrets(
+  secrets: readonly SecretEntry[],
+  spec: { image_pull_secrets?: Array<{ name: string }> } | null,
+): SecretEntry[] {
   const pull = new Set((spec?.image_pull_secrets ?? []).map((p) => p.name));
   return secrets.filter((s) => !pull.has(s.name));
 }
@@ -129,6 +159,9 @@ function positive(value: unknown): number | undefined {
  * server's key prefix setting) under the deployment's REDIS_PREFIX, the only keys its Redis user
  * may touch; a secret of that name overrides it (docs/operations.md, The container runtime).
  */
-function imageEnvironment(env: Record<string, string> | undefined, redisPrefix: string): Record<string, string> | undefined {
+function imageEnvironment(
+  env: Record<string, string> | undefined,
+  redisPrefix: string,
+): Record<string, string> | undefined {
   return env && { ...env, REDIS_KEY_PREFIX: `${redisPrefix}:` };
 }

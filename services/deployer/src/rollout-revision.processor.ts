@@ -33,7 +33,11 @@ export function rolloutRevisionProcessor(
     const guard = new PhaseGuard(dataSource, revisionId, ['AWAITING_DEPLOY', 'DEPLOYING'], config.pipeline, attempt);
     await guard.start();
     try {
-      if (rev.deployment_status === 'AWAITING_DATABASE' && !(await provisionOrFail(config, placements, dataSource, flow, rev.deployment_id, revisionId, log))) return;
+      if (
+        rev.deployment_status === 'AWAITING_DATABASE' &&
+        !(await provisionOrFail(config, placements, dataSource, flow, rev.deployment_id, revisionId, log))
+      )
+        return;
       await placementOf(placements, { listenerId: rev.listener_id }).rollout(revisionId, guard, { job, log });
     } finally {
       guard.stop();
@@ -59,7 +63,9 @@ async function provisionOrFail(
     return true;
   } catch (err) {
     if (!(err instanceof DataAccessError)) throw err;
-    await dataSource.transaction((m) => flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: ['AWAITING_DEPLOY'], message: err.message }));
+    await dataSource.transaction((m) =>
+      flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: ['AWAITING_DEPLOY'], message: err.message }),
+    );
     return false;
   }
 }

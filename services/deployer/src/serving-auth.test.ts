@@ -31,7 +31,13 @@ function gate(answer: () => unknown[]) {
   return { auth, query };
 }
 
-const keyless = () => ({ method: 'GET', url: '/threads', headers: {}, socket: { remoteAddress: '10.0.0.9' } }) as unknown as IncomingMessage;
+const keyless = () =>
+  ({
+    method: 'GET',
+    url: '/threads',
+    headers: {},
+    socket: { remoteAddress: '10.0.0.9' },
+  }) as unknown as IncomingMessage;
 
 afterEach(() => vi.restoreAllMocks());
 

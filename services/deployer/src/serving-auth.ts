@@ -1,5 +1,15 @@
 import type { IncomingMessage } from 'node:http';
-import { addressKey, credentialId, credentialOf, credentialsIn, SlipwayCredentials, stripCredential, stripOnly, type ApiKeyCache, type RateLimits } from '@slipway/access';
+import {
+  addressKey,
+  credentialId,
+  credentialOf,
+  credentialsIn,
+  SlipwayCredentials,
+  stripCredential,
+  stripOnly,
+  type ApiKeyCache,
+  type RateLimits,
+} from '@slipway/access';
 import type { ApiKey, DataSource } from '@slipway/db';
 import { TooManyRequestsError } from '@slipway/domain';
 import { RevisionReads } from '@slipway/pipeline';
@@ -24,7 +34,10 @@ const MISSING_KEY: AccessDenial = {
   detail: "This deployment requires an API key of its workspace in the 'X-Api-Key' header.",
   headers: { 'www-authenticate': 'ApiKey header="X-Api-Key"' },
 };
-const WRONG_KEY: AccessDenial = { status: 401, detail: "The 'X-Api-Key' is not a valid API key of this deployment's workspace." };
+const WRONG_KEY: AccessDenial = {
+  status: 401,
+  detail: "The 'X-Api-Key' is not a valid API key of this deployment's workspace.",
+};
 
 export interface ServingAuthDeps {
   dataSource: DataSource;
@@ -54,7 +67,10 @@ export interface ServingAuthDeps {
  * and a Slipway key sent to a deployment that needs none is removed as well.
  */
 export class ServingAuth {
-  private readonly policies = new Map<string, { policy: Promise<Policy | null>; until: number; last?: Policy | null }>();
+  private readonly policies = new Map<
+    string,
+    { policy: Promise<Policy | null>; until: number; last?: Policy | null }
+  >();
   private readonly slipwayCredentials: SlipwayCredentials;
 
   constructor(private readonly deps: ServingAuthDeps) {
@@ -70,7 +86,8 @@ export class ServingAuth {
     try {
       return await this.decide(deploymentId, req);
     } catch (err) {
-      if (err instanceof TooManyRequestsError) return { status: 429, detail: err.message, headers: { 'retry-after': String(err.retryAfterSeconds) } };
+      if (err instanceof TooManyRequestsError)
+        return { status: 429, detail: err.message, headers: { 'retry-after': String(err.retryAfterSeconds) } };
       throw err;
     }
   }
@@ -115,7 +132,8 @@ export class ServingAuth {
    * bootstrap key without the prefix) is removed; an app's own credentials stay untouched.
    */
   private async stripSlipwayKeys(req: IncomingMessage): Promise<void> {
-    for (const credential of credentialsIn(req.headers)) if (await this.slipwayCredentials.isSlipwayKey(credential)) stripOnly(req.headers, credential);
+    for (const credential of credentialsIn(req.headers))
+      if (await this.slipwayCredentials.isSlipwayKey(credential)) stripOnly(req.headers, credential);
   }
 
   /**
@@ -170,7 +188,11 @@ export class ServingAuth {
 
 /** A key of the deployment's workspace, or of its organization; a listener agent's key opens nothing but its protocol. */
 function opens(key: ApiKey, policy: Policy): boolean {
-  return key.listenerId === null && key.organizationId === policy.organizationId && (key.workspaceId === null || key.workspaceId === policy.workspaceId);
+  return (
+    key.listenerId === null &&
+    key.organizationId === policy.organizationId &&
+    (key.workspaceId === null || key.workspaceId === policy.workspaceId)
+  );
 }
 
 /** No Upgrade asked for: the request cannot turn the connection into a tunnel. */
@@ -180,7 +202,12 @@ function noUpgrade(req: IncomingMessage): boolean {
 
 /** A browser's CORS preflight: `OPTIONS` with `Origin` and `Access-Control-Request-Method`, no Upgrade. */
 function isCorsPreflight(req: IncomingMessage): boolean {
-  return req.method === 'OPTIONS' && typeof req.headers.origin === 'string' && typeof req.headers['access-control-request-method'] === 'string' && noUpgrade(req);
+  return (
+    req.method === 'OPTIONS' &&
+    typeof req.headers.origin === 'string' &&
+    typeof req.headers['access-control-request-method'] === 'string' &&
+    noUpgrade(req)
+  );
 }
 
 /** `GET /ok` as a health check sends it: no Upgrade, so it cannot turn the connection into a tunnel. */

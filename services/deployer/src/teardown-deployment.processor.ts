@@ -8,10 +8,16 @@ import { placementOf, type Placements } from './placement/placement.js';
  * row; a listener's agent is told through the desired state (`delete`) and its report removes
  * the row.
  */
-export function teardownDeploymentProcessor(dataSource: DataSource, placements: Placements): JobHandler<'teardown.deployment'> {
+export function teardownDeploymentProcessor(
+  dataSource: DataSource,
+  placements: Placements,
+): JobHandler<'teardown.deployment'> {
   return async ({ deploymentId }, { job, log }) => {
     const d = await new DeploymentRepository(dataSource.manager).placementRow(deploymentId);
     if (!d || d.status !== 'AWAITING_DELETE') return;
-    await placementOf(placements, d).teardown({ id: deploymentId, name: d.name }, { job, log: log.child({ listenerId: d.listenerId }) });
+    await placementOf(placements, d).teardown(
+      { id: deploymentId, name: d.name },
+      { job, log: log.child({ listenerId: d.listenerId }) },
+    );
   };
 }

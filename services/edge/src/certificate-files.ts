@@ -24,7 +24,9 @@ export class CertificateFiles {
     try {
       createSecureContext(tls);
     } catch (err) {
-      throw new Error(`SLIPWAY_TLS_CERT_FILE ${this.certFile} and SLIPWAY_TLS_KEY_FILE ${this.keyFile} do not load as a certificate and its key: ${(err as Error).message}`);
+      throw new Error(
+        `SLIPWAY_TLS_CERT_FILE ${this.certFile} and SLIPWAY_TLS_KEY_FILE ${this.keyFile} do not load as a certificate and its key: ${(err as Error).message}`,
+      );
     }
     this.stamp = this.currentStamp();
     return tls;
@@ -38,7 +40,10 @@ export class CertificateFiles {
         use(this.read());
         log.info({ certFile: this.certFile }, 'edge: took the renewed certificate');
       } catch (err) {
-        log.error({ err, certFile: this.certFile }, 'edge: the changed certificate files do not load; kept serving the one in use');
+        log.error(
+          { err, certFile: this.certFile },
+          'edge: the changed certificate files do not load; kept serving the one in use',
+        );
       }
     }, CHECK_MS);
     timer.unref();

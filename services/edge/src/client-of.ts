@@ -15,15 +15,34 @@ export interface Client {
  * trusted proxies, the first untrusted address of `X-Forwarded-For` and the nearest trusted
  * proxy's `X-Forwarded-Proto`. An untrusted peer's forwarding headers count for nothing.
  */
-export function clientReader(trust: boolean | number | string, scheme: 'http' | 'https'): (req: IncomingMessage) => Client {
-  const direct = (req: IncomingMessage): Client => ({ address: req.socket.remoteAddress, proto: scheme, forwardedFor: req.socket.remoteAddress });
+export function clientReader(
+  trust: boolean | number | string,
+  scheme: 'http' | 'https',
+): (req: IncomingMessage) => Client {
+  const direct = (req: IncomingMessage): Client => ({
+    address: req.socket.remoteAddress,
+    proto: scheme,
+    forwardedFor: req.socket.remoteAddress,
+  });
   if (trust === false) return direct;
   const trusts: (addr: string, i: number) => boolean =
-    trust === true ? () => true : typeof trust === 'number' ? (_addr, i) => i < trust : proxyAddr.compile(trust.split(',').map((s) => s.trim()).filter(Boolean));
+    trust === true
+      ? () => true
+      : typeof trust === 'number'
+        ? (_addr, i) => i < trust
+        : proxyAddr.compile(
+            trust
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+          );
   return (req) => {
     const peer = req.socket.remoteAddress;
     if (!peer || !trusts(peer, 0)) return direct(req);
-    const forwardedProto = String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]!.trim().toLowerCase();
+    const forwardedProto = String(req.headers['x-forwarded-proto'] ?? '')
+      .split(',')[0]!
+      .trim()
+      .toLowerCase();
     const given = req.headers['x-forwarded-for'];
     return {
       address: proxyAddr(req, trusts),

@@ -31,7 +31,10 @@ export class DomainVerifier {
   });
 
   constructor(private readonly options: DomainVerifierOptions) {
-    if (options.dnsServers.length) this.resolver.setServers(options.dnsServers.map((s) => (s.host.includes(':') ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`)));
+    if (options.dnsServers.length)
+      this.resolver.setServers(
+        options.dnsServers.map((s) => (s.host.includes(':') ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`)),
+      );
   }
 
   start(): void {

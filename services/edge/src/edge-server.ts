@@ -73,7 +73,8 @@ export class EdgeServer {
     this.server = serveWithin(server, {
       request: (req, res) => this.serve(req, res),
       upgrade: (req, socket, head) => this.serveUpgrade(req, socket, head),
-      onError: (err) => options.log.error({ err }, 'edge: a request failed in the edge itself (answered; kept serving)'),
+      onError: (err) =>
+        options.log.error({ err }, 'edge: a request failed in the edge itself (answered; kept serving)'),
       failureStatus: 502,
     });
     this.lifecycle = new ServerLifecycle(this.server, options.host, options.port);
@@ -109,7 +110,8 @@ export class EdgeServer {
   private async serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const routed = this.route(req);
     if ('status' in routed) return refuseUpgrade(socket, routed);
-    if (await this.toHttps(req)) return refuseUpgrade(socket, { status: 400, detail: 'This host is served over https.' });
+    if (await this.toHttps(req))
+      return refuseUpgrade(socket, { status: 400, detail: 'This host is served over https.' });
     forwardUpgrade(req, socket as Socket, head, routed.pool, this.headers(req), this.upstreamError(routed));
   }
 
@@ -140,7 +142,9 @@ export class EdgeServer {
     const host = hostname(req.headers.host)!;
     const location = `https://${host}${port === 443 ? '' : `:${port}`}${req.url ?? '/'}`;
     const body = JSON.stringify({ detail: `Served over https: ${location}` });
-    res.writeHead(308, { location, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+    res
+      .writeHead(308, { location, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+      .end(body);
     req.resume();
   }
 
@@ -163,7 +167,11 @@ export class EdgeServer {
   }
 
   private upstreamError(destination: Destination) {
-    return (err: Error) => this.options.log.warn({ err, deploymentId: destination.deploymentId }, "edge: the deployment's serving proxy did not answer");
+    return (err: Error) =>
+      this.options.log.warn(
+        { err, deploymentId: destination.deploymentId },
+        "edge: the deployment's serving proxy did not answer",
+      );
   }
 }
 

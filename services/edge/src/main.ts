@@ -6,7 +6,13 @@
  */
 import { loadConfigOrExit, platformCredentials } from '@slipway/config';
 import { edgeToken } from '@slipway/crypto';
-import { createDataSource, EDGE_ROUTES_CHANNEL, initializeWhenReachable, PgNotifications, stateOnceVerified } from '@slipway/db';
+import {
+  createDataSource,
+  EDGE_ROUTES_CHANNEL,
+  initializeWhenReachable,
+  PgNotifications,
+  stateOnceVerified,
+} from '@slipway/db';
 import { createLogger, installProcessGuards, installShutdown } from '@slipway/logging';
 import { answerAcmeChallenge } from './acme/challenge-responder.js';
 import { automaticCertificates } from './acme/automatic-certificates.js';
@@ -27,11 +33,18 @@ async function main(): Promise<void> {
   await initializeWhenReachable(dataSource, log);
   const routes = new RouteTable(dataSource, config.edge.upstreamHost ?? null, config.runtime.advertiseHost, log);
   // Certificates through ACME, when configured (acme/automatic-certificates.ts).
-  const acme = config.edge.httpsPort !== null && config.edge.acmeDirectoryUrl ? automaticCertificates(config, dataSource, routes, log) : null;
+  const acme =
+    config.edge.httpsPort !== null && config.edge.acmeDirectoryUrl
+      ? automaticCertificates(config, dataSource, routes, log)
+      : null;
   const notifications = new PgNotifications(config.databaseUrl, [EDGE_ROUTES_CHANNEL], log);
-  const readAll = () => routes.readAll().catch((err) => log.warn({ err }, 'edge: reading the routes failed (kept the ones it had)'));
+  const readAll = () =>
+    routes.readAll().catch((err) => log.warn({ err }, 'edge: reading the routes failed (kept the ones it had)'));
   notifications.subscribe(EDGE_ROUTES_CHANNEL, (deploymentId) => {
-    if (deploymentId === 'owner') return void routes.readOwner().catch((err) => log.warn({ err }, 'edge: reading the runtime owner failed (kept the one it had)'));
+    if (deploymentId === 'owner')
+      return void routes
+        .readOwner()
+        .catch((err) => log.warn({ err }, 'edge: reading the runtime owner failed (kept the one it had)'));
     routes.readOne(deploymentId).then(
       // A host verified or added, a certificate to renew: the keeper looks at once.
       () => void acme?.keeper.poke(),
@@ -45,7 +58,9 @@ async function main(): Promise<void> {
   timer.unref();
 
   if (config.domains.verification === 'off') {
-    log.warn('SLIPWAY_DOMAIN_VERIFICATION=off: a custom domain is routed as soon as a workspace claims it, without proof that the workspace controls it');
+    log.warn(
+      'SLIPWAY_DOMAIN_VERIFICATION=off: a custom domain is routed as soon as a workspace claims it, without proof that the workspace controls it',
+    );
   }
   const verifier = new DomainVerifier({
     dataSource,
@@ -56,14 +71,29 @@ async function main(): Promise<void> {
   });
   verifier.start();
 
-  const common = { host: config.edge.host, appsDomain: config.edge.appsDomain, routes, token: edgeToken(config.secretsKey.key), trustProxy: config.edge.trustProxy, log };
-  const operator = config.edge.httpsPort !== null && config.edge.tlsCertFile && config.edge.tlsKeyFile ? new CertificateFiles(config.edge.tlsCertFile, config.edge.tlsKeyFile) : null;
+  const common = {
+    host: config.edge.host,
+    appsDomain: config.edge.appsDomain,
+    routes,
+    token: edgeToken(config.secretsKey.key),
+    trustProxy: config.edge.trustProxy,
+    log,
+  };
+  const operator =
+    config.edge.httpsPort !== null && config.edge.tlsCertFile && config.edge.tlsKeyFile
+      ? new CertificateFiles(config.edge.tlsCertFile, config.edge.tlsKeyFile)
+      : null;
   const suffix = `.${config.edge.appsDomain}`;
   // The operator's certificate covers the apps domain's names; ACME's, each host it was issued for.
-  const hasCertificate = async (host: string) => (!!operator && host.endsWith(suffix)) || (!!acme && (await acme.keeper.secureContextFor(host)) !== null);
+  const hasCertificate = async (host: string) =>
+    (!!operator && host.endsWith(suffix)) || (!!acme && (await acme.keeper.secureContextFor(host)) !== null);
   const https =
     operator || acme
-      ? new EdgeServer({ ...common, port: config.edge.httpsPort!, tls: { ...operator?.read(), ...(acme ? { SNICallback: acme.keeper.sniCallback() } : {}) } })
+      ? new EdgeServer({
+          ...common,
+          port: config.edge.httpsPort!,
+          tls: { ...operator?.read(), ...(acme ? { SNICallback: acme.keeper.sniCallback() } : {}) },
+        })
       : null;
   const http = new EdgeServer({
     ...common,
@@ -77,7 +107,17 @@ async function main(): Promise<void> {
   acme?.keeper.start();
   // A renewed certificate file (certbot, an operator) is taken for new connections within a minute.
   const renewals = operator && https ? operator.watch((tls) => https.setCertificate(tls), log) : null;
-  log.info({ host: config.edge.host, port: http.port, httpsPort: https?.port ?? null, acme: !!acme, appsDomain: config.edge.appsDomain, routes: routes.size }, 'edge listening');
+  log.info(
+    {
+      host: config.edge.host,
+      port: http.port,
+      httpsPort: https?.port ?? null,
+      acme: !!acme,
+      appsDomain: config.edge.appsDomain,
+      routes: routes.size,
+    },
+    'edge listening',
+  );
 
   installShutdown(
     log,

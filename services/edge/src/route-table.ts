@@ -63,7 +63,10 @@ export class RouteTable {
     if (this.fixedHost) return;
     const address = await new EdgeRouteRepository(this.dataSource.manager).ownerAddress();
     if (!address || address === this.runtimeHost) return;
-    this.log.info({ from: this.runtimeHost, to: address }, 'edge: the runtime moved; serving proxies are reached at its new owner');
+    this.log.info(
+      { from: this.runtimeHost, to: address },
+      'edge: the runtime moved; serving proxies are reached at its new owner',
+    );
     this.runtimeHost = address;
     for (const destination of this.byName.values()) {
       const port = destination.pool.current[0]?.port;
@@ -112,7 +115,11 @@ export class RouteTable {
     if (route.hosts.length) this.hostsOf.set(deploymentId, route.hosts);
     const targets = route.servingPort ? [{ host: this.runtimeHost, port: route.servingPort }] : [];
     const current = destination.pool.current;
-    if (current.length !== targets.length || current[0]?.port !== targets[0]?.port || current[0]?.host !== targets[0]?.host) {
+    if (
+      current.length !== targets.length ||
+      current[0]?.port !== targets[0]?.port ||
+      current[0]?.host !== targets[0]?.host
+    ) {
       destination.pool.setTargets(targets);
       this.log.debug({ deploymentId, edgeName: route.edgeName, servingPort: route.servingPort }, 'edge route');
     }

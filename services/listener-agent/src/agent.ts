@@ -9,7 +9,12 @@ import { MAX_LINES_PER_REPORT } from './pod-log-shipper.js';
  * doubled per failure up to the ceiling, with "equal jitter" (half fixed, half random) so a
  * fleet of agents does not return to a recovering control plane in lockstep.
  */
-export function backoffDelay(failures: number, pollIntervalMs: number, maxBackoffMs: number, random = Math.random): number {
+export function backoffDelay(
+  failures: number,
+  pollIntervalMs: number,
+  maxBackoffMs: number,
+  random = Math.random,
+): number {
   if (failures <= 0) return pollIntervalMs;
   const ceiling = Math.min(maxBackoffMs, pollIntervalMs * 2 ** Math.min(failures, 30));
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
@@ -69,7 +74,10 @@ export class ListenerAgent {
       } catch (err) {
         this.failures++;
         const level = err instanceof ControlPlaneUnavailable ? 'warn' : 'error';
-        this.log[level]({ err, failedPolls: this.failures }, 'poll failed; the cluster is left as it is until the next one');
+        this.log[level](
+          { err, failedPolls: this.failures },
+          'poll failed; the cluster is left as it is until the next one',
+        );
       }
       await this.sleep(backoffDelay(this.failures, this.config.pollIntervalMs, this.config.maxBackoffMs));
     }
@@ -78,15 +86,26 @@ export class ListenerAgent {
   /** One round: desired state → cluster → report. Exported for tests through the loop only. */
   private async pollOnce(): Promise<void> {
     const desired = await this.controlPlane.desiredState();
-    this.reconciler.retain(new Set(desired.deployments.flatMap((d) => (d.action === 'apply' && d.revision_id ? [d.revision_id] : []))));
+    this.reconciler.retain(
+      new Set(desired.deployments.flatMap((d) => (d.action === 'apply' && d.revision_id ? [d.revision_id] : []))),
+    );
     const outcomes: Outcome[] = [];
     for (const entry of desired.deployments) {
       if (this.stopped) break;
       try {
-        outcomes.push(await withDeadline(this.reconciler.reconcile(entry), RECONCILE_DEADLINE_MS, `reconciling deployment ${entry.deployment_id}`));
+        outcomes.push(
+          await withDeadline(
+            this.reconciler.reconcile(entry),
+            RECONCILE_DEADLINE_MS,
+            `reconciling deployment ${entry.deployment_id}`,
+          ),
+        );
       } catch (err) {
         // The cluster failed us (an outage, a timeout): this deployment waits for the next poll.
-        this.log.warn({ err, deploymentId: entry.deployment_id, action: entry.action }, 'could not reconcile a deployment; retrying on the next poll');
+        this.log.warn(
+          { err, deploymentId: entry.deployment_id, action: entry.action },
+          'could not reconcile a deployment; retrying on the next poll',
+        );
       }
     }
     const report: Report = {

@@ -31,7 +31,8 @@ export const MANAGED_KINDS: ReadonlyArray<{ apiVersion: string; kind: string }> 
 ];
 
 /** Selects every object of one deployment that Slipway manages. */
-export const deploymentSelector = (deploymentId: string) => `${INSTANCE_LABEL}=${deploymentId},${MANAGED_BY_LABEL}=slipway`;
+export const deploymentSelector = (deploymentId: string) =>
+  `${INSTANCE_LABEL}=${deploymentId},${MANAGED_BY_LABEL}=slipway`;
 
 export const isNotFound = (err: unknown) => err instanceof ApiException && err.code === 404;
 
@@ -94,7 +95,16 @@ export class Cluster {
   }
 
   async list(apiVersion: string, kind: string, namespace: string, labelSelector: string): Promise<KubernetesObject[]> {
-    const res = await this.objects.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
+    const res = await this.objects.list(
+      apiVersion,
+      kind,
+      namespace,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      labelSelector,
+    );
     // List items come without apiVersion and kind; put them back so they can be deleted.
     return res.items.map((item) => ({ ...item, apiVersion, kind }));
   }
@@ -113,9 +123,22 @@ export class Cluster {
   }
 
   /** A container's log with timestamps, from `sinceSeconds` ago; null while it has not started. */
-  async podLog(namespace: string, pod: string, container: string, sinceSeconds: number | undefined, limitBytes: number): Promise<string | null> {
+  async podLog(
+    namespace: string,
+    pod: string,
+    container: string,
+    sinceSeconds: number | undefined,
+    limitBytes: number,
+  ): Promise<string | null> {
     try {
-      return await this.core.readNamespacedPodLog({ namespace, name: pod, container, timestamps: true, sinceSeconds, limitBytes });
+      return await this.core.readNamespacedPodLog({
+        namespace,
+        name: pod,
+        container,
+        timestamps: true,
+        sinceSeconds,
+        limitBytes,
+      });
     } catch (err) {
       if (err instanceof ApiException && (err.code === 400 || err.code === 404)) return null;
       throw err;

@@ -1,6 +1,11 @@
 import type { AgentConfig } from '@slipway/config';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { DesiredDeployment as ProtocolDeployment, DesiredState as ProtocolState, ListenerReport, ReportResult } from '@slipway/domain';
+import type {
+  DesiredDeployment as ProtocolDeployment,
+  DesiredState as ProtocolState,
+  ListenerReport,
+  ReportResult,
+} from '@slipway/domain';
 
 /** The protocol's wire types (docs/api.md, Listener agent protocol), shared with the api; manifests as the Kubernetes client types them. */
 export type DesiredDeployment = ProtocolDeployment<KubernetesObject>;
@@ -25,7 +30,12 @@ export class ControlPlaneClient {
 
   async desiredState(): Promise<DesiredState> {
     const last = this.last;
-    const { status, body, etag } = await this.call<DesiredState>('GET', 'desired-state', undefined, last ? { 'if-none-match': last.etag } : {});
+    const { status, body, etag } = await this.call<DesiredState>(
+      'GET',
+      'desired-state',
+      undefined,
+      last ? { 'if-none-match': last.etag } : {},
+    );
     if (status === 304) {
       if (!last) throw new Error('GET desired-state: HTTP 304 to a request that named no ETag');
       return last.state;
@@ -38,13 +48,23 @@ export class ControlPlaneClient {
     return (await this.call<ReportResult>('POST', 'reports', report)).body;
   }
 
-  private async call<T>(method: string, what: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T; etag: string | null }> {
+  private async call<T>(
+    method: string,
+    what: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: T; etag: string | null }> {
     const url = `${this.config.apiUrl}/v2/listeners/${encodeURIComponent(this.config.listenerId)}/${what}`;
     let res: Response;
     try {
       res = await fetch(url, {
         method,
-        headers: { 'x-api-key': this.config.apiKey, accept: 'application/json', ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+        headers: {
+          'x-api-key': this.config.apiKey,
+          accept: 'application/json',
+          ...(body ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
         body: body ? JSON.stringify(body) : undefined,
         // Never follow: a redirect would re-send the key (and a report) to wherever it points.
         redirect: 'manual',
@@ -57,9 +77,12 @@ export class ControlPlaneClient {
     if (res.status === 304) return { status: 304, body: undefined as T, etag: res.headers.get('etag') };
     if (res.status >= 300 && res.status < 400) {
       // Not followed, and not retried sooner: SLIPWAY_API_URL must name the api itself.
-      throw new Error(`${method} ${what}: HTTP ${res.status} redirect refused (the agent never follows one with its key); set SLIPWAY_API_URL to the api's final URL`);
+      throw new Error(
+        `${method} ${what}: HTTP ${res.status} redirect refused (the agent never follows one with its key); set SLIPWAY_API_URL to the api's final URL`,
+      );
     }
-    if (res.status >= 500 || res.status === 429) throw new ControlPlaneUnavailable(`${method} ${what}: HTTP ${res.status}`);
+    if (res.status >= 500 || res.status === 429)
+      throw new ControlPlaneUnavailable(`${method} ${what}: HTTP ${res.status}`);
     // A 4xx (a revoked key, a deleted listener) will not fix itself by retrying sooner: the
     // caller logs it and backs off like for an outage, so an operator can repair it.
     if (!res.ok) throw new Error(`${method} ${what}: HTTP ${res.status} ${text.slice(0, 300)}`);

@@ -1,6 +1,13 @@
 import type { KubernetesObject, V1Deployment, V1Secret, V1StatefulSet } from '@kubernetes/client-node';
 import { redactValues, type Logger } from '@slipway/logging';
-import { Cluster, deploymentSelector, isPermanent, kubernetesMessage, MANAGED_KINDS, REVISION_LABEL } from './cluster.js';
+import {
+  Cluster,
+  deploymentSelector,
+  isPermanent,
+  kubernetesMessage,
+  MANAGED_KINDS,
+  REVISION_LABEL,
+} from './cluster.js';
 import type { DesiredDeployment, Report } from './control-plane.client.js';
 import { APPLIED_HASH_ANNOTATION, desiredHash, objectKey, withAppliedHash } from './object-hash.js';
 import { PodLogShipper } from './pod-log-shipper.js';
@@ -24,7 +31,8 @@ function secretValuesOf(entry: DesiredDeployment): string[] {
   const values = entry.secrets.map((s) => s.value);
   for (const m of entry.manifests) {
     if (m.kind !== 'Secret') continue;
-    for (const [key, value] of Object.entries((m as V1Secret).stringData ?? {})) if (/PASSWORD|URI|SECRET|TOKEN|KEY/i.test(key)) values.push(value);
+    for (const [key, value] of Object.entries((m as V1Secret).stringData ?? {}))
+      if (/PASSWORD|URI|SECRET|TOKEN|KEY/i.test(key)) values.push(value);
   }
   return values;
 }
@@ -69,11 +77,17 @@ export class DeploymentReconciler {
         const count = await this.applyChanged(entry.manifests);
         await this.prune(entry);
         this.settled.add(revisionId);
-        this.log.info({ deploymentId: entry.deployment_id, revisionId, applied: count, objects: entry.manifests.length }, 'desired objects in place');
+        this.log.info(
+          { deploymentId: entry.deployment_id, revisionId, applied: count, objects: entry.manifests.length },
+          'desired objects in place',
+        );
       } catch (err) {
         if (!isPermanent(err)) throw err;
         // Kubernetes may quote the offending value, which can be a secret: mask before it leaves.
-        const message = redactValues(`Kubernetes refused the objects: ${kubernetesMessage(err)}`, secretValuesOf(entry));
+        const message = redactValues(
+          `Kubernetes refused the objects: ${kubernetesMessage(err)}`,
+          secretValuesOf(entry),
+        );
         return this.final(revisionId, { revision_id: revisionId, status: 'DEPLOY_FAILED', message });
       }
     }
@@ -91,10 +105,17 @@ export class DeploymentReconciler {
     const ours = pods.filter((p) => p.metadata?.labels?.[REVISION_LABEL] === revisionId);
     const shipped = await this.logs.collect(entry.namespace, revisionId, ours, secretValuesOf(entry));
     if (rollout.state === 'progressing') {
-      return { revision: { revision_id: revisionId, status: 'DEPLOYING', message: rollout.message }, logs: shipped.lines, commit: shipped.commit };
+      return {
+        revision: { revision_id: revisionId, status: 'DEPLOYING', message: rollout.message },
+        logs: shipped.lines,
+        commit: shipped.commit,
+      };
     }
     const status = rollout.state === 'done' ? 'DEPLOYED' : 'DEPLOY_FAILED';
-    this.log.info({ deploymentId: entry.deployment_id, revisionId, status, message: rollout.message }, 'rollout finished');
+    this.log.info(
+      { deploymentId: entry.deployment_id, revisionId, status, message: rollout.message },
+      'rollout finished',
+    );
     const outcome = this.final(revisionId, { revision_id: revisionId, status, message: rollout.message });
     return { ...outcome, logs: shipped.lines, commit: () => (shipped.commit(), outcome.commit()) };
   }
@@ -130,9 +151,17 @@ export class DeploymentReconciler {
     const wanted = new Set(entry.manifests.map(objectKey));
     for (const { apiVersion, kind } of MANAGED_KINDS) {
       if (kind === 'PersistentVolumeClaim') continue; // the StatefulSet's, never pruned while it lives
-      for (const live of await this.cluster.list(apiVersion, kind, entry.namespace, deploymentSelector(entry.deployment_id))) {
+      for (const live of await this.cluster.list(
+        apiVersion,
+        kind,
+        entry.namespace,
+        deploymentSelector(entry.deployment_id),
+      )) {
         if (wanted.has(objectKey(live))) continue;
-        this.log.info({ deploymentId: entry.deployment_id, kind, name: live.metadata?.name }, 'pruning an object no longer desired');
+        this.log.info(
+          { deploymentId: entry.deployment_id, kind, name: live.metadata?.name },
+          'pruning an object no longer desired',
+        );
         await this.cluster.delete(live);
         this.applied.delete(objectKey(live));
       }

@@ -27,7 +27,10 @@ function main(): void {
   const agent = new ListenerAgent(config, new ControlPlaneClient(config), new DeploymentReconciler(cluster, log), log);
   installShutdown(log, [{ name: 'agent loop', run: () => agent.stop() }], config.shutdownTimeoutMs);
   agent.start();
-  log.info({ listenerId: config.listenerId, apiUrl: config.apiUrl, kubeconfig: config.kubeconfigPath ?? 'in-cluster' }, 'listener-agent started');
+  log.info(
+    { listenerId: config.listenerId, apiUrl: config.apiUrl, kubeconfig: config.kubeconfigPath ?? 'in-cluster' },
+    'listener-agent started',
+  );
 }
 
 main();

@@ -12,7 +12,9 @@ export const APPLIED_HASH_ANNOTATION = 'slipway.dev/applied-hash';
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
   }
   return JSON.stringify(value);
@@ -28,7 +30,11 @@ export function desiredHash(object: KubernetesObject): string {
 
 /** The object as applied: its desired content plus the annotation recording its hash. */
 export function withAppliedHash(object: KubernetesObject, hash: string): KubernetesObject {
-  return { ...object, metadata: { ...object.metadata, annotations: { ...object.metadata?.annotations, [APPLIED_HASH_ANNOTATION]: hash } } };
+  return {
+    ...object,
+    metadata: { ...object.metadata, annotations: { ...object.metadata?.annotations, [APPLIED_HASH_ANNOTATION]: hash } },
+  };
 }
 
-export const objectKey = (o: KubernetesObject) => `${o.apiVersion}/${o.kind}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+export const objectKey = (o: KubernetesObject) =>
+  `${o.apiVersion}/${o.kind}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;

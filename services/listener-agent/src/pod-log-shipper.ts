@@ -37,7 +37,12 @@ export class PodLogShipper {
 
   constructor(private readonly cluster: Cluster) {}
 
-  async collect(namespace: string, revisionId: string, pods: V1Pod[], secretValues: readonly string[]): Promise<{ lines: ShippedLine[]; commit: () => void }> {
+  async collect(
+    namespace: string,
+    revisionId: string,
+    pods: V1Pod[],
+    secretValues: readonly string[],
+  ): Promise<{ lines: ShippedLine[]; commit: () => void }> {
     const lines: ShippedLine[] = [];
     const cursors = this.cursors.get(revisionId) ?? new Map<string, string>();
     const moved = new Map<string, string>();
@@ -58,7 +63,11 @@ export class PodLogShipper {
           const ts = raw.slice(0, space);
           if (last && !after(ts, last)) continue;
           if (lines.length >= MAX_LINES_PER_REPORT) break;
-          lines.push({ revision_id: revisionId, level: 'info', message: redactValues(`[${podName}/${container.name}] ${raw.slice(space + 1)}`, secretValues) });
+          lines.push({
+            revision_id: revisionId,
+            level: 'info',
+            message: redactValues(`[${podName}/${container.name}] ${raw.slice(space + 1)}`, secretValues),
+          });
           last = ts;
         }
         if (last && last !== cursor) moved.set(key, last);

@@ -13,9 +13,24 @@ const deployment = (status: V1Deployment['status'], generation = 2): V1Deploymen
 const done = { observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 2 };
 const pod = (revision: string | undefined, reason: string): V1Pod => ({
   metadata: { name: 'web-abc', labels: revision ? { [LABEL]: revision } : {} },
-  status: { containerStatuses: [{ name: 'server', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message: 'why' } } }] },
+  status: {
+    containerStatuses: [
+      {
+        name: 'server',
+        image: 'x',
+        imageID: '',
+        ready: false,
+        restartCount: 0,
+        state: { waiting: { reason, message: 'why' } },
+      },
+    ],
+  },
 });
-const store = (ready: number): V1StatefulSet => ({ metadata: { name: 'db', generation: 1 }, spec: { replicas: 1, selector: {}, serviceName: 'db', template: {} }, status: { observedGeneration: 1, replicas: 1, readyReplicas: ready } });
+const store = (ready: number): V1StatefulSet => ({
+  metadata: { name: 'db', generation: 1 },
+  spec: { replicas: 1, selector: {}, serviceName: 'db', template: {} },
+  status: { observedGeneration: 1, replicas: 1, readyReplicas: ready },
+});
 
 describe('rolloutOf', () => {
   it('is done only when every Deployment observed its spec with all replicas updated and available, and stores are ready', () => {
@@ -42,9 +57,19 @@ describe('rolloutOf', () => {
     const stuck = deployment({
       ...done,
       updatedReplicas: 1,
-      conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.' }],
+      conditions: [
+        {
+          type: 'Progressing',
+          status: 'False',
+          reason: 'ProgressDeadlineExceeded',
+          message: 'ReplicaSet "web-1" has timed out progressing.',
+        },
+      ],
     });
-    expect(rolloutOf('r2', [stuck], [], [], LABEL)).toEqual({ state: 'failed', message: 'ProgressDeadlineExceeded: Deployment web: ReplicaSet "web-1" has timed out progressing.' });
+    expect(rolloutOf('r2', [stuck], [], [], LABEL)).toEqual({
+      state: 'failed',
+      message: 'ProgressDeadlineExceeded: Deployment web: ReplicaSet "web-1" has timed out progressing.',
+    });
   });
 });
 

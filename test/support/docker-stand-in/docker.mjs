@@ -58,11 +58,18 @@ switch (command) {
     const header = challenge.headers.get('www-authenticate') ?? '';
     const realm = /realm="([^"]+)"/.exec(header)?.[1];
     const service = /service="([^"]+)"/.exec(header)?.[1];
-    if (challenge.status !== 401 || !realm) fail(`Error response from daemon: ${host} did not ask for a token (${challenge.status})`);
-    const token = await fetch(`${realm}?service=${encodeURIComponent(service ?? '')}&account=${encodeURIComponent(user)}`, {
-      headers: { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` },
-    });
-    if (!token.ok) fail(`Error response from daemon: login attempt to http://${host}/v2/ failed with status: ${token.status} ${await token.text()}`);
+    if (challenge.status !== 401 || !realm)
+      fail(`Error response from daemon: ${host} did not ask for a token (${challenge.status})`);
+    const token = await fetch(
+      `${realm}?service=${encodeURIComponent(service ?? '')}&account=${encodeURIComponent(user)}`,
+      {
+        headers: { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` },
+      },
+    );
+    if (!token.ok)
+      fail(
+        `Error response from daemon: login attempt to http://${host}/v2/ failed with status: ${token.status} ${await token.text()}`,
+      );
     process.stdout.write('Login Succeeded\n');
     break;
   }
@@ -78,13 +85,22 @@ switch (command) {
     const entry = state.images[image];
     if (!entry) fail(`An image does not exist locally with the tag: ${image}`);
     const host = image.split('/')[0];
-    const auths = configDir ? JSON.parse(readFileSync(path.join(configDir, 'config.json'), 'utf8')).auths ?? {} : {};
+    const auths = configDir ? (JSON.parse(readFileSync(path.join(configDir, 'config.json'), 'utf8')).auths ?? {}) : {};
     const auth = auths[host]?.auth ? Buffer.from(auths[host].auth, 'base64').toString() : null;
     const digestFile = `${stateFile}.digest`;
     try {
       execFileSync(
         'skopeo',
-        ['copy', '--preserve-digests', '--dest-tls-verify=false', '--digestfile', digestFile, ...(auth ? ['--dest-creds', auth] : ['--dest-no-creds']), `oci:${entry.layout}:latest`, `docker://${image}`],
+        [
+          'copy',
+          '--preserve-digests',
+          '--dest-tls-verify=false',
+          '--digestfile',
+          digestFile,
+          ...(auth ? ['--dest-creds', auth] : ['--dest-no-creds']),
+          `oci:${entry.layout}:latest`,
+          `docker://${image}`,
+        ],
         { stdio: ['ignore', 'inherit', 'inherit'] },
       );
     } catch {

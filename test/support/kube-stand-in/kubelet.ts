@@ -34,10 +34,20 @@ interface LogLine {
   text: string;
 }
 
-const templateHash = (template: unknown) => createHash('sha256').update(JSON.stringify(template)).digest('hex').slice(0, 10);
-const ownerRef = (o: KubeObject) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, uid: o.metadata.uid!, controller: true, blockOwnerDeletion: true });
-const ownedBy = (o: KubeObject, owner: KubeObject) => (o.metadata.ownerReferences ?? []).some((r) => r.uid === owner.metadata.uid);
-const podReady = (p: KubeObject) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True') ?? false;
+const templateHash = (template: unknown) =>
+  createHash('sha256').update(JSON.stringify(template)).digest('hex').slice(0, 10);
+const ownerRef = (o: KubeObject) => ({
+  apiVersion: o.apiVersion,
+  kind: o.kind,
+  name: o.metadata.name,
+  uid: o.metadata.uid!,
+  controller: true,
+  blockOwnerDeletion: true,
+});
+const ownedBy = (o: KubeObject, owner: KubeObject) =>
+  (o.metadata.ownerReferences ?? []).some((r) => r.uid === owner.metadata.uid);
+const podReady = (p: KubeObject) =>
+  p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /** RFC 3339 with nanoseconds, as the kubelet stamps log lines; strictly increasing. */
 let lastNanos = 0n;
@@ -95,7 +105,12 @@ export class Kubelet {
   /** One reconciliation pass of every controller. */
   tick(): void {
     for (const d of this.store.list('Deployment')) this.reconcileDeployment(d);
-    for (const rs of this.store.list('ReplicaSet')) this.reconcilePods(rs, rs.spec.replicas ?? 1, (i) => `${rs.metadata.name}-${randomBytes(3).toString('hex').slice(0, 5)}${i}`);
+    for (const rs of this.store.list('ReplicaSet'))
+      this.reconcilePods(
+        rs,
+        rs.spec.replicas ?? 1,
+        (i) => `${rs.metadata.name}-${randomBytes(3).toString('hex').slice(0, 5)}${i}`,
+      );
     for (const s of this.store.list('StatefulSet')) this.reconcileStatefulSet(s);
     for (const p of this.store.list('Pod')) this.runPod(p);
     for (const rs of this.store.list('ReplicaSet')) this.replicaSetStatus(rs);
@@ -113,7 +128,13 @@ export class Kubelet {
       this.store.put(typeOfKind('ReplicaSet')!, {
         apiVersion: 'apps/v1',
         kind: 'ReplicaSet',
-        metadata: { name, namespace: d.metadata.namespace, labels, ownerReferences: [ownerRef(d)], annotations: { 'deployment.kubernetes.io/revision': String(d.metadata.generation) } },
+        metadata: {
+          name,
+          namespace: d.metadata.namespace,
+          labels,
+          ownerReferences: [ownerRef(d)],
+          annotations: { 'deployment.kubernetes.io/revision': String(d.metadata.generation) },
+        },
         spec: {
           replicas: desired,
           selector: { matchLabels: { ...d.spec.selector.matchLabels, 'pod-template-hash': hash } },
@@ -124,7 +145,8 @@ export class Kubelet {
     const newReady = (current?.status?.readyReplicas ?? 0) >= desired;
     for (const old of owned) {
       if (old.metadata.name === name) continue;
-      if (newReady && old.spec.replicas !== 0) this.store.put(typeOfKind('ReplicaSet')!, { ...old, spec: { ...old.spec, replicas: 0 } });
+      if (newReady && old.spec.replicas !== 0)
+        this.store.put(typeOfKind('ReplicaSet')!, { ...old, spec: { ...old.spec, replicas: 0 } });
     }
   }
 
@@ -134,7 +156,12 @@ export class Kubelet {
       this.store.put(typeOfKind('Pod')!, {
         apiVersion: 'v1',
         kind: 'Pod',
-        metadata: { name: nameOf(i), namespace: owner.metadata.namespace, labels: owner.spec.template.metadata?.labels ?? {}, ownerReferences: [ownerRef(owner)] },
+        metadata: {
+          name: nameOf(i),
+          namespace: owner.metadata.namespace,
+          labels: owner.spec.template.metadata?.labels ?? {},
+          ownerReferences: [ownerRef(owner)],
+        },
         spec: owner.spec.template.spec,
         status: { phase: 'Pending', conditions: [{ type: 'Ready', status: 'False' }] },
       });
@@ -153,7 +180,12 @@ export class Kubelet {
         this.store.put(typeOfKind('PersistentVolumeClaim')!, {
           apiVersion: 'v1',
           kind: 'PersistentVolumeClaim',
-          metadata: { name, namespace: s.metadata.namespace, labels: s.spec.selector.matchLabels, ...(deleteClaims ? { ownerReferences: [ownerRef(s)] } : {}) },
+          metadata: {
+            name,
+            namespace: s.metadata.namespace,
+            labels: s.spec.selector.matchLabels,
+            ...(deleteClaims ? { ownerReferences: [ownerRef(s)] } : {}),
+          },
           spec: claim.spec,
           status: { phase: 'Bound' },
         });
@@ -187,7 +219,10 @@ export class Kubelet {
         reason === 'ImagePullBackOff'
           ? `Back-off pulling image "${container.image}": ErrImagePull: failed to pull and unpack image "${container.image}": not found`
           : `back-off 10s restarting failed container=${container.name} pod=${p.metadata.name}`;
-      if (reason === 'CrashLoopBackOff') this.podLogs.set(key, [{ ts: nanoTimestamp(), container: container.name, text: 'fatal: the server exited during startup' }]);
+      if (reason === 'CrashLoopBackOff')
+        this.podLogs.set(key, [
+          { ts: nanoTimestamp(), container: container.name, text: 'fatal: the server exited during startup' },
+        ]);
       this.store.putStatus('Pod', p.metadata.namespace, p.metadata.name, {
         phase: reason === 'CrashLoopBackOff' ? 'Running' : 'Pending',
         conditions: [{ type: 'Ready', status: 'False', reason: 'ContainersNotReady' }],
@@ -196,7 +231,8 @@ export class Kubelet {
           image: c.image,
           ready: false,
           restartCount: reason === 'CrashLoopBackOff' && c === container ? 3 : 0,
-          state: c === container ? { waiting: { reason, message } } : { running: { startedAt: new Date().toISOString() } },
+          state:
+            c === container ? { waiting: { reason, message } } : { running: { startedAt: new Date().toISOString() } },
         })),
       });
       return;
@@ -204,7 +240,8 @@ export class Kubelet {
     const lines: LogLine[] = [];
     for (const c of containers) {
       lines.push({ ts: nanoTimestamp(), container: c.name, text: `starting ${c.image}` });
-      for (const value of this.environmentFromSecrets(p, c)) lines.push({ ts: nanoTimestamp(), container: c.name, text: `loaded setting ${value}` });
+      for (const value of this.environmentFromSecrets(p, c))
+        lines.push({ ts: nanoTimestamp(), container: c.name, text: `loaded setting ${value}` });
       lines.push({ ts: nanoTimestamp(), container: c.name, text: 'ready to serve' });
     }
     this.podLogs.set(key, lines);
@@ -212,7 +249,13 @@ export class Kubelet {
       phase: 'Running',
       podIP: '10.0.0.1',
       conditions: [{ type: 'Ready', status: 'True' }],
-      containerStatuses: containers.map((c) => ({ name: c.name, image: c.image, ready: true, restartCount: 0, state: { running: { startedAt: new Date().toISOString() } } })),
+      containerStatuses: containers.map((c) => ({
+        name: c.name,
+        image: c.image,
+        ready: true,
+        restartCount: 0,
+        state: { running: { startedAt: new Date().toISOString() } },
+      })),
     });
   }
 
@@ -221,7 +264,15 @@ export class Kubelet {
     const out: string[] = [];
     for (const from of c.envFrom ?? []) {
       const secret = from.secretRef && this.store.get('Secret', p.metadata.namespace, from.secretRef.name);
-      const values: Record<string, string> = { ...(secret?.stringData as object), ...Object.fromEntries(Object.entries((secret?.data as object) ?? {}).map(([k, v]) => [k, Buffer.from(String(v), 'base64').toString()])) };
+      const values: Record<string, string> = {
+        ...(secret?.stringData as object),
+        ...Object.fromEntries(
+          Object.entries((secret?.data as object) ?? {}).map(([k, v]) => [
+            k,
+            Buffer.from(String(v), 'base64').toString(),
+          ]),
+        ),
+      };
       for (const [k, v] of Object.entries(values)) out.push(`${k}=${v}`);
     }
     return out;
@@ -248,7 +299,7 @@ export class Kubelet {
     const available = sum((rs) => rs.status?.availableReplicas ?? 0);
     const updated = current.status?.replicas ?? 0;
     const newReady = current.status?.readyReplicas ?? 0;
-    const oldLeft = sum((rs) => (rs === current ? 0 : rs.status?.replicas ?? 0));
+    const oldLeft = sum((rs) => (rs === current ? 0 : (rs.status?.replicas ?? 0)));
     const complete = newReady >= desired && oldLeft === 0;
     const previous = (d.status?.conditions ?? []).find((c: any) => c.type === 'Progressing');
     const now = new Date().toISOString();
@@ -257,13 +308,29 @@ export class Kubelet {
     const deadlineMs = (d.spec.progressDeadlineSeconds ?? 600) * this.options.msPerDeadlineSecond;
     let progressing: Record<string, string>;
     if (complete) {
-      progressing = { status: 'True', reason: 'NewReplicaSetAvailable', message: `ReplicaSet "${current.metadata.name}" has successfully progressed.` };
+      progressing = {
+        status: 'True',
+        reason: 'NewReplicaSetAvailable',
+        message: `ReplicaSet "${current.metadata.name}" has successfully progressed.`,
+      };
     } else if (Date.now() - Date.parse(startedAt) > deadlineMs) {
-      progressing = { status: 'False', reason: 'ProgressDeadlineExceeded', message: `ReplicaSet "${current.metadata.name}" has timed out progressing.` };
+      progressing = {
+        status: 'False',
+        reason: 'ProgressDeadlineExceeded',
+        message: `ReplicaSet "${current.metadata.name}" has timed out progressing.`,
+      };
     } else {
-      progressing = { status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${current.metadata.name}" is progressing.` };
+      progressing = {
+        status: 'True',
+        reason: 'ReplicaSetUpdated',
+        message: `ReplicaSet "${current.metadata.name}" is progressing.`,
+      };
     }
-    const keep = previous && previous.status === progressing.status && previous.reason === progressing.reason && previous.replicaSet === current.metadata.name;
+    const keep =
+      previous &&
+      previous.status === progressing.status &&
+      previous.reason === progressing.reason &&
+      previous.replicaSet === current.metadata.name;
     this.store.putStatus('Deployment', d.metadata.namespace, d.metadata.name, {
       observedGeneration: d.metadata.generation,
       replicas: sum((rs) => rs.status?.replicas ?? 0),
@@ -273,22 +340,50 @@ export class Kubelet {
       unavailableReplicas: Math.max(0, desired - available),
       conditions: [
         available >= desired
-          ? { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' }
-          : { type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.' },
+          ? {
+              type: 'Available',
+              status: 'True',
+              reason: 'MinimumReplicasAvailable',
+              message: 'Deployment has minimum availability.',
+            }
+          : {
+              type: 'Available',
+              status: 'False',
+              reason: 'MinimumReplicasUnavailable',
+              message: 'Deployment does not have minimum availability.',
+            },
         // `replicaSet` and `startedAt` are bookkeeping of this stand-in; real conditions carry
         // lastUpdateTime/lastTransitionTime instead.
-        { type: 'Progressing', ...progressing, lastUpdateTime: keep ? previous.lastUpdateTime : now, replicaSet: current.metadata.name, startedAt },
+        {
+          type: 'Progressing',
+          ...progressing,
+          lastUpdateTime: keep ? previous.lastUpdateTime : now,
+          replicaSet: current.metadata.name,
+          startedAt,
+        },
       ],
     });
   }
 
   /** A pod's log as `GET …/log` returns it; null while the container has not started. */
-  logs(pod: KubeObject, { container, sinceTime, sinceSeconds, timestamps }: { container?: string; sinceTime?: string; sinceSeconds?: number; timestamps: boolean }): string | null {
+  logs(
+    pod: KubeObject,
+    {
+      container,
+      sinceTime,
+      sinceSeconds,
+      timestamps,
+    }: { container?: string; sinceTime?: string; sinceSeconds?: number; timestamps: boolean },
+  ): string | null {
     const name = container ?? pod.spec.containers?.[0]?.name;
     const lines = this.podLogs.get(ObjectStore.key('Pod', pod.metadata.namespace, pod.metadata.name));
     if (!lines) return null;
     // The API server reads sinceTime with second precision, so lines of that second come again.
-    const since = sinceTime ? Math.floor(Date.parse(sinceTime) / 1000) * 1000 : sinceSeconds ? Date.now() - sinceSeconds * 1000 : null;
+    const since = sinceTime
+      ? Math.floor(Date.parse(sinceTime) / 1000) * 1000
+      : sinceSeconds
+        ? Date.now() - sinceSeconds * 1000
+        : null;
     return lines
       .filter((l) => l.container === name && (since === null || Date.parse(l.ts) >= since))
       .map((l) => (timestamps ? `${l.ts} ${l.text}\n` : `${l.text}\n`))

@@ -30,7 +30,14 @@ import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { ConflictError, ObjectStore, RESOURCE_TYPES, selectorMatcher, type KubeObject, type ResourceType } from './store.js';
+import {
+  ConflictError,
+  ObjectStore,
+  RESOURCE_TYPES,
+  selectorMatcher,
+  type KubeObject,
+  type ResourceType,
+} from './store.js';
 import { Kubelet, type KubeletOptions } from './kubelet.js';
 
 export interface RecordedRequest {
@@ -88,10 +95,27 @@ function discovery(group: string, version: string) {
       kind: t.kind,
       verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
     },
-    ...(t.hasStatus ? [{ name: `${t.name}/status`, singularName: '', namespaced: true, kind: t.kind, verbs: ['get', 'patch', 'update'] }] : []),
-    ...(t.kind === 'Pod' ? [{ name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] }] : []),
+    ...(t.hasStatus
+      ? [
+          {
+            name: `${t.name}/status`,
+            singularName: '',
+            namespaced: true,
+            kind: t.kind,
+            verbs: ['get', 'patch', 'update'],
+          },
+        ]
+      : []),
+    ...(t.kind === 'Pod'
+      ? [{ name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] }]
+      : []),
   ]);
-  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources };
+  return {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: group ? `${group}/${version}` : version,
+    resources,
+  };
 }
 
 /** `/api/v1/...` or `/apis/<group>/<version>/...` → group, version and the rest of the segments. */
@@ -123,18 +147,29 @@ export async function startKubeStandIn(options: KubeletOptions = {}): Promise<Ku
     const url = new URL(req.url ?? '/', 'http://stand-in');
     const query = Object.fromEntries(url.searchParams);
     const method = req.method ?? 'GET';
-    requests.push({ method, path: url.pathname, query, contentType: req.headers['content-type'], fieldManager: query.fieldManager, at: Date.now() });
+    requests.push({
+      method,
+      path: url.pathname,
+      query,
+      contentType: req.headers['content-type'],
+      fieldManager: query.fieldManager,
+      at: Date.now(),
+    });
 
-    if (req.headers.authorization !== `Bearer ${token}`) return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
+    if (req.headers.authorization !== `Bearer ${token}`)
+      return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
     if (url.pathname === '/api') return send(res, 200, { kind: 'APIVersions', versions: ['v1'] });
-    if (url.pathname === '/version') return send(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-slipway-stand-in' });
+    if (url.pathname === '/version')
+      return send(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-slipway-stand-in' });
 
     const parsed = parsePath(url.pathname);
     if (!parsed) return send(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
     const { group, version, rest } = parsed;
     if (!rest.length && method === 'GET') {
       const list = discovery(group, version);
-      return list ? send(res, 200, list) : send(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
+      return list
+        ? send(res, 200, list)
+        : send(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
     }
     // namespaces/<ns>/<resource>[/<name>[/<subresource>]], or <resource> across namespaces.
     let namespace: string | undefined;
@@ -146,20 +181,45 @@ export async function startKubeStandIn(options: KubeletOptions = {}): Promise<Ku
     const [resourceName, name, subresource] = segments;
     const type = RESOURCE_TYPES.find((t) => t.group === group && t.version === version && t.name === resourceName);
     if (!type) return send(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
-    const notFound = () => send(res, 404, status(404, 'NotFound', `${type.name}.${type.group || 'core'} "${name}" not found`, { name, kind: type.name }));
+    const notFound = () =>
+      send(
+        res,
+        404,
+        status(404, 'NotFound', `${type.name}.${type.group || 'core'} "${name}" not found`, { name, kind: type.name }),
+      );
 
     if (!name) {
-      if (method !== 'GET') return send(res, 405, status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'));
+      if (method !== 'GET')
+        return send(
+          res,
+          405,
+          status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'),
+        );
       if (query.watch === 'true' || query.watch === '1') return watch(type, namespace, query.labelSelector, req, res);
       const items = store.list(type.kind, namespace, query.labelSelector);
-      return send(res, 200, { kind: `${type.kind}List`, apiVersion: type.group ? `${type.group}/${type.version}` : type.version, metadata: { resourceVersion: store.resourceVersion }, items });
+      return send(res, 200, {
+        kind: `${type.kind}List`,
+        apiVersion: type.group ? `${type.group}/${type.version}` : type.version,
+        metadata: { resourceVersion: store.resourceVersion },
+        items,
+      });
     }
 
     if (subresource === 'log' && type.kind === 'Pod' && method === 'GET') {
       const pod = store.get('Pod', namespace, name);
       if (!pod) return notFound();
-      const text = kubelet.logs(pod, { container: query.container, sinceTime: query.sinceTime, sinceSeconds: query.sinceSeconds ? Number(query.sinceSeconds) : undefined, timestamps: query.timestamps === 'true' });
-      if (text === null) return send(res, 400, status(400, 'BadRequest', `container "${query.container}" in pod "${name}" is waiting to start`));
+      const text = kubelet.logs(pod, {
+        container: query.container,
+        sinceTime: query.sinceTime,
+        sinceSeconds: query.sinceSeconds ? Number(query.sinceSeconds) : undefined,
+        timestamps: query.timestamps === 'true',
+      });
+      if (text === null)
+        return send(
+          res,
+          400,
+          status(400, 'BadRequest', `container "${query.container}" in pod "${name}" is waiting to start`),
+        );
       res.writeHead(200, { 'content-type': 'text/plain' });
       return void res.end(text);
     }
@@ -181,55 +241,133 @@ export async function startKubeStandIn(options: KubeletOptions = {}): Promise<Ku
       return send(res, 200, status(200, '', '', { name, kind: type.name, uid: gone.metadata.uid }));
     }
     if (method === 'PATCH') return patch(type, namespace, name, query, req, res);
-    return send(res, 405, status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'));
+    return send(
+      res,
+      405,
+      status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'),
+    );
   }
 
-  async function patch(type: ResourceType, namespace: string | undefined, name: string, query: Record<string, string>, req: IncomingMessage, res: ServerResponse) {
+  async function patch(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    query: Record<string, string>,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ) {
     const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
     const body = await readBody(req);
     if (contentType !== 'application/apply-patch+yaml') {
-      return send(res, 415, status(415, 'UnsupportedMediaType', `the stand-in serves apply patches only, not ${contentType}`));
+      return send(
+        res,
+        415,
+        status(415, 'UnsupportedMediaType', `the stand-in serves apply patches only, not ${contentType}`),
+      );
     }
-    if (!query.fieldManager) return send(res, 400, status(400, 'BadRequest', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'));
+    if (!query.fieldManager)
+      return send(
+        res,
+        400,
+        status(
+          400,
+          'BadRequest',
+          'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+        ),
+      );
     let obj: KubeObject;
     try {
       // YAML is a superset of JSON; clients send JSON. A YAML-only body is reported, not guessed at.
       obj = JSON.parse(body);
     } catch {
-      return send(res, 415, status(415, 'UnsupportedMediaType', 'the stand-in accepts JSON-encoded apply patches only'));
+      return send(
+        res,
+        415,
+        status(415, 'UnsupportedMediaType', 'the stand-in accepts JSON-encoded apply patches only'),
+      );
     }
     if (obj.kind !== type.kind || (obj.metadata?.name && obj.metadata.name !== name)) {
-      return send(res, 400, status(400, 'BadRequest', `the kind or name in the body (${obj.kind} ${obj.metadata?.name}) does not match the URL (${type.kind} ${name})`));
+      return send(
+        res,
+        400,
+        status(
+          400,
+          'BadRequest',
+          `the kind or name in the body (${obj.kind} ${obj.metadata?.name}) does not match the URL (${type.kind} ${name})`,
+        ),
+      );
     }
     if (obj.metadata?.namespace && obj.metadata.namespace !== namespace) {
-      return send(res, 400, status(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request'));
+      return send(
+        res,
+        400,
+        status(
+          400,
+          'BadRequest',
+          'the namespace of the provided object does not match the namespace sent on the request',
+        ),
+      );
     }
     try {
       const { object, created } = store.apply(type, namespace, name, obj, query.fieldManager, query.force === 'true');
       return send(res, created ? 201 : 200, object);
     } catch (err) {
       if (err instanceof ConflictError) {
-        return send(res, 409, status(409, 'Conflict', err.message, { causes: err.conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with "${c.manager}"`, field: `.${JSON.parse(c.field).join('.')}` })) }));
+        return send(
+          res,
+          409,
+          status(409, 'Conflict', err.message, {
+            causes: err.conflicts.map((c) => ({
+              reason: 'FieldManagerConflict',
+              message: `conflict with "${c.manager}"`,
+              field: `.${JSON.parse(c.field).join('.')}`,
+            })),
+          }),
+        );
       }
       throw err;
     }
   }
 
-  async function statusSubresource(type: ResourceType, namespace: string | undefined, name: string, method: string, req: IncomingMessage, res: ServerResponse, notFound: () => void) {
+  async function statusSubresource(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    method: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    notFound: () => void,
+  ) {
     const current = store.get(type.kind, namespace, name);
     if (!current) return notFound();
     if (method === 'GET') return send(res, 200, current);
     const body = JSON.parse((await readBody(req)) || '{}');
     if (method === 'PUT') return send(res, 200, store.putStatus(type.kind, namespace, name, body.status));
-    if (method === 'PATCH') return send(res, 200, store.putStatus(type.kind, namespace, name, mergePatch(current.status, body.status)));
-    return send(res, 405, status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'));
+    if (method === 'PATCH')
+      return send(res, 200, store.putStatus(type.kind, namespace, name, mergePatch(current.status, body.status)));
+    return send(
+      res,
+      405,
+      status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'),
+    );
   }
 
-  function watch(type: ResourceType, namespace: string | undefined, selector: string | undefined, req: IncomingMessage, res: ServerResponse) {
+  function watch(
+    type: ResourceType,
+    namespace: string | undefined,
+    selector: string | undefined,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ) {
     const match = selectorMatcher(selector);
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     const stop = store.onChange((e) => {
-      if (e.object.kind !== type.kind || (namespace && e.object.metadata.namespace !== namespace) || !match(e.object.metadata.labels ?? {})) return;
+      if (
+        e.object.kind !== type.kind ||
+        (namespace && e.object.metadata.namespace !== namespace) ||
+        !match(e.object.metadata.labels ?? {})
+      )
+        return;
       res.write(JSON.stringify(e) + '\n');
     });
     req.on('close', stop);
@@ -286,12 +424,33 @@ export async function startKubeStandIn(options: KubeletOptions = {}): Promise<Ku
 function selfSignedCertificate(): { key: string; cert: string } {
   const dir = mkdtempSync(path.join(tmpdir(), 'kube-stand-in-'));
   try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-subj', '/CN=kube-stand-in', '-addext', 'subjectAltName=IP:127.0.0.1',
-      '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
-    ], { stdio: 'ignore' });
-    return { key: readFileSync(path.join(dir, 'key.pem'), 'utf8'), cert: readFileSync(path.join(dir, 'cert.pem'), 'utf8') };
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=kube-stand-in',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        path.join(dir, 'key.pem'),
+        '-out',
+        path.join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    return {
+      key: readFileSync(path.join(dir, 'key.pem'), 'utf8'),
+      cert: readFileSync(path.join(dir, 'cert.pem'), 'utf8'),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -20,7 +20,14 @@ export interface KubeObject {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
-    managedFields?: Array<{ manager: string; operation: string; apiVersion: string; time: string; fieldsType: string; fieldsV1: object }>;
+    managedFields?: Array<{
+      manager: string;
+      operation: string;
+      apiVersion: string;
+      time: string;
+      fieldsType: string;
+      fieldsV1: object;
+    }>;
     [key: string]: unknown;
   };
   spec?: any;
@@ -46,12 +53,33 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
   { group: '', version: 'v1', kind: 'ServiceAccount', name: 'serviceaccounts', generational: false, hasStatus: false },
   { group: '', version: 'v1', kind: 'Service', name: 'services', generational: false, hasStatus: true },
   { group: '', version: 'v1', kind: 'Pod', name: 'pods', generational: false, hasStatus: true },
-  { group: '', version: 'v1', kind: 'PersistentVolumeClaim', name: 'persistentvolumeclaims', generational: false, hasStatus: true },
+  {
+    group: '',
+    version: 'v1',
+    kind: 'PersistentVolumeClaim',
+    name: 'persistentvolumeclaims',
+    generational: false,
+    hasStatus: true,
+  },
   { group: 'apps', version: 'v1', kind: 'Deployment', name: 'deployments', generational: true, hasStatus: true },
   { group: 'apps', version: 'v1', kind: 'ReplicaSet', name: 'replicasets', generational: true, hasStatus: true },
   { group: 'apps', version: 'v1', kind: 'StatefulSet', name: 'statefulsets', generational: true, hasStatus: true },
-  { group: 'autoscaling', version: 'v2', kind: 'HorizontalPodAutoscaler', name: 'horizontalpodautoscalers', generational: true, hasStatus: true },
-  { group: 'networking.k8s.io', version: 'v1', kind: 'Ingress', name: 'ingresses', generational: true, hasStatus: true },
+  {
+    group: 'autoscaling',
+    version: 'v2',
+    kind: 'HorizontalPodAutoscaler',
+    name: 'horizontalpodautoscalers',
+    generational: true,
+    hasStatus: true,
+  },
+  {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    kind: 'Ingress',
+    name: 'ingresses',
+    generational: true,
+    hasStatus: true,
+  },
 ];
 
 export const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` : t.version);
@@ -59,7 +87,9 @@ export const typeOfKind = (kind: string) => RESOURCE_TYPES.find((t) => t.kind ==
 
 export class ConflictError extends Error {
   constructor(readonly conflicts: Array<{ field: string; manager: string }>) {
-    super(`Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}": .${JSON.parse(c.field).join('.')}`).join('; ')}`);
+    super(
+      `Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}": .${JSON.parse(c.field).join('.')}`).join('; ')}`,
+    );
   }
 }
 
@@ -103,12 +133,20 @@ function deletePath(target: any, path: string): void {
   for (let i = parts.length - 2; i >= 0; i--) {
     const parent = stack[i];
     const child = parent[parts[i]!];
-    if (child && typeof child === 'object' && !Array.isArray(child) && !Object.keys(child).length) delete parent[parts[i]!];
+    if (child && typeof child === 'object' && !Array.isArray(child) && !Object.keys(child).length)
+      delete parent[parts[i]!];
     else break;
   }
 }
 
-const SYSTEM_METADATA = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'managedFields'];
+const SYSTEM_METADATA = [
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'managedFields',
+];
 
 /** The parts of an object a manager can own through apply (not status, not system metadata). */
 function appliable(obj: any): object {
@@ -154,7 +192,12 @@ export class ObjectStore {
   list(kind: string, namespace?: string, selector?: string): KubeObject[] {
     const match = selectorMatcher(selector);
     return [...this.objects.values()]
-      .filter((o) => o.kind === kind && (namespace === undefined || o.metadata.namespace === namespace) && match(o.metadata.labels ?? {}))
+      .filter(
+        (o) =>
+          o.kind === kind &&
+          (namespace === undefined || o.metadata.namespace === namespace) &&
+          match(o.metadata.labels ?? {}),
+      )
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
       .map((o) => structuredClone(o));
   }
@@ -169,7 +212,14 @@ export class ObjectStore {
    * this manager owned before and no longer sends is removed (if nobody else owns it). An apply
    * that changes nothing leaves resourceVersion as it was.
    */
-  apply(type: ResourceType, namespace: string | undefined, name: string, patch: KubeObject, manager: string, force: boolean): { object: KubeObject; created: boolean } {
+  apply(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    patch: KubeObject,
+    manager: string,
+    force: boolean,
+  ): { object: KubeObject; created: boolean } {
     const key = ObjectStore.key(type.kind, namespace, name);
     const current = this.objects.get(key);
     const owners: Ownership = this.owners.get(key) ?? new Map();
@@ -179,11 +229,14 @@ export class ObjectStore {
     const conflicts: Array<{ field: string; manager: string }> = [];
     for (const [path, value] of wanted) {
       if (!existing.has(path) || JSON.stringify(existing.get(path)) === JSON.stringify(value)) continue;
-      for (const [other, fields] of owners) if (other !== manager && fields.has(path)) conflicts.push({ field: path, manager: other });
+      for (const [other, fields] of owners)
+        if (other !== manager && fields.has(path)) conflicts.push({ field: path, manager: other });
     }
     if (conflicts.length && !force) throw new ConflictError(conflicts);
 
-    const next: any = current ? structuredClone(current) : { apiVersion: apiVersionOf(type), kind: type.kind, metadata: { name, ...(namespace ? { namespace } : {}) } };
+    const next: any = current
+      ? structuredClone(current)
+      : { apiVersion: apiVersionOf(type), kind: type.kind, metadata: { name, ...(namespace ? { namespace } : {}) } };
     for (const path of owners.get(manager) ?? []) {
       const ownedElsewhere = [...owners].some(([m, f]) => m !== manager && f.has(path));
       if (!wanted.has(path) && !ownedElsewhere) deletePath(next, path);
@@ -193,7 +246,8 @@ export class ObjectStore {
     owners.set(manager, new Set(wanted.keys()));
     this.owners.set(key, owners);
 
-    if (current && JSON.stringify(appliable(current)) === JSON.stringify(appliable(next))) return { object: structuredClone(current), created: false };
+    if (current && JSON.stringify(appliable(current)) === JSON.stringify(appliable(next)))
+      return { object: structuredClone(current), created: false };
     const specChanged = !current || JSON.stringify(current.spec) !== JSON.stringify(next.spec);
     next.metadata.managedFields = [...owners.keys()].map((m) => ({
       manager: m,
@@ -245,7 +299,12 @@ export class ObjectStore {
    * ownerReferences name its uid), recursively; `Orphan` leaves them, dropping the reference.
    * The garbage collector of a real cluster does this asynchronously; here it is immediate.
    */
-  delete(kind: string, namespace: string | undefined, name: string, propagationPolicy = 'Background'): KubeObject | undefined {
+  delete(
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+    propagationPolicy = 'Background',
+  ): KubeObject | undefined {
     const key = ObjectStore.key(kind, namespace, name);
     const current = this.objects.get(key);
     if (!current) return undefined;
@@ -272,7 +331,11 @@ export class ObjectStore {
  */
 export function selectorMatcher(selector: string | undefined): (labels: Record<string, string>) => boolean {
   if (!selector) return () => true;
-  const terms = selector.match(/([^,(]+(\([^)]*\))?)/g)?.map((t) => t.trim()).filter(Boolean) ?? [];
+  const terms =
+    selector
+      .match(/([^,(]+(\([^)]*\))?)/g)
+      ?.map((t) => t.trim())
+      .filter(Boolean) ?? [];
   const tests = terms.map((term): ((l: Record<string, string>) => boolean) => {
     let m = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(term);
     if (m) {

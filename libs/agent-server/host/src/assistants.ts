@@ -11,7 +11,10 @@ const SORTS = ['assistant_id', 'created_at', 'updated_at', 'name', 'graph_id'] a
 export class PgAssistants implements AssistantsRepo {
   constructor(private readonly db: Db) {}
 
-  private searchWhere(options: { graph_id?: string; name?: string; metadata?: Record<string, unknown> }, filters: Record<string, unknown> | undefined): Where {
+  private searchWhere(
+    options: { graph_id?: string; name?: string; metadata?: Record<string, unknown> },
+    filters: Record<string, unknown> | undefined,
+  ): Where {
     const where = new Where();
     if (options.graph_id != null) where.add('graph_id = ?', options.graph_id);
     if (options.name != null) where.add(`strpos(lower(name), lower(?)) > 0`, options.name);
@@ -39,15 +42,30 @@ export class PgAssistants implements AssistantsRepo {
   }
 
   async count(options: Parameters<AssistantsRepo['count']>[0], auth: AuthContext): Promise<number> {
-    const [filters] = await handleAuthEvent(auth, 'assistants:search', { graph_id: options.graph_id, metadata: options.metadata, limit: 0, offset: 0 });
+    const [filters] = await handleAuthEvent(auth, 'assistants:search', {
+      graph_id: options.graph_id,
+      metadata: options.metadata,
+      limit: 0,
+      offset: 0,
+    });
     const where = this.searchWhere(options, filters);
-    const { rows } = await this.db.query(`SELECT count(*)::int AS n FROM slipway_agent_assistants ${where}`, where.params);
+    const { rows } = await this.db.query(
+      `SELECT count(*)::int AS n FROM slipway_agent_assistants ${where}`,
+      where.params,
+    );
     return rows[0].n;
   }
 
   /** The assistant, if the auth filters let the caller see it. */
-  private async visible(assistantId: string, filters: Record<string, unknown> | undefined, db: Pick<Db, 'query'> = this.db, lock = ''): Promise<Assistant> {
-    const { rows } = await db.query(`SELECT * FROM slipway_agent_assistants WHERE assistant_id = $1 ${lock}`, [assistantId]);
+  private async visible(
+    assistantId: string,
+    filters: Record<string, unknown> | undefined,
+    db: Pick<Db, 'query'> = this.db,
+    lock = '',
+  ): Promise<Assistant> {
+    const { rows } = await db.query(`SELECT * FROM slipway_agent_assistants WHERE assistant_id = $1 ${lock}`, [
+      assistantId,
+    ]);
     if (!rows.length || !isAuthMatching(rows[0].metadata, filters)) throw notFound();
     return toAssistant(rows[0]);
   }
@@ -58,17 +76,30 @@ export class PgAssistants implements AssistantsRepo {
   }
 
   async put(assistantId: string, options: Parameters<AssistantsRepo['put']>[1], auth: AuthContext): Promise<Assistant> {
-    const [filters, mutable] = await handleAuthEvent(auth, 'assistants:create', { assistant_id: assistantId, ...options });
+    const [filters, mutable] = await handleAuthEvent(auth, 'assistants:create', {
+      assistant_id: assistantId,
+      ...options,
+    });
     return inTransaction(this.db, async (tx) => {
       const name = options.name || options.graph_id;
-      const values = [assistantId, options.graph_id, name, options.description ?? null, json(options.config ?? {}), json(options.context ?? {}), json(mutable.metadata ?? {})];
+      const values = [
+        assistantId,
+        options.graph_id,
+        name,
+        options.description ?? null,
+        json(options.config ?? {}),
+        json(options.context ?? {}),
+        json(mutable.metadata ?? {}),
+      ];
       const { rows } = await tx.query(
         `INSERT INTO slipway_agent_assistants (assistant_id, graph_id, name, description, config, context, metadata)
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (assistant_id) DO NOTHING RETURNING *`,
         values,
       );
       if (!rows.length) {
-        const existing = await tx.query('SELECT * FROM slipway_agent_assistants WHERE assistant_id = $1', [assistantId]);
+        const existing = await tx.query('SELECT * FROM slipway_agent_assistants WHERE assistant_id = $1', [
+          assistantId,
+        ]);
         if (!isAuthMatching(existing.rows[0]?.metadata, filters) || options.if_exists === 'raise') {
           throw new HTTPException(409, { message: 'Assistant already exists' });
         }
@@ -83,11 +114,21 @@ export class PgAssistants implements AssistantsRepo {
     });
   }
 
-  async patch(assistantId: string, options: Parameters<AssistantsRepo['patch']>[1], auth: AuthContext): Promise<Assistant> {
-    const [filters, mutable] = await handleAuthEvent(auth, 'assistants:update', { assistant_id: assistantId, ...options });
+  async patch(
+    assistantId: string,
+    options: Parameters<AssistantsRepo['patch']>[1],
+    auth: AuthContext,
+  ): Promise<Assistant> {
+    const [filters, mutable] = await handleAuthEvent(auth, 'assistants:update', {
+      assistant_id: assistantId,
+      ...options,
+    });
     return inTransaction(this.db, async (tx) => {
       const current = await this.visible(assistantId, filters, tx, 'FOR UPDATE');
-      const { rows: latest } = await tx.query('SELECT max(version) AS v FROM slipway_agent_assistant_versions WHERE assistant_id = $1', [assistantId]);
+      const { rows: latest } = await tx.query(
+        'SELECT max(version) AS v FROM slipway_agent_assistant_versions WHERE assistant_id = $1',
+        [assistantId],
+      );
       const next: Assistant = {
         ...current,
         graph_id: options.graph_id ?? current.graph_id,
@@ -98,7 +139,16 @@ export class PgAssistants implements AssistantsRepo {
         metadata: mutable.metadata != null ? { ...current.metadata, ...mutable.metadata } : current.metadata,
         version: Number(latest[0].v ?? 0) + 1,
       };
-      const values = [assistantId, next.version, next.graph_id, next.name, next.description, json(next.config), json(next.context ?? null), json(next.metadata)];
+      const values = [
+        assistantId,
+        next.version,
+        next.graph_id,
+        next.name,
+        next.description,
+        json(next.config),
+        json(next.context ?? null),
+        json(next.metadata),
+      ];
       const { rows } = await tx.query(
         `UPDATE slipway_agent_assistants SET version = $2, graph_id = $3, name = $4, description = $5, config = $6, context = $7, metadata = $8, updated_at = now()
          WHERE assistant_id = $1 RETURNING *`,
@@ -118,7 +168,10 @@ export class PgAssistants implements AssistantsRepo {
     return inTransaction(this.db, async (tx) => {
       await this.visible(assistantId, filters, tx, 'FOR UPDATE');
       await tx.query('DELETE FROM slipway_agent_runs WHERE assistant_id = $1', [assistantId]);
-      if (deleteThreads) await tx.query(`DELETE FROM slipway_agent_threads WHERE metadata @> $1::jsonb`, [json({ assistant_id: assistantId })]);
+      if (deleteThreads)
+        await tx.query(`DELETE FROM slipway_agent_threads WHERE metadata @> $1::jsonb`, [
+          json({ assistant_id: assistantId }),
+        ]);
       await tx.query('DELETE FROM slipway_agent_assistants WHERE assistant_id = $1', [assistantId]);
       return [assistantId];
     });
@@ -139,9 +192,16 @@ export class PgAssistants implements AssistantsRepo {
     });
   }
 
-  async getVersions(assistantId: string, options: Parameters<AssistantsRepo['getVersions']>[1], auth: AuthContext): Promise<AssistantVersion[]> {
+  async getVersions(
+    assistantId: string,
+    options: Parameters<AssistantsRepo['getVersions']>[1],
+    auth: AuthContext,
+  ): Promise<AssistantVersion[]> {
     const [filters] = await handleAuthEvent(auth, 'assistants:read', { assistant_id: assistantId });
-    const where = new Where().add('assistant_id = ?', assistantId).contains('metadata', options.metadata).auth('metadata', filters);
+    const where = new Where()
+      .add('assistant_id = ?', assistantId)
+      .contains('metadata', options.metadata)
+      .auth('metadata', filters);
     const { rows } = await this.db.query(
       `SELECT * FROM slipway_agent_assistant_versions ${where} ORDER BY version DESC LIMIT ${where.param(options.limit)} OFFSET ${where.param(options.offset)}`,
       where.params,

@@ -61,7 +61,9 @@ const notFound = (cronId: string) => new HTTPException(404, { message: `Cron wit
 
 /** The first time the schedule names strictly after `after`; throws on a schedule or timezone it cannot read. */
 export function nextRunDate(schedule: string, timezone: string | null | undefined, after: Date): Date {
-  return CronExpressionParser.parse(schedule, { currentDate: after, tz: timezone ?? 'UTC' }).next().toDate();
+  return CronExpressionParser.parse(schedule, { currentDate: after, tz: timezone ?? 'UTC' })
+    .next()
+    .toDate();
 }
 
 const iso = (value: Date | string | null | undefined) => (value == null ? null : new Date(value).toISOString());
@@ -83,7 +85,13 @@ export const toCron = (r: any) => ({
   enabled: r.enabled,
 });
 
-const runPayload = (body: object) => Object.fromEntries(RUN_FIELDS.filter((k) => (body as Record<string, unknown>)[k] !== undefined).map((k) => [k, (body as Record<string, unknown>)[k]]));
+const runPayload = (body: object) =>
+  Object.fromEntries(
+    RUN_FIELDS.filter((k) => (body as Record<string, unknown>)[k] !== undefined).map((k) => [
+      k,
+      (body as Record<string, unknown>)[k],
+    ]),
+  );
 
 export class PgCrons {
   constructor(
@@ -94,7 +102,10 @@ export class PgCrons {
   ) {}
 
   /** Where the schedule is next due from now, or null when that is past its end time (or it is disabled). */
-  private static due(s: { schedule: string; timezone?: string | null; end_time?: string | Date | null; enabled?: boolean }, now: Date): Date | null {
+  private static due(
+    s: { schedule: string; timezone?: string | null; end_time?: string | Date | null; enabled?: boolean },
+    now: Date,
+  ): Date | null {
     if (s.enabled === false) return null;
     const next = nextRunDate(s.schedule, s.timezone, now);
     return s.end_time != null && next > new Date(s.end_time) ? null : next;
@@ -112,10 +123,13 @@ export class PgCrons {
     });
     if (threadId != null) {
       const [threadFilters] = await handleAuthEvent(auth, 'threads:read', { thread_id: threadId });
-      if (!(await this.threads.visible(threadId, threadFilters))) throw new HTTPException(404, { message: `Thread with ID ${threadId} not found` });
+      if (!(await this.threads.visible(threadId, threadFilters)))
+        throw new HTTPException(404, { message: `Thread with ID ${threadId} not found` });
     }
     const metadata = (mutable?.payload?.metadata ?? payload.metadata ?? {}) as Record<string, unknown>;
-    const { rows: assistant } = await this.db.query('SELECT 1 FROM slipway_agent_assistants WHERE assistant_id = $1', [assistantId]);
+    const { rows: assistant } = await this.db.query('SELECT 1 FROM slipway_agent_assistants WHERE assistant_id = $1', [
+      assistantId,
+    ]);
     if (!assistant.length) throw new HTTPException(404, { message: `Assistant with ID ${assistantId} not found` });
     const { rows } = await this.db.query(
       `INSERT INTO slipway_agent_crons (cron_id, assistant_id, thread_id, user_id, schedule, timezone, payload, metadata, on_run_completed, enabled, end_time, next_run_date, auth)
@@ -148,7 +162,12 @@ export class PgCrons {
   }
 
   async search(query: CronQuery, auth: AuthContext) {
-    const [filters] = await handleAuthEvent(auth, 'crons:search', { assistant_id: query.assistant_id, thread_id: query.thread_id, limit: query.limit, offset: query.offset });
+    const [filters] = await handleAuthEvent(auth, 'crons:search', {
+      assistant_id: query.assistant_id,
+      thread_id: query.thread_id,
+      limit: query.limit,
+      offset: query.offset,
+    });
     const where = this.searchWhere(query, filters);
     const { rows } = await this.db.query(
       `SELECT * FROM slipway_agent_crons ${where} ${orderBy(query.sort_by, SORTS, 'created_at', query.sort_order, 'cron_id')}
@@ -157,11 +176,18 @@ export class PgCrons {
     );
     const crons = rows.map(toCron);
     if (!query.select?.length) return crons;
-    return crons.map((c) => Object.fromEntries(query.select!.filter((k) => k in c).map((k) => [k, c[k as keyof typeof c]])));
+    return crons.map((c) =>
+      Object.fromEntries(query.select!.filter((k) => k in c).map((k) => [k, c[k as keyof typeof c]])),
+    );
   }
 
   async count(query: CronQuery, auth: AuthContext): Promise<number> {
-    const [filters] = await handleAuthEvent(auth, 'crons:search', { assistant_id: query.assistant_id, thread_id: query.thread_id, limit: 0, offset: 0 });
+    const [filters] = await handleAuthEvent(auth, 'crons:search', {
+      assistant_id: query.assistant_id,
+      thread_id: query.thread_id,
+      limit: 0,
+      offset: 0,
+    });
     const where = this.searchWhere(query, filters);
     const { rows } = await this.db.query(`SELECT count(*)::int AS n FROM slipway_agent_crons ${where}`, where.params);
     return rows[0].n;
@@ -174,7 +200,12 @@ export class PgCrons {
   }
 
   async update(cronId: string, patch: CronPatch, auth: AuthContext) {
-    const [filters] = await handleAuthEvent(auth, 'crons:update', { cron_id: cronId, payload: runPayload(patch), schedule: patch.schedule, end_time: patch.end_time });
+    const [filters] = await handleAuthEvent(auth, 'crons:update', {
+      cron_id: cronId,
+      payload: runPayload(patch),
+      schedule: patch.schedule,
+      end_time: patch.end_time,
+    });
     return inTransaction(this.db, async (tx) => {
       const row = await this.visible(tx, cronId, filters);
       const metadata = patch.metadata !== undefined ? { ...row.metadata, ...patch.metadata } : row.metadata;
@@ -189,7 +220,17 @@ export class PgCrons {
         `UPDATE slipway_agent_crons SET schedule = $2, timezone = $3, end_time = $4, enabled = $5, payload = $6, metadata = $7,
                 on_run_completed = CASE WHEN thread_id IS NULL THEN coalesce($8, on_run_completed) END, next_run_date = $9, updated_at = now()
           WHERE cron_id = $1 RETURNING *`,
-        [cronId, schedule.schedule, schedule.timezone, schedule.end_time, schedule.enabled, json(payload), json(metadata), patch.on_run_completed ?? null, PgCrons.due(schedule, new Date())],
+        [
+          cronId,
+          schedule.schedule,
+          schedule.timezone,
+          schedule.end_time,
+          schedule.enabled,
+          json(payload),
+          json(metadata),
+          patch.on_run_completed ?? null,
+          PgCrons.due(schedule, new Date()),
+        ],
       );
       return toCron(rows[0]);
     });
@@ -225,7 +266,10 @@ export class PgCrons {
           logger.warn('A cron schedule no longer parses: disabled', { cron_id: row.cron_id, error: String(err) });
         }
         // No next date (past its end time): it stays, but is never due again.
-        await tx.query('UPDATE slipway_agent_crons SET next_run_date = $2, enabled = enabled AND $3 WHERE cron_id = $1', [row.cron_id, next, parsed]);
+        await tx.query(
+          'UPDATE slipway_agent_crons SET next_run_date = $2, enabled = enabled AND $3 WHERE cron_id = $1',
+          [row.cron_id, next, parsed],
+        );
         if (row.end_time != null && new Date(row.end_time) < row.db_now) continue;
         await tx.query('SAVEPOINT fire');
         try {
@@ -239,9 +283,20 @@ export class PgCrons {
       }
     });
     for (const { run, inflight, strategy } of created) {
-      logger.info('Cron created a run', { run_id: run.run_id, thread_id: run.thread_id, cron_id: run.metadata?.cron_id });
+      logger.info('Cron created a run', {
+        run_id: run.run_id,
+        thread_id: run.thread_id,
+        cron_id: run.metadata?.cron_id,
+      });
       if ((strategy === 'interrupt' || strategy === 'rollback') && inflight.length) {
-        await this.runs.cancel(run.thread_id, inflight.map((r) => r.run_id), { action: strategy }, undefined).catch(() => {});
+        await this.runs
+          .cancel(
+            run.thread_id,
+            inflight.map((r) => r.run_id),
+            { action: strategy },
+            undefined,
+          )
+          .catch(() => {});
       }
     }
     if (created.length) await this.streams.wake();
@@ -252,7 +307,8 @@ export class PgCrons {
   private async createRun(tx: Tx, row: any): Promise<Run[]> {
     const p = row.payload ?? {};
     const runId = uuid7();
-    const streamMode = p.stream_mode == null ? ['values'] : Array.isArray(p.stream_mode) ? p.stream_mode : [p.stream_mode];
+    const streamMode =
+      p.stream_mode == null ? ['values'] : Array.isArray(p.stream_mode) ? p.stream_mode : [p.stream_mode];
     const config = { ...p.config, configurable: { ...p.config?.configurable } };
     applyAuthToRunConfig(config, row.auth ?? undefined);
     const kwargs = {
@@ -276,12 +332,22 @@ export class PgCrons {
       runId,
       row.assistant_id,
       kwargs,
-      { threadId: row.thread_id ?? undefined, userId: row.user_id ?? undefined, metadata, status: 'pending', multitaskStrategy, preventInsertInInflight: multitaskStrategy === 'reject' },
+      {
+        threadId: row.thread_id ?? undefined,
+        userId: row.user_id ?? undefined,
+        metadata,
+        status: 'pending',
+        multitaskStrategy,
+        preventInsertInInflight: multitaskStrategy === 'reject',
+      },
       undefined,
       metadata,
     );
     if (runs[0]?.run_id !== runId) {
-      logger.info('A cron tick found its thread busy and made no run (multitask_strategy reject)', { cron_id: row.cron_id, thread_id: row.thread_id });
+      logger.info('A cron tick found its thread busy and made no run (multitask_strategy reject)', {
+        cron_id: row.cron_id,
+        thread_id: row.thread_id,
+      });
       return [];
     }
     return runs;

@@ -20,9 +20,15 @@ export interface AuthConfig {
 const isHealthProbe = (method: string, path: string) => method === 'GET' && path === '/ok';
 
 /** Registers the handler of `auth` (relative to `cwd`); returns the middleware that applies it, none without one. */
-export async function registerCustomAuth(auth: AuthConfig | undefined, cwd: string): Promise<MiddlewareHandler | undefined> {
+export async function registerCustomAuth(
+  auth: AuthConfig | undefined,
+  cwd: string,
+): Promise<MiddlewareHandler | undefined> {
   if (!auth?.path) return undefined;
-  const [{ registerAuth }, { auth: serverAuth }] = await Promise.all([apiModule('auth/index.mjs'), apiModule('auth/custom.mjs')]);
+  const [{ registerAuth }, { auth: serverAuth }] = await Promise.all([
+    apiModule('auth/index.mjs'),
+    apiModule('auth/custom.mjs'),
+  ]);
   // The server lets `x-auth-scheme: langsmith` in as a Studio user, without the handler: it trusts
   // LangSmith's platform to have checked that caller. Nothing in front of an agent server here
   // checks it (the serving URL of a project with its own handler asks for no key), so the

@@ -29,7 +29,9 @@ export function databaseAddress(connectionString: string): string {
 export async function firstConnection(pool: Db, where: string, everyMs = 5_000): Promise<Tx> {
   const since = Date.now();
   const waiting = setInterval(() => {
-    console.log(`agent server: still waiting for the deployment database at ${where} (${Math.round((Date.now() - since) / 1000)} s)`);
+    console.log(
+      `agent server: still waiting for the deployment database at ${where} (${Math.round((Date.now() - since) / 1000)} s)`,
+    );
   }, everyMs);
   try {
     return await pool.connect();
@@ -56,4 +58,5 @@ export async function inTransaction<T>(pool: Db, fn: (tx: Tx) => Promise<T>): Pr
 
 /** A unique violation (23505), optionally of the named constraint or index. */
 export const isUniqueViolation = (err: unknown, constraint?: string): boolean =>
-  (err as { code?: string })?.code === '23505' && (constraint == null || (err as { constraint?: string }).constraint === constraint);
+  (err as { code?: string })?.code === '23505' &&
+  (constraint == null || (err as { constraint?: string }).constraint === constraint);

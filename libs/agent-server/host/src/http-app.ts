@@ -39,7 +39,10 @@ export async function prepareHostApp(
   app.get('/info', async (c, next) => {
     await next();
     if (c.res.status !== 200) return;
-    const info = (await c.res.clone().json().catch(() => null)) as { flags?: Record<string, boolean> } | null;
+    const info = (await c.res
+      .clone()
+      .json()
+      .catch(() => null)) as { flags?: Record<string, boolean> } | null;
     // A project's own app may answer /info itself: only the server's answer (with its flags) changes.
     if (typeof info?.flags !== 'object') return;
     // The headers stay: a project's middleware may have set its own on the way out.

@@ -23,27 +23,67 @@ export async function migrateLegacyRecords(client: PoolClient, deserialize: Dese
         await client.query(
           `INSERT INTO slipway_agent_assistants (assistant_id, graph_id, name, description, config, context, metadata, version, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-          [r.assistant_id, r.graph_id, r.name ?? r.graph_id, r.description ?? null, json(r.config ?? {}), json(r.context ?? null), json(r.metadata ?? {}), r.version ?? 1, r.created_at, r.updated_at],
+          [
+            r.assistant_id,
+            r.graph_id,
+            r.name ?? r.graph_id,
+            r.description ?? null,
+            json(r.config ?? {}),
+            json(r.context ?? null),
+            json(r.metadata ?? {}),
+            r.version ?? 1,
+            r.created_at,
+            r.updated_at,
+          ],
         );
       } else if (row.kind === 'assistant_versions') {
         await client.query(
           `INSERT INTO slipway_agent_assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata, created_at)
            SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM slipway_agent_assistants WHERE assistant_id = $1)
            ON CONFLICT DO NOTHING`,
-          [r.assistant_id, r.version, r.graph_id, r.name ?? r.graph_id, r.description ?? null, json(r.config ?? {}), json(r.context ?? null), json(r.metadata ?? {}), r.created_at],
+          [
+            r.assistant_id,
+            r.version,
+            r.graph_id,
+            r.name ?? r.graph_id,
+            r.description ?? null,
+            json(r.config ?? {}),
+            json(r.context ?? null),
+            json(r.metadata ?? {}),
+            r.created_at,
+          ],
         );
       } else if (row.kind === 'threads') {
         await client.query(
           `INSERT INTO slipway_agent_threads (thread_id, status, metadata, config, "values", interrupts, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-          [r.thread_id, r.status === 'busy' ? 'idle' : r.status, json(r.metadata ?? {}), json(r.config ?? {}), json(r.values ?? null), json(r.interrupts ?? null), r.created_at, r.updated_at],
+          [
+            r.thread_id,
+            r.status === 'busy' ? 'idle' : r.status,
+            json(r.metadata ?? {}),
+            json(r.config ?? {}),
+            json(r.values ?? null),
+            json(r.interrupts ?? null),
+            r.created_at,
+            r.updated_at,
+          ],
         );
       } else if (row.kind === 'runs') {
         await client.query(
           `INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at)
            SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM slipway_agent_threads WHERE thread_id = $2)
            ON CONFLICT DO NOTHING`,
-          [r.run_id, r.thread_id, r.assistant_id, r.status === 'running' ? 'error' : r.status, json(r.metadata ?? {}), json(r.kwargs ?? {}), r.multitask_strategy ?? 'reject', r.created_at, r.updated_at],
+          [
+            r.run_id,
+            r.thread_id,
+            r.assistant_id,
+            r.status === 'running' ? 'error' : r.status,
+            json(r.metadata ?? {}),
+            json(r.kwargs ?? {}),
+            r.multitask_strategy ?? 'reject',
+            r.created_at,
+            r.updated_at,
+          ],
         );
       } else continue;
       moved++;

@@ -62,16 +62,21 @@ export interface HostSettings {
 /** Reads the host's settings from its environment; names what is missing. */
 export function settingsFromEnv(env: NodeJS.ProcessEnv): HostSettings {
   const missing = ['DATABASE_URI', 'REDIS_URI', 'REDIS_PREFIX'].filter((name) => !env[name]);
-  if (missing.length) throw new Error(`${missing.join(', ')} not set: the agent server keeps its threads in the deployment database and streams runs through its Redis.`);
+  if (missing.length)
+    throw new Error(
+      `${missing.join(', ')} not set: the agent server keeps its threads in the deployment database and streams runs through its Redis.`,
+    );
   const ms = (name: string, fallback: number) => {
     const value = Number(env[name] ?? fallback);
-    if (!Number.isFinite(value) || value < 100) throw new Error(`${name} must be a number of milliseconds of at least 100`);
+    if (!Number.isFinite(value) || value < 100)
+      throw new Error(`${name} must be a number of milliseconds of at least 100`);
     return value;
   };
   const role = (env.SLIPWAY_AGENT_SERVER_ROLE || 'all') as HostRole;
   if (!ROLES.includes(role)) throw new Error(`SLIPWAY_AGENT_SERVER_ROLE must be one of ${ROLES.join(', ')}`);
   const jobsPerWorker = Number(env.N_JOBS_PER_WORKER || DEFAULT_JOBS_PER_WORKER);
-  if (!Number.isInteger(jobsPerWorker) || jobsPerWorker < 1 || jobsPerWorker > 1000) throw new Error('N_JOBS_PER_WORKER must be a whole number from 1 to 1000');
+  if (!Number.isInteger(jobsPerWorker) || jobsPerWorker < 1 || jobsPerWorker > 1000)
+    throw new Error('N_JOBS_PER_WORKER must be a whole number from 1 to 1000');
   return {
     role,
     jobsPerWorker,
@@ -84,7 +89,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv): HostSettings {
   };
 }
 
-export async function startHost(settings: HostSettings, serverOptions: Record<string, unknown>, ttl: TtlConfig): Promise<void> {
+export async function startHost(
+  settings: HostSettings,
+  serverOptions: Record<string, unknown>,
+  ttl: TtlConfig,
+): Promise<void> {
   const { role } = settings;
   // In a run's `worker` column and the logs: which kind of process ran it.
   const instanceId = role === 'all' ? randomUUID() : `${role}-${randomUUID()}`;
@@ -98,7 +107,8 @@ export async function startHost(settings: HostSettings, serverOptions: Record<st
     await store.setup();
     await migrate(lock);
     const moved = await migrateLegacyRecords(lock, deserialize);
-    if (moved) console.log(`agent server: moved ${moved} records of the earlier single-table storage into their tables`);
+    if (moved)
+      console.log(`agent server: moved ${moved} records of the earlier single-table storage into their tables`);
   } finally {
     await lock.query('SELECT pg_advisory_unlock($1)', [SCHEMA_LOCK]).catch(() => {});
     lock.release();
@@ -125,13 +135,17 @@ export async function startHost(settings: HostSettings, serverOptions: Record<st
 
   let stopServing: () => Promise<void>;
   if (role === 'queue') {
-    const worker = await startQueueWorker(ops, { ...(serverOptions as Omit<QueueWorkerOptions, 'jobs'>), jobs: settings.jobsPerWorker });
+    const worker = await startQueueWorker(ops, {
+      ...(serverOptions as Omit<QueueWorkerOptions, 'jobs'>),
+      jobs: settings.jobsPerWorker,
+    });
     console.log(`agent server queue worker running ${settings.jobsPerWorker} jobs at once (instance ${instanceId})`);
     stopServing = worker.close;
   } else {
     const served = await serve(settings, serverOptions, ops, crons, db, ttl);
     stopServing = served.stop;
-    const loops = role === 'api' ? 'no worker loops: queue workers run the graphs' : `${settings.jobsPerWorker} worker loops`;
+    const loops =
+      role === 'api' ? 'no worker loops: queue workers run the graphs' : `${settings.jobsPerWorker} worker loops`;
     console.log(`agent server listening on ${served.host} (instance ${instanceId}, ${loops})`);
   }
 
@@ -164,7 +178,13 @@ async function serve(
   db: Db,
   ttl: TtlConfig,
 ): Promise<{ host: string; stop: () => Promise<void> }> {
-  const http = (serverOptions.http ?? {}) as { app?: string; disable_runs?: boolean; disable_store?: boolean; disable_assistants?: boolean; disable_mcp?: boolean };
+  const http = (serverOptions.http ?? {}) as {
+    app?: string;
+    disable_runs?: boolean;
+    disable_store?: boolean;
+    disable_assistants?: boolean;
+    disable_mcp?: boolean;
+  };
   const cronsServed = !http.disable_runs;
   // MCP lists and runs assistants through their routes: served only when they are.
   const mcpServed = !http.disable_mcp && !http.disable_runs && !http.disable_assistants;
@@ -175,11 +195,23 @@ async function serve(
   // The host's app applies the project's auth handler, not the server (custom-auth.ts): the server is given none.
   const { auth, ...options } = serverOptions;
   const authenticate = await registerCustomAuth(auth as AuthConfig | undefined, serverOptions.cwd as string);
-  await prepareHostApp(http.app, serverOptions.cwd as string, mountHostRoutes, { crons: cronsServed, store: !http.disable_store, mcp: mcpServed, a2a: false }, authenticate);
+  await prepareHostApp(
+    http.app,
+    serverOptions.cwd as string,
+    mountHostRoutes,
+    { crons: cronsServed, store: !http.disable_store, mcp: mcpServed, a2a: false },
+    authenticate,
+  );
   const { startServer, StartServerSchema } = await import('@langchain/langgraph-api/server');
   const nWorkers = settings.role === 'api' ? 0 : settings.jobsPerWorker;
-  const { host } = await startServer(StartServerSchema.parse({ ...options, nWorkers, http: { ...http, app: HOST_APP_SPEC } }), { ops });
-  const cronTimer = setInterval(() => void crons.fireDue().catch((err) => console.error('agent server: cron pass failed:', err.message)), CRON_POLL_MS);
+  const { host } = await startServer(
+    StartServerSchema.parse({ ...options, nWorkers, http: { ...http, app: HOST_APP_SPEC } }),
+    { ops },
+  );
+  const cronTimer = setInterval(
+    () => void crons.fireDue().catch((err) => console.error('agent server: cron pass failed:', err.message)),
+    CRON_POLL_MS,
+  );
   const stopSweeps = startSweeps(db, ttl);
   return {
     host,

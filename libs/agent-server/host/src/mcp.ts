@@ -8,7 +8,14 @@
 // Stateless (no session id, JSON responses): any instance answers any request, as every other route.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Hono } from 'hono';
 import { apiModule, logger } from './upstream.js';
 
@@ -21,7 +28,18 @@ const MAX_TOOLS = 1_000;
 /** How long a listing waits for a graph's schemas. */
 const SCHEMA_WAIT_MS = 5_000;
 /** Headers of the MCP request that are not passed on to the routes it calls (the transport's own, or the body's). */
-const NOT_PASSED = new Set(['host', 'content-length', 'content-type', 'accept', 'accept-encoding', 'connection', 'transfer-encoding', 'last-event-id', 'mcp-session-id', 'mcp-protocol-version']);
+const NOT_PASSED = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'accept',
+  'accept-encoding',
+  'connection',
+  'transfer-encoding',
+  'last-event-id',
+  'mcp-session-id',
+  'mcp-protocol-version',
+]);
 
 interface Assistant {
   assistant_id: string;
@@ -34,11 +52,18 @@ interface Assistant {
 async function call(headers: Headers, method: string, route: string, body?: unknown): Promise<any> {
   const res: Response = await getLoopbackFetch()(route, {
     method,
-    headers: { ...Object.fromEntries([...headers].filter(([name]) => !NOT_PASSED.has(name))), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...Object.fromEntries([...headers].filter(([name]) => !NOT_PASSED.has(name))),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.text();
-  if (!res.ok) throw new McpError(res.status === 404 || res.status === 422 ? ErrorCode.InvalidParams : ErrorCode.InternalError, `${method} ${route} answered ${res.status}: ${text.slice(0, 500)}`);
+  if (!res.ok)
+    throw new McpError(
+      res.status === 404 || res.status === 422 ? ErrorCode.InvalidParams : ErrorCode.InternalError,
+      `${method} ${route} answered ${res.status}: ${text.slice(0, 500)}`,
+    );
   // /runs/wait keeps its connection alive with newlines before the JSON.
   return text.trim() ? JSON.parse(text) : null;
 }
@@ -52,7 +77,9 @@ function toolNames(assistants: Assistant[]): Map<string, Assistant> {
 
 /** The caller's tools: the assistants they can see, oldest first (a stable order, so names and pages stay put). */
 async function tools(headers: Headers): Promise<Map<string, Assistant>> {
-  return toolNames(await call(headers, 'POST', '/assistants/search', { limit: MAX_TOOLS, sort_by: 'created_at', sort_order: 'asc' }));
+  return toolNames(
+    await call(headers, 'POST', '/assistants/search', { limit: MAX_TOOLS, sort_by: 'created_at', sort_order: 'asc' }),
+  );
 }
 
 /**
@@ -80,14 +107,18 @@ function mcpServer(headers: Headers, graphDescriptions: Record<string, string>):
 
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
     const offset = Number(request.params?.cursor ?? 0);
-    if (!Number.isInteger(offset) || offset < 0) throw new McpError(ErrorCode.InvalidParams, `Invalid cursor: ${request.params?.cursor}`);
+    if (!Number.isInteger(offset) || offset < 0)
+      throw new McpError(ErrorCode.InvalidParams, `Invalid cursor: ${request.params?.cursor}`);
     const all = [...(await tools(headers))];
     const page: Tool[] = await Promise.all(
       all.slice(offset, offset + PAGE).map(async ([name, a]) => {
         const input = (await inputSchema(headers, a.assistant_id))?.input_schema;
         return {
           name,
-          description: a.description || graphDescriptions[a.graph_id] || `Runs the '${a.graph_id}' graph (assistant ${a.assistant_id}).`,
+          description:
+            a.description ||
+            graphDescriptions[a.graph_id] ||
+            `Runs the '${a.graph_id}' graph (assistant ${a.assistant_id}).`,
           inputSchema: input && typeof input === 'object' && input.type === 'object' ? input : { type: 'object' },
         };
       }),
@@ -118,9 +149,14 @@ function mcpServer(headers: Headers, graphDescriptions: Record<string, string>):
  */
 export function mountMcpRoute(app: Hono, graphDescriptions: Record<string, string>): void {
   // Stateless: no stream to open or session to end.
-  app.on(['GET', 'DELETE'], '/mcp', (c) => c.json({ detail: 'This MCP endpoint is stateless: POST each JSON-RPC message.' }, 405, { allow: 'POST' }));
+  app.on(['GET', 'DELETE'], '/mcp', (c) =>
+    c.json({ detail: 'This MCP endpoint is stateless: POST each JSON-RPC message.' }, 405, { allow: 'POST' }),
+  );
   app.post('/mcp', async (c) => {
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
     const server = mcpServer(c.req.raw.headers, graphDescriptions);
     await server.connect(transport);
     try {

@@ -20,20 +20,30 @@ export function createOps(db: Db, queue: RunQueue, streams: RunStreams): Ops {
     const lease = queue.leaseOfThread(threadId);
     if (lease?.rolledBack) return;
     if (lease && !lease.allowed) {
-      logger.warn('Refused a thread status write of a run this instance no longer holds', { run_id: lease.runId, thread_id: threadId });
+      logger.warn('Refused a thread status write of a run this instance no longer holds', {
+        run_id: lease.runId,
+        thread_id: threadId,
+      });
       return;
     }
     // With the run's final status, in one transaction. Logged, not thrown: it would end the
     // server's worker loop (and `finish` still writes the run's status, and its thread's).
-    const write = lease ? queue.writeEnd(lease.runId, (tx) => setStatus(threadId, options, tx)) : setStatus(threadId, options);
-    await write.catch((err) => logger.warn('Could not write a thread status', { thread_id: threadId, error: String(err) }));
+    const write = lease
+      ? queue.writeEnd(lease.runId, (tx) => setStatus(threadId, options, tx))
+      : setStatus(threadId, options);
+    await write.catch((err) =>
+      logger.warn('Could not write a thread status', { thread_id: threadId, error: String(err) }),
+    );
   };
   // A run without a thread ends with its temporary thread's deletion, which takes the run's row
   // with it: its final status is written (and counted) first.
   const remove = threads.delete.bind(threads);
   threads.delete = async (threadId, auth) => {
     const lease = queue.leaseOfThread(threadId);
-    if (lease) await queue.writeEnd(lease.runId).catch((err) => logger.warn('Could not write a run status', { run_id: lease.runId, error: String(err) }));
+    if (lease)
+      await queue
+        .writeEnd(lease.runId)
+        .catch((err) => logger.warn('Could not write a run status', { run_id: lease.runId, error: String(err) }));
     return remove(threadId, auth);
   };
   return {

@@ -28,13 +28,17 @@ export function createPersistence(db: Db, databaseUri: string, ttl?: { ttlMinute
   // With a TTL, items get an expiry and reads skip expired ones; the sweep is the host's (ttl.ts),
   // bounded and on one instance at a time, so the store's own (unbounded, on every instance) stays off.
   const storeTtl = ttl ? { ttl: { defaultTtl: ttl.ttlMinutes, refreshOnRead: ttl.refreshOnRead } } : {};
-  return { saver: new PostgresSaver(db), store: new PostgresStore({ connectionOptions: { connectionString: databaseUri, max: 2 }, ...storeTtl }) };
+  return {
+    saver: new PostgresSaver(db),
+    store: new PostgresStore({ connectionOptions: { connectionString: databaseUri, max: 2 }, ...storeTtl }),
+  };
 }
 
 export function wirePersistence(db: Db, saver: PostgresSaver, pgStore: PostgresStore, fence: Fence): void {
   const guard = (config: any) => {
     const runId = config?.configurable?.run_id;
-    if (runId && fence.holds(runId) && !fence.allowed(runId)) throw new LeaseLostError(`Run ${runId} is no longer this instance's: checkpoint write refused`);
+    if (runId && fence.holds(runId) && !fence.allowed(runId))
+      throw new LeaseLostError(`Run ${runId} is no longer this instance's: checkpoint write refused`);
   };
   Object.assign(checkpointer, {
     initialize: async () => ({ flush: async () => {} }),
@@ -48,8 +52,15 @@ export function wirePersistence(db: Db, saver: PostgresSaver, pgStore: PostgresS
     // goes into the checkpoint metadata, where history filters (and the queue's resume) look for it.
     put: (c: any, checkpoint: any, metadata: any, versions: any) => {
       guard(c);
-      const configurable = Object.entries(c.configurable ?? {}).filter(([k]) => !k.startsWith('__') && !EXCLUDED_METADATA.includes(k));
-      return saver.put(c, checkpoint, { ...Object.fromEntries(configurable), run_id: c.configurable?.run_id, ...c.metadata, ...metadata }, versions);
+      const configurable = Object.entries(c.configurable ?? {}).filter(
+        ([k]) => !k.startsWith('__') && !EXCLUDED_METADATA.includes(k),
+      );
+      return saver.put(
+        c,
+        checkpoint,
+        { ...Object.fromEntries(configurable), run_id: c.configurable?.run_id, ...c.metadata, ...metadata },
+        versions,
+      );
     },
     getNextVersion: (current: any) => saver.getNextVersion(current),
     deleteThread: (threadId: string) => saver.deleteThread(threadId),
@@ -102,11 +113,13 @@ export function wirePersistence(db: Db, saver: PostgresSaver, pgStore: PostgresS
       if (!ops.some(isSearchEverywhere)) return pgStore.batch(ops);
       // In order, one at a time: a put before a search in one batch is seen by it.
       const results: unknown[] = [];
-      for (const op of ops) results.push(isSearchEverywhere(op) ? await searchEveryNamespace(pgStore, op) : (await pgStore.batch([op]))[0]);
+      for (const op of ops)
+        results.push(isSearchEverywhere(op) ? await searchEveryNamespace(pgStore, op) : (await pgStore.batch([op]))[0]);
       return results;
     },
     get: (...a: any[]) => (pgStore.get as any)(...a),
-    search: (prefix: string[], options: any = {}) => (prefix.length ? pgStore.search(prefix, options) : searchEveryNamespace(pgStore, options)),
+    search: (prefix: string[], options: any = {}) =>
+      prefix.length ? pgStore.search(prefix, options) : searchEveryNamespace(pgStore, options),
     put: (...a: any[]) => (pgStore.put as any)(...a),
     delete: (...a: any[]) => (pgStore.delete as any)(...a),
     listNamespaces: (...a: any[]) => (pgStore.listNamespaces as any)(...a),

@@ -64,7 +64,10 @@ const rolledBack = (lease: Lease) => lease.controller.signal.reason === 'rollbac
 export async function deleteRolledBack(tx: Tx, threadId: string, runId: string): Promise<void> {
   await checkpointer.delete(threadId, runId);
   await tx.query('DELETE FROM slipway_agent_runs WHERE run_id = $1', [runId]);
-  await tx.query(`UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1')}, updated_at = now() WHERE thread_id = $1`, [threadId]);
+  await tx.query(
+    `UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1')}, updated_at = now() WHERE thread_id = $1`,
+    [threadId],
+  );
 }
 
 export class RunQueue {
@@ -92,7 +95,10 @@ export class RunQueue {
     await this.announce();
     const { leaseMs } = this.options;
     const every = (ms: number, fn: () => Promise<unknown>) => {
-      const timer = setInterval(() => void fn().catch((err) => logger.warn('agent server: run queue upkeep failed', { error: String(err) })), ms);
+      const timer = setInterval(
+        () => void fn().catch((err) => logger.warn('agent server: run queue upkeep failed', { error: String(err) })),
+        ms,
+      );
       this.timers.push(timer);
     };
     every(Math.max(200, Math.floor(leaseMs / 3)), () => this.renew());
@@ -125,7 +131,8 @@ export class RunQueue {
   /** The lease this instance holds for a run of `threadId`, if any. */
   leaseOfThread(threadId: string): { runId: string; allowed: boolean; rolledBack: boolean } | undefined {
     for (const lease of this.held.values()) {
-      if (lease.threadId === threadId) return { runId: lease.runId, allowed: this.allowed(lease.runId), rolledBack: rolledBack(lease) };
+      if (lease.threadId === threadId)
+        return { runId: lease.runId, allowed: this.allowed(lease.runId), rolledBack: rolledBack(lease) };
     }
     return undefined;
   }
@@ -158,12 +165,25 @@ export class RunQueue {
     }
     if (!row) return null;
     const controller = new AbortController();
-    this.held.set(row.run_id, { runId: row.run_id, threadId: row.thread_id, token, expiresAt: sentAt + this.options.leaseMs, claimedAt: Date.now(), lost: false, ended: false, final: null, controller });
+    this.held.set(row.run_id, {
+      runId: row.run_id,
+      threadId: row.thread_id,
+      token,
+      expiresAt: sentAt + this.options.leaseMs,
+      claimedAt: Date.now(),
+      lost: false,
+      ended: false,
+      final: null,
+      controller,
+    });
     const run = toRun(row);
     // Each step's checkpoint is saved before the next step starts (LangGraph's default saves it
     // while the next one runs): a run taken over after its instance died goes on from the last
     // node that finished, never from an earlier one.
-    run.kwargs.config = { ...run.kwargs.config, configurable: { __pregel_durability: 'sync', ...run.kwargs.config?.configurable } };
+    run.kwargs.config = {
+      ...run.kwargs.config,
+      configurable: { __pregel_durability: 'sync', ...run.kwargs.config?.configurable },
+    };
     let resumed: boolean;
     try {
       resumed = await this.resumeFromCheckpoint(run);
@@ -225,7 +245,11 @@ export class RunQueue {
       );
       if (!rowCount) return false;
       if (thread) await thread(tx);
-      else await tx.query(`UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1', status === 'error' ? `'error'` : `'idle'`)}, updated_at = now() WHERE thread_id = $1`, [lease.threadId]);
+      else
+        await tx.query(
+          `UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1', status === 'error' ? `'error'` : `'idle'`)}, updated_at = now() WHERE thread_id = $1`,
+          [lease.threadId],
+        );
       return true;
     });
     lease.final = null;
@@ -242,15 +266,19 @@ export class RunQueue {
   private async rollBack(lease: Lease): Promise<boolean> {
     lease.ended = true;
     const deleted = await inTransaction(this.db, async (tx) => {
-      const { rowCount } = await tx.query(`SELECT 1 FROM slipway_agent_runs WHERE run_id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`, [
-        lease.runId,
-        lease.token,
-      ]);
+      const { rowCount } = await tx.query(
+        `SELECT 1 FROM slipway_agent_runs WHERE run_id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`,
+        [lease.runId, lease.token],
+      );
       if (rowCount) await deleteRolledBack(tx, lease.threadId, lease.runId);
       return rowCount === 1;
     });
     if (!deleted) this.lose(lease);
-    else logger.info('Deleted a run a rollback stopped, and its checkpoints', { run_id: lease.runId, thread_id: lease.threadId });
+    else
+      logger.info('Deleted a run a rollback stopped, and its checkpoints', {
+        run_id: lease.runId,
+        thread_id: lease.threadId,
+      });
     return deleted;
   }
 
@@ -259,7 +287,10 @@ export class RunQueue {
     const lease = this.held.get(runId);
     if (!lease) return;
     // A status its thread's write did not take with it (that write failed or never came).
-    if (lease.final != null) await this.writeEnd(runId).catch((err) => logger.warn('Could not write a run status', { run_id: runId, error: String(err) }));
+    if (lease.final != null)
+      await this.writeEnd(runId).catch((err) =>
+        logger.warn('Could not write a run status', { run_id: runId, error: String(err) }),
+      );
     this.held.delete(runId);
     if (lease.lost) return;
     // A run whose worker ended without writing its status (it threw past the server's own
@@ -329,7 +360,12 @@ export class RunQueue {
     );
     if (!rows.length) return;
     for (const row of rows) {
-      logger.warn(row.status === 'pending' ? 'Requeued a run whose lease lapsed' : 'A run whose lease lapsed used up its attempts', { run_id: row.run_id, attempt: row.attempt });
+      logger.warn(
+        row.status === 'pending'
+          ? 'Requeued a run whose lease lapsed'
+          : 'A run whose lease lapsed used up its attempts',
+        { run_id: row.run_id, attempt: row.attempt },
+      );
       if (row.status !== 'error') continue;
       void this.stats.ended('error', null);
       await this.failed(row.run_id, row.thread_id, `Run ${row.run_id} exceeded max attempts`);

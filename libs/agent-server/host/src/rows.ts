@@ -67,7 +67,8 @@ export const toRun = (r: any): Run => ({
 });
 
 /** The columns a run is read with (the queue's own columns stay inside the host). */
-export const RUN_COLUMNS = 'run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at';
+export const RUN_COLUMNS =
+  'run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at';
 
 /** A thread's status once its run is over: `busy` while other runs of it wait, else `fallback`. */
 export const threadStatusAfterRun = (threadParam: string, fallback = `'idle'`) =>
@@ -105,9 +106,15 @@ export class Where {
     for (const [key, value] of Object.entries(filters ?? {})) {
       if (value != null && typeof value === 'object' && '$contains' in value) {
         const wanted = (value as { $contains: unknown }).$contains;
-        this.add(`jsonb_typeof(${column}->?) = 'array' AND ${column}->? @> ?::jsonb`, key, key, json(Array.isArray(wanted) ? wanted : [wanted]));
+        this.add(
+          `jsonb_typeof(${column}->?) = 'array' AND ${column}->? @> ?::jsonb`,
+          key,
+          key,
+          json(Array.isArray(wanted) ? wanted : [wanted]),
+        );
       } else {
-        const wanted = value != null && typeof value === 'object' && '$eq' in value ? (value as { $eq: unknown }).$eq : value;
+        const wanted =
+          value != null && typeof value === 'object' && '$eq' in value ? (value as { $eq: unknown }).$eq : value;
         this.add(`${column} @> ?::jsonb`, json({ [key]: wanted }));
       }
     }
@@ -123,7 +130,13 @@ export class Where {
  * ORDER BY a sort column named by the API (checked against the ones the table has), then the
  * table's key in the same direction, so one (column, key) index serves both directions.
  */
-export function orderBy(sortBy: string | undefined, allowed: readonly string[], fallback: string, order: string | undefined, key: string): string {
+export function orderBy(
+  sortBy: string | undefined,
+  allowed: readonly string[],
+  fallback: string,
+  order: string | undefined,
+  key: string,
+): string {
   const column = sortBy && allowed.includes(sortBy) ? sortBy : fallback;
   const dir = order === 'asc' ? 'ASC' : 'DESC';
   return column === key ? `ORDER BY ${key} ${dir}` : `ORDER BY ${column} ${dir}, ${key} ${dir}`;

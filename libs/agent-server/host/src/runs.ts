@@ -42,11 +42,19 @@ export class PgRuns implements RunsRepo {
     try {
       yield claimed;
     } finally {
-      await this.queue.finish(claimed.run.run_id).catch((err) => logger.warn('Could not release a run', { run_id: claimed!.run.run_id, error: String(err) }));
+      await this.queue
+        .finish(claimed.run.run_id)
+        .catch((err) => logger.warn('Could not release a run', { run_id: claimed!.run.run_id, error: String(err) }));
     }
   }
 
-  async put(runId: string, assistantId: string, kwargs: RunKwargs, options: PutOptions, auth: AuthContext): Promise<Run[]> {
+  async put(
+    runId: string,
+    assistantId: string,
+    kwargs: RunKwargs,
+    options: PutOptions,
+    auth: AuthContext,
+  ): Promise<Run[]> {
     const multitaskStrategy = options?.multitaskStrategy ?? 'reject';
     const status = options?.status ?? 'pending';
     const threadId = options?.threadId;
@@ -62,7 +70,9 @@ export class PgRuns implements RunsRepo {
       after_seconds: options?.afterSeconds ?? 0,
       kwargs,
     });
-    const result = await inTransaction(this.db, (tx) => this.insert(tx, runId, assistantId, kwargs, options, filters, mutable.metadata ?? {}));
+    const result = await inTransaction(this.db, (tx) =>
+      this.insert(tx, runId, assistantId, kwargs, options, filters, mutable.metadata ?? {}),
+    );
     if (result[0]?.run_id === runId && status === 'pending') await this.streams.wake();
     return result;
   }
@@ -72,11 +82,21 @@ export class PgRuns implements RunsRepo {
    * commit. Returns [the run, ...runs in flight on its thread], or the runs in flight alone when
    * `preventInsertInInflight` held it back, or [] when the thread does not exist.
    */
-  async insert(tx: Tx, runId: string, assistantId: string, kwargs: RunKwargs, options: PutOptions, filters: Record<string, unknown> | undefined, metadata: Record<string, unknown>): Promise<Run[]> {
+  async insert(
+    tx: Tx,
+    runId: string,
+    assistantId: string,
+    kwargs: RunKwargs,
+    options: PutOptions,
+    filters: Record<string, unknown> | undefined,
+    metadata: Record<string, unknown>,
+  ): Promise<Run[]> {
     const multitaskStrategy = options?.multitaskStrategy ?? 'reject';
     const status = options?.status ?? 'pending';
     let threadId = options?.threadId;
-    const { rows: found } = await tx.query('SELECT * FROM slipway_agent_assistants WHERE assistant_id = $1', [assistantId]);
+    const { rows: found } = await tx.query('SELECT * FROM slipway_agent_assistants WHERE assistant_id = $1', [
+      assistantId,
+    ]);
     const assistant = found[0];
     if (!assistant) {
       throw new HTTPException(404, {
@@ -84,17 +104,22 @@ export class PgRuns implements RunsRepo {
       });
     }
     const config = kwargs.config ?? {};
-    const existing = threadId ? (await tx.query('SELECT * FROM slipway_agent_threads WHERE thread_id = $1 FOR UPDATE', [threadId])).rows[0] : undefined;
+    const existing = threadId
+      ? (await tx.query('SELECT * FROM slipway_agent_threads WHERE thread_id = $1 FOR UPDATE', [threadId])).rows[0]
+      : undefined;
     if (existing && !isAuthMatching(existing.metadata, filters)) throw new HTTPException(404);
     const link = { graph_id: assistant.graph_id, assistant_id: assistantId };
     if (!existing && (threadId == null || options?.ifNotExists === 'create')) {
       threadId ??= uuid7();
-      const threadConfig = { ...assistant.config, ...config, configurable: { ...assistant.config?.configurable, ...config.configurable } };
-      await tx.query(`INSERT INTO slipway_agent_threads (thread_id, status, metadata, config) VALUES ($1, 'busy', $2, $3)`, [
-        threadId,
-        json({ ...link, ...metadata }),
-        json(threadConfig),
-      ]);
+      const threadConfig = {
+        ...assistant.config,
+        ...config,
+        configurable: { ...assistant.config?.configurable, ...config.configurable },
+      };
+      await tx.query(
+        `INSERT INTO slipway_agent_threads (thread_id, status, metadata, config) VALUES ($1, 'busy', $2, $3)`,
+        [threadId, json({ ...link, ...metadata }), json(threadConfig)],
+      );
     } else if (existing) {
       if (existing.status !== 'busy') {
         const threadConfig = {
@@ -103,18 +128,20 @@ export class PgRuns implements RunsRepo {
           ...config,
           configurable: { ...assistant.config?.configurable, ...existing.config?.configurable, ...config.configurable },
         };
-        await tx.query(`UPDATE slipway_agent_threads SET status = 'busy', metadata = metadata || $2::jsonb, config = $3, updated_at = now() WHERE thread_id = $1`, [
-          threadId,
-          json(link),
-          json(threadConfig),
-        ]);
+        await tx.query(
+          `UPDATE slipway_agent_threads SET status = 'busy', metadata = metadata || $2::jsonb, config = $3, updated_at = now() WHERE thread_id = $1`,
+          [threadId, json(link), json(threadConfig)],
+        );
       }
     } else {
       return [];
     }
-    const inflight = (await tx.query(`SELECT ${RUN_COLUMNS} FROM slipway_agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')`, [threadId])).rows.map(
-      toRun,
-    );
+    const inflight = (
+      await tx.query(
+        `SELECT ${RUN_COLUMNS} FROM slipway_agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')`,
+        [threadId],
+      )
+    ).rows.map(toRun);
     if (options?.preventInsertInInflight && inflight.length) return inflight;
     const configurable = {
       ...assistant.config?.configurable,
@@ -124,29 +151,53 @@ export class PgRuns implements RunsRepo {
       thread_id: threadId,
       graph_id: assistant.graph_id,
       assistant_id: assistantId,
-      user_id: config.configurable?.user_id ?? existing?.config?.configurable?.user_id ?? assistant.config?.configurable?.user_id ?? options?.userId,
+      user_id:
+        config.configurable?.user_id ??
+        existing?.config?.configurable?.user_id ??
+        assistant.config?.configurable?.user_id ??
+        options?.userId,
     };
     const mergedMetadata = { ...assistant.metadata, ...existing?.metadata, ...metadata };
     const runKwargs = {
       ...kwargs,
       config: { ...assistant.config, ...config, configurable, metadata: mergedMetadata },
       context:
-        typeof assistant.context !== 'object' && assistant.context != null ? (assistant.context ?? kwargs.context) : { ...assistant.context, ...(kwargs.context as object) },
+        typeof assistant.context !== 'object' && assistant.context != null
+          ? (assistant.context ?? kwargs.context)
+          : { ...assistant.context, ...(kwargs.context as object) },
     };
     const { rows } = await tx.query(
       `INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, code)
        VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8), $9) RETURNING ${RUN_COLUMNS}`,
-      [runId, threadId, assistantId, status, json(mergedMetadata), json(runKwargs), multitaskStrategy, options?.afterSeconds ?? 0, this.queue.code],
+      [
+        runId,
+        threadId,
+        assistantId,
+        status,
+        json(mergedMetadata),
+        json(runKwargs),
+        multitaskStrategy,
+        options?.afterSeconds ?? 0,
+        this.queue.code,
+      ],
     );
     return [toRun(rows[0]), ...inflight];
   }
 
   /** The run, if the auth filters let the caller see its thread. */
-  private async visible(runId: string, threadId: string | undefined, filters: Record<string, unknown> | undefined, db: Pick<Tx, 'query'> = this.db, lock = '') {
+  private async visible(
+    runId: string,
+    threadId: string | undefined,
+    filters: Record<string, unknown> | undefined,
+    db: Pick<Tx, 'query'> = this.db,
+    lock = '',
+  ) {
     const where = new Where().add('r.run_id = ?', runId);
     if (threadId != null) where.add('r.thread_id = ?', threadId);
     const { rows } = await db.query(
-      `SELECT ${RUN_COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')}, r.lease_expires_at < now() AS lapsed, t.metadata AS thread_metadata
+      `SELECT ${RUN_COLUMNS.split(', ')
+        .map((c) => `r.${c}`)
+        .join(', ')}, r.lease_expires_at < now() AS lapsed, t.metadata AS thread_metadata
          FROM slipway_agent_runs r JOIN slipway_agent_threads t USING (thread_id) ${where} ${lock}`,
       where.params,
     );
@@ -170,7 +221,12 @@ export class PgRuns implements RunsRepo {
 
   async wait(runId: string, threadId: string | undefined, auth: AuthContext): Promise<unknown> {
     let last: unknown = null;
-    for await (const { event, data } of this.stream.join(runId, threadId, { ignore404: threadId == null, lastEventId: undefined }, auth)) {
+    for await (const { event, data } of this.stream.join(
+      runId,
+      threadId,
+      { ignore404: threadId == null, lastEventId: undefined },
+      auth,
+    )) {
       if (event === 'values') last = data;
       else if (event === 'error') last = { __error__: serializeError(data) };
     }
@@ -180,7 +236,8 @@ export class PgRuns implements RunsRepo {
   async join(runId: string, threadId: string, auth: AuthContext): Promise<unknown> {
     const [filters] = await handleAuthEvent(auth, 'threads:read', { thread_id: threadId });
     const visible = await this.db.query('SELECT metadata FROM slipway_agent_threads WHERE thread_id = $1', [threadId]);
-    if (!visible.rows.length || !isAuthMatching(visible.rows[0].metadata, filters)) throw new HTTPException(404, { message: `Thread with ID ${threadId} not found` });
+    if (!visible.rows.length || !isAuthMatching(visible.rows[0].metadata, filters))
+      throw new HTTPException(404, { message: `Thread with ID ${threadId} not found` });
     const last = await this.wait(runId, threadId, auth);
     if (last != null) return last;
     const { rows } = await this.db.query('SELECT "values" FROM slipway_agent_threads WHERE thread_id = $1', [threadId]);
@@ -192,9 +249,18 @@ export class PgRuns implements RunsRepo {
    * running ones are asked to stop on whichever instance runs them (whose worker deletes them, for
    * a rollback: queue.ts), or end here when their lease already lapsed.
    */
-  async cancel(threadId: string | undefined, runIds: string[], options: { action?: 'interrupt' | 'rollback' }, auth: AuthContext): Promise<void> {
+  async cancel(
+    threadId: string | undefined,
+    runIds: string[],
+    options: { action?: 'interrupt' | 'rollback' },
+    auth: AuthContext,
+  ): Promise<void> {
     const action = options.action ?? 'interrupt';
-    const [filters] = await handleAuthEvent(auth, 'threads:update', { thread_id: threadId, action, metadata: { run_ids: runIds, status: 'pending' } });
+    const [filters] = await handleAuthEvent(auth, 'threads:update', {
+      thread_id: threadId,
+      action,
+      metadata: { run_ids: runIds, status: 'pending' },
+    });
     const ended: string[] = [];
     const signalled: string[] = [];
     await inTransaction(this.db, async (tx) => {
@@ -214,7 +280,9 @@ export class PgRuns implements RunsRepo {
             `UPDATE slipway_agent_runs SET status = 'interrupted', lease_token = NULL, lease_expires_at = NULL, updated_at = now() WHERE run_id = $1`,
             [run.run_id],
           );
-          await tx.query(`UPDATE slipway_agent_threads SET status = 'idle', updated_at = now() WHERE thread_id = $1`, [run.thread_id]);
+          await tx.query(`UPDATE slipway_agent_threads SET status = 'idle', updated_at = now() WHERE thread_id = $1`, [
+            run.thread_id,
+          ]);
           ended.push(run.run_id);
         } else if (run.status === 'running') {
           signalled.push(run.run_id);
@@ -232,11 +300,20 @@ export class PgRuns implements RunsRepo {
   }
 
   async search(threadId: string, options: Parameters<RunsRepo['search']>[1], auth: AuthContext): Promise<Run[]> {
-    const [filters] = await handleAuthEvent(auth, 'threads:search', { thread_id: threadId, metadata: options.metadata, status: options.status });
-    const where = new Where().add('r.thread_id = ?', threadId).contains('r.metadata', options.metadata).auth('t.metadata', filters);
+    const [filters] = await handleAuthEvent(auth, 'threads:search', {
+      thread_id: threadId,
+      metadata: options.metadata,
+      status: options.status,
+    });
+    const where = new Where()
+      .add('r.thread_id = ?', threadId)
+      .contains('r.metadata', options.metadata)
+      .auth('t.metadata', filters);
     if (options.status != null) where.add('r.status = ?', options.status);
     const { rows } = await this.db.query(
-      `SELECT ${RUN_COLUMNS.split(', ').map((c) => `r.${c}`).join(', ')} FROM slipway_agent_runs r JOIN slipway_agent_threads t USING (thread_id) ${where}
+      `SELECT ${RUN_COLUMNS.split(', ')
+        .map((c) => `r.${c}`)
+        .join(', ')} FROM slipway_agent_runs r JOIN slipway_agent_threads t USING (thread_id) ${where}
         ORDER BY r.created_at DESC, r.run_id DESC LIMIT ${where.param(options.limit ?? 10)} OFFSET ${where.param(options.offset ?? 0)}`,
       where.params,
     );
@@ -249,7 +326,8 @@ export class PgRuns implements RunsRepo {
    */
   async setStatus(runId: string, status: Run['status']): Promise<void> {
     try {
-      if (!(await this.queue.setStatus(runId, status))) logger.warn('Refused a status write of a run this instance no longer holds', { run_id: runId, status });
+      if (!(await this.queue.setStatus(runId, status)))
+        logger.warn('Refused a status write of a run this instance no longer holds', { run_id: runId, status });
     } catch (err) {
       logger.warn('Could not write a run status', { run_id: runId, status, error: String(err) });
     }
@@ -257,7 +335,10 @@ export class PgRuns implements RunsRepo {
 
   /** Whether the run may still produce events (pending or running); null when it does not exist. */
   async active(runId: string, threadId: string | undefined): Promise<boolean | null> {
-    const { rows } = await this.db.query(`SELECT status FROM slipway_agent_runs WHERE run_id = $1 AND ($2::text IS NULL OR thread_id = $2)`, [runId, threadId ?? null]);
+    const { rows } = await this.db.query(
+      `SELECT status FROM slipway_agent_runs WHERE run_id = $1 AND ($2::text IS NULL OR thread_id = $2)`,
+      [runId, threadId ?? null],
+    );
     if (!rows.length) return null;
     return rows[0].status === 'pending' || rows[0].status === 'running';
   }
@@ -270,7 +351,12 @@ class PgRunStream implements RunsStreamRepo {
     private readonly queue: RunQueue,
   ) {}
 
-  async *join(runId: string, threadId: string | undefined, options: Parameters<RunsStreamRepo['join']>[2], auth: AuthContext) {
+  async *join(
+    runId: string,
+    threadId: string | undefined,
+    options: Parameters<RunsStreamRepo['join']>[2],
+    auth: AuthContext,
+  ) {
     const [filters] = await handleAuthEvent(auth, 'threads:read', { thread_id: threadId });
     if (filters != null && threadId != null) {
       const run = await this.runs.get(runId, threadId, auth);

@@ -10,7 +10,11 @@ import { pathToFileURL } from 'node:url';
 import type { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
 
 const require = createRequire(import.meta.url);
-const storeDir = path.join(path.dirname(require.resolve('@langchain/langgraph-checkpoint-postgres/package.json')), 'dist', 'store');
+const storeDir = path.join(
+  path.dirname(require.resolve('@langchain/langgraph-checkpoint-postgres/package.json')),
+  'dist',
+  'store',
+);
 // Not in the package's exports map: loaded from its dist (the pinned version's layout).
 const { QueryBuilder } = await import(pathToFileURL(path.join(storeDir, 'modules', 'query-builder.js')).href);
 
@@ -25,7 +29,9 @@ interface SearchOptions {
 interface StoreCore {
   schema: string;
   textSearchLanguage: string;
-  withClient<T>(fn: (client: { query: (sql: string, params: unknown[]) => Promise<{ rows: any[] }> }) => Promise<T>): Promise<T>;
+  withClient<T>(
+    fn: (client: { query: (sql: string, params: unknown[]) => Promise<{ rows: any[] }> }) => Promise<T>,
+  ): Promise<T>;
 }
 
 export function searchEveryNamespace(pgStore: PostgresStore, { filter, limit = 10, offset = 0, query }: SearchOptions) {

@@ -31,7 +31,11 @@ export class RunStreams {
     private readonly subscriber: Redis,
     private readonly prefix: string,
   ) {
-    this.channels = { events: `${prefix}:agent:events`, cancel: `${prefix}:agent:cancel`, wake: `${prefix}:agent:wake` };
+    this.channels = {
+      events: `${prefix}:agent:events`,
+      cancel: `${prefix}:agent:cancel`,
+      wake: `${prefix}:agent:wake`,
+    };
   }
 
   async start(): Promise<void> {
@@ -53,7 +57,8 @@ export class RunStreams {
   /** Appends an event to the run's stream and wakes its joiners everywhere. */
   async publish(runId: string, event: string, payload: string, normalized?: boolean): Promise<void> {
     const key = this.key(runId);
-    const fields = normalized != null ? ['e', event, 'd', payload, 'n', normalized ? '1' : '0'] : ['e', event, 'd', payload];
+    const fields =
+      normalized != null ? ['e', event, 'd', payload, 'n', normalized ? '1' : '0'] : ['e', event, 'd', payload];
     await this.redis
       .multi()
       .xadd(key, 'MAXLEN', '~', String(STREAM_MAX_EVENTS), '*', ...fields)
@@ -95,7 +100,11 @@ export class RunStreams {
   }
 
   /** Resolves true when the run has new events, false after `ms` or on `signal`; `cancel` stops waiting. */
-  private waitForEvents(runId: string, ms: number, signal?: AbortSignal): { promise: Promise<boolean>; cancel: () => void } {
+  private waitForEvents(
+    runId: string,
+    ms: number,
+    signal?: AbortSignal,
+  ): { promise: Promise<boolean>; cancel: () => void } {
     let set = this.waiters.get(runId);
     if (!set) this.waiters.set(runId, (set = new Set()));
     const waiters = set;
@@ -120,7 +129,12 @@ export class RunStreams {
    * The run's events after `lastEventId` (from the first without one), until its end mark; when
    * no event comes for a while and `active()` says the run is over, until then.
    */
-  async *read(runId: string, lastEventId: string | undefined, active: () => Promise<boolean>, signal?: AbortSignal): AsyncGenerator<StreamEvent> {
+  async *read(
+    runId: string,
+    lastEventId: string | undefined,
+    active: () => Promise<boolean>,
+    signal?: AbortSignal,
+  ): AsyncGenerator<StreamEvent> {
     let cursor = lastEventId && /^\d+-\d+$/.test(lastEventId) ? lastEventId : '0-0';
     const key = this.key(runId);
     while (!signal?.aborted) {

@@ -4,9 +4,25 @@ import type { RunnableConfig, ThreadsStateRepo } from '@langchain/langgraph-api/
 import { HTTPException } from 'hono/http-exception';
 import type { Db } from './db.js';
 import type { PgThreads } from './threads.js';
-import { checkpointer, getGraph, getLangGraphCommand, graphStore, handleAuthEvent, isAuthMatching, type AuthContext } from './upstream.js';
+import {
+  checkpointer,
+  getGraph,
+  getLangGraphCommand,
+  graphStore,
+  handleAuthEvent,
+  isAuthMatching,
+  type AuthContext,
+} from './upstream.js';
 
-const EMPTY_STATE = { values: {}, next: [], config: {}, metadata: undefined, createdAt: undefined, parentConfig: undefined, tasks: [] };
+const EMPTY_STATE = {
+  values: {},
+  next: [],
+  config: {},
+  metadata: undefined,
+  createdAt: undefined,
+  parentConfig: undefined,
+  tasks: [],
+};
 
 export class PgThreadState implements ThreadsStateRepo {
   constructor(
@@ -15,7 +31,11 @@ export class PgThreadState implements ThreadsStateRepo {
   ) {}
 
   private graphOf(thread: { metadata?: Record<string, unknown>; config?: unknown }, accessContext: string) {
-    return getGraph(thread.metadata!.graph_id as string, thread.config, { checkpointer, store: graphStore, accessContext });
+    return getGraph(thread.metadata!.graph_id as string, thread.config, {
+      checkpointer,
+      store: graphStore,
+      accessContext,
+    });
   }
 
   async get(config: RunnableConfig, options: { subgraphs?: boolean }, auth: AuthContext): Promise<any> {
@@ -36,7 +56,10 @@ export class PgThreadState implements ThreadsStateRepo {
     if (!thread) throw new HTTPException(404, { message: `Thread ${threadId} not found` });
     if (!isAuthMatching(thread.metadata, filters)) throw new HTTPException(403);
     if (idle) {
-      const { rows } = await this.db.query(`SELECT 1 FROM slipway_agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`, [threadId]);
+      const { rows } = await this.db.query(
+        `SELECT 1 FROM slipway_agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`,
+        [threadId],
+      );
       if (rows.length) throw new HTTPException(409, { message: 'Thread is busy' });
     }
     const graphId = thread.metadata?.graph_id;
@@ -66,23 +89,36 @@ export class PgThreadState implements ThreadsStateRepo {
     const next = await graph.bulkUpdateState(
       updateConfig,
       supersteps.map((step) => ({
-        updates: step.updates.map((u) => ({ values: u.command != null ? getLangGraphCommand(u.command) : u.values, asNode: u.as_node })),
+        updates: step.updates.map((u) => ({
+          values: u.command != null ? getLangGraphCommand(u.command) : u.values,
+          asNode: u.as_node,
+        })),
       })),
     );
     await this.saveValues(threadId, config, auth);
     return { checkpoint: next.configurable };
   }
 
-  async list(config: RunnableConfig, options: Parameters<ThreadsStateRepo['list']>[1], auth: AuthContext): Promise<any[]> {
+  async list(
+    config: RunnableConfig,
+    options: Parameters<ThreadsStateRepo['list']>[1],
+    auth: AuthContext,
+  ): Promise<any[]> {
     const threadId = config.configurable?.thread_id;
     if (!threadId) return [];
     const [filters] = await handleAuthEvent(auth, 'threads:read', { thread_id: threadId });
     const thread = await this.threads.get(threadId, auth);
     if (!isAuthMatching(thread.metadata, filters) || thread.metadata?.graph_id == null) return [];
     const graph = await this.graphOf(thread, 'threads.read');
-    const before = typeof options?.before === 'string' ? { configurable: { checkpoint_id: options.before } } : options?.before;
+    const before =
+      typeof options?.before === 'string' ? { configurable: { checkpoint_id: options.before } } : options?.before;
     const states = [];
-    for await (const state of graph.getStateHistory(config, { limit: options?.limit ?? 10, before, filter: options?.metadata })) states.push(state);
+    for await (const state of graph.getStateHistory(config, {
+      limit: options?.limit ?? 10,
+      before,
+      filter: options?.metadata,
+    }))
+      states.push(state);
     return states;
   }
 }

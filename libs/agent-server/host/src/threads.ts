@@ -18,12 +18,16 @@ export class PgThreads implements ThreadsRepo {
     this.state = new PgThreadState(db, this);
   }
 
-  private searchWhere(options: Pick<SearchOptions, 'metadata' | 'values' | 'status' | 'ids'>, filters: Record<string, unknown> | undefined): Where {
+  private searchWhere(
+    options: Pick<SearchOptions, 'metadata' | 'values' | 'status' | 'ids'>,
+    filters: Record<string, unknown> | undefined,
+  ): Where {
     const where = new Where();
     if (options.ids?.length) where.add('thread_id = ANY(?::text[])', options.ids);
     if (options.status != null) where.add('status = ?', options.status);
     // As the in-memory server: a thread without values yet matches any values filter.
-    if (options.values != null && Object.keys(options.values).length) where.add(`("values" IS NULL OR "values" @> ?::jsonb)`, json(options.values));
+    if (options.values != null && Object.keys(options.values).length)
+      where.add(`("values" IS NULL OR "values" @> ?::jsonb)`, json(options.values));
     return where.contains('metadata', options.metadata).auth('metadata', filters);
   }
 
@@ -57,7 +61,12 @@ export class PgThreads implements ThreadsRepo {
   }
 
   /** The thread if it exists and the auth filters let the caller see it. */
-  async visible(threadId: string, filters: Record<string, unknown> | undefined, db: Pick<Db, 'query'> = this.db, lock = ''): Promise<Thread | undefined> {
+  async visible(
+    threadId: string,
+    filters: Record<string, unknown> | undefined,
+    db: Pick<Db, 'query'> = this.db,
+    lock = '',
+  ): Promise<Thread | undefined> {
     const { rows } = await db.query(`SELECT * FROM slipway_agent_threads WHERE thread_id = $1 ${lock}`, [threadId]);
     return rows.length && isAuthMatching(rows[0].metadata, filters) ? toThread(rows[0]) : undefined;
   }
@@ -70,7 +79,11 @@ export class PgThreads implements ThreadsRepo {
   }
 
   async put(threadId: string, options: Parameters<ThreadsRepo['put']>[1], auth: AuthContext): Promise<Thread> {
-    const [filters, mutable] = await handleAuthEvent(auth, 'threads:create', { thread_id: threadId, metadata: options.metadata, if_exists: options.if_exists });
+    const [filters, mutable] = await handleAuthEvent(auth, 'threads:create', {
+      thread_id: threadId,
+      metadata: options.metadata,
+      if_exists: options.if_exists,
+    });
     const { rows } = await this.db.query(
       `INSERT INTO slipway_agent_threads (thread_id, metadata) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING RETURNING *`,
       [threadId, json(mutable?.metadata ?? {})],
@@ -82,9 +95,13 @@ export class PgThreads implements ThreadsRepo {
   }
 
   async patch(threadId: string, options: Parameters<ThreadsRepo['patch']>[1], auth: AuthContext): Promise<Thread> {
-    const [filters, mutable] = await handleAuthEvent(auth, 'threads:update', { thread_id: threadId, metadata: options.metadata });
+    const [filters, mutable] = await handleAuthEvent(auth, 'threads:update', {
+      thread_id: threadId,
+      metadata: options.metadata,
+    });
     return inTransaction(this.db, async (tx) => {
-      if (!(await this.visible(threadId, filters, tx, 'FOR UPDATE'))) throw new HTTPException(404, { message: 'Thread not found' });
+      if (!(await this.visible(threadId, filters, tx, 'FOR UPDATE')))
+        throw new HTTPException(404, { message: 'Thread not found' });
       const { rows } = await tx.query(
         `UPDATE slipway_agent_threads SET metadata = metadata || coalesce($2::jsonb, '{}'), updated_at = now() WHERE thread_id = $1 RETURNING *`,
         [threadId, json(mutable?.metadata ?? null)],
@@ -94,7 +111,11 @@ export class PgThreads implements ThreadsRepo {
   }
 
   /** After a run: idle, interrupted (a next node waits), error, or busy while runs are pending. */
-  async setStatus(threadId: string, options: { checkpoint?: CheckpointPayload; exception?: Error }, db: Pick<Db, 'query'> = this.db): Promise<void> {
+  async setStatus(
+    threadId: string,
+    options: { checkpoint?: CheckpointPayload; exception?: Error },
+    db: Pick<Db, 'query'> = this.db,
+  ): Promise<void> {
     const { checkpoint, exception } = options;
     const interrupts = checkpoint
       ? Object.fromEntries(checkpoint.tasks.filter((task) => task.interrupts).map((task) => [task.id, task.interrupts]))
@@ -111,13 +132,17 @@ export class PgThreads implements ThreadsRepo {
 
   /** Sets the values of the thread's latest state (after an update through the state API). */
   async setValues(threadId: string, values: unknown): Promise<void> {
-    await this.db.query(`UPDATE slipway_agent_threads SET "values" = $2 WHERE thread_id = $1`, [threadId, json(values)]);
+    await this.db.query(`UPDATE slipway_agent_threads SET "values" = $2 WHERE thread_id = $1`, [
+      threadId,
+      json(values),
+    ]);
   }
 
   async delete(threadId: string, auth: AuthContext): Promise<string[]> {
     const [filters] = await handleAuthEvent(auth, 'threads:delete', { thread_id: threadId });
     await inTransaction(this.db, async (tx) => {
-      if (!(await this.visible(threadId, filters, tx, 'FOR UPDATE'))) throw new HTTPException(404, { message: `Thread with ID ${threadId} not found` });
+      if (!(await this.visible(threadId, filters, tx, 'FOR UPDATE')))
+        throw new HTTPException(404, { message: `Thread with ID ${threadId} not found` });
       await tx.query('DELETE FROM slipway_agent_threads WHERE thread_id = $1', [threadId]); // its runs go with it (ON DELETE CASCADE)
     });
     await checkpointer.delete(threadId, null);
@@ -131,7 +156,10 @@ export class PgThreads implements ThreadsRepo {
     const newThreadId = uuid7();
     const metadata = { ...from.metadata, thread_id: newThreadId };
     await handleAuthEvent(auth, 'threads:create', { thread_id: newThreadId, metadata });
-    const { rows } = await this.db.query(`INSERT INTO slipway_agent_threads (thread_id, metadata) VALUES ($1, $2) RETURNING *`, [newThreadId, json(metadata)]);
+    const { rows } = await this.db.query(
+      `INSERT INTO slipway_agent_threads (thread_id, metadata) VALUES ($1, $2) RETURNING *`,
+      [newThreadId, json(metadata)],
+    );
     await checkpointer.copy(threadId, newThreadId);
     return toThread(rows[0]);
   }

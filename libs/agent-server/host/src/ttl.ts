@@ -26,24 +26,37 @@ export interface TtlConfig {
 export function ttlConfig(graphConfig: { checkpointer?: any; store?: any }, sweepMs?: number): TtlConfig {
   const minutes = (where: string, value: unknown, fallback?: number): number => {
     if (value == null && fallback != null) return fallback;
-    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new Error(`langgraph.json: ${where} must be a positive number of minutes`);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
+      throw new Error(`langgraph.json: ${where} must be a positive number of minutes`);
     return value;
   };
   const out: TtlConfig = {};
   const threads = graphConfig.checkpointer?.ttl;
   if (threads != null && threads.default_ttl != null) {
-    if ((threads.strategy ?? 'delete') !== 'delete') throw new Error(`langgraph.json: checkpointer.ttl.strategy '${threads.strategy}' is not supported (only "delete")`);
+    if ((threads.strategy ?? 'delete') !== 'delete')
+      throw new Error(
+        `langgraph.json: checkpointer.ttl.strategy '${threads.strategy}' is not supported (only "delete")`,
+      );
     const ttlMinutes = minutes('checkpointer.ttl.default_ttl', threads.default_ttl);
-    out.threads = { ttlMinutes, sweepMs: sweepMs ?? minutes('checkpointer.ttl.sweep_interval_minutes', threads.sweep_interval_minutes, DEFAULT_SWEEP_MINUTES) * 60_000 };
+    out.threads = {
+      ttlMinutes,
+      sweepMs:
+        sweepMs ??
+        minutes('checkpointer.ttl.sweep_interval_minutes', threads.sweep_interval_minutes, DEFAULT_SWEEP_MINUTES) *
+          60_000,
+    };
   }
   const store = graphConfig.store?.ttl;
   if (store != null && store.default_ttl != null) {
     const ttlMinutes = minutes('store.ttl.default_ttl', store.default_ttl);
-    if (store.refresh_on_read != null && typeof store.refresh_on_read !== 'boolean') throw new Error('langgraph.json: store.ttl.refresh_on_read must be true or false');
+    if (store.refresh_on_read != null && typeof store.refresh_on_read !== 'boolean')
+      throw new Error('langgraph.json: store.ttl.refresh_on_read must be true or false');
     out.store = {
       ttlMinutes,
       refreshOnRead: store.refresh_on_read ?? true,
-      sweepMs: sweepMs ?? minutes('store.ttl.sweep_interval_minutes', store.sweep_interval_minutes, DEFAULT_SWEEP_MINUTES) * 60_000,
+      sweepMs:
+        sweepMs ??
+        minutes('store.ttl.sweep_interval_minutes', store.sweep_interval_minutes, DEFAULT_SWEEP_MINUTES) * 60_000,
     };
   }
   return out;
@@ -63,7 +76,8 @@ export function sweepThreads(db: Db, ttlMinutes: number, batch = SWEEP_BATCH): P
     );
     if (!rows.length) return 0;
     const ids = rows.map((r: { thread_id: string }) => r.thread_id);
-    for (const table of ['checkpoint_writes', 'checkpoint_blobs', 'checkpoints']) await tx.query(`DELETE FROM ${table} WHERE thread_id = ANY($1::text[])`, [ids]);
+    for (const table of ['checkpoint_writes', 'checkpoint_blobs', 'checkpoints'])
+      await tx.query(`DELETE FROM ${table} WHERE thread_id = ANY($1::text[])`, [ids]);
     await tx.query('DELETE FROM slipway_agent_threads WHERE thread_id = ANY($1::text[])', [ids]); // runs and crons cascade
     return ids.length;
   });

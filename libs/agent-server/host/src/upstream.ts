@@ -28,15 +28,20 @@ export type AuthContext = any;
 type AuthFilters = Record<string, unknown> | undefined;
 
 /** Runs the custom auth handler of `event`: its filters, and the value it may have changed. */
-export const handleAuthEvent: (auth: AuthContext, event: string, value: any) => Promise<[AuthFilters, any]> = auth.handleAuthEvent;
+export const handleAuthEvent: (auth: AuthContext, event: string, value: any) => Promise<[AuthFilters, any]> =
+  auth.handleAuthEvent;
 export const isAuthMatching: (metadata: unknown, filters: AuthFilters) => boolean = auth.isAuthMatching;
 /** Stamps the caller onto a run's config (`configurable.langgraph_auth_user`, `_user_id`, `_permissions`), as POST /runs does. */
-export const applyAuthToRunConfig: (config: { configurable?: Record<string, unknown> }, auth: AuthContext) => string | undefined = runAuth.applyAuthToRunConfig;
+export const applyAuthToRunConfig: (
+  config: { configurable?: Record<string, unknown> },
+  auth: AuthContext,
+) => string | undefined = runAuth.applyAuthToRunConfig;
 export const getGraph: (graphId: string, config: unknown, options: any) => Promise<any> = load.getGraph;
 /** The assistant id a graph id stands for (an assistant id is returned as is). */
 export const getAssistantId: (assistantOrGraphId: string) => string = load.getAssistantId;
 export const NAMESPACE_GRAPH: string = load.NAMESPACE_GRAPH;
-export const logger: { info: (...a: any[]) => void; warn: (...a: any[]) => void; error: (...a: any[]) => void } = logging.logger;
+export const logger: { info: (...a: any[]) => void; warn: (...a: any[]) => void; error: (...a: any[]) => void } =
+  logging.logger;
 export const serializeError: (error: unknown) => { error: string; message: string } = serde.serializeError;
 export const checkpointer: any = checkpoint.checkpointer;
 export const graphStore: any = store.store;

@@ -19,7 +19,9 @@ export interface QueueWorkerOptions {
 /** Starts the worker loops and the health probe; resolves once the probe listens. */
 export async function startQueueWorker(ops: Ops, options: QueueWorkerOptions): Promise<{ close: () => Promise<void> }> {
   const [{ registerFromEnv }, { queue }] = await Promise.all([apiModule('graph/load.mjs'), apiModule('queue.mjs')]);
-  const specs = Object.fromEntries(Object.entries(options.graphs).map(([id, spec]) => [id, typeof spec === 'string' ? spec : spec.path]));
+  const specs = Object.fromEntries(
+    Object.entries(options.graphs).map(([id, spec]) => [id, typeof spec === 'string' ? spec : spec.path]),
+  );
   await registerFromEnv(ops.assistants, specs, { cwd: options.cwd });
   // Each loop claims a run, runs it, and claims the next; they end with the process.
   for (let i = 0; i < options.jobs; i++) void queue(ops);

@@ -1,5 +1,11 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { DeploymentSource, DeploymentStatus, DeploymentType, ResourceSpec, ResourceSpecInput } from '@slipway/domain';
+import type {
+  DeploymentSource,
+  DeploymentStatus,
+  DeploymentType,
+  ResourceSpec,
+  ResourceSpecInput,
+} from '@slipway/domain';
 
 /** `source_config` as stored, minus `resource_spec` (its own column, fully resolved). */
 export interface StoredSourceConfig {

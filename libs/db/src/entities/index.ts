@@ -11,7 +11,12 @@ import { Workspace } from './workspace.entity.js';
 
 export { ApiKey, type ApiKeyRole, type ApiKeyScope } from './api-key.entity.js';
 export { Deployment, type PreviewRecord, type PreviewSettings, type StoredSourceConfig } from './deployment.entity.js';
-export { Integration, WebhookDelivery, type IntegrationConfig, type IntegrationProvider } from './integration.entity.js';
+export {
+  Integration,
+  WebhookDelivery,
+  type IntegrationConfig,
+  type IntegrationProvider,
+} from './integration.entity.js';
 export { Listener, type ComputeConfig } from './listener.entity.js';
 export { OAuthProvider } from './oauth-provider.entity.js';
 export { Organization } from './organization.entity.js';
@@ -21,4 +26,17 @@ export { TracingProject } from './tracing-project.entity.js';
 export { Workspace } from './workspace.entity.js';
 
 /** Every entity, listed explicitly: globs do not survive bundling or tsx path rewriting. */
-export const ENTITIES = [Organization, Workspace, ApiKey, Listener, OAuthProvider, TracingProject, Deployment, Revision, TagKey, TagValue, Integration, WebhookDelivery];
+export const ENTITIES = [
+  Organization,
+  Workspace,
+  ApiKey,
+  Listener,
+  OAuthProvider,
+  TracingProject,
+  Deployment,
+  Revision,
+  TagKey,
+  TagValue,
+  Integration,
+  WebhookDelivery,
+];

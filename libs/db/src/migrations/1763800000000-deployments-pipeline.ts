@@ -43,7 +43,9 @@ export class DeploymentsPipeline1763800000000 implements MigrationInterface {
     await q.query(`ALTER TABLE tracing_projects ADD CONSTRAINT tracing_projects_deployment_fk
                    FOREIGN KEY (deployment_id) REFERENCES deployments(id) ON DELETE SET NULL`);
     // The list endpoint: one workspace, newest first, with its filters.
-    await q.query(`CREATE INDEX deployments_workspace_created_idx ON deployments (workspace_id, created_at DESC, id DESC)`);
+    await q.query(
+      `CREATE INDEX deployments_workspace_created_idx ON deployments (workspace_id, created_at DESC, id DESC)`,
+    );
     await q.query(`CREATE INDEX deployments_workspace_status_idx ON deployments (workspace_id, status)`);
     await q.query(`CREATE INDEX deployments_listener_idx ON deployments (listener_id) WHERE listener_id IS NOT NULL`);
 
@@ -70,7 +72,9 @@ export class DeploymentsPipeline1763800000000 implements MigrationInterface {
         created_at              timestamptz NOT NULL DEFAULT now(),
         updated_at              timestamptz NOT NULL DEFAULT now()
       )`);
-    await q.query(`CREATE INDEX revisions_deployment_created_idx ON revisions (deployment_id, created_at DESC, id DESC)`);
+    await q.query(
+      `CREATE INDEX revisions_deployment_created_idx ON revisions (deployment_id, created_at DESC, id DESC)`,
+    );
     // One revision in flight per deployment, enforced by Postgres itself: a started revision
     // holds the slot until it reaches a terminal status.
     await q.query(`
@@ -153,7 +157,9 @@ export class DeploymentsPipeline1763800000000 implements MigrationInterface {
         created_at     timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (deployment_id, tag_value_id)
       )`);
-    await q.query(`CREATE INDEX deployment_tag_values_value_idx ON deployment_tag_values (tag_value_id, deployment_id)`);
+    await q.query(
+      `CREATE INDEX deployment_tag_values_value_idx ON deployment_tag_values (tag_value_id, deployment_id)`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

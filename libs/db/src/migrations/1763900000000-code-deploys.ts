@@ -22,8 +22,12 @@ export class CodeDeploys1763900000000 implements MigrationInterface {
         updated_at             timestamptz NOT NULL DEFAULT now(),
         CONSTRAINT integrations_workspace_name_key UNIQUE (workspace_id, name)
       )`);
-    await q.query(`ALTER TABLE deployments ADD COLUMN integration_id uuid REFERENCES integrations(id) ON DELETE RESTRICT`);
-    await q.query(`CREATE INDEX deployments_integration_idx ON deployments (integration_id) WHERE integration_id IS NOT NULL`);
+    await q.query(
+      `ALTER TABLE deployments ADD COLUMN integration_id uuid REFERENCES integrations(id) ON DELETE RESTRICT`,
+    );
+    await q.query(
+      `CREATE INDEX deployments_integration_idx ON deployments (integration_id) WHERE integration_id IS NOT NULL`,
+    );
 
     await q.query(`
       CREATE TABLE webhook_deliveries (
@@ -38,7 +42,9 @@ export class CodeDeploys1763900000000 implements MigrationInterface {
         revision_ids     uuid[] NOT NULL DEFAULT '{}',
         received_at      timestamptz NOT NULL DEFAULT now()
       )`);
-    await q.query(`CREATE INDEX webhook_deliveries_integration_idx ON webhook_deliveries (integration_id, received_at DESC, id DESC)`);
+    await q.query(
+      `CREATE INDEX webhook_deliveries_integration_idx ON webhook_deliveries (integration_id, received_at DESC, id DESC)`,
+    );
 
     await q.query(`
       CREATE TABLE revision_logs (
@@ -76,7 +82,9 @@ export class CodeDeploys1763900000000 implements MigrationInterface {
     await q.query(`CREATE INDEX runtime_processes_deployment_idx ON runtime_processes (deployment_id, status)`);
     // The stable serving address of a cloud-hosted deployment (the deployer's proxy port).
     await q.query(`ALTER TABLE deployments ADD COLUMN serving_port integer`);
-    await q.query(`CREATE UNIQUE INDEX deployments_serving_port_idx ON deployments (serving_port) WHERE serving_port IS NOT NULL`);
+    await q.query(
+      `CREATE UNIQUE INDEX deployments_serving_port_idx ON deployments (serving_port) WHERE serving_port IS NOT NULL`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

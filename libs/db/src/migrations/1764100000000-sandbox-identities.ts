@@ -6,7 +6,9 @@ export class SandboxIdentities1764100000000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE deployments ADD COLUMN sandbox_uid integer`);
-    await q.query(`CREATE UNIQUE INDEX deployments_sandbox_uid_idx ON deployments (sandbox_uid) WHERE sandbox_uid IS NOT NULL`);
+    await q.query(
+      `CREATE UNIQUE INDEX deployments_sandbox_uid_idx ON deployments (sandbox_uid) WHERE sandbox_uid IS NOT NULL`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

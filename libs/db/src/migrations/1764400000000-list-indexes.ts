@@ -18,7 +18,9 @@ export class ListIndexes1764400000000 implements MigrationInterface {
     await q.query(`CREATE INDEX deployments_name_trgm_idx ON deployments USING gin (name gin_trgm_ops)`);
     await q.query(`DROP INDEX deployments_workspace_status_idx`);
     for (const column of ['status', 'deployment_type', 'image_version']) {
-      await q.query(`CREATE INDEX deployments_workspace_${column}_created_idx ON deployments (workspace_id, ${column}, created_at DESC, id DESC)`);
+      await q.query(
+        `CREATE INDEX deployments_workspace_${column}_created_idx ON deployments (workspace_id, ${column}, created_at DESC, id DESC)`,
+      );
     }
     await q.query(
       `CREATE INDEX deployments_workspace_remote_created_idx ON deployments (workspace_id, created_at DESC, id DESC) WHERE listener_id IS NOT NULL`,
@@ -31,7 +33,8 @@ export class ListIndexes1764400000000 implements MigrationInterface {
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DROP INDEX deployments_workspace_local_created_idx`);
     await q.query(`DROP INDEX deployments_workspace_remote_created_idx`);
-    for (const column of ['status', 'deployment_type', 'image_version']) await q.query(`DROP INDEX deployments_workspace_${column}_created_idx`);
+    for (const column of ['status', 'deployment_type', 'image_version'])
+      await q.query(`DROP INDEX deployments_workspace_${column}_created_idx`);
     await q.query(`CREATE INDEX deployments_workspace_status_idx ON deployments (workspace_id, status)`);
     await q.query(`DROP INDEX deployments_name_trgm_idx`);
   }

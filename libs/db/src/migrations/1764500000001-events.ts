@@ -53,11 +53,15 @@ export class Events1764500000001 implements MigrationInterface {
         END IF;
         RETURN NULL;
       END $$`);
-    await q.query(`CREATE TRIGGER deployments_created_event AFTER INSERT ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_deployment_event()`);
+    await q.query(
+      `CREATE TRIGGER deployments_created_event AFTER INSERT ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_deployment_event()`,
+    );
     await q.query(`
       CREATE TRIGGER deployments_status_event AFTER UPDATE OF status ON deployments
         FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION slipway_deployment_event()`);
-    await q.query(`CREATE TRIGGER deployments_deleted_event AFTER DELETE ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_deployment_event()`);
+    await q.query(
+      `CREATE TRIGGER deployments_deleted_event AFTER DELETE ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_deployment_event()`,
+    );
 
     await q.query(`
       CREATE FUNCTION slipway_revision_event() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -75,7 +79,9 @@ export class Events1764500000001 implements MigrationInterface {
         END IF;
         RETURN NULL;
       END $$`);
-    await q.query(`CREATE TRIGGER revisions_created_event AFTER INSERT ON revisions FOR EACH ROW EXECUTE FUNCTION slipway_revision_event()`);
+    await q.query(
+      `CREATE TRIGGER revisions_created_event AFTER INSERT ON revisions FOR EACH ROW EXECUTE FUNCTION slipway_revision_event()`,
+    );
     await q.query(`
       CREATE TRIGGER revisions_status_event AFTER UPDATE OF status ON revisions
         FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION slipway_revision_event()`);

@@ -51,7 +51,9 @@ export class OutboundWebhooks1764500000100 implements MigrationInterface {
         response_status integer,
         error           text
       )`);
-    await q.query(`CREATE INDEX outbound_delivery_attempts_delivery_idx ON outbound_delivery_attempts (delivery_id, id)`);
+    await q.query(
+      `CREATE INDEX outbound_delivery_attempts_delivery_idx ON outbound_delivery_attempts (delivery_id, id)`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -8,7 +8,9 @@ export class WebhookFormat1764500000101 implements MigrationInterface {
   name = 'WebhookFormat1764500000101';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`ALTER TABLE outbound_webhooks ADD COLUMN format text NOT NULL DEFAULT 'standard' CHECK (format IN ('standard', 'slack'))`);
+    await q.query(
+      `ALTER TABLE outbound_webhooks ADD COLUMN format text NOT NULL DEFAULT 'standard' CHECK (format IN ('standard', 'slack'))`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -10,7 +10,9 @@ export class ListenerWorkIndex1764600000200 implements MigrationInterface {
   name = 'ListenerWorkIndex1764600000200';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`CREATE INDEX deployments_listener_status_idx ON deployments (listener_id, status) WHERE listener_id IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX deployments_listener_status_idx ON deployments (listener_id, status) WHERE listener_id IS NOT NULL`,
+    );
     await q.query(`DROP INDEX deployments_listener_idx`);
   }
 

@@ -46,6 +46,8 @@ export class Registry1764700000000 implements MigrationInterface {
     await q.query(`ALTER TABLE workspace_quotas DROP COLUMN registry_bytes`);
     await q.query(`ALTER TABLE revisions DROP COLUMN image_digest`);
     await q.query(`ALTER TABLE deployments DROP CONSTRAINT deployments_source_check`);
-    await q.query(`ALTER TABLE deployments ADD CONSTRAINT deployments_source_check CHECK (source IN ('repohost', 'external_container', 'upload'))`);
+    await q.query(
+      `ALTER TABLE deployments ADD CONSTRAINT deployments_source_check CHECK (source IN ('repohost', 'external_container', 'upload'))`,
+    );
   }
 }

@@ -20,9 +20,13 @@ export class DeploymentSlots1764800000000 implements MigrationInterface {
         workspace_id   uuid NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
         deployment_id  uuid UNIQUE REFERENCES deployments(id) ON DELETE CASCADE
       )`);
-    await q.query(`CREATE INDEX deployment_slots_free_idx ON deployment_slots (workspace_id) WHERE deployment_id IS NULL`);
+    await q.query(
+      `CREATE INDEX deployment_slots_free_idx ON deployment_slots (workspace_id) WHERE deployment_id IS NULL`,
+    );
     await q.query(`CREATE INDEX deployment_slots_workspace_idx ON deployment_slots (workspace_id)`);
-    await q.query(`INSERT INTO deployment_slots (workspace_id, deployment_id) SELECT workspace_id, id FROM deployments`);
+    await q.query(
+      `INSERT INTO deployment_slots (workspace_id, deployment_id) SELECT workspace_id, id FROM deployments`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

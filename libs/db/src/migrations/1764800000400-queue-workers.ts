@@ -9,7 +9,9 @@ export class QueueWorkers1764800000400 implements MigrationInterface {
   name = 'QueueWorkers1764800000400';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`ALTER TABLE runtime_processes ADD COLUMN role text NOT NULL DEFAULT 'api' CHECK (role IN ('api', 'queue'))`);
+    await q.query(
+      `ALTER TABLE runtime_processes ADD COLUMN role text NOT NULL DEFAULT 'api' CHECK (role IN ('api', 'queue'))`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

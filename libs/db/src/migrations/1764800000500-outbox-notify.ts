@@ -16,7 +16,9 @@ export class OutboxNotify1764800000500 implements MigrationInterface {
         PERFORM pg_notify('slipway_outbox', '');
         RETURN NULL;
       END $$`);
-    await q.query(`CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION slipway_outbox_notify()`);
+    await q.query(
+      `CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION slipway_outbox_notify()`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

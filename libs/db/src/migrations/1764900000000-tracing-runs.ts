@@ -54,7 +54,9 @@ export class TracingRuns1764900000000 implements MigrationInterface {
     // The run list of a project, newest first; a trace's runs in tree order; children of a run.
     await q.query(`CREATE INDEX tracing_runs_project_start_idx ON tracing_runs (project_id, start_time DESC, id)`);
     await q.query(`CREATE INDEX tracing_runs_trace_idx ON tracing_runs (workspace_id, trace_id, dotted_order)`);
-    await q.query(`CREATE INDEX tracing_runs_parent_idx ON tracing_runs (workspace_id, parent_run_id) WHERE parent_run_id IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX tracing_runs_parent_idx ON tracing_runs (workspace_id, parent_run_id) WHERE parent_run_id IS NOT NULL`,
+    );
 
     await q.query(`
       CREATE TABLE tracing_run_payloads (

@@ -14,7 +14,9 @@ export class TracingRetention1764900000100 implements MigrationInterface {
   name = 'TracingRetention1764900000100';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`ALTER TABLE workspace_quotas ADD COLUMN trace_retention_days integer CHECK (trace_retention_days >= 1)`);
+    await q.query(
+      `ALTER TABLE workspace_quotas ADD COLUMN trace_retention_days integer CHECK (trace_retention_days >= 1)`,
+    );
     await q.query(`ALTER TABLE tracing_traces ADD COLUMN thread_id text, ADD COLUMN revision_id text`);
     await q.query(`
       UPDATE tracing_traces t SET thread_id = s.thread_id, revision_id = s.revision_id

@@ -16,7 +16,9 @@ export class TraceFronts1764900000200 implements MigrationInterface {
     await q.query(
       `ALTER TABLE deployment_credentials ADD COLUMN trace_front_port integer CONSTRAINT deployment_credentials_trace_front_port_key UNIQUE`,
     );
-    await q.query(`ALTER TABLE tracing_pending_updates ADD COLUMN project_id uuid REFERENCES tracing_projects(id) ON DELETE CASCADE`);
+    await q.query(
+      `ALTER TABLE tracing_pending_updates ADD COLUMN project_id uuid REFERENCES tracing_projects(id) ON DELETE CASCADE`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -31,7 +31,9 @@ export class EdgeNames1765000000000 implements MigrationInterface {
         END LOOP;
         RETURN NEW;
       END $$`);
-    await q.query(`CREATE TRIGGER deployments_edge_name BEFORE INSERT ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_edge_name()`);
+    await q.query(
+      `CREATE TRIGGER deployments_edge_name BEFORE INSERT ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_edge_name()`,
+    );
     // Existing deployments, oldest first: the first holder of a name keeps the plain label.
     await q.query(`
       DO $$
@@ -57,7 +59,9 @@ export class EdgeNames1765000000000 implements MigrationInterface {
         FOR EACH ROW WHEN (OLD.edge_name IS DISTINCT FROM NEW.edge_name OR OLD.serving_port IS DISTINCT FROM NEW.serving_port
           OR (OLD.status = 'AWAITING_DELETE') <> (NEW.status = 'AWAITING_DELETE'))
         EXECUTE FUNCTION slipway_edge_routes_notify()`);
-    await q.query(`CREATE TRIGGER deployments_edge_routes_gone AFTER DELETE ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_edge_routes_notify()`);
+    await q.query(
+      `CREATE TRIGGER deployments_edge_routes_gone AFTER DELETE ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_edge_routes_notify()`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

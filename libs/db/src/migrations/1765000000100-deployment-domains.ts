@@ -34,7 +34,9 @@ export class DeploymentDomains1765000000100 implements MigrationInterface {
         updated_at         timestamptz NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE INDEX deployment_domains_deployment_idx ON deployment_domains (deployment_id)`);
-    await q.query(`CREATE INDEX deployment_domains_pending_idx ON deployment_domains (checked_at NULLS FIRST) WHERE verified_at IS NULL`);
+    await q.query(
+      `CREATE INDEX deployment_domains_pending_idx ON deployment_domains (checked_at NULLS FIRST) WHERE verified_at IS NULL`,
+    );
     await q.query(`
       CREATE FUNCTION slipway_domain_changed() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -48,7 +50,9 @@ export class DeploymentDomains1765000000100 implements MigrationInterface {
         END IF;
         RETURN NULL;
       END $$`);
-    await q.query(`CREATE TRIGGER deployment_domains_changed AFTER INSERT OR UPDATE OR DELETE ON deployment_domains FOR EACH ROW EXECUTE FUNCTION slipway_domain_changed()`);
+    await q.query(
+      `CREATE TRIGGER deployment_domains_changed AFTER INSERT OR UPDATE OR DELETE ON deployment_domains FOR EACH ROW EXECUTE FUNCTION slipway_domain_changed()`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -21,8 +21,12 @@ export class Previews1765000000400 implements MigrationInterface {
         ADD COLUMN preview jsonb,
         ADD COLUMN preview_expires_at timestamptz,
         ADD COLUMN preview_end_reason text`);
-    await q.query(`CREATE UNIQUE INDEX deployments_preview_number_key ON deployments (preview_of, ((preview->'pull_request'->>'number')::int)) WHERE preview_of IS NOT NULL`);
-    await q.query(`CREATE INDEX deployments_preview_expiry_idx ON deployments (preview_expires_at) WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE'`);
+    await q.query(
+      `CREATE UNIQUE INDEX deployments_preview_number_key ON deployments (preview_of, ((preview->'pull_request'->>'number')::int)) WHERE preview_of IS NOT NULL`,
+    );
+    await q.query(
+      `CREATE INDEX deployments_preview_expiry_idx ON deployments (preview_expires_at) WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE'`,
+    );
     await q.query(`
       CREATE FUNCTION slipway_preview_event() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -38,7 +42,9 @@ export class Previews1765000000400 implements MigrationInterface {
         END IF;
         RETURN NULL;
       END $$`);
-    await q.query(`CREATE TRIGGER deployments_preview_events AFTER UPDATE OF preview_of, status ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_preview_event()`);
+    await q.query(
+      `CREATE TRIGGER deployments_preview_events AFTER UPDATE OF preview_of, status ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_preview_event()`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {
@@ -46,6 +52,8 @@ export class Previews1765000000400 implements MigrationInterface {
     await q.query(`DROP FUNCTION slipway_preview_event()`);
     await q.query(`DROP INDEX deployments_preview_expiry_idx`);
     await q.query(`DROP INDEX deployments_preview_number_key`);
-    await q.query(`ALTER TABLE deployments DROP COLUMN preview_end_reason, DROP COLUMN preview_expires_at, DROP COLUMN preview, DROP COLUMN preview_of`);
+    await q.query(
+      `ALTER TABLE deployments DROP COLUMN preview_end_reason, DROP COLUMN preview_expires_at, DROP COLUMN preview, DROP COLUMN preview_of`,
+    );
   }
 }

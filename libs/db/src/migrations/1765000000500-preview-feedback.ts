@@ -21,7 +21,9 @@ export class PreviewFeedback1765000000500 implements MigrationInterface {
         last_error        text,
         updated_at        timestamptz NOT NULL DEFAULT now()
       )`);
-    await q.query(`CREATE INDEX deployments_forge_previews_idx ON deployments (id) WHERE preview_of IS NOT NULL AND preview ? 'repository'`);
+    await q.query(
+      `CREATE INDEX deployments_forge_previews_idx ON deployments (id) WHERE preview_of IS NOT NULL AND preview ? 'repository'`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

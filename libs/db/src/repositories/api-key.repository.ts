@@ -89,7 +89,10 @@ export interface IssueApiKeyInput {
  * Generates and stores a new key; returns the row and the key itself, which exists nowhere
  * else afterwards. Shared by the api and the CLI so both mint keys the same way.
  */
-export async function issueApiKey(manager: EntityManager, input: IssueApiKeyInput): Promise<{ row: ApiKey; key: string }> {
+export async function issueApiKey(
+  manager: EntityManager,
+  input: IssueApiKeyInput,
+): Promise<{ row: ApiKey; key: string }> {
   const generated = generateApiKey();
   const row = manager.create(ApiKey, {
     id: randomUUID(),

@@ -34,7 +34,11 @@ describe('DeploymentActivity throttle', () => {
 
   it('keeps a failed write throttled: a database outage costs one statement per interval', async () => {
     let n = 0;
-    const failing = { manager: { queryRunner: { connect: async () => ({ query: async () => (n++, Promise.reject(new Error('down'))) }) } } };
+    const failing = {
+      manager: {
+        queryRunner: { connect: async () => ({ query: async () => (n++, Promise.reject(new Error('down'))) }) },
+      },
+    };
     const activity = new DeploymentActivity(failing as unknown as DataSource, 60_000, () => 0);
     await expect(activity.record('a')).rejects.toThrow('down');
     expect(await activity.record('a')).toBe('throttled');

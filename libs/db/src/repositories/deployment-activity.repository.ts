@@ -92,7 +92,10 @@ export class DeploymentActivity {
    * Records each deployment's activity after work that is already done (runs written): a failure
    * goes to `onError`, never to the caller, whose work stands.
    */
-  async recordAll(deploymentIds: readonly string[], onError: (err: unknown, deploymentId: string) => void): Promise<void> {
+  async recordAll(
+    deploymentIds: readonly string[],
+    onError: (err: unknown, deploymentId: string) => void,
+  ): Promise<void> {
     await Promise.all(deploymentIds.map((id) => this.record(id).catch((err) => onError(err, id))));
   }
 

@@ -17,7 +17,11 @@ export interface FrontPorts {
 }
 
 /** The fronts a deployment may have, by the column their port is recorded in. */
-const FRONT_PORT_COLUMNS = { postgres: 'postgres_front_port', redis: 'redis_front_port', trace: 'trace_front_port' } as const;
+const FRONT_PORT_COLUMNS = {
+  postgres: 'postgres_front_port',
+  redis: 'redis_front_port',
+  trace: 'trace_front_port',
+} as const;
 export type FrontKind = keyof typeof FRONT_PORT_COLUMNS;
 
 /** A deployment's store passwords as stored, sealed (read beside other rows, opened by `DeploymentCredentialStore.open`). */
@@ -38,7 +42,8 @@ interface Row {
 const newPassword = () => randomBytes(32).toString('base64url');
 
 /** The deployment id and purpose are bound to each ciphertext, so a sealed value copied elsewhere does not open. */
-const context = (deploymentId: string, purpose: 'database' | 'redis') => `deployment-credentials/${deploymentId}/${purpose}`;
+const context = (deploymentId: string, purpose: 'database' | 'redis') =>
+  `deployment-credentials/${deploymentId}/${purpose}`;
 
 /**
  * The `deployment_credentials` rows: passwords generated once at random, sealed with the
@@ -72,7 +77,11 @@ export class DeploymentCredentialStore {
   /** The recorded front ports (both null when none were allocated yet). */
   async frontPorts(deploymentId: string): Promise<FrontPorts> {
     const row = await this.row(deploymentId);
-    return { postgres: row?.postgres_front_port ?? null, redis: row?.redis_front_port ?? null, trace: row?.trace_front_port ?? null };
+    return {
+      postgres: row?.postgres_front_port ?? null,
+      redis: row?.redis_front_port ?? null,
+      trace: row?.trace_front_port ?? null,
+    };
   }
 
   /**
@@ -118,7 +127,11 @@ export class DeploymentCredentialStore {
       `INSERT INTO deployment_credentials (deployment_id, database_password_sealed, redis_password_sealed)
        SELECT id, $2, $3 FROM deployments WHERE id = $1
        ON CONFLICT (deployment_id) DO NOTHING`,
-      [deploymentId, this.box.seal(newPassword(), context(deploymentId, 'database')), this.box.seal(newPassword(), context(deploymentId, 'redis'))],
+      [
+        deploymentId,
+        this.box.seal(newPassword(), context(deploymentId, 'database')),
+        this.box.seal(newPassword(), context(deploymentId, 'redis')),
+      ],
     );
     const row = await this.row(deploymentId);
     if (!row) throw new Error(`Deployment ${deploymentId} is gone.`);
@@ -126,4 +139,7 @@ export class DeploymentCredentialStore {
   }
 }
 
-const sealedOf = (row: Row): SealedCredentials => ({ database: row.database_password_sealed, redis: row.redis_password_sealed });
+const sealedOf = (row: Row): SealedCredentials => ({
+  database: row.database_password_sealed,
+  redis: row.redis_password_sealed,
+});

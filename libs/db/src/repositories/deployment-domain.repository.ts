@@ -48,7 +48,8 @@ const toDomain = (r: Row): DeploymentDomain => ({
   createdAt: r.created_at,
 });
 
-const COLUMNS = 'id, deployment_id, workspace_id, host, state, error, verification_token, verified_at, from_custom_url, created_at';
+const COLUMNS =
+  'id, deployment_id, workspace_id, host, state, error, verification_token, verified_at, from_custom_url, created_at';
 
 export interface DomainClaim {
   deploymentId: string;
@@ -69,7 +70,11 @@ export class DeploymentDomainRepository {
   constructor(private readonly manager: EntityManager) {}
 
   async list(deploymentId: string): Promise<DeploymentDomain[]> {
-    const rows = await queryRows<Row>(this.manager, `SELECT ${COLUMNS} FROM deployment_domains WHERE deployment_id = $1 ORDER BY created_at, host`, [deploymentId]);
+    const rows = await queryRows<Row>(
+      this.manager,
+      `SELECT ${COLUMNS} FROM deployment_domains WHERE deployment_id = $1 ORDER BY created_at, host`,
+      [deploymentId],
+    );
     return rows.map(toDomain);
   }
 
@@ -88,15 +93,25 @@ export class DeploymentDomainRepository {
       [randomUUID(), claim.deploymentId, claim.workspaceId, claim.host, claim.verifiedAs, token, claim.fromCustomUrl],
     );
     if (inserted) return { domain: toDomain(inserted), created: true };
-    const [held] = await queryRows<Row>(this.manager, `SELECT ${COLUMNS} FROM deployment_domains WHERE host = $1`, [claim.host]);
+    const [held] = await queryRows<Row>(this.manager, `SELECT ${COLUMNS} FROM deployment_domains WHERE host = $1`, [
+      claim.host,
+    ]);
     if (!held || held.deployment_id !== claim.deploymentId) return 'taken';
-    if (claim.fromCustomUrl && !held.from_custom_url) await this.manager.query(`UPDATE deployment_domains SET from_custom_url = true WHERE id = $1`, [held.id]);
-    return { domain: { ...toDomain(held), fromCustomUrl: held.from_custom_url || claim.fromCustomUrl }, created: false };
+    if (claim.fromCustomUrl && !held.from_custom_url)
+      await this.manager.query(`UPDATE deployment_domains SET from_custom_url = true WHERE id = $1`, [held.id]);
+    return {
+      domain: { ...toDomain(held), fromCustomUrl: held.from_custom_url || claim.fromCustomUrl },
+      created: false,
+    };
   }
 
   /** Releases one host of the deployment; false when it holds no such host. */
   async release(deploymentId: string, host: string): Promise<boolean> {
-    const gone = await queryRows(this.manager, `DELETE FROM deployment_domains WHERE deployment_id = $1 AND host = $2 RETURNING id`, [deploymentId, host]);
+    const gone = await queryRows(
+      this.manager,
+      `DELETE FROM deployment_domains WHERE deployment_id = $1 AND host = $2 RETURNING id`,
+      [deploymentId, host],
+    );
     return gone.length > 0;
   }
 
@@ -107,7 +122,10 @@ export class DeploymentDomainRepository {
 
   /** Releases the host that stood for the deployment's `custom_url`, unless it is `keep`. */
   async releaseCustomUrl(deploymentId: string, keep: string | null): Promise<void> {
-    await this.manager.query(`DELETE FROM deployment_domains WHERE deployment_id = $1 AND from_custom_url AND host IS DISTINCT FROM $2`, [deploymentId, keep]);
+    await this.manager.query(
+      `DELETE FROM deployment_domains WHERE deployment_id = $1 AND from_custom_url AND host IS DISTINCT FROM $2`,
+      [deploymentId, keep],
+    );
   }
 
   /** Domains still to verify, least recently checked first, at most once per `everyMs`. */
@@ -124,7 +142,10 @@ export class DeploymentDomainRepository {
 
   /** A verification attempt that found no proof: when, and what was missing. */
   async recordCheck(id: string, error: string): Promise<void> {
-    await this.manager.query(`UPDATE deployment_domains SET checked_at = now(), error = $2, updated_at = now() WHERE id = $1 AND verified_at IS NULL`, [id, error]);
+    await this.manager.query(
+      `UPDATE deployment_domains SET checked_at = now(), error = $2, updated_at = now() WHERE id = $1 AND verified_at IS NULL`,
+      [id, error],
+    );
   }
 
   /** Proven: routed from now on, in `state`. */
@@ -146,7 +167,10 @@ export class DeploymentDomainRepository {
 
   /** Every verified host (the hosts the edge routes and obtains certificates for). */
   async verifiedHosts(): Promise<string[]> {
-    const rows = await queryRows<{ host: string }>(this.manager, `SELECT host FROM deployment_domains WHERE verified_at IS NOT NULL ORDER BY host`);
+    const rows = await queryRows<{ host: string }>(
+      this.manager,
+      `SELECT host FROM deployment_domains WHERE verified_at IS NOT NULL ORDER BY host`,
+    );
     return rows.map((r) => r.host);
   }
 }

@@ -1,5 +1,12 @@
 import type { EntityManager } from 'typeorm';
-import { METRIC_COUNTERS, METRIC_GAUGES, METRIC_LATENCIES, type InstanceMetrics, type MetricCounter, type MetricName } from '@slipway/domain';
+import {
+  METRIC_COUNTERS,
+  METRIC_GAUGES,
+  METRIC_LATENCIES,
+  type InstanceMetrics,
+  type MetricCounter,
+  type MetricName,
+} from '@slipway/domain';
 import { queryRows } from '../sql.js';
 
 /** One deployment's numbers over one fixed time bucket, as the deployer serving it records them. */
@@ -38,7 +45,9 @@ export class DeploymentMetricsRepository {
          ON CONFLICT (deployment_id, bucket_at) DO UPDATE SET
            ${[
              ...METRIC_COUNTERS.map((c) => `${c} = deployment_metrics.${c} + EXCLUDED.${c}`),
-             ...[...METRIC_LATENCIES, ...METRIC_GAUGES].map((c) => `${c} = coalesce(EXCLUDED.${c}, deployment_metrics.${c})`),
+             ...[...METRIC_LATENCIES, ...METRIC_GAUGES].map(
+               (c) => `${c} = coalesce(EXCLUDED.${c}, deployment_metrics.${c})`,
+             ),
            ].join(', ')}`,
         [b.deploymentId, b.bucketAt, ...values],
       );
@@ -47,7 +56,11 @@ export class DeploymentMetricsRepository {
 
   /** Removes buckets older than `before`; returns how many. */
   async prune(before: Date): Promise<number> {
-    const rows = await queryRows<{ n: string }>(this.manager, `WITH d AS (DELETE FROM deployment_metrics WHERE bucket_at < $1 RETURNING 1) SELECT count(*) AS n FROM d`, [before]);
+    const rows = await queryRows<{ n: string }>(
+      this.manager,
+      `WITH d AS (DELETE FROM deployment_metrics WHERE bucket_at < $1 RETURNING 1) SELECT count(*) AS n FROM d`,
+      [before],
+    );
     return Number(rows[0]?.n ?? 0);
   }
 

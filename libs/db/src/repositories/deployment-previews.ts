@@ -81,7 +81,11 @@ export class PreviewRepository {
 
   /** The parent's previews not being deleted, locked (the parent's delete takes them along). */
   async lockActiveIds(parentId: string): Promise<string[]> {
-    const rows = await queryRows<{ id: string }>(this.manager, `SELECT id FROM deployments WHERE preview_of = $1 AND status <> 'AWAITING_DELETE' ORDER BY id FOR UPDATE`, [parentId]);
+    const rows = await queryRows<{ id: string }>(
+      this.manager,
+      `SELECT id FROM deployments WHERE preview_of = $1 AND status <> 'AWAITING_DELETE' ORDER BY id FOR UPDATE`,
+      [parentId],
+    );
     return rows.map((r) => r.id);
   }
 
@@ -97,12 +101,27 @@ export class PreviewRepository {
 
   /** Locks the preview if it is still past its expiry (a rollout may have extended it since it was listed). */
   async lockIfExpired(id: string): Promise<boolean> {
-    return (await queryRows(this.manager, `SELECT 1 FROM deployments WHERE id = $1 AND preview_expires_at < now() FOR UPDATE`, [id])).length > 0;
+    return (
+      (
+        await queryRows(
+          this.manager,
+          `SELECT 1 FROM deployments WHERE id = $1 AND preview_expires_at < now() FOR UPDATE`,
+          [id],
+        )
+      ).length > 0
+    );
   }
 
   /** Whether a deployment of this name exists in the workspace. */
   async nameTaken(workspaceId: string, name: string): Promise<boolean> {
-    return (await queryRows(this.manager, `SELECT 1 FROM deployments WHERE workspace_id = $1 AND name = $2`, [workspaceId, name])).length > 0;
+    return (
+      (
+        await queryRows(this.manager, `SELECT 1 FROM deployments WHERE workspace_id = $1 AND name = $2`, [
+          workspaceId,
+          name,
+        ])
+      ).length > 0
+    );
   }
 
   /** Forge-opened previews whose latest revision's state differs from what was last reported, due for an attempt. */
@@ -143,12 +162,22 @@ export class PreviewRepository {
 
   /** Makes sure the preview has its feedback row (the lock of its reports), outside any transaction. */
   async ensureFeedbackRow(deploymentId: string): Promise<void> {
-    await this.manager.query(`INSERT INTO preview_feedback (deployment_id) VALUES ($1) ON CONFLICT DO NOTHING`, [deploymentId]);
+    await this.manager.query(`INSERT INTO preview_feedback (deployment_id) VALUES ($1) ON CONFLICT DO NOTHING`, [
+      deploymentId,
+    ]);
   }
 
   /** Locks the preview's feedback row, or false when another worker is reporting it now. */
   async lockFeedback(deploymentId: string): Promise<boolean> {
-    return (await queryRows(this.manager, `SELECT 1 FROM preview_feedback WHERE deployment_id = $1 FOR UPDATE SKIP LOCKED`, [deploymentId])).length > 0;
+    return (
+      (
+        await queryRows(
+          this.manager,
+          `SELECT 1 FROM preview_feedback WHERE deployment_id = $1 FOR UPDATE SKIP LOCKED`,
+          [deploymentId],
+        )
+      ).length > 0
+    );
   }
 
   /** Told: this revision in this state. */
@@ -163,7 +192,13 @@ export class PreviewRepository {
    * The forge could not be told: kept with its error and tried again after a backoff (30 s
    * doubling); after `maxAttempts`, that state is given up (marked reported, the error kept).
    */
-  async reportFailed(deploymentId: string, revisionId: string, state: FeedbackState, error: string, maxAttempts: number): Promise<void> {
+  async reportFailed(
+    deploymentId: string,
+    revisionId: string,
+    state: FeedbackState,
+    error: string,
+    maxAttempts: number,
+  ): Promise<void> {
     await this.manager.query(
       `UPDATE preview_feedback
           SET attempts = attempts + 1, last_error = $4, failed_state = $3, updated_at = now(),
@@ -181,7 +216,15 @@ export class PreviewRepository {
       `INSERT INTO preview_requests (parent_id, number, head_ref, head_sha, url, repository, fork_repository) VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (parent_id, number) DO UPDATE SET head_ref = EXCLUDED.head_ref, head_sha = EXCLUDED.head_sha, url = EXCLUDED.url,
          repository = EXCLUDED.repository, fork_repository = EXCLUDED.fork_repository, received_at = now()`,
-      [parentId, request.number, request.headRef, request.headSha, request.url, request.repository, request.forkRepository],
+      [
+        parentId,
+        request.number,
+        request.headRef,
+        request.headSha,
+        request.url,
+        request.repository,
+        request.forkRepository,
+      ],
     );
   }
 
@@ -193,7 +236,14 @@ export class PreviewRepository {
       headSha ? [parentId, number, headSha] : [parentId, number],
     );
     return row
-      ? { number: row.number, headRef: row.head_ref, headSha: row.head_sha, url: row.url, repository: row.repository, forkRepository: row.fork_repository }
+      ? {
+          number: row.number,
+          headRef: row.head_ref,
+          headSha: row.head_sha,
+          url: row.url,
+          repository: row.repository,
+          forkRepository: row.fork_repository,
+        }
       : null;
   }
 
@@ -209,7 +259,9 @@ export class PreviewRepository {
   }
 
   /** Previews a forge opened and not being deleted: what the check of still-open pull requests looks at. */
-  async forgeOpened(limit = 200): Promise<Array<{ id: string; integrationId: string | null; repository: string; number: number }>> {
+  async forgeOpened(
+    limit = 200,
+  ): Promise<Array<{ id: string; integrationId: string | null; repository: string; number: number }>> {
     const rows = await queryRows<{ id: string; integration_id: string | null; repository: string; number: number }>(
       this.manager,
       `SELECT id, integration_id, preview->>'repository' AS repository, (preview->'pull_request'->>'number')::int AS number
@@ -217,6 +269,11 @@ export class PreviewRepository {
         ORDER BY created_at LIMIT $1`,
       [limit],
     );
-    return rows.map((r) => ({ id: r.id, integrationId: r.integration_id, repository: r.repository, number: Number(r.number) }));
+    return rows.map((r) => ({
+      id: r.id,
+      integrationId: r.integration_id,
+      repository: r.repository,
+      number: Number(r.number),
+    }));
   }
 }

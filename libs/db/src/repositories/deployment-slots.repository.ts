@@ -68,8 +68,16 @@ export class DeploymentSlotsRepository {
         };
       },
       read: (value) => {
-        const { claimed, overrides, free } = (value ?? {}) as { claimed?: boolean; overrides?: Record<string, unknown> | null; free?: number };
-        return { claimed: claimed === true, overrides: overridesOf(overrides ?? undefined), low: (free ?? 0) < SLOT_LOW_WATER };
+        const { claimed, overrides, free } = (value ?? {}) as {
+          claimed?: boolean;
+          overrides?: Record<string, unknown> | null;
+          free?: number;
+        };
+        return {
+          claimed: claimed === true,
+          overrides: overridesOf(overrides ?? undefined),
+          low: (free ?? 0) < SLOT_LOW_WATER,
+        };
       },
     };
   }
@@ -113,7 +121,9 @@ export class DeploymentSlotsRepository {
   async layOut(workspaceId: string, quota: number): Promise<boolean> {
     if ((await this.topUp(workspaceId, quota)) !== null) return true;
     // Waits for the creates holding a free row; each row is then either taken or deleted.
-    await this.manager.query(`DELETE FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [workspaceId]);
+    await this.manager.query(`DELETE FROM deployment_slots WHERE workspace_id = $1 AND deployment_id IS NULL`, [
+      workspaceId,
+    ]);
     // A statement of its own: its snapshot sees every claim the delete waited for.
     const [laid] = await queryRows<{ room: number }>(
       this.manager,

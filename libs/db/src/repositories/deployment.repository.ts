@@ -70,12 +70,17 @@ export class DeploymentRepository {
 
   /** `lock`, then the deployment, only when it is of `workspaceId`; null otherwise. */
   async lockInWorkspace(workspaceId: string, id: string): Promise<Deployment | null> {
-    const [row] = await this.manager.query(`SELECT id FROM deployments WHERE id = $1 AND workspace_id = $2 FOR UPDATE`, [id, workspaceId]);
+    const [row] = await this.manager.query(
+      `SELECT id FROM deployments WHERE id = $1 AND workspace_id = $2 FOR UPDATE`,
+      [id, workspaceId],
+    );
     return row ? this.find(workspaceId, id) : null;
   }
 
   /** Its status, name and listener (what decides where it runs), or null when it is gone; no lock. */
-  async placementRow(id: string): Promise<{ status: DeploymentStatus; name: string; listenerId: string | null } | null> {
+  async placementRow(
+    id: string,
+  ): Promise<{ status: DeploymentStatus; name: string; listenerId: string | null } | null> {
     const [row] = await queryRows<{ status: DeploymentStatus; name: string; listener_id: string | null }>(
       this.manager,
       `SELECT status, name, listener_id FROM deployments WHERE id = $1`,
@@ -110,12 +115,24 @@ export class DeploymentRepository {
       `UPDATE deployments SET source_config = $2, resource_spec = $3, secrets_sealed = $4, image_version = $5, secret_names = $6,
               last_activity_at = now(), updated_at = now()
         WHERE id = $1`,
-      [id, JSON.stringify(patch.sourceConfig), JSON.stringify(patch.resourceSpec), patch.secretsSealed, patch.imageVersion, patch.secretNames],
+      [
+        id,
+        JSON.stringify(patch.sourceConfig),
+        JSON.stringify(patch.resourceSpec),
+        patch.secretsSealed,
+        patch.imageVersion,
+        patch.secretNames,
+      ],
     );
   }
 
   /** Takes back a redeployed revision's resource spec and secrets, so later PATCHes build on them; the caller holds the row `lock`. */
-  async restoreRevisionConfig(id: string, resourceSpec: ResourceSpec, secretsSealed: string | null, secretNames: string[]): Promise<void> {
+  async restoreRevisionConfig(
+    id: string,
+    resourceSpec: ResourceSpec,
+    secretsSealed: string | null,
+    secretNames: string[],
+  ): Promise<void> {
     await this.manager.query(
       `UPDATE deployments SET resource_spec = $2, secrets_sealed = $3, secret_names = $4, updated_at = now() WHERE id = $1`,
       [id, JSON.stringify(resourceSpec), secretsSealed, secretNames],
@@ -129,7 +146,10 @@ export class DeploymentRepository {
 
   /** Records the database provisioned for it, while it still awaits one. */
   async recordDatabase(id: string, database: string): Promise<void> {
-    await this.manager.query(`UPDATE deployments SET database_name = $2 WHERE id = $1 AND status = 'AWAITING_DATABASE'`, [id, database]);
+    await this.manager.query(
+      `UPDATE deployments SET database_name = $2 WHERE id = $1 AND status = 'AWAITING_DATABASE'`,
+      [id, database],
+    );
   }
 
   /** Removes it once torn down; only while AWAITING_DELETE (its revisions cascade). */
@@ -185,12 +205,10 @@ export class DeploymentRepository {
 
   /** Makes it the parent's preview of this pull request, expiring `ttlHours` from now (a rollout extends it). */
   async markPreview(id: string, parentId: string, record: PreviewRecord, ttlHours: number): Promise<void> {
-    await this.manager.query(`UPDATE deployments SET preview_of = $2, preview = $3, preview_expires_at = now() + make_interval(hours => $4) WHERE id = $1`, [
-      id,
-      parentId,
-      JSON.stringify(record),
-      ttlHours,
-    ]);
+    await this.manager.query(
+      `UPDATE deployments SET preview_of = $2, preview = $3, preview_expires_at = now() + make_interval(hours => $4) WHERE id = $1`,
+      [id, parentId, JSON.stringify(record), ttlHours],
+    );
   }
 
   /**
@@ -225,7 +243,10 @@ export class DeploymentRepository {
    * The unique index on `serving_port` rejects a port another deployment took meanwhile.
    */
   async claimServingPort(id: string, port: number): Promise<void> {
-    await this.manager.query(`UPDATE deployments SET serving_port = $2 WHERE id = $1 AND serving_port IS NULL`, [id, port]);
+    await this.manager.query(`UPDATE deployments SET serving_port = $2 WHERE id = $1 AND serving_port IS NULL`, [
+      id,
+      port,
+    ]);
   }
 
   /**
@@ -233,7 +254,10 @@ export class DeploymentRepository {
    * `SandboxIdentities`). The unique index on `sandbox_uid` rejects a uid another deployment took meanwhile.
    */
   async claimSandboxUid(id: string, uid: number, previous: number | null): Promise<void> {
-    await this.manager.query(`UPDATE deployments SET sandbox_uid = $2 WHERE id = $1 AND sandbox_uid IS NOT DISTINCT FROM $3::integer`, [id, uid, previous]);
+    await this.manager.query(
+      `UPDATE deployments SET sandbox_uid = $2 WHERE id = $1 AND sandbox_uid IS NOT DISTINCT FROM $3::integer`,
+      [id, uid, previous],
+    );
   }
 
   find(workspaceId: string, id: string): Promise<Deployment | null> {
@@ -252,11 +276,17 @@ export class DeploymentRepository {
    * listener gone) surface as from a plain insert.
    */
   async insertWithTracingProject(deployment: Deployment): Promise<InsertedDeployment> {
-    const [insert, params] = this.manager.createQueryBuilder().insert().into(Deployment).values(deployment).getQueryAndParameters();
+    const [insert, params] = this.manager
+      .createQueryBuilder()
+      .insert()
+      .into(Deployment)
+      .values(deployment)
+      .getQueryAndParameters();
     // The deployment's tracing_project_id is the project's id as the project insert returns it.
     const project = params.indexOf(deployment.tracingProjectId) + 1;
     const placeholder = new RegExp(`\\$${project}(?!\\d)`, 'g');
-    if (project < 1 || (insert.match(placeholder) ?? []).length !== 1) throw new Error('tracing_project_id is not one parameter of the deployment insert');
+    if (project < 1 || (insert.match(placeholder) ?? []).length !== 1)
+      throw new Error('tracing_project_id is not one parameter of the deployment insert');
     const n = params.length;
     const listener = deployment.listenerId
       ? `, (SELECT jsonb_build_object('compute_config', l.compute_config) FROM listeners l
@@ -282,12 +312,17 @@ export class DeploymentRepository {
     });
     return {
       tracingProject: row.tracing_project_id != null,
-      ...(deployment.listenerId ? { listener: row.listener ? { computeConfig: row.listener.compute_config } : null } : {}),
+      ...(deployment.listenerId
+        ? { listener: row.listener ? { computeConfig: row.listener.compute_config } : null }
+        : {}),
     };
   }
 
   async exists(workspaceId: string, id: string): Promise<boolean> {
-    return (await this.manager.query(`SELECT 1 FROM deployments WHERE workspace_id = $1 AND id = $2`, [workspaceId, id])).length > 0;
+    return (
+      (await this.manager.query(`SELECT 1 FROM deployments WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]))
+        .length > 0
+    );
   }
 
   /**
@@ -302,15 +337,19 @@ export class DeploymentRepository {
       .where('d.workspace_id = :workspaceId', { workspaceId })
       .orderBy('d.created_at', 'DESC')
       .addOrderBy('d.id', 'DESC');
-    if (filter.nameContains) qb.andWhere(`d.name ILIKE :nameLike ESCAPE '\\'`, { nameLike: `%${likeEscape(filter.nameContains)}%` });
+    if (filter.nameContains)
+      qb.andWhere(`d.name ILIKE :nameLike ESCAPE '\\'`, { nameLike: `%${likeEscape(filter.nameContains)}%` });
     if (filter.name !== undefined) qb.andWhere('d.name = :name', { name: filter.name });
     if (filter.status) qb.andWhere('d.status = :status', { status: filter.status });
     if (filter.remoteReconciled !== undefined) {
       qb.andWhere(filter.remoteReconciled ? 'd.listener_id IS NOT NULL' : 'd.listener_id IS NULL');
     }
-    if (filter.imageVersion !== undefined) qb.andWhere('d.image_version = :imageVersion', { imageVersion: filter.imageVersion });
-    if (filter.deploymentType) qb.andWhere('d.deployment_type = :deploymentType', { deploymentType: filter.deploymentType });
-    if (filter.deploymentIds?.length) qb.andWhere('d.id IN (:...deploymentIds)', { deploymentIds: filter.deploymentIds });
+    if (filter.imageVersion !== undefined)
+      qb.andWhere('d.image_version = :imageVersion', { imageVersion: filter.imageVersion });
+    if (filter.deploymentType)
+      qb.andWhere('d.deployment_type = :deploymentType', { deploymentType: filter.deploymentType });
+    if (filter.deploymentIds?.length)
+      qb.andWhere('d.id IN (:...deploymentIds)', { deploymentIds: filter.deploymentIds });
     if (filter.isPreview !== undefined) qb.andWhere(filter.isPreview ? 'd.preview IS NOT NULL' : 'd.preview IS NULL');
     if (filter.previewOf) qb.andWhere('d.preview_of = :previewOf', { previewOf: filter.previewOf });
     if (filter.tagValueIds?.length) {
@@ -318,9 +357,12 @@ export class DeploymentRepository {
       // way round — from deployment_tag_values_value_idx for a rare value, or along the page
       // order probing the primary key for a common one (a count per deployment read them all).
       [...new Set(filter.tagValueIds)].forEach((tagValueId, i) =>
-        qb.andWhere(`EXISTS (SELECT 1 FROM deployment_tag_values t WHERE t.deployment_id = d.id AND t.tag_value_id = :tag${i})`, {
-          [`tag${i}`]: tagValueId,
-        }),
+        qb.andWhere(
+          `EXISTS (SELECT 1 FROM deployment_tag_values t WHERE t.deployment_id = d.id AND t.tag_value_id = :tag${i})`,
+          {
+            [`tag${i}`]: tagValueId,
+          },
+        ),
       );
     }
     return qb;

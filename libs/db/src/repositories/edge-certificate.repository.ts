@@ -83,7 +83,11 @@ export class EdgeCertificateRepository {
   async ensureWanted(hosts: readonly string[]): Promise<void> {
     const list = [...new Set(hosts.map((h) => h.toLowerCase()))];
     if (!list.length) return;
-    await queryRows(this.manager, `INSERT INTO edge_certificates (host) SELECT unnest($1::text[]) ON CONFLICT (host) DO NOTHING`, [list]);
+    await queryRows(
+      this.manager,
+      `INSERT INTO edge_certificates (host) SELECT unnest($1::text[]) ON CONFLICT (host) DO NOTHING`,
+      [list],
+    );
   }
 
   /**
@@ -132,13 +136,27 @@ export class EdgeCertificateRepository {
 
   /** A host's certificate and sealed key, or null while it has none. */
   async stored(host: string): Promise<StoredCertificate | null> {
-    const [row] = await queryRows<{ host: string; cert_pem: string; key_sealed: string; not_after: Date; renew_after: Date; updated_at: Date }>(
+    const [row] = await queryRows<{
+      host: string;
+      cert_pem: string;
+      key_sealed: string;
+      not_after: Date;
+      renew_after: Date;
+      updated_at: Date;
+    }>(
       this.manager,
       `SELECT host, cert_pem, key_sealed, not_after, renew_after, updated_at FROM edge_certificates WHERE host = $1 AND cert_pem IS NOT NULL`,
       [host.toLowerCase()],
     );
     return row
-      ? { host: row.host, certPem: row.cert_pem, keySealed: row.key_sealed, notAfter: row.not_after, renewAfter: row.renew_after, updatedAt: row.updated_at }
+      ? {
+          host: row.host,
+          certPem: row.cert_pem,
+          keySealed: row.key_sealed,
+          notAfter: row.not_after,
+          renewAfter: row.renew_after,
+          updatedAt: row.updated_at,
+        }
       : null;
   }
 
@@ -205,10 +223,11 @@ export class EdgeCertificateRepository {
 
   /** Ends `holder`'s lease on a host without recording anything (an issuance that did not start). */
   async release(host: string, holder: string): Promise<void> {
-    await queryRows(this.manager, `UPDATE edge_certificates SET leased_by = NULL, leased_until = NULL WHERE host = $1 AND leased_by = $2`, [
-      host.toLowerCase(),
-      holder,
-    ]);
+    await queryRows(
+      this.manager,
+      `UPDATE edge_certificates SET leased_by = NULL, leased_until = NULL WHERE host = $1 AND leased_by = $2`,
+      [host.toLowerCase(), holder],
+    );
   }
 
   /** Drops a host: its certificate, key and record (the host is no longer served). */
@@ -266,6 +285,9 @@ export class EdgeCertificateRepository {
 
   /** Records the account URL the CA gave the directory's account. */
   async putAccountUrl(directoryUrl: string, accountUrl: string): Promise<void> {
-    await queryRows(this.manager, `UPDATE edge_acme_accounts SET account_url = $2 WHERE directory_url = $1`, [directoryUrl, accountUrl]);
+    await queryRows(this.manager, `UPDATE edge_acme_accounts SET account_url = $2 WHERE directory_url = $1`, [
+      directoryUrl,
+      accountUrl,
+    ]);
   }
 }

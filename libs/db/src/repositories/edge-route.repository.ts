@@ -22,7 +22,12 @@ interface Row {
   hosts: string[];
 }
 
-const toRoute = (r: Row): EdgeRoute => ({ deploymentId: r.id, edgeName: r.edge_name, servingPort: r.serving_port, hosts: r.hosts });
+const toRoute = (r: Row): EdgeRoute => ({
+  deploymentId: r.id,
+  edgeName: r.edge_name,
+  servingPort: r.serving_port,
+  hosts: r.hosts,
+});
 
 const SELECT = `SELECT d.id, d.edge_name, d.serving_port,
        ARRAY(SELECT x.host FROM deployment_domains x WHERE x.deployment_id = d.id AND x.verified_at IS NOT NULL ORDER BY x.host) AS hosts

@@ -20,10 +20,10 @@ export class IdempotencyRepository {
 
   /** Deletes the workspace's key when it is older than its lifetime, so it can be claimed anew. */
   async dropExpired(workspaceId: string, key: string): Promise<void> {
-    await this.manager.query(`DELETE FROM idempotency_keys WHERE workspace_id = $1 AND key = $2 AND created_at < now() - ${TTL}`, [
-      workspaceId,
-      key,
-    ]);
+    await this.manager.query(
+      `DELETE FROM idempotency_keys WHERE workspace_id = $1 AND key = $2 AND created_at < now() - ${TTL}`,
+      [workspaceId, key],
+    );
   }
 
   /**
@@ -56,6 +56,8 @@ export class IdempotencyRepository {
       `SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE workspace_id = $1 AND key = $2`,
       [workspaceId, key],
     );
-    return stored ? { requestHash: stored.request_hash, responseStatus: stored.response_status, responseBody: stored.response_body } : null;
+    return stored
+      ? { requestHash: stored.request_hash, responseStatus: stored.response_status, responseBody: stored.response_body }
+      : null;
   }
 }

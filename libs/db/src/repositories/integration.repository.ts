@@ -37,12 +37,22 @@ export class IntegrationRepository {
 
   /** Only for the builder, which reaches it through a deployment: its provider settings and sealed credentials, or null when gone. */
   async findForClone(id: string): Promise<CloneIntegration | null> {
-    const [row] = await queryRows<{ id: string; provider: IntegrationProvider; name: string; config: IntegrationConfig; credentials_sealed: string | null }>(
-      this.manager,
-      `SELECT id, provider, name, config, credentials_sealed FROM integrations WHERE id = $1`,
-      [id],
-    );
-    return row ? { id: row.id, provider: row.provider, name: row.name, config: row.config, credentialsSealed: row.credentials_sealed } : null;
+    const [row] = await queryRows<{
+      id: string;
+      provider: IntegrationProvider;
+      name: string;
+      config: IntegrationConfig;
+      credentials_sealed: string | null;
+    }>(this.manager, `SELECT id, provider, name, config, credentials_sealed FROM integrations WHERE id = $1`, [id]);
+    return row
+      ? {
+          id: row.id,
+          provider: row.provider,
+          name: row.name,
+          config: row.config,
+          credentialsSealed: row.credentials_sealed,
+        }
+      : null;
   }
 
   list(workspaceId: string, { limit, offset }: Page): Promise<Integration[]> {
@@ -75,14 +85,26 @@ export class IntegrationRepository {
    * Sets the outcome; `keepDigest` false forgets the payload digest, so the same payload may be
    * delivered again. Null when the delivery is gone (its integration was deleted meanwhile).
    */
-  async finishDelivery(id: string, statusCode: number, outcome: string, keepDigest = true): Promise<WebhookDelivery | null> {
-    await this.manager.update(WebhookDelivery, { id }, { statusCode, outcome, ...(keepDigest ? {} : { payloadSha256: null }) });
+  async finishDelivery(
+    id: string,
+    statusCode: number,
+    outcome: string,
+    keepDigest = true,
+  ): Promise<WebhookDelivery | null> {
+    await this.manager.update(
+      WebhookDelivery,
+      { id },
+      { statusCode, outcome, ...(keepDigest ? {} : { payloadSha256: null }) },
+    );
     return this.manager.findOneBy(WebhookDelivery, { id });
   }
 
   /** Records a revision a delivery created, in the transaction that created it. */
   async addDeliveryRevision(id: string, revisionId: string): Promise<void> {
-    await this.manager.query(`UPDATE webhook_deliveries SET revision_ids = array_append(revision_ids, $2) WHERE id = $1`, [id, revisionId]);
+    await this.manager.query(
+      `UPDATE webhook_deliveries SET revision_ids = array_append(revision_ids, $2) WHERE id = $1`,
+      [id, revisionId],
+    );
   }
 
   listDeliveries(integrationId: string, { limit, offset }: Page): Promise<WebhookDelivery[]> {

@@ -25,7 +25,10 @@ export class ListenerRepository {
 
   /** Ids of every listener of the workspace, oldest first (at most `limit`). */
   async idsOfWorkspace(workspaceId: string, limit = 100): Promise<string[]> {
-    const rows: Array<{ id: string }> = await this.manager.query(`SELECT id FROM listeners WHERE workspace_id = $1 ORDER BY created_at, id LIMIT $2`, [workspaceId, limit]);
+    const rows: Array<{ id: string }> = await this.manager.query(
+      `SELECT id FROM listeners WHERE workspace_id = $1 ORDER BY created_at, id LIMIT $2`,
+      [workspaceId, limit],
+    );
     return rows.map((r) => r.id);
   }
 

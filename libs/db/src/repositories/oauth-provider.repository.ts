@@ -6,7 +6,14 @@ export const OAUTH_PROVIDER_ID_UNIQUE = 'oauth_providers_organization_provider_i
 export type OAuthProviderChanges = Partial<
   Pick<
     OAuthProvider,
-    'name' | 'clientId' | 'clientSecretSealed' | 'authUrl' | 'tokenUrl' | 'usesPkce' | 'codeChallengeMethod' | 'providerType'
+    | 'name'
+    | 'clientId'
+    | 'clientSecretSealed'
+    | 'authUrl'
+    | 'tokenUrl'
+    | 'usesPkce'
+    | 'codeChallengeMethod'
+    | 'providerType'
   >
 >;
 

@@ -114,7 +114,11 @@ export class OutboundWebhookRepository {
   }
 
   async find(workspaceId: string, id: string): Promise<OutboundWebhook | null> {
-    const [row] = await queryRows<OutboundWebhook>(this.manager, `SELECT ${COLUMNS} FROM outbound_webhooks WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+    const [row] = await queryRows<OutboundWebhook>(
+      this.manager,
+      `SELECT ${COLUMNS} FROM outbound_webhooks WHERE workspace_id = $1 AND id = $2`,
+      [workspaceId, id],
+    );
     return row ?? null;
   }
 
@@ -156,7 +160,11 @@ export class OutboundWebhookRepository {
 
   /** Deletes the webhook with its deliveries; jobs still queued for them find nothing and end. */
   async delete(workspaceId: string, id: string): Promise<boolean> {
-    const rows = await queryRows(this.manager, `DELETE FROM outbound_webhooks WHERE workspace_id = $1 AND id = $2 RETURNING id`, [workspaceId, id]);
+    const rows = await queryRows(
+      this.manager,
+      `DELETE FROM outbound_webhooks WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+      [workspaceId, id],
+    );
     return rows.length > 0;
   }
 
@@ -202,7 +210,10 @@ export class OutboundWebhookRepository {
   }
 
   async advanceCursor(webhookId: string, lastEventId: string): Promise<void> {
-    await this.manager.query(`UPDATE outbound_webhooks SET last_event_id = greatest(last_event_id, $2::bigint) WHERE id = $1`, [webhookId, lastEventId]);
+    await this.manager.query(
+      `UPDATE outbound_webhooks SET last_event_id = greatest(last_event_id, $2::bigint) WHERE id = $1`,
+      [webhookId, lastEventId],
+    );
   }
 
   // ---------------------------------------------------------------- deliveries
@@ -228,7 +239,9 @@ export class OutboundWebhookRepository {
 
   /** The delivery with its target, or null when it (or its webhook) was deleted. */
   async target(deliveryId: string): Promise<OutboundDeliveryTarget | null> {
-    const [row] = await queryRows<Omit<OutboundDelivery, 'attempts'> & { url: string; format: OutboundWebhookFormat; secret_sealed: string }>(
+    const [row] = await queryRows<
+      Omit<OutboundDelivery, 'attempts'> & { url: string; format: OutboundWebhookFormat; secret_sealed: string }
+    >(
       this.manager,
       `SELECT ${DELIVERY_COLUMNS}, w.url, w.format, w.secret_sealed FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
       [deliveryId],
@@ -247,11 +260,10 @@ export class OutboundWebhookRepository {
 
   /** Ends a round: only the round still running may end, so a stale job never overwrites a redelivery. */
   async finish(deliveryId: string, round: number, status: Exclude<OutboundDeliveryStatus, 'pending'>): Promise<void> {
-    await this.manager.query(`UPDATE outbound_deliveries SET status = $3, updated_at = now() WHERE id = $1 AND round = $2 AND status = 'pending'`, [
-      deliveryId,
-      round,
-      status,
-    ]);
+    await this.manager.query(
+      `UPDATE outbound_deliveries SET status = $3, updated_at = now() WHERE id = $1 AND round = $2 AND status = 'pending'`,
+      [deliveryId, round, status],
+    );
   }
 
   /** Pending deliveries not changed for `seconds`, oldest first (the reconciler checks their jobs). */

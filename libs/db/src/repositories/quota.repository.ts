@@ -27,7 +27,11 @@ export class QuotaRepository {
   constructor(private readonly manager: EntityManager) {}
 
   async overrides(workspaceId: string): Promise<QuotaOverrides> {
-    const [row] = await queryRows<Record<string, unknown>>(this.manager, `SELECT * FROM workspace_quotas WHERE workspace_id = $1`, [workspaceId]);
+    const [row] = await queryRows<Record<string, unknown>>(
+      this.manager,
+      `SELECT * FROM workspace_quotas WHERE workspace_id = $1`,
+      [workspaceId],
+    );
     return overridesOf(row);
   }
 
@@ -58,7 +62,11 @@ export class QuotaRepository {
 
   /** The workspace whose quotas a deployment's uploads count against. */
   async workspaceOfDeployment(deploymentId: string): Promise<string | null> {
-    const [row] = await queryRows<{ workspace_id: string }>(this.manager, `SELECT workspace_id FROM deployments WHERE id = $1`, [deploymentId]);
+    const [row] = await queryRows<{ workspace_id: string }>(
+      this.manager,
+      `SELECT workspace_id FROM deployments WHERE id = $1`,
+      [deploymentId],
+    );
     return row?.workspace_id ?? null;
   }
 

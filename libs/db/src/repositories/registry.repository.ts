@@ -26,12 +26,10 @@ export class RegistryRepository {
   constructor(private readonly manager: EntityManager) {}
 
   async insertPushToken(id: string, deploymentId: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
-    await this.manager.query(`INSERT INTO registry_push_tokens (id, deployment_id, token_hash, expires_at) VALUES ($1, $2, $3, $4)`, [
-      id,
-      deploymentId,
-      tokenHash,
-      expiresAt,
-    ]);
+    await this.manager.query(
+      `INSERT INTO registry_push_tokens (id, deployment_id, token_hash, expires_at) VALUES ($1, $2, $3, $4)`,
+      [id, deploymentId, tokenHash, expiresAt],
+    );
   }
 
   /**
@@ -45,12 +43,17 @@ export class RegistryRepository {
         WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.expires_at > now() AND d.status <> 'AWAITING_DELETE'`,
       [tokenHash],
     );
-    return row ? { deploymentId: row.deployment_id, workspaceId: row.workspace_id, expiresAt: new Date(row.expires_at) } : null;
+    return row
+      ? { deploymentId: row.deployment_id, workspaceId: row.workspace_id, expiresAt: new Date(row.expires_at) }
+      : null;
   }
 
   /** Revokes every push token of a deployment (its deletion). */
   async revokeOfDeployment(deploymentId: string): Promise<void> {
-    await this.manager.query(`UPDATE registry_push_tokens SET revoked_at = now() WHERE deployment_id = $1 AND revoked_at IS NULL`, [deploymentId]);
+    await this.manager.query(
+      `UPDATE registry_push_tokens SET revoked_at = now() WHERE deployment_id = $1 AND revoked_at IS NULL`,
+      [deploymentId],
+    );
   }
 
   /**
@@ -65,7 +68,16 @@ export class RegistryRepository {
          FROM jsonb_to_recordset($1::jsonb) AS b(repository text, digest text, deployment_id uuid, size_bytes bigint)
          JOIN deployments d ON d.id = b.deployment_id
        ON CONFLICT (repository, digest) DO UPDATE SET size_bytes = EXCLUDED.size_bytes WHERE registry_blobs.size_bytes = 0`,
-      [JSON.stringify(blobs.map((b) => ({ repository: b.repository, digest: b.digest, deployment_id: b.deploymentId, size_bytes: b.sizeBytes })))],
+      [
+        JSON.stringify(
+          blobs.map((b) => ({
+            repository: b.repository,
+            digest: b.digest,
+            deployment_id: b.deploymentId,
+            size_bytes: b.sizeBytes,
+          })),
+        ),
+      ],
     );
   }
 
@@ -86,7 +98,10 @@ export class RegistryRepository {
 
   /** Every counted blob, with when its push was recorded. */
   async countedBlobs(): Promise<{ repository: string; digest: string; createdAt: Date }[]> {
-    const rows = await queryRows<{ repository: string; digest: string; created_at: Date }>(this.manager, `SELECT repository, digest, created_at FROM registry_blobs`);
+    const rows = await queryRows<{ repository: string; digest: string; created_at: Date }>(
+      this.manager,
+      `SELECT repository, digest, created_at FROM registry_blobs`,
+    );
     return rows.map((r) => ({ repository: r.repository, digest: r.digest, createdAt: new Date(r.created_at) }));
   }
 
@@ -137,10 +152,11 @@ export class RegistryRepository {
       new QuotaRepository(this.manager).effective(workspaceId, defaults),
       this.workspaceBytes(workspaceId),
       digests.length
-        ? queryRows<{ digest: string }>(this.manager, `SELECT DISTINCT digest FROM registry_blobs WHERE workspace_id = $1 AND digest = ANY($2) AND size_bytes > 0`, [
-            workspaceId,
-            digests,
-          ])
+        ? queryRows<{ digest: string }>(
+            this.manager,
+            `SELECT DISTINCT digest FROM registry_blobs WHERE workspace_id = $1 AND digest = ANY($2) AND size_bytes > 0`,
+            [workspaceId, digests],
+          )
         : Promise.resolve([]),
     ]);
     return { quotaBytes: registryBytes, usedBytes, recordedDigests: recorded.map((r) => r.digest) };

@@ -10,7 +10,10 @@ const BATCH = 500;
  * Batches of 500 rows, each its own short transaction; a row changed meanwhile (its names set by
  * the api) is left as the api wrote it. Returns how many rows it filled.
  */
-export async function fillSecretNames(dataSource: DataSource, namesOf: (sealed: string, deploymentId: string) => string[]): Promise<number> {
+export async function fillSecretNames(
+  dataSource: DataSource,
+  namesOf: (sealed: string, deploymentId: string) => string[],
+): Promise<number> {
   let filled = 0;
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {

@@ -47,7 +47,12 @@ export class TagRepository {
   }
 
   listKeys(workspaceId: string, { limit, offset }: Page): Promise<TagKey[]> {
-    return this.manager.find(TagKey, { where: { workspaceId }, order: { key: 'ASC', id: 'ASC' }, take: limit, skip: offset });
+    return this.manager.find(TagKey, {
+      where: { workspaceId },
+      order: { key: 'ASC', id: 'ASC' },
+      take: limit,
+      skip: offset,
+    });
   }
 
   /** Applies `changes`; null when the key does not exist. Throws a unique violation on TAG_KEY_UNIQUE. */
@@ -76,7 +81,12 @@ export class TagRepository {
   }
 
   listValues(tagKeyId: string, { limit, offset }: Page): Promise<TagValue[]> {
-    return this.manager.find(TagValue, { where: { tagKeyId }, order: { value: 'ASC', id: 'ASC' }, take: limit, skip: offset });
+    return this.manager.find(TagValue, {
+      where: { tagKeyId },
+      order: { value: 'ASC', id: 'ASC' },
+      take: limit,
+      skip: offset,
+    });
   }
 
   /** Deletes a value of the key (of the workspace); deployments stop carrying it (ON DELETE CASCADE). */

@@ -28,7 +28,12 @@ export class TenancyRepository {
 
   /** A page of an organization's workspaces, oldest first. */
   listWorkspaces(organizationId: string, page: { limit: number; offset: number }): Promise<Workspace[]> {
-    return this.manager.find(Workspace, { where: { organizationId }, order: { createdAt: 'ASC', id: 'ASC' }, take: page.limit, skip: page.offset });
+    return this.manager.find(Workspace, {
+      where: { organizationId },
+      order: { createdAt: 'ASC', id: 'ASC' },
+      take: page.limit,
+      skip: page.offset,
+    });
   }
 
   async createOrganization(name: string): Promise<{ organization: Organization; workspace: Workspace }> {
@@ -72,7 +77,12 @@ export class TenancyRepository {
         generatedKey: null,
         registeredConfiguredKey: false,
       };
-      const base = { organizationId: organization.id, workspaceId: workspace.id, scope: 'workspace' as const, role: 'admin' as const };
+      const base = {
+        organizationId: organization.id,
+        workspaceId: workspace.id,
+        scope: 'workspace' as const,
+        role: 'admin' as const,
+      };
       if (configuredKey) {
         const hash = hashApiKey(configuredKey);
         if (!(await tx.existsBy(ApiKey, { keyHash: hash }))) {

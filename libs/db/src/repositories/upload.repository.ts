@@ -52,7 +52,10 @@ export class UploadRepository {
 
   /** Marks the upload complete, with its size and digest, once its file is in place. */
   async complete(objectPath: string, sizeBytes: number, sha256: string): Promise<void> {
-    await this.db.query(`UPDATE uploads SET size_bytes = $2, sha256 = $3, completed_at = now() WHERE object_path = $1`, [objectPath, sizeBytes, sha256]);
+    await this.db.query(
+      `UPDATE uploads SET size_bytes = $2, sha256 = $3, completed_at = now() WHERE object_path = $1`,
+      [objectPath, sizeBytes, sha256],
+    );
   }
 
   /**

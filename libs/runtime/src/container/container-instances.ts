@@ -68,7 +68,11 @@ export class ContainerInstances {
   }
 
   /** Starts the instance's container (replacing a stopped one of the same row); returns its init's host pid. */
-  async launch(record: InstanceRecord, spec: ContainerLaunch, onAddress: (address: string) => Promise<void>): Promise<number> {
+  async launch(
+    record: InstanceRecord,
+    spec: ContainerLaunch,
+    onAddress: (address: string) => Promise<void>,
+  ): Promise<number> {
     const id = containerId(record);
     await this.runc.stop(id, 1_000);
     await this.runc.delete(id);

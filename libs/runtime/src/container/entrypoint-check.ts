@@ -3,8 +3,24 @@ import path from 'node:path';
 import { DEFAULT_PATH, ImageError, type ImageConfig } from './image-config.js';
 
 /** ELF `e_machine` of each `process.arch` this runtime may run on. */
-const ELF_MACHINE: Record<string, number> = { x64: 62, arm64: 183, arm: 40, ppc64: 21, s390x: 22, riscv64: 243, ia32: 3 };
-const MACHINE_NAME: Record<number, string> = { 3: 'x86 (32-bit)', 40: 'arm', 62: 'amd64', 183: 'arm64', 21: 'ppc64', 22: 's390x', 243: 'riscv64' };
+const ELF_MACHINE: Record<string, number> = {
+  x64: 62,
+  arm64: 183,
+  arm: 40,
+  ppc64: 21,
+  s390x: 22,
+  riscv64: 243,
+  ia32: 3,
+};
+const MACHINE_NAME: Record<number, string> = {
+  3: 'x86 (32-bit)',
+  40: 'arm',
+  62: 'amd64',
+  183: 'arm64',
+  21: 'ppc64',
+  22: 's390x',
+  243: 'riscv64',
+};
 const MAX_LINKS = 40;
 
 /**
@@ -41,7 +57,8 @@ export async function resolveInRoot(rootfs: string, file: string): Promise<strin
 /** The image's command as an absolute path inside it: as given, or looked up on the image's PATH. */
 async function locate(rootfs: string, config: ImageConfig): Promise<{ shown: string; file: string | null }> {
   const name = config.command[0]!;
-  if (name.includes('/')) return { shown: name, file: await resolveInRoot(rootfs, path.posix.resolve(config.workingDir, name)) };
+  if (name.includes('/'))
+    return { shown: name, file: await resolveInRoot(rootfs, path.posix.resolve(config.workingDir, name)) };
   for (const dir of (config.env.PATH ?? DEFAULT_PATH).split(':').filter((d) => d.startsWith('/'))) {
     const file = await resolveInRoot(rootfs, path.posix.join(dir, name));
     if (file && (await lstat(file)).isFile()) return { shown: name, file };
@@ -60,7 +77,9 @@ async function locate(rootfs: string, config: ImageConfig): Promise<{ shown: str
 export async function checkEntrypoint(rootfs: string, config: ImageConfig, arch: string = process.arch): Promise<void> {
   const cwd = await resolveInRoot(rootfs, config.workingDir);
   if (!cwd || !(await lstat(cwd)).isDirectory()) {
-    throw new ImageError(`The image's WorkingDir ${config.workingDir} is not a directory in the image (its root filesystem is read-only here, so it is not created).`);
+    throw new ImageError(
+      `The image's WorkingDir ${config.workingDir} is not a directory in the image (its root filesystem is read-only here, so it is not created).`,
+    );
   }
   const { shown, file } = await locate(rootfs, config);
   const cannot = (why: string) => new ImageError(`The image's command cannot start: ${shown}: ${why}.`);
@@ -80,11 +99,14 @@ export async function checkEntrypoint(rootfs: string, config: ImageConfig, arch:
     const machine = head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
     const wanted = ELF_MACHINE[arch];
     if (wanted !== undefined && machine !== wanted) {
-      throw cannot(`exec format error (a binary for ${MACHINE_NAME[machine] ?? `machine ${machine}`}; this machine runs ${MACHINE_NAME[wanted]})`);
+      throw cannot(
+        `exec format error (a binary for ${MACHINE_NAME[machine] ?? `machine ${machine}`}; this machine runs ${MACHINE_NAME[wanted]})`,
+      );
     }
     return;
   }
-  if (head.subarray(0, 2).toString('latin1') !== '#!') throw cannot('exec format error (neither a binary nor a #! script)');
+  if (head.subarray(0, 2).toString('latin1') !== '#!')
+    throw cannot('exec format error (neither a binary nor a #! script)');
   const interpreter = head.subarray(2, length).toString('latin1').split('\n')[0]!.trim().split(/\s+/)[0] ?? '';
   if (!interpreter.startsWith('/') || !(await resolveInRoot(rootfs, interpreter))) {
     throw cannot(`its interpreter ${interpreter || '(none)'} does not exist in the image`);

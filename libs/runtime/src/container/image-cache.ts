@@ -65,10 +65,15 @@ const PULL_TIMEOUT_MS = 10 * 60_000;
 
 function tool(command: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) =>
-    execFile(command, args, { encoding: 'utf8', timeout: PULL_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 }, (err, _stdout, stderr) => {
-      if (!err) return resolve();
-      reject(new Error(cleanToolError(stderr || err.message)));
-    }),
+    execFile(
+      command,
+      args,
+      { encoding: 'utf8', timeout: PULL_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 },
+      (err, _stdout, stderr) => {
+        if (!err) return resolve();
+        reject(new Error(cleanToolError(stderr || err.message)));
+      },
+    ),
   );
 }
 
@@ -132,16 +137,31 @@ export class ImageCache {
   private async cached(digest: string): Promise<CachedImage | null> {
     const home = this.home(digest);
     const config = await readFile(path.join(home, 'image.json'), 'utf8').catch(() => null);
-    return config ? { digest, rootfs: path.join(home, 'bundle', 'rootfs'), config: JSON.parse(config) as ImageConfig, pulled: false, unpackedBytes: null } : null;
+    return config
+      ? {
+          digest,
+          rootfs: path.join(home, 'bundle', 'rootfs'),
+          config: JSON.parse(config) as ImageConfig,
+          pulled: false,
+          unpackedBytes: null,
+        }
+      : null;
   }
 
   /** A cached image, for `source` only if its repository and credentials are recorded or the registry confirms them. */
   private async reusable(source: ImageSource, hit: CachedImage): Promise<CachedImage> {
     const grant = await this.grantOf(source);
     const grants = await this.grants(hit.digest);
-    if (grants.some((g) => g.repository === grant.repository && (g.by === 'anonymous' || g.by === grant.by))) return hit;
+    if (grants.some((g) => g.repository === grant.repository && (g.by === 'anonymous' || g.by === grant.by)))
+      return hit;
     await withAuthFile(this.dir, source, (auth) =>
-      tool('skopeo', ['inspect', '--raw', `--tls-verify=${source.tlsVerify}`, ...auth, `docker://${pinned(source, hit.digest)}`]),
+      tool('skopeo', [
+        'inspect',
+        '--raw',
+        `--tls-verify=${source.tlsVerify}`,
+        ...auth,
+        `docker://${pinned(source, hit.digest)}`,
+      ]),
     ).catch((err: Error) => {
       throw new ImageError(
         `Image ${hit.digest} is unpacked on this machine, but the registry does not let this revision read it from ${grant.repository}: ${err.message}`,
@@ -157,7 +177,9 @@ export class ImageCache {
     const text = await readFile(path.join(this.home(digest), GRANTS), 'utf8').catch(() => '[]');
     try {
       const list = JSON.parse(text) as unknown;
-      return Array.isArray(list) ? list.filter((g): g is Grant => typeof g?.repository === 'string' && typeof g?.by === 'string') : [];
+      return Array.isArray(list)
+        ? list.filter((g): g is Grant => typeof g?.repository === 'string' && typeof g?.by === 'string')
+        : [];
     } catch {
       return [];
     }
@@ -165,7 +187,9 @@ export class ImageCache {
 
   /** Adds `grant` to the GRANTS file in `home` (replaced whole, never half written). */
   private async record(home: string, grant: Grant): Promise<void> {
-    const before = await readFile(path.join(home, GRANTS), 'utf8').then((t) => JSON.parse(t) as Grant[]).catch(() => [] as Grant[]);
+    const before = await readFile(path.join(home, GRANTS), 'utf8')
+      .then((t) => JSON.parse(t) as Grant[])
+      .catch(() => [] as Grant[]);
     if (before.some((g) => g.repository === grant.repository && g.by === grant.by)) return;
     const next = path.join(home, `${GRANTS}.${randomBytes(4).toString('hex')}`);
     await writeFile(next, JSON.stringify([...before, grant]), { mode: 0o600 });
@@ -176,7 +200,12 @@ export class ImageCache {
   private async grantOf(source: ImageSource): Promise<Grant> {
     const repository = repositoryOf(source.reference);
     if (!source.credentials) return { repository, by: 'anonymous' };
-    return { repository, by: createHmac('sha256', await this.grantKey()).update(source.credentials).digest('hex') };
+    return {
+      repository,
+      by: createHmac('sha256', await this.grantKey())
+        .update(source.credentials)
+        .digest('hex'),
+    };
   }
 
   private async grantKey(): Promise<Buffer> {
@@ -202,7 +231,14 @@ export class ImageCache {
       await mkdir(scratch, { mode: 0o700 });
       const from = pinned(source, source.digest);
       await withAuthFile(scratch, source, (auth) =>
-        tool('skopeo', ['copy', '--quiet', `--src-tls-verify=${source.tlsVerify}`, ...auth.map((a) => a.replace(/^--/, '--src-')), `docker://${from}`, `oci:${layout}:${REF}`]),
+        tool('skopeo', [
+          'copy',
+          '--quiet',
+          `--src-tls-verify=${source.tlsVerify}`,
+          ...auth.map((a) => a.replace(/^--/, '--src-')),
+          `docker://${from}`,
+          `oci:${layout}:${REF}`,
+        ]),
       ).catch((err: Error) => {
         throw new ImageError(`Pulling ${source.reference} failed: ${err.message}`);
       });
@@ -285,7 +321,11 @@ async function withAuthFile<T>(dir: string, source: ImageSource, use: (options: 
   try {
     const file = path.join(home, 'auth.json');
     const host = source.reference.slice(0, source.reference.indexOf('/'));
-    await writeFile(file, JSON.stringify({ auths: { [host]: { auth: Buffer.from(source.credentials).toString('base64') } } }), { mode: 0o600 });
+    await writeFile(
+      file,
+      JSON.stringify({ auths: { [host]: { auth: Buffer.from(source.credentials).toString('base64') } } }),
+      { mode: 0o600 },
+    );
     return await use(['--authfile', file]);
   } finally {
     await rm(home, { recursive: true, force: true });

@@ -3,7 +3,9 @@ import { imageAgentServer } from './image-config.js';
 
 describe('imageAgentServer', () => {
   it('is an agent server with LANGSERVE_GRAPHS in the environment, as langgraph build writes it', () => {
-    expect(imageAgentServer({ env: { LANGSERVE_GRAPHS: '{"agent":"./graph.py:graph"}' } })).toEqual({ auth_path: null });
+    expect(imageAgentServer({ env: { LANGSERVE_GRAPHS: '{"agent":"./graph.py:graph"}' } })).toEqual({
+      auth_path: null,
+    });
   });
 
   it('is one with the label dev.slipway.agent-server=true, and not with another value', () => {

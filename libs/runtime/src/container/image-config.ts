@@ -36,11 +36,19 @@ interface Descriptor {
 }
 
 /** `process.arch` → the OCI `architecture` name. */
-const OCI_ARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+const OCI_ARCH: Record<string, string> = {
+  x64: 'amd64',
+  arm64: 'arm64',
+  arm: 'arm',
+  ppc64: 'ppc64le',
+  s390x: 's390x',
+  riscv64: 'riscv64',
+};
 const INITS = /(^|\/)(tini|dumb-init|catatonit|docker-init)$/;
 
 const blobPath = (layout: string, digest: string) => {
-  if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new ImageError(`The image names a blob with a malformed digest '${digest.slice(0, 80)}'.`);
+  if (!/^sha256:[0-9a-f]{64}$/.test(digest))
+    throw new ImageError(`The image names a blob with a malformed digest '${digest.slice(0, 80)}'.`);
   return path.join(layout, 'blobs', 'sha256', digest.slice(7));
 };
 
@@ -55,7 +63,8 @@ async function json<T>(file: string, what: string): Promise<T> {
 /** The manifest digest an OCI layout names under `ref` (`org.opencontainers.image.ref.name`). */
 export async function layoutManifestDigest(layout: string, ref: string): Promise<string> {
   const index = await json<{ manifests?: Descriptor[] }>(path.join(layout, 'index.json'), 'index');
-  const found = index.manifests?.find((m) => m.annotations?.['org.opencontainers.image.ref.name'] === ref) ?? index.manifests?.[0];
+  const found =
+    index.manifests?.find((m) => m.annotations?.['org.opencontainers.image.ref.name'] === ref) ?? index.manifests?.[0];
   if (!found) throw new ImageError('The image layout names no manifest.');
   return found.digest;
 }
@@ -64,22 +73,46 @@ export async function layoutManifestDigest(layout: string, ref: string): Promise
  * Reads the configuration of the image `manifestDigest` in an OCI layout and checks it can run
  * on this machine: Linux, this machine's architecture, and something to run (Entrypoint or Cmd).
  */
-export async function readImageConfig(layout: string, manifestDigest: string, arch: string = process.arch): Promise<ImageConfig> {
-  const manifest = await json<{ config?: Descriptor; manifests?: unknown[] }>(blobPath(layout, manifestDigest), 'manifest');
-  if (manifest.manifests) throw new ImageError('The image is a multi-platform index; push the image of one platform (linux/' + (OCI_ARCH[arch] ?? arch) + ').');
+export async function readImageConfig(
+  layout: string,
+  manifestDigest: string,
+  arch: string = process.arch,
+): Promise<ImageConfig> {
+  const manifest = await json<{ config?: Descriptor; manifests?: unknown[] }>(
+    blobPath(layout, manifestDigest),
+    'manifest',
+  );
+  if (manifest.manifests)
+    throw new ImageError(
+      'The image is a multi-platform index; push the image of one platform (linux/' + (OCI_ARCH[arch] ?? arch) + ').',
+    );
   if (!manifest.config?.digest) throw new ImageError('The image manifest has no config.');
   const config = await json<{
     architecture?: string;
     os?: string;
-    config?: { Env?: string[] | null; Entrypoint?: string[] | null; Cmd?: string[] | null; WorkingDir?: string; User?: string; Labels?: Record<string, unknown> | null };
+    config?: {
+      Env?: string[] | null;
+      Entrypoint?: string[] | null;
+      Cmd?: string[] | null;
+      WorkingDir?: string;
+      User?: string;
+      Labels?: Record<string, unknown> | null;
+    };
   }>(blobPath(layout, manifest.config.digest), 'config');
   const wanted = OCI_ARCH[arch] ?? arch;
-  if ((config.os ?? 'linux') !== 'linux') throw new ImageError(`The image is for ${config.os}; this runtime runs linux/${wanted} images.`);
-  if (config.architecture !== wanted) throw new ImageError(`The image is for ${config.architecture ?? 'an unknown architecture'}; this machine runs linux/${wanted} images.`);
+  if ((config.os ?? 'linux') !== 'linux')
+    throw new ImageError(`The image is for ${config.os}; this runtime runs linux/${wanted} images.`);
+  if (config.architecture !== wanted)
+    throw new ImageError(
+      `The image is for ${config.architecture ?? 'an unknown architecture'}; this machine runs linux/${wanted} images.`,
+    );
   const c = config.config ?? {};
   const strings = (v: unknown) => (Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : []);
   const command = [...strings(c.Entrypoint), ...strings(c.Cmd)];
-  if (!command.length) throw new ImageError('The image has neither an Entrypoint nor a Cmd: there is nothing to run. Set ENTRYPOINT or CMD when you build it.');
+  if (!command.length)
+    throw new ImageError(
+      'The image has neither an Entrypoint nor a Cmd: there is nothing to run. Set ENTRYPOINT or CMD when you build it.',
+    );
   const env: Record<string, string> = {};
   for (const entry of strings(c.Env)) {
     const eq = entry.indexOf('=');

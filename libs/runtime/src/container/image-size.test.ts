@@ -27,7 +27,11 @@ function layout(layers: Array<{ mediaType: string; data: Buffer }>): { dir: stri
     writeFileSync(path.join(dir, 'blobs/sha256', hex), data);
     return { digest: `sha256:${hex}`, size: data.length };
   };
-  const manifest = { schemaVersion: 2, config: put(Buffer.from('{}')), layers: layers.map((l) => ({ mediaType: l.mediaType, ...put(l.data) })) };
+  const manifest = {
+    schemaVersion: 2,
+    config: put(Buffer.from('{}')),
+    layers: layers.map((l) => ({ mediaType: l.mediaType, ...put(l.data) })),
+  };
   return { dir, digest: put(Buffer.from(JSON.stringify(manifest))).digest };
 }
 
@@ -51,19 +55,27 @@ describe('unpackedSize', () => {
     expect(tooLarge.countedBytes).toBeGreaterThan(8 * MB);
     // Stopped at the first chunk past the bound, far short of the layer's 64 MB.
     expect(tooLarge.countedBytes).toBeLessThan(9 * MB);
-    expect(tooLarge.message).toMatch(/^Image 127\.0\.0\.1:1\/d\/web@sha256:abc unpacks to more than 8 MB .*SLIPWAY_IMAGE_MAX_UNPACKED_MB=8.*nothing of it was unpacked/);
+    expect(tooLarge.message).toMatch(
+      /^Image 127\.0\.0\.1:1\/d\/web@sha256:abc unpacks to more than 8 MB .*SLIPWAY_IMAGE_MAX_UNPACKED_MB=8.*nothing of it was unpacked/,
+    );
   });
 
   it('counts the layers together against the bound', async () => {
     const layer = { mediaType: GZIP, data: gzipSync(Buffer.alloc(3 * MB)) };
-    const { dir, digest } = layout([layer, { ...layer, data: gzipSync(Buffer.alloc(3 * MB, 1)) }, { ...layer, data: gzipSync(Buffer.alloc(3 * MB, 2)) }]);
+    const { dir, digest } = layout([
+      layer,
+      { ...layer, data: gzipSync(Buffer.alloc(3 * MB, 1)) },
+      { ...layer, data: gzipSync(Buffer.alloc(3 * MB, 2)) },
+    ]);
     await expect(unpackedSize(dir, digest, 'r', bound(8))).rejects.toBeInstanceOf(ImageTooLargeError);
     expect(await unpackedSize(dir, digest, 'r', bound(9))).toBe(9 * MB);
   });
 
   it('refuses layers it cannot measure: other media types, corrupt gzip', async () => {
     const zstd = layout([{ mediaType: 'application/vnd.oci.image.layer.v1.tar+zstd', data: Buffer.from('x') }]);
-    await expect(unpackedSize(zstd.dir, zstd.digest, 'r', bound(8))).rejects.toThrow(/media type 'application\/vnd\.oci\.image\.layer\.v1\.tar\+zstd'/);
+    await expect(unpackedSize(zstd.dir, zstd.digest, 'r', bound(8))).rejects.toThrow(
+      /media type 'application\/vnd\.oci\.image\.layer\.v1\.tar\+zstd'/,
+    );
     const corrupt = layout([{ mediaType: GZIP, data: Buffer.from('not gzip at all') }]);
     const err = await unpackedSize(corrupt.dir, corrupt.digest, 'r', bound(8)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ImageError);

@@ -38,7 +38,10 @@ const GZIP = new Set([
   'application/vnd.docker.image.rootfs.diff.tar.gzip',
   'application/vnd.docker.image.rootfs.foreign.diff.tar.gzip',
 ]);
-const TAR = new Set(['application/vnd.oci.image.layer.v1.tar', 'application/vnd.oci.image.layer.nondistributable.v1.tar']);
+const TAR = new Set([
+  'application/vnd.oci.image.layer.v1.tar',
+  'application/vnd.oci.image.layer.nondistributable.v1.tar',
+]);
 
 const OVER = new Error('over the bound');
 
@@ -59,14 +62,23 @@ const counter = (add: (n: number) => boolean) =>
  * delete earlier files; headers and padding count too), so an image that passes cannot unpack
  * to more. Layers of other media types are refused, as umoci could not unpack them either.
  */
-export async function unpackedSize(layout: string, manifestDigest: string, reference: string, bound: UnpackBound): Promise<number> {
-  const manifest = JSON.parse(await readFile(blobFile(layout, manifestDigest), 'utf8')) as { layers?: Array<{ mediaType?: string; digest?: string }> };
+export async function unpackedSize(
+  layout: string,
+  manifestDigest: string,
+  reference: string,
+  bound: UnpackBound,
+): Promise<number> {
+  const manifest = JSON.parse(await readFile(blobFile(layout, manifestDigest), 'utf8')) as {
+    layers?: Array<{ mediaType?: string; digest?: string }>;
+  };
   let total = 0;
   const add = (n: number) => (total += n) <= bound.maxBytes;
   for (const layer of manifest.layers ?? []) {
     const type = layer.mediaType ?? '';
     if (!GZIP.has(type) && !TAR.has(type)) {
-      throw new ImageError(`Image ${reference} has a layer of media type '${type.slice(0, 100)}'; this runtime unpacks gzip-compressed or uncompressed tar layers only.`);
+      throw new ImageError(
+        `Image ${reference} has a layer of media type '${type.slice(0, 100)}'; this runtime unpacks gzip-compressed or uncompressed tar layers only.`,
+      );
     }
     const file = blobFile(layout, String(layer.digest));
     try {
@@ -74,13 +86,16 @@ export async function unpackedSize(layout: string, manifestDigest: string, refer
       else await pipeline(createReadStream(file), counter(add));
     } catch (err) {
       if (err === OVER) throw new ImageTooLargeError(reference, total, bound);
-      throw new ImageError(`Image ${reference} has a layer (${String(layer.digest).slice(0, 80)}) that cannot be read: ${(err as Error).message}`);
+      throw new ImageError(
+        `Image ${reference} has a layer (${String(layer.digest).slice(0, 80)}) that cannot be read: ${(err as Error).message}`,
+      );
     }
   }
   return total;
 }
 
 function blobFile(layout: string, digest: string): string {
-  if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new ImageError(`The image names a blob with a malformed digest '${digest.slice(0, 80)}'.`);
+  if (!/^sha256:[0-9a-f]{64}$/.test(digest))
+    throw new ImageError(`The image names a blob with a malformed digest '${digest.slice(0, 80)}'.`);
   return path.join(layout, 'blobs', 'sha256', digest.slice(7));
 }

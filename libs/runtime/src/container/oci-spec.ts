@@ -40,7 +40,8 @@ export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
   const args = spec.init ? [INIT_PATH, '--', ...spec.command] : spec.command;
   const noCaps = { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] };
   const memory = Math.max(1, Math.round(spec.limits.memoryMb)) * 1024 * 1024;
-  const quota = spec.limits.cpu && spec.limits.cpu > 0 ? Math.max(1_000, Math.round(spec.limits.cpu * CPU_PERIOD_US)) : undefined;
+  const quota =
+    spec.limits.cpu && spec.limits.cpu > 0 ? Math.max(1_000, Math.round(spec.limits.cpu * CPU_PERIOD_US)) : undefined;
   return {
     ociVersion: '1.0.2',
     process: {
@@ -57,14 +58,41 @@ export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
     hostname: 'sandbox',
     mounts: [
       { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
-      { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
-      { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620'] },
-      { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
+      {
+        destination: '/dev',
+        type: 'tmpfs',
+        source: 'tmpfs',
+        options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'],
+      },
+      {
+        destination: '/dev/pts',
+        type: 'devpts',
+        source: 'devpts',
+        options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620'],
+      },
+      {
+        destination: '/dev/shm',
+        type: 'tmpfs',
+        source: 'shm',
+        options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'],
+      },
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
-      { destination: '/tmp', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777', 'size=262144k'] },
-      { destination: '/etc/resolv.conf', type: 'bind', source: spec.network.resolvConf, options: ['rbind', 'ro', 'nosuid', 'nodev', 'noexec'] },
-      ...(spec.init ? [{ destination: INIT_PATH, type: 'bind', source: spec.init, options: ['bind', 'ro', 'nosuid', 'nodev'] }] : []),
+      {
+        destination: '/tmp',
+        type: 'tmpfs',
+        source: 'tmpfs',
+        options: ['nosuid', 'nodev', 'mode=1777', 'size=262144k'],
+      },
+      {
+        destination: '/etc/resolv.conf',
+        type: 'bind',
+        source: spec.network.resolvConf,
+        options: ['rbind', 'ro', 'nosuid', 'nodev', 'noexec'],
+      },
+      ...(spec.init
+        ? [{ destination: INIT_PATH, type: 'bind', source: spec.init, options: ['bind', 'ro', 'nosuid', 'nodev'] }]
+        : []),
     ],
     linux: {
       cgroupsPath: spec.cgroupsPath,
@@ -74,7 +102,13 @@ export function ociConfig(spec: ContainerSpec): Record<string, unknown> {
         cpu: quota ? { quota, period: CPU_PERIOD_US } : {},
         pids: { limit: spec.limits.pids },
       },
-      namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network', path: spec.network.nsPath }],
+      namespaces: [
+        { type: 'pid' },
+        { type: 'ipc' },
+        { type: 'uts' },
+        { type: 'mount' },
+        { type: 'network', path: spec.network.nsPath },
+      ],
       // As runc's own defaults, and powercap: its energy counters leak what other tenants compute (RAPL side channels).
       maskedPaths: [
         '/proc/acpi',

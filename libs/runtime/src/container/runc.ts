@@ -5,7 +5,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function runcCommand(args: string[]): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) =>
-    execFile('runc', args, { encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => resolve({ ok: !err, output: `${stdout}${stderr}`.trim() })),
+    execFile('runc', args, { encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) =>
+      resolve({ ok: !err, output: `${stdout}${stderr}`.trim() }),
+    ),
   );
 }
 
@@ -55,10 +57,14 @@ export class Runc {
     return new Promise((resolve, reject) => {
       // stderr too: in detached mode the container inherits runc's stdio, and a pipe would break
       // once we stop reading it. runc's own errors therefore land in the log file as well.
-      const child = spawn('runc', ['--root', this.root, 'run', '--detach', '--bundle', bundle, '--pid-file', pidFile, id], {
-        stdio: ['ignore', logFd, logFd],
-        detached: true,
-      });
+      const child = spawn(
+        'runc',
+        ['--root', this.root, 'run', '--detach', '--bundle', bundle, '--pid-file', pidFile, id],
+        {
+          stdio: ['ignore', logFd, logFd],
+          detached: true,
+        },
+      );
       child.once('error', reject);
       child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`runc exited with code ${code}`))));
     });
@@ -99,5 +105,8 @@ export class Runc {
 /** runc logs `time="…" level=error msg="…"`: the message. */
 export function runcError(text: string): string {
   const lines = text.trim().split('\n').filter(Boolean);
-  return lines.map((l) => /msg="((?:[^"\\]|\\.)*)"/.exec(l)?.[1]?.replace(/\\"/g, '"') ?? l).join('; ').slice(0, 1_000);
+  return lines
+    .map((l) => /msg="((?:[^"\\]|\\.)*)"/.exec(l)?.[1]?.replace(/\\"/g, '"') ?? l)
+    .join('; ')
+    .slice(0, 1_000);
 }

@@ -5,7 +5,14 @@ import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import { equalSecret } from './equal-secret.js';
 import { LoopbackFront, type Upstream } from './loopback-front.js';
-import { pgMessage, postgresError, readClientStartup, readMessage, startupMessage, startupRefusal } from './postgres-startup.js';
+import {
+  pgMessage,
+  postgresError,
+  readClientStartup,
+  readMessage,
+  startupMessage,
+  startupRefusal,
+} from './postgres-startup.js';
 import { SocketReader } from './socket-reader.js';
 
 export { postgresError, readMessage, startupMessage } from './postgres-startup.js';
@@ -72,7 +79,10 @@ export class PostgresFront extends LoopbackFront {
       // Counted once the password matched: a stranger on the machine cannot take the deployment's slots.
       const { maxConnections } = this.options;
       if (!this.admit(client, maxConnections)) {
-        return refuse('53300', `too many connections for role "${role}": this deployment may hold at most ${maxConnections} database connections at once`);
+        return refuse(
+          '53300',
+          `too many connections for role "${role}": this deployment may hold at most ${maxConnections} database connections at once`,
+        );
       }
       const params = Object.fromEntries(startup.params);
       await this.relay(client, reader, startupMessage({ ...params, user: role, database }));
@@ -103,7 +113,11 @@ export class PostgresFront extends LoopbackFront {
           upstream.write(serialize.password(this.options.password));
           continue;
         case 'authenticationMD5Password':
-          upstream.write(serialize.password(md5Password(this.options.role, this.options.password, (message as unknown as { salt: Buffer }).salt)));
+          upstream.write(
+            serialize.password(
+              md5Password(this.options.role, this.options.password, (message as unknown as { salt: Buffer }).salt),
+            ),
+          );
           continue;
         case 'authenticationOk':
         case 'parameterStatus':
@@ -123,7 +137,12 @@ export class PostgresFront extends LoopbackFront {
           return void client.end(raw);
         default:
           if (message.name.startsWith('authentication')) {
-            return void client.end(postgresError('28000', 'The database server asks for an authentication method this front does not speak.'));
+            return void client.end(
+              postgresError(
+                '28000',
+                'The database server asks for an authentication method this front does not speak.',
+              ),
+            );
           }
           throw new Error(`Upstream sent '${message.name}' during start-up.`);
       }
@@ -139,6 +158,13 @@ export class PostgresFront extends LoopbackFront {
 }
 
 function md5Password(user: string, password: string, salt: Buffer): string {
-  const inner = createHash('md5').update(password + user).digest('hex');
-  return 'md5' + createHash('md5').update(Buffer.concat([Buffer.from(inner), salt])).digest('hex');
+  const inner = createHash('md5')
+    .update(password + user)
+    .digest('hex');
+  return (
+    'md5' +
+    createHash('md5')
+      .update(Buffer.concat([Buffer.from(inner), salt]))
+      .digest('hex')
+  );
 }

@@ -29,7 +29,11 @@ export function postgresError(code: string, message: string): Buffer {
  * writes its own.)
  */
 export function startupMessage(params: Record<string, string>): Buffer {
-  const body = Buffer.concat([int32(PROTOCOL_3), ...Object.entries(params).map(([k, v]) => Buffer.from(`${k}\0${v}\0`, 'utf8')), Buffer.from([0])]);
+  const body = Buffer.concat([
+    int32(PROTOCOL_3),
+    ...Object.entries(params).map(([k, v]) => Buffer.from(`${k}\0${v}\0`, 'utf8')),
+    Buffer.from([0]),
+  ]);
   return Buffer.concat([int32(body.length + 4), body]);
 }
 
@@ -55,7 +59,8 @@ export type ClientStartup =
 export async function readClientStartup(client: Socket, reader: SocketReader): Promise<ClientStartup> {
   for (;;) {
     const length = (await reader.read(4)).readInt32BE(0);
-    if (length < 8 || length > MAX_HANDSHAKE_BYTES) return { kind: 'refused', reason: 'invalid length of startup packet' };
+    if (length < 8 || length > MAX_HANDSHAKE_BYTES)
+      return { kind: 'refused', reason: 'invalid length of startup packet' };
     const body = await reader.read(length - 4);
     const code = body.readInt32BE(0);
     if (code === SSL_REQUEST || code === GSSENC_REQUEST) {
@@ -68,7 +73,8 @@ export async function readClientStartup(client: Socket, reader: SocketReader): P
     }
     if (code !== PROTOCOL_3) return { kind: 'refused', reason: 'unsupported frontend protocol' };
     const rest = body.subarray(4);
-    if (rest[rest.length - 1] !== 0) return { kind: 'refused', reason: 'invalid startup packet layout: expected terminator as last byte' };
+    if (rest[rest.length - 1] !== 0)
+      return { kind: 'refused', reason: 'invalid startup packet layout: expected terminator as last byte' };
     const parts = rest.subarray(0, -1).toString('utf8').split('\0');
     parts.pop(); // after the last value's terminator
     if (parts.length % 2) return { kind: 'refused', reason: 'invalid startup packet layout' };
@@ -98,7 +104,8 @@ export function startupRefusal(params: Map<string, string>, role: string, databa
   if (user !== role || db !== database) return `Only role "${role}" may connect here, to database "${database}".`;
   for (const [name, value] of params) {
     const setting = name.toLowerCase() === 'options' ? value.replace(/\\/g, '').toLowerCase() : name.toLowerCase();
-    if (name !== 'user' && name !== 'database' && IDENTITY_SETTINGS.test(setting)) return `The startup parameter "${name}" may not set a role here.`;
+    if (name !== 'user' && name !== 'database' && IDENTITY_SETTINGS.test(setting))
+      return `The startup parameter "${name}" may not set a role here.`;
   }
   return null;
 }

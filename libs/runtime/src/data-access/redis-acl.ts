@@ -45,11 +45,56 @@ export function deploymentKeyspaceUrl(redisUrl: string): string {
  * Every name must be a command Redis 7.0 knows: an unknown one fails the whole ACL SETUSER.
  */
 export const DENIED_REDIS_COMMANDS = [
-  'flushall', 'flushdb', 'config', 'keys', 'scan', 'randomkey', 'dbsize', 'select', 'swapdb', 'move', 'migrate', 'sort', 'sort_ro',
-  'restore', 'restore-asking', 'script', 'eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro', 'function', 'debug',
-  'shutdown', 'acl', 'monitor', 'client', 'module', 'save', 'bgsave', 'bgrewriteaof', 'replicaof', 'slaveof', 'sync', 'psync',
-  'replconf', 'failover', 'cluster', 'wait', 'reset', 'info', 'latency', 'memory', 'slowlog', 'lastsave', 'role', 'pubsub',
-  'pfdebug', 'pfselftest',
+  'flushall',
+  'flushdb',
+  'config',
+  'keys',
+  'scan',
+  'randomkey',
+  'dbsize',
+  'select',
+  'swapdb',
+  'move',
+  'migrate',
+  'sort',
+  'sort_ro',
+  'restore',
+  'restore-asking',
+  'script',
+  'eval',
+  'evalsha',
+  'eval_ro',
+  'evalsha_ro',
+  'fcall',
+  'fcall_ro',
+  'function',
+  'debug',
+  'shutdown',
+  'acl',
+  'monitor',
+  'client',
+  'module',
+  'save',
+  'bgsave',
+  'bgrewriteaof',
+  'replicaof',
+  'slaveof',
+  'sync',
+  'psync',
+  'replconf',
+  'failover',
+  'cluster',
+  'wait',
+  'reset',
+  'info',
+  'latency',
+  'memory',
+  'slowlog',
+  'lastsave',
+  'role',
+  'pubsub',
+  'pfdebug',
+  'pfselftest',
 ] as const;
 
 /**
@@ -108,7 +153,9 @@ export async function redisHasAcl(redis: Redis): Promise<boolean> {
  */
 export async function ensureDeploymentRedisUser(redis: Redis, deploymentId: string, password: string): Promise<string> {
   if (!(await redisHasAcl(redis))) {
-    throw new DataAccessError('The Redis server has no ACL support (Redis 6 or later is needed), so this deployment cannot get a Redis user of its own.');
+    throw new DataAccessError(
+      'The Redis server has no ACL support (Redis 6 or later is needed), so this deployment cannot get a Redis user of its own.',
+    );
   }
   const user = deploymentRedisUser(deploymentId);
   try {

@@ -27,7 +27,10 @@ const NOAUTH = encodeCommand(['SLIPWAY-FRONT:NOAUTH-authenticate-as-the-deployme
 const SWITCH_REFUSED = encodeCommand(['SLIPWAY-FRONT:refused-only-the-deployment-user-may-authenticate-here']);
 /** Per denied command (DENIED_REDIS_COMMANDS), what is sent upstream in its place: the error names it. */
 const COMMAND_REFUSED = new Map(
-  DENIED_REDIS_COMMANDS.map((name) => [name, encodeCommand([`SLIPWAY-FRONT:NOPERM-deployments-may-not-run-${name.toUpperCase()}`])]),
+  DENIED_REDIS_COMMANDS.map((name) => [
+    name,
+    encodeCommand([`SLIPWAY-FRONT:NOPERM-deployments-may-not-run-${name.toUpperCase()}`]),
+  ]),
 );
 
 type Verdict = 'forward' | 'authenticated' | 'refuse-switch' | 'refuse-noauth' | 'refuse-command';
@@ -61,7 +64,12 @@ export class RedisFront extends LoopbackFront {
   }
 
   private own(user: Buffer | undefined, password: Buffer | undefined): boolean {
-    return !!user && !!password && user.equals(Buffer.from(this.options.username)) && equalSecret(password, this.options.password);
+    return (
+      !!user &&
+      !!password &&
+      user.equals(Buffer.from(this.options.username)) &&
+      equalSecret(password, this.options.password)
+    );
   }
 
   /** What to do with one command (its name and, for AUTH and HELLO, its arguments). */
@@ -95,7 +103,9 @@ export class RedisFront extends LoopbackFront {
     // Counted as it connects: each client connection holds an upstream one from the start.
     const { maxConnections } = this.options;
     if (!this.admit(client, maxConnections)) {
-      client.end(`-ERR max number of clients reached: this deployment may hold at most ${maxConnections} Redis connections at once\r\n`);
+      client.end(
+        `-ERR max number of clients reached: this deployment may hold at most ${maxConnections} Redis connections at once\r\n`,
+      );
       return;
     }
     let upstream: Socket;
@@ -105,7 +115,9 @@ export class RedisFront extends LoopbackFront {
       upstream.write(encodeCommand(['AUTH', this.options.username, this.options.password]));
       const reply = await reader.line();
       if (reply !== '+OK') {
-        client.end(`-ERR Slipway could not open this deployment's Redis user (${reply.replace(/^-/, '').slice(0, 120)})\r\n`);
+        client.end(
+          `-ERR Slipway could not open this deployment's Redis user (${reply.replace(/^-/, '').slice(0, 120)})\r\n`,
+        );
         return;
       }
       const rest = reader.release();
@@ -124,7 +136,8 @@ export class RedisFront extends LoopbackFront {
       if (verdict === 'authenticated') authenticated = true;
       if (verdict === 'refuse-switch') out.push(SWITCH_REFUSED);
       else if (verdict === 'refuse-noauth') out.push(NOAUTH);
-      else if (verdict === 'refuse-command') out.push(COMMAND_REFUSED.get(word(args[0]) as (typeof DENIED_REDIS_COMMANDS)[number])!);
+      else if (verdict === 'refuse-command')
+        out.push(COMMAND_REFUSED.get(word(args[0]) as (typeof DENIED_REDIS_COMMANDS)[number])!);
       return verdict === 'forward' || verdict === 'authenticated';
     };
     const parser = new RespRequestParser({
@@ -154,7 +167,10 @@ export class RedisFront extends LoopbackFront {
         client.pause();
         if (!(err instanceof RespProtocolError)) this.options.onError?.(err as Error);
         const reason = err instanceof RespProtocolError ? err.message : 'unreadable request';
-        out.push(encodeCommand([`SLIPWAY-FRONT:protocol-error:${reason.replace(/[^\w$']+/g, '-')}`]), encodeCommand(['QUIT']));
+        out.push(
+          encodeCommand([`SLIPWAY-FRONT:protocol-error:${reason.replace(/[^\w$']+/g, '-')}`]),
+          encodeCommand(['QUIT']),
+        );
       }
       send();
     });

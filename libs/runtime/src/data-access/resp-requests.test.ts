@@ -25,7 +25,10 @@ describe('RespRequestParser', () => {
   it('reads RESP arrays and inline commands alike, one byte at a time too', () => {
     const input = `${encodeCommand(['SET', 'k', 'v a']).toString()}"AUTH" 'def\\'ault' x\r\nPING\n*0\r\n*-1\r\n\r\n`;
     for (const cut of [Infinity, 1, 3]) {
-      expect(read(input, cut)).toMatchObject({ commands: [['SET', 'k', 'v a'], ['AUTH', "def'ault", 'x'], ['PING']], error: '' });
+      expect(read(input, cut)).toMatchObject({
+        commands: [['SET', 'k', 'v a'], ['AUTH', "def'ault", 'x'], ['PING']],
+        error: '',
+      });
     }
   });
 

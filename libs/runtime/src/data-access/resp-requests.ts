@@ -96,11 +96,13 @@ export class RespRequestParser {
 
   private inline(): boolean {
     const end = this.buf.indexOf(0x0a);
-    if (end < 0 ? this.buf.length > MAX_INLINE_BYTES : end > MAX_INLINE_BYTES) throw new RespProtocolError('too big inline request');
+    if (end < 0 ? this.buf.length > MAX_INLINE_BYTES : end > MAX_INLINE_BYTES)
+      throw new RespProtocolError('too big inline request');
     // The server looks for the newline with strchr: past a NUL it never sees one, and the
     // connection waits until the line is too big. Refused here at once.
     // (Searched within the line only: a chunk of many short commands is scanned once.)
-    if (this.buf.subarray(0, end < 0 ? this.buf.length : end).includes(0)) throw new RespProtocolError('NUL in inline request');
+    if (this.buf.subarray(0, end < 0 ? this.buf.length : end).includes(0))
+      throw new RespProtocolError('NUL in inline request');
     if (end < 0) return false;
     let line = this.take(end + 1).subarray(0, end);
     if (line[line.length - 1] === 0x0d) line = line.subarray(0, -1);
@@ -146,7 +148,8 @@ export class RespRequestParser {
       if (!this.args.length) throw new RespProtocolError('command name too long');
       this.streaming = true;
       this.forwarding = this.sink.begin(this.count, this.args);
-      if (this.forwarding) this.sink.bytes(Buffer.concat([Buffer.from(`*${this.count}\r\n`), ...this.args.map(encodeBulk)]));
+      if (this.forwarding)
+        this.sink.bytes(Buffer.concat([Buffer.from(`*${this.count}\r\n`), ...this.args.map(encodeBulk)]));
       this.args = [];
     }
     this.take(headerBytes);
@@ -179,5 +182,8 @@ function encodeBulk(arg: Buffer): Buffer {
 
 /** A command as a RESP array of bulk strings. */
 export function encodeCommand(args: ReadonlyArray<string | Buffer>): Buffer {
-  return Buffer.concat([Buffer.from(`*${args.length}\r\n`), ...args.map((a) => encodeBulk(typeof a === 'string' ? Buffer.from(a) : a))]);
+  return Buffer.concat([
+    Buffer.from(`*${args.length}\r\n`),
+    ...args.map((a) => encodeBulk(typeof a === 'string' ? Buffer.from(a) : a)),
+  ]);
 }

@@ -6,7 +6,11 @@ describe('TcpRelay', () => {
   it('relays bytes both ways unread, and closing it cuts the relayed connection', async () => {
     const upstream = createServer((s) => s.on('data', (d) => s.write(`echo:${d.toString()}`)));
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    const relay = new TcpRelay({ host: '127.0.0.1', port: 0, upstream: { host: '127.0.0.1', port: (upstream.address() as AddressInfo).port } });
+    const relay = new TcpRelay({
+      host: '127.0.0.1',
+      port: 0,
+      upstream: { host: '127.0.0.1', port: (upstream.address() as AddressInfo).port },
+    });
     await relay.listen();
     try {
       const client = connect({ host: '127.0.0.1', port: relay.port });

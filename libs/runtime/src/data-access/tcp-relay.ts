@@ -7,7 +7,14 @@ import { LoopbackFront } from './loopback-front.js';
  * nothing; the store authenticates the deployment's own role or user as it would directly.
  */
 export class TcpRelay extends LoopbackFront {
-  constructor(private readonly options: { host: string; port: number; upstream: { host: string; port: number }; onError?: (err: Error) => void }) {
+  constructor(
+    private readonly options: {
+      host: string;
+      port: number;
+      upstream: { host: string; port: number };
+      onError?: (err: Error) => void;
+    },
+  ) {
     super(options, options.upstream);
   }
 

@@ -18,7 +18,10 @@ function hostPort(url: string, defaultPort: number): { host: string; port: numbe
 }
 
 /** Opens a raw connection, runs `exchange`, always closes; null on any failure or timeout. */
-async function probe(target: { host: string; port: number }, exchange: (reader: SocketReader, write: (b: Buffer | string) => void) => Promise<boolean>): Promise<boolean | null> {
+async function probe(
+  target: { host: string; port: number },
+  exchange: (reader: SocketReader, write: (b: Buffer | string) => void) => Promise<boolean>,
+): Promise<boolean | null> {
   const socket = connect(target);
   socket.setTimeout(PROBE_TIMEOUT_MS, () => socket.destroy(new Error('probe timed out')));
   try {
@@ -43,7 +46,12 @@ export async function probeLocalTrust(databaseUrl: string, redisUrl: string): Pr
   const db = new URL(databaseUrl);
   const [postgresPasswordless, redisDefaultOpen] = await Promise.all([
     probe(hostPort(databaseUrl, 5432), async (reader, write) => {
-      write(startupMessage({ user: decodeURIComponent(db.username) || 'postgres', database: decodeURIComponent(db.pathname.slice(1)) || 'postgres' }));
+      write(
+        startupMessage({
+          user: decodeURIComponent(db.username) || 'postgres',
+          database: decodeURIComponent(db.pathname.slice(1)) || 'postgres',
+        }),
+      );
       const { type, body } = await readMessage(reader);
       if (type === 'R') return body.readInt32BE(0) === 0;
       return false;

@@ -1,4 +1,10 @@
-import type { V1Container, V1ContainerPort, V1PodSecurityContext, V1SecurityContext, V1Volume } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1ContainerPort,
+  V1PodSecurityContext,
+  V1SecurityContext,
+  V1Volume,
+} from '@kubernetes/client-node';
 import { RESTRICTED_VOLUME_TYPES } from './pod-policy.js';
 
 /**
@@ -23,7 +29,19 @@ export function restrictedContainerSecurity(extra: V1SecurityContext = {}): V1Se
 }
 
 /** The container fields a user's init container or sidecar may carry, in the order they are emitted. */
-const CONTAINER_FIELDS = ['name', 'image', 'imagePullPolicy', 'workingDir', 'restartPolicy', 'command', 'args', 'env', 'envFrom', 'resources', 'volumeMounts'] as const;
+const CONTAINER_FIELDS = [
+  'name',
+  'image',
+  'imagePullPolicy',
+  'workingDir',
+  'restartPolicy',
+  'command',
+  'args',
+  'env',
+  'envFrom',
+  'resources',
+  'volumeMounts',
+] as const;
 
 /** securityContext fields kept from the user's; the rest is ours. */
 const KEPT_SECURITY_FIELDS = ['readOnlyRootFilesystem', 'runAsUser', 'runAsGroup'] as const;
@@ -36,12 +54,15 @@ export function restrictedContainer(user: Record<string, any>): V1Container {
   const container: Record<string, unknown> = {};
   for (const field of CONTAINER_FIELDS) if (user[field] !== undefined) container[field] = user[field];
   if (Array.isArray(user.ports) && user.ports.length) {
-    container.ports = user.ports.map(({ hostPort: _hostPort, hostIP: _hostIP, ...port }: V1ContainerPort & Record<string, unknown>) => port);
+    container.ports = user.ports.map(
+      ({ hostPort: _hostPort, hostIP: _hostIP, ...port }: V1ContainerPort & Record<string, unknown>) => port,
+    );
   }
   const kept: V1SecurityContext = {};
   for (const field of KEPT_SECURITY_FIELDS) {
     const value = user.securityContext?.[field];
-    if (field === 'readOnlyRootFilesystem' ? typeof value === 'boolean' : Number.isInteger(value) && value >= 1) (kept as Record<string, unknown>)[field] = value;
+    if (field === 'readOnlyRootFilesystem' ? typeof value === 'boolean' : Number.isInteger(value) && value >= 1)
+      (kept as Record<string, unknown>)[field] = value;
   }
   container.securityContext = restrictedContainerSecurity(kept);
   return container as unknown as V1Container;

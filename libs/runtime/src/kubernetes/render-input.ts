@@ -47,7 +47,14 @@ export interface StoreImages {
 export const DEFAULT_STORE_IMAGES: Readonly<StoreImages> = { postgres: 'postgres:16-alpine', redis: 'redis:7-alpine' };
 
 /** The objects a revision renders to; each is also a plain KubernetesObject. */
-export type RenderedObject = V1ServiceAccount | V1Secret | V1Service | V1Deployment | V1StatefulSet | V2HorizontalPodAutoscaler | V1Ingress;
+export type RenderedObject =
+  | V1ServiceAccount
+  | V1Secret
+  | V1Service
+  | V1Deployment
+  | V1StatefulSet
+  | V2HorizontalPodAutoscaler
+  | V1Ingress;
 
 /** Names of the rendered objects, by role. */
 export interface ObjectNames {
@@ -90,7 +97,11 @@ export function objectNames(deploymentName: string): ObjectNames {
 }
 
 export function sorted<T>(record: Readonly<Record<string, T>>): Record<string, T> {
-  return Object.fromEntries(Object.keys(record).sort().map((k) => [k, record[k]!]));
+  return Object.fromEntries(
+    Object.keys(record)
+      .sort()
+      .map((k) => [k, record[k]!]),
+  );
 }
 
 /** Labels that select a component's pods; never changes between revisions (selectors are immutable). */

@@ -21,7 +21,10 @@ function renderManifests(renderInput: RenderInput): RenderedObject[] {
 const DEPLOYMENT_ID = '0b6f5c1e-3d52-4a8e-9c36-2b1f0e7d9a41';
 const REVISION_ID = '7c2d9e44-61f0-4b7a-8d1e-55a3c9b0f213';
 const SECRET_VALUE = 'sk-render-test-secret-value';
-const credentials: StoreCredentials = { databasePassword: 'db-password-of-the-deployment', redisPassword: 'redis-password-of-the-deployment' };
+const credentials: StoreCredentials = {
+  databasePassword: 'db-password-of-the-deployment',
+  redisPassword: 'redis-password-of-the-deployment',
+};
 
 function input(spec: ResourceSpecInput = {}, extra: Partial<RenderInput> = {}): RenderInput {
   return {
@@ -44,7 +47,8 @@ const of = <T extends RenderedObject>(objects: RenderedObject[], kind: string, n
   return found as T;
 };
 const deployment = (objects: RenderedObject[], name: string) => of<k8s.V1Deployment>(objects, 'Deployment', name);
-const hpa = (objects: RenderedObject[], name: string) => of<k8s.V2HorizontalPodAutoscaler>(objects, 'HorizontalPodAutoscaler', name);
+const hpa = (objects: RenderedObject[], name: string) =>
+  of<k8s.V2HorizontalPodAutoscaler>(objects, 'HorizontalPodAutoscaler', name);
 const mainContainer = (d: k8s.V1Deployment) => d.spec!.template.spec!.containers[0]!;
 
 // ------------------------------------------------------------------ schema check
@@ -91,7 +95,9 @@ function schemaProblems(value: unknown, type: string, path: string, out: string[
     if (!primitive[type](value)) out.push(`${path}: expected ${type}, got ${JSON.stringify(value)}`);
     return out;
   }
-  const model = (k8s as unknown as Record<string, { getAttributeTypeMap?: () => Array<{ baseName: string; type: string }> }>)[type];
+  const model = (
+    k8s as unknown as Record<string, { getAttributeTypeMap?: () => Array<{ baseName: string; type: string }> }>
+  )[type];
   if (!model?.getAttributeTypeMap) return [...out, `${path}: unknown model ${type}`];
   if (typeof value !== 'object' || Array.isArray(value)) return [...out, `${path}: expected an object (${type})`];
   const fields = new Map(model.getAttributeTypeMap().map((a) => [a.baseName, a.type]));
@@ -133,13 +139,22 @@ describe('renderManifests', () => {
     const spec: ResourceSpecInput = {
       volumes: [{ name: 'config', configMap: { name: 'agent-config' } }],
       volume_mounts: [{ name: 'config', mountPath: '/etc/agent', readOnly: true }],
-      init_containers: [{ name: 'migrate', image: 'registry.example/migrate:1', command: ['migrate'], env: [{ name: 'A', value: 'b' }] }],
+      init_containers: [
+        {
+          name: 'migrate',
+          image: 'registry.example/migrate:1',
+          command: ['migrate'],
+          env: [{ name: 'A', value: 'b' }],
+        },
+      ],
       sidecars: [{ name: 'proxy', image: 'registry.example/proxy:1', restartPolicy: 'Always' }],
     };
     for (const o of renderManifests(input(spec, { customUrl: 'https://agent.example.com/' }))) {
       expect(schemaProblems(o, MODEL_OF_KIND[o.kind!]!, o.kind!), `${o.kind} ${o.metadata?.name}`).toEqual([]);
     }
-    const broken = structuredClone(renderManifests(input()).find((o) => o.kind === 'Deployment' && o.metadata?.name === 'agent-one')) as any;
+    const broken = structuredClone(
+      renderManifests(input()).find((o) => o.kind === 'Deployment' && o.metadata?.name === 'agent-one'),
+    ) as any;
     broken.spec.template.spec.containers[0].volumeMount = [];
     broken.spec.replicas = '2';
     expect(schemaProblems(broken, 'V1Deployment', 'Deployment')).toEqual([
@@ -155,7 +170,9 @@ describe('renderManifests', () => {
       scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'agent-one' },
       minReplicas: 2,
       maxReplicas: 7,
-      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }],
+      metrics: [
+        { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } },
+      ],
     });
     expect(deployment(objects, 'agent-one-queue').spec!.replicas).toBe(1);
     expect(hpa(objects, 'agent-one-queue').spec).toMatchObject({
@@ -168,7 +185,9 @@ describe('renderManifests', () => {
   it('renders no autoscaler for a component scaled to zero (an HPA cannot go below 1)', () => {
     const objects = renderManifests(input({ min_scale: 1, max_scale: 3, queue_min_scale: 0, queue_max_scale: 2 }));
     expect(deployment(objects, 'agent-one-queue').spec!.replicas).toBe(0);
-    expect(objects.some((o) => o.kind === 'HorizontalPodAutoscaler' && o.metadata!.name === 'agent-one-queue')).toBe(false);
+    expect(objects.some((o) => o.kind === 'HorizontalPodAutoscaler' && o.metadata!.name === 'agent-one-queue')).toBe(
+      false,
+    );
     expect(hpa(objects, 'agent-one').spec!.minReplicas).toBe(1);
   });
 
@@ -177,7 +196,15 @@ describe('renderManifests', () => {
     expect(memoryQuantity(512)).toBe('512Mi');
 
     const objects = renderManifests(
-      input({ cpu: 0.25, cpu_limit: 1.5, memory_mb: 768, memory_limit_mb: 1536, queue_cpu: 0.75, queue_cpu_limit: 2, queue_memory_mb: 256 }),
+      input({
+        cpu: 0.25,
+        cpu_limit: 1.5,
+        memory_mb: 768,
+        memory_limit_mb: 1536,
+        queue_cpu: 0.75,
+        queue_cpu_limit: 2,
+        queue_memory_mb: 256,
+      }),
     );
     expect(mainContainer(deployment(objects, 'agent-one')).resources).toEqual({
       requests: { cpu: '250m', memory: '768Mi' },
@@ -191,18 +218,35 @@ describe('renderManifests', () => {
 
   it('sizes Postgres and Redis from the db_* and redis_* fields', () => {
     const objects = renderManifests(
-      input({ db_cpu: 0.5, db_cpu_limit: 1, db_memory_mb: 2048, db_memory_limit_mb: 4096, db_storage_gi: 25, db_max_connections: 300, redis_memory_mb: 400 }),
+      input({
+        db_cpu: 0.5,
+        db_cpu_limit: 1,
+        db_memory_mb: 2048,
+        db_memory_limit_mb: 4096,
+        db_storage_gi: 25,
+        db_max_connections: 300,
+        redis_memory_mb: 400,
+      }),
     );
     const db = of<k8s.V1StatefulSet>(objects, 'StatefulSet', 'agent-one-db');
     const postgres = db.spec!.template.spec!.containers[0]!;
     expect(db.spec!.serviceName).toBe('agent-one-db');
-    expect(postgres.resources).toEqual({ requests: { cpu: '500m', memory: '2048Mi' }, limits: { cpu: '1', memory: '4096Mi' } });
+    expect(postgres.resources).toEqual({
+      requests: { cpu: '500m', memory: '2048Mi' },
+      limits: { cpu: '1', memory: '4096Mi' },
+    });
     expect(postgres.args).toEqual(['-c', 'max_connections=300']);
     expect(db.spec!.volumeClaimTemplates).toEqual([
-      { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '25Gi' } } } },
+      {
+        metadata: { name: 'data' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '25Gi' } } },
+      },
     ]);
     expect(postgres.volumeMounts).toEqual([{ name: 'data', mountPath: '/var/lib/postgresql/data' }]);
-    expect(of<k8s.V1Service>(objects, 'Service', 'agent-one-db').spec).toMatchObject({ clusterIP: 'None', ports: [{ port: 5432 }] });
+    expect(of<k8s.V1Service>(objects, 'Service', 'agent-one-db').spec).toMatchObject({
+      clusterIP: 'None',
+      ports: [{ port: 5432 }],
+    });
 
     const redis = deployment(objects, 'agent-one-redis').spec!.template.spec!.containers[0]!;
     expect(redis.resources).toEqual({ requests: { memory: '400Mi' }, limits: { memory: '400Mi' } });
@@ -240,7 +284,10 @@ describe('renderManifests', () => {
       annotations: { 'prometheus.io/scrape': 'true' },
       service_account_name: 'agent-sa',
       image_pull_secrets: [{ name: 'regcred' }],
-      volumes: [{ name: 'config', configMap: { name: 'agent-config' } }, { name: 'scratch', emptyDir: {} }],
+      volumes: [
+        { name: 'config', configMap: { name: 'agent-config' } },
+        { name: 'scratch', emptyDir: {} },
+      ],
       volume_mounts: [{ name: 'config', mountPath: '/etc/agent', readOnly: true }],
       init_containers: [{ name: 'migrate', image: 'registry.example/migrate:1', command: ['migrate', 'up'] }],
       sidecars: [
@@ -262,7 +309,10 @@ describe('renderManifests', () => {
         'slipway.dev/revision-id': REVISION_ID,
       });
       // Selectors are immutable: nothing that changes per revision (or per user) may be in them.
-      expect(Object.keys(d.spec!.selector!.matchLabels!).sort()).toEqual(['app.kubernetes.io/component', 'app.kubernetes.io/instance']);
+      expect(Object.keys(d.spec!.selector!.matchLabels!).sort()).toEqual([
+        'app.kubernetes.io/component',
+        'app.kubernetes.io/instance',
+      ]);
       expect(pod.metadata!.labels).toMatchObject(d.spec!.selector!.matchLabels!);
 
       const podSpec = pod.spec!;
@@ -271,10 +321,16 @@ describe('renderManifests', () => {
       expect(podSpec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
       expect(podSpec.volumes).toEqual(spec.volumes);
       expect(podSpec.containers[0]!.volumeMounts).toEqual(spec.volume_mounts);
-      expect(podSpec.containers.map((c) => c.name)).toEqual([name === 'agent-one' ? 'api-server' : 'queue-worker', 'log-shipper']);
+      expect(podSpec.containers.map((c) => c.name)).toEqual([
+        name === 'agent-one' ? 'api-server' : 'queue-worker',
+        'log-shipper',
+      ]);
       // A native sidecar (restartPolicy Always) is only valid among init containers, ahead of the user's.
       expect(podSpec.initContainers!.map((c) => c.name)).toEqual(['db-proxy', 'migrate']);
-      expect(podSpec.initContainers![1]).toEqual({ ...spec.init_containers![0], securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } });
+      expect(podSpec.initContainers![1]).toEqual({
+        ...spec.init_containers![0],
+        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+      });
     }
     // The stores are not the user's workload: no user volumes or sidecars, and no restart per revision.
     const db = of<k8s.V1StatefulSet>(objects, 'StatefulSet', 'agent-one-db');
@@ -282,23 +338,35 @@ describe('renderManifests', () => {
     expect(db.spec!.template.spec!.volumes).toBeUndefined();
     expect(db.spec!.template.spec!.containers.map((c) => c.name)).toEqual(['postgres']);
     expect(db.spec!.template.metadata!.labels).not.toHaveProperty('slipway.dev/revision-id');
-    expect(deployment(objects, 'agent-one-redis').spec!.template.metadata!.labels).not.toHaveProperty('slipway.dev/revision-id');
+    expect(deployment(objects, 'agent-one-redis').spec!.template.metadata!.labels).not.toHaveProperty(
+      'slipway.dev/revision-id',
+    );
   });
 
   it("runs every pod as the deployment's own tokenless service account, whatever the spec names, unless the listener allows", () => {
     const objects = renderManifests(input({ service_account_name: 'cluster-admin-sa' }));
     expect(of<k8s.V1ServiceAccount>(objects, 'ServiceAccount', 'agent-one-sa')).toMatchObject({
       automountServiceAccountToken: false,
-      metadata: { namespace: 'agents', labels: { 'app.kubernetes.io/instance': DEPLOYMENT_ID, 'app.kubernetes.io/managed-by': 'slipway' } },
+      metadata: {
+        namespace: 'agents',
+        labels: { 'app.kubernetes.io/instance': DEPLOYMENT_ID, 'app.kubernetes.io/managed-by': 'slipway' },
+      },
     });
     for (const o of objects) {
       const pod = (o as k8s.V1Deployment).spec?.template?.spec;
       if (!pod) continue;
-      expect([pod.serviceAccountName, pod.automountServiceAccountToken], o.metadata!.name).toEqual(['agent-one-sa', false]);
+      expect([pod.serviceAccountName, pod.automountServiceAccountToken], o.metadata!.name).toEqual([
+        'agent-one-sa',
+        false,
+      ]);
     }
     expect(JSON.stringify(objects)).not.toContain('cluster-admin-sa');
     // A deployment named `default` must not take over (nor later delete) the namespace's default ServiceAccount.
-    expect(render(input({}, { deploymentName: 'default' })).filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata!.name)).toEqual(['default-sa']);
+    expect(
+      render(input({}, { deploymentName: 'default' }))
+        .filter((o) => o.kind === 'ServiceAccount')
+        .map((o) => o.metadata!.name),
+    ).toEqual(['default-sa']);
   });
 
   it('renders a hostile spec into restricted pods: no privilege, host port, added capability or host volume survives', () => {
@@ -319,9 +387,19 @@ describe('renderManifests', () => {
     };
     const objects = renderManifests(
       input({
-        volumes: [{ name: 'root', hostPath: { path: '/' } }, { name: 'share', nfs: { server: 'nfs.example', path: '/' } }, { name: 'tmp', emptyDir: {} }],
+        volumes: [
+          { name: 'root', hostPath: { path: '/' } },
+          { name: 'share', nfs: { server: 'nfs.example', path: '/' } },
+          { name: 'tmp', emptyDir: {} },
+        ],
         sidecars: [hostile, { ...hostile, name: 'native', restartPolicy: 'Always' }],
-        init_containers: [{ ...hostile, name: 'init', securityContext: { readOnlyRootFilesystem: true, runAsUser: 1001, runAsGroup: 1001 } }],
+        init_containers: [
+          {
+            ...hostile,
+            name: 'init',
+            securityContext: { readOnlyRootFilesystem: true, runAsUser: 1001, runAsGroup: 1001 },
+          },
+        ],
       }),
     );
     const pod = deployment(objects, 'agent-one').spec!.template.spec!;
@@ -333,17 +411,32 @@ describe('renderManifests', () => {
     expect(evil).not.toHaveProperty('hostNetwork');
     expect(pod.initContainers!.map((c) => [c.name, c.securityContext])).toEqual([
       ['native', { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } }],
-      ['init', { readOnlyRootFilesystem: true, runAsUser: 1001, runAsGroup: 1001, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } }],
+      [
+        'init',
+        {
+          readOnlyRootFilesystem: true,
+          runAsUser: 1001,
+          runAsGroup: 1001,
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+        },
+      ],
     ]);
     for (const field of ['hostNetwork', 'hostPID', 'hostIPC']) expect(pod).not.toHaveProperty(field);
   });
 
   it('puts user annotations on the Ingress only when the listener allows it', () => {
     const spec = { annotations: { 'nginx.ingress.kubernetes.io/configuration-snippet': 'return 200;' } };
-    const guarded = of<k8s.V1Ingress>(renderManifests(input(spec, { customUrl: 'https://agent.example.com' })), 'Ingress', 'agent-one');
+    const guarded = of<k8s.V1Ingress>(
+      renderManifests(input(spec, { customUrl: 'https://agent.example.com' })),
+      'Ingress',
+      'agent-one',
+    );
     expect(guarded.metadata!.annotations).toBeUndefined();
     const allowed = of<k8s.V1Ingress>(
-      renderManifests(input(spec, { customUrl: 'https://agent.example.com', podPolicy: { ingress_annotations: true } })),
+      renderManifests(
+        input(spec, { customUrl: 'https://agent.example.com', podPolicy: { ingress_annotations: true } }),
+      ),
       'Ingress',
       'agent-one',
     );
@@ -353,10 +446,17 @@ describe('renderManifests', () => {
   it("runs Postgres and Redis as their images' own non-root users, with a writable data volume", () => {
     const objects = renderManifests(input());
     const db = of<k8s.V1StatefulSet>(objects, 'StatefulSet', 'agent-one-db').spec!.template.spec!;
-    expect(db.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 70, runAsGroup: 70, fsGroup: 70, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(db.securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 70,
+      runAsGroup: 70,
+      fsGroup: 70,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
     const redis = deployment(objects, 'agent-one-redis').spec!.template.spec!;
     expect(redis.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 999, runAsGroup: 1000 });
-    for (const pod of [db, redis]) expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['agent-one-sa', false]);
+    for (const pod of [db, redis])
+      expect([pod.serviceAccountName, pod.automountServiceAccountToken]).toEqual(['agent-one-sa', false]);
   });
 
   it('renders an Ingress only for a custom URL, with TLS for https', () => {
@@ -368,11 +468,19 @@ describe('renderManifests', () => {
       rules: [
         {
           host: 'agent.example.com',
-          http: { paths: [{ path: '/v1', pathType: 'Prefix', backend: { service: { name: 'agent-one', port: { name: 'http' } } } }] },
+          http: {
+            paths: [
+              { path: '/v1', pathType: 'Prefix', backend: { service: { name: 'agent-one', port: { name: 'http' } } } },
+            ],
+          },
         },
       ],
     });
-    const plain = of<k8s.V1Ingress>(renderManifests(input({}, { customUrl: 'http://agent.internal' })), 'Ingress', 'agent-one');
+    const plain = of<k8s.V1Ingress>(
+      renderManifests(input({}, { customUrl: 'http://agent.internal' })),
+      'Ingress',
+      'agent-one',
+    );
     expect(plain.spec!.tls).toBeUndefined();
     expect(plain.spec!.rules![0]!.http!.paths[0]!.path).toBe('/');
   });
@@ -423,14 +531,18 @@ describe('renderManifests', () => {
       expect(JSON.stringify(withoutSecretData(objects))).not.toContain(value);
     }
     // Stripped Secrets keep their identity, so an agent can still delete them.
-    expect(withoutSecretData(objects).filter((o) => o.kind === 'Secret').map((o) => o.metadata!.name)).toEqual([
-      'agent-one-credentials',
-      'agent-one-env',
-    ]);
+    expect(
+      withoutSecretData(objects)
+        .filter((o) => o.kind === 'Secret')
+        .map((o) => o.metadata!.name),
+    ).toEqual(['agent-one-credentials', 'agent-one-env']);
   });
 
   it('is deterministic: the same snapshot renders identical JSON whatever the key order of its maps', () => {
-    const spec: ResourceSpec = resolveResourceSpec({ labels: { b: '2', a: '1' }, annotations: { y: '1', x: '2' } }, null);
+    const spec: ResourceSpec = resolveResourceSpec(
+      { labels: { b: '2', a: '1' }, annotations: { y: '1', x: '2' } },
+      null,
+    );
     const reordered: ResourceSpec = {
       ...Object.fromEntries(Object.entries(spec).reverse()),
       labels: { a: '1', b: '2' },
@@ -441,7 +553,9 @@ describe('renderManifests', () => {
       { name: 'A_KEY', value: 'a' },
     ];
     const one = JSON.stringify(renderManifests({ ...input(), resourceSpec: spec, secrets }));
-    const two = JSON.stringify(renderManifests({ ...input(), resourceSpec: reordered, secrets: [...secrets].reverse() }));
+    const two = JSON.stringify(
+      renderManifests({ ...input(), resourceSpec: reordered, secrets: [...secrets].reverse() }),
+    );
     expect(one).toBe(two);
     expect(JSON.stringify(renderManifests({ ...input(), resourceSpec: spec, secrets }))).toBe(one);
   });

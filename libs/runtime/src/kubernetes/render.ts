@@ -14,7 +14,12 @@ import type {
   V1VolumeMount,
   V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
-import { restrictedContainer, restrictedContainerSecurity, restrictedPodSecurity, restrictedVolumes } from './pod-security.js';
+import {
+  restrictedContainer,
+  restrictedContainerSecurity,
+  restrictedPodSecurity,
+  restrictedVolumes,
+} from './pod-security.js';
 import { cpuQuantity, memoryQuantity } from './quantities.js';
 import {
   HPA_CPU_UTILIZATION,
@@ -63,7 +68,13 @@ export function renderManifests(input: RenderInput): RenderedObject[] {
     serviceAccount(input, names),
     credentialsSecret(input, names),
     envSecret(input, names),
-    service(input, names.db, 'postgres', { name: 'postgres', number: POSTGRES_PORT }, { userAnnotations: false, headless: true }),
+    service(
+      input,
+      names.db,
+      'postgres',
+      { name: 'postgres', number: POSTGRES_PORT },
+      { userAnnotations: false, headless: true },
+    ),
     postgresStatefulSet(input, names),
     service(input, names.redis, 'redis', { name: 'redis', number: REDIS_PORT }, { userAnnotations: false }),
     redisDeployment(input, names),
@@ -108,7 +119,10 @@ function serviceAccount(input: RenderInput, names: ObjectNames): V1ServiceAccoun
 }
 
 /** Which service account a server pod runs as: its own, tokenless, unless the listener lets the spec name one. */
-function podIdentity(input: RenderInput, names: ObjectNames): Pick<V1PodSpec, 'serviceAccountName' | 'automountServiceAccountToken'> {
+function podIdentity(
+  input: RenderInput,
+  names: ObjectNames,
+): Pick<V1PodSpec, 'serviceAccountName' | 'automountServiceAccountToken'> {
   const named = input.resourceSpec.service_account_name;
   if (named && input.podPolicy?.service_account) return { serviceAccountName: named };
   return { serviceAccountName: names.serviceAccount, automountServiceAccountToken: false };
@@ -172,7 +186,10 @@ function serverContainer(input: RenderInput, names: ObjectNames, role: 'api' | '
     envFrom: [{ secretRef: { name: names.envSecret } }],
     securityContext: restrictedContainerSecurity(),
     resources: {
-      requests: { cpu: cpuQuantity(queue ? spec.queue_cpu : spec.cpu), memory: memoryQuantity(queue ? spec.queue_memory_mb : spec.memory_mb) },
+      requests: {
+        cpu: cpuQuantity(queue ? spec.queue_cpu : spec.cpu),
+        memory: memoryQuantity(queue ? spec.queue_memory_mb : spec.memory_mb),
+      },
       limits: {
         cpu: cpuQuantity(queue ? spec.queue_cpu_limit : spec.cpu_limit),
         memory: memoryQuantity(queue ? spec.queue_memory_limit_mb : spec.memory_limit_mb),
@@ -213,7 +230,9 @@ function serverPod(input: RenderInput, names: ObjectNames, role: 'api' | 'queue'
     spec: {
       ...podIdentity(input, names),
       securityContext: restrictedPodSecurity(),
-      ...(spec.image_pull_secrets.length ? { imagePullSecrets: spec.image_pull_secrets.map((s) => ({ name: s.name }) as V1LocalObjectReference) } : {}),
+      ...(spec.image_pull_secrets.length
+        ? { imagePullSecrets: spec.image_pull_secrets.map((s) => ({ name: s.name }) as V1LocalObjectReference) }
+        : {}),
       ...(initContainers.length ? { initContainers } : {}),
       containers: [serverContainer(input, names, role), ...regular],
       ...(spec.volumes.length ? { volumes: restrictedVolumes(spec.volumes) } : {}),
@@ -269,7 +288,13 @@ function service(
  * minReplicas must be at least 1 without an alpha feature gate), so 0 means "stopped" and the
  * Deployment's replicas (0) stand alone.
  */
-function autoscaler(input: RenderInput, target: string, component: 'api' | 'queue', min: number, max: number): V2HorizontalPodAutoscaler | null {
+function autoscaler(
+  input: RenderInput,
+  target: string,
+  component: 'api' | 'queue',
+  min: number,
+  max: number,
+): V2HorizontalPodAutoscaler | null {
   if (min < 1) return null;
   return {
     apiVersion: 'autoscaling/v2',
@@ -279,7 +304,12 @@ function autoscaler(input: RenderInput, target: string, component: 'api' | 'queu
       scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: target },
       minReplicas: min,
       maxReplicas: Math.max(min, max),
-      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: HPA_CPU_UTILIZATION } } }],
+      metrics: [
+        {
+          type: 'Resource',
+          resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: HPA_CPU_UTILIZATION } },
+        },
+      ],
     },
   };
 }
@@ -300,7 +330,13 @@ function ingress(input: RenderInput, names: ObjectNames, customUrl: string): V1I
         {
           host: url.hostname,
           http: {
-            paths: [{ path: url.pathname || '/', pathType: 'Prefix', backend: { service: { name: names.api, port: { name: 'http' } } } }],
+            paths: [
+              {
+                path: url.pathname || '/',
+                pathType: 'Prefix',
+                backend: { service: { name: names.api, port: { name: 'http' } } },
+              },
+            ],
           },
         },
       ],

@@ -25,7 +25,13 @@ const REDIS_IMAGE_USER = { uid: 999, gid: 1000 };
  * A store's pod: one container, run as the image's own user, as the deployment's tokenless
  * service account. No revision id in its labels: a new revision must not restart a store.
  */
-function storePod(input: RenderInput, names: ObjectNames, component: 'postgres' | 'redis', user: { uid: number; gid: number }, container: V1Container): V1PodTemplateSpec {
+function storePod(
+  input: RenderInput,
+  names: ObjectNames,
+  component: 'postgres' | 'redis',
+  user: { uid: number; gid: number },
+  container: V1Container,
+): V1PodTemplateSpec {
   return {
     metadata: { labels: labelsOf(input, component, false) },
     spec: {
@@ -84,7 +90,10 @@ export function postgresStatefulSet(input: RenderInput, names: ObjectNames): V1S
       volumeClaimTemplates: [
         {
           metadata: { name: 'data' },
-          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: storageQuantity(spec.db_storage_gi) } } },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: storageQuantity(spec.db_storage_gi) } },
+          },
         },
       ],
     },

@@ -17,7 +17,6 @@ export interface Artifact {
   warnings: string[];
 }
 
-
 /** `KEY=value` lines as dotenv writes them: comments, `export `, quotes, `\n` in double quotes. */
 export function parseEnvFile(text: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -62,11 +61,18 @@ export async function readArtifact(dir: string): Promise<Artifact> {
     throw new ArtifactError(`Artifact ${dir} has an ${ARTIFACT_MANIFEST_FILE} that is not JSON.`);
   }
   const start = manifest?.start;
-  if (!start || typeof start.command !== 'string' || !start.command || !Array.isArray(start.args) || !start.args.every((a) => typeof a === 'string')) {
+  if (
+    !start ||
+    typeof start.command !== 'string' ||
+    !start.command ||
+    !Array.isArray(start.args) ||
+    !start.args.every((a) => typeof a === 'string')
+  ) {
     throw new ArtifactError(`Artifact ${dir} has no valid start command in ${ARTIFACT_MANIFEST_FILE}.`);
   }
   const cwd = path.resolve(appDir, typeof start.cwd === 'string' ? start.cwd : '.');
-  if (!inside(appDir, cwd)) throw new ArtifactError(`Artifact ${dir} starts outside its ${ARTIFACT_APP_DIR}/ directory.`);
+  if (!inside(appDir, cwd))
+    throw new ArtifactError(`Artifact ${dir} starts outside its ${ARTIFACT_APP_DIR}/ directory.`);
 
   const env: Record<string, string> = {};
   const warnings: string[] = [];

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { forwardHeaders } from './forwarding.js';
 
 describe('forwardHeaders', () => {
-  const sent = { host: 'app.example', connection: 'keep-alive, x-drop', 'x-drop': '1', 'x-forwarded-for': '1.1.1.1', 'x-forwarded-proto': 'https', 'x-kept': 'yes' };
+  const sent = {
+    host: 'app.example',
+    connection: 'keep-alive, x-drop',
+    'x-drop': '1',
+    'x-forwarded-for': '1.1.1.1',
+    'x-forwarded-proto': 'https',
+    'x-kept': 'yes',
+  };
 
   it('drops hop-by-hop headers and those Connection names, and adds the forwarding ones', () => {
     expect(forwardHeaders(sent, { address: '10.0.0.1', proto: 'http' })).toEqual({
@@ -18,7 +25,10 @@ describe('forwardHeaders', () => {
     const headers = forwardHeaders(
       { ...sent, 'x-forwarded-host': 'client.example', 'x-stated': 'forged' },
       { address: '10.0.0.1', proto: 'keep' },
-      { omit: ['x-forwarded-for', 'x-forwarded-proto', 'x-stated'], set: { 'x-forwarded-host': 'edge.example', 'x-token': 't', 'x-kept': undefined } },
+      {
+        omit: ['x-forwarded-for', 'x-forwarded-proto', 'x-stated'],
+        set: { 'x-forwarded-host': 'edge.example', 'x-token': 't', 'x-kept': undefined },
+      },
     );
     expect(headers).toEqual({
       host: 'app.example',

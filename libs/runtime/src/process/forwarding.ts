@@ -1,4 +1,11 @@
-import { Agent, request, validateHeaderValue, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  Agent,
+  request,
+  validateHeaderValue,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { answerSocket } from '@slipway/net';
@@ -36,7 +43,17 @@ export interface Forwarded {
 /** RFC 9110 §9.2.2. Only those without a body are retried: a streamed body cannot be replayed. */
 const RETRYABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** RFC 9110 §7.6.1: meaningful for one connection only, never forwarded. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 /** How long an idle keep-alive socket to an upstream is kept (under Node's default server keep-alive of 5 s). */
 const IDLE_SOCKET_MS = 4_000;
@@ -62,9 +79,18 @@ export function forwardHeaders(headers: IncomingHttpHeaders, via: Forwarded, edi
   const out: IncomingHttpHeaders = {};
   for (const name in headers) {
     const value = headers[name];
-    if (value !== undefined && !HOP_BY_HOP.has(name) && !listed?.includes(name) && !omit?.includes(name) && sendable(name, value)) out[name] = value;
+    if (
+      value !== undefined &&
+      !HOP_BY_HOP.has(name) &&
+      !listed?.includes(name) &&
+      !omit?.includes(name) &&
+      sendable(name, value)
+    )
+      out[name] = value;
   }
-  if (via.address && !via.appended) out['x-forwarded-for'] = typeof out['x-forwarded-for'] === 'string' ? `${out['x-forwarded-for']}, ${via.address}` : via.address;
+  if (via.address && !via.appended)
+    out['x-forwarded-for'] =
+      typeof out['x-forwarded-for'] === 'string' ? `${out['x-forwarded-for']}, ${via.address}` : via.address;
   if (out['x-forwarded-host'] === undefined && typeof out.host === 'string') out['x-forwarded-host'] = out.host;
   if (via.proto === 'keep') out['x-forwarded-proto'] ??= 'http';
   else out['x-forwarded-proto'] = via.proto;
@@ -115,7 +141,10 @@ function relayedRawHeaders(raw: readonly string[]): string[] {
   return out;
 }
 
-const BAD_TARGET: AccessDenial = { status: 400, detail: 'The request target must be a path (or an absolute http URL).' };
+const BAD_TARGET: AccessDenial = {
+  status: 400,
+  detail: 'The request target must be a path (or an absolute http URL).',
+};
 const SEVERAL_HOSTS: AccessDenial = { status: 400, detail: 'The request has more than one Host header.' };
 
 /** How many `Host` lines the request carries (Node keeps only the first; an upstream may read another). */
@@ -140,7 +169,13 @@ export function refuseTarget(req: IncomingMessage): AccessDenial | null {
 /** Answers a refused request itself (the body is drained so the connection may be kept). */
 export function answerDenial(req: IncomingMessage, res: ServerResponse, denial: AccessDenial): void {
   const body = JSON.stringify({ detail: denial.detail });
-  res.writeHead(denial.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...denial.headers }).end(body);
+  res
+    .writeHead(denial.status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      ...denial.headers,
+    })
+    .end(body);
   req.resume();
 }
 
@@ -170,7 +205,9 @@ export class UpstreamPool {
   /** Replaces the target list atomically. Pools of targets no longer listed lose their idle sockets. */
   setTargets(targets: readonly ProxyTarget[]): void {
     this.listed = Object.freeze(targets.map((t) => ({ host: t.host, port: t.port })));
-    this.targets = Object.freeze(this.listed.map((target) => ({ target, key: key(target), agent: this.agentFor(key(target)) })));
+    this.targets = Object.freeze(
+      this.listed.map((target) => ({ target, key: key(target), agent: this.agentFor(key(target)) })),
+    );
     const keep = new Set(this.targets.map((u) => u.key));
     for (const [k, agent] of this.agents) {
       if (keep.has(k)) continue;
@@ -209,7 +246,13 @@ export class UpstreamPool {
   private agentFor(k: string): Agent {
     let agent = this.agents.get(k);
     if (!agent) {
-      agent = new Agent({ keepAlive: true, keepAliveMsecs: 1_000, scheduling: 'lifo', noDelay: true, timeout: IDLE_SOCKET_MS } as ConstructorParameters<typeof Agent>[0]);
+      agent = new Agent({
+        keepAlive: true,
+        keepAliveMsecs: 1_000,
+        scheduling: 'lifo',
+        noDelay: true,
+        timeout: IDLE_SOCKET_MS,
+      } as ConstructorParameters<typeof Agent>[0]);
       this.agents.set(k, agent);
     }
     return agent;
@@ -224,7 +267,14 @@ export type UpstreamError = (err: Error, target: ProxyTarget | null) => void;
  * to connect or loses its connection before any response byte (an instance closing its keep-alive
  * sockets as it retires) is retried once on another target, so a switch fails no request.
  */
-export function forwardRequest(req: IncomingMessage, res: ServerResponse, pool: UpstreamPool, headers: IncomingHttpHeaders, onError: UpstreamError, failed?: Upstream): void {
+export function forwardRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  pool: UpstreamPool,
+  headers: IncomingHttpHeaders,
+  onError: UpstreamError,
+  failed?: Upstream,
+): void {
   const upstreamTarget = pool.pick(failed);
   if (!upstreamTarget) {
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(NO_INSTANCE);
@@ -252,7 +302,10 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, pool: 
     } catch (err) {
       up.destroy();
       onError(err as Error, target);
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'The instance sent an answer that cannot be relayed.' }));
+      if (!res.headersSent)
+        res
+          .writeHead(502, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ detail: 'The instance sent an answer that cannot be relayed.' }));
       return;
     }
     up.pipe(res);
@@ -270,7 +323,9 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, pool: 
       return;
     }
     onError(err, target);
-    res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'The instance did not answer.' }));
+    res
+      .writeHead(502, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ detail: 'The instance did not answer.' }));
   });
   if (bodyless) upstream.end();
   else req.pipe(upstream);
@@ -281,7 +336,14 @@ export function forwardRequest(req: IncomingMessage, res: ServerResponse, pool: 
  * connection becomes a tunnel only once the upstream answers 101: any other answer is relayed and
  * the connection closed, so no later request on it can reach the upstream unchecked.
  */
-export function forwardUpgrade(req: IncomingMessage, client: Socket, head: Buffer, pool: UpstreamPool, headers: IncomingHttpHeaders, onError: UpstreamError): void {
+export function forwardUpgrade(
+  req: IncomingMessage,
+  client: Socket,
+  head: Buffer,
+  pool: UpstreamPool,
+  headers: IncomingHttpHeaders,
+  onError: UpstreamError,
+): void {
   const target = pool.pick()?.target;
   if (!target) {
     answerSocket(client, 503, 'No healthy instance.', { 'retry-after': '1' });
@@ -289,7 +351,14 @@ export function forwardUpgrade(req: IncomingMessage, client: Socket, head: Buffe
   }
   headers.connection = 'Upgrade';
   if (req.headers.upgrade !== undefined) headers.upgrade = req.headers.upgrade;
-  const upstream = request({ host: target.host, port: target.port, method: req.method, path: req.url, headers, agent: false });
+  const upstream = request({
+    host: target.host,
+    port: target.port,
+    method: req.method,
+    path: req.url,
+    headers,
+    agent: false,
+  });
   upstream.once('upgrade', (answer, tunnel, upstreamHead) => {
     client.write(statusLine(answer) + rawHeaderLines(answer.rawHeaders) + '\r\n');
     if (upstreamHead.length) client.write(upstreamHead);
@@ -303,7 +372,8 @@ export function forwardUpgrade(req: IncomingMessage, client: Socket, head: Buffe
     const relayed = { ...answer.headers };
     for (const h of HOP_BY_HOP) delete relayed[h];
     let lines = statusLine(answer);
-    for (const [name, value] of Object.entries(relayed)) for (const v of [value ?? []].flat()) lines += `${name}: ${v}\r\n`;
+    for (const [name, value] of Object.entries(relayed))
+      for (const v of [value ?? []].flat()) lines += `${name}: ${v}\r\n`;
     // Without a length, the end of the connection ends the body (RFC 9112 §6.3).
     client.write(lines + 'connection: close\r\n\r\n');
     answer.pipe(client);
@@ -338,7 +408,9 @@ function key(t: ProxyTarget): string {
 }
 
 function hasBody(req: IncomingMessage): boolean {
-  return req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+  return req.headers['content-length'] !== undefined
+    ? req.headers['content-length'] !== '0'
+    : req.headers['transfer-encoding'] !== undefined;
 }
 
 /** The edge's token on each request it forwards to a serving proxy (libs/crypto edge-token.ts). */
@@ -363,7 +435,10 @@ export function clientAddress(req: IncomingMessage): string | undefined {
  * socket's peer over plain HTTP. The edge's headers never reach the instance, and a caller that
  * forges them without the token is judged by its own socket.
  */
-export function arrivedVia(req: IncomingMessage, trusted: ((token: string | undefined) => boolean) | undefined): Forwarded {
+export function arrivedVia(
+  req: IncomingMessage,
+  trusted: ((token: string | undefined) => boolean) | undefined,
+): Forwarded {
   const token = req.headers[EDGE_TOKEN_HEADER];
   const named = req.headers[EDGE_CLIENT_HEADER];
   delete req.headers[EDGE_TOKEN_HEADER];

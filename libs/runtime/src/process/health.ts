@@ -40,7 +40,14 @@ export interface WaitHealthyOptions {
 export type HealthOutcome = { healthy: true } | { healthy: false; reason: 'exited' | 'deadline' | 'aborted' };
 
 /** Polls the health probe until it passes, the process dies, the deadline passes or `signal` fires. */
-export async function waitHealthy({ host, port, deadline, signal, alive, intervalMs = 200 }: WaitHealthyOptions): Promise<HealthOutcome> {
+export async function waitHealthy({
+  host,
+  port,
+  deadline,
+  signal,
+  alive,
+  intervalMs = 200,
+}: WaitHealthyOptions): Promise<HealthOutcome> {
   for (;;) {
     if (signal?.aborted) return { healthy: false, reason: 'aborted' };
     if (!alive()) return { healthy: false, reason: 'exited' };

@@ -56,14 +56,30 @@ export function tracingEnvironment(input: {
   const off = (secret('LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2') ?? '').trim().toLowerCase() === 'false';
   if (input.enabled === false || off) return {};
   const base = { LANGSMITH_TRACING: 'true', LANGCHAIN_REVISION_ID: input.revisionId };
-  const slipway: RunsEndpoint = { api_url: input.front.endpoint, api_key: input.front.apiKey, project_name: input.project };
+  const slipway: RunsEndpoint = {
+    api_url: input.front.endpoint,
+    api_key: input.front.apiKey,
+    project_name: input.project,
+  };
   const ownKey = secret('LANGSMITH_API_KEY', 'LANGCHAIN_API_KEY');
-  if (!ownKey) return { ...base, LANGSMITH_ENDPOINT: input.front.endpoint, LANGSMITH_API_KEY: input.front.apiKey, LANGSMITH_PROJECT: input.project };
+  if (!ownKey)
+    return {
+      ...base,
+      LANGSMITH_ENDPOINT: input.front.endpoint,
+      LANGSMITH_API_KEY: input.front.apiKey,
+      LANGSMITH_PROJECT: input.project,
+    };
   const listed = runsEndpoints(secret('LANGSMITH_RUNS_ENDPOINTS'));
   const ownProject = secret('LANGSMITH_PROJECT', 'LANGCHAIN_PROJECT');
   const own: RunsEndpoint[] = listed.length
     ? listed
-    : [{ api_url: secret('LANGSMITH_ENDPOINT', 'LANGCHAIN_ENDPOINT') ?? LANGSMITH_DEFAULT_ENDPOINT, api_key: ownKey, ...(ownProject ? { project_name: ownProject } : {}) }];
+    : [
+        {
+          api_url: secret('LANGSMITH_ENDPOINT', 'LANGCHAIN_ENDPOINT') ?? LANGSMITH_DEFAULT_ENDPOINT,
+          api_key: ownKey,
+          ...(ownProject ? { project_name: ownProject } : {}),
+        },
+      ];
   return { ...base, LANGSMITH_RUNS_ENDPOINTS: JSON.stringify([...own, slipway]) };
 }
 
@@ -72,9 +88,12 @@ function runsEndpoints(value: string | undefined): RunsEndpoint[] {
   if (!value) return [];
   try {
     const parsed: unknown = JSON.parse(value);
-    if (Array.isArray(parsed)) return parsed.filter((e): e is RunsEndpoint => typeof e?.api_url === 'string' && typeof e?.api_key === 'string');
+    if (Array.isArray(parsed))
+      return parsed.filter((e): e is RunsEndpoint => typeof e?.api_url === 'string' && typeof e?.api_key === 'string');
     if (parsed && typeof parsed === 'object') {
-      return Object.entries(parsed).flatMap(([url, key]) => (typeof key === 'string' ? [{ api_url: url, api_key: key }] : []));
+      return Object.entries(parsed).flatMap(([url, key]) =>
+        typeof key === 'string' ? [{ api_url: url, api_key: key }] : [],
+      );
     }
   } catch {
     // Not JSON: the client would ignore it too.

@@ -16,7 +16,10 @@ export async function lastLines(file: string, count: number): Promise<string[]> 
     const length = Math.min(size, 64 * 1024);
     const buffer = Buffer.alloc(length);
     await handle.read(buffer, 0, length, size - length);
-    const lines = buffer.toString('utf8').split(/\r?\n/).filter((l) => l.trim().length);
+    const lines = buffer
+      .toString('utf8')
+      .split(/\r?\n/)
+      .filter((l) => l.trim().length);
     return lines.slice(-count);
   } finally {
     await handle.close();

@@ -21,7 +21,11 @@ export interface PortRange {
  * starting point (so concurrent pickers rarely collide), skipping `taken` (ports recorded as in
  * use, whether or not they are bound at this instant). Null when the range is exhausted.
  */
-export async function pickFreePort(range: PortRange, taken: ReadonlySet<number>, preferred?: number | null): Promise<number | null> {
+export async function pickFreePort(
+  range: PortRange,
+  taken: ReadonlySet<number>,
+  preferred?: number | null,
+): Promise<number | null> {
   if (preferred && !taken.has(preferred) && (await isPortFree(range.host, preferred))) return preferred;
   const size = range.portMax - range.portMin + 1;
   const start = Math.floor(Math.random() * size);

@@ -55,7 +55,11 @@ describe('instanceEnvironment', () => {
 
 describe('readArtifact', () => {
   it('resolves the start directory and the graph config env file', async () => {
-    const dir = artifact('ok', { revision_id: 'r', start: START, env: '.env' }, { 'agent/.env': '# comment\nexport A=1\nB="two\\nlines"\nC=plain # trailing\n' });
+    const dir = artifact(
+      'ok',
+      { revision_id: 'r', start: START, env: '.env' },
+      { 'agent/.env': '# comment\nexport A=1\nB="two\\nlines"\nC=plain # trailing\n' },
+    );
     const a = await readArtifact(dir);
     expect(a.cwd).toBe(path.join(dir, 'app', 'agent'));
     expect(a.env).toEqual({ A: '1', B: 'two\nlines', C: 'plain' });
@@ -83,8 +87,12 @@ describe('readArtifact', () => {
   it('rejects what cannot run: no manifest, no start command, a start directory outside app/', async () => {
     await expect(readArtifact(path.join(root, 'nothing'))).rejects.toBeInstanceOf(ArtifactError);
     await expect(readArtifact('relative/dir')).rejects.toThrow(/not an absolute directory/);
-    await expect(readArtifact(artifact('nostart', { start: { command: '' } }))).rejects.toThrow(/no valid start command/);
-    await expect(readArtifact(artifact('escape', { start: { ...START, cwd: '../..' } }))).rejects.toThrow(/outside its app/);
+    await expect(readArtifact(artifact('nostart', { start: { command: '' } }))).rejects.toThrow(
+      /no valid start command/,
+    );
+    await expect(readArtifact(artifact('escape', { start: { ...START, cwd: '../..' } }))).rejects.toThrow(
+      /outside its app/,
+    );
   });
 
   it('parses dotenv quoting', () => {

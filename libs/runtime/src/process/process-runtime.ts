@@ -14,7 +14,13 @@ import { waitHealthy, type HealthOutcome } from './health.js';
 import { linesSinceLastStart, START_HEADER } from './instance-log.js';
 import { isGroupLeader, isProcessAlive, stopProcessGroup } from './os-process.js';
 import { pickFreePort } from './ports.js';
-import { ProcessStore, type DeploymentRuntimeWrites, type InstanceRecord, type InstanceRole, type Queryable } from './process-store.js';
+import {
+  ProcessStore,
+  type DeploymentRuntimeWrites,
+  type InstanceRecord,
+  type InstanceRole,
+  type Queryable,
+} from './process-store.js';
 
 export interface ProcessRuntimeOptions {
   /** Where instances and serving proxies listen (`SLIPWAY_RUNTIME_HOST`). */
@@ -65,7 +71,8 @@ export interface LaunchedInstance {
 const networkOwner = (record: Pick<InstanceRecord, 'id'>) => `i-${record.id}`;
 
 /** How logs name an instance: `instance 0`, `queue worker 1`. */
-export const instanceLabel = (record: Pick<InstanceRecord, 'role' | 'index'>) => `${record.role === 'queue' ? 'queue worker' : 'instance'} ${record.index}`;
+export const instanceLabel = (record: Pick<InstanceRecord, 'role' | 'index'>) =>
+  `${record.role === 'queue' ? 'queue worker' : 'instance'} ${record.index}`;
 
 /** How often `runc run` is tried for one instance start before the failure counts as deterministic. */
 export const CONTAINER_START_ATTEMPTS = 3;
@@ -144,14 +151,17 @@ export class ProcessRuntime {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     mkdirSync(home, { recursive: true, mode: 0o700 });
     const role = spec.existing?.role ?? spec.role ?? 'api';
-    const logPath = spec.existing?.logPath ?? path.join(dir, `${spec.revisionId}-${role === 'queue' ? 'queue-' : ''}${spec.index}.log`);
+    const logPath =
+      spec.existing?.logPath ??
+      path.join(dir, `${spec.revisionId}-${role === 'queue' ? 'queue-' : ''}${spec.index}.log`);
 
     const record = await this.withPortLock(async () => {
       const taken = await this.store.takenPorts();
       if (spec.existing) taken.delete(spec.existing.port);
       const port = await this.freePort(taken, spec.existing?.port);
       if (spec.existing) {
-        if (!(await this.store.update(spec.existing.id, 'starting', { pid: null, port }))) throw new Error(`Instance ${spec.existing.id} is gone.`);
+        if (!(await this.store.update(spec.existing.id, 'starting', { pid: null, port })))
+          throw new Error(`Instance ${spec.existing.id} is gone.`);
         return { ...spec.existing, port, pid: null, status: 'starting' as const };
       }
       return this.store.insert({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, role, port, logPath });
@@ -164,7 +174,10 @@ export class ProcessRuntime {
     const fd = openSync(logPath, 'a', 0o600);
     let child: ChildProcess;
     try {
-      writeSync(fd, `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`);
+      writeSync(
+        fd,
+        `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`,
+      );
       // Descriptor 3: the seccomp program, for bubblewrap (sandboxed only).
       const stdio: StdioOptions = ['ignore', fd, fd, ...(command.seccomp ? ['pipe' as const] : [])];
       child = spawn(command.command, command.args, { cwd: command.cwd, detached: true, stdio, env: command.env });
@@ -198,9 +211,15 @@ export class ProcessRuntime {
    * (ContainerStartError), rather than throwing to the reconciler, whose retries would only
    * repeat it and end with a message that no longer says why.
    */
-  private async launchContainer(spec: LaunchSpec, image: ContainerImage, record: InstanceRecord, dir: string): Promise<LaunchedInstance> {
+  private async launchContainer(
+    spec: LaunchSpec,
+    image: ContainerImage,
+    record: InstanceRecord,
+    dir: string,
+  ): Promise<LaunchedInstance> {
     const containers = this.options.containers;
-    if (!containers) throw new Error('Images need the embedded container runtime, which needs the sandbox (root, runc).');
+    if (!containers)
+      throw new Error('Images need the embedded container runtime, which needs the sandbox (root, runc).');
     for (let attempt = 1; ; attempt++) {
       try {
         record.pid = await containers.launch(
@@ -230,11 +249,17 @@ export class ProcessRuntime {
         const cannot = containerStartFailure(lines, image.config.command);
         if (cannot) throw new ImageError(cannot);
         // runc's own error lines (`time="…" level=error msg="…"`), else what was printed last.
-        const said = runcError(lines.filter((l) => /\blevel=(error|fatal)\b/.test(l)).join('\n')) || lines.slice(-3).join(' ');
+        const said =
+          runcError(lines.filter((l) => /\blevel=(error|fatal)\b/.test(l)).join('\n')) || lines.slice(-3).join(' ');
         if (attempt >= CONTAINER_START_ATTEMPTS) {
-          throw new ContainerStartError(`The container could not be started (${attempt} attempts, failing each time): ${said || (err as Error).message}`);
+          throw new ContainerStartError(
+            `The container could not be started (${attempt} attempts, failing each time): ${said || (err as Error).message}`,
+          );
         }
-        spec.log?.(`The container of ${instanceLabel(record)} did not start (attempt ${attempt} of ${CONTAINER_START_ATTEMPTS}): ${said || (err as Error).message}; trying again.`, 'warn');
+        spec.log?.(
+          `The container of ${instanceLabel(record)} did not start (attempt ${attempt} of ${CONTAINER_START_ATTEMPTS}): ${said || (err as Error).message}; trying again.`,
+          'warn',
+        );
         await new Promise((r) => setTimeout(r, CONTAINER_START_PAUSE_MS * attempt));
         if (!(await this.store.update(record.id, 'starting'))) throw new Error(`Instance ${record.id} is gone.`);
         record.status = 'starting';
@@ -265,7 +290,13 @@ export class ProcessRuntime {
     };
     const pathDirs = [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'];
     const sandbox = this.options.sandbox;
-    if (!sandbox) return { command: start.command, args: start.args, cwd: artifact.cwd, env: sandboxEnvironment(spec.env, { home, path: pathDirs, extra: runtimeEnv }) };
+    if (!sandbox)
+      return {
+        command: start.command,
+        args: start.args,
+        cwd: artifact.cwd,
+        env: sandboxEnvironment(spec.env, { home, path: pathDirs, extra: runtimeEnv }),
+      };
     const uid = await sandbox.identities.uidOf(spec.deploymentId);
     chownSync(home, uid, uid);
     const cgroup = await sandbox.limit(`i-${record.id}`, spec.limits ?? {});
@@ -328,7 +359,13 @@ export class ProcessRuntime {
 
   /** Waits for the instance's health probe; see `waitHealthy`. */
   waitHealthy(record: InstanceRecord, deadline: number, signal?: AbortSignal): Promise<HealthOutcome> {
-    return waitHealthy({ host: this.instanceHost(record), port: record.port, deadline, signal, alive: () => this.isAlive(record) });
+    return waitHealthy({
+      host: this.instanceHost(record),
+      port: record.port,
+      deadline,
+      signal,
+      alive: () => this.isAlive(record),
+    });
   }
 
   /** The instance's process (its group leader), or its container's init, runs. */
@@ -378,7 +415,8 @@ export class ProcessRuntime {
 
   private async freePort(taken?: Set<number>, preferred?: number | null): Promise<number> {
     const port = await pickFreePort(this.options, taken ?? (await this.store.takenPorts()), preferred);
-    if (port === null) throw new PortsExhaustedError(`No free port left in ${this.options.portMin}-${this.options.portMax}.`);
+    if (port === null)
+      throw new PortsExhaustedError(`No free port left in ${this.options.portMin}-${this.options.portMax}.`);
     return port;
   }
 

@@ -1,12 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import type { DeploymentRuntimeWrites, InstanceRecord, InstanceRole, InstanceStatus, Queryable } from '../instance-types.js';
+import type {
+  DeploymentRuntimeWrites,
+  InstanceRecord,
+  InstanceRole,
+  InstanceStatus,
+  Queryable,
+} from '../instance-types.js';
 
 export type { DeploymentRuntimeWrites, InstanceRecord, InstanceRole, InstanceStatus, Queryable };
 
 /** TypeORM answers `UPDATE … RETURNING` with `[rows, count]` and SELECT with `rows`. */
 async function rows<T>(db: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
   const result: unknown = await db.query(sql, params);
-  if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') return result[0] as T[];
+  if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number')
+    return result[0] as T[];
   return result as T[];
 }
 
@@ -66,7 +73,13 @@ export class ProcessStore {
     return new Set(found.map((r) => Number(r.port)));
   }
 
-  async insert(input: { deploymentId: string; revisionId: string; role: InstanceRole; port: number; logPath: string }): Promise<InstanceRecord> {
+  async insert(input: {
+    deploymentId: string;
+    revisionId: string;
+    role: InstanceRole;
+    port: number;
+    logPath: string;
+  }): Promise<InstanceRecord> {
     const [row] = await rows<Row>(
       this.db,
       `INSERT INTO runtime_processes (id, deployment_id, revision_id, role, port, status, log_path)
@@ -77,7 +90,11 @@ export class ProcessStore {
   }
 
   /** Sets status (and pid/port/address when given); false when the row is gone (deployment deleted). */
-  async update(id: string, status: InstanceStatus, set: { pid?: number | null; port?: number; address?: string | null } = {}): Promise<boolean> {
+  async update(
+    id: string,
+    status: InstanceStatus,
+    set: { pid?: number | null; port?: number; address?: string | null } = {},
+  ): Promise<boolean> {
     const found = await rows<{ id: string }>(
       this.db,
       `UPDATE runtime_processes
@@ -85,7 +102,15 @@ export class ProcessStore {
               address = CASE WHEN $6::boolean THEN $7::text ELSE address END,
               started_at = CASE WHEN $2 = 'starting' THEN now() ELSE started_at END, updated_at = now()
         WHERE id = $1 RETURNING id`,
-      [id, status, set.pid !== undefined, set.pid ?? null, set.port ?? null, set.address !== undefined, set.address ?? null],
+      [
+        id,
+        status,
+        set.pid !== undefined,
+        set.pid ?? null,
+        set.port ?? null,
+        set.address !== undefined,
+        set.address ?? null,
+      ],
     );
     return found.length > 0;
   }
@@ -141,7 +166,11 @@ export class ProcessStore {
   }
 
   async servingPort(deploymentId: string): Promise<number | null> {
-    const [row] = await rows<{ serving_port: number | null }>(this.db, `SELECT serving_port FROM deployments WHERE id = $1`, [deploymentId]);
+    const [row] = await rows<{ serving_port: number | null }>(
+      this.db,
+      `SELECT serving_port FROM deployments WHERE id = $1`,
+      [deploymentId],
+    );
     return row?.serving_port ?? null;
   }
 

@@ -16,8 +16,19 @@ async function startTarget(name: string): Promise<{ port: number; server: Server
     req.on('data', (c) => chunks.push(c));
     req.on('end', () =>
       setTimeout(() => {
-        const body = req.method === 'POST' ? JSON.stringify({ name, method: req.method, url: req.url, body: Buffer.concat(chunks).toString(), header: req.headers['x-test'] ?? null }) : name;
-        res.writeHead(req.url?.startsWith('/created') ? 201 : 200, { 'content-type': 'text/plain', 'x-served-by': name }).end(body);
+        const body =
+          req.method === 'POST'
+            ? JSON.stringify({
+                name,
+                method: req.method,
+                url: req.url,
+                body: Buffer.concat(chunks).toString(),
+                header: req.headers['x-test'] ?? null,
+              })
+            : name;
+        res
+          .writeHead(req.url?.startsWith('/created') ? 201 : 200, { 'content-type': 'text/plain', 'x-served-by': name })
+          .end(body);
       }, Math.random() * 5),
     );
   });
@@ -140,7 +151,8 @@ describe('ServingProxy', () => {
     const { proxy, url } = await startProxy({
       authorize: async (req) => {
         if (req.headers['x-api-key'] === 'throw') throw new Error('control plane down');
-        if (req.headers['x-api-key'] !== 'good') return { status: 401, detail: 'no key', headers: { 'www-authenticate': 'ApiKey' } };
+        if (req.headers['x-api-key'] !== 'good')
+          return { status: 401, detail: 'no key', headers: { 'www-authenticate': 'ApiKey' } };
         delete req.headers['x-test'];
         return null;
       },
@@ -150,7 +162,11 @@ describe('ServingProxy', () => {
     expect(denied.status).toBe(401);
     expect(denied.headers.get('www-authenticate')).toBe('ApiKey');
     expect(await denied.json()).toEqual({ detail: 'no key' });
-    const allowed = await fetch(`${url}/x`, { method: 'POST', body: 'payload', headers: { 'x-api-key': 'good', 'x-test': 'secret' } });
+    const allowed = await fetch(`${url}/x`, {
+      method: 'POST',
+      body: 'payload',
+      headers: { 'x-api-key': 'good', 'x-test': 'secret' },
+    });
     expect(allowed.status).toBe(200);
     expect(await allowed.json()).toMatchObject({ name: 'a', body: 'payload', header: null });
     const broken = await fetch(`${url}/x`, { headers: { 'x-api-key': 'throw' } });
@@ -161,12 +177,15 @@ describe('ServingProxy', () => {
     const target = await startTarget('a');
     target.server.on('upgrade', (req, socket) => {
       if (req.url === '/refuse') return void socket.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\nno');
-      socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: echo\r\nconnection: Upgrade\r\n\r\n${JSON.stringify(req.headers)}\n`);
+      socket.write(
+        `HTTP/1.1 101 Switching Protocols\r\nupgrade: echo\r\nconnection: Upgrade\r\n\r\n${JSON.stringify(req.headers)}\n`,
+      );
       socket.pipe(socket);
     });
     const { proxy } = await startProxy({
       authorize: async (req) => {
-        if (req.headers['x-api-key'] !== 'good') return { status: 401, detail: 'no key', headers: { 'www-authenticate': 'ApiKey' } };
+        if (req.headers['x-api-key'] !== 'good')
+          return { status: 401, detail: 'no key', headers: { 'www-authenticate': 'ApiKey' } };
         delete req.headers['x-api-key'];
         return null;
       },
@@ -181,9 +200,12 @@ describe('ServingProxy', () => {
         socket.on('data', (c) => (data += c));
         socket.on('end', () => (clearTimeout(timer), socket.destroy(), done(true)));
         socket.on('error', () => undefined);
-        socket.on('connect', () => bytes.forEach((b, i) => setTimeout(() => socket.writable && socket.write(b), i * 200)));
+        socket.on('connect', () =>
+          bytes.forEach((b, i) => setTimeout(() => socket.writable && socket.write(b), i * 200)),
+        );
       });
-    const upgrade = (path: string, key?: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n${key ? `X-Api-Key: ${key}\r\n` : ''}Connection: Upgrade\r\nUpgrade: echo\r\n\r\n`;
+    const upgrade = (path: string, key?: string) =>
+      `GET ${path} HTTP/1.1\r\nHost: x\r\n${key ? `X-Api-Key: ${key}\r\n` : ''}Connection: Upgrade\r\nUpgrade: echo\r\n\r\n`;
 
     const denied = await exchange([upgrade('/ws'), 'GET /next HTTP/1.1\r\nHost: x\r\n\r\n']);
     expect(denied.closed).toBe(true);
@@ -213,7 +235,9 @@ describe('ServingProxy', () => {
         socket.on('data', (c) => (data += c));
         socket.on('close', () => (clearTimeout(timer), resolve(data)));
         socket.on('error', () => undefined);
-        socket.on('connect', () => pieces.forEach((p, i) => setTimeout(() => socket.writable && socket.write(p, 'latin1'), i * 20)));
+        socket.on('connect', () =>
+          pieces.forEach((p, i) => setTimeout(() => socket.writable && socket.write(p, 'latin1'), i * 20)),
+        );
       });
 
     /** A target that answers each request with what reached it, and switches Upgrades to an echo. */
@@ -262,10 +286,16 @@ describe('ServingProxy', () => {
       expect(statusOf(await raw(proxy.port, ['GET ftp://x/ HTTP/1.1\r\nHost: x\r\n\r\n']))).toBe(400);
       // OPTIONS * is forwarded; CONNECT is refused.
       expect(statusOf(await raw(proxy.port, ['OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n']))).toBe(200);
-      expect(statusOf(await raw(proxy.port, ['CONNECT 127.0.0.1:5432 HTTP/1.1\r\nHost: 127.0.0.1:5432\r\n\r\n']))).toBe(405);
+      expect(statusOf(await raw(proxy.port, ['CONNECT 127.0.0.1:5432 HTTP/1.1\r\nHost: 127.0.0.1:5432\r\n\r\n']))).toBe(
+        405,
+      );
       // Control bytes in headers are refused by the parser; obs-text is passed on as sent.
-      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: a\x01b\r\n\r\n']))).toBe(400);
-      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: caf\xe9\r\n\r\n']))).toBe(200);
+      expect(statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: a\x01b\r\n\r\n']))).toBe(
+        400,
+      );
+      expect(
+        statusOf(await raw(proxy.port, ['GET /ok HTTP/1.1\r\nHost: x\r\nX-Forwarded-Host: caf\xe9\r\n\r\n'])),
+      ).toBe(200);
       // A request cut short, and a body that never ends: the connection goes, nothing else.
       await raw(proxy.port, ['GET /ok HTT'], 100);
       await raw(proxy.port, ['POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc'], 100);

@@ -135,7 +135,11 @@ export class ServingProxy {
       return await this.options.authorize(req);
     } catch (err) {
       this.onError(err as Error, null);
-      return { status: 503, detail: 'The request could not be authorized right now; try again.', headers: { 'retry-after': '1' } };
+      return {
+        status: 503,
+        detail: 'The request could not be authorized right now; try again.',
+        headers: { 'retry-after': '1' },
+      };
     }
   }
 }

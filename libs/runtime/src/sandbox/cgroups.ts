@@ -25,7 +25,8 @@ export async function detectCgroups(base = '/sys/fs/cgroup'): Promise<CgroupLayo
       () => false,
     );
   const controllers = await readFile(path.join(base, 'cgroup.controllers'), 'utf8').catch(() => null);
-  if (controllers !== null && /\bmemory\b/.test(controllers) && (await writable(base))) return { version: 2, root: base };
+  if (controllers !== null && /\bmemory\b/.test(controllers) && (await writable(base)))
+    return { version: 2, root: base };
   const v1 = { memory: path.join(base, 'memory'), cpu: path.join(base, 'cpu'), pids: path.join(base, 'pids') };
   for (const dir of Object.values(v1)) {
     if (!existsSync(path.join(dir, 'cgroup.procs')) || !(await writable(dir))) return null;
@@ -101,7 +102,10 @@ export class CgroupWriter {
     return {
       procsFiles: unique.map((d) => path.join(d, 'cgroup.procs')),
       oomKills: async () => {
-        const file = this.layout.version === 2 ? path.join(dirs.memory, 'memory.events') : path.join(dirs.memory, 'memory.oom_control');
+        const file =
+          this.layout.version === 2
+            ? path.join(dirs.memory, 'memory.events')
+            : path.join(dirs.memory, 'memory.oom_control');
         const text = await readFile(file, 'utf8').catch(() => '');
         return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0);
       },
@@ -109,13 +113,18 @@ export class CgroupWriter {
         if (this.layout.version === 2) {
           const stat = await readFile(path.join(dirs.cpu, 'cpu.stat'), 'utf8').catch(() => '');
           const usec = /^usage_usec (\d+)$/m.exec(stat)?.[1];
-          return { memoryBytes: await readNumber(path.join(dirs.memory, 'memory.current')), cpuNanos: usec ? Number(usec) * 1000 : null };
+          return {
+            memoryBytes: await readNumber(path.join(dirs.memory, 'memory.current')),
+            cpuNanos: usec ? Number(usec) * 1000 : null,
+          };
         }
         // v1: cpuacct.usage where cpuacct is mounted with cpu (cpu,cpuacct); else the CPU time of
         // the group's processes now (a process that exited takes its share along).
         return {
           memoryBytes: await readNumber(path.join(dirs.memory, 'memory.usage_in_bytes')),
-          cpuNanos: (await readNumber(path.join(dirs.cpu, 'cpuacct.usage'))) ?? (await processesCpuNanos(path.join(dirs.memory, 'cgroup.procs'))),
+          cpuNanos:
+            (await readNumber(path.join(dirs.cpu, 'cpuacct.usage'))) ??
+            (await processesCpuNanos(path.join(dirs.memory, 'cgroup.procs'))),
         };
       },
       remove: () => removeDirs(unique),
@@ -139,7 +148,8 @@ export class CgroupWriter {
     if (this.layout.version !== 2) return;
     const parent = path.join(this.layout.root, this.parent);
     await mkdir(parent, { recursive: true });
-    for (const dir of [this.layout.root, parent]) await writeOptional(path.join(dir, 'cgroup.subtree_control'), '+memory +cpu +pids');
+    for (const dir of [this.layout.root, parent])
+      await writeOptional(path.join(dir, 'cgroup.subtree_control'), '+memory +cpu +pids');
   }
 }
 

@@ -9,10 +9,26 @@ import { handOverSeccomp } from './seccomp.js';
 describe('sandboxEnvironment', () => {
   it('keeps the own variables, drops loader variables, and lets the runtime values win', () => {
     const env = sandboxEnvironment(
-      { TOKEN: 't', DATABASE_URI: 'postgres://own', PATH: '/evil', HOME: '/evil', LD_PRELOAD: '/x.so', LD_AUDIT: '/y.so', NODE_OPTIONS: '-r /z', BASH_FUNC_f: '() { :; }' },
+      {
+        TOKEN: 't',
+        DATABASE_URI: 'postgres://own',
+        PATH: '/evil',
+        HOME: '/evil',
+        LD_PRELOAD: '/x.so',
+        LD_AUDIT: '/y.so',
+        NODE_OPTIONS: '-r /z',
+        BASH_FUNC_f: '() { :; }',
+      },
       { home: '/home/sandbox', path: ['/usr/bin', '/bin'], extra: { PORT: '20001' } },
     );
-    expect(env).toEqual({ TOKEN: 't', DATABASE_URI: 'postgres://own', PORT: '20001', PATH: '/usr/bin:/bin', HOME: '/home/sandbox', TMPDIR: '/tmp' });
+    expect(env).toEqual({
+      TOKEN: 't',
+      DATABASE_URI: 'postgres://own',
+      PORT: '20001',
+      PATH: '/usr/bin:/bin',
+      HOME: '/home/sandbox',
+      TMPDIR: '/tmp',
+    });
   });
 });
 
@@ -37,12 +53,16 @@ describe('sandboxCommand', () => {
     expect(args.slice(3, 5)).toEqual(['1', '/sys/fs/cgroup/memory/slipway/b-r-a0/cgroup.procs']);
     // bubblewrap's options, handed over through a descriptor, then its command line.
     const options = args.slice(6, 6 + Number(args[5])).join(' ');
-    expect(options).toMatch(/^--unshare-pid --unshare-ipc --unshare-uts --hostname sandbox --die-with-parent --seccomp 3 --tmpfs \//);
+    expect(options).toMatch(
+      /^--unshare-pid --unshare-ipc --unshare-uts --hostname sandbox --die-with-parent --seccomp 3 --tmpfs \//,
+    );
     expect(options).toContain('--ro-bind /opt/modules /opt/modules');
     expect(options).toContain('--bind /data/builds/r-a0 /srv/build');
     expect(options).toMatch(/--chdir \/srv\/build\/source$/);
     const line = args.slice(6 + Number(args[5])).join(' ');
-    expect(line).toMatch(/^bwrap --args 4 -- prlimit --nofile=1024:1024 -- setpriv --reuid=200001 --regid=200001 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \/bin\/sh -c npm ci$/);
+    expect(line).toMatch(
+      /^bwrap --args 4 -- prlimit --nofile=1024:1024 -- setpriv --reuid=200001 --regid=200001 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \/bin\/sh -c npm ci$/,
+    );
     expect(line).not.toContain('/data/builds');
   });
 
@@ -64,9 +84,13 @@ describe('sandboxCommand', () => {
       '/usr/bin/node',
     );
     const options = args.slice(6, 6 + Number(args[5])).join(' ');
-    expect(args.slice(6 + Number(args[5])).join(' ')).toMatch(/^nsenter --net=\/run\/netns\/slipway-0ad50004 -- bwrap --args 4 -- /);
+    expect(args.slice(6 + Number(args[5])).join(' ')).toMatch(
+      /^nsenter --net=\/run\/netns\/slipway-0ad50004 -- bwrap --args 4 -- /,
+    );
     expect(options).toContain('--ro-bind-try /etc /etc');
-    expect(options.indexOf('--ro-bind /etc/netns/slipway-0ad50004/resolv.conf /etc/resolv.conf')).toBeGreaterThan(options.indexOf('--ro-bind-try /etc /etc'));
+    expect(options.indexOf('--ro-bind /etc/netns/slipway-0ad50004/resolv.conf /etc/resolv.conf')).toBeGreaterThan(
+      options.indexOf('--ro-bind-try /etc /etc'),
+    );
   });
 });
 
@@ -126,7 +150,9 @@ describe('resolvConfTarget', () => {
       writeFileSync(path.join(dir, 'run', 'resolve', 'stub.conf'), 'nameserver 127.0.0.53\n');
       mkdirSync(path.join(dir, 'etc'));
       symlinkSync('../run/resolve/stub.conf', path.join(dir, 'etc', 'resolv.conf'));
-      expect(resolvConfTarget(path.join(dir, 'etc', 'resolv.conf'))).toBe(path.join(dir, 'run', 'resolve', 'stub.conf'));
+      expect(resolvConfTarget(path.join(dir, 'etc', 'resolv.conf'))).toBe(
+        path.join(dir, 'run', 'resolve', 'stub.conf'),
+      );
       expect(resolvConfTarget(path.join(dir, 'etc', 'missing.conf'))).toBe(path.join(dir, 'etc', 'missing.conf'));
     } finally {
       rmSync(dir, { recursive: true, force: true });

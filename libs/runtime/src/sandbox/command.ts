@@ -58,18 +58,25 @@ const SYSTEM_DIRS = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib64', '/lib32'
  * without it bubblewrap refuses to start. Pure: the caller spawns it (detached) with the
  * environment it built.
  */
-export function sandboxCommand(spec: SandboxCommandSpec, executable: string = process.execPath): { command: string; args: string[]; seccomp: Buffer } {
+export function sandboxCommand(
+  spec: SandboxCommandSpec,
+  executable: string = process.execPath,
+): { command: string; args: string[]; seccomp: Buffer } {
   const binds: string[] = [];
   for (const dir of SYSTEM_DIRS) binds.push('--ro-bind-try', dir, dir);
   // Node itself, when it is installed outside /usr (nvm, a tarball).
   const nodePrefix = path.dirname(path.dirname(executable));
-  if (!SYSTEM_DIRS.some((d) => nodePrefix === d || nodePrefix.startsWith(`${d}/`))) binds.push('--ro-bind', nodePrefix, nodePrefix);
+  if (!SYSTEM_DIRS.some((d) => nodePrefix === d || nodePrefix.startsWith(`${d}/`)))
+    binds.push('--ro-bind', nodePrefix, nodePrefix);
   // Private /proc, /dev and /tmp before the caller's paths, which may lie under /tmp.
   binds.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
   // The namespace's resolv.conf where the system's /etc/resolv.conf leads (a symlink, with systemd-resolved).
-  const readOnly = spec.network ? [...spec.readOnly, { from: spec.network.resolvConf, to: resolvConfTarget() }] : spec.readOnly;
+  const readOnly = spec.network
+    ? [...spec.readOnly, { from: spec.network.resolvConf, to: resolvConfTarget() }]
+    : spec.readOnly;
   // bwrap would create mount points' parents 0700 (root's): reachable for nobody else.
-  for (const dir of parentsOf([...readOnly, ...spec.writable].map((m) => m.to))) binds.push('--perms', '0755', '--dir', dir);
+  for (const dir of parentsOf([...readOnly, ...spec.writable].map((m) => m.to)))
+    binds.push('--perms', '0755', '--dir', dir);
   for (const m of readOnly) binds.push('--ro-bind', m.from, m.to);
   for (const m of spec.writable) binds.push('--bind', m.from, m.to);
   const options = [
@@ -118,7 +125,16 @@ export function sandboxCommand(spec: SandboxCommandSpec, executable: string = pr
   ].join('; ');
   return {
     command: '/bin/sh',
-    args: ['-c', join, 'slipway-sandbox', String(spec.cgroupProcs.length), ...spec.cgroupProcs, String(options.length), ...options, ...bwrap],
+    args: [
+      '-c',
+      join,
+      'slipway-sandbox',
+      String(spec.cgroupProcs.length),
+      ...spec.cgroupProcs,
+      String(options.length),
+      ...options,
+      ...bwrap,
+    ],
     seccomp: sandboxSeccompBpf(),
   };
 }
@@ -148,9 +164,13 @@ function parentsOf(targets: string[]): string[] {
  * Loader variables (`LD_PRELOAD`, …; the api refuses them as secret names, but rows stored
  * before that may hold them) never pass: the wrapper programs run as root with this environment.
  */
-export function sandboxEnvironment(own: Record<string, string>, runtime: { home: string; path?: string[]; extra?: Record<string, string> }): Record<string, string> {
+export function sandboxEnvironment(
+  own: Record<string, string>,
+  runtime: { home: string; path?: string[]; extra?: Record<string, string> },
+): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(own)) if (!SANDBOX_MANAGED.has(name) && !isLoaderEnvName(name)) env[name] = value;
+  for (const [name, value] of Object.entries(own))
+    if (!SANDBOX_MANAGED.has(name) && !isLoaderEnvName(name)) env[name] = value;
   return {
     ...env,
     ...runtime.extra,

@@ -26,13 +26,16 @@ export class SandboxIdentities {
 
   async uidOf(deploymentId: string): Promise<number> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const [row] = (await this.db.query(`SELECT sandbox_uid FROM deployments WHERE id = $1`, [deploymentId])) as { sandbox_uid: number | null }[];
+      const [row] = (await this.db.query(`SELECT sandbox_uid FROM deployments WHERE id = $1`, [deploymentId])) as {
+        sandbox_uid: number | null;
+      }[];
       if (!row) throw new Error(`Deployment ${deploymentId} is gone.`);
-      if (row.sandbox_uid !== null && row.sandbox_uid >= this.min && row.sandbox_uid <= this.max) return row.sandbox_uid;
-      const taken = (await this.db.query(
-        `SELECT sandbox_uid FROM deployments WHERE sandbox_uid BETWEEN $1 AND $2`,
-        [this.min, this.max],
-      )) as { sandbox_uid: number }[];
+      if (row.sandbox_uid !== null && row.sandbox_uid >= this.min && row.sandbox_uid <= this.max)
+        return row.sandbox_uid;
+      const taken = (await this.db.query(`SELECT sandbox_uid FROM deployments WHERE sandbox_uid BETWEEN $1 AND $2`, [
+        this.min,
+        this.max,
+      ])) as { sandbox_uid: number }[];
       const uid = pickUid(this.min, this.max, new Set(taken.map((t) => Number(t.sandbox_uid))));
       if (uid === null) throw new UidsExhaustedError(`No free sandbox uid left in ${this.min}-${this.max}.`);
       try {

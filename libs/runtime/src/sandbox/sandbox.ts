@@ -52,8 +52,16 @@ export class Sandbox {
  * REDIS_URL, whose addresses no sandbox may reach; `deployments`: where each deployment's uid is
  * recorded, libs/db's `DeploymentRepository`).
  */
-export async function setUpSandbox(settings: SandboxSettings, db: Queryable, deployments: DeploymentRuntimeWrites, stores: string[] = []): Promise<Sandbox> {
-  if (process.getuid?.() !== 0) throw new SandboxUnavailableError('the sandbox needs root (it switches to per-deployment uids and writes cgroups).');
+export async function setUpSandbox(
+  settings: SandboxSettings,
+  db: Queryable,
+  deployments: DeploymentRuntimeWrites,
+  stores: string[] = [],
+): Promise<Sandbox> {
+  if (process.getuid?.() !== 0)
+    throw new SandboxUnavailableError(
+      'the sandbox needs root (it switches to per-deployment uids and writes cgroups).',
+    );
   for (const [tool, args] of [
     ['bwrap', ['--version']],
     ['setpriv', ['--version']],
@@ -63,17 +71,31 @@ export async function setUpSandbox(settings: SandboxSettings, db: Queryable, dep
     ['ip', ['-V']],
   ] as const) {
     await run(tool, [...args]).catch(() => {
-      throw new SandboxUnavailableError(`'${tool}' is not installed (Debian: apt-get install bubblewrap util-linux nftables iproute2).`);
+      throw new SandboxUnavailableError(
+        `'${tool}' is not installed (Debian: apt-get install bubblewrap util-linux nftables iproute2).`,
+      );
     });
   }
   await checkSeccomp().catch((err) => {
-    throw new SandboxUnavailableError(`bubblewrap could not install the seccomp filter: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SandboxUnavailableError(
+      `bubblewrap could not install the seccomp filter: ${err instanceof Error ? err.message : String(err)}`,
+    );
   });
   const layout = await detectCgroups();
-  if (!layout) throw new SandboxUnavailableError('no writable cgroup controllers (v2, or v1 memory/cpu/pids) under /sys/fs/cgroup.');
-  const network = new SandboxNetwork(db, settings.subnet, { allowCidrs: settings.allowCidrs, storeAddresses: await storeAddresses(stores) }, settings.dns);
+  if (!layout)
+    throw new SandboxUnavailableError(
+      'no writable cgroup controllers (v2, or v1 memory/cpu/pids) under /sys/fs/cgroup.',
+    );
+  const network = new SandboxNetwork(
+    db,
+    settings.subnet,
+    { allowCidrs: settings.allowCidrs, storeAddresses: await storeAddresses(stores) },
+    settings.dns,
+  );
   await network.apply().catch((err) => {
-    throw new SandboxUnavailableError(`the sandboxes' network could not be set up (needs CAP_NET_ADMIN and nftables): ${err instanceof Error ? err.message : String(err)}`);
+    throw new SandboxUnavailableError(
+      `the sandboxes' network could not be set up (needs CAP_NET_ADMIN and nftables): ${err instanceof Error ? err.message : String(err)}`,
+    );
   });
   await removeLegacyUidRules(settings.uidMin, settings.uidMax);
   return new Sandbox(settings, db, deployments, new CgroupWriter(layout), network);
@@ -82,7 +104,9 @@ export async function setUpSandbox(settings: SandboxSettings, db: Queryable, dep
 /** bubblewrap loads the sandbox's seccomp program and runs a command under it (an old bwrap or kernel fails here, not at the first build). */
 function checkSeccomp(): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bwrap', ['--ro-bind', '/', '/', '--seccomp', String(SECCOMP_FD), '--', 'true'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+    const child = spawn('bwrap', ['--ro-bind', '/', '/', '--seccomp', String(SECCOMP_FD), '--', 'true'], {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+    });
     handOverSeccomp(child, sandboxSeccompBpf());
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
@@ -102,7 +126,8 @@ export async function sandboxForStart(
   deployments: DeploymentRuntimeWrites,
   { production, warn, stores = [] }: { production: boolean; warn: (message: string) => void; stores?: string[] },
 ): Promise<Sandbox | null> {
-  const unsafe = 'USER CODE RUNS UNSANDBOXED: builds and apps run as this process\'s user and can read its environment, files and credentials.';
+  const unsafe =
+    "USER CODE RUNS UNSANDBOXED: builds and apps run as this process's user and can read its environment, files and credentials.";
   if (settings.mode === 'off') {
     warn(`SLIPWAY_SANDBOX=off. ${unsafe}`);
     return null;
@@ -112,7 +137,9 @@ export async function sandboxForStart(
   } catch (err) {
     if (!(err instanceof SandboxUnavailableError)) throw err;
     if (production) {
-      throw new Error(`Refusing to start in production without the sandbox: ${err.message} Fix it, or set SLIPWAY_SANDBOX=off to run unsandboxed (unsafe).`);
+      throw new Error(
+        `Refusing to start in production without the sandbox: ${err.message} Fix it, or set SLIPWAY_SANDBOX=off to run unsandboxed (unsafe).`,
+      );
     }
     warn(`The sandbox is unavailable: ${err.message} ${unsafe} (Production refuses to start like this.)`);
     return null;

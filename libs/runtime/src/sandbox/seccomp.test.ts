@@ -1,5 +1,15 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -111,7 +121,9 @@ describe('the seccomp BPF program', () => {
   });
 
   it('refuses a policy naming a call twice', () => {
-    expect(() => seccompProgram([...SANDBOX_SECCOMP_POLICY, { syscalls: ['ptrace'], errno: 'EPERM', why: 'again' }])).toThrow(/ptrace/);
+    expect(() =>
+      seccompProgram([...SANDBOX_SECCOMP_POLICY, { syscalls: ['ptrace'], errno: 'EPERM', why: 'again' }]),
+    ).toThrow(/ptrace/);
   });
 });
 
@@ -122,13 +134,20 @@ describe('the OCI linux.seccomp rendering', () => {
     expect(oci.architectures).toEqual(['SCMP_ARCH_X86_64', 'SCMP_ARCH_AARCH64']);
     const named = new Set(oci.syscalls.flatMap((s) => s.names));
     for (const name of SANDBOX_SECCOMP_POLICY.flatMap((r) => r.syscalls)) expect(named.has(name), name).toBe(true);
-    expect(oci.syscalls.find((s) => s.names.includes('clone3'))).toEqual({ names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: 38 });
+    expect(oci.syscalls.find((s) => s.names.includes('clone3'))).toEqual({
+      names: ['clone3'],
+      action: 'SCMP_ACT_ERRNO',
+      errnoRet: 38,
+    });
   });
 
   it('denies unshare/clone once per namespace bit, and personality with any bit outside the safe values', () => {
     const clone = oci.syscalls.filter((s) => s.names.includes('clone'));
     expect(clone.map((s) => s.args![0]!.value).reduce((a, b) => a | b, 0) >>> 0).toBe(CLONE_NAMESPACE_FLAGS);
-    for (const s of clone) expect(s.args).toEqual([{ index: 0, value: s.args![0]!.value, valueTwo: s.args![0]!.value, op: 'SCMP_CMP_MASKED_EQ' }]);
+    for (const s of clone)
+      expect(s.args).toEqual([
+        { index: 0, value: s.args![0]!.value, valueTwo: s.args![0]!.value, op: 'SCMP_CMP_MASKED_EQ' },
+      ]);
     expect(oci.syscalls.filter((s) => s.names.includes('unshare'))).toHaveLength(8);
     // One condition per entry (runc makes several on one argument alternatives): every bit but PER_LINUX32's and UNAME26's.
     for (const s of oci.syscalls) expect(s.args?.length ?? 1, s.names.join()).toBe(1);
@@ -142,9 +161,30 @@ const root = process.getuid?.() === 0;
 
 /** `sh -c script` under bubblewrap as nobody, with the filter handed over on fd 3 or without it. */
 function underBwrap(script: string, withFilter: boolean): Promise<{ code: number | null; out: string }> {
-  const bwrap = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', ...(withFilter ? ['--seccomp', '3'] : [])];
-  const drop = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
-  const child = spawn('bwrap', [...bwrap, '--', ...drop, '/bin/sh', '-c', script], { stdio: ['ignore', 'pipe', 'pipe', withFilter ? 'pipe' : 'ignore'] });
+  const bwrap = [
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--unshare-pid',
+    ...(withFilter ? ['--seccomp', '3'] : []),
+  ];
+  const drop = [
+    'setpriv',
+    '--reuid=65534',
+    '--regid=65534',
+    '--clear-groups',
+    '--inh-caps=-all',
+    '--bounding-set=-all',
+    '--no-new-privs',
+    '--',
+  ];
+  const child = spawn('bwrap', [...bwrap, '--', ...drop, '/bin/sh', '-c', script], {
+    stdio: ['ignore', 'pipe', 'pipe', withFilter ? 'pipe' : 'ignore'],
+  });
   if (withFilter) handOverSeccomp(child, sandboxSeccompBpf());
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -156,13 +196,18 @@ describe.skipIf(!root)('a process under the filter (bubblewrap)', () => {
   it('cannot unshare a user namespace, which the same process without the filter can', async () => {
     const script = 'unshare -U id -u; echo "exit=$?"';
     const without = await underBwrap(script, false);
-    expect(without.out, 'the kernel allows unprivileged user namespaces here, so the filter is what stops it').toMatch(/exit=0$/);
+    expect(without.out, 'the kernel allows unprivileged user namespaces here, so the filter is what stops it').toMatch(
+      /exit=0$/,
+    );
     const filtered = await underBwrap(script, true);
     expect(filtered.out).toMatch(/unshare failed: Operation not permitted\nexit=1$/);
   });
 
   it('still runs node and git, has no descriptor 3 left, and reports seccomp mode 2', async () => {
-    const got = await underBwrap('node -e "console.log(6*7)" && git --version && { [ -e /proc/$$/fd/3 ] && echo fd3-open || echo fd3-closed; } && grep ^Seccomp: /proc/self/status', true);
+    const got = await underBwrap(
+      'node -e "console.log(6*7)" && git --version && { [ -e /proc/$$/fd/3 ] && echo fd3-open || echo fd3-closed; } && grep ^Seccomp: /proc/self/status',
+      true,
+    );
     expect(got.code, got.out).toBe(0);
     expect(got.out.split('\n')).toEqual(['42', expect.stringMatching(/^git version/), 'fd3-closed', 'Seccomp:\t2']);
   });
@@ -205,7 +250,8 @@ function underRunc(script: string, withFilter: boolean): { status: number | null
     for (const d of ['proc', 'dev', 'tmp']) mkdirSync(path.join(dir, 'rootfs', d));
     copyFileSync('/bin/busybox', path.join(dir, 'rootfs/bin/busybox'));
     chmodSync(path.join(dir, 'rootfs/bin/busybox'), 0o755);
-    for (const applet of ['sh', 'unshare', 'linux32', 'echo']) symlinkSync('busybox', path.join(dir, 'rootfs/bin', applet));
+    for (const applet of ['sh', 'unshare', 'linux32', 'echo'])
+      symlinkSync('busybox', path.join(dir, 'rootfs/bin', applet));
     execFileSync('runc', ['spec'], { cwd: dir });
     const spec = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
     spec.process = { ...spec.process, terminal: false, user: { uid: 65534, gid: 65534 }, args: ['sh', '-c', script] };

@@ -107,27 +107,97 @@ export interface SeccompRule {
 
 /** The policy. A call appears in one rule at most (the BPF rendering relies on it). */
 export const SANDBOX_SECCOMP_POLICY: readonly SeccompRule[] = [
-  { syscalls: ['unshare'], errno: 'EPERM', anyBitOf: CLONE_NAMESPACE_FLAGS | CLONE_NEWTIME, why: 'new namespaces (user namespaces above all) open kernel surface meant for root' },
-  { syscalls: ['clone'], errno: 'EPERM', anyBitOf: CLONE_NAMESPACE_FLAGS, why: 'the same namespaces, made by clone; threads and fork stay allowed' },
-  { syscalls: ['clone3'], errno: 'ENOSYS', why: 'its flags live in memory a filter cannot read: libc falls back to clone on ENOSYS' },
-  { syscalls: ['setns'], errno: 'EPERM', why: 'joining another namespace' },
-  { syscalls: ['ptrace', 'process_vm_readv', 'process_vm_writev', 'kcmp', 'pidfd_getfd', 'process_madvise'], errno: 'EPERM', why: 'reading or steering other processes' },
-  { syscalls: ['keyctl', 'add_key', 'request_key'], errno: 'EPERM', why: 'the kernel keyring is not namespaced' },
-  { syscalls: ['bpf', 'perf_event_open', 'userfaultfd'], errno: 'EPERM', why: 'kernel attack surface with a long record of exploits' },
-  { syscalls: ['io_uring_setup', 'io_uring_enter', 'io_uring_register'], errno: 'ENOSYS', why: 'kernel attack surface; libuv and others fall back to threads' },
   {
-    syscalls: ['mount', 'umount2', 'pivot_root', 'chroot', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'move_mount', 'open_tree', 'mount_setattr'],
+    syscalls: ['unshare'],
+    errno: 'EPERM',
+    anyBitOf: CLONE_NAMESPACE_FLAGS | CLONE_NEWTIME,
+    why: 'new namespaces (user namespaces above all) open kernel surface meant for root',
+  },
+  {
+    syscalls: ['clone'],
+    errno: 'EPERM',
+    anyBitOf: CLONE_NAMESPACE_FLAGS,
+    why: 'the same namespaces, made by clone; threads and fork stay allowed',
+  },
+  {
+    syscalls: ['clone3'],
+    errno: 'ENOSYS',
+    why: 'its flags live in memory a filter cannot read: libc falls back to clone on ENOSYS',
+  },
+  { syscalls: ['setns'], errno: 'EPERM', why: 'joining another namespace' },
+  {
+    syscalls: ['ptrace', 'process_vm_readv', 'process_vm_writev', 'kcmp', 'pidfd_getfd', 'process_madvise'],
+    errno: 'EPERM',
+    why: 'reading or steering other processes',
+  },
+  { syscalls: ['keyctl', 'add_key', 'request_key'], errno: 'EPERM', why: 'the kernel keyring is not namespaced' },
+  {
+    syscalls: ['bpf', 'perf_event_open', 'userfaultfd'],
+    errno: 'EPERM',
+    why: 'kernel attack surface with a long record of exploits',
+  },
+  {
+    syscalls: ['io_uring_setup', 'io_uring_enter', 'io_uring_register'],
+    errno: 'ENOSYS',
+    why: 'kernel attack surface; libuv and others fall back to threads',
+  },
+  {
+    syscalls: [
+      'mount',
+      'umount2',
+      'pivot_root',
+      'chroot',
+      'fsopen',
+      'fsconfig',
+      'fsmount',
+      'fspick',
+      'move_mount',
+      'open_tree',
+      'mount_setattr',
+    ],
     errno: 'EPERM',
     why: 'the filesystem view is fixed by the sandbox',
   },
-  { syscalls: ['open_by_handle_at'], errno: 'EPERM', why: 'opens files by handle, past the mount view (the "shocker" escape)' },
   {
-    syscalls: ['init_module', 'finit_module', 'delete_module', 'create_module', 'query_module', 'get_kernel_syms', 'kexec_load', 'kexec_file_load'],
+    syscalls: ['open_by_handle_at'],
+    errno: 'EPERM',
+    why: 'opens files by handle, past the mount view (the "shocker" escape)',
+  },
+  {
+    syscalls: [
+      'init_module',
+      'finit_module',
+      'delete_module',
+      'create_module',
+      'query_module',
+      'get_kernel_syms',
+      'kexec_load',
+      'kexec_file_load',
+    ],
     errno: 'EPERM',
     why: 'kernel modules and kexec',
   },
-  { syscalls: ['reboot', 'swapon', 'swapoff', 'acct', 'quotactl', 'quotactl_fd', 'nfsservctl', 'vhangup', 'lookup_dcookie', 'fanotify_init'], errno: 'EPERM', why: 'machine administration' },
-  { syscalls: ['clock_settime', 'clock_adjtime', 'settimeofday', 'adjtimex'], errno: 'EPERM', why: 'the clock is the machine\'s' },
+  {
+    syscalls: [
+      'reboot',
+      'swapon',
+      'swapoff',
+      'acct',
+      'quotactl',
+      'quotactl_fd',
+      'nfsservctl',
+      'vhangup',
+      'lookup_dcookie',
+      'fanotify_init',
+    ],
+    errno: 'EPERM',
+    why: 'machine administration',
+  },
+  {
+    syscalls: ['clock_settime', 'clock_adjtime', 'settimeofday', 'adjtimex'],
+    errno: 'EPERM',
+    why: "the clock is the machine's",
+  },
   { syscalls: ['sethostname', 'setdomainname'], errno: 'EPERM', why: 'host identity' },
   { syscalls: ['iopl', 'ioperm'], errno: 'EPERM', why: 'raw I/O ports' },
   { syscalls: ['syslog'], errno: 'EPERM', why: 'the kernel log leaks addresses' },
@@ -182,7 +252,13 @@ function archBlock(arch: SeccompArch, policy: readonly SeccompRule[]): BpfInstru
       if (nr === undefined) continue;
       if (rule.anyBitOf !== undefined) {
         // nr? → load arg0; any bit set → deny, else allow (A no longer holds nr).
-        out.push(ins(BPF.JEQ, nr, 0, 4), ins(BPF.LD_ABS, DATA_ARG0_LOW), ins(BPF.JSET, rule.anyBitOf, 0, 1), deny, ret(RET_ALLOW));
+        out.push(
+          ins(BPF.JEQ, nr, 0, 4),
+          ins(BPF.LD_ABS, DATA_ARG0_LOW),
+          ins(BPF.JSET, rule.anyBitOf, 0, 1),
+          deny,
+          ret(RET_ALLOW),
+        );
       } else if (rule.allowedValues) {
         const values = rule.allowedValues;
         out.push(ins(BPF.JEQ, nr, 0, values.length + 3), ins(BPF.LD_ABS, DATA_ARG0_LOW));
@@ -282,10 +358,12 @@ export function ociSeccomp(policy: readonly SeccompRule[] = SANDBOX_SECCOMP_POLI
   for (const rule of policy) {
     const base = { names: [...rule.syscalls], action: 'SCMP_ACT_ERRNO' as const, errnoRet: ERRNO[rule.errno] };
     if (rule.anyBitOf !== undefined) {
-      for (const bit of bitsOf(rule.anyBitOf)) syscalls.push({ ...base, args: [{ index: 0, value: bit, valueTwo: bit, op: 'SCMP_CMP_MASKED_EQ' }] });
+      for (const bit of bitsOf(rule.anyBitOf))
+        syscalls.push({ ...base, args: [{ index: 0, value: bit, valueTwo: bit, op: 'SCMP_CMP_MASKED_EQ' }] });
     } else if (rule.allowedValues) {
       const allowedBits = rule.allowedValues.filter((v) => v !== 0xffffffff).reduce((a, v) => (a | v) >>> 0, 0);
-      for (const bit of bitsOf(~allowedBits >>> 0)) syscalls.push({ ...base, args: [{ index: 0, value: bit, valueTwo: bit, op: 'SCMP_CMP_MASKED_EQ' }] });
+      for (const bit of bitsOf(~allowedBits >>> 0))
+        syscalls.push({ ...base, args: [{ index: 0, value: bit, valueTwo: bit, op: 'SCMP_CMP_MASKED_EQ' }] });
     } else {
       syscalls.push(base);
     }

@@ -71,7 +71,11 @@ export class ArchivePolicy {
     for (const [at, node] of this.nodes) {
       if (node.kind !== 'symlink') continue;
       const message = symlinkOutside(at, node.target);
-      if (!problems.includes(message) && this.resolve([...components(at).slice(0, -1), ...components(node.target)]) === ESCAPES) problems.push(message);
+      if (
+        !problems.includes(message) &&
+        this.resolve([...components(at).slice(0, -1), ...components(node.target)]) === ESCAPES
+      )
+        problems.push(message);
     }
     return problems;
   }
@@ -90,19 +94,30 @@ export class ArchivePolicy {
     if (isAbsoluteName(name) || name.split(/[\\/]+/).includes('..')) return `'${name}' points outside its directory`;
     const parts = components(name);
     if (!parts.length) return entry.type === 'Directory' ? null : `'${name}' would replace the extraction directory`;
-    const throughLink = parts.slice(0, -1).findIndex((_, i) => this.nodes.get(parts.slice(0, i + 1).join('/'))?.kind === 'symlink');
-    if (throughLink >= 0) return `'${name}' is written through the symlink '${parts.slice(0, throughLink + 1).join('/')}'`;
+    const throughLink = parts
+      .slice(0, -1)
+      .findIndex((_, i) => this.nodes.get(parts.slice(0, i + 1).join('/'))?.kind === 'symlink');
+    if (throughLink >= 0)
+      return `'${name}' is written through the symlink '${parts.slice(0, throughLink + 1).join('/')}'`;
     const at = parts.join('/');
 
     if (entry.type === 'SymbolicLink') {
       const target = String(entry.linkpath ?? '');
-      if (isAbsoluteName(target) || this.resolve([...parts.slice(0, -1), ...components(target)]) === ESCAPES) return symlinkOutside(at, target);
+      if (isAbsoluteName(target) || this.resolve([...parts.slice(0, -1), ...components(target)]) === ESCAPES)
+        return symlinkOutside(at, target);
       this.nodes.set(at, { kind: 'symlink', target });
     } else if (entry.type === 'Link') {
       const target = String(entry.linkpath ?? '');
       const targetParts = components(target);
-      const viaLink = targetParts.some((_, i) => this.nodes.get(targetParts.slice(0, i + 1).join('/'))?.kind === 'symlink');
-      if (isAbsoluteName(target) || target.split(/[\\/]+/).includes('..') || viaLink || this.nodes.get(targetParts.join('/'))?.kind !== 'file') {
+      const viaLink = targetParts.some(
+        (_, i) => this.nodes.get(targetParts.slice(0, i + 1).join('/'))?.kind === 'symlink',
+      );
+      if (
+        isAbsoluteName(target) ||
+        target.split(/[\\/]+/).includes('..') ||
+        viaLink ||
+        this.nodes.get(targetParts.join('/'))?.kind !== 'file'
+      ) {
         return `hard link '${at}' does not point to a file of the archive (${target})`;
       }
       this.nodes.set(at, { kind: 'file' });

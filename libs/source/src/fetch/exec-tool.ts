@@ -6,7 +6,15 @@ import path from 'node:path';
  * running node: the fetchers never inherit the worker's environment (its database URL and
  * secrets key must not reach a git credential helper or a hook).
  */
-export const TOOL_PATH = [path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'].join(':');
+export const TOOL_PATH = [
+  path.dirname(process.execPath),
+  '/usr/local/sbin',
+  '/usr/local/bin',
+  '/usr/sbin',
+  '/usr/bin',
+  '/sbin',
+  '/bin',
+].join(':');
 
 /** Why a source could not be fetched, in words a user can act on (it ends up in `status_message`). */
 export class SourceFetchError extends Error {

@@ -16,7 +16,10 @@ let n = 0;
 const target = () => path.join(tmp, `checkout-${++n}`);
 
 const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], {
+    cwd,
+    encoding: 'utf8',
+  }).trim();
 
 const commitFile = (repo: string, file: string, content: string, message: string) => {
   writeFileSync(path.join(repo, file), content);
@@ -59,11 +62,31 @@ describe('fetchGitRepository', () => {
     git(repo, 'init', '-q', '-b', 'main');
     writeFileSync(path.join(repo, 'f'), 'x');
     git(repo, 'add', 'f');
-    execFileSync('git', ['-c', 'user.name=Ada Lovelace', '-c', 'user.email=ada@example.com', 'commit', '-q', '-m', 'Fix the planner', '-m', 'It looped.\nTwice.'], { cwd: repo });
-    expect(await fetchGitRepository({ url: `file://${repo}`, ref: 'main', dir: target() })).toMatchObject({ message: 'Fix the planner\n\nIt looped.\nTwice.', author: 'Ada Lovelace' });
+    execFileSync(
+      'git',
+      [
+        '-c',
+        'user.name=Ada Lovelace',
+        '-c',
+        'user.email=ada@example.com',
+        'commit',
+        '-q',
+        '-m',
+        'Fix the planner',
+        '-m',
+        'It looped.\nTwice.',
+      ],
+      { cwd: repo },
+    );
+    expect(await fetchGitRepository({ url: `file://${repo}`, ref: 'main', dir: target() })).toMatchObject({
+      message: 'Fix the planner\n\nIt looped.\nTwice.',
+      author: 'Ada Lovelace',
+    });
     writeFileSync(path.join(repo, 'f'), 'y');
     git(repo, 'commit', '-q', '-a', '-m', 'z'.repeat(MAX_COMMIT_MESSAGE + 500));
-    expect((await fetchGitRepository({ url: `file://${repo}`, ref: 'main', dir: target() })).message).toBe('z'.repeat(MAX_COMMIT_MESSAGE));
+    expect((await fetchGitRepository({ url: `file://${repo}`, ref: 'main', dir: target() })).message).toBe(
+      'z'.repeat(MAX_COMMIT_MESSAGE),
+    );
   });
 
   it('clones the default branch when no ref is given, and accepts refs/heads/ names', async () => {
@@ -104,8 +127,12 @@ describe('fetchGitRepository', () => {
 
   it('says when a commit is not in the repository', async () => {
     const missing = 'a'.repeat(40);
-    await expect(fetchGitRepository({ url, ref: missing, dir: target() })).rejects.toThrow(`Commit ${missing} not found in ${url}.`);
-    await expect(fetchGitRepository({ url, ref: 'abcdef1234', dir: target() })).rejects.toThrow(`Commit or ref 'abcdef1234' not found in ${url}.`);
+    await expect(fetchGitRepository({ url, ref: missing, dir: target() })).rejects.toThrow(
+      `Commit ${missing} not found in ${url}.`,
+    );
+    await expect(fetchGitRepository({ url, ref: 'abcdef1234', dir: target() })).rejects.toThrow(
+      `Commit or ref 'abcdef1234' not found in ${url}.`,
+    );
   });
 
   it('says when the repository does not exist', async () => {
@@ -115,10 +142,18 @@ describe('fetchGitRepository', () => {
   });
 
   it('refuses other URL schemes and refs that are not refs', async () => {
-    await expect(fetchGitRepository({ url: 'ext::sh -c touch% /tmp/pwned', ref: 'main', dir: target() })).rejects.toThrow(/not supported/);
-    await expect(fetchGitRepository({ url: '/just/a/path', ref: 'main', dir: target() })).rejects.toThrow(/not a repository URL/);
-    await expect(fetchGitRepository({ url, ref: '--upload-pack=touch /tmp/x', dir: target() })).rejects.toThrow(/not a valid git ref/);
-    await expect(fetchGitRepository({ url, ref: 'main', commit: 'abc123', dir: target() })).rejects.toThrow(/not a full commit sha/);
+    await expect(
+      fetchGitRepository({ url: 'ext::sh -c touch% /tmp/pwned', ref: 'main', dir: target() }),
+    ).rejects.toThrow(/not supported/);
+    await expect(fetchGitRepository({ url: '/just/a/path', ref: 'main', dir: target() })).rejects.toThrow(
+      /not a repository URL/,
+    );
+    await expect(fetchGitRepository({ url, ref: '--upload-pack=touch /tmp/x', dir: target() })).rejects.toThrow(
+      /not a valid git ref/,
+    );
+    await expect(fetchGitRepository({ url, ref: 'main', commit: 'abc123', dir: target() })).rejects.toThrow(
+      /not a full commit sha/,
+    );
   });
 
   it('drops credentials from URLs it shows', () => {
@@ -149,23 +184,32 @@ describe('fetchGitRepository over http', () => {
 
   it('sends the auth header with every request and never prompts', async () => {
     const header = 'Authorization: Basic eC1hY2Nlc3MtdG9rZW46dG9rZW4=';
-    await expect(fetchGitRepository({ url: `${base}/acme/agent.git`, ref: 'main', dir: target(), auth: { header } })).rejects.toThrow(
-      new SourceFetchError(`Access to ${base}/acme/agent.git was denied (missing or wrong credentials): fatal: could not read Username for '${base}': terminal prompts disabled`),
+    await expect(
+      fetchGitRepository({ url: `${base}/acme/agent.git`, ref: 'main', dir: target(), auth: { header } }),
+    ).rejects.toThrow(
+      new SourceFetchError(
+        `Access to ${base}/acme/agent.git was denied (missing or wrong credentials): fatal: could not read Username for '${base}': terminal prompts disabled`,
+      ),
     );
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.every((h) => h.authorization === 'Basic eC1hY2Nlc3MtdG9rZW46dG9rZW4=')).toBe(true);
   });
 
   it('stops on its timeout', async () => {
-    await expect(fetchGitRepository({ url: `${base}/hang/repo.git`, ref: 'main', dir: target(), timeoutMs: 500 })).rejects.toThrow(
-      /^Git clone of .* timed out after 1 s\.$/,
-    );
+    await expect(
+      fetchGitRepository({ url: `${base}/hang/repo.git`, ref: 'main', dir: target(), timeoutMs: 500 }),
+    ).rejects.toThrow(/^Git clone of .* timed out after 1 s\.$/);
   });
 
   it('stops when the signal aborts', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort('interrupted'), 300);
-    const error = await fetchGitRepository({ url: `${base}/hang/repo.git`, ref: 'main', dir: target(), signal: controller.signal }).catch((e) => e);
+    const error = await fetchGitRepository({
+      url: `${base}/hang/repo.git`,
+      ref: 'main',
+      dir: target(),
+      signal: controller.signal,
+    }).catch((e) => e);
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(SourceFetchError);
     expect(controller.signal.aborted).toBe(true);

@@ -74,7 +74,8 @@ export async function fetchGitRepository(options: GitFetchOptions): Promise<Fetc
   const display = displayGitUrl(url);
   const ref = normalizeRef(options.ref);
   const pinned = options.commit?.trim() || null;
-  if (pinned && !FULL_SHA.test(pinned)) throw new SourceFetchError(`repo_commit_sha '${pinned}' is not a full commit sha.`);
+  if (pinned && !FULL_SHA.test(pinned))
+    throw new SourceFetchError(`repo_commit_sha '${pinned}' is not a full commit sha.`);
   const dir = options.dir;
   await mkdir(dir, { recursive: true });
   if ((await readdir(dir)).length) throw new Error(`git fetch target ${dir} is not empty`);
@@ -123,7 +124,9 @@ function checkUrl(url: string): string {
     throw new SourceFetchError(`'${displayGitUrl(url)}' is not a repository URL (expected https:// or file://).`);
   }
   if (!['https:', 'http:', 'file:'].includes(parsed.protocol)) {
-    throw new SourceFetchError(`Repository URL scheme '${parsed.protocol}' is not supported (use https:// or file://).`);
+    throw new SourceFetchError(
+      `Repository URL scheme '${parsed.protocol}' is not supported (use https:// or file://).`,
+    );
   }
   return url;
 }
@@ -152,10 +155,19 @@ class Git {
 
   /** Runs git in the target dir (or without a cwd for clone/ls-remote). */
   async run(args: string[], what: string, cwd: string | undefined = this.options.dir): Promise<ToolResult> {
-    const env: Record<string, string> = { GIT_TERMINAL_PROMPT: '0', GCM_INTERACTIVE: 'never', GIT_ASKPASS: '', SSH_ASKPASS: '' };
+    const env: Record<string, string> = {
+      GIT_TERMINAL_PROMPT: '0',
+      GCM_INTERACTIVE: 'never',
+      GIT_ASKPASS: '',
+      SSH_ASKPASS: '',
+    };
     if (this.options.allowProtocol) env.GIT_ALLOW_PROTOCOL = this.options.allowProtocol;
     if (this.options.auth?.header) {
-      Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: this.options.auth.header });
+      Object.assign(env, {
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'http.extraHeader',
+        GIT_CONFIG_VALUE_0: this.options.auth.header,
+      });
     }
     const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     try {
@@ -164,7 +176,11 @@ class Git {
       // inherits this command-line config).
       const safe = this.isFile ? ['-c', 'safe.directory=*'] : [];
       // No redirects: a host must not send the clone (and its credentials) somewhere else.
-      return await runTool('git', ['-c', 'advice.detachedHead=false', '-c', 'http.followRedirects=false', ...safe, ...args], { cwd, env, signal: this.options.signal, timeoutMs });
+      return await runTool(
+        'git',
+        ['-c', 'advice.detachedHead=false', '-c', 'http.followRedirects=false', ...safe, ...args],
+        { cwd, env, signal: this.options.signal, timeoutMs },
+      );
     } catch (err) {
       if (err instanceof ToolError && err.timedOut) {
         throw new SourceFetchError(`${what} of ${this.display} timed out after ${Math.round(timeoutMs / 1000)} s.`);
@@ -176,7 +192,11 @@ class Git {
   async cloneRef(ref: string | null): Promise<void> {
     const branch = ref ? ['--branch', ref] : [];
     try {
-      await this.run(['clone', '--quiet', '--depth', '1', '--single-branch', ...branch, '--', this.url, this.options.dir], 'Git clone', undefined);
+      await this.run(
+        ['clone', '--quiet', '--depth', '1', '--single-branch', ...branch, '--', this.url, this.options.dir],
+        'Git clone',
+        undefined,
+      );
     } catch (err) {
       throw this.explain(err, ref);
     }
@@ -185,7 +205,11 @@ class Git {
   /** True when `name` is a branch or tag of the remote (a hex-looking name can be either). */
   async isRemoteRef(name: string): Promise<boolean> {
     try {
-      const { stdout } = await this.run(['ls-remote', '--heads', '--tags', '--', this.url, name], 'Git ls-remote', undefined);
+      const { stdout } = await this.run(
+        ['ls-remote', '--heads', '--tags', '--', this.url, name],
+        'Git ls-remote',
+        undefined,
+      );
       return stdout.trim().length > 0;
     } catch (err) {
       throw this.explain(err, name);
@@ -196,7 +220,9 @@ class Git {
     await this.init();
     // Over file:// git runs the serving upload-pack itself, so these settings reach it; most
     // hosts (GitHub, Gitea) allow fetching a reachable sha anyway.
-    const allowSha = this.isFile ? ['-c', 'uploadpack.allowReachableSHA1InWant=true', '-c', 'uploadpack.allowAnySHA1InWant=true'] : [];
+    const allowSha = this.isFile
+      ? ['-c', 'uploadpack.allowReachableSHA1InWant=true', '-c', 'uploadpack.allowAnySHA1InWant=true']
+      : [];
     try {
       await this.run([...allowSha, 'fetch', '--quiet', '--depth', '1', '--no-tags', 'origin', sha], 'Git fetch');
       await this.run(['checkout', '--quiet', '--detach', 'FETCH_HEAD'], 'Git checkout');
@@ -213,7 +239,10 @@ class Git {
   async fetchEverything(): Promise<void> {
     await this.init();
     try {
-      await this.run(['fetch', '--quiet', '--no-tags', 'origin', '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'], 'Git fetch');
+      await this.run(
+        ['fetch', '--quiet', '--no-tags', 'origin', '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'],
+        'Git fetch',
+      );
     } catch (err) {
       throw this.explain(err, null);
     }
@@ -221,7 +250,10 @@ class Git {
 
   async checkout(rev: string, notFound: string): Promise<void> {
     try {
-      const { stdout } = await this.run(['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], 'Git rev-parse');
+      const { stdout } = await this.run(
+        ['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`],
+        'Git rev-parse',
+      );
       await this.run(['checkout', '--quiet', '--detach', stdout.trim()], 'Git checkout');
     } catch (err) {
       if (err instanceof ToolError && !err.aborted) throw new SourceFetchError(notFound);
@@ -250,7 +282,11 @@ class Git {
     if (ref && /Remote branch .* not found|couldn't find remote ref/i.test(text)) {
       return new SourceFetchError(`Branch or tag '${ref}' not found in ${this.display}.`);
     }
-    if (/Could not resolve host|Failed to connect|Connection refused|Connection timed out|Network is unreachable/i.test(text)) {
+    if (
+      /Could not resolve host|Failed to connect|Connection refused|Connection timed out|Network is unreachable/i.test(
+        text,
+      )
+    ) {
       return new SourceFetchError(`Could not reach ${this.display}: ${fatal}`);
     }
     if (/Authentication failed|could not read Username|terminal prompts disabled|returned error: 40[13]/i.test(text)) {
@@ -259,6 +295,8 @@ class Git {
     if (/Repository not found|does not appear to be a git repository|returned error: 404|not found/i.test(text)) {
       return new SourceFetchError(`Repository ${this.display} not found or not accessible: ${fatal}`);
     }
-    return new SourceFetchError(`Git could not fetch ${this.display}${ref ? ` at '${ref}'` : ''}: ${fatal || `exit code ${err.exitCode}`}`);
+    return new SourceFetchError(
+      `Git could not fetch ${this.display}${ref ? ` at '${ref}'` : ''}: ${fatal || `exit code ${err.exitCode}`}`,
+    );
   }
 }

@@ -1,5 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,7 +69,9 @@ describe('extractTarball', () => {
   it('refuses absolute entries', async () => {
     const outside = path.join(tmp, 'absolute-target.txt');
     const archive = makeTarball({ 'app/a.js': 'a', 'evil.txt': 'pwned' }, ['--transform', `s,^evil.txt,${outside},`]);
-    await expect(extractTarball({ archive, dir: fresh('out') })).rejects.toThrow(`The source tarball was refused: '${outside}' points outside its directory.`);
+    await expect(extractTarball({ archive, dir: fresh('out') })).rejects.toThrow(
+      `The source tarball was refused: '${outside}' points outside its directory.`,
+    );
     expect(existsSync(outside)).toBe(false);
   });
 
@@ -85,8 +97,12 @@ describe('extractTarball', () => {
   it('says when the file is not a gzip tarball, or is missing', async () => {
     const junk = fresh('junk');
     writeFileSync(junk, 'this is not a tarball');
-    await expect(extractTarball({ archive: junk, dir: fresh('out') })).rejects.toThrow(/^The source tarball is not a valid \.tar\.gz archive/);
-    await expect(extractTarball({ archive: fresh('missing'), dir: fresh('out') })).rejects.toThrow('The source tarball file is missing.');
+    await expect(extractTarball({ archive: junk, dir: fresh('out') })).rejects.toThrow(
+      /^The source tarball is not a valid \.tar\.gz archive/,
+    );
+    await expect(extractTarball({ archive: fresh('missing'), dir: fresh('out') })).rejects.toThrow(
+      'The source tarball file is missing.',
+    );
   });
 });
 
@@ -95,7 +111,9 @@ describe('extractTarball size limit', () => {
     // 4 MB of zeros compresses to a few KB.
     const archive = makeTarball({ 'app/zeros.bin': '\0'.repeat(4 * 1024 * 1024) });
     const dir = fresh('bomb');
-    await expect(extractTarball({ archive, dir, maxUncompressedBytes: 1024 * 1024 })).rejects.toThrow(/expands to more than 1 MB/);
+    await expect(extractTarball({ archive, dir, maxUncompressedBytes: 1024 * 1024 })).rejects.toThrow(
+      /expands to more than 1 MB/,
+    );
     expect(readdirSync(dir)).toEqual([]);
     const ok = await extractTarball({ archive, dir: fresh('roomy'), maxUncompressedBytes: 8 * 1024 * 1024 });
     expect(ok.entries).toBeGreaterThan(0);
@@ -116,26 +134,51 @@ describe('extractTarball against crafted archives', () => {
   };
 
   it.each([
-    ['up -> . then esc -> up/..', [{ path: 'up', type: 'SymbolicLink', linkpath: '.' }, { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' }]],
-    ['esc -> up/.. first, up -> . after (a later entry turns an earlier link into an escape)', [
-      { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' },
-      { path: 'up', type: 'SymbolicLink', linkpath: '.' },
-    ]],
-    ['a chain: a -> b/c/../.., b/c -> ..', [
-      { path: 'b', type: 'Directory' },
-      { path: 'b/c', type: 'SymbolicLink', linkpath: '..' },
-      { path: 'a', type: 'SymbolicLink', linkpath: 'b/c/../..' },
-    ]],
-  ] as Array<[string, CraftedEntry[]]>)('the symlink escape %s is refused by real path, before anything is written', async (_case, links) => {
-    const { box, dir } = target();
-    const archive = crafted([{ path: 'app/index.js', body: 'x' }, ...links, { path: 'esc/pwned.txt', body: 'pwned' }]);
-    await expect(extractTarball({ archive, dir })).rejects.toThrow(/^The source tarball was refused: .*symlink '(esc|a)' points outside the archive/);
-    expect(readdirSync(box)).toEqual(['out']);
-    expect(readdirSync(dir)).toEqual([]);
-  });
+    [
+      'up -> . then esc -> up/..',
+      [
+        { path: 'up', type: 'SymbolicLink', linkpath: '.' },
+        { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' },
+      ],
+    ],
+    [
+      'esc -> up/.. first, up -> . after (a later entry turns an earlier link into an escape)',
+      [
+        { path: 'esc', type: 'SymbolicLink', linkpath: 'up/..' },
+        { path: 'up', type: 'SymbolicLink', linkpath: '.' },
+      ],
+    ],
+    [
+      'a chain: a -> b/c/../.., b/c -> ..',
+      [
+        { path: 'b', type: 'Directory' },
+        { path: 'b/c', type: 'SymbolicLink', linkpath: '..' },
+        { path: 'a', type: 'SymbolicLink', linkpath: 'b/c/../..' },
+      ],
+    ],
+  ] as Array<[string, CraftedEntry[]]>)(
+    'the symlink escape %s is refused by real path, before anything is written',
+    async (_case, links) => {
+      const { box, dir } = target();
+      const archive = crafted([
+        { path: 'app/index.js', body: 'x' },
+        ...links,
+        { path: 'esc/pwned.txt', body: 'pwned' },
+      ]);
+      await expect(extractTarball({ archive, dir })).rejects.toThrow(
+        /^The source tarball was refused: .*symlink '(esc|a)' points outside the archive/,
+      );
+      expect(readdirSync(box)).toEqual(['out']);
+      expect(readdirSync(dir)).toEqual([]);
+    },
+  );
 
   it('refuses writing through a symlink, even one that stays inside', async () => {
-    const archive = crafted([{ path: 'app', type: 'Directory' }, { path: 'link', type: 'SymbolicLink', linkpath: 'app' }, { path: 'link/x.js', body: 'x' }]);
+    const archive = crafted([
+      { path: 'app', type: 'Directory' },
+      { path: 'link', type: 'SymbolicLink', linkpath: 'app' },
+      { path: 'link/x.js', body: 'x' },
+    ]);
     await expect(extractTarball({ archive, dir: target().dir })).rejects.toThrow(
       "The source tarball was refused: 'link/x.js' is written through the symlink 'link'.",
     );
@@ -148,12 +191,19 @@ describe('extractTarball against crafted archives', () => {
       ['etc/passwd', [{ path: 'etc', type: 'SymbolicLink', linkpath: '/etc' }]],
       ['missing.txt', []],
     ] as Array<[string, CraftedEntry[]]>) {
-      const archive = crafted([...extra, { path: 'app/a.txt', body: 'a' }, { path: 'app/h.txt', type: 'Link', linkpath }]);
+      const archive = crafted([
+        ...extra,
+        { path: 'app/a.txt', body: 'a' },
+        { path: 'app/h.txt', type: 'Link', linkpath },
+      ]);
       await expect(extractTarball({ archive, dir: target().dir }), linkpath).rejects.toThrow(
         `hard link 'app/h.txt' does not point to a file of the archive (${linkpath})`,
       );
     }
-    const good = crafted([{ path: 'app/a.txt', body: 'shared' }, { path: 'app/h.txt', type: 'Link', linkpath: 'app/a.txt' }]);
+    const good = crafted([
+      { path: 'app/a.txt', body: 'shared' },
+      { path: 'app/h.txt', type: 'Link', linkpath: 'app/a.txt' },
+    ]);
     const { root } = await extractTarball({ archive: good, dir: target().dir });
     expect(readFileSync(path.join(root, 'h.txt'), 'utf8')).toBe('shared');
   });

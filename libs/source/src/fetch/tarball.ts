@@ -54,11 +54,23 @@ export async function extractTarball(options: ExtractTarballOptions): Promise<Ex
   // A few KB of gzip can expand to terabytes: measure before anything is written.
   const limit = options.maxUncompressedBytes ?? DEFAULT_MAX_UNCOMPRESSED;
   if ((await uncompressedSize(archive, limit, signal)) > limit) {
-    throw new SourceFetchError(`The source tarball was refused: it expands to more than ${Math.round(limit / 1024 ** 2)} MB.`);
+    throw new SourceFetchError(
+      `The source tarball was refused: it expands to more than ${Math.round(limit / 1024 ** 2)} MB.`,
+    );
   }
 
   const listing = new ArchivePolicy(limit);
-  await readArchive('listing', () => list({ file: archive, strict: true, maxDecompressionRatio: Number.POSITIVE_INFINITY, onReadEntry: (entry) => void listing.admit(entry) }), signal);
+  await readArchive(
+    'listing',
+    () =>
+      list({
+        file: archive,
+        strict: true,
+        maxDecompressionRatio: Number.POSITIVE_INFINITY,
+        onReadEntry: (entry) => void listing.admit(entry),
+      }),
+    signal,
+  );
   const refused = ArchivePolicy.describe(listing.finish());
   if (refused) throw new SourceFetchError(refused);
 
@@ -101,9 +113,12 @@ async function readArchive(what: string, pass: () => Promise<void>, signal?: Abo
   } catch (err) {
     const detail = err instanceof Error ? err.message.split('\n')[0] : String(err);
     // An entry `tar` refused to write (e.g. through a symlink) is a refusal; anything else is a broken archive.
-    const entryError = what === 'extraction' && /^TAR_(ENTRY|SYMLINK)/.test(String((err as { code?: unknown }).code ?? ''));
+    const entryError =
+      what === 'extraction' && /^TAR_(ENTRY|SYMLINK)/.test(String((err as { code?: unknown }).code ?? ''));
     throw new SourceFetchError(
-      entryError ? `The source tarball was refused (${what}: ${detail}).` : `The source tarball is not a valid .tar.gz archive (${what}: ${detail}).`,
+      entryError
+        ? `The source tarball was refused (${what}: ${detail}).`
+        : `The source tarball is not a valid .tar.gz archive (${what}: ${detail}).`,
     );
   }
   signal?.throwIfAborted();
@@ -123,7 +138,8 @@ async function unsafeEntries(root: string): Promise<string[]> {
       if (entry.isSymbolicLink()) {
         const target = await readlink(full);
         const real = await realTarget(full, target);
-        if (real === null || !isInside(realRoot, real)) problems.push(`symlink '${rel}' points outside the archive (${target})`);
+        if (real === null || !isInside(realRoot, real))
+          problems.push(`symlink '${rel}' points outside the archive (${target})`);
       } else if (entry.isDirectory()) {
         await walk(full);
       } else if (!entry.isFile()) {

@@ -40,6 +40,7 @@ export function uploadFilePath(dataDir: string, objectPath: string): string {
   const root = path.resolve(dataDir, 'uploads');
   const file = path.resolve(dataDir, objectPath);
   const rel = path.relative(root, file);
-  if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) throw new Error(`Upload path escapes ${root}: ${objectPath}`);
+  if (!rel || rel.startsWith('..') || path.isAbsolute(rel))
+    throw new Error(`Upload path escapes ${root}: ${objectPath}`);
   return file;
 }

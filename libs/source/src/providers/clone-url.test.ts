@@ -17,7 +17,10 @@ let root: string;
 let other: string;
 
 const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, encoding: 'utf8' }).trim();
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], {
+    cwd,
+    encoding: 'utf8',
+  }).trim();
 
 const repoAt = (dir: string) => {
   mkdirSync(dir, { recursive: true });
@@ -36,7 +39,11 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const refusal = (p: Promise<unknown>) => p.then(() => null, (err: Error) => err.message);
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (err: Error) => err.message,
+  );
 
 describe('local', () => {
   const local = () => new LocalProvider({ root, owner: 'a', allowedRoot: tmp });
@@ -53,12 +60,18 @@ describe('local', () => {
     ['an https URL', () => 'https://github.com/acme/agent.git'],
     ['a plain path', () => `${root}/agent`],
   ])('refuses %s', async (_case, url) => {
-    expect(await refusal(local().checkCloneUrl(url()))).toMatch(/outside this local integration's root|must be file:\/\/ URLs/);
+    expect(await refusal(local().checkCloneUrl(url()))).toMatch(
+      /outside this local integration's root|must be file:\/\/ URLs/,
+    );
   });
 });
 
 describe('gitea and github', () => {
-  const gitea = new GiteaProvider({ apiUrl: 'http://127.0.0.1:3000/api/v1', token: 't', outbound: { allowHosts: ['127.0.0.1'] } });
+  const gitea = new GiteaProvider({
+    apiUrl: 'http://127.0.0.1:3000/api/v1',
+    token: 't',
+    outbound: { allowHosts: ['127.0.0.1'] },
+  });
   const strictGitea = new GiteaProvider({ apiUrl: 'https://127.0.0.1:3000', token: 't' });
 
   it('clones from the integration’s own host only', async () => {
@@ -70,7 +83,9 @@ describe('gitea and github', () => {
     ['another host', 'https://evil.example/acme/agent.git'],
     ['ssh', 'ssh://git@127.0.0.1/acme/agent.git'],
   ])('refuses %s', async (_case, url) => {
-    expect(await refusal(gitea.checkCloneUrl(url))).toMatch(/must come from 127\.0\.0\.1|is not an absolute URL|must use https/);
+    expect(await refusal(gitea.checkCloneUrl(url))).toMatch(
+      /must come from 127\.0\.0\.1|is not an absolute URL|must use https/,
+    );
   });
 
   it('refuses the own host too when the outbound policy does (loopback, not allow-listed)', async () => {
@@ -91,7 +106,11 @@ describe('git with one allowed protocol', () => {
     const dir = path.join(tmp, 'checkout-https-only');
     const failure = await refusal(fetchGitRepository({ url: `file://${root}/agent`, dir, allowProtocol: 'https' }));
     expect(failure).toMatch(/transport 'file' not allowed/);
-    const ok = await fetchGitRepository({ url: `file://${root}/agent`, dir: path.join(tmp, 'checkout-file'), allowProtocol: 'file' });
+    const ok = await fetchGitRepository({
+      url: `file://${root}/agent`,
+      dir: path.join(tmp, 'checkout-file'),
+      allowProtocol: 'file',
+    });
     expect(ok.commit).toMatch(/^[0-9a-f]{40}$/);
   });
 });

@@ -1,6 +1,27 @@
-import { branchFrom, checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, repoPathOf, requestJson, sameOrigin, trimSlashes } from './http.js';
+import {
+  branchFrom,
+  checkHostedCloneUrl,
+  DEFAULT_TIMEOUT_MS,
+  entryFrom,
+  MAX_PAGES,
+  nextLink,
+  repoPathOf,
+  requestJson,
+  sameOrigin,
+  trimSlashes,
+} from './http.js';
 import { forgeFeedback } from './pull-request-feedback.js';
-import { MAX_BRANCHES, ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type PullRequestFeedback, type RepohostProvider, type RepositoryBranch, type RepositoryEntry } from './types.js';
+import {
+  MAX_BRANCHES,
+  ProviderError,
+  type CloneAuth,
+  type CloneProtocol,
+  type HttpProviderOptions,
+  type PullRequestFeedback,
+  type RepohostProvider,
+  type RepositoryBranch,
+  type RepositoryEntry,
+} from './types.js';
 
 const HOST = 'Gitea';
 const LIMIT = 50;
@@ -25,7 +46,13 @@ export class GiteaProvider implements RepohostProvider {
     this.base = trimSlashes(options.apiUrl).replace(/\/api\/v1$/, '');
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.feedback = forgeFeedback(`${this.base}/api/v1`, (req) =>
-      requestJson({ ...req, host: HOST, headers: { Accept: 'application/json', Authorization: `token ${options.token}` }, timeoutMs: this.timeoutMs, outbound: options.outbound }),
+      requestJson({
+        ...req,
+        host: HOST,
+        headers: { Accept: 'application/json', Authorization: `token ${options.token}` },
+        timeoutMs: this.timeoutMs,
+        outbound: options.outbound,
+      }),
     );
   }
 
@@ -35,7 +62,8 @@ export class GiteaProvider implements RepohostProvider {
     for (let page = 1; url; page++) {
       if (page > MAX_PAGES) throw new ProviderError(`${HOST} paged past ${MAX_PAGES} pages of repositories; stopped.`);
       const res = await this.get(url);
-      if (!Array.isArray(res.body)) throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of repositories.`);
+      if (!Array.isArray(res.body))
+        throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of repositories.`);
       for (const item of res.body) out.push(entryFrom(HOST, item));
       const link = res.headers.get('link');
       const next = nextLink(link);
@@ -51,7 +79,8 @@ export class GiteaProvider implements RepohostProvider {
     for (let page = 1; out.length < MAX_BRANCHES; page++) {
       const url = `${this.base}/api/v1/repos/${repoPathOf(HOST, repoUrl)}/branches?limit=${LIMIT}&page=${page}`;
       const res = await this.get(url);
-      if (!Array.isArray(res.body)) throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of branches.`);
+      if (!Array.isArray(res.body))
+        throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of branches.`);
       for (const item of res.body) out.push(branchFrom(HOST, item));
       if (res.body.length < LIMIT) break;
     }
@@ -76,7 +105,10 @@ export class GiteaProvider implements RepohostProvider {
 
   /** HTTP Basic with the token as password: Gitea then authenticates by the token, whatever the user name. */
   async cloneAuth(): Promise<CloneAuth> {
-    return { type: 'http-header', header: `Authorization: Basic ${Buffer.from(`oauth2:${this.options.token}`).toString('base64')}` };
+    return {
+      type: 'http-header',
+      header: `Authorization: Basic ${Buffer.from(`oauth2:${this.options.token}`).toString('base64')}`,
+    };
   }
 
   private pageUrl(page: number): string {

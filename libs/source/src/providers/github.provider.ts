@@ -1,8 +1,29 @@
 import { createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { branchFrom, checkHostedCloneUrl, DEFAULT_TIMEOUT_MS, entryFrom, MAX_PAGES, nextLink, repoPathOf, requestJson, sameOrigin, trimSlashes } from './http.js';
+import {
+  branchFrom,
+  checkHostedCloneUrl,
+  DEFAULT_TIMEOUT_MS,
+  entryFrom,
+  MAX_PAGES,
+  nextLink,
+  repoPathOf,
+  requestJson,
+  sameOrigin,
+  trimSlashes,
+} from './http.js';
 import { forgeFeedback } from './pull-request-feedback.js';
-import { MAX_BRANCHES, ProviderError, type CloneAuth, type CloneProtocol, type HttpProviderOptions, type PullRequestFeedback, type RepohostProvider, type RepositoryBranch, type RepositoryEntry } from './types.js';
+import {
+  MAX_BRANCHES,
+  ProviderError,
+  type CloneAuth,
+  type CloneProtocol,
+  type HttpProviderOptions,
+  type PullRequestFeedback,
+  type RepohostProvider,
+  type RepositoryBranch,
+  type RepositoryEntry,
+} from './types.js';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 const HOST = 'GitHub';
@@ -40,7 +61,13 @@ export class GitHubProvider implements RepohostProvider {
     this.apiUrl = trimSlashes(options.apiUrl ?? GITHUB_API_URL);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.feedback = forgeFeedback(this.apiUrl, async (req) =>
-      requestJson({ ...req, host: HOST, headers: this.headers(`Bearer ${await this.accessToken()}`), timeoutMs: this.timeoutMs, outbound: this.options.outbound }),
+      requestJson({
+        ...req,
+        host: HOST,
+        headers: this.headers(`Bearer ${await this.accessToken()}`),
+        timeoutMs: this.timeoutMs,
+        outbound: this.options.outbound,
+      }),
     );
   }
 
@@ -52,7 +79,8 @@ export class GitHubProvider implements RepohostProvider {
       : `${this.apiUrl}/user/repos?per_page=${PER_PAGE}&page=1`;
     const out: RepositoryEntry[] = [];
     for (let page = 0; url; page++) {
-      if (page === MAX_PAGES) throw new ProviderError(`${HOST} paged past ${MAX_PAGES} pages of repositories; stopped.`);
+      if (page === MAX_PAGES)
+        throw new ProviderError(`${HOST} paged past ${MAX_PAGES} pages of repositories; stopped.`);
       const res = await requestJson({
         host: HOST,
         url,
@@ -62,7 +90,8 @@ export class GitHubProvider implements RepohostProvider {
         unauthorized: app ? 'the installation token was rejected' : 'the token was rejected',
       });
       const items = app ? (res.body as { repositories?: unknown })?.repositories : res.body;
-      if (!Array.isArray(items)) throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of repositories.`);
+      if (!Array.isArray(items))
+        throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of repositories.`);
       for (const item of items) out.push(entryFrom(HOST, item));
       const next = nextLink(res.headers.get('link'));
       url = next ? sameOrigin(HOST, this.apiUrl, next) : null;
@@ -81,7 +110,8 @@ export class GitHubProvider implements RepohostProvider {
       outbound: this.options.outbound,
       unauthorized: 'appId' in this.options.auth ? 'the installation token was rejected' : 'the token was rejected',
     });
-    if (!Array.isArray(res.body)) throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of branches.`);
+    if (!Array.isArray(res.body))
+      throw new ProviderError(`${HOST} answered ${new URL(url).pathname} without a list of branches.`);
     return res.body.slice(0, MAX_BRANCHES).map((item) => branchFrom(HOST, item));
   }
 
@@ -92,7 +122,10 @@ export class GitHubProvider implements RepohostProvider {
   /** HTTP Basic with `x-access-token`, which GitHub's git endpoints accept for every token kind. */
   async cloneAuth(): Promise<CloneAuth> {
     const token = await this.accessToken();
-    return { type: 'http-header', header: `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}` };
+    return {
+      type: 'http-header',
+      header: `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
+    };
   }
 
   /** The token, or (App) a current installation token, exchanged when missing or about to expire. */
@@ -117,7 +150,10 @@ export class GitHubProvider implements RepohostProvider {
       throw new ProviderError(`${HOST} answered the installation token exchange without a token.`);
     }
     const expiresAt = typeof body.expires_at === 'string' ? Date.parse(body.expires_at) : NaN;
-    this.installationToken = { token: body.token, expiresAt: Number.isFinite(expiresAt) ? expiresAt : Date.now() + 30 * 60_000 };
+    this.installationToken = {
+      token: body.token,
+      expiresAt: Number.isFinite(expiresAt) ? expiresAt : Date.now() + 30 * 60_000,
+    };
     return body.token;
   }
 

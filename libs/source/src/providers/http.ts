@@ -68,9 +68,13 @@ export async function requestJson(req: HostRequest): Promise<HostResponse> {
     });
   } catch (err) {
     if (!(err instanceof OutboundError)) throw err;
-    if (err.code === 'timeout') throw new ProviderError(`${req.host} did not answer ${what} within ${req.timeoutMs / 1000} s.`);
-    if (err.code === 'refused') throw new ProviderError(`${req.host} at ${new URL(req.url).origin} was not contacted: the URL ${err.message}.`);
-    throw new ProviderError(`Could not reach ${req.host} at ${new URL(req.url).origin} (${err.causeCode ?? err.message}).`);
+    if (err.code === 'timeout')
+      throw new ProviderError(`${req.host} did not answer ${what} within ${req.timeoutMs / 1000} s.`);
+    if (err.code === 'refused')
+      throw new ProviderError(`${req.host} at ${new URL(req.url).origin} was not contacted: the URL ${err.message}.`);
+    throw new ProviderError(
+      `Could not reach ${req.host} at ${new URL(req.url).origin} (${err.causeCode ?? err.message}).`,
+    );
   }
   const ok = res.status >= 200 && res.status < 300;
   const text = res.body.toString('utf8');
@@ -78,13 +82,20 @@ export async function requestJson(req: HostRequest): Promise<HostResponse> {
   try {
     body = text ? JSON.parse(text) : undefined;
   } catch {
-    if (ok) throw new ProviderError(`${req.host} answered ${what} with ${res.status} and a body that is not JSON.`, res.status);
+    if (ok)
+      throw new ProviderError(
+        `${req.host} answered ${what} with ${res.status} and a body that is not JSON.`,
+        res.status,
+      );
   }
   if (!ok) {
     const said = hostMessage(body);
     const status = `${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
     const meaning = res.status === 401 && req.unauthorized ? `: ${req.unauthorized}` : '';
-    throw new ProviderError(`${req.host} answered ${status} to ${what}${meaning}${said ? ` ("${said}")` : ''}.`, res.status);
+    throw new ProviderError(
+      `${req.host} answered ${status} to ${what}${meaning}${said ? ` ("${said}")` : ''}.`,
+      res.status,
+    );
   }
   return { status: res.status, headers: res.headers, body };
 }
@@ -143,11 +154,15 @@ export const trimSlashes = (url: string) => url.replace(/\/+$/, '');
 export function repoPathOf(host: string, url: string): string {
   let parts: string[];
   try {
-    parts = new URL(url).pathname.replace(/\.git$/i, '').split('/').filter(Boolean);
+    parts = new URL(url).pathname
+      .replace(/\.git$/i, '')
+      .split('/')
+      .filter(Boolean);
   } catch {
     parts = [];
   }
-  if (parts.length < 2) throw new ProviderError(`${host} repository URL ${url} does not name an owner and a repository.`);
+  if (parts.length < 2)
+    throw new ProviderError(`${host} repository URL ${url} does not name an owner and a repository.`);
   return parts.slice(-2).map(encodeURIComponent).join('/');
 }
 
@@ -167,7 +182,12 @@ export function branchFrom(host: string, raw: unknown): RepositoryBranch {
  * scheme and the addresses, as for API requests: a custom `api_url` cannot point clones at a
  * local path, another scheme or an internal host.
  */
-export async function checkHostedCloneUrl(host: string, apiUrl: string, url: string, policy: OutboundPolicy | undefined): Promise<CloneProtocol> {
+export async function checkHostedCloneUrl(
+  host: string,
+  apiUrl: string,
+  url: string,
+  policy: OutboundPolicy | undefined,
+): Promise<CloneProtocol> {
   let target: URL;
   try {
     target = new URL(url);
@@ -177,7 +197,9 @@ export async function checkHostedCloneUrl(host: string, apiUrl: string, url: str
   const apiHost = new URL(apiUrl).hostname.toLowerCase();
   const hosts = new Set([apiHost, apiHost.replace(/^api\./, '')]);
   if (!hosts.has(target.hostname.toLowerCase())) {
-    throw new ProviderError(`Clones of this ${host} integration must come from ${[...hosts].join(' or ')}, not ${target.hostname || target.protocol}.`);
+    throw new ProviderError(
+      `Clones of this ${host} integration must come from ${[...hosts].join(' or ')}, not ${target.hostname || target.protocol}.`,
+    );
   }
   try {
     await checkOutboundUrl(url, policy ?? STRICT_OUTBOUND);

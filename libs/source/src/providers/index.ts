@@ -4,7 +4,13 @@ import { LocalProvider } from './local.provider.js';
 import type { HttpProviderOptions, RepohostProvider } from './types.js';
 
 export { GiteaProvider, type GiteaProviderOptions } from './gitea.provider.js';
-export { appJwt, GITHUB_API_URL, GitHubProvider, type GitHubAuth, type GitHubProviderOptions } from './github.provider.js';
+export {
+  appJwt,
+  GITHUB_API_URL,
+  GitHubProvider,
+  type GitHubAuth,
+  type GitHubProviderOptions,
+} from './github.provider.js';
 export { normalizeRepoUrl } from './repo-url.js';
 export { isWithin, LocalProvider, localRepositoryId, type LocalProviderOptions } from './local.provider.js';
 export {
@@ -52,7 +58,11 @@ export function createRepohostProvider(spec: ProviderSpec, options: CreateProvid
       const { app_id: appId, installation_id: installationId } = spec.config;
       if (token) return new GitHubProvider({ ...http, apiUrl: spec.config.api_url, auth: { token } });
       if (privateKey && appId !== undefined && installationId !== undefined) {
-        return new GitHubProvider({ ...http, apiUrl: spec.config.api_url, auth: { appId, privateKey, installationId } });
+        return new GitHubProvider({
+          ...http,
+          apiUrl: spec.config.api_url,
+          auth: { appId, privateKey, installationId },
+        });
       }
       throw new Error('A github integration needs a token, or app_id, installation_id and private_key.');
     }

@@ -3,7 +3,15 @@ import { createHash } from 'node:crypto';
 import { access, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { MAX_BRANCHES, ProviderError, type CloneAuth, type CloneProtocol, type RepohostProvider, type RepositoryBranch, type RepositoryEntry } from './types.js';
+import {
+  MAX_BRANCHES,
+  ProviderError,
+  type CloneAuth,
+  type CloneProtocol,
+  type RepohostProvider,
+  type RepositoryBranch,
+  type RepositoryEntry,
+} from './types.js';
 import { fileURLToPath } from 'node:url';
 
 const run = promisify(execFile);
@@ -108,9 +116,17 @@ export class LocalProvider implements RepohostProvider {
     if (!gitDir) throw new ProviderError(`${repoUrl} is not a git repository.`);
     let out: string;
     try {
-      out = await git(gitDir, ['for-each-ref', '--sort=-committerdate', `--count=${MAX_BRANCHES}`, '--format=%(refname:lstrip=2)%09%(objectname)', 'refs/heads']);
+      out = await git(gitDir, [
+        'for-each-ref',
+        '--sort=-committerdate',
+        `--count=${MAX_BRANCHES}`,
+        '--format=%(refname:lstrip=2)%09%(objectname)',
+        'refs/heads',
+      ]);
     } catch (err) {
-      throw new ProviderError(`git could not list the branches of ${repoUrl}: ${(err as Error).message.split('\n')[0]}`);
+      throw new ProviderError(
+        `git could not list the branches of ${repoUrl}: ${(err as Error).message.split('\n')[0]}`,
+      );
     }
     return out
       .split('\n')
@@ -135,7 +151,9 @@ export class LocalProvider implements RepohostProvider {
       if (!url.startsWith('file://')) throw new Error('not file://');
       target = await realpath(fileURLToPath(url));
     } catch {
-      throw new ProviderError(`Clones of a local integration must be file:// URLs of existing repositories under ${this.options.root}.`);
+      throw new ProviderError(
+        `Clones of a local integration must be file:// URLs of existing repositories under ${this.options.root}.`,
+      );
     }
     const root = await this.resolvedRoot();
     if (!isWithin(root, target) || target === root) {
@@ -152,7 +170,9 @@ export class LocalProvider implements RepohostProvider {
       if (!(await stat(root)).isDirectory()) throw new ProviderError(`${this.options.root} is not a directory.`);
     } catch (err) {
       if (err instanceof ProviderError) throw err;
-      throw new ProviderError(`Cannot read the repositories directory ${this.options.root} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}).`);
+      throw new ProviderError(
+        `Cannot read the repositories directory ${this.options.root} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}).`,
+      );
     }
     if (this.options.allowedRoot !== undefined) {
       const allowed = await realpath(this.options.allowedRoot).catch(() => path.resolve(this.options.allowedRoot!));

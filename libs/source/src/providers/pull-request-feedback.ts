@@ -17,14 +17,22 @@ function repoPath(repository: string): string {
  * `/repos/{owner}/{repo}/issues/comments/{id}`), under `apiBase` (GitHub's API root, Gitea's
  * `/api/v1`), with the provider's own request settings and credentials.
  */
-export function forgeFeedback(apiBase: string, request: (req: Omit<HostRequest, 'host' | 'timeoutMs' | 'outbound' | 'headers'>) => Promise<{ body: unknown }>): PullRequestFeedback {
+export function forgeFeedback(
+  apiBase: string,
+  request: (req: Omit<HostRequest, 'host' | 'timeoutMs' | 'outbound' | 'headers'>) => Promise<{ body: unknown }>,
+): PullRequestFeedback {
   return {
     async setCommitStatus(repository: string, sha: string, status: CommitStatus): Promise<void> {
       if (!/^[0-9a-f]{7,64}$/.test(sha)) throw new Error(`'${sha}' is not a commit id.`);
       await request({
         method: 'POST',
         url: `${apiBase}/repos/${repoPath(repository)}/statuses/${sha}`,
-        json: { state: status.state, target_url: status.targetUrl ?? undefined, description: status.description.slice(0, 140), context: status.context },
+        json: {
+          state: status.state,
+          target_url: status.targetUrl ?? undefined,
+          description: status.description.slice(0, 140),
+          context: status.context,
+        },
       });
     },
 
@@ -32,11 +40,22 @@ export function forgeFeedback(apiBase: string, request: (req: Omit<HostRequest, 
       const base = `${apiBase}/repos/${repoPath(repository)}/issues`;
       const text = `${body}\n\n${marker}`;
       for (let page = 1; page <= COMMENT_PAGES; page++) {
-        const { body: comments } = await request({ url: `${base}/${number}/comments?per_page=${PER_PAGE}&limit=${PER_PAGE}&page=${page}` });
+        const { body: comments } = await request({
+          url: `${base}/${number}/comments?per_page=${PER_PAGE}&limit=${PER_PAGE}&page=${page}`,
+        });
         if (!Array.isArray(comments)) break;
-        const ours = comments.find((c) => typeof c?.body === 'string' && c.body.includes(marker) && (typeof c.id === 'number' || typeof c.id === 'string'));
+        const ours = comments.find(
+          (c) =>
+            typeof c?.body === 'string' &&
+            c.body.includes(marker) &&
+            (typeof c.id === 'number' || typeof c.id === 'string'),
+        );
         if (ours) {
-          await request({ method: 'PATCH', url: `${base}/comments/${encodeURIComponent(String(ours.id))}`, json: { body: text } });
+          await request({
+            method: 'PATCH',
+            url: `${base}/comments/${encodeURIComponent(String(ours.id))}`,
+            json: { body: text },
+          });
           return;
         }
         if (comments.length < PER_PAGE) break;

@@ -5,7 +5,11 @@
  * webhooks compare through this.
  */
 export function normalizeRepoUrl(url: string): string {
-  let out = url.trim().replace(/\/+$/, '').replace(/\.git$/i, '').replace(/\/+$/, '');
+  let out = url
+    .trim()
+    .replace(/\/+$/, '')
+    .replace(/\.git$/i, '')
+    .replace(/\/+$/, '');
   const scheme = /^([a-z][a-z0-9+.-]*):\/\/([^/]*)/i.exec(out);
   if (scheme && scheme[1]!.toLowerCase() !== 'file') {
     out = `${scheme[1]!.toLowerCase()}://${scheme[2]!.toLowerCase()}${out.slice(scheme[0].length)}`;

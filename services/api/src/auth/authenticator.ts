@@ -10,10 +10,12 @@ import { isOrganizationAdmin, type AdminRequirement, type AuthRequirement, type 
 export const ORG_SCOPED_NEEDS_TENANT =
   "This API key is org-scoped and requires workspace specification. Please provide 'X-Tenant-Id' header.";
 export const ADMIN_ONLY = 'This operation requires an admin API key.';
-export const ORGANIZATION_ADMIN_ONLY = 'This operation requires an organization admin: an organization-scoped admin API key.';
+export const ORGANIZATION_ADMIN_ONLY =
+  'This operation requires an organization admin: an organization-scoped admin API key.';
 export const tokenBoundElsewhere = (workspaceId: string) =>
   `This token is scoped to workspace ${workspaceId} and cannot act in another workspace.`;
-export const LISTENER_KEY_REFUSED = "This API key belongs to a listener agent and can only call the listener agent endpoints.";
+export const LISTENER_KEY_REFUSED =
+  'This API key belongs to a listener agent and can only call the listener agent endpoints.';
 export const AGENT_ONLY = "Only a listener agent's API key can call this endpoint.";
 
 const tenantHeader = Joi.string().guid().label('x-tenant-id');
@@ -21,8 +23,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Headers = Record<string, string | string[] | undefined>;
 
-const single = (value: string | string[] | undefined): string | undefined =>
-  Array.isArray(value) ? value[0] : value;
+const single = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
 /**
  * Turns request headers into a Principal (docs/api.md, Authentication and tenancy), or throws the exact 401/403/404/422 the
@@ -41,13 +42,19 @@ export class Authenticator {
     if (!credential) throw new UnauthorizedError();
     // A configured bootstrap key may happen to look like a JWT: fall back to the key lookup.
     const principal =
-      (this.jwt && looksLikeJwt(credential) ? await this.fromJwt(credential) : null) ?? (await this.fromApiKey(credential));
+      (this.jwt && looksLikeJwt(credential) ? await this.fromJwt(credential) : null) ??
+      (await this.fromApiKey(credential));
     if (!principal) throw new UnauthorizedError();
     return principal;
   }
 
   /** Applies `X-Tenant-Id` to an identified caller and checks it may call a route of this kind. */
-  async authorize(principal: Principal, headers: Headers, requirement: Exclude<AuthRequirement, 'none'>, admin: AdminRequirement = false): Promise<void> {
+  async authorize(
+    principal: Principal,
+    headers: Headers,
+    requirement: Exclude<AuthRequirement, 'none'>,
+    admin: AdminRequirement = false,
+  ): Promise<void> {
     await this.resolveTenant(principal, single(headers['x-tenant-id'])?.trim());
     this.enforce(principal, requirement, admin);
   }
@@ -89,12 +96,17 @@ export class Authenticator {
       role: claims.role === 'admin' ? 'admin' : 'member',
       workspaceId: null,
       listenerId: null,
-      name: (typeof claims.name === 'string' ? claims.name : typeof claims.email === 'string' ? claims.email : null)?.slice(0, 200) ?? null,
+      name:
+        (typeof claims.name === 'string' ? claims.name : typeof claims.email === 'string' ? claims.email : null)?.slice(
+          0,
+          200,
+        ) ?? null,
     };
     if (claims.tenant_id === undefined) return principal;
     if (typeof claims.tenant_id !== 'string' || !UUID.test(claims.tenant_id)) return null;
     const workspace = await tenancy.findWorkspace(claims.tenant_id);
-    if (!workspace || workspace.organizationId !== principal.organizationId) throw NotFoundError.of('Workspace', claims.tenant_id);
+    if (!workspace || workspace.organizationId !== principal.organizationId)
+      throw NotFoundError.of('Workspace', claims.tenant_id);
     return { ...principal, scope: 'workspace', workspaceId: workspace.id };
   }
 
@@ -107,7 +119,10 @@ export class Authenticator {
   private async resolveTenant(principal: Principal, requested: string | undefined): Promise<void> {
     if (!requested) return;
     const { error, value } = tenantHeader.validate(requested);
-    if (error) throw new RequestValidationError(issuesFromJoi(error, 'header').map((i) => ({ loc: ['header', 'x-tenant-id'], msg: i.msg, type: i.type })));
+    if (error)
+      throw new RequestValidationError(
+        issuesFromJoi(error, 'header').map((i) => ({ loc: ['header', 'x-tenant-id'], msg: i.msg, type: i.type })),
+      );
 
     if (principal.scope === 'workspace') {
       if (value === principal.workspaceId) return;

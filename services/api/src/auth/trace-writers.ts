@@ -35,7 +35,10 @@ export class TraceWriters {
   async identify(req: Request): Promise<TraceWriter> {
     const key = req.headers['x-api-key'] as string;
     const deploymentId = ingestCredentialDeployment(key);
-    const target = deploymentId && isIngestCredential(key, this.secretsKeys, deploymentId) ? await new DeploymentRepository(this.dataSource.manager).tracingTarget(deploymentId) : null;
+    const target =
+      deploymentId && isIngestCredential(key, this.secretsKeys, deploymentId)
+        ? await new DeploymentRepository(this.dataSource.manager).tracingTarget(deploymentId)
+        : null;
     if (!deploymentId || !target?.projectId) {
       await this.limits.consume('address', addressKey(req.ip ?? req.socket.remoteAddress));
       throw new UnauthorizedError();

@@ -65,7 +65,11 @@ export const CONSOLE_NOT_BUILT = 'The console is not built: run `pnpm build` (np
  */
 export function consoleDirectory(): string | null {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path.resolve(here, '../console'), path.resolve(here, '../../console/dist'), path.resolve(here, '../../../console/dist')];
+  const candidates = [
+    path.resolve(here, '../console'),
+    path.resolve(here, '../../console/dist'),
+    path.resolve(here, '../../../console/dist'),
+  ];
   return candidates.find((dir) => existsSync(path.join(dir, 'index.html'))) ?? null;
 }
 

@@ -21,7 +21,10 @@ const DATA_EXCEPTIONS: Record<string, Omit<ValidationIssue, 'loc'>> = {
   '22001': { type: 'string_too_long', msg: 'String is too long to be stored' },
   '22003': { type: 'value_error', msg: 'Value error, a number is out of range' },
 };
-const OTHER_DATA_EXCEPTION: Omit<ValidationIssue, 'loc'> = { type: 'value_error', msg: 'Value error, a value could not be stored' };
+const OTHER_DATA_EXCEPTION: Omit<ValidationIssue, 'loc'> = {
+  type: 'value_error',
+  msg: 'Value error, a value could not be stored',
+};
 
 /** Where a value the database refused most likely came from: the body when there is one. */
 function likelySource(req: { body?: unknown; query?: unknown }): Source {
@@ -51,7 +54,9 @@ export function errorHandler(): ErrorRequestHandler {
     }
     // Express could not percent-decode a path segment (e.g. `%ED%A0%80`, a lone surrogate).
     if (err instanceof URIError) {
-      res.status(422).json({ detail: [{ loc: ['path'], msg: UNSUPPORTED_CHARACTER_MSG, type: 'string_unsupported_character' }] });
+      res
+        .status(422)
+        .json({ detail: [{ loc: ['path'], msg: UNSUPPORTED_CHARACTER_MSG, type: 'string_unsupported_character' }] });
       return;
     }
     const parserError = err as BodyParserError;
@@ -77,11 +82,19 @@ export function errorHandler(): ErrorRequestHandler {
     }
     if (isDatabaseUnavailable(err)) {
       log?.error({ err }, 'database unavailable');
-      res.status(503).setHeader('Retry-After', '5').json({ detail: 'The database is unavailable; nothing was changed. Retry shortly.' });
+      res
+        .status(503)
+        .setHeader('Retry-After', '5')
+        .json({ detail: 'The database is unavailable; nothing was changed. Retry shortly.' });
       return;
     }
     // Other client errors raised by Express or its parsers (an aborted or mis-sized body).
-    if (typeof parserError.status === 'number' && parserError.status >= 400 && parserError.status < 500 && parserError.expose !== false) {
+    if (
+      typeof parserError.status === 'number' &&
+      parserError.status >= 400 &&
+      parserError.status < 500 &&
+      parserError.expose !== false
+    ) {
       res.status(parserError.status).json({ detail: 'The request could not be read.' });
       return;
     }

@@ -50,7 +50,11 @@ export async function withIdempotency(
   if (!stored || stored.requestHash !== fingerprint) {
     throw new ConflictError(`Idempotency-Key '${key}' was already used with a different request.`);
   }
-  return { status: stored.responseStatus, body: stored.responseBody ?? undefined, headers: { 'Idempotent-Replayed': 'true' } };
+  return {
+    status: stored.responseStatus,
+    body: stored.responseBody ?? undefined,
+    headers: { 'Idempotent-Replayed': 'true' },
+  };
 }
 
 /** What identifies a request for `Idempotency-Key` purposes. */
@@ -76,9 +80,15 @@ export class WriteRunner {
     private readonly hmacKey: Buffer,
   ) {}
 
-  run(workspaceId: string, idempotency: IdempotencyInput, write: (manager: EntityManager) => Promise<HandlerResult>): Promise<HandlerResult> {
+  run(
+    workspaceId: string,
+    idempotency: IdempotencyInput,
+    write: (manager: EntityManager) => Promise<HandlerResult>,
+  ): Promise<HandlerResult> {
     const { key, request } = idempotency;
     const fingerprint = key && request ? requestFingerprint(this.hmacKey, request) : '';
-    return this.dataSource.transaction((manager) => withIdempotency(manager, workspaceId, key, fingerprint, () => write(manager)));
+    return this.dataSource.transaction((manager) =>
+      withIdempotency(manager, workspaceId, key, fingerprint, () => write(manager)),
+    );
   }
 }

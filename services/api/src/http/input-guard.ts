@@ -36,7 +36,9 @@ export function inputIssues(value: unknown, source: Source): ValidationIssue[] {
       issues.push({ loc: [source, ...path], msg: TOO_DEEP_MSG, type: 'too_deep' });
       continue;
     }
-    const entries: Array<[string | number, unknown]> = Array.isArray(node) ? node.map((v, i) => [i, v]) : Object.entries(node);
+    const entries: Array<[string | number, unknown]> = Array.isArray(node)
+      ? node.map((v, i) => [i, v])
+      : Object.entries(node);
     // Pushed in reverse, so children are visited in document order.
     for (let i = entries.length - 1; i >= 0; i -= 1) {
       const [key, child] = entries[i]!;

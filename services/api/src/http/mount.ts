@@ -37,13 +37,18 @@ function validatePart(schema: Joi.Schema | undefined, value: unknown, source: So
   if (raw.some((i) => i.type === 'too_deep')) return value;
   const result = schema.validate(value, JOI_OPTIONS);
   if (result.error) {
-    issues.push(...issuesFromJoi(result.error, source, schema).filter((i) => !raw.some((r) => locWithin(i.loc, r.loc))));
+    issues.push(
+      ...issuesFromJoi(result.error, source, schema).filter((i) => !raw.some((r) => locWithin(i.loc, r.loc))),
+    );
   }
   return result.value;
 }
 
 /** Validates params, query, headers and body together, so a 422 lists every problem at once. */
-function validateRequest(route: RouteSpec, req: Request): Pick<RequestContext, 'params' | 'query' | 'body' | 'headers'> {
+function validateRequest(
+  route: RouteSpec,
+  req: Request,
+): Pick<RequestContext, 'params' | 'query' | 'body' | 'headers'> {
   const issues: ValidationIssue[] = [];
   const { params, query, body, headers } = route.request ?? {};
   const out = {
@@ -71,39 +76,53 @@ export interface MountDeps {
  * respond. Handlers get typed, converted values and never touch `req`/`res`; errors flow to the
  * one error middleware.
  */
-export function mountRoutes(router: Router, routes: readonly RouteSpec[], { admission, shutdown, streams, traceWriters }: MountDeps): void {
+export function mountRoutes(
+  router: Router,
+  routes: readonly RouteSpec[],
+  { admission, shutdown, streams, traceWriters }: MountDeps,
+): void {
   for (const route of routes) {
     // A declared body is required or has a default: a request without one gets a 422 (or the
     // default), and a handler never sees `undefined`.
     const flags = route.request?.body?.describe().flags as { presence?: string; default?: unknown } | undefined;
     if (route.request?.body && flags?.presence !== 'required' && !(flags && 'default' in flags)) {
-      throw new Error(`${route.method.toUpperCase()} ${route.path}: its body schema must be .required() or have a .default()`);
+      throw new Error(
+        `${route.method.toUpperCase()} ${route.path}: its body schema must be .required() or have a .default()`,
+      );
     }
     router[route.method](route.path, async (req: Request, res: Response) => {
       if (route.streamBody) res.setHeader('Connection', 'close');
       let principal = null;
       let traceWriter: TraceWriter | undefined;
-      if (route.traceIngest && traceWriters && TraceWriters.presents(req)) traceWriter = await traceWriters.identify(req);
+      if (route.traceIngest && traceWriters && TraceWriters.presents(req))
+        traceWriter = await traceWriters.identify(req);
       else if (route.auth === 'none') await admission.anonymous(req);
       // A probe answers whatever the database does: a credential that cannot be checked now
       // (the database is away) only costs the caller the admin's details.
-      else if (route.auth === 'probe') principal = await admission.identify(req).catch((err) => (isDatabaseUnavailable(err) ? null : Promise.reject(err)));
+      else if (route.auth === 'probe')
+        principal = await admission
+          .identify(req)
+          .catch((err) => (isDatabaseUnavailable(err) ? null : Promise.reject(err)));
       else principal = await admission.authenticate(req, route.auth, route.admin ?? false);
       const inputs = validateRequest(route, req);
       const log = (req as Request & { log: Logger }).log;
-      const result = await actingAs(actorOf(principal), () => route.handler({
-        ...inputs,
-        principal,
-        requestId: String(req.id),
-        log,
-        clientAddress: req.ip ?? req.socket.remoteAddress,
-        ...(route.streamBody ? { bodyStream: req } : {}),
-        ...(traceWriter ? { traceWriter } : {}),
-      }));
+      const result = await actingAs(actorOf(principal), () =>
+        route.handler({
+          ...inputs,
+          principal,
+          requestId: String(req.id),
+          log,
+          clientAddress: req.ip ?? req.socket.remoteAddress,
+          ...(route.streamBody ? { bodyStream: req } : {}),
+          ...(traceWriter ? { traceWriter } : {}),
+        }),
+      );
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       if (result.stream) {
         // The slot is taken before the headers go: past the bound the answer is still a 429.
-        const slot = await streams?.acquire(principal?.keyId ? `key:${principal.keyId}` : `subject:${principal?.subject ?? req.ip}`);
+        const slot = await streams?.acquire(
+          principal?.keyId ? `key:${principal.keyId}` : `subject:${principal?.subject ?? req.ip}`,
+        );
         try {
           return await serveEventStream(req, res, result.stream, log, shutdown);
         } finally {

@@ -10,7 +10,13 @@ export const HEARTBEAT_MS = 15_000;
  * comment, and an end when the handler returns or the client leaves. An error after the
  * headers went out can no longer change the status: it ends the stream with an `error` event.
  */
-export async function serveEventStream(req: Request, res: Response, stream: EventStream, log: Logger, shutdown?: AbortSignal): Promise<void> {
+export async function serveEventStream(
+  req: Request,
+  res: Response,
+  stream: EventStream,
+  log: Logger,
+  shutdown?: AbortSignal,
+): Promise<void> {
   const aborter = new AbortController();
   const abort = () => aborter.abort();
   res.on('close', abort);
@@ -28,7 +34,9 @@ export async function serveEventStream(req: Request, res: Response, stream: Even
     signal: aborter.signal,
     send: ({ id, event, data }) => {
       if (aborter.signal.aborted) return;
-      res.write(`${id !== undefined ? `id: ${id}\n` : ''}${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
+      res.write(
+        `${id !== undefined ? `id: ${id}\n` : ''}${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`,
+      );
     },
   };
   try {

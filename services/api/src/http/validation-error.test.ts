@@ -18,7 +18,9 @@ describe('issuesFromJoi', () => {
   });
 
   it('maps a missing body to loc ["body"]', () => {
-    expect(issues(Joi.object().required(), undefined)).toEqual([{ loc: ['body'], msg: 'Field required', type: 'missing' }]);
+    expect(issues(Joi.object().required(), undefined)).toEqual([
+      { loc: ['body'], msg: 'Field required', type: 'missing' },
+    ]);
   });
 
   it('maps a non-string to string_type', () => {
@@ -30,8 +32,16 @@ describe('issuesFromJoi', () => {
   it('tells int_parsing from float_parsing by the schema at the path', () => {
     const schema = Joi.object({ limit: Joi.number().integer(), ratio: Joi.number() });
     expect(issues(schema, { limit: 'abc', ratio: 'abc' }, 'query')).toEqual([
-      { loc: ['query', 'limit'], msg: 'Input should be a valid integer, unable to parse string as an integer', type: 'int_parsing' },
-      { loc: ['query', 'ratio'], msg: 'Input should be a valid number, unable to parse string as a number', type: 'float_parsing' },
+      {
+        loc: ['query', 'limit'],
+        msg: 'Input should be a valid integer, unable to parse string as an integer',
+        type: 'int_parsing',
+      },
+      {
+        loc: ['query', 'ratio'],
+        msg: 'Input should be a valid number, unable to parse string as a number',
+        type: 'float_parsing',
+      },
     ]);
   });
 
@@ -43,7 +53,10 @@ describe('issuesFromJoi', () => {
   });
 
   it('finds the integer rule for array items', () => {
-    const schema = Joi.object({ ports: Joi.array().items(Joi.number().integer()), weights: Joi.array().items(Joi.number()) });
+    const schema = Joi.object({
+      ports: Joi.array().items(Joi.number().integer()),
+      weights: Joi.array().items(Joi.number()),
+    });
     expect(issues(schema, { ports: [80, 'http'], weights: ['heavy'] })).toEqual([
       expect.objectContaining({ loc: ['body', 'ports', 1], type: 'int_parsing' }),
       expect.objectContaining({ loc: ['body', 'weights', 0], type: 'float_parsing' }),
@@ -73,7 +86,9 @@ describe('issuesFromJoi', () => {
   });
 
   it('lists the allowed values of an enum the way pydantic does', () => {
-    expect(issues(Joi.string().valid('a', 'b'), 'c')).toEqual([{ loc: ['body'], msg: "Input should be 'a' or 'b'", type: 'enum' }]);
+    expect(issues(Joi.string().valid('a', 'b'), 'c')).toEqual([
+      { loc: ['body'], msg: "Input should be 'a' or 'b'", type: 'enum' },
+    ]);
     expect(issues(Joi.string().valid('a', 'b', 'c'), 'd')[0]!.msg).toBe("Input should be 'a', 'b' or 'c'");
     expect(issues(Joi.string().valid('k8s').allow(null), 'ecs')[0]!.msg).toBe("Input should be 'k8s'");
     expect(issues(Joi.number().valid(1, 2), 3)[0]!.msg).toBe('Input should be 1 or 2');
@@ -93,9 +108,13 @@ describe('issuesFromJoi', () => {
     ]);
   });
 
-  it('falls back to value_error with joi\'s message for unmapped codes', () => {
+  it("falls back to value_error with joi's message for unmapped codes", () => {
     const [issue] = issues(Joi.object({ email: Joi.string().email() }), { email: 'nope' });
-    expect(issue).toEqual({ loc: ['body', 'email'], msg: 'Value error, email must be a valid email', type: 'value_error' });
+    expect(issue).toEqual({
+      loc: ['body', 'email'],
+      msg: 'Value error, email must be a valid email',
+      type: 'value_error',
+    });
   });
 
   it('reports every problem, in order', () => {
@@ -110,7 +129,9 @@ describe('issuesFromJoi', () => {
 
   it('works without a schema (integers are then not recognised)', () => {
     const { error } = Joi.object({ n: Joi.number().integer() }).validate({ n: 'x' });
-    expect(issuesFromJoi(error!, 'query')).toEqual([expect.objectContaining({ loc: ['query', 'n'], type: 'float_parsing' })]);
+    expect(issuesFromJoi(error!, 'query')).toEqual([
+      expect.objectContaining({ loc: ['query', 'n'], type: 'float_parsing' }),
+    ]);
   });
 });
 

@@ -28,7 +28,10 @@ const ISSUE_BY_CODE: Record<string, (ctx: Context, isInteger: boolean) => { type
   'string.min': (c) => ({ type: 'string_too_short', msg: `String should have at least ${c.limit} characters` }),
   'string.max': (c) => ({ type: 'string_too_long', msg: `String should have at most ${c.limit} characters` }),
   'string.length': (c) => ({ type: 'string_length', msg: `String should have exactly ${c.limit} characters` }),
-  'string.pattern.base': (c) => ({ type: 'string_pattern_mismatch', msg: `String should match pattern '${(c.regex as RegExp | string)?.toString().replace(/^\/|\/[a-z]*$/g, '')}'` }),
+  'string.pattern.base': (c) => ({
+    type: 'string_pattern_mismatch',
+    msg: `String should match pattern '${(c.regex as RegExp | string)?.toString().replace(/^\/|\/[a-z]*$/g, '')}'`,
+  }),
   'string.guid': () => ({ type: 'uuid_parsing', msg: 'Input should be a valid UUID' }),
   'string.uri': () => ({ type: 'url_parsing', msg: 'Input should be a valid URL' }),
   'string.uriCustomScheme': () => ({ type: 'url_scheme', msg: 'URL scheme should be one of the allowed schemes' }),
@@ -37,7 +40,10 @@ const ISSUE_BY_CODE: Record<string, (ctx: Context, isInteger: boolean) => { type
     isInteger
       ? { type: 'int_parsing', msg: 'Input should be a valid integer, unable to parse string as an integer' }
       : { type: 'float_parsing', msg: 'Input should be a valid number, unable to parse string as a number' },
-  'number.integer': () => ({ type: 'int_from_float', msg: 'Input should be a valid integer, got a number with a fractional part' }),
+  'number.integer': () => ({
+    type: 'int_from_float',
+    msg: 'Input should be a valid integer, got a number with a fractional part',
+  }),
   'number.unsafe': () => ({ type: 'int_parsing', msg: 'Input should be a valid integer' }),
   'number.infinity': () => ({ type: 'finite_number', msg: 'Input should be a finite number' }),
   'number.min': (c) => ({ type: 'greater_than_equal', msg: `Input should be greater than or equal to ${c.limit}` }),
@@ -54,7 +60,10 @@ const ISSUE_BY_CODE: Record<string, (ctx: Context, isInteger: boolean) => { type
   'any.only': (c) => ({ type: 'enum', msg: `Input should be ${listValids(c.valids)}` }),
   'date.base': () => ({ type: 'datetime_parsing', msg: 'Input should be a valid datetime' }),
   // Only schemas that refuse unknown keys explicitly (list filters: never silently ignored).
-  'object.unknown': (c) => ({ type: 'extra_forbidden', msg: `Extra inputs are not permitted: '${c.key}' is not a filter this server implements` }),
+  'object.unknown': (c) => ({
+    type: 'extra_forbidden',
+    msg: `Extra inputs are not permitted: '${c.key}' is not a filter this server implements`,
+  }),
 };
 
 interface Described {
@@ -72,7 +81,8 @@ function isIntegerAt(schema: Joi.Schema | undefined, path: Array<string | number
   if (!schema) return false;
   let node: Described | undefined = schema.describe() as Described;
   for (const segment of path) {
-    if (node?.type === 'array' && typeof segment === 'number') node = node.items?.length === 1 ? node.items[0] : undefined;
+    if (node?.type === 'array' && typeof segment === 'number')
+      node = node.items?.length === 1 ? node.items[0] : undefined;
     else if (node?.type === 'object') node = node.keys?.[String(segment)];
     else node = undefined;
     if (!node) return false;

@@ -104,13 +104,18 @@ export function createMetrics(deps: MetricsDeps): Metrics {
    */
   const collect = (): Promise<void> =>
     (inFlight ??= (async () => {
-      const [, events, traces] = await Promise.allSettled([queueJobs.collect(), revisionEvents.collect(), traceRollups.collect()]);
+      const [, events, traces] = await Promise.allSettled([
+        queueJobs.collect(),
+        revisionEvents.collect(),
+        traceRollups.collect(),
+      ]);
       // A scrape answers even when Postgres does not: the counters just do not move meanwhile.
       if (events.status === 'rejected' && !revisionEventsFailing) {
         logger.warn({ err: events.reason }, 'could not read revision_events for /metrics');
       }
       revisionEventsFailing = events.status === 'rejected';
-      if (traces.status === 'rejected' && !traceRollupsFailing) logger.warn({ err: traces.reason }, 'could not read the trace rollups for /metrics');
+      if (traces.status === 'rejected' && !traceRollupsFailing)
+        logger.warn({ err: traces.reason }, 'could not read the trace rollups for /metrics');
       traceRollupsFailing = traces.status === 'rejected';
     })().finally(() => {
       inFlight = null;

@@ -4,7 +4,15 @@ import type { Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 
 /** The job states BullMQ counts, in its own names. */
-const COUNTED_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'] as const satisfies readonly JobType[];
+const COUNTED_STATES = [
+  'waiting',
+  'active',
+  'delayed',
+  'completed',
+  'failed',
+  'prioritized',
+  'waiting-children',
+] as const satisfies readonly JobType[];
 
 /**
  * The states reported per queue. BullMQ 6 has no `paused` list any more (a paused queue keeps
@@ -65,16 +73,15 @@ export class QueueJobsCollector {
 
   async collect(): Promise<void> {
     const entries = Object.values(this.queues);
-    const results = await Promise.allSettled(
-      entries.map((queue) => withTimeout(this.countsOf(queue), this.timeoutMs)),
-    );
+    const results = await Promise.allSettled(entries.map((queue) => withTimeout(this.countsOf(queue), this.timeoutMs)));
     // Reset only once every answer is in, so a concurrent scrape never sees half a picture.
     this.jobs.reset();
     results.forEach((result, i) => {
       const queue = entries[i]!.name;
       if (result.status === 'rejected') {
         this.up.set({ queue }, 0);
-        if (!this.down.has(queue)) this.log.warn({ err: result.reason, queue }, 'could not read queue counts for /metrics');
+        if (!this.down.has(queue))
+          this.log.warn({ err: result.reason, queue }, 'could not read queue counts for /metrics');
         this.down.add(queue);
         return;
       }

@@ -114,7 +114,10 @@ export class RevisionEventsCollector {
     if (to <= from) return;
     const span = to - from;
     if (span > BigInt(MAX_GAP_SPAN) || this.gaps.size + Number(span) > MAX_TRACKED_GAPS) {
-      this.log.warn({ from: String(from), to: String(to) }, 'revision_events gap too large to track; late commits in it will not be counted');
+      this.log.warn(
+        { from: String(from), to: String(to) },
+        'revision_events gap too large to track; late commits in it will not be counted',
+      );
       return;
     }
     const now = Date.now();

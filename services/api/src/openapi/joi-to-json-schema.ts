@@ -57,7 +57,9 @@ function convertString(d: Description): JsonSchema {
 }
 
 function convertNumber(d: Description): JsonSchema {
-  const schema: JsonSchema = { type: ruleArgs(d, 'integer') !== undefined || d.rules?.some((r) => r.name === 'integer') ? 'integer' : 'number' };
+  const schema: JsonSchema = {
+    type: ruleArgs(d, 'integer') !== undefined || d.rules?.some((r) => r.name === 'integer') ? 'integer' : 'number',
+  };
   for (const rule of d.rules ?? []) {
     if (rule.name === 'min') schema.minimum = rule.args?.limit;
     else if (rule.name === 'max') schema.maximum = rule.args?.limit;

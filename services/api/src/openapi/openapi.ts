@@ -33,7 +33,12 @@ const VALIDATION_ERROR_SCHEMA: JsonSchema = {
   required: ['detail'],
 };
 
-const KEYED_SECURITY: Array<Record<string, string[]>> = [{ ApiKey: [] }, { ApiKey: [], TenantId: [] }, { BearerAuth: [] }, { BearerAuth: [], TenantId: [] }];
+const KEYED_SECURITY: Array<Record<string, string[]>> = [
+  { ApiKey: [] },
+  { ApiKey: [], TenantId: [] },
+  { BearerAuth: [] },
+  { BearerAuth: [], TenantId: [] },
+];
 /** Who may call a route, as OpenAPI security requirements (`{}`: anyone). */
 const SECURITY: Record<RouteSpec['auth'], Array<Record<string, string[]>>> = {
   none: [],
@@ -64,19 +69,25 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
     const parameters: unknown[] = [];
     const { params, query, body, headers } = route.request ?? {};
     if (params) {
-      for (const key of objectKeys(params)) parameters.push({ name: key.name, in: 'path', required: true, schema: key.schema });
+      for (const key of objectKeys(params))
+        parameters.push({ name: key.name, in: 'path', required: true, schema: key.schema });
     }
     if (query) {
-      for (const key of objectKeys(query)) parameters.push({ name: key.name, in: 'query', required: key.required, schema: key.schema });
+      for (const key of objectKeys(query))
+        parameters.push({ name: key.name, in: 'query', required: key.required, schema: key.schema });
     }
     if (headers) {
-      for (const key of objectKeys(headers)) parameters.push({ name: key.name, in: 'header', required: key.required, schema: key.schema });
+      for (const key of objectKeys(headers))
+        parameters.push({ name: key.name, in: 'header', required: key.required, schema: key.schema });
     }
 
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = spec.schema
-        ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema: joiToJsonSchema(spec.schema, schemas) } } }
+        ? {
+            description: spec.description,
+            content: { [spec.contentType ?? 'application/json']: { schema: joiToJsonSchema(spec.schema, schemas) } },
+          }
         : { description: spec.description };
     }
     const keyed = route.auth !== 'none' && route.auth !== 'probe';
@@ -87,8 +98,15 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
     }
     // Every request but a probe is charged to a budget: its key's, or its client address's (docs/api.md, Errors).
     responses['429'] ??= {
-      ...errorResponse('Rate limited: the caller\'s request budget is spent, or its credential or address failed to authenticate too often'),
-      headers: { 'Retry-After': { description: 'Seconds until the budget allows another request', schema: { type: 'integer', minimum: 1 } } },
+      ...errorResponse(
+        "Rate limited: the caller's request budget is spent, or its credential or address failed to authenticate too often",
+      ),
+      headers: {
+        'Retry-After': {
+          description: 'Seconds until the budget allows another request',
+          schema: { type: 'integer', minimum: 1 },
+        },
+      },
     };
     if (params || query || body || headers || keyed) {
       responses['422'] ??= {
@@ -105,14 +123,18 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
       responses,
       security: SECURITY[route.auth],
     };
-    if (route.admin) operation.description = route.admin === 'organization' ? 'Requires an organization admin key.' : 'Requires an admin key.';
+    if (route.admin)
+      operation.description =
+        route.admin === 'organization' ? 'Requires an organization admin key.' : 'Requires an admin key.';
     if (body) {
       const described = body.describe() as { flags?: { presence?: string }; examples?: unknown[] };
       // The body's own example (joi `.example()`), where Swagger UI takes a request body's sample from.
       const example = described.examples?.[0];
       operation.requestBody = {
         required: described.flags?.presence === 'required',
-        content: { 'application/json': { schema: joiToJsonSchema(body, schemas), ...(example === undefined ? {} : { example }) } },
+        content: {
+          'application/json': { schema: joiToJsonSchema(body, schemas), ...(example === undefined ? {} : { example }) },
+        },
       };
     }
     (paths[toOpenApiPath(route.path)] ??= {})[route.method] = operation;
@@ -127,7 +149,12 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApi
       schemas,
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-        TenantId: { type: 'apiKey', in: 'header', name: 'X-Tenant-Id', description: 'Workspace UUID; required with organization-scoped keys' },
+        TenantId: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Tenant-Id',
+          description: 'Workspace UUID; required with organization-scoped keys',
+        },
         BearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, or a JWT from the configured issuer' },
       },
     },

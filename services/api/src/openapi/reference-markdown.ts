@@ -31,11 +31,14 @@ function typeOf(schema: Schema | undefined, doc: Schema): string {
   if (!schema) return '';
   if (schema.$ref) return String(schema.$ref).replace('#/components/schemas/', '');
   if (Array.isArray(schema.enum)) return schema.enum.map((v: unknown) => JSON.stringify(v)).join(' | ');
-  if (Array.isArray(schema.anyOf ?? schema.oneOf)) return (schema.anyOf ?? schema.oneOf).map((s: Schema) => typeOf(s, doc)).join(' | ');
+  if (Array.isArray(schema.anyOf ?? schema.oneOf))
+    return (schema.anyOf ?? schema.oneOf).map((s: Schema) => typeOf(s, doc)).join(' | ');
   const type = Array.isArray(schema.type) ? schema.type.join(' | ') : (schema.type ?? 'any');
   if (type === 'array') return `array of ${typeOf(schema.items, doc) || 'any'}`;
   const range =
-    schema.minimum !== undefined || schema.maximum !== undefined ? ` ${schema.minimum ?? ''}..${schema.maximum ?? ''}` : '';
+    schema.minimum !== undefined || schema.maximum !== undefined
+      ? ` ${schema.minimum ?? ''}..${schema.maximum ?? ''}`
+      : '';
   const format = schema.format ? ` (${schema.format})` : '';
   return `${type}${format}${range}`;
 }
@@ -56,7 +59,8 @@ function renderOperation(method: string, path: string, op: Operation, doc: Schem
   const params = op.parameters ?? [];
   if (params.length) {
     out.push('| parameter | in | required | type |', '|---|---|---|---|');
-    for (const p of params) out.push(`| \`${p.name}\` | ${p.in} | ${p.required ? 'yes' : 'no'} | ${cell(typeOf(p.schema, doc))} |`);
+    for (const p of params)
+      out.push(`| \`${p.name}\` | ${p.in} | ${p.required ? 'yes' : 'no'} | ${cell(typeOf(p.schema, doc))} |`);
     out.push('');
   }
 
@@ -67,7 +71,8 @@ function renderOperation(method: string, path: string, op: Operation, doc: Schem
     out.push(`Body${op.requestBody?.required ? '' : ' (optional)'}:`, '');
     if (props.length) {
       out.push('| field | required | type |', '|---|---|---|');
-      for (const [name, schema] of props) out.push(`| \`${name}\` | ${required.has(name) ? 'yes' : 'no'} | ${cell(typeOf(schema, doc))} |`);
+      for (const [name, schema] of props)
+        out.push(`| \`${name}\` | ${required.has(name) ? 'yes' : 'no'} | ${cell(typeOf(schema, doc))} |`);
     } else {
       out.push(`\`${typeOf(body, doc)}\``);
     }
@@ -75,7 +80,8 @@ function renderOperation(method: string, path: string, op: Operation, doc: Schem
   }
 
   out.push('| status | meaning |', '|---|---|');
-  for (const status of Object.keys(op.responses).sort()) out.push(`| ${status} | ${cell(op.responses[status]!.description)} |`);
+  for (const status of Object.keys(op.responses).sort())
+    out.push(`| ${status} | ${cell(op.responses[status]!.description)} |`);
   out.push('');
   return out;
 }
@@ -102,7 +108,13 @@ export function renderReference(doc: Schema): string {
     'authentication and errors are in [the API guide](api.md); a running api serves the same document',
     'as `/openapi.json` and browsable at `/docs`. Every path is also served under `/api-host`.',
     '',
-    ...tags.map((tag) => `- [${tag}](#${tag.toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-')})`),
+    ...tags.map(
+      (tag) =>
+        `- [${tag}](#${tag
+          .toLowerCase()
+          .replace(/[^a-z0-9 -]/g, '')
+          .replace(/ /g, '-')})`,
+    ),
     '',
   ];
   for (const tag of tags) lines.push(`## ${tag}`, '', ...byTag.get(tag)!);

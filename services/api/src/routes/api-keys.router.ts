@@ -1,5 +1,11 @@
 import { created, defineRoute, noContent, ok, principalOf, type RouteSpec } from '../http/route.js';
-import { apiKeyList, apiKeyParams, createApiKeyBody, createdApiKeyResponse, type CreateApiKeyBody } from '../schemas/api-key.schema.js';
+import {
+  apiKeyList,
+  apiKeyParams,
+  createApiKeyBody,
+  createdApiKeyResponse,
+  type CreateApiKeyBody,
+} from '../schemas/api-key.schema.js';
 import type { ApiKeyService } from '../services/api-key.service.js';
 
 const tag = 'API keys';

@@ -19,7 +19,8 @@ export function deploymentTracesRoutes(traces: DeploymentTracesService): RouteSp
         200: { description: 'A page of traces', schema: deploymentTraceList },
         404: { description: 'Deployment not found in this workspace' },
       },
-      handler: async (ctx) => ok(envelope(await traces.list(workspaceOf(ctx), ctx.params.deployment_id, ctx.query), ctx.query)),
+      handler: async (ctx) =>
+        ok(envelope(await traces.list(workspaceOf(ctx), ctx.params.deployment_id, ctx.query), ctx.query)),
     }),
   ];
 }

@@ -1,6 +1,15 @@
 import Joi from 'joi';
 import { AppError, ForbiddenError } from '@slipway/domain';
-import { created, defineRoute, noContent, ok, principalOf, workspaceOf, type RequestContext, type RouteSpec } from '../http/route.js';
+import {
+  created,
+  defineRoute,
+  noContent,
+  ok,
+  principalOf,
+  workspaceOf,
+  type RequestContext,
+  type RouteSpec,
+} from '../http/route.js';
 import { envelope } from '../schemas/common.schema.js';
 import {
   bulkDeleteQuery,
@@ -27,12 +36,16 @@ import type { RevisionService } from '../services/revision.service.js';
 
 type DeploymentParams = { deployment_id: string };
 
-export const SERVING_AUTH_NONE_ADMIN_ONLY = "Only an admin may set source_config.serving_auth to 'none' (a serving URL open to anyone).";
-const servingAuthForbidden = { description: "`source_config.serving_auth: \"none\"` from a caller who is not an admin" };
+export const SERVING_AUTH_NONE_ADMIN_ONLY =
+  "Only an admin may set source_config.serving_auth to 'none' (a serving URL open to anyone).";
+const servingAuthForbidden = { description: '`source_config.serving_auth: "none"` from a caller who is not an admin' };
 
 /** Opening a serving URL to anyone is an admin's decision (docs/api.md, Deployments). */
-function assertMaySetServingAuth(ctx: RequestContext<any, any, { source_config?: { serving_auth?: string | null } | null }>): void {
-  if (ctx.body.source_config?.serving_auth === 'none' && principalOf(ctx).role !== 'admin') throw new ForbiddenError(SERVING_AUTH_NONE_ADMIN_ONLY);
+function assertMaySetServingAuth(
+  ctx: RequestContext<any, any, { source_config?: { serving_auth?: string | null } | null }>,
+): void {
+  if (ctx.body.source_config?.serving_auth === 'none' && principalOf(ctx).role !== 'admin')
+    throw new ForbiddenError(SERVING_AUTH_NONE_ADMIN_ONLY);
 }
 type RevisionParams = { deployment_id: string; revision_id: string };
 
@@ -41,7 +54,8 @@ const notFound = { description: 'Deployment (or revision) not found in this work
 
 /** An `internal_docker` image_uri that cannot be resolved because the built-in registry does not answer. */
 const registryUnavailable = {
-  description: 'An `internal_docker` `image_uri` could not be resolved: the built-in registry does not answer. Nothing was changed; `Retry-After` says when to send it again',
+  description:
+    'An `internal_docker` `image_uri` could not be resolved: the built-in registry does not answer. Nothing was changed; `Retry-After` says when to send it again',
 };
 
 /** `Idempotency-Key` on the writes that create revisions: same key and body within 24 h replays. */
@@ -50,7 +64,9 @@ const idempotencyHeaders = Joi.object({
     .min(1)
     .max(255)
     .pattern(/^[\x21-\x7e]+$/)
-    .description('Replays the first response for the same key and request within 24 h; another request with the key → 409'),
+    .description(
+      'Replays the first response for the same key and request within 24 h; another request with the key → 409',
+    ),
 });
 
 const idempotencyOf = (ctx: RequestContext<any, any, any>, operation: string): IdempotencyInput => ({
@@ -123,8 +139,14 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       auth: 'workspace',
       request: { query: bulkDeleteQuery },
       responses: {
-        200: { description: 'Every deployment is being deleted (`{}`)', schema: Joi.object().max(0).id('BulkDeleteDone') },
-        207: { description: 'A result per id: 204 deleted, 404 not found in this workspace, 400 refused', schema: bulkDeleteResponse },
+        200: {
+          description: 'Every deployment is being deleted (`{}`)',
+          schema: Joi.object().max(0).id('BulkDeleteDone'),
+        },
+        207: {
+          description: 'A result per id: 204 deleted, 404 not found in this workspace, 400 refused',
+          schema: bulkDeleteResponse,
+        },
       },
       handler: async (ctx) => {
         const results = [];
@@ -164,7 +186,10 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       auth: 'workspace',
       request: { params: deploymentParams, body: patchDeploymentBody, headers: idempotencyHeaders },
       responses: {
-        200: { description: 'The deployment; `latest_revision_id` is the new revision if one was made', schema: deploymentResponse },
+        200: {
+          description: 'The deployment; `latest_revision_id` is the new revision if one was made',
+          schema: deploymentResponse,
+        },
         400: { description: 'An immutable field changed, or the deployment is being deleted' },
         403: servingAuthForbidden,
         404: notFound,
@@ -188,7 +213,13 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       responses: { 204: { description: 'Deletion accepted' }, 404: notFound },
       handler: async (ctx) => {
         await writes.run(workspaceOf(ctx), {}, async (m) => {
-          await deployments.delete(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.query.delete_tracing_project, ctx.requestId);
+          await deployments.delete(
+            m,
+            workspaceOf(ctx),
+            ctx.params.deployment_id,
+            ctx.query.delete_tracing_project,
+            ctx.requestId,
+          );
           return noContent();
         });
         return noContent();
@@ -212,7 +243,14 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       handler: (ctx) => {
         assertMaySetServingAuth(ctx);
         return writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'createRevision'), async (m) => {
-          const deployment = await deployments.patch(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.body, ctx.requestId, 'api_revision');
+          const deployment = await deployments.patch(
+            m,
+            workspaceOf(ctx),
+            ctx.params.deployment_id,
+            ctx.body,
+            ctx.requestId,
+            'api_revision',
+          );
           return created(await revisions.getIn(m, deployment.id, deployment.latest_revision_id!));
         });
       },
@@ -248,7 +286,8 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       auth: 'workspace',
       request: { params: revisionParams },
       responses: { 200: { description: 'The revision', schema: revisionResponse }, 404: notFound },
-      handler: async (ctx) => ok(await revisions.get(workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id)),
+      handler: async (ctx) =>
+        ok(await revisions.get(workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id)),
     }),
     defineRoute<RevisionParams>({
       method: 'post',
@@ -265,7 +304,15 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
       },
       handler: (ctx) =>
         writes.run(workspaceOf(ctx), idempotencyOf(ctx, 'redeployRevision'), async (m) =>
-          ok(await revisions.redeploy(m, workspaceOf(ctx), ctx.params.deployment_id, ctx.params.revision_id, ctx.requestId)),
+          ok(
+            await revisions.redeploy(
+              m,
+              workspaceOf(ctx),
+              ctx.params.deployment_id,
+              ctx.params.revision_id,
+              ctx.requestId,
+            ),
+          ),
         ),
     }),
     ...(['interruption', 'interrupt'] as const).map((action) =>

@@ -1,6 +1,21 @@
-import { created, defineRoute, noContent, ok, workspaceOf, type RequestContext, type RouteSpec } from '../http/route.js';
+import {
+  created,
+  defineRoute,
+  noContent,
+  ok,
+  workspaceOf,
+  type RequestContext,
+  type RouteSpec,
+} from '../http/route.js';
 import { deploymentParams } from '../schemas/deployment.schema.js';
-import { addDomainBody, domainList, domainParams, domainResponse, removeDomainQuery, type AddDomainBody } from '../schemas/domain.schema.js';
+import {
+  addDomainBody,
+  domainList,
+  domainParams,
+  domainResponse,
+  removeDomainQuery,
+  type AddDomainBody,
+} from '../schemas/domain.schema.js';
 import type { DomainService } from '../services/domain.service.js';
 
 type DeploymentParams = { deployment_id: string };
@@ -11,7 +26,8 @@ const notFound = { description: 'Deployment (or domain) not found in this worksp
 
 /** A deployment's custom domains (docs/api.md, Domains): routed by the edge once verified. */
 export function domainRoutes(domains: DomainService): RouteSpec[] {
-  const remove = (ctx: RequestContext<DeploymentParams, any, any>, host: string) => domains.remove(workspaceOf(ctx), ctx.params.deployment_id, host);
+  const remove = (ctx: RequestContext<DeploymentParams, any, any>, host: string) =>
+    domains.remove(workspaceOf(ctx), ctx.params.deployment_id, host);
   return [
     defineRoute<DeploymentParams>({
       method: 'get',
@@ -41,7 +57,9 @@ export function domainRoutes(domains: DomainService): RouteSpec[] {
         400: { description: 'Not a domain name' },
         404: notFound,
         409: { description: 'Another deployment holds the host, or the deployment is being deleted' },
-        422: { description: "A reserved host (the apps domain's, localhost, the api's), or a deployment on a listener" },
+        422: {
+          description: "A reserved host (the apps domain's, localhost, the api's), or a deployment on a listener",
+        },
       },
       handler: async (ctx) => {
         const { domain, created: isNew } = await domains.add(workspaceOf(ctx), ctx.params.deployment_id, ctx.body.host);
@@ -56,7 +74,11 @@ export function domainRoutes(domains: DomainService): RouteSpec[] {
       tag,
       auth: 'workspace',
       request: { params: domainParams },
-      responses: { 204: { description: 'Released' }, 404: notFound, 409: { description: 'The deployment is being deleted' } },
+      responses: {
+        204: { description: 'Released' },
+        404: notFound,
+        409: { description: 'The deployment is being deleted' },
+      },
       handler: async (ctx) => {
         await remove(ctx, ctx.params.host);
         return noContent();
@@ -70,7 +92,11 @@ export function domainRoutes(domains: DomainService): RouteSpec[] {
       tag,
       auth: 'workspace',
       request: { params: deploymentParams, query: removeDomainQuery },
-      responses: { 204: { description: 'Released' }, 404: notFound, 409: { description: 'The deployment is being deleted' } },
+      responses: {
+        204: { description: 'Released' },
+        404: notFound,
+        409: { description: 'The deployment is being deleted' },
+      },
       handler: async (ctx) => {
         await remove(ctx, ctx.query.host);
         return noContent();

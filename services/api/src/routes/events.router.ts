@@ -24,19 +24,22 @@ export function eventRoutes(events: EventService): RouteSpec[] {
       auth: 'workspace',
       request: { query: listEventsQuery },
       responses: { 200: { description: 'A page of events; pass `offset` back as `after`', schema: eventPage } },
-      handler: async (ctx) => ok(await events.page(workspaceOf(ctx), ctx.query.after || null, ctx.query.limit, ctx.query)),
+      handler: async (ctx) =>
+        ok(await events.page(workspaceOf(ctx), ctx.query.after || null, ctx.query.limit, ctx.query)),
     }),
     defineRoute<{}, StreamEventsQuery>({
       method: 'get',
       path: '/v2/events/stream',
       operationId: 'streamEvents',
-      summary: 'Events of the workspace as Server-Sent Events (id: the event id; event: its type); Last-Event-ID resumes',
+      summary:
+        'Events of the workspace as Server-Sent Events (id: the event id; event: its type); Last-Event-ID resumes',
       tag,
       auth: 'workspace',
       request: { query: streamEventsQuery, headers: eventStreamHeaders },
       responses: {
         200: {
-          description: 'Server-Sent Events: `id:` the event id, `event:` its type, `data:` the Event; a comment line every 15 s',
+          description:
+            'Server-Sent Events: `id:` the event id, `event:` its type, `data:` the Event; a comment line every 15 s',
           contentType: 'text/event-stream',
           schema: eventResponse,
         },

@@ -39,7 +39,11 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
       tag,
       auth: 'workspace',
       request: { params: integrationParams },
-      responses: { 200: { description: 'Repositories available to deploy', schema: repositoryList }, 404: notFound, 502: hostFailed },
+      responses: {
+        200: { description: 'Repositories available to deploy', schema: repositoryList },
+        404: notFound,
+        502: hostFailed,
+      },
       handler: async (ctx) => ok(await integrations.repositories(workspaceOf(ctx), ctx.params.integration_id)),
     });
 
@@ -97,8 +101,16 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
         return noContent();
       },
     }),
-    listRepos('/v1/integrations/repohost/:integration_id/repos', 'listRepohostRepositories', 'List the repositories of an integration'),
-    listRepos('/v1/integrations/github/:integration_id/repos', 'listGithubRepositories', 'List the repositories of an integration (alias)'),
+    listRepos(
+      '/v1/integrations/repohost/:integration_id/repos',
+      'listRepohostRepositories',
+      'List the repositories of an integration',
+    ),
+    listRepos(
+      '/v1/integrations/github/:integration_id/repos',
+      'listGithubRepositories',
+      'List the repositories of an integration (alias)',
+    ),
     defineRoute<Params, { repo_url: string }>({
       method: 'get',
       path: '/v1/integrations/repohost/:integration_id/branches',
@@ -112,13 +124,15 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
         404: { description: 'Integration not found in this workspace, or the repository is not one it lists' },
         502: hostFailed,
       },
-      handler: async (ctx) => ok(await integrations.branches(workspaceOf(ctx), ctx.params.integration_id, ctx.query.repo_url)),
+      handler: async (ctx) =>
+        ok(await integrations.branches(workspaceOf(ctx), ctx.params.integration_id, ctx.query.repo_url)),
     }),
     defineRoute<Params>({
       method: 'post',
       path: '/v1/integrations/repohost/:integration_id/webhook',
       operationId: 'receiveRepohostWebhook',
-      summary: 'Push webhook: a push to a tracked branch builds every deployment with build_on_push (HMAC-SHA256 signed)',
+      summary:
+        'Push webhook: a push to a tracked branch builds every deployment with build_on_push (HMAC-SHA256 signed)',
       tag,
       // The HMAC of the body under the integration's webhook secret is the credential.
       auth: 'none',
@@ -130,7 +144,10 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
         400: { description: 'Signed, but not a usable push payload' },
         401: { description: 'Missing or invalid X-Hub-Signature-256' },
         404: { description: 'No such integration' },
-        409: { description: 'A replayed push: the same signed payload was already received, or it is older than the replay window' },
+        409: {
+          description:
+            'A replayed push: the same signed payload was already received, or it is older than the replay window',
+        },
         413: { description: 'The payload is larger than 25 MB' },
         415: { description: 'The payload was not sent as application/json' },
       },
@@ -142,7 +159,9 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
           requestId: ctx.requestId,
           log: ctx.log,
         });
-        return delivery.status_code < 300 ? ok(delivery) : { status: delivery.status_code, body: { detail: delivery.outcome } };
+        return delivery.status_code < 300
+          ? ok(delivery)
+          : { status: delivery.status_code, body: { detail: delivery.outcome } };
       },
     }),
     defineRoute<Params, PaginationQuery>({
@@ -154,7 +173,8 @@ export function integrationRoutes({ integrations, webhooks }: IntegrationRouteDe
       auth: 'workspace',
       request: { params: integrationParams, query: listDeliveriesQuery },
       responses: { 200: { description: 'A page of deliveries', schema: deliveryList }, 404: notFound },
-      handler: async (ctx) => ok(envelope(await integrations.deliveries(workspaceOf(ctx), ctx.params.integration_id, ctx.query), ctx.query)),
+      handler: async (ctx) =>
+        ok(envelope(await integrations.deliveries(workspaceOf(ctx), ctx.params.integration_id, ctx.query), ctx.query)),
     }),
   ];
 }

@@ -1,6 +1,11 @@
 import { defineRoute, ok, principalOf, type RouteSpec } from '../http/route.js';
 import type { ListenerReport } from '@slipway/domain';
-import { desiredStateHeaders, desiredStateResponse, reportBody, reportResponse } from '../schemas/listener-agent.schema.js';
+import {
+  desiredStateHeaders,
+  desiredStateResponse,
+  reportBody,
+  reportResponse,
+} from '../schemas/listener-agent.schema.js';
 import { listenerParams } from '../schemas/listener.schema.js';
 import type { ListenerAgentService } from '../services/listener-agent.service.js';
 
@@ -21,13 +26,23 @@ export function listenerAgentRoutes(agents: ListenerAgentService): RouteSpec[] {
       auth: 'listener-agent',
       request: { params: listenerParams, headers: desiredStateHeaders },
       responses: {
-        200: { description: 'The desired state, with an `ETag`; also records that the agent called in', schema: desiredStateResponse },
-        304: { description: "`If-None-Match` names the current ETag: the desired state is unchanged since that answer (no body); still a check-in" },
+        200: {
+          description: 'The desired state, with an `ETag`; also records that the agent called in',
+          schema: desiredStateResponse,
+        },
+        304: {
+          description:
+            '`If-None-Match` names the current ETag: the desired state is unchanged since that answer (no body); still a check-in',
+        },
         403: forbidden,
         404: notFound,
       },
       handler: async (ctx) => {
-        const { etag, json } = await agents.desiredState(principalOf(ctx), ctx.params.listener_id, ctx.headers['if-none-match']);
+        const { etag, json } = await agents.desiredState(
+          principalOf(ctx),
+          ctx.params.listener_id,
+          ctx.headers['if-none-match'],
+        );
         return json ? { status: 200, json, headers: { ETag: etag } } : { status: 304, headers: { ETag: etag } };
       },
     }),

@@ -17,7 +17,10 @@ type DeploymentParams = { deployment_id: string };
 type RevisionParams = { deployment_id: string; revision_id: string };
 
 const tag = 'Logs';
-const page = { description: 'A page of log lines; pass next_offset back as offset for the next', schema: logPageResponse };
+const page = {
+  description: 'A page of log lines; pass next_offset back as offset for the next',
+  schema: logPageResponse,
+};
 const notFound = { description: 'Deployment or revision not found in this workspace' };
 
 /**
@@ -49,17 +52,23 @@ export function logRoutes(logs: LogService): RouteSpec[] {
       auth: 'workspace',
       request: { params: revisionParams, query: logsQuery, headers: followHeaders },
       responses: {
-        200: { ...page, description: `${page.description}; with follow=true a text/event-stream of lines (id: the line id), then an \`end\` event` },
+        200: {
+          ...page,
+          description: `${page.description}; with follow=true a text/event-stream of lines (id: the line id), then an \`end\` event`,
+        },
         404: notFound,
       },
       handler: async (ctx) => {
         const { type, follow, ...paging } = ctx.query;
         const { deployment_id, revision_id } = ctx.params;
         if (follow) {
-          const from = (ctx.headers['last-event-id'] as string | undefined) ?? (paging.offset ? String(paging.offset) : null);
+          const from =
+            (ctx.headers['last-event-id'] as string | undefined) ?? (paging.offset ? String(paging.offset) : null);
           // Checked before the stream opens, so a missing revision is still a 404.
           await logs.revisionPage(workspaceOf(ctx), deployment_id, revision_id, type, { ...paging, limit: 1 });
-          return eventStream((sink) => logs.follow(workspaceOf(ctx), deployment_id, revision_id, type, paging, from, sink));
+          return eventStream((sink) =>
+            logs.follow(workspaceOf(ctx), deployment_id, revision_id, type, paging, from, sink),
+          );
         }
         return ok(await logs.revisionPage(workspaceOf(ctx), deployment_id, revision_id, type, paging));
       },
@@ -73,12 +82,17 @@ export function logRoutes(logs: LogService): RouteSpec[] {
       auth: 'workspace',
       request: { query: workspaceLogsQuery, headers: followHeaders },
       responses: {
-        200: { ...page, schema: workspaceLogPageResponse, description: `${page.description}; with follow=true a text/event-stream of lines (id: the line id) until the client leaves` },
+        200: {
+          ...page,
+          schema: workspaceLogPageResponse,
+          description: `${page.description}; with follow=true a text/event-stream of lines (id: the line id) until the client leaves`,
+        },
       },
       handler: async (ctx) => {
         const { follow, ...query } = ctx.query;
         if (follow) {
-          const from = (ctx.headers['last-event-id'] as string | undefined) ?? (query.offset ? String(query.offset) : null);
+          const from =
+            (ctx.headers['last-event-id'] as string | undefined) ?? (query.offset ? String(query.offset) : null);
           return eventStream((sink) => logs.followWorkspace(workspaceOf(ctx), query, from, sink));
         }
         return ok(await logs.workspacePage(workspaceOf(ctx), query));

@@ -14,15 +14,25 @@ const readiness = Joi.object({
   status: Joi.string()
     .valid('ok', 'degraded')
     .required()
-    .description('`degraded`: Redis is unreachable; writes are accepted and their jobs wait in the outbox until it is back.'),
+    .description(
+      '`degraded`: Redis is unreachable; writes are accepted and their jobs wait in the outbox until it is back.',
+    ),
   checks: Joi.object({ postgres: dependencyState.required(), redis: dependencyState.required() }).required(),
   details: Joi.object({
     data_access: Joi.object({
-      postgres_passwordless: Joi.boolean().allow(null).required().description('Postgres lets local clients in without a password (`trust`); null: could not tell.'),
-      redis_default_user_open: Joi.boolean().allow(null).required().description("Redis's `default` user needs no password; null: could not tell."),
+      postgres_passwordless: Joi.boolean()
+        .allow(null)
+        .required()
+        .description('Postgres lets local clients in without a password (`trust`); null: could not tell.'),
+      redis_default_user_open: Joi.boolean()
+        .allow(null)
+        .required()
+        .description("Redis's `default` user needs no password; null: could not tell."),
       fronts_active: Joi.object({ postgres: Joi.boolean().required(), redis: Joi.boolean().required() })
         .required()
-        .description("Whether deployed apps reach that store through the deployer's per-deployment fronts (only their own role and user get through)."),
+        .description(
+          "Whether deployed apps reach that store through the deployer's per-deployment fronts (only their own role and user get through).",
+        ),
     }).required(),
   }).description('How deployed apps reach the local Postgres and Redis (absent where not probed).'),
 }).id('Readiness');
@@ -68,7 +78,10 @@ export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps
             'Ready: `{"status":"ok"}`. An admin\'s credential gets the checks and details as well (`degraded`: ready without Redis; writes succeed, their jobs wait in the outbox)',
           schema: readinessAnswer,
         },
-        503: { description: 'Postgres does not answer: `{"status":"unavailable"}`; the api logs what is unreachable', schema: unavailable },
+        503: {
+          description: 'Postgres does not answer: `{"status":"unavailable"}`; the api logs what is unreachable',
+          schema: unavailable,
+        },
       },
       handler: async (ctx) => {
         const checks = await dependencies.check();
@@ -76,7 +89,11 @@ export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps
         if (ready !== wasReady) {
           wasReady = ready;
           if (ready) log.info({ checks }, 'ready again: Postgres answers');
-          else log.error({ checks }, `not ready: ${checks.redis === 'ok' ? 'Postgres' : 'Postgres and Redis'} unreachable`);
+          else
+            log.error(
+              { checks },
+              `not ready: ${checks.redis === 'ok' ? 'Postgres' : 'Postgres and Redis'} unreachable`,
+            );
         }
         if (!ready) return { status: 503, body: { status: 'unavailable' } };
         if (!isAdmin(ctx.principal)) return ok({ status: 'ok' });
@@ -91,7 +108,9 @@ export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps
       summary: 'This API as an OpenAPI 3.1 document',
       tag,
       auth: 'none',
-      responses: { 200: { description: 'OpenAPI 3.1 document', schema: Joi.object().unknown(true).id('OpenApiDocument') } },
+      responses: {
+        200: { description: 'OpenAPI 3.1 document', schema: Joi.object().unknown(true).id('OpenApiDocument') },
+      },
       handler: () => ok(openApiDocument()),
     }),
   ];

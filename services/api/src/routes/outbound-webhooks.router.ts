@@ -1,4 +1,13 @@
-import { created, defineRoute, noContent, ok, principalOf, workspaceOf, type RequestContext, type RouteSpec } from '../http/route.js';
+import {
+  created,
+  defineRoute,
+  noContent,
+  ok,
+  principalOf,
+  workspaceOf,
+  type RequestContext,
+  type RouteSpec,
+} from '../http/route.js';
 import { envelope, type PaginationQuery } from '../schemas/common.schema.js';
 import {
   createdOutboundWebhookResponse,
@@ -44,7 +53,10 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
       auth: 'workspace',
       admin: true,
       request: { body: createOutboundWebhookBody },
-      responses: { 201: { description: 'Created, with its secret', schema: createdOutboundWebhookResponse }, 422: refusedUrl },
+      responses: {
+        201: { description: 'Created, with its secret', schema: createdOutboundWebhookResponse },
+        422: refusedUrl,
+      },
       handler: async (ctx) => created(await webhooks.create(workspaceOf(ctx), ctx.body)),
     }),
     defineRoute<{}, PaginationQuery>({
@@ -56,7 +68,13 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
       auth: 'workspace',
       request: { query: listOutboundWebhooksQuery },
       responses: { 200: { description: 'A page of webhooks', schema: outboundWebhookList } },
-      handler: async (ctx) => ok(envelope((await webhooks.list(workspaceOf(ctx), ctx.query)).map((w) => forReader(ctx, w)), ctx.query)),
+      handler: async (ctx) =>
+        ok(
+          envelope(
+            (await webhooks.list(workspaceOf(ctx), ctx.query)).map((w) => forReader(ctx, w)),
+            ctx.query,
+          ),
+        ),
     }),
     defineRoute<WebhookParams>({
       method: 'get',
@@ -78,7 +96,11 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
       auth: 'workspace',
       admin: true,
       request: { params: outboundWebhookParams, body: patchOutboundWebhookBody },
-      responses: { 200: { description: 'The updated webhook', schema: outboundWebhookResponse }, 404: notFound, 422: refusedUrl },
+      responses: {
+        200: { description: 'The updated webhook', schema: outboundWebhookResponse },
+        404: notFound,
+        422: refusedUrl,
+      },
       handler: async (ctx) => ok(await webhooks.patch(workspaceOf(ctx), ctx.params.webhook_id, ctx.body)),
     }),
     defineRoute<WebhookParams>({
@@ -105,7 +127,8 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
       auth: 'workspace',
       request: { params: outboundWebhookParams, query: listOutboundWebhooksQuery },
       responses: { 200: { description: 'A page of deliveries', schema: webhookDeliveryList }, 404: notFound },
-      handler: async (ctx) => ok(envelope(await webhooks.deliveries(workspaceOf(ctx), ctx.params.webhook_id, ctx.query), ctx.query)),
+      handler: async (ctx) =>
+        ok(envelope(await webhooks.deliveries(workspaceOf(ctx), ctx.params.webhook_id, ctx.query), ctx.query)),
     }),
     defineRoute<WebhookParams>({
       method: 'post',
@@ -120,7 +143,10 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
         202: { description: 'Queued: the test delivery, pending', schema: webhookDeliveryResponse },
         404: notFound,
       },
-      handler: async (ctx) => ({ status: 202, body: await webhooks.test(workspaceOf(ctx), ctx.params.webhook_id, principalOf(ctx).subject) }),
+      handler: async (ctx) => ({
+        status: 202,
+        body: await webhooks.test(workspaceOf(ctx), ctx.params.webhook_id, principalOf(ctx).subject),
+      }),
     }),
     defineRoute<DeliveryParams>({
       method: 'post',
@@ -136,7 +162,10 @@ export function outboundWebhookRoutes(webhooks: OutboundWebhookService): RouteSp
         404: { description: 'Webhook or delivery not found in this workspace' },
         409: { description: 'The delivery is still being attempted' },
       },
-      handler: async (ctx) => ({ status: 202, body: await webhooks.redeliver(workspaceOf(ctx), ctx.params.webhook_id, ctx.params.delivery_id) }),
+      handler: async (ctx) => ({
+        status: 202,
+        body: await webhooks.redeliver(workspaceOf(ctx), ctx.params.webhook_id, ctx.params.delivery_id),
+      }),
     }),
   ];
 }

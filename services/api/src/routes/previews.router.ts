@@ -20,14 +20,22 @@ export function previewRoutes(previews: PreviewService): RouteSpec[] {
       auth: 'workspace',
       request: { params: deploymentParams, body: openPreviewBody },
       responses: {
-        201: { description: 'The new preview deployment; poll `latest_revision_id` until DEPLOYED', schema: deploymentResponse },
+        201: {
+          description: 'The new preview deployment; poll `latest_revision_id` until DEPLOYED',
+          schema: deploymentResponse,
+        },
         200: { description: 'The existing preview, rolling out the new head', schema: deploymentResponse },
         404: { description: 'Deployment not found in this workspace' },
         409: { description: 'Previews are not turned on, or the deployment (or that preview) is being deleted' },
         422: { description: 'The deployment is a preview itself' },
       },
       handler: async (ctx) => {
-        const { view, created: isNew } = await previews.open(workspaceOf(ctx), ctx.params.deployment_id, ctx.body, ctx.requestId);
+        const { view, created: isNew } = await previews.open(
+          workspaceOf(ctx),
+          ctx.params.deployment_id,
+          ctx.body,
+          ctx.requestId,
+        );
         return isNew ? created(view) : ok(view);
       },
     }),
@@ -39,7 +47,10 @@ export function previewRoutes(previews: PreviewService): RouteSpec[] {
       tag,
       auth: 'workspace',
       request: { params: deploymentParams },
-      responses: { 200: { description: 'Its previews', schema: deploymentList }, 404: { description: 'Deployment not found in this workspace' } },
+      responses: {
+        200: { description: 'Its previews', schema: deploymentList },
+        404: { description: 'Deployment not found in this workspace' },
+      },
       handler: async (ctx) => {
         const all = await previews.list(workspaceOf(ctx), ctx.params.deployment_id);
         return ok({ resources: all, offset: all.length });
@@ -49,7 +60,8 @@ export function previewRoutes(previews: PreviewService): RouteSpec[] {
       method: 'post',
       path: '/v2/deployments/:deployment_id/previews/:number/approve',
       operationId: 'approvePreview',
-      summary: "Approve a fork's pull request waiting for it: its preview builds the head commit it was opened (or last pushed) with",
+      summary:
+        "Approve a fork's pull request waiting for it: its preview builds the head commit it was opened (or last pushed) with",
       tag,
       auth: 'workspace',
       admin: true,
@@ -62,7 +74,12 @@ export function previewRoutes(previews: PreviewService): RouteSpec[] {
         409: { description: 'Previews are off, or the deployment is being deleted' },
       },
       handler: async (ctx) => {
-        const { view, created: isNew } = await previews.approve(workspaceOf(ctx), ctx.params.deployment_id, ctx.params.number, ctx.requestId);
+        const { view, created: isNew } = await previews.approve(
+          workspaceOf(ctx),
+          ctx.params.deployment_id,
+          ctx.params.number,
+          ctx.requestId,
+        );
         return isNew ? created(view) : ok(view);
       },
     }),

@@ -1,6 +1,11 @@
 import { defineRoute, noContent, ok, workspaceOf, type RouteSpec } from '../http/route.js';
 import { deploymentParams } from '../schemas/deployment.schema.js';
-import { pushTokenResponse, registryEventsBody, registryTokenQuery, registryTokenResponse } from '../schemas/registry.schema.js';
+import {
+  pushTokenResponse,
+  registryEventsBody,
+  registryTokenQuery,
+  registryTokenResponse,
+} from '../schemas/registry.schema.js';
 import type { RegistryService } from '../services/registry.service.js';
 
 const tag = 'Images';
@@ -27,12 +32,17 @@ export function registryRoutes(registry: RegistryService): RouteSpec[] {
       method: 'get',
       path: '/v2/registry/token',
       operationId: 'getRegistryToken',
-      summary: 'The registry token endpoint (auth.token realm): Basic `oauth2accesstoken:<push token>` → a registry token for the granted scopes',
+      summary:
+        'The registry token endpoint (auth.token realm): Basic `oauth2accesstoken:<push token>` → a registry token for the granted scopes',
       tag,
       auth: 'none',
       request: { query: registryTokenQuery },
       responses: {
-        200: { description: 'A registry token granting the requested scopes the credential allows (none when no scope is asked)', schema: registryTokenResponse },
+        200: {
+          description:
+            'A registry token granting the requested scopes the credential allows (none when no scope is asked)',
+          schema: registryTokenResponse,
+        },
         401: { description: 'No Basic credentials, or an invalid, expired or revoked push token' },
         403: { description: "Push asked while the workspace's images exceed its registry_bytes quota" },
       },

@@ -1,6 +1,10 @@
 import { defineRoute, ok, workspaceOf, type RouteSpec } from '../http/route.js';
 import { deploymentParams } from '../schemas/deployment.schema.js';
-import { revisionHistoryQuery, revisionHistoryResponse, type RevisionHistoryQuery } from '../schemas/revision-history.schema.js';
+import {
+  revisionHistoryQuery,
+  revisionHistoryResponse,
+  type RevisionHistoryQuery,
+} from '../schemas/revision-history.schema.js';
 import type { RevisionHistoryService } from '../services/revision-history.service.js';
 
 /** `GET /v2/deployments/{id}/revision-history` (extra): status changes of the newest revisions. */
@@ -15,7 +19,10 @@ export function revisionHistoryRoutes(history: RevisionHistoryService): RouteSpe
       auth: 'workspace',
       request: { params: deploymentParams, query: revisionHistoryQuery },
       responses: {
-        200: { description: 'Newest revision first, each with its changes oldest first', schema: revisionHistoryResponse },
+        200: {
+          description: 'Newest revision first, each with its changes oldest first',
+          schema: revisionHistoryResponse,
+        },
         404: { description: 'Deployment not found in this workspace' },
       },
       handler: async (ctx) => ok(await history.recent(workspaceOf(ctx), ctx.params.deployment_id, ctx.query.limit)),

@@ -120,7 +120,8 @@ export function tagRoutes(tags: TagService): RouteSpec[] {
       auth: 'workspace',
       request: { params: tagKeyParams, query: listTagsQuery },
       responses: { 200: { description: 'A page of tag values', schema: tagValueList }, 404: keyNotFound },
-      handler: async (ctx) => ok(envelope(await tags.listValues(workspaceOf(ctx), ctx.params.tag_key_id, ctx.query), ctx.query)),
+      handler: async (ctx) =>
+        ok(envelope(await tags.listValues(workspaceOf(ctx), ctx.params.tag_key_id, ctx.query), ctx.query)),
     }),
     defineRoute<ValueParams>({
       method: 'delete',
@@ -130,7 +131,10 @@ export function tagRoutes(tags: TagService): RouteSpec[] {
       tag,
       auth: 'workspace',
       request: { params: tagValueParams },
-      responses: { 204: { description: 'Deleted' }, 404: { description: 'Tag key or value not found in this workspace' } },
+      responses: {
+        204: { description: 'Deleted' },
+        404: { description: 'Tag key or value not found in this workspace' },
+      },
       handler: async (ctx) => {
         await tags.deleteValue(workspaceOf(ctx), ctx.params.tag_key_id, ctx.params.tag_value_id);
         return noContent();
@@ -165,7 +169,11 @@ export function tagRoutes(tags: TagService): RouteSpec[] {
         404: { description: 'Deployment or tag value not found in this workspace' },
       },
       handler: async (ctx) => {
-        const all = await tags.replaceDeploymentTags(workspaceOf(ctx), ctx.params.deployment_id, ctx.body.tag_value_ids);
+        const all = await tags.replaceDeploymentTags(
+          workspaceOf(ctx),
+          ctx.params.deployment_id,
+          ctx.body.tag_value_ids,
+        );
         return ok(envelope(all, { offset: 0, limit: all.length }));
       },
     }),

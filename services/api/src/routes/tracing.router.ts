@@ -1,4 +1,11 @@
-import { defineRoute, ok, workspaceOf, type HandlerResult, type RequestContext, type RouteSpec } from '../http/route.js';
+import {
+  defineRoute,
+  ok,
+  workspaceOf,
+  type HandlerResult,
+  type RequestContext,
+  type RouteSpec,
+} from '../http/route.js';
 import {
   ingestAccepted,
   listProjectsQuery,
@@ -35,13 +42,17 @@ const accepted = (): HandlerResult => ({ status: 202, body: {} });
  * trace front cannot serve), that deployment's project only.
  */
 const scopeOf = (ctx: RequestContext<any, any, any>): IntakeScope =>
-  ctx.traceWriter ? { workspaceId: ctx.traceWriter.workspaceId, boundTo: ctx.traceWriter.projectId } : { workspaceId: workspaceOf(ctx) };
+  ctx.traceWriter
+    ? { workspaceId: ctx.traceWriter.workspaceId, boundTo: ctx.traceWriter.projectId }
+    : { workspaceId: workspaceOf(ctx) };
 const ingestRefusals = {
   401: { description: 'Invalid or missing API key; nothing was written' },
   404: { description: 'A run names a project (`session_id`) that is not in this workspace; nothing was written' },
   413: { description: 'The body, a part or the number of runs is over the ingest limits; nothing was written' },
   415: { description: 'Not the content type or encoding this endpoint reads; nothing was written' },
-  422: { description: 'Malformed body, a run that is not valid, or text Postgres cannot store (NUL); nothing was written' },
+  422: {
+    description: 'Malformed body, a run that is not valid, or text Postgres cannot store (NUL); nothing was written',
+  },
 };
 
 /** The LangSmith-compatible tracing surface (docs/tracing.md): ingest and the reads the SDK makes. */
@@ -61,7 +72,8 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       method: 'post',
       path: `${TRACING_PREFIX}/runs/multipart`,
       operationId: 'ingestRunsMultipart',
-      summary: 'Ingest run creates and updates as multipart/form-data (parts post.<id>, patch.<id>, post.<id>.inputs, …), gzip or not',
+      summary:
+        'Ingest run creates and updates as multipart/form-data (parts post.<id>, patch.<id>, post.<id>.inputs, …), gzip or not',
       tag,
       auth: 'workspace',
       streamBody: true,
@@ -114,15 +126,26 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       traceIngest: true,
       request: { headers: otlpHeaders },
       responses: {
-        200: { description: 'Every span written: `{"partialSuccess":{}}`, or an empty ExportTraceServiceResponse to a protobuf request', schema: otlpExportResponse },
+        200: {
+          description:
+            'Every span written: `{"partialSuccess":{}}`, or an empty ExportTraceServiceResponse to a protobuf request',
+          schema: otlpExportResponse,
+        },
         ...ingestRefusals,
-        404: { description: 'A span names a project (`langsmith.trace.session_id`) that is not in this workspace; nothing was written' },
-        422: { description: 'Not an ExportTraceServiceRequest, or a span that is not valid (ids, times, parents in a cycle, NUL); nothing was written' },
+        404: {
+          description:
+            'A span names a project (`langsmith.trace.session_id`) that is not in this workspace; nothing was written',
+        },
+        422: {
+          description:
+            'Not an ExportTraceServiceRequest, or a span that is not valid (ids, times, parents in a cycle, NUL); nothing was written',
+        },
       },
       handler: async (ctx) => {
         await tracing.otlpTraces(scopeOf(ctx), ctx.headers, ctx.bodyStream!);
         // An OTLP client reads the answer in the encoding it sent: an empty protobuf message is zero bytes.
-        if (otlpEncodingOf(ctx.headers) === 'protobuf') return { status: 200, headers: { 'Content-Type': 'application/x-protobuf' } };
+        if (otlpEncodingOf(ctx.headers) === 'protobuf')
+          return { status: 200, headers: { 'Content-Type': 'application/x-protobuf' } };
         return ok({ partialSuccess: {} });
       },
     }),
@@ -153,7 +176,9 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       responses: { 200: { description: 'A page of projects', schema: tracingProjectList } },
       handler: async (ctx) => {
         const { name, name_contains, id, limit, offset } = ctx.query;
-        return ok(await tracing.listProjects(workspaceOf(ctx), { name, nameContains: name_contains, ids: id, limit, offset }));
+        return ok(
+          await tracing.listProjects(workspaceOf(ctx), { name, nameContains: name_contains, ids: id, limit, offset }),
+        );
       },
     }),
     defineRoute<{ session_id: string }>({
@@ -164,14 +189,18 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       tag,
       auth: 'workspace',
       request: { params: projectParams },
-      responses: { 200: { description: 'The project', schema: tracingProject }, 404: { description: 'Project not found in this workspace' } },
+      responses: {
+        200: { description: 'The project', schema: tracingProject },
+        404: { description: 'Project not found in this workspace' },
+      },
       handler: async (ctx) => ok(await tracing.getProject(workspaceOf(ctx), ctx.params.session_id)),
     }),
     defineRoute<{}, {}, RunsQueryInput>({
       method: 'post',
       path: `${TRACING_PREFIX}/runs/query`,
       operationId: 'queryRuns',
-      summary: "Query runs: by project (session), trace (in dotted order), parent, root-ness, type, error, start time and a filter expression",
+      summary:
+        'Query runs: by project (session), trace (in dotted order), parent, root-ness, type, error, start time and a filter expression',
       tag,
       auth: 'workspace',
       request: { body: queryRunsBody },
@@ -189,20 +218,30 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       tag,
       auth: 'workspace',
       request: { params: runParams },
-      responses: { 200: { description: 'The run', schema: tracingRun }, 404: { description: 'Run not found in this workspace' } },
+      responses: {
+        200: { description: 'The run', schema: tracingRun },
+        404: { description: 'Run not found in this workspace' },
+      },
       handler: async (ctx) => ok(await tracing.getRun(workspaceOf(ctx), ctx.params.run_id)),
     }),
     defineRoute<{}, {}, RunsQueryV2Input>({
       method: 'post',
       path: `${TRACING_V2_PREFIX}/runs/query`,
       operationId: 'queryRunsV2',
-      summary: 'Query runs of projects, newest first in a time window (default the last day), or one trace in tree order; only the selected fields',
+      summary:
+        'Query runs of projects, newest first in a time window (default the last day), or one trace in tree order; only the selected fields',
       tag,
       auth: 'workspace',
       request: { body: queryRunsV2Body },
       responses: {
-        200: { description: 'A page of runs (`id` and the selected fields) and the cursor of the next', schema: queryRunsV2Response },
-        422: { description: 'A filter this server does not answer, a cursor it did not give, or a dataset, feedback or AI-search query (not kept here)' },
+        200: {
+          description: 'A page of runs (`id` and the selected fields) and the cursor of the next',
+          schema: queryRunsV2Response,
+        },
+        422: {
+          description:
+            'A filter this server does not answer, a cursor it did not give, or a dataset, feedback or AI-search query (not kept here)',
+        },
       },
       handler: async (ctx) => ok(await tracing.queryRunsV2(workspaceOf(ctx), ctx.body)),
     }),
@@ -210,12 +249,16 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       method: 'get',
       path: `${TRACING_V2_PREFIX}/runs/:run_id`,
       operationId: 'getRunV2',
-      summary: "One run of a project: `id` and the selected fields (its own tokens)",
+      summary: 'One run of a project: `id` and the selected fields (its own tokens)',
       tag,
       auth: 'workspace',
       request: { params: runParams, query: runV2Query },
-      responses: { 200: { description: 'The run', schema: runV2 }, 404: { description: 'No such run in that project of this workspace' } },
-      handler: async (ctx) => ok(await tracing.getRunV2(workspaceOf(ctx), ctx.params.run_id, ctx.query.project_id, ctx.query.selects ?? [])),
+      responses: {
+        200: { description: 'The run', schema: runV2 },
+        404: { description: 'No such run in that project of this workspace' },
+      },
+      handler: async (ctx) =>
+        ok(await tracing.getRunV2(workspaceOf(ctx), ctx.params.run_id, ctx.query.project_id, ctx.query.selects ?? [])),
     }),
   ];
 }

@@ -17,7 +17,10 @@ export function uploadRoutes(uploads: UploadService): RouteSpec[] {
       auth: 'workspace',
       request: { params: deploymentParams },
       responses: {
-        200: { description: 'Where to PUT the tarball, and the object_path to PATCH the deployment with', schema: uploadUrlResponse },
+        200: {
+          description: 'Where to PUT the tarball, and the object_path to PATCH the deployment with',
+          schema: uploadUrlResponse,
+        },
         400: { description: 'Not an upload deployment, or it is being deleted' },
         404: { description: 'Deployment not found in this workspace' },
       },

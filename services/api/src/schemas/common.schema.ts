@@ -6,7 +6,11 @@ export const timestamp = () => Joi.string().isoDate().description('ISO 8601 UTC 
 /** `limit` / `offset` of every list endpoint (docs/api.md, Deployments; Listeners). */
 export const paginationQuery = {
   limit: Joi.number().integer().min(1).max(100).default(20).description('Maximum number of resources to return'),
-  offset: Joi.number().integer().min(0).default(0).description('Pagination offset; pass the returned `offset` for the next page'),
+  offset: Joi.number()
+    .integer()
+    .min(0)
+    .default(0)
+    .description('Pagination offset; pass the returned `offset` for the next page'),
 };
 
 export interface PaginationQuery {

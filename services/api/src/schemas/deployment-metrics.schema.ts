@@ -16,7 +16,10 @@ export interface DeploymentMetricsQuery {
   window: MetricWindow;
 }
 
-const point = Joi.array().items(Joi.number().allow(null)).length(2).description('[step start (Unix seconds), value or null]');
+const point = Joi.array()
+  .items(Joi.number().allow(null))
+  .length(2)
+  .description('[step start (Unix seconds), value or null]');
 const series = Joi.array().items(point).required();
 const number = () => Joi.number().allow(null).required();
 
@@ -34,15 +37,30 @@ const SERIES = [
   ['runs_started', 'Agent-server runs that began executing (first claim)'],
   ['runs_succeeded', 'Agent-server runs that ended successfully'],
   ['runs_failed', 'Agent-server runs that ended in an error or a timeout'],
-  ['run_duration_p50_ms', 'Median run duration from claim to final status, milliseconds, approximate (null: no run ended)'],
+  [
+    'run_duration_p50_ms',
+    'Median run duration from claim to final status, milliseconds, approximate (null: no run ended)',
+  ],
 ] as const;
 
 export const deploymentMetricsResponse = Joi.object({
-  window: Joi.string().valid(...Object.keys(METRIC_WINDOWS)).required(),
+  window: Joi.string()
+    .valid(...Object.keys(METRIC_WINDOWS))
+    .required(),
   step_seconds: Joi.number().integer().required(),
-  series: Joi.object(Object.fromEntries(SERIES.map(([name, description]) => [name, series.description(description)]))).required(),
-  totals: Joi.object(Object.fromEntries(SERIES.map(([name, description]) => [name, number().description(`${description}, over the window`)]))).required(),
-  instances_expected: Joi.number().integer().allow(null).required().description("The active revision's min_scale (null: no active revision)"),
+  series: Joi.object(
+    Object.fromEntries(SERIES.map(([name, description]) => [name, series.description(description)])),
+  ).required(),
+  totals: Joi.object(
+    Object.fromEntries(
+      SERIES.map(([name, description]) => [name, number().description(`${description}, over the window`)]),
+    ),
+  ).required(),
+  instances_expected: Joi.number()
+    .integer()
+    .allow(null)
+    .required()
+    .description("The active revision's min_scale (null: no active revision)"),
   instances: Joi.array()
     .items(
       Joi.object({
@@ -62,7 +80,12 @@ export const deploymentMetricsResponse = Joi.object({
   traces_by_revision: Joi.array()
     .items(
       Joi.object({
-        revision_id: Joi.string().allow(null).required().description("The revision its traces name (their runs' metadata.revision_id, which deployed instances set); null: traces naming none"),
+        revision_id: Joi.string()
+          .allow(null)
+          .required()
+          .description(
+            "The revision its traces name (their runs' metadata.revision_id, which deployed instances set); null: traces naming none",
+          ),
         traces: Joi.number().integer().required(),
         errors: Joi.number().integer().required().description('Traces whose root ended in an error'),
         latency_p50_ms: number().description('Median root latency of the traces that ended, milliseconds'),
@@ -74,5 +97,7 @@ export const deploymentMetricsResponse = Joi.object({
       }).id('RevisionTraceRollup'),
     )
     .required()
-    .description("The deployment's traces that started in the window, per revision, newest first (at most 20 revisions): compare error rate, latency and tokens across a rollout"),
+    .description(
+      "The deployment's traces that started in the window, per revision, newest first (at most 20 revisions): compare error rate, latency and tokens across a rollout",
+    ),
 }).id('DeploymentMetrics');

@@ -26,7 +26,12 @@ const CommaJoi = Joi.extend((joi) => ({
   base: joi.array(),
   coerce: {
     from: 'string',
-    method: (value: string) => ({ value: value.split(',').map((s) => s.trim()).filter(Boolean) }),
+    method: (value: string) => ({
+      value: value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    }),
   },
 }));
 const commaList = (item: Joi.Schema) => CommaJoi.commaList().items(item).max(100);
@@ -73,26 +78,42 @@ const listenerConfig = Joi.object({
 /** A repohost parent's previews per pull request (docs/api.md, Previews). */
 const previewSettings = Joi.object({
   enabled: Joi.boolean().default(true),
-  ttl_hours: Joi.number().integer().min(1).max(720).default(72).description('A preview is torn down this long after its last rollout'),
+  ttl_hours: Joi.number()
+    .integer()
+    .min(1)
+    .max(720)
+    .default(72)
+    .description('A preview is torn down this long after its last rollout'),
   database: Joi.string()
     .valid('empty', 'copy')
     .default('empty')
-    .description("'empty': each preview gets an empty database of its own; 'copy': a copy of the parent's, made when the preview is created"),
-  max_active: Joi.number().integer().min(1).max(50).default(5).description('Past this, a new preview replaces the least recently used one'),
+    .description(
+      "'empty': each preview gets an empty database of its own; 'copy': a copy of the parent's, made when the preview is created",
+    ),
+  max_active: Joi.number()
+    .integer()
+    .min(1)
+    .max(50)
+    .default(5)
+    .description('Past this, a new preview replaces the least recently used one'),
   approval_label: Joi.string()
     .trim()
     .min(1)
     .max(50)
     .allow(null)
     .default(DEFAULT_APPROVAL_LABEL)
-    .description("The forge label whose adding approves a fork's pull request at its current head (null: only an admin's approve)"),
+    .description(
+      "The forge label whose adding approves a fork's pull request at its current head (null: only an admin's approve)",
+    ),
   resource_spec: resourceSpec.allow(null).description("Overrides of the parent's resource_spec for its previews"),
   secrets: Joi.array()
     .items(secret)
     .unique('name')
     .max(100)
     .allow(null)
-    .description("Overrides of the parent's secrets for its previews (by name); stored sealed, shown masked; a masked value keeps the stored one"),
+    .description(
+      "Overrides of the parent's secrets for its previews (by name); stored sealed, shown masked; a masked value keeps the stored one",
+    ),
 })
   .allow(null)
   .id('PreviewSettings');
@@ -101,20 +122,29 @@ const sourceConfigFields = {
   integration_id: uuid().allow(null),
   repo_url: Joi.string().max(2048).allow(null),
   build_on_push: Joi.boolean().allow(null),
-  custom_url: Joi.string().uri({ scheme: ['http', 'https'] }).max(2048).allow(null),
+  custom_url: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .max(2048)
+    .allow(null),
   resource_spec: resourceSpec.allow(null),
   listener_id: uuid().allow(null),
   listener_config: listenerConfig,
   install_command: Joi.string().max(4096).allow(null),
   build_command: Joi.string().max(4096).allow(null),
-  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null),
+  deployment_type: Joi.string()
+    .valid(...DEPLOYMENT_TYPES)
+    .allow(null),
   serving_auth: Joi.string()
     .valid('api_key', 'none')
     .allow(null)
-    .description("Who may call an agent server's serving URL: 'api_key' (the default) requires a workspace API key in X-Api-Key; 'none' lets anyone in (only an admin may set it)"),
+    .description(
+      "Who may call an agent server's serving URL: 'api_key' (the default) requires a workspace API key in X-Api-Key; 'none' lets anyone in (only an admin may set it)",
+    ),
   tracing: Joi.boolean()
     .allow(null)
-    .description("Whether instances send their traces to the deployment's tracing project (LANGSMITH_* variables, docs/tracing.md); false turns it off. Default on; a change rolls out a new revision"),
+    .description(
+      "Whether instances send their traces to the deployment's tracing project (LANGSMITH_* variables, docs/tracing.md); false turns it off. Default on; a change rolls out a new revision",
+    ),
   previews: previewSettings,
 };
 
@@ -123,17 +153,26 @@ const sourceRevisionConfigFields = {
   graph_config_path: relativePath.allow(null),
   langgraph_config_path: relativePath.allow(null).description('Alias of graph_config_path'),
   image_uri: Joi.string().max(1024).pattern(/^\S+$/).allow(null),
-  repo_commit_sha: Joi.string().pattern(/^[0-9a-f]{7,64}$/).allow(null),
+  repo_commit_sha: Joi.string()
+    .pattern(/^[0-9a-f]{7,64}$/)
+    .allow(null),
   source_tarball_path: Joi.string().max(1024).allow(null),
 };
 
 export const createDeploymentBody = Joi.object({
   name: deploymentName.required(),
-  source: Joi.string().valid(...SOURCE_INPUTS).required().description('repohost | external_container | upload | internal_docker (aliases: github, external_docker, internal_source)'),
+  source: Joi.string()
+    .valid(...SOURCE_INPUTS)
+    .required()
+    .description(
+      'repohost | external_container | upload | internal_docker (aliases: github, external_docker, internal_source)',
+    ),
   source_config: Joi.object(sourceConfigFields).required().id('SourceConfigInput'),
   source_revision_config: Joi.object(sourceRevisionConfigFields).required().id('SourceRevisionConfigInput'),
   secrets: secrets.default([]),
-  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null),
+  deployment_type: Joi.string()
+    .valid(...DEPLOYMENT_TYPES)
+    .allow(null),
   image_version: Joi.string().max(255).allow(null),
 })
   .required()
@@ -154,9 +193,14 @@ export const patchDeploymentBody = Joi.object({
   source_config: Joi.object(sourceConfigFields).allow(null),
   source_revision_config: Joi.object(sourceRevisionConfigFields).allow(null),
   secrets: secrets.allow(null),
-  revision_source: Joi.string().valid(...SOURCE_INPUTS).allow(null).description('CLI compatibility: `internal_source` for an uploaded tarball, `internal_docker` for a pushed image'),
+  revision_source: Joi.string()
+    .valid(...SOURCE_INPUTS)
+    .allow(null)
+    .description('CLI compatibility: `internal_source` for an uploaded tarball, `internal_docker` for a pushed image'),
   image_version: Joi.string().max(255).allow(null),
-  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null),
+  deployment_type: Joi.string()
+    .valid(...DEPLOYMENT_TYPES)
+    .allow(null),
 })
   .required()
   .id('PatchDeployment');
@@ -197,14 +241,16 @@ export const listDeploymentsQuery = Joi.object({
   deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES),
   deployment_ids: commaList(uuid()),
   is_preview: Joi.boolean().description('true: only previews of pull requests; false: no previews (default: both)'),
-  preview_of: uuid().description("Only the previews of this deployment"),
+  preview_of: uuid().description('Only the previews of this deployment'),
 })
   // A filter this server does not implement (e.g. agent_id) is a 422 naming it, never silently ignored.
   .unknown(false);
 
 export const listRevisionsQuery = Joi.object({
   ...paginationQuery,
-  remote_reconciled: Joi.boolean().description('true: only if the deployment is reconciled by a listener; false: only if not'),
+  remote_reconciled: Joi.boolean().description(
+    'true: only if the deployment is reconciled by a listener; false: only if not',
+  ),
   status: commaList(Joi.string().valid(...REVISION_STATUSES)),
 });
 
@@ -237,7 +283,9 @@ const sourceRevisionConfigResponse = Joi.object({
   graph_config_path: Joi.string().allow(null),
   image_uri: Joi.string().allow(null),
   repo_commit_sha: Joi.string().allow(null),
-  repo_commit_message: Joi.string().allow(null, '').description("The built commit's message (its first 2,000 characters), from the build's checkout"),
+  repo_commit_message: Joi.string()
+    .allow(null, '')
+    .description("The built commit's message (its first 2,000 characters), from the build's checkout"),
   repo_commit_author: Joi.string().allow(null, '').description("The built commit's author's name"),
   source_tarball_path: Joi.string().allow(null),
 }).id('SourceRevisionConfig');
@@ -245,18 +293,32 @@ const sourceRevisionConfigResponse = Joi.object({
 export const deploymentResponse = Joi.object({
   id: uuid().required(),
   name: Joi.string().required(),
-  source: Joi.string().valid(...SOURCE_OUTPUTS).required(),
+  source: Joi.string()
+    .valid(...SOURCE_OUTPUTS)
+    .required(),
   source_config: sourceConfigResponse.required(),
   source_revision_config: sourceRevisionConfigResponse.required(),
-  secrets: Joi.array().items(Joi.object({ name: Joi.string(), value: Joi.string().valid('********') })).required(),
-  status: Joi.string().valid(...DEPLOYMENT_STATUSES).required(),
-  deployment_type: Joi.string().valid(...DEPLOYMENT_TYPES).allow(null).required(),
+  secrets: Joi.array()
+    .items(Joi.object({ name: Joi.string(), value: Joi.string().valid('********') }))
+    .required(),
+  status: Joi.string()
+    .valid(...DEPLOYMENT_STATUSES)
+    .required(),
+  deployment_type: Joi.string()
+    .valid(...DEPLOYMENT_TYPES)
+    .allow(null)
+    .required(),
   latest_revision_id: uuid().allow(null).required(),
   active_revision_id: uuid().allow(null).required(),
   image_version: Joi.string().allow(null).required(),
   tenant_id: uuid().required(),
   tracing_project_id: uuid().allow(null).required(),
-  tracer_session_id: uuid().allow(null).required().description('The same id as tracing_project_id, under the hosted API\'s name (the project of GET /v2/deployments/{id}/traces and of /api/v1/sessions)'),
+  tracer_session_id: uuid()
+    .allow(null)
+    .required()
+    .description(
+      "The same id as tracing_project_id, under the hosted API's name (the project of GET /v2/deployments/{id}/traces and of /api/v1/sessions)",
+    ),
   agent_server: Joi.boolean()
     .allow(null)
     .required()
@@ -264,7 +326,9 @@ export const deploymentResponse = Joi.object({
       "Whether this deployment is an agent server, whose serving URL requires a workspace API key unless source_config.serving_auth is 'none': from the active revision, else the latest (a build says it of its artifact; an image's rollout says it of an image with LANGSERVE_GRAPHS in its environment or the label dev.slipway.agent-server=true); always true for internal_docker; null until known (a revision built or an image rolled out)",
     ),
   url: Joi.string().allow(null).required(),
-  is_preview: Joi.boolean().required().description("A preview of a pull request of another deployment (docs/api.md, Previews)"),
+  is_preview: Joi.boolean()
+    .required()
+    .description('A preview of a pull request of another deployment (docs/api.md, Previews)'),
   preview: Joi.object({
     parent_id: uuid().allow(null).required(),
     pull_request: Joi.object({
@@ -275,15 +339,27 @@ export const deploymentResponse = Joi.object({
     }).required(),
     expires_at: timestamp().allow(null).required(),
     feedback: Joi.object({
-      reported_state: Joi.string().valid('pending', 'success', 'failure').allow(null).required().description('What the pull request was last told (its commit status)'),
-      attempts: Joi.number().integer().required().description('Failed attempts at telling the current state (given up after 5)'),
-      last_error: Joi.string().allow(null).required().description("The forge's last refusal, kept until a report goes through"),
+      reported_state: Joi.string()
+        .valid('pending', 'success', 'failure')
+        .allow(null)
+        .required()
+        .description('What the pull request was last told (its commit status)'),
+      attempts: Joi.number()
+        .integer()
+        .required()
+        .description('Failed attempts at telling the current state (given up after 5)'),
+      last_error: Joi.string()
+        .allow(null)
+        .required()
+        .description("The forge's last refusal, kept until a report goes through"),
       next_attempt_at: timestamp().required(),
       updated_at: timestamp().required(),
     })
       .allow(null)
       .required()
-      .description('A forge-opened preview: what Slipway last told its pull request; null for others (and before the first report)'),
+      .description(
+        'A forge-opened preview: what Slipway last told its pull request; null for others (and before the first report)',
+      ),
   })
     .allow(null)
     .required(),
@@ -297,23 +373,34 @@ export const deploymentList = listEnvelope(deploymentResponse, 'DeploymentList')
 export const revisionResponse = Joi.object({
   id: uuid().required(),
   deployment_id: uuid().required(),
-  status: Joi.string().valid(...REVISION_STATUSES).required(),
+  status: Joi.string()
+    .valid(...REVISION_STATUSES)
+    .required(),
   status_message: Joi.string().allow(null).required(),
-  source: Joi.string().valid(...SOURCE_OUTPUTS).required(),
+  source: Joi.string()
+    .valid(...SOURCE_OUTPUTS)
+    .required(),
   source_revision_config: sourceRevisionConfigResponse.required(),
   image_uri: Joi.string().allow(null).required(),
   image_digest: Joi.string()
     .allow(null)
     .required()
-    .description('internal_docker: the manifest digest the revision runs (a tag is resolved when the revision is made)'),
+    .description(
+      'internal_docker: the manifest digest the revision runs (a tag is resolved when the revision is made)',
+    ),
   resource_spec: resourceSpec.required(),
-  secrets: Joi.array().items(Joi.object({ name: Joi.string() })).required().description('Names only'),
+  secrets: Joi.array()
+    .items(Joi.object({ name: Joi.string() }))
+    .required()
+    .description('Names only'),
   redeployed_from: uuid().allow(null).required(),
   trigger: Joi.string()
     .valid(...REVISION_TRIGGERS)
     .allow(null)
     .required()
-    .description('Why it exists: create, patch, push, upload (a source tarball), image_push (a built-in registry image), redeploy, preview, api_revision (POST …/revisions); null for revisions made before this was recorded'),
+    .description(
+      'Why it exists: create, patch, push, upload (a source tarball), image_push (a built-in registry image), redeploy, preview, api_revision (POST …/revisions); null for revisions made before this was recorded',
+    ),
   created_by: Joi.object({
     kind: Joi.string().valid('api_key', 'user', 'system').required(),
     id: Joi.string().allow(null).required(),
@@ -321,11 +408,15 @@ export const revisionResponse = Joi.object({
   })
     .allow(null)
     .required()
-    .description("Who made it: an API key (its id and description), a user (its token's subject and name), or Slipway (what set it off: a push, a pull request)"),
+    .description(
+      "Who made it: an API key (its id and description), a user (its token's subject and name), or Slipway (what set it off: a push, a pull request)",
+    ),
   artifact_pruned_at: timestamp()
     .allow(null)
     .required()
-    .description('When retention pruned the built artifact (docs/operations.md, Quotas and retention); a redeploy then rebuilds it'),
+    .description(
+      'When retention pruned the built artifact (docs/operations.md, Quotas and retention); a redeploy then rebuilds it',
+    ),
   created_at: timestamp().required(),
   updated_at: timestamp().required(),
 }).id('Revision');

@@ -1,7 +1,10 @@
 import Joi from 'joi';
 import { listEnvelope, timestamp, uuid } from './common.schema.js';
 
-const host = Joi.string().min(1).max(2048).description("A domain name (`agent.example.com`); a URL's scheme, port and path are ignored");
+const host = Joi.string()
+  .min(1)
+  .max(2048)
+  .description("A domain name (`agent.example.com`); a URL's scheme, port and path are ignored");
 
 export const domainParams = Joi.object({ deployment_id: uuid().required(), host: host.required() });
 
@@ -12,7 +15,10 @@ export const removeDomainQuery = Joi.object({ host: host.required() });
 export const domainResponse = Joi.object({
   host: Joi.string().required().description('Lower case, no port'),
   state: Joi.string().valid('pending_verification', 'issuing', 'active', 'failed').required(),
-  error: Joi.string().allow(null).required().description('Why it is not active yet: the missing TXT record, or the ACME error'),
+  error: Joi.string()
+    .allow(null)
+    .required()
+    .description('Why it is not active yet: the missing TXT record, or the ACME error'),
   verification: Joi.object({
     type: Joi.string().valid('TXT').required(),
     name: Joi.string().required(),

@@ -32,7 +32,9 @@ export const listEventsQuery = Joi.object({
 });
 
 export const streamEventsQuery = Joi.object({
-  after: eventCursor.description('Start after this event id (Last-Event-ID wins); without either, only new events come'),
+  after: eventCursor.description(
+    'Start after this event id (Last-Event-ID wins); without either, only new events come',
+  ),
   ...filters,
 });
 
@@ -48,12 +50,18 @@ export const eventResponse = Joi.object({
   created_at: timestamp().required(),
   deployment_id: uuid().allow(null).required(),
   revision_id: uuid().allow(null).required(),
-  data: Joi.object().unknown(true).required().description('status_changed: from, to (and status_message for revisions)'),
+  data: Joi.object()
+    .unknown(true)
+    .required()
+    .description('status_changed: from, to (and status_message for revisions)'),
 }).id('Event');
 
 export const eventPage = Joi.object({
   resources: Joi.array().items(eventResponse).required(),
-  offset: Joi.string().allow(null).required().description('Pass as `after` for the next page: the last id returned, else the `after` given'),
+  offset: Joi.string()
+    .allow(null)
+    .required()
+    .description('Pass as `after` for the next page: the last id returned, else the `after` given'),
 }).id('EventPage');
 
 export interface EventFilters {

@@ -11,7 +11,9 @@ import { listEnvelope, paginationQuery, timestamp, uuid } from './common.schema.
 const apiUrl = Joi.string()
   .max(2048)
   .uri({ scheme: ['http', 'https'] })
-  .description('REST API base URL: https to a public address (plain http or private addresses only for hosts allow-listed in SLIPWAY_OUTBOUND_ALLOW_HOSTS)');
+  .description(
+    'REST API base URL: https to a public address (plain http or private addresses only for hosts allow-listed in SLIPWAY_OUTBOUND_ALLOW_HOSTS)',
+  );
 
 const absolutePath = Joi.string()
   .max(4096)
@@ -34,7 +36,9 @@ const pemPrivateKey = Joi.string()
 const token = Joi.string().min(1).max(1000).pattern(/^\S+$/).description('Write-only; never returned');
 
 export const localConfig = Joi.object({
-  root: absolutePath.required().description('Directory whose direct children are git repositories; must lie under SLIPWAY_LOCAL_REPOS_ROOT'),
+  root: absolutePath
+    .required()
+    .description('Directory whose direct children are git repositories; must lie under SLIPWAY_LOCAL_REPOS_ROOT'),
 })
   .required()
   .id('LocalIntegrationConfig');
@@ -43,7 +47,13 @@ export const githubConfig = Joi.object({
   api_url: apiUrl.default(GITHUB_API_URL),
   token,
   app_id: Joi.alternatives()
-    .try(Joi.number().integer().min(1), Joi.string().min(1).max(100).pattern(/^[A-Za-z0-9._-]+$/))
+    .try(
+      Joi.number().integer().min(1),
+      Joi.string()
+        .min(1)
+        .max(100)
+        .pattern(/^[A-Za-z0-9._-]+$/),
+    )
     .description('GitHub App ID (or client ID)'),
   private_key: pemPrivateKey.description('GitHub App private key (PEM); write-only, never returned'),
   installation_id: Joi.number().integer().min(1).description('Installation of the App whose repositories are listed'),
@@ -141,7 +151,9 @@ export const branchList = Joi.array().items(branchEntry).max(100).id('Repository
 
 /** The headers a push webhook reads (documented; any value is accepted, the signature decides). */
 export const webhookHeaders = Joi.object({
-  'x-hub-signature-256': Joi.string().description('`sha256=<hex HMAC-SHA256 of the raw body under the webhook secret>`'),
+  'x-hub-signature-256': Joi.string().description(
+    '`sha256=<hex HMAC-SHA256 of the raw body under the webhook secret>`',
+  ),
   'x-github-event': Joi.string().description('`push` builds; `ping` answers pong; others are recorded and ignored'),
   'x-gitea-event': Joi.string().description('As X-GitHub-Event, from Gitea/Forgejo'),
   'x-github-delivery': Joi.string().description('Delivery id; a re-delivery never builds twice'),

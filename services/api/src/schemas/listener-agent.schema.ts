@@ -29,11 +29,16 @@ const desiredDeployment = Joi.object({
     .allow(null)
     .required()
     .description('`apply`: the revision to roll out; `delete`: the active revision (null if none ever served)'),
-  action: Joi.string().valid(...DESIRED_ACTIONS).required(),
+  action: Joi.string()
+    .valid(...DESIRED_ACTIONS)
+    .required(),
   image_uri: Joi.string().allow(null).required(),
   resource_spec: resourceSpec.allow(null).required(),
   secrets: Joi.array().items(desiredSecret).required().description('Empty for `delete`'),
-  manifests: Joi.array().items(kubernetesObject).required().description('`delete`: the objects to remove, Secrets without data'),
+  manifests: Joi.array()
+    .items(kubernetesObject)
+    .required()
+    .description('`delete`: the objects to remove, Secrets without data'),
 }).id('DesiredDeployment');
 
 export const desiredStateResponse = Joi.object({
@@ -44,8 +49,13 @@ export const desiredStateResponse = Joi.object({
 
 const revisionReport = Joi.object({
   revision_id: uuid().required(),
-  status: Joi.string().valid(...REPORTABLE_STATUSES).required(),
-  message: Joi.string().max(4096).allow('', null).description('Why; stored (secret values redacted) as the revision status_message'),
+  status: Joi.string()
+    .valid(...REPORTABLE_STATUSES)
+    .required(),
+  message: Joi.string()
+    .max(4096)
+    .allow('', null)
+    .description('Why; stored (secret values redacted) as the revision status_message'),
 }).id('RevisionReport');
 
 /** Longest log line an agent may ship; the same bound as the deployer's own log lines. */
@@ -53,7 +63,9 @@ export const REPORT_MAX_LOG_LINE = 8_192;
 
 const logLine = Joi.object({
   revision_id: uuid().required(),
-  level: Joi.string().valid(...REPORT_LOG_LEVELS).default('info'),
+  level: Joi.string()
+    .valid(...REPORT_LOG_LEVELS)
+    .default('info'),
   message: Joi.string().max(REPORT_MAX_LOG_LINE).allow('').required(),
 })
   .id('ListenerLogLine')

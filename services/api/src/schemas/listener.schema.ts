@@ -16,24 +16,40 @@ export const podPolicy = Joi.object({
   volume_types: Joi.array()
     .items(Joi.string().valid(...RELAXABLE_VOLUME_TYPES))
     .unique()
-    .description('Volume sources allowed beyond emptyDir and the deployment\'s own Secret/ConfigMap'),
-  namespace_config_refs: Joi.boolean().description('Volumes, envFrom and valueFrom may name any Secret or ConfigMap of the namespace'),
-  service_account: Joi.boolean().description('resource_spec.service_account_name is used (token mounted) instead of the deployment\'s own tokenless one'),
+    .description("Volume sources allowed beyond emptyDir and the deployment's own Secret/ConfigMap"),
+  namespace_config_refs: Joi.boolean().description(
+    'Volumes, envFrom and valueFrom may name any Secret or ConfigMap of the namespace',
+  ),
+  service_account: Joi.boolean().description(
+    "resource_spec.service_account_name is used (token mounted) instead of the deployment's own tokenless one",
+  ),
   ingress_annotations: Joi.boolean().description('resource_spec.annotations also go on the Ingress'),
 })
   .allow(null)
   .id('PodPolicy')
-  .description('Relaxations of the Kubernetes pod policy for this listener\'s deployments; null or absent: none. Never beyond Pod Security Standards restricted');
+  .description(
+    "Relaxations of the Kubernetes pod policy for this listener's deployments; null or absent: none. Never beyond Pod Security Standards restricted",
+  );
 
 export const computeConfig = Joi.object({
-  k8s_namespaces: Joi.array().items(namespace).unique().max(1000).allow(null).description('Namespaces the listener may deploy into; null: any'),
+  k8s_namespaces: Joi.array()
+    .items(namespace)
+    .unique()
+    .max(1000)
+    .allow(null)
+    .description('Namespaces the listener may deploy into; null: any'),
   pod_policy: podPolicy,
 })
   .id('ComputeConfig')
   .description('Fields specific to `compute_type`; all nullable');
 
-const computeType = Joi.string().valid(...COMPUTE_TYPES).description('Compute type of the listener');
-const computeId = Joi.string().min(1).max(253).description('ID of the compute infrastructure (for k8s, e.g. the cluster name)');
+const computeType = Joi.string()
+  .valid(...COMPUTE_TYPES)
+  .description('Compute type of the listener');
+const computeId = Joi.string()
+  .min(1)
+  .max(253)
+  .description('ID of the compute infrastructure (for k8s, e.g. the cluster name)');
 const version = Joi.string().max(200).allow(null).description('Version of the listener');
 
 export const listenerParams = Joi.object({ listener_id: uuid().required() });

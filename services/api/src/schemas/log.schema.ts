@@ -10,23 +10,41 @@ export const logCursor = Joi.string().pattern(/^[0-9]{1,18}$/);
 
 const paging = {
   limit: Joi.number().integer().min(1).max(LOG_PAGE_MAX).default(50).description('Lines per page'),
-  order: Joi.string().valid('asc', 'desc').default('asc').description('asc: oldest first; desc: newest first (by timestamp, then id)'),
+  order: Joi.string()
+    .valid('asc', 'desc')
+    .default('asc')
+    .description('asc: oldest first; desc: newest first (by timestamp, then id)'),
 };
 
 /** The filters of every log endpoint (docs/api.md, Logs); null is "not given" (the CLIs send nulls). */
 const filters = {
-  level: Joi.string().max(32).allow(null, '').description('Only lines of this level (case-insensitive: info, warn, error)'),
-  query: Joi.string().max(1000).allow(null, '').description('Only lines whose message contains this text (case-insensitive)'),
+  level: Joi.string()
+    .max(32)
+    .allow(null, '')
+    .description('Only lines of this level (case-insensitive: info, warn, error)'),
+  query: Joi.string()
+    .max(1000)
+    .allow(null, '')
+    .description('Only lines whose message contains this text (case-insensitive)'),
   start_time: Joi.date().iso().allow(null, '').description('Only lines at or after this time (inclusive)'),
   end_time: Joi.date().iso().allow(null, '').description('Only lines before this time (exclusive)'),
-  instance: Joi.number().integer().min(0).max(999).allow(null).description('Only deploy-log lines printed by the instance of this index'),
+  instance: Joi.number()
+    .integer()
+    .min(0)
+    .max(999)
+    .allow(null)
+    .description('Only deploy-log lines printed by the instance of this index'),
 };
 
 export const logsQuery = Joi.object({
-  type: Joi.string().valid(...LOG_TYPES).default('build'),
+  type: Joi.string()
+    .valid(...LOG_TYPES)
+    .default('build'),
   ...paging,
   ...filters,
-  offset: logCursor.allow('').description('The `next_offset` (or any line id) of the previous page: continue strictly after that line'),
+  offset: logCursor
+    .allow('')
+    .description('The `next_offset` (or any line id) of the previous page: continue strictly after that line'),
   follow: Joi.boolean()
     .default(false)
     .description(
@@ -54,7 +72,9 @@ export const logsBody = Joi.object({
   .id('LogsQuery');
 
 export const workspaceLogsQuery = Joi.object({
-  type: Joi.string().valid(...LOG_TYPES).description('build or deploy; both when absent'),
+  type: Joi.string()
+    .valid(...LOG_TYPES)
+    .description('build or deploy; both when absent'),
   deployment_id: uuid(),
   revision_id: uuid(),
   ...paging,
@@ -62,7 +82,9 @@ export const workspaceLogsQuery = Joi.object({
   offset: logCursor.allow('').description('The `next_offset` of the previous page'),
   follow: Joi.boolean()
     .default(false)
-    .description('Server-Sent Events: every matching line, then new ones as they are stored, until the client leaves; `Last-Event-ID` resumes'),
+    .description(
+      'Server-Sent Events: every matching line, then new ones as they are stored, until the client leaves; `Last-Event-ID` resumes',
+    ),
 });
 
 const entryFields = {
@@ -70,13 +92,19 @@ const entryFields = {
   timestamp: timestamp().required(),
   level: Joi.string().required(),
   message: Joi.string().allow('').required(),
-  instance: Joi.number().integer().description('Index of the instance that printed the line (deploy logs); absent on build lines and the rollout\'s own lines'),
+  instance: Joi.number()
+    .integer()
+    .description(
+      "Index of the instance that printed the line (deploy logs); absent on build lines and the rollout's own lines",
+    ),
 };
 
 const nextOffset = Joi.string()
   .allow(null)
   .required()
-  .description('Cursor to continue after the last line returned (also to follow a growing log); null when this page is empty');
+  .description(
+    'Cursor to continue after the last line returned (also to follow a growing log); null when this page is empty',
+  );
 
 export const logPageResponse = Joi.object({
   logs: Joi.array().items(Joi.object(entryFields).id('LogEntry')).required(),
@@ -90,7 +118,9 @@ export const workspaceLogPageResponse = Joi.object({
         ...entryFields,
         deployment_id: uuid().required(),
         revision_id: uuid().required(),
-        type: Joi.string().valid(...LOG_TYPES).required(),
+        type: Joi.string()
+          .valid(...LOG_TYPES)
+          .required(),
       }).id('WorkspaceLogEntry'),
     )
     .required(),

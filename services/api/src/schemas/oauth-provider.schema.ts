@@ -42,7 +42,10 @@ export const createOAuthProviderBody = Joi.object({
   auth_url: providerUrl.required(),
   token_url: providerUrl.required(),
   uses_pkce: Joi.boolean().default(false),
-  code_challenge_method: Joi.string().valid(...CODE_CHALLENGE_METHODS).allow(null).default('S256'),
+  code_challenge_method: Joi.string()
+    .valid(...CODE_CHALLENGE_METHODS)
+    .allow(null)
+    .default('S256'),
   provider_type: Joi.string().max(100).allow(null),
 })
   .required()
@@ -60,7 +63,9 @@ export const patchOAuthProviderBody = Joi.object({
   auth_url: providerUrl.allow(null),
   token_url: providerUrl.allow(null),
   uses_pkce: Joi.boolean().allow(null),
-  code_challenge_method: Joi.string().valid(...CODE_CHALLENGE_METHODS).allow(null),
+  code_challenge_method: Joi.string()
+    .valid(...CODE_CHALLENGE_METHODS)
+    .allow(null),
   provider_type: Joi.string().max(100).allow(null),
 })
   .required()

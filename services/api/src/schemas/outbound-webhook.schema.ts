@@ -4,13 +4,19 @@ import { EVENT_TYPES, eventResponse, type EventType } from './event.schema.js';
 
 /** The event of a delivery: a workspace event, or the synthetic event of a test delivery. */
 const deliveredEvent = eventResponse
-  .keys({ type: Joi.string().valid(...EVENT_TYPES, 'webhook.test').required() })
+  .keys({
+    type: Joi.string()
+      .valid(...EVENT_TYPES, 'webhook.test')
+      .required(),
+  })
   .id('DeliveredEvent');
 
 const url = Joi.string()
   .uri({ scheme: ['http', 'https'] })
   .max(2048)
-  .description('Receiver URL: https, or http to a host allow-listed in SLIPWAY_OUTBOUND_ALLOW_HOSTS; never a private address unless allow-listed');
+  .description(
+    'Receiver URL: https, or http to a host allow-listed in SLIPWAY_OUTBOUND_ALLOW_HOSTS; never a private address unless allow-listed',
+  );
 const eventTypes = Joi.array()
   .items(Joi.string().valid(...EVENT_TYPES))
   .min(1)
@@ -26,7 +32,9 @@ const deploymentIds = Joi.array()
 const description = Joi.string().max(1000).allow(null, '');
 const format = Joi.string()
   .valid('standard', 'slack')
-  .description('`standard`: the event as JSON (default); `slack`: a Slack incoming-webhook message `{"text"}` describing it');
+  .description(
+    '`standard`: the event as JSON (default); `slack`: a Slack incoming-webhook message `{"text"}` describing it',
+  );
 
 export const createOutboundWebhookBody = Joi.object({
   url: url.required(),
@@ -38,7 +46,13 @@ export const createOutboundWebhookBody = Joi.object({
   .required()
   .id('CreateWebhook');
 
-export const patchOutboundWebhookBody = Joi.object({ url, event_types: eventTypes, deployment_ids: deploymentIds, description, format })
+export const patchOutboundWebhookBody = Joi.object({
+  url,
+  event_types: eventTypes,
+  deployment_ids: deploymentIds,
+  description,
+  format,
+})
   .min(1)
   .required()
   .id('PatchWebhook');
@@ -59,7 +73,11 @@ export const outboundWebhookResponse = Joi.object({
 }).id('Webhook');
 
 export const createdOutboundWebhookResponse = outboundWebhookResponse
-  .keys({ secret: Joi.string().required().description('`whsec_<base64>`: shown only in this response; verify signatures with it') })
+  .keys({
+    secret: Joi.string()
+      .required()
+      .description('`whsec_<base64>`: shown only in this response; verify signatures with it'),
+  })
   .id('CreatedWebhook');
 
 export const outboundWebhookList = listEnvelope(outboundWebhookResponse, 'WebhookList');
@@ -77,11 +95,13 @@ export const webhookDeliveryResponse = Joi.object({
   id: uuid().required().description('Also the `webhook-id` header: the same for every attempt and redelivery'),
   webhook_id: uuid().required(),
   event_id: Joi.string().required(),
-  event_type: Joi.string().required().description('The event\'s type; `webhook.test` for a test delivery'),
+  event_type: Joi.string().required().description("The event's type; `webhook.test` for a test delivery"),
   status: Joi.string().valid('pending', 'succeeded', 'failed').required(),
   created_at: timestamp().required(),
   updated_at: timestamp().required(),
-  event: deliveredEvent.required().description('The event delivered (the body, for the `standard` format); `webhook.test` for a test delivery'),
+  event: deliveredEvent
+    .required()
+    .description('The event delivered (the body, for the `standard` format); `webhook.test` for a test delivery'),
   attempts: Joi.array().items(attemptResponse).required().description('Every attempt, oldest first'),
 }).id('WebhookDelivery');
 

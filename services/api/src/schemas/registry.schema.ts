@@ -1,7 +1,11 @@
 import Joi from 'joi';
 
 export const pushTokenResponse = Joi.object({
-  token: Joi.string().required().description('Use as the password of user `oauth2accesstoken` (`docker login -u oauth2accesstoken --password-stdin`)'),
+  token: Joi.string()
+    .required()
+    .description(
+      'Use as the password of user `oauth2accesstoken` (`docker login -u oauth2accesstoken --password-stdin`)',
+    ),
   registry_url: Joi.string().required().description('`<host:port>/<prefix>`: push to `<registry_url>/<name>:<tag>`'),
   expires_at: Joi.string().isoDate().required(),
 }).id('PushToken');

@@ -41,7 +41,18 @@ export const container = Joi.object({
  * decides which may be used (docs/operations.md, Kubernetes pod policy): `hostPath` and `nfs` are
  * listed only so that a 422 can name them.
  */
-const volumeSources = ['configMap', 'secret', 'emptyDir', 'persistentVolumeClaim', 'nfs', 'projected', 'downwardAPI', 'csi', 'ephemeral', 'hostPath'] as const;
+const volumeSources = [
+  'configMap',
+  'secret',
+  'emptyDir',
+  'persistentVolumeClaim',
+  'nfs',
+  'projected',
+  'downwardAPI',
+  'csi',
+  'ephemeral',
+  'hostPath',
+] as const;
 
 export const volume = Joi.object({
   name: Joi.string().max(63).pattern(DNS1123_LABEL).required(),
@@ -62,7 +73,9 @@ export const resourceSpec = Joi.object({
   cpu_limit: positive(),
   memory_mb: positive().integer(),
   memory_limit_mb: positive().integer(),
-  queue_enabled: Joi.boolean().description('Separate queue workers run the graphs and API instances only serve (default: whether queue_min_scale is given)'),
+  queue_enabled: Joi.boolean().description(
+    'Separate queue workers run the graphs and API instances only serve (default: whether queue_min_scale is given)',
+  ),
   queue_min_scale: count(),
   queue_max_scale: Joi.number().integer().min(1).max(1000),
   queue_cpu: positive(),

@@ -5,7 +5,12 @@ import { timestamp, uuid } from './common.schema.js';
 export const REVISION_HISTORY_MAX = 100;
 
 export const revisionHistoryQuery = Joi.object({
-  limit: Joi.number().integer().min(1).max(REVISION_HISTORY_MAX).default(50).description('How many of the newest revisions'),
+  limit: Joi.number()
+    .integer()
+    .min(1)
+    .max(REVISION_HISTORY_MAX)
+    .default(50)
+    .description('How many of the newest revisions'),
 });
 
 export interface RevisionHistoryQuery {
@@ -28,7 +33,11 @@ export const revisionHistoryResponse = Joi.object({
               from: status().allow(null).required(),
               to: status().required(),
               at: timestamp().required(),
-              time_in_status_ms: Joi.number().integer().allow(null).required().description('How long the revision had been in `from`'),
+              time_in_status_ms: Joi.number()
+                .integer()
+                .allow(null)
+                .required()
+                .description('How long the revision had been in `from`'),
             }).id('RevisionStatusChange'),
           )
           .required()

@@ -29,7 +29,12 @@ export const createTagValueBody = Joi.object({ value: tagValue.required() }).req
 
 /** At most one value per key is checked in the service, where the keys are known. */
 export const putDeploymentTagsBody = Joi.object({
-  tag_value_ids: Joi.array().items(uuid()).unique().max(100).required().description('The complete new set; [] removes all'),
+  tag_value_ids: Joi.array()
+    .items(uuid())
+    .unique()
+    .max(100)
+    .required()
+    .description('The complete new set; [] removes all'),
 })
   .required()
   .id('PutDeploymentTags');

@@ -5,7 +5,9 @@ import { uuid } from './common.schema.js';
 /** Schemas of the LangSmith-compatible surface under /api/v1 (docs/tracing.md). Field names are LangSmith's. */
 
 export const tracingInfoResponse = Joi.object({
-  version: Joi.string().required().description('The LangSmith API level answered here (the langsmith client compares it)'),
+  version: Joi.string()
+    .required()
+    .description('The LangSmith API level answered here (the langsmith client compares it)'),
   slipway_version: Joi.string().required(),
   license_expiration_time: Joi.any().allow(null),
   batch_ingest_config: Joi.object({
@@ -23,7 +25,13 @@ export const ingestAccepted = Joi.object({}).unknown(true).id('TracingIngestAcce
 
 /** `Langsmith-Project`: the project an OTLP export's spans go to (LangSmith's exporter sends it). */
 export const otlpHeaders = Joi.object({
-  'langsmith-project': Joi.string().trim().min(1).max(1024).description('The tracing project of the spans (default: `default`); a span\'s `langsmith.trace.session_name` attribute wins'),
+  'langsmith-project': Joi.string()
+    .trim()
+    .min(1)
+    .max(1024)
+    .description(
+      "The tracing project of the spans (default: `default`); a span's `langsmith.trace.session_name` attribute wins",
+    ),
 });
 
 /** OTLP's ExportTraceServiceResponse in the JSON mapping: every span was accepted. */
@@ -71,7 +79,8 @@ export const tracingProject = Joi.object({
 
 export const tracingProjectList = Joi.array().items(tracingProject).id('TracingProjectList');
 
-const time = () => Joi.alternatives(Joi.string().isoDate(), Joi.number().min(0).max(8.64e15)).custom((v) => new Date(v).toISOString());
+const time = () =>
+  Joi.alternatives(Joi.string().isoDate(), Joi.number().min(0).max(8.64e15)).custom((v) => new Date(v).toISOString());
 
 export const queryRunsBody = Joi.object({
   session: Joi.array().items(uuid()).max(100).allow(null),
@@ -121,7 +130,10 @@ export const tracingRun = Joi.object({
   first_token_time: Joi.string().isoDate().allow(null).required(),
   feedback_stats: Joi.any().allow(null),
   thread_id: Joi.string().allow(null),
-  truncated_fields: Joi.array().items(Joi.string()).required().description('Large fields stored cut (over the per-field cap)'),
+  truncated_fields: Joi.array()
+    .items(Joi.string())
+    .required()
+    .description('Large fields stored cut (over the per-field cap)'),
   app_path: Joi.string(),
   child_run_ids: Joi.array().items(uuid()),
 }).id('TracingRun');
@@ -136,9 +148,14 @@ const selectField = () => Joi.string().valid(...RUN_SELECT_FIELDS);
 const instant = () => Joi.string().isoDate().max(64);
 
 export const queryRunsV2Body = Joi.object({
-  project_ids: Joi.array().items(uuid()).min(1).max(100).required().description('The tracing projects to read (this server keeps no datasets)'),
+  project_ids: Joi.array()
+    .items(uuid())
+    .min(1)
+    .max(100)
+    .required()
+    .description('The tracing projects to read (this server keeps no datasets)'),
   ids: Joi.array().items(uuid()).max(1000),
-  trace_id: uuid().description('Only this trace\'s runs, in tree order (dotted order)'),
+  trace_id: uuid().description("Only this trace's runs, in tree order (dotted order)"),
   is_root: Joi.boolean(),
   run_type: Joi.string().max(64),
   has_error: Joi.boolean(),
@@ -147,8 +164,12 @@ export const queryRunsV2Body = Joi.object({
   filter: Joi.string().max(4096).allow(''),
   trace_filter: Joi.string().max(4096).allow('').description('Runs of traces whose root matches'),
   tree_filter: Joi.string().max(4096).allow('').description('Runs of traces with any run that matches'),
-  include_subtree_usage: Joi.boolean().description('Tokens with the run\'s descendants\' (default false: its own)'),
-  selects: Joi.array().items(selectField()).max(RUN_SELECT_FIELDS.length).unique().description('The fields of each run (only `id` when none)'),
+  include_subtree_usage: Joi.boolean().description("Tokens with the run's descendants' (default false: its own)"),
+  selects: Joi.array()
+    .items(selectField())
+    .max(RUN_SELECT_FIELDS.length)
+    .unique()
+    .description('The fields of each run (only `id` when none)'),
   page_size: Joi.number().integer().min(1).max(100),
   cursor: Joi.string().max(8192),
   reference_dataset_id: uuid().description('Not supported here: 422'),
@@ -171,7 +192,10 @@ export interface RunV2Query {
   selects?: RunSelectField[];
 }
 
-export const runV2 = Joi.object({ id: uuid().required() }).unknown(true).description('`id` and the selected fields, lower-case').id('TracingRunV2');
+export const runV2 = Joi.object({ id: uuid().required() })
+  .unknown(true)
+  .description('`id` and the selected fields, lower-case')
+  .id('TracingRunV2');
 
 export const queryRunsV2Response = Joi.object({
   items: Joi.array().items(runV2).required(),

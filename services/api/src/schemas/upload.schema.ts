@@ -4,7 +4,10 @@ import Joi from 'joi';
 export const uploadParams = Joi.object({ token: Joi.string().required() });
 
 export const uploadUrlResponse = Joi.object({
-  upload_url: Joi.string().uri().required().description('Absolute URL on this service; PUT the gzip tarball there without an API key'),
+  upload_url: Joi.string()
+    .uri()
+    .required()
+    .description('Absolute URL on this service; PUT the gzip tarball there without an API key'),
   object_path: Joi.string().required().description('Opaque; pass it as source_revision_config.source_tarball_path'),
 }).id('UploadUrl');
 

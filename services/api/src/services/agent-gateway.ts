@@ -1,6 +1,13 @@
 import http from 'node:http';
 import { DeploymentRepository, EdgeRouteRepository, type DataSource } from '@slipway/db';
-import { AppError, BadGatewayError, ConflictError, ForbiddenError, GatewayTimeoutError, NotFoundError } from '@slipway/domain';
+import {
+  AppError,
+  BadGatewayError,
+  ConflictError,
+  ForbiddenError,
+  GatewayTimeoutError,
+  NotFoundError,
+} from '@slipway/domain';
 import { EDGE_CLIENT_HEADER, EDGE_TOKEN_HEADER } from '@slipway/runtime';
 
 /** The LangGraph Server API paths the gateway forwards; anything else a deployment serves stays at its URL. */
@@ -59,11 +66,16 @@ export class AgentGateway {
   ) {}
 
   async call(workspaceId: string, deploymentId: string, call: AgentCall): Promise<AgentAnswer> {
-    if (!AGENT_PATHS.test(call.path)) throw new NotFoundError(`${call.path.split('?')[0]} is not a path of the LangGraph Server API (assistants, threads, runs, store, crons, info).`);
-    if (!call.apiKey) throw new ForbiddenError("An agent's API is reached with an API key (X-Api-Key): sign in with one.");
+    if (!AGENT_PATHS.test(call.path))
+      throw new NotFoundError(
+        `${call.path.split('?')[0]} is not a path of the LangGraph Server API (assistants, threads, runs, store, crons, info).`,
+      );
+    if (!call.apiKey)
+      throw new ForbiddenError("An agent's API is reached with an API key (X-Api-Key): sign in with one.");
     const deployment = await new DeploymentRepository(this.dataSource.manager).find(workspaceId, deploymentId);
     if (!deployment) throw NotFoundError.of('Deployment', deploymentId);
-    if (deployment.listenerId) throw new ConflictError(`Deployment ${deploymentId} runs on a listener's cluster: call its agent at its URL.`);
+    if (deployment.listenerId)
+      throw new ConflictError(`Deployment ${deploymentId} runs on a listener's cluster: call its agent at its URL.`);
     const routes = new EdgeRouteRepository(this.dataSource.manager);
     const route = await routes.one(deploymentId);
     if (!route?.servingPort) throw new ConflictError(`Deployment ${deploymentId} has no revision serving yet.`);
@@ -84,36 +96,46 @@ export class AgentGateway {
       ...(body ? { 'content-type': 'application/json', 'content-length': body.length } : {}),
     };
     return new Promise<AgentAnswer>((resolve, reject) => {
-      const req = http.request({ host, port, method: call.method, path: call.path, headers, agent: this.agent, timeout: limits.timeoutMs }, (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > limits.maxResponseBytes) {
-            req.destroy();
-            reject(new BadGatewayError(`The agent's answer is over ${limits.maxResponseBytes} bytes.`));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('error', (err) => reject(new BadGatewayError(`The agent's answer was cut: ${err.message}`)));
-        res.on('end', () => {
-          if (size > limits.maxResponseBytes) return;
-          const text = Buffer.concat(chunks).toString('utf8');
-          const type = String(res.headers['content-type'] ?? '');
-          if (text && !/^application\/(.+\+)?json\b/i.test(type)) return reject(new BadGatewayError(`The agent answered ${type || 'without a content type'}, not JSON.`));
-          if (text) {
-            try {
-              JSON.parse(text);
-            } catch {
-              return reject(new BadGatewayError('The agent answered text that is not JSON.'));
+      const req = http.request(
+        { host, port, method: call.method, path: call.path, headers, agent: this.agent, timeout: limits.timeoutMs },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > limits.maxResponseBytes) {
+              req.destroy();
+              reject(new BadGatewayError(`The agent's answer is over ${limits.maxResponseBytes} bytes.`));
+              return;
             }
-          }
-          resolve({ status: res.statusCode ?? 502, json: text || undefined });
-        });
-      });
-      req.on('timeout', () => req.destroy(new GatewayTimeoutError(`The agent did not answer within ${limits.timeoutMs / 1000} s.`)));
-      req.on('error', (err) => reject(err instanceof AppError ? err : new BadGatewayError(`The deployment could not be reached: ${err.message}`)));
+            chunks.push(chunk);
+          });
+          res.on('error', (err) => reject(new BadGatewayError(`The agent's answer was cut: ${err.message}`)));
+          res.on('end', () => {
+            if (size > limits.maxResponseBytes) return;
+            const text = Buffer.concat(chunks).toString('utf8');
+            const type = String(res.headers['content-type'] ?? '');
+            if (text && !/^application\/(.+\+)?json\b/i.test(type))
+              return reject(new BadGatewayError(`The agent answered ${type || 'without a content type'}, not JSON.`));
+            if (text) {
+              try {
+                JSON.parse(text);
+              } catch {
+                return reject(new BadGatewayError('The agent answered text that is not JSON.'));
+              }
+            }
+            resolve({ status: res.statusCode ?? 502, json: text || undefined });
+          });
+        },
+      );
+      req.on('timeout', () =>
+        req.destroy(new GatewayTimeoutError(`The agent did not answer within ${limits.timeoutMs / 1000} s.`)),
+      );
+      req.on('error', (err) =>
+        reject(
+          err instanceof AppError ? err : new BadGatewayError(`The deployment could not be reached: ${err.message}`),
+        ),
+      );
       req.end(body);
     });
   }

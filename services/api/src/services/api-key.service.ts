@@ -45,7 +45,10 @@ export class ApiKeyService {
       );
     }
     const workspaceId = body.scope === 'workspace' ? caller.workspaceId : null;
-    if (body.listener_id && !(await new ListenerRepository(this.dataSource.manager).find(workspaceId!, body.listener_id))) {
+    if (
+      body.listener_id &&
+      !(await new ListenerRepository(this.dataSource.manager).find(workspaceId!, body.listener_id))
+    ) {
       throw NotFoundError.of('Listener', body.listener_id);
     }
     const { row, key } = await issueApiKey(this.dataSource.manager, {
@@ -76,6 +79,9 @@ export class ApiKeyService {
 
   /** Workspace-scoped callers see their workspace's keys; org-scoped ones the organization's. */
   private visibleTo(caller: Principal) {
-    return { organizationId: caller.organizationId, workspaceId: caller.scope === 'workspace' ? caller.workspaceId : null };
+    return {
+      organizationId: caller.organizationId,
+      workspaceId: caller.scope === 'workspace' ? caller.workspaceId : null,
+    };
   }
 }

@@ -1,5 +1,12 @@
 import { DeploymentMetricsRepository, DeploymentRepository, type DataSource, type MetricsStep } from '@slipway/db';
-import { METRIC_COUNTERS, METRIC_GAUGES, METRIC_LATENCIES, NotFoundError, type DeploymentMetricsView as MetricsView, type MetricName } from '@slipway/domain';
+import {
+  METRIC_COUNTERS,
+  METRIC_GAUGES,
+  METRIC_LATENCIES,
+  NotFoundError,
+  type DeploymentMetricsView as MetricsView,
+  type MetricName,
+} from '@slipway/domain';
 import { RevisionRepository } from '@slipway/pipeline';
 import { revisionRollups } from '@slipway/tracing';
 import { METRIC_WINDOWS, type MetricWindow } from '../schemas/deployment-metrics.schema.js';
@@ -43,21 +50,40 @@ export class DeploymentMetricsService {
     const [steps, instances, active, traces] = await Promise.all([
       repo.steps(deploymentId, new Date(first * 1000), step),
       repo.instances(deploymentId),
-      deployment.activeRevisionId ? new RevisionRepository(manager).find(deploymentId, deployment.activeRevisionId) : Promise.resolve(null),
-      deployment.tracingProjectId ? revisionRollups(manager, workspaceId, deployment.tracingProjectId, new Date((now - WINDOW_SECONDS[window]) * 1000)) : Promise.resolve([]),
+      deployment.activeRevisionId
+        ? new RevisionRepository(manager).find(deploymentId, deployment.activeRevisionId)
+        : Promise.resolve(null),
+      deployment.tracingProjectId
+        ? revisionRollups(
+            manager,
+            workspaceId,
+            deployment.tracingProjectId,
+            new Date((now - WINDOW_SECONDS[window]) * 1000),
+          )
+        : Promise.resolve([]),
     ]);
     const byStart = new Map(steps.map((s) => [s.t, s]));
-    const series = Object.fromEntries(NAMES.map((n) => [n, [] as Array<[number, number | null]>])) as DeploymentMetricsView['series'];
+    const series = Object.fromEntries(
+      NAMES.map((n) => [n, [] as Array<[number, number | null]>]),
+    ) as DeploymentMetricsView['series'];
     for (let t = first; t <= now; t += step) {
       const s = byStart.get(t);
       for (const n of NAMES) series[n].push([t, s?.[n] ?? (COUNTERS.has(n) ? 0 : null)]);
     }
     const totals = {} as DeploymentMetricsView['totals'];
     for (const n of METRIC_COUNTERS) totals[n] = steps.reduce((sum, s) => sum + (s[n] ?? 0), 0);
-    for (const n of ['latency_p50_ms', 'latency_p95_ms', 'latency_p99_ms'] as const) totals[n] = weighted(steps, n, (s) => s.requests ?? 0);
-    totals.run_duration_p50_ms = weighted(steps, 'run_duration_p50_ms', (s) => (s.runs_succeeded ?? 0) + (s.runs_failed ?? 0));
+    for (const n of ['latency_p50_ms', 'latency_p95_ms', 'latency_p99_ms'] as const)
+      totals[n] = weighted(steps, n, (s) => s.requests ?? 0);
+    totals.run_duration_p50_ms = weighted(
+      steps,
+      'run_duration_p50_ms',
+      (s) => (s.runs_succeeded ?? 0) + (s.runs_failed ?? 0),
+    );
     totals.cpu_percent = weighted(steps, 'cpu_percent', () => 1);
-    totals.memory_bytes = steps.reduce<number | null>((max, s) => (s.memory_bytes === null ? max : Math.max(max ?? 0, s.memory_bytes)), null);
+    totals.memory_bytes = steps.reduce<number | null>(
+      (max, s) => (s.memory_bytes === null ? max : Math.max(max ?? 0, s.memory_bytes)),
+      null,
+    );
     return {
       window,
       step_seconds: step,

@@ -19,9 +19,15 @@ import type { SourceConfigInput, SourceRevisionConfigInput } from '../schemas/de
 const DEFAULT_GRAPH_CONFIG_PATH = 'langgraph.json';
 
 /** The build settings a new revision snapshots from its deployment's source_config. */
-export const buildConfigOf = (sc: StoredSourceConfig) => ({ install_command: sc.install_command ?? null, build_command: sc.build_command ?? null });
+export const buildConfigOf = (sc: StoredSourceConfig) => ({
+  install_command: sc.install_command ?? null,
+  build_command: sc.build_command ?? null,
+});
 
-export function revisionConfigFrom(input: SourceRevisionConfigInput, base: StoredRevisionConfig = {}): StoredRevisionConfig {
+export function revisionConfigFrom(
+  input: SourceRevisionConfigInput,
+  base: StoredRevisionConfig = {},
+): StoredRevisionConfig {
   const graph = input.graph_config_path ?? input.langgraph_config_path;
   const merged: StoredRevisionConfig = { ...base };
   // A new ref or image means the commit must be resolved again, unless the caller pins one.
@@ -47,7 +53,10 @@ export function defaultRevisionConfig(source: DeploymentSource): StoredRevisionC
  * The config of a valid create's first revision, or null for none: `upload` and `internal_docker`
  * deployments have none until a tarball is uploaded or an image pushed.
  */
-export function firstRevisionConfig(source: DeploymentSource, input: SourceRevisionConfigInput): StoredRevisionConfig | null {
+export function firstRevisionConfig(
+  source: DeploymentSource,
+  input: SourceRevisionConfigInput,
+): StoredRevisionConfig | null {
   if (source === 'upload' || source === 'internal_docker') return null;
   return revisionConfigFrom(input, defaultRevisionConfig(source));
 }
@@ -56,7 +65,9 @@ export function firstRevisionConfig(source: DeploymentSource, input: SourceRevis
 export function assertBuildable(source: DeploymentSource, config: StoredRevisionConfig): void {
   refuseInvalid(revisionImageProblems(source, config.image_uri));
   if (source === 'upload' && !config.source_tarball_path) {
-    throw new BadRequestError('An upload deployment needs source_revision_config.source_tarball_path (from POST /v2/deployments/{id}/upload-url).');
+    throw new BadRequestError(
+      'An upload deployment needs source_revision_config.source_tarball_path (from POST /v2/deployments/{id}/upload-url).',
+    );
   }
 }
 
@@ -64,7 +75,9 @@ export function assertBuildable(source: DeploymentSource, config: StoredRevision
 export function applySecrets(stored: SecretEntry[], incoming: SecretEntry[]): SecretEntry[] {
   const merged = mergeSecrets(stored, incoming);
   if (merged.unknownMasked.length) {
-    throw new BadRequestError(`Secret ${merged.unknownMasked.join(', ')} has the masked value '${SECRET_MASK}' but no stored value to keep; send its real value.`);
+    throw new BadRequestError(
+      `Secret ${merged.unknownMasked.join(', ')} has the masked value '${SECRET_MASK}' but no stored value to keep; send its real value.`,
+    );
   }
   return merged.secrets;
 }

@@ -1,5 +1,12 @@
 import type { Config } from '@slipway/config';
-import { DeploymentSlotsRepository, QuotaRepository, type DataSource, type EntityManager, type Rider, type SlotClaim } from '@slipway/db';
+import {
+  DeploymentSlotsRepository,
+  QuotaRepository,
+  type DataSource,
+  type EntityManager,
+  type Rider,
+  type SlotClaim,
+} from '@slipway/db';
 import { assertScaleWithin, QuotaExceededError, UnavailableError, type ResourceSpec } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
 
@@ -75,7 +82,10 @@ export class DeploymentSlots {
         return result;
       } catch (err) {
         if (!(err instanceof SlotLayOutNeeded)) throw err;
-        if (n === SLOT_ATTEMPTS) throw new UnavailableError(`Every free deployment slot was taken by concurrent creates ${n} times in a row; try again.`);
+        if (n === SLOT_ATTEMPTS)
+          throw new UnavailableError(
+            `Every free deployment slot was taken by concurrent creates ${n} times in a row; try again.`,
+          );
       }
       await this.underWorkspaceLock(workspaceId, async (slots, quota) => {
         if (!(await slots.layOut(workspaceId, quota))) {
@@ -93,13 +103,21 @@ export class DeploymentSlots {
       if (this.full.size >= MAX_REMEMBERED) this.full.clear();
       this.full.set(workspaceId, Date.now() + FULL_FOR_MS);
     })
-      .catch((err: unknown) => this.log.warn({ err, workspaceId }, 'adding free deployment slots failed; the next create that finds none adds them'))
+      .catch((err: unknown) =>
+        this.log.warn(
+          { err, workspaceId },
+          'adding free deployment slots failed; the next create that finds none adds them',
+        ),
+      )
       .finally(() => this.toppingUp.delete(workspaceId));
     this.toppingUp.set(workspaceId, done);
   }
 
   /** A transaction that takes the workspace lock before anything else, with the deployments quota in force. */
-  private underWorkspaceLock(workspaceId: string, work: (slots: DeploymentSlotsRepository, quota: number) => Promise<void>): Promise<void> {
+  private underWorkspaceLock(
+    workspaceId: string,
+    work: (slots: DeploymentSlotsRepository, quota: number) => Promise<void>,
+  ): Promise<void> {
     return this.dataSource.transaction(async (manager) => {
       const quotas = new QuotaRepository(manager);
       await quotas.lockWorkspace(workspaceId);

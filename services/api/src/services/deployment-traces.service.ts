@@ -12,6 +12,8 @@ export class DeploymentTracesService {
     const deployment = await new DeploymentRepository(this.dataSource.manager).find(workspaceId, deploymentId);
     if (!deployment) throw NotFoundError.of('Deployment', deploymentId);
     if (!deployment.tracingProjectId) return [];
-    return (await new TraceRepository(this.dataSource.manager).listForProject(workspaceId, deployment.tracingProjectId, page)).map(traceView);
+    return (
+      await new TraceRepository(this.dataSource.manager).listForProject(workspaceId, deployment.tracingProjectId, page)
+    ).map(traceView);
   }
 }

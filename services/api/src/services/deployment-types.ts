@@ -1,6 +1,13 @@
 /** The shapes DeploymentService works with and the ports it is given (docs/api.md, Deployments). */
 import type { StoredRevisionConfig, StoredSourceConfig } from '@slipway/db';
-import type { DeploymentSource, DeploymentType, ResourceSpec, RevisionActor, RevisionTrigger, SecretEntry } from '@slipway/domain';
+import type {
+  DeploymentSource,
+  DeploymentType,
+  ResourceSpec,
+  RevisionActor,
+  RevisionTrigger,
+  SecretEntry,
+} from '@slipway/domain';
 
 /** Where `internal_docker` image references are resolved to the digest a revision runs (RegistryService). */
 export interface ImageResolver {

@@ -34,12 +34,26 @@ import {
 } from '@slipway/domain';
 import { RevisionRows } from './revision-rows.js';
 import { enqueueAllInOutbox, outboxJob } from '@slipway/jobs';
-import { beginDeploymentDelete, DeploymentReads, RevisionRepository, type PresentableDeployment, type RevisionFlow } from '@slipway/pipeline';
+import {
+  beginDeploymentDelete,
+  DeploymentReads,
+  RevisionRepository,
+  type PresentableDeployment,
+  type RevisionFlow,
+} from '@slipway/pipeline';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody } from '../schemas/deployment.schema.js';
 import { assertListenerServes, assertNoListeners, assertPatchable, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
-import { applySecrets, assertBuildable, buildConfigOf, defaultRevisionConfig, firstRevisionConfig, revisionConfigFrom, storedSourceConfig } from './deployment-rules.js';
+import {
+  applySecrets,
+  assertBuildable,
+  buildConfigOf,
+  defaultRevisionConfig,
+  firstRevisionConfig,
+  revisionConfigFrom,
+  storedSourceConfig,
+} from './deployment-rules.js';
 import { assertPodPolicy } from './pod-policy-check.js';
 import { previewSecretOverrides, storedPreviewSettings } from './preview-settings.js';
 import type { QuotaService } from './quota.service.js';
@@ -79,7 +93,11 @@ export class DeploymentService {
 
   // ---------------------------------------------------------------- reads
 
-  async get(workspaceId: string, id: string, manager: EntityManager = this.dataSource.manager): Promise<DeploymentView> {
+  async get(
+    workspaceId: string,
+    id: string,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<DeploymentView> {
     const row = await new DeploymentReads(manager).findPresentable(workspaceId, id);
     if (!row) throw NotFoundError.of('Deployment', id);
     return this.presentRow(row);
@@ -107,7 +125,8 @@ export class DeploymentService {
 
   /** Whether the deployment exists in the workspace (a 404 otherwise), without presenting it. */
   async assertExists(workspaceId: string, id: string): Promise<void> {
-    if (!(await new DeploymentRepository(this.dataSource.manager).exists(workspaceId, id))) throw NotFoundError.of('Deployment', id);
+    if (!(await new DeploymentRepository(this.dataSource.manager).exists(workspaceId, id)))
+      throw NotFoundError.of('Deployment', id);
   }
 
   /** Loads a deployment of the workspace with its row locked for the rest of the transaction. */
@@ -135,7 +154,11 @@ export class DeploymentService {
     const sourceConfig = storedSourceConfig(body.source_config);
     // ---- repohost (C4): the integration lists the repository; repo_ref defaults to its default branch.
     if (source === 'repohost') {
-      const repository = await this.repositories.findRepository(workspaceId, sourceConfig.integration_id!, sourceConfig.repo_url!);
+      const repository = await this.repositories.findRepository(
+        workspaceId,
+        sourceConfig.integration_id!,
+        sourceConfig.repo_url!,
+      );
       if (revisionConfig && revisionConfig.repo_ref == null) revisionConfig.repo_ref = repository.default_branch;
     }
     return { source, type, resourceSpec, revisionConfig, sourceConfig };
@@ -157,7 +180,10 @@ export class DeploymentService {
     // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
     const secrets = applySecrets([], body.secrets);
     const id = randomUUID();
-    const sourceConfig = { ...draft.sourceConfig, previews: storedPreviewSettings(body.source_config.previews, null, this.secrets, id) };
+    const sourceConfig = {
+      ...draft.sourceConfig,
+      previews: storedPreviewSettings(body.source_config.previews, null, this.secrets, id),
+    };
     refuseInvalid(imagePullSecretInputProblems(source, sourceConfig.listener_id, resourceSpec, secrets));
     // With a listener, the deployment's insert reads it (below); without, none may exist.
     if (source === 'external_container' && !sourceConfig.listener_id) await assertNoListeners(manager, workspaceId);
@@ -171,7 +197,7 @@ export class DeploymentService {
       deploymentType: type,
       tracingProjectId: randomUUID(), // unless one of its name is re-attached (insertWithTracingProject)
       listenerId: sourceConfig.listener_id ?? null,
-      integrationId: source === 'repohost' ? sourceConfig.integration_id ?? null : null,
+      integrationId: source === 'repohost' ? (sourceConfig.integration_id ?? null) : null,
       sourceConfig,
       resourceSpec,
       secretsSealed: this.sealSecrets(secrets, id),
@@ -187,12 +213,15 @@ export class DeploymentService {
     } catch (err) {
       if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw nameTaken(body.name, workspaceId);
       // The integration was deleted after findRepository saw it.
-      if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK)) throw NotFoundError.of('Integration', sourceConfig.integration_id!);
-      if (isForeignKeyViolation(err, DEPLOYMENT_LISTENER_FK)) throw NotFoundError.of('Listener', sourceConfig.listener_id!);
+      if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK))
+        throw NotFoundError.of('Integration', sourceConfig.integration_id!);
+      if (isForeignKeyViolation(err, DEPLOYMENT_LISTENER_FK))
+        throw NotFoundError.of('Listener', sourceConfig.listener_id!);
       throw err;
     }
     // Either refusal rolls the insert back. The listener's comes first, as when it was read first.
-    if (source === 'external_container' && sourceConfig.listener_id) assertListenerServes(inserted.listener ?? null, sourceConfig, body.name, resourceSpec);
+    if (source === 'external_container' && sourceConfig.listener_id)
+      assertListenerServes(inserted.listener ?? null, sourceConfig, body.name, resourceSpec);
     if (!inserted.tracingProject) throw nameTaken(body.name, workspaceId);
     await this.domains?.followCustomUrl(manager, deployment, sourceConfig.custom_url);
     const provision = outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
@@ -221,7 +250,14 @@ export class DeploymentService {
     // Answered from what this transaction wrote: the insert returned the row's defaults (its
     // timestamps are the transaction's now(), as is the latest-revision update's), a new
     // deployment has no tags, and its latest revision's config is `revisionConfig`.
-    return presentDeployment(deployment, revisionConfig && { sourceRevisionConfig: revisionConfig }, secrets.map((s) => s.name), [], this.urls, this.sourceNames);
+    return presentDeployment(
+      deployment,
+      revisionConfig && { sourceRevisionConfig: revisionConfig },
+      secrets.map((s) => s.name),
+      [],
+      this.urls,
+      this.sourceNames,
+    );
   }
 
   /** Runs a create's transaction (`attempt`) until it claims a deployment slot (DeploymentSlots.withSlot). */
@@ -248,10 +284,18 @@ export class DeploymentService {
 
     const input = body.source_config ?? {};
     const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
-    for (const field of ['build_on_push', 'custom_url', 'install_command', 'build_command', 'serving_auth', 'tracing'] as const) {
+    for (const field of [
+      'build_on_push',
+      'custom_url',
+      'install_command',
+      'build_command',
+      'serving_auth',
+      'tracing',
+    ] as const) {
       if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
     }
-    if (input.previews != null) sourceConfig.previews = storedPreviewSettings(input.previews, deployment.sourceConfig.previews, this.secrets, id);
+    if (input.previews != null)
+      sourceConfig.previews = storedPreviewSettings(input.previews, deployment.sourceConfig.previews, this.secrets, id);
     let resourceSpec = deployment.resourceSpec;
     if (input.resource_spec != null) {
       refuseInvalid(resourceSpecInputProblems(input.resource_spec, deployment.deploymentType, this.ceilings));
@@ -262,9 +306,11 @@ export class DeploymentService {
 
     let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
     if (body.secrets != null) secrets = applySecrets(secrets, body.secrets);
-    if (body.secrets != null || input.resource_spec != null) refuseInvalid(imagePullSecretInputProblems(deployment.source, deployment.listenerId, resourceSpec, secrets));
+    if (body.secrets != null || input.resource_spec != null)
+      refuseInvalid(imagePullSecretInputProblems(deployment.source, deployment.listenerId, resourceSpec, secrets));
 
-    if (input.custom_url != null && input.custom_url !== deployment.sourceConfig.custom_url) await this.domains?.followCustomUrl(manager, deployment, input.custom_url);
+    if (input.custom_url != null && input.custom_url !== deployment.sourceConfig.custom_url)
+      await this.domains?.followCustomUrl(manager, deployment, input.custom_url);
     await new DeploymentRepository(manager).applyPatch(id, {
       sourceConfig,
       resourceSpec,
@@ -276,20 +322,37 @@ export class DeploymentService {
     const revisionInput = body.source_revision_config ?? {};
     const uploadRevision = body.revision_source != null && revisionInput.source_tarball_path != null;
     // Only a completed upload of this very deployment may be built (C10), never a guessed path.
-    if (revisionInput.source_tarball_path != null) await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
+    if (revisionInput.source_tarball_path != null)
+      await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
     if (revisionTrigger || patchCreatesRevision(body) || uploadRevision) {
       const latest = await this.rows.latest(manager, deployment);
-      const revisionConfig = revisionConfigFrom(revisionInput, latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source));
+      const revisionConfig = revisionConfigFrom(
+        revisionInput,
+        latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source),
+      );
       assertBuildable(deployment.source, revisionConfig);
-      await this.addRevision(manager, deployment, {
-        trigger: revisionTrigger ?? (uploadRevision ? 'upload' : body.revision_source === 'internal_docker' && revisionInput.image_uri != null ? 'image_push' : 'patch'),
-        source: deployment.source,
-        sourceRevisionConfig: revisionConfig,
-        resourceSpec,
-        secrets,
-        buildConfig: buildConfigOf(sourceConfig),
-        ...(deployment.source === 'internal_docker' ? await this.rows.internalImage(deployment, revisionInput, latest) : {}),
-      }, requestId);
+      await this.addRevision(
+        manager,
+        deployment,
+        {
+          trigger:
+            revisionTrigger ??
+            (uploadRevision
+              ? 'upload'
+              : body.revision_source === 'internal_docker' && revisionInput.image_uri != null
+                ? 'image_push'
+                : 'patch'),
+          source: deployment.source,
+          sourceRevisionConfig: revisionConfig,
+          resourceSpec,
+          secrets,
+          buildConfig: buildConfigOf(sourceConfig),
+          ...(deployment.source === 'internal_docker'
+            ? await this.rows.internalImage(deployment, revisionInput, latest)
+            : {}),
+        },
+        requestId,
+      );
     }
     return this.get(workspaceId, id, manager);
   }
@@ -300,7 +363,13 @@ export class DeploymentService {
    * DELETE: AWAITING_DELETE, in-flight and waiting revisions INTERRUPTED, teardown enqueued.
    * The row disappears when teardown ends. Deleting again while that runs is a no-op.
    */
-  async delete(manager: EntityManager, workspaceId: string, id: string, deleteTracingProject: boolean, requestId?: string): Promise<void> {
+  async delete(
+    manager: EntityManager,
+    workspaceId: string,
+    id: string,
+    deleteTracingProject: boolean,
+    requestId?: string,
+  ): Promise<void> {
     const deployment = await this.lock(manager, workspaceId, id);
     await beginDeploymentDelete(manager, this.flow, id, { requestId });
     if (deleteTracingProject && deployment.tracingProjectId) {
@@ -320,7 +389,12 @@ export class DeploymentService {
    * Inserts a revision (CREATING) snapshotting `draft`, makes it the latest, and hands it to
    * the flow, which starts it or queues it behind the one in flight.
    */
-  async addRevision(manager: EntityManager, deployment: Deployment, draft: RevisionDraft, requestId?: string): Promise<string> {
+  async addRevision(
+    manager: EntityManager,
+    deployment: Deployment,
+    draft: RevisionDraft,
+    requestId?: string,
+  ): Promise<string> {
     const row = this.rows.row(deployment, draft);
     await new RevisionRepository(manager).insertAsLatest(row);
     await this.flow.admit(manager, deployment.id, row.id, requestId);
@@ -332,16 +406,30 @@ export class DeploymentService {
    * and the deployment's current resources, secrets and build settings. The caller holds the
    * deployment lock (`lock`) and has checked that the deployment builds this branch on push.
    */
-  async addPushRevision(manager: EntityManager, deployment: Deployment, branch: string, sha: string, requestId?: string): Promise<string> {
-    return this.addRevision(manager, deployment, {
-      trigger: 'push',
-      createdBy: systemActor(`push to ${branch}`, deployment.integrationId),
-      source: deployment.source,
-      sourceRevisionConfig: await this.rows.nextConfig(manager, deployment, { repo_ref: branch, repo_commit_sha: sha }),
-      resourceSpec: deployment.resourceSpec,
-      secrets: this.openSecrets(deployment.secretsSealed, deployment.id),
-      buildConfig: buildConfigOf(deployment.sourceConfig),
-    }, requestId);
+  async addPushRevision(
+    manager: EntityManager,
+    deployment: Deployment,
+    branch: string,
+    sha: string,
+    requestId?: string,
+  ): Promise<string> {
+    return this.addRevision(
+      manager,
+      deployment,
+      {
+        trigger: 'push',
+        createdBy: systemActor(`push to ${branch}`, deployment.integrationId),
+        source: deployment.source,
+        sourceRevisionConfig: await this.rows.nextConfig(manager, deployment, {
+          repo_ref: branch,
+          repo_commit_sha: sha,
+        }),
+        resourceSpec: deployment.resourceSpec,
+        secrets: this.openSecrets(deployment.secretsSealed, deployment.id),
+        buildConfig: buildConfigOf(deployment.sourceConfig),
+      },
+      requestId,
+    );
   }
 
   /** A revision's secrets, opened (for redeploy, which re-seals them for the new revision). */
@@ -364,7 +452,13 @@ export class DeploymentService {
 
   // ---------------------------------------------------------------- helpers
 
-  private presentRow({ deployment: d, latestRevisionConfig, tagValueIds, agentServer, previewFeedback }: PresentableDeployment): DeploymentView {
+  private presentRow({
+    deployment: d,
+    latestRevisionConfig,
+    tagValueIds,
+    agentServer,
+    previewFeedback,
+  }: PresentableDeployment): DeploymentView {
     // Rows from before secret_names (until `slipway migrate` filled them) show what their box holds.
     const names = d.secretNames ?? this.openSecrets(d.secretsSealed, d.id).map((s) => s.name);
     const latest = latestRevisionConfig && { sourceRevisionConfig: latestRevisionConfig };

@@ -1,6 +1,22 @@
 import type { Config } from '@slipway/config';
-import { DeploymentDomainRepository, DeploymentRepository, stateOnceVerified, type DataSource, type Deployment, type DeploymentDomain, type DomainState, type EntityManager } from '@slipway/db';
-import { BadRequestError, ConflictError, domainHost, NotFoundError, reservedHostReason, UnprocessableError } from '@slipway/domain';
+import {
+  DeploymentDomainRepository,
+  DeploymentRepository,
+  stateOnceVerified,
+  type DataSource,
+  type Deployment,
+  type DeploymentDomain,
+  type DomainState,
+  type EntityManager,
+} from '@slipway/db';
+import {
+  BadRequestError,
+  ConflictError,
+  domainHost,
+  NotFoundError,
+  reservedHostReason,
+  UnprocessableError,
+} from '@slipway/domain';
 import { iso } from '../schemas/common.schema.js';
 
 /** The TXT record that proves control of a host (docs/api.md, Domains). */
@@ -13,7 +29,9 @@ export function presentDomain(d: DeploymentDomain) {
     state: d.state,
     error: d.error,
     // What to publish while the host is unproven; nothing once it is.
-    verification: d.verifiedAt ? null : { type: 'TXT' as const, name: `${VERIFICATION_RECORD_PREFIX}${d.host}`, value: d.verificationToken },
+    verification: d.verifiedAt
+      ? null
+      : { type: 'TXT' as const, name: `${VERIFICATION_RECORD_PREFIX}${d.host}`, value: d.verificationToken },
     from_custom_url: d.fromCustomUrl,
     created_at: iso(d.createdAt)!,
   };
@@ -41,15 +59,25 @@ export class DomainClaims {
   /** The stored host of a user's input, or a 400 naming what is wrong with it. */
   hostOf(input: string, field: string): string {
     const host = domainHost(input);
-    if (!host) throw new BadRequestError(`${field} '${input}' is not a domain name (a DNS name of two labels or more; no IP address).`);
+    if (!host)
+      throw new BadRequestError(
+        `${field} '${input}' is not a domain name (a DNS name of two labels or more; no IP address).`,
+      );
     const reason = reservedHostReason(host, this.config.edge.appsDomain, this.reserved);
     if (reason) throw new UnprocessableError(`${field}: ${reason}; it cannot be claimed.`);
     return host;
   }
 
-  async claim(manager: EntityManager, deployment: Deployment, host: string, fromCustomUrl: boolean): Promise<{ domain: DeploymentDomain; created: boolean }> {
+  async claim(
+    manager: EntityManager,
+    deployment: Deployment,
+    host: string,
+    fromCustomUrl: boolean,
+  ): Promise<{ domain: DeploymentDomain; created: boolean }> {
     if (deployment.listenerId) {
-      throw new UnprocessableError("This deployment runs on a listener's cluster: its host is its Ingress, set with source_config.custom_url.");
+      throw new UnprocessableError(
+        "This deployment runs on a listener's cluster: its host is its Ingress, set with source_config.custom_url.",
+      );
     }
     const claimed = await new DeploymentDomainRepository(manager).claim({
       deploymentId: deployment.id,
@@ -67,7 +95,11 @@ export class DomainClaims {
    * one it replaces released. A URL whose host cannot be a custom domain (an IP address, a
    * reserved name) is kept as the field's value, as before the edge, and routes nothing.
    */
-  async followCustomUrl(manager: EntityManager, deployment: Deployment, customUrl: string | null | undefined): Promise<void> {
+  async followCustomUrl(
+    manager: EntityManager,
+    deployment: Deployment,
+    customUrl: string | null | undefined,
+  ): Promise<void> {
     if (deployment.listenerId || customUrl == null) return;
     const host = domainHost(customUrl);
     const claimable = host && !reservedHostReason(host, this.config.edge.appsDomain, this.reserved) ? host : null;
@@ -91,7 +123,11 @@ export class DomainService {
   }
 
   /** Claims a host; `created` false when the deployment held it already (200 rather than 201). */
-  async add(workspaceId: string, deploymentId: string, input: string): Promise<{ domain: DomainView; created: boolean }> {
+  async add(
+    workspaceId: string,
+    deploymentId: string,
+    input: string,
+  ): Promise<{ domain: DomainView; created: boolean }> {
     const host = this.claims.hostOf(input, 'host');
     return this.dataSource.transaction(async (m) => {
       const deployment = await this.deployment(m, workspaceId, deploymentId, true);
@@ -104,7 +140,8 @@ export class DomainService {
     const host = domainHost(input);
     await this.dataSource.transaction(async (m) => {
       await this.deployment(m, workspaceId, deploymentId, true);
-      if (!host || !(await new DeploymentDomainRepository(m).release(deploymentId, host))) throw new NotFoundError(`'${input}' is not a domain of this deployment.`);
+      if (!host || !(await new DeploymentDomainRepository(m).release(deploymentId, host)))
+        throw new NotFoundError(`'${input}' is not a domain of this deployment.`);
     });
   }
 
@@ -112,7 +149,8 @@ export class DomainService {
     const repo = new DeploymentRepository(m);
     const deployment = lock ? await repo.lockInWorkspace(workspaceId, id) : await repo.find(workspaceId, id);
     if (!deployment) throw NotFoundError.of('Deployment', id);
-    if (lock && deployment.status === 'AWAITING_DELETE') throw new ConflictError('The deployment is being deleted; its domains are released.');
+    if (lock && deployment.status === 'AWAITING_DELETE')
+      throw new ConflictError('The deployment is being deleted; its domains are released.');
     return deployment;
   }
 }

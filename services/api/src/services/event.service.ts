@@ -24,7 +24,12 @@ export class EventService {
     private readonly notifications: PgNotifications,
   ) {}
 
-  async page(workspaceId: string, after: string | null, limit: number, filters: EventFilters): Promise<{ resources: EventView[]; offset: string | null }> {
+  async page(
+    workspaceId: string,
+    after: string | null,
+    limit: number,
+    filters: EventFilters,
+  ): Promise<{ resources: EventView[]; offset: string | null }> {
     const rows = await new EventRepository(this.dataSource.manager).after(workspaceId, after, limit, filterOf(filters));
     return { resources: rows.map(presentEvent), offset: rows.at(-1)?.id ?? after };
   }

@@ -98,9 +98,13 @@ export class IntegrationService implements RepositoryCatalog {
   }
 
   /** Creates an integration; the response is the only one that carries `webhook_secret`. */
-  async create(workspaceId: string, body: CreateIntegrationBody): Promise<IntegrationView & { webhook_secret: string }> {
+  async create(
+    workspaceId: string,
+    body: CreateIntegrationBody,
+  ): Promise<IntegrationView & { webhook_secret: string }> {
     const id = randomUUID();
-    if (body.config.api_url !== undefined) await checkOutboundField(body.config.api_url, this.config.outbound, ['body', 'config', 'api_url']);
+    if (body.config.api_url !== undefined)
+      await checkOutboundField(body.config.api_url, this.config.outbound, ['body', 'config', 'api_url']);
     const { config, credentials } = await this.split(body);
     const webhookSecret = `whsec_${randomBytes(32).toString('base64url')}`;
     const integration = Object.assign(new Integration(), {
@@ -145,7 +149,10 @@ export class IntegrationService implements RepositoryCatalog {
   }
 
   /** Seed 4.3: the repositories the integration offers, each with its integration's id. */
-  async repositories(workspaceId: string, id: string): Promise<Array<RepositoryEntry & { host_integration_id: string }>> {
+  async repositories(
+    workspaceId: string,
+    id: string,
+  ): Promise<Array<RepositoryEntry & { host_integration_id: string }>> {
     const integration = await this.load(workspaceId, id);
     return (await this.listFromHost(integration)).map((r) => ({ host_integration_id: id, ...r }));
   }
@@ -172,11 +179,16 @@ export class IntegrationService implements RepositoryCatalog {
    * Up to 100 branches of one of the integration's repositories, its default branch first. A
    * repository the integration does not list is not found (404), so no URL reaches the host unchecked.
    */
-  async branches(workspaceId: string, id: string, repoUrl: string): Promise<Array<RepositoryBranch & { is_default: boolean }>> {
+  async branches(
+    workspaceId: string,
+    id: string,
+    repoUrl: string,
+  ): Promise<Array<RepositoryBranch & { is_default: boolean }>> {
     const integration = await this.load(workspaceId, id);
     const wanted = normalizeRepoUrl(repoUrl);
     const entry = (await this.listFromHost(integration)).find((r) => normalizeRepoUrl(r.url) === wanted);
-    if (!entry) throw new NotFoundError(`Repository ${repoUrl} is not one of the repositories of integration ID ${id}.`);
+    if (!entry)
+      throw new NotFoundError(`Repository ${repoUrl} is not one of the repositories of integration ID ${id}.`);
     let branches: RepositoryBranch[];
     try {
       branches = await this.provider(integration).listBranches(entry.url);
@@ -205,8 +217,15 @@ export class IntegrationService implements RepositoryCatalog {
 
   /** The provider for an integration, its credentials opened (the builder does the same to clone). */
   private provider(integration: Integration): RepohostProvider {
-    const credentials = integration.credentialsSealed ? this.secrets.openJson<Credentials>(integration.credentialsSealed, integration.id) : {};
-    const spec = { provider: integration.provider, name: integration.name, config: integration.config, credentials } as ProviderSpec;
+    const credentials = integration.credentialsSealed
+      ? this.secrets.openJson<Credentials>(integration.credentialsSealed, integration.id)
+      : {};
+    const spec = {
+      provider: integration.provider,
+      name: integration.name,
+      config: integration.config,
+      credentials,
+    } as ProviderSpec;
     return createRepohostProvider(spec, {
       localReposRoot: this.config.localReposRoot,
       timeoutMs: this.options.providerTimeoutMs,
@@ -234,7 +253,9 @@ export class IntegrationService implements RepositoryCatalog {
   }
 
   /** The body's config split into what is stored in clear and what is sealed. */
-  private async split(body: CreateIntegrationBody): Promise<{ config: IntegrationConfig; credentials: Credentials | null }> {
+  private async split(
+    body: CreateIntegrationBody,
+  ): Promise<{ config: IntegrationConfig; credentials: Credentials | null }> {
     const c = body.config;
     switch (body.provider) {
       case 'local':
@@ -260,10 +281,15 @@ export class IntegrationService implements RepositoryCatalog {
     const allowed = this.config.localReposRoot;
     const allowedReal = await realpath(allowed).catch(() => null);
     const outside = () =>
-      new BadRequestError(`config.root ${root} is outside the directory local repositories must lie under (${allowed}, SLIPWAY_LOCAL_REPOS_ROOT).`);
+      new BadRequestError(
+        `config.root ${root} is outside the directory local repositories must lie under (${allowed}, SLIPWAY_LOCAL_REPOS_ROOT).`,
+      );
     const given = path.resolve(root);
     if (!isWithin(allowed, given) && !(allowedReal && isWithin(allowedReal, given))) throw outside();
-    if (!allowedReal) throw new BadRequestError(`The local repositories directory ${allowed} (SLIPWAY_LOCAL_REPOS_ROOT) does not exist on this server.`);
+    if (!allowedReal)
+      throw new BadRequestError(
+        `The local repositories directory ${allowed} (SLIPWAY_LOCAL_REPOS_ROOT) does not exist on this server.`,
+      );
     let real: string;
     try {
       real = await realpath(given);

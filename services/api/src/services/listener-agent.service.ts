@@ -26,8 +26,21 @@ import {
   type RevisionStatus,
 } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
-import { ListenerPoll, RevisionLogRepository, RevisionReads, RevisionRepository, type ListenerGlance, type RevisionFlow } from '@slipway/pipeline';
-import { renderManifests, tracingEnvironment, withoutSecretData, type RenderInput, type StoreCredentials } from '@slipway/runtime';
+import {
+  ListenerPoll,
+  RevisionLogRepository,
+  RevisionReads,
+  RevisionRepository,
+  type ListenerGlance,
+  type RevisionFlow,
+} from '@slipway/pipeline';
+import {
+  renderManifests,
+  tracingEnvironment,
+  withoutSecretData,
+  type RenderInput,
+  type StoreCredentials,
+} from '@slipway/runtime';
 import { podPolicyOf } from './pod-policy-check.js';
 import type { Principal } from '../auth/principal.js';
 import { matchesEtag, type DesiredStateCache } from './desired-state-cache.js';
@@ -66,7 +79,11 @@ export class ListenerAgentService {
    * AWAITING_DELETE (remove it). Secret values of revisions being applied appear here and in
    * no other response.
    */
-  async desiredState(agent: Principal, listenerId: string, ifNoneMatch?: string): Promise<{ etag: string; json: string | null }> {
+  async desiredState(
+    agent: Principal,
+    listenerId: string,
+    ifNoneMatch?: string,
+  ): Promise<{ etag: string; json: string | null }> {
     const { fingerprint } = await this.glance(agent, listenerId);
     const { etag, json } = this.rendered.find(listenerId, fingerprint) ?? (await this.render(agent, listenerId));
     return { etag, json: matchesEtag(ifNoneMatch, etag) ? null : this.view(listenerId, json) };
@@ -74,7 +91,9 @@ export class ListenerAgentService {
 
   /** Reads the rows of the listener's desired state, renders its entries and keeps them (DesiredStateCache). */
   private async render(agent: Principal, listenerId: string) {
-    const read = agent.workspaceId ? await new ListenerPoll(this.dataSource.manager).read(agent.workspaceId, listenerId) : null;
+    const read = agent.workspaceId
+      ? await new ListenerPoll(this.dataSource.manager).read(agent.workspaceId, listenerId)
+      : null;
     if (!read) throw NotFoundError.of('Listener', listenerId); // deleted since the glance
     const { listener, work, fingerprint } = read;
     const store = new DeploymentCredentialStore(this.dataSource.manager, this.box);
@@ -94,11 +113,19 @@ export class ListenerAgentService {
 
   /** The `DesiredState` answer, as JSON around the entries kept serialized (DesiredStateCache). */
   private view(listenerId: string, deploymentsJson: string): string {
-    const envelope: Omit<DesiredState, 'deployments'> = { listener_id: listenerId, generated_at: new Date().toISOString() };
+    const envelope: Omit<DesiredState, 'deployments'> = {
+      listener_id: listenerId,
+      generated_at: new Date().toISOString(),
+    };
     return `${JSON.stringify(envelope).slice(0, -1)},"deployments":${deploymentsJson}}`;
   }
 
-  private applyEntry(listener: Listener, d: Deployment, revision: Revision, credentials: StoreCredentials): DesiredDeployment | null {
+  private applyEntry(
+    listener: Listener,
+    d: Deployment,
+    revision: Revision,
+    credentials: StoreCredentials,
+  ): DesiredDeployment | null {
     const imageUri = revision.imageUri ?? revision.sourceRevisionConfig.image_uri ?? null;
     // Nothing to run: the rollout deadline fails such a revision; the agent cannot help.
     if (!imageUri) return null;
@@ -117,8 +144,13 @@ export class ListenerAgentService {
   }
 
   /** What to remove: the objects of the revision that serves (Secrets without data), if any ever did. */
-  private deleteEntry(listener: Listener, d: Deployment, active: Revision | null, credentials: StoreCredentials): DesiredDeployment {
-    const imageUri = active ? active.imageUri ?? active.sourceRevisionConfig.image_uri ?? null : null;
+  private deleteEntry(
+    listener: Listener,
+    d: Deployment,
+    active: Revision | null,
+    credentials: StoreCredentials,
+  ): DesiredDeployment {
+    const imageUri = active ? (active.imageUri ?? active.sourceRevisionConfig.image_uri ?? null) : null;
     return {
       deployment_id: d.id,
       name: d.name,
@@ -128,7 +160,9 @@ export class ListenerAgentService {
       image_uri: imageUri,
       resource_spec: active?.resourceSpec ?? null,
       secrets: [],
-      manifests: active ? withoutSecretData(renderManifests(this.renderInput(listener, d, active, imageUri ?? '', [], credentials))) : [],
+      manifests: active
+        ? withoutSecretData(renderManifests(this.renderInput(listener, d, active, imageUri ?? '', [], credentials)))
+        : [],
     };
   }
 
@@ -153,7 +187,10 @@ export class ListenerAgentService {
         ? tracingEnvironment({
             secrets,
             enabled: d.sourceConfig.tracing ?? null,
-            front: { endpoint: `${this.tracing.apiUrl}/api/v1`, apiKey: ingestCredential(this.tracing.secretsKey, d.id) },
+            front: {
+              endpoint: `${this.tracing.apiUrl}/api/v1`,
+              apiKey: ingestCredential(this.tracing.secretsKey, d.id),
+            },
             project: d.name,
             revisionId: revision.id,
           })
@@ -192,7 +229,11 @@ export class ListenerAgentService {
     return result;
   }
 
-  private async applyRevisionReport(manager: EntityManager, listenerId: string, item: RevisionReport): Promise<Outcome> {
+  private async applyRevisionReport(
+    manager: EntityManager,
+    listenerId: string,
+    item: RevisionReport,
+  ): Promise<Outcome> {
     const id = item.revision_id;
     const owner = await new RevisionReads(manager).listenerOwnerOf(id);
     // One answer for "unknown" and "someone else's": an agent learns nothing about other listeners.
@@ -258,7 +299,9 @@ export class ListenerAgentService {
       return rejected(`Deployment ID ${deploymentId} is not a deployment of listener ID ${listenerId}.`);
     }
     if (row.status !== 'AWAITING_DELETE') {
-      return rejected(`Deployment ID ${deploymentId} is ${row.status}; only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`);
+      return rejected(
+        `Deployment ID ${deploymentId} is ${row.status}; only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`,
+      );
     }
     await new DeploymentRepository(manager).removeDeleted(deploymentId);
     return { ok: true };
@@ -269,7 +312,9 @@ export class ListenerAgentService {
   /** Authorizes the agent for this listener, then records that it called in (`revive`). */
   private async checkIn(agent: Principal, listenerId: string): Promise<Listener> {
     if (agent.listenerId !== listenerId) throw new ForbiddenError(OTHER_LISTENERS_KEY);
-    const listener = agent.workspaceId ? await new ListenerRepository(this.dataSource.manager).find(agent.workspaceId, listenerId) : null;
+    const listener = agent.workspaceId
+      ? await new ListenerRepository(this.dataSource.manager).find(agent.workspaceId, listenerId)
+      : null;
     if (!listener) throw NotFoundError.of('Listener', listenerId);
     await this.revive(listenerId);
     return listener;
@@ -308,7 +353,10 @@ export class ListenerAgentService {
     }
     for (const id of unknownRevisionIds) {
       await this.dataSource.transaction((m) =>
-        this.flow.transition(m, id, 'DEPLOYING', { from: ['UNKNOWN'], message: 'The listener is back; waiting for its report.' }),
+        this.flow.transition(m, id, 'DEPLOYING', {
+          from: ['UNKNOWN'],
+          message: 'The listener is back; waiting for its report.',
+        }),
       );
     }
   }
@@ -322,5 +370,7 @@ function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string
 
 /** The deployment's namespace, else the listener's first, else `default`. */
 function namespaceOf(listener: Listener, d: Deployment): string {
-  return d.sourceConfig.listener_config?.k8s_namespace || listener.computeConfig.k8s_namespaces?.[0] || DEFAULT_NAMESPACE;
+  return (
+    d.sourceConfig.listener_config?.k8s_namespace || listener.computeConfig.k8s_namespaces?.[0] || DEFAULT_NAMESPACE
+  );
 }

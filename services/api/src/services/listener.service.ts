@@ -21,7 +21,10 @@ export function presentListener(l: Listener) {
     tenant_id: l.workspaceId,
     compute_type: l.computeType,
     compute_id: l.computeId,
-    compute_config: { k8s_namespaces: l.computeConfig.k8s_namespaces ?? null, pod_policy: l.computeConfig.pod_policy ?? null },
+    compute_config: {
+      k8s_namespaces: l.computeConfig.k8s_namespaces ?? null,
+      pod_policy: l.computeConfig.pod_policy ?? null,
+    },
     version: l.version,
     last_seen_at: iso(l.lastSeenAt),
     created_at: iso(l.createdAt)!,

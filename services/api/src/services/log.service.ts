@@ -2,7 +2,14 @@ import { DeploymentRepository, EVENTS_CHANNEL, type DataSource, type PgNotificat
 import { isRevisionTerminal, NotFoundError, type RevisionStatus } from '@slipway/domain';
 import type { EventSink } from './event-sink.js';
 import type { LogFilters, LogsBody, LogTypeInput, WorkspaceLogsQuery } from '../schemas/log.schema.js';
-import { REVISION_LOGS_CHANNEL, RevisionLogRepository, RevisionRepository, type LogFilter, type LogScope, type ScopedLogLine } from '@slipway/pipeline';
+import {
+  REVISION_LOGS_CHANNEL,
+  RevisionLogRepository,
+  RevisionRepository,
+  type LogFilter,
+  type LogScope,
+  type ScopedLogLine,
+} from '@slipway/pipeline';
 
 type Line = { id: string; timestamp: string; level: string; message: string; instance?: number | null };
 
@@ -26,8 +33,17 @@ const WORKSPACE_FOLLOW_MIN_MS = 200;
 const BUILD_PHASES: readonly RevisionStatus[] = ['CREATING', 'QUEUED', 'AWAITING_BUILD', 'BUILDING'];
 
 /** `instance` only on lines an instance printed: build lines and the rollout's own keep the C5 shape. */
-const presentLine = ({ id, timestamp, level, message, instance }: Line): Line => ({ id, timestamp, level, message, ...(instance == null ? {} : { instance }) });
-const presentScoped = ({ instance, ...line }: ScopedLogLine): Omit<ScopedLogLine, 'instance'> & { instance?: number } =>
+const presentLine = ({ id, timestamp, level, message, instance }: Line): Line => ({
+  id,
+  timestamp,
+  level,
+  message,
+  ...(instance == null ? {} : { instance }),
+});
+const presentScoped = ({
+  instance,
+  ...line
+}: ScopedLogLine): Omit<ScopedLogLine, 'instance'> & { instance?: number } =>
   instance == null ? line : { ...line, instance };
 
 /** The filters of a request, as the repository takes them: empty and null mean "not given". */
@@ -57,7 +73,13 @@ export class LogService {
   ) {}
 
   /** One page of a revision's `type` lines; 404 for a deployment or revision outside the workspace. */
-  async revisionPage(workspaceId: string, deploymentId: string, revisionId: string, type: LogTypeInput, page: LogsBody): Promise<LogPageView> {
+  async revisionPage(
+    workspaceId: string,
+    deploymentId: string,
+    revisionId: string,
+    type: LogTypeInput,
+    page: LogsBody,
+  ): Promise<LogPageView> {
     await this.revisionStatus(workspaceId, deploymentId, revisionId);
     return this.page({ revisionId }, filterOf(page, type), page, presentLine);
   }
@@ -67,11 +89,16 @@ export class LogService {
     const deployment = await new DeploymentRepository(this.dataSource.manager).find(workspaceId, deploymentId);
     if (!deployment) throw NotFoundError.of('Deployment', deploymentId);
     const revisionId = deployment.activeRevisionId ?? deployment.latestRevisionId;
-    return revisionId ? this.page({ revisionId }, filterOf(page, 'deploy'), page, presentLine) : { logs: [], next_offset: null };
+    return revisionId
+      ? this.page({ revisionId }, filterOf(page, 'deploy'), page, presentLine)
+      : { logs: [], next_offset: null };
   }
 
   /** Lines across the workspace's deployments, optionally of one deployment or revision. */
-  workspacePage(workspaceId: string, query: WorkspaceLogsQuery): Promise<LogPageView<ReturnType<typeof presentScoped>>> {
+  workspacePage(
+    workspaceId: string,
+    query: WorkspaceLogsQuery,
+  ): Promise<LogPageView<ReturnType<typeof presentScoped>>> {
     const scope = { workspaceId, deploymentId: query.deployment_id, revisionId: query.revision_id };
     return this.page(scope, filterOf(query, query.type), query, presentScoped);
   }
@@ -113,7 +140,11 @@ export class LogService {
       }
       const idle = this.notifications.connected ? FOLLOW_IDLE_MS : FOLLOW_IDLE_UNCONNECTED_MS;
       // New lines of this revision, or any event of the workspace (its status may have changed).
-      await this.notifications.wait({ [REVISION_LOGS_CHANNEL]: revisionId, [EVENTS_CHANNEL]: workspaceId }, idle, sink.signal);
+      await this.notifications.wait(
+        { [REVISION_LOGS_CHANNEL]: revisionId, [EVENTS_CHANNEL]: workspaceId },
+        idle,
+        sink.signal,
+      );
     }
   }
 
@@ -121,7 +152,12 @@ export class LogService {
    * Streams the workspace's lines matching the query after the cursor `from`, then new ones as
    * they are stored, until the client leaves (no `end`: a workspace's logs never end).
    */
-  async followWorkspace(workspaceId: string, query: WorkspaceLogsQuery, from: string | null, sink: EventSink): Promise<void> {
+  async followWorkspace(
+    workspaceId: string,
+    query: WorkspaceLogsQuery,
+    from: string | null,
+    sink: EventSink,
+  ): Promise<void> {
     const repo = new RevisionLogRepository(this.dataSource.manager);
     const scope = { workspaceId, deploymentId: query.deployment_id, revisionId: query.revision_id };
     const filter = filterOf(query, query.type);
@@ -150,7 +186,12 @@ export class LogService {
    * order and a follower never skips them; only two writers of the same log committing out of
    * order could hide a line from a live follower (re-reading from the start shows it).
    */
-  private async page<L>(scope: LogScope, filter: LogFilter, page: LogsBody, present: (line: ScopedLogLine) => L): Promise<LogPageView<L>> {
+  private async page<L>(
+    scope: LogScope,
+    filter: LogFilter,
+    page: LogsBody,
+    present: (line: ScopedLogLine) => L,
+  ): Promise<LogPageView<L>> {
     const { lines } = await new RevisionLogRepository(this.dataSource.manager).page(scope, filter, {
       limit: page.limit,
       order: page.order,
@@ -165,12 +206,19 @@ export class LogService {
   }
 
   /** The revision's status and whether it is the deployment's serving (active, deployed) one. */
-  private async revisionState(workspaceId: string, deploymentId: string, revisionId: string): Promise<{ status: RevisionStatus; serving: boolean }> {
+  private async revisionState(
+    workspaceId: string,
+    deploymentId: string,
+    revisionId: string,
+  ): Promise<{ status: RevisionStatus; serving: boolean }> {
     const deployment = await new DeploymentRepository(this.dataSource.manager).find(workspaceId, deploymentId);
     if (!deployment) throw NotFoundError.of('Deployment', deploymentId);
     const revision = await new RevisionRepository(this.dataSource.manager).find(deploymentId, revisionId);
     if (!revision) throw NotFoundError.of('Revision', revisionId);
-    const serving = revision.status === 'DEPLOYED' && deployment.activeRevisionId === revisionId && deployment.status !== 'AWAITING_DELETE';
+    const serving =
+      revision.status === 'DEPLOYED' &&
+      deployment.activeRevisionId === revisionId &&
+      deployment.status !== 'AWAITING_DELETE';
     return { status: revision.status, serving };
   }
 }

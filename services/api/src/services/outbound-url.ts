@@ -12,6 +12,9 @@ export async function checkOutboundField(url: string, policy: OutboundPolicy, lo
     await checkOutboundUrl(url, policy);
   } catch (err) {
     if (!(err instanceof OutboundError)) throw err;
-    if (err.code === 'refused') throw new RequestValidationError([{ loc, msg: `Value error, ${loc.at(-1)} ${err.message}`, type: 'value_error' }]);
+    if (err.code === 'refused')
+      throw new RequestValidationError([
+        { loc, msg: `Value error, ${loc.at(-1)} ${err.message}`, type: 'value_error' },
+      ]);
   }
 }

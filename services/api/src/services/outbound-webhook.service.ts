@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '@slipway/config';
 import { generateWebhookSecret, type SecretsCodec } from '@slipway/crypto';
-import { OutboundWebhookRepository, TEST_EVENT_TYPE, type DataSource, type OutboundWebhook, type Page, type OutboundDelivery } from '@slipway/db';
+import {
+  OutboundWebhookRepository,
+  TEST_EVENT_TYPE,
+  type DataSource,
+  type OutboundWebhook,
+  type Page,
+  type OutboundDelivery,
+} from '@slipway/db';
 import { ConflictError, NotFoundError } from '@slipway/domain';
 import { enqueueInOutbox } from '@slipway/jobs';
 import { iso } from '../schemas/common.schema.js';
@@ -59,7 +66,10 @@ export class OutboundWebhookService {
   }
 
   /** Creates the webhook; its secret is in this answer and nowhere else, ever. */
-  async create(workspaceId: string, body: CreateOutboundWebhookBody): Promise<OutboundWebhookView & { secret: string }> {
+  async create(
+    workspaceId: string,
+    body: CreateOutboundWebhookBody,
+  ): Promise<OutboundWebhookView & { secret: string }> {
     await this.checkUrl(body.url);
     const id = randomUUID();
     const secret = generateWebhookSecret();
@@ -117,7 +127,10 @@ export class OutboundWebhookService {
       const repo = this.repo(manager);
       if (!(await repo.findDelivery(webhookId, deliveryId))) throw NotFoundError.of('Delivery', deliveryId);
       const round = await repo.startRound(deliveryId);
-      if (round === null) throw new ConflictError(`Delivery ID '${deliveryId}' is still being attempted; redeliver it once it has succeeded or failed.`);
+      if (round === null)
+        throw new ConflictError(
+          `Delivery ID '${deliveryId}' is still being attempted; redeliver it once it has succeeded or failed.`,
+        );
       await enqueueInOutbox(manager, 'deliver.webhook', { deliveryId, round });
       return presentWebhookDelivery((await repo.findDelivery(webhookId, deliveryId))!);
     });
@@ -142,7 +155,9 @@ export class OutboundWebhookService {
         revision_id: null,
         data: { webhook_id: webhookId, requested_by: requestedBy },
       };
-      const [deliveryId] = await repo.insertDeliveries([{ id: randomUUID(), webhookId, eventId, eventType: TEST_EVENT_TYPE, payload: event }]);
+      const [deliveryId] = await repo.insertDeliveries([
+        { id: randomUUID(), webhookId, eventId, eventType: TEST_EVENT_TYPE, payload: event },
+      ]);
       await enqueueInOutbox(manager, 'deliver.webhook', { deliveryId: deliveryId!, round: 0 });
       return presentWebhookDelivery((await repo.findDelivery(webhookId, deliveryId!))!);
     });

@@ -4,7 +4,9 @@ import { DEFAULT_APPROVAL_LABEL, SECRET_MASK } from '@slipway/domain';
 import { applySecrets } from './deployment-rules.js';
 
 /** `source_config.previews` as a client sends it: secret overrides with their values. */
-export type PreviewSettingsInput = Omit<PreviewSettings, 'secret_names' | 'secrets_sealed'> & { secrets?: NamedSecret[] | null };
+export type PreviewSettingsInput = Omit<PreviewSettings, 'secret_names' | 'secrets_sealed'> & {
+  secrets?: NamedSecret[] | null;
+};
 
 /** The sealing context of a parent's preview secret overrides: never confused with its own secrets. */
 const context = (deploymentId: string) => `${deploymentId}:previews`;
@@ -23,13 +25,22 @@ export function storedPreviewSettings(
 ): PreviewSettings | null | undefined {
   if (input === undefined || input === null) return input === null ? null : stored;
   const { secrets: overrides, ...settings } = input;
-  if (overrides === undefined) return { ...settings, secret_names: stored?.secret_names ?? [], secrets_sealed: stored?.secrets_sealed ?? null };
+  if (overrides === undefined)
+    return { ...settings, secret_names: stored?.secret_names ?? [], secrets_sealed: stored?.secrets_sealed ?? null };
   const merged = applySecrets(previewSecretOverrides(stored, codec, deploymentId), overrides ?? []);
-  return { ...settings, secret_names: merged.map((s) => s.name), secrets_sealed: codec.sealSecrets(merged, context(deploymentId)) };
+  return {
+    ...settings,
+    secret_names: merged.map((s) => s.name),
+    secrets_sealed: codec.sealSecrets(merged, context(deploymentId)),
+  };
 }
 
 /** The parent's secret overrides for its previews, opened. */
-export function previewSecretOverrides(stored: PreviewSettings | null | undefined, codec: SecretsCodec, deploymentId: string): NamedSecret[] {
+export function previewSecretOverrides(
+  stored: PreviewSettings | null | undefined,
+  codec: SecretsCodec,
+  deploymentId: string,
+): NamedSecret[] {
   return stored?.secrets_sealed ? codec.openSecrets(stored.secrets_sealed, context(deploymentId)) : [];
 }
 
@@ -37,7 +48,11 @@ export function previewSecretOverrides(stored: PreviewSettings | null | undefine
 export function presentPreviewSettings(stored: PreviewSettings | null | undefined) {
   if (!stored) return null;
   const { secret_names: names, secrets_sealed: _sealed, ...settings } = stored;
-  return { ...settings, approval_label: approvalLabelOf(stored), secrets: (names ?? []).map((name) => ({ name, value: SECRET_MASK })) };
+  return {
+    ...settings,
+    approval_label: approvalLabelOf(stored),
+    secrets: (names ?? []).map((name) => ({ name, value: SECRET_MASK })),
+  };
 }
 
 /** The label that approves a fork's pull request under these settings (settings stored before the field: the default). */

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { DeploymentRepository, PreviewRepository, type DataSource, type Deployment, type EntityManager, type PreviewRequest, type PreviewSettings } from '@slipway/db';
+import {
+  DeploymentRepository,
+  PreviewRepository,
+  type DataSource,
+  type Deployment,
+  type EntityManager,
+  type PreviewRequest,
+  type PreviewSettings,
+} from '@slipway/db';
 import { ConflictError, DEPLOYMENT_NAME_MAX, NotFoundError, UnprocessableError } from '@slipway/domain';
 import { beginDeploymentDelete, RevisionRepository, type PreviewEndReason, type RevisionFlow } from '@slipway/pipeline';
 import type { CreateDeploymentBody, PatchDeploymentBody } from '../schemas/deployment.schema.js';
@@ -16,7 +24,10 @@ export interface PreviewInput {
 }
 
 /** `base` with each override replacing the secret of its name, or added. */
-function withOverrides(base: Array<{ name: string; value: string }>, overrides: Array<{ name: string; value: string }>) {
+function withOverrides(
+  base: Array<{ name: string; value: string }>,
+  overrides: Array<{ name: string; value: string }>,
+) {
   const names = new Set(overrides.map((o) => o.name));
   return [...base.filter((s) => !names.has(s.name)), ...overrides];
 }
@@ -49,19 +60,35 @@ export class PreviewService {
   ) {}
 
   /** Opens the pull request's preview, or rolls its existing one out at the new head (`created` false). */
-  async open(workspaceId: string, parentId: string, input: PreviewInput, requestId?: string): Promise<{ view: DeploymentView; created: boolean }> {
+  async open(
+    workspaceId: string,
+    parentId: string,
+    input: PreviewInput,
+    requestId?: string,
+  ): Promise<{ view: DeploymentView; created: boolean }> {
     const parent = await this.parent(this.dataSource.manager, workspaceId, parentId);
     const settings = parent.sourceConfig.previews!;
     const repo = new PreviewRepository(this.dataSource.manager);
     const number = input.number ?? (await repo.nextNumber(parent.id));
-    const record = { pull_request: { number, head_ref: input.ref, head_sha: input.head_sha ?? null, url: input.url ?? null }, repository: input.repository ?? null };
+    const record = {
+      pull_request: { number, head_ref: input.ref, head_sha: input.head_sha ?? null, url: input.url ?? null },
+      repository: input.repository ?? null,
+    };
     const existing = await repo.byNumber(parent.id, number);
-    if (existing?.deleting) throw new ConflictError(`The preview of pull request ${number} is being deleted; open it again once it is gone.`);
+    if (existing?.deleting)
+      throw new ConflictError(`The preview of pull request ${number} is being deleted; open it again once it is gone.`);
     if (existing) {
       const view = await this.dataSource.transaction(async (m) => {
         // The pull request's head commit when known (else the branch's current head, which the builder records).
         const revision = { repo_ref: input.ref, repo_commit_sha: input.head_sha ?? null };
-        await this.deployments.patch(m, workspaceId, existing.id, { source_revision_config: revision } as PatchDeploymentBody, requestId, 'preview');
+        await this.deployments.patch(
+          m,
+          workspaceId,
+          existing.id,
+          { source_revision_config: revision } as PatchDeploymentBody,
+          requestId,
+          'preview',
+        );
         await new DeploymentRepository(m).markPreview(existing.id, parent.id, record, settings.ttl_hours);
         return this.deployments.get(workspaceId, existing.id, m);
       });
@@ -91,12 +118,26 @@ export class PreviewService {
    * rolls out) at that commit. With `headSha`, only if that is the head waiting: a label added
    * before a newer push approves nothing newer.
    */
-  async approve(workspaceId: string, parentId: string, number: number, requestId?: string, headSha?: string): Promise<{ view: DeploymentView; created: boolean }> {
+  async approve(
+    workspaceId: string,
+    parentId: string,
+    number: number,
+    requestId?: string,
+    headSha?: string,
+  ): Promise<{ view: DeploymentView; created: boolean }> {
     await this.parent(this.dataSource.manager, workspaceId, parentId);
     const request = await new PreviewRepository(this.dataSource.manager).takeRequest(parentId, number, headSha);
-    if (!request) throw new NotFoundError(`No pull request ${number} of deployment ${parentId} is waiting for approval${headSha ? ` at ${headSha}` : ''}.`);
+    if (!request)
+      throw new NotFoundError(
+        `No pull request ${number} of deployment ${parentId} is waiting for approval${headSha ? ` at ${headSha}` : ''}.`,
+      );
     try {
-      return await this.open(workspaceId, parentId, { ref: request.headRef, number, head_sha: request.headSha, url: request.url, repository: request.repository }, requestId);
+      return await this.open(
+        workspaceId,
+        parentId,
+        { ref: request.headRef, number, head_sha: request.headSha, url: request.url, repository: request.repository },
+        requestId,
+      );
     } catch (err) {
       // Not opened: still waiting, as before.
       await new PreviewRepository(this.dataSource.manager).requestApproval(parentId, request);
@@ -110,7 +151,13 @@ export class PreviewService {
   }
 
   /** Starts the delete of the pull request's preview (its `preview.deleted` event says why: `api`, or `closed` for a closed pull request). */
-  async close(workspaceId: string, parentId: string, number: number, requestId?: string, reason: PreviewEndReason = 'api'): Promise<void> {
+  async close(
+    workspaceId: string,
+    parentId: string,
+    number: number,
+    requestId?: string,
+    reason: PreviewEndReason = 'api',
+  ): Promise<void> {
     await this.deployments.assertExists(workspaceId, parentId);
     await this.dataSource.transaction(async (m) => {
       const waiting = await new PreviewRepository(m).takeRequest(parentId, number);
@@ -128,7 +175,9 @@ export class PreviewService {
     if (parent.previewOf) throw new UnprocessableError('A preview has no previews of its own.');
     if (parent.status === 'AWAITING_DELETE') throw new ConflictError('The deployment is being deleted.');
     if (parent.source !== 'repohost' || !parent.sourceConfig.previews?.enabled) {
-      throw new ConflictError('Previews are not turned on for this deployment: set source_config.previews.enabled (repohost deployments only).');
+      throw new ConflictError(
+        'Previews are not turned on for this deployment: set source_config.previews.enabled (repohost deployments only).',
+      );
     }
     return parent;
   }
@@ -142,9 +191,19 @@ export class PreviewService {
   }
 
   /** The create body of a preview: the parent's source, build, secrets and resources (overrides applied), at the pull request's head. */
-  private async previewBody(parent: Deployment, settings: PreviewSettings, number: number, input: PreviewInput): Promise<CreateDeploymentBody> {
-    const latest = parent.latestRevisionId ? await new RevisionRepository(this.dataSource.manager).find(parent.id, parent.latestRevisionId) : null;
-    const taken = await new PreviewRepository(this.dataSource.manager).nameTaken(parent.workspaceId, `${parent.name}-pr-${number}`);
+  private async previewBody(
+    parent: Deployment,
+    settings: PreviewSettings,
+    number: number,
+    input: PreviewInput,
+  ): Promise<CreateDeploymentBody> {
+    const latest = parent.latestRevisionId
+      ? await new RevisionRepository(this.dataSource.manager).find(parent.id, parent.latestRevisionId)
+      : null;
+    const taken = await new PreviewRepository(this.dataSource.manager).nameTaken(
+      parent.workspaceId,
+      `${parent.name}-pr-${number}`,
+    );
     const c = parent.sourceConfig;
     return {
       name: previewName(parent, number, taken),
@@ -165,7 +224,10 @@ export class PreviewService {
         graph_config_path: latest?.sourceRevisionConfig.graph_config_path ?? null,
       },
       // The parent's secrets, then its preview overrides (by name).
-      secrets: withOverrides(this.deployments.openSecrets(parent.secretsSealed, parent.id), this.deployments.previewOverrides(parent)),
+      secrets: withOverrides(
+        this.deployments.openSecrets(parent.secretsSealed, parent.id),
+        this.deployments.previewOverrides(parent),
+      ),
     } as CreateDeploymentBody;
   }
 }

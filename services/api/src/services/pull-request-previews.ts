@@ -26,7 +26,13 @@ interface PullRequestPayload {
   action?: unknown;
   number?: unknown;
   label?: { name?: unknown } | null;
-  pull_request?: { number?: unknown; html_url?: unknown; labels?: unknown; head?: { ref?: unknown; sha?: unknown; repo?: RepoShape | null } | null; base?: { repo?: RepoShape | null } | null } | null;
+  pull_request?: {
+    number?: unknown;
+    html_url?: unknown;
+    labels?: unknown;
+    head?: { ref?: unknown; sha?: unknown; repo?: RepoShape | null } | null;
+    base?: { repo?: RepoShape | null } | null;
+  } | null;
   repository?: RepoShape | null;
 }
 
@@ -36,12 +42,18 @@ const OPENING = new Set(['opened', 'reopened', 'synchronize', 'synchronized']);
 /** The labels a label delivery brings: GitHub's `label` added, or Gitea's pull request labels as they now are. */
 function labelsAdded(payload: PullRequestPayload, action: string): string[] {
   if (action === 'labeled') return [str(payload.label?.name)].filter((l): l is string => l !== null);
-  const labels = Array.isArray(payload.pull_request?.labels) ? (payload.pull_request!.labels as Array<{ name?: unknown }>) : [];
+  const labels = Array.isArray(payload.pull_request?.labels)
+    ? (payload.pull_request!.labels as Array<{ name?: unknown }>)
+    : [];
   return labels.map((l) => str(l?.name)).filter((l): l is string => l !== null);
 }
 const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
 const urlsOf = (repo: RepoShape | null | undefined) =>
-  new Set([repo?.clone_url, repo?.html_url, repo?.url].filter((u): u is string => typeof u === 'string' && u !== '').map(normalizeRepoUrl));
+  new Set(
+    [repo?.clone_url, repo?.html_url, repo?.url]
+      .filter((u): u is string => typeof u === 'string' && u !== '')
+      .map(normalizeRepoUrl),
+  );
 
 /**
  * Previews driven by the forge (docs/api.md, Previews): a signed `pull_request` delivery of an
@@ -66,20 +78,34 @@ export class PullRequestPreviews {
     return actingAs(actor, () => this.respond(integration, body, requestId, log));
   }
 
-  private async respond(integration: Integration, body: unknown, requestId: string, log: Logger): Promise<PullRequestOutcome> {
+  private async respond(
+    integration: Integration,
+    body: unknown,
+    requestId: string,
+    log: Logger,
+  ): Promise<PullRequestOutcome> {
     const payload = (body && typeof body === 'object' ? body : {}) as PullRequestPayload;
     const action = str(payload.action);
     const pr = payload.pull_request ?? null;
-    const number = typeof payload.number === 'number' ? payload.number : typeof pr?.number === 'number' ? pr.number : null;
+    const number =
+      typeof payload.number === 'number' ? payload.number : typeof pr?.number === 'number' ? pr.number : null;
     const ref = str(pr?.head?.ref);
-    const done = (statusCode: number, outcome: string): PullRequestOutcome => ({ statusCode, outcome, ref: ref ? `refs/heads/${ref}` : null });
-    if (!action || number === null || !Number.isInteger(number) || number < 1 || !pr) return done(400, 'The pull_request payload has no action, number or pull_request.');
+    const done = (statusCode: number, outcome: string): PullRequestOutcome => ({
+      statusCode,
+      outcome,
+      ref: ref ? `refs/heads/${ref}` : null,
+    });
+    if (!action || number === null || !Number.isInteger(number) || number < 1 || !pr)
+      return done(400, 'The pull_request payload has no action, number or pull_request.');
     // GitHub says `labeled` with the label added; Gitea `label_updated` with the pull request's labels.
     const labelAction = action === 'labeled' || action === 'label_updated';
-    if (!OPENING.has(action) && action !== 'closed' && !labelAction) return done(200, `Pull request #${number} ${action}: nothing to do for previews.`);
+    if (!OPENING.has(action) && action !== 'closed' && !labelAction)
+      return done(200, `Pull request #${number} ${action}: nothing to do for previews.`);
     const base = urlsOf(pr.base?.repo ?? payload.repository);
     if (!base.size) return done(400, 'The pull_request payload names no repository.');
-    const parents = (await new DeploymentReads(this.dataSource.manager).previewParents(integration.id)).filter((p) => p.repoUrl && base.has(normalizeRepoUrl(p.repoUrl)));
+    const parents = (await new DeploymentReads(this.dataSource.manager).previewParents(integration.id)).filter(
+      (p) => p.repoUrl && base.has(normalizeRepoUrl(p.repoUrl)),
+    );
     if (!parents.length) return done(200, `Pull request #${number}: no deployment of this repository has previews on.`);
 
     const notes: string[] = [];
@@ -95,14 +121,20 @@ export class PullRequestPreviews {
           }
           await this.previews.approve(parent.workspaceId, parent.deploymentId, number, requestId, sha).then(
             ({ view }) => notes.push(`approved by label '${label}': preview ${view.name} at ${sha}`),
-            (err) => (err instanceof NotFoundError ? notes.push(`deployment ${parent.deploymentId}: nothing waiting at ${sha}`) : Promise.reject(err)),
+            (err) =>
+              err instanceof NotFoundError
+                ? notes.push(`deployment ${parent.deploymentId}: nothing waiting at ${sha}`)
+                : Promise.reject(err),
           );
           continue;
         }
         if (action === 'closed') {
           await this.previews.close(parent.workspaceId, parent.deploymentId, number, requestId, 'closed').then(
             () => notes.push(`preview of deployment ${parent.deploymentId} torn down`),
-            (err) => (err instanceof NotFoundError ? notes.push(`deployment ${parent.deploymentId} had no preview`) : Promise.reject(err)),
+            (err) =>
+              err instanceof NotFoundError
+                ? notes.push(`deployment ${parent.deploymentId} had no preview`)
+                : Promise.reject(err),
           );
           continue;
         }
@@ -115,7 +147,14 @@ export class PullRequestPreviews {
           // Fork code never builds on its own: an admin approves this head (POST …/previews/{number}/approve), or the approval label.
           if (!ref || !sha) return done(400, 'The pull_request payload has no head ref or commit.');
           const repository = str((pr.base?.repo ?? payload.repository)?.full_name);
-          await this.previews.awaitApproval(parent.workspaceId, parent.deploymentId, { number, headRef: ref, headSha: sha, url: str(pr.html_url), repository, forkRepository: str(headRepo?.full_name) });
+          await this.previews.awaitApproval(parent.workspaceId, parent.deploymentId, {
+            number,
+            headRef: ref,
+            headSha: sha,
+            url: str(pr.html_url),
+            repository,
+            forkRepository: str(headRepo?.full_name),
+          });
           notes.push(
             `not built for deployment ${parent.deploymentId}: the pull request comes from a fork (${str(headRepo?.full_name) ?? 'a deleted repository'}); waiting for an admin's POST /v2/deployments/${parent.deploymentId}/previews/${number}/approve${
               approvalLabelOf(parent.previews) ? ` or the label '${approvalLabelOf(parent.previews)}'` : ''
@@ -139,9 +178,14 @@ export class PullRequestPreviews {
         notes.push(`preview ${view.name} ${created ? 'opened' : 'rolling out'} (revision ${view.latest_revision_id})`);
       } catch (err) {
         failed = true;
-        log.error({ err, deploymentId: parent.deploymentId, number }, 'pull_request webhook could not update a preview');
+        log.error(
+          { err, deploymentId: parent.deploymentId, number },
+          'pull_request webhook could not update a preview',
+        );
         // The client's mistakes and limits (a quota, a name) are said; anything else is logged only.
-        notes.push(`deployment ${parent.deploymentId} failed: ${err instanceof AppError ? err.message : 'internal error (a re-delivery retries it)'}`);
+        notes.push(
+          `deployment ${parent.deploymentId} failed: ${err instanceof AppError ? err.message : 'internal error (a re-delivery retries it)'}`,
+        );
       }
     }
     return done(failed ? 500 : 200, `Pull request #${number} ${action}: ${notes.join('; ')}.`);

@@ -1,7 +1,21 @@
 import type { Config } from '@slipway/config';
-import { QuotaRepository, RegistryRepository, TenancyRepository, type DataSource, type EntityManager } from '@slipway/db';
+import {
+  QuotaRepository,
+  RegistryRepository,
+  TenancyRepository,
+  type DataSource,
+  type EntityManager,
+} from '@slipway/db';
 import type { Logger } from '@slipway/logging';
-import { assertScaleWithin, NotFoundError, QUOTA_FIELDS, QuotaExceededError, type QuotaName, type Quotas, type ResourceSpec } from '@slipway/domain';
+import {
+  assertScaleWithin,
+  NotFoundError,
+  QUOTA_FIELDS,
+  QuotaExceededError,
+  type QuotaName,
+  type Quotas,
+  type ResourceSpec,
+} from '@slipway/domain';
 import { DeploymentSlots } from './deployment-slots.js';
 
 /** `GET/PUT /v2/workspaces/{id}/quotas`: the quotas in force and which of them the workspace overrides. */
@@ -14,7 +28,10 @@ export interface QuotasView {
 }
 
 const snake = (values: Partial<Quotas>) =>
-  Object.fromEntries(Object.entries(values).map(([name, value]) => [QUOTA_FIELDS[name as QuotaName], value])) as Record<string, number>;
+  Object.fromEntries(Object.entries(values).map(([name, value]) => [QUOTA_FIELDS[name as QuotaName], value])) as Record<
+    string,
+    number
+  >;
 
 /**
  * Per-workspace quotas (docs/operations.md, Quotas and retention): checked inside the write's
@@ -48,7 +65,11 @@ export class QuotaService {
     await repo.lockWorkspace(workspaceId);
     const { uploadsPerDay } = await this.effective(manager, workspaceId);
     if ((await repo.uploadsLastDay(workspaceId)) >= uploadsPerDay) {
-      throw new QuotaExceededError('uploadsPerDay', uploadsPerDay, `this workspace requested ${uploadsPerDay} upload URLs in the last 24 hours`);
+      throw new QuotaExceededError(
+        'uploadsPerDay',
+        uploadsPerDay,
+        `this workspace requested ${uploadsPerDay} upload URLs in the last 24 hours`,
+      );
     }
   }
 
@@ -57,7 +78,11 @@ export class QuotaService {
     const { uploadBytes } = await this.effective(manager, workspaceId);
     const stored = await new QuotaRepository(manager).uploadBytes(workspaceId);
     if (stored + incoming > uploadBytes) {
-      throw new QuotaExceededError('uploadBytes', uploadBytes, `this workspace stores ${stored} bytes of uploads and this one adds ${incoming}`);
+      throw new QuotaExceededError(
+        'uploadBytes',
+        uploadBytes,
+        `this workspace stores ${stored} bytes of uploads and this one adds ${incoming}`,
+      );
     }
   }
 
@@ -68,14 +93,26 @@ export class QuotaService {
   async assertRegistryRoom(manager: EntityManager, workspaceId: string): Promise<void> {
     const { quotaBytes, usedBytes } = await new RegistryRepository(manager).registryRoom(workspaceId, this.defaults);
     if (usedBytes >= quotaBytes) {
-      throw new QuotaExceededError('registryBytes', quotaBytes, `this workspace's images take ${usedBytes} bytes (stored in the registry and unpacked on the deployer)`);
+      throw new QuotaExceededError(
+        'registryBytes',
+        quotaBytes,
+        `this workspace's images take ${usedBytes} bytes (stored in the registry and unpacked on the deployer)`,
+      );
     }
   }
 
   /** The workspace must be of the caller's organization (and, for a workspace-scoped caller, its own). */
-  private async assertVisible(organizationId: string, workspaceId: string, ownWorkspaceId: string | null): Promise<void> {
+  private async assertVisible(
+    organizationId: string,
+    workspaceId: string,
+    ownWorkspaceId: string | null,
+  ): Promise<void> {
     const workspace = await new TenancyRepository(this.dataSource.manager).findWorkspace(workspaceId);
-    if (!workspace || workspace.organizationId !== organizationId || (ownWorkspaceId !== null && ownWorkspaceId !== workspaceId)) {
+    if (
+      !workspace ||
+      workspace.organizationId !== organizationId ||
+      (ownWorkspaceId !== null && ownWorkspaceId !== workspaceId)
+    ) {
       throw NotFoundError.of('Workspace', workspaceId);
     }
   }
@@ -89,7 +126,11 @@ export class QuotaService {
       workspace_id: workspaceId,
       quotas: snake({ ...this.defaults, ...overrides }),
       overrides: snake(overrides),
-      usage: { registry_bytes: storedBytes + unpackedBytes, registry_stored_bytes: storedBytes, registry_unpacked_bytes: unpackedBytes },
+      usage: {
+        registry_bytes: storedBytes + unpackedBytes,
+        registry_stored_bytes: storedBytes,
+        registry_unpacked_bytes: unpackedBytes,
+      },
     };
   }
 

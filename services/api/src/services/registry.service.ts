@@ -1,7 +1,14 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Config } from '@slipway/config';
 import { DeploymentRepository, RegistryRepository, type DataSource, type PushedBlob } from '@slipway/db';
-import { BadRequestError, NotFoundError, RequestValidationError, UnauthorizedError, UnavailableError, valueError } from '@slipway/domain';
+import {
+  BadRequestError,
+  NotFoundError,
+  RequestValidationError,
+  UnauthorizedError,
+  UnavailableError,
+  valueError,
+} from '@slipway/domain';
 import {
   deploymentOfRepository,
   parseImageReference,
@@ -100,10 +107,16 @@ export class RegistryService {
     const deployment = await new DeploymentRepository(this.dataSource.manager).find(workspaceId, deploymentId);
     if (!deployment) throw NotFoundError.of('Deployment', deploymentId);
     if (deployment.source !== 'internal_docker') throw new BadRequestError(NOT_INTERNAL_DOCKER);
-    if (deployment.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
+    if (deployment.status === 'AWAITING_DELETE')
+      throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     const token = `${PUSH_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
     const expiresAt = new Date(Date.now() + this.config.registry.pushTokenTtlSeconds * 1000);
-    await new RegistryRepository(this.dataSource.manager).insertPushToken(randomUUID(), deploymentId, hashOf(token), expiresAt);
+    await new RegistryRepository(this.dataSource.manager).insertPushToken(
+      randomUUID(),
+      deploymentId,
+      hashOf(token),
+      expiresAt,
+    );
     return { token, registry_url: this.registryUrl(deploymentId), expires_at: expiresAt.toISOString() };
   }
 
@@ -114,14 +127,21 @@ export class RegistryService {
    * repository. No scope (`docker login`) gets a token granting nothing. A token granting push
    * lives PUSH_GRANT_TTL_SECONDS at most, so the quota is checked again that often during a push.
    */
-  async exchange(authorization: string | undefined, service: string | undefined, scopes: readonly string[]): Promise<RegistryTokenView> {
-    if (service !== undefined && service !== REGISTRY_SERVICE) throw new BadRequestError(`Unknown service '${service}'; this issuer signs for '${REGISTRY_SERVICE}'.`);
+  async exchange(
+    authorization: string | undefined,
+    service: string | undefined,
+    scopes: readonly string[],
+  ): Promise<RegistryTokenView> {
+    if (service !== undefined && service !== REGISTRY_SERVICE)
+      throw new BadRequestError(`Unknown service '${service}'; this issuer signs for '${REGISTRY_SERVICE}'.`);
     const caller = await this.authenticate(authorization);
     const access: RegistryAccess[] = [];
     for (const scope of parseScopes(scopes)) {
       if (scope.type !== 'repository') continue;
       const allowed = this.allowedActions(caller, scope.name);
-      const actions = [...new Set(scope.actions)].filter((a): a is RegistryAction => allowed.includes(a as RegistryAction));
+      const actions = [...new Set(scope.actions)].filter((a): a is RegistryAction =>
+        allowed.includes(a as RegistryAction),
+      );
       if (actions.length) access.push({ type: 'repository', name: scope.name, actions });
     }
     if (caller.kind === 'deployment' && access.some((a) => a.actions.includes('push'))) {
@@ -131,9 +151,17 @@ export class RegistryService {
     // Never outlives the push token it was exchanged for.
     const left = caller.kind === 'deployment' ? Math.floor((caller.expiresAt.getTime() - Date.now()) / 1000) : Infinity;
     const pushes = access.some((a) => a.actions.includes('push'));
-    const ttlSeconds = Math.max(1, Math.min(this.config.registry.tokenTtlSeconds, pushes ? PUSH_GRANT_TTL_SECONDS : Infinity, left));
+    const ttlSeconds = Math.max(
+      1,
+      Math.min(this.config.registry.tokenTtlSeconds, pushes ? PUSH_GRANT_TTL_SECONDS : Infinity, left),
+    );
     const signed = signRegistryToken(this.key(), { subject, access, ttlSeconds });
-    return { token: signed.token, access_token: signed.token, expires_in: signed.expiresIn, issued_at: signed.issuedAt.toISOString() };
+    return {
+      token: signed.token,
+      access_token: signed.token,
+      expires_in: signed.expiresIn,
+      issued_at: signed.issuedAt.toISOString(),
+    };
   }
 
   /**
@@ -144,7 +172,12 @@ export class RegistryService {
    */
   assertOwnImage(deploymentId: string, imageUri: string): void {
     const ref = parseImageReference(imageUri);
-    if (!ref || ref.registry !== this.config.registry.publicAddress || deploymentOfRepository(ref.repository) === deploymentId) return;
+    if (
+      !ref ||
+      ref.registry !== this.config.registry.publicAddress ||
+      deploymentOfRepository(ref.repository) === deploymentId
+    )
+      return;
     throw new RequestValidationError([
       valueError(
         ['source_revision_config', 'image_uri'],
@@ -161,11 +194,18 @@ export class RegistryService {
    * changed nothing (not its secrets or resource_spec either) and may be sent again as it was.
    */
   async resolveImage(deploymentId: string, imageUri: string): Promise<{ digest: string; imageUri: string }> {
-    const refuse = (why: string) => new RequestValidationError([valueError(['source_revision_config', 'image_uri'], why)]);
+    const refuse = (why: string) =>
+      new RequestValidationError([valueError(['source_revision_config', 'image_uri'], why)]);
     const ref = parseImageReference(imageUri);
     const prefix = this.registryUrl(deploymentId);
-    if (!ref || ref.registry !== this.config.registry.publicAddress || deploymentOfRepository(ref.repository) !== deploymentId) {
-      throw refuse(`image_uri must name an image pushed to this deployment's registry_url: ${prefix}/<name>:<tag> or ${prefix}/<name>@sha256:<digest>`);
+    if (
+      !ref ||
+      ref.registry !== this.config.registry.publicAddress ||
+      deploymentOfRepository(ref.repository) !== deploymentId
+    ) {
+      throw refuse(
+        `image_uri must name an image pushed to this deployment's registry_url: ${prefix}/<name>:<tag> or ${prefix}/<name>@sha256:<digest>`,
+      );
     }
     this.client ??= new RegistryClient(this.config.registry.internalUrl, this.key());
     let digest: string | null;
@@ -181,14 +221,17 @@ export class RegistryService {
       throw err;
     }
     if (!digest || (ref.digest && digest !== ref.digest)) {
-      throw refuse(`image ${imageUri} is not in the registry; push it first (POST /v2/deployments/${deploymentId}/push-token)`);
+      throw refuse(
+        `image ${imageUri} is not in the registry; push it first (POST /v2/deployments/${deploymentId}/push-token)`,
+      );
     }
     return { digest, imageUri: `${ref.registry}/${ref.repository}@${digest}` };
   }
 
   /** The registry's push events (authenticated by the bearer token its configuration carries): blobs counted per workspace. */
   async recordEvents(authorization: string | undefined, body: { events?: unknown }): Promise<number> {
-    if (!sameSecret(authorization ?? '', `Bearer ${this.secrets.eventsToken}`)) throw new UnauthorizedError('Invalid registry event credential.');
+    if (!sameSecret(authorization ?? '', `Bearer ${this.secrets.eventsToken}`))
+      throw new UnauthorizedError('Invalid registry event credential.');
     const blobs: PushedBlob[] = [];
     for (const event of Array.isArray(body.events) ? body.events : []) {
       const { action, target } = (event ?? {}) as { action?: unknown; target?: Record<string, unknown> };
@@ -206,8 +249,10 @@ export class RegistryService {
 
   private async authenticate(authorization: string | undefined): Promise<Caller> {
     const credentials = basicCredentials(authorization);
-    if (!credentials) throw new UnauthorizedError('Registry tokens need Basic credentials: oauth2accesstoken and a push token.');
-    if (credentials.user === PLATFORM_ACCOUNT && sameSecret(credentials.password, this.secrets.platformPassword)) return { kind: 'platform' };
+    if (!credentials)
+      throw new UnauthorizedError('Registry tokens need Basic credentials: oauth2accesstoken and a push token.');
+    if (credentials.user === PLATFORM_ACCOUNT && sameSecret(credentials.password, this.secrets.platformPassword))
+      return { kind: 'platform' };
     if (credentials.user === PUSH_TOKEN_ACCOUNT && credentials.password.startsWith(PUSH_TOKEN_PREFIX)) {
       const grant = await new RegistryRepository(this.dataSource.manager).grantOf(hashOf(credentials.password.trim()));
       if (grant) return { kind: 'deployment', ...grant };

@@ -21,7 +21,12 @@ export class RevisionHistoryService {
         status: h.status,
         status_message: h.statusMessage,
         created_at: iso(h.createdAt)!,
-        changes: h.changes.map((c) => ({ from: c.from, to: c.to, at: iso(c.at)!, time_in_status_ms: c.timeInStatusMs })),
+        changes: h.changes.map((c) => ({
+          from: c.from,
+          to: c.to,
+          at: iso(c.at)!,
+          time_in_status_ms: c.timeInStatusMs,
+        })),
       })),
     };
   }

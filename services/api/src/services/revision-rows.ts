@@ -22,7 +22,8 @@ export class RevisionRows {
   /** The row of a new revision of `deployment` snapshotting `draft`, its secrets sealed. */
   row(deployment: Deployment, draft: RevisionDraft): NewRevision {
     const id = randomUUID();
-    const imageUri = draft.imageUri ?? (draft.source === 'external_container' ? draft.sourceRevisionConfig.image_uri ?? null : null);
+    const imageUri =
+      draft.imageUri ?? (draft.source === 'external_container' ? (draft.sourceRevisionConfig.image_uri ?? null) : null);
     if (draft.source === 'external_container' && imageUri) this.images?.assertOwnImage(deployment.id, imageUri);
     return {
       id,
@@ -44,11 +45,17 @@ export class RevisionRows {
 
   /** The deployment's latest revision, or null. */
   latest(manager: EntityManager, deployment: Deployment): Promise<Revision | null> {
-    return deployment.latestRevisionId ? new RevisionRepository(manager).find(deployment.id, deployment.latestRevisionId) : Promise.resolve(null);
+    return deployment.latestRevisionId
+      ? new RevisionRepository(manager).find(deployment.id, deployment.latestRevisionId)
+      : Promise.resolve(null);
   }
 
   /** A new revision's config: the latest revision's (or the source's defaults), with `input` applied. */
-  async nextConfig(manager: EntityManager, deployment: Deployment, input: SourceRevisionConfigInput): Promise<StoredRevisionConfig> {
+  async nextConfig(
+    manager: EntityManager,
+    deployment: Deployment,
+    input: SourceRevisionConfigInput,
+  ): Promise<StoredRevisionConfig> {
     const latest = await this.latest(manager, deployment);
     return revisionConfigFrom(input, latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source));
   }
@@ -57,8 +64,13 @@ export class RevisionRows {
    * The image an internal_docker revision runs: a new `image_uri` resolved to its digest now (so
    * a tag moved later changes nothing), or else the latest revision's digest.
    */
-  async internalImage(deployment: Deployment, input: SourceRevisionConfigInput, latest: Revision | null): Promise<Pick<RevisionDraft, 'imageUri' | 'imageDigest'>> {
-    if (input.image_uri == null) return { imageUri: latest?.imageUri ?? null, imageDigest: latest?.imageDigest ?? null };
+  async internalImage(
+    deployment: Deployment,
+    input: SourceRevisionConfigInput,
+    latest: Revision | null,
+  ): Promise<Pick<RevisionDraft, 'imageUri' | 'imageDigest'>> {
+    if (input.image_uri == null)
+      return { imageUri: latest?.imageUri ?? null, imageDigest: latest?.imageDigest ?? null };
     if (!this.images) throw new Error('internal_docker revisions need the registry (ImageResolver)');
     const resolved = await this.images.resolveImage(deployment.id, input.image_uri);
     return { imageUri: resolved.imageUri, imageDigest: resolved.digest };

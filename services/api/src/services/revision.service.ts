@@ -42,7 +42,11 @@ export class RevisionService {
   ) {}
 
   async get(workspaceId: string, deploymentId: string, revisionId: string): Promise<RevisionView> {
-    const revision = await new RevisionRepository(this.dataSource.manager).findInWorkspace(workspaceId, deploymentId, revisionId);
+    const revision = await new RevisionRepository(this.dataSource.manager).findInWorkspace(
+      workspaceId,
+      deploymentId,
+      revisionId,
+    );
     if (revision) return this.present(revision);
     await this.deployments.assertExists(workspaceId, deploymentId); // which of the two is missing
     throw NotFoundError.of('Revision', revisionId);
@@ -57,8 +61,14 @@ export class RevisionService {
   ): Promise<RevisionView[]> {
     const deployment = await this.deployments.get(workspaceId, deploymentId);
     const statuses = filter.statuses;
-    if (filter.remoteReconciled !== undefined && filter.remoteReconciled !== (deployment.source_config.listener_id !== null)) return [];
-    return (await new RevisionRepository(this.dataSource.manager).listOfDeployment(deploymentId, statuses, page)).map((r) => this.present(r));
+    if (
+      filter.remoteReconciled !== undefined &&
+      filter.remoteReconciled !== (deployment.source_config.listener_id !== null)
+    )
+      return [];
+    return (await new RevisionRepository(this.dataSource.manager).listOfDeployment(deploymentId, statuses, page)).map(
+      (r) => this.present(r),
+    );
   }
 
   /**
@@ -66,19 +76,34 @@ export class RevisionService {
    * retention pruned that artifact: then it is rebuilt). The deployment's current config follows,
    * so later PATCHes build on what is now rolled out.
    */
-  async redeploy(manager: EntityManager, workspaceId: string, deploymentId: string, revisionId: string, requestId?: string): Promise<DeploymentView> {
+  async redeploy(
+    manager: EntityManager,
+    workspaceId: string,
+    deploymentId: string,
+    revisionId: string,
+    requestId?: string,
+  ): Promise<DeploymentView> {
     const deployment = await this.deployments.lock(manager, workspaceId, deploymentId);
-    if (deployment.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
+    if (deployment.status === 'AWAITING_DELETE')
+      throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     const old = await this.load(manager, deploymentId, revisionId);
     const artifact = isImageSource(old.source) ? old.imageUri : old.artifactRef;
     // Retention pruned its artifact (docs/operations.md, Quotas and retention): the new revision
     // has none, so it is built again from the same source (the pinned commit, or the same upload).
     const rebuild = !artifact && old.artifactPrunedAt !== null;
     if (!artifact && !rebuild) {
-      throw new BadRequestError(`Revision ID ${revisionId} was never built (status ${old.status}); there is no artifact to redeploy.`);
+      throw new BadRequestError(
+        `Revision ID ${revisionId} was never built (status ${old.status}); there is no artifact to redeploy.`,
+      );
     }
     // The listener's policy may have narrowed since: an old spec it now refuses is not rolled out again.
-    const refused = await podPolicyIssuesFor(manager, workspaceId, deployment.listenerId, deployment.name, old.resourceSpec);
+    const refused = await podPolicyIssuesFor(
+      manager,
+      workspaceId,
+      deployment.listenerId,
+      deployment.name,
+      old.resourceSpec,
+    );
     if (refused.length) {
       throw new BadRequestError(
         `Revision ID ${revisionId}'s resource_spec is refused by its listener's pod policy: ${refused.map((i) => `${i.loc.slice(3).join('.')}: ${i.msg}`).join('; ')}`,
@@ -115,13 +140,22 @@ export class RevisionService {
   }
 
   /** Stops a revision that is not terminal; its worker sees the status and cancels its work. */
-  async interrupt(manager: EntityManager, workspaceId: string, deploymentId: string, revisionId: string): Promise<RevisionView> {
+  async interrupt(
+    manager: EntityManager,
+    workspaceId: string,
+    deploymentId: string,
+    revisionId: string,
+  ): Promise<RevisionView> {
     await this.deployments.lock(manager, workspaceId, deploymentId);
     const revision = await this.load(manager, deploymentId, revisionId);
     if (isRevisionTerminal(revision.status)) {
-      throw new BadRequestError(`Revision ID ${revisionId} is already ${revision.status}; only a revision in progress can be interrupted.`);
+      throw new BadRequestError(
+        `Revision ID ${revisionId} is already ${revision.status}; only a revision in progress can be interrupted.`,
+      );
     }
-    const applied = await this.flow.transition(manager, revisionId, 'INTERRUPTED', { message: 'Interrupted by request.' });
+    const applied = await this.flow.transition(manager, revisionId, 'INTERRUPTED', {
+      message: 'Interrupted by request.',
+    });
     if (!applied) throw new BadRequestError(`Revision ID ${revisionId} finished before it could be interrupted.`);
     return this.present(await this.load(manager, deploymentId, revisionId));
   }

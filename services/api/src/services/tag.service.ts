@@ -32,7 +32,13 @@ export function presentTagKey(k: TagKey) {
 
 /** The API shape of a tag value. */
 export function presentTagValue(v: TagValue) {
-  return { id: v.id, tag_key_id: v.tagKeyId, value: v.value, created_at: iso(v.createdAt)!, updated_at: iso(v.updatedAt)! };
+  return {
+    id: v.id,
+    tag_key_id: v.tagKeyId,
+    value: v.value,
+    created_at: iso(v.createdAt)!,
+    updated_at: iso(v.updatedAt)!,
+  };
 }
 
 /** One tag a deployment carries: the value with its key. */
@@ -64,7 +70,12 @@ export class TagService {
   // ------------------------------------------------------------------ keys
 
   async createKey(workspaceId: string, body: CreateTagKeyBody): Promise<TagKeyView> {
-    const key = Object.assign(new TagKey(), { id: randomUUID(), workspaceId, key: body.key, description: body.description });
+    const key = Object.assign(new TagKey(), {
+      id: randomUUID(),
+      workspaceId,
+      key: body.key,
+      description: body.description,
+    });
     try {
       return presentTagKey(await this.repo().insertKey(key));
     } catch (err) {
@@ -140,7 +151,11 @@ export class TagService {
    * PUT: `tagValueIds` become exactly the values the deployment carries. Every id must be a value
    * of this workspace (else 404, as for any foreign id) and no two may share a key (400).
    */
-  async replaceDeploymentTags(workspaceId: string, deploymentId: string, tagValueIds: string[]): Promise<DeploymentTagView[]> {
+  async replaceDeploymentTags(
+    workspaceId: string,
+    deploymentId: string,
+    tagValueIds: string[],
+  ): Promise<DeploymentTagView[]> {
     return this.dataSource.transaction(async (manager) => {
       await this.deployments.lock(manager, workspaceId, deploymentId);
       const repo = new TagRepository(manager);
@@ -162,7 +177,9 @@ export class TagService {
       }
       await repo.replaceDeploymentValues(deploymentId, tagValueIds);
       // Bounded by the body's 100 ids, so the whole new set fits one page.
-      return (await repo.deploymentTags(deploymentId, { limit: tagValueIds.length || 1, offset: 0 })).map(presentDeploymentTag);
+      return (await repo.deploymentTags(deploymentId, { limit: tagValueIds.length || 1, offset: 0 })).map(
+        presentDeploymentTag,
+      );
     });
   }
 

@@ -1,7 +1,18 @@
 import type { Readable } from 'node:stream';
 import type { DataSource, DeploymentActivity } from '@slipway/db';
 import type { Logger } from '@slipway/logging';
-import { IngestSlots, TRACE_ACTIVITY_FAILED, TraceIntake, TracingReads, type IngestLimits, type IntakeScope, type ProjectFilter, type RunSelectField, type RunsQueryInput, type RunsQueryV2Input } from '@slipway/tracing';
+import {
+  IngestSlots,
+  TRACE_ACTIVITY_FAILED,
+  TraceIntake,
+  TracingReads,
+  type IngestLimits,
+  type IntakeScope,
+  type ProjectFilter,
+  type RunSelectField,
+  type RunsQueryInput,
+  type RunsQueryV2Input,
+} from '@slipway/tracing';
 
 type Headers = Record<string, unknown>;
 
@@ -28,7 +39,10 @@ export class TracingService {
    * a minute per process), so awaiting it costs the answer nothing most of the time.
    */
   constructor(dataSource: DataSource, limits?: IngestLimits, activity?: DeploymentActivity, log?: Logger) {
-    const recordActivity = activity && ((ids: string[]) => activity.recordAll(ids, (err, deploymentId) => log?.warn({ err, deploymentId }, TRACE_ACTIVITY_FAILED)));
+    const recordActivity =
+      activity &&
+      ((ids: string[]) =>
+        activity.recordAll(ids, (err, deploymentId) => log?.warn({ err, deploymentId }, TRACE_ACTIVITY_FAILED)));
     this.intake = new TraceIntake(dataSource, limits, recordActivity);
     this.reads = new TracingReads(dataSource);
   }

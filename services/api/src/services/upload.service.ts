@@ -5,9 +5,27 @@ import { finished, PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Config } from '@slipway/config';
 import { deriveKey } from '@slipway/crypto';
-import { DeploymentRepository, QuotaRepository, UploadRepository, type DataSource, type EntityManager } from '@slipway/db';
-import { BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError, UnauthorizedError } from '@slipway/domain';
-import { inspectArchiveStream, parseUploadObjectPath, uploadFilePath, uploadObjectPath, type UploadObject } from '@slipway/source';
+import {
+  DeploymentRepository,
+  QuotaRepository,
+  UploadRepository,
+  type DataSource,
+  type EntityManager,
+} from '@slipway/db';
+import {
+  BadRequestError,
+  ConflictError,
+  NotFoundError,
+  PayloadTooLargeError,
+  UnauthorizedError,
+} from '@slipway/domain';
+import {
+  inspectArchiveStream,
+  parseUploadObjectPath,
+  uploadFilePath,
+  uploadObjectPath,
+  type UploadObject,
+} from '@slipway/source';
 import type { UploadUrlView } from '../schemas/upload.schema.js';
 import type { QuotaService } from './quota.service.js';
 
@@ -57,7 +75,8 @@ export class UploadService {
         `Deployment ID ${deploymentId} has source ${deployment.source}; upload URLs are only for upload (internal_source) deployments.`,
       );
     }
-    if (deployment.status === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
+    if (deployment.status === 'AWAITING_DELETE')
+      throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
     const objectPath = uploadObjectPath(deployment.id);
     await this.dataSource.transaction(async (m) => {
       await this.quotas.assertUploadSlot(m, workspaceId);
@@ -84,7 +103,8 @@ export class UploadService {
     const workspaceId = await new QuotaRepository(this.dataSource.manager).workspaceOfDeployment(object.deploymentId);
     if (!workspaceId) throw NotFoundError.of('Deployment', object.deploymentId);
     // Up front by the declared length, so a body the workspace has no room for is never read.
-    if (contentLength !== undefined) await this.quotas.assertUploadBytes(this.dataSource.manager, workspaceId, Number(contentLength));
+    if (contentLength !== undefined)
+      await this.quotas.assertUploadBytes(this.dataSource.manager, workspaceId, Number(contentLength));
 
     const file = uploadFilePath(this.config.dataDir, objectPath);
     const part = `${file}.part`;
@@ -158,11 +178,20 @@ export class UploadService {
   }
 
   /** The upload row must exist (its deployment not deleted) and not be completed yet. */
-  private async assertOpen(manager: EntityManager, objectPath: string, deploymentId: string, lock = false): Promise<void> {
+  private async assertOpen(
+    manager: EntityManager,
+    objectPath: string,
+    deploymentId: string,
+    lock = false,
+  ): Promise<void> {
     const upload = await new UploadRepository(manager).state(objectPath, lock);
     if (!upload) throw NotFoundError.of('Deployment', deploymentId);
-    if (upload.deploymentStatus === 'AWAITING_DELETE') throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
-    if (upload.completedAt) throw new ConflictError(`Upload ${objectPath} is already complete; request a new upload URL for another tarball.`);
+    if (upload.deploymentStatus === 'AWAITING_DELETE')
+      throw new BadRequestError(`Deployment ID ${deploymentId} is being deleted.`);
+    if (upload.completedAt)
+      throw new ConflictError(
+        `Upload ${objectPath} is already complete; request a new upload URL for another tarball.`,
+      );
   }
 
   private tooLarge(): PayloadTooLargeError {
@@ -203,7 +232,11 @@ function notGzip(): BadRequestError {
  * For PATCH (docs/api.md, Uploads and the deploy CLIs): a revision may only be built from a completed upload of its own
  * deployment, so a client cannot point a build at another tenant's tarball or a guessed path.
  */
-export async function assertUploadCompleted(manager: EntityManager, deploymentId: string, objectPath: string): Promise<void> {
+export async function assertUploadCompleted(
+  manager: EntityManager,
+  deploymentId: string,
+  objectPath: string,
+): Promise<void> {
   // Share-locked until the revision naming it commits, so retention cannot delete it meanwhile.
   if (!(await new UploadRepository(manager).shareCompleted(objectPath, deploymentId))) {
     throw new BadRequestError(

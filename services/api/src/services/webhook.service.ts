@@ -1,6 +1,14 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { DeploymentRepository, IntegrationRepository, isForeignKeyViolation, isUniqueViolation, WebhookDelivery, type DataSource, type Integration } from '@slipway/db';
+import {
+  DeploymentRepository,
+  IntegrationRepository,
+  isForeignKeyViolation,
+  isUniqueViolation,
+  WebhookDelivery,
+  type DataSource,
+  type Integration,
+} from '@slipway/db';
 import { hasUnstorableCharacter, NotFoundError } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
 import { DeploymentReads, RevisionReads, RevisionRepository } from '@slipway/pipeline';
@@ -38,7 +46,8 @@ interface PushPayload {
   repository?: { clone_url?: unknown; html_url?: unknown; url?: unknown; pushed_at?: unknown } | null;
 }
 
-const isJson = (contentType: unknown) => typeof contentType === 'string' && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType);
+const isJson = (contentType: unknown) =>
+  typeof contentType === 'string' && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType);
 
 /**
  * The body's bytes, at most `max` of them (undefined past it: the rest is discarded). Nothing
@@ -107,25 +116,27 @@ export class WebhookService {
     // one arriving a moment later would.
     const gone = () => NotFoundError.of('Integration', integration.id);
     const record = (fields: DeliveryFields) =>
-      new IntegrationRepository(this.dataSource.manager).insertDelivery(
-        Object.assign(new WebhookDelivery(), {
-          id: randomUUID(),
-          integrationId: integration.id,
-          deliveryId,
-          event,
-          ref: null,
-          revisionIds: [],
-          payloadSha256: null,
-          // The clock at insert, so deliveries list in arrival order even within one transaction.
-          receivedAt: () => 'clock_timestamp()',
-          ...fields,
-        }),
-      ).then(
-        (recorded) => recorded ?? Promise.reject(gone()),
-        (err: unknown) => {
-          throw isForeignKeyViolation(err, DELIVERY_INTEGRATION_FK) ? gone() : err;
-        },
-      );
+      new IntegrationRepository(this.dataSource.manager)
+        .insertDelivery(
+          Object.assign(new WebhookDelivery(), {
+            id: randomUUID(),
+            integrationId: integration.id,
+            deliveryId,
+            event,
+            ref: null,
+            revisionIds: [],
+            payloadSha256: null,
+            // The clock at insert, so deliveries list in arrival order even within one transaction.
+            receivedAt: () => 'clock_timestamp()',
+            ...fields,
+          }),
+        )
+        .then(
+          (recorded) => recorded ?? Promise.reject(gone()),
+          (err: unknown) => {
+            throw isForeignKeyViolation(err, DELIVERY_INTEGRATION_FK) ? gone() : err;
+          },
+        );
     const refuse = async (statusCode: number, outcome: string) => {
       req.body.resume();
       return presentDelivery(await record({ signatureValid: false, statusCode, outcome }));
@@ -155,17 +166,30 @@ export class WebhookService {
     try {
       body = raw.length ? JSON.parse(raw.toString('utf8')) : {};
     } catch {
-      return presentDelivery(await record({ signatureValid: true, statusCode: 400, outcome: 'The payload is not valid JSON.' }));
+      return presentDelivery(
+        await record({ signatureValid: true, statusCode: 400, outcome: 'The payload is not valid JSON.' }),
+      );
     }
     const signed = { body, digest: createHash('sha256').update(raw).digest('hex') };
-    if (event === 'ping') return presentDelivery(await record({ signatureValid: true, statusCode: 200, outcome: 'pong' }));
+    if (event === 'ping')
+      return presentDelivery(await record({ signatureValid: true, statusCode: 200, outcome: 'pong' }));
     if (!event) {
-      return presentDelivery(await record({ signatureValid: true, statusCode: 400, outcome: 'Missing X-GitHub-Event (or X-Gitea-Event) header.' }));
+      return presentDelivery(
+        await record({
+          signatureValid: true,
+          statusCode: 400,
+          outcome: 'Missing X-GitHub-Event (or X-Gitea-Event) header.',
+        }),
+      );
     }
     if (event === 'pull_request' && this.pullRequests) return this.pullRequest(integration, req, signed, record, gone);
     if (event !== 'push') {
       return presentDelivery(
-        await record({ signatureValid: true, statusCode: 200, outcome: `Event '${event}' ignored: only push and pull_request events do anything.` }),
+        await record({
+          signatureValid: true,
+          statusCode: 200,
+          outcome: `Event '${event}' ignored: only push and pull_request events do anything.`,
+        }),
       );
     }
     return this.push(integration, req, signed, deliveryId, record, gone);
@@ -179,13 +203,30 @@ export class WebhookService {
     record: (fields: DeliveryFields) => Promise<WebhookDelivery>,
     gone: () => NotFoundError,
   ): Promise<DeliveryView> {
-    const delivery = await record({ signatureValid: true, statusCode: PROCESSING, outcome: 'Processing.', payloadSha256: signed.digest }).catch((err) => {
+    const delivery = await record({
+      signatureValid: true,
+      statusCode: PROCESSING,
+      outcome: 'Processing.',
+      payloadSha256: signed.digest,
+    }).catch((err) => {
       if (isUniqueViolation(err, 'webhook_deliveries_payload_key')) return null;
       throw err;
     });
-    if (!delivery) return presentDelivery(await record({ signatureValid: true, statusCode: 409, outcome: 'Replayed delivery refused: this exact signed payload was already received.' }));
+    if (!delivery)
+      return presentDelivery(
+        await record({
+          signatureValid: true,
+          statusCode: 409,
+          outcome: 'Replayed delivery refused: this exact signed payload was already received.',
+        }),
+      );
     const result = await this.pullRequests!.handle(integration, signed.body, req.requestId, req.log);
-    const finished = await new IntegrationRepository(this.dataSource.manager).finishDelivery(delivery.id, result.statusCode, result.outcome, result.statusCode < 500);
+    const finished = await new IntegrationRepository(this.dataSource.manager).finishDelivery(
+      delivery.id,
+      result.statusCode,
+      result.outcome,
+      result.statusCode < 500,
+    );
     if (!finished) throw gone();
     return presentDelivery(finished);
   }
@@ -200,37 +241,52 @@ export class WebhookService {
   ): Promise<DeliveryView> {
     const payload = (signed.body && typeof signed.body === 'object' ? signed.body : {}) as PushPayload;
     // A ref Postgres cannot store (U+0000, a lone surrogate) is no ref at all.
-    const ref = typeof payload.ref === 'string' && payload.ref && !hasUnstorableCharacter(payload.ref) ? payload.ref.slice(0, 1000) : null;
-    const done = async (statusCode: number, outcome: string) => presentDelivery(await record({ signatureValid: true, statusCode, ref, outcome }));
+    const ref =
+      typeof payload.ref === 'string' && payload.ref && !hasUnstorableCharacter(payload.ref)
+        ? payload.ref.slice(0, 1000)
+        : null;
+    const done = async (statusCode: number, outcome: string) =>
+      presentDelivery(await record({ signatureValid: true, statusCode, ref, outcome }));
     if (!ref) return done(400, 'The push payload has no ref.');
     if (ref.startsWith('refs/tags/')) return done(200, `Tag push ${ref} ignored: tags never trigger builds.`);
     if (!ref.startsWith('refs/heads/')) return done(200, `Push to ${ref} ignored: not a branch.`);
     const branch = ref.slice('refs/heads/'.length);
     const sha = typeof payload.after === 'string' ? payload.after : null;
-    if (payload.deleted === true || (sha && NULL_SHA.test(sha))) return done(200, `Branch ${branch} was deleted; nothing to build.`);
+    if (payload.deleted === true || (sha && NULL_SHA.test(sha)))
+      return done(200, `Branch ${branch} was deleted; nothing to build.`);
     if (!sha || !/^[0-9a-f]{7,64}$/i.test(sha)) return done(400, 'The push payload has no commit id in `after`.');
     const repo = payload.repository ?? {};
     const urls = new Set(
-      [repo.clone_url, repo.html_url, repo.url].filter((u): u is string => typeof u === 'string' && u !== '').map(normalizeRepoUrl),
+      [repo.clone_url, repo.html_url, repo.url]
+        .filter((u): u is string => typeof u === 'string' && u !== '')
+        .map(normalizeRepoUrl),
     );
     if (!urls.size) return done(400, 'The push payload names no repository (repository.clone_url, html_url or url).');
 
     const pushedAt = typeof payload.repository?.pushed_at === 'number' ? payload.repository.pushed_at * 1000 : null;
     if (pushedAt !== null && pushedAt < this.now() - REPLAY_WINDOW_MS) {
-      return done(409, `Replayed push refused: it was pushed on ${new Date(pushedAt).toISOString()}, longer ago than the ${REPLAY_WINDOW_MS / 86_400_000}-day replay window.`);
+      return done(
+        409,
+        `Replayed push refused: it was pushed on ${new Date(pushedAt).toISOString()}, longer ago than the ${REPLAY_WINDOW_MS / 86_400_000}-day replay window.`,
+      );
     }
 
     // Recorded before any revision, so each revision can be added to it in the same
     // transaction that creates it: a delivery never made a revision it does not list. The
     // digest of the signed body is unique per integration: the same push sent again (whatever
     // its unsigned delivery id) is refused here, atomically, before anything is built.
-    const delivery = await record({ signatureValid: true, statusCode: PROCESSING, ref, outcome: 'Processing.', payloadSha256: signed.digest }).catch(
-      (err) => {
-        if (isUniqueViolation(err, 'webhook_deliveries_payload_key')) return null;
-        throw err;
-      },
-    );
-    if (!delivery) return done(409, 'Replayed push refused: this exact signed payload was already received; nothing was built.');
+    const delivery = await record({
+      signatureValid: true,
+      statusCode: PROCESSING,
+      ref,
+      outcome: 'Processing.',
+      payloadSha256: signed.digest,
+    }).catch((err) => {
+      if (isUniqueViolation(err, 'webhook_deliveries_payload_key')) return null;
+      throw err;
+    });
+    if (!delivery)
+      return done(409, 'Replayed push refused: this exact signed payload was already received; nothing was built.');
     const targets = (await new DeploymentReads(this.dataSource.manager).pushTargets(integration.id)).filter(
       (t) => t.repoUrl && urls.has(normalizeRepoUrl(t.repoUrl)) && t.repoRef === branch,
     );
@@ -250,12 +306,16 @@ export class WebhookService {
             ? await new RevisionRepository(m).find(deployment.id, deployment.latestRevisionId)
             : null;
           if (deployment.status === 'AWAITING_DELETE') return `deployment ${deployment.id} is being deleted`;
-          if (deployment.sourceConfig.build_on_push !== true || (latest?.sourceRevisionConfig.repo_ref ?? null) !== branch) {
+          if (
+            deployment.sourceConfig.build_on_push !== true ||
+            (latest?.sourceRevisionConfig.repo_ref ?? null) !== branch
+          ) {
             return `deployment ${deployment.id} no longer builds ${branch} on push`;
           }
           if (deliveryId) {
             const earlier = await new RevisionReads(m).fromDelivery(integration.id, deliveryId, deployment.id);
-            if (earlier) return `deployment ${deployment.id} already got revision ${earlier} from delivery ${deliveryId}`;
+            if (earlier)
+              return `deployment ${deployment.id} already got revision ${earlier} from delivery ${deliveryId}`;
           }
           const revisionId = await this.deployments.addPushRevision(m, deployment, branch, sha, req.requestId);
           await new IntegrationRepository(m).addDeliveryRevision(delivery.id, revisionId);
@@ -265,7 +325,10 @@ export class WebhookService {
         else created.push(result.revisionId);
       } catch (err) {
         failed = true;
-        req.log.error({ err, deploymentId: target.deploymentId, deliveryId }, 'push webhook could not create a revision');
+        req.log.error(
+          { err, deploymentId: target.deploymentId, deliveryId },
+          'push webhook could not create a revision',
+        );
         notes.push(`deployment ${target.deploymentId} failed (internal error; a re-delivery retries it)`);
       }
     }
@@ -276,9 +339,16 @@ export class WebhookService {
       : targets.length
         ? `Push to ${branch} (${short}): no new revision.`
         : `Push to ${branch} (${short}): no deployment builds this repository's ${branch} on push.`;
-    const outcome = notes.length ? `${summary} ${notes.map((n) => `${n[0]!.toUpperCase()}${n.slice(1)}.`).join(' ')}` : summary;
+    const outcome = notes.length
+      ? `${summary} ${notes.map((n) => `${n[0]!.toUpperCase()}${n.slice(1)}.`).join(' ')}`
+      : summary;
     // A failed push keeps no digest, so the host's re-delivery can retry the deployments that failed.
-    const finished = await new IntegrationRepository(this.dataSource.manager).finishDelivery(delivery.id, failed ? 500 : 200, outcome, !failed);
+    const finished = await new IntegrationRepository(this.dataSource.manager).finishDelivery(
+      delivery.id,
+      failed ? 500 : 200,
+      outcome,
+      !failed,
+    );
     if (!finished) throw gone();
     return presentDelivery(finished);
   }

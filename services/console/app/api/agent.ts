@@ -153,13 +153,18 @@ export class AgentApi {
 
   /** Threads, newest first (`status` '' for any). */
   searchThreads(options: { status: string; limit: number; offset: number }, signal?: AbortSignal): Promise<Thread[]> {
-    return this.request('POST', '/threads/search', {
-      limit: options.limit,
-      offset: options.offset,
-      sort_by: 'updated_at',
-      sort_order: 'desc',
-      ...(options.status ? { status: options.status } : {}),
-    }, signal);
+    return this.request(
+      'POST',
+      '/threads/search',
+      {
+        limit: options.limit,
+        offset: options.offset,
+        sort_by: 'updated_at',
+        sort_order: 'desc',
+        ...(options.status ? { status: options.status } : {}),
+      },
+      signal,
+    );
   }
 
   thread(threadId: string, signal?: AbortSignal): Promise<Thread> {
@@ -194,7 +199,12 @@ export class AgentApi {
 
   /** Assistants, most recently updated first. */
   searchAssistants(limit: number, signal?: AbortSignal): Promise<Assistant[]> {
-    return this.request('POST', '/assistants/search', { limit, offset: 0, sort_by: 'updated_at', sort_order: 'desc' }, signal);
+    return this.request(
+      'POST',
+      '/assistants/search',
+      { limit, offset: 0, sort_by: 'updated_at', sort_order: 'desc' },
+      signal,
+    );
   }
 
   /** An assistant's versions, newest first. */
@@ -204,7 +214,12 @@ export class AgentApi {
 
   /** Scheduled runs (crons), soonest first. */
   searchCrons(limit: number, signal?: AbortSignal): Promise<Cron[]> {
-    return this.request('POST', '/runs/crons/search', { limit, offset: 0, sort_by: 'next_run_date', sort_order: 'asc' }, signal);
+    return this.request(
+      'POST',
+      '/runs/crons/search',
+      { limit, offset: 0, sort_by: 'next_run_date', sort_order: 'asc' },
+      signal,
+    );
   }
 
   /** Pauses (`enabled` false) or resumes a cron. */

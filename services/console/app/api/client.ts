@@ -58,7 +58,9 @@ export function fieldIssues(body: unknown): FieldIssue[] {
   const detail = (body as { detail?: unknown } | null)?.detail;
   if (!Array.isArray(detail)) return [];
   return detail.map((item: { loc?: unknown[]; msg?: string }) => ({
-    field: Array.isArray(item.loc) ? item.loc.filter((p, i) => !(i === 0 && ['body', 'query', 'path'].includes(String(p)))).join('.') : '',
+    field: Array.isArray(item.loc)
+      ? item.loc.filter((p, i) => !(i === 0 && ['body', 'query', 'path'].includes(String(p)))).join('.')
+      : '',
     message: item.msg ?? 'invalid',
   }));
 }
@@ -122,7 +124,11 @@ export class Api {
     return headers;
   }
 
-  async request<T>(method: string, path: string, options: { query?: Query; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    options: { query?: Query; body?: unknown; signal?: AbortSignal } = {},
+  ): Promise<T> {
     let res: Response;
     try {
       res = await fetch(this.base + withQuery(path, options.query), {
@@ -173,7 +179,16 @@ export class Api {
    * so this reads a streamed fetch). Resolves when the stream ends; rejects on a refusal or a
    * dropped connection; `signal` closes it.
    */
-  async stream(path: string, options: { query?: Query; lastEventId?: string | null; signal: AbortSignal; onOpen?: () => void; onMessage: (m: StreamMessage) => void }): Promise<void> {
+  async stream(
+    path: string,
+    options: {
+      query?: Query;
+      lastEventId?: string | null;
+      signal: AbortSignal;
+      onOpen?: () => void;
+      onMessage: (m: StreamMessage) => void;
+    },
+  ): Promise<void> {
     const extra: Record<string, string> = { Accept: 'text/event-stream' };
     if (options.lastEventId) extra['Last-Event-ID'] = options.lastEventId;
     const res = await fetch(this.base + withQuery(path, options.query), {
@@ -192,7 +207,8 @@ export class Api {
       }
       throw new ApiError(res.status, detailText(res.status, body));
     }
-    if (!res.body || !/text\/event-stream/.test(res.headers.get('content-type') ?? '')) throw new ApiError(res.status, 'The server did not answer with an event stream.');
+    if (!res.body || !/text\/event-stream/.test(res.headers.get('content-type') ?? ''))
+      throw new ApiError(res.status, 'The server did not answer with an event stream.');
     options.onOpen?.();
     await readEventStream(res.body, options.onMessage);
   }

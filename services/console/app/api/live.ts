@@ -127,7 +127,11 @@ export function followLog(api: Api, follow: LogFollow): () => void {
 
   const readToEnd = async () => {
     for (;;) {
-      const page = await api.get<LogPage>(path, { type: follow.type, order: 'asc', limit: PAGE, offset: cursor }, stop.signal);
+      const page = await api.get<LogPage>(
+        path,
+        { type: follow.type, order: 'asc', limit: PAGE, offset: cursor },
+        stop.signal,
+      );
       if (page.logs.length) {
         cursor = page.logs.at(-1)!.id;
         follow.onLines(page.logs);

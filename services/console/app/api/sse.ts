@@ -12,7 +12,10 @@ const LINE_END = /\r\n|\r|\n/;
  * server's keep-alives) and retry hints are skipped; an event the stream ends in the middle of
  * is dropped.
  */
-export async function readEventStream(body: ReadableStream<Uint8Array>, onMessage: (m: StreamMessage) => void): Promise<void> {
+export async function readEventStream(
+  body: ReadableStream<Uint8Array>,
+  onMessage: (m: StreamMessage) => void,
+): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';

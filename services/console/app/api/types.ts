@@ -5,7 +5,12 @@ export { DEPLOYMENT_STATUSES, type RevisionStatus };
 
 /** Statuses a revision never leaves (shared with the server's status machine). */
 export const TERMINAL_REVISION_STATUSES: readonly RevisionStatus[] = [...REVISION_TERMINAL];
-export const FAILED_REVISION_STATUSES: readonly RevisionStatus[] = ['CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'UNKNOWN'];
+export const FAILED_REVISION_STATUSES: readonly RevisionStatus[] = [
+  'CREATE_FAILED',
+  'BUILD_FAILED',
+  'DEPLOY_FAILED',
+  'UNKNOWN',
+];
 export const DEPLOYMENT_TYPES = ['dev_free', 'dev', 'prod'] as const;
 
 export interface Envelope<T> {
@@ -91,7 +96,15 @@ export interface Revision {
   updated_at: string;
 }
 
-export type RevisionTrigger = 'create' | 'patch' | 'push' | 'upload' | 'image_push' | 'redeploy' | 'preview' | 'api_revision';
+export type RevisionTrigger =
+  | 'create'
+  | 'patch'
+  | 'push'
+  | 'upload'
+  | 'image_push'
+  | 'redeploy'
+  | 'preview'
+  | 'api_revision';
 
 export interface StatusChange {
   from: RevisionStatus | null;
@@ -187,7 +200,13 @@ export interface Workspace {
 }
 
 /** The event types (docs/api.md, Events and webhooks). */
-export const EVENT_TYPES = ['deployment.created', 'deployment.status_changed', 'deployment.deleted', 'revision.created', 'revision.status_changed'] as const;
+export const EVENT_TYPES = [
+  'deployment.created',
+  'deployment.status_changed',
+  'deployment.deleted',
+  'revision.created',
+  'revision.status_changed',
+] as const;
 
 export interface WorkspaceEvent extends LiveEvent {
   created_at: string;
@@ -223,7 +242,14 @@ export interface WebhookDelivery {
   created_at: string;
   updated_at: string;
   event: WorkspaceEvent;
-  attempts: Array<{ round: number; attempt: number; attempted_at: string; duration_ms: number; response_status: number | null; error: string | null }>;
+  attempts: Array<{
+    round: number;
+    attempt: number;
+    attempted_at: string;
+    duration_ms: number;
+    response_status: number | null;
+    error: string | null;
+  }>;
 }
 
 /** A trace's summary row (`GET /v2/deployments/{id}/traces`, docs/tracing.md). */

@@ -3,7 +3,8 @@ import type { Deployment } from '../api/types';
 import { useApi } from './common';
 
 /** The public LangGraph Studio, pointed at a deployment's URL. */
-export const studioUrl = (deploymentUrl: string) => `https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(deploymentUrl)}`;
+export const studioUrl = (deploymentUrl: string) =>
+  `https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(deploymentUrl)}`;
 
 /**
  * Whether the deployment's URL speaks the LangGraph Server API: only when the API says so
@@ -57,8 +58,8 @@ export function AgentAccess({ deployment }: { deployment: Deployment & { url: st
         <span className="hint">(the public Studio, talking to this deployment's URL from your browser)</span>
       </p>
       <p className="hint">
-        Calls need an API key of this workspace in <code>X-Api-Key</code> (<code>apiKey</code> in the SDK). The snippet reads it from{' '}
-        <code>{KEY_VARIABLE}</code>.
+        Calls need an API key of this workspace in <code>X-Api-Key</code> (<code>apiKey</code> in the SDK). The snippet
+        reads it from <code>{KEY_VARIABLE}</code>.
       </p>
       <pre className="snippet" aria-label="SDK snippet">
         <code>{snippet}</code>
@@ -68,7 +69,8 @@ export function AgentAccess({ deployment }: { deployment: Deployment & { url: st
           Copy snippet
         </button>
         <label>
-          <input type="checkbox" checked={withKey} onChange={(e) => setWithKey(e.target.checked)} /> Put my key in the snippet
+          <input type="checkbox" checked={withKey} onChange={(e) => setWithKey(e.target.checked)} /> Put my key in the
+          snippet
         </label>
         <span role="status">{copied}</span>
       </div>

@@ -51,7 +51,9 @@ export function withoutSecretValues(body: unknown): unknown {
     Object.entries(body).map(([k, v]) => [
       k,
       k === 'secrets' && Array.isArray(v)
-        ? v.map((s: { name?: string; value?: string }) => (s.value === '********' ? s : { ...s, value: `<value of ${s.name ?? 'the secret'}>` }))
+        ? v.map((s: { name?: string; value?: string }) =>
+            s.value === '********' ? s : { ...s, value: `<value of ${s.name ?? 'the secret'}>` },
+          )
         : WRITE_ONLY.includes(k) && typeof v === 'string'
           ? `<your ${k}>`
           : withoutSecretValues(v),
@@ -79,7 +81,12 @@ export interface Action {
 
 export function useAction(): Action {
   const api = useApi();
-  const [state, setState] = useState<{ busy: boolean; error: string | null; issues: FieldIssue[]; calls: ApiCall[] }>({ busy: false, error: null, issues: [], calls: [] });
+  const [state, setState] = useState<{ busy: boolean; error: string | null; issues: FieldIssue[]; calls: ApiCall[] }>({
+    busy: false,
+    error: null,
+    issues: [],
+    calls: [],
+  });
   const recorded = useRef<ApiCall[]>([]);
   const perform = useCallback(
     async <T,>(steps: (call: CallFn, record: (c: ApiCall) => void) => Promise<T>): Promise<T | null> => {
@@ -92,7 +99,13 @@ export function useAction(): Action {
       const call: CallFn = (method, path, body) => {
         // A POST always carries a body (`{}` at least), as Api.post sends it.
         const sent = body ?? (method === 'POST' ? {} : undefined);
-        record({ method, url: new URL(api.base + path, location.origin).href, authenticated: true, tenantId: api.session.tenantId, body: sent === undefined ? undefined : withoutSecretValues(sent) });
+        record({
+          method,
+          url: new URL(api.base + path, location.origin).href,
+          authenticated: true,
+          tenantId: api.session.tenantId,
+          body: sent === undefined ? undefined : withoutSecretValues(sent),
+        });
         return api.request(method, path, { body: sent });
       };
       try {
@@ -100,7 +113,12 @@ export function useAction(): Action {
         setState((s) => ({ ...s, busy: false }));
         return result;
       } catch (err) {
-        setState((s) => ({ ...s, busy: false, error: (err as Error).message, issues: err instanceof ApiError ? err.issues : [] }));
+        setState((s) => ({
+          ...s,
+          busy: false,
+          error: (err as Error).message,
+          issues: err instanceof ApiError ? err.issues : [],
+        }));
         return null;
       }
     },
@@ -181,7 +199,11 @@ type FieldProps = {
  * A labelled field with its 422 problem (or a check of the form's own) under it, tied to the
  * input by aria-describedby. `render` gets the ids to put on the input.
  */
-export function Field(props: FieldProps & { render: (ids: { id: string; 'aria-describedby'?: string; 'aria-invalid'?: boolean }) => ReactNode }) {
+export function Field(
+  props: FieldProps & {
+    render: (ids: { id: string; 'aria-describedby'?: string; 'aria-invalid'?: boolean }) => ReactNode;
+  },
+) {
   const id = useId();
   const problem = props.action.issueFor(props.name);
   const described = [props.hint && `${id}-hint`, problem && `${id}-error`].filter(Boolean).join(' ') || undefined;
@@ -236,7 +258,12 @@ export function SelectField<V extends string>({
   onChange,
   disabled,
   ...field
-}: FieldProps & { value: V; options: ReadonlyArray<readonly [V, ReactNode]>; onChange: (value: V) => void; disabled?: boolean }) {
+}: FieldProps & {
+  value: V;
+  options: ReadonlyArray<readonly [V, ReactNode]>;
+  onChange: (value: V) => void;
+  disabled?: boolean;
+}) {
   return (
     <Field
       {...field}

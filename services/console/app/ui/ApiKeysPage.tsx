@@ -14,7 +14,9 @@ function CreateKey({ onCreated }: { onCreated: () => void }) {
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setCreated(null);
-    const key = await action.perform((call) => call<ApiKey & { key: string }>('POST', '/v2/api-keys', { description, role, scope }));
+    const key = await action.perform((call) =>
+      call<ApiKey & { key: string }>('POST', '/v2/api-keys', { description, role, scope }),
+    );
     if (key) {
       setCreated(key);
       setDescription('');
@@ -24,14 +26,24 @@ function CreateKey({ onCreated }: { onCreated: () => void }) {
   return (
     <form className="form" onSubmit={submit} aria-labelledby="create-key-title">
       <h2 id="create-key-title">Create an API key</h2>
-      <Field label="Description" name="description" action={action} render={(ids) => <input {...ids} value={description} maxLength={500} onChange={(e) => setDescription(e.target.value)} />} />
+      <Field
+        label="Description"
+        name="description"
+        action={action}
+        render={(ids) => (
+          <input {...ids} value={description} maxLength={500} onChange={(e) => setDescription(e.target.value)} />
+        )}
+      />
       <SelectField
         label="Role"
         name="role"
         action={action}
         hint="Members deploy; admins also manage keys, webhooks, listeners and integrations."
         value={role}
-        options={[['member', 'member'], ['admin', 'admin']]}
+        options={[
+          ['member', 'member'],
+          ['admin', 'admin'],
+        ]}
         onChange={setRole}
       />
       <SelectField
@@ -40,7 +52,10 @@ function CreateKey({ onCreated }: { onCreated: () => void }) {
         action={action}
         hint="An organization key acts on any workspace of the organization (with X-Tenant-Id); only organization admins create one."
         value={scope}
-        options={[['workspace', 'workspace'], ['organization', 'organization']]}
+        options={[
+          ['workspace', 'workspace'],
+          ['organization', 'organization'],
+        ]}
         onChange={setScope}
       />
       <div>
@@ -94,8 +109,10 @@ export function ApiKeysPage() {
                   className="danger"
                   aria-label={`Revoke key ${k.prefix}`}
                   onClick={() =>
-                    ask(`Revoke the key ${k.prefix}… (${k.description || 'no description'})? Every client using it is refused from now on.`, 'Revoke key', () =>
-                      revoke.perform((call) => call('DELETE', `/v2/api-keys/${k.id}`)).then(keys.reload),
+                    ask(
+                      `Revoke the key ${k.prefix}… (${k.description || 'no description'})? Every client using it is refused from now on.`,
+                      'Revoke key',
+                      () => revoke.perform((call) => call('DELETE', `/v2/api-keys/${k.id}`)).then(keys.reload),
                     )
                   }
                 >

@@ -55,7 +55,8 @@ export function App() {
   let page;
   let m: RegExpMatchArray | null;
   if ((m = route.match(LOGS))) page = <LogsPage key={route} deploymentId={m[1]} revisionId={m[2]} query={query} />;
-  else if ((m = route.match(THREAD))) page = <ThreadPage key={route} deploymentId={m[1]} threadId={decodeURIComponent(m[2]!)} />;
+  else if ((m = route.match(THREAD)))
+    page = <ThreadPage key={route} deploymentId={m[1]} threadId={decodeURIComponent(m[2]!)} />;
   else if ((m = route.match(DEPLOYMENT))) page = <DeploymentPage key={route} deploymentId={m[1]} />;
   else if (route === '/listeners') page = <ListenersPage />;
   else if (route === '/deployments/new') page = <CreateDeploymentPage />;
@@ -85,7 +86,9 @@ export function App() {
             </a>
           ))}
         </nav>
-        <span className="workspace">{session?.tenantId ? `Workspace ${session.tenantId}` : 'Workspace of this key'}</span>
+        <span className="workspace">
+          {session?.tenantId ? `Workspace ${session.tenantId}` : 'Workspace of this key'}
+        </span>
         <ThemeToggle />
         <button type="button" className="secondary" onClick={signOut}>
           Sign out

@@ -1,6 +1,12 @@
 import { useState } from 'react';
 import type { Api } from '../api/client';
-import { TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision, type RevisionHistory } from '../api/types';
+import {
+  TERMINAL_REVISION_STATUSES,
+  type Deployment,
+  type Envelope,
+  type Revision,
+  type RevisionHistory,
+} from '../api/types';
 import { formatTime } from '../phases';
 import { AgentAccess, isAgentDeployment } from './AgentAccess';
 import { agentHref } from './agent/agent';
@@ -37,10 +43,18 @@ async function loadDeployment(api: Api, id: string, signal: AbortSignal): Promis
     api.get<Deployment>(`/v2/deployments/${id}`, undefined, signal),
     api.get<Envelope<Revision>>(`/v2/deployments/${id}/revisions`, { limit: HISTORY_SIZE }, signal),
     revisionHistory
-      ? api.get<{ resources: RevisionHistory[] }>(`/v2/deployments/${id}/revision-history`, { limit: HISTORY_SIZE }, signal)
+      ? api.get<{ resources: RevisionHistory[] }>(
+          `/v2/deployments/${id}/revision-history`,
+          { limit: HISTORY_SIZE },
+          signal,
+        )
       : Promise.resolve({ resources: [] }),
   ]);
-  return { deployment, revisions: revisions.resources, histories: new Map(history.resources.map((h) => [h.revision_id, h])) };
+  return {
+    deployment,
+    revisions: revisions.resources,
+    histories: new Map(history.resources.map((h) => [h.revision_id, h])),
+  };
 }
 
 /** "1 CPU, 1024 MB, scale 1–1": the numbers people look for first. */
@@ -63,7 +77,10 @@ function ConfigList({ deployment }: { deployment: Deployment }) {
     ['Build on push', config.build_on_push],
     ['Install command', config.install_command],
     ['Build command', config.build_command],
-    ...Object.entries(deployment.source_revision_config ?? {}).map(([k, v]): [string, unknown] => [k.replace(/_/g, ' '), v]),
+    ...Object.entries(deployment.source_revision_config ?? {}).map(([k, v]): [string, unknown] => [
+      k.replace(/_/g, ' '),
+      v,
+    ]),
     ['Created', formatTime(deployment.created_at)],
   ];
   return (
@@ -164,7 +181,11 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
 
   const interrupt = async (revision: Revision) => {
     setNotice(null);
-    if (await action.perform((call) => call<Revision>('POST', `/v2/deployments/${deployment.id}/revisions/${revision.id}/interruption`))) {
+    if (
+      await action.perform((call) =>
+        call<Revision>('POST', `/v2/deployments/${deployment.id}/revisions/${revision.id}/interruption`),
+      )
+    ) {
       setNotice(`Revision ${revision.id} interrupted.`);
       data.reload();
     }
@@ -214,11 +235,20 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
         <p>
           Status: <ServingStatus deployment={deployment} latest={latest} label="Deployment" />
           <br />
-          Serving URL: {deployment.url ? <a className="url" href={deployment.url}>{deployment.url}</a> : 'none yet'}
+          Serving URL:{' '}
+          {deployment.url ? (
+            <a className="url" href={deployment.url}>
+              {deployment.url}
+            </a>
+          ) : (
+            'none yet'
+          )}
           <br />
-          Active revision: {active ? <code>{active.id}</code> : 'none'} <StatusBadge status={active?.status} label="Active revision" />
+          Active revision: {active ? <code>{active.id}</code> : 'none'}{' '}
+          <StatusBadge status={active?.status} label="Active revision" />
           <br />
-          Latest revision: {latest ? <code>{latest.id}</code> : 'none'} <StatusBadge status={latest?.status} label="Latest revision" />
+          Latest revision: {latest ? <code>{latest.id}</code> : 'none'}{' '}
+          <StatusBadge status={latest?.status} label="Latest revision" />
         </p>
         <RevisionCompare deploymentId={deployment.id} active={active} latest={latest} />
         <div className="actions">
@@ -237,8 +267,19 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
               Interrupt the running revision
             </button>
           )}
-          {latest && <a href={`#/deployments/${deployment.id}/revisions/${latest.id}/logs?type=${defaultLogType(latest, deployment.active_revision_id)}`}>Logs of the latest revision</a>}
-          <button type="button" className="danger" onClick={() => (action.reset(), setDeleting(true))} disabled={deployment.status === 'AWAITING_DELETE'}>
+          {latest && (
+            <a
+              href={`#/deployments/${deployment.id}/revisions/${latest.id}/logs?type=${defaultLogType(latest, deployment.active_revision_id)}`}
+            >
+              Logs of the latest revision
+            </a>
+          )}
+          <button
+            type="button"
+            className="danger"
+            onClick={() => (action.reset(), setDeleting(true))}
+            disabled={deployment.status === 'AWAITING_DELETE'}
+          >
             Delete deployment
           </button>
         </div>
@@ -279,7 +320,12 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
       </section>
       <section aria-labelledby="timeline-title">
         <h2 id="timeline-title">Revisions</h2>
-        <Timeline deployment={deployment} revisions={revisions} histories={histories} onRollback={(r) => (action.reset(), setRollbackOf(r))} />
+        <Timeline
+          deployment={deployment}
+          revisions={revisions}
+          histories={histories}
+          onRollback={(r) => (action.reset(), setRollbackOf(r))}
+        />
       </section>
       <RollbackDialog
         deployment={deployment}

@@ -1,6 +1,14 @@
 import { useMemo, useRef, type FormEvent } from 'react';
 import { apiBase, type Api } from '../api/client';
-import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, FAILED_REVISION_STATUSES, TERMINAL_REVISION_STATUSES, type Deployment, type Envelope, type Revision } from '../api/types';
+import {
+  DEPLOYMENT_STATUSES,
+  DEPLOYMENT_TYPES,
+  FAILED_REVISION_STATUSES,
+  TERMINAL_REVISION_STATUSES,
+  type Deployment,
+  type Envelope,
+  type Revision,
+} from '../api/types';
 import { ago, formatTime } from '../phases';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
 import { LiveIndicator, useLiveRefresh } from './live';
@@ -36,7 +44,13 @@ function filtersOf(query: URLSearchParams): { filters: Filters; offset: number }
  * revision in a terminal status never changes, so `known` keeps those and a refresh re-reads only
  * the ones still moving: a steady table costs one request per refresh.
  */
-async function loadRows(api: Api, filters: Filters, offset: number, known: Map<string, Revision>, signal: AbortSignal): Promise<{ rows: Row[]; next: number }> {
+async function loadRows(
+  api: Api,
+  filters: Filters,
+  offset: number,
+  known: Map<string, Revision>,
+  signal: AbortSignal,
+): Promise<{ rows: Row[]; next: number }> {
   const page = await api.get<Envelope<Deployment>>(
     '/v2/deployments',
     {
@@ -53,7 +67,9 @@ async function loadRows(api: Api, filters: Filters, offset: number, known: Map<s
     if (!id) return null;
     const cached = known.get(id);
     if (cached) return cached;
-    const fresh = await api.get<Revision>(`/v2/deployments/${d.id}/revisions/${id}`, undefined, signal).catch(() => null);
+    const fresh = await api
+      .get<Revision>(`/v2/deployments/${d.id}/revisions/${id}`, undefined, signal)
+      .catch(() => null);
     if (fresh && TERMINAL_REVISION_STATUSES.includes(fresh.status)) known.set(id, fresh);
     return fresh;
   };
@@ -61,9 +77,15 @@ async function loadRows(api: Api, filters: Filters, offset: number, known: Map<s
     page.resources.map(async (deployment) => {
       const [active, latest] = await Promise.all([
         revision(deployment, deployment.active_revision_id),
-        deployment.latest_revision_id === deployment.active_revision_id ? null : revision(deployment, deployment.latest_revision_id),
+        deployment.latest_revision_id === deployment.active_revision_id
+          ? null
+          : revision(deployment, deployment.latest_revision_id),
       ]);
-      return { deployment, active, latest: latest ?? (deployment.latest_revision_id === deployment.active_revision_id ? active : null) };
+      return {
+        deployment,
+        active,
+        latest: latest ?? (deployment.latest_revision_id === deployment.active_revision_id ? active : null),
+      };
     }),
   );
   return { rows, next: page.offset };
@@ -71,7 +93,9 @@ async function loadRows(api: Api, filters: Filters, offset: number, known: Map<s
 
 /** Every tag value of the workspace, labelled `key: value`, for the tag filter. */
 async function loadTagValues(api: Api, signal: AbortSignal): Promise<Array<{ id: string; label: string }>> {
-  return (await loadTagChoices(api, signal)).flatMap(({ key, values }) => values.map((v) => ({ id: v.id, label: `${key.key}: ${v.value}` })));
+  return (await loadTagChoices(api, signal)).flatMap(({ key, values }) =>
+    values.map((v) => ({ id: v.id, label: `${key.key}: ${v.value}` })),
+  );
 }
 
 function lastActivity(row: Row): string {
@@ -94,7 +118,15 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
     const read = (name: keyof Filters) => String(form.get(name) ?? '').trim();
-    go({ status: read('status'), deployment_type: read('deployment_type'), tag_value_id: read('tag_value_id'), name_contains: read('name_contains') }, 0);
+    go(
+      {
+        status: read('status'),
+        deployment_type: read('deployment_type'),
+        tag_value_id: read('tag_value_id'),
+        name_contains: read('name_contains'),
+      },
+      0,
+    );
   };
 
   const rows = list.data?.rows ?? [];
@@ -147,57 +179,75 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
       {list.data && rows.length === 0 && offset === 0 ? (
         <EmptyList filtered={filtered} />
       ) : (
-      <div className="table-scroll">
-      <table className="deployments">
-        <caption>{list.loading && !list.data ? 'Loading deployments…' : `${rows.length} deployment${rows.length === 1 ? '' : 's'} on this page`}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Source</th>
-            <th scope="col">Status</th>
-            <th scope="col">Active revision</th>
-            <th scope="col">Latest revision</th>
-            <th scope="col">URL</th>
-            <th scope="col">Last activity</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((row) => (
-            <tr key={row.deployment.id} data-deployment-id={row.deployment.id}>
-              <th scope="row">
-                <a href={`#/deployments/${row.deployment.id}`}>{row.deployment.name}</a>
-              </th>
-              <td data-label="Source">
-                {row.deployment.source}
-                {row.deployment.deployment_type ? ` (${row.deployment.deployment_type})` : ''}
-              </td>
-              <td data-label="Status">
-                <ServingStatus deployment={row.deployment} latest={row.latest} />
-              </td>
-              <td data-label="Active revision" className="active-status">
-                <StatusBadge status={row.active?.status} label="Active revision" />
-              </td>
-              <td data-label="Latest revision" className="latest-status">
-                <StatusBadge status={row.latest?.status} label="Latest revision" />
-                {row.latest?.status_message && FAILED_REVISION_STATUSES.includes(row.latest.status) && <Clipped className="message" text={row.latest.status_message} />}
-              </td>
-              <td data-label="URL">{row.deployment.url ? <a href={row.deployment.url}>{row.deployment.url}</a> : '—'}</td>
-              <td data-label="Last activity">
-                <time dateTime={lastActivity(row)} title={formatTime(lastActivity(row))}>
-                  {ago(lastActivity(row))}
-                </time>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      </div>
+        <div className="table-scroll">
+          <table className="deployments">
+            <caption>
+              {list.loading && !list.data
+                ? 'Loading deployments…'
+                : `${rows.length} deployment${rows.length === 1 ? '' : 's'} on this page`}
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Source</th>
+                <th scope="col">Status</th>
+                <th scope="col">Active revision</th>
+                <th scope="col">Latest revision</th>
+                <th scope="col">URL</th>
+                <th scope="col">Last activity</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((row) => (
+                <tr key={row.deployment.id} data-deployment-id={row.deployment.id}>
+                  <th scope="row">
+                    <a href={`#/deployments/${row.deployment.id}`}>{row.deployment.name}</a>
+                  </th>
+                  <td data-label="Source">
+                    {row.deployment.source}
+                    {row.deployment.deployment_type ? ` (${row.deployment.deployment_type})` : ''}
+                  </td>
+                  <td data-label="Status">
+                    <ServingStatus deployment={row.deployment} latest={row.latest} />
+                  </td>
+                  <td data-label="Active revision" className="active-status">
+                    <StatusBadge status={row.active?.status} label="Active revision" />
+                  </td>
+                  <td data-label="Latest revision" className="latest-status">
+                    <StatusBadge status={row.latest?.status} label="Latest revision" />
+                    {row.latest?.status_message && FAILED_REVISION_STATUSES.includes(row.latest.status) && (
+                      <Clipped className="message" text={row.latest.status_message} />
+                    )}
+                  </td>
+                  <td data-label="URL">
+                    {row.deployment.url ? <a href={row.deployment.url}>{row.deployment.url}</a> : '—'}
+                  </td>
+                  <td data-label="Last activity">
+                    <time dateTime={lastActivity(row)} title={formatTime(lastActivity(row))}>
+                      {ago(lastActivity(row))}
+                    </time>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <nav className="pager" aria-label="Pages of deployments">
-        <button type="button" className="secondary" disabled={offset === 0} onClick={() => go(filters, Math.max(0, offset - PAGE_SIZE))}>
+        <button
+          type="button"
+          className="secondary"
+          disabled={offset === 0}
+          onClick={() => go(filters, Math.max(0, offset - PAGE_SIZE))}
+        >
           Previous page
         </button>
-        <button type="button" className="secondary" disabled={rows.length < PAGE_SIZE} onClick={() => go(filters, list.data?.next ?? offset + PAGE_SIZE)}>
+        <button
+          type="button"
+          className="secondary"
+          disabled={rows.length < PAGE_SIZE}
+          onClick={() => go(filters, list.data?.next ?? offset + PAGE_SIZE)}
+        >
           Next page
         </button>
       </nav>
@@ -226,8 +276,8 @@ function EmptyList({ filtered }: { filtered: boolean }) {
   deploy --remote --host-url ${location.origin}${apiBase()} --name my-agent`}</code>
       </pre>
       <p>
-        Or create one through the API (<code>POST /v2/deployments</code>, from a repository or a container image): see the{' '}
-        <a href={`${apiBase()}/docs`}>API reference</a>. It shows up here as soon as it exists.
+        Or create one through the API (<code>POST /v2/deployments</code>, from a repository or a container image): see
+        the <a href={`${apiBase()}/docs`}>API reference</a>. It shows up here as soon as it exists.
       </p>
     </section>
   );

@@ -2,7 +2,13 @@ import { useState, type FormEvent } from 'react';
 import type { Deployment } from '../api/types';
 import { ActionOutcome, Field, useAction } from './ApiCall';
 import { BuildOnPushField, isRepohost } from './DeployFromRepository';
-import { ResourcesFields, resourceDraftOf, resourceProblems, resourceSpecOf, type ResourceDraft } from './ResourcesFields';
+import {
+  ResourcesFields,
+  resourceDraftOf,
+  resourceProblems,
+  resourceSpecOf,
+  type ResourceDraft,
+} from './ResourcesFields';
 import { draftsOf, SecretsEditor, secretProblems, secretsBody, type SecretDraft } from './SecretsEditor';
 import { putTags, TagsFields, tagsChanged } from './TagsFields';
 import { uploadSource } from './upload';
@@ -34,9 +40,18 @@ const sameSecrets = (drafts: SecretDraft[], stored: Deployment['secrets']) =>
  */
 export function EditDeployment({ deployment, onDone }: { deployment: Deployment; onDone: (message: string) => void }) {
   const action = useAction();
-  const source = deployment.source === 'github' ? 'repohost' : deployment.source === 'internal_source' ? 'upload' : deployment.source === 'external_docker' ? 'external_container' : deployment.source;
+  const source =
+    deployment.source === 'github'
+      ? 'repohost'
+      : deployment.source === 'internal_source'
+        ? 'upload'
+        : deployment.source === 'external_docker'
+          ? 'external_container'
+          : deployment.source;
   const initial = {
-    revision: Object.fromEntries((REVISION_FIELDS[source] ?? []).map(([k]) => [k, text(deployment.source_revision_config?.[k])])),
+    revision: Object.fromEntries(
+      (REVISION_FIELDS[source] ?? []).map(([k]) => [k, text(deployment.source_revision_config?.[k])]),
+    ),
     inPlace: Object.fromEntries((IN_PLACE_FIELDS[source] ?? []).map(([k]) => [k, text(deployment.source_config?.[k])])),
     resources: resourceDraftOf(deployment.source_config?.resource_spec ?? null),
   };
@@ -55,17 +70,29 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
     const problems = [...secretProblems(secrets), ...resourceProblems(resources)];
     if (problems.length) return action.fail('Some fields need attention.', problems);
     const body: Record<string, unknown> = {};
-    const changedRevision = Object.fromEntries(Object.entries(revision).filter(([k, v]) => v !== initial.revision[k] && v !== ''));
+    const changedRevision = Object.fromEntries(
+      Object.entries(revision).filter(([k, v]) => v !== initial.revision[k] && v !== ''),
+    );
     if (Object.keys(changedRevision).length) body.source_revision_config = changedRevision;
-    const sourceConfig: Record<string, unknown> = Object.fromEntries(Object.entries(inPlace).filter(([k, v]) => v !== initial.inPlace[k]).map(([k, v]) => [k, v || null]));
+    const sourceConfig: Record<string, unknown> = Object.fromEntries(
+      Object.entries(inPlace)
+        .filter(([k, v]) => v !== initial.inPlace[k])
+        .map(([k, v]) => [k, v || null]),
+    );
     if (buildOnPush !== storedBuildOnPush) sourceConfig.build_on_push = buildOnPush;
-    if (JSON.stringify(resources) !== JSON.stringify(initial.resources)) sourceConfig.resource_spec = resourceSpecOf(resources, (deployment.source_config?.resource_spec as Record<string, unknown>) ?? {});
+    if (JSON.stringify(resources) !== JSON.stringify(initial.resources))
+      sourceConfig.resource_spec = resourceSpecOf(
+        resources,
+        (deployment.source_config?.resource_spec as Record<string, unknown>) ?? {},
+      );
     if (Object.keys(sourceConfig).length) body.source_config = sourceConfig;
     if (!sameSecrets(secrets, deployment.secrets)) body.secrets = secretsBody(secrets);
     const retag = tagsChanged(tagValueIds, deployment.tag_value_ids ?? []);
     if (!Object.keys(body).length && !file && !retag) return action.fail('Nothing changed.');
     const updated = await action.perform(async (call, record) => {
-      let d = Object.keys(body).length ? await call<Deployment>('PATCH', `/v2/deployments/${deployment.id}`, body) : deployment;
+      let d = Object.keys(body).length
+        ? await call<Deployment>('PATCH', `/v2/deployments/${deployment.id}`, body)
+        : deployment;
       if (file) d = await uploadSource(call, record, deployment.id, file, configPath);
       // Tags last (they change in place): a PATCH the API refuses leaves everything as it was.
       if (retag) await putTags(call, deployment.id, tagValueIds);
@@ -88,16 +115,61 @@ export function EditDeployment({ deployment, onDone }: { deployment: Deployment;
       </summary>
       <form className="form" onSubmit={submit} noValidate aria-labelledby="edit-title">
         {(REVISION_FIELDS[source] ?? []).map(([k, label]) => (
-          <Field key={k} label={label} name={`source_revision_config.${k}`} action={action} render={(ids) => <input {...ids} value={revision[k] ?? ''} onChange={(e) => setRevision({ ...revision, [k]: e.target.value })} />} />
+          <Field
+            key={k}
+            label={label}
+            name={`source_revision_config.${k}`}
+            action={action}
+            render={(ids) => (
+              <input
+                {...ids}
+                value={revision[k] ?? ''}
+                onChange={(e) => setRevision({ ...revision, [k]: e.target.value })}
+              />
+            )}
+          />
         ))}
         {(IN_PLACE_FIELDS[source] ?? []).map(([k, label]) => (
-          <Field key={k} label={label} name={`source_config.${k}`} action={action} hint="Changes in place (the next build uses it)." render={(ids) => <input {...ids} value={inPlace[k] ?? ''} onChange={(e) => setInPlace({ ...inPlace, [k]: e.target.value })} />} />
+          <Field
+            key={k}
+            label={label}
+            name={`source_config.${k}`}
+            action={action}
+            hint="Changes in place (the next build uses it)."
+            render={(ids) => (
+              <input
+                {...ids}
+                value={inPlace[k] ?? ''}
+                onChange={(e) => setInPlace({ ...inPlace, [k]: e.target.value })}
+              />
+            )}
+          />
         ))}
-        {isRepohost(deployment) && <BuildOnPushField deployment={deployment} checked={buildOnPush} onChange={setBuildOnPush} />}
+        {isRepohost(deployment) && (
+          <BuildOnPushField deployment={deployment} checked={buildOnPush} onChange={setBuildOnPush} />
+        )}
         {source === 'upload' && (
           <>
-            <Field label="New source tarball (.tar.gz)" name="source_tarball" action={action} render={(ids) => <input {...ids} type="file" accept=".tar.gz,.tgz,application/gzip" onChange={(e) => setFile(e.target.files?.[0] ?? null)} />} />
-            <Field label="Config file" name="source_revision_config.langgraph_config_path" action={action} hint="Empty: langgraph.json at the root." render={(ids) => <input {...ids} value={configPath} onChange={(e) => setConfigPath(e.target.value)} />} />
+            <Field
+              label="New source tarball (.tar.gz)"
+              name="source_tarball"
+              action={action}
+              render={(ids) => (
+                <input
+                  {...ids}
+                  type="file"
+                  accept=".tar.gz,.tgz,application/gzip"
+                  onChange={(e) => setFile(e.target.files?.[0] ?? null)}
+                />
+              )}
+            />
+            <Field
+              label="Config file"
+              name="source_revision_config.langgraph_config_path"
+              action={action}
+              hint="Empty: langgraph.json at the root."
+              render={(ids) => <input {...ids} value={configPath} onChange={(e) => setConfigPath(e.target.value)} />}
+            />
           </>
         )}
         <ResourcesFields draft={resources} onChange={setResources} action={action} />

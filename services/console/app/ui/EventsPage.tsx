@@ -11,14 +11,17 @@ const PAGE = 100;
 const PAGES_AT_ONCE = 10;
 
 /** Event ids grow in commit order: newest first is the larger id first. */
-const newestFirst = (a: WorkspaceEvent, b: WorkspaceEvent) => (BigInt(b.id) > BigInt(a.id) ? 1 : BigInt(b.id) < BigInt(a.id) ? -1 : 0);
+const newestFirst = (a: WorkspaceEvent, b: WorkspaceEvent) =>
+  BigInt(b.id) > BigInt(a.id) ? 1 : BigInt(b.id) < BigInt(a.id) ? -1 : 0;
 
 /** What an event says, in words. */
 function summary(e: WorkspaceEvent): string {
   const d = e.data ?? {};
-  if (e.type.endsWith('status_changed')) return `${d.from ?? '—'} → ${d.to ?? '—'}${d.status_message ? `: ${d.status_message}` : ''}`;
+  if (e.type.endsWith('status_changed'))
+    return `${d.from ?? '—'} → ${d.to ?? '—'}${d.status_message ? `: ${d.status_message}` : ''}`;
   if (e.type === 'deployment.created' || e.type === 'deployment.deleted') return String(d.name ?? '');
-  if (e.type === 'revision.created') return `${d.status ?? ''}${d.redeployed_from ? `, redeploy of ${short(String(d.redeployed_from))}` : ''}`;
+  if (e.type === 'revision.created')
+    return `${d.status ?? ''}${d.redeployed_from ? `, redeploy of ${short(String(d.redeployed_from))}` : ''}`;
   return JSON.stringify(d);
 }
 
@@ -76,7 +79,10 @@ export function EventsPage({ query }: { query: URLSearchParams }) {
   useEffect(() => void more(), [more]);
   const shown = useMemo(() => [...events].sort(newestFirst), [events]);
   const names = useDeploymentNames(api, events);
-  const live = useLiveRefresh(more, (e) => (!deploymentId || e.deployment_id === deploymentId) && (!type || e.type === type));
+  const live = useLiveRefresh(
+    more,
+    (e) => (!deploymentId || e.deployment_id === deploymentId) && (!type || e.type === type),
+  );
 
   return (
     <>
@@ -107,7 +113,11 @@ export function EventsPage({ query }: { query: URLSearchParams }) {
         </button>
       </form>
       <ErrorText error={error} />
-      {loaded && !events.length && !error && <p className="empty-state">No events{deploymentId || type ? ' match these filters' : ' yet: creating a deployment makes the first'}.</p>}
+      {loaded && !events.length && !error && (
+        <p className="empty-state">
+          No events{deploymentId || type ? ' match these filters' : ' yet: creating a deployment makes the first'}.
+        </p>
+      )}
       {events.length > 0 && (
         <div className="table-scroll">
           <table className="events">

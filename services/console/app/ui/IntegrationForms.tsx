@@ -27,7 +27,17 @@ interface Draft {
   installationId: string;
 }
 
-const EMPTY: Draft = { provider: 'local', name: '', root: '', apiUrl: '', token: '', githubAuth: 'token', appId: '', privateKey: '', installationId: '' };
+const EMPTY: Draft = {
+  provider: 'local',
+  name: '',
+  root: '',
+  apiUrl: '',
+  token: '',
+  githubAuth: 'token',
+  appId: '',
+  privateKey: '',
+  installationId: '',
+};
 
 /** The `config` of POST /v1/integrations/repohost for `d` (docs/api.md, Integrations). */
 function configOf(d: Draft): Record<string, unknown> {
@@ -44,8 +54,9 @@ function WebhookShownOnce({ created }: { created: CreatedIntegration }) {
   return (
     <div className="notice" role="status" aria-label={`Webhook of ${created.name}`}>
       <p>
-        Connected {created.name}. Add this webhook on the repository host, content type <code>application/json</code>, with the events <strong>Pushes</strong> and{' '}
-        <strong>Pull requests</strong> ticked. The secret is shown only now: copy it before leaving this page.
+        Connected {created.name}. Add this webhook on the repository host, content type <code>application/json</code>,
+        with the events <strong>Pushes</strong> and <strong>Pull requests</strong> ticked. The secret is shown only now:
+        copy it before leaving this page.
       </p>
       <dl>
         <dt>Webhook URL</dt>
@@ -70,35 +81,84 @@ export function ConnectIntegration({ onCreated }: { onCreated: () => void }) {
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setCreated(null);
-    const made = await action.perform((call) => call<CreatedIntegration>('POST', '/v1/integrations/repohost', { provider: d.provider, name: d.name, config: configOf(d) }));
+    const made = await action.perform((call) =>
+      call<CreatedIntegration>('POST', '/v1/integrations/repohost', {
+        provider: d.provider,
+        name: d.name,
+        config: configOf(d),
+      }),
+    );
     if (!made) return;
     setCreated(made);
     setD(EMPTY);
     onCreated();
   };
-  const text = (label: string, name: string, key: keyof Draft, extra: { hint?: string; type?: string; required?: boolean } = {}) => (
+  const text = (
+    label: string,
+    name: string,
+    key: keyof Draft,
+    extra: { hint?: string; type?: string; required?: boolean } = {},
+  ) => (
     <Field
       label={label}
       name={name}
       action={action}
       hint={extra.hint}
-      render={(ids) => <input {...ids} type={extra.type ?? 'text'} required={extra.required} autoComplete="off" value={d[key]} onChange={(e) => set({ [key]: e.target.value } as Partial<Draft>)} />}
+      render={(ids) => (
+        <input
+          {...ids}
+          type={extra.type ?? 'text'}
+          required={extra.required}
+          autoComplete="off"
+          value={d[key]}
+          onChange={(e) => set({ [key]: e.target.value } as Partial<Draft>)}
+        />
+      )}
     />
   );
   return (
     <form className="form" onSubmit={submit} aria-labelledby="connect-integration-title">
       <h3 id="connect-integration-title">Connect a repository host</h3>
-      <SelectField label="Provider" name="provider" action={action} value={d.provider} options={PROVIDERS} onChange={(provider) => set({ provider })} />
+      <SelectField
+        label="Provider"
+        name="provider"
+        action={action}
+        value={d.provider}
+        options={PROVIDERS}
+        onChange={(provider) => set({ provider })}
+      />
       {text('Name', 'name', 'name', { hint: 'Letters, digits, . _ -; unique in the workspace.', required: true })}
-      {d.provider === 'local' && text('Repositories directory', 'config.root', 'root', { hint: "Absolute path on the server, under its SLIPWAY_LOCAL_REPOS_ROOT; each git repository directly in it is offered.", required: true })}
-      {d.provider === 'gitea' && text('API URL', 'config.api_url', 'apiUrl', { hint: 'The instance, e.g. https://gitea.example.com', required: true })}
+      {d.provider === 'local' &&
+        text('Repositories directory', 'config.root', 'root', {
+          hint: 'Absolute path on the server, under its SLIPWAY_LOCAL_REPOS_ROOT; each git repository directly in it is offered.',
+          required: true,
+        })}
+      {d.provider === 'gitea' &&
+        text('API URL', 'config.api_url', 'apiUrl', {
+          hint: 'The instance, e.g. https://gitea.example.com',
+          required: true,
+        })}
       {d.provider === 'github' && (
         <>
-          {text('API URL', 'config.api_url', 'apiUrl', { hint: 'Empty: https://api.github.com (GitHub Enterprise: https://<host>/api/v3).' })}
-          <SelectField label="Authenticate with" name="config" action={action} value={d.githubAuth} options={GITHUB_AUTH} onChange={(githubAuth) => set({ githubAuth })} />
+          {text('API URL', 'config.api_url', 'apiUrl', {
+            hint: 'Empty: https://api.github.com (GitHub Enterprise: https://<host>/api/v3).',
+          })}
+          <SelectField
+            label="Authenticate with"
+            name="config"
+            action={action}
+            value={d.githubAuth}
+            options={GITHUB_AUTH}
+            onChange={(githubAuth) => set({ githubAuth })}
+          />
         </>
       )}
-      {(d.provider === 'gitea' || (d.provider === 'github' && d.githubAuth === 'token')) && text('Token', 'config.token', 'token', { type: 'password', hint: 'Write-only: never shown again.', required: true })}
+      {(d.provider === 'gitea' || (d.provider === 'github' && d.githubAuth === 'token')) &&
+        text('Token', 'config.token', 'token', {
+          type: 'password',
+          hint: 'Write-only: never shown again.',
+          required: true,
+        })}
       {d.provider === 'github' && d.githubAuth === 'app' && (
         <>
           {text('App ID', 'config.app_id', 'appId', { required: true })}
@@ -108,7 +168,15 @@ export function ConnectIntegration({ onCreated }: { onCreated: () => void }) {
             name="config.private_key"
             action={action}
             hint="The .pem file GitHub generated for the App; write-only."
-            render={(ids) => <textarea {...ids} required rows={4} value={d.privateKey} onChange={(e) => set({ privateKey: e.target.value })} />}
+            render={(ids) => (
+              <textarea
+                {...ids}
+                required
+                rows={4}
+                value={d.privateKey}
+                onChange={(e) => set({ privateKey: e.target.value })}
+              />
+            )}
           />
         </>
       )}
@@ -129,15 +197,25 @@ export function TestConnection({ integration }: { integration: Integration }) {
   const [count, setCount] = useState<number | null>(null);
   const test = async () => {
     setCount(null);
-    const repos = await action.perform((call) => call<Repository[]>('GET', `/v1/integrations/repohost/${integration.id}/repos`));
+    const repos = await action.perform((call) =>
+      call<Repository[]>('GET', `/v1/integrations/repohost/${integration.id}/repos`),
+    );
     if (repos) setCount(repos.length);
   };
   return (
     <div className="actions">
-      <button type="button" className="secondary" disabled={action.busy} onClick={test} aria-label={`Test connection of ${integration.name}`}>
+      <button
+        type="button"
+        className="secondary"
+        disabled={action.busy}
+        onClick={test}
+        aria-label={`Test connection of ${integration.name}`}
+      >
         {action.busy ? 'Testing…' : 'Test connection'}
       </button>
-      <span role="status">{count !== null && !action.error ? `${count} ${count === 1 ? 'repository' : 'repositories'} reachable` : ''}</span>
+      <span role="status">
+        {count !== null && !action.error ? `${count} ${count === 1 ? 'repository' : 'repositories'} reachable` : ''}
+      </span>
       <ActionOutcome action={action} />
     </div>
   );

@@ -20,7 +20,8 @@ export function handOverCreated(created: Created): void {
 }
 
 /** The creation of `deploymentId`, if the form just made it. */
-const createdNow = (deploymentId: string): Created | null => (handedOver?.deployment.id === deploymentId ? handedOver : null);
+const createdNow = (deploymentId: string): Created | null =>
+  handedOver?.deployment.id === deploymentId ? handedOver : null;
 
 /** "Created …": the notice and the create form's calls as curl, on the new deployment's page. */
 export function CreatedNotice({ deploymentId }: { deploymentId: string }) {
@@ -35,7 +36,9 @@ export function CreatedNotice({ deploymentId }: { deploymentId: string }) {
     <div className="outcome">
       <p className="notice" role="status">
         Created {deployment.name}
-        {deployment.latest_revision_id ? `: revision ${deployment.latest_revision_id} is on its way; its log follows below.` : ': push an image to roll out its first revision.'}
+        {deployment.latest_revision_id
+          ? `: revision ${deployment.latest_revision_id} is on its way; its log follows below.`
+          : ': push an image to roll out its first revision.'}
       </p>
       {calls.map((c, i) => (
         <CallShown key={i} call={c} />

@@ -8,7 +8,15 @@ const namespacesOf = (text: string) => {
   return names.length ? names : null;
 };
 
-function NamespacesField({ value, onChange, action }: { value: string; onChange: (v: string) => void; action: Action }) {
+function NamespacesField({
+  value,
+  onChange,
+  action,
+}: {
+  value: string;
+  onChange: (v: string) => void;
+  action: Action;
+}) {
   return (
     <Field
       label="Namespaces"
@@ -27,7 +35,11 @@ export function CreateListener({ onCreated }: { onCreated: () => void }) {
   const [namespaces, setNamespaces] = useState('');
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const body = { compute_type: 'k8s', compute_id: computeId, compute_config: { k8s_namespaces: namespacesOf(namespaces) } };
+    const body = {
+      compute_type: 'k8s',
+      compute_id: computeId,
+      compute_config: { k8s_namespaces: namespacesOf(namespaces) },
+    };
     if (await action.perform((call) => call('POST', '/v2/listeners', body))) {
       setComputeId('');
       onCreated();
@@ -36,7 +48,15 @@ export function CreateListener({ onCreated }: { onCreated: () => void }) {
   return (
     <form className="form" onSubmit={submit} aria-labelledby="create-listener-title">
       <h3 id="create-listener-title">Register a listener</h3>
-      <Field label="Compute ID" name="compute_id" action={action} hint="Your cluster's name, unique in the workspace." render={(ids) => <input {...ids} required maxLength={253} value={computeId} onChange={(e) => setComputeId(e.target.value)} />} />
+      <Field
+        label="Compute ID"
+        name="compute_id"
+        action={action}
+        hint="Your cluster's name, unique in the workspace."
+        render={(ids) => (
+          <input {...ids} required maxLength={253} value={computeId} onChange={(e) => setComputeId(e.target.value)} />
+        )}
+      />
       <NamespacesField value={namespaces} onChange={setNamespaces} action={action} />
       <div>
         <button type="submit" className="primary" disabled={action.busy}>
@@ -59,7 +79,11 @@ export function ListenerActions({ listener, onChanged }: { listener: Listener; o
     e.preventDefault();
     // compute_config replaces the stored one whole: keep its pod policy.
     const compute_config = { ...listener.compute_config, k8s_namespaces: namespacesOf(namespaces) };
-    if (await action.perform((call) => call('PATCH', `/v2/listeners/${listener.id}`, { compute_config, ...(version ? { version } : {}) }))) {
+    if (
+      await action.perform((call) =>
+        call('PATCH', `/v2/listeners/${listener.id}`, { compute_config, ...(version ? { version } : {}) }),
+      )
+    ) {
       setEditing(false);
       onChanged();
     }
@@ -67,14 +91,26 @@ export function ListenerActions({ listener, onChanged }: { listener: Listener; o
   return (
     <>
       <div className="actions">
-        <button type="button" className="secondary" aria-expanded={editing} onClick={() => setEditing(!editing)} aria-label={`Edit listener ${listener.compute_id}`}>
+        <button
+          type="button"
+          className="secondary"
+          aria-expanded={editing}
+          onClick={() => setEditing(!editing)}
+          aria-label={`Edit listener ${listener.compute_id}`}
+        >
           Edit
         </button>
         <button
           type="button"
           className="danger"
           aria-label={`Delete listener ${listener.compute_id}`}
-          onClick={() => ask(`Delete the listener ${listener.compute_id}? The API refuses while deployments use it.`, 'Delete listener', () => action.perform((call) => call('DELETE', `/v2/listeners/${listener.id}`)).then(onChanged))}
+          onClick={() =>
+            ask(
+              `Delete the listener ${listener.compute_id}? The API refuses while deployments use it.`,
+              'Delete listener',
+              () => action.perform((call) => call('DELETE', `/v2/listeners/${listener.id}`)).then(onChanged),
+            )
+          }
         >
           Delete
         </button>
@@ -82,7 +118,12 @@ export function ListenerActions({ listener, onChanged }: { listener: Listener; o
       {editing && (
         <form className="form" onSubmit={save}>
           <NamespacesField value={namespaces} onChange={setNamespaces} action={action} />
-          <Field label="Version" name="version" action={action} render={(ids) => <input {...ids} value={version} onChange={(e) => setVersion(e.target.value)} />} />
+          <Field
+            label="Version"
+            name="version"
+            action={action}
+            render={(ids) => <input {...ids} value={version} onChange={(e) => setVersion(e.target.value)} />}
+          />
           <div>
             <button type="submit" className="primary" disabled={action.busy}>
               Save

@@ -13,7 +13,11 @@ async function loadIntegrations(api: Api, signal: AbortSignal) {
   return Promise.all(
     page.resources.map(async (integration) => {
       try {
-        const repos = await api.get<Repository[]>(`/v1/integrations/repohost/${integration.id}/repos`, undefined, signal);
+        const repos = await api.get<Repository[]>(
+          `/v1/integrations/repohost/${integration.id}/repos`,
+          undefined,
+          signal,
+        );
         return { integration, repos, error: null };
       } catch (err) {
         return { integration, repos: [] as Repository[], error: (err as Error).message };
@@ -35,43 +39,45 @@ export function ListenersPage() {
         <ErrorText error={listeners.error} />
         <CreateListener onCreated={listeners.reload} />
         <div className="table-scroll" role="region" aria-label="Listeners, scrollable" tabIndex={0}>
-        <table>
-          <caption>Agents in your clusters; one that has not called in for {STALE_AFTER_MS / 60_000} minutes is stale.</caption>
-          <thead>
-            <tr>
-              <th scope="col">Compute ID</th>
-              <th scope="col">Namespaces</th>
-              <th scope="col">Version</th>
-              <th scope="col">Last seen</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(listeners.data?.resources ?? []).map((l) => {
-              const stale = !l.last_seen_at || now - Date.parse(l.last_seen_at) > STALE_AFTER_MS;
-              return (
-                <tr key={l.id} data-listener-id={l.id} className={stale ? 'stale' : undefined}>
-                  <th scope="row">{l.compute_id}</th>
-                  <td>{l.compute_config?.k8s_namespaces?.join(', ') || 'all'}</td>
-                  <td>{l.version ?? '—'}</td>
-                  <td>
-                    {l.last_seen_at ? (
-                      <time dateTime={l.last_seen_at} title={formatTime(l.last_seen_at)}>
-                        {ago(l.last_seen_at, now)}
-                      </time>
-                    ) : (
-                      'never'
-                    )}
-                    {stale && <span className="badge badge-failed stale-mark">stale</span>}
-                  </td>
-                  <td>
-                    <ListenerActions listener={l} onChanged={listeners.reload} />
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+          <table>
+            <caption>
+              Agents in your clusters; one that has not called in for {STALE_AFTER_MS / 60_000} minutes is stale.
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Compute ID</th>
+                <th scope="col">Namespaces</th>
+                <th scope="col">Version</th>
+                <th scope="col">Last seen</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {(listeners.data?.resources ?? []).map((l) => {
+                const stale = !l.last_seen_at || now - Date.parse(l.last_seen_at) > STALE_AFTER_MS;
+                return (
+                  <tr key={l.id} data-listener-id={l.id} className={stale ? 'stale' : undefined}>
+                    <th scope="row">{l.compute_id}</th>
+                    <td>{l.compute_config?.k8s_namespaces?.join(', ') || 'all'}</td>
+                    <td>{l.version ?? '—'}</td>
+                    <td>
+                      {l.last_seen_at ? (
+                        <time dateTime={l.last_seen_at} title={formatTime(l.last_seen_at)}>
+                          {ago(l.last_seen_at, now)}
+                        </time>
+                      ) : (
+                        'never'
+                      )}
+                      {stale && <span className="badge badge-failed stale-mark">stale</span>}
+                    </td>
+                    <td>
+                      <ListenerActions listener={l} onChanged={listeners.reload} />
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
         </div>
       </section>
       <section aria-labelledby="integrations-title">

@@ -10,10 +10,11 @@ const LEVELS = ['debug', 'info', 'warn', 'error'];
 export type LogType = 'build' | 'deploy';
 
 /** Log ids are increasing integers (as strings): order them numerically. */
-const byId = (a: LogEntry, b: LogEntry) => (a.id.length - b.id.length) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byId = (a: LogEntry, b: LogEntry) => a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /** Whether `revision` is the one serving `activeRevisionId`'s deployment now (its output keeps coming). */
-export const isServing = (revision: Pick<Revision, 'id' | 'status'>, activeRevisionId: string | null) => revision.status === 'DEPLOYED' && revision.id === activeRevisionId;
+export const isServing = (revision: Pick<Revision, 'id' | 'status'>, activeRevisionId: string | null) =>
+  revision.status === 'DEPLOYED' && revision.id === activeRevisionId;
 
 /**
  * The log a revision's Logs link opens first: the deploy (runtime) log of the revision that
@@ -87,7 +88,13 @@ export function LogView(props: {
     setPaused(false);
     if (lines.length) setLines((old) => [...old, ...lines].sort(byId));
   };
-  const instances = useMemo(() => [...new Set(lines.map((l) => l.instance).filter((i): i is number => typeof i === 'number'))].sort((a, b) => a - b), [lines]);
+  const instances = useMemo(
+    () =>
+      [...new Set(lines.map((l) => l.instance).filter((i): i is number => typeof i === 'number'))].sort(
+        (a, b) => a - b,
+      ),
+    [lines],
+  );
 
   const shown = useMemo(() => {
     const needle = search.trim().toLowerCase();
@@ -113,7 +120,8 @@ export function LogView(props: {
           <legend>Log</legend>
           {(['build', 'deploy'] as const).map((t) => (
             <label key={t}>
-              <input type="radio" name="type" value={t} checked={type === t} onChange={() => setType(t)} /> {t === 'build' ? 'Build' : 'Deploy'}
+              <input type="radio" name="type" value={t} checked={type === t} onChange={() => setType(t)} />{' '}
+              {t === 'build' ? 'Build' : 'Deploy'}
             </label>
           ))}
         </fieldset>
@@ -153,7 +161,9 @@ export function LogView(props: {
         </label>
       </form>
       <LiveIndicator mode={follow && running.current ? mode : 'polling'} />
-      {serving && type === 'deploy' && <p className="hint">This revision serves: its instances' output appears as they print it.</p>}
+      {serving && type === 'deploy' && (
+        <p className="hint">This revision serves: its instances' output appears as they print it.</p>
+      )}
       <div className="log" role="log" aria-label={`${type} log`} tabIndex={0}>
         {shown.length === 0 ? (
           <p className="empty">{lines.length ? 'No line matches.' : 'No lines yet.'}</p>
@@ -165,7 +175,8 @@ export function LogView(props: {
                   {l.timestamp.slice(11, 23)}
                 </time>{' '}
                 <span className="level">{l.level}</span>
-                {typeof l.instance === 'number' ? <span className="instance"> [{l.instance}]</span> : null} <span className="text">{l.message}</span>
+                {typeof l.instance === 'number' ? <span className="instance"> [{l.instance}]</span> : null}{' '}
+                <span className="text">{l.message}</span>
               </li>
             ))}
           </ol>

@@ -7,7 +7,15 @@ import { defaultLogType, isServing, LogView } from './LogView';
  * A revision's log on a page of its own. `query` may preselect `type` and `level`; without a
  * `type`, the serving revision opens on its deploy (runtime) log, any other on its build log.
  */
-export function LogsPage({ deploymentId, revisionId, query }: { deploymentId: string; revisionId: string; query?: URLSearchParams }) {
+export function LogsPage({
+  deploymentId,
+  revisionId,
+  query,
+}: {
+  deploymentId: string;
+  revisionId: string;
+  query?: URLSearchParams;
+}) {
   const api = useApi();
   const info = useLoad(
     async (signal) => {
@@ -28,7 +36,8 @@ export function LogsPage({ deploymentId, revisionId, query }: { deploymentId: st
   return (
     <>
       <p className="crumbs">
-        <a href="#/">Deployments</a> / <a href={`#/deployments/${deploymentId}`}>{info.data?.deployment.name ?? short(deploymentId)}</a> / logs of{' '}
+        <a href="#/">Deployments</a> /{' '}
+        <a href={`#/deployments/${deploymentId}`}>{info.data?.deployment.name ?? short(deploymentId)}</a> / logs of{' '}
         <code>{short(revisionId)}</code>
       </p>
       <PageHeading>Logs of revision {short(revisionId)}</PageHeading>
@@ -42,7 +51,13 @@ export function LogsPage({ deploymentId, revisionId, query }: { deploymentId: st
           revisionId={revisionId}
           status={status}
           serving={serving}
-          initialType={asked === 'deploy' || asked === 'build' ? asked : info.data ? defaultLogType(info.data.revision, active) : 'build'}
+          initialType={
+            asked === 'deploy' || asked === 'build'
+              ? asked
+              : info.data
+                ? defaultLogType(info.data.revision, active)
+                : 'build'
+          }
           initialLevel={query?.get('level') ?? ''}
         />
       ) : (

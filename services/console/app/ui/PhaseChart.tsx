@@ -35,7 +35,16 @@ export function PhaseChart({ histories }: { histories: RevisionHistory[] }) {
               {PHASES.map((phase) => {
                 const h = ((row.durations[phase] ?? 0) / max) * (HEIGHT - 4);
                 y -= h;
-                return <rect key={phase} className={`phase-${phase}`} x={i * (barWidth + GAP)} y={y} width={barWidth} height={h} />;
+                return (
+                  <rect
+                    key={phase}
+                    className={`phase-${phase}`}
+                    x={i * (barWidth + GAP)}
+                    y={y}
+                    width={barWidth}
+                    height={h}
+                  />
+                );
               })}
             </g>
           );

@@ -35,12 +35,26 @@ function PullRequestNumber({ pullRequest }: { pullRequest: DeploymentPreview['pu
   return pullRequest.url ? <a href={pullRequest.url}>#{pullRequest.number}</a> : <>#{pullRequest.number}</>;
 }
 
-const previewSettings = (deployment: Deployment) => (deployment.source_config?.previews ?? null) as PreviewSettings | null;
+const previewSettings = (deployment: Deployment) =>
+  (deployment.source_config?.previews ?? null) as PreviewSettings | null;
 const isRepohost = (deployment: Deployment) => deployment.source === 'repohost' || deployment.source === 'github';
 
 /** Keeps the list current: its previews' own events, and previews opened or ended for this parent. */
-function PreviewsLive({ parentId, previewIds, reload }: { parentId: string; previewIds: string[]; reload: () => void }) {
-  useLiveRefresh(reload, (e) => (e.type.startsWith('preview.') && e.data?.parent_id === parentId) || (!!e.deployment_id && previewIds.includes(e.deployment_id)));
+function PreviewsLive({
+  parentId,
+  previewIds,
+  reload,
+}: {
+  parentId: string;
+  previewIds: string[];
+  reload: () => void;
+}) {
+  useLiveRefresh(
+    reload,
+    (e) =>
+      (e.type.startsWith('preview.') && e.data?.parent_id === parentId) ||
+      (!!e.deployment_id && previewIds.includes(e.deployment_id)),
+  );
   return null;
 }
 
@@ -57,7 +71,13 @@ function PreviewCard({ preview, busy, onTearDown }: { preview: Deployment; busy:
         </h3>
         <StatusBadge status={preview.status} label={`Status of the preview of #${pr.number}`} />
         <a href={`#/deployments/${preview.id}`}>{preview.name}</a>
-        <button type="button" className="danger" aria-label={`Tear down the preview of pull request #${pr.number}`} disabled={busy || deleting} onClick={onTearDown}>
+        <button
+          type="button"
+          className="danger"
+          aria-label={`Tear down the preview of pull request #${pr.number}`}
+          disabled={busy || deleting}
+          onClick={onTearDown}
+        >
           Tear down
         </button>
       </div>
@@ -74,7 +94,15 @@ function PreviewCard({ preview, busy, onTearDown }: { preview: Deployment; busy:
         </div>
         <div>
           <dt>URL</dt>
-          <dd>{preview.url ? <a className="url" href={preview.url}>{preview.url}</a> : 'none yet'}</dd>
+          <dd>
+            {preview.url ? (
+              <a className="url" href={preview.url}>
+                {preview.url}
+              </a>
+            ) : (
+              'none yet'
+            )}
+          </dd>
         </div>
         <div>
           <dt>Expiry</dt>
@@ -87,7 +115,10 @@ function PreviewCard({ preview, busy, onTearDown }: { preview: Deployment; busy:
 
 function Previews({ deployment }: { deployment: Deployment }) {
   const api = useApi();
-  const previews = useLoad((signal) => api.get<Envelope<Deployment>>(`/v2/deployments/${deployment.id}/previews`, undefined, signal), [api, deployment.id]);
+  const previews = useLoad(
+    (signal) => api.get<Envelope<Deployment>>(`/v2/deployments/${deployment.id}/previews`, undefined, signal),
+    [api, deployment.id],
+  );
   // Tear down: one action of the section, its error (the API's detail) and API call shown under the list.
   const action = useAction();
   const [confirm, ask] = useConfirm();
@@ -103,7 +134,8 @@ function Previews({ deployment }: { deployment: Deployment }) {
     ask(
       `Tear down the preview of pull request #${number} (${p.name})? Its deployment, database and Redis keys are deleted; opening the pull request's preview again makes a new one.`,
       'Tear down preview',
-      () => action.perform((call) => call('DELETE', `/v2/deployments/${deployment.id}/previews/${number}`)).then(reload),
+      () =>
+        action.perform((call) => call('DELETE', `/v2/deployments/${deployment.id}/previews/${number}`)).then(reload),
     );
   };
 
@@ -120,8 +152,8 @@ function Previews({ deployment }: { deployment: Deployment }) {
       <ErrorText error={previews.error} />
       {previews.data && !list.length && (
         <p className="empty-state">
-          No previews yet. Open one for a pull request with <code>POST /v2/deployments/{deployment.id}/previews</code> and a body such as{' '}
-          <code>{'{"ref": "<branch>", "number": 7}'}</code>.
+          No previews yet. Open one for a pull request with <code>POST /v2/deployments/{deployment.id}/previews</code>{' '}
+          and a body such as <code>{'{"ref": "<branch>", "number": 7}'}</code>.
         </p>
       )}
       {list.length > 0 && (
@@ -151,7 +183,8 @@ function PreviewLine({ preview }: { preview: DeploymentPreview }) {
   const api = useApi();
   const parentId = preview.parent_id;
   const parent = useLoad(
-    (signal) => (parentId ? api.get<Deployment>(`/v2/deployments/${parentId}`, undefined, signal) : Promise.resolve(null)),
+    (signal) =>
+      parentId ? api.get<Deployment>(`/v2/deployments/${parentId}`, undefined, signal) : Promise.resolve(null),
     [api, parentId],
   );
   const parentName = parent.data?.name ?? (parent.error ? `deployment ${short(parentId)}` : 'its parent deployment');

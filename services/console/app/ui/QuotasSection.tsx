@@ -26,7 +26,8 @@ export function formatBytes(n: number): string {
     value /= 1024;
     unit++;
   }
-  const shown = unit === 0 || Number.isInteger(value) ? String(value) : value.toFixed(value < 10 ? 2 : 1).replace(/\.?0+$/, '');
+  const shown =
+    unit === 0 || Number.isInteger(value) ? String(value) : value.toFixed(value < 10 ? 2 : 1).replace(/\.?0+$/, '');
   return `${shown} ${UNITS[unit]}`;
 }
 
@@ -50,19 +51,28 @@ interface Quotas {
 export function QuotasSection() {
   const api = useApi();
   const action = useAction();
-  const quotas = useLoad(async (signal) => {
-    const workspaceId = api.session.tenantId ?? (await api.get<Envelope<Workspace>>('/v2/workspaces', { limit: 1 }, signal)).resources[0]?.id;
-    if (!workspaceId) throw new Error('This key sees no workspace.');
-    return api.get<Quotas>(`/v2/workspaces/${workspaceId}/quotas`, undefined, signal);
-  }, [api]);
+  const quotas = useLoad(
+    async (signal) => {
+      const workspaceId =
+        api.session.tenantId ??
+        (await api.get<Envelope<Workspace>>('/v2/workspaces', { limit: 1 }, signal)).resources[0]?.id;
+      if (!workspaceId) throw new Error('This key sees no workspace.');
+      return api.get<Quotas>(`/v2/workspaces/${workspaceId}/quotas`, undefined, signal);
+    },
+    [api],
+  );
   const [draft, setDraft] = useState<Record<string, string> | null>(null);
   const current = quotas.data;
-  const values = draft ?? Object.fromEntries(QUOTAS.map(([k]) => [k, current?.overrides?.[k] == null ? '' : String(current.overrides[k])]));
+  const values =
+    draft ??
+    Object.fromEntries(QUOTAS.map(([k]) => [k, current?.overrides?.[k] == null ? '' : String(current.overrides[k])]));
   const save = async (e: FormEvent) => {
     e.preventDefault();
     if (!current) return;
     const body = Object.fromEntries(
-      QUOTAS.filter(([k]) => values[k] !== (current.overrides?.[k] == null ? '' : String(current.overrides[k]))).map(([k]) => [k, values[k] === '' ? null : Number(values[k])]),
+      QUOTAS.filter(([k]) => values[k] !== (current.overrides?.[k] == null ? '' : String(current.overrides[k]))).map(
+        ([k]) => [k, values[k] === '' ? null : Number(values[k])],
+      ),
     );
     if (!Object.keys(body).length) return action.fail('Nothing changed.');
     if (await action.perform((call) => call('PUT', `/v2/workspaces/${current.workspace_id}/quotas`, body))) {
@@ -73,7 +83,10 @@ export function QuotasSection() {
   return (
     <section aria-labelledby="quotas-title">
       <h2 id="quotas-title">Quotas</h2>
-      <p className="hint">Any key reads the quotas in force; only an organization admin sets them. An empty field uses the server's default.</p>
+      <p className="hint">
+        Any key reads the quotas in force; only an organization admin sets them. An empty field uses the server's
+        default.
+      </p>
       <ErrorText error={quotas.error} />
       {current && (
         <form className="form" onSubmit={save} noValidate>
@@ -93,7 +106,16 @@ export function QuotasSection() {
                   ) : null}
                 </>
               }
-              render={(ids) => <input {...ids} type="number" min="0" step="1" value={values[k] ?? ''} onChange={(e) => setDraft({ ...values, [k]: e.target.value })} />}
+              render={(ids) => (
+                <input
+                  {...ids}
+                  type="number"
+                  min="0"
+                  step="1"
+                  value={values[k] ?? ''}
+                  onChange={(e) => setDraft({ ...values, [k]: e.target.value })}
+                />
+              )}
             />
           ))}
           <div>

@@ -14,13 +14,21 @@ const FIELDS = [
 export type ResourceDraft = Partial<Record<(typeof FIELDS)[number][0], string>>;
 
 export const resourceDraftOf = (spec: unknown): ResourceDraft =>
-  Object.fromEntries(FIELDS.map(([k]) => [k, (spec as Record<string, unknown> | null)?.[k] == null ? '' : String((spec as Record<string, unknown>)[k])]));
+  Object.fromEntries(
+    FIELDS.map(([k]) => [
+      k,
+      (spec as Record<string, unknown> | null)?.[k] == null ? '' : String((spec as Record<string, unknown>)[k]),
+    ]),
+  );
 
 /**
  * The spec to send: `base` (the whole current spec, since a PATCH replaces it) with the fields
  * given here; null when nothing is given and there is no base (the server's defaults then).
  */
-export function resourceSpecOf(draft: ResourceDraft, base: Record<string, unknown> | null): Record<string, unknown> | null {
+export function resourceSpecOf(
+  draft: ResourceDraft,
+  base: Record<string, unknown> | null,
+): Record<string, unknown> | null {
   const given = FIELDS.filter(([k]) => draft[k]?.trim());
   if (!given.length && !base) return null;
   const spec: Record<string, unknown> = { ...(base ?? {}) };
@@ -37,7 +45,8 @@ export function resourceProblems(draft: ResourceDraft): Array<{ field: string; m
   const problems: Array<{ field: string; message: string }> = [];
   for (const [k] of FIELDS) {
     const v = n(k);
-    if (v !== null && (!Number.isFinite(v) || v < 0)) problems.push({ field: `source_config.resource_spec.${k}`, message: 'A non-negative number.' });
+    if (v !== null && (!Number.isFinite(v) || v < 0))
+      problems.push({ field: `source_config.resource_spec.${k}`, message: 'A non-negative number.' });
   }
   const pairs: Array<[keyof ResourceDraft, keyof ResourceDraft, string]> = [
     ['min_scale', 'max_scale', 'The minimum is at most the maximum.'],
@@ -52,7 +61,15 @@ export function resourceProblems(draft: ResourceDraft): Array<{ field: string; m
   return problems;
 }
 
-export function ResourcesFields({ draft, onChange, action }: { draft: ResourceDraft; onChange: (d: ResourceDraft) => void; action: Action }) {
+export function ResourcesFields({
+  draft,
+  onChange,
+  action,
+}: {
+  draft: ResourceDraft;
+  onChange: (d: ResourceDraft) => void;
+  action: Action;
+}) {
   return (
     <fieldset className="resources">
       <legend>Resources (empty: the server's default)</legend>
@@ -62,7 +79,17 @@ export function ResourcesFields({ draft, onChange, action }: { draft: ResourceDr
           label={label}
           name={`source_config.resource_spec.${k}`}
           action={action}
-          render={(ids) => <input {...ids} type="number" min="0" step={step} inputMode="decimal" value={draft[k] ?? ''} onChange={(e) => onChange({ ...draft, [k]: e.target.value })} />}
+          render={(ids) => (
+            <input
+              {...ids}
+              type="number"
+              min="0"
+              step={step}
+              inputMode="decimal"
+              value={draft[k] ?? ''}
+              onChange={(e) => onChange({ ...draft, [k]: e.target.value })}
+            />
+          )}
         />
       ))}
     </fieldset>

@@ -19,7 +19,10 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
   const submit = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
-    const session: Session = { key: String(form.get('key') ?? '').trim(), tenantId: String(form.get('workspace') ?? '').trim() || null };
+    const session: Session = {
+      key: String(form.get('key') ?? '').trim(),
+      tenantId: String(form.get('workspace') ?? '').trim() || null,
+    };
     if (!session.key) {
       setError('Enter an API key.');
       return;
@@ -58,7 +61,14 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
           <>
             <label htmlFor="workspace">Workspace</label>
             {workspaces.length ? (
-              <select id="workspace" name="workspace" ref={workspaceRef} aria-describedby="workspace-help" defaultValue={named} required>
+              <select
+                id="workspace"
+                name="workspace"
+                ref={workspaceRef}
+                aria-describedby="workspace-help"
+                defaultValue={named}
+                required
+              >
                 {workspaces.map((w) => (
                   <option key={w.id} value={w.id}>
                     {w.name} ({w.id})
@@ -66,7 +76,15 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
                 ))}
               </select>
             ) : (
-              <input id="workspace" name="workspace" ref={workspaceRef} spellCheck={false} aria-describedby="workspace-help" defaultValue={named} required />
+              <input
+                id="workspace"
+                name="workspace"
+                ref={workspaceRef}
+                spellCheck={false}
+                aria-describedby="workspace-help"
+                defaultValue={named}
+                required
+              />
             )}
             <p id="workspace-help" className="hint">
               This key belongs to an organization: pick the workspace to work in{workspaces.length ? '' : ' (its ID)'}.

@@ -4,27 +4,43 @@ import { SelectField, type Action, type CallFn } from './ApiCall';
 import { ErrorText, useApi, useLoad } from './common';
 
 /** Every tag key of the workspace with its values (docs/api.md, Tags). */
-export async function loadTagChoices(api: Api, signal: AbortSignal): Promise<Array<{ key: TagKey; values: TagValue[] }>> {
+export async function loadTagChoices(
+  api: Api,
+  signal: AbortSignal,
+): Promise<Array<{ key: TagKey; values: TagValue[] }>> {
   const keys = await api.get<Envelope<TagKey>>('/v2/tags/keys', { limit: 100 }, signal);
   return Promise.all(
-    keys.resources.map(async (key) => ({ key, values: (await api.get<Envelope<TagValue>>(`/v2/tags/keys/${key.id}/values`, { limit: 100 }, signal)).resources })),
+    keys.resources.map(async (key) => ({
+      key,
+      values: (await api.get<Envelope<TagValue>>(`/v2/tags/keys/${key.id}/values`, { limit: 100 }, signal)).resources,
+    })),
   );
 }
 
 /** Whether two choices of tag values differ (the order they were picked in does not count). */
-export const tagsChanged = (a: readonly string[], b: readonly string[]) => [...a].sort().join() !== [...b].sort().join();
+export const tagsChanged = (a: readonly string[], b: readonly string[]) =>
+  [...a].sort().join() !== [...b].sort().join();
 
 /**
  * Sets the tags a deployment carries: one PUT of all of them (the API replaces the set, and
  * neither the create nor the PATCH body takes tags).
  */
-export const putTags = (call: CallFn, deploymentId: string, tagValueIds: readonly string[]) => call('PUT', `/v2/deployments/${deploymentId}/tags`, { tag_value_ids: tagValueIds });
+export const putTags = (call: CallFn, deploymentId: string, tagValueIds: readonly string[]) =>
+  call('PUT', `/v2/deployments/${deploymentId}/tags`, { tag_value_ids: tagValueIds });
 
 /**
  * A choice of one value (or none) per tag key of the workspace: a deployment carries at most one
  * value of each key. `chosen` is the tag value ids picked.
  */
-export function TagsFields({ chosen, onChange, action }: { chosen: readonly string[]; onChange: (ids: string[]) => void; action: Action }) {
+export function TagsFields({
+  chosen,
+  onChange,
+  action,
+}: {
+  chosen: readonly string[];
+  onChange: (ids: string[]) => void;
+  action: Action;
+}) {
   const api = useApi();
   const choices = useLoad((signal) => loadTagChoices(api, signal), [api]);
   const keys = choices.data ?? [];

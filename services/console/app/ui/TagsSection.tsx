@@ -6,7 +6,10 @@ import { ErrorText, useApi, useLoad } from './common';
 /** One key's values: add one, delete one (confirmed). */
 function TagValues({ tagKey }: { tagKey: TagKey }) {
   const api = useApi();
-  const values = useLoad((signal) => api.get<Envelope<TagValue>>(`/v2/tags/keys/${tagKey.id}/values`, { limit: 100 }, signal), [api, tagKey.id]);
+  const values = useLoad(
+    (signal) => api.get<Envelope<TagValue>>(`/v2/tags/keys/${tagKey.id}/values`, { limit: 100 }, signal),
+    [api, tagKey.id],
+  );
   const action = useAction();
   const [confirm, ask] = useConfirm();
   const [value, setValue] = useState('');
@@ -27,8 +30,13 @@ function TagValues({ tagKey }: { tagKey: TagKey }) {
               className="danger"
               aria-label={`Delete value ${v.value} of ${tagKey.key}`}
               onClick={() =>
-                ask(`Delete the value ${v.value} of ${tagKey.key}? Deployments carrying it lose it.`, 'Delete value', () =>
-                  action.perform((call) => call('DELETE', `/v2/tags/keys/${tagKey.id}/values/${v.id}`)).then(values.reload),
+                ask(
+                  `Delete the value ${v.value} of ${tagKey.key}? Deployments carrying it lose it.`,
+                  'Delete value',
+                  () =>
+                    action
+                      .perform((call) => call('DELETE', `/v2/tags/keys/${tagKey.id}/values/${v.id}`))
+                      .then(values.reload),
                 )
               }
             >
@@ -38,7 +46,14 @@ function TagValues({ tagKey }: { tagKey: TagKey }) {
         ))}
       </ul>
       <form className="inline-form" onSubmit={add}>
-        <Field label={`New value of ${tagKey.key}`} name="value" action={action} render={(ids) => <input {...ids} required maxLength={255} value={value} onChange={(e) => setValue(e.target.value)} />} />
+        <Field
+          label={`New value of ${tagKey.key}`}
+          name="value"
+          action={action}
+          render={(ids) => (
+            <input {...ids} required maxLength={255} value={value} onChange={(e) => setValue(e.target.value)} />
+          )}
+        />
         <button type="submit" className="primary" disabled={action.busy}>
           Add value
         </button>
@@ -65,7 +80,8 @@ export function TagsSection() {
   const rename = async (e: FormEvent) => {
     e.preventDefault();
     if (!renaming) return;
-    if (await action.perform((call) => call('PATCH', `/v2/tags/keys/${renaming.id}`, { key: renaming.key }))) setRenaming(null);
+    if (await action.perform((call) => call('PATCH', `/v2/tags/keys/${renaming.id}`, { key: renaming.key })))
+      setRenaming(null);
     keys.reload();
   };
   const list = keys.data?.resources ?? [];
@@ -74,21 +90,45 @@ export function TagsSection() {
       <h2 id="tags-title">Tags</h2>
       <p className="hint">Keys and values to attach to deployments and filter the list by.</p>
       <form className="inline-form" onSubmit={create}>
-        <Field label="New tag key" name="key" action={action} hint="Letters, digits and _ . : -" render={(ids) => <input {...ids} required maxLength={100} value={key} onChange={(e) => setKey(e.target.value)} />} />
+        <Field
+          label="New tag key"
+          name="key"
+          action={action}
+          hint="Letters, digits and _ . : -"
+          render={(ids) => (
+            <input {...ids} required maxLength={100} value={key} onChange={(e) => setKey(e.target.value)} />
+          )}
+        />
         <button type="submit" className="primary" disabled={action.busy}>
           Create key
         </button>
       </form>
       <ErrorText error={keys.error} />
       <ActionOutcome action={action} />
-      {keys.data && !list.length && <p className="empty-state">No tag keys yet: create one above, then give it values.</p>}
+      {keys.data && !list.length && (
+        <p className="empty-state">No tag keys yet: create one above, then give it values.</p>
+      )}
       <ul className="cards">
         {list.map((k) => (
           <li key={k.id} className="card" data-tag-key-id={k.id}>
             {renaming?.id === k.id ? (
               <form className="inline-form" onSubmit={rename}>
-                <Field label={`New name of ${k.key}`} name="key" action={action} render={(ids) => <input {...ids} required value={renaming.key} onChange={(e) => setRenaming({ id: k.id, key: e.target.value })} />} />
-                <button type="submit" className="primary">Rename</button>
+                <Field
+                  label={`New name of ${k.key}`}
+                  name="key"
+                  action={action}
+                  render={(ids) => (
+                    <input
+                      {...ids}
+                      required
+                      value={renaming.key}
+                      onChange={(e) => setRenaming({ id: k.id, key: e.target.value })}
+                    />
+                  )}
+                />
+                <button type="submit" className="primary">
+                  Rename
+                </button>
                 <button type="button" className="secondary" onClick={() => setRenaming(null)}>
                   Cancel
                 </button>
@@ -103,7 +143,11 @@ export function TagsSection() {
                   type="button"
                   className="danger"
                   aria-label={`Delete tag key ${k.key}`}
-                  onClick={() => ask(`Delete the tag key ${k.key} and its values?`, 'Delete tag key', () => action.perform((call) => call('DELETE', `/v2/tags/keys/${k.id}`)).then(keys.reload))}
+                  onClick={() =>
+                    ask(`Delete the tag key ${k.key} and its values?`, 'Delete tag key', () =>
+                      action.perform((call) => call('DELETE', `/v2/tags/keys/${k.id}`)).then(keys.reload),
+                    )
+                  }
                 >
                   Delete
                 </button>

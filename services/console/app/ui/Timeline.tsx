@@ -9,7 +9,12 @@ import { RevisionStory } from './RevisionStory';
  * statuses it went through and how long each phase took, its status_message where it failed,
  * and the way back to it (rollback). A DEPLOYED revision that no longer serves says so.
  */
-export function Timeline(props: { deployment: Deployment; revisions: Revision[]; histories: Map<string, RevisionHistory>; onRollback: (r: Revision) => void }) {
+export function Timeline(props: {
+  deployment: Deployment;
+  revisions: Revision[];
+  histories: Map<string, RevisionHistory>;
+  onRollback: (r: Revision) => void;
+}) {
   const { deployment, revisions, histories } = props;
   if (!revisions.length) return <p>No revisions yet.</p>;
   return (
@@ -23,7 +28,8 @@ export function Timeline(props: { deployment: Deployment; revisions: Revision[];
         // Deployed once, replaced since: not what serves now.
         const superseded = canRollBack;
         // Any other ended revision with an artifact can be redeployed too (one never built: 400).
-        const canRedeploy = !isActive && !canRollBack && TERMINAL_REVISION_STATUSES.includes(revision.status) && !!revision.image_uri;
+        const canRedeploy =
+          !isActive && !canRollBack && TERMINAL_REVISION_STATUSES.includes(revision.status) && !!revision.image_uri;
         return (
           <li key={revision.id} className={`revision${isActive ? ' is-active' : ''}`} data-revision-id={revision.id}>
             <div className="revision-head">
@@ -61,7 +67,9 @@ export function Timeline(props: { deployment: Deployment; revisions: Revision[];
               </dl>
             ) : (
               TERMINAL_REVISION_STATUSES.includes(revision.status) && (
-                <p className="durations">Took {formatDuration(Date.parse(revision.updated_at) - Date.parse(revision.created_at))} in all.</p>
+                <p className="durations">
+                  Took {formatDuration(Date.parse(revision.updated_at) - Date.parse(revision.created_at))} in all.
+                </p>
               )
             )}
             {failed && revision.status_message && (
@@ -71,16 +79,27 @@ export function Timeline(props: { deployment: Deployment; revisions: Revision[];
               </p>
             )}
             <div className="revision-actions">
-              <a href={`#/deployments/${deployment.id}/revisions/${revision.id}/logs`} aria-label={`Logs of revision ${short(revision.id)}`}>
+              <a
+                href={`#/deployments/${deployment.id}/revisions/${revision.id}/logs`}
+                aria-label={`Logs of revision ${short(revision.id)}`}
+              >
                 Logs
               </a>
               {canRollBack && (
-                <button type="button" onClick={() => props.onRollback(revision)} aria-label={`Roll back to revision ${short(revision.id)}`}>
+                <button
+                  type="button"
+                  onClick={() => props.onRollback(revision)}
+                  aria-label={`Roll back to revision ${short(revision.id)}`}
+                >
                   Roll back to this revision
                 </button>
               )}
               {canRedeploy && (
-                <button type="button" onClick={() => props.onRollback(revision)} aria-label={`Redeploy revision ${short(revision.id)}`}>
+                <button
+                  type="button"
+                  onClick={() => props.onRollback(revision)}
+                  aria-label={`Redeploy revision ${short(revision.id)}`}
+                >
                   Redeploy this revision
                 </button>
               )}

@@ -21,8 +21,17 @@ function CreateWebhook({ onCreated }: { onCreated: () => void }) {
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setSecret(null);
-    if (!types.length) return action.fail('Choose at least one event type.', [{ field: 'event_types', message: 'Choose at least one event type.' }]);
-    const body = { url, event_types: types, deployment_ids: idList(deployments), description: description || null, format };
+    if (!types.length)
+      return action.fail('Choose at least one event type.', [
+        { field: 'event_types', message: 'Choose at least one event type.' },
+      ]);
+    const body = {
+      url,
+      event_types: types,
+      deployment_ids: idList(deployments),
+      description: description || null,
+      format,
+    };
     const hook = await action.perform((call) => call<Webhook & { secret: string }>('POST', '/v2/webhooks', body));
     if (hook) {
       setSecret(hook.secret);
@@ -44,7 +53,12 @@ function CreateWebhook({ onCreated }: { onCreated: () => void }) {
         <legend>Event types</legend>
         {EVENT_TYPES.map((t) => (
           <label key={t}>
-            <input type="checkbox" checked={types.includes(t)} onChange={(e) => setTypes(e.target.checked ? [...types, t] : types.filter((x) => x !== t))} /> {t}
+            <input
+              type="checkbox"
+              checked={types.includes(t)}
+              onChange={(e) => setTypes(e.target.checked ? [...types, t] : types.filter((x) => x !== t))}
+            />{' '}
+            {t}
           </label>
         ))}
         {action.issueFor('event_types') && (
@@ -60,13 +74,21 @@ function CreateWebhook({ onCreated }: { onCreated: () => void }) {
         hint="Leave empty for every deployment of the workspace."
         render={(ids) => <input {...ids} value={deployments} onChange={(e) => setDeployments(e.target.value)} />}
       />
-      <Field label="Description" name="description" action={action} render={(ids) => <input {...ids} value={description} onChange={(e) => setDescription(e.target.value)} />} />
+      <Field
+        label="Description"
+        name="description"
+        action={action}
+        render={(ids) => <input {...ids} value={description} onChange={(e) => setDescription(e.target.value)} />}
+      />
       <SelectField
         label="Format"
         name="format"
         action={action}
         value={format}
-        options={[['standard', 'standard (the event as JSON)'], ['slack', 'slack (a message)']]}
+        options={[
+          ['standard', 'standard (the event as JSON)'],
+          ['slack', 'slack (a message)'],
+        ]}
         onChange={setFormat}
       />
       <div>
@@ -78,7 +100,8 @@ function CreateWebhook({ onCreated }: { onCreated: () => void }) {
         {secret && (
           <div className="shown-once" role="status">
             <p>
-              <strong>The signing secret, shown only once:</strong> verify each delivery's <code>webhook-signature</code> with it.
+              <strong>The signing secret, shown only once:</strong> verify each delivery's{' '}
+              <code>webhook-signature</code> with it.
             </p>
             <pre aria-label="The webhook's signing secret">{secret}</pre>
           </div>
@@ -98,7 +121,10 @@ const PENDING_POLL_MS = 2_000;
  */
 function Deliveries({ webhook }: { webhook: Webhook }) {
   const api = useApi();
-  const deliveries = useLoad((signal) => api.get<Envelope<WebhookDelivery>>(`/v2/webhooks/${webhook.id}/deliveries`, { limit: 20 }, signal), [api, webhook.id]);
+  const deliveries = useLoad(
+    (signal) => api.get<Envelope<WebhookDelivery>>(`/v2/webhooks/${webhook.id}/deliveries`, { limit: 20 }, signal),
+    [api, webhook.id],
+  );
   const redeliver = useAction();
   const test = useAction();
   const list = deliveries.data?.resources ?? [];
@@ -112,7 +138,12 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
   return (
     <section aria-label={`Deliveries of ${webhook.url}`}>
       <div className="actions">
-        <button type="button" className="secondary" disabled={test.busy} onClick={() => test.perform((call) => call('POST', `/v2/webhooks/${webhook.id}/test`)).then(reload)}>
+        <button
+          type="button"
+          className="secondary"
+          disabled={test.busy}
+          onClick={() => test.perform((call) => call('POST', `/v2/webhooks/${webhook.id}/test`)).then(reload)}
+        >
           {test.busy ? 'Sending…' : 'Send test delivery'}
         </button>
         <button type="button" className="secondary" onClick={reload}>
@@ -126,7 +157,8 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
       <ActionOutcome action={redeliver} />
       {deliveries.data && !list.length && (
         <p className="empty-state">
-          No deliveries yet. A webhook receives the events that happen after it was created: deploy or change a deployment to send one, or send a test delivery.
+          No deliveries yet. A webhook receives the events that happen after it was created: deploy or change a
+          deployment to send one, or send a test delivery.
         </p>
       )}
       {list.length > 0 && (
@@ -150,7 +182,10 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
                       {d.event_type} <span className="note">#{d.event_id}</span>
                     </th>
                     <td>
-                      <span className={`badge badge-${d.status === 'succeeded' ? 'ok' : d.status === 'failed' ? 'failed' : 'progress'}`} data-status={d.status}>
+                      <span
+                        className={`badge badge-${d.status === 'succeeded' ? 'ok' : d.status === 'failed' ? 'failed' : 'progress'}`}
+                        data-status={d.status}
+                      >
                         {d.status}
                       </span>
                     </td>
@@ -169,7 +204,11 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
                         className="secondary"
                         disabled={d.status === 'pending' || redeliver.busy}
                         aria-label={`Redeliver event ${d.event_id}`}
-                        onClick={() => redeliver.perform((call) => call('POST', `/v2/webhooks/${webhook.id}/deliveries/${d.id}/redeliver`)).then(reload)}
+                        onClick={() =>
+                          redeliver
+                            .perform((call) => call('POST', `/v2/webhooks/${webhook.id}/deliveries/${d.id}/redeliver`))
+                            .then(reload)
+                        }
                       >
                         Redeliver
                       </button>
@@ -200,25 +239,37 @@ export function WebhooksPage() {
         <h2 id="hooks-title">Webhooks of this workspace</h2>
         <ErrorText error={hooks.error} />
         <ActionOutcome action={remove} />
-        {hooks.data && !list.length && <p className="empty-state">No webhooks yet: create one above to have events POSTed to a URL.</p>}
+        {hooks.data && !list.length && (
+          <p className="empty-state">No webhooks yet: create one above to have events POSTed to a URL.</p>
+        )}
         <ul className="cards">
           {list.map((h) => (
             <li key={h.id} className="card" data-webhook-id={h.id}>
               <div className="card-head">
                 <code className="url">{h.url}</code>
                 <span className="note">
-                  {h.format}; {h.event_types.join(', ')}; {h.deployment_ids ? `${h.deployment_ids.length} deployment(s)` : 'every deployment'}
+                  {h.format}; {h.event_types.join(', ')};{' '}
+                  {h.deployment_ids ? `${h.deployment_ids.length} deployment(s)` : 'every deployment'}
                 </span>
                 {h.description && <span>{h.description}</span>}
               </div>
               <div className="actions">
-                <button type="button" className="secondary" aria-expanded={open === h.id} onClick={() => setOpen(open === h.id ? null : h.id)}>
+                <button
+                  type="button"
+                  className="secondary"
+                  aria-expanded={open === h.id}
+                  onClick={() => setOpen(open === h.id ? null : h.id)}
+                >
                   {open === h.id ? 'Hide deliveries' : 'Deliveries'}
                 </button>
                 <button
                   type="button"
                   className="danger"
-                  onClick={() => ask(`Delete the webhook to ${h.url}? Its delivery history goes with it.`, 'Delete webhook', () => remove.perform((call) => call('DELETE', `/v2/webhooks/${h.id}`)).then(hooks.reload))}
+                  onClick={() =>
+                    ask(`Delete the webhook to ${h.url}? Its delivery history goes with it.`, 'Delete webhook', () =>
+                      remove.perform((call) => call('DELETE', `/v2/webhooks/${h.id}`)).then(hooks.reload),
+                    )
+                  }
                 >
                   Delete
                 </button>

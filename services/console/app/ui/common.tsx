@@ -24,7 +24,11 @@ export interface Loaded<T> {
  * refresh; a change of inputs does cut off the old call, whose answer no longer matters.
  */
 export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({ data: null, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({
+    data: null,
+    error: null,
+    loading: true,
+  });
   const [tick, setTick] = useState(0);
   const busy = useRef(false);
   const again = useRef(false);
@@ -37,7 +41,10 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unkn
     run(abort.signal)
       .then(
         (data) => !abort.signal.aborted && setState({ data, error: null, loading: false }),
-        (err: Error) => !abort.signal.aborted && err.name !== 'AbortError' && setState((s) => ({ ...s, error: err.message, loading: false })),
+        (err: Error) =>
+          !abort.signal.aborted &&
+          err.name !== 'AbortError' &&
+          setState((s) => ({ ...s, error: err.message, loading: false })),
       )
       .finally(() => {
         if (abort.signal.aborted) return;
@@ -83,7 +90,17 @@ export function StatusBadge({ status, label }: { status: string | null | undefin
 }
 
 /** A modal dialog (the browser's own: focus stays inside, Escape closes it). */
-export function Dialog({ title, open, onClose, children }: { title: string; open: boolean; onClose: () => void; children: ReactNode }) {
+export function Dialog({
+  title,
+  open,
+  onClose,
+  children,
+}: {
+  title: string;
+  open: boolean;
+  onClose: () => void;
+  children: ReactNode;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     const dialog = ref.current;
@@ -132,7 +149,11 @@ export function useHashRoute(): HashRoute {
 
 /** Goes to `path` with `query` (empty values left out), as a new history entry. */
 export function navigate(path: string, query: Record<string, string | number> = {}): void {
-  const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== '' && v !== 0).map(([k, v]) => [k, String(v)]));
+  const params = new URLSearchParams(
+    Object.entries(query)
+      .filter(([, v]) => v !== '' && v !== 0)
+      .map(([k, v]) => [k, String(v)]),
+  );
   const search = params.toString();
   location.hash = `#${path}${search ? `?${search}` : ''}`;
 }

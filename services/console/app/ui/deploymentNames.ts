@@ -17,7 +17,8 @@ export function useDeploymentNames(api: Api, events: WorkspaceEvent[]): Map<stri
   const listed = useRef<Promise<void> | null>(null);
 
   const fromEvents = new Map<string, string>();
-  for (const e of events) if (e.deployment_id && typeof e.data?.name === 'string') fromEvents.set(e.deployment_id, e.data.name);
+  for (const e of events)
+    if (e.deployment_id && typeof e.data?.name === 'string') fromEvents.set(e.deployment_id, e.data.name);
   const ids = [...new Set(events.map((e) => e.deployment_id).filter((id): id is string => !!id))];
   const missing = ids.filter((id) => !fromEvents.has(id) && !known.current.has(id) && !asked.current.has(id));
   const key = missing.join(',');
@@ -36,7 +37,9 @@ export function useDeploymentNames(api: Api, events: WorkspaceEvent[]): Map<stri
         .catch(() => undefined);
       await listed.current;
       const still = missing.filter((id) => !known.current.has(id));
-      const found = await Promise.all(still.map((id) => api.get<Deployment>(`/v2/deployments/${id}`).catch(() => null)));
+      const found = await Promise.all(
+        still.map((id) => api.get<Deployment>(`/v2/deployments/${id}`).catch(() => null)),
+      );
       learn(found.filter((d): d is Deployment => !!d));
     })();
     // eslint-disable-next-line react-hooks/exhaustive-deps

@@ -47,9 +47,20 @@ export function useLiveRefresh(refresh: () => void, wanted: (event: LiveEvent) =
 
 /** Says how the page stays current; `data-last-event-id` names the last event the stream brought. */
 export function LiveIndicator({ mode, lastEventId = null }: { mode: LiveMode; lastEventId?: string | null }) {
-  const text = mode === 'live' ? 'Live: updates as events arrive' : mode === 'polling' ? 'Refreshing every few seconds' : 'Connecting…';
+  const text =
+    mode === 'live'
+      ? 'Live: updates as events arrive'
+      : mode === 'polling'
+        ? 'Refreshing every few seconds'
+        : 'Connecting…';
   return (
-    <p className={`live live-${mode}`} role="status" aria-live="polite" data-mode={mode} data-last-event-id={lastEventId ?? undefined}>
+    <p
+      className={`live live-${mode}`}
+      role="status"
+      aria-live="polite"
+      data-mode={mode}
+      data-last-event-id={lastEventId ?? undefined}
+    >
       {text}
     </p>
   );

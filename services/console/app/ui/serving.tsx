@@ -7,8 +7,17 @@ import { StatusBadge } from './common';
  * With nothing active yet it says so, or "Building…" while its latest revision is on its way;
  * the API's own status stays in the title. A deployment being deleted keeps its status.
  */
-export function ServingStatus({ deployment, latest, label }: { deployment: Deployment; latest: Revision | null; label?: string }) {
-  if (deployment.active_revision_id || deployment.status !== 'READY') return <StatusBadge status={deployment.status} label={label} />;
+export function ServingStatus({
+  deployment,
+  latest,
+  label,
+}: {
+  deployment: Deployment;
+  latest: Revision | null;
+  label?: string;
+}) {
+  if (deployment.active_revision_id || deployment.status !== 'READY')
+    return <StatusBadge status={deployment.status} label={label} />;
   const building = inProgress(latest?.status);
   const text = building ? 'Building…' : 'No revision serving yet';
   return (

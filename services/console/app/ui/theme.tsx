@@ -37,7 +37,9 @@ export function applyStoredTheme(): void {
  * "Light mode, pressed" while the page is dark).
  */
 export function ThemeToggle() {
-  const [theme, setTheme] = useState<Theme>(() => (document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light'));
+  const [theme, setTheme] = useState<Theme>(() =>
+    document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light',
+  );
   const next: Theme = theme === 'dark' ? 'light' : 'dark';
   // While nothing is picked the page follows the system's theme: so does the label.
   useEffect(() => {
@@ -56,7 +58,13 @@ export function ThemeToggle() {
     setTheme(next);
   };
   return (
-    <button type="button" className="theme-toggle secondary" data-theme-now={theme} title={`Switch to ${next} mode`} onClick={toggle}>
+    <button
+      type="button"
+      className="theme-toggle secondary"
+      data-theme-now={theme}
+      title={`Switch to ${next} mode`}
+      onClick={toggle}
+    >
       {next === 'dark' ? 'Dark mode' : 'Light mode'}
     </button>
   );

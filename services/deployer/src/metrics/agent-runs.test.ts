@@ -8,7 +8,8 @@ describe('countOf (what a deployed app wrote)', () => {
     expect(countOf('7')).toBe(7);
     expect(countOf('0')).toBe(0);
     expect(countOf(String(MAX_PER_READ * 5))).toBe(MAX_PER_READ);
-    for (const bad of [null, undefined, '', '-3', '1.5', '1e9', ' 4', 'NaN', '9'.repeat(40), 12]) expect(countOf(bad)).toBe(0);
+    for (const bad of [null, undefined, '', '-3', '1.5', '1e9', ' 4', 'NaN', '9'.repeat(40), 12])
+      expect(countOf(bad)).toBe(0);
   });
 });
 

@@ -75,7 +75,11 @@ export function histogramQuantile(counts: readonly number[], q: number): number 
  */
 export async function takeAgentRunCounts(redis: Redis, deploymentId: string): Promise<AgentRunCounts | null> {
   const key = `${deploymentRedisUser(deploymentId)}:${RUN_STATS_KEY}`;
-  const replies = await redis.multi().hmget(key, ...FIELDS).del(key).exec();
+  const replies = await redis
+    .multi()
+    .hmget(key, ...FIELDS)
+    .del(key)
+    .exec();
   const [err, values] = replies?.[0] ?? [null, null];
   if (err || !Array.isArray(values)) return null;
   return parseRunCounts(values);

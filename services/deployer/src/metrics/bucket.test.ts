@@ -58,10 +58,25 @@ describe('BucketAccumulator', () => {
   it('sums the agent-server runs read in a bucket: error and timeout are failed, the median from the summed histogram', () => {
     vi.useFakeTimers({ now: 2_000_000 });
     const acc = new BucketAccumulator(10_000);
-    acc.runs('d1', { started: 3, outcomes: { success: 2, error: 0, interrupted: 1, timeout: 0 }, durations: [0, 0, 3] });
-    acc.runs('d1', { started: 1, outcomes: { success: 0, error: 1, interrupted: 0, timeout: 1 }, durations: [0, 0, 1] });
+    acc.runs('d1', {
+      started: 3,
+      outcomes: { success: 2, error: 0, interrupted: 1, timeout: 0 },
+      durations: [0, 0, 3],
+    });
+    acc.runs('d1', {
+      started: 1,
+      outcomes: { success: 0, error: 1, interrupted: 0, timeout: 1 },
+      durations: [0, 0, 1],
+    });
     vi.setSystemTime(2_010_000);
     const [row] = acc.takeEnded(Date.now());
-    expect(row).toMatchObject({ requests: 0, runs_started: 4, runs_succeeded: 2, runs_failed: 2, run_duration_p50_ms: 175, latency_p50_ms: null });
+    expect(row).toMatchObject({
+      requests: 0,
+      runs_started: 4,
+      runs_succeeded: 2,
+      runs_failed: 2,
+      run_duration_p50_ms: 175,
+      latency_p50_ms: null,
+    });
   });
 });

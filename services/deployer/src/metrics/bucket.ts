@@ -73,7 +73,11 @@ export class BucketAccumulator {
     counts.durations.forEach((n, i) => (b.runDurations[i] = (b.runDurations[i] ?? 0) + n));
   }
 
-  sample(deploymentId: string, instanceId: string, sample: { cpuPercent: number | null; memoryBytes: number | null }): void {
+  sample(
+    deploymentId: string,
+    instanceId: string,
+    sample: { cpuPercent: number | null; memoryBytes: number | null },
+  ): void {
     this.bucket(deploymentId).samples.set(instanceId, sample);
   }
 
@@ -118,8 +122,21 @@ export class BucketAccumulator {
     const key = `${deploymentId}@${bucketAt}`;
     let b = this.open.get(key);
     if (!b) {
-      b = { deploymentId, bucketAt, requests: 0, errors_4xx: 0, errors_5xx: 0, restarts: 0, oom_kills: 0,
-        runs_started: 0, runs_succeeded: 0, runs_failed: 0, runDurations: [], latencies: [], samples: new Map() };
+      b = {
+        deploymentId,
+        bucketAt,
+        requests: 0,
+        errors_4xx: 0,
+        errors_5xx: 0,
+        restarts: 0,
+        oom_kills: 0,
+        runs_started: 0,
+        runs_succeeded: 0,
+        runs_failed: 0,
+        runDurations: [],
+        latencies: [],
+        samples: new Map(),
+      };
       this.open.set(key, b);
     }
     return b;

@@ -26,7 +26,10 @@ const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
 export type RunCountsReader = (deploymentId: string) => Promise<AgentRunCounts | null>;
 
 /** The value a duration bucket's runs are observed at: its upper bound (the unbounded one: twice the last bound). */
-const RUN_DURATION_VALUES_S = [...RUN_DURATION_BOUNDS_MS, 2 * RUN_DURATION_BOUNDS_MS[RUN_DURATION_BOUNDS_MS.length - 1]!].map((ms) => ms / 1000);
+const RUN_DURATION_VALUES_S = [
+  ...RUN_DURATION_BOUNDS_MS,
+  2 * RUN_DURATION_BOUNDS_MS[RUN_DURATION_BOUNDS_MS.length - 1]!,
+].map((ms) => ms / 1000);
 
 /**
  * Per-deployment runtime numbers of the cloud-hosted deployments this deployer serves
@@ -86,7 +89,7 @@ export class DeploymentMetrics {
     });
     this.cpu = new Gauge({
       name: 'slipway_deployment_instance_cpu_percent',
-      help: "CPU an instance used between the last two samples, in percent of one core, by deployment and instance.",
+      help: 'CPU an instance used between the last two samples, in percent of one core, by deployment and instance.',
       labelNames: ['deployment', 'instance'],
       registers,
     });
@@ -149,7 +152,9 @@ export class DeploymentMetrics {
     if (reason === 'out_of_memory') this.oomKills.inc({ deployment: instance.deploymentId });
     this.buckets.restart(instance.deploymentId, reason === 'out_of_memory');
     this.cpuBefore.delete(instance.id);
-    void this.runtime.store.countRestart(instance.id).catch((err) => this.log.warn({ err, instanceId: instance.id }, 'counting a restart failed'));
+    void this.runtime.store
+      .countRestart(instance.id)
+      .catch((err) => this.log.warn({ err, instanceId: instance.id }, 'counting a restart failed'));
   }
 
   /** The answer of an instance's health probe (written with its next sample). */
@@ -192,7 +197,8 @@ export class DeploymentMetrics {
       if (usage?.cpuNanos != null) {
         const before = this.cpuBefore.get(row.id);
         // A recreated cgroup (restart) counts from zero again: no figure for that interval.
-        if (before && usage.cpuNanos >= before.cpuNanos) cpuPercent = (100 * (usage.cpuNanos - before.cpuNanos)) / Number(at - before.at);
+        if (before && usage.cpuNanos >= before.cpuNanos)
+          cpuPercent = (100 * (usage.cpuNanos - before.cpuNanos)) / Number(at - before.at);
         this.cpuBefore.set(row.id, { cpuNanos: usage.cpuNanos, at });
       }
       const memoryBytes = usage?.memoryBytes ?? null;
@@ -207,7 +213,11 @@ export class DeploymentMetrics {
     await this.runtime.store.recordSamples(samples);
     for (const id of this.cpuBefore.keys()) if (!seen.has(id)) this.cpuBefore.delete(id);
     // One read per deployment, all sent together on the one connection.
-    await Promise.all([...new Set(live.filter((r) => r.status === 'running').map((r) => r.deploymentId))].map((id) => this.readRuns(id)));
+    await Promise.all(
+      [...new Set(live.filter((r) => r.status === 'running').map((r) => r.deploymentId))].map((id) =>
+        this.readRuns(id),
+      ),
+    );
   }
 
   /** A deployment's run counts since the last read; a failure loses nothing but that deployment's read. */
@@ -219,7 +229,8 @@ export class DeploymentMetrics {
     if (!counts) return;
     this.buckets.runs(deploymentId, counts);
     if (counts.started) this.runsStarted.inc({ deployment: deploymentId }, counts.started);
-    for (const [outcome, n] of Object.entries(counts.outcomes)) if (n) this.runsEnded.inc({ deployment: deploymentId, outcome }, n);
+    for (const [outcome, n] of Object.entries(counts.outcomes))
+      if (n) this.runsEnded.inc({ deployment: deploymentId, outcome }, n);
     counts.durations.forEach((n, i) => {
       for (let k = 0; k < n; k++) this.runDuration.observe({ deployment: deploymentId }, RUN_DURATION_VALUES_S[i]!);
     });

@@ -74,7 +74,12 @@ export class EmbeddedPlacement implements Placement {
  * exhausted port range fails at once; anything else unexpected throws, and the reconciler
  * retries the phase.
  */
-async function rolloutOnDriver(deps: EmbeddedPlacementDeps, revisionId: string, guard: PhaseGuard, log: Logger): Promise<void> {
+async function rolloutOnDriver(
+  deps: EmbeddedPlacementDeps,
+  revisionId: string,
+  guard: PhaseGuard,
+  log: Logger,
+): Promise<void> {
   const { config, dataSource, flow, driver, inputs } = deps;
   const fail = (from: RevisionStatus, message: string) =>
     dataSource.transaction((m) => flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: [from], message }));
@@ -88,16 +93,34 @@ async function rolloutOnDriver(deps: EmbeddedPlacementDeps, revisionId: string, 
   }
   // An image's agent server, recorded before it can serve: the serving gate reads it once the
   // revision is active, the API shows it (`agent_server`).
-  const set = input.agentServer === undefined ? undefined : { revisionConfig: { agent_server: !!input.agentServer, agent_server_auth_path: input.agentServer?.auth_path ?? null } };
+  const set =
+    input.agentServer === undefined
+      ? undefined
+      : {
+          revisionConfig: {
+            agent_server: !!input.agentServer,
+            agent_server_auth_path: input.agentServer?.auth_path ?? null,
+          },
+        };
   const deploying = await dataSource.transaction((m) =>
-    flow.transition(m, revisionId, 'DEPLOYING', { from: ['AWAITING_DEPLOY'], message: 'Starting instances; waiting for GET /ok.', ...(set ? { set } : {}) }),
+    flow.transition(m, revisionId, 'DEPLOYING', {
+      from: ['AWAITING_DEPLOY'],
+      message: 'Starting instances; waiting for GET /ok.',
+      ...(set ? { set } : {}),
+    }),
   );
   if (!deploying) return;
   const deployLog = new RevisionLogWriter(dataSource, revisionId, 'deploy', input.secretValues);
   try {
     for (const note of input.notes ?? []) deployLog.line(note.line, note.level);
-    const deadline = (await new RevisionReads(dataSource.manager).deadlineOf(revisionId))?.getTime() ?? Date.now() + config.pipeline.rolloutDeadlineMs;
-    const started = await driver.startInstances(input, { signal: guard.signal, deadline, log: (line, level) => deployLog.line(line, level) });
+    const deadline =
+      (await new RevisionReads(dataSource.manager).deadlineOf(revisionId))?.getTime() ??
+      Date.now() + config.pipeline.rolloutDeadlineMs;
+    const started = await driver.startInstances(input, {
+      signal: guard.signal,
+      deadline,
+      log: (line, level) => deployLog.line(line, level),
+    });
     if (!started.ok) {
       deployLog.line(started.message, 'error');
       await fail('DEPLOYING', started.message);
@@ -109,7 +132,9 @@ async function rolloutOnDriver(deps: EmbeddedPlacementDeps, revisionId: string, 
     });
     // The proxy swaps first, so that by the time the revision reads DEPLOYED it serves.
     const deployed = await dataSource
-      .transaction((m) => flow.transition(m, revisionId, 'DEPLOYED', { from: ['DEPLOYING'], message: 'Healthy and serving.' }))
+      .transaction((m) =>
+        flow.transition(m, revisionId, 'DEPLOYED', { from: ['DEPLOYING'], message: 'Healthy and serving.' }),
+      )
       .catch(async (err) => {
         await switched.revert();
         throw err;

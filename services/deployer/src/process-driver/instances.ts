@@ -116,7 +116,10 @@ export class InstanceKeeper {
         }
         this.ctx.events('restarted', counted);
         this.ctx.metrics.restarted(row, counted);
-        await appendFile(row.logPath, `--- slipway: ${instanceLabel(row)} (pid ${row.pid ?? 'unknown'}) ${why}; restarting ---\n`).catch(() => undefined);
+        await appendFile(
+          row.logPath,
+          `--- slipway: ${instanceLabel(row)} (pid ${row.pid ?? 'unknown'}) ${why}; restarting ---\n`,
+        ).catch(() => undefined);
         log.warn({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, why }, 'restarting an instance');
         const { record } = await runtime.launch({ ...launchSpec(input, row.role), index: row.index, existing: row });
         await tailers.ensure(record, input.secretValues);
@@ -130,7 +133,11 @@ export class InstanceKeeper {
         await runtime.store.update(record.id, 'running');
         await this.ctx.work.serialize(row.deploymentId, async () => {
           // Moved on meanwhile: the next tick retires it like any leftover.
-          if ((await this.activeRevision(row.deploymentId)) !== row.revisionId || this.tearingDown.has(row.deploymentId)) return;
+          if (
+            (await this.activeRevision(row.deploymentId)) !== row.revisionId ||
+            this.tearingDown.has(row.deploymentId)
+          )
+            return;
           // A queue worker takes runs from the queue by itself.
           if (record.role === 'api') this.ctx.traffic.add({ ...record, status: 'running' });
         });
@@ -139,7 +146,11 @@ export class InstanceKeeper {
       } finally {
         const now = Date.now();
         const restarts = (backoff && now - backoff.at < BACKOFF_RESET_MS ? backoff.restarts : 0) + 1;
-        this.backoff.set(row.id, { restarts, at: now, notBefore: now + Math.min(BACKOFF_MAX_MS, 1_000 * 2 ** restarts) });
+        this.backoff.set(row.id, {
+          restarts,
+          at: now,
+          notBefore: now + Math.min(BACKOFF_MAX_MS, 1_000 * 2 ** restarts),
+        });
         this.busy.delete(row.id);
       }
     });

@@ -7,7 +7,10 @@ import type { InstanceRole, LaunchSpec, StartInstancesInput } from '@slipway/run
 export const ROLE_VARIABLE = 'SLIPWAY_AGENT_SERVER_ROLE';
 
 /** What every launch of the revision's instances of `role` shares (the index and restart fields aside). */
-export function launchSpec(input: StartInstancesInput, role: InstanceRole = 'api'): Omit<LaunchSpec, 'index' | 'existing'> {
+export function launchSpec(
+  input: StartInstancesInput,
+  role: InstanceRole = 'api',
+): Omit<LaunchSpec, 'index' | 'existing'> {
   return {
     deploymentId: input.deploymentId,
     revisionId: input.revisionId,

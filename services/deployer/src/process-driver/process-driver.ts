@@ -98,7 +98,8 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     private readonly images: ImageCache | null = null,
   ) {
     // runc's state under the data dir: containers outlive the deployer and the next one finds them.
-    this.containers = sandbox && images ? new ContainerInstances(sandbox, path.join(config.dataDir, 'runtime', 'runc')) : null;
+    this.containers =
+      sandbox && images ? new ContainerInstances(sandbox, path.join(config.dataDir, 'runtime', 'runc')) : null;
     this.runtime = new ProcessRuntime(dataSource, {
       ...config.runtime,
       dataDir: config.dataDir,
@@ -107,20 +108,30 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
       deployments: new DeploymentRepository(dataSource.manager),
     });
     // The edges send each deployment's requests to its serving proxy here (docs/operations.md, The edge).
-    this.lock = new RuntimeLock(dataSource, log, () => new EdgeRouteRepository(dataSource.manager).recordOwner(config.runtime.advertiseHost));
+    this.lock = new RuntimeLock(dataSource, log, () =>
+      new EdgeRouteRepository(dataSource.manager).recordOwner(config.runtime.advertiseHost),
+    );
     const metricsLog = log.child({ component: 'deployment-metrics' });
     this.runCounts = new AgentRunCountsReader(config.redisUrl, metricsLog);
     // Served requests and agent runs are the deployment's activity: they keep it from UNUSED
     // and bring it back (docs/api.md, Deployment status). Only the owner serves and reads runs.
     const activity = new DeploymentActivity(dataSource);
     const active = (deploymentId: string) => {
-      activity.record(deploymentId).catch((err) => log.warn({ err, deploymentId }, 'recording deployment activity failed'));
+      activity
+        .record(deploymentId)
+        .catch((err) => log.warn({ err, deploymentId }, 'recording deployment activity failed'));
     };
-    this.metrics = new DeploymentMetrics(dataSource, this.runtime, metricsLog, metrics?.registry, async (deploymentId) => {
-      const counts = await this.runCounts.take(deploymentId);
-      if (counts) active(deploymentId);
-      return counts;
-    });
+    this.metrics = new DeploymentMetrics(
+      dataSource,
+      this.runtime,
+      metricsLog,
+      metrics?.registry,
+      async (deploymentId) => {
+        const counts = await this.runCounts.take(deploymentId);
+        if (counts) active(deploymentId);
+        return counts;
+      },
+    );
     const deploymentMetrics = this.metrics;
     const edgeTokens = [config.secretsKey.key, ...config.previousSecretsKeys].map(edgeToken);
     this.ctx = {
@@ -181,7 +192,10 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
    * failure every new instance is stopped again, the old ones never notice, and the message
    * quotes the end of the failed instance's log (secrets masked).
    */
-  async startInstances(input: StartInstancesInput, options: StartInstancesOptions): Promise<StartInstancesOutcome<InstanceRecord>> {
+  async startInstances(
+    input: StartInstancesInput,
+    options: StartInstancesOptions,
+  ): Promise<StartInstancesOutcome<InstanceRecord>> {
     const { deploymentId, revisionId } = input;
     const { work } = this.ctx;
     this.keeper.rollingOut.add(revisionId);
@@ -263,7 +277,10 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
 
   // ---------------------------------------------------------------- pieces
 
-  private async launchAll(input: StartInstancesInput, { signal, deadline, log }: StartInstancesOptions): Promise<StartInstancesOutcome<InstanceRecord>> {
+  private async launchAll(
+    input: StartInstancesInput,
+    { signal, deadline, log }: StartInstancesOptions,
+  ): Promise<StartInstancesOutcome<InstanceRecord>> {
     const { deploymentId, revisionId } = input;
     const stopAll = new AbortController();
     const onAbort = () => stopAll.abort(signal.reason);
@@ -279,7 +296,9 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
       // The image's USER is not honoured (a root USER would be root in the sandbox): said once per rollout.
       const imageUser = input.image?.config.user;
       if (imageUser && this.containers) {
-        log(`The image's USER ${imageUser} is ignored: its containers run as the deployment's uid ${await this.containers.uidOf(deploymentId)}.`);
+        log(
+          `The image's USER ${imageUser} is ignored: its containers run as the deployment's uid ${await this.containers.uidOf(deploymentId)}.`,
+        );
       }
       for (const { role, index } of slots) {
         if (signal.aborted) break;
@@ -288,9 +307,15 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
         launched.push(record);
         await this.ctx.tailers.ensure(record, input.secretValues);
       }
-      const ports = (role: string) => launched.filter((r) => r.role === role).map((r) => r.port).join(', ');
+      const ports = (role: string) =>
+        launched
+          .filter((r) => r.role === role)
+          .map((r) => r.port)
+          .join(', ');
       const workers = input.queue ? ` and ${input.queue.scale} queue worker(s) (ports ${ports('queue')})` : '';
-      log(`Started ${input.scale} instance(s) of ${input.artifactRef} (ports ${ports('api')})${workers}; waiting for GET /ok.`);
+      log(
+        `Started ${input.scale} instance(s) of ${input.artifactRef} (ports ${ports('api')})${workers}; waiting for GET /ok.`,
+      );
       // One instance failing ends the wait for all of them.
       const outcomes = await Promise.all(
         launched.map(async (record) => {
@@ -311,7 +336,9 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
         record.status = 'running';
         await this.runtime.store.update(record.id, 'running');
       }
-      log(`All ${input.scale} instance(s)${input.queue ? ` and ${input.queue.scale} queue worker(s)` : ''} answer their health probe.`);
+      log(
+        `All ${input.scale} instance(s)${input.queue ? ` and ${input.queue.scale} queue worker(s)` : ''} answer their health probe.`,
+      );
       return { ok: true, instances: launched };
     } catch (err) {
       await this.keeper.discard(launched);
@@ -372,11 +399,19 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     await this.runtime.releaseNetworks();
   }
 
-  private async failureMessage(input: StartInstancesInput, failed: InstanceRecord | undefined, outcome: HealthOutcome, signal: AbortSignal): Promise<string> {
+  private async failureMessage(
+    input: StartInstancesInput,
+    failed: InstanceRecord | undefined,
+    outcome: HealthOutcome,
+    signal: AbortSignal,
+  ): Promise<string> {
     const label = failed ? instanceLabel(failed) : '';
     const which = failed ? `${label[0]!.toUpperCase()}${label.slice(1)} (port ${failed.port})` : 'The rollout';
     // Only a dead instance was killed; a live one that never answered is reported as such.
-    const exitCause = failed && !outcome.healthy && outcome.reason === 'exited' ? await this.runtime.exitCause(failed, input.limits) : null;
+    const exitCause =
+      failed && !outcome.healthy && outcome.reason === 'exited'
+        ? await this.runtime.exitCause(failed, input.limits)
+        : null;
     const reason =
       outcome.healthy || outcome.reason === 'aborted'
         ? `${which} was stopped: ${String(signal.reason ?? 'the rollout was cancelled.')}`
@@ -387,7 +422,9 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
             : `${which} did not answer GET /ok within the rollout deadline.`;
     const searched = failed ? await lastLines(failed.logPath, START_FAILURE_SEARCH_LINES) : [];
     const lines = searched.slice(-FAILURE_LOG_LINES);
-    const startFailure = searched.findLast((l) => START_FAILURE.test(l)) ?? (input.image ? containerStartFailure(searched, input.image.config.command) : null);
+    const startFailure =
+      searched.findLast((l) => START_FAILURE.test(l)) ??
+      (input.image ? containerStartFailure(searched, input.image.config.command) : null);
     const message = lines.length ? `${reason} Last log lines:\n${lines.join('\n')}` : reason;
     return redactValues(startFailure ? `${startFailure}\n${message}` : message, input.secretValues);
   }

@@ -47,7 +47,12 @@ export class RuntimeLock {
       if (await trySessionLock(runner, RUNTIME_LOCK)) {
         this.runner = runner;
         this.log.info('runtime lock held: this deployer runs the local processes');
-        await this.onTaken().catch((err) => this.log.error({ err }, 'could not announce this deployer as the runtime owner (edges keep the address they had)'));
+        await this.onTaken().catch((err) =>
+          this.log.error(
+            { err },
+            'could not announce this deployer as the runtime owner (edges keep the address they had)',
+          ),
+        );
         return true;
       }
     } catch (err) {

@@ -55,7 +55,9 @@ export class Supervision {
     const d = await new ProcessRuntimeRepository(dataSource.manager).servingState(deploymentId);
     if (!d || d.status === 'AWAITING_DELETE') return;
     if (d.servingPort) {
-      await traffic.ensureProxy(deploymentId).catch((err) => log.warn({ err, deploymentId, port: d.servingPort }, 'could not open the serving proxy'));
+      await traffic
+        .ensureProxy(deploymentId)
+        .catch((err) => log.warn({ err, deploymentId, port: d.servingPort }, 'could not open the serving proxy'));
     }
     const serving: { row: InstanceRecord; rev: StartInstancesInput }[] = [];
     for (const row of await runtime.store.live({ deploymentId })) {
@@ -75,12 +77,14 @@ export class Supervision {
       if (!rev) continue;
       if (row.status === 'starting' || !runtime.isAlive(row)) {
         this.forget(row.id);
-        if (row.status === 'starting') this.keeper.restart(row, rev, 'was left starting by an earlier deployer', 'left_starting');
+        if (row.status === 'starting')
+          this.keeper.restart(row, rev, 'was left starting by an earlier deployer', 'left_starting');
         else this.keeper.restart(row, rev, 'exited', 'exited');
         continue;
       }
       await tailers.ensure(row, rev.secretValues);
-      if (row.role === 'queue' ? this.workers.has(row.id) : traffic.has(deploymentId, row.id)) serving.push({ row, rev });
+      if (row.role === 'queue' ? this.workers.has(row.id) : traffic.has(deploymentId, row.id))
+        serving.push({ row, rev });
       else await this.readopt(row, rev);
     }
     await Promise.all(serving.map(({ row, rev }) => this.probeServing(row, rev)));
@@ -96,7 +100,10 @@ export class Supervision {
     }
     const strikes = (this.strikes.get(row.id) ?? 0) + 1;
     this.strikes.set(row.id, strikes);
-    this.ctx.log.warn({ deploymentId: row.deploymentId, instanceId: row.id, port: row.port, strikes }, 'a serving instance failed its health probe');
+    this.ctx.log.warn(
+      { deploymentId: row.deploymentId, instanceId: row.id, port: row.port, strikes },
+      'a serving instance failed its health probe',
+    );
     if (strikes < SERVING_STRIKES) return;
     this.strikes.delete(row.id);
     // Out of the proxy's targets now, whether or not a restart may start yet (backoff).
@@ -112,16 +119,27 @@ export class Supervision {
    */
   private async readopt(row: InstanceRecord, rev: StartInstancesInput): Promise<void> {
     // Its namespace's DNS relay is this process's to serve now.
-    await this.ctx.runtime.adoptNetwork(row).catch((err) => this.ctx.log.warn({ err, instanceId: row.id }, 'could not adopt the network of a running instance'));
+    await this.ctx.runtime
+      .adoptNetwork(row)
+      .catch((err) =>
+        this.ctx.log.warn({ err, instanceId: row.id }, 'could not adopt the network of a running instance'),
+      );
     if (await probeHealth(this.ctx.runtime.instanceHost(row), row.port)) {
       this.strikes.delete(row.id);
       if (row.role === 'queue') {
-        if (!this.workers.has(row.id)) this.ctx.log.info({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, port: row.port }, 'watching a queue worker');
+        if (!this.workers.has(row.id))
+          this.ctx.log.info(
+            { deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, port: row.port },
+            'watching a queue worker',
+          );
         this.workers.add(row.id);
         return;
       }
       this.ctx.traffic.add(row);
-      this.ctx.log.info({ deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, port: row.port }, 're-adopted a running instance');
+      this.ctx.log.info(
+        { deploymentId: row.deploymentId, instanceId: row.id, pid: row.pid, port: row.port },
+        're-adopted a running instance',
+      );
       return;
     }
     const strikes = (this.strikes.get(row.id) ?? 0) + 1;

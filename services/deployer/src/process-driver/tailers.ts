@@ -14,7 +14,14 @@ export class Tailers {
 
   async ensure(row: InstanceRecord, secretValues: readonly string[]): Promise<void> {
     if (this.tailers.has(row.id)) return;
-    const tailer = new DeployLogTailer(this.dataSource, row.revisionId, row.logPath, secretValues, this.rotateBytes, row.index);
+    const tailer = new DeployLogTailer(
+      this.dataSource,
+      row.revisionId,
+      row.logPath,
+      secretValues,
+      this.rotateBytes,
+      row.index,
+    );
     this.tailers.set(row.id, tailer);
     await tailer.start();
   }

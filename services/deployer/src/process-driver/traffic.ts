@@ -1,6 +1,12 @@
 import type { Logger } from '@slipway/logging';
 import type { IncomingMessage } from 'node:http';
-import { ServingProxy, type AccessDenial, type InstanceRecord, type ProcessRuntime, type RequestOutcome } from '@slipway/runtime';
+import {
+  ServingProxy,
+  type AccessDenial,
+  type InstanceRecord,
+  type ProcessRuntime,
+  type RequestOutcome,
+} from '@slipway/runtime';
 import type { ServingAuth } from '../serving-auth.js';
 
 /**
@@ -66,8 +72,13 @@ export class Traffic {
         const proxy = new ServingProxy({
           host: this.runtime.host,
           port,
-          onError: (err, target) => this.log.warn({ err, deploymentId, target }, 'serving proxy: the instance did not answer'),
-          onFault: (err) => this.log.error({ err, deploymentId }, 'serving proxy: a request failed in the proxy itself (answered; kept serving)'),
+          onError: (err, target) =>
+            this.log.warn({ err, deploymentId, target }, 'serving proxy: the instance did not answer'),
+          onFault: (err) =>
+            this.log.error(
+              { err, deploymentId },
+              'serving proxy: a request failed in the proxy itself (answered; kept serving)',
+            ),
           authorize: this.admitting(deploymentId),
           onRequest: (outcome) => this.onRequest(deploymentId, outcome),
           trustsEdge: this.trustsEdge,
@@ -113,7 +124,9 @@ export class Traffic {
   private refresh(deploymentId: string): void {
     const proxy = this.proxies.get(deploymentId);
     const serving = this.serving.get(deploymentId);
-    proxy?.setTargets([...(serving?.values() ?? [])].map((r) => ({ host: this.runtime.instanceHost(r), port: r.port })));
+    proxy?.setTargets(
+      [...(serving?.values() ?? [])].map((r) => ({ host: this.runtime.instanceHost(r), port: r.port })),
+    );
   }
 }
 

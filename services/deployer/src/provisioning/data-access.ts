@@ -106,7 +106,9 @@ export class DeploymentDataAccess {
     this.frontHost = sandboxNetwork?.servicesAddress ?? LOOPBACK;
     const activity = new DeploymentActivity(dataSource);
     // A trace is activity of its deployment (UNUSED); the runs are written whatever that write does.
-    this.traceIntake = new TraceIntake(dataSource, undefined, (ids) => activity.recordAll(ids, (err, deploymentId) => log.warn({ err, deploymentId }, TRACE_ACTIVITY_FAILED)));
+    this.traceIntake = new TraceIntake(dataSource, undefined, (ids) =>
+      activity.recordAll(ids, (err, deploymentId) => log.warn({ err, deploymentId }, TRACE_ACTIVITY_FAILED)),
+    );
   }
 
   /** Probes the servers and reports (every start): a passwordless store is a warning. */
@@ -117,10 +119,13 @@ export class DeploymentDataAccess {
     if (this.trust.postgresPasswordless !== false || this.trust.redisDefaultOpen !== false) {
       this.log.warn(
         report,
-        'local Postgres or Redis lets clients in without a password: any local process can become their superuser or default user; apps reach them only through Slipway\'s fronts, which stop nothing that bypasses them (confine apps\' network access)',
+        "local Postgres or Redis lets clients in without a password: any local process can become their superuser or default user; apps reach them only through Slipway's fronts, which stop nothing that bypasses them (confine apps' network access)",
       );
     } else {
-      this.log.info(report, 'local Postgres and Redis demand passwords; apps connect to them directly with their own role and user');
+      this.log.info(
+        report,
+        'local Postgres and Redis demand passwords; apps connect to them directly with their own role and user',
+      );
     }
     return this.trust;
   }
@@ -147,14 +152,19 @@ export class DeploymentDataAccess {
    */
   async provision(deploymentId: string, databaseName: string): Promise<void> {
     const { databasePassword, redisPassword } = await this.credentials(deploymentId);
-    const { catalogHidden } = await provisionDeploymentDatabase(this.config.databaseUrl, databaseName, databasePassword, {
-      connectionLimit: this.config.deploymentDbConnectionLimit,
-    });
+    const { catalogHidden } = await provisionDeploymentDatabase(
+      this.config.databaseUrl,
+      databaseName,
+      databasePassword,
+      {
+        connectionLimit: this.config.deploymentDbConnectionLimit,
+      },
+    );
     if (!catalogHidden && !this.warnedCatalog) {
       this.warnedCatalog = true;
       this.log.warn(
         { template: DEPLOYMENT_TEMPLATE_DATABASE },
-        'deployment databases list the server\'s other databases and roles: the control-plane role is not a superuser and no hardened template database exists (docs/operations.md, Deployment databases)',
+        "deployment databases list the server's other databases and roles: the control-plane role is not a superuser and no hardened template database exists (docs/operations.md, Deployment databases)",
       );
     }
     await ensureDeploymentRedisUser(this.redis, deploymentId, redisPassword);
@@ -178,17 +188,24 @@ export class DeploymentDataAccess {
     database.pathname = `/${databaseName}`;
 
     // No database in it: the user may not SELECT, and its keys live in DEPLOYMENT_REDIS_DB (0) either way.
-    const redis = fronts.redis ? new URL(`redis://${this.frontHost}:${fronts.redis.port}`) : new URL(this.config.redisUrl);
+    const redis = fronts.redis
+      ? new URL(`redis://${this.frontHost}:${fronts.redis.port}`)
+      : new URL(this.config.redisUrl);
     redis.pathname = '';
     redis.searchParams.delete('db');
     redis.username = encodeURIComponent(user);
     redis.password = encodeURIComponent(redisPassword);
 
     const trace = fronts.trace!;
-    const frontPorts = [fronts.postgres?.port, fronts.redis?.port, trace.port].filter((p): p is number => p !== undefined);
+    const frontPorts = [fronts.postgres?.port, fronts.redis?.port, trace.port].filter(
+      (p): p is number => p !== undefined,
+    );
     return {
       env: { DATABASE_URI: database.toString(), REDIS_URI: redis.toString(), REDIS_PREFIX: user },
-      tracing: { endpoint: `http://${this.frontHost}:${trace.port}/api/v1`, apiKey: ingestCredential(this.config.secretsKey.key, deploymentId) },
+      tracing: {
+        endpoint: `http://${this.frontHost}:${trace.port}/api/v1`,
+        apiKey: ingestCredential(this.config.secretsKey.key, deploymentId),
+      },
       frontPorts,
     };
   }
@@ -221,7 +238,9 @@ export class DeploymentDataAccess {
       try {
         await front.listen();
       } catch (err) {
-        throw new Error(`The ${kind} front of deployment ${deploymentId} cannot listen on its recorded port ${recorded[kind]}: ${(err as Error).message}`);
+        throw new Error(
+          `The ${kind} front of deployment ${deploymentId} cannot listen on its recorded port ${recorded[kind]}: ${(err as Error).message}`,
+        );
       }
       if (recorded[kind] === null) {
         const claimed = await store.claimFrontPort(deploymentId, kind, front.port);
@@ -241,23 +260,36 @@ export class DeploymentDataAccess {
     const redis = upstreamOf(this.config.redisUrl, 6379);
     try {
       if (active.postgres) {
-        fronts.postgres = await open('postgres', (port) =>
-          new PostgresFront({ host, port, upstream: postgres, role: name, database: name, password: databasePassword, maxConnections: this.config.deploymentDbConnectionLimit, onError }),
+        fronts.postgres = await open(
+          'postgres',
+          (port) =>
+            new PostgresFront({
+              host,
+              port,
+              upstream: postgres,
+              role: name,
+              database: name,
+              password: databasePassword,
+              maxConnections: this.config.deploymentDbConnectionLimit,
+              onError,
+            }),
         );
       } else if (relay) {
         fronts.postgres = await open('postgres', (port) => new TcpRelay({ host, port, upstream: postgres, onError }));
       }
       if (active.redis) {
-        fronts.redis = await open('redis', (port) =>
-          new RedisFront({
-            host,
-            port,
-            upstream: redis,
-            username: deploymentRedisUser(deploymentId),
-            password: redisPassword,
-            maxConnections: this.config.deploymentRedisConnectionLimit,
-            onError,
-          }),
+        fronts.redis = await open(
+          'redis',
+          (port) =>
+            new RedisFront({
+              host,
+              port,
+              upstream: redis,
+              username: deploymentRedisUser(deploymentId),
+              password: redisPassword,
+              maxConnections: this.config.deploymentRedisConnectionLimit,
+              onError,
+            }),
         );
       } else if (relay) {
         fronts.redis = await open('redis', (port) => new TcpRelay({ host, port, upstream: redis, onError }));
@@ -302,7 +334,9 @@ export class DeploymentDataAccess {
     const pass = async () => {
       if (!isOwner()) return this.closeAll();
       for (const id of await new ProcessRuntimeRepository(this.dataSource.manager).withLiveInstances()) {
-        await this.ensureFronts(id).catch((err) => this.log.error({ err, deploymentId: id }, 'could not open the data-access fronts'));
+        await this.ensureFronts(id).catch((err) =>
+          this.log.error({ err, deploymentId: id }, 'could not open the data-access fronts'),
+        );
       }
     };
     const tick = () => {

@@ -49,10 +49,13 @@ export class TraceFront {
   private target: Promise<{ workspaceId: string; projectId: string } | null> | null = null;
 
   constructor(private readonly options: TraceFrontOptions) {
-    this.server = serveWithin(createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS / 2 }), {
-      request: (req, res) => this.handle(req, res),
-      onError: (err) => options.onError(err),
-    });
+    this.server = serveWithin(
+      createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS / 2 }),
+      {
+        request: (req, res) => this.handle(req, res),
+        onError: (err) => options.onError(err),
+      },
+    );
     this.server.maxConnections = TRACE_FRONT_MAX_CONNECTIONS;
     this.server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
@@ -78,7 +81,8 @@ export class TraceFront {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0]!;
-    if (path !== PREFIX && !path.startsWith(`${PREFIX}/`)) return refuse(res, 404, 'Not found: this is a trace front; it takes LangSmith run ingest under /api/v1 only.');
+    if (path !== PREFIX && !path.startsWith(`${PREFIX}/`))
+      return refuse(res, 404, 'Not found: this is a trace front; it takes LangSmith run ingest under /api/v1 only.');
     const rest = path.slice(PREFIX.length);
     if (req.method === 'GET' && rest === '/info') return answer(res, 200, TraceIntake.info(this.options.version));
     let route: ReturnType<typeof ingestEndpointOf>;
@@ -87,26 +91,47 @@ export class TraceFront {
     } catch {
       return refuse(res, 400, 'The run id in the path is not valid.');
     }
-    if (!route) return refuse(res, 404, 'Not found: a trace front takes run ingest only (runs multipart, batch, create, update, OTLP traces).');
+    if (!route)
+      return refuse(
+        res,
+        404,
+        'Not found: a trace front takes run ingest only (runs multipart, batch, create, update, OTLP traces).',
+      );
     const key = req.headers['x-api-key'];
     if (typeof key !== 'string' || !isIngestCredential(key, this.options.secretsKeys, this.options.deploymentId)) {
-      return refuse(res, 401, "Invalid or missing trace-ingest key in 'X-Api-Key': use the LANGSMITH_API_KEY this deployment's instances are given.");
+      return refuse(
+        res,
+        401,
+        "Invalid or missing trace-ingest key in 'X-Api-Key': use the LANGSMITH_API_KEY this deployment's instances are given.",
+      );
     }
     const target = await this.targetOf();
     if (!target) return refuse(res, 404, 'This deployment has no tracing project.');
     try {
       await this.options.slots.run(this.options.deploymentId, () =>
-        this.options.intake.receive(route.endpoint, { workspaceId: target.workspaceId, boundTo: target.projectId }, req.headers, req, route.runId),
+        this.options.intake.receive(
+          route.endpoint,
+          { workspaceId: target.workspaceId, boundTo: target.projectId },
+          req.headers,
+          req,
+          route.runId,
+        ),
       );
     } catch (err) {
       if (err instanceof AppError) {
-        return refuse(res, err.status, err.message, err.retryAfterSeconds != null ? { 'retry-after': String(err.retryAfterSeconds) } : {});
+        return refuse(
+          res,
+          err.status,
+          err.message,
+          err.retryAfterSeconds != null ? { 'retry-after': String(err.retryAfterSeconds) } : {},
+        );
       }
       throw err;
     }
     if (route.endpoint !== 'otlp') return answer(res, 202, {});
     // An OTLP client reads the answer in the encoding it sent: an empty protobuf message is zero bytes.
-    if (otlpEncodingOf(req.headers) === 'protobuf') return void res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': '0' }).end();
+    if (otlpEncodingOf(req.headers) === 'protobuf')
+      return void res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': '0' }).end();
     return answer(res, 200, { partialSuccess: {} });
   }
 
@@ -130,5 +155,12 @@ function answer(res: ServerResponse, status: number, body: unknown): void {
  */
 function refuse(res: ServerResponse, status: number, detail: string, headers: Record<string, string> = {}): void {
   const text = JSON.stringify({ detail });
-  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' }).end(text);
+  res
+    .writeHead(status, {
+      ...headers,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      connection: 'close',
+    })
+    .end(text);
 }

@@ -52,7 +52,10 @@ export class AcmeIssuer {
   /** A certificate for `host`; throws with the CA's message when the CA refuses or validation fails. */
   async issue(host: string): Promise<IssuedPair> {
     const client = await this.account();
-    const [key, csr] = await acme.crypto.createCsr({ commonName: host, altNames: [host] }, await acme.crypto.createPrivateEcdsaKey('P-256'));
+    const [key, csr] = await acme.crypto.createCsr(
+      { commonName: host, altNames: [host] },
+      await acme.crypto.createPrivateEcdsaKey('P-256'),
+    );
     const { repo } = this.options;
     const chain = await client.auto({
       csr,
@@ -62,7 +65,8 @@ export class AcmeIssuer {
       // The edge may not reach itself by its public name (NAT, split DNS): the CA's own validation is the check.
       skipChallengeVerification: true,
       challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
-        if (challenge.type !== 'http-01') throw new Error(`The CA offered ${challenge.type}, and the edge answers http-01 only`);
+        if (challenge.type !== 'http-01')
+          throw new Error(`The CA offered ${challenge.type}, and the edge answers http-01 only`);
         await repo.putChallenge(challenge.token, keyAuthorization, host);
       },
       challengeRemoveFn: async (_authz, challenge) => {
@@ -96,7 +100,10 @@ export class AcmeIssuer {
       backoffAttempts: 12,
     });
     if (!account.accountUrl) {
-      await client.createAccount({ termsOfServiceAgreed: true, contact: this.options.email ? [`mailto:${this.options.email}`] : undefined });
+      await client.createAccount({
+        termsOfServiceAgreed: true,
+        contact: this.options.email ? [`mailto:${this.options.email}`] : undefined,
+      });
       await repo.putAccountUrl(directoryUrl, client.getAccountUrl());
     }
     this.client = client;

@@ -106,7 +106,10 @@ export class CertificateKeeper {
    */
   async forceRenew(host: string): Promise<CertificateState | 'busy'> {
     const h = host.toLowerCase();
-    if (!isIssuableHost(h)) throw new Error(`A certificate is never asked for ${host} (localhost, *.localhost and IP addresses are not issuable)`);
+    if (!isIssuableHost(h))
+      throw new Error(
+        `A certificate is never asked for ${host} (localhost, *.localhost and IP addresses are not issuable)`,
+      );
     const claimed = await this.options.repo.claim(h, this.holder, this.leaseMs);
     if (!claimed) return 'busy';
     return this.issueFor(claimed);
@@ -151,13 +154,20 @@ export class CertificateKeeper {
   private async pass(): Promise<void> {
     const { repo } = this.options;
     try {
-      const hosts = [...new Set((await this.options.wanted()).map((h) => h.toLowerCase().replace(/\.$/, '')))].filter(isIssuableHost);
+      const hosts = [...new Set((await this.options.wanted()).map((h) => h.toLowerCase().replace(/\.$/, '')))].filter(
+        isIssuableHost,
+      );
       await repo.ensureWanted(hosts);
       const concurrency = Math.max(1, this.options.concurrency ?? 2);
       // Each host once per pass: one whose outcome could not be recorded is not ordered again at once.
       const tried = new Set<string>();
       while (!this.stopped) {
-        const due = await repo.due(concurrency, this.holder, hosts.filter((h) => !tried.has(h)), this.leaseMs);
+        const due = await repo.due(
+          concurrency,
+          this.holder,
+          hosts.filter((h) => !tried.has(h)),
+          this.leaseMs,
+        );
         if (!due.length) break;
         for (const d of due) tried.add(d.host);
         await Promise.all(due.map((d) => this.issueFor(d)));
@@ -179,9 +189,14 @@ export class CertificateKeeper {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       const next = this.nextAttempt(due.failures);
-      log.warn({ host, err: message, failures: due.failures + 1, nextAttemptAt: next, keptCertificate: due.hasCertificate }, 'edge: obtaining a certificate failed');
+      log.warn(
+        { host, err: message, failures: due.failures + 1, nextAttemptAt: next, keptCertificate: due.hasCertificate },
+        'edge: obtaining a certificate failed',
+      );
       // Should this fail too, the lease keeps the host from being ordered again until it runs out.
-      await repo.recordFailure(host, message, next, this.holder).catch((e) => log.error({ err: e, host }, 'edge: recording a certificate failure failed'));
+      await repo
+        .recordFailure(host, message, next, this.holder)
+        .catch((e) => log.error({ err: e, host }, 'edge: recording a certificate failure failed'));
       this.options.onState?.(host, 'failed', message);
       return 'failed';
     }
@@ -189,7 +204,11 @@ export class CertificateKeeper {
       const lifetime = issued.notAfter.getTime() - issued.notBefore.getTime();
       const renewAfter = new Date(issued.notBefore.getTime() + (lifetime * 2) / 3);
       const keySealed = codec.seal(issued.keyPem, host);
-      await repo.saveIssued(host, { certPem: issued.certPem, keySealed, notAfter: issued.notAfter, renewAfter }, this.holder);
+      await repo.saveIssued(
+        host,
+        { certPem: issued.certPem, keySealed, notAfter: issued.notAfter, renewAfter },
+        this.holder,
+      );
       this.install(host, issued.certPem, issued.keyPem, keySealed);
       log.info({ host, notAfter: issued.notAfter, renewAfter }, 'edge: obtained a certificate');
       this.options.onState?.(host, 'active');
@@ -197,7 +216,9 @@ export class CertificateKeeper {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       log.error({ err, host }, 'edge: storing an obtained certificate failed');
-      await repo.recordFailure(host, `storing the certificate failed: ${message}`, this.nextAttempt(due.failures), this.holder).catch(() => {});
+      await repo
+        .recordFailure(host, `storing the certificate failed: ${message}`, this.nextAttempt(due.failures), this.holder)
+        .catch(() => {});
       this.options.onState?.(host, 'failed', message);
       return 'failed';
     }
@@ -205,7 +226,10 @@ export class CertificateKeeper {
 
   /** When to try again after the failure that follows `failures` earlier ones: 1 min, doubled each time, at most 6 h. */
   private nextAttempt(failures: number): Date {
-    const delay = Math.min(this.options.maxBackoffMs ?? 6 * 3_600_000, (this.options.minBackoffMs ?? 60_000) * 2 ** Math.min(failures, 30));
+    const delay = Math.min(
+      this.options.maxBackoffMs ?? 6 * 3_600_000,
+      (this.options.minBackoffMs ?? 60_000) * 2 ** Math.min(failures, 30),
+    );
     return new Date(Date.now() + delay);
   }
 
@@ -215,7 +239,10 @@ export class CertificateKeeper {
     for (const host of [...this.contexts.keys()]) if (!stamps.has(host)) this.contexts.delete(host);
     for (const [host, stamp] of stamps) {
       const cached = this.contexts.get(host);
-      if (cached && cached.stamp !== stamp) await this.load(host).catch((err) => this.options.log.warn({ err, host }, 'edge: reloading a certificate failed (kept the one in use)'));
+      if (cached && cached.stamp !== stamp)
+        await this.load(host).catch((err) =>
+          this.options.log.warn({ err, host }, 'edge: reloading a certificate failed (kept the one in use)'),
+        );
     }
   }
 
@@ -229,7 +256,13 @@ export class CertificateKeeper {
   private install(host: string, certPem: string, keyPem: string, keySealed: string): SecureContext {
     const context = createSecureContext({ cert: certPem, key: keyPem });
     const serial = new X509Certificate(certPem).serialNumber;
-    this.contexts.set(host, { stamp: createHash('md5').update(certPem + keySealed).digest('hex'), context, serial });
+    this.contexts.set(host, {
+      stamp: createHash('md5')
+        .update(certPem + keySealed)
+        .digest('hex'),
+      context,
+      serial,
+    });
     this.missing.delete(host);
     return context;
   }

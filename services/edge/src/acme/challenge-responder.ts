@@ -56,7 +56,11 @@ async function lookup(token: string, repo: Source): Promise<string | null> {
 
 function reply(req: IncomingMessage, res: ServerResponse, status: number, body: string): void {
   if (res.headersSent) return void res.end();
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+  });
   res.end(req.method === 'HEAD' ? undefined : body);
   req.resume();
 }

@@ -24,7 +24,9 @@ const relay = new DnsRelay([{ host: upstreamAddress, port: 53 }]);
 
 beforeAll(async () => {
   if (!root) return;
-  upstreamUdp.on('message', (query, from) => upstreamUdp.send(Buffer.concat([Buffer.from('answer:'), query]), from.port, from.address));
+  upstreamUdp.on('message', (query, from) =>
+    upstreamUdp.send(Buffer.concat([Buffer.from('answer:'), query]), from.port, from.address),
+  );
   await new Promise<void>((resolve) => upstreamUdp.bind(53, upstreamAddress, resolve));
   await new Promise<void>((resolve) => upstreamTcp.listen(53, upstreamAddress, resolve));
   await relay.serve(relayAddress);
@@ -74,7 +76,9 @@ describe('DnsRelay', () => {
   it('asks a resolver on the port it is given (SLIPWAY_SANDBOX_DNS_SERVERS `ip:port`)', async (ctx) => {
     if (!root) return ctx.skip('port 53 needs root');
     const upstream = createSocket('udp4');
-    upstream.on('message', (query, from) => upstream.send(Buffer.concat([Buffer.from('on-port:'), query]), from.port, from.address));
+    upstream.on('message', (query, from) =>
+      upstream.send(Buffer.concat([Buffer.from('on-port:'), query]), from.port, from.address),
+    );
     await new Promise<void>((resolve) => upstream.bind(0, '127.0.0.1', resolve));
     const onPort = new DnsRelay([{ host: '127.0.0.1', port: upstream.address().port }]);
     const served = loop();
@@ -194,7 +198,11 @@ describe('DnsRelay bounds', () => {
   it("bounds the whole relay: once it is full, every sandbox's query is refused", async (ctx) => {
     if (!root) return ctx.skip('port 53 needs root');
     // B fills what the relay has left (12 - 8 = 4), then is refused too.
-    const fromB = await flood(sandboxB, Array.from({ length: 10 }, (_, i) => dnsQuery(2000 + i, `b${i}.slow.example`)), 300);
+    const fromB = await flood(
+      sandboxB,
+      Array.from({ length: 10 }, (_, i) => dnsQuery(2000 + i, `b${i}.slow.example`)),
+      300,
+    );
     expect(fromB).toHaveLength(10 - (limits.maxInflight - limits.maxInflightPerSandbox));
     expect(upstreamSeen.slow).toBe(limits.maxInflight);
     const [fromC] = await flood(sandboxC, [dnsQuery(9, 'fine.example')], 300);
@@ -204,7 +212,9 @@ describe('DnsRelay bounds', () => {
 
   it("counts a TCP connection's pipelined queries, and closes a sandbox's connections past its bound", async (ctx) => {
     if (!root) return ctx.skip('port 53 needs root');
-    const sockets = Array.from({ length: limits.maxTcpClientsPerSandbox + 2 }, () => connect({ host: sandboxC, port: 53 }));
+    const sockets = Array.from({ length: limits.maxTcpClientsPerSandbox + 2 }, () =>
+      connect({ host: sandboxC, port: 53 }),
+    );
     const closed = await Promise.all(
       sockets.map(
         (s) =>

@@ -18,7 +18,11 @@ export interface DnsRelayLimits {
   maxTcpClientsPerSandbox: number;
 }
 
-export const DEFAULT_DNS_RELAY_LIMITS: DnsRelayLimits = { maxInflightPerSandbox: 64, maxInflight: 1024, maxTcpClientsPerSandbox: 16 };
+export const DEFAULT_DNS_RELAY_LIMITS: DnsRelayLimits = {
+  maxInflightPerSandbox: 64,
+  maxInflight: 1024,
+  maxTcpClientsPerSandbox: 16,
+};
 
 /**
  * The REFUSED answer to `query`: its id, opcode, RD flag and question, with QR set and no
@@ -44,7 +48,9 @@ export function refusedAnswer(query: Buffer): Buffer | null {
 
 /** The `nameserver` lines of a resolv.conf (the host's: what the sandboxes' relay asks). */
 export function resolversOf(text: string): string[] {
-  const servers = [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!.replace(/%.*$/, '')).filter((s) => isIP(s));
+  const servers = [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)]
+    .map((m) => m[1]!.replace(/%.*$/, ''))
+    .filter((s) => isIP(s));
   return servers.length ? servers : ['127.0.0.1'];
 }
 
@@ -82,7 +88,8 @@ function askTcp(server: DnsServer, query: Buffer): Promise<Buffer | null> {
     socket.once('error', () => done(null));
     socket.on('data', (chunk) => {
       buffered = Buffer.concat([buffered, chunk]);
-      if (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) done(buffered.subarray(2, 2 + buffered.readUInt16BE(0)));
+      if (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0))
+        done(buffered.subarray(2, 2 + buffered.readUInt16BE(0)));
     });
     const head = Buffer.alloc(2);
     head.writeUInt16BE(query.length);
@@ -122,9 +129,14 @@ export class DnsRelay {
    * The answer to a query that arrived at `address`: the resolvers', null when none answered,
    * or REFUSED (no socket opened) when that gateway or the whole relay has its bound in flight.
    */
-  private async answer(address: string, query: Buffer, ask: (server: DnsServer, q: Buffer) => Promise<Buffer | null>): Promise<Buffer | null> {
+  private async answer(
+    address: string,
+    query: Buffer,
+    ask: (server: DnsServer, q: Buffer) => Promise<Buffer | null>,
+  ): Promise<Buffer | null> {
     const mine = this.inflightOf.get(address) ?? 0;
-    if (mine >= this.limits.maxInflightPerSandbox || this.inflightTotal >= this.limits.maxInflight) return refusedAnswer(query);
+    if (mine >= this.limits.maxInflightPerSandbox || this.inflightTotal >= this.limits.maxInflight)
+      return refusedAnswer(query);
     this.inflightOf.set(address, mine + 1);
     this.inflightTotal += 1;
     try {

@@ -8,7 +8,16 @@ const run = promisify(execFile);
 export const NFT_TABLE = 'slipway_sandbox';
 
 /** Never reachable from a sandbox (unless allow-listed): private, shared, loopback, link-local, multicast, reserved. */
-export const DENIED_RANGES = ['0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16', '224.0.0.0/3'];
+export const DENIED_RANGES = [
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '224.0.0.0/3',
+];
 
 export interface EgressPolicy {
   /** Operator allow-list (SLIPWAY_SANDBOX_ALLOW_CIDRS), checked before the default-deny. */
@@ -19,7 +28,14 @@ export interface EgressPolicy {
 
 export function ruleNames(pool: Pool) {
   const t = pool.tag;
-  return { input: `in_${t}`, forward: `fwd_${t}`, nat: `nat_${t}`, fronts: `fronts_${t}`, allow: `allow_${t}`, stores: `stores_${t}` };
+  return {
+    input: `in_${t}`,
+    forward: `fwd_${t}`,
+    nat: `nat_${t}`,
+    fronts: `fronts_${t}`,
+    allow: `allow_${t}`,
+    stores: `stores_${t}`,
+  };
 }
 
 /**
@@ -101,7 +117,9 @@ export async function nft(args: string[], input?: string, nsPath?: string): Prom
   const [command, full] = nsPath ? ['nsenter', [`--net=${nsPath}`, '--', 'nft', ...args]] : ['nft', args];
   if (input === undefined) return (await run(command, full)).stdout;
   return new Promise((resolve, reject) => {
-    const child = execFile(command, full, (err, stdout, stderr) => (err ? reject(new Error(`nft ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout)));
+    const child = execFile(command, full, (err, stdout, stderr) =>
+      err ? reject(new Error(`nft ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
+    );
     child.stdin!.end(input);
   });
 }

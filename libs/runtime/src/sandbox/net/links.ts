@@ -21,7 +21,9 @@ async function ip(args: string[], input?: string): Promise<void> {
     return;
   }
   await new Promise<void>((resolve, reject) => {
-    const child = execFile('ip', args, (err, _out, stderr) => (err ? reject(new Error(`ip ${args.join(' ')}: ${stderr || err.message}`)) : resolve()));
+    const child = execFile('ip', args, (err, _out, stderr) =>
+      err ? reject(new Error(`ip ${args.join(' ')}: ${stderr || err.message}`)) : resolve(),
+    );
     child.stdin!.end(input);
   });
 }
@@ -30,7 +32,10 @@ async function sysctlIn(nsPath: string | null, settings: Record<string, string>)
   const script = Object.entries(settings)
     .map(([key, value]) => `echo ${value} > /proc/sys/${key.replaceAll('.', '/')}`)
     .join(' && ');
-  await run(nsPath ? 'nsenter' : '/bin/sh', nsPath ? [`--net=${nsPath}`, '--', '/bin/sh', '-c', script] : ['-c', script]);
+  await run(
+    nsPath ? 'nsenter' : '/bin/sh',
+    nsPath ? [`--net=${nsPath}`, '--', '/bin/sh', '-c', script] : ['-c', script],
+  );
 }
 
 /** The namespace and both ends of its veth exist (a re-adopted sandbox). */
@@ -53,7 +58,17 @@ export async function createLink(s: SlotAddresses): Promise<void> {
     await sysctlIn(null, { [`net.ipv6.conf.${s.hostLink}.disable_ipv6`]: '1' }).catch(() => undefined);
     await ip(['addr', 'add', `${s.gateway}/30`, 'dev', s.hostLink]);
     await ip(['link', 'set', s.hostLink, 'up']);
-    await ip(['-n', s.name, '-batch', '-'], [`link set lo up`, `link set ${s.peerLink} name eth0`, `addr add ${s.address}/30 dev eth0`, `link set eth0 up`, `route add default via ${s.gateway}`, ''].join('\n'));
+    await ip(
+      ['-n', s.name, '-batch', '-'],
+      [
+        `link set lo up`,
+        `link set ${s.peerLink} name eth0`,
+        `addr add ${s.address}/30 dev eth0`,
+        `link set eth0 up`,
+        `route add default via ${s.gateway}`,
+        '',
+      ].join('\n'),
+    );
     await sysctlIn(nsPath, { 'net.ipv4.conf.eth0.route_localnet': '1' });
     await sysctlIn(nsPath, { 'net.ipv6.conf.eth0.disable_ipv6': '1' }).catch(() => undefined);
     await nft(['-f', '-'], INSIDE_RULES, nsPath);
@@ -85,7 +100,9 @@ export async function prepareHost(pool: Pool): Promise<void> {
   // Set by the operator (compose: `sysctls`) or here, where /proc/sys is writable.
   if ((await readFile('/proc/sys/net/ipv4/ip_forward', 'utf8')).trim() !== '1') {
     await sysctlIn(null, { 'net.ipv4.ip_forward': '1' }).catch((err: Error) => {
-      throw new Error(`net.ipv4.ip_forward is 0 and cannot be set here (${err.message.trim()}): set it to 1 for the sandboxes' egress.`);
+      throw new Error(
+        `net.ipv4.ip_forward is 0 and cannot be set here (${err.message.trim()}): set it to 1 for the sandboxes' egress.`,
+      );
     });
   }
   await ip(['addr', 'replace', `${pool.servicesAddress}/32`, 'dev', 'lo']);

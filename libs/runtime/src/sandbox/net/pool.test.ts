@@ -7,7 +7,13 @@ describe('the sandbox address pool', () => {
   it('normalises the CIDR, keeps slot 0 for the host and derives names from each /30', () => {
     const pool = parsePool('10.213.7.9/16');
     expect(pool).toMatchObject({ cidr: '10.213.0.0/16', slots: 16384, servicesAddress: '10.213.0.1' });
-    expect(slotAddresses(pool, 1)).toEqual({ address: '10.213.0.6', gateway: '10.213.0.5', name: 'slipway-0ad50004', hostLink: 'slw0ad50004', peerLink: 'slp0ad50004' });
+    expect(slotAddresses(pool, 1)).toEqual({
+      address: '10.213.0.6',
+      gateway: '10.213.0.5',
+      name: 'slipway-0ad50004',
+      hostLink: 'slw0ad50004',
+      peerLink: 'slp0ad50004',
+    });
     expect(slotAddresses(pool, 16383).address).toBe('10.213.255.254');
     expect(() => slotAddresses(pool, 0)).toThrow();
     expect(() => slotAddresses(pool, 16384)).toThrow();
@@ -20,7 +26,8 @@ describe('the sandbox address pool', () => {
   });
 
   it('refuses pools without a sandbox slot or that are not IPv4 CIDRs', () => {
-    for (const bad of ['10.0.0.0/30', '10.0.0.0/7', 'fd00::/64', '10.0.0/16', '10.0.0.0/16/2']) expect(() => parsePool(bad)).toThrow();
+    for (const bad of ['10.0.0.0/30', '10.0.0.0/7', 'fd00::/64', '10.0.0/16', '10.0.0.0/16/2'])
+      expect(() => parsePool(bad)).toThrow();
   });
 
   it('picks a free slot, never the host one, and says when none is left', () => {
@@ -33,7 +40,10 @@ describe('the sandbox address pool', () => {
 });
 
 describe('the egress rules', () => {
-  const rules = egressRules(parsePool('10.213.0.0/16'), { allowCidrs: ['192.168.5.0/24'], storeAddresses: ['172.18.0.3'] });
+  const rules = egressRules(parsePool('10.213.0.0/16'), {
+    allowCidrs: ['192.168.5.0/24'],
+    storeAddresses: ['172.18.0.3'],
+  });
   const forward = rules.split('\n').filter((l) => l.includes('fwd_0ad50000_16'));
 
   it('drops the stores first, then accepts the allow-list, then drops the private ranges, then accepts the rest', () => {
@@ -45,7 +55,15 @@ describe('the egress rules', () => {
     expect(at(`{ ${DENIED_RANGES.join(', ')} } drop`)).toBeGreaterThan(at('@allow_0ad50000_16 accept'));
     expect(at('meta nfproto ipv4 accept')).toBeGreaterThan(at(`{ ${DENIED_RANGES.join(', ')} } drop`));
     expect(forward.at(-1)).toContain('ip saddr 10.213.0.0/16 drop');
-    for (const range of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '127.0.0.0/8']) expect(DENIED_RANGES).toContain(range);
+    for (const range of [
+      '10.0.0.0/8',
+      '172.16.0.0/12',
+      '192.168.0.0/16',
+      '100.64.0.0/10',
+      '169.254.0.0/16',
+      '127.0.0.0/8',
+    ])
+      expect(DENIED_RANGES).toContain(range);
   });
 
   it('lets a sandbox into the host only for its fronts and DNS, and nothing new into a sandbox', () => {
@@ -61,7 +79,9 @@ describe('the egress rules', () => {
     ]);
     expect(forward).toContain('add rule inet slipway_sandbox fwd_0ad50000_16 ip daddr 10.213.0.0/16 drop');
     expect(forward).toContain('add rule inet slipway_sandbox fwd_0ad50000_16 iifname "slw*" meta nfproto ipv6 drop');
-    expect(rules).toContain('add rule inet slipway_sandbox nat_0ad50000_16 ip saddr 10.213.0.0/16 ip daddr != 10.213.0.0/16 masquerade');
+    expect(rules).toContain(
+      'add rule inet slipway_sandbox nat_0ad50000_16 ip saddr 10.213.0.0/16 ip daddr != 10.213.0.0/16 masquerade',
+    );
   });
 
   it('leaves out empty config-derived sets', () => {
@@ -72,7 +92,9 @@ describe('the egress rules', () => {
 
 describe('resolversOf', () => {
   it('reads the nameserver lines, and falls back to loopback', () => {
-    expect(resolversOf('# x\nsearch example\nnameserver 10.255.255.53\nnameserver fe80::1%eth0\nnameserver bogus\n')).toEqual(['10.255.255.53', 'fe80::1']);
+    expect(
+      resolversOf('# x\nsearch example\nnameserver 10.255.255.53\nnameserver fe80::1%eth0\nnameserver bogus\n'),
+    ).toEqual(['10.255.255.53', 'fe80::1']);
     expect(resolversOf('')).toEqual(['127.0.0.1']);
   });
 });

@@ -61,7 +61,8 @@ export function parseIpv4Cidr(text: string): { base: number; prefix: number } | 
 /** The pool of `cidr` (prefix 8–29: at least one sandbox slot besides the host's). */
 export function parsePool(cidr: string): Pool {
   const parsed = parseIpv4Cidr(cidr);
-  if (!parsed || parsed.prefix < 8 || parsed.prefix > MAX_PREFIX) throw new Error(`'${cidr}' is not an IPv4 CIDR with a prefix of 8 to ${MAX_PREFIX}.`);
+  if (!parsed || parsed.prefix < 8 || parsed.prefix > MAX_PREFIX)
+    throw new Error(`'${cidr}' is not an IPv4 CIDR with a prefix of 8 to ${MAX_PREFIX}.`);
   const { base, prefix } = parsed;
   return {
     cidr: `${intToIpv4(base)}/${prefix}`,
@@ -74,9 +75,16 @@ export function parsePool(cidr: string): Pool {
 }
 
 export function slotAddresses(pool: Pool, slot: number): SlotAddresses {
-  if (!Number.isInteger(slot) || slot < 1 || slot >= pool.slots) throw new Error(`Slot ${slot} is outside ${pool.cidr}.`);
+  if (!Number.isInteger(slot) || slot < 1 || slot >= pool.slots)
+    throw new Error(`Slot ${slot} is outside ${pool.cidr}.`);
   const network = pool.base + slot * 4;
-  return { address: intToIpv4(network + 2), gateway: intToIpv4(network + 1), name: `slipway-${hex(network)}`, hostLink: `${HOST_LINK_PREFIX}${hex(network)}`, peerLink: `slp${hex(network)}` };
+  return {
+    address: intToIpv4(network + 2),
+    gateway: intToIpv4(network + 1),
+    name: `slipway-${hex(network)}`,
+    hostLink: `${HOST_LINK_PREFIX}${hex(network)}`,
+    peerLink: `slp${hex(network)}`,
+  };
 }
 
 /** The slot of a sandbox address of the pool, or null. */
@@ -94,7 +102,11 @@ export function slotOfName(pool: Pool, name: string): number | null {
 }
 
 /** The lowest free sandbox slot, starting from a random one so concurrent pickers rarely collide. */
-export function pickSlot(pool: Pool, taken: ReadonlySet<number>, start = 1 + Math.floor(Math.random() * (pool.slots - 1))): number | null {
+export function pickSlot(
+  pool: Pool,
+  taken: ReadonlySet<number>,
+  start = 1 + Math.floor(Math.random() * (pool.slots - 1)),
+): number | null {
   const count = pool.slots - 1;
   for (let i = 0; i < count; i++) {
     const slot = 1 + ((start - 1 + i) % count);

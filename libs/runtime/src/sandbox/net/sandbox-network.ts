@@ -5,7 +5,16 @@ import { SandboxAddresses } from './addresses.js';
 import type { DnsServer } from '@slipway/config';
 import { DnsRelay, DEFAULT_DNS_RELAY_LIMITS, hostResolvers, type DnsRelayLimits } from './dns-relay.js';
 import { egressRules, nft, NFT_TABLE, removeEgressRules, ruleNames, type EgressPolicy } from './egress-rules.js';
-import { createLink, destroyLink, linkExists, namespaceNames, nsPathOf, prepareHost, removeHost, resolvConfOf } from './links.js';
+import {
+  createLink,
+  destroyLink,
+  linkExists,
+  namespaceNames,
+  nsPathOf,
+  prepareHost,
+  removeHost,
+  resolvConfOf,
+} from './links.js';
 import { parsePool, slotAddresses, slotOfName, type Pool } from './pool.js';
 
 /** Where a sandbox's network is: what bubblewrap (nsenter) or runc (`linux.namespaces`) joins. */
@@ -28,7 +37,8 @@ export async function storeAddresses(urls: string[]): Promise<string[]> {
   for (const url of urls) {
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
     if (isIP(host) === 4) found.add(host);
-    else if (!isIP(host)) for (const a of await lookup(host, { all: true, family: 4 }).catch(() => [])) found.add(a.address);
+    else if (!isIP(host))
+      for (const a of await lookup(host, { all: true, family: 4 }).catch(() => [])) found.add(a.address);
   }
   return [...found];
 }
@@ -77,7 +87,13 @@ export class SandboxNetwork {
       await createLink(s);
     }
     await this.relay.serve(s.gateway);
-    return { name: s.name, nsPath: nsPathOf(s.name), address: s.address, gateway: s.gateway, resolvConf: resolvConfOf(s.name) };
+    return {
+      name: s.name,
+      nsPath: nsPathOf(s.name),
+      address: s.address,
+      gateway: s.gateway,
+      resolvConf: resolvConfOf(s.name),
+    };
   }
 
   /** Removes the owner's namespace, veth, front access and address (nothing held: nothing done). */
@@ -94,15 +110,34 @@ export class SandboxNetwork {
   /** Lets the sandbox at `address` connect to these ports of the services address (its fronts). */
   async allowFronts(address: string, ports: number[]): Promise<void> {
     if (!ports.length) return;
-    await nft(['add', 'element', 'inet', NFT_TABLE, ruleNames(this.pool).fronts, `{ ${ports.map((p) => `${address} . ${p}`).join(', ')} }`]);
+    await nft([
+      'add',
+      'element',
+      'inet',
+      NFT_TABLE,
+      ruleNames(this.pool).fronts,
+      `{ ${ports.map((p) => `${address} . ${p}`).join(', ')} }`,
+    ]);
   }
 
   /** Takes every front port from `address`. */
   private async purgeFronts(address: string): Promise<void> {
     const set = ruleNames(this.pool).fronts;
-    const listed = JSON.parse(await nft(['-j', 'list', 'set', 'inet', NFT_TABLE, set])) as { nftables: { set?: { elem?: { concat: [string, number] }[] } }[] };
-    const ports = listed.nftables.flatMap((e) => e.set?.elem ?? []).flatMap((e) => (e.concat?.[0] === address ? [e.concat[1]] : []));
-    if (ports.length) await nft(['delete', 'element', 'inet', NFT_TABLE, set, `{ ${ports.map((p) => `${address} . ${p}`).join(', ')} }`]).catch(() => undefined);
+    const listed = JSON.parse(await nft(['-j', 'list', 'set', 'inet', NFT_TABLE, set])) as {
+      nftables: { set?: { elem?: { concat: [string, number] }[] } }[];
+    };
+    const ports = listed.nftables
+      .flatMap((e) => e.set?.elem ?? [])
+      .flatMap((e) => (e.concat?.[0] === address ? [e.concat[1]] : []));
+    if (ports.length)
+      await nft([
+        'delete',
+        'element',
+        'inet',
+        NFT_TABLE,
+        set,
+        `{ ${ports.map((p) => `${address} . ${p}`).join(', ')} }`,
+      ]).catch(() => undefined);
   }
 
   /**

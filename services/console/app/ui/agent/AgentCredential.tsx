@@ -20,8 +20,8 @@ export function AgentCredential({ deploymentId, onChange }: { deploymentId: stri
       <summary>The agent's own authentication</summary>
       <form onSubmit={save}>
         <p className="hint">
-          If this agent's graph has its own auth handler, give the credential it expects (for example <code>Bearer …</code>): it is sent as the
-          agent's <code>Authorization</code>, kept in this tab only.
+          If this agent's graph has its own auth handler, give the credential it expects (for example{' '}
+          <code>Bearer …</code>): it is sent as the agent's <code>Authorization</code>, kept in this tab only.
         </p>
         <label>
           Credential

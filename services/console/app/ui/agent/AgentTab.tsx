@@ -71,7 +71,10 @@ function StatusFilter({ deploymentId, status }: { deploymentId: string; status: 
     <div className="filters" role="group" aria-label="Thread filters">
       <label>
         Thread status
-        <select value={status} onChange={(e) => navigate(`/deployments/${deploymentId}`, { tab: 'agent', status: e.target.value })}>
+        <select
+          value={status}
+          onChange={(e) => navigate(`/deployments/${deploymentId}`, { tab: 'agent', status: e.target.value })}
+        >
           {THREAD_STATUSES.map(([value, label]) => (
             <option key={value} value={value}>
               {label}
@@ -79,7 +82,11 @@ function StatusFilter({ deploymentId, status }: { deploymentId: string; status: 
           ))}
         </select>
       </label>
-      <a href={agentHref(deploymentId, { status: 'interrupted' })} aria-current={status === 'interrupted' ? 'page' : undefined} className="inbox-link">
+      <a
+        href={agentHref(deploymentId, { status: 'interrupted' })}
+        aria-current={status === 'interrupted' ? 'page' : undefined}
+        className="inbox-link"
+      >
         Waiting for a human
       </a>
       {status && <a href={agentHref(deploymentId)}>All threads</a>}
@@ -100,13 +107,23 @@ export function AgentTab({ deployment, query }: { deployment: Deployment & { url
     <>
       <nav className="subtabs" aria-label="Agent views">
         {VIEWS.map(([id, label]) => (
-          <a key={id} href={agentHref(deployment.id, id === 'threads' ? {} : { view: id })} aria-current={view === id ? 'page' : undefined}>
+          <a
+            key={id}
+            href={agentHref(deployment.id, id === 'threads' ? {} : { view: id })}
+            aria-current={view === id ? 'page' : undefined}
+          >
             {label}
           </a>
         ))}
       </nav>
       <AgentCredential deploymentId={deployment.id} onChange={() => setCredentialVersion((v) => v + 1)} />
-      {view === 'assistants' ? <AssistantsView agent={agent} /> : view === 'crons' ? <CronsView agent={agent} /> : <ThreadsView agent={agent} deployment={deployment} query={query} />}
+      {view === 'assistants' ? (
+        <AssistantsView agent={agent} />
+      ) : view === 'crons' ? (
+        <CronsView agent={agent} />
+      ) : (
+        <ThreadsView agent={agent} deployment={deployment} query={query} />
+      )}
     </>
   );
 }
@@ -115,32 +132,54 @@ export function AgentTab({ deployment, query }: { deployment: Deployment & { url
  * The agent's threads, newest first, a page at a time, filtered by status
  * (`?tab=agent&status=interrupted` is the inbox of threads waiting for a human).
  */
-function ThreadsView({ agent, deployment, query }: { agent: AgentApi; deployment: Deployment & { url: string }; query: URLSearchParams }) {
+function ThreadsView({
+  agent,
+  deployment,
+  query,
+}: {
+  agent: AgentApi;
+  deployment: Deployment & { url: string };
+  query: URLSearchParams;
+}) {
   const status = query.get('status') ?? '';
   const offset = Math.max(0, Number(query.get('offset')) || 0);
   // One more than a page: whether there is a next page, without counting them all.
-  const threads = useLoad((signal) => agent.searchThreads({ status, limit: PAGE_SIZE + 1, offset }, signal), [agent, status, offset]);
+  const threads = useLoad(
+    (signal) => agent.searchThreads({ status, limit: PAGE_SIZE + 1, offset }, signal),
+    [agent, status, offset],
+  );
   const page = threads.data?.slice(0, PAGE_SIZE) ?? [];
   const title = status === 'interrupted' ? 'Waiting for a human' : 'Threads';
   return (
     <section aria-labelledby="threads-title" className="agent-threads">
       <h2 id="threads-title">{title}</h2>
       <p className="hint">
-        Read from the deployment's agent through Slipway's API, with your API key (as a call to <code>{deployment.url}</code> would be).
+        Read from the deployment's agent through Slipway's API, with your API key (as a call to{' '}
+        <code>{deployment.url}</code> would be).
       </p>
       <StatusFilter deploymentId={deployment.id} status={status} />
       <ErrorText error={threads.error} />
       {!threads.data ? (
         !threads.error && <p role="status">Loading threads…</p>
       ) : !page.length ? (
-        <p className="empty-state">{status === 'interrupted' ? 'No thread is waiting for a human.' : status ? `No ${status} threads.` : 'No threads yet.'}</p>
+        <p className="empty-state">
+          {status === 'interrupted'
+            ? 'No thread is waiting for a human.'
+            : status
+              ? `No ${status} threads.`
+              : 'No threads yet.'}
+        </p>
       ) : (
         <ThreadTable threads={page} deploymentId={deployment.id} />
       )}
       {(offset > 0 || (threads.data?.length ?? 0) > PAGE_SIZE) && (
         <nav className="pager" aria-label="Thread pages">
-          {offset > 0 && <a href={agentHref(deployment.id, { status, offset: Math.max(0, offset - PAGE_SIZE) })}>Newer threads</a>}
-          {(threads.data?.length ?? 0) > PAGE_SIZE && <a href={agentHref(deployment.id, { status, offset: offset + PAGE_SIZE })}>Older threads</a>}
+          {offset > 0 && (
+            <a href={agentHref(deployment.id, { status, offset: Math.max(0, offset - PAGE_SIZE) })}>Newer threads</a>
+          )}
+          {(threads.data?.length ?? 0) > PAGE_SIZE && (
+            <a href={agentHref(deployment.id, { status, offset: offset + PAGE_SIZE })}>Older threads</a>
+          )}
         </nav>
       )}
     </section>

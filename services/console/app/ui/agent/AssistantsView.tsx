@@ -7,7 +7,10 @@ import { GraphSvg } from './GraphPath';
 
 /** One assistant's versions, newest first, and its graph drawn. */
 function AssistantDetails({ agent, assistant }: { agent: AgentApi; assistant: Assistant }) {
-  const versions = useLoad((signal) => agent.assistantVersions(assistant.assistant_id, signal), [agent, assistant.assistant_id]);
+  const versions = useLoad(
+    (signal) => agent.assistantVersions(assistant.assistant_id, signal),
+    [agent, assistant.assistant_id],
+  );
   const graph = useLoad((signal) => agent.graph(assistant.assistant_id, signal), [agent, assistant.assistant_id]);
   const name = assistant.name ?? assistant.graph_id;
   return (

@@ -5,7 +5,17 @@ import { useAction } from '../ApiCall';
 import { Dialog, ErrorText, useLoad } from '../common';
 
 /** A cron's row: its schedule, what it runs, when next, and pause/resume and delete. */
-function CronRow({ cron, onPause, onDelete, busy }: { cron: Cron; onPause: () => void; onDelete: () => void; busy: boolean }) {
+function CronRow({
+  cron,
+  onPause,
+  onDelete,
+  busy,
+}: {
+  cron: Cron;
+  onPause: () => void;
+  onDelete: () => void;
+  busy: boolean;
+}) {
   const enabled = cron.enabled !== false;
   return (
     <tr data-cron-id={cron.cron_id}>
@@ -19,10 +29,22 @@ function CronRow({ cron, onPause, onDelete, busy }: { cron: Cron; onPause: () =>
       <td>{cron.thread_id ? <code>{cron.thread_id}</code> : 'a new thread each run'}</td>
       <td>{enabled ? (cron.next_run_date ? formatTime(cron.next_run_date) : '—') : 'paused'}</td>
       <td className="row-actions">
-        <button type="button" className="secondary" disabled={busy} onClick={onPause} aria-label={`${enabled ? 'Pause' : 'Resume'} cron ${cron.cron_id}`}>
+        <button
+          type="button"
+          className="secondary"
+          disabled={busy}
+          onClick={onPause}
+          aria-label={`${enabled ? 'Pause' : 'Resume'} cron ${cron.cron_id}`}
+        >
           {enabled ? 'Pause' : 'Resume'}
         </button>
-        <button type="button" className="danger" disabled={busy} onClick={onDelete} aria-label={`Delete cron ${cron.cron_id}`}>
+        <button
+          type="button"
+          className="danger"
+          disabled={busy}
+          onClick={onDelete}
+          aria-label={`Delete cron ${cron.cron_id}`}
+        >
           Delete
         </button>
       </td>
@@ -64,7 +86,13 @@ export function CronsView({ agent }: { agent: AgentApi }) {
             </thead>
             <tbody>
               {crons.data.map((c) => (
-                <CronRow key={c.cron_id} cron={c} busy={busy} onPause={() => act(() => agent.setCronEnabled(c.cron_id, c.enabled === false))} onDelete={() => setDeleting(c)} />
+                <CronRow
+                  key={c.cron_id}
+                  cron={c}
+                  busy={busy}
+                  onPause={() => act(() => agent.setCronEnabled(c.cron_id, c.enabled === false))}
+                  onDelete={() => setDeleting(c)}
+                />
               ))}
             </tbody>
           </table>
@@ -72,10 +100,16 @@ export function CronsView({ agent }: { agent: AgentApi }) {
       )}
       <Dialog title="Delete this cron?" open={!!deleting} onClose={() => setDeleting(null)}>
         <p>
-          The cron <code>{deleting?.cron_id}</code> (<code>{deleting?.schedule}</code>) stops for good; runs it already made stay.
+          The cron <code>{deleting?.cron_id}</code> (<code>{deleting?.schedule}</code>) stops for good; runs it already
+          made stay.
         </p>
         <div className="dialog-buttons">
-          <button type="button" className="danger" disabled={busy} onClick={() => act(() => agent.deleteCron(deleting!.cron_id)).then(() => setDeleting(null))}>
+          <button
+            type="button"
+            className="danger"
+            disabled={busy}
+            onClick={() => act(() => agent.deleteCron(deleting!.cron_id)).then(() => setDeleting(null))}
+          >
             Delete the cron
           </button>
           <button type="button" className="secondary" onClick={() => setDeleting(null)}>

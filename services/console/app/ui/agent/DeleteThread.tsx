@@ -4,7 +4,15 @@ import { useAction } from '../ApiCall';
 import { Dialog, ErrorText, navigate } from '../common';
 
 /** Deletes a thread (its state, checkpoints and runs) after a confirmation, then goes back to the threads. */
-export function DeleteThread({ agent, deploymentId, threadId }: { agent: AgentApi; deploymentId: string; threadId: string }) {
+export function DeleteThread({
+  agent,
+  deploymentId,
+  threadId,
+}: {
+  agent: AgentApi;
+  deploymentId: string;
+  threadId: string;
+}) {
   const [open, setOpen] = useState(false);
   const action = useAction();
   const remove = async () => {

@@ -10,7 +10,10 @@ const HISTORY_SEARCHED = 100;
 async function resolveCheckpoint(agent: AgentApi, point: ForkPoint): Promise<string> {
   const history = needsHistory(point) ? await agent.history(point.threadId, HISTORY_SEARCHED) : [];
   const found = checkpointOf(point, history);
-  if (!found) throw new Error(`The checkpoint this run started from is not among the thread's latest ${HISTORY_SEARCHED} checkpoints.`);
+  if (!found)
+    throw new Error(
+      `The checkpoint this run started from is not among the thread's latest ${HISTORY_SEARCHED} checkpoints.`,
+    );
   return found;
 }
 
@@ -18,7 +21,15 @@ async function resolveCheckpoint(agent: AgentApi, point: ForkPoint): Promise<str
  * "Fork from here": a new run on the run's thread from the checkpoint it started from (the node
  * runs again from there, with new input if typed), after a confirmation that says where.
  */
-export function ForkRun({ agent, run, threadPageHref }: { agent: AgentApi; run: TracedRun; threadPageHref: (threadId: string) => string }) {
+export function ForkRun({
+  agent,
+  run,
+  threadPageHref,
+}: {
+  agent: AgentApi;
+  run: TracedRun;
+  threadPageHref: (threadId: string) => string;
+}) {
   const id = useId();
   const point = forkPointOf(run);
   const [open, setOpen] = useState(false);
@@ -50,7 +61,11 @@ export function ForkRun({ agent, run, threadPageHref }: { agent: AgentApi; run: 
     }
     setBusy(true);
     try {
-      const created = await agent.createRun(point.threadId, { assistant_id: point.assistantId, checkpoint_id: checkpoint!, ...(parsed === undefined ? {} : { input: parsed }) });
+      const created = await agent.createRun(point.threadId, {
+        assistant_id: point.assistantId,
+        checkpoint_id: checkpoint!,
+        ...(parsed === undefined ? {} : { input: parsed }),
+      });
       setOpen(false);
       setInput('');
       setDone(`Forked: run ${created.run_id} started on the thread from checkpoint ${checkpoint}.`);
@@ -73,7 +88,14 @@ export function ForkRun({ agent, run, threadPageHref }: { agent: AgentApi; run: 
       {!open && <ErrorText error={error} />}
       <Dialog title="Fork from here" open={open} onClose={() => setOpen(false)}>
         <p>
-          Start a new run on thread <code>{point.threadId}</code> from {point.node ? <>the checkpoint before node <strong>{point.node}</strong> ran</> : 'the checkpoint this run started from'}
+          Start a new run on thread <code>{point.threadId}</code> from{' '}
+          {point.node ? (
+            <>
+              the checkpoint before node <strong>{point.node}</strong> ran
+            </>
+          ) : (
+            'the checkpoint this run started from'
+          )}
           {checkpoint ? (
             <>
               {' '}
@@ -85,7 +107,13 @@ export function ForkRun({ agent, run, threadPageHref }: { agent: AgentApi; run: 
         {!checkpoint && !error && <p role="status">Finding the checkpoint…</p>}
         <div className="field">
           <label htmlFor={`${id}-input`}>New input (JSON, optional)</label>
-          <textarea id={`${id}-input`} rows={3} value={input} spellCheck={false} onChange={(e) => setInput(e.target.value)} />
+          <textarea
+            id={`${id}-input`}
+            rows={3}
+            value={input}
+            spellCheck={false}
+            onChange={(e) => setInput(e.target.value)}
+          />
         </div>
         <ErrorText error={error} />
         <div className="dialog-buttons">

@@ -2,9 +2,18 @@ import { useId } from 'react';
 import type { AgentApi } from '../../api/agent';
 import type { TracedRun } from '../../api/types';
 import { ErrorText, useLoad } from '../common';
-import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, visitedNodes, visitOrder, type GraphLayout, type PlacedNode } from './graph-layout';
+import {
+  layoutGraph,
+  NODE_HEIGHT,
+  NODE_WIDTH,
+  visitedNodes,
+  visitOrder,
+  type GraphLayout,
+  type PlacedNode,
+} from './graph-layout';
 
-const ordinal = (n: number) => `${n}${n % 10 === 1 && n % 100 !== 11 ? 'st' : n % 10 === 2 && n % 100 !== 12 ? 'nd' : n % 10 === 3 && n % 100 !== 13 ? 'rd' : 'th'}`;
+const ordinal = (n: number) =>
+  `${n}${n % 10 === 1 && n % 100 !== 11 ? 'st' : n % 10 === 2 && n % 100 !== 12 ? 'nd' : n % 10 === 3 && n % 100 !== 13 ? 'rd' : 'th'}`;
 const shortLabel = (label: string) => (label.length > 18 ? `${label.slice(0, 17)}…` : label);
 
 /** An edge from the bottom of one node to the top of the next; a loop goes round the right side. */
@@ -22,9 +31,24 @@ export function GraphSvg({ layout, path, label }: { layout: GraphLayout; path: s
   const byId = new Map(layout.nodes.map((n) => [n.id, n]));
   const taken = new Set(path.slice(1).map((node, i) => `${path[i]}\u0000${node}`));
   return (
-    <svg className="graph" viewBox={`0 0 ${layout.width} ${layout.height}`} width={layout.width} role="group" aria-label={label}>
+    <svg
+      className="graph"
+      viewBox={`0 0 ${layout.width} ${layout.height}`}
+      width={layout.width}
+      role="group"
+      aria-label={label}
+    >
       <defs>
-        <marker id={arrow} viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse">
+        <marker
+          id={arrow}
+          viewBox="0 0 10 10"
+          refX="9"
+          refY="5"
+          markerUnits="userSpaceOnUse"
+          markerWidth="10"
+          markerHeight="10"
+          orient="auto-start-reverse"
+        >
           <path d="M 0 0 L 10 5 L 0 10 z" className="graph-arrow" />
         </marker>
       </defs>
@@ -41,7 +65,14 @@ export function GraphSvg({ layout, path, label }: { layout: GraphLayout; path: s
         const places = order.get(n.id) ?? [];
         const description = places.length ? `visited ${places.map(ordinal).join(' and ')}` : 'not visited';
         return (
-          <g key={n.id} role="img" aria-label={`${n.label}: ${description}`} data-node={n.id} data-order={places.join(',') || undefined} className={`graph-node${places.length ? ' visited' : ''}`}>
+          <g
+            key={n.id}
+            role="img"
+            aria-label={`${n.label}: ${description}`}
+            data-node={n.id}
+            data-order={places.join(',') || undefined}
+            className={`graph-node${places.length ? ' visited' : ''}`}
+          >
             <rect x={n.x - NODE_WIDTH / 2} y={n.y - NODE_HEIGHT / 2} width={NODE_WIDTH} height={NODE_HEIGHT} rx="8" />
             <text x={n.x} y={n.y + 5} textAnchor="middle">
               {shortLabel(n.label)}
@@ -49,7 +80,12 @@ export function GraphSvg({ layout, path, label }: { layout: GraphLayout; path: s
             {places.length > 0 && (
               <>
                 <circle cx={n.x + NODE_WIDTH / 2} cy={n.y - NODE_HEIGHT / 2} r="11" className="graph-order" />
-                <text x={n.x + NODE_WIDTH / 2} y={n.y - NODE_HEIGHT / 2 + 4} textAnchor="middle" className="graph-order-text">
+                <text
+                  x={n.x + NODE_WIDTH / 2}
+                  y={n.y - NODE_HEIGHT / 2 + 4}
+                  textAnchor="middle"
+                  className="graph-order-text"
+                >
                   {places.length > 1 ? `${places[0]}+` : places[0]}
                 </text>
               </>
@@ -80,7 +116,11 @@ export function GraphPath({ agent, root, runs }: { agent: AgentApi; root: Traced
         !graph.error && <p role="status">Loading the graph…</p>
       ) : (
         <div className="graph-scroll" role="region" aria-label="Graph, scrollable" tabIndex={0}>
-          <GraphSvg layout={layoutGraph(graph.data)} path={path} label={`Graph ${graphName}, the nodes this run visited numbered in order`} />
+          <GraphSvg
+            layout={layoutGraph(graph.data)}
+            path={path}
+            label={`Graph ${graphName}, the nodes this run visited numbered in order`}
+          />
         </div>
       )}
       {path.length ? (

@@ -69,7 +69,8 @@ export function ThreadInterrupts({
             onChange={(e) => setText(e.target.value)}
           />
           <span id={`${id}-hint`} className="hint">
-            The value <code>interrupt()</code> returns in the graph: any JSON, such as <code>{'{"approved": true}'}</code> or <code>"yes"</code>.
+            The value <code>interrupt()</code> returns in the graph: any JSON, such as{' '}
+            <code>{'{"approved": true}'}</code> or <code>"yes"</code>.
           </span>
         </div>
         <div className="actions">

@@ -44,7 +44,10 @@ function assistantOf(data: ThreadData): string | null {
 function ThreadView({ agent, deploymentId, threadId }: { agent: AgentApi; deploymentId: string; threadId: string }) {
   const data = useLoad((signal) => loadThread(agent, threadId, signal), [agent, threadId]);
   const [notice, setNotice] = useState<string | null>(null);
-  const busy = !!data.data && (data.data.thread.status === 'busy' || data.data.runs.some((r) => r.status === 'pending' || r.status === 'running'));
+  const busy =
+    !!data.data &&
+    (data.data.thread.status === 'busy' ||
+      data.data.runs.some((r) => r.status === 'pending' || r.status === 'running'));
   // While a run goes on (one just resumed), read again until it ends.
   useEffect(() => {
     if (!busy || data.loading) return;
@@ -86,7 +89,9 @@ function ThreadView({ agent, deploymentId, threadId }: { agent: AgentApi; deploy
             <dt>Thread id</dt>
             <dd>
               <code>{thread.thread_id}</code> <CopyButton text={thread.thread_id} label="Copy thread id" />{' '}
-              <a href={tracesHref(deploymentId, filtersToQuery({ ...NO_FILTERS, thread: thread.thread_id }))}>Traces of this thread</a>
+              <a href={tracesHref(deploymentId, filtersToQuery({ ...NO_FILTERS, thread: thread.thread_id }))}>
+                Traces of this thread
+              </a>
             </dd>
           </div>
         </dl>
@@ -126,13 +131,17 @@ function ThreadView({ agent, deploymentId, threadId }: { agent: AgentApi; deploy
  */
 export function ThreadPage({ deploymentId, threadId }: { deploymentId: string; threadId: string }) {
   const api = useApi();
-  const deployment = useLoad((signal) => api.get<Deployment>(`/v2/deployments/${deploymentId}`, undefined, signal), [api, deploymentId]);
+  const deployment = useLoad(
+    (signal) => api.get<Deployment>(`/v2/deployments/${deploymentId}`, undefined, signal),
+    [api, deploymentId],
+  );
   const agent = useAgentApi(deploymentId, Boolean(deployment.data?.url));
   const d = deployment.data;
   return (
     <>
       <p className="crumbs">
-        <a href="#/">Deployments</a> / {d ? <a href={`#/deployments/${d.id}`}>{d.name}</a> : '…'} / <a href={agentHref(deploymentId)}>Agent</a>
+        <a href="#/">Deployments</a> / {d ? <a href={`#/deployments/${d.id}`}>{d.name}</a> : '…'} /{' '}
+        <a href={agentHref(deploymentId)}>Agent</a>
       </p>
       <PageHeading>Thread {threadId}</PageHeading>
       <ErrorText error={deployment.error} />

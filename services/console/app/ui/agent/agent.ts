@@ -17,7 +17,8 @@ export function agentHref(deploymentId: string, query: Record<string, string | n
 }
 
 /** One thread of a deployment's agent. */
-export const threadPageHref = (deploymentId: string, threadId: string) => `#/deployments/${deploymentId}/threads/${encodeURIComponent(threadId)}`;
+export const threadPageHref = (deploymentId: string, threadId: string) =>
+  `#/deployments/${deploymentId}/threads/${encodeURIComponent(threadId)}`;
 
 /** Where the agent credential the user gave for a deployment is kept: this tab's sessionStorage, as the key is. */
 const credentialSlot = (deploymentId: string) => `slipway.agent-credential.${deploymentId}`;
@@ -42,10 +43,21 @@ export function setAgentCredential(deploymentId: string, value: string): void {
 }
 
 /** The client of a deployment's agent, or null when it has none to call (`served` false: no URL yet). */
-export function useAgentApi(deploymentId: string | null | undefined, served: boolean, credentialVersion = 0): AgentApi | null {
+export function useAgentApi(
+  deploymentId: string | null | undefined,
+  served: boolean,
+  credentialVersion = 0,
+): AgentApi | null {
   const api = useApi();
   return useMemo(
-    () => (deploymentId && served ? new AgentApi(`${api.base}/v2/deployments/${deploymentId}/agent`, api.session.key, agentCredential(deploymentId)) : null),
+    () =>
+      deploymentId && served
+        ? new AgentApi(
+            `${api.base}/v2/deployments/${deploymentId}/agent`,
+            api.session.key,
+            agentCredential(deploymentId),
+          )
+        : null,
     // credentialVersion: a new credential given makes a new client.
     [api.base, deploymentId, served, api.session.key, credentialVersion],
   );
@@ -69,4 +81,5 @@ export function threadBadgeKind(status: string): string {
 }
 
 /** A value, pretty-printed (none for nothing). */
-export const jsonText = (value: unknown) => (value === undefined || value === null ? 'none' : JSON.stringify(value, null, 2));
+export const jsonText = (value: unknown) =>
+  value === undefined || value === null ? 'none' : JSON.stringify(value, null, 2);

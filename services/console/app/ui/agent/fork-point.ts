@@ -67,7 +67,9 @@ export function checkpointOf(point: ForkPoint, history: CheckpointShape[]): stri
   }
   if (point.checkpointId) return point.checkpointId;
   if (point.graphRunId) {
-    const first = history.filter((s) => s.metadata?.run_id === point.graphRunId).sort((a, b) => stepOf(a) - stepOf(b))[0];
+    const first = history
+      .filter((s) => s.metadata?.run_id === point.graphRunId)
+      .sort((a, b) => stepOf(a) - stepOf(b))[0];
     if (first?.checkpoint) return first.checkpoint.checkpoint_id;
   }
   return null;

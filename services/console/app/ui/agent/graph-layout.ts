@@ -69,7 +69,8 @@ export function layoutGraph(graph: GraphShape): GraphLayout {
     }
     open.set(id, false);
   };
-  for (const id of [...ids].sort((a, b) => Number(b === '__start__') - Number(a === '__start__'))) if (!open.has(id)) visit(id);
+  for (const id of [...ids].sort((a, b) => Number(b === '__start__') - Number(a === '__start__')))
+    if (!open.has(id)) visit(id);
   const forward = edges.filter((e) => !back.has(`${String(e.source)}\u0000${String(e.target)}`));
   const layer = new Map<string, number>(ids.map((id) => [id, 0]));
   for (let i = 0; i < ids.length; i++) {
@@ -90,7 +91,14 @@ export function layoutGraph(graph: GraphShape): GraphLayout {
   const labels = new Map(graph.nodes.map((n) => [String(n.id), nodeLabel(n)]));
   const nodes: PlacedNode[] = [];
   for (const [row, members] of rows) {
-    members.forEach((id, i) => nodes.push({ id, label: labels.get(id)!, x: width / 2 + (i - (members.length - 1) / 2) * COLUMN, y: MARGIN + NODE_HEIGHT / 2 + row * ROW }));
+    members.forEach((id, i) =>
+      nodes.push({
+        id,
+        label: labels.get(id)!,
+        x: width / 2 + (i - (members.length - 1) / 2) * COLUMN,
+        y: MARGIN + NODE_HEIGHT / 2 + row * ROW,
+      }),
+    );
   }
   const depth = Math.max(0, ...layer.values());
   return {

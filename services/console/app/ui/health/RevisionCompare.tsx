@@ -10,19 +10,34 @@ function fingerprint(r: Revision): Array<[string, string]> {
     // The image asked for (image sources); a built revision's own artifact URI differs every time.
     ['Image', c.image_uri ?? '—'],
     ['Resources', JSON.stringify(r.resource_spec ?? {})],
-    ['Secrets', (r.secrets ?? []).map((s) => s.name).sort().join(', ') || '—'],
+    [
+      'Secrets',
+      (r.secrets ?? [])
+        .map((s) => s.name)
+        .sort()
+        .join(', ') || '—',
+    ],
   ];
 }
 
 /** The first line of a failure message: what went wrong, without the quoted log tail. */
-const headline = (message: string | null) => (message ?? 'No reason recorded.').split('\n')[0]!.replace(/ Last log lines:$/, '');
+const headline = (message: string | null) =>
+  (message ?? 'No reason recorded.').split('\n')[0]!.replace(/ Last log lines:$/, '');
 
 /**
  * The active revision (what serves) against the latest (what was asked for last): which of
  * commit, ref, image, resources and secrets differ, and when the latest failed, one readable
  * line saying why with a link to its error lines.
  */
-export function RevisionCompare({ deploymentId, active, latest }: { deploymentId: string; active: Revision | null; latest: Revision | null }) {
+export function RevisionCompare({
+  deploymentId,
+  active,
+  latest,
+}: {
+  deploymentId: string;
+  active: Revision | null;
+  latest: Revision | null;
+}) {
   const failed = latest && FAILED_REVISION_STATUSES.includes(latest.status) ? latest : null;
   const logType = failed?.status === 'BUILD_FAILED' ? 'build' : 'deploy';
   const same = !latest || !active || latest.id === active.id;
@@ -31,8 +46,11 @@ export function RevisionCompare({ deploymentId, active, latest }: { deploymentId
     <div className="revision-compare">
       {failed && (
         <p className="failure" role="alert" aria-label="Latest revision failed">
-          Revision <code>{short(failed.id)}</code> {failed.status.toLowerCase().replace(/_/g, ' ')}: {headline(failed.status_message)}{' '}
-          <a href={`#/deployments/${deploymentId}/revisions/${failed.id}/logs?type=${logType}&level=error`}>See the failing log lines</a>
+          Revision <code>{short(failed.id)}</code> {failed.status.toLowerCase().replace(/_/g, ' ')}:{' '}
+          {headline(failed.status_message)}{' '}
+          <a href={`#/deployments/${deploymentId}/revisions/${failed.id}/logs?type=${logType}&level=error`}>
+            See the failing log lines
+          </a>
           {active ? ` — revision ${short(active.id)} keeps serving.` : null}
         </p>
       )}

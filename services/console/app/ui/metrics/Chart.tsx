@@ -16,7 +16,17 @@ export interface ChartLine {
  * events per step), the figure says in `data-total` the sum of that line as uPlot holds it: what
  * the chart drew, for anyone (a test) to check against what happened.
  */
-export function Chart({ title, lines, unit, total = false }: { title: string; lines: ChartLine[]; unit: (v: number) => string; total?: boolean }) {
+export function Chart({
+  title,
+  lines,
+  unit,
+  total = false,
+}: {
+  title: string;
+  lines: ChartLine[];
+  unit: (v: number) => string;
+  total?: boolean;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const [drawnTotal, setDrawnTotal] = useState<number | null>(null);
   useEffect(() => {
@@ -29,8 +39,21 @@ export function Chart({ title, lines, unit, total = false }: { title: string; li
       {
         width: width(),
         height: 160,
-        series: [{}, ...lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, spanGaps: true, points: { show: true, size: 4 }, value: (_u: uPlot, v: number | null) => (v == null ? '—' : unit(v)) }))],
-        axes: [{ stroke: 'currentColor' }, { stroke: 'currentColor', size: 60, values: (_u, ticks) => ticks.map((v) => unit(v)) }],
+        series: [
+          {},
+          ...lines.map((l) => ({
+            label: l.label,
+            stroke: l.color,
+            width: 1.5,
+            spanGaps: true,
+            points: { show: true, size: 4 },
+            value: (_u: uPlot, v: number | null) => (v == null ? '—' : unit(v)),
+          })),
+        ],
+        axes: [
+          { stroke: 'currentColor' },
+          { stroke: 'currentColor', size: 60, values: (_u, ticks) => ticks.map((v) => unit(v)) },
+        ],
         legend: { show: true },
       },
       data,

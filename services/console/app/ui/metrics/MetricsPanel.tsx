@@ -55,7 +55,10 @@ function Totals({ metrics, runs }: { metrics: DeploymentMetrics; runs: boolean }
 export function MetricsPanel({ deploymentId, runs = false }: { deploymentId: string; runs?: boolean }) {
   const api = useApi();
   const [range, setRange] = useState<MetricWindow>('1h');
-  const metrics = useLoad((signal) => api.get<DeploymentMetrics>(`/v2/deployments/${deploymentId}/metrics`, { window: range }, signal), [api, deploymentId, range]);
+  const metrics = useLoad(
+    (signal) => api.get<DeploymentMetrics>(`/v2/deployments/${deploymentId}/metrics`, { window: range }, signal),
+    [api, deploymentId, range],
+  );
   const { reload } = metrics;
   useEffect(() => {
     const timer = setInterval(() => !document.hidden && reload(), REFRESH_MS);
@@ -67,23 +70,48 @@ export function MetricsPanel({ deploymentId, runs = false }: { deploymentId: str
     if (!m) return [];
     const line = (label: string, points: Point[], color: string): ChartLine => ({ label, points, color });
     return [
-      { title: 'Requests', unit: count, total: true, lines: [line('requests', m.series.requests, '#2563eb'), line('4xx', m.series.errors_4xx, '#d97706'), line('5xx', m.series.errors_5xx, '#dc2626')] },
+      {
+        title: 'Requests',
+        unit: count,
+        total: true,
+        lines: [
+          line('requests', m.series.requests, '#2563eb'),
+          line('4xx', m.series.errors_4xx, '#d97706'),
+          line('5xx', m.series.errors_5xx, '#dc2626'),
+        ],
+      },
       {
         title: 'Latency',
         unit: ms,
-        lines: [line('p50', m.series.latency_p50_ms, '#059669'), line('p95', m.series.latency_p95_ms, '#d97706'), line('p99', m.series.latency_p99_ms, '#dc2626')],
+        lines: [
+          line('p50', m.series.latency_p50_ms, '#059669'),
+          line('p95', m.series.latency_p95_ms, '#d97706'),
+          line('p99', m.series.latency_p99_ms, '#dc2626'),
+        ],
       },
       { title: 'CPU', unit: percent, lines: [line('CPU', m.series.cpu_percent, '#7c3aed')] },
       { title: 'Memory', unit: bytes, lines: [line('memory', m.series.memory_bytes, '#0891b2')] },
-      { title: 'Restarts', unit: count, lines: [line('restarts', m.series.restarts, '#d97706'), line('OOM kills', m.series.oom_kills, '#dc2626')] },
+      {
+        title: 'Restarts',
+        unit: count,
+        lines: [line('restarts', m.series.restarts, '#d97706'), line('OOM kills', m.series.oom_kills, '#dc2626')],
+      },
       ...(runs
         ? [
             {
               title: 'Runs',
               unit: count,
-              lines: [line('started', m.series.runs_started, '#2563eb'), line('succeeded', m.series.runs_succeeded, '#059669'), line('failed', m.series.runs_failed, '#dc2626')],
+              lines: [
+                line('started', m.series.runs_started, '#2563eb'),
+                line('succeeded', m.series.runs_succeeded, '#059669'),
+                line('failed', m.series.runs_failed, '#dc2626'),
+              ],
             },
-            { title: 'Run duration', unit: ms, lines: [line('p50 (approx.)', m.series.run_duration_p50_ms, '#7c3aed')] },
+            {
+              title: 'Run duration',
+              unit: ms,
+              lines: [line('p50 (approx.)', m.series.run_duration_p50_ms, '#7c3aed')],
+            },
           ]
         : []),
     ];
@@ -97,7 +125,8 @@ export function MetricsPanel({ deploymentId, runs = false }: { deploymentId: str
         <legend>Window</legend>
         {(['1h', '24h'] as const).map((w) => (
           <label key={w}>
-            <input type="radio" name="metrics-window" value={w} checked={range === w} onChange={() => setRange(w)} /> {w === '1h' ? 'Last hour' : 'Last 24 hours'}
+            <input type="radio" name="metrics-window" value={w} checked={range === w} onChange={() => setRange(w)} />{' '}
+            {w === '1h' ? 'Last hour' : 'Last 24 hours'}
           </label>
         ))}
       </fieldset>

@@ -11,7 +11,12 @@ export function ServingLine({ metrics }: { metrics: DeploymentMetrics }) {
   const running = metrics.instances.filter((i) => i.status === 'running');
   const up = running.filter((i) => i.healthy !== false).length;
   const expected = metrics.instances_expected;
-  const last = metrics.instances.map((i) => i.last_health_check_at).filter((t): t is string => !!t).sort().at(-1) ?? null;
+  const last =
+    metrics.instances
+      .map((i) => i.last_health_check_at)
+      .filter((t): t is string => !!t)
+      .sort()
+      .at(-1) ?? null;
   const serving = expected !== null && up > 0;
   const state = !serving ? 'down' : up < expected! ? 'degraded' : 'up';
   const text =
@@ -19,7 +24,13 @@ export function ServingLine({ metrics }: { metrics: DeploymentMetrics }) {
       ? 'Not serving: no revision is active.'
       : `${state === 'down' ? 'Not serving' : state === 'degraded' ? 'Serving, degraded' : 'Serving'}: ${up} of ${expected} instance${expected === 1 ? '' : 's'} up, ${ago(last)}.`;
   return (
-    <p className={`serving serving-${state}`} role="status" aria-label="Serving status" data-instances-up={up} data-instances-expected={expected ?? ''}>
+    <p
+      className={`serving serving-${state}`}
+      role="status"
+      aria-label="Serving status"
+      data-instances-up={up}
+      data-instances-expected={expected ?? ''}
+    >
       {text}
     </p>
   );

@@ -16,10 +16,19 @@ type TraceWindow = (typeof WINDOWS)[number][0];
  * whether a rollout made the agent slower, costlier or more error-prone. The revision serving
  * now is marked.
  */
-export function RevisionTraces({ deploymentId, activeRevisionId }: { deploymentId: string; activeRevisionId: string | null }) {
+export function RevisionTraces({
+  deploymentId,
+  activeRevisionId,
+}: {
+  deploymentId: string;
+  activeRevisionId: string | null;
+}) {
   const api = useApi();
   const [range, setRange] = useState<TraceWindow>('1h');
-  const metrics = useLoad((signal) => api.get<DeploymentMetrics>(`/v2/deployments/${deploymentId}/metrics`, { window: range }, signal), [api, deploymentId, range]);
+  const metrics = useLoad(
+    (signal) => api.get<DeploymentMetrics>(`/v2/deployments/${deploymentId}/metrics`, { window: range }, signal),
+    [api, deploymentId, range],
+  );
   const rows = metrics.data?.traces_by_revision ?? [];
   return (
     <section aria-labelledby="revision-traces-title" className="metrics">
@@ -28,7 +37,8 @@ export function RevisionTraces({ deploymentId, activeRevisionId }: { deploymentI
         <legend>Window</legend>
         {WINDOWS.map(([w, label]) => (
           <label key={w}>
-            <input type="radio" name="traces-window" value={w} checked={range === w} onChange={() => setRange(w)} /> {label}
+            <input type="radio" name="traces-window" value={w} checked={range === w} onChange={() => setRange(w)} />{' '}
+            {label}
           </label>
         ))}
       </fieldset>

@@ -15,8 +15,9 @@ function NoTracesYet({ deployment }: { deployment: Deployment }) {
     <section className="empty-state" aria-labelledby="no-traces-title">
       <h3 id="no-traces-title">No traces yet</h3>
       <p>
-        Traces appear here when the deployment’s agent runs: instances the platform runs trace by themselves. A LangSmith client anywhere can send runs here too, to
-        this server’s <code>/api/v1</code> with the project set to the deployment’s name:
+        Traces appear here when the deployment’s agent runs: instances the platform runs trace by themselves. A
+        LangSmith client anywhere can send runs here too, to this server’s <code>/api/v1</code> with the project set to
+        the deployment’s name:
       </p>
       <pre>{`export LANGSMITH_TRACING=true
 export LANGSMITH_ENDPOINT=${endpoint}
@@ -29,7 +30,10 @@ export LANGSMITH_PROJECT=${deployment.name}`}</pre>
 /** The filter form; applying it puts the filters in the address. */
 function FilterForm({ filters, onApply }: { filters: TraceFilters; onApply: (f: TraceFilters) => void }) {
   const [draft, setDraft] = useState(filters);
-  const field = (k: keyof TraceFilters) => ({ value: draft[k], onChange: (e: { target: { value: string } }) => setDraft((d) => ({ ...d, [k]: e.target.value })) });
+  const field = (k: keyof TraceFilters) => ({
+    value: draft[k],
+    onChange: (e: { target: { value: string } }) => setDraft((d) => ({ ...d, [k]: e.target.value })),
+  });
   const submit = (e: FormEvent) => {
     e.preventDefault();
     onApply(draft);
@@ -64,7 +68,9 @@ function FilterForm({ filters, onApply }: { filters: TraceFilters; onApply: (f: 
         Metadata value
         <input {...field('metaValue')} spellCheck={false} />
       </label>
-      <button type="submit" className="primary">Apply filters</button>
+      <button type="submit" className="primary">
+        Apply filters
+      </button>
     </form>
   );
 }
@@ -126,9 +132,16 @@ export function TraceList({
   allHref: string;
 }) {
   const api = useApi();
-  const first = useLoad((signal) => loadTracePage(api, deployment, filters, null, signal), [api, deployment.id, deployment.tracer_session_id]);
+  const first = useLoad(
+    (signal) => loadTracePage(api, deployment, filters, null, signal),
+    [api, deployment.id, deployment.tracer_session_id],
+  );
   // The pages after the first; `next` stays undefined until Load more was used once.
-  const [more, setMore] = useState<{ rows: TraceRow[]; next?: NextPage; busy: boolean; error: string | null }>({ rows: [], busy: false, error: null });
+  const [more, setMore] = useState<{ rows: TraceRow[]; next?: NextPage; busy: boolean; error: string | null }>({
+    rows: [],
+    busy: false,
+    error: null,
+  });
   const filtered = filterExpression(filters) !== null;
   const rows = [...(first.data?.rows ?? []), ...more.rows];
   const next = more.next !== undefined ? more.next : (first.data?.next ?? null);

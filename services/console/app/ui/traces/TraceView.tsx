@@ -47,20 +47,40 @@ function Bar({ placed }: { placed: PlacedRun }) {
   const width = Math.max(placed.width * 1_000, 4);
   return (
     <svg className="run-bar" viewBox="0 0 1000 10" preserveAspectRatio="none" aria-hidden="true" focusable="false">
-      <rect className={`run-bar-${placed.run.status}`} x={Math.min(placed.from * 1_000, 1_000 - width)} y="1" width={width} height="8" rx="2" />
+      <rect
+        className={`run-bar-${placed.run.status}`}
+        x={Math.min(placed.from * 1_000, 1_000 - width)}
+        y="1"
+        width={width}
+        height="8"
+        rx="2"
+      />
     </svg>
   );
 }
 
-function Waterfall({ placed, selectedId, runHref }: { placed: PlacedRun[]; selectedId: string; runHref: (runId: string) => string }) {
+function Waterfall({
+  placed,
+  selectedId,
+  runHref,
+}: {
+  placed: PlacedRun[];
+  selectedId: string;
+  runHref: (runId: string) => string;
+}) {
   return (
     <ol className="waterfall" aria-label="Runs of this trace, in tree order">
       {placed.map((p) => (
-        <li key={p.run.id} data-run-id={p.run.id} data-depth={p.depth} className={p.run.status === 'error' ? 'run-failed' : undefined}>
+        <li
+          key={p.run.id}
+          data-run-id={p.run.id}
+          data-depth={p.depth}
+          className={p.run.status === 'error' ? 'run-failed' : undefined}
+        >
           <a href={runHref(p.run.id)} aria-current={p.run.id === selectedId ? 'true' : undefined}>
             <span className="run-label" style={{ paddingLeft: `${Math.min(p.depth, MAX_INDENT)}rem` }}>
-              <span className="run-name">{p.run.name}</span> <span className="run-type">{p.run.run_type}</span> <TraceStatus status={p.run.status} />{' '}
-              <span className="run-time">{seconds(runSeconds(p.run))}</span>
+              <span className="run-name">{p.run.name}</span> <span className="run-type">{p.run.run_type}</span>{' '}
+              <TraceStatus status={p.run.status} /> <span className="run-time">{seconds(runSeconds(p.run))}</span>
             </span>
             <Bar placed={p} />
           </a>
@@ -199,10 +219,13 @@ export function TraceView({
       ) : (
         <>
           <p>
-            <TraceStatus status={root.status} /> {trace.data.placed.length} runs, {seconds(runSeconds(root))}, started {formatTime(root.start_time)}
+            <TraceStatus status={root.status} /> {trace.data.placed.length} runs, {seconds(runSeconds(root))}, started{' '}
+            {formatTime(root.start_time)}
           </p>
           {!trace.data.complete && <p className="note">Only the first {trace.data.placed.length} runs are shown.</p>}
-          {links.agent && isGraphRun(root) && <GraphPath agent={links.agent} root={root} runs={trace.data.placed.map((p) => p.run)} />}
+          {links.agent && isGraphRun(root) && (
+            <GraphPath agent={links.agent} root={root} runs={trace.data.placed.map((p) => p.run)} />
+          )}
           <Waterfall placed={trace.data.placed} selectedId={selected!} runHref={runHref} />
           {selected && <RunDetails key={selected} runId={selected} {...links} />}
         </>

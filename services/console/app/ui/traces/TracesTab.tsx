@@ -19,7 +19,15 @@ export function tracesHref(deploymentId: string, query: Record<string, string> =
  * that speaks the LangGraph Server API), a graph run's trace shows the path it took on the graph,
  * and its runs lead to their thread and can be forked.
  */
-export function TracesTab({ deployment, query, agentUrl }: { deployment: Deployment; query: URLSearchParams; agentUrl: string | null }) {
+export function TracesTab({
+  deployment,
+  query,
+  agentUrl,
+}: {
+  deployment: Deployment;
+  query: URLSearchParams;
+  agentUrl: string | null;
+}) {
   const agent = useAgentApi(deployment.id, agentUrl !== null);
   const filters = filtersFromQuery(query);
   const filterQuery = filtersToQuery(filters);

@@ -25,15 +25,31 @@ const PARAMS: Record<keyof TraceFilters, string> = {
   metaValue: 'meta_value',
 };
 
-export const NO_FILTERS: TraceFilters = { status: '', revision: '', thread: '', minLatency: '', metaKey: '', metaValue: '' };
+export const NO_FILTERS: TraceFilters = {
+  status: '',
+  revision: '',
+  thread: '',
+  minLatency: '',
+  metaKey: '',
+  metaValue: '',
+};
 
 export function filtersFromQuery(query: URLSearchParams): TraceFilters {
   const read = (k: keyof TraceFilters) => query.get(PARAMS[k])?.trim() ?? '';
-  return { status: read('status'), revision: read('revision'), thread: read('thread'), minLatency: read('minLatency'), metaKey: read('metaKey'), metaValue: read('metaValue') };
+  return {
+    status: read('status'),
+    revision: read('revision'),
+    thread: read('thread'),
+    minLatency: read('minLatency'),
+    metaKey: read('metaKey'),
+    metaValue: read('metaValue'),
+  };
 }
 
 export function filtersToQuery(filters: TraceFilters): Record<string, string> {
-  return Object.fromEntries((Object.keys(PARAMS) as Array<keyof TraceFilters>).map((k) => [PARAMS[k], filters[k].trim()]));
+  return Object.fromEntries(
+    (Object.keys(PARAMS) as Array<keyof TraceFilters>).map((k) => [PARAMS[k], filters[k].trim()]),
+  );
 }
 
 /**

@@ -80,25 +80,45 @@ export async function loadTracePage(
   const filter = filterExpression(filters);
   if (!filter) {
     const offset = from && 'offset' in from ? from.offset : 0;
-    const page = await api.get<Envelope<TraceSummary>>(`/v2/deployments/${deployment.id}/traces`, { limit: PAGE_SIZE, offset }, signal);
+    const page = await api.get<Envelope<TraceSummary>>(
+      `/v2/deployments/${deployment.id}/traces`,
+      { limit: PAGE_SIZE, offset },
+      signal,
+    );
     // The envelope says where a next page would start, not whether there is one: a full page may have more.
-    return { rows: page.resources.map(fromSummary), next: page.resources.length === PAGE_SIZE ? { offset: page.offset } : null };
+    return {
+      rows: page.resources.map(fromSummary),
+      next: page.resources.length === PAGE_SIZE ? { offset: page.offset } : null,
+    };
   }
   if (!deployment.tracer_session_id) return { rows: [], next: null };
   const cursor = from && 'cursor' in from ? from.cursor : null;
   const page = await api.request<RunsPage>('POST', '/api/v1/runs/query', {
-    body: { session: [deployment.tracer_session_id], is_root: true, limit: PAGE_SIZE, filter, ...(cursor ? { cursor } : {}) },
+    body: {
+      session: [deployment.tracer_session_id],
+      is_root: true,
+      limit: PAGE_SIZE,
+      filter,
+      ...(cursor ? { cursor } : {}),
+    },
     signal,
   });
   return { rows: page.runs.map(fromRoot), next: page.cursors.next ? { cursor: page.cursors.next } : null };
 }
 
 /** A trace's runs in tree order (dotted order); `complete` is false when it had more than were read. */
-export async function loadTraceRuns(api: Api, traceId: string, signal: AbortSignal): Promise<{ runs: TracedRun[]; complete: boolean }> {
+export async function loadTraceRuns(
+  api: Api,
+  traceId: string,
+  signal: AbortSignal,
+): Promise<{ runs: TracedRun[]; complete: boolean }> {
   const runs: TracedRun[] = [];
   let cursor: string | null = null;
   for (let i = 0; i < TRACE_PAGES; i++) {
-    const page: RunsPage = await api.request<RunsPage>('POST', '/api/v1/runs/query', { body: { trace: traceId, limit: 100, ...(cursor ? { cursor } : {}) }, signal });
+    const page: RunsPage = await api.request<RunsPage>('POST', '/api/v1/runs/query', {
+      body: { trace: traceId, limit: 100, ...(cursor ? { cursor } : {}) },
+      signal,
+    });
     runs.push(...page.runs);
     cursor = page.cursors.next;
     if (!cursor) return { runs, complete: true };
