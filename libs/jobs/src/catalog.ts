@@ -1,6 +1,5 @@
 import Joi from 'joi';
 import type { JobsOptions } from 'bullmq';
-import type { RevisionStatus } from '@slipway/domain';
 
 /**
  * Queue names (kebab-case). `builds` is worked by builder processes and `rollouts` by deployer
@@ -71,11 +70,6 @@ export interface CatalogEntry<N extends JobName> {
   /** Deterministic id: enqueueing the same work twice is a no-op (no `:`, never all digits). */
   jobId: (payload: JobPayloads[N]) => string;
   options: JobsOptions;
-  /**
-   * What handing this job to Redis means for its revision (`payload.revisionId`): the relay moves
-   * it `from` one of these statuses `to` this one as it enqueues, and its phase deadline starts.
-   */
-  handOff?: { to: RevisionStatus; from: readonly RevisionStatus[] };
 }
 
 /** Attempts per delivery round (docs/api.md, Events and webhooks). */
@@ -105,14 +99,12 @@ export const JOB_CATALOG: { [N in JobName]: CatalogEntry<N> } = {
     schema: revisionJob,
     jobId: (p) => `build-${p.revisionId}-a${p.attempt}`,
     options: once,
-    handOff: { to: 'AWAITING_BUILD', from: ['CREATING', 'QUEUED'] },
   },
   'rollout.revision': {
     queue: JOB_QUEUES['rollout.revision'],
     schema: revisionJob,
     jobId: (p) => `rollout-${p.revisionId}-a${p.attempt}`,
     options: once,
-    handOff: { to: 'AWAITING_DEPLOY', from: ['CREATING', 'QUEUED'] },
   },
   'provision.deployment': {
     queue: JOB_QUEUES['provision.deployment'],
@@ -166,8 +158,3 @@ export const isJobName = (name: string): name is JobName => Object.prototype.has
 export function jobsOf(queue: QueueName): JobName[] {
   return (Object.keys(JOB_CATALOG) as JobName[]).filter((n) => JOB_CATALOG[n].queue === queue);
 }
-
-/** The jobs whose hand-off moves their revision on (the catalog's `handOff` entries). */
-export const HAND_OFF_JOBS: readonly JobName[] = (Object.keys(JOB_CATALOG) as JobName[]).filter(
-  (n) => JOB_CATALOG[n].handOff,
-);

@@ -86,7 +86,7 @@ export class OutboxRelay {
     private readonly dataSource: DataSource,
     private readonly queues: Queues,
     private readonly log: Logger,
-    /** Moves handed-off jobs' revisions on (RevisionFlow, from the catalog's `handOff`), in the claim's transaction. */
+    /** Moves handed-off jobs' revisions on (RevisionFlow.onHandOff, from the phase table's hand-offs), in the claim's transaction. */
     private readonly handOff: { onHandOff: HandOffHook },
     options: RelayOptions = {},
   ) {

@@ -4,7 +4,7 @@ export { RevisionLogWriter } from './log-writer.js';
 export { PhaseGuard } from './phase-guard.js';
 export { Reconciler, type ReconcileReport } from './reconciler.js';
 export { Retention, type RetentionReport } from './retention.js';
-export { RevisionFlow } from './revision-flow.js';
+export { RevisionFlow, type PhaseStep } from './revision-flow.js';
 export { beginDeploymentDelete, type PreviewEndReason } from './deployment-deletion.js';
 export { RevisionRepository, type Heartbeat, type NewRevision } from './revision.repository.js';
 export {
@@ -31,7 +31,9 @@ export {
 } from './revision-reads.js';
 export {
   deadlineFailure,
+  nextJob,
   PHASES,
+  phaseNamed,
   phaseOf,
   phaseOfJob,
   WORKED_PHASES,

@@ -5,8 +5,18 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@slipway/config';
 import { isRevisionTerminal, REVISION_ACTIVE_PHASES, REVISION_TRANSITIONS, type RevisionStatus } from '@slipway/domain';
-import { HAND_OFF_JOBS, JOB_CATALOG } from '@slipway/jobs';
-import { deadlineFailure, PHASES, phaseOf, phaseOfJob, WORKED_PHASES, type Phase, type PhaseName } from './phases.js';
+import { execFileSync } from 'node:child_process';
+import { JOB_CATALOG } from '@slipway/jobs';
+import {
+  deadlineFailure,
+  nextJob,
+  PHASES,
+  phaseOf,
+  phaseOfJob,
+  WORKED_PHASES,
+  type Phase,
+  type PhaseName,
+} from './phases.js';
 
 /** The phase declaration (docs/architecture.md, Who moves a revision) against the status table and the job catalog. */
 describe('phase declaration', () => {
@@ -78,13 +88,63 @@ describe('phase declaration', () => {
     for (const phase of PHASES) for (const status of phase.statuses) expect(isRevisionTerminal(status)).toBe(false);
   });
 
-  it('agrees with the job catalog: each hand-off job works one phase, entered as its hand-off says', () => {
-    expect(WORKED_PHASES.map((p) => p.job).sort()).toEqual([...HAND_OFF_JOBS].sort());
-    for (const job of HAND_OFF_JOBS) {
-      const phase = phaseOfJob(job)!;
-      expect(phase.entry).toBe(JOB_CATALOG[job].handOff!.to);
-      expect(phase.from).toEqual(JOB_CATALOG[job].handOff!.from);
+  it('enters each worked phase through its own job, a revision job of the catalog, by an allowed hand-off', () => {
+    for (const phase of WORKED_PHASES) {
+      expect(phaseOfJob(phase.job!)).toBe(phase);
+      const jobId = JOB_CATALOG[phase.job!].jobId as (payload: { revisionId: string; attempt: number }) => string;
+      expect(jobId({ revisionId: 'r', attempt: 0 })).toMatch(/-r-a0$/);
       expect(phaseOf(phase.entry)).toBe(phase);
+      expect(phase.from.length).toBeGreaterThan(0);
+      // A worker begins at the first working status and ends the phase from any of them.
+      expect(can(phase.entry, phase.working[0]!)).toBe(true);
+      for (const status of phase.working) {
+        expect(phase.statuses).toContain(status);
+        expect(can(status, phase.onSuccess), `${status} → ${phase.onSuccess}`).toBe(true);
+      }
     }
+  });
+
+  it('chooses every next job from the table: the first needed phase while waiting, the current phase after', () => {
+    const code = { source: 'github', artifactRef: null };
+    const image = { source: 'internal_docker', artifactRef: null };
+    const redeploy = { source: 'github', artifactRef: '/artifacts/r1' };
+    expect(nextJob({ status: 'CREATING', ...code })).toBe('build.revision');
+    expect(nextJob({ status: 'QUEUED', ...code })).toBe('build.revision');
+    expect(nextJob({ status: 'CREATING', ...image })).toBe('rollout.revision');
+    expect(nextJob({ status: 'QUEUED', ...redeploy })).toBe('rollout.revision');
+    // After the build phase's success, the revision is in the rollout phase: its job follows.
+    expect(nextJob({ status: 'AWAITING_DEPLOY', ...redeploy })).toBe('rollout.revision');
+    expect(nextJob({ status: 'BUILDING', ...code })).toBe('build.revision');
+    for (const status of ['DEPLOYED', 'BUILD_FAILED', 'INTERRUPTED', 'SKIPPED'] as const)
+      expect(nextJob({ status, ...code })).toBeNull();
+  });
+
+  it('is the only place revision jobs are chosen and phases ended: workers call begin/complete/fail', () => {
+    const root = path.resolve(__dirname, '../../..');
+    const grep = (pattern: string) => {
+      try {
+        return execFileSync(
+          'git',
+          ['grep', '-n', '-E', pattern, '--', 'services', 'libs', ':!*.test.ts', ':!libs/pipeline'],
+          {
+            cwd: root,
+            encoding: 'utf8',
+          },
+        )
+          .trim()
+          .split('\n')
+          .filter(Boolean);
+      } catch {
+        return [];
+      }
+    };
+    // No revision job recorded outside libs/pipeline (the relay hands over what the flow recorded).
+    expect(grep(`enqueueInOutbox\\([^)]*'(build|rollout)\\.revision'`)).toEqual([]);
+    expect(grep(`outboxJob\\(\\s*'(build|rollout)\\.revision'`)).toEqual([]);
+    // No phase's working or terminal status written by name through transition() outside libs/pipeline.
+    const ended = PHASES.flatMap((p) => [p.onSuccess, p.onFailure, ...p.working]);
+    expect(grep(`\\.transition\\([^)]*'(${ended.join('|')})'`)).toEqual([]);
+    // The workers end their phases through the flow.
+    expect(grep(`flow\\.(begin|complete|fail)\\(`).length).toBeGreaterThanOrEqual(6);
   });
 });

@@ -1,6 +1,6 @@
 import type { PipelineTimings } from '@slipway/config';
-import type { RevisionStatus } from '@slipway/domain';
-import { JOB_CATALOG, type JobName } from '@slipway/jobs';
+import { isImageSource, type DeploymentSource, type RevisionStatus } from '@slipway/domain';
+import type { JobName } from '@slipway/jobs';
 
 export type PhaseName = 'enqueue' | 'build' | 'rollout';
 
@@ -8,22 +8,28 @@ export type PhaseName = 'enqueue' | 'build' | 'rollout';
 export type PhaseBudgets = Pick<PipelineTimings, 'enqueueDeadlineMs' | 'buildDeadlineMs' | 'rolloutDeadlineMs'>;
 
 /**
- * One phase of a revision: the "who moves" table of docs/architecture.md as code. The status
- * writer (attempts and deadlines), the relay's hand-off, the reconciler (deadline failures,
- * re-enqueues after a dead worker) and the flow's retries all read it.
+ * One phase of a revision: the "who moves" table of docs/architecture.md as code, and what
+ * decides it. The status writer (attempts and deadlines), the relay's hand-off (`from` → `entry`),
+ * the flow's `begin`/`complete`/`fail` (the only way a worker starts or ends a phase), the job
+ * that follows (`nextJob`), the reconciler (deadline failures, re-enqueues after a dead worker)
+ * and the flow's retries all read it.
  */
 export interface Phase {
   name: PhaseName;
   /** The statuses of the phase: moves within it keep its attempt count and its deadline. */
   statuses: readonly RevisionStatus[];
-  /**
-   * The job that works the phase (none: the enqueue phase is the relay's). Its catalog entry's
-   * `handOff` is how the phase is entered: `from` those statuses to `to` as the relay enqueues it.
-   */
+  /** The job that works the phase (none: the enqueue phase is the relay's). */
   job: JobName | null;
-  /** The statuses the phase is entered from, and the status it is entered at. */
+  /**
+   * The hand-off: the relay moves a revision `from` one of these statuses to `entry` as it hands
+   * the phase's job to Redis (RevisionFlow.onHandOff), and the phase's deadline starts.
+   */
   from: readonly RevisionStatus[];
   entry: RevisionStatus;
+  /** Where the phase's worker holds the revision once it took it (`begin`); the first is the one it enters. */
+  working: readonly RevisionStatus[];
+  /** Whether a revision passes through the phase at all (images and built revisions skip the build). */
+  needed: (revision: PhaseSubject) => boolean;
   /** Where the phase's own work leaves the revision when it succeeds. */
   onSuccess: RevisionStatus;
   /** Where its deadline (or its last attempt) leaves it, with the status_message saying why. */
@@ -39,11 +45,14 @@ export interface Phase {
 
 const minutes = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`);
 
-const handOff = (job: JobName) => {
-  const declared = JOB_CATALOG[job].handOff;
-  if (!declared) throw new Error(`${job} has no hand-off in the job catalog`);
-  return { job, from: declared.from, entry: declared.to };
-};
+/** What choosing a revision's phases and jobs needs of its row. */
+export interface PhaseSubject {
+  status: RevisionStatus;
+  source: string;
+  artifactRef: string | null;
+}
+
+const always = () => true;
 
 /** The phases, in the order a revision that needs a build passes them. */
 export const PHASES: readonly Phase[] = [
@@ -54,19 +63,25 @@ export const PHASES: readonly Phase[] = [
     job: null,
     from: [],
     entry: 'CREATING',
+    working: [],
+    needed: always,
     onSuccess: 'AWAITING_BUILD',
     onFailure: 'CREATE_FAILED',
     failureMessage: (ms) =>
       `The revision could not be handed to the job queue within ${minutes(ms)} (is Redis reachable?).`,
     budget: 'enqueueDeadlineMs',
-    // Images and redeploys of built revisions skip the build (RevisionFlow.start).
+    // Images and redeploys of built revisions skip the build (its `needed`).
     next: 'build',
     lostMessage: null,
   },
   {
     name: 'build',
     statuses: ['AWAITING_BUILD', 'BUILDING'],
-    ...handOff('build.revision'),
+    job: 'build.revision',
+    from: ['CREATING', 'QUEUED'],
+    entry: 'AWAITING_BUILD',
+    working: ['BUILDING'],
+    needed: (revision) => !isImageSource(revision.source as DeploymentSource) && !revision.artifactRef,
     onSuccess: 'AWAITING_DEPLOY',
     onFailure: 'BUILD_FAILED',
     failureMessage: (ms) => `The build did not finish within its deadline of ${minutes(ms)}.`,
@@ -77,7 +92,12 @@ export const PHASES: readonly Phase[] = [
   {
     name: 'rollout',
     statuses: ['AWAITING_DEPLOY', 'DEPLOYING', 'UNKNOWN'],
-    ...handOff('rollout.revision'),
+    job: 'rollout.revision',
+    from: ['CREATING', 'QUEUED'],
+    entry: 'AWAITING_DEPLOY',
+    // UNKNOWN: a listener went silent mid-rollout; its report can still end the phase.
+    working: ['DEPLOYING', 'UNKNOWN'],
+    needed: always,
     onSuccess: 'DEPLOYED',
     onFailure: 'DEPLOY_FAILED',
     failureMessage: (ms) => `The rollout did not become healthy within its deadline of ${minutes(ms)}.`,
@@ -89,6 +109,30 @@ export const PHASES: readonly Phase[] = [
 
 /** The phase a status belongs to, or undefined (terminal statuses). */
 export const phaseOf = (status: RevisionStatus): Phase | undefined => PHASES.find((p) => p.statuses.includes(status));
+
+/** The phase of that name. */
+export function phaseNamed(name: PhaseName): Phase {
+  const phase = PHASES.find((p) => p.name === name);
+  if (!phase) throw new Error(`No phase ${name}`);
+  return phase;
+}
+
+/**
+ * THE choice of a revision's next job, from its row: the job of the phase it is in (a phase just
+ * entered, or one retried after its worker died), or, while it waits to be handed off, the job of
+ * the first later phase it needs. Null when nothing works it (terminal).
+ */
+export function nextJob(revision: PhaseSubject): JobName | null {
+  const phase = phaseOf(revision.status);
+  if (!phase) return null;
+  if (phase.job) return phase.job;
+  for (let name = phase.next; name; ) {
+    const later = phaseNamed(name);
+    if (later.job && later.needed(revision)) return later.job;
+    name = later.next;
+  }
+  return null;
+}
 
 /** The phase a job works. */
 export function phaseOfJob(job: JobName): Phase | undefined {

@@ -1,14 +1,8 @@
 import type { PipelineTimings } from '@slipway/config';
 import { DeploymentRepository, type EntityManager, type Rider } from '@slipway/db';
-import {
-  isImageSource,
-  isRevisionTerminal,
-  type DeploymentSource,
-  type DeploymentStatus,
-  type RevisionStatus,
-} from '@slipway/domain';
+import { isRevisionTerminal, type DeploymentStatus, type RevisionStatus } from '@slipway/domain';
 import { enqueueInOutbox, outboxJob, type JobName, type OutboxJob } from '@slipway/jobs';
-import { phaseOf, WORKED_PHASES } from './phases.js';
+import { nextJob, phaseNamed, phaseOf, WORKED_PHASES, type PhaseName } from './phases.js';
 import { RevisionRepository, type NewRevision } from './revision.repository.js';
 import {
   startDeadline,
@@ -17,7 +11,20 @@ import {
   writeRevisions,
   type AppliedTransition,
   type RevisionTransitionOptions,
+  type RevisionTransitionSet,
 } from './status-transitions.js';
+
+/** How a worker starts or ends its phase (`begin`, `complete`, `fail`). */
+export interface PhaseStep {
+  message: string | null;
+  /** Only while the revision is at this attempt of the phase: a stale worker's step does nothing. */
+  attempt?: number;
+  /** Narrows the statuses the step may leave (within the phase's own). */
+  from?: readonly RevisionStatus[];
+  set?: RevisionTransitionSet;
+  /** Carried by the job that follows (`complete`). */
+  requestId?: string;
+}
 
 /**
  * How revisions move through the pipeline, for every process: admission (start now or wait),
@@ -102,7 +109,9 @@ export class RevisionFlow {
     alongside: readonly OutboxJob[] = [],
     rider?: Rider<T>,
   ): Promise<T> {
-    const job = outboxJob(firstJob(values.source, values.artifactRef ?? null), {
+    const first = nextJob({ status: 'CREATING', source: values.source, artifactRef: values.artifactRef ?? null });
+    if (!first) throw new Error(`No job works revision ${values.id}`);
+    const job = outboxJob(first, {
       revisionId: values.id,
       attempt: 0,
       ...(requestId ? { requestId } : {}),
@@ -136,6 +145,75 @@ export class RevisionFlow {
     }
     await this.promoteNext(manager, applied.deploymentId);
     return applied;
+  }
+
+  /**
+   * A worker takes its phase: the phase's entry status to its first working status (the
+   * builder's AWAITING_BUILD → BUILDING, a placement's AWAITING_DEPLOY → DEPLOYING). Null when the
+   * revision was not waiting for this phase (a duplicate or stale job).
+   */
+  begin(
+    manager: EntityManager,
+    revisionId: string,
+    name: PhaseName,
+    step: PhaseStep,
+  ): Promise<AppliedTransition | null> {
+    const phase = phaseNamed(name);
+    const to = phase.working[0];
+    if (!to) throw new Error(`The ${name} phase has no worker to begin it`);
+    return this.transition(manager, revisionId, to, this.guarded(step, step.from ?? [phase.entry]));
+  }
+
+  /**
+   * A worker ends its phase well: the phase's working statuses to its success status, and, in
+   * the same transaction, the job of the phase that follows (`nextJob`) recorded in the outbox.
+   * Null when the revision was no longer this worker's (interrupted, past its deadline, retried).
+   */
+  async complete(
+    manager: EntityManager,
+    revisionId: string,
+    name: PhaseName,
+    step: PhaseStep,
+  ): Promise<AppliedTransition | null> {
+    const phase = phaseNamed(name);
+    const applied = await this.transition(
+      manager,
+      revisionId,
+      phase.onSuccess,
+      this.guarded(step, step.from ?? phase.working),
+    );
+    if (!applied) return null;
+    const job = nextJob({ status: applied.to, source: applied.source, artifactRef: applied.artifactRef });
+    if (job) {
+      // Entering the next phase restarted `attempt` at 0 (its full retry budget), so the job id
+      // (e.g. rollout-<id>-a0) matches what its worker and the reconciler derive from the row.
+      await enqueueInOutbox(manager, job, {
+        revisionId,
+        attempt: applied.attempt,
+        ...(step.requestId ? { requestId: step.requestId } : {}),
+      });
+    }
+    return applied;
+  }
+
+  /** A worker ends its phase in failure: to the phase's failure status, saying why. Null when no longer its. */
+  fail(
+    manager: EntityManager,
+    revisionId: string,
+    name: PhaseName,
+    step: PhaseStep,
+  ): Promise<AppliedTransition | null> {
+    const phase = phaseNamed(name);
+    return this.transition(manager, revisionId, phase.onFailure, this.guarded(step, step.from ?? phase.statuses));
+  }
+
+  private guarded(step: PhaseStep, from: readonly RevisionStatus[]): RevisionTransitionOptions {
+    return {
+      from,
+      message: step.message,
+      ...(step.attempt === undefined ? {} : { attempt: step.attempt }),
+      ...(step.set ? { set: step.set } : {}),
+    };
   }
 
   /**
@@ -194,6 +272,7 @@ export class RevisionFlow {
     const phase = rev && phaseOf(rev.status);
     // Only a phase worked by a job has a job to retry; the enqueue phase is the relay's.
     if (!rev || !phase?.job) return null;
+    const job = nextJob({ status: phase.entry, source: rev.source, artifactRef: rev.artifactRef });
     const guard = { from: [rev.status], attempt: rev.attempt };
     if (rev.attempt + 1 >= this.timings.maxPhaseAttempts) {
       return this.transition(manager, revisionId, phase.onFailure, {
@@ -207,8 +286,8 @@ export class RevisionFlow {
       message: `${reason} Retrying.`,
       set: { heartbeatAt: null },
     });
-    if (applied) {
-      await enqueueInOutbox(manager, phase.job, { revisionId, attempt: applied.attempt });
+    if (applied && job) {
+      await enqueueInOutbox(manager, job, { revisionId, attempt: applied.attempt });
     }
     return applied;
   }
@@ -220,14 +299,12 @@ export class RevisionFlow {
   private async start(manager: EntityManager, revisionId: string, requestId?: string): Promise<void> {
     const row = await writeRevision(manager, revisionId, { from: ['CREATING', 'QUEUED'], start: true }, this.timings);
     if (!row) throw new Error(`Revision ${revisionId} vanished while starting`);
-    await enqueueInOutbox(manager, firstJob(row.source, row.artifactRef), {
+    const job = nextJob({ status: 'CREATING', source: row.source, artifactRef: row.artifactRef });
+    if (!job) throw new Error(`No job works revision ${revisionId}`);
+    await enqueueInOutbox(manager, job, {
       revisionId,
       attempt: row.attempt,
       ...(requestId ? { requestId } : {}),
     });
   }
 }
-
-/** A started revision's first job: images and redeploys of built revisions need no build. */
-const firstJob = (source: string, artifactRef: string | null): JobName =>
-  isImageSource(source as DeploymentSource) || artifactRef ? 'rollout.revision' : 'build.revision';

@@ -80,13 +80,18 @@ export class RevisionRepository {
    * Status and attempt, row-locked for the rest of the transaction (callers hold the
    * deployment lock first: the lock order every transition follows).
    */
-  async lockedPhase(revisionId: string): Promise<{ status: RevisionStatus; attempt: number } | null> {
-    const [row] = await queryRows<{ status: RevisionStatus; attempt: number }>(
-      this.manager,
-      `SELECT status, attempt FROM revisions WHERE id = $1 FOR UPDATE`,
-      [revisionId],
-    );
-    return row ?? null;
+  async lockedPhase(
+    revisionId: string,
+  ): Promise<{ status: RevisionStatus; attempt: number; source: string; artifactRef: string | null } | null> {
+    const [row] = await queryRows<{
+      status: RevisionStatus;
+      attempt: number;
+      source: string;
+      artifact_ref: string | null;
+    }>(this.manager, `SELECT status, attempt, source, artifact_ref FROM revisions WHERE id = $1 FOR UPDATE`, [
+      revisionId,
+    ]);
+    return row ? { status: row.status, attempt: row.attempt, source: row.source, artifactRef: row.artifact_ref } : null;
   }
 
   /** The revision of the deployment holding its in-flight slot (other than `except`), or null. */

@@ -39,12 +39,13 @@ export interface AppliedTransition {
   from: RevisionStatus;
   to: RevisionStatus;
   attempt: number;
+  /** What choosing the revision's next job needs (`nextJob`). */
+  source: string;
+  artifactRef: string | null;
 }
 
 /** What a write of a revision row changed; `null` from the write when the row was not as required. */
 interface AppliedWrite extends AppliedTransition {
-  source: string;
-  artifactRef: string | null;
   overdue: boolean;
 }
 
@@ -224,6 +225,8 @@ export async function transitionRevision(
       from: applied.from,
       to,
       attempt: applied.attempt,
+      source: applied.source,
+      artifactRef: applied.artifactRef,
     }
   );
 }

@@ -12,7 +12,7 @@ import {
   type ArtifactManifest,
   type SecretEntry,
 } from '@slipway/domain';
-import { enqueueInOutbox, type JobHandler } from '@slipway/jobs';
+import type { JobHandler } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import {
   PhaseGuard,
@@ -96,11 +96,7 @@ export function buildRevisionProcessor(deps: BuilderDeps): JobHandler<'build.rev
       return;
     }
     const claimed = await deps.dataSource.transaction((m) =>
-      deps.flow.transition(m, revisionId, 'BUILDING', {
-        from: ['AWAITING_BUILD'],
-        message: 'Building.',
-        set: { heartbeatAt: new Date() },
-      }),
+      deps.flow.begin(m, revisionId, 'build', { attempt, message: 'Building.', set: { heartbeatAt: new Date() } }),
     );
     if (!claimed) {
       log.info({ status: rev.status }, 'revision was not waiting for a build; nothing to do');
@@ -319,17 +315,18 @@ class RevisionBuild {
     );
   }
 
-  /** BUILDING → AWAITING_DEPLOY and the rollout job, in one transaction. Never a failure to report: null. */
+  /**
+   * Ends the build phase (BUILDING → AWAITING_DEPLOY, and the rollout job, in one transaction:
+   * RevisionFlow.complete), while the revision is still this attempt's. Never a failure to report: null.
+   */
   private async handToRollout(
     commit: string | null,
     agentServer: boolean,
     requestId: string | undefined,
   ): Promise<null> {
-    const { flow } = this.deps;
-    const handed = await this.deps.dataSource.transaction(async (m) => {
-      if (!(await this.owned(m))) return false;
-      const applied = await flow.transition(m, this.revisionId, 'AWAITING_DEPLOY', {
-        from: ['BUILDING'],
+    const handed = await this.deps.dataSource.transaction((m) =>
+      this.deps.flow.complete(m, this.revisionId, 'build', {
+        attempt: this.attempt,
         message: `Built ${commit ? `commit ${commit.slice(0, 12)}` : 'the uploaded source'}; waiting for the deployer.`,
         // Whether the platform serves the project's graphs (the artifact's `agent_server`): the
         // deployment resource says so (`agent_server`), and a redeploy copies it with the config.
@@ -339,17 +336,9 @@ class RevisionBuild {
           heartbeatAt: null,
           revisionConfig: { agent_server: agentServer },
         },
-      });
-      if (!applied) return false;
-      // Entering the rollout phase restarted `attempt` at 0 (its full retry budget), so the job
-      // id (rollout-<id>-a0) matches what the rollout processor and the reconciler derive from the row.
-      await enqueueInOutbox(m, 'rollout.revision', {
-        revisionId: this.revisionId,
-        attempt: applied.attempt,
         ...(requestId ? { requestId } : {}),
-      });
-      return true;
-    });
+      }),
+    );
     if (!handed) {
       // Interrupted (or taken over) in the last moment: nobody will ever roll this artifact out.
       await rm(this.paths.artifact, { recursive: true, force: true });
@@ -372,10 +361,8 @@ class RevisionBuild {
 
   /** Marks the revision BUILD_FAILED (if it is still ours); returns the message, or null when someone else moved it. */
   private async failWith(message: string): Promise<string | null> {
-    const applied = await this.deps.dataSource.transaction(async (m) =>
-      (await this.owned(m))
-        ? this.deps.flow.transition(m, this.revisionId, 'BUILD_FAILED', { from: ['BUILDING'], message })
-        : null,
+    const applied = await this.deps.dataSource.transaction((m) =>
+      this.deps.flow.fail(m, this.revisionId, 'build', { attempt: this.attempt, from: ['BUILDING'], message }),
     );
     return applied ? message : null;
   }

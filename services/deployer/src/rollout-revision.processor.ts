@@ -64,7 +64,7 @@ async function provisionOrFail(
   } catch (err) {
     if (!(err instanceof DataAccessError)) throw err;
     await dataSource.transaction((m) =>
-      flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: ['AWAITING_DEPLOY'], message: err.message }),
+      flow.fail(m, revisionId, 'rollout', { from: ['AWAITING_DEPLOY'], message: err.message }),
     );
     return false;
   }

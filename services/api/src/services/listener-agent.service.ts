@@ -249,10 +249,18 @@ export class ListenerAgentService {
       await this.flow.lockDeployment(manager, owner.deployment_id);
       if ((await new RevisionRepository(manager).beat(id, ['DEPLOYING'])) !== 'moved-on') return { ok: true };
     }
-    const applied = await this.flow.transition(manager, id, item.status, {
-      message,
-      ...(item.status === 'DEPLOYING' ? { set: { heartbeatAt: new Date() } } : {}),
-    });
+    // A report of the end of the rollout ends its phase (as a placement's own would); "deploying"
+    // from UNKNOWN is the listener picking the rollout up again.
+    const applied =
+      item.status === 'DEPLOYED'
+        ? await this.flow.complete(manager, id, 'rollout', { message })
+        : item.status === 'DEPLOY_FAILED'
+          ? await this.flow.fail(manager, id, 'rollout', { message })
+          : await this.flow.begin(manager, id, 'rollout', {
+              from: ['AWAITING_DEPLOY', 'UNKNOWN'],
+              message,
+              set: { heartbeatAt: new Date() },
+            });
     if (applied) return { ok: true };
     // The deployment row is locked by the attempt, so this is the status that refused it.
     const now = await new RevisionReads(manager).statusOf(id);
@@ -353,7 +361,7 @@ export class ListenerAgentService {
     }
     for (const id of unknownRevisionIds) {
       await this.dataSource.transaction((m) =>
-        this.flow.transition(m, id, 'DEPLOYING', {
+        this.flow.begin(m, id, 'rollout', {
           from: ['UNKNOWN'],
           message: 'The listener is back; waiting for its report.',
         }),

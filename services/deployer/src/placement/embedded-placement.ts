@@ -82,7 +82,7 @@ async function rolloutOnDriver(
 ): Promise<void> {
   const { config, dataSource, flow, driver, inputs } = deps;
   const fail = (from: RevisionStatus, message: string) =>
-    dataSource.transaction((m) => flow.transition(m, revisionId, 'DEPLOY_FAILED', { from: [from], message }));
+    dataSource.transaction((m) => flow.fail(m, revisionId, 'rollout', { from: [from], message }));
   let input: RevisionInput;
   try {
     input = await inputs.get(revisionId);
@@ -103,8 +103,7 @@ async function rolloutOnDriver(
           },
         };
   const deploying = await dataSource.transaction((m) =>
-    flow.transition(m, revisionId, 'DEPLOYING', {
-      from: ['AWAITING_DEPLOY'],
+    flow.begin(m, revisionId, 'rollout', {
       message: 'Starting instances; waiting for GET /ok.',
       ...(set ? { set } : {}),
     }),
@@ -133,7 +132,7 @@ async function rolloutOnDriver(
     // The proxy swaps first, so that by the time the revision reads DEPLOYED it serves.
     const deployed = await dataSource
       .transaction((m) =>
-        flow.transition(m, revisionId, 'DEPLOYED', { from: ['DEPLOYING'], message: 'Healthy and serving.' }),
+        flow.complete(m, revisionId, 'rollout', { from: ['DEPLOYING'], message: 'Healthy and serving.' }),
       )
       .catch(async (err) => {
         await switched.revert();

@@ -23,8 +23,7 @@ export class ListenerPlacement implements Placement {
   async rollout(revisionId: string, guard: PhaseGuard, { log }: JobContext): Promise<void> {
     guard.stop();
     const applied = await this.dataSource.transaction((m) =>
-      this.flow.transition(m, revisionId, 'DEPLOYING', {
-        from: ['AWAITING_DEPLOY'],
+      this.flow.begin(m, revisionId, 'rollout', {
         message: 'Published to the listener; waiting for its report.',
         set: { heartbeatAt: null },
       }),
