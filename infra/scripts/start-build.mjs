@@ -23,7 +23,7 @@ export const START_ENTRIES = {
   builder: entry('services/builder'),
   deployer: entry('services/deployer'),
   edge: entry('services/edge'),
-  registry: entry('libs/registry'),
+  registry: entry('services/registry'),
 };
 
 export const STAMP = path.join(ROOT, 'node_modules/.slipway-build');

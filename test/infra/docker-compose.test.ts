@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -227,6 +227,19 @@ describe('infra/docker/Dockerfile', () => {
       m[1]!.trim().split(/\s+/),
     );
   };
+
+  it('copies every workspace package.json before the frozen install, so each bundled service has its dependencies', () => {
+    const dockerfile = readFileSync(path.join(ROOT, 'infra/docker/Dockerfile'), 'utf8');
+    const beforeInstall = dockerfile.split('RUN pnpm install --frozen-lockfile')[0]!;
+    const copied = new Set([...beforeInstall.matchAll(/^COPY (\S+)\/package\.json /gm)].map((m) => m[1]));
+    const packages = ['libs', 'services'].flatMap((dir) =>
+      readdirSync(path.join(ROOT, dir))
+        .filter((name) => existsSync(path.join(ROOT, dir, name, 'package.json')))
+        .map((name) => `${dir}/${name}`),
+    );
+    expect(packages.length).toBeGreaterThan(10);
+    expect(packages.filter((p) => !copied.has(p))).toEqual([]);
+  });
 
   it("gives the deployer what the embedded container runtime runs: runc, skopeo, umoci, catatonit (at Debian's path)", () => {
     expect(installed('deployer')).toEqual(

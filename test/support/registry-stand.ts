@@ -45,7 +45,7 @@ export async function startRegistryStand(env: Record<string, string> = {}): Prom
   return stand;
 }
 
-/** `npm start`'s registry supervisor (libs/registry/src/main.ts), running for a test api. */
+/** `npm start`'s registry supervisor (services/registry/src/main.ts), running for a test api. */
 export interface RegistrySupervisor {
   /** Its environment, for other commands of the same installation (`pnpm slipway registry gc`). */
   env: Record<string, string>;
@@ -63,7 +63,7 @@ export function startRegistrySupervisor(api: TestApi, extra: Record<string, stri
     SLIPWAY_REGISTRY_PORT: String(api.config.registry.port),
     ...extra,
   });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'libs/registry/src/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'services/registry/src/main.ts'], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

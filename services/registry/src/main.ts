@@ -2,15 +2,20 @@
  * `npm start`'s image registry (docs/operations.md, The image registry): CNCF distribution
  * (`docker-registry`) with the configuration Slipway generates, on a unix socket behind the push
  * guard that holds the registry's address and refuses pushes past `registry_bytes`
- * (push-guard.ts), restarted when it exits on its
+ * (libs/registry/src/push-guard.ts), restarted when it exits on its
  * own or fails to start (at most 5 times a minute), stopped with this process. SIGUSR2 (sent by `pnpm slipway
- * registry gc`) sweeps its garbage with the registry read-only meanwhile (sweep.ts).
+ * registry gc`) sweeps its garbage with the registry read-only meanwhile (libs/registry/src/sweep.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { loadConfigOrExit } from '@slipway/config';
-import { registryAnswers, startRegistry, type RunningRegistry } from './registry-process.js';
-import { sweepRegistry } from './sweep.js';
-import { announceSupervisor, recordSweep } from './sweep-request.js';
+import {
+  announceSupervisor,
+  recordSweep,
+  registryAnswers,
+  startRegistry,
+  sweepRegistry,
+  type RunningRegistry,
+} from '@slipway/registry';
 
 const config = loadConfigOrExit();
 const say = (msg: string) =>
