@@ -19,8 +19,8 @@ import { ServingAuth } from '../../services/deployer/src/serving-auth.js';
 import { freePort, startProcess, type BenchProcess } from './processes.js';
 import { databaseUrl, deleteKeys, REDIS, ROOT, SERVER, type BenchStack } from './stack.js';
 
-/** The agent server host (libs/agent-server/host): its program and its own installed dependencies. */
-const HOST = path.join(ROOT, 'libs/agent-server/host');
+/** The agent server host (services/agent-server): its program and its own installed dependencies. */
+const HOST = path.join(ROOT, 'services/agent-server');
 
 /** The host compiled as the builder copies it into an artifact, using HOST's installed dependencies. */
 export async function compiledHost(into: string): Promise<string> {

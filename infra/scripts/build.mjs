@@ -16,13 +16,19 @@ import { build } from 'esbuild';
 import { ROOT, log } from './bootstrap.mjs';
 import { CONSOLE_DIST, ensureConsole } from './console.mjs';
 
-/** Every service with an entry file: services/<name>/src/main.ts. */
+/**
+ * Every service of the workspace with an entry file: services/<name>/src/main.ts. The agent server
+ * host (services/agent-server) is not one: it is built inside each agent artifact by the builder.
+ */
 export function serviceNames() {
   const dir = path.join(ROOT, 'services');
   return readdirSync(dir)
-    .filter((name) => existsSync(path.join(dir, name, 'src/main.ts')))
+    .filter((name) => existsSync(path.join(dir, name, 'src/main.ts')) && name !== AGENT_SERVER_HOST)
     .sort();
 }
+
+/** services/<this>: the agent server host, copied beside the builder's bundle. */
+const AGENT_SERVER_HOST = 'agent-server';
 
 /**
  * Workspace packages are bundled; anything resolved from npm stays an import. In a package it is
@@ -110,7 +116,7 @@ export function packageService(name, outDir) {
   // beside its bundle (services/builder/src/agent-server-host.ts); the builder installs its
   // dependencies once, at its first agent build (services/builder/src/host-install.ts).
   if (name === 'builder') {
-    cpSync(path.join(ROOT, 'libs/agent-server/host'), path.join(target, 'agent-server-host'), {
+    cpSync(path.join(ROOT, 'services/agent-server'), path.join(target, 'agent-server-host'), {
       recursive: true,
       filter: (src) => !src.split(path.sep).includes('node_modules'),
     });

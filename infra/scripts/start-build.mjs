@@ -29,7 +29,7 @@ export const START_ENTRIES = {
 export const STAMP = path.join(ROOT, 'node_modules/.slipway-build');
 /** Folders of services/ and libs/ that are not sources of the compiled entries (the console has its own build: console.mjs). */
 const SKIP_NAMES = new Set(['node_modules', 'dist']);
-const SKIP_PATHS = new Set(['services/console', 'libs/agent-server/host']);
+const SKIP_PATHS = new Set(['services/console', 'services/agent-server']);
 const SINGLE_INPUTS = ['tsconfig.json', 'pnpm-lock.yaml', 'infra/scripts/build.mjs', 'infra/scripts/start-build.mjs'];
 
 function sourceFiles(dir, out) {

@@ -11,14 +11,14 @@ import {
 } from '../../services/builder/src/agent-server-host.js';
 
 /**
- * The agent server host (libs/agent-server/host) is TypeScript. The builder compiles it into
+ * The agent server host (services/agent-server) is TypeScript. The builder compiles it into
  * each agent-server artifact with a transpile that does not check types, so its types are
  * checked here, against its own locked dependencies, as `pnpm typecheck:agent-server` does; and
  * its copy in an artifact holds compiled modules only, the entry the start command names among
  * them. (A deploy that runs the compiled host end to end: test/e2e/agent-server*.test.ts.)
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const HOST_SRC = path.join(ROOT, 'libs/agent-server/host/src');
+const HOST_SRC = path.join(ROOT, 'services/agent-server/src');
 const scratch = mkdtempSync(path.join(tmpdir(), 'slipway-host-copy-'));
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

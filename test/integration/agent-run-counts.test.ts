@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { secretsCodec } from '@slipway/crypto';
 import { createLogger } from '@slipway/logging';
 import { deploymentKeyspaceUrl, deploymentRedisUser } from '@slipway/runtime';
-import { DURATION_BOUNDS_MS, RUN_STATS_KEY, RunStats } from '../../libs/agent-server/host/src/run-stats.js';
+import { DURATION_BOUNDS_MS, RUN_STATS_KEY, RunStats } from '../../services/agent-server/src/run-stats.js';
 import {
   AgentRunCountsReader,
   MAX_PER_READ,
@@ -17,7 +17,7 @@ import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * The agent-server run counters between the host (libs/agent-server/host/src/run-stats.ts, which
+ * The agent-server run counters between the host (services/agent-server/src/run-stats.ts, which
  * instances use to count into their deployment's Redis) and the deployer that reads and resets
  * them (services/deployer/src/metrics/agent-runs.ts), on this machine's real Redis. Each test
  * uses the key of a new deployment id, deleted afterwards; what a hostile app could put there
@@ -108,7 +108,7 @@ describe('agent-server run counts with REDIS_URL naming another database', () =>
     const d = await createDeploymentRow(api, name);
     made.push(d);
     const { env } = await access.environment(d.id, d.database);
-    // As the agent-server host connects (libs/agent-server/host/src/main.ts).
+    // As the agent-server host connects (services/agent-server/src/main.ts).
     const redis = new Redis(env.REDIS_URI, { enableReadyCheck: false, maxRetriesPerRequest: null });
     clients.push(redis);
     return { ...d, env, stats: new RunStats(redis, env.REDIS_PREFIX), key: `${env.REDIS_PREFIX}:${RUN_STATS_KEY}` };

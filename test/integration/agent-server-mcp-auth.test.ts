@@ -6,7 +6,7 @@ import { hostProject, type HostedProject } from '../support/agent-server-host.js
 
 /**
  * The agent server's MCP endpoint under a graph's custom auth (langgraph.json `auth`): the host
- * (libs/agent-server/host, installed as the builder installs it) on its own, no control plane,
+ * (services/agent-server, installed as the builder installs it) on its own, no control plane,
  * serving a graph whose auth handler names the user from an `x-user` header and lets each user
  * see only the assistants they created. The official MCP client lists and calls tools as two users.
  */

@@ -15,7 +15,7 @@ import { attempts, customs, joinAll, slowInput } from '../support/agent-runs.js'
 import { eventually } from '../support/service-process.js';
 
 /**
- * The agent server host's storage, on its own: the host (libs/agent-server/host, installed as
+ * The agent server host's storage, on its own: the host (services/agent-server, installed as
  * the builder installs it, from the npm registry) serving a fixture graph with this file's own
  * database and Redis prefix, two instances, no control plane. What the e2e files cannot see from
  * outside: the earlier single-table records moved into the row tables, the database holding one

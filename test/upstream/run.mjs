@@ -11,7 +11,7 @@
 // registry, and run there unchanged.
 //
 // What the runner sets up (configuration only): a database of its own and a Redis prefix of its
-// own; the host (libs/agent-server/host, installed as the builder installs it) serving the
+// own; the host (services/agent-server, installed as the builder installs it) serving the
 // suite's graph config (tests/graphs/langgraph.json, or langgraph.auth.json for `auth`) with
 // that file's `env` in its environment, as a deployment gets it; and either the one instance or
 // a round-robin proxy in front of two instances (each request to either, as the serving URL
@@ -35,7 +35,7 @@ import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/bui
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '../..');
-const HOST = path.join(REPO, 'libs/agent-server/host');
+const HOST = path.join(REPO, 'services/agent-server');
 
 /** Each suite: its file in tests/, the graph config it is served with, the address it calls. */
 const SUITES = {

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { ArtifactManifest } from '@slipway/domain';
 
 /**
- * The agent server host (libs/agent-server/host: a TypeScript program and its locked
+ * The agent server host (services/agent-server: a TypeScript program and its locked
  * dependencies) that serves a LangGraph.js project's graphs. It is copied into the artifact,
  * compiled, so an instance needs nothing outside its artifact directory. Found relative to this
  * module: the packaged service (`pnpm build --package`, the image) carries it as
@@ -15,7 +15,7 @@ import type { ArtifactManifest } from '@slipway/domain';
 const PACKAGED_HOST = fileURLToPath(new URL('../agent-server-host/', import.meta.url));
 export const AGENT_SERVER_HOST_SOURCE = existsSync(PACKAGED_HOST)
   ? PACKAGED_HOST
-  : fileURLToPath(new URL('../../../libs/agent-server/host/', import.meta.url));
+  : fileURLToPath(new URL('../../agent-server/', import.meta.url));
 
 /** Where the host goes in the source tree (and so in the artifact's app/). */
 export const AGENT_SERVER_HOST_DIR = '.slipway-agent-server';

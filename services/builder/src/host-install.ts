@@ -17,7 +17,7 @@ const ABANDONED_MS = 6 * 60 * 60_000;
 export interface HostInstallOptions {
   /** `SLIPWAY_AGENT_SERVER_HOST_CACHE`. */
   root: string;
-  /** The host's package files (libs/agent-server/host, or the packaged builder's copy). */
+  /** The host's package files (services/agent-server, or the packaged builder's copy). */
   source?: string;
   /** The install gives up after this (the build deadline). */
   deadlineMs: number;

@@ -4,7 +4,7 @@ import type { Logger } from '@slipway/logging';
 import { deploymentKeyspaceUrl, deploymentRedisUser } from '@slipway/runtime';
 
 /**
- * The agent-server host's run counters (libs/agent-server/host/src/run-stats.ts: the key, fields
+ * The agent-server host's run counters (services/agent-server/src/run-stats.ts: the key, fields
  * and bounds are its contract — change both together): a hash under the deployment's Redis
  * prefix that its instances add to, read and deleted here.
  */

@@ -42,7 +42,7 @@ const FAILURE_LOG_LINES = 10;
 /** Lines of a failed instance's log searched for a start failure line. */
 const START_FAILURE_SEARCH_LINES = 200;
 /**
- * The line the agent server host (libs/agent-server/host/src/server.ts) prints when a graph throws
+ * The line the agent server host (services/agent-server/src/server.ts) prints when a graph throws
  * as it is imported at start: the message leads with it, it says what to fix.
  */
 const START_FAILURE = /^Graph '[^']*' \(.*\) failed to load at start: /;
