@@ -1,10 +1,9 @@
 /**
  * Why a container's command could not be started at all, from its log: the added init's words
- * (`ERROR (catatonit:1): failed to exec pid1: No such file or directory`) or runc's own, when the
- * image brings its init (`exec /sbin/tini: no such file or directory` from the container's init
- * after the start, or `unable to start container process: exec: …` from `runc run`). Such a start can never succeed, unlike a crash of a server that
- * started: the rollout fails at once instead of being retried (docs/operations.md, The container
- * runtime).
+ * (`ERROR (catatonit:1): failed to exec pid1: No such file or directory`) or runc's own, when the image brings its init
+ * (`exec /sbin/tini: no such file or directory` from the container's init after the start, or
+ * `unable to start container process: exec: …` from `runc run`). Such a start can never succeed, unlike a crash of a
+ * server that started: the rollout fails at once instead of being retried (docs/operations.md, The container runtime).
  */
 const CATATONIT_EXEC = /failed to exec pid1: (.+?)\s*$/;
 const RUNC_EXEC =

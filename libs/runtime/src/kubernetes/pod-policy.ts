@@ -93,7 +93,8 @@ export function podPolicyViolations(
     if (policy.namespace_config_refs || (typeof name === 'string' && own.has(name))) return;
     refused(
       path,
-      `${kind} '${String(name)}' is not this deployment's own (${[...own].join(' or ')}); the listener's pod_policy.namespace_config_refs allows others`,
+      `${kind} '${String(name)}' is not this deployment's own (${[...own].join(' or ')}); the listener's ` +
+        `pod_policy.namespace_config_refs allows others`,
     );
   };
 
@@ -132,7 +133,8 @@ function checkVolume(
   if (sources.length !== 1) {
     refused(
       path,
-      `A volume needs exactly one source (emptyDir, secret, configMap${policy.volume_types?.length ? `, ${policy.volume_types.join(', ')}` : ''})`,
+      `A volume needs exactly one source (emptyDir, secret, ` +
+        `configMap${policy.volume_types?.length ? `, ${policy.volume_types.join(', ')}` : ''})`,
     );
     return;
   }
