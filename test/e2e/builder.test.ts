@@ -491,7 +491,8 @@ describe('builder: repohost builds', () => {
     it('an export that is not a graph: says what it is', async () => {
       const { message } = await failureOf('graph-not-a-graph');
       expect(message).toBe(
-        `Graph 'agent' (./src/agent.mjs:graph) cannot be served: the export "graph" of ./src/agent.mjs is not a graph (a StateGraph, compiled or not): it is an object (Object).`,
+        `Graph 'agent' (./src/agent.mjs:graph) cannot be served: the export "graph" of ./src/agent.mjs is not a ` +
+          `graph (a StateGraph, compiled or not): it is an object (Object).`,
       );
     });
 
@@ -634,29 +635,33 @@ describe('builder: uploaded tarballs', () => {
     expect(row.source_revision_config.repo_commit_sha ?? null).toBeNull();
   });
 
-  it('refuses a crafted archive whose symlinks escape by real path (up -> ., esc -> up/..): BUILD_FAILED, nothing written outside', async () => {
-    let box = '';
-    const { revisionId } = await uploadRevision('upload-escape', async (objectPath, deploymentId) => {
-      const file = uploadFilePath(api.config.dataDir, objectPath);
-      mkdirSync(path.dirname(file), { recursive: true });
-      box = path.dirname(file);
-      writeFileSync(
-        file,
-        craftTarball([
-          { path: 'agent/langgraph.json', body: '{"graphs": {"agent": "./agent.js:graph"}}' },
-          { path: 'agent/up', type: 'SymbolicLink', linkpath: '.' },
-          { path: 'agent/esc', type: 'SymbolicLink', linkpath: 'up/../..' },
-        ]),
+  it(
+    'refuses a crafted archive whose symlinks escape by real path (up -> ., esc -> up/..): BUILD_FAILED, ' +
+      'nothing written outside',
+    async () => {
+      let box = '';
+      const { revisionId } = await uploadRevision('upload-escape', async (objectPath, deploymentId) => {
+        const file = uploadFilePath(api.config.dataDir, objectPath);
+        mkdirSync(path.dirname(file), { recursive: true });
+        box = path.dirname(file);
+        writeFileSync(
+          file,
+          craftTarball([
+            { path: 'agent/langgraph.json', body: '{"graphs": {"agent": "./agent.js:graph"}}' },
+            { path: 'agent/up', type: 'SymbolicLink', linkpath: '.' },
+            { path: 'agent/esc', type: 'SymbolicLink', linkpath: 'up/../..' },
+          ]),
+        );
+        await recordUpload(objectPath, deploymentId);
+      });
+      const row = await settle(revisionId);
+      expect(row.status).toBe('BUILD_FAILED');
+      expect(row.status_message).toContain(
+        "The source tarball was refused: symlink 'agent/esc' points outside the archive (up/../..)",
       );
-      await recordUpload(objectPath, deploymentId);
-    });
-    const row = await settle(revisionId);
-    expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toContain(
-      "The source tarball was refused: symlink 'agent/esc' points outside the archive (up/../..)",
-    );
-    expect(readdirSync(box).every((name) => name.endsWith('.tar.gz'))).toBe(true);
-  });
+      expect(readdirSync(box).every((name) => name.endsWith('.tar.gz'))).toBe(true);
+    },
+  );
 
   it('fails clearly when the uploaded file is gone', async () => {
     const { revisionId, objectPath } = await uploadRevision('upload-missing', recordUpload);

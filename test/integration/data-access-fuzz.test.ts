@@ -267,7 +267,8 @@ describe('inline splitting, against the Redis server itself', () => {
             : answer === `$${args![1]!.length}\r\n${args![1]!.toString('latin1')}\r\n`;
       if (!fine)
         mismatches.push(
-          `${JSON.stringify(token)}: front ${refused || JSON.stringify(args?.map((a) => a.toString('latin1')))} server ${JSON.stringify(answer)}`,
+          `${JSON.stringify(token)}: front ${refused || JSON.stringify(args?.map((a) => a.toString('latin1')))} ` +
+            `server ${JSON.stringify(answer)}`,
         );
     }
     expect(mismatches, `seed ${SEED}`).toEqual([]);

@@ -396,7 +396,8 @@ describe(`fuzzing every route (seed ${SEED})`, () => {
           if (problems.length) {
             failures.push(
               `#${request.n} ${request.method} ${request.path.slice(0, 300)} [${request.headers['content-type'] ?? '-'}] ` +
-                `body=${request.body?.toString('utf8').slice(0, 200) ?? '-'} → ${response.status} ${response.text.slice(0, 300)}: ${problems.join('; ')}`,
+                `body=${request.body?.toString('utf8').slice(0, 200) ?? '-'} ` +
+                `→ ${response.status} ${response.text.slice(0, 300)}: ${problems.join('; ')}`,
             );
           }
         }

@@ -88,7 +88,8 @@ export const typeOfKind = (kind: string) => RESOURCE_TYPES.find((t) => t.kind ==
 export class ConflictError extends Error {
   constructor(readonly conflicts: Array<{ field: string; manager: string }>) {
     super(
-      `Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}": .${JSON.parse(c.field).join('.')}`).join('; ')}`,
+      `Apply failed with ${conflicts.length} ` +
+        `conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}": .${JSON.parse(c.field).join('.')}`).join('; ')}`,
     );
   }
 }
