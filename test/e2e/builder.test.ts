@@ -412,7 +412,10 @@ describe('builder: repohost builds', () => {
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
     expect(row.status_message).toMatch(
-      /^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and package\.json has no "start" script\. Add a "start" script/,
+      new RegExp(
+        String.raw`^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and ` +
+          String.raw`package\.json has no "start" script\. Add a "start" script`,
+      ),
     );
     expect(row.status_message).toContain('{"graphs": {"agent": "./src/agent.ts:graph"}}');
     // The commit was resolved before the project was read, so it is recorded all the same.
@@ -484,7 +487,10 @@ describe('builder: repohost builds', () => {
     it('a syntax error in a TypeScript graph file: the compiler says where', async () => {
       const { message } = await failureOf('graph-syntax-error');
       expect(message).toMatch(
-        /^Graph 'agent' \(\.\/src\/agent\.ts:graph\) cannot be served: importing \.\/src\/agent\.ts failed: it does not compile: src\/agent\.ts:3:0: Expected "\]" but found "\}"\.$/,
+        new RegExp(
+          String.raw`^Graph 'agent' \(\.\/src\/agent\.ts:graph\) cannot be served: importing \.\/src\/agent\.ts ` +
+            String.raw`failed: it does not compile: src\/agent\.ts:3:0: Expected "\]" but found "\}"\.$`,
+        ),
       );
     });
 
@@ -506,7 +512,10 @@ describe('builder: repohost builds', () => {
     it('an import of a package that is not installed: names the package', async () => {
       const { message } = await failureOf('graph-broken-import');
       expect(message).toMatch(
-        /^Graph 'agent' \(\.\/src\/agent\.mjs:graph\) cannot be served: importing \.\/src\/agent\.mjs failed: Cannot find package '@langchain\/langgraph-not-installed'/,
+        new RegExp(
+          String.raw`^Graph 'agent' \(\.\/src\/agent\.mjs:graph\) cannot be served: importing \.\/src\/agent\.mjs ` +
+            String.raw`failed: Cannot find package '@langchain\/langgraph-not-installed'`,
+        ),
       );
     });
 

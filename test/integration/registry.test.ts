@@ -281,7 +281,10 @@ describe('PATCH with revision_source internal_docker', () => {
       expect(res.status, res.text).toBe(503);
       expect(res.headers.get('retry-after')).toBe('5');
       expect(res.body.detail).toMatch(
-        /^The built-in image registry is unavailable, so image_uri could not be resolved to a digest; nothing was changed\. Retry once it is back\. \(.*ECONNREFUSED/,
+        new RegExp(
+          String.raw`^The built-in image registry is unavailable, so image_uri could not be resolved to a digest; ` +
+            String.raw`nothing was changed\. Retry once it is back\. \(.*ECONNREFUSED`,
+        ),
       );
       const after = (await api().http.get(`/v2/deployments/${deploymentId}`)).body;
       expect(after.latest_revision_id).toBe(before.latest_revision_id);

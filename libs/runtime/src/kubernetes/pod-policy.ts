@@ -77,8 +77,10 @@ const SECURITY_CONTEXT_RULES: Record<string, { ok: (v: any) => boolean; expected
 };
 
 /** Pod annotations that loosen a container's confinement (AppArmor, the legacy seccomp ones). */
-const CONFINEMENT_ANNOTATION =
-  /^(container\.apparmor\.security\.beta\.kubernetes\.io|seccomp\.security\.alpha\.kubernetes\.io|container\.seccomp\.security\.alpha\.kubernetes\.io)\//;
+const CONFINEMENT_ANNOTATION = new RegExp(
+  String.raw`^(container\.apparmor\.security\.beta\.kubernetes\.io|seccomp\.security\.alpha\.kubernetes\.io` +
+    String.raw`|container\.seccomp\.security\.alpha\.kubernetes\.io)\/`,
+);
 
 /** Every field of `spec` the policy refuses, with its path inside the spec. Empty when it may run. */
 export function podPolicyViolations(
