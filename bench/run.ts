@@ -143,7 +143,18 @@ printTable(rows);
 mkdirSync(path.dirname(values.out!), { recursive: true });
 writeFileSync(
   values.out!,
-  `${JSON.stringify({ started: started.toISOString(), quick: values.quick, build, machine: { cpus: os.cpus().length, node: process.version }, options, rows }, null, 2)}\n`,
+  `${JSON.stringify(
+    {
+      started: started.toISOString(),
+      quick: values.quick,
+      build,
+      machine: { cpus: os.cpus().length, node: process.version },
+      options,
+      rows,
+    },
+    null,
+    2,
+  )}\n`,
 );
 console.log(`\nwritten to ${path.relative(process.cwd(), values.out!)}`);
 const missed = rows.filter((r) => r.met === false);

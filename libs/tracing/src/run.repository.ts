@@ -370,10 +370,13 @@ export class RunRepository {
       where.push(`(r.start_time, r.id) ${cmp} (${p(q.after.startTime)}::timestamptz, ${p(q.after.id)}::uuid)`);
     const order = q.treeOrder ? `r.dotted_order ${dir}` : `r.start_time ${dir}, r.id ${dir}`;
     const tree = q.subtreeTokens !== false;
+    const payloads = q.withPayload
+      ? 'LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time'
+      : '';
     const rows = await this.manager.query(
       `SELECT r.*${q.withPayload ? ', p.inputs, p.outputs, p.events, p.serialized, p.extra' : ''}${tree ? `, ${TREE_TOKENS.columns}` : ''}
          FROM tracing_runs r
-         ${q.withPayload ? 'LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time' : ''}
+         ${payloads}
          ${tree ? TREE_TOKENS.joins : ''}
         WHERE ${where.join(' AND ')}
         ORDER BY ${order}
