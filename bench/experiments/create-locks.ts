@@ -24,8 +24,8 @@ try {
   const switches = await installSwitches(ds, stack.dbName);
   // The api's pool connected before: reconnect them so they take the search_path.
   await ds.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND ` +
-      `application_name <> 'slipway-bench' AND pid <> pg_backend_pid()`,
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() ` +
+      `AND application_name <> 'slipway-bench' AND pid <> pg_backend_pid()`,
   );
   await new Promise((r) => setTimeout(r, 500));
   // Other workspaces of the bench's organization, each with an admin key and a listener.

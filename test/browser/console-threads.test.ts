@@ -274,8 +274,8 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
   }, 60_000);
 
   it(
-    'shows the assistants with their versions and graph, pauses, resumes and deletes a cron the SDK made, and ' +
-      'deletes a thread',
+    'shows the assistants with their versions and graph, pauses, resumes and deletes a cron the SDK made, ' +
+      'and deletes a thread',
     async () => {
       const { client } = agent;
       // Its own data: a yearly cron (it never fires during the test) and a thread to delete.

@@ -486,13 +486,13 @@ describe('external_container without a listener', () => {
     const rev = await externalRevision('ext-loopback', '127.0.0.1:1/team/web:v1');
     expect(rev.status).toBe('DEPLOY_FAILED');
     expect(rev.status_message).toBe(
-      'Slipway does not pull images from 127.0.0.1:1: it is a loopback address (SLIPWAY_OUTBOUND_ALLOW_HOSTS ' +
-        'lists hosts that may be reached anyway).',
+      'Slipway does not pull images from 127.0.0.1:1: it is a loopback address ' +
+        '(SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).',
     );
   }, 90_000);
 
-  it("never uses the platform credential for another deployment's repository of the built-in registry: a 422 on " +
-    'create and PATCH, nothing written', async () => {
+  it("never uses the platform credential for another deployment's repository of the built-in registry: " +
+    'a 422 on create and PATCH, nothing written', async () => {
     const other = await serving('ctr-victim', '<h1>private</h1>');
     const stolen = `${other.d.registryUrl}/web:v1`;
     const refusal = {

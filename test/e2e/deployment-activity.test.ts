@@ -15,8 +15,8 @@ const RUNTIME_ENV = { SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN), SLIPWAY_RUNTIM
 
 const APP =
   `import http from 'node:http';
-const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' ` +
-  `}).end(JSON.stringify({ url: req.url })));
+const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': ` +
+  `'application/json' }).end(JSON.stringify({ url: req.url })));
 server.listen(Number(process.env.PORT));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
 `;

@@ -38,8 +38,8 @@ function deployerRss(): number {
 }
 
 describe('a newline-free flood on stdout', () => {
-  it("keeps 64 KiB of the line, drops the rest with a count, and the deployer's memory bounded; every " +
-    'deployment keeps serving', async () => {
+  it("keeps 64 KiB of the line, drops the rest with a count, and the deployer's memory bounded; " +
+    'every deployment keeps serving', async () => {
     const flood = await stand.deploy('flood');
     const calm = await stand.deploy('calm');
     for (const d of [flood, calm])

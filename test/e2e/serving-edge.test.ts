@@ -141,8 +141,8 @@ describe('the serving edge', () => {
   });
 
   it(
-    'refuses an Upgrade to /ok without a key before the app sees it, and closes the connection: a second ' +
-      'request on it never arrives',
+    'refuses an Upgrade to /ok without a key before the app sees it, and closes the connection: ' +
+      'a second request on it never arrives',
     async () => {
       const marker = randomUUID();
       const { data, closedByServer } = await raw([

@@ -151,8 +151,8 @@ async function issued(): Promise<string> {
 
 describe('ACME certificates against pebble', () => {
   it(
-    'issues a certificate whose served chain (leaf + intermediate) verifies against pebble’s root; never for ' +
-      'localhost or an address',
+    'issues a certificate whose served chain (leaf + intermediate) verifies against pebble’s root; ' +
+      'never for localhost or an address',
     async () => {
       wanted = [HOST, 'localhost', 'app.localhost', '127.0.0.1'];
       await keeper.poke();

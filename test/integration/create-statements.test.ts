@@ -81,8 +81,8 @@ describe('statements per create', () => {
   });
 
   it(
-    'claims a deployment slot last, with SKIP LOCKED and no workspace lock: creates of a workspace do not wait ' +
-      'for each other',
+    'claims a deployment slot last, with SKIP LOCKED and no workspace lock: ' +
+      'creates of a workspace do not wait for each other',
     async () => {
       const statements = await transactionOf(async () => expect((await create()).status).toBe(201));
       expect(

@@ -184,8 +184,8 @@ describe("another tenant's Redis channels and the server's keyspace", () => {
   });
 
   it(
-    'the front refuses them itself: with the ACL loosened, B straight at the server sees the channel, through ' +
-      'its front it still does not',
+    'the front refuses them itself: with the ACL loosened, B straight at the server sees the channel, ' +
+      'through its front it still does not',
     async () => {
       const admin = redisClient(api.config.redisUrl);
       await admin.connect();
@@ -231,8 +231,8 @@ describe('connections per deployment', () => {
   });
 
   it(
-    "Postgres: A's connections through its front are refused past the bound (53300), B's database is still " +
-      'reachable through its own',
+    "Postgres: A's connections through its front are refused past the bound (53300), " +
+      "B's database is still reachable through its own",
     async () => {
       const held: pg.Client[] = [];
       for (let i = 0; i < DB_LIMIT; i++) {

@@ -170,8 +170,8 @@ describe('PATCH', () => {
 
 describe("a listener's pod_policy, set by a workspace admin", () => {
   it(
-    'widens exactly what it names; the agent gets manifests that follow it and stay restricted; narrowing it ' +
-      'again blocks a redeploy',
+    'widens exactly what it names; the agent gets manifests that follow it and stay restricted; ' +
+      'narrowing it again blocks a redeploy',
     async () => {
       const listener = await api.http.post('/v2/listeners', {
         compute_type: 'k8s',

@@ -133,8 +133,8 @@ describe('GET /v2/events', () => {
   });
 
   it(
-    'numbers an event when it has committed, not when it was written: one that commits late comes after, and ' +
-      'is not passed over',
+    'numbers an event when it has committed, not when it was written: one that commits late comes after, ' +
+      'and is not passed over',
     async () => {
       const start = await latestId(api.http);
       // A transaction that writes an event first and commits last.

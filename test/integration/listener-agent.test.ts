@@ -562,8 +562,8 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
         {
           deployment_id: charlie.id,
           reason:
-            `Deployment ID ${charlie.id} is AWAITING_DATABASE; only a deployment being deleted ` +
-            `(AWAITING_DELETE) can finish its teardown.`,
+            `Deployment ID ${charlie.id} is AWAITING_DATABASE; ` +
+            `only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`,
         },
         {
           deployment_id: bravo.id,

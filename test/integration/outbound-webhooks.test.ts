@@ -140,8 +140,8 @@ describe('/v2/webhooks', () => {
 
 describe('deliveries', () => {
   it(
-    'signs each delivery (Standard Webhooks), sends only subscribed types of the chosen deployments, and ' +
-      'nothing from before the webhook',
+    'signs each delivery (Standard Webhooks), sends only subscribed types of the chosen deployments, ' +
+      'and nothing from before the webhook',
     async () => {
       const before = await createImageDeployment(api, 'wh-before', listenerId);
       const other = await createImageDeployment(api, 'wh-other', listenerId);
@@ -204,8 +204,8 @@ describe('deliveries', () => {
   );
 
   it(
-    'a receiver failing twice gets the event on the third attempt, every attempt listed; redeliver sends it ' +
-      'again with the same webhook-id',
+    'a receiver failing twice gets the event on the third attempt, every attempt listed; ' +
+      'redeliver sends it again with the same webhook-id',
     async () => {
       failures.set('/flaky', 2);
       const hook = await createWebhook('/flaky');

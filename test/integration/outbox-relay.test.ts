@@ -120,8 +120,8 @@ describe('a backlog', () => {
     expect(rec.maxInFlight()).toBeLessThanOrEqual(3);
     expect(await api.queues.rollouts.count()).toBe(before + due);
     const moved = await api.dataSource.query(
-      `SELECT r.status, (SELECT count(*)::int FROM revision_events e WHERE e.revision_id = r.id AND e.to_status ` +
-        `= 'AWAITING_DEPLOY') AS events
+      `SELECT r.status, (SELECT count(*)::int FROM revision_events e WHERE e.revision_id = r.id ` +
+        `AND e.to_status = 'AWAITING_DEPLOY') AS events
          FROM revisions r WHERE r.id = ANY($1::uuid[])`,
       [revisions],
     );
@@ -170,8 +170,8 @@ describe('while Redis refuses jobs', () => {
     );
 
   it(
-    'the backlog waits in order; once Redis takes jobs again every row goes out, the one backing off too, and ' +
-      'a bad row is parked',
+    'the backlog waits in order; once Redis takes jobs again every row goes out, the one backing off too, ' +
+      'and a bad row is parked',
     async () => {
       await api.relay.drain();
       await backlog(100);

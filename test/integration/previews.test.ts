@@ -158,8 +158,8 @@ describe('opening a preview', () => {
 
 describe("the parent's secret overrides for its previews", () => {
   it(
-    'are stored sealed and shown masked, replace the parent’s value of their name in each preview, and keep ' +
-      'their value when sent masked',
+    'are stored sealed and shown masked, replace the parent’s value of their name in each preview, ' +
+      'and keep their value when sent masked',
     async () => {
       const p = await parent({
         enabled: true,
@@ -521,8 +521,8 @@ describe('`slipway preview` for CI scripts without a forge', () => {
 
 describe("the published deploy CLI (@langchain/langgraph-cli's own lookup and calls, unchanged) never adopts a preview", () => {
   it(
-    'finds the parent by its name, not its previews; named by a preview’s own name, its upload and image ' +
-      'roll-outs are refused (400)',
+    'finds the parent by its name, not its previews; named by a preview’s own name, ' +
+      'its upload and image roll-outs are refused (400)',
     async () => {
       const { HostBackendClient } = await import('@langchain/langgraph-cli/dist/cli/utils/host-backend.mjs' as string);
       const { findDeploymentIdByName } = await import(

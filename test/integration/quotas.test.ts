@@ -180,8 +180,8 @@ describe('uploads', () => {
     });
     expect(
       await count(
-        `SELECT count(*) AS n FROM uploads u JOIN deployments d ON d.id = u.deployment_id WHERE d.workspace_id ` +
-          `= $1 AND u.completed_at IS NOT NULL`,
+        `SELECT count(*) AS n FROM uploads u JOIN deployments d ON d.id = u.deployment_id ` +
+          `WHERE d.workspace_id = $1 AND u.completed_at IS NOT NULL`,
         [workspaceId],
       ),
     ).toBe(1);

@@ -80,8 +80,8 @@ const revisionRow = async (id: string) =>
 
 describe('artifacts', () => {
   it(
-    'keeps the active revision and the newest artifacts_kept others; prunes the rest (files and ref), unless a ' +
-      'kept revision shares the artifact',
+    'keeps the active revision and the newest artifacts_kept others; prunes the rest (files and ref), ' +
+      'unless a kept revision shares the artifact',
     async () => {
       const { client } = await workspace({ artifacts_kept: 1 });
       const deploymentId = await uploadDeployment(client);
@@ -248,8 +248,8 @@ describe('events and outbox rows', () => {
       writeFileSync(completedDaysAgo === null ? `${file}.part` : file, 'tarball');
       await api.dataSource.query(
         `INSERT INTO uploads (object_path, deployment_id, size_bytes, created_at, completed_at)
-         VALUES ($1, $2, 7, now() - make_interval(days => $3), CASE WHEN $4::int IS NULL THEN NULL ELSE now() - ` +
-          `make_interval(days => $4::int) END)`,
+         VALUES ($1, $2, 7, now() - make_interval(days => $3), CASE WHEN $4::int IS NULL THEN NULL ` +
+          `ELSE now() - make_interval(days => $4::int) END)`,
         [objectPath, deploymentId, createdDaysAgo, completedDaysAgo],
       );
       return { objectPath, file };

@@ -234,8 +234,8 @@ describe('OTLP/HTTP exporters against /api/v1/otel/v1/traces', () => {
   });
 
   it(
-    'a span of the OTLP JSON mapping with ids in hex and times as strings, without a project header, lands in ' +
-      'the default project',
+    'a span of the OTLP JSON mapping with ids in hex and times as strings, without a project header, ' +
+      'lands in the default project',
     async () => {
       const traceId = randomUUID().replace(/-/g, '');
       const spanId = randomUUID().replace(/-/g, '').slice(0, 16);

@@ -214,8 +214,8 @@ describe("langsmith's client.runs against /api/v2", () => {
   });
 
   it(
-    'refuses what it does not answer: 422 for datasets, a bad filter or a forged cursor; an unknown select or ' +
-      'no project; 401 without a key',
+    'refuses what it does not answer: 422 for datasets, a bad filter or a forged cursor; ' +
+      'an unknown select or no project; 401 without a key',
     async () => {
       const post = (body: unknown, key?: string) =>
         api.http.post('/api/v2/runs/query', body, key === undefined ? undefined : { key });

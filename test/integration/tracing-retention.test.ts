@@ -46,8 +46,8 @@ const children = async (table: string): Promise<string[]> =>
 /** Rows of the trace's two runs in the runs and payloads tables (4 when all there). */
 const runsOf = async ({ traceId, childId }: { traceId: string; childId: string }) => {
   const [row] = await api.dataSource.query(
-    `SELECT (SELECT count(*) FROM tracing_runs WHERE id = ANY($1::uuid[])) + (SELECT count(*) FROM ` +
-      `tracing_run_payloads WHERE run_id = ANY($1::uuid[])) AS n`,
+    `SELECT (SELECT count(*) FROM tracing_runs WHERE id = ANY($1::uuid[])) + (SELECT count(*) ` +
+      `FROM tracing_run_payloads WHERE run_id = ANY($1::uuid[])) AS n`,
     [[traceId, childId]],
   );
   return Number(row.n);
@@ -124,8 +124,8 @@ describe('tracing retention', () => {
   });
 
   it(
-    'keeps a day a longer override still needs, deleting only the rows of shorter windows; a dropped day can ' +
-      'be written again',
+    'keeps a day a longer override still needs, deleting only the rows of shorter windows; ' +
+      'a dropped day can be written again',
     async () => {
       const a = langsmithClient(api.baseUrl, api.adminKey);
       const c = await workspaceWithWindow(25);

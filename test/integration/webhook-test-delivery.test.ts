@@ -35,8 +35,8 @@ const at = (path: string) => harness.received.filter((r) => r.path === path);
 
 describe('POST /v2/webhooks/{id}/test', () => {
   it(
-    'sends that webhook alone one signed webhook.test delivery, listed as succeeded, redeliverable, and kept ' +
-      'out of the event feed',
+    'sends that webhook alone one signed webhook.test delivery, listed as succeeded, redeliverable, ' +
+      'and kept out of the event feed',
     async () => {
       const hook = await createWebhook('/tested');
       const bystander = await createWebhook('/bystander', [

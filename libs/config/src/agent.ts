@@ -21,8 +21,8 @@ export const agentSettings = {
       .uri({ scheme: ['http', 'https'] })
       .required(),
     "the api's base URL; `https`, or plain `http` only to a loopback host (`127.0.0.0/8`, `::1`, `localhost`). " +
-      'The agent never follows a redirect (a 3xx is an error: its key is never re-sent elsewhere), so name ' +
-      "the api's final URL",
+      'The agent never follows a redirect (a 3xx is an error: its key is never re-sent elsewhere), ' +
+      "so name the api's final URL",
     { read: (raw: string) => raw.replace(/\/+$/, '') },
   ),
   listenerId: setting<string>('SLIPWAY_LISTENER_ID', Joi.string().guid().required(), 'the listener this agent serves'),
@@ -79,8 +79,8 @@ function insecureUrlProblem(apiUrl: string, allowInsecure: boolean): string | nu
   const url = new URL(apiUrl);
   if (url.protocol === 'https:' || allowInsecure || isLoopbackHost(url.hostname)) return null;
   return (
-    '"SLIPWAY_API_URL" must be an https URL (plain http sends the agent\'s key in clear): use https, a ' +
-    'loopback address, or set SLIPWAY_AGENT_ALLOW_INSECURE_HTTP=true'
+    '"SLIPWAY_API_URL" must be an https URL (plain http sends the agent\'s key in clear): use https, ' +
+    'a loopback address, or set SLIPWAY_AGENT_ALLOW_INSECURE_HTTP=true'
   );
 }
 

@@ -58,8 +58,9 @@ export const quotaSettings = {
   traceRetentionDays: int(
     'SLIPWAY_TRACE_RETENTION_DAYS',
     14,
-    'default days of traces kept per workspace (by run start time); retention drops the daily partitions past ' +
-      'the longest window in force and deletes older rows of workspaces with a shorter one',
+    'default days of traces kept per workspace (by run start time); ' +
+      'retention drops the daily partitions past the longest window in force and deletes older rows of ' +
+      'workspaces with a shorter one',
     { min: 1, max: 3650 },
   ),
 } satisfies Record<keyof Quotas, Setting<number>>;
@@ -98,16 +99,16 @@ export const deploymentDbSettings = {
     'SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT',
     60,
     "`CONNECTION LIMIT` of each deployment's database role and the most connections its Postgres front relays " +
-      "at once (more: refused with SQLSTATE 53300); well below the server's `max_connections`, so one " +
-      'deployment cannot take every slot',
+      "at once (more: refused with SQLSTATE 53300); well below the server's `max_connections`, " +
+      'so one deployment cannot take every slot',
     { min: 1, max: 10_000 },
   ),
   /** The most connections a deployment's Redis front relays at once (Redis ACL users have no limit of their own). */
   deploymentRedisConnectionLimit: int(
     'SLIPWAY_DEPLOYMENT_REDIS_CONNECTION_LIMIT',
     100,
-    "the most connections each deployment's Redis front relays at once (more: refused with `-ERR max number of " +
-      "clients reached`); well below the server's `maxclients`",
+    "the most connections each deployment's Redis front relays at once (more: " +
+      "refused with `-ERR max number of clients reached`); well below the server's `maxclients`",
     { min: 1, max: 100_000 },
   ),
 };

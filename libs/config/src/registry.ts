@@ -12,8 +12,8 @@ export const registrySettings = {
     'SLIPWAY_REGISTRY',
     ['auto', 'off'],
     'auto',
-    '`auto`: `npm start` runs the built-in image registry (CNCF distribution, `docker-registry`); `off`: you ' +
-      'run it (docs/operations.md, The image registry)',
+    '`auto`: `npm start` runs the built-in image registry (CNCF distribution, `docker-registry`); `off`: ' +
+      'you run it (docs/operations.md, The image registry)',
   ),
   host: text('SLIPWAY_REGISTRY_HOST', '127.0.0.1', 'where that registry listens'),
   port: int('SLIPWAY_REGISTRY_PORT', 8130, "that registry's port", { min: 1, max: 65535 }),

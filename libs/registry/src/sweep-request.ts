@@ -64,9 +64,9 @@ export async function requestSweep(
       return {
         ok: false,
         output:
-          `A registry Slipway does not supervise answers at ${config.registry.internalUrl}: run its ` +
-          `garbage-collect yourself while it is read-only or stopped (docs/operations.md, The image ` +
-          `registry).`,
+          `A registry Slipway does not supervise answers at ${config.registry.internalUrl}: ` +
+          `run its garbage-collect yourself while it is read-only or stopped (docs/operations.md, ` +
+          `The image registry).`,
       };
     }
     const { ok, output } = await sweepRegistry(config, null);

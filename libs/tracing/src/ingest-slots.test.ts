@@ -4,8 +4,8 @@ import { IngestSlots } from './ingest-slots.js';
 
 describe('ingest slots', () => {
   it(
-    'refuses a writer past its limit with a 429 to retry in a second, leaving other writers alone, and frees ' +
-      'slots on failure too',
+    'refuses a writer past its limit with a 429 to retry in a second, leaving other writers alone, ' +
+      'and frees slots on failure too',
     async () => {
       const slots = new IngestSlots(2);
       let release!: () => void;

@@ -151,8 +151,8 @@ export class PgAssistants implements AssistantsRepo {
         json(next.metadata),
       ];
       const { rows } = await tx.query(
-        `UPDATE slipway_agent_assistants SET version = $2, graph_id = $3, name = $4, description = $5, config = ` +
-          `$6, context = $7, metadata = $8, updated_at = now()
+        `UPDATE slipway_agent_assistants SET version = $2, graph_id = $3, name = $4, description = $5, ` +
+          `config = $6, context = $7, metadata = $8, updated_at = now()
          WHERE assistant_id = $1 RETURNING *`,
         values,
       );

@@ -14,8 +14,8 @@ export async function migrateLegacyRecords(client: PoolClient, deserialize: Dese
   await client.query('BEGIN');
   try {
     const { rows } = await client.query<{ kind: string; data: string }>(
-      `SELECT kind, data FROM slipway_agent_records ORDER BY CASE kind WHEN 'assistants' THEN 0 WHEN ` +
-        `'assistant_versions' THEN 1 WHEN 'threads' THEN 2 ELSE 3 END`,
+      `SELECT kind, data FROM slipway_agent_records ORDER BY CASE kind WHEN 'assistants' THEN 0 ` +
+        `WHEN 'assistant_versions' THEN 1 WHEN 'threads' THEN 2 ELSE 3 END`,
     );
     let moved = 0;
     for (const row of rows) {

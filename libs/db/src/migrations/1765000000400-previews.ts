@@ -26,8 +26,8 @@ export class Previews1765000000400 implements MigrationInterface {
         `((preview->'pull_request'->>'number')::int)) WHERE preview_of IS NOT NULL`,
     );
     await q.query(
-      `CREATE INDEX deployments_preview_expiry_idx ON deployments (preview_expires_at) WHERE preview_of IS NOT ` +
-        `NULL AND status <> 'AWAITING_DELETE'`,
+      `CREATE INDEX deployments_preview_expiry_idx ON deployments (preview_expires_at) ` +
+        `WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE'`,
     );
     await q.query(`
       CREATE FUNCTION slipway_preview_event() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -45,8 +45,8 @@ export class Previews1765000000400 implements MigrationInterface {
         RETURN NULL;
       END $$`);
     await q.query(
-      `CREATE TRIGGER deployments_preview_events AFTER UPDATE OF preview_of, status ON deployments FOR EACH ROW ` +
-        `EXECUTE FUNCTION slipway_preview_event()`,
+      `CREATE TRIGGER deployments_preview_events AFTER UPDATE OF preview_of, status ON deployments ` +
+        `FOR EACH ROW EXECUTE FUNCTION slipway_preview_event()`,
     );
   }
 

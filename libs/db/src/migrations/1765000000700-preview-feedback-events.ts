@@ -20,8 +20,8 @@ export class PreviewFeedbackEvents1765000000700 implements MigrationInterface {
           SELECT d.workspace_id, 'preview.feedback_failed', d.id,
                  jsonb_build_object('name', d.name, 'parent_id', d.preview_of, 'number', d.preview->'pull_request'->'number',
                                     'state', NEW.failed_state, 'error', NEW.last_error, 'attempt', NEW.attempts,
-                                    'given_up', NEW.reported_state IS DISTINCT FROM OLD.reported_state OR ` +
-        `NEW.reported_revision IS DISTINCT FROM OLD.reported_revision)
+                                    'given_up', NEW.reported_state IS DISTINCT FROM OLD.reported_state ` +
+        `OR NEW.reported_revision IS DISTINCT FROM OLD.reported_revision)
             FROM deployments d WHERE d.id = NEW.deployment_id;
         RETURN NULL;
       END $$`,

@@ -93,8 +93,8 @@ export class PreviewRepository {
   async expired(limit = 100): Promise<string[]> {
     const rows = await queryRows<{ id: string }>(
       this.manager,
-      `SELECT id FROM deployments WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE' AND ` +
-        `preview_expires_at < now() ORDER BY preview_expires_at LIMIT $1`,
+      `SELECT id FROM deployments WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE' ` +
+        `AND preview_expires_at < now() ORDER BY preview_expires_at LIMIT $1`,
       [limit],
     );
     return rows.map((r) => r.id);
@@ -142,8 +142,8 @@ export class PreviewRepository {
         `AND d.status <> 'AWAITING_DELETE')
        SELECT l.* FROM latest l LEFT JOIN preview_feedback f ON f.deployment_id = l.id
         WHERE f.deployment_id IS NULL
-           OR ((f.reported_revision IS DISTINCT FROM l.revision_id OR f.reported_state IS DISTINCT FROM ` +
-        `l.state) AND f.next_attempt_at <= now())
+           OR ((f.reported_revision IS DISTINCT FROM l.revision_id OR f.reported_state IS DISTINCT ` +
+        `FROM l.state) AND f.next_attempt_at <= now())
         LIMIT $1`,
       [limit],
     );
@@ -186,8 +186,8 @@ export class PreviewRepository {
   /** Told: this revision in this state. */
   async reported(deploymentId: string, revisionId: string, state: FeedbackState): Promise<void> {
     await this.manager.query(
-      `UPDATE preview_feedback SET reported_revision = $2, reported_state = $3, attempts = 0, last_error = ` +
-        `NULL, next_attempt_at = now(), updated_at = now() WHERE deployment_id = $1`,
+      `UPDATE preview_feedback SET reported_revision = $2, reported_state = $3, attempts = 0, ` +
+        `last_error = NULL, next_attempt_at = now(), updated_at = now() WHERE deployment_id = $1`,
       [deploymentId, revisionId, state],
     );
   }
@@ -270,8 +270,8 @@ export class PreviewRepository {
     const rows = await queryRows<{ id: string; integration_id: string | null; repository: string; number: number }>(
       this.manager,
       `SELECT id, integration_id, preview->>'repository' AS repository, (preview->'pull_request'->>'number')::int AS number
-         FROM deployments WHERE preview_of IS NOT NULL AND preview ? 'repository' AND preview->>'repository' IS ` +
-        `NOT NULL AND status <> 'AWAITING_DELETE'
+         FROM deployments WHERE preview_of IS NOT NULL AND preview ? 'repository' ` +
+        `AND preview->>'repository' IS NOT NULL AND status <> 'AWAITING_DELETE'
         ORDER BY created_at LIMIT $1`,
       [limit],
     );

@@ -247,8 +247,8 @@ export class OutboundWebhookRepository {
       Omit<OutboundDelivery, 'attempts'> & { url: string; format: OutboundWebhookFormat; secret_sealed: string }
     >(
       this.manager,
-      `SELECT ${DELIVERY_COLUMNS}, w.url, w.format, w.secret_sealed FROM outbound_deliveries d JOIN ` +
-        `outbound_webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
+      `SELECT ${DELIVERY_COLUMNS}, w.url, w.format, w.secret_sealed FROM outbound_deliveries d ` +
+        `JOIN outbound_webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
       [deliveryId],
     );
     if (!row) return null;

@@ -147,8 +147,8 @@ describe('ociConfig', () => {
 describe('cleanToolError', () => {
   it("keeps skopeo's message and drops credentials from URLs", () => {
     const text =
-      'time="2026-01-01T00:00:00Z" level=fatal msg="initializing source docker://u:secret@host/x: pinging ' +
-      'container registry host: connection refused"';
+      'time="2026-01-01T00:00:00Z" level=fatal msg="initializing source docker://u:secret@host/x: ' +
+      'pinging container registry host: connection refused"';
     expect(cleanToolError(text)).toBe(
       'initializing source docker://host/x: pinging container registry host: connection refused',
     );

@@ -279,8 +279,8 @@ describe('renderManifests', () => {
   });
 
   it(
-    'puts user labels, annotations, volumes, init containers, sidecars, pull secrets and (allowed by the ' +
-      'listener) the service account where Kubernetes reads them',
+    'puts user labels, annotations, volumes, init containers, sidecars, ' +
+      'pull secrets and (allowed by the listener) the service account where Kubernetes reads them',
     () => {
       const spec: ResourceSpecInput = {
         labels: { team: 'search', 'app.kubernetes.io/managed-by': 'someone-else' },

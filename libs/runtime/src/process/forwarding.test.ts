@@ -22,8 +22,8 @@ describe('forwardHeaders', () => {
   });
 
   it(
-    "makes a caller's edits in the same copy: omitted headers are never copied, set ones win over the " +
-      'forwarding ones, undefined sets nothing',
+    "makes a caller's edits in the same copy: omitted headers are never copied, " +
+      'set ones win over the forwarding ones, undefined sets nothing',
     () => {
       const headers = forwardHeaders(
         { ...sent, 'x-forwarded-host': 'client.example', 'x-stated': 'forged' },

@@ -260,8 +260,9 @@ export class ProcessRuntime {
           );
         }
         spec.log?.(
-          `The container of ${instanceLabel(record)} did not start (attempt ${attempt} ` +
-            `of ${CONTAINER_START_ATTEMPTS}): ${said || (err as Error).message}; trying again.`,
+          `The container of ${instanceLabel(record)} did not start ` +
+            `(attempt ${attempt} of ${CONTAINER_START_ATTEMPTS}): ${said || (err as Error).message}; ` +
+            `trying again.`,
           'warn',
         );
         await new Promise((r) => setTimeout(r, CONTAINER_START_PAUSE_MS * attempt));

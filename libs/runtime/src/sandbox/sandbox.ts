@@ -141,8 +141,8 @@ export async function sandboxForStart(
     if (!(err instanceof SandboxUnavailableError)) throw err;
     if (production) {
       throw new Error(
-        `Refusing to start in production without the sandbox: ${err.message} Fix it, or set SLIPWAY_SANDBOX=off ` +
-          `to run unsandboxed (unsafe).`,
+        `Refusing to start in production without the sandbox: ${err.message} Fix it, ` +
+          `or set SLIPWAY_SANDBOX=off to run unsandboxed (unsafe).`,
       );
     }
     warn(`The sandbox is unavailable: ${err.message} ${unsafe} (Production refuses to start like this.)`);

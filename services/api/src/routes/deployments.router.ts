@@ -55,8 +55,8 @@ const notFound = { description: 'Deployment (or revision) not found in this work
 /** An `internal_docker` image_uri that cannot be resolved because the built-in registry does not answer. */
 const registryUnavailable = {
   description:
-    'An `internal_docker` `image_uri` could not be resolved: the built-in registry does not answer. Nothing was ' +
-    'changed; `Retry-After` says when to send it again',
+    'An `internal_docker` `image_uri` could not be resolved: the built-in registry does not answer. ' +
+    'Nothing was changed; `Retry-After` says when to send it again',
 };
 
 /** `Idempotency-Key` on the writes that create revisions: same key and body within 24 h replays. */

@@ -157,7 +157,8 @@ export class PullRequestPreviews {
           });
           notes.push(
             `not built for deployment ${parent.deploymentId}: the pull request comes from a fork ` +
-              `(${str(headRepo?.full_name) ?? 'a deleted repository'}); waiting for an admin's POST ` +
+              `(${str(headRepo?.full_name) ?? 'a deleted repository'}); ` +
+              `waiting for an admin's POST ` +
               `/v2/deployments/${parent.deploymentId}/previews/${number}/approve${
                 approvalLabelOf(parent.previews) ? ` or the label '${approvalLabelOf(parent.previews)}'` : ''
               }`,
