@@ -77,12 +77,14 @@ for (const s of only)
 // Checked before anything is started or created: a missing tool found half-way would leave the run's database behind.
 if (only.includes('serving') && spawnSync('nginx', ['-v'], { stdio: 'ignore' }).error) {
   throw new Error(
-    "the serving scenario puts Debian's nginx in front of an instance, and nginx is not on PATH: apt-get install nginx, or leave it out (--only …)",
+    "the serving scenario puts Debian's nginx in front of an instance, and nginx is not on PATH: apt-get " +
+      'install nginx, or leave it out (--only …)',
   );
 }
 if (only.includes('serving') && spawnSync('caddy', ['version'], { stdio: 'ignore' }).error) {
   throw new Error(
-    "the serving scenario compares the edge's HTTPS with Debian's caddy terminating TLS, and caddy is not on PATH: apt-get install caddy, or leave it out (--only …)",
+    "the serving scenario compares the edge's HTTPS with Debian's caddy terminating TLS, and caddy is not on " +
+      'PATH: apt-get install caddy, or leave it out (--only …)',
   );
 }
 // The stack's edge serves a self-signed certificate made with openssl (bench/support/stack.ts).
@@ -141,7 +143,18 @@ printTable(rows);
 mkdirSync(path.dirname(values.out!), { recursive: true });
 writeFileSync(
   values.out!,
-  `${JSON.stringify({ started: started.toISOString(), quick: values.quick, build, machine: { cpus: os.cpus().length, node: process.version }, options, rows }, null, 2)}\n`,
+  `${JSON.stringify(
+    {
+      started: started.toISOString(),
+      quick: values.quick,
+      build,
+      machine: { cpus: os.cpus().length, node: process.version },
+      options,
+      rows,
+    },
+    null,
+    2,
+  )}\n`,
 );
 console.log(`\nwritten to ${path.relative(process.cwd(), values.out!)}`);
 const missed = rows.filter((r) => r.met === false);

@@ -41,7 +41,8 @@ try {
           await c.query('BEGIN');
           await c.query(`INSERT INTO events (workspace_id, type) VALUES ($1, 'bench')`, [ws]);
           await c.query(
-            `WITH row AS (INSERT INTO outbox (queue, job_name, job_id, payload, delay_ms, sent_at) VALUES ('q', 'j', $1, '{}', 0, now()) RETURNING id)
+            `WITH row AS (INSERT INTO outbox (queue, job_name, job_id, payload, delay_ms, sent_at) VALUES ('q', ` +
+              `'j', $1, '{}', 0, now()) RETURNING id)
              SELECT pg_notify('slipway_outbox', '') FROM row`,
             [randomUUID()],
           );

@@ -24,7 +24,8 @@ try {
   const switches = await installSwitches(ds, stack.dbName);
   // The api's pool connected before: reconnect them so they take the search_path.
   await ds.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name <> 'slipway-bench' AND pid <> pg_backend_pid()`,
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() ` +
+      `AND application_name <> 'slipway-bench' AND pid <> pg_backend_pid()`,
   );
   await new Promise((r) => setTimeout(r, 500));
   // Other workspaces of the bench's organization, each with an admin key and a listener.
@@ -180,7 +181,8 @@ try {
         while (sampling) {
           const rows: Array<{ w: string; c: number }> = await ds.query(
             `SELECT coalesce(wait_event_type || ':' || wait_event, state) AS w, count(*)::int AS c FROM pg_stat_activity
-              WHERE datname = current_database() AND application_name <> 'slipway-bench' AND state <> 'idle' AND pid <> pg_backend_pid() GROUP BY 1`,
+              WHERE datname = current_database() AND application_name <> 'slipway-bench' AND state <> 'idle' ` +
+              `AND pid <> pg_backend_pid() GROUP BY 1`,
           );
           for (const row of rows) waits.set(row.w, (waits.get(row.w) ?? 0) + row.c);
           waits.set('(samples)', (waits.get('(samples)') ?? 0) + 1);

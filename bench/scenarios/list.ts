@@ -49,12 +49,14 @@ async function fixture(rows: number): Promise<Fixture> {
   );
   const ws = workspaces[0]!.id;
   const [{ id: listener }] = await q(
-    `INSERT INTO listeners (id, workspace_id, compute_type, compute_id, compute_config) VALUES (gen_random_uuid(), $1, 'k8s', 'bench', '{}') RETURNING id`,
+    `INSERT INTO listeners (id, workspace_id, compute_type, compute_id, compute_config) ` +
+      `VALUES (gen_random_uuid(), $1, 'k8s', 'bench', '{}') RETURNING id`,
     [ws],
   );
   // g < rows: the measured workspace; the rest spread over the other nine.
   await q(
-    `INSERT INTO deployments (id, workspace_id, name, source, status, deployment_type, listener_id, resource_spec, image_version, created_at)
+    `INSERT INTO deployments (id, workspace_id, name, source, status, deployment_type, listener_id, ` +
+      `resource_spec, image_version, created_at)
      SELECT gen_random_uuid(),
             CASE WHEN g < $1 THEN $2::uuid ELSE (SELECT array_agg(id) FROM workspaces)[2 + g % 9] END,
             CASE WHEN g % ($1 / 5) = 7 THEN 'rare-needle-' || g ELSE 'agent-' || g END,
@@ -79,9 +81,11 @@ async function fixture(rows: number): Promise<Fixture> {
   const [commonTag, rareTag] = values.map((v) => v.id) as [string, string];
   await q(
     `INSERT INTO deployment_tag_values (deployment_id, tag_value_id)
-     SELECT id, $2::uuid FROM (SELECT id, row_number() OVER (ORDER BY created_at) n FROM deployments WHERE workspace_id = $1) d WHERE n % 10 = 0
+     SELECT id, $2::uuid FROM (SELECT id, row_number() OVER (ORDER BY created_at) n FROM deployments ` +
+      `WHERE workspace_id = $1) d WHERE n % 10 = 0
      UNION ALL
-     SELECT id, $3::uuid FROM (SELECT id, row_number() OVER (ORDER BY created_at) n FROM deployments WHERE workspace_id = $1) d WHERE n % ($4::int / 5) = 3`,
+     SELECT id, $3::uuid FROM (SELECT id, row_number() OVER (ORDER BY created_at) n FROM deployments ` +
+      `WHERE workspace_id = $1) d WHERE n % ($4::int / 5) = 3`,
     [ws, commonTag, rareTag, rows],
   );
   await q('ANALYZE');

@@ -278,7 +278,7 @@ async function firstByte(target: Target, key: string): Promise<number> {
  * The serving path: requests to a deployed agent through its serving URL (the deployer's proxy,
  * key check included) against the same instance straight, behind Debian's nginx, and behind
  * nginx with the key check as an `auth_request` to a Node process running the deployer's
- * ServingAuth (the alternative to the Node proxy, bench/README.md). Then over HTTPS: the
+ * ServingAuth (the alternative to the Node proxy, bench/history.md). Then over HTTPS: the
  * deployment's `url` at the edge (TLS with the stack's certificate, then the serving proxy, then
  * the instance) against nginx and Caddy terminating TLS with the same certificate in front of the
  * same instance. Plain requests (`GET /info`, answered from memory by the agent server) at 50

@@ -321,8 +321,10 @@ function multipartBody(runs: GeneratedRun[]): Buffer {
 }
 
 const RUN_COLUMN_NAMES =
-  'workspace_id, id, start_time, project_id, trace_id, parent_run_id, dotted_order, run_type, name, status, error, end_time, first_token_time, ' +
-  'prompt_tokens, completion_tokens, total_tokens, model, thread_id, revision_id, run_id, assistant_id, checkpoint_id, reference_example_id, tags, metadata, truncated_fields';
+  'workspace_id, id, start_time, project_id, trace_id, parent_run_id, dotted_order, run_type, name, status, ' +
+  'error, end_time, first_token_time, ' +
+  'prompt_tokens, completion_tokens, total_tokens, model, thread_id, revision_id, run_id, assistant_id, ' +
+  'checkpoint_id, reference_example_id, tags, metadata, truncated_fields';
 const placeholders = (rows: number, cols: number) =>
   Array.from(
     { length: rows },
@@ -349,7 +351,8 @@ async function rawInsert(dataSource: DataSource, runs: GeneratedRun[]): Promise<
       runs.flatMap((r) => r.row),
     );
     await m.query(
-      `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, project_id, inputs, outputs, events, serialized, extra) VALUES ${placeholders(runs.length, 9)}`,
+      `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, project_id, inputs, outputs, events, ` +
+        `serialized, extra) VALUES ${placeholders(runs.length, 9)}`,
       payloads,
     );
   });
@@ -413,7 +416,8 @@ export async function tracingIngestScenario(stack: BenchStack, o: BenchOptions):
       const answer = await res.text();
       if (res.status !== 202)
         throw new Error(
-          `POST /api/v1/runs/multipart → ${res.status} ${answer.slice(0, 300)}\nthe api's last warnings and errors:\n${stack.api.problems() || '(none)'}`,
+          `POST /api/v1/runs/multipart → ${res.status} ${answer.slice(0, 300)}\nthe api's last warnings and ` +
+            `errors:\n${stack.api.problems() || '(none)'}`,
         );
       sent += BATCH;
     };
@@ -423,7 +427,8 @@ export async function tracingIngestScenario(stack: BenchStack, o: BenchOptions):
     // Every run accepted is stored, with its trace's summary.
     const [stored] = await stack.dataSource.query(
       `SELECT (SELECT count(*)::int FROM tracing_runs r WHERE r.project_id = p.id) AS runs,
-              (SELECT count(*)::int FROM tracing_traces t WHERE t.project_id = p.id AND t.run_count = ${TRACE_RUNS} AND t.total_tokens > 0) AS traces
+              (SELECT count(*)::int FROM tracing_traces t WHERE t.project_id = p.id ` +
+        `AND t.run_count = ${TRACE_RUNS} AND t.total_tokens > 0) AS traces
          FROM tracing_projects p WHERE p.name = $1`,
       [project],
     );
@@ -463,25 +468,33 @@ async function fillProject(
 ): Promise<void> {
   const stepMs = SPAN_MS / (runs / TRACE_RUNS);
   const seg = (k: string) =>
-    `to_char((ts + (${k}) * interval '150 milliseconds') AT TIME ZONE 'UTC', 'YYYYMMDD"T"HH24MISSUS') || 'Z' || md5($2::text || ':' || t || ':' || (${k}))::uuid::text`;
+    `to_char((ts + (${k}) * interval '150 milliseconds') AT TIME ZONE 'UTC', ` +
+    `'YYYYMMDD"T"HH24MISSUS') || 'Z' || md5($2::text || ':' || t || ':' || (${k}))::uuid::text`;
   await dataSource.query(
-    `INSERT INTO tracing_runs (workspace_id, id, start_time, project_id, trace_id, parent_run_id, dotted_order, run_type, name, status, error, end_time,
-                               prompt_tokens, completion_tokens, total_tokens, model, thread_id, revision_id, run_id, assistant_id, tags, metadata)
-     SELECT $1::uuid, md5($2::text || ':' || t || ':' || k)::uuid, ts + k * interval '150 milliseconds', $2::uuid, md5($2::text || ':' || t || ':0')::uuid,
+    `INSERT INTO tracing_runs (workspace_id, id, start_time, project_id, trace_id, parent_run_id, dotted_order, ` +
+      `run_type, name, status, error, end_time,
+                               prompt_tokens, completion_tokens, total_tokens, model, thread_id, revision_id, ` +
+      `run_id, assistant_id, tags, metadata)
+     SELECT $1::uuid, md5($2::text || ':' || t || ':' || k)::uuid, ts + k * interval '150 milliseconds', ` +
+      `$2::uuid, md5($2::text || ':' || t || ':0')::uuid,
             CASE WHEN pk IS NOT NULL THEN md5($2::text || ':' || t || ':' || pk)::uuid END,
-            CASE WHEN k = 0 THEN ${seg('0')} WHEN pk = 0 THEN ${seg('0')} || '.' || ${seg('k')} ELSE ${seg('0')} || '.' || ${seg('pk')} || '.' || ${seg('k')} END,
+            CASE WHEN k = 0 THEN ${seg('0')} WHEN pk = 0 THEN ${seg('0')} || '.' || ${seg('k')} ` +
+      `ELSE ${seg('0')} || '.' || ${seg('pk')} || '.' || ${seg('k')} END,
             CASE WHEN k % 3 = 1 OR k = 0 THEN 'chain' WHEN k % 3 = 2 THEN 'llm' ELSE 'tool' END,
             CASE WHEN k = 0 THEN 'LangGraph' WHEN k % 3 = 1 THEN 'node' WHEN k % 3 = 2 THEN 'ChatOpenAI' ELSE 'search' END,
             CASE WHEN k = 3 AND t % 50 = 7 THEN 'error' ELSE 'success' END,
             CASE WHEN k = 3 AND t % 50 = 7 THEN 'tool failed' END,
-            ts + k * interval '150 milliseconds' + CASE WHEN k = 0 THEN interval '1600 ms' WHEN k % 3 = 1 THEN interval '400 ms' ELSE interval '100 ms' END,
+            ts + k * interval '150 milliseconds' + CASE WHEN k = 0 THEN interval '1600 ms' WHEN k % 3 = 1 ` +
+      `THEN interval '400 ms' ELSE interval '100 ms' END,
             CASE WHEN k % 3 = 2 AND k > 0 THEN 200 + t % 500 END, CASE WHEN k % 3 = 2 AND k > 0 THEN 20 + t % 100 END,
             CASE WHEN k % 3 = 2 AND k > 0 THEN 220 + t % 500 + t % 100 END,
             CASE WHEN k % 3 = 2 AND k > 0 THEN '${MODEL}' END,
             'thread-' || t, 'rev-' || (t % 5), 'run-' || t, 'agent', '{}',
-            jsonb_build_object('thread_id', 'thread-' || t, 'revision_id', 'rev-' || (t % 5), 'run_id', 'run-' || t, 'assistant_id', 'agent')
+            jsonb_build_object('thread_id', 'thread-' || t, 'revision_id', 'rev-' || (t % 5), 'run_id', ` +
+      `'run-' || t, 'assistant_id', 'agent')
        FROM (SELECT g / ${TRACE_RUNS} AS t, g % ${TRACE_RUNS} AS k,
-                    CASE WHEN g % ${TRACE_RUNS} = 0 THEN NULL WHEN g % ${TRACE_RUNS} % 3 = 1 THEN 0 ELSE g % ${TRACE_RUNS} - ((g % ${TRACE_RUNS} - 1) % 3) END AS pk,
+                    CASE WHEN g % ${TRACE_RUNS} = 0 THEN NULL WHEN g % ${TRACE_RUNS} % 3 = 1 THEN 0 ` +
+      `ELSE g % ${TRACE_RUNS} - ((g % ${TRACE_RUNS} - 1) % 3) END AS pk,
                     $3::timestamptz - (g / ${TRACE_RUNS}) * $4::float8 * interval '1 millisecond' AS ts
                FROM generate_series(0, $5::int - 1) g) x`,
     [workspaceId, projectId, newest, stepMs, runs],
@@ -489,20 +502,24 @@ async function fillProject(
   await dataSource.query(
     `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, project_id, inputs, outputs, extra)
      SELECT workspace_id, id, start_time, project_id,
-            jsonb_build_object('messages', jsonb_build_array(jsonb_build_object('role', 'user', 'content', 'what is the status of ' || thread_id))),
+            jsonb_build_object('messages', jsonb_build_array(jsonb_build_object('role', 'user', 'content', ` +
+      `'what is the status of ' || thread_id))),
             jsonb_build_object('output', 'done: ' || name || ' of ' || thread_id),
             jsonb_build_object('metadata', metadata)
        FROM tracing_runs WHERE project_id = $1`,
     [projectId],
   );
   await dataSource.query(
-    `INSERT INTO tracing_traces (workspace_id, trace_id, project_id, root_run_id, name, start_time, end_time, status, run_count, error_count,
+    `INSERT INTO tracing_traces (workspace_id, trace_id, project_id, root_run_id, name, start_time, end_time, ` +
+      `status, run_count, error_count,
                                  prompt_tokens, completion_tokens, total_tokens, thread_id, revision_id)
      SELECT workspace_id, trace_id, project_id,
             (array_agg(id) FILTER (WHERE parent_run_id IS NULL))[1], (array_agg(name) FILTER (WHERE parent_run_id IS NULL))[1],
-            min(start_time), (array_agg(end_time) FILTER (WHERE parent_run_id IS NULL))[1], (array_agg(status) FILTER (WHERE parent_run_id IS NULL))[1],
+            min(start_time), (array_agg(end_time) FILTER (WHERE parent_run_id IS NULL))[1], ` +
+      `(array_agg(status) FILTER (WHERE parent_run_id IS NULL))[1],
             count(*), count(*) FILTER (WHERE status = 'error'),
-            COALESCE(sum(prompt_tokens), 0), COALESCE(sum(completion_tokens), 0), COALESCE(sum(total_tokens), 0), min(thread_id), min(revision_id)
+            COALESCE(sum(prompt_tokens), 0), COALESCE(sum(completion_tokens), 0), COALESCE(sum(total_tokens), ` +
+      `0), min(thread_id), min(revision_id)
        FROM tracing_runs WHERE project_id = $1
       GROUP BY workspace_id, trace_id, project_id`,
     [projectId],

@@ -138,7 +138,8 @@ export class AgentServerBench {
     const { rows } = await this.db.query<{ thread_id: string }>(
       `WITH t AS (
          INSERT INTO slipway_agent_threads (thread_id, status, metadata, "values")
-         SELECT gen_random_uuid()::text, 'idle', jsonb_build_object('graph_id', 'agent', 'user', 'u' || (g % 100)), jsonb_build_object('n', g)
+         SELECT gen_random_uuid()::text, 'idle', jsonb_build_object('graph_id', 'agent', 'user', ` +
+        `'u' || (g % 100)), jsonb_build_object('n', g)
            FROM generate_series(1, $1::int) g
          RETURNING thread_id)
        INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, kwargs)

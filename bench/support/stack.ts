@@ -29,7 +29,10 @@ const SERVICES = ['api', 'builder', 'deployer', 'edge'] as const;
  */
 export const APPS_DOMAIN = 'bench.test';
 
-/** The stack's certificate for `*.bench.test`, self-signed, and its key (PEM files), served by the edge and by the peers it is compared with. */
+/**
+ * The stack's certificate for `*.bench.test`, self-signed, and its key (PEM files), served by the edge and by the peers
+ * it is compared with.
+ */
 export interface BenchCertificate {
   certFile: string;
   keyFile: string;

@@ -15,7 +15,8 @@ export interface TlsEndpoint {
  * (close_notify and FIN) and starting the next at once, for `seconds`. Plain JavaScript, run as a
  * worker thread's eval'd source.
  */
-const WORKER = `
+const WORKER =
+  `
 const { connect } = require('node:tls');
 const { parentPort, workerData } = require('node:worker_threads');
 const { host, port, servername, connections, seconds } = workerData;
@@ -44,7 +45,8 @@ function loop() {
     next();
   });
 }
-Promise.all(Array.from({ length: connections }, loop)).then(() => parentPort.postMessage({ done, failed, failures, elapsed: (performance.now() - started) / 1000 }));
+Promise.all(Array.from({ length: connections }, loop)).then(() => parentPort.postMessage({ done, failed, ` +
+  `failures, elapsed: (performance.now() - started) / 1000 }));
 `;
 
 export interface HandshakeResult {

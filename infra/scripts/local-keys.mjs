@@ -43,7 +43,8 @@ export function localKeys(env) {
     // Shown once, on stdout (never the log stream), as the api shows a key it generates.
     if (bootstrap.created) {
       process.stdout.write(
-        `\n======== Slipway bootstrap admin API key ========\n  ${bootstrap.value}\n  (saved to ${bootstrapFile}; delete that file once you have stored the key)\n\n`,
+        `\n======== Slipway bootstrap admin API key ========\n  ${bootstrap.value}\n  ` +
+          `(saved to ${bootstrapFile}; delete that file once you have stored the key)\n\n`,
       );
     }
   }

@@ -109,7 +109,8 @@ function announceConsole(stdout) {
     log(`console: ${publicUrl}/  (sign in with the API key; the API is under ${publicUrl}/v2)`);
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     log(
-      `started in ${seconds} s (${dev ? 'sources under tsx watch' : 'compiled, NODE_ENV=' + env.NODE_ENV}): API ${publicUrl}/v2, console ${publicUrl}/`,
+      `started in ${seconds} s (${dev ? 'sources under tsx watch' : 'compiled, NODE_ENV=' + env.NODE_ENV}): ` +
+        `API ${publicUrl}/v2, console ${publicUrl}/`,
     );
   });
 }

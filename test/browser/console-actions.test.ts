@@ -280,7 +280,8 @@ describe.runIf(hasChromium || browserRequired)('console actions, through the UI 
     }
   }, 90_000);
 
-  it('edits configuration and resources on a deployment’s page: a new revision for the image and resources, commands in place', async () => {
+  it('edits configuration and resources on a deployment’s page: a new revision for the image and resources, ' +
+    'commands in place', async () => {
     const d = await createImageDeployment(api, 'edited-in-the-console', listenerId, {
       image: 'registry.example/agent:1',
     });

@@ -58,7 +58,8 @@ describe.runIf(hasChromium || browserRequired)('the Domains section of a deploym
     expect(hasChromium, `Chromium must be installed at ${CHROMIUM} (apt-get install -y chromium)`).toBe(true);
   });
 
-  it('adds a domain that waits for its DNS proof, shows the API’s 422 and 409, turns active once verified, and removes it after a confirmation', async () => {
+  it('adds a domain that waits for its DNS proof, shows the API’s 422 and 409, turns active once verified, ' +
+    'and removes it after a confirmation', async () => {
     const [a, b] = [await deployment(), await deployment()];
     // Only to inject axe (WCAG checks of the section) does this page bypass the policy.
     const w = await openConsolePage({ permissions: ['clipboard-read', 'clipboard-write'], bypassCSP: true });

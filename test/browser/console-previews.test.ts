@@ -76,7 +76,8 @@ describe.runIf(hasChromium || browserRequired)('the Previews section of a deploy
     expect(hasChromium, `Chromium must be installed at ${CHROMIUM} (apt-get install -y chromium)`).toBe(true);
   });
 
-  it('lists the previews with their pull requests, leads to a preview’s page and back, and tears one down after a confirmation', async () => {
+  it('lists the previews with their pull requests, leads to a preview’s page and back, ' +
+    'and tears one down after a confirmation', async () => {
     const p = await parent({ enabled: true });
     const seven = await open(p.id, { ref: 'feature/login', number: 7, url: 'https://forge.example/pulls/7' });
     const eight = await open(p.id, { ref: 'fix/typo', number: 8 });

@@ -273,64 +273,70 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
     }
   }, 60_000);
 
-  it('shows the assistants with their versions and graph, pauses, resumes and deletes a cron the SDK made, and deletes a thread', async () => {
-    const { client } = agent;
-    // Its own data: a yearly cron (it never fires during the test) and a thread to delete.
-    const cron = await client.crons.create('agent', { schedule: '0 0 1 1 *', input: { steps: ['yearly'] } });
-    const doomed = (await client.threads.create({ metadata: { purpose: 'delete-me' } })).thread_id;
-    const enabledOf = async () =>
-      (await client.crons.search({ limit: 100 })).find((c) => c.cron_id === cron.cron_id)?.enabled;
-    const w = await openConsolePage();
-    const { page } = w;
-    try {
-      await signInAt(
-        page,
-        consoleUrl(`/deployments/${deployment.id}?tab=agent&view=assistants`),
-        agent.apiKey,
-        deployment.name,
-      );
-      await page.getByRole('heading', { name: 'Assistants', level: 2 }).waitFor();
-      await page.getByRole('button', { name: 'agent', exact: true }).click();
-      await expect
-        .poll(() => page.getByRole('list', { name: 'Versions of agent, newest first' }).innerText(), {
-          timeout: 10_000,
-        })
-        .toContain('version 1');
-      const graph = page.getByRole('group', { name: 'Graph agent' });
-      await graph.waitFor();
-      expect(
-        await graph.locator('[data-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-node')).sort()),
-      ).toEqual(['__end__', '__start__', 'act', 'ask_human', 'plan']);
+  it(
+    'shows the assistants with their versions and graph, pauses, resumes and deletes a cron the SDK made, ' +
+      'and deletes a thread',
+    async () => {
+      const { client } = agent;
+      // Its own data: a yearly cron (it never fires during the test) and a thread to delete.
+      const cron = await client.crons.create('agent', { schedule: '0 0 1 1 *', input: { steps: ['yearly'] } });
+      const doomed = (await client.threads.create({ metadata: { purpose: 'delete-me' } })).thread_id;
+      const enabledOf = async () =>
+        (await client.crons.search({ limit: 100 })).find((c) => c.cron_id === cron.cron_id)?.enabled;
+      const w = await openConsolePage();
+      const { page } = w;
+      try {
+        await signInAt(
+          page,
+          consoleUrl(`/deployments/${deployment.id}?tab=agent&view=assistants`),
+          agent.apiKey,
+          deployment.name,
+        );
+        await page.getByRole('heading', { name: 'Assistants', level: 2 }).waitFor();
+        await page.getByRole('button', { name: 'agent', exact: true }).click();
+        await expect
+          .poll(() => page.getByRole('list', { name: 'Versions of agent, newest first' }).innerText(), {
+            timeout: 10_000,
+          })
+          .toContain('version 1');
+        const graph = page.getByRole('group', { name: 'Graph agent' });
+        await graph.waitFor();
+        expect(
+          await graph
+            .locator('[data-node]')
+            .evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-node')).sort()),
+        ).toEqual(['__end__', '__start__', 'act', 'ask_human', 'plan']);
 
-      await page.getByRole('navigation', { name: 'Agent views' }).getByRole('link', { name: 'Crons' }).click();
-      const row = page.locator(`tr[data-cron-id="${cron.cron_id}"]`);
-      await row.waitFor();
-      expect(await row.innerText()).toContain('0 0 1 1 *');
-      await row.getByRole('button', { name: `Pause cron ${cron.cron_id}` }).click();
-      await expect.poll(enabledOf, { timeout: 10_000 }).toBe(false);
-      await expect.poll(() => row.innerText()).toContain('paused');
-      await row.getByRole('button', { name: `Resume cron ${cron.cron_id}` }).click();
-      await expect.poll(enabledOf, { timeout: 10_000 }).toBe(true);
-      await row.getByRole('button', { name: `Delete cron ${cron.cron_id}` }).click();
-      const confirm = page.getByRole('dialog', { name: 'Delete this cron?' });
-      await confirm.getByRole('button', { name: 'Delete the cron' }).click();
-      await row.waitFor({ state: 'detached' });
-      expect(await enabledOf()).toBeUndefined();
+        await page.getByRole('navigation', { name: 'Agent views' }).getByRole('link', { name: 'Crons' }).click();
+        const row = page.locator(`tr[data-cron-id="${cron.cron_id}"]`);
+        await row.waitFor();
+        expect(await row.innerText()).toContain('0 0 1 1 *');
+        await row.getByRole('button', { name: `Pause cron ${cron.cron_id}` }).click();
+        await expect.poll(enabledOf, { timeout: 10_000 }).toBe(false);
+        await expect.poll(() => row.innerText()).toContain('paused');
+        await row.getByRole('button', { name: `Resume cron ${cron.cron_id}` }).click();
+        await expect.poll(enabledOf, { timeout: 10_000 }).toBe(true);
+        await row.getByRole('button', { name: `Delete cron ${cron.cron_id}` }).click();
+        const confirm = page.getByRole('dialog', { name: 'Delete this cron?' });
+        await confirm.getByRole('button', { name: 'Delete the cron' }).click();
+        await row.waitFor({ state: 'detached' });
+        expect(await enabledOf()).toBeUndefined();
 
-      await page.goto(consoleUrl(`/deployments/${deployment.id}/threads/${doomed}`));
-      await page.getByRole('heading', { name: `Thread ${doomed}`, level: 1 }).waitFor();
-      await page.getByRole('button', { name: 'Delete thread' }).click();
-      const sure = page.getByRole('dialog', { name: 'Delete this thread?' });
-      // Cancel first: nothing goes.
-      await sure.getByRole('button', { name: 'Cancel' }).click();
-      expect((await client.threads.get(doomed)).thread_id).toBe(doomed);
-      await page.getByRole('button', { name: 'Delete thread' }).click();
-      await sure.getByRole('button', { name: 'Delete the thread' }).click();
-      await page.getByRole('heading', { name: 'Threads', level: 2 }).waitFor();
-      await expect(client.threads.get(doomed)).rejects.toThrow(/404|not found/i);
-      expect(w.errors).toEqual([]);
-    } finally {
-      await w.close();
-    }
-  });
+        await page.goto(consoleUrl(`/deployments/${deployment.id}/threads/${doomed}`));
+        await page.getByRole('heading', { name: `Thread ${doomed}`, level: 1 }).waitFor();
+        await page.getByRole('button', { name: 'Delete thread' }).click();
+        const sure = page.getByRole('dialog', { name: 'Delete this thread?' });
+        // Cancel first: nothing goes.
+        await sure.getByRole('button', { name: 'Cancel' }).click();
+        expect((await client.threads.get(doomed)).thread_id).toBe(doomed);
+        await page.getByRole('button', { name: 'Delete thread' }).click();
+        await sure.getByRole('button', { name: 'Delete the thread' }).click();
+        await page.getByRole('heading', { name: 'Threads', level: 2 }).waitFor();
+        await expect(client.threads.get(doomed)).rejects.toThrow(/404|not found/i);
+        expect(w.errors).toEqual([]);
+      } finally {
+        await w.close();
+      }
+    },
+  );
 });

@@ -53,7 +53,8 @@ const consoleUrl = () => `${api.baseUrl}/console/`;
 const agentApplies = (revisionId: string) => applied(agent, listenerId, revisionId);
 
 describe.runIf(hasChromium || browserRequired)('the console’s workspace pages, through the UI only', () => {
-  it('creates a webhook, shows the delivery the receiver got, redelivers it with the same webhook-id, and sends a test delivery', async () => {
+  it('creates a webhook, shows the delivery the receiver got, redelivers it with the same webhook-id, ' +
+    'and sends a test delivery', async () => {
     const w = await openConsolePage();
     try {
       await signInAt(w.page, consoleUrl(), api.adminKey);

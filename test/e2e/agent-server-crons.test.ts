@@ -44,7 +44,9 @@ beforeAll(async () => {
       name: 'cron-agent',
       files: {
         'src/agent.ts': GRAPH,
-        'src/ui.tsx': `const Card = (props: { title: string }) => <div className="cron-card">{props.title}</div>;\nexport default { card: Card };\n`,
+        'src/ui.tsx':
+          `const Card = (props: { title: string }) => <div ` +
+          `className="cron-card">{props.title}</div>;\nexport default { card: Card };\n`,
       },
       env: { SLIPWAY_AGENT_SERVER_TTL_SWEEP_MS: '1000' },
       config: {

@@ -276,7 +276,8 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     expect((await two!.threads.get(created.thread_id)).metadata).toMatchObject({ via: 'one' });
   }, 60_000);
 
-  it("keeps the thread, its state and its history across a new commit, and continues it; traces go to the user's own LangSmith too", async () => {
+  it('keeps the thread, its state and its history across a new commit, and continues it; ' +
+    "traces go to the user's own LangSmith too", async () => {
     const sha = commitGraph('-v2');
     const own = `http://${ownLangsmith.address}:${ownLangsmith.port}`;
     const res = await http.patch(`/v2/deployments/${deploymentId}`, {

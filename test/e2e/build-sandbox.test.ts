@@ -32,7 +32,8 @@ const KEY_FILE_TEXT = `control-plane-key-file-${randomBytes(6).toString('hex')}`
  * targets come in through secrets (so they are masked in the log, which is fine: what matters
  * is what the attempt got).
  */
-const PROBE = `#!/bin/sh
+const PROBE =
+  `#!/bin/sh
 try() { printf '%s: %s\\n' "$1" "$(sh -c "$2" 2>&1 | tr '\\n\\000' '  ' | cut -c1-400)"; }
 echo "identity: uid=$(id -u) groups=$(id -G)"
 try builder-environ 'cat /proc/$PROBE_BUILDER_PID/environ'
@@ -46,7 +47,10 @@ try other-build-dir 'ls $PROBE_OTHER_BUILD'
 try other-build-file 'cat $PROBE_OTHER_BUILD/source/marker.txt'
 try other-artifact 'cat $PROBE_OTHER_ARTIFACT/app/package.json'
 try unshare-user 'unshare -U id -u'
-try postgres 'node -e "const s=require(\\"net\\").connect(5432,\\"127.0.0.1\\");s.on(\\"connect\\",()=>{console.log(\\"connected\\");process.exit(0)});s.on(\\"error\\",(e)=>{console.log(e.code);process.exit(0)});setTimeout(()=>{console.log(\\"timeout\\");process.exit(0)},3000)"'
+try postgres 'node -e "const s=require(\\"net\\").connect(5432,\\"127.0.0.1\\");` +
+  `s.on(\\"connect\\",()=>{console.log(\\"connected\\");process.exit(0)});` +
+  `s.on(\\"error\\",(e)=>{console.log(e.code);process.exit(0)});` +
+  `setTimeout(()=>{console.log(\\"timeout\\");process.exit(0)},3000)"'
 `;
 
 const FILES: Record<string, string> = {
@@ -220,7 +224,8 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
     expect(row.status).toBe('BUILD_FAILED');
     expect(row.status_message).toMatch(
       new RegExp(
-        `^The build exceeded its disk quota of ${DISK_MB} MB \\(SLIPWAY_BUILD_DISK_MB\\): its build directory and npm cache held \\d+ MB after the build command \`${command}\`\\.`,
+        `^The build exceeded its disk quota of ${DISK_MB} MB \\(SLIPWAY_BUILD_DISK_MB\\): its build directory ` +
+          `and npm cache held \\d+ MB after the build command \`${command}\`\\.`,
       ),
     );
   });
@@ -231,7 +236,11 @@ describe.skipIf(!sandboxed)('build sandbox', () => {
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
     expect(row.status_message).toMatch(
-      /^The build exceeded its disk quota of 16 MB \(SLIPWAY_BUILD_DISK_MB\): its build directory and npm cache held \d+ MB while the build command `while true;/,
+      new RegExp(
+        String.raw`^The build exceeded its disk quota of 16 MB \(SLIPWAY_BUILD_DISK_MB\): its build directory and ` +
+          String.raw`npm cache held \d+ MB while the build command ` +
+          '`while true;',
+      ),
     );
   });
 

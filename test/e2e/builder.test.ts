@@ -412,7 +412,10 @@ describe('builder: repohost builds', () => {
     const row = await settle(revisionId);
     expect(row.status).toBe('BUILD_FAILED');
     expect(row.status_message).toMatch(
-      /^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and package\.json has no "start" script\. Add a "start" script/,
+      new RegExp(
+        String.raw`^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and ` +
+          String.raw`package\.json has no "start" script\. Add a "start" script`,
+      ),
     );
     expect(row.status_message).toContain('{"graphs": {"agent": "./src/agent.ts:graph"}}');
     // The commit was resolved before the project was read, so it is recorded all the same.
@@ -484,14 +487,18 @@ describe('builder: repohost builds', () => {
     it('a syntax error in a TypeScript graph file: the compiler says where', async () => {
       const { message } = await failureOf('graph-syntax-error');
       expect(message).toMatch(
-        /^Graph 'agent' \(\.\/src\/agent\.ts:graph\) cannot be served: importing \.\/src\/agent\.ts failed: it does not compile: src\/agent\.ts:3:0: Expected "\]" but found "\}"\.$/,
+        new RegExp(
+          String.raw`^Graph 'agent' \(\.\/src\/agent\.ts:graph\) cannot be served: importing \.\/src\/agent\.ts ` +
+            String.raw`failed: it does not compile: src\/agent\.ts:3:0: Expected "\]" but found "\}"\.$`,
+        ),
       );
     });
 
     it('an export that is not a graph: says what it is', async () => {
       const { message } = await failureOf('graph-not-a-graph');
       expect(message).toBe(
-        `Graph 'agent' (./src/agent.mjs:graph) cannot be served: the export "graph" of ./src/agent.mjs is not a graph (a StateGraph, compiled or not): it is an object (Object).`,
+        `Graph 'agent' (./src/agent.mjs:graph) cannot be served: the export "graph" of ./src/agent.mjs is not a ` +
+          `graph (a StateGraph, compiled or not): it is an object (Object).`,
       );
     });
 
@@ -505,7 +512,10 @@ describe('builder: repohost builds', () => {
     it('an import of a package that is not installed: names the package', async () => {
       const { message } = await failureOf('graph-broken-import');
       expect(message).toMatch(
-        /^Graph 'agent' \(\.\/src\/agent\.mjs:graph\) cannot be served: importing \.\/src\/agent\.mjs failed: Cannot find package '@langchain\/langgraph-not-installed'/,
+        new RegExp(
+          String.raw`^Graph 'agent' \(\.\/src\/agent\.mjs:graph\) cannot be served: importing \.\/src\/agent\.mjs ` +
+            String.raw`failed: Cannot find package '@langchain\/langgraph-not-installed'`,
+        ),
       );
     });
 
@@ -634,29 +644,33 @@ describe('builder: uploaded tarballs', () => {
     expect(row.source_revision_config.repo_commit_sha ?? null).toBeNull();
   });
 
-  it('refuses a crafted archive whose symlinks escape by real path (up -> ., esc -> up/..): BUILD_FAILED, nothing written outside', async () => {
-    let box = '';
-    const { revisionId } = await uploadRevision('upload-escape', async (objectPath, deploymentId) => {
-      const file = uploadFilePath(api.config.dataDir, objectPath);
-      mkdirSync(path.dirname(file), { recursive: true });
-      box = path.dirname(file);
-      writeFileSync(
-        file,
-        craftTarball([
-          { path: 'agent/langgraph.json', body: '{"graphs": {"agent": "./agent.js:graph"}}' },
-          { path: 'agent/up', type: 'SymbolicLink', linkpath: '.' },
-          { path: 'agent/esc', type: 'SymbolicLink', linkpath: 'up/../..' },
-        ]),
+  it(
+    'refuses a crafted archive whose symlinks escape by real path (up -> ., esc -> up/..): BUILD_FAILED, ' +
+      'nothing written outside',
+    async () => {
+      let box = '';
+      const { revisionId } = await uploadRevision('upload-escape', async (objectPath, deploymentId) => {
+        const file = uploadFilePath(api.config.dataDir, objectPath);
+        mkdirSync(path.dirname(file), { recursive: true });
+        box = path.dirname(file);
+        writeFileSync(
+          file,
+          craftTarball([
+            { path: 'agent/langgraph.json', body: '{"graphs": {"agent": "./agent.js:graph"}}' },
+            { path: 'agent/up', type: 'SymbolicLink', linkpath: '.' },
+            { path: 'agent/esc', type: 'SymbolicLink', linkpath: 'up/../..' },
+          ]),
+        );
+        await recordUpload(objectPath, deploymentId);
+      });
+      const row = await settle(revisionId);
+      expect(row.status).toBe('BUILD_FAILED');
+      expect(row.status_message).toContain(
+        "The source tarball was refused: symlink 'agent/esc' points outside the archive (up/../..)",
       );
-      await recordUpload(objectPath, deploymentId);
-    });
-    const row = await settle(revisionId);
-    expect(row.status).toBe('BUILD_FAILED');
-    expect(row.status_message).toContain(
-      "The source tarball was refused: symlink 'agent/esc' points outside the archive (up/../..)",
-    );
-    expect(readdirSync(box).every((name) => name.endsWith('.tar.gz'))).toBe(true);
-  });
+      expect(readdirSync(box).every((name) => name.endsWith('.tar.gz'))).toBe(true);
+    },
+  );
 
   it('fails clearly when the uploaded file is gone', async () => {
     const { revisionId, objectPath } = await uploadRevision('upload-missing', recordUpload);

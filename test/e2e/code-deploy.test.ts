@@ -37,7 +37,8 @@ http.createServer((req, res) => {
   if (req.url === '/ok') return res.end('ok');
   if (req.url === '/info') {
     res.setHeader('content-type', 'application/json');
-    return res.end(JSON.stringify({ version, secret: Boolean(process.env.MY_SECRET), database: Boolean(process.env.DATABASE_URI), built: require('node:fs').existsSync('build.txt') }));
+    return res.end(JSON.stringify({ version, secret: Boolean(process.env.MY_SECRET), database: ` +
+      `Boolean(process.env.DATABASE_URI), built: require('node:fs').existsSync('build.txt') }));
   }
   res.end(version);
 }).listen(Number(process.env.PORT), '127.0.0.1');

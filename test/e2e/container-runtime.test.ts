@@ -270,7 +270,8 @@ describe('the embedded container runtime', () => {
     expect((await liveInstances(d.id)).map((i) => i.revision_id)).toEqual([v1]);
   }, 240_000);
 
-  it("a start runc refuses the same way each time (not an exec failure) fails after bounded attempts with runc's words; v1 keeps serving", async () => {
+  it('a start runc refuses the same way each time (not an exec failure) fails after bounded attempts with ' +
+    "runc's words; v1 keeps serving", async () => {
     const { d, v1, url } = await serving('ctr-runcfail', '<h1>steady</h1>');
     // /tmp a regular file in the image: runc cannot mount the container's tmpfs there, before
     // anything of the image runs, every time (a check of the command finds nothing wrong).
@@ -485,11 +486,13 @@ describe('external_container without a listener', () => {
     const rev = await externalRevision('ext-loopback', '127.0.0.1:1/team/web:v1');
     expect(rev.status).toBe('DEPLOY_FAILED');
     expect(rev.status_message).toBe(
-      'Slipway does not pull images from 127.0.0.1:1: it is a loopback address (SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).',
+      'Slipway does not pull images from 127.0.0.1:1: it is a loopback address ' +
+        '(SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).',
     );
   }, 90_000);
 
-  it("never uses the platform credential for another deployment's repository of the built-in registry: a 422 on create and PATCH, nothing written", async () => {
+  it("never uses the platform credential for another deployment's repository of the built-in registry: " +
+    'a 422 on create and PATCH, nothing written', async () => {
     const other = await serving('ctr-victim', '<h1>private</h1>');
     const stolen = `${other.d.registryUrl}/web:v1`;
     const refusal = {

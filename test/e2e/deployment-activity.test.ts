@@ -13,8 +13,10 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
 const PORT_MIN = 37_000 + Math.floor(Math.random() * 900);
 const RUNTIME_ENV = { SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN), SLIPWAY_RUNTIME_PORT_MAX: String(PORT_MIN + 99) };
 
-const APP = `import http from 'node:http';
-const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url })));
+const APP =
+  `import http from 'node:http';
+const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': ` +
+  `'application/json' }).end(JSON.stringify({ url: req.url })));
 server.listen(Number(process.env.PORT));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
 `;

@@ -7,10 +7,10 @@ import { eventually, serviceEnv, startService, type ServiceProcess } from '../su
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * A cloud-hosted deployment's own database (issue 3, item 10): AWAITING_DATABASE until the
- * deployer has created it, with a login role of its own that owns it, on the control plane's
- * Postgres server, then READY; database and role dropped when the deployment is deleted. Uses an `upload` deployment: it needs no repository or integration,
- * and has no revision until a tarball arrives, so only provisioning runs.
+ * A cloud-hosted deployment's own database (issue 3, item 10): AWAITING_DATABASE until the deployer has created it,
+ * with a login role of its own that owns it, on the control plane's Postgres server, then READY; database and role
+ * dropped when the deployment is deleted. Uses an `upload` deployment: it needs no repository or integration, and has
+ * no revision until a tarball arrives, so only provisioning runs.
  */
 let api: TestApi;
 let deployer: ServiceProcess;

@@ -12,7 +12,8 @@ import { SseClient } from '../support/sse.js';
  */
 const MEMORY_MB = 192;
 
-const SERVER = `const http = require('node:http');
+const SERVER =
+  `const http = require('node:http');
 const held = [];
 http.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
@@ -21,7 +22,8 @@ http.createServer((req, res) => {
   if (url.pathname === '/missing') { res.statusCode = 404; return res.end('no'); }
   if (url.pathname === '/hog') {
     res.end('hogging');
-    return setTimeout(() => { for (let n = 0; n < ${2 * MEMORY_MB}; n += 16) { const b = Buffer.alloc(16 << 20); b.fill(1); held.push(b); } }, 50);
+    return setTimeout(() => { for (let n = 0; n < ${2 * MEMORY_MB}; ` +
+  `n += 16) { const b = Buffer.alloc(16 << 20); b.fill(1); held.push(b); } }, 50);
   }
   res.end('hello');
 }).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('observed app listening'));

@@ -23,10 +23,12 @@ const HOST = 'agent.example.test';
 const PORT_MIN = 43_000 + Math.floor(Math.random() * 900);
 const RUNTIME_ENV = { SLIPWAY_RUNTIME_PORT_MIN: String(PORT_MIN), SLIPWAY_RUNTIME_PORT_MAX: String(PORT_MIN + 99) };
 
-const APP = `import http from 'node:http';
+const APP =
+  `import http from 'node:http';
 http.createServer((req, res) => {
   if (req.url === '/ok') return res.writeHead(200).end('ok');
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url, proto: req.headers['x-forwarded-proto'], host: req.headers.host }));
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url, proto: ` +
+  `req.headers['x-forwarded-proto'], host: req.headers.host }));
 }).listen(Number(process.env.PORT));
 `;
 

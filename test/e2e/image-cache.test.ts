@@ -61,7 +61,8 @@ describe('unpacked images', () => {
     expect(borrowedLog).not.toContain('Pulled and unpacked');
     expect(borrowed.status_message).toMatch(
       new RegExp(
-        `Image ${digest} is unpacked on this machine, but the registry does not let this revision read it from [^ ]+/${ext.body.id}/web: .*manifest unknown`,
+        `Image ${digest} is unpacked on this machine, but the registry does not let this revision read it from ` +
+          `[^ ]+/${ext.body.id}/web: .*manifest unknown`,
         'i',
       ),
     );

@@ -52,7 +52,8 @@ function writeApp(version: string): void {
   writeFileSync(
     path.join(project, 'src/server.js'),
     `const http = require('node:http');
-http.createServer((req, res) => res.end(req.url === '/ok' ? 'ok' : ${JSON.stringify(version)})).listen(Number(process.env.PORT), '127.0.0.1');
+http.createServer((req, res) => res.end(req.url === '/ok' ? 'ok' ` +
+      `: ${JSON.stringify(version)})).listen(Number(process.env.PORT), '127.0.0.1');
 `,
   );
   writeFileSync(
@@ -94,7 +95,8 @@ function cli(args: string[], timeoutMs = 240_000): Promise<CliResult> {
       child.kill('SIGKILL');
       reject(
         new Error(
-          `langgraphjs ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}\n${diagnostics()}`,
+          `langgraphjs ${args.join(' ')} did not finish within ${timeoutMs} ` +
+            `ms\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}\n${diagnostics()}`,
         ),
       );
     }, timeoutMs);

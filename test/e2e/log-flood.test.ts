@@ -13,7 +13,10 @@ import { eventually } from '../support/service-process.js';
  * deployments keep serving.
  */
 const LINE_CAP = 64 * 1024;
-/** Generous on purpose: the deployer's heap moves by tens of MB on its own; the flood is 64 MB, held whole it would be several times that. */
+/**
+ * Generous on purpose: the deployer's heap moves by tens of MB on its own; the flood is 64 MB, held whole it would be
+ * several times that.
+ */
 const RSS_GROWTH_BOUND = 200 * 1024 * 1024;
 
 let stand: CodeDeployStand;
@@ -35,7 +38,8 @@ function deployerRss(): number {
 }
 
 describe('a newline-free flood on stdout', () => {
-  it("keeps 64 KiB of the line, drops the rest with a count, and the deployer's memory bounded; every deployment keeps serving", async () => {
+  it("keeps 64 KiB of the line, drops the rest with a count, and the deployer's memory bounded; " +
+    'every deployment keeps serving', async () => {
     const flood = await stand.deploy('flood');
     const calm = await stand.deploy('calm');
     for (const d of [flood, calm])

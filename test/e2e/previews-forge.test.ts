@@ -20,10 +20,12 @@ import { eventually } from '../support/service-process.js';
  * serving its own code and database throughout.
  */
 const REPO = 'hooks/agent';
-const server = (version: string) => `require('node:http').createServer((req, res) => {
+const server = (version: string) =>
+  `require('node:http').createServer((req, res) => {
   if (req.url === '/ok') return res.end('ok');
   res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ version: ${JSON.stringify(version)}, database: new URL(process.env.DATABASE_URI).pathname.slice(1), redisPrefix: process.env.REDIS_PREFIX }));
+  res.end(JSON.stringify({ version: ${JSON.stringify(version)}, database: ` +
+  `new URL(process.env.DATABASE_URI).pathname.slice(1), redisPrefix: process.env.REDIS_PREFIX }));
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 

@@ -127,7 +127,8 @@ describe('a preview of a pull request', () => {
     await inParent(`INSERT INTO notes (body) VALUES ('from the parent')`);
     // A schedule of the parent's agent server (the host's crons table, its columns this test needs).
     await inParent(
-      `CREATE TABLE slipway_agent_crons (cron_id text PRIMARY KEY, enabled boolean NOT NULL DEFAULT true, updated_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE TABLE slipway_agent_crons (cron_id text PRIMARY KEY, enabled boolean NOT NULL DEFAULT true, ` +
+        `updated_at timestamptz NOT NULL DEFAULT now())`,
     );
     await inParent(`ALTER TABLE slipway_agent_crons OWNER TO "${parentDb}"`);
     await inParent(`INSERT INTO slipway_agent_crons (cron_id) VALUES ('nightly')`);

@@ -221,7 +221,8 @@ describe('registry garbage collection', () => {
         doomed.id,
       ]);
       throw new Error(
-        `${err.message}\ndeployment: ${JSON.stringify(row[0])}\nthe deployer's last lines:\n${deployer.output().split('\n').slice(-30).join('\n')}`,
+        `${err.message}\ndeployment: ${JSON.stringify(row[0])}\nthe deployer's last ` +
+          `lines:\n${deployer.output().split('\n').slice(-30).join('\n')}`,
       );
     });
 

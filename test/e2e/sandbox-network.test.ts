@@ -134,7 +134,8 @@ describe('a sandbox network namespace per app', () => {
     expect(localPorts(tcp6)).toEqual([]);
   });
 
-  it("binding the serving proxy's port or a front's port inside its namespace takes nothing from the host, also across a deployer restart", async () => {
+  it("binding the serving proxy's port or a front's port inside its namespace takes nothing from the host, " +
+    'also across a deployer restart', async () => {
     const proxyPort = Number(new URL(app.url).port);
     const { postgres, redis } = await fronts();
     for (const port of [proxyPort, postgres, redis]) expect((await ask(`/bind?port=${port}`)).result).toBe('bound');

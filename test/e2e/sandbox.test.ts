@@ -24,7 +24,9 @@ let hostile: { deploymentId: string; revisionId: string; url: string };
 /** What the control plane must never hand an app. */
 let crown: { databaseUrl: string; redisUrl: string; secretsKey: string };
 
-const FRIENDLY_SERVER = `require('node:http').createServer((req, res) => res.end('friendly')).listen(Number(process.env.PORT), '127.0.0.1');\n`;
+const FRIENDLY_SERVER =
+  `require('node:http').createServer((req, res) => ` +
+  `res.end('friendly')).listen(Number(process.env.PORT), '127.0.0.1');\n`;
 
 beforeAll(async () => {
   stand = await startCodeDeployStand({

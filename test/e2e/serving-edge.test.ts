@@ -140,16 +140,21 @@ describe('the serving edge', () => {
     expect((await fetch(`${serving}/ok`, { method: 'POST', body: 'x' })).status).toBe(401);
   });
 
-  it('refuses an Upgrade to /ok without a key before the app sees it, and closes the connection: a second request on it never arrives', async () => {
-    const marker = randomUUID();
-    const { data, closedByServer } = await raw([
-      `GET /ok?upgrade=${marker} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
-      `GET /after-upgrade-${marker} HTTP/1.1\r\nHost: x\r\n\r\n`,
-    ]);
-    expect(statusLines(data)).toEqual(['HTTP/1.1 401']);
-    expect(closedByServer).toBe(true);
-    expect((await seenByApp()).filter((r) => r.url.includes(marker))).toEqual([]);
-  });
+  it(
+    'refuses an Upgrade to /ok without a key before the app sees it, and closes the connection: ' +
+      'a second request on it never arrives',
+    async () => {
+      const marker = randomUUID();
+      const { data, closedByServer } = await raw([
+        `GET /ok?upgrade=${marker} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: ` +
+          `websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+        `GET /after-upgrade-${marker} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      ]);
+      expect(statusLines(data)).toEqual(['HTTP/1.1 401']);
+      expect(closedByServer).toBe(true);
+      expect((await seenByApp()).filter((r) => r.url.includes(marker))).toEqual([]);
+    },
+  );
 
   it("never relays a connection the app did not switch: a refused Upgrade's next request is not forwarded unchecked", async () => {
     const marker = randomUUID();
@@ -188,7 +193,8 @@ describe('the serving edge', () => {
 
     const { data } = await raw(
       [
-        `GET /socket HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nAuthorization: Bearer ${key}\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n`,
+        `GET /socket HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nAuthorization: Bearer ${key}\r\nConnection: ` +
+          `Upgrade\r\nUpgrade: echo\r\n\r\n`,
         'ping-after-switch',
       ],
       1_500,

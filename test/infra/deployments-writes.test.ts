@@ -21,8 +21,11 @@ const STATUS_OWNER = `${REPOSITORIES}/deployment-status.ts`;
 const SQL_WRITE =
   /\b(?:UPDATE(?:\s+ONLY)?|INSERT\s+INTO|DELETE\s+FROM|MERGE\s+INTO|TRUNCATE(?:\s+TABLE)?)\s+(?:public\.)?"?deployments"?(?![\w"])/gi;
 /** TypeORM writes of the `Deployment` entity. */
-const ENTITY_WRITE =
-  /\.(?:insert|update|upsert|delete|save|remove|softDelete|softRemove|increment|decrement)\(\s*Deployment\b|\.into\(\s*Deployment\b|getRepository\(\s*Deployment\b/g;
+const ENTITY_WRITE = new RegExp(
+  String.raw`\.(?:insert|update|upsert|delete|save|remove|softDelete|softRemove|increment|decrement)\(\s*Deployment\b` +
+    String.raw`|\.into\(\s*Deployment\b|getRepository\(\s*Deployment\b`,
+  'g',
+);
 
 const SOURCE = /\.(?:[cm]?[jt]sx?|sql)$/;
 const EXCLUDED = (file: string) =>

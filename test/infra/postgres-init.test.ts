@@ -157,7 +157,8 @@ describe.skipIf(!usable)('infra/postgres/init-slipway.sh', () => {
     expect(
       await query(
         control,
-        `SELECT datname FROM pg_database WHERE datname = 'slw_init_gone' UNION ALL SELECT rolname FROM pg_roles WHERE rolname = 'slw_init_gone'`,
+        `SELECT datname FROM pg_database WHERE datname = 'slw_init_gone' UNION ALL SELECT rolname FROM pg_roles ` +
+          `WHERE rolname = 'slw_init_gone'`,
       ),
     ).toEqual([]);
   });

@@ -150,48 +150,52 @@ async function issued(): Promise<string> {
 }
 
 describe('ACME certificates against pebble', () => {
-  it('issues a certificate whose served chain (leaf + intermediate) verifies against pebble’s root; never for localhost or an address', async () => {
-    wanted = [HOST, 'localhost', 'app.localhost', '127.0.0.1'];
-    await keeper.poke();
-    expect(states.filter((s) => s.host === HOST).map((s) => s.state)).toEqual(['issuing', 'active']);
+  it(
+    'issues a certificate whose served chain (leaf + intermediate) verifies against pebble’s root; ' +
+      'never for localhost or an address',
+    async () => {
+      wanted = [HOST, 'localhost', 'app.localhost', '127.0.0.1'];
+      await keeper.poke();
+      expect(states.filter((s) => s.host === HOST).map((s) => s.state)).toEqual(['issuing', 'active']);
 
-    const stored = await repo.stored(HOST);
-    expect(stored).not.toBeNull();
-    const [leaf, intermediate] = stored!.certPem
-      .match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!
-      .map((p) => new X509Certificate(p));
-    const root = new X509Certificate(rootPem);
-    expect(leaf!.checkHost(HOST)).toBe(HOST);
-    expect(leaf!.checkIssued(intermediate!)).toBe(true);
-    expect(leaf!.verify(intermediate!.publicKey)).toBe(true);
-    expect(intermediate!.checkIssued(root)).toBe(true);
-    expect(intermediate!.verify(root.publicKey)).toBe(true);
-    expect(leaf!.publicKey.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
-    // Renewal at two thirds of the lifetime; the key is sealed, bound to the host.
-    const lifetime = stored!.notAfter.getTime() - new Date(leaf!.validFrom).getTime();
-    expect(
-      Math.abs(stored!.renewAfter.getTime() - (new Date(leaf!.validFrom).getTime() + (lifetime * 2) / 3)),
-    ).toBeLessThan(2_000);
-    expect(stored!.keySealed).not.toContain('PRIVATE KEY');
-    expect(() => codec.open(stored!.keySealed, 'other.example.test')).toThrow();
+      const stored = await repo.stored(HOST);
+      expect(stored).not.toBeNull();
+      const [leaf, intermediate] = stored!.certPem
+        .match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!
+        .map((p) => new X509Certificate(p));
+      const root = new X509Certificate(rootPem);
+      expect(leaf!.checkHost(HOST)).toBe(HOST);
+      expect(leaf!.checkIssued(intermediate!)).toBe(true);
+      expect(leaf!.verify(intermediate!.publicKey)).toBe(true);
+      expect(intermediate!.checkIssued(root)).toBe(true);
+      expect(intermediate!.verify(root.publicKey)).toBe(true);
+      expect(leaf!.publicKey.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
+      // Renewal at two thirds of the lifetime; the key is sealed, bound to the host.
+      const lifetime = stored!.notAfter.getTime() - new Date(leaf!.validFrom).getTime();
+      expect(
+        Math.abs(stored!.renewAfter.getTime() - (new Date(leaf!.validFrom).getTime() + (lifetime * 2) / 3)),
+      ).toBeLessThan(2_000);
+      expect(stored!.keySealed).not.toContain('PRIVATE KEY');
+      expect(() => codec.open(stored!.keySealed, 'other.example.test')).toThrow();
 
-    // What a TLS client gets through the SNICallback: the leaf and the intermediate, trusted through pebble's root.
-    const chain = await servedChain(HOST);
-    expect(chain.length).toBeGreaterThanOrEqual(2);
-    expect(chain[0]!.serialNumber).toBe(leaf!.serialNumber);
-    expect(chain[1]!.fingerprint256).toBe(intermediate!.fingerprint256);
+      // What a TLS client gets through the SNICallback: the leaf and the intermediate, trusted through pebble's root.
+      const chain = await servedChain(HOST);
+      expect(chain.length).toBeGreaterThanOrEqual(2);
+      expect(chain[0]!.serialNumber).toBe(leaf!.serialNumber);
+      expect(chain[1]!.fingerprint256).toBe(intermediate!.fingerprint256);
 
-    // (e) localhost, *.localhost and addresses are never asked for, nor recorded.
-    for (const host of ['localhost', 'app.localhost', '127.0.0.1']) {
-      expect(states.some((s) => s.host === host)).toBe(false);
-      expect(await repo.record(host)).toBeNull();
-      expect(await keeper.secureContextFor(host)).toBeNull();
-    }
-    await expect(keeper.forceRenew('app.localhost')).rejects.toThrow(/never/);
-    expect(counting.started.get('localhost')).toBeUndefined();
-    // The challenge rows are gone once the order is done.
-    expect(await dataSource.query(`SELECT count(*)::int AS n FROM edge_acme_challenges`)).toEqual([{ n: 0 }]);
-  });
+      // (e) localhost, *.localhost and addresses are never asked for, nor recorded.
+      for (const host of ['localhost', 'app.localhost', '127.0.0.1']) {
+        expect(states.some((s) => s.host === host)).toBe(false);
+        expect(await repo.record(host)).toBeNull();
+        expect(await keeper.secureContextFor(host)).toBeNull();
+      }
+      await expect(keeper.forceRenew('app.localhost')).rejects.toThrow(/never/);
+      expect(counting.started.get('localhost')).toBeUndefined();
+      // The challenge rows are gone once the order is done.
+      expect(await dataSource.query(`SELECT count(*)::int AS n FROM edge_acme_challenges`)).toEqual([{ n: 0 }]);
+    },
+  );
 
   it('forceRenew swaps the certificate (a new serial) while the served one keeps answering', async () => {
     await issued();

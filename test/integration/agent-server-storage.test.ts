@@ -88,8 +88,11 @@ async function seedLegacyRecords(): Promise<void> {
     ['runs', '0190c5d1-0000-7000-8000-0000000000a1', run('0190c5d1-0000-7000-8000-0000000000a1', 'success')],
     ['runs', '0190c5d1-0000-7000-8000-0000000000a2', run('0190c5d1-0000-7000-8000-0000000000a2', 'running')],
   ];
-  await sql.query(`CREATE TABLE slipway_agent_records (kind text NOT NULL, id text NOT NULL, data text NOT NULL, owner text, claimed_at timestamptz, PRIMARY KEY (kind, id));
-                   CREATE TABLE slipway_agent_records_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version bigint NOT NULL)`);
+  await sql.query(
+    `CREATE TABLE slipway_agent_records (kind text NOT NULL, id text NOT NULL, ` +
+      `data text NOT NULL, owner text, claimed_at timestamptz, PRIMARY KEY (kind, id));
+                   CREATE TABLE slipway_agent_records_version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version bigint NOT NULL)`,
+  );
   for (const [kind, id, value] of records)
     await sql.query('INSERT INTO slipway_agent_records (kind, id, data) VALUES ($1, $2, $3)', [
       kind,
@@ -205,11 +208,17 @@ describe('agent server storage: one row per record in the deployment database', 
   });
 
   it('serves reads, searches and runs at 20,000 threads without reading a table whole, busy or idle', async () => {
-    await sql.query(`INSERT INTO slipway_agent_threads (thread_id, metadata, created_at)
-                     SELECT ${SEEDED_SQL('00000000')}, jsonb_build_object('tenant', 't' || (i % 100), 'n', i), now() - make_interval(secs => i)
-                       FROM generate_series(1, 20000) AS i`);
-    await sql.query(`INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, created_at)
-                     SELECT ${SEEDED_SQL('11111111')}, ${SEEDED_SQL('00000000')}, 'x', 'success', now() - make_interval(secs => i) FROM generate_series(1, 20000) AS i`);
+    await sql.query(
+      `INSERT INTO slipway_agent_threads (thread_id, metadata, created_at)
+                     SELECT ${SEEDED_SQL('00000000')}, jsonb_build_object('tenant', 't' || (i % 100), 'n', i), ` +
+        `now() - make_interval(secs => i)
+                       FROM generate_series(1, 20000) AS i`,
+    );
+    await sql.query(
+      `INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, created_at)
+                     SELECT ${SEEDED_SQL('11111111')}, ${SEEDED_SQL('00000000')}, 'x', 'success', ` +
+        `now() - make_interval(secs => i) FROM generate_series(1, 20000) AS i`,
+    );
     await sql.query('ANALYZE slipway_agent_threads; ANALYZE slipway_agent_runs');
     // Statistics reach pg_stat_user_tables when a backend flushes them (at most 10 s after it idles).
     await new Promise((r) => setTimeout(r, 11_000));
@@ -242,7 +251,8 @@ describe("a run's end and its thread's status", () => {
   const statuses = async (threadId: string, runId: string) =>
     (
       await sql.query(
-        `SELECT r.status AS run, t.status AS thread FROM slipway_agent_runs r JOIN slipway_agent_threads t USING (thread_id) WHERE r.run_id = $1`,
+        `SELECT r.status AS run, t.status AS thread FROM slipway_agent_runs r ` +
+          `JOIN slipway_agent_threads t USING (thread_id) WHERE r.run_id = $1`,
         [runId],
       )
     ).rows[0] as { run: string; thread: string };

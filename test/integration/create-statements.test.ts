@@ -80,17 +80,21 @@ describe('statements per create', () => {
     expect(statements.filter((s) => /^\s*(SELECT|INSERT|UPDATE|WITH)/i.test(s)).length).toBeGreaterThanOrEqual(2);
   });
 
-  it('claims a deployment slot last, with SKIP LOCKED and no workspace lock: creates of a workspace do not wait for each other', async () => {
-    const statements = await transactionOf(async () => expect((await create()).status).toBe(201));
-    expect(
-      statements.filter((s) => /FROM workspaces WHERE id = \$1 FOR (NO KEY )?UPDATE/.test(s)),
-      statements.join('\n'),
-    ).toEqual([]);
-    const claim = statements.findIndex((s) => /UPDATE deployment_slots/.test(s) && /FOR UPDATE SKIP LOCKED/.test(s));
-    const lastWrite = statements.findLastIndex((s) => /^\s*(INSERT|UPDATE|WITH)/i.test(s));
-    expect(claim, statements.join('\n')).toBe(lastWrite);
-    expect(statements.length - claim, statements.join('\n')).toBe(2); // the claim, COMMIT
-  });
+  it(
+    'claims a deployment slot last, with SKIP LOCKED and no workspace lock: ' +
+      'creates of a workspace do not wait for each other',
+    async () => {
+      const statements = await transactionOf(async () => expect((await create()).status).toBe(201));
+      expect(
+        statements.filter((s) => /FROM workspaces WHERE id = \$1 FOR (NO KEY )?UPDATE/.test(s)),
+        statements.join('\n'),
+      ).toEqual([]);
+      const claim = statements.findIndex((s) => /UPDATE deployment_slots/.test(s) && /FOR UPDATE SKIP LOCKED/.test(s));
+      const lastWrite = statements.findLastIndex((s) => /^\s*(INSERT|UPDATE|WITH)/i.test(s));
+      expect(claim, statements.join('\n')).toBe(lastWrite);
+      expect(statements.length - claim, statements.join('\n')).toBe(2); // the claim, COMMIT
+    },
+  );
 
   it('finding no free slot, rolls back holding no slot lock, lays slots out under the workspace lock alone, and runs again', async () => {
     // A changed quota: the free slots were laid out for another one, so the claim takes none.

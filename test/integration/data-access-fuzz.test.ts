@@ -141,7 +141,9 @@ describe('Redis front, fuzzed', () => {
     if (style === 0 && arg && !/[\s"']/.test(arg)) return arg;
     if (style === 1 && !/[\r\n]/.test(arg)) return `'${arg.replace(/'/g, "\\'")}'`;
     if (style === 2 && /^[a-z]/i.test(arg) && !/[\s"'\\]/.test(arg)) return `${arg[0]}"${arg.slice(1)}"`;
-    return `"${[...arg].map((c) => (c === '"' || c === '\\' ? `\\${c}` : rng.chance(0.2) ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : c)).join('')}"`;
+    const escape = (c: string) =>
+      c === '"' || c === '\\' ? `\\${c}` : rng.chance(0.2) ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : c;
+    return `"${[...arg].map(escape).join('')}"`;
   }
 
   function encode(rng: Rng, args: string[]): Buffer {
@@ -267,7 +269,8 @@ describe('inline splitting, against the Redis server itself', () => {
             : answer === `$${args![1]!.length}\r\n${args![1]!.toString('latin1')}\r\n`;
       if (!fine)
         mismatches.push(
-          `${JSON.stringify(token)}: front ${refused || JSON.stringify(args?.map((a) => a.toString('latin1')))} server ${JSON.stringify(answer)}`,
+          `${JSON.stringify(token)}: front ${refused || JSON.stringify(args?.map((a) => a.toString('latin1')))} ` +
+            `server ${JSON.stringify(answer)}`,
         );
     }
     expect(mismatches, `seed ${SEED}`).toEqual([]);

@@ -183,35 +183,39 @@ describe("another tenant's Redis channels and the server's keyspace", () => {
     expect(text).not.toContain(channel);
   });
 
-  it('the front refuses them itself: with the ACL loosened, B straight at the server sees the channel, through its front it still does not', async () => {
-    const admin = redisClient(api.config.redisUrl);
-    await admin.connect();
-    const user = deploymentRedisUser(b.id);
-    try {
-      // Only the read-only peeks (never FLUSHALL or SWAPDB on the shared server), each of them a DENIED_REDIS_COMMANDS entry.
-      const peeks = [...new Set(PEEKS.map(([name]) => name!.toLowerCase()))];
-      expect(peeks.filter((c) => !(DENIED_REDIS_COMMANDS as readonly string[]).includes(c))).toEqual([]);
-      await admin.call('ACL', 'SETUSER', user, ...peeks.map((c) => `+${c}`));
+  it(
+    'the front refuses them itself: with the ACL loosened, B straight at the server sees the channel, ' +
+      'through its front it still does not',
+    async () => {
+      const admin = redisClient(api.config.redisUrl);
+      await admin.connect();
+      const user = deploymentRedisUser(b.id);
+      try {
+        // Only the read-only peeks (never FLUSHALL or SWAPDB on the shared server), each of them a DENIED_REDIS_COMMANDS entry.
+        const peeks = [...new Set(PEEKS.map(([name]) => name!.toLowerCase()))];
+        expect(peeks.filter((c) => !(DENIED_REDIS_COMMANDS as readonly string[]).includes(c))).toEqual([]);
+        await admin.call('ACL', 'SETUSER', user, ...peeks.map((c) => `+${c}`));
+        const direct = directRedis(envB);
+        await direct.connect();
+        // What the ACL alone was holding back: A's channel, by name.
+        expect(await direct.call('PUBSUB', 'CHANNELS')).toContain(channel);
+
+        const front = redisClient(envB.env.REDIS_URI);
+        await front.connect();
+        for (const command of PEEKS) {
+          expect(await refusal(front.call(command[0]!, ...command.slice(1))), command.join(' ')).toMatch(
+            /SLIPWAY-FRONT:NOPERM/,
+          );
+        }
+      } finally {
+        // Provisioning resets the user to its rules (as before every rollout).
+        await access.provision(b.id, b.database);
+      }
       const direct = directRedis(envB);
       await direct.connect();
-      // What the ACL alone was holding back: A's channel, by name.
-      expect(await direct.call('PUBSUB', 'CHANNELS')).toContain(channel);
-
-      const front = redisClient(envB.env.REDIS_URI);
-      await front.connect();
-      for (const command of PEEKS) {
-        expect(await refusal(front.call(command[0]!, ...command.slice(1))), command.join(' ')).toMatch(
-          /SLIPWAY-FRONT:NOPERM/,
-        );
-      }
-    } finally {
-      // Provisioning resets the user to its rules (as before every rollout).
-      await access.provision(b.id, b.database);
-    }
-    const direct = directRedis(envB);
-    await direct.connect();
-    expect(await refusal(direct.call('PUBSUB', 'CHANNELS'))).toMatch(/NOPERM/);
-  });
+      expect(await refusal(direct.call('PUBSUB', 'CHANNELS'))).toMatch(/NOPERM/);
+    },
+  );
 });
 
 describe('connections per deployment', () => {
@@ -226,45 +230,49 @@ describe('connections per deployment', () => {
     expect(await limitOf(b.database)).toBe(DB_LIMIT);
   });
 
-  it("Postgres: A's connections through its front are refused past the bound (53300), B's database is still reachable through its own", async () => {
-    const held: pg.Client[] = [];
-    for (let i = 0; i < DB_LIMIT; i++) {
-      const client = pgClient(envA.env.DATABASE_URI);
-      await client.connect();
-      held.push(client);
-    }
-    const over = pgClient(envA.env.DATABASE_URI);
-    const err = await over.connect().then(
-      () => null,
-      (e: { code?: string; message: string }) => e,
-    );
-    expect(err?.code).toBe('53300');
-    expect(err?.message).toMatch(
-      new RegExp(`too many connections for role "${a.database}": this deployment may hold at most ${DB_LIMIT}`),
-    );
-
-    const other = pgClient(envB.env.DATABASE_URI);
-    await other.connect();
-    expect((await other.query('SELECT current_database() AS d')).rows[0]).toEqual({ d: b.database });
-    await other.end();
-
-    // A slot freed is a slot again.
-    await held.pop()!.end();
-    const again = await eventually(
-      async () => {
+  it(
+    "Postgres: A's connections through its front are refused past the bound (53300), " +
+      "B's database is still reachable through its own",
+    async () => {
+      const held: pg.Client[] = [];
+      for (let i = 0; i < DB_LIMIT; i++) {
         const client = pgClient(envA.env.DATABASE_URI);
-        return client.connect().then(
-          () => client,
-          () => null,
-        );
-      },
-      (client) => client !== null,
-      10_000,
-      100,
-    );
-    expect((await again!.query('SELECT 1 AS one')).rows[0]).toEqual({ one: 1 });
-    await Promise.all([...held, again!].map((c) => c.end()));
-  });
+        await client.connect();
+        held.push(client);
+      }
+      const over = pgClient(envA.env.DATABASE_URI);
+      const err = await over.connect().then(
+        () => null,
+        (e: { code?: string; message: string }) => e,
+      );
+      expect(err?.code).toBe('53300');
+      expect(err?.message).toMatch(
+        new RegExp(`too many connections for role "${a.database}": this deployment may hold at most ${DB_LIMIT}`),
+      );
+
+      const other = pgClient(envB.env.DATABASE_URI);
+      await other.connect();
+      expect((await other.query('SELECT current_database() AS d')).rows[0]).toEqual({ d: b.database });
+      await other.end();
+
+      // A slot freed is a slot again.
+      await held.pop()!.end();
+      const again = await eventually(
+        async () => {
+          const client = pgClient(envA.env.DATABASE_URI);
+          return client.connect().then(
+            () => client,
+            () => null,
+          );
+        },
+        (client) => client !== null,
+        10_000,
+        100,
+      );
+      expect((await again!.query('SELECT 1 AS one')).rows[0]).toEqual({ one: 1 });
+      await Promise.all([...held, again!].map((c) => c.end()));
+    },
+  );
 
   it("Redis: A's connections through its front are refused past the bound, B's front still answers", async () => {
     const front = (await access.ensureFronts(a.id)).redis as RedisFront;

@@ -129,7 +129,9 @@ describe('source and required fields', () => {
       detail: [
         {
           loc: ['body', 'source'],
-          msg: "Input should be 'repohost', 'external_container', 'upload', 'internal_docker', 'github', 'external_docker' or 'internal_source'",
+          msg:
+            "Input should be 'repohost', 'external_container', 'upload', 'internal_docker', 'github', " +
+            "'external_docker' or 'internal_source'",
           type: 'enum',
         },
       ],

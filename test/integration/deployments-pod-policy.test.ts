@@ -169,90 +169,94 @@ describe('PATCH', () => {
 });
 
 describe("a listener's pod_policy, set by a workspace admin", () => {
-  it('widens exactly what it names; the agent gets manifests that follow it and stay restricted; narrowing it again blocks a redeploy', async () => {
-    const listener = await api.http.post('/v2/listeners', {
-      compute_type: 'k8s',
-      compute_id: 'policy-relaxed',
-      compute_config: {
-        k8s_namespaces: ['agents'],
-        pod_policy: {
-          volume_types: ['persistentVolumeClaim'],
-          namespace_config_refs: true,
-          service_account: true,
-          ingress_annotations: true,
+  it(
+    'widens exactly what it names; the agent gets manifests that follow it and stay restricted; ' +
+      'narrowing it again blocks a redeploy',
+    async () => {
+      const listener = await api.http.post('/v2/listeners', {
+        compute_type: 'k8s',
+        compute_id: 'policy-relaxed',
+        compute_config: {
+          k8s_namespaces: ['agents'],
+          pod_policy: {
+            volume_types: ['persistentVolumeClaim'],
+            namespace_config_refs: true,
+            service_account: true,
+            ingress_annotations: true,
+          },
         },
-      },
-    });
-    expect(listener.status, listener.text).toBe(201);
-    const relaxed = {
-      service_account_name: 'workload-identity',
-      annotations: { 'example.com/team': 'agents' },
-      volumes: [
-        { name: 'data', persistentVolumeClaim: { claimName: 'shared-data' } },
-        { name: 'creds', secret: { secretName: 'shared-credentials' } },
-      ],
-      volume_mounts: [{ name: 'data', mountPath: '/data' }],
-    };
-    const created = await api.http.post('/v2/deployments', {
-      ...createBody('pp-relaxed', relaxed, listener.body.id),
-      source_config: {
-        ...createBody('pp-relaxed', relaxed, listener.body.id).source_config,
-        custom_url: 'https://pp.example.com',
-      },
-    });
-    expect(created.status, created.text).toBe(201);
-    // Still never beyond the restricted profile.
-    const hostile = await api.http.patch(`/v2/deployments/${created.body.id}`, {
-      source_config: {
-        resource_spec: {
-          ...relaxed,
-          sidecars: [sidecar({ privileged: true })],
-          volumes: [{ name: 'root', hostPath: { path: '/' } }],
+      });
+      expect(listener.status, listener.text).toBe(201);
+      const relaxed = {
+        service_account_name: 'workload-identity',
+        annotations: { 'example.com/team': 'agents' },
+        volumes: [
+          { name: 'data', persistentVolumeClaim: { claimName: 'shared-data' } },
+          { name: 'creds', secret: { secretName: 'shared-credentials' } },
+        ],
+        volume_mounts: [{ name: 'data', mountPath: '/data' }],
+      };
+      const created = await api.http.post('/v2/deployments', {
+        ...createBody('pp-relaxed', relaxed, listener.body.id),
+        source_config: {
+          ...createBody('pp-relaxed', relaxed, listener.body.id).source_config,
+          custom_url: 'https://pp.example.com',
         },
-      },
-    });
-    expect(
-      hostile.body.detail?.map((d: any) => d.loc),
-      hostile.text,
-    ).toEqual([loc(['volumes', 0, 'hostPath']), loc(['sidecars', 0, 'securityContext', 'privileged'])]);
+      });
+      expect(created.status, created.text).toBe(201);
+      // Still never beyond the restricted profile.
+      const hostile = await api.http.patch(`/v2/deployments/${created.body.id}`, {
+        source_config: {
+          resource_spec: {
+            ...relaxed,
+            sidecars: [sidecar({ privileged: true })],
+            volumes: [{ name: 'root', hostPath: { path: '/' } }],
+          },
+        },
+      });
+      expect(
+        hostile.body.detail?.map((d: any) => d.loc),
+        hostile.text,
+      ).toEqual([loc(['volumes', 0, 'hostPath']), loc(['sidecars', 0, 'securityContext', 'privileged'])]);
 
-    // The desired state renders what the listener allows, and every pod stays restricted.
-    const revisionId = created.body.latest_revision_id;
-    await api.relay.drain();
-    expect(await api.dataSource.transaction((m) => api.flow.transition(m, revisionId, 'DEPLOYING'))).not.toBeNull();
-    const agentKey = await api.mintKey({ listenerId: listener.body.id });
-    const state = await api.http.get(`/v2/listeners/${listener.body.id}/desired-state`, { key: agentKey });
-    expect(state.status, state.text).toBe(200);
-    const manifests: any[] = state.body.deployments.find((d: any) => d.deployment_id === created.body.id).manifests;
-    const server = manifests.find((o) => o.kind === 'Deployment' && o.metadata.name === 'pp-relaxed');
-    expect(server.spec.template.spec.serviceAccountName).toBe('workload-identity');
-    expect(server.spec.template.spec.volumes).toEqual(relaxed.volumes);
-    expect(manifests.find((o) => o.kind === 'Ingress').metadata.annotations).toEqual(relaxed.annotations);
-    expect(manifests.flatMap((o) => restrictedViolations(o))).toEqual([]);
+      // The desired state renders what the listener allows, and every pod stays restricted.
+      const revisionId = created.body.latest_revision_id;
+      await api.relay.drain();
+      expect(await api.dataSource.transaction((m) => api.flow.transition(m, revisionId, 'DEPLOYING'))).not.toBeNull();
+      const agentKey = await api.mintKey({ listenerId: listener.body.id });
+      const state = await api.http.get(`/v2/listeners/${listener.body.id}/desired-state`, { key: agentKey });
+      expect(state.status, state.text).toBe(200);
+      const manifests: any[] = state.body.deployments.find((d: any) => d.deployment_id === created.body.id).manifests;
+      const server = manifests.find((o) => o.kind === 'Deployment' && o.metadata.name === 'pp-relaxed');
+      expect(server.spec.template.spec.serviceAccountName).toBe('workload-identity');
+      expect(server.spec.template.spec.volumes).toEqual(relaxed.volumes);
+      expect(manifests.find((o) => o.kind === 'Ingress').metadata.annotations).toEqual(relaxed.annotations);
+      expect(manifests.flatMap((o) => restrictedViolations(o))).toEqual([]);
 
-    // Narrowed: the same spec is refused for a new revision and for a redeploy of the old one.
-    const narrowed = await api.http.patch(`/v2/listeners/${listener.body.id}`, {
-      compute_config: { k8s_namespaces: ['agents'] },
-    });
-    expect(narrowed.status).toBe(200);
-    const again = await api.http.patch(`/v2/deployments/${created.body.id}`, {
-      source_config: { resource_spec: relaxed },
-    });
-    expect(
-      again.body.detail?.map((d: any) => d.loc.slice(3).join('.')),
-      again.text,
-    ).toEqual(['service_account_name', 'volumes.0.persistentVolumeClaim', 'volumes.1.secret.secretName']);
-    const redeploy = await api.http.post(`/v2/deployments/${created.body.id}/revisions/${revisionId}/redeploy`);
-    expect(redeploy.status, redeploy.text).toBe(400);
-    expect(redeploy.body.detail).toMatch(/pod policy: service_account_name: .*volumes\.0\.persistentVolumeClaim/);
-    // And the desired state no longer honours the relaxations for what it still renders.
-    const narrowedState = await api.http.get(`/v2/listeners/${listener.body.id}/desired-state`, { key: agentKey });
-    const renamed = narrowedState.body.deployments
-      .find((d: any) => d.deployment_id === created.body.id)
-      .manifests.find((o: any) => o.kind === 'Deployment' && o.metadata.name === 'pp-relaxed');
-    expect([
-      renamed.spec.template.spec.serviceAccountName,
-      renamed.spec.template.spec.automountServiceAccountToken,
-    ]).toEqual(['pp-relaxed-sa', false]);
-  });
+      // Narrowed: the same spec is refused for a new revision and for a redeploy of the old one.
+      const narrowed = await api.http.patch(`/v2/listeners/${listener.body.id}`, {
+        compute_config: { k8s_namespaces: ['agents'] },
+      });
+      expect(narrowed.status).toBe(200);
+      const again = await api.http.patch(`/v2/deployments/${created.body.id}`, {
+        source_config: { resource_spec: relaxed },
+      });
+      expect(
+        again.body.detail?.map((d: any) => d.loc.slice(3).join('.')),
+        again.text,
+      ).toEqual(['service_account_name', 'volumes.0.persistentVolumeClaim', 'volumes.1.secret.secretName']);
+      const redeploy = await api.http.post(`/v2/deployments/${created.body.id}/revisions/${revisionId}/redeploy`);
+      expect(redeploy.status, redeploy.text).toBe(400);
+      expect(redeploy.body.detail).toMatch(/pod policy: service_account_name: .*volumes\.0\.persistentVolumeClaim/);
+      // And the desired state no longer honours the relaxations for what it still renders.
+      const narrowedState = await api.http.get(`/v2/listeners/${listener.body.id}/desired-state`, { key: agentKey });
+      const renamed = narrowedState.body.deployments
+        .find((d: any) => d.deployment_id === created.body.id)
+        .manifests.find((o: any) => o.kind === 'Deployment' && o.metadata.name === 'pp-relaxed');
+      expect([
+        renamed.spec.template.spec.serviceAccountName,
+        renamed.spec.template.spec.automountServiceAccountToken,
+      ]).toEqual(['pp-relaxed-sa', false]);
+    },
+  );
 });

@@ -132,30 +132,34 @@ describe('GET /v2/events', () => {
     expect(paged.map((e) => e.id)).toEqual(stored.map((r: { id: string }) => r.id));
   });
 
-  it('numbers an event when it has committed, not when it was written: one that commits late comes after, and is not passed over', async () => {
-    const start = await latestId(api.http);
-    // A transaction that writes an event first and commits last.
-    const late = api.dataSource.createQueryRunner();
-    await late.connect();
-    await late.startTransaction();
-    try {
-      await late.query(
-        `INSERT INTO events (workspace_id, type, data) VALUES ($1, 'deployment.created', '{"name":"late"}')`,
-        [api.workspaceId],
-      );
-      const early = await createImageDeployment(api, 'events-commit-early', listenerId);
-      const before = await allEvents(api.http, start);
-      expect(before.some((e) => e.deployment_id === early.id)).toBe(true);
-      expect(before.some((e) => (e.data as { name?: string }).name === 'late')).toBe(false);
-      await late.commitTransaction();
-      const after = await allEvents(api.http, before.at(-1)!.id);
-      expect(after.map((e) => (e.data as { name?: string }).name)).toEqual(['late']);
-      expect(BigInt(after[0]!.id) > BigInt(before.at(-1)!.id)).toBe(true);
-    } finally {
-      if (late.isTransactionActive) await late.rollbackTransaction();
-      await late.release();
-    }
-  });
+  it(
+    'numbers an event when it has committed, not when it was written: one that commits late comes after, ' +
+      'and is not passed over',
+    async () => {
+      const start = await latestId(api.http);
+      // A transaction that writes an event first and commits last.
+      const late = api.dataSource.createQueryRunner();
+      await late.connect();
+      await late.startTransaction();
+      try {
+        await late.query(
+          `INSERT INTO events (workspace_id, type, data) VALUES ($1, 'deployment.created', '{"name":"late"}')`,
+          [api.workspaceId],
+        );
+        const early = await createImageDeployment(api, 'events-commit-early', listenerId);
+        const before = await allEvents(api.http, start);
+        expect(before.some((e) => e.deployment_id === early.id)).toBe(true);
+        expect(before.some((e) => (e.data as { name?: string }).name === 'late')).toBe(false);
+        await late.commitTransaction();
+        const after = await allEvents(api.http, before.at(-1)!.id);
+        expect(after.map((e) => (e.data as { name?: string }).name)).toEqual(['late']);
+        expect(BigInt(after[0]!.id) > BigInt(before.at(-1)!.id)).toBe(true);
+      } finally {
+        if (late.isTransactionActive) await late.rollbackTransaction();
+        await late.release();
+      }
+    },
+  );
 
   it('422 for a bad cursor or type', async () => {
     expect((await api.http.get('/v2/events?after=abc')).status).toBe(422);

@@ -36,8 +36,24 @@ const PLANTED_SECRET = `fuzz-planted-${randomBytes(12).toString('hex')}`;
 const PLANTED_CLIENT_SECRET = `fuzz-client-${randomBytes(12).toString('hex')}`;
 
 const STACK_TRACE = /\bat (?:async )?[\w$.<>[\] ]*\(?(?:file:\/\/|\/|node:)[^)\s]*:\d+:\d+|node_modules/;
-const DATABASE_TEXT =
-  /QueryFailedError|TypeORM|EntityMetadata|invalid input syntax for|violates (?:unique|foreign key|not-null|check) constraint|duplicate key value|syntax error at or near|relation "[^"]*" does not exist|column "[^"]*"|SQLSTATE|ECONNREFUSED|pg-protocol|unterminated quoted/i;
+const DATABASE_TEXT = new RegExp(
+  [
+    'QueryFailedError',
+    'TypeORM',
+    'EntityMetadata',
+    'invalid input syntax for',
+    'violates (?:unique|foreign key|not-null|check) constraint',
+    'duplicate key value',
+    'syntax error at or near',
+    'relation "[^"]*" does not exist',
+    'column "[^"]*"',
+    'SQLSTATE',
+    'ECONNREFUSED',
+    'pg-protocol',
+    'unterminated quoted',
+  ].join('|'),
+  'i',
+);
 const MOUNTS = [
   '/docs/',
   '/docs/swagger-ui-init.js',
@@ -396,7 +412,8 @@ describe(`fuzzing every route (seed ${SEED})`, () => {
           if (problems.length) {
             failures.push(
               `#${request.n} ${request.method} ${request.path.slice(0, 300)} [${request.headers['content-type'] ?? '-'}] ` +
-                `body=${request.body?.toString('utf8').slice(0, 200) ?? '-'} → ${response.status} ${response.text.slice(0, 300)}: ${problems.join('; ')}`,
+                `body=${request.body?.toString('utf8').slice(0, 200) ?? '-'} ` +
+                `→ ${response.status} ${response.text.slice(0, 300)}: ${problems.join('; ')}`,
             );
           }
         }

@@ -272,27 +272,33 @@ describe('GET /v2/listeners/{listener_id}/desired-state', () => {
     );
   });
 
-  it('gives a deployment without stored credentials (made before they were stored) its passwords on first poll, the same on every poll after', async () => {
-    const listener: string = (await createListener('credentials-cluster', null)).id;
-    const agent = admin.as(await api.mintKey({ listenerId: listener }));
-    const d = await createDeployment('credentials-alpha', listener);
-    await startRollout(d.latest_revision_id);
-    await api.dataSource.query('DELETE FROM deployment_credentials WHERE deployment_id = $1', [d.id]);
-    const databaseUri = async () => {
-      const res = await desiredState(agent, listener);
-      expect(res.status).toBe(200);
-      return entryOf(res, d.id).manifests.find(
-        (m: any) => m.kind === 'Secret' && m.metadata.name === 'credentials-alpha-env',
-      ).stringData.DATABASE_URI;
-    };
+  it(
+    'gives a deployment without stored credentials (made before they were stored) its passwords on first poll, ' +
+      'the same on every poll after',
+    async () => {
+      const listener: string = (await createListener('credentials-cluster', null)).id;
+      const agent = admin.as(await api.mintKey({ listenerId: listener }));
+      const d = await createDeployment('credentials-alpha', listener);
+      await startRollout(d.latest_revision_id);
+      await api.dataSource.query('DELETE FROM deployment_credentials WHERE deployment_id = $1', [d.id]);
+      const databaseUri = async () => {
+        const res = await desiredState(agent, listener);
+        expect(res.status).toBe(200);
+        return entryOf(res, d.id).manifests.find(
+          (m: any) => m.kind === 'Secret' && m.metadata.name === 'credentials-alpha-env',
+        ).stringData.DATABASE_URI;
+      };
 
-    const first = await databaseUri();
-    expect(first).toMatch(/^postgres:\/\/slipway:[A-Za-z0-9_-]{43}@credentials-alpha-db:5432\//);
-    const stored = await api.dataSource.query('SELECT 1 FROM deployment_credentials WHERE deployment_id = $1', [d.id]);
-    expect(stored).toHaveLength(1);
-    // Rendered again from the stored (sealed) row now: the same password.
-    expect(await databaseUri()).toBe(first);
-  });
+      const first = await databaseUri();
+      expect(first).toMatch(/^postgres:\/\/slipway:[A-Za-z0-9_-]{43}@credentials-alpha-db:5432\//);
+      const stored = await api.dataSource.query('SELECT 1 FROM deployment_credentials WHERE deployment_id = $1', [
+        d.id,
+      ]);
+      expect(stored).toHaveLength(1);
+      // Rendered again from the stored (sealed) row now: the same password.
+      expect(await databaseUri()).toBe(first);
+    },
+  );
 
   it('never follows a redirect: a 3xx is an error, and the key never reaches where it points', async () => {
     // Two servers on this machine: a front that redirects every call, and the place it points to.
@@ -555,7 +561,9 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
       rejected: [
         {
           deployment_id: charlie.id,
-          reason: `Deployment ID ${charlie.id} is AWAITING_DATABASE; only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`,
+          reason:
+            `Deployment ID ${charlie.id} is AWAITING_DATABASE; ` +
+            `only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`,
         },
         {
           deployment_id: bravo.id,

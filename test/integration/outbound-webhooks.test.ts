@@ -139,102 +139,114 @@ describe('/v2/webhooks', () => {
 });
 
 describe('deliveries', () => {
-  it('signs each delivery (Standard Webhooks), sends only subscribed types of the chosen deployments, and nothing from before the webhook', async () => {
-    const before = await createImageDeployment(api, 'wh-before', listenerId);
-    const other = await createImageDeployment(api, 'wh-other', listenerId);
-    const hook = await createWebhook('/signed', {
-      event_types: ['deployment.created', 'revision.created'],
-      deployment_ids: null,
-    });
-    const scoped = await createWebhook('/scoped', { event_types: ['deployment.deleted'], deployment_ids: [other.id] });
-    const d = await createImageDeployment(api, 'wh-signed', listenerId);
-    await api.http.request('DELETE', `/v2/deployments/${other.id}`);
-    await api.dataSource.query(`DELETE FROM deployments WHERE id = $1`, [other.id]);
+  it(
+    'signs each delivery (Standard Webhooks), sends only subscribed types of the chosen deployments, ' +
+      'and nothing from before the webhook',
+    async () => {
+      const before = await createImageDeployment(api, 'wh-before', listenerId);
+      const other = await createImageDeployment(api, 'wh-other', listenerId);
+      const hook = await createWebhook('/signed', {
+        event_types: ['deployment.created', 'revision.created'],
+        deployment_ids: null,
+      });
+      const scoped = await createWebhook('/scoped', {
+        event_types: ['deployment.deleted'],
+        deployment_ids: [other.id],
+      });
+      const d = await createImageDeployment(api, 'wh-signed', listenerId);
+      await api.http.request('DELETE', `/v2/deployments/${other.id}`);
+      await api.dataSource.query(`DELETE FROM deployments WHERE id = $1`, [other.id]);
 
-    const mine = await eventually(
-      () => received.filter((r) => r.path === '/signed'),
-      (rs) => rs.length >= 2,
-    );
-    const events = (await api.http.get(`/v2/events?limit=100&deployment_id=${d.id}`)).body.resources;
-    for (const r of mine) {
-      expect(verify(r, hook.secret)).toBe(true);
-      // Another first character (1 in 64 secrets already starts with any given one).
+      const mine = await eventually(
+        () => received.filter((r) => r.path === '/signed'),
+        (rs) => rs.length >= 2,
+      );
+      const events = (await api.http.get(`/v2/events?limit=100&deployment_id=${d.id}`)).body.resources;
+      for (const r of mine) {
+        expect(verify(r, hook.secret)).toBe(true);
+        // Another first character (1 in 64 secrets already starts with any given one).
+        expect(
+          verify(
+            r,
+            hook.secret.replace(/^whsec_(.)/, (_: string, c: string) => `whsec_${c === 'A' ? 'B' : 'A'}`),
+          ),
+        ).toBe(false);
+        expect(r.headers['content-type']).toBe('application/json');
+        expect(r.headers['content-length']).toBe(String(Buffer.byteLength(r.body)));
+        expect(r.headers['transfer-encoding']).toBeUndefined();
+        expect(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(300);
+        const body = JSON.parse(r.body);
+        expect(body.deployment_id).toBe(d.id);
+        expect(body).toEqual(events.find((e: any) => e.id === body.id));
+      }
+      expect(mine.map((r) => JSON.parse(r.body).type).sort()).toEqual(['deployment.created', 'revision.created']);
+      expect(received.some((r) => r.path === '/signed' && r.body.includes(before.id))).toBe(false);
+
+      const scopedGot = await eventually(
+        () => received.filter((r) => r.path === '/scoped'),
+        (rs) => rs.length >= 1,
+      );
+      expect(scopedGot.map((r) => JSON.parse(r.body))).toMatchObject([
+        { type: 'deployment.deleted', deployment_id: other.id },
+      ]);
+      expect(verify(scopedGot[0]!, scoped.secret)).toBe(true);
+
+      const listed = await eventually(
+        () => deliveries(hook.id),
+        (ds) => ds.length === 2 && ds.every((x) => x.status === 'succeeded'),
+      );
+      for (const delivery of listed) {
+        expect(mine.find((r) => r.headers['webhook-id'] === delivery.id)).toBeDefined();
+        expect(delivery.attempts).toMatchObject([{ round: 0, attempt: 1, response_status: 204, error: null }]);
+      }
+      for (const h of [hook, scoped]) await api.http.request('DELETE', `/v2/webhooks/${h.id}`);
+    },
+  );
+
+  it(
+    'a receiver failing twice gets the event on the third attempt, every attempt listed; ' +
+      'redeliver sends it again with the same webhook-id',
+    async () => {
+      failures.set('/flaky', 2);
+      const hook = await createWebhook('/flaky');
+      const d = await createImageDeployment(api, 'wh-flaky', listenerId);
+      const [delivery] = await eventually(
+        () => deliveries(hook.id),
+        (ds) => ds.length === 1 && ds[0].status === 'succeeded',
+      );
+      expect(delivery.event).toMatchObject({ type: 'deployment.created', deployment_id: d.id });
+      expect(delivery.attempts.map((a: any) => [a.round, a.attempt, a.response_status])).toEqual([
+        [0, 1, 500],
+        [0, 2, 500],
+        [0, 3, 204],
+      ]);
+      expect(delivery.attempts[0].error).toBe('answered 500');
+      const got = received.filter((r) => r.path === '/flaky');
+      expect(got).toHaveLength(3);
+      expect(new Set(got.map((r) => r.headers['webhook-id']))).toEqual(new Set([delivery.id]));
+      for (const r of got) expect(verify(r, hook.secret)).toBe(true);
+
+      const again = await api.http.post(`/v2/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`);
+      expect(again.status, again.text).toBe(202);
+      expect(again.body).toMatchObject({ id: delivery.id, status: 'pending' });
+      const [redelivered] = await eventually(
+        () => deliveries(hook.id),
+        (ds) => ds[0].status === 'succeeded' && ds[0].attempts.length === 4,
+      );
+      expect(redelivered.attempts.at(-1)).toMatchObject({ round: 1, attempt: 1, response_status: 204 });
+      const all = received.filter((r) => r.path === '/flaky');
+      expect(all).toHaveLength(4);
+      expect(all[3]!.headers['webhook-id']).toBe(delivery.id);
+      expect(all[3]!.body).toBe(all[0]!.body);
+
       expect(
-        verify(
-          r,
-          hook.secret.replace(/^whsec_(.)/, (_: string, c: string) => `whsec_${c === 'A' ? 'B' : 'A'}`),
-        ),
-      ).toBe(false);
-      expect(r.headers['content-type']).toBe('application/json');
-      expect(r.headers['content-length']).toBe(String(Buffer.byteLength(r.body)));
-      expect(r.headers['transfer-encoding']).toBeUndefined();
-      expect(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(300);
-      const body = JSON.parse(r.body);
-      expect(body.deployment_id).toBe(d.id);
-      expect(body).toEqual(events.find((e: any) => e.id === body.id));
-    }
-    expect(mine.map((r) => JSON.parse(r.body).type).sort()).toEqual(['deployment.created', 'revision.created']);
-    expect(received.some((r) => r.path === '/signed' && r.body.includes(before.id))).toBe(false);
-
-    const scopedGot = await eventually(
-      () => received.filter((r) => r.path === '/scoped'),
-      (rs) => rs.length >= 1,
-    );
-    expect(scopedGot.map((r) => JSON.parse(r.body))).toMatchObject([
-      { type: 'deployment.deleted', deployment_id: other.id },
-    ]);
-    expect(verify(scopedGot[0]!, scoped.secret)).toBe(true);
-
-    const listed = await eventually(
-      () => deliveries(hook.id),
-      (ds) => ds.length === 2 && ds.every((x) => x.status === 'succeeded'),
-    );
-    for (const delivery of listed) {
-      expect(mine.find((r) => r.headers['webhook-id'] === delivery.id)).toBeDefined();
-      expect(delivery.attempts).toMatchObject([{ round: 0, attempt: 1, response_status: 204, error: null }]);
-    }
-    for (const h of [hook, scoped]) await api.http.request('DELETE', `/v2/webhooks/${h.id}`);
-  });
-
-  it('a receiver failing twice gets the event on the third attempt, every attempt listed; redeliver sends it again with the same webhook-id', async () => {
-    failures.set('/flaky', 2);
-    const hook = await createWebhook('/flaky');
-    const d = await createImageDeployment(api, 'wh-flaky', listenerId);
-    const [delivery] = await eventually(
-      () => deliveries(hook.id),
-      (ds) => ds.length === 1 && ds[0].status === 'succeeded',
-    );
-    expect(delivery.event).toMatchObject({ type: 'deployment.created', deployment_id: d.id });
-    expect(delivery.attempts.map((a: any) => [a.round, a.attempt, a.response_status])).toEqual([
-      [0, 1, 500],
-      [0, 2, 500],
-      [0, 3, 204],
-    ]);
-    expect(delivery.attempts[0].error).toBe('answered 500');
-    const got = received.filter((r) => r.path === '/flaky');
-    expect(got).toHaveLength(3);
-    expect(new Set(got.map((r) => r.headers['webhook-id']))).toEqual(new Set([delivery.id]));
-    for (const r of got) expect(verify(r, hook.secret)).toBe(true);
-
-    const again = await api.http.post(`/v2/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`);
-    expect(again.status, again.text).toBe(202);
-    expect(again.body).toMatchObject({ id: delivery.id, status: 'pending' });
-    const [redelivered] = await eventually(
-      () => deliveries(hook.id),
-      (ds) => ds[0].status === 'succeeded' && ds[0].attempts.length === 4,
-    );
-    expect(redelivered.attempts.at(-1)).toMatchObject({ round: 1, attempt: 1, response_status: 204 });
-    const all = received.filter((r) => r.path === '/flaky');
-    expect(all).toHaveLength(4);
-    expect(all[3]!.headers['webhook-id']).toBe(delivery.id);
-    expect(all[3]!.body).toBe(all[0]!.body);
-
-    expect(
-      (await api.http.post(`/v2/webhooks/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`)).status,
-    ).toBe(404);
-    expect((await foreign.post(`/v2/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`)).status).toBe(404);
-    await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
-  });
+        (await api.http.post(`/v2/webhooks/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`))
+          .status,
+      ).toBe(404);
+      expect((await foreign.post(`/v2/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`)).status).toBe(404);
+      await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
+    },
+  );
 
   it("keeps a receiver's URL path (a Slack-style credential) out of attempt errors", async () => {
     const hook = await createWebhook('/services/T0001/B0002/hangup-s3cr3t-token');

@@ -120,7 +120,8 @@ describe('a backlog', () => {
     expect(rec.maxInFlight()).toBeLessThanOrEqual(3);
     expect(await api.queues.rollouts.count()).toBe(before + due);
     const moved = await api.dataSource.query(
-      `SELECT r.status, (SELECT count(*)::int FROM revision_events e WHERE e.revision_id = r.id AND e.to_status = 'AWAITING_DEPLOY') AS events
+      `SELECT r.status, (SELECT count(*)::int FROM revision_events e WHERE e.revision_id = r.id ` +
+        `AND e.to_status = 'AWAITING_DEPLOY') AS events
          FROM revisions r WHERE r.id = ANY($1::uuid[])`,
       [revisions],
     );
@@ -163,44 +164,49 @@ describe('while Redis refuses jobs', () => {
 
   const rows = () =>
     api.dataSource.query(
-      `SELECT id, job_name, attempts, available_at >= created_at + interval '500 milliseconds' AS backing_off, available_at = 'infinity' AS parked, sent_at IS NOT NULL AS sent, last_error
+      `SELECT id, job_name, attempts, available_at >= created_at + interval '500 milliseconds' AS backing_off, ` +
+        `available_at = 'infinity' AS parked, sent_at IS NOT NULL AS sent, last_error
          FROM outbox WHERE sent_at IS NULL OR sent_at > now() - interval '1 minute' ORDER BY id`,
     );
 
-  it('the backlog waits in order; once Redis takes jobs again every row goes out, the one backing off too, and a bad row is parked', async () => {
-    await api.relay.drain();
-    await backlog(100);
-    await api.dataSource.query(
-      `INSERT INTO outbox (queue, job_name, job_id, payload) VALUES ('rollouts', 'no.such.job', 'bad-1', '{}')`,
-    );
-    await backlog(100);
-    const relay = relayOf(recording().hook, { batchSize: 20, maxBatchSize: 80, concurrency: 3 }, queues);
+  it(
+    'the backlog waits in order; once Redis takes jobs again every row goes out, the one backing off too, ' +
+      'and a bad row is parked',
+    async () => {
+      await api.relay.drain();
+      await backlog(100);
+      await api.dataSource.query(
+        `INSERT INTO outbox (queue, job_name, job_id, payload) VALUES ('rollouts', 'no.such.job', 'bad-1', '{}')`,
+      );
+      await backlog(100);
+      const relay = relayOf(recording().hook, { batchSize: 20, maxBatchSize: 80, concurrency: 3 }, queues);
 
-    await proxy.refuse();
-    expect(await relay.drain()).toBe(0);
-    const waiting = (await rows()).filter((r: { sent: boolean }) => !r.sent);
-    expect(waiting).toHaveLength(201);
-    // The first row was refused and backs off; nothing after it was tried.
-    expect(waiting[0]).toMatchObject({ attempts: 1, backing_off: true });
-    expect(waiting.slice(1).filter((r: { attempts: number }) => r.attempts !== 0)).toEqual([]);
-    // As after a long outage: its backoff has grown to the longest.
-    await api.dataSource.query(`UPDATE outbox SET available_at = now() + interval '30 seconds' WHERE id = $1`, [
-      waiting[0].id,
-    ]);
+      await proxy.refuse();
+      expect(await relay.drain()).toBe(0);
+      const waiting = (await rows()).filter((r: { sent: boolean }) => !r.sent);
+      expect(waiting).toHaveLength(201);
+      // The first row was refused and backs off; nothing after it was tried.
+      expect(waiting[0]).toMatchObject({ attempts: 1, backing_off: true });
+      expect(waiting.slice(1).filter((r: { attempts: number }) => r.attempts !== 0)).toEqual([]);
+      // As after a long outage: its backoff has grown to the longest.
+      await api.dataSource.query(`UPDATE outbox SET available_at = now() + interval '30 seconds' WHERE id = $1`, [
+        waiting[0].id,
+      ]);
 
-    await proxy.restore();
-    await ready(redis);
-    await relay.drain();
-    const after = await rows();
-    expect(after.filter((r: { sent: boolean; job_name: string }) => !r.sent && r.job_name !== 'no.such.job')).toEqual(
-      [],
-    );
-    expect(after.find((r: { job_name: string }) => r.job_name === 'no.such.job')).toMatchObject({
-      sent: false,
-      parked: true,
-      last_error: 'unknown job name',
-    });
-  });
+      await proxy.restore();
+      await ready(redis);
+      await relay.drain();
+      const after = await rows();
+      expect(after.filter((r: { sent: boolean; job_name: string }) => !r.sent && r.job_name !== 'no.such.job')).toEqual(
+        [],
+      );
+      expect(after.find((r: { job_name: string }) => r.job_name === 'no.such.job')).toMatchObject({
+        sent: false,
+        parked: true,
+        last_error: 'unknown job name',
+      });
+    },
+  );
 
   it('a running relay goes again as soon as the connection is back, not at its next poll', async () => {
     await backlog(300);

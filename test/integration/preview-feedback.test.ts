@@ -194,7 +194,8 @@ describe('commit statuses and one comment on the pull request', () => {
       // Every preview of the repository is due; the forge answers 502 to each.
       expect(await feedback.runOnce()).toBe(0);
       const [row] = await api.dataSource.query(
-        `SELECT f.attempts, f.last_error, f.next_attempt_at > now() AS later FROM preview_feedback f JOIN deployments d ON d.id = f.deployment_id WHERE d.preview_of = $1`,
+        `SELECT f.attempts, f.last_error, f.next_attempt_at > now() AS later FROM preview_feedback f ` +
+          `JOIN deployments d ON d.id = f.deployment_id WHERE d.preview_of = $1`,
         [parent.body.id],
       );
       expect(row).toMatchObject({ attempts: 1, later: true });

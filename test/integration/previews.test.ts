@@ -157,59 +157,63 @@ describe('opening a preview', () => {
 });
 
 describe("the parent's secret overrides for its previews", () => {
-  it('are stored sealed and shown masked, replace the parent’s value of their name in each preview, and keep their value when sent masked', async () => {
-    const p = await parent({
-      enabled: true,
-      secrets: [
-        { name: 'OPENAI_API_KEY', value: 'sk-preview-only' },
-        { name: 'PREVIEW_ONLY', value: 'yes' },
-      ],
-    });
-    const shown = (await api.http.get(`/v2/deployments/${p.id}`)).body.source_config.previews;
-    expect(shown.secrets).toEqual([
-      { name: 'OPENAI_API_KEY', value: '********' },
-      { name: 'PREVIEW_ONLY', value: '********' },
-    ]);
-    const [row] = await api.dataSource.query(`SELECT source_config::text AS text FROM deployments WHERE id = $1`, [
-      p.id,
-    ]);
-    expect(row.text).not.toContain('sk-preview-only');
-    expect(row.text).not.toContain('"yes"');
+  it(
+    'are stored sealed and shown masked, replace the parent’s value of their name in each preview, ' +
+      'and keep their value when sent masked',
+    async () => {
+      const p = await parent({
+        enabled: true,
+        secrets: [
+          { name: 'OPENAI_API_KEY', value: 'sk-preview-only' },
+          { name: 'PREVIEW_ONLY', value: 'yes' },
+        ],
+      });
+      const shown = (await api.http.get(`/v2/deployments/${p.id}`)).body.source_config.previews;
+      expect(shown.secrets).toEqual([
+        { name: 'OPENAI_API_KEY', value: '********' },
+        { name: 'PREVIEW_ONLY', value: '********' },
+      ]);
+      const [row] = await api.dataSource.query(`SELECT source_config::text AS text FROM deployments WHERE id = $1`, [
+        p.id,
+      ]);
+      expect(row.text).not.toContain('sk-preview-only');
+      expect(row.text).not.toContain('"yes"');
 
-    const preview = (await open(p.id, { ref: 'f', number: 1 })).body;
-    const secretsOf = async (id: string) => {
-      const [d] = await api.dataSource.query(`SELECT secrets_sealed FROM deployments WHERE id = $1`, [id]);
-      return Object.fromEntries(
-        secretsCodec(api.config)
-          .openSecrets(d.secrets_sealed, id)
-          .map((x) => [x.name, x.value]),
-      );
-    };
-    expect(await secretsOf(preview.id)).toEqual({ OPENAI_API_KEY: 'sk-preview-only', PREVIEW_ONLY: 'yes' });
-    expect(await secretsOf(p.id)).toEqual({ OPENAI_API_KEY: 'sk-parent' });
+      const preview = (await open(p.id, { ref: 'f', number: 1 })).body;
+      const secretsOf = async (id: string) => {
+        const [d] = await api.dataSource.query(`SELECT secrets_sealed FROM deployments WHERE id = $1`, [id]);
+        return Object.fromEntries(
+          secretsCodec(api.config)
+            .openSecrets(d.secrets_sealed, id)
+            .map((x) => [x.name, x.value]),
+        );
+      };
+      expect(await secretsOf(preview.id)).toEqual({ OPENAI_API_KEY: 'sk-preview-only', PREVIEW_ONLY: 'yes' });
+      expect(await secretsOf(p.id)).toEqual({ OPENAI_API_KEY: 'sk-parent' });
 
-    // A GET → edit → PATCH round trip: the masked value keeps the stored one, a new one replaces.
-    const patched = await api.http.patch(`/v2/deployments/${p.id}`, {
-      source_config: {
-        previews: {
-          ...shown,
-          secrets: [
-            { name: 'OPENAI_API_KEY', value: '********' },
-            { name: 'PREVIEW_ONLY', value: 'again' },
-          ],
+      // A GET → edit → PATCH round trip: the masked value keeps the stored one, a new one replaces.
+      const patched = await api.http.patch(`/v2/deployments/${p.id}`, {
+        source_config: {
+          previews: {
+            ...shown,
+            secrets: [
+              { name: 'OPENAI_API_KEY', value: '********' },
+              { name: 'PREVIEW_ONLY', value: 'again' },
+            ],
+          },
         },
-      },
-    });
-    expect(patched.status, patched.text).toBe(200);
-    const next = (await open(p.id, { ref: 'g', number: 2 })).body;
-    expect(await secretsOf(next.id)).toEqual({ OPENAI_API_KEY: 'sk-preview-only', PREVIEW_ONLY: 'again' });
-    // A masked value with nothing stored under its name is refused, naming it.
-    const unknown = await api.http.patch(`/v2/deployments/${p.id}`, {
-      source_config: { previews: { enabled: true, secrets: [{ name: 'NEW_ONE', value: '********' }] } },
-    });
-    expect(unknown.status).toBe(400);
-    expect(unknown.text).toContain('NEW_ONE');
-  });
+      });
+      expect(patched.status, patched.text).toBe(200);
+      const next = (await open(p.id, { ref: 'g', number: 2 })).body;
+      expect(await secretsOf(next.id)).toEqual({ OPENAI_API_KEY: 'sk-preview-only', PREVIEW_ONLY: 'again' });
+      // A masked value with nothing stored under its name is refused, naming it.
+      const unknown = await api.http.patch(`/v2/deployments/${p.id}`, {
+        source_config: { previews: { enabled: true, secrets: [{ name: 'NEW_ONE', value: '********' }] } },
+      });
+      expect(unknown.status).toBe(400);
+      expect(unknown.text).toContain('NEW_ONE');
+    },
+  );
 });
 
 describe('finding previews', () => {
@@ -516,51 +520,56 @@ describe('`slipway preview` for CI scripts without a forge', () => {
 });
 
 describe("the published deploy CLI (@langchain/langgraph-cli's own lookup and calls, unchanged) never adopts a preview", () => {
-  it('finds the parent by its name, not its previews; named by a preview’s own name, its upload and image roll-outs are refused (400)', async () => {
-    const { HostBackendClient } = await import('@langchain/langgraph-cli/dist/cli/utils/host-backend.mjs' as string);
-    const { findDeploymentIdByName } = await import(
-      '@langchain/langgraph-cli/dist/cli/utils/deploy-helpers.mjs' as string
-    );
-    const p = await parent();
-    const preview = (await open(p.id, { ref: 'feature/cli-lookup', number: 31 })).body;
-    const client = new HostBackendClient(api.http.baseUrl, api.adminKey);
-    // `langgraphjs deploy --name <parent>`: the list by name_contains holds the preview too; the lookup takes the parent.
-    const listed = await client.listDeployments(p.name);
-    expect(listed.resources.map((d: { name: string }) => d.name).sort()).toEqual([p.name, preview.name].sort());
-    expect(findDeploymentIdByName(listed, p.name)).toBe(p.id);
-    // `--name <parent>-pr-31`: the lookup finds the preview, and every way the CLI would roll out onto
-    // it is refused, saying why: a preview is a repohost deployment (its pull request drives it),
-    // and the CLI only uploads sources and pushes images.
-    expect(findDeploymentIdByName(await client.listDeployments(preview.name), preview.name)).toBe(preview.id);
-    const before = (
-      await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id])
-    )[0].n;
-    for (const call of [
-      () => client.requestUploadUrl(preview.id),
-      () => client.requestPushToken(preview.id),
-      () => client.updateDeployment(preview.id, 'registry.example/app@sha256:' + 'a'.repeat(64)),
-      () =>
-        client.updateDeploymentInternalSource(preview.id, {
-          sourceTarballPath: `uploads/${preview.id}/x.tar.gz`,
-          configPath: 'langgraph.json',
-        }),
-    ]) {
-      const err = await call().then(
-        () => null,
-        (e: { statusCode?: number; message: string }) => e,
+  it(
+    'finds the parent by its name, not its previews; named by a preview’s own name, ' +
+      'its upload and image roll-outs are refused (400)',
+    async () => {
+      const { HostBackendClient } = await import('@langchain/langgraph-cli/dist/cli/utils/host-backend.mjs' as string);
+      const { findDeploymentIdByName } = await import(
+        '@langchain/langgraph-cli/dist/cli/utils/deploy-helpers.mjs' as string
       );
-      expect(err?.statusCode).toBe(400);
-      expect(err?.message).toMatch(
-        /has source repohost|only available for 'internal_docker'|this one's source is repohost|not found for this deployment/,
-      );
-    }
-    expect(
-      (await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id]))[0]
-        .n,
-    ).toBe(before);
-    // The parent itself still takes what its source takes.
-    expect(
-      (await api.http.patch(`/v2/deployments/${p.id}`, { source_revision_config: { repo_ref: 'main' } })).status,
-    ).toBe(200);
-  });
+      const p = await parent();
+      const preview = (await open(p.id, { ref: 'feature/cli-lookup', number: 31 })).body;
+      const client = new HostBackendClient(api.http.baseUrl, api.adminKey);
+      // `langgraphjs deploy --name <parent>`: the list by name_contains holds the preview too; the lookup takes the parent.
+      const listed = await client.listDeployments(p.name);
+      expect(listed.resources.map((d: { name: string }) => d.name).sort()).toEqual([p.name, preview.name].sort());
+      expect(findDeploymentIdByName(listed, p.name)).toBe(p.id);
+      // `--name <parent>-pr-31`: the lookup finds the preview, and every way the CLI would roll out onto
+      // it is refused, saying why: a preview is a repohost deployment (its pull request drives it),
+      // and the CLI only uploads sources and pushes images.
+      expect(findDeploymentIdByName(await client.listDeployments(preview.name), preview.name)).toBe(preview.id);
+      const before = (
+        await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id])
+      )[0].n;
+      for (const call of [
+        () => client.requestUploadUrl(preview.id),
+        () => client.requestPushToken(preview.id),
+        () => client.updateDeployment(preview.id, 'registry.example/app@sha256:' + 'a'.repeat(64)),
+        () =>
+          client.updateDeploymentInternalSource(preview.id, {
+            sourceTarballPath: `uploads/${preview.id}/x.tar.gz`,
+            configPath: 'langgraph.json',
+          }),
+      ]) {
+        const err = await call().then(
+          () => null,
+          (e: { statusCode?: number; message: string }) => e,
+        );
+        expect(err?.statusCode).toBe(400);
+        expect(err?.message).toMatch(
+          /has source repohost|only available for 'internal_docker'|this one's source is repohost|not found for this deployment/,
+        );
+      }
+      expect(
+        (
+          await api.dataSource.query(`SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1`, [preview.id])
+        )[0].n,
+      ).toBe(before);
+      // The parent itself still takes what its source takes.
+      expect(
+        (await api.http.patch(`/v2/deployments/${p.id}`, { source_revision_config: { repo_ref: 'main' } })).status,
+      ).toBe(200);
+    },
+  );
 });

@@ -174,11 +174,14 @@ describe('uploads', () => {
     const refused = await put();
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({
-      detail: `Quota exceeded: this workspace stores ${body.length} bytes of uploads and this one adds ${body.length} (quota upload_bytes = ${body.length + 10} for this workspace).`,
+      detail:
+        `Quota exceeded: this workspace stores ${body.length} bytes of uploads and this one ` +
+        `adds ${body.length} (quota upload_bytes = ${body.length + 10} for this workspace).`,
     });
     expect(
       await count(
-        `SELECT count(*) AS n FROM uploads u JOIN deployments d ON d.id = u.deployment_id WHERE d.workspace_id = $1 AND u.completed_at IS NOT NULL`,
+        `SELECT count(*) AS n FROM uploads u JOIN deployments d ON d.id = u.deployment_id ` +
+          `WHERE d.workspace_id = $1 AND u.completed_at IS NOT NULL`,
         [workspaceId],
       ),
     ).toBe(1);

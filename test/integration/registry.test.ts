@@ -259,7 +259,8 @@ describe('PATCH with revision_source internal_docker', () => {
     expect((await api().http.get(`/v2/deployments/${deploymentId}`)).body.latest_revision_id).toBe(before);
   });
 
-  it('by tag while the registry is down: 503 with Retry-After, nothing written (not the secrets either); the same request succeeds once it is back', async () => {
+  it('by tag while the registry is down: 503 with Retry-After, nothing written (not the secrets either); the ' +
+    'same request succeeds once it is back', async () => {
     const before = (await api().http.get(`/v2/deployments/${deploymentId}`)).body;
     const revisions = async () =>
       Number(
@@ -280,7 +281,10 @@ describe('PATCH with revision_source internal_docker', () => {
       expect(res.status, res.text).toBe(503);
       expect(res.headers.get('retry-after')).toBe('5');
       expect(res.body.detail).toMatch(
-        /^The built-in image registry is unavailable, so image_uri could not be resolved to a digest; nothing was changed\. Retry once it is back\. \(.*ECONNREFUSED/,
+        new RegExp(
+          String.raw`^The built-in image registry is unavailable, so image_uri could not be resolved to a digest; ` +
+            String.raw`nothing was changed\. Retry once it is back\. \(.*ECONNREFUSED`,
+        ),
       );
       const after = (await api().http.get(`/v2/deployments/${deploymentId}`)).body;
       expect(after.latest_revision_id).toBe(before.latest_revision_id);
@@ -438,7 +442,8 @@ describe('registry bytes quota, at the registry (push guard)', () => {
       )[0].n,
     );
 
-  it('a push that would pass the quota midway is refused by the registry itself, even with a fresh token; what was refused is not counted; another workspace pushes', async () => {
+  it('a push that would pass the quota midway is refused by the registry itself, even with a fresh token; what ' +
+    'was refused is not counted; another workspace pushes', async () => {
     const orgAdmin = await issueApiKey(api().dataSource.manager, {
       organizationId: api().organizationId,
       workspaceId: null,
@@ -727,7 +732,8 @@ describe('the registry supervisor (`npm start`)', () => {
     const bin = path.join(dir, 'docker-registry');
     writeFileSync(
       bin,
-      `#!/bin/sh\nif [ "$1" = serve ] && [ ! -e "${dir}/started" ]; then touch "${dir}/started"; echo 'boom at start' >&2; exit 3; fi\nexec docker-registry "$@"\n`,
+      `#!/bin/sh\nif [ "$1" = serve ] && [ ! -e "${dir}/started" ]; then touch "${dir}/started"; echo 'boom at ` +
+        `start' >&2; exit 3; fi\nexec docker-registry "$@"\n`,
       { mode: 0o755 },
     );
     const own = await startTestApi({ SLIPWAY_REGISTRY_PORT: String(await freePort()) });

@@ -358,7 +358,9 @@ describe('github as an App', () => {
     const res = await api.http.get(`/v1/integrations/repohost/${id}/repos`);
     expect(res.status).toBe(502);
     expect(res.body.detail).toBe(
-      'GitHub answered 401 Unauthorized to POST /app/installations/57219034/access_tokens: the GitHub App\'s JWT was rejected (check app_id and private_key) ("A JSON web token could not be decoded").',
+      'GitHub answered 401 Unauthorized to POST /app/installations/57219034/access_tokens: ' +
+        "the GitHub App's JWT was rejected (check app_id and private_key) " +
+        '("A JSON web token could not be decoded").',
     );
     expect(res.text).not.toContain('PRIVATE KEY');
   });
@@ -444,7 +446,8 @@ describe('gitea', () => {
     expect(res.status).toBe(502);
     expect(res.body).toEqual({
       detail:
-        'Gitea answered 401 Unauthorized to GET /api/v1/user/repos?limit=50&page=1: the token was rejected ("user does not exist [uid: 0, name: ]").',
+        'Gitea answered 401 Unauthorized to GET /api/v1/user/repos?limit=50&page=1: ' +
+        'the token was rejected ("user does not exist [uid: 0, name: ]").',
     });
     expect(res.text).not.toContain(token);
   });

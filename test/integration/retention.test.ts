@@ -79,33 +79,37 @@ const revisionRow = async (id: string) =>
   (await api.dataSource.query(`SELECT artifact_ref, artifact_pruned_at, status FROM revisions WHERE id = $1`, [id]))[0];
 
 describe('artifacts', () => {
-  it('keeps the active revision and the newest artifacts_kept others; prunes the rest (files and ref), unless a kept revision shares the artifact', async () => {
-    const { client } = await workspace({ artifacts_kept: 1 });
-    const deploymentId = await uploadDeployment(client);
-    const r1 = await builtRevision(deploymentId, 40);
-    const r2 = await builtRevision(deploymentId, 30);
-    // r3 redeployed r1: it rolled out r1's artifact.
-    const r3 = await builtRevision(deploymentId, 20, r1.ref);
-    const r4 = await builtRevision(deploymentId, 10);
-    await api.dataSource.query(
-      `UPDATE deployments SET active_revision_id = $2, latest_revision_id = $2 WHERE id = $1`,
-      [deploymentId, r4.id],
-    );
-    const report = await retention.run();
+  it(
+    'keeps the active revision and the newest artifacts_kept others; prunes the rest (files and ref), ' +
+      'unless a kept revision shares the artifact',
+    async () => {
+      const { client } = await workspace({ artifacts_kept: 1 });
+      const deploymentId = await uploadDeployment(client);
+      const r1 = await builtRevision(deploymentId, 40);
+      const r2 = await builtRevision(deploymentId, 30);
+      // r3 redeployed r1: it rolled out r1's artifact.
+      const r3 = await builtRevision(deploymentId, 20, r1.ref);
+      const r4 = await builtRevision(deploymentId, 10);
+      await api.dataSource.query(
+        `UPDATE deployments SET active_revision_id = $2, latest_revision_id = $2 WHERE id = $1`,
+        [deploymentId, r4.id],
+      );
+      const report = await retention.run();
 
-    expect(report.artifactsPruned).toContain(r2.id);
-    expect(report.artifactsPruned).not.toContain(r1.id);
-    expect(existsSync(r2.ref)).toBe(false);
-    expect(await revisionRow(r2.id)).toMatchObject({ artifact_ref: null, artifact_pruned_at: expect.any(Date) });
-    for (const kept of [r1, r3, r4]) expect(existsSync(kept.ref), kept.id).toBe(true);
-    expect((await revisionRow(r4.id)).artifact_ref).toBe(r4.ref);
-    expect((await revisionRow(r1.id)).artifact_ref).toBe(r1.ref);
+      expect(report.artifactsPruned).toContain(r2.id);
+      expect(report.artifactsPruned).not.toContain(r1.id);
+      expect(existsSync(r2.ref)).toBe(false);
+      expect(await revisionRow(r2.id)).toMatchObject({ artifact_ref: null, artifact_pruned_at: expect.any(Date) });
+      for (const kept of [r1, r3, r4]) expect(existsSync(kept.ref), kept.id).toBe(true);
+      expect((await revisionRow(r4.id)).artifact_ref).toBe(r4.ref);
+      expect((await revisionRow(r1.id)).artifact_ref).toBe(r1.ref);
 
-    // A second pass has nothing more to do for this deployment.
-    expect((await retention.run()).artifactsPruned.filter((id) => [r1, r2, r3, r4].some((r) => r.id === id))).toEqual(
-      [],
-    );
-  });
+      // A second pass has nothing more to do for this deployment.
+      expect((await retention.run()).artifactsPruned.filter((id) => [r1, r2, r3, r4].some((r) => r.id === id))).toEqual(
+        [],
+      );
+    },
+  );
 
   it('a redeploy of a pruned revision rebuilds it; one whose artifact is kept rolls out directly', async () => {
     const { client } = await workspace({ artifacts_kept: 1 });
@@ -205,7 +209,8 @@ describe('events and outbox rows', () => {
     // Outbound webhook deliveries: finished old ones go, recent and still pending ones stay.
     const webhookId = randomUUID();
     await api.dataSource.query(
-      `INSERT INTO outbound_webhooks (id, workspace_id, url, event_types, secret_sealed) VALUES ($1, $2, 'https://hooks.example.com/', '{deployment.created}', 'x')`,
+      `INSERT INTO outbound_webhooks (id, workspace_id, url, event_types, secret_sealed) VALUES ($1, $2, ` +
+        `'https://hooks.example.com/', '{deployment.created}', 'x')`,
       [webhookId, workspaceId],
     );
     await api.dataSource.query(
@@ -243,7 +248,8 @@ describe('events and outbox rows', () => {
       writeFileSync(completedDaysAgo === null ? `${file}.part` : file, 'tarball');
       await api.dataSource.query(
         `INSERT INTO uploads (object_path, deployment_id, size_bytes, created_at, completed_at)
-         VALUES ($1, $2, 7, now() - make_interval(days => $3), CASE WHEN $4::int IS NULL THEN NULL ELSE now() - make_interval(days => $4::int) END)`,
+         VALUES ($1, $2, 7, now() - make_interval(days => $3), CASE WHEN $4::int IS NULL THEN NULL ` +
+          `ELSE now() - make_interval(days => $4::int) END)`,
         [objectPath, deploymentId, createdDaysAgo, completedDaysAgo],
       );
       return { objectPath, file };

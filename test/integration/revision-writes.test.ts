@@ -37,7 +37,8 @@ interface Row {
 
 async function row(id: string): Promise<Row> {
   const [r] = await api.dataSource.query(
-    `SELECT status, attempt, (extract(epoch FROM deadline_at) * 1000)::bigint AS deadline_ms, started_at IS NOT NULL AS started, heartbeat_at
+    `SELECT status, attempt, (extract(epoch FROM deadline_at) * 1000)::bigint AS deadline_ms, ` +
+      `started_at IS NOT NULL AS started, heartbeat_at
        FROM revisions WHERE id = $1`,
     [id],
   );

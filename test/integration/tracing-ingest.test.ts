@@ -416,7 +416,8 @@ describe('tenancy and refusals', () => {
       const data = Buffer.isBuffer(body) ? body : Buffer.from(body);
       return Buffer.concat([
         Buffer.from(
-          `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${data.length}\r\n\r\n`,
+          `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; ` +
+            `length=${data.length}\r\n\r\n`,
         ),
         data,
         Buffer.from('\r\n'),

@@ -233,61 +233,65 @@ describe('OTLP/HTTP exporters against /api/v1/otel/v1/traces', () => {
     expect((await proto.arrayBuffer()).byteLength).toBe(0);
   });
 
-  it('a span of the OTLP JSON mapping with ids in hex and times as strings, without a project header, lands in the default project', async () => {
-    const traceId = randomUUID().replace(/-/g, '');
-    const spanId = randomUUID().replace(/-/g, '').slice(0, 16);
-    const now = BigInt(Date.now()) * 1_000_000n;
-    const body = {
-      resourceSpans: [
-        {
-          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] },
-          scopeSpans: [
-            {
-              scope: { name: 'manual' },
-              spans: [
-                {
-                  traceId,
-                  spanId,
-                  name: 'plain',
-                  kind: 1,
-                  startTimeUnixNano: String(now - 2_000_000n),
-                  endTimeUnixNano: String(now),
-                  attributes: [
-                    { key: 'langsmith.metadata.big', value: { intValue: '9007199254740993' } },
-                    { key: 'gen_ai.usage.input_tokens', value: { intValue: '4' } },
-                    {
-                      key: 'langsmith.span.tags',
-                      value: { arrayValue: { values: [{ stringValue: 'a' }, { stringValue: 'b' }] } },
-                    },
-                  ],
-                  status: {},
-                },
-              ],
-            },
-          ],
-        },
-      ],
-    };
-    const res = await fetch(otlpUrl(), {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': api.adminKey },
-      body: JSON.stringify(body),
-    });
-    expect(res.status).toBe(200);
-    const run = await new Client({ apiUrl, apiKey: api.adminKey }).readRun(runIdOfSpan(spanId));
-    expect(run).toMatchObject({
-      name: 'plain',
-      run_type: 'chain',
-      tags: ['a', 'b'],
-      prompt_tokens: 4,
-      extra: { metadata: { big: '9007199254740993' } },
-    });
-    const [project] = await api.dataSource.query(
-      `SELECT p.name FROM tracing_runs r JOIN tracing_projects p ON p.id = r.project_id WHERE r.id = $1`,
-      [run.id],
-    );
-    expect(project.name).toBe('default');
-  });
+  it(
+    'a span of the OTLP JSON mapping with ids in hex and times as strings, without a project header, ' +
+      'lands in the default project',
+    async () => {
+      const traceId = randomUUID().replace(/-/g, '');
+      const spanId = randomUUID().replace(/-/g, '').slice(0, 16);
+      const now = BigInt(Date.now()) * 1_000_000n;
+      const body = {
+        resourceSpans: [
+          {
+            resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] },
+            scopeSpans: [
+              {
+                scope: { name: 'manual' },
+                spans: [
+                  {
+                    traceId,
+                    spanId,
+                    name: 'plain',
+                    kind: 1,
+                    startTimeUnixNano: String(now - 2_000_000n),
+                    endTimeUnixNano: String(now),
+                    attributes: [
+                      { key: 'langsmith.metadata.big', value: { intValue: '9007199254740993' } },
+                      { key: 'gen_ai.usage.input_tokens', value: { intValue: '4' } },
+                      {
+                        key: 'langsmith.span.tags',
+                        value: { arrayValue: { values: [{ stringValue: 'a' }, { stringValue: 'b' }] } },
+                      },
+                    ],
+                    status: {},
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      };
+      const res = await fetch(otlpUrl(), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': api.adminKey },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(200);
+      const run = await new Client({ apiUrl, apiKey: api.adminKey }).readRun(runIdOfSpan(spanId));
+      expect(run).toMatchObject({
+        name: 'plain',
+        run_type: 'chain',
+        tags: ['a', 'b'],
+        prompt_tokens: 4,
+        extra: { metadata: { big: '9007199254740993' } },
+      });
+      const [project] = await api.dataSource.query(
+        `SELECT p.name FROM tracing_runs r JOIN tracing_projects p ON p.id = r.project_id WHERE r.id = $1`,
+        [run.id],
+      );
+      expect(project.name).toBe('default');
+    },
+  );
 });
 
 describe('refusals write nothing', () => {

@@ -5,10 +5,10 @@ import { langsmithClient } from '../support/langsmith.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * The LangSmith reads that `langsmith` 0.12 moved to `/api/v2` (`client.runs.query()`,
- * `client.runs.retrieve()`), called through the official client, unchanged: fields chosen by
- * `selects`, keyset pages that neither skip nor repeat (runs started in the same millisecond), a trace in tree order, the trace and tree filters, the default time
- * window, a run's own tokens unless subtree usage is asked for, and workspace isolation.
+ * The LangSmith reads that `langsmith` 0.12 moved to `/api/v2` (`client.runs.query()`, `client.runs.retrieve()`),
+ * called through the official client, unchanged: fields chosen by `selects`, keyset pages that neither skip nor repeat
+ * (runs started in the same millisecond), a trace in tree order, the trace and tree filters, the default time window, a
+ * run's own tokens unless subtree usage is asked for, and workspace isolation.
  */
 
 let api: TestApi;
@@ -213,30 +213,34 @@ describe("langsmith's client.runs against /api/v2", () => {
     );
   });
 
-  it('refuses what it does not answer: 422 for datasets, a bad filter or a forged cursor; an unknown select or no project; 401 without a key', async () => {
-    const post = (body: unknown, key?: string) =>
-      api.http.post('/api/v2/runs/query', body, key === undefined ? undefined : { key });
-    expect((await post({ project_ids: [projectId], reference_dataset_id: randomUUID() })).status).toBe(422);
-    expect((await post({ project_ids: [projectId], filter: 'eq(' })).status).toBe(422);
-    const forged = Buffer.from(
-      JSON.stringify({ startTime: "2026-01-01'; DROP TABLE x; --", id: randomUUID() }),
-    ).toString('base64url');
-    expect((await post({ project_ids: [projectId], cursor: forged })).status).toBe(422);
-    expect((await post({ project_ids: [projectId], cursor: 'not a cursor' })).status).toBe(422);
-    // A tree-order cursor does not resume a time-ordered query.
-    const page = await post({ project_ids: [projectId], trace_id: a.root.id, page_size: 1 });
-    expect(page.status).toBe(200);
-    expect(page.body.next_cursor).toEqual(expect.any(String));
-    expect((await post({ project_ids: [projectId], cursor: page.body.next_cursor })).status).toBe(422);
-    expect((await post({ project_ids: [projectId], selects: ['PASSWORD'] })).status).toBe(422);
-    expect((await post({})).status).toBe(422);
-    const anonymous = await fetch(`${api.baseUrl}/api/v2/runs/query`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ project_ids: [projectId] }),
-    });
-    expect(anonymous.status).toBe(401);
-  });
+  it(
+    'refuses what it does not answer: 422 for datasets, a bad filter or a forged cursor; ' +
+      'an unknown select or no project; 401 without a key',
+    async () => {
+      const post = (body: unknown, key?: string) =>
+        api.http.post('/api/v2/runs/query', body, key === undefined ? undefined : { key });
+      expect((await post({ project_ids: [projectId], reference_dataset_id: randomUUID() })).status).toBe(422);
+      expect((await post({ project_ids: [projectId], filter: 'eq(' })).status).toBe(422);
+      const forged = Buffer.from(
+        JSON.stringify({ startTime: "2026-01-01'; DROP TABLE x; --", id: randomUUID() }),
+      ).toString('base64url');
+      expect((await post({ project_ids: [projectId], cursor: forged })).status).toBe(422);
+      expect((await post({ project_ids: [projectId], cursor: 'not a cursor' })).status).toBe(422);
+      // A tree-order cursor does not resume a time-ordered query.
+      const page = await post({ project_ids: [projectId], trace_id: a.root.id, page_size: 1 });
+      expect(page.status).toBe(200);
+      expect(page.body.next_cursor).toEqual(expect.any(String));
+      expect((await post({ project_ids: [projectId], cursor: page.body.next_cursor })).status).toBe(422);
+      expect((await post({ project_ids: [projectId], selects: ['PASSWORD'] })).status).toBe(422);
+      expect((await post({})).status).toBe(422);
+      const anonymous = await fetch(`${api.baseUrl}/api/v2/runs/query`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ project_ids: [projectId] }),
+      });
+      expect(anonymous.status).toBe(401);
+    },
+  );
 
   it("advertises the LangSmith API level the client checks before client.runs, and Slipway's own version beside it", async () => {
     const info = (await (await fetch(`${api.baseUrl}/api/v1/info`)).json()) as {

@@ -46,7 +46,8 @@ const children = async (table: string): Promise<string[]> =>
 /** Rows of the trace's two runs in the runs and payloads tables (4 when all there). */
 const runsOf = async ({ traceId, childId }: { traceId: string; childId: string }) => {
   const [row] = await api.dataSource.query(
-    `SELECT (SELECT count(*) FROM tracing_runs WHERE id = ANY($1::uuid[])) + (SELECT count(*) FROM tracing_run_payloads WHERE run_id = ANY($1::uuid[])) AS n`,
+    `SELECT (SELECT count(*) FROM tracing_runs WHERE id = ANY($1::uuid[])) + (SELECT count(*) ` +
+      `FROM tracing_run_payloads WHERE run_id = ANY($1::uuid[])) AS n`,
     [[traceId, childId]],
   );
   return Number(row.n);
@@ -78,7 +79,8 @@ describe('tracing retention', () => {
     // An update held 20 days for a create that never came, and one held since now.
     const [staleHeld, freshHeld] = [randomUUID(), randomUUID()];
     await api.dataSource.query(
-      `INSERT INTO tracing_pending_updates (workspace_id, run_id, patch, received_at) VALUES ($1, $2, '{}', now() - interval '20 days'), ($1, $3, '{}', now())`,
+      `INSERT INTO tracing_pending_updates (workspace_id, run_id, patch, received_at) VALUES ($1, $2, '{}', ` +
+        `now() - interval '20 days'), ($1, $3, '{}', now())`,
       [api.workspaceId, staleHeld, freshHeld],
     );
     const old = [partition('tracing_runs', ago(20)), partition('tracing_run_payloads', ago(20))];
@@ -121,27 +123,31 @@ describe('tracing retention', () => {
     });
   });
 
-  it('keeps a day a longer override still needs, deleting only the rows of shorter windows; a dropped day can be written again', async () => {
-    const a = langsmithClient(api.baseUrl, api.adminKey);
-    const c = await workspaceWithWindow(25);
-    // The 20-day-old partitions were dropped above: this api process remembered them made, and
-    // the write makes them again.
-    const a20 = await sendTrace(a, 'again', { start: ago(20) });
-    const c20 = await sendTrace(c.client, 'long', { start: ago(20) });
-    const a28 = await sendTrace(a, 'again', { start: ago(28) });
-    for (const t of [a20, c20, a28]) expect(await runsOf(t)).toBe(4);
+  it(
+    'keeps a day a longer override still needs, deleting only the rows of shorter windows; ' +
+      'a dropped day can be written again',
+    async () => {
+      const a = langsmithClient(api.baseUrl, api.adminKey);
+      const c = await workspaceWithWindow(25);
+      // The 20-day-old partitions were dropped above: this api process remembered them made, and
+      // the write makes them again.
+      const a20 = await sendTrace(a, 'again', { start: ago(20) });
+      const c20 = await sendTrace(c.client, 'long', { start: ago(20) });
+      const a28 = await sendTrace(a, 'again', { start: ago(28) });
+      for (const t of [a20, c20, a28]) expect(await runsOf(t)).toBe(4);
 
-    const { traces } = await retention.run();
+      const { traces } = await retention.run();
 
-    expect(traces.partitionsDropped.sort()).toEqual([
-      partition('tracing_run_payloads', ago(28)),
-      partition('tracing_runs', ago(28)),
-    ]);
-    expect(await exists(partition('tracing_runs', ago(20)))).toBe(true);
-    expect(await runsOf(a20)).toBe(0);
-    expect(await summaryOf(a20.traceId)).toBe(false);
-    expect(await runsOf(c20)).toBe(4);
-    expect(await summaryOf(c20.traceId)).toBe(true);
-    expect(await summaryOf(a28.traceId)).toBe(false);
-  });
+      expect(traces.partitionsDropped.sort()).toEqual([
+        partition('tracing_run_payloads', ago(28)),
+        partition('tracing_runs', ago(28)),
+      ]);
+      expect(await exists(partition('tracing_runs', ago(20)))).toBe(true);
+      expect(await runsOf(a20)).toBe(0);
+      expect(await summaryOf(a20.traceId)).toBe(false);
+      expect(await runsOf(c20)).toBe(4);
+      expect(await summaryOf(c20.traceId)).toBe(true);
+      expect(await summaryOf(a28.traceId)).toBe(false);
+    },
+  );
 });

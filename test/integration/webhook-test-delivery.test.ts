@@ -34,68 +34,72 @@ const deliveries = (webhookId: string) => harness.deliveries(webhookId);
 const at = (path: string) => harness.received.filter((r) => r.path === path);
 
 describe('POST /v2/webhooks/{id}/test', () => {
-  it('sends that webhook alone one signed webhook.test delivery, listed as succeeded, redeliverable, and kept out of the event feed', async () => {
-    const hook = await createWebhook('/tested');
-    const bystander = await createWebhook('/bystander', [
-      'deployment.created',
-      'deployment.deleted',
-      'revision.status_changed',
-    ]);
+  it(
+    'sends that webhook alone one signed webhook.test delivery, listed as succeeded, redeliverable, ' +
+      'and kept out of the event feed',
+    async () => {
+      const hook = await createWebhook('/tested');
+      const bystander = await createWebhook('/bystander', [
+        'deployment.created',
+        'deployment.deleted',
+        'revision.status_changed',
+      ]);
 
-    const res = await api.http.post(`/v2/webhooks/${hook.id}/test`);
-    expect(res.status, res.text).toBe(202);
-    expect(res.body).toMatchObject({
-      webhook_id: hook.id,
-      event_type: 'webhook.test',
-      status: 'pending',
-      attempts: [],
-    });
-    const deliveryId = res.body.id as string;
+      const res = await api.http.post(`/v2/webhooks/${hook.id}/test`);
+      expect(res.status, res.text).toBe(202);
+      expect(res.body).toMatchObject({
+        webhook_id: hook.id,
+        event_type: 'webhook.test',
+        status: 'pending',
+        attempts: [],
+      });
+      const deliveryId = res.body.id as string;
 
-    const [delivery] = await eventually(
-      () => deliveries(hook.id),
-      (ds) => ds.length === 1 && ds[0].status === 'succeeded',
-    );
-    expect(delivery.id).toBe(deliveryId);
-    expect(delivery.attempts).toMatchObject([{ round: 0, attempt: 1, response_status: 204, error: null }]);
+      const [delivery] = await eventually(
+        () => deliveries(hook.id),
+        (ds) => ds.length === 1 && ds[0].status === 'succeeded',
+      );
+      expect(delivery.id).toBe(deliveryId);
+      expect(delivery.attempts).toMatchObject([{ round: 0, attempt: 1, response_status: 204, error: null }]);
 
-    const got = at('/tested');
-    expect(got).toHaveLength(1);
-    const [r] = got;
-    expect(r!.headers['webhook-id']).toBe(deliveryId);
-    expect(signatureOk(r!, hook.secret)).toBe(true);
-    expect(r!.headers['user-agent']).toBe('Slipway-Webhooks/1');
-    const body = JSON.parse(r!.body);
-    expect(body).toEqual({
-      id: delivery.event_id,
-      type: 'webhook.test',
-      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
-      deployment_id: null,
-      revision_id: null,
-      data: { webhook_id: hook.id, requested_by: expect.stringMatching(/^api-key:/) },
-    });
-    expect(delivery.event).toEqual(body);
+      const got = at('/tested');
+      expect(got).toHaveLength(1);
+      const [r] = got;
+      expect(r!.headers['webhook-id']).toBe(deliveryId);
+      expect(signatureOk(r!, hook.secret)).toBe(true);
+      expect(r!.headers['user-agent']).toBe('Slipway-Webhooks/1');
+      const body = JSON.parse(r!.body);
+      expect(body).toEqual({
+        id: delivery.event_id,
+        type: 'webhook.test',
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        deployment_id: null,
+        revision_id: null,
+        data: { webhook_id: hook.id, requested_by: expect.stringMatching(/^api-key:/) },
+      });
+      expect(delivery.event).toEqual(body);
 
-    // The fan-out has nothing to send anywhere: the test is not a workspace event.
-    await harness.fanout.drain();
-    expect(await deliveries(bystander.id)).toEqual([]);
-    expect(at('/bystander')).toEqual([]);
-    const feed = await api.http.get('/v2/events?limit=100');
-    expect(feed.status, feed.text).toBe(200);
-    expect(feed.body.resources.map((e: any) => e.id)).not.toContain(delivery.event_id);
+      // The fan-out has nothing to send anywhere: the test is not a workspace event.
+      await harness.fanout.drain();
+      expect(await deliveries(bystander.id)).toEqual([]);
+      expect(at('/bystander')).toEqual([]);
+      const feed = await api.http.get('/v2/events?limit=100');
+      expect(feed.status, feed.text).toBe(200);
+      expect(feed.body.resources.map((e: any) => e.id)).not.toContain(delivery.event_id);
 
-    const again = await api.http.post(`/v2/webhooks/${hook.id}/deliveries/${deliveryId}/redeliver`);
-    expect(again.status, again.text).toBe(202);
-    await eventually(
-      () => deliveries(hook.id),
-      (ds) => ds[0].status === 'succeeded' && ds[0].attempts.length === 2,
-    );
-    expect(at('/tested')).toHaveLength(2);
-    expect(at('/tested')[1]!.headers['webhook-id']).toBe(deliveryId);
-    expect(at('/tested')[1]!.body).toBe(r!.body);
+      const again = await api.http.post(`/v2/webhooks/${hook.id}/deliveries/${deliveryId}/redeliver`);
+      expect(again.status, again.text).toBe(202);
+      await eventually(
+        () => deliveries(hook.id),
+        (ds) => ds[0].status === 'succeeded' && ds[0].attempts.length === 2,
+      );
+      expect(at('/tested')).toHaveLength(2);
+      expect(at('/tested')[1]!.headers['webhook-id']).toBe(deliveryId);
+      expect(at('/tested')[1]!.body).toBe(r!.body);
 
-    for (const h of [hook, bystander]) await api.http.request('DELETE', `/v2/webhooks/${h.id}`);
-  });
+      for (const h of [hook, bystander]) await api.http.request('DELETE', `/v2/webhooks/${h.id}`);
+    },
+  );
 
   it('a receiver answering 500 shows failed attempts on a pending delivery, which cannot be redelivered until it ends', async () => {
     const hook = await createWebhook('/broken');

@@ -65,7 +65,8 @@ export async function addBuiltRevision(
       ? JSON.parse(box.open(d.secrets_sealed, deploymentId))
       : [];
     await m.query(
-      `INSERT INTO revisions (id, deployment_id, status, source, artifact_ref, image_uri, resource_spec, secrets_sealed, secret_names, created_at)
+      `INSERT INTO revisions (id, deployment_id, status, source, artifact_ref, image_uri, resource_spec, ` +
+        `secrets_sealed, secret_names, created_at)
        VALUES ($1, $2, 'CREATING', 'upload', $3, $4, $5, $6, $7, clock_timestamp())`,
       [
         id,

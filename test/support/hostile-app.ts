@@ -61,7 +61,11 @@ fs.readFile('/proc/self/stat', () => undefined);
 function run(command, args, options = {}) {
   return new Promise((resolve) => {
     execFile(command, args, { timeout: 15000, env: { ...env, ...options.env }, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : String(err.code)) : 0, signal: err && err.signal ? err.signal : null, out: (String(stdout) + String(stderr)).trim().slice(0, 2000) });
+      resolve({
+        code: err ? (typeof err.code === 'number' ? err.code : String(err.code)) : 0,
+        signal: err && err.signal ? err.signal : null,
+        out: (String(stdout) + String(stderr)).trim().slice(0, 2000),
+      });
     });
   });
 }
@@ -100,7 +104,9 @@ function scanProc() {
 
 /** Allocates (and touches) memory in a child until it has twice MEMORY_MB or dies. */
 function hog(mb) {
-  const script = 'const a=[];let n=0;for(;;){const b=Buffer.alloc(16<<20);b.fill(1);a.push(b);n+=16;process.stdout.write(n+"\\n");if(n>=' + mb + ')break;}console.log("done")';
+  const script =
+    'const a=[];let n=0;for(;;){const b=Buffer.alloc(16<<20);b.fill(1);a.push(b);n+=16;' +
+    'process.stdout.write(n+"\\n");if(n>=' + mb + ')break;}console.log("done")';
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -109,7 +115,13 @@ function hog(mb) {
     child.stderr.on('data', (d) => (err += d));
     child.on('exit', (code, signal) => {
       const lines = out.trim().split('\n');
-      resolve({ code, signal, reachedMb: Number(lines.filter((l) => /^\d+$/.test(l)).pop() || 0), done: lines.includes('done'), stderr: err.slice(0, 500) });
+      resolve({
+        code,
+        signal,
+        reachedMb: Number(lines.filter((l) => /^\d+$/.test(l)).pop() || 0),
+        done: lines.includes('done'),
+        stderr: err.slice(0, 500),
+      });
     });
   });
 }
@@ -150,12 +162,19 @@ const perl = (code) => run('perl', ['-e', code]);
 async function kernelSurface() {
   return {
     seccompStatus: attempt(() => (fs.readFileSync('/proc/self/status', 'utf8').match(/^Seccomp:.*$/m) || [''])[0]),
-    privileges: attempt(() => fs.readFileSync('/proc/self/status', 'utf8').split('\n').filter((l) => /^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):/.test(l))),
+    privileges: attempt(() =>
+      fs.readFileSync('/proc/self/status', 'utf8').split('\n').filter((l) => /^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):/.test(l)),
+    ),
     unshareUser: await run('unshare', ['-U', 'true']),
     unshareUserRoot: await run('unshare', ['-Ur', 'id', '-u']),
     unshareNet: await run('unshare', ['-n', 'true']),
-    mount: await perl('my ($s, $t, $f) = ("none", "/tmp", "tmpfs"); syscall(' + NR.mount + ', $s, $t, $f, 0, 0) == -1 ? print $!+0 : print "mounted"'),
-    ptraceChild: await perl('$p = fork; if (!$p) { sleep 30; exit } $r = syscall(' + NR.ptrace + ', 16, $p, 0, 0); print $r == -1 ? $!+0 : "attached"; kill 9, $p'),
+    mount: await perl(
+      'my ($s, $t, $f) = ("none", "/tmp", "tmpfs"); syscall(' + NR.mount + ', $s, $t, $f, 0, 0) == -1 ? print $!+0 : print "mounted"',
+    ),
+    ptraceChild: await perl(
+      '$p = fork; if (!$p) { sleep 30; exit } $r = syscall(' + NR.ptrace + ', 16, $p, 0, 0); ' +
+        'print $r == -1 ? $!+0 : "attached"; kill 9, $p',
+    ),
     keyctl: await perl('$r = syscall(' + NR.keyctl + ', 0, -3, 1); print $r == -1 ? $!+0 : "keyring $r"'),
   };
 }
@@ -172,15 +191,24 @@ async function common(memoryMb) {
   report.secretsKey = attempt(() => fs.readFileSync(targets.dataDir + '/secrets.key', 'utf8'));
   report.bootstrapKey = attempt(() => fs.readFileSync(targets.dataDir + '/bootstrap-api-key', 'utf8'));
   report.listings = {};
-  for (const dir of [targets.dataDir, targets.dataDir + '/artifacts', targets.dataDir + '/runtime', targets.dataDir + '/builds', targets.otherArtifact]) {
+  const dirs = [
+    targets.dataDir,
+    targets.dataDir + '/artifacts',
+    targets.dataDir + '/runtime',
+    targets.dataDir + '/builds',
+    targets.otherArtifact,
+  ];
+  for (const dir of dirs) {
     report.listings[dir] = attempt(() => fs.readdirSync(dir));
   }
   report.killOther = attempt(() => process.kill(targets.otherPid, 'SIGKILL'));
   report.redisDirect = await redis(['-h', '127.0.0.1', '-p', '6379', 'PING']);
   // A read, not FLUSHALL: were the confinement broken, this Redis is shared with other tests.
   report.redisDirectDbSize = await redis(['-h', '127.0.0.1', '-p', '6379', 'DBSIZE']);
-  report.pgSuperuserDirect = await run('psql', ['-w', '-X', '-A', '-t', '-h', '127.0.0.1', '-p', '5432', '-U', targets.superuser, '-d', targets.controlDb, '-c', 'SELECT 1'], { env: { PGCONNECT_TIMEOUT: '5' } });
-  report.pgOtherDirect = await run('psql', ['-w', '-X', '-A', '-t', '-h', '127.0.0.1', '-p', '5432', '-U', targets.superuser, '-d', targets.otherDb, '-c', 'SELECT 1'], { env: { PGCONNECT_TIMEOUT: '5' } });
+  const psql = ['-w', '-X', '-A', '-t', '-h', '127.0.0.1', '-p', '5432', '-U', targets.superuser];
+  const quickly = { env: { PGCONNECT_TIMEOUT: '5' } };
+  report.pgSuperuserDirect = await run('psql', [...psql, '-d', targets.controlDb, '-c', 'SELECT 1'], quickly);
+  report.pgOtherDirect = await run('psql', [...psql, '-d', targets.otherDb, '-c', 'SELECT 1'], quickly);
   report.kernel = await kernelSurface();
   report.forkBomb = await forkBomb();
   report.memory = await hog(2 * memoryMb);
@@ -225,7 +253,10 @@ let running = null;
 http
   .createServer((req, res) => {
     if (req.url === '/ok') return res.end('ok');
-    if (req.url === '/build-report') return res.writeHead(200, { 'content-type': 'application/json' }).end(fs.readFileSync(__dirname + '/build-report.json'));
+    if (req.url === '/build-report')
+      return res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(fs.readFileSync(__dirname + '/build-report.json'));
     if (req.url === '/attack') {
       running = running || attack();
       return running.then(

@@ -3,7 +3,8 @@
  * TCP connects to given addresses, binds of given ports (kept open, answering `squatter`) and
  * name resolution. It attacks nothing by itself: the test chooses every target.
  */
-export const NETNS_PROBE_SERVER = `
+export const NETNS_PROBE_SERVER =
+  `
 const http = require('node:http');
 const net = require('node:net');
 const dns = require('node:dns');
@@ -34,11 +35,15 @@ http.createServer(async (req, res) => {
   if (url.pathname === '/connect') return send({ result: await tryConnect(q('host'), Number(q('port'))) });
   if (url.pathname === '/bind') {
     const server = net.createServer((s) => s.end('squatter'));
-    return server.once('error', (e) => send({ result: e.code })).listen(Number(q('port')), '0.0.0.0', () => { squats.push(server); send({ result: 'bound' }); });
+    return server.once('error', (e) => send({ result: e.code })).listen(Number(q('port')), '0.0.0.0', ` +
+  `() => { squats.push(server); send({ result: 'bound' }); });
   }
-  if (url.pathname === '/resolve') return dns.lookup(q('name'), { family: 4 }, (err, address) => send(err ? { error: err.code } : { address }));
-  if (url.pathname === '/dependency') { try { return send({ isNumber: require('is-number')(5) }); } catch (e) { return send({ error: e.code }); } }
-  if (url.pathname === '/env') return send({ database: new URL(process.env.DATABASE_URI).host, redis: new URL(process.env.REDIS_URI).host });
+  if (url.pathname === '/resolve') return dns.lookup(q('name'), { family: 4 }, (err, ` +
+  `address) => send(err ? { error: err.code } : { address }));
+  if (url.pathname === '/dependency') { try { return send({ isNumber: require('is-number')(5) }); ` +
+  `} catch (e) { return send({ error: e.code }); } }
+  if (url.pathname === '/env') return send({ database: new URL(process.env.DATABASE_URI).host, redis: ` +
+  `new URL(process.env.REDIS_URI).host });
   res.statusCode = 404;
   res.end();
 }).listen(Number(process.env.PORT), '127.0.0.1');

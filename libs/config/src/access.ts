@@ -84,7 +84,8 @@ export const rateLimitSettings = {
   perKey: budget(
     'SLIPWAY_RATE_LIMIT_PER_KEY',
     1_200,
-    "requests per window of each API key (or JWT subject), whatever it calls, refused requests, Bull Board and agent servers' serving URLs included",
+    'requests per window of each API key (or JWT subject), whatever it calls, refused requests, ' +
+      "Bull Board and agent servers' serving URLs included",
   ),
   /** Requests per listener agent key: agents poll their desired state. */
   perListenerAgent: budget(
@@ -96,13 +97,17 @@ export const rateLimitSettings = {
   perAddress: budget(
     'SLIPWAY_RATE_LIMIT_PER_ADDRESS',
     600,
-    "requests per window of each client address without credentials (`/metrics`, `/docs`, `/openapi.json`, uploads, push webhooks, keyless requests to an agent server's serving URL, and 401s); never `/healthz` or `/readyz`",
+    'requests per window of each client address without credentials (`/metrics`, `/docs`, `/openapi.json`, ' +
+      "uploads, push webhooks, keyless requests to an agent server's serving URL, and 401s); " +
+      'never `/healthz` or `/readyz`',
   ),
   /** Failed authentications per client address before it is locked out… */
   authFailures: budget(
     'SLIPWAY_RATE_LIMIT_AUTH_FAILURES',
     30,
-    'failed authentications per credential and per client address within the lockout window: a credential past it gets 429 before it is looked up; an address past it gets 429 instead of 401 for credentials that fail, while a valid key from it still works',
+    'failed authentications per credential and per client address within the lockout window: ' +
+      'a credential past it gets 429 before it is looked up; an address past it gets 429 instead of 401 for ' +
+      'credentials that fail, while a valid key from it still works',
   ),
   /** …for the rest of this window. */
   authFailureWindowSeconds: int(
@@ -145,7 +150,11 @@ export const outboundSettings = {
       .messages({
         'outbound.invalid': '{{#label}} must be a comma-separated list of host names, IP addresses and CIDR ranges',
       }),
-    'comma-separated host names, IPs and CIDR ranges that user-supplied URLs the server fetches (`github`/`gitea` `api_url`, clones, outbound webhooks, registries of `external_container` images) may reach over plain `http` or at private, loopback, link-local, CGNAT, unique-local or multicast addresses; everything else must be `https` to a public address (422 at create, refused again at every fetch, after DNS; no redirects; bodies capped)',
+    'comma-separated host names, IPs and CIDR ranges that user-supplied URLs the server fetches ' +
+      '(`github`/`gitea` `api_url`, clones, outbound webhooks, registries of `external_container` images) ' +
+      'may reach over plain `http` or at private, loopback, link-local, CGNAT, ' +
+      'unique-local or multicast addresses; everything else must be `https` to a public address ' +
+      '(422 at create, refused again at every fetch, after DNS; no redirects; bodies capped)',
     { read: (raw?: string) => listOf(raw ?? ''), shown: 'none' },
   ),
 };
@@ -155,6 +164,7 @@ export const streamSettings = {
   sseStreamsPerKey: budget(
     'SLIPWAY_SSE_STREAMS_PER_KEY',
     20,
-    'open Server-Sent Events streams (`/v2/events/stream`, log follows) per API key (or JWT subject) across every api process; one more gets 429 until one closes',
+    'open Server-Sent Events streams (`/v2/events/stream`, log follows) per API key ' +
+      '(or JWT subject) across every api process; one more gets 429 until one closes',
   ),
 };

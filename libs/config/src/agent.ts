@@ -20,7 +20,9 @@ export const agentSettings = {
     Joi.string()
       .uri({ scheme: ['http', 'https'] })
       .required(),
-    "the api's base URL; `https`, or plain `http` only to a loopback host (`127.0.0.0/8`, `::1`, `localhost`). The agent never follows a redirect (a 3xx is an error: its key is never re-sent elsewhere), so name the api's final URL",
+    "the api's base URL; `https`, or plain `http` only to a loopback host (`127.0.0.0/8`, `::1`, `localhost`). " +
+      'The agent never follows a redirect (a 3xx is an error: its key is never re-sent elsewhere), ' +
+      "so name the api's final URL",
     { read: (raw: string) => raw.replace(/\/+$/, '') },
   ),
   listenerId: setting<string>('SLIPWAY_LISTENER_ID', Joi.string().guid().required(), 'the listener this agent serves'),
@@ -76,7 +78,10 @@ function isLoopbackHost(hostname: string): boolean {
 function insecureUrlProblem(apiUrl: string, allowInsecure: boolean): string | null {
   const url = new URL(apiUrl);
   if (url.protocol === 'https:' || allowInsecure || isLoopbackHost(url.hostname)) return null;
-  return '"SLIPWAY_API_URL" must be an https URL (plain http sends the agent\'s key in clear): use https, a loopback address, or set SLIPWAY_AGENT_ALLOW_INSECURE_HTTP=true';
+  return (
+    '"SLIPWAY_API_URL" must be an https URL (plain http sends the agent\'s key in clear): use https, ' +
+    'a loopback address, or set SLIPWAY_AGENT_ALLOW_INSECURE_HTTP=true'
+  );
 }
 
 export function loadAgentConfig(env: NodeJS.ProcessEnv = process.env): Readonly<AgentConfig> {

@@ -11,7 +11,9 @@ export const domainSettings = {
     'SLIPWAY_DOMAIN_VERIFICATION',
     ['dns', 'off'],
     'dns',
-    '`dns`: a custom domain is routed once the TXT record `_slipway-challenge.<host>` holds its verification token; `off`: at once, for closed networks and tests (any workspace may then claim any free host; warned at start)',
+    '`dns`: a custom domain is routed once the TXT record `_slipway-challenge.<host>` holds its verification ' +
+      'token; `off`: at once, for closed networks and tests (any workspace may then claim any free host; ' +
+      'warned at start)',
   ),
   dnsServers: dnsServers(
     'SLIPWAY_DOMAIN_DNS_SERVERS',

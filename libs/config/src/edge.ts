@@ -18,7 +18,8 @@ export const edgeSettings = {
   httpPort: portOrOff(
     'SLIPWAY_EDGE_HTTP_PORT',
     8180,
-    "the edge's HTTP port (80 in the compose file and on Kubernetes); `off`: no edge, and a deployment's `url` is its serving port on the runtime host, as before the edge",
+    "the edge's HTTP port (80 in the compose file and on Kubernetes); `off`: no edge, " +
+      "and a deployment's `url` is its serving port on the runtime host, as before the edge",
   ),
   httpsPort: portOrOff(
     'SLIPWAY_EDGE_HTTPS_PORT',
@@ -29,7 +30,8 @@ export const edgeSettings = {
   appsDomain: setting<string>(
     'SLIPWAY_APPS_DOMAIN',
     Joi.string().hostname().lowercase().default('localhost'),
-    'every cloud-hosted deployment answers at `<name>.<this domain>` (a wildcard DNS record `*.<domain>` must point at the edge; `localhost` works on the machine itself)',
+    'every cloud-hosted deployment answers at `<name>.<this domain>` ' +
+      '(a wildcard DNS record `*.<domain>` must point at the edge; `localhost` works on the machine itself)',
   ),
   publicPort: optional<number>(
     'SLIPWAY_APPS_PUBLIC_PORT',
@@ -46,7 +48,9 @@ export const edgeSettings = {
   trustProxy: setting<boolean | number | string>(
     'SLIPWAY_EDGE_TRUST_PROXY',
     Joi.string().default('false'),
-    'proxies in front of the edge whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (budgets and lockouts count per client address): `false` (the edge is the front door), `true`, a hop count, or addresses/subnets (`10.0.0.0/8`)',
+    'proxies in front of the edge whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed ' +
+      '(budgets and lockouts count per client address): `false` (the edge is the front door), `true`, ' +
+      'a hop count, or addresses/subnets (`10.0.0.0/8`)',
     { read: trustProxyOf },
   ),
   tlsCertFile: optional(
@@ -59,7 +63,9 @@ export const edgeSettings = {
   acmeDirectoryUrl: optional(
     'SLIPWAY_ACME_DIRECTORY_URL',
     Joi.string().uri({ scheme: ['https', 'http'] }),
-    "an ACME (RFC 8555) directory, e.g. Let's Encrypt's `https://acme-v02.api.letsencrypt.org/directory`: the edge obtains and renews a certificate for each deployment's host itself (HTTP-01 on its HTTP port, which must be reachable as port 80 of the host)",
+    "an ACME (RFC 8555) directory, e.g. Let's Encrypt's `https://acme-v02.api.letsencrypt.org/directory`: " +
+      "the edge obtains and renews a certificate for each deployment's host itself " +
+      '(HTTP-01 on its HTTP port, which must be reachable as port 80 of the host)',
     'none: no ACME',
   ),
   acmeEmail: optional(
@@ -71,7 +77,8 @@ export const edgeSettings = {
   acmeCaFile: optional(
     'SLIPWAY_ACME_CA_FILE',
     Joi.string(),
-    "a PEM root certificate trusted, besides the public ones, for the ACME directory's own HTTPS (a private CA, or a test server such as pebble)",
+    "a PEM root certificate trusted, besides the public ones, for the ACME directory's own HTTPS (a private CA, " +
+      'or a test server such as pebble)',
     'none',
   ),
 };

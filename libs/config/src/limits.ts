@@ -58,12 +58,17 @@ export const quotaSettings = {
   traceRetentionDays: int(
     'SLIPWAY_TRACE_RETENTION_DAYS',
     14,
-    'default days of traces kept per workspace (by run start time); retention drops the daily partitions past the longest window in force and deletes older rows of workspaces with a shorter one',
+    'default days of traces kept per workspace (by run start time); ' +
+      'retention drops the daily partitions past the longest window in force and deletes older rows of ' +
+      'workspaces with a shorter one',
     { min: 1, max: 3650 },
   ),
 } satisfies Record<keyof Quotas, Setting<number>>;
 
-/** The operator's ceilings on any resource_spec (docs/operations.md, Sandbox): over one, create and PATCH answer 422 naming the variable. */
+/**
+ * The operator's ceilings on any resource_spec (docs/operations.md, Sandbox): over one, create and PATCH answer 422
+ * naming the variable.
+ */
 export const ceilingSettings = {
   memoryMb: int(
     CEILING_VARIABLES.memoryMb,
@@ -93,14 +98,17 @@ export const deploymentDbSettings = {
   deploymentDbConnectionLimit: int(
     'SLIPWAY_DEPLOYMENT_DB_CONNECTION_LIMIT',
     60,
-    "`CONNECTION LIMIT` of each deployment's database role and the most connections its Postgres front relays at once (more: refused with SQLSTATE 53300); well below the server's `max_connections`, so one deployment cannot take every slot",
+    "`CONNECTION LIMIT` of each deployment's database role and the most connections its Postgres front relays " +
+      "at once (more: refused with SQLSTATE 53300); well below the server's `max_connections`, " +
+      'so one deployment cannot take every slot',
     { min: 1, max: 10_000 },
   ),
   /** The most connections a deployment's Redis front relays at once (Redis ACL users have no limit of their own). */
   deploymentRedisConnectionLimit: int(
     'SLIPWAY_DEPLOYMENT_REDIS_CONNECTION_LIMIT',
     100,
-    "the most connections each deployment's Redis front relays at once (more: refused with `-ERR max number of clients reached`); well below the server's `maxclients`",
+    "the most connections each deployment's Redis front relays at once (more: " +
+      "refused with `-ERR max number of clients reached`); well below the server's `maxclients`",
     { min: 1, max: 100_000 },
   ),
 };

@@ -12,7 +12,8 @@ export const registrySettings = {
     'SLIPWAY_REGISTRY',
     ['auto', 'off'],
     'auto',
-    '`auto`: `npm start` runs the built-in image registry (CNCF distribution, `docker-registry`); `off`: you run it (docs/operations.md, The image registry)',
+    '`auto`: `npm start` runs the built-in image registry (CNCF distribution, `docker-registry`); `off`: ' +
+      'you run it (docs/operations.md, The image registry)',
   ),
   host: text('SLIPWAY_REGISTRY_HOST', '127.0.0.1', 'where that registry listens'),
   port: int('SLIPWAY_REGISTRY_PORT', 8130, "that registry's port", { min: 1, max: 65535 }),
@@ -31,7 +32,8 @@ export const registrySettings = {
   upstreamUrl: optional(
     'SLIPWAY_REGISTRY_UPSTREAM_URL',
     Joi.string().uri({ scheme: ['http'] }),
-    "where distribution listens when the push guard runs on its own in front of it (`slipway registry-guard`; compose, Kubernetes): the guard takes the registry's host and port and forwards there",
+    'where distribution listens when the push guard runs on its own in front of it (`slipway registry-guard`; ' +
+      "compose, Kubernetes): the guard takes the registry's host and port and forwards there",
     'none: `npm start` puts distribution on a unix socket behind its own guard',
   ),
   storageDir: optional(
@@ -82,7 +84,10 @@ export interface RegistrySettings
   publicAddress: string;
   /** How the control plane itself reaches the registry, e.g. `http://127.0.0.1:8130`. */
   internalUrl: string;
-  /** distribution's own address behind a separate push guard (`slipway registry-guard`), e.g. `http://127.0.0.1:5001`; null under `npm start`. */
+  /**
+   * distribution's own address behind a separate push guard (`slipway registry-guard`), e.g. `http://127.0.0.1:5001`;
+   * null under `npm start`.
+   */
   upstreamUrl: string | null;
   storageDir: string;
   signingKeyFile: string;

@@ -13,7 +13,8 @@ export const runtimeSettings = {
   host: text(
     'SLIPWAY_RUNTIME_HOST',
     '127.0.0.1',
-    "where deployed apps' serving proxies listen (and, unsandboxed, the apps themselves); sandboxed apps listen in their own network namespaces and are reached at their namespace addresses",
+    "where deployed apps' serving proxies listen (and, unsandboxed, the apps themselves); " +
+      'sandboxed apps listen in their own network namespaces and are reached at their namespace addresses',
   ),
   /** Host put in deployments' `url`; differs from `host` when binding all interfaces. */
   publicHost: optional(
@@ -25,13 +26,16 @@ export const runtimeSettings = {
   advertiseHost: optional(
     'SLIPWAY_RUNTIME_ADVERTISE_HOST',
     Joi.string().hostname(),
-    "where the edge reaches this deployer's serving proxies once it owns the runtime (`deployer` in the compose file, the pod's IP on Kubernetes)",
+    "where the edge reaches this deployer's serving proxies once it owns the runtime " +
+      "(`deployer` in the compose file, the pod's IP on Kubernetes)",
     'the runtime host (loopback when it binds all interfaces)',
   ),
   portMin: int(
     'SLIPWAY_RUNTIME_PORT_MIN',
     20_000,
-    'lowest port for deployed apps and serving proxies; sandboxed, an app listens inside its own network namespace (never on the host), so only its serving proxy and health probes reach it',
+    'lowest port for deployed apps and serving proxies; sandboxed, ' +
+      'an app listens inside its own network namespace (never on the host), ' +
+      'so only its serving proxy and health probes reach it',
     { min: 1024, max: 65535 },
   ),
   portMax: int('SLIPWAY_RUNTIME_PORT_MAX', 29_999, 'highest port for deployed apps and serving proxies', {
@@ -42,14 +46,17 @@ export const runtimeSettings = {
   logFileMb: num(
     'SLIPWAY_RUNTIME_LOG_FILE_MB',
     10,
-    "an instance's log file is rotated past this size (one rotated file kept; a stopped instance's files are removed, its output stays in the deploy log)",
+    "an instance's log file is rotated past this size (one rotated file kept; " +
+      "a stopped instance's files are removed, its output stays in the deploy log)",
     { min: 0.01, max: 10_000 },
   ),
   /** Counted while a pulled image's layers are inflated, before anything is unpacked (decompression bombs). */
   imageMaxUnpackedMb: int(
     'SLIPWAY_IMAGE_MAX_UNPACKED_MB',
     4096,
-    "the most an image's layers may unpack to on the deployer's disk (MB, counted by inflating them before anything is unpacked); a larger image fails its rollout naming this variable, leaving nothing on disk",
+    "the most an image's layers may unpack to on the deployer's disk (MB, " +
+      'counted by inflating them before anything is unpacked); a larger image fails its rollout naming this ' +
+      'variable, leaving nothing on disk',
     { min: 1 },
   ),
 };
@@ -105,7 +112,8 @@ export function dnsServers(env: string, doc: string) {
       )
       .messages({
         'servers.invalid':
-          '{{#label}} must be a comma-separated list of IP addresses, each optionally with a port (`10.0.0.53`, `10.0.0.53:5353`, `[fd00::53]:53`)',
+          '{{#label}} must be a comma-separated list of IP addresses, each optionally with a port (`10.0.0.53`, ' +
+          '`10.0.0.53:5353`, `[fd00::53]:53`)',
       }),
     doc,
     {
@@ -121,7 +129,8 @@ export const sandboxSettings = {
     'SLIPWAY_SANDBOX',
     ['auto', 'off'],
     'auto',
-    '`auto`: builds and apps run sandboxed (production refuses to start without the sandbox); `off`: the explicit, unsafe opt-out, warned about at every start',
+    '`auto`: builds and apps run sandboxed (production refuses to start without the sandbox); `off`: ' +
+      'the explicit, unsafe opt-out, warned about at every start',
   ),
   uidMin: int('SLIPWAY_SANDBOX_UID_MIN', 200_000, 'lowest uid (one per deployment) sandboxed builds and apps run as', {
     min: 1000,
@@ -146,7 +155,8 @@ export const sandboxSettings = {
       .default('10.213.0.0/16')
       .custom((value: string, helpers) => (isIpv4Cidr(value, 8, 29) ? value : helpers.error('subnet.invalid')))
       .messages({ 'subnet.invalid': '{{#label}} must be an IPv4 CIDR with a prefix of 8 to 29 (e.g. 10.213.0.0/16)' }),
-    "IPv4 pool of the sandboxes' network namespaces (a /30 per app instance or build; its first address is where the data-access fronts listen); use a range none of your networks use",
+    "IPv4 pool of the sandboxes' network namespaces (a /30 per app instance or build; " +
+      'its first address is where the data-access fronts listen); use a range none of your networks use',
   ),
   /** Addresses sandboxes may reach although private (checked before the default-deny). */
   allowCidrs: setting<string[]>(
@@ -160,7 +170,8 @@ export const sandboxSettings = {
       .messages({
         'cidrs.invalid': '{{#label}} must be a comma-separated list of IPv4 CIDRs (sandboxes have no IPv6 route)',
       }),
-    "comma-separated IPv4 CIDRs sandboxes may reach although private (a registry on your network); the control plane's Postgres and Redis and this machine stay unreachable",
+    'comma-separated IPv4 CIDRs sandboxes may reach although private (a registry on your network); ' +
+      "the control plane's Postgres and Redis and this machine stay unreachable",
     { read: listOf, shown: 'none' },
   ),
   /**
@@ -172,7 +183,8 @@ export const sandboxSettings = {
     /** Empty: the host's /etc/resolv.conf nameservers, read where the relay starts. */
     servers: dnsServers(
       'SLIPWAY_SANDBOX_DNS_SERVERS',
-      "comma-separated resolvers (`ip` or `ip:port`) the sandboxes' DNS relay asks, in order, over UDP and TCP; sandboxes cannot reach them themselves",
+      "comma-separated resolvers (`ip` or `ip:port`) the sandboxes' DNS relay asks, in order, over UDP and TCP; " +
+        'sandboxes cannot reach them themselves',
     ),
     maxInflightPerSandbox: int(
       'SLIPWAY_DNS_MAX_INFLIGHT_PER_SANDBOX',
@@ -183,7 +195,8 @@ export const sandboxSettings = {
     maxInflight: int(
       'SLIPWAY_DNS_MAX_INFLIGHT',
       1024,
-      "DNS queries in flight at once through one builder's or deployer's relay, all sandboxes together; past it the relay answers REFUSED at once",
+      "DNS queries in flight at once through one builder's or deployer's relay, all sandboxes together; " +
+        'past it the relay answers REFUSED at once',
       { min: 1, max: 65_535 },
     ),
     maxTcpClientsPerSandbox: int(

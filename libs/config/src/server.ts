@@ -89,7 +89,9 @@ export const serverSettings = {
   workerHealthPort: int(
     'SLIPWAY_WORKER_HEALTH_PORT',
     0,
-    '`/healthz`, `/readyz` and `/metrics` of a builder/deployer (`slipway_worker_jobs_total` and `slipway_worker_job_duration_seconds` by queue, job and outcome; the deployer adds `slipway_runtime_instance_events_total`); 0: off',
+    '`/healthz`, `/readyz` and `/metrics` of a builder/deployer (`slipway_worker_jobs_total` and ' +
+      '`slipway_worker_job_duration_seconds` by queue, job and outcome; ' +
+      'the deployer adds `slipway_runtime_instance_events_total`); 0: off',
     { min: 0, max: 65535 },
   ),
   /** `local` integrations may only list repositories under this directory (docs/api.md, Integrations). */
@@ -111,7 +113,9 @@ export const serverSettings = {
     'SLIPWAY_SOURCE_NAMES',
     ['canonical', 'hosted'],
     'canonical',
-    '`hosted`: responses name sources `github`, `external_docker`, `internal_source`, `internal_docker` instead of `repohost`, `external_container`, `upload`, `internal_docker` (input takes both always)',
+    '`hosted`: responses name sources `github`, `external_docker`, `internal_source`, ' +
+      '`internal_docker` instead of `repohost`, `external_container`, `upload`, ' +
+      '`internal_docker` (input takes both always)',
   ),
 };
 

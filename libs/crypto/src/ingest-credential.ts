@@ -20,7 +20,10 @@ export function ingestCredential(secretsKey: Buffer, deploymentId: string): stri
   return `${INGEST_CREDENTIAL_PREFIX}${compact(deploymentId)}_${mac(secretsKey, deploymentId).toString('base64url')}`;
 }
 
-/** The deployment a credential claims to be of (a uuid), or null when it is not shaped as one; claims only: check it with `isIngestCredential`. */
+/**
+ * The deployment a credential claims to be of (a uuid), or null when it is not shaped as one; claims only: check it
+ * with `isIngestCredential`.
+ */
 export function ingestCredentialDeployment(candidate: string | undefined): string | null {
   const m = /^slwt_([0-9a-f]{32})_[A-Za-z0-9_-]{43}$/.exec(candidate ?? '');
   if (!m) return null;

@@ -222,7 +222,10 @@ export function resolveResourceSpecWithin(
   return capResourceSpec(input, resolveResourceSpec(input, type), ceilings).spec;
 }
 
-/** What is wrong with a resource_spec of a create or PATCH: values above a ceiling, then requests above limits and minimums above maximums. */
+/**
+ * What is wrong with a resource_spec of a create or PATCH: values above a ceiling, then requests above limits and
+ * minimums above maximums.
+ */
 export function resourceSpecInputProblems(
   input: ResourceSpecInput,
   type: DeploymentType | null,

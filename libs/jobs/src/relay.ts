@@ -242,7 +242,8 @@ export class OutboxRelay {
           // Redis takes jobs again: rows backing off from its refusals are due now, not after
           // their backoff (up to 30 s) — a burst absorbed during an outage drains at once.
           await manager.query(
-            `UPDATE outbox SET available_at = now() WHERE sent_at IS NULL AND attempts > 0 AND available_at > now() AND available_at < 'infinity'`,
+            `UPDATE outbox SET available_at = now() WHERE sent_at IS NULL AND attempts > 0 ` +
+              `AND available_at > now() AND available_at < 'infinity'`,
           );
           this.refused = false;
         }
@@ -320,7 +321,8 @@ export class OutboxRelay {
       await manager.query('ROLLBACK TO SAVEPOINT relay_row');
       const backoff = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(row.attempts, 10));
       await manager.query(
-        `UPDATE outbox SET attempts = attempts + 1, last_error = $2, available_at = now() + ($3 || ' milliseconds')::interval WHERE id = $1`,
+        `UPDATE outbox SET attempts = attempts + 1, last_error = $2, ` +
+          `available_at = now() + ($3 || ' milliseconds')::interval WHERE id = $1`,
         [row.id, String((err as Error).message).slice(0, 500), backoff],
       );
       this.log.warn({ err, outboxId: row.id, jobId: row.job_id }, 'enqueue failed; will retry');

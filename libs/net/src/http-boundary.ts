@@ -113,7 +113,9 @@ export function answerSocket(
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ` +
+      `application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: ` +
+      `close\r\n\r\n${body}`,
   );
 }
 

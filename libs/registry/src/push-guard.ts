@@ -240,7 +240,8 @@ export async function startPushGuard(options: PushGuardOptions): Promise<PushGua
     const { quotaBytes, usedBytes } = await roomOf(workspaceId);
     const quotaMessage = (incoming: number) =>
       `Quota exceeded: this push would take the workspace's images past ${quotaBytes} bytes: ${usedBytes} stored and unpacked, ` +
-      `${ledger.pending(workspaceId)} in pushes under way, ${incoming} more in this request (quota ${QUOTA_FIELDS.registryBytes} = ${quotaBytes} for this workspace).`;
+      `${ledger.pending(workspaceId)} in pushes under way, ${incoming} more in this request ` +
+      `(quota ${QUOTA_FIELDS.registryBytes} = ${quotaBytes} for this workspace).`;
     const room = () => quotaBytes - usedBytes - ledger.pending(workspaceId);
     if (kind === 'start' && room() <= 0) return deny(req, res, quotaMessage(0));
     const declared = Number(req.headers['content-length'] ?? NaN);

@@ -63,7 +63,10 @@ export async function requestSweep(
     if (await registryAnswers(config.registry.internalUrl)) {
       return {
         ok: false,
-        output: `A registry Slipway does not supervise answers at ${config.registry.internalUrl}: run its garbage-collect yourself while it is read-only or stopped (docs/operations.md, The image registry).`,
+        output:
+          `A registry Slipway does not supervise answers at ${config.registry.internalUrl}: ` +
+          `run its garbage-collect yourself while it is read-only or stopped (docs/operations.md, ` +
+          `The image registry).`,
       };
     }
     const { ok, output } = await sweepRegistry(config, null);

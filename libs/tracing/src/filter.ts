@@ -188,7 +188,10 @@ function compile(node: Node, params: unknown[]): string {
     return `(${fn === 'neq' ? 'NOT ' : ''}COALESCE(r.metadata ? ${param(params, value.value)}, false))`;
   }
   if (name === 'metadata_value' && (fn === 'eq' || fn === 'neq') && typeof value.value === 'string') {
-    return `(${fn === 'neq' ? 'NOT ' : ''}EXISTS (SELECT 1 FROM jsonb_each_text(COALESCE(r.metadata, '{}'::jsonb)) m WHERE m.value = ${param(params, value.value)}))`;
+    return (
+      `(${fn === 'neq' ? 'NOT ' : ''}EXISTS (SELECT 1 FROM jsonb_each_text(COALESCE(r.metadata, ` +
+      `'{}'::jsonb)) m WHERE m.value = ${param(params, value.value)}))`
+    );
   }
   if (value.value === null) {
     const column = TEXT_FIELDS[name] ?? NUMBER_FIELDS[name] ?? TIME_FIELDS[name];

@@ -81,7 +81,8 @@ export class TracingIngest {
       const start = Date.parse(create.start_time!);
       if (start < now - this.limits.maxRunAgeMs || start > now + this.limits.maxClockSkewMs) {
         throw new UnprocessableError(
-          `run ${id}: start_time ${create.start_time} is outside what this server keeps (${Math.round(this.limits.maxRunAgeMs / DAY_MS)} days back, a day ahead).`,
+          `run ${id}: start_time ${create.start_time} is outside what this server keeps ` +
+            `(${Math.round(this.limits.maxRunAgeMs / DAY_MS)} days back, a day ahead).`,
         );
       }
       days.add(dayOf(start));

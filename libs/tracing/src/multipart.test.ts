@@ -53,7 +53,8 @@ function body(r: ReturnType<typeof rng>, parts: MultipartPart[], preamble = ''):
   for (const p of parts) {
     chunks.push(
       Buffer.from(
-        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${p.name}"\r\n${p.contentType ? `Content-Type: ${p.contentType}\r\n` : ''}\r\n`,
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; ` +
+          `name="${p.name}"\r\n${p.contentType ? `Content-Type: ${p.contentType}\r\n` : ''}\r\n`,
       ),
       p.data,
       Buffer.from('\r\n'),

@@ -227,7 +227,8 @@ function isoOf(ns: bigint): string {
 function segmentOf(ns: bigint, id: string): string {
   const iso = isoOf(ns);
   const micros = String((ns / 1000n) % 1_000_000n).padStart(6, '0');
-  return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}${micros}Z${id}`;
+  const date = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}`;
+  return `${date}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}${micros}Z${id}`;
 }
 
 /** A string attribute that holds JSON, parsed; other values as they are. */

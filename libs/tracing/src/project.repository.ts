@@ -97,7 +97,8 @@ export class TracingProjectStore {
     if (filter.nameContains !== undefined)
       where.push(`strpos(lower(p.name), lower($${params.push(filter.nameContains)})) > 0`);
     const rows = await this.manager.query(
-      `${SELECT_PROJECT} WHERE ${where.join(' AND ')} ORDER BY p.created_at DESC, p.id DESC OFFSET $${params.push(filter.offset)} LIMIT $${params.push(filter.limit)}`,
+      `${SELECT_PROJECT} WHERE ${where.join(' AND ')} ORDER BY p.created_at DESC, p.id DESC ` +
+        `OFFSET $${params.push(filter.offset)} LIMIT $${params.push(filter.limit)}`,
       params,
     );
     return rows.map(toProject);

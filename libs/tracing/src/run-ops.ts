@@ -148,7 +148,8 @@ export function validateOperation(kind: RunOperation['kind'], raw: unknown, wher
 function segmentTime(iso: string): string {
   const d = new Date(iso);
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
-  return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}T${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}${p(d.getUTCMilliseconds(), 3)}000`;
+  const date = `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}`;
+  return `${date}T${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}${p(d.getUTCMilliseconds(), 3)}000`;
 }
 
 /** The dotted order names the run last and its trace first, each segment `<time>Z<uuid>`. */

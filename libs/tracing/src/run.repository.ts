@@ -82,7 +82,9 @@ const day = (d: Date) => d.toISOString().slice(0, 10);
  * order). Null where neither it nor anything under it counted tokens. Filters compare a run's own.
  */
 const TREE_TOKENS = {
-  joins: `LEFT JOIN tracing_traces tt ON r.parent_run_id IS NULL AND tt.workspace_id = r.workspace_id AND tt.trace_id = r.trace_id AND tt.root_run_id = r.id
+  joins:
+    `LEFT JOIN tracing_traces tt ON r.parent_run_id IS NULL AND tt.workspace_id = r.workspace_id AND ` +
+    `tt.trace_id = r.trace_id AND tt.root_run_id = r.id
          LEFT JOIN LATERAL (
            SELECT sum(c.prompt_tokens) AS prompt, sum(c.completion_tokens) AS completion, sum(c.total_tokens) AS total
              FROM tracing_runs c
@@ -122,7 +124,8 @@ export class RunRepository {
       const suffix = d.replaceAll('-', '');
       for (const table of ['tracing_runs', 'tracing_run_payloads']) {
         await this.manager.query(
-          `CREATE TABLE IF NOT EXISTS ${table}_p${suffix} PARTITION OF ${table} FOR VALUES FROM ('${day(from)} 00:00:00+00') TO ('${day(to)} 00:00:00+00')`,
+          `CREATE TABLE IF NOT EXISTS ${table}_p${suffix} PARTITION OF ${table} FOR VALUES FROM ('${day(from)} ` +
+            `00:00:00+00') TO ('${day(to)} 00:00:00+00')`,
         );
       }
     }
@@ -137,7 +140,8 @@ export class RunRepository {
     const sorted = [...new Set(keys)].sort();
     if (!sorted.length) return;
     await this.manager.query(
-      `SELECT pg_advisory_xact_lock(k) FROM (SELECT hashtextextended($1 || ':' || key, 0) AS k FROM unnest($2::text[]) AS key ORDER BY 1) keys`,
+      `SELECT pg_advisory_xact_lock(k) FROM (SELECT hashtextextended($1 || ':' || key, 0) AS k FROM ` +
+        `unnest($2::text[]) AS key ORDER BY 1) keys`,
       [workspaceId, sorted],
     );
   }
@@ -147,7 +151,8 @@ export class RunRepository {
     const out = new Map<string, RunFields & { project_id: string }>();
     if (!ids.length) return out;
     const rows: Array<Record<string, unknown>> = await this.manager.query(
-      `SELECT r.id, r.project_id, r.trace_id, r.parent_run_id, r.dotted_order, r.name, r.run_type, r.start_time, r.end_time, r.error, r.tags,
+      `SELECT r.id, r.project_id, r.trace_id, r.parent_run_id, r.dotted_order, r.name, r.run_type, ` +
+        `r.start_time, r.end_time, r.error, r.tags,
               r.reference_example_id, r.truncated_fields, p.inputs, p.outputs, p.events, p.serialized, p.extra
          FROM tracing_runs r
          LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time
@@ -213,7 +218,8 @@ export class RunRepository {
       ),
     );
     await this.manager.query(
-      `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, project_id, ${PAYLOAD_COLUMNS.join(', ')}) VALUES ${payloadValues.join(', ')}`,
+      `INSERT INTO tracing_run_payloads (workspace_id, run_id, start_time, ` +
+        `project_id, ${PAYLOAD_COLUMNS.join(', ')}) VALUES ${payloadValues.join(', ')}`,
       params,
     );
   }
@@ -276,7 +282,8 @@ export class RunRepository {
   async refreshTraces(workspaceId: string, traceIds: string[]): Promise<void> {
     if (!traceIds.length) return;
     await this.manager.query(
-      `INSERT INTO tracing_traces AS t (workspace_id, trace_id, project_id, root_run_id, name, start_time, end_time, status, run_count, error_count,
+      `INSERT INTO tracing_traces AS t (workspace_id, trace_id, project_id, root_run_id, name, start_time, ` +
+        `end_time, status, run_count, error_count,
                                    prompt_tokens, completion_tokens, total_tokens, thread_id, revision_id, updated_at)
        SELECT r.workspace_id, r.trace_id,
               (array_agg(r.project_id ORDER BY r.dotted_order))[1],
@@ -314,7 +321,8 @@ export class RunRepository {
     const tree = options.subtreeTokens !== false;
     const [row] = await this.manager.query(
       `SELECT r.*, p.inputs, p.outputs, p.events, p.serialized, p.extra${tree ? `, ${TREE_TOKENS.columns}` : ''},
-              ARRAY(SELECT c.id FROM tracing_runs c WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = r.id ORDER BY c.dotted_order) AS child_run_ids
+              ARRAY(SELECT c.id FROM tracing_runs c WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = ` +
+        `r.id ORDER BY c.dotted_order) AS child_run_ids
          FROM tracing_runs r
          LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time
          ${tree ? TREE_TOKENS.joins : ''}
@@ -362,10 +370,13 @@ export class RunRepository {
       where.push(`(r.start_time, r.id) ${cmp} (${p(q.after.startTime)}::timestamptz, ${p(q.after.id)}::uuid)`);
     const order = q.treeOrder ? `r.dotted_order ${dir}` : `r.start_time ${dir}, r.id ${dir}`;
     const tree = q.subtreeTokens !== false;
+    const payloads = q.withPayload
+      ? 'LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time'
+      : '';
     const rows = await this.manager.query(
       `SELECT r.*${q.withPayload ? ', p.inputs, p.outputs, p.events, p.serialized, p.extra' : ''}${tree ? `, ${TREE_TOKENS.columns}` : ''}
          FROM tracing_runs r
-         ${q.withPayload ? 'LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time' : ''}
+         ${payloads}
          ${tree ? TREE_TOKENS.joins : ''}
         WHERE ${where.join(' AND ')}
         ORDER BY ${order}

@@ -79,8 +79,10 @@ async function rollups(
   }
   const rows: Array<Record<string, unknown>> = await manager.query(
     `SELECT p.deployment_id, t.revision_id, count(*) AS traces, count(*) FILTER (WHERE t.status = 'error') AS errors,
-            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM t.end_time - t.start_time) * 1000) FILTER (WHERE t.end_time IS NOT NULL) AS p50,
-            percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM t.end_time - t.start_time) * 1000) FILTER (WHERE t.end_time IS NOT NULL) AS p95,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch ` +
+      `FROM t.end_time - t.start_time) * 1000) FILTER (WHERE t.end_time IS NOT NULL) AS p50,
+            percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch ` +
+      `FROM t.end_time - t.start_time) * 1000) FILTER (WHERE t.end_time IS NOT NULL) AS p95,
             sum(t.prompt_tokens) AS prompt_tokens, sum(t.completion_tokens) AS completion_tokens, sum(t.total_tokens) AS total_tokens,
             max(t.start_time) AS last_trace_at
        FROM tracing_traces t JOIN tracing_projects p ON p.id = t.project_id

@@ -27,11 +27,11 @@ function withoutPath(message: string, raw: string): string {
 export const webhookBackoff = (baseMs: number) => (attemptsMade: number) => baseMs * 2 ** Math.max(0, attemptsMade - 1);
 
 /**
- * Sends one delivery (docs/api.md, Events and webhooks): signed POST of the event (or, for the
- * `slack` format, a Slack message saying it) to the webhook's URL through the SSRF guard, the attempt recorded whatever happens. A 2xx ends the
- * round as `succeeded`; anything else throws so BullMQ retries with backoff, and the last
- * attempt (or a URL the guard refuses, which no retry can fix) ends it as `failed`.
- * A job of an older round, or of a deleted delivery, does nothing.
+ * Sends one delivery (docs/api.md, Events and webhooks): signed POST of the event (or, for the `slack` format, a Slack
+ * message saying it) to the webhook's URL through the SSRF guard, the attempt recorded whatever happens. A 2xx ends the
+ * round as `succeeded`; anything else throws so BullMQ retries with backoff, and the last attempt (or a URL the guard
+ * refuses, which no retry can fix) ends it as `failed`. A job of an older round, or of a deleted delivery, does
+ * nothing.
  */
 export function deliverWebhookProcessor(
   dataSource: DataSource,

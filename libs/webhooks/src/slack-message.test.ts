@@ -55,7 +55,8 @@ describe('slackMessage', () => {
         data: { from: 'DEPLOYING', to: 'DEPLOY_FAILED', status_message: message },
       }).text,
     ).toBe(
-      '[Slipway] Revision r1 of deployment d1: DEPLOYING → DEPLOY_FAILED. Pull failed &lt;!channel&gt; &lt;https://evil.example/login|click here&gt; &amp; &lt;@U123&gt;',
+      '[Slipway] Revision r1 of deployment d1: DEPLOYING → DEPLOY_FAILED. Pull failed &lt;!channel&gt; ' +
+        '&lt;https://evil.example/login|click here&gt; &amp; &lt;@U123&gt;',
     );
     expect(
       slackMessage({ ...base, revision_id: null, type: 'deployment.deleted', data: { name: '<!here>&amp;' } }).text,

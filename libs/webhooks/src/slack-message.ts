@@ -17,7 +17,10 @@ export function describeEvent(e: PublicEvent): string {
     case 'revision.created':
       return `New ${revision} (${d.status}).`;
     case 'revision.status_changed':
-      return `${revision[0]!.toUpperCase()}${revision.slice(1)}: ${d.from} → ${d.to}.${str(d.status_message) ? ` ${d.status_message}` : ''}`;
+      return (
+        `${revision[0]!.toUpperCase()}${revision.slice(1)}: ${d.from} ` +
+        `→ ${d.to}.${str(d.status_message) ? ` ${d.status_message}` : ''}`
+      );
     case 'domain.state_changed':
       return `Domain ${d.host} of deployment ${e.deployment_id}: ${d.from} → ${d.to}.${str(d.error) ? ` ${d.error}` : ''}`;
     case 'preview.created':
@@ -25,7 +28,10 @@ export function describeEvent(e: PublicEvent): string {
     case 'preview.deleted':
       return `Preview ${deployment} of pull request #${d.number} deleted (${d.reason}).`;
     case 'preview.feedback_failed':
-      return `Preview ${deployment}: the forge refused its ${d.state} status for pull request #${d.number} (attempt ${d.attempt}${d.given_up ? ', given up' : ''}): ${d.error}`;
+      return (
+        `Preview ${deployment}: the forge refused its ${d.state} status for pull request #${d.number} ` +
+        `(attempt ${d.attempt}${d.given_up ? ', given up' : ''}): ${d.error}`
+      );
     case 'webhook.test':
       return `Test delivery for webhook ${d.webhook_id}, sent by ${d.requested_by}.`;
     default:

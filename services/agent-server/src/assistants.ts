@@ -106,7 +106,8 @@ export class PgAssistants implements AssistantsRepo {
         return toAssistant(existing.rows[0]);
       }
       await tx.query(
-        `INSERT INTO slipway_agent_assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata, created_at)
+        `INSERT INTO slipway_agent_assistant_versions (assistant_id, version, graph_id, name, description, ` +
+          `config, context, metadata, created_at)
          VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8)`,
         [...values, rows[0].created_at],
       );
@@ -150,12 +151,14 @@ export class PgAssistants implements AssistantsRepo {
         json(next.metadata),
       ];
       const { rows } = await tx.query(
-        `UPDATE slipway_agent_assistants SET version = $2, graph_id = $3, name = $4, description = $5, config = $6, context = $7, metadata = $8, updated_at = now()
+        `UPDATE slipway_agent_assistants SET version = $2, graph_id = $3, name = $4, description = $5, ` +
+          `config = $6, context = $7, metadata = $8, updated_at = now()
          WHERE assistant_id = $1 RETURNING *`,
         values,
       );
       await tx.query(
-        `INSERT INTO slipway_agent_assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata, created_at)
+        `INSERT INTO slipway_agent_assistant_versions (assistant_id, version, graph_id, name, description, ` +
+          `config, context, metadata, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [...values, rows[0].updated_at],
       );
@@ -182,7 +185,8 @@ export class PgAssistants implements AssistantsRepo {
     return inTransaction(this.db, async (tx) => {
       await this.visible(assistantId, filters, tx, 'FOR UPDATE');
       const { rows } = await tx.query(
-        `UPDATE slipway_agent_assistants a SET config = v.config, metadata = v.metadata, version = v.version, name = v.name, updated_at = now()
+        `UPDATE slipway_agent_assistants a SET config = v.config, metadata = v.metadata, version = v.version, ` +
+          `name = v.name, updated_at = now()
            FROM slipway_agent_assistant_versions v
           WHERE a.assistant_id = $1 AND v.assistant_id = $1 AND v.version = $2 RETURNING a.*`,
         [assistantId, version],
@@ -203,7 +207,8 @@ export class PgAssistants implements AssistantsRepo {
       .contains('metadata', options.metadata)
       .auth('metadata', filters);
     const { rows } = await this.db.query(
-      `SELECT * FROM slipway_agent_assistant_versions ${where} ORDER BY version DESC LIMIT ${where.param(options.limit)} OFFSET ${where.param(options.offset)}`,
+      `SELECT * FROM slipway_agent_assistant_versions ${where} ORDER BY version DESC ` +
+        `LIMIT ${where.param(options.limit)} OFFSET ${where.param(options.offset)}`,
       where.params,
     );
     return rows.map(toAssistantVersion);

@@ -132,7 +132,8 @@ export class PgCrons {
     ]);
     if (!assistant.length) throw new HTTPException(404, { message: `Assistant with ID ${assistantId} not found` });
     const { rows } = await this.db.query(
-      `INSERT INTO slipway_agent_crons (cron_id, assistant_id, thread_id, user_id, schedule, timezone, payload, metadata, on_run_completed, enabled, end_time, next_run_date, auth)
+      `INSERT INTO slipway_agent_crons (cron_id, assistant_id, thread_id, user_id, schedule, timezone, payload, ` +
+        `metadata, on_run_completed, enabled, end_time, next_run_date, auth)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
       [
         randomUUID(),
@@ -218,7 +219,8 @@ export class PgCrons {
       };
       const { rows } = await tx.query(
         `UPDATE slipway_agent_crons SET schedule = $2, timezone = $3, end_time = $4, enabled = $5, payload = $6, metadata = $7,
-                on_run_completed = CASE WHEN thread_id IS NULL THEN coalesce($8, on_run_completed) END, next_run_date = $9, updated_at = now()
+                on_run_completed = CASE WHEN thread_id IS NULL THEN coalesce($8, on_run_completed) END, ` +
+          `next_run_date = $9, updated_at = now()
           WHERE cron_id = $1 RETURNING *`,
         [
           cronId,

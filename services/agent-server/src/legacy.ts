@@ -14,14 +14,16 @@ export async function migrateLegacyRecords(client: PoolClient, deserialize: Dese
   await client.query('BEGIN');
   try {
     const { rows } = await client.query<{ kind: string; data: string }>(
-      `SELECT kind, data FROM slipway_agent_records ORDER BY CASE kind WHEN 'assistants' THEN 0 WHEN 'assistant_versions' THEN 1 WHEN 'threads' THEN 2 ELSE 3 END`,
+      `SELECT kind, data FROM slipway_agent_records ORDER BY CASE kind WHEN 'assistants' THEN 0 ` +
+        `WHEN 'assistant_versions' THEN 1 WHEN 'threads' THEN 2 ELSE 3 END`,
     );
     let moved = 0;
     for (const row of rows) {
       const r = await deserialize(row.data);
       if (row.kind === 'assistants') {
         await client.query(
-          `INSERT INTO slipway_agent_assistants (assistant_id, graph_id, name, description, config, context, metadata, version, created_at, updated_at)
+          `INSERT INTO slipway_agent_assistants (assistant_id, graph_id, name, description, config, context, ` +
+            `metadata, version, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
           [
             r.assistant_id,
@@ -38,7 +40,8 @@ export async function migrateLegacyRecords(client: PoolClient, deserialize: Dese
         );
       } else if (row.kind === 'assistant_versions') {
         await client.query(
-          `INSERT INTO slipway_agent_assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata, created_at)
+          `INSERT INTO slipway_agent_assistant_versions (assistant_id, version, graph_id, name, description, ` +
+            `config, context, metadata, created_at)
            SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM slipway_agent_assistants WHERE assistant_id = $1)
            ON CONFLICT DO NOTHING`,
           [
@@ -70,7 +73,8 @@ export async function migrateLegacyRecords(client: PoolClient, deserialize: Dese
         );
       } else if (row.kind === 'runs') {
         await client.query(
-          `INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, created_at, updated_at)
+          `INSERT INTO slipway_agent_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, ` +
+            `multitask_strategy, created_at, updated_at)
            SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM slipway_agent_threads WHERE thread_id = $2)
            ON CONFLICT DO NOTHING`,
           [

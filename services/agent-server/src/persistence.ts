@@ -89,7 +89,8 @@ export function wirePersistence(db: Db, saver: PostgresSaver, pgStore: PostgresS
       inTransaction(db, async (tx) => {
         await tx.query(
           `INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata)
-           SELECT $2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, replace(metadata::text, $1, $2)::jsonb FROM checkpoints WHERE thread_id = $1`,
+           SELECT $2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, ` +
+            `replace(metadata::text, $1, $2)::jsonb FROM checkpoints WHERE thread_id = $1`,
           [threadId, newThreadId],
         );
         await tx.query(

@@ -240,14 +240,17 @@ export class RunQueue {
     if (!lease || status == null || lease.lost) return false;
     const written = await inTransaction(this.db, async (tx) => {
       const { rowCount } = await tx.query(
-        `UPDATE slipway_agent_runs SET status = $3, updated_at = now(), lease_expires_at = NULL WHERE run_id = $1 AND lease_token = $2 AND status = 'running'`,
+        `UPDATE slipway_agent_runs SET status = $3, updated_at = now(), lease_expires_at = NULL ` +
+          `WHERE run_id = $1 AND lease_token = $2 AND status = 'running'`,
         [runId, lease.token, status],
       );
       if (!rowCount) return false;
       if (thread) await thread(tx);
       else
         await tx.query(
-          `UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1', status === 'error' ? `'error'` : `'idle'`)}, updated_at = now() WHERE thread_id = $1`,
+          `UPDATE slipway_agent_threads SET status ` +
+            `= ${threadStatusAfterRun('$1', status === 'error' ? `'error'` : `'idle'`)}, updated_at = now() ` +
+            `WHERE thread_id = $1`,
           [lease.threadId],
         );
       return true;
@@ -354,7 +357,8 @@ export class RunQueue {
     const { rows } = await this.db.query(
       `UPDATE slipway_agent_runs r SET status = CASE WHEN r.attempt >= $1 THEN 'error' ELSE 'pending' END, attempt = r.attempt + 1,
               worker = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
-        WHERE r.run_id IN (SELECT run_id FROM slipway_agent_runs WHERE status = 'running' AND lease_expires_at < now() FOR UPDATE SKIP LOCKED)
+        WHERE r.run_id IN (SELECT run_id FROM slipway_agent_runs WHERE status = 'running' ` +
+        `AND lease_expires_at < now() FOR UPDATE SKIP LOCKED)
         RETURNING r.run_id, r.thread_id, r.status, r.attempt`,
       [MAX_ATTEMPTS],
     );

@@ -72,7 +72,8 @@ export const RUN_COLUMNS =
 
 /** A thread's status once its run is over: `busy` while other runs of it wait, else `fallback`. */
 export const threadStatusAfterRun = (threadParam: string, fallback = `'idle'`) =>
-  `CASE WHEN EXISTS (SELECT 1 FROM slipway_agent_runs WHERE thread_id = ${threadParam} AND status = 'pending') THEN 'busy' ELSE ${fallback} END`;
+  `CASE WHEN EXISTS (SELECT 1 FROM slipway_agent_runs WHERE thread_id = ${threadParam} AND status = 'pending') ` +
+  `THEN 'busy' ELSE ${fallback} END`;
 
 /** A WHERE clause built piece by piece, its values as numbered parameters. */
 export class Where {

@@ -129,7 +129,8 @@ export class PgRuns implements RunsRepo {
           configurable: { ...assistant.config?.configurable, ...existing.config?.configurable, ...config.configurable },
         };
         await tx.query(
-          `UPDATE slipway_agent_threads SET status = 'busy', metadata = metadata || $2::jsonb, config = $3, updated_at = now() WHERE thread_id = $1`,
+          `UPDATE slipway_agent_threads SET status = 'busy', metadata = metadata || $2::jsonb, config = $3, ` +
+            `updated_at = now() WHERE thread_id = $1`,
           [threadId, json(link), json(threadConfig)],
         );
       }
@@ -277,7 +278,8 @@ export class PgRuns implements RunsRepo {
           ended.push(run.run_id);
         } else if (stopped) {
           await tx.query(
-            `UPDATE slipway_agent_runs SET status = 'interrupted', lease_token = NULL, lease_expires_at = NULL, updated_at = now() WHERE run_id = $1`,
+            `UPDATE slipway_agent_runs SET status = 'interrupted', lease_token = NULL, lease_expires_at = NULL, ` +
+              `updated_at = now() WHERE run_id = $1`,
             [run.run_id],
           );
           await tx.query(`UPDATE slipway_agent_threads SET status = 'idle', updated_at = now() WHERE thread_id = $1`, [

@@ -105,8 +105,11 @@ const MIGRATIONS: string[] = [
 
 /** Creates or migrates the tables; the caller holds the schema lock. Returns the number of steps applied. */
 export async function migrate(client: PoolClient): Promise<number> {
-  await client.query(`CREATE TABLE IF NOT EXISTS slipway_agent_schema (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL);
-                      INSERT INTO slipway_agent_schema (version) VALUES (0) ON CONFLICT DO NOTHING`);
+  await client.query(
+    `CREATE TABLE IF NOT EXISTS slipway_agent_schema ` +
+      `(one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL);
+                      INSERT INTO slipway_agent_schema (version) VALUES (0) ON CONFLICT DO NOTHING`,
+  );
   const { rows } = await client.query<{ version: number }>('SELECT version FROM slipway_agent_schema');
   const from = rows[0]!.version;
   for (let step = from; step < MIGRATIONS.length; step++) {

@@ -38,8 +38,10 @@ export function searchEveryNamespace(pgStore: PostgresStore, { filter, limit = 1
   const core = (pgStore as unknown as { core: StoreCore }).core;
   return core.withClient(async (client) => {
     const params: unknown[] = [query || null, core.textSearchLanguage];
-    let sql = `SELECT namespace_path, key, value, created_at, updated_at,
-                      CASE WHEN $1::text IS NOT NULL THEN ts_rank(to_tsvector($2::regconfig, value::text), plainto_tsquery($2::regconfig, $1::text)) ELSE 0 END AS score
+    let sql =
+      `SELECT namespace_path, key, value, created_at, updated_at,
+                      CASE WHEN $1::text IS NOT NULL THEN ts_rank(to_tsvector($2::regconfig, value::text), ` +
+      `plainto_tsquery($2::regconfig, $1::text)) ELSE 0 END AS score
                  FROM "${core.schema}".store
                 WHERE (expires_at IS NULL OR expires_at > CURRENT_TIMESTAMP)`;
     let next = 3;

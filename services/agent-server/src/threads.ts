@@ -103,7 +103,8 @@ export class PgThreads implements ThreadsRepo {
       if (!(await this.visible(threadId, filters, tx, 'FOR UPDATE')))
         throw new HTTPException(404, { message: 'Thread not found' });
       const { rows } = await tx.query(
-        `UPDATE slipway_agent_threads SET metadata = metadata || coalesce($2::jsonb, '{}'), updated_at = now() WHERE thread_id = $1 RETURNING *`,
+        `UPDATE slipway_agent_threads SET metadata = metadata || coalesce($2::jsonb, '{}'), updated_at = now() ` +
+          `WHERE thread_id = $1 RETURNING *`,
         [threadId, json(mutable?.metadata ?? null)],
       );
       return toThread(rows[0]);

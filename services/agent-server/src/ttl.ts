@@ -90,7 +90,8 @@ export function sweepStore(db: Db, batch = SWEEP_BATCH): Promise<number> {
     if (!lock[0].got) return 0;
     const { rowCount } = await tx.query(
       `DELETE FROM store WHERE (namespace_path, key) IN (
-         SELECT namespace_path, key FROM store WHERE expires_at IS NOT NULL AND expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
+         SELECT namespace_path, key FROM store WHERE expires_at IS NOT NULL AND expires_at <= now() ` +
+        `ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
       [batch],
     );
     return rowCount ?? 0;

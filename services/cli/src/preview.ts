@@ -77,7 +77,8 @@ export async function preview(
   const [target, numberArg] = positionals;
   if (!target)
     throw new PreviewUsageError(
-      'usage: slipway preview create <deployment> --ref <branch> [--number <n>] [--wait] | list <deployment> | delete <deployment> <number>',
+      'usage: slipway preview create <deployment> --ref <branch> [--number <n>] [--wait] | list <deployment> | ' +
+        'delete <deployment> <number>',
     );
   const parent = await deploymentId(access, target);
   switch (action) {

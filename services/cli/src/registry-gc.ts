@@ -93,7 +93,9 @@ export async function collectRegistryGarbage(options: RegistryGcOptions): Promis
   }
 
   if (inFlight.length) {
-    report.postponed = `${inFlight.length} blob(s) pushed within the grace period are not named by any manifest yet (a push under way); the sweep waits for the next run.`;
+    report.postponed =
+      `${inFlight.length} blob(s) pushed within the grace period are not named by any manifest ` +
+      `yet (a push under way); the sweep waits for the next run.`;
   } else {
     const before = await storedBlobs(storageDir);
     const swept = await options.sweep();

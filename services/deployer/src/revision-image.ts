@@ -35,7 +35,8 @@ export async function imageSource(
   const ref = row.image_uri ? parseImageReference(row.image_uri) : null;
   if (!ref)
     throw new ImageError(
-      `The revision's image_uri '${row.image_uri ?? ''}' is not an image reference (<registry host>/<repository>:<tag> or @sha256:<digest>).`,
+      `The revision's image_uri '${row.image_uri ?? ''}' is not an image reference ` +
+        `(<registry host>/<repository>:<tag> or @sha256:<digest>).`,
     );
   if (ref.registry !== config.registry.publicAddress) {
     const source = await foreignSource(
@@ -53,7 +54,8 @@ export async function imageSource(
   }
   if (deploymentOfRepository(ref.repository) !== row.deployment_id) {
     throw new ImageError(
-      `Slipway runs images of the built-in registry only from the deployment's own repositories (${config.registry.publicAddress}/${row.deployment_id}/<name>); ${row.image_uri} is not one.`,
+      `Slipway runs images of the built-in registry only from the deployment's own repositories ` +
+        `(${config.registry.publicAddress}/${row.deployment_id}/<name>); ${row.image_uri} is not one.`,
     );
   }
   const internal = new URL(config.registry.internalUrl);
@@ -96,7 +98,8 @@ async function foreignSource(
       const refusal = addressRefusal(address, policy);
       if (refusal)
         throw new ImageError(
-          `Slipway does not pull images from ${registry}: it is ${refusal} (SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).`,
+          `Slipway does not pull images from ${registry}: it is ${refusal} ` +
+            `(SLIPWAY_OUTBOUND_ALLOW_HOSTS lists hosts that may be reached anyway).`,
         );
     }
   }

@@ -78,7 +78,8 @@ export class ControlPlaneClient {
     if (res.status >= 300 && res.status < 400) {
       // Not followed, and not retried sooner: SLIPWAY_API_URL must name the api itself.
       throw new Error(
-        `${method} ${what}: HTTP ${res.status} redirect refused (the agent never follows one with its key); set SLIPWAY_API_URL to the api's final URL`,
+        `${method} ${what}: HTTP ${res.status} redirect refused (the agent never follows one with its key); ` +
+          `set SLIPWAY_API_URL to the api's final URL`,
       );
     }
     if (res.status >= 500 || res.status === 429)

@@ -44,7 +44,8 @@ async function run(): Promise<void> {
   const probe = spawnSync(config.registry.binary, ['--version'], { stdio: 'ignore' });
   if (probe.error || probe.status !== 0) {
     say(
-      `${config.registry.binary} does not run (${probe.error?.message ?? `exit ${probe.status}`}): no image registry, pushes will fail. Install Debian's docker-registry, or set SLIPWAY_REGISTRY=off`,
+      `${config.registry.binary} does not run (${probe.error?.message ?? `exit ${probe.status}`}): ` +
+        `no image registry, pushes will fail. Install Debian's docker-registry, or set SLIPWAY_REGISTRY=off`,
     );
     return;
   }

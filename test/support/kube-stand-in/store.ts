@@ -85,10 +85,14 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
 export const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` : t.version);
 export const typeOfKind = (kind: string) => RESOURCE_TYPES.find((t) => t.kind === kind);
 
+const describeConflict = (c: { field: string; manager: string }) =>
+  `conflict with "${c.manager}": .${JSON.parse(c.field).join('.')}`;
+
 export class ConflictError extends Error {
   constructor(readonly conflicts: Array<{ field: string; manager: string }>) {
     super(
-      `Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}": .${JSON.parse(c.field).join('.')}`).join('; ')}`,
+      `Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ` +
+        conflicts.map(describeConflict).join('; '),
     );
   }
 }

@@ -11,7 +11,8 @@ export class WebhookReplay1764200000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE webhook_deliveries ADD COLUMN payload_sha256 text`);
     await q.query(
-      `CREATE UNIQUE INDEX webhook_deliveries_payload_key ON webhook_deliveries (integration_id, payload_sha256) WHERE payload_sha256 IS NOT NULL`,
+      `CREATE UNIQUE INDEX webhook_deliveries_payload_key ON webhook_deliveries (integration_id, ` +
+        `payload_sha256) WHERE payload_sha256 IS NOT NULL`,
     );
   }
 

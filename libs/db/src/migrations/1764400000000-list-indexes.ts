@@ -23,10 +23,12 @@ export class ListIndexes1764400000000 implements MigrationInterface {
       );
     }
     await q.query(
-      `CREATE INDEX deployments_workspace_remote_created_idx ON deployments (workspace_id, created_at DESC, id DESC) WHERE listener_id IS NOT NULL`,
+      `CREATE INDEX deployments_workspace_remote_created_idx ON deployments (workspace_id, created_at DESC, ` +
+        `id DESC) WHERE listener_id IS NOT NULL`,
     );
     await q.query(
-      `CREATE INDEX deployments_workspace_local_created_idx ON deployments (workspace_id, created_at DESC, id DESC) WHERE listener_id IS NULL`,
+      `CREATE INDEX deployments_workspace_local_created_idx ON deployments (workspace_id, created_at DESC, ` +
+        `id DESC) WHERE listener_id IS NULL`,
     );
   }
 

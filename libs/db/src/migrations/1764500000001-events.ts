@@ -63,7 +63,8 @@ export class Events1764500000001 implements MigrationInterface {
       `CREATE TRIGGER deployments_deleted_event AFTER DELETE ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_deployment_event()`,
     );
 
-    await q.query(`
+    await q.query(
+      `
       CREATE FUNCTION slipway_revision_event() RETURNS trigger LANGUAGE plpgsql AS $$
       DECLARE ws uuid;
       BEGIN
@@ -71,14 +72,16 @@ export class Events1764500000001 implements MigrationInterface {
         IF ws IS NULL THEN RETURN NULL; END IF;
         IF TG_OP = 'INSERT' THEN
           INSERT INTO events (workspace_id, type, deployment_id, revision_id, data)
-          VALUES (ws, 'revision.created', NEW.deployment_id, NEW.id, jsonb_build_object('status', NEW.status, 'redeployed_from', NEW.redeployed_from));
+          VALUES (ws, 'revision.created', NEW.deployment_id, NEW.id, jsonb_build_object('status', NEW.status, ` +
+        `'redeployed_from', NEW.redeployed_from));
         ELSE
           INSERT INTO events (workspace_id, type, deployment_id, revision_id, data)
           VALUES (ws, 'revision.status_changed', NEW.deployment_id, NEW.id,
                   jsonb_build_object('from', OLD.status, 'to', NEW.status, 'status_message', NEW.status_message));
         END IF;
         RETURN NULL;
-      END $$`);
+      END $$`,
+    );
     await q.query(
       `CREATE TRIGGER revisions_created_event AFTER INSERT ON revisions FOR EACH ROW EXECUTE FUNCTION slipway_revision_event()`,
     );

@@ -12,7 +12,8 @@ export class Registry1764700000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE deployments DROP CONSTRAINT deployments_source_check`);
     await q.query(
-      `ALTER TABLE deployments ADD CONSTRAINT deployments_source_check CHECK (source IN ('repohost', 'external_container', 'upload', 'internal_docker'))`,
+      `ALTER TABLE deployments ADD CONSTRAINT deployments_source_check CHECK (source IN ('repohost', ` +
+        `'external_container', 'upload', 'internal_docker'))`,
     );
     await q.query(`ALTER TABLE revisions ADD COLUMN image_digest text CHECK (image_digest ~ '^sha256:[0-9a-f]{64}$')`);
     await q.query(`ALTER TABLE workspace_quotas ADD COLUMN registry_bytes bigint CHECK (registry_bytes >= 0)`);

@@ -14,7 +14,8 @@ export class TraceFronts1764900000200 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(
-      `ALTER TABLE deployment_credentials ADD COLUMN trace_front_port integer CONSTRAINT deployment_credentials_trace_front_port_key UNIQUE`,
+      `ALTER TABLE deployment_credentials ADD COLUMN trace_front_port integer CONSTRAINT ` +
+        `deployment_credentials_trace_front_port_key UNIQUE`,
     );
     await q.query(
       `ALTER TABLE tracing_pending_updates ADD COLUMN project_id uuid REFERENCES tracing_projects(id) ON DELETE CASCADE`,

@@ -35,17 +35,20 @@ export class EdgeNames1765000000000 implements MigrationInterface {
       `CREATE TRIGGER deployments_edge_name BEFORE INSERT ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_edge_name()`,
     );
     // Existing deployments, oldest first: the first holder of a name keeps the plain label.
-    await q.query(`
+    await q.query(
+      `
       DO $$
       DECLARE r record;
       BEGIN
         FOR r IN SELECT id, lower(name) AS base FROM deployments ORDER BY created_at, id LOOP
           UPDATE deployments SET edge_name = CASE
-              WHEN EXISTS (SELECT 1 FROM deployments WHERE edge_name = r.base) THEN rtrim(left(r.base, 56), '-') || '-' || substr(md5(random()::text || r.id::text), 1, 6)
+              WHEN EXISTS (SELECT 1 FROM deployments WHERE edge_name = r.base) THEN rtrim(left(r.base, 56), ` +
+        `'-') || '-' || substr(md5(random()::text || r.id::text), 1, 6)
               ELSE r.base END
             WHERE id = r.id;
         END LOOP;
-      END $$`);
+      END $$`,
+    );
     await q.query(`
       CREATE FUNCTION slipway_edge_routes_notify() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN

@@ -51,7 +51,8 @@ export class DeploymentDomains1765000000100 implements MigrationInterface {
         RETURN NULL;
       END $$`);
     await q.query(
-      `CREATE TRIGGER deployment_domains_changed AFTER INSERT OR UPDATE OR DELETE ON deployment_domains FOR EACH ROW EXECUTE FUNCTION slipway_domain_changed()`,
+      `CREATE TRIGGER deployment_domains_changed AFTER INSERT OR UPDATE OR DELETE ON deployment_domains ` +
+        `FOR EACH ROW EXECUTE FUNCTION slipway_domain_changed()`,
     );
   }
 

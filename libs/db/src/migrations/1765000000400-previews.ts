@@ -22,10 +22,12 @@ export class Previews1765000000400 implements MigrationInterface {
         ADD COLUMN preview_expires_at timestamptz,
         ADD COLUMN preview_end_reason text`);
     await q.query(
-      `CREATE UNIQUE INDEX deployments_preview_number_key ON deployments (preview_of, ((preview->'pull_request'->>'number')::int)) WHERE preview_of IS NOT NULL`,
+      `CREATE UNIQUE INDEX deployments_preview_number_key ON deployments (preview_of, ` +
+        `((preview->'pull_request'->>'number')::int)) WHERE preview_of IS NOT NULL`,
     );
     await q.query(
-      `CREATE INDEX deployments_preview_expiry_idx ON deployments (preview_expires_at) WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE'`,
+      `CREATE INDEX deployments_preview_expiry_idx ON deployments (preview_expires_at) ` +
+        `WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE'`,
     );
     await q.query(`
       CREATE FUNCTION slipway_preview_event() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -43,7 +45,8 @@ export class Previews1765000000400 implements MigrationInterface {
         RETURN NULL;
       END $$`);
     await q.query(
-      `CREATE TRIGGER deployments_preview_events AFTER UPDATE OF preview_of, status ON deployments FOR EACH ROW EXECUTE FUNCTION slipway_preview_event()`,
+      `CREATE TRIGGER deployments_preview_events AFTER UPDATE OF preview_of, status ON deployments ` +
+        `FOR EACH ROW EXECUTE FUNCTION slipway_preview_event()`,
     );
   }
 

@@ -151,7 +151,8 @@ export class DeploymentDomainRepository {
   /** Proven: routed from now on, in `state`. */
   async markVerified(id: string, state: DomainState): Promise<void> {
     await this.manager.query(
-      `UPDATE deployment_domains SET verified_at = now(), checked_at = now(), state = $2, error = NULL, updated_at = now() WHERE id = $1 AND verified_at IS NULL`,
+      `UPDATE deployment_domains SET verified_at = now(), checked_at = now(), state = $2, error = NULL, ` +
+        `updated_at = now() WHERE id = $1 AND verified_at IS NULL`,
       [id, state],
     );
   }

@@ -67,11 +67,14 @@ export class DeploymentMetricsRepository {
   /** The deployment's steps of `stepSeconds` from `since`, oldest first; steps without a bucket are absent. */
   async steps(deploymentId: string, since: Date, stepSeconds: number): Promise<MetricsStep[]> {
     const step = `floor(extract(epoch FROM bucket_at) / $3) * $3`;
+    const latencies = METRIC_LATENCIES.map(
+      (c) => `sum(${c} * (${WEIGHT[c]})) / nullif(sum(CASE WHEN ${c} IS NULL THEN 0 ELSE ${WEIGHT[c]} END), 0) AS ${c}`,
+    ).join(', ');
     const rows = await queryRows<Record<string, string | number | null>>(
       this.manager,
       `SELECT ${step} AS t,
               ${METRIC_COUNTERS.map((c) => `sum(${c}) AS ${c}`).join(', ')},
-              ${METRIC_LATENCIES.map((c) => `sum(${c} * (${WEIGHT[c]})) / nullif(sum(CASE WHEN ${c} IS NULL THEN 0 ELSE ${WEIGHT[c]} END), 0) AS ${c}`).join(', ')},
+              ${latencies},
               avg(cpu_percent) AS cpu_percent, max(memory_bytes) AS memory_bytes
          FROM deployment_metrics
         WHERE deployment_id = $1 AND bucket_at >= $2

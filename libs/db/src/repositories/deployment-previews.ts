@@ -93,7 +93,8 @@ export class PreviewRepository {
   async expired(limit = 100): Promise<string[]> {
     const rows = await queryRows<{ id: string }>(
       this.manager,
-      `SELECT id FROM deployments WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE' AND preview_expires_at < now() ORDER BY preview_expires_at LIMIT $1`,
+      `SELECT id FROM deployments WHERE preview_of IS NOT NULL AND status <> 'AWAITING_DELETE' ` +
+        `AND preview_expires_at < now() ORDER BY preview_expires_at LIMIT $1`,
       [limit],
     );
     return rows.map((r) => r.id);
@@ -137,10 +138,12 @@ export class PreviewRepository {
            FROM deployments d
            JOIN deployments p ON p.id = d.preview_of
            JOIN revisions r ON r.id = d.latest_revision_id
-          WHERE d.preview_of IS NOT NULL AND d.preview ? 'repository' AND d.preview->>'repository' IS NOT NULL AND d.status <> 'AWAITING_DELETE')
+          WHERE d.preview_of IS NOT NULL AND d.preview ? 'repository' AND d.preview->>'repository' IS NOT NULL ` +
+        `AND d.status <> 'AWAITING_DELETE')
        SELECT l.* FROM latest l LEFT JOIN preview_feedback f ON f.deployment_id = l.id
         WHERE f.deployment_id IS NULL
-           OR ((f.reported_revision IS DISTINCT FROM l.revision_id OR f.reported_state IS DISTINCT FROM l.state) AND f.next_attempt_at <= now())
+           OR ((f.reported_revision IS DISTINCT FROM l.revision_id OR f.reported_state IS DISTINCT ` +
+        `FROM l.state) AND f.next_attempt_at <= now())
         LIMIT $1`,
       [limit],
     );
@@ -183,7 +186,8 @@ export class PreviewRepository {
   /** Told: this revision in this state. */
   async reported(deploymentId: string, revisionId: string, state: FeedbackState): Promise<void> {
     await this.manager.query(
-      `UPDATE preview_feedback SET reported_revision = $2, reported_state = $3, attempts = 0, last_error = NULL, next_attempt_at = now(), updated_at = now() WHERE deployment_id = $1`,
+      `UPDATE preview_feedback SET reported_revision = $2, reported_state = $3, attempts = 0, ` +
+        `last_error = NULL, next_attempt_at = now(), updated_at = now() WHERE deployment_id = $1`,
       [deploymentId, revisionId, state],
     );
   }
@@ -213,7 +217,8 @@ export class PreviewRepository {
   /** Records (or replaces, for a new head) a fork's pull request waiting for approval. */
   async requestApproval(parentId: string, request: PreviewRequest): Promise<void> {
     await this.manager.query(
-      `INSERT INTO preview_requests (parent_id, number, head_ref, head_sha, url, repository, fork_repository) VALUES ($1, $2, $3, $4, $5, $6, $7)
+      `INSERT INTO preview_requests (parent_id, number, head_ref, head_sha, url, repository, fork_repository) ` +
+        `VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (parent_id, number) DO UPDATE SET head_ref = EXCLUDED.head_ref, head_sha = EXCLUDED.head_sha, url = EXCLUDED.url,
          repository = EXCLUDED.repository, fork_repository = EXCLUDED.fork_repository, received_at = now()`,
       [
@@ -265,7 +270,8 @@ export class PreviewRepository {
     const rows = await queryRows<{ id: string; integration_id: string | null; repository: string; number: number }>(
       this.manager,
       `SELECT id, integration_id, preview->>'repository' AS repository, (preview->'pull_request'->>'number')::int AS number
-         FROM deployments WHERE preview_of IS NOT NULL AND preview ? 'repository' AND preview->>'repository' IS NOT NULL AND status <> 'AWAITING_DELETE'
+         FROM deployments WHERE preview_of IS NOT NULL AND preview ? 'repository' ` +
+        `AND preview->>'repository' IS NOT NULL AND status <> 'AWAITING_DELETE'
         ORDER BY created_at LIMIT $1`,
       [limit],
     );

@@ -383,7 +383,8 @@ export class DeploymentRepository {
     const out = new Map<string, string[]>(deploymentIds.map((id) => [id, []]));
     if (!deploymentIds.length) return out;
     const rows: Array<{ deployment_id: string; tag_value_id: string }> = await this.manager.query(
-      `SELECT deployment_id, tag_value_id FROM deployment_tag_values WHERE deployment_id = ANY($1::uuid[]) ORDER BY created_at, tag_value_id`,
+      `SELECT deployment_id, tag_value_id FROM deployment_tag_values WHERE deployment_id = ANY($1::uuid[]) ` +
+        `ORDER BY created_at, tag_value_id`,
       [deploymentIds],
     );
     for (const row of rows) out.get(row.deployment_id)?.push(row.tag_value_id);

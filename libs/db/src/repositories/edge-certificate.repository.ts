@@ -145,7 +145,8 @@ export class EdgeCertificateRepository {
       updated_at: Date;
     }>(
       this.manager,
-      `SELECT host, cert_pem, key_sealed, not_after, renew_after, updated_at FROM edge_certificates WHERE host = $1 AND cert_pem IS NOT NULL`,
+      `SELECT host, cert_pem, key_sealed, not_after, renew_after, updated_at FROM edge_certificates ` +
+        `WHERE host = $1 AND cert_pem IS NOT NULL`,
       [host.toLowerCase()],
     );
     return row
@@ -173,7 +174,8 @@ export class EdgeCertificateRepository {
   async record(host: string): Promise<CertificateRecord | null> {
     const [row] = await queryRows<RecordRow>(
       this.manager,
-      `SELECT host, cert_pem IS NOT NULL AS has_certificate, not_after, renew_after, failures, next_attempt_at, last_error, leased_by, leased_until
+      `SELECT host, cert_pem IS NOT NULL AS has_certificate, not_after, renew_after, failures, next_attempt_at, ` +
+        `last_error, leased_by, leased_until
          FROM edge_certificates WHERE host = $1`,
       [host.toLowerCase()],
     );
@@ -240,8 +242,10 @@ export class EdgeCertificateRepository {
     await queryRows(this.manager, `DELETE FROM edge_acme_challenges WHERE expires_at < now()`);
     await queryRows(
       this.manager,
-      `INSERT INTO edge_acme_challenges (token, key_authorization, host, expires_at) VALUES ($1, $2, $3, now() + $4::double precision * interval '1 millisecond')
-       ON CONFLICT (token) DO UPDATE SET key_authorization = $2, host = $3, expires_at = now() + $4::double precision * interval '1 millisecond'`,
+      `INSERT INTO edge_acme_challenges (token, key_authorization, host, expires_at) VALUES ($1, $2, $3, ` +
+        `now() + $4::double precision * interval '1 millisecond')
+       ON CONFLICT (token) DO UPDATE SET key_authorization = $2, host = $3, ` +
+        `expires_at = now() + $4::double precision * interval '1 millisecond'`,
       [token, keyAuthorization, host.toLowerCase(), ttlMs],
     );
   }

@@ -87,8 +87,12 @@ export interface NewOutboundDelivery {
   payload: Record<string, unknown>;
 }
 
-const COLUMNS = `id, workspace_id, url, format, description, event_types, deployment_ids, secret_sealed, last_event_id::text AS last_event_id, created_at, updated_at`;
-const DELIVERY_COLUMNS = `d.id, d.webhook_id, d.event_id::text AS event_id, d.event_type, d.payload, d.status, d.round, d.created_at, d.updated_at`;
+const COLUMNS =
+  `id, workspace_id, url, format, description, event_types, deployment_ids, secret_sealed, ` +
+  `last_event_id::text AS last_event_id, created_at, updated_at`;
+const DELIVERY_COLUMNS =
+  `d.id, d.webhook_id, d.event_id::text AS event_id, d.event_type, d.payload, d.status, ` +
+  `d.round, d.created_at, d.updated_at`;
 
 /**
  * Outbound webhooks, their deliveries and every attempt of each. The fan-out reads (`due`)
@@ -243,7 +247,8 @@ export class OutboundWebhookRepository {
       Omit<OutboundDelivery, 'attempts'> & { url: string; format: OutboundWebhookFormat; secret_sealed: string }
     >(
       this.manager,
-      `SELECT ${DELIVERY_COLUMNS}, w.url, w.format, w.secret_sealed FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
+      `SELECT ${DELIVERY_COLUMNS}, w.url, w.format, w.secret_sealed FROM outbound_deliveries d ` +
+        `JOIN outbound_webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
       [deliveryId],
     );
     if (!row) return null;
@@ -253,7 +258,8 @@ export class OutboundWebhookRepository {
 
   async recordAttempt(deliveryId: string, a: Omit<OutboundDeliveryAttempt, 'attempted_at'>): Promise<void> {
     await this.manager.query(
-      `INSERT INTO outbound_delivery_attempts (delivery_id, round, attempt, duration_ms, response_status, error) VALUES ($1, $2, $3, $4, $5, $6)`,
+      `INSERT INTO outbound_delivery_attempts (delivery_id, round, attempt, duration_ms, response_status, ` +
+        `error) VALUES ($1, $2, $3, $4, $5, $6)`,
       [deliveryId, a.round, a.attempt, a.duration_ms, a.response_status, a.error],
     );
   }

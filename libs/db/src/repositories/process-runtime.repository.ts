@@ -22,7 +22,8 @@ export class ProcessRuntimeRepository {
       this.manager,
       `SELECT d.id FROM deployments d
         WHERE d.listener_id IS NULL AND d.status <> 'AWAITING_DELETE'
-          AND (d.serving_port IS NOT NULL OR EXISTS (SELECT 1 FROM runtime_processes p WHERE p.deployment_id = d.id AND p.status <> 'exited'))`,
+          AND (d.serving_port IS NOT NULL OR EXISTS (SELECT 1 FROM runtime_processes p ` +
+        `WHERE p.deployment_id = d.id AND p.status <> 'exited'))`,
     );
     return rows.map((r) => r.id);
   }

@@ -44,7 +44,8 @@ export class QuotaRepository {
     const given = NAMES.filter((n) => n in overrides);
     const columns = given.map((n) => QUOTA_FIELDS[n]);
     await this.manager.query(
-      `INSERT INTO workspace_quotas (workspace_id${columns.map((c) => `, ${c}`).join('')}) VALUES ($1${given.map((_, i) => `, $${i + 2}`).join('')})
+      `INSERT INTO workspace_quotas (workspace_id${columns.map((c) => `, ${c}`).join('')}) ` +
+        `VALUES ($1${given.map((_, i) => `, $${i + 2}`).join('')})
        ON CONFLICT (workspace_id) DO UPDATE SET updated_at = now()${columns.map((c) => `, ${c} = EXCLUDED.${c}`).join('')}`,
       [workspaceId, ...given.map((n) => overrides[n] ?? null)],
     );

@@ -91,7 +91,8 @@ export class RegistryRepository {
     await this.manager.query(
       `INSERT INTO registry_blobs (repository, digest, deployment_id, workspace_id, size_bytes, unpacked_bytes)
        SELECT $1, $2, d.id, d.workspace_id, 0, $4 FROM deployments d WHERE d.id = $3
-       ON CONFLICT (repository, digest) DO UPDATE SET unpacked_bytes = GREATEST(coalesce(registry_blobs.unpacked_bytes, 0), EXCLUDED.unpacked_bytes)`,
+       ON CONFLICT (repository, digest) DO UPDATE SET unpacked_bytes = ` +
+        `GREATEST(coalesce(registry_blobs.unpacked_bytes, 0), EXCLUDED.unpacked_bytes)`,
       [repository, digest, deploymentId, unpackedBytes],
     );
   }
@@ -125,7 +126,8 @@ export class RegistryRepository {
     const [row] = await queryRows<{ stored: string; unpacked: string }>(
       this.manager,
       `SELECT coalesce(sum(size_bytes), 0) AS stored, coalesce(sum(unpacked_bytes), 0) AS unpacked
-         FROM (SELECT max(size_bytes) AS size_bytes, max(unpacked_bytes) AS unpacked_bytes FROM registry_blobs WHERE workspace_id = $1 GROUP BY digest) b`,
+         FROM (SELECT max(size_bytes) AS size_bytes, max(unpacked_bytes) AS unpacked_bytes FROM registry_blobs ` +
+        `WHERE workspace_id = $1 GROUP BY digest) b`,
       [workspaceId],
     );
     return { storedBytes: Number(row!.stored), unpackedBytes: Number(row!.unpacked) };

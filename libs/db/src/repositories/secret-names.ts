@@ -19,7 +19,8 @@ export async function fillSecretNames(
   for (;;) {
     const rows = await queryRows<{ id: string; secrets_sealed: string }>(
       dataSource.manager,
-      `SELECT id, secrets_sealed FROM deployments WHERE secret_names IS NULL AND secrets_sealed IS NOT NULL AND id > $1 ORDER BY id LIMIT ${BATCH}`,
+      `SELECT id, secrets_sealed FROM deployments WHERE secret_names IS NULL AND secrets_sealed IS NOT NULL ` +
+        `AND id > $1 ORDER BY id LIMIT ${BATCH}`,
       [after],
     );
     if (!rows.length) return filled;

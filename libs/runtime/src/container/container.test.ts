@@ -124,14 +124,18 @@ describe('ociConfig', () => {
     expect(c.linux.seccomp.syscalls.some((s: { names: string[] }) => s.names.includes('unshare'))).toBe(true);
   });
 
-  it("masks what leaks the host (/sys/firmware, powercap's energy counters, /proc/kcore, …) and shows the init, not a host path, as PID 1", () => {
-    const c = ociConfig(spec) as any;
-    expect(c.linux.maskedPaths).toEqual(
-      expect.arrayContaining(['/sys/firmware', '/sys/devices/virtual/powercap', '/proc/kcore', '/proc/keys']),
-    );
-    expect(c.process.args[0]).toBe(INIT_PATH);
-    expect(c.process.args.join(' ')).not.toContain('/data/');
-  });
+  it(
+    "masks what leaks the host (/sys/firmware, powercap's energy counters, /proc/kcore, …) and shows the init, " +
+      'not a host path, as PID 1',
+    () => {
+      const c = ociConfig(spec) as any;
+      expect(c.linux.maskedPaths).toEqual(
+        expect.arrayContaining(['/sys/firmware', '/sys/devices/virtual/powercap', '/proc/kcore', '/proc/keys']),
+      );
+      expect(c.process.args[0]).toBe(INIT_PATH);
+      expect(c.process.args.join(' ')).not.toContain('/data/');
+    },
+  );
 
   it('adds no init when the image brings one', () => {
     const c = ociConfig({ ...spec, init: null }) as any;
@@ -143,7 +147,8 @@ describe('ociConfig', () => {
 describe('cleanToolError', () => {
   it("keeps skopeo's message and drops credentials from URLs", () => {
     const text =
-      'time="2026-01-01T00:00:00Z" level=fatal msg="initializing source docker://u:secret@host/x: pinging container registry host: connection refused"';
+      'time="2026-01-01T00:00:00Z" level=fatal msg="initializing source docker://u:secret@host/x: ' +
+      'pinging container registry host: connection refused"';
     expect(cleanToolError(text)).toBe(
       'initializing source docker://host/x: pinging container registry host: connection refused',
     );

@@ -78,7 +78,8 @@ export async function checkEntrypoint(rootfs: string, config: ImageConfig, arch:
   const cwd = await resolveInRoot(rootfs, config.workingDir);
   if (!cwd || !(await lstat(cwd)).isDirectory()) {
     throw new ImageError(
-      `The image's WorkingDir ${config.workingDir} is not a directory in the image (its root filesystem is read-only here, so it is not created).`,
+      `The image's WorkingDir ${config.workingDir} is not a directory in the image ` +
+        `(its root filesystem is read-only here, so it is not created).`,
     );
   }
   const { shown, file } = await locate(rootfs, config);

@@ -164,7 +164,8 @@ export class ImageCache {
       ]),
     ).catch((err: Error) => {
       throw new ImageError(
-        `Image ${hit.digest} is unpacked on this machine, but the registry does not let this revision read it from ${grant.repository}: ${err.message}`,
+        `Image ${hit.digest} is unpacked on this machine, but the registry does not let this revision read it ` +
+          `from ${grant.repository}: ${err.message}`,
       );
     });
     // Only spares the next call: a copy pruned meanwhile is still this revision's to run once.

@@ -25,7 +25,8 @@ export class ImageTooLargeError extends ImageError {
   ) {
     const mb = (n: number) => Math.floor(n / (1024 * 1024));
     super(
-      `Image ${reference} unpacks to more than ${mb(bound.maxBytes)} MB (its layers were counted past ${mb(countedBytes)} MB before the count stopped), ` +
+      `Image ${reference} unpacks to more than ${mb(bound.maxBytes)} MB ` +
+        `(its layers were counted past ${mb(countedBytes)} MB before the count stopped), ` +
         `over this runtime's bound on an image's unpacked size (${bound.variable}=${mb(bound.maxBytes)}); nothing of it was unpacked. ` +
         'Make the image smaller, or have the operator raise the bound.',
     );
@@ -77,7 +78,8 @@ export async function unpackedSize(
     const type = layer.mediaType ?? '';
     if (!GZIP.has(type) && !TAR.has(type)) {
       throw new ImageError(
-        `Image ${reference} has a layer of media type '${type.slice(0, 100)}'; this runtime unpacks gzip-compressed or uncompressed tar layers only.`,
+        `Image ${reference} has a layer of media type '${type.slice(0, 100)}'; ` +
+          `this runtime unpacks gzip-compressed or uncompressed tar layers only.`,
       );
     }
     const file = blobFile(layout, String(layer.digest));

@@ -77,8 +77,10 @@ const SECURITY_CONTEXT_RULES: Record<string, { ok: (v: any) => boolean; expected
 };
 
 /** Pod annotations that loosen a container's confinement (AppArmor, the legacy seccomp ones). */
-const CONFINEMENT_ANNOTATION =
-  /^(container\.apparmor\.security\.beta\.kubernetes\.io|seccomp\.security\.alpha\.kubernetes\.io|container\.seccomp\.security\.alpha\.kubernetes\.io)\//;
+const CONFINEMENT_ANNOTATION = new RegExp(
+  String.raw`^(container\.apparmor\.security\.beta\.kubernetes\.io|seccomp\.security\.alpha\.kubernetes\.io` +
+    String.raw`|container\.seccomp\.security\.alpha\.kubernetes\.io)\/`,
+);
 
 /** Every field of `spec` the policy refuses, with its path inside the spec. Empty when it may run. */
 export function podPolicyViolations(
@@ -93,7 +95,8 @@ export function podPolicyViolations(
     if (policy.namespace_config_refs || (typeof name === 'string' && own.has(name))) return;
     refused(
       path,
-      `${kind} '${String(name)}' is not this deployment's own (${[...own].join(' or ')}); the listener's pod_policy.namespace_config_refs allows others`,
+      `${kind} '${String(name)}' is not this deployment's own (${[...own].join(' or ')}); the listener's ` +
+        `pod_policy.namespace_config_refs allows others`,
     );
   };
 
@@ -132,7 +135,8 @@ function checkVolume(
   if (sources.length !== 1) {
     refused(
       path,
-      `A volume needs exactly one source (emptyDir, secret, configMap${policy.volume_types?.length ? `, ${policy.volume_types.join(', ')}` : ''})`,
+      `A volume needs exactly one source (emptyDir, secret, ` +
+        `configMap${policy.volume_types?.length ? `, ${policy.volume_types.join(', ')}` : ''})`,
     );
     return;
   }

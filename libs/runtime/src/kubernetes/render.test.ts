@@ -278,70 +278,74 @@ describe('renderManifests', () => {
     expect(queue.envFrom).toEqual([{ secretRef: { name: 'agent-one-env' } }]);
   });
 
-  it('puts user labels, annotations, volumes, init containers, sidecars, pull secrets and (allowed by the listener) the service account where Kubernetes reads them', () => {
-    const spec: ResourceSpecInput = {
-      labels: { team: 'search', 'app.kubernetes.io/managed-by': 'someone-else' },
-      annotations: { 'prometheus.io/scrape': 'true' },
-      service_account_name: 'agent-sa',
-      image_pull_secrets: [{ name: 'regcred' }],
-      volumes: [
-        { name: 'config', configMap: { name: 'agent-config' } },
-        { name: 'scratch', emptyDir: {} },
-      ],
-      volume_mounts: [{ name: 'config', mountPath: '/etc/agent', readOnly: true }],
-      init_containers: [{ name: 'migrate', image: 'registry.example/migrate:1', command: ['migrate', 'up'] }],
-      sidecars: [
-        { name: 'log-shipper', image: 'registry.example/shipper:2' },
-        { name: 'db-proxy', image: 'registry.example/proxy:3', restartPolicy: 'Always' },
-      ],
-    };
-    const objects = renderManifests(input(spec, { podPolicy: { service_account: true } }));
-    for (const name of ['agent-one', 'agent-one-queue']) {
-      const d = deployment(objects, name);
-      const pod = d.spec!.template;
-      for (const meta of [d.metadata!, pod.metadata!]) {
-        expect(meta.labels, name).toMatchObject({ team: 'search', 'app.kubernetes.io/managed-by': 'slipway' });
-        expect(meta.annotations, name).toEqual({ 'prometheus.io/scrape': 'true' });
-      }
-      expect(pod.metadata!.labels).toMatchObject({
-        'app.kubernetes.io/name': 'agent-one',
-        'app.kubernetes.io/instance': DEPLOYMENT_ID,
-        'slipway.dev/revision-id': REVISION_ID,
-      });
-      // Selectors are immutable: nothing that changes per revision (or per user) may be in them.
-      expect(Object.keys(d.spec!.selector!.matchLabels!).sort()).toEqual([
-        'app.kubernetes.io/component',
-        'app.kubernetes.io/instance',
-      ]);
-      expect(pod.metadata!.labels).toMatchObject(d.spec!.selector!.matchLabels!);
+  it(
+    'puts user labels, annotations, volumes, init containers, sidecars, ' +
+      'pull secrets and (allowed by the listener) the service account where Kubernetes reads them',
+    () => {
+      const spec: ResourceSpecInput = {
+        labels: { team: 'search', 'app.kubernetes.io/managed-by': 'someone-else' },
+        annotations: { 'prometheus.io/scrape': 'true' },
+        service_account_name: 'agent-sa',
+        image_pull_secrets: [{ name: 'regcred' }],
+        volumes: [
+          { name: 'config', configMap: { name: 'agent-config' } },
+          { name: 'scratch', emptyDir: {} },
+        ],
+        volume_mounts: [{ name: 'config', mountPath: '/etc/agent', readOnly: true }],
+        init_containers: [{ name: 'migrate', image: 'registry.example/migrate:1', command: ['migrate', 'up'] }],
+        sidecars: [
+          { name: 'log-shipper', image: 'registry.example/shipper:2' },
+          { name: 'db-proxy', image: 'registry.example/proxy:3', restartPolicy: 'Always' },
+        ],
+      };
+      const objects = renderManifests(input(spec, { podPolicy: { service_account: true } }));
+      for (const name of ['agent-one', 'agent-one-queue']) {
+        const d = deployment(objects, name);
+        const pod = d.spec!.template;
+        for (const meta of [d.metadata!, pod.metadata!]) {
+          expect(meta.labels, name).toMatchObject({ team: 'search', 'app.kubernetes.io/managed-by': 'slipway' });
+          expect(meta.annotations, name).toEqual({ 'prometheus.io/scrape': 'true' });
+        }
+        expect(pod.metadata!.labels).toMatchObject({
+          'app.kubernetes.io/name': 'agent-one',
+          'app.kubernetes.io/instance': DEPLOYMENT_ID,
+          'slipway.dev/revision-id': REVISION_ID,
+        });
+        // Selectors are immutable: nothing that changes per revision (or per user) may be in them.
+        expect(Object.keys(d.spec!.selector!.matchLabels!).sort()).toEqual([
+          'app.kubernetes.io/component',
+          'app.kubernetes.io/instance',
+        ]);
+        expect(pod.metadata!.labels).toMatchObject(d.spec!.selector!.matchLabels!);
 
-      const podSpec = pod.spec!;
-      expect(podSpec.serviceAccountName).toBe('agent-sa');
-      expect(podSpec.automountServiceAccountToken).toBeUndefined();
-      expect(podSpec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
-      expect(podSpec.volumes).toEqual(spec.volumes);
-      expect(podSpec.containers[0]!.volumeMounts).toEqual(spec.volume_mounts);
-      expect(podSpec.containers.map((c) => c.name)).toEqual([
-        name === 'agent-one' ? 'api-server' : 'queue-worker',
-        'log-shipper',
-      ]);
-      // A native sidecar (restartPolicy Always) is only valid among init containers, ahead of the user's.
-      expect(podSpec.initContainers!.map((c) => c.name)).toEqual(['db-proxy', 'migrate']);
-      expect(podSpec.initContainers![1]).toEqual({
-        ...spec.init_containers![0],
-        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-      });
-    }
-    // The stores are not the user's workload: no user volumes or sidecars, and no restart per revision.
-    const db = of<k8s.V1StatefulSet>(objects, 'StatefulSet', 'agent-one-db');
-    expect(db.metadata!.labels).toMatchObject({ team: 'search' });
-    expect(db.spec!.template.spec!.volumes).toBeUndefined();
-    expect(db.spec!.template.spec!.containers.map((c) => c.name)).toEqual(['postgres']);
-    expect(db.spec!.template.metadata!.labels).not.toHaveProperty('slipway.dev/revision-id');
-    expect(deployment(objects, 'agent-one-redis').spec!.template.metadata!.labels).not.toHaveProperty(
-      'slipway.dev/revision-id',
-    );
-  });
+        const podSpec = pod.spec!;
+        expect(podSpec.serviceAccountName).toBe('agent-sa');
+        expect(podSpec.automountServiceAccountToken).toBeUndefined();
+        expect(podSpec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
+        expect(podSpec.volumes).toEqual(spec.volumes);
+        expect(podSpec.containers[0]!.volumeMounts).toEqual(spec.volume_mounts);
+        expect(podSpec.containers.map((c) => c.name)).toEqual([
+          name === 'agent-one' ? 'api-server' : 'queue-worker',
+          'log-shipper',
+        ]);
+        // A native sidecar (restartPolicy Always) is only valid among init containers, ahead of the user's.
+        expect(podSpec.initContainers!.map((c) => c.name)).toEqual(['db-proxy', 'migrate']);
+        expect(podSpec.initContainers![1]).toEqual({
+          ...spec.init_containers![0],
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        });
+      }
+      // The stores are not the user's workload: no user volumes or sidecars, and no restart per revision.
+      const db = of<k8s.V1StatefulSet>(objects, 'StatefulSet', 'agent-one-db');
+      expect(db.metadata!.labels).toMatchObject({ team: 'search' });
+      expect(db.spec!.template.spec!.volumes).toBeUndefined();
+      expect(db.spec!.template.spec!.containers.map((c) => c.name)).toEqual(['postgres']);
+      expect(db.spec!.template.metadata!.labels).not.toHaveProperty('slipway.dev/revision-id');
+      expect(deployment(objects, 'agent-one-redis').spec!.template.metadata!.labels).not.toHaveProperty(
+        'slipway.dev/revision-id',
+      );
+    },
+  );
 
   it("runs every pod as the deployment's own tokenless service account, whatever the spec names, unless the listener allows", () => {
     const objects = renderManifests(input({ service_account_name: 'cluster-admin-sa' }));

@@ -176,7 +176,8 @@ export class ProcessRuntime {
     try {
       writeSync(
         fd,
-        `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} on port ${record.port} (${new Date().toISOString()}) ---\n`,
+        `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} on port ${record.port} ` +
+          `(${new Date().toISOString()}) ---\n`,
       );
       // Descriptor 3: the seccomp program, for bubblewrap (sandboxed only).
       const stdio: StdioOptions = ['ignore', fd, fd, ...(command.seccomp ? ['pipe' as const] : [])];
@@ -232,7 +233,9 @@ export class ProcessRuntime {
             frontPorts: spec.frontPorts ?? [],
             deploymentDir: dir,
             logPath: record.logPath,
-            header: `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} (image ${image.digest}) on port ${record.port} (${new Date().toISOString()}) ---\n`,
+            header:
+              `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} ` +
+              `(image ${image.digest}) on port ${record.port} (${new Date().toISOString()}) ---\n`,
           },
           async (address) => {
             record.address = address;
@@ -257,7 +260,9 @@ export class ProcessRuntime {
           );
         }
         spec.log?.(
-          `The container of ${instanceLabel(record)} did not start (attempt ${attempt} of ${CONTAINER_START_ATTEMPTS}): ${said || (err as Error).message}; trying again.`,
+          `The container of ${instanceLabel(record)} did not start ` +
+            `(attempt ${attempt} of ${CONTAINER_START_ATTEMPTS}): ${said || (err as Error).message}; ` +
+            `trying again.`,
           'warn',
         );
         await new Promise((r) => setTimeout(r, CONTAINER_START_PAUSE_MS * attempt));

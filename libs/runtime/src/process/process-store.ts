@@ -129,7 +129,8 @@ export class ProcessStore {
       `UPDATE runtime_processes p
           SET memory_bytes = s.memory_bytes, cpu_percent = s.cpu_percent,
               healthy = coalesce(s.healthy, p.healthy), last_health_check_at = coalesce(s.checked_at, p.last_health_check_at)
-         FROM unnest($1::uuid[], $2::bigint[], $3::real[], $4::boolean[], $5::timestamptz[]) AS s(id, memory_bytes, cpu_percent, healthy, checked_at)
+         FROM unnest($1::uuid[], $2::bigint[], $3::real[], $4::boolean[], $5::timestamptz[]) AS s(id, ` +
+        `memory_bytes, cpu_percent, healthy, checked_at)
         WHERE p.id = s.id`,
       [
         list.map(([id]) => id),

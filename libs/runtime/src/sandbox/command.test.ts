@@ -61,7 +61,10 @@ describe('sandboxCommand', () => {
     expect(options).toMatch(/--chdir \/srv\/build\/source$/);
     const line = args.slice(6 + Number(args[5])).join(' ');
     expect(line).toMatch(
-      /^bwrap --args 4 -- prlimit --nofile=1024:1024 -- setpriv --reuid=200001 --regid=200001 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \/bin\/sh -c npm ci$/,
+      new RegExp(
+        String.raw`^bwrap --args 4 -- prlimit --nofile=1024:1024 -- setpriv --reuid=200001 --regid=200001 ` +
+          String.raw`--clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \/bin\/sh -c npm ci$`,
+      ),
     );
     expect(line).not.toContain('/data/builds');
   });

@@ -101,7 +101,10 @@ export async function setUpSandbox(
   return new Sandbox(settings, db, deployments, new CgroupWriter(layout), network);
 }
 
-/** bubblewrap loads the sandbox's seccomp program and runs a command under it (an old bwrap or kernel fails here, not at the first build). */
+/**
+ * bubblewrap loads the sandbox's seccomp program and runs a command under it (an old bwrap or kernel fails here, not at
+ * the first build).
+ */
 function checkSeccomp(): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn('bwrap', ['--ro-bind', '/', '/', '--seccomp', String(SECCOMP_FD), '--', 'true'], {
@@ -138,7 +141,8 @@ export async function sandboxForStart(
     if (!(err instanceof SandboxUnavailableError)) throw err;
     if (production) {
       throw new Error(
-        `Refusing to start in production without the sandbox: ${err.message} Fix it, or set SLIPWAY_SANDBOX=off to run unsandboxed (unsafe).`,
+        `Refusing to start in production without the sandbox: ${err.message} Fix it, ` +
+          `or set SLIPWAY_SANDBOX=off to run unsandboxed (unsafe).`,
       );
     }
     warn(`The sandbox is unavailable: ${err.message} ${unsafe} (Production refuses to start like this.)`);

@@ -205,7 +205,8 @@ describe.skipIf(!root)('a process under the filter (bubblewrap)', () => {
 
   it('still runs node and git, has no descriptor 3 left, and reports seccomp mode 2', async () => {
     const got = await underBwrap(
-      'node -e "console.log(6*7)" && git --version && { [ -e /proc/$$/fd/3 ] && echo fd3-open || echo fd3-closed; } && grep ^Seccomp: /proc/self/status',
+      'node -e "console.log(6*7)" && git --version && { [ -e /proc/$$/fd/3 ] && echo fd3-open || echo ' +
+        'fd3-closed; } && grep ^Seccomp: /proc/self/status',
       true,
     );
     expect(got.code, got.out).toBe(0);

@@ -83,7 +83,10 @@ export class ArchivePolicy {
   /** `problems` as one sentence for a user, or null when there are none. */
   static describe(problems: readonly string[]): string | null {
     if (!problems.length) return null;
-    return `The source tarball was refused: ${problems.slice(0, SHOWN_PROBLEMS).join('; ')}${problems.length > SHOWN_PROBLEMS ? '; …' : ''}.`;
+    return (
+      `The source tarball was ` +
+      `refused: ${problems.slice(0, SHOWN_PROBLEMS).join('; ')}${problems.length > SHOWN_PROBLEMS ? '; …' : ''}.`
+    );
   }
 
   private check(entry: ArchiveEntryHeader): string | null {

@@ -188,7 +188,8 @@ describe('fetchGitRepository over http', () => {
       fetchGitRepository({ url: `${base}/acme/agent.git`, ref: 'main', dir: target(), auth: { header } }),
     ).rejects.toThrow(
       new SourceFetchError(
-        `Access to ${base}/acme/agent.git was denied (missing or wrong credentials): fatal: could not read Username for '${base}': terminal prompts disabled`,
+        `Access to ${base}/acme/agent.git was denied (missing or wrong credentials): fatal: ` +
+          `could not read Username for '${base}': terminal prompts disabled`,
       ),
     );
     expect(seen.length).toBeGreaterThan(0);

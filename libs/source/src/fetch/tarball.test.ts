@@ -218,7 +218,8 @@ describe('extractTarball against crafted archives', () => {
     const { dir } = target();
     await expect(extractTarball({ archive, dir })).rejects.toThrow(
       "The source tarball was refused: 'app/null' is a character device; only files, directories and links are allowed; " +
-        "'app/disk' is a block device; only files, directories and links are allowed; 'app/pipe' is a FIFO; only files, directories and links are allowed.",
+        "'app/disk' is a block device; only files, directories and links are allowed; 'app/pipe' is a FIFO; " +
+        'only files, directories and links are allowed.',
     );
     expect(readdirSync(dir)).toEqual([]);
   });

@@ -43,7 +43,9 @@ export function agentGatewayRoutes(gateway: AgentGateway): RouteSpec[] {
       method,
       path: '/v2/deployments/:deployment_id/agent/*path',
       operationId: `agentCall${method[0]!.toUpperCase()}${method.slice(1)}`,
-      summary: `${method.toUpperCase()} a path of the deployment's LangGraph Server API with the caller's key (the console's way to its agent)`,
+      summary:
+        `${method.toUpperCase()} a path of the deployment's LangGraph Server API with the caller's key ` +
+        `(the console's way to its agent)`,
       tag,
       auth: 'workspace',
       request: {

@@ -55,7 +55,8 @@ const notFound = { description: 'Deployment (or revision) not found in this work
 /** An `internal_docker` image_uri that cannot be resolved because the built-in registry does not answer. */
 const registryUnavailable = {
   description:
-    'An `internal_docker` `image_uri` could not be resolved: the built-in registry does not answer. Nothing was changed; `Retry-After` says when to send it again',
+    'An `internal_docker` `image_uri` could not be resolved: the built-in registry does not answer. ' +
+    'Nothing was changed; `Retry-After` says when to send it again',
 };
 
 /** `Idempotency-Key` on the writes that create revisions: same key and body within 24 h replays. */
@@ -320,7 +321,9 @@ export function deploymentRoutes({ deployments, revisions, writes }: DeploymentR
         method: 'post',
         path: `/v2/deployments/:deployment_id/revisions/:revision_id/${action}`,
         operationId: action === 'interruption' ? 'interruptRevision' : 'interruptRevisionAlias',
-        summary: `Stop a revision in progress; the active revision keeps serving${action === 'interrupt' ? ' (alias of /interruption)' : ''}`,
+        summary:
+          `Stop a revision in progress; the active revision keeps ` +
+          `serving${action === 'interrupt' ? ' (alias of /interruption)' : ''}`,
         tag,
         auth: 'workspace',
         request: { params: revisionParams },

@@ -24,8 +24,8 @@ const page = {
 const notFound = { description: 'Deployment or revision not found in this workspace' };
 
 /**
- * Revision logs (docs/api.md, Logs): one GET (which can also follow the log as Server-Sent Events), and the `POST /v1/projects/...` shapes the published
- * CLIs call (`project` is their word for a deployment).
+ * Revision logs (docs/api.md, Logs): one GET (which can also follow the log as Server-Sent Events), and the
+ * `POST /v1/projects/...` shapes the published CLIs call (`project` is their word for a deployment).
  */
 export function logRoutes(logs: LogService): RouteSpec[] {
   const revisionLogs = (type: 'build' | 'deploy') =>

@@ -75,7 +75,8 @@ export function opsRoutes({ dependencies, localTrust, openApiDocument }: OpsDeps
       responses: {
         200: {
           description:
-            'Ready: `{"status":"ok"}`. An admin\'s credential gets the checks and details as well (`degraded`: ready without Redis; writes succeed, their jobs wait in the outbox)',
+            'Ready: `{"status":"ok"}`. An admin\'s credential gets the checks and details as well (`degraded`: ' +
+            'ready without Redis; writes succeed, their jobs wait in the outbox)',
           schema: readinessAnswer,
         },
         503: {

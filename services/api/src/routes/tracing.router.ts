@@ -119,7 +119,8 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       path: `${TRACING_PREFIX}/otel/v1/traces`,
       operationId: 'ingestOtlpTraces',
       summary:
-        'OTLP/HTTP trace export (application/x-protobuf or application/json, gzip or not): spans become runs of the project named by Langsmith-Project; answers as OTLP does',
+        'OTLP/HTTP trace export (application/x-protobuf or application/json, gzip or not): ' +
+        'spans become runs of the project named by Langsmith-Project; answers as OTLP does',
       tag,
       auth: 'workspace',
       streamBody: true,
@@ -229,7 +230,8 @@ export function tracingRoutes(tracing: TracingService, version: string): RouteSp
       path: `${TRACING_V2_PREFIX}/runs/query`,
       operationId: 'queryRunsV2',
       summary:
-        'Query runs of projects, newest first in a time window (default the last day), or one trace in tree order; only the selected fields',
+        'Query runs of projects, newest first in a time window (default the last day), ' +
+        'or one trace in tree order; only the selected fields',
       tag,
       auth: 'workspace',
       request: { body: queryRunsV2Body },

@@ -69,7 +69,8 @@ const quotasResponse = Joi.object({
       .integer()
       .required()
       .description(
-        "Bytes the workspace's images unpacked to on the deployer's disk (an image refused past SLIPWAY_IMAGE_MAX_UNPACKED_MB: the bytes counted before it was refused)",
+        "Bytes the workspace's images unpacked to on the deployer's disk " +
+          '(an image refused past SLIPWAY_IMAGE_MAX_UNPACKED_MB: the bytes counted before it was refused)',
       ),
   })
     .required()

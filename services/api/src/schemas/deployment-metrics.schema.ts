@@ -98,6 +98,7 @@ export const deploymentMetricsResponse = Joi.object({
     )
     .required()
     .description(
-      "The deployment's traces that started in the window, per revision, newest first (at most 20 revisions): compare error rate, latency and tokens across a rollout",
+      "The deployment's traces that started in the window, per revision, newest first (at most 20 revisions): " +
+        'compare error rate, latency and tokens across a rollout',
     ),
 }).id('DeploymentMetrics');

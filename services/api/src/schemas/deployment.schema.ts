@@ -138,12 +138,14 @@ const sourceConfigFields = {
     .valid('api_key', 'none')
     .allow(null)
     .description(
-      "Who may call an agent server's serving URL: 'api_key' (the default) requires a workspace API key in X-Api-Key; 'none' lets anyone in (only an admin may set it)",
+      "Who may call an agent server's serving URL: 'api_key' (the default) requires a workspace API key in " +
+        "X-Api-Key; 'none' lets anyone in (only an admin may set it)",
     ),
   tracing: Joi.boolean()
     .allow(null)
     .description(
-      "Whether instances send their traces to the deployment's tracing project (LANGSMITH_* variables, docs/tracing.md); false turns it off. Default on; a change rolls out a new revision",
+      "Whether instances send their traces to the deployment's tracing project (LANGSMITH_* variables, " +
+        'docs/tracing.md); false turns it off. Default on; a change rolls out a new revision',
     ),
   previews: previewSettings,
 };
@@ -317,13 +319,18 @@ export const deploymentResponse = Joi.object({
     .allow(null)
     .required()
     .description(
-      "The same id as tracing_project_id, under the hosted API's name (the project of GET /v2/deployments/{id}/traces and of /api/v1/sessions)",
+      "The same id as tracing_project_id, under the hosted API's name " +
+        '(the project of GET /v2/deployments/{id}/traces and of /api/v1/sessions)',
     ),
   agent_server: Joi.boolean()
     .allow(null)
     .required()
     .description(
-      "Whether this deployment is an agent server, whose serving URL requires a workspace API key unless source_config.serving_auth is 'none': from the active revision, else the latest (a build says it of its artifact; an image's rollout says it of an image with LANGSERVE_GRAPHS in its environment or the label dev.slipway.agent-server=true); always true for internal_docker; null until known (a revision built or an image rolled out)",
+      'Whether this deployment is an agent server, whose serving URL requires a workspace API key unless ' +
+        "source_config.serving_auth is 'none': from the active revision, " +
+        "else the latest (a build says it of its artifact; an image's rollout says it of an image with " +
+        'LANGSERVE_GRAPHS in its environment or the label dev.slipway.agent-server=true); ' +
+        'always true for internal_docker; null until known (a revision built or an image rolled out)',
     ),
   url: Joi.string().allow(null).required(),
   is_preview: Joi.boolean()
@@ -399,7 +406,9 @@ export const revisionResponse = Joi.object({
     .allow(null)
     .required()
     .description(
-      'Why it exists: create, patch, push, upload (a source tarball), image_push (a built-in registry image), redeploy, preview, api_revision (POST …/revisions); null for revisions made before this was recorded',
+      'Why it exists: create, patch, push, upload (a source tarball), image_push (a built-in registry image), ' +
+        'redeploy, preview, api_revision (POST …/revisions); null for revisions made before this was ' +
+        'recorded',
     ),
   created_by: Joi.object({
     kind: Joi.string().valid('api_key', 'user', 'system').required(),
@@ -409,7 +418,8 @@ export const revisionResponse = Joi.object({
     .allow(null)
     .required()
     .description(
-      "Who made it: an API key (its id and description), a user (its token's subject and name), or Slipway (what set it off: a push, a pull request)",
+      "Who made it: an API key (its id and description), a user (its token's subject and name), " +
+        'or Slipway (what set it off: a push, a pull request)',
     ),
   artifact_pruned_at: timestamp()
     .allow(null)

@@ -12,7 +12,8 @@ const apiUrl = Joi.string()
   .max(2048)
   .uri({ scheme: ['http', 'https'] })
   .description(
-    'REST API base URL: https to a public address (plain http or private addresses only for hosts allow-listed in SLIPWAY_OUTBOUND_ALLOW_HOSTS)',
+    'REST API base URL: https to a public address (plain http or private addresses only for hosts allow-listed ' +
+      'in SLIPWAY_OUTBOUND_ALLOW_HOSTS)',
   );
 
 const absolutePath = Joi.string()

@@ -28,7 +28,8 @@ export const podPolicy = Joi.object({
   .allow(null)
   .id('PodPolicy')
   .description(
-    "Relaxations of the Kubernetes pod policy for this listener's deployments; null or absent: none. Never beyond Pod Security Standards restricted",
+    "Relaxations of the Kubernetes pod policy for this listener's deployments; null or absent: none. " +
+      'Never beyond Pod Security Standards restricted',
   );
 
 export const computeConfig = Joi.object({

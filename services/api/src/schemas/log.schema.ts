@@ -48,7 +48,9 @@ export const logsQuery = Joi.object({
   follow: Joi.boolean()
     .default(false)
     .description(
-      'Server-Sent Events: every matching line, then new ones as they are stored, until the build ends or (deploy logs) the revision stops running: the active revision is followed until the client leaves; `Last-Event-ID` resumes',
+      'Server-Sent Events: every matching line, then new ones as they are stored, ' +
+        'until the build ends or (deploy logs) the revision stops running: ' +
+        'the active revision is followed until the client leaves; `Last-Event-ID` resumes',
     ),
 });
 

@@ -169,7 +169,8 @@ export class IntegrationService implements RepositoryCatalog {
     const entry = (await this.listFromHost(integration)).find((r) => normalizeRepoUrl(r.url) === wanted);
     if (!entry) {
       throw new BadRequestError(
-        `Repository ${repoUrl} is not one of the repositories of integration ID ${integrationId}; pick a url from GET /v1/integrations/repohost/${integrationId}/repos.`,
+        `Repository ${repoUrl} is not one of the repositories of integration ID ${integrationId}; ` +
+          `pick a url from GET /v1/integrations/repohost/${integrationId}/repos.`,
       );
     }
     return entry;

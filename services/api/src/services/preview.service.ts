@@ -150,7 +150,10 @@ export class PreviewService {
     return this.deployments.list(workspaceId, { limit: 100, offset: 0, preview_of: parentId });
   }
 
-  /** Starts the delete of the pull request's preview (its `preview.deleted` event says why: `api`, or `closed` for a closed pull request). */
+  /**
+   * Starts the delete of the pull request's preview (its `preview.deleted` event says why: `api`, or `closed` for a
+   * closed pull request).
+   */
   async close(
     workspaceId: string,
     parentId: string,

@@ -156,9 +156,12 @@ export class PullRequestPreviews {
             forkRepository: str(headRepo?.full_name),
           });
           notes.push(
-            `not built for deployment ${parent.deploymentId}: the pull request comes from a fork (${str(headRepo?.full_name) ?? 'a deleted repository'}); waiting for an admin's POST /v2/deployments/${parent.deploymentId}/previews/${number}/approve${
-              approvalLabelOf(parent.previews) ? ` or the label '${approvalLabelOf(parent.previews)}'` : ''
-            }`,
+            `not built for deployment ${parent.deploymentId}: the pull request comes from a fork ` +
+              `(${str(headRepo?.full_name) ?? 'a deleted repository'}); ` +
+              `waiting for an admin's POST ` +
+              `/v2/deployments/${parent.deploymentId}/previews/${number}/approve${
+                approvalLabelOf(parent.previews) ? ` or the label '${approvalLabelOf(parent.previews)}'` : ''
+              }`,
           );
           continue;
         }
@@ -184,7 +187,8 @@ export class PullRequestPreviews {
         );
         // The client's mistakes and limits (a quota, a name) are said; anything else is logged only.
         notes.push(
-          `deployment ${parent.deploymentId} failed: ${err instanceof AppError ? err.message : 'internal error (a re-delivery retries it)'}`,
+          `deployment ${parent.deploymentId} ` +
+            `failed: ${err instanceof AppError ? err.message : 'internal error (a re-delivery retries it)'}`,
         );
       }
     }

@@ -181,7 +181,8 @@ export class RegistryService {
     throw new RequestValidationError([
       valueError(
         ['source_revision_config', 'image_uri'],
-        `names another deployment's repository of the built-in registry (${ref.registry}); images pushed there run only in the internal_docker deployment they were pushed to`,
+        `names another deployment's repository of the built-in registry (${ref.registry}); ` +
+          `images pushed there run only in the internal_docker deployment they were pushed to`,
       ),
     ]);
   }
@@ -214,7 +215,8 @@ export class RegistryService {
     } catch (err) {
       if (err instanceof RegistryUnavailableError) {
         throw new UnavailableError(
-          `The built-in image registry is unavailable, so image_uri could not be resolved to a digest; nothing was changed. Retry once it is back. (${err.message})`,
+          `The built-in image registry is unavailable, so image_uri could not be resolved to a digest; ` +
+            `nothing was changed. Retry once it is back. (${err.message})`,
           REGISTRY_RETRY_AFTER_SECONDS,
         );
       }

@@ -106,7 +106,8 @@ export class RevisionService {
     );
     if (refused.length) {
       throw new BadRequestError(
-        `Revision ID ${revisionId}'s resource_spec is refused by its listener's pod policy: ${refused.map((i) => `${i.loc.slice(3).join('.')}: ${i.msg}`).join('; ')}`,
+        `Revision ID ${revisionId}'s resource_spec is refused by its listener's pod ` +
+          `policy: ${refused.map((i) => `${i.loc.slice(3).join('.')}: ${i.msg}`).join('; ')}`,
       );
     }
     const secrets = this.deployments.revisionSecrets(old);

@@ -267,7 +267,8 @@ export class WebhookService {
     if (pushedAt !== null && pushedAt < this.now() - REPLAY_WINDOW_MS) {
       return done(
         409,
-        `Replayed push refused: it was pushed on ${new Date(pushedAt).toISOString()}, longer ago than the ${REPLAY_WINDOW_MS / 86_400_000}-day replay window.`,
+        `Replayed push refused: it was pushed on ${new Date(pushedAt).toISOString()}, ` +
+          `longer ago than the ${REPLAY_WINDOW_MS / 86_400_000}-day replay window.`,
       );
     }
 

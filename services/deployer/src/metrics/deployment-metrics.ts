@@ -119,7 +119,10 @@ export class DeploymentMetrics {
     });
     this.runDuration = new Histogram({
       name: 'slipway_deployment_agent_run_duration_seconds',
-      help: "Agent-server run durations from claim to final status, by deployment; the instances report bucket counts, so the sum is approximate (each run at its bucket's upper bound).",
+      help:
+        'Agent-server run durations from claim to final status, by deployment; ' +
+        'the instances report bucket counts, so the sum is approximate ' +
+        "(each run at its bucket's upper bound).",
       labelNames: ['deployment'],
       buckets: RUN_DURATION_BOUNDS_MS.map((ms) => ms / 1000),
       registers,

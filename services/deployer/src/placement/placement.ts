@@ -26,6 +26,9 @@ export interface Placements {
   listener: Placement;
 }
 
-/** A deployment with a listener runs in that listener's cluster (only `external_container` may have one); every other on the embedded runtime. */
+/**
+ * A deployment with a listener runs in that listener's cluster (only `external_container` may have one); every other on
+ * the embedded runtime.
+ */
 export const placementOf = (placements: Placements, deployment: { listenerId: string | null }): Placement =>
   deployment.listenerId ? placements.listener : placements.embedded;

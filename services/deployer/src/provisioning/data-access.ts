@@ -119,7 +119,10 @@ export class DeploymentDataAccess {
     if (this.trust.postgresPasswordless !== false || this.trust.redisDefaultOpen !== false) {
       this.log.warn(
         report,
-        "local Postgres or Redis lets clients in without a password: any local process can become their superuser or default user; apps reach them only through Slipway's fronts, which stop nothing that bypasses them (confine apps' network access)",
+        'local Postgres or Redis lets clients in without a password: ' +
+          'any local process can become their superuser or default user; ' +
+          "apps reach them only through Slipway's fronts, which stop nothing that bypasses them " +
+          "(confine apps' network access)",
       );
     } else {
       this.log.info(
@@ -164,7 +167,9 @@ export class DeploymentDataAccess {
       this.warnedCatalog = true;
       this.log.warn(
         { template: DEPLOYMENT_TEMPLATE_DATABASE },
-        "deployment databases list the server's other databases and roles: the control-plane role is not a superuser and no hardened template database exists (docs/operations.md, Deployment databases)",
+        "deployment databases list the server's other databases and roles: " +
+          'the control-plane role is not a superuser and no hardened template database exists ' +
+          '(docs/operations.md, Deployment databases)',
       );
     }
     await ensureDeploymentRedisUser(this.redis, deploymentId, redisPassword);
