@@ -52,12 +52,15 @@ export interface PushTarget {
  */
 const BESIDE = [
   `(SELECT r.source_revision_config FROM revisions r WHERE r.id = d.latest_revision_id) AS latest_revision_config`,
-  `ARRAY(SELECT t.tag_value_id::text FROM deployment_tag_values t WHERE t.deployment_id = d.id ORDER BY t.created_at, t.tag_value_id) AS tag_value_ids`,
+  `ARRAY(SELECT t.tag_value_id::text FROM deployment_tag_values t WHERE t.deployment_id = d.id
+     ORDER BY t.created_at, t.tag_value_id) AS tag_value_ids`,
   `coalesce(${['d.active_revision_id', 'd.latest_revision_id']
     .map((id) => `(SELECT (r.source_revision_config->>'agent_server')::boolean FROM revisions r WHERE r.id = ${id})`)
     .join(', ')}, CASE WHEN d.source = 'internal_docker' THEN true END) AS agent_server`,
-  `CASE WHEN d.preview_of IS NOT NULL THEN (SELECT jsonb_build_object('reported_state', f.reported_state, 'attempts', f.attempts, 'last_error', f.last_error,
-     'next_attempt_at', f.next_attempt_at, 'updated_at', f.updated_at) FROM preview_feedback f WHERE f.deployment_id = d.id) END AS preview_feedback`,
+  `CASE WHEN d.preview_of IS NOT NULL THEN (SELECT jsonb_build_object(
+      'reported_state', f.reported_state, 'attempts', f.attempts, 'last_error', f.last_error,
+     'next_attempt_at', f.next_attempt_at, 'updated_at', f.updated_at)
+      FROM preview_feedback f WHERE f.deployment_id = d.id) END AS preview_feedback`,
 ].join(', ');
 
 type BesideColumns = {
@@ -142,7 +145,8 @@ export class DeploymentReads {
   ): Promise<Array<{ deploymentId: string; workspaceId: string; repoUrl: string | null; previews: PreviewSettings }>> {
     return queryRows(
       this.manager,
-      `SELECT d.id AS "deploymentId", d.workspace_id AS "workspaceId", d.source_config->>'repo_url' AS "repoUrl", d.source_config->'previews' AS previews
+      `SELECT d.id AS "deploymentId", d.workspace_id AS "workspaceId",
+              d.source_config->>'repo_url' AS "repoUrl", d.source_config->'previews' AS previews
          FROM deployments d
         WHERE d.integration_id = $1 AND d.status <> 'AWAITING_DELETE' AND d.preview_of IS NULL
           AND d.source_config->'previews'->'enabled' = 'true'::jsonb

@@ -57,7 +57,8 @@ const WITH_WORK = `SELECT x.id FROM deployments x WHERE x.listener_id = $1 AND x
                    UNION ALL SELECT o.deployment_id FROM revisions o WHERE o.status = 'DEPLOYING'`;
 
 /** Records that listener `$1` was seen, at most once a second (see `checkIn`). */
-const RECORD_SEEN = `UPDATE listeners SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second')`;
+const RECORD_SEEN = `UPDATE listeners SET last_seen_at = now() WHERE id = $1
+  AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second')`;
 
 /**
  * The rows a listener's desired state is rendered from, `$1` the listener and `$2` its workspace:
@@ -77,7 +78,8 @@ const RENDERED_FROM = `FROM listeners l
  * a fixed order, so the same rows always make the same digest.
  */
 const FINGERPRINT = `(SELECT encode(sha256(convert_to(
-           (to_jsonb(l) - 'last_seen_at')::text || string_agg(ROW(d, r, a, c)::text, E'\\n' ORDER BY d.created_at, d.id, r.id), 'UTF8')), 'base64')
+           (to_jsonb(l) - 'last_seen_at')::text || string_agg(ROW(d, r, a, c)::text, E'\\n'
+             ORDER BY d.created_at, d.id, r.id), 'UTF8')), 'base64')
          ${RENDERED_FROM} GROUP BY l.id)`;
 
 /**
@@ -107,7 +109,8 @@ export class ListenerPoll {
         `WITH seen AS (${RECORD_SEEN})
        SELECT 'deployment' AS kind, id, database_name FROM deployments WHERE listener_id = $1 AND status = 'UNKNOWN'
        UNION ALL
-       SELECT 'revision', r.id, NULL FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
+       SELECT 'revision', r.id, NULL FROM revisions r JOIN deployments d ON d.id = r.deployment_id
+         WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
         [listenerId],
       );
     return {

@@ -91,7 +91,8 @@ export class RetentionRepository {
       `DELETE FROM uploads u
         WHERE u.object_path = ANY($1)
           AND (u.completed_at IS NULL OR NOT EXISTS (
-                SELECT 1 FROM revisions r WHERE r.deployment_id = u.deployment_id AND r.source_revision_config->>'source_tarball_path' = u.object_path))
+                SELECT 1 FROM revisions r WHERE r.deployment_id = u.deployment_id
+                   AND r.source_revision_config->>'source_tarball_path' = u.object_path))
         RETURNING u.object_path`,
       [candidates.map((c) => c.object_path)],
     );

@@ -41,7 +41,8 @@ export class RevisionHistoryRepository {
     }>(
       this.manager,
       `SELECT r.id, r.status, r.status_message, r.created_at,
-              (SELECT json_agg(json_build_object('from', e.from_status, 'to', e.to_status, 'at', e.created_at, 'ms', e.time_in_status_ms) ORDER BY e.id)
+              (SELECT json_agg(json_build_object('from', e.from_status, 'to', e.to_status, 'at', e.created_at,
+                                                 'ms', e.time_in_status_ms) ORDER BY e.id)
                  FROM revision_events e WHERE e.revision_id = r.id) AS changes
          FROM revisions r
         WHERE r.deployment_id = $1

@@ -70,7 +70,8 @@ export class RevisionLogRepository {
     await this.manager.query(
       `WITH ins AS (
          INSERT INTO revision_logs (revision_id, type, level, message, instance)
-         SELECT $1, $2, l.level, l.message, $5::smallint FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS l(level, message, n) ORDER BY l.n
+         SELECT $1, $2, l.level, l.message, $5::smallint 
+            FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS l(level, message, n) ORDER BY l.n
          RETURNING 1
        )
        SELECT pg_notify('${REVISION_LOGS_CHANNEL}', $1::text) FROM (SELECT count(*) FROM ins) c`,
@@ -152,7 +153,9 @@ export class RevisionLogRepository {
   async tail(revisionId: string, type: LogType, count: number): Promise<string[]> {
     const rows = await queryRows<{ message: string }>(
       this.manager,
-      `SELECT message FROM (SELECT id, message FROM revision_logs WHERE revision_id = $1 AND type = $2 ORDER BY id DESC LIMIT $3) t ORDER BY id`,
+      `SELECT message FROM (
+         SELECT id, message FROM revision_logs WHERE revision_id = $1 AND type = $2 ORDER BY id DESC LIMIT $3
+       ) t ORDER BY id`,
       [revisionId, type, count],
     );
     return rows.map((r) => r.message);

@@ -134,7 +134,8 @@ export class RevisionReads {
   async loadForInstances(revisionId: string): Promise<InstancesRow | null> {
     const [row] = await queryRows<InstancesRow>(
       this.manager,
-      `SELECT r.deployment_id, r.source, r.image_uri, r.image_digest, r.artifact_ref, r.resource_spec, r.secrets_sealed, d.name, d.database_name,
+      `SELECT r.deployment_id, r.source, r.image_uri, r.image_digest, r.artifact_ref, r.resource_spec, r.secrets_sealed,
+              d.name, d.database_name,
               (d.source_config->>'tracing')::boolean AS tracing
          FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
       [revisionId],
@@ -166,7 +167,8 @@ export class RevisionReads {
   async listenerOwnerOf(revisionId: string): Promise<ListenerOwnerRow | null> {
     const [row] = await queryRows<ListenerOwnerRow>(
       this.manager,
-      `SELECT r.deployment_id, r.status, r.secrets_sealed, d.listener_id FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
+      `SELECT r.deployment_id, r.status, r.secrets_sealed, d.listener_id
+         FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1`,
       [revisionId],
     );
     return row ?? null;
@@ -219,7 +221,8 @@ export class RevisionReads {
     const [row] = await queryRows<ServingRow>(
       this.manager,
       `SELECT d.workspace_id, w.organization_id, d.source_config->>'serving_auth' AS serving_auth, r.artifact_ref, r.source,
-              (r.source_revision_config->>'agent_server')::boolean AS agent_server, r.source_revision_config->>'agent_server_auth_path' AS agent_server_auth_path
+              (r.source_revision_config->>'agent_server')::boolean AS agent_server,
+               r.source_revision_config->>'agent_server_auth_path' AS agent_server_auth_path
          FROM deployments d JOIN workspaces w ON w.id = d.workspace_id
          LEFT JOIN revisions r ON r.id = d.active_revision_id
         WHERE d.id = $1`,

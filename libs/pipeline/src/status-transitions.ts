@@ -190,7 +190,8 @@ export async function writeRevisions(
        to
          ? `, ev AS (
        INSERT INTO revision_events (revision_id, deployment_id, from_status, to_status, message, time_in_status_ms)
-       SELECT id, deployment_id, from_status, ${toStatus}, status_message, (extract(epoch FROM now() - prev_changed_at) * 1000)::bigint FROM upd
+       SELECT id, deployment_id, from_status, ${toStatus}, status_message,
+               (extract(epoch FROM now() - prev_changed_at) * 1000)::bigint FROM upd
      )`
          : ''
      }

@@ -55,7 +55,10 @@ describe('detectProjectKind', () => {
 
   it('says what to add when there are neither graphs nor a start script', () => {
     expect(() => detectProjectKind({ graphs: {} }, pkg(), 'the source root')).toThrow(
-      /^Nothing to serve in the source root: there is no graph config file \(langgraph\.json\) and package\.json has no "start" script\. Add a "start" script/,
+      new RegExp(
+        '^Nothing to serve in the source root: there is no graph config file \\(langgraph\\.json\\) ' +
+          'and package\\.json has no "start" script\\. Add a "start" script',
+      ),
     );
     expect(() => detectProjectKind({ graphs: {} }, null, "'apps/web'")).toThrow(
       /^Nothing to serve in 'apps\/web': there is no graph config file \(langgraph\.json\) and no package\.json\./,

@@ -27,7 +27,8 @@ export function detectProjectKind(config: GraphConfig, pkg: PackageInfo | null, 
   if (!graphs.length) {
     // Only a project without a graph config file has no graphs (a file must name at least one).
     throw new BuildError(
-      `Nothing to serve in ${appLabel}: there is no graph config file (langgraph.json) and ${pkg ? 'package.json has no "start" script' : 'no package.json'}. ` +
+      `Nothing to serve in ${appLabel}: there is no graph config file (langgraph.json) and ` +
+        `${pkg ? 'package.json has no "start" script' : 'no package.json'}. ` +
         'Add a "start" script to package.json that runs your server on the port in PORT, or a langgraph.json naming your ' +
         'LangGraph.js graphs, e.g. {"graphs": {"agent": "./src/agent.ts:graph"}}, to have them served by the agent server.',
     );
@@ -46,7 +47,8 @@ export function detectProjectKind(config: GraphConfig, pkg: PackageInfo | null, 
   if (unknown.length) {
     const [id, spec] = unknown[0]!;
     throw new BuildError(
-      `Graph '${id}' (${spec}) is not a JavaScript or TypeScript file (.ts, .mts, .js, .mjs): it cannot be served by the LangGraph.js agent server.`,
+      `Graph '${id}' (${spec}) is not a JavaScript or TypeScript file (.ts, .mts, .js, .mjs): ` +
+        'it cannot be served by the LangGraph.js agent server.',
     );
   }
   if (!pkg) {

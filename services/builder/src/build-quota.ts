@@ -67,7 +67,8 @@ export class BuildQuota {
           : null;
     if (!exceeded) return err;
     return new BuildError(
-      `The build exceeded its disk quota of ${mb(exceeded.limitBytes)} MB (SLIPWAY_BUILD_DISK_MB): its build directory and npm cache held ${mb(exceeded.usedBytes)} MB ${when}.`,
+      `The build exceeded its disk quota of ${mb(exceeded.limitBytes)} MB (SLIPWAY_BUILD_DISK_MB): ` +
+        `its build directory and npm cache held ${mb(exceeded.usedBytes)} MB ${when}.`,
     );
   }
 }

@@ -183,7 +183,8 @@ export async function assertRealDirectory(dir: string, under: string): Promise<v
 export class BuildStepTampered extends BuildError {
   constructor(readonly dir: string) {
     super(
-      `'${path.basename(dir)}' is no longer a real directory of the build (a link, or replaced by a build step); the build cannot continue.`,
+      `'${path.basename(dir)}' is no longer a real directory of the build ` +
+        '(a link, or replaced by a build step); the build cannot continue.',
     );
   }
 }

@@ -285,7 +285,8 @@ export async function dependencyDirs(
   for (const dep of dependencies ?? []) {
     if (!dep.startsWith('.') && !dep.startsWith('/')) {
       throw new BuildError(
-        `Dependency '${dep}' in the graph config is not a path: list local packages ('.', './packages/tools') there, npm packages in package.json.`,
+        `Dependency '${dep}' in the graph config is not a path: ` +
+          "list local packages ('.', './packages/tools') there, npm packages in package.json.",
       );
     }
     const rel = path.relative(sourceRoot, path.resolve(appDir, dep));

@@ -65,7 +65,8 @@ describe('checkGraphs', () => {
 
   it('refuses an export that is not a graph', async () => {
     await expect(check({ agent: './src/plain.mjs:graph' })).rejects.toThrow(
-      'Graph \'agent\' (./src/plain.mjs:graph) cannot be served: the export "graph" of ./src/plain.mjs is not a graph (a StateGraph, compiled or not): it is an object (Object).',
+      'Graph \'agent\' (./src/plain.mjs:graph) cannot be served: the export "graph" of ./src/plain.mjs ' +
+        'is not a graph (a StateGraph, compiled or not): it is an object (Object).',
     );
   });
 
@@ -83,7 +84,8 @@ describe('checkGraphs', () => {
 
   it('reports a TypeScript file that does not compile with the compiler error and where it is', async () => {
     await expect(check({ agent: './src/typo.ts:graph' })).rejects.toThrow(
-      `Graph 'agent' (./src/typo.ts:graph) cannot be served: importing ./src/typo.ts failed: it does not compile: src/typo.ts:3:0: Expected "]" but found "}".`,
+      "Graph 'agent' (./src/typo.ts:graph) cannot be served: importing ./src/typo.ts failed: " +
+        'it does not compile: src/typo.ts:3:0: Expected "]" but found "}".',
     );
   });
 

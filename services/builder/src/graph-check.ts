@@ -24,7 +24,9 @@ const [cwd, graphsJson, out] = process.argv.slice(-3);
 const isObject = (v) => typeof v === 'object' && v !== null;
 const isCompiled = (v) => isObject(v) && isObject(v.builder) && typeof v.invoke === 'function';
 const isGraph = (v) => isCompiled(v) || (isObject(v) && typeof v.compile === 'function') || (isObject(v) && isCompiled(v.graph));
-const describe = (v) => v === null ? 'null' : Array.isArray(v) ? 'an array' : isObject(v) ? 'an object (' + (v.constructor?.name ?? 'Object') + ')' : 'a ' + typeof v;
+const describe = (v) =>
+  v === null ? 'null' : Array.isArray(v) ? 'an array'
+  : isObject(v) ? 'an object (' + (v.constructor?.name ?? 'Object') + ')' : 'a ' + typeof v;
 const firstLine = (err) => String(err instanceof Error ? err.message : err).split('\\n').find((l) => l.trim()) ?? 'unknown error';
 // A TypeScript file that does not compile: tsx (esbuild) throws "Transform failed with 1 error:"
 // with what and where on the next line, "<absolute file>:<line>:<column>: ERROR: <text>".
@@ -51,7 +53,8 @@ for (const [id, spec] of Object.entries(JSON.parse(graphsJson))) {
       } else {
         const value = await mod[name];
         if (typeof value !== 'function' && !isGraph(value)) {
-          problem = 'the export ' + JSON.stringify(name) + ' of ' + file + ' is not a graph (a StateGraph, compiled or not): it is ' + describe(value);
+          problem = 'the export ' + JSON.stringify(name) + ' of ' + file +
+            ' is not a graph (a StateGraph, compiled or not): it is ' + describe(value);
         }
       }
     } catch (err) {

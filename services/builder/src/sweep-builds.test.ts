@@ -21,7 +21,8 @@ afterAll(async () => {
 describe('sweepBuildDirectories', () => {
   it('removes directories no build is using and keeps the live build at its attempt', async () => {
     const [{ id: deploymentId }] = await api.dataSource.query(
-      `INSERT INTO deployments (id, workspace_id, name, source, status, resource_spec) VALUES (gen_random_uuid(), $1, 'sweep', 'upload', 'READY', '{}') RETURNING id`,
+      `INSERT INTO deployments (id, workspace_id, name, source, status, resource_spec) 
+         VALUES (gen_random_uuid(), $1, 'sweep', 'upload', 'READY', '{}') RETURNING id`,
       [api.workspaceId],
     );
     const building = randomUUID();

@@ -25,7 +25,8 @@ export class CertificateFiles {
       createSecureContext(tls);
     } catch (err) {
       throw new Error(
-        `SLIPWAY_TLS_CERT_FILE ${this.certFile} and SLIPWAY_TLS_KEY_FILE ${this.keyFile} do not load as a certificate and its key: ${(err as Error).message}`,
+        `SLIPWAY_TLS_CERT_FILE ${this.certFile} and SLIPWAY_TLS_KEY_FILE ${this.keyFile} ` +
+          `do not load as a certificate and its key: ${(err as Error).message}`,
       );
     }
     this.stamp = this.currentStamp();

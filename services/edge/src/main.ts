@@ -59,7 +59,8 @@ async function main(): Promise<void> {
 
   if (config.domains.verification === 'off') {
     log.warn(
-      'SLIPWAY_DOMAIN_VERIFICATION=off: a custom domain is routed as soon as a workspace claims it, without proof that the workspace controls it',
+      'SLIPWAY_DOMAIN_VERIFICATION=off: a custom domain is routed as soon as a workspace claims it, ' +
+        'without proof that the workspace controls it',
     );
   }
   const verifier = new DomainVerifier({

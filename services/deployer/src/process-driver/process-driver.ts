@@ -52,7 +52,8 @@ function instanceEvents(metrics: Pick<WorkerMetrics, 'counter'> | undefined): In
   if (!metrics) return () => undefined;
   const counter = metrics.counter(
     'slipway_runtime_instance_events_total',
-    'Process-runtime instance events: an instance judged unhealthy by its continuous health probe, or restarted, by reason (exited, out_of_memory, unhealthy, left_starting).',
+    'Process-runtime instance events: an instance judged unhealthy by its continuous health probe, or restarted, ' +
+      'by reason (exited, out_of_memory, unhealthy, left_starting).',
     ['event', 'reason'],
   );
   return (event, reason) => counter.inc({ event, reason });
@@ -297,7 +298,8 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
       const imageUser = input.image?.config.user;
       if (imageUser && this.containers) {
         log(
-          `The image's USER ${imageUser} is ignored: its containers run as the deployment's uid ${await this.containers.uidOf(deploymentId)}.`,
+          `The image's USER ${imageUser} is ignored: ` +
+            `its containers run as the deployment's uid ${await this.containers.uidOf(deploymentId)}.`,
         );
       }
       for (const { role, index } of slots) {
