@@ -393,6 +393,13 @@ export const revisionResponse = Joi.object({
     .items(Joi.object({ name: Joi.string() }))
     .required()
     .description('Names only'),
+  secret_fingerprints: Joi.array()
+    .items(Joi.object({ name: Joi.string().required(), fingerprint: Joi.string().allow(null).required() }))
+    .allow(null)
+    .required()
+    .description(
+      "Each secret's keyed fingerprint (16 opaque characters): equal in two revisions of the deployment when the value is the same (under the same secrets key); never a value or a plain hash. Null for revisions made before fingerprints were kept: whether a value changed is then unknown",
+    ),
   redeployed_from: uuid().allow(null).required(),
   trigger: Joi.string()
     .valid(...REVISION_TRIGGERS)
