@@ -20,8 +20,8 @@ import { eventually } from '../support/service-process.js';
  * and edge, traced into the deployment's project as every run is. In Chromium, under the
  * console's own Content-Security-Policy (API calls to its own origin only), the page reaches the
  * agent through the api's gateway (/v2/deployments/{id}/agent/…) with the signed-in key: the inbox of threads waiting for a human, a
- * thread resumed with typed JSON, a trace's path drawn on the graph, and a fork from a node's
- * checkpoint. The agent server's installs come from the run's shared cache (about 30 s alone).
+ * thread resumed with typed JSON, an Agent Inbox request (a second graph of the same project)
+ * edited and answered, a trace's path drawn on the graph, and a fork from a node's checkpoint. The agent server's installs come from the run's shared cache (about 30 s alone).
  */
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
 const PORT_BASE = 44_000 + Math.floor(Math.random() * 2_000);
@@ -437,6 +437,26 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
         email: changed,
         outcome: { type: 'edit', sent: changed },
       });
+
+      // The request and its open editor pass axe in dark mode and fit a phone (a page that may inject axe).
+      const audit = await openConsolePage({ colorScheme: 'dark', bypassCSP: true });
+      try {
+        await signInAt(
+          audit.page,
+          consoleUrl(`/deployments/${deployment.id}/threads/${answered}`),
+          agent.apiKey,
+          `Thread ${answered}`,
+        );
+        await audit.page.getByRole('button', { name: 'Edit' }).click();
+        await audit.page.getByLabel('Arguments (JSON)').waitFor();
+        expect(await axeViolations(audit.page)).toEqual([]);
+        await audit.page.setViewportSize({ width: 375, height: 800 });
+        await expectFitsAfterResize(audit.page, 375);
+        await audit.page.screenshot({ path: path.join(OUTPUT, 'console-agent-inbox-request.png'), fullPage: true });
+        expect(audit.errors).toEqual([]);
+      } finally {
+        await audit.close();
+      }
 
       // Respond: a text sent in place of the action; an empty one is refused first.
       await page.goto(consoleUrl(`/deployments/${deployment.id}/threads/${answered}`));
