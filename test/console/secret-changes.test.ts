@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Revision } from '../../services/console/app/api/types.js';
-import { secretValueChanges } from '../../services/console/app/ui/secret-changes.js';
+import { secretValueChanges, type RevisionSecrets } from '../../services/console/app/ui/secret-changes.js';
 
 /** Which secret values a rollback changes, as the rollback dialog says it: from fingerprints, never values. */
 
@@ -9,7 +8,7 @@ describe('secretValueChanges', () => {
     ({
       secrets: names.map((name) => ({ name })),
       secret_fingerprints: fingerprints && names.map((name) => ({ name, fingerprint: fingerprints[name] ?? null })),
-    }) as Revision;
+    }) as RevisionSecrets;
 
   it('names the shared secrets whose fingerprints differ, never those kept or only in one revision', () => {
     const now = revision({ A: 'f1', B: 'f2', ONLY_NOW: 'f3' });

@@ -1,4 +1,13 @@
-import type { Revision } from '../api/types';
+/**
+ * Which secret values a rollback changes (the rollback dialog's rows). No imports, structural
+ * types only: the unit tests (test/console) load this file as it is.
+ */
+
+/** What of a revision (api/types Revision) the comparison reads. */
+export interface RevisionSecrets {
+  secrets: Array<{ name: string }>;
+  secret_fingerprints?: Array<{ name: string; fingerprint: string | null }> | null;
+}
 
 /** A change of the rollback dialog's table: the field, its value now and after. */
 export interface SecretChange {
@@ -8,7 +17,7 @@ export interface SecretChange {
 }
 
 /** A revision's fingerprints by name, or null when it has none (made before they were kept). */
-const fingerprintsOf = (r: Revision): Map<string, string> | null =>
+const fingerprintsOf = (r: RevisionSecrets): Map<string, string> | null =>
   r.secret_fingerprints
     ? new Map(r.secret_fingerprints.flatMap((s) => (s.fingerprint ? [[s.name, s.fingerprint] as const] : [])))
     : null;
@@ -18,7 +27,7 @@ const fingerprintsOf = (r: Revision): Map<string, string> | null =>
  * are compared, never values), and those whose change cannot be told because a revision was made
  * before fingerprints were kept: those are "unknown", not "unchanged".
  */
-export function secretValueChanges(active: Revision | null, target: Revision): SecretChange[] {
+export function secretValueChanges(active: RevisionSecrets | null, target: RevisionSecrets): SecretChange[] {
   if (!active) return [];
   const kept = new Set(active.secrets.map((s) => s.name));
   const shared = target.secrets.map((s) => s.name).filter((n) => kept.has(n));
