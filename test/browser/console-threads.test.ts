@@ -20,8 +20,9 @@ import { eventually } from '../support/service-process.js';
  * and edge, traced into the deployment's project as every run is. In Chromium, under the
  * console's own Content-Security-Policy (API calls to its own origin only), the page reaches the
  * agent through the api's gateway (/v2/deployments/{id}/agent/…) with the signed-in key: the inbox of threads waiting for a human, a
- * thread resumed with typed JSON, a trace's path drawn on the graph, and a fork from a node's
- * checkpoint. The agent server's installs come from the run's shared cache (about 30 s alone).
+ * thread resumed with typed JSON, an Agent Inbox request (a second graph of the same project)
+ * edited and answered, a trace's path drawn on the graph, and a fork from a node's checkpoint. The agent server's
+ * installs come from the run's shared cache (about 30 s alone).
  */
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
 const PORT_BASE = 44_000 + Math.floor(Math.random() * 2_000);
@@ -47,6 +48,35 @@ export const graph = new StateGraph(State)
   .compile();
 `;
 
+/**
+ * A second graph of the same project (so no second build): `review_email` asks, by LangGraph's
+ * Agent Inbox convention, to review an email before it goes out, and records the answer.
+ */
+const INBOX_GRAPH = `import { Annotation, END, START, StateGraph, interrupt } from '@langchain/langgraph';
+
+const State = Annotation.Root({
+  email: Annotation<Record<string, unknown>>(),
+  outcome: Annotation<unknown>(),
+});
+
+export const graph = new StateGraph(State)
+  .addNode('review_email', async (state) => {
+    const [answer] = interrupt([
+      {
+        action_request: { action: 'send_email', args: state.email },
+        config: { allow_accept: true, allow_edit: true, allow_respond: true, allow_ignore: false },
+        description: 'Review the email before it goes out.',
+      },
+    ]);
+    if (answer.type === 'edit') return { email: answer.args.args, outcome: { type: 'edit', sent: answer.args.args } };
+    if (answer.type === 'response') return { outcome: { type: 'response', reply: answer.args } };
+    return { outcome: { type: answer.type, sent: state.email } };
+  })
+  .addEdge(START, 'review_email')
+  .addEdge('review_email', END)
+  .compile();
+`;
+
 let agent: DeployedAgent;
 let deployment: { id: string; name: string };
 /** The thread the graph interrupted, and one that never ran (idle). */
@@ -69,7 +99,11 @@ interface QueriedRun {
 beforeAll(async () => {
   mkdirSync(OUTPUT, { recursive: true });
   agent = await deployAgent(
-    { name: 'hitl-agent', files: { 'src/agent.ts': GRAPH } },
+    {
+      name: 'hitl-agent',
+      files: { 'src/agent.ts': GRAPH, 'src/inbox.ts': INBOX_GRAPH },
+      config: { graphs: { agent: './src/agent.ts:graph', inbox: './src/inbox.ts:graph' } },
+    },
     { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 },
   );
   const { client, http } = agent;
@@ -339,4 +373,121 @@ describe.runIf(hasChromium || browserRequired)('a deployed agent in the console'
       }
     },
   );
+  it('answers an Agent Inbox request: the action and its arguments in words, Edit and Respond only as allowed', async () => {
+    const { client } = agent;
+    const email = { to: 'team@example.com', subject: 'Launch', urgent: false };
+    const interrupted = async () => {
+      const thread = (await client.threads.create()).thread_id;
+      await client.runs.wait(thread, 'inbox', { input: { email } });
+      expect((await client.threads.get(thread)).status).toBe('interrupted');
+      return thread;
+    };
+    const edited = await interrupted();
+    const answered = await interrupted();
+    const stateValues = async (page: Page) =>
+      JSON.parse(await page.getByRole('region', { name: 'State values' }).innerText());
+    const w = await openConsolePage();
+    const { page } = w;
+    try {
+      await signInAt(
+        page,
+        consoleUrl(`/deployments/${deployment.id}?tab=agent&status=interrupted`),
+        agent.apiKey,
+        deployment.name,
+      );
+      // The inbox says what the request is, not its JSON.
+      const row = page.locator(`tr[data-thread-id="${edited}"]`);
+      await row.waitFor();
+      expect(await row.innerText()).toContain('send_email: Review the email before it goes out.');
+
+      await row.getByRole('link', { name: `Thread ${edited}` }).click();
+      await page.getByRole('heading', { name: `Thread ${edited}`, level: 1 }).waitFor();
+      await page.getByRole('definition').filter({ hasText: 'team@example.com' }).waitFor();
+      const request = page.getByRole('article', { name: 'Action send_email' });
+      expect(await request.innerText()).toContain('Review the email before it goes out.');
+      // Each argument by name, in words (the agent's store may reorder them).
+      const terms = await request.getByRole('term').allInnerTexts();
+      const words = await request.getByRole('definition').allInnerTexts();
+      expect(Object.fromEntries(terms.map((t, i) => [t, words[i]]))).toEqual({
+        to: 'team@example.com',
+        subject: 'Launch',
+        urgent: 'no',
+      });
+      // No raw JSON, and only the answers the request's config allows (no Ignore).
+      expect(await page.getByRole('region', { name: 'Interrupt 1 value' }).count()).toBe(0);
+      const answers = request.getByRole('group', { name: 'Answer send_email' });
+      expect(await answers.getByRole('button').allInnerTexts()).toEqual(['Accept', 'Edit', 'Respond']);
+
+      // Edit: the arguments as JSON to change, checked before anything is sent.
+      await answers.getByRole('button', { name: 'Edit' }).click();
+      const editor = page.getByLabel('Arguments (JSON)');
+      expect(JSON.parse(await editor.inputValue())).toEqual(email);
+      await editor.fill('{to: ops}');
+      await page.getByRole('button', { name: 'Send the edited arguments' }).click();
+      await request.getByRole('alert').filter({ hasText: 'That is no JSON' }).waitFor();
+      await editor.fill('["ops@example.com"]');
+      await page.getByRole('button', { name: 'Send the edited arguments' }).click();
+      await request.getByRole('alert').filter({ hasText: 'must be a JSON object' }).waitFor();
+      expect(await client.runs.list(edited)).toHaveLength(1);
+      const changed = { to: 'ops@example.com', subject: 'Launch, v2', urgent: true };
+      await editor.fill(JSON.stringify(changed));
+      await page.getByRole('button', { name: 'Send the edited arguments' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: /^Resumed \(send_email edited\): run / })
+        .waitFor();
+      await page.getByLabel('Thread status: idle').waitFor({ timeout: 20_000 });
+      await expect
+        .poll(() => stateValues(page), { timeout: 10_000 })
+        .toEqual({ email: changed, outcome: { type: 'edit', sent: changed } });
+      expect((await client.threads.getState(edited)).values).toEqual({
+        email: changed,
+        outcome: { type: 'edit', sent: changed },
+      });
+
+      // The request and its open editor pass axe in dark mode and fit a phone (a page that may inject axe).
+      const audit = await openConsolePage({ colorScheme: 'dark', bypassCSP: true });
+      try {
+        await signInAt(
+          audit.page,
+          consoleUrl(`/deployments/${deployment.id}/threads/${answered}`),
+          agent.apiKey,
+          `Thread ${answered}`,
+        );
+        await audit.page.getByRole('button', { name: 'Edit' }).click();
+        await audit.page.getByLabel('Arguments (JSON)').waitFor();
+        expect(await axeViolations(audit.page)).toEqual([]);
+        await audit.page.setViewportSize({ width: 375, height: 800 });
+        await expectFitsAfterResize(audit.page, 375);
+        await audit.page.screenshot({ path: path.join(OUTPUT, 'console-agent-inbox-request.png'), fullPage: true });
+        expect(audit.errors).toEqual([]);
+      } finally {
+        await audit.close();
+      }
+
+      // Respond: a text sent in place of the action; an empty one is refused first.
+      await page.goto(consoleUrl(`/deployments/${deployment.id}/threads/${answered}`));
+      await page.getByRole('heading', { name: `Thread ${answered}`, level: 1 }).waitFor();
+      const other = page.getByRole('article', { name: 'Action send_email' });
+      await other.getByRole('button', { name: 'Respond' }).click();
+      await page.getByRole('button', { name: 'Send the response' }).click();
+      await other.getByRole('alert').filter({ hasText: 'Type a response' }).waitFor();
+      expect(await client.runs.list(answered)).toHaveLength(1);
+      await page.getByLabel('Your response').fill('Not before legal has read it.');
+      await page.getByRole('button', { name: 'Send the response' }).click();
+      await page.getByLabel('Thread status: idle').waitFor({ timeout: 20_000 });
+      expect((await client.threads.getState(answered)).values).toEqual({
+        email,
+        outcome: { type: 'response', reply: 'Not before legal has read it.' },
+      });
+      // The run resumed with the convention's list of one response.
+      const [latest] = await client.runs.list(answered, { limit: 1 });
+      expect((latest as unknown as { kwargs: { command: unknown } }).kwargs.command).toMatchObject({
+        resume: [{ type: 'response', args: 'Not before legal has read it.' }],
+      });
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 90_000);
 });

@@ -148,6 +148,7 @@ describe('GET /v2/deployments/{id}/revisions/{revision_id}', () => {
       image_digest: null,
       resource_spec: d.source_config.resource_spec,
       secrets: [{ name: 'API_TOKEN' }],
+      secret_fingerprints: [{ name: 'API_TOKEN', fingerprint: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/) }],
       redeployed_from: null,
       trigger: 'create',
       created_by: { kind: 'api_key', id: expect.any(String), name: expect.any(String) },

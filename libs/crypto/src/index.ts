@@ -8,4 +8,5 @@ export {
   isIngestCredential,
 } from './ingest-credential.js';
 export { secretsCodec, SecretsCodec, type NamedSecret, type SecretsKeys } from './secrets-codec.js';
+export { secretFingerprint } from './secret-fingerprint.js';
 export { edgeToken, isEdgeToken } from './edge-token.js';

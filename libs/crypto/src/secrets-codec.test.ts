@@ -27,3 +27,21 @@ describe('the secrets codec', () => {
     expect(rotated.seal('v', 'ctx')).toContain(`:${rotated.currentKeyId}:`);
   });
 });
+
+describe('secret fingerprints', () => {
+  it('are equal for the same value, differ when the value, name, deployment or key differ, and hold no value', () => {
+    const k = keys();
+    const codec = secretsCodec(k);
+    const a = codec.fingerprints([{ name: 'GREETING', value: 'a' }], 'd-1');
+    expect(secretsCodec(k).fingerprints([{ name: 'GREETING', value: 'a' }], 'd-1')).toEqual(a);
+    expect(a.GREETING).toMatch(/^[A-Za-z0-9_-]{16}$/);
+    expect(codec.fingerprints([{ name: 'GREETING', value: 'b' }], 'd-1').GREETING).not.toBe(a.GREETING);
+    expect(codec.fingerprints([{ name: 'OTHER', value: 'a' }], 'd-1').OTHER).not.toBe(a.GREETING);
+    expect(codec.fingerprints([{ name: 'GREETING', value: 'a' }], 'd-2').GREETING).not.toBe(a.GREETING);
+    expect(secretsCodec(keys()).fingerprints([{ name: 'GREETING', value: 'a' }], 'd-1').GREETING).not.toBe(a.GREETING);
+    // Length-prefixed parts: moving a character from the name into the value is another input.
+    expect(codec.fingerprints([{ name: 'AB', value: 'c' }], 'd-1').AB).not.toBe(
+      codec.fingerprints([{ name: 'A', value: 'Bc' }], 'd-1').A,
+    );
+  });
+});

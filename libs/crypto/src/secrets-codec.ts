@@ -1,4 +1,5 @@
 import { SecretBox } from './secret-box.js';
+import { fingerprintKey, secretFingerprint } from './secret-fingerprint.js';
 
 /** The keys a codec is built from (Config's `secretsKey` and `previousSecretsKeys`). */
 export interface SecretsKeys {
@@ -20,7 +21,11 @@ export interface NamedSecret {
  * `sealSecrets`/`openSecrets`, so no caller parses an opened string by hand.
  */
 export class SecretsCodec {
-  constructor(private readonly box: SecretBox) {}
+  /** `fingerprintKey`: the key of `fingerprints()`, derived from the current secrets key. */
+  constructor(
+    private readonly box: SecretBox,
+    private readonly fingerprintKey: Buffer,
+  ) {}
 
   /** The key id new values are sealed with. */
   get currentKeyId(): string {
@@ -51,9 +56,22 @@ export class SecretsCodec {
   openSecrets(sealed: string | null | undefined, context: string): NamedSecret[] {
     return sealed ? this.openJson<NamedSecret[]>(sealed, context) : [];
   }
+
+  /**
+   * Each secret's keyed fingerprint by name (secret-fingerprint.ts): what a revision keeps so a
+   * client can tell which values changed between two revisions of `deploymentId`, never the values.
+   */
+  fingerprints(secrets: readonly NamedSecret[], deploymentId: string): Record<string, string> {
+    return Object.fromEntries(
+      secrets.map((s) => [s.name, secretFingerprint(this.fingerprintKey, deploymentId, s.name, s.value)]),
+    );
+  }
 }
 
 /** The process's codec: the one place a SecretBox is made from the configured keys. */
 export function secretsCodec(keys: SecretsKeys): SecretsCodec {
-  return new SecretsCodec(new SecretBox(keys.secretsKey.key, keys.previousSecretsKeys));
+  return new SecretsCodec(
+    new SecretBox(keys.secretsKey.key, keys.previousSecretsKeys),
+    fingerprintKey(keys.secretsKey.key),
+  );
 }

@@ -69,6 +69,10 @@ export class Revision {
   @Column({ type: 'text', array: true, default: () => `'{}'` })
   secretNames!: string[];
 
+  /** Each secret's keyed fingerprint by name (@slipway/crypto secretFingerprint); null: made before they were kept. */
+  @Column({ type: 'jsonb', nullable: true })
+  secretFingerprints!: Record<string, string> | null;
+
   @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
   buildConfig!: BuildConfig;
 

@@ -33,6 +33,7 @@ import { PreviewFeedback1765000000500 } from './1765000000500-preview-feedback.j
 import { PreviewRequests1765000000600 } from './1765000000600-preview-requests.js';
 import { PreviewFeedbackEvents1765000000700 } from './1765000000700-preview-feedback-events.js';
 import { RevisionOrigin1765000000800 } from './1765000000800-revision-origin.js';
+import { RevisionSecretFingerprints1765000000900 } from './1765000000900-revision-secret-fingerprints.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -74,4 +75,5 @@ export const MIGRATIONS = [
   PreviewRequests1765000000600,
   PreviewFeedbackEvents1765000000700,
   RevisionOrigin1765000000800,
+  RevisionSecretFingerprints1765000000900,
 ];

@@ -17,19 +17,21 @@ import {
   createDeploymentBody,
   freeCountResponse,
   deleteDeploymentQuery,
-  deploymentList,
   deploymentParams,
-  deploymentResponse,
   listDeploymentsQuery,
   listRevisionsQuery,
   patchDeploymentBody,
-  revisionList,
   revisionParams,
-  revisionResponse,
   type CreateDeploymentBody,
   type ListDeploymentsQuery,
   type PatchDeploymentBody,
 } from '../schemas/deployment.schema.js';
+import {
+  deploymentList,
+  deploymentResponse,
+  revisionList,
+  revisionResponse,
+} from '../schemas/deployment-response.schema.js';
 import type { DeploymentService } from '../services/deployment.service.js';
 import type { IdempotencyInput, WriteRunner } from '../http/idempotency.js';
 import type { RevisionService } from '../services/revision.service.js';

@@ -1,5 +1,6 @@
 import { created, defineRoute, noContent, ok, workspaceOf, type RouteSpec } from '../http/route.js';
-import { deploymentList, deploymentParams, deploymentResponse } from '../schemas/deployment.schema.js';
+import { deploymentParams } from '../schemas/deployment.schema.js';
+import { deploymentList, deploymentResponse } from '../schemas/deployment-response.schema.js';
 import { openPreviewBody, previewParams, type OpenPreviewBody } from '../schemas/preview.schema.js';
 import type { PreviewService } from '../services/preview.service.js';
 

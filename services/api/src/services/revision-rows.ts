@@ -36,6 +36,7 @@ export class RevisionRows {
       resourceSpec: draft.resourceSpec,
       secretsSealed: this.secrets.sealSecrets(draft.secrets, id),
       secretNames: draft.secrets.map((s) => s.name),
+      secretFingerprints: this.secrets.fingerprints(draft.secrets, deployment.id),
       buildConfig: draft.buildConfig,
       redeployedFrom: draft.redeployedFrom ?? null,
       trigger: draft.trigger,

@@ -7,7 +7,8 @@ import type { DeploymentService, DeploymentView } from './deployment.service.js'
 import { podPolicyIssuesFor } from './pod-policy-check.js';
 
 /**
- * The API shape of a revision (docs/api.md, Revisions): secret names only, never values. An
+ * The API shape of a revision (docs/api.md, Revisions): secret names only, never values (and,
+ * for revisions made since they were kept, each value's keyed fingerprint, to compare). An
  * internal_docker revision's `image_uri` is pinned to the digest it runs (`image_digest`).
  */
 export function presentRevision(r: Revision, names: SourceNames = 'canonical') {
@@ -22,6 +23,9 @@ export function presentRevision(r: Revision, names: SourceNames = 'canonical') {
     image_digest: r.imageDigest,
     resource_spec: r.resourceSpec,
     secrets: r.secretNames.map((name) => ({ name })),
+    secret_fingerprints: r.secretFingerprints
+      ? r.secretNames.map((name) => ({ name, fingerprint: r.secretFingerprints![name] ?? null }))
+      : null,
     redeployed_from: r.redeployedFrom,
     trigger: r.trigger,
     created_by: r.createdBy,

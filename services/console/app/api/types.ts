@@ -87,6 +87,8 @@ export interface Revision {
   image_uri: string | null;
   resource_spec: Record<string, unknown>;
   secrets: Array<{ name: string }>;
+  /** Each secret's keyed fingerprint, to compare (null: made before they were kept; unknown). */
+  secret_fingerprints?: Array<{ name: string; fingerprint: string | null }> | null;
   redeployed_from: string | null;
   /** Why it exists (null: made before this was recorded). */
   trigger?: RevisionTrigger | null;

@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react';
 import type { Deployment, Revision } from '../api/types';
 import type { Action } from './ApiCall';
 import { Dialog, ErrorText, short } from './common';
+import { secretValueChanges } from './secret-changes';
 
 /** A commit as people read it: its short sha and its message's first line. */
 const commitWords = (r: Revision) => {
@@ -55,6 +56,7 @@ export function rollbackChanges(
   const removed = active ? namesOnly(active, target) : '';
   if (added) rows.push({ field: 'Secrets added', now: '—', after: added });
   if (removed) rows.push({ field: 'Secrets removed', now: removed, after: '—' });
+  rows.push(...secretValueChanges(active, target));
   return rows;
 }
 

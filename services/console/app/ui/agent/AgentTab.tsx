@@ -7,6 +7,7 @@ import { agentHref, THREAD_STATUSES, threadPageHref, useAgentApi } from './agent
 import { AgentCredential } from './AgentCredential';
 import { AssistantsView } from './AssistantsView';
 import { CronsView } from './CronsView';
+import { requestSummary } from './human-interrupt';
 import { ThreadStatus } from './ThreadStatus';
 
 /** The Agent tab's views, by their `view` in the address (threads when none). */
@@ -22,7 +23,7 @@ const PAGE_SIZE = 20;
 function waitingOn(thread: Thread): string | null {
   const values = Object.values(thread.interrupts ?? {})
     .flat()
-    .map((i) => (typeof i.value === 'string' ? i.value : JSON.stringify(i.value)));
+    .map((i) => requestSummary(i.value) ?? (typeof i.value === 'string' ? i.value : JSON.stringify(i.value)));
   if (!values.length) return null;
   const text = values.join('; ');
   return text.length > 120 ? `${text.slice(0, 119)}…` : text;

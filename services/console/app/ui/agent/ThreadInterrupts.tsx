@@ -2,24 +2,41 @@ import { useId, useState, type FormEvent } from 'react';
 import { parseJsonInput, type AgentApi, type Interrupt } from '../../api/agent';
 import { ErrorText } from '../common';
 import { jsonText } from './agent';
+import { humanRequests } from './human-interrupt';
+import { HumanRequests } from './HumanRequests';
 
-/**
- * What an interrupted thread waits on (each interrupt's value), and the answer: a new run on the
- * thread with `command: {resume: <the JSON typed>}`.
- */
-export function ThreadInterrupts({
-  agent,
-  threadId,
-  assistantId,
-  interrupts,
-  onResumed,
-}: {
+interface InterruptsProps {
   agent: AgentApi;
   threadId: string;
   assistantId: string | null;
   interrupts: Interrupt[];
   onResumed: (message: string) => void;
-}) {
+}
+
+/**
+ * What an interrupted thread waits on, and the answer: Agent Inbox requests (HumanRequests) when
+ * every interrupt follows that convention, else each value as JSON and a generic resume.
+ */
+export function ThreadInterrupts(props: InterruptsProps) {
+  const entries = props.interrupts.map((interrupt) => ({ interrupt, requests: humanRequests(interrupt.value) }));
+  if (entries.every((e) => e.requests))
+    return (
+      <HumanRequests
+        agent={props.agent}
+        threadId={props.threadId}
+        assistantId={props.assistantId}
+        onResumed={props.onResumed}
+        entries={entries.map((e) => ({ interrupt: e.interrupt, requests: e.requests! }))}
+      />
+    );
+  return <GenericResume {...props} />;
+}
+
+/**
+ * Each interrupt's value as JSON, and the answer: a new run on the thread with
+ * `command: {resume: <the JSON typed>}`.
+ */
+function GenericResume({ agent, threadId, assistantId, interrupts, onResumed }: InterruptsProps) {
   const id = useId();
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
