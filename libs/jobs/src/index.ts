@@ -10,4 +10,4 @@ export {
   type OutboxOptions,
 } from './outbox.js';
 export { OutboxRelay, type HandOffHook, type RelayOptions } from './relay.js';
-export { createWorker, type HandlerMap, type JobContext, type JobHandler } from './worker.js';
+export { createJobConsumer, type HandlerMap, type JobContext, type JobHandler } from './job-consumer.js';

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '@slipway/config';
 import { signWebhook, type SecretsCodec } from '@slipway/crypto';
 import { OutboundWebhookRepository, type DataSource, type PublicEvent } from '@slipway/db';
-import { createWorker, QUEUES, type JobHandler } from '@slipway/jobs';
+import { createJobConsumer, QUEUES, type JobHandler } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { guardedFetch, OutboundError } from '@slipway/net';
 import { slackMessage } from './slack-message.js';
@@ -109,7 +109,7 @@ export interface WebhookWorkerOptions {
  * backoff.
  */
 export function createWebhookWorker({ config, dataSource, connection, secrets, log }: WebhookWorkerOptions): Worker {
-  const worker = createWorker({
+  const worker = createJobConsumer({
     queue: QUEUES.webhooks,
     handlers: { 'deliver.webhook': deliverWebhookProcessor(dataSource, secrets, config) },
     connection,

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Config } from '@slipway/config';
 import { EVENTS_CHANNEL, type DataSource } from '@slipway/db';
-import { createWorker, JOB_CATALOG, OUTBOX_CHANNEL, OutboxRelay, QUEUES, type Queues } from '@slipway/jobs';
+import { createJobConsumer, JOB_CATALOG, OUTBOX_CHANNEL, OutboxRelay, QUEUES, type Queues } from '@slipway/jobs';
 import type { Logger } from '@slipway/logging';
 import { Reconciler, Retention } from '@slipway/pipeline';
 import { createWebhookWorker, WebhookFanout } from '@slipway/webhooks';
@@ -19,7 +19,7 @@ export const maintenanceRole: WorkerRole = {
     const reconciler = new Reconciler(dataSource, queues, flow, config.pipeline, log);
     const retention = new Retention(dataSource, config, log);
     return [
-      createWorker({
+      createJobConsumer({
         queue: QUEUES.maintenance,
         handlers: {
           'reconcile.tick': async () => void (await reconciler.run()),

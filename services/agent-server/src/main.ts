@@ -1,7 +1,7 @@
 // The host's storage and lifecycle, once server.ts has loaded the project's graphs: schema set-up
 // (under one advisory lock), checkpoints and store, the row-level ops, the run queue and the Redis
 // streams, then by role the published server (with or without worker loops, crons and TTL sweeps)
-// or a queue worker (worker.ts), and a draining shutdown on SIGTERM.
+// or a queue worker (queue-worker.ts), and a draining shutdown on SIGTERM.
 import { randomUUID } from 'node:crypto';
 import type { Hono } from 'hono';
 import type { Ops } from '@langchain/langgraph-api/storage';
@@ -24,7 +24,7 @@ import { RunStreams } from './streams.js';
 import type { PgThreads } from './threads.js';
 import { startSweeps, ttlConfig, type TtlConfig } from './ttl.js';
 import { apiModule, logger } from './upstream.js';
-import { startQueueWorker, type QueueWorkerOptions } from './worker.js';
+import { startQueueWorker, type QueueWorkerOptions } from './queue-worker.js';
 
 /**
  * What this process does (SLIPWAY_AGENT_SERVER_ROLE, set by the runtime): `all` (no queue workers:

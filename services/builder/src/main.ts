@@ -4,7 +4,7 @@
  * in parallel.
  */
 import { DeploymentRepository } from '@slipway/db';
-import { createWorker, QUEUES } from '@slipway/jobs';
+import { createJobConsumer, QUEUES } from '@slipway/jobs';
 import { sandboxForStart, type Sandbox } from '@slipway/runtime';
 import {
   healthPortRole,
@@ -49,7 +49,7 @@ runWorkerProcess({
   },
   workers: ({ config, dataSource, flow, workerRedis, log, secrets }) => {
     return [
-      createWorker({
+      createJobConsumer({
         queue: QUEUES.builds,
         handlers: {
           'build.revision': buildRevisionProcessor({

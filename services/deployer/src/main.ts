@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { ApiKeyCache, RateLimits } from '@slipway/access';
 import { DeploymentRepository } from '@slipway/db';
-import { createWorker, producerConnection, QUEUES } from '@slipway/jobs';
+import { createJobConsumer, producerConnection, QUEUES } from '@slipway/jobs';
 import { ImageCache, sandboxForStart } from '@slipway/runtime';
 import {
   healthPortRole,
@@ -104,7 +104,7 @@ runWorkerProcess({
       listener: new ListenerPlacement(dataSource, flow),
     };
     return [
-      createWorker({
+      createJobConsumer({
         queue: QUEUES.rollouts,
         handlers: {
           'rollout.revision': rolloutRevisionProcessor(config, dataSource, flow, placements),

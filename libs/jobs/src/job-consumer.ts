@@ -14,7 +14,7 @@ export type JobHandler<N extends keyof JobPayloads> = (payload: JobPayloads[N], 
 /** Exactly one handler per job the queue carries: a missing one is a compile error. */
 export type HandlerMap<Q extends QueueName> = { [N in JobsOn<Q>]: JobHandler<N> };
 
-export interface CreateWorkerOptions<Q extends QueueName> {
+export interface JobConsumerOptions<Q extends QueueName> {
   queue: Q;
   handlers: HandlerMap<Q>;
   connection: Redis;
@@ -26,11 +26,12 @@ export interface CreateWorkerOptions<Q extends QueueName> {
 }
 
 /**
- * One BullMQ worker per queue, dispatching on `job.name`. Payloads are re-validated
+ * A job consumer: one BullMQ Worker per queue, dispatching on `job.name` ("worker" alone, in this
+ * codebase, means a worker process: the builder or the deployer, libs/worker). Payloads are re-validated
  * before a handler runs. Stalled jobs are not re-run by BullMQ (`maxStalledCount: 0`): the
  * reconciler, which sees the database, decides whether the revision's phase is retried.
  */
-export function createWorker<Q extends QueueName>({
+export function createJobConsumer<Q extends QueueName>({
   queue,
   handlers,
   connection,
@@ -38,7 +39,7 @@ export function createWorker<Q extends QueueName>({
   concurrency,
   log,
   options,
-}: CreateWorkerOptions<Q>): Worker {
+}: JobConsumerOptions<Q>): Worker {
   const expected = jobsOf(queue).sort();
   const given = Object.keys(handlers).sort();
   if (expected.join() !== given.join()) {
