@@ -13,7 +13,7 @@ import { RevisionFixtures } from '@slipway/pipeline';
 import { ServingProxy } from '@slipway/runtime';
 import { IngestSlots, TraceIntake } from '@slipway/tracing';
 import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
-import { TRACE_FRONT_MAX_IN_FLIGHT } from '../../services/deployer/src/provisioning/data-access.js';
+import { TRACE_FRONT_MAX_IN_FLIGHT } from '../../services/deployer/src/provisioning/deployment-data-access.js';
 import { TraceFront } from '../../services/deployer/src/provisioning/trace-front.js';
 import { ServingAuth } from '../../services/deployer/src/serving-auth.js';
 import { freePort, startProcess, type BenchProcess } from './processes.js';

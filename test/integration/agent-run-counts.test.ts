@@ -11,7 +11,7 @@ import {
   RUN_DURATION_BOUNDS_MS,
   takeAgentRunCounts,
 } from '../../services/deployer/src/metrics/agent-runs.js';
-import { DeploymentDataAccess } from '../../services/deployer/src/provisioning/data-access.js';
+import { DeploymentDataAccess } from '../../services/deployer/src/provisioning/deployment-data-access.js';
 import { createDeploymentRow, dropDeploymentStores } from '../support/deployment-stores.js';
 import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';

@@ -9,7 +9,10 @@ import { secretsCodec } from '@slipway/crypto';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
 import { deploymentRedisUser, RespRequestParser, startupMessage } from '@slipway/runtime';
-import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
+import {
+  DeploymentDataAccess,
+  type DataEnvironment,
+} from '../../services/deployer/src/provisioning/deployment-data-access.js';
 import { Rng } from '../support/hostile-requests.js';
 import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
 import { dropDeploymentStores } from '../support/deployment-stores.js';

@@ -5,7 +5,10 @@ import type { Config } from '@slipway/config';
 import { secretsCodec } from '@slipway/crypto';
 import { createLogger } from '@slipway/logging';
 import { DENIED_REDIS_COMMANDS, deploymentRedisUser, type RedisFront } from '@slipway/runtime';
-import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
+import {
+  DeploymentDataAccess,
+  type DataEnvironment,
+} from '../../services/deployer/src/provisioning/deployment-data-access.js';
 import { createDeploymentRow, dropDeploymentStores } from '../support/deployment-stores.js';
 import { resp, sendInPieces } from '../support/resp-probe.js';
 import { eventually } from '../support/service-process.js';

@@ -9,7 +9,10 @@ import { DeploymentCredentialStore, dropDeploymentDatabase } from '@slipway/db';
 import { deploymentDatabaseName } from '@slipway/domain';
 import { createLogger } from '@slipway/logging';
 import { deploymentRedisUser, startupMessage } from '@slipway/runtime';
-import { DeploymentDataAccess, type DataEnvironment } from '../../services/deployer/src/provisioning/data-access.js';
+import {
+  DeploymentDataAccess,
+  type DataEnvironment,
+} from '../../services/deployer/src/provisioning/deployment-data-access.js';
 import { resp, sendInPieces, whoamiAnswer, whoamiProbe } from '../support/resp-probe.js';
 import { dropDeploymentStores } from '../support/deployment-stores.js';
 import { eventually } from '../support/service-process.js';

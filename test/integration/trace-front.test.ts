@@ -9,7 +9,7 @@ import { createLogger } from '@slipway/logging';
 import {
   DeploymentDataAccess,
   TRACE_FRONT_MAX_IN_FLIGHT,
-} from '../../services/deployer/src/provisioning/data-access.js';
+} from '../../services/deployer/src/provisioning/deployment-data-access.js';
 import { TRACE_FRONT_MAX_CONNECTIONS } from '../../services/deployer/src/provisioning/trace-front.js';
 import { eventually } from '../support/service-process.js';
 import { dropDeploymentStores } from '../support/deployment-stores.js';

@@ -21,7 +21,7 @@ import { ListenerPlacement } from './placement/listener-placement.js';
 import type { Placements } from './placement/placement.js';
 import { ProcessDriver } from './process-driver/process-driver.js';
 import { provisionDeploymentProcessor } from './provision-deployment.processor.js';
-import { DeploymentDataAccess } from './provisioning/data-access.js';
+import { DeploymentDataAccess } from './provisioning/deployment-data-access.js';
 import { RevisionInputs } from './revision-inputs.js';
 import { rolloutRevisionProcessor } from './rollout-revision.processor.js';
 import { ServingAuth } from './serving-auth.js';

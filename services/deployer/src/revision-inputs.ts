@@ -12,7 +12,7 @@ import {
   type StartInstancesInput,
 } from '@slipway/runtime';
 import { revisionImage } from './revision-image.js';
-import type { DeploymentDataAccess } from './provisioning/data-access.js';
+import type { DeploymentDataAccess } from './provisioning/deployment-data-access.js';
 
 type RevisionRow = InstancesRow;
 

@@ -8,7 +8,7 @@ import type { Logger } from '@slipway/logging';
 import { RevisionLogWriter, RevisionReads, type PhaseGuard, type RevisionFlow } from '@slipway/pipeline';
 import { ArtifactError, DataAccessError, PortsExhaustedError, type RuntimeDriver } from '@slipway/runtime';
 import { parkUntilOwner } from '../park.js';
-import type { DeploymentDataAccess } from '../provisioning/data-access.js';
+import type { DeploymentDataAccess } from '../provisioning/deployment-data-access.js';
 import type { RevisionInput, RevisionInputs } from '../revision-inputs.js';
 import type { Placement } from './placement.js';
 
