@@ -47,12 +47,14 @@ let api: TestApi;
 let deployer: ServiceProcess;
 let edge: ServiceProcess;
 let edgePort: number;
+let healthPort: number;
 let key: string;
 let dns: DnsStub;
 const apps = { plain: { id: '', url: '', host: '' }, agent: { id: '', url: '', host: '' } };
 
 beforeAll(async () => {
   edgePort = await freePort();
+  healthPort = await freePort();
   const EDGE_ENV = { SLIPWAY_EDGE_HTTP_PORT: String(edgePort), SLIPWAY_EDGE_HOST: '127.0.0.1' };
   api = await startTestApi({ ...RUNTIME_ENV, ...EDGE_ENV });
   api.relay.start();
@@ -66,6 +68,7 @@ beforeAll(async () => {
       ...RUNTIME_ENV,
       SLIPWAY_DOMAIN_DNS_SERVERS: dns.server,
       SLIPWAY_DOMAIN_VERIFY_INTERVAL_MS: '500',
+      SLIPWAY_EDGE_HEALTH_PORT: String(healthPort),
     }),
   );
   for (const [which, manifest] of [
@@ -195,6 +198,47 @@ describe('names', () => {
       );
     }
     expect(forged[PER_ADDRESS]).toBe(429);
+  });
+});
+
+describe("the edge's health port", () => {
+  const health = async (path: string, method = 'GET') => {
+    const res = await fetch(`http://127.0.0.1:${healthPort}${path}`, { method });
+    return { status: res.status, text: await res.text() };
+  };
+  const counted = async (listener: string, outcome: string) => {
+    const line = (await health('/metrics')).text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith(`slipway_edge_requests_total{`) &&
+          l.includes(`listener="${listener}"`) &&
+          l.includes(`outcome="${outcome}"`),
+      );
+    return Number(line?.split(' ').at(-1) ?? NaN);
+  };
+
+  it('answers /healthz and /readyz, and counts each request by its outcome in /metrics', async () => {
+    expect(await health('/healthz')).toEqual({ status: 200, text: '{"status":"ok"}' });
+    expect(await health('/readyz')).toEqual({ status: 200, text: '{"status":"ok"}' });
+    expect((await health('/metrics', 'POST')).status).toBe(405);
+    expect((await health('/nothing')).status).toBe(404);
+    const metrics = (await health('/metrics')).text;
+    expect(metrics).toMatch(/^slipway_edge_routes\{service="edge"\} [1-9]/m);
+    expect(metrics).toContain('slipway_process_cpu_user_seconds_total');
+
+    const before = {
+      unknown: await counted('http', 'unknown_host'),
+      noHost: await counted('http', 'no_host'),
+      forwarded: await counted('http', 'forwarded'),
+    };
+    expect(Number.isFinite(before.unknown) && Number.isFinite(before.forwarded)).toBe(true);
+    await raw('GET / HTTP/1.1\r\nHost: nobody.localhost\r\nConnection: close\r\n\r\n');
+    await raw('GET /ok HTTP/1.0\r\n\r\n');
+    await stillServes();
+    expect(await counted('http', 'unknown_host')).toBe(before.unknown + 1);
+    expect(await counted('http', 'no_host')).toBe(before.noHost + 1);
+    expect(await counted('http', 'forwarded')).toBeGreaterThan(before.forwarded);
   });
 });
 

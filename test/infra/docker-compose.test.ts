@@ -235,6 +235,8 @@ describe('infra/docker/Dockerfile', () => {
     const packages = ['libs', 'services'].flatMap((dir) =>
       readdirSync(path.join(ROOT, dir))
         .filter((name) => existsSync(path.join(ROOT, dir, name, 'package.json')))
+        // Workspace members only: the agent server host has its own lockfile, copied with services/.
+        .filter((name) => readFileSync(path.join(ROOT, dir, name, 'package.json'), 'utf8').includes('"@slipway/'))
         .map((name) => `${dir}/${name}`),
     );
     expect(packages.length).toBeGreaterThan(10);

@@ -76,7 +76,7 @@ describe('infra/k8s/control-plane', () => {
   });
 
   it('probes every service on /healthz and /readyz, requests resources, and reads secrets from the Secret only', () => {
-    for (const name of ['slipway-api', 'slipway-builder', 'slipway-deployer']) {
+    for (const name of ['slipway-api', 'slipway-builder', 'slipway-deployer', 'slipway-edge']) {
       const [container] = named('Deployment', name).spec.template.spec.containers;
       expect(container.livenessProbe.httpGet.path, name).toBe('/healthz');
       expect(container.readinessProbe.httpGet.path, name).toBe('/readyz');
@@ -122,7 +122,9 @@ describe('infra/k8s/control-plane: the edge', () => {
     expect([config.edge.httpPort, config.edge.httpsPort]).toEqual([80, 443]);
     const pod = named('Deployment', 'slipway-edge').spec.template.spec;
     const [edge] = pod.containers;
-    expect(edge.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([80, 443]);
+    // Its health port (probes, /metrics) is the pod's, never the Service's.
+    expect(edge.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([80, 443, 8181]);
+    expect(config.edge.healthPort).toBe(8181);
     expect(pod.securityContext).toMatchObject({
       runAsNonRoot: true,
       sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }],

@@ -45,6 +45,13 @@ export const edgeSettings = {
     "where the edge reaches deployments' serving proxies (the deployer's host: `deployer` in the compose file)",
     'the runtime host (loopback when it binds all interfaces)',
   ),
+  healthPort: setting<number | null>(
+    'SLIPWAY_EDGE_HEALTH_PORT',
+    Joi.alternatives(port, Joi.string().valid('off')).default('off'),
+    "the edge's `/healthz`, `/readyz` (Postgres answers and the routes are read) and `/metrics` " +
+      '(`slipway_edge_requests_total` by listener and outcome, `slipway_edge_routes`); `off`: none',
+    { read: (raw) => (raw === 'off' ? null : Number(raw)) },
+  ),
   trustProxy: setting<boolean | number | string>(
     'SLIPWAY_EDGE_TRUST_PROXY',
     Joi.string().default('false'),

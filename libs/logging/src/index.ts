@@ -148,3 +148,4 @@ function lineMasker(secrets: Iterable<string>): ((line: string) => string) | nul
 export { installProcessGuards } from './process-guards.js';
 export { installShutdown, type ShutdownStep } from './shutdown.js';
 export { PeriodicPass, type PeriodicPassOptions } from './periodic-pass.js';
+export { startHealthPort, type HealthPortOptions } from './health-port.js';

@@ -1,8 +1,7 @@
-import { createServer, type Server } from 'node:http';
 import type { Config } from '@slipway/config';
 import { EVENTS_CHANNEL, type DataSource } from '@slipway/db';
 import { createJobConsumer, JOB_CATALOG, OUTBOX_CHANNEL, OutboxRelay, QUEUES, type Queues } from '@slipway/jobs';
-import type { Logger } from '@slipway/logging';
+import { startHealthPort, type Logger } from '@slipway/logging';
 import { Reconciler, Retention } from '@slipway/pipeline';
 import { createWebhookWorker, WebhookFanout } from '@slipway/webhooks';
 import { PreviewFeedback } from './preview-feedback.js';
@@ -88,7 +87,13 @@ export const healthPortRole: WorkerRole = {
   name: 'health port',
   start: async ({ config, dataSource, metrics, log }) => {
     if (!config.workerHealthPort) return;
-    const server = startHealthServer(config.workerHealthPort, dataSource, metrics, log);
+    // Ready while Postgres answers: without it a worker can claim nothing.
+    const ready = () =>
+      dataSource.query('SELECT 1').then(
+        () => true,
+        () => false,
+      );
+    const server = startHealthPort({ port: config.workerHealthPort, ready, registry: metrics.registry, log });
     return { name: 'health', stop: () => new Promise((r) => server.close(r)) };
   },
 };
@@ -117,38 +122,4 @@ async function scheduleMaintenance(queues: Queues, config: Readonly<Config>, log
       await new Promise((r) => setTimeout(r, 2_000));
     }
   }
-}
-
-/**
- * `/healthz` (process up), `/readyz` (Postgres answers) and `/metrics` for orchestrators and
- * Prometheus: never rate limited, and only ok / not ok (what is down goes to the log).
- */
-function startHealthServer(port: number, dataSource: DataSource, metrics: WorkerMetrics, log: Logger): Server {
-  let wasReady = true;
-  const server = createServer(async (req, res) => {
-    if (req.url === '/metrics') {
-      res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
-      return;
-    }
-    if (req.url === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-      return;
-    }
-    if (req.url === '/readyz') {
-      const ok = await dataSource.query('SELECT 1').then(
-        () => true,
-        () => false,
-      );
-      if (ok !== wasReady)
-        log[ok ? 'info' : 'warn'](ok ? 'health port: ready again' : 'health port: not ready, Postgres unreachable');
-      wasReady = ok;
-      res
-        .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
-        .end(ok ? '{"status":"ok"}' : '{"status":"unavailable"}');
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
-  });
-  server.listen(port, () => log.info({ port }, 'health port listening'));
-  return server;
 }

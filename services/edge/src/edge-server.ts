@@ -18,6 +18,7 @@ import {
   type AccessDenial,
 } from '@slipway/runtime';
 import { clientReader, type Client } from './client-of.js';
+import type { EdgeOutcome } from './edge-metrics.js';
 import type { Destination, RouteTable } from './route-table.js';
 
 /** Request headers the edge states itself (or leaves out), whatever the client sent. */
@@ -48,6 +49,8 @@ export interface EdgeServerOptions {
   trustProxy?: boolean | number | string;
   /** Answers ACME HTTP-01 challenges (before any routing or redirect); true when the request was one. */
   answerChallenge?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+  /** Told what became of each request (EdgeMetrics). */
+  count?: (outcome: EdgeOutcome) => void;
 }
 
 /**
@@ -100,19 +103,37 @@ export class EdgeServer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (this.options.answerChallenge && (await this.options.answerChallenge(req, res))) return;
+    if (this.options.answerChallenge && (await this.options.answerChallenge(req, res)))
+      return this.count('acme_challenge');
     const routed = this.route(req);
-    if ('status' in routed) return answerDenial(req, res, routed);
-    if (await this.toHttps(req)) return this.redirect(req, res);
+    if ('status' in routed) {
+      this.count(refusal(routed));
+      return answerDenial(req, res, routed);
+    }
+    if (await this.toHttps(req)) {
+      this.count('redirected');
+      return this.redirect(req, res);
+    }
+    this.count('forwarded');
     forwardRequest(req, res, routed.pool, this.headers(req), this.upstreamError(routed));
   }
 
   private async serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const routed = this.route(req);
-    if ('status' in routed) return refuseUpgrade(socket, routed);
-    if (await this.toHttps(req))
+    if ('status' in routed) {
+      this.count(refusal(routed));
+      return refuseUpgrade(socket, routed);
+    }
+    if (await this.toHttps(req)) {
+      this.count('refused');
       return refuseUpgrade(socket, { status: 400, detail: 'This host is served over https.' });
+    }
+    this.count('forwarded');
     forwardUpgrade(req, socket as Socket, head, routed.pool, this.headers(req), this.upstreamError(routed));
+  }
+
+  private count(outcome: EdgeOutcome): void {
+    this.options.count?.(outcome);
   }
 
   /** A plain request for a host whose certificate is in place goes to HTTPS. */
@@ -167,12 +188,20 @@ export class EdgeServer {
   }
 
   private upstreamError(destination: Destination) {
-    return (err: Error) =>
+    return (err: Error) => {
+      this.count('upstream_error');
       this.options.log.warn(
         { err, deploymentId: destination.deploymentId },
         "edge: the deployment's serving proxy did not answer",
       );
+    };
   }
+}
+
+/** The outcome a refusal counts as. */
+function refusal(denial: AccessDenial): EdgeOutcome {
+  if (denial === NO_HOST) return 'no_host';
+  return denial === UNKNOWN_HOST ? 'unknown_host' : 'refused';
 }
 
 /** The host of an absolute-form target (`GET http://host/path`), else null. */

@@ -13,11 +13,12 @@ import {
   PgNotifications,
   stateOnceVerified,
 } from '@slipway/db';
-import { createLogger, installProcessGuards, installShutdown } from '@slipway/logging';
+import { createLogger, installProcessGuards, installShutdown, startHealthPort } from '@slipway/logging';
 import { answerAcmeChallenge } from './acme/challenge-responder.js';
 import { automaticCertificates } from './acme/automatic-certificates.js';
 import { CertificateFiles } from './certificate-files.js';
 import { DomainVerifier } from './domain-verifier.js';
+import { EdgeMetrics } from './edge-metrics.js';
 import { EdgeServer } from './edge-server.js';
 import { FULL_READ_MS, RouteTable } from './route-table.js';
 
@@ -56,6 +57,22 @@ async function main(): Promise<void> {
   await routes.readAll();
   const timer = setInterval(() => void readAll(), FULL_READ_MS);
   timer.unref();
+  const metrics = new EdgeMetrics(() => routes.size);
+  // Ready while Postgres answers: routes, certificates and challenges are all read from it.
+  const health =
+    config.edge.healthPort === null
+      ? null
+      : startHealthPort({
+          port: config.edge.healthPort,
+          host: config.edge.host,
+          ready: () =>
+            dataSource.query('SELECT 1').then(
+              () => true,
+              () => false,
+            ),
+          registry: metrics.registry,
+          log,
+        });
 
   if (config.domains.verification === 'off') {
     log.warn(
@@ -93,12 +110,14 @@ async function main(): Promise<void> {
       ? new EdgeServer({
           ...common,
           port: config.edge.httpsPort!,
+          count: metrics.listener('https'),
           tls: { ...operator?.read(), ...(acme ? { SNICallback: acme.keeper.sniCallback() } : {}) },
         })
       : null;
   const http = new EdgeServer({
     ...common,
     port: config.edge.httpPort,
+    count: metrics.listener('http'),
     redirectToHttpsPort: https ? (config.edge.publicPort ?? config.edge.httpsPort!) : undefined,
     hasCertificate,
     answerChallenge: acme ? (req, res) => answerAcmeChallenge(req, res, acme.repo) : undefined,
@@ -127,7 +146,13 @@ async function main(): Promise<void> {
         name: 'edge',
         run: () => {
           if (renewals) clearInterval(renewals);
-          return Promise.all([http.close(), https?.close(), verifier.stop(), acme?.keeper.stop()]);
+          return Promise.all([
+            http.close(),
+            https?.close(),
+            verifier.stop(),
+            acme?.keeper.stop(),
+            health && new Promise((resolve) => health.close(resolve)),
+          ]);
         },
       },
       { name: 'notifications', run: () => notifications.close() },
