@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RevisionLogRepository } from '@slipway/pipeline';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
 import { axeViolations, closeBrowser, openConsolePage, signInAt } from '../support/console-page.js';
@@ -60,7 +61,9 @@ async function openLogsView(page: Page): Promise<Locator> {
   await page.getByRole('heading', { name: 'tail-app', level: 1 }).waitFor();
   await page.getByRole('region', { name: 'Overview' }).getByRole('link', { name: 'Logs', exact: true }).click();
   const log = page.getByRole('log', { name: 'Deployment log' });
-  await log.waitFor();
+  await log.waitFor().catch(async (err) => {
+    throw new Error(`${err.message}\nThe page shows: ${(await page.locator('body').innerText()).slice(0, 1000)}`);
+  });
   expect(
     await page
       .getByRole('navigation', { name: 'Deployment views' })
@@ -195,6 +198,44 @@ describe.runIf(hasChromium || browserRequired)("a deployment's log across its re
       await w.close();
     }
   }, 400_000);
+
+  it('shows a line whose insert committed after later lines were already streamed', async () => {
+    const w = await openConsolePage();
+    const runner = stand.api.dataSource.createQueryRunner();
+    try {
+      const log = await openLogsView(w.page);
+      await w.page.locator('.live[data-mode="live"]').waitFor({ timeout: 15_000 });
+      const { active_revision_id: serving } = (await stand.http.get(`/v2/deployments/${deploymentId}`)).body;
+      const late = `late line ${randomUUID().slice(0, 8)}`;
+      // A writer whose insert is slow to commit: its line is stamped now, and visible only later.
+      await runner.startTransaction();
+      await new RevisionLogRepository(runner.manager).append(serving, 'deploy', [{ level: 'warn', message: late }]);
+      const [{ created_at: stamped }] = await runner.query(`SELECT created_at FROM revision_logs WHERE message = $1`, [
+        late,
+      ]);
+      const lateAt = (stamped as Date).toISOString();
+      // Meanwhile the app's later ticks are committed and streamed: the stream's cursor passes the line.
+      await eventually(
+        async () => (await shownLines(log)).filter((l) => l.text.startsWith('tick ') && l.time > lateAt).length,
+        (n) => n >= 2,
+        15_000,
+        200,
+      );
+      expect((await shownLines(log)).some((l) => l.text === late)).toBe(false);
+      await runner.commitTransaction();
+      const at = await lineIndex(log, late, 30_000);
+      const lines = await shownLines(log);
+      expect(lines[at]).toMatchObject({ revision: serving, type: 'deploy', text: late });
+      // In its place by time, before the ticks that were streamed ahead of it.
+      expect(lines.slice(at + 1).filter((l) => l.text.startsWith('tick ')).length).toBeGreaterThanOrEqual(2);
+      expect(lines.filter((l) => l.text === late)).toHaveLength(1);
+      expect(w.errors).toEqual([]);
+    } finally {
+      if (runner.isTransactionActive) await runner.rollbackTransaction();
+      await runner.release();
+      await w.close();
+    }
+  }, 120_000);
 
   it('keeps a bounded number of lines: a burst of 1,200 leaves the newest 1,000, and says so', async () => {
     const w = await openConsolePage();

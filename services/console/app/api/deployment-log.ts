@@ -3,6 +3,11 @@
  * serving revision's instances and rollout, and the builds of newer revisions, interleaved by
  * time. Read from its newest `tail` lines, then followed: by the server's stream when it offers
  * one (resumed after a drop from the last line received), else by polling after that line.
+ *
+ * Across logs, two writers' lines can commit out of timestamp order (docs/api.md), and a
+ * follower's cursor may then pass a line committed a moment late. So every few seconds the lines
+ * since the previous re-read (less a margin far beyond an insert's commit delay) are read again;
+ * the caller skips the ids it already has.
  */
 import { ApiError, type Api } from './client';
 import { POLL_MS, type LiveMode } from './live';
@@ -19,6 +24,7 @@ export interface DeploymentLogFollow {
   deploymentId: string;
   /** How many of the newest lines to read first (older ones stay on the revisions' own pages). */
   tail: number;
+  /** New lines, oldest first; a re-read may hand over lines again (the same ids). */
   onLines: (lines: DeploymentLogEntry[]) => void;
   onMode: (mode: LiveMode) => void;
   /** An error to show, or null once reading works again. */
@@ -28,6 +34,11 @@ export interface DeploymentLogFollow {
 const PATH = '/v2/deployment-logs';
 const PAGE = 1_000;
 const RECONNECT_MS = 3_000;
+const RESYNC_MS = 10_000;
+/** How far before the previous re-read's newest line the next one starts. */
+const OVERLAP_MS = 5_000;
+/** A re-read reads at most this many pages. */
+const RESYNC_PAGES = 5;
 
 const isLine = (value: unknown): value is DeploymentLogEntry =>
   !!value &&
@@ -40,7 +51,19 @@ export function followDeploymentLog(api: Api, follow: DeploymentLogFollow): () =
   const { signal } = stop;
   // The id of the last line handed over: the stream and the pages continue strictly after it.
   let cursor: string | null = null;
+  // The newest line's time: where the next re-read looks back from.
+  let newest = '';
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let resync: ReturnType<typeof setInterval> | undefined;
+  // Where the next re-read starts (less the margin): the newest line's time when the previous
+  // one began, or, before any, when the tail was read (or the first line came, for an empty log).
+  let mark = '';
+  const handOver = (lines: DeploymentLogEntry[]) => {
+    if (!lines.length) return;
+    if (!mark) mark = lines.reduce((t, l) => (l.timestamp < t ? l.timestamp : t), lines[0]!.timestamp);
+    for (const l of lines) if (l.timestamp > newest) newest = l.timestamp;
+    follow.onLines(lines);
+  };
   const wait = (ms: number) => new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
   const query = { deployment_id: follow.deploymentId };
 
@@ -53,7 +76,7 @@ export function followDeploymentLog(api: Api, follow: DeploymentLogFollow): () =
     const lines = page.logs.reverse();
     if (lines.length) {
       cursor = lines.at(-1)!.id;
-      follow.onLines(lines);
+      handOver(lines);
     }
   };
 
@@ -66,7 +89,7 @@ export function followDeploymentLog(api: Api, follow: DeploymentLogFollow): () =
       );
       if (page.logs.length) {
         cursor = page.logs.at(-1)!.id;
-        follow.onLines(page.logs);
+        handOver(page.logs);
       }
       if (page.logs.length < PAGE) return;
     }
@@ -88,20 +111,46 @@ export function followDeploymentLog(api: Api, follow: DeploymentLogFollow): () =
           if (!isLine(line)) return;
           line.id ??= message.id ?? '';
           cursor = line.id || cursor;
-          follow.onLines([line]);
+          handOver([line]);
         } catch {
           // not a line: nothing to show
         }
       },
     });
 
+  const readAgain = async () => {
+    if (signal.aborted || document.hidden) return;
+    const from = mark;
+    if (!from) return;
+    mark = newest;
+    const since = new Date(Date.parse(from) - OVERLAP_MS).toISOString();
+    let after: string | null = null;
+    try {
+      for (let i = 0; i < RESYNC_PAGES; i++) {
+        const page: { logs: DeploymentLogEntry[] } = await api.get(
+          PATH,
+          { ...query, order: 'asc', limit: PAGE, start_time: since, offset: after },
+          signal,
+        );
+        handOver(page.logs);
+        if (page.logs.length < PAGE) return;
+        after = page.logs.at(-1)!.id;
+      }
+    } catch {
+      // the follow loop says what is wrong; this was insurance only
+    }
+  };
+
   void (async () => {
     const { logFollow } = await api.features();
+    if (signal.aborted) return;
+    resync = setInterval(readAgain, RESYNC_MS);
     let started = false;
     while (!signal.aborted) {
       try {
         if (!started) {
           await readTail();
+          mark = newest;
           started = true;
         }
         if (logFollow) {
@@ -132,5 +181,6 @@ export function followDeploymentLog(api: Api, follow: DeploymentLogFollow): () =
   return () => {
     stop.abort();
     clearTimeout(timer);
+    clearInterval(resync);
   };
 }

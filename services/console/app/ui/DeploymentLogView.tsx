@@ -23,10 +23,12 @@ const byTime = (a: DeploymentLogEntry, b: DeploymentLogEntry) =>
 
 /**
  * Merges fresh lines into `old` (skipping ids already there) in time order and keeps the newest
- * `KEPT_LINES`; returns the lines and how many were dropped.
+ * `KEPT_LINES`; returns the lines and how many were dropped. Once full, a line older than every
+ * kept one is not taken (a re-read of lines dropped already would count them twice).
  */
 function merge(old: DeploymentLogEntry[], fresh: DeploymentLogEntry[], seen: Set<string>) {
-  const added = fresh.filter((l) => !seen.has(l.id));
+  const full = old.length >= KEPT_LINES;
+  const added = fresh.filter((l) => !seen.has(l.id) && !(full && byTime(l, old[0]!) < 0));
   if (!added.length) return { lines: old, dropped: 0 };
   for (const l of added) seen.add(l.id);
   const all = [...old, ...added];
@@ -82,8 +84,11 @@ export function DeploymentLogView({ deployment }: { deployment: Deployment }) {
       tail: TAIL,
       onLines: (fresh) => {
         if (!pausedRef.current) return add(fresh);
+        const holding = new Set(held.current.map((l) => l.id));
+        const news = fresh.filter((l) => !seen.current.has(l.id) && !holding.has(l.id));
+        if (!news.length) return;
         // Held lines are bounded too: a long pause keeps the newest of them.
-        held.current = [...held.current, ...fresh].slice(-KEPT_LINES);
+        held.current = [...held.current, ...news].slice(-KEPT_LINES);
         setHeldCount(held.current.length);
       },
       onMode: setMode,
