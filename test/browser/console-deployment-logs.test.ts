@@ -4,7 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RevisionLogRepository } from '@slipway/pipeline';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
-import { axeViolations, closeBrowser, openConsolePage, signInAt } from '../support/console-page.js';
+import {
+  axeViolations,
+  closeBrowser,
+  expectFitsAfterResize,
+  openConsolePage,
+  signInAt,
+} from '../support/console-page.js';
 import { eventually } from '../support/service-process.js';
 
 /**
@@ -249,6 +255,9 @@ describe.runIf(hasChromium || browserRequired)("a deployment's log across its re
       expect(lines.length).toBe(1_000);
       expect(lines.some((l) => l.text === `burst 1 ${TOKEN}`)).toBe(false);
       await w.page.getByText(/older lines? dropped from this page/).waitFor();
+      // On a phone's width the marked lines wrap inside the log box: nothing scrolls sideways.
+      await w.page.setViewportSize({ width: 375, height: 800 });
+      await expectFitsAfterResize(w.page, 375);
       expect(w.errors).toEqual([]);
     } finally {
       await w.close();
