@@ -78,7 +78,7 @@ describe.runIf(hasChromium || browserRequired)('the agent panel of a deploymentâ
       expect(await w.page.getByRole('region', { name: 'Use this agent' }).count()).toBe(0);
       expect(await w.page.getByRole('link', { name: 'Open in LangGraph Studio' }).count()).toBe(0);
       const tabs = w.page.getByRole('navigation', { name: 'Deployment views' });
-      expect(await tabs.getByRole('link').allInnerTexts()).toEqual(['Overview', 'Traces']);
+      expect(await tabs.getByRole('link').allInnerTexts()).toEqual(['Overview', 'Logs', 'Traces']);
       // Asked for by address, the Agent tab is not there either: the overview shows.
       await w.page.goto(`${stand.apiUrl}/console/#/deployments/${deployment.id}?tab=agent`);
       await w.page.getByRole('region', { name: 'Overview' }).waitFor();
@@ -106,7 +106,7 @@ describe.runIf(hasChromium || browserRequired)('the agent panel of a deploymentâ
       await section.waitFor();
       expect(
         await w.page.getByRole('navigation', { name: 'Deployment views' }).getByRole('link').allInnerTexts(),
-      ).toEqual(['Overview', 'Traces', 'Agent']);
+      ).toEqual(['Overview', 'Logs', 'Traces', 'Agent']);
       const studio = section.getByRole('link', { name: 'Open in LangGraph Studio' });
       expect(await studio.getAttribute('href')).toBe(
         `https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(deployment.url)}`,

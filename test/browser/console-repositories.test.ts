@@ -20,9 +20,12 @@ import { eventually } from '../support/service-process.js';
  * read afterwards to check what the clicks did): a `local` integration over a directory of real
  * git repositories, its connection tested, a deployment created from its repository and branch
  * and built by the real api, builder and deployer, a new commit deployed with "Deploy latest
- * commit", build_on_push turned off in the edit form, and an older commit deployed by its sha.
- * A member key is shown the API's refusal; the new forms pass axe in both themes. One stand for
- * the file: every build is a real one.
+ * commit" (its trigger and commit message shown), build_on_push turned off in the edit form, and
+ * an older commit deployed by its sha. Then the push hook the console showed at connecting is
+ * installed in the repository: with build_on_push on, a commit builds (trigger `push`); a
+ * rollback through the timeline; with it off, a commit's push builds nothing. A member key is
+ * shown the API's refusal; the new forms pass axe in both themes. One stand for the file: every
+ * build is a real one.
  */
 let stand: CodeDeployStand;
 /** The deployment the first test made (the dark-mode check opens its page). */
@@ -32,6 +35,9 @@ let root: string;
 let repo: string;
 /** The repository's first commit. */
 let firstSha: string;
+/** The integration, and the push hook the console showed when connecting it (the secret in it). */
+let integrationId = '';
+let pushHook = '';
 
 const APP = nodeApp(
   'shop',
@@ -50,6 +56,16 @@ function commit(message: string, files: Record<string, string>): string {
 
 async function expectAccessible(page: Page) {
   expect(await axeViolations(page)).toEqual([]);
+}
+
+/** Turns build_on_push on or off in the deployment page's edit form and saves it. */
+async function setBuildOnPush(page: Page, on: boolean) {
+  const edit = page.getByRole('form', { name: 'Edit configuration, resources and secrets' });
+  if (!(await edit.isVisible())) await page.getByText('Edit configuration, resources and secrets').click();
+  const box = edit.getByLabel('Build on push');
+  await (on ? box.check() : box.uncheck());
+  await edit.getByRole('button', { name: 'Save and roll out' }).click();
+  await page.getByRole('status').filter({ hasText: 'changed in place' }).waitFor();
 }
 
 beforeAll(async () => {
@@ -79,7 +95,7 @@ describe.runIf(hasChromium || browserRequired)(
       try {
         await signInAt(page, `${stand.apiUrl}/console/#/listeners`, stand.api.adminKey, 'Listeners and integrations');
 
-        // Connect: the webhook secret is shown this once, with the events to tick.
+        // Connect: the webhook secret is shown this once, with the hook that sends pushes (a local integration has no host).
         const connect = page.getByRole('form', { name: 'Connect a repository host' });
         await connect.getByLabel('Provider').selectOption('local');
         await connect.getByLabel('Name').fill('ui-repos');
@@ -88,7 +104,7 @@ describe.runIf(hasChromium || browserRequired)(
         await connect.getByRole('button', { name: 'Connect' }).click();
         const shown = page.getByRole('status', { name: 'Webhook of ui-repos' });
         await shown.waitFor();
-        expect(await shown.innerText()).toMatch(/Pushes[\s\S]*Pull requests[\s\S]*shown only now/);
+        expect(await shown.innerText()).toMatch(/no host to send push events[\s\S]*post-commit[\s\S]*shown only now/);
         const integrations = (await stand.http.get('/v1/integrations/repohost')).body.resources as Array<{
           id: string;
           name: string;
@@ -101,6 +117,13 @@ describe.runIf(hasChromium || browserRequired)(
         const secret = (await page.evaluate('navigator.clipboard.readText()')) as string;
         expect(secret).toMatch(/\S{16,}/);
         expect(await shown.innerText()).toContain(secret);
+        await shown.getByRole('button', { name: 'Copy push hook' }).click();
+        pushHook = (await page.evaluate('navigator.clipboard.readText()')) as string;
+        expect(pushHook).toMatch(/^#!\/bin\/sh\n/);
+        expect(pushHook).toContain(`WEBHOOK_URL='${integration.webhook_url}'`);
+        expect(pushHook).toContain(`WEBHOOK_SECRET='${secret}'`);
+        expect(await shown.getByLabel('Push hook').innerText()).toContain(`WEBHOOK_SECRET='${secret}'`);
+        integrationId = integration.id;
         await expectAccessible(page);
 
         // Test connection.
@@ -145,10 +168,12 @@ describe.runIf(hasChromium || browserRequired)(
         const second = await stand.untilDone(deployment.id, latestId);
         expect(second.status, second.status_message).toBe('DEPLOYED');
         expect(second.source_revision_config.repo_commit_sha).toBe(sha);
+        expect(second.trigger).toBe('patch');
         const story = page.locator(`li[data-revision-id="${latestId}"] .revision-story`);
         await expect
           .poll(() => story.innerText().catch(() => ''), { timeout: 30_000 })
           .toContain(`commit ${sha.slice(0, 10)} “Say hello in the shop”`);
+        expect(await story.locator('.trigger').innerText()).toMatch(/^Settings changed by key/);
 
         // build_on_push in the edit form, beside the webhook URL the host must call: changed in place.
         await page.getByText('Edit configuration, resources and secrets').click();
@@ -183,6 +208,84 @@ describe.runIf(hasChromium || browserRequired)(
         const pinned = await stand.untilDone(deployment.id, pinnedId);
         expect(pinned.status, pinned.status_message).toBe('DEPLOYED');
         expect(pinned.source_revision_config).toMatchObject({ repo_ref: 'main', repo_commit_sha: firstSha });
+        expect(w.errors).toEqual([]);
+      } finally {
+        await w.close();
+      }
+    }, 400_000);
+
+    it('builds a commit once build_on_push is on in the edit form, rolls back, and builds none once it is off', async () => {
+      expect(pushHook).not.toBe('');
+      // The hook the console showed when connecting, installed as its words say.
+      writeFileSync(path.join(repo, '.git', 'hooks', 'post-commit'), pushHook, { mode: 0o755 });
+      const w = await openConsolePage();
+      const { page } = w;
+      const deployment = async () => (await stand.http.get(`/v2/deployments/${deploymentId}`)).body;
+      const newestDelivery = async () =>
+        (await stand.http.get(`/v1/integrations/repohost/${integrationId}/deliveries`)).body.resources[0];
+      try {
+        await signInAt(page, `${stand.apiUrl}/console/#/deployments/${deploymentId}`, stand.api.adminKey, 'shop');
+        const before = await deployment();
+        expect(before.source_config.build_on_push).toBe(false);
+
+        // On, in the edit form: changed in place (no new revision).
+        await setBuildOnPush(page, true);
+        await eventually(deployment, (d) => d.source_config.build_on_push === true);
+        expect((await deployment()).latest_revision_id).toBe(before.latest_revision_id);
+
+        // A commit: the hook sends the push, and the push builds it.
+        const sha = commit('Ship it on push', { 'CHANGELOG.md': 'shipped on push\n' });
+        const pushedId = (await eventually(deployment, (d) => d.latest_revision_id !== before.latest_revision_id))
+          .latest_revision_id as string;
+        expect(await newestDelivery()).toMatchObject({
+          event: 'push',
+          ref: 'refs/heads/main',
+          signature_valid: true,
+          status_code: 200,
+          revision_ids: [pushedId],
+        });
+        const pushed = await stand.untilDone(deploymentId, pushedId);
+        expect(pushed.status, pushed.status_message).toBe('DEPLOYED');
+        expect(pushed.trigger).toBe('push');
+        expect(pushed.source_revision_config).toMatchObject({ repo_ref: 'main', repo_commit_sha: sha });
+        // The page follows by itself: why the revision exists, and its commit.
+        const story = page.locator(`li[data-revision-id="${pushedId}"] .revision-story`);
+        await expect
+          .poll(() => story.innerText().catch(() => ''), { timeout: 30_000 })
+          .toMatch(new RegExp(`^Pushed to the tracked branch[\\s\\S]*commit ${sha.slice(0, 10)} “Ship it on push”`));
+
+        // Roll back to the revision before the push, through the timeline and its dialog.
+        const target = before.latest_revision_id as string;
+        await page.getByRole('button', { name: `Roll back to revision ${target.slice(0, 8)}` }).click();
+        const dialog = page.getByRole('dialog', { name: `Roll back to revision ${target.slice(0, 8)}` });
+        await dialog.getByRole('button', { name: 'Roll back' }).click();
+        await dialog.waitFor({ state: 'hidden' });
+        const rollbackId = (await eventually(deployment, (d) => d.latest_revision_id !== pushedId))
+          .latest_revision_id as string;
+        const rolledBack = await stand.untilDone(deploymentId, rollbackId);
+        expect(rolledBack.status, rolledBack.status_message).toBe('DEPLOYED');
+        expect(rolledBack).toMatchObject({ trigger: 'redeploy', redeployed_from: target });
+        expect(rolledBack.source_revision_config.repo_commit_sha).toBe(firstSha);
+        expect((await eventually(deployment, (d) => d.active_revision_id === rollbackId)).active_revision_id).toBe(
+          rollbackId,
+        );
+        await expect
+          .poll(() =>
+            page
+              .locator(`li[data-revision-id="${rollbackId}"] .revision-story .trigger`)
+              .innerText()
+              .catch(() => ''),
+          )
+          .toMatch(/^Rolled back/);
+
+        // Off again: the hook still sends the next commit's push, and nothing builds.
+        await setBuildOnPush(page, false);
+        await eventually(deployment, (d) => d.source_config.build_on_push === false);
+        const unbuilt = commit('Not built: build on push is off', { 'CHANGELOG.md': 'not built\n' });
+        const ignored = await eventually(newestDelivery, (d) => d.outcome.includes(unbuilt.slice(0, 12)));
+        expect(ignored).toMatchObject({ status_code: 200, revision_ids: [] });
+        expect(ignored.outcome).toContain("no deployment builds this repository's main on push");
+        expect((await deployment()).latest_revision_id).toBe(rollbackId);
         expect(w.errors).toEqual([]);
       } finally {
         await w.close();

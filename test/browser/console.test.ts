@@ -406,8 +406,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       await w.page.getByRole('log', { name: 'build log' }).waitFor();
       expect(await w.page.getByRole('radio', { name: 'Build' }).isChecked()).toBe(true);
       await w.page.goBack();
-      const latestLogs = w.page.getByRole('link', { name: 'Logs of the latest revision' });
-      expect(await latestLogs.getAttribute('href')).toBe(`#/deployments/${id}/revisions/${rollback}/logs?type=deploy`);
+      // The overview's Logs link opens the deployment-wide log, not one revision's.
+      const logs = w.page.getByRole('region', { name: 'Overview' }).getByRole('link', { name: 'Logs', exact: true });
+      expect(await logs.getAttribute('href')).toBe(`#/deployments/${id}?tab=logs`);
       await expectNoSecret(w);
       expect(w.errors).toEqual([]);
     } finally {
@@ -634,6 +635,9 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       await w.page.goto(`${api.baseUrl}/console/#/deployments/${id}/revisions/${revisionId}/logs`);
       await w.page.getByRole('log').waitFor();
       await audit('logs');
+      await w.page.goto(`${api.baseUrl}/console/#/deployments/${id}?tab=logs`);
+      await w.page.getByRole('log', { name: 'Deployment log' }).waitFor();
+      await audit('deployment logs');
       await w.page.goto(`${api.baseUrl}/console/#/listeners`);
       await w.page.locator(`tr[data-listener-id="${listenerId}"]`).waitFor();
       await audit('listeners');

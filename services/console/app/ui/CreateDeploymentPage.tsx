@@ -241,7 +241,8 @@ export function CreateDeploymentPage() {
                 Build on push
               </label>
               <span className="hint">
-                A push to the branch builds and deploys it (the integration's webhook must be set up on the host).
+                A push to the branch builds and deploys it, once the host sends the integration's webhook (a local
+                integration: once the repository has its push hook).
               </span>
             </div>
             <Field

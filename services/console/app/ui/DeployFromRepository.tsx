@@ -136,7 +136,11 @@ export function DeployFromRepository({
   );
 }
 
-/** `build_on_push` for the edit form, with the webhook URL the host must call for it to happen. */
+/**
+ * `build_on_push` for the edit form, with what makes a push reach Slipway: the webhook URL the
+ * host must call, signed with the secret shown when the integration was connected (never
+ * again); for a `local` integration, which has no host, the push hook shown then.
+ */
 export function BuildOnPushField({
   deployment,
   checked,
@@ -147,15 +151,24 @@ export function BuildOnPushField({
   onChange: (checked: boolean) => void;
 }) {
   const integration = useIntegration(deployment);
+  const url = integration?.webhook_url ? <code>{integration.webhook_url}</code> : "the integration's webhook URL";
   return (
     <div className="field">
       <label>
         <input type="checkbox" checked={checked} onChange={(e) => onChange(e.target.checked)} /> Build on push
       </label>
-      <span className="hint">
-        A push to the branch builds and deploys it, once the repository host sends its events to{' '}
-        {integration?.webhook_url ? <code>{integration.webhook_url}</code> : "the integration's webhook URL"}.
-      </span>
+      {integration?.provider === 'local' ? (
+        <span className="hint">
+          A commit to the branch builds and deploys it, once the repository has the push hook shown when{' '}
+          {integration.name} was connected: a local integration has no host, so the hook calls {url} itself, signed with
+          the integration's webhook secret.
+        </span>
+      ) : (
+        <span className="hint">
+          A push to the branch builds and deploys it, once the repository host sends its push events to {url}, signed
+          with the webhook secret shown when the integration was connected.
+        </span>
+      )}
     </div>
   );
 }

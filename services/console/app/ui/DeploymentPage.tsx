@@ -14,11 +14,11 @@ import { AgentTab } from './agent/AgentTab';
 import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useHashRoute, useLoad } from './common';
 import { ActionOutcome, useAction, useConfirm } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
+import { DeploymentLogView, deploymentLogsHref } from './DeploymentLogView';
 import { DeployFromRepository, isRepohost } from './DeployFromRepository';
 import { DomainsSection } from './DomainsSection';
 import { EditDeployment } from './EditDeployment';
 import { CreatedNotice, LatestLog } from './JustCreated';
-import { defaultLogType } from './LogView';
 import { RevisionCompare } from './health/RevisionCompare';
 import { LiveIndicator, useLiveRefresh } from './live';
 import { MetricsPanel } from './metrics/MetricsPanel';
@@ -115,15 +115,18 @@ function ConfigList({ deployment }: { deployment: Deployment }) {
   );
 }
 
-type Tab = 'overview' | 'traces' | 'agent';
+type Tab = 'overview' | 'logs' | 'traces' | 'agent';
 
-/** The page's views; the address says which (`?tab=traces`), so a reload keeps it. Agent only for agent deployments. */
+/** The page's views; the address says which (`?tab=logs`), so a reload keeps it. Agent only for agent deployments. */
 function DeploymentTabs({ deploymentId, tab, agent }: { deploymentId: string; tab: Tab; agent: boolean }) {
   const current = (t: Tab) => (tab === t ? 'page' : undefined);
   return (
     <nav aria-label="Deployment views" className="tabs">
       <a href={`#/deployments/${deploymentId}`} aria-current={current('overview')}>
         Overview
+      </a>
+      <a href={deploymentLogsHref(deploymentId)} aria-current={current('logs')}>
+        Logs
       </a>
       <a href={tracesHref(deploymentId)} aria-current={current('traces')}>
         Traces
@@ -177,7 +180,8 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
   const latest = revisions.find((r) => r.id === deployment.latest_revision_id) ?? null;
   const running = latest && !TERMINAL_REVISION_STATUSES.includes(latest.status) ? latest : null;
   const agent = isAgentDeployment(deployment);
-  const tab: Tab = tabAsked === 'traces' ? 'traces' : tabAsked === 'agent' && agent ? 'agent' : 'overview';
+  const tab: Tab =
+    tabAsked === 'logs' || tabAsked === 'traces' ? tabAsked : tabAsked === 'agent' && agent ? 'agent' : 'overview';
 
   const interrupt = async (revision: Revision) => {
     setNotice(null);
@@ -201,6 +205,14 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
       <DeploymentTabs deploymentId={deployment.id} tab={tab} agent={agent} />
     </>
   );
+  if (tab === 'logs') {
+    return (
+      <>
+        {heading}
+        <DeploymentLogView deployment={deployment} />
+      </>
+    );
+  }
   if (tab === 'traces') {
     return (
       <>
@@ -267,13 +279,7 @@ export function DeploymentPage({ deploymentId }: { deploymentId: string }) {
               Interrupt the running revision
             </button>
           )}
-          {latest && (
-            <a
-              href={`#/deployments/${deployment.id}/revisions/${latest.id}/logs?type=${defaultLogType(latest, deployment.active_revision_id)}`}
-            >
-              Logs of the latest revision
-            </a>
-          )}
+          <a href={deploymentLogsHref(deployment.id)}>Logs</a>
           <button
             type="button"
             className="danger"

@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import type { CreatedIntegration, Integration, Repository } from '../api/types';
 import { ActionOutcome, CopyButton, Field, SelectField, useAction } from './ApiCall';
+import { localPushHook } from './push-hook';
 
 const PROVIDERS = [
   ['local', 'local (git repositories on the server)'],
@@ -49,15 +50,29 @@ function configOf(d: Draft): Record<string, unknown> {
   return { ...apiUrl, app_id: appId, private_key: d.privateKey, installation_id: Number(d.installationId) };
 }
 
-/** The webhook URL and secret of a just-created integration: shown this once. */
+/**
+ * The webhook URL and secret of a just-created integration: shown this once. A `local` one has
+ * no host to call the webhook, so it also gets the git hook that does (with the secret in it).
+ */
 function WebhookShownOnce({ created }: { created: CreatedIntegration }) {
+  const local = created.provider === 'local';
+  const hook = local ? localPushHook(created.name, created.webhook_url, created.webhook_secret) : '';
   return (
     <div className="notice" role="status" aria-label={`Webhook of ${created.name}`}>
-      <p>
-        Connected {created.name}. Add this webhook on the repository host, content type <code>application/json</code>,
-        with the events <strong>Pushes</strong> and <strong>Pull requests</strong> ticked. The secret is shown only now:
-        copy it before leaving this page.
-      </p>
+      {local ? (
+        <p>
+          Connected {created.name}. Its repositories have no host to send push events: for <em>Build on push</em>,
+          install the hook below in each repository as <code>.git/hooks/post-commit</code> (or{' '}
+          <code>hooks/post-receive</code> in one you push to), made executable. It calls the webhook URL, signed with
+          the secret. The secret is shown only now: copy it, or the hook, before leaving this page.
+        </p>
+      ) : (
+        <p>
+          Connected {created.name}. Add this webhook on the repository host, content type <code>application/json</code>,
+          with the events <strong>Pushes</strong> and <strong>Pull requests</strong> ticked. The secret is shown only
+          now: copy it before leaving this page.
+        </p>
+      )}
       <dl>
         <dt>Webhook URL</dt>
         <dd>
@@ -67,6 +82,17 @@ function WebhookShownOnce({ created }: { created: CreatedIntegration }) {
         <dd>
           <code>{created.webhook_secret}</code> <CopyButton text={created.webhook_secret} label="Copy webhook secret" />
         </dd>
+        {local && (
+          <>
+            <dt>Push hook</dt>
+            <dd>
+              <pre aria-label="Push hook" tabIndex={0}>
+                {hook}
+              </pre>
+              <CopyButton text={hook} label="Copy push hook" />
+            </dd>
+          </>
+        )}
       </dl>
     </div>
   );

@@ -1,0 +1,31 @@
+/**
+ * The git hook that stands in for a repository host's push webhook: a `local` integration's
+ * repositories have no host to send it (docs/guide.md, Build on push). It sends GitHub's push
+ * payload for the repository it is installed in, signed with the integration's webhook secret
+ * (HMAC-SHA256 of the body, `X-Hub-Signature-256`). As `post-commit` it reports the commit just
+ * made on the checked-out branch; as `post-receive` (a repository pushed to) each pushed ref.
+ * The repository is named by its real path, as the integration lists it (`file://…`).
+ */
+export function localPushHook(name: string, webhookUrl: string, secret: string): string {
+  // Both come from the API (an http(s) URL, a base64url secret): nothing in them needs shell quoting but the quotes.
+  const quoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  return `#!/bin/sh
+# Slipway: tells the integration ${JSON.stringify(name)} of new commits, as a repository host's push
+# webhook would. Install as .git/hooks/post-commit (commits made here) or hooks/post-receive
+# (pushes into this repository), executable. Needs curl and openssl.
+WEBHOOK_URL=${quoted(webhookUrl)}
+WEBHOOK_SECRET=${quoted(secret)}
+repo=$(git rev-parse --show-toplevel 2>/dev/null) || repo=$(cd "$(git rev-parse --git-dir)" && pwd -P)
+notify() {
+  payload=$(printf '{"ref":"%s","after":"%s","repository":{"clone_url":"file://%s","pushed_at":%s}}' "$1" "$2" "$repo" "$(date +%s)")
+  signature=$(printf '%s' "$payload" | openssl dgst -sha256 -hmac "$WEBHOOK_SECRET" -r | cut -d' ' -f1)
+  answer=$(curl -sS -X POST "$WEBHOOK_URL" -H 'Content-Type: application/json' -H 'X-GitHub-Event: push' \\
+    -H "X-Hub-Signature-256: sha256=$signature" --data-binary "$payload") || answer='not delivered'
+  echo "slipway: $answer" >&2
+}
+case "$(basename "$0")" in
+  post-receive) while read -r old new ref; do notify "$ref" "$new"; done ;;
+  *) ref=$(git symbolic-ref -q HEAD) && notify "$ref" "$(git rev-parse HEAD)" ;;
+esac
+`;
+}
