@@ -7,7 +7,7 @@ import {
   type DataSource,
   type DeploymentFilter,
 } from '@slipway/db';
-import { DeploymentReads } from '@slipway/pipeline';
+import { DeploymentReads } from '../../services/api/src/reads/deployment-reads.js';
 import { timeInterleaved } from '../support/measure.js';
 import { atMost, type BenchRow } from '../support/report.js';
 import type { BenchOptions } from './options.js';

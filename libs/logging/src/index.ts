@@ -149,3 +149,4 @@ export { installProcessGuards } from './process-guards.js';
 export { installShutdown, type ShutdownStep } from './shutdown.js';
 export { PeriodicPass, type PeriodicPassOptions } from './periodic-pass.js';
 export { startHealthPort, type HealthPortOptions } from './health-port.js';
+export { capLogLine, LineSplitter, MAX_LOG_LINE_BYTES, type LineSplitterOptions } from './line-splitter.js';

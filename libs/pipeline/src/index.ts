@@ -1,5 +1,4 @@
 export { ArtifactRetention, type PrunedArtifact } from './artifact-retention.js';
-export { capLogLine, LineSplitter, MAX_LOG_LINE_BYTES, type LineSplitterOptions } from './line-splitter.js';
 export { RevisionLogWriter } from './log-writer.js';
 export { PhaseGuard } from './phase-guard.js';
 export { Reconciler, type ReconcileReport } from './reconciler.js';
@@ -7,19 +6,6 @@ export { Retention, type RetentionReport } from './retention.js';
 export { RevisionFlow, type PhaseStep } from './revision-flow.js';
 export { beginDeploymentDelete, type PreviewEndReason } from './deployment-deletion.js';
 export { RevisionRepository, type Heartbeat, type NewRevision } from './revision.repository.js';
-export {
-  DeploymentReads,
-  type PresentableDeployment,
-  type PreviewFeedbackState,
-  type PushTarget,
-} from './deployment-reads.js';
-export {
-  ListenerPoll,
-  type ListenerCheckIn,
-  type ListenerGlance,
-  type ListenerRendering,
-  type ListenerWork,
-} from './listener-poll.js';
 export {
   RevisionReads,
   type BuildRow,

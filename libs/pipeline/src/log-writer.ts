@@ -1,7 +1,6 @@
 import { isRowRefused, type DataSource } from '@slipway/db';
 import { toStorableText } from '@slipway/domain';
-import { redactValues } from '@slipway/logging';
-import { capLogLine, LineSplitter } from './line-splitter.js';
+import { capLogLine, LineSplitter, redactValues } from '@slipway/logging';
 import { RevisionLogRepository, type LogType } from './revision-log.repository.js';
 
 const FLUSH_EVERY_MS = 250;

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { LineSplitter } from '@slipway/pipeline';
+import { LineSplitter } from '@slipway/logging';
 import { handOverSeccomp } from '@slipway/runtime';
 
 export interface RunCommandOptions {

@@ -45,7 +45,7 @@ const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
  * Deployments, always addressed within one workspace. What is read together with their revisions
- * (the API's presentation, a listener's work) is libs/pipeline's (`DeploymentReads`, `ListenerPoll`).
+ * (the API's presentation, a listener's work) is read by the api itself (services/api/src/reads: `DeploymentReads`, `ListenerPoll`).
  *
  * THE writer of the `deployments` row: every INSERT, UPDATE and DELETE of it is a named method
  * here, except a status change, which is `transitionDeployment`'s (deployment-status.ts), the one

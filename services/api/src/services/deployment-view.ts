@@ -1,7 +1,7 @@
 import type { ServingUrls } from '@slipway/config';
 import type { Deployment, Revision, StoredRevisionConfig } from '@slipway/db';
 import { SECRET_MASK, sourceName } from '@slipway/domain';
-import type { PreviewFeedbackState } from '@slipway/pipeline';
+import { type PreviewFeedbackState } from '../reads/deployment-reads.js';
 import { iso } from '../schemas/common.schema.js';
 import { presentPreviewSettings } from './preview-settings.js';
 

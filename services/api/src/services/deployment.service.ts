@@ -34,13 +34,8 @@ import {
 } from '@slipway/domain';
 import { RevisionRows } from './revision-rows.js';
 import { enqueueAllInOutbox, outboxJob } from '@slipway/jobs';
-import {
-  beginDeploymentDelete,
-  DeploymentReads,
-  RevisionRepository,
-  type PresentableDeployment,
-  type RevisionFlow,
-} from '@slipway/pipeline';
+import { beginDeploymentDelete, RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
+import { DeploymentReads, type PresentableDeployment } from '../reads/deployment-reads.js';
 import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody } from '../schemas/deployment.schema.js';
 import { assertListenerServes, assertNoListeners, assertPatchable, nameTaken } from './deployment-checks.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';

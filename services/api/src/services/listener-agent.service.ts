@@ -26,14 +26,8 @@ import {
   type RevisionStatus,
 } from '@slipway/domain';
 import { redactValues } from '@slipway/logging';
-import {
-  ListenerPoll,
-  RevisionLogRepository,
-  RevisionReads,
-  RevisionRepository,
-  type ListenerGlance,
-  type RevisionFlow,
-} from '@slipway/pipeline';
+import { RevisionLogRepository, RevisionReads, RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
+import { ListenerPoll, type ListenerGlance } from '../reads/listener-poll.js';
 import {
   renderManifests,
   tracingEnvironment,

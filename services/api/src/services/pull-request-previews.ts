@@ -1,7 +1,7 @@
 import type { Integration } from '@slipway/db';
 import { AppError, NotFoundError, systemActor } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
-import { DeploymentReads } from '@slipway/pipeline';
+import { DeploymentReads } from '../reads/deployment-reads.js';
 import { normalizeRepoUrl } from '@slipway/source';
 import type { DataSource } from '@slipway/db';
 import { approvalLabelOf } from './preview-settings.js';

@@ -11,7 +11,8 @@ import {
 } from '@slipway/db';
 import { hasUnstorableCharacter, NotFoundError } from '@slipway/domain';
 import type { Logger } from '@slipway/logging';
-import { DeploymentReads, RevisionReads, RevisionRepository } from '@slipway/pipeline';
+import { RevisionReads, RevisionRepository } from '@slipway/pipeline';
+import { DeploymentReads } from '../reads/deployment-reads.js';
 import { normalizeRepoUrl } from '@slipway/source';
 import type { DeploymentService } from './deployment.service.js';
 import { presentDelivery, type DeliveryView, type IntegrationService } from './integration.service.js';
