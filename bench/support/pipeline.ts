@@ -60,7 +60,8 @@ export class BenchPipeline {
     [this.builder, this.deployer] = await Promise.all([worker('builder', []), worker('deployer', deployerArgs)]);
     const integration = await this.stack.request('POST', '/v1/integrations/repohost', {
       provider: 'local',
-      name: 'bench',
+      // One per pipeline: the create scenario starts a second one after the deploy scenario's.
+      name: `bench-${randomInt(0, 1_000_000)}`,
       config: { root: this.reposRoot },
     });
     this.integrationId = integration.id;
