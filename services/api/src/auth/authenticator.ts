@@ -3,7 +3,7 @@ import { TenancyRepository, type DataSource } from '@slipway/db';
 import { hashApiKey } from '@slipway/crypto';
 import { credentialOf, type ApiKeyCache } from '@slipway/access';
 import { ForbiddenError, NotFoundError, RequestValidationError, UnauthorizedError } from '@slipway/domain';
-import { issuesFromJoi } from '../http/validation-error.js';
+import { issuesFromJoi } from '../schemas/validation-error.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt-verifier.js';
 import { isOrganizationAdmin, type AdminRequirement, type AuthRequirement, type Principal } from './principal.js';
 

@@ -4,7 +4,7 @@ import { isDataException, isDatabaseUnavailable, sqlStateOf } from '@slipway/db'
 import type { Logger } from '@slipway/logging';
 import type { RouteSpec } from './route.js';
 import { UNSUPPORTED_CHARACTER_MSG } from './input-guard.js';
-import { type Source, type ValidationIssue } from './validation-error.js';
+import { type Source, type ValidationIssue } from '../schemas/validation-error.js';
 
 interface BodyParserError {
   type?: string;

@@ -1,5 +1,5 @@
 import { hasUnstorableCharacter } from '@slipway/domain';
-import type { Source, ValidationIssue } from './validation-error.js';
+import type { Source, ValidationIssue } from '../schemas/validation-error.js';
 
 /**
  * Deeper than this, a request value is refused. Real bodies nest a handful of levels

@@ -9,7 +9,7 @@ import { inputIssues, locWithin } from './input-guard.js';
 import { serveEventStream } from './sse.js';
 import type { StreamSlots } from './stream-slots.js';
 import { actingAs, actorOf } from '../services/request-actor.js';
-import { issuesFromJoi, type Source, type ValidationIssue } from './validation-error.js';
+import { issuesFromJoi, type Source, type ValidationIssue } from '../schemas/validation-error.js';
 import { RequestValidationError } from '@slipway/domain';
 
 /**

@@ -1,5 +1,6 @@
 import Joi from 'joi';
-import type { PreviewSettingsInput } from '../services/preview-settings.js';
+import type { NamedSecret } from '@slipway/crypto';
+import type { PreviewSettings } from '@slipway/db';
 import {
   DEFAULT_APPROVAL_LABEL,
   DEPLOYMENT_NAME,
@@ -17,6 +18,11 @@ import {
 } from '@slipway/domain';
 import { paginationQuery, uuid } from './common.schema.js';
 import { resourceSpec } from './resource-spec.schema.js';
+
+/** `source_config.previews` as a client sends it: secret overrides with their values. */
+export type PreviewSettingsInput = Omit<PreviewSettings, 'secret_names' | 'secrets_sealed'> & {
+  secrets?: NamedSecret[] | null;
+};
 
 /** A query parameter holding a comma-separated list: `a,b` becomes `['a', 'b']`, then each item is validated. */
 const CommaJoi = Joi.extend((joi) => ({

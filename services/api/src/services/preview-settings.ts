@@ -1,12 +1,10 @@
 import type { SecretsCodec, NamedSecret } from '@slipway/crypto';
 import type { PreviewSettings } from '@slipway/db';
 import { DEFAULT_APPROVAL_LABEL, SECRET_MASK } from '@slipway/domain';
+import type { PreviewSettingsInput } from '../schemas/deployment.schema.js';
 import { applySecrets } from './deployment-rules.js';
 
-/** `source_config.previews` as a client sends it: secret overrides with their values. */
-export type PreviewSettingsInput = Omit<PreviewSettings, 'secret_names' | 'secrets_sealed'> & {
-  secrets?: NamedSecret[] | null;
-};
+export type { PreviewSettingsInput };
 
 /** The sealing context of a parent's preview secret overrides: never confused with its own secrets. */
 const context = (deploymentId: string) => `${deploymentId}:previews`;
