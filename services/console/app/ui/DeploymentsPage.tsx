@@ -134,7 +134,9 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
     <>
       <PageHeading>Deployments</PageHeading>
       <p className="actions">
-        <a href="#/deployments/new">Create a deployment</a>
+        <a className="button-primary" href="#/deployments/new">
+          Create a deployment
+        </a>
       </p>
       <LiveIndicator {...live} />
       <form key={key} className="filters" onSubmit={apply} aria-label="Filter deployments">
