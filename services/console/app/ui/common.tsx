@@ -169,4 +169,21 @@ export function PageHeading({ children }: { children: ReactNode }) {
   );
 }
 
+/** A deployment's source in words; the API's name for it stays in the title. */
+const SOURCE_WORDS: Record<string, string> = {
+  repohost: 'Repository',
+  upload: 'Uploaded source',
+  external_container: 'Image on a listener',
+  internal_docker: 'Pushed image',
+};
+
+export function SourceLabel({ source, type }: { source: string; type?: string | null }) {
+  return (
+    <span title={type ? `${source} (${type})` : source}>
+      {SOURCE_WORDS[source] ?? source}
+      {type ? ` · ${type}` : ''}
+    </span>
+  );
+}
+
 export const short = (id: string | null | undefined) => (id ? id.slice(0, 8) : '—');
