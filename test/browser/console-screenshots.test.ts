@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import { nodeApp, startCodeDeployStand, type CodeDeployStand } from '../support/code-deploy-stand.js';
@@ -69,6 +69,24 @@ afterAll(async () => {
 });
 
 type Theme = 'light' | 'dark';
+
+/**
+ * The ink of a uPlot chart's y-axis gutter (its labels, left of the plot): how many drawn pixels
+ * are light and how many dark. A canvas keeps no styles to ask about, so its pixels are read.
+ */
+function axisInk(chart: Locator): Promise<{ light: number; dark: number }> {
+  return chart.locator('canvas').evaluate((canvas: any) => {
+    const { data } = canvas.getContext('2d').getImageData(0, 0, 50, canvas.height);
+    let light = 0;
+    let dark = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i + 3] < 200) continue;
+      if ((data[i] + data[i + 1] + data[i + 2]) / 3 > 128) light++;
+      else dark++;
+    }
+    return { light, dark };
+  });
+}
 
 /** Saves the viewport as `console-<name>-<theme>.png` (and into docs/images/ when asked). */
 async function shoot(page: Page, name: string, theme: Theme): Promise<void> {
@@ -144,6 +162,19 @@ describe.runIf(hasChromium || browserRequired)('every page of the console, in bo
         await panel.scrollIntoViewIfNeeded();
         expect(await axeViolations(page)).toEqual([]);
         await shoot(page, 'metrics', theme);
+        // The axes are drawn in the theme's colours (light ink on the dark page, dark on the light),
+        // and drawn again when the theme is switched.
+        const requestsChart = panel.getByRole('img', { name: 'Requests chart' });
+        const ink = await axisInk(requestsChart);
+        const toggle = page.getByRole('banner').locator('button.theme-toggle');
+        const other = theme === 'dark' ? 'light' : 'dark';
+        const readable = (drawn: { light: number; dark: number }, on: Theme) =>
+          on === 'dark' ? drawn.light > drawn.dark : drawn.dark > drawn.light;
+        expect(readable(ink, theme), JSON.stringify(ink)).toBe(true);
+        await toggle.click();
+        await expect.poll(async () => readable(await axisInk(requestsChart), other), { timeout: 5_000 }).toBe(true);
+        await toggle.click();
+        await expect.poll(async () => readable(await axisInk(requestsChart), theme), { timeout: 5_000 }).toBe(true);
 
         await visit(
           page,
