@@ -208,6 +208,22 @@ describe.runIf(hasChromium || browserRequired)('every page of the console, in bo
         await visit(page, '/api-keys', 'API keys', (p) => p.locator('main li.card[data-key-id]').first().waitFor());
         await shoot(page, 'api-keys', theme);
 
+        // A destructive action asks first: the action in danger's colours, Cancel a ghost beside it.
+        await page.getByRole('button', { name: /^Revoke key / }).click();
+        const confirm = page.getByRole('dialog', { name: 'Revoke key?' });
+        await confirm.waitFor();
+        const background = (name: string) =>
+          confirm
+            .getByRole('button', { name, exact: true })
+            .evaluate((b: any) => (globalThis as any).getComputedStyle(b).backgroundColor as string);
+        expect(await background('Cancel')).toBe('rgba(0, 0, 0, 0)');
+        expect(await background('Revoke key')).not.toBe('rgba(0, 0, 0, 0)');
+        expect(await axeViolations(page)).toEqual([]);
+        await shoot(page, 'confirm', theme);
+        await confirm.getByRole('button', { name: 'Cancel' }).click();
+        await confirm.waitFor({ state: 'hidden' });
+        expect(await page.locator('main li.card[data-key-id]').count()).toBeGreaterThan(0);
+
         await visit(page, '/webhooks', 'Webhooks', (p) =>
           p.getByText('https://hooks.example.com/slipway').first().waitFor(),
         );
