@@ -1,6 +1,3 @@
-import { copyFileSync, mkdirSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
@@ -13,6 +10,7 @@ import {
   signInAt,
 } from '../support/console-page.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
+import { prepareScreenshots, shoot, type Theme } from '../support/screenshots.js';
 
 /**
  * Every page of the console, in the light and the dark theme, on one stand (the real api,
@@ -20,13 +18,8 @@ import { createImageDeployment, createListener } from '../support/fixtures.js';
  * listener): each page's heading and key content rendered, no console errors, no axe-core WCAG 2
  * A/AA violation, then a screenshot of the viewport to test/browser/output/. With
  * SLIPWAY_WRITE_SCREENSHOTS=1 (`pnpm docs:screenshots`) they are copied to docs/images/ as well,
- * for docs/console.md. The Agent tab's pages are console-agent.test.ts's and console-threads.test.ts's.
+ * for docs/console.md. The Agent tab's pages are console-screenshots-agent.test.ts's.
  */
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const OUTPUT = path.join(HERE, 'output');
-const DOCS_IMAGES = path.join(HERE, '../../docs/images');
-const WRITE_DOCS = process.env.SLIPWAY_WRITE_SCREENSHOTS === '1';
-
 const SERVER = `require('node:http').createServer((req, res) => {
   if (req.url === '/missing') { res.statusCode = 404; return res.end('no'); }
   console.log('served ' + req.url);
@@ -41,8 +34,7 @@ let waitingId: string;
 let workspaceName: string;
 
 beforeAll(async () => {
-  mkdirSync(OUTPUT, { recursive: true });
-  if (WRITE_DOCS) mkdirSync(DOCS_IMAGES, { recursive: true });
+  prepareScreenshots();
   stand = await startCodeDeployStand();
   stand.commit('shop', nodeApp('shop', SERVER, { graphConfig: false }));
   ({ deploymentId, revisionId } = await stand.deploy('shop', {
@@ -68,8 +60,6 @@ afterAll(async () => {
   await stand?.close();
 });
 
-type Theme = 'light' | 'dark';
-
 /**
  * The ink of a uPlot chart's y-axis gutter (its labels, left of the plot): how many drawn pixels
  * are light and how many dark. A canvas keeps no styles to ask about, so its pixels are read.
@@ -86,13 +76,6 @@ function axisInk(chart: Locator): Promise<{ light: number; dark: number }> {
     }
     return { light, dark };
   });
-}
-
-/** Saves the viewport as `console-<name>-<theme>.png` (and into docs/images/ when asked). */
-async function shoot(page: Page, name: string, theme: Theme): Promise<void> {
-  const file = `console-${name}-${theme}.png`;
-  await page.screenshot({ path: path.join(OUTPUT, file) });
-  if (WRITE_DOCS) copyFileSync(path.join(OUTPUT, file), path.join(DOCS_IMAGES, file));
 }
 
 /** The page's checks: its level-1 heading, what `ready` waits for, axe, then its picture. */
