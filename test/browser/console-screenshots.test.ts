@@ -123,6 +123,16 @@ describe.runIf(hasChromium || browserRequired)('every page of the console, in bo
           await p.getByRole('list', { name: 'Revision timeline, newest first' }).waitFor();
           await p.getByText('STRIPE_KEY').first().waitFor();
           expect(await p.getByText('sk-screenshot-not-shown').count()).toBe(0);
+          // The configuration in words: the API's field names and booleans are not shown raw.
+          const config = p.locator('dl.config').first();
+          await config.locator('dt', { hasText: /^Commit message$/ }).waitFor();
+          expect(await config.locator('dt', { hasText: /_/ }).count()).toBe(0);
+          expect(
+            await config
+              .locator('div', { has: p.locator('dt', { hasText: /^Build on push$/ }) })
+              .locator('dd')
+              .innerText(),
+          ).toBe('No');
         });
         await shoot(page, 'deployment', theme);
 
