@@ -217,9 +217,12 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium', () => 
       expect(options).toEqual(
         expect.arrayContaining([`default (${api.workspaceId})`, `console-staging (${staging.id})`]),
       );
-      await workspace.selectOption(api.workspaceId);
+      // The workspace picked (not the organization's first) is the one the sidebar names.
+      await workspace.selectOption(staging.id);
       await w.page.getByRole('button', { name: 'Sign in' }).click();
       await w.page.getByRole('heading', { name: 'Deployments', level: 1 }).waitFor();
+      await w.page.getByRole('banner').getByText('console-staging', { exact: true }).waitFor();
+      expect(await w.page.getByRole('banner').getByText('default', { exact: true }).count()).toBe(0);
     } finally {
       await w.close();
     }

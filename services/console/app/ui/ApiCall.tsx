@@ -242,7 +242,7 @@ export function useConfirm(): [ReactNode, (question: string, yes: string, then: 
         >
           {asked?.yes}
         </button>
-        <button type="button" className="secondary" onClick={() => setAsked(null)}>
+        <button type="button" className="ghost" onClick={() => setAsked(null)}>
           Cancel
         </button>
       </div>

@@ -12,20 +12,13 @@ import { WorkspacePage } from './WorkspacePage';
 import { LogsPage } from './LogsPage';
 import { SignIn } from './SignIn';
 import { ThreadPage } from './agent/ThreadPage';
+import { Shell } from './Shell';
 import { ThemeToggle } from './theme';
 
 const UUID = '[0-9a-fA-F-]{36}';
 const DEPLOYMENT = new RegExp(`^/deployments/(${UUID})$`);
 const THREAD = new RegExp(`^/deployments/(${UUID})/threads/([^/?]+)$`);
 const LOGS = new RegExp(`^/deployments/(${UUID})/revisions/(${UUID})/logs$`);
-
-/** Pages that manage the workspace's other resources (one component each). */
-const ACTION_PAGES = [
-  ['/events', 'Events'],
-  ['/webhooks', 'Webhooks'],
-  ['/api-keys', 'API keys'],
-  ['/workspace', 'Tags and quotas'],
-] as const;
 
 export function App() {
   const [session, setSession] = useState<Session | null>(() => sessionStore.load());
@@ -68,35 +61,9 @@ export function App() {
 
   return (
     <ApiContext.Provider value={api}>
-      <a className="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>
-        Skip to content
-      </a>
-      <header className="top">
-        <span className="brand">Slipway</span>
-        <nav aria-label="Main">
-          <a href="#/" aria-current={route === '/' || route.startsWith('/deployments') ? 'page' : undefined}>
-            Deployments
-          </a>
-          <a href="#/listeners" aria-current={route === '/listeners' ? 'page' : undefined}>
-            Listeners and integrations
-          </a>
-          {ACTION_PAGES.map(([path, label]) => (
-            <a key={path} href={`#${path}`} aria-current={route === path ? 'page' : undefined}>
-              {label}
-            </a>
-          ))}
-        </nav>
-        <span className="workspace">
-          {session?.tenantId ? `Workspace ${session.tenantId}` : 'Workspace of this key'}
-        </span>
-        <ThemeToggle />
-        <button type="button" className="secondary" onClick={signOut}>
-          Sign out
-        </button>
-      </header>
-      <main id="main" tabIndex={-1}>
+      <Shell route={route} onSignOut={signOut}>
         {page}
-      </main>
+      </Shell>
     </ApiContext.Provider>
   );
 }

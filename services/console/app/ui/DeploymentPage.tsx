@@ -11,7 +11,18 @@ import { formatTime } from '../phases';
 import { AgentAccess, isAgentDeployment } from './AgentAccess';
 import { agentHref } from './agent/agent';
 import { AgentTab } from './agent/AgentTab';
-import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useHashRoute, useLoad } from './common';
+import {
+  ErrorText,
+  fieldWords,
+  navigate,
+  PageHeading,
+  sourceWords,
+  StatusBadge,
+  useApi,
+  useHashRoute,
+  useLoad,
+  valueWords,
+} from './common';
 import { ActionOutcome, useAction, useConfirm } from './ApiCall';
 import { DeleteDialog, RollbackDialog } from './DeploymentActions';
 import { DeploymentLogView, deploymentLogsHref } from './DeploymentLogView';
@@ -69,7 +80,7 @@ function resourceSummary(spec: Record<string, unknown>): string {
 function ConfigList({ deployment }: { deployment: Deployment }) {
   const config = deployment.source_config ?? {};
   const entries: Array<[string, unknown]> = [
-    ['Source', deployment.source],
+    ['Source', sourceWords(deployment.source)],
     ['Type', deployment.deployment_type],
     ['Integration', config.integration_id],
     ['Repository', config.repo_url],
@@ -77,10 +88,7 @@ function ConfigList({ deployment }: { deployment: Deployment }) {
     ['Build on push', config.build_on_push],
     ['Install command', config.install_command],
     ['Build command', config.build_command],
-    ...Object.entries(deployment.source_revision_config ?? {}).map(([k, v]): [string, unknown] => [
-      k.replace(/_/g, ' '),
-      v,
-    ]),
+    ...Object.entries(deployment.source_revision_config ?? {}).map(([k, v]): [string, unknown] => [fieldWords(k), v]),
     ['Created', formatTime(deployment.created_at)],
   ];
   return (
@@ -90,7 +98,7 @@ function ConfigList({ deployment }: { deployment: Deployment }) {
         .map(([k, v]) => (
           <div key={k}>
             <dt>{k}</dt>
-            <dd>{typeof v === 'object' ? JSON.stringify(v) : String(v)}</dd>
+            <dd>{valueWords(v)}</dd>
           </div>
         ))}
       {config.resource_spec ? (
@@ -102,8 +110,8 @@ function ConfigList({ deployment }: { deployment: Deployment }) {
               <dl className="spec">
                 {Object.entries(config.resource_spec as Record<string, unknown>).map(([k, v]) => (
                   <div key={k}>
-                    <dt>{k}</dt>
-                    <dd>{typeof v === 'object' ? JSON.stringify(v) : String(v)}</dd>
+                    <dt>{fieldWords(k)}</dt>
+                    <dd>{valueWords(v)}</dd>
                   </div>
                 ))}
               </dl>

@@ -10,7 +10,7 @@ import {
   type Revision,
 } from '../api/types';
 import { ago, formatTime } from '../phases';
-import { ErrorText, navigate, PageHeading, StatusBadge, useApi, useLoad } from './common';
+import { ErrorText, navigate, PageHeading, SourceLabel, StatusBadge, useApi, useLoad } from './common';
 import { LiveIndicator, useLiveRefresh } from './live';
 import { Clipped, ServingStatus } from './serving';
 import { loadTagChoices } from './TagsFields';
@@ -134,7 +134,9 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
     <>
       <PageHeading>Deployments</PageHeading>
       <p className="actions">
-        <a href="#/deployments/new">Create a deployment</a>
+        <a className="button-primary" href="#/deployments/new">
+          Create a deployment
+        </a>
       </p>
       <LiveIndicator {...live} />
       <form key={key} className="filters" onSubmit={apply} aria-label="Filter deployments">
@@ -204,8 +206,7 @@ export function DeploymentsPage({ query }: { query: URLSearchParams }) {
                     <a href={`#/deployments/${row.deployment.id}`}>{row.deployment.name}</a>
                   </th>
                   <td data-label="Source">
-                    {row.deployment.source}
-                    {row.deployment.deployment_type ? ` (${row.deployment.deployment_type})` : ''}
+                    <SourceLabel source={row.deployment.source} type={row.deployment.deployment_type} />
                   </td>
                   <td data-label="Status">
                     <ServingStatus deployment={row.deployment} latest={row.latest} />

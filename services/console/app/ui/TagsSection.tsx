@@ -129,7 +129,7 @@ export function TagsSection() {
                 <button type="submit" className="primary">
                   Rename
                 </button>
-                <button type="button" className="secondary" onClick={() => setRenaming(null)}>
+                <button type="button" className="ghost" onClick={() => setRenaming(null)}>
                   Cancel
                 </button>
               </form>

@@ -169,4 +169,52 @@ export function PageHeading({ children }: { children: ReactNode }) {
   );
 }
 
+/** A deployment's source in words; the API's name for it stays in the title. */
+const SOURCE_WORDS: Record<string, string> = {
+  repohost: 'Repository',
+  upload: 'Uploaded source',
+  external_container: 'Image on a listener',
+  internal_docker: 'Pushed image',
+};
+
+export const sourceWords = (source: string): string => SOURCE_WORDS[source] ?? source;
+
+export function SourceLabel({ source, type }: { source: string; type?: string | null }) {
+  return (
+    <span title={type ? `${source} (${type})` : source}>
+      {sourceWords(source)}
+      {type ? ` · ${type}` : ''}
+    </span>
+  );
+}
+
+/** Names the API gives in snake_case, in words: `repo_commit_sha` reads "Commit". */
+const FIELD_WORDS: Record<string, string> = {
+  repo_ref: 'Branch or ref',
+  repo_commit_sha: 'Commit',
+  repo_commit_message: 'Commit message',
+  repo_commit_author: 'Commit author',
+  graph_config_path: 'Graph config',
+  image_uri: 'Image',
+  cpu: 'CPU',
+  memory_mb: 'Memory (MB)',
+  min_scale: 'Minimum instances',
+  max_scale: 'Maximum instances',
+};
+
+export const fieldWords = (name: string): string => {
+  const words = FIELD_WORDS[name] ?? name.replace(/_/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+};
+
+/** A configuration value in words: yes/no for booleans, JSON only for what has no simpler form. */
+export const valueWords = (value: unknown): string =>
+  typeof value === 'boolean'
+    ? value
+      ? 'Yes'
+      : 'No'
+    : typeof value === 'object'
+      ? JSON.stringify(value)
+      : String(value);
+
 export const short = (id: string | null | undefined) => (id ? id.slice(0, 8) : '—');

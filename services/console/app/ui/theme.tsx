@@ -31,6 +31,21 @@ export function applyStoredTheme(): void {
 }
 
 /**
+ * The theme the page shows now, following `<html data-theme>` (the toggle, or the system's while
+ * nothing is picked): for what draws its own colours (uPlot's canvas) and must redraw on a change.
+ */
+export function useTheme(): Theme {
+  const read = (): Theme => (document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light');
+  const [theme, setTheme] = useState<Theme>(read);
+  useEffect(() => {
+    const observer = new MutationObserver(() => setTheme(read()));
+    observer.observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme'] });
+    return () => observer.disconnect();
+  }, []);
+  return theme;
+}
+
+/**
  * A switch between light and dark, starting from the picked theme or the system's; remembered.
  * It says what it does ("Light mode" while dark is on). A label that changes with the state
  * makes it an action, not an on/off switch, so it carries no aria-pressed (which would announce

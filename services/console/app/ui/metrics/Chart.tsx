@@ -1,12 +1,20 @@
 import { useEffect, useRef, useState } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { useTheme } from '../theme';
 import type { Point } from './types';
 
 export interface ChartLine {
   label: string;
   points: Point[];
+  /** A colour, or a token of the theme (`var(--chart-1)`), read when the chart draws. */
   color: string;
+}
+
+/** The colour `value` stands for now: a canvas cannot resolve `var(…)` itself. */
+function themeColor(value: string): string {
+  const token = /^var\((--[\w-]+)\)$/.exec(value)?.[1];
+  return token ? getComputedStyle(document.documentElement).getPropertyValue(token).trim() : value;
 }
 
 /**
@@ -29,12 +37,17 @@ export function Chart({
 }) {
   const box = useRef<HTMLDivElement>(null);
   const [drawnTotal, setDrawnTotal] = useState<number | null>(null);
+  // The canvas keeps the colours it was drawn in: a theme change draws it again.
+  const theme = useTheme();
   useEffect(() => {
     const el = box.current;
     if (!el || !lines.length) return;
     const xs = lines[0]!.points.map(([t]) => t);
     const data: uPlot.AlignedData = [xs, ...lines.map((l) => l.points.map(([, v]) => v))];
     const width = () => Math.max(240, el.clientWidth);
+    const axis = themeColor('var(--chart-axis)');
+    const grid = { stroke: themeColor('var(--chart-grid)'), width: 1 };
+    const ticks = { stroke: grid.stroke, width: 1 };
     const plot = new uPlot(
       {
         width: width(),
@@ -43,7 +56,7 @@ export function Chart({
           {},
           ...lines.map((l) => ({
             label: l.label,
-            stroke: l.color,
+            stroke: themeColor(l.color),
             width: 1.5,
             spanGaps: true,
             points: { show: true, size: 4 },
@@ -51,8 +64,8 @@ export function Chart({
           })),
         ],
         axes: [
-          { stroke: 'currentColor' },
-          { stroke: 'currentColor', size: 60, values: (_u, ticks) => ticks.map((v) => unit(v)) },
+          { stroke: axis, grid, ticks },
+          { stroke: axis, grid, ticks, size: 60, values: (_u, values) => values.map((v) => unit(v)) },
         ],
         legend: { show: true },
       },
@@ -66,7 +79,7 @@ export function Chart({
       resize.disconnect();
       plot.destroy();
     };
-  }, [lines, unit, total]);
+  }, [lines, unit, total, theme]);
   return (
     <figure className="metric-chart" data-total={drawnTotal ?? undefined}>
       <figcaption>{title}</figcaption>

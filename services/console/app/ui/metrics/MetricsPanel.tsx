@@ -75,26 +75,29 @@ export function MetricsPanel({ deploymentId, runs = false }: { deploymentId: str
         unit: count,
         total: true,
         lines: [
-          line('requests', m.series.requests, '#2563eb'),
-          line('4xx', m.series.errors_4xx, '#d97706'),
-          line('5xx', m.series.errors_5xx, '#dc2626'),
+          line('requests', m.series.requests, 'var(--chart-1)'),
+          line('4xx', m.series.errors_4xx, 'var(--chart-2)'),
+          line('5xx', m.series.errors_5xx, 'var(--chart-3)'),
         ],
       },
       {
         title: 'Latency',
         unit: ms,
         lines: [
-          line('p50', m.series.latency_p50_ms, '#059669'),
-          line('p95', m.series.latency_p95_ms, '#d97706'),
-          line('p99', m.series.latency_p99_ms, '#dc2626'),
+          line('p50', m.series.latency_p50_ms, 'var(--chart-4)'),
+          line('p95', m.series.latency_p95_ms, 'var(--chart-2)'),
+          line('p99', m.series.latency_p99_ms, 'var(--chart-3)'),
         ],
       },
-      { title: 'CPU', unit: percent, lines: [line('CPU', m.series.cpu_percent, '#7c3aed')] },
-      { title: 'Memory', unit: bytes, lines: [line('memory', m.series.memory_bytes, '#0891b2')] },
+      { title: 'CPU', unit: percent, lines: [line('CPU', m.series.cpu_percent, 'var(--chart-5)')] },
+      { title: 'Memory', unit: bytes, lines: [line('memory', m.series.memory_bytes, 'var(--chart-6)')] },
       {
         title: 'Restarts',
         unit: count,
-        lines: [line('restarts', m.series.restarts, '#d97706'), line('OOM kills', m.series.oom_kills, '#dc2626')],
+        lines: [
+          line('restarts', m.series.restarts, 'var(--chart-2)'),
+          line('OOM kills', m.series.oom_kills, 'var(--chart-3)'),
+        ],
       },
       ...(runs
         ? [
@@ -102,15 +105,15 @@ export function MetricsPanel({ deploymentId, runs = false }: { deploymentId: str
               title: 'Runs',
               unit: count,
               lines: [
-                line('started', m.series.runs_started, '#2563eb'),
-                line('succeeded', m.series.runs_succeeded, '#059669'),
-                line('failed', m.series.runs_failed, '#dc2626'),
+                line('started', m.series.runs_started, 'var(--chart-1)'),
+                line('succeeded', m.series.runs_succeeded, 'var(--chart-4)'),
+                line('failed', m.series.runs_failed, 'var(--chart-3)'),
               ],
             },
             {
               title: 'Run duration',
               unit: ms,
-              lines: [line('p50 (approx.)', m.series.run_duration_p50_ms, '#7c3aed')],
+              lines: [line('p50 (approx.)', m.series.run_duration_p50_ms, 'var(--chart-5)')],
             },
           ]
         : []),
