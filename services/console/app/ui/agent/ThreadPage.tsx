@@ -150,7 +150,8 @@ export function ThreadPage({ deploymentId, threadId }: { deploymentId: string; t
       ) : !agent ? (
         <p>This deployment has no URL yet: its agent cannot be asked.</p>
       ) : (
-        <ThreadView agent={agent} deploymentId={deploymentId} threadId={threadId} />
+        // Keyed by the thread: another thread's page starts empty, never showing the last one's state.
+        <ThreadView key={threadId} agent={agent} deploymentId={deploymentId} threadId={threadId} />
       )}
     </>
   );
