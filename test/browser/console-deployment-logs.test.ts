@@ -43,7 +43,7 @@ function shownLines(log: Locator) {
       revision: li.getAttribute('data-revision-id') ?? '',
       type: li.getAttribute('data-type') ?? '',
       time: li.querySelector('time')?.getAttribute('datetime') ?? '',
-      mark: li.querySelector('.revision')?.textContent ?? '',
+      mark: li.querySelector('.log-revision')?.textContent ?? '',
       instance: li.querySelector('.instance')?.textContent?.trim() ?? '',
       text: li.querySelector('.text')?.textContent ?? '',
     })),

@@ -177,6 +177,15 @@ describe.runIf(hasChromium || browserRequired)('every page of the console, in bo
         );
         await shoot(page, 'logs', theme);
 
+        await visit(page, `/deployments/${deploymentId}?tab=logs`, 'shop', (p) =>
+          p
+            .getByRole('log', { name: 'Deployment log' })
+            .getByText('shop listening')
+            .first()
+            .waitFor({ timeout: 30_000 }),
+        );
+        await shoot(page, 'deployment-logs', theme);
+
         await visit(page, `/deployments/${deploymentId}?tab=traces`, 'shop', (p) =>
           p
             .getByRole('navigation', { name: 'Deployment views' })

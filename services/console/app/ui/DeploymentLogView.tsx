@@ -179,7 +179,7 @@ export function DeploymentLogView({ deployment }: { deployment: Deployment }) {
                 </time>{' '}
                 <span className="level">{l.level}</span>{' '}
                 <a
-                  className="revision"
+                  className="log-revision"
                   href={`#/deployments/${deployment.id}/revisions/${l.revision_id}/logs?type=${l.type}`}
                   title={`The ${l.type} log of revision ${l.revision_id}`}
                 >
