@@ -94,9 +94,14 @@ async function handOffUnderLoad(stack: BenchStack, prefix: string): Promise<Benc
     console.log(`[create, real workers] where the creates are after 30 s: ${JSON.stringify(where)}`);
   }
   const scenario = 'create → rollout begun, real deployer, under the 50-conn load';
+  const latencies: BenchRow[] = samples.length
+    ? [
+        { scenario, metric: 'p50', value: percentile(samples, 50), unit: 'ms' },
+        { scenario, metric: 'p99', value: percentile(samples, 99), unit: 'ms' },
+      ]
+    : [];
   return [
-    { scenario, metric: 'p50', value: percentile(samples, 50), unit: 'ms' },
-    { scenario, metric: 'p99', value: percentile(samples, 99), unit: 'ms' },
+    ...latencies,
     { scenario, metric: 'not begun after 30 s', value: rows.length - samples.length, unit: 'creates' },
   ];
 }

@@ -228,10 +228,11 @@ describe('agent servers: a LangGraph.js project served through the LangGraph Ser
     const ls = langsmithClient(api.baseUrl, workspaceKey);
     const project = await ls.readProject({ projectName: deploymentName });
     expect(project.id).toBe((await http.get(`/v2/deployments/${deploymentId}`)).body.tracer_session_id);
-    // Both runs of the thread, once the instances' clients have sent them.
+    // Both runs of the thread, once the instances' clients have sent them whole: a run's start and
+    // its end travel in separate batches, so a loaded machine can show a root still pending.
     const roots = await eventually(
       () => rootRunsOn(workspaceKey, deploymentName, threadId),
-      (r) => r.length >= 2,
+      (r) => r.length >= 2 && r.every((root) => root.status !== 'pending'),
       60_000,
       500,
     );

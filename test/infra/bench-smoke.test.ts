@@ -37,6 +37,8 @@ describe('pnpm bench --quick', () => {
         'burst',
         'create',
         'create → handed to worker',
+        'create → rollout begun, real deployer, under the 50-conn load',
+        'create, real workers',
         'deploy latency',
         'desired-state',
         'idle stack',
