@@ -16,15 +16,18 @@ export function localPushHook(name: string, webhookUrl: string, secret: string):
 WEBHOOK_URL=${quoted(webhookUrl)}
 WEBHOOK_SECRET=${quoted(secret)}
 repo=$(git rev-parse --show-toplevel 2>/dev/null) || repo=$(cd "$(git rev-parse --git-dir)" && pwd -P)
+# The path as a JSON string's contents: backslashes and double quotes escaped.
+repo_json=$(printf '%s' "$repo" | sed 's/\\\\/\\\\\\\\/g; s/"/\\\\"/g')
 notify() {
-  payload=$(printf '{"ref":"%s","after":"%s","repository":{"clone_url":"file://%s","pushed_at":%s}}' "$1" "$2" "$repo" "$(date +%s)")
+  payload=$(printf '{"ref":"%s","after":"%s","repository":{"clone_url":"file://%s","pushed_at":%s}}' "$1" "$2" "$repo_json" "$(date +%s)")
   signature=$(printf '%s' "$payload" | openssl dgst -sha256 -hmac "$WEBHOOK_SECRET" -r | cut -d' ' -f1)
   answer=$(curl -sS -X POST "$WEBHOOK_URL" -H 'Content-Type: application/json' -H 'X-GitHub-Event: push' \\
     -H "X-Hub-Signature-256: sha256=$signature" --data-binary "$payload") || answer='not delivered'
   echo "slipway: $answer" >&2
 }
 case "$(basename "$0")" in
-  post-receive) while read -r old new ref; do notify "$ref" "$new"; done ;;
+  # A deleted ref (the all-zero sha) has nothing to build.
+  post-receive) while read -r old new ref; do case "$new" in *[!0]*) notify "$ref" "$new" ;; esac; done ;;
   *) ref=$(git symbolic-ref -q HEAD) && notify "$ref" "$(git rev-parse HEAD)" ;;
 esac
 `;
