@@ -45,6 +45,8 @@ const CRON_POLL_MS = 1_000;
 export { ttlConfig };
 
 export interface HostSettings {
+  /** The instance's port (PORT, set by the runtime; 8000 as the published server's default). */
+  port: number;
   role: HostRole;
   /** Runs a process that runs graphs executes at once (N_JOBS_PER_WORKER). */
   jobsPerWorker: number;
@@ -74,10 +76,13 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv): HostSettings {
   };
   const role = (env.SLIPWAY_AGENT_SERVER_ROLE || 'all') as HostRole;
   if (!ROLES.includes(role)) throw new Error(`SLIPWAY_AGENT_SERVER_ROLE must be one of ${ROLES.join(', ')}`);
+  const port = Number(env.PORT ?? 8000);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error('PORT must be a port number');
   const jobsPerWorker = Number(env.N_JOBS_PER_WORKER || DEFAULT_JOBS_PER_WORKER);
   if (!Number.isInteger(jobsPerWorker) || jobsPerWorker < 1 || jobsPerWorker > 1000)
     throw new Error('N_JOBS_PER_WORKER must be a whole number from 1 to 1000');
   return {
+    port,
     role,
     jobsPerWorker,
     databaseUri: env.DATABASE_URI!,

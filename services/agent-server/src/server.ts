@@ -87,9 +87,8 @@ try {
   process.exit(1);
 }
 
-const port = Number(process.env.PORT ?? 8000);
 const options = {
-  port,
+  port: settings.port,
   // Loopback only, whatever the environment says: requests reach it through the serving proxy,
   // which checks the workspace key; an instance port open to the network would skip that.
   host: '127.0.0.1',
