@@ -1,59 +1,26 @@
-import { randomUUID } from 'node:crypto';
 import type { ServingUrls } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
 import {
   Deployment,
-  DEPLOYMENT_LISTENER_FK,
-  DEPLOYMENT_NAME_UNIQUE,
   DeploymentRepository,
-  DEPLOYMENT_INTEGRATION_FK,
-  isForeignKeyViolation,
-  isUniqueViolation,
   Revision,
-  runRider,
   TracingProjectRepository,
   type DataSource,
   type EntityManager,
-  type InsertedDeployment,
-  type SlotClaim,
-  type StoredSourceConfig,
 } from '@slipway/db';
-import {
-  canonicalSource,
-  createDeploymentProblems,
-  createDeploymentType,
-  imagePullSecretInputProblems,
-  NotFoundError,
-  patchCreatesRevision,
-  refuseInvalid,
-  resolveResourceSpecWithin,
-  type ResourceCeilings,
-  resourceSpecInputProblems,
-  systemActor,
-  type SecretEntry,
-} from '@slipway/domain';
-import { RevisionRows } from './revision-rows.js';
-import { enqueueAllInOutbox, outboxJob } from '@slipway/jobs';
+import { NotFoundError, type ResourceCeilings, systemActor, type SecretEntry } from '@slipway/domain';
 import { beginDeploymentDelete, RevisionRepository, type RevisionFlow } from '@slipway/pipeline';
 import { DeploymentReads, type PresentableDeployment } from '../reads/deployment-reads.js';
-import type { CreateDeploymentBody, ListDeploymentsQuery, PatchDeploymentBody } from '../schemas/deployment.schema.js';
-import { assertListenerServes, assertNoListeners, assertPatchable, nameTaken } from './deployment-checks.js';
+import type { ListDeploymentsQuery, PatchDeploymentBody } from '../schemas/deployment.schema.js';
+import { DeploymentCreate } from './deployment-create.js';
+import { DeploymentPatch } from './deployment-patch.js';
+import { buildConfigOf } from './deployment-rules.js';
 import type { CreateDraft, ImageResolver, RepositoryCatalog, RevisionDraft } from './deployment-types.js';
 import { presentDeployment, type DeploymentView, type SourceNames } from './deployment-view.js';
-import {
-  applySecrets,
-  assertBuildable,
-  buildConfigOf,
-  defaultRevisionConfig,
-  firstRevisionConfig,
-  revisionConfigFrom,
-  storedSourceConfig,
-} from './deployment-rules.js';
-import { assertPodPolicy } from './pod-policy-check.js';
-import { previewSecretOverrides, storedPreviewSettings } from './preview-settings.js';
-import type { QuotaService } from './quota.service.js';
-import { assertUploadCompleted } from './upload.service.js';
 import type { DomainClaims } from './domain.service.js';
+import { previewSecretOverrides } from './preview-settings.js';
+import type { QuotaService } from './quota.service.js';
+import { RevisionRows } from './revision-rows.js';
 
 export { presentDeployment, type DeploymentView } from './deployment-view.js';
 
@@ -69,22 +36,39 @@ export class DeploymentService {
     private readonly dataSource: DataSource,
     private readonly secrets: SecretsCodec,
     private readonly flow: RevisionFlow,
-    private readonly repositories: RepositoryCatalog,
+    repositories: RepositoryCatalog,
     private readonly quotas: QuotaService,
-    private readonly ceilings: ResourceCeilings,
+    ceilings: ResourceCeilings,
     /** Where cloud-hosted deployments answer (their `url`). */
     private readonly urls?: ServingUrls,
-    private readonly images?: ImageResolver,
+    images?: ImageResolver,
     /** How responses name sources (`config.sourceNames`). */
     readonly sourceNames: SourceNames = 'canonical',
     /** `source_config.custom_url` claims its host on Slipway's own runtime (docs/api.md, Domains). */
-    private readonly domains?: DomainClaims,
+    domains?: DomainClaims,
   ) {
-    this.rows = new RevisionRows(secrets, images);
+    const rows = new RevisionRows(secrets, images);
+    this.rows = rows;
+    this.creates = new DeploymentCreate({
+      secrets,
+      flow,
+      repositories,
+      quotas,
+      ceilings,
+      rows,
+      urls,
+      sourceNames,
+      domains,
+    });
+    this.patches = new DeploymentPatch({ secrets, quotas, ceilings, rows, domains });
   }
 
   /** How a new revision's row, config and image are made from a draft. */
   private readonly rows: RevisionRows;
+  /** POST /deployments: its checks before the transaction and its write inside. */
+  private readonly creates: DeploymentCreate;
+  /** PATCH: what it writes to the deployment and the revision draft it makes. */
+  private readonly patches: DeploymentPatch;
 
   // ---------------------------------------------------------------- reads
 
@@ -133,126 +117,14 @@ export class DeploymentService {
 
   // ---------------------------------------------------------------- create
 
-  /**
-   * Everything create checks without the database, then (repohost) the integration's
-   * repository list. Runs before the create transaction opens: asking a forge can take many
-   * seconds (up to 100 pages), and holding a pool connection meanwhile let ten creates against
-   * a slow forge exhaust the pool and make every request answer 503.
-   */
-  async prepareCreate(workspaceId: string, body: CreateDeploymentBody): Promise<CreateDraft> {
-    const source = canonicalSource(body.source)!;
-    // Every problem of the request in one 422 (docs/api.md, Errors), not only the first check's.
-    refuseInvalid(createDeploymentProblems(source, body, this.ceilings));
-    const type = createDeploymentType(source, body);
-    const resourceSpec = resolveResourceSpecWithin(body.source_config.resource_spec ?? {}, type, this.ceilings);
-    const revisionConfig = firstRevisionConfig(source, body.source_revision_config);
-    const sourceConfig = storedSourceConfig(body.source_config);
-    // ---- repohost (C4): the integration lists the repository; repo_ref defaults to its default branch.
-    if (source === 'repohost') {
-      const repository = await this.repositories.findRepository(
-        workspaceId,
-        sourceConfig.integration_id!,
-        sourceConfig.repo_url!,
-      );
-      if (revisionConfig && revisionConfig.repo_ref == null) revisionConfig.repo_ref = repository.default_branch;
-    }
-    return { source, type, resourceSpec, revisionConfig, sourceConfig };
+  /** Everything create checks before its transaction opens (DeploymentCreate.prepare). */
+  prepareCreate(...args: Parameters<DeploymentCreate['prepare']>): Promise<CreateDraft> {
+    return this.creates.prepare(...args);
   }
 
-  /**
-   * Writes a deployment `prepareCreate` checked, in the caller's transaction, which
-   * `withDeploymentSlot` runs: a create that finds no free deployment slot rolls back and runs again.
-   */
-  async create(
-    manager: EntityManager,
-    workspaceId: string,
-    body: CreateDeploymentBody,
-    draft: CreateDraft,
-    requestId?: string,
-    trigger: 'create' | 'preview' = 'create',
-  ): Promise<DeploymentView> {
-    const { source, type, resourceSpec, revisionConfig } = draft;
-    // Nothing is stored yet, so a masked value has nothing to keep (e.g. a GET body re-posted).
-    const secrets = applySecrets([], body.secrets);
-    const id = randomUUID();
-    const sourceConfig = {
-      ...draft.sourceConfig,
-      previews: storedPreviewSettings(body.source_config.previews, null, this.secrets, id),
-    };
-    refuseInvalid(imagePullSecretInputProblems(source, sourceConfig.listener_id, resourceSpec, secrets));
-    // With a listener, the deployment's insert reads it (below); without, none may exist.
-    if (source === 'external_container' && !sourceConfig.listener_id) await assertNoListeners(manager, workspaceId);
-
-    const deployment: Deployment = Object.assign(new Deployment(), {
-      id,
-      workspaceId,
-      name: body.name,
-      source,
-      status: 'AWAITING_DATABASE',
-      deploymentType: type,
-      tracingProjectId: randomUUID(), // unless one of its name is re-attached (insertWithTracingProject)
-      listenerId: sourceConfig.listener_id ?? null,
-      integrationId: source === 'repohost' ? (sourceConfig.integration_id ?? null) : null,
-      sourceConfig,
-      resourceSpec,
-      secretsSealed: this.sealSecrets(secrets, id),
-      secretNames: secrets.map((s) => s.name),
-      imageVersion: body.image_version ?? null,
-      latestRevisionId: null,
-      activeRevisionId: null,
-      databaseName: null,
-    } satisfies Partial<Deployment>);
-    let inserted: InsertedDeployment;
-    try {
-      inserted = await new DeploymentRepository(manager).insertWithTracingProject(deployment);
-    } catch (err) {
-      if (isUniqueViolation(err, DEPLOYMENT_NAME_UNIQUE)) throw nameTaken(body.name, workspaceId);
-      // The integration was deleted after findRepository saw it.
-      if (isForeignKeyViolation(err, DEPLOYMENT_INTEGRATION_FK))
-        throw NotFoundError.of('Integration', sourceConfig.integration_id!);
-      if (isForeignKeyViolation(err, DEPLOYMENT_LISTENER_FK))
-        throw NotFoundError.of('Listener', sourceConfig.listener_id!);
-      throw err;
-    }
-    // Either refusal rolls the insert back. The listener's comes first, as when it was read first.
-    if (source === 'external_container' && sourceConfig.listener_id)
-      assertListenerServes(inserted.listener ?? null, sourceConfig, body.name, resourceSpec);
-    if (!inserted.tracingProject) throw nameTaken(body.name, workspaceId);
-    await this.domains?.followCustomUrl(manager, deployment, sourceConfig.custom_url);
-    const provision = outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
-
-    // The slot claim rides on the last statement, so a claimed slot is locked only until COMMIT.
-    const slot = this.quotas.slots.claim(manager, workspaceId, id);
-    let claim: SlotClaim;
-    // An upload deployment has nothing to build until its tarball arrives (docs/api.md, Uploads and the deploy CLIs).
-    if (revisionConfig) {
-      const first = this.rows.row(deployment, {
-        trigger,
-        source,
-        sourceRevisionConfig: revisionConfig,
-        resourceSpec,
-        secrets,
-        buildConfig: buildConfigOf(sourceConfig),
-      });
-      // A deployment inserted by this transaction has nothing in flight: no lock or check needed.
-      claim = await this.flow.insertFirst(manager, first, requestId, [provision], slot);
-      deployment.latestRevisionId = first.id;
-    } else {
-      await enqueueAllInOutbox(manager, [provision]);
-      claim = await runRider(manager, slot);
-    }
-    this.quotas.slots.settle(workspaceId, claim, resourceSpec);
-    // Answered from what this transaction wrote: the insert returned the row's defaults (its
-    // timestamps are the transaction's now(), as is the latest-revision update's), a new
-    // deployment has no tags, and its latest revision's config is `revisionConfig`.
-    return presentDeployment(
-      deployment,
-      revisionConfig && { sourceRevisionConfig: revisionConfig },
-      secrets.map((s) => s.name),
-      [],
-      this.urls,
-      this.sourceNames,
-    );
+  /** Writes a deployment `prepareCreate` checked, in the caller's transaction (DeploymentCreate.create). */
+  create(...args: Parameters<DeploymentCreate['create']>): Promise<DeploymentView> {
+    return this.creates.create(...args);
   }
 
   /** Runs a create's transaction (`attempt`) until it claims a deployment slot (DeploymentSlots.withSlot). */
@@ -275,80 +147,8 @@ export class DeploymentService {
     revisionTrigger: 'api_revision' | 'preview' | null = null,
   ): Promise<DeploymentView> {
     const deployment = await this.lock(manager, workspaceId, id);
-    assertPatchable(deployment, body);
-
-    const input = body.source_config ?? {};
-    const sourceConfig: StoredSourceConfig = { ...deployment.sourceConfig };
-    for (const field of [
-      'build_on_push',
-      'custom_url',
-      'install_command',
-      'build_command',
-      'serving_auth',
-      'tracing',
-    ] as const) {
-      if (input[field] != null) (sourceConfig as Record<string, unknown>)[field] = input[field];
-    }
-    if (input.previews != null)
-      sourceConfig.previews = storedPreviewSettings(input.previews, deployment.sourceConfig.previews, this.secrets, id);
-    let resourceSpec = deployment.resourceSpec;
-    if (input.resource_spec != null) {
-      refuseInvalid(resourceSpecInputProblems(input.resource_spec, deployment.deploymentType, this.ceilings));
-      resourceSpec = resolveResourceSpecWithin(input.resource_spec, deployment.deploymentType, this.ceilings);
-      await assertPodPolicy(manager, workspaceId, deployment.listenerId, deployment.name, resourceSpec);
-      await this.quotas.assertScale(manager, workspaceId, resourceSpec);
-    }
-
-    let secrets = this.openSecrets(deployment.secretsSealed, deployment.id);
-    if (body.secrets != null) secrets = applySecrets(secrets, body.secrets);
-    if (body.secrets != null || input.resource_spec != null)
-      refuseInvalid(imagePullSecretInputProblems(deployment.source, deployment.listenerId, resourceSpec, secrets));
-
-    if (input.custom_url != null && input.custom_url !== deployment.sourceConfig.custom_url)
-      await this.domains?.followCustomUrl(manager, deployment, input.custom_url);
-    await new DeploymentRepository(manager).applyPatch(id, {
-      sourceConfig,
-      resourceSpec,
-      secretsSealed: this.sealSecrets(secrets, id),
-      imageVersion: body.image_version ?? deployment.imageVersion,
-      secretNames: secrets.map((s) => s.name),
-    });
-
-    const revisionInput = body.source_revision_config ?? {};
-    const uploadRevision = body.revision_source != null && revisionInput.source_tarball_path != null;
-    // Only a completed upload of this very deployment may be built (C10), never a guessed path.
-    if (revisionInput.source_tarball_path != null)
-      await assertUploadCompleted(manager, id, revisionInput.source_tarball_path);
-    if (revisionTrigger || patchCreatesRevision(body) || uploadRevision) {
-      const latest = await this.rows.latest(manager, deployment);
-      const revisionConfig = revisionConfigFrom(
-        revisionInput,
-        latest?.sourceRevisionConfig ?? defaultRevisionConfig(deployment.source),
-      );
-      assertBuildable(deployment.source, revisionConfig);
-      await this.addRevision(
-        manager,
-        deployment,
-        {
-          trigger:
-            revisionTrigger ??
-            (uploadRevision
-              ? 'upload'
-              : body.revision_source === 'internal_docker' && revisionInput.image_uri != null
-                ? 'image_push'
-                : 'patch'),
-          source: deployment.source,
-          sourceRevisionConfig: revisionConfig,
-          resourceSpec,
-          secrets,
-          buildConfig: buildConfigOf(sourceConfig),
-          ...(deployment.source === 'internal_docker'
-            ? await this.rows.internalImage(deployment, revisionInput, latest)
-            : {}),
-        },
-        requestId,
-      );
-    }
+    const draft = await this.patches.apply(manager, deployment, body, revisionTrigger);
+    if (draft) await this.addRevision(manager, deployment, draft, requestId);
     return this.get(workspaceId, id, manager);
   }
 
