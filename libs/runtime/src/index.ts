@@ -78,20 +78,11 @@ export {
   type RequestOutcome,
   type ServingProxyOptions,
 } from './process/serving-proxy.js';
-export {
-  answerDenial,
-  clientAddress,
-  EDGE_CLIENT_HEADER,
-  EDGE_TOKEN_HEADER,
-  forwardHeaders,
-  forwardRequest,
-  forwardUpgrade,
-  hostLines,
-  refuseTarget,
-  refuseUpgrade,
-  UpstreamPool,
-  type HeaderEdits,
-} from './process/forwarding.js';
+export { answerDenial, forwardHeaders, hostLines, refuseTarget, type HeaderEdits } from './process/forwarding.js';
+export { clientAddress, EDGE_CLIENT_HEADER, EDGE_TOKEN_HEADER } from './process/edge-client.js';
+export { forwardRequest } from './process/forward-request.js';
+export { forwardUpgrade, refuseUpgrade } from './process/forward-upgrade.js';
+export { UpstreamPool } from './process/upstream-pool.js';
 export type {
   InstanceHealth,
   RuntimeDriver,

@@ -2,18 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ServerLifecycle, serveWithin } from '@slipway/net';
-import {
-  answerDenial,
-  arrivedVia,
-  forwardHeaders,
-  forwardRequest,
-  forwardUpgrade,
-  refuseTarget,
-  refuseUpgrade,
-  UpstreamPool,
-  type AccessDenial,
-  type ProxyTarget,
-} from './forwarding.js';
+import { arrivedVia } from './edge-client.js';
+import { forwardRequest } from './forward-request.js';
+import { forwardUpgrade, refuseUpgrade } from './forward-upgrade.js';
+import { answerDenial, forwardHeaders, refuseTarget, type AccessDenial, type ProxyTarget } from './forwarding.js';
+import { UpstreamPool } from './upstream-pool.js';
 
 export type { AccessDenial, ProxyTarget };
 
