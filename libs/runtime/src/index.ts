@@ -54,14 +54,8 @@ export { groupMembers, isProcessAlive, stopProcessGroup } from './process/os-pro
 export { isPortFree, pickFreePort } from './process/ports.js';
 export { instanceEnvironment, tracingEnvironment } from './process/instance-environment.js';
 export { lastLines } from './process/instance-log.js';
-export {
-  instanceLabel,
-  PortsExhaustedError,
-  ProcessRuntime,
-  type LaunchedInstance,
-  type LaunchSpec,
-  type ProcessRuntimeOptions,
-} from './process/process-runtime.js';
+export { instanceLabel, type LaunchedInstance, type LaunchSpec } from './process/instance-launch.js';
+export { PortsExhaustedError, ProcessRuntime, type ProcessRuntimeOptions } from './process/process-runtime.js';
 export {
   ProcessStore,
   type DeploymentRuntimeWrites,

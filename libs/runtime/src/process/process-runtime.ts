@@ -1,26 +1,18 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { chownSync, closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import type { ContainerImage, ContainerInstances } from '../container/container-instances.js';
-import { ImageError } from '../container/image-config.js';
-import { runcError } from '../container/runc.js';
-import { containerStartFailure } from '../container/start-failure.js';
-import { SANDBOX_PATHS, sandboxCommand, sandboxEnvironment } from '../sandbox/command.js';
+import type { ContainerInstances } from '../container/container-instances.js';
 import type { CgroupUsage } from '../sandbox/cgroups.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { handOverSeccomp } from '../sandbox/seccomp.js';
-import { ArtifactError, type Artifact } from './artifact.js';
+import { launchContainer } from './container-launch.js';
 import { waitHealthy, type HealthOutcome } from './health.js';
-import { linesSinceLastStart, START_HEADER } from './instance-log.js';
+import { instanceCommand } from './instance-command.js';
+import { instanceLabel, networkOwner, type LaunchedInstance, type LaunchSpec } from './instance-launch.js';
+import { START_HEADER } from './instance-log.js';
 import { isGroupLeader, isProcessAlive, stopProcessGroup } from './os-process.js';
 import { pickFreePort } from './ports.js';
-import {
-  ProcessStore,
-  type DeploymentRuntimeWrites,
-  type InstanceRecord,
-  type InstanceRole,
-  type Queryable,
-} from './process-store.js';
+import { ProcessStore, type DeploymentRuntimeWrites, type InstanceRecord, type Queryable } from './process-store.js';
 
 export interface ProcessRuntimeOptions {
   /** Where instances and serving proxies listen (`SLIPWAY_RUNTIME_HOST`). */
@@ -35,56 +27,6 @@ export interface ProcessRuntimeOptions {
   containers?: ContainerInstances | null;
   /** Where the serving port is recorded (libs/db's `DeploymentRepository`). */
   deployments: DeploymentRuntimeWrites;
-}
-
-export interface LaunchSpec {
-  deploymentId: string;
-  revisionId: string;
-  /** An API instance (the default) or a queue worker; see InstanceRole. */
-  role?: InstanceRole;
-  /** Which instance of the revision and role (0-based). */
-  index: number;
-  /** What a process runs; absent when `image` is given. */
-  artifact?: Artifact;
-  /** The app's environment (see `instanceEnvironment`); PORT, PATH and HOME are added here. */
-  env: Record<string, string>;
-  /** Restart of an existing row: same row, same log file, same port when it is still free. */
-  existing?: InstanceRecord;
-  /** Per-instance limits (sandbox only). */
-  limits?: { memoryMb?: number; cpu?: number };
-  /** Ports of the data-access fronts (on the sandbox network's services address) the instance may connect to (sandbox only). */
-  frontPorts?: number[];
-  /** Run this image in a container instead of the artifact's start command. */
-  image?: ContainerImage;
-  /** A line for the revision's deploy log (a container start tried again); absent: not said. */
-  log?: (line: string, level?: 'info' | 'warn' | 'error') => void;
-}
-
-/** An instance started by this process. */
-export interface LaunchedInstance {
-  record: InstanceRecord;
-  /** The spawned process (null for a container: runc started it). */
-  child: ChildProcess | null;
-}
-
-/** An instance's network namespace holder (SandboxNetwork), like its cgroup's name. */
-const networkOwner = (record: Pick<InstanceRecord, 'id'>) => `i-${record.id}`;
-
-/** How logs name an instance: `instance 0`, `queue worker 1`. */
-export const instanceLabel = (record: Pick<InstanceRecord, 'role' | 'index'>) =>
-  `${record.role === 'queue' ? 'queue worker' : 'instance'} ${record.index}`;
-
-/** How often `runc run` is tried for one instance start before the failure counts as deterministic. */
-export const CONTAINER_START_ATTEMPTS = 3;
-/** The pause before the second try (twice that before the third). */
-const CONTAINER_START_PAUSE_MS = 1_000;
-
-/**
- * A container that `runc run` could not start, the same way each of CONTAINER_START_ATTEMPTS
- * times, for a reason other than its command (launchContainer): the rollout fails with it.
- */
-export class ContainerStartError extends ArtifactError {
-  override name = 'ContainerStartError';
 }
 
 /** Thrown when the port range has no free port left. */
@@ -167,8 +109,17 @@ export class ProcessRuntime {
       return this.store.insert({ deploymentId: spec.deploymentId, revisionId: spec.revisionId, role, port, logPath });
     });
 
-    if (spec.image) return this.launchContainer(spec, spec.image, record, dir);
-    const command = await this.command(spec, record, home);
+    if (spec.image)
+      return launchContainer(spec, spec.image, record, dir, {
+        containers: this.options.containers,
+        store: this.store,
+        stop: (r) => this.stop(r, 0),
+      });
+    const command = await instanceCommand(spec, record, home, {
+      sandbox: this.options.sandbox,
+      store: this.store,
+      deploymentDir: dir,
+    });
     // Opened here and handed over as the child's stdout/stderr: the kernel keeps writing to it
     // after we close our copy, whatever happens to this process.
     const fd = openSync(logPath, 'a', 0o600);
@@ -199,132 +150,6 @@ export class ProcessRuntime {
     record.pid = child.pid;
     await this.store.update(record.id, 'starting', { pid: child.pid });
     return { record, child };
-  }
-
-  /**
-   * A container instead of a process (ContainerInstances); its init's pid is the row's pid.
-   *
-   * A start that fails is classified: a command that cannot be executed is the image's fault and
-   * fails at once (ImageError). Any other failure of `runc run` (a mount the image's root
-   * filesystem cannot take, a cgroup or namespace the kernel refused) may be the machine's for a
-   * moment, so it is tried CONTAINER_START_ATTEMPTS times in all, a short pause between; failing
-   * that often, it is taken as deterministic and fails the rollout with runc's words
-   * (ContainerStartError), rather than throwing to the reconciler, whose retries would only
-   * repeat it and end with a message that no longer says why.
-   */
-  private async launchContainer(
-    spec: LaunchSpec,
-    image: ContainerImage,
-    record: InstanceRecord,
-    dir: string,
-  ): Promise<LaunchedInstance> {
-    const containers = this.options.containers;
-    if (!containers)
-      throw new Error('Images need the embedded container runtime, which needs the sandbox (root, runc).');
-    for (let attempt = 1; ; attempt++) {
-      try {
-        record.pid = await containers.launch(
-          record,
-          {
-            deploymentId: spec.deploymentId,
-            image,
-            env: spec.env,
-            limits: spec.limits ?? {},
-            frontPorts: spec.frontPorts ?? [],
-            deploymentDir: dir,
-            logPath: record.logPath,
-            header:
-              `${START_HEADER} ${instanceLabel(record)} of revision ${spec.revisionId} ` +
-              `(image ${image.digest}) on port ${record.port} (${new Date().toISOString()}) ---\n`,
-          },
-          async (address) => {
-            record.address = address;
-            await this.store.update(record.id, 'starting', { address });
-          },
-        );
-        break;
-      } catch (err) {
-        // This attempt's lines: those after its own header (the file keeps the earlier ones).
-        const lines = await linesSinceLastStart(record.logPath);
-        // Its namespace, cgroup and runc state go with it; the row ends `exited`.
-        await this.stop(record, 0).catch(() => this.store.update(record.id, 'exited'));
-        // A command that cannot be executed never will be: the image's fault, not worth a retry.
-        const cannot = containerStartFailure(lines, image.config.command);
-        if (cannot) throw new ImageError(cannot);
-        // runc's own error lines (`time="…" level=error msg="…"`), else what was printed last.
-        const said =
-          runcError(lines.filter((l) => /\blevel=(error|fatal)\b/.test(l)).join('\n')) || lines.slice(-3).join(' ');
-        if (attempt >= CONTAINER_START_ATTEMPTS) {
-          throw new ContainerStartError(
-            `The container could not be started (${attempt} attempts, failing each time): ${said || (err as Error).message}`,
-          );
-        }
-        spec.log?.(
-          `The container of ${instanceLabel(record)} did not start ` +
-            `(attempt ${attempt} of ${CONTAINER_START_ATTEMPTS}): ${said || (err as Error).message}; ` +
-            `trying again.`,
-          'warn',
-        );
-        await new Promise((r) => setTimeout(r, CONTAINER_START_PAUSE_MS * attempt));
-        if (!(await this.store.update(record.id, 'starting'))) throw new Error(`Instance ${record.id} is gone.`);
-        record.status = 'starting';
-      }
-    }
-    await this.store.update(record.id, 'starting', { pid: record.pid });
-    return { record, child: null };
-  }
-
-  /**
-   * What runs: the start command in the artifact, sandboxed (the deployment's uid, its cgroup
-   * `i-<instance id>`, its network namespace `i-<instance id>` with its fronts opened to it)
-   * unless the sandbox is off.
-   */
-  private async command(
-    spec: LaunchSpec,
-    record: InstanceRecord,
-    home: string,
-  ): Promise<{ command: string; args: string[]; cwd: string; env: Record<string, string>; seccomp?: Buffer }> {
-    const artifact = spec.artifact;
-    if (!artifact) throw new Error('An instance needs an artifact or an image to run.');
-    const { start } = artifact.manifest;
-    const runtimeEnv = {
-      PORT: String(record.port),
-      // npm would otherwise look for updates and funding on every start.
-      NPM_CONFIG_UPDATE_NOTIFIER: 'false',
-      NPM_CONFIG_FUND: 'false',
-    };
-    const pathDirs = [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'];
-    const sandbox = this.options.sandbox;
-    if (!sandbox)
-      return {
-        command: start.command,
-        args: start.args,
-        cwd: artifact.cwd,
-        env: sandboxEnvironment(spec.env, { home, path: pathDirs, extra: runtimeEnv }),
-      };
-    const uid = await sandbox.identities.uidOf(spec.deploymentId);
-    chownSync(home, uid, uid);
-    const cgroup = await sandbox.limit(`i-${record.id}`, spec.limits ?? {});
-    const net = await sandbox.network.attach(networkOwner(record));
-    await sandbox.network.allowFronts(net.address, spec.frontPorts ?? []);
-    record.address = net.address;
-    await this.store.update(record.id, 'starting', { address: net.address });
-    const wrapped = sandboxCommand({
-      uid,
-      gid: uid,
-      readOnly: [{ from: artifact.dir, to: SANDBOX_PATHS.artifact }],
-      writable: [{ from: home, to: SANDBOX_PATHS.home }],
-      cwd: path.join(SANDBOX_PATHS.artifact, path.relative(artifact.dir, artifact.cwd)),
-      command: start.command,
-      args: start.args,
-      openFiles: sandbox.settings.openFiles,
-      cgroupProcs: cgroup.procsFiles,
-      dieWithParent: false,
-      network: net,
-    });
-    const env = sandboxEnvironment(spec.env, { home: SANDBOX_PATHS.home, path: pathDirs, extra: runtimeEnv });
-    // The deployment's runtime dir: outside, the sandbox's own processes show where they belong.
-    return { ...wrapped, cwd: this.deploymentDir(spec.deploymentId), env };
   }
 
   /**
