@@ -15,10 +15,12 @@ export {
   type IngestEndpoint,
   type IntakeScope,
 } from './intake.js';
-export { otlpEncodingOf, runIdOfSpan } from './otlp.js';
+export { otlpEncodingOf } from './otlp.js';
+export { runIdOfSpan } from './otlp-run.js';
 export type { ProjectFilter } from './project.repository.js';
 export { TracingRetention, type TracingRetentionOptions, type TracingRetentionReport } from './retention.js';
 export { TracingRetentionRepository } from './retention.repository.js';
+export { RunReadRepository } from './run-read.repository.js';
 export { RunRepository } from './run.repository.js';
 export {
   deploymentRollups,

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INGEST_LIMITS } from './limits.js';
-import { normalizeRequest, runIdOfSpan, spansToOperations } from './otlp.js';
+import { spansToOperations } from './otlp.js';
+import { runIdOfSpan } from './otlp-run.js';
+import { normalizeRequest } from './otlp-spans.js';
 
 const TRACE = 'ab'.repeat(16);
 const now = BigInt(Date.now()) * 1_000_000n;

@@ -1,6 +1,6 @@
 import { UnprocessableError } from './errors.js';
 import { ancestorsOf } from './run-ops.js';
-import type { RunPosition, StoredRun } from './run.repository.js';
+import type { RunPosition, StoredRun } from './run-read.repository.js';
 
 /**
  * LangSmith's second read surface (`/api/v2/runs…`), which `langsmith` 0.12's `client.runs.query()`

@@ -13,7 +13,7 @@ import {
   type RunsQueryV2Input,
 } from './reads-v2.js';
 import { ancestorsOf } from './run-ops.js';
-import { RunRepository, type StoredRun } from './run.repository.js';
+import { RunReadRepository, type StoredRun } from './run-read.repository.js';
 
 /** A project as LangSmith's `GET /sessions` answers it (TracerSession), with its stats. */
 export function projectView(p: ProjectRow) {
@@ -115,7 +115,7 @@ export class TracingReads {
   }
 
   async getRun(workspaceId: string, id: string) {
-    const run = await new RunRepository(this.dataSource.manager).get(workspaceId, id);
+    const run = await new RunReadRepository(this.dataSource.manager).get(workspaceId, id);
     if (!run) throw NotFoundError.of('Run', id);
     return runView(run, run.child_run_ids);
   }
@@ -129,7 +129,7 @@ export class TracingReads {
     const limit = Math.min(input.limit ?? PAGE, PAGE);
     const select = input.select ?? null;
     const filter = compiled(input.filter);
-    const repo = new RunRepository(this.dataSource.manager);
+    const repo = new RunReadRepository(this.dataSource.manager);
     const rows = await repo.query(workspaceId, {
       projectIds: input.session ?? null,
       ids: input.id ?? null,
@@ -175,7 +175,7 @@ export class TracingReads {
     const selects = input.selects ?? [];
     const limit = Math.min(input.page_size ?? PAGE, PAGE);
     const now = Date.now();
-    const repo = new RunRepository(this.dataSource.manager);
+    const repo = new RunReadRepository(this.dataSource.manager);
     const rows = await repo.query(workspaceId, {
       projectIds: input.project_ids,
       ids: input.ids ?? null,
@@ -205,7 +205,7 @@ export class TracingReads {
 
   /** `GET /api/v2/runs/{id}`: one run of one project, `id` and the selected fields; its own tokens. */
   async getRunV2(workspaceId: string, id: string, projectId: string, selects: RunSelectField[]) {
-    const run = await new RunRepository(this.dataSource.manager).get(workspaceId, id, {
+    const run = await new RunReadRepository(this.dataSource.manager).get(workspaceId, id, {
       projectId,
       subtreeTokens: false,
     });
