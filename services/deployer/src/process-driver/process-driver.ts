@@ -3,16 +3,11 @@ import path from 'node:path';
 import type { Config } from '@slipway/config';
 import { edgeToken, isEdgeToken } from '@slipway/crypto';
 import { DeploymentActivity, DeploymentRepository, EdgeRouteRepository, type DataSource } from '@slipway/db';
-import { redactValues, type Logger } from '@slipway/logging';
+import type { Logger } from '@slipway/logging';
 import { RevisionReads } from '@slipway/pipeline';
 import {
-  ArtifactError,
   ContainerInstances,
-  containerStartFailure,
-  instanceLabel,
-  lastLines,
   ProcessRuntime,
-  type HealthOutcome,
   type ImageCache,
   type Sandbox,
   type InstanceHealth,
@@ -27,8 +22,8 @@ import type { WorkerMetrics } from '@slipway/worker';
 import { AgentRunCountsReader } from '../metrics/agent-runs.js';
 import { DeploymentMetrics } from '../metrics/deployment-metrics.js';
 import { DeploymentWork } from './deployment-work.js';
-import { launchSpec } from './launch-spec.js';
 import { DISCARD_GRACE_MS, DRAIN_MS, InstanceKeeper, type InstanceContext, type InstanceEvents } from './instances.js';
+import { Rollout } from './rollout.js';
 import { RuntimeLock } from './runtime-lock.js';
 import { Supervision } from './supervision.js';
 import { Tailers } from './tailers.js';
@@ -37,16 +32,6 @@ import { Traffic } from './traffic.js';
 
 /** How often instances are supervised (and the runtime lock retried by a standby). */
 const TICK_MS = 2_000;
-/** Lines of a failed instance's log quoted in the failure message. */
-const FAILURE_LOG_LINES = 10;
-/** Lines of a failed instance's log searched for a start failure line. */
-const START_FAILURE_SEARCH_LINES = 200;
-/**
- * The line the agent server host (services/agent-server/src/server.ts) prints when a graph throws
- * as it is imported at start: the message leads with it, it says what to fix.
- */
-const START_FAILURE = /^Graph '[^']*' \(.*\) failed to load at start: /;
-
 /** `slipway_runtime_instance_events_total` on the deployer's `/metrics` (none without a registry). */
 function instanceEvents(metrics: Pick<WorkerMetrics, 'counter'> | undefined): InstanceEvents {
   if (!metrics) return () => undefined;
@@ -78,6 +63,8 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
   private readonly ctx: InstanceContext;
   private readonly keeper: InstanceKeeper;
   private readonly supervision: Supervision;
+  /** Starts a revision's instances and waits for them (startInstances). */
+  private readonly rollout: Rollout;
   private readonly containers: ContainerInstances | null;
   private readonly metrics: DeploymentMetrics;
   private readonly stopping = new AbortController();
@@ -155,6 +142,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     };
     this.keeper = new InstanceKeeper(this.ctx);
     this.supervision = new Supervision(this.ctx, this.keeper, revision);
+    this.rollout = new Rollout(this.ctx, this.keeper, this.containers);
   }
 
   get isOwner(): boolean {
@@ -208,7 +196,7 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
         await Promise.all(leftovers.map((r) => this.keeper.stop(r, DISCARD_GRACE_MS)));
       });
       await this.ctx.traffic.ensureProxy(deploymentId);
-      outcome = await this.launchAll(input, options);
+      outcome = await this.rollout.launchAll(input, options);
       return outcome;
     } finally {
       if (!outcome?.ok) this.keeper.rollingOut.delete(revisionId);
@@ -278,81 +266,6 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
 
   // ---------------------------------------------------------------- pieces
 
-  private async launchAll(
-    input: StartInstancesInput,
-    { signal, deadline, log }: StartInstancesOptions,
-  ): Promise<StartInstancesOutcome<InstanceRecord>> {
-    const { deploymentId, revisionId } = input;
-    const stopAll = new AbortController();
-    const onAbort = () => stopAll.abort(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    const launched: InstanceRecord[] = [];
-    try {
-      // API instances, then (a revision with queue workers) the workers: the revision is not
-      // deployed until every one of them answers its health probe.
-      const slots = [
-        ...Array.from({ length: input.scale }, (_, index) => ({ role: 'api' as const, index })),
-        ...Array.from({ length: input.queue?.scale ?? 0 }, (_, index) => ({ role: 'queue' as const, index })),
-      ];
-      // The image's USER is not honoured (a root USER would be root in the sandbox): said once per rollout.
-      const imageUser = input.image?.config.user;
-      if (imageUser && this.containers) {
-        log(
-          `The image's USER ${imageUser} is ignored: ` +
-            `its containers run as the deployment's uid ${await this.containers.uidOf(deploymentId)}.`,
-        );
-      }
-      for (const { role, index } of slots) {
-        if (signal.aborted) break;
-        if (this.keeper.tearingDown.has(deploymentId)) throw new Error('The deployment is being deleted.');
-        const { record } = await this.runtime.launch({ ...launchSpec(input, role), index, log });
-        launched.push(record);
-        await this.ctx.tailers.ensure(record, input.secretValues);
-      }
-      const ports = (role: string) =>
-        launched
-          .filter((r) => r.role === role)
-          .map((r) => r.port)
-          .join(', ');
-      const workers = input.queue ? ` and ${input.queue.scale} queue worker(s) (ports ${ports('queue')})` : '';
-      log(
-        `Started ${input.scale} instance(s) of ${input.artifactRef} (ports ${ports('api')})${workers}; waiting for GET /ok.`,
-      );
-      // One instance failing ends the wait for all of them.
-      const outcomes = await Promise.all(
-        launched.map(async (record) => {
-          const outcome = await this.runtime.waitHealthy(record, deadline, stopAll.signal);
-          if (!outcome.healthy) stopAll.abort('A sibling instance failed.');
-          return outcome;
-        }),
-      );
-      const failedAt = signal.aborted ? -1 : outcomes.findIndex((o) => !o.healthy);
-      if (signal.aborted || failedAt >= 0 || launched.length < slots.length) {
-        const outcome: HealthOutcome = failedAt >= 0 ? outcomes[failedAt]! : { healthy: false, reason: 'aborted' };
-        // The log is read before the stop, which would add the siblings' shutdown noise.
-        const message = await this.failureMessage(input, launched[Math.max(0, failedAt)], outcome, signal);
-        await this.keeper.discard(launched);
-        return { ok: false, message };
-      }
-      for (const record of launched) {
-        record.status = 'running';
-        await this.runtime.store.update(record.id, 'running');
-      }
-      log(
-        `All ${input.scale} instance(s)${input.queue ? ` and ${input.queue.scale} queue worker(s)` : ''} answer their health probe.`,
-      );
-      return { ok: true, instances: launched };
-    } catch (err) {
-      await this.keeper.discard(launched);
-      // An instance that can never start (an image whose command cannot be executed) fails the
-      // rollout now; anything else throws, and the reconciler retries the phase.
-      if (err instanceof ArtifactError) return { ok: false, message: redactValues(err.message, input.secretValues) };
-      throw err;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
-  }
-
   /** Teardown of a deployment: its proxy and every instance, before its database goes. */
   private async teardown(deploymentId: string): Promise<void> {
     this.keeper.tearingDown.add(deploymentId);
@@ -399,35 +312,5 @@ export class ProcessDriver implements RuntimeDriver<InstanceRecord> {
     await this.ctx.traffic.closeAll();
     await this.ctx.tailers.stopAll();
     await this.runtime.releaseNetworks();
-  }
-
-  private async failureMessage(
-    input: StartInstancesInput,
-    failed: InstanceRecord | undefined,
-    outcome: HealthOutcome,
-    signal: AbortSignal,
-  ): Promise<string> {
-    const label = failed ? instanceLabel(failed) : '';
-    const which = failed ? `${label[0]!.toUpperCase()}${label.slice(1)} (port ${failed.port})` : 'The rollout';
-    // Only a dead instance was killed; a live one that never answered is reported as such.
-    const exitCause =
-      failed && !outcome.healthy && outcome.reason === 'exited'
-        ? await this.runtime.exitCause(failed, input.limits)
-        : null;
-    const reason =
-      outcome.healthy || outcome.reason === 'aborted'
-        ? `${which} was stopped: ${String(signal.reason ?? 'the rollout was cancelled.')}`
-        : exitCause
-          ? `${which} was killed: ${exitCause}, before it answered GET /ok.`
-          : outcome.reason === 'exited'
-            ? `${which} exited before it answered GET /ok.`
-            : `${which} did not answer GET /ok within the rollout deadline.`;
-    const searched = failed ? await lastLines(failed.logPath, START_FAILURE_SEARCH_LINES) : [];
-    const lines = searched.slice(-FAILURE_LOG_LINES);
-    const startFailure =
-      searched.findLast((l) => START_FAILURE.test(l)) ??
-      (input.image ? containerStartFailure(searched, input.image.config.command) : null);
-    const message = lines.length ? `${reason} Last log lines:\n${lines.join('\n')}` : reason;
-    return redactValues(startFailure ? `${startFailure}\n${message}` : message, input.secretValues);
   }
 }
