@@ -6,7 +6,6 @@ import type { SecretsCodec } from '@slipway/crypto';
 import type { DataSource, EntityManager } from '@slipway/db';
 import {
   artifactUri,
-  GraphConfigError,
   isRevisionTerminal,
   toStorableText,
   type ArtifactManifest,
@@ -23,7 +22,6 @@ import {
   type RevisionFlow,
 } from '@slipway/pipeline';
 import type { Sandbox } from '@slipway/runtime';
-import { SourceFetchError } from '@slipway/source';
 import {
   BuildError,
   buildCommandFor,
@@ -47,7 +45,7 @@ import { DependencyCache } from './dependency-cache.js';
 import { checkGraphs } from './graph-check.js';
 import type { AgentServerHostInstall } from './host-install.js';
 import { BuildStepRunner } from './build-step-runner.js';
-import { CommandAbortedError } from './run-command.js';
+import { BuildVerdict, OwnershipLost } from './build-verdict.js';
 
 export type { CloneAccess } from './build-source.js';
 
@@ -71,11 +69,6 @@ export interface BuilderDeps {
   /** The agent server's dependencies, installed once for the whole process and copied into each agent artifact. */
   hostInstall: AgentServerHostInstall;
 }
-
-/** The build stopped because the revision is no longer this attempt's to build. */
-class OwnershipLost extends Error {}
-
-const minutes = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`);
 
 /**
  * `build.revision`: claims the revision (AWAITING_BUILD → BUILDING, conditional: a duplicate
@@ -145,6 +138,17 @@ class RevisionBuild {
       ),
       secrets.map((s) => s.value),
     );
+    const verdict = new BuildVerdict({
+      dataSource: this.deps.dataSource,
+      flow: this.deps.flow,
+      revisionId: this.revisionId,
+      attempt: this.attempt,
+      artifact: this.paths.artifact,
+      buildDeadlineMs: this.deps.config.pipeline.buildDeadlineMs,
+      guard: this.guard,
+      buildLog: this.buildLog,
+      log: this.log,
+    });
 
     // The verdict is applied last, after the log is flushed and the build directory removed:
     // whoever sees the final status (a CLI polling it) then finds the whole build log.
@@ -167,9 +171,9 @@ class RevisionBuild {
         log: this.log,
       });
       const { commit, agentServer } = await this.build(secrets);
-      conclude = () => this.handToRollout(commit, agentServer, requestId);
+      conclude = () => verdict.handToRollout(commit, agentServer, requestId);
     } catch (err) {
-      conclude = this.guard.signal.aborted || err instanceof OwnershipLost ? this.stopped(err) : this.failed(err);
+      conclude = this.guard.signal.aborted || err instanceof OwnershipLost ? verdict.stopped(err) : verdict.failed(err);
     }
     this.guard.stop();
     await this.jail?.release().catch((err) => this.log.warn({ err }, 'could not remove the build cgroup'));
@@ -316,40 +320,6 @@ class RevisionBuild {
   }
 
   /**
-   * Ends the build phase (BUILDING → AWAITING_DEPLOY, and the rollout job, in one transaction:
-   * RevisionFlow.complete), while the revision is still this attempt's. Never a failure to report: null.
-   */
-  private async handToRollout(
-    commit: string | null,
-    agentServer: boolean,
-    requestId: string | undefined,
-  ): Promise<null> {
-    const handed = await this.deps.dataSource.transaction((m) =>
-      this.deps.flow.complete(m, this.revisionId, 'build', {
-        attempt: this.attempt,
-        message: `Built ${commit ? `commit ${commit.slice(0, 12)}` : 'the uploaded source'}; waiting for the deployer.`,
-        // Whether the platform serves the project's graphs (the artifact's `agent_server`): the
-        // deployment resource says so (`agent_server`), and a redeploy copies it with the config.
-        set: {
-          artifactRef: this.paths.artifact,
-          imageUri: artifactUri(this.revisionId),
-          heartbeatAt: null,
-          revisionConfig: { agent_server: agentServer },
-        },
-        ...(requestId ? { requestId } : {}),
-      }),
-    );
-    if (!handed) {
-      // Interrupted (or taken over) in the last moment: nobody will ever roll this artifact out.
-      await rm(this.paths.artifact, { recursive: true, force: true });
-      this.log.info('revision moved on before the build was handed over; artifact removed');
-      return null;
-    }
-    this.log.info({ commit, artifact: this.paths.artifact }, 'build done; revision handed to the rollout queue');
-    return null;
-  }
-
-  /**
    * True while the revision is still this attempt's: BUILDING with our attempt number. Takes
    * the deployment lock first (the lock order every transition follows), then the row lock.
    */
@@ -357,54 +327,5 @@ class RevisionBuild {
     await this.deps.flow.lockDeployment(m, this.rev.deployment_id);
     const row = await new RevisionRepository(m).lockedPhase(this.revisionId);
     return row?.status === 'BUILDING' && row.attempt === this.attempt;
-  }
-
-  /** Marks the revision BUILD_FAILED (if it is still ours); returns the message, or null when someone else moved it. */
-  private async failWith(message: string): Promise<string | null> {
-    const applied = await this.deps.dataSource.transaction((m) =>
-      this.deps.flow.fail(m, this.revisionId, 'build', { attempt: this.attempt, from: ['BUILDING'], message }),
-    );
-    return applied ? message : null;
-  }
-
-  private withTail(what: string): string {
-    const tail = this.buildLog.tail();
-    return this.buildLog.redact(tail.length ? `${what}\nLast log lines:\n${tail.join('\n')}` : what);
-  }
-
-  /** Writes why the build failed to its log now; the returned step marks the revision BUILD_FAILED. */
-  private failed(err: unknown): () => Promise<string | null> {
-    const known = err instanceof BuildError || err instanceof SourceFetchError || err instanceof GraphConfigError;
-    const what = known
-      ? (err as Error).message
-      : `The build failed unexpectedly: ${(err as Error)?.message ?? String(err)}`;
-    if (!known) this.log.error({ err }, 'build failed unexpectedly');
-    const message = this.withTail(what);
-    this.buildLog.line(`Build failed: ${what}`, 'error');
-    return async () => {
-      const failed = await this.failWith(message);
-      this.log.warn({ failed: !!failed, reason: this.buildLog.redact(what) }, 'build failed');
-      return failed;
-    };
-  }
-
-  /**
-   * The guard aborted (or a check found the revision moved on). If the revision is still ours
-   * and BUILDING, the only reason left is its deadline: fail it saying so. Otherwise whoever
-   * moved it (an interruption, the reconciler) already set its status.
-   */
-  private stopped(err: unknown): () => Promise<string | null> {
-    const reason = this.guard.reason ?? 'the revision moved on';
-    if (!(err instanceof CommandAbortedError || err instanceof OwnershipLost))
-      this.log.debug({ err }, 'step ended by the abort');
-    const message = this.withTail(
-      `The build exceeded its deadline of ${minutes(this.deps.config.pipeline.buildDeadlineMs)}.`,
-    );
-    this.buildLog.line(`Build stopped: ${reason}`, 'warn');
-    return async () => {
-      const failed = this.guard.signal.aborted ? await this.failWith(message) : null;
-      this.log.info({ reason, deadline: !!failed }, 'build stopped');
-      return failed;
-    };
   }
 }
