@@ -12,16 +12,21 @@
 // creates, streams and cancels them, and sweeps lapsed leases, but claims nothing. A run stopped
 // by a rollback (a newer run's `multitask_strategy: "rollback"`, or a cancel with that action) is
 // not ended with a status: its worker deletes it and its checkpoints, and the thread is as before it.
+// The claim's statement is run-claim.ts, the sweeper lease-sweeper.ts, this instance's row
+// instance-presence.ts; the leases this instance holds are RunQueue's.
 import { randomUUID } from 'node:crypto';
 import type { Run } from '@langchain/langgraph-api/storage';
 import type { Db, Tx } from './db.js';
-import { inTransaction, isUniqueViolation } from './db.js';
-import { json, RUN_COLUMNS, threadStatusAfterRun, toRun } from './rows.js';
+import { inTransaction } from './db.js';
+import { InstancePresence } from './instance-presence.js';
+import { LeaseSweeper } from './lease-sweeper.js';
+import { threadStatusAfterRun, toRun } from './rows.js';
+import { claimOldestRun, resumeFromCheckpoint } from './run-claim.js';
 import type { RunStats } from './run-stats.js';
 import type { CancelAction, RunStreams } from './streams.js';
 import { checkpointer, logger } from './upstream.js';
 
-export const MAX_ATTEMPTS = 3;
+export { MAX_ATTEMPTS } from './lease-sweeper.js';
 
 export interface QueueOptions {
   instanceId: string;
@@ -74,6 +79,8 @@ export class RunQueue {
   private readonly held = new Map<string, Lease>();
   private timers: NodeJS.Timeout[] = [];
   private draining = false;
+  private readonly presence: InstancePresence;
+  private readonly sweeper: LeaseSweeper;
 
   constructor(
     private readonly db: Db,
@@ -83,6 +90,8 @@ export class RunQueue {
     private readonly stats: Pick<RunStats, 'started' | 'ended'> = { started: async () => {}, ended: async () => {} },
   ) {
     streams.onCancel = (runId, action) => this.abort(runId, action);
+    this.presence = new InstancePresence(db, options);
+    this.sweeper = new LeaseSweeper(db, streams, stats);
   }
 
   get code(): string {
@@ -90,8 +99,7 @@ export class RunQueue {
   }
 
   async start(): Promise<void> {
-    // Instances gone for an hour (killed, not stopped) left their row: it goes.
-    await this.db.query(`DELETE FROM slipway_agent_instances WHERE seen_at < now() - interval '1 hour'`);
+    await this.presence.pruneGone();
     await this.announce();
     const { leaseMs } = this.options;
     const every = (ms: number, fn: () => Promise<unknown>) => {
@@ -102,7 +110,7 @@ export class RunQueue {
       this.timers.push(timer);
     };
     every(Math.max(200, Math.floor(leaseMs / 3)), () => this.renew());
-    every(Math.max(500, Math.floor(leaseMs / 2)), () => this.sweep());
+    every(Math.max(500, Math.floor(leaseMs / 2)), () => this.sweeper.sweep());
   }
 
   stop(): void {
@@ -142,27 +150,7 @@ export class RunQueue {
     if (this.draining || !this.options.claims) return null;
     const token = randomUUID();
     const sentAt = Date.now();
-    let row: any;
-    try {
-      const { rows } = await this.db.query(
-        `UPDATE slipway_agent_runs SET status = 'running', worker = $1, lease_token = $2,
-                lease_expires_at = now() + make_interval(secs => $3::double precision / 1000), updated_at = now()
-          WHERE run_id = (SELECT r.run_id FROM slipway_agent_runs r
-                           WHERE r.status = 'pending' AND r.created_at <= now()
-                             AND NOT EXISTS (SELECT 1 FROM slipway_agent_runs x WHERE x.thread_id = r.thread_id AND x.status = 'running')
-                             AND (r.code IS NULL OR r.code = $4 OR NOT EXISTS (
-                                   SELECT 1 FROM slipway_agent_instances i
-                                    WHERE i.code = r.code AND NOT i.draining
-                                      AND i.seen_at > now() - make_interval(secs => $3::double precision / 1000)))
-                           ORDER BY r.created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-          RETURNING ${RUN_COLUMNS}, attempt`,
-        [this.options.instanceId, token, this.options.leaseMs, this.options.code],
-      );
-      row = rows[0];
-    } catch (err) {
-      if (isUniqueViolation(err, 'slipway_agent_runs_one_running')) return null; // another worker took a run of that thread first
-      throw err;
-    }
+    const row = await claimOldestRun(this.db, this.options, token);
     if (!row) return null;
     const controller = new AbortController();
     this.held.set(row.run_id, {
@@ -186,7 +174,7 @@ export class RunQueue {
     };
     let resumed: boolean;
     try {
-      resumed = await this.resumeFromCheckpoint(run);
+      resumed = await resumeFromCheckpoint(this.db, run);
     } catch (err) {
       await this.finish(run.run_id); // back to the queue
       throw err;
@@ -194,25 +182,6 @@ export class RunQueue {
     // A first claim starts the run; a claim after a lapsed lease or a hand-over continues it.
     if (row.attempt === 1 && !resumed) void this.stats.started();
     return { run, attempt: row.attempt, signal: controller.signal };
-  }
-
-  /**
-   * A run claimed again (its instance died, froze or drained): when it had written a checkpoint, it continues
-   * from the thread's latest one (no input: the graph resumes the steps that did not finish)
-   * instead of starting over with its input.
-   */
-  private async resumeFromCheckpoint(run: Run): Promise<boolean> {
-    const { rows } = await this.db.query(
-      `SELECT 1 FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' AND metadata->>'run_id' = $2 LIMIT 1`,
-      [run.thread_id, run.run_id],
-    );
-    if (!rows.length) return false;
-    run.kwargs = { ...run.kwargs, input: null, command: undefined };
-    const configurable = { ...run.kwargs.config?.configurable };
-    delete configurable.checkpoint_id;
-    run.kwargs.config = { ...run.kwargs.config, configurable };
-    logger.info('Resuming run from its last checkpoint', { run_id: run.run_id, thread_id: run.thread_id });
-    return true;
   }
 
   /**
@@ -321,13 +290,8 @@ export class RunQueue {
   }
 
   /** Says this instance (and its code) is alive, or draining. */
-  async announce(): Promise<void> {
-    if (!this.options.claims) return;
-    await this.db.query(
-      `INSERT INTO slipway_agent_instances (instance_id, code, draining) VALUES ($1, $2, $3)
-       ON CONFLICT (instance_id) DO UPDATE SET seen_at = now(), draining = EXCLUDED.draining`,
-      [this.options.instanceId, this.options.code, this.draining],
-    );
+  announce(): Promise<void> {
+    return this.presence.announce(this.draining);
   }
 
   /** Heartbeat: the instance's own, and every lease it holds extended; one it no longer holds stops its run. */
@@ -352,42 +316,6 @@ export class RunQueue {
     }
   }
 
-  /** Requeues runs whose lease lapsed (or ends them `error` after MAX_ATTEMPTS claims). */
-  async sweep(): Promise<void> {
-    const { rows } = await this.db.query(
-      `UPDATE slipway_agent_runs r SET status = CASE WHEN r.attempt >= $1 THEN 'error' ELSE 'pending' END, attempt = r.attempt + 1,
-              worker = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
-        WHERE r.run_id IN (SELECT run_id FROM slipway_agent_runs WHERE status = 'running' ` +
-        `AND lease_expires_at < now() FOR UPDATE SKIP LOCKED)
-        RETURNING r.run_id, r.thread_id, r.status, r.attempt`,
-      [MAX_ATTEMPTS],
-    );
-    if (!rows.length) return;
-    for (const row of rows) {
-      logger.warn(
-        row.status === 'pending'
-          ? 'Requeued a run whose lease lapsed'
-          : 'A run whose lease lapsed used up its attempts',
-        { run_id: row.run_id, attempt: row.attempt },
-      );
-      if (row.status !== 'error') continue;
-      void this.stats.ended('error', null);
-      await this.failed(row.run_id, row.thread_id, `Run ${row.run_id} exceeded max attempts`);
-    }
-    if (rows.some((r: { status: string }) => r.status === 'pending')) await this.streams.wake();
-  }
-
-  /** A run that ends `error` outside a worker: its thread too, and its joiners hear why. */
-  private async failed(runId: string, threadId: string, message: string): Promise<void> {
-    await this.db.query(
-      `UPDATE slipway_agent_threads SET status = ${threadStatusAfterRun('$1', `'error'`)},
-              updated_at = now() WHERE thread_id = $1`,
-      [threadId],
-    );
-    await this.streams.publish(runId, 'error', json({ error: 'Error', message })!);
-    await this.streams.end(runId);
-  }
-
   /**
    * SIGTERM: claim nothing more, give the runs in flight `graceMs` to finish, then requeue the
    * rest (their writes fenced from then on) so another instance resumes them from their checkpoint.
@@ -402,7 +330,7 @@ export class RunQueue {
       lease.lost = true; // before the abort: the worker's error handling must not write
       lease.controller.abort('requeue');
     }
-    await this.db.query('DELETE FROM slipway_agent_instances WHERE instance_id = $1', [this.options.instanceId]);
+    await this.presence.leave();
     if (!left.length) return;
     await this.db.query(
       `UPDATE slipway_agent_runs r SET status = 'pending', worker = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
