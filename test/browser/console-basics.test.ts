@@ -156,9 +156,83 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
       await row(hidden.id).waitFor();
       expect(await w.page.getByLabel('Name contains').inputValue()).toBe(tag);
       await w.page.goForward();
-      await row(hidden.id).waitFor({ state: 'detached' });
-      expect(await row(kept.id).count()).toBe(1);
+      await row(kept.id).waitFor();
+      expect(await row(hidden.id).count()).toBe(0);
       expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
+
+  it('never shows one filter’s rows under another: not while its read runs, not when it fails; a refresh keeps them', async () => {
+    const tag = randomUUID().slice(0, 8);
+    const [alpha, beta] = await Promise.all([create(`stale-${tag}-alpha`), create(`stale-${tag}-beta`)]);
+    // The list's own read (not its revisions') for one `name_contains`.
+    const listOf = (name: string) => (url: URL) =>
+      url.pathname.endsWith('/v2/deployments') && url.searchParams.get('name_contains') === name;
+    const w = await openConsolePage();
+    const { page } = w;
+    const row = (id: string) => page.locator(`tr[data-deployment-id="${id}"]`);
+    try {
+      await signInAt(page, `${consoleUrl()}#/?name_contains=stale-${tag}-alpha`, stand.api.adminKey);
+      await row(alpha.id).waitFor();
+
+      // A refresh of the same filter (a deployment created: an event) keeps the rows while it reads.
+      const alphaList = listOf(`stale-${tag}-alpha`);
+      let refreshing!: () => void;
+      const refreshStarted = new Promise<void>((resolve) => (refreshing = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      await page.route(alphaList, async (route) => {
+        refreshing();
+        await released;
+        await route.continue();
+      });
+      const alpha2 = await create(`stale-${tag}-alpha-2`);
+      await refreshStarted;
+      expect(await row(alpha.id).count()).toBe(1);
+      expect(await page.getByText('Loading deployments…').count()).toBe(0);
+      release();
+      await row(alpha2.id).waitFor();
+      await page.unroute(alphaList);
+
+      // Another filter, whose read is held and then refused. From the render that changes the
+      // address on, no alpha row is in the page: not during the read, not beside its error.
+      const betaList = listOf(`stale-${tag}-beta`);
+      let refuse!: () => void;
+      const refused = new Promise<void>((resolve) => (refuse = resolve));
+      await page.route(betaList, async (route) => {
+        await refused;
+        await route.fulfill({
+          status: 503,
+          contentType: 'application/json',
+          body: JSON.stringify({ detail: 'The list cannot be read now.' }),
+        });
+      });
+      await page.evaluate(`(() => {
+        const ids = ${JSON.stringify([alpha.id, alpha2.id])};
+        window.staleSeen = [];
+        addEventListener('hashchange', () => new MutationObserver(() => {
+          for (const id of ids) if (document.querySelector('tr[data-deployment-id="' + id + '"]')) staleSeen.push(id);
+        }).observe(document.body, { childList: true, subtree: true, characterData: true }), { once: true });
+      })()`);
+      await page.evaluate(`location.hash = ${JSON.stringify(`#/?name_contains=stale-${tag}-beta`)}`);
+      await expect.poll(() => page.getByLabel('Name contains').inputValue()).toBe(`stale-${tag}-beta`);
+      expect(await row(alpha.id).count()).toBe(0);
+      await page.getByText('Loading deployments…').waitFor();
+      refuse();
+      await page.getByRole('alert').filter({ hasText: 'The list cannot be read now.' }).waitFor();
+      expect(await row(alpha.id).count()).toBe(0);
+      expect(await row(alpha2.id).count()).toBe(0);
+      expect(await page.evaluate('staleSeen')).toEqual([]);
+
+      // Read again, answered this time: the beta row alone.
+      await page.unroute(betaList);
+      await page.reload();
+      await row(beta.id).waitFor();
+      expect(await row(alpha.id).count()).toBe(0);
+      // The only console errors are the browser's notes about the refused reads.
+      expect(w.errors.filter((e) => !/status of 503/.test(e))).toEqual([]);
     } finally {
       await w.close();
     }
