@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import axe from 'axe-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
-import { agentApplies, closeBrowser, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
-import type { HttpClient } from '../support/http.js';
-import { createImageDeployment, createListener, otherWorkspaceClient } from '../support/fixtures.js';
-import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
-import { startTestApi, type TestApi } from '../support/test-api.js';
+import { agentApplies, openConsolePage, pageWidth, signInAt } from '../support/console-page.js';
+import { createImageDeployment, otherWorkspaceClient } from '../support/fixtures.js';
+import { listenerStandForFile } from '../support/listener-stand.js';
+import { eventually } from '../support/service-process.js';
 
 /**
  * Finding and getting around the console: its entrances (`/`, the deploy CLIs' "View status"
@@ -25,64 +24,49 @@ const { getDeploymentStatusUrl } = (await import(
 };
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
 
-let api: TestApi;
-let deployer: ServiceProcess;
-let listenerId: string;
-let agent: HttpClient;
-
-beforeAll(async () => {
-  api = await startTestApi();
-  api.relay.start();
-  deployer = await startService('deployer', serviceEnv(api));
-  listenerId = await createListener(api, `console-basics-${randomUUID()}`, ['agents']);
-  agent = api.http.as(await api.mintKey({ listenerId }));
-}, 90_000);
-
-afterAll(async () => {
-  await closeBrowser();
-  await deployer?.stop();
-  await api?.close();
-});
+const stand = listenerStandForFile('console-basics');
 
 const create = async (name: string) =>
-  (await createImageDeployment(api, name, listenerId, { image: 'registry.example/agent:1' })) as unknown as {
+  (await createImageDeployment(stand.api, name, stand.listenerId, {
+    image: 'registry.example/agent:1',
+  })) as unknown as {
     id: string;
     name: string;
     tenant_id: string;
   };
-const consoleUrl = () => `${api.baseUrl}/console/`;
+const consoleUrl = () => `${stand.api.baseUrl}/console/`;
 
 describe('the console’s entrances over HTTP', () => {
   it('redirects / to the console under each prefix, for GET and HEAD, and keeps /console', async () => {
     for (const prefix of ['', '/api-host']) {
       for (const method of ['GET', 'HEAD']) {
-        const res = await fetch(`${api.baseUrl}${prefix}/`, { method, redirect: 'manual' });
+        const res = await fetch(`${stand.api.baseUrl}${prefix}/`, { method, redirect: 'manual' });
         expect(res.status, `${method} ${prefix}/`).toBe(302);
         expect(res.headers.get('location')).toBe(`${prefix}/console/`);
       }
-      const bare = await fetch(`${api.baseUrl}${prefix}/console`, { redirect: 'manual' });
+      const bare = await fetch(`${stand.api.baseUrl}${prefix}/console`, { redirect: 'manual' });
       expect(bare.headers.get('location')).toBe(`${prefix}/console/`);
     }
     // Other methods at / stay the API's JSON answers; the API itself is where it was.
-    const post = await fetch(`${api.baseUrl}/`, { method: 'POST' });
+    const post = await fetch(`${stand.api.baseUrl}/`, { method: 'POST' });
     expect(post.status).toBeGreaterThanOrEqual(400);
     expect(post.status).toBeLessThan(500);
-    expect((await api.http.get('/v2/deployments')).status).toBe(200);
+    expect((await stand.api.http.get('/v2/deployments')).status).toBe(200);
   });
 
   it('redirects the deploy CLI’s "View status" URL to that deployment’s page, and nothing else', async () => {
     const d = await create('cli-status-http');
     for (const prefix of ['', '/api-host']) {
-      const url = getDeploymentStatusUrl(d, d.id, `${api.baseUrl}${prefix}`);
-      expect(url).toBe(`${api.baseUrl}${prefix}/o/${d.tenant_id}/host/deployments/${d.id}`);
+      const url = getDeploymentStatusUrl(d, d.id, `${stand.api.baseUrl}${prefix}`);
+      expect(url).toBe(`${stand.api.baseUrl}${prefix}/o/${d.tenant_id}/host/deployments/${d.id}`);
       const res = await fetch(url!, { redirect: 'manual' });
       expect(res.status).toBe(302);
       expect(res.headers.get('location')).toBe(`${prefix}/console/#/deployments/${d.id}?workspace=${d.tenant_id}`);
     }
     // A tenant that is no UUID is left out; not a deployment id: the API's 404, never a redirect built from what was sent.
-    const odd = await fetch(`${api.baseUrl}/o/%3Cscript%3E/host/deployments/${d.id}`, { redirect: 'manual' });
+    const odd = await fetch(`${stand.api.baseUrl}/o/%3Cscript%3E/host/deployments/${d.id}`, { redirect: 'manual' });
     expect(odd.headers.get('location')).toBe(`/console/#/deployments/${d.id}`);
-    const other = await fetch(`${api.baseUrl}/o/x/host/deployments/%2F%2Fevil.example`, { redirect: 'manual' });
+    const other = await fetch(`${stand.api.baseUrl}/o/x/host/deployments/%2F%2Fevil.example`, { redirect: 'manual' });
     expect(other.status).toBe(404);
     expect(await other.json()).toEqual({ detail: 'Not Found' });
   });
@@ -96,7 +80,7 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
   it('shows the console at /', async () => {
     const w = await openConsolePage();
     try {
-      await signInAt(w.page, `${api.baseUrl}/`, api.adminKey);
+      await signInAt(w.page, `${stand.api.baseUrl}/`, stand.api.adminKey);
       expect(new URL(w.page.url()).pathname).toBe('/console/');
       expect(await w.page.title()).toBe('Slipway console');
       expect(w.errors).toEqual([]);
@@ -109,8 +93,13 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     const d = await create('cli-status-page');
     const w = await openConsolePage();
     try {
-      await signInAt(w.page, getDeploymentStatusUrl(d, d.id, api.baseUrl)!, api.adminKey, 'cli-status-page');
-      expect(w.page.url()).toBe(`${api.baseUrl}/console/#/deployments/${d.id}?workspace=${d.tenant_id}`);
+      await signInAt(
+        w.page,
+        getDeploymentStatusUrl(d, d.id, stand.api.baseUrl)!,
+        stand.api.adminKey,
+        'cli-status-page',
+      );
+      expect(w.page.url()).toBe(`${stand.api.baseUrl}/console/#/deployments/${d.id}?workspace=${d.tenant_id}`);
       // An image deployed as it is is not known to be an agent server: no Studio link.
       expect(await w.page.getByRole('region', { name: 'Use this agent' }).count()).toBe(0);
       expect(w.errors).toEqual([]);
@@ -121,10 +110,10 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
 
   it('preselects the status link’s workspace for an organization key', async () => {
     const d = await create('cli-status-org-key');
-    const orgKey = await api.mintKey({ scope: 'organization', workspaceId: null, role: 'member' });
+    const orgKey = await stand.api.mintKey({ scope: 'organization', workspaceId: null, role: 'member' });
     const w = await openConsolePage();
     try {
-      await w.page.goto(getDeploymentStatusUrl(d, d.id, api.baseUrl)!);
+      await w.page.goto(getDeploymentStatusUrl(d, d.id, stand.api.baseUrl)!);
       await w.page.getByLabel('API key').fill(orgKey);
       await w.page.getByRole('button', { name: 'Sign in' }).click();
       const workspace = w.page.getByLabel('Workspace');
@@ -144,7 +133,7 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     const [kept, hidden] = await Promise.all([create(`filter-${tag}-kept`), create(`other-${tag}`)]);
     const w = await openConsolePage();
     try {
-      await signInAt(w.page, consoleUrl(), api.adminKey);
+      await signInAt(w.page, consoleUrl(), stand.api.adminKey);
       const row = (id: string) => w.page.locator(`tr[data-deployment-id="${id}"]`);
       await w.page.getByLabel('Name contains').fill(tag);
       await w.page.getByRole('button', { name: 'Apply filters' }).click();
@@ -167,9 +156,83 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
       await row(hidden.id).waitFor();
       expect(await w.page.getByLabel('Name contains').inputValue()).toBe(tag);
       await w.page.goForward();
-      await row(hidden.id).waitFor({ state: 'detached' });
-      expect(await row(kept.id).count()).toBe(1);
+      await row(kept.id).waitFor();
+      expect(await row(hidden.id).count()).toBe(0);
       expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
+
+  it('never shows one filter’s rows under another: not while its read runs, not when it fails; a refresh keeps them', async () => {
+    const tag = randomUUID().slice(0, 8);
+    const [alpha, beta] = await Promise.all([create(`stale-${tag}-alpha`), create(`stale-${tag}-beta`)]);
+    // The list's own read (not its revisions') for one `name_contains`.
+    const listOf = (name: string) => (url: URL) =>
+      url.pathname.endsWith('/v2/deployments') && url.searchParams.get('name_contains') === name;
+    const w = await openConsolePage();
+    const { page } = w;
+    const row = (id: string) => page.locator(`tr[data-deployment-id="${id}"]`);
+    try {
+      await signInAt(page, `${consoleUrl()}#/?name_contains=stale-${tag}-alpha`, stand.api.adminKey);
+      await row(alpha.id).waitFor();
+
+      // A refresh of the same filter (a deployment created: an event) keeps the rows while it reads.
+      const alphaList = listOf(`stale-${tag}-alpha`);
+      let refreshing!: () => void;
+      const refreshStarted = new Promise<void>((resolve) => (refreshing = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      await page.route(alphaList, async (route) => {
+        refreshing();
+        await released;
+        await route.continue();
+      });
+      const alpha2 = await create(`stale-${tag}-alpha-2`);
+      await refreshStarted;
+      expect(await row(alpha.id).count()).toBe(1);
+      expect(await page.getByText('Loading deployments…').count()).toBe(0);
+      release();
+      await row(alpha2.id).waitFor();
+      await page.unroute(alphaList);
+
+      // Another filter, whose read is held and then refused. From the render that changes the
+      // address on, no alpha row is in the page: not during the read, not beside its error.
+      const betaList = listOf(`stale-${tag}-beta`);
+      let refuse!: () => void;
+      const refused = new Promise<void>((resolve) => (refuse = resolve));
+      await page.route(betaList, async (route) => {
+        await refused;
+        await route.fulfill({
+          status: 503,
+          contentType: 'application/json',
+          body: JSON.stringify({ detail: 'The list cannot be read now.' }),
+        });
+      });
+      await page.evaluate(`(() => {
+        const ids = ${JSON.stringify([alpha.id, alpha2.id])};
+        window.staleSeen = [];
+        addEventListener('hashchange', () => new MutationObserver(() => {
+          for (const id of ids) if (document.querySelector('tr[data-deployment-id="' + id + '"]')) staleSeen.push(id);
+        }).observe(document.body, { childList: true, subtree: true, characterData: true }), { once: true });
+      })()`);
+      await page.evaluate(`location.hash = ${JSON.stringify(`#/?name_contains=stale-${tag}-beta`)}`);
+      await expect.poll(() => page.getByLabel('Name contains').inputValue()).toBe(`stale-${tag}-beta`);
+      expect(await row(alpha.id).count()).toBe(0);
+      await page.getByText('Loading deployments…').waitFor();
+      refuse();
+      await page.getByRole('alert').filter({ hasText: 'The list cannot be read now.' }).waitFor();
+      expect(await row(alpha.id).count()).toBe(0);
+      expect(await row(alpha2.id).count()).toBe(0);
+      expect(await page.evaluate('staleSeen')).toEqual([]);
+
+      // Read again, answered this time: the beta row alone.
+      await page.unroute(betaList);
+      await page.reload();
+      await row(beta.id).waitFor();
+      expect(await row(alpha.id).count()).toBe(0);
+      // The only console errors are the browser's notes about the refused reads.
+      expect(w.errors.filter((e) => !/status of 503/.test(e))).toEqual([]);
     } finally {
       await w.close();
     }
@@ -179,7 +242,7 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     const d = await create('deleted-then-listed');
     const w = await openConsolePage();
     try {
-      await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, api.adminKey, 'deleted-then-listed');
+      await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, stand.api.adminKey, 'deleted-then-listed');
       // The destructive action looks it: filled with the theme's failure colour.
       expect(
         await w.page
@@ -198,7 +261,7 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
       await w.page.getByRole('heading', { name: 'Deployments', level: 1 }).waitFor();
       expect(new URL(w.page.url()).hash).toBe('#/');
       await eventually(
-        () => api.http.get(`/v2/deployments/${d.id}`),
+        () => stand.api.http.get(`/v2/deployments/${d.id}`),
         (res) => res.status === 404 || res.body.status === 'AWAITING_DELETE',
       );
       expect(await w.page.getByRole('alert').count()).toBe(0);
@@ -209,13 +272,13 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
   }, 60_000);
 
   it('says how to create a first deployment when there is none, and how to widen filters that match none', async () => {
-    const empty = await otherWorkspaceClient(api, `empty-${randomUUID().slice(0, 8)}`);
+    const empty = await otherWorkspaceClient(stand.api, `empty-${randomUUID().slice(0, 8)}`);
     const w = await openConsolePage();
     try {
       await signInAt(w.page, consoleUrl(), empty.key);
       const state = w.page.getByRole('region', { name: 'No deployments yet' });
       await state.waitFor();
-      expect(await state.innerText()).toContain(`deploy --remote --host-url ${api.baseUrl} --name my-agent`);
+      expect(await state.innerText()).toContain(`deploy --remote --host-url ${stand.api.baseUrl} --name my-agent`);
       expect(await state.getByRole('link', { name: 'API reference' }).getAttribute('href')).toBe('/docs');
       expect(await w.page.getByRole('table').count()).toBe(0);
 
@@ -237,7 +300,7 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     const w = await openConsolePage({ colorScheme: 'dark', bypassCSP: true });
     const background = () => w.page.evaluate('getComputedStyle(document.documentElement).backgroundColor');
     try {
-      await signInAt(w.page, consoleUrl(), api.adminKey);
+      await signInAt(w.page, consoleUrl(), stand.api.adminKey);
       await w.page.locator(`tr[data-deployment-id="${d.id}"]`).waitFor();
       expect(await w.page.evaluate('document.documentElement.dataset.theme')).toBe('dark');
       expect(await background()).toBe('rgb(3, 7, 18)');
@@ -286,7 +349,7 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
     const d = await create(`a-rather-long-deployment-name-${randomUUID().replaceAll('-', '')}`);
     const w = await openConsolePage({ viewport: { width: 375, height: 800 }, isMobile: true, hasTouch: true });
     try {
-      await signInAt(w.page, consoleUrl(), api.adminKey);
+      await signInAt(w.page, consoleUrl(), stand.api.adminKey);
       const row = w.page.locator(`tr[data-deployment-id="${d.id}"]`);
       await row.waitFor();
       expect(await pageWidth(w.page)).toBeLessThanOrEqual(375);
@@ -308,17 +371,20 @@ describe.runIf(hasChromium || browserRequired)('the console in Chromium: finding
 
   it('shows the whole rollback table on a phone: the dialog fits the screen and its table scrolls', async () => {
     const long = (n: number) => `registry.example/team-with-a-long-name/agent-with-a-long-name:${'v'.repeat(40)}${n}`;
-    const d = (await createImageDeployment(api, 'rollback-on-a-phone', listenerId, { image: long(1) })) as unknown as {
+    const d = (await createImageDeployment(stand.api, 'rollback-on-a-phone', stand.listenerId, {
+      image: long(1),
+    })) as unknown as {
       id: string;
       latest_revision_id: string;
     };
-    await agentApplies(agent, listenerId, d.latest_revision_id);
-    const second = (await api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: long(2) } }))
-      .body.latest_revision_id as string;
-    await agentApplies(agent, listenerId, second);
+    await agentApplies(stand.agent, stand.listenerId, d.latest_revision_id);
+    const second = (
+      await stand.api.http.patch(`/v2/deployments/${d.id}`, { source_revision_config: { image_uri: long(2) } })
+    ).body.latest_revision_id as string;
+    await agentApplies(stand.agent, stand.listenerId, second);
     const w = await openConsolePage({ viewport: { width: 375, height: 700 }, isMobile: true, hasTouch: true });
     try {
-      await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, api.adminKey, 'rollback-on-a-phone');
+      await signInAt(w.page, `${consoleUrl()}#/deployments/${d.id}`, stand.api.adminKey, 'rollback-on-a-phone');
       const short = d.latest_revision_id.slice(0, 8);
       await w.page.getByRole('button', { name: `Roll back to revision ${short}` }).click();
       const dialog = w.page.getByRole('dialog', { name: `Roll back to revision ${short}` });

@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
-import { agentApplies, closeBrowser, openConsolePage, signInAt } from '../support/console-page.js';
-import { createImageDeployment, createListener } from '../support/fixtures.js';
-import type { HttpClient } from '../support/http.js';
-import { serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
-import { startTestApi, type TestApi } from '../support/test-api.js';
+import { agentApplies, openConsolePage, signInAt } from '../support/console-page.js';
+import { createImageDeployment } from '../support/fixtures.js';
+import { listenerStandForFile } from '../support/listener-stand.js';
 
 /**
  * The rollback dialog names the secrets whose value a rollback changes (docs/api.md, Revisions:
@@ -14,24 +12,7 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * the test reports as the listener agent would (nothing to build).
  */
 
-let api: TestApi;
-let deployer: ServiceProcess;
-let listenerId: string;
-let agent: HttpClient;
-
-beforeAll(async () => {
-  api = await startTestApi();
-  api.relay.start();
-  deployer = await startService('deployer', serviceEnv(api));
-  listenerId = await createListener(api, `rollback-secrets-${randomUUID()}`, ['agents']);
-  agent = api.http.as(await api.mintKey({ listenerId }));
-}, 90_000);
-
-afterAll(async () => {
-  await closeBrowser();
-  await deployer?.stop();
-  await api?.close();
-});
+const stand = listenerStandForFile('rollback-secrets');
 
 describe.runIf(hasChromium || browserRequired)('the rollback dialog and secret values', () => {
   beforeAll(() => {
@@ -43,25 +24,25 @@ describe.runIf(hasChromium || browserRequired)('the rollback dialog and secret v
     const second = `second-${randomUUID()}`;
     const steady = `steady-${randomUUID()}`;
     const name = `rollback-secrets-${randomUUID().slice(0, 6)}`;
-    const d = await createImageDeployment(api, name, listenerId, {
+    const d = await createImageDeployment(stand.api, name, stand.listenerId, {
       secrets: [
         { name: 'GREETING', value: first },
         { name: 'STEADY', value: steady },
       ],
     });
-    await agentApplies(agent, listenerId, d.latest_revision_id);
-    const patched = await api.http.patch(`/v2/deployments/${d.id}`, {
+    await agentApplies(stand.agent, stand.listenerId, d.latest_revision_id);
+    const patched = await stand.api.http.patch(`/v2/deployments/${d.id}`, {
       secrets: [
         { name: 'GREETING', value: second },
         { name: 'STEADY', value: steady },
       ],
     });
     expect(patched.status, patched.text).toBe(200);
-    await agentApplies(agent, listenerId, patched.body.latest_revision_id);
+    await agentApplies(stand.agent, stand.listenerId, patched.body.latest_revision_id);
 
     const w = await openConsolePage();
     try {
-      await signInAt(w.page, `${api.baseUrl}/console/#/deployments/${d.id}`, api.adminKey, name);
+      await signInAt(w.page, `${stand.api.baseUrl}/console/#/deployments/${d.id}`, stand.api.adminKey, name);
       const short = d.latest_revision_id.slice(0, 8);
       const openDialog = async () => {
         await w.page.getByRole('button', { name: `Roll back to revision ${short}` }).click();
@@ -82,7 +63,7 @@ describe.runIf(hasChromium || browserRequired)('the rollback dialog and secret v
       await dialog.getByRole('button', { name: 'Cancel' }).click();
 
       // The first revision as one made before fingerprints were kept: no guess, "unknown".
-      await api.dataSource.query(`UPDATE revisions SET secret_fingerprints = NULL WHERE id = $1`, [
+      await stand.api.dataSource.query(`UPDATE revisions SET secret_fingerprints = NULL WHERE id = $1`, [
         d.latest_revision_id,
       ]);
       await w.page.reload();

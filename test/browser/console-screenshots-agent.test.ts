@@ -1,8 +1,8 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
+import { askHumanGraph, deployAgent, interruptedThread, type DeployedAgent } from '../support/agent-projects.js';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
-import { axeViolations, closeBrowser, openConsolePage, signInAt } from '../support/console-page.js';
+import { closeBrowser, openConsolePage, signInAt, visitAndAudit } from '../support/console-page.js';
 import { prepareScreenshots, shoot } from '../support/screenshots.js';
 
 /**
@@ -14,27 +14,6 @@ import { prepareScreenshots, shoot } from '../support/screenshots.js';
  */
 const PORT_BASE = 46_000 + Math.floor(Math.random() * 2_000);
 
-const GRAPH = `import { Annotation, END, START, StateGraph, interrupt } from '@langchain/langgraph';
-
-const State = Annotation.Root({
-  steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
-  answer: Annotation<unknown>(),
-});
-
-export const graph = new StateGraph(State)
-  .addNode('plan', async () => ({ steps: ['plan'] }))
-  .addNode('ask_human', async () => {
-    const answer = interrupt({ question: 'Refund order 1042?' });
-    return { steps: ['ask_human'], answer };
-  })
-  .addNode('act', async () => ({ steps: ['act'] }))
-  .addEdge(START, 'plan')
-  .addEdge('plan', 'ask_human')
-  .addEdge('ask_human', 'act')
-  .addEdge('act', END)
-  .compile();
-`;
-
 let agent: DeployedAgent;
 let deployment: { id: string; name: string };
 let waiting: string;
@@ -42,14 +21,12 @@ let waiting: string;
 beforeAll(async () => {
   prepareScreenshots();
   agent = await deployAgent(
-    { name: 'refund-agent', files: { 'src/agent.ts': GRAPH } },
+    { name: 'refund-agent', files: { 'src/agent.ts': askHumanGraph('Refund order 1042?') } },
     { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 },
   );
   const d = (await agent.http.get(`/v2/deployments/${agent.deploymentId}`)).body;
   deployment = { id: d.id, name: d.name };
-  waiting = (await agent.client.threads.create()).thread_id;
-  await agent.client.runs.wait(waiting, 'agent', { input: { steps: ['go'] } });
-  expect((await agent.client.threads.get(waiting)).status).toBe('interrupted');
+  waiting = await interruptedThread(agent.client);
 }, 600_000);
 
 afterAll(async () => {
@@ -57,12 +34,9 @@ afterAll(async () => {
   await agent?.stop();
 }, 120_000);
 
-async function visit(page: Page, hash: string, heading: string, ready: (page: Page) => Promise<unknown>) {
-  await page.goto(`${agent.http.baseUrl}/console/#${hash}`);
-  await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
-  await ready(page);
-  expect(await axeViolations(page), `axe on #${hash}`).toEqual([]);
-}
+/** The page's checks (visitAndAudit), before its picture. */
+const visit = (page: Page, hash: string, heading: string, ready: (page: Page) => Promise<unknown>) =>
+  visitAndAudit(page, agent.http.baseUrl, hash, heading, ready);
 
 describe.runIf(hasChromium || browserRequired)('the Agent tab, in both themes', () => {
   beforeAll(() => {

@@ -8,6 +8,7 @@ import {
   expectFitsAfterResize,
   openConsolePage,
   signInAt,
+  visitAndAudit,
 } from '../support/console-page.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { prepareScreenshots, shoot, type Theme } from '../support/screenshots.js';
@@ -78,13 +79,9 @@ function axisInk(chart: Locator): Promise<{ light: number; dark: number }> {
   });
 }
 
-/** The page's checks: its level-1 heading, what `ready` waits for, axe, then its picture. */
-async function visit(page: Page, hash: string, heading: string, ready: (page: Page) => Promise<unknown>) {
-  await page.goto(`${stand.apiUrl}/console/#${hash}`);
-  await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
-  await ready(page);
-  expect(await axeViolations(page), `axe on #${hash}`).toEqual([]);
-}
+/** The page's checks (visitAndAudit), before its picture. */
+const visit = (page: Page, hash: string, heading: string, ready: (page: Page) => Promise<unknown>) =>
+  visitAndAudit(page, stand.apiUrl, hash, heading, ready);
 
 describe.runIf(hasChromium || browserRequired)('every page of the console, in both themes', () => {
   beforeAll(() => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
+import { askHumanGraph, deployAgent, interruptedThread, type DeployedAgent } from '../support/agent-projects.js';
 import { browserRequired, CHROMIUM, hasChromium } from '../support/browser.js';
 import {
   axeViolations,
@@ -26,27 +26,6 @@ import { eventually } from '../support/service-process.js';
  */
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
 const PORT_BASE = 44_000 + Math.floor(Math.random() * 2_000);
-
-const GRAPH = `import { Annotation, END, START, StateGraph, interrupt } from '@langchain/langgraph';
-
-const State = Annotation.Root({
-  steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
-  answer: Annotation<unknown>(),
-});
-
-export const graph = new StateGraph(State)
-  .addNode('plan', async () => ({ steps: ['plan'] }))
-  .addNode('ask_human', async () => {
-    const answer = interrupt({ question: 'Ship the plan?' });
-    return { steps: ['ask_human'], answer };
-  })
-  .addNode('act', async () => ({ steps: ['act'] }))
-  .addEdge(START, 'plan')
-  .addEdge('plan', 'ask_human')
-  .addEdge('ask_human', 'act')
-  .addEdge('act', END)
-  .compile();
-`;
 
 /**
  * A second graph of the same project (so no second build): `review_email` asks, by LangGraph's
@@ -101,7 +80,7 @@ beforeAll(async () => {
   agent = await deployAgent(
     {
       name: 'hitl-agent',
-      files: { 'src/agent.ts': GRAPH, 'src/inbox.ts': INBOX_GRAPH },
+      files: { 'src/agent.ts': askHumanGraph('Ship the plan?'), 'src/inbox.ts': INBOX_GRAPH },
       config: { graphs: { agent: './src/agent.ts:graph', inbox: './src/inbox.ts:graph' } },
     },
     { portBase: PORT_BASE, minScale: 1, rolloutDeadlineMs: 300_000 },
@@ -110,9 +89,7 @@ beforeAll(async () => {
   const d = (await http.get(`/v2/deployments/${agent.deploymentId}`)).body;
   deployment = { id: d.id, name: d.name };
   idle = (await client.threads.create()).thread_id;
-  waiting = (await client.threads.create()).thread_id;
-  await client.runs.wait(waiting, 'agent', { input: { steps: ['go'] } });
-  expect((await client.threads.get(waiting)).status).toBe('interrupted');
+  waiting = await interruptedThread(client);
   beforePlan = (await client.threads.getHistory(waiting, { limit: 10 })).find((s) =>
     s.tasks.some((t) => t.name === 'plan'),
   )!.checkpoint.checkpoint_id!;

@@ -82,6 +82,42 @@ const agentFixture = (file: string) =>
   readFileSync(fileURLToPath(new URL(`../fixtures/agent-server/${file}`, import.meta.url)), 'utf8');
 
 /**
+ * A LangGraph.js graph that stops for a human: `plan`, then `ask_human` (which calls
+ * `interrupt({ question })` and records the answer), then `act`. Its state's `steps` list the
+ * nodes run; see interruptedThread.
+ */
+export const askHumanGraph = (
+  question: string,
+) => `import { Annotation, END, START, StateGraph, interrupt } from '@langchain/langgraph';
+
+const State = Annotation.Root({
+  steps: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  answer: Annotation<unknown>(),
+});
+
+export const graph = new StateGraph(State)
+  .addNode('plan', async () => ({ steps: ['plan'] }))
+  .addNode('ask_human', async () => {
+    const answer = interrupt({ question: ${JSON.stringify(question)} });
+    return { steps: ['ask_human'], answer };
+  })
+  .addNode('act', async () => ({ steps: ['act'] }))
+  .addEdge(START, 'plan')
+  .addEdge('plan', 'ask_human')
+  .addEdge('ask_human', 'act')
+  .addEdge('act', END)
+  .compile();
+`;
+
+/** A new thread whose run of `graph` (an askHumanGraph) stopped at `ask_human`: its id, once interrupted. */
+export async function interruptedThread(client: Client, graph = 'agent'): Promise<string> {
+  const threadId = (await client.threads.create()).thread_id;
+  await client.runs.wait(threadId, graph, { input: { steps: ['go'] } });
+  expect((await client.threads.get(threadId)).status).toBe('interrupted');
+  return threadId;
+}
+
+/**
  * The slow fixture graph (test/fixtures/agent-server/slow-graph.ts) as the graph `agent` of a
  * project `name`, with run leases of 2 s (lapsed runs move quickly).
  */

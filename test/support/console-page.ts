@@ -111,3 +111,21 @@ export async function axeViolations(page: Page): Promise<string[]> {
   const audit = (await page.evaluate("axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })")) as axe.AxeResults;
   return audit.violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
+
+/**
+ * Opens the console at `hash` (under `baseUrl`, the api's) in a signed-in page and checks it as
+ * the screenshot tests do: its level-1 heading, what `ready` waits for, then no axe violation
+ * (the page must be opened with `bypassCSP: true`, see axeViolations).
+ */
+export async function visitAndAudit(
+  page: Page,
+  baseUrl: string,
+  hash: string,
+  heading: string,
+  ready: (page: Page) => Promise<unknown>,
+): Promise<void> {
+  await page.goto(`${baseUrl}/console/#${hash}`);
+  await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+  await ready(page);
+  expect(await axeViolations(page), `axe on #${hash}`).toEqual([]);
+}

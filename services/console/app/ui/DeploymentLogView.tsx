@@ -5,8 +5,8 @@ import type { Deployment } from '../api/types';
 import { formatTime } from '../phases';
 import { ErrorText, short, useApi } from './common';
 import { LiveIndicator } from './live';
+import { LogControls } from './LogControls';
 
-const LEVELS = ['debug', 'info', 'warn', 'error'];
 /** The newest lines read when the view opens. */
 const TAIL = 200;
 /** Lines the page keeps: the oldest go once there are more (each revision's own log page has them all). */
@@ -96,6 +96,7 @@ export function DeploymentLogView({ deployment }: { deployment: Deployment }) {
     });
   }, [api, deployment.id]);
 
+  const pause = () => setPaused(true);
   const resume = () => {
     const fresh = held.current;
     held.current = [];
@@ -131,24 +132,7 @@ export function DeploymentLogView({ deployment }: { deployment: Deployment }) {
       </p>
       <ErrorText error={error} />
       <form className="filters" onSubmit={(e) => e.preventDefault()} aria-label="Deployment log view">
-        {paused ? (
-          <button type="button" className="secondary" onClick={resume}>
-            Resume{heldCount ? ` (${heldCount} new line${heldCount === 1 ? '' : 's'})` : ''}
-          </button>
-        ) : (
-          <button type="button" className="secondary" onClick={() => setPaused(true)}>
-            Pause
-          </button>
-        )}
-        <label>
-          Level
-          <select value={level} onChange={(e) => setLevel(e.target.value)}>
-            <option value="">All levels</option>
-            {LEVELS.map((l) => (
-              <option key={l}>{l}</option>
-            ))}
-          </select>
-        </label>
+        <LogControls paused={paused} held={heldCount} pause={pause} resume={resume} level={level} setLevel={setLevel} />
         <label>
           Revision
           <select value={revision} onChange={(e) => setRevision(e.target.value)}>

@@ -4,8 +4,7 @@ import { TERMINAL_REVISION_STATUSES, type LogEntry, type Revision, type Revision
 import { formatTime } from '../phases';
 import { ErrorText, useApi } from './common';
 import { LiveIndicator } from './live';
-
-const LEVELS = ['debug', 'info', 'warn', 'error'];
+import { LogControls } from './LogControls';
 
 export type LogType = 'build' | 'deploy';
 
@@ -81,6 +80,7 @@ export function LogView(props: {
     });
   }, [api, deploymentId, revisionId, type]);
 
+  const pause = () => setPaused(true);
   const resume = () => {
     const lines = held.current;
     held.current = [];
@@ -125,24 +125,7 @@ export function LogView(props: {
             </label>
           ))}
         </fieldset>
-        {paused ? (
-          <button type="button" className="secondary" onClick={resume}>
-            Resume{heldCount ? ` (${heldCount} new line${heldCount === 1 ? '' : 's'})` : ''}
-          </button>
-        ) : (
-          <button type="button" className="secondary" onClick={() => setPaused(true)}>
-            Pause
-          </button>
-        )}
-        <label>
-          Level
-          <select value={level} onChange={(e) => setLevel(e.target.value)}>
-            <option value="">All levels</option>
-            {LEVELS.map((l) => (
-              <option key={l}>{l}</option>
-            ))}
-          </select>
-        </label>
+        <LogControls paused={paused} held={heldCount} pause={pause} resume={resume} level={level} setLevel={setLevel} />
         <label>
           Instance
           <select value={instance} onChange={(e) => setInstance(e.target.value)}>

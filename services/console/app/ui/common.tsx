@@ -11,6 +11,7 @@ export function useApi(): Api {
 }
 
 export interface Loaded<T> {
+  /** The answer for the current inputs; null until it came (never another inputs' answer). */
   data: T | null;
   error: string | null;
   loading: boolean;
@@ -18,33 +19,44 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
+/** What a page shows while the answer for its current inputs has not come yet. */
+const LOADING = { data: null, error: null, loading: true } as const;
+
 /**
  * Runs `load` now, again when its inputs change, and on `reload`. A reload asked for while one
  * is still running waits for it (then runs once), so slow answers are never cut off by the next
  * refresh; a change of inputs does cut off the old call, whose answer no longer matters.
+ *
+ * A reload (a refresh, a poll: the same inputs) keeps the data on screen until the new answer
+ * replaces it, and keeps it beside the error if that read fails. New inputs start from nothing:
+ * from the first render with them, `data` is null and `loading` true until their own answer comes,
+ * so a page never shows the last inputs' answer (another deployment's, another filter's) under
+ * the new ones, nor keeps it for good when their read fails.
  */
 export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data: T | null; error: string | null; loading: boolean }>({
-    data: null,
-    error: null,
-    loading: true,
-  });
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const run = useCallback(load, deps);
+  // `of`: the `run` (one per set of inputs) that the state is for.
+  const [state, setState] = useState<{
+    of: typeof run | null;
+    data: T | null;
+    error: string | null;
+    loading: boolean;
+  }>({ of: null, ...LOADING });
   const [tick, setTick] = useState(0);
   const busy = useRef(false);
   const again = useRef(false);
-  // eslint-disable-next-line react-hooks/exhaustive-deps
-  const run = useCallback(load, deps);
   useEffect(() => {
     const abort = new AbortController();
     busy.current = true;
-    setState((s) => ({ ...s, loading: true }));
+    setState((s) => (s.of === run ? { ...s, loading: true } : { of: run, ...LOADING }));
     run(abort.signal)
       .then(
-        (data) => !abort.signal.aborted && setState({ data, error: null, loading: false }),
+        (data) => !abort.signal.aborted && setState({ of: run, data, error: null, loading: false }),
         (err: Error) =>
           !abort.signal.aborted &&
           err.name !== 'AbortError' &&
-          setState((s) => ({ ...s, error: err.message, loading: false })),
+          setState((s) => ({ ...(s.of === run ? s : { of: run, ...LOADING }), error: err.message, loading: false })),
       )
       .finally(() => {
         if (abort.signal.aborted) return;
@@ -60,7 +72,9 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unkn
     if (busy.current) again.current = true;
     else setTick((t) => t + 1);
   }, []);
-  return { ...state, reload };
+  // Until the effect above has run for new inputs, the state is still the old inputs': not shown.
+  const { data, error, loading } = state.of === run ? state : LOADING;
+  return { data, error, loading, reload };
 }
 
 /** An API error in words, announced to screen readers. */

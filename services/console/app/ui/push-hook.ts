@@ -5,6 +5,11 @@
  * (HMAC-SHA256 of the body, `X-Hub-Signature-256`). As `post-commit` it reports the commit just
  * made on the checked-out branch; as `post-receive` (a repository pushed to) each pushed ref.
  * The repository is named by its real path, as the integration lists it (`file://…`).
+ *
+ * The secret is never an argument of any command the hook runs (other users of the machine can
+ * read every process's arguments, in `ps`): it is a shell variable of the hook, handed to perl in
+ * its environment, and perl's core Digest::SHA signs the body read from its stdin. Perl is
+ * there wherever git is (Debian's git depends on it).
  */
 export function localPushHook(name: string, webhookUrl: string, secret: string): string {
   // Both come from the API (an http(s) URL, a base64url secret): nothing in them needs shell quoting but the quotes.
@@ -12,7 +17,8 @@ export function localPushHook(name: string, webhookUrl: string, secret: string):
   return `#!/bin/sh
 # Slipway: tells the integration ${JSON.stringify(name)} of new commits, as a repository host's push
 # webhook would. Install as .git/hooks/post-commit (commits made here) or hooks/post-receive
-# (pushes into this repository), executable. Needs curl and openssl.
+# (pushes into this repository), executable. Needs curl and perl (git's own dependency).
+# The secret is passed to perl in its environment, never as an argument (seen by all in ps).
 WEBHOOK_URL=${quoted(webhookUrl)}
 WEBHOOK_SECRET=${quoted(secret)}
 repo=$(git rev-parse --show-toplevel 2>/dev/null) || repo=$(cd "$(git rev-parse --git-dir)" && pwd -P)
@@ -20,7 +26,11 @@ repo=$(git rev-parse --show-toplevel 2>/dev/null) || repo=$(cd "$(git rev-parse 
 repo_json=$(printf '%s' "$repo" | sed 's/\\\\/\\\\\\\\/g; s/"/\\\\"/g')
 notify() {
   payload=$(printf '{"ref":"%s","after":"%s","repository":{"clone_url":"file://%s","pushed_at":%s}}' "$1" "$2" "$repo_json" "$(date +%s)")
-  signature=$(printf '%s' "$payload" | openssl dgst -sha256 -hmac "$WEBHOOK_SECRET" -r | cut -d' ' -f1)
+  signature=$(printf '%s' "$payload" | WEBHOOK_SECRET="$WEBHOOK_SECRET" perl -MDigest::SHA=hmac_sha256_hex \\
+    -e 'local $/; binmode STDIN; print hmac_sha256_hex(scalar(<STDIN>), $ENV{WEBHOOK_SECRET})') || {
+    echo 'slipway: not sent: signing needs perl (with its core Digest::SHA)' >&2
+    return 1
+  }
   answer=$(curl -sS -X POST "$WEBHOOK_URL" -H 'Content-Type: application/json' -H 'X-GitHub-Event: push' \\
     -H "X-Hub-Signature-256: sha256=$signature" --data-binary "$payload") || answer='not delivered'
   echo "slipway: $answer" >&2

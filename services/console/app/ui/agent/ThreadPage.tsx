@@ -150,7 +150,7 @@ export function ThreadPage({ deploymentId, threadId }: { deploymentId: string; t
       ) : !agent ? (
         <p>This deployment has no URL yet: its agent cannot be asked.</p>
       ) : (
-        // Keyed by the thread: another thread's page starts empty, never showing the last one's state.
+        // Keyed by the thread: useLoad alone drops the last thread's data, the key also its notice and forms.
         <ThreadView key={threadId} agent={agent} deploymentId={deploymentId} threadId={threadId} />
       )}
     </>
