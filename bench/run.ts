@@ -96,6 +96,16 @@ if (needsStackFor(only) && spawnSync('openssl', ['version'], { stdio: 'ignore' }
 
 const rows: BenchRow[] = [];
 const started = new Date();
+/** Runs one step of the bench and says on stderr how long it took, so a long run shows its progress. */
+async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const at = performance.now();
+  process.stderr.write(`bench: ${name}…\n`);
+  try {
+    return await work();
+  } finally {
+    process.stderr.write(`bench: ${name} took ${((performance.now() - at) / 1000).toFixed(1)} s\n`);
+  }
+}
 const needsStack = needsStackFor(only);
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 // The api reaches Redis through a proxy the burst scenario can cut.
@@ -104,16 +114,19 @@ const stack = needsStack ? new BenchStack(build) : null;
 try {
   if (stack && proxy) {
     const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
-    await stack.start({ REDIS_URL: proxy.urlFor(redisUrl) }, profile);
-    if (only.includes('idle')) rows.push(...(await idleScenario(stack, options)));
+    await step('stack start', () => stack.start({ REDIS_URL: proxy.urlFor(redisUrl) }, profile));
+    if (only.includes('idle')) rows.push(...(await step('idle', () => idleScenario(stack, options))));
     // Before anything else queues rollouts: the real deployer would take them (serving needs a deployed agent).
     if (only.includes('deploy') || only.includes('serving')) {
       const pipeline = new BenchPipeline(stack);
       try {
         await pipeline.start(profile);
-        const deployed = await deployScenario(stack, pipeline, only.includes('deploy'), options.byHand);
+        const deployed = await step('deploy', () =>
+          deployScenario(stack, pipeline, only.includes('deploy'), options.byHand),
+        );
         rows.push(...deployed.rows);
-        if (only.includes('serving')) rows.push(...(await servingScenario(stack, deployed.agent, options)));
+        if (only.includes('serving'))
+          rows.push(...(await step('serving', () => servingScenario(stack, deployed.agent, options))));
       } finally {
         await pipeline.close();
       }
@@ -125,24 +138,25 @@ try {
       const pipeline = new BenchPipeline(stack);
       try {
         await pipeline.start();
-        rows.push(...(await createScenario(stack, options, 'real')));
+        rows.push(...(await step('create, real workers', () => createScenario(stack, options, 'real'))));
       } finally {
         await pipeline.close();
       }
-      rows.push(...(await createScenario(stack, options)));
+      rows.push(...(await step('create', () => createScenario(stack, options))));
     }
-    if (only.includes('reads')) rows.push(...(await readsScenario(stack, options)));
-    if (only.includes('tracing')) rows.push(...(await tracingIngestScenario(stack, options)));
+    if (only.includes('reads')) rows.push(...(await step('reads', () => readsScenario(stack, options))));
+    if (only.includes('tracing'))
+      rows.push(...(await step('trace ingest', () => tracingIngestScenario(stack, options))));
     await stack.startWorker();
-    if (only.includes('handoff')) rows.push(...(await handoffScenario(stack, options)));
-    if (only.includes('burst')) rows.push(...(await burstScenario(stack, options, proxy)));
+    if (only.includes('handoff')) rows.push(...(await step('handoff', () => handoffScenario(stack, options))));
+    if (only.includes('burst')) rows.push(...(await step('burst', () => burstScenario(stack, options, proxy))));
     // Last of the stack's: the deployment it creates has a rollout job of its own, which must not
     // reach the worker while handoff and burst count theirs.
-    if (only.includes('agent')) rows.push(...(await agentServerScenario(stack, options)));
+    if (only.includes('agent')) rows.push(...(await step('agent', () => agentServerScenario(stack, options))));
   }
-  if (only.includes('list')) rows.push(...(await listScenario(options)));
+  if (only.includes('list')) rows.push(...(await step('list', () => listScenario(options))));
   // Its own database, after the stack's scenarios: filling a million runs competes with nothing measured.
-  if (only.includes('tracing')) rows.push(...(await tracingListScenario(options)));
+  if (only.includes('tracing')) rows.push(...(await step('trace list', () => tracingListScenario(options))));
 } finally {
   await stack?.close();
   await proxy?.close();

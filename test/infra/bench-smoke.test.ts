@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,12 +19,20 @@ describe('pnpm bench --quick', () => {
     const file = path.join(out, 'bench.json');
     // The deploy scenario's builder copies the agent server the run's other builders installed.
     const env = { ...process.env, SLIPWAY_AGENT_SERVER_HOST_CACHE: inject('agentServerHostCache') };
-    execFileSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', file], {
       cwd: ROOT,
       env,
-      stdio: 'pipe',
+      encoding: 'utf8',
       timeout: 840_000,
     });
+    expect(run.status, run.stderr).toBe(0);
+    // Where the smoke run's minutes go (bench/run.ts says how long each step took).
+    console.log(
+      run.stderr
+        .split('\n')
+        .filter((line) => / took /.test(line))
+        .join('\n'),
+    );
     const result = JSON.parse(readFileSync(file, 'utf8'));
     const scenarios = new Set(
       result.rows.map((r: { scenario: string }) => r.scenario.split(':')[0]!.replace(/ \(.*| of \d+.*/, '')),
