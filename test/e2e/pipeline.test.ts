@@ -32,7 +32,7 @@ const revisionOf = async (deploymentId: string, revisionId: string) =>
   (await api.http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
 
 describe('pipeline with real builder and deployer processes', () => {
-  it('publishes an image revision to its listener (DEPLOYING) and provisions the deployment (READY)', async () => {
+  it('publishes an image revision to its listener (DEPLOYING); the deployment is READY (its create recorded its database)', async () => {
     const { body: d } = await api.http.post('/v2/deployments', {
       name: 'e2e-image',
       source: 'external_container',

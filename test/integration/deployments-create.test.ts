@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deploymentDatabaseName } from '@slipway/domain';
 import { HttpClient } from '../support/http.js';
 import { createListener } from '../support/fixtures.js';
 import { repohostFixture, type RepohostFixture } from '../support/git-fixtures.js';
@@ -574,6 +575,34 @@ describe('aliases and defaults', () => {
 });
 
 describe('listeners', () => {
+  it(
+    "a listener's deployment is created READY with its database name, and its create records " +
+      "its first revision's rollout.revision alone (no provision.deployment)",
+    async () => {
+      const res = await post(image('ext-ready-at-create'));
+      expect(res.status).toBe(201);
+      expect(res.body.status).toBe('READY');
+      const [row] = await api.dataSource.query(`SELECT status, database_name FROM deployments WHERE id = $1`, [
+        res.body.id,
+      ]);
+      expect(row).toEqual({
+        status: 'READY',
+        database_name: deploymentDatabaseName('ext-ready-at-create', res.body.id),
+      });
+      const jobs = await api.dataSource.query(
+        `SELECT job_name FROM outbox WHERE payload->>'deploymentId' = $1 OR payload->>'revisionId' = $2`,
+        [res.body.id, res.body.latest_revision_id],
+      );
+      expect(jobs).toEqual([{ job_name: 'rollout.revision' }]);
+      // Its creation event says READY; no status change follows for a provisioning.
+      const events = await api.dataSource.query(
+        `SELECT type, data FROM events WHERE deployment_id = $1 AND type LIKE 'deployment.%' ORDER BY uid`,
+        [res.body.id],
+      );
+      expect(events).toEqual([{ type: 'deployment.created', data: { name: 'ext-ready-at-create', status: 'READY' } }]);
+    },
+  );
+
   it('an unknown listener → 404', async () => {
     const missing = randomUUID();
     const res = await post(image('ext-no-listener', { source_config: { listener_id: missing } }));

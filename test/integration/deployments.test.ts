@@ -35,7 +35,8 @@ describe('POST /v2/deployments', () => {
     expect(res.body).toMatchObject({
       name: 'agent-one',
       source: 'external_container',
-      status: 'AWAITING_DATABASE',
+      // A listener's deployment needs no provisioning here: its cluster runs its stores.
+      status: 'READY',
       deployment_type: null,
       active_revision_id: null,
       tenant_id: api.workspaceId,

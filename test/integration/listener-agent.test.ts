@@ -562,7 +562,7 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
         {
           deployment_id: charlie.id,
           reason:
-            `Deployment ID ${charlie.id} is AWAITING_DATABASE; ` +
+            `Deployment ID ${charlie.id} is READY; ` +
             `only a deployment being deleted (AWAITING_DELETE) can finish its teardown.`,
         },
         {
@@ -639,9 +639,9 @@ describe('listener check-in', () => {
     const charlie = (await admin.get('/v2/deployments?name=agent-charlie')).body.resources[0];
     const echo = await createDeployment('agent-echo', listenerA);
     const bravo = (await admin.get('/v2/deployments?name=agent-bravo')).body.resources[0];
-    await api.dataSource.query(`UPDATE deployments SET database_name = 'slipway_d_agent_echo_x' WHERE id = $1`, [
-      echo.id,
-    ]);
+    // A listener's deployment records its database name at create; charlie stands for one
+    // created before creates did, still waiting for its provision.deployment.
+    await api.dataSource.query(`UPDATE deployments SET database_name = NULL WHERE id = $1`, [charlie.id]);
     // What the reconciler does to a silent listener's deployments.
     for (const id of [charlie.id, echo.id, bravo.id])
       expect(await transitionDeployment(api.dataSource.manager, id, 'UNKNOWN')).not.toBeNull();
@@ -652,7 +652,7 @@ describe('listener check-in', () => {
     expect((await getDeployment(bravo.id)).body.status).toBe('UNKNOWN');
 
     expect((await report(agentB, listenerB, {})).status).toBe(200);
-    expect((await getDeployment(bravo.id)).body.status).toBe('AWAITING_DATABASE');
+    expect((await getDeployment(bravo.id)).body.status).toBe('READY');
   });
 
   it('brings a rollout the reconciler marked UNKNOWN back to DEPLOYING, so the agent can finish it', async () => {
@@ -677,7 +677,7 @@ describe('listener check-in', () => {
       status: 'DEPLOYING',
       status_message: 'The listener is back; waiting for its report.',
     });
-    expect((await getDeployment(foxtrot.id)).body.status).toBe('AWAITING_DATABASE');
+    expect((await getDeployment(foxtrot.id)).body.status).toBe('READY');
 
     const done = await report(agentA, listenerA, { revisions: [{ revision_id: revisionId, status: 'DEPLOYED' }] });
     expect(done.body.applied).toEqual([revisionId]);

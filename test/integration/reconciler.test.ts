@@ -152,10 +152,14 @@ describe('Reconciler', () => {
 
   it('re-enqueues provisioning whose job is gone', async () => {
     const { id } = await imageDeployment();
+    // A listener's deployment is created READY (no job): this one stands for a deployment
+    // waiting for its database whose job Redis lost.
     await api.dataSource.query(`DELETE FROM outbox WHERE job_id = $1`, [`provision-${id}`]);
-    await api.dataSource.query(`UPDATE deployments SET status_changed_at = now() - interval '1 hour' WHERE id = $1`, [
-      id,
-    ]);
+    await api.dataSource.query(
+      `UPDATE deployments SET status = 'AWAITING_DATABASE', database_name = NULL,
+              status_changed_at = now() - interval '1 hour' WHERE id = $1`,
+      [id],
+    );
     const report = await reconciler.run();
     expect(report.reprovisioned).toContain(id);
     const rows = await api.dataSource.query(`SELECT job_name FROM outbox WHERE job_id = $1 AND sent_at IS NULL`, [

@@ -101,6 +101,23 @@ export function deploymentDatabaseName(name: string, deploymentId: string): stri
 }
 
 /**
+ * A new deployment's status and recorded database name, as its create inserts them. A
+ * listener's cluster runs the deployment's stores (a StatefulSet of its desired state), so all
+ * its provisioning is the name: the create records it and the deployment starts READY, with no
+ * `provision.deployment` job. Every other deployment waits AWAITING_DATABASE for the deployer
+ * to provision its stores on this machine.
+ */
+export function initialDeploymentState(
+  name: string,
+  deploymentId: string,
+  listenerId: string | null,
+): { status: 'READY' | 'AWAITING_DATABASE'; databaseName: string | null } {
+  return listenerId
+    ? { status: 'READY', databaseName: deploymentDatabaseName(name, deploymentId) }
+    : { status: 'AWAITING_DATABASE', databaseName: null };
+}
+
+/**
  * The forge label that approves a fork's pull request for a preview when a previews setting names
  * none (`source_config.previews.approval_label`; null turns label approval off). Adding a label
  * takes write access on the forge, which a fork's author lacks.

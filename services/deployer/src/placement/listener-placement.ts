@@ -17,7 +17,12 @@ export class ListenerPlacement implements Placement {
     private readonly flow: RevisionFlow,
   ) {}
 
-  /** The cluster runs the deployment's stores (a StatefulSet in its desired state): only the name is recorded. */
+  /**
+   * The cluster runs the deployment's stores (a StatefulSet in its desired state): only the name
+   * is recorded. The api's create records it and inserts the deployment READY
+   * (`initialDeploymentState`), so this runs only for a deployment created AWAITING_DATABASE
+   * before it did.
+   */
   async provision(): Promise<void> {}
 
   async rollout(revisionId: string, guard: PhaseGuard, { log }: JobContext): Promise<void> {
