@@ -9,7 +9,7 @@ import {
 import { deploymentDatabaseName } from '@slipway/domain';
 import { OutboxRelay } from '@slipway/jobs';
 import { createLogger } from '@slipway/logging';
-import { createListener } from '../support/fixtures.js';
+import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { LogCapture } from '../support/log-capture.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -17,8 +17,9 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * A create never waits on a lock a worker holds (issue 38): with the workers' own transactions
  * held open, each after its writes and before its COMMIT, on connections of their own as a
  * worker process has them, 20 creates of the same workspace all complete. The transactions are
- * the workers' code, run here so they can be held: the deployer's listener rollout begin
- * (`RevisionFlow.begin`, as ListenerPlacement runs it), the deployer's provisioning
+ * the workers' code, run here so they can be held: the deployer's rollout begins (a listener
+ * batch's `RevisionFlow.beginAll`, one statement, held as if it were slow; and an embedded
+ * rollout's `RevisionFlow.begin`, which locks its deployment), the deployer's provisioning
  * (provisionDeployment's transaction: the database name, then AWAITING_DATABASE → READY), the
  * outbox relay's pass (its claim and `RevisionFlow.onHandOff`, held open across the hand-off as
  * its Redis call holds it) and the reconciler's retry of a rollout whose deployer died
@@ -45,18 +46,14 @@ afterAll(async () => {
 });
 
 let n = 0;
-const listenerCreate = async () => {
-  const res = await api.http.post('/v2/deployments', {
-    name: `locks-${++n}`,
-    source: 'external_container',
-    source_config: { listener_id: listenerId },
-    source_revision_config: { image_uri: 'registry.example/a:1' },
-  });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string; name: string; latest_revision_id: string; status: string };
-};
+const listenerCreate = async () =>
+  (await createImageDeployment(api, `locks-${++n}`, listenerId)) as {
+    id: string;
+    latest_revision_id: string;
+    status: string;
+  };
 
-/** Runs `work` in a transaction of the workers' pool and leaves it open (`commitHeld` ends it). */
+/** Runs `work` in a transaction of the workers' pool and leaves it open (the test commits it). */
 async function hold(work: (m: EntityManager) => Promise<unknown>): Promise<unknown> {
   const qr = workers.createQueryRunner();
   held.push(qr);
@@ -69,10 +66,11 @@ const revision = async (id: string) =>
   (await api.dataSource.query(`SELECT status, attempt FROM revisions WHERE id = $1`, [id]))[0];
 
 describe('a create and the workers', () => {
-  it('20 creates complete while a rollout begin, a provisioning, a relay pass and a retry are held open', async () => {
+  it('20 creates complete while rollout begins, a provisioning, a relay pass and a retry are held open', async () => {
     // A rollout for the deployer to begin, one whose deployer died, a deployment to provision,
     // and a create whose job the relay has yet to hand off.
     const begun = await listenerCreate();
+    const batched = await listenerCreate();
     const died = await listenerCreate();
     await api.relay.drain();
     await api.dataSource.transaction((m) => api.flow.begin(m, died.latest_revision_id, 'rollout', { message: 'x' }));
@@ -93,6 +91,14 @@ describe('a create and the workers', () => {
         }),
       ),
     ).not.toBeNull();
+    expect(
+      await hold((m) =>
+        api.flow.beginAll(m, [batched.latest_revision_id], 'rollout', {
+          message: 'Published to the listener; waiting for its report.',
+          set: { heartbeatAt: null },
+        }),
+      ),
+    ).toEqual([batched.latest_revision_id]);
     await hold(async (m) => {
       await new DeploymentRepository(m).recordDatabase(
         upload.body.id,
@@ -141,6 +147,7 @@ describe('a create and the workers', () => {
     for (const qr of held) await qr.commitTransaction();
     await drained;
     expect(await revision(begun.latest_revision_id)).toMatchObject({ status: 'DEPLOYING' });
+    expect(await revision(batched.latest_revision_id)).toMatchObject({ status: 'DEPLOYING' });
     expect(await revision(died.latest_revision_id)).toEqual({ status: 'AWAITING_DEPLOY', attempt: 1 });
     expect(await revision(waiting.latest_revision_id)).toMatchObject({ status: 'AWAITING_DEPLOY' });
     const [row] = await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [upload.body.id]);

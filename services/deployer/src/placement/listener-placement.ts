@@ -1,6 +1,7 @@
 import type { DataSource } from '@slipway/db';
 import type { JobContext } from '@slipway/jobs';
 import type { PhaseGuard, RevisionFlow } from '@slipway/pipeline';
+import { ListenerRolloutBegins } from './listener-begins.js';
 import type { Placement } from './placement.js';
 
 /**
@@ -12,10 +13,11 @@ import type { Placement } from './placement.js';
 export class ListenerPlacement implements Placement {
   readonly kind = 'listener';
 
-  constructor(
-    private readonly dataSource: DataSource,
-    private readonly flow: RevisionFlow,
-  ) {}
+  private readonly begins: ListenerRolloutBegins;
+
+  constructor(dataSource: DataSource, flow: RevisionFlow) {
+    this.begins = new ListenerRolloutBegins(dataSource, flow);
+  }
 
   /**
    * The cluster runs the deployment's stores (a StatefulSet in its desired state): only the name
@@ -27,13 +29,9 @@ export class ListenerPlacement implements Placement {
 
   async rollout(revisionId: string, guard: PhaseGuard, { log }: JobContext): Promise<void> {
     guard.stop();
-    const applied = await this.dataSource.transaction((m) =>
-      this.flow.begin(m, revisionId, 'rollout', {
-        message: 'Published to the listener; waiting for its report.',
-        set: { heartbeatAt: null },
-      }),
-    );
-    log.info({ applied: !!applied }, 'revision published to its listener');
+    // Rollouts whose jobs run at once begin together, in one statement (ListenerRolloutBegins).
+    const applied = await this.begins.begin(revisionId);
+    log.info({ applied }, 'revision published to its listener');
   }
 
   async teardown(_deployment: { id: string; name: string }, { log }: JobContext): Promise<void> {
