@@ -12,8 +12,9 @@ export type CreateWorkers = 'stand-in' | 'real';
  * the raw express + joi + TypeORM insert with the same body, plus the api's peak RSS under that
  * load. With `real` workers (the builder and deployer as `npm start` runs them, started by the
  * caller), every create's jobs are consumed as users see them: the deployer starts each rollout
- * (on a listener: the revision moves to DEPLOYING, begun in batches; the deployment is READY from
- * its create, so there is no provisioning job) while the load runs, and the
+ * (on a listener: the revision moves to DEPLOYING, begun in batches, and the deployment, created
+ * AWAITING_DATABASE with its database name and no provisioning job, moves to READY in the same
+ * transaction) while the load runs, and the
  * hand-off under load is read back from the database (revision insert → DEPLOYING).
  */
 export async function createScenario(

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDataSource,
   DeploymentRepository,
+  readyBegunListenerDeployments,
   transitionDeployment,
   type DataSource,
   type EntityManager,
@@ -18,7 +19,8 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * held open, each after its writes and before its COMMIT, on connections of their own as a
  * worker process has them, 20 creates of the same workspace all complete. The transactions are
  * the workers' code, run here so they can be held: the deployer's rollout begins (a listener
- * batch's `RevisionFlow.beginAll`, one statement, held as if it were slow; and an embedded
+ * batch's transaction, its deployments' AWAITING_DATABASE → READY (`readyBegunListenerDeployments`)
+ * and `RevisionFlow.beginAll`, held as if it were slow; and an embedded
  * rollout's `RevisionFlow.begin`, which locks its deployment), the deployer's provisioning
  * (provisionDeployment's transaction: the database name, then AWAITING_DATABASE → READY), the
  * outbox relay's pass (its claim and `RevisionFlow.onHandOff`, held open across the hand-off as
@@ -92,12 +94,15 @@ describe('a create and the workers', () => {
       ),
     ).not.toBeNull();
     expect(
-      await hold((m) =>
-        api.flow.beginAll(m, [batched.latest_revision_id], 'rollout', {
+      await hold(async (m) => {
+        // As ListenerRolloutBegins writes a batch: its deployments' AWAITING_DATABASE → READY,
+        // then the rollouts' begin.
+        expect(await readyBegunListenerDeployments(m, [batched.latest_revision_id])).toEqual([batched.id]);
+        return api.flow.beginAll(m, [batched.latest_revision_id], 'rollout', {
           message: 'Published to the listener; waiting for its report.',
           set: { heartbeatAt: null },
-        }),
-      ),
+        });
+      }),
     ).toEqual([batched.latest_revision_id]);
     await hold(async (m) => {
       await new DeploymentRepository(m).recordDatabase(
@@ -140,7 +145,7 @@ describe('a create and the workers', () => {
     }
     const made = await creates;
     expect(new Set(made.map((d) => d.id)).size).toBe(20);
-    for (const d of made) expect(d.status).toBe('READY');
+    for (const d of made) expect(d.status).toBe('AWAITING_DATABASE');
 
     // The workers' transactions were open the whole time, and still commit as they would have.
     release();
@@ -148,6 +153,8 @@ describe('a create and the workers', () => {
     await drained;
     expect(await revision(begun.latest_revision_id)).toMatchObject({ status: 'DEPLOYING' });
     expect(await revision(batched.latest_revision_id)).toMatchObject({ status: 'DEPLOYING' });
+    const [batchedRow] = await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [batched.id]);
+    expect(batchedRow).toEqual({ status: 'READY' });
     expect(await revision(died.latest_revision_id)).toEqual({ status: 'AWAITING_DEPLOY', attempt: 1 });
     expect(await revision(waiting.latest_revision_id)).toMatchObject({ status: 'AWAITING_DEPLOY' });
     const [row] = await api.dataSource.query(`SELECT status FROM deployments WHERE id = $1`, [upload.body.id]);

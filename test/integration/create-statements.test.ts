@@ -177,7 +177,7 @@ describe("statements per create, with the real builder and deployer taking every
   });
 
   it('20 creates at once: each committed create is at most 4 statements, and its only job is its ' +
-    'rollout.revision, which the deployer takes to DEPLOYING (the deployment READY from its create)', async () => {
+    'rollout.revision, which the deployer takes to DEPLOYING (the deployment, created AWAITING_DATABASE, READY then)', async () => {
     const from = recording.log.length;
     const created = await Promise.all(Array.from({ length: 20 }, () => create()));
     for (const res of created) expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -191,7 +191,7 @@ describe("statements per create, with the real builder and deployer taking every
 
     const ids = created.map((res) => res.body.id as string);
     const revisions = created.map((res) => res.body.latest_revision_id as string);
-    for (const res of created) expect(res.body.status).toBe('READY');
+    for (const res of created) expect(res.body.status).toBe('AWAITING_DATABASE');
     await eventually(
       async () =>
         (await api.dataSource.query(`SELECT status FROM revisions WHERE id = ANY($1::uuid[])`, [revisions])).map(

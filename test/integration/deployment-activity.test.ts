@@ -113,6 +113,7 @@ describe('UNUSED from real activity', () => {
       `SELECT data FROM events WHERE deployment_id = $1 AND type = 'deployment.status_changed' ORDER BY uid`,
       [id],
     );
+    // (The first event is the test's own AWAITING_DATABASE → READY.)
     expect(events.map((e: { data: unknown }) => e.data).slice(-2)).toEqual([
       { from: 'READY', to: 'UNUSED' },
       { from: 'UNUSED', to: 'READY' },

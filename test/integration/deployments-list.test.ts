@@ -53,10 +53,9 @@ beforeAll(async () => {
     expect(res.status, name).toBe(201);
     ids[name] = res.body.id;
   }
-  // Statuses the pipeline would set: READY after provisioning (a listener's deployments from
-  // their create); one deletion in progress.
+  // Statuses the pipeline would set: READY after provisioning; one deletion in progress.
   await api.dataSource.query(`UPDATE deployments SET status = 'READY' WHERE id = ANY($1::uuid[])`, [
-    [ids['cloud-prod']],
+    [ids['self-beta'], ids['cloud-prod']],
   ]);
   expect((await api.http.delete(`/v2/deployments/${ids['cloud-free']}`)).status).toBe(204);
 
@@ -167,9 +166,9 @@ describe('filters', () => {
   });
 
   it('status', async () => {
-    expect(await names('?status=READY')).toEqual(newestFirst('self-alpha', 'self-beta', 'cloud-prod'));
+    expect(await names('?status=READY')).toEqual(newestFirst('self-beta', 'cloud-prod'));
     expect(await names('?status=AWAITING_DELETE')).toEqual(['cloud-free']);
-    expect(await names('?status=AWAITING_DATABASE')).toEqual(newestFirst('cloud-alpha', 'axb-name'));
+    expect(await names('?status=AWAITING_DATABASE')).toEqual(newestFirst('self-alpha', 'cloud-alpha', 'axb-name'));
     expect(await names('?status=UNUSED')).toEqual([]);
   });
 

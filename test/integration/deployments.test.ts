@@ -35,8 +35,7 @@ describe('POST /v2/deployments', () => {
     expect(res.body).toMatchObject({
       name: 'agent-one',
       source: 'external_container',
-      // A listener's deployment needs no provisioning here: its cluster runs its stores.
-      status: 'READY',
+      status: 'AWAITING_DATABASE',
       deployment_type: null,
       active_revision_id: null,
       tenant_id: api.workspaceId,

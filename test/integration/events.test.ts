@@ -60,15 +60,14 @@ describe('GET /v2/events', () => {
     expect(types[0]).toBe('deployment.created');
     expect(types).toContain('revision.created');
     expect(types.at(-1)).toBe('deployment.deleted');
-    // A listener's deployment is created READY (its cluster runs its stores).
-    expect(events[0].data).toEqual({ name: 'events-life', status: 'READY' });
+    expect(events[0].data).toEqual({ name: 'events-life', status: 'AWAITING_DATABASE' });
     const interrupted = events.find((e) => e.type === 'revision.status_changed' && e.data.to === 'INTERRUPTED');
     expect(interrupted).toMatchObject({
       revision_id: d.latest_revision_id,
       data: { status_message: 'Interrupted by request.' },
     });
     expect(events.find((e) => e.type === 'deployment.status_changed')?.data).toEqual({
-      from: 'READY',
+      from: 'AWAITING_DATABASE',
       to: 'AWAITING_DELETE',
     });
     // Every revision status change is there, chained from its previous status.

@@ -110,7 +110,7 @@ describe('DELETE /v2/deployments?deployment_ids=…', () => {
       ],
     });
     expect((await api.http.get(`/v2/deployments/${mine.id}`)).body.status).toBe('AWAITING_DELETE');
-    expect((await foreign.get(`/v2/deployments/${theirs.id}`)).body.status).toBe('READY');
+    expect((await foreign.get(`/v2/deployments/${theirs.id}`)).body.status).toBe('AWAITING_DATABASE');
   });
 
   it('422 without ids, with a bad id, or with more than 100', async () => {

@@ -114,8 +114,8 @@ export class DeploymentCreate {
     // With a listener, the deployment's insert reads it (below); without, none may exist.
     if (source === 'external_container' && !sourceConfig.listener_id) await assertNoListeners(manager, workspaceId);
 
-    // A listener's deployment is inserted READY with its database name: that is all its
-    // provisioning (initialDeploymentState), so it needs no provision.deployment job.
+    // A listener's deployment is inserted with its database name, all its provisioning
+    // (initialDeploymentState): no provision.deployment job; its first rollout makes it READY.
     const initial = initialDeploymentState(body.name, id, sourceConfig.listener_id ?? null);
     const deployment: Deployment = Object.assign(new Deployment(), {
       id,
@@ -153,10 +153,9 @@ export class DeploymentCreate {
       assertListenerServes(inserted.listener ?? null, sourceConfig, body.name, resourceSpec);
     if (!inserted.tracingProject) throw nameTaken(body.name, workspaceId);
     await domains?.followCustomUrl(manager, deployment, sourceConfig.custom_url);
-    const provision =
-      initial.status === 'AWAITING_DATABASE'
-        ? [outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) })]
-        : [];
+    const provision = initial.provision
+      ? [outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) })]
+      : [];
 
     // The slot claim rides on the last statement, so a claimed slot is locked only until COMMIT.
     const slot = quotas.slots.claim(manager, workspaceId, id);

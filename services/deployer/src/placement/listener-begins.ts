@@ -1,4 +1,4 @@
-import type { DataSource } from '@slipway/db';
+import { readyBegunListenerDeployments, type DataSource } from '@slipway/db';
 import type { RevisionFlow } from '@slipway/pipeline';
 
 interface Waiting {
@@ -11,8 +11,9 @@ interface Waiting {
 export const PUBLISHED = 'Published to the listener; waiting for its report.';
 
 /**
- * Begins listener rollouts (AWAITING_DEPLOY → DEPLOYING) in batches, one statement each
- * (`RevisionFlow.beginAll`) instead of a transaction per revision. No wait is added: a rollout
+ * Begins listener rollouts (AWAITING_DEPLOY → DEPLOYING) in batches, one transaction of two
+ * statements each (a deployment's first rollout moves it AWAITING_DATABASE → READY, then
+ * `RevisionFlow.beginAll`) instead of a transaction per revision. No wait is added: a rollout
  * arriving while no batch is being written is written at once; those arriving meanwhile go
  * together in the next. A batch that fails is written again one revision at a time, so one bad
  * row (or a deadlock) fails only its own job; a job that fails leaves its revision
@@ -56,10 +57,12 @@ export class ListenerRolloutBegins {
   }
 
   private beginAll(revisionIds: string[]): Promise<string[]> {
-    // One statement: its own transaction.
-    return this.flow.beginAll(this.dataSource.manager, revisionIds, 'rollout', {
-      message: PUBLISHED,
-      set: { heartbeatAt: null },
+    // Two statements, one transaction: the batch's deployments still AWAITING_DATABASE become
+    // READY as their first rollout begins (readyBegunListenerDeployments, locking them first, as
+    // a delete does), then the rollouts begin.
+    return this.dataSource.transaction(async (m) => {
+      await readyBegunListenerDeployments(m, revisionIds);
+      return this.flow.beginAll(m, revisionIds, 'rollout', { message: PUBLISHED, set: { heartbeatAt: null } });
     });
   }
 }

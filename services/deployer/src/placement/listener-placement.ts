@@ -21,9 +21,9 @@ export class ListenerPlacement implements Placement {
 
   /**
    * The cluster runs the deployment's stores (a StatefulSet in its desired state): only the name
-   * is recorded. The api's create records it and inserts the deployment READY
-   * (`initialDeploymentState`), so this runs only for a deployment created AWAITING_DATABASE
-   * before it did.
+   * is recorded. The api's create records it and queues no job (`initialDeploymentState`); the
+   * deployment becomes READY as its first rollout begins (`ListenerRolloutBegins`). This runs only
+   * for a deployment created before that, whose `provision.deployment` job is still pending.
    */
   async provision(): Promise<void> {}
 
