@@ -11,8 +11,10 @@ export type CreateWorkers = 'stand-in' | 'real';
  * `POST /v2/deployments` (image deployment on a listener, one secret) at 50 connections against
  * the raw express + joi + TypeORM insert with the same body, plus the api's peak RSS under that
  * load. With `real` workers (the builder and deployer as `npm start` runs them, started by the
- * caller), every create's jobs are consumed as users see them: the deployer provisions and starts
- * each rollout (on a listener: the revision moves to DEPLOYING) while the load runs, and the
+ * caller), every create's jobs are consumed as users see them: the deployer starts each rollout
+ * (on a listener: the revision moves to DEPLOYING, begun in batches, and the deployment, created
+ * AWAITING_DATABASE with its database name and no provisioning job, moves to READY in the same
+ * transaction) while the load runs, and the
  * hand-off under load is read back from the database (revision insert → DEPLOYING).
  */
 export async function createScenario(

@@ -32,13 +32,14 @@ const revisionOf = async (deploymentId: string, revisionId: string) =>
   (await api.http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body;
 
 describe('pipeline with real builder and deployer processes', () => {
-  it('publishes an image revision to its listener (DEPLOYING) and provisions the deployment (READY)', async () => {
+  it('publishes an image revision to its listener (DEPLOYING); the deployment, created AWAITING_DATABASE, is READY as it begins', async () => {
     const { body: d } = await api.http.post('/v2/deployments', {
       name: 'e2e-image',
       source: 'external_container',
       source_config: { listener_id: listenerId },
       source_revision_config: { image_uri: 'registry.example/agent:1' },
     });
+    expect(d.status).toBe('AWAITING_DATABASE');
     const rev = await eventually(
       () => revisionOf(d.id, d.latest_revision_id),
       (r) => r.status === 'DEPLOYING',
@@ -57,6 +58,22 @@ describe('pipeline with real builder and deployer processes', () => {
       'CREATING>AWAITING_DEPLOY',
       'AWAITING_DEPLOY>DEPLOYING',
     ]);
+    // The deployment's lifecycle as the api documents it, moved by the rollout's begin: no
+    // provision.deployment job was ever recorded for it.
+    const lifecycle = await api.dataSource.query(
+      `SELECT type, data FROM events WHERE deployment_id = $1 AND type LIKE 'deployment.%' ORDER BY uid`,
+      [d.id],
+    );
+    expect(lifecycle).toEqual([
+      { type: 'deployment.created', data: { name: 'e2e-image', status: 'AWAITING_DATABASE' } },
+      { type: 'deployment.status_changed', data: { from: 'AWAITING_DATABASE', to: 'READY' } },
+    ]);
+    expect(
+      await api.dataSource.query(
+        `SELECT 1 FROM outbox WHERE job_name = 'provision.deployment' AND payload->>'deploymentId' = $1`,
+        [d.id],
+      ),
+    ).toEqual([]);
   });
 
   it('fails a source build that cannot fetch its ref, saying what and where', async () => {

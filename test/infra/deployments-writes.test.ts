@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 /**
  * One owner for writes of the `deployments` row: every INSERT, UPDATE and DELETE of it is a
  * named method of `DeploymentRepository` (libs/db/src/repositories/deployment.repository.ts),
- * and every status change is `transitionDeployment`'s one conditional UPDATE
- * (libs/db/src/repositories/deployment-status.ts). Any other source file under libs/ or services/
+ * and every status change is the one conditional UPDATE of libs/db/src/repositories/deployment-status.ts
+ * (`transitionDeployment`, and `readyBegunListenerDeployments` for a batch of listener rollouts). Any other source file under libs/ or services/
  * that writes the table (raw SQL, or TypeORM on the `Deployment` entity) fails here; migrations
  * and tests are not product code and may.
  */

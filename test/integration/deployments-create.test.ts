@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deploymentDatabaseName } from '@slipway/domain';
 import { HttpClient } from '../support/http.js';
 import { createListener } from '../support/fixtures.js';
 import { repohostFixture, type RepohostFixture } from '../support/git-fixtures.js';
@@ -574,6 +575,57 @@ describe('aliases and defaults', () => {
 });
 
 describe('listeners', () => {
+  it(
+    "a listener's deployment is created AWAITING_DATABASE with its database name, and its create " +
+      "records its first revision's rollout.revision alone (no provision.deployment)",
+    async () => {
+      const res = await post(image('ext-named-at-create'));
+      expect(res.status).toBe(201);
+      expect(res.body.status).toBe('AWAITING_DATABASE');
+      const [row] = await api.dataSource.query(`SELECT status, database_name FROM deployments WHERE id = $1`, [
+        res.body.id,
+      ]);
+      expect(row).toEqual({
+        status: 'AWAITING_DATABASE',
+        database_name: deploymentDatabaseName('ext-named-at-create', res.body.id),
+      });
+      const jobs = await api.dataSource.query(
+        `SELECT job_name FROM outbox WHERE payload->>'deploymentId' = $1 OR payload->>'revisionId' = $2`,
+        [res.body.id, res.body.latest_revision_id],
+      );
+      expect(jobs).toEqual([{ job_name: 'rollout.revision' }]);
+      // Its creation event says AWAITING_DATABASE; READY follows when the deployer begins its rollout.
+      const events = await api.dataSource.query(
+        `SELECT type, data FROM events WHERE deployment_id = $1 AND type LIKE 'deployment.%' ORDER BY uid`,
+        [res.body.id],
+      );
+      expect(events).toEqual([
+        { type: 'deployment.created', data: { name: 'ext-named-at-create', status: 'AWAITING_DATABASE' } },
+      ]);
+    },
+  );
+
+  it("a listener's deployment deleted before its rollout begins goes to teardown as any other", async () => {
+    const res = await post(image('ext-deleted-unbegun'));
+    expect(res.status).toBe(201);
+    expect((await api.http.delete(`/v2/deployments/${res.body.id}`)).status).toBe(204);
+    expect((await api.http.get(`/v2/deployments/${res.body.id}`)).body.status).toBe('AWAITING_DELETE');
+    const jobs = await api.dataSource.query(
+      `SELECT job_name FROM outbox WHERE payload->>'deploymentId' = $1 OR payload->>'revisionId' = $2 ORDER BY job_name`,
+      [res.body.id, res.body.latest_revision_id],
+    );
+    expect(jobs).toEqual([{ job_name: 'rollout.revision' }, { job_name: 'teardown.deployment' }]);
+    const events = await api.dataSource.query(
+      `SELECT data FROM events WHERE deployment_id = $1 AND type = 'deployment.status_changed' ORDER BY uid`,
+      [res.body.id],
+    );
+    expect(events).toEqual([{ data: { from: 'AWAITING_DATABASE', to: 'AWAITING_DELETE' } }]);
+    const [revision] = await api.dataSource.query(`SELECT status FROM revisions WHERE id = $1`, [
+      res.body.latest_revision_id,
+    ]);
+    expect(revision).toEqual({ status: 'INTERRUPTED' });
+  });
+
   it('an unknown listener → 404', async () => {
     const missing = randomUUID();
     const res = await post(image('ext-no-listener', { source_config: { listener_id: missing } }));

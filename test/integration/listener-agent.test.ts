@@ -635,24 +635,26 @@ describe('POST /v2/listeners/{listener_id}/reports', () => {
 });
 
 describe('listener check-in', () => {
-  it('brings its UNKNOWN deployments back (READY with a database, else AWAITING_DATABASE), and no other listener’s', async () => {
+  it('brings its UNKNOWN deployments back (READY with a database and a begun rollout, else AWAITING_DATABASE), and no other listener’s', async () => {
     const charlie = (await admin.get('/v2/deployments?name=agent-charlie')).body.resources[0];
     const echo = await createDeployment('agent-echo', listenerA);
     const bravo = (await admin.get('/v2/deployments?name=agent-bravo')).body.resources[0];
-    await api.dataSource.query(`UPDATE deployments SET database_name = 'slipway_d_agent_echo_x' WHERE id = $1`, [
-      echo.id,
-    ]);
+    // A listener's deployment records its database name at create and is READY once a rollout of
+    // it begins (bravo's began: it comes back READY); echo's never did (it comes back
+    // AWAITING_DATABASE); charlie stands for one created before creates recorded the name, still
+    // waiting for its provision.deployment.
+    await api.dataSource.query(`UPDATE deployments SET database_name = NULL WHERE id = $1`, [charlie.id]);
     // What the reconciler does to a silent listener's deployments.
     for (const id of [charlie.id, echo.id, bravo.id])
       expect(await transitionDeployment(api.dataSource.manager, id, 'UNKNOWN')).not.toBeNull();
 
     expect((await desiredState(agentA, listenerA)).status).toBe(200);
     expect((await getDeployment(charlie.id)).body.status).toBe('AWAITING_DATABASE');
-    expect((await getDeployment(echo.id)).body.status).toBe('READY');
+    expect((await getDeployment(echo.id)).body.status).toBe('AWAITING_DATABASE');
     expect((await getDeployment(bravo.id)).body.status).toBe('UNKNOWN');
 
     expect((await report(agentB, listenerB, {})).status).toBe(200);
-    expect((await getDeployment(bravo.id)).body.status).toBe('AWAITING_DATABASE');
+    expect((await getDeployment(bravo.id)).body.status).toBe('READY');
   });
 
   it('brings a rollout the reconciler marked UNKNOWN back to DEPLOYING, so the agent can finish it', async () => {
@@ -677,7 +679,8 @@ describe('listener check-in', () => {
       status: 'DEPLOYING',
       status_message: 'The listener is back; waiting for its report.',
     });
-    expect((await getDeployment(foxtrot.id)).body.status).toBe('AWAITING_DATABASE');
+    // Its rollout had begun (the deployer would have made it READY then): it comes back READY.
+    expect((await getDeployment(foxtrot.id)).body.status).toBe('READY');
 
     const done = await report(agentA, listenerA, { revisions: [{ revision_id: revisionId, status: 'DEPLOYED' }] });
     expect(done.body.applied).toEqual([revisionId]);

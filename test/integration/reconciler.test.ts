@@ -152,16 +152,32 @@ describe('Reconciler', () => {
 
   it('re-enqueues provisioning whose job is gone', async () => {
     const { id } = await imageDeployment();
+    // A listener's deployment is created with its database name and no job (its first rollout
+    // makes it READY): this one stands for one created before, waiting for its database, whose
+    // job Redis lost.
     await api.dataSource.query(`DELETE FROM outbox WHERE job_id = $1`, [`provision-${id}`]);
-    await api.dataSource.query(`UPDATE deployments SET status_changed_at = now() - interval '1 hour' WHERE id = $1`, [
-      id,
-    ]);
+    await api.dataSource.query(
+      `UPDATE deployments SET database_name = NULL, status_changed_at = now() - interval '1 hour' WHERE id = $1`,
+      [id],
+    );
     const report = await reconciler.run();
     expect(report.reprovisioned).toContain(id);
     const rows = await api.dataSource.query(`SELECT job_name FROM outbox WHERE job_id = $1 AND sent_at IS NULL`, [
       `provision-${id}`,
     ]);
     expect(rows).toEqual([{ job_name: 'provision.deployment' }]);
+  });
+
+  it("leaves a listener's deployment waiting for its first rollout AWAITING_DATABASE, with no provisioning", async () => {
+    const { id } = await imageDeployment();
+    await api.dataSource.query(`UPDATE deployments SET status_changed_at = now() - interval '1 hour' WHERE id = $1`, [
+      id,
+    ]);
+    const report = await reconciler.run();
+    expect(report.reprovisioned).not.toContain(id);
+    expect((await deployment(id)).status).toBe('AWAITING_DATABASE');
+    const jobs = await api.dataSource.query(`SELECT job_name FROM outbox WHERE job_id = $1`, [`provision-${id}`]);
+    expect(jobs).toEqual([]);
   });
 
   it('removes a listener deployment whose teardown the listener never confirmed, after the deadline', async () => {

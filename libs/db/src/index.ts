@@ -55,7 +55,7 @@ export {
 export type { Page } from './repositories/pagination.js';
 export { TenancyRepository, type BootstrapResult } from './repositories/tenancy.repository.js';
 export type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
-export { transitionDeployment } from './repositories/deployment-status.js';
+export { readyBegunListenerDeployments, transitionDeployment } from './repositories/deployment-status.js';
 export {
   ACTIVITY_INTERVAL_MS,
   DeploymentActivity,

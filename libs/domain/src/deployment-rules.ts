@@ -101,6 +101,24 @@ export function deploymentDatabaseName(name: string, deploymentId: string): stri
 }
 
 /**
+ * A new deployment's recorded database name, as its create inserts it, and whether it needs a
+ * `provision.deployment` job. Every deployment is created AWAITING_DATABASE (docs/api.md). A
+ * listener's cluster runs the deployment's stores (a StatefulSet of its desired state), so all
+ * its provisioning is the name: the create records it, queues no job, and the deployer moves it
+ * to READY as its first rollout begins (`readyBegunListenerDeployments`). Every other deployment
+ * waits for the deployer to provision its stores on this machine.
+ */
+export function initialDeploymentState(
+  name: string,
+  deploymentId: string,
+  listenerId: string | null,
+): { status: 'AWAITING_DATABASE'; databaseName: string | null; provision: boolean } {
+  return listenerId
+    ? { status: 'AWAITING_DATABASE', databaseName: deploymentDatabaseName(name, deploymentId), provision: false }
+    : { status: 'AWAITING_DATABASE', databaseName: null, provision: true };
+}
+
+/**
  * The forge label that approves a fork's pull request for a preview when a previews setting names
  * none (`source_config.previews.approval_label`; null turns label approval off). Adding a label
  * takes write access on the forge, which a fork's author lacks.

@@ -22,7 +22,7 @@ export function phaseTableMarkdown(): string {
   const rows = PHASES.map((phase) => {
     const worker = phase.job ? `\`${phase.job}\`` : '— (the outbox relay)';
     const begins = phase.working.length
-      ? `\`${phase.entry}\` → \`${phase.working[0]}\`: \`RevisionFlow.begin('${phase.name}')\``
+      ? `\`${phase.entry}\` → \`${phase.working[0]}\`: \`RevisionFlow.begin('${phase.name}')\` (\`beginAll\`: several in one statement)`
       : `created at \`${phase.entry}\`, or \`QUEUED\` behind another`;
     const deadline = `the reconciler past \`${controlPlaneSettings.pipeline[phase.budget].env}\``;
     const failure = phase.job

@@ -163,13 +163,15 @@ export class Reconciler {
   // ------------------------------------------------------------------ deployments
 
   private async deployments(report: ReconcileReport): Promise<void> {
+    // AWAITING_DATABASE with its name recorded is a listener's deployment whose first rollout has
+    // not begun (that makes it READY): it has no provision.deployment job to lose.
     const stale = this.timings.heartbeatStaleMs;
     const waiting = await queryRows<{ id: string; status: string; listener_id: string | null; overdue: boolean }>(
       this.dataSource.manager,
       `SELECT id, status, listener_id,
               (status = 'AWAITING_DELETE' AND status_changed_at < now() - $2 * interval '1 millisecond') AS overdue
          FROM deployments
-        WHERE status IN ('AWAITING_DATABASE', 'AWAITING_DELETE')
+        WHERE (status = 'AWAITING_DELETE' OR (status = 'AWAITING_DATABASE' AND database_name IS NULL))
           AND status_changed_at < now() - $1 * interval '1 millisecond'
         LIMIT 1000`,
       [stale, this.timings.teardownDeadlineMs],

@@ -43,7 +43,7 @@ export interface PhaseStep {
  * `RevisionRepository.beat` (the phase guard) and `recordConfig` (the builder's commit) change no
  * status and run as one autocommit statement that locks only its revision row and waits for
  * nothing else while holding it, so it cannot close a deadlock cycle;
- * `onHandOff` is explained below. The partial unique index `revisions_one_in_flight_idx` is the
+ * `onHandOff` and `beginAll` are explained below. The partial unique index `revisions_one_in_flight_idx` is the
  * backstop that makes two started revisions impossible even if this code were wrong.
  */
 export class RevisionFlow {
@@ -162,6 +162,33 @@ export class RevisionFlow {
     const to = phase.working[0];
     if (!to) throw new Error(`The ${name} phase has no worker to begin it`);
     return this.transition(manager, revisionId, to, this.guarded(step, step.from ?? [phase.entry]));
+  }
+
+  /**
+   * `begin` of several revisions at once, in one statement (the deployer begins the listener
+   * rollouts whose jobs arrive together so): each moves on its own from the phase's entry to its
+   * first working status; the result lists those that moved. Like `onHandOff` it takes no
+   * deployment lock: the move is not terminal, so nothing follows it on the deployment, and it
+   * locks only the revision rows, in id order, each its deployment's in-flight one. A delete or
+   * a deadline, which lock the deployment and then the revision, finds the row as this left it,
+   * or leaves it so that this write, conditional on the status, moves nothing.
+   */
+  async beginAll(
+    manager: EntityManager,
+    revisionIds: readonly string[],
+    name: PhaseName,
+    step: Pick<PhaseStep, 'message' | 'set'>,
+  ): Promise<string[]> {
+    const phase = phaseNamed(name);
+    const to = phase.working[0];
+    if (!to) throw new Error(`The ${name} phase has no worker to begin it`);
+    const applied = await writeRevisions(
+      manager,
+      revisionIds,
+      { to, from: [phase.entry], message: step.message, ...(step.set ? { set: step.set } : {}) },
+      this.timings,
+    );
+    return applied.map((a) => a.revisionId);
   }
 
   /**

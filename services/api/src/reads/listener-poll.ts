@@ -10,7 +10,8 @@ import {
 
 /** What a listener's check-in found the reconciler marked UNKNOWN while its agent was away. */
 export interface ListenerCheckIn {
-  unknownDeployments: Array<{ id: string; databaseName: string | null }>;
+  /** `ready`: its database name is recorded and a rollout of it has begun (it goes back READY). */
+  unknownDeployments: Array<{ id: string; ready: boolean }>;
   unknownRevisionIds: string[];
 }
 
@@ -104,10 +105,13 @@ export class ListenerPoll {
    * one wait for the listener's row lock and a WAL flush (silence is judged in minutes).
    */
   async checkIn(listenerId: string): Promise<ListenerCheckIn> {
-    const rows: Array<{ kind: 'deployment' | 'revision'; id: string; database_name: string | null }> =
+    const rows: Array<{ kind: 'deployment' | 'revision'; id: string; ready: boolean | null }> =
       await this.manager.query(
         `WITH seen AS (${RECORD_SEEN})
-       SELECT 'deployment' AS kind, id, database_name FROM deployments WHERE listener_id = $1 AND status = 'UNKNOWN'
+       SELECT 'deployment' AS kind, u.id, u.database_name IS NOT NULL AND (u.active_revision_id IS NOT NULL
+              OR EXISTS (SELECT 1 FROM revisions b WHERE b.deployment_id = u.id
+                          AND b.status IN ('DEPLOYING', 'UNKNOWN', 'DEPLOYED', 'DEPLOY_FAILED'))) AS ready
+         FROM deployments u WHERE u.listener_id = $1 AND u.status = 'UNKNOWN'
        UNION ALL
        SELECT 'revision', r.id, NULL FROM revisions r JOIN deployments d ON d.id = r.deployment_id
          WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
@@ -116,7 +120,7 @@ export class ListenerPoll {
     return {
       unknownDeployments: rows
         .filter((r) => r.kind === 'deployment')
-        .map((r) => ({ id: r.id, databaseName: r.database_name })),
+        .map((r) => ({ id: r.id, ready: r.ready === true })),
       unknownRevisionIds: rows.filter((r) => r.kind === 'revision').map((r) => r.id),
     };
   }

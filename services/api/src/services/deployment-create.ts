@@ -19,6 +19,7 @@ import {
   createDeploymentProblems,
   createDeploymentType,
   imagePullSecretInputProblems,
+  initialDeploymentState,
   NotFoundError,
   refuseInvalid,
   resolveResourceSpecWithin,
@@ -113,12 +114,15 @@ export class DeploymentCreate {
     // With a listener, the deployment's insert reads it (below); without, none may exist.
     if (source === 'external_container' && !sourceConfig.listener_id) await assertNoListeners(manager, workspaceId);
 
+    // A listener's deployment is inserted with its database name, all its provisioning
+    // (initialDeploymentState): no provision.deployment job; its first rollout makes it READY.
+    const initial = initialDeploymentState(body.name, id, sourceConfig.listener_id ?? null);
     const deployment: Deployment = Object.assign(new Deployment(), {
       id,
       workspaceId,
       name: body.name,
       source,
-      status: 'AWAITING_DATABASE',
+      status: initial.status,
       deploymentType: type,
       tracingProjectId: randomUUID(), // unless one of its name is re-attached (insertWithTracingProject)
       listenerId: sourceConfig.listener_id ?? null,
@@ -130,7 +134,7 @@ export class DeploymentCreate {
       imageVersion: body.image_version ?? null,
       latestRevisionId: null,
       activeRevisionId: null,
-      databaseName: null,
+      databaseName: initial.databaseName,
     } satisfies Partial<Deployment>);
     let inserted: InsertedDeployment;
     try {
@@ -149,7 +153,9 @@ export class DeploymentCreate {
       assertListenerServes(inserted.listener ?? null, sourceConfig, body.name, resourceSpec);
     if (!inserted.tracingProject) throw nameTaken(body.name, workspaceId);
     await domains?.followCustomUrl(manager, deployment, sourceConfig.custom_url);
-    const provision = outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) });
+    const provision = initial.provision
+      ? [outboxJob('provision.deployment', { deploymentId: id, ...(requestId ? { requestId } : {}) })]
+      : [];
 
     // The slot claim rides on the last statement, so a claimed slot is locked only until COMMIT.
     const slot = quotas.slots.claim(manager, workspaceId, id);
@@ -165,10 +171,10 @@ export class DeploymentCreate {
         buildConfig: buildConfigOf(sourceConfig),
       });
       // A deployment inserted by this transaction has nothing in flight: no lock or check needed.
-      claim = await flow.insertFirst(manager, first, requestId, [provision], slot);
+      claim = await flow.insertFirst(manager, first, requestId, provision, slot);
       deployment.latestRevisionId = first.id;
     } else {
-      await enqueueAllInOutbox(manager, [provision]);
+      if (provision.length) await enqueueAllInOutbox(manager, provision);
       claim = await runRider(manager, slot);
     }
     quotas.slots.settle(workspaceId, claim, resourceSpec);

@@ -341,8 +341,9 @@ export class ListenerAgentService {
 
   /**
    * Records the check-in. A listener that calls in again revives what the reconciler marked
-   * UNKNOWN while it was silent: deployments go back to READY when their database is provisioned,
-   * else to AWAITING_DATABASE; rollouts go back to DEPLOYING, so they reappear in the desired
+   * UNKNOWN while it was silent: deployments go back to READY when their database name is recorded
+   * and a rollout of theirs has begun (`ListenerPoll.checkIn`), else to AWAITING_DATABASE (a later
+   * rollout's begin makes them READY); rollouts go back to DEPLOYING, so they reappear in the desired
    * state and the agent can finish them (their phase deadline still bounds them). Each revival is
    * its own conditional change, so a concurrent DELETE (AWAITING_DELETE, revisions INTERRUPTED)
    * is never overwritten.
@@ -351,7 +352,7 @@ export class ListenerAgentService {
     const manager = this.dataSource.manager;
     const { unknownDeployments, unknownRevisionIds } = await new ListenerPoll(manager).checkIn(listenerId);
     for (const d of unknownDeployments) {
-      await transitionDeployment(manager, d.id, d.databaseName ? 'READY' : 'AWAITING_DATABASE', ['UNKNOWN']);
+      await transitionDeployment(manager, d.id, d.ready ? 'READY' : 'AWAITING_DATABASE', ['UNKNOWN']);
     }
     for (const id of unknownRevisionIds) {
       await this.dataSource.transaction((m) =>

@@ -1,6 +1,7 @@
 import type { DataSource } from '@slipway/db';
 import type { JobContext } from '@slipway/jobs';
 import type { PhaseGuard, RevisionFlow } from '@slipway/pipeline';
+import { ListenerRolloutBegins } from './listener-begins.js';
 import type { Placement } from './placement.js';
 
 /**
@@ -12,23 +13,25 @@ import type { Placement } from './placement.js';
 export class ListenerPlacement implements Placement {
   readonly kind = 'listener';
 
-  constructor(
-    private readonly dataSource: DataSource,
-    private readonly flow: RevisionFlow,
-  ) {}
+  private readonly begins: ListenerRolloutBegins;
 
-  /** The cluster runs the deployment's stores (a StatefulSet in its desired state): only the name is recorded. */
+  constructor(dataSource: DataSource, flow: RevisionFlow) {
+    this.begins = new ListenerRolloutBegins(dataSource, flow);
+  }
+
+  /**
+   * The cluster runs the deployment's stores (a StatefulSet in its desired state): only the name
+   * is recorded. The api's create records it and queues no job (`initialDeploymentState`); the
+   * deployment becomes READY as its first rollout begins (`ListenerRolloutBegins`). This runs only
+   * for a deployment created before that, whose `provision.deployment` job is still pending.
+   */
   async provision(): Promise<void> {}
 
   async rollout(revisionId: string, guard: PhaseGuard, { log }: JobContext): Promise<void> {
     guard.stop();
-    const applied = await this.dataSource.transaction((m) =>
-      this.flow.begin(m, revisionId, 'rollout', {
-        message: 'Published to the listener; waiting for its report.',
-        set: { heartbeatAt: null },
-      }),
-    );
-    log.info({ applied: !!applied }, 'revision published to its listener');
+    // Rollouts whose jobs run at once begin together, in one statement (ListenerRolloutBegins).
+    const applied = await this.begins.begin(revisionId);
+    log.info({ applied }, 'revision published to its listener');
   }
 
   async teardown(_deployment: { id: string; name: string }, { log }: JobContext): Promise<void> {
