@@ -155,6 +155,13 @@ describe('a pull request on the forge', () => {
       target_url: previewUrl,
       context: 'slipway/forged',
     });
+    // The comment follows the status (libs/worker's PreviewFeedback sets the status, then upserts it).
+    await eventually(
+      async () => forge.comments.size,
+      (n) => n > 0,
+      30_000,
+      250,
+    );
     expect(forge.comments.size).toBe(1);
     expect([...forge.comments.values()][0]!.body).toContain(previewUrl);
 
