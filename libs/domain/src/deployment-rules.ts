@@ -112,10 +112,10 @@ export function initialDeploymentState(
   name: string,
   deploymentId: string,
   listenerId: string | null,
-): { status: 'AWAITING_DATABASE'; databaseName: string | null; provision: boolean } {
+): { databaseName: string | null; provision: boolean } {
   return listenerId
-    ? { status: 'AWAITING_DATABASE', databaseName: deploymentDatabaseName(name, deploymentId), provision: false }
-    : { status: 'AWAITING_DATABASE', databaseName: null, provision: true };
+    ? { databaseName: deploymentDatabaseName(name, deploymentId), provision: false }
+    : { databaseName: null, provision: true };
 }
 
 /**

@@ -122,7 +122,7 @@ export class DeploymentCreate {
       workspaceId,
       name: body.name,
       source,
-      status: initial.status,
+      status: 'AWAITING_DATABASE',
       deploymentType: type,
       tracingProjectId: randomUUID(), // unless one of its name is re-attached (insertWithTracingProject)
       listenerId: sourceConfig.listener_id ?? null,
