@@ -5,6 +5,9 @@
  * custom domain's owner publishes records in.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createSocket } from 'node:dgram';
+import { Resolver } from 'node:dns/promises';
 import { request } from 'node:http';
 import { freePort } from './ports.js';
 
@@ -22,7 +25,19 @@ export interface DnsStub {
 }
 
 export async function startDnsStub(): Promise<DnsStub> {
-  const [dnsPort, managementPort] = [await freePort(), await freePort()];
+  // The stub keeps running when its UDP socket cannot bind (it only logs it), and resolvers ask
+  // over UDP: a port taken by another process's DNS server would silently answer for it. So the
+  // port must be free for both, and the stub must be seen answering a name only it knows.
+  for (let attempt = 1; ; attempt++) {
+    const stub = await launch(await freeTcpAndUdpPort(), await freePort());
+    const problem = await stub.check();
+    if (!problem) return stub.api;
+    await stub.api.stop();
+    if (attempt === 3) throw new Error(`pebble-challtestsrv does not answer: ${problem}\n${stub.api.output()}`);
+  }
+}
+
+async function launch(dnsPort: number, managementPort: number) {
   const logs: string[] = [];
   const child: ChildProcess = spawn(
     'pebble-challtestsrv',
@@ -49,29 +64,56 @@ export async function startDnsStub(): Promise<DnsStub> {
   child.on('error', (err) => logs.push(`pebble-challtestsrv: ${err.message}\n`));
   const manage = (path: string, body: unknown) => post(`http://127.0.0.1:${managementPort}${path}`, body);
   const fqdn = (name: string) => (name.endsWith('.') ? name : `${name}.`);
-  const stop = () => stopChild(child);
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      await manage('/clear-a', { host: 'probe.invalid' });
-      break;
-    } catch (err) {
-      if (Date.now() > deadline || child.exitCode !== null) {
-        await stop();
-        throw new Error(`pebble-challtestsrv did not start: ${(err as Error).message}\n${logs.join('')}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return {
+  const api: DnsStub = {
     server: `127.0.0.1:${dnsPort}`,
     setTxt: (name, value) => manage('/set-txt', { host: fqdn(name), value }),
     clearTxt: (name) => manage('/clear-txt', { host: fqdn(name) }),
     setA: (host, addresses) => manage('/add-a', { host, addresses }),
     clearA: (host) => manage('/clear-a', { host }),
     output: () => logs.join(''),
-    stop,
+    stop: () => stopChild(child),
   };
+  /** Null once the stub answers over UDP with what was set in it alone; else what went wrong. */
+  const check = async (): Promise<string | null> => {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      try {
+        await manage('/clear-a', { host: 'probe.invalid' });
+        break;
+      } catch (err) {
+        if (Date.now() > deadline || child.exitCode !== null) return `did not start: ${(err as Error).message}`;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    if (/bind: address already in use/.test(logs.join(''))) return `port ${dnsPort} is taken`;
+    const name = `probe-${randomBytes(6).toString('hex')}.invalid`;
+    const marker = '127.0.0.77';
+    await api.setA(name, [marker]);
+    const resolver = new Resolver({ timeout: 2_000, tries: 1 });
+    resolver.setServers([api.server]);
+    try {
+      const answer = await resolver.resolve4(name);
+      return answer.includes(marker) ? null : `another server answered on ${api.server}: ${answer.join(', ')}`;
+    } catch (err) {
+      return `no answer on ${api.server}: ${(err as Error).message}`;
+    } finally {
+      await api.clearA(name);
+    }
+  };
+  return { api, check };
+}
+
+/** A port free on 127.0.0.1 for TCP and UDP alike a moment ago. */
+async function freeTcpAndUdpPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    const free = await new Promise<boolean>((resolve) => {
+      const socket = createSocket('udp4');
+      socket.once('error', () => resolve(false));
+      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
 }
 
 /** SIGTERM, then SIGKILL after 3 s; resolves once the child is gone. */
