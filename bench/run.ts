@@ -111,6 +111,8 @@ const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 // The api reaches Redis through a proxy the burst scenario can cut.
 const proxy = needsStack ? await TcpProxy.start(redisUrl, 6379) : null;
 const stack = needsStack ? new BenchStack(build) : null;
+/** A step that threw: what was measured before it is still printed and written. */
+let failure: unknown = null;
 try {
   if (stack && proxy) {
     const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
@@ -157,6 +159,8 @@ try {
   if (only.includes('list')) rows.push(...(await step('list', () => listScenario(options))));
   // Its own database, after the stack's scenarios: filling a million runs competes with nothing measured.
   if (only.includes('tracing')) rows.push(...(await step('trace list', () => tracingListScenario(options))));
+} catch (err) {
+  failure = err;
 } finally {
   await stack?.close();
   await proxy?.close();
@@ -177,12 +181,17 @@ writeFileSync(
       machine: { cpus: os.cpus().length, node: process.version },
       options,
       rows,
+      ...(failure ? { failed: String((failure as Error).stack ?? failure) } : {}),
     },
     null,
     2,
   )}\n`,
 );
 console.log(`\nwritten to ${path.relative(process.cwd(), values.out!)}`);
+if (failure) {
+  console.error('bench: a step failed; the rows above are what was measured before it');
+  throw failure;
+}
 const missed = rows.filter((r) => r.met === false);
 if (missed.length)
   console.log(`${missed.length} target(s) not met: ${missed.map((r) => `${r.scenario} ${r.metric}`).join('; ')}`);

@@ -55,11 +55,12 @@ async function fixture(rows: number): Promise<Fixture> {
   );
   // g < rows: the measured workspace; the rest spread over the other nine.
   await q(
-    `INSERT INTO deployments (id, workspace_id, name, source, status, deployment_type, listener_id, ` +
+    `INSERT INTO deployments (id, workspace_id, name, edge_name, source, status, deployment_type, listener_id, ` +
       `resource_spec, image_version, created_at)
      SELECT gen_random_uuid(),
             CASE WHEN g < $1 THEN $2::uuid ELSE (SELECT array_agg(id) FROM workspaces)[2 + g % 9] END,
             CASE WHEN g % ($1 / 5) = 7 THEN 'rare-needle-' || g ELSE 'agent-' || g END,
+            'list-' || g,
             CASE WHEN g % 4 = 0 THEN 'external_container' ELSE 'repohost' END,
             (ARRAY['READY','READY','READY','UNUSED','AWAITING_DATABASE'])[1 + g % 5],
             CASE WHEN g % 4 = 0 THEN NULL ELSE (ARRAY['dev','prod','dev_free'])[1 + g % 3] END,

@@ -13,10 +13,15 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
   // The create scenario just added thousands of rows: statistics as autovacuum would have them a
   // minute later, not the empty tables' (plans for 5 rows, scanning thousands).
   await stack.dataSource.query('ANALYZE deployments, revisions');
-  // A few deployments mid-rollout, so desired state renders real entries (manifests, secrets).
+  // A few deployments mid-rollout, so desired state renders real entries (manifests, secrets). On
+  // a listener of their own: the create scenario's thousands of rollouts, begun by the real
+  // deployer, are in flight on the bench's listener, whose desired state lists them all.
+  const listenerId = await stack.addListener('reads');
   const deployments = [];
   for (let i = 0; i < 5; i++)
-    deployments.push(await stack.request('POST', '/v2/deployments', stack.createBody(`read-${stack.id}-${i}`)));
+    deployments.push(
+      await stack.request('POST', '/v2/deployments', stack.createBody(`read-${stack.id}-${i}`, listenerId)),
+    );
   await startRollouts(stack, deployments);
   // A full list page, whatever ran before (alone, the reads find only the 5 above): the rest stay
   // queued for a rollout no deployer takes, so desired state keeps its 5 entries.
@@ -26,14 +31,14 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
   const agent = await stack.request('POST', '/v2/api-keys', {
     description: 'bench agent',
     role: 'member',
-    listener_id: stack.listenerId,
+    listener_id: listenerId,
   });
   const [item] = await stack.dataSource.query(
     `INSERT INTO raw_items (name, image_uri, secrets) VALUES ('x', 'y', '[]') RETURNING id`,
   );
 
   // Agents send back the ETag of the state they hold (services/listener-agent): unchanged → 304.
-  const desiredUrl = `${stack.api.url}/v2/listeners/${stack.listenerId}/desired-state`;
+  const desiredUrl = `${stack.api.url}/v2/listeners/${listenerId}/desired-state`;
   const etag = (await fetch(desiredUrl, { headers: { 'x-api-key': agent.key } })).headers.get('etag');
   if (!etag) throw new Error('desired-state answered without an ETag');
 
@@ -58,11 +63,11 @@ export async function readsScenario(stack: BenchStack, o: BenchOptions): Promise
     ['list deployments (20)', () => measure('/v2/deployments?limit=20')],
     [
       'desired-state (5 entries, unchanged: 304)',
-      () => measure(`/v2/listeners/${stack.listenerId}/desired-state`, agent.key, { 'if-none-match': etag }),
+      () => measure(`/v2/listeners/${listenerId}/desired-state`, agent.key, { 'if-none-match': etag }),
     ],
     [
       'desired-state (5 entries, full 56 KB body)',
-      () => measure(`/v2/listeners/${stack.listenerId}/desired-state`, agent.key),
+      () => measure(`/v2/listeners/${listenerId}/desired-state`, agent.key),
     ],
   ];
   const rows: BenchRow[] = [];

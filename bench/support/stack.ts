@@ -149,12 +149,17 @@ export class BenchStack {
     );
     // The edge has no health path: it is up when its HTTP port answers (404 for a host that names no deployment).
     this.edge = await startProcess([this.entryOf('edge')], this.serviceEnv, this.edgePorts.http, '/', 404);
+    this.listenerId = await this.addListener('bench');
+  }
+
+  /** A new listener (`bench-<name>-<stack id>`); its id. */
+  async addListener(name: string): Promise<string> {
     const res = await this.request('POST', '/v2/listeners', {
       compute_type: 'k8s',
-      compute_id: `bench-${this.id}`,
+      compute_id: `bench-${name}-${this.id}`,
       compute_config: { k8s_namespaces: ['bench'] },
     });
-    this.listenerId = res.id;
+    return res.id;
   }
 
   /**
@@ -213,12 +218,12 @@ export class BenchStack {
     return text ? JSON.parse(text) : undefined;
   }
 
-  /** A create body for an image deployment with one secret (what the issue measured). */
-  createBody(name: string): Record<string, unknown> {
+  /** A create body for an image deployment with one secret (what the issue measured), on the bench's listener unless told. */
+  createBody(name: string, listenerId = this.listenerId): Record<string, unknown> {
     return {
       name,
       source: 'external_container',
-      source_config: { listener_id: this.listenerId },
+      source_config: { listener_id: listenerId },
       source_revision_config: { image_uri: 'registry.example/agent:1' },
       secrets: [{ name: 'OPENAI_API_KEY', value: 'sk-bench-secret' }],
     };
