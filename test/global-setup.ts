@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
 import { createDataSource, runMigrations } from '@slipway/db';
 import { ensureConsole } from '../infra/scripts/console.mjs';
+import { ensureStartBuild } from '../infra/scripts/start-build.mjs';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -115,6 +116,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // The api serves the built web console: build it when its sources changed (a no-op otherwise),
   // once per run, before any file starts an api.
   ensureConsole();
+  // Service processes run their compiled entries, as `npm start` does (service-process.ts): built
+  // from the current sources when they changed, once per run.
+  await ensureStartBuild();
   const stops: Stop[] = [];
   const pgServerUrl = await resolvePostgres(stops);
   const redisUrl = await resolveRedis(stops);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { START_ENTRIES } from '../../infra/scripts/start-build.mjs';
 import type { TestApi } from './test-api.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -55,15 +56,27 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
   };
 }
 
-/** Starts `services/<name>/src/main.ts` as its own process (as in production) and waits until it is up. */
+/**
+ * What runs a service: its compiled entry, as `npm start` runs it (`services/<name>/dist/start.js`,
+ * built from the current sources by the test run's global setup), so a process starts without
+ * compiling hundreds of modules on load (about 2 s of a core less per start than under tsx, and
+ * the suite starts a few hundred). A service `npm start` does not compile runs from its source.
+ */
+function entryArgs(name: ServiceName): string[] {
+  const built = (START_ENTRIES as Record<string, { built: string } | undefined>)[name]?.built;
+  if (built) return [path.join(ROOT, built)];
+  // `node --import tsx`, not the tsx CLI: the CLI runs the program in a child process, so a
+  // SIGKILL would hit only the wrapper and leave the real service running.
+  return ['--import', 'tsx', path.join(ROOT, `services/${name}/src/main.ts`)];
+}
+
+/** Starts a service as its own process (as in production) and waits until it is up. */
 export async function startService(
   name: ServiceName,
   env: Record<string, string>,
   readyTimeoutMs = 60_000,
 ): Promise<ServiceProcess> {
-  // `node --import tsx`, not the tsx CLI: the CLI runs the program in a child process, so a
-  // SIGKILL would hit only the wrapper and leave the real service running.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, `services/${name}/src/main.ts`)], {
+  const child = spawn(process.execPath, entryArgs(name), {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
