@@ -14,6 +14,13 @@ import type { BenchOptions } from './options.js';
 
 /** How much later than the instance's own the first byte of a stream may come through the serving URL. */
 const SSE_MARGIN_MS = 5;
+/**
+ * How long the peers keep an idle connection to a Node upstream: under Node's 5 s server
+ * keep-alive, as the serving proxy does (UpstreamPool). nginx's default of 60 s let it write a
+ * streamed run onto a connection the instance was closing, and answer 502 (seen in CI).
+ */
+const UPSTREAM_IDLE = '4s';
+
 /** Clients making full TLS handshakes in parallel (serving: TLS handshakes). */
 const HANDSHAKE_CLIENTS = 16;
 /** The edge's handshakes a second, at least this share of nginx's. */
@@ -114,7 +121,7 @@ async function startNginx(
   const { host } = new URL(upstream);
   const auth = authUrl
     ? {
-        upstream: `upstream auth { server ${new URL(authUrl).host}; keepalive 64; }`,
+        upstream: `upstream auth { server ${new URL(authUrl).host}; keepalive 64; keepalive_timeout ${UPSTREAM_IDLE}; }`,
         check: `auth_request /_auth;
       proxy_set_header X-Api-Key "";`,
         location: `location = /_auth {
@@ -143,7 +150,7 @@ http {
   fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
-  upstream instance { server ${host}; keepalive 64; }
+  upstream instance { server ${host}; keepalive 64; keepalive_timeout ${UPSTREAM_IDLE}; }
   ${auth.upstream}
   server {
     ${
@@ -211,7 +218,10 @@ async function startCaddy(
                     handler: 'reverse_proxy',
                     upstreams: [{ dial: new URL(upstream).host }],
                     flush_interval: -1,
-                    transport: { protocol: 'http', keep_alive: { enabled: true, max_idle_conns_per_host: 64 } },
+                    transport: {
+                      protocol: 'http',
+                      keep_alive: { enabled: true, max_idle_conns_per_host: 64, idle_timeout: UPSTREAM_IDLE },
+                    },
                   },
                 ],
               },
@@ -384,9 +394,10 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
     const nginxShare = viaNginx.reqPerSec / direct.reqPerSec;
 
     const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<keyof typeof ways, number[]>;
-    for (const name of names) for (let i = 0; i < 3; i++) await firstByte(ways[name], key);
-    for (let i = 0; i < o.streamRuns; i++)
-      for (const name of names) samples[name].push(await firstByte(ways[name], key));
+    const timed = (name: keyof typeof ways) =>
+      firstByte(ways[name], key).catch((err: Error) => Promise.reject(new Error(`${name}: ${err.message}`)));
+    for (const name of names) for (let i = 0; i < 3; i++) await timed(name);
+    for (let i = 0; i < o.streamRuns; i++) for (const name of names) samples[name].push(await timed(name));
     const sse = Object.fromEntries(names.map((n) => [n, percentile(samples[n], 50)])) as Record<
       keyof typeof ways,
       number

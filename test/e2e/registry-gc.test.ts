@@ -8,7 +8,7 @@ import { registryAnswers, startRegistry, sweepRegistry } from '@slipway/registry
 import { collectRegistryGarbage } from '../../services/cli/src/registry-gc.js';
 import { buildBusyboxImage, skopeoPush, type OciImage } from '../support/oci-image.js';
 import { startRegistryStand, startRegistrySupervisor, type RegistryStand } from '../support/registry-stand.js';
-import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
+import { entryArgs, eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 
 /**
  * Garbage collection of the built-in registry (docs/operations.md, The image registry): the real
@@ -255,7 +255,7 @@ describe('registry garbage collection', () => {
       const out = await new Promise<string>((resolve, reject) =>
         execFile(
           process.execPath,
-          ['--import', 'tsx', 'services/cli/src/main.ts', 'registry', 'gc', '--grace-hours', '0'],
+          [...entryArgs('cli'), 'registry', 'gc', '--grace-hours', '0'],
           { cwd: ROOT, env, timeout: 120_000 },
           (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}${stderr}`)) : resolve(stdout)),
         ),

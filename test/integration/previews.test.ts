@@ -7,6 +7,7 @@ import { secretsCodec } from '@slipway/crypto';
 import { createLogger } from '@slipway/logging';
 import { Reconciler } from '@slipway/pipeline';
 import { repohostFixture, type RepohostFixture } from '../support/git-fixtures.js';
+import { entryArgs } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -476,7 +477,7 @@ describe('`slipway preview` for CI scripts without a forge', () => {
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       execFile(
         process.execPath,
-        ['--import', 'tsx', 'services/cli/src/main.ts', 'preview', ...args],
+        [...entryArgs('cli'), 'preview', ...args],
         {
           cwd: ROOT,
           env: {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startRegistry, type RunningRegistry } from '@slipway/registry';
 import { freePort } from './ports.js';
-import { serviceEnv } from './service-process.js';
+import { entryArgs, serviceEnv } from './service-process.js';
 import { startTestApi, type TestApi } from './test-api.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -63,7 +63,7 @@ export function startRegistrySupervisor(api: TestApi, extra: Record<string, stri
     SLIPWAY_REGISTRY_PORT: String(api.config.registry.port),
     ...extra,
   });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/registry/src/main.ts'], {
+  const child = spawn(process.execPath, entryArgs('registry'), {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

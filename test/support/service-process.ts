@@ -62,7 +62,7 @@ export function serviceEnv(api: TestApi, overrides: Record<string, string> = {})
  * compiling hundreds of modules on load (about 2 s of a core less per start than under tsx, and
  * the suite starts a few hundred). A service `npm start` does not compile runs from its source.
  */
-function entryArgs(name: ServiceName): string[] {
+export function entryArgs(name: ServiceName | 'cli' | 'registry'): string[] {
   const built = (START_ENTRIES as Record<string, { built: string } | undefined>)[name]?.built;
   if (built) return [path.join(ROOT, built)];
   // `node --import tsx`, not the tsx CLI: the CLI runs the program in a child process, so a
