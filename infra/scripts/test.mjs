@@ -11,7 +11,12 @@ import {
   log,
   run,
 } from './bootstrap.mjs';
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { ensureConsole } from './console.mjs';
+import { ensureStartBuild } from './start-build.mjs';
 
 ensurePnpm();
 ensureDependencies();
@@ -24,9 +29,40 @@ log('checking formatting (pnpm format to fix)');
 run('pnpm', ['exec', 'biome', 'format', '.']);
 log('type-checking');
 run('pnpm', ['exec', 'tsc', '--noEmit', '-p', 'tsconfig.json']);
+// The services' compiled entries, which test processes run: built here, once, so that neither
+// vitest run below builds them while the other reads them.
+await ensureStartBuild();
+const alongside = startAlongside(process.env.SLIPWAY_TEST_ALONGSIDE);
+let failed = false;
 try {
   run('pnpm', ['exec', 'vitest', 'run', ...process.argv.slice(2)]);
 } catch (err) {
   log(err.message);
-  process.exit(1);
+  failed = true;
+}
+if (alongside && !(await alongside())) failed = true;
+if (failed) process.exit(1);
+
+/**
+ * `SLIPWAY_TEST_ALONGSIDE`: a shell command run beside the suite once everything is prepared (CI
+ * runs the unit suites on another Node version so; its own databases, prefix and ports). Its
+ * output is printed after the suite's; its failure fails the run. Returns a wait for its success.
+ */
+function startAlongside(command) {
+  if (!command) return null;
+  const file = path.join(tmpdir(), `slipway-alongside-${process.pid}.log`);
+  const out = openSync(file, 'w');
+  log(`running beside the suite: ${command}`);
+  const child = spawn(command, { shell: true, stdio: ['ignore', out, out] });
+  const done = new Promise((resolve) => {
+    child.once('error', (err) => resolve(`could not start: ${err.message}`));
+    child.once('exit', (code, signal) => resolve(code === 0 ? null : `exited with ${code ?? signal}`));
+  });
+  return async () => {
+    const problem = await done;
+    closeSync(out);
+    process.stdout.write(readFileSync(file, 'utf8'));
+    log(problem ? `beside the suite: ${command} ${problem}` : `beside the suite: ${command} passed`);
+    return !problem;
+  };
 }
