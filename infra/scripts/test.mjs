@@ -16,7 +16,6 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ensureConsole } from './console.mjs';
-import { ensureStartBuild } from './start-build.mjs';
 
 ensurePnpm();
 ensureDependencies();
@@ -30,7 +29,9 @@ run('pnpm', ['exec', 'biome', 'format', '.']);
 log('type-checking');
 run('pnpm', ['exec', 'tsc', '--noEmit', '-p', 'tsconfig.json']);
 // The services' compiled entries, which test processes run: built here, once, so that neither
-// vitest run below builds them while the other reads them.
+// vitest run below builds them while the other reads them. Imported only now: it needs esbuild,
+// which a fresh clone has only once ensureDependencies above installed it.
+const { ensureStartBuild } = await import('./start-build.mjs');
 await ensureStartBuild();
 const alongside = startAlongside(process.env.SLIPWAY_TEST_ALONGSIDE);
 let failed = false;
