@@ -123,9 +123,20 @@ function servedSerial(): Promise<string> {
 
 /** Makes the edge renew HOST now: its certificate past two thirds, and a change told to the edges (as a route change is). */
 async function renewNow(): Promise<void> {
-  await api.dataSource.query(
-    `UPDATE edge_certificates SET renew_after = now(), next_attempt_at = now() WHERE host = $1`,
-    [HOST],
+  // Not while an edge's pass holds the host: its end (the certificate saved, the lease released)
+  // writes renew_after, over ours when it lands after it (seen under CI's load: no renewal came).
+  await eventually(
+    async () =>
+      (
+        await api.dataSource.query(
+          `WITH due AS (UPDATE edge_certificates SET renew_after = now(), next_attempt_at = now()
+             WHERE host = $1 AND leased_by IS NULL RETURNING host) SELECT count(*)::int AS n FROM due`,
+          [HOST],
+        )
+      )[0].n as number,
+    (n) => n === 1,
+    30_000,
+    100,
   );
   await api.dataSource.query(`SELECT pg_notify('slipway_edge_routes', $1)`, [deploymentId]);
 }
