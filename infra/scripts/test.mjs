@@ -12,7 +12,7 @@ import {
   run,
 } from './bootstrap.mjs';
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ensureConsole } from './console.mjs';
@@ -33,6 +33,7 @@ run('pnpm', ['exec', 'tsc', '--noEmit', '-p', 'tsconfig.json']);
 // which a fresh clone has only once ensureDependencies above installed it.
 const { ensureStartBuild } = await import('./start-build.mjs');
 await ensureStartBuild();
+const dropScratch = memoryScratch();
 const alongside = startAlongside(process.env.SLIPWAY_TEST_ALONGSIDE);
 let failed = false;
 try {
@@ -42,7 +43,36 @@ try {
   failed = true;
 }
 if (alongside && !(await alongside())) failed = true;
+dropScratch?.();
 if (failed) process.exit(1);
+
+/**
+ * The run's scratch files (TMPDIR: builds' npm installs, artifacts, copies of the agent server,
+ * git clones, browser profiles) in a directory of /dev/shm when it is a memory file system with
+ * room, removed at the end. The suite writes gigabytes of small files, and on a virtual
+ * machine's disk that costs: measured on a CI machine, copying a 67 MB node_modules took 4.5 s
+ * of system time on its ext4 disk and 0.5 s on /dev/shm, an agent deploy 35 s against 18 s.
+ * A TMPDIR of the caller's is kept, and so is the disk with SLIPWAY_TEST_SCRATCH=disk. Returns
+ * the directory's removal, or null.
+ */
+function memoryScratch() {
+  if (process.env.TMPDIR || process.env.SLIPWAY_TEST_SCRATCH === 'disk') return null;
+  const TMPFS_MAGIC = 0x01021994;
+  const GiB = 2 ** 30;
+  let fs;
+  try {
+    fs = statfsSync('/dev/shm');
+  } catch {
+    return null;
+  }
+  // What the run may hold there at once (a few GB) must fit in memory beside its processes.
+  const available = Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0) * 1024;
+  if (fs.type !== TMPFS_MAGIC || fs.bavail * fs.bsize < 8 * GiB || available < 12 * GiB) return null;
+  const dir = mkdtempSync('/dev/shm/slipway-test-');
+  process.env.TMPDIR = dir;
+  log(`scratch files in ${dir} (memory; SLIPWAY_TEST_SCRATCH=disk or a TMPDIR of yours to keep them on disk)`);
+  return () => rmSync(dir, { recursive: true, force: true });
+}
 
 /**
  * `SLIPWAY_TEST_ALONGSIDE`: a shell command run beside the suite once everything is prepared (CI
