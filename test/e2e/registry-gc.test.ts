@@ -188,15 +188,20 @@ describe('registry garbage collection', () => {
     const again = redeploy.body.latest_revision_id as string;
     const rev = await settled(d.id, again);
     expect(rev.status, rev.status_message).toBe('DEPLOYED');
-    const log = (
-      await api().dataSource.query(
-        `SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`,
-        [again],
+    // The deployer's log lines are written in batches beside the status change: they may land
+    // just after DEPLOYED does.
+    const deployLog = async () =>
+      (
+        await api().dataSource.query(
+          `SELECT message FROM revision_logs WHERE revision_id = $1 AND type = 'deploy' ORDER BY id`,
+          [again],
+        )
       )
-    )
-      .map((r: { message: string }) => r.message)
-      .join('\n');
-    expect(log).toContain('Pulled and unpacked image');
+        .map((r: { message: string }) => r.message)
+        .join('\n');
+    expect(await eventually(deployLog, (log) => log.includes('Pulled and unpacked image'), 10_000)).toContain(
+      'Pulled and unpacked image',
+    );
     const [row] = await api().dataSource.query(`SELECT serving_port FROM deployments WHERE id = $1`, [d.id]);
     expect(
       await (await fetch(`http://127.0.0.1:${row.serving_port}/`, { headers: { 'x-api-key': api().adminKey } })).text(),
