@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
@@ -404,6 +404,24 @@ describe('agent servers: a graph that throws only when the server starts', () =>
       log.join('\n'),
     ).toBeDefined();
     expect(log).not.toContain('$ npm install --no-audit --no-fund --ignore-scripts');
+    // Sandboxed, that install's files are linked into the artifact, still the builder's and
+    // writable by nobody else: the deployment's uid owns the rest of its tree and none of them.
+    // Otherwise (steps run as the builder's user, who could change them) they are a copy.
+    const app = path.join(api.config.dataDir, 'artifacts', revisionId, 'app');
+    const shared = statSync(path.join(app, '.slipway-agent-server/node_modules/@langchain/langgraph-api/package.json'));
+    const [{ sandbox_uid: uid }] = await api.dataSource.query(`SELECT sandbox_uid FROM deployments WHERE id = $1`, [
+      deploymentId,
+    ]);
+    if (uid === null) expect(shared.nlink).toBe(1);
+    else {
+      expect(statSync(path.join(app, 'src/agent.ts')).uid).toBe(uid);
+      expect(statSync(path.join(app, '.slipway-agent-server/package.json')).uid).toBe(uid);
+      expect({ links: shared.nlink > 1, owner: shared.uid, othersWrite: shared.mode & 0o022 }).toEqual({
+        links: true,
+        owner: process.getuid!(),
+        othersWrite: 0,
+      });
+    }
     expect(rev.status_message.split('\n')[0]).toBe(
       "Graph 'agent' (./src/agent.ts:graph) failed to load at start: Error: boom at start",
     );

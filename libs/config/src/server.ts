@@ -78,7 +78,7 @@ export const serverSettings = {
   agentServerHostCache: optional(
     'SLIPWAY_AGENT_SERVER_HOST_CACHE',
     Joi.string(),
-    "the agent server's installed dependencies, installed once and copied into every LangGraph.js artifact; builders may share it",
+    "the agent server's installed dependencies, installed once and linked (sandboxed builds) or copied into every LangGraph.js artifact; builders may share it",
     '`<data dir>/cache/agent-server-host`',
   ),
   deployerConcurrency: int('SLIPWAY_DEPLOYER_CONCURRENCY', 8, 'rollouts one deployer process runs at once', {

@@ -28,6 +28,8 @@ export interface BuildStepContext {
 export class BuildStepRunner {
   /** The dependency cache entries this build used or made: the ones kept once it succeeded. */
   private readonly dependencyKeys = new Set<string>();
+  /** Set once the agent server's dependencies are in the tree: the build's last step. */
+  private hostInPlace = false;
 
   constructor(private readonly ctx: BuildStepContext) {}
 
@@ -50,7 +52,7 @@ export class BuildStepRunner {
         `Reusing the dependencies installed for this ${found.lockfile} (${found.key.slice(0, 12)}): \`${command}\` skipped.`,
       );
       // What the builder copied in becomes the deployment's, like the rest of the tree.
-      await this.ctx.jail.prepare();
+      await this.prepareJail();
       return;
     }
     await this.run('install', command, dir, env);
@@ -66,9 +68,18 @@ export class BuildStepRunner {
    * Counted against the build's disk quota like the rest of the artifact.
    */
   async installHost(hostDir: string): Promise<void> {
+    // What the builder copied in (the host's package files, compiled) becomes the deployment's,
+    // like the rest of the tree; the dependencies that follow stay the builder's when linked.
+    await this.prepareJail();
+    this.hostInPlace = true;
     let result: HostInstallResult | undefined;
     await this.ctx.quota.within("installing the agent server's dependencies", async (signal) => {
-      result = await this.ctx.hostInstall.copyInto(hostDir, { signal, onLine: (line) => this.ctx.buildLog.line(line) });
+      result = await this.ctx.hostInstall.copyInto(hostDir, {
+        signal,
+        onLine: (line) => this.ctx.buildLog.line(line),
+        // Sandboxed, the deployment's uid cannot write the builder's files: links are safe.
+        linked: this.ctx.jail.uid !== null,
+      });
     });
     const { key, installed } = result!;
     this.ctx.buildLog.line(
@@ -76,8 +87,6 @@ export class BuildStepRunner {
         ? `Agent server dependencies installed (${key.slice(0, 12)}); later agent builds reuse them.`
         : `Reusing the agent server's installed dependencies (${key.slice(0, 12)}).`,
     );
-    // What the builder copied in becomes the deployment's, like the rest of the tree.
-    await this.ctx.jail.prepare();
   }
 
   /**
@@ -90,7 +99,7 @@ export class BuildStepRunner {
       { step, command: this.ctx.buildLog.redact(command), uid: this.ctx.jail.uid },
       `running the ${step} command`,
     );
-    await this.ctx.jail.prepare();
+    await this.prepareJail();
     await this.ctx.quota.within(`the ${step} command \`${command}\``, async (signal) => {
       const result = await runShellCommand({
         command,
@@ -113,6 +122,16 @@ export class BuildStepRunner {
         throw new BuildError(`The ${step} command \`${command}\` ${how}.`);
       }
     });
+  }
+
+  /**
+   * Hands what the builder wrote to the deployment's uid (BuildJail.prepare). Never once the
+   * agent server's dependencies are in place: re-owning the tree would re-own the files linked
+   * from the builder's install, which every other deployment's artifact shares.
+   */
+  private async prepareJail(): Promise<void> {
+    if (this.hostInPlace) throw new Error("No build step may follow the agent server's dependencies.");
+    await this.ctx.jail.prepare();
   }
 
   /** After a successful build: the deployment's cache keeps only the entries this build used. */

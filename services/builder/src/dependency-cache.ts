@@ -126,6 +126,20 @@ export async function copyTree(from: string, to: string): Promise<void> {
   await run('cp', ['-a', '--reflink=auto', '--', from, to]);
 }
 
+/**
+ * `cp -al`: the same tree with new directories and hard links to `from`'s files, so nothing of
+ * their contents is written again (a copy where `to` is on another file system). Only for a
+ * tree whose files the process that reads `to` can never change: they keep their owner and mode.
+ */
+export async function linkTree(from: string, to: string): Promise<void> {
+  try {
+    await run('cp', ['-al', '--', from, to]);
+  } catch {
+    await rm(to, { recursive: true, force: true });
+    await copyTree(from, to);
+  }
+}
+
 function safeJson(text: string): unknown {
   try {
     return JSON.parse(text);

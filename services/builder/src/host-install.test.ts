@@ -81,6 +81,26 @@ describe('AgentServerHostInstall', () => {
     expect(lstatSync(path.join(second, 'node_modules', DEP, 'package.json')).nlink).toBe(1);
   }, 120_000);
 
+  it('links the entry into a build when asked: the same files, writable by their owner alone', async () => {
+    const root = path.join(scratch, 'cache-linked');
+    const host = new AgentServerHostInstall({ root, source, deadlineMs: 120_000 });
+    const first = target();
+    // With no umask npm writes files everyone may change: the install must clear those bits.
+    const umask = process.umask(0);
+    const made = await host
+      .copyInto(first, { signal: never(), onLine: () => undefined, linked: true })
+      .finally(() => process.umask(umask));
+    const second = target();
+    await host.copyInto(second, { signal: never(), onLine: () => undefined, linked: true });
+    const file = (dir: string) => path.join(dir, 'node_modules', DEP, 'package.json');
+    expect(lstatSync(file(first)).ino).toBe(lstatSync(file(path.join(root, made.key))).ino);
+    expect(lstatSync(file(second)).ino).toBe(lstatSync(file(first)).ino);
+    const writable = execFileSync('find', [path.join(root, made.key, 'node_modules'), '-perm', '/022'], {
+      encoding: 'utf8',
+    });
+    expect(writable).toBe('');
+  }, 120_000);
+
   it('runs one install for builds that need it at once; a build cancelled while waiting leaves it to the others', async () => {
     const root = path.join(scratch, 'cache-concurrent');
     const host = new AgentServerHostInstall({ root, source, deadlineMs: 120_000 });

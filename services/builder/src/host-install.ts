@@ -1,16 +1,19 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { AGENT_SERVER_HOST_INSTALL, AGENT_SERVER_HOST_SOURCE } from './agent-server-host.js';
 import { BuildError } from './build-steps.js';
-import { copyTree, installKey, isRealDirectory } from './dependency-cache.js';
+import { copyTree, installKey, isRealDirectory, linkTree } from './dependency-cache.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
 
 /** Bumped when what an entry holds or how it is keyed changes: older entries are then removed. */
-const FORMAT = 'slipway-host-1';
+const FORMAT = 'slipway-host-2';
 /** The host's files that decide its install: nothing else of the host is read by npm. */
 const DECIDING_FILES = ['package.json', 'package-lock.json', '.npmrc'];
+const runChmod = (args: string[]) => promisify(execFile)('chmod', args);
 /** A staging directory older than this belongs to a builder that died mid-install. */
 const ABANDONED_MS = 6 * 60 * 60_000;
 
@@ -32,8 +35,8 @@ export interface HostInstallResult {
 
 /**
  * The agent server host's installed dependencies (node_modules), installed once per builder
- * data dir (or per `SLIPWAY_AGENT_SERVER_HOST_CACHE`) and copied into every LangGraph.js
- * artifact, instead of an `npm install` of the same locked tree in every deployment's first build.
+ * data dir (or per `SLIPWAY_AGENT_SERVER_HOST_CACHE`) and put into every LangGraph.js artifact,
+ * instead of an `npm install` of the same locked tree in every deployment's first build.
  *
  * - The tree is the control plane's, not a tenant's: fixed by the host's own lockfile (exact
  *   versions with integrity hashes), installed by the builder itself with `--ignore-scripts`
@@ -42,9 +45,11 @@ export interface HostInstallResult {
  * - An entry is keyed by the digest of the host's package.json, lockfile and .npmrc, the install
  *   command and the Node version and platform; a new host version installs afresh and the old
  *   entries go once the new one is in place.
- * - Builds copy the entry (a real copy, never links: the copy is handed to the deployment's
- *   uid, which must not be able to change what the next deployment gets). The cache directory
- *   is never mounted into a sandbox.
+ * - A sandboxed build links the entry's files into its tree (`linked`): they stay the builder's
+ *   with no write bit for anyone else (the install clears them), so the deployment's uid reads
+ *   them and can change none, and its artifact costs neither the copy's time nor its ~180 MB.
+ *   Otherwise (steps run as the builder's own user, who could change the files) a real copy.
+ *   The cache directory is never mounted into a sandbox.
  * - One install at a time per process; builds that need it meanwhile wait for it, each within
  *   its own deadline, and a build cancelled while it waits does not stop the install for the
  *   others. Several processes sharing the directory may each install once: staged in a
@@ -65,13 +70,14 @@ export class AgentServerHostInstall {
 
   /**
    * Puts the host's installed dependencies at `<hostDir>/node_modules` (whatever was there
-   * goes, a link included, never followed), installing them first if no entry exists. `onLine`
-   * gets the install's output when this call runs it; `signal` stops this call's wait, never
-   * an install other builds wait for too.
+   * goes, a link included, never followed), installing them first if no entry exists: hard
+   * links to the entry's files when `linked`, else a copy. `onLine` gets the install's output
+   * when this call runs it; `signal` stops this call's wait, never an install other builds wait
+   * for too.
    */
   async copyInto(
     hostDir: string,
-    how: { signal: AbortSignal; onLine: (line: string) => void },
+    how: { signal: AbortSignal; onLine: (line: string) => void; linked?: boolean },
   ): Promise<HostInstallResult> {
     const key = await this.key();
     const entry = path.join(this.options.root, key);
@@ -89,7 +95,7 @@ export class AgentServerHostInstall {
     }
     const target = path.join(hostDir, 'node_modules');
     await rm(target, { recursive: true, force: true });
-    await copyTree(path.join(entry, 'node_modules'), target);
+    await (how.linked ? linkTree : copyTree)(path.join(entry, 'node_modules'), target);
     return { key, installed };
   }
 
@@ -127,6 +133,8 @@ export class AgentServerHostInstall {
       // An install that made no node_modules is no entry: every copy would fail.
       if (!(await isRealDirectory(path.join(staging, 'node_modules'))))
         throw new BuildError("Installing the agent server's dependencies made no node_modules.");
+      // Builds link these files: nobody but the builder may write them, whatever a package shipped.
+      await runChmod(['-R', 'go-w', '--', path.join(staging, 'node_modules')]);
       await rm(path.join(staging, 'home'), { recursive: true, force: true });
       await rename(staging, path.join(root, key)).catch(async (err: NodeJS.ErrnoException) => {
         // Another process's install got there first: the same tree, from the same files.
