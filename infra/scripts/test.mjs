@@ -12,7 +12,7 @@ import {
   run,
 } from './bootstrap.mjs';
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ensureConsole } from './console.mjs';
@@ -69,6 +69,7 @@ function memoryScratch() {
   const available = Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0) * 1024;
   if (fs.type !== TMPFS_MAGIC || fs.bavail * fs.bsize < 8 * GiB || available < 12 * GiB) return null;
   const dir = mkdtempSync('/dev/shm/slipway-test-');
+  chmodSync(dir, 0o1777); // as /tmp: tests run steps as other users (the database's, sandboxes')
   process.env.TMPDIR = dir;
   log(`scratch files in ${dir} (memory; SLIPWAY_TEST_SCRATCH=disk or a TMPDIR of yours to keep them on disk)`);
   return () => rmSync(dir, { recursive: true, force: true });
