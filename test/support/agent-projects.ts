@@ -22,9 +22,18 @@ export const gitIn = (dir: string, ...args: string[]) =>
     encoding: 'utf8',
   }).trim();
 
+/** The text of `file` in test/fixtures/agent-server. */
+const agentFixture = (file: string) =>
+  readFileSync(fileURLToPath(new URL(`../fixtures/agent-server/${file}`, import.meta.url)), 'utf8');
+
+/** The dependencies of initProject's package.json, locked by test/fixtures/agent-server/package-lock.json. */
+const PROJECT_DEPENDENCIES = { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' };
+
 /**
  * A git repository `name` under `reposRoot` with a LangGraph.js project whose graph `agent` is
  * ./src/agent.ts:graph (not written or committed yet); `env` and the keys of `config` go into its graph config.
+ * Its lockfile makes a redeploy of a code change reuse the first build's installed dependencies,
+ * as a project locked like most real ones does.
  */
 export function initProject(
   reposRoot: string,
@@ -41,9 +50,10 @@ export function initProject(
       name,
       private: true,
       type: 'module',
-      dependencies: { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' },
+      dependencies: PROJECT_DEPENDENCIES,
     }),
   );
+  writeFileSync(path.join(dir, 'package-lock.json'), agentFixture('package-lock.json'));
   writeFileSync(
     path.join(dir, 'langgraph.json'),
     JSON.stringify({
@@ -65,9 +75,13 @@ export interface AgentProject {
   config?: Record<string, unknown>;
 }
 
-/** Writes `project` as the repository `project.name` under `reposRoot` (see initProject) and commits it; returns its directory. */
+/**
+ * Writes `project` as the repository `project.name` under `reposRoot` (see initProject) and
+ * commits it; returns its directory. A package.json of its own goes without initProject's lockfile.
+ */
 export function commitProject(reposRoot: string, project: AgentProject): string {
   const dir = initProject(reposRoot, project.name, project.env, project.config);
+  if ('package.json' in project.files) rmSync(path.join(dir, 'package-lock.json'));
   for (const [file, text] of Object.entries(project.files)) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     writeFileSync(path.join(dir, file), text);
@@ -77,9 +91,6 @@ export function commitProject(reposRoot: string, project: AgentProject): string 
   return dir;
 }
 
-/** The text of `file` in test/fixtures/agent-server. */
-const agentFixture = (file: string) =>
-  readFileSync(fileURLToPath(new URL(`../fixtures/agent-server/${file}`, import.meta.url)), 'utf8');
 
 /**
  * A LangGraph.js graph that stops for a human: `plan`, then `ask_human` (which calls
