@@ -13,6 +13,7 @@ import { RevisionFixtures } from '@slipway/pipeline';
 import { ServingProxy } from '@slipway/runtime';
 import { IngestSlots, TraceIntake } from '@slipway/tracing';
 import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
+import { AgentServerHostInstall } from '../../services/builder/src/host-install.js';
 import { TRACE_FRONT_MAX_IN_FLIGHT } from '../../services/deployer/src/provisioning/deployment-data-access.js';
 import { TraceFront } from '../../services/deployer/src/provisioning/trace-front.js';
 import { ServingAuth } from '../../services/deployer/src/serving-auth.js';
@@ -22,11 +23,23 @@ import { databaseUrl, deleteKeys, REDIS, ROOT, SERVER, type BenchStack } from '.
 /** The agent server host (services/agent-server): its program and its own installed dependencies. */
 const HOST = path.join(ROOT, 'services/agent-server');
 
-/** The host compiled as the builder copies it into an artifact, using HOST's installed dependencies. */
+/**
+ * The host compiled as the builder copies it into an artifact; returns its directory. Its
+ * dependencies are the builder's install in SLIPWAY_AGENT_SERVER_HOST_CACHE when that is set (the
+ * test run's smoke bench shares the one install its builders make), else HOST's own (installed
+ * once, linked).
+ */
 export async function compiledHost(into: string): Promise<string> {
   const dir = await copyAgentServerHost(into);
-  symlinkSync(path.join(HOST, 'node_modules'), path.join(dir, 'node_modules'));
-  return path.join(dir, AGENT_SERVER_HOST_ENTRY);
+  const cache = process.env.SLIPWAY_AGENT_SERVER_HOST_CACHE;
+  if (cache) {
+    const install = new AgentServerHostInstall({ root: cache, deadlineMs: 300_000 });
+    await install.copyInto(dir, { signal: AbortSignal.timeout(300_000), onLine: () => undefined, linked: true });
+  } else {
+    installHostDependencies();
+    symlinkSync(path.join(HOST, 'node_modules'), path.join(dir, 'node_modules'));
+  }
+  return dir;
 }
 
 /** The graph both servers serve: one node, no model, so what is measured is the serving. */
@@ -48,6 +61,8 @@ export const graph = new StateGraph(State).addNode('step', (s) => ({ n: s.n + 1 
  */
 export class AgentServerBench {
   readonly dir = mkdtempSync(path.join(tmpdir(), 'slipway-bench-agent-'));
+  /** The compiled host, with its installed dependencies (compiledHost). */
+  private hostDir!: string;
   private readonly dbName: string;
   private readonly prefix: string;
   host!: BenchProcess;
@@ -71,8 +86,8 @@ export class AgentServerBench {
   }
 
   async start(): Promise<void> {
-    installHostDependencies();
-    const entry = await compiledHost(this.dir);
+    this.hostDir = await compiledHost(this.dir);
+    const entry = path.join(this.hostDir, AGENT_SERVER_HOST_ENTRY);
     this.writeArtifact(entry);
     const deploymentId = await this.deployment();
     await createDatabaseIfMissing(SERVER, this.dbName);
@@ -97,7 +112,7 @@ export class AgentServerBench {
       '/ok',
     );
     this.upstream = await startProcess(
-      [path.join(ROOT, 'bench/support/upstream-agent-server.mjs'), this.configFile, HOST],
+      [path.join(ROOT, 'bench/support/upstream-agent-server.mjs'), this.configFile, this.hostDir],
       { ...common, PORT: String(upstreamPort) },
       upstreamPort,
       '/ok',
@@ -223,7 +238,7 @@ export class AgentServerBench {
     writeFileSync(path.join(app, 'agent.mjs'), GRAPH);
     writeFileSync(this.configFile, JSON.stringify({ graphs: { agent: './agent.mjs:graph' } }));
     // The graph imports the host's @langchain/langgraph: one copy, as the builder's install makes it.
-    symlinkSync(path.join(HOST, 'node_modules'), path.join(app, 'node_modules'));
+    symlinkSync(path.join(this.hostDir, 'node_modules'), path.join(app, 'node_modules'));
     const manifest = {
       version: 1,
       revision_id: 'bench',

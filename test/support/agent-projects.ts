@@ -91,7 +91,6 @@ export function commitProject(reposRoot: string, project: AgentProject): string 
   return dir;
 }
 
-
 /**
  * A LangGraph.js graph that stops for a human: `plan`, then `ask_human` (which calls
  * `interrupt({ question })` and records the answer), then `act`. Its state's `steps` list the
