@@ -23,18 +23,21 @@ await ensureServices();
 ensureSandboxTools();
 ensureLocalNames();
 ensureRegistryTools();
+// The type check (most of a minute of one core) runs beside the builds below, on the other.
+const typecheck = startBeside('type-checking', 'pnpm exec tsc --noEmit -p tsconfig.json');
 ensureConsole();
 log('checking formatting (pnpm format to fix)');
 run('pnpm', ['exec', 'biome', 'format', '.']);
-log('type-checking');
-run('pnpm', ['exec', 'tsc', '--noEmit', '-p', 'tsconfig.json']);
 // The services' compiled entries, which test processes run: built here, once, so that neither
 // vitest run below builds them while the other reads them. Imported only now: it needs esbuild,
 // which a fresh clone has only once ensureDependencies above installed it.
 const { ensureStartBuild } = await import('./start-build.mjs');
 await ensureStartBuild();
+if (!(await typecheck())) process.exit(1);
 const dropScratch = memoryScratch();
-const alongside = startAlongside(process.env.SLIPWAY_TEST_ALONGSIDE);
+const alongside = process.env.SLIPWAY_TEST_ALONGSIDE
+  ? startBeside('beside the suite', process.env.SLIPWAY_TEST_ALONGSIDE)
+  : null;
 let failed = false;
 try {
   run('pnpm', ['exec', 'vitest', 'run', ...process.argv.slice(2)]);
@@ -76,15 +79,15 @@ function memoryScratch() {
 }
 
 /**
- * `SLIPWAY_TEST_ALONGSIDE`: a shell command run beside the suite once everything is prepared (CI
- * runs the unit suites on another Node version so; its own databases, prefix and ports). Its
- * output is printed after the suite's; its failure fails the run. Returns a wait for its success.
+ * A shell command run in the background while this script goes on (`what` names it in the log):
+ * the type check beside the builds, and `SLIPWAY_TEST_ALONGSIDE` beside the suite (CI runs the
+ * unit suites on another Node version so; its own databases, prefix and ports). Its output is
+ * printed when it is awaited. Returns a wait for its success.
  */
-function startAlongside(command) {
-  if (!command) return null;
-  const file = path.join(tmpdir(), `slipway-alongside-${process.pid}.log`);
+function startBeside(what, command) {
+  const file = path.join(tmpdir(), `slipway-beside-${process.pid}-${Math.random().toString(36).slice(2)}.log`);
   const out = openSync(file, 'w');
-  log(`running beside the suite: ${command}`);
+  log(`${what}: ${command}`);
   const child = spawn(command, { shell: true, stdio: ['ignore', out, out] });
   const done = new Promise((resolve) => {
     child.once('error', (err) => resolve(`could not start: ${err.message}`));
@@ -94,7 +97,8 @@ function startAlongside(command) {
     const problem = await done;
     closeSync(out);
     process.stdout.write(readFileSync(file, 'utf8'));
-    log(problem ? `beside the suite: ${command} ${problem}` : `beside the suite: ${command} passed`);
+    rmSync(file, { force: true });
+    log(problem ? `${what}: ${command} ${problem}` : `${what}: ${command} passed`);
     return !problem;
   };
 }
