@@ -26,8 +26,9 @@ export const gitIn = (dir: string, ...args: string[]) =>
 const agentFixture = (file: string) =>
   readFileSync(fileURLToPath(new URL(`../fixtures/agent-server/${file}`, import.meta.url)), 'utf8');
 
-/** The dependencies of initProject's package.json, locked by test/fixtures/agent-server/package-lock.json. */
-const PROJECT_DEPENDENCIES = { '@langchain/langgraph': '1.7.3', '@langchain/core': '1.4.0' };
+/** initProject's lockfile, and its package.json's dependencies read from it (the two always agree). */
+const PROJECT_LOCKFILE = agentFixture('package-lock.json');
+const PROJECT_DEPENDENCIES: Record<string, string> = JSON.parse(PROJECT_LOCKFILE).packages[''].dependencies;
 
 /**
  * A git repository `name` under `reposRoot` with a LangGraph.js project whose graph `agent` is
@@ -53,7 +54,7 @@ export function initProject(
       dependencies: PROJECT_DEPENDENCIES,
     }),
   );
-  writeFileSync(path.join(dir, 'package-lock.json'), agentFixture('package-lock.json'));
+  writeFileSync(path.join(dir, 'package-lock.json'), PROJECT_LOCKFILE);
   writeFileSync(
     path.join(dir, 'langgraph.json'),
     JSON.stringify({

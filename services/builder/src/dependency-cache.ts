@@ -126,6 +126,11 @@ export async function copyTree(from: string, to: string): Promise<void> {
   await run('cp', ['-a', '--reflink=auto', '--', from, to]);
 }
 
+/** Clears every group and other write bit under `dir`: its files may then be linked (linkTree) into trees others read. */
+export async function sealTree(dir: string): Promise<void> {
+  await run('chmod', ['-R', 'go-w', '--', dir]);
+}
+
 /**
  * `cp -al`: the same tree with new directories and hard links to `from`'s files, so nothing of
  * their contents is written again (a copy where `to` is on another file system). Only for a

@@ -1,19 +1,16 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { AGENT_SERVER_HOST_INSTALL, AGENT_SERVER_HOST_SOURCE } from './agent-server-host.js';
 import { BuildError } from './build-steps.js';
-import { copyTree, installKey, isRealDirectory, linkTree } from './dependency-cache.js';
+import { copyTree, installKey, isRealDirectory, linkTree, sealTree } from './dependency-cache.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
 
 /** Bumped when what an entry holds or how it is keyed changes: older entries are then removed. */
 const FORMAT = 'slipway-host-2';
 /** The host's files that decide its install: nothing else of the host is read by npm. */
 const DECIDING_FILES = ['package.json', 'package-lock.json', '.npmrc'];
-const runChmod = (args: string[]) => promisify(execFile)('chmod', args);
 /** A staging directory older than this belongs to a builder that died mid-install. */
 const ABANDONED_MS = 6 * 60 * 60_000;
 
@@ -134,7 +131,7 @@ export class AgentServerHostInstall {
       if (!(await isRealDirectory(path.join(staging, 'node_modules'))))
         throw new BuildError("Installing the agent server's dependencies made no node_modules.");
       // Builds link these files: nobody but the builder may write them, whatever a package shipped.
-      await runChmod(['-R', 'go-w', '--', path.join(staging, 'node_modules')]);
+      await sealTree(path.join(staging, 'node_modules'));
       await rm(path.join(staging, 'home'), { recursive: true, force: true });
       await rename(staging, path.join(root, key)).catch(async (err: NodeJS.ErrnoException) => {
         // Another process's install got there first: the same tree, from the same files.
