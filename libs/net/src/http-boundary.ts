@@ -50,7 +50,7 @@ export function serveWithin(server: Server, boundary: HttpBoundary): Server {
         () => upgrade(req, socket, head),
         (err) => {
           boundary.onError(err, req);
-          answerSocket(socket, statusOf(err), 'The request could not be forwarded.');
+          answerSocket(socket, statusOf(err), 'The request could not be forwarded.', { method: req.method });
         },
       );
     });
@@ -97,12 +97,19 @@ function answerResponse(res: ServerResponse, status: number): void {
     .end(JSON.stringify({ detail: detailOf(status) }));
 }
 
+/** What an answer on a raw socket carries besides its status and detail. */
+export interface SocketAnswer {
+  headers?: Record<string, string>;
+  /** The request's method: a HEAD gets the head alone (RFC 9110 §9.3.2), or its client reads the body as the next answer. */
+  method?: string;
+}
+
 /** A complete answer on a raw socket (upgrades, CONNECT), then the connection is closed. */
 export function answerSocket(
   socket: Duplex,
   status: number,
   detail: string,
-  headers: Record<string, string> = {},
+  { headers = {}, method }: SocketAnswer = {},
 ): void {
   if (!socket.writable) {
     socket.destroy();
@@ -115,7 +122,7 @@ export function answerSocket(
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ` +
       `application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: ` +
-      `close\r\n\r\n${body}`,
+      `close\r\n\r\n${method === 'HEAD' ? '' : body}`,
   );
 }
 

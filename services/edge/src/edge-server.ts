@@ -122,11 +122,11 @@ export class EdgeServer {
     const routed = this.route(req);
     if ('status' in routed) {
       this.count(refusal(routed));
-      return refuseUpgrade(socket, routed);
+      return refuseUpgrade(req, socket, routed);
     }
     if (await this.toHttps(req)) {
       this.count('refused');
-      return refuseUpgrade(socket, { status: 400, detail: 'This host is served over https.' });
+      return refuseUpgrade(req, socket, { status: 400, detail: 'This host is served over https.' });
     }
     this.count('forwarded');
     forwardUpgrade(req, socket as Socket, head, routed.pool, this.headers(req), this.upstreamError(routed));

@@ -20,7 +20,7 @@ export function forwardUpgrade(
 ): void {
   const target = pool.pick()?.target;
   if (!target) {
-    answerSocket(client, 503, 'No healthy instance.', { 'retry-after': '1' });
+    answerSocket(client, 503, 'No healthy instance.', { headers: { 'retry-after': '1' }, method: req.method });
     return;
   }
   headers.connection = 'Upgrade';
@@ -33,7 +33,10 @@ export function forwardUpgrade(
     headers,
     agent: false,
   });
+  // Once an answer began on the client's connection, a later upstream failure can only cut it.
+  let answered = false;
   upstream.once('upgrade', (answer, tunnel, upstreamHead) => {
+    answered = true;
     client.write(statusLine(answer) + rawHeaderLines(answer.rawHeaders) + '\r\n');
     if (upstreamHead.length) client.write(upstreamHead);
     if (head.length) tunnel.write(head);
@@ -43,6 +46,7 @@ export function forwardUpgrade(
     client.once('close', () => tunnel.destroy());
   });
   upstream.once('response', (answer) => {
+    answered = true;
     const relayed = { ...answer.headers };
     for (const h of HOP_BY_HOP) delete relayed[h];
     let lines = statusLine(answer);
@@ -55,7 +59,8 @@ export function forwardUpgrade(
   });
   upstream.once('error', (err) => {
     onError(err, target);
-    answerSocket(client, 502, 'The instance did not answer.');
+    if (answered) client.destroy();
+    else answerSocket(client, 502, 'The instance did not answer.', { method: req.method });
   });
   client.once('error', () => upstream.destroy());
   client.once('close', () => upstream.destroy());
@@ -63,8 +68,8 @@ export function forwardUpgrade(
 }
 
 /** Answers a refused Upgrade and closes, so nothing else is ever read from this connection. */
-export function refuseUpgrade(socket: Duplex, denial: AccessDenial): void {
-  answerSocket(socket, denial.status, denial.detail, denial.headers);
+export function refuseUpgrade(req: IncomingMessage, socket: Duplex, denial: AccessDenial): void {
+  answerSocket(socket, denial.status, denial.detail, { headers: denial.headers, method: req.method });
 }
 
 function statusLine(res: IncomingMessage): string {

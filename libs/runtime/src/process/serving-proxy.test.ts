@@ -225,6 +225,38 @@ describe('ServingProxy', () => {
     expect(refused.data.match(/HTTP\/1\.1/g)).toHaveLength(1);
   });
 
+  it('answers a refused HEAD Upgrade with its head alone, and a proxy in front relays that one answer', async () => {
+    // The edge forwards Upgrades to a serving proxy: a refusal's body after a HEAD's head was read
+    // by the edge as a second answer, which failed, and the edge then wrote a 502 after the 429.
+    const { proxy: inner } = await startProxy({
+      authorize: async () => ({ status: 429, detail: 'slow down', headers: { 'retry-after': '1' } }),
+    });
+    const { proxy: outer } = await startProxy();
+    outer.setTargets([{ host: HOST, port: inner.port }]);
+    const headUpgrade = 'HEAD /ok HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n';
+    for (const port of [inner.port, outer.port]) {
+      const answer = await new Promise<string>((resolve) => {
+        const socket = connect(port, HOST, () => socket.write(headUpgrade));
+        let data = '';
+        socket.on('data', (c) => (data += c));
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve(data));
+        setTimeout(() => socket.destroy(), 2_000);
+      });
+      expect(answer, `port ${port === inner.port ? 'inner' : 'outer'}`).toMatch(/^HTTP\/1\.1 429 /);
+      expect(answer.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
+      expect(answer.endsWith('\r\n\r\n'), answer).toBe(true);
+    }
+    // A GET Upgrade's refusal keeps its body.
+    const got = await new Promise<string>((resolve) => {
+      const socket = connect(outer.port, HOST, () => socket.write(headUpgrade.replace('HEAD', 'GET')));
+      let data = '';
+      socket.on('data', (c) => (data += c));
+      socket.on('close', () => resolve(data));
+    });
+    expect(got).toMatch(/^HTTP\/1\.1 429 [^]*\r\n\r\n\{"detail":"slow down"\}$/);
+  });
+
   describe('requests that are malformed but legal, or hostile', () => {
     /** Sends raw bytes (each piece as its own packet) and reads until the proxy closes or a pause. */
     const raw = (port: number, pieces: string[], waitMs = 600) =>

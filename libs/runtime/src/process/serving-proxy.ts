@@ -110,7 +110,7 @@ export class ServingProxy {
   private async serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const via = arrivedVia(req, this.options.trustsEdge);
     const denial = refuseTarget(req) ?? (await this.admit(req));
-    if (denial) refuseUpgrade(socket, denial);
+    if (denial) refuseUpgrade(req, socket, denial);
     else forwardUpgrade(req, socket as Socket, head, this.pool, forwardHeaders(req.headers, via), this.onError);
   }
 
