@@ -142,7 +142,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('templateDatabase', templateDatabase);
   project.provide('redisUrl', redisUrl);
   project.provide('runId', runId);
-  const agentServerHostCache = path.join(tmpdir(), `slipway-test-host-${runId}`);
+  // npm test's lanes are two vitest runs: they share one install (test.mjs makes and removes it).
+  const sharedHostCache = process.env.SLIPWAY_TEST_HOST_CACHE;
+  const agentServerHostCache = sharedHostCache || path.join(tmpdir(), `slipway-test-host-${runId}`);
   project.provide('agentServerHostCache', agentServerHostCache);
 
   return async () => {
@@ -153,7 +155,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
     }
     await admin.end();
-    rmSync(agentServerHostCache, { recursive: true, force: true });
+    if (!sharedHostCache) rmSync(agentServerHostCache, { recursive: true, force: true });
     for (const stop of stops) await stop();
   };
 }

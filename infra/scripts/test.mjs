@@ -38,14 +38,28 @@ const dropScratch = memoryScratch();
 const alongside = process.env.SLIPWAY_TEST_ALONGSIDE
   ? startBeside('beside the suite', process.env.SLIPWAY_TEST_ALONGSIDE)
   : null;
+// The whole suite (no arguments) runs as two lanes (test/lanes.ts): the files that mostly wait on
+// clocks one at a time, beside the rest on two workers. Arguments select files: one run.
+const args = process.argv.slice(2);
+const hostCache = args.length ? null : mkdtempSync(path.join(tmpdir(), 'slipway-test-host-'));
+const waiting = hostCache
+  ? startBeside('the waiting lane', 'pnpm exec vitest run', {
+      SLIPWAY_TEST_LANE: 'waiting',
+      SLIPWAY_TEST_HOST_CACHE: hostCache,
+    })
+  : null;
 let failed = false;
 try {
-  run('pnpm', ['exec', 'vitest', 'run', ...process.argv.slice(2)]);
+  run('pnpm', ['exec', 'vitest', 'run', ...args], {
+    env: hostCache ? { ...process.env, SLIPWAY_TEST_LANE: 'main', SLIPWAY_TEST_HOST_CACHE: hostCache } : process.env,
+  });
 } catch (err) {
   log(err.message);
   failed = true;
 }
+if (waiting && !(await waiting())) failed = true;
 if (alongside && !(await alongside())) failed = true;
+if (hostCache) rmSync(hostCache, { recursive: true, force: true });
 dropScratch?.();
 if (failed) process.exit(1);
 
@@ -84,11 +98,11 @@ function memoryScratch() {
  * unit suites on another Node version so; its own databases, prefix and ports). Its output is
  * printed when it is awaited. Returns a wait for its success.
  */
-function startBeside(what, command) {
+function startBeside(what, command, env = {}) {
   const file = path.join(tmpdir(), `slipway-beside-${process.pid}-${Math.random().toString(36).slice(2)}.log`);
   const out = openSync(file, 'w');
   log(`${what}: ${command}`);
-  const child = spawn(command, { shell: true, stdio: ['ignore', out, out] });
+  const child = spawn(command, { shell: true, stdio: ['ignore', out, out], env: { ...process.env, ...env } });
   const done = new Promise((resolve) => {
     child.once('error', (err) => resolve(`could not start: ${err.message}`));
     child.once('exit', (code, signal) => resolve(code === 0 ? null : `exited with ${code ?? signal}`));
