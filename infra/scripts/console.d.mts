@@ -5,4 +5,5 @@ export declare const CONSOLE_STAMP: string;
 export declare function consoleSourcesHash(root?: string): string;
 export declare function consoleIsStale(root?: string): boolean;
 export declare function buildConsole(): void;
+export declare function viteBuild(outDir: string): void;
 export declare function ensureConsole(): void;
