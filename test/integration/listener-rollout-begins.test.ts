@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GLANCE } from '../../services/api/src/reads/listener-poll.js';
 import { ListenerRolloutBegins } from '../../services/deployer/src/placement/listener-begins.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { recordStatements } from '../support/statements.js';
@@ -131,5 +132,45 @@ describe('ListenerRolloutBegins', () => {
       'DEPLOYING',
       'DEPLOYING',
     ]);
+  });
+});
+
+/** The rows a plan node and its children read from `relation`, over all their loops. */
+function rowsRead(node: Record<string, any>, relation: string): number {
+  const own = node['Relation Name'] === relation ? node['Actual Rows'] * node['Actual Loops'] : 0;
+  return own + ((node.Plans ?? []) as Array<Record<string, any>>).reduce((sum, p) => sum + rowsRead(p, relation), 0);
+}
+
+describe("a listener agent's poll", () => {
+  it('reads its own rollouts in flight only, however many other listeners have', async () => {
+    // Rollouts carry their deployment's listener (a trigger on insert): a poll found them by
+    // joining every revision DEPLOYING in the installation to its listener's deployments.
+    const busy = await createListener(api, 'busy-elsewhere');
+    const polling = await createListener(api, 'polling');
+    const begins = new ListenerRolloutBegins(api.dataSource, api.flow);
+    const elsewhere: string[] = [];
+    for (let i = 0; i < 40; i++)
+      elsewhere.push((await createImageDeployment(api, `elsewhere-${i}`, busy)).latest_revision_id);
+    const own = await createImageDeployment(api, 'own-rollout', polling);
+    await api.relay.drain();
+    expect(await Promise.all([...elsewhere, own.latest_revision_id].map((id) => begins.begin(id)))).not.toContain(
+      false,
+    );
+
+    const [{ carried }] = await api.dataSource.query(
+      `SELECT count(*)::int AS carried FROM revisions WHERE listener_id = $1 AND status = 'DEPLOYING'`,
+      [busy],
+    );
+    expect(carried).toBe(40);
+    // A table this small is read whole (a sequential scan is cheaper): the plan that matters is the
+    // one a large installation gets, with its indexes.
+    const plan = await api.dataSource.transaction(async (m) => {
+      await m.query('SET LOCAL enable_seqscan = off');
+      const [row] = await m.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${GLANCE}`, [polling, api.workspaceId]);
+      return row['QUERY PLAN'];
+    });
+    // Its own rollout (read twice: to find the deployments with work, then to render them).
+    expect(rowsRead(plan[0].Plan, 'revisions')).toBeLessThanOrEqual(4);
+    expect(rowsRead(plan[0].Plan, 'revisions')).toBeGreaterThan(0);
   });
 });

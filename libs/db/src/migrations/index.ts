@@ -34,6 +34,7 @@ import { PreviewRequests1765000000600 } from './1765000000600-preview-requests.j
 import { PreviewFeedbackEvents1765000000700 } from './1765000000700-preview-feedback-events.js';
 import { RevisionOrigin1765000000800 } from './1765000000800-revision-origin.js';
 import { RevisionSecretFingerprints1765000000900 } from './1765000000900-revision-secret-fingerprints.js';
+import { RevisionListener1765000001000 } from './1765000001000-revision-listener.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -76,4 +77,5 @@ export const MIGRATIONS = [
   PreviewFeedbackEvents1765000000700,
   RevisionOrigin1765000000800,
   RevisionSecretFingerprints1765000000900,
+  RevisionListener1765000001000,
 ];

@@ -51,14 +51,12 @@ export interface ListenerRendering {
 
 /**
  * Ids of listener `$1`'s deployments that have work: driven from the few rows with work (by
- * listener and status, and the open revisions' index), not from every deployment the listener
- * runs, so a poll costs what is pending. Only this listener's rollouts: every listener's revisions
- * DEPLOYING made one agent's poll cost what all the others had in flight (a bench with thousands
- * of rollouts on another listener: 3 polls a second instead of hundreds).
+ * listener and status: deployments', and revisions' own copy of their listener with
+ * `revisions_listener_work_idx`), not from every deployment the listener runs nor every rollout
+ * in flight in the installation, so a poll costs what is pending for this listener.
  */
 const WITH_WORK = `SELECT x.id FROM deployments x WHERE x.listener_id = $1 AND x.status = 'AWAITING_DELETE'
-                   UNION ALL SELECT o.deployment_id FROM revisions o JOIN deployments od ON od.id = o.deployment_id
-                    WHERE o.status = 'DEPLOYING' AND od.listener_id = $1`;
+                   UNION ALL SELECT o.deployment_id FROM revisions o WHERE o.listener_id = $1 AND o.status = 'DEPLOYING'`;
 
 /** Records that listener `$1` was seen, at most once a second (see `checkIn`). */
 const RECORD_SEEN = `UPDATE listeners SET last_seen_at = now() WHERE id = $1
@@ -71,7 +69,7 @@ const RECORD_SEEN = `UPDATE listeners SET last_seen_at = now() WHERE id = $1
  */
 const RENDERED_FROM = `FROM listeners l
          LEFT JOIN deployments d ON d.listener_id = l.id AND d.id IN (${WITH_WORK})
-         LEFT JOIN revisions r ON r.deployment_id = d.id AND r.status = 'DEPLOYING'
+         LEFT JOIN revisions r ON r.listener_id = l.id AND r.status = 'DEPLOYING' AND r.deployment_id = d.id
          LEFT JOIN revisions a ON a.id = d.active_revision_id AND d.status = 'AWAITING_DELETE'
          LEFT JOIN deployment_credentials c ON c.deployment_id = d.id
         WHERE l.id = $1 AND l.workspace_id = $2`;
@@ -88,13 +86,13 @@ const FINGERPRINT = `(SELECT encode(sha256(convert_to(
 
 /**
  * A poll's first statement (`ListenerPoll.glance`), `$1` the listener and `$2` its workspace: the
- * check-in, the fingerprint, and whether anything of the listener is UNKNOWN.
+ * check-in, the fingerprint, and whether anything of the listener is UNKNOWN. Exported for
+ * its plan's test (test/integration/listener-rollout-begins.test.ts).
  */
-const GLANCE = `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
+export const GLANCE = `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
        SELECT ${FINGERPRINT} AS fingerprint,
               EXISTS (SELECT 1 FROM deployments u WHERE u.listener_id = $1 AND u.status = 'UNKNOWN')
-              OR EXISTS (SELECT 1 FROM revisions ur JOIN deployments ud ON ud.id = ur.deployment_id
-                          WHERE ud.listener_id = $1 AND ur.status = 'UNKNOWN') AS unknown
+              OR EXISTS (SELECT 1 FROM revisions ur WHERE ur.listener_id = $1 AND ur.status = 'UNKNOWN') AS unknown
          FROM listeners WHERE id = $1 AND workspace_id = $2`;
 
 /** What a listener agent's poll reads (and the seen time it records), each in one round trip. */
@@ -116,8 +114,7 @@ export class ListenerPoll {
                           AND b.status IN ('DEPLOYING', 'UNKNOWN', 'DEPLOYED', 'DEPLOY_FAILED'))) AS ready
          FROM deployments u WHERE u.listener_id = $1 AND u.status = 'UNKNOWN'
        UNION ALL
-       SELECT 'revision', r.id, NULL FROM revisions r JOIN deployments d ON d.id = r.deployment_id
-         WHERE d.listener_id = $1 AND r.status = 'UNKNOWN'`,
+       SELECT 'revision', r.id, NULL FROM revisions r WHERE r.listener_id = $1 AND r.status = 'UNKNOWN'`,
         [listenerId],
       );
     return {
