@@ -95,6 +95,8 @@ export const GLANCE = `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
               OR EXISTS (SELECT 1 FROM revisions ur WHERE ur.listener_id = $1 AND ur.status = 'UNKNOWN') AS unknown
          FROM listeners WHERE id = $1 AND workspace_id = $2`;
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** What a listener agent's poll reads (and the seen time it records), each in one round trip. */
 export class ListenerPoll {
   constructor(private readonly manager: EntityManager) {}
@@ -131,10 +133,17 @@ export class ListenerPoll {
    * desired state's rows is; null when the listener is not the workspace's. One small row: a
    * poll whose fingerprint is the last rendering's is answered from it (agents poll every few
    * seconds, most often to hear "unchanged"), without reading or parsing the rows themselves.
-   * Prepared, as `read`: planning these statements took longer than running them.
+   * Prepared, as `read`: planning these statements took longer than running them. One statement
+   * per listener, its ids written in (checked to be UUIDs): a statement with the listener as a
+   * parameter had its generic plan priced for the listener with the most rollouts in flight, so
+   * Postgres planned it again on every poll of every other listener (0.45 ms of planning for
+   * 0.2 ms of work, measured with one listener holding thousands); with the ids in its text, a
+   * statement is planned once per connection.
    */
   async glance(workspaceId: string, listenerId: string): Promise<ListenerGlance | null> {
-    const [row] = await preparedRows<ListenerGlance>(this.manager, GLANCE, [listenerId, workspaceId]);
+    if (!UUID.test(listenerId) || !UUID.test(workspaceId)) return null;
+    const text = GLANCE.replaceAll('$1', `'${listenerId}'::uuid`).replaceAll('$2', `'${workspaceId}'::uuid`);
+    const [row] = await preparedRows<ListenerGlance>(this.manager, text, []);
     return row ?? null;
   }
 
