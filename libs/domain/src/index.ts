@@ -15,3 +15,4 @@ export * from './listener-protocol.js';
 export * from './pull-secrets.js';
 export * from './revision-origin.js';
 export { domainHost, reservedHostReason } from './domain-hosts.js';
+export * from './uuid.js';

@@ -1,3 +1,4 @@
+import { isUuid } from '@slipway/domain';
 import type { RunFields } from './run-ops.js';
 import { obj, type OtlpSpan } from './otlp-spans.js';
 
@@ -16,7 +17,6 @@ export function runIdOfSpan(spanId: string): string {
 }
 
 const RUN_ID_OF_SPAN = /^00000000-0000-0000-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RUN_TYPES = new Set(['llm', 'chain', 'tool', 'retriever', 'embedding', 'prompt', 'parser']);
 
 export function isoOf(ns: bigint): string {
@@ -147,10 +147,10 @@ export function runOf(span: OtlpSpan, project: string | null): RunFields & { par
                 .map((t) => t.trim())
                 .filter(Boolean),
         }),
-    ...(typeof sessionId === 'string' && UUID.test(sessionId)
+    ...(typeof sessionId === 'string' && isUuid(sessionId)
       ? { session_id: sessionId }
       : { session_name: typeof sessionName === 'string' && sessionName ? sessionName : project }),
-    ...(typeof reference === 'string' && UUID.test(reference) ? { reference_example_id: reference } : {}),
+    ...(typeof reference === 'string' && isUuid(reference) ? { reference_example_id: reference } : {}),
     inputs: ioOf(a, 'input') ?? {},
     outputs: ioOf(a, 'output') ?? (span.endNs ? {} : undefined),
     events: span.events.map((e) => ({ name: e.name, time: isoOf(e.timeNs), kwargs: e.attributes })),

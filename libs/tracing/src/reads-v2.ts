@@ -1,3 +1,4 @@
+import { isUuid } from '@slipway/domain';
 import { UnprocessableError } from './errors.js';
 import { ancestorsOf } from './run-ops.js';
 import type { RunPosition, StoredRun } from './run-read.repository.js';
@@ -183,7 +184,6 @@ export function cursorAfter(last: StoredRun, treeOrder: boolean): string {
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 /** The position a cursor of `cursorAfter` names; 422 for anything else, and for a cursor of the other order. */
@@ -210,7 +210,7 @@ export function positionOf(cursor: string, treeOrder: boolean): RunPosition {
     INSTANT.test(p.startTime) &&
     !Number.isNaN(Date.parse(p.startTime)) &&
     typeof p.id === 'string' &&
-    UUID.test(p.id)
+    isUuid(p.id)
   ) {
     return { startTime: p.startTime, id: p.id };
   }

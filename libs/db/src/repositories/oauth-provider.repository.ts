@@ -1,3 +1,4 @@
+import { isUuid } from '@slipway/domain';
 import type { EntityManager } from 'typeorm';
 import { OAuthProvider } from '../entities/index.js';
 
@@ -17,8 +18,6 @@ export type OAuthProviderChanges = Partial<
   >
 >;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** OAuth providers, always addressed within one organization. */
 export class OAuthProviderRepository {
   constructor(private readonly manager: EntityManager) {}
@@ -34,7 +33,7 @@ export class OAuthProviderRepository {
    */
   async findByRef(organizationId: string, ref: string): Promise<OAuthProvider | null> {
     const byProviderId = await this.manager.findOneBy(OAuthProvider, { organizationId, providerId: ref });
-    if (byProviderId || !UUID.test(ref)) return byProviderId;
+    if (byProviderId || !isUuid(ref)) return byProviderId;
     return this.manager.findOneBy(OAuthProvider, { organizationId, id: ref });
   }
 

@@ -2,7 +2,7 @@ import Joi from 'joi';
 import { TenancyRepository, type DataSource } from '@slipway/db';
 import { hashApiKey } from '@slipway/crypto';
 import { credentialOf, type ApiKeyCache } from '@slipway/access';
-import { ForbiddenError, NotFoundError, RequestValidationError, UnauthorizedError } from '@slipway/domain';
+import { ForbiddenError, isUuid, NotFoundError, RequestValidationError, UnauthorizedError } from '@slipway/domain';
 import { issuesFromJoi } from '../schemas/validation-error.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt-verifier.js';
 import { isOrganizationAdmin, type AdminRequirement, type AuthRequirement, type Principal } from './principal.js';
@@ -19,7 +19,6 @@ export const LISTENER_KEY_REFUSED =
 export const AGENT_ONLY = "Only a listener agent's API key can call this endpoint.";
 
 const tenantHeader = Joi.string().guid().label('x-tenant-id');
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -103,7 +102,7 @@ export class Authenticator {
         ) ?? null,
     };
     if (claims.tenant_id === undefined) return principal;
-    if (typeof claims.tenant_id !== 'string' || !UUID.test(claims.tenant_id)) return null;
+    if (typeof claims.tenant_id !== 'string' || !isUuid(claims.tenant_id)) return null;
     const workspace = await tenancy.findWorkspace(claims.tenant_id);
     if (!workspace || workspace.organizationId !== principal.organizationId)
       throw NotFoundError.of('Workspace', claims.tenant_id);

@@ -1,3 +1,4 @@
+import { isUuid } from '@slipway/domain';
 import {
   Deployment,
   entityRows,
@@ -95,8 +96,6 @@ export const GLANCE = `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
               OR EXISTS (SELECT 1 FROM revisions ur WHERE ur.listener_id = $1 AND ur.status = 'UNKNOWN') AS unknown
          FROM listeners WHERE id = $1 AND workspace_id = $2`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** What a listener agent's poll reads (and the seen time it records), each in one round trip. */
 export class ListenerPoll {
   constructor(private readonly manager: EntityManager) {}
@@ -141,7 +140,7 @@ export class ListenerPoll {
    * statement is planned once per connection.
    */
   async glance(workspaceId: string, listenerId: string): Promise<ListenerGlance | null> {
-    if (!UUID.test(listenerId) || !UUID.test(workspaceId)) return null;
+    if (!isUuid(listenerId) || !isUuid(workspaceId)) return null;
     const text = GLANCE.replaceAll('$1', `'${listenerId}'::uuid`).replaceAll('$2', `'${workspaceId}'::uuid`);
     const [row] = await preparedRows<ListenerGlance>(this.manager, text, []);
     return row ?? null;
