@@ -7,8 +7,8 @@ import { prepareScreenshots, shoot } from '../support/screenshots.js';
 
 /**
  * The Agent tab's pages in the light and the dark theme (console-screenshots.test.ts does the
- * rest): a LangGraph.js graph that stops for a human, built and served through the real api,
- * builder, deployer and edge. Each page: its heading and key content, no console error, no axe
+ * rest): a LangGraph.js graph that stops for a human, pre-built (writeAgentArtifact) and served
+ * through the real api, deployer and edge. Each page: its heading and key content, no console error, no axe
  * WCAG 2 A/AA violation, then its picture (test/browser/output/, and docs/images/ with
  * SLIPWAY_WRITE_SCREENSHOTS=1). What the pages do is console-threads.test.ts's to check.
  */

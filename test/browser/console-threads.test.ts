@@ -16,13 +16,12 @@ import { eventually } from '../support/service-process.js';
 
 /**
  * A deployed agent seen from the console (docs/console.md, Agent): a LangGraph.js graph whose
- * `ask_human` node calls `interrupt()`, built and served through the real api, builder, deployer
- * and edge, traced into the deployment's project as every run is. In Chromium, under the
+ * `ask_human` node calls `interrupt()`, pre-built (writeAgentArtifact) and served through the real
+ * api, deployer and edge, traced into the deployment's project as every run is. In Chromium, under the
  * console's own Content-Security-Policy (API calls to its own origin only), the page reaches the
  * agent through the api's gateway (/v2/deployments/{id}/agent/…) with the signed-in key: the inbox of threads waiting for a human, a
  * thread resumed with typed JSON, an Agent Inbox request (a second graph of the same project)
- * edited and answered, a trace's path drawn on the graph, and a fork from a node's checkpoint. The agent server's
- * installs come from the run's shared cache (about 30 s alone).
+ * edited and answered, a trace's path drawn on the graph, and a fork from a node's checkpoint.
  */
 const OUTPUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'output');
 const PORT_BASE = 44_000 + Math.floor(Math.random() * 2_000);

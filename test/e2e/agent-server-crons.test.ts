@@ -6,11 +6,11 @@ import { eventually } from '../support/service-process.js';
 
 /**
  * Issue 19: the agent server's crons and TTL sweeps. A one-node LangGraph.js project is deployed
- * with min_scale 2 by real api, builder and deployer processes and called with the official SDK
+ * with min_scale 2, pre-built (writeAgentArtifact), by real api and deployer processes and called with the official SDK
  * through the serving URL. Its langgraph.json sets `checkpointer.ttl` (threads idle 30 s expire)
  * and `store.ttl` (items expire after 3 s), and SLIPWAY_AGENT_SERVER_TTL_SWEEP_MS sweeps every
  * second; its `ui` names a generative UI component. The deployment's own database is read directly (as the server's superuser) to see that
- * swept records are gone, not only hidden. Builds install from the npm registry; the cron case
+ * swept records are gone, not only hidden. The cron case
  * fires every 20 s (a six-field schedule, seconds first) and waits for two ticks.
  */
 const PORT_BASE = 38_000 + Math.floor(Math.random() * 2_000);

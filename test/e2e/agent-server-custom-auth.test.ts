@@ -23,7 +23,8 @@ const input = { ran_as: [] as string[] };
 type State = typeof input;
 
 beforeAll(async () => {
-  agent = await deployAgent(tokenAuthAgent('custom-auth-agent'), { portBase: PORT_BASE, minScale: 2 });
+  // Built from its repository: what its build makes of a custom auth handler is part of what this file checks.
+  agent = await deployAgent(tokenAuthAgent('custom-auth-agent'), { portBase: PORT_BASE, minScale: 2, source: 'git' });
   expect(await agent.instances()).toHaveLength(2);
 }, 420_000);
 

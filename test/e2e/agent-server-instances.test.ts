@@ -18,10 +18,10 @@ import { eventually } from '../support/service-process.js';
 /**
  * Issue 19: the agent server's instances act as one server. A LangGraph.js project whose graph
  * has slow nodes emitting custom events (test/fixtures/agent-server/slow-graph.ts) is deployed
- * with min_scale 2 by real api, builder and deployer processes; runs are created, joined and
+ * with min_scale 2, pre-built (writeAgentArtifact), by real api and deployer processes; runs are created, joined and
  * cancelled with the official SDK through the serving URL and through each instance's own
  * address, and instances are killed, frozen and rolled over under running runs. Runs' leases are
- * short here (2 s) so lapsed ones are taken over quickly. Builds install from the npm registry.
+ * short here (2 s) so lapsed ones are taken over quickly.
  *
  * On the same deployment, `multitask_strategy` is honoured across the instances: on a thread,
  * run 1 is created through one instance's own address and, while it runs, run 2 through the

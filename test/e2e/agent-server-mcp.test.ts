@@ -8,9 +8,9 @@ import { deployAgent, type DeployedAgent } from '../support/agent-projects.js';
 /**
  * Issue 19, item 6: the agent server's MCP endpoint. A LangGraph.js project with two graphs (`echo`,
  * a zod-typed state, and `steps`, with a description in langgraph.json) is deployed with min_scale
- * 2 by real api, builder and deployer processes; the official MCP SDK client (Streamable HTTP)
+ * 2, pre-built (writeAgentArtifact), by real api and deployer processes; the official MCP SDK client (Streamable HTTP)
  * talks to `<deployment URL>/mcp` with the workspace key, and the LangGraph SDK sets up assistants
- * and checks that tool runs leave no thread behind. Builds install from the npm registry.
+ * and checks that tool runs leave no thread behind.
  */
 const PORT_BASE = 36_000 + Math.floor(Math.random() * 2_000);
 

@@ -5,10 +5,10 @@ import { eventually } from '../support/service-process.js';
 
 /**
  * Issue 22, agent-server runs in a deployment's metrics (docs/api.md, Metrics): a LangGraph.js
- * project whose one node sleeps and then fails when asked is deployed by real api, builder and
- * deployer processes; runs are made with the official SDK through the serving URL — on a thread
+ * project whose one node sleeps and then fails when asked is deployed, pre-built (writeAgentArtifact),
+ * by real api and deployer processes; runs are made with the official SDK through the serving URL — on a thread
  * and without one (those rows are deleted when they end) — and GET /v2/deployments/{id}/metrics
- * must count each exactly once by outcome, with a run duration. Builds install from the npm registry.
+ * must count each exactly once by outcome, with a run duration.
  */
 const PORT_BASE = 41_000 + Math.floor(Math.random() * 2_000);
 

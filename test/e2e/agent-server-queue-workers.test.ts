@@ -14,13 +14,12 @@ import { eventually } from '../support/service-process.js';
 
 /**
  * Issue 19, queue workers: a LangGraph.js project with slow nodes that emit custom events naming
- * the PORT of the process running them (test/fixtures/agent-server/slow-graph.ts) is deployed by
- * real api, builder and deployer processes with one API instance and `queue_min_scale: 2`. Runs
+ * the PORT of the process running them (test/fixtures/agent-server/slow-graph.ts) is deployed,
+ * pre-built (writeAgentArtifact), by real api and deployer processes with one API instance and `queue_min_scale: 2`. Runs
  * are created and joined with the official SDK through the serving URL; which process ran each
  * node is read from its events and checked against the runtime's table of API instances and
  * queue workers. A worker is killed under a run, and the deployment is redeployed under another.
- * Leases are short here (2 s) so lapsed ones are taken over quickly. Builds install from the npm
- * registry.
+ * Leases are short here (2 s) so lapsed ones are taken over quickly.
  */
 const PORT_BASE = 38_000 + Math.floor(Math.random() * 2_000);
 

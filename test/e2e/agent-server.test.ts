@@ -4,11 +4,9 @@ import path from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import type { Run } from 'langsmith/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitProject, gitIn, initProject } from '../support/agent-project-files.js';
 import {
-  commitProject,
   deployRepo as deploy,
-  gitIn,
-  initProject,
   runningInstances,
   startAgentPipeline,
   untilDone as done,

@@ -9,6 +9,7 @@ import {
   AGENT_SERVER_HOST_ENTRY,
   copyAgentServerHost,
 } from '../../services/builder/src/agent-server-host.js';
+import { writeAgentArtifact } from '../support/agent-server-host.js';
 
 /**
  * The agent server host (services/agent-server) is TypeScript. The builder compiles it into
@@ -16,6 +17,8 @@ import {
  * checked here, against its own locked dependencies, as `pnpm typecheck:agent-server` does; and
  * its copy in an artifact holds compiled modules only, the entry the start command names among
  * them. (A deploy that runs the compiled host end to end: test/e2e/agent-server*.test.ts.)
+ * The suite's pre-built agent artifacts (writeAgentArtifact) resolve a project's packages from
+ * the host's install: only while the versions agree is that what a build would install.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const HOST_SRC = path.join(ROOT, 'services/agent-server/src');
@@ -43,5 +46,25 @@ describe('the agent server host', () => {
     expect(entry).toMatch(/import\(["']\.\/main\.js["']\)/);
     expect(entry).not.toMatch(/interface GraphConfig/);
     execFileSync(process.execPath, ['--check', path.join(dir, 'dist/main.js')]);
+  });
+
+  it("locks the fixture projects' dependencies at the versions the fixture lockfile does", () => {
+    const host = JSON.parse(readFileSync(path.join(ROOT, 'services/agent-server/package-lock.json'), 'utf8'));
+    const fixture = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/agent-server/package-lock.json'), 'utf8'));
+    const wanted: Record<string, string> = fixture.packages[''].dependencies;
+    expect(Object.keys(wanted).length).toBeGreaterThan(0);
+    for (const name of Object.keys(wanted)) {
+      expect(host.packages[`node_modules/${name}`]?.version, name).toBe(
+        fixture.packages[`node_modules/${name}`].version,
+      );
+    }
+  });
+
+  it('is not pre-built for a project that wants a version the host does not lock', async () => {
+    const project = {
+      name: 'unlocked-agent',
+      files: { 'package.json': JSON.stringify({ name: 'unlocked-agent', dependencies: { zod: '3.0.0' } }) },
+    };
+    await expect(writeAgentArtifact(scratch, 'r1', project)).rejects.toThrow(/wants zod 3\.0\.0, the host locks \d/);
   });
 });

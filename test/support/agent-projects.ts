@@ -1,96 +1,22 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import { expect } from 'vitest';
+import { agentFixture, commitProject, gitIn, type AgentProject } from './agent-project-files.js';
 import { runnerAmong } from './agent-runs.js';
+import { writeAgentArtifact } from './agent-server-host.js';
+import { addRevisionOf } from './built-revision.js';
 import type { HttpClient } from './http.js';
 import { startPipeline, type Pipeline } from './pipeline.js';
 import { eventually } from './service-process.js';
 import type { TestApi } from './test-api.js';
 
 /**
- * LangGraph.js projects in local git repositories, deployed through a pipeline (test/support/
- * pipeline.ts) as agent servers, and the instances serving them.
+ * LangGraph.js projects (agent-project-files.ts) deployed through a pipeline (test/support/
+ * pipeline.ts) as agent servers — built from local git repositories, or as pre-built artifacts
+ * where a test is not about the build — and the instances serving them.
  */
-
-/** Runs git in `dir` with a fixed identity; returns trimmed stdout. */
-export const gitIn = (dir: string, ...args: string[]) =>
-  execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
-    encoding: 'utf8',
-  }).trim();
-
-/** The text of `file` in test/fixtures/agent-server. */
-const agentFixture = (file: string) =>
-  readFileSync(fileURLToPath(new URL(`../fixtures/agent-server/${file}`, import.meta.url)), 'utf8');
-
-/** initProject's lockfile, and its package.json's dependencies read from it (the two always agree). */
-const PROJECT_LOCKFILE = agentFixture('package-lock.json');
-const PROJECT_DEPENDENCIES: Record<string, string> = JSON.parse(PROJECT_LOCKFILE).packages[''].dependencies;
-
-/**
- * A git repository `name` under `reposRoot` with a LangGraph.js project whose graph `agent` is
- * ./src/agent.ts:graph (not written or committed yet); `env` and the keys of `config` go into its graph config.
- * Its lockfile makes a redeploy of a code change reuse the first build's installed dependencies,
- * as a project locked like most real ones does.
- */
-export function initProject(
-  reposRoot: string,
-  name: string,
-  env?: Record<string, string>,
-  config: Record<string, unknown> = {},
-): string {
-  const dir = path.join(reposRoot, name);
-  mkdirSync(path.join(dir, 'src'), { recursive: true });
-  execFileSync('git', ['init', '-q', '-b', 'main', dir]);
-  writeFileSync(
-    path.join(dir, 'package.json'),
-    JSON.stringify({
-      name,
-      private: true,
-      type: 'module',
-      dependencies: PROJECT_DEPENDENCIES,
-    }),
-  );
-  writeFileSync(path.join(dir, 'package-lock.json'), PROJECT_LOCKFILE);
-  writeFileSync(
-    path.join(dir, 'langgraph.json'),
-    JSON.stringify({
-      node_version: process.versions.node.split('.')[0],
-      graphs: { agent: './src/agent.ts:graph' },
-      dependencies: ['.'],
-      ...(env ? { env } : {}),
-      ...config,
-    }),
-  );
-  return dir;
-}
-
-/** A LangGraph.js project: its files (paths in it → text, over initProject's) and initProject's `env` and `config`. */
-export interface AgentProject {
-  name: string;
-  files: Record<string, string>;
-  env?: Record<string, string>;
-  config?: Record<string, unknown>;
-}
-
-/**
- * Writes `project` as the repository `project.name` under `reposRoot` (see initProject) and
- * commits it; returns its directory. A package.json of its own goes without initProject's lockfile.
- */
-export function commitProject(reposRoot: string, project: AgentProject): string {
-  const dir = initProject(reposRoot, project.name, project.env, project.config);
-  if ('package.json' in project.files) rmSync(path.join(dir, 'package-lock.json'));
-  for (const [file, text] of Object.entries(project.files)) {
-    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    writeFileSync(path.join(dir, file), text);
-  }
-  gitIn(dir, 'add', '-A');
-  gitIn(dir, 'commit', '-q', '-m', `project ${project.name}`);
-  return dir;
-}
 
 /**
  * A LangGraph.js graph that stops for a human: `plan`, then `ask_human` (which calls
@@ -263,13 +189,11 @@ async function expectDeployed(http: HttpClient, deploymentId: string, revisionId
   expect(rev.status, rev.status_message).toBe('DEPLOYED');
 }
 
-/** One agent-server e2e file's deployment: its control plane, its repository and its serving side. */
+/** One agent-server e2e file's deployment: its control plane and its serving side. */
 export interface DeployedAgent {
   pipeline: Pipeline;
   api: TestApi;
   http: HttpClient;
-  /** The project's repository. */
-  repo: string;
   deploymentId: string;
   /** The deployment's serving URL. */
   url: string;
@@ -285,13 +209,23 @@ export interface DeployedAgent {
   runnerOf: (threadId: string, runId: string, role?: Instance['role']) => Promise<Instance>;
   /** A running API instance other than `instance`. */
   otherThan: (instance: Instance) => Promise<Instance>;
-  /** Commits a change and redeploys it, once the new revision is DEPLOYING; returns its id (see redeployStarted). */
+  /**
+   * Starts a new revision — built from a new commit, or (pre-built) a redeploy of the first
+   * revision — and returns its id once it is DEPLOYING (starting instances).
+   */
   redeployStarted: () => Promise<string>;
   /** Expects the revision to end DEPLOYED. */
   expectDeployed: (revisionId: string) => Promise<void>;
   /** Stops the control plane and the deployment's processes and removes the repository. */
   stop: () => Promise<void>;
 }
+
+/** How deployAgent deploys its project. */
+export type AgentSource =
+  /** Committed to a local git repository and built by the builder (`npm ci`, graph check, host). */
+  | 'git'
+  /** An `upload` deployment whose revision is pre-built (writeAgentArtifact): no builder at work. */
+  | 'prebuilt';
 
 export interface AgentDeployOptions {
   /** The first of the 1,000 instance ports the file may use. */
@@ -300,11 +234,13 @@ export interface AgentDeployOptions {
   /** The other `resource_spec` fields. */
   spec?: Record<string, unknown>;
   rolloutDeadlineMs?: number;
+  /** Pre-built unless the test is about what the build makes. */
+  source?: AgentSource;
 }
 
 /**
- * Commits `project` to a new directory of local repositories, starts a control plane (see
- * startAgentPipeline), deploys the project with `minScale` instances, expects it DEPLOYED and
+ * Starts a control plane (see startAgentPipeline) and deploys `project` with `minScale`
+ * instances — pre-built, or from a new local repository (`source`) — expects it DEPLOYED and
  * mints a key. A deployment that fails stops what it started.
  */
 export async function deployAgent(project: AgentProject, options: AgentDeployOptions): Promise<DeployedAgent> {
@@ -315,10 +251,13 @@ export async function deployAgent(project: AgentProject, options: AgentDeployOpt
     rmSync(reposRoot, { recursive: true, force: true });
   };
   try {
-    const repo = commitProject(reposRoot, project);
+    const fromGit = options.source === 'git';
+    const repo = fromGit ? commitProject(reposRoot, project) : null;
     pipeline = await startAgentPipeline(reposRoot, options.portBase, options.rolloutDeadlineMs);
     const { api, http } = pipeline;
-    const { deploymentId, revisionId } = await deployRepo(http, reposRoot, repo, options.minScale, options.spec);
+    const { deploymentId, revisionId } = repo
+      ? await deployRepo(http, reposRoot, repo, options.minScale, options.spec)
+      : await deployPrebuilt(api, project, options.minScale, options.spec);
     await expectDeployed(http, deploymentId, revisionId);
     const key = await http.post('/v2/api-keys', { description: 'sdk' });
     expect(key.status, key.text).toBe(201);
@@ -332,7 +271,6 @@ export async function deployAgent(project: AgentProject, options: AgentDeployOpt
       pipeline,
       api,
       http,
-      repo,
       deploymentId,
       url,
       apiKey,
@@ -351,7 +289,10 @@ export async function deployAgent(project: AgentProject, options: AgentDeployOpt
         expect(other, `an instance other than the one on port ${instance.port}`).toBeDefined();
         return other!;
       },
-      redeployStarted: () => redeployStarted(http, repo, deploymentId),
+      redeployStarted: () =>
+        redeployStarted(http, deploymentId, () =>
+          repo ? commitAndPatch(http, repo, deploymentId) : redeploy(http, deploymentId, revisionId),
+        ),
       expectDeployed: (revisionId) => expectDeployed(http, deploymentId, revisionId),
       stop,
     };
@@ -362,16 +303,55 @@ export async function deployAgent(project: AgentProject, options: AgentDeployOpt
 }
 
 /**
- * Commits a change to the deployment's repository and redeploys it (a PATCH of its ref), once
- * the new revision is `DEPLOYING` (starting instances); returns that revision's id.
+ * An `upload` deployment of `project` with `minScale` instances and the other `spec` fields,
+ * whose first revision is pre-built (writeAgentArtifact) and handed to the deployer as a build
+ * hands one over; returns its id and that revision's.
  */
-async function redeployStarted(http: HttpClient, repo: string, deploymentId: string): Promise<string> {
+async function deployPrebuilt(
+  api: TestApi,
+  project: AgentProject,
+  minScale: number,
+  spec: Record<string, unknown> = {},
+): Promise<{ deploymentId: string; revisionId: string }> {
+  const created = await api.http.post('/v2/deployments', {
+    name: project.name,
+    source: 'upload',
+    source_config: { resource_spec: { min_scale: minScale, max_scale: minScale, ...spec } },
+    source_revision_config: {},
+  });
+  expect(created.status, created.text).toBe(201);
+  const deploymentId: string = created.body.id;
+  const revisionId = await addRevisionOf(
+    api,
+    deploymentId,
+    (id) => writeAgentArtifact(api.config.dataDir, id, project),
+    {
+      agent_server: true,
+    },
+  );
+  return { deploymentId, revisionId };
+}
+
+/** Commits a change to the repository and PATCHes the deployment to it; returns the new revision's id. */
+async function commitAndPatch(http: HttpClient, repo: string, deploymentId: string): Promise<string> {
   writeFileSync(path.join(repo, 'README.md'), `redeploy ${Date.now()}\n`);
   gitIn(repo, 'add', '-A');
   gitIn(repo, 'commit', '-q', '-m', 'redeploy');
   const res = await http.patch(`/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: 'main' } });
   expect(res.status, res.text).toBe(200);
-  const revisionId = res.body.latest_revision_id;
+  return res.body.latest_revision_id;
+}
+
+/** Redeploys the revision `revisionId` of the deployment (its artifact again, no build); returns the new revision's id. */
+async function redeploy(http: HttpClient, deploymentId: string, revisionId: string): Promise<string> {
+  const res = await http.post(`/v2/deployments/${deploymentId}/revisions/${revisionId}/redeploy`, {});
+  expect(res.status, res.text).toBe(200);
+  return res.body.latest_revision_id;
+}
+
+/** Starts a new revision (`start` returns its id) and returns that id once it is DEPLOYING (starting instances). */
+async function redeployStarted(http: HttpClient, deploymentId: string, start: () => Promise<string>): Promise<string> {
+  const revisionId = await start();
   await eventually(
     async () => (await http.get(`/v2/deployments/${deploymentId}/revisions/${revisionId}`)).body.status,
     (s) => s === 'DEPLOYING',

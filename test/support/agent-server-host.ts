@@ -1,11 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
+import type { ArtifactManifest } from '@slipway/domain';
+import { authPath } from '../../services/builder/src/agent-project.js';
+import {
+  AGENT_SERVER_HOST_DIR,
+  AGENT_SERVER_HOST_ENTRY,
+  AGENT_SERVER_HOST_SOURCE,
+  agentServerStart,
+  copyAgentServerHost,
+} from '../../services/builder/src/agent-server-host.js';
 import { AgentServerHostInstall } from '../../services/builder/src/host-install.js';
-import { commitProject, type AgentProject } from './agent-projects.js';
+import { commitProject, writeProject, type AgentProject } from './agent-project-files.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from './database.js';
 import { freePort } from './ports.js';
 import { eventually } from './service-process.js';
@@ -14,13 +22,57 @@ import { eventually } from './service-process.js';
  * The agent server host as a build makes it, for tests that run the host without a builder:
  * copied into `<root>/.slipway-agent-server` (sources compiled) with its dependencies from the
  * builder's own install (AgentServerHostInstall), in the run's shared directory, so the run
- * installs them once between its files. Returns the host's directory.
+ * installs them once between its files: a copy, or hard links to the install's files when
+ * `linked` (as a sandboxed build does; only for a host whose user never writes them). Returns
+ * the host's directory.
  */
-export async function builtAgentServerHost(root: string): Promise<string> {
+export async function builtAgentServerHost(root: string, linked = false): Promise<string> {
   const hostDir = await copyAgentServerHost(root);
   const install = new AgentServerHostInstall({ root: inject('agentServerHostCache'), deadlineMs: 300_000 });
-  await install.copyInto(hostDir, { signal: AbortSignal.timeout(300_000), onLine: () => undefined });
+  await install.copyInto(hostDir, { signal: AbortSignal.timeout(300_000), onLine: () => undefined, linked });
   return hostDir;
+}
+
+/**
+ * `project` as its build would leave it, written without a builder at
+ * `<dataDir>/artifacts/<revisionId>` in the builder's artifact layout (artifact.json and app/):
+ * the project's files, the host compiled into app/.slipway-agent-server with the run's one
+ * install of its dependencies (builtAgentServerHost), and the project's packages resolved from
+ * that install — no `npm ci` of the project per deployment. Every dependency the project's
+ * package.json names must be the very version the host locks (the fixture lockfile's are), or
+ * it must be built from its repository. For tests of what a deployed agent server does, not of
+ * how it is built; returns the artifact's directory.
+ */
+export async function writeAgentArtifact(dataDir: string, revisionId: string, project: AgentProject): Promise<string> {
+  const artifact = path.join(dataDir, 'artifacts', revisionId);
+  const app = path.join(artifact, 'app');
+  mkdirSync(app, { recursive: true });
+  writeProject(app, project);
+  const wanted: Record<string, string> = JSON.parse(readFileSync(path.join(app, 'package.json'), 'utf8')).dependencies;
+  const hostLock = JSON.parse(readFileSync(path.join(AGENT_SERVER_HOST_SOURCE, 'package-lock.json'), 'utf8'));
+  for (const [name, version] of Object.entries(wanted ?? {})) {
+    const locked = hostLock.packages[`node_modules/${name}`]?.version;
+    if (locked !== version)
+      throw new Error(`${project.name} wants ${name} ${version}, the host locks ${locked}: build it`);
+  }
+  const hostDir = await builtAgentServerHost(app, true);
+  symlinkSync(path.join(AGENT_SERVER_HOST_DIR, 'node_modules'), path.join(app, 'node_modules'));
+  const config = { graphs: { agent: './src/agent.ts:graph' }, ...project.config };
+  const manifest: ArtifactManifest = {
+    version: 1,
+    revision_id: revisionId,
+    commit: null,
+    source: { type: 'upload', object_path: `prebuilt/${project.name}` },
+    graph_config_path: 'langgraph.json',
+    graphs: config.graphs as Record<string, string>,
+    env: project.env ?? null,
+    node_version: process.versions.node.split('.')[0]!,
+    start: agentServerStart(app, hostDir, 'langgraph.json', '.'),
+    agent_server: { auth_path: authPath(config) },
+    built_at: new Date().toISOString(),
+  };
+  writeFileSync(path.join(artifact, 'artifact.json'), JSON.stringify(manifest));
+  return artifact;
 }
 
 /** A project served by the host on its own (see hostProject). */

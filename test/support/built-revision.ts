@@ -48,15 +48,27 @@ export function writeArtifact(
 }
 
 /** A built revision of `deploymentId` running `server`; returns its id. */
-export async function addBuiltRevision(
+export const addBuiltRevision = (
   api: TestApi,
   deploymentId: string,
   server: string,
   manifest: Partial<ArtifactManifest> = {},
+): Promise<string> => addRevisionOf(api, deploymentId, (id) => writeArtifact(api, id, server, manifest));
+
+/**
+ * A built revision of `deploymentId` whose artifact `write` makes (given the revision's id, it
+ * returns the artifact's directory), with `revisionConfig` as its source_revision_config (what
+ * a build records there, as `agent_server`); returns its id.
+ */
+export async function addRevisionOf(
+  api: TestApi,
+  deploymentId: string,
+  write: (revisionId: string) => string | Promise<string>,
+  revisionConfig: Record<string, unknown> = {},
 ): Promise<string> {
   const box = secretsCodec(api.config);
   const id = randomUUID();
-  const artifact = writeArtifact(api, id, server, manifest);
+  const artifact = await write(id);
   await api.dataSource.transaction(async (m) => {
     const [d] = await m.query(`SELECT resource_spec, secrets_sealed FROM deployments WHERE id = $1 FOR UPDATE`, [
       deploymentId,
@@ -66,8 +78,8 @@ export async function addBuiltRevision(
       : [];
     await m.query(
       `INSERT INTO revisions (id, deployment_id, status, source, artifact_ref, image_uri, resource_spec, ` +
-        `secrets_sealed, secret_names, created_at)
-       VALUES ($1, $2, 'CREATING', 'upload', $3, $4, $5, $6, $7, clock_timestamp())`,
+        `secrets_sealed, secret_names, source_revision_config, created_at)
+       VALUES ($1, $2, 'CREATING', 'upload', $3, $4, $5, $6, $7, $8, clock_timestamp())`,
       [
         id,
         deploymentId,
@@ -76,6 +88,7 @@ export async function addBuiltRevision(
         JSON.stringify(d.resource_spec),
         box.seal(JSON.stringify(secrets), id),
         secrets.map((s) => s.name),
+        JSON.stringify(revisionConfig),
       ],
     );
     await m.query(`UPDATE deployments SET latest_revision_id = $2 WHERE id = $1`, [deploymentId, id]);
