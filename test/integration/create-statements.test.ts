@@ -212,5 +212,17 @@ describe("statements per create, with the real builder and deployer taking every
       [ids],
     );
     expect(deployments).toEqual([{ status: 'READY' }]);
+    // Nothing to provision (the create recorded the database name): each deployment became
+    // READY in the transaction that began its rollout, not in one of its own before it.
+    const ready = await api.dataSource.query(
+      `SELECT d.deployment_id, d.xmin::text = r.xmin::text AS together
+         FROM events d JOIN events r ON r.deployment_id = d.deployment_id
+        WHERE d.deployment_id = ANY($1::uuid[])
+          AND d.type = 'deployment.status_changed' AND d.data->>'to' = 'READY'
+          AND r.type = 'revision.status_changed' AND r.data->>'to' = 'DEPLOYING'`,
+      [ids],
+    );
+    expect(ready).toHaveLength(20);
+    expect(ready.filter((r: { together: boolean }) => !r.together)).toEqual([]);
   }, 120_000);
 });

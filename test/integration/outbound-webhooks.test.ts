@@ -1,10 +1,13 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENTS_CHANNEL, PgNotifications } from '@slipway/db';
 import { createLogger } from '@slipway/logging';
 import { Reconciler } from '@slipway/pipeline';
+import { FANOUT_WAKE_BATCH_MS, WebhookFanout } from '@slipway/webhooks';
 import { createImageDeployment, createListener, otherWorkspaceClient } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { eventually } from '../support/service-process.js';
+import { recordStatements } from '../support/statements.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 import { startWebhookHarness, type ReceivedAt as Received, type WebhookHarness } from '../support/webhook-harness.js';
 
@@ -396,4 +399,57 @@ describe('deliveries', () => {
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(20);
     await api.http.request('DELETE', `/v2/webhooks/${hook.id}`);
   });
+
+  it(
+    'a notified fan-out batches notifications: 40 creates in a row wake about one pass per ' +
+      `${FANOUT_WAKE_BATCH_MS} ms, not one per event, and an event still reaches its webhook`,
+    async () => {
+      await fanout.stop(); // the harness's polling fan-out; this test's own is woken by notifications only
+      const quiet = createLogger({ name: 'webhooks-batched-test', level: 'error' });
+      const notifications = new PgNotifications(api.config.databaseUrl, [EVENTS_CHANNEL], quiet);
+      const notified = new WebhookFanout(api.dataSource, quiet, 600_000, notifications);
+      // Creates in a workspace with no webhook: each pass reads the due webhooks once and finds none.
+      const { client: other } = await otherWorkspaceClient(api, 'webhooks-batched');
+      const listener = await other.post('/v2/listeners', {
+        compute_type: 'k8s',
+        compute_id: 'batched',
+        compute_config: { k8s_namespaces: ['agents'] },
+      });
+      expect(listener.status, listener.text).toBe(201);
+      const recording = recordStatements();
+      let hookId: string | undefined;
+      try {
+        notified.start();
+        await eventually(
+          async () => notifications.connected,
+          (up) => up,
+        );
+        const started = Date.now();
+        for (let i = 0; i < 40; i++) await createImageDeployment(other, `wh-batched-${i}`, listener.body.id);
+        await new Promise((r) => setTimeout(r, 2 * FANOUT_WAKE_BATCH_MS)); // the last window's pass
+        const elapsed = Date.now() - started;
+        const passes = recording.sent.filter((t) => /FROM outbound_webhooks w\s+WHERE EXISTS/.test(t)).length;
+        // About one pass per window, with slack for the first and the last; one per notification
+        // made 60 here (measured with a window of 0).
+        expect(passes).toBeLessThanOrEqual(Math.ceil(elapsed / FANOUT_WAKE_BATCH_MS) + 3);
+        expect(passes).toBeGreaterThan(0);
+
+        // Batched, not lost: a create's event reaches a webhook through this fan-out alone.
+        const hook = await createWebhook('/batched');
+        hookId = hook.id;
+        const created = await createImageDeployment(api, 'wh-batched-delivered', listenerId);
+        const ds = await eventually(
+          () => deliveries(hook.id),
+          (x) => x.length === 1 && x[0].status === 'succeeded',
+        );
+        expect(ds[0].event.deployment_id).toBe(created.id);
+      } finally {
+        recording.stop();
+        await notified.stop();
+        await notifications.close();
+        fanout.start();
+        if (hookId) await api.http.request('DELETE', `/v2/webhooks/${hookId}`);
+      }
+    },
+  );
 });

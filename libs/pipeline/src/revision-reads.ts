@@ -30,6 +30,8 @@ export interface RolloutRow {
   deployment_id: string;
   deployment_status: string;
   listener_id: string | null;
+  /** Whether the deployment's database name is recorded (a listener's create records it). */
+  database_recorded: boolean;
 }
 
 /** What the instances of a revision are started from (`loadForInstances`). */
@@ -122,7 +124,8 @@ export class RevisionReads {
   async loadForRollout(revisionId: string): Promise<RolloutRow | null> {
     const [row] = await queryRows<RolloutRow>(
       this.manager,
-      `SELECT r.status, r.attempt, r.source, r.deployment_id, d.status AS deployment_status, d.listener_id
+      `SELECT r.status, r.attempt, r.source, r.deployment_id, d.status AS deployment_status, d.listener_id,
+              d.database_name IS NOT NULL AS database_recorded
          FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1
           FOR SHARE OF r`,
       [revisionId],

@@ -4,4 +4,4 @@ export {
   webhookBackoff,
   type WebhookWorkerOptions,
 } from './deliver-webhook.processor.js';
-export { WebhookFanout } from './webhook-fanout.js';
+export { FANOUT_WAKE_BATCH_MS, WebhookFanout } from './webhook-fanout.js';

@@ -14,6 +14,12 @@ import type { Logger } from '@slipway/logging';
 
 const WEBHOOKS_PER_PASS = 20;
 const EVENTS_PER_WEBHOOK = 500;
+/**
+ * How long a notification waits for others before its pass: every status change of every
+ * deployment notifies, so under a create load a pass per notification was a transaction per
+ * event in every worker process, most finding nothing to send.
+ */
+export const FANOUT_WAKE_BATCH_MS = 100;
 
 const matches = (w: OutboundWebhook, e: StoredEvent) =>
   w.event_types.includes(e.type) &&
@@ -25,9 +31,14 @@ const matches = (w: OutboundWebhook, e: StoredEvent) =>
  * (the `deliver.webhook` job) for each matching event, and moves the cursor: a crash before
  * the commit leaves everything to the next pass, and the unique (webhook, event) pair keeps a
  * repeat from writing twice. Runs in every worker process; `SKIP LOCKED` keeps them apart.
+ * Notifications are batched: the first wakes a pass `wakeBatchMs` later, and those arriving
+ * meanwhile (or during the pass) ride on it, so a pass runs at most about every `wakeBatchMs`
+ * however many events commit.
  */
 export class WebhookFanout {
   private timer: NodeJS.Timeout | undefined;
+  /** When the pending timer fires (ms since the epoch), while one is pending. */
+  private dueAt: number | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = true;
@@ -37,8 +48,9 @@ export class WebhookFanout {
     private readonly dataSource: DataSource,
     private readonly log: Logger,
     private readonly pollMs: number,
-    /** Wakes a pass as soon as an event commits; polling remains the fallback. */
+    /** Wakes a pass soon after an event commits; polling remains the fallback. */
     private readonly notifications?: PgNotifications,
+    private readonly wakeBatchMs = FANOUT_WAKE_BATCH_MS,
   ) {}
 
   start(): void {
@@ -65,22 +77,25 @@ export class WebhookFanout {
     }
   }
 
+  /** A pass within `wakeBatchMs`: one already due sooner stands, so notifications never push it back. */
   private wake(): void {
     if (this.running) this.again = true;
-    else this.schedule(0);
+    else if (this.dueAt === undefined || this.dueAt > Date.now() + this.wakeBatchMs) this.schedule(this.wakeBatchMs);
   }
 
   private schedule(delay: number): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
+    this.dueAt = Date.now() + delay;
     this.timer = setTimeout(() => {
+      this.dueAt = undefined;
       this.again = false;
       this.running = this.drain()
         .then(() => undefined)
         .catch((err) => this.log.warn({ err }, 'webhook fan-out pass failed'))
         .finally(() => {
           this.running = undefined;
-          this.schedule(this.again ? 0 : this.pollMs);
+          this.schedule(this.again ? this.wakeBatchMs : this.pollMs);
         });
     }, delay);
   }

@@ -9,10 +9,12 @@ import { provisionDeployment } from './provision-deployment.processor.js';
 
 /**
  * `rollout.revision`. A stale job (the revision moved on, or a later attempt exists) does
- * nothing. Otherwise the revision's deployment gets its database first (provisioning is
- * idempotent, so a rollout never waits on a lost provision job), then its placement rolls it
- * out: the embedded runtime starts its instances and switches traffic, a listener's cluster is
- * told through the desired state (see Placement).
+ * nothing. Otherwise the revision's deployment gets its database first if it awaits one
+ * (provisioning is idempotent, so a rollout never waits on a lost provision job), then its
+ * placement rolls it out: the embedded runtime starts its instances and switches traffic, a
+ * listener's cluster is told through the desired state (see Placement). A listener's deployment
+ * whose create recorded its database name has nothing to provision: its first rollout's begin
+ * makes it READY in the begin's own transaction (readyBegunListenerDeployments).
  */
 export function rolloutRevisionProcessor(
   config: Readonly<Config>,
@@ -33,8 +35,10 @@ export function rolloutRevisionProcessor(
     const guard = new PhaseGuard(dataSource, revisionId, ['AWAITING_DEPLOY', 'DEPLOYING'], config.pipeline, attempt);
     await guard.start();
     try {
+      const provisioned = rev.listener_id !== null && rev.database_recorded;
       if (
         rev.deployment_status === 'AWAITING_DATABASE' &&
+        !provisioned &&
         !(await provisionOrFail(config, placements, dataSource, flow, rev.deployment_id, revisionId, log))
       )
         return;
