@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RevisionRepository } from '@slipway/pipeline';
+import { RevisionReads, RevisionRepository } from '@slipway/pipeline';
 import type { RevisionStatus } from '@slipway/domain';
 import { transitionRevision, type RevisionTransitionOptions } from '../../libs/pipeline/src/status-transitions.js';
 import { createRepohostDeployment } from '../support/fixtures.js';
+import { recordStatements } from '../support/statements.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -74,6 +75,29 @@ const tx = <T>(work: (revisions: Writes) => Promise<T>) =>
       recordConfig: (...args) => rows.recordConfig(...args),
     });
   });
+/** A transaction that moved revision `id` from `from` to `to` and holds it uncommitted until `commit`. */
+async function heldTransition(
+  id: string,
+  to: RevisionStatus,
+  from: RevisionStatus,
+): Promise<{ commit: () => Promise<void> }> {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let moved!: () => void;
+  const movedInIt = new Promise<void>((r) => (moved = r));
+  const done = tx(async (r) => {
+    expect(await r.transition(id, to, { from: [from] })).not.toBeNull();
+    moved();
+    await held;
+  });
+  await movedInIt;
+  return {
+    commit: () => {
+      release();
+      return done;
+    },
+  };
+}
 const near = (ms: number | null, target: number) => expect(Math.abs((ms ?? 0) - target)).toBeLessThan(60_000);
 
 describe('revision writes', () => {
@@ -94,24 +118,38 @@ describe('revision writes', () => {
     // once must see the hand-off, not skip the row because its old status does not match.
     const id = await imageRevision();
     await api.relay.drain();
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let moved!: () => void;
-    const movedInA = new Promise<void>((r) => (moved = r));
-    const a = tx(async (r) => {
-      expect(await r.transition(id, 'DEPLOYING', { from: ['AWAITING_DEPLOY'] })).not.toBeNull();
-      moved();
-      await held;
-    });
-    await movedInA;
+    const a = await heldTransition(id, 'DEPLOYING', 'AWAITING_DEPLOY');
     let bDone = false;
     const b = tx((r) => r.transition(id, 'DEPLOYED', { from: ['DEPLOYING'] })).finally(() => (bDone = true));
     await new Promise((r) => setTimeout(r, 300));
     expect(bDone).toBe(false); // waiting for A's lock, not judged on the old status
-    release();
-    await a;
+    await a.commit();
     expect(await b).toMatchObject({ from: 'DEPLOYING', to: 'DEPLOYED' });
     expect((await row(id)).status).toBe('DEPLOYED');
+  });
+
+  it("a rollout job's read waits for a hand-off still committing, and takes no row lock once it has", async () => {
+    // The relay adds the rollout job before its hand-off (CREATING → AWAITING_DEPLOY) commits.
+    const id = await imageRevision();
+    const handOff = await heldTransition(id, 'AWAITING_DEPLOY', 'CREATING');
+    const reads = new RevisionReads(api.dataSource.manager);
+    let done = false;
+    const early = reads.loadForRollout(id, 0).finally(() => (done = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(done).toBe(false); // waiting for the hand-off's lock, not judging the job on CREATING
+    await handOff.commit();
+    expect(await early).toMatchObject({ status: 'AWAITING_DEPLOY', attempt: 0 });
+
+    const recording = recordStatements();
+    try {
+      expect(await reads.loadForRollout(id, 0)).toMatchObject({ status: 'AWAITING_DEPLOY', attempt: 0 });
+      // A job of another attempt is not judged on the plain read: it waits like the first.
+      expect(await reads.loadForRollout(id, 1)).toMatchObject({ status: 'AWAITING_DEPLOY', attempt: 0 });
+    } finally {
+      recording.stop();
+    }
+    const sent = recording.sent.filter((t) => /FROM revisions r JOIN deployments d/.test(t));
+    expect(sent.map((t) => /FOR SHARE/.test(t))).toEqual([false, false, true]);
   });
 
   it('a retry counts an attempt and keeps the phase deadline; a write at a stale attempt finds nothing', async () => {

@@ -116,21 +116,29 @@ export class RevisionReads {
   }
 
   /**
-   * The revision a `rollout.revision` job rolls out, or null. FOR SHARE (call it outside a
-   * transaction or in one that may wait): the relay adds this job inside the transaction that
-   * moves the revision to AWAITING_DEPLOY, so the job can arrive before that commits. Waiting
-   * for the relay's row lock means the committed status is read instead of the job taken for stale.
+   * The revision a `rollout.revision` job of `attempt` rolls out, or null. The relay adds the job
+   * inside the transaction that moves the revision to AWAITING_DEPLOY, so the job can arrive
+   * before that commits: a row already AWAITING_DEPLOY at this attempt is read as it is (the
+   * hand-off committed; the usual case), anything else again FOR SHARE (call it outside a
+   * transaction or in one that may wait), which waits for the relay's row lock, so the
+   * committed status is read instead of the job taken for stale. The plain read takes no row
+   * lock: a lock is a write, with a commit to flush, for every rollout.
    */
-  async loadForRollout(revisionId: string): Promise<RolloutRow | null> {
-    const [row] = await queryRows<RolloutRow>(
+  async loadForRollout(revisionId: string, attempt: number): Promise<RolloutRow | null> {
+    const [plain] = await this.rolloutRow(revisionId, '');
+    if (plain?.status === 'AWAITING_DEPLOY' && plain.attempt === attempt) return plain;
+    const [locked] = await this.rolloutRow(revisionId, 'FOR SHARE OF r');
+    return locked ?? null;
+  }
+
+  private rolloutRow(revisionId: string, lock: '' | 'FOR SHARE OF r'): Promise<RolloutRow[]> {
+    return queryRows<RolloutRow>(
       this.manager,
       `SELECT r.status, r.attempt, r.source, r.deployment_id, d.status AS deployment_status, d.listener_id,
               d.database_name IS NOT NULL AS database_recorded
-         FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1
-          FOR SHARE OF r`,
+         FROM revisions r JOIN deployments d ON d.id = r.deployment_id WHERE r.id = $1 ${lock}`,
       [revisionId],
     );
-    return row ?? null;
   }
 
   /** What a revision's instances start from, or null when it is gone. */

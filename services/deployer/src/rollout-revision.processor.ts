@@ -23,26 +23,27 @@ export function rolloutRevisionProcessor(
   placements: Placements,
 ): JobHandler<'rollout.revision'> {
   return async ({ revisionId, attempt }, { job, log }) => {
-    // Waits for the relay's row lock (loadForRollout): the job can arrive before its hand-off commits.
-    const rev = await new RevisionReads(dataSource.manager).loadForRollout(revisionId);
+    // Waits for the relay's row lock unless the hand-off is seen committed (loadForRollout).
+    const rev = await new RevisionReads(dataSource.manager).loadForRollout(revisionId, attempt);
     if (!rev || isRevisionTerminal(rev.status) || rev.attempt !== attempt || rev.status !== 'AWAITING_DEPLOY') {
       log.info({ status: rev?.status, currentAttempt: rev?.attempt }, 'rollout job is stale; nothing to do');
       return;
     }
+    const placement = placementOf(placements, { listenerId: rev.listener_id });
+    const provision =
+      rev.deployment_status === 'AWAITING_DATABASE' && !(rev.listener_id !== null && rev.database_recorded);
     // Heartbeats from the first moment to the last: the reconciler takes an active job that has
     // gone quiet for a dead worker, and a rollout can wait a while before DEPLOYING (provisioning,
-    // the previous rollout of the same deployment draining).
+    // the previous rollout of the same deployment draining). One that begins at once needs none.
     const guard = new PhaseGuard(dataSource, revisionId, ['AWAITING_DEPLOY', 'DEPLOYING'], config.pipeline, attempt);
-    await guard.start();
+    if (provision || !placement.beginsAtOnce) await guard.start();
     try {
-      const provisioned = rev.listener_id !== null && rev.database_recorded;
       if (
-        rev.deployment_status === 'AWAITING_DATABASE' &&
-        !provisioned &&
+        provision &&
         !(await provisionOrFail(config, placements, dataSource, flow, rev.deployment_id, revisionId, log))
       )
         return;
-      await placementOf(placements, { listenerId: rev.listener_id }).rollout(revisionId, guard, { job, log });
+      await placement.rollout(revisionId, guard, { job, log });
     } finally {
       guard.stop();
     }

@@ -30,6 +30,7 @@ export interface EmbeddedPlacementDeps {
  */
 export class EmbeddedPlacement implements Placement {
   readonly kind = 'embedded';
+  readonly beginsAtOnce = false;
 
   constructor(private readonly deps: EmbeddedPlacementDeps) {}
 

@@ -12,6 +12,7 @@ import type { Placement } from './placement.js';
  */
 export class ListenerPlacement implements Placement {
   readonly kind = 'listener';
+  readonly beginsAtOnce = true;
 
   private readonly begins: ListenerRolloutBegins;
 
@@ -27,8 +28,8 @@ export class ListenerPlacement implements Placement {
    */
   async provision(): Promise<void> {}
 
-  async rollout(revisionId: string, guard: PhaseGuard, { log }: JobContext): Promise<void> {
-    guard.stop();
+  /** Begins at once (`beginsAtOnce`): its job runs no heartbeat. */
+  async rollout(revisionId: string, _guard: PhaseGuard, { log }: JobContext): Promise<void> {
     // Rollouts whose jobs run at once begin together, in one statement (ListenerRolloutBegins).
     const applied = await this.begins.begin(revisionId);
     log.info({ applied }, 'revision published to its listener');

@@ -13,6 +13,12 @@ import type { PhaseGuard } from '@slipway/pipeline';
  */
 export interface Placement {
   readonly kind: 'embedded' | 'listener';
+  /**
+   * True when `rollout` only records the begin (a listener's: its agent does the work), at once:
+   * its job then needs no heartbeat, as the reconciler counts a job's quiet from when it went
+   * active. A heartbeat is a write with a commit to flush, for every rollout.
+   */
+  readonly beginsAtOnce: boolean;
   /** Gives a deployment its data stores before `database` is recorded for it. */
   provision(deploymentId: string, database: string, log: Logger): Promise<void>;
   /** Rolls out a revision in AWAITING_DEPLOY; `guard` runs the phase's heartbeat and deadline. */
