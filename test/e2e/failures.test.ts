@@ -56,7 +56,7 @@ describe('kill -9 of the deployer during a rollout', () => {
 
   /**
    * Freezes a deployer inside a rollout: the test holds the deployment row lock, so the
-   * deployer's transaction blocks after it has claimed the job (heartbeat written). Then kill -9.
+   * deployer's begin blocks after it has claimed the job (seen waiting for that lock). Then kill -9.
    */
   async function killDeployerMidRollout(deploymentName: string): Promise<{ deploymentId: string; revisionId: string }> {
     const listenerId = await createListener(api, `${deploymentName}-cluster`);
@@ -73,8 +73,14 @@ describe('kill -9 of the deployer during a rollout', () => {
     const deployer = await startService('deployer', env());
     spawned.push(deployer);
     await eventually(
-      () => revisionRow(api, d.latest_revision_id),
-      (r) => r.heartbeat_at !== null,
+      async () =>
+        (
+          await api.dataSource.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND application_name = 'slipway-deployer' AND wait_event_type = 'Lock'`,
+          )
+        )[0].n as number,
+      (n) => n > 0,
     );
     deployer.child.kill('SIGKILL');
     expect((await deployer.exited).signal).toBe('SIGKILL');

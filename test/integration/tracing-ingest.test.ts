@@ -3,7 +3,9 @@ import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from 'langsmith';
+import pg from 'pg';
 import { TenancyRepository } from '@slipway/db';
+import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
@@ -588,5 +590,63 @@ describe('tenancy and refusals', () => {
         inputs: { slipway_truncated: true, limit_bytes: 1024 * 1024 },
       });
     });
+  });
+});
+
+describe('the daily partitions', () => {
+  /** A root run created now, in a project named `project` (new: the write inserts it). */
+  const rootRun = (project: string) => {
+    const id = randomUUID();
+    const at = new Date();
+    return {
+      id,
+      trace_id: id,
+      dotted_order: segment(at, id),
+      name: 'agent',
+      run_type: 'chain',
+      start_time: at.toISOString(),
+      session_name: project,
+    };
+  };
+
+  it("a write waits for a day's partitions being created before it takes any table lock: no deadlock with that DDL", async () => {
+    // This process has made today's partitions (its first write), so the write below makes none itself.
+    expect((await api.http.post('/api/v1/runs/batch', { post: [rootRun('partitions-warm')] })).status).toBe(202);
+    // Another writer creating a day's partitions, as ensurePartitions does, held uncommitted: a
+    // partition of a table with a foreign key locks the key's table (tracing_projects) against writes.
+    const ddl = new pg.Client({ connectionString: api.database.url });
+    await ddl.connect();
+    try {
+      await ddl.query('BEGIN');
+      await ddl.query(`SELECT pg_advisory_xact_lock(hashtext('slipway:tracing-partitions'))`);
+      await ddl.query(
+        `CREATE TABLE tracing_runs_p20990101 PARTITION OF tracing_runs ` +
+          `FOR VALUES FROM ('2099-01-01 00:00:00+00') TO ('2099-01-02 00:00:00+00')`,
+      );
+      const ddlPid = (await ddl.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      // A write that inserts a new project, then reads the runs (every partition, the new one too).
+      const write = api.http.post('/api/v1/runs/batch', { post: [rootRun('partitions-new-project')] });
+      const waits = await eventually(
+        async () =>
+          (await api.dataSource.query(
+            `SELECT l.pid, l.locktype FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE a.datname = current_database() AND NOT l.granted AND l.pid <> $1`,
+            [ddlPid],
+          )) as Array<{ pid: number; locktype: string }>,
+        (rows) => rows.length > 0,
+      );
+      // It waits on the partitions' lock, holding no table: the DDL can finish.
+      expect(waits.map((w) => w.locktype)).toEqual(['advisory']);
+      const held = await api.dataSource.query(
+        `SELECT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+          WHERE l.pid = $1 AND l.granted AND l.locktype = 'relation'`,
+        [waits[0]!.pid],
+      );
+      expect(held).toEqual([]);
+      await ddl.query('ROLLBACK');
+      expect((await write).status).toBe(202);
+    } finally {
+      await ddl.end();
+    }
   });
 });

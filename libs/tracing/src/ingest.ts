@@ -100,15 +100,15 @@ export class TracingIngest {
     return this.dataSource.transaction(async (m) => {
       const runs = new RunRepository(m);
       const projects = new TracingProjectStore(m);
-      const projectIds = boundTo ? null : await this.resolveProjects(projects, workspaceId, [...byRun.values()]);
-
       const keys: string[] = [];
       for (const [id, { create, update }] of byRun) {
         keys.push(`run:${id}`);
         const trace = create?.trace_id ?? update?.trace_id;
         if (trace) keys.push(`trace:${trace.toLowerCase()}`);
       }
+      // First, before any table: the locks include the partitions' (RunRepository.lock).
       await runs.lock(workspaceId, keys);
+      const projectIds = boundTo ? null : await this.resolveProjects(projects, workspaceId, [...byRun.values()]);
       if (boundTo) {
         const traceIds = [...byRun.values()]
           .flatMap(({ create, update }) => [create?.trace_id, update?.trace_id])

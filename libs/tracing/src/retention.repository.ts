@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { PARTITIONS_LOCK } from './run.repository.js';
 
 /** The partitioned tables of the runs store, each cut into `<table>_pYYYYMMDD` per UTC day. */
 export const PARTITIONED_TABLES = ['tracing_runs', 'tracing_run_payloads'] as const;
@@ -11,8 +12,8 @@ export interface DailyPartition {
   day: string;
 }
 
-/** The advisory lock `RunRepository.ensurePartitions` takes: creating and dropping a day never interleave. */
-const PARTITIONS_LOCK = `SELECT pg_advisory_xact_lock(hashtext('slipway:tracing-partitions'))`;
+/** PARTITIONS_LOCK alone: creating and dropping a day never interleave, and no write is midway. */
+const PARTITIONS_LOCKED = `SELECT pg_advisory_xact_lock(${PARTITIONS_LOCK})`;
 /** Rows per delete statement, so no statement holds its locks for long. */
 const BATCH = 5_000;
 
@@ -64,7 +65,7 @@ export class TracingRetentionRepository {
   async dropDay(day: string, lockTimeoutMs: number): Promise<string[]> {
     if (!/^\d{4}-\d\d-\d\d$/.test(day)) throw new Error(`not a day: ${day}`);
     await this.manager.query(`SELECT set_config('lock_timeout', $1, true)`, [`${lockTimeoutMs}ms`]);
-    await this.manager.query(PARTITIONS_LOCK);
+    await this.manager.query(PARTITIONS_LOCKED);
     const dropped: string[] = [];
     for (const table of PARTITIONED_TABLES) {
       const name = `${table}_p${day.replaceAll('-', '')}`;

@@ -38,6 +38,15 @@ export const PAYLOAD_COLUMNS = ['inputs', 'outputs', 'events', 'serialized', 'ex
 const day = (d: Date) => d.toISOString().slice(0, 10);
 
 /**
+ * The advisory lock ordering the daily partitions' DDL against writes of runs: creating a day
+ * (`ensurePartitions`) and dropping one (retention) take it alone; every write transaction takes
+ * it shared, first (`lock`). A partition of a table with a foreign key locks the key's table
+ * (`tracing_projects`) against writes, and a write that had inserted a project before reading
+ * the runs then waited for the new partition while the DDL waited for it: a deadlock.
+ */
+export const PARTITIONS_LOCK = `hashtext('slipway:tracing-partitions')`;
+
+/**
  * The runs store's writes (`tracing_runs`, `tracing_run_payloads`, `tracing_pending_updates`,
  * `tracing_traces`): every statement tracing's ingest issues, named. Writes take the manager of the
  * caller's transaction; nothing here opens one. Its reads are RunReadRepository's.
@@ -46,12 +55,12 @@ export class RunRepository {
   constructor(private readonly manager: EntityManager) {}
 
   /**
-   * Creates the daily partitions (runs and payloads) of the given UTC days when missing. DDL
-   * races between api replicas are serialized by one transaction-scoped advisory lock, so two
-   * writers never both try to create the same partition.
+   * Creates the daily partitions (runs and payloads) of the given UTC days when missing, under
+   * PARTITIONS_LOCK alone: two api replicas never both try to create the same partition, and no
+   * write is midway.
    */
   async ensurePartitions(days: Iterable<string>): Promise<void> {
-    await this.manager.query(`SELECT pg_advisory_xact_lock(hashtext('slipway:tracing-partitions'))`);
+    await this.manager.query(`SELECT pg_advisory_xact_lock(${PARTITIONS_LOCK})`);
     for (const d of days) {
       if (!/^\d{4}-\d\d-\d\d$/.test(d)) throw new Error(`not a day: ${d}`);
       const from = new Date(`${d}T00:00:00Z`);
@@ -69,13 +78,14 @@ export class RunRepository {
   /**
    * Serializes writers of the same runs and traces: transaction-scoped advisory locks, taken in
    * one sorted order so two batches sharing traces queue instead of deadlocking. A trace's
-   * summary is recomputed under its lock, after every earlier writer of it committed.
+   * summary is recomputed under its lock, after every earlier writer of it committed. Takes
+   * PARTITIONS_LOCK shared too: call it first in a write transaction, before any table is touched.
    */
   async lock(workspaceId: string, keys: Iterable<string>): Promise<void> {
     const sorted = [...new Set(keys)].sort();
-    if (!sorted.length) return;
     await this.manager.query(
-      `SELECT pg_advisory_xact_lock(k) FROM (SELECT hashtextextended($1 || ':' || key, 0) AS k FROM ` +
+      `SELECT pg_advisory_xact_lock_shared(${PARTITIONS_LOCK}) UNION ALL ` +
+        `SELECT pg_advisory_xact_lock(k) FROM (SELECT hashtextextended($1 || ':' || key, 0) AS k FROM ` +
         `unnest($2::text[]) AS key ORDER BY 1) keys`,
       [workspaceId, sorted],
     );
