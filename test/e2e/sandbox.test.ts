@@ -28,6 +28,18 @@ const FRIENDLY_SERVER =
   `require('node:http').createServer((req, res) => ` +
   `res.end('friendly')).listen(Number(process.env.PORT), '127.0.0.1');\n`;
 
+/** The builder's and deployer's last warnings and errors: why a deploy failed, beside its status_message. */
+const lastProblems = () =>
+  [stand.services.builder, stand.services.deployer]
+    .flatMap((s) =>
+      s
+        .output()
+        .split('\n')
+        .filter((line) => /"level":\s*("(warn|error|fatal)"|[456]0)/.test(line))
+        .slice(-10),
+    )
+    .join('\n');
+
 beforeAll(async () => {
   stand = await startCodeDeployStand({
     SLIPWAY_SANDBOX_PIDS_MAX: String(PIDS_MAX),
@@ -54,7 +66,7 @@ beforeAll(async () => {
 
   const f = await stand.deploy('friendly');
   const fRev = await stand.untilDone(f.deploymentId, f.revisionId);
-  expect(fRev.status, fRev.status_message).toBe('DEPLOYED');
+  expect(fRev.status, `${fRev.status_message}\n${lastProblems()}`).toBe('DEPLOYED');
   const [proc] = await api.dataSource.query(
     `SELECT pid FROM runtime_processes WHERE deployment_id = $1 AND status = 'running'`,
     [f.deploymentId],
@@ -86,7 +98,7 @@ beforeAll(async () => {
   );
   const h = await stand.deploy('hostile', { resourceSpec: { memory_mb: MEMORY_MB, cpu: 1 } });
   const hRev = await stand.untilDone(h.deploymentId, h.revisionId);
-  expect(hRev.status, hRev.status_message).toBe('DEPLOYED');
+  expect(hRev.status, `${hRev.status_message}\n${lastProblems()}`).toBe('DEPLOYED');
   hostile = { ...h, url: (await stand.http.get(`/v2/deployments/${h.deploymentId}`)).body.url };
 }, 600_000);
 
