@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
-import type { ArtifactManifest } from '@slipway/domain';
+import type { ArtifactManifest, GraphConfig } from '@slipway/domain';
 import { authPath } from '../../services/builder/src/agent-project.js';
 import {
   AGENT_SERVER_HOST_DIR,
@@ -57,16 +57,17 @@ export async function writeAgentArtifact(dataDir: string, revisionId: string, pr
   }
   const hostDir = await builtAgentServerHost(app, true);
   symlinkSync(path.join(AGENT_SERVER_HOST_DIR, 'node_modules'), path.join(app, 'node_modules'));
-  const config = { graphs: { agent: './src/agent.ts:graph' }, ...project.config };
+  // What the build reads from the graph config, read from the one written above.
+  const config: GraphConfig = JSON.parse(readFileSync(path.join(app, 'langgraph.json'), 'utf8'));
   const manifest: ArtifactManifest = {
     version: 1,
     revision_id: revisionId,
     commit: null,
     source: { type: 'upload', object_path: `prebuilt/${project.name}` },
     graph_config_path: 'langgraph.json',
-    graphs: config.graphs as Record<string, string>,
-    env: project.env ?? null,
-    node_version: process.versions.node.split('.')[0]!,
+    graphs: config.graphs,
+    env: config.env ?? null,
+    node_version: config.node_version ?? null,
     start: agentServerStart(app, hostDir, 'langgraph.json', '.'),
     agent_server: { auth_path: authPath(config) },
     built_at: new Date().toISOString(),
