@@ -135,6 +135,24 @@ describe('a deployment database provisioned by a superuser control-plane user', 
   });
 });
 
+describe('deployment databases provisioned at once', () => {
+  // Every provisioning revokes on the control plane's own database: sessions doing so together
+  // race on one catalog row, which Postgres answers "tuple concurrently updated" (XX000).
+  it('all succeed, however their catalog changes interleave', async () => {
+    const dbs = Array.from({ length: 6 }, (_, i) => name(`many${i}`));
+    made.databases.push(...dbs);
+    const results = await Promise.allSettled(
+      [...dbs, ...dbs].map((db) =>
+        provisionDeploymentDatabase(controlPlane.url, db, 'pw-unused-here', { connectionLimit: 2 }),
+      ),
+    );
+    expect(results.map((r) => (r.status === 'fulfilled' ? 'ok' : String(r.reason)))).toEqual(
+      Array(dbs.length * 2).fill('ok'),
+    );
+    for (const db of dbs) await expectHiddenAndUsable(db);
+  });
+});
+
 describe('a deployment database provisioned by a control-plane role with only CREATEDB and CREATEROLE', () => {
   const cp = name('cp');
   const cpDb = name('cpdb');

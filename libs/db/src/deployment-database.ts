@@ -72,19 +72,21 @@ export async function provisionDeploymentDatabase(
     const limit = `CONNECTION LIMIT ${Math.trunc(options.connectionLimit)}`;
     const literal = client.escapeLiteral(password);
     const alter = `ALTER ROLE ${role} WITH ${UNPRIVILEGED_ALTER} ${limit} PASSWORD ${literal}`;
-    await client
-      .query(hasRole ? alter : `CREATE ROLE ${role} WITH ${UNPRIVILEGED} ${limit} PASSWORD ${literal}`)
-      .catch((err: { code?: string }) => {
-        if (err.code === '42710') return client.query(alter); // created meanwhile
-        if (err.code === '42501') {
-          throw new Error(
-            `The control-plane database user may not create roles; grant it CREATEROLE so each deployment gets its own (${name}).`,
-          );
-        }
-        throw err;
-      });
+    await (hasRole
+      ? catalogChange(client, alter)
+      : client.query(`CREATE ROLE ${role} WITH ${UNPRIVILEGED} ${limit} PASSWORD ${literal}`)
+    ).catch((err: { code?: string }) => {
+      // Created meanwhile: 42710, or 23505 when the other CREATE ROLE had not committed yet.
+      if (err.code === '42710' || err.code === '23505') return catalogChange(client, alter);
+      if (err.code === '42501') {
+        throw new Error(
+          `The control-plane database user may not create roles; grant it CREATEROLE so each deployment gets its own (${name}).`,
+        );
+      }
+      throw err;
+    });
     // PostgreSQL 15: only a member of a role may make it a database's owner (a superuser is all roles).
-    if (!superuser) await client.query(`GRANT ${role} TO CURRENT_USER`);
+    if (!superuser) await catalogChange(client, `GRANT ${role} TO CURRENT_USER`);
     hasTemplate = !!(
       await client.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [templateName])
     ).rowCount;
@@ -95,12 +97,15 @@ export async function provisionDeploymentDatabase(
         if (err.code !== '42P04' && err.code !== '23505') throw err;
       });
     }
-    await client.query(`ALTER DATABASE ${role} OWNER TO ${role}`);
-    await client.query(`REVOKE ALL ON DATABASE ${role} FROM PUBLIC`);
+    await catalogChange(client, `ALTER DATABASE ${role} OWNER TO ${role}`);
+    await catalogChange(client, `REVOKE ALL ON DATABASE ${role} FROM PUBLIC`);
     // Only databases this installation made: its own and its deployments' (the server may host others).
     const controlPlane = decodeURIComponent(new URL(url).pathname.slice(1));
     if (controlPlane)
-      await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${pg.escapeIdentifier(controlPlane)} FROM PUBLIC`);
+      await catalogChange(
+        client,
+        `REVOKE CONNECT, TEMPORARY ON DATABASE ${pg.escapeIdentifier(controlPlane)} FROM PUBLIC`,
+      );
   } finally {
     await client.end();
   }
@@ -116,10 +121,33 @@ async function hardenCatalog(url: string, name: string): Promise<void> {
   const client = new pg.Client({ connectionString: target.toString() });
   await client.connect();
   try {
-    for (const statement of CATALOG_HARDENING) await client.query(statement);
+    for (const statement of CATALOG_HARDENING) await catalogChange(client, statement);
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Runs a GRANT, REVOKE or ALTER of a catalog row, again when it lost a race: two sessions
+ * changing the same row at once (every deployer provisioning at the same time revokes on the
+ * control plane's database; hardening templates share pg_class rows) make the later one fail
+ * with "tuple concurrently updated" (XX000) instead of waiting. The statements are idempotent.
+ */
+async function catalogChange(client: pg.ClientBase, sql: string, attempts = 6): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.query(sql);
+      return;
+    } catch (err) {
+      if (attempt >= attempts || !isConcurrentCatalogUpdate(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 10 * attempt + Math.random() * 40));
+    }
+  }
+}
+
+function isConcurrentCatalogUpdate(err: unknown): boolean {
+  const { code, message } = err as { code?: string; message?: string };
+  return code === 'XX000' && /tuple concurrently (updated|deleted)/.test(message ?? '');
 }
 
 /** Drops a deployment's database, then its role. Idempotent. */
