@@ -23,13 +23,13 @@ import { TcpProxy } from '../test/support/tcp-proxy.js';
 import { agentServerScenario } from './scenarios/agent-server.js';
 import { burstScenario } from './scenarios/burst.js';
 import { createScenario } from './scenarios/create.js';
-import { deployScenario } from './scenarios/deploy.js';
+import { deployPlainApp, deployScenario } from './scenarios/deploy.js';
 import { handoffScenario } from './scenarios/handoff.js';
 import { idleScenario } from './scenarios/idle.js';
 import { listScenario } from './scenarios/list.js';
 import { FULL, QUICK } from './scenarios/options.js';
 import { readsScenario } from './scenarios/reads.js';
-import { servingScenario } from './scenarios/serving.js';
+import { plainServingScenario, servingScenario } from './scenarios/serving.js';
 import { tracingIngestScenario, tracingListScenario } from './scenarios/tracing.js';
 import { BenchPipeline } from './support/pipeline.js';
 import { printTable, type BenchRow } from './support/report.js';
@@ -127,8 +127,11 @@ try {
           deployScenario(stack, pipeline, only.includes('deploy'), options.byHand),
         );
         rows.push(...deployed.rows);
-        if (only.includes('serving'))
+        if (only.includes('serving')) {
           rows.push(...(await step('serving', () => servingScenario(stack, deployed.agent, options))));
+          const plain = await step('deploy a plain app', () => deployPlainApp(stack, pipeline));
+          rows.push(...(await step('serving a plain app', () => plainServingScenario(stack, plain, options))));
+        }
       } finally {
         await pipeline.close();
       }

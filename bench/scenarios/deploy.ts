@@ -15,8 +15,8 @@ export const AGENT_FIXTURE = path.join(ROOT, 'bench/fixtures/langgraph-agent');
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 
-/** The deployment the scenario leaves running (the serving scenario measures it). */
-export interface DeployedAgent {
+/** A deployment left running for the serving scenario to measure (the agent, or the plain app). */
+export interface DeployedApp {
   deploymentId: string;
   /** Its `url`: the edge, `https://<name>.bench.test:<port>` (bench/support/stack.ts). */
   url: string;
@@ -116,7 +116,7 @@ export async function deployScenario(
   pipeline: BenchPipeline,
   measure = true,
   handBaseline = true,
-): Promise<{ rows: BenchRow[]; agent: DeployedAgent }> {
+): Promise<{ rows: BenchRow[]; agent: DeployedApp }> {
   // Without `measure` (only the serving scenario wants the agent), or in the smoke run, the
   // by-hand baseline's installs are skipped: the first deploy's row then has no baseline.
   const hand = measure && handBaseline ? await byHand(stack) : undefined;
@@ -146,7 +146,6 @@ export async function deployScenario(
     other = performance.now() - t;
   }
 
-  const url = (await stack.request('GET', `/v2/deployments/${deploymentId}`)).url as string;
   const s = (ms: number) => ms / 1000;
   const rows: BenchRow[] = [
     hand === undefined
@@ -191,13 +190,37 @@ export async function deployScenario(
       unit: `s, ${p2.rollout.toFixed(1)} s`,
     },
   ];
+  return { rows: measure ? rows : [], agent: await running(stack, pipeline, deploymentId) };
+}
+
+/** Where a deployed deployment answers: its `url` at the edge, its serving URL and its instance. */
+async function running(stack: BenchStack, pipeline: BenchPipeline, deploymentId: string): Promise<DeployedApp> {
   return {
-    rows: measure ? rows : [],
-    agent: {
-      deploymentId,
-      url,
-      servingUrl: await pipeline.servingUrl(deploymentId),
-      instanceUrl: await pipeline.instanceUrl(deploymentId),
-    },
+    deploymentId,
+    url: (await stack.request('GET', `/v2/deployments/${deploymentId}`)).url as string,
+    servingUrl: await pipeline.servingUrl(deploymentId),
+    instanceUrl: await pipeline.instanceUrl(deploymentId),
   };
+}
+
+/**
+ * The smallest plain app (no agent server, so no key check at its serving URL): a Node server
+ * answering every request with two bytes from memory, fast enough (tens of thousands of
+ * requests a second) that whatever proxy stands in front of it is the bound, not the app.
+ */
+const PLAIN_SERVER = `require('node:http')
+  .createServer((req, res) => res.end('ok'))
+  .listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+/** Deploys PLAIN_SERVER through the real api, builder and deployer; returns where it answers. */
+export async function deployPlainApp(stack: BenchStack, pipeline: BenchPipeline): Promise<DeployedApp> {
+  const name = `bench-plain-${stack.id}`;
+  pipeline.commit(name, {
+    'package.json': JSON.stringify({ name, version: '1.0.0', private: true, scripts: { start: 'node server.js' } }),
+    'server.js': PLAIN_SERVER,
+  });
+  const { deploymentId, revisionId } = await pipeline.deploy(name);
+  await pipeline.deployed(deploymentId, revisionId);
+  return running(stack, pipeline, deploymentId);
 }

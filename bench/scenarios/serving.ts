@@ -9,7 +9,7 @@ import { freePort, startProcess } from '../support/processes.js';
 import { atLeast, atMost, type BenchRow } from '../support/report.js';
 import { APPS_DOMAIN, databaseUrl, REDIS, ROOT, type BenchCertificate, type BenchStack } from '../support/stack.js';
 import { checkedHandshake, handshakesPerSecond, type TlsEndpoint } from '../support/tls-handshakes.js';
-import type { DeployedAgent } from './deploy.js';
+import type { DeployedApp } from './deploy.js';
 import type { BenchOptions } from './options.js';
 
 /** How much later than the instance's own the first byte of a stream may come through the serving URL. */
@@ -288,6 +288,127 @@ async function firstByte(target: Target, key: string): Promise<number> {
   });
 }
 
+type Measured = Pick<LoadResult, 'reqPerSec' | 'p99'>;
+const untargeted = (row: BenchRow): BenchRow => ({ ...row, target: undefined, met: undefined });
+
+/**
+ * `GET <urlPath>` at 50 keep-alive connections on every way, in rounds (each way in turn, three
+ * rounds in a full run), the median req/s and p99 of each: a busy spell on a shared machine then
+ * lands on all of them instead of on whichever ran during it.
+ */
+async function loadInRounds<K extends string>(
+  ways: Record<K, Target>,
+  urlPath: string,
+  headers: Record<string, string>,
+  o: BenchOptions,
+): Promise<Record<K, Measured>> {
+  const names = Object.keys(ways) as K[];
+  const rounds = o.durationSec >= 10 ? 3 : 1;
+  const loads = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as Record<K, LoadResult[]>;
+  for (let r = 0; r < rounds; r++) {
+    for (const name of names) {
+      const t: Target = ways[name];
+      const res = await load({
+        url: `${t.url}${urlPath}`,
+        headers: { ...headers, ...(t.host ? { host: t.host } : {}) },
+        servername: servernameOf(t),
+        connections: 50,
+        durationSec: o.durationSec,
+        warmupSec: r === 0 ? o.warmupSec : 0,
+      });
+      assertNoFailures({ [`${name} (${t.host ?? t.url}${urlPath})`]: res });
+      loads[name].push(res);
+    }
+  }
+  const median = (n: K, of: (x: LoadResult) => number) => percentile(loads[n].map(of), 50);
+  return Object.fromEntries(
+    names.map((n) => [n, { reqPerSec: median(n, (x) => x.reqPerSec), p99: median(n, (x) => x.p99) }]),
+  ) as Record<K, Measured>;
+}
+
+/** Plain HTTP: the serving URL's share of direct, at least nginx's; its p99, at most nginx's. */
+function servingUrlRows(scenario: string, m: Record<'direct' | 'nginx' | 'serving', Measured>): BenchRow[] {
+  const nginxShare = m.nginx.reqPerSec / m.direct.reqPerSec;
+  return [
+    untargeted(atLeast(scenario, 'nginx req/s vs direct', m.nginx.reqPerSec, m.direct.reqPerSec, 0)),
+    {
+      ...atLeast(
+        scenario,
+        'serving URL req/s vs direct',
+        m.serving.reqPerSec,
+        m.direct.reqPerSec,
+        Number(nginxShare.toFixed(2)),
+      ),
+      target: `≥ nginx's ${nginxShare.toFixed(2)}`,
+    },
+    atMost(scenario, 'p99, serving URL vs nginx', m.serving.p99, m.nginx.p99, 1),
+  ];
+}
+
+/**
+ * Over HTTPS: the deployment's url at the edge (TLS, the edge, the serving proxy, the instance)
+ * against nginx and Caddy terminating TLS straight to the instance. The edge's targets are the
+ * better of its two peers: the higher share of direct, the lower p99.
+ */
+function edgeRows(scenario: string, m: Record<'direct' | 'nginxTls' | 'caddy' | 'edge', Measured>): BenchRow[] {
+  const peers = [
+    { name: 'nginx', ...m.nginxTls },
+    { name: 'Caddy', ...m.caddy },
+  ];
+  const bestShare = peers.reduce((a, b) => (b.reqPerSec > a.reqPerSec ? b : a));
+  const bestP99 = peers.reduce((a, b) => (b.p99 < a.p99 ? b : a));
+  const share = bestShare.reqPerSec / m.direct.reqPerSec;
+  return [
+    untargeted(atLeast(scenario, 'nginx (TLS) req/s vs direct', m.nginxTls.reqPerSec, m.direct.reqPerSec, 0)),
+    untargeted(atLeast(scenario, 'Caddy (TLS) req/s vs direct', m.caddy.reqPerSec, m.direct.reqPerSec, 0)),
+    {
+      ...atLeast(scenario, 'edge req/s vs direct', m.edge.reqPerSec, m.direct.reqPerSec, Number(share.toFixed(2))),
+      target: `≥ ${bestShare.name}'s ${share.toFixed(2)}`,
+    },
+    untargeted(atMost(scenario, 'p99, nginx (TLS) vs direct', m.nginxTls.p99, m.direct.p99, Infinity)),
+    untargeted(atMost(scenario, 'p99, Caddy (TLS) vs direct', m.caddy.p99, m.direct.p99, Infinity)),
+    {
+      ...atMost(scenario, `p99, edge vs the better peer (${bestP99.name})`, m.edge.p99, bestP99.p99, 1),
+      target: `≤ ${bestP99.name}'s`,
+    },
+  ];
+}
+
+/**
+ * The serving path for a plain app (issue: the proxy's own cost, hidden behind an agent
+ * instance's): `GET /` of the smallest Node app (deployPlainApp) straight, behind Debian's nginx,
+ * through its serving URL (the deployer's proxy; a plain app has no key check), and over HTTPS at
+ * the edge against nginx and Caddy terminating TLS, in rounds as the agent's loads are.
+ */
+export async function plainServingScenario(stack: BenchStack, app: DeployedApp, o: BenchOptions): Promise<BenchRow[]> {
+  const stops: Array<() => unknown> = [];
+  try {
+    const nginx = await startNginx(app.instanceUrl);
+    stops.push(nginx.stop);
+    const nginxTls = await startNginx(app.instanceUrl, { tls: stack.certificate });
+    stops.push(nginxTls.stop);
+    const caddy = await startCaddy(app.instanceUrl, stack.certificate);
+    stops.push(caddy.stop);
+    const ways = {
+      direct: { url: app.instanceUrl },
+      nginx: nginx.target,
+      serving: { url: app.servingUrl },
+      nginxTls: nginxTls.target,
+      caddy: caddy.target,
+      edge: edgeTarget(app.url),
+    } satisfies Record<string, Target>;
+    const m = await loadInRounds(ways, '/', {}, o);
+    const scenario = 'serving a plain app: GET /';
+    return [
+      ...servingUrlRows(scenario, m),
+      ...edgeRows(`${scenario}, HTTPS`, m),
+      untargeted(atLeast(`${scenario}, HTTPS`, 'edge req/s vs serving URL', m.edge.reqPerSec, m.serving.reqPerSec, 0)),
+    ];
+  } finally {
+    for (const stop of stops.reverse()) await Promise.resolve(stop()).catch(() => {});
+  }
+}
+
 /**
  * The serving path: requests to a deployed agent through its serving URL (the deployer's proxy,
  * key check included) against the same instance straight, behind Debian's nginx, and behind
@@ -301,7 +422,7 @@ async function firstByte(target: Target, key: string): Promise<number> {
  * stream; and full TLS handshakes a second (new connection each, no resumption) at the three
  * TLS endpoints, in rounds as well.
  */
-export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o: BenchOptions): Promise<BenchRow[]> {
+export async function servingScenario(stack: BenchStack, agent: DeployedApp, o: BenchOptions): Promise<BenchRow[]> {
   const authPort = await freePort();
   const authServer = await startProcess(
     ['--import', 'tsx', path.join(ROOT, 'bench/support/auth-request-server.ts')],
@@ -355,47 +476,9 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
       edge,
     } satisfies Record<string, Target>;
     const names = Object.keys(ways) as Array<keyof typeof ways>;
-    // In rounds (direct, nginx, serving URL, nginx + auth_request, nginx TLS, Caddy, the edge,
-    // again…), the median of each: a busy spell on a shared machine then lands on all of them
-    // instead of on whichever ran during it.
     const rounds = o.durationSec >= 10 ? 3 : 1;
-    const loads = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as Record<
-      keyof typeof ways,
-      LoadResult[]
-    >;
-    for (let r = 0; r < rounds; r++) {
-      for (const name of names) {
-        const t: Target = ways[name];
-        const res = await load({
-          url: `${t.url}/info`,
-          headers: { 'x-api-key': key, ...(t.host ? { host: t.host } : {}) },
-          servername: servernameOf(t),
-          connections: 50,
-          durationSec: o.durationSec,
-          warmupSec: r === 0 ? o.warmupSec : 0,
-        });
-        assertNoFailures({ [`${name} (${t.host ?? t.url}/info)`]: res });
-        loads[name].push(res);
-      }
-    }
-    type Measured = Pick<LoadResult, 'reqPerSec' | 'p99'>;
-    const m = Object.fromEntries(
-      names.map((n) => [
-        n,
-        {
-          reqPerSec: percentile(
-            loads[n].map((x) => x.reqPerSec),
-            50,
-          ),
-          p99: percentile(
-            loads[n].map((x) => x.p99),
-            50,
-          ),
-        },
-      ]),
-    ) as Record<keyof typeof ways, Measured>;
+    const m = await loadInRounds(ways, '/info', { 'x-api-key': key }, o);
     const { direct, nginx: viaNginx, serving: viaUrl, nginxAuth: viaNginxAuth } = m;
-    const nginxShare = viaNginx.reqPerSec / direct.reqPerSec;
 
     const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<keyof typeof ways, number[]>;
     const timed = (name: keyof typeof ways) =>
@@ -423,32 +506,12 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
       number
     >;
 
-    const untargeted = (row: BenchRow): BenchRow => ({ ...row, target: undefined, met: undefined });
-    // The edge's targets are the better of its two peers: the higher share of direct, the lower p99.
-    const peers = [
-      { name: 'nginx', ...m.nginxTls },
-      { name: 'Caddy', ...m.caddy },
-    ];
-    const bestShare = peers.reduce((a, b) => (b.reqPerSec > a.reqPerSec ? b : a));
-    const bestP99 = peers.reduce((a, b) => (b.p99 < a.p99 ? b : a));
-    const share = bestShare.reqPerSec / direct.reqPerSec;
     const HTTPS = 'serving: HTTPS GET /info';
     const HTTPS_SSE = 'serving: HTTPS SSE first byte';
     const TLS = 'serving: TLS handshakes';
 
     return [
-      untargeted(atLeast('serving: GET /info', 'nginx req/s vs direct', viaNginx.reqPerSec, direct.reqPerSec, 0)),
-      {
-        ...atLeast(
-          'serving: GET /info',
-          'serving URL req/s vs direct',
-          viaUrl.reqPerSec,
-          direct.reqPerSec,
-          Number(nginxShare.toFixed(2)),
-        ),
-        target: `≥ nginx's ${nginxShare.toFixed(2)}`,
-      },
-      atMost('serving: GET /info', 'p99, serving URL vs nginx', viaUrl.p99, viaNginx.p99, 1),
+      ...servingUrlRows('serving: GET /info', m),
       untargeted(atMost('serving: GET /info', 'p99, nginx vs direct', viaNginx.p99, direct.p99, Infinity)),
       untargeted(atMost('serving: SSE first byte', 'p50, nginx vs direct', sse.nginx, sse.direct, Infinity)),
       {
@@ -489,18 +552,7 @@ export async function servingScenario(stack: BenchStack, agent: DeployedAgent, o
       ),
       // Over HTTPS: the deployment's url at the edge (TLS, the edge, the serving proxy with its key
       // check, the instance) against nginx and Caddy terminating TLS straight to the instance.
-      untargeted(atLeast(HTTPS, 'nginx (TLS) req/s vs direct', m.nginxTls.reqPerSec, direct.reqPerSec, 0)),
-      untargeted(atLeast(HTTPS, 'Caddy (TLS) req/s vs direct', m.caddy.reqPerSec, direct.reqPerSec, 0)),
-      {
-        ...atLeast(HTTPS, 'edge req/s vs direct', m.edge.reqPerSec, direct.reqPerSec, Number(share.toFixed(2))),
-        target: `≥ ${bestShare.name}'s ${share.toFixed(2)}`,
-      },
-      untargeted(atMost(HTTPS, 'p99, nginx (TLS) vs direct', m.nginxTls.p99, direct.p99, Infinity)),
-      untargeted(atMost(HTTPS, 'p99, Caddy (TLS) vs direct', m.caddy.p99, direct.p99, Infinity)),
-      {
-        ...atMost(HTTPS, `p99, edge vs the better peer (${bestP99.name})`, m.edge.p99, bestP99.p99, 1),
-        target: `≤ ${bestP99.name}'s`,
-      },
+      ...edgeRows(HTTPS, m),
       untargeted(atLeast(HTTPS, 'edge req/s vs serving URL', m.edge.reqPerSec, viaUrl.reqPerSec, 0)),
       untargeted(atMost(HTTPS_SSE, 'p50, nginx (TLS) vs direct', sse.nginxTls, sse.direct, Infinity)),
       untargeted(atMost(HTTPS_SSE, 'p50, Caddy (TLS) vs direct', sse.caddy, sse.direct, Infinity)),
