@@ -1,11 +1,14 @@
 import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { request } from 'node:https';
 import { connect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killGroup, processesUnder } from '../support/app-processes.js';
 import { deployBuiltApp } from '../support/built-revision.js';
-import { startPebble, type Pebble } from '../support/pebble.js';
+import { startPebble, writeDnsHook, type Pebble } from '../support/pebble.js';
 import { freePort } from '../support/ports.js';
 import { eventually, serviceEnv, startService, type ServiceProcess } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -17,7 +20,8 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * answers pebble's HTTP-01 validation; the domain's TXT record is set there too). A deployment's
  * `custom_url` is verified, gets a certificate chained to pebble's root, served by SNI; HTTP goes
  * to HTTPS; a renewal swaps the certificate without a failed request; a CA that refuses leaves
- * the old certificate serving and the domain `failed` with the CA's error.
+ * the old certificate serving and the domain `failed` with the CA's error. A second edge on an apps
+ * domain of its own gets one wildcard certificate through an operator's DNS hook (DNS-01).
  */
 const HOST = 'agent.example.test';
 const PORT_MIN = 43_000 + Math.floor(Math.random() * 900);
@@ -219,4 +223,75 @@ describe('a custom_url with automatic certificates', () => {
       await pebble.restoreDns(HOST);
     }
   }, 90_000);
+});
+
+describe('the apps domain with a DNS hook', () => {
+  it('gets one wildcard certificate (DNS-01) and serves every deployment name over HTTPS with it', async () => {
+    // A second edge replica, on an apps domain of its own, with the operator's DNS hook.
+    const hookDir = mkdtempSync(path.join(tmpdir(), 'slipway-dns-hook-'));
+    const own = { http: await freePort(), https: await freePort() };
+    const wildcardEdge = await startService(
+      'edge',
+      serviceEnv(api, {
+        ...RUNTIME_ENV,
+        SLIPWAY_EDGE_HTTP_PORT: String(own.http),
+        SLIPWAY_EDGE_HTTPS_PORT: String(own.https),
+        SLIPWAY_EDGE_HOST: '127.0.0.1',
+        SLIPWAY_APPS_DOMAIN: 'apps.example.test',
+        SLIPWAY_ACME_DIRECTORY_URL: pebble.directoryUrl,
+        SLIPWAY_ACME_CA_FILE: pebble.caFile,
+        SLIPWAY_ACME_DNS_HOOK: writeDnsHook(hookDir),
+        DNS_STUB_MANAGEMENT: pebble.dns.managementUrl,
+        SLIPWAY_DOMAIN_DNS_SERVERS: pebble.dns.server,
+      }),
+    );
+    try {
+      const view = (await api.http.get(`/v2/deployments/${deploymentId}`)).body;
+      const name = `${new URL(view.url).hostname.split('.')[0]}.apps.example.test`;
+      const get = () =>
+        new Promise<{ status: number; body: string; san?: string; chain: X509Certificate[] }>((resolve, reject) => {
+          const req = request(
+            {
+              host: '127.0.0.1',
+              port: own.https,
+              path: '/hello',
+              servername: name,
+              headers: { host: name },
+              ca: rootPem,
+              agent: false,
+            },
+            (res) => {
+              const leaf = (res.socket as import('node:tls').TLSSocket).getPeerX509Certificate()!;
+              let body = '';
+              res.on('data', (c) => (body += c));
+              res.on('end', () =>
+                resolve({
+                  status: res.statusCode!,
+                  body,
+                  san: leaf.subjectAltName,
+                  chain: [leaf, leaf.issuerCertificate!],
+                }),
+              );
+            },
+          );
+          req.once('error', reject);
+          req.end();
+        });
+      // Until the wildcard is in place, the handshake fails against pebble's root (no certificate for the name yet).
+      const answer = await eventually(
+        () => get().catch(() => null),
+        (a) => a?.status === 200,
+        60_000,
+        500,
+      );
+      expect(answer!.san).toBe('DNS:*.apps.example.test');
+      expect(answer!.chain[1]!.checkIssued(new X509Certificate(rootPem))).toBe(true);
+      expect(JSON.parse(answer!.body)).toMatchObject({ url: '/hello', proto: 'https', host: name });
+      expect(wildcardEdge.output()).toMatch(/obtained a certificate/);
+      expect(wildcardEdge.output()).toContain('*.apps.example.test');
+    } finally {
+      await wildcardEdge.stop();
+      rmSync(hookDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -2,10 +2,14 @@
  * The edge's automatic certificates (docs/operations.md, The edge) against pebble, the ACME test
  * server, standing in for a public CA (Let's Encrypt): a real ACME exchange through acme-client,
  * HTTP-01 answered from Postgres by a plain HTTP server on a free port (pebble's DNS stub,
- * pebble-challtestsrv, resolves every name to 127.0.0.1), certificates and leases in a real,
- * migrated database. Nothing of our own is mocked.
+ * pebble-challtestsrv, resolves every name to 127.0.0.1), DNS-01 published by an operator's DNS
+ * hook (a script calling the stub's management API, as a real one calls its provider's),
+ * certificates and leases in a real, migrated database. Nothing of our own is mocked.
  */
 import { randomBytes, X509Certificate } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect, createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
@@ -15,13 +19,15 @@ import { createDataSource, EdgeCertificateRepository, type DataSource } from '@s
 import { createLogger } from '@slipway/logging';
 import { AcmeIssuer } from '../../services/edge/src/acme/acme-issuer.js';
 import { answerAcmeChallenge } from '../../services/edge/src/acme/challenge-responder.js';
+import { DnsHook } from '../../services/edge/src/acme/dns-hook.js';
 import {
   CertificateKeeper,
+  isIssuableHost,
   type CertificateIssuer,
   type CertificateState,
 } from '../../services/edge/src/acme/certificate-keeper.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startPebble, type Pebble } from '../support/pebble.js';
+import { startPebble, writeDnsHook, type Pebble } from '../support/pebble.js';
 
 const HOST = 'agent.example.test';
 const log = createLogger({ name: 'edge-acme-test', level: 'silent' });
@@ -300,5 +306,104 @@ describe('ACME certificates against pebble', () => {
     expect((await repo.record(host))!.leasedBy).toBe('edge-a');
     await repo.forget(host);
     expect(await repo.record(host)).toBeNull();
+  });
+});
+
+describe('a wildcard certificate for the apps domain through the DNS hook (DNS-01) against pebble', () => {
+  const WILDCARD = '*.apps.example.test';
+  let hookDir: string;
+  let wildcardKeeper: CertificateKeeper;
+  const wildcardStates: Array<{ host: string; state: CertificateState; error?: string }> = [];
+  const calls = () =>
+    readFileSync(path.join(hookDir, 'calls'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { action: string; name: string; value: string; env: string[] });
+
+  beforeAll(() => {
+    hookDir = mkdtempSync(path.join(tmpdir(), 'slipway-dns-hook-'));
+    process.env.DNS_STUB_MANAGEMENT = pebble.dns.managementUrl;
+    // The edge's own variables stay in the edge.
+    process.env.SLIPWAY_TEST_WITHHELD = 'not for the hook';
+    const issuer = new AcmeIssuer({
+      directoryUrl: pebble.directoryUrl,
+      caFile: pebble.caFile,
+      codec,
+      repo,
+      pollMinMs: 100,
+      pollMaxMs: 1_000,
+      dnsHook: new DnsHook(writeDnsHook(hookDir)),
+    });
+    wildcardKeeper = new CertificateKeeper({
+      wanted: async () => [WILDCARD],
+      issuer,
+      repo,
+      codec,
+      log,
+      holder: 'edge-w',
+      intervalMs: 3_600_000,
+      onState: (host, state, error) => wildcardStates.push({ host, state, error }),
+    });
+  });
+
+  afterAll(async () => {
+    await wildcardKeeper?.stop();
+    delete process.env.DNS_STUB_MANAGEMENT;
+    delete process.env.SLIPWAY_TEST_WITHHELD;
+    if (hookDir) rmSync(hookDir, { recursive: true, force: true });
+  });
+
+  /** The wildcard, issued now unless an earlier test issued it already: each test can run alone. */
+  async function wildcardIssued(): Promise<string> {
+    if (!(await repo.stored(WILDCARD))) await wildcardKeeper.poke();
+    return wildcardKeeper.servedSerial(WILDCARD)!;
+  }
+
+  it('obtains *.<domain> through the hook, serves it for every name one label under it, and removes the record', async () => {
+    await wildcardKeeper.poke();
+    expect(wildcardStates.map((s) => s.state)).toEqual(['issuing', 'active']);
+    const serial = wildcardKeeper.servedSerial(WILDCARD);
+    expect(serial).toBeTruthy();
+    const root = new X509Certificate(rootPem);
+    for (const name of ['one.apps.example.test', 'two.apps.example.test']) {
+      const [leaf, intermediate] = await servedChain(name);
+      expect(leaf!.serialNumber).toBe(serial);
+      expect(leaf!.checkHost(name), name).toBe(WILDCARD);
+      expect(leaf!.subjectAltName).toBe(`DNS:${WILDCARD}`);
+      expect(intermediate!.checkIssued(root)).toBe(true);
+    }
+    // Only a wildcard of a real domain is ever asked for.
+    expect(isIssuableHost(WILDCARD)).toBe(true);
+    for (const host of ['*.localhost', '*.test', '*.*.example.test', 'a.*.example.test', '*.127.0.0.1'])
+      expect(isIssuableHost(host), host).toBe(false);
+    // A wildcard covers one label: neither the domain itself nor a name two labels down.
+    expect(await wildcardKeeper.secureContextFor('apps.example.test')).toBeNull();
+    expect(await wildcardKeeper.secureContextFor('a.b.apps.example.test')).toBeNull();
+    expect(await wildcardKeeper.secureContextFor(WILDCARD)).toBeNull();
+
+    // The record pebble looked up, published then removed with the same value, named as lego's exec hooks get it.
+    const [present, cleanup] = calls();
+    expect(present).toMatchObject({ action: 'present', name: '_acme-challenge.apps.example.test.' });
+    expect(present!.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(cleanup).toMatchObject({ action: 'cleanup', name: present!.name, value: present!.value });
+    // The hook got the operator's variables (its provider's token would be one), none of the edge's own.
+    expect(present!.env).toContain('DNS_STUB_MANAGEMENT');
+    expect(present!.env.filter((name) => /^(SLIPWAY_|DATABASE_|REDIS_)/.test(name))).toEqual([]);
+  });
+
+  it('a hook that fails keeps the wildcard served and records what the hook said', async () => {
+    const serial = await wildcardIssued();
+    writeFileSync(path.join(hookDir, 'fail'), '');
+    try {
+      expect(await wildcardKeeper.forceRenew(WILDCARD)).toBe('failed');
+      const record = (await repo.record(WILDCARD))!;
+      expect(record.lastError).toMatch(/DNS hook's present for _acme-challenge\.apps\.example\.test\. exited with 3/);
+      expect(record.lastError).toContain('provider refused: zone apps.example.test is read-only');
+      expect(wildcardKeeper.servedSerial(WILDCARD)).toBe(serial);
+      expect((await servedChain('one.apps.example.test'))[0]!.serialNumber).toBe(serial);
+    } finally {
+      rmSync(path.join(hookDir, 'fail'), { force: true });
+    }
+    expect(existsSync(path.join(hookDir, 'fail'))).toBe(false);
   });
 });

@@ -14,6 +14,8 @@ import { freePort } from './ports.js';
 export interface DnsStub {
   /** `127.0.0.1:<port>`: give it to a resolver (SLIPWAY_DOMAIN_DNS_SERVERS, pebble's -dnsserver). */
   server: string;
+  /** `http://127.0.0.1:<port>`: pebble-challtestsrv's management API (`POST /set-txt {host, value}`, `/clear-txt`). */
+  managementUrl: string;
   setTxt(name: string, value: string): Promise<void>;
   clearTxt(name: string): Promise<void>;
   /** `host` resolves to `addresses` instead of 127.0.0.1. */
@@ -66,6 +68,7 @@ async function launch(dnsPort: number, managementPort: number) {
   const fqdn = (name: string) => (name.endsWith('.') ? name : `${name}.`);
   const api: DnsStub = {
     server: `127.0.0.1:${dnsPort}`,
+    managementUrl: `http://127.0.0.1:${managementPort}`,
     setTxt: (name, value) => manage('/set-txt', { host: fqdn(name), value }),
     clearTxt: (name) => manage('/clear-txt', { host: fqdn(name) }),
     setA: (host, addresses) => manage('/add-a', { host, addresses }),

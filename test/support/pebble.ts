@@ -166,3 +166,34 @@ function get(url: string, agent: Agent): Promise<string> {
     req.end();
   });
 }
+
+/**
+ * An operator's DNS hook (SLIPWAY_ACME_DNS_HOOK): publishes and removes the TXT record through the
+ * DNS stub's management API, as a real hook calls its provider's; logs each call and the names of
+ * the variables it was given (to `calls` in `dir`); fails with its own message while `fail` exists
+ * in `dir`. It reaches the stub at `DNS_STUB_MANAGEMENT` (its environment: `pebble.dns.managementUrl`).
+ */
+export function writeDnsHook(dir: string): string {
+  const hook = path.join(dir, 'dns-hook');
+  writeFileSync(
+    hook,
+    `#!${process.execPath}
+const fs = require('node:fs');
+const path = require('node:path');
+const [action, name, value] = process.argv.slice(2);
+const dir = ${JSON.stringify(dir)};
+fs.appendFileSync(path.join(dir, 'calls'), JSON.stringify({ action, name, value, env: Object.keys(process.env) }) + '\\n');
+if (fs.existsSync(path.join(dir, 'fail'))) {
+  process.stderr.write('provider refused: zone apps.example.test is read-only');
+  process.exit(3);
+}
+const route = action === 'present' ? '/set-txt' : '/clear-txt';
+fetch(process.env.DNS_STUB_MANAGEMENT + route, {
+  method: 'POST',
+  body: JSON.stringify(action === 'present' ? { host: name, value } : { host: name }),
+}).then((res) => process.exit(res.ok ? 0 : 1), () => process.exit(1));
+`,
+    { mode: 0o700 },
+  );
+  return hook;
+}

@@ -88,6 +88,14 @@ export const edgeSettings = {
       'or a test server such as pebble)',
     'none',
   ),
+  acmeDnsHook: optional(
+    'SLIPWAY_ACME_DNS_HOOK',
+    Joi.string(),
+    'an executable that publishes and removes DNS TXT records at your DNS provider, run as ' +
+      '`<hook> present|cleanup <record name> <value>`: the apps domain then gets one wildcard certificate ' +
+      '(`*.<domain>`, ACME DNS-01) instead of one per deployment name (docs/operations.md, The edge)',
+    'none: a certificate per name (HTTP-01)',
+  ),
 };
 
 export type EdgeSettings = ValuesOf<typeof edgeSettings>;

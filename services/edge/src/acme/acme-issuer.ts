@@ -5,6 +5,7 @@ import { rootCertificates } from 'node:tls';
 import * as acme from 'acme-client';
 import type { SecretsCodec } from '@slipway/crypto';
 import type { EdgeCertificateRepository } from '@slipway/db';
+import type { DnsHook } from './dns-hook.js';
 
 /** A certificate fresh from the CA. */
 export interface IssuedPair {
@@ -29,14 +30,18 @@ export interface AcmeIssuerOptions {
   /** How long to wait between looks at an order's or a challenge's status (ms): acme-client's backoff, 1 s to 10 s by default. */
   pollMinMs?: number;
   pollMaxMs?: number;
+  /** SLIPWAY_ACME_DNS_HOOK: publishes DNS-01 records, which a wildcard (`*.<domain>`) needs. */
+  dnsHook?: DnsHook;
 }
 
 /**
  * Obtains one certificate from an ACME (RFC 8555) CA through `acme-client`: the account (made once
  * per directory, its ECDSA key sealed in Postgres, the terms accepted), an order for the host,
  * the HTTP-01 challenge (its key authorization written to Postgres, where every edge replica's
- * `answerAcmeChallenge` finds it, before the CA is told to validate, and removed after), then the
- * CSR of a fresh ECDSA P-256 key and the chain. The protocol itself is acme-client's.
+ * `answerAcmeChallenge` finds it, before the CA is told to validate, and removed after) — or for a
+ * wildcard (`*.<domain>`) the DNS-01 challenge, its TXT record published and removed by the
+ * operator's DNS hook — then the CSR of a fresh ECDSA P-256 key and the chain. The protocol
+ * itself is acme-client's.
  */
 export class AcmeIssuer {
   private client: acme.Client | null = null;
@@ -49,28 +54,36 @@ export class AcmeIssuer {
     return this.options.directoryUrl;
   }
 
-  /** A certificate for `host`; throws with the CA's message when the CA refuses or validation fails. */
+  /** A certificate for `host` (`*.<domain>`: a wildcard); throws with the CA's message when the CA refuses or validation fails. */
   async issue(host: string): Promise<IssuedPair> {
+    const wildcard = host.startsWith('*.');
+    const { repo, dnsHook } = this.options;
+    if (wildcard && !dnsHook)
+      throw new Error(`A wildcard certificate (${host}) needs DNS-01, and no DNS hook is set (SLIPWAY_ACME_DNS_HOOK)`);
     const client = await this.account();
     const [key, csr] = await acme.crypto.createCsr(
       { commonName: host, altNames: [host] },
       await acme.crypto.createPrivateEcdsaKey('P-256'),
     );
-    const { repo } = this.options;
+    const expected = wildcard ? 'dns-01' : 'http-01';
+    /** DNS-01's record: `_acme-challenge.` and the identifier, the wildcard's base domain (RFC 8555 §8.4). */
+    const recordName = (authz: { identifier: { value: string } }) => `_acme-challenge.${authz.identifier.value}`;
     const chain = await client.auto({
       csr,
       email: this.options.email,
       termsOfServiceAgreed: true,
-      challengePriority: ['http-01'],
+      challengePriority: [expected],
       // The edge may not reach itself by its public name (NAT, split DNS): the CA's own validation is the check.
       skipChallengeVerification: true,
-      challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
-        if (challenge.type !== 'http-01')
-          throw new Error(`The CA offered ${challenge.type}, and the edge answers http-01 only`);
-        await repo.putChallenge(challenge.token, keyAuthorization, host);
+      challengeCreateFn: async (authz, challenge, keyAuthorization) => {
+        if (challenge.type !== expected)
+          throw new Error(`The CA offered ${challenge.type} for ${host}, and the edge answers ${expected} there`);
+        if (challenge.type === 'dns-01') await dnsHook!.present(recordName(authz), keyAuthorization);
+        else await repo.putChallenge(challenge.token, keyAuthorization, host);
       },
-      challengeRemoveFn: async (_authz, challenge) => {
-        await repo.deleteChallenge(challenge.token);
+      challengeRemoveFn: async (authz, challenge, keyAuthorization) => {
+        if (challenge.type === 'dns-01') await dnsHook!.cleanup(recordName(authz), keyAuthorization);
+        else await repo.deleteChallenge(challenge.token);
       },
     });
     const certPem = chain.toString();

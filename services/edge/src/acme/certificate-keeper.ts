@@ -46,9 +46,16 @@ interface Cached {
   serial: string;
 }
 
-/** Whether a certificate may be asked for `host`: not `localhost`, `*.localhost` or an IP address. */
+/**
+ * Whether a certificate may be asked for `host`: a DNS name, or a wildcard of one (`*.<domain>`,
+ * under at least two labels); never `localhost`, `*.localhost` or an IP address.
+ */
 export function isIssuableHost(host: string): boolean {
-  const h = host.toLowerCase().replace(/\.$/, '');
+  let h = host.toLowerCase().replace(/\.$/, '');
+  if (h.startsWith('*.')) {
+    h = h.slice(2);
+    if (!h.includes('.')) return false;
+  }
   if (!h || isIP(h.replace(/^\[|\]$/g, '')) !== 0) return false;
   if (h === 'localhost' || h.endsWith('.localhost')) return false;
   return /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(h);
@@ -116,11 +123,19 @@ export class CertificateKeeper {
   }
 
   /**
-   * The TLS context of `host`'s stored certificate, or null when it has none (the caller falls
-   * back to its default). Cached; rebuilt when the stored certificate changes.
+   * The TLS context of `host`'s stored certificate, or of the wildcard one label up
+   * (`*.<domain>`), or null when it has neither (the caller falls back to its default). Cached;
+   * rebuilt when the stored certificate changes.
    */
   async secureContextFor(host: string): Promise<SecureContext | null> {
     const h = host.toLowerCase().replace(/\.$/, '');
+    if (h.startsWith('*.')) return null;
+    // The host's own certificate first (a custom domain's), then a wildcard one label up (the apps domain's).
+    const dot = h.indexOf('.');
+    return (await this.storedContext(h)) ?? (dot > 0 ? this.storedContext(`*${h.slice(dot)}`) : null);
+  }
+
+  private async storedContext(h: string): Promise<SecureContext | null> {
     const cached = this.contexts.get(h);
     if (cached) return cached.context;
     if (!isIssuableHost(h)) return null;
