@@ -129,6 +129,12 @@ export class Reconciler {
     // Quiet counts from when the job went active too, so a worker that just picked it up and
     // has not written its first heartbeat yet is not taken for dead.
     if (state === 'active') return Math.max(lastSign, job?.processedOn ?? 0) < stale;
+    // Why it ended, for the operator (the revision's message stays the phase's own: an error's
+    // text is the worker's, not the user's).
+    this.log.warn(
+      { revisionId: rev.id, status: rev.status, attempt: rev.attempt, job: state, failedReason: job?.failedReason },
+      "a revision's job ended while the revision still waits on it",
+    );
     return true;
   }
 
