@@ -64,6 +64,7 @@ describe('pnpm bench --quick', () => {
         'list',
         'list deployments',
         'serving',
+        'serving a plain app',
         'trace ingest',
         'trace list',
       ].sort(),
