@@ -55,6 +55,7 @@ describe('pnpm bench --quick', () => {
         'agent server',
         'burst',
         'create',
+        'create → handed to the real deployer',
         'create → handed to worker',
         'create → rollout begun, real deployer, under the 50-conn load',
         'create, real workers',
