@@ -289,6 +289,8 @@ async function firstByte(target: Target, key: string): Promise<number> {
 }
 
 type Measured = Pick<LoadResult, 'reqPerSec' | 'p99'>;
+/** Rounds of every way in turn: three in a full run, one in a quick one. */
+const roundsOf = (o: BenchOptions) => (o.durationSec >= 10 ? 3 : 1);
 const untargeted = (row: BenchRow): BenchRow => ({ ...row, target: undefined, met: undefined });
 
 /**
@@ -303,7 +305,7 @@ async function loadInRounds<K extends string>(
   o: BenchOptions,
 ): Promise<Record<K, Measured>> {
   const names = Object.keys(ways) as K[];
-  const rounds = o.durationSec >= 10 ? 3 : 1;
+  const rounds = roundsOf(o);
   const loads = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as Record<K, LoadResult[]>;
   for (let r = 0; r < rounds; r++) {
     for (const name of names) {
@@ -476,7 +478,7 @@ export async function servingScenario(stack: BenchStack, agent: DeployedApp, o: 
       edge,
     } satisfies Record<string, Target>;
     const names = Object.keys(ways) as Array<keyof typeof ways>;
-    const rounds = o.durationSec >= 10 ? 3 : 1;
+    const rounds = roundsOf(o);
     const m = await loadInRounds(ways, '/info', { 'x-api-key': key }, o);
     const { direct, nginx: viaNginx, serving: viaUrl, nginxAuth: viaNginxAuth } = m;
 
