@@ -389,8 +389,18 @@ describe('registry bytes quota', () => {
     expect(pushed.ok, pushed.output).toBe(true);
     const usage = async () =>
       (await api().http.get(`/v2/workspaces/${workspaceId}/quotas`, { key: orgAdmin.key })).body.usage;
-    const stored = (await eventually(usage, (u) => u.registry_stored_bytes > 1_000_000, 20_000))
-      .registry_stored_bytes as number;
+    // The registry's notifications are recorded as they come: the layer's first, then the small
+    // config and manifest. Read until the count has held for half a second with the layer in it.
+    let stored = 0;
+    await eventually(
+      async () => {
+        const before = (await usage()).registry_stored_bytes as number;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        return { before, after: (await usage()).registry_stored_bytes as number };
+      },
+      ({ before, after }) => ((stored = after), before === after && after > 1_000_000),
+      20_000,
+    );
     expect(await usage()).toEqual({
       registry_bytes: stored,
       registry_stored_bytes: stored,
