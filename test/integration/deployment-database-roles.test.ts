@@ -119,6 +119,10 @@ describe('a deployment database provisioned by a superuser control-plane user', 
   });
 
   it('holds the role to its CONNECTION LIMIT: one session more is refused (53300)', async () => {
+    // Its own database: the case stands without the one above.
+    const db = name('limit');
+    made.databases.push(db);
+    await provisionDeploymentDatabase(controlPlane.url, db, 'pw-unused-here', { connectionLimit: 3 });
     const [row] = (await admin.query('SELECT rolconnlimit FROM pg_roles WHERE rolname = $1', [db])).rows;
     expect(row.rolconnlimit).toBe(3);
     const sessions = [await connectAs(db, db), await connectAs(db, db), await connectAs(db, db)];
