@@ -7,7 +7,7 @@
  *   pnpm bench --quick               a smoke run (seconds; what CI runs)
  *   pnpm bench --only create,list    some scenarios
  *   pnpm bench --out file.json       where the JSON goes (default bench/results/latest.json)
- *   pnpm bench --profile dir         also write the api's and the deployer's CPU profiles (.cpuprofile) into dir
+ *   pnpm bench --profile dir         also write the api's, the edge's and the deployer's CPU profiles (.cpuprofile) into dir
  *   pnpm bench --burst 2000          creates in the burst scenario (default 10000)
  *   pnpm bench --only agent          the agent server (runs.wait, serving proxy, reads at 20k)
  *   pnpm bench --only tracing        trace ingest (/api/v1/runs/multipart) and trace lists at 1M runs

@@ -418,7 +418,8 @@ export async function plainServingScenario(stack: BenchStack, app: DeployedApp, 
  * ServingAuth (the alternative to the Node proxy, bench/history.md). Then over HTTPS: the
  * deployment's `url` at the edge (TLS with the stack's certificate, then the serving proxy, then
  * the instance) against nginx and Caddy terminating TLS with the same certificate in front of the
- * same instance. Plain requests (`GET /info`, answered from memory by the agent server) at 50
+ * same instance, and against nginx terminating TLS with the `auth_request` key check (the edge's
+ * work per request, split between nginx and Node). Plain requests (`GET /info`, answered from memory by the agent server) at 50
  * keep-alive connections, every way in turn for three rounds (medians); streamed runs
  * (`POST /runs/stream`) one at a time, every way interleaved, timed to the first byte of the
  * stream; and full TLS handshakes a second (new connection each, no resumption) at the three
@@ -446,6 +447,9 @@ export async function servingScenario(stack: BenchStack, agent: DeployedApp, o: 
     stops.push(nginxAuth.stop);
     const nginxTls = await startNginx(agent.instanceUrl, { tls: stack.certificate });
     stops.push(nginxTls.stop);
+    // The edge's per-request work done by nginx and Node: TLS in nginx, the key check in Node.
+    const nginxTlsAuth = await startNginx(agent.instanceUrl, { tls: stack.certificate, authUrl: authServer.url });
+    stops.push(nginxTlsAuth.stop);
     const caddy = await startCaddy(agent.instanceUrl, stack.certificate);
     stops.push(caddy.stop);
     if (!agent.url.startsWith('https:'))
@@ -457,13 +461,13 @@ export async function servingScenario(stack: BenchStack, agent: DeployedApp, o: 
     const key = stack.key;
     // The gates really check the key: without one, a 401 (and the key check is what is measured).
     const serving: Target = { url: agent.servingUrl };
-    for (const gated of [serving, nginxAuth.target, edge]) {
+    for (const gated of [serving, nginxAuth.target, nginxTlsAuth.target, edge]) {
       const status = await statusOf(gated, '/info');
       if (status !== 401) throw new Error(`${gated.host ?? gated.url}/info without a key answered ${status}, not 401`);
     }
     // Each TLS endpoint serves the stack's certificate for the name asked, over the same TLS version.
     const protocols = new Set<string>();
-    for (const t of [nginxTls.target, caddy.target, edge])
+    for (const t of [nginxTls.target, nginxTlsAuth.target, caddy.target, edge])
       protocols.add(await checkedHandshake(endpointOf(t), stack.certificate.cert));
     if (protocols.size !== 1)
       throw new Error(`the TLS endpoints agreed different versions: ${[...protocols].join(', ')}`);
@@ -474,6 +478,7 @@ export async function servingScenario(stack: BenchStack, agent: DeployedApp, o: 
       serving,
       nginxAuth: nginxAuth.target,
       nginxTls: nginxTls.target,
+      nginxTlsAuth: nginxTlsAuth.target,
       caddy: caddy.target,
       edge,
     } satisfies Record<string, Target>;
@@ -556,6 +561,14 @@ export async function servingScenario(stack: BenchStack, agent: DeployedApp, o: 
       // check, the instance) against nginx and Caddy terminating TLS straight to the instance.
       ...edgeRows(HTTPS, m),
       untargeted(atLeast(HTTPS, 'edge req/s vs serving URL', m.edge.reqPerSec, viaUrl.reqPerSec, 0)),
+      // A peer doing the edge's work per request (TLS, a key check in a Node process, the forward):
+      // what any design keeping one Node implementation of the serving rules is bound by.
+      untargeted(
+        atLeast(HTTPS, 'nginx (TLS) + auth_request req/s vs direct', m.nginxTlsAuth.reqPerSec, direct.reqPerSec, 0),
+      ),
+      untargeted(
+        atLeast(HTTPS, 'edge req/s vs nginx (TLS) + auth_request', m.edge.reqPerSec, m.nginxTlsAuth.reqPerSec, 0),
+      ),
       untargeted(atMost(HTTPS_SSE, 'p50, nginx (TLS) vs direct', sse.nginxTls, sse.direct, Infinity)),
       untargeted(atMost(HTTPS_SSE, 'p50, Caddy (TLS) vs direct', sse.caddy, sse.direct, Infinity)),
       untargeted(atMost(HTTPS_SSE, 'p50, edge vs direct', sse.edge, sse.direct, Infinity)),

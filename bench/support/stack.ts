@@ -89,7 +89,7 @@ export class BenchStack {
 
   constructor(readonly build: BuildMode = 'package') {}
 
-  /** `nodeArgs` go before the api's entry file (e.g. `--cpu-prof` for `pnpm bench --profile`). */
+  /** `nodeArgs` go before the api's and the edge's entry files (e.g. `--cpu-prof` for `pnpm bench --profile`). */
   async start(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<void> {
     mkdirSync(this.reposRoot, { recursive: true });
     await createDatabaseIfMissing(SERVER, this.dbName);
@@ -148,7 +148,7 @@ export class BenchStack {
       rawPort,
     );
     // The edge has no health path: it is up when its HTTP port answers (404 for a host that names no deployment).
-    this.edge = await startProcess([this.entryOf('edge')], this.serviceEnv, this.edgePorts.http, '/', 404);
+    this.edge = await startProcess([...nodeArgs, this.entryOf('edge')], this.serviceEnv, this.edgePorts.http, '/', 404);
     this.listenerId = await this.addListener('bench');
   }
 
