@@ -20,7 +20,8 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
  * answers pebble's HTTP-01 validation; the domain's TXT record is set there too). A deployment's
  * `custom_url` is verified, gets a certificate chained to pebble's root, served by SNI; HTTP goes
  * to HTTPS; a renewal swaps the certificate without a failed request; a CA that refuses leaves
- * the old certificate serving and the domain `failed` with the CA's error. A second edge on an apps
+ * the old certificate serving and the domain `failed` with the CA's error, which the edge's
+ * `/metrics` shows beside each certificate's expiry. A second edge on an apps
  * domain of its own gets one wildcard certificate through an operator's DNS hook (DNS-01).
  */
 const HOST = 'agent.example.test';
@@ -42,6 +43,8 @@ let api: TestApi;
 let deployer: ServiceProcess;
 let edge: ServiceProcess;
 let ports: { http: number; https: number };
+/** The edge's health port (its `/metrics`). */
+let healthPort: number;
 let deploymentId: string;
 
 beforeAll(async () => {
@@ -62,7 +65,8 @@ beforeAll(async () => {
   api = await startTestApi(env);
   api.relay.start();
   deployer = await startService('deployer', serviceEnv(api, env));
-  edge = await startService('edge', serviceEnv(api, env));
+  healthPort = await freePort();
+  edge = await startService('edge', serviceEnv(api, { ...env, SLIPWAY_EDGE_HEALTH_PORT: String(healthPort) }));
   ({ deploymentId } = await deployBuiltApp(api, 'acme-app', APP));
 }, 180_000);
 
@@ -78,6 +82,19 @@ const domainOf = async () =>
   ((await api.http.get(`/v2/deployments/${deploymentId}/domains`)).body.resources as any[]).find(
     (d) => d.host === HOST,
   );
+
+/** HOST's series in the edge's `/metrics`: its certificate's expiry (Unix seconds) and its failures, undefined when absent. */
+async function certificateMetrics(): Promise<{ expiry?: number; failures?: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+  const value = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`host="${HOST}"`));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  return {
+    expiry: value('slipway_edge_certificate_expiry_timestamp_seconds'),
+    failures: value('slipway_edge_certificate_failures'),
+  };
+}
 
 /** A request over HTTPS on a new connection, by SNI, trusting pebble's root only. */
 function overHttps(
@@ -169,6 +186,11 @@ describe('a custom_url with automatic certificates', () => {
       await api.http.get(`/v2/events?deployment_id=${deploymentId}&types=domain.state_changed`)
     ).body.resources.map((e: any) => e.data.to);
     expect(events).toEqual(['issuing', 'active']);
+    // What an operator alerts on: the served leaf's expiry, and no failed attempt.
+    expect(await certificateMetrics()).toEqual({
+      expiry: Math.floor(new Date(leaf!.validTo).getTime() / 1000),
+      failures: 0,
+    });
   }, 90_000);
 
   it('sends plain HTTP to HTTPS once the certificate is in place', async () => {
@@ -219,6 +241,10 @@ describe('a custom_url with automatic certificates', () => {
       expect(failed.error).toMatch(/127\.0\.0\.2|connection refused/);
       expect(await servedSerial()).toBe(serving);
       expect((await overHttps('/still')).status).toBe(200);
+      // The metrics say so while the old certificate still serves: a failure counted, its expiry kept.
+      const metrics = await certificateMetrics();
+      expect(metrics.failures).toBeGreaterThanOrEqual(1);
+      expect(metrics.expiry).toBeGreaterThan(Date.now() / 1000);
     } finally {
       await pebble.restoreDns(HOST);
     }

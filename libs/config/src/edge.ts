@@ -49,7 +49,8 @@ export const edgeSettings = {
     'SLIPWAY_EDGE_HEALTH_PORT',
     Joi.alternatives(port, Joi.string().valid('off')).default('off'),
     "the edge's `/healthz`, `/readyz` (Postgres answers and the routes are read) and `/metrics` " +
-      '(`slipway_edge_requests_total` by listener and outcome, `slipway_edge_routes`); `off`: none',
+      '(`slipway_edge_requests_total` by listener and outcome, `slipway_edge_routes`, and with ACME ' +
+      '`slipway_edge_certificate_expiry_timestamp_seconds` and `slipway_edge_certificate_failures` by host); `off`: none',
     { read: (raw) => (raw === 'off' ? null : Number(raw)) },
   ),
   trustProxy: setting<boolean | number | string>(

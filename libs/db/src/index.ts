@@ -145,6 +145,7 @@ export {
   EdgeCertificateRepository,
   type AcmeAccount,
   type CertificateRecord,
+  type CertificateSummary,
   type DueCertificate,
   type IssuedCertificate,
   type StoredCertificate,

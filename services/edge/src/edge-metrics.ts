@@ -1,3 +1,4 @@
+import type { CertificateSummary } from '@slipway/db';
 import { collectProcessMetrics } from '@slipway/logging';
 import { Counter, Gauge, Registry } from 'prom-client';
 
@@ -23,15 +24,16 @@ const OUTCOMES: readonly EdgeOutcome[] = [
 
 /**
  * The edge's Prometheus metrics, served on its health port: requests (and upgrades) by listener and
- * outcome, the routes it holds, and the Node process defaults. Counting is one increment of a
- * pre-bound child per request: no label lookup on the serving path.
+ * outcome, the routes it holds, each ACME certificate's expiry and failed attempts (read from
+ * Postgres at each scrape: every replica shows them all), and the Node process defaults. Counting
+ * is one increment of a pre-bound child per request: no label lookup on the serving path.
  */
 export class EdgeMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'listener' | 'outcome'>;
   private readonly bound = new Map<string, Counter.Internal>();
 
-  constructor(routes: () => number) {
+  constructor(routes: () => number, certificates?: () => Promise<CertificateSummary[]>) {
     this.registry.setDefaultLabels({ service: 'edge' });
     collectProcessMetrics(this.registry);
     this.requests = new Counter({
@@ -51,6 +53,7 @@ export class EdgeMetrics {
         this.set(routes());
       },
     });
+    if (certificates) certificateGauges(this.registry, certificates);
   }
 
   /** The counter of one listener's outcomes, bound once (and so shown at 0 before the first request). */
@@ -63,4 +66,37 @@ export class EdgeMetrics {
     }
     return (outcome) => this.bound.get(`${name}:${outcome}`)!.inc();
   }
+}
+
+/**
+ * One series per host the edge wants a certificate for: when its certificate expires (none before
+ * the first is obtained) and how many attempts failed since the last success. An alert on either
+ * (`… - time() < 14 * 86400`, `… > 0` for an hour) catches a renewal that keeps failing while the
+ * old certificate is still served, long before clients see it expire.
+ */
+function certificateGauges(registry: Registry, read: () => Promise<CertificateSummary[]>): void {
+  const filled = (value: (c: CertificateSummary) => number | null) =>
+    async function (this: Gauge<'host'>) {
+      // Postgres away: no series rather than a failed scrape (the readiness probe says why).
+      const rows = await read().catch(() => []);
+      this.reset();
+      for (const c of rows) {
+        const v = value(c);
+        if (v !== null) this.set({ host: c.host }, v);
+      }
+    };
+  new Gauge({
+    name: 'slipway_edge_certificate_expiry_timestamp_seconds',
+    help: "When the host's stored certificate expires (Unix time), by host (a wildcard's host is `*.<domain>`).",
+    labelNames: ['host'],
+    registers: [registry],
+    collect: filled((c) => (c.notAfter ? Math.floor(c.notAfter.getTime() / 1000) : null)),
+  });
+  new Gauge({
+    name: 'slipway_edge_certificate_failures',
+    help: "Failed attempts to obtain or renew the host's certificate since its last success, by host.",
+    labelNames: ['host'],
+    registers: [registry],
+    collect: filled((c) => c.failures),
+  });
 }

@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   await routes.readAll();
   const timer = setInterval(() => void readAll(), FULL_READ_MS);
   timer.unref();
-  const metrics = new EdgeMetrics(() => routes.size);
+  const metrics = new EdgeMetrics(() => routes.size, acme ? () => acme.repo.summaries() : undefined);
   // Ready while Postgres answers: routes, certificates and challenges are all read from it.
   const health =
     config.edge.healthPort === null

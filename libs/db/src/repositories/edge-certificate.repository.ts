@@ -21,6 +21,15 @@ export interface StoredCertificate {
   updatedAt: Date;
 }
 
+/** What an operator watches of a host's certificate (the edge's metrics). */
+export interface CertificateSummary {
+  host: string;
+  /** When its stored certificate expires; null before the first was obtained. */
+  notAfter: Date | null;
+  /** Failed attempts since its last success. */
+  failures: number;
+}
+
 /** A host's issuance record, certificate or not (for status and tests). */
 export interface CertificateRecord {
   host: string;
@@ -168,6 +177,15 @@ export class EdgeCertificateRepository {
       `SELECT host, md5(cert_pem || key_sealed) AS stamp FROM edge_certificates WHERE cert_pem IS NOT NULL`,
     );
     return new Map(rows.map((r) => [r.host, r.stamp]));
+  }
+
+  /** Every wanted host's expiry and failures (the edge's `/metrics`). */
+  async summaries(): Promise<CertificateSummary[]> {
+    const rows = await queryRows<{ host: string; not_after: Date | null; failures: number }>(
+      this.manager,
+      `SELECT host, not_after, failures FROM edge_certificates ORDER BY host`,
+    );
+    return rows.map((r) => ({ host: r.host, notAfter: r.not_after, failures: r.failures }));
   }
 
   /** A host's issuance record (its certificate's dates, failures, backoff, lease), or null. */
