@@ -93,17 +93,27 @@ describe('kill -9 of the deployer during a rollout', () => {
     const { revisionId } = await killDeployerMidRollout('killed-then-restarted');
     expect((await revisionRow(api, revisionId)).status).toBe('AWAITING_DEPLOY');
     spawned.push(await startService('deployer', env()));
+    // On a loaded machine the whole retried phase can pass while the new deployer reports ready:
+    // its moves are read from the revision's events, not caught live.
     const row = await eventually(
       () => revisionRow(api, revisionId),
-      (r) => r.status === 'DEPLOYING',
+      (r) => r.status === 'DEPLOYING' || TERMINAL.includes(r.status),
       30_000,
     );
     expect(row.attempt).toBe(1);
-    const retries = await api.dataSource.query(
-      `SELECT message FROM revision_events WHERE revision_id = $1 AND from_status = 'AWAITING_DEPLOY' AND to_status = 'AWAITING_DEPLOY'`,
+    const moves = await api.dataSource.query(
+      `SELECT from_status, to_status, message FROM revision_events
+        WHERE revision_id = $1 AND from_status = 'AWAITING_DEPLOY' ORDER BY id`,
       [revisionId],
     );
-    expect(retries).toEqual([{ message: 'The deployer working on this revision stopped responding. Retrying.' }]);
+    expect(moves.slice(0, 2)).toEqual([
+      {
+        from_status: 'AWAITING_DEPLOY',
+        to_status: 'AWAITING_DEPLOY',
+        message: 'The deployer working on this revision stopped responding. Retrying.',
+      },
+      expect.objectContaining({ to_status: 'DEPLOYING' }),
+    ]);
     // No agent reports in this test: the rollout deadline ends it, with a message saying so.
     const done = await eventually(
       () => revisionRow(api, revisionId),

@@ -155,15 +155,15 @@ describe('a pull request on the forge', () => {
       target_url: previewUrl,
       context: 'slipway/forged',
     });
-    // The comment follows the status (libs/worker's PreviewFeedback sets the status, then upserts it).
+    // The comment follows the status (libs/worker's PreviewFeedback sets the status, then upserts
+    // it): the one posted while it built is edited to name the preview's URL.
     await eventually(
-      async () => forge.comments.size,
-      (n) => n > 0,
+      async () => [...forge.comments.values()].map((c) => c.body),
+      (bodies) => bodies.some((b) => b.includes(previewUrl)),
       30_000,
       250,
     );
     expect(forge.comments.size).toBe(1);
-    expect([...forge.comments.values()][0]!.body).toContain(previewUrl);
 
     const second = commitAndPush('feature v2');
     expect((await deliver('synchronize', second)).body.outcome).toMatch(/rolling out/);

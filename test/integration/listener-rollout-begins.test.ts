@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GLANCE } from '../../services/api/src/reads/listener-poll.js';
+import { GLANCE, ListenerPoll, type ListenerGlance } from '../../services/api/src/reads/listener-poll.js';
 import { ListenerRolloutBegins } from '../../services/deployer/src/placement/listener-begins.js';
 import { createImageDeployment, createListener } from '../support/fixtures.js';
 import { recordStatements } from '../support/statements.js';
@@ -172,5 +172,26 @@ describe("a listener agent's poll", () => {
     // Its own rollout (read twice: to find the deployments with work, then to render them).
     expect(rowsRead(plan[0].Plan, 'revisions')).toBeLessThanOrEqual(4);
     expect(rowsRead(plan[0].Plan, 'revisions')).toBeGreaterThan(0);
+  });
+
+  it('keeps a statement of its own for the first listeners only: a connection holds a bounded number', async () => {
+    const listeners: string[] = [];
+    for (const name of ['own-a', 'own-b', 'own-c', 'own-d']) listeners.push(await createListener(api, name));
+    // One connection (a transaction's), so its prepared statements are the ones counted.
+    const { glances, held } = await api.dataSource.transaction(async (m) => {
+      const poll = new ListenerPoll(m, 2);
+      const glances: Array<ListenerGlance | null> = [];
+      // Each twice: a listener past the cap is read as well, every time.
+      for (const id of [...listeners, ...listeners]) glances.push(await poll.glance(api.workspaceId, id));
+      const [{ n }] = await m.query(
+        `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%WITH seen AS%'`,
+      );
+      return { glances, held: n as number };
+    });
+    expect(glances).toHaveLength(8);
+    for (const g of glances) expect(g).toEqual({ fingerprint: expect.any(String), unknown: false });
+    // The same listener reads the same either way.
+    expect(glances.slice(4)).toEqual(glances.slice(0, 4));
+    expect(held).toBe(2);
   });
 });

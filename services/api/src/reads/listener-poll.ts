@@ -4,6 +4,7 @@ import {
   entityRows,
   Listener,
   preparedRows,
+  queryRows,
   Revision,
   type EntityManager,
   type SealedCredentials,
@@ -96,9 +97,22 @@ export const GLANCE = `WITH seen AS (${RECORD_SEEN} AND workspace_id = $2)
               OR EXISTS (SELECT 1 FROM revisions ur WHERE ur.listener_id = $1 AND ur.status = 'UNKNOWN') AS unknown
          FROM listeners WHERE id = $1 AND workspace_id = $2`;
 
+/**
+ * Listeners whose glance is a prepared statement of its own, per connection pool (a DataSource),
+ * at most OWN_GLANCES_MAX: each pooled connection keeps every statement it prepared for as long
+ * as it lives (Postgres has no eviction), so past the cap a listener's glance is planned on each
+ * poll instead. The first listeners to poll keep theirs.
+ */
+const ownGlances = new WeakMap<object, Set<string>>();
+export const OWN_GLANCES_MAX = 500;
+
 /** What a listener agent's poll reads (and the seen time it records), each in one round trip. */
 export class ListenerPoll {
-  constructor(private readonly manager: EntityManager) {}
+  constructor(
+    private readonly manager: EntityManager,
+    /** Listeners with a glance statement of their own, at most (OWN_GLANCES_MAX). */
+    private readonly ownGlancesMax = OWN_GLANCES_MAX,
+  ) {}
 
   /**
    * An agent's poll: records that the listener was seen and returns what the reconciler marked
@@ -137,10 +151,20 @@ export class ListenerPoll {
    * parameter had its generic plan priced for the listener with the most rollouts in flight, so
    * Postgres planned it again on every poll of every other listener (0.45 ms of planning for
    * 0.2 ms of work, measured with one listener holding thousands); with the ids in its text, a
-   * statement is planned once per connection.
+   * statement is planned once per connection (for OWN_GLANCES_MAX listeners per process).
    */
   async glance(workspaceId: string, listenerId: string): Promise<ListenerGlance | null> {
     if (!isUuid(listenerId) || !isUuid(workspaceId)) return null;
+    const pool = this.manager.connection;
+    const own = ownGlances.get(pool) ?? new Set<string>();
+    ownGlances.set(pool, own);
+    const key = `${listenerId}/${workspaceId}`;
+    if (!own.has(key) && own.size >= this.ownGlancesMax) {
+      // Unnamed: planned for these values on each poll, and kept nowhere.
+      const [row] = await queryRows<ListenerGlance>(this.manager, GLANCE, [listenerId, workspaceId]);
+      return row ?? null;
+    }
+    own.add(key);
     const text = GLANCE.replaceAll('$1', `'${listenerId}'::uuid`).replaceAll('$2', `'${workspaceId}'::uuid`);
     const [row] = await preparedRows<ListenerGlance>(this.manager, text, []);
     return row ?? null;
