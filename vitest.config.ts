@@ -31,6 +31,10 @@ export default defineConfig({
     sequence: { sequencer: SlowFirstSequencer },
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll's own default (1 s) is a clock a loaded machine misses (a console page waiting
+    // on the api that waits on git): a poll that holds returns at once, so a longer limit only
+    // changes how long a real failure takes to report.
+    expect: { poll: { timeout: 10_000 } },
     reporters: ['default'],
   },
 });

@@ -192,7 +192,7 @@ describe.runIf(hasChromium || browserRequired)(
         await deploySection.getByRole('button', { name: 'Deploy a branch or commit' }).click();
         const form = page.getByRole('form', { name: 'Deploy a branch or commit' });
         await expect
-          .poll(() => form.getByLabel('Branch').locator('option').allInnerTexts())
+          .poll(() => form.getByLabel('Branch').locator('option').allInnerTexts(), { timeout: 30_000 })
           .toEqual([`main (${sha.slice(0, 10)}), default`]);
         await expectAccessible(page);
 
