@@ -75,10 +75,20 @@ export class EdgeMetrics {
  * old certificate is still served, long before clients see it expire.
  */
 function certificateGauges(registry: Registry, read: () => Promise<CertificateSummary[]>): void {
+  // One read per scrape for both gauges: a scrape collects every metric at once, so the second
+  // gauge joins the read the first started, still in flight; once it settles the next scrape reads
+  // afresh (nothing is kept, so nothing stale is served).
+  let inFlight: Promise<CertificateSummary[]> | null = null;
+  const rowsNow = () =>
+    (inFlight ??= read()
+      // Postgres away: no series rather than a failed scrape (the readiness probe says why).
+      .catch(() => [])
+      .finally(() => {
+        inFlight = null;
+      }));
   const filled = (value: (c: CertificateSummary) => number | null) =>
     async function (this: Gauge<'host'>) {
-      // Postgres away: no series rather than a failed scrape (the readiness probe says why).
-      const rows = await read().catch(() => []);
+      const rows = await rowsNow();
       this.reset();
       for (const c of rows) {
         const v = value(c);
