@@ -13,7 +13,7 @@ import { RevisionFixtures } from '@slipway/pipeline';
 import { ServingProxy } from '@slipway/runtime';
 import { IngestSlots, TraceIntake } from '@slipway/tracing';
 import { AGENT_SERVER_HOST_ENTRY, copyAgentServerHost } from '../../services/builder/src/agent-server-host.js';
-import { AgentServerHostInstall } from '../../services/builder/src/host-install.js';
+import { copyHostWithInstall } from '../../services/builder/src/host-install.js';
 import { TRACE_FRONT_MAX_IN_FLIGHT } from '../../services/deployer/src/provisioning/deployment-data-access.js';
 import { TraceFront } from '../../services/deployer/src/provisioning/trace-front.js';
 import { ServingAuth } from '../../services/deployer/src/serving-auth.js';
@@ -30,15 +30,11 @@ const HOST = path.join(ROOT, 'services/agent-server');
  * once, linked).
  */
 export async function compiledHost(into: string): Promise<string> {
-  const dir = await copyAgentServerHost(into);
   const cache = process.env.SLIPWAY_AGENT_SERVER_HOST_CACHE;
-  if (cache) {
-    const install = new AgentServerHostInstall({ root: cache, deadlineMs: 300_000 });
-    await install.copyInto(dir, { signal: AbortSignal.timeout(300_000), onLine: () => undefined, linked: true });
-  } else {
-    installHostDependencies();
-    symlinkSync(path.join(HOST, 'node_modules'), path.join(dir, 'node_modules'));
-  }
+  if (cache) return copyHostWithInstall(into, cache, true);
+  const dir = await copyAgentServerHost(into);
+  installHostDependencies();
+  symlinkSync(path.join(HOST, 'node_modules'), path.join(dir, 'node_modules'));
   return dir;
 }
 

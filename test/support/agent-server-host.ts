@@ -10,9 +10,8 @@ import {
   AGENT_SERVER_HOST_ENTRY,
   AGENT_SERVER_HOST_SOURCE,
   agentServerStart,
-  copyAgentServerHost,
 } from '../../services/builder/src/agent-server-host.js';
-import { AgentServerHostInstall } from '../../services/builder/src/host-install.js';
+import { copyHostWithInstall } from '../../services/builder/src/host-install.js';
 import { commitProject, writeProject, type AgentProject } from './agent-project-files.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from './database.js';
 import { freePort } from './ports.js';
@@ -26,11 +25,8 @@ import { eventually } from './service-process.js';
  * `linked` (as a sandboxed build does; only for a host whose user never writes them). Returns
  * the host's directory.
  */
-export async function builtAgentServerHost(root: string, linked = false): Promise<string> {
-  const hostDir = await copyAgentServerHost(root);
-  const install = new AgentServerHostInstall({ root: inject('agentServerHostCache'), deadlineMs: 300_000 });
-  await install.copyInto(hostDir, { signal: AbortSignal.timeout(300_000), onLine: () => undefined, linked });
-  return hostDir;
+export function builtAgentServerHost(root: string, linked = false): Promise<string> {
+  return copyHostWithInstall(root, inject('agentServerHostCache'), linked);
 }
 
 /**

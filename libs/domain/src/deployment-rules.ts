@@ -119,6 +119,20 @@ export function initialDeploymentState(
 }
 
 /**
+ * Whether a rollout must provision its deployment's stores before it rolls out: the deployment
+ * still awaits its database, and is not a listener's whose create recorded the name (that one
+ * becomes READY as its first rollout begins; see initialDeploymentState). Provisioning is
+ * idempotent, so a rollout that provisions never waits on a lost `provision.deployment` job.
+ */
+export function rolloutProvisionsFirst(deployment: {
+  status: string;
+  listenerId: string | null;
+  databaseRecorded: boolean;
+}): boolean {
+  return deployment.status === 'AWAITING_DATABASE' && !(deployment.listenerId !== null && deployment.databaseRecorded);
+}
+
+/**
  * The forge label that approves a fork's pull request for a preview when a previews setting names
  * none (`source_config.previews.approval_label`; null turns label approval off). Adding a label
  * takes write access on the forge, which a fork's author lacks.

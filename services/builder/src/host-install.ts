@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { AGENT_SERVER_HOST_INSTALL, AGENT_SERVER_HOST_SOURCE } from './agent-server-host.js';
+import { AGENT_SERVER_HOST_INSTALL, AGENT_SERVER_HOST_SOURCE, copyAgentServerHost } from './agent-server-host.js';
 import { BuildError } from './build-steps.js';
 import { copyTree, installKey, isRealDirectory, linkTree, sealTree } from './dependency-cache.js';
 import { CommandAbortedError, runShellCommand } from './run-command.js';
@@ -203,4 +203,17 @@ function untilDone(work: Promise<void>, signal: AbortSignal): Promise<void> {
 
 function ignoreMissing(err: NodeJS.ErrnoException): void {
   if (err.code !== 'ENOENT') throw err;
+}
+
+/**
+ * The host as a build lays it out, for what runs it without a builder (the tests' fixtures, the
+ * bench): compiled into `<into>/.slipway-agent-server` with its dependencies from the install
+ * kept under `root` (made there once, shared by every caller of the same root), copied, or hard
+ * linked when `linked` (only for a host whose user never writes them). Returns the host's directory.
+ */
+export async function copyHostWithInstall(into: string, root: string, linked = false): Promise<string> {
+  const hostDir = await copyAgentServerHost(into);
+  const install = new AgentServerHostInstall({ root, deadlineMs: 300_000 });
+  await install.copyInto(hostDir, { signal: AbortSignal.timeout(300_000), onLine: () => undefined, linked });
+  return hostDir;
 }

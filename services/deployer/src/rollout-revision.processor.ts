@@ -1,6 +1,6 @@
 import type { Config } from '@slipway/config';
 import type { DataSource } from '@slipway/db';
-import { isRevisionTerminal } from '@slipway/domain';
+import { isRevisionTerminal, rolloutProvisionsFirst } from '@slipway/domain';
 import type { JobContext, JobHandler } from '@slipway/jobs';
 import { PhaseGuard, RevisionReads, type RevisionFlow } from '@slipway/pipeline';
 import { DataAccessError } from '@slipway/runtime';
@@ -9,12 +9,10 @@ import { provisionDeployment } from './provision-deployment.processor.js';
 
 /**
  * `rollout.revision`. A stale job (the revision moved on, or a later attempt exists) does
- * nothing. Otherwise the revision's deployment gets its database first if it awaits one
- * (provisioning is idempotent, so a rollout never waits on a lost provision job), then its
- * placement rolls it out: the embedded runtime starts its instances and switches traffic, a
- * listener's cluster is told through the desired state (see Placement). A listener's deployment
- * whose create recorded its database name has nothing to provision: its first rollout's begin
- * makes it READY in the begin's own transaction (readyBegunListenerDeployments).
+ * nothing. Otherwise the revision's deployment gets its database first when it awaits one
+ * (rolloutProvisionsFirst), then its placement rolls it out: the embedded runtime starts its
+ * instances and switches traffic, a listener's cluster is told through the desired state (see
+ * Placement).
  */
 export function rolloutRevisionProcessor(
   config: Readonly<Config>,
@@ -30,8 +28,11 @@ export function rolloutRevisionProcessor(
       return;
     }
     const placement = placementOf(placements, { listenerId: rev.listener_id });
-    const provision =
-      rev.deployment_status === 'AWAITING_DATABASE' && !(rev.listener_id !== null && rev.database_recorded);
+    const provision = rolloutProvisionsFirst({
+      status: rev.deployment_status,
+      listenerId: rev.listener_id,
+      databaseRecorded: rev.database_recorded,
+    });
     // Heartbeats from the first moment to the last: the reconciler takes an active job that has
     // gone quiet for a dead worker, and a rollout can wait a while before DEPLOYING (provisioning,
     // the previous rollout of the same deployment draining). One that begins at once needs none.
