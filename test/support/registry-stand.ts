@@ -69,8 +69,10 @@ export function startRegistrySupervisor(api: TestApi, extra: Record<string, stri
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let said = '';
-  child.stderr!.on('data', (b: Buffer) => (said += b.toString()));
-  child.stdout!.on('data', () => undefined);
+  // Its own log lines (stdout) and docker-registry's (stderr).
+  const hear = (b: Buffer) => (said += b.toString());
+  child.stdout!.on('data', hear);
+  child.stderr!.on('data', hear);
   const exited = new Promise((r) => child.once('exit', r));
   return {
     env,

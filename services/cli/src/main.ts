@@ -13,7 +13,8 @@
  *   preview create|list|delete          a deployment's previews through the api (SLIPWAY_URL, SLIPWAY_API_KEY; preview.ts)
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '@slipway/config';
+import { ConfigError, loadConfig, platformCredentials } from '@slipway/config';
+import { createLogger } from '@slipway/logging';
 import { secretsCodec } from '@slipway/crypto';
 import { prepareRegistry, requestSweep, startGuardOnly } from '@slipway/registry';
 import { preview, PreviewUsageError } from './preview.js';
@@ -185,8 +186,8 @@ async function registry(args: string[]): Promise<void> {
 /** Runs until SIGTERM/SIGINT: the push guard on the registry's address, distribution behind it (push-guard.ts). */
 async function registryGuard(): Promise<void> {
   const config = loadConfig();
-  const say = (msg: string) =>
-    process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry-guard', msg })}\n`);
+  const log = createLogger({ name: 'registry-guard', level: config.logLevel, secrets: platformCredentials(config) });
+  const say = (msg: string) => log.info(msg);
   const guard = await startGuardOnly(config, { log: say });
   say(
     `push guard listening on ${config.registry.host}:${config.registry.port}, in front of distribution at ${guard.upstreamUrl}`,

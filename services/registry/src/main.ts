@@ -7,7 +7,8 @@
  * registry gc`) sweeps its garbage with the registry read-only meanwhile (libs/registry/src/sweep.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { loadConfigOrExit } from '@slipway/config';
+import { loadConfigOrExit, platformCredentials } from '@slipway/config';
+import { createLogger } from '@slipway/logging';
 import {
   announceSupervisor,
   recordSweep,
@@ -18,8 +19,9 @@ import {
 } from '@slipway/registry';
 
 const config = loadConfigOrExit();
-const say = (msg: string) =>
-  process.stderr.write(`${JSON.stringify({ level: 30, time: Date.now(), name: 'registry', msg })}\n`);
+// The same JSON lines as every other Slipway process (docker-registry's own go through as it writes them).
+const log = createLogger({ name: 'registry', level: config.logLevel, secrets: platformCredentials(config) });
+const say = (msg: string) => log.info(msg);
 
 let current: RunningRegistry | null = null;
 let stopping = false;
@@ -35,7 +37,7 @@ function supervise(registry: RunningRegistry): RunningRegistry {
 
 async function run(): Promise<void> {
   if (await registryAnswers(config.registry.internalUrl)) {
-    say(
+    log.warn(
       `a registry already answers at ${config.registry.internalUrl}; not starting another (it must use Slipway's token auth)`,
     );
     return;
@@ -43,7 +45,7 @@ async function run(): Promise<void> {
   // Missing (not root, so not installed): the rest of Slipway runs; only image pushes fail.
   const probe = spawnSync(config.registry.binary, ['--version'], { stdio: 'ignore' });
   if (probe.error || probe.status !== 0) {
-    say(
+    log.warn(
       `${config.registry.binary} does not run (${probe.error?.message ?? `exit ${probe.status}`}): ` +
         `no image registry, pushes will fail. Install Debian's docker-registry, or set SLIPWAY_REGISTRY=off`,
     );
@@ -75,7 +77,7 @@ async function run(): Promise<void> {
     while (restarts[0]! < now - 60_000) restarts.shift();
     if (restarts.length > 5)
       throw new Error(`docker-registry failed ${restarts.length} times within a minute; last: ${exit}`);
-    say(`${exit}; restarting`);
+    log.warn(`${exit}; restarting`);
     await new Promise((r) => setTimeout(r, 1_000));
   }
 }
@@ -88,10 +90,11 @@ process.on('SIGUSR2', () => {
       const swept = await sweepRegistry(config, current, say);
       if (swept.registry) current = supervise(swept.registry);
       recordSweep(config, { ok: swept.ok, output: swept.output });
-      say(swept.ok ? 'registry garbage swept' : swept.output);
+      if (swept.ok) say('registry garbage swept');
+      else log.error(swept.output);
     } catch (err) {
       recordSweep(config, { ok: false, output: (err as Error).message });
-      say(`sweeping registry garbage failed: ${(err as Error).message}`);
+      log.error(`sweeping registry garbage failed: ${(err as Error).message}`);
     } finally {
       sweeping = null;
     }
@@ -111,7 +114,7 @@ run().then(
     if (!stopping && !current) setInterval(() => undefined, 1 << 30);
   },
   (err: Error) => {
-    process.stderr.write(`${err.message}\n`);
+    log.fatal(err.message);
     process.exit(1);
   },
 );
