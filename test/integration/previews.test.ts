@@ -25,6 +25,9 @@ let reconciler: Reconciler;
 beforeAll(async () => {
   api = await startTestApi({ SLIPWAY_EDGE_HTTP_PORT: '18180' });
   repo = await repohostFixture(api);
+  // Its parents and their previews come to more deployments than a workspace's default quota (100).
+  const admin = api.http.as(await api.mintKey({ scope: 'organization', workspaceId: null, role: 'admin' }));
+  expect((await admin.put(`/v2/workspaces/${api.workspaceId}/quotas`, { deployments: 500 })).status).toBe(200);
   reconciler = new Reconciler(
     api.dataSource,
     api.queues,
@@ -433,6 +436,40 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     const viaGitea = await deliver(gitea(['bug', 'preview-approved']));
     expect(viaGitea.body.outcome).toContain("approved by label 'preview-approved'");
     expect((await previewOf(p.id, 48)).source_revision_config.repo_commit_sha).toBe('1'.repeat(40));
+  });
+
+  it('on Gitea, a label left on from an earlier head approves no newer one: it is removed and added again', async () => {
+    const p = await parent({ enabled: true, max_active: 5 });
+    const at = (action: string, sha: string, labels: string[]) => {
+      const e = event(action, 49, 'fork-gitea', sha, true);
+      return { ...e, pull_request: { ...e.pull_request, labels: labels.map((name) => ({ name })) } };
+    };
+    await deliver(at('opened', '2'.repeat(40), []));
+    expect((await deliver(at('label_updated', '2'.repeat(40), ['preview-approved']))).body.outcome).toContain(
+      "approved by label 'preview-approved'",
+    );
+    // The fork pushes again while the label is still on; a maintainer then changes another label.
+    await deliver(at('synchronized', '3'.repeat(40), ['preview-approved']));
+    const other = await deliver(at('label_updated', '3'.repeat(40), ['preview-approved', 'bug']));
+    expect(other.body.outcome).toContain('remove it and add it again');
+    expect((await previewOf(p.id, 49)).source_revision_config.repo_commit_sha).toBe('2'.repeat(40));
+    // Removed, then added again: that approves the head that waits.
+    expect((await deliver(at('label_updated', '3'.repeat(40), ['bug']))).body.outcome).toContain(
+      'not its approval label',
+    );
+    const again = await deliver(at('label_updated', '3'.repeat(40), ['bug', 'preview-approved']));
+    expect(again.body.outcome).toContain("approved by label 'preview-approved'");
+    expect((await previewOf(p.id, 49)).source_revision_config.repo_commit_sha).toBe('3'.repeat(40));
+  });
+
+  it("a head that is no branch of the repository (Gitea's AGit pull requests, open to readers) is taken for a fork's", async () => {
+    const p = await parent();
+    const agit = event('opened', 50, 'refs/pull/50/head', '4'.repeat(40));
+    const res = await deliver(agit);
+    expect(res.body.outcome).toContain('fork');
+    expect(await previewOf(p.id, 50)).toBeUndefined();
+    // It waits for approval like any fork's head.
+    expect((await api.http.post(`/v2/deployments/${p.id}/previews/50/approve`, {})).status).toBe(201);
   });
 
   it('a payload that does not name both repositories is taken for a fork’s', async () => {

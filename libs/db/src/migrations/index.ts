@@ -35,6 +35,7 @@ import { PreviewFeedbackEvents1765000000700 } from './1765000000700-preview-feed
 import { RevisionOrigin1765000000800 } from './1765000000800-revision-origin.js';
 import { RevisionSecretFingerprints1765000000900 } from './1765000000900-revision-secret-fingerprints.js';
 import { RevisionListener1765000001000 } from './1765000001000-revision-listener.js';
+import { PreviewRequestLabel1765000001100 } from './1765000001100-preview-request-label.js';
 
 /**
  * Append-only: never edit a migration that has shipped; add a new one at the end.
@@ -78,4 +79,5 @@ export const MIGRATIONS = [
   RevisionOrigin1765000000800,
   RevisionSecretFingerprints1765000000900,
   RevisionListener1765000001000,
+  PreviewRequestLabel1765000001100,
 ];

@@ -29,6 +29,8 @@ export interface PreviewRequest {
   url: string | null;
   repository: string | null;
   forkRepository: string | null;
+  /** Whether the parent's approval label was on the pull request when this head arrived (or since its last removal). */
+  labeled: boolean;
 }
 
 /** A preview of a parent, as its life cycle needs it. */
@@ -217,10 +219,11 @@ export class PreviewRepository {
   /** Records (or replaces, for a new head) a fork's pull request waiting for approval. */
   async requestApproval(parentId: string, request: PreviewRequest): Promise<void> {
     await this.manager.query(
-      `INSERT INTO preview_requests (parent_id, number, head_ref, head_sha, url, repository, fork_repository) ` +
-        `VALUES ($1, $2, $3, $4, $5, $6, $7)
+      `INSERT INTO preview_requests (parent_id, number, head_ref, head_sha, url, repository, fork_repository, labeled) ` +
+        `VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (parent_id, number) DO UPDATE SET head_ref = EXCLUDED.head_ref, head_sha = EXCLUDED.head_sha, url = EXCLUDED.url,
-         repository = EXCLUDED.repository, fork_repository = EXCLUDED.fork_repository, received_at = now()`,
+         repository = EXCLUDED.repository, fork_repository = EXCLUDED.fork_repository, labeled = EXCLUDED.labeled,
+         received_at = now()`,
       [
         parentId,
         request.number,
@@ -229,16 +232,28 @@ export class PreviewRepository {
         request.url,
         request.repository,
         request.forkRepository,
+        request.labeled,
       ],
     );
   }
 
-  /** Takes (removes and returns) the request waiting for approval (only at `headSha`, when given), or null. */
-  async takeRequest(parentId: string, number: number, headSha?: string): Promise<PreviewRequest | null> {
+  /**
+   * Takes (removes and returns) the request waiting for approval, or null: only at `match.headSha`
+   * when given, and only if the approval label was off when it arrived when `match.unlabeled`.
+   */
+  async takeRequest(
+    parentId: string,
+    number: number,
+    match: { headSha?: string; unlabeled?: boolean } = {},
+  ): Promise<PreviewRequest | null> {
+    const params: unknown[] = [parentId, number];
+    let where = 'parent_id = $1 AND number = $2';
+    if (match.headSha) where += ` AND head_sha = $${params.push(match.headSha)}`;
+    if (match.unlabeled) where += ' AND NOT labeled';
     const [row] = await queryRows<Record<string, any>>(
       this.manager,
-      `DELETE FROM preview_requests WHERE parent_id = $1 AND number = $2${headSha ? ' AND head_sha = $3' : ''} RETURNING *`,
-      headSha ? [parentId, number, headSha] : [parentId, number],
+      `DELETE FROM preview_requests WHERE ${where} RETURNING *`,
+      params,
     );
     return row
       ? {
@@ -248,8 +263,17 @@ export class PreviewRepository {
           url: row.url,
           repository: row.repository,
           forkRepository: row.fork_repository,
+          labeled: row.labeled,
         }
       : null;
+  }
+
+  /** The approval label is off the pull request: whatever waits may be approved by adding it again. */
+  async labelRemoved(parentId: string, number: number): Promise<void> {
+    await this.manager.query(`UPDATE preview_requests SET labeled = false WHERE parent_id = $1 AND number = $2`, [
+      parentId,
+      number,
+    ]);
   }
 
   /** The database a new preview copies (its parent's, when the parent's previews say `database: "copy"` and it has one), or null. */

@@ -113,23 +113,31 @@ export class PreviewService {
     await new PreviewRepository(this.dataSource.manager).requestApproval(parentId, request);
   }
 
+  /** The parent's approval label came off the pull request: adding it again approves the head that waits. */
+  async approvalLabelRemoved(workspaceId: string, parentId: string, number: number): Promise<void> {
+    await this.parent(this.dataSource.manager, workspaceId, parentId);
+    await new PreviewRepository(this.dataSource.manager).labelRemoved(parentId, number);
+  }
+
   /**
    * An admin (or the approval label) approves the fork's head waiting for it: its preview opens (or
-   * rolls out) at that commit. With `headSha`, only if that is the head waiting: a label added
-   * before a newer push approves nothing newer.
+   * rolls out) at that commit. With `match.headSha`, only if that is the head waiting: a label
+   * added before a newer push approves nothing newer; with `match.unlabeled`, only if the approval
+   * label was off when that head arrived (a label left on approves no later head).
    */
   async approve(
     workspaceId: string,
     parentId: string,
     number: number,
     requestId?: string,
-    headSha?: string,
+    match: { headSha?: string; unlabeled?: boolean } = {},
   ): Promise<{ view: DeploymentView; created: boolean }> {
     await this.parent(this.dataSource.manager, workspaceId, parentId);
-    const request = await new PreviewRepository(this.dataSource.manager).takeRequest(parentId, number, headSha);
+    const request = await new PreviewRepository(this.dataSource.manager).takeRequest(parentId, number, match);
     if (!request)
       throw new NotFoundError(
-        `No pull request ${number} of deployment ${parentId} is waiting for approval${headSha ? ` at ${headSha}` : ''}.`,
+        `No pull request ${number} of deployment ${parentId} is waiting for approval` +
+          `${match.headSha ? ` at ${match.headSha}` : ''}${match.unlabeled ? ' since the label was added' : ''}.`,
       );
     try {
       return await this.open(

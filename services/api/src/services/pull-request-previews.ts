@@ -39,15 +39,16 @@ interface PullRequestPayload {
 /** GitHub says `synchronize` for a new head, Gitea (under the same `pull_request` event) `synchronized`. */
 const OPENING = new Set(['opened', 'reopened', 'synchronize', 'synchronized']);
 
-/** The labels a label delivery brings: GitHub's `label` added, or Gitea's pull request labels as they now are. */
-function labelsAdded(payload: PullRequestPayload, action: string): string[] {
-  if (action === 'labeled') return [str(payload.label?.name)].filter((l): l is string => l !== null);
+/** The labels the pull request has now (every `pull_request` payload carries them, GitHub's and Gitea's). */
+function labelsNow(payload: PullRequestPayload): string[] {
   const labels = Array.isArray(payload.pull_request?.labels)
     ? (payload.pull_request!.labels as Array<{ name?: unknown }>)
     : [];
   return labels.map((l) => str(l?.name)).filter((l): l is string => l !== null);
 }
 const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
+/** A head ref that names a branch (`feat/x`), not a full ref such as `refs/pull/7/head`. */
+const isBranchName = (ref: string | null) => ref !== null && !ref.startsWith('refs/');
 const urlsOf = (repo: RepoShape | null | undefined) =>
   new Set(
     [repo?.clone_url, repo?.html_url, repo?.url]
@@ -115,15 +116,29 @@ export class PullRequestPreviews {
         if (labelAction) {
           const label = approvalLabelOf(parent.previews);
           const sha = str(pr.head?.sha);
-          if (!label || !labelsAdded(payload, action).includes(label) || !sha) {
+          // GitHub names the label it added. Gitea lists the labels the pull request has now, whichever
+          // changed: its label approves only a head that arrived while the label was off, so a label
+          // left on from an earlier head approves no newer one when another label changes.
+          const added =
+            action === 'labeled' ? str(payload.label?.name) === label : labelsNow(payload).includes(label ?? '');
+          if (label && action === 'label_updated' && !added) {
+            await this.previews.approvalLabelRemoved(parent.workspaceId, parent.deploymentId, number);
             notes.push(`deployment ${parent.deploymentId}: not its approval label`);
             continue;
           }
-          await this.previews.approve(parent.workspaceId, parent.deploymentId, number, requestId, sha).then(
+          if (!label || !added || !sha) {
+            notes.push(`deployment ${parent.deploymentId}: not its approval label`);
+            continue;
+          }
+          const match = { headSha: sha, unlabeled: action === 'label_updated' };
+          await this.previews.approve(parent.workspaceId, parent.deploymentId, number, requestId, match).then(
             ({ view }) => notes.push(`approved by label '${label}': preview ${view.name} at ${sha}`),
             (err) =>
               err instanceof NotFoundError
-                ? notes.push(`deployment ${parent.deploymentId}: nothing waiting at ${sha}`)
+                ? notes.push(
+                    `deployment ${parent.deploymentId}: nothing waiting at ${sha}` +
+                      (match.unlabeled ? ` since the label '${label}' was added (remove it and add it again)` : ''),
+                  )
                 : Promise.reject(err),
           );
           continue;
@@ -140,13 +155,17 @@ export class PullRequestPreviews {
         }
         const headRepo = pr.head?.repo;
         // Unless the payload names both repositories and they are the same, the head is a fork's (the safe side).
+        // So is a head that is no branch: Gitea's AGit pull requests (`git push origin HEAD:refs/for/main`,
+        // open to anyone who can read the repository) name the base repository as their head's and
+        // `refs/pull/<n>/head` as its ref.
         const baseName = str((pr.base?.repo ?? payload.repository)?.full_name);
-        const fork = !headRepo || !baseName || str(headRepo.full_name) !== baseName;
+        const fork = !headRepo || !baseName || str(headRepo.full_name) !== baseName || !isBranchName(ref);
         const sha = str(pr.head?.sha)?.match(/^[0-9a-f]{7,64}$/) ? str(pr.head?.sha) : null;
         if (fork) {
           // Fork code never builds on its own: an admin approves this head (POST …/previews/{number}/approve), or the approval label.
           if (!ref || !sha) return done(400, 'The pull_request payload has no head ref or commit.');
           const repository = str((pr.base?.repo ?? payload.repository)?.full_name);
+          const label = approvalLabelOf(parent.previews);
           await this.previews.awaitApproval(parent.workspaceId, parent.deploymentId, {
             number,
             headRef: ref,
@@ -154,6 +173,7 @@ export class PullRequestPreviews {
             url: str(pr.html_url),
             repository,
             forkRepository: str(headRepo?.full_name),
+            labeled: label !== null && labelsNow(payload).includes(label),
           });
           notes.push(
             `not built for deployment ${parent.deploymentId}: the pull request comes from a fork ` +
