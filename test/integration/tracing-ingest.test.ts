@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from 'langsmith';
 import pg from 'pg';
 import { TenancyRepository } from '@slipway/db';
+import { DEFAULT_INGEST_LIMITS, PayloadTooLargeError, TracingIngest, validateOperation } from '@slipway/tracing';
 import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -590,6 +591,27 @@ describe('tenancy and refusals', () => {
         inputs: { slipway_truncated: true, limit_bytes: 1024 * 1024 },
       });
     });
+  });
+});
+
+describe('updates held before their create', () => {
+  it('are refused (413) once what is held for a run would pass one body, and the held update is kept as it was', async () => {
+    const ingest = new TracingIngest(api.dataSource, { ...DEFAULT_INGEST_LIMITS, maxBodyBytes: 20_000 });
+    const id = randomUUID();
+    const update = (key: string) =>
+      validateOperation('update', { id, extra: { metadata: { [key]: 'x'.repeat(6_000) } } }, 'u');
+    await ingest.write(api.workspaceId, [update('a')]);
+    await ingest.write(api.workspaceId, [update('b')]);
+    await expect(ingest.write(api.workspaceId, [update('c'), update('d')])).rejects.toBeInstanceOf(
+      PayloadTooLargeError,
+    );
+    const [held] = await api.dataSource.query(
+      `SELECT patch FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = $2`,
+      [api.workspaceId, id],
+    );
+    expect(
+      Object.keys(JSON.parse(typeof held.patch === 'string' ? held.patch : JSON.stringify(held.patch)).extra.metadata),
+    ).toEqual(['a', 'b']);
   });
 });
 

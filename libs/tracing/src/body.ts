@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { PayloadTooLargeError, UnprocessableError, UnsupportedMediaTypeError } from './errors.js';
 import type { IngestLimits } from './limits.js';
@@ -15,7 +15,12 @@ async function* decoded(body: Readable, encoding: string | undefined, limits: In
   if (coding !== 'identity' && coding !== 'gzip' && coding !== '')
     throw new UnsupportedMediaTypeError(`Content-Encoding ${coding} is not supported; send gzip or none.`);
   let raw = 0;
-  const source = coding === 'gzip' ? body.pipe(createGunzip({ maxOutputLength: limits.maxBodyBytes + 1 })) : body;
+  // pipeline, not pipe: a body that ends early (the client gone, the server's request timeout)
+  // fails the gunzip too, so the loop below ends and its ingest slot is given back.
+  const source =
+    coding === 'gzip'
+      ? pipeline(body, createGunzip({ maxOutputLength: limits.maxBodyBytes + 1 }), () => undefined)
+      : body;
   if (coding === 'gzip')
     body.on('data', (chunk: Buffer) => {
       raw += chunk.length;

@@ -1,11 +1,11 @@
 import type { DataSource } from 'typeorm';
 import { ConflictError, NotFoundError } from '@slipway/domain';
-import { UnprocessableError } from './errors.js';
+import { PayloadTooLargeError, UnprocessableError } from './errors.js';
 import { DEFAULT_INGEST_LIMITS, type IngestLimits } from './limits.js';
 import { TracingProjectStore } from './project.repository.js';
 import { capPayload, promote, type RunPayload, type RunRow } from './promote.js';
 import { RunRepository } from './run.repository.js';
-import { mergeFields, type RunFields, type RunOperation } from './run-ops.js';
+import { mergeFields, mergeInto, type RunFields, type RunOperation } from './run-ops.js';
 
 /** The project runs go to when they name none (LangSmith's default). */
 export const DEFAULT_PROJECT = 'default';
@@ -70,8 +70,9 @@ export class TracingIngest {
     for (const { kind, fields } of operations) {
       const id = fields.id.toLowerCase();
       const entry = byRun.get(id) ?? { create: null, update: null };
-      if (kind === 'create') entry.create = mergeFields(entry.create, fields);
-      else entry.update = mergeFields(entry.update, fields);
+      // In place: the fold's own objects (mergeInto), so many operations of one run stay linear.
+      if (kind === 'create') entry.create = mergeInto((entry.create ?? {}) as Record<string, unknown>, fields);
+      else entry.update = mergeInto((entry.update ?? {}) as Record<string, unknown>, fields);
       byRun.set(id, entry);
     }
     const now = this.now();
@@ -139,8 +140,14 @@ export class TracingIngest {
         const owner = stored ? stored.project_id : !create && held ? held.projectId : boundTo;
         if (boundTo && owner !== boundTo) throw notTheWritersProject('run', id);
         if (!create && !stored) {
-          // An update before its create: held until the create comes.
-          await runs.savePendingUpdate(workspaceId, id, mergeFields(held?.patch ?? null, update!), boundTo);
+          // An update before its create: held until the create comes, no larger than one request's body
+          // (each update would otherwise add to it, and every later one read and rewrite it whole).
+          const patch = mergeFields(held?.patch ?? null, update!);
+          if (Buffer.byteLength(JSON.stringify(patch)) > this.limits.maxBodyBytes)
+            throw new PayloadTooLargeError(
+              `run ${id}: the updates held until its create comes would pass ${this.limits.maxBodyBytes} bytes.`,
+            );
+          await runs.savePendingUpdate(workspaceId, id, patch, boundTo);
           continue;
         }
         const projectId = boundTo ?? this.projectOf(create, stored?.project_id, projectIds!);
