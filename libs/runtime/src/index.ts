@@ -72,7 +72,14 @@ export {
   type RequestOutcome,
   type ServingProxyOptions,
 } from './process/serving-proxy.js';
-export { answerDenial, forwardHeaders, hostLines, refuseTarget, type HeaderEdits } from './process/forwarding.js';
+export {
+  answerDenial,
+  forwardHeaders,
+  hostLines,
+  REQUEST_RECEIVE_MS,
+  refuseTarget,
+  type HeaderEdits,
+} from './process/forwarding.js';
 export { clientAddress, EDGE_CLIENT_HEADER, EDGE_TOKEN_HEADER } from './process/edge-client.js';
 export { forwardRequest } from './process/forward-request.js';
 export { forwardUpgrade, refuseUpgrade } from './process/forward-upgrade.js';

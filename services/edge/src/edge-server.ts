@@ -15,14 +15,27 @@ import {
   hostLines,
   refuseTarget,
   refuseUpgrade,
+  REQUEST_RECEIVE_MS,
   type AccessDenial,
 } from '@slipway/runtime';
 import { clientReader, type Client } from './client-of.js';
 import type { EdgeOutcome } from './edge-metrics.js';
 import type { Destination, RouteTable } from './route-table.js';
 
-/** Request headers the edge states itself (or leaves out), whatever the client sent. */
-const EDGE_OMITS = ['x-forwarded-for', 'x-forwarded-proto', EDGE_CLIENT_HEADER];
+/**
+ * Request headers the edge states itself (or leaves out), whatever the client sent: the chain of
+ * addresses and the scheme, and the other ways of naming them (`Forwarded`, `X-Real-IP`, a port
+ * or a prefix) that an app could believe came from the edge.
+ */
+const EDGE_OMITS = [
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'forwarded',
+  'x-real-ip',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  EDGE_CLIENT_HEADER,
+];
 
 const NO_HOST: AccessDenial = { status: 400, detail: 'The request has no Host header.' };
 /** Names nothing: an unknown host must not tell a prober which names exist elsewhere. */
@@ -81,8 +94,7 @@ export class EdgeServer {
       failureStatus: 502,
     });
     this.lifecycle = new ServerLifecycle(this.server, options.host, options.port);
-    // Streams (SSE) stay open as long as the app keeps them.
-    this.server.requestTimeout = 0;
+    this.server.requestTimeout = REQUEST_RECEIVE_MS;
   }
 
   get port(): number {

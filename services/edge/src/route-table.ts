@@ -19,6 +19,8 @@ export interface Destination {
  * every FULL_READ_MS. A lookup never waits on the database.
  */
 export class RouteTable {
+  /** Each routed deployment's destination: its pool is its own, whatever name or host it holds now. */
+  private readonly destinations = new Map<string, Destination>();
   private readonly byName = new Map<string, Destination>();
   private readonly nameOf = new Map<string, string>();
   /** Verified custom domains, and each deployment's. */
@@ -68,7 +70,7 @@ export class RouteTable {
       'edge: the runtime moved; serving proxies are reached at its new owner',
     );
     this.runtimeHost = address;
-    for (const destination of this.byName.values()) {
+    for (const destination of this.destinations.values()) {
       const port = destination.pool.current[0]?.port;
       if (port) destination.pool.setTargets([{ host: address, port }]);
     }
@@ -83,7 +85,7 @@ export class RouteTable {
       seen.add(route.deploymentId);
       this.apply(route.deploymentId, route);
     }
-    for (const id of [...this.nameOf.keys()]) if (!seen.has(id)) this.apply(id, null);
+    for (const id of [...this.destinations.keys()]) if (!seen.has(id)) this.apply(id, null);
   }
 
   /** Reads one deployment's route again (its name, port, or its end). */
@@ -92,25 +94,39 @@ export class RouteTable {
   }
 
   close(): void {
-    for (const destination of this.byName.values()) destination.pool.destroy();
+    for (const destination of this.destinations.values()) destination.pool.destroy();
+    this.destinations.clear();
     this.byName.clear();
     this.nameOf.clear();
     this.byHost.clear();
     this.hostsOf.clear();
   }
 
-  private apply(deploymentId: string, route: EdgeRoute | null): void {
+  /**
+   * One deployment's route as read (null: it has none any more). A name or custom domain is the
+   * deployment's that was read holding it last: names are freed on delete and taken again, and a
+   * full read can apply the new holder before the old one's end, which must then not take the
+   * name, the host or the pool of the deployment that holds them now.
+   */
+  apply(deploymentId: string, route: EdgeRoute | null): void {
+    let destination = this.destinations.get(deploymentId);
     const before = this.nameOf.get(deploymentId);
-    let destination = before === undefined ? undefined : this.byName.get(before);
     if (before !== undefined && before !== route?.edgeName) {
-      this.byName.delete(before);
+      if (this.byName.get(before) === destination) this.byName.delete(before);
       this.nameOf.delete(deploymentId);
-      if (!route) destination?.pool.destroy();
     }
-    for (const host of this.hostsOf.get(deploymentId) ?? []) this.byHost.delete(host);
+    for (const host of this.hostsOf.get(deploymentId) ?? [])
+      if (this.byHost.get(host) === destination) this.byHost.delete(host);
     this.hostsOf.delete(deploymentId);
-    if (!route) return;
-    destination ??= { deploymentId, pool: new UpstreamPool() };
+    if (!route) {
+      destination?.pool.destroy();
+      this.destinations.delete(deploymentId);
+      return;
+    }
+    if (!destination) {
+      destination = { deploymentId, pool: new UpstreamPool() };
+      this.destinations.set(deploymentId, destination);
+    }
     for (const host of route.hosts) this.byHost.set(host, destination);
     if (route.hosts.length) this.hostsOf.set(deploymentId, route.hosts);
     const targets = route.servingPort ? [{ host: this.runtimeHost, port: route.servingPort }] : [];

@@ -56,6 +56,18 @@ export function forwardRequest(
     up.pipe(res);
     up.once('error', () => res.destroy());
   });
+  // An instance answering a plain request with 101: Node's client then ends the socket and emits
+  // neither 'response' nor 'error', which left the client waiting for good.
+  upstream.once('upgrade', (_up, socket) => {
+    socket.destroy();
+    res.off('close', onClientGone);
+    onError(new Error('the instance switched protocols on a request that asked for no upgrade'), target);
+    if (res.headersSent) res.destroy();
+    else
+      res
+        .writeHead(502, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ detail: 'The instance sent an answer that cannot be relayed.' }));
+  });
   upstream.once('error', (err) => {
     res.off('close', onClientGone);
     if (responded || res.destroyed) {

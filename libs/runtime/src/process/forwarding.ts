@@ -33,6 +33,15 @@ export interface Forwarded {
   appended?: boolean;
 }
 
+/**
+ * How long a client may take to send a whole request (its head and body) to a forwarder: Node's
+ * own default, stated. It bounds only the request's arrival: a streamed answer (SSE) lasts as
+ * long as the app keeps it, and an upgraded connection leaves the server's clock. Unbounded (0),
+ * a client that sends a head and then stays silent held its socket, and the one to the instance,
+ * for good.
+ */
+export const REQUEST_RECEIVE_MS = 300_000;
+
 /** RFC 9110 §7.6.1: meaningful for one connection only, never forwarded. */
 export const HOP_BY_HOP = new Set([
   'connection',
@@ -45,6 +54,9 @@ export const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
+
+/** Headers a `Connection` header cannot make hop-by-hop. */
+const END_TO_END = new Set(['host', 'content-length']);
 
 /** A forwarder's own changes to the headers it forwards, made in `forwardHeaders`' one copy. */
 export interface HeaderEdits {
@@ -60,7 +72,11 @@ export interface HeaderEdits {
  * may lack `Host` (HTTP/1.0) or carry a value Node's parser let in but its client refuses to write.
  */
 export function forwardHeaders(headers: IncomingHttpHeaders, via: Forwarded, edits?: HeaderEdits): IncomingHttpHeaders {
-  const listed = headers.connection ? connectionTokens(headers.connection) : null;
+  // `Connection` may drop hop-by-hop extensions, never what frames or addresses the request: without
+  // its `Host` Node's client would write the instance's own address, which an app echoing Host shows.
+  const listed = headers.connection
+    ? connectionTokens(headers.connection).filter((name) => !END_TO_END.has(name))
+    : null;
   const omit = edits?.omit;
   const out: IncomingHttpHeaders = {};
   for (const name in headers) {

@@ -53,6 +53,15 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
+/** Writes `text` on a new connection to `port` and resolves with all it was answered once the connection closes. */
+function rawExchange(port: number, text: string): Promise<string> {
+  const socket = connect(port, HOST);
+  let answer = '';
+  socket.on('data', (b) => (answer += b.toString()));
+  socket.write(text);
+  return new Promise((resolve) => socket.once('close', () => resolve(answer)));
+}
+
 describe('ServingProxy', () => {
   it('answers 503 with a detail while it has no target, and serves once it has one', async () => {
     const { proxy, url } = await startProxy();
@@ -144,6 +153,67 @@ describe('ServingProxy', () => {
     expect(results.some((r) => r.body === 'b')).toBe(true);
     // Every request that started after the switch went to the new target.
     expect(results.filter((r) => r.at > switchedAt && r.body !== 'b')).toEqual([]);
+  });
+
+  it('gives a client its request timeout to send a request, and a streamed answer all the time it takes', async () => {
+    // Once the whole request arrived, an answer streamed for longer than the proxy's request timeout.
+    const instance = createServer(async (req, res) => {
+      try {
+        for await (const _ of req);
+      } catch {
+        return; // the proxy gave up on the request (its client's time ran out)
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      let n = 0;
+      const tick = setInterval(() => {
+        res.write(`data: ${n}\n\n`);
+        if (++n === 6) {
+          clearInterval(tick);
+          res.end();
+        }
+      }, 150);
+    });
+    await new Promise<void>((resolve) => instance.listen(0, HOST, resolve));
+    cleanups.push(() => new Promise((r) => instance.close(r)).finally(() => instance.closeAllConnections()));
+    const { proxy, url } = await startProxy({ requestTimeoutMs: 400 });
+    proxy.setTargets([{ host: HOST, port: (instance.address() as AddressInfo).port }]);
+    const streamed = await (await fetch(`${url}/stream`)).text();
+    expect(streamed.match(/^data: /gm)).toHaveLength(6);
+    // A head, part of the body it announced, then silence: answered 408 and closed, not held.
+    const answer = await rawExchange(
+      proxy.port,
+      'POST /upload HTTP/1.1\r\nHost: app\r\nContent-Length: 1000\r\n\r\nxx',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it("answers 502 when an instance switches protocols on a plain request, and keeps a client's Host whatever Connection names", async () => {
+    // An instance that answers 101 to anything, then one echoing the Host it got.
+    const switching = createTcpServer((s) => {
+      s.once('data', () => s.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n'));
+      s.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => switching.listen(0, HOST, resolve));
+    cleanups.push(() => new Promise((r) => switching.close(r)));
+    const errors: Error[] = [];
+    const { proxy, url } = await startProxy({ onError: (err) => errors.push(err) });
+    proxy.setTargets([{ host: HOST, port: (switching.address() as AddressInfo).port }]);
+    const res = await fetch(`${url}/plain`);
+    expect(res.status).toBe(502);
+    expect(errors.map((e) => e.message)).toContain(
+      'the instance switched protocols on a request that asked for no upgrade',
+    );
+
+    const echo = createServer((req, res) => res.end(req.headers.host));
+    await new Promise<void>((resolve) => echo.listen(0, HOST, resolve));
+    cleanups.push(() => new Promise((r) => echo.close(r)).finally(() => echo.closeAllConnections()));
+    proxy.setTargets([{ host: HOST, port: (echo.address() as AddressInfo).port }]);
+    const answer = await rawExchange(
+      proxy.port,
+      'GET / HTTP/1.1\r\nHost: app.example\r\nConnection: close, host\r\n\r\n',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer.endsWith('\r\n\r\napp.example')).toBe(true);
   });
 
   it('answers a denied request itself, lets an allowed one through with what authorize left of its headers, and fails closed', async () => {

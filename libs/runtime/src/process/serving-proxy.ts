@@ -5,7 +5,14 @@ import { ServerLifecycle, serveWithin } from '@slipway/net';
 import { arrivedVia } from './edge-client.js';
 import { forwardRequest } from './forward-request.js';
 import { forwardUpgrade, refuseUpgrade } from './forward-upgrade.js';
-import { answerDenial, forwardHeaders, refuseTarget, type AccessDenial, type ProxyTarget } from './forwarding.js';
+import {
+  answerDenial,
+  forwardHeaders,
+  REQUEST_RECEIVE_MS,
+  refuseTarget,
+  type AccessDenial,
+  type ProxyTarget,
+} from './forwarding.js';
 import { UpstreamPool } from './upstream-pool.js';
 
 export type { AccessDenial, ProxyTarget };
@@ -38,6 +45,8 @@ export interface ServingProxyOptions {
    * client's address and scheme (forwarding.ts, `arrivedVia`). Unset: no request is trusted so.
    */
   trustsEdge?: (token: string | undefined) => boolean;
+  /** How long a client may take to send a whole request (REQUEST_RECEIVE_MS); answers are not bounded. */
+  requestTimeoutMs?: number;
 }
 
 /** One request as the proxy saw it (for per-deployment metrics). */
@@ -64,15 +73,21 @@ export class ServingProxy {
   constructor(private readonly options: ServingProxyOptions) {
     this.onError = options.onError ?? (() => undefined);
     // Every handler runs inside the boundary: a request it cannot handle is answered, never fatal.
-    this.server = serveWithin(createServer(), {
+    const requestTimeout = options.requestTimeoutMs ?? REQUEST_RECEIVE_MS;
+    const server = createServer({
+      requestTimeout,
+      // Node's defaults, within a shorter requestTimeout (a request's head arrives within its whole);
+      // it looks for requests past their time every connectionsCheckingInterval.
+      headersTimeout: Math.min(60_000, requestTimeout),
+      connectionsCheckingInterval: Math.min(30_000, requestTimeout),
+    });
+    this.server = serveWithin(server, {
       request: (req, res) => this.serve(req, res),
       upgrade: (req, socket, head) => this.serveUpgrade(req, socket, head),
       onError: (err) => this.options.onFault?.(err),
       failureStatus: 502,
     });
     this.lifecycle = new ServerLifecycle(this.server, options.host, options.port);
-    // Streams (SSE) may stay open for long; a request without any timeout is the app's business.
-    this.server.requestTimeout = 0;
   }
 
   /** The port it listens on (the bound one when created with port 0). */

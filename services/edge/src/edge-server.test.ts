@@ -1,0 +1,68 @@
+import { createServer, request, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { DataSource } from '@slipway/db';
+import { createLogger } from '@slipway/logging';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EdgeServer } from './edge-server.js';
+import { RouteTable } from './route-table.js';
+
+// One EdgeServer in front of a stand-in serving proxy that echoes the headers it got; the route is
+// applied to the table as a read from Postgres would (test/e2e/edge.test.ts runs the whole edge).
+const log = createLogger({ name: 'edge-test', level: 'silent' });
+const upstream = createServer((req, res) => res.end(JSON.stringify(req.headers)));
+const routes = new RouteTable(null as unknown as DataSource, '127.0.0.1', '127.0.0.1', log);
+let edge: EdgeServer;
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  routes.apply('d', {
+    deploymentId: 'd',
+    edgeName: 'shop',
+    servingPort: (upstream.address() as AddressInfo).port,
+    hosts: [],
+  });
+  edge = new EdgeServer({ host: '127.0.0.1', port: 0, appsDomain: 'apps.test', routes, token: 'edge-token', log });
+  await edge.listen();
+});
+afterAll(async () => {
+  await edge.close(100);
+  routes.close();
+  upstream.closeAllConnections();
+  await new Promise((r) => upstream.close(r));
+});
+
+function send(headers: Record<string, string>): Promise<IncomingHttpHeaders> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: edge.port, path: '/', headers }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve(JSON.parse(body)));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+describe('EdgeServer', () => {
+  it("states the client's address and scheme itself: what a client claims in any forwarding header does not reach the app", async () => {
+    const got = await send({
+      host: 'shop.apps.test',
+      'x-forwarded-for': '6.6.6.6',
+      'x-forwarded-proto': 'https',
+      forwarded: 'for=6.6.6.6;proto=https',
+      'x-real-ip': '6.6.6.6',
+      'x-forwarded-port': '443',
+      'x-forwarded-prefix': '/admin',
+    });
+    expect(got['x-forwarded-for']).toBe('127.0.0.1');
+    expect(got['x-forwarded-proto']).toBe('http');
+    expect(got['x-forwarded-host']).toBe('shop.apps.test');
+    for (const name of ['forwarded', 'x-real-ip', 'x-forwarded-port', 'x-forwarded-prefix'])
+      expect(got[name], name).toBeUndefined();
+  });
+
+  it("forwards the client's Host even when its Connection header names it", async () => {
+    const got = await send({ host: 'shop.apps.test', connection: 'host' });
+    expect(got.host).toBe('shop.apps.test');
+  });
+});
