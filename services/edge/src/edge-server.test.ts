@@ -31,17 +31,19 @@ afterAll(async () => {
   await new Promise((r) => upstream.close(r));
 });
 
-function send(headers: Record<string, string>): Promise<IncomingHttpHeaders> {
+function exchange(port: number, headers: Record<string, string>): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: edge.port, path: '/', headers }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers }, (res) => {
       let body = '';
       res.on('data', (c) => (body += c));
-      res.on('end', () => resolve(JSON.parse(body)));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
     });
     req.once('error', reject);
     req.end();
   });
 }
+const send = async (headers: Record<string, string>): Promise<IncomingHttpHeaders> =>
+  JSON.parse((await exchange(edge.port, headers)).body);
 
 describe('EdgeServer', () => {
   it("states the client's address and scheme itself: what a client claims in any forwarding header does not reach the app", async () => {
@@ -64,5 +66,31 @@ describe('EdgeServer', () => {
   it("forwards the client's Host even when its Connection header names it", async () => {
     const got = await send({ host: 'shop.apps.test', connection: 'host' });
     expect(got.host).toBe('shop.apps.test');
+  });
+
+  it('sends a plain request for a host with a certificate to HTTPS, unless a trusted proxy says it came over HTTPS', async () => {
+    const plain = (trustProxy: boolean) =>
+      new EdgeServer({
+        host: '127.0.0.1',
+        port: 0,
+        appsDomain: 'apps.test',
+        routes,
+        token: 'edge-token',
+        log,
+        redirectToHttpsPort: 8443,
+        hasCertificate: async () => true,
+        trustProxy,
+      });
+    for (const trustProxy of [true, false]) {
+      const server = plain(trustProxy);
+      await server.listen();
+      try {
+        expect((await exchange(server.port, { host: 'shop.apps.test' })).status).toBe(308);
+        const behindTls = await exchange(server.port, { host: 'shop.apps.test', 'x-forwarded-proto': 'https' });
+        expect(behindTls.status, `trustProxy ${trustProxy}`).toBe(trustProxy ? 200 : 308);
+      } finally {
+        await server.close(100);
+      }
+    }
   });
 });

@@ -148,9 +148,12 @@ export class EdgeServer {
     this.options.count?.(outcome);
   }
 
-  /** A plain request for a host whose certificate is in place goes to HTTPS. */
+  /**
+   * A plain request for a host whose certificate is in place goes to HTTPS, unless a trusted proxy
+   * in front says its client already used HTTPS (a redirect would come back the same way, forever).
+   */
   private async toHttps(req: IncomingMessage): Promise<boolean> {
-    if (this.options.redirectToHttpsPort === undefined) return false;
+    if (this.options.redirectToHttpsPort === undefined || this.clientOf(req).proto === 'https') return false;
     const host = hostname(req.headers.host);
     return !!host && (!this.options.hasCertificate || (await this.options.hasCertificate(host)));
   }

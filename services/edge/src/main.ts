@@ -103,15 +103,21 @@ async function main(): Promise<void> {
       : null;
   const suffix = `.${config.edge.appsDomain}`;
   // The operator's certificate covers the apps domain's names; ACME's, each host it was issued for.
+  // Postgres away: the plain answer rather than a 502 (the certificate cannot be read to serve HTTPS either).
   const hasCertificate = async (host: string) =>
-    (!!operator && host.endsWith(suffix)) || (!!acme && (await acme.keeper.secureContextFor(host)) !== null);
+    (!!operator && host.endsWith(suffix)) ||
+    (!!acme && (await acme.keeper.secureContextFor(host).catch(() => null)) !== null);
+  // The names the edge routes now: a TLS name outside them is no reason to read Postgres.
+  const served = (name: string) =>
+    routes.lookupHost(name) !== undefined ||
+    (name.endsWith(suffix) && routes.lookup(name.slice(0, -suffix.length)) !== undefined);
   const https =
     operator || acme
       ? new EdgeServer({
           ...common,
           port: config.edge.httpsPort!,
           count: metrics.listener('https'),
-          tls: { ...operator?.read(), ...(acme ? { SNICallback: acme.keeper.sniCallback() } : {}) },
+          tls: { ...operator?.read(), ...(acme ? { SNICallback: acme.keeper.sniCallback(served) } : {}) },
         })
       : null;
   const http = new EdgeServer({
