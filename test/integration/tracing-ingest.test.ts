@@ -615,6 +615,35 @@ describe('updates held before their create', () => {
   });
 });
 
+describe('a write whose runs other writes hold', () => {
+  it('waits no longer than maxLockWaitMs, then is refused with 429 and writes nothing; once they are free it goes through', async () => {
+    const ingest = new TracingIngest(api.dataSource, { ...DEFAULT_INGEST_LIMITS, maxLockWaitMs: 200 });
+    const id = randomUUID();
+    const update = validateOperation('update', { id, extra: { metadata: { held: true } } }, 'u');
+    // Another write of the same run, still in its transaction: it holds the run's lock.
+    const holder = api.dataSource.createQueryRunner();
+    await holder.startTransaction();
+    try {
+      await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 0))`, [
+        api.workspaceId,
+        `run:${id}`,
+      ]);
+      await expect(ingest.write(api.workspaceId, [update])).rejects.toMatchObject({ status: 429 });
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+    const held = () =>
+      api.dataSource.query(`SELECT 1 FROM tracing_pending_updates WHERE workspace_id = $1 AND run_id = $2`, [
+        api.workspaceId,
+        id,
+      ]);
+    expect(await held()).toHaveLength(0);
+    await ingest.write(api.workspaceId, [update]);
+    expect(await held()).toHaveLength(1);
+  });
+});
+
 describe('the daily partitions', () => {
   /** A root run created now, in a project named `project` (new: the write inserts it). */
   const rootRun = (project: string) => {

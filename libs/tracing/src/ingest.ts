@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { ConflictError, NotFoundError } from '@slipway/domain';
+import { ConflictError, NotFoundError, TooManyRequestsError } from '@slipway/domain';
 import { PayloadTooLargeError, UnprocessableError } from './errors.js';
 import { DEFAULT_INGEST_LIMITS, type IngestLimits } from './limits.js';
 import { TracingProjectStore } from './project.repository.js';
@@ -53,11 +53,16 @@ export class TracingIngest {
   ): Promise<{ deploymentIds: string[] }> {
     let deploymentIds: string[];
     try {
-      deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
+      try {
+        deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
+      } catch (err) {
+        if (!isMissingPartition(err)) throw err;
+        this.partitions.clear();
+        deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
+      }
     } catch (err) {
-      if (!isMissingPartition(err)) throw err;
-      this.partitions.clear();
-      deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
+      if ((err as { code?: string })?.code !== LOCK_NOT_AVAILABLE) throw err;
+      throw new TooManyRequestsError('Other writes of the same runs are under way; send again shortly.', 1);
     }
     if (deploymentIds.length) await this.onDeploymentsWritten?.(deploymentIds);
     return { deploymentIds };
@@ -107,8 +112,9 @@ export class TracingIngest {
         const trace = create?.trace_id ?? update?.trace_id;
         if (trace) keys.push(`trace:${trace.toLowerCase()}`);
       }
-      // First, before any table: the locks include the partitions' (RunRepository.lock).
-      await runs.lock(workspaceId, keys);
+      // First, before any table: the locks include the partitions' (RunRepository.lock), waited for
+      // no longer than maxLockWaitMs (then 429, nothing written).
+      await runs.lock(workspaceId, keys, this.limits.maxLockWaitMs);
       const projectIds = boundTo ? null : await this.resolveProjects(projects, workspaceId, [...byRun.values()]);
       if (boundTo) {
         const traceIds = [...byRun.values()]
@@ -211,6 +217,9 @@ function notTheWritersProject(kind: 'run' | 'trace', id: string): ConflictError 
 }
 
 /** Postgres's answer to a row whose partition does not exist (23514, "no partition of relation … found for row"). */
+/** SQLSTATE of a lock wait past lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
 function isMissingPartition(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   return e?.code === '23514' && /no partition of relation/.test(e.message ?? '');

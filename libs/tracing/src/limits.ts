@@ -20,6 +20,12 @@ export interface IngestLimits {
   maxRunAgeMs: number;
   /** … and at most this far ahead of the server's clock. */
   maxClockSkewMs: number;
+  /**
+   * How long a write waits for the locks of its runs (other writes of the same runs hold them)
+   * before it is refused with 429: waiting, it holds a database connection the api's other
+   * requests need.
+   */
+  maxLockWaitMs: number;
 }
 
 export const DEFAULT_INGEST_LIMITS: Readonly<IngestLimits> = Object.freeze({
@@ -31,6 +37,7 @@ export const DEFAULT_INGEST_LIMITS: Readonly<IngestLimits> = Object.freeze({
   maxStoredFieldBytes: 1024 * 1024,
   maxRunAgeMs: 31 * 24 * 3600_000,
   maxClockSkewMs: 24 * 3600_000,
+  maxLockWaitMs: 5_000,
 });
 
 /** What `GET /info` advertises: batches the client sends stay well inside the limits above. */

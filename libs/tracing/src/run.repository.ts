@@ -81,8 +81,13 @@ export class RunRepository {
    * summary is recomputed under its lock, after every earlier writer of it committed. Takes
    * PARTITIONS_LOCK shared too: call it first in a write transaction, before any table is touched.
    */
-  async lock(workspaceId: string, keys: Iterable<string>): Promise<void> {
+  async lock(workspaceId: string, keys: Iterable<string>, maxWaitMs?: number): Promise<void> {
     const sorted = [...new Set(keys)].sort();
+    // For the rest of the transaction: a lock wait past it fails with 55P03.
+    if (maxWaitMs !== undefined)
+      await this.manager.query(`SELECT set_config('lock_timeout', $1, true)`, [
+        `${Math.max(1, Math.round(maxWaitMs))}ms`,
+      ]);
     await this.manager.query(
       `SELECT pg_advisory_xact_lock_shared(${PARTITIONS_LOCK}) UNION ALL ` +
         `SELECT pg_advisory_xact_lock(k) FROM (SELECT hashtextextended($1 || ':' || key, 0) AS k FROM ` +
