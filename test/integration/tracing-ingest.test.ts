@@ -615,6 +615,33 @@ describe('updates held before their create', () => {
   });
 });
 
+describe('a project name', () => {
+  it('longer than 1,024 bytes is refused with 422 whatever its script, and nothing is written', async () => {
+    const ingest = new TracingIngest(api.dataSource);
+    const create = (session_name: string) =>
+      validateOperation(
+        'create',
+        {
+          id: randomUUID(),
+          name: 'run',
+          run_type: 'chain',
+          start_time: new Date().toISOString(),
+          session_name,
+        },
+        'c',
+      );
+    // 1,000 characters of a non-Latin script: within the field's 1,024 characters, 3,000 bytes.
+    const long = '漢'.repeat(1_000);
+    await expect(ingest.write(api.workspaceId, [create(long)])).rejects.toMatchObject({ status: 422 });
+    const [{ count }] = await api.dataSource.query(
+      `SELECT count(*)::int AS count FROM tracing_projects WHERE workspace_id = $1 AND name = $2`,
+      [api.workspaceId, long],
+    );
+    expect(count).toBe(0);
+    await ingest.write(api.workspaceId, [create('漢'.repeat(300))]);
+  });
+});
+
 describe('a write whose runs other writes hold', () => {
   it('waits no longer than maxLockWaitMs, then is refused with 429 and writes nothing; once they are free it goes through', async () => {
     const ingest = new TracingIngest(api.dataSource, { ...DEFAULT_INGEST_LIMITS, maxLockWaitMs: 200 });

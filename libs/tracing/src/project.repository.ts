@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
+import { UnprocessableError } from './errors.js';
+
+/**
+ * A project name's most bytes (UTF-8). Names are unique per workspace through a btree index, whose
+ * entries Postgres caps near 2.7 KB: 1,024 characters of a non-Latin script passed it, and the
+ * write failed in the database instead of being refused.
+ */
+export const MAX_PROJECT_NAME_BYTES = 1024;
 
 /** A tracing project with what its traces add up to. */
 export interface ProjectRow {
@@ -49,6 +57,10 @@ export class TracingProjectStore {
    * writes of one name meet at the unique (workspace_id, name): one inserts, all read it.
    */
   async idForName(workspaceId: string, name: string): Promise<string> {
+    if (Buffer.byteLength(name) > MAX_PROJECT_NAME_BYTES)
+      throw new UnprocessableError(
+        `The project name ${JSON.stringify(name.slice(0, 40))}… is longer than ${MAX_PROJECT_NAME_BYTES} bytes (UTF-8).`,
+      );
     await this.manager.query(
       `INSERT INTO tracing_projects (id, workspace_id, name) VALUES ($1, $2, $3) ON CONFLICT (workspace_id, name) DO NOTHING`,
       [randomUUID(), workspaceId, name],
