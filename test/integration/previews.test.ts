@@ -386,7 +386,22 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     await deliver(event('synchronize', 42, 'evil', 'f'.repeat(40), true));
     const member = api.http.as(await api.mintKey({ role: 'member' }));
     expect((await member.post(`/v2/deployments/${p.id}/previews/42/approve`, {})).status).toBe(403);
-    const approved = await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, {});
+    // What waits, listed with the head an approve builds; an approve naming the head reviewed
+    // before the fork pushed again builds nothing.
+    const waiting = await api.http.get(`/v2/deployments/${p.id}/preview-requests`);
+    expect(waiting.status, waiting.text).toBe(200);
+    expect(waiting.body.resources).toEqual([
+      expect.objectContaining({
+        number: 42,
+        head_ref: 'evil',
+        head_sha: 'f'.repeat(40),
+        fork_repository: 'someone/agent',
+      }),
+    ]);
+    const stale = await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, { head_sha: 'c'.repeat(40) });
+    expect(stale.status, stale.text).toBe(404);
+    expect(await previewOf(p.id, 42)).toBeUndefined();
+    const approved = await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, { head_sha: 'f'.repeat(40) });
     expect(approved.status, approved.text).toBe(201);
     expect(approved.body.preview.pull_request).toMatchObject({
       number: 42,
@@ -396,6 +411,7 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect(approved.body.source_revision_config).toMatchObject({ repo_ref: 'evil', repo_commit_sha: 'f'.repeat(40) });
     // Approved once: nothing waits any more.
     expect((await api.http.post(`/v2/deployments/${p.id}/previews/42/approve`, {})).status).toBe(404);
+    expect((await api.http.get(`/v2/deployments/${p.id}/preview-requests`)).body.resources).toEqual([]);
   });
 
   it("the parent's approval label, added on the forge, approves the fork's head that waits, and no other", async () => {

@@ -268,6 +268,25 @@ export class PreviewRepository {
       : null;
   }
 
+  /** The pull requests of forks waiting for approval, newest first, with when each head arrived. */
+  async waiting(parentId: string): Promise<Array<PreviewRequest & { receivedAt: Date }>> {
+    const rows = await queryRows<Record<string, any>>(
+      this.manager,
+      `SELECT * FROM preview_requests WHERE parent_id = $1 ORDER BY received_at DESC, number DESC LIMIT 500`,
+      [parentId],
+    );
+    return rows.map((row) => ({
+      number: row.number,
+      headRef: row.head_ref,
+      headSha: row.head_sha,
+      url: row.url,
+      repository: row.repository,
+      forkRepository: row.fork_repository,
+      labeled: row.labeled,
+      receivedAt: row.received_at,
+    }));
+  }
+
   /** The approval label is off the pull request: whatever waits may be approved by adding it again. */
   async labelRemoved(parentId: string, number: number): Promise<void> {
     await this.manager.query(`UPDATE preview_requests SET labeled = false WHERE parent_id = $1 AND number = $2`, [

@@ -1,7 +1,14 @@
 import { created, defineRoute, noContent, ok, workspaceOf, type RouteSpec } from '../http/route.js';
 import { deploymentParams } from '../schemas/deployment.schema.js';
 import { deploymentList, deploymentResponse } from '../schemas/deployment-response.schema.js';
-import { openPreviewBody, previewParams, type OpenPreviewBody } from '../schemas/preview.schema.js';
+import {
+  approvePreviewBody,
+  openPreviewBody,
+  previewParams,
+  previewRequestList,
+  type ApprovePreviewBody,
+  type OpenPreviewBody,
+} from '../schemas/preview.schema.js';
 import type { PreviewService } from '../services/preview.service.js';
 
 type DeploymentParams = { deployment_id: string };
@@ -57,7 +64,21 @@ export function previewRoutes(previews: PreviewService): RouteSpec[] {
         return ok({ resources: all, offset: all.length });
       },
     }),
-    defineRoute<PreviewParams>({
+    defineRoute<DeploymentParams>({
+      method: 'get',
+      path: '/v2/deployments/:deployment_id/preview-requests',
+      operationId: 'listPreviewRequests',
+      summary: "Forks' pull requests waiting for an admin's approve (or the approval label), newest first",
+      tag,
+      auth: 'workspace',
+      request: { params: deploymentParams },
+      responses: {
+        200: { description: 'What waits, each with the head commit an approve builds', schema: previewRequestList },
+        404: { description: 'Deployment not found in this workspace' },
+      },
+      handler: async (ctx) => ok({ resources: await previews.waiting(workspaceOf(ctx), ctx.params.deployment_id) }),
+    }),
+    defineRoute<PreviewParams, {}, ApprovePreviewBody>({
       method: 'post',
       path: '/v2/deployments/:deployment_id/previews/:number/approve',
       operationId: 'approvePreview',
@@ -66,12 +87,14 @@ export function previewRoutes(previews: PreviewService): RouteSpec[] {
       tag,
       auth: 'workspace',
       admin: true,
-      request: { params: previewParams },
+      request: { params: previewParams, body: approvePreviewBody },
       responses: {
         201: { description: 'The preview opened', schema: deploymentResponse },
         200: { description: 'The existing preview, rolling out the approved head', schema: deploymentResponse },
         403: { description: 'Admins only' },
-        404: { description: 'No such deployment, or no pull request of it waiting for approval' },
+        404: {
+          description: 'No such deployment, or no pull request of it waiting for approval (at `head_sha`, when given)',
+        },
         409: { description: 'Previews are off, or the deployment is being deleted' },
       },
       handler: async (ctx) => {
@@ -80,6 +103,7 @@ export function previewRoutes(previews: PreviewService): RouteSpec[] {
           ctx.params.deployment_id,
           ctx.params.number,
           ctx.requestId,
+          { headSha: ctx.body?.head_sha },
         );
         return isNew ? created(view) : ok(view);
       },

@@ -27,3 +27,30 @@ export const openPreviewBody = Joi.object({
   .id('OpenPreview');
 
 export type OpenPreviewBody = { ref: string; number?: number; head_sha?: string | null; url?: string | null };
+
+export const approvePreviewBody = Joi.object({
+  head_sha: Joi.string()
+    .pattern(/^[0-9a-f]{7,64}$/)
+    .description(
+      'Approve only this head commit (the one you reviewed): when another head waits (the fork pushed since), ' +
+        'nothing builds and the answer is 404',
+    ),
+})
+  .default({})
+  .id('ApprovePreview');
+
+export type ApprovePreviewBody = { head_sha?: string };
+
+export const previewRequest = Joi.object({
+  number: Joi.number().integer().required(),
+  head_ref: Joi.string().required(),
+  head_sha: Joi.string().required().description('The head commit an approve builds'),
+  url: Joi.string().allow(null).required(),
+  repository: Joi.string().allow(null).required(),
+  fork_repository: Joi.string().allow(null).required().description('The fork the pull request comes from'),
+  received_at: Joi.string().isoDate().required(),
+}).id('PreviewRequest');
+
+export const previewRequestList = Joi.object({
+  resources: Joi.array().items(previewRequest).required(),
+}).id('PreviewRequestList');

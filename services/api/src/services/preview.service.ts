@@ -13,6 +13,16 @@ import { beginDeploymentDelete, RevisionRepository, type PreviewEndReason, type 
 import type { CreateDeploymentBody, PatchDeploymentBody } from '../schemas/deployment.schema.js';
 import type { DeploymentService, DeploymentView } from './deployment.service.js';
 
+/** A fork's pull request waiting for approval, as the API shows it. */
+export interface PreviewRequestView {
+  number: number;
+  head_ref: string;
+  head_sha: string;
+  url: string | null;
+  repository: string | null;
+  fork_repository: string | null;
+  received_at: string;
+}
 /** What opens (or moves) a preview: the pull request's head. */
 export interface PreviewInput {
   ref: string;
@@ -151,6 +161,20 @@ export class PreviewService {
       await new PreviewRepository(this.dataSource.manager).requestApproval(parentId, request);
       throw err;
     }
+  }
+
+  /** The forks' pull requests waiting for an admin's approve (or the approval label), newest first. */
+  async waiting(workspaceId: string, parentId: string): Promise<PreviewRequestView[]> {
+    await this.deployments.assertExists(workspaceId, parentId);
+    return (await new PreviewRepository(this.dataSource.manager).waiting(parentId)).map((r) => ({
+      number: r.number,
+      head_ref: r.headRef,
+      head_sha: r.headSha,
+      url: r.url,
+      repository: r.repository,
+      fork_repository: r.forkRepository,
+      received_at: r.receivedAt.toISOString(),
+    }));
   }
 
   async list(workspaceId: string, parentId: string): Promise<DeploymentView[]> {
