@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { secretsCodec } from '@slipway/crypto';
-import { IntegrationRepository } from '@slipway/db';
+import { IntegrationRepository, PreviewRepository } from '@slipway/db';
 import { createLogger } from '@slipway/logging';
 import { PreviewFeedback } from '@slipway/worker';
 import { startTestApi, type TestApi } from '../support/test-api.js';
@@ -272,6 +272,44 @@ describe('commit statuses and one comment on the pull request', () => {
     ]);
     expect(row).toEqual({ status: 'AWAITING_DELETE', preview_end_reason: 'closed' });
     prState = 'open';
+  });
+
+  it('checks every forge-opened preview over successive checks, a page at a time, then starts over', async () => {
+    // Two more previews: whatever else the file made, a walk of pages of one must meet each once.
+    const mine: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const parent = await api.http.post('/v2/deployments', {
+        name: `gh-pages-${randomUUID().slice(0, 6)}`,
+        source: 'repohost',
+        source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
+        source_revision_config: {},
+      });
+      await deliver('opened', `${i + 1}`.repeat(40));
+      mine.push((await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0].id);
+    }
+    const repo = new PreviewRepository(api.dataSource.manager);
+    const seen: string[] = [];
+    let page = await repo.forgeOpened(1);
+    while (page.length) {
+      seen.push(page[0]!.id);
+      page = await repo.forgeOpened(1, page[0]!.cursor);
+    }
+    expect(new Set(seen).size).toBe(seen.length);
+    for (const id of mine) expect(seen).toContain(id);
+    // The check itself goes on from where the last one stopped: one page each, wrapping around.
+    // (The checks before this one read fewer than a page: this one starts from the oldest.)
+    expect(await feedback.closeClosed(1)).toEqual([]);
+    prState = 'closed';
+    try {
+      // The oldest was looked at by the check before: this one asks about the next.
+      const closedOnce = new Set(await feedback.closeClosed(1));
+      expect([...closedOnce]).toEqual([seen[1]]);
+      for (let i = 0; i <= seen.length && !mine.every((id) => closedOnce.has(id)); i++)
+        for (const id of await feedback.closeClosed(1)) closedOnce.add(id);
+      for (const id of mine) expect(closedOnce).toContain(id);
+    } finally {
+      prState = 'open';
+    }
   });
 
   it("opens an integration's provider once per pass, however many of its previews are due", async () => {

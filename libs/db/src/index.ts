@@ -73,6 +73,7 @@ export {
   PreviewRepository,
   type FeedbackDue,
   type FeedbackState,
+  type ForgeOpenedCursor,
   type PreviewRequest,
   type PreviewRow,
 } from './repositories/deployment-previews.js';

@@ -1,6 +1,6 @@
 import { ServingUrls, type Config } from '@slipway/config';
 import type { SecretsCodec } from '@slipway/crypto';
-import { PreviewRepository, type DataSource, type FeedbackDue } from '@slipway/db';
+import { PreviewRepository, type DataSource, type FeedbackDue, type ForgeOpenedCursor } from '@slipway/db';
 import type { DeploymentSource } from '@slipway/domain';
 import { PeriodicPass, type Logger } from '@slipway/logging';
 import { beginDeploymentDelete, type RevisionFlow } from '@slipway/pipeline';
@@ -13,6 +13,8 @@ const EVERY_MS = 3_000;
 const MAX_ATTEMPTS = 5;
 /** How often the forge is asked whether each preview's pull request is still open (a missed `closed` delivery). */
 const OPEN_CHECK_MS = 10 * 60_000;
+/** Previews whose pull request one check asks the forge about (the next check goes on from there). */
+const OPEN_CHECK_BATCH = 200;
 
 const WORDS = { pending: 'building', success: 'deployed', failure: 'failed' } as const;
 
@@ -29,6 +31,8 @@ type PassProviders = Map<string, Awaited<ReturnType<typeof integrationProvider>>
  */
 export class PreviewFeedback {
   private openCheck: NodeJS.Timeout | undefined;
+  /** Where the last check of open pull requests stopped; null: from the oldest preview. */
+  private openCursor: ForgeOpenedCursor | null = null;
   private readonly passes = new PeriodicPass<number>({
     run: () => this.pass(),
     onError: (err) => {
@@ -71,10 +75,13 @@ export class PreviewFeedback {
    * those whose pull request closed (or is gone) although no `closed` delivery arrived. A forge
    * that cannot be asked leaves the preview as it is. Returns the previews torn down.
    */
-  async closeClosed(): Promise<string[]> {
+  async closeClosed(limit = OPEN_CHECK_BATCH): Promise<string[]> {
     const closed: string[] = [];
     const providers: PassProviders = new Map();
-    for (const preview of await new PreviewRepository(this.dataSource.manager).forgeOpened()) {
+    // A page of them per check, the next one at the next check; after the last page, from the first again.
+    const page = await new PreviewRepository(this.dataSource.manager).forgeOpened(limit, this.openCursor);
+    this.openCursor = page.length < limit ? null : page.at(-1)!.cursor;
+    for (const preview of page) {
       if (!preview.integrationId) continue;
       let state: 'open' | 'closed' | 'gone';
       try {

@@ -33,6 +33,13 @@ export interface PreviewRequest {
   labeled: boolean;
 }
 
+/** Where a page of forge-opened previews ended (PreviewRepository.forgeOpened). */
+export interface ForgeOpenedCursor {
+  /** Postgres' own text of the time (microseconds: a Date would round it and meet the same row again). */
+  createdAt: string;
+  id: string;
+}
+
 /** A preview of a parent, as its life cycle needs it. */
 export interface PreviewRow {
   id: string;
@@ -306,23 +313,39 @@ export class PreviewRepository {
     return row?.database_name ?? null;
   }
 
-  /** Previews a forge opened and not being deleted: what the check of still-open pull requests looks at. */
+  /**
+   * Previews a forge opened and not being deleted, oldest first, `limit` at a time: the page after
+   * `after` (the last one of the page before), so successive checks of still-open pull requests
+   * go through all of them, not the same oldest ones each time.
+   */
   async forgeOpened(
     limit = 200,
-  ): Promise<Array<{ id: string; integrationId: string | null; repository: string; number: number }>> {
-    const rows = await queryRows<{ id: string; integration_id: string | null; repository: string; number: number }>(
+    after: ForgeOpenedCursor | null = null,
+  ): Promise<
+    Array<{ id: string; integrationId: string | null; repository: string; number: number; cursor: ForgeOpenedCursor }>
+  > {
+    const rows = await queryRows<{
+      id: string;
+      integration_id: string | null;
+      repository: string;
+      number: number;
+      created_at: string;
+    }>(
       this.manager,
-      `SELECT id, integration_id, preview->>'repository' AS repository, (preview->'pull_request'->>'number')::int AS number
+      `SELECT id, integration_id, preview->>'repository' AS repository, (preview->'pull_request'->>'number')::int AS number,
+              created_at::text AS created_at
          FROM deployments WHERE preview_of IS NOT NULL AND preview ? 'repository' ` +
-        `AND preview->>'repository' IS NOT NULL AND status <> 'AWAITING_DELETE'
-        ORDER BY created_at LIMIT $1`,
-      [limit],
+        `AND preview->>'repository' IS NOT NULL AND status <> 'AWAITING_DELETE'` +
+        (after ? ` AND (created_at, id) > ($2::timestamptz, $3::uuid)` : '') +
+        ` ORDER BY created_at, id LIMIT $1`,
+      after ? [limit, after.createdAt, after.id] : [limit],
     );
     return rows.map((r) => ({
       id: r.id,
       integrationId: r.integration_id,
       repository: r.repository,
       number: Number(r.number),
+      cursor: { createdAt: r.created_at, id: r.id },
     }));
   }
 }
