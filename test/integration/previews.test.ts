@@ -497,6 +497,21 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     expect(await previewOf(p.id, 46)).toBeUndefined();
   });
 
+  it('a signed pull request event older than the replay window is refused and acts on nothing', async () => {
+    const p = await parent();
+    const old = event('opened', 51, 'feat/old', '5'.repeat(40));
+    const stale = {
+      ...old,
+      pull_request: { ...old.pull_request, updated_at: new Date(Date.now() - 8 * 86_400_000).toISOString() },
+    };
+    const res = await deliver(stale);
+    expect(res.status).toBe(409);
+    expect(res.body.detail).toContain('replay window');
+    expect(await previewOf(p.id, 51)).toBeUndefined();
+    const fresh = { ...old, pull_request: { ...old.pull_request, updated_at: new Date().toISOString() } };
+    expect((await deliver(fresh)).body.outcome).toMatch(/preview .*-pr-51 opened/);
+  });
+
   it('a fork’s pull request closed while waiting leaves nothing waiting', async () => {
     const p = await parent();
     await deliver(event('opened', 45, 'evil', 'c'.repeat(40), true));

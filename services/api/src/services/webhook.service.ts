@@ -38,6 +38,11 @@ export const MAX_PAYLOAD_BYTES = 25 * 1024 * 1024;
 /** A signed push older than this (by the host's own signed `repository.pushed_at`) is a replay. */
 export const REPLAY_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
 
+/** What of a pull_request payload dates it (GitHub and Gitea both send it, ISO 8601). */
+interface PullRequestDates {
+  pull_request?: { updated_at?: unknown } | null;
+}
+
 type DeliveryFields = Partial<WebhookDelivery> & Pick<WebhookDelivery, 'statusCode' | 'outcome' | 'signatureValid'>;
 
 interface PushPayload {
@@ -204,6 +209,19 @@ export class WebhookService {
     record: (fields: DeliveryFields) => Promise<WebhookDelivery>,
     gone: () => NotFoundError,
   ): Promise<DeliveryView> {
+    // As a push's `pushed_at`: a signed pull request event older than the replay window is refused,
+    // whatever the deliveries kept (their digests are pruned after 30 days).
+    const updatedAt = Date.parse(String((signed.body as PullRequestDates | null)?.pull_request?.updated_at ?? ''));
+    if (Number.isFinite(updatedAt) && updatedAt < this.now() - REPLAY_WINDOW_MS)
+      return presentDelivery(
+        await record({
+          signatureValid: true,
+          statusCode: 409,
+          outcome:
+            `Replayed pull request event refused: the pull request was last updated on ${new Date(updatedAt).toISOString()}, ` +
+            `longer ago than the ${REPLAY_WINDOW_MS / 86_400_000}-day replay window.`,
+        }),
+      );
     const delivery = await record({
       signatureValid: true,
       statusCode: PROCESSING,
