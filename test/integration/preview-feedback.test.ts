@@ -156,7 +156,7 @@ describe('commit statuses and one comment on the pull request', () => {
     });
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain(`URL: ${preview.url}`);
-    expect(comments[0]!.body).toContain(`<!-- slipway-preview:${parent.body.id} -->`);
+    expect(comments[0]!.body).toMatch(new RegExp(`<!-- slipway-preview:${parent.body.id}:[0-9a-f]{24} -->`));
 
     // A new head: pending on it, then a failed build says why.
     const second = 'b'.repeat(40);
@@ -179,6 +179,23 @@ describe('commit statuses and one comment on the pull request', () => {
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain('failed');
     expect(comments[0]!.body).toContain('npm ci failed: missing package-lock.json');
+  });
+
+  it("edits no comment but its own: one someone posted first with the parent's id in a marker is left alone", async () => {
+    const parent = await api.http.post('/v2/deployments', {
+      name: `gh-planted-${randomUUID().slice(0, 6)}`,
+      source: 'repohost',
+      source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
+      source_revision_config: {},
+    });
+    // The parent's id shows in earlier comments of Slipway's: a pull request's author posts its marker first.
+    const planted = { id: 9_000, body: `mine <!-- slipway-preview:${parent.body.id} -->` };
+    comments.push({ ...planted });
+    await deliver('opened', '6'.repeat(40));
+    await feedback.runOnce();
+    expect(comments.find((c) => c.id === planted.id)).toEqual(planted);
+    const ours = comments.filter((c) => c.id !== planted.id && c.body.includes(`slipway-preview:${parent.body.id}:`));
+    expect(ours).toHaveLength(1);
   });
 
   it('a forge that fails is recorded and tried again later; the preview is untouched', async () => {

@@ -1,5 +1,6 @@
+import { createHmac } from 'node:crypto';
 import { ServingUrls, type Config } from '@slipway/config';
-import type { SecretsCodec } from '@slipway/crypto';
+import { deriveKey, type SecretsCodec } from '@slipway/crypto';
 import { PreviewRepository, type DataSource, type FeedbackDue, type ForgeOpenedCursor } from '@slipway/db';
 import type { DeploymentSource } from '@slipway/domain';
 import { PeriodicPass, type Logger } from '@slipway/logging';
@@ -181,9 +182,22 @@ export class PreviewFeedback {
     await feedback.upsertComment(
       repository,
       due.preview.pull_request.number,
-      `<!-- slipway-preview:${due.parentId} -->`,
+      this.commentMarker(due.parentId, due.preview.pull_request.number),
       lines.join('\n'),
     );
+  }
+
+  /**
+   * What marks Slipway's comment on a pull request, found again to be edited: keyed with the
+   * secrets key, so that nobody can post it before Slipway does and have Slipway edit (or fail
+   * to edit) their comment instead. (A new secrets key starts a new comment.)
+   */
+  private commentMarker(parentId: string, number: number): string {
+    const tag = createHmac('sha256', deriveKey(this.config.secretsKey.key, 'preview-comment'))
+      .update(`${parentId}:${number}`)
+      .digest('hex')
+      .slice(0, 24);
+    return `<!-- slipway-preview:${parentId}:${tag} -->`;
   }
 
   private status(due: FeedbackDue, url: string | null, console: string): CommitStatus {
