@@ -123,16 +123,19 @@ function deliver(action: string, sha: string) {
   });
 }
 
+/** A repohost deployment of the stand-in's repository with previews on, named `<prefix>-<random>`. */
+const previewParent = (prefix: string) =>
+  api.http.post('/v2/deployments', {
+    name: `${prefix}-${randomUUID().slice(0, 6)}`,
+    source: 'repohost',
+    source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
+    source_revision_config: {},
+  });
 const statuses = () => calls.filter((c) => c.method === 'POST' && c.path.includes('/statuses/'));
 
 describe('commit statuses and one comment on the pull request', () => {
   it('pending while the preview builds, success with its URL, failure with the reason; one comment, edited', async () => {
-    const parent = await api.http.post('/v2/deployments', {
-      name: `gh-app-${randomUUID().slice(0, 6)}`,
-      source: 'repohost',
-      source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
-      source_revision_config: {},
-    });
+    const parent = await previewParent('gh-app');
     expect(parent.status, parent.text).toBe(201);
     const first = 'a'.repeat(40);
     expect((await deliver('opened', first)).body.outcome).toMatch(/opened/);
@@ -182,12 +185,7 @@ describe('commit statuses and one comment on the pull request', () => {
   });
 
   it("edits no comment but its own: one someone posted first with the parent's id in a marker is left alone", async () => {
-    const parent = await api.http.post('/v2/deployments', {
-      name: `gh-planted-${randomUUID().slice(0, 6)}`,
-      source: 'repohost',
-      source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
-      source_revision_config: {},
-    });
+    const parent = await previewParent('gh-planted');
     // The parent's id shows in earlier comments of Slipway's: a pull request's author posts its marker first.
     const planted = { id: 9_000, body: `mine <!-- slipway-preview:${parent.body.id} -->` };
     comments.push({ ...planted });
@@ -199,12 +197,7 @@ describe('commit statuses and one comment on the pull request', () => {
   });
 
   it('a forge that fails is recorded and tried again later; the preview is untouched', async () => {
-    const parent = await api.http.post('/v2/deployments', {
-      name: `gh-down-${randomUUID().slice(0, 6)}`,
-      source: 'repohost',
-      source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
-      source_revision_config: {},
-    });
+    const parent = await previewParent('gh-down');
     failing = true;
     try {
       await deliver('reopened', 'c'.repeat(40));
@@ -265,12 +258,7 @@ describe('commit statuses and one comment on the pull request', () => {
   });
 
   it('a preview whose pull request closed without a delivery is torn down by the check of open pull requests', async () => {
-    const parent = await api.http.post('/v2/deployments', {
-      name: `gh-missed-${randomUUID().slice(0, 6)}`,
-      source: 'repohost',
-      source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
-      source_revision_config: {},
-    });
+    const parent = await previewParent('gh-missed');
     await deliver('opened', 'd'.repeat(40));
     const preview = (await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0];
     prState = 'open';
@@ -295,12 +283,7 @@ describe('commit statuses and one comment on the pull request', () => {
     // Two more previews: whatever else the file made, a walk of pages of one must meet each once.
     const mine: string[] = [];
     for (let i = 0; i < 2; i++) {
-      const parent = await api.http.post('/v2/deployments', {
-        name: `gh-pages-${randomUUID().slice(0, 6)}`,
-        source: 'repohost',
-        source_config: { integration_id: integration.id, repo_url: CLONE_URL, previews: { enabled: true } },
-        source_revision_config: {},
-      });
+      const parent = await previewParent('gh-pages');
       await deliver('opened', `${i + 1}`.repeat(40));
       mine.push((await api.http.get(`/v2/deployments/${parent.body.id}/previews`)).body.resources[0].id);
     }
