@@ -93,4 +93,44 @@ describe('EdgeServer', () => {
       }
     }
   });
+
+  it('answers ACME challenges for the hosts it routes only: a challenge for another host is not looked up', async () => {
+    const asked: string[] = [];
+    const server = new EdgeServer({
+      host: '127.0.0.1',
+      port: 0,
+      appsDomain: 'apps.test',
+      routes,
+      token: 'edge-token',
+      log,
+      answerChallenge: async (req, res) => {
+        if (!req.url?.startsWith('/.well-known/acme-challenge/')) return false;
+        asked.push(String(req.headers.host));
+        res.end('key-authorization');
+        return true;
+      },
+    });
+    await server.listen();
+    const challenge = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          { host: '127.0.0.1', port: server.port, path: '/.well-known/acme-challenge/abc', headers: { host } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
+        req.once('error', reject);
+        req.end();
+      });
+    try {
+      expect(await challenge('random-1.example.com')).toBe(404);
+      expect(await challenge('nobody.apps.test')).toBe(404);
+      expect(asked).toEqual([]);
+      expect(await challenge('shop.apps.test')).toBe(200);
+      expect(asked).toEqual(['shop.apps.test']);
+    } finally {
+      await server.close(100);
+    }
+  });
 });

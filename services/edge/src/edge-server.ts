@@ -60,7 +60,7 @@ export interface EdgeServerOptions {
   hasCertificate?: (host: string) => Promise<boolean>;
   /** `SLIPWAY_EDGE_TRUST_PROXY`: proxies in front of the edge whose forwarding headers are believed. */
   trustProxy?: boolean | number | string;
-  /** Answers ACME HTTP-01 challenges (before any routing or redirect); true when the request was one. */
+  /** Answers ACME HTTP-01 challenges of the hosts it routes (before any redirect); true when the request was one. */
   answerChallenge?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
   /** Told what became of each request (EdgeMetrics). */
   count?: (outcome: EdgeOutcome) => void;
@@ -115,13 +115,14 @@ export class EdgeServer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (this.options.answerChallenge && (await this.options.answerChallenge(req, res)))
-      return this.count('acme_challenge');
     const routed = this.route(req);
     if ('status' in routed) {
       this.count(refusal(routed));
       return answerDenial(req, res, routed);
     }
+    // Only for a host the edge serves (a CA validates no other): a challenge is a read of Postgres.
+    if (this.options.answerChallenge && (await this.options.answerChallenge(req, res)))
+      return this.count('acme_challenge');
     if (await this.toHttps(req)) {
       this.count('redirected');
       return this.redirect(req, res);
