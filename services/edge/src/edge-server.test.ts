@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { DataSource } from '@slipway/db';
 import { createLogger } from '@slipway/logging';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EdgeServer } from './edge-server.js';
+import { EdgeServer, type EdgeServerOptions } from './edge-server.js';
 import { RouteTable } from './route-table.js';
 
 // One EdgeServer in front of a stand-in serving proxy that echoes the headers it got; the route is
@@ -12,6 +12,9 @@ const log = createLogger({ name: 'edge-test', level: 'silent' });
 const upstream = createServer((req, res) => res.end(JSON.stringify(req.headers)));
 const routes = new RouteTable(null as unknown as DataSource, '127.0.0.1', '127.0.0.1', log);
 let edge: EdgeServer;
+/** An edge listener on a free port in front of `routes`, with `options` of its own. */
+const edgeWith = (options: Partial<EdgeServerOptions>) =>
+  new EdgeServer({ host: '127.0.0.1', port: 0, appsDomain: 'apps.test', routes, token: 'edge-token', log, ...options });
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -21,7 +24,7 @@ beforeAll(async () => {
     servingPort: (upstream.address() as AddressInfo).port,
     hosts: [],
   });
-  edge = new EdgeServer({ host: '127.0.0.1', port: 0, appsDomain: 'apps.test', routes, token: 'edge-token', log });
+  edge = edgeWith({});
   await edge.listen();
 });
 afterAll(async () => {
@@ -70,17 +73,7 @@ describe('EdgeServer', () => {
 
   it('sends a plain request for a host with a certificate to HTTPS, unless a trusted proxy says it came over HTTPS', async () => {
     const plain = (trustProxy: boolean) =>
-      new EdgeServer({
-        host: '127.0.0.1',
-        port: 0,
-        appsDomain: 'apps.test',
-        routes,
-        token: 'edge-token',
-        log,
-        redirectToHttpsPort: 8443,
-        hasCertificate: async () => true,
-        trustProxy,
-      });
+      edgeWith({ redirectToHttpsPort: 8443, hasCertificate: async () => true, trustProxy });
     for (const trustProxy of [true, false]) {
       const server = plain(trustProxy);
       await server.listen();
@@ -96,13 +89,7 @@ describe('EdgeServer', () => {
 
   it('answers ACME challenges for the hosts it routes only: a challenge for another host is not looked up', async () => {
     const asked: string[] = [];
-    const server = new EdgeServer({
-      host: '127.0.0.1',
-      port: 0,
-      appsDomain: 'apps.test',
-      routes,
-      token: 'edge-token',
-      log,
+    const server = edgeWith({
       answerChallenge: async (req, res) => {
         if (!req.url?.startsWith('/.well-known/acme-challenge/')) return false;
         asked.push(String(req.headers.host));
