@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from 'langsmith';
 import pg from 'pg';
 import { TenancyRepository } from '@slipway/db';
-import { DEFAULT_INGEST_LIMITS, PayloadTooLargeError, TracingIngest, validateOperation } from '@slipway/tracing';
+import {
+  DEFAULT_INGEST_LIMITS,
+  PayloadTooLargeError,
+  RunReadRepository,
+  TracingIngest,
+  validateOperation,
+} from '@slipway/tracing';
 import { eventually } from '../support/service-process.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -612,6 +618,46 @@ describe('updates held before their create', () => {
     expect(
       Object.keys(JSON.parse(typeof held.patch === 'string' ? held.patch : JSON.stringify(held.patch)).extra.metadata),
     ).toEqual(['a', 'b']);
+  });
+});
+
+describe('child runs', () => {
+  it("are the run's own trace's: a run of another project naming it as its parent is not one of them", async () => {
+    const ingest = new TracingIngest(api.dataSource);
+    const at = new Date();
+    const segment = (id: string) =>
+      `${at
+        .toISOString()
+        .replace(/[-:]/g, '')
+        .replace(/\.(\d{3})Z$/, '$1000Z')}${id}`;
+    const run = (id: string, fields: Record<string, unknown>) =>
+      validateOperation(
+        'create',
+        {
+          id,
+          name: 'r',
+          run_type: 'chain',
+          start_time: at.toISOString(),
+          trace_id: id,
+          dotted_order: segment(id),
+          ...fields,
+        },
+        'c',
+      );
+    const [root, child, stranger] = [randomUUID(), randomUUID(), randomUUID()];
+    await ingest.write(api.workspaceId, [
+      run(root, { session_name: 'children-a' }),
+      run(child, {
+        session_name: 'children-a',
+        trace_id: root,
+        parent_run_id: root,
+        dotted_order: `${segment(root)}.${segment(child)}`,
+      }),
+      // Another project's run, in a trace of its own, that names the root as its parent.
+      run(stranger, { session_name: 'children-b', parent_run_id: root }),
+    ]);
+    const read = await new RunReadRepository(api.dataSource.manager).get(api.workspaceId, root);
+    expect(read?.child_run_ids).toEqual([child]);
   });
 });
 

@@ -88,7 +88,8 @@ export class RunReadRepository {
     const [row] = await this.manager.query(
       `SELECT r.*, p.inputs, p.outputs, p.events, p.serialized, p.extra${tree ? `, ${TREE_TOKENS.columns}` : ''},
               ARRAY(SELECT c.id FROM tracing_runs c WHERE c.workspace_id = r.workspace_id AND c.parent_run_id = ` +
-        `r.id ORDER BY c.dotted_order) AS child_run_ids
+        // A child is of the run's own trace (and so project): any writer may name any parent_run_id.
+        `r.id AND c.trace_id = r.trace_id AND c.project_id = r.project_id ORDER BY c.dotted_order) AS child_run_ids
          FROM tracing_runs r
          LEFT JOIN tracing_run_payloads p ON p.workspace_id = r.workspace_id AND p.run_id = r.id AND p.start_time = r.start_time
          ${tree ? TREE_TOKENS.joins : ''}
