@@ -45,4 +45,17 @@ describe('RouteTable.apply', () => {
     expect(xPool.current).toEqual([]);
     expect(t.size).toBe(1);
   });
+
+  it('drops a read that started before the one last applied for that deployment', () => {
+    // A full read starts (read 1), a notification's read of x starts and finishes (read 2) with
+    // its new port, then the full read finishes with the old one.
+    const t = table();
+    t.apply('x', route('x', 'shop', 9002), 2);
+    t.apply('x', route('x', 'shop', 9001), 1);
+    expect(t.lookup('shop')?.pool.current).toEqual([{ host: '10.0.0.1', port: 9002 }]);
+    t.apply('x', null, 1);
+    expect(t.lookup('shop')?.deploymentId).toBe('x');
+    t.apply('x', null, 3);
+    expect(t.lookup('shop')).toBeUndefined();
+  });
 });

@@ -27,6 +27,10 @@ export class RouteTable {
   private readonly byHost = new Map<string, Destination>();
   private readonly hostsOf = new Map<string, readonly string[]>();
 
+  /** Reads of routes, numbered as they start; and the number of the read each deployment's route was last applied from. */
+  private reads = 0;
+  private readonly appliedFrom = new Map<string, number>();
+
   /** Where serving proxies are reached: the runtime owner's address, unless the operator fixed one. */
   private runtimeHost: string;
 
@@ -79,18 +83,22 @@ export class RouteTable {
   /** Reads every route (and the runtime owner) again: names gone since are dropped. */
   async readAll(): Promise<void> {
     await this.readOwner();
+    const read = ++this.reads;
     const routes = await new EdgeRouteRepository(this.dataSource.manager).all();
     const seen = new Set<string>();
     for (const route of routes) {
       seen.add(route.deploymentId);
-      this.apply(route.deploymentId, route);
+      this.apply(route.deploymentId, route, read);
     }
-    for (const id of [...this.destinations.keys()]) if (!seen.has(id)) this.apply(id, null);
+    for (const id of [...this.destinations.keys()]) if (!seen.has(id)) this.apply(id, null, read);
+    // What is known of deployments gone by this read: no need to remember which read said so.
+    for (const [id, at] of this.appliedFrom) if (at <= read && !this.destinations.has(id)) this.appliedFrom.delete(id);
   }
 
   /** Reads one deployment's route again (its name, port, or its end). */
   async readOne(deploymentId: string): Promise<void> {
-    this.apply(deploymentId, await new EdgeRouteRepository(this.dataSource.manager).one(deploymentId));
+    const read = ++this.reads;
+    this.apply(deploymentId, await new EdgeRouteRepository(this.dataSource.manager).one(deploymentId), read);
   }
 
   close(): void {
@@ -106,9 +114,13 @@ export class RouteTable {
    * One deployment's route as read (null: it has none any more). A name or custom domain is the
    * deployment's that was read holding it last: names are freed on delete and taken again, and a
    * full read can apply the new holder before the old one's end, which must then not take the
-   * name, the host or the pool of the deployment that holds them now.
+   * name, the host or the pool of the deployment that holds them now. `read` numbers the read it
+   * comes from: a read that started before the one last applied for this deployment is older news
+   * (a full read that took long, finishing after a notification's read), and is dropped.
    */
-  apply(deploymentId: string, route: EdgeRoute | null): void {
+  apply(deploymentId: string, route: EdgeRoute | null, read = ++this.reads): void {
+    if ((this.appliedFrom.get(deploymentId) ?? 0) > read) return;
+    this.appliedFrom.set(deploymentId, read);
     let destination = this.destinations.get(deploymentId);
     const before = this.nameOf.get(deploymentId);
     if (before !== undefined && before !== route?.edgeName) {
