@@ -8,16 +8,8 @@ import { TooManyRequestsError } from '@slipway/domain';
  */
 export class IngestSlots {
   private readonly busy = new Map<string, number>();
-  private inFlight = 0;
 
-  constructor(
-    readonly limit: number,
-    /**
-     * Requests of all writers at once: each holds its body (up to the ingest limits) and its parse,
-     * so many writers together are bounded too, not only each alone.
-     */
-    readonly total = Number.POSITIVE_INFINITY,
-  ) {}
+  constructor(readonly limit: number) {}
 
   /** Runs `write` in one of `key`'s slots; throws TooManyRequestsError when they are all taken. */
   async run<T>(key: string, write: () => Promise<T>): Promise<T> {
@@ -28,17 +20,10 @@ export class IngestSlots {
         1,
       );
     }
-    if (this.inFlight >= this.total)
-      throw new TooManyRequestsError(
-        'This server is writing as many trace ingest requests as it takes; send again shortly.',
-        1,
-      );
     this.busy.set(key, taken + 1);
-    this.inFlight++;
     try {
       return await write();
     } finally {
-      this.inFlight--;
       const left = (this.busy.get(key) ?? 1) - 1;
       if (left > 0) this.busy.set(key, left);
       else this.busy.delete(key);

@@ -21,8 +21,6 @@ const writerOf = (scope: IntakeScope) => scope.boundTo ?? scope.workspaceId;
 
 /** Ingest requests of one writer written at once by one api process; past it, 429 (docs/operations.md, Per-tenant bounds). */
 export const INGEST_SLOTS_PER_WORKSPACE = 16;
-/** … and of all writers together: each holds its body and parse (up to the ingest limits) in memory. */
-export const INGEST_SLOTS_IN_ALL = 32;
 
 /**
  * The LangSmith-compatible surface (docs/tracing.md): ingest through @slipway/tracing's
@@ -32,7 +30,7 @@ export const INGEST_SLOTS_IN_ALL = 32;
 export class TracingService {
   private readonly intake: TraceIntake;
   private readonly reads: TracingReads;
-  private readonly slots = new IngestSlots(INGEST_SLOTS_PER_WORKSPACE, INGEST_SLOTS_IN_ALL);
+  private readonly slots = new IngestSlots(INGEST_SLOTS_PER_WORKSPACE);
 
   /**
    * `activity`: a trace written to a deployment's project is activity of that deployment (it

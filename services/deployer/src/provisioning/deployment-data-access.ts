@@ -40,8 +40,6 @@ const TRACE_FRONT_VERSION = '0.1.0';
 const KEEP_FRONTS_MS = 2_000;
 /** Trace batches of one deployment written at once by its trace front; past it, 429 (docs/operations.md, Per-tenant bounds). */
 export const TRACE_FRONT_MAX_IN_FLIGHT = 4;
-/** … and of all deployments' trace fronts together, in the deployer that runs them (memory: each holds its body). */
-export const TRACE_FRONTS_MAX_IN_FLIGHT = 32;
 
 /** What an instance gets to reach its stores and its trace front, and the local ports it needs for that. */
 export interface DataEnvironment {
@@ -93,8 +91,8 @@ export class DeploymentDataAccess {
   private readonly frontHost: string;
   /** What every trace front writes through: the api's own intake. */
   private readonly traceIntake: TraceIntake;
-  /** Each deployment's trace-ingest slots, and all of theirs. */
-  private readonly traceSlots = new IngestSlots(TRACE_FRONT_MAX_IN_FLIGHT, TRACE_FRONTS_MAX_IN_FLIGHT);
+  /** Each deployment's trace-ingest slots. */
+  private readonly traceSlots = new IngestSlots(TRACE_FRONT_MAX_IN_FLIGHT);
 
   constructor(
     private readonly config: Readonly<Config>,
