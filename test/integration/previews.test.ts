@@ -476,6 +476,12 @@ describe('driven by the forge: signed pull_request deliveries', () => {
     const again = await deliver(at('label_updated', '3'.repeat(40), ['bug', 'preview-approved']));
     expect(again.body.outcome).toContain("approved by label 'preview-approved'");
     expect((await previewOf(p.id, 49)).source_revision_config.repo_commit_sha).toBe('3'.repeat(40));
+    // Gitea's `label_cleared` (every label taken off at once) counts as a removal too.
+    await deliver(at('synchronized', '7'.repeat(40), ['preview-approved']));
+    await deliver(at('label_cleared', '7'.repeat(40), []));
+    expect((await deliver(at('label_updated', '7'.repeat(40), ['preview-approved']))).body.outcome).toContain(
+      "approved by label 'preview-approved'",
+    );
   });
 
   it("a head that is no branch of the repository (Gitea's AGit pull requests, open to readers) is taken for a fork's", async () => {

@@ -41,4 +41,15 @@ describe('mergeFields / mergeInto', () => {
     // The operations themselves are left as they came.
     expect(Object.keys((first as any).extra.metadata)).toHaveLength(200);
   });
+
+  it('keeps a __proto__ key as the data it is (JSON keeps it as an ordinary key)', () => {
+    const create = JSON.parse('{"id":"r","extra":{"metadata":{"a":1,"__proto__":{"y":2}},"__proto__":{"x":1}}}');
+    const update = JSON.parse('{"id":"r","__proto__":{"z":3},"extra":{"metadata":{"b":2,"__proto__":{"y":3}}}}');
+    const merged = mergeFields(create, update) as unknown as Record<string, any>;
+    expect(JSON.stringify(merged)).toBe(
+      '{"id":"r","extra":{"metadata":{"a":1,"__proto__":{"y":3},"b":2},"__proto__":{"x":1}},"__proto__":{"z":3}}',
+    );
+    expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(merged.extra.metadata)).toBe(Object.prototype);
+  });
 });

@@ -205,19 +205,33 @@ export function mergeFields(earlier: RunFields | null, later: RunFields): RunFie
 export function mergeInto(into: Record<string, unknown>, later: RunFields): RunFields {
   for (const [key, value] of Object.entries(later)) {
     if (value === undefined) continue;
-    if (key !== 'extra') into[key] = value;
-    else if (!plain(value) || !plain(into.extra)) into.extra = plain(value) ? ownedExtra(value) : value;
+    if (key !== 'extra') put(into, key, value);
+    else if (!plain(value) || !plain(into.extra)) put(into, 'extra', plain(value) ? ownedExtra(value) : value);
     else {
       const extra = into.extra;
       const before = extra.metadata;
       const metadata =
-        plain(before) && plain(value.metadata) ? Object.assign(before, value.metadata) : (value.metadata ?? before);
-      Object.assign(extra, value);
+        plain(before) && plain(value.metadata) ? putAll(before, value.metadata) : (value.metadata ?? before);
+      putAll(extra, value);
       if (metadata !== undefined)
-        extra.metadata = metadata === value.metadata && plain(metadata) ? { ...metadata } : metadata;
+        put(extra, 'metadata', metadata === value.metadata && plain(metadata) ? { ...metadata } : metadata);
     }
   }
   return into as unknown as RunFields;
+}
+
+/**
+ * `target[key] = value` as a spread copies it: an own data property whatever the key. JSON keeps
+ * `__proto__` as an ordinary key, which an assignment (or Object.assign) would take for the
+ * object's prototype and drop.
+ */
+function put(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+function putAll(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
+  for (const [key, value] of Object.entries(source)) put(target, key, value);
+  return target;
 }
 
 /** A copy of a run's fields whose own object, `extra` and `extra.metadata` mergeInto may change. */

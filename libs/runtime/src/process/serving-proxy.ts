@@ -73,13 +73,15 @@ export class ServingProxy {
   constructor(private readonly options: ServingProxyOptions) {
     this.onError = options.onError ?? (() => undefined);
     // Every handler runs inside the boundary: a request it cannot handle is answered, never fatal.
+    // 0: no limit, as Node takes it.
     const requestTimeout = options.requestTimeoutMs ?? REQUEST_RECEIVE_MS;
+    const within = (nodeDefault: number) => (requestTimeout > 0 ? Math.min(nodeDefault, requestTimeout) : nodeDefault);
     const server = createServer({
       requestTimeout,
       // Node's defaults, within a shorter requestTimeout (a request's head arrives within its whole);
       // it looks for requests past their time every connectionsCheckingInterval.
-      headersTimeout: Math.min(60_000, requestTimeout),
-      connectionsCheckingInterval: Math.min(30_000, requestTimeout),
+      headersTimeout: within(60_000),
+      connectionsCheckingInterval: within(30_000),
     });
     this.server = serveWithin(server, {
       request: (req, res) => this.serve(req, res),

@@ -30,7 +30,8 @@ export type OpenPreviewBody = { ref: string; number?: number; head_sha?: string 
 
 export const approvePreviewBody = Joi.object({
   head_sha: Joi.string()
-    .pattern(/^[0-9a-f]{7,64}$/)
+    .pattern(/^[0-9a-f]{40}([0-9a-f]{24})?$/)
+    .message('head_sha must be a full commit id (40 or 64 hexadecimal characters)')
     .description(
       'Approve only this head commit (the one you reviewed): when another head waits (the fork pushed since), ' +
         'nothing builds and the answer is 404',

@@ -98,8 +98,9 @@ export class PullRequestPreviews {
     });
     if (!action || number === null || !Number.isInteger(number) || number < 1 || !pr)
       return done(400, 'The pull_request payload has no action, number or pull_request.');
-    // GitHub says `labeled` with the label added; Gitea `label_updated` with the pull request's labels.
-    const labelAction = action === 'labeled' || action === 'label_updated';
+    // GitHub says `labeled` with the label added; Gitea `label_updated` with the pull request's labels,
+    // and `label_cleared` when all of them were taken off at once.
+    const labelAction = action === 'labeled' || action === 'label_updated' || action === 'label_cleared';
     if (!OPENING.has(action) && action !== 'closed' && !labelAction)
       return done(200, `Pull request #${number} ${action}: nothing to do for previews.`);
     const base = urlsOf(pr.base?.repo ?? payload.repository);
@@ -120,8 +121,10 @@ export class PullRequestPreviews {
           // changed: its label approves only a head that arrived while the label was off, so a label
           // left on from an earlier head approves no newer one when another label changes.
           const added =
-            action === 'labeled' ? str(payload.label?.name) === label : labelsNow(payload).includes(label ?? '');
-          if (label && action === 'label_updated' && !added) {
+            action === 'labeled'
+              ? str(payload.label?.name) === label
+              : action === 'label_updated' && labelsNow(payload).includes(label ?? '');
+          if (label && action !== 'labeled' && !added) {
             await this.previews.approvalLabelRemoved(parent.workspaceId, parent.deploymentId, number);
             notes.push(`deployment ${parent.deploymentId}: not its approval label`);
             continue;
