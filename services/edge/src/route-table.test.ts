@@ -58,4 +58,19 @@ describe('RouteTable.apply', () => {
     t.apply('x', null, 3);
     expect(t.lookup('shop')).toBeUndefined();
   });
+
+  it('a read that started before a deployment ended, and ends after, does not bring it back', async () => {
+    const t = table();
+    let finishSlow!: () => void;
+    const slow = t.underRead(async (n) => {
+      await new Promise<void>((resolve) => (finishSlow = resolve));
+      t.apply('d', route('d', 'shop', 9001), n);
+    });
+    await t.underRead(async (n) => t.apply('d', route('d', 'shop', 9001), n));
+    await t.underRead(async (n) => t.apply('d', null, n));
+    finishSlow();
+    await slow;
+    expect(t.lookup('shop')).toBeUndefined();
+    expect(t.size).toBe(0);
+  });
 });

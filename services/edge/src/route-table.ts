@@ -30,6 +30,8 @@ export class RouteTable {
   /** Reads of routes, numbered as they start; and the number of the read each deployment's route was last applied from. */
   private reads = 0;
   private readonly appliedFrom = new Map<string, number>();
+  /** The numbers of the reads under way (reads may overlap: a full read at reconnect, the timer's). */
+  private readonly reading = new Set<number>();
 
   /** Where serving proxies are reached: the runtime owner's address, unless the operator fixed one. */
   private runtimeHost: string;
@@ -83,22 +85,41 @@ export class RouteTable {
   /** Reads every route (and the runtime owner) again: names gone since are dropped. */
   async readAll(): Promise<void> {
     await this.readOwner();
-    const read = ++this.reads;
-    const routes = await new EdgeRouteRepository(this.dataSource.manager).all();
-    const seen = new Set<string>();
-    for (const route of routes) {
-      seen.add(route.deploymentId);
-      this.apply(route.deploymentId, route, read);
-    }
-    for (const id of [...this.destinations.keys()]) if (!seen.has(id)) this.apply(id, null, read);
-    // What is known of deployments gone by this read: no need to remember which read said so.
-    for (const [id, at] of this.appliedFrom) if (at <= read && !this.destinations.has(id)) this.appliedFrom.delete(id);
+    await this.underRead(async (read) => {
+      const routes = await new EdgeRouteRepository(this.dataSource.manager).all();
+      const seen = new Set<string>();
+      for (const route of routes) {
+        seen.add(route.deploymentId);
+        this.apply(route.deploymentId, route, read);
+      }
+      for (const id of [...this.destinations.keys()]) if (!seen.has(id)) this.apply(id, null, read);
+    });
   }
 
   /** Reads one deployment's route again (its name, port, or its end). */
   async readOne(deploymentId: string): Promise<void> {
-    const read = ++this.reads;
-    this.apply(deploymentId, await new EdgeRouteRepository(this.dataSource.manager).one(deploymentId), read);
+    await this.underRead(async (read) =>
+      this.apply(deploymentId, await new EdgeRouteRepository(this.dataSource.manager).one(deploymentId), read),
+    );
+  }
+
+  /**
+   * Runs a read under a number of its own (readAll and readOne do; `work` applies what it read
+   * with that number), then forgets what it need not remember: which read ended a deployment,
+   * once no read that started before that one is still under way (such a read could otherwise
+   * bring the deployment back).
+   */
+  async underRead(read: (n: number) => Promise<void>): Promise<void> {
+    const n = ++this.reads;
+    this.reading.add(n);
+    try {
+      await read(n);
+    } finally {
+      this.reading.delete(n);
+      const oldest = Math.min(...this.reading);
+      for (const [id, at] of this.appliedFrom)
+        if (at < oldest && !this.destinations.has(id)) this.appliedFrom.delete(id);
+    }
   }
 
   close(): void {
