@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { ConflictError, NotFoundError, TooManyRequestsError } from '@slipway/domain';
+import { ConflictError, NotFoundError } from '@slipway/domain';
 import { PayloadTooLargeError, UnprocessableError } from './errors.js';
 import { DEFAULT_INGEST_LIMITS, type IngestLimits } from './limits.js';
 import { TracingProjectStore } from './project.repository.js';
@@ -53,16 +53,11 @@ export class TracingIngest {
   ): Promise<{ deploymentIds: string[] }> {
     let deploymentIds: string[];
     try {
-      try {
-        deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
-      } catch (err) {
-        if (!isMissingPartition(err)) throw err;
-        this.partitions.clear();
-        deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
-      }
+      deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
     } catch (err) {
-      if ((err as { code?: string })?.code !== LOCK_NOT_AVAILABLE) throw err;
-      throw new TooManyRequestsError('Other writes of the same runs are under way; send again shortly.', 1);
+      if (!isMissingPartition(err)) throw err;
+      this.partitions.clear();
+      deploymentIds = await this.writeOnce(workspaceId, operations, boundTo);
     }
     if (deploymentIds.length) await this.onDeploymentsWritten?.(deploymentIds);
     return { deploymentIds };
@@ -112,8 +107,8 @@ export class TracingIngest {
         const trace = create?.trace_id ?? update?.trace_id;
         if (trace) keys.push(`trace:${trace.toLowerCase()}`);
       }
-      // First, before any table: the locks include the partitions' (RunRepository.lock), waited for
-      // no longer than maxLockWaitMs (then 429, nothing written).
+      // First, before any table: the locks include the partitions' (RunRepository.lock), all of them
+      // waited for within maxLockWaitMs (then 429, nothing written).
       await runs.lock(workspaceId, keys, this.limits.maxLockWaitMs);
       const projectIds = boundTo ? null : await this.resolveProjects(projects, workspaceId, [...byRun.values()]);
       if (boundTo) {
@@ -217,9 +212,6 @@ function notTheWritersProject(kind: 'run' | 'trace', id: string): ConflictError 
 }
 
 /** Postgres's answer to a row whose partition does not exist (23514, "no partition of relation … found for row"). */
-/** SQLSTATE of a lock wait past lock_timeout. */
-const LOCK_NOT_AVAILABLE = '55P03';
-
 function isMissingPartition(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   return e?.code === '23514' && /no partition of relation/.test(e.message ?? '');

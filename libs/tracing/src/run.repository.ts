@@ -1,7 +1,10 @@
+import { TooManyRequestsError } from '@slipway/domain';
 import type { EntityManager } from 'typeorm';
 import type { RunPayload, RunRow } from './promote.js';
 import type { RunFields } from './run-ops.js';
 
+/** SQLSTATE of a statement past its statement_timeout. */
+const QUERY_CANCELED = '57014';
 /** Columns of `tracing_runs`, in insert order. */
 const RUN_COLUMNS = [
   'workspace_id',
@@ -83,17 +86,28 @@ export class RunRepository {
    */
   async lock(workspaceId: string, keys: Iterable<string>, maxWaitMs?: number): Promise<void> {
     const sorted = [...new Set(keys)].sort();
-    // For the rest of the transaction: a lock wait past it fails with 55P03.
-    if (maxWaitMs !== undefined)
-      await this.manager.query(`SELECT set_config('lock_timeout', $1, true)`, [
-        `${Math.max(1, Math.round(maxWaitMs))}ms`,
-      ]);
-    await this.manager.query(
-      `SELECT pg_advisory_xact_lock_shared(${PARTITIONS_LOCK}) UNION ALL ` +
-        `SELECT pg_advisory_xact_lock(k) FROM (SELECT hashtextextended($1 || ':' || key, 0) AS k FROM ` +
-        `unnest($2::text[]) AS key ORDER BY 1) keys`,
-      [workspaceId, sorted],
+    const take = () =>
+      this.manager.query(
+        `SELECT pg_advisory_xact_lock_shared(${PARTITIONS_LOCK}) UNION ALL ` +
+          `SELECT pg_advisory_xact_lock(k) FROM (SELECT hashtextextended($1 || ':' || key, 0) AS k FROM ` +
+          `unnest($2::text[]) AS key ORDER BY 1) keys`,
+        [workspaceId, sorted],
+      );
+    if (maxWaitMs === undefined) return void (await take());
+    // The whole statement (every lock it waits for) within maxWaitMs: a statement timeout for it
+    // alone, the transaction's own put back after it (a lock_timeout would bound each lock apart).
+    const [{ before }] = await this.manager.query(
+      `SELECT current_setting('statement_timeout') AS before, set_config('statement_timeout', $1, true)`,
+      [`${Math.max(1, Math.round(maxWaitMs))}ms`],
     );
+    try {
+      await take();
+    } catch (err) {
+      if ((err as { code?: string })?.code === QUERY_CANCELED)
+        throw new TooManyRequestsError('Other writes of the same runs are under way; send again shortly.', 1);
+      throw err;
+    }
+    await this.manager.query(`SELECT set_config('statement_timeout', $1, true)`, [before]);
   }
 
   /** The stored fields of these runs, as a create and its updates would carry them, by id (unknown ids absent). */
