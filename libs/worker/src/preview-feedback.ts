@@ -32,6 +32,8 @@ type PassProviders = Map<string, Awaited<ReturnType<typeof integrationProvider>>
  */
 export class PreviewFeedback {
   private openCheck: NodeJS.Timeout | undefined;
+  /** What keys the marker of Slipway's comment on a pull request (commentMarker). */
+  private readonly commentKey: Buffer;
   /** Where the last check of open pull requests stopped; null: from the oldest preview. */
   private openCursor: ForgeOpenedCursor | null = null;
   private readonly passes = new PeriodicPass<number>({
@@ -52,6 +54,7 @@ export class PreviewFeedback {
     private readonly flow: RevisionFlow,
   ) {
     this.urls = new ServingUrls(config);
+    this.commentKey = deriveKey(config.secretsKey.key, 'preview-comment');
   }
 
   start(): void {
@@ -193,10 +196,7 @@ export class PreviewFeedback {
    * to edit) their comment instead. (A new secrets key starts a new comment.)
    */
   private commentMarker(parentId: string, number: number): string {
-    const tag = createHmac('sha256', deriveKey(this.config.secretsKey.key, 'preview-comment'))
-      .update(`${parentId}:${number}`)
-      .digest('hex')
-      .slice(0, 24);
+    const tag = createHmac('sha256', this.commentKey).update(`${parentId}:${number}`).digest('hex').slice(0, 24);
     return `<!-- slipway-preview:${parentId}:${tag} -->`;
   }
 

@@ -168,9 +168,7 @@ export class EdgeServer {
     if (absolute) req.headers.host = absolute;
     const host = hostname(req.headers.host);
     if (!host) return UNKNOWN_HOST;
-    if (!host.endsWith(this.suffix)) return this.options.routes.lookupHost(host) ?? UNKNOWN_HOST;
-    const label = host.slice(0, -this.suffix.length);
-    return (!label.includes('.') && this.options.routes.lookup(label)) || UNKNOWN_HOST;
+    return this.options.routes.destinationOf(host, this.suffix) ?? UNKNOWN_HOST;
   }
 
   /** 308 to the same host and path over HTTPS (the method and body are kept by the client). */

@@ -108,9 +108,7 @@ async function main(): Promise<void> {
     (!!operator && host.endsWith(suffix)) ||
     (!!acme && (await acme.keeper.secureContextFor(host).catch(() => null)) !== null);
   // The names the edge routes now: a TLS name outside them is no reason to read Postgres.
-  const served = (name: string) =>
-    routes.lookupHost(name) !== undefined ||
-    (name.endsWith(suffix) && routes.lookup(name.slice(0, -suffix.length)) !== undefined);
+  const served = (name: string) => routes.destinationOf(name, suffix) !== undefined;
   const https =
     operator || acme
       ? new EdgeServer({

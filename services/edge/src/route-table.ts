@@ -61,6 +61,13 @@ export class RouteTable {
     return this.byHost.get(host);
   }
 
+  /** The deployment a host names: a verified custom domain, or a name one label under `suffix` (`.<apps domain>`). */
+  destinationOf(host: string, suffix: string): Destination | undefined {
+    if (!host.endsWith(suffix)) return this.lookupHost(host);
+    const label = host.slice(0, -suffix.length);
+    return label.includes('.') ? undefined : this.lookup(label);
+  }
+
   /** Every verified custom domain routed now. */
   get customHosts(): string[] {
     return [...this.byHost.keys()];
@@ -94,6 +101,11 @@ export class RouteTable {
       }
       for (const id of [...this.destinations.keys()]) if (!seen.has(id)) this.apply(id, null, read);
     });
+    // Once a full read is done (not after every notification's read: the table is walked whole),
+    // forget which read ended a deployment when no read older than that one is under way (such a
+    // read could otherwise bring the deployment back).
+    const oldest = Math.min(...this.reading);
+    for (const [id, at] of this.appliedFrom) if (at < oldest && !this.destinations.has(id)) this.appliedFrom.delete(id);
   }
 
   /** Reads one deployment's route again (its name, port, or its end). */
@@ -103,12 +115,7 @@ export class RouteTable {
     );
   }
 
-  /**
-   * Runs a read under a number of its own (readAll and readOne do; `work` applies what it read
-   * with that number), then forgets what it need not remember: which read ended a deployment,
-   * once no read that started before that one is still under way (such a read could otherwise
-   * bring the deployment back).
-   */
+  /** Runs a read under a number of its own, kept while it is under way (readAll and readOne do; `read` applies what it read with that number). */
   async underRead(read: (n: number) => Promise<void>): Promise<void> {
     const n = ++this.reads;
     this.reading.add(n);
@@ -116,9 +123,6 @@ export class RouteTable {
       await read(n);
     } finally {
       this.reading.delete(n);
-      const oldest = Math.min(...this.reading);
-      for (const [id, at] of this.appliedFrom)
-        if (at < oldest && !this.destinations.has(id)) this.appliedFrom.delete(id);
     }
   }
 

@@ -33,6 +33,20 @@ export interface PreviewRequest {
   labeled: boolean;
 }
 
+/** A `preview_requests` row as the repository gives it. */
+function requestOf(row: Record<string, any>): PreviewRequest & { receivedAt: Date } {
+  return {
+    number: row.number,
+    headRef: row.head_ref,
+    headSha: row.head_sha,
+    url: row.url,
+    repository: row.repository,
+    forkRepository: row.fork_repository,
+    labeled: row.labeled,
+    receivedAt: row.received_at,
+  };
+}
+
 /** Where a page of forge-opened previews ended (PreviewRepository.forgeOpened). */
 export interface ForgeOpenedCursor {
   /** Postgres' own text of the time (microseconds: a Date would round it and meet the same row again). */
@@ -262,17 +276,7 @@ export class PreviewRepository {
       `DELETE FROM preview_requests WHERE ${where} RETURNING *`,
       params,
     );
-    return row
-      ? {
-          number: row.number,
-          headRef: row.head_ref,
-          headSha: row.head_sha,
-          url: row.url,
-          repository: row.repository,
-          forkRepository: row.fork_repository,
-          labeled: row.labeled,
-        }
-      : null;
+    return row ? requestOf(row) : null;
   }
 
   /** The pull requests of forks waiting for approval, newest first, with when each head arrived. */
@@ -282,16 +286,7 @@ export class PreviewRepository {
       `SELECT * FROM preview_requests WHERE parent_id = $1 ORDER BY received_at DESC, number DESC LIMIT 500`,
       [parentId],
     );
-    return rows.map((row) => ({
-      number: row.number,
-      headRef: row.head_ref,
-      headSha: row.head_sha,
-      url: row.url,
-      repository: row.repository,
-      forkRepository: row.fork_repository,
-      labeled: row.labeled,
-      receivedAt: row.received_at,
-    }));
+    return rows.map(requestOf);
   }
 
   /** The approval label is off the pull request: whatever waits may be approved by adding it again. */
